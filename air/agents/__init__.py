@@ -1,0 +1,2 @@
+"""Runtime-resident agents: MainAgent and ArchitectureDesigner (SDD §14).
+"""

@@ -1,0 +1,2 @@
+"""ArtifactStore, EvidenceStore and the project knowledge stores (SDD §11).
+"""

@@ -1,0 +1,2 @@
+"""CapabilityRegistry, manifest validation and trust (SDD §9.5).
+"""

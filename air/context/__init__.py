@@ -1,0 +1,2 @@
+"""ContextAssembler, PromptLayerLoader and CompactionPolicy (SDD §10).
+"""

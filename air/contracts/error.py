@@ -1,0 +1,192 @@
+"""The one error tree of air: AirError (the contract), its kinds, and the exception that carries it.
+
+Owns: ``ErrorKind``, ``ErrorSeverity``, ``Retryability``, the ``AirError`` record (SDD §18.1),
+``make_air_error`` and ``AirException``. A failure that crosses a boundary is translated into
+an ``AirError`` here; bad user input always carries a ``user_action``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from enum import StrEnum
+from typing import Any
+
+from air.contracts.ids import UUID, Contract, JsonObject, new_uuid
+
+__all__ = [
+    "AirError",
+    "AirException",
+    "ErrorKind",
+    "ErrorSeverity",
+    "Retryability",
+    "make_air_error",
+    "normalize_message",
+    "semantic_signature_for",
+]
+
+
+class ErrorKind(StrEnum):
+    """Closed set of failure kinds (IMPL, baselines §A.22 gap 3; see docs/decisions.md)."""
+
+    SYSTEM_ERROR = "system_error"
+    """A programmer or infrastructure error: unknown event type, projection failure, bad enum."""
+    TOOL_ERROR = "tool_error"
+    POLICY_ERROR = "policy_error"
+    PERMISSION_DENIED = "permission_denied"
+    VALIDATION_ERROR = "validation_error"
+    """Bad input from a user, a file or a model: an invalid payload, argument or batch entry."""
+    CONFIG_ERROR = "config_error"
+    STORAGE_ERROR = "storage_error"
+    SCHEMA_ERROR = "schema_error"
+    """A database written by a newer air, or a schema this code cannot open."""
+    CORRUPT_DATABASE = "corrupt_database"
+    NOT_FOUND = "not_found"
+    PROTOCOL_ERROR = "protocol_error"
+    WORKER_CRASHED = "worker_crashed"
+    WORKER_STALLED = "worker_stalled"
+    TIMEOUT = "timeout"
+    CANCELLED = "cancelled"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    PROVIDER_ERROR = "provider_error"
+    RATE_LIMITED = "rate_limited"
+    AUTH_ERROR = "auth_error"
+    CONTEXT_OVERFLOW = "context_overflow"
+    VERIFICATION_FAILED = "verification_failed"
+    WORKSPACE_ERROR = "workspace_error"
+    MERGE_CONFLICT = "merge_conflict"
+    ENVIRONMENT_ERROR = "environment_error"
+    """Something the machine lacks (a tool, a permission, disk): retrying will not help."""
+    ARCHITECTURE_MISMATCH = "architecture_mismatch"
+    TASK_FAILED = "task_failed"
+
+
+class ErrorSeverity(StrEnum):
+    """How bad a failure is for the run (IMPL)."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    FATAL = "fatal"
+
+
+class Retryability(StrEnum):
+    """Whether repeating the same action may succeed (IMPL)."""
+
+    TRANSIENT = "transient"
+    """Retry the same thing, possibly after a delay (rate limits, stalls, dropped connections)."""
+    AFTER_CHANGE = "after_change"
+    """Retry only after changing one dimension (model, context, command, serialization)."""
+    NEVER = "never"
+    UNKNOWN = "unknown"
+
+
+class AirError(Contract):
+    """A failure as a value (contracts §3). Embedded in events, results and envelopes."""
+
+    error_id: UUID
+    kind: ErrorKind
+    severity: ErrorSeverity = ErrorSeverity.ERROR
+    message: str
+    detail: str | None = None
+    retryability: Retryability = Retryability.UNKNOWN
+    semantic_signature: str
+    """Stable grouping key: kind + hash of the normalised message unless given."""
+    cause_ref: Any | None = None
+    """An EntityRef-shaped mapping ({entity_type, entity_id}) naming the cause."""
+    cause_refs: list[Any] | None = None
+    user_action: str | None = None
+    """What the person should do next, in one sentence."""
+    metadata: JsonObject | None = None
+
+
+_VOLATILE = [
+    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I), "<uuid>"),
+    (re.compile(r"\b[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}\b"), "<id>"),
+    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
+    (re.compile(r"\b[0-9a-f]{12,64}\b"), "<hash>"),
+    (re.compile(r"\d+"), "<n>"),
+    (re.compile(r"\s+"), " "),
+]
+
+
+def normalize_message(message: str) -> str:
+    """Strip the volatile parts of a message (ids, numbers, hashes, spacing) and lower-case it."""
+    text = message.strip().lower()
+    for pattern, replacement in _VOLATILE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def semantic_signature_for(kind: ErrorKind | str, message: str) -> str:
+    """Return ``<kind>:<sha256(normalised message)[:16]>``, stable across runs and machines."""
+    digest = hashlib.sha256(normalize_message(message).encode("utf-8")).hexdigest()[:16]
+    return f"{ErrorKind(kind).value}:{digest}"
+
+
+def make_air_error(
+    *,
+    kind: ErrorKind | str,
+    message: str,
+    severity: ErrorSeverity | str = ErrorSeverity.ERROR,
+    detail: str | None = None,
+    retryability: Retryability | str = Retryability.UNKNOWN,
+    semantic_signature: str | None = None,
+    cause_ref: Any | None = None,
+    cause_refs: list[Any] | None = None,
+    user_action: str | None = None,
+    metadata: JsonObject | None = None,
+) -> AirError:
+    """Build an AirError with the SDD §18.1 defaults.
+
+    Args:
+        kind: the ErrorKind.
+        message: one line for people; the signature is derived from it when not given.
+
+    Returns:
+        A frozen AirError with a fresh ``error_id``.
+    """
+    return AirError(
+        error_id=new_uuid(),
+        kind=ErrorKind(kind),
+        severity=ErrorSeverity(severity),
+        message=message,
+        detail=detail,
+        retryability=Retryability(retryability),
+        semantic_signature=semantic_signature or semantic_signature_for(kind, message),
+        cause_ref=cause_ref,
+        cause_refs=cause_refs,
+        user_action=user_action,
+        metadata=metadata,
+    )
+
+
+class AirException(Exception):
+    """The exception that carries an AirError across a call stack.
+
+    Raise it with ``raise AirException.of(kind=..., message=..., user_action=...)`` or wrap an
+    existing record with ``AirException(error)``.
+    """
+
+    def __init__(self, error: AirError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    @classmethod
+    def of(cls, **kwargs: Any) -> AirException:
+        """Build the record with ``make_air_error(**kwargs)`` and wrap it."""
+        return cls(make_air_error(**kwargs))
+
+    @property
+    def kind(self) -> ErrorKind:
+        return self.error.kind
+
+    @property
+    def user_action(self) -> str | None:
+        return self.error.user_action
+
+    def __str__(self) -> str:
+        text = f"{self.error.kind.value}: {self.error.message}"
+        if self.error.detail:
+            text += f" ({self.error.detail})"
+        return text

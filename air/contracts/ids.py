@@ -1,0 +1,129 @@
+"""Primitive identifiers, the clock and id generation shared by every contract.
+
+Owns: the ID aliases of the contracts (SessionID, TaskID, ...), the ``Contract`` base model
+(frozen, ``extra="forbid"``), the JSON aliases, and the tiny pure helpers that mint ids and
+timestamps. No I/O beyond reading the clock and the OS random source.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeAlias
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "AgentID",
+    "ArtifactID",
+    "Clock",
+    "CommandRunID",
+    "Contract",
+    "EvidenceRefID",
+    "ISOTimeString",
+    "IdGenerator",
+    "JsonObject",
+    "MessageID",
+    "ProjectID",
+    "ProviderID",
+    "SessionID",
+    "SystemClock",
+    "TaskID",
+    "ToolRunID",
+    "UUID",
+    "UlidGenerator",
+    "WorkspaceID",
+    "new_id",
+    "new_ulid",
+    "new_uuid",
+    "utc_now_iso",
+]
+
+ISOTimeString: TypeAlias = str
+UUID: TypeAlias = str
+ProjectID: TypeAlias = str
+SessionID: TypeAlias = str
+TaskID: TypeAlias = str
+AgentID: TypeAlias = str
+ToolRunID: TypeAlias = str
+CommandRunID: TypeAlias = str
+ArtifactID: TypeAlias = str
+MessageID: TypeAlias = str
+EvidenceRefID: TypeAlias = str
+ProviderID: TypeAlias = str
+WorkspaceID: TypeAlias = str
+JsonObject: TypeAlias = dict[str, Any]
+
+
+class Contract(BaseModel):
+    """Base of every public contract: immutable, and unknown fields are an error."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_ulid() -> str:
+    """Return a 26-character ULID: 48 bits of milliseconds, then 80 random bits."""
+    value = (int(time.time() * 1000) << 80) | int.from_bytes(os.urandom(10), "big")
+    chars = []
+    for _ in range(26):
+        chars.append(_CROCKFORD[value & 31])
+        value >>= 5
+    return "".join(reversed(chars))
+
+
+def new_uuid() -> UUID:
+    """Return a random UUID4 as a string."""
+    return str(uuid.uuid4())
+
+
+def new_id(prefix: str) -> str:
+    """Return ``<prefix>_<ulid>``, the id form of every air entity (``art_01J...``)."""
+    return f"{prefix}_{new_ulid()}"
+
+
+def utc_now_iso() -> ISOTimeString:
+    """Return the current UTC time as an ISO-8601 string with microseconds and ``Z``."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class Clock(Protocol):
+    """Source of wall-clock time (injected so tests can pin it)."""
+
+    def now_iso(self) -> ISOTimeString: ...
+
+
+class SystemClock:
+    """The real UTC clock."""
+
+    def now_iso(self) -> ISOTimeString:
+        return utc_now_iso()
+
+
+class IdGenerator(Protocol):
+    """Mints entity ids."""
+
+    def session_id(self) -> SessionID: ...
+    def task_id(self) -> TaskID: ...
+    def agent_id(self) -> AgentID: ...
+    def artifact_id(self) -> ArtifactID: ...
+
+
+class UlidGenerator:
+    """Default IdGenerator: ``ses_``, ``task_``, ``agt_``, ``art_`` prefixed ULIDs."""
+
+    def session_id(self) -> SessionID:
+        return new_id("ses")
+
+    def task_id(self) -> TaskID:
+        return new_id("task")
+
+    def agent_id(self) -> AgentID:
+        return new_id("agt")
+
+    def artifact_id(self) -> ArtifactID:
+        return new_id("art")

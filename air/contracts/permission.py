@@ -1,0 +1,149 @@
+"""Permission contracts: what a tool call asks for and what the PermissionEngine decides.
+
+Owns: ``PathCategory`` (8), ``CommandCategory`` (10), ``PermissionAction`` (6),
+``PermissionGrantScope``, ``PathPolicy``, ``PermissionRequestContext``, ``PermissionDecision``,
+``PermissionRecordResult``, ``PathRiskClassification``, ``CommandRiskAnalysis`` (contracts §13;
+category names IMPL, see docs/decisions.md).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from air.contracts.error import AirError
+from air.contracts.ids import AgentID, Contract, EvidenceRefID, SessionID, TaskID
+from air.contracts.runtime import PermissionTemplate
+
+__all__ = [
+    "CommandCategory",
+    "CommandRiskAnalysis",
+    "CommandSegment",
+    "PathCategory",
+    "PathPolicy",
+    "PathRiskClassification",
+    "PermissionAction",
+    "PermissionDecision",
+    "PermissionGrantScope",
+    "PermissionRecordResult",
+    "PermissionRequestContext",
+    "RiskLevel",
+]
+
+
+class PathCategory(StrEnum):
+    PROJECT_SOURCE = "project_source"
+    PROJECT_BUILD_OUTPUT = "project_build_output"
+    PROJECT_GIT_INTERNAL = "project_git_internal"
+    AIR_INTERNAL = "air_internal"
+    OUTSIDE_PROJECT = "outside_project"
+    SYSTEM_SENSITIVE = "system_sensitive"
+    CREDENTIALS = "credentials"
+    UNKNOWN = "unknown"
+
+
+class CommandCategory(StrEnum):
+    """Ordered from least to most risky; a compound command takes its riskiest segment's."""
+
+    READ_ONLY = "read_only"
+    BUILD_TEST = "build_test"
+    FILE_MUTATION = "file_mutation"
+    VCS_MUTATION = "vcs_mutation"
+    PACKAGE_INSTALL = "package_install"
+    NETWORK = "network"
+    PROCESS_CONTROL = "process_control"
+    DESTRUCTIVE = "destructive"
+    PRIVILEGED = "privileged"
+    OPAQUE = "opaque"
+    """Could not be analysed (dynamic, obfuscated, unparseable): treated as the highest risk."""
+
+
+class PermissionAction(StrEnum):
+    ALLOW = "allow"
+    ANNOUNCE_THEN_RUN = "announce_then_run"
+    ASK_USER = "ask_user"
+    DENY = "deny"
+    BLOCK = "block"
+    REFUSE = "refuse"
+
+
+class PermissionGrantScope(StrEnum):
+    ONCE = "once"
+    TASK = "task"
+    SESSION = "session"
+    PROJECT = "project"
+
+
+RiskLevel = Literal["none", "low", "medium", "high", "critical"]
+
+
+class PathPolicy(Contract):
+    """Paths a tool may touch: globs relative to the project root, or ``input:<field>``."""
+
+    globs: list[str] = Field(default_factory=list)
+    from_input: list[str] = Field(default_factory=list)
+    """Names of input fields that hold paths (e.g. ``["path"]``)."""
+
+
+class PermissionRequestContext(Contract):
+    session_id: SessionID
+    task_id: TaskID | None = None
+    agent_id: AgentID | None = None
+    tool_name: str
+    permission_template: PermissionTemplate
+    project_root: str
+    workspace_root: str
+    read_paths: list[str] = Field(default_factory=list)
+    write_paths: list[str] = Field(default_factory=list)
+    command: str | None = None
+    cwd: str | None = None
+    network: bool = False
+    system_sensitive: bool = False
+    write_area: list[str] | None = None
+    allowed_paths: list[str] | None = None
+    denied_paths: list[str] | None = None
+    headless: bool = False
+
+
+class PathRiskClassification(Contract):
+    path: str
+    resolved_path: str | None
+    category: PathCategory
+    reason: str
+    escapes: bool = False
+    """True when the path leaves the workspace through ``..``, a symlink or a hardlink."""
+
+
+class CommandSegment(Contract):
+    text: str
+    program: str | None
+    category: CommandCategory
+    reason: str
+
+
+class CommandRiskAnalysis(Contract):
+    command: str
+    category: CommandCategory
+    segments: list[CommandSegment]
+    reason: str
+    write_targets: list[str] = Field(default_factory=list)
+
+
+class PermissionDecision(Contract):
+    action: PermissionAction
+    grant_scope: PermissionGrantScope = PermissionGrantScope.ONCE
+    risk_level: RiskLevel = "low"
+    reason: str
+    layer: str | None = None
+    """IMPL: which of the six layers decided."""
+    required_confirmation: bool | None = None
+    backup_required: bool | None = None
+    evidence_ref_ids: list[EvidenceRefID] | None = None
+
+
+class PermissionRecordResult(Contract):
+    ok: bool
+    event_id: str | None = None
+    error: AirError | None = None

@@ -1,0 +1,46 @@
+"""Platform tiers and the Doctor's contracts (merged here by SDD §3).
+
+Owns: ``PlatformTier``, ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput``, ``DoctorRunOutput``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from air.contracts.ids import Contract
+
+__all__ = ["DoctorIssue", "DoctorMode", "DoctorRunInput", "DoctorRunOutput", "PlatformTier"]
+
+
+class PlatformTier(StrEnum):
+    TIER1 = "tier1"
+    """Linux: everything, including the bubblewrap sandbox."""
+    TIER2 = "tier2"
+    """macOS: no bubblewrap; the shell runs in degraded mode."""
+    UNSUPPORTED = "unsupported"
+
+
+class DoctorMode(StrEnum):
+    READ_ONLY = "read_only"
+    FIX = "fix"
+    BUNDLE = "bundle"
+
+
+class DoctorIssue(Contract):
+    check: str
+    severity: Literal["info", "warning", "blocking"]
+    message: str
+    fix_hint: str | None = None
+
+
+class DoctorRunInput(Contract):
+    mode: DoctorMode = DoctorMode.READ_ONLY
+
+
+class DoctorRunOutput(Contract):
+    tier: PlatformTier
+    issues: list[DoctorIssue] = Field(default_factory=list)
+    bundle_artifact_id: str | None = None

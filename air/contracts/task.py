@@ -1,0 +1,251 @@
+"""Tasks, their graph and the Scheduler's contracts.
+
+Owns: ``TaskSpec`` and its parts (scope, dependencies, verification, constraints, context
+refs), the closed enums of tasks / dependencies / workspaces, and the scheduler symbols merged
+here by SDD §3 (``SchedulerState``, ``SchedulerWavePlan``, ``SchedulerRunResult``,
+``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import Field
+
+from air.contracts.ids import (
+    AgentID,
+    Contract,
+    ISOTimeString,
+    SessionID,
+    TaskID,
+    WorkspaceID,
+)
+
+__all__ = [
+    "DependencySource",
+    "DependencyType",
+    "MergeResult",
+    "ModelPolicy",
+    "RetryAction",
+    "RetryDecision",
+    "SchedulerRunResult",
+    "SchedulerState",
+    "SchedulerWavePlan",
+    "TaskConstraints",
+    "TaskContextRefs",
+    "TaskDependencySpec",
+    "TaskScope",
+    "TaskSpec",
+    "TaskStatus",
+    "TaskType",
+    "VerificationPolicy",
+    "WavePlanEntry",
+    "WorkerOutputContract",
+    "WorkspacePlan",
+    "WorkspaceRef",
+    "WorkspaceStatus",
+    "WorkspaceStrategy",
+    "TERMINAL_TASK_STATUSES",
+]
+
+
+class TaskType(StrEnum):
+    EXECUTE = "execute"
+    REVIEW = "review"
+    DEBUG = "debug"
+    COMPACT = "compact"
+    MINE_EXPERIENCE = "mine_experience"
+    DOCS = "docs"
+
+
+class TaskStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    BLOCKED = "blocked"
+    CANCELLED = "cancelled"
+    INTERRUPTED = "interrupted"
+
+
+TERMINAL_TASK_STATUSES = frozenset(
+    {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.BLOCKED, TaskStatus.CANCELLED}
+)
+
+
+class DependencyType(StrEnum):
+    HARD = "hard"
+    """Must be completed before the dependent starts."""
+    SOFT = "soft"
+    """Orders work (priority) but never gates it."""
+    CONFLICT = "conflict"
+    """The two tasks never run at the same time."""
+    SERIALIZATION = "serialization"
+    """The dependent runs after the other has ended, whatever its outcome."""
+
+
+class DependencySource(StrEnum):
+    ARCHITECTURE = "architecture"
+    SCHEDULER = "scheduler"
+    WORKER = "worker"
+    USER = "user"
+    SYSTEM = "system"
+
+
+class TaskScope(Contract):
+    write_area: list[str] | None = None
+    """Path globs (relative to the project root) the task may write; None = whole project."""
+    expected_files: list[str] | None = None
+    allowed_paths: list[str] | None = None
+    denied_paths: list[str] | None = None
+
+
+class TaskDependencySpec(Contract):
+    depends_on_task_id: TaskID
+    dependency_type: DependencyType = DependencyType.HARD
+    reason: str | None = None
+    source: DependencySource | None = None
+
+
+class VerificationPolicy(Contract):
+    commands: list[str] | None = None
+    required: bool = False
+    fallback_allowed: bool = False
+
+
+class ModelPolicy(StrEnum):
+    SCHEDULER_FORCED = "scheduler_forced"
+    AGENT_SELECT = "agent_select"
+
+
+class TaskConstraints(Contract):
+    max_turns: int = 20
+    soft_timeout_ms: int = 600_000
+    hard_timeout_ms: int = 900_000
+    retry_budget: int = 1
+    model_policy: ModelPolicy = ModelPolicy.SCHEDULER_FORCED
+    model_id: str | None = None
+    max_cost_usd: float | None = None
+    """IMPL: cost budget for runner-contract invariant 14 (None = no cost budget)."""
+
+
+class TaskContextRefs(Contract):
+    plan_ref: str | None = None
+    arc_ref: str | None = None
+    parent_task_results: list[str] | None = None
+    artifacts: list[str] | None = None
+
+
+WorkerOutputContract = Literal[
+    "ExecutorResult", "ReviewerResult", "DebuggerResult", "CompactorResult", "ExperienceMinerResult"
+]
+
+
+class TaskSpec(Contract):
+    id: TaskID
+    type: TaskType
+    title: str
+    description: str
+    acceptance_criteria: list[str] = Field(default_factory=list)
+    scope: TaskScope = Field(default_factory=TaskScope)
+    dependencies: list[TaskDependencySpec] = Field(default_factory=list)
+    verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
+    constraints: TaskConstraints = Field(default_factory=TaskConstraints)
+    context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
+    output_contract: WorkerOutputContract = "ExecutorResult"
+
+
+class WorkspaceStrategy(StrEnum):
+    MAIN = "main"
+    WORKTREE = "worktree"
+    ISOLATED_COPY = "isolated_copy"
+
+
+class WorkspaceStatus(StrEnum):
+    ACTIVE = "active"
+    MERGED = "merged"
+    CONFLICTED = "conflicted"
+    ABANDONED = "abandoned"
+    CLEANED = "cleaned"
+
+
+class WorkspacePlan(Contract):
+    task_id: TaskID
+    strategy: WorkspaceStrategy
+    base_ref: str | None = None
+
+
+class WorkspaceRef(Contract):
+    workspace_id: WorkspaceID
+    task_id: TaskID | None = None
+    agent_id: AgentID | None = None
+    strategy: WorkspaceStrategy
+    path: str
+    branch: str | None = None
+    base_commit: str | None = None
+
+
+class MergeResult(Contract):
+    workspace_id: WorkspaceID
+    status: Literal["merged", "conflicted", "nothing_to_merge"]
+    merge_commit: str | None = None
+    kept_branch: str | None = None
+    conflicted_paths: list[str] = Field(default_factory=list)
+
+
+class SchedulerState(StrEnum):
+    IDLE = "IDLE"
+    LOADING_GRAPH = "LOADING_GRAPH"
+    PLANNING_WAVE = "PLANNING_WAVE"
+    DISPATCHING = "DISPATCHING"
+    MONITORING = "MONITORING"
+    COLLECTING_RESULTS = "COLLECTING_RESULTS"
+    MERGING = "MERGING"
+    REVIEWING_WAVE = "REVIEWING_WAVE"
+    REPAIRING_OR_CONTINUING = "REPAIRING_OR_CONTINUING"
+    COMPLETED = "COMPLETED"
+    BLOCKED = "BLOCKED"
+    CANCELLED = "CANCELLED"
+
+
+class WavePlanEntry(Contract):
+    task_id: TaskID
+    workspace: WorkspacePlan
+    model_id: str | None = None
+
+
+class SchedulerWavePlan(Contract):
+    session_id: SessionID
+    wave_index: int
+    entries: list[WavePlanEntry]
+    serialized_task_ids: list[TaskID] = Field(default_factory=list)
+    """Runnable tasks held back because they conflict with a task in this wave."""
+    planned_at: ISOTimeString
+
+
+class SchedulerRunResult(Contract):
+    session_id: SessionID
+    status: Literal["completed", "blocked", "cancelled"]
+    completed_task_ids: list[TaskID] = Field(default_factory=list)
+    failed_task_ids: list[TaskID] = Field(default_factory=list)
+    blocked_task_ids: list[TaskID] = Field(default_factory=list)
+    cancelled_task_ids: list[TaskID] = Field(default_factory=list)
+    waves: int = 0
+
+
+class RetryAction(StrEnum):
+    RETRY = "retry"
+    RETRY_SERIAL = "retry_serial"
+    DEBUG = "debug"
+    SKIP = "skip"
+    BLOCK = "block"
+    CANCEL = "cancel"
+
+
+class RetryDecision(Contract):
+    action: RetryAction
+    reason: str
+    changed_dimension: Literal["none", "model", "context", "command", "serialization", "debugger"] = (
+        "none"
+    )

@@ -1,0 +1,2 @@
+"""DoctorService, logging and bundle export (SDD §16).
+"""

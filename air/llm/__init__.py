@@ -1,0 +1,3 @@
+"""Providers: ProviderManager, the Anthropic and OpenAI-compatible adapters, converters, and the
+scripted / recording providers (SDD §12).
+"""

@@ -1,0 +1,2 @@
+"""ProjectionStore and the ProjectionClient it hands to the console (SDD §13.1).
+"""

@@ -1,0 +1,2 @@
+"""PermissionEngine, PathClassifier, CommandRiskAnalyzer and SecretRedactor (SDD §9.2).
+"""

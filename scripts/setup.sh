@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Sets up everything air needs on a fresh Debian machine with Python 3.11:
+# system tools (git, bubblewrap, tmux) and a virtualenv in .venv with air and its test extras.
+# Safe to run again: it installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+PY=${PYTHON:-python3}
+"$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  echo "setup: installing ${need_apt[*]} with apt-get" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+"$PY" -c 'import sys; assert sys.version_info >= (3, 11), "air needs Python 3.11 or newer"'
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.air-installed
+if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[test]"
+  touch "$stamp"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Sets everything up, then runs the whole test suite: ruff, mypy --strict, import-linter, pytest.
+# Exits non-zero when anything fails (pytest's "no tests ran", exit 5, counts as a failure).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh || exit 1
+export PATH="$PWD/.venv/bin:$PATH"
+status=0
+echo "== ruff"; ruff check . || status=1
+echo "== ruff format --check"; ruff format --check . || status=1
+echo "== mypy --strict"; mypy || status=1
+echo "== import-linter"; lint-imports || status=1
+echo "== pytest"
+python -m pytest "$@"
+rc=$?
+if [ $rc -ne 0 ]; then
+  [ $rc -eq 5 ] && echo "pytest collected no tests: that is a failure" >&2
+  status=1
+fi
+exit $status
