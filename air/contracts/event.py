@@ -12,7 +12,6 @@ from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.runtime import AgentType
 from air.contracts.ids import (
     UUID,
     Contract,
@@ -23,6 +22,7 @@ from air.contracts.ids import (
     new_uuid,
     utc_now_iso,
 )
+from air.contracts.runtime import AgentType
 
 __all__ = [
     "EntityRef",

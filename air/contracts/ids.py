@@ -16,6 +16,7 @@ from typing import Any, Protocol, TypeAlias
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "UUID",
     "AgentID",
     "ArtifactID",
     "Clock",
@@ -32,7 +33,6 @@ __all__ = [
     "SystemClock",
     "TaskID",
     "ToolRunID",
-    "UUID",
     "UlidGenerator",
     "WorkspaceID",
     "new_id",

@@ -11,12 +11,12 @@ from enum import StrEnum
 from air.contracts.ids import Contract, ProjectID, SessionID
 
 __all__ = [
+    "PROJECT_SCHEMA_VERSION",
     "OpenSessionOptions",
     "ProjectContext",
     "ProjectInitOptions",
     "SessionContext",
     "SessionStatus",
-    "PROJECT_SCHEMA_VERSION",
 ]
 
 PROJECT_SCHEMA_VERSION = 1

@@ -23,6 +23,7 @@ from air.contracts.ids import (
 )
 
 __all__ = [
+    "TERMINAL_TASK_STATUSES",
     "DependencySource",
     "DependencyType",
     "MergeResult",
@@ -46,7 +47,6 @@ __all__ = [
     "WorkspaceRef",
     "WorkspaceStatus",
     "WorkspaceStrategy",
-    "TERMINAL_TASK_STATUSES",
 ]
 
 
@@ -246,6 +246,6 @@ class RetryAction(StrEnum):
 class RetryDecision(Contract):
     action: RetryAction
     reason: str
-    changed_dimension: Literal["none", "model", "context", "command", "serialization", "debugger"] = (
-        "none"
-    )
+    changed_dimension: Literal[
+        "none", "model", "context", "command", "serialization", "debugger"
+    ] = "none"

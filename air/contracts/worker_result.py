@@ -20,6 +20,7 @@ from air.contracts.ids import AgentID, Contract, TaskID
 from air.contracts.runtime import AgentType
 
 __all__ = [
+    "ROLE_RESULT_MODELS",
     "BlockerReport",
     "CompactorResult",
     "DebuggerResult",
@@ -31,7 +32,6 @@ __all__ = [
     "VerificationResult",
     "WorkerResult",
     "WorkerStatus",
-    "ROLE_RESULT_MODELS",
 ]
 
 

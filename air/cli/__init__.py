@@ -1,0 +1,120 @@
+"""The ``air`` command line: docopt-ng usage, dispatch to one module per command.
+
+Owns: the usage text, argument parsing, and the translation of ``AirException`` into a clear
+message and exit code. Every command module is imported lazily, only when it runs, so
+``air --help`` and ``air --version`` import neither Trio, pydantic, httpx nor anthropic.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from air import __version__
+
+USAGE = """air — a local AI coding-agent runtime.
+
+Usage:
+  air init [PATH] [--name NAME]
+  air demo [--dir DIR]
+  air history [--session SID] [--project PATH] [--json]
+  air session list [--project PATH]
+  air --version
+  air -h | --help
+
+Commands:
+  init          Make PATH (default: the current directory) an air project (.air/).
+  demo          Record a small realistic run in a new temporary project and print its history.
+  history       Print a session's recorded events (default: the most recent session).
+  session list  List the sessions of the project.
+
+Options:
+  --name NAME       Project name (default: the directory name).
+  --dir DIR         Where the demo creates its project (default: a new temporary directory).
+  --session SID     A session id (see `air session list`).
+  --project PATH    The project directory (default: found by walking up from here).
+  --json            One JSON object per line instead of text.
+  -h --help         Show this help.
+  --version         Show the version.
+"""
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_INTERNAL = 3
+EXIT_CANCELLED = 130
+
+
+def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
+    if args["init"]:
+        from air.cli.init import run_init
+
+        return run_init
+    if args["demo"]:
+        from air.cli.demo import run_demo
+
+        return run_demo
+    if args["history"]:
+        from air.cli.history import run_history
+
+        return run_history
+    if args["session"] and args["list"]:
+        from air.cli.history import run_session_list
+
+        return run_session_list
+    raise AssertionError(f"docopt accepted a command with no route: {args}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``air`` command. Returns the process exit code."""
+    from docopt import DocoptExit, docopt
+
+    try:
+        args = docopt(
+            USAGE,
+            argv=list(sys.argv[1:] if argv is None else argv),
+            default_help=False,
+            version=None,
+        )
+    except DocoptExit as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args["--help"]:
+        print(USAGE, end="")
+        return EXIT_OK
+    if args["--version"]:
+        print(f"air {__version__}")
+        return EXIT_OK
+    command = _route(args)
+    try:
+        return command(args)
+    except KeyboardInterrupt:
+        print("air: interrupted", file=sys.stderr)
+        return EXIT_CANCELLED
+    except Exception as exc:  # translated at the boundary; bugs still show their traceback
+        from air.contracts.error import AirException
+
+        if not isinstance(exc, AirException):
+            raise
+        print(f"air: {exc.kind.value}: {exc.error.message}", file=sys.stderr)
+        if exc.error.detail:
+            print(f"  detail: {exc.error.detail}", file=sys.stderr)
+        if exc.user_action:
+            print(f"  what to do: {exc.user_action}", file=sys.stderr)
+        return EXIT_BAD_INPUT if _is_bad_input(exc) else EXIT_FAILED
+
+
+def _is_bad_input(exc: Any) -> bool:
+    return exc.kind.value in {
+        "validation_error",
+        "config_error",
+        "not_found",
+        "schema_error",
+        "corrupt_database",
+    }
+
+
+def entry() -> None:
+    """Console-script wrapper: exit with ``main()``'s code."""
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""`air --version` / `air --help` work and stay light; bad arguments exit 2."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import air
+
+
+def _air(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "air.cli", *args], capture_output=True, text=True, timeout=60
+    )
+
+
+def test_version() -> None:
+    proc = _air("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"air {air.__version__}"
+
+
+def test_help_lists_only_commands_with_routes() -> None:
+    proc = _air("--help")
+    assert proc.returncode == 0
+    assert "Usage:" in proc.stdout
+    assert "air init" in proc.stdout
+
+
+def test_bad_arguments_exit_2_with_usage() -> None:
+    proc = _air("frobnicate")
+    assert proc.returncode == 2
+    assert "Usage:" in proc.stderr
+
+
+def test_help_and_bare_import_do_not_load_heavy_modules() -> None:
+    code = (
+        "import sys, json, io, contextlib\n"
+        "import air\n"
+        "bare = set(sys.modules)\n"
+        "from air.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    main(['--help'])\n"
+        "print(json.dumps({'bare': sorted(bare), 'help': sorted(sys.modules)}))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    loaded = json.loads(proc.stdout)
+    heavy = ("trio", "pydantic", "httpx", "anthropic", "urwid", "sqlite3")
+    for phase in ("bare", "help"):
+        offenders = [m for m in loaded[phase] if m.split(".")[0] in heavy]
+        assert offenders == [], f"{phase}: {offenders[:5]}"
