@@ -113,6 +113,10 @@ class ContextAssembleInput(Contract):
     """A TaskSpec (typed as Any here to keep runtime.py free of a task.py cycle)."""
     token_budget: int
     user_instruction: str | None = None
+    role_prompt: str | None = None
+    """L1 text for runtime roles (main, architecture) that do not use ``load_role`` (SDD §10.2)."""
+    system_debug: str | None = None
+    """A system debug directive, placed with the immediate instruction (L9)."""
 
 
 class LayerOmission(Contract):

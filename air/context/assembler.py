@@ -1,0 +1,699 @@
+"""ContextAssembler: builds the Anthropic-canonical context of one model call (SDD §10.1).
+
+Owns assembling the layers the loader does not (L2 safety from the permission profile files, L4
+architecture and plan documents, L6 evidence, L7 recent conversation, L8 tool output, L9 the
+immediate instruction), ``fit_budget`` (priority-ordered fitting with L0-L2 never dropped),
+omission reporting, the compaction request, the rendering into ``system`` + ``messages``, and
+writing a large context to a messages artifact through an injected writer.
+
+Session rows are read through ``SessionReaders`` (plain callables); ``readers_from_store``
+builds them from a SessionStore's repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from air.context.loader import (
+    DEFAULT_LAYER_PRIORITIES,
+    IMMUTABLE_LEVELS,
+    PromptLayerLoader,
+    read_text_file,
+)
+from air.context.tokens import estimate_tokens
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import ArtifactID, SessionID, TaskID
+from air.contracts.project import ProjectContext
+from air.contracts.runtime import (
+    AgentType,
+    AssembledContext,
+    ContextAssembleInput,
+    LayerOmission,
+    PromptLayer,
+    PromptLayerLevel,
+)
+from air.contracts.task import TaskSpec
+
+__all__ = [
+    "DEFAULT_LAYER_PRIORITIES",
+    "SYSTEM_LEVELS",
+    "ArtifactTextReader",
+    "ArtifactWriter",
+    "BudgetFitResult",
+    "ContextAssembler",
+    "SessionReaders",
+    "fit_budget",
+    "readers_from_store",
+    "render_layer",
+]
+
+ArtifactTextReader = Callable[[str], str | None]
+"""Returns the text of an artifact (by id or ``artifact://`` URI), or None when unknown."""
+ArtifactWriter = Callable[[bytes, str], ArtifactID]
+"""Stores ``content`` (JSON bytes) as an artifact with the given slug; returns its id."""
+
+SYSTEM_LEVELS = frozenset(
+    {
+        PromptLayerLevel.RUNTIME_INVARIANT,
+        PromptLayerLevel.ROLE,
+        PromptLayerLevel.SAFETY,
+        PromptLayerLevel.PROJECT_RULES,
+    }
+)
+"""IMPL-CTX-2: these go into ``system``; the rest into one user message, in level order."""
+
+_LEVEL_ORDER = {level: index for index, level in enumerate(PromptLayerLevel)}
+_LEVEL_LABEL = {level: f"L{min(index, 9)}" for index, level in enumerate(PromptLayerLevel)}
+_REQUIRED_MUTABLE = frozenset(
+    {PromptLayerLevel.TASK_SPEC, PromptLayerLevel.USER_OVERRIDE, PromptLayerLevel.SYSTEM_DEBUG}
+)
+_BLOCK_TEXT_LIMIT = 4_000
+"""A single tool_use input / tool_result shown in the conversation layer is cut here."""
+
+
+@dataclass(frozen=True)
+class SessionReaders:
+    """Callables that read session rows (mappings or objects with the columns as attributes)."""
+
+    messages: Callable[[SessionID], Sequence[Any]] | None = None
+    """All messages of a session, oldest first (``messages.list_by_session``)."""
+    tool_runs: Callable[[TaskID], Sequence[Any]] | None = None
+    command_runs: Callable[[TaskID], Sequence[Any]] | None = None
+    evidence: Callable[[str, str], Sequence[Any]] | None = None
+    """``(entity_type, entity_id)`` → evidence rows (``evidence.list_for_entity``)."""
+
+
+def readers_from_store(store: Any) -> SessionReaders:
+    """Build SessionReaders from a SessionStore (``store.messages``, ``store.tool_runs``, ...).
+
+    Repositories the store lacks are left out (their layers are simply empty).
+    """
+
+    def method(repo_name: str, method_name: str) -> Any:
+        repo = getattr(store, repo_name, None)
+        return getattr(repo, method_name, None) if repo is not None else None
+
+    messages = method("messages", "list_by_session")
+    tool_runs = method("tool_runs", "list_by_task")
+    command_runs = method("command_runs", "list_by_task")
+    evidence = method("evidence", "list_for_entity")
+    return SessionReaders(
+        messages=(lambda sid: list(messages(sid))) if messages else None,
+        tool_runs=(lambda tid: list(tool_runs(tid))) if tool_runs else None,
+        command_runs=(lambda tid: list(command_runs(tid))) if command_runs else None,
+        evidence=(lambda et, eid: list(evidence(et, eid))) if evidence else None,
+    )
+
+
+@dataclass(frozen=True)
+class BudgetFitResult:
+    """What ``fit_budget`` kept (input order) and dropped."""
+
+    kept: list[PromptLayer]
+    omitted: list[LayerOmission]
+    token_estimate: int
+    over_budget: bool
+    """True only when the immutable layers alone exceed the budget."""
+    budget: int = 0
+    dropped_levels: frozenset[PromptLayerLevel] = field(default_factory=frozenset)
+
+
+def render_layer(layer: PromptLayer) -> str:
+    """The text of a layer as the model sees it: a one-line header, then the content."""
+    label = _LEVEL_LABEL[layer.level]
+    header = f"## [{label} {layer.level.value}]"
+    if layer.source_ref:
+        header += f" {layer.source_ref}"
+    content = layer.content if isinstance(layer.content, str) else _json(layer.content)
+    return f"{header}\n{content}"
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _estimate(layer: PromptLayer) -> int:
+    if layer.token_estimate is not None:
+        return layer.token_estimate
+    return estimate_tokens(render_layer(layer))
+
+
+def _is_immutable(layer: PromptLayer) -> bool:
+    return bool(layer.immutable) or layer.level in IMMUTABLE_LEVELS
+
+
+def fit_budget(layers: Sequence[PromptLayer], budget: int) -> BudgetFitResult:
+    """Fit layers to a token budget (IMPL-CTX-1).
+
+    Immutable layers (L0-L2) are always kept. The others are considered from the highest
+    priority down (ties: the later layer first, so the most recent message or tool run wins)
+    and kept when they still fit; a layer that does not fit is omitted with reason ``budget``
+    and smaller lower-priority layers may still use the room left.
+
+    Args:
+        layers: the candidate layers; ``token_estimate`` is computed when missing.
+        budget: the token budget (>= 0).
+
+    Returns:
+        The kept layers in input order, the omissions, the kept total, and whether the
+        immutable layers alone exceed the budget.
+    """
+    estimates = [_estimate(layer) for layer in layers]
+    keep = [False] * len(layers)
+    used = 0
+    for index, layer in enumerate(layers):
+        if _is_immutable(layer):
+            keep[index] = True
+            used += estimates[index]
+    over_budget = used > budget
+    candidates = sorted(
+        (i for i, layer in enumerate(layers) if not _is_immutable(layer)),
+        key=lambda i: (-layers[i].priority, -i),
+    )
+    omitted_idx: list[int] = []
+    for index in candidates:
+        if used + estimates[index] <= budget:
+            keep[index] = True
+            used += estimates[index]
+        else:
+            omitted_idx.append(index)
+    omitted_idx.sort()
+    kept = [
+        layer
+        if layer.token_estimate is not None
+        else layer.model_copy(update={"token_estimate": estimates[i]})
+        for i, layer in enumerate(layers)
+        if keep[i]
+    ]
+    omitted = [
+        LayerOmission(
+            level=layers[i].level,
+            source_ref=layers[i].source_ref,
+            token_estimate=estimates[i],
+            reason="budget",
+        )
+        for i in omitted_idx
+    ]
+    return BudgetFitResult(
+        kept=kept,
+        omitted=omitted,
+        token_estimate=used,
+        over_budget=over_budget,
+        budget=budget,
+        dropped_levels=frozenset(layers[i].level for i in omitted_idx),
+    )
+
+
+def _get(row: Any, *names: str) -> Any:
+    """A column of a row that may be a mapping, a pydantic model or a plain object."""
+    for name in names:
+        if isinstance(row, Mapping):
+            if name in row and row[name] is not None:
+                return row[name]
+        else:
+            value = getattr(row, name, None)
+            if value is not None:
+                return value
+    return None
+
+
+def _maybe_json(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _cut(text: str, limit: int = _BLOCK_TEXT_LIMIT) -> str:
+    return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more]"
+
+
+def _render_blocks(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return _cut(_json(content))
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, Mapping):
+            parts.append(_cut(_json(block)))
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "tool_use":
+            parts.append(
+                f"[tool_use {block.get('name')} id={block.get('id')}] "
+                + _cut(_json(block.get("input", {})))
+            )
+        elif kind == "tool_result":
+            inner = block.get("content", "")
+            text = _render_blocks(inner) if isinstance(inner, list) else str(inner)
+            flag = " error" if block.get("is_error") else ""
+            parts.append(f"[tool_result{flag} for {block.get('tool_use_id')}] " + _cut(text))
+        elif kind == "thinking":
+            continue
+        else:
+            parts.append(_cut(_json(block)))
+    return "\n".join(part for part in parts if part)
+
+
+class ContextAssembler:
+    """Builds AssembledContext values for one project (SDD §10.1).
+
+    Args:
+        project: the project whose rules, permission file and documents are read.
+        loader: the PromptLayerLoader (a default one uses the built-in role prompts).
+        readers: session row readers (messages, tool runs, command runs, evidence).
+        artifact_reader: resolves artifact refs (L6, and ``artifact://`` plan/arc refs).
+        artifact_writer: stores a large context; without it large contexts stay inline.
+        user_air_dir: the user's ``~/.air`` (for ``permissions.yaml``); default ``~/.air``.
+        conversation_limit: at most this many recent messages are candidates for L7.
+        tool_output_limit: at most this many recent tool/command runs are candidates for L8.
+        inline_limit_tokens: above this estimate the context goes to a messages artifact.
+        priorities: overrides of the default priority per level.
+    """
+
+    def __init__(
+        self,
+        *,
+        project: ProjectContext,
+        loader: PromptLayerLoader | None = None,
+        readers: SessionReaders | None = None,
+        artifact_reader: ArtifactTextReader | None = None,
+        artifact_writer: ArtifactWriter | None = None,
+        user_air_dir: str | os.PathLike[str] | None = None,
+        conversation_limit: int = 20,
+        tool_output_limit: int = 20,
+        inline_limit_tokens: int = 32_000,
+        priorities: Mapping[PromptLayerLevel, int] | None = None,
+    ) -> None:
+        self._project = project
+        self._loader = loader or PromptLayerLoader()
+        self._readers = readers or SessionReaders()
+        self._artifact_reader = artifact_reader
+        self._artifact_writer = artifact_writer
+        self._user_air_dir = (
+            Path(user_air_dir) if user_air_dir is not None else Path.home() / ".air"
+        )
+        self._conversation_limit = conversation_limit
+        self._tool_output_limit = tool_output_limit
+        self._inline_limit_tokens = inline_limit_tokens
+        self._priorities = {**DEFAULT_LAYER_PRIORITIES, **(priorities or {})}
+
+    async def assemble(self, input: ContextAssembleInput) -> AssembledContext:
+        """Assemble, fit and render the context (SDD §10.1). See ``assemble_now``."""
+        return self.assemble_now(input)
+
+    def assemble_now(self, input: ContextAssembleInput) -> AssembledContext:
+        """Synchronous ``assemble``: all reads are local files and the session DB.
+
+        Raises:
+            AirException: ``validation_error`` for a bad task spec, budget or document ref;
+                ``config_error`` for an unreadable permission or rules file.
+        """
+        if input.token_budget < 0:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message=f"token_budget must be >= 0, got {input.token_budget}",
+                user_action="Pass a non-negative token budget.",
+            )
+        spec = self._task_spec(input.task_spec)
+        layers, omissions = self.load_layers(input, spec)
+        fit = fit_budget(layers, input.token_budget)
+        compaction = (
+            fit.over_budget
+            or bool(fit.dropped_levels & _REQUIRED_MUTABLE)
+            or PromptLayerLevel.CONVERSATION in fit.dropped_levels
+        )
+        ordered = sorted(
+            enumerate(fit.kept), key=lambda pair: (_LEVEL_ORDER[pair[1].level], pair[0])
+        )
+        kept = [layer for _, layer in ordered]
+        system = "\n\n".join(render_layer(layer) for layer in kept if layer.level in SYSTEM_LEVELS)
+        blocks = [
+            {"type": "text", "text": render_layer(layer)}
+            for layer in kept
+            if layer.level not in SYSTEM_LEVELS
+        ]
+        messages: list[dict[str, Any]] = [{"role": "user", "content": blocks}] if blocks else []
+        artifact_id: ArtifactID | None = None
+        if self._artifact_writer is not None and fit.token_estimate > self._inline_limit_tokens:
+            payload = {"canonical_format": "anthropic", "system": system, "messages": messages}
+            artifact_id = self._artifact_writer(
+                json.dumps(payload, ensure_ascii=False).encode("utf-8"), "context-messages"
+            )
+            messages = []
+            kept = [layer.model_copy(update={"content": None}) for layer in kept]
+        return AssembledContext(
+            system=system,
+            messages=messages,
+            layers=kept,
+            token_estimate=fit.token_estimate,
+            omitted=[*omissions, *fit.omitted],
+            messages_artifact_id=artifact_id,
+            compaction_requested=compaction,
+        )
+
+    # -- layer loading ---------------------------------------------------------------------
+
+    def _task_spec(self, value: Any) -> TaskSpec | None:
+        if value is None or isinstance(value, TaskSpec):
+            return value
+        try:
+            return TaskSpec.model_validate(value)
+        except ValidationError as exc:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message="the task_spec given to the context assembler is not a valid TaskSpec",
+                detail=str(exc),
+                user_action="Pass a TaskSpec (or its JSON form) that validates.",
+            ) from exc
+
+    def _layer(self, level: PromptLayerLevel, content: str, source_ref: str | None) -> PromptLayer:
+        layer = PromptLayer(
+            level=level,
+            priority=self._priorities[level],
+            content=content,
+            source_ref=source_ref,
+            immutable=level in IMMUTABLE_LEVELS,
+        )
+        return layer.model_copy(update={"token_estimate": estimate_tokens(render_layer(layer))})
+
+    def _adopt(self, layer: PromptLayer) -> PromptLayer:
+        """Re-price a loader layer by its rendered size and apply the priority overrides."""
+        adopted = layer.model_copy(
+            update={
+                "priority": self._priorities.get(layer.level, layer.priority),
+                "immutable": layer.level in IMMUTABLE_LEVELS or bool(layer.immutable),
+            }
+        )
+        return adopted.model_copy(update={"token_estimate": estimate_tokens(render_layer(adopted))})
+
+    def load_layers(
+        self, input: ContextAssembleInput, spec: TaskSpec | None = None
+    ) -> tuple[list[PromptLayer], list[LayerOmission]]:
+        """All candidate layers L0-L9 in level order, and refs that could not be loaded."""
+        layers: list[PromptLayer] = []
+        omissions: list[LayerOmission] = []
+        layers.append(self._adopt(self._loader.load_runtime_invariant()))
+        if input.role_prompt and input.role_prompt.strip():
+            layers.append(
+                self._layer(
+                    PromptLayerLevel.ROLE, input.role_prompt.strip(), f"runtime:{input.purpose}"
+                )
+            )
+        elif input.agent_type is not None:
+            layers.append(self._adopt(self._loader.load_role(input.agent_type)))
+        layers.append(self._safety_layer(input.agent_type))
+        layers.extend(self._adopt(x) for x in self._loader.load_project_rules(self._project))
+        if spec is not None:
+            for label, ref in (
+                ("architecture", spec.context_refs.arc_ref),
+                ("plan", spec.context_refs.plan_ref),
+            ):
+                if not ref:
+                    continue
+                doc = self._resolve_doc(ref)
+                if doc is None:
+                    omissions.append(
+                        LayerOmission(
+                            level=PromptLayerLevel.ARCHITECTURE,
+                            source_ref=ref,
+                            token_estimate=0,
+                            reason=f"not_found: {label} document {ref!r}",
+                        )
+                    )
+                else:
+                    source, text = doc
+                    layers.append(self._layer(PromptLayerLevel.ARCHITECTURE, text, source))
+            layers.extend(
+                self._adopt(x) for x in self._loader.load_task_context(spec, spec.context_refs)
+            )
+            layers.extend(self._evidence_layers(spec, omissions))
+        layers.extend(self._conversation_layers(input.session_id))
+        if spec is not None:
+            layers.extend(self._tool_output_layers(spec.id))
+        instruction = self._instruction(spec, input.user_instruction)
+        if instruction:
+            source = f"task:{spec.id}:instruction" if spec is not None else "user"
+            layers.append(self._layer(PromptLayerLevel.USER_OVERRIDE, instruction, source))
+        if input.system_debug and input.system_debug.strip():
+            layers.append(
+                self._layer(PromptLayerLevel.SYSTEM_DEBUG, input.system_debug.strip(), "system")
+            )
+        return layers, omissions
+
+    def _safety_layer(self, agent_type: AgentType | None) -> PromptLayer:
+        lines = [
+            "Every tool call is checked by the runtime's PermissionEngine; this summary only",
+            "tells you what to expect. A denied action stays denied: report it, do not retry",
+            "it another way.",
+            "Defaults: reads and build/test commands run; version-control changes are announced;",
+            "package installs, network, process control, destructive, privileged and",
+            "unanalysable commands need approval; writes outside the project, into .git",
+            "internals or into .air/ are asked for or denied; credentials and system paths need",
+            "an explicit rule. In headless runs an action that needs approval is denied unless",
+            "the policy allows asking.",
+        ]
+        if agent_type is AgentType.REVIEWER:
+            lines.append("Your template is reviewer: read-only, nothing that mutates is allowed.")
+        elif agent_type is not None:
+            template = {
+                AgentType.EXECUTOR: "executor",
+                AgentType.DEBUGGER: "debugger",
+            }.get(agent_type, "system")
+            lines.append(f"Your permission template is {template}.")
+        sources = [
+            ("~/.air/permissions.yaml", self._user_air_dir / "permissions.yaml"),
+            (".air/shared/permissions.yaml", Path(self._project.shared_root) / "permissions.yaml"),
+        ]
+        for label, path in sources:
+            lines.append("")
+            lines.extend(_summarise_permission_file(label, path))
+        return self._layer(PromptLayerLevel.SAFETY, "\n".join(lines), "permissions")
+
+    def _resolve_doc(self, ref: str) -> tuple[str, str] | None:
+        """Resolve a plan/architecture ref: an artifact, or a file/directory in the project."""
+        if ref.startswith(("artifact://", "art_")):
+            if self._artifact_reader is None:
+                return None
+            text = self._artifact_reader(ref)
+            return (ref, text) if text is not None else None
+        root = Path(os.path.realpath(self._project.project_root))
+        raw = Path(ref).expanduser()
+        candidates = (
+            [raw]
+            if raw.is_absolute()
+            else [root / raw, Path(self._project.shared_root) / "plan" / raw]
+        )
+        for candidate in candidates:
+            real = Path(os.path.realpath(candidate))
+            if real != root and root not in real.parents:
+                raise AirException.of(
+                    kind=ErrorKind.VALIDATION_ERROR,
+                    message=f"context reference {ref!r} points outside the project",
+                    user_action="Point arc_ref/plan_ref at a document inside the project.",
+                )
+            if real.is_file():
+                return os.path.relpath(real, root), read_text_file(real).strip()
+            if real.is_dir():
+                parts = [
+                    f"### {os.path.relpath(doc, root)}\n{read_text_file(doc).strip()}"
+                    for doc in sorted(real.rglob("*.md"))
+                    if doc.is_file()
+                ]
+                if parts:
+                    return os.path.relpath(real, root), "\n\n".join(parts)
+        return None
+
+    def _evidence_layers(
+        self, spec: TaskSpec, omissions: list[LayerOmission]
+    ) -> Iterable[PromptLayer]:
+        for ref in spec.context_refs.artifacts or []:
+            text = self._artifact_reader(ref) if self._artifact_reader is not None else None
+            if text is None:
+                reason = "not_found" if self._artifact_reader is not None else "no_artifact_reader"
+                omissions.append(
+                    LayerOmission(
+                        level=PromptLayerLevel.EVIDENCE,
+                        source_ref=ref,
+                        token_estimate=0,
+                        reason=f"{reason}: artifact {ref!r}",
+                    )
+                )
+                continue
+            yield self._layer(PromptLayerLevel.EVIDENCE, text, ref)
+        if self._readers.evidence is None:
+            return
+        rows = self._readers.evidence("task", spec.id)
+        lines = []
+        for row in rows:
+            kind = _get(row, "kind")
+            kind_text = getattr(kind, "value", kind)
+            lines.append(f"- [{kind_text}] {_get(row, 'claim')} ({_get(row, 'ref')})")
+        if lines:
+            yield self._layer(
+                PromptLayerLevel.EVIDENCE,
+                "Evidence recorded for this task:\n" + "\n".join(lines),
+                f"evidence:task:{spec.id}",
+            )
+
+    def _conversation_layers(self, session_id: SessionID) -> Iterable[PromptLayer]:
+        if self._readers.messages is None or self._conversation_limit <= 0:
+            return
+        rows = list(self._readers.messages(session_id))[-self._conversation_limit :]
+        for row in rows:
+            content = _maybe_json(_get(row, "content", "content_json"))
+            text = _render_blocks(content) if content is not None else ""
+            if not text.strip():
+                continue
+            role = _get(row, "role") or "unknown"
+            message_id = _get(row, "id", "message_id")
+            yield self._layer(
+                PromptLayerLevel.CONVERSATION,
+                f"{role}: {text}",
+                f"message:{message_id}" if message_id else None,
+            )
+
+    def _tool_output_layers(self, task_id: TaskID) -> Iterable[PromptLayer]:
+        if self._tool_output_limit <= 0:
+            return
+        entries: list[tuple[str, int, str, str | None]] = []
+        if self._readers.tool_runs is not None:
+            for row in self._readers.tool_runs(task_id):
+                text = f"tool {_get(row, 'tool_name')} [{_get(row, 'status')}]"
+                duration = _get(row, "duration_ms")
+                if duration is not None:
+                    text += f" {duration} ms"
+                summary = _get(row, "output_summary", "output")
+                if summary:
+                    text += ":\n" + _cut(str(summary))
+                error = _maybe_json(_get(row, "error_json", "error"))
+                if isinstance(error, Mapping) and error.get("message"):
+                    text += f"\nerror: {error['message']}"
+                rid = _get(row, "id", "tool_run_id")
+                entries.append(
+                    (
+                        str(_get(row, "started_at") or ""),
+                        len(entries),
+                        text,
+                        f"tool_run:{rid}" if rid else None,
+                    )
+                )
+        if self._readers.command_runs is not None:
+            for row in self._readers.command_runs(task_id):
+                entries.append(
+                    (
+                        str(_get(row, "started_at") or ""),
+                        len(entries),
+                        _render_command_run(row),
+                        _command_ref(row),
+                    )
+                )
+        entries.sort(key=lambda entry: (entry[0], entry[1]))
+        for _, _, text, ref in entries[-self._tool_output_limit :]:
+            yield self._layer(PromptLayerLevel.TOOL_OUTPUT, text, ref)
+
+    @staticmethod
+    def _instruction(spec: TaskSpec | None, user_instruction: str | None) -> str:
+        parts: list[str] = []
+        if spec is not None:
+            parts.append(spec.description.strip())
+            if spec.acceptance_criteria:
+                parts.append(
+                    "Acceptance criteria:\n"
+                    + "\n".join(f"- {item}" for item in spec.acceptance_criteria)
+                )
+        if user_instruction and user_instruction.strip():
+            parts.append("Instruction: " + user_instruction.strip())
+        return "\n\n".join(part for part in parts if part)
+
+
+def _command_ref(row: Any) -> str | None:
+    rid = _get(row, "id", "command_run_id")
+    return f"command_run:{rid}" if rid else None
+
+
+def _render_command_run(row: Any) -> str:
+    """One command run with its derived status (SDD §4.4: no status column)."""
+    command = _get(row, "command")
+    text = f"$ {command}"
+    cwd = _get(row, "cwd")
+    if cwd:
+        text += f"  (in {cwd})"
+    exit_code = _get(row, "exit_code")
+    if _get(row, "cancelled_at", "cancel_reason") is not None:
+        status = f"cancelled ({_get(row, 'cancel_reason') or 'no reason'})"
+    elif _get(row, "completed_at") is None and exit_code is None:
+        status = "running"
+    elif exit_code == 0:
+        status = "ok (exit 0)"
+    elif exit_code is not None:
+        status = f"error (exit {exit_code})"
+    else:
+        status = "unknown"
+    text += f"\n→ {status}"
+    duration = _get(row, "duration_ms")
+    if duration is not None:
+        text += f", {duration} ms"
+    for name in ("stdout_artifact_id", "stderr_artifact_id"):
+        artifact = _get(row, name)
+        if artifact:
+            text += f"\n{name.split('_')[0]}: {artifact}"
+    return text
+
+
+def _summarise_permission_file(label: str, path: Path) -> list[str]:
+    """Rules of one permissions.yaml as text lines (format: docs IMPL-SEC-3)."""
+    if not path.is_file():
+        return [f"{label}: no file (defaults apply)."]
+    try:
+        data = yaml.safe_load(read_text_file(path)) or {}
+    except yaml.YAMLError as exc:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{path} is not valid YAML",
+            detail=str(exc),
+            user_action=f"Fix the YAML syntax of {path}.",
+        ) from exc
+    if not isinstance(data, Mapping) or not isinstance(data.get("rules", []), list):
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{path} must be a mapping with a list under 'rules'",
+            user_action=f"Rewrite {path} as 'rules: [{{action: ..., ...}}]'.",
+        )
+    lines = [f"{label}:"]
+    if data.get("headless_allow_ask"):
+        lines.append("  headless runs may take actions that need approval (non-sensitive only)")
+    rules = data.get("rules") or []
+    if not rules:
+        lines.append("  no rules")
+    for rule in rules:
+        if not isinstance(rule, Mapping) or "action" not in rule:
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=f"{path}: every rule must be a mapping with an 'action'",
+                user_action=f"Fix the rule {rule!r} in {path}.",
+            )
+        parts = [str(rule["action"])]
+        for key in ("tool", "path", "command", "category"):
+            if rule.get(key) is not None:
+                parts.append(f"{key}={rule[key]}")
+        if rule.get("sensitive"):
+            parts.append("sensitive")
+        line = "  - " + " ".join(parts)
+        if rule.get("reason"):
+            line += f" — {rule['reason']}"
+        lines.append(line)
+    return lines

@@ -1,0 +1,270 @@
+"""CompactionPolicy: when to compact a conversation and how a range is summarised (SDD §10.3).
+
+Owns the trigger (about 70 % of the window, baselines §A.17), the compaction rules files
+(built-in → ``~/.air/compaction-rules.md`` → ``<project>/.air/shared/compaction-rules.md``,
+Markdown with YAML frontmatter), and ``compact``: choosing the older message range to replace,
+asking an injected summariser for the summary and returning a ``CompactionResult``. It never
+deletes or edits messages (originals are preserved for backtracking) and emits no events: the
+Scheduler and CompactorRole do that (SDD §19.3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from air.context.loader import builtin_resource, read_text_file
+from air.context.tokens import CHARS_PER_TOKEN, estimate_message_tokens, estimate_tokens
+from air.contracts.error import AirException, ErrorKind, Retryability
+from air.contracts.ids import new_id
+from air.contracts.project import ProjectContext
+from air.contracts.runtime import CompactionResult
+
+__all__ = ["CompactionPolicy", "CompactionRules", "Summariser", "load_compaction_rules"]
+
+Summariser = Callable[[Sequence[Mapping[str, Any]], int, str], Awaitable[str]]
+"""``(messages_to_replace, summary_token_budget, rules_text) -> summary text`` (an LLM call)."""
+
+_TRUNCATION_MARK = "\n[summary cut to fit]"
+
+
+@dataclass(frozen=True)
+class CompactionRules:
+    """The merged compaction rules: trigger, how much recent history stays, and instructions."""
+
+    trigger_ratio: float = 0.7
+    keep_recent_messages: int = 6
+    instructions: str = ""
+    sources: tuple[str, ...] = ()
+
+
+def _split_frontmatter(text: str, source: str) -> tuple[dict[str, Any], str]:
+    if not text.startswith("---"):
+        return {}, text
+    _, sep, rest = text.partition("\n")
+    head, marker, body = rest.partition("\n---")
+    if not sep or not marker:
+        return {}, text
+    try:
+        meta = yaml.safe_load(head) or {}
+    except yaml.YAMLError as exc:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{source}: the YAML frontmatter is invalid",
+            detail=str(exc),
+            user_action=f"Fix the frontmatter between the '---' lines of {source}.",
+        ) from exc
+    if not isinstance(meta, dict):
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{source}: the frontmatter must be a mapping",
+            user_action=f"Write 'key: value' lines in the frontmatter of {source}.",
+        )
+    return meta, body.partition("\n")[2]
+
+
+def _apply(rules: CompactionRules, meta: dict[str, Any], body: str, source: str) -> CompactionRules:
+    ratio = meta.get("trigger_ratio", rules.trigger_ratio)
+    keep = meta.get("keep_recent_messages", rules.keep_recent_messages)
+    if (
+        not isinstance(ratio, int | float)
+        or isinstance(ratio, bool)
+        or not 0 < ratio <= 1
+        or not isinstance(keep, int)
+        or isinstance(keep, bool)
+        or keep < 0
+    ):
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{source}: trigger_ratio must be in (0, 1] and keep_recent_messages >= 0",
+            user_action=f"Fix trigger_ratio / keep_recent_messages in {source}.",
+        )
+    body = body.strip()
+    instructions = "\n\n".join(part for part in (rules.instructions, body) if part)
+    return CompactionRules(
+        trigger_ratio=float(ratio),
+        keep_recent_messages=keep,
+        instructions=instructions,
+        sources=(*rules.sources, source),
+    )
+
+
+def load_compaction_rules(
+    *,
+    user_air_dir: str | os.PathLike[str] | None = None,
+    project: ProjectContext | None = None,
+) -> CompactionRules:
+    """Merge the built-in rules, then ``~/.air/compaction-rules.md``, then the project's.
+
+    Later files override frontmatter keys and append their instructions.
+
+    Raises:
+        AirException: ``config_error`` for invalid frontmatter or values.
+    """
+    rules = CompactionRules()
+    meta, body = _split_frontmatter(builtin_resource("compaction-rules.md"), "builtin")
+    rules = _apply(rules, meta, body, "builtin:compaction-rules.md")
+    user_dir = Path(user_air_dir) if user_air_dir is not None else Path.home() / ".air"
+    paths = [user_dir / "compaction-rules.md"]
+    if project is not None:
+        paths.append(Path(project.shared_root) / "compaction-rules.md")
+    for path in paths:
+        if path.is_file():
+            meta, body = _split_frontmatter(read_text_file(path), str(path))
+            rules = _apply(rules, meta, body, str(path))
+    return rules
+
+
+def _content(message: Mapping[str, Any]) -> Any:
+    if "content" in message:
+        return message["content"]
+    raw = message.get("content_json")
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _canonical(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {"role": message.get("role"), "content": _content(message)}
+
+
+def _has_tool_result(message: Mapping[str, Any]) -> bool:
+    content = _content(message)
+    return isinstance(content, list) and any(
+        isinstance(block, Mapping) and block.get("type") == "tool_result" for block in content
+    )
+
+
+class CompactionPolicy:
+    """Decides when to compact and produces the summary of an older message range.
+
+    Args:
+        summariser: the async summary call (CompactorRole's model call, or a test double).
+        rules: merged compaction rules (``load_compaction_rules``); built-in defaults otherwise.
+        summary_ids: mints summary ids (``sum_<ULID>`` by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        summariser: Summariser | None = None,
+        rules: CompactionRules | None = None,
+        summary_ids: Callable[[], str] | None = None,
+    ) -> None:
+        self._summariser = summariser
+        self._rules = rules or CompactionRules()
+        self._summary_ids = summary_ids or (lambda: new_id("sum"))
+
+    @property
+    def rules(self) -> CompactionRules:
+        return self._rules
+
+    def should_compact(self, messages: Sequence[Mapping[str, Any]], token_budget: int) -> bool:
+        """True when the messages use at least ``trigger_ratio`` (≈70 %) of ``token_budget``."""
+        if not messages:
+            return False
+        used = sum(estimate_message_tokens(_canonical(m)) for m in messages)
+        return used >= self._rules.trigger_ratio * max(token_budget, 0)
+
+    def split(
+        self, messages: Sequence[Mapping[str, Any]], target_tokens: int
+    ) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+        """Split into (older range to replace, recent messages kept verbatim).
+
+        At most ``keep_recent_messages`` newest messages are kept, and only while they fit in
+        half of ``target_tokens``; a kept range never starts with a tool_result whose tool_use
+        would be summarised away. At least one message is always replaced.
+        """
+        keep_budget = target_tokens // 2
+        kept = 0
+        used = 0
+        for message in reversed(messages):
+            cost = estimate_message_tokens(_canonical(message))
+            if kept >= self._rules.keep_recent_messages or used + cost > keep_budget:
+                break
+            kept += 1
+            used += cost
+        kept = min(kept, len(messages) - 1)
+        cut = len(messages) - kept
+        while cut < len(messages) and _has_tool_result(messages[cut]):
+            cut += 1
+        return list(messages[:cut]), list(messages[cut:])
+
+    async def compact(
+        self, messages: Sequence[Mapping[str, Any]], target_tokens: int
+    ) -> CompactionResult:
+        """Summarise the older part of ``messages`` so that summary + recent fit ``target_tokens``.
+
+        Args:
+            messages: the conversation, oldest first; each needs an ``id`` (or ``message_id``).
+            target_tokens: the size the compacted conversation should fit.
+
+        Returns:
+            The CompactionResult naming the replaced message ids (the originals are untouched).
+
+        Raises:
+            AirException: ``validation_error`` for no messages, a message without id, a target
+                below 1 or an empty summary; ``config_error`` when no summariser was given.
+        """
+        if not messages:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message="nothing to compact: the message list is empty",
+                user_action="Request compaction only for a conversation with messages.",
+            )
+        if target_tokens < 1:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message=f"target_tokens must be >= 1, got {target_tokens}",
+                user_action="Pass a positive compaction target.",
+            )
+        if self._summariser is None:
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message="CompactionPolicy.compact needs a summariser",
+                user_action="Construct CompactionPolicy with summariser=... (the compactor call).",
+            )
+        replaced, kept = self.split(messages, target_tokens)
+        ids: list[str] = []
+        for message in replaced:
+            message_id = message.get("id") or message.get("message_id")
+            if not message_id:
+                raise AirException.of(
+                    kind=ErrorKind.VALIDATION_ERROR,
+                    message="a message to compact has no id",
+                    user_action="Compact messages read from the session DB (they carry ids).",
+                )
+            ids.append(str(message_id))
+        kept_tokens = sum(estimate_message_tokens(_canonical(m)) for m in kept)
+        summary_budget = max(target_tokens - kept_tokens, 1)
+        summary = await self._summariser(
+            [_canonical(m) for m in replaced], summary_budget, self._rules.instructions
+        )
+        summary = summary.strip()
+        if not summary:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message="the summariser returned an empty summary",
+                retryability=Retryability.TRANSIENT,
+                user_action="Retry the compaction; check the compactor model's output.",
+            )
+        if estimate_tokens(summary) > summary_budget:
+            limit = max(summary_budget * CHARS_PER_TOKEN - len(_TRUNCATION_MARK), 0)
+            summary = summary[:limit] + _TRUNCATION_MARK
+            if estimate_tokens(summary) > summary_budget:
+                summary = summary[: summary_budget * CHARS_PER_TOKEN]
+        return CompactionResult(
+            summary_id=self._summary_ids(),
+            summary_text=summary,
+            replaced_message_ids=ids,
+            token_estimate=estimate_tokens(summary),
+        )
