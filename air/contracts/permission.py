@@ -21,6 +21,7 @@ __all__ = [
     "CommandCategory",
     "CommandRiskAnalysis",
     "CommandSegment",
+    "DeclaredPermissions",
     "PathCategory",
     "PathPolicy",
     "PathRiskClassification",
@@ -87,6 +88,16 @@ class PathPolicy(Contract):
     """Names of input fields that hold paths (e.g. ``["path"]``)."""
 
 
+class DeclaredPermissions(Contract):
+    """What the tool's definition declares it may do (layer 1 of SDD §9.2; IMPL)."""
+
+    read: bool = True
+    write: bool = False
+    execute: bool = False
+    network: bool = False
+    system_sensitive: bool = False
+
+
 class PermissionRequestContext(Contract):
     session_id: SessionID
     task_id: TaskID | None = None
@@ -105,6 +116,10 @@ class PermissionRequestContext(Contract):
     allowed_paths: list[str] | None = None
     denied_paths: list[str] | None = None
     headless: bool = False
+    declared: DeclaredPermissions | None = None
+    """IMPL: the tool's declaration; None skips layer 1 (a direct engine query)."""
+    network_granted: bool = False
+    """IMPL: the task or session granted network access."""
 
 
 class PathRiskClassification(Contract):
@@ -114,6 +129,8 @@ class PathRiskClassification(Contract):
     reason: str
     escapes: bool = False
     """True when the path leaves the workspace through ``..``, a symlink or a hardlink."""
+    via_link: bool = False
+    """IMPL: True when the path looks inside the workspace but a symlink or hardlink leads out."""
 
 
 class CommandSegment(Contract):

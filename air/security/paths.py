@@ -1,0 +1,281 @@
+"""PathClassifier: put a path into one of the 8 path categories after realpath normalisation.
+
+Owns the protected-path tables (``.git`` internals, ``.air``, shell rc files, credentials, system
+directories) and the escape checks (``..``, absolute paths, ``~``, symlinks, hardlinks, case and
+trailing-dot tricks) of SDD §9.2 / §18.5. No I/O beyond ``realpath``/``lstat``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from pathlib import PurePosixPath
+
+from air.contracts.permission import PathCategory, PathRiskClassification
+
+__all__ = ["PathClassifier", "is_within"]
+
+P = PathCategory
+
+BUILD_DIR_NAMES = frozenset(
+    """build dist out target node_modules __pycache__ .pytest_cache .mypy_cache .ruff_cache .tox
+    .nox .venv venv _build .next coverage htmlcov .cache .gradle .hypothesis .eggs bin obj
+    .parcel-cache .turbo""".split()
+)
+BUILD_DIR_GLOBS = ("cmake-build-*", "*.egg-info", "build-*")
+
+SHELL_RC_NAMES = frozenset(
+    """.bashrc .bash_profile .bash_login .bash_logout .profile .zshrc .zprofile .zshenv .zlogin
+    .zlogout .kshrc .cshrc .tcshrc .inputrc .envrc .xprofile .xinitrc .xsession .pam_environment
+    config.fish""".split()
+)
+CREDENTIAL_NAMES = frozenset(
+    """.netrc .npmrc .pypirc .git-credentials .pgpass .my.cnf id_rsa id_dsa id_ecdsa id_ed25519
+    authorized_keys known_hosts credentials credentials.json service-account.json .htpasswd
+    .vault-token secrets.yaml secrets.yml secrets.json .dockercfg shadow gshadow sudoers
+    master.key""".split()
+)
+CREDENTIAL_GLOBS = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "*.jks",
+    "*.keystore",
+    "id_rsa*",
+    "id_ed25519*",
+    "id_ecdsa*",
+    "*.gpg",
+    "*.asc",
+    "*.kdbx",
+)
+CREDENTIAL_DIRS = (
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".config/gcloud",
+    ".config/gh",
+    ".local/share/keyrings",
+)
+NOT_CREDENTIAL = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+
+SYSTEM_DIRS = (
+    "/etc",
+    "/boot",
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/sys",
+    "/proc",
+    "/dev",
+    "/root",
+    "/var",
+    "/opt",
+    "/srv",
+    "/snap",
+    "/System",
+    "/Library",
+    "/private/etc",
+)
+SYSTEM_HOME_ENTRIES = (
+    ".config/autostart",
+    ".config/systemd",
+    ".config/git",
+    ".gitconfig",
+    ".local/bin",
+    ".local/share/applications",
+    ".config/environment.d",
+    ".bashrc.d",
+    ".ssh/rc",
+    ".xsessionrc",
+)
+HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
+
+
+def is_within(path: str, root: str) -> bool:
+    """True when ``path`` is ``root`` or below it (both already normalised)."""
+    if path == root:
+        return True
+    prefix = root if root.endswith("/") else root + "/"
+    return path.startswith(prefix)
+
+
+def _norm_component(part: str) -> str:
+    """Fold the tricks a case-insensitive or trailing-dot file system would honour."""
+    return part.rstrip(". ").lower()
+
+
+class PathClassifier:
+    """Classify paths for permission checks (SDD §9.2 ``PathClassifier.classify``).
+
+    Args:
+        home: the user's home directory (defaults to ``$HOME``); ``~`` expands to it.
+    """
+
+    def __init__(self, *, home: str | None = None) -> None:
+        self._home = os.path.realpath(home or os.path.expanduser("~"))
+
+    @property
+    def home(self) -> str:
+        return self._home
+
+    def expand(self, path: str, base: str) -> str | None:
+        """Expand ``~`` and make ``path`` absolute against ``base``; None for dynamic paths."""
+        if "\x00" in path or "$" in path or "`" in path:
+            return None
+        if path == "~" or path.startswith("~/"):
+            path = self._home + path[1:]
+        elif path.startswith("~"):
+            expanded = os.path.expanduser(path)
+            if expanded == path:
+                return None
+            path = expanded
+        if not os.path.isabs(path):
+            path = os.path.join(base, path)
+        return path
+
+    def classify(
+        self,
+        path: str,
+        project_root: str,
+        *,
+        workspace_root: str | None = None,
+        for_write: bool = False,
+    ) -> PathRiskClassification:
+        """Classify ``path`` (relative paths are relative to the workspace root).
+
+        Args:
+            path: the path as given by a tool input or a command.
+            project_root: the project root.
+            workspace_root: where the task works (a worktree may live under ``.air/local``);
+                defaults to ``project_root``.
+            for_write: also treat hardlinked files as escapes (a write would reach the other
+                name).
+
+        Returns:
+            The category, the realpath, the reason and whether the path escapes the workspace.
+        """
+        project = os.path.realpath(project_root)
+        workspace = os.path.realpath(workspace_root or project_root)
+        absolute = self.expand(path, workspace)
+        if absolute is None:
+            return PathRiskClassification(
+                path=path,
+                resolved_path=None,
+                category=P.UNKNOWN,
+                reason="the path depends on an expansion or holds a NUL byte",
+                escapes=True,
+            )
+        lexical = os.path.normpath(absolute)
+        resolved = os.path.realpath(absolute)
+        inside_lexical = is_within(lexical, workspace) or is_within(lexical, project)
+        inside = is_within(resolved, workspace) or is_within(resolved, project)
+        escapes = not inside
+        reason_escape = ""
+        if inside_lexical and not inside:
+            reason_escape = "a symlink leads out of the workspace; "
+        elif not inside and not os.path.isabs(path) and not path.startswith("~"):
+            reason_escape = "'..' leads out of the workspace; "
+        if inside and for_write:
+            try:
+                st = os.lstat(resolved)
+            except OSError:
+                st = None
+            if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+                return PathRiskClassification(
+                    path=path,
+                    resolved_path=resolved,
+                    category=P.UNKNOWN,
+                    reason="the file has other hard links; a write could reach a file elsewhere",
+                    escapes=True,
+                    via_link=True,
+                )
+
+        def result(cat: PathCategory, why: str) -> PathRiskClassification:
+            return PathRiskClassification(
+                path=path,
+                resolved_path=resolved,
+                category=cat,
+                reason=reason_escape + why,
+                escapes=escapes,
+                via_link=inside_lexical and not inside,
+            )
+
+        # Check both the name as given and the target: a link named `notes` pointing at
+        # `~/.ssh/id_rsa` is a credential, and a link named `.env` is one too.
+        for candidate in (resolved, lexical):
+            cred = self._credential_reason(candidate)
+            if cred:
+                return result(P.CREDENTIALS, cred)
+        for candidate in (resolved, lexical):
+            within = is_within(candidate, workspace) or is_within(candidate, project)
+            sens = self._system_reason(candidate, within=within)
+            if sens:
+                return result(P.SYSTEM_SENSITIVE, sens)
+        for candidate in (resolved, lexical):
+            root = workspace if is_within(candidate, workspace) else project
+            if not is_within(candidate, root):
+                continue
+            parts = [
+                _norm_component(p) for p in PurePosixPath(os.path.relpath(candidate, root)).parts
+            ]
+            if ".git" in parts:
+                return result(P.PROJECT_GIT_INTERNAL, "inside .git")
+            if parts and parts[0] == ".air":
+                return result(P.AIR_INTERNAL, "inside the project's .air directory")
+        air_home = os.path.join(self._home, ".air")
+        if is_within(resolved, air_home) or is_within(lexical, air_home):
+            return result(P.AIR_INTERNAL, "inside ~/.air")
+        if escapes:
+            return result(P.OUTSIDE_PROJECT, "outside the project and its workspace")
+        root = workspace if is_within(resolved, workspace) else project
+        rel_parts = PurePosixPath(os.path.relpath(resolved, root)).parts
+        for part in rel_parts[:-1] if rel_parts and not os.path.isdir(resolved) else rel_parts:
+            if part in BUILD_DIR_NAMES or any(
+                fnmatch.fnmatchcase(part, g) for g in BUILD_DIR_GLOBS
+            ):
+                return result(P.PROJECT_BUILD_OUTPUT, f"inside the build directory {part}")
+        return result(P.PROJECT_SOURCE, "inside the workspace")
+
+    def _credential_reason(self, path: str) -> str:
+        name = os.path.basename(path)
+        if name in NOT_CREDENTIAL:
+            return ""
+        if name in CREDENTIAL_NAMES or any(fnmatch.fnmatchcase(name, g) for g in CREDENTIAL_GLOBS):
+            return f"{name} holds credentials"
+        for d in CREDENTIAL_DIRS:
+            if is_within(path, os.path.join(self._home, d)):
+                return f"inside ~/{d}"
+        parts = PurePosixPath(path).parts
+        if ".ssh" in parts or ".gnupg" in parts or ".aws" in parts:
+            return "inside a credentials directory"
+        return ""
+
+    def _system_reason(self, path: str, *, within: bool) -> str:
+        if path in HARMLESS_DEVICES:
+            return ""
+        name = os.path.basename(path)
+        if name in SHELL_RC_NAMES:
+            return f"{name} is a shell start-up file"
+        if within or path.startswith("/tmp/") or path == "/tmp" or path.startswith("/var/tmp"):
+            return ""
+        for d in SYSTEM_DIRS:
+            if is_within(path, d) and not is_within(self._home, d):
+                return f"inside the system directory {d}"
+        for entry in SYSTEM_HOME_ENTRIES:
+            if is_within(path, os.path.join(self._home, entry)):
+                return f"~/{entry} changes what runs at login"
+        if path == "/" or path == self._home:
+            return "a file-system or home root"
+        return ""

@@ -1,0 +1,152 @@
+"""SecretRedactor: remove secrets from text before it reaches a log, an event or an artifact.
+
+Owns the provider key patterns (Anthropic, OpenAI, GitHub, GitLab, Slack, Stripe, Google, AWS,
+npm, PyPI, Hugging Face), bearer/basic tokens, private key blocks, ``KEY=value`` lines whose name
+looks secret (``.env`` style) and exact values registered at runtime, e.g. from environment
+variables whose names look secret (SDD §9.2, §16; baselines §A.11).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+__all__ = ["REDACTED", "SecretRedactor", "looks_secret_name"]
+
+REDACTED = "[REDACTED]"
+
+_SECRET_NAME = re.compile(
+    r"(?i)(secret|token|passw(or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
+    r"auth(?!or)|credential|session[_-]?key|client[_-]?secret|signing[_-]?key|webhook|dsn|cookie)"
+)
+
+_PATTERNS: list[re.Pattern[str]] = [
+    re.compile(
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
+        r".*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
+        re.S,
+    ),
+    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[^\n]*(\n[A-Za-z0-9+/=]{16,})*"),
+    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
+    re.compile(r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),
+    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}"),
+    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),
+    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
+    re.compile(r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}"),
+    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
+    re.compile(r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
+    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
+    re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"),
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
+    re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
+    re.compile(r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)"),
+]
+_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/\-]{12,}=*)")
+_AUTH_HEADER = re.compile(
+    r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)"
+    r"((?:(?:bearer|basic|token)\s+)?[^\s\"',]+)"
+)
+_ASSIGN = re.compile(
+    r"(?im)\b([A-Z0-9_.\-]*?(?:secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
+    r"private[_-]?key|credential|client[_-]?secret)[A-Z0-9_.\-]*)(\s*[:=]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
+)
+_AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*)([A-Za-z0-9/+=]{30,})")
+
+
+def looks_secret_name(name: str) -> bool:
+    """True when an environment variable or key name suggests its value is a secret."""
+    if name.lower().endswith(("_ref", "_id", "_ids", "_count", "_tokens", "tokens")):
+        return False
+    return bool(_SECRET_NAME.search(name))
+
+
+class SecretRedactor:
+    """Replace secrets in text with ``[REDACTED]`` (SDD §9.2 ``SecretRedactor.redact``).
+
+    Thread-safe; values registered with ``register`` are replaced wherever they occur.
+    """
+
+    def __init__(self, values: Iterable[str] = ()) -> None:
+        self._lock = threading.Lock()
+        self._values: set[str] = set()
+        self._exact: re.Pattern[str] | None = None
+        self.register(*values)
+
+    def register(self, *values: str) -> None:
+        """Add exact secret values (ignored when shorter than 6 characters)."""
+        with self._lock:
+            changed = False
+            for value in values:
+                for candidate in {value, value.strip()}:
+                    if len(candidate) >= 6 and candidate not in self._values:
+                        self._values.add(candidate)
+                        changed = True
+            if changed:
+                ordered = sorted(self._values, key=len, reverse=True)
+                self._exact = re.compile("|".join(re.escape(v) for v in ordered))
+
+    def register_environment(self, environ: Mapping[str, str]) -> int:
+        """Register the values of variables whose names look secret; return how many."""
+        found = [v for k, v in environ.items() if looks_secret_name(k) and len(v) >= 6]
+        self.register(*found)
+        return len(found)
+
+    def register_env_file(self, text: str) -> int:
+        """Register the values of a ``.env`` file (every ``KEY=value`` line)."""
+        values = []
+        for line in text.splitlines():
+            line = line.strip()
+            if not line or line.startswith("#") or "=" not in line:
+                continue
+            value = line.split("=", 1)[1].strip().strip("'\"")
+            if len(value) >= 6:
+                values.append(value)
+        self.register(*values)
+        return len(values)
+
+    def redact(self, text: str) -> str:
+        """Return ``text`` with every known secret shape and registered value replaced."""
+        if not text:
+            return text
+        exact = self._exact
+        if exact is not None:
+            text = exact.sub(REDACTED, text)
+        for pattern in _PATTERNS:
+            text = pattern.sub(REDACTED, text)
+        text = _AWS_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+        # Bearer/basic tokens first, so "Authorization: Bearer <tok>" loses the token itself.
+        text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+        text = _AUTH_HEADER.sub(
+            lambda m: m.group(0) if m.group(3) == REDACTED else m.group(1) + m.group(2) + REDACTED,
+            text,
+        )
+        text = _ASSIGN.sub(
+            lambda m: (
+                m.group(1) + m.group(2) + (REDACTED if m.group(3) != REDACTED else m.group(3))
+            ),
+            text,
+        )
+        return text
+
+    def redact_bytes(self, data: bytes) -> bytes:
+        """Redact UTF-8 ``data`` (undecodable bytes are kept as replacement characters)."""
+        return self.redact(data.decode("utf-8", errors="replace")).encode("utf-8")
+
+    def redact_obj(self, value: Any) -> Any:
+        """Redact every string inside a JSON-like value (dicts, lists, tuples)."""
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, Mapping):
+            out: dict[Any, Any] = {}
+            for k, v in value.items():
+                if isinstance(k, str) and looks_secret_name(k) and isinstance(v, str) and v:
+                    out[k] = REDACTED
+                else:
+                    out[k] = self.redact_obj(v)
+            return out
+        if isinstance(value, list | tuple):
+            return [self.redact_obj(v) for v in value]
+        return value

@@ -1,0 +1,479 @@
+"""Filesystem tools: fs.read, fs.list, fs.search, fs.write, fs.edit, fs.patch (SDD §9.4).
+
+Owns the tool definitions and executors, read-before-edit bookkeeping, the unified-diff applier
+and the diff artifacts every write, edit and patch produces. Writes go through
+``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import os
+import re
+from typing import Any
+
+import trio
+
+from air.contracts.artifact import ArtifactType
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import JsonObject
+from air.contracts.permission import PathPolicy
+from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
+from air.security.paths import is_within
+from air.security.redact import SecretRedactor
+from air.tools.registry import ToolRegistry, ToolRun
+from air.tools.safefs import read_beneath, write_beneath
+
+__all__ = ["apply_unified_diff", "edit_text", "register_fs_tools"]
+
+_MAX_READ = 256_000
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _bad(message: str, action: str) -> AirException:
+    return AirException.of(kind=ErrorKind.TOOL_ERROR, message=message, user_action=action)
+
+
+def _resolve(run: ToolRun, path: str) -> str:
+    root = os.path.realpath(run.context.workspace_root)
+    absolute = path if os.path.isabs(path) else os.path.join(root, path)
+    return os.path.realpath(absolute)
+
+
+def _observer_key(run: ToolRun) -> str:
+    return run.context.task_id or run.context.session_id
+
+
+def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: bytes) -> str:
+    rel = os.path.relpath(_resolve(run, path), os.path.realpath(run.context.workspace_root))
+    diff = "".join(
+        difflib.unified_diff(
+            (before or b"").decode("utf-8", "replace").splitlines(keepends=True),
+            after.decode("utf-8", "replace").splitlines(keepends=True),
+            fromfile=f"a/{rel}" if before is not None else "/dev/null",
+            tofile=f"b/{rel}",
+        )
+    )
+    ref = run.add_artifact(
+        ArtifactType.DIFF,
+        "diff-" + re.sub(r"[^A-Za-z0-9]+", "-", rel)[-40:],
+        diff.encode(),
+        extension=".diff",
+    )
+    return ref.artifact_id
+
+
+def edit_text(text: str, old: str, new: str, *, replace_all: bool) -> str:
+    """Replace ``old`` by ``new`` exactly; fail when absent, or ambiguous without replace_all."""
+    if old == "":
+        raise _bad("old_string is empty", "Give the exact text to replace, copied from fs.read.")
+    count = text.count(old)
+    if count == 0:
+        raise _bad(
+            "old_string was not found (exact match, no indentation guessing)",
+            "Read the file again and copy old_string exactly.",
+        )
+    if count > 1 and not replace_all:
+        raise _bad(
+            f"old_string occurs {count} times", "Add context to make it unique or set replace_all."
+        )
+    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
+
+
+def _read_file(path: str) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
+    path = _resolve(run, input["path"])
+    data = await trio.to_thread.run_sync(_read_file, path)
+    run.registry.read_observations[(_observer_key(run), path)] = _sha(data)
+    text = data.decode("utf-8", "replace")
+    lines = text.splitlines(keepends=True)
+    offset = int(input.get("offset", 0))
+    limit = int(input.get("limit", len(lines)))
+    chunk = "".join(lines[offset : offset + limit])
+    truncated = len(chunk) > _MAX_READ
+    return {
+        "path": input["path"],
+        "content": run.redactor.redact(chunk[:_MAX_READ]),
+        "sha256": _sha(data),
+        "lines": len(lines),
+        "truncated": truncated,
+    }
+
+
+def _list_entries(root: str) -> list[JsonObject]:
+    entries: list[JsonObject] = []
+    for name in sorted(os.listdir(root)):
+        full = os.path.join(root, name)
+        if os.path.islink(full):
+            kind = "link"
+        elif os.path.isdir(full):
+            kind = "dir"
+        else:
+            kind = "file"
+        entries.append({"name": name, "type": kind})
+    return entries
+
+
+async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
+    root = _resolve(run, input.get("path", "."))
+    entries = await trio.to_thread.run_sync(_list_entries, root)
+    return {"path": input.get("path", "."), "entries": entries[:2000]}
+
+
+def _search(
+    pattern: re.Pattern[str], root: str, workspace: str, limit: int, redactor: SecretRedactor
+) -> JsonObject:
+    matches: list[JsonObject] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
+        )
+        for name in sorted(filenames):
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) or not is_within(os.path.realpath(full), workspace):
+                continue
+            try:
+                with open(full, encoding="utf-8") as fh:
+                    for lineno, line in enumerate(fh, 1):
+                        if pattern.search(line):
+                            matches.append(
+                                {
+                                    "path": os.path.relpath(full, workspace),
+                                    "line": lineno,
+                                    "text": redactor.redact(line.rstrip("\n")[:400]),
+                                }
+                            )
+                            if len(matches) >= limit:
+                                return {"matches": matches, "truncated": True}
+            except (UnicodeDecodeError, OSError):
+                continue
+    return {"matches": matches, "truncated": False}
+
+
+async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
+    try:
+        pattern = re.compile(input["pattern"])
+    except re.error as exc:
+        raise _bad(
+            f"invalid regular expression: {exc}", "Fix the pattern (Python re syntax)."
+        ) from exc
+    root = _resolve(run, input.get("path", "."))
+    workspace = run.workspace_realpath
+    limit = int(input.get("max_results", 200))
+    return await trio.to_thread.run_sync(_search, pattern, root, workspace, limit, run.redactor)
+
+
+def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:
+    if expected is not None and (before is None or _sha(before) != expected):
+        raise _bad(
+            f"{path} changed: expected_existing_sha256 does not match",
+            "Read the file again, then retry.",
+        )
+
+
+async def _fs_write(input: JsonObject, run: ToolRun) -> Any:
+    root = run.context.workspace_root
+    path = input["path"]
+    before = read_beneath(root, _resolve(run, path))
+    _check_expected(before, input.get("expected_existing_sha256"), path)
+    data = input["content"].encode("utf-8")
+    write_beneath(root, _resolve(run, path), data)
+    run.registry.read_observations[(_observer_key(run), _resolve(run, path))] = _sha(data)
+    return {
+        "path": path,
+        "sha256": _sha(data),
+        "diff_artifact_id": _diff_artifact(run, path, before, data),
+    }
+
+
+def edit_file(
+    root: str,
+    path: str,
+    old: str,
+    new: str,
+    *,
+    replace_all: bool = False,
+    observed_sha: str | None = None,
+) -> tuple[bytes, bytes]:
+    """The edit core used by fs.edit: read beneath ``root``, replace, write beneath ``root``.
+
+    Returns:
+        (before, after) bytes.
+    """
+    before = read_beneath(root, path)
+    if before is None:
+        raise _bad(f"{path} does not exist", "Create it with fs.write.")
+    if observed_sha is not None and _sha(before) != observed_sha:
+        raise _bad(f"{path} changed since it was read", "Read the file again, then edit.")
+    after = edit_text(before.decode("utf-8"), old, new, replace_all=replace_all).encode("utf-8")
+    write_beneath(root, path, after, create_parents=False)
+    return before, after
+
+
+async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
+    path = _resolve(run, input["path"])
+    expected = input.get("expected_existing_sha256")
+    observed = run.registry.read_observations.get((_observer_key(run), path))
+    if expected is None and observed is None:
+        raise _bad(
+            f"{input['path']} was not read in this task", "Call fs.read on the file before fs.edit."
+        )
+    before, after = edit_file(
+        run.context.workspace_root,
+        path,
+        input["old_string"],
+        input["new_string"],
+        replace_all=bool(input.get("replace_all", False)),
+        observed_sha=expected or observed,
+    )
+    run.registry.read_observations[(_observer_key(run), path)] = _sha(after)
+    return {
+        "path": input["path"],
+        "sha256": _sha(after),
+        "diff_artifact_id": _diff_artifact(run, input["path"], before, after),
+    }
+
+
+# -- unified diff --------------------------------------------------------------------------
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def _strip_prefix(name: str) -> str:
+    name = name.split("\t")[0].strip()
+    if name.startswith(("a/", "b/")):
+        return name[2:]
+    return name
+
+
+def parse_patch(text: str) -> list[tuple[str | None, str | None, list[list[str]]]]:
+    """Parse a unified diff into (old path, new path, hunks) per file; hunks are raw lines."""
+    files: list[tuple[str | None, str | None, list[list[str]]]] = []
+    lines = text.splitlines(keepends=True)
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
+            old = _strip_prefix(lines[i][4:])
+            new = _strip_prefix(lines[i + 1][4:])
+            hunks: list[list[str]] = []
+            i += 2
+            while i < len(lines) and not lines[i].startswith("--- "):
+                if lines[i].startswith("@@"):
+                    hunk = [lines[i]]
+                    i += 1
+                    while (
+                        i < len(lines)
+                        and lines[i][:1] in (" ", "+", "-", "\\")
+                        and not lines[i].startswith("--- ")
+                    ):
+                        hunk.append(lines[i])
+                        i += 1
+                    hunks.append(hunk)
+                else:
+                    i += 1
+            files.append(
+                (None if old == "/dev/null" else old, None if new == "/dev/null" else new, hunks)
+            )
+        else:
+            i += 1
+    return files
+
+
+def apply_unified_diff(original: str, hunks: list[list[str]]) -> tuple[str, list[list[str]]]:
+    """Apply hunks to ``original`` (exact context, any offset); return (text, rejected hunks)."""
+    lines = original.splitlines(keepends=True)
+    rejected: list[list[str]] = []
+    shift = 0
+    for hunk in hunks:
+        m = _HUNK.match(hunk[0])
+        if m is None:
+            rejected.append(hunk)
+            continue
+        old_block = [ln[1:] for ln in hunk[1:] if ln[:1] in (" ", "-")]
+        new_block = [ln[1:] for ln in hunk[1:] if ln[:1] in (" ", "+")]
+        start = max(int(m.group(1)) - 1 + shift, 0) if old_block else int(m.group(1)) + shift
+        found = -1
+        for delta in range(len(lines) + 1):
+            for pos in (start - delta, start + delta):
+                if (
+                    0 <= pos <= len(lines) - len(old_block)
+                    and lines[pos : pos + len(old_block)] == old_block
+                ):
+                    found = pos
+                    break
+            if found >= 0:
+                break
+        if found < 0:
+            rejected.append(hunk)
+            continue
+        lines[found : found + len(old_block)] = new_block
+        shift += len(new_block) - len(old_block)
+    return "".join(lines), rejected
+
+
+def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
+    writes: list[str] = []
+    for old, new, _ in parse_patch(input.get("patch", "")):
+        for p in (old, new):
+            if p and p not in writes:
+                writes.append(p)
+    return [], writes, None
+
+
+async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
+    root = run.context.workspace_root
+    files = parse_patch(input["patch"])
+    if not files:
+        raise _bad("the patch holds no file sections", "Send a unified diff with ---/+++ headers.")
+    results: list[tuple[str, bytes | None, bytes]] = []
+    rejects: dict[str, list[list[str]]] = {}
+    for old, new, hunks in files:
+        target = new or old
+        assert target is not None
+        before = read_beneath(root, _resolve(run, old or target)) if old else None
+        if old and before is None:
+            rejects[target] = hunks
+            continue
+        if new is None:
+            raise _bad(
+                f"{old}: deleting files with fs.patch is not supported",
+                "Use shell.run with rm (asks).",
+            )
+        text, rej = apply_unified_diff((before or b"").decode("utf-8"), hunks)
+        if rej:
+            rejects[target] = rej
+            continue
+        results.append((target, before, text.encode("utf-8")))
+    reject_id = None
+    if rejects:
+        body = "".join(
+            f"--- {p}\n+++ {p}\n" + "".join("".join(h) for h in hs) for p, hs in rejects.items()
+        )
+        reject_id = run.add_artifact(
+            ArtifactType.DIFF, "rejected-hunks", body.encode(), extension=".rej"
+        ).artifact_id
+        if not input.get("allow_partial", False):
+            raise AirException.of(
+                kind=ErrorKind.TOOL_ERROR,
+                message=f"{len(rejects)} file(s) had hunks that do not apply; nothing was written",
+                user_action="Read the files again and regenerate the patch.",
+                metadata={"rejected_paths": sorted(rejects), "rejects_artifact_id": reject_id},
+            )
+    untouched = {p: read_beneath(root, _resolve(run, p)) for p in rejects}
+    applied = []
+    for target, before, after in results:
+        write_beneath(root, _resolve(run, target), after)
+        applied.append(
+            {"path": target, "diff_artifact_id": _diff_artifact(run, target, before, after)}
+        )
+    for p, content in untouched.items():
+        if read_beneath(root, _resolve(run, p)) != content:
+            raise _bad(
+                f"{p} changed while a partial patch was applied", "Re-run the patch atomically."
+            )
+    return {"applied": applied, "rejected_paths": sorted(rejects), "rejects_artifact_id": reject_id}
+
+
+def _def(name: str, description: str, schema: JsonObject, *, write: bool) -> ToolDefinition:
+    perms = ToolPermissionSpec(
+        read_paths=PathPolicy(from_input=["path"]),
+        write_paths=PathPolicy(from_input=["path"]) if write else None,
+    )
+    return ToolDefinition(
+        name=name,
+        description=description,
+        input_schema=schema,
+        category=ToolCategory.FILESYSTEM,
+        permissions=perms,
+    )
+
+
+def _obj(props: JsonObject, required: list[str]) -> JsonObject:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required,
+        "additionalProperties": False,
+    }
+
+
+_S = {"type": "string"}
+_SP = {"type": "string", "minLength": 1}
+
+
+def register_fs_tools(registry: ToolRegistry) -> None:
+    """Register the six filesystem tools on ``registry``."""
+    registry.register(
+        _def(
+            "fs.read",
+            "Read a text file.",
+            _obj(
+                {
+                    "path": _SP,
+                    "offset": {"type": "integer", "minimum": 0},
+                    "limit": {"type": "integer", "minimum": 1},
+                },
+                ["path"],
+            ),
+            write=False,
+        ),
+        _fs_read,
+    )
+    registry.register(
+        _def("fs.list", "List a directory.", _obj({"path": _S}, []), write=False), _fs_list
+    )
+    registry.register(
+        _def(
+            "fs.search",
+            "Search files for a regular expression.",
+            _obj(
+                {"pattern": _SP, "path": _S, "max_results": {"type": "integer", "minimum": 1}},
+                ["pattern"],
+            ),
+            write=False,
+        ),
+        _fs_search,
+    )
+    registry.register(
+        _def(
+            "fs.write",
+            "Create or replace a file.",
+            _obj({"path": _SP, "content": _S, "expected_existing_sha256": _S}, ["path", "content"]),
+            write=True,
+        ),
+        _fs_write,
+    )
+    registry.register(
+        _def(
+            "fs.edit",
+            "Replace exact text in a file read earlier.",
+            _obj(
+                {
+                    "path": _SP,
+                    "old_string": _S,
+                    "new_string": _S,
+                    "replace_all": {"type": "boolean"},
+                    "expected_existing_sha256": _S,
+                },
+                ["path", "old_string", "new_string"],
+            ),
+            write=True,
+        ),
+        _fs_edit,
+    )
+    patch_def = ToolDefinition(
+        name="fs.patch",
+        description="Apply a unified diff.",
+        category=ToolCategory.FILESYSTEM,
+        input_schema=_obj({"patch": _SP, "allow_partial": {"type": "boolean"}}, ["patch"]),
+        permissions=ToolPermissionSpec(write_paths=PathPolicy(from_input=["patch"])),
+    )
+    registry.register(patch_def, _fs_patch, paths=_patch_paths)

@@ -1,0 +1,290 @@
+"""git.status, git.diff, git.log, git.commit, project.info and artifact.read.
+
+Owns ``safe_git_argv`` (git with hooks, fsmonitor, external diff/textconv, filters, pagers,
+editors, credential helpers and custom ssh commands neutralised, and ``GIT_*`` variables
+dropped) and the tool definitions that run it.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from typing import Any
+
+import trio
+
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import JsonObject
+from air.contracts.permission import PathPolicy
+from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
+from air.tools.registry import ToolRegistry, ToolRun
+
+__all__ = ["git_environment", "register_git_tools", "safe_git_argv"]
+
+_NEUTRAL = [
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.sshCommand=/bin/false",
+    "core.pager=cat",
+    "core.editor=/bin/false",
+    "sequence.editor=/bin/false",
+    "core.askPass=",
+    "credential.helper=",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "diff.external=",
+    "protocol.allow=never",
+    "core.untrackedCache=false",
+    "safe.directory=*",
+]
+
+
+def git_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment git runs with: no GIT_* overrides, no global or system config."""
+    source = dict(os.environ if environ is None else environ)
+    env = {
+        k: v
+        for k, v in source.items()
+        if not k.startswith("GIT_") and k in ("PATH", "HOME", "LANG", "LC_ALL")
+    }
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_PAGER": "cat",
+            "GIT_ATTR_NOSYSTEM": "1",
+        }
+    )
+    return env
+
+
+def _configured_drivers(repo: str) -> list[str]:
+    """`-c` overrides that make every configured filter and diff driver a no-op."""
+    proc = subprocess.run(
+        [
+            "git",
+            "-C",
+            repo,
+            "config",
+            "--get-regexp",
+            r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$",
+        ],
+        capture_output=True,
+        text=True,
+        env=git_environment(),
+        check=False,
+    )
+    out: list[str] = []
+    for line in proc.stdout.splitlines():
+        key = line.split(" ", 1)[0]
+        value = "cat" if key.endswith((".clean", ".smudge", ".textconv")) else ""
+        out += ["-c", f"{key}={value}"]
+    return out
+
+
+def safe_git_argv(repo: str, *args: str) -> list[str]:
+    """``git -C repo <neutralising -c options> args``."""
+    argv = ["git", "-C", repo]
+    for item in _NEUTRAL:
+        argv += ["-c", item]
+    argv += _configured_drivers(repo)
+    return [*argv, *args]
+
+
+async def run_git(run: ToolRun, *args: str) -> str:
+    repo = run.workspace_realpath
+    proc = await trio.run_process(
+        safe_git_argv(repo, *args),
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        env=git_environment(),
+        stdin=subprocess.DEVNULL,
+    )
+    if proc.returncode != 0:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message=f"git {args[0]} failed: "
+            f"{run.redactor.redact(proc.stderr.decode('utf-8', 'replace').strip()[:500])}",
+            user_action="Check the repository state and the arguments.",
+        )
+    return run.redactor.redact(proc.stdout.decode("utf-8", "replace"))
+
+
+async def _status(input: JsonObject, run: ToolRun) -> Any:
+    return {"status": await run_git(run, "status", "--porcelain=v1", "--branch")}
+
+
+async def _diff(input: JsonObject, run: ToolRun) -> Any:
+    args = ["diff", "--no-ext-diff", "--no-textconv"]
+    if input.get("staged"):
+        args.append("--cached")
+    if input.get("rev"):
+        args.append(str(input["rev"]))
+    return {"diff": await run_git(run, *args, "--", *input.get("paths", []))}
+
+
+async def _log(input: JsonObject, run: ToolRun) -> Any:
+    n = int(input.get("max_count", 20))
+    return {
+        "log": await run_git(
+            run,
+            "log",
+            "--no-ext-diff",
+            "--no-textconv",
+            f"--max-count={n}",
+            "--format=%H%x09%an%x09%ad%x09%s",
+            "--date=iso-strict",
+        )
+    }
+
+
+async def _commit(input: JsonObject, run: ToolRun) -> Any:
+    paths = input.get("paths") or []
+    if paths:
+        await run_git(run, "add", "--", *paths)
+    elif input.get("all", False):
+        await run_git(run, "add", "--all")
+    await run_git(run, "commit", "--no-verify", "-m", input["message"])
+    head = (await run_git(run, "rev-parse", "HEAD")).strip()
+    return {"commit": head}
+
+
+def _commit_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
+    paths = [p for p in input.get("paths", []) if isinstance(p, str)]
+    command = shlex.join(["git", "commit", "-m", str(input.get("message", ""))])
+    return [], paths, command
+
+
+def project_facts(workspace_root: str) -> JsonObject:
+    """Name, git-ness and build files of the workspace (sync core of project.info)."""
+    root = os.path.realpath(workspace_root)
+    markers = [m for m in _BUILD_MARKERS if os.path.exists(os.path.join(root, m))]
+    return {
+        "workspace_root": root,
+        "name": os.path.basename(root),
+        "is_git": os.path.isdir(os.path.join(root, ".git")),
+        "build_files": markers,
+    }
+
+
+_BUILD_MARKERS = (
+    "pyproject.toml",
+    "setup.cfg",
+    "package.json",
+    "Cargo.toml",
+    "go.mod",
+    "CMakeLists.txt",
+    "Makefile",
+    "pom.xml",
+    "build.gradle",
+)
+
+
+async def _project_info(input: JsonObject, run: ToolRun) -> Any:
+    facts = await trio.to_thread.run_sync(project_facts, run.context.workspace_root)
+    return {"project_root": run.context.project_root, **facts}
+
+
+async def _artifact_read(input: JsonObject, run: ToolRun) -> Any:
+    result = run.registry.artifacts.read(input["artifact_id"])
+    limit = int(input.get("max_bytes", 200_000))
+    return {
+        "artifact_id": input["artifact_id"],
+        "uri": result.ref.uri,
+        "content": run.redactor.redact(result.content[:limit].decode("utf-8", "replace")),
+        "truncated": result.truncated or len(result.content) > limit,
+    }
+
+
+def register_git_tools(registry: ToolRegistry) -> None:
+    """Register git.status, git.diff, git.log, git.commit, project.info and artifact.read."""
+    obj: JsonObject = {"type": "object", "additionalProperties": False, "properties": {}}
+
+    def define(
+        name: str,
+        desc: str,
+        schema: JsonObject,
+        category: ToolCategory,
+        perms: ToolPermissionSpec | None = None,
+    ) -> ToolDefinition:
+        return ToolDefinition(
+            name=name,
+            description=desc,
+            input_schema=schema,
+            category=category,
+            permissions=perms or ToolPermissionSpec(),
+        )
+
+    registry.register(
+        define("git.status", "Show the working-tree status.", obj, ToolCategory.PROJECT), _status
+    )
+    registry.register(
+        define(
+            "git.diff",
+            "Show changes.",
+            {
+                **obj,
+                "properties": {
+                    "staged": {"type": "boolean"},
+                    "rev": {"type": "string"},
+                    "paths": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            ToolCategory.PROJECT,
+        ),
+        _diff,
+    )
+    registry.register(
+        define(
+            "git.log",
+            "Show recent commits.",
+            {
+                **obj,
+                "properties": {"max_count": {"type": "integer", "minimum": 1, "maximum": 1000}},
+            },
+            ToolCategory.PROJECT,
+        ),
+        _log,
+    )
+    registry.register(
+        define(
+            "git.commit",
+            "Commit staged or named changes (hooks disabled).",
+            {
+                **obj,
+                "required": ["message"],
+                "properties": {
+                    "message": {"type": "string", "minLength": 1},
+                    "all": {"type": "boolean"},
+                    "paths": {"type": "array", "items": {"type": "string"}},
+                },
+            },
+            ToolCategory.PROJECT,
+            ToolPermissionSpec(write_paths=PathPolicy(from_input=["paths"]), execute=True),
+        ),
+        _commit,
+        paths=_commit_paths,
+    )
+    registry.register(
+        define("project.info", "Describe the project.", obj, ToolCategory.PROJECT), _project_info
+    )
+    registry.register(
+        define(
+            "artifact.read",
+            "Read an artifact of this session.",
+            {
+                **obj,
+                "required": ["artifact_id"],
+                "properties": {
+                    "artifact_id": {"type": "string", "minLength": 1},
+                    "max_bytes": {"type": "integer", "minimum": 1},
+                },
+            },
+            ToolCategory.INTERNAL,
+        ),
+        _artifact_read,
+    )

@@ -1,0 +1,730 @@
+"""ToolRegistry: the only road from a tool call to a side effect (SDD §9.1, §9.3).
+
+Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_streaming``,
+``list``), the collaborator protocols it is built with (``EventRecorder``, ``ArtifactSink``,
+``PromptBroker``), the JSON-schema input check and ``ToolRun``, the handle an executor gets to
+emit events and attach artifacts. Each call validates its input, asks the PermissionEngine,
+branches on the six actions, and records ``tool.started`` / ``tool.completed`` /
+``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import trio
+
+from air.contracts.artifact import (
+    ArtifactContext,
+    ArtifactCreateInput,
+    ArtifactReadResult,
+    ArtifactRef,
+    ArtifactType,
+)
+from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.ids import JsonObject, new_id
+from air.contracts.permission import (
+    DeclaredPermissions,
+    PermissionAction,
+    PermissionDecision,
+    PermissionGrantScope,
+    PermissionRequestContext,
+)
+from air.contracts.tool import ToolDefinition, ToolEvent, ToolExecutionContext, ToolResultEnvelope
+from air.security.engine import PermissionEngine
+from air.security.redact import SecretRedactor
+
+__all__ = [
+    "ArtifactSink",
+    "EventRecorder",
+    "HeadlessPromptBroker",
+    "PromptBroker",
+    "PromptRequest",
+    "PromptResponse",
+    "StreamingToolExecutor",
+    "ToolExecutor",
+    "ToolRegistry",
+    "ToolRun",
+    "is_cancellation",
+    "validate_schema",
+]
+
+
+class EventRecorder(Protocol):
+    """What the registry records into (``OpenSession.ingestor`` satisfies it)."""
+
+    async def ingest(self, event: RuntimeEvent) -> Any: ...
+
+    async def ingest_ephemeral(self, event: RuntimeEvent) -> Any: ...
+
+
+class ArtifactSink(Protocol):
+    """What the registry stores artifacts in (``OpenSession.artifacts`` satisfies it)."""
+
+    def create(self, input: ArtifactCreateInput, context: ArtifactContext) -> ArtifactRef: ...
+
+    def read(self, artifact_id: str) -> ArtifactReadResult: ...
+
+
+@dataclass(frozen=True)
+class PromptRequest:
+    prompt_id: str
+    tool_name: str
+    decision: PermissionDecision
+    items: list[str]
+    command: str | None
+
+
+@dataclass(frozen=True)
+class PromptResponse:
+    approved: bool
+    scope: PermissionGrantScope = PermissionGrantScope.ONCE
+
+
+class PromptBroker(Protocol):
+    """Answers permission prompts: the TUI or CLI implements it; ``None`` means headless."""
+
+    async def ask(self, request: PromptRequest) -> PromptResponse: ...
+
+
+class HeadlessPromptBroker:
+    """Answers every prompt with a refusal: headless runs fail closed."""
+
+    async def ask(self, request: PromptRequest) -> PromptResponse:
+        return PromptResponse(approved=False)
+
+
+PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
+"""input → (read paths, write paths, command) for the permission request."""
+
+
+@dataclass
+class ToolRun:
+    """What an executor gets besides its input: the call's context and the registry's services."""
+
+    tool_run_id: str
+    definition: ToolDefinition
+    context: ToolExecutionContext
+    registry: ToolRegistry
+    artifacts: list[ArtifactRef] = field(default_factory=list)
+    events: trio.MemorySendChannel[ToolEvent] | None = None
+    """Where ``stream`` sends progress (set by the registry for streaming tools)."""
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        return self.registry.redactor
+
+    @property
+    def workspace_realpath(self) -> str:
+        """The workspace root with symlinks resolved."""
+        return os.path.realpath(self.context.workspace_root)
+
+    async def stream(self, kind: ToolEventKind, data: Any) -> None:
+        """Hand one progress item (redacted) to the caller of ``call_streaming``."""
+        if self.events is not None:
+            await self.events.send(
+                ToolEvent(
+                    tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
+                )
+            )
+
+    def event(self, type: str, payload: JsonObject) -> RuntimeEvent:
+        return new_event(
+            type,
+            self.redactor.redact_obj(payload),
+            session_id=self.context.session_id,
+            source=EventSource(kind="tool", id=self.definition.name),
+        )
+
+    async def record(self, type: str, payload: JsonObject) -> None:
+        """Ingest a durable event (redacted)."""
+        await self.registry.recorder.ingest(self.event(type, payload))
+
+    async def emit(self, type: str, payload: JsonObject) -> None:
+        """Ingest an ephemeral event (redacted)."""
+        await self.registry.recorder.ingest_ephemeral(self.event(type, payload))
+
+    def add_artifact(
+        self,
+        type: ArtifactType,
+        slug: str,
+        content: bytes,
+        *,
+        extension: str = ".txt",
+        command_run_id: str | None = None,
+    ) -> ArtifactRef:
+        """Store a redacted artifact attributed to this run and attach it to the result."""
+        ref = self.registry.artifacts.create(
+            ArtifactCreateInput(
+                type=type,
+                slug=slug,
+                extension=extension,
+                content=self.redactor.redact_bytes(content),
+            ),
+            ArtifactContext(
+                session_id=self.context.session_id,
+                task_id=self.context.task_id,
+                agent_id=self.context.agent_id,
+                tool_run_id=self.tool_run_id,
+                command_run_id=command_run_id,
+            ),
+        )
+        self.artifacts.append(ref)
+        return ref
+
+
+ToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
+StreamingToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
+"""Like ``ToolExecutor``; it sends progress with ``await run.stream(kind, data)`` meanwhile."""
+ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
+
+
+@dataclass
+class _Entry:
+    definition: ToolDefinition
+    executor: ToolExecutor
+    paths: PathExtractor | None
+
+
+# -- JSON schema ---------------------------------------------------------------------------
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> list[str]:
+    """Check ``value`` against the JSON-schema subset tools use; return the problems found.
+
+    Supports type (one or a list), properties, required, additionalProperties (bool), items,
+    enum, minimum, maximum, minLength, maxLength and minItems.
+    """
+    problems: list[str] = []
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        ok = False
+        for name in names:
+            types = _JSON_TYPES.get(name, ())
+            if isinstance(value, bool) and name in ("integer", "number"):
+                continue
+            if isinstance(value, types):
+                ok = True
+        if not ok:
+            return [f"{where} must be {' or '.join(names)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{where} must be one of {schema['enum']}")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            problems.append(f"{where} is too short")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            problems.append(f"{where} is too long")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            problems.append(f"{where} must be >= {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            problems.append(f"{where} must be <= {schema['maximum']}")
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                problems.append(f"{where}.{name} is required")
+        if schema.get("additionalProperties", True) is False:
+            for name in value:
+                if name not in props:
+                    problems.append(f"{where}.{name} is not allowed")
+        for name, sub in props.items():
+            if name in value:
+                problems.extend(validate_schema(sub, value[name], f"{where}.{name}"))
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            problems.append(f"{where} needs at least {schema['minItems']} items")
+        if "items" in schema:
+            for i, item in enumerate(value):
+                problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
+    return problems
+
+
+_RESOLVED: dict[PermissionGrantScope, str] = {
+    PermissionGrantScope.ONCE: "allow_once",
+    PermissionGrantScope.TASK: "allow_task",
+    PermissionGrantScope.SESSION: "allow_session",
+    # permission.prompt.resolved v1 has no allow_project; a project grant is recorded as the
+    # session grant it includes (the engine still keeps it for the whole project).
+    PermissionGrantScope.PROJECT: "allow_session",
+}
+
+
+def is_cancellation(exc: BaseException) -> bool:
+    """True for ``trio.Cancelled`` or a group made only of them."""
+    if isinstance(exc, trio.Cancelled):
+        return True
+    if isinstance(exc, BaseExceptionGroup):
+        return all(is_cancellation(e) for e in exc.exceptions)
+    return False
+
+
+def _summary(output: Any, limit: int = 2000) -> str:
+    text = output if isinstance(output, str) else json.dumps(output, default=str, sort_keys=True)
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
+# -- the registry --------------------------------------------------------------------------
+
+
+class ToolRegistry:
+    """Register tools and run them under the PermissionEngine (SDD §9.1).
+
+    Args:
+        engine: decides every call.
+        recorder: receives the durable and ephemeral events (an EventIngestor).
+        artifacts: stores diff, log and reject artifacts (an ArtifactStore).
+        redactor: applied to every event payload and artifact.
+        prompts: answers ``ask_user``; None means headless (fail closed).
+    """
+
+    def __init__(
+        self,
+        *,
+        engine: PermissionEngine,
+        recorder: EventRecorder,
+        artifacts: ArtifactSink,
+        redactor: SecretRedactor | None = None,
+        prompts: PromptBroker | None = None,
+    ) -> None:
+        self.engine = engine
+        self.recorder = recorder
+        self.artifacts = artifacts
+        self.redactor = redactor or engine.redactor
+        self.prompts = prompts
+        self._tools: dict[str, _Entry] = {}
+        self.read_observations: dict[tuple[str, str], str] = {}
+        """(task or session id, realpath) → sha256 of the content last read (read-before-edit)."""
+
+    # -- registration --------------------------------------------------------------------
+
+    def register(
+        self,
+        definition: ToolDefinition,
+        executor: ToolExecutor,
+        *,
+        paths: PathExtractor | None = None,
+    ) -> None:
+        """Register a tool whose executor returns its output."""
+        self._add(_Entry(definition, executor, paths))
+
+    def register_streaming(
+        self,
+        definition: ToolDefinition,
+        executor: StreamingToolExecutor,
+        *,
+        paths: PathExtractor | None = None,
+    ) -> None:
+        """Register a tool whose executor streams progress with ``run.stream`` and returns its
+        output; ``call_streaming`` hands the progress to the caller as ``ToolEvent`` items."""
+        self._add(_Entry(definition.model_copy(update={"streaming": True}), executor, paths))
+
+    def _add(self, entry: _Entry) -> None:
+        if entry.definition.name in self._tools:
+            raise AirException.of(
+                kind=ErrorKind.SYSTEM_ERROR,
+                message=f"tool {entry.definition.name} is registered twice",
+                user_action="Register each tool name once.",
+            )
+        self._tools[entry.definition.name] = entry
+
+    def list(self) -> list[ToolDefinition]:
+        """The definitions of every registered tool, in registration order."""
+        return [e.definition for e in self._tools.values()]
+
+    # -- calling ---------------------------------------------------------------------------
+
+    async def call(
+        self, name: str, input: JsonObject, context: ToolExecutionContext
+    ) -> ToolResultEnvelope:
+        """Run tool ``name`` to completion and return its envelope (streams consumed inside)."""
+        final: ToolResultEnvelope | None = None
+        async with self.call_streaming(name, input, context) as items:
+            async for item in items:
+                if isinstance(item, ToolResultEnvelope):
+                    final = item
+        if final is None:  # the stream always ends with an envelope unless it was cancelled
+            raise AirException.of(
+                kind=ErrorKind.SYSTEM_ERROR,
+                message=f"{name} ended without a result",
+                user_action="Report this as a bug in air.",
+            )
+        return final
+
+    @trio.as_safe_channel
+    async def call_streaming(
+        self, name: str, input: JsonObject, context: ToolExecutionContext
+    ) -> AsyncGenerator[ToolEvent | ToolResultEnvelope, None]:
+        """Run tool ``name``; the channel carries its progress and exactly one final envelope.
+
+        Use as ``async with registry.call_streaming(...) as items: async for item in items``.
+        If the caller is cancelled or leaves the block early, the tool is cancelled too,
+        ``tool.cancelled`` is recorded and the cancellation propagates.
+        """
+        tool_run_id = new_id("tr")
+        started = time.monotonic()
+        entry = self._tools.get(name)
+        if entry is None:
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "error",
+                started,
+                error=make_air_error(
+                    kind=ErrorKind.TOOL_ERROR,
+                    message=f"unknown tool {name!r}",
+                    user_action=f"Use one of: {', '.join(sorted(self._tools))}.",
+                ),
+            )
+            return
+        definition = entry.definition
+        problems = validate_schema(definition.input_schema, input)
+        if problems:
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "error",
+                started,
+                error=make_air_error(
+                    kind=ErrorKind.VALIDATION_ERROR,
+                    message=f"invalid input for {name}: {'; '.join(problems[:5])}",
+                    user_action="Fix the tool arguments to match the tool's input schema.",
+                ),
+            )
+            return
+        request = self._request(entry, input, context)
+        decision = await self.engine.evaluate(request)
+        await self.engine.record(decision, request, tool_run_id=tool_run_id)
+        run = ToolRun(
+            tool_run_id=tool_run_id, definition=definition, context=context, registry=self
+        )
+
+        action = decision.action
+        if action == PermissionAction.ASK_USER:
+            decision = await self._prompt(run, request, decision)
+            action = decision.action
+        if action == PermissionAction.DENY:
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "denied",
+                started,
+                decision=decision,
+                error=make_air_error(
+                    kind=ErrorKind.PERMISSION_DENIED,
+                    message=self.redactor.redact(decision.reason),
+                    user_action=(
+                        "Choose a safer action, or add an allow rule to "
+                        ".air/shared/permissions.yaml."
+                    ),
+                ),
+            )
+            return
+        if action == PermissionAction.BLOCK:
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "blocked",
+                started,
+                decision=decision,
+                error=make_air_error(
+                    kind=ErrorKind.PERMISSION_DENIED,
+                    message=self.redactor.redact(decision.reason),
+                    user_action="The task needs a wider scope: report a blocker.",
+                ),
+            )
+            return
+        if action == PermissionAction.REFUSE:
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "error",
+                started,
+                decision=decision,
+                error=make_air_error(
+                    kind=ErrorKind.POLICY_ERROR,
+                    message=self.redactor.redact(decision.reason),
+                    user_action="This tool may not do that; use a tool that declares it.",
+                ),
+            )
+            return
+
+        await run.record(
+            "tool.started",
+            {
+                "tool_run_id": tool_run_id,
+                "tool_name": name,
+                "task_id": context.task_id,
+                "agent_id": context.agent_id,
+                "origin_message_id": context.origin_message_id,
+                "input": input,
+            },
+        )
+        output: Any = None
+        try:
+            if not definition.streaming:
+                output = await entry.executor(input, run)
+            else:
+                send, receive = trio.open_memory_channel[ToolEvent](32)
+                run.events = send
+                result: builtins.list[Any] = []
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._run_streaming, entry.executor, input, run, result)
+                    async with receive:
+                        async for item in receive:
+                            yield item
+                if isinstance(result[0], AirException | OSError):
+                    raise result[0]
+                output = result[0]
+        except AirException as exc:
+            await run.record(
+                "tool.failed",
+                {
+                    "tool_run_id": tool_run_id,
+                    "error": exc.error.model_dump(mode="json"),
+                    "artifact_ids": [a.artifact_id for a in run.artifacts],
+                    "duration_ms": self._ms(started),
+                },
+            )
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "error",
+                started,
+                decision=decision,
+                error=exc.error,
+                artifacts=run.artifacts,
+            )
+            return
+        except OSError as exc:
+            error = make_air_error(
+                kind=ErrorKind.TOOL_ERROR,
+                message=f"{name} failed: {exc.strerror or exc}",
+                user_action="Check the path and try again.",
+            )
+            await run.record(
+                "tool.failed",
+                {
+                    "tool_run_id": tool_run_id,
+                    "error": error.model_dump(mode="json"),
+                    "artifact_ids": [a.artifact_id for a in run.artifacts],
+                    "duration_ms": self._ms(started),
+                },
+            )
+            yield self._envelope(
+                tool_run_id,
+                name,
+                "error",
+                started,
+                decision=decision,
+                error=error,
+                artifacts=run.artifacts,
+            )
+            return
+        except BaseException as exc:
+            if not is_cancellation(exc):
+                raise
+            # Shielded and bounded: the record must land even though the caller is cancelled.
+            with trio.move_on_after(5, shield=True):
+                await run.record(
+                    "tool.cancelled",
+                    {
+                        "tool_run_id": tool_run_id,
+                        "reason": "the caller was cancelled",
+                        "duration_ms": self._ms(started),
+                    },
+                )
+            raise
+        redacted = self.redactor.redact_obj(output)
+        await run.record(
+            "tool.completed",
+            {
+                "tool_run_id": tool_run_id,
+                "output_summary": _summary(redacted),
+                "artifact_ids": [a.artifact_id for a in run.artifacts],
+                "evidence_ref_ids": [],
+                "duration_ms": self._ms(started),
+            },
+        )
+        yield self._envelope(
+            tool_run_id,
+            name,
+            "ok",
+            started,
+            decision=decision,
+            output=redacted,
+            artifacts=run.artifacts,
+        )
+
+    @staticmethod
+    async def _run_streaming(
+        executor: StreamingToolExecutor,
+        input: JsonObject,
+        run: ToolRun,
+        result: builtins.list[Any],
+    ) -> None:
+        assert run.events is not None
+        async with run.events:
+            try:
+                result.append(await executor(input, run))
+            except (AirException, OSError) as exc:
+                result.append(exc)  # re-raised outside the nursery, where it is reported
+
+    async def _prompt(
+        self, run: ToolRun, request: PermissionRequestContext, decision: PermissionDecision
+    ) -> PermissionDecision:
+        evaluation = self.engine.explain(request)
+        items = [i.reason for i in evaluation.pending]
+        prompt_id = new_id("prm")
+        broker = (
+            self.prompts
+            if self.prompts is not None and not request.headless
+            else HeadlessPromptBroker()
+        )
+        summary = "; ".join(items) if items else decision.reason
+        if request.command:
+            summary = f"{request.command}: {summary}"
+        await run.record(
+            "permission.prompt.requested",
+            {
+                "prompt_id": prompt_id,
+                "tool_name": request.tool_name,
+                "summary": summary,
+                "risk_level": decision.risk_level,
+                "tool_run_id": run.tool_run_id,
+                "task_id": request.task_id,
+                "agent_id": request.agent_id,
+            },
+        )
+        answer = await broker.ask(
+            PromptRequest(
+                prompt_id=prompt_id,
+                tool_name=request.tool_name,
+                decision=decision,
+                items=items,
+                command=request.command,
+            )
+        )
+        await run.record(
+            "permission.prompt.resolved",
+            {
+                "prompt_id": prompt_id,
+                "decision": _RESOLVED[answer.scope] if answer.approved else "deny",
+                "resolved_by": "user" if broker is self.prompts else "headless",
+            },
+        )
+        if not answer.approved:
+            resolved = decision.model_copy(
+                update={
+                    "action": PermissionAction.DENY,
+                    "layer": "6-prompt",
+                    "reason": f"the person declined: {decision.reason}",
+                }
+            )
+        else:
+            self.engine.grant(request, answer.scope)
+            resolved = decision.model_copy(
+                update={
+                    "action": PermissionAction.ALLOW,
+                    "layer": "6-prompt",
+                    "grant_scope": answer.scope,
+                }
+            )
+        await self.engine.record(resolved, request, tool_run_id=run.tool_run_id)
+        return resolved
+
+    def _request(
+        self, entry: _Entry, input: JsonObject, ctx: ToolExecutionContext
+    ) -> PermissionRequestContext:
+        spec = entry.definition.permissions
+        reads: list[str] = []
+        writes: list[str] = []
+        command: str | None = None
+        if entry.paths is not None:
+            reads, writes, command = entry.paths(input)
+        else:
+            for field_name in spec.read_paths.from_input if spec.read_paths else []:
+                value = input.get(field_name)
+                if isinstance(value, str):
+                    reads.append(value)
+            for field_name in spec.write_paths.from_input if spec.write_paths else []:
+                value = input.get(field_name)
+                if isinstance(value, str):
+                    writes.append(value)
+            if spec.execute and isinstance(input.get("command"), str):
+                command = input["command"]
+        cwd = input.get("cwd") if isinstance(input.get("cwd"), str) else None
+        if cwd is not None and not cwd.startswith("/"):
+            cwd = f"{ctx.workspace_root.rstrip('/')}/{cwd}"
+        return PermissionRequestContext(
+            session_id=ctx.session_id,
+            task_id=ctx.task_id,
+            agent_id=ctx.agent_id,
+            tool_name=entry.definition.name,
+            permission_template=ctx.permission_template,
+            project_root=ctx.project_root,
+            workspace_root=ctx.workspace_root,
+            read_paths=reads,
+            write_paths=writes,
+            command=command,
+            cwd=cwd,
+            network=spec.network and bool(input.get("network", True)),
+            system_sensitive=spec.system_sensitive,
+            write_area=ctx.write_area,
+            allowed_paths=ctx.allowed_paths,
+            denied_paths=ctx.denied_paths,
+            headless=ctx.headless,
+            network_granted=ctx.network_granted,
+            declared=DeclaredPermissions(
+                read=True,
+                write=spec.write_paths is not None,
+                execute=spec.execute,
+                network=spec.network,
+                system_sensitive=spec.system_sensitive,
+            ),
+        )
+
+    def _envelope(
+        self,
+        tool_run_id: str,
+        name: str,
+        status: Any,
+        started: float,
+        *,
+        decision: PermissionDecision | None = None,
+        output: Any = None,
+        error: AirError | None = None,
+        artifacts: Sequence[ArtifactRef] | None = None,
+    ) -> ToolResultEnvelope:
+        return ToolResultEnvelope(
+            tool_run_id=tool_run_id,
+            tool_name=name,
+            status=status,
+            output=output,
+            error=error,
+            decision=decision,
+            artifacts=list(artifacts or []),
+            duration_ms=self._ms(started),
+        )
+
+    @staticmethod
+    def _ms(started: float) -> int:
+        return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,138 @@
+"""Writes that cannot escape the workspace, even if a symlink is swapped in after the check.
+
+Owns ``write_beneath`` and ``read_beneath``: every path component is opened relative to the
+previous directory's file descriptor with ``O_NOFOLLOW``, and the file is replaced by an atomic
+rename inside its directory fd, so a symlink planted between the permission check and the write
+makes the write fail instead of landing outside (SDD §18.5; issue #4 item 3).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import stat
+
+from air.contracts.error import AirException, ErrorKind
+
+__all__ = ["read_beneath", "relative_parts", "write_beneath"]
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _escape(path: str, why: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.PERMISSION_DENIED,
+        message=f"refused to write {path}: {why}",
+        user_action="Write only to regular files inside the workspace, not through links.",
+    )
+
+
+def relative_parts(root: str, path: str) -> list[str]:
+    """Split ``path`` (absolute, or relative to ``root``) into components below ``root``.
+
+    Raises:
+        AirException: ``permission_denied`` when the path is not lexically below ``root``.
+    """
+    root_real = os.path.realpath(root)
+    absolute = path if os.path.isabs(path) else os.path.join(root_real, path)
+    rel = os.path.relpath(os.path.normpath(absolute), root_real)
+    parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
+    if not parts or parts[0] == ".." or ".." in parts:
+        raise _escape(path, "it is not inside the workspace")
+    return parts
+
+
+def _open_parent(root: str, parts: list[str], *, create: bool, path: str) -> int:
+    fd = os.open(os.path.realpath(root), _DIR_FLAGS)
+    try:
+        for part in parts[:-1]:
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                os.mkdir(part, 0o755, dir_fd=fd)
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _escape(path, f"{part!r} is a symlink or not a directory") from exc
+                raise
+            os.close(fd)
+            fd = nfd
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def write_beneath(root: str, path: str, data: bytes, *, create_parents: bool = True) -> None:
+    """Atomically replace ``path`` under ``root`` with ``data`` without following any link.
+
+    Raises:
+        AirException: ``permission_denied`` when a component is a symlink, the target is a
+            symlink or a hardlinked file, or the path leaves ``root``.
+    """
+    parts = relative_parts(root, path)
+    name = parts[-1]
+    dfd = _open_parent(root, parts, create=create_parents, path=path)
+    tmp = f".{name}.air-{secrets.token_hex(6)}.tmp"
+    try:
+        mode = 0o644
+        try:
+            st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+        except FileNotFoundError:
+            st = None
+        if st is not None:
+            if stat.S_ISLNK(st.st_mode):
+                raise _escape(path, "the target is a symlink")
+            if not stat.S_ISREG(st.st_mode):
+                raise _escape(path, "the target is not a regular file")
+            if st.st_nlink > 1:
+                raise _escape(path, "the target has other hard links")
+            mode = stat.S_IMODE(st.st_mode)
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            mode,
+            dir_fd=dfd,
+        )
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
+    finally:
+        os.close(dfd)
+
+
+def read_beneath(root: str, path: str) -> bytes | None:
+    """Read ``path`` under ``root`` without following links; None when it does not exist."""
+    parts = relative_parts(root, path)
+    try:
+        dfd = _open_parent(root, parts, create=False, path=path)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _escape(path, "the target is a symlink") from exc
+            raise
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read()
+    finally:
+        os.close(dfd)

@@ -1,0 +1,169 @@
+"""The ask_user prompt flow, headless fail-closed, the read-only tools, and git hardening."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, ArtifactType
+from air.contracts.permission import PermissionGrantScope
+from air.contracts.tool import ToolResultEnvelope
+from air.tools import PromptRequest, PromptResponse
+from tests.tools.conftest import Env, assert_payloads_valid, git
+
+ASKS = "curl -s https://example.com/x"
+
+
+def out(result: ToolResultEnvelope) -> dict[str, Any]:
+    """The output of a successful call, as a dict."""
+    assert result.status == "ok", result.error
+    assert isinstance(result.output, dict)
+    return result.output
+
+
+class ScriptedBroker:
+    """A person answering prompts from a script; remembers what was asked."""
+
+    def __init__(self, *answers: PromptResponse) -> None:
+        self.answers = list(answers)
+        self.asked: list[PromptRequest] = []
+
+    async def ask(self, request: PromptRequest) -> PromptResponse:
+        self.asked.append(request)
+        return self.answers.pop(0)
+
+
+async def test_ask_user_prompt_approved_for_the_task(tmp_path: Path) -> None:
+    broker = ScriptedBroker(PromptResponse(approved=True, scope=PermissionGrantScope.TASK))
+    env = Env(tmp_path, prompts=broker)
+    try:
+        first = await env.registry.call("shell.run", {"command": ASKS}, env.ctx())
+        assert first.status == "ok", first.error
+        assert len(broker.asked) == 1
+        assert broker.asked[0].command == ASKS
+        again = await env.registry.call("shell.run", {"command": ASKS}, env.ctx())
+        assert again.status == "ok"
+        assert len(broker.asked) == 1  # the task grant covers the same segment
+        types = env.types()
+        assert types.count("permission.prompt.requested") == 1
+        assert types.count("permission.prompt.resolved") == 1
+        requested = env.payloads("permission.prompt.requested")[0]
+        resolved = env.payloads("permission.prompt.resolved")[0]
+        assert requested["prompt_id"] == resolved["prompt_id"]
+        assert requested["tool_run_id"] == first.tool_run_id
+        assert "curl" in requested["summary"]
+        assert resolved["decision"] == "allow_task"
+        assert resolved["resolved_by"] == "user"
+        decisions = env.payloads("permission.decision.recorded")
+        assert [d["decision"]["action"] for d in decisions[:2]] == ["ask_user", "allow"]
+        assert decisions[1]["tool_run_id"] == first.tool_run_id
+        assert len(env.rows("command_runs")) == 2
+        assert_payloads_valid(env.events())
+    finally:
+        env.close()
+
+
+async def test_ask_user_declined_and_headless_fail_closed(tmp_path: Path) -> None:
+    broker = ScriptedBroker(PromptResponse(approved=False))
+    env = Env(tmp_path, prompts=broker)
+    try:
+        declined = await env.registry.call("shell.run", {"command": ASKS}, env.ctx())
+        assert declined.status == "denied"
+        assert declined.error is not None
+        assert declined.error.kind == "permission_denied"
+        headless = await env.registry.call("shell.run", {"command": ASKS}, env.ctx(headless=True))
+        assert headless.status == "denied"
+        assert len(broker.asked) == 1  # headless never reaches the person
+        resolved = env.payloads("permission.prompt.resolved")
+        assert [(r["decision"], r["resolved_by"]) for r in resolved] == [("deny", "user")]
+        last = env.payloads("permission.decision.recorded")[-1]
+        assert last["decision"]["action"] == "deny"
+        assert last["tool_run_id"] == headless.tool_run_id
+        assert "headless" in last["decision"]["reason"]
+        assert env.rows("command_runs") == []
+        assert env.rows("tool_runs") == []
+        assert_payloads_valid(env.events())
+    finally:
+        env.close()
+
+
+async def test_fs_list_project_info_and_artifact_read(env: Env) -> None:
+    await trio.Path(env.root / "pyproject.toml").write_text("[project]\nname='p'\n")
+    await trio.Path(env.root / "src" / "pkg").mkdir()
+    listed = await env.registry.call("fs.list", {"path": "src"}, env.ctx())
+    assert listed.status == "ok", listed.error
+    assert out(listed)["entries"] == [
+        {"name": "app.py", "type": "file"},
+        {"name": "pkg", "type": "dir"},
+    ]
+    info = await env.registry.call("project.info", {}, env.ctx())
+    assert info.status == "ok", info.error
+    assert out(info)["is_git"] is True
+    assert out(info)["build_files"] == ["pyproject.toml"]
+    assert out(info)["name"] == "proj"
+    ref = env.session.artifacts.create(
+        ArtifactCreateInput(type=ArtifactType.LOG, slug="note", extension=".txt", content=b"hi\n"),
+        ArtifactContext(session_id=env.session_id),
+    )
+    read = await env.registry.call("artifact.read", {"artifact_id": ref.artifact_id}, env.ctx())
+    assert read.status == "ok", read.error
+    assert "hi" in json.dumps(out(read))
+    missing = await env.registry.call("artifact.read", {"artifact_id": "art_nope"}, env.ctx())
+    assert missing.status == "error"
+
+
+async def test_git_status_and_log(env: Env) -> None:
+    git(env.root, "add", "src/app.py")
+    git(env.root, "commit", "-q", "-m", "first commit")
+    await trio.Path(env.root / "src" / "new.py").write_text("x = 1\n")
+    status = await env.registry.call("git.status", {}, env.ctx())
+    assert status.status == "ok", status.error
+    assert "?? src/new.py" in out(status)["status"]
+    log = await env.registry.call("git.log", {"max_count": 5}, env.ctx())
+    assert log.status == "ok", log.error
+    lines = out(log)["log"].strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].endswith("\tfirst commit")
+
+
+def _arm_repository(env: Env, marker: Path) -> None:
+    """Point every git extension point of the repository at a script that leaves a marker."""
+    script = env.tmp / "evil.sh"
+    script.write_text(f'#!/bin/sh\necho "$0 $*" >> {marker}\ncat\n')
+    script.chmod(0o755)
+    hooks = env.tmp / "hooks"
+    hooks.mkdir()
+    for name in ("pre-commit", "commit-msg", "post-commit", "prepare-commit-msg"):
+        for directory in (hooks, env.root / ".git" / "hooks"):
+            (directory / name).write_text(f"#!/bin/sh\necho {name} >> {marker}\n")
+            (directory / name).chmod(0o755)
+    git(env.root, "config", "core.hooksPath", str(hooks))
+    git(env.root, "config", "core.fsmonitor", str(script))
+    git(env.root, "config", "core.sshCommand", str(script))
+    git(env.root, "config", "filter.evil.clean", str(script))
+    git(env.root, "config", "filter.evil.smudge", str(script))
+    git(env.root, "config", "filter.evil.required", "false")
+    git(env.root, "config", "diff.evil.textconv", str(script))
+    (env.root / ".gitattributes").write_text("* filter=evil diff=evil\n")
+
+
+async def test_git_tools_never_run_repository_scripts(env: Env) -> None:
+    marker = env.tmp / "marker"
+    _arm_repository(env, marker)
+    env.engine.headless_allow_ask = True
+    ctx = env.ctx(headless=True)
+    await trio.Path(env.root / "src" / "app.py").write_text("print('changed')\n")
+    status = await env.registry.call("git.status", {}, ctx)
+    assert status.status == "ok", status.error
+    diff = await env.registry.call("git.diff", {}, ctx)
+    assert diff.status == "ok", diff.error
+    commit = await env.registry.call(
+        "git.commit", {"message": "hardened", "paths": ["src/app.py"]}, ctx
+    )
+    assert commit.status == "ok", commit.error
+    assert len(out(commit)["commit"]) == 40
+    assert "hardened" in git(env.root, "log", "-1", "--format=%s")
+    assert not await trio.Path(marker).exists()
