@@ -262,9 +262,7 @@ _RESOLVED: dict[PermissionGrantScope, str] = {
     PermissionGrantScope.ONCE: "allow_once",
     PermissionGrantScope.TASK: "allow_task",
     PermissionGrantScope.SESSION: "allow_session",
-    # permission.prompt.resolved v1 has no allow_project; a project grant is recorded as the
-    # session grant it includes (the engine still keeps it for the whole project).
-    PermissionGrantScope.PROJECT: "allow_session",
+    PermissionGrantScope.PROJECT: "allow_project",
 }
 
 

@@ -1,0 +1,227 @@
+"""The project knowledge stores: DebugKnowledgeStore and LearnedMemoryStore (SDD §11.3).
+
+Owns the two project databases under ``.air/local``: ``debug-records.db`` (table
+``debug_records``) and ``learned-memory.db`` (table ``learned_memories``), each migrated to its
+schema_version 1. These are cross-store writes (SDD §18.4): the owning store writes here first,
+then its caller ingests the session-side completion event (``debug.record.created``,
+``memory.promoted``); nothing in this module touches a session DB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.error import AirException
+from air.contracts.ids import Clock, SystemClock
+from air.contracts.project import ProjectContext
+from air.store.db import DatabaseManager
+from air.store.session_db import DEBUG_RECORDS_SCHEMA, LEARNED_MEMORY_SCHEMA, open_database
+
+__all__ = ["DebugKnowledgeStore", "LearnedMemoryStore"]
+
+
+def _bad(message: str) -> AirException:
+    return AirException.of(
+        kind="validation_error",
+        message=message,
+        user_action="Pass an existing record id and only the fields the record has.",
+    )
+
+
+class DebugKnowledgeStore:
+    """``debug-records.db``: what was diagnosed and fixed, keyed by failure signature."""
+
+    _PATCHABLE = frozenset(
+        {"diagnosis", "root_cause", "fix_summary", "fixed", "hit_count", "metadata", "task_id"}
+    )
+
+    def __init__(self, db: DatabaseManager, *, clock: Clock | None = None) -> None:
+        self.db = db
+        self.clock = clock or SystemClock()
+
+    @classmethod
+    def open(
+        cls, where: ProjectContext | str | os.PathLike[str], *, clock: Clock | None = None
+    ) -> DebugKnowledgeStore:
+        """Open ``<local_root>/debug-records.db`` of a project (or the given file path)."""
+        path = (
+            Path(where.local_root) / "debug-records.db"
+            if isinstance(where, ProjectContext)
+            else Path(where)
+        )
+        return cls(open_database(path, DEBUG_RECORDS_SCHEMA), clock=clock)
+
+    @staticmethod
+    def _row(record: DebugRecord) -> dict[str, Any]:
+        row = record.model_dump(mode="json")
+        row["fixed"] = int(record.fixed)
+        row["metadata_json"] = (
+            json.dumps(row.pop("metadata")) if record.metadata is not None else None
+        )
+        row.pop("metadata", None)
+        return row
+
+    @staticmethod
+    def _record(row: Mapping[str, Any]) -> DebugRecord:
+        data = dict(row)
+        data["fixed"] = bool(data["fixed"])
+        meta = data.pop("metadata_json")
+        data["metadata"] = json.loads(meta) if meta is not None else None
+        return DebugRecord.model_validate(data)
+
+    def insert(self, record: DebugRecord) -> None:
+        """Insert a record (``validation_error`` when the id exists)."""
+        row = self._row(record)
+        cols = list(row)
+        with self.db.transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM debug_records WHERE debug_record_id = ?", (record.debug_record_id,)
+            ).fetchone():
+                raise _bad(f"debug record {record.debug_record_id} already exists")
+            conn.execute(
+                f"INSERT INTO debug_records ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})",
+                [row[c] for c in cols],
+            )
+
+    def _select(self, where: str, value: str) -> list[DebugRecord]:
+        rows = self.db.query(
+            f"SELECT * FROM debug_records WHERE {where} = ? ORDER BY created_at, rowid", (value,)
+        )
+        return [self._record(dict(r)) for r in rows]
+
+    def get(self, debug_record_id: str) -> DebugRecord | None:
+        found = self._select("debug_record_id", debug_record_id)
+        return found[0] if found else None
+
+    def lookup_by_signature(self, failure_signature: str) -> list[DebugRecord]:
+        return self._select("failure_signature", failure_signature)
+
+    def lookup_by_task(self, task_id: str) -> list[DebugRecord]:
+        return self._select("task_id", task_id)
+
+    def update(self, debug_record_id: str, patch: Mapping[str, Any]) -> None:
+        """Change some fields of a record and bump ``updated_at``.
+
+        Raises:
+            AirException: ``validation_error`` for an unknown id or field.
+        """
+        unknown = set(patch) - self._PATCHABLE
+        if unknown:
+            raise _bad(f"cannot update debug record fields {sorted(unknown)}")
+        values = dict(patch)
+        if "metadata" in values:
+            values["metadata_json"] = json.dumps(values.pop("metadata"))
+        if "fixed" in values:
+            values["fixed"] = int(bool(values["fixed"]))
+        values["updated_at"] = self.clock.now_iso()
+        sets = ", ".join(f"{c} = ?" for c in values)
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                f"UPDATE debug_records SET {sets} WHERE debug_record_id = ?",
+                [*values.values(), debug_record_id],
+            ).rowcount
+            if n == 0:
+                raise _bad(f"no debug record {debug_record_id}")
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class LearnedMemoryStore:
+    """``learned-memory.db``: rules, skills, preferences and facts learned across sessions."""
+
+    def __init__(self, db: DatabaseManager, *, clock: Clock | None = None) -> None:
+        self.db = db
+        self.clock = clock or SystemClock()
+
+    @classmethod
+    def open(
+        cls, where: ProjectContext | str | os.PathLike[str], *, clock: Clock | None = None
+    ) -> LearnedMemoryStore:
+        """Open ``<local_root>/learned-memory.db`` of a project (or the given file path)."""
+        path = (
+            Path(where.local_root) / "learned-memory.db"
+            if isinstance(where, ProjectContext)
+            else Path(where)
+        )
+        return cls(open_database(path, LEARNED_MEMORY_SCHEMA), clock=clock)
+
+    def insert(self, memory: LearnedMemory) -> None:
+        """Insert a memory (``validation_error`` when the id exists)."""
+        row = memory.model_dump(mode="json")
+        cols = list(row)
+        with self.db.transaction() as conn:
+            if conn.execute(
+                "SELECT 1 FROM learned_memories WHERE memory_id = ?", (memory.memory_id,)
+            ).fetchone():
+                raise _bad(f"memory {memory.memory_id} already exists")
+            conn.execute(
+                f"INSERT INTO learned_memories ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})",
+                [row[c] for c in cols],
+            )
+
+    def _list(self, sql: str, params: tuple[Any, ...]) -> list[LearnedMemory]:
+        return [LearnedMemory.model_validate(dict(r)) for r in self.db.query(sql, params)]
+
+    def get(self, memory_id: str) -> LearnedMemory | None:
+        found = self._list("SELECT * FROM learned_memories WHERE memory_id = ?", (memory_id,))
+        return found[0] if found else None
+
+    def lookup_by_type(
+        self, memory_type: MemoryType | str, *, status: MemoryStatus | str | None = None
+    ) -> list[LearnedMemory]:
+        """Memories of one type (optionally one status), oldest first."""
+        kind = MemoryType(memory_type).value
+        if status is None:
+            return self._list(
+                "SELECT * FROM learned_memories WHERE memory_type = ? ORDER BY created_at, rowid",
+                (kind,),
+            )
+        return self._list(
+            "SELECT * FROM learned_memories WHERE memory_type = ? AND status = ? "
+            "ORDER BY created_at, rowid",
+            (kind, MemoryStatus(status).value),
+        )
+
+    def update_status(self, memory_id: str, status: MemoryStatus | str) -> None:
+        """Set a memory's status (closed enum checked) and bump ``updated_at``."""
+        try:
+            value = MemoryStatus(status).value
+        except ValueError as exc:
+            raise _bad(f"invalid memory status {status!r}") from exc
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                "UPDATE learned_memories SET status = ?, updated_at = ? WHERE memory_id = ?",
+                (value, self.clock.now_iso(), memory_id),
+            ).rowcount
+            if n == 0:
+                raise _bad(f"no memory {memory_id}")
+
+    def mark_used(self, memory_id: str) -> None:
+        """Record that a memory was put into a prompt now."""
+        with self.db.transaction() as conn:
+            conn.execute(
+                "UPDATE learned_memories SET last_used_at = ? WHERE memory_id = ?",
+                (self.clock.now_iso(), memory_id),
+            )
+
+    def scan_stale(self, *, max_age: timedelta = timedelta(days=90)) -> list[LearnedMemory]:
+        """Active memories not used (or, never used, not updated) within ``max_age``."""
+        now = datetime.fromisoformat(self.clock.now_iso().replace("Z", "+00:00"))
+        cutoff = (now.astimezone(UTC) - max_age).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        return self._list(
+            "SELECT * FROM learned_memories WHERE status = 'active' "
+            "AND coalesce(last_used_at, updated_at) < ? ORDER BY created_at, rowid",
+            (cutoff,),
+        )
+
+    def close(self) -> None:
+        self.db.close()

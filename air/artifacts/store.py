@@ -1,0 +1,340 @@
+"""ArtifactStore and EvidenceStore of one session (SDD §11.1, §11.2; baselines §A.13).
+
+Owns the artifact write protocol (temp file in the artifact directory → sha256 + size → fsync
+→ atomic rename to ``<ts>-<art_id>-<slug><ext>`` → durable ``artifact.created``), artifact
+reads, the orphan-file recovery scan (register a well-named file the DB does not know,
+quarantine anything else, delete stale temp files) and the evidence records
+(``evidence.created``). URIs are ``artifact://project/<pid>/session/<sid>/<art_id>``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+from pydantic import Field
+
+from air.contracts.artifact import (
+    ArtifactContext,
+    ArtifactCreateInput,
+    ArtifactReadResult,
+    ArtifactRef,
+    ArtifactType,
+)
+from air.contracts.error import AirException
+from air.contracts.event import EntityType, EventSource, new_event
+from air.contracts.evidence import EvidenceCreateInput, EvidenceRef
+from air.contracts.ids import Clock, Contract, IdGenerator, SystemClock, UlidGenerator, new_id
+from air.events.store import EventStore
+from air.store.repositories import Row
+
+__all__ = [
+    "TEMP_PREFIX",
+    "ArtifactStore",
+    "EvidenceStore",
+    "RecoveryReport",
+    "artifact_filename",
+    "artifact_uri",
+    "recover_orphan_artifacts",
+]
+
+TEMP_PREFIX = ".tmp-"
+_SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
+_EXT_OK = re.compile(r"^(\.[A-Za-z0-9]{1,12}){0,2}$")
+_NAME = re.compile(r"^(\d{8}T\d{12}Z)-([A-Za-z0-9_]+)-(.+)$")
+
+
+def artifact_uri(project_id: str, session_id: str, artifact_id: str) -> str:
+    return f"artifact://project/{project_id}/session/{session_id}/{artifact_id}"
+
+
+def _compact_ts(iso: str) -> str:
+    digits = re.sub(r"[^0-9T]", "", iso)
+    date, _, time = digits.partition("T")
+    return f"{date[:8]}T{(time + '000000000000')[:12]}Z"
+
+
+def _slug(text: str) -> str:
+    slug = _SLUG_BAD.sub("-", text.lower()).strip("-.")[:60]
+    return slug or "artifact"
+
+
+def artifact_filename(timestamp_iso: str, artifact_id: str, slug: str, extension: str) -> str:
+    """``<timestamp>-<artifact-id>-<slug><extension>`` with a filesystem-safe slug."""
+    return f"{_compact_ts(timestamp_iso)}-{artifact_id}-{_slug(slug)}{extension}"
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _ref(row: Row) -> ArtifactRef:
+    return ArtifactRef(
+        artifact_id=row["artifact_id"],
+        uri=row["uri"],
+        path=row["path"],
+        type=row["type"],
+        sha256=row["sha256"],
+        size_bytes=row["size_bytes"],
+    )
+
+
+class ArtifactStore:
+    """Artifacts of one session; see the module docstring."""
+
+    def __init__(
+        self,
+        events: EventStore,
+        *,
+        project_id: str,
+        session_id: str,
+        artifact_root: str | os.PathLike[str],
+        clock: Clock | None = None,
+        ids: IdGenerator | None = None,
+    ) -> None:
+        self.events = events
+        self.project_id = project_id
+        self.session_id = session_id
+        self.root = Path(artifact_root)
+        self.clock = clock or SystemClock()
+        self.ids = ids or UlidGenerator()
+
+    def create(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> ArtifactRef:
+        """Write the bytes durably, then record ``artifact.created``.
+
+        Raises:
+            AirException: ``validation_error`` for a bad extension or a context of another
+                session; ``storage_error`` when the file cannot be written; the EventStore's
+                errors when recording fails (the file is removed again then).
+        """
+        if ctx.session_id != self.session_id:
+            raise AirException.of(
+                kind="validation_error",
+                message=f"artifact context names session {ctx.session_id}, not {self.session_id}",
+                user_action="Create the artifact through the store of its own session.",
+            )
+        if not _EXT_OK.match(data.extension):
+            raise AirException.of(
+                kind="validation_error",
+                message=f"invalid artifact extension {data.extension!r}",
+                user_action="Use an extension like '.txt', '.log' or '.tar.gz'.",
+            )
+        artifact_id = self.ids.artifact_id()
+        created_at = self.clock.now_iso()
+        final = self.root / artifact_filename(created_at, artifact_id, data.slug, data.extension)
+        temp = self.root / f"{TEMP_PREFIX}{artifact_id}"
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            with open(temp, "wb") as fh:
+                fh.write(data.content)
+                fh.flush()
+                os.fsync(fh.fileno())
+            digest = hashlib.sha256(data.content).hexdigest()
+            os.replace(temp, final)
+            _fsync_dir(self.root)
+        except OSError as exc:
+            temp.unlink(missing_ok=True)
+            raise AirException.of(
+                kind="storage_error",
+                message=f"cannot write artifact {artifact_id}",
+                detail=str(exc),
+                retryability="transient",
+                user_action="Check free disk space and permissions under .air/local/sessions.",
+            ) from exc
+        ref = ArtifactRef(
+            artifact_id=artifact_id,
+            uri=artifact_uri(self.project_id, self.session_id, artifact_id),
+            path=str(final),
+            type=data.type,
+            sha256=digest,
+            size_bytes=len(data.content),
+        )
+        payload = {
+            **ref.model_dump(mode="json"),
+            "mime_type": data.mime_type,
+            "slug": _slug(data.slug),
+            "task_id": ctx.task_id,
+            "agent_id": ctx.agent_id,
+            "tool_run_id": ctx.tool_run_id,
+            "command_run_id": ctx.command_run_id,
+            "created_at": created_at,
+        }
+        try:
+            self.events.append(
+                new_event(
+                    "artifact.created",
+                    payload,
+                    session_id=self.session_id,
+                    project_id=self.project_id,
+                    source=EventSource(kind="system", id="artifact_store"),
+                    timestamp=created_at,
+                )
+            )
+        except AirException:
+            final.unlink(missing_ok=True)
+            raise
+        return ref
+
+    def get(self, artifact_id: str) -> ArtifactRef | None:
+        row = self.events.store.artifacts.get(artifact_id)
+        return None if row is None else _ref(row)
+
+    def get_by_uri(self, uri: str) -> ArtifactRef | None:
+        row = self.events.store.artifacts.get_by_uri(uri)
+        return None if row is None else _ref(row)
+
+    def list_by_entity(self, entity_type: EntityType | str, entity_id: str) -> list[ArtifactRef]:
+        return [_ref(r) for r in self.events.store.artifacts.list_by_entity(entity_type, entity_id)]
+
+    def read(self, artifact_id: str, *, max_bytes: int | None = None) -> ArtifactReadResult:
+        """Read an artifact's bytes (up to ``max_bytes``).
+
+        Raises:
+            AirException: ``not_found`` for an unknown id or a missing file.
+        """
+        ref = self.get(artifact_id)
+        if ref is None:
+            raise AirException.of(
+                kind="not_found",
+                message=f"no artifact {artifact_id} in session {self.session_id}",
+                user_action="List the session's artifacts with `air history` and use one of them.",
+            )
+        try:
+            with open(ref.path, "rb") as fh:
+                content = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise AirException.of(
+                kind="not_found",
+                message=f"the file of artifact {artifact_id} is missing",
+                detail=str(exc),
+                user_action="Run `air doctor` to check the session's artifact directory.",
+            ) from exc
+        truncated = max_bytes is not None and len(content) > max_bytes
+        return ArtifactReadResult(
+            ref=ref, content=content[:max_bytes] if truncated else content, truncated=truncated
+        )
+
+
+class RecoveryReport(Contract):
+    registered: list[str] = Field(default_factory=list)
+    """Artifact ids recorded now for files that had been renamed into place but not logged."""
+    quarantined: list[str] = Field(default_factory=list)
+    """Paths moved to ``<session>/quarantine/``."""
+    removed_temp: list[str] = Field(default_factory=list)
+
+
+def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> RecoveryReport:
+    """Reconcile the artifact directory with the ``artifacts`` table (SDD §16.3 step 5).
+
+    Stale temp files are deleted (their write never completed). A file named like an artifact
+    but unknown to the DB is registered with ``artifact.created`` (type ``other``) when
+    ``register``; any other unknown file is moved to ``<session>/quarantine/``.
+    """
+    report = RecoveryReport()
+    if not store.root.is_dir():
+        return report
+    known = {r["path"] for r in store.events.store.artifacts.list_all()}
+    quarantine = store.root.parent / "quarantine"
+    for path in sorted(store.root.iterdir()):
+        if not path.is_file() or str(path) in known:
+            continue
+        if path.name.startswith(TEMP_PREFIX):
+            path.unlink(missing_ok=True)
+            report.removed_temp.append(str(path))
+            continue
+        match = _NAME.match(path.name)
+        if register and match is not None and store.get(match.group(2)) is None:
+            content = path.read_bytes()
+            stem, _ext = os.path.splitext(match.group(3))
+            artifact_id = match.group(2)
+            store.events.append(
+                new_event(
+                    "artifact.created",
+                    {
+                        "artifact_id": artifact_id,
+                        "uri": artifact_uri(store.project_id, store.session_id, artifact_id),
+                        "path": str(path),
+                        "type": ArtifactType.OTHER.value,
+                        "sha256": hashlib.sha256(content).hexdigest(),
+                        "size_bytes": len(content),
+                        "slug": _slug(stem),
+                        "created_at": store.clock.now_iso(),
+                    },
+                    session_id=store.session_id,
+                    project_id=store.project_id,
+                    source=EventSource(kind="system", id="artifact_recovery"),
+                    timestamp=store.clock.now_iso(),
+                )
+            )
+            report.registered.append(artifact_id)
+            continue
+        quarantine.mkdir(parents=True, exist_ok=True)
+        target = quarantine / path.name
+        shutil.move(str(path), target)
+        report.quarantined.append(str(target))
+    return report
+
+
+class EvidenceStore:
+    """Evidence records of one session (``evidence.created`` → ``evidence_refs``)."""
+
+    def __init__(
+        self,
+        events: EventStore,
+        *,
+        session_id: str,
+        project_id: str | None = None,
+        clock: Clock | None = None,
+    ) -> None:
+        self.events = events
+        self.session_id = session_id
+        self.project_id = project_id
+        self.clock = clock or SystemClock()
+
+    def create(self, data: EvidenceCreateInput) -> EvidenceRef:
+        """Record one piece of evidence and return its reference."""
+        ref = EvidenceRef(
+            evidence_ref_id=new_id("evd"),
+            kind=data.kind,
+            ref=data.ref,
+            claim=data.claim,
+            location_json=data.location_json,
+        )
+        self.events.append(
+            new_event(
+                "evidence.created",
+                {
+                    **ref.model_dump(mode="json"),
+                    "entity_type": data.entity_type.value,
+                    "entity_id": data.entity_id,
+                },
+                session_id=self.session_id,
+                project_id=self.project_id,
+                source=EventSource(kind="system", id="evidence_store"),
+                timestamp=self.clock.now_iso(),
+            )
+        )
+        return ref
+
+    def list_for_entity(self, entity_type: EntityType | str, entity_id: str) -> list[EvidenceRef]:
+        rows = self.events.store.evidence.list_for_entity(str(entity_type), entity_id)
+        return [
+            EvidenceRef(
+                evidence_ref_id=r["evidence_ref_id"],
+                kind=r["kind"],
+                ref=r["ref"],
+                claim=r["claim"],
+                location_json=(
+                    json.loads(r["location_json"]) if r["location_json"] is not None else None
+                ),
+            )
+            for r in rows
+        ]

@@ -1,0 +1,240 @@
+"""EventStore: durable append with projection in one transaction, query, and replay (SDD §5.3).
+
+Owns ``EventStore`` (``append`` / ``append_many`` / ``query`` / ``replay``), ``to_record`` (the
+``events`` row of an envelope, ``route_text = "/".join(route)``), ``record_to_event`` and
+``replay_events``. One call = one ``BEGIN IMMEDIATE`` transaction: insert the events rows,
+project each, commit, then publish to the bus. Any failure rolls everything back, publishes
+nothing and surfaces as an ``AirException``.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import pydantic_core
+from pydantic import BaseModel
+
+from air.contracts.error import AirException
+from air.contracts.event import EventFilter, EventSource, PersistedEventRecord, RuntimeEvent
+from air.events.projection import project
+from air.events.registry import EventSchemaRegistry, default_registry
+from air.store.db import DatabaseManager
+from air.store.repositories import SessionStore
+
+if TYPE_CHECKING:
+    from air.events.bus import EventBus
+
+__all__ = ["EventStore", "record_to_event", "replay_events", "to_record"]
+
+_ID_COLUMNS = ("task_id", "agent_id", "tool_run_id", "command_run_id")
+
+
+def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
+    """The ``events`` row (without ``seq``) of an envelope and its validated payload."""
+    fields = payload.__dict__
+    source = event.source
+    row: dict[str, Any] = {
+        "id": event.id,
+        "type": event.type,
+        "version": event.version,
+        "timestamp": event.timestamp,
+        "session_id": event.session_id,
+        "project_id": event.project_id,
+        "source_kind": source.kind,
+        "source_id": source.id,
+        "source_agent_type": source.agent_type.value if source.agent_type is not None else None,
+        "route_json": pydantic_core.to_json(event.route).decode(),
+        "route_text": "/".join(event.route),
+        "payload_json": payload.model_dump_json(),
+    }
+    for column in _ID_COLUMNS:
+        value = fields.get(column)
+        row[column] = None if value is None else str(value)
+    spec = fields.get("task_spec")
+    if row["task_id"] is None and spec is not None:
+        row["task_id"] = str(spec.id)
+    return row
+
+
+def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> RuntimeEvent:
+    """Rebuild the RuntimeEvent stored in an ``events`` row."""
+    r = record.model_dump() if isinstance(record, PersistedEventRecord) else dict(record)
+    return RuntimeEvent(
+        id=r["id"],
+        type=r["type"],
+        version=r["version"],
+        timestamp=r["timestamp"],
+        session_id=r["session_id"],
+        project_id=r["project_id"],
+        source=EventSource(
+            kind=r["source_kind"], id=r["source_id"], agent_type=r["source_agent_type"]
+        ),
+        route=json.loads(r["route_json"]),
+        payload=json.loads(r["payload_json"]),
+    )
+
+
+def _wrap(event: RuntimeEvent, exc: Exception) -> AirException:
+    if isinstance(exc, AirException):
+        return exc
+    return AirException.of(
+        kind="system_error",
+        message=f"storing event {event.type} failed: {exc}",
+        detail=type(exc).__name__,
+        user_action="Nothing was recorded; run `air doctor` and report the bug with its bundle.",
+        metadata={"event_id": event.id, "event_type": event.type},
+    )
+
+
+class EventStore:
+    """The durable event log of one session DB, with its projection and post-commit publish.
+
+    Synchronous by design: call it inline from Trio code (one append is well under a
+    millisecond) or from one worker thread; ``publish`` then must reach the bus on the Trio
+    thread, which ``EventBus.publish`` handles.
+    """
+
+    def __init__(
+        self,
+        db: DatabaseManager,
+        *,
+        registry: EventSchemaRegistry | None = None,
+        bus: EventBus | None = None,
+        store: SessionStore | None = None,
+    ) -> None:
+        self.db = db
+        self.registry = registry or default_registry()
+        self.bus = bus
+        self.store = store or SessionStore(db)
+
+    def _validate(self, event: RuntimeEvent) -> BaseModel:
+        payload = self.registry.parse(event)
+        if not self.registry.is_durable(event.type):
+            raise AirException.of(
+                kind="system_error",
+                message=f"event {event.type} is ephemeral and cannot be stored",
+                user_action="Send ephemeral events through EventIngestor / EventBus.publish.",
+                metadata={"event_type": event.type},
+            )
+        return payload
+
+    def _insert_and_project(self, event: RuntimeEvent, payload: BaseModel, seq: int | None) -> int:
+        record = to_record(event, payload)
+        if seq is not None:
+            record["seq"] = seq
+        try:
+            new_seq = self.store.events.insert_record(record)
+        except sqlite3.IntegrityError as exc:
+            raise AirException.of(
+                kind="system_error",
+                message=f"event {event.id} ({event.type}) is already stored",
+                user_action="Give every event a fresh id (air.contracts.new_event).",
+                metadata={"event_id": event.id},
+            ) from exc
+        project(self.store, event, payload, new_seq)
+        return new_seq
+
+    def append(self, event: RuntimeEvent) -> int:
+        """Store one durable event and its projection in one transaction, then publish it.
+
+        Returns:
+            The event's ``seq``.
+
+        Raises:
+            AirException: ``system_error`` (unknown or ephemeral type, projection failure),
+                ``validation_error`` (bad payload), ``storage_error``. Nothing is stored or
+                published then.
+        """
+        return self.append_many([event])[0]
+
+    def append_many(self, events: Sequence[RuntimeEvent]) -> list[int]:
+        """Store several durable events in ONE transaction (all or nothing), then publish."""
+        if not events:
+            return []
+        payloads = [self._validate(e) for e in events]
+        seqs: list[int] = []
+        try:
+            with self.db.transaction():
+                for event, payload in zip(events, payloads, strict=True):
+                    seqs.append(self._insert_and_project(event, payload, None))
+        except AirException:
+            raise
+        except Exception as exc:
+            raise _wrap(events[min(len(seqs), len(events) - 1)], exc) from exc
+        if self.bus is not None:
+            for event in events:
+                self.bus.publish(event)
+        return seqs
+
+    def replay(self, records: Iterable[Mapping[str, Any] | PersistedEventRecord]) -> int:
+        """Re-apply stored ``events`` rows (keeping their ``seq``) into this, empty, DB.
+
+        Used to prove that the domain tables are a pure function of the log. Publishes nothing.
+
+        Returns:
+            The number of events replayed.
+        """
+        count = 0
+        with self.db.transaction():
+            for record in records:
+                r = record.model_dump() if isinstance(record, PersistedEventRecord) else record
+                event = record_to_event(r)
+                payload = self._validate(event)
+                try:
+                    self._insert_and_project(event, payload, int(r["seq"]))
+                except AirException:
+                    raise
+                except Exception as exc:
+                    raise _wrap(event, exc) from exc
+                count += 1
+        return count
+
+    def query_records(self, flt: EventFilter | None = None) -> list[dict[str, Any]]:
+        """The ``events`` rows matching ``flt`` in ``seq`` order."""
+        flt = flt or EventFilter()
+        where: list[str] = []
+        params: list[Any] = []
+        if flt.session_id is not None:
+            where.append("session_id = ?")
+            params.append(flt.session_id)
+        if flt.types:
+            where.append(f"type IN ({', '.join('?' for _ in flt.types)})")
+            params.extend(flt.types)
+        if flt.type_prefix:
+            escaped = flt.type_prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append("type LIKE ? ESCAPE '\\'")
+            params.append(escaped + "%")
+        if flt.task_id is not None:
+            where.append("task_id = ?")
+            params.append(flt.task_id)
+        if flt.agent_id is not None:
+            where.append("agent_id = ?")
+            params.append(flt.agent_id)
+        if flt.since_seq is not None:
+            where.append("seq > ?")
+            params.append(flt.since_seq)
+        sql = "SELECT * FROM events"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY seq"
+        if flt.limit is not None:
+            sql += " LIMIT ?"
+            params.append(flt.limit)
+        return [dict(r) for r in self.db.query(sql, params)]
+
+    def query(self, flt: EventFilter | None = None) -> list[RuntimeEvent]:
+        """The stored events matching ``flt`` (all fields ANDed), oldest first."""
+        return [record_to_event(r) for r in self.query_records(flt)]
+
+
+def replay_events(
+    records: Iterable[Mapping[str, Any] | PersistedEventRecord],
+    target_db: DatabaseManager,
+    *,
+    registry: EventSchemaRegistry | None = None,
+) -> int:
+    """Rebuild the domain tables of ``target_db`` (migrated, empty) from stored events rows."""
+    return EventStore(target_db, registry=registry).replay(records)

@@ -1,0 +1,178 @@
+"""ProjectStore: find, create and open an air project on disk (SDD §6.1, baselines §A.1).
+
+Owns the ``.air/shared`` (git-shareable: project.json, permissions.yaml, rules/, plan/) and
+``.air/local`` (gitignored: sessions/, state/, backups/, workspaces/, tmp/, locks/) trees,
+``project.json`` (a stable UUID ``project_id`` generated once, never derived from the path) and
+the ``.air/local/`` entry of the project's ``.gitignore``. Initialising records no event: there
+is no session DB until a session opens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from air.contracts.error import AirException
+from air.contracts.ids import new_uuid, utc_now_iso
+from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
+
+__all__ = ["GITIGNORE_ENTRY", "LOCAL_DIRS", "SHARED_DIRS", "ProjectStore"]
+
+SHARED_DIRS = ("rules", "plan", "plan/docs")
+LOCAL_DIRS = ("sessions", "state", "backups", "workspaces", "tmp", "locks")
+GITIGNORE_ENTRY = ".air/local/"
+
+_PERMISSIONS_STUB = """\
+# air permission rules for this project (shared with the team through git).
+# Each rule: {action: allow|ask|deny, tool?, path?, command?, category?, sensitive?, reason?}
+# Deny wins; an allow never lifts a task-scope block or a sensitive item.
+# Example:
+# rules:
+#   - action: allow
+#     command: "make test"
+#     reason: the test suite is safe to run
+"""
+
+_PROJECT_RULES = """\
+# Project rules
+
+Rules every agent working on this project follows. Keep them short and concrete.
+"""
+
+_TOOLCHAIN_RULES = """\
+# Toolchain rules
+
+How to build and test this project (commands, environment, known quirks).
+"""
+
+
+def _write_new(path: Path, text: str) -> None:
+    if not path.exists():
+        path.write_text(text, encoding="utf-8")
+
+
+class ProjectStore:
+    """Locate, initialise and open air projects (see the module docstring)."""
+
+    def locate(self, start_path: str | os.PathLike[str]) -> ProjectContext | None:
+        """Walk up from ``start_path`` to the nearest directory with ``.air/shared/project.json``.
+
+        Returns:
+            Its ProjectContext, or None when no ancestor is an air project.
+
+        Raises:
+            AirException: ``config_error`` when a project.json is found but unreadable.
+        """
+        current = Path(os.path.abspath(start_path))
+        if current.is_file():
+            current = current.parent
+        for candidate in (current, *current.parents):
+            if (candidate / ".air" / "shared" / "project.json").is_file():
+                return self.open(candidate)
+        return None
+
+    def initialize(
+        self,
+        project_root: str | os.PathLike[str],
+        options: ProjectInitOptions | None = None,
+    ) -> ProjectContext:
+        """Create the ``.air`` trees under ``project_root`` (idempotent: keeps an existing id).
+
+        Raises:
+            AirException: ``not_found`` when the root is not a directory; ``storage_error``
+                when the trees cannot be written.
+        """
+        options = options or ProjectInitOptions()
+        root = Path(os.path.abspath(project_root))
+        if not root.is_dir():
+            raise AirException.of(
+                kind="not_found",
+                message=f"{root} is not a directory",
+                user_action="Create the directory first, or pass an existing one.",
+            )
+        shared = root / ".air" / "shared"
+        local = root / ".air" / "local"
+        try:
+            for sub in SHARED_DIRS:
+                (shared / sub).mkdir(parents=True, exist_ok=True)
+            for sub in LOCAL_DIRS:
+                (local / sub).mkdir(parents=True, exist_ok=True)
+            project_json = shared / "project.json"
+            if not project_json.exists():
+                data = {
+                    "project_id": new_uuid(),
+                    "name": options.name or root.name,
+                    "schema_version": PROJECT_SCHEMA_VERSION,
+                    "created_at": utc_now_iso(),
+                }
+                tmp = project_json.with_suffix(".json.tmp")
+                tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+                os.replace(tmp, project_json)
+            _write_new(shared / "permissions.yaml", _PERMISSIONS_STUB)
+            if options.default_rules:
+                _write_new(shared / "rules" / "project-rules.md", _PROJECT_RULES)
+                _write_new(shared / "rules" / "toolchain-rules.md", _TOOLCHAIN_RULES)
+            if options.update_gitignore:
+                self._ensure_gitignore(root)
+        except OSError as exc:
+            raise AirException.of(
+                kind="storage_error",
+                message=f"cannot initialise an air project in {root}",
+                detail=str(exc),
+                user_action="Check that the directory is writable and the disk is not full.",
+            ) from exc
+        return self.open(root)
+
+    def open(self, project_root: str | os.PathLike[str]) -> ProjectContext:
+        """Load the ProjectContext of an initialised project.
+
+        Raises:
+            AirException: ``not_found`` when ``.air/shared/project.json`` is absent;
+                ``config_error`` when it is unreadable or newer than this air.
+        """
+        root = Path(os.path.abspath(project_root))
+        project_json = root / ".air" / "shared" / "project.json"
+        if not project_json.is_file():
+            raise AirException.of(
+                kind="not_found",
+                message=f"{root} is not an air project (no .air/shared/project.json)",
+                user_action="Run `air init` in the project directory first.",
+            )
+        try:
+            data: Any = json.loads(project_json.read_text(encoding="utf-8"))
+            project_id = str(data["project_id"])
+            version = int(data.get("schema_version", PROJECT_SCHEMA_VERSION))
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise AirException.of(
+                kind="config_error",
+                message=f"{project_json} is not a valid project file",
+                detail=str(exc),
+                user_action="Restore .air/shared/project.json from git, or re-run `air init`.",
+            ) from exc
+        if version > PROJECT_SCHEMA_VERSION:
+            raise AirException.of(
+                kind="schema_error",
+                message=f"{project_json} has schema_version {version}, newer than this air",
+                user_action="Upgrade air to open this project.",
+            )
+        return ProjectContext(
+            project_id=project_id,
+            project_root=str(root),
+            shared_root=str(root / ".air" / "shared"),
+            local_root=str(root / ".air" / "local"),
+            name=str(data.get("name") or root.name),
+            schema_version=version,
+        )
+
+    @staticmethod
+    def _ensure_gitignore(root: Path) -> None:
+        path = root / ".gitignore"
+        text = path.read_text(encoding="utf-8") if path.exists() else ""
+        lines = {line.strip() for line in text.splitlines()}
+        if {GITIGNORE_ENTRY, "/.air/local/", ".air/local"} & lines:
+            return
+        if text and not text.endswith("\n"):
+            text += "\n"
+        path.write_text(text + GITIGNORE_ENTRY + "\n", encoding="utf-8")
