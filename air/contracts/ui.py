@@ -88,6 +88,8 @@ class ProjectionSnapshot(Contract):
 class UiCommand(Contract):
     kind: Literal["permission_response", "cancel_task", "user_message", "quit"]
     prompt_id: str | None = None
-    decision: Literal["allow_once", "allow_task", "allow_session", "allow_project", "deny"] | None = None
+    decision: (
+        Literal["allow_once", "allow_task", "allow_session", "allow_project", "deny"] | None
+    ) = None
     task_id: str | None = None
     text: str | None = None
