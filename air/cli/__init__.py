@@ -20,6 +20,8 @@ Usage:
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
   air session list [--project PATH]
+  air provider list [--project PATH]
+  air provider current [--project PATH]
   air --version
   air -h | --help
 
@@ -28,6 +30,8 @@ Commands:
   demo          Record a small realistic run in a new temporary project and print its history.
   history       Print a session's recorded events (default: the most recent session).
   session list  List the sessions of the project.
+  provider list     List the configured providers and models (read-only).
+  provider current  Show the provider and model a new session would use (read-only).
 
 Options:
   --name NAME       Project name (default: the directory name).
@@ -63,6 +67,12 @@ def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
         from air.cli.history import run_session_list
 
         return run_session_list
+    if args["provider"]:
+        from air.cli.provider import run_provider_current, run_provider_list
+
+        if args["list"]:
+            return lambda a: run_provider_list(a["--project"])
+        return lambda a: run_provider_current(a["--project"])
     raise AssertionError(f"docopt accepted a command with no route: {args}")
 
 

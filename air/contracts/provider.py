@@ -1,6 +1,324 @@
 """Provider contracts (contracts §15): capability matrix, model requirement and assignment,
-completion input and the normalised stream events."""
+completion input and the normalised stream events, usage, and the models.yaml config shape.
+
+Owns: the canonical message format (Anthropic content blocks: ``text``, ``tool_use``,
+``tool_result``; the system prompt separate; tools as Anthropic tool definitions), the
+``ProviderStreamEvent`` union every adapter yields, ``Usage`` with cost, and the
+``ModelsConfig`` tree loaded from ``~/.air/models.yaml`` + ``<project>/.air/shared/models.yaml``.
+Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from enum import StrEnum
+from typing import Annotated, Literal, TypeAlias
+
+from pydantic import Field
+
+from air.contracts.error import AirError
+from air.contracts.ids import AgentID, Contract, JsonObject, ProviderID, SessionID, TaskID
+
+__all__ = [
+    "CacheControl",
+    "CanonicalMessage",
+    "ContentBlock",
+    "MessageStartEvent",
+    "MessageStopEvent",
+    "ModelAssignment",
+    "ModelConfig",
+    "ModelPrice",
+    "ModelRequirement",
+    "ModelsConfig",
+    "ProviderCapabilityMatrix",
+    "ProviderCompletionInput",
+    "ProviderConfig",
+    "ProviderErrorEvent",
+    "ProviderKind",
+    "ProviderStreamEvent",
+    "RetryConfig",
+    "StopReason",
+    "TextBlock",
+    "TextDeltaEvent",
+    "ToolChoice",
+    "ToolResultBlock",
+    "ToolSpec",
+    "ToolUseBlock",
+    "ToolUseInputDeltaEvent",
+    "ToolUseStartEvent",
+    "ToolUseStopEvent",
+    "Usage",
+]
+
+
+# --- canonical content (Anthropic content blocks) -------------------------------------------
+
+
+class CacheControl(Contract):
+    """Anthropic prompt-caching marker; passed through to Anthropic unchanged."""
+
+    type: Literal["ephemeral"] = "ephemeral"
+    ttl: Literal["5m", "1h"] | None = None
+
+
+class TextBlock(Contract):
+    type: Literal["text"] = "text"
+    text: str
+    cache_control: CacheControl | None = None
+
+
+class ToolUseBlock(Contract):
+    type: Literal["tool_use"] = "tool_use"
+    id: str
+    name: str
+    input: JsonObject
+
+
+class ToolResultBlock(Contract):
+    type: Literal["tool_result"] = "tool_result"
+    tool_use_id: str
+    content: str | list[TextBlock] = ""
+    is_error: bool = False
+    cache_control: CacheControl | None = None
+
+
+ContentBlock: TypeAlias = Annotated[
+    TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")
+]
+
+
+class CanonicalMessage(Contract):
+    """One conversation turn. Assistant turns hold text/tool_use; user turns text/tool_result."""
+
+    role: Literal["user", "assistant"]
+    content: list[ContentBlock]
+
+
+class ToolSpec(Contract):
+    """An Anthropic tool definition (name, description, JSON-Schema input)."""
+
+    name: str
+    description: str = ""
+    input_schema: JsonObject
+    cache_control: CacheControl | None = None
+
+
+class ToolChoice(Contract):
+    """``auto`` (default), ``any`` (call some tool), ``tool`` (call ``name``), ``none``."""
+
+    type: Literal["auto", "any", "tool", "none"] = "auto"
+    name: str | None = None
+
+
+class StopReason(StrEnum):
+    END_TURN = "end_turn"
+    TOOL_USE = "tool_use"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    PAUSE_TURN = "pause_turn"
+    REFUSAL = "refusal"
+
+
+# --- capability, requirement, assignment ----------------------------------------------------
+
+
+class ProviderKind(StrEnum):
+    ANTHROPIC = "anthropic"
+    OPENAI_COMPATIBLE = "openai_compatible"
+    SCRIPTED = "scripted"
+
+
+class ModelPrice(Contract):
+    """USD per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_write: float = 0.0
+    cache_read: float = 0.0
+
+
+class ProviderCapabilityMatrix(Contract):
+    """What one model of one provider can do (one row of provider-capability-matrix-v1)."""
+
+    provider_id: ProviderID
+    model_id: str
+    kind: ProviderKind
+    context_window: int
+    max_output_tokens: int
+    supports_tools: bool = True
+    supports_streaming: bool = True
+    supports_system_prompt: bool = True
+    supports_prompt_cache: bool = False
+    supports_parallel_tool_calls: bool = True
+    tier: Literal["small", "medium", "large"] = "medium"
+    price: ModelPrice = Field(default_factory=ModelPrice)
+
+
+class ModelRequirement(Contract):
+    """What a caller needs from a model; ``select_model`` matches it against the matrix."""
+
+    role: str | None = None
+    """An agent role (``main``, ``executor``...); ``roles:`` in models.yaml may pin a model."""
+    model: str | None = None
+    """An explicit ``provider_id/model_id``; wins over everything else."""
+    needs_tools: bool = True
+    min_context_window: int = 0
+    min_output_tokens: int = 0
+    tier: Literal["small", "medium", "large"] | None = None
+    provider_id: ProviderID | None = None
+
+
+class ModelAssignment(Contract):
+    provider_id: ProviderID
+    model_id: str
+    capabilities: ProviderCapabilityMatrix
+    reason: str
+    """Why this model: ``explicit``, ``role:<name>``, ``default`` or ``matched``."""
+
+
+# --- completion input -----------------------------------------------------------------------
+
+
+class ProviderCompletionInput(Contract):
+    provider_id: ProviderID
+    model_id: str
+    messages: list[CanonicalMessage]
+    system: str | list[TextBlock] | None = None
+    tools: list[ToolSpec] = Field(default_factory=list)
+    tool_choice: ToolChoice | None = None
+    max_tokens: int = 4096
+    temperature: float | None = None
+    stop_sequences: list[str] = Field(default_factory=list)
+    session_id: SessionID | None = None
+    task_id: TaskID | None = None
+    agent_id: AgentID | None = None
+    """Who pays: usage is summed per session, task and agent."""
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+
+class Usage(Contract):
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float | None = None
+    """Filled in by the ProviderManager from the model's price; ``None`` from adapters."""
+
+
+# --- stream events --------------------------------------------------------------------------
+
+
+class MessageStartEvent(Contract):
+    type: Literal["message_start"] = "message_start"
+    message_id: str
+    model_id: str
+    provider_id: ProviderID
+
+
+class TextDeltaEvent(Contract):
+    type: Literal["text_delta"] = "text_delta"
+    index: int
+    """Index of the content block in the final message."""
+    text: str
+
+
+class ToolUseStartEvent(Contract):
+    type: Literal["tool_use_start"] = "tool_use_start"
+    index: int
+    id: str
+    name: str
+
+
+class ToolUseInputDeltaEvent(Contract):
+    type: Literal["tool_use_input_delta"] = "tool_use_input_delta"
+    index: int
+    partial_json: str
+
+
+class ToolUseStopEvent(Contract):
+    type: Literal["tool_use_stop"] = "tool_use_stop"
+    index: int
+    input: JsonObject
+    """The parsed tool input (the concatenated partial JSON)."""
+
+
+class MessageStopEvent(Contract):
+    type: Literal["message_stop"] = "message_stop"
+    stop_reason: StopReason
+    usage: Usage
+    content: list[ContentBlock]
+    """The whole assistant message, assembled from the deltas."""
+
+
+class ProviderErrorEvent(Contract):
+    """Always the last event of a failed call; ``error.retryability`` says what to do."""
+
+    type: Literal["error"] = "error"
+    error: AirError
+
+
+ProviderStreamEvent: TypeAlias = Annotated[
+    MessageStartEvent
+    | TextDeltaEvent
+    | ToolUseStartEvent
+    | ToolUseInputDeltaEvent
+    | ToolUseStopEvent
+    | MessageStopEvent
+    | ProviderErrorEvent,
+    Field(discriminator="type"),
+]
+
+
+# --- models.yaml ----------------------------------------------------------------------------
+
+
+class RetryConfig(Contract):
+    """Backoff for transient failures (429, 529, overloaded, dropped connections)."""
+
+    max_attempts: int = Field(default=5, ge=1)
+    base_delay_s: float = Field(default=0.5, ge=0)
+    max_delay_s: float = Field(default=30.0, ge=0)
+    deadline_s: float = Field(default=300.0, gt=0)
+    """No retry starts after this long since the first attempt."""
+    jitter: float = Field(default=0.5, ge=0, le=1)
+    """Fraction of each backoff delay that is randomised away (0 = none)."""
+
+
+class ModelConfig(Contract):
+    context_window: int = 200_000
+    max_output_tokens: int = 8192
+    supports_tools: bool = True
+    supports_prompt_cache: bool = False
+    supports_parallel_tool_calls: bool = True
+    tier: Literal["small", "medium", "large"] = "medium"
+    price: ModelPrice = Field(default_factory=ModelPrice)
+    api_model: str | None = None
+    """The name the provider knows the model by, when it differs from the key."""
+
+
+class ProviderConfig(Contract):
+    kind: ProviderKind
+    base_url: str | None = None
+    auth_ref: str | None = None
+    """Name of the environment variable holding the API key; the key itself is never stored."""
+    cassette: str | None = None
+    """``scripted`` only: the JSONL cassette to replay (relative to the file declaring it)."""
+    record_to: str | None = None
+    """Any kind: also write every completed turn to this cassette (record mode)."""
+    timeout_s: float = Field(default=600.0, gt=0)
+    transport: Literal["sdk", "http"] = "sdk"
+    """``anthropic`` only: the official SDK (default) or plain httpx (faster start-up)."""
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+
+
+class ModelsConfig(Contract):
+    version: Literal[1] = 1
+    default: str | None = None
+    """``provider_id/model_id`` used when a requirement names nothing else."""
+    roles: dict[str, str] = Field(default_factory=dict)
+    """role -> ``provider_id/model_id``."""
+    retry: RetryConfig = Field(default_factory=RetryConfig)
+    providers: dict[ProviderID, ProviderConfig] = Field(default_factory=dict)
+    sources: list[str] = Field(default_factory=list)
+    """Files this config was merged from (filled by the loader)."""

@@ -1,0 +1,169 @@
+"""``air history`` and ``air session list``: read a project's sessions back from their databases.
+
+Owns: finding the project and session a command means, and rendering stored events as one
+line each (or JSON lines). Reads only; nothing here appends events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from air.contracts import AirException, EventFilter, ProjectContext, RuntimeEvent
+
+
+def find_project(path: str | None) -> ProjectContext:
+    """The project at ``path`` (or found by walking up from the current directory)."""
+    from air.session.project import ProjectStore
+
+    start = os.path.abspath(path or os.getcwd())
+    project = ProjectStore().locate(start)
+    if project is None:
+        raise AirException.of(
+            kind="not_found",
+            message=f"no air project at or above {start}",
+            user_action="Run `air init` in the project directory, or pass --project PATH.",
+        )
+    return project
+
+
+def session_ids(project: ProjectContext) -> list[str]:
+    from air.session.manager import list_session_ids
+
+    return list_session_ids(project)
+
+
+def resolve_session(project: ProjectContext, session_id: str | None) -> str:
+    """``session_id`` if it exists, else the most recent session of ``project``."""
+    ids = session_ids(project)
+    if session_id is None:
+        if not ids:
+            raise AirException.of(
+                kind="not_found",
+                message=f"project {project.name!r} has no sessions yet",
+                user_action="Start one with `air run --headless BATCH` or `air demo`.",
+            )
+        return ids[-1]
+    if session_id not in ids:
+        raise AirException.of(
+            kind="not_found",
+            message=f"no session {session_id!r} in project {project.name!r}",
+            user_action="List the sessions with `air session list`.",
+        )
+    return session_id
+
+
+def read_events(project: ProjectContext, session_id: str) -> list[RuntimeEvent]:
+    """Every durable event of a session, oldest first."""
+    from air.events.store import EventStore
+    from air.store.session_db import open_session_database
+
+    path = Path(project.local_root) / "sessions" / session_id / "session.db"
+    db = open_session_database(path, must_exist=True)
+    try:
+        return EventStore(db).query(EventFilter(session_id=session_id))
+    finally:
+        db.close()
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict)).strip()
+    return str(content or "")
+
+
+def _short(text: str, width: int = 90) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def describe(event: RuntimeEvent) -> str:
+    """One human line for an event: the facts a person scans for."""
+    p = event.payload
+    t = event.type
+    if t in ("user.message.created", "assistant.message.created"):
+        return _short(_text_of(p.get("content")))
+    if t == "task.created":
+        spec = p.get("task_spec") or {}
+        return f"{spec.get('id')} [{spec.get('type')}] {spec.get('title')}"
+    if t.startswith("task."):
+        extra = ""
+        result = p.get("worker_result") or {}
+        if result.get("summary"):
+            extra = f": {_short(str(result['summary']), 70)}"
+        elif p.get("error"):
+            extra = f": {_short(str(p['error'].get('message')), 70)}"
+        elif p.get("reason"):
+            extra = f": {_short(str(p['reason']), 70)}"
+        return f"{p.get('task_id')}{extra}"
+    if t == "agent.started":
+        return (
+            f"{p.get('agent_id')} {p.get('agent_type')} pid={p.get('pid')} for {p.get('task_id')}"
+        )
+    if t.startswith("agent."):
+        return f"{p.get('agent_id')} exit={p.get('exit_code')}"
+    if t == "tool.started":
+        return (
+            f"{p.get('tool_run_id')} {p.get('tool_name')} {_short(json.dumps(p.get('input')), 60)}"
+        )
+    if t == "tool.completed":
+        summary = _short(str(p.get("output_summary") or ""), 60)
+        return f"{p.get('tool_run_id')} {p.get('duration_ms')} ms {summary}"
+    if t in ("tool.failed", "command.failed", "agent.failed", "agent.lost"):
+        err = p.get("error") or {}
+        who = p.get("tool_run_id") or p.get("command_run_id") or p.get("agent_id")
+        return f"{who}: {_short(str(err.get('message')), 70)}"
+    if t == "command.started":
+        return f"{p.get('command_run_id')} $ {_short(str(p.get('command')), 70)}"
+    if t == "command.completed":
+        return f"{p.get('command_run_id')} exit={p.get('exit_code')} {p.get('duration_ms')} ms"
+    if t == "artifact.created":
+        name = os.path.basename(str(p.get("path")))
+        return f"{p.get('artifact_id')} {p.get('type')} {p.get('size_bytes')} B {name}"
+    if t == "evidence.created":
+        return f"{p.get('kind')}: {_short(str(p.get('claim')), 70)}"
+    if t.startswith("workspace."):
+        parts = [p.get("workspace_id"), p.get("strategy"), p.get("merge_commit")]
+        return " ".join(str(x) for x in parts if x)
+    if t.startswith("permission."):
+        return _short(json.dumps(p, default=str), 90)
+    if t == "session.created":
+        return f"{p.get('session_id')} mode={p.get('mode')}"
+    return _short(json.dumps(p, default=str), 90)
+
+
+def print_history(events: list[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:
+    for event in events:
+        if as_json:
+            out.write(event.model_dump_json() + "\n")
+            continue
+        clock = event.timestamp[11:23]
+        out.write(f"{clock}  {event.type:<28} {describe(event)}\n")
+
+
+def run_history(args: dict[str, Any]) -> int:
+    project = find_project(args["--project"])
+    session_id = resolve_session(project, args["--session"])
+    events = read_events(project, session_id)
+    if not args["--json"]:
+        print(f"session {session_id} of project {project.name!r}: {len(events)} events")
+    print_history(events, sys.stdout, as_json=bool(args["--json"]))
+    return 0
+
+
+def run_session_list(args: dict[str, Any]) -> int:
+    project = find_project(args["--project"])
+    ids = session_ids(project)
+    if not ids:
+        print(f"project {project.name!r} has no sessions yet")
+        return 0
+    for sid in ids:
+        events = read_events(project, sid)
+        tasks = sum(1 for e in events if e.type == "task.created")
+        started = events[0].timestamp if events else "?"
+        last = events[-1].type if events else "-"
+        print(f"{sid}  started {started}  {len(events):>5} events  {tasks:>3} tasks  last: {last}")
+    return 0

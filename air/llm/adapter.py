@@ -1,0 +1,137 @@
+"""The ProviderAdapter base: what every provider implementation offers the ProviderManager.
+
+Owns ``ProviderAdapter`` (provider_id, list_models, validate_model, complete, aclose; SDD
+§12.2), credential lookup through ``auth_ref`` and ``redact`` that keeps a key out of any text
+an adapter returns. Adapters yield failures of the call as a final ``ProviderErrorEvent`` and
+raise ``AirException`` only for bad input (unknown model, lossy conversion, missing key).
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+
+from air.contracts import (
+    AirError,
+    AirException,
+    ProviderCapabilityMatrix,
+    ProviderCompletionInput,
+    ProviderConfig,
+    ProviderStreamEvent,
+)
+
+__all__ = ["ProviderAdapter", "capability_rows", "redact_error"]
+
+
+def capability_rows(provider_id: str, config: ProviderConfig) -> list[ProviderCapabilityMatrix]:
+    """One capability row per configured model."""
+    return [
+        ProviderCapabilityMatrix(
+            provider_id=provider_id,
+            model_id=model_id,
+            kind=config.kind,
+            context_window=m.context_window,
+            max_output_tokens=m.max_output_tokens,
+            supports_tools=m.supports_tools,
+            supports_prompt_cache=m.supports_prompt_cache,
+            supports_parallel_tool_calls=m.supports_parallel_tool_calls,
+            tier=m.tier,
+            price=m.price,
+        )
+        for model_id, m in config.models.items()
+    ]
+
+
+def redact_error(error: AirError, secrets: list[str]) -> AirError:
+    """Return ``error`` with every secret replaced by ``[redacted]`` in message and detail."""
+    message, detail = error.message, error.detail
+    for secret in secrets:
+        if secret:
+            message = message.replace(secret, "[redacted]")
+            detail = detail.replace(secret, "[redacted]") if detail else detail
+    if message == error.message and detail == error.detail:
+        return error
+    return error.model_copy(update={"message": message, "detail": detail})
+
+
+class ProviderAdapter(ABC):
+    """One configured provider. Created lazily by the ProviderManager; closed by it."""
+
+    def __init__(
+        self, provider_id: str, config: ProviderConfig, *, env: Mapping[str, str] | None = None
+    ) -> None:
+        self.provider_id = provider_id
+        self.config = config
+        self._env: Mapping[str, str] = env if env is not None else os.environ
+
+    def list_models(self) -> list[ProviderCapabilityMatrix]:
+        return capability_rows(self.provider_id, self.config)
+
+    def validate_model(self, model_id: str) -> ProviderCapabilityMatrix:
+        """The capability row of ``model_id``; AirException(config_error) when not configured."""
+        for row in self.list_models():
+            if row.model_id == model_id:
+                return row
+        raise AirException.of(
+            kind="config_error",
+            message=f"model {model_id!r} is not configured for provider {self.provider_id!r}",
+            user_action=f"Add it under providers.{self.provider_id}.models in models.yaml.",
+        )
+
+    def api_model(self, model_id: str) -> str:
+        model = self.config.models.get(model_id)
+        return (model.api_model if model and model.api_model else None) or model_id
+
+    def api_key(self, *, required: bool = True) -> str | None:
+        """Read the key from the environment variable named by ``auth_ref``."""
+        ref = self.config.auth_ref
+        if not ref:
+            if required:
+                raise AirException.of(
+                    kind="config_error",
+                    message=f"provider {self.provider_id!r} has no auth_ref",
+                    user_action=(
+                        f"Set providers.{self.provider_id}.auth_ref to the name of the "
+                        "environment variable holding the API key."
+                    ),
+                )
+            return None
+        value = self._env.get(ref)
+        if not value:
+            raise AirException.of(
+                kind="auth_error",
+                message=f"environment variable {ref} (auth_ref of {self.provider_id!r}) is not set",
+                retryability="after_change",
+                user_action=f"Export {ref} with your API key before starting air.",
+            )
+        return value
+
+    def secrets(self) -> list[str]:
+        """Values that must never leave the process (for redaction)."""
+        ref = self.config.auth_ref
+        value = self._env.get(ref) if ref else None
+        return [value] if value else []
+
+    @abstractmethod
+    def complete_batches(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+        """Stream one model turn as the events of each network read (the manager's hot path).
+
+        The last batch ends with ``message_stop`` or an ``error`` event.
+        """
+
+    async def complete(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[ProviderStreamEvent, None]:
+        """Stream one model turn event by event; ends with ``message_stop`` or ``error``."""
+        async with aclosing(self.complete_batches(request)) as batches:
+            async for batch in batches:
+                for event in batch:
+                    yield event
+
+    async def aclose(self) -> None:
+        """Release clients; the default holds none."""
+        return None

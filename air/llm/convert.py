@@ -1,0 +1,290 @@
+"""AnthropicCanonicalConverter: canonical (Anthropic content blocks) <-> OpenAI chat messages.
+
+Owns the conversion of messages, system prompt, tool definitions, tool choice and stop reasons
+between air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently:
+what OpenAI cannot carry (text after a tool call in one assistant turn, an unknown block) is
+an ``AirException(validation_error)``. Tool errors travel as a ``[tool_error]`` prefix the
+model can read (IMPL-LLM-4). ``cache_control`` is a caching hint, not prompt content, and is
+not sent to OpenAI-compatible servers (which cache automatically).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from air.contracts import (
+    AirException,
+    CanonicalMessage,
+    ContentBlock,
+    ProviderCompletionInput,
+    StopReason,
+    TextBlock,
+    ToolChoice,
+    ToolResultBlock,
+    ToolSpec,
+    ToolUseBlock,
+)
+
+__all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter"]
+
+TOOL_ERROR_MARKER = "[tool_error] "
+
+_FINISH_TO_STOP = {
+    "stop": StopReason.END_TURN,
+    "length": StopReason.MAX_TOKENS,
+    "tool_calls": StopReason.TOOL_USE,
+    "function_call": StopReason.TOOL_USE,
+    "content_filter": StopReason.REFUSAL,
+}
+
+
+def _lossy(message: str) -> AirException:
+    return AirException.of(
+        kind="validation_error",
+        message=f"cannot convert to OpenAI chat format without loss: {message}",
+        user_action="Use an Anthropic provider for this conversation, or restructure the turn.",
+    )
+
+
+class AnthropicCanonicalConverter:
+    """Stateless converter; every method is pure."""
+
+    # --- canonical -> OpenAI ------------------------------------------------------------------
+
+    def system_to_openai(self, system: str | list[TextBlock] | None) -> list[dict[str, Any]]:
+        if system is None:
+            return []
+        if isinstance(system, str):
+            return [{"role": "system", "content": system}] if system else []
+        if not system:
+            return []
+        return [{"role": "system", "content": [{"type": "text", "text": b.text} for b in system]}]
+
+    def messages_to_openai(self, messages: list[CanonicalMessage]) -> list[dict[str, Any]]:
+        """Convert turns; a user turn becomes runs of ``tool`` and ``user`` messages in order."""
+        out: list[dict[str, Any]] = []
+        for message in messages:
+            if message.role == "assistant":
+                out.append(self._assistant_to_openai(message))
+            else:
+                out.extend(self._user_to_openai(message))
+        return out
+
+    def _assistant_to_openai(self, message: CanonicalMessage) -> dict[str, Any]:
+        texts: list[dict[str, Any]] = []
+        calls: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                if calls:
+                    raise _lossy("assistant text after a tool_use block in the same turn")
+                texts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                calls.append(
+                    {
+                        "id": block.id,
+                        "type": "function",
+                        "function": {
+                            "name": block.name,
+                            "arguments": json.dumps(block.input, ensure_ascii=False),
+                        },
+                    }
+                )
+            else:
+                raise _lossy("tool_result block in an assistant turn")
+        entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
+        if calls:
+            entry["tool_calls"] = calls
+        return entry
+
+    def _user_to_openai(self, message: CanonicalMessage) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        parts: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                parts.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolResultBlock):
+                if parts:
+                    out.append({"role": "user", "content": parts})
+                    parts = []
+                out.append(self._tool_result_to_openai(block))
+            else:
+                raise _lossy("tool_use block in a user turn")
+        if parts:
+            out.append({"role": "user", "content": parts})
+        if not message.content:
+            out.append({"role": "user", "content": []})
+        return out
+
+    def _tool_result_to_openai(self, block: ToolResultBlock) -> dict[str, Any]:
+        content: str | list[dict[str, Any]]
+        marker = TOOL_ERROR_MARKER if block.is_error else ""
+        if isinstance(block.content, str):
+            content = marker + block.content
+        else:
+            content = [{"type": "text", "text": b.text} for b in block.content]
+            if marker:
+                content.insert(0, {"type": "text", "text": marker})
+        return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
+
+    def tools_to_openai(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+        return [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.input_schema,
+                },
+            }
+            for t in tools
+        ]
+
+    def tool_choice_to_openai(self, choice: ToolChoice) -> str | dict[str, Any]:
+        if choice.type == "auto":
+            return "auto"
+        if choice.type == "none":
+            return "none"
+        if choice.type == "any":
+            return "required"
+        if not choice.name:
+            raise _lossy("tool_choice 'tool' without a name")
+        return {"type": "function", "function": {"name": choice.name}}
+
+    def request_to_openai(self, request: ProviderCompletionInput, api_model: str) -> dict[str, Any]:
+        """The full ``/v1/chat/completions`` body (streaming, with usage)."""
+        body: dict[str, Any] = {
+            "model": api_model,
+            "messages": self.system_to_openai(request.system)
+            + self.messages_to_openai(request.messages),
+            "max_tokens": request.max_tokens,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            body["tools"] = self.tools_to_openai(request.tools)
+        if request.tool_choice is not None:
+            body["tool_choice"] = self.tool_choice_to_openai(request.tool_choice)
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.stop_sequences:
+            body["stop"] = list(request.stop_sequences)
+        return body
+
+    # --- OpenAI -> canonical ------------------------------------------------------------------
+
+    def stop_reason_from_openai(self, finish_reason: str | None) -> StopReason:
+        if finish_reason is None:
+            return StopReason.END_TURN
+        try:
+            return _FINISH_TO_STOP[finish_reason]
+        except KeyError:
+            raise AirException.of(
+                kind="protocol_error",
+                message=f"unknown OpenAI finish_reason {finish_reason!r}",
+                user_action="Use a server that reports a standard finish_reason.",
+            ) from None
+
+    def messages_from_openai(
+        self, messages: list[dict[str, Any]]
+    ) -> tuple[str | list[TextBlock] | None, list[CanonicalMessage]]:
+        """Inverse of ``system_to_openai`` + ``messages_to_openai``."""
+        system: str | list[TextBlock] | None = None
+        out: list[CanonicalMessage] = []
+        pending_user: list[ContentBlock] = []
+        user_open = False
+
+        def flush() -> None:
+            nonlocal pending_user, user_open
+            if user_open:
+                out.append(CanonicalMessage(role="user", content=pending_user))
+            pending_user = []
+            user_open = False
+
+        for m in messages:
+            role = m.get("role")
+            if role == "system":
+                content = m.get("content")
+                if isinstance(content, str):
+                    system = content
+                else:
+                    system = [TextBlock(text=p["text"]) for p in content or []]
+            elif role == "assistant":
+                flush()
+                blocks: list[ContentBlock] = [
+                    TextBlock(text=p["text"]) for p in _text_parts(m.get("content"))
+                ]
+                for call in m.get("tool_calls") or []:
+                    fn = call["function"]
+                    blocks.append(
+                        ToolUseBlock(
+                            id=call["id"], name=fn["name"], input=_parse_args(fn["arguments"])
+                        )
+                    )
+                out.append(CanonicalMessage(role="assistant", content=blocks))
+            elif role == "tool":
+                user_open = True
+                pending_user.append(self._tool_result_from_openai(m))
+            elif role == "user":
+                user_open = True
+                content = m.get("content")
+                if isinstance(content, str):
+                    pending_user.append(TextBlock(text=content))
+                else:
+                    pending_user.extend(TextBlock(text=p["text"]) for p in _text_parts(content))
+            else:
+                raise _lossy(f"unknown OpenAI role {role!r}")
+        flush()
+        return system, out
+
+    def _tool_result_from_openai(self, m: dict[str, Any]) -> ToolResultBlock:
+        content = m.get("content")
+        if isinstance(content, str):
+            if content.startswith(TOOL_ERROR_MARKER):
+                return ToolResultBlock(
+                    tool_use_id=m["tool_call_id"],
+                    content=content[len(TOOL_ERROR_MARKER) :],
+                    is_error=True,
+                )
+            return ToolResultBlock(tool_use_id=m["tool_call_id"], content=content)
+        parts = list(_text_parts(content))
+        is_error = bool(parts) and parts[0]["text"] == TOOL_ERROR_MARKER
+        if is_error:
+            parts = parts[1:]
+        return ToolResultBlock(
+            tool_use_id=m["tool_call_id"],
+            content=[TextBlock(text=p["text"]) for p in parts],
+            is_error=is_error,
+        )
+
+
+def _text_parts(content: Any) -> list[dict[str, Any]]:
+    if content is None:
+        return []
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for part in content:
+        if part.get("type") != "text":
+            raise _lossy(f"OpenAI content part of type {part.get('type')!r}")
+        parts.append(part)
+    return parts
+
+
+def _parse_args(arguments: str) -> dict[str, Any]:
+    try:
+        value = json.loads(arguments) if arguments else {}
+    except json.JSONDecodeError as exc:
+        raise AirException.of(
+            kind="protocol_error",
+            message="tool call arguments are not valid JSON",
+            detail=str(exc),
+            user_action="The model produced malformed tool arguments; retry the turn.",
+        ) from None
+    if not isinstance(value, dict):
+        raise AirException.of(
+            kind="protocol_error",
+            message="tool call arguments are not a JSON object",
+            user_action="The model produced malformed tool arguments; retry the turn.",
+        )
+    return value

@@ -1,0 +1,141 @@
+"""Translation of provider failures into AirErrors (SDD §18; IMPL-LLM-3).
+
+Owns: the HTTP-status -> ErrorKind/Retryability table, ``retry_after`` parsing, and the
+constructors adapters use for transport and protocol failures. Pure; imports no client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from air.contracts import AirError, ErrorKind, Retryability, make_air_error
+
+__all__ = [
+    "error_for_status",
+    "parse_retry_after",
+    "protocol_error",
+    "retry_after_of",
+    "transport_error",
+]
+
+_CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length", "maximum context")
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Return the server's requested wait in seconds (``retry-after-ms`` or ``retry-after``)."""
+    lowered = {k.lower(): v for k, v in headers.items()}
+    ms = lowered.get("retry-after-ms")
+    if ms is not None:
+        try:
+            return max(0.0, float(ms) / 1000.0)
+        except ValueError:
+            pass
+    seconds = lowered.get("retry-after")
+    if seconds is not None:
+        try:
+            return max(0.0, float(seconds))
+        except ValueError:
+            return None
+    return None
+
+
+def error_for_status(
+    status: int,
+    body: str,
+    *,
+    provider_id: str,
+    retry_after: float | None = None,
+    error_type: str | None = None,
+) -> AirError:
+    """Map an HTTP failure (or a provider ``error`` event) to a typed AirError.
+
+    Args:
+        status: the HTTP status (0 when the error came inside a 200 stream).
+        body: the provider's message, already free of credentials.
+        error_type: the provider's error type, e.g. ``overloaded_error``.
+
+    Returns:
+        rate_limited/provider_error (transient) for 429, 5xx, 529 and ``overloaded``;
+        auth_error for 401/403; context_overflow for too-long prompts; provider_error otherwise.
+    """
+    text = body[:500]
+    meta: dict[str, object] = {"status": status, "provider_id": provider_id}
+    if retry_after is not None:
+        meta["retry_after_s"] = retry_after
+    if error_type:
+        meta["error_type"] = error_type
+    lowered = text.lower()
+    if status == 429 or error_type == "rate_limit_error":
+        return make_air_error(
+            kind=ErrorKind.RATE_LIMITED,
+            message=f"{provider_id}: rate limited (HTTP {status})",
+            detail=text,
+            retryability=Retryability.TRANSIENT,
+            user_action="Wait, or lower concurrency; air retries with backoff.",
+            metadata=meta,
+        )
+    if status in (401, 403) or error_type in ("authentication_error", "permission_error"):
+        return make_air_error(
+            kind=ErrorKind.AUTH_ERROR,
+            message=f"{provider_id}: credentials rejected (HTTP {status})",
+            detail=text,
+            retryability=Retryability.NEVER,
+            user_action="Check the API key in the environment variable named by auth_ref.",
+            metadata=meta,
+        )
+    if status == 529 or status >= 500 or error_type in ("overloaded_error", "api_error"):
+        return make_air_error(
+            kind=ErrorKind.PROVIDER_ERROR,
+            message=f"{provider_id}: provider unavailable or overloaded (HTTP {status})",
+            detail=text,
+            retryability=Retryability.TRANSIENT,
+            user_action="Retry later; air retries automatically within its deadline.",
+            metadata=meta,
+        )
+    if any(marker in lowered for marker in _CONTEXT_MARKERS):
+        return make_air_error(
+            kind=ErrorKind.CONTEXT_OVERFLOW,
+            message=f"{provider_id}: the request exceeds the model's context window",
+            detail=text,
+            retryability=Retryability.AFTER_CHANGE,
+            user_action="Compact the conversation or choose a model with a larger context.",
+            metadata=meta,
+        )
+    return make_air_error(
+        kind=ErrorKind.PROVIDER_ERROR,
+        message=f"{provider_id}: request rejected (HTTP {status})",
+        detail=text,
+        retryability=Retryability.NEVER,
+        user_action="Check the model name and request; the provider refused it.",
+        metadata=meta,
+    )
+
+
+def transport_error(provider_id: str, exc: BaseException) -> AirError:
+    """A connection refused/reset/dropped mid-stream or a read timeout: transient."""
+    return make_air_error(
+        kind=ErrorKind.PROVIDER_ERROR,
+        message=f"{provider_id}: connection failed ({type(exc).__name__})",
+        detail=str(exc)[:500],
+        retryability=Retryability.TRANSIENT,
+        user_action="Check the network or the provider's base_url; air retries automatically.",
+        metadata={"provider_id": provider_id, "transport": True},
+    )
+
+
+def protocol_error(provider_id: str, message: str, detail: str | None = None) -> AirError:
+    """The provider sent something air cannot interpret (malformed SSE, bad tool JSON)."""
+    return make_air_error(
+        kind=ErrorKind.PROTOCOL_ERROR,
+        message=f"{provider_id}: {message}",
+        detail=(detail or "")[:500] or None,
+        retryability=Retryability.UNKNOWN,
+        user_action="The provider's reply was malformed; retry, or use another model or server.",
+        metadata={"provider_id": provider_id},
+    )
+
+
+def retry_after_of(error: AirError) -> float | None:
+    """The ``retry_after_s`` an adapter attached to the error, if any."""
+    value = (error.metadata or {}).get("retry_after_s")
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,307 @@
+"""ProviderManager: the one facade the runtime uses to reach a model (SDD §12.1).
+
+Owns model selection against the capability matrix, lazy creation of adapters (the anthropic
+SDK and httpx are imported only when the first adapter of that kind is created, never at
+import time of this module), retries of transient failures (exponential backoff with jitter,
+honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
+the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncGenerator, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+import trio
+
+from air.contracts import (
+    AirError,
+    AirException,
+    MessageStopEvent,
+    ModelAssignment,
+    ModelConfig,
+    ModelRequirement,
+    ModelsConfig,
+    ProviderCapabilityMatrix,
+    ProviderCompletionInput,
+    ProviderConfig,
+    ProviderErrorEvent,
+    ProviderKind,
+    ProviderStreamEvent,
+    Retryability,
+    RetryConfig,
+)
+from air.llm.adapter import ProviderAdapter, capability_rows
+from air.llm.config import load_models_config
+from air.llm.errors import retry_after_of
+from air.llm.usage import UsageAccumulator, cost_of
+
+__all__ = ["CallRecord", "ProviderManager", "scripted_models_config"]
+
+
+@dataclass
+class CallRecord:
+    """What one ``complete`` call did: attempts, the waits chosen between them, the outcome."""
+
+    provider_id: str
+    model_id: str
+    attempts: int = 0
+    waits: list[float] = field(default_factory=list)
+    errors: list[AirError] = field(default_factory=list)
+    ok: bool = False
+
+
+def scripted_models_config(
+    cassette: str, *, provider_id: str = "scripted", model_id: str = "scripted"
+) -> ModelsConfig:
+    """A ModelsConfig holding one scripted provider that replays ``cassette``."""
+    return ModelsConfig(
+        default=f"{provider_id}/{model_id}",
+        providers={
+            provider_id: ProviderConfig(
+                kind=ProviderKind.SCRIPTED, cassette=cassette, models={model_id: ModelConfig()}
+            )
+        },
+    )
+
+
+class ProviderManager:
+    """Routes completions to adapters created on first use; close with ``aclose``."""
+
+    def __init__(
+        self,
+        config: ModelsConfig,
+        *,
+        env: Mapping[str, str] | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self._env = env
+        self._rng = rng or random.Random()
+        self._adapters: dict[str, ProviderAdapter] = {}
+        self.usage = UsageAccumulator()
+        self.calls: list[CallRecord] = []
+
+    @classmethod
+    def load_config(cls, project_root: str | None, *, home: str | None = None) -> ModelsConfig:
+        """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``.
+
+        Raises:
+            AirException(config_error): naming the file and the field.
+        """
+        return load_models_config(project_root, home=home)
+
+    @classmethod
+    def for_cassette(cls, cassette: str, *, model_id: str = "scripted") -> ProviderManager:
+        """A manager whose only provider replays ``cassette`` (headless runs, tests)."""
+        return cls(scripted_models_config(cassette, model_id=model_id))
+
+    # --- selection ----------------------------------------------------------------------------
+
+    def list_models(self) -> list[ProviderCapabilityMatrix]:
+        rows: list[ProviderCapabilityMatrix] = []
+        for provider_id, provider in self.config.providers.items():
+            rows.extend(capability_rows(provider_id, provider))
+        return rows
+
+    def _row(self, ref: str, field_name: str) -> ProviderCapabilityMatrix:
+        provider_id, _, model_id = ref.partition("/")
+        for row in self.list_models():
+            if row.provider_id == provider_id and row.model_id == model_id:
+                return row
+        raise AirException.of(
+            kind="config_error",
+            message=f"{field_name} {ref!r} is not a configured provider_id/model_id",
+            user_action="Use `air provider list` to see the configured models.",
+        )
+
+    @staticmethod
+    def _unmet(row: ProviderCapabilityMatrix, req: ModelRequirement) -> str | None:
+        if req.needs_tools and not row.supports_tools:
+            return "no tool use"
+        if row.context_window < req.min_context_window:
+            return f"context window {row.context_window} < {req.min_context_window}"
+        if row.max_output_tokens < req.min_output_tokens:
+            return f"max output {row.max_output_tokens} < {req.min_output_tokens}"
+        if req.provider_id is not None and row.provider_id != req.provider_id:
+            return f"provider is not {req.provider_id}"
+        return None
+
+    def select_model(self, requirement: ModelRequirement) -> ModelAssignment:
+        """Explicit model > role pin > default (if it fits) > cheapest fitting model.
+
+        Raises:
+            AirException(config_error): nothing configured fits the requirement.
+        """
+        pinned: list[tuple[str, str, str]] = []
+        if requirement.model:
+            pinned.append((requirement.model, "explicit", "model"))
+        if requirement.role and requirement.role in self.config.roles:
+            pinned.append((self.config.roles[requirement.role], f"role:{requirement.role}", "role"))
+        for ref, reason, field_name in pinned[:1]:
+            row = self._row(ref, field_name)
+            unmet = self._unmet(row, requirement)
+            if unmet is not None:
+                raise AirException.of(
+                    kind="config_error",
+                    message=f"{ref} does not meet the requirement: {unmet}",
+                    user_action="Pin another model in models.yaml, or relax the requirement.",
+                )
+            return ModelAssignment(
+                provider_id=row.provider_id, model_id=row.model_id, capabilities=row, reason=reason
+            )
+        if self.config.default:
+            row = self._row(self.config.default, "default")
+            if self._unmet(row, requirement) is None and (
+                requirement.tier is None or requirement.tier == row.tier
+            ):
+                return ModelAssignment(
+                    provider_id=row.provider_id,
+                    model_id=row.model_id,
+                    capabilities=row,
+                    reason="default",
+                )
+        fitting = [r for r in self.list_models() if self._unmet(r, requirement) is None]
+        if requirement.tier is not None:
+            fitting.sort(key=lambda r: r.tier != requirement.tier)
+        if not fitting:
+            raise AirException.of(
+                kind="config_error",
+                message="no configured model meets the requirement",
+                detail=requirement.model_dump_json(exclude_defaults=True),
+                user_action="Add a suitable model to ~/.air/models.yaml (see `air provider list`).",
+            )
+        fitting.sort(
+            key=lambda r: (
+                requirement.tier is not None and r.tier != requirement.tier,
+                r.price.input + r.price.output,
+                r.provider_id,
+                r.model_id,
+            )
+        )
+        row = fitting[0]
+        return ModelAssignment(
+            provider_id=row.provider_id, model_id=row.model_id, capabilities=row, reason="matched"
+        )
+
+    # --- adapters -----------------------------------------------------------------------------
+
+    def adapter_for(self, provider_id: str) -> ProviderAdapter:
+        """The adapter of ``provider_id``; created, and its client imported, on first use."""
+        adapter = self._adapters.get(provider_id)
+        if adapter is not None:
+            return adapter
+        config = self.config.providers.get(provider_id)
+        if config is None:
+            raise AirException.of(
+                kind="config_error",
+                message=f"provider {provider_id!r} is not configured",
+                user_action="Add it under `providers:` in ~/.air/models.yaml or the project file.",
+            )
+        adapter = _create_adapter(provider_id, config, self._env)
+        if config.record_to:
+            from air.llm.cassette import RecordingProvider
+
+            adapter = RecordingProvider(adapter, config.record_to)
+        self._adapters[provider_id] = adapter
+        return adapter
+
+    # --- completion ---------------------------------------------------------------------------
+
+    def _backoff(self, attempt: int, retry: RetryConfig, retry_after: float | None) -> float:
+        delay = min(retry.max_delay_s, retry.base_delay_s * (2.0 ** (attempt - 1)))
+        delay *= 1.0 - retry.jitter * self._rng.random()
+        return max(delay, retry_after or 0.0)
+
+    async def complete(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[ProviderStreamEvent, None]:
+        """Stream one model turn; the last event is ``message_stop`` or ``error``.
+
+        Transient failures before the first event are retried; a failure after events were
+        yielded ends the stream with an ``error`` event (the caller restarts the turn).
+
+        Raises:
+            AirException: bad input (unknown provider/model, unconvertible conversation,
+                missing key, exhausted cassette) — nothing was sent.
+        """
+        adapter = self.adapter_for(request.provider_id)
+        row = adapter.validate_model(request.model_id)
+        retry = self.config.retry
+        record = CallRecord(provider_id=request.provider_id, model_id=request.model_id)
+        self.calls.append(record)
+        started = trio.current_time()
+        while True:
+            record.attempts += 1
+            failure: AirError | None = None
+            yielded = False
+            async with aclosing(adapter.complete_batches(request)) as batches:
+                async for batch in batches:
+                    for event in batch:
+                        if isinstance(event, ProviderErrorEvent):
+                            failure = event.error
+                            break
+                        if isinstance(event, MessageStopEvent):
+                            usage = event.usage.model_copy(
+                                update={"cost_usd": cost_of(event.usage, row.price)}
+                            )
+                            self.usage.add(
+                                usage,
+                                session_id=request.session_id,
+                                task_id=request.task_id,
+                                agent_id=request.agent_id,
+                            )
+                            record.ok = True
+                            event = event.model_copy(update={"usage": usage})
+                        yielded = True
+                        yield event
+                    if failure is not None:
+                        break
+            if failure is None:
+                return
+            record.errors.append(failure)
+            final = failure.model_copy(
+                update={"metadata": {**(failure.metadata or {}), "attempts": record.attempts}}
+            )
+            if (
+                yielded
+                or failure.retryability is not Retryability.TRANSIENT
+                or record.attempts >= retry.max_attempts
+            ):
+                yield ProviderErrorEvent(error=final)
+                return
+            delay = self._backoff(record.attempts, retry, retry_after_of(failure))
+            if trio.current_time() - started + delay > retry.deadline_s:
+                yield ProviderErrorEvent(error=final)
+                return
+            record.waits.append(delay)
+            await trio.sleep(delay)
+
+    async def aclose(self) -> None:
+        """Close every adapter's client (bounded; shielded so cancellation cannot leak sockets)."""
+        adapters, self._adapters = list(self._adapters.values()), {}
+        with trio.move_on_after(5, shield=True):  # closing must finish even when cancelled
+            for adapter in adapters:
+                await adapter.aclose()
+
+
+def _create_adapter(
+    provider_id: str, config: ProviderConfig, env: Mapping[str, str] | None
+) -> ProviderAdapter:
+    if config.kind is ProviderKind.ANTHROPIC and config.transport == "http":
+        from air.llm.anthropic_http import AnthropicHttpAdapter
+
+        return AnthropicHttpAdapter(provider_id, config, env=env)
+    if config.kind is ProviderKind.ANTHROPIC:
+        from air.llm.anthropic_adapter import AnthropicAdapter
+
+        return AnthropicAdapter(provider_id, config, env=env)
+    if config.kind is ProviderKind.OPENAI_COMPATIBLE:
+        from air.llm.openai_compat import OpenAICompatibleAdapter
+
+        return OpenAICompatibleAdapter(provider_id, config, env=env)
+    from air.llm.cassette import ScriptedProvider
+
+    return ScriptedProvider(provider_id, config, env=env)

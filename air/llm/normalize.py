@@ -1,0 +1,372 @@
+"""StreamNormalizer: provider stream chunks -> ``ProviderStreamEvent`` (sans-IO).
+
+Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNormalizer``
+(Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks). Both
+assemble the final content blocks for ``message_stop`` and raise ``AirException`` (protocol
+error) on anything they cannot carry over, e.g. an unknown content block type.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from air.contracts import (
+    AirError,
+    AirException,
+    ContentBlock,
+    MessageStartEvent,
+    MessageStopEvent,
+    ProviderErrorEvent,
+    ProviderStreamEvent,
+    StopReason,
+    TextBlock,
+    TextDeltaEvent,
+    ToolUseBlock,
+    ToolUseInputDeltaEvent,
+    ToolUseStartEvent,
+    ToolUseStopEvent,
+    Usage,
+)
+from air.llm.convert import AnthropicCanonicalConverter
+from air.llm.errors import error_for_status, protocol_error
+from air.llm.sse import decode_json_batch
+
+__all__ = ["AnthropicStreamNormalizer", "OpenAIStreamNormalizer", "StreamNormalizer", "drain"]
+
+
+def _protocol(provider_id: str, message: str) -> AirException:
+    return AirException.of(
+        kind="protocol_error",
+        message=f"{provider_id}: {message}",
+        user_action="The provider's stream was malformed; retry, or use another model or server.",
+    )
+
+
+def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw else {}
+    except json.JSONDecodeError:
+        raise _protocol(provider_id, "tool input is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise _protocol(provider_id, "tool input is not a JSON object")
+    return value
+
+
+_new = object.__new__
+_set = object.__setattr__
+
+
+def _text_delta(index: int, text: str) -> TextDeltaEvent:
+    """A TextDeltaEvent without re-validating values the normaliser just type-checked.
+
+    The hot path of every stream (one per delta); equal to ``TextDeltaEvent(index=, text=)``.
+    """
+    event: TextDeltaEvent = _new(TextDeltaEvent)
+    _set(event, "__dict__", {"type": "text_delta", "index": index, "text": text})
+    _set(event, "__pydantic_fields_set__", {"index", "text"})
+    _set(event, "__pydantic_extra__", None)
+    _set(event, "__pydantic_private__", None)
+    return event
+
+
+class _Assembler:
+    """Accumulates blocks by index; shared by both normalisers."""
+
+    def __init__(self, provider_id: str) -> None:
+        self.provider_id = provider_id
+        self.texts: dict[int, list[str]] = {}
+        self.tools: dict[int, tuple[str, str, list[str]]] = {}
+        self.order: list[int] = []
+        self.inputs: dict[int, dict[str, Any]] = {}
+
+    def start_text(self, index: int) -> None:
+        self.texts[index] = []
+        self.order.append(index)
+
+    def start_tool(self, index: int, tool_id: str, name: str) -> None:
+        self.tools[index] = (tool_id, name, [])
+        self.order.append(index)
+
+    def stop_tool(self, index: int) -> ToolUseStopEvent:
+        parsed = _parse_tool_input(self.provider_id, "".join(self.tools[index][2]))
+        self.inputs[index] = parsed
+        return ToolUseStopEvent(index=index, input=parsed)
+
+    def content(self) -> list[ContentBlock]:
+        blocks: list[ContentBlock] = []
+        for index in self.order:
+            if index in self.texts:
+                blocks.append(TextBlock(text="".join(self.texts[index])))
+            else:
+                tool_id, name, _ = self.tools[index]
+                blocks.append(ToolUseBlock(id=tool_id, name=name, input=self.inputs[index]))
+        return blocks
+
+
+class AnthropicStreamNormalizer:
+    """Feed each Messages-API SSE event (decoded JSON); get the normalised events back."""
+
+    def __init__(self, provider_id: str, model_id: str) -> None:
+        self.provider_id = provider_id
+        self.model_id = model_id
+        self._asm = _Assembler(provider_id)
+        self._usage: dict[str, int] = {}
+        self._stop_reason: StopReason | None = None
+        self.done = False
+
+    def feed(self, event: dict[str, Any]) -> list[ProviderStreamEvent]:
+        kind = event.get("type")
+        asm = self._asm
+        if kind == "content_block_delta":
+            delta = event["delta"]
+            index = int(event["index"])
+            dtype = delta.get("type")
+            if dtype == "text_delta":
+                text = delta["text"]
+                if type(text) is not str:
+                    raise _protocol(self.provider_id, "text_delta without a string text")
+                asm.texts[index].append(text)
+                return [_text_delta(index, text)]
+            if dtype == "input_json_delta":
+                asm.tools[index][2].append(delta["partial_json"])
+                return [ToolUseInputDeltaEvent(index=index, partial_json=delta["partial_json"])]
+            raise _protocol(self.provider_id, f"unsupported content delta {dtype!r}")
+        if kind == "message_start":
+            message = event["message"]
+            self._merge_usage(message.get("usage") or {})
+            return [
+                MessageStartEvent(
+                    message_id=str(message.get("id", "")),
+                    model_id=str(message.get("model") or self.model_id),
+                    provider_id=self.provider_id,
+                )
+            ]
+        if kind == "content_block_start":
+            block = event["content_block"]
+            index = int(event["index"])
+            btype = block.get("type")
+            if btype == "text":
+                asm.start_text(index)
+                if block.get("text"):
+                    asm.texts[index].append(block["text"])
+                    return [TextDeltaEvent(index=index, text=block["text"])]
+                return []
+            if btype == "tool_use":
+                asm.start_tool(index, str(block["id"]), str(block["name"]))
+                return [ToolUseStartEvent(index=index, id=str(block["id"]), name=block["name"])]
+            raise _protocol(self.provider_id, f"unsupported content block {btype!r}")
+        if kind == "content_block_stop":
+            index = int(event["index"])
+            if index in asm.tools:
+                return [asm.stop_tool(index)]
+            return []
+        if kind == "message_delta":
+            reason = (event.get("delta") or {}).get("stop_reason")
+            if reason is not None:
+                try:
+                    self._stop_reason = StopReason(reason)
+                except ValueError:
+                    raise _protocol(self.provider_id, f"unknown stop_reason {reason!r}") from None
+            self._merge_usage(event.get("usage") or {})
+            return []
+        if kind == "message_stop":
+            self.done = True
+            return [
+                MessageStopEvent(
+                    stop_reason=self._stop_reason or StopReason.END_TURN,
+                    usage=Usage(**self._usage),
+                    content=asm.content(),
+                )
+            ]
+        if kind == "ping":
+            return []
+        if kind == "error":
+            err = event.get("error") or {}
+            self.done = True
+            return [
+                ProviderErrorEvent(
+                    error=error_for_status(
+                        0,
+                        str(err.get("message", "")),
+                        provider_id=self.provider_id,
+                        error_type=str(err.get("type", "")),
+                    )
+                )
+            ]
+        raise _protocol(self.provider_id, f"unknown stream event {kind!r}")
+
+    def _merge_usage(self, usage: dict[str, Any]) -> None:
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_creation_input_tokens",
+            "cache_read_input_tokens",
+        ):
+            value = usage.get(key)
+            if isinstance(value, int):
+                self._usage[key] = value
+
+
+class OpenAIStreamNormalizer:
+    """Feed each chat-completions chunk (decoded JSON); ``finish()`` at ``[DONE]``/EOF."""
+
+    def __init__(self, provider_id: str, model_id: str) -> None:
+        self.provider_id = provider_id
+        self.model_id = model_id
+        self._asm = _Assembler(provider_id)
+        self._converter = AnthropicCanonicalConverter()
+        self._started = False
+        self._text_index: int | None = None
+        self._tool_index: dict[int, int] = {}
+        self._open_tool: int | None = None
+        self._next = 0
+        self._finish: str | None = None
+        self._usage = Usage()
+        self.done = False
+
+    def feed(self, chunk: dict[str, Any]) -> list[ProviderStreamEvent]:
+        index = self._text_index
+        if index is not None and self._open_tool is None and "usage" not in chunk:
+            # fast path: a chunk carrying only more text of the open text block
+            choices = chunk.get("choices")
+            if choices and len(choices) == 1:
+                choice = choices[0]
+                delta = choice.get("delta")
+                if delta and len(delta) == 1 and not choice.get("finish_reason"):
+                    text = delta.get("content")
+                    if text and type(text) is str:
+                        self._asm.texts[index].append(text)
+                        return [_text_delta(index, text)]
+        out: list[ProviderStreamEvent] = []
+        if "error" in chunk and not chunk.get("choices"):
+            err: dict[str, Any] = (
+                chunk["error"] if isinstance(chunk["error"], dict) else {"message": str(chunk)}
+            )
+            code = str(err.get("code") or "")
+            return [
+                ProviderErrorEvent(
+                    error=error_for_status(
+                        int(code) if code.isdigit() else 0,
+                        str(err.get("message", "")),
+                        provider_id=self.provider_id,
+                        error_type=str(err.get("type") or ""),
+                    )
+                )
+            ]
+        if not self._started:
+            self._started = True
+            out.append(
+                MessageStartEvent(
+                    message_id=str(chunk.get("id", "")),
+                    model_id=str(chunk.get("model") or self.model_id),
+                    provider_id=self.provider_id,
+                )
+            )
+        usage = chunk.get("usage")
+        if usage:
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            self._usage = Usage(
+                input_tokens=int(usage.get("prompt_tokens") or 0) - int(cached),
+                output_tokens=int(usage.get("completion_tokens") or 0),
+                cache_read_input_tokens=int(cached),
+            )
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            text = delta.get("content")
+            if text:
+                out.extend(self._close_tool())
+                if self._text_index is None:
+                    self._text_index = self._next
+                    self._next += 1
+                    self._asm.start_text(self._text_index)
+                self._asm.texts[self._text_index].append(text)
+                out.append(TextDeltaEvent(index=self._text_index, text=text))
+            for call in delta.get("tool_calls") or []:
+                out.extend(self._tool_delta(call))
+            if delta.get("function_call"):
+                raise _protocol(self.provider_id, "legacy function_call deltas are not supported")
+            if choice.get("finish_reason"):
+                self._finish = choice["finish_reason"]
+        return out
+
+    def _tool_delta(self, call: dict[str, Any]) -> list[ProviderStreamEvent]:
+        out: list[ProviderStreamEvent] = []
+        key = int(call.get("index", 0))
+        fn = call.get("function") or {}
+        if key not in self._tool_index:
+            if not call.get("id") or not fn.get("name"):
+                raise _protocol(self.provider_id, "tool call started without id or name")
+            out.extend(self._close_tool())
+            index = self._next
+            self._next += 1
+            self._tool_index[key] = index
+            self._text_index = None  # later text opens a new block after the tool call
+            self._asm.start_tool(index, str(call["id"]), str(fn["name"]))
+            out.append(ToolUseStartEvent(index=index, id=str(call["id"]), name=str(fn["name"])))
+            self._open_tool = index
+        index = self._tool_index[key]
+        if index != self._open_tool:
+            raise _protocol(self.provider_id, "tool call deltas interleave with a later block")
+        args = fn.get("arguments")
+        if args:
+            self._asm.tools[index][2].append(args)
+            out.append(ToolUseInputDeltaEvent(index=index, partial_json=args))
+        return out
+
+    def _close_tool(self) -> list[ProviderStreamEvent]:
+        if self._open_tool is None:
+            return []
+        index, self._open_tool = self._open_tool, None
+        return [self._asm.stop_tool(index)]
+
+    def finish(self) -> list[ProviderStreamEvent]:
+        """Close the open tool block and emit ``message_stop``."""
+        if not self._started:
+            raise _protocol(self.provider_id, "the stream ended before any chunk")
+        self.done = True
+        out: list[ProviderStreamEvent] = self._close_tool()
+        reason = self._converter.stop_reason_from_openai(self._finish)
+        if self._asm.tools and reason is StopReason.END_TURN:
+            reason = StopReason.TOOL_USE
+        out.append(
+            MessageStopEvent(stop_reason=reason, usage=self._usage, content=self._asm.content())
+        )
+        return out
+
+
+StreamNormalizer = AnthropicStreamNormalizer | OpenAIStreamNormalizer
+
+
+def drain(
+    normalizer: AnthropicStreamNormalizer | OpenAIStreamNormalizer, datas: list[str]
+) -> tuple[list[ProviderStreamEvent], AirError | None]:
+    """Decode and normalise the SSE payloads of one network read.
+
+    Returns:
+        The events up to the first failure, and that failure (a malformed payload, a payload
+        the normaliser cannot carry over, or an ``error`` event sent by the provider).
+    """
+    values, bad = decode_json_batch(datas)
+    out: list[ProviderStreamEvent] = []
+    feed = normalizer.feed
+    try:
+        for value in values:
+            events = feed(value)
+            if events and events[-1].type == "error":
+                last = events[-1]
+                assert isinstance(last, ProviderErrorEvent)
+                out.extend(events[:-1])
+                return out, last.error
+            out.extend(events)
+            if normalizer.done:
+                return out, None
+    except AirException as exc:
+        return out, exc.error
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        # valid JSON of the wrong shape (a missing field, a delta for an unopened block)
+        detail = f"{type(exc).__name__}: {exc}"
+        return out, protocol_error(normalizer.provider_id, "unexpected stream event shape", detail)
+    if bad is not None:
+        return out, protocol_error(normalizer.provider_id, "malformed SSE data", bad)
+    return out, None

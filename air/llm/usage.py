@@ -1,0 +1,63 @@
+"""Usage and cost: the price of one call, and the accumulator summing per session/task/agent.
+
+Owns ``cost_of`` (tokens x the model's price in models.yaml, USD per million tokens) and
+``UsageAccumulator`` whose totals feed budgets (SDD §12; issue #3 item 7).
+"""
+
+from __future__ import annotations
+
+from air.contracts import ModelPrice, Usage
+
+__all__ = ["UsageAccumulator", "add_usage", "cost_of"]
+
+
+def cost_of(usage: Usage, price: ModelPrice) -> float:
+    """USD for one call."""
+    return (
+        usage.input_tokens * price.input
+        + usage.output_tokens * price.output
+        + usage.cache_creation_input_tokens * price.cache_write
+        + usage.cache_read_input_tokens * price.cache_read
+    ) / 1_000_000
+
+
+def add_usage(a: Usage, b: Usage) -> Usage:
+    return Usage(
+        input_tokens=a.input_tokens + b.input_tokens,
+        output_tokens=a.output_tokens + b.output_tokens,
+        cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
+        cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
+        cost_usd=(a.cost_usd or 0.0) + (b.cost_usd or 0.0),
+    )
+
+
+class UsageAccumulator:
+    """Sums usage per session, task and agent, plus a grand total."""
+
+    def __init__(self) -> None:
+        self.total = Usage(cost_usd=0.0)
+        self.calls = 0
+        self._by: dict[tuple[str, str], Usage] = {}
+
+    def add(
+        self,
+        usage: Usage,
+        *,
+        session_id: str | None = None,
+        task_id: str | None = None,
+        agent_id: str | None = None,
+    ) -> None:
+        self.calls += 1
+        self.total = add_usage(self.total, usage)
+        for scope, key in (("session", session_id), ("task", task_id), ("agent", agent_id)):
+            if key is not None:
+                self._by[(scope, key)] = add_usage(self._by.get((scope, key), Usage()), usage)
+
+    def for_session(self, session_id: str) -> Usage:
+        return self._by.get(("session", session_id), Usage(cost_usd=0.0))
+
+    def for_task(self, task_id: str) -> Usage:
+        return self._by.get(("task", task_id), Usage(cost_usd=0.0))
+
+    def for_agent(self, agent_id: str) -> Usage:
+        return self._by.get(("agent", agent_id), Usage(cost_usd=0.0))
