@@ -60,7 +60,7 @@ JsonObject: TypeAlias = dict[str, Any]
 class Contract(BaseModel):
     """Base of every public contract: immutable, and unknown fields are an error."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
