@@ -1,2 +1,1 @@
-"""The worker side: ``python -m air.roles`` and the five roles on one agent loop (SDD §8.3).
-"""
+"""The worker side: ``python -m air.roles`` and the five roles on one agent loop (SDD §8.3)."""

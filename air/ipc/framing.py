@@ -1,0 +1,144 @@
+"""Sans-IO NDJSON framing: a bounded line buffer and the typed protocol violations (SDD §8.2).
+
+Owns: ``LineDecoder`` (feed bytes, get complete lines; an oversized line or EOF in the middle
+of a line becomes a typed error item, never an exception escaping ``feed``) and the
+``ProtocolViolation`` family, each an ``AirException`` of kind ``protocol_error``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import trio
+
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "EofMidLine",
+    "InvalidEnvelope",
+    "InvalidJson",
+    "LineDecoder",
+    "LineTooLong",
+    "ProtocolViolation",
+    "VersionMismatch",
+    "WrongDirection",
+    "locked_send",
+]
+
+DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+
+
+class ProtocolViolation(AirException):
+    """A worker broke the protocol; the parent ends that worker with this recorded reason."""
+
+    code = "protocol_error"
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        super().__init__(
+            make_air_error(
+                kind=ErrorKind.PROTOCOL_ERROR,
+                message=message,
+                detail=detail,
+                retryability=Retryability.TRANSIENT,
+                user_action="Check the worker's stderr log artifact; a retry may succeed.",
+                metadata={"code": self.code},
+            )
+        )
+
+
+class LineTooLong(ProtocolViolation):
+    code = "line_too_long"
+
+
+class EofMidLine(ProtocolViolation):
+    code = "eof_mid_line"
+
+
+class InvalidJson(ProtocolViolation):
+    code = "invalid_json"
+
+
+class InvalidEnvelope(ProtocolViolation):
+    code = "invalid_envelope"
+
+
+class WrongDirection(ProtocolViolation):
+    code = "wrong_direction"
+
+
+class VersionMismatch(ProtocolViolation):
+    code = "version_mismatch"
+
+
+@dataclass
+class LineDecoder:
+    """Split a byte stream into lines of at most ``max_line_bytes`` (newline excluded).
+
+    ``feed`` returns complete lines (bytes) and, for a line over the bound, one ``LineTooLong``
+    item; the rest of that line is discarded up to its newline. Memory stays bounded by
+    ``max_line_bytes`` whatever the input.
+    """
+
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES
+
+    def __post_init__(self) -> None:
+        self._buf = bytearray()
+        self._discarding = False
+
+    def feed(self, data: bytes | bytearray) -> list[bytes | ProtocolViolation]:
+        out: list[bytes | ProtocolViolation] = []
+        start = 0
+        n = len(data)
+        while start < n:
+            nl = data.find(b"\n", start)
+            end = n if nl < 0 else nl
+            if self._discarding:
+                if nl >= 0:
+                    self._discarding = False
+                start = end + 1
+                continue
+            if len(self._buf) + (end - start) > self.max_line_bytes:
+                self._buf.clear()
+                out.append(
+                    LineTooLong(
+                        f"a worker line exceeded {self.max_line_bytes} bytes",
+                        detail=f"limit {self.max_line_bytes}",
+                    )
+                )
+                self._discarding = nl < 0
+                start = end + 1
+                continue
+            self._buf += data[start:end]
+            if nl >= 0:
+                line = bytes(self._buf)
+                self._buf.clear()
+                if line.strip():
+                    out.append(line)
+            start = end + 1
+        return out
+
+    def eof(self) -> ProtocolViolation | None:
+        """Call at end of stream: a partial line left over is an ``EofMidLine`` error."""
+        if self._buf.strip() and not self._discarding:
+            size = len(self._buf)
+            self._buf.clear()
+            return EofMidLine(f"the stream ended in the middle of a line ({size} bytes)")
+        self._buf.clear()
+        return None
+
+    @property
+    def buffered(self) -> int:
+        return len(self._buf)
+
+
+async def locked_send(lock: trio.Lock, stream: trio.abc.SendStream, data: bytes) -> None:
+    """``send_all`` under ``lock``, taking the lock without a scheduler round trip when free."""
+    try:
+        lock.acquire_nowait()
+    except trio.WouldBlock:
+        await lock.acquire()
+    try:
+        await stream.send_all(data)
+    finally:
+        lock.release()

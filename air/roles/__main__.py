@@ -1,0 +1,91 @@
+"""``python -m air.roles``: the worker entry point.
+
+Owns the handshake fast path: read the ``agent.start`` line and answer ``worker.ready`` using only
+the standard library (so spawn-to-ready costs little more than starting Python), then import
+the runtime and the role and run the agent loop. Exit codes per ARCHITECTURE §3.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import uuid
+
+PROTOCOL_VERSION = 1
+WORKER_VERSION = "air-worker/1"
+MAX_START_BYTES = 64 * 1024 * 1024
+
+
+def _read_first_line() -> tuple[bytes, bytes]:
+    buf = bytearray()
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            return bytes(buf), b""
+        nl = chunk.find(b"\n")
+        if nl >= 0:
+            buf += chunk[:nl]
+            return bytes(buf), chunk[nl + 1 :]
+        buf += chunk
+        if len(buf) > MAX_START_BYTES:
+            return b"", b""
+
+
+def _line(kind: str, payload: dict[str, object], session_id: str, agent_id: str) -> bytes:
+    env = {
+        "v": 1,
+        "id": "msg_" + uuid.uuid4().hex,
+        "kind": kind,
+        "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "payload": payload,
+    }
+    return json.dumps(env, separators=(",", ":")).encode() + b"\n"
+
+
+def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:
+    error = {
+        "error_id": str(uuid.uuid4()),
+        "kind": "protocol_error",
+        "severity": "error",
+        "message": message,
+        "retryability": "never",
+        "semantic_signature": "protocol_error:handshake",
+    }
+    os.write(1, _line("protocol.error", {"error": error}, session_id, agent_id))
+    sys.stderr.write(f"air worker: {message}\n")
+    return 2
+
+
+def main() -> int:
+    first, rest = _read_first_line()
+    try:
+        msg = json.loads(first)
+        payload = msg["payload"]
+        session_id, agent_id = str(msg["session_id"]), str(msg["agent_id"])
+    except (ValueError, KeyError, TypeError):
+        return _fail("the first line is not an agent.start envelope")
+    if msg.get("kind") != "control" or payload.get("type") != "agent.start":
+        return _fail("the first message is not agent.start", session_id, agent_id)
+    if payload.get("version") != PROTOCOL_VERSION:
+        return _fail(
+            f"protocol version {payload.get('version')!r} is not {PROTOCOL_VERSION}",
+            session_id,
+            agent_id,
+        )
+    ready = {
+        "type": "worker.ready",
+        "version": 1,
+        "payload": {"protocol_version": PROTOCOL_VERSION, "worker_version": WORKER_VERSION},
+    }
+    os.write(1, _line("event", ready, session_id, agent_id))
+    from air.roles.main import run_worker
+
+    return run_worker(payload, session_id, agent_id, rest)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

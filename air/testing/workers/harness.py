@@ -1,0 +1,92 @@
+"""File-backed stand-ins for the session store's EventIngestor and ArtifactStore.
+
+Owns ``RecordingEvents`` (every event kept in order and appended to a JSONL file) and
+``DirArtifacts`` (one real file per artifact). Both satisfy the protocols ``WorkerManager`` and
+``ToolRegistry`` are injected with, for tests, benchmarks and demos without a session DB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+from air.contracts.artifact import (
+    ArtifactContext,
+    ArtifactCreateInput,
+    ArtifactReadResult,
+    ArtifactRef,
+)
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.event import RuntimeEvent
+from air.contracts.ids import new_id
+
+__all__ = ["DirArtifacts", "RecordingEvents"]
+
+
+class RecordingEvents:
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.events: list[tuple[bool, RuntimeEvent]] = []
+
+    def _keep(self, durable: bool, event: RuntimeEvent) -> None:
+        self.events.append((durable, event))
+        if self.path:
+            with open(self.path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"durable": durable, **event.model_dump(mode="json")}) + "\n")
+
+    async def ingest(self, event: RuntimeEvent) -> None:
+        self._keep(True, event)
+
+    async def ingest_ephemeral(self, event: RuntimeEvent) -> None:
+        self._keep(False, event)
+
+    def durable(self, agent_id: str | None = None) -> list[RuntimeEvent]:
+        return [
+            e
+            for d, e in self.events
+            if d and (agent_id is None or e.payload.get("agent_id") == agent_id)
+        ]
+
+    def types(self, agent_id: str | None = None) -> list[str]:
+        return [e.type for e in self.durable(agent_id)]
+
+    def of_type(self, type: str, agent_id: str | None = None) -> list[dict[str, Any]]:
+        return [e.payload for e in self.durable(agent_id) if e.type == type]
+
+
+class DirArtifacts:
+    def __init__(self, root: str) -> None:
+        self.root = root
+        os.makedirs(root, exist_ok=True)
+        self.refs: dict[str, ArtifactRef] = {}
+        self.contexts: dict[str, ArtifactContext] = {}
+
+    def create(self, input: ArtifactCreateInput, context: ArtifactContext) -> ArtifactRef:
+        art_id = new_id("art")
+        path = os.path.join(self.root, f"{art_id}-{input.slug}{input.extension}")
+        with open(path, "wb") as fh:
+            fh.write(input.content)
+        ref = ArtifactRef(
+            artifact_id=art_id,
+            uri=f"artifact://local/{art_id}",
+            path=path,
+            type=input.type,
+            sha256=hashlib.sha256(input.content).hexdigest(),
+            size_bytes=len(input.content),
+        )
+        self.refs[art_id] = ref
+        self.contexts[art_id] = context
+        return ref
+
+    def read(self, artifact_id: str) -> ArtifactReadResult:
+        ref = self.refs.get(artifact_id)
+        if ref is None:
+            raise AirException.of(
+                kind=ErrorKind.NOT_FOUND,
+                message=f"no artifact {artifact_id}",
+                user_action="Use an artifact id of this session.",
+            )
+        with open(ref.path, "rb") as fh:
+            return ArtifactReadResult(ref=ref, content=fh.read())

@@ -1,0 +1,50 @@
+"""A well-behaved worker for benchmarks: after the handshake it makes N ``noop`` tool calls
+through the real ``WorkerRuntime`` (N = the task description), then returns a result."""
+
+from __future__ import annotations
+
+import trio
+
+from air.contracts import AgentStartControl, AgentType, WorkerResult, WorkerStatus
+from air.ipc.runtime import WorkerRuntime, stdio_streams
+from air.testing.workers import _proto
+
+
+def main() -> int:
+    payload = _proto.handshake()
+    start = AgentStartControl.model_validate(payload)
+    leftover: bytes = _proto._state["buf"]
+
+    async def run() -> int:
+        rx, tx = stdio_streams()
+        runtime = WorkerRuntime(
+            start,
+            session_id=_proto._state["session_id"],
+            agent_id=_proto._state["agent_id"],
+            agent_type=AgentType.REVIEWER,
+            receive=rx,
+            send=tx,
+            leftover=leftover,
+        )
+
+        async def body(rt: WorkerRuntime) -> WorkerResult:
+            n = int(start.task_spec.description)
+            for i in range(n):
+                env = await rt.call_tool("noop", {"i": i})
+                assert env.output == i
+            return WorkerResult(
+                task_id=rt.task_id,
+                agent_id=rt.agent_id,
+                agent_type=AgentType.REVIEWER,
+                status=WorkerStatus.COMPLETED,
+                summary=f"{n} round trips",
+                result={"verdict": "approved", "findings": []},
+            )
+
+        return await runtime.run(body)
+
+    return trio.run(run)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""Worker benchmarks: spawn-to-ready latency and NDJSON round trips, each against a baseline
+measured in the same run.
+
+Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
+
+1. Spawn-to-ready: ``WorkerProcess.spawn`` of ``python -m air.roles`` (own session, marker env),
+   ``agent.start`` sent, until ``worker.ready`` is decoded — 1 worker, then 16 at once — vs a
+   bare ``python -c`` child that prints one line, spawned the same way. Goal: <= 5x bare.
+2. Round trips: a worker makes N ``tool.call`` → ``tool.result`` round trips through the real
+   ``WorkerRuntime`` and the real ``WorkerManager`` (validation, routing, envelopes) vs a raw
+   pipe echo (a Python child echoing lines, the parent writing a line and reading it back).
+   Goal: >= 0.5x raw. A bare Trio echo child is printed too, for context.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from air.contracts import (  # noqa: E402
+    AgentRuntimeContext,
+    AgentStartControl,
+    ContextPack,
+    PermissionTemplate,
+    TaskSpec,
+    TaskType,
+    ToolExecutionContext,
+    ToolResultEnvelope,
+    WorkspaceRef,
+)
+from air.contracts.ids import new_id  # noqa: E402
+from air.ipc.process import WorkerProcess  # noqa: E402
+from air.ipc.protocol import make_envelope  # noqa: E402
+from air.nursery.seams import SuperviseRequest  # noqa: E402
+from air.nursery.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
+from air.testing.workers import command_for  # noqa: E402
+from air.testing.workers.harness import DirArtifacts, RecordingEvents  # noqa: E402
+
+BARE = [sys.executable, "-c", "print('ready', flush=True)"]
+ECHO = [
+    sys.executable,
+    "-c",
+    "import sys\nfor line in sys.stdin.buffer:\n    sys.stdout.buffer.write(line)\n"
+    "    sys.stdout.buffer.flush()\n",
+]
+
+TRIO_ECHO = [
+    sys.executable,
+    "-c",
+    "import os, trio\n"
+    "async def main():\n"
+    "    rx, tx = trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1))\n"
+    "    while data := await rx.receive_some(65536):\n"
+    "        await tx.send_all(data)\n"
+    "trio.run(main)\n",
+]
+
+
+def _start(agent_id: str) -> AgentStartControl:
+    return AgentStartControl(
+        task_spec=TaskSpec(id=new_id("task"), type=TaskType.REVIEW, title="b", description="b"),
+        context_pack=ContextPack(),
+        runtime=AgentRuntimeContext(
+            session_id="ses_bench",
+            project_id="p",
+            agent_id=agent_id,
+            permission_template=PermissionTemplate.REVIEWER,
+        ),
+    )
+
+
+async def spawn_worker_ready() -> float:
+    agent_id = new_id("agt")
+    t0 = time.perf_counter()
+    proc = await WorkerProcess.spawn(agent_id=agent_id, marker=new_id("m"))
+    start = _start(agent_id).model_dump(mode="json")
+    await proc.send(make_envelope("control", start, session_id="ses_bench", agent_id=agent_id))
+    msg = await proc.receive()
+    elapsed = time.perf_counter() - t0
+    assert msg is not None, msg
+    assert not isinstance(msg, Exception), msg
+    assert msg.payload.get("type") == "worker.ready"
+    await proc.close_stdin()
+    await proc.kill_tree(0.5)
+    await proc.wait()
+    return elapsed
+
+
+async def spawn_bare_ready() -> float:
+    t0 = time.perf_counter()
+    proc = await trio.lowlevel.open_process(
+        BARE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True
+    )
+    assert proc.stdout is not None
+    data = b""
+    while b"\n" not in data:
+        chunk = await proc.stdout.receive_some(1024)
+        if not chunk:
+            break
+        data += chunk
+    elapsed = time.perf_counter() - t0
+    await proc.wait()
+    return elapsed
+
+
+async def many(fn: Any, n: int) -> float:
+    """Wall time until all of ``n`` concurrent spawns are ready."""
+    t0 = time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        for _ in range(n):
+            nursery.start_soon(fn)
+    return time.perf_counter() - t0
+
+
+async def raw_echo(trips: int, command: list[str] = ECHO) -> float:
+    proc = await trio.lowlevel.open_process(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    line = b'{"v":1,"kind":"tool.result","payload":{"output":1}}\n'
+    # warm up (interpreter start-up is not part of the round trip)
+    await proc.stdin.send_all(line)
+    await proc.stdout.receive_some(65536)
+    t0 = time.perf_counter()
+    for _ in range(trips):
+        await proc.stdin.send_all(line)
+        got = b""
+        while not got.endswith(b"\n"):
+            got += await proc.stdout.receive_some(65536)
+    elapsed = time.perf_counter() - t0
+    await proc.stdin.aclose()
+    await proc.wait()
+    return trips / elapsed
+
+
+async def worker_round_trips(trips: int, tmp: str) -> float:
+    marks: dict[str, float] = {}
+
+    async def noop(
+        name: str, input: dict[str, Any], ctx: ToolExecutionContext
+    ) -> ToolResultEnvelope:
+        if "first" not in marks:
+            marks["first"] = time.perf_counter()
+        marks["last"] = time.perf_counter()
+        return ToolResultEnvelope(
+            tool_run_id="tr_bench", tool_name=name, status="ok", output=input.get("i")
+        )
+
+    class NoProvider:
+        def complete(self, request: Any) -> Any:
+            raise RuntimeError("the benchmark worker makes no model calls")
+
+    manager = WorkerManager(
+        tools=noop,
+        provider=NoProvider(),
+        events=RecordingEvents(),
+        artifacts=DirArtifacts(os.path.join(tmp, "artifacts")),
+        config=SupervisionConfig(command=command_for("pingpong")),
+        state_dir=os.path.join(tmp, "runs"),
+    )
+    request = SuperviseRequest(
+        session_id="ses_bench",
+        project_id="p",
+        project_root=tmp,
+        task_spec=TaskSpec(
+            id=new_id("task"), type=TaskType.REVIEW, title="b", description=str(trips + 1)
+        ),
+        agent_id=new_id("agt"),
+        attempt_index=0,
+        workspace=WorkspaceRef(workspace_id="ws", strategy="main", path=tmp),
+    )
+    outcome = await manager.supervise(request)
+    assert outcome.kind == "result", outcome
+    # trips+1 calls; the first (start-up) is excluded: `trips` gaps from first to last call
+    return trips / (marks["last"] - marks["first"])
+
+
+async def main(rounds: int, trips: int) -> None:
+    spawn_w, spawn_b, many_w, many_b, rt_w, rt_r, rt_t = [], [], [], [], [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        await spawn_worker_ready()
+        await spawn_bare_ready()
+        for _ in range(rounds):
+            spawn_b.append(await spawn_bare_ready())
+            spawn_w.append(await spawn_worker_ready())
+            many_b.append(await many(spawn_bare_ready, 16))
+            many_w.append(await many(spawn_worker_ready, 16))
+            rt_r.append(await raw_echo(trips))
+            rt_t.append(await raw_echo(trips, TRIO_ECHO))
+            rt_w.append(await worker_round_trips(trips, tmp))
+    med = statistics.median
+    print(f"cores: {os.cpu_count()}  rounds: {rounds}  trips: {trips}")
+    for label, w, b in (("x1 ", spawn_w, spawn_b), ("x16", many_w, many_b)):
+        print(
+            f"spawn-to-ready {label}: worker {med(w) * 1000:7.1f} ms  bare {med(b) * 1000:7.1f} ms"
+            f"  ratio {med(w) / med(b):5.2f}x  (goal <= 5x)"
+        )
+    print(
+        f"round trips/s     : worker {med(rt_w):9.0f}  raw echo {med(rt_r):9.0f}"
+        f"  ratio {med(rt_w) / med(rt_r):5.2f}x  (goal >= 0.5x)"
+    )
+    print(
+        f"  context: a bare Trio echo child {med(rt_t):9.0f}/s = {med(rt_t) / med(rt_r):5.2f}x raw;"
+        f" worker vs Trio echo {med(rt_w) / med(rt_t):5.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--trips", type=int, default=2000)
+    args = parser.parse_args()
+    trio.run(main, args.rounds, args.trips)
