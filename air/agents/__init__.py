@@ -1,2 +1,1 @@
-"""Runtime-resident agents: MainAgent and ArchitectureDesigner (SDD §14).
-"""
+"""Runtime-resident agents: MainAgent and ArchitectureDesigner (SDD §14)."""

@@ -1,2 +1,1 @@
-"""CapabilityRegistry, manifest validation and trust (SDD §9.5).
-"""
+"""CapabilityRegistry, manifest validation and trust (SDD §9.5)."""

@@ -16,6 +16,8 @@ from air import __version__
 USAGE = """air — a local AI coding-agent runtime.
 
 Usage:
+  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
+  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
   air init [PATH] [--name NAME]
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
@@ -26,22 +28,36 @@ Usage:
   air -h | --help
 
 Commands:
-  init          Make PATH (default: the current directory) an air project (.air/).
-  demo          Record a small realistic run in a new temporary project and print its history.
-  history       Print a session's recorded events (default: the most recent session).
-  session list  List the sessions of the project.
-  provider list     List the configured providers and models (read-only).
-  provider current  Show the provider and model a new session would use (read-only).
+  run --headless  Run the tasks of BATCH (a YAML file) in waves of worker processes. Exit 0
+                  when every task completed, 1 when one failed or is blocked, 2 for bad
+                  input, 130 when cancelled (first Ctrl-C cancels, a second one kills).
+  resume          Recover a session after a crash or Ctrl-C and finish its tasks.
+  init            Make PATH (default: the current directory) an air project (.air/).
+  demo            Record a small realistic run in a new temporary project and print its history.
+  history         Print a session's recorded events (default: the most recent session).
+  session list    List the sessions of the project.
+  provider list   List the configured providers and models (read-only).
+  provider current
+                  Show the provider and model a new session would use (read-only).
 
 Options:
-  --name NAME       Project name (default: the directory name).
-  --dir DIR         Where the demo creates its project (default: a new temporary directory).
-  --session SID     A session id (see `air session list`).
-  --project PATH    The project directory (default: found by walking up from here).
-  --json            One JSON object per line instead of text.
-  -h --help         Show this help.
-  --version         Show the version.
-"""
+  --project PATH          The project directory (default: found by walking up from here).
+  --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
+  --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
+  --max-workers N         At most N workers at once (default: the CPU count, at most 16).
+  --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
+                          question about a non-sensitive item is announced and run).
+  --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
+  --review                Review every completed code change (a review task per task).
+  --json                  Stream every event as one JSON object per line on stdout.
+  --junit FILE            Write a JUnit XML report of the tasks to FILE.
+  --fake-script FILE      Dry run with scripted fake workers instead of real ones (testing).
+  --name NAME             Project name (default: the directory name).
+  --dir DIR               Where the demo creates its project (default: a new temporary directory).
+  --session SID           A session id (see `air session list`).
+  -h --help               Show this help.
+  --version               Show the version.
+"""  # noqa: E501
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -51,6 +67,14 @@ EXIT_CANCELLED = 130
 
 
 def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
+    if args["run"]:
+        from air.cli.run import run_headless
+
+        return run_headless
+    if args["resume"]:
+        from air.cli.resume import run_resume
+
+        return run_resume
     if args["init"]:
         from air.cli.init import run_init
 
@@ -102,6 +126,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("air: interrupted", file=sys.stderr)
         return EXIT_CANCELLED
+    except BrokenPipeError:
+        # the reader went away (`air history | head`): not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     except Exception as exc:  # translated at the boundary; bugs still show their traceback
         from air.contracts.error import AirException
 

@@ -1,2 +1,1 @@
-"""The C++ toolchain: detection, CMake, build, ctest, cppcheck, clangd, DiagnosticParser (SDD §15).
-"""
+"""The C++ toolchain: detection, CMake, build, ctest, cppcheck, clangd, DiagnosticParser (SDD §15)."""

@@ -1,2 +1,1 @@
-"""DoctorService, logging and bundle export (SDD §16).
-"""
+"""DoctorService, logging and bundle export (SDD §16)."""

@@ -251,6 +251,12 @@ class TaskCreatedPayload(EventPayload):
     parent_task_id: str | None = None
 
 
+class TaskDependencyAddedPayload(DependencyPayload):
+    """A dependency edge added after ``task.created`` (e.g. a conflict edge the planner infers)."""
+
+    task_id: str
+
+
 class TaskStartedPayload(EventPayload):
     task_id: str
     agent_id: str
@@ -648,6 +654,7 @@ _V1: dict[str, type[EventPayload]] = {
     "agent.lost": AgentLostPayload,
     "agent.cancelled": AgentCancelledPayload,
     "task.created": TaskCreatedPayload,
+    "task.dependency.added": TaskDependencyAddedPayload,
     "task.started": TaskStartedPayload,
     "task.progress": TaskProgressPayload,
     "task.completed": TaskCompletedPayload,

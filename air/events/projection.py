@@ -272,6 +272,22 @@ def _task_created(ctx: _Ctx, x: p.TaskCreatedPayload) -> None:
     _insert_task(ctx, x.task_spec, deps, x.origin_message_id, x.parent_task_id)
 
 
+def _task_dependency_added(ctx: _Ctx, x: p.TaskDependencyAddedPayload) -> None:
+    for task_id in (x.task_id, x.depends_on_task_id):
+        if ctx.store.tasks.get(task_id) is None:
+            raise _fail(ctx, f"dependency names unknown task {task_id}")
+    ctx.store.task_dependencies.insert(
+        {
+            "task_id": x.task_id,
+            "depends_on_task_id": x.depends_on_task_id,
+            "dependency_type": x.dependency_type.value,
+            "reason": x.reason,
+            "source": x.source.value,
+            "created_at": ctx.ts,
+        }
+    )
+
+
 _STARTABLE = ("pending", "failed", "interrupted", "blocked")
 
 
@@ -707,6 +723,7 @@ _PROJECTIONS: dict[str, Callable[[_Ctx, Any], None]] = {
     "agent.lost": _agent_end("lost"),
     "agent.cancelled": _agent_end("cancelled"),
     "task.created": _task_created,
+    "task.dependency.added": _task_dependency_added,
     "task.started": _task_started,
     "task.completed": _task_completed,
     "task.blocked": _task_blocked,

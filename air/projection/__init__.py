@@ -1,2 +1,1 @@
-"""ProjectionStore and the ProjectionClient it hands to the console (SDD §13.1).
-"""
+"""ProjectionStore and the ProjectionClient it hands to the console (SDD §13.1)."""

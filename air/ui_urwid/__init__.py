@@ -1,2 +1,1 @@
-"""The urwid console: TuiApp and its views (SDD §13.2). Reads projections only.
-"""
+"""The urwid console: TuiApp and its views (SDD §13.2). Reads projections only."""

@@ -1,2 +1,1 @@
-"""WorkspaceManager: main, git worktree and isolated copy workspaces, merge and GC (SDD §7.5).
-"""
+"""WorkspaceManager: main, git worktree and isolated copy workspaces, merge and GC (SDD §7.5)."""

@@ -246,3 +246,31 @@ async def test_ingestor_routes_by_policy(tmp_path: Path) -> None:
     assert got == ["user.message.created", "task.progress", "hud.frame.rendered"]
     stored = [e.type for e in store.query()]
     assert stored == ["session.created", "user.message.created"]
+
+
+def test_dependency_added_after_creation_projects_one_edge(tmp_path: Path) -> None:
+    store, _bus = _session(tmp_path)
+    for task_id in ("t_a", "t_b"):
+        store.append(
+            ev(
+                "task.created",
+                task_spec={"id": task_id, "type": "execute", "title": task_id, "description": "d"},
+            )
+        )
+    store.append(
+        ev(
+            "task.dependency.added",
+            task_id="t_b",
+            depends_on_task_id="t_a",
+            dependency_type="conflict",
+            reason="overlapping write areas",
+            source="scheduler",
+        )
+    )
+    rows = SessionStore(store.db).task_dependencies.list_for_task("t_b")
+    assert [(r["depends_on_task_id"], r["dependency_type"]) for r in rows] == [("t_a", "conflict")]
+    before = len(store.query())
+    with pytest.raises(AirException) as info:
+        store.append(ev("task.dependency.added", task_id="t_b", depends_on_task_id="t_nope"))
+    assert info.value.kind is ErrorKind.SYSTEM_ERROR
+    assert len(store.query()) == before

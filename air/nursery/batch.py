@@ -1,0 +1,342 @@
+"""Batch files for ``air run --headless BATCH``: a YAML list of task specs.
+
+Owns: the batch file models (``BatchFile``, ``BatchTask``, ``BatchDefaults``), ``load_batch``
+(YAML → validated ``TaskSpec`` list) and ``batch_json_schema`` (the JSON Schema shipped as
+``air/nursery/schemas/batch.schema.json``). Every problem — bad YAML, an unknown field, a bad
+value, a duplicate id, a missing dependency, a dependency cycle — is an ``AirException`` of
+kind ``validation_error`` naming the file, the line (from the YAML node marks) and the reason.
+
+Format (see ``examples/`` for a commented example)::
+
+    version: 1                 # optional, only 1 is known
+    name: repair the parser    # optional
+    defaults:                  # optional, merged under every task (task fields win)
+      constraints: {max_turns: 8, hard_timeout_ms: 120000}
+      verification: {commands: ["python -m pytest -q"], required: true}
+    tasks:
+      - id: fix-tokenizer      # [A-Za-z0-9][A-Za-z0-9_.-]*, unique in the file
+        type: execute          # execute | review | debug | docs | compact | mine_experience
+        title: Fix the tokenizer
+        description: ...       # defaults to the title
+        scope: {write_area: ["src/tokenizer.py"]}
+        depends_on: [other-id] # hard dependencies (shorthand)
+        dependencies:          # any dependency type
+          - {depends_on_task_id: other-id, dependency_type: soft}
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from air.contracts import (
+    AirException,
+    Contract,
+    DependencySource,
+    DependencyType,
+    ErrorKind,
+    TaskConstraints,
+    TaskContextRefs,
+    TaskDependencySpec,
+    TaskScope,
+    TaskSpec,
+    TaskType,
+    VerificationPolicy,
+    WorkerOutputContract,
+)
+from air.nursery.graph import find_cycle
+
+__all__ = [
+    "BatchDefaults",
+    "BatchFile",
+    "BatchTask",
+    "LoadedBatch",
+    "batch_json_schema",
+    "load_batch",
+    "load_batch_text",
+]
+
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+_OUTPUT_FOR_TYPE: dict[TaskType, WorkerOutputContract] = {
+    TaskType.EXECUTE: "ExecutorResult",
+    TaskType.DOCS: "ExecutorResult",
+    TaskType.REVIEW: "ReviewerResult",
+    TaskType.DEBUG: "DebuggerResult",
+    TaskType.COMPACT: "CompactorResult",
+    TaskType.MINE_EXPERIENCE: "ExperienceMinerResult",
+}
+
+
+class BatchDefaults(Contract):
+    """Fields merged under every task of the file (the task's own values win, per field)."""
+
+    constraints: dict[str, Any] | None = None
+    verification: dict[str, Any] | None = None
+    scope: dict[str, Any] | None = None
+
+
+class BatchTask(Contract):
+    """One task of a batch file; becomes a ``TaskSpec``."""
+
+    id: str = Field(pattern=_ID_PATTERN)
+    type: TaskType = TaskType.EXECUTE
+    title: str = Field(min_length=1)
+    description: str | None = None
+    acceptance_criteria: list[str] = Field(default_factory=list)
+    scope: TaskScope = Field(default_factory=TaskScope)
+    depends_on: list[str] = Field(default_factory=list)
+    """Hard dependencies by task id (shorthand for ``dependencies``)."""
+    dependencies: list[TaskDependencySpec] = Field(default_factory=list)
+    verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
+    constraints: TaskConstraints = Field(default_factory=TaskConstraints)
+    context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
+    output_contract: WorkerOutputContract | None = None
+
+    def to_spec(self) -> TaskSpec:
+        deps = [
+            TaskDependencySpec(
+                depends_on_task_id=d,
+                dependency_type=DependencyType.HARD,
+                source=DependencySource.USER,
+            )
+            for d in self.depends_on
+        ]
+        deps.extend(
+            d if d.source is not None else d.model_copy(update={"source": DependencySource.USER})
+            for d in self.dependencies
+        )
+        return TaskSpec(
+            id=self.id,
+            type=self.type,
+            title=self.title,
+            description=self.description or self.title,
+            acceptance_criteria=self.acceptance_criteria,
+            scope=self.scope,
+            dependencies=deps,
+            verification=self.verification,
+            constraints=self.constraints,
+            context_refs=self.context_refs,
+            output_contract=self.output_contract or _OUTPUT_FOR_TYPE[self.type],
+        )
+
+
+class BatchFile(Contract):
+    """The whole batch file."""
+
+    version: Literal[1] = 1
+    name: str | None = None
+    defaults: BatchDefaults = Field(default_factory=BatchDefaults)
+    tasks: list[BatchTask] = Field(min_length=1)
+
+
+@dataclass(frozen=True)
+class LoadedBatch:
+    path: str
+    name: str | None
+    specs: list[TaskSpec]
+
+
+def batch_json_schema() -> dict[str, Any]:
+    """The JSON Schema of a batch file (what ``schemas/batch.schema.json`` holds)."""
+    schema = BatchFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://air.local/schemas/batch.schema.json"
+    schema["title"] = "air batch file"
+    schema["description"] = "Tasks for `air run --headless BATCH` (YAML or JSON)."
+    return schema
+
+
+def _fail(path: str, line: int | None, reason: str) -> AirException:
+    where = f"{path}:{line}" if line is not None else path
+    return AirException.of(
+        kind=ErrorKind.VALIDATION_ERROR,
+        message=f"{where}: {reason}",
+        user_action=f"Fix {where} and run again (format: air/nursery/schemas/batch.schema.json).",
+        metadata={"file": path, "line": line, "reason": reason},
+    )
+
+
+def _node_at(node: yaml.Node | None, loc: Sequence[int | str]) -> tuple[yaml.Node | None, bool]:
+    """Walk ``loc`` through the YAML node tree; returns (deepest node found, exact)."""
+    current = node
+    for key in loc:
+        if isinstance(current, yaml.MappingNode):
+            found = None
+            for k, v in current.value:
+                if isinstance(k, yaml.ScalarNode) and k.value == str(key):
+                    found = (k, v)
+                    break
+            if found is None:
+                return current, False
+            current = found[1]
+        elif isinstance(current, yaml.SequenceNode) and isinstance(key, int):
+            if key >= len(current.value):
+                return current, False
+            current = current.value[key]
+        else:
+            return current, False
+    return current, True
+
+
+def _key_node(node: yaml.Node | None, loc: Sequence[int | str]) -> yaml.Node | None:
+    """The node of the mapping key named by the last element of ``loc`` (unknown fields)."""
+    parent, exact = _node_at(node, loc[:-1])
+    if exact and isinstance(parent, yaml.MappingNode):
+        for k, _ in parent.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == str(loc[-1]):
+                return k
+    return parent
+
+
+def _line(node: yaml.Node | None) -> int | None:
+    return node.start_mark.line + 1 if node is not None else None
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = ".".join(str(p) for p in error["loc"])
+    if error["type"] == "extra_forbidden":
+        return f"unknown field {loc!r}"
+    if error["type"] == "missing":
+        return f"missing required field {loc!r}"
+    return f"{loc}: {error['msg']}"
+
+
+def _first_error(exc: ValidationError) -> Any:
+    errors = exc.errors()
+    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+
+
+def _merge(defaults: dict[str, Any] | None, value: Any) -> Any:
+    if defaults is None:
+        return value
+    if value is None:
+        return dict(defaults)
+    if isinstance(value, dict):
+        return {**defaults, **value}
+    return value
+
+
+def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
+    """Parse and validate batch text.
+
+    Args:
+        text: YAML (or JSON) text.
+        path: the file name used in messages.
+
+    Returns:
+        The batch with its specs in file order.
+
+    Raises:
+        AirException: kind ``validation_error`` with ``metadata`` {file, line, reason}.
+    """
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _fail(path, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from exc
+    if not isinstance(data, dict):
+        raise _fail(path, _line(root), "a batch file is a mapping with a 'tasks' list")
+    raw_tasks = data.get("tasks")
+    header_data = dict(data)
+    if isinstance(raw_tasks, list) and raw_tasks:
+        header_data["tasks"] = [{"id": "x", "title": "x"}]  # tasks are validated one by one
+    try:
+        header = BatchFile.model_validate(header_data)
+    except ValidationError as exc:
+        err = _first_error(exc)
+        loc = [p for p in err["loc"] if isinstance(p, (int, str))]
+        node = _key_node(root, loc) if err["type"] == "extra_forbidden" else _node_at(root, loc)[0]
+        raise _fail(path, _line(node), _describe(dict(err))) from exc
+    assert isinstance(raw_tasks, list)
+    tasks: list[BatchTask] = []
+    for index, raw in enumerate(raw_tasks):
+        task_loc: list[int | str] = ["tasks", index]
+        if not isinstance(raw, dict):
+            raise _fail(path, _line(_node_at(root, task_loc)[0]), "each task is a mapping")
+        merged = dict(raw)
+        for name in ("constraints", "verification", "scope"):
+            merged[name] = _merge(getattr(header.defaults, name), raw.get(name))
+            if merged[name] is None:
+                del merged[name]
+        try:
+            tasks.append(BatchTask.model_validate(merged))
+        except ValidationError as exc:
+            err = _first_error(exc)
+            loc = task_loc + [p for p in err["loc"] if isinstance(p, (int, str))]
+            if err["type"] == "extra_forbidden":
+                node = _key_node(root, loc)
+            else:
+                node = _node_at(root, loc)[0]
+            detail = dict(err)
+            detail["loc"] = tuple(loc)
+            raise _fail(path, _line(node), _describe(detail)) from exc
+    ids: dict[str, int] = {}
+    for index, task in enumerate(tasks):
+        if task.id in ids:
+            node = _node_at(root, ["tasks", index, "id"])[0]
+            raise _fail(path, _line(node), f"duplicate task id {task.id!r}")
+        ids[task.id] = index
+    specs = [t.to_spec() for t in tasks]
+    for index, task in enumerate(tasks):
+        for field_name, targets in (
+            ("depends_on", list(task.depends_on)),
+            ("dependencies", [d.depends_on_task_id for d in task.dependencies]),
+        ):
+            for j, target in enumerate(targets):
+                if target not in ids:
+                    dep_loc: list[int | str] = ["tasks", index, field_name, j]
+                    if field_name == "dependencies":
+                        dep_loc.append("depends_on_task_id")
+                    node = _node_at(root, dep_loc)[0]
+                    raise _fail(
+                        path, _line(node), f"task {task.id!r} depends on unknown task {target!r}"
+                    )
+                if target == task.id:
+                    node = _node_at(root, ["tasks", index, field_name, j])[0]
+                    raise _fail(path, _line(node), f"task {task.id!r} depends on itself")
+    gating = [
+        (s.id, d.depends_on_task_id)
+        for s in specs
+        for d in s.dependencies
+        if d.dependency_type in (DependencyType.HARD, DependencyType.SERIALIZATION)
+    ]
+    cycle = find_cycle(gating)
+    if cycle:
+        node = _node_at(root, ["tasks", ids[cycle[0]]])[0]
+        raise _fail(path, _line(node), "dependency cycle: " + " -> ".join(cycle))
+    return LoadedBatch(path=path, name=header.name, specs=specs)
+
+
+def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
+    """Read and validate a batch file (see ``load_batch_text``).
+
+    Raises:
+        AirException: ``validation_error`` for bad content, ``not_found`` for a missing file.
+    """
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError as exc:
+        raise AirException.of(
+            kind=ErrorKind.NOT_FOUND,
+            message=f"{name}: no such batch file",
+            user_action="Check the path of the batch file.",
+            metadata={"file": name, "line": None, "reason": "no such file"},
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _fail(name, None, f"cannot read the file: {exc}") from exc
+    return load_batch_text(text, name)
+
+
+def schema_text() -> str:
+    """The schema as the JSON text stored in the package."""
+    return json.dumps(batch_json_schema(), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,158 @@
+"""Crash recovery on every start and on ``air resume`` (SDD §16.3 steps 1-8).
+
+Owns: ``recover_session`` and ``RecoveryReport``. Steps:
+
+1. load running / interrupted tasks and active agents and workspaces (folded from the log);
+2. check each active agent's process by PID *and* start time; a live one cannot be
+   reconnected (its stdio belonged to the dead runtime), so its process group is reaped with
+   the injected ``reap`` function (the WorkerManager's orphan reaper); either way
+   ``agent.lost`` is recorded;
+3. every task the log still shows running is marked ``task.interrupted`` (resumable: it runs
+   again from pending; a completed task is never touched, so it never runs twice);
+4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here);
+5. the orphan-artifact scan runs when a scanner is given;
+6. the FK-off orphan scan runs when a checker is given (its report is kept);
+7. workspace GC applies retention (merged 7 days, abandoned 3 days);
+8. the scheduler queue is rebuilt: the report lists pending tasks and failed tasks that the
+   RetryPlanner will look at again.
+
+Idempotent: every step either records an event that makes the step a no-op next time, or
+changes nothing; a crash in the middle and a second run converge on the same state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from air.contracts import ErrorKind, TaskStatus, make_air_error
+from air.nursery.ledger import Ledger, StoredAgent, fold_history
+from air.nursery.monitor import process_alive
+from air.workspace.manager import WorkspaceManager
+
+__all__ = ["Reaper", "RecoveryReport", "recover_session"]
+
+log = logging.getLogger(__name__)
+
+Reaper = Callable[[StoredAgent], Awaitable[bool]]
+"""``await reap(agent)`` kills a live orphan's process group; True when it is gone."""
+
+
+@dataclass
+class RecoveryReport:
+    lost_agents: list[str] = field(default_factory=list)
+    reaped_agents: list[str] = field(default_factory=list)
+    interrupted_tasks: list[str] = field(default_factory=list)
+    kept_workspaces: list[str] = field(default_factory=list)
+    cleaned_workspaces: list[str] = field(default_factory=list)
+    artifact_scan: Any = None
+    orphan_report: Any = None
+    pending_tasks: list[str] = field(default_factory=list)
+    retry_candidates: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.lost_agents or self.interrupted_tasks or self.cleaned_workspaces)
+
+
+async def recover_session(
+    ledger: Ledger,
+    *,
+    workspaces: WorkspaceManager | None = None,
+    reap: Reaper | None = None,
+    artifact_scan: Callable[[], Any] | None = None,
+    referential_check: Callable[[], Any] | None = None,
+    alive: Callable[[StoredAgent], bool] | None = None,
+) -> RecoveryReport:
+    """Bring a session's log back to a consistent, resumable state (SDD §16.3).
+
+    Args:
+        ledger: the session's event log.
+        workspaces: the project's WorkspaceManager (for step 7 GC); optional.
+        reap: kills a live orphan worker's process group (step 2); optional.
+        artifact_scan: the orphan-artifact scanner (step 5); optional.
+        referential_check: the FK-off checker (step 6); optional.
+        alive: liveness probe (default: PID + start time through ``/proc``).
+
+    Returns:
+        What was found and done.
+    """
+    report = RecoveryReport()
+    probe = alive or (lambda a: process_alive(a.pid, _start_time(a.pid_start_time)))
+    state = fold_history(ledger.history())  # step 1
+
+    # step 2: agents the log says are alive
+    for agent in state.active_agents():
+        if agent.pid is not None and probe(agent):
+            gone = await reap(agent) if reap is not None else False
+            if gone:
+                report.reaped_agents.append(agent.agent_id)
+            else:
+                log.warning(
+                    "orphan worker %s (pid %s) could not be reaped", agent.agent_id, agent.pid
+                )
+        await ledger.record(
+            "agent.lost",
+            {
+                "agent_id": agent.agent_id,
+                "task_id": agent.task_id,
+                "error": make_air_error(
+                    kind=ErrorKind.WORKER_CRASHED,
+                    message="the runtime stopped while the agent ran",
+                    user_action="Nothing: `air resume` re-runs the task.",
+                ).model_dump(mode="json"),
+            },
+        )
+        report.lost_agents.append(agent.agent_id)
+
+    # step 3: tasks the log says are running
+    for task in state.tasks.values():
+        if task.status != TaskStatus.RUNNING:
+            continue
+        payload: dict[str, Any] = {
+            "task_id": task.spec.id,
+            "agent_id": task.last_agent_id,
+            "attempt_index": task.started_attempts,
+            "reason": "the runtime stopped while the task ran",
+            "resumable": True,
+        }
+        await ledger.record("task.interrupted", payload)
+        report.interrupted_tasks.append(task.spec.id)
+
+    # step 4: keep every workspace that is not merged or cleaned
+    report.kept_workspaces = sorted(
+        wid
+        for wid, rec in state.workspaces.items()
+        if rec.get("last_event") not in ("workspace.merge.completed", "workspace.cleaned")
+    )
+
+    # steps 5 and 6
+    if artifact_scan is not None:
+        report.artifact_scan = artifact_scan()
+    if referential_check is not None:
+        report.orphan_report = referential_check()
+
+    # step 7
+    if workspaces is not None:
+        report.cleaned_workspaces = await workspaces.gc()
+
+    # step 8
+    final = fold_history(ledger.history())
+    report.pending_tasks = sorted(
+        t.spec.id
+        for t in final.tasks.values()
+        if t.status in (TaskStatus.PENDING, TaskStatus.INTERRUPTED)
+    )
+    report.retry_candidates = sorted(
+        t.spec.id for t in final.tasks.values() if t.status == TaskStatus.FAILED
+    )
+    return report
+
+
+def _start_time(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,134 @@
+"""RetryPlanner: what to do after a failed attempt (SDD §7.4, runner-contract invariant 21).
+
+Owns: ``AttemptSummary`` and ``RetryPlanner.decide``. Pure code, deterministic in its inputs,
+so that recovery re-derives the same decision from the durable ``task_attempts`` rows.
+
+Rules, in order:
+1. cancellation → ``cancel``; a worker that reported a blocker → ``block``;
+2. environment, permission, auth, config or policy impossibility → ``block`` (never an
+   infinite retry); an architecture mismatch → ``block`` routed to the Architecture Designer;
+3. budget = ``TaskConstraints.retry_budget`` extra attempts; when it is spent →
+   ``skip`` if ``VerificationPolicy.fallback_allowed`` and the task is not critical
+   (``verification.required`` false), else ``block``;
+4. a transient failure (stall, spawn error, provider error, protocol truncation, rate limit)
+   → ``retry`` of the same spec (``changed_dimension="none"``);
+5. a hard timeout → ``retry_serial`` (alone in its wave);
+6. the same failure signature seen on an earlier attempt, or a failed verification → ``debug``;
+7. any other task-quality failure → ``retry`` with one changed dimension (``context``: the
+   previous failure is added to the worker's context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from air.contracts import AirError, ErrorKind, Retryability, RetryAction, RetryDecision
+from air.nursery.graph import TaskNode
+
+__all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner"]
+
+TRANSIENT_KINDS = frozenset(
+    {
+        ErrorKind.WORKER_STALLED,
+        ErrorKind.PROVIDER_ERROR,
+        ErrorKind.RATE_LIMITED,
+        ErrorKind.PROTOCOL_ERROR,
+    }
+)
+_IMPOSSIBLE = frozenset(
+    {
+        ErrorKind.ENVIRONMENT_ERROR,
+        ErrorKind.PERMISSION_DENIED,
+        ErrorKind.AUTH_ERROR,
+        ErrorKind.CONFIG_ERROR,
+        ErrorKind.POLICY_ERROR,
+    }
+)
+
+
+@dataclass(frozen=True)
+class AttemptSummary:
+    """One finished attempt of a task, as read from ``task_attempts``."""
+
+    attempt_index: int
+    failure_signature: str | None = None
+    failure_kind: str | None = None
+
+
+class RetryPlanner:
+    """Decides retry / retry_serial / debug / skip / block / cancel for a failed attempt."""
+
+    def decide(
+        self,
+        task: TaskNode,
+        attempts: Sequence[AttemptSummary],
+        error: AirError,
+        *,
+        transient: bool = False,
+    ) -> RetryDecision:
+        """Decide what follows a failed attempt.
+
+        Args:
+            task: the task (its spec carries the retry budget and verification policy).
+            attempts: every finished attempt, the failed one included.
+            error: the failure of the latest attempt.
+            transient: the runner's classification (invariant 21).
+
+        Returns:
+            The decision and its reason.
+        """
+        kind = error.kind
+        if kind == ErrorKind.CANCELLED:
+            return RetryDecision(action=RetryAction.CANCEL, reason="the attempt was cancelled")
+        if kind in _IMPOSSIBLE:
+            return RetryDecision(
+                action=RetryAction.BLOCK,
+                reason=f"{kind.value}: retrying cannot help until the environment changes",
+            )
+        if kind == ErrorKind.ARCHITECTURE_MISMATCH:
+            return RetryDecision(
+                action=RetryAction.BLOCK,
+                reason="architecture/interface mismatch: route to the Architecture Designer",
+            )
+        if (error.metadata or {}).get("worker_status") == "blocked":
+            return RetryDecision(action=RetryAction.BLOCK, reason="the worker reported a blocker")
+        used = max(0, len(attempts) - 1)
+        budget = task.spec.constraints.retry_budget
+        if used >= budget:
+            verification = task.spec.verification
+            if verification.fallback_allowed and not verification.required:
+                return RetryDecision(
+                    action=RetryAction.SKIP,
+                    reason=f"retry budget {budget} spent; fallback allowed for a non-critical task",
+                )
+            return RetryDecision(
+                action=RetryAction.BLOCK, reason=f"retry budget {budget} spent: {error.message}"
+            )
+        is_transient = (
+            transient or error.retryability == Retryability.TRANSIENT or kind in TRANSIENT_KINDS
+        )
+        if is_transient:
+            return RetryDecision(
+                action=RetryAction.RETRY, reason=f"transient failure ({kind.value}): same spec"
+            )
+        if kind == ErrorKind.TIMEOUT:
+            return RetryDecision(
+                action=RetryAction.RETRY_SERIAL,
+                reason="hard timeout: retry alone in its wave",
+                changed_dimension="serialization",
+            )
+        earlier = {a.failure_signature for a in attempts[:-1] if a.failure_signature}
+        if error.semantic_signature in earlier or kind == ErrorKind.VERIFICATION_FAILED:
+            return RetryDecision(
+                action=RetryAction.DEBUG,
+                reason="same failure again"
+                if error.semantic_signature in earlier
+                else "verification failed: a debugger looks first",
+                changed_dimension="debugger",
+            )
+        return RetryDecision(
+            action=RetryAction.RETRY,
+            reason="task-quality failure: retry with the failure added to the context",
+            changed_dimension="context",
+        )

@@ -1,0 +1,356 @@
+"""FakeTaskRunner: a ``seams.TaskRunner`` that plays scripted workers over memory streams.
+
+Owns: ``FakeStep`` (what one attempt of a task does: how long, how it ends), ``FakeTaskRunner``
+and ``RunLog`` (what the fake saw: starts, ends, concurrency). A fake worker is a Trio task
+that writes heartbeat / result messages into a bounded memory channel; the supervising side
+reads them, enforces the task's soft timeout (asks a polite worker to wrap up) and hard
+timeout (ends the attempt as ``hard_timeout``, exit code 5), and on cancellation stops the
+worker and re-raises ``trio.Cancelled`` — the same contract as the real WorkerManager. Use it
+under ``trio.testing.MockClock(autojump_threshold=0)`` for exact virtual times.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import trio
+
+from air.contracts import (
+    AgentType,
+    AirException,
+    ErrorKind,
+    EventSource,
+    Retryability,
+    RuntimeEvent,
+    WorkerResult,
+    WorkerStatus,
+    make_air_error,
+    new_event,
+)
+from air.events.payloads import payload_model
+from air.nursery.seams import SuperviseRequest, TaskOutcome
+
+__all__ = ["FakeEnding", "FakeStep", "FakeTaskRunner", "MemoryLedger", "RunLog", "RunRecord"]
+
+FakeEnding = Literal[
+    "completed",
+    "failed",
+    "blocked",
+    "partial",
+    "crashed",
+    "stalled",
+    "spawn_error",
+    "hang",
+    "verification_failed",
+]
+
+_AGENT_TYPE = {
+    "execute": AgentType.EXECUTOR,
+    "docs": AgentType.EXECUTOR,
+    "review": AgentType.REVIEWER,
+    "debug": AgentType.DEBUGGER,
+    "compact": AgentType.COMPACTOR,
+    "mine_experience": AgentType.EXPERIENCE_MINER,
+}
+
+
+@dataclass(frozen=True)
+class FakeStep:
+    """One scripted attempt: run ``duration`` seconds (virtual), then end with ``ending``.
+
+    ``hang`` never ends by itself (only the hard timeout or a cancel ends it). A ``polite``
+    worker asked to wrap up at the soft timeout ends ``partial`` right away.
+    """
+
+    duration: float = 1.0
+    ending: FakeEnding = "completed"
+    polite: bool = True
+    changed_files: tuple[str, ...] = ()
+    writes: tuple[tuple[str, str], ...] = ()
+    """Files (relative path, text) the worker writes into its workspace before it ends."""
+    cancel_delay: float = 0.0
+    """Seconds a cancelled worker takes to wrap up (a slow cooperative stop)."""
+
+
+@dataclass
+class RunRecord:
+    task_id: str
+    agent_id: str
+    attempt_index: int
+    started_at: float
+    ended_at: float | None = None
+    kind: str | None = None
+    cancelled: bool = False
+    workspace_path: str = ""
+
+
+@dataclass
+class RunLog:
+    """Everything the fake observed, in start order."""
+
+    records: list[RunRecord] = field(default_factory=list)
+    max_concurrency: int = 0
+    _active: int = 0
+
+    def running_at(self, t: float) -> list[RunRecord]:
+        return [
+            r for r in self.records if r.started_at <= t and (r.ended_at is None or r.ended_at > t)
+        ]
+
+
+Heartbeat = Callable[[str, str, Mapping[str, Any]], Awaitable[None]]
+
+
+class FakeTaskRunner:
+    """A TaskRunner whose workers are scripted Trio tasks talking over memory channels.
+
+    Args:
+        script: per task id, the steps of its attempts 1, 2, ... (the last step repeats);
+            tasks not in the script complete after ``default.duration``.
+        default: the step of unscripted tasks.
+        heartbeat_interval: virtual seconds between a worker's heartbeats.
+        on_heartbeat: optional ``await on_heartbeat(agent_id, task_id, info)`` per heartbeat.
+        on_start: optional sync hook called with the request when a worker starts (tests use
+            it to check invariants at the moment of start).
+    """
+
+    def __init__(
+        self,
+        script: Mapping[str, Sequence[FakeStep]] | None = None,
+        *,
+        default: FakeStep | None = None,
+        heartbeat_interval: float = 5.0,
+        on_heartbeat: Heartbeat | None = None,
+        on_start: Callable[[SuperviseRequest], None] | None = None,
+    ) -> None:
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.default = default or FakeStep()
+        self.heartbeat_interval = heartbeat_interval
+        self.on_heartbeat = on_heartbeat
+        self.on_start = on_start
+        self.log = RunLog()
+
+    def step_for(self, task_id: str, attempt_index: int) -> FakeStep:
+        steps = self.script.get(task_id)
+        if not steps:
+            return self.default
+        return steps[max(0, min(attempt_index - 1, len(steps) - 1))]
+
+    async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
+        spec = request.task_spec
+        step = self.step_for(spec.id, request.attempt_index)
+        record = RunRecord(
+            task_id=spec.id,
+            agent_id=request.agent_id,
+            attempt_index=request.attempt_index,
+            started_at=trio.current_time(),
+            workspace_path=request.workspace.path,
+        )
+        self.log.records.append(record)
+        self.log._active += 1
+        self.log.max_concurrency = max(self.log.max_concurrency, self.log._active)
+        if self.on_start is not None:
+            self.on_start(request)
+        try:
+            outcome = await self._run(request, step)
+        except* trio.Cancelled:
+            record.cancelled = True
+            record.kind = "cancelled"
+            if step.cancel_delay > 0:
+                with trio.move_on_after(step.cancel_delay, shield=True):
+                    # why shielded: models a worker that takes this long to wrap up
+                    await trio.sleep(step.cancel_delay)
+            raise
+        finally:
+            record.ended_at = trio.current_time()
+            self.log._active -= 1
+        record.kind = outcome.kind if outcome.result is None else outcome.result.status.value
+        return outcome
+
+    async def _run(self, request: SuperviseRequest, step: FakeStep) -> TaskOutcome:
+        spec = request.task_spec
+        if step.ending == "spawn_error":
+            return self._failure(request, "spawn_error", ErrorKind.WORKER_CRASHED, True, None)
+        to_parent_send, to_parent = trio.open_memory_channel[dict[str, Any]](16)
+        to_worker, from_parent = trio.open_memory_channel[dict[str, Any]](4)
+        soft = spec.constraints.soft_timeout_ms / 1000
+        hard = spec.constraints.hard_timeout_ms / 1000
+        result: dict[str, Any] | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._worker, request, step, to_parent_send, from_parent)
+            with trio.move_on_after(hard) as hard_scope:
+                soft_deadline = trio.current_time() + soft
+                wrapped = False
+                async with to_parent:
+                    while True:
+                        timeout = (
+                            soft_deadline - trio.current_time() if not wrapped else float("inf")
+                        )
+                        message: dict[str, Any] | None = None
+                        with trio.move_on_after(max(0.0, timeout)) as soft_scope:
+                            try:
+                                message = await to_parent.receive()
+                            except trio.EndOfChannel:
+                                message = {"kind": "eof"}
+                        if soft_scope.cancelled_caught:
+                            wrapped = True
+                            await to_worker.send({"kind": "control", "type": "agent.cancel"})
+                            continue
+                        if message is None or message["kind"] == "eof":
+                            break
+                        if message["kind"] == "heartbeat" and self.on_heartbeat is not None:
+                            await self.on_heartbeat(request.agent_id, spec.id, message)
+                        elif message["kind"] == "result":
+                            result = message
+                            break
+            nursery.cancel_scope.cancel(reason="fake worker ended")
+        if hard_scope.cancelled_caught:
+            return self._failure(
+                request, "hard_timeout", ErrorKind.TIMEOUT, False, 5, "hard timeout: worker killed"
+            )
+        if result is None:
+            if step.ending == "stalled":
+                return self._failure(request, "stalled", ErrorKind.WORKER_STALLED, True, None)
+            return self._failure(request, "crashed", ErrorKind.WORKER_CRASHED, False, 1)
+        if step.writes and result["status"] == "completed":
+            await trio.to_thread.run_sync(_write_files, request.workspace.path, step.writes)
+        return self._result(request, step, str(result["status"]))
+
+    async def _worker(
+        self,
+        request: SuperviseRequest,
+        step: FakeStep,
+        out: trio.MemorySendChannel[dict[str, Any]],
+        controls: trio.MemoryReceiveChannel[dict[str, Any]],
+    ) -> None:
+        try:
+            await self._play(step, out, controls)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return  # the supervising side stopped listening (timeout, result already taken)
+
+    async def _play(
+        self,
+        step: FakeStep,
+        out: trio.MemorySendChannel[dict[str, Any]],
+        controls: trio.MemoryReceiveChannel[dict[str, Any]],
+    ) -> None:
+        async with out:
+            end = trio.current_time() + step.duration
+            turn = 0
+            while step.ending == "hang" or trio.current_time() < end:
+                wait = self.heartbeat_interval
+                if step.ending != "hang":
+                    wait = min(wait, end - trio.current_time())
+                with trio.move_on_after(wait):
+                    await controls.receive()
+                    if step.polite:
+                        await out.send({"kind": "result", "status": "partial"})
+                        return
+                turn += 1
+                if trio.current_time() < end or step.ending == "hang":
+                    await out.send({"kind": "heartbeat", "state": "working", "turn": turn})
+            if step.ending in ("crashed", "stalled"):
+                await out.send({"kind": "eof"})
+                return
+            await out.send({"kind": "result", "status": step.ending})
+
+    def _failure(
+        self,
+        request: SuperviseRequest,
+        kind: Literal["spawn_error", "crashed", "stalled", "hard_timeout"],
+        error_kind: ErrorKind,
+        transient: bool,
+        exit_code: int | None,
+        message: str | None = None,
+    ) -> TaskOutcome:
+        error = make_air_error(
+            kind=error_kind,
+            message=message or f"fake worker {kind}",
+            retryability=Retryability.TRANSIENT if transient else Retryability.UNKNOWN,
+        )
+        return TaskOutcome(
+            task_id=request.task_spec.id,
+            agent_id=request.agent_id,
+            kind=kind,
+            error=error,
+            exit_code=exit_code,
+            transient=transient,
+        )
+
+    def _result(self, request: SuperviseRequest, step: FakeStep, status: str) -> TaskOutcome:
+        spec = request.task_spec
+        error = None
+        worker_status = WorkerStatus.COMPLETED
+        if status == "verification_failed":
+            worker_status = WorkerStatus.FAILED
+            error = make_air_error(kind=ErrorKind.VERIFICATION_FAILED, message="tests failed")
+        elif status != "completed":
+            worker_status = WorkerStatus(status)
+            if worker_status != WorkerStatus.BLOCKED:
+                error = make_air_error(kind=ErrorKind.TASK_FAILED, message=f"worker {status}")
+        result = WorkerResult(
+            task_id=spec.id,
+            agent_id=request.agent_id,
+            agent_type=_AGENT_TYPE[spec.type.value],
+            status=worker_status,
+            summary=f"fake {status} after {step.duration:g}s",
+            changed_files=list(step.changed_files) or [path for path, _ in step.writes],
+            error=error,
+        )
+        return TaskOutcome(
+            task_id=spec.id,
+            agent_id=request.agent_id,
+            kind="result",
+            result=result,
+            exit_code=0,
+        )
+
+
+def _write_files(root: str, writes: Sequence[tuple[str, str]]) -> None:
+    for rel, text in writes:
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
+class MemoryLedger:
+    """A ``Ledger`` kept in memory that validates every payload against the event registry.
+
+    For quick scheduler experiments and the AgentMonitor's unit tests; the real ledger is
+    ``air.nursery.ledger.SessionLedger`` over the session's SQLite event store.
+    """
+
+    def __init__(self, session_id: str = "ses_memory", project_id: str = "prj_memory") -> None:
+        self.session_id = session_id
+        self.project_id = project_id
+        self.events: list[RuntimeEvent] = []
+
+    async def record(self, type: str, payload: dict[str, Any]) -> RuntimeEvent:
+        model = payload_model(type)
+        if model is None:
+            raise AirException.of(
+                kind=ErrorKind.SYSTEM_ERROR,
+                message=f"unknown event type {type}",
+                user_action="This is a bug in air; report it.",
+            )
+        body = model.model_validate(payload).model_dump(mode="json")
+        event = new_event(
+            type,
+            body,
+            session_id=self.session_id,
+            source=EventSource(kind="scheduler"),
+            project_id=self.project_id,
+        )
+        self.events.append(event)
+        await trio.lowlevel.checkpoint()
+        return event
+
+    def history(self) -> list[RuntimeEvent]:
+        return list(self.events)
+
+    def knows(self, event_type: str) -> bool:
+        return payload_model(event_type) is not None

@@ -1,0 +1,518 @@
+"""WorkspaceManager: materialise, merge back and garbage-collect task workspaces (SDD §7.5).
+
+Owns: ``WorkspaceManager`` and ``WorkspaceRecord``. Strategies: ``main`` (the project root
+itself, nothing to merge), ``worktree`` (a git worktree on branch ``air/ws/<id>``, merged back
+by commit → ``git merge``) and ``isolated_copy`` (a plain copy with a hash manifest, copied
+back file by file; a file changed on both sides is a conflict). The manager is a pure
+executor of Scheduler decisions: it never plans and never resolves a conflict — it reports
+``workspace.merge.conflicted`` and keeps everything. A workspace with changes is never
+deleted unless its commits are kept on a branch. Lifecycle events are durable and recorded
+through the injected ``record`` callable; a JSON sidecar per workspace under the workspaces
+root keeps what the mechanism needs across restarts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import trio
+
+from air.contracts import (
+    AirException,
+    ErrorKind,
+    MergeResult,
+    WorkspacePlan,
+    WorkspaceRef,
+    WorkspaceStatus,
+    WorkspaceStrategy,
+    new_id,
+    utc_now_iso,
+)
+
+__all__ = [
+    "ABANDONED_RETENTION",
+    "MERGED_RETENTION",
+    "Recorder",
+    "WorkspaceManager",
+    "WorkspaceRecord",
+]
+
+MERGED_RETENTION = timedelta(days=7)
+ABANDONED_RETENTION = timedelta(days=3)
+_COPY_IGNORE = (".git", ".air")
+_JUNK_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+"""Build/cache directories an isolated copy neither copies nor merges back."""
+_GIT_ID = ["-c", "user.name=air", "-c", "user.email=air@localhost", "-c", "commit.gpgsign=false"]
+
+Recorder = Callable[[str, dict[str, Any]], Awaitable[object]]
+"""``await record(event_type, payload)``: ingest one durable event."""
+
+
+@dataclass
+class WorkspaceRecord:
+    """The mechanism's view of one workspace (also written as ``<id>.json``)."""
+
+    workspace_id: str
+    strategy: str
+    path: str
+    status: str = WorkspaceStatus.ACTIVE.value
+    task_id: str | None = None
+    agent_id: str | None = None
+    branch: str | None = None
+    base_commit: str | None = None
+    created_at: str = ""
+    merged_at: str | None = None
+    abandoned_at: str | None = None
+    manifest: dict[str, str] = field(default_factory=dict)
+
+    def ref(self) -> WorkspaceRef:
+        return WorkspaceRef(
+            workspace_id=self.workspace_id,
+            task_id=self.task_id,
+            agent_id=self.agent_id,
+            strategy=WorkspaceStrategy(self.strategy),
+            path=self.path,
+            branch=self.branch,
+            base_commit=self.base_commit,
+        )
+
+
+def _fail(message: str, detail: str | None = None) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.WORKSPACE_ERROR,
+        message=message,
+        detail=detail,
+        user_action="Check the project's git state (git status, git worktree list) and retry.",
+    )
+
+
+def _hash_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _tree_manifest(root: str) -> dict[str, str]:
+    manifest: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d not in _COPY_IGNORE]
+        dirnames[:] = [d for d in dirnames if d not in _JUNK_DIRS]
+        for name in filenames:
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) or not os.path.isfile(full):
+                continue
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            manifest[rel] = _hash_file(full)
+    return manifest
+
+
+def _realpath(path: str) -> str:
+    return os.path.realpath(path)
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def _parse_iso(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+
+
+class WorkspaceManager:
+    """Creates, merges and cleans workspaces for one project.
+
+    Args:
+        project_root: the project's root directory (a git repository for ``worktree``).
+        record: ``await record(type, payload)`` for the durable ``workspace.*`` events.
+        root: where workspaces live (default ``<project>/.air/local/workspaces``).
+        now: the wall clock as ISO text (injected so GC can be tested).
+    """
+
+    def __init__(
+        self,
+        project_root: str,
+        record: Recorder,
+        *,
+        root: str | None = None,
+        now: Callable[[], str] = utc_now_iso,
+    ) -> None:
+        self.project_root = os.path.realpath(project_root)
+        self.record = record
+        self.root = root or os.path.join(self.project_root, ".air", "local", "workspaces")
+        self.now = now
+        self._records: dict[str, WorkspaceRecord] = {}
+
+    # -- persistence of the mechanism record ----------------------------------------------
+    def _sidecar(self, workspace_id: str) -> str:
+        return os.path.join(self.root, f"{workspace_id}.json")
+
+    def _save(self, rec: WorkspaceRecord) -> None:
+        os.makedirs(self.root, exist_ok=True)
+        tmp = self._sidecar(rec.workspace_id) + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(asdict(rec), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self._sidecar(rec.workspace_id))
+        self._records[rec.workspace_id] = rec
+
+    def get(self, workspace_id: str) -> WorkspaceRecord:
+        rec = self._records.get(workspace_id)
+        if rec is not None:
+            return rec
+        try:
+            with open(self._sidecar(workspace_id), encoding="utf-8") as handle:
+                rec = WorkspaceRecord(**json.load(handle))
+        except FileNotFoundError as exc:
+            raise AirException.of(
+                kind=ErrorKind.NOT_FOUND,
+                message=f"unknown workspace {workspace_id}",
+                user_action="List workspaces with `air history`; the id may be another project's.",
+            ) from exc
+        self._records[workspace_id] = rec
+        return rec
+
+    def list_records(self) -> list[WorkspaceRecord]:
+        if not os.path.isdir(self.root):
+            return []
+        out = []
+        for name in sorted(os.listdir(self.root)):
+            if name.endswith(".json"):
+                out.append(self.get(name[: -len(".json")]))
+        return out
+
+    # -- git --------------------------------------------------------------------------------
+    async def _git(
+        self, cwd: str, *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[bytes]:
+        result = await trio.run_process(
+            ["git", *_GIT_ID, *args], cwd=cwd, capture_stdout=True, capture_stderr=True, check=False
+        )
+        if check and result.returncode != 0:
+            raise _fail(
+                f"git {args[0]} failed in {cwd}",
+                detail=result.stderr.decode("utf-8", "replace").strip()[:2000],
+            )
+        return result
+
+    async def _out(self, cwd: str, *args: str) -> str:
+        return (await self._git(cwd, *args)).stdout.decode().strip()
+
+    async def is_git_repo(self) -> bool:
+        """True when the project root is the top of a git work tree with at least one commit
+        (a project nested inside another repository is not: merges would land there)."""
+        top = await self._git(self.project_root, "rev-parse", "--show-toplevel", check=False)
+        if top.returncode != 0:
+            return False
+        if _realpath(top.stdout.decode().strip()) != self.project_root:
+            return False
+        head = await self._git(self.project_root, "rev-parse", "--verify", "HEAD", check=False)
+        return head.returncode == 0
+
+    # -- API ----------------------------------------------------------------------------------
+    async def create_workspace(
+        self,
+        plan: WorkspacePlan,
+        *,
+        agent_id: str | None = None,
+        workspace_id: str | None = None,
+        shared: bool = False,
+    ) -> WorkspaceRef:
+        """Materialise the workspace the Scheduler planned and record ``workspace.created``.
+
+        Args:
+            plan: the Scheduler's decision for one task.
+            agent_id: the agent that will work there.
+            workspace_id: a fixed id (default: a new ``ws_`` id).
+            shared: a ``main`` workspace shared by many tasks (recorded without a task id).
+
+        Raises:
+            AirException: ``workspace_error`` when git or the copy fails.
+        """
+        wid = workspace_id or new_id("ws")
+        strategy = WorkspaceStrategy(plan.strategy)
+        rec = WorkspaceRecord(
+            workspace_id=wid,
+            strategy=strategy.value,
+            path=self.project_root,
+            task_id=None if shared else plan.task_id,
+            agent_id=agent_id,
+            created_at=self.now(),
+        )
+        if strategy == WorkspaceStrategy.WORKTREE:
+            base = plan.base_ref or "HEAD"
+            rec.base_commit = await self._out(self.project_root, "rev-parse", base)
+            rec.branch = f"air/ws/{wid}"
+            rec.path = os.path.join(self.root, wid)
+            os.makedirs(self.root, exist_ok=True)
+            await self._git(
+                self.project_root,
+                "worktree",
+                "add",
+                "-q",
+                "-b",
+                rec.branch,
+                rec.path,
+                rec.base_commit,
+            )
+        elif strategy == WorkspaceStrategy.ISOLATED_COPY:
+            rec.path = os.path.join(self.root, wid)
+            os.makedirs(self.root, exist_ok=True)
+            await trio.to_thread.run_sync(
+                lambda: shutil.copytree(
+                    self.project_root,
+                    rec.path,
+                    symlinks=True,
+                    ignore=lambda d, names: [
+                        n
+                        for n in names
+                        if (d == self.project_root and n in _COPY_IGNORE) or n in _JUNK_DIRS
+                    ],
+                )
+            )
+            rec.manifest = await trio.to_thread.run_sync(_tree_manifest, rec.path)
+        self._save(rec)
+        await self.record(
+            "workspace.created",
+            {
+                "workspace_id": wid,
+                "task_id": rec.task_id,
+                "agent_id": agent_id,
+                "strategy": strategy.value,
+                "path": rec.path,
+                "branch": rec.branch,
+                "base_commit": rec.base_commit,
+            },
+        )
+        return rec.ref()
+
+    async def changed_files(self, workspace_id: str) -> list[str]:
+        """Files the workspace changed relative to its base (uncommitted and committed)."""
+        rec = self.get(workspace_id)
+        if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+            status = await self._out(rec.path, "status", "--porcelain", "--untracked-files=all")
+            committed = await self._out(rec.path, "diff", "--name-only", f"{rec.base_commit}..HEAD")
+            names = {line[3:] for line in status.splitlines() if line}
+            names.update(line for line in committed.splitlines() if line)
+            return sorted(n for n in names if not _JUNK_DIRS.intersection(n.split("/")))
+        if rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            now = await trio.to_thread.run_sync(_tree_manifest, rec.path)
+            keys = set(now) | set(rec.manifest)
+            return sorted(k for k in keys if now.get(k) != rec.manifest.get(k))
+        return []
+
+    async def _commit_worktree(self, rec: WorkspaceRecord, message: str) -> None:
+        # build/cache directories the task's commands left behind are never merged back
+        junk = [f":(exclude,glob)**/{name}/**" for name in sorted(_JUNK_DIRS)]
+        await self._git(rec.path, "add", "-A", "--", ".", *junk)
+        staged = await self._git(rec.path, "diff", "--cached", "--quiet", check=False)
+        if staged.returncode != 0:
+            await self._git(rec.path, "commit", "-q", "--no-verify", "-m", message)
+
+    async def merge_workspace(self, workspace_id: str) -> MergeResult:
+        """Merge the workspace back into the project root.
+
+        Records ``workspace.merge.started`` and then ``workspace.merge.completed`` or
+        ``workspace.merge.conflicted``. On a conflict the project root is left as it was and
+        the workspace (with its branch) is kept for the Scheduler to decide.
+        """
+        rec = self.get(workspace_id)
+        if rec.status != WorkspaceStatus.ACTIVE.value:
+            raise _fail(f"workspace {workspace_id} is {rec.status}, not active")
+        await self.record(
+            "workspace.merge.started",
+            {"workspace_id": workspace_id, "target_ref": None},
+        )
+        result: MergeResult
+        if rec.strategy == WorkspaceStrategy.MAIN.value:
+            result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
+        elif rec.strategy == WorkspaceStrategy.WORKTREE.value:
+            result = await self._merge_worktree(rec)
+        else:
+            result = await self._merge_copy(rec)
+        if result.status == "conflicted":
+            rec.status = WorkspaceStatus.CONFLICTED.value
+            self._save(rec)
+            await self.record(
+                "workspace.merge.conflicted",
+                {
+                    "workspace_id": workspace_id,
+                    "conflicted_paths": result.conflicted_paths,
+                    "kept_branch": result.kept_branch,
+                },
+            )
+        else:
+            rec.status = WorkspaceStatus.MERGED.value
+            rec.merged_at = self.now()
+            self._save(rec)
+            await self.record(
+                "workspace.merge.completed",
+                {"workspace_id": workspace_id, "merge_commit": result.merge_commit},
+            )
+        return result
+
+    async def _merge_worktree(self, rec: WorkspaceRecord) -> MergeResult:
+        assert rec.branch is not None
+        await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
+        ahead = await self._out(rec.path, "rev-list", "--count", f"{rec.base_commit}..HEAD")
+        if ahead == "0":
+            return MergeResult(
+                workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
+            )
+        merged = await self._git(
+            self.project_root,
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "-m",
+            f"air: merge task {rec.task_id}",
+            rec.branch,
+            check=False,
+        )
+        if merged.returncode != 0:
+            unmerged = await self._out(self.project_root, "diff", "--name-only", "--diff-filter=U")
+            paths = [p for p in unmerged.splitlines() if p]
+            if not paths:
+                paths = await self.changed_files(rec.workspace_id)
+            await self._git(self.project_root, "merge", "--abort", check=False)
+            return MergeResult(
+                workspace_id=rec.workspace_id,
+                status="conflicted",
+                kept_branch=rec.branch,
+                conflicted_paths=sorted(paths),
+            )
+        head = await self._out(self.project_root, "rev-parse", "HEAD")
+        return MergeResult(
+            workspace_id=rec.workspace_id,
+            status="merged",
+            merge_commit=head,
+            kept_branch=rec.branch,
+        )
+
+    async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
+        changed = await self.changed_files(rec.workspace_id)
+        if not changed:
+            return MergeResult(workspace_id=rec.workspace_id, status="nothing_to_merge")
+
+        def plan_and_apply() -> list[str]:
+            conflicts = []
+            for rel in changed:
+                target = os.path.join(self.project_root, rel)
+                current = _hash_file(target) if os.path.isfile(target) else None
+                base = rec.manifest.get(rel)
+                mine_path = os.path.join(rec.path, rel)
+                mine = _hash_file(mine_path) if os.path.isfile(mine_path) else None
+                if current != base and current != mine:
+                    conflicts.append(rel)
+            if conflicts:
+                return conflicts
+            for rel in changed:
+                target = os.path.join(self.project_root, rel)
+                source = os.path.join(rec.path, rel)
+                if os.path.isfile(source):
+                    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                    tmp = target + ".air-merge.tmp"
+                    shutil.copy2(source, tmp)
+                    os.replace(tmp, target)
+                elif os.path.isfile(target):
+                    os.unlink(target)
+            return []
+
+        conflicts = await trio.to_thread.run_sync(plan_and_apply)
+        if conflicts:
+            return MergeResult(
+                workspace_id=rec.workspace_id, status="conflicted", conflicted_paths=conflicts
+            )
+        return MergeResult(workspace_id=rec.workspace_id, status="merged")
+
+    async def abandon_workspace(self, workspace_id: str, reason: str) -> None:
+        """Mark the workspace abandoned (kept on disk until GC); records ``workspace.abandoned``."""
+        rec = self.get(workspace_id)
+        if rec.status in (WorkspaceStatus.ABANDONED.value, WorkspaceStatus.CLEANED.value):
+            return
+        if rec.strategy == WorkspaceStrategy.WORKTREE.value and _is_dir(rec.path):
+            await self._commit_worktree(rec, f"air: abandoned task {rec.task_id} ({reason})")
+        rec.status = WorkspaceStatus.ABANDONED.value
+        rec.abandoned_at = self.now()
+        self._save(rec)
+        await self.record(
+            "workspace.abandoned",
+            {"workspace_id": workspace_id, "reason": reason, "kept_branch": rec.branch},
+        )
+
+    async def cleanup_workspace(self, workspace_id: str) -> None:
+        """Delete the workspace's files (never the DB row) and record ``workspace.cleaned``.
+
+        A worktree's changes are committed to its branch first and the branch is kept. An
+        isolated copy holding unmerged changes is refused.
+
+        Raises:
+            AirException: ``workspace_error`` when deleting would lose changes.
+        """
+        rec = self.get(workspace_id)
+        if rec.status == WorkspaceStatus.CLEANED.value:
+            return
+        if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+            if _is_dir(rec.path):
+                await self._commit_worktree(rec, f"air: keep work of task {rec.task_id}")
+                await self._git(self.project_root, "worktree", "remove", "--force", rec.path)
+            await self._git(self.project_root, "worktree", "prune", check=False)
+        elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            if _is_dir(rec.path):
+                if rec.status != WorkspaceStatus.MERGED.value and await self.changed_files(
+                    workspace_id
+                ):
+                    raise _fail(
+                        f"workspace {workspace_id} has unmerged changes and no branch to keep them",
+                        detail=rec.path,
+                    )
+                await trio.to_thread.run_sync(shutil.rmtree, rec.path)
+        rec.status = WorkspaceStatus.CLEANED.value
+        self._save(rec)
+        await self.record(
+            "workspace.cleaned",
+            {"workspace_id": workspace_id},
+        )
+
+    async def gc(self, *, live_task_ids: Sequence[str] = ()) -> list[str]:
+        """Apply retention: merged workspaces older than 7 days and abandoned ones older than
+        3 days are cleaned. Active workspaces and those of live tasks are never touched.
+
+        Returns:
+            The ids cleaned now.
+        """
+        now = _parse_iso(self.now())
+        cleaned: list[str] = []
+        for rec in self.list_records():
+            if rec.task_id in live_task_ids or (
+                rec.strategy == WorkspaceStrategy.MAIN.value
+                and (rec.status == WorkspaceStatus.ACTIVE.value)
+            ):
+                continue
+            due = False
+            if rec.status == WorkspaceStatus.MERGED.value and rec.merged_at:
+                due = now - _parse_iso(rec.merged_at) >= MERGED_RETENTION
+            elif rec.status == WorkspaceStatus.ABANDONED.value and rec.abandoned_at:
+                due = now - _parse_iso(rec.abandoned_at) >= ABANDONED_RETENTION
+            if not due:
+                continue
+            try:
+                await self.cleanup_workspace(rec.workspace_id)
+            except AirException:
+                continue  # kept: it holds changes that have no branch
+            cleaned.append(rec.workspace_id)
+        return cleaned

@@ -1,0 +1,221 @@
+"""Scheduler benchmarks, each against a baseline measured in the same run.
+
+1. Throughput: N one-turn scripted tasks through ``air run --headless`` (real ``python -m
+   air.roles`` workers replaying a one-turn cassette each, every event in SQLite) versus
+   ``xargs -P W`` launching the same worker command directly (``python -m air.roles`` fed its
+   ``agent.start``; it answers ``worker.ready`` and ends at end of input). Goal: >= 0.8x.
+2. Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
+   workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
+
+Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import trio
+
+from air.contracts import SchedulerRunResult, TaskConstraints, TaskScope, TaskSpec
+from air.ipc.procs import find_marked
+from air.llm import ProviderManager
+from air.nursery.ledger import SessionLedger
+from air.nursery.planner import default_max_workers
+from air.nursery.runs import RunRecordStore
+from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.nursery.worker_manager import SupervisionConfig, WorkerManager
+from air.session.manager import SessionManager
+from air.session.project import ProjectStore
+
+HERE = Path(__file__).parent
+GRACE_S = 0.5
+
+
+def _one_turn(task_id: str) -> str:
+    result = json.dumps(
+        {"status": "completed", "summary": task_id, "result": {"changes_made": False}}
+    )
+    turn = {
+        "content": [{"type": "text", "text": f"done\n```json:result\n{result}\n```\n"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+    }
+    return json.dumps(turn) + "\n"
+
+
+def _start_message() -> str:
+    spec = {"id": "t", "type": "execute", "title": "t", "description": "t"}
+    runtime = {
+        "session_id": "ses_b",
+        "project_id": "p",
+        "agent_id": "agt_b",
+        "permission_template": "executor",
+    }
+    payload = {
+        "type": "agent.start",
+        "version": 1,
+        "task_spec": spec,
+        "context_pack": {},
+        "runtime": runtime,
+    }
+    envelope = {
+        "v": 1,
+        "id": "m1",
+        "kind": "control",
+        "ts": "2026-01-01T00:00:00Z",
+        "session_id": "ses_b",
+        "agent_id": "agt_b",
+        "payload": payload,
+    }
+    return json.dumps(envelope) + "\n"
+
+
+def throughput(tasks: int, workers: int) -> tuple[float, float]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        (root / "cas").mkdir(parents=True)
+        lines = ["tasks:"]
+        for i in range(tasks):
+            lines += [f"  - id: t{i}", f"    title: task {i}", "    scope: {write_area: []}"]
+            (root / "cas" / f"t{i}.jsonl").write_text(_one_turn(f"t{i}"))
+        (root / "batch.yaml").write_text("\n".join(lines) + "\n")
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "air.cli.run",
+                "--headless",
+                "batch.yaml",
+                "--cassette",
+                "cas",
+                "--max-workers",
+                str(workers),
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
+        air_s = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise SystemExit(f"air run failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+        start_file = Path(tmp) / "start.ndjson"
+        start_file.write_text(_start_message())
+        worker = f"{sys.executable} -m air.roles < {start_file} > /dev/null"
+        start = time.perf_counter()
+        # exit codes are ignored: the worker ends early (input closed) and reports it so
+        subprocess.run(
+            ["xargs", "-P", str(workers), "-I{}", "sh", "-c", worker + " || true"],
+            input="\n".join(str(i) for i in range(tasks)) + "\n",
+            text=True,
+            check=True,
+            cwd=tmp,
+        )
+        xargs_s = time.perf_counter() - start
+    return tasks / air_s, tasks / xargs_s
+
+
+async def cancel_latency(ignore_term: bool) -> float:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        root.mkdir()
+        project = ProjectStore().initialize(str(root))
+        session = SessionManager().open_session(project)
+        try:
+            (Path(tmp) / "empty.jsonl").write_text("")
+            state_dir = str(Path(tmp) / "runs")
+
+            async def no_tools(*args: object) -> object:
+                raise AssertionError("no tool calls")
+
+            manager = WorkerManager(
+                tools=no_tools,  # type: ignore[arg-type]
+                provider=ProviderManager.for_cassette(str(Path(tmp) / "empty.jsonl")),
+                events=session.ingestor,
+                artifacts=session.artifacts,
+                config=SupervisionConfig(
+                    command=[sys.executable, str(HERE / "hang_worker.py")],
+                    env={**os.environ, "IGNORE_TERM": "1" if ignore_term else "0"},
+                    kill_grace_s=GRACE_S,
+                ),
+                state_dir=state_dir,
+            )
+            ledger = SessionLedger.for_session(session)
+            sched = Scheduler(
+                ledger, manager, project_root=str(root), options=SchedulerOptions(max_workers=16)
+            )
+            await sched.create_tasks(
+                [
+                    TaskSpec(
+                        id=f"t{i}",
+                        type="review",
+                        title="hang",
+                        description="hang",
+                        scope=TaskScope(write_area=[]),
+                        constraints=TaskConstraints(
+                            soft_timeout_ms=600_000, hard_timeout_ms=600_000
+                        ),
+                    )
+                    for i in range(16)
+                ]
+            )
+            records = RunRecordStore(state_dir)
+
+            def markers() -> list[str]:
+                return [r["marker"] for r in records.list() if r.get("marker")]
+
+            box: list[SchedulerRunResult] = []
+            async with trio.open_nursery() as nursery:
+
+                async def run() -> None:
+                    box.append(await sched.run_until_idle())
+
+                nursery.start_soon(run)
+                for _ in range(3000):  # up to 60 s for 16 workers + grandchildren to be up
+                    if len(markers()) == 16 and all(len(find_marked(m)) >= 2 for m in markers()):
+                        break
+                    await trio.sleep(0.02)
+                start = time.perf_counter()
+                sched.cancel("bench")
+            for _ in range(60_000):  # whatever is left must be gone within 60 s
+                if not any(find_marked(m) for m in markers()):
+                    break
+                await trio.sleep(0.001)
+            elapsed = time.perf_counter() - start
+            assert box[0].status == "cancelled"
+            return elapsed
+        finally:
+            session.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--workers", type=int, default=default_max_workers())
+    args = parser.parse_args()
+    if shutil.which("xargs") is None:
+        raise SystemExit("xargs is needed for the baseline")
+    air_tps, xargs_tps = throughput(args.tasks, args.workers)
+    print(f"throughput, {args.tasks} one-turn tasks, {args.workers} workers:")
+    print(f"  air run --headless : {air_tps:8.1f} tasks/s")
+    print(f"  xargs -P {args.workers:<2}        : {xargs_tps:8.1f} tasks/s")
+    print(f"  ratio              : {air_tps / xargs_tps:8.2f}x   (goal >= 0.8x)")
+    obey = trio.run(cancel_latency, False)
+    ignore = trio.run(cancel_latency, True)
+    print("cancel-to-all-reaped, 16 workers + 16 grandchildren:")
+    print(f"  obey SIGTERM   : {obey * 1000:8.1f} ms   (goal <= 50 ms)")
+    print(
+        f"  ignore SIGTERM : {ignore * 1000:8.1f} ms   (goal <= grace {GRACE_S * 1000:.0f} + 50 ms)"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""Shared fixtures: a real session database with its event store, as the Scheduler uses it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from air.contracts import EventSource, new_event
+from air.events.store import EventStore, replay_events
+from air.nursery.ledger import SessionLedger
+from air.store.db import DatabaseManager
+from air.store.repositories import dump_tables
+from air.store.session_db import open_session_database
+
+
+@dataclass
+class SessionDB:
+    path: str
+    db: DatabaseManager
+    events: EventStore
+    ledger: SessionLedger
+
+    def replay_matches(self, scratch: str) -> bool:
+        """Replay this DB's events rows into a fresh DB; True when every table is equal."""
+        target = open_session_database(scratch)
+        try:
+            replay_events(self.events.query_records(), target)
+            return dump_tables(self.db) == dump_tables(target)
+        finally:
+            target.close()
+
+
+def open_session_db(directory: str, session_id: str = "ses_test") -> SessionDB:
+    """Create ``directory/session.db`` with its ``session.created`` event."""
+    os.makedirs(directory, exist_ok=True)
+    db = open_session_database(os.path.join(directory, "session.db"))
+    events = EventStore(db)
+    events.append(
+        new_event(
+            "session.created",
+            {"session_id": session_id, "project_id": "prj_test", "mode": "headless"},
+            session_id=session_id,
+            project_id="prj_test",
+            source=EventSource(kind="system"),
+        )
+    )
+    ledger = SessionLedger(events, session_id=session_id, project_id="prj_test")
+    return SessionDB(os.path.join(directory, "session.db"), db, events, ledger)
+
+
+@pytest.fixture
+def session_db(tmp_path: str) -> Iterator[SessionDB]:
+    sdb = open_session_db(os.path.join(str(tmp_path), "s"))
+    yield sdb
+    sdb.db.close()

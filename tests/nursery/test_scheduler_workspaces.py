@@ -1,0 +1,88 @@
+"""The Scheduler with real git worktrees: concurrent writers run isolated and merge back; a
+merge conflict becomes a failed attempt that is retried alone on top of the merged result."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from air.contracts import TaskScope, TaskSpec
+from air.nursery.planner import WavePlanner
+from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.testing.fake_runner import FakeStep, FakeTaskRunner
+from air.workspace.manager import WorkspaceManager
+from tests.nursery.conftest import SessionDB
+
+
+def _git(cwd: Path, *args: str) -> str:
+    return subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    (root / "shared.txt").write_text("base\n")
+    (root / ".gitignore").write_text(".air/\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    return root
+
+
+def _spec(tid: str, area: list[str]) -> TaskSpec:
+    return TaskSpec(
+        id=tid, type="execute", title=tid, description=tid, scope=TaskScope(write_area=area)
+    )
+
+
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
+async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
+    repo: Path, session_db: SessionDB
+) -> None:
+    ledger = session_db.ledger
+    workspaces = WorkspaceManager(str(repo), ledger.record)
+    runner = FakeTaskRunner(
+        {
+            "a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))],
+            # x and y claim different areas but both rewrite shared.txt: a real conflict
+            "x": [FakeStep(0.01, writes=(("shared.txt", "x\n"),))],
+            "y": [FakeStep(0.05, writes=(("shared.txt", "y\n"),))],
+        }
+    )
+    sched = Scheduler(
+        ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=workspaces,
+        planner=WavePlanner(git_repo=True),
+        options=SchedulerOptions(max_workers=3),
+    )
+    await sched.create_tasks([_spec("a", ["a.txt"]), _spec("x", ["x/**"]), _spec("y", ["y/**"])])
+    result = await sched.run_until_idle()
+    assert result.status == "completed", result
+    assert _read(repo / "a.txt") == "from a\n"
+    assert _read(repo / "shared.txt") == "y\n"  # y re-ran alone after x merged
+    assert _git(repo, "status", "--porcelain") == ""
+    runs = [(r.task_id, r.attempt_index) for r in runner.log.records]
+    assert sorted(runs) == [("a", 1), ("x", 1), ("y", 1), ("y", 2)]
+    kinds = [e.type for e in ledger.history()]
+    assert kinds.count("workspace.merge.conflicted") == 1
+    assert kinds.count("workspace.abandoned") == 1
+    failed = [e for e in ledger.history() if e.type == "task.failed"]
+    assert [e.payload["error"]["kind"] for e in failed] == ["merge_conflict"]
+    # the conflicting attempt's work is kept on its branch
+    branches = _git(repo, "branch", "--list", "air/ws/*").split()
+    assert len([b for b in branches if b.startswith("air/ws/")]) == 4
+    assert session_db.replay_matches(str(repo.parent / "replay.db"))
