@@ -1,1 +1,2 @@
-"""The C++ toolchain: detection, CMake, build, ctest, cppcheck, clangd, DiagnosticParser (SDD §15)."""
+"""The C++ toolchain: detection, CMake, build, ctest, cppcheck, clangd and the
+DiagnosticParser (SDD §15)."""
