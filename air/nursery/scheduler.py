@@ -51,6 +51,7 @@ from air.contracts import (
     make_air_error,
     utc_now_iso,
 )
+from air.nursery.evidence import collect_evidence
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger, fold_history
 from air.nursery.monitor import AgentMonitor, WatchedAgent
@@ -508,7 +509,7 @@ class Scheduler:
             await self._record_end(
                 node,
                 "task.completed",
-                {**base, "worker_result": result.model_dump(mode="json")},
+                {**base, "worker_result": await self._with_evidence(node, outcome)},
                 attempt_index=attempt_index,
             )
             node.status = TaskStatus.COMPLETED
@@ -560,6 +561,20 @@ class Scheduler:
         node.status = TaskStatus.FAILED
         node.final = False
 
+    async def _with_evidence(self, node: TaskNode, outcome: TaskOutcome) -> dict[str, Any]:
+        """Record the attempt's evidence (``evidence.created``) and return the worker result
+        with those refs attached, ready for ``task.completed``."""
+        assert outcome.result is not None
+        found = collect_evidence(node.spec, outcome.agent_id, self.ledger.history())
+        for _ref, payload in found:
+            await self.ledger.record("evidence.created", payload)
+        result = outcome.result
+        if found:
+            known = {e.evidence_ref_id for e in result.evidence_refs}
+            extra = [ref for ref, _ in found if ref.evidence_ref_id not in known]
+            result = result.model_copy(update={"evidence_refs": [*result.evidence_refs, *extra]})
+        return result.model_dump(mode="json")
+
     async def _record_end(
         self,
         node: TaskNode,
@@ -587,7 +602,7 @@ class Scheduler:
                         "task.completed",
                         {
                             "agent_id": outcome.agent_id,
-                            "worker_result": outcome.result.model_dump(mode="json"),
+                            "worker_result": await self._with_evidence(node, outcome),
                         },
                         attempt_index=attempt_index,
                     )
