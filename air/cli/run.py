@@ -336,6 +336,34 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     return outcome.get("code", EXIT_FAILED)
 
 
+def _make_monitor(session: Any) -> Any:
+    """The AgentMonitor of a headless run: liveness and the hard-deadline safety net.
+
+    The ingestor already writes the heartbeat columns (IMPL-EVT-4), so the monitor's flush does
+    nothing; it learns each worker's pid from ``agent.started`` (to tell a silent worker from a
+    gone one) and that it is alive from ``agent.heartbeat``, both read off the session's bus.
+    """
+    from air.contracts import EventFilter
+    from air.nursery.monitor import AgentMonitor
+
+    monitor = AgentMonitor(flush=lambda *_: None)
+
+    def on_event(event: Any) -> None:
+        payload = event.payload
+        agent = monitor.agents.get(str(payload.get("agent_id")))
+        if agent is None:
+            return
+        if event.type == "agent.heartbeat":
+            monitor.record_heartbeat(agent.agent_id, payload)
+        elif payload.get("pid"):
+            agent.pid = int(payload["pid"])
+            start = str(payload.get("pid_start_time") or "")
+            agent.pid_start_time = int(start) if start.isdigit() else None
+
+    session.bus.subscribe(EventFilter(types=["agent.started", "agent.heartbeat"]), on_event)
+    return monitor
+
+
 def _is_bad_input(exc: Any) -> bool:
     return exc.kind.value in {
         "validation_error",
@@ -403,6 +431,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
                 reap=reap,
                 referential_check=getattr(session.store, "referential_check", None),
             )
+            monitor = _make_monitor(session)
             scheduler = Scheduler(
                 ledger,
                 runner,
@@ -417,7 +446,9 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
                     review="wave" if options.review else "none",
                 ),
                 reap=reap,
+                monitor=monitor,
             )
+            monitor.on_overdue = scheduler.on_overdue
             if specs:
                 await scheduler.create_tasks(specs)
             async with trio.open_nursery() as nursery:
