@@ -7,6 +7,8 @@ of a line becomes a typed error item, never an exception escaping ``feed``) and 
 
 from __future__ import annotations
 
+import errno
+import os
 from dataclasses import dataclass
 
 import trio
@@ -15,6 +17,7 @@ from air.contracts.error import AirException, ErrorKind, Retryability, make_air_
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "RECEIVE_BYTES",
     "EofMidLine",
     "InvalidEnvelope",
     "InvalidJson",
@@ -24,9 +27,12 @@ __all__ = [
     "VersionMismatch",
     "WrongDirection",
     "locked_send",
+    "receive_chunk",
 ]
 
 DEFAULT_MAX_LINE_BYTES = 4 * 1024 * 1024
+RECEIVE_BYTES = 64 * 1024
+"""One read takes up to a whole pipe buffer; every queued line in it is split from the chunk."""
 
 
 class ProtocolViolation(AirException):
@@ -133,7 +139,29 @@ class LineDecoder:
 
 
 async def locked_send(lock: trio.Lock, stream: trio.abc.SendStream, data: bytes) -> None:
-    """``send_all`` under ``lock``, taking the lock without a scheduler round trip when free."""
+    """``send_all`` under ``lock``; on an ``FdStream`` whose lock is free, write straight away.
+
+    The fast path skips ``send_all``'s scheduler round trip and the lock bookkeeping (a pipe
+    write of a protocol line rarely blocks): it checks for cancellation and, with no other
+    sender mid-line, writes what the pipe takes — nothing can yield between the check and the
+    write, so lines never interleave. Any rest is sent under the lock by ``send_all``, which
+    also turns any error into Trio's typed ones.
+    """
+    if isinstance(stream, trio.lowlevel.FdStream) and not lock.locked():
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if not lock.locked():
+            try:
+                sent = os.write(stream.fileno(), data)
+            except OSError:
+                sent = 0
+            if sent == len(data):
+                return
+            lock.acquire_nowait()  # free, and nothing yielded since the check
+            try:
+                await stream.send_all(memoryview(data)[sent:])
+            finally:
+                lock.release()
+            return
     try:
         lock.acquire_nowait()
     except trio.WouldBlock:
@@ -142,3 +170,33 @@ async def locked_send(lock: trio.Lock, stream: trio.abc.SendStream, data: bytes)
         await stream.send_all(data)
     finally:
         lock.release()
+
+
+async def receive_chunk(
+    stream: trio.abc.ReceiveStream, max_bytes: int = RECEIVE_BYTES, *, drained: bool = False
+) -> bytes:
+    """``receive_some`` without its scheduler round trip when data is already waiting.
+
+    On an ``FdStream`` (the worker pipes): check for cancellation, try a non-blocking read and
+    only park in ``wait_readable`` when the pipe is empty; ``drained`` (the previous read took
+    less than it asked for, so the pipe is most likely empty) parks first and saves the failed
+    read. ``b""`` is end of stream; a closed stream raises ``ClosedResourceError``, another OS
+    error ``BrokenResourceError``. One task at a time may read a stream (as with
+    ``receive_some``).
+    """
+    if not isinstance(stream, trio.lowlevel.FdStream):
+        return bytes(await stream.receive_some(max_bytes))
+    if drained and stream.fileno() >= 0:
+        await trio.lowlevel.wait_readable(stream.fileno())
+    else:
+        await trio.lowlevel.checkpoint_if_cancelled()
+    while True:
+        fd = stream.fileno()
+        try:
+            return os.read(fd, max_bytes)
+        except BlockingIOError:
+            await trio.lowlevel.wait_readable(fd)
+        except OSError as exc:
+            if exc.errno == errno.EBADF:
+                raise trio.ClosedResourceError("the pipe was already closed") from None
+            raise trio.BrokenResourceError from exc

@@ -10,12 +10,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import deque
 from collections.abc import Sequence
 
 import trio
 
 from air.contracts.ipc import IpcEnvelope
-from air.ipc.framing import DEFAULT_MAX_LINE_BYTES, LineDecoder, ProtocolViolation, locked_send
+from air.ipc.framing import (
+    DEFAULT_MAX_LINE_BYTES,
+    RECEIVE_BYTES,
+    LineDecoder,
+    ProtocolViolation,
+    locked_send,
+    receive_chunk,
+)
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import WorkerProtocol
 
@@ -45,8 +53,9 @@ class WorkerProcess:
         self.identity: ProcessIdentity = read_identity(process.pid)
         self.protocol = WorkerProtocol("parent")
         self._decoder = LineDecoder(max_line_bytes)
-        self._pending: list[bytes | ProtocolViolation] = []
+        self._pending: deque[bytes | ProtocolViolation] = deque()
         self._eof = False
+        self._drained = False
         self._send_lock = trio.Lock()
         self.stderr_tail = bytearray()
         self.stderr_total = 0
@@ -97,7 +106,7 @@ class WorkerProcess:
             if self._eof:
                 return None
             try:
-                chunk = await self.process.stdout.receive_some(65536)
+                chunk = await receive_chunk(self.process.stdout, drained=self._drained)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 chunk = b""
             if not chunk:
@@ -106,8 +115,9 @@ class WorkerProcess:
                 if err is not None:
                     return err
                 return None
+            self._drained = len(chunk) < RECEIVE_BYTES
             self._pending.extend(self._decoder.feed(chunk))
-        item = self._pending.pop(0)
+        item = self._pending.popleft()
         if isinstance(item, ProtocolViolation):
             return item
         try:
@@ -120,7 +130,7 @@ class WorkerProcess:
         assert self.process.stderr is not None
         while True:
             try:
-                chunk = await self.process.stderr.receive_some(65536)
+                chunk = await receive_chunk(self.process.stderr)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not chunk:

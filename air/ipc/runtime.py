@@ -31,7 +31,13 @@ from air.contracts.ipc import (
 from air.contracts.runtime import AgentType
 from air.contracts.tool import ToolResultEnvelope
 from air.contracts.worker_result import WorkerResult, WorkerStatus
-from air.ipc.framing import LineDecoder, ProtocolViolation, locked_send
+from air.ipc.framing import (
+    RECEIVE_BYTES,
+    LineDecoder,
+    ProtocolViolation,
+    locked_send,
+    receive_chunk,
+)
 from air.ipc.protocol import WorkerProtocol, make_envelope, message_id
 
 __all__ = ["EXIT_CANCELLED", "EXIT_CRASH", "EXIT_OK", "EXIT_PROTOCOL", "WorkerRuntime"]
@@ -164,6 +170,7 @@ class WorkerRuntime:
     async def _reader(self, body_scope: trio.CancelScope) -> None:
         decoder = LineDecoder()
         items = decoder.feed(self._leftover) if self._leftover else []
+        drained = False
         while True:
             for item in items:
                 if isinstance(item, ProtocolViolation):
@@ -176,7 +183,7 @@ class WorkerRuntime:
                     continue
                 await self._dispatch(msg)
             try:
-                chunk = await self._receive.receive_some(65536)
+                chunk = await receive_chunk(self._receive, drained=drained)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 chunk = b""
             if not chunk:
@@ -185,6 +192,7 @@ class WorkerRuntime:
                 for pending in list(self._pending.values()):
                     pending.close()
                 return
+            drained = len(chunk) < RECEIVE_BYTES
             items = decoder.feed(chunk)
 
     async def _protocol_error(self, exc: ProtocolViolation) -> None:

@@ -71,6 +71,14 @@ def test_round_trip_and_direction() -> None:
     assert worker.payload(ctl).extra_ms == 5
 
 
+_ENV = b'{"v":%s,"id":"x","kind":"log","ts":"t","session_id":"s","agent_id":"a","payload":{}}'
+
+
+def test_the_envelope_template_itself_is_valid() -> None:
+    msg = WorkerProtocol("parent").decode(_ENV % b"1")
+    assert (msg.v, msg.kind, msg.payload, msg.correlation_id) == (1, "log", {}, None)
+
+
 @pytest.mark.parametrize(
     ("line", "error"),
     [
@@ -83,6 +91,13 @@ def test_round_trip_and_direction() -> None:
         ),
         (b'{"v":1,"id":"x","kind":"log","ts":"t","session_id":"s"}', InvalidEnvelope),
         (b"\xff\xfe", InvalidJson),
+        # the strict one-pass validation must not coerce what the protocol does not allow
+        (_ENV % b"true", VersionMismatch),
+        (_ENV % b"1.0", VersionMismatch),
+        (_ENV % b'"1"', VersionMismatch),
+        ((_ENV % b"1")[:-1] + b',"extra":1}', InvalidEnvelope),
+        ((_ENV % b"1").replace(b'"id":"x"', b'"id":7'), InvalidEnvelope),
+        ((_ENV % b"1").replace(b'"payload":{}', b'"payload":[]'), InvalidEnvelope),
     ],
 )
 def test_bad_lines_raise_typed_protocol_errors(line: bytes, error: type[ProtocolViolation]) -> None:

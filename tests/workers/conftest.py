@@ -13,7 +13,9 @@ import pytest
 
 from air.contracts import TaskConstraints, TaskSpec, TaskType, VerificationPolicy, WorkspaceRef
 from air.contracts.ids import new_id
+from air.contracts.provider import ModelConfig, ModelPrice
 from air.llm import ProviderManager
+from air.llm.manager import scripted_models_config
 from air.nursery.seams import SuperviseRequest
 from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.security import PathClassifier, PermissionEngine, SecretRedactor
@@ -65,9 +67,24 @@ class Env:
         self.state_dir = str(tmp / "runs")
 
     def manager(self, turns: list[dict[str, Any]], **config: Any) -> WorkerManager:
+        """A manager replaying ``turns`` under ``SupervisionConfig(**config)``; a ``price``
+        (a ``ModelPrice``, USD per million tokens) among ``config`` makes every call cost."""
+        price: ModelPrice | None = config.pop("price", None)
         cassette = self.tmp / f"cassette-{new_id('c')}.jsonl"
         cassette.write_text("".join(json.dumps(t) + "\n" for t in turns))
-        provider = ProviderManager.for_cassette(str(cassette))
+        models = scripted_models_config(str(cassette))
+        if price is not None:
+            scripted = models.providers["scripted"]
+            models = models.model_copy(
+                update={
+                    "providers": {
+                        "scripted": scripted.model_copy(
+                            update={"models": {"scripted": ModelConfig(price=price)}}
+                        )
+                    }
+                }
+            )
+        provider = ProviderManager(models)
         specs = [
             {"name": d.name, "description": d.description, "input_schema": d.input_schema}
             for d in self.registry.list()

@@ -12,6 +12,7 @@ import trio
 
 from air.contracts import TaskType, WorkerStatus
 from air.contracts.ids import new_id
+from air.contracts.provider import ModelPrice
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import TaskOutcome
 from air.testing.workers import command_for
@@ -41,6 +42,38 @@ async def test_max_turns_breach_wraps_up_and_ends_partial(env: Env) -> None:
     assert result.usage is not None
     assert result.usage["wrapped_up"] is True
     assert result.usage["turns"] == 3
+
+
+async def test_cost_breach_wraps_up_and_ends_partial_with_the_answer(env: Env) -> None:
+    # 10 input + 5 output tokens a turn at $1,000 / $2,000 per million tokens = $0.02 a turn:
+    # after two paid turns the spend ($0.04) passes max_cost_usd ($0.03) while max_turns (20)
+    # is far away, so only the cost budget can trigger the wrap-up.
+    price = ModelPrice(input=1000.0, output=2000.0)
+    turns = [
+        tool_turn("fs.read", {"path": "src/app.py"}),
+        tool_turn("fs.list", {"path": "src"}),
+        text_turn(
+            result_text(
+                "completed",
+                "wrapped up on cost",
+                {"verdict": "changes_requested", "findings": ["VALUE is 1"]},
+            )
+        ),
+        text_turn("this turn must never be requested"),
+    ]
+    request = env.request(type=TaskType.REVIEW, max_cost_usd=0.03)
+    outcome = await env.manager(turns, price=price, grace_turns=2).supervise(request)
+    assert outcome.kind == "result"
+    result = outcome.result
+    assert result is not None
+    assert result.status == WorkerStatus.PARTIAL
+    assert result.stop_reason == "max_cost"
+    assert result.summary == "wrapped up on cost"
+    assert result.result == {"verdict": "changes_requested", "findings": ["VALUE is 1"]}
+    assert result.usage is not None
+    assert result.usage["wrapped_up"] is True
+    assert result.usage["turns"] == 3
+    assert result.usage["cost_usd"] == pytest.approx(0.06)
 
 
 async def test_grace_exhausted_forces_partial_stop_keeping_text(env: Env) -> None:
