@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import time
 from dataclasses import dataclass
 
 import trio
@@ -77,26 +78,59 @@ def is_same_process(identity: ProcessIdentity) -> bool:
     return read_identity(identity.pid).start_time == identity.start_time
 
 
-def find_marked(marker: str) -> list[int]:
-    """PIDs of live processes whose environment holds ``AIR_WORKER_RUN=<marker>``."""
-    needle = f"{MARKER_ENV}={marker}".encode()
-    found: list[int] = []
-    me = os.getpid()
+@dataclass(frozen=True)
+class _Proc:
+    pid: int
+    state: str
+    pgid: int
+    marker: bytes | None
+
+
+_snapshot_cache: tuple[float, list[_Proc]] | None = None
+_MARKER_PREFIX = MARKER_ENV.encode() + b"="
+
+
+def _scan(max_age_s: float = 0.0) -> list[_Proc]:
+    """Every process's state, group and run marker, from one pass over ``/proc``.
+
+    Concurrent ``kill_tree`` calls (a cancelled wave of 16 workers) share one pass when they
+    poll within ``max_age_s`` of each other, instead of each reading every process's files.
+    """
+    global _snapshot_cache
+    now = time.monotonic()
+    if _snapshot_cache is not None and now - _snapshot_cache[0] <= max_age_s:
+        return _snapshot_cache[1]
+    procs: list[_Proc] = []
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return found
+        entries = []
+    me = os.getpid()
     for name in entries:
         if not name.isdigit() or int(name) == me:
             continue
+        fields = _stat_fields(int(name))
+        if not fields or len(fields) < 3:
+            continue
+        marker: bytes | None = None
         try:
             with open(f"/proc/{name}/environ", "rb") as fh:
                 env = fh.read()
         except OSError:
-            continue
-        if needle in env.split(b"\0") and _alive(int(name)):
-            found.append(int(name))
-    return found
+            env = b""
+        at = env.find(_MARKER_PREFIX)
+        if at >= 0 and (at == 0 or env[at - 1] == 0):
+            end = env.find(b"\0", at)
+            marker = env[at + len(_MARKER_PREFIX) : end if end >= 0 else len(env)]
+        procs.append(_Proc(int(name), fields[0], int(fields[2]), marker))
+    _snapshot_cache = (time.monotonic(), procs)
+    return procs
+
+
+def find_marked(marker: str, *, max_age_s: float = 0.0) -> list[int]:
+    """PIDs of live processes whose environment holds ``AIR_WORKER_RUN=<marker>``."""
+    want = marker.encode()
+    return [p.pid for p in _scan(max_age_s) if p.marker == want and p.state not in ("Z", "X")]
 
 
 def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
@@ -139,42 +173,60 @@ async def kill_tree(
             identity.boot_id in (None, boot_id()) and _group_alive(identity.pid)
         ):
             pgid = identity.pid
-    marked = find_marked(marker) if marker else []
+    # a snapshot a few ms old is shared by a whole cancelled wave; the polls rescan fresh
+    marked = find_marked(marker, max_age_s=0.005) if marker else []
     if pgid is None and not marked:
         return False
     _signal_all(pgid, marked, signal.SIGTERM)
-    with trio.move_on_after(grace_s):
-        while True:
-            await trio.sleep(poll_s)
-            live = [p for p in marked if _alive(p)]
-            group = pgid is not None and _group_has_live(pgid)
-            extra = find_marked(marker) if marker else []
-            if not live and not group and not extra:
-                return False
-    marked = sorted(set(marked) | set(find_marked(marker) if marker else []))
+    if await _gone_within(grace_s, pgid, marker, marked, poll_s):
+        return False
+    marked = sorted(set(marked) | set(find_marked(marker, max_age_s=0.005) if marker else []))
     _signal_all(pgid, marked, signal.SIGKILL)
-    with trio.move_on_after(2.0):
-        while True:
-            if not (pgid is not None and _group_has_live(pgid)) and not (
-                marker and find_marked(marker)
-            ):
-                break
-            await trio.sleep(poll_s)
+    await _gone_within(2.0, pgid, marker, marked, poll_s, kill_found=True)
     return True
 
 
-def _group_has_live(pgid: int) -> bool:
+async def _gone_within(
+    limit_s: float,
+    pgid: int | None,
+    marker: str | None,
+    known: list[int],
+    poll_s: float,
+    *,
+    kill_found: bool = False,
+) -> bool:
+    """Poll until the group and every marked process are gone; False when ``limit_s`` passes.
+
+    With ``kill_found``, marked processes still found are SIGKILLed too. The first checks
+    come after 1 ms and back off to ``poll_s``: a worker that obeys SIGTERM
+    is usually gone within a few milliseconds. Cheap checks (the known pids, ``killpg(0)``)
+    come first; ``/proc`` is scanned only when they say gone, through the shared snapshot.
+    """
+    delay = 0.001
+    with trio.move_on_after(limit_s):
+        while True:
+            slept = delay
+            await trio.sleep(slept)
+            delay = min(delay * 2, poll_s)
+            if any(_alive(p) for p in known):
+                continue
+            # a snapshot shared with another poller must postdate this poll's sleep start
+            fresh = slept / 2
+            if pgid is not None and _group_has_live(pgid, max_age_s=fresh):
+                if kill_found:
+                    _signal_all(pgid, [], signal.SIGKILL)
+                continue
+            found = find_marked(marker, max_age_s=fresh) if marker else []
+            if found:
+                if kill_found:  # a descendant the SIGKILL snapshot had not seen yet
+                    _signal_all(None, found, signal.SIGKILL)
+                continue
+            return True
+    return False
+
+
+def _group_has_live(pgid: int, *, max_age_s: float = 0.0) -> bool:
     """A group whose only members are zombies counts as dead (they wait for their reaper)."""
     if not _group_alive(pgid):
         return False
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return True
-    for name in entries:
-        if not name.isdigit():
-            continue
-        fields = _stat_fields(int(name))
-        if fields and len(fields) > 2 and fields[2] == str(pgid) and fields[0] not in ("Z", "X"):
-            return True
-    return False
+    return any(p.pgid == pgid and p.state not in ("Z", "X") for p in _scan(max_age_s))
