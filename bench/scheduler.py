@@ -36,7 +36,6 @@ from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 
-HERE = Path(__file__).parent
 GRACE_S = 0.5
 
 
@@ -153,7 +152,7 @@ async def cancel_latency(ignore_term: bool) -> float:
                 events=session.ingestor,
                 artifacts=session.artifacts,
                 config=SupervisionConfig(
-                    command=[sys.executable, str(HERE / "hang_worker.py")],
+                    command=[sys.executable, "-m", "air.testing.workers.hang_with_grandchild"],
                     env={**os.environ, "IGNORE_TERM": "1" if ignore_term else "0"},
                     kill_grace_s=GRACE_S,
                 ),

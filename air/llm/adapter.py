@@ -3,11 +3,14 @@
 Owns ``ProviderAdapter`` (provider_id, list_models, validate_model, complete, aclose; SDD
 §12.2), credential lookup through ``auth_ref`` and ``redact`` that keeps a key out of any text
 an adapter returns. Adapters yield failures of the call as a final ``ProviderErrorEvent`` and
-raise ``AirException`` only for bad input (unknown model, lossy conversion, missing key).
+raise ``AirException`` only for bad input (unknown model, lossy conversion, missing key);
+``ProviderAdapter.failure_of`` is the one place that maps a failed exchange (transport error,
+malformed reply, a stream cut short: ``StreamEnded``) to the error of that final event.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
@@ -19,10 +22,30 @@ from air.contracts import (
     ProviderCapabilityMatrix,
     ProviderCompletionInput,
     ProviderConfig,
+    ProviderErrorEvent,
     ProviderStreamEvent,
 )
+from air.llm.errors import protocol_error, transport_error
 
-__all__ = ["ProviderAdapter", "capability_rows", "redact_error"]
+__all__ = ["STREAM_FAILURES", "ProviderAdapter", "StreamEnded", "capability_rows", "redact_error"]
+
+
+class StreamEnded(Exception):
+    """Raised by a stream reader whose connection closed before the stream's final event."""
+
+    def __init__(self, final: str) -> None:
+        super().__init__(final)
+        self.final = final
+
+
+_SHAPE_ERRORS = (KeyError, IndexError, TypeError, AttributeError)
+STREAM_FAILURES: tuple[type[BaseException], ...] = (
+    json.JSONDecodeError,
+    AirException,
+    *_SHAPE_ERRORS,
+    StreamEnded,
+)
+"""What reading a reply may raise besides the client's transport errors (see ``failure_of``)."""
 
 
 def capability_rows(provider_id: str, config: ProviderConfig) -> list[ProviderCapabilityMatrix]:
@@ -131,6 +154,24 @@ class ProviderAdapter(ABC):
             async for batch in batches:
                 for event in batch:
                     yield event
+
+    def failed(self, error: AirError) -> ProviderErrorEvent:
+        """The final event for ``error``, with this provider's key redacted."""
+        return ProviderErrorEvent(error=redact_error(error, self.secrets()))
+
+    def failure_of(self, exc: BaseException) -> AirError:
+        """The AirError of an exchange that raised a transport error or a ``STREAM_FAILURES``."""
+        if isinstance(exc, json.JSONDecodeError):
+            return protocol_error(self.provider_id, "malformed SSE data (not JSON)", str(exc))
+        if isinstance(exc, AirException):
+            return exc.error
+        if isinstance(exc, _SHAPE_ERRORS):
+            # a non-streamed reply of the wrong shape
+            detail = f"{type(exc).__name__}: {exc}"
+            return protocol_error(self.provider_id, "unexpected reply", detail)
+        if isinstance(exc, StreamEnded):
+            exc = ConnectionError(f"the stream ended before {exc.final}")
+        return transport_error(self.provider_id, exc)
 
     async def aclose(self) -> None:
         """Release clients; the default holds none."""

@@ -3,12 +3,14 @@
 Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNormalizer``
 (Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks). Both
 assemble the final content blocks for ``message_stop`` and raise ``AirException`` (protocol
-error) on anything they cannot carry over, e.g. an unknown content block type.
+error) on anything they cannot carry over, e.g. an unknown content block type. ``BatchReader``
+turns the SSE payloads of each network read into the event batches an adapter yields.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from air.contracts import (
@@ -32,7 +34,13 @@ from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
 from air.llm.sse import decode_json_batch
 
-__all__ = ["AnthropicStreamNormalizer", "OpenAIStreamNormalizer", "StreamNormalizer", "drain"]
+__all__ = [
+    "AnthropicStreamNormalizer",
+    "BatchReader",
+    "OpenAIStreamNormalizer",
+    "StreamNormalizer",
+    "drain",
+]
 
 
 def _protocol(provider_id: str, message: str) -> AirException:
@@ -370,3 +378,36 @@ def drain(
     if bad is not None:
         return out, protocol_error(normalizer.provider_id, "malformed SSE data", bad)
     return out, None
+
+
+class BatchReader:
+    """The event batches of a stream, one network read at a time; ``over`` once it has ended.
+
+    The stream's first payload goes out alone so that batching never delays it. A read that
+    fails ends in ``failed(error)``; the reader is then over, as after the final event.
+    """
+
+    def __init__(
+        self, normalizer: StreamNormalizer, failed: Callable[[AirError], ProviderErrorEvent]
+    ) -> None:
+        self.normalizer = normalizer
+        self.failed = failed
+        self.first = True
+        self.over = False
+
+    def batches(
+        self, datas: list[str], *, split: bool = True
+    ) -> Iterator[list[ProviderStreamEvent]]:
+        """The batches of one read's payloads (``split=False``: never send the first alone)."""
+        for batch in (datas[:1], datas[1:]) if split and self.first else (datas,):
+            self.first = False
+            events, failure = drain(self.normalizer, batch)
+            if failure is not None:
+                self.over = True
+                yield [*events, self.failed(failure)]
+                return
+            if events:
+                yield events
+            if self.normalizer.done:
+                self.over = True
+                return

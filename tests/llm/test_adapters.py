@@ -13,6 +13,7 @@ from air.contracts import (
     CacheControl,
     ErrorKind,
     MessageStopEvent,
+    ProviderCompletionInput,
     ProviderErrorEvent,
     Retryability,
     StopReason,
@@ -22,7 +23,15 @@ from air.contracts import (
 )
 from air.llm import ProviderManager
 from tests.llm.conftest import FAKE_KEY
-from tests.llm.helpers import WIRES, Wire, collect, models_config, request, sse_for
+from tests.llm.helpers import (
+    WIRES,
+    Collected,
+    Wire,
+    collect,
+    models_config,
+    request,
+    sse_for,
+)
 from tests.llm.servers import LocalServer, Reply, Turn, json_reply
 
 ENV = {"AIR_TEST_KEY": FAKE_KEY}
@@ -32,6 +41,17 @@ def _error_body(wire: Wire, kind: str, message: str) -> dict[str, object]:
     if wire != "openai":
         return {"type": "error", "error": {"type": kind, "message": message}}
     return {"error": {"type": kind, "message": message}}
+
+
+async def _complete(
+    wire: Wire, server: LocalServer, req: ProviderCompletionInput | None = None
+) -> tuple[Collected, ProviderManager]:
+    """One ``ProviderManager.complete`` against ``server``; the manager is closed after it."""
+    manager = ProviderManager(models_config(wire, server.url), env=ENV)
+    try:
+        return await collect(manager, req or request()), manager
+    finally:
+        await manager.aclose()
 
 
 def _stop(events: Sequence[object]) -> MessageStopEvent:
@@ -49,11 +69,7 @@ def _error(events: Sequence[object]) -> ProviderErrorEvent:
 @pytest.mark.parametrize("wire", WIRES)
 async def test_streamed_text_reply(wire: Wire, server: LocalServer) -> None:
     server.push(Reply(chunks=sse_for(wire, Turn(text=["Hel", "lo ", "world"]))))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, manager = await _complete(wire, server)
     assert got.types == ["message_start", "text_delta", "text_delta", "text_delta", "message_stop"]
     stop = _stop(got.events)
     assert stop.stop_reason is StopReason.END_TURN
@@ -123,11 +139,7 @@ async def test_plain_json_reply_when_server_ignores_streaming(
             "usage": {"prompt_tokens": 4, "completion_tokens": 2},
         }
     server.push(json_reply(200, body))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     stop = _stop(got.events)
     assert stop.stop_reason is StopReason.TOOL_USE
     assert stop.content == [
@@ -145,11 +157,7 @@ async def test_streamed_tool_use(wire: Wire, server: LocalServer) -> None:
         stop="tool_use",
     )
     server.push(Reply(chunks=sse_for(wire, turn)))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     assert got.types == [
         "message_start",
         "text_delta",
@@ -177,11 +185,7 @@ async def test_429_retry_after_is_honoured_then_succeeds(wire: Wire, server: Loc
         ),
         Reply(chunks=sse_for(wire, Turn(text=["ok"]))),
     )
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, manager = await _complete(wire, server)
     assert _stop(got.events).content == [TextBlock(text="ok")]
     assert len(server.requests) == 2
     record = manager.calls[-1]
@@ -197,11 +201,7 @@ async def test_529_overloaded_retried_until_attempts_run_out(
 ) -> None:
     overloaded = _error_body(wire, "overloaded_error", "Overloaded")
     server.push(*(json_reply(529, overloaded) for _ in range(3)))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, manager = await _complete(wire, server)
     assert got.types == ["error"]
     error = _error(got.events).error
     assert error.kind is ErrorKind.PROVIDER_ERROR
@@ -217,11 +217,7 @@ async def test_529_then_success(wire: Wire, server: LocalServer) -> None:
         json_reply(529, _error_body(wire, "overloaded_error", "Overloaded")),
         Reply(chunks=sse_for(wire, Turn(text=["fine"]))),
     )
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, manager = await _complete(wire, server)
     assert _stop(got.events).content == [TextBlock(text="fine")]
     assert manager.calls[-1].attempts == 2
 
@@ -230,11 +226,7 @@ async def test_529_then_success(wire: Wire, server: LocalServer) -> None:
 async def test_connection_dropped_mid_stream(wire: Wire, server: LocalServer) -> None:
     chunks = sse_for(wire, Turn(text=["one ", "two ", "three"]))
     server.push(Reply(chunks=chunks, drop_after=3 if wire == "openai" else 5))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     assert got.types[0] == "message_start"
     assert "text_delta" in got.types
     error = _error(got.events).error
@@ -252,11 +244,7 @@ async def test_connection_dropped_before_any_event_is_retried(
         Reply(chunks=sse_for(wire, Turn(text=["x"])), drop_after=0),
         Reply(chunks=sse_for(wire, Turn(text=["second"]))),
     )
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     assert _stop(got.events).content == [TextBlock(text="second")]
     assert len(server.requests) == 2
 
@@ -267,11 +255,7 @@ async def test_malformed_sse_is_a_protocol_error(wire: Wire, server: LocalServer
     event = "event: content_block_delta\n" if wire != "openai" else ""
     bad = f"{event}data: {{not json at all\n\n".encode()
     server.push(Reply(chunks=[chunks[0], bad, *chunks[1:]]))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     error = _error(got.events).error
     assert error.kind is ErrorKind.PROTOCOL_ERROR
     assert "malformed SSE" in error.message
@@ -285,11 +269,7 @@ async def test_401_is_auth_error_not_retried_and_key_not_echoed(
     # the server echoes the key it received; air must not carry it into the error
     body = _error_body(wire, "authentication_error", f"invalid x-api-key {FAKE_KEY}")
     server.push(json_reply(401, body), json_reply(401, body))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     error = _error(got.events).error
     assert error.kind is ErrorKind.AUTH_ERROR
     assert error.retryability is Retryability.NEVER
@@ -317,11 +297,7 @@ async def test_missing_key_raises_before_sending(wire: Wire, server: LocalServer
 async def test_too_long_prompt_is_context_overflow(wire: Wire, server: LocalServer) -> None:
     message = "prompt is too long: 250000 tokens > 200000 maximum"
     server.push(json_reply(400, _error_body(wire, "invalid_request_error", message)))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     error = _error(got.events).error
     assert error.kind is ErrorKind.CONTEXT_OVERFLOW
     assert error.retryability is Retryability.AFTER_CHANGE
@@ -330,12 +306,8 @@ async def test_too_long_prompt_is_context_overflow(wire: Wire, server: LocalServ
 
 async def test_anthropic_prompt_caching_markers_pass_through(server: LocalServer) -> None:
     server.push(Reply(chunks=sse_for("anthropic", Turn(text=["cached"]))))
-    manager = ProviderManager(models_config("anthropic", server.url), env=ENV)
     system = [TextBlock(text="long stable prefix", cache_control=CacheControl())]
-    try:
-        got = await collect(manager, request(system=system))
-    finally:
-        await manager.aclose()
+    got, _ = await _complete("anthropic", server, request(system=system))
     assert _stop(got.events).usage.cache_creation_input_tokens == 3
     assert server.requests[0].body["system"] == [
         {"type": "text", "text": "long stable prefix", "cache_control": {"type": "ephemeral"}}
@@ -352,11 +324,7 @@ async def test_valid_json_of_the_wrong_shape_is_a_protocol_error(
     else:
         bad = b'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 7}\n\n'
     server.push(Reply(chunks=[chunks[0], bad, *chunks[1:]]))
-    manager = ProviderManager(models_config(wire, server.url), env=ENV)
-    try:
-        got = await collect(manager, request())
-    finally:
-        await manager.aclose()
+    got, _ = await _complete(wire, server)
     error = _error(got.events).error
     assert error.kind is ErrorKind.PROTOCOL_ERROR
     assert error.user_action

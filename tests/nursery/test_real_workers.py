@@ -20,7 +20,7 @@ from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 
-WORKER = Path(__file__).parent / "workers" / "hang_with_grandchild.py"
+WORKER = ["-m", "air.testing.workers.hang_with_grandchild"]
 
 
 async def _never_called(*args: object) -> object:
@@ -46,7 +46,7 @@ async def test_cancelling_a_wave_of_16_reaps_workers_and_grandchildren(tmp_path:
                     events=session.ingestor,
                     artifacts=session.artifacts,
                     config=SupervisionConfig(
-                        command=[sys.executable, str(WORKER)], env=env_i, kill_grace_s=0.5
+                        command=[sys.executable, *WORKER], env=env_i, kill_grace_s=0.5
                     ),
                     state_dir=state_dir,
                 )

@@ -1,0 +1,88 @@
+"""HttpxAdapter: the base of the adapters that speak HTTP themselves (no SDK).
+
+Owns the lazily created ``httpx.AsyncClient`` (works under Trio through anyio; no CA bundle
+loaded for plain-http endpoints such as Ollama, llama.cpp or a local proxy), the streamed
+POST with its error reply -> AirError mapping and failures turned into the final error event
+(``complete_batches``), and closing the client. Subclasses say what to POST and read the reply.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import AsyncGenerator, Callable, Mapping
+from contextlib import aclosing
+from typing import Any
+
+import httpx
+
+from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
+from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
+from air.llm.errors import error_for_status, parse_retry_after
+
+__all__ = ["HttpxAdapter", "ReadReply"]
+
+_FAILURES: tuple[type[BaseException], ...] = (httpx.TransportError, *STREAM_FAILURES)
+ReadReply = Callable[[httpx.Response], AsyncGenerator[list[ProviderStreamEvent], None]]
+
+
+class HttpxAdapter(ProviderAdapter):
+    def __init__(
+        self,
+        provider_id: str,
+        config: ProviderConfig,
+        base_url: str,
+        *,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(provider_id, config, env=env)
+        self._base_url = base_url.rstrip("/")
+        self._client: httpx.AsyncClient | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.config.timeout_s),
+                # plain-http endpoints need no CA bundle: skip loading it
+                verify=not self._base_url.startswith("http://"),
+            )
+        return self._client
+
+    @abstractmethod
+    def exchange(
+        self, request: ProviderCompletionInput
+    ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
+        """The path, JSON body and headers to POST for ``request``, and the reader of its reply.
+
+        The reader raises ``StreamEnded`` when the reply stops before its final event.
+        """
+
+    async def complete_batches(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+        path, body, headers, read = self.exchange(request)
+        url = f"{self._base_url}{path}"
+        try:
+            async with self._http().stream("POST", url, json=body, headers=headers) as response:
+                if response.status_code >= 400:
+                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    yield [self.failed(self.status_error(response, text))]
+                    return
+                async with aclosing(read(response)) as batches:
+                    async for batch in batches:
+                        yield batch
+        except _FAILURES as exc:
+            yield [self.failed(self.failure_of(exc))]
+
+    def status_error(self, response: httpx.Response, text: str) -> AirError:
+        """The AirError of an error reply (HTTP status >= 400) whose body is ``text``."""
+        return error_for_status(
+            response.status_code,
+            text,
+            provider_id=self.provider_id,
+            retry_after=parse_retry_after(response.headers),
+        )
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            client, self._client = self._client, None
+            await client.aclose()
