@@ -21,8 +21,11 @@ from air.contracts.ids import (
     TaskID,
     WorkspaceID,
 )
+from air.contracts.runtime import AgentType
 
 __all__ = [
+    "AGENT_TYPE_FOR_TASK",
+    "OUTPUT_CONTRACT_FOR_TASK",
     "TERMINAL_TASK_STATUSES",
     "DependencySource",
     "DependencyType",
@@ -140,6 +143,27 @@ class TaskContextRefs(Contract):
 WorkerOutputContract = Literal[
     "ExecutorResult", "ReviewerResult", "DebuggerResult", "CompactorResult", "ExperienceMinerResult"
 ]
+
+
+AGENT_TYPE_FOR_TASK: dict[TaskType, AgentType] = {
+    TaskType.EXECUTE: AgentType.EXECUTOR,
+    TaskType.DOCS: AgentType.EXECUTOR,
+    TaskType.REVIEW: AgentType.REVIEWER,
+    TaskType.DEBUG: AgentType.DEBUGGER,
+    TaskType.COMPACT: AgentType.COMPACTOR,
+    TaskType.MINE_EXPERIENCE: AgentType.EXPERIENCE_MINER,
+}
+"""The worker role of each task type (SDD §8.3; ``docs`` runs the ExecutorRole)."""
+
+OUTPUT_CONTRACT_FOR_TASK: dict[TaskType, WorkerOutputContract] = {
+    TaskType.EXECUTE: "ExecutorResult",
+    TaskType.DOCS: "ExecutorResult",
+    TaskType.REVIEW: "ReviewerResult",
+    TaskType.DEBUG: "DebuggerResult",
+    TaskType.COMPACT: "CompactorResult",
+    TaskType.MINE_EXPERIENCE: "ExperienceMinerResult",
+}
+"""The result contract each task type's role returns (SDD §8.3)."""
 
 
 class TaskSpec(Contract):

@@ -36,6 +36,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from air.contracts import (
+    OUTPUT_CONTRACT_FOR_TASK,
     AirException,
     Contract,
     DependencySource,
@@ -63,14 +64,6 @@ __all__ = [
 ]
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
-_OUTPUT_FOR_TYPE: dict[TaskType, WorkerOutputContract] = {
-    TaskType.EXECUTE: "ExecutorResult",
-    TaskType.DOCS: "ExecutorResult",
-    TaskType.REVIEW: "ReviewerResult",
-    TaskType.DEBUG: "DebuggerResult",
-    TaskType.COMPACT: "CompactorResult",
-    TaskType.MINE_EXPERIENCE: "ExperienceMinerResult",
-}
 
 
 class BatchDefaults(Contract):
@@ -122,7 +115,7 @@ class BatchTask(Contract):
             verification=self.verification,
             constraints=self.constraints,
             context_refs=self.context_refs,
-            output_contract=self.output_contract or _OUTPUT_FOR_TYPE[self.type],
+            output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
         )
 
 

@@ -27,7 +27,7 @@ from typing import Any, Literal
 import trio
 
 from air.contracts import (
-    AgentType,
+    AGENT_TYPE_FOR_TASK,
     AirError,
     DependencySource,
     DependencyType,
@@ -65,14 +65,6 @@ __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]
 
 log = logging.getLogger(__name__)
 
-AGENT_TYPE_FOR_TASK: dict[TaskType, AgentType] = {
-    TaskType.EXECUTE: AgentType.EXECUTOR,
-    TaskType.DOCS: AgentType.EXECUTOR,
-    TaskType.REVIEW: AgentType.REVIEWER,
-    TaskType.DEBUG: AgentType.DEBUGGER,
-    TaskType.COMPACT: AgentType.COMPACTOR,
-    TaskType.MINE_EXPERIENCE: AgentType.EXPERIENCE_MINER,
-}
 _RECORD_GRACE = 10.0  # seconds a shielded outcome write may take before we give up on it
 _MERGE_GRACE = 120.0  # seconds a shielded merge may take
 

@@ -24,6 +24,7 @@ import trio
 from pydantic import ValidationError
 
 from air.contracts import (
+    AGENT_TYPE_FOR_TASK,
     AgentRuntimeContext,
     AgentStartControl,
     AgentType,
@@ -41,7 +42,6 @@ from air.contracts import (
     ProviderStreamEvent,
     Retryability,
     RuntimeEvent,
-    TaskType,
     ToolCallPayload,
     ToolEvent,
     ToolExecutionContext,
@@ -73,14 +73,6 @@ __all__ = [
     "cap_text",
 ]
 
-AGENT_TYPE_FOR_TASK: dict[TaskType, AgentType] = {
-    TaskType.EXECUTE: AgentType.EXECUTOR,
-    TaskType.DOCS: AgentType.EXECUTOR,
-    TaskType.REVIEW: AgentType.REVIEWER,
-    TaskType.DEBUG: AgentType.DEBUGGER,
-    TaskType.COMPACT: AgentType.COMPACTOR,
-    TaskType.MINE_EXPERIENCE: AgentType.EXPERIENCE_MINER,
-}
 _TEMPLATE: dict[AgentType, PermissionTemplate] = {
     AgentType.EXECUTOR: PermissionTemplate.EXECUTOR,
     AgentType.REVIEWER: PermissionTemplate.REVIEWER,

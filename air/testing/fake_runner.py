@@ -19,7 +19,7 @@ from typing import Any, Literal
 import trio
 
 from air.contracts import (
-    AgentType,
+    AGENT_TYPE_FOR_TASK,
     AirException,
     ErrorKind,
     EventSource,
@@ -46,15 +46,6 @@ FakeEnding = Literal[
     "hang",
     "verification_failed",
 ]
-
-_AGENT_TYPE = {
-    "execute": AgentType.EXECUTOR,
-    "docs": AgentType.EXECUTOR,
-    "review": AgentType.REVIEWER,
-    "debug": AgentType.DEBUGGER,
-    "compact": AgentType.COMPACTOR,
-    "mine_experience": AgentType.EXPERIENCE_MINER,
-}
 
 
 @dataclass(frozen=True)
@@ -294,7 +285,7 @@ class FakeTaskRunner:
         result = WorkerResult(
             task_id=spec.id,
             agent_id=request.agent_id,
-            agent_type=_AGENT_TYPE[spec.type.value],
+            agent_type=AGENT_TYPE_FOR_TASK[spec.type],
             status=worker_status,
             summary=f"fake {status} after {step.duration:g}s",
             changed_files=list(step.changed_files) or [path for path, _ in step.writes],
