@@ -92,7 +92,8 @@ def throughput(tasks: int, workers: int) -> tuple[float, float]:
             [
                 sys.executable,
                 "-m",
-                "air.cli.run",
+                "air.cli",
+                "run",
                 "--headless",
                 "batch.yaml",
                 "--cassette",

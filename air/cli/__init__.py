@@ -142,10 +142,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  detail: {exc.error.detail}", file=sys.stderr)
         if exc.user_action:
             print(f"  what to do: {exc.user_action}", file=sys.stderr)
-        return EXIT_BAD_INPUT if _is_bad_input(exc) else EXIT_FAILED
+        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
 
 
-def _is_bad_input(exc: Any) -> bool:
+def is_bad_input(exc: Any) -> bool:
+    """Whether an AirException is the user's input to fix (exit 2) rather than a failure."""
     return exc.kind.value in {
         "validation_error",
         "config_error",

@@ -6,7 +6,7 @@ recorded in the log are reaped, their agents recorded lost, tasks that were runn
 the remaining graph exactly as ``air run --headless`` does (same options, output and exit
 codes).
 
-Usage line (wired by ``air/cli/__init__.py``)::
+Usage (in ``air/cli/__init__.py``)::
 
   air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH]
              [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
@@ -33,32 +33,3 @@ def run_resume(argv_options: dict[str, Any]) -> int:
         report_bad_input(exc, sys.stderr)
         return EXIT_BAD_INPUT
     return run_batch_session(options, None)
-
-
-USAGE = """Usage:
-  air-resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-
-Options:
-  --session SID           The session to resume (default: the most recent one).
-  --project PATH          The project directory (default: the current directory).
-  --provider NAME         The model provider of the session.
-  --cassette PATH         A cassette for the scripted provider.
-  --max-workers N         At most N workers at once.
-  --permission-mode MODE  default | allow-ask (see air run).
-  --isolation MODE        auto | main | worktree | isolated_copy.
-  --review                Review every completed code change.
-  --json                  Stream every event as JSONL on stdout.
-  --junit FILE            Write a JUnit XML report to FILE.
-  --fake-script FILE      Dry run with scripted fake workers (testing).
-"""  # noqa: E501
-
-
-if __name__ == "__main__":
-    from docopt import DocoptExit, docopt
-
-    try:
-        parsed = docopt(USAGE, argv=sys.argv[1:], default_help=False)
-    except DocoptExit as exc:
-        print(str(exc), file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT) from None
-    raise SystemExit(run_resume(parsed))

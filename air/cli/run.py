@@ -6,7 +6,7 @@ Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part 
 kills at once) and the exit codes: 0 every task completed, 1 any failed or blocked, 2 bad
 input, 130 cancelled.
 
-Usage lines (wired by ``air/cli/__init__.py``)::
+Usage (in ``air/cli/__init__.py``)::
 
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
           [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
@@ -332,7 +332,9 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
         trio.run(_main, options, specs, outcome)
     except AirException as exc:
         report_bad_input(exc, options.stderr)
-        return EXIT_BAD_INPUT if _is_bad_input(exc) else EXIT_FAILED
+        from air.cli import is_bad_input
+
+        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     return outcome.get("code", EXIT_FAILED)
 
 
@@ -362,16 +364,6 @@ def _make_monitor(session: Any) -> Any:
 
     session.bus.subscribe(EventFilter(types=["agent.started", "agent.heartbeat"]), on_event)
     return monitor
-
-
-def _is_bad_input(exc: Any) -> bool:
-    return exc.kind.value in {
-        "validation_error",
-        "config_error",
-        "not_found",
-        "schema_error",
-        "corrupt_database",
-    }
 
 
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
@@ -524,32 +516,3 @@ async def _watch_signals(scheduler: Any, runs_dir: str | None, stderr: IO[str]) 
                     await reap_orphans(runs_dir, grace_s=0.0)
             stderr.flush()
             os._exit(EXIT_CANCELLED)
-
-
-USAGE = """Usage:
-  air-run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-
-Options:
-  --project PATH          The project directory (default: the current directory).
-  --provider NAME         The model provider (e.g. anthropic, openai, scripted).
-  --cassette PATH         A cassette (JSONL of model turns) for the scripted provider.
-  --max-workers N         At most N workers at once (default: the CPU count, at most 16).
-  --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
-                          question about a non-sensitive item is announced and run).
-  --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
-  --review                Review every completed code change (a review task per task).
-  --json                  Stream every event as one JSON object per line on stdout.
-  --junit FILE            Write a JUnit XML report of the tasks to FILE.
-  --fake-script FILE      Dry run: scripted fake workers instead of real ones (testing).
-"""  # noqa: E501
-
-
-if __name__ == "__main__":
-    from docopt import DocoptExit, docopt
-
-    try:
-        parsed = docopt(USAGE, argv=sys.argv[1:], default_help=False)
-    except DocoptExit as exc:
-        print(str(exc), file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT) from None
-    raise SystemExit(run_headless(parsed))

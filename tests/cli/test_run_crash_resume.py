@@ -67,7 +67,7 @@ def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path
     (root / "batch.yaml").write_text("\n".join(lines) + "\n")
     args = ["--cassette", "cas", "--max-workers", "2", "--json"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "air.cli.run", "--headless", "batch.yaml", *args],
+        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", *args],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -89,7 +89,7 @@ def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path
     assert running_before  # something was in flight when the runtime died
 
     again = subprocess.run(
-        [sys.executable, "-m", "air.cli.resume", *args],
+        [sys.executable, "-m", "air.cli", "resume", *args],
         cwd=root,
         capture_output=True,
         text=True,

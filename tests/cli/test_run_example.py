@@ -29,7 +29,8 @@ def test_example_batch_repairs_the_project(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "air.cli.run",
+            "air.cli",
+            "run",
             "--headless",
             str(root / "batch.yaml"),
             "--project",

@@ -74,7 +74,8 @@ def _events(root: Path) -> list[dict[str, Any]]:
 def test_batch_runs_to_completion_with_json_and_junit(tmp_path: Path) -> None:
     root = _project(tmp_path)
     proc = _run(
-        "air.cli.run",
+        "air.cli",
+        "run",
         "--headless",
         "batch.yaml",
         "--fake-script",
@@ -109,7 +110,8 @@ def test_a_failing_task_blocks_its_dependents_and_exits_1(tmp_path: Path) -> Non
         script="default: {duration: 0.02}\na: [{duration: 0.02, ending: failed}]\n",
     )
     proc = _run(
-        "air.cli.run",
+        "air.cli",
+        "run",
         "--headless",
         "batch.yaml",
         "--fake-script",
@@ -148,7 +150,9 @@ def test_bad_batch_exits_2_with_file_line_reason(
     tmp_path: Path, text: str, line: int, reason: str
 ) -> None:
     root = _project(tmp_path, batch=text)
-    proc = _run("air.cli.run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", cwd=root)
+    proc = _run(
+        "air.cli", "run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", cwd=root
+    )
     assert proc.returncode == 2
     assert f"batch.yaml:{line}: " in proc.stderr
     assert reason in proc.stderr
@@ -159,10 +163,10 @@ def test_bad_batch_exits_2_with_file_line_reason(
 
 def test_bad_options_exit_2(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    proc = _run("air.cli.run", "--headless", "batch.yaml", "--max-workers", "0", cwd=root)
+    proc = _run("air.cli", "run", "--headless", "batch.yaml", "--max-workers", "0", cwd=root)
     assert proc.returncode == 2
     assert "--max-workers" in proc.stderr
-    proc = _run("air.cli.run", "--headless", "missing.yaml", cwd=root)
+    proc = _run("air.cli", "run", "--headless", "missing.yaml", cwd=root)
     assert proc.returncode == 2
     assert "missing.yaml" in proc.stderr
 
@@ -188,7 +192,8 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
         [
             sys.executable,
             "-m",
-            "air.cli.run",
+            "air.cli",
+            "run",
             "--headless",
             "batch.yaml",
             "--fake-script",
@@ -223,7 +228,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
     assert ends["d"] == "task.interrupted"
     completed_before = {t for t, kind in ends.items() if kind == "task.completed"}
 
-    again = _run("air.cli.resume", "--fake-script", "fake.yaml", "--json", cwd=root)
+    again = _run("air.cli", "resume", "--fake-script", "fake.yaml", "--json", cwd=root)
     assert again.returncode == 0, again.stderr
     rerun = {
         json.loads(line)["payload"]["task_id"]
@@ -242,7 +247,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
 def test_resume_without_a_session_exits_2(tmp_path: Path) -> None:
     root = _project(tmp_path)
     os.makedirs(root / ".air", exist_ok=True)
-    proc = _run("air.cli.resume", "--fake-script", "fake.yaml", cwd=root)
+    proc = _run("air.cli", "resume", "--fake-script", "fake.yaml", cwd=root)
     assert proc.returncode == 2
     assert "no session to resume" in proc.stderr
 
@@ -255,7 +260,8 @@ def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
         [
             sys.executable,
             "-m",
-            "air.cli.run",
+            "air.cli",
+            "run",
             "--headless",
             "batch.yaml",
             "--fake-script",
