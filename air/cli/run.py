@@ -269,7 +269,12 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
 
     redactor = SecretRedactor()
     engine = PermissionEngine(
-        policy=load_policy([os.path.join(project_root, ".air", "shared", "permissions.yaml")]),
+        policy=load_policy(
+            [
+                os.path.join(os.path.expanduser("~"), ".air", "permissions.yaml"),
+                os.path.join(project_root, ".air", "shared", "permissions.yaml"),
+            ]
+        ),
         redactor=redactor,
         sink=session.ingestor.ingest,
         headless_allow_ask=options.permission_mode == "allow-ask",
@@ -286,7 +291,7 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
         provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
     else:
         provider = ProviderManager(load_models_config(project_root))
-        model = options.provider or model
+        model = _configured_model(provider, options.provider)
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
@@ -301,6 +306,25 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
         tool_specs=specs,
         state_dir=_runs_dir(project_root),
     )
+
+
+def _configured_model(manager: Any, wanted: str | None) -> str:
+    """The ``provider_id/model_id`` the session's workers use, fixed when the run starts.
+
+    ``--provider`` may name a provider (its best fitting model is taken) or a
+    ``provider_id/model_id``; without it the models.yaml default (or role pin) applies.
+
+    Raises:
+        AirException(config_error): nothing configured fits, with what to put in models.yaml.
+    """
+    from air.contracts import ModelRequirement
+
+    if wanted and "/" in wanted:
+        requirement = ModelRequirement(role="executor", model=wanted)
+    else:
+        requirement = ModelRequirement(role="executor", provider_id=wanted)
+    chosen = manager.select_model(requirement)
+    return f"{chosen.provider_id}/{chosen.model_id}"
 
 
 def _reaper(project_root: str) -> Any:

@@ -1,0 +1,91 @@
+"""`air run --headless` with a provider from models.yaml: real worker processes, the real
+ProviderManager and httpx against an OpenAI-compatible server on 127.0.0.1 (no cassette). The
+key named by auth_ref reaches the server and no file air wrote."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
+
+KEY = "sk-air-canary-4b1d2f9e7c3a5b6d"
+
+BATCH = """version: 1
+tasks:
+  - id: review-notes
+    type: review
+    title: Review the notes
+    description: Read notes.txt and say whether it is fit to ship.
+"""
+
+
+def _verdict() -> str:
+    block = json.dumps(
+        {
+            "status": "completed",
+            "summary": "notes.txt is short and clear.",
+            "result": {"verdict": "approved", "findings": []},
+        }
+    )
+    return f"Looks fine.\n```json:result\n{block}\n```\n"
+
+
+def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    home = tmp_path / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "notes.txt").write_text("ship it\n")
+    (root / "batch.yaml").write_text(BATCH)
+    with LocalServer() as server:
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/gpt-test\n"
+            "providers:\n"
+            "  local:\n"
+            "    kind: openai_compatible\n"
+            f"    base_url: {server.url}/v1\n"
+            "    auth_ref: AIR_TEST_PROVIDER_KEY\n"
+            "    models:\n"
+            "      gpt-test: {context_window: 32768, max_output_tokens: 4096}\n"
+        )
+        server.push(
+            Reply(
+                chunks=openai_sse(
+                    Turn(tool=("call_1", "fs.read", ['{"path": "notes.txt"}']), stop="tool_use")
+                )
+            ),
+            Reply(chunks=openai_sse(Turn(text=[_verdict()]))),
+        )
+        env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": KEY}
+        proc = subprocess.run(
+            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = list(server.requests)
+    assert proc.returncode == 0, proc.stderr
+    assert len(requests) == 2
+    first = requests[0]
+    assert first.path == "/v1/chat/completions"
+    assert first.headers.get("authorization") == f"Bearer {KEY}"
+    assert first.body["model"] == "gpt-test"
+    assert any(t["function"]["name"] == "fs.read" for t in first.body["tools"])
+    # the second turn carries the tool result the parent's fs.read produced
+    tool_messages = [m for m in requests[1].body["messages"] if m.get("role") == "tool"]
+    assert tool_messages
+    assert "ship it" in json.dumps(tool_messages)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    done = [e for e in events if e["type"] == "task.completed"]
+    assert done
+    assert done[0]["payload"]["worker_result"]["result"]["verdict"] == "approved"
+    # the key never lands in anything air wrote
+    for path in list(root.rglob("*")) + list(home.rglob("*")):
+        if path.is_file():
+            assert KEY.encode() not in path.read_bytes(), path
