@@ -19,6 +19,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 from xml.etree import ElementTree
@@ -252,13 +253,17 @@ def _load_fake_runner(path: str) -> Any:
     return FakeTaskRunner(script, default=default, heartbeat_interval=1.0)
 
 
-def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> Any:
-    """The TaskRunner: the scripted fake (``--fake-script``) or the real WorkerManager with the
+def _make_runner(
+    options: HeadlessOptions, session: Any, project_root: str
+) -> tuple[Any, Callable[[], None] | None]:
+    """The TaskRunner and its provider warm-up (None when there is nothing to warm).
+
+    The runner is the scripted fake (``--fake-script``) or the real WorkerManager with the
     session's ingestor and artifact store, the built-in tools under the PermissionEngine and
     the provider (``--cassette DIR`` of per-task cassettes, ``--cassette FILE``, or the
-    configured models)."""
+    configured models, whose adapter the warm-up builds in a thread)."""
     if options.fake_script:
-        return _load_fake_runner(options.fake_script)
+        return _load_fake_runner(options.fake_script), None
     from air.llm import ProviderManager
     from air.llm.config import load_models_config
     from air.nursery.task_cassettes import TaskCassettes
@@ -285,6 +290,7 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
     register_builtin_tools(registry)
     provider: Any
     model = "scripted/scripted"
+    warm_up: Callable[[str], None] | None = None
     if options.cassette and os.path.isdir(options.cassette):
         provider = TaskCassettes(os.path.abspath(options.cassette))
     elif options.cassette:
@@ -292,11 +298,12 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
     else:
         provider = ProviderManager(load_models_config(project_root))
         model = _configured_model(provider, options.provider)
+        warm_up = provider.warm_up
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
     ]
-    return WorkerManager(
+    runner = WorkerManager(
         tools=registry.call,
         tool_streams=registry.call_streaming,
         provider=provider,
@@ -306,6 +313,10 @@ def _make_runner(options: HeadlessOptions, session: Any, project_root: str) -> A
         tool_specs=specs,
         state_dir=_runs_dir(project_root),
     )
+    if warm_up is None:
+        return runner, None
+    provider_id = model.partition("/")[0]
+    return runner, lambda: warm_up(provider_id)
 
 
 def _configured_model(manager: Any, wanted: str | None) -> str:
@@ -390,6 +401,22 @@ def _make_monitor(session: Any) -> Any:
     return monitor
 
 
+def _warm_up_on_first_agent(session: Any, warm_up: Callable[[], None]) -> None:
+    """Build the provider's client (httpx, ~50-80 ms of imports) in a thread once the first
+    worker has answered its handshake: it then imports its runtime on another core while this
+    process idles, and the warm-up does not compete with the spawn (IMPL-START-1)."""
+    from air.contracts import EventFilter
+
+    started: list[bool] = []
+
+    def on_event(_event: Any) -> None:
+        if not started:
+            started.append(True)
+            warm_up()
+
+    session.bus.subscribe(EventFilter(types=["agent.started"]), on_event)
+
+
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
     import trio
 
@@ -433,7 +460,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         subscription = session.bus.subscribe(None, progress.on_event)
         async with session.bus.serving():
             workspaces = WorkspaceManager(project.project_root, ledger.record)
-            runner = _make_runner(options, session, project.project_root)
+            runner, warm_up = _make_runner(options, session, project.project_root)
             reap = None
             if not options.fake_script:
                 from air.nursery.runs import reap_orphans
@@ -467,6 +494,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             monitor.on_overdue = scheduler.on_overdue
             if specs:
                 await scheduler.create_tasks(specs)
+            if warm_up is not None:
+                _warm_up_on_first_agent(session, warm_up)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     _watch_signals,

@@ -92,6 +92,11 @@ class ProviderAdapter(ABC):
     def list_models(self) -> list[ProviderCapabilityMatrix]:
         return capability_rows(self.provider_id, self.config)
 
+    def warm(self) -> None:
+        """Build what the first request needs (client, lazily imported transport), called once
+        by ``ProviderManager.warm_up`` in a thread before the adapter is used; default nothing."""
+        return
+
     def validate_model(self, model_id: str) -> ProviderCapabilityMatrix:
         """The capability row of ``model_id``; AirException(config_error) when not configured."""
         for row in self.list_models():

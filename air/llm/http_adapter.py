@@ -47,6 +47,12 @@ class HttpxAdapter(ProviderAdapter):
             )
         return self._client
 
+    def warm(self) -> None:
+        """Create the client (its transport imports httpcore) ahead of the first request."""
+        import encodings.idna  # noqa: F401  (the first request's host lookup imports it)
+
+        self._http()
+
     @abstractmethod
     def exchange(
         self, request: ProviderCompletionInput

@@ -5,11 +5,15 @@ SDK and httpx are imported only when the first adapter of that kind is created, 
 import time of this module), retries of transient failures (exponential backoff with jitter,
 honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
 the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only.
+``warm_up`` creates an adapter (its client imported and built) in a background thread, so a run
+can overlap that import with other start-up work; adapter creation is serialised by a lock, and
+the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
 """
 
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -81,6 +85,8 @@ class ProviderManager:
         self._env = env
         self._rng = rng or random.Random()
         self._adapters: dict[str, ProviderAdapter] = {}
+        self._adapter_lock = threading.Lock()
+        self._warming: list[threading.Thread] = []
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
 
@@ -193,6 +199,13 @@ class ProviderManager:
         adapter = self._adapters.get(provider_id)
         if adapter is not None:
             return adapter
+        with self._adapter_lock:  # a warm-up thread may be creating it right now
+            return self._create_locked(provider_id, warm=False)
+
+    def _create_locked(self, provider_id: str, *, warm: bool) -> ProviderAdapter:
+        adapter = self._adapters.get(provider_id)
+        if adapter is not None:
+            return adapter
         config = self.config.providers.get(provider_id)
         if config is None:
             raise AirException.of(
@@ -205,8 +218,29 @@ class ProviderManager:
             from air.llm.cassette import RecordingProvider
 
             adapter = RecordingProvider(adapter, config.record_to)
+        if warm:
+            adapter.warm()  # before it is published: nobody else uses it meanwhile
         self._adapters[provider_id] = adapter
         return adapter
+
+    def warm_up(self, provider_id: str) -> None:
+        """Create the adapter of ``provider_id`` and its client (``ProviderAdapter.warm``) in a
+        daemon thread and return at once.
+
+        Best effort: a failure (unknown provider, missing base_url, ...) is left for the first
+        ``complete``, which creates the adapter again and raises it there.
+        """
+
+        def create() -> None:
+            try:
+                with self._adapter_lock:
+                    self._create_locked(provider_id, warm=True)
+            except Exception:  # why: reported by the first real use, which retries the creation
+                return
+
+        thread = threading.Thread(target=create, name=f"air-warm-{provider_id}", daemon=True)
+        self._warming.append(thread)
+        thread.start()
 
     # --- completion ---------------------------------------------------------------------------
 
@@ -227,6 +261,10 @@ class ProviderManager:
             AirException: bad input (unknown provider/model, unconvertible conversation,
                 missing key, exhausted cassette) — nothing was sent.
         """
+        if request.provider_id not in self._adapters:
+            for thread in self._warming:  # wait off the event loop for a warm-up in progress
+                if thread.is_alive():
+                    await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
         adapter = self.adapter_for(request.provider_id)
         row = adapter.validate_model(request.model_id)
         retry = self.config.retry
@@ -281,8 +319,11 @@ class ProviderManager:
 
     async def aclose(self) -> None:
         """Close every adapter's client (bounded; shielded so cancellation cannot leak sockets)."""
-        adapters, self._adapters = list(self._adapters.values()), {}
         with trio.move_on_after(5, shield=True):  # closing must finish even when cancelled
+            warming, self._warming = self._warming, []
+            for thread in warming:  # an adapter it creates must be closed too
+                await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
+            adapters, self._adapters = list(self._adapters.values()), {}
             for adapter in adapters:
                 await adapter.aclose()
 
