@@ -14,13 +14,13 @@ import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirException
 from air.contracts.ids import Clock, SystemClock
 from air.contracts.project import ProjectContext
-from air.store.db import DatabaseManager
+from air.store.db import DatabaseManager, SchemaSpec
 from air.store.session_db import DEBUG_RECORDS_SCHEMA, LEARNED_MEMORY_SCHEMA, open_database
 
 __all__ = ["DebugKnowledgeStore", "LearnedMemoryStore"]
@@ -34,12 +34,11 @@ def _bad(message: str) -> AirException:
     )
 
 
-class DebugKnowledgeStore:
-    """``debug-records.db``: what was diagnosed and fixed, keyed by failure signature."""
+class _ProjectDatabase:
+    """One project-level database file under ``.air/local`` with its own schema."""
 
-    _PATCHABLE = frozenset(
-        {"diagnosis", "root_cause", "fix_summary", "fixed", "hit_count", "metadata", "task_id"}
-    )
+    FILENAME: str
+    SCHEMA: SchemaSpec
 
     def __init__(self, db: DatabaseManager, *, clock: Clock | None = None) -> None:
         self.db = db
@@ -48,14 +47,28 @@ class DebugKnowledgeStore:
     @classmethod
     def open(
         cls, where: ProjectContext | str | os.PathLike[str], *, clock: Clock | None = None
-    ) -> DebugKnowledgeStore:
-        """Open ``<local_root>/debug-records.db`` of a project (or the given file path)."""
+    ) -> Self:
+        """Open ``<local_root>/<FILENAME>`` of a project (or the given file path)."""
         path = (
-            Path(where.local_root) / "debug-records.db"
+            Path(where.local_root) / cls.FILENAME
             if isinstance(where, ProjectContext)
             else Path(where)
         )
-        return cls(open_database(path, DEBUG_RECORDS_SCHEMA), clock=clock)
+        return cls(open_database(path, cls.SCHEMA), clock=clock)
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class DebugKnowledgeStore(_ProjectDatabase):
+    """``debug-records.db``: what was diagnosed and fixed, keyed by failure signature."""
+
+    _PATCHABLE = frozenset(
+        {"diagnosis", "root_cause", "fix_summary", "fixed", "hit_count", "metadata", "task_id"}
+    )
+
+    FILENAME = "debug-records.db"
+    SCHEMA = DEBUG_RECORDS_SCHEMA
 
     @staticmethod
     def _row(record: DebugRecord) -> dict[str, Any]:
@@ -130,28 +143,12 @@ class DebugKnowledgeStore:
             if n == 0:
                 raise _bad(f"no debug record {debug_record_id}")
 
-    def close(self) -> None:
-        self.db.close()
 
-
-class LearnedMemoryStore:
+class LearnedMemoryStore(_ProjectDatabase):
     """``learned-memory.db``: rules, skills, preferences and facts learned across sessions."""
 
-    def __init__(self, db: DatabaseManager, *, clock: Clock | None = None) -> None:
-        self.db = db
-        self.clock = clock or SystemClock()
-
-    @classmethod
-    def open(
-        cls, where: ProjectContext | str | os.PathLike[str], *, clock: Clock | None = None
-    ) -> LearnedMemoryStore:
-        """Open ``<local_root>/learned-memory.db`` of a project (or the given file path)."""
-        path = (
-            Path(where.local_root) / "learned-memory.db"
-            if isinstance(where, ProjectContext)
-            else Path(where)
-        )
-        return cls(open_database(path, LEARNED_MEMORY_SCHEMA), clock=clock)
+    FILENAME = "learned-memory.db"
+    SCHEMA = LEARNED_MEMORY_SCHEMA
 
     def insert(self, memory: LearnedMemory) -> None:
         """Insert a memory (``validation_error`` when the id exists)."""
@@ -222,6 +219,3 @@ class LearnedMemoryStore:
             "AND coalesce(last_used_at, updated_at) < ? ORDER BY created_at, rowid",
             (cutoff,),
         )
-
-    def close(self) -> None:
-        self.db.close()

@@ -180,6 +180,18 @@ def _wait_for(predicate: Any, deadline: float = 30.0) -> None:
     raise AssertionError("timed out waiting")
 
 
+def _start_fake_run(root: Path) -> subprocess.Popen[str]:
+    """`air run --headless` on the fake workers, streaming JSON events, not waited for."""
+    args = ["run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", "--json"]
+    return subprocess.Popen(
+        [sys.executable, "-m", "air.cli", *args, "--isolation", "main"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> None:
     batch = BATCH + '  - id: d\n    title: Slow\n    scope: {write_area: ["slow"]}\n'
     root = _project(
@@ -188,25 +200,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
         script="default: {duration: 0.02}\nb: [{duration: 30}, {duration: 0.02}]\n"
         "d: [{duration: 30}, {duration: 0.02}]\n",
     )
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "air.cli",
-            "run",
-            "--headless",
-            "batch.yaml",
-            "--fake-script",
-            "fake.yaml",
-            "--json",
-            "--isolation",
-            "main",
-        ],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start_fake_run(root)
     assert proc.stdout is not None
     seen: list[dict[str, Any]] = []
     for line in proc.stdout:
@@ -256,25 +250,7 @@ def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path, script="default: {duration: 60, cancel_delay: 60}\n")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "air.cli",
-            "run",
-            "--headless",
-            "batch.yaml",
-            "--fake-script",
-            "fake.yaml",
-            "--json",
-            "--isolation",
-            "main",
-        ],
-        cwd=root,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    proc = _start_fake_run(root)
     assert proc.stdout is not None
     assert proc.stderr is not None
     for line in proc.stdout:
