@@ -31,6 +31,7 @@ import trio
 from air.contracts import AirException, ErrorKind
 
 __all__ = [
+    "DRIVERLESS",
     "NEUTRAL_CONFIG",
     "GitLocation",
     "driver_overrides",
@@ -81,6 +82,9 @@ NEUTRAL_CONFIG: tuple[str, ...] = (
 )
 """``-c`` options on every command: each names something git would execute or follow."""
 
+DRIVERLESS = frozenset({"rev-parse", "rev-list"})
+"""Subcommands that only read refs and objects: no filter, diff or merge driver can run, so
+the driver listing is skipped for them."""
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
 _DRIVER_KEYS = {
     "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
@@ -285,6 +289,31 @@ async def run_git(
     """
     env = git_environment(location)
     workdir = cwd or (location.work_tree if location is not None else None)
+    if _subcommand(args) not in DRIVERLESS:
+        env.update(await _driver_overrides(env, workdir))
+    return await trio.run_process(
+        hardened_argv(*args),
+        cwd=workdir,
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _subcommand(args: tuple[str, ...]) -> str | None:
+    """The git subcommand in ``args`` (after any ``-c key=value`` pairs)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "-c":
+            i += 2
+            continue
+        return None if args[i].startswith("-") else args[i]
+    return None
+
+
+async def _driver_overrides(env: dict[str, str], workdir: str | None) -> dict[str, str]:
     listing = await trio.run_process(
         hardened_argv(
             "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff|merge)\..*\."
@@ -303,13 +332,4 @@ async def run_git(
             detail=listing.stderr.decode("utf-8", "replace").strip()[:2000],
             user_action="Fix the repository's config (`git config --list --show-origin`).",
         )
-    env.update(driver_overrides(listing.stdout))
-    return await trio.run_process(
-        hardened_argv(*args),
-        cwd=workdir,
-        env=env,
-        capture_stdout=True,
-        capture_stderr=True,
-        stdin=subprocess.DEVNULL,
-        check=False,
-    )
+    return driver_overrides(listing.stdout)

@@ -183,6 +183,9 @@ class WorkspaceManager:
         self.root = root or os.path.join(self.project_root, ".air", "local", "workspaces")
         self.now = now
         self._records: dict[str, WorkspaceRecord] = {}
+        self._worktree_lock = trio.Lock()
+        """One ``git worktree`` command at a time: ``worktree add`` reads every worktree's
+        metadata and fails on one another ``worktree add`` is still writing."""
 
     # -- persistence of the mechanism record ----------------------------------------------
     def _sidecar(self, workspace_id: str) -> str:
@@ -239,7 +242,11 @@ class WorkspaceManager:
     async def _git(
         self, location: GitLocation, *args: str, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
-        result = await run_git(location, *_GIT_ID, *args)
+        if args[0] == "worktree":
+            async with self._worktree_lock:
+                result = await run_git(location, *_GIT_ID, *args)
+        else:
+            result = await run_git(location, *_GIT_ID, *args)
         if check and result.returncode != 0:
             raise _fail(
                 f"git {args[0]} failed in {location.work_tree}",

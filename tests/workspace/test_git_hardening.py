@@ -10,8 +10,10 @@ config is never read by air's git.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from air.workspace.gitsafe import driver_overrides, git_environment, locate_git
 from air.workspace.manager import WorkspaceManager
 from tests.nursery.conftest import SessionDB, open_session_db
 
+_AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless")
 HOOKS = (
     "pre-commit",
     "prepare-commit-msg",
@@ -310,4 +313,79 @@ async def test_scheduler_fails_a_tampered_task_with_workspace_error_and_keeps_it
     assert (repo / "a.txt").read_text() == "one\n"  # the tampered one did not
     assert _git(repo, "rev-list", "--count", f"{head}..HEAD") != "0"
     assert sum(r.task_id == "t" for r in runner.log.records) == 1  # not retried
+    assert payload.ran() == ""
+
+
+async def test_git_tools_refuse_a_tampered_or_foreign_workspace(
+    tmp_path: Path, payload: Payload
+) -> None:
+    from tests.tools.conftest import Env
+
+    (tmp_path / "env").mkdir()
+    env = Env(tmp_path / "env")
+    try:
+        _git(env.root, "add", "-A")
+        _git(env.root, "commit", "-q", "-m", "init")
+        mgr = WorkspaceManager(str(env.root), Events())
+        ref = await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=WS.WORKTREE))
+        ctx = env.ctx(workspace_root=ref.path)
+        ok = await env.registry.call("git.status", {}, ctx)
+        assert ok.status == "ok", ok.error
+        option = await env.registry.call("git.diff", {"rev": f"--output={payload.marker}"}, ctx)
+        assert option.status == "error"  # an option smuggled in as a revision
+        _tamper_gitdir(Path(ref.path), _attacker_repo(tmp_path, payload))
+        for name in ("git.status", "git.diff", "git.log"):
+            refused = await env.registry.call(name, {}, ctx)
+            assert refused.status == "error", name
+            assert refused.error is not None
+            assert refused.error.kind == ErrorKind.WORKSPACE_ERROR
+        copy = await mgr.create_workspace(WorkspacePlan(task_id="t2", strategy=WS.ISOLATED_COPY))
+        walked = await env.registry.call("git.status", {}, env.ctx(workspace_root=copy.path))
+        assert walked.status == "error"  # no .git: never the project's repository above it
+        assert payload.ran() == ""
+    finally:
+        env.close()
+
+
+def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
+    tmp_path: Path, payload: Payload
+) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    _git(root, "init", "-q", "-b", "main")
+    (root / ".gitignore").write_text(".air/\nbatch.yaml\ncas/\n")
+    (root / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n")
+    (root / "a.txt").write_text("one\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "init")
+    _poison(root / ".git", payload, hooks_dir=tmp_path / "evil-hooks")
+    (root / "cas").mkdir()
+    result = json.dumps(
+        {"status": "completed", "summary": "wrote", "result": {"changes_made": True}}
+    )
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    write = {"type": "tool_use", "id": "toolu_w", "name": "fs.write"}
+    turns = [
+        {"content": [{**write, "input": {"path": "out.txt", "content": "hello\n"}}]},
+        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
+    ]
+    (root / "cas" / "w.jsonl").write_text(
+        "".join(
+            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
+            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
+        )
+    )
+    (root / "batch.yaml").write_text(
+        "tasks:\n  - id: w\n    title: write\n    scope: {write_area: [out.txt]}\n"
+    )
+    done = subprocess.run(
+        [*_AIR_RUN, "batch.yaml", "--cassette", "cas", "--isolation", "worktree"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (root / "out.txt").read_text() == "hello\n"  # created in a worktree, merged back
+    assert "air/ws/" in _git(root, "branch", "--list", "air/ws/*")
     assert payload.ran() == ""
