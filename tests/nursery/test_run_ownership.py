@@ -243,7 +243,7 @@ async def test_own_kill_takes_only_this_process_records_and_a_recycled_owner_is_
 
     store = RunRecordStore(str(tmp_path / "runs"))
     mine, recycled = _sleeper("m-mine"), _sleeper("m-recycled")
-    innocent = _sleeper("m-innocent")
+    innocent, spared = _sleeper("m-innocent"), _sleeper("m-spared")
     try:
         await trio.sleep(0.2)
         for agent_id, proc, marker, owner in (
@@ -254,6 +254,18 @@ async def test_own_kill_takes_only_this_process_records_and_a_recycled_owner_is_
                 recycled,
                 "m-recycled",
                 {"pid": innocent.pid, "pid_start_time": "1", "boot_id": boot_id(), "lock": "x"},
+            ),
+            # no lock file, but the owner is provably the same live process: not dead
+            (
+                "agt_spared",
+                spared,
+                "m-spared",
+                {
+                    "pid": innocent.pid,
+                    "pid_start_time": read_identity(innocent.pid).start_time,
+                    "boot_id": boot_id(),
+                    "lock": "gone.lock",
+                },
             ),
         ):
             store.write(
@@ -272,6 +284,7 @@ async def test_own_kill_takes_only_this_process_records_and_a_recycled_owner_is_
         reaped = await reap_orphans(store.root, grace_s=0.5)
         assert [(r.agent_id, r.state) for r in reaped] == [("agt_recycled", "orphaned-killed")]
         assert _alive(mine.pid)  # this process is alive and holds its lock
+        assert _alive(spared.pid)
         assert _alive(innocent.pid)
         own = await reap_orphans(store.root, grace_s=0.5, own=True)
         assert [(r.agent_id, r.state) for r in own] == [("agt_mine", "orphaned-killed")]
@@ -279,7 +292,59 @@ async def test_own_kill_takes_only_this_process_records_and_a_recycled_owner_is_
         recycled.wait(timeout=10)
         assert _alive(innocent.pid)
     finally:
-        for proc in (mine, recycled, innocent):
+        for proc in (mine, recycled, innocent, spared):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+_HOLDER = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+time.sleep(60)
+"""
+
+
+def _hold_lock(path: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, path], stdout=subprocess.PIPE, text=True
+    )
+
+
+async def test_a_held_lock_spares_an_owner_whose_pid_looks_dead(tmp_path: Path) -> None:
+    """An owner in another pid namespace (a container sharing the project) has a pid that means
+    nothing here; its lock still says it is alive."""
+    import trio
+
+    store = RunRecordStore(str(tmp_path / "runs"))
+    os.makedirs(os.path.join(store.root, OWNERS_DIR))
+    holder = _hold_lock(os.path.join(store.root, OWNERS_DIR, "elsewhere.lock"))
+    worker = _sleeper("m-elsewhere")
+    try:
+        assert holder.stdout is not None
+        assert await trio.to_thread.run_sync(holder.stdout.readline) == "held\n"
+        store.write(
+            {
+                "agent_id": "agt_elsewhere",
+                "pid": worker.pid,
+                "pid_start_time": read_identity(worker.pid).start_time,
+                "boot_id": boot_id(),
+                "marker": "m-elsewhere",
+                "state": "running",
+                "owner": {"pid": 2**22 + 1, "pid_start_time": "1", "lock": "elsewhere.lock"},
+            }
+        )
+        assert await reap_orphans(store.root, grace_s=0.5) == []
+        assert _alive(worker.pid)
+        holder.kill()
+        holder.wait()
+        reaped = await reap_orphans(store.root, grace_s=0.5)
+        assert [(r.agent_id, r.state) for r in reaped] == [("agt_elsewhere", "orphaned-killed")]
+        worker.wait(timeout=10)
+    finally:
+        for proc in (holder, worker):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()

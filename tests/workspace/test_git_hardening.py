@@ -87,6 +87,11 @@ def _poison(git_dir: Path, payload: Payload, *, hooks_dir: Path) -> None:
             (hooks / name).chmod(0o755)
     included = git_dir.parent / "included.gitconfig"
     included.write_text(f'[core]\n\tfsmonitor = {script}\n[filter "inc"]\n\tclean = {script}\n')
+    conditional = git_dir.parent / "conditional.gitconfig"
+    conditional.write_text(
+        f"[core]\n\tfsmonitor = {script}\n\thooksPath = {hooks_dir}\n"
+        f'[filter "cond"]\n\tsmudge = {script}\n\tclean = {script}\n'
+    )
     settings = {
         "core.hooksPath": str(hooks_dir),
         "core.fsmonitor": script,
@@ -110,6 +115,7 @@ def _poison(git_dir: Path, payload: Payload, *, hooks_dir: Path) -> None:
         "log.showSignature": "true",
         "gc.auto": "1",
         "include.path": str(included),
+        "includeIf.gitdir:/.path": str(conditional),
     }
     config = str(git_dir / "config")
     for key, value in settings.items():
@@ -128,7 +134,9 @@ def repo(tmp_path: Path) -> Path:
     _git(root, "init", "-q", "-b", "main")
     (root / "a.txt").write_text("one\n")
     (root / ".gitignore").write_text(".air/local/\n")
-    (root / ".gitattributes").write_text("* filter=evil diff=evil merge=evil\n*.inc filter=inc\n")
+    (root / ".gitattributes").write_text(
+        "* filter=evil diff=evil merge=evil\n*.inc filter=inc\n*.cond filter=cond\n"
+    )
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "init")
     return root
@@ -162,7 +170,8 @@ async def test_planted_config_hooks_filters_and_includes_never_execute(
     ws = Path(ref.path)
     (ws / "a.txt").write_text("two\n")
     (ws / "new.inc").write_text("included filter\n")
-    assert await mgr.changed_files(ref.workspace_id) == ["a.txt", "new.inc"]
+    (ws / "new.cond").write_text("conditionally included filter\n")
+    assert await mgr.changed_files(ref.workspace_id) == ["a.txt", "new.cond", "new.inc"]
     merged = await mgr.merge_workspace(ref.workspace_id)
     assert merged.status == "merged"
     assert (repo / "a.txt").read_text() == "two\n"  # no clean/smudge filter touched it
@@ -234,8 +243,20 @@ def _tamper_commondir(ws: Path, evil: Path) -> None:
     (git_dir / "commondir").write_text(str(evil / ".git") + "\n")
 
 
+def _tamper_worktree_config(ws: Path, evil: Path) -> None:
+    git_dir = Path((ws / ".git").read_text().split(" ", 1)[1].strip())
+    (git_dir / "config.worktree").write_text((evil / ".git" / "config").read_text())
+
+
 @pytest.mark.parametrize(
-    "tamper", [_tamper_gitdir, _tamper_symlink, _tamper_directory, _tamper_commondir]
+    "tamper",
+    [
+        _tamper_gitdir,
+        _tamper_symlink,
+        _tamper_directory,
+        _tamper_commondir,
+        _tamper_worktree_config,
+    ],
 )
 async def test_tampered_worktree_is_refused_kept_and_never_merged(
     repo: Path, payload: Payload, tmp_path: Path, tamper: Any
@@ -365,7 +386,7 @@ def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
     )
     usage = {"input_tokens": 10, "output_tokens": 5}
     write = {"type": "tool_use", "id": "toolu_w", "name": "fs.write"}
-    turns = [
+    turns: list[dict[str, Any]] = [
         {"content": [{**write, "input": {"path": "out.txt", "content": "hello\n"}}]},
         {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
     ]
@@ -388,4 +409,27 @@ def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
     assert done.returncode == 0, done.stderr
     assert (root / "out.txt").read_text() == "hello\n"  # created in a worktree, merged back
     assert "air/ws/" in _git(root, "branch", "--list", "air/ws/*")
+    assert payload.ran() == ""
+
+
+async def test_a_nested_repository_planted_by_the_task_runs_nothing(
+    repo: Path, payload: Payload, tmp_path: Path
+) -> None:
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=WS.WORKTREE))
+    ws = Path(ref.path)
+    nested = ws / "vendor" / "lib"
+    nested.mkdir(parents=True)
+    _git(nested, "init", "-q", "-b", "main")
+    (nested / ".gitattributes").write_text("* filter=evil diff=evil\n")
+    (nested / "x.txt").write_text("x\n")
+    _git(nested, "add", "-A")
+    _git(nested, "commit", "-q", "-m", "nested")
+    _poison(nested / ".git", payload, hooks_dir=tmp_path / "nested-hooks")
+    (nested / "x.txt").write_text("dirty\n")  # a dirty submodule makes status look inside
+    (ws / "a.txt").write_text("two\n")
+    assert "a.txt" in await mgr.changed_files(ref.workspace_id)
+    merged = await mgr.merge_workspace(ref.workspace_id)
+    assert merged.status == "merged"
+    assert (repo / "a.txt").read_text() == "two\n"
     assert payload.ran() == ""
