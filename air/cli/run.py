@@ -423,7 +423,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.contracts import AirException, OpenSessionOptions
     from air.nursery.ledger import SessionLedger
     from air.nursery.planner import WavePlanner, default_max_workers
-    from air.nursery.recovery import recover_session, refuse_live_owner
+    from air.nursery.recovery import recover_session
+    from air.nursery.runs import claim_session
     from air.nursery.scheduler import Scheduler, SchedulerOptions
     from air.session.manager import SessionManager, list_session_ids
     from air.session.project import ProjectStore
@@ -455,7 +456,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             flush=True,
         )
         progress.replay(ledger.history())
-        refuse_live_owner(ledger, _runs_dir(project.project_root))
+        claim_session(_runs_dir(project.project_root), ledger.session_id)
         # every event of the session (the scheduler's, the workers', the tools') reaches the
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)
@@ -473,7 +474,6 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
                 ledger,
                 workspaces=workspaces,
                 reap=reap,
-                runs_root=_runs_dir(project.project_root),
                 referential_check=getattr(session.store, "referential_check", None),
             )
             monitor = _make_monitor(session)

@@ -6,9 +6,7 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
 2. check each active agent's process by PID *and* start time; a live one cannot be
    reconnected (its stdio belonged to the dead runtime), so its process group is reaped with
    the injected ``reap`` function (the WorkerManager's orphan reaper); either way
-   ``agent.lost`` is recorded — unless the agent's run record shows that its air process is
-   still alive (another ``air`` is running this very session): then nothing is recorded and
-   recovery is refused (IMPL-RUN-1);
+   ``agent.lost`` is recorded;
 3. every task the log still shows running is marked ``task.interrupted`` (resumable: it runs
    again from pending; a completed task is never touched, so it never runs twice);
 4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here);
@@ -29,13 +27,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts import AirException, ErrorKind, TaskStatus, make_air_error
+from air.contracts import ErrorKind, TaskStatus, make_air_error
 from air.nursery.ledger import Ledger, StoredAgent, fold_history
 from air.nursery.monitor import process_alive
-from air.nursery.runs import RunRecordStore, is_mine, owner_alive
 from air.workspace.manager import WorkspaceManager
 
-__all__ = ["Reaper", "RecoveryReport", "recover_session", "refuse_live_owner"]
+__all__ = ["Reaper", "RecoveryReport", "recover_session"]
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +65,6 @@ async def recover_session(
     artifact_scan: Callable[[], Any] | None = None,
     referential_check: Callable[[], Any] | None = None,
     alive: Callable[[StoredAgent], bool] | None = None,
-    runs_root: str | None = None,
 ) -> RecoveryReport:
     """Bring a session's log back to a consistent, resumable state (SDD §16.3).
 
@@ -79,20 +75,13 @@ async def recover_session(
         artifact_scan: the orphan-artifact scanner (step 5); optional.
         referential_check: the FK-off checker (step 6); optional.
         alive: liveness probe (default: PID + start time through ``/proc``).
-        runs_root: the run records' directory; when given, a session whose workers belong to
-            another live air process is refused before anything is recorded.
 
     Returns:
         What was found and done.
-
-    Raises:
-        AirException: ``validation_error`` when another live air process runs the session.
     """
     report = RecoveryReport()
     probe = alive or (lambda a: process_alive(a.pid, _start_time(a.pid_start_time)))
     state = fold_history(ledger.history())  # step 1
-    if runs_root is not None:
-        refuse_live_owner(ledger, runs_root)
 
     # step 2: agents the log says are alive
     for agent in state.active_agents():
@@ -160,28 +149,6 @@ async def recover_session(
         t.spec.id for t in final.tasks.values() if t.status == TaskStatus.FAILED
     )
     return report
-
-
-def refuse_live_owner(ledger: Ledger, runs_root: str) -> None:
-    """Refuse to recover a session whose active workers belong to another live air process.
-
-    Raises:
-        AirException: ``validation_error`` naming that process.
-    """
-    records = RunRecordStore(runs_root)
-    session_id = ledger.session_id
-    for agent in fold_history(ledger.history()).active_agents():
-        rec = records.read(agent.agent_id)
-        if rec is None or rec.get("state") != "running" or is_mine(rec):
-            continue
-        if owner_alive(runs_root, rec):
-            owner = rec["owner"]
-            raise AirException.of(
-                kind=ErrorKind.VALIDATION_ERROR,
-                message=f"session {session_id} is running in another air process "
-                f"(pid {owner.get('pid')})",
-                user_action="Let that run finish, or stop it (Ctrl-C), then `air resume` again.",
-            )
 
 
 def _start_time(value: Any) -> int | None:

@@ -6,8 +6,9 @@ Owns: ``RunRecordStore`` — one JSON file per worker run under ``.air/local/sta
 updated_at, owner}), written to a temporary file and renamed —; the owner lock
 (``current_owner``: every air process that starts workers holds an exclusive ``flock`` on
 ``runs/owners/<pid>-<start time>-<boot>.lock`` for its lifetime and records its pid, ``/proc``
-start time, boot id and lock name as each record's ``owner``); and ``reap_orphans``, which kills
-what a dead air process left behind — never a live air process's workers, never a recycled PID.
+start time, boot id and lock name as each record's ``owner``); ``claim_session`` (one air
+process per session, by a second lock); and ``reap_orphans``, which kills what a dead air
+process left behind — never a live air process's workers, never a recycled PID.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 
 import trio
 
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
 from air.ipc.procs import ProcessIdentity, find_marked, is_same_process, kill_tree, read_identity
 
@@ -28,6 +30,7 @@ __all__ = [
     "OWNERS_DIR",
     "ReapResult",
     "RunRecordStore",
+    "claim_session",
     "current_owner",
     "is_mine",
     "owner_alive",
@@ -36,7 +39,8 @@ __all__ = [
 
 OWNERS_DIR = "owners"
 _held: dict[tuple[int, str], dict[str, Any]] = {}
-"""(pid, owners dir) → this process's owner entry; its lock fd stays open for the lifetime."""
+"""(pid, owners dir or session lock) → what this process holds; each lock fd stays open for the
+process's lifetime."""
 
 
 class _RunLike(Protocol):
@@ -78,6 +82,39 @@ def current_owner(root: str) -> dict[str, Any]:
     }
     _held[key] = entry
     return {k: v for k, v in entry.items() if k != "fd"}
+
+
+def claim_session(root: str, session_id: str) -> None:
+    """Hold ``runs/owners/session-<id>.lock`` for this process's lifetime: one air process
+    runs a session at a time (a second ``air resume`` of a live session would mark its running
+    tasks lost and run them again). Claiming a session this process already holds is a no-op.
+
+    Raises:
+        AirException: ``validation_error`` when another live process holds the session.
+    """
+    owners = os.path.join(root, OWNERS_DIR)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
+    key = (os.getpid(), os.path.join(os.path.realpath(owners), f"session-{safe}"))
+    if key in _held:
+        return
+    os.makedirs(owners, exist_ok=True)
+    path = os.path.join(owners, f"session-{safe}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"session {session_id} is running in another air process (pid {holder})",
+            user_action="Let that run finish, or stop it (Ctrl-C), then `air resume` again.",
+        ) from exc
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[key] = {"fd": fd}
 
 
 def _lock_held(root: str, name: str) -> bool:
@@ -261,7 +298,9 @@ def _forget_dead_owners(store: RunRecordStore) -> None:
         if rec.get("state") == "running" and isinstance(rec.get("owner"), dict)
     }
     for name in names:
-        if not name.endswith(".lock") or name in busy or _lock_held(store.root, name):
+        if name.startswith("session-") or not name.endswith(".lock"):
+            continue  # a session lock is never deleted: a new file would make a second owner
+        if name in busy or _lock_held(store.root, name):
             continue
         pid, _, rest = name[: -len(".lock")].partition("-")
         start = rest.partition("-")[0]

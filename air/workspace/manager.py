@@ -240,8 +240,11 @@ class WorkspaceManager:
         )
 
     async def _git(
-        self, location: GitLocation, *args: str, check: bool = True
+        self, where: WorkspaceRecord | None, *args: str, check: bool = True
     ) -> subprocess.CompletedProcess[bytes]:
+        """Run one hardened git command in ``where`` (None: the project root), verifying its
+        git directory right before (IMPL-GIT-2)."""
+        location = self._main_location() if where is None else self._location(where)
         if args[0] == "worktree":
             async with self._worktree_lock:
                 result = await run_git(location, *_GIT_ID, *args)
@@ -254,18 +257,18 @@ class WorkspaceManager:
             )
         return result
 
-    async def _out(self, location: GitLocation, *args: str) -> str:
-        return (await self._git(location, *args)).stdout.decode().strip()
+    async def _out(self, where: WorkspaceRecord | None, *args: str) -> str:
+        return (await self._git(where, *args)).stdout.decode().strip()
 
     async def is_git_repo(self) -> bool:
         """True when the project root holds its own ``.git`` directory with at least one
         commit (a project nested inside another repository, or itself a linked worktree, is
         not: merges would land elsewhere)."""
         try:
-            location = self._main_location()
+            self._main_location()
         except AirException:
             return False
-        head = await self._git(location, "rev-parse", "--verify", "HEAD", check=False)
+        head = await self._git(None, "rev-parse", "--verify", "HEAD", check=False)
         return head.returncode == 0
 
     # -- API ----------------------------------------------------------------------------------
@@ -300,13 +303,12 @@ class WorkspaceManager:
         )
         if strategy == WorkspaceStrategy.WORKTREE:
             base = plan.base_ref or "HEAD"
-            main = self._main_location()
-            rec.base_commit = await self._out(main, "rev-parse", "--verify", f"{base}^{{commit}}")
+            rec.base_commit = await self._out(None, "rev-parse", "--verify", f"{base}^{{commit}}")
             rec.branch = f"air/ws/{wid}"
             rec.path = os.path.join(self.root, wid)
             os.makedirs(self.root, exist_ok=True)
             await self._git(
-                main,
+                None,
                 "worktree",
                 "add",
                 "-q",
@@ -352,9 +354,8 @@ class WorkspaceManager:
         """Files the workspace changed relative to its base (uncommitted and committed)."""
         rec = self.get(workspace_id)
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
-            here = self._location(rec)
             status = await self._git(
-                here,
+                rec,
                 "status",
                 "--porcelain",
                 "-z",
@@ -362,7 +363,7 @@ class WorkspaceManager:
                 "--ignore-submodules=all",
             )
             committed = await self._git(
-                here,
+                rec,
                 "diff",
                 "--no-ext-diff",
                 "--no-textconv",
@@ -382,11 +383,10 @@ class WorkspaceManager:
     async def _commit_worktree(self, rec: WorkspaceRecord, message: str) -> None:
         # build/cache directories the task's commands left behind are never merged back
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(_JUNK_DIRS)]
-        here = self._location(rec)
-        await self._git(here, "add", "-A", "--", ".", *junk)
-        staged = await self._git(here, "diff", "--no-ext-diff", "--cached", "--quiet", check=False)
+        await self._git(rec, "add", "-A", "--", ".", *junk)
+        staged = await self._git(rec, "diff", "--no-ext-diff", "--cached", "--quiet", check=False)
         if staged.returncode != 0:
-            await self._git(here, "commit", "-q", "--no-verify", "-m", message)
+            await self._git(rec, "commit", "-q", "--no-verify", "-m", message)
 
     async def merge_workspace(self, workspace_id: str) -> MergeResult:
         """Merge the workspace back into the project root.
@@ -435,16 +435,13 @@ class WorkspaceManager:
     async def _merge_worktree(self, rec: WorkspaceRecord) -> MergeResult:
         assert rec.branch is not None
         await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
-        ahead = await self._out(
-            self._location(rec), "rev-list", "--count", f"{rec.base_commit}..HEAD"
-        )
+        ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..HEAD")
         if ahead == "0":
             return MergeResult(
                 workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
             )
-        main = self._main_location()
         merged = await self._git(
-            main,
+            None,
             "merge",
             "--no-ff",
             "--no-edit",
@@ -457,19 +454,19 @@ class WorkspaceManager:
         )
         if merged.returncode != 0:
             unmerged = await self._out(
-                main, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
+                None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
             )
             paths = [p for p in unmerged.splitlines() if p]
             if not paths:
                 paths = await self.changed_files(rec.workspace_id)
-            await self._git(main, "merge", "--abort", check=False)
+            await self._git(None, "merge", "--abort", check=False)
             return MergeResult(
                 workspace_id=rec.workspace_id,
                 status="conflicted",
                 kept_branch=rec.branch,
                 conflicted_paths=sorted(paths),
             )
-        head = await self._out(main, "rev-parse", "HEAD")
+        head = await self._out(None, "rev-parse", "HEAD")
         return MergeResult(
             workspace_id=rec.workspace_id,
             status="merged",
@@ -543,8 +540,8 @@ class WorkspaceManager:
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             if _is_dir(rec.path):
                 await self._commit_worktree(rec, f"air: keep work of task {rec.task_id}")
-                await self._git(self._main_location(), "worktree", "remove", "--force", rec.path)
-            await self._git(self._main_location(), "worktree", "prune", check=False)
+                await self._git(None, "worktree", "remove", "--force", rec.path)
+            await self._git(None, "worktree", "prune", check=False)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             if _is_dir(rec.path):
                 if rec.status != WorkspaceStatus.MERGED.value and await self.changed_files(

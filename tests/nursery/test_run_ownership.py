@@ -19,7 +19,14 @@ from typing import Any
 
 from air.events.store import EventStore
 from air.ipc.procs import MARKER_ENV, boot_id, read_identity
-from air.nursery.runs import OWNERS_DIR, RunRecordStore, current_owner, owner_alive, reap_orphans
+from air.nursery.runs import (
+    OWNERS_DIR,
+    RunRecordStore,
+    claim_session,
+    current_owner,
+    owner_alive,
+    reap_orphans,
+)
 from air.store.session_db import open_session_database
 
 
@@ -348,3 +355,44 @@ async def test_a_held_lock_spares_an_owner_whose_pid_looks_dead(tmp_path: Path) 
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+
+
+_CLAIMER = """
+import sys, time
+from air.nursery.runs import claim_session
+claim_session(sys.argv[1], "ses_one")
+claim_session(sys.argv[1], "ses_one")  # again in the same process: a no-op
+print("claimed", flush=True)
+time.sleep(60)
+"""
+
+
+def _claimer(root: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", _CLAIMER, root], stdout=subprocess.PIPE, text=True
+    )
+
+
+def test_one_air_process_per_session(tmp_path: Path) -> None:
+    root = str(tmp_path / "runs")
+    first = _claimer(root)
+    try:
+        assert first.stdout is not None
+        assert first.stdout.readline() == "claimed\n"
+        second = subprocess.run(
+            [sys.executable, "-c", _CLAIMER, root], capture_output=True, text=True, timeout=60
+        )
+        assert second.returncode != 0
+        assert f"running in another air process (pid {first.pid})" in second.stderr
+        claim_session(root, "ses_other")  # another session is free
+        first.kill()
+        first.wait()
+        claim_session(root, "ses_one")  # its owner died: the lock died with it
+        third = subprocess.run(
+            [sys.executable, "-c", _CLAIMER, root], capture_output=True, text=True, timeout=60
+        )
+        assert f"running in another air process (pid {os.getpid()})" in third.stderr
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
