@@ -252,8 +252,8 @@ async def reap_orphans(
     ``own=True``, only the records this very process owns (its last-resort kill on a second
     signal). Records without an owner (written before IMPL-RUN-1) count as dead-owned. The
     group is signalled only if its leader is provably the recorded process (same boot id and
-    ``/proc`` start time); descendants are found by their run marker. Each record taken is
-    then marked terminal (``orphaned-dead`` / ``orphaned-killed``).
+    ``/proc`` start time) and carries the run's marker; descendants are found by the marker.
+    Each record taken is then marked terminal (``orphaned-dead`` / ``orphaned-killed``).
     """
     store = RunRecordStore(root)
     results: list[ReapResult] = []
@@ -272,9 +272,15 @@ async def reap_orphans(
             boot_id=rec.get("boot_id"),
         )
         marker = rec.get("marker")
-        alive = (ident.pid > 0 and is_same_process(ident)) or bool(marker and find_marked(marker))
+        marked = find_marked(marker) if marker else []
+        leader: ProcessIdentity | None = ident if ident.pid > 0 else None
+        if leader is not None and is_same_process(leader) and leader.pid not in marked:
+            # the recorded pid is alive but does not carry the run's marker: not this run's
+            # worker (a stale or forged record) — only marked processes may be signalled
+            leader = None
+        alive = (leader is not None and is_same_process(leader)) or bool(marked)
         if alive:
-            await kill_tree(ident if ident.pid > 0 else None, marker=marker, grace_s=grace_s)
+            await kill_tree(leader, marker=marker, grace_s=grace_s)
         state = "orphaned-killed" if alive else "orphaned-dead"
         rec.update(state="terminal", terminal_state=state, updated_at=utc_now_iso())
         store.write(rec)

@@ -396,3 +396,27 @@ def test_one_air_process_per_session(tmp_path: Path) -> None:
         if first.poll() is None:
             first.kill()
             first.wait()
+
+
+async def test_a_record_naming_a_live_unmarked_process_never_signals_it(tmp_path: Path) -> None:
+    """A run record is a file: one that names a live process that is not the run's worker (it
+    lacks the run marker) — stale, or forged by something that could write it — kills nothing."""
+    store = RunRecordStore(str(tmp_path / "runs"))
+    victim = _sleeper("m-not-this-run")
+    try:
+        store.write(
+            {
+                "agent_id": "agt_forged",
+                "pid": victim.pid,
+                "pid_start_time": read_identity(victim.pid).start_time,
+                "boot_id": boot_id(),
+                "marker": "m-forged",
+                "state": "running",
+            }
+        )
+        reaped = await reap_orphans(store.root, grace_s=0.5)
+        assert [(r.agent_id, r.state) for r in reaped] == [("agt_forged", "orphaned-dead")]
+        assert _alive(victim.pid)
+    finally:
+        victim.kill()
+        victim.wait()
