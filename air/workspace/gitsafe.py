@@ -135,29 +135,11 @@ def _is_real_dir(path: str) -> bool:
         return False
 
 
-def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
-    """Find and verify the git directory of ``work_tree`` without asking git.
-
-    Accepted shapes: the project root itself with a real ``.git`` directory (no
-    ``commondir`` redirect), or a linked worktree whose ``.git`` is a regular file naming a
-    directory directly under ``<project>/.git/worktrees/`` whose ``commondir`` leads back to
-    ``<project>/.git`` and whose ``gitdir`` points back at this ``.git`` file.
-
-    Raises:
-        AirException: ``workspace_error`` for anything else (a symlink, a ``.git`` file that
-            names another repository, a rewritten ``commondir`` or back-pointer).
-    """
-    root = os.path.realpath(project_root)
-    tree = os.path.realpath(work_tree)
-    project_git = os.path.join(root, ".git")
-    if not _is_real_dir(project_git):
-        raise _tampered(f"{root} has no .git directory", detail=project_git)
+def _linked(tree: str, common: str | None) -> GitLocation:
+    """Verify the linked worktree ``tree``: its ``.git`` is a regular file naming a directory
+    directly under ``<common>/worktrees/`` (any common dir when ``common`` is None) whose
+    ``commondir`` leads to that common dir and whose ``gitdir`` points back at the file."""
     dot_git = os.path.join(tree, ".git")
-    if tree == root:
-        if os.path.lexists(os.path.join(project_git, "commondir")):
-            raise _tampered("the project's .git directory redirects to another repository")
-        main = hashlib.sha256(b"main\0" + project_git.encode()).hexdigest()
-        return GitLocation(tree, project_git, project_git, main)
     try:
         content = _read_small(dot_git)
     except OSError as exc:
@@ -167,16 +149,20 @@ def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
         raise _tampered(f"{dot_git} is not a worktree link", detail=text[:200])
     named = text[len("gitdir: ") :].strip()
     git_dir = os.path.realpath(os.path.join(tree, named))
-    worktrees = os.path.join(project_git, "worktrees")
-    if os.path.dirname(git_dir) != worktrees or not _is_real_dir(git_dir):
-        raise _tampered(f"{dot_git} names a git directory outside {worktrees}", detail=named)
+    if not _is_real_dir(git_dir):
+        raise _tampered(f"{dot_git} names no git directory", detail=named)
     try:
         commondir = _read_small(os.path.join(git_dir, "commondir")).decode().strip()
         back = _read_small(os.path.join(git_dir, "gitdir")).decode().strip()
     except (OSError, UnicodeDecodeError) as exc:
         raise _tampered(f"{git_dir} lost its commondir or gitdir file", detail=str(exc)) from exc
-    if os.path.realpath(os.path.join(git_dir, commondir)) != project_git:
+    resolved = os.path.realpath(os.path.join(git_dir, commondir))
+    if common is not None and resolved != common:
         raise _tampered(f"{git_dir}/commondir was rewritten", detail=commondir)
+    if os.path.dirname(git_dir) != os.path.join(resolved, "worktrees"):
+        raise _tampered(f"{dot_git} names a git directory outside {resolved}/worktrees", named)
+    if not _is_real_dir(resolved) or os.path.lexists(os.path.join(resolved, "commondir")):
+        raise _tampered(f"{resolved} is not a repository's own git directory")
     if os.path.realpath(back) != dot_git:
         raise _tampered(f"{git_dir}/gitdir does not point back at {dot_git}", detail=back)
     digest = hashlib.sha256()
@@ -188,7 +174,40 @@ def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
         pass
     except OSError as exc:
         raise _tampered(f"{git_dir}/config.worktree is not a regular file") from exc
-    return GitLocation(tree, git_dir, project_git, digest.hexdigest())
+    return GitLocation(tree, git_dir, resolved, digest.hexdigest())
+
+
+def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
+    """Find and verify the git directory of ``work_tree`` without asking git.
+
+    The project root must hold its own repository: a real ``.git`` directory without a
+    ``commondir`` redirect, or a ``.git`` file of a linked worktree (a project checked out
+    with ``git worktree add``) verified as below. ``work_tree`` is the project root itself or
+    a linked worktree whose ``.git`` is a regular file naming a directory directly under the
+    project's common ``<git dir>/worktrees/``, whose ``commondir`` leads back to that common
+    dir and whose ``gitdir`` points back at this ``.git`` file.
+
+    Raises:
+        AirException: ``workspace_error`` for anything else (a symlink, a ``.git`` file that
+            names another repository, a rewritten ``commondir`` or back-pointer).
+    """
+    root = os.path.realpath(project_root)
+    tree = os.path.realpath(work_tree)
+    project_git = os.path.join(root, ".git")
+    if _is_real_dir(project_git):
+        if os.path.lexists(os.path.join(project_git, "commondir")):
+            raise _tampered("the project's .git directory redirects to another repository")
+        main = GitLocation(
+            root,
+            project_git,
+            project_git,
+            hashlib.sha256(b"main\0" + project_git.encode()).hexdigest(),
+        )
+    else:
+        main = _linked(root, None)
+    if tree == root:
+        return main
+    return _linked(tree, main.common_dir)
 
 
 def verify_location(

@@ -261,9 +261,9 @@ class WorkspaceManager:
         return (await self._git(where, *args)).stdout.decode().strip()
 
     async def is_git_repo(self) -> bool:
-        """True when the project root holds its own ``.git`` directory with at least one
-        commit (a project nested inside another repository, or itself a linked worktree, is
-        not: merges would land elsewhere)."""
+        """True when the project root holds its own repository (a ``.git`` directory, or the
+        ``.git`` file of a linked worktree) with at least one commit (a project nested inside
+        another repository is not: merges would land elsewhere)."""
         try:
             self._main_location()
         except AirException:

@@ -433,3 +433,24 @@ async def test_a_nested_repository_planted_by_the_task_runs_nothing(
     assert merged.status == "merged"
     assert (repo / "a.txt").read_text() == "two\n"
     assert payload.ran() == ""
+
+
+async def test_a_project_that_is_itself_a_linked_worktree_gets_worktrees(
+    repo: Path, payload: Payload, tmp_path: Path
+) -> None:
+    project = tmp_path / "linked"
+    _git(repo, "worktree", "add", "-q", "-b", "feature", str(project))
+    mgr = WorkspaceManager(str(project), Events())
+    assert await mgr.is_git_repo()
+    ref = await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=WS.WORKTREE))
+    (Path(ref.path) / "a.txt").write_text("from the task\n")
+    assert (await mgr.merge_workspace(ref.workspace_id)).status == "merged"
+    assert (project / "a.txt").read_text() == "from the task\n"
+    assert _git(repo, "show", "main:a.txt") == "one"  # the main checkout's branch is untouched
+    # a workspace re-pointed at the project's own git directory is refused
+    second = await mgr.create_workspace(WorkspacePlan(task_id="t2", strategy=WS.WORKTREE))
+    (Path(second.path) / ".git").write_text((project / ".git").read_text())
+    with pytest.raises(AirException) as caught:
+        await mgr.merge_workspace(second.workspace_id)
+    assert caught.value.kind == ErrorKind.WORKSPACE_ERROR
+    assert payload.ran() == ""
