@@ -430,7 +430,19 @@ class Scheduler:
         try:
             with trio.move_on_after(_RECORD_GRACE, shield=True):
                 # why shielded: a run cancel must not leave a workspace without its event
-                workspace = await self._workspace_for(entry, agent_id)
+                try:
+                    workspace = await self._workspace_for(entry, agent_id)
+                except AirException as exc:
+                    if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                        raise
+                    # no workspace, no worker: the task fails, the run goes on (IMPL-GIT-2)
+                    error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
+                    await self._record_end(
+                        node, "task.failed", {"error": error.model_dump(mode="json")}
+                    )
+                    node.status = TaskStatus.FAILED
+                    node.final = True
+                    return
                 await self.ledger.record(
                     "task.started",
                     {

@@ -454,3 +454,31 @@ async def test_a_project_that_is_itself_a_linked_worktree_gets_worktrees(
         await mgr.merge_workspace(second.workspace_id)
     assert caught.value.kind == ErrorKind.WORKSPACE_ERROR
     assert payload.ran() == ""
+
+
+async def test_a_project_repository_redirected_fails_the_task_not_the_run(
+    repo: Path, payload: Payload, tmp_path: Path, session_db: SessionDB
+) -> None:
+    evil = _attacker_repo(tmp_path, payload)
+    (repo / ".git" / "commondir").write_text(str(evil / ".git") + "\n")
+    ledger = session_db.ledger
+    workspaces = WorkspaceManager(str(repo), ledger.record)
+    assert not await workspaces.is_git_repo()
+    runner = FakeTaskRunner({"t": [FakeStep(0.01, writes=(("a.txt", "x\n"),))]})
+    sched = Scheduler(
+        ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=workspaces,
+        planner=WavePlanner(git_repo=True),  # it was a repository when the run was planned
+        options=SchedulerOptions(max_workers=1),
+    )
+    await sched.create_tasks(
+        [TaskSpec(id="t", type="execute", title="t", description="t", scope=TaskScope())]
+    )
+    result = await sched.run_until_idle()
+    assert result.failed_task_ids == ["t"]
+    failed = [e.payload for e in ledger.history() if e.type == "task.failed"]
+    assert [p["error"]["kind"] for p in failed] == ["workspace_error"]
+    assert runner.log.records == []  # no worker ran
+    assert payload.ran() == ""
