@@ -91,9 +91,16 @@ async def test_pause_holds_the_loop_and_resume_continues(env: Env) -> None:
             await trio.sleep(0.05)
         await manager.pause(request.agent_id, "user paused")
         release.set()
-        await trio.sleep(0.5)
+        states: list[str] = []
+        for _ in range(200):  # a loaded machine may take a while to deliver the heartbeat
+            await trio.sleep(0.05)
+            states = [
+                e.payload["state"] for d, e in env.events.events if e.type == "agent.heartbeat"
+            ]
+            if "paused" in states:
+                break
+        await trio.sleep(0.3)
         assert box == []
-        states = [e.payload["state"] for d, e in env.events.events if e.type == "agent.heartbeat"]
         assert "paused" in states
         await manager.resume(request.agent_id)
     result = box[0].result
