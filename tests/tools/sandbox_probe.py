@@ -1,11 +1,12 @@
 """Run commands in air's sandbox as whoever runs this file, for the sandbox tests.
 
-``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` on stdin
-and answers each with ``{"exit_code", "stdout", "stderr"}``, spawning through the same
-``open_sandboxed`` (argv, memfds, environment allowlist) that shell.run uses. The tests run it
-under ``setpriv`` to prove the sandbox as an unprivileged user when the suite runs as root.
+``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
+optionally ``"workspace"``) on stdin and answers each with ``{"exit_code", "stdout",
+"stderr"}``, spawning through the same ``open_sandboxed`` (argv, memfds, environment allowlist)
+that shell.run uses. The tests run it under ``setpriv`` to prove the sandbox as an
+unprivileged user when the suite runs as root.
 
-``sandboxed_as`` is the test-side handle: one probe process per identity and workspace.
+``Sandboxed`` is the test-side handle: a workspace, a HOME of planted secrets and one probe.
 """
 
 from __future__ import annotations
@@ -29,12 +30,13 @@ def main() -> int:
     runner = SandboxRunner()
     runner.check_available()
     for line in sys.stdin:
-        command = json.loads(line)["command"]
+        request = json.loads(line)
+        where = request.get("workspace", workspace)
         proc = open_sandboxed(
             runner,
-            command,
-            workspace=workspace,
-            cwd=workspace,
+            request["command"],
+            workspace=where,
+            cwd=where,
             network=False,
             env=sandbox_environment(os.environ),
             stdout=subprocess.PIPE,
@@ -118,10 +120,11 @@ class Probe:
             text=True,
         )
 
-    def run(self, command: str) -> dict[str, object]:
+    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"command": command}) + "\n")
+        request = {"command": command, **({"workspace": str(workspace)} if workspace else {})}
+        self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -168,8 +171,8 @@ class Sandboxed:
             self.workspace, home=self.home, unprivileged=self.unprivileged, extra_env=extra_env
         )
 
-    def run(self, command: str) -> dict[str, object]:
-        return self.probe.run(command)
+    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
+        return self.probe.run(command, workspace)
 
     def close(self) -> None:
         self.probe.close()
