@@ -127,7 +127,6 @@ def run_headless(argv_options: dict[str, Any]) -> int:
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130)."""
     from air.contracts import AirException
     from air.nursery.batch import load_batch
-    from air.tools.shell import check_sandbox_available
 
     stderr = sys.stderr
     try:
@@ -139,7 +138,6 @@ def run_headless(argv_options: dict[str, Any]) -> int:
                 user_action="Run `air run --headless BATCH` with a YAML batch file.",
             )
         batch = load_batch(options.batch)
-        check_sandbox_available()  # no sandbox, no run: never a silent unsandboxed mode
     except AirException as exc:
         report_bad_input(exc, stderr)
         return EXIT_BAD_INPUT
@@ -363,8 +361,14 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     import trio
 
     from air.contracts import AirException
+    from air.tools.shell import check_sandbox_available
 
     outcome: dict[str, int] = {}
+    try:
+        check_sandbox_available()  # no sandbox, no run: never a silent unsandboxed mode
+    except AirException as exc:
+        report_bad_input(exc, options.stderr)
+        return EXIT_BAD_INPUT
     try:
         trio.run(_main, options, specs, outcome)
     except AirException as exc:

@@ -1,7 +1,7 @@
 """No silent unsandboxed mode, and workers hold no credentials (issue 9 items 10 and 4).
 
 Without bubblewrap, or where bubblewrap cannot create a user namespace, ``air run --headless``
-stops before any task with exit 2 and says so (shell.run refusing is in
+and ``air resume`` stop before any task with exit 2 and say so (shell.run refusing is in
 test_shell_and_secrets.py). Worker subprocesses start with an allowlisted environment: the
 planted keys, tokens and agent sockets of air's own environment never reach them.
 """
@@ -40,12 +40,15 @@ def _assert_refused(proc: subprocess.CompletedProcess[str], root: Path, words: s
     assert not (root / ".air" / "local" / "sessions").exists()
 
 
-def test_headless_run_without_bubblewrap_exits_2_before_any_task(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", [["run", "--headless", "batch.yaml"], ["resume"]])
+def test_run_and_resume_without_bubblewrap_exit_2_before_any_task(
+    tmp_path: Path, command: list[str]
+) -> None:
     root = _project(tmp_path)
     empty = tmp_path / "bin"
     empty.mkdir()
     proc = subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml"],
+        [sys.executable, "-m", "air.cli", *command],
         cwd=root,
         env={**os.environ, "PATH": str(empty)},
         capture_output=True,
