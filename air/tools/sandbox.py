@@ -1,7 +1,8 @@
 """The shell sandbox: a bubblewrap command line built from allowlists, and how it is spawned.
 
 Owns ``SandboxRunner`` (the bwrap argv of one command: user namespace, every capability dropped,
-no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces; a filesystem made only of the
+no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces, a seccomp filter that keeps the
+command off bwrap's PID-1 init (``seccomp_program``); a filesystem made only of the
 allowlisted system paths read-only, generated ``/etc/passwd``/``/etc/group``, the workspace
 read-write with its git metadata and ``.air`` read-only, a fresh tmpfs HOME and a private /tmp),
 ``sandbox_environment`` (the environment allowlist), ``check_sandbox_available`` (bubblewrap is
@@ -9,13 +10,15 @@ installed and can create a user namespace here, else an ``environment_error``: t
 unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess`` (the
 running command with its output streams, spawned on the thread that runs the Trio loop so that
 ``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
-Decisions: IMPL-SBX-1 .. IMPL-SBX-5 in docs/decisions.md.
+Decisions: IMPL-SBX-1 .. IMPL-SBX-6 in docs/decisions.md.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import struct
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -35,6 +38,7 @@ __all__ = [
     "check_sandbox_available",
     "open_sandboxed",
     "sandbox_environment",
+    "seccomp_program",
     "start_sandboxed",
 ]
 
@@ -101,6 +105,62 @@ _ENV_KEEP = (
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _GIT_FILE_PREFIX = "gitdir:"
+
+_INIT_MEM = ("/proc/1/mem", "/proc/1/task/1/mem")
+"""The memory of bwrap's PID-1 init, masked with /dev/null (IMPL-SBX-2)."""
+
+# seccomp BPF (linux/filter.h, linux/seccomp.h, linux/audit.h).
+_LD_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _EPERM = 0x7FFF0000, 0x00050000 | 1
+_SYSCALLS = (
+    (0xC000003E, 101, 311),  # x86_64: ptrace, process_vm_writev
+    (0x40000003, 26, 348),  # i386
+    (0xC00000B7, 117, 271),  # aarch64
+)
+_X32_BIT = 0x40000000
+_Insn = tuple[int, str | None, str | None, int]
+
+
+@functools.cache
+def seccomp_program() -> bytes:
+    """A seccomp filter: ``ptrace`` and ``process_vm_writev`` of PID 1 fail with EPERM.
+
+    PID 1 is bwrap's init, which holds the parent-death signal that ends the sandbox with air;
+    a command of the same uid could otherwise ptrace it and clear that signal. Other pids
+    (a debugger on the command's own children, LeakSanitizer) are unaffected; the x32 ABI is
+    refused (its syscall numbers would bypass the check). Architectures not listed are not
+    filtered. Only the low 32 bits of the pid are compared: the kernel truncates to pid_t.
+    """
+    items: list[str | _Insn] = [(_LD_ABS, None, None, 4)]
+    items += [(_JEQ, f"arch{i}", None, arch) for i, (arch, _, _) in enumerate(_SYSCALLS)]
+    items.append((_RET, None, None, _ALLOW))
+    for i, (arch, ptrace, vm_writev) in enumerate(_SYSCALLS):
+        items += [f"arch{i}", (_LD_ABS, None, None, 0)]
+        if arch == 0xC000003E:
+            items.append((_JGE, "deny", None, _X32_BIT))
+        items += [(_JEQ, "pid_arg1", None, ptrace), (_JEQ, "pid_arg0", None, vm_writev)]
+        items.append((_RET, None, None, _ALLOW))
+    items += ["pid_arg1", (_LD_ABS, None, None, 16 + 8), (_JEQ, "deny", "allow", 1)]
+    items += ["pid_arg0", (_LD_ABS, None, None, 16), (_JEQ, "deny", "allow", 1)]
+    items += ["allow", (_RET, None, None, _ALLOW), "deny", (_RET, None, None, _EPERM)]
+    labels: dict[str, int] = {}
+    index = 0
+    for item in items:
+        if isinstance(item, str):
+            labels[item] = index
+        else:
+            index += 1
+    out = bytearray()
+    index = 0
+    for item in items:
+        if isinstance(item, str):
+            continue
+        code, jt, jf, k = item
+        jump_true = 0 if jt is None else labels[jt] - index - 1
+        jump_false = 0 if jf is None else labels[jf] - index - 1
+        out += struct.pack("=HBBI", code, jump_true, jump_false, k)
+        index += 1
+    return bytes(out)
 
 
 def sandbox_environment(environ: Mapping[str, str], home: str = SANDBOX_HOME) -> dict[str, str]:
@@ -238,6 +298,7 @@ class SandboxRunner:
         cwd: str,
         network: bool,
         data_fds: Mapping[str, int] | None = None,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c command``.
 
@@ -247,6 +308,7 @@ class SandboxRunner:
             cwd: the working directory inside the workspace.
             network: keep the host network (otherwise a new, empty network namespace).
             data_fds: readable fds holding ``generated_files()``, keyed by destination.
+            seccomp_fd: a readable fd holding ``seccomp_program()``.
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -293,6 +355,7 @@ class SandboxRunner:
             "/dev",
             "--proc",
             "/proc",
+            *[a for mem in _INIT_MEM for a in ("--ro-bind", "/dev/null", mem)],
             "--tmpfs",
             "/tmp",
             "--tmpfs",
@@ -305,6 +368,8 @@ class SandboxRunner:
         air_dir = os.path.join(ws, ".air")
         if os.path.isdir(air_dir) and not os.path.islink(air_dir):
             args += ["--ro-bind", air_dir, air_dir]
+        if seccomp_fd is not None:
+            args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
         return [*args, "/bin/bash", "--noprofile", "--norc", "-c", command]
 
@@ -398,20 +463,33 @@ def open_sandboxed(
 
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
     exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
-    The generated files travel in memfds closed here once bwrap has them.
+    The generated files and the seccomp filter travel in memfds, closed here once bwrap has
+    them.
 
     Raises:
         AirException: ``environment_error`` when bubblewrap is missing.
         OSError: when bwrap cannot be started.
     """
-    fds: dict[str, int] = {}
+    opened: list[int] = []
+
+    def memfd(content: bytes) -> int:
+        fd = os.memfd_create("air-sandbox")
+        opened.append(fd)
+        os.write(fd, content)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
     try:
-        for dest, content in runner.generated_files().items():
-            fd = os.memfd_create("air-sandbox-etc")
-            os.write(fd, content)
-            os.lseek(fd, 0, os.SEEK_SET)
-            fds[dest] = fd
-        argv = runner.argv(command, workspace=workspace, cwd=cwd, network=network, data_fds=fds)
+        data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
+        seccomp_fd = memfd(seccomp_program())
+        argv = runner.argv(
+            command,
+            workspace=workspace,
+            cwd=cwd,
+            network=network,
+            data_fds=data_fds,
+            seccomp_fd=seccomp_fd,
+        )
         return subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -419,10 +497,10 @@ def open_sandboxed(
             stderr=stderr,
             env=dict(env),
             start_new_session=True,
-            pass_fds=tuple(fds.values()),
+            pass_fds=tuple(opened),
         )
     finally:
-        for fd in fds.values():
+        for fd in opened:
             os.close(fd)
 
 
