@@ -18,6 +18,7 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import stat
 import struct
 import subprocess
 import threading
@@ -37,6 +38,7 @@ __all__ = [
     "SandboxRunner",
     "check_sandbox_available",
     "open_sandboxed",
+    "pin_protected",
     "sandbox_environment",
     "seccomp_program",
     "start_sandboxed",
@@ -105,6 +107,8 @@ _ENV_KEEP = (
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _GIT_FILE_PREFIX = "gitdir:"
+_PROTECTED = (".git", ".air")
+"""Workspace entries bound read-only over the writable workspace."""
 
 _INIT_MEM = ("/proc/1/mem", "/proc/1/task/1/mem")
 """The memory of bwrap's PID-1 init, masked with /dev/null (IMPL-SBX-2)."""
@@ -192,15 +196,16 @@ def _sandbox_ids() -> tuple[int, int]:
     return (uid or _UID_FOR_ROOT, gid or _UID_FOR_ROOT)
 
 
-def _worktree_common_dir(dot_git: str) -> str | None:
+def _worktree_common_dir(dot_git: str, source: str) -> str | None:
     """The main repository's git dir of a worktree whose ``.git`` file is ``dot_git``.
 
-    Only a structurally valid worktree is exposed: the file names ``<common>/worktrees/<name>``
-    whose ``commondir`` leads back to ``<common>``, and ``<common>`` holds ``objects`` and
-    ``HEAD``. Anything else (a tampered or foreign pointer) exposes nothing.
+    ``source`` is where to read the file (its pinned fd). Only a structurally valid worktree
+    is exposed: the file names ``<common>/worktrees/<name>`` whose ``commondir`` leads back to
+    ``<common>``, and ``<common>`` holds ``objects`` and ``HEAD``. Anything else (a tampered or
+    foreign pointer) exposes nothing.
     """
     try:
-        with open(dot_git, encoding="utf-8") as fh:
+        with open(source, encoding="utf-8") as fh:
             text = fh.read(4096).strip()
     except (OSError, UnicodeDecodeError):
         return None
@@ -224,23 +229,44 @@ def _worktree_common_dir(dot_git: str) -> str | None:
     return common
 
 
-def _git_binds(workspace: str) -> list[str]:
-    """Bind the workspace's git metadata read-only (IMPL-SBX-5).
+def pin_protected(workspace: str) -> dict[str, int]:
+    """O_PATH fds of the workspace's ``.git`` entry and ``.air`` directory, keyed by path.
+
+    Opened once with ``O_NOFOLLOW`` and checked through the fd, then bound with
+    ``--ro-bind-fd``: bwrap binds exactly what was checked, even if a command running at the
+    same time in this workspace swaps the entry for a symlink to a secret. A symlinked entry is
+    not pinned (its target is not mounted). The caller closes the fds.
+    """
+    pinned: dict[str, int] = {}
+    for name in _PROTECTED:
+        path = os.path.join(workspace, name)
+        try:
+            fd = os.open(path, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            continue
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISLNK(mode) or (name == ".air" and not stat.S_ISDIR(mode)):
+            os.close(fd)
+            continue
+        pinned[path] = fd
+    return pinned
+
+
+def _protected_binds(workspace: str, pinned: Mapping[str, int]) -> list[str]:
+    """Bind the workspace's git metadata and ``.air`` read-only (IMPL-SBX-5).
 
     A ``.git`` directory is re-bound read-only as a whole; a worktree's ``.git`` file is bound
     read-only and its main repository's git dir is bound read-only at its own path so that
     ``git status``/``diff``/``log`` work inside. Git state changes go through the parent's
-    hardened git tools (``git.commit``). A symlinked ``.git`` is left alone: its target is not
-    mounted, so nothing it points to is reachable.
+    hardened git tools (``git.commit``).
     """
-    dot_git = os.path.join(workspace, ".git")
-    if not os.path.lexists(dot_git) or os.path.islink(dot_git):
-        return []
-    args = ["--ro-bind", dot_git, dot_git]
-    if os.path.isfile(dot_git):
-        common = _worktree_common_dir(dot_git)
-        if common is not None and not _inside(common, workspace):
-            args += ["--ro-bind", common, common]
+    args: list[str] = []
+    for path, fd in pinned.items():
+        args += ["--ro-bind-fd", str(fd), path]
+        if os.path.basename(path) == ".git" and stat.S_ISREG(os.fstat(fd).st_mode):
+            common = _worktree_common_dir(path, f"/proc/self/fd/{fd}")
+            if common is not None and not _inside(common, workspace):
+                args += ["--ro-bind", common, common]
     return args
 
 
@@ -297,6 +323,7 @@ class SandboxRunner:
         workspace: str,
         cwd: str,
         network: bool,
+        pinned: Mapping[str, int],
         data_fds: Mapping[str, int] | None = None,
         seccomp_fd: int | None = None,
     ) -> list[str]:
@@ -307,6 +334,7 @@ class SandboxRunner:
             workspace: the workspace root (bound read-write).
             cwd: the working directory inside the workspace.
             network: keep the host network (otherwise a new, empty network namespace).
+            pinned: ``pin_protected(workspace)`` of the real workspace path.
             data_fds: readable fds holding ``generated_files()``, keyed by destination.
             seccomp_fd: a readable fd holding ``seccomp_program()``.
 
@@ -364,10 +392,7 @@ class SandboxRunner:
             ws,
             ws,
         ]
-        args += _git_binds(ws)
-        air_dir = os.path.join(ws, ".air")
-        if os.path.isdir(air_dir) and not os.path.islink(air_dir):
-            args += ["--ro-bind", air_dir, air_dir]
+        args += _protected_binds(ws, pinned)
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
@@ -463,8 +488,8 @@ def open_sandboxed(
 
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
     exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
-    The generated files and the seccomp filter travel in memfds, closed here once bwrap has
-    them.
+    The generated files and the seccomp filter travel in memfds, the protected workspace
+    entries as O_PATH fds (``pin_protected``); all are closed here once bwrap has them.
 
     Raises:
         AirException: ``environment_error`` when bubblewrap is missing.
@@ -480,6 +505,8 @@ def open_sandboxed(
         return fd
 
     try:
+        pinned = pin_protected(os.path.realpath(workspace))
+        opened += pinned.values()
         data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
         seccomp_fd = memfd(seccomp_program())
         argv = runner.argv(
@@ -487,6 +514,7 @@ def open_sandboxed(
             workspace=workspace,
             cwd=cwd,
             network=network,
+            pinned=pinned,
             data_fds=data_fds,
             seccomp_fd=seccomp_fd,
         )
