@@ -111,6 +111,20 @@ def is_within(path: str, root: str) -> bool:
     return path.startswith(prefix)
 
 
+def _realpath(path: str) -> str | None:
+    """``os.path.realpath`` that survives a link swapped while it walks (None after retries).
+
+    ``realpath`` ``lstat``s then ``readlink``s each component; a concurrent swap between the two
+    raises ``EINVAL``/``ENOENT`` instead of returning a path.
+    """
+    for _ in range(3):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    return None
+
+
 def _norm_component(part: str) -> str:
     """Fold the tricks a case-insensitive or trailing-dot file system would honour."""
     return part.rstrip(". ").lower()
@@ -178,7 +192,17 @@ class PathClassifier:
                 escapes=True,
             )
         lexical = os.path.normpath(absolute)
-        resolved = os.path.realpath(absolute)
+        resolved_or_none = _realpath(absolute)
+        if resolved_or_none is None:
+            return PathRiskClassification(
+                path=path,
+                resolved_path=None,
+                category=P.UNKNOWN,
+                reason="the path changed while it was checked (a link is being swapped)",
+                escapes=True,
+                via_link=True,
+            )
+        resolved = resolved_or_none
         inside_lexical = is_within(lexical, workspace) or is_within(lexical, project)
         inside = is_within(resolved, workspace) or is_within(resolved, project)
         escapes = not inside

@@ -2,7 +2,9 @@
 
 Owns the tool definitions and executors, read-before-edit bookkeeping, the unified-diff applier
 and the diff artifacts every write, edit and patch produces. Writes go through
-``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace.
+``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace; reads and
+listings open the checked path once through ``air.tools.safefs.open_beneath`` (no link is
+followed) and read from that descriptor.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import difflib
 import hashlib
 import os
 import re
+import stat
 from typing import Any
 
 import trio
@@ -23,7 +26,7 @@ from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
 from air.security.redact import SecretRedactor
 from air.tools.registry import ToolRegistry, ToolRun
-from air.tools.safefs import read_beneath, write_beneath
+from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
 
 __all__ = ["apply_unified_diff", "edit_text", "register_fs_tools"]
 
@@ -84,14 +87,33 @@ def edit_text(text: str, old: str, new: str, *, replace_all: bool) -> str:
     return text.replace(old, new) if replace_all else text.replace(old, new, 1)
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+def _open_checked(run: ToolRun, path: str, *, directory: bool) -> int:
+    """Open the lexical path the permission engine judged, once, following no link.
+
+    Inside the workspace the walk starts at the workspace root; elsewhere at ``/``. Either way
+    every component is opened with ``O_NOFOLLOW`` relative to its parent, so a symlink swapped
+    in after the check makes the open fail instead of reading another file.
+    """
+    workspace = run.workspace_realpath
+    absolute = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
+    root = workspace if is_within(absolute, workspace) else "/"
+    try:
+        return open_beneath(root, absolute, directory=directory)
+    except FileNotFoundError as exc:
+        raise _bad(f"{path} does not exist", "Check the path with fs.list.") from exc
+    except NotADirectoryError as exc:
+        raise _bad(f"{path}: a component is not a directory", "Check the path.") from exc
+    except PermissionError as exc:
+        raise _bad(f"{path} cannot be opened: {exc.strerror}", "Check the path.") from exc
+
+
+def _read_checked(run: ToolRun, path: str) -> bytes:
+    return read_fd(_open_checked(run, path, directory=False))
 
 
 async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     path = _resolve(run, input["path"])
-    data = await trio.to_thread.run_sync(_read_file, path)
+    data = await trio.to_thread.run_sync(_read_checked, run, input["path"])
     run.registry.read_observations[(_observer_key(run), path)] = _sha(data)
     text = data.decode("utf-8", "replace")
     lines = text.splitlines(keepends=True)
@@ -108,53 +130,64 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     }
 
 
-def _list_entries(root: str) -> list[JsonObject]:
-    entries: list[JsonObject] = []
-    for name in sorted(os.listdir(root)):
-        full = os.path.join(root, name)
-        if os.path.islink(full):
-            kind = "link"
-        elif os.path.isdir(full):
-            kind = "dir"
-        else:
-            kind = "file"
-        entries.append({"name": name, "type": kind})
-    return entries
+def _list_entries(run: ToolRun, path: str) -> list[JsonObject]:
+    listed = list_fd(_open_checked(run, path, directory=True))
+    return [{"name": name, "type": kind} for name, kind in listed]
 
 
 async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
-    root = _resolve(run, input.get("path", "."))
-    entries = await trio.to_thread.run_sync(_list_entries, root)
+    entries = await trio.to_thread.run_sync(_list_entries, run, input.get("path", "."))
     return {"path": input.get("path", "."), "entries": entries[:2000]}
 
 
 def _search(
-    pattern: re.Pattern[str], root: str, workspace: str, limit: int, redactor: SecretRedactor
+    pattern: re.Pattern[str], run: ToolRun, path: str, limit: int, redactor: SecretRedactor
 ) -> JsonObject:
+    workspace = run.workspace_realpath
+    start = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
+    if not is_within(start, workspace):
+        return {"matches": [], "truncated": False}
+    top = _open_checked(run, path, directory=True)
     matches: list[JsonObject] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
-        )
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) or not is_within(os.path.realpath(full), workspace):
-                continue
-            try:
-                with open(full, encoding="utf-8") as fh:
-                    for lineno, line in enumerate(fh, 1):
-                        if pattern.search(line):
-                            matches.append(
-                                {
-                                    "path": os.path.relpath(full, workspace),
-                                    "line": lineno,
-                                    "text": redactor.redact(line.rstrip("\n")[:400]),
-                                }
-                            )
-                            if len(matches) >= limit:
-                                return {"matches": matches, "truncated": True}
-            except (UnicodeDecodeError, OSError):
-                continue
+    try:
+        # fwalk never follows a link to a directory and checks each opened directory is the
+        # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
+        for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
+            )
+            for name in sorted(filenames):
+                full = os.path.normpath(os.path.join(start, dirpath, name))
+                try:
+                    fd = os.open(
+                        name,
+                        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                        dir_fd=dirfd,
+                    )
+                except OSError:
+                    continue
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    os.set_blocking(fd, True)
+                    with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
+                        for lineno, line in enumerate(fh, 1):
+                            if pattern.search(line):
+                                matches.append(
+                                    {
+                                        "path": os.path.relpath(full, workspace),
+                                        "line": lineno,
+                                        "text": redactor.redact(line.rstrip("\n")[:400]),
+                                    }
+                                )
+                                if len(matches) >= limit:
+                                    return {"matches": matches, "truncated": True}
+                except (UnicodeDecodeError, OSError):
+                    continue
+                finally:
+                    os.close(fd)
+    finally:
+        os.close(top)
     return {"matches": matches, "truncated": False}
 
 
@@ -165,10 +198,10 @@ async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
         raise _bad(
             f"invalid regular expression: {exc}", "Fix the pattern (Python re syntax)."
         ) from exc
-    root = _resolve(run, input.get("path", "."))
-    workspace = run.workspace_realpath
     limit = int(input.get("max_results", 200))
-    return await trio.to_thread.run_sync(_search, pattern, root, workspace, limit, run.redactor)
+    return await trio.to_thread.run_sync(
+        _search, pattern, run, input.get("path", "."), limit, run.redactor
+    )
 
 
 def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:
