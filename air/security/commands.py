@@ -5,7 +5,14 @@ pipes, subshells, command and process substitution, loops and conditionals), unw
 programs (``sudo``, ``env``, ``timeout``, ``xargs``, ``sh -c``...), reads redirect targets and
 classifies every segment from static program tables. The command's category is its riskiest
 segment's; anything dynamic, obfuscated or unparseable is ``opaque`` (SDD §9.2, §18.5).
-Pure: no I/O.
+
+It also lists the paths a command touches for the engine to classify: ``write_targets``
+(redirects, program outputs, and directories an option moves a build/VCS/install tool into, or a
+path outside the project such a tool is given) and ``read_targets`` (every path-like argument,
+``<`` redirect and assignment value, whatever the program, so ``base64 ~/.ssh/id_rsa`` is a
+credential read). Relative targets are resolved against ``cwd`` and every directory a ``cd``,
+``pushd``, ``env -C`` or ``tar -C`` moves to. Multi-call binaries (``busybox``, ``toybox``) are
+classified as their applet. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from air.contracts.permission import CommandCategory, CommandRiskAnalysis, CommandSegment
+from air.security.paths import names_credentials
 
 __all__ = ["CATEGORY_ORDER", "CommandRiskAnalyzer", "riskiest"]
 
@@ -105,7 +113,8 @@ OPAQUE_PROGRAMS = frozenset(
     "eval source . exec alias unalias enable builtin function declare_f coproc compgen"
     " complete fc history".split()
 )
-SHELLS = frozenset("sh bash zsh dash ksh mksh fish ash busybox csh tcsh".split())
+SHELLS = frozenset("sh bash zsh dash ksh mksh fish ash csh tcsh".split())
+MULTICALL = frozenset({"busybox", "toybox"})
 INTERPRETERS = {
     "python": ("-c",),
     "python3": ("-c",),
@@ -148,6 +157,9 @@ _GIT_NETWORK = frozenset(
 )
 
 
+_DYNAMIC = "$dynamic"
+
+
 @dataclass
 class _Segment:
     text: str
@@ -155,6 +167,15 @@ class _Segment:
     category: CommandCategory
     reason: str
     write_targets: list[str] = field(default_factory=list)
+    read_targets: list[str] = field(default_factory=list)
+    bases: list[str] = field(default_factory=list)
+    """Directories this segment's own relative targets are (also) relative to (``tar -C``)."""
+    chdir: str | None = None
+    """Where a ``cd``/``pushd`` moves the following segments (``$dynamic`` when unknown)."""
+    hidden: bool = False
+    """Carries targets only (a ``<`` redirect, an assignment): not a segment of the analysis."""
+    scope: str | None = None
+    """``push``/``pop`` around a subshell, ``and`` at a ``&&`` (hidden markers for ``cd``)."""
 
 
 @dataclass
@@ -193,16 +214,10 @@ class CommandRiskAnalyzer:
             A ``CommandRiskAnalysis``; ``write_targets`` lists redirect and program targets
             (literal, unresolved; relative ones are relative to ``cwd``).
         """
-        segments = self._segments(command, 0)
+        found = self._segments(command, 0)
+        segments = [s for s in found if not s.hidden]
         category = riskiest(s.category for s in segments)
-        targets: list[str] = []
-        for seg in segments:
-            for target in seg.write_targets:
-                resolved = target
-                if cwd and not target.startswith(("/", "~")):
-                    resolved = os.path.join(cwd, target)
-                if resolved not in targets:
-                    targets.append(resolved)
+        writes, reads = _resolve_targets(found, cwd)
         worst = next((s for s in segments if s.category == category), None)
         reason = worst.reason if worst else "empty command"
         return CommandRiskAnalysis(
@@ -213,7 +228,8 @@ class CommandRiskAnalyzer:
                 for s in segments
             ],
             reason=reason,
-            write_targets=targets,
+            write_targets=writes,
+            read_targets=reads,
         )
 
     # -- parsing -------------------------------------------------------------------------
@@ -270,6 +286,27 @@ class CommandRiskAnalyzer:
         if kind == "declaration_command":
             self._declaration(node, out, depth)
             return
+        if kind in ("subshell", "command_substitution", "process_substitution"):
+            # A `cd` inside does not move what follows the subshell.
+            out.append(_scope("push"))
+            for child in node.children:
+                self._walk(child, out, depth)
+            out.append(_scope("pop"))
+            return
+        if kind == "pipeline":
+            for child in node.children:
+                out.append(_scope("push"))
+                self._walk(child, out, depth)
+                out.append(_scope("pop"))
+            return
+        if kind == "list" and any(c.type == "&&" for c in node.children):
+            # What follows `&&` runs only if what precedes succeeded: a `cd` there took effect.
+            for child in node.children:
+                if child.type == "&&":
+                    out.append(_scope("and"))
+                else:
+                    self._walk(child, out, depth)
+            return
         for child in node.children:
             self._walk(child, out, depth)
 
@@ -278,6 +315,11 @@ class CommandRiskAnalyzer:
         name = _text(name_node) if name_node is not None else ""
         if name in _DANGEROUS_ENV or name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
             out.append(_seg(_text(node), None, C.OPAQUE, f"sets {name}, which changes what runs"))
+        value = node.child_by_field_name("value")
+        if value is not None:
+            reads = _read_candidates(_literal(value), _text(value))
+            if reads:
+                out.append(_hidden(_text(node), read_targets=reads))
         for child in node.children:
             self._walk_substitutions(child, out, depth)
 
@@ -300,8 +342,7 @@ class CommandRiskAnalyzer:
 
     def _walk_substitutions(self, node: Node, out: list[_Segment], depth: int) -> None:
         if node.type in ("command_substitution", "process_substitution"):
-            for child in node.children:
-                self._walk(child, out, depth)
+            self._walk(node, out, depth)
             return
         for child in node.children:
             self._walk_substitutions(child, out, depth)
@@ -345,6 +386,10 @@ class CommandRiskAnalyzer:
                 dest = child
         if dest is not None:
             self._walk_substitutions(dest, out, depth)
+        if op in ("<", "<>") and dest is not None:
+            reads = _read_candidates(_literal(dest), _text(dest), always=True)
+            if reads:
+                out.append(_hidden(text, read_targets=reads))
         if op in ("<", "<&", "<&-", ">&-"):
             return
         if dest is None:
@@ -388,13 +433,29 @@ class CommandRiskAnalyzer:
             words.append(_Word(_literal(child), child))
         if not words:
             return
-        out.extend(self._argv(text, [w.value for w in words], depth))
+        segs = self._argv(text, [w.value for w in words], depth)
+        reads: list[str] = []
+        for word in words[1:]:
+            for target in _read_candidates(word.value, _text(word.node)):
+                if target not in reads:
+                    reads.append(target)
+        bases = [b for seg in segs for b in seg.bases]
+        for seg in segs:
+            seg.bases = list(bases)
+        if segs:
+            segs[0].read_targets.extend(reads)
+            if words[0].value in ("cd", "pushd", "chdir"):
+                dest = words[1].value if len(words) > 1 else "~"
+                segs[0].chdir = _DYNAMIC if dest in (None, "-") else dest
+        out.extend(segs)
 
     # -- classification of one argv -------------------------------------------------------
 
     def _argv(self, text: str, argv: Sequence[str | None], depth: int) -> list[_Segment]:
         if not argv:
             return []
+        if depth > _MAX_DEPTH:
+            return [_seg(text, None, C.OPAQUE, "wrapped commands nested too deep")]
         raw = argv[0]
         if raw is None:
             return [_seg(text, None, C.OPAQUE, "the program name depends on an expansion")]
@@ -411,10 +472,12 @@ class CommandRiskAnalyzer:
                 program = base
             elif ".." in raw.split("/"):
                 return [_seg(text, raw, C.OPAQUE, "runs a program through a '..' path")]
+            elif raw.startswith("~"):
+                return [_seg(text, raw, C.OPAQUE, f"runs a program from a home directory: {raw}")]
             else:
                 known = _table_category(base)
-                if known is None or base in SHELLS or base in INTERPRETERS:
-                    if base in SHELLS or base in INTERPRETERS:
+                if known is None or base in SHELLS or base in INTERPRETERS or base in MULTICALL:
+                    if base in SHELLS or base in INTERPRETERS or base in MULTICALL:
                         program = base
                     else:
                         return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
@@ -424,6 +487,14 @@ class CommandRiskAnalyzer:
         return self._program(text, program, args, depth)
 
     def _program(self, text: str, prog: str, args: list[str | None], depth: int) -> list[_Segment]:
+        segs = self._program_segments(text, prog, args, depth)
+        if segs:
+            _moved_targets(segs[0], prog, args)
+        return segs
+
+    def _program_segments(
+        self, text: str, prog: str, args: list[str | None], depth: int
+    ) -> list[_Segment]:
         handler = _HANDLERS.get(prog)
         if handler is not None:
             return handler(self, text, prog, args, depth)
@@ -521,7 +592,7 @@ def _table_category(prog: str) -> CommandCategory | None:
     ):
         if prog in table:
             return cat
-    if prog in SHELLS or prog in INTERPRETERS:
+    if prog in SHELLS or prog in INTERPRETERS or prog in MULTICALL:
         return C.OPAQUE
     return None
 
@@ -558,6 +629,261 @@ def _write_targets(prog: str, args: Sequence[str | None]) -> list[str]:
     return [p if p is not None else "$dynamic" for p in pos]
 
 
+def _scope(kind: str) -> _Segment:
+    return _Segment(text="", program=None, category=C.READ_ONLY, reason="", hidden=True, scope=kind)
+
+
+def _hidden(text: str, *, read_targets: list[str]) -> _Segment:
+    return _Segment(
+        text=text,
+        program=None,
+        category=C.READ_ONLY,
+        reason="",
+        read_targets=read_targets,
+        hidden=True,
+    )
+
+
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`")
+_HOME_PREFIX = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_PLACEHOLDER = "/_dynamic_"
+
+
+def _braces(word: str, limit: int = 16) -> list[str]:
+    """Expand ``{a,b}`` groups (bash brace expansion) into at most ``limit`` words."""
+    out = [word]
+    for _ in range(4):
+        nxt: list[str] = []
+        changed = False
+        for w in out:
+            m = _BRACE.search(w)
+            if m is None:
+                nxt.append(w)
+                continue
+            changed = True
+            nxt.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
+        out = nxt[:limit]
+        if not changed:
+            break
+    return out
+
+
+def _pathish(value: str) -> bool:
+    return "/" in value or value.startswith("~") or names_credentials(value)
+
+
+def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> list[str]:
+    """The paths an argument may name, for the engine's read check (credentials).
+
+    Option values (``--file=x``, ``-f/x``) and ``key=value`` operands count; ``$HOME`` becomes
+    ``~``; any other expansion becomes ``/_dynamic_`` so ``$X/.ssh/id_rsa`` is still seen to
+    name an SSH key. Words that do not look like paths are skipped (no I/O is spent on them).
+    """
+    if value is None:
+        text = _HOME_PREFIX.sub("~", raw.replace('"', "").replace("'", ""))
+        if "$" in text or "`" in text:
+            text = _EXPANSION.sub(_PLACEHOLDER, text)
+            if "$" in text or "`" in text:
+                return []
+            if not text.startswith(("/", "~")):
+                text = "/" + text
+            if text.replace(_PLACEHOLDER, "").strip("/") == "":
+                return []
+        value = text
+    if not always:
+        if value.startswith("-"):
+            if "=" in value and value.startswith("--"):
+                value = value.split("=", 1)[1]
+            elif len(value) > 2 and value[1] != "-" and value[2] in "/~":
+                value = value[2:]
+            else:
+                return []
+        elif "=" in value and not value.startswith(("/", "~", ".")):
+            value = value.split("=", 1)[1]
+    if not value or "\x00" in value:
+        return []
+    words = _braces(value) if "{" in value else [value]
+    return [w for w in words if always or _pathish(w)]
+
+
+def _resolve_targets(found: list[_Segment], cwd: str | None) -> tuple[list[str], list[str]]:
+    """Resolve relative targets against every directory the shell may be in at that point.
+
+    A ``cd``/``pushd`` adds its directory to the possible ones (it may fail, so the old ones
+    stay); after a ``&&`` it took effect and replaces them; a subshell, a substitution or a
+    pipeline element does not move what follows it. ``bases`` (``tar -C``, ``env -C``) move one
+    segment's own targets. A relative write after a dynamic ``cd`` could land anywhere: it adds
+    ``$dynamic``.
+    """
+    writes: list[str] = []
+    reads: list[str] = []
+    possible: list[str | None] = [cwd]
+    pending: list[str | None] | None = None
+    dynamic_cd = False
+    stack: list[tuple[list[str | None], list[str | None] | None, bool]] = []
+
+    def add(out: list[str], target: str) -> None:
+        if target not in out:
+            out.append(target)
+
+    def place(base: str | None, rel: str) -> str:
+        if rel.startswith(("/", "~")) or base is None:
+            return rel
+        return os.path.join(base, rel)
+
+    for seg in found:
+        if seg.scope == "push":
+            stack.append((list(possible), pending, dynamic_cd))
+            pending = None
+            continue
+        if seg.scope == "pop":
+            if stack:
+                possible, pending, dynamic_cd = stack.pop()
+            continue
+        if seg.scope == "and":
+            if pending is not None:
+                possible, pending = pending, None
+            continue
+        own = [place(p, b) for b in seg.bases if b != _DYNAMIC for p in possible]
+        dynamic = dynamic_cd or _DYNAMIC in seg.bases
+        for targets, out, is_write in (
+            (seg.write_targets, writes, True),
+            (seg.read_targets, reads, False),
+        ):
+            for target in targets:
+                if target == _DYNAMIC or target.startswith(("/", "~")):
+                    add(out, target)
+                    continue
+                for base in (*possible, *own):
+                    add(out, place(base, target))
+                if is_write and dynamic:
+                    add(out, _DYNAMIC)
+        if seg.chdir is not None:
+            if seg.chdir == _DYNAMIC:
+                dynamic_cd = True
+            else:
+                moved: list[str | None] = [place(p, seg.chdir) for p in possible]
+                pending = moved
+                possible = [*possible, *(m for m in moved if m not in possible)]
+    return writes, reads
+
+
+def _outside_looking(value: str) -> bool:
+    """Lexically leaves the project: absolute, under a home, or through ``..``."""
+    return value.startswith(("/", "~")) or ".." in value.split("/")
+
+
+# Options that move a tool's work, input or output to another directory or file. Their values
+# become write targets: the engine then checks them like any write (outside the project asks,
+# credentials and .git ask as sensitive, a symlink leading out is denied).
+_MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
+    "make": ("-C", "--directory", "-f", "--file", "--makefile", "-o", "--old-file"),
+    "ninja": ("-C", "-f"),
+    "cmake": ("-S", "-B", "--build", "--install", "-P", "-C", "--toolchain", "--install-prefix"),
+    "ctest": ("--test-dir", "-S", "--build-dir", "-O", "--output-log"),
+    "meson": ("-C", "--prefix"),
+    "npm": ("--prefix", "-C", "--cache", "--userconfig", "--globalconfig"),
+    "pnpm": ("-C", "--dir", "--store-dir", "--config-dir"),
+    "yarn": ("--cwd", "--modules-folder", "--cache-folder"),
+    "go": ("-C", "-o", "-modfile", "-overlay"),
+    "cargo": ("--manifest-path", "--target-dir", "--out-dir", "--artifact-dir", "-C"),
+    "pytest": (
+        "--rootdir",
+        "--basetemp",
+        "-c",
+        "--config-file",
+        "--confcutdir",
+        "--junitxml",
+        "--junit-xml",
+        "--cov-config",
+    ),
+    "tox": ("-c", "--conf", "--workdir", "--root"),
+    "nox": ("-f", "--noxfile", "--envdir"),
+    "pip": ("--target", "-t", "--prefix", "--root", "--src", "-e", "--editable", "--cache-dir"),
+    "gcc": ("-o",),
+    "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
+    "gradle": ("-b", "--build-file", "-p", "--project-dir", "-c", "--settings-file", "-I"),
+    "pre-commit": ("-c", "--config"),
+    "mypy": ("--config-file", "--cache-dir"),
+    "ruff": ("--config", "--cache-dir"),
+    "coverage": ("--rcfile", "--data-file", "-o"),
+    "rsync": ("--files-from", "--exclude-from"),
+    "sphinx-build": ("-c", "-d"),
+    "bazel": ("--output_base", "--output_user_root", "--bazelrc"),
+    "dotnet": ("--project", "-o", "--output"),
+    "deno": ("--config", "-c", "--import-map"),
+}
+for _alias, _of in (
+    ("gmake", "make"),
+    ("py.test", "pytest"),
+    ("pip3", "pip"),
+    ("g++", "gcc"),
+    ("cc", "gcc"),
+    ("c++", "gcc"),
+    ("clang", "gcc"),
+    ("clang++", "gcc"),
+    ("gradlew", "gradle"),
+    ("bazelisk", "bazel"),
+):
+    _MOVED_OPTIONS[_alias] = _MOVED_OPTIONS[_of]
+
+
+def _option_values(args: Sequence[str | None], options: Iterable[str]) -> list[str]:
+    """Values of ``options`` in ``args``: ``-C dir``, ``-Cdir``, ``--directory=dir``."""
+    wanted = set(options)
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg is None:
+            continue
+        if arg == "--":
+            break
+        if arg in wanted:
+            if i < len(args):
+                value = args[i]
+                out.append(value if value is not None else _DYNAMIC)
+                i += 1
+            continue
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in wanted:
+            out.append(arg.split("=", 1)[1])
+        elif not arg.startswith("--") and len(arg) > 2 and arg[:2] in wanted:
+            out.append(arg[2:])
+    return [v for v in out if v and v not in _NULL_TARGETS]
+
+
+def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None:
+    """Add the directories and files a tool is moved to, and what it is given outside the project.
+
+    Build/test and install tools write where they run (caches, build trees, outputs) and run
+    what they are given, so each option of ``_MOVED_OPTIONS`` and every literal operand that
+    lexically leaves the project (``/x``, ``~/x``, ``../x``, ``--opt=/x``, ``DESTDIR=/x``) is
+    a write target. Interpreters and shells are judged on their script instead.
+    """
+    options = _MOVED_OPTIONS.get(prog)
+    found: list[str] = _option_values(args, options) if options else []
+    if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (
+        prog in INTERPRETERS or prog in SHELLS or prog.startswith(("python", "pypy"))
+    ):
+        for arg in args:
+            if arg is None:
+                continue
+            value = arg
+            if arg.startswith("--") and "=" in arg:
+                value = arg.split("=", 1)[1]
+            elif arg.startswith("-"):
+                continue
+            elif "=" in arg and not arg.startswith(("/", "~", ".")):
+                value = arg.split("=", 1)[1]
+            if value and _outside_looking(value) and value not in _NULL_TARGETS:
+                found.append(value)
+    for value in found:
+        if value not in seg.write_targets:
+            seg.write_targets.append(value)
+
+
 # -- program handlers ----------------------------------------------------------------------
 
 
@@ -583,6 +909,7 @@ def _h_env(
 ) -> list[_Segment]:
     rest = list(args)
     out: list[_Segment] = []
+    bases: list[str] = []
     while rest:
         head = rest[0]
         if head is None:
@@ -590,8 +917,14 @@ def _h_env(
         if head in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
             if head in ("-S", "--split-string"):
                 return [_seg(text, prog, C.OPAQUE, "env -S splits a dynamic string")]
+            if head in ("-C", "--chdir"):
+                bases.append(rest[1] if len(rest) > 1 and rest[1] is not None else _DYNAMIC)
             rest = rest[2:]
             continue
+        if head.startswith("--chdir="):
+            bases.append(head.split("=", 1)[1])
+        elif head.startswith("-C") and len(head) > 2:
+            bases.append(head[2:])
         if head.startswith("-"):
             rest.pop(0)
             continue
@@ -604,7 +937,9 @@ def _h_env(
         break
     if not rest:
         return [*out, _seg(text, prog, C.READ_ONLY, "prints the environment")]
-    return [*out, *a._inner(text, rest, depth, C.READ_ONLY, prog, "env wrapper")]
+    segs = [*out, *a._inner(text, rest, depth, C.READ_ONLY, prog, "env wrapper")]
+    segs[0].bases.extend(bases)
+    return segs
 
 
 def _skip_opts(args: list[str | None], with_value: Iterable[str] = ()) -> list[str | None]:
@@ -716,7 +1051,7 @@ def _h_shell(
     if not rest or rest[0] == "-":
         return [_seg(text, prog, C.OPAQUE, f"{prog} reads commands from stdin")]
     script = rest[0]
-    if script is None or script.startswith("/") or ".." in script.split("/"):
+    if script is None or _outside_looking(script):
         return [_seg(text, prog, C.OPAQUE, f"{prog} runs a script outside the workspace")]
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} runs the workspace script {script}")]
 
@@ -752,6 +1087,12 @@ _PY_MODULES = {
 }
 
 
+_CODE_LOADING = frozenset(
+    """-r --require --import --loader --experimental-loader -I -M --preload --env-file
+    --experimental-config-file""".split()
+)
+
+
 def _h_interpreter(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
@@ -782,8 +1123,17 @@ def _h_interpreter(
             return [_seg(text, prog, C.OPAQUE, f"{prog} reads code from stdin")]
         if opt.startswith("-"):
             rest.pop(0)
-            if opt in ("-W", "-X", "--require", "-r") and rest:
+            loaded: str | None = ""
+            if opt in _CODE_LOADING and rest:
+                loaded = rest.pop(0)
+            elif opt.startswith("--") and "=" in opt and opt.split("=", 1)[0] in _CODE_LOADING:
+                loaded = opt.split("=", 1)[1]
+            elif opt[:2] in ("-r", "-I", "-M") and len(opt) > 2 and not opt.startswith("--"):
+                loaded = opt[2:]
+            elif opt in ("-W", "-X") and rest:
                 rest.pop(0)
+            if loaded is None or (loaded and _outside_looking(loaded)):
+                return [_seg(text, prog, C.OPAQUE, f"{prog} {opt} loads code from outside")]
             continue
         break
     if not rest:
@@ -832,7 +1182,9 @@ def _h_pip(
 def _h_js_pm(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _rest = _first_sub(args)
+    sub, _rest = _first_sub(
+        args, ("--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
+    )
     if prog in ("npx", "pnpx", "bunx"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} fetches and runs a package")]
     if (
@@ -1081,6 +1433,7 @@ def _h_tar(
         or "-I" in args
     ):
         return [_seg(text, prog, C.OPAQUE, "tar runs an external program")]
+    bases = _option_values(args, ("-C", "--directory"))
     if "t" in flags or "--list" in long_flags:
         return [_seg(text, prog, C.READ_ONLY, "tar lists an archive")]
     if "x" in flags or "--extract" in long_flags or "--get" in long_flags:
@@ -1092,6 +1445,7 @@ def _h_tar(
             seg.write_targets.append(".")
         return [seg]
     seg = _seg(text, prog, C.FILE_MUTATION, "tar writes an archive")
+    seg.bases.extend(bases)
     for i, x in enumerate(args):
         if x in ("-f", "--file") and i + 1 < len(args):
             seg.write_targets.append(args[i + 1] or "$dynamic")
@@ -1173,6 +1527,16 @@ def _git_config_key_safe(key: str) -> bool:
 def _h_git(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
+    moved: list[str] = []
+    segs = _git_segments(text, prog, args, moved)
+    # `git -C dir` works (and writes its index, objects, hooks' effects) in `dir`.
+    for target in moved:
+        if target not in segs[0].write_targets:
+            segs[0].write_targets.append(target)
+    return segs
+
+
+def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]) -> list[_Segment]:
     rest = list(args)
     while rest:
         opt = rest[0]
@@ -1197,6 +1561,7 @@ def _h_git(
         ) or opt.startswith(("--work-tree=", "--git-dir=", "--exec-path=", "--namespace=")):
             return [_seg(text, prog, C.OPAQUE, f"git {opt} points git elsewhere")]
         if opt == "-C":
+            moved.append(rest[1] if len(rest) > 1 and rest[1] is not None else _DYNAMIC)
             rest = rest[2:]
             continue
         if opt.startswith("-"):
@@ -1371,6 +1736,29 @@ def _h_git(
     return g(C.OPAQUE, f"git {sub}: unknown subcommand or alias")
 
 
+def _h_multicall(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``busybox X ...`` / ``toybox X ...`` run the applet X: classify as X."""
+    if not args:
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} lists its applets")]
+    applet = args[0]
+    if applet is None:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} runs a dynamic applet")]
+    if applet.startswith("-"):
+        if applet in ("--list", "--list-full", "--help", "--version"):
+            return [_seg(text, prog, C.READ_ONLY, f"{prog} {applet}")]
+        return [_seg(text, prog, C.OPAQUE, f"{prog} {applet}")]
+    known = (
+        applet in _HANDLERS
+        or _table_category(applet) is not None
+        or applet.startswith(("mkfs", "fsck."))
+    )
+    if "/" in applet or not known:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} applet {applet!r} is not known")]
+    return a._argv(text, args, depth + 1)
+
+
 def _h_background(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
@@ -1488,6 +1876,8 @@ _HANDLERS: dict[str, _HandlerFn] = {
 }
 for _shell in SHELLS:
     _HANDLERS[_shell] = _h_shell
+for _multi in MULTICALL:
+    _HANDLERS[_multi] = _h_multicall
 for _interp in INTERPRETERS:
     _HANDLERS[_interp] = _h_interpreter
 for _minor in range(6, 15):
