@@ -669,8 +669,21 @@ def _braces(word: str, limit: int = 16) -> list[str]:
     return out
 
 
+_FILE_NAME = re.compile(r"[\w.@+,-]*[\w-]\.[A-Za-z0-9_]{1,12}")
+
+
 def _pathish(value: str) -> bool:
-    return "/" in value or value.startswith("~") or names_credentials(value)
+    """A path (``/``, ``~``), a credential name, or a file name with an extension.
+
+    Bare ``name.ext`` words are checked too: a workspace link ``notes.txt -> ~/.ssh/id_rsa``
+    planted by a script is a credential once the engine resolves it.
+    """
+    return (
+        "/" in value
+        or value.startswith("~")
+        or names_credentials(value)
+        or _FILE_NAME.fullmatch(value) is not None
+    )
 
 
 def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> list[str]:

@@ -282,6 +282,8 @@ async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _GIT_TIMEOUT = 30.0
+# Refused before git runs: git itself would make the link in the copy (never written back).
+_LINK_MODE = re.compile(r"^(?:new file |new |old )?mode 120000\s*$", re.MULTILINE)
 
 
 def _strip_prefix(name: str) -> str:
@@ -515,6 +517,11 @@ async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
     if not files:
         raise _bad("the patch holds no file sections", "Send a unified diff with ---/+++ headers.")
     paths = _patch_targets(files)
+    if _LINK_MODE.search(input["patch"]):
+        raise _bad(
+            "the patch makes a symlink; fs.patch writes file contents only",
+            "Create links with shell.run (ln -s), which is checked like any command.",
+        )
     allow_partial = bool(input.get("allow_partial", False))
     changed, rejects = await trio.to_thread.run_sync(
         _apply_in_copy, root, input["patch"], paths, allow_partial

@@ -148,3 +148,16 @@ def test_deep_wrapper_chains_are_opaque_not_a_crash() -> None:
     for wrapper in ("busybox ", "sudo ", "env ", "nice ", "timeout 1 "):
         analysis = analyzer.analyze(wrapper * 400 + "ls")
         assert analysis.category == CommandCategory.OPAQUE, wrapper
+
+
+def test_a_workspace_link_to_a_credential_is_a_credential_read(project: Path) -> None:
+    home = project.parent / "home"
+    os.symlink(home / ".ssh" / "id_rsa", project / "notes.txt")
+    os.symlink(home / ".netrc", project / "src" / "config.ini")
+    engine = _engine(project, allow_ask=True)
+    for command in ("cat notes.txt", "cd src && base64 config.ini", "cp notes.txt build/"):
+        decision = engine.evaluate_sync(_ctx(project, command, headless=True))
+        assert decision.action == A.DENY, (command, decision.reason)
+        assert "credentials" in decision.reason
+    ok = engine.evaluate_sync(_ctx(project, "cat src/app.py README.md", headless=True))
+    assert ok.action in AUTO
