@@ -425,7 +425,9 @@ class CommandRiskAnalyzer:
                 name_seen = True
                 inner = child.children[0] if child.children else child
                 self._walk_substitutions(inner, out, depth)
-                words.append(_Word(_literal(inner), inner))
+                # An escaped program name ($'\x72m') is obfuscation: left dynamic (opaque).
+                name = None if inner.type == "ansi_c_string" else _literal(inner)
+                words.append(_Word(name, inner))
                 continue
             if child.type in ("comment",):
                 continue
@@ -439,6 +441,9 @@ class CommandRiskAnalyzer:
             for target in _read_candidates(word.value, _text(word.node)):
                 if target not in reads:
                     reads.append(target)
+        if _recursive_reader([w.value for w in words]):
+            # `tar czf x ~`, `grep -r key /`: a directory read whole includes what is below it.
+            reads.extend([t.rstrip("/") + "/**" for t in reads if not t.endswith("**")])
         bases = [b for seg in segs for b in seg.bases]
         for seg in segs:
             seg.bases = list(bases)
@@ -539,6 +544,30 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", errors="replace")
 
 
+_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)")
+_ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b"}
+_ANSI_SIMPLE.update({"f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"})
+
+
+def _ansi_c(body: str) -> str | None:
+    """Decode a bash ``$'...'`` string (None for escapes it cannot decode faithfully)."""
+
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if esc[0] in "xuU":
+            return chr(int(esc[1:], 16))
+        if esc[0] in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        if esc[0] == "c":
+            return chr(ord(esc[1].upper()) ^ 0x40)
+        return _ANSI_SIMPLE.get(esc, "\\" + esc)
+
+    try:
+        return _ANSI_C.sub(one, body)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _literal(node: Node) -> str | None:
     """The static value of a word-like node, or None when it needs an expansion."""
     kind = node.type
@@ -558,13 +587,16 @@ def _literal(node: Node) -> str | None:
         return "".join(out)
     if kind == "raw_string":
         return _text(node)[1:-1]
+    if kind == "ansi_c_string":
+        return _ansi_c(_text(node)[2:-1])
     if kind == "string":
         parts = []
         for child in node.children:
             if child.type == '"':
                 continue
             if child.type == "string_content":
-                parts.append(_text(child))
+                # Inside double quotes a backslash only escapes $ ` " \ and a newline.
+                parts.append(re.sub(r"\\([$`\"\\\n])", r"\1", _text(child)))
             else:
                 return None
         return "".join(parts)
@@ -629,6 +661,32 @@ def _write_targets(prog: str, args: Sequence[str | None]) -> list[str]:
     return [p if p is not None else "$dynamic" for p in pos]
 
 
+_ALWAYS_RECURSIVE = frozenset(
+    "tar zip 7z 7za rar cpio rsync rg ag ack find fd fdfind borg restic duplicity".split()
+)
+_RECURSIVE_WHEN_FLAGGED = frozenset("cp scp grep egrep fgrep zgrep chmod chown diff".split())
+
+
+def _recursive_reader(argv: Sequence[str | None]) -> bool:
+    """Whether the command reads whole directory trees (through wrappers and busybox)."""
+    for i, word in enumerate(argv):
+        if word is None:
+            continue
+        name = word.rsplit("/", 1)[-1]
+        if name in _ALWAYS_RECURSIVE:
+            return True
+        if name in _RECURSIVE_WHEN_FLAGGED:
+            return any(
+                a is not None
+                and (
+                    a in ("--recursive", "--archive", "--dereference-recursive")
+                    or (a.startswith("-") and not a.startswith("--") and any(c in a for c in "rRa"))
+                )
+                for a in argv[i + 1 :]
+            )
+    return False
+
+
 def _scope(kind: str) -> _Segment:
     return _Segment(text="", program=None, category=C.READ_ONLY, reason="", hidden=True, scope=kind)
 
@@ -648,6 +706,8 @@ _EXPANSION = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`
 _HOME_PREFIX = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
 _BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
 _PLACEHOLDER = "/_dynamic_"
+_CODE_CHARS = re.compile(r"[\s'\"();`|&<>]")
+_TOKEN_SPLIT = re.compile(r"[\s'\"(),;:=<>|&`\[\]]+")
 
 
 def _braces(word: str, limit: int = 16) -> list[str]:
@@ -694,7 +754,7 @@ def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> li
     name an SSH key. Words that do not look like paths are skipped (no I/O is spent on them).
     """
     if value is None:
-        text = _HOME_PREFIX.sub("~", raw.replace('"', "").replace("'", ""))
+        text = _HOME_PREFIX.sub("~", re.sub(r"[\"'\\]", "", raw))
         if "$" in text or "`" in text:
             text = _EXPANSION.sub(_PLACEHOLDER, text)
             if "$" in text or "`" in text:
@@ -716,6 +776,12 @@ def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> li
             value = value.split("=", 1)[1]
     if not value or "\x00" in value:
         return []
+    if value.startswith("@") and not always:  # curl -d @file, @response-file arguments
+        value = value[1:]
+    if not always and _CODE_CHARS.search(value):
+        # Inline code or a message (`python -c "open('~/.netrc')"`): check the path-like
+        # tokens inside it.
+        return [t for t in _TOKEN_SPLIT.split(value) if t and _pathish(t)][:16]
     words = _braces(value) if "{" in value else [value]
     return [w for w in words if always or _pathish(w)]
 

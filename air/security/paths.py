@@ -318,6 +318,12 @@ class PathClassifier:
             if is_within(path, os.path.join(self._home, d)):
                 return f"inside ~/{d}"
         parts = PurePosixPath(path).parts
+        if path.endswith("/**"):
+            why = self._tree_reason(path[:-3] or "/")
+            if why:
+                return why
+        if path.startswith("/proc/") and name in ("environ", "mem"):
+            return f"{path} holds a process's environment or memory (API keys)"
         if any(ch in path for ch in "*?["):
             why = self._glob_reason(parts)
             if why:
@@ -327,6 +333,14 @@ class PathClassifier:
         for i in range(len(parts) - 1):
             if (parts[i], parts[i + 1]) in CREDENTIAL_SUFFIXES:
                 return f"{parts[i]}/{parts[i + 1]} holds credentials"
+        return ""
+
+    def _tree_reason(self, top: str) -> str:
+        """A whole-tree read of ``top`` (``tar czf x ~``) reaches the credentials below it."""
+        top = os.path.normpath(top)
+        for entry in (*(os.path.join(self._home, d) for d in CREDENTIAL_DIRS), "/etc/shadow"):
+            if entry != top and is_within(entry, top):
+                return f"reading all of {top} includes {entry}"
         return ""
 
     def _glob_reason(self, parts: tuple[str, ...]) -> str:
