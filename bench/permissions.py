@@ -24,7 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from air.contracts.permission import PermissionRequestContext
 from air.security import CommandRiskAnalyzer, PermissionEngine
 from tests.security.corpus import DANGEROUS, ORDINARY
-from tests.security.gap_corpus import CREDENTIAL_ACCESS, MOVED_OUTSIDE, MULTICALL, STAYS_ALLOWED
+from tests.security.gap_corpus import (
+    CREDENTIAL_ACCESS,
+    HIDDEN_EFFECTS,
+    MOVED_OUTSIDE,
+    MULTICALL,
+    STAYS_ALLOWED,
+)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -49,7 +55,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=20)
     args = parser.parse_args(argv)
-    gaps = [*CREDENTIAL_ACCESS, *(c for c, _ in MULTICALL), *MOVED_OUTSIDE, *STAYS_ALLOWED]
+    gaps = [
+        *CREDENTIAL_ACCESS,
+        *(c for c, _ in MULTICALL),
+        *MOVED_OUTSIDE,
+        *HIDDEN_EFFECTS,
+        *STAYS_ALLOWED,
+    ]
     commands = [c for c, _, _ in DANGEROUS] + list(ORDINARY) + gaps
     analyzer = CommandRiskAnalyzer()
     engine = PermissionEngine(analyzer=analyzer)

@@ -72,14 +72,14 @@ READ_ONLY_PROGRAMS = frozenset(
     xzcat man help cd pushd popd dirs ps free uptime hostname nproc getconf locale tput clear
     sleep printenv base64 base32 groups lsb_release arch env_list shasum look whereis apropos
     pgrep lscpu lsblk lsusb lspci pstree vmstat iostat time command_v hash set shopt umask read
-    wait jobs cal bc expr factor numfmt tsort ldd objdump nm readelf size c++filt addr2line
+    wait jobs cal bc expr factor numfmt tsort objdump nm readelf size c++filt addr2line
     gcov pydoc tokei cloc sloccount fd fdfind bat exa eza less glow highlight""".split()
 )
 BUILD_TEST_PROGRAMS = frozenset(
     """make gmake cmake ctest ninja meson gcc g++ cc c++ clang clang++ ld ar as ranlib pytest
     py.test tox nox mypy ruff black isort flake8 pylint pyright rustc javac java mvn gradle
     gradlew tsc eslint prettier jest vitest mocha cppcheck clang-tidy clang-format valgrind gdb
-    lldb pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf
+    lldb ldd pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf
     automake configure scons ccache gofmt rustfmt lint-imports hypothesis bandit pydocstyle
     ctags cscope doxygen dot latexmk pdflatex xelatex pandoc mkdocs tsx ts-node deno bun
     node-gyp swift swiftc kotlinc dotnet ghc cabal stack stylua luacheck zig nim dune opam
@@ -140,6 +140,42 @@ _DANGEROUS_ENV = frozenset(
     PYTHONSTARTUP PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT NODE_OPTIONS DYLD_INSERT_LIBRARIES
     HOME ZDOTDIR XDG_CONFIG_HOME""".split()
 )
+# Variables naming a program to run (a bare name is looked up on PATH; a path outside the
+# project runs code from elsewhere) and search paths for code (any component outside does).
+_PROGRAM_ENV = frozenset(
+    """CC CXX CPP LD AR AS NM RANLIB STRIP OBJCOPY FC F77 RUSTC RUSTC_WRAPPER
+    RUSTC_WORKSPACE_WRAPPER CARGO_BUILD_RUSTC_WRAPPER CMAKE_C_COMPILER_LAUNCHER
+    CMAKE_CXX_COMPILER_LAUNCHER MAKE SHELL CONFIG_SHELL PYTHON NODE JAVA_HOME GOROOT""".split()
+)
+_CODE_PATH_ENV = frozenset(
+    """PYTHONPATH PYTHONHOME PYTHONUSERBASE PYTHONPYCACHEPREFIX NODE_PATH RUBYLIB PERLLIB
+    CLASSPATH GEM_PATH GEM_HOME GOPATH GOFLAGS CARGO_HOME RUSTUP_HOME PKG_CONFIG_PATH
+    CPATH C_INCLUDE_PATH LIBRARY_PATH ACLOCAL_PATH""".split()
+)
+_ALWAYS_OPAQUE_ENV = frozenset(
+    """JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS MAVEN_OPTS GRADLE_OPTS LESSOPEN
+    LESSCLOSE MANPAGER BROWSER RUSTFLAGS RUSTDOCFLAGS CARGO_ENCODED_RUSTFLAGS PYTEST_ADDOPTS
+    PYTEST_PLUGINS COVERAGE_PROCESS_START NPM_CONFIG_SCRIPT_SHELL npm_config_script_shell
+    MAKEFLAGS MFLAGS GNUMAKEFLAGS""".split()
+)
+
+
+def _env_risk(name: str, value: str | None) -> str:
+    """Why setting ``name=value`` changes what runs ("" when it does not)."""
+    if name in _DANGEROUS_ENV or name in _ALWAYS_OPAQUE_ENV:
+        return f"sets {name}, which changes what runs"
+    if name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
+        return f"sets {name}, which changes what runs"
+    if name in _PROGRAM_ENV or name in _CODE_PATH_ENV:
+        if value is None:
+            return f"sets {name} to a dynamic value, which changes what runs"
+        parts = value.split(":") if name in _CODE_PATH_ENV else [value.split(" ", 1)[0]]
+        outside = [p for p in parts if p and _outside_looking(p)]
+        if outside:
+            return f"sets {name} to {outside[0]}, code from outside the project"
+    return ""
+
+
 _SAFE_GIT_CONFIG_KEYS = ("color.", "user.name", "user.email", "core.quotepath", "advice.")
 
 _GIT_READ = frozenset(
@@ -313,9 +349,10 @@ class CommandRiskAnalyzer:
     def _assignment(self, node: Node, out: list[_Segment], depth: int) -> None:
         name_node = node.child_by_field_name("name")
         name = _text(name_node) if name_node is not None else ""
-        if name in _DANGEROUS_ENV or name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
-            out.append(_seg(_text(node), None, C.OPAQUE, f"sets {name}, which changes what runs"))
         value = node.child_by_field_name("value")
+        risk = _env_risk(name, _literal(value) if value is not None else "")
+        if risk:
+            out.append(_seg(_text(node), None, C.OPAQUE, risk))
         if value is not None:
             reads = _read_candidates(_literal(value), _text(value))
             if reads:
@@ -1008,9 +1045,10 @@ def _h_env(
             rest.pop(0)
             continue
         if "=" in head:
-            name = head.split("=", 1)[0]
-            if name in _DANGEROUS_ENV or name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
-                out.append(_seg(text, prog, C.OPAQUE, f"sets {name}, which changes what runs"))
+            name, value = head.split("=", 1)
+            risk = _env_risk(name, value)
+            if risk:
+                out.append(_seg(text, prog, C.OPAQUE, risk))
             rest.pop(0)
             continue
         break
@@ -1517,9 +1555,7 @@ def _h_tar(
         return [_seg(text, prog, C.READ_ONLY, "tar lists an archive")]
     if "x" in flags or "--extract" in long_flags or "--get" in long_flags:
         seg = _seg(text, prog, C.FILE_MUTATION, "tar extracts files")
-        for i, x in enumerate(args):
-            if x in ("-C", "--directory") and i + 1 < len(args):
-                seg.write_targets.append(args[i + 1] or "$dynamic")
+        seg.write_targets.extend(bases)
         if not seg.write_targets:
             seg.write_targets.append(".")
         return [seg]
@@ -1591,11 +1627,12 @@ def _h_curl(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     seg = _seg(text, prog, C.NETWORK, f"{prog} uses the network")
-    for i, x in enumerate(args):
-        if x in ("-o", "--output", "-O" if prog == "wget" else "--output-document") and i + 1 < len(
-            args
-        ):
-            seg.write_targets.append(args[i + 1] or "$dynamic")
+    outputs = (
+        ("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a")
+        if prog == "wget"
+        else ("-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header")
+    )
+    seg.write_targets.extend(_option_values(args, outputs))
     return [seg]
 
 
@@ -1883,6 +1920,196 @@ def _h_apt(
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system packages")]
 
 
+# Read-only programs that write a file when given an option or a second operand.
+_OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "sort": ("-o", "--output"),
+    "shuf": ("-o", "--output"),
+    "tree": ("-o",),
+    "file": ("-C",),
+    "xxd": (),
+    "uniq": (),
+    "yq": (),
+    "jq": (),
+    "base64": (),
+    "lsblk": (),
+}
+
+
+def _h_reader_that_writes(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    targets = _option_values(args, _OUTPUT_OPTIONS.get(prog, ()))
+    pos = _positional(args)
+    if prog in ("uniq", "xxd") and len(pos) >= 2:
+        targets.append(pos[1] if pos[1] is not None else _DYNAMIC)
+    if prog == "yq" and any(x in ("-i", "--inplace") for x in args):
+        targets.extend(p if p is not None else _DYNAMIC for p in pos[1:])
+    if prog == "file" and "-C" in args:
+        targets.append(".")
+    if not targets:
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} is read_only")]
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} writes {targets[0]}")
+    seg.write_targets.extend(targets)
+    return [seg]
+
+
+def _h_date(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    if prog == "hostname":
+        setting = [x for x in _positional(args) if x != ""] or any(
+            x is not None and x.startswith(("-F", "--file", "-b", "--boot")) for x in args
+        )
+        if setting:
+            return [_seg(text, prog, C.PRIVILEGED, "hostname sets the host name")]
+        return [_seg(text, prog, C.READ_ONLY, "hostname prints the host name")]
+    if any(x is not None and x.startswith(("-s", "--set")) for x in args):
+        return [_seg(text, prog, C.PRIVILEGED, "date --set changes the system clock")]
+    return [_seg(text, prog, C.READ_ONLY, f"{prog} prints the date")]
+
+
+def _h_pager_user(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``man -P cmd``, ``bat --pager cmd``, ``less`` with a `!` or `|` command: run programs."""
+    for x in args:
+        if x is None:
+            continue
+        if x in ("-P", "--pager", "-H", "--html", "--preprocessor", "-p") or x.startswith(
+            ("--pager=", "-P", "--html=", "--preprocessor=")
+        ):
+            if prog == "man" or x.startswith("--pager"):
+                return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs a program")]
+    return [_seg(text, prog, C.READ_ONLY, f"{prog} is read_only")]
+
+
+# Programs that run their operand as a command: (floor, options taking a value, operands
+# skipped before the command).
+_RUNNERS: dict[str, tuple[CommandCategory, tuple[str, ...], int]] = {
+    "valgrind": (C.BUILD_TEST, ("--log-file", "--tool", "--suppressions"), 0),
+    "ccache": (C.BUILD_TEST, (), 0),
+    "sccache": (C.BUILD_TEST, (), 0),
+    "distcc": (C.BUILD_TEST, (), 0),
+    "catchsegv": (C.BUILD_TEST, (), 0),
+    "xvfb-run": (C.BUILD_TEST, ("-n", "--server-num", "-s", "--server-args", "-f", "-e"), 0),
+    "dbus-run-session": (C.BUILD_TEST, ("--config-file",), 0),
+    "faketime": (C.BUILD_TEST, ("-m", "-f"), 1),
+    "libtool": (C.BUILD_TEST, ("--mode", "--tag"), 0),
+    "perf": (C.BUILD_TEST, ("-o", "--output", "-e", "--event", "-p", "-F", "-c", "-r"), 1),
+    "strace": (C.PROCESS_CONTROL, ("-o", "-e", "-p", "-s", "-u", "-P", "-a", "-b", "-E"), 0),
+    "ltrace": (C.PROCESS_CONTROL, ("-o", "-e", "-p", "-s", "-u", "-a", "-n"), 0),
+    "torsocks": (C.NETWORK, ("-u", "-p", "-a", "-P"), 0),
+    "proxychains": (C.NETWORK, ("-f",), 0),
+    "proxychains4": (C.NETWORK, ("-f",), 0),
+    "tsocks": (C.NETWORK, (), 0),
+    "sg": (C.PRIVILEGED, (), 1),
+    "runuser": (C.PRIVILEGED, ("-u", "-g", "-G"), 0),
+    "setpriv": (C.PRIVILEGED, ("--reuid", "--regid", "--groups", "--inh-caps"), 0),
+    "prlimit": (C.PROCESS_CONTROL, ("-p", "--pid"), 0),
+}
+
+
+def _h_runner(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    floor, valued, skip = _RUNNERS[prog]
+    rest = _skip_opts(list(args), valued)
+    if prog == "perf" and rest and rest[0] not in ("stat", "record", "trace", "top"):
+        return [_seg(text, prog, floor, f"perf {rest[0]}")]
+    if prog in ("sg",) and rest and rest[0] is not None and len(rest) > 1:
+        return a._shell_string(text, prog, rest[1], depth)
+    rest = rest[skip:]
+    if prog == "perf":
+        rest = _skip_opts(rest, valued)
+    outputs = _option_values(args, ("-o", "--output", "--log-file"))
+    segs = a._inner(text, rest, depth, floor, prog, f"{prog} runs a command")
+    segs[0].write_targets.extend(outputs)
+    return segs
+
+
+def _h_gdb(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    scripted = ("-ex", "-iex", "--eval-command", "-x", "--command", "-ix", "--init-command")
+    for x in args:
+        if x is None or x in scripted or x.startswith(tuple(f"{o}=" for o in scripted)):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} runs debugger commands (shell too)")]
+        if x in ("-batch", "--batch", "-o", "--source"):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs a command file")]
+    if "--args" in args:
+        inner = list(args[args.index("--args") + 1 :])
+        return a._inner(text, inner, depth, C.BUILD_TEST, prog, f"{prog} debugs a command")
+    return [_seg(text, prog, C.BUILD_TEST, f"{prog} debugs a program")]
+
+
+def _h_shell_strings(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``hyperfine 'cmd'...``, ``script -c cmd``, ``watch cmd``: operands are shell commands."""
+    valued = {
+        "hyperfine": (
+            "-w",
+            "--warmup",
+            "-r",
+            "--runs",
+            "-m",
+            "-M",
+            "--export-json",
+            "--export-markdown",
+            "--export-csv",
+            "-n",
+            "--command-name",
+            "-S",
+            "--shell",
+            "-p",
+            "--prepare",
+            "-c",
+            "--cleanup",
+            "-s",
+            "--setup",
+        ),
+        "script": ("-c", "--command", "-t", "--timing", "-O", "--log-out"),
+        "watch": ("-n", "--interval", "-d"),
+    }[prog]
+    out: list[_Segment] = [_seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")]
+    if prog == "watch":
+        out = [_seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")]
+    scripts: list[str | None] = []
+    i = 0
+    while i < len(args):
+        x = args[i]
+        if x in (
+            "-c",
+            "--command",
+            "-p",
+            "--prepare",
+            "--cleanup",
+            "-s",
+            "--setup",
+            "-S",
+            "--shell",
+        ) and i + 1 < len(args):
+            scripts.append(args[i + 1])
+            i += 2
+            continue
+        if x in valued and i + 1 < len(args):
+            i += 2
+            continue
+        if x is None or not x.startswith("-"):
+            scripts.append(x)
+        i += 1
+    if prog == "script":
+        scripts = [args[args.index(o) + 1] for o in ("-c", "--command") if o in args[:-1]]
+        if not scripts:
+            return [_seg(text, prog, C.OPAQUE, "script records an interactive shell")]
+    if prog == "watch" and scripts:
+        parts = [x for x in scripts if x is not None]
+        scripts = [" ".join(parts)] if len(parts) == len(scripts) else [None]
+    for script in scripts:
+        out.extend(a._shell_string(text, prog, script, depth))
+    return out
+
+
 _HandlerFn = Callable[[CommandRiskAnalyzer, str, str, list[str | None], int], list[_Segment]]
 _HANDLERS: dict[str, _HandlerFn] = {
     "sudo": _h_sudo,
@@ -1957,6 +2184,23 @@ for _shell in SHELLS:
     _HANDLERS[_shell] = _h_shell
 for _multi in MULTICALL:
     _HANDLERS[_multi] = _h_multicall
+for _reader in _OUTPUT_OPTIONS:
+    _HANDLERS[_reader] = _h_reader_that_writes
+for _runner in _RUNNERS:
+    _HANDLERS[_runner] = _h_runner
+_HANDLERS.update(
+    {
+        "date": _h_date,
+        "hostname": _h_date,
+        "man": _h_pager_user,
+        "bat": _h_pager_user,
+        "gdb": _h_gdb,
+        "cgdb": _h_gdb,
+        "hyperfine": _h_shell_strings,
+        "script": _h_shell_strings,
+        "watch": _h_shell_strings,
+    }
+)
 for _interp in INTERPRETERS:
     _HANDLERS[_interp] = _h_interpreter
 for _minor in range(6, 15):

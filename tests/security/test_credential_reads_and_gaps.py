@@ -15,7 +15,13 @@ import pytest
 
 from air.contracts.permission import CommandCategory, PermissionAction, PermissionRequestContext
 from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
-from tests.security.gap_corpus import CREDENTIAL_ACCESS, MOVED_OUTSIDE, MULTICALL, STAYS_ALLOWED
+from tests.security.gap_corpus import (
+    CREDENTIAL_ACCESS,
+    HIDDEN_EFFECTS,
+    MOVED_OUTSIDE,
+    MULTICALL,
+    STAYS_ALLOWED,
+)
 
 A = PermissionAction
 AUTO = (A.ALLOW, A.ANNOUNCE_THEN_RUN)
@@ -54,7 +60,13 @@ def _ctx(root: Path, command: str, *, headless: bool = False) -> PermissionReque
 
 
 def test_gap_corpus_size() -> None:
-    new_cases = len(CREDENTIAL_ACCESS) + len(MULTICALL) + len(MOVED_OUTSIDE) + len(STAYS_ALLOWED)
+    new_cases = (
+        len(CREDENTIAL_ACCESS)
+        + len(MULTICALL)
+        + len(MOVED_OUTSIDE)
+        + len(HIDDEN_EFFECTS)
+        + len(STAYS_ALLOWED)
+    )
     assert new_cases >= 60
     assert len(CREDENTIAL_ACCESS) >= 40
     assert len(MOVED_OUTSIDE) >= 40
@@ -78,7 +90,7 @@ def test_multicall_binaries_are_classified_as_their_applet(command: str, categor
     assert analysis.category == category, (command, analysis.reason)
 
 
-@pytest.mark.parametrize("command", MOVED_OUTSIDE)
+@pytest.mark.parametrize("command", MOVED_OUTSIDE + HIDDEN_EFFECTS)
 def test_targets_moved_outside_the_project_never_run_unapproved(
     project: Path, command: str
 ) -> None:
