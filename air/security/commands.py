@@ -204,6 +204,9 @@ class _Segment:
     reason: str
     write_targets: list[str] = field(default_factory=list)
     read_targets: list[str] = field(default_factory=list)
+    weak_reads: list[str] = field(default_factory=list)
+    """Bare words like ``shadow`` or ``credentials``: read targets only below a ``cd``'s
+    directory (``cd /etc && cat shadow``), never as a search pattern or a message word."""
     bases: list[str] = field(default_factory=list)
     """Directories this segment's own relative targets are (also) relative to (``tar -C``)."""
     chdir: str | None = None
@@ -480,12 +483,13 @@ class CommandRiskAnalyzer:
                     reads.append(target)
         if _recursive_reader([w.value for w in words]):
             # `tar czf x ~`, `grep -r key /`: a directory read whole includes what is below it.
-            reads.extend([t.rstrip("/") + "/**" for t in reads if not t.endswith("**")])
+            reads.extend([t.rstrip("/") + "/**" for t in reads if not t.isalpha()])
         bases = [b for seg in segs for b in seg.bases]
         for seg in segs:
             seg.bases = list(bases)
         if segs:
-            segs[0].read_targets.extend(reads)
+            segs[0].read_targets.extend(r for r in reads if not r.isalpha())
+            segs[0].weak_reads.extend(r for r in reads if r.isalpha())
             if words[0].value in ("cd", "pushd", "chdir"):
                 dest = words[1].value if len(words) > 1 else "~"
                 segs[0].chdir = _DYNAMIC if dest in (None, "-") else dest
@@ -863,6 +867,10 @@ def _resolve_targets(found: list[_Segment], cwd: str | None) -> tuple[list[str],
             continue
         own = [place(p, b) for b in seg.bases if b != _DYNAMIC for p in possible]
         dynamic = dynamic_cd or _DYNAMIC in seg.bases
+        moved_bases = [*(p for p in possible if p != cwd), *own]
+        for target in seg.weak_reads:
+            for base in moved_bases:
+                add(reads, place(base, target))
         for targets, out, is_write in (
             (seg.write_targets, writes, True),
             (seg.read_targets, reads, False),
