@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from air.contracts.permission import CommandCategory, PermissionAction, PermissionRequestContext
 from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
@@ -173,3 +175,22 @@ def test_a_workspace_link_to_a_credential_is_a_credential_read(project: Path) ->
         assert "credentials" in decision.reason
     ok = engine.evaluate_sync(_ctx(project, "cat src/app.py README.md", headless=True))
     assert ok.action in AUTO
+
+
+_PIECES = [
+    *"abc~/.$(){}[]*?'\"\\ \t;&|<>=-@:,!#`x",
+    *("cd ", "tar -C ", "busybox ", "make -C ", "$HOME", "${X}", "$'\\x41'", " -- ", "env -C "),
+    *("sudo ", "&&", "||", "\n", "<<EOF\n", "git -C ", "cat ~/.ssh/", "PYTHONPATH=", "valgrind "),
+]
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=40).map("".join))
+def test_the_analysis_of_any_text_is_a_value_never_an_exception(command: str) -> None:
+    analysis = _ANALYZER.analyze(command, "/work/proj")
+    assert analysis.category in set(CommandCategory)
+    for target in [*analysis.read_targets, *analysis.write_targets]:
+        assert isinstance(target, str)
+
+
+_ANALYZER = CommandRiskAnalyzer()
