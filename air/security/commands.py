@@ -186,7 +186,7 @@ _GIT_READ = frozenset(
 )
 _GIT_VCS = frozenset(
     """add commit switch merge rebase cherry-pick revert mv rm init am apply notes
-    format-patch bisect sparse-checkout mergetool citool""".split()
+    format-patch bisect sparse-checkout""".split()
 )
 _GIT_NETWORK = frozenset(
     "clone fetch pull ls-remote send-email daemon instaweb request-pull svn p4 archive".split()
@@ -1243,7 +1243,15 @@ def _h_interpreter(
             cat = _PY_MODULES.get(module)
             if cat is None:
                 return [_seg(text, prog, C.OPAQUE, f"python -m {module} is not a known module")]
-            return [_seg(text, prog, cat, f"python -m {module}")]
+            seg = _seg(text, prog, cat, f"python -m {module}")
+            module_args = rest[2:]
+            if module == "venv":
+                seg.write_targets.extend(p or _DYNAMIC for p in _positional(module_args))
+            elif module == "json.tool" and len(_positional(module_args)) >= 2:
+                seg.category = C.FILE_MUTATION
+                seg.write_targets.append(_positional(module_args)[1] or _DYNAMIC)
+            _moved_targets(seg, module, module_args)
+            return [seg]
         if opt in ("-", "-i"):
             return [_seg(text, prog, C.OPAQUE, f"{prog} reads code from stdin")]
         if opt.startswith("-"):
@@ -1551,11 +1559,14 @@ def _h_tar(
                     "--checkpoint-action",
                     "--info-script",
                     "--new-volume-script",
+                    "--rsh-command",
+                    "--rmt-command",
                 )
             )
             for f in long_flags
         )
         or "-I" in args
+        or "-F" in args
     ):
         return [_seg(text, prog, C.OPAQUE, "tar runs an external program")]
     bases = _option_values(args, ("-C", "--directory"))
@@ -1701,7 +1712,36 @@ def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]
     flags = {x for x in sargs if x is not None and x.startswith("-")}
 
     def g(cat: CommandCategory, why: str) -> list[_Segment]:
-        return [_seg(text, prog, cat, why)]
+        seg = _seg(text, prog, cat, why)
+        seg.write_targets.extend(outputs)
+        return [seg]
+
+    # Files and directories git writes besides the repository: `--output`, `format-patch -o`,
+    # `init DIR`, `worktree add DIR`, `clone URL DIR`, `apply --directory`.
+    outputs = _option_values(sargs, ("--output", "--output-directory", "--directory"))
+    if sub == "format-patch":
+        outputs.extend(_option_values(sargs, ("-o",)))
+    operands = _positional(sargs)
+    where = None
+    if sub == "init" and operands:
+        where = (operands[-1],)
+    elif sub == "clone" and len(operands) >= 2:
+        where = (operands[1],)
+    elif sub == "worktree" and operands[:1] == ["add"] and len(operands) >= 2:
+        where = (operands[1],)
+    if where is not None:
+        outputs.append(where[0] if where[0] is not None else _DYNAMIC)
+    if sub in ("mergetool", "difftool", "citool", "gui", "gitk"):
+        return g(C.OPAQUE, f"git {sub} runs an external tool")
+    if sub == "apply" and "--unsafe-paths" in flags:
+        return g(C.OPAQUE, "git apply --unsafe-paths writes outside the work tree")
+    runs_remote: tuple[str, ...] = ("--upload-pack", "--receive-pack", "--exec")
+    if sub in ("clone", "ls-remote"):
+        runs_remote = (*runs_remote, "-u")
+    if sub in ("fetch", "pull", "clone", "push", "ls-remote", "archive", "remote") and any(
+        x is not None and x.startswith(runs_remote) for x in sargs
+    ):
+        return g(C.OPAQUE, f"git {sub} runs a given program for the remote side")
 
     if sub is None:
         return g(C.OPAQUE, "git with a dynamic subcommand")
@@ -1979,10 +2019,12 @@ def _h_date(
 def _h_pager_user(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    """``man -P cmd``, ``bat --pager cmd``, ``less`` with a `!` or `|` command: run programs."""
+    """``man -P cmd``, ``bat --pager cmd``, ``less +cmd`` (a ``!`` runs a shell): programs."""
     for x in args:
         if x is None:
             continue
+        if prog in ("less", "more") and (x.startswith("+") or x.startswith("--init")):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs pager commands")]
         if x in ("-P", "--pager", "-H", "--html", "--preprocessor", "-p") or x.startswith(
             ("--pager=", "-P", "--html=", "--preprocessor=")
         ):
@@ -2033,6 +2075,29 @@ def _h_runner(
     segs = a._inner(text, rest, depth, floor, prog, f"{prog} runs a command")
     segs[0].write_targets.extend(outputs)
     return segs
+
+
+def _h_zip(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    if any(x is None or x.startswith(("-TT", "--unzip-command")) for x in args):
+        return [_seg(text, prog, C.OPAQUE, "zip -TT runs a given test command")]
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} is file_mutation")
+    seg.write_targets.extend(_write_targets(prog, args))
+    return [seg]
+
+
+def _h_bundle(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    sub, rest = _first_sub(args, ("--gemfile",))
+    if sub == "exec":
+        return a._inner(text, rest, depth, C.BUILD_TEST, prog, "bundle exec runs a command")
+    if sub in ("install", "update", "add", "lock", "i"):
+        return [_seg(text, prog, C.PACKAGE_INSTALL, f"bundle {sub}")]
+    if sub in ("list", "show", "info", "check", "outdated", "--version", "version", ""):
+        return [_seg(text, prog, C.READ_ONLY, f"bundle {sub}")]
+    return [_seg(text, prog, C.OPAQUE, f"bundle {sub}")]
 
 
 def _h_gdb(
@@ -2203,6 +2268,10 @@ _HANDLERS.update(
         "man": _h_pager_user,
         "bat": _h_pager_user,
         "gdb": _h_gdb,
+        "less": _h_pager_user,
+        "more": _h_pager_user,
+        "zip": _h_zip,
+        "bundle": _h_bundle,
         "cgdb": _h_gdb,
         "hyperfine": _h_shell_strings,
         "script": _h_shell_strings,
