@@ -128,7 +128,12 @@ def write_beneath(root: str, path: str, data: bytes, *, create_parents: bool = T
 
 
 def read_beneath(root: str, path: str) -> bytes | None:
-    """Read ``path`` under ``root`` without following links; None when it does not exist."""
+    """Read ``path`` under ``root`` without following links; None when it does not exist.
+
+    Raises:
+        AirException: ``permission_denied`` for a link, or anything but a regular file (a FIFO
+            would block the reader forever).
+    """
     parts = relative_parts(root, path)
     try:
         dfd = _open_parent(root, parts, create=False, path=path)
@@ -136,15 +141,19 @@ def read_beneath(root: str, path: str) -> bytes | None:
         return None
     try:
         try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dfd)
+            fd = os.open(
+                parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd
+            )
         except FileNotFoundError:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise _escape(path, "the target is a symlink") from exc
             raise
-        with os.fdopen(fd, "rb") as fh:
-            return fh.read()
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise _escape(path, "the target is not a regular file")
+        return read_fd(fd)
     finally:
         os.close(dfd)
 
@@ -178,7 +187,7 @@ def open_beneath(root: str, path: str, *, directory: bool = False) -> int:
             if exc.errno == errno.ELOOP:
                 raise _escape(path, "the target is a symlink", "read") from exc
             if exc.errno == errno.ENOTDIR:
-                raise _escape(path, "it is not a directory", "list") from exc
+                raise _escape(path, "it is a symlink or not a directory", "list") from exc
             raise
     finally:
         os.close(dfd)

@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from air.contracts.error import AirException
+from air.tools.safefs import read_beneath
 from tests.tools.conftest import Env
 
 CANARY = "planted-canary-7f3a9c-not-for-the-model"
@@ -176,3 +178,28 @@ async def test_reads_refuse_links_and_special_files_with_a_clear_error(env: Env)
     outside = await env.registry.call("fs.read", {"path": str(env.outside / "victim.txt")}, ctx)
     assert outside.status == "ok", outside.error
     assert _out(outside)["content"] == "untouched\n"
+
+
+def test_a_fifo_never_blocks_the_parent(tmp_path: Path) -> None:
+    """A FIFO planted where a write tool reads the old content is refused, not waited on."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    os.mkfifo(root / "pipe")
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(read_beneath(str(root), "pipe"))
+        except AirException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=read, daemon=True)
+    thread.start()
+    thread.join(5)
+    if thread.is_alive():  # release the blocked reader before failing
+        with open(root / "pipe", "wb"):
+            pass
+        thread.join(5)
+    assert outcome, "read_beneath blocked on a FIFO"
+    assert isinstance(outcome[0], AirException)
+    assert outcome[0].error.kind == "permission_denied"
