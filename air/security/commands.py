@@ -953,6 +953,14 @@ for _alias, _of in (
     _MOVED_OPTIONS[_alias] = _MOVED_OPTIONS[_of]
 
 
+# Compilers and checkers only read their operands (`gcc -I /usr/include x.c`); their outputs
+# are options of `_MOVED_OPTIONS` (`-o`).
+_INPUT_ONLY_TOOLS = frozenset(
+    """gcc g++ cc c++ clang clang++ ld as ar ranlib cppcheck mypy pylint flake8 pyright
+    shellcheck bandit pydocstyle luacheck nm objdump readelf size addr2line gcov""".split()
+)
+
+
 def _option_values(args: Sequence[str | None], options: Iterable[str]) -> list[str]:
     """Values of ``options`` in ``args``: ``-C dir``, ``-Cdir``, ``--directory=dir``."""
     wanted = set(options)
@@ -989,7 +997,10 @@ def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None
     options = _MOVED_OPTIONS.get(prog)
     found: list[str] = _option_values(args, options) if options else []
     if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (
-        prog in INTERPRETERS or prog in SHELLS or prog.startswith(("python", "pypy"))
+        prog in INTERPRETERS
+        or prog in SHELLS
+        or prog.startswith(("python", "pypy"))
+        or prog in _INPUT_ONLY_TOOLS
     ):
         for arg in args:
             if arg is None:

@@ -312,4 +312,7 @@ STAYS_ALLOWED: list[str] = [
     "less README.md",
     "zip -r dist/x.zip src",
     "bundle exec rspec",
+    "gcc -I /usr/include/python3.11 -c ext.c -o build/ext.o",
+    "clang -L /usr/lib/x86_64-linux-gnu main.c -o build/app",
+    "mypy /usr/lib/python3/dist-packages/six.py",
 ]
