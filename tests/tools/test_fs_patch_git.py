@@ -16,10 +16,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from air.contracts.error import AirException
 from tests.tools.conftest import Env
 
 LINES = ["a", "b", "c", "-- x", "--- y", "+++ z", "-", "", " lead", "@@ q", "\\ n", "t\tab", "end "]
@@ -264,3 +266,38 @@ async def test_a_symlinked_target_is_refused(env: Env) -> None:
     res = await env.registry.call("fs.patch", {"patch": patch}, env.ctx())
     assert res.status != "ok"
     assert (env.outside / "victim.txt").read_text() == "untouched\n"
+
+
+async def test_a_file_changed_while_git_applies_is_not_overwritten(
+    env: Env, monkeypatch: Any
+) -> None:
+    import air.tools.fs as fs_module
+
+    original = fs_module._apply_in_copy
+
+    def racing(*args: Any) -> Any:
+        result = original(*args)
+        (env.root / "src" / "app.py").write_text("edited meanwhile\n")
+        return result
+
+    monkeypatch.setattr(fs_module, "_apply_in_copy", racing)
+    patch = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-print('hello')\n+print('x')\n"
+    res = await env.registry.call("fs.patch", {"patch": patch}, env.ctx())
+    assert res.status == "error"
+    assert res.error is not None
+    assert "changed while" in res.error.message
+    assert (env.root / "src" / "app.py").read_text() == "edited meanwhile\n"
+
+
+def test_links_and_modes_git_made_in_the_copy_are_refused(tmp_path: Path) -> None:
+    from air.tools.fs import _apply_in_copy
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    head = "--- /dev/null\n+++ b/{0}\n@@ -0,0 +1 @@\n+x\n"
+    link = "diff --git a/ln b/ln\nnew file mode 120000\n" + head.format("ln")
+    execu = "diff --git a/r.sh b/r.sh\nnew file mode 100755\n" + head.format("r.sh")
+    for patch, path in ((link, "ln"), (execu, "r.sh")):
+        with pytest.raises(AirException, match="contents only"):
+            _apply_in_copy(str(root), patch, [path], False)
+    assert list(root.iterdir()) == []
