@@ -18,6 +18,7 @@ from air.contracts import ProviderCompletionInput, ProviderConfig, ProviderStrea
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.normalize import AnthropicStreamNormalizer
+from air.llm.tool_names import ToolNameMap
 
 __all__ = ["AnthropicAdapter"]
 
@@ -46,12 +47,13 @@ class AnthropicAdapter(ProviderAdapter):
     async def complete_batches(
         self, request: ProviderCompletionInput
     ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
-        params = request_to_anthropic(request, self.api_model(request.model_id))
+        names = ToolNameMap(t.name for t in request.tools)
+        params = request_to_anthropic(request, self.api_model(request.model_id), names)
         client = self._sdk()
         import anthropic
 
         failures = (*_transport_errors(), *STREAM_FAILURES)
-        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id)
+        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id, names)
         try:
             async with client.messages.with_streaming_response.create(**params) as response:
                 content_type = response.headers.get("content-type", "")

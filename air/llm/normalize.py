@@ -33,6 +33,7 @@ from air.contracts import (
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
 from air.llm.sse import decode_json_batch
+from air.llm.tool_names import ToolNameMap
 
 __all__ = [
     "AnthropicStreamNormalizer",
@@ -115,9 +116,10 @@ class _Assembler:
 class AnthropicStreamNormalizer:
     """Feed each Messages-API SSE event (decoded JSON); get the normalised events back."""
 
-    def __init__(self, provider_id: str, model_id: str) -> None:
+    def __init__(self, provider_id: str, model_id: str, names: ToolNameMap | None = None) -> None:
         self.provider_id = provider_id
         self.model_id = model_id
+        self.names = names
         self._asm = _Assembler(provider_id)
         self._usage: dict[str, int] = {}
         self._stop_reason: StopReason | None = None
@@ -161,8 +163,10 @@ class AnthropicStreamNormalizer:
                     return [TextDeltaEvent(index=index, text=block["text"])]
                 return []
             if btype == "tool_use":
-                asm.start_tool(index, str(block["id"]), str(block["name"]))
-                return [ToolUseStartEvent(index=index, id=str(block["id"]), name=block["name"])]
+                name = str(block["name"])
+                name = self.names.internal(name) if self.names else name
+                asm.start_tool(index, str(block["id"]), name)
+                return [ToolUseStartEvent(index=index, id=str(block["id"]), name=name)]
             raise _protocol(self.provider_id, f"unsupported content block {btype!r}")
         if kind == "content_block_stop":
             index = int(event["index"])
@@ -199,6 +203,7 @@ class AnthropicStreamNormalizer:
                         str(err.get("message", "")),
                         provider_id=self.provider_id,
                         error_type=str(err.get("type", "")),
+                        api_message=str(err.get("message") or "") or None,
                     )
                 )
             ]
@@ -219,15 +224,17 @@ class AnthropicStreamNormalizer:
 class OpenAIStreamNormalizer:
     """Feed each chat-completions chunk (decoded JSON); ``finish()`` at ``[DONE]``/EOF."""
 
-    def __init__(self, provider_id: str, model_id: str) -> None:
+    def __init__(self, provider_id: str, model_id: str, names: ToolNameMap | None = None) -> None:
         self.provider_id = provider_id
         self.model_id = model_id
+        self.names = names
         self._asm = _Assembler(provider_id)
         self._converter = AnthropicCanonicalConverter()
         self._started = False
         self._text_index: int | None = None
         self._tool_index: dict[int, int] = {}
-        self._open_tool: int | None = None
+        self._open_tools: list[int] = []
+        """Tool blocks still receiving argument deltas (parallel calls may interleave)."""
         self._next = 0
         self._finish: str | None = None
         self._usage = Usage()
@@ -235,7 +242,7 @@ class OpenAIStreamNormalizer:
 
     def feed(self, chunk: dict[str, Any]) -> list[ProviderStreamEvent]:
         index = self._text_index
-        if index is not None and self._open_tool is None and "usage" not in chunk:
+        if index is not None and not self._open_tools and "usage" not in chunk:
             # fast path: a chunk carrying only more text of the open text block
             choices = chunk.get("choices")
             if choices and len(choices) == 1:
@@ -259,6 +266,7 @@ class OpenAIStreamNormalizer:
                         str(err.get("message", "")),
                         provider_id=self.provider_id,
                         error_type=str(err.get("type") or ""),
+                        api_message=str(err.get("message") or "") or None,
                     )
                 )
             ]
@@ -283,7 +291,7 @@ class OpenAIStreamNormalizer:
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if text:
-                out.extend(self._close_tool())
+                out.extend(self._close_tools())
                 if self._text_index is None:
                     self._text_index = self._next
                     self._next += 1
@@ -305,35 +313,37 @@ class OpenAIStreamNormalizer:
         if key not in self._tool_index:
             if not call.get("id") or not fn.get("name"):
                 raise _protocol(self.provider_id, "tool call started without id or name")
-            out.extend(self._close_tool())
             index = self._next
             self._next += 1
             self._tool_index[key] = index
             self._text_index = None  # later text opens a new block after the tool call
-            self._asm.start_tool(index, str(call["id"]), str(fn["name"]))
-            out.append(ToolUseStartEvent(index=index, id=str(call["id"]), name=str(fn["name"])))
-            self._open_tool = index
+            name = str(fn["name"])
+            name = self.names.internal(name) if self.names else name
+            self._asm.start_tool(index, str(call["id"]), name)
+            out.append(ToolUseStartEvent(index=index, id=str(call["id"]), name=name))
+            self._open_tools.append(index)
         index = self._tool_index[key]
-        if index != self._open_tool:
-            raise _protocol(self.provider_id, "tool call deltas interleave with a later block")
+        if index not in self._open_tools:
+            raise _protocol(self.provider_id, "arguments for a tool call that already ended")
         args = fn.get("arguments")
         if args:
             self._asm.tools[index][2].append(args)
             out.append(ToolUseInputDeltaEvent(index=index, partial_json=args))
         return out
 
-    def _close_tool(self) -> list[ProviderStreamEvent]:
-        if self._open_tool is None:
+    def _close_tools(self) -> list[ProviderStreamEvent]:
+        """End every open tool call (at text after them, or at the end of the stream)."""
+        if not self._open_tools:
             return []
-        index, self._open_tool = self._open_tool, None
-        return [self._asm.stop_tool(index)]
+        indexes, self._open_tools = self._open_tools, []
+        return [self._asm.stop_tool(index) for index in indexes]
 
     def finish(self) -> list[ProviderStreamEvent]:
         """Close the open tool block and emit ``message_stop``."""
         if not self._started:
             raise _protocol(self.provider_id, "the stream ended before any chunk")
         self.done = True
-        out: list[ProviderStreamEvent] = self._close_tool()
+        out: list[ProviderStreamEvent] = self._close_tools()
         reason = self._converter.stop_reason_from_openai(self._finish)
         if self._asm.tools and reason is StopReason.END_TURN:
             reason = StopReason.TOOL_USE

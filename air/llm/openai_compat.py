@@ -26,6 +26,7 @@ from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.http_adapter import HttpxAdapter, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder
+from air.llm.tool_names import ToolNameMap
 
 __all__ = ["OpenAICompatibleAdapter"]
 
@@ -46,12 +47,13 @@ class OpenAICompatibleAdapter(HttpxAdapter):
     def exchange(
         self, request: ProviderCompletionInput
     ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
-        body = self.converter.request_to_openai(request, self.api_model(request.model_id))
+        names = ToolNameMap(t.name for t in request.tools)
+        body = self.converter.request_to_openai(request, self.api_model(request.model_id), names)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         key = self.api_key(required=False) if self.config.auth_ref else None
         if key:
             headers["authorization"] = f"Bearer {key}"
-        normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id)
+        normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id, names)
 
         def read(response: httpx.Response) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             return self._read(normalizer, response)
