@@ -18,7 +18,7 @@ USAGE = """air — a local AI coding-agent runtime.
 Usage:
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
   air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-  air init [PATH] [--name NAME]
+  air init [PATH] [--name NAME] [--models]
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
   air session list [--project PATH]
@@ -53,6 +53,7 @@ Options:
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
   --fake-script FILE      Dry run with scripted fake workers instead of real ones (testing).
   --name NAME             Project name (default: the directory name).
+  --models                Also write a commented models.yaml template to .air/shared/.
   --dir DIR               Where the demo creates its project (default: a new temporary directory).
   --session SID           A session id (see `air session list`).
   -h --help               Show this help.

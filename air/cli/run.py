@@ -338,6 +338,17 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
     return f"{chosen.provider_id}/{chosen.model_id}"
 
 
+def _check_provider(options: HeadlessOptions) -> None:
+    """Fail before the run starts when no model can be chosen: nothing configured, a bad
+    models.yaml, an unknown ``--provider`` (AirException(config_error), exit 2)."""
+    if options.fake_script or options.cassette:
+        return
+    from air.llm import ProviderManager
+    from air.llm.config import load_models_config
+
+    _configured_model(ProviderManager(load_models_config(options.project)), options.provider)
+
+
 def _reaper(project_root: str) -> Any:
     """Recovery's reaper: the WorkerManager's orphan reaping over the durable run records."""
     from air.nursery.ledger import StoredAgent
@@ -364,6 +375,7 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
 
     outcome: dict[str, int] = {}
     try:
+        _check_provider(options)
         trio.run(_main, options, specs, outcome)
     except AirException as exc:
         report_bad_input(exc, options.stderr)

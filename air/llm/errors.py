@@ -14,14 +14,25 @@ __all__ = [
     "MODELS_DOC",
     "api_error_of",
     "error_for_status",
+    "models_reference",
     "parse_retry_after",
     "protocol_error",
     "retry_after_of",
     "transport_error",
 ]
 
-MODELS_DOC = "docs/models.md (installed: air/llm/resources/models.example.yaml)"
-"""Where config errors send the user: the models.yaml reference, shipped in the package."""
+MODELS_DOC = "docs/models.md"
+"""The models.yaml reference in the repository; ``models_reference()`` adds the installed copy."""
+
+
+def models_reference() -> str:
+    """Where config errors send the user: docs/models.md and its copy in the installed package
+    (``air/llm/resources/models.example.yaml``, an absolute path that exists)."""
+    import os
+
+    installed = os.path.join(os.path.dirname(__file__), "resources", "models.example.yaml")
+    return f"{MODELS_DOC}; installed copy: {installed}"
+
 
 _CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length", "maximum context")
 
@@ -119,7 +130,7 @@ def error_for_status(
             retryability=Retryability.NEVER,
             user_action=(
                 "Check the model's api_model and the provider's base_url in models.yaml "
-                f"(reference: {MODELS_DOC})."
+                f"(reference: {models_reference()})."
             ),
             metadata=meta,
         )
@@ -130,7 +141,7 @@ def error_for_status(
         retryability=Retryability.NEVER,
         user_action=(
             "The provider refused the request as sent; retrying cannot help. Check the model "
-            f"and its limits in models.yaml (reference: {MODELS_DOC})."
+            f"and its limits in models.yaml (reference: {models_reference()})."
         ),
         metadata=meta,
     )

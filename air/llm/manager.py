@@ -38,8 +38,8 @@ from air.contracts import (
     RetryConfig,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
-from air.llm.config import load_models_config
-from air.llm.errors import retry_after_of
+from air.llm.config import load_models_config, nothing_configured
+from air.llm.errors import models_reference, retry_after_of
 from air.llm.usage import UsageAccumulator, cost_of
 
 __all__ = ["CallRecord", "ProviderManager", "scripted_models_config"]
@@ -91,13 +91,20 @@ class ProviderManager:
         self.calls: list[CallRecord] = []
 
     @classmethod
-    def load_config(cls, project_root: str | None, *, home: str | None = None) -> ModelsConfig:
-        """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``.
+    def load_config(
+        cls,
+        project_root: str | None,
+        *,
+        home: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ModelsConfig:
+        """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``; without
+        either, the configuration the environment gives (``ANTHROPIC_API_KEY``...).
 
         Raises:
             AirException(config_error): naming the file and the field.
         """
-        return load_models_config(project_root, home=home)
+        return load_models_config(project_root, home=home, env=env)
 
     @classmethod
     def for_cassette(cls, cassette: str, *, model_id: str = "scripted") -> ProviderManager:
@@ -120,7 +127,10 @@ class ProviderManager:
         raise AirException.of(
             kind="config_error",
             message=f"{field_name} {ref!r} is not a configured provider_id/model_id",
-            user_action="Use `air provider list` to see the configured models.",
+            user_action=(
+                "Use `air provider list` to see the configured models "
+                f"(models.yaml reference: {models_reference()})."
+            ),
         )
 
     @staticmethod
@@ -139,8 +149,22 @@ class ProviderManager:
         """Explicit model > role pin > default (if it fits) > cheapest fitting model.
 
         Raises:
-            AirException(config_error): nothing configured fits the requirement.
+            AirException(config_error): nothing is configured, the requirement names a provider
+                that is not, or nothing configured fits the requirement.
         """
+        if not self.config.providers:
+            raise nothing_configured()
+        wanted = requirement.provider_id
+        if wanted is not None and wanted not in self.config.providers:
+            known = ", ".join(sorted(self.config.providers))
+            raise AirException.of(
+                kind="config_error",
+                message=f"provider {wanted!r} is not configured (configured: {known})",
+                user_action=(
+                    "Pass one of the configured providers, or add it under `providers:` in "
+                    f"models.yaml (reference: {models_reference()})."
+                ),
+            )
         pinned: list[tuple[str, str, str]] = []
         if requirement.model:
             pinned.append((requirement.model, "explicit", "model"))
@@ -177,7 +201,10 @@ class ProviderManager:
                 kind="config_error",
                 message="no configured model meets the requirement",
                 detail=requirement.model_dump_json(exclude_defaults=True),
-                user_action="Add a suitable model to ~/.air/models.yaml (see `air provider list`).",
+                user_action=(
+                    "Add a suitable model to ~/.air/models.yaml (see `air provider list`; "
+                    f"reference: {models_reference()})."
+                ),
             )
         fitting.sort(
             key=lambda r: (
