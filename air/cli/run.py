@@ -296,7 +296,7 @@ def _make_runner(
     elif options.cassette:
         provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
     else:
-        provider = ProviderManager(load_models_config(project_root))
+        provider = ProviderManager(load_models_config(project_root), redactor=redactor)
         model = _configured_model(provider, options.provider)
         warm_up = provider.warm_up
     specs = [
@@ -312,6 +312,7 @@ def _make_runner(
         model=model,
         tool_specs=specs,
         state_dir=_runs_dir(project_root),
+        redactor=redactor,
     )
     if warm_up is None:
         return runner, None

@@ -12,11 +12,13 @@ the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
@@ -42,7 +44,13 @@ from air.llm.config import load_models_config, nothing_configured
 from air.llm.errors import models_reference, retry_after_of
 from air.llm.usage import UsageAccumulator, cost_of
 
-__all__ = ["CallRecord", "ProviderManager", "scripted_models_config"]
+__all__ = ["CallRecord", "ProviderManager", "SecretSink", "scripted_models_config"]
+
+
+class SecretSink(Protocol):
+    """Where the manager registers every key it resolves (``SecretRedactor.register``)."""
+
+    def register(self, *values: str) -> None: ...
 
 
 @dataclass
@@ -80,9 +88,12 @@ class ProviderManager:
         *,
         env: Mapping[str, str] | None = None,
         rng: random.Random | None = None,
+        redactor: SecretSink | None = None,
     ) -> None:
         self.config = config
         self._env = env
+        self.redactor = redactor
+        self.register_keys()
         self._rng = rng or random.Random()
         self._adapters: dict[str, ProviderAdapter] = {}
         self._adapter_lock = threading.Lock()
@@ -110,6 +121,21 @@ class ProviderManager:
     def for_cassette(cls, cassette: str, *, model_id: str = "scripted") -> ProviderManager:
         """A manager whose only provider replays ``cassette`` (headless runs, tests)."""
         return cls(scripted_models_config(cassette, model_id=model_id))
+
+    # --- secrets ------------------------------------------------------------------------------
+
+    def register_keys(self) -> list[str]:
+        """Register the value of every provider's ``auth_ref`` with the redactor, whatever its
+        shape, before any request (IMPL-API-4). Returns the names of the variables found."""
+        env = os.environ if self._env is None else self._env
+        found: list[str] = []
+        for provider in self.config.providers.values():
+            value = env.get(provider.auth_ref) if provider.auth_ref else None
+            if value and provider.auth_ref:
+                found.append(provider.auth_ref)
+                if self.redactor is not None:
+                    self.redactor.register(value)
+        return found
 
     # --- selection ----------------------------------------------------------------------------
 

@@ -60,6 +60,7 @@ from air.ipc.process import WorkerProcess, worker_command
 from air.ipc.protocol import make_envelope
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.security.redact import SecretRedactor
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
@@ -202,6 +203,8 @@ class WorkerManager:
         tool_specs: tool definitions offered to the model (Anthropic ``ToolSpec`` dicts).
         context: builds the ContextPack of a request (default: tools only).
         state_dir: where run records live (default ``<project>/.air/local/state/runs``).
+        redactor: applied to everything the parent ingests from a worker — its result, its
+            events, its log lines and stderr — before it is recorded (IMPL-API-4).
     """
 
     def __init__(
@@ -217,6 +220,7 @@ class WorkerManager:
         context: ContextProvider | None = None,
         config: SupervisionConfig | None = None,
         state_dir: str | None = None,
+        redactor: SecretRedactor | None = None,
     ) -> None:
         self.tools = tools
         self.tool_streams = tool_streams
@@ -228,6 +232,7 @@ class WorkerManager:
         self.context = context
         self.config = config or SupervisionConfig()
         self.state_dir = state_dir
+        self.redactor = redactor
         self._live: dict[str, _Run] = {}
 
     # -- public API ----------------------------------------------------------------------------
@@ -504,7 +509,7 @@ class WorkerManager:
         if kind == "event":
             await self._worker_event(run, msg)
         elif kind == "log":
-            run.logs.append(str(msg.payload.get("message", ""))[:2000])
+            run.logs.append(self._redact(str(msg.payload.get("message", ""))[:2000]))
         elif kind == "tool.call":
             call = run.proc.protocol.payload(msg)
             assert isinstance(call, ToolCallPayload)
@@ -528,6 +533,8 @@ class WorkerManager:
             return
         if etype in _PARENT_OWNED_AGENT or etype.startswith(_PARENT_OWNED):
             raise ProtocolViolation(f"a worker may not emit {etype}")
+        if self.redactor is not None:
+            inner = self.redactor.redact_obj(inner)
         model = PAYLOADS.get((etype, version))
         if model is None:
             raise ProtocolViolation(f"a worker emitted an unknown event type {etype} v{version}")
@@ -607,7 +614,16 @@ class WorkerManager:
                         capped + f"\n[truncated; full text in artifact {ref.artifact_id}]"
                     )
                     update["artifacts"] = [*result.artifacts, *update.get("artifacts", []), ref]
-        return result.model_copy(update=update) if update else result
+        checked = result.model_copy(update=update) if update else result
+        if self.redactor is None:
+            return checked
+        # what the model wrote may hold a key it saw: redact before anything records it
+        return WorkerResult.model_validate(
+            self.redactor.redact_obj(checked.model_dump(mode="json"))
+        )
+
+    def _redact(self, text: str) -> str:
+        return self.redactor.redact(text) if self.redactor is not None else text
 
     async def _serve_tool(self, run: _Run, call_id: str, call: ToolCallPayload) -> None:
         req = run.request
@@ -848,7 +864,7 @@ class WorkerManager:
             error = _err(
                 ErrorKind.WORKER_CRASHED,
                 f"the worker exited with code {code} without a result",
-                detail=tail or None,
+                detail=self._redact(tail) or None,
                 transient=True,
             )
             return TaskOutcome(kind="crashed", error=error, transient=True, **base)
@@ -882,7 +898,10 @@ class WorkerManager:
         req = run.request
         return self.artifacts.create(
             ArtifactCreateInput(
-                type=artifact_type, slug=slug, extension=".txt", content=text.encode("utf-8")
+                type=artifact_type,
+                slug=slug,
+                extension=".txt",
+                content=self._redact(text).encode("utf-8"),
             ),
             ArtifactContext(
                 session_id=req.session_id,
