@@ -187,6 +187,17 @@ class Progress:
         if kind == "task.created":
             self.status[payload["task_spec"]["id"]] = "pending"
             return
+        if kind == "assistant.message.failed":
+            meta = (payload.get("error") or {}).get("metadata") or {}
+            if meta.get("will_retry"):
+                print(
+                    f"air [{self.elapsed()}] {meta.get('task_id', '?')} model turn retried "
+                    f"(attempt {meta.get('attempt')} failed, next in {meta.get('wait_s')}s): "
+                    f"{meta.get('reason')}",
+                    file=self.stream,
+                    flush=True,
+                )
+            return
         if not kind.startswith("task.") or kind == "task.progress":
             return
         task_id = payload.get("task_id", "?")

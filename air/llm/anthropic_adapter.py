@@ -37,7 +37,9 @@ class AnthropicAdapter(ProviderAdapter):
             kwargs: dict[str, Any] = {
                 "api_key": self.api_key(),
                 "max_retries": 0,
-                "timeout": self.config.timeout_s,
+                "timeout": anthropic.Timeout(
+                    self.config.timeout_s, read=self.config.read_timeout_s
+                ),
             }
             if self.config.base_url:
                 kwargs["base_url"] = self.config.base_url

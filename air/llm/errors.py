@@ -34,6 +34,8 @@ def models_reference() -> str:
     return f"{MODELS_DOC}; installed copy: {installed}"
 
 
+_TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "server_error", "overloaded"})
+"""Error types (Anthropic; OpenAI inside a stream) of a failure a retry can get past."""
 _CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length", "maximum context")
 
 
@@ -104,7 +106,7 @@ def error_for_status(
             user_action="Check the API key in the environment variable named by auth_ref.",
             metadata=meta,
         )
-    if status == 529 or status >= 500 or error_type in ("overloaded_error", "api_error"):
+    if status == 529 or status >= 500 or error_type in _TRANSIENT_TYPES:
         return make_air_error(
             kind=ErrorKind.PROVIDER_ERROR,
             message=f"{provider_id}: provider unavailable or overloaded (HTTP {status}){said}",

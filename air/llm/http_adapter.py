@@ -42,7 +42,7 @@ class HttpxAdapter(ProviderAdapter):
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout_s),
+                timeout=httpx.Timeout(self.config.timeout_s, read=self.config.read_timeout_s),
                 # plain-http endpoints need no CA bundle: skip loading it
                 verify=not self._base_url.startswith("http://"),
             )

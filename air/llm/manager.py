@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import random
 import threading
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -25,6 +25,7 @@ import trio
 from air.contracts import (
     AirError,
     AirException,
+    CanonicalMessage,
     MessageStopEvent,
     ModelAssignment,
     ModelConfig,
@@ -38,13 +39,21 @@ from air.contracts import (
     ProviderStreamEvent,
     Retryability,
     RetryConfig,
+    TextBlock,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
 from air.llm.config import load_models_config, nothing_configured
 from air.llm.errors import models_reference, retry_after_of
 from air.llm.usage import UsageAccumulator, cost_of
 
-__all__ = ["CallRecord", "ProviderManager", "SecretSink", "scripted_models_config"]
+__all__ = [
+    "CallRecord",
+    "ProviderManager",
+    "RetryListener",
+    "RetryNotice",
+    "SecretSink",
+    "scripted_models_config",
+]
 
 
 class SecretSink(Protocol):
@@ -63,6 +72,63 @@ class CallRecord:
     waits: list[float] = field(default_factory=list)
     errors: list[AirError] = field(default_factory=list)
     ok: bool = False
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """One retry of a model turn, told to the retry listeners before it starts."""
+
+    request: ProviderCompletionInput
+    error: AirError
+    """Why the attempt failed."""
+    attempt: int
+    """The attempt that failed (1 = the first)."""
+    wait_s: float
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error.kind.value}: {self.error.message}"
+
+
+RetryListener = Callable[[RetryNotice], Awaitable[None]]
+
+ASK_AGAIN = (
+    "[air] Your previous reply was cut off by the output limit (max_tokens) while writing the "
+    "input of a call of tool {tool}. Call it again with smaller input, e.g. split the change "
+    "into several calls."
+)
+
+
+def _sized(
+    request: ProviderCompletionInput, row: ProviderCapabilityMatrix
+) -> ProviderCompletionInput:
+    """``request`` with the model's ``max_output_tokens`` as ``max_tokens`` (or the request's
+    own smaller value when it set one)."""
+    ceiling = row.max_output_tokens
+    wanted = (
+        min(request.max_tokens, ceiling) if "max_tokens" in request.model_fields_set else ceiling
+    )
+    if wanted == request.max_tokens and "max_tokens" in request.model_fields_set:
+        return request
+    return request.model_copy(update={"max_tokens": wanted})
+
+
+def _asked_again(
+    request: ProviderCompletionInput, row: ProviderCapabilityMatrix, tool: str
+) -> ProviderCompletionInput:
+    """The request that follows a reply cut off inside a call of ``tool``: twice the tokens
+    (up to the model's ceiling), or at the ceiling the same conversation with a note."""
+    if request.max_tokens < row.max_output_tokens:
+        more = min(row.max_output_tokens, request.max_tokens * 2)
+        return request.model_copy(update={"max_tokens": more})
+    note = TextBlock(text=ASK_AGAIN.format(tool=tool))
+    messages = list(request.messages)
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        messages[-1] = last.model_copy(update={"content": [*last.content, note]})
+    else:
+        messages.append(CanonicalMessage(role="user", content=[note]))
+    return request.model_copy(update={"messages": messages})
 
 
 def scripted_models_config(
@@ -100,6 +166,7 @@ class ProviderManager:
         self._warming: list[threading.Thread] = []
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
+        self._retry_listeners: list[RetryListener] = []
 
     @classmethod
     def load_config(
@@ -307,8 +374,15 @@ class ProviderManager:
     ) -> AsyncGenerator[ProviderStreamEvent, None]:
         """Stream one model turn; the last event is ``message_stop`` or ``error``.
 
-        Transient failures before the first event are retried; a failure after events were
-        yielded ends the stream with an ``error`` event (the caller restarts the turn).
+        ``max_tokens`` is the model's ``max_output_tokens`` (models.yaml / the capability
+        matrix), or less when the request sets it explicitly. A transient failure — before the
+        first event or in the middle of the stream (an overloaded event, a dropped connection,
+        a read stall) — retries this turn within ``retry:`` (IMPL-API-5); a retried turn
+        streams again from its ``message_start``, so a consumer keeps only the last message's
+        deltas (``message_stop`` carries the whole message). A reply cut off by ``max_tokens``
+        inside a tool call is asked again at once, with more tokens when the model allows, else
+        with a note asking for smaller tool input. Every retry is announced to the retry
+        listeners first (``add_retry_listener``).
 
         Raises:
             AirException: bad input (unknown provider/model, unconvertible conversation,
@@ -320,6 +394,7 @@ class ProviderManager:
                     await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
         adapter = self.adapter_for(request.provider_id)
         row = adapter.validate_model(request.model_id)
+        attempt = _sized(request, row)
         retry = self.config.retry
         record = CallRecord(provider_id=request.provider_id, model_id=request.model_id)
         self.calls.append(record)
@@ -327,8 +402,7 @@ class ProviderManager:
         while True:
             record.attempts += 1
             failure: AirError | None = None
-            yielded = False
-            async with aclosing(adapter.complete_batches(request)) as batches:
+            async with aclosing(adapter.complete_batches(attempt)) as batches:
                 async for batch in batches:
                     for event in batch:
                         if isinstance(event, ProviderErrorEvent):
@@ -346,7 +420,6 @@ class ProviderManager:
                             )
                             record.ok = True
                             event = event.model_copy(update={"usage": usage})
-                        yielded = True
                         yield event
                     if failure is not None:
                         break
@@ -357,18 +430,36 @@ class ProviderManager:
                 update={"metadata": {**(failure.metadata or {}), "attempts": record.attempts}}
             )
             if (
-                yielded
-                or failure.retryability is not Retryability.TRANSIENT
+                failure.retryability is not Retryability.TRANSIENT
                 or record.attempts >= retry.max_attempts
             ):
                 yield ProviderErrorEvent(error=final)
                 return
-            delay = self._backoff(record.attempts, retry, retry_after_of(failure))
+            cut = (failure.metadata or {}).get("cut_in_tool")
+            delay = 0.0 if cut else self._backoff(record.attempts, retry, retry_after_of(failure))
             if trio.current_time() - started + delay > retry.deadline_s:
                 yield ProviderErrorEvent(error=final)
                 return
             record.waits.append(delay)
+            if cut:
+                attempt = _asked_again(attempt, row, str(cut))
+            await self._announce(
+                RetryNotice(request=request, error=failure, attempt=record.attempts, wait_s=delay)
+            )
             await trio.sleep(delay)
+
+    # --- retry listeners ----------------------------------------------------------------------
+
+    def add_retry_listener(self, listener: RetryListener) -> None:
+        """Call ``listener`` (awaited) before each retry of a turn, with its reason."""
+        self._retry_listeners.append(listener)
+
+    async def _announce(self, notice: RetryNotice) -> None:
+        for listener in list(self._retry_listeners):
+            try:
+                await listener(notice)
+            except Exception:  # why: reporting a retry must never stop the retry itself
+                continue
 
     async def aclose(self) -> None:
         """Close every adapter's client (bounded; shielded so cancellation cannot leak sockets)."""

@@ -17,10 +17,12 @@ from air.contracts import (
     AirError,
     AirException,
     ContentBlock,
+    ErrorKind,
     MessageStartEvent,
     MessageStopEvent,
     ProviderErrorEvent,
     ProviderStreamEvent,
+    Retryability,
     StopReason,
     TextBlock,
     TextDeltaEvent,
@@ -29,6 +31,7 @@ from air.contracts import (
     ToolUseStartEvent,
     ToolUseStopEvent,
     Usage,
+    make_air_error,
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
@@ -88,6 +91,8 @@ class _Assembler:
         self.tools: dict[int, tuple[str, str, list[str]]] = {}
         self.order: list[int] = []
         self.inputs: dict[int, dict[str, Any]] = {}
+        self.broken: dict[int, str] = {}
+        """Tool blocks whose input is not valid JSON (judged at the end of the message)."""
 
     def start_text(self, index: int) -> None:
         self.texts[index] = []
@@ -97,10 +102,40 @@ class _Assembler:
         self.tools[index] = (tool_id, name, [])
         self.order.append(index)
 
-    def stop_tool(self, index: int) -> ToolUseStopEvent:
-        parsed = _parse_tool_input(self.provider_id, "".join(self.tools[index][2]))
+    def stop_tool(self, index: int) -> list[ProviderStreamEvent]:
+        raw = "".join(self.tools[index][2])
+        try:
+            parsed = _parse_tool_input(self.provider_id, raw)
+        except AirException:
+            self.broken[index] = raw  # cut off by max_tokens, or malformed: see ``ending``
+            return []
         self.inputs[index] = parsed
-        return ToolUseStopEvent(index=index, input=parsed)
+        return [ToolUseStopEvent(index=index, input=parsed)]
+
+    def ending(self, reason: StopReason) -> ProviderErrorEvent | None:
+        """The failure of a message whose tool input did not parse, if any (IMPL-API-5).
+
+        Cut off by ``max_tokens`` inside a tool call: a transient error the manager answers by
+        asking again. Otherwise the input is malformed: a protocol error.
+        """
+        if not self.broken:
+            return None
+        index = min(self.broken)
+        name = self.tools[index][1]
+        if reason is not StopReason.MAX_TOKENS:
+            raise _protocol(self.provider_id, f"tool input of {name} is not valid JSON")
+        return ProviderErrorEvent(
+            error=make_air_error(
+                kind=ErrorKind.PROVIDER_ERROR,
+                message=(
+                    f"{self.provider_id}: the reply was cut off by max_tokens inside a call of "
+                    f"tool {name}"
+                ),
+                retryability=Retryability.TRANSIENT,
+                user_action="air asks the model again (more tokens, or smaller tool input).",
+                metadata={"provider_id": self.provider_id, "cut_in_tool": name},
+            )
+        )
 
     def content(self) -> list[ContentBlock]:
         blocks: list[ContentBlock] = []
@@ -171,7 +206,7 @@ class AnthropicStreamNormalizer:
         if kind == "content_block_stop":
             index = int(event["index"])
             if index in asm.tools:
-                return [asm.stop_tool(index)]
+                return asm.stop_tool(index)
             return []
         if kind == "message_delta":
             reason = (event.get("delta") or {}).get("stop_reason")
@@ -184,6 +219,9 @@ class AnthropicStreamNormalizer:
             return []
         if kind == "message_stop":
             self.done = True
+            cut = asm.ending(self._stop_reason or StopReason.END_TURN)
+            if cut is not None:
+                return [cut]
             return [
                 MessageStopEvent(
                     stop_reason=self._stop_reason or StopReason.END_TURN,
@@ -336,7 +374,7 @@ class OpenAIStreamNormalizer:
         if not self._open_tools:
             return []
         indexes, self._open_tools = self._open_tools, []
-        return [self._asm.stop_tool(index) for index in indexes]
+        return [event for index in indexes for event in self._asm.stop_tool(index)]
 
     def finish(self) -> list[ProviderStreamEvent]:
         """Close the open tool block and emit ``message_stop``."""
@@ -345,6 +383,9 @@ class OpenAIStreamNormalizer:
         self.done = True
         out: list[ProviderStreamEvent] = self._close_tools()
         reason = self._converter.stop_reason_from_openai(self._finish)
+        cut = self._asm.ending(reason)
+        if cut is not None:
+            return [*out, cut]
         if self._asm.tools and reason is StopReason.END_TURN:
             reason = StopReason.TOOL_USE
         out.append(

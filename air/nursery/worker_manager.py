@@ -141,7 +141,8 @@ class SupervisionConfig:
     max_result_lines: int = 2000
     heartbeat_s: float = 5.0
     grace_turns: int = 2
-    max_tokens: int = 4096
+    max_tokens: int | None = None
+    """A cap on each turn's max_tokens; ``None``: the model's max_output_tokens (models.yaml)."""
     command: list[str] | None = None
     """The worker command; default ``[sys.executable, "-m", "air.roles"]``."""
     env: dict[str, str] | None = None
@@ -234,6 +235,9 @@ class WorkerManager:
         self.state_dir = state_dir
         self.redactor = redactor
         self._live: dict[str, _Run] = {}
+        listen = getattr(provider, "add_retry_listener", None)
+        if listen is not None:
+            listen(self._provider_retry)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -374,7 +378,7 @@ class WorkerManager:
             options={
                 "heartbeat_s": cfg.heartbeat_s,
                 "grace_turns": cfg.grace_turns,
-                "max_tokens": cfg.max_tokens,
+                **({"max_tokens": cfg.max_tokens} if cfg.max_tokens else {}),
             },
         )
         await self._control(run, start.model_dump(mode="json"))
@@ -695,7 +699,9 @@ class WorkerManager:
                     "messages": input.get("messages") or [],
                     "system": input.get("system"),
                     "tools": input.get("tools") or [],
-                    "max_tokens": input.get("max_tokens") or self.config.max_tokens,
+                    # the parent owns the model's limits: models.yaml's max_output_tokens,
+                    # unless SupervisionConfig.max_tokens caps it
+                    **({"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}),
                     "provider_id": provider_id,
                     "model_id": model_id,
                     "session_id": req.session_id,
@@ -755,6 +761,36 @@ class WorkerManager:
                 transient=True,
             ),
         )
+
+    async def _provider_retry(self, notice: Any) -> None:
+        """Record a retried model turn of a live worker as ``assistant.message.failed`` (durable:
+        history, ``--json`` and the stderr progress show it with its reason; IMPL-API-5)."""
+        run = self._live.get(str(notice.request.agent_id))
+        if run is None:
+            return
+        req = run.request
+        error: AirError = notice.error
+        meta = {
+            **(error.metadata or {}),
+            "task_id": req.task_spec.id,
+            "agent_id": req.agent_id,
+            "attempt": notice.attempt,
+            "wait_s": round(float(notice.wait_s), 3),
+            "reason": notice.reason,
+            "will_retry": True,
+        }
+        event = new_event(
+            "assistant.message.failed",
+            {
+                "message_id": new_id("msg"),
+                "error": _dump(error.model_copy(update={"metadata": meta})),
+            },
+            session_id=req.session_id,
+            project_id=req.project_id,
+            source=EventSource(kind="scheduler", id="worker_manager"),
+            route=["scheduler", "worker_manager"],
+        )
+        await self.events.ingest(event)
 
     def _cap(self, run: _Run, env: ToolResultEnvelope) -> ToolResultEnvelope:
         out = env.output
