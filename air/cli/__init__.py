@@ -16,7 +16,7 @@ from air import __version__
 USAGE = """air — a local AI coding-agent runtime.
 
 Usage:
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
+  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--record DIR] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
   air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
   air init [PATH] [--name NAME] [--models]
   air demo [--dir DIR]
@@ -44,6 +44,8 @@ Options:
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
+  --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
+                          offline with --cassette DIR).
   --max-workers N         At most N workers at once (default: the CPU count, at most 16).
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run).

@@ -9,7 +9,7 @@ input, 130 cancelled.
 Usage (in ``air/cli/__init__.py``)::
 
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
-          [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
+          [--record DIR] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
           [--json] [--junit FILE] [--fake-script FILE]
 """
 
@@ -48,6 +48,7 @@ class HeadlessOptions:
     session_id: str | None = None
     provider: str | None = None
     cassette: str | None = None
+    record: str | None = None
     max_workers: int | None = None
     permission_mode: str = "default"
     isolation: str = "auto"
@@ -91,6 +92,12 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
             message=f"--isolation must be auto, main, worktree or isolated_copy, not {isolation!r}",
             user_action="Pick one of: auto, main, worktree, isolated_copy.",
         )
+    if _opt(args, "--record") and _opt(args, "--cassette"):
+        raise AirException.of(
+            kind="validation_error",
+            message="--record and --cassette exclude each other",
+            user_action="Record against a real provider, or replay a cassette; not both.",
+        )
     mode = _opt(args, "--permission-mode") or "default"
     if mode not in ("default", "allow-ask"):
         raise AirException.of(
@@ -104,6 +111,7 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
         session_id=_opt(args, "--session"),
         provider=_opt(args, "--provider"),
         cassette=_opt(args, "--cassette"),
+        record=_opt(args, "--record"),
         max_workers=workers,
         permission_mode=mode,
         isolation=isolation,
@@ -307,9 +315,14 @@ def _make_runner(
     elif options.cassette:
         provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
     else:
-        provider = ProviderManager(load_models_config(project_root), redactor=redactor)
-        model = _configured_model(provider, options.provider)
-        warm_up = provider.warm_up
+        manager = ProviderManager(load_models_config(project_root), redactor=redactor)
+        model = _configured_model(manager, options.provider)
+        warm_up = manager.warm_up
+        provider = manager
+        if options.record:
+            from air.llm.cassette import TaskRecorder
+
+            provider = TaskRecorder(manager, options.record, secrets=manager.secrets())
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()

@@ -191,18 +191,26 @@ class ProviderManager:
 
     # --- secrets ------------------------------------------------------------------------------
 
-    def register_keys(self) -> list[str]:
-        """Register the value of every provider's ``auth_ref`` with the redactor, whatever its
-        shape, before any request (IMPL-API-4). Returns the names of the variables found."""
+    def _keys(self) -> dict[str, str]:
         env = os.environ if self._env is None else self._env
-        found: list[str] = []
+        found: dict[str, str] = {}
         for provider in self.config.providers.values():
             value = env.get(provider.auth_ref) if provider.auth_ref else None
             if value and provider.auth_ref:
-                found.append(provider.auth_ref)
-                if self.redactor is not None:
-                    self.redactor.register(value)
+                found[provider.auth_ref] = value
         return found
+
+    def register_keys(self) -> list[str]:
+        """Register the value of every provider's ``auth_ref`` with the redactor, whatever its
+        shape, before any request (IMPL-API-4). Returns the names of the variables found."""
+        found = self._keys()
+        if self.redactor is not None and found:
+            self.redactor.register(*found.values())
+        return list(found)
+
+    def secrets(self) -> list[str]:
+        """The key values this manager resolves (for writers that must leave them out)."""
+        return list(self._keys().values())
 
     # --- selection ----------------------------------------------------------------------------
 

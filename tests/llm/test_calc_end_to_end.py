@@ -136,3 +136,85 @@ def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
     assert ended
     assert "model: claude-nope" in json.dumps(ended[-1]["payload"])
     assert not [e for e in events if e["type"] == "task.started"][1:]
+
+
+def _trail(stdout: str) -> dict[str, list[tuple[str, str]]]:
+    """Per task, the durable events in order: type and tool or command (ids and times left out)."""
+    trail: dict[str, list[tuple[str, str]]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        event = json.loads(line)
+        payload = event["payload"]
+        task = payload.get("task_id") or (payload.get("task_spec") or {}).get("id")
+        if not task or event["type"].endswith(("heartbeat", "delta", "progress")):
+            continue
+        what = str(payload.get("tool_name") or payload.get("command") or "")
+        trail.setdefault(task, []).append((event["type"], what))
+    return trail
+
+
+def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None:
+    """`air run --record DIR` against the strict server writes per-task cassettes;
+    `air run --cassette DIR` in a fresh copy replays them with no server to the same trail."""
+    recorded, replayed, home = tmp_path / "recorded", tmp_path / "replayed", tmp_path / "home"
+    home.mkdir()
+    for root in (recorded, replayed):
+        shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+        shutil.rmtree(root / "cassettes")
+    record_dir = tmp_path / "tape"
+    env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
+    with StrictServer(
+        api_key=KEY, ceilings=CEILINGS, model=CassetteModel(EXAMPLE / "cassettes")
+    ) as server:
+        (recorded / ".air" / "shared").mkdir(parents=True)
+        (recorded / ".air" / "shared" / "models.yaml").write_text(
+            MODELS["openai"].format(url=server.url)
+        )
+        first = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "air.cli",
+                "run",
+                "--headless",
+                "batch.yaml",
+                "--json",
+                "--record",
+                str(record_dir),
+            ],
+            cwd=recorded,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in record_dir.iterdir()) == [
+        "changelog.jsonl",
+        "fix-evaluator.jsonl",
+        "fix-tokenizer.jsonl",
+    ]
+    assert KEY not in "".join(p.read_text() for p in record_dir.iterdir())
+    second = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "air.cli",
+            "run",
+            "--headless",
+            "batch.yaml",
+            "--json",
+            "--cassette",
+            str(record_dir),
+        ],
+        cwd=replayed,
+        env={**env, "AIR_E2E_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert second.returncode == 0, second.stderr
+    assert _unittest(replayed).returncode == 0
+    assert _trail(second.stdout) == _trail(first.stdout)
+    assert len(_trail(first.stdout)["fix-tokenizer"]) > 5
