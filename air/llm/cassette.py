@@ -42,6 +42,7 @@ from air.contracts import (
     Usage,
 )
 from air.llm.adapter import ProviderAdapter
+from air.llm.errors import models_reference
 
 __all__ = [
     "CassetteExpect",
@@ -208,7 +209,10 @@ class ScriptedProvider(ProviderAdapter):
             raise AirException.of(
                 kind="config_error",
                 message=f"scripted provider {provider_id!r} has no cassette",
-                user_action=f"Set providers.{provider_id}.cassette to a JSONL cassette path.",
+                user_action=(
+                    f"Set providers.{provider_id}.cassette to a JSONL cassette path "
+                    f"(reference: {models_reference()})."
+                ),
             )
         self.path = config.cassette
         self.turns = load_cassette(self.path)

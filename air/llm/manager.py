@@ -4,7 +4,10 @@ Owns model selection against the capability matrix, lazy creation of adapters (t
 SDK and httpx are imported only when the first adapter of that kind is created, never at
 import time of this module), retries of transient failures (exponential backoff with jitter,
 honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
-the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only.
+the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only,
+and registered by value with the run's redactor when the manager is built (IMPL-API-4).
+Retries are per turn, also in the middle of a stream, and are announced to retry listeners
+(IMPL-API-5).
 ``warm_up`` creates an adapter (its client imported and built) in a background thread, so a run
 can overlap that import with other start-up work; adapter creation is serialised by a lock, and
 the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
@@ -278,7 +281,10 @@ class ProviderManager:
                 raise AirException.of(
                     kind="config_error",
                     message=f"{ref} does not meet the requirement: {unmet}",
-                    user_action="Pin another model in models.yaml, or relax the requirement.",
+                    user_action=(
+                        "Pin another model in models.yaml, or relax the requirement "
+                        f"(reference: {models_reference()})."
+                    ),
                 )
             return ModelAssignment(
                 provider_id=row.provider_id, model_id=row.model_id, capabilities=row, reason=reason
@@ -339,7 +345,10 @@ class ProviderManager:
             raise AirException.of(
                 kind="config_error",
                 message=f"provider {provider_id!r} is not configured",
-                user_action="Add it under `providers:` in ~/.air/models.yaml or the project file.",
+                user_action=(
+                    "Add it under `providers:` in ~/.air/models.yaml or the project file "
+                    f"(reference: {models_reference()})."
+                ),
             )
         adapter = _create_adapter(provider_id, config, self._env)
         if config.record_to:

@@ -2,8 +2,11 @@
 
 Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNormalizer``
 (Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks). Both
-assemble the final content blocks for ``message_stop`` and raise ``AirException`` (protocol
-error) on anything they cannot carry over, e.g. an unknown content block type. ``BatchReader``
+assemble the final content blocks for ``message_stop`` (tool names mapped back through the
+request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``) and raise
+``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
+block type. A message cut off by ``max_tokens`` inside a tool call ends in a transient error
+event instead (``cut_in_tool``; the manager asks again). ``BatchReader``
 turns the SSE payloads of each network read into the event batches an adapter yields.
 """
 

@@ -23,6 +23,7 @@ from air.contracts import (
 )
 from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
+from air.llm.errors import models_reference
 from air.llm.http_adapter import HttpxAdapter, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder
@@ -39,7 +40,10 @@ class OpenAICompatibleAdapter(HttpxAdapter):
             raise AirException.of(
                 kind="config_error",
                 message=f"provider {provider_id!r} (openai_compatible) has no base_url",
-                user_action=f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1.",
+                user_action=(
+                    f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1 "
+                    f"(reference: {models_reference()})."
+                ),
             )
         super().__init__(provider_id, config, config.base_url, env=env)
         self.converter = AnthropicCanonicalConverter()

@@ -228,3 +228,31 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert (root / ".air" / "shared" / "models.yaml").read_text() == shipped
     listed = _air(root, _clean_env(tmp_path), "provider", "list")
     assert "anthropic/claude-sonnet-4-5" in listed.stdout
+
+
+def test_every_provider_config_error_points_at_the_installed_reference() -> None:
+    from air.contracts import ModelConfig, ModelsConfig, ProviderConfig
+
+    def error_of(config: ModelsConfig, provider: str, model: str = "m") -> AirException:
+        manager = ProviderManager(config, env={})
+        try:
+            manager.adapter_for(provider).validate_model(model)
+            adapter = manager.adapter_for(provider)
+            adapter.api_key()
+        except AirException as exc:
+            return exc
+        raise AssertionError("no error")
+
+    models = {"m": ModelConfig()}
+    cases = [
+        ModelsConfig(
+            providers={"o": ProviderConfig(kind=ProviderKind.OPENAI_COMPATIBLE, models=models)}
+        ),
+        ModelsConfig(providers={"s": ProviderConfig(kind=ProviderKind.SCRIPTED, models=models)}),
+        ModelsConfig(providers={"a": ProviderConfig(kind=ProviderKind.ANTHROPIC, models=models)}),
+    ]
+    errors = [error_of(cases[0], "o"), error_of(cases[1], "s"), error_of(cases[2], "a")]
+    errors.append(error_of(cases[2], "nope"))
+    for error in errors:
+        assert error.kind.value == "config_error", error
+        _assert_reference_exists(error.user_action)
