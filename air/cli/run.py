@@ -292,6 +292,7 @@ def _make_runner(
     from air.tools import ToolRegistry, register_builtin_tools
 
     redactor = SecretRedactor()
+    redactor.register_environment(os.environ)  # values of *_TOKEN, *_API_KEY... (SDD §9.2)
     engine = PermissionEngine(
         policy=load_policy(
             [

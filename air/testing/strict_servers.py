@@ -230,6 +230,11 @@ def _anthropic_messages(messages: Any, has_tools: bool) -> Problem | None:
             elif kind == "tool_result":
                 if role != "user":
                     return _invalid(f"{where}: tool_result blocks may only appear in user turns")
+                if any(b.get("type") != "tool_result" for b in blocks[:j] if isinstance(b, dict)):
+                    return _invalid(
+                        f"{where}: `tool_result` blocks must come first in the content of a "
+                        "user message, before any other block"
+                    )
                 use_id = block.get("tool_use_id")
                 if use_id not in previous_uses:
                     return _invalid(

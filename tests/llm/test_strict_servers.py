@@ -154,6 +154,12 @@ ANTHROPIC_CASES: list[tuple[str, Any, int, str]] = [
         400,
         "tool_use",
     ),
+    (
+        "text before tool_result",
+        lambda b: b["messages"][2]["content"].insert(0, {"type": "text", "text": "first"}),
+        400,
+        "must come first",
+    ),
     ("bad tool_use id", _set("messages.1.content.1.id", "toolu 1"), 400, "pattern"),
     ("dotted tool_use name", _set("messages.1.content.1.name", "fs.read"), 400, "pattern"),
     ("tool blocks without tools", _set("tools", _DELETE), 400, "must define tools"),
