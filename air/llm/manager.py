@@ -126,6 +126,8 @@ def _asked_again(
         return request.model_copy(update={"max_tokens": more})
     note = TextBlock(text=ASK_AGAIN.format(tool=tool))
     messages = list(request.messages)
+    if messages and note in messages[-1].content:
+        return request  # asked once already: the same request again
     if messages and messages[-1].role == "user":
         last = messages[-1]
         messages[-1] = last.model_copy(update={"content": [*last.content, note]})

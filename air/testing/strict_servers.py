@@ -642,6 +642,7 @@ class StrictServer:
         openai_keyless: chat completions without ``Authorization`` are accepted.
         ceilings: known models and their max output tokens (``None``: every model).
         model: answers each valid request when no ``Reply`` is queued.
+        log: also append each refusal (path, status, message) to this JSONL file.
     """
 
     def __init__(
@@ -651,8 +652,10 @@ class StrictServer:
         openai_keyless: bool = False,
         ceilings: dict[str, int] | None = None,
         model: Model | None = None,
+        log: str | Path | None = None,
     ) -> None:
         self.replies: deque[Reply] = deque()
+        self.log = Path(log) if log is not None else None
         self.requests: list[Received] = []
         self.rejected: list[Rejection] = []
         self.api_key = api_key
@@ -735,6 +738,10 @@ class StrictServer:
             )
             if problem is not None:
                 self.rejected.append(Rejection(path=path, problem=problem, body=body))
+                if self.log is not None:
+                    line = {"path": path, "status": problem.status, "message": problem.message}
+                    with self.log.open("a", encoding="utf-8") as handle:
+                        handle.write(json.dumps(line) + "\n")
                 return _error_reply(wire, problem)
             queued = self.replies.popleft() if self.replies else None
         if queued is not None:

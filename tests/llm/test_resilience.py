@@ -190,6 +190,21 @@ async def test_cut_inside_a_tool_call_at_the_ceiling_asks_for_smaller_input(
     assert server.rejected == []
 
 
+async def test_cut_again_at_the_ceiling_asks_once_then_gives_up(server: LocalServer) -> None:
+    cut = [("tool_use", ("toolu_1", "read_file", ['{"pa']))]
+    server.push(*(Reply(chunks=blocks_sse("anthropic", cut, "max_tokens")) for _ in range(3)))
+    at_ceiling = ProviderCompletionInput(
+        provider_id="p", model_id="m1", messages=request().messages, tools=request().tools
+    )
+    got, manager, notices = await _run("anthropic_http", server, at_ceiling, max_output_tokens=512)
+    last = got.events[-1]
+    assert last.type == "error"
+    assert manager.calls[-1].attempts == 3  # FAST_RETRY's max_attempts
+    assert len(notices) == 2
+    bodies = [json.dumps(r.body["messages"][-1]) for r in server.requests]
+    assert [b.count("cut off by the output limit") for b in bodies] == [0, 1, 1]
+
+
 async def test_interleaved_parallel_tool_call_deltas_assemble(server: LocalServer) -> None:
     def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
         body = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -266,7 +267,18 @@ def test_openai_auth_and_models() -> None:
     assert (unknown.status, unknown.code) == (404, "model_not_found")
 
 
-def test_refusals_use_the_api_error_shape_and_are_logged(server: LocalServer) -> None:
+def test_refusals_use_the_api_error_shape_and_are_logged(tmp_path: Path) -> None:
+    log = tmp_path / "rejected.jsonl"
+    with LocalServer(api_key=FAKE_KEY, log=log) as server:
+        _refuse_dotted_names(server)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(line["path"], line["status"]) for line in lines] == [
+        ("/v1/messages", 400),
+        ("/v1/chat/completions", 400),
+    ]
+
+
+def _refuse_dotted_names(server: LocalServer) -> None:
     dotted = copy.deepcopy(_anthropic_body())
     dotted["tools"][0]["name"] = "fs.read"
     got = httpx.post(f"{server.url}/v1/messages", json=dotted, headers=A_HEADERS)
@@ -281,7 +293,6 @@ def test_refusals_use_the_api_error_shape_and_are_logged(server: LocalServer) ->
     assert got.status_code == 400
     assert set(got.json()["error"]) == {"message", "type", "param", "code"}
     assert [r.problem.status for r in server.rejected] == [400, 400]
-    server.rejected.clear()
 
 
 # --- the adapters against the strict servers -------------------------------------------------
