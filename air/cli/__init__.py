@@ -16,9 +16,9 @@ from air import __version__
 USAGE = """air — a local AI coding-agent runtime.
 
 Usage:
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
+  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--record DIR] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
   air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-  air init [PATH] [--name NAME]
+  air init [PATH] [--name NAME] [--models]
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
   air session list [--project PATH]
@@ -44,6 +44,8 @@ Options:
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
+  --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
+                          offline with --cassette DIR).
   --max-workers N         At most N workers at once (default: the CPU count, at most 16).
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run).
@@ -53,6 +55,7 @@ Options:
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
   --fake-script FILE      Dry run with scripted fake workers instead of real ones (testing).
   --name NAME             Project name (default: the directory name).
+  --models                Also write a commented models.yaml template to .air/shared/.
   --dir DIR               Where the demo creates its project (default: a new temporary directory).
   --session SID           A session id (see `air session list`).
   -h --help               Show this help.

@@ -1,4 +1,6 @@
-"""``air init [PATH]``: make a directory an air project."""
+"""``air init [PATH] [--models]``: make a directory an air project; with ``--models``, also
+write the commented models.yaml reference (air/llm/resources/models.example.yaml) to
+``.air/shared/models.yaml`` unless that file exists."""
 
 from __future__ import annotations
 
@@ -23,10 +25,29 @@ def run_init(args: dict[str, Any]) -> int:
     if existing is not None and os.path.realpath(existing.project_root) == os.path.realpath(root):
         print(f"air project already initialised: {existing.project_root}")
         print(f"project id: {existing.project_id}")
+        if args.get("--models"):
+            _write_models_template(root)
         return 0
     project = store.initialize(root, ProjectInitOptions(name=args["--name"]))
+    if args.get("--models"):
+        _write_models_template(root)
     print(f"initialised air project {project.name!r} in {project.project_root}")
     print(f"project id: {project.project_id}")
     print(f"shared (commit it): {project.shared_root}")
     print(f"local (gitignored): {project.local_root}")
     return 0
+
+
+def _write_models_template(root: str) -> None:
+    """Copy the models.yaml reference to ``<root>/.air/shared/models.yaml`` (never over one)."""
+    from importlib import resources
+
+    target = os.path.join(root, ".air", "shared", "models.yaml")
+    if os.path.exists(target):
+        print(f"kept the existing {target}")
+        return
+    text = resources.files("air.llm").joinpath("resources", "models.example.yaml").read_text()
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "x", encoding="utf-8") as handle:
+        handle.write(text)
+    print(f"wrote {target} (edit it; reference: docs/models.md)")

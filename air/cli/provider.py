@@ -28,7 +28,10 @@ def run_provider_list(project_root: str | None) -> int:
 
     config = ProviderManager.load_config(_project_root(project_root))
     if not config.providers:
-        print("no providers configured (create ~/.air/models.yaml or .air/shared/models.yaml)")
+        print(
+            "no providers configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or create "
+            "~/.air/models.yaml or .air/shared/models.yaml (`air init --models`)"
+        )
         return 0
     for source in config.sources:
         print(f"# from {source}")
@@ -55,14 +58,33 @@ def run_provider_list(project_root: str | None) -> int:
 
 
 def run_provider_current(project_root: str | None) -> int:
-    """Print the model a new session would use, and the per-role pins."""
+    """Print the model a new session would use (its endpoint, where the choice came from and
+    whether its key is set), and the per-role pins.
+
+    Raises:
+        AirException(config_error): nothing is configured (what to set), or a bad models.yaml.
+    """
+    from air.llm.config import nothing_configured
     from air.llm.manager import ProviderManager
 
     config = ProviderManager.load_config(_project_root(project_root))
+    if not config.providers:
+        raise nothing_configured()
     if config.default is None:
         print("no default model (set `default: provider_id/model_id` in models.yaml)")
     else:
         print(f"default: {config.default}")
+        provider = config.providers[config.default.partition("/")[0]]
+        default_url = {"anthropic": "https://api.anthropic.com"}.get(provider.kind.value)
+        print(f"  kind: {provider.kind.value}")
+        print(f"  base_url: {provider.base_url or default_url or '-'}")
+        if provider.auth_ref:
+            state = "set" if os.environ.get(provider.auth_ref) else "NOT SET"
+            print(f"  key: {provider.auth_ref} ({state})")
+        else:
+            print("  key: none (a local server)")
+    for source in config.sources:
+        print(f"from {source}")
     for role, ref in sorted(config.roles.items()):
         print(f"role {role}: {ref}")
     print("the provider and model of an open session are fixed; no command switches them")

@@ -9,7 +9,7 @@ input, 130 cancelled.
 Usage (in ``air/cli/__init__.py``)::
 
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
-          [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
+          [--record DIR] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
           [--json] [--junit FILE] [--fake-script FILE]
 """
 
@@ -48,6 +48,7 @@ class HeadlessOptions:
     session_id: str | None = None
     provider: str | None = None
     cassette: str | None = None
+    record: str | None = None
     max_workers: int | None = None
     permission_mode: str = "default"
     isolation: str = "auto"
@@ -91,6 +92,12 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
             message=f"--isolation must be auto, main, worktree or isolated_copy, not {isolation!r}",
             user_action="Pick one of: auto, main, worktree, isolated_copy.",
         )
+    if _opt(args, "--record") and _opt(args, "--cassette"):
+        raise AirException.of(
+            kind="validation_error",
+            message="--record and --cassette exclude each other",
+            user_action="Record against a real provider, or replay a cassette; not both.",
+        )
     mode = _opt(args, "--permission-mode") or "default"
     if mode not in ("default", "allow-ask"):
         raise AirException.of(
@@ -104,6 +111,7 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
         session_id=_opt(args, "--session"),
         provider=_opt(args, "--provider"),
         cassette=_opt(args, "--cassette"),
+        record=_opt(args, "--record"),
         max_workers=workers,
         permission_mode=mode,
         isolation=isolation,
@@ -186,6 +194,17 @@ class Progress:
         payload = event.payload
         if kind == "task.created":
             self.status[payload["task_spec"]["id"]] = "pending"
+            return
+        if kind == "assistant.message.failed":
+            meta = (payload.get("error") or {}).get("metadata") or {}
+            if meta.get("will_retry"):
+                print(
+                    f"air [{self.elapsed()}] {meta.get('task_id', '?')} model turn retried "
+                    f"(attempt {meta.get('attempt')} failed, next in {meta.get('wait_s')}s): "
+                    f"{meta.get('reason')}",
+                    file=self.stream,
+                    flush=True,
+                )
             return
         if not kind.startswith("task.") or kind == "task.progress":
             return
@@ -273,6 +292,7 @@ def _make_runner(
     from air.tools import ToolRegistry, register_builtin_tools
 
     redactor = SecretRedactor()
+    redactor.register_environment(os.environ)  # values of *_TOKEN, *_API_KEY... (SDD §9.2)
     engine = PermissionEngine(
         policy=load_policy(
             [
@@ -296,9 +316,14 @@ def _make_runner(
     elif options.cassette:
         provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
     else:
-        provider = ProviderManager(load_models_config(project_root))
-        model = _configured_model(provider, options.provider)
-        warm_up = provider.warm_up
+        manager = ProviderManager(load_models_config(project_root), redactor=redactor)
+        model = _configured_model(manager, options.provider)
+        warm_up = manager.warm_up
+        provider = manager
+        if options.record:
+            from air.llm.cassette import TaskRecorder
+
+            provider = TaskRecorder(manager, options.record, secrets=manager.secrets())
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
@@ -312,6 +337,7 @@ def _make_runner(
         model=model,
         tool_specs=specs,
         state_dir=_runs_dir(project_root),
+        redactor=redactor,
     )
     if warm_up is None:
         return runner, None
@@ -336,6 +362,17 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
         requirement = ModelRequirement(role="executor", provider_id=wanted)
     chosen = manager.select_model(requirement)
     return f"{chosen.provider_id}/{chosen.model_id}"
+
+
+def _check_provider(options: HeadlessOptions) -> None:
+    """Fail before the run starts when no model can be chosen: nothing configured, a bad
+    models.yaml, an unknown ``--provider`` (AirException(config_error), exit 2)."""
+    if options.fake_script or options.cassette:
+        return
+    from air.llm import ProviderManager
+    from air.llm.config import load_models_config
+
+    _configured_model(ProviderManager(load_models_config(options.project)), options.provider)
 
 
 def _reaper(project_root: str) -> Any:
@@ -370,6 +407,7 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
         report_bad_input(exc, options.stderr)
         return EXIT_BAD_INPUT
     try:
+        _check_provider(options)
         trio.run(_main, options, specs, outcome)
     except AirException as exc:
         report_bad_input(exc, options.stderr)

@@ -307,6 +307,8 @@ class ProviderConfig(Contract):
     record_to: str | None = None
     """Any kind: also write every completed turn to this cassette (record mode)."""
     timeout_s: float = Field(default=600.0, gt=0)
+    read_timeout_s: float = Field(default=120.0, gt=0)
+    """The longest silence while a reply streams; a stalled stream is retried as a turn."""
     transport: Literal["sdk", "http"] = "sdk"
     """``anthropic`` only: the official SDK (default) or plain httpx (faster start-up)."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)

@@ -25,7 +25,7 @@ from air.contracts import (
     ProviderErrorEvent,
     ProviderStreamEvent,
 )
-from air.llm.errors import protocol_error, transport_error
+from air.llm.errors import models_reference, protocol_error, transport_error
 
 __all__ = ["STREAM_FAILURES", "ProviderAdapter", "StreamEnded", "capability_rows", "redact_error"]
 
@@ -105,7 +105,10 @@ class ProviderAdapter(ABC):
         raise AirException.of(
             kind="config_error",
             message=f"model {model_id!r} is not configured for provider {self.provider_id!r}",
-            user_action=f"Add it under providers.{self.provider_id}.models in models.yaml.",
+            user_action=(
+                f"Add it under providers.{self.provider_id}.models in models.yaml "
+                f"(reference: {models_reference()})."
+            ),
         )
 
     def api_model(self, model_id: str) -> str:
@@ -122,7 +125,7 @@ class ProviderAdapter(ABC):
                     message=f"provider {self.provider_id!r} has no auth_ref",
                     user_action=(
                         f"Set providers.{self.provider_id}.auth_ref to the name of the "
-                        "environment variable holding the API key."
+                        f"environment variable holding the API key ({models_reference()})."
                     ),
                 )
             return None

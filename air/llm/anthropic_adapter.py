@@ -18,6 +18,7 @@ from air.contracts import ProviderCompletionInput, ProviderConfig, ProviderStrea
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.normalize import AnthropicStreamNormalizer
+from air.llm.tool_names import ToolNameMap
 
 __all__ = ["AnthropicAdapter"]
 
@@ -36,7 +37,9 @@ class AnthropicAdapter(ProviderAdapter):
             kwargs: dict[str, Any] = {
                 "api_key": self.api_key(),
                 "max_retries": 0,
-                "timeout": self.config.timeout_s,
+                "timeout": anthropic.Timeout(
+                    self.config.timeout_s, read=self.config.read_timeout_s
+                ),
             }
             if self.config.base_url:
                 kwargs["base_url"] = self.config.base_url
@@ -46,12 +49,13 @@ class AnthropicAdapter(ProviderAdapter):
     async def complete_batches(
         self, request: ProviderCompletionInput
     ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
-        params = request_to_anthropic(request, self.api_model(request.model_id))
+        names = ToolNameMap(t.name for t in request.tools)
+        params = request_to_anthropic(request, self.api_model(request.model_id), names)
         client = self._sdk()
         import anthropic
 
         failures = (*_transport_errors(), *STREAM_FAILURES)
-        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id)
+        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id, names)
         try:
             async with client.messages.with_streaming_response.create(**params) as response:
                 content_type = response.headers.get("content-type", "")

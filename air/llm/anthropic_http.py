@@ -19,6 +19,7 @@ from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, Pro
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.http_adapter import HttpxAdapter, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer
+from air.llm.tool_names import ToolNameMap
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicHttpAdapter"]
 
@@ -35,14 +36,15 @@ class AnthropicHttpAdapter(HttpxAdapter):
     def exchange(
         self, request: ProviderCompletionInput
     ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
-        body = request_to_anthropic(request, self.api_model(request.model_id))
+        names = ToolNameMap(t.name for t in request.tools)
+        body = request_to_anthropic(request, self.api_model(request.model_id), names)
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",
             "anthropic-version": ANTHROPIC_VERSION,
             "x-api-key": self.api_key() or "",
         }
-        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id)
+        normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id, names)
 
         def read(response: httpx.Response) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             content_type = response.headers.get("content-type", "")

@@ -1,9 +1,10 @@
 """The Anthropic Messages wire shared by both transports (the SDK and plain httpx).
 
-Owns the canonical -> Messages request (identity: canonical is Anthropic's format,
-``cache_control`` passes through for prompt caching), the error reply -> AirError mapping
-(with the provider's error ``type``), and reading a reply, streamed (SSE) or not, through
-``AnthropicStreamNormalizer``. Imports no client.
+Owns the canonical -> Messages request (canonical is Anthropic's format, ``cache_control``
+passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``), the
+error reply -> AirError mapping (with the provider's error ``type`` and ``message``), and
+reading a reply, streamed (SSE) or not, through ``AnthropicStreamNormalizer``. Imports no
+client.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from air.contracts import (
     ProviderCompletionInput,
     ProviderErrorEvent,
     ProviderStreamEvent,
+    ToolUseBlock,
 )
 from air.llm.adapter import StreamEnded
-from air.llm.errors import error_for_status, parse_retry_after
+from air.llm.convert import clean_messages
+from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
 from air.llm.sse import SSEDecoder
+from air.llm.tool_names import ToolNameMap
 
 __all__ = [
     "anthropic_batches",
@@ -31,12 +35,28 @@ __all__ = [
 ]
 
 
-def request_to_anthropic(request: ProviderCompletionInput, api_model: str) -> dict[str, Any]:
-    """The ``messages.create`` keyword arguments (and the JSON body) for ``request`` (streaming)."""
+def request_to_anthropic(
+    request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+) -> dict[str, Any]:
+    """The ``messages.create`` keyword arguments (and the JSON body) for ``request`` (streaming).
+
+    Tool names go out through ``names`` (default: the map of ``request.tools``), empty text
+    blocks are left out (``clean_messages``).
+    """
+    names = names if names is not None else ToolNameMap(t.name for t in request.tools)
+    messages: list[dict[str, Any]] = []
+    for message in clean_messages(request.messages):
+        blocks = []
+        for block in message.content:
+            data = block.model_dump(mode="json", exclude_none=True)
+            if isinstance(block, ToolUseBlock):
+                data["name"] = names.wire(block.name)
+            blocks.append(data)
+        messages.append({"role": message.role, "content": blocks})
     params: dict[str, Any] = {
         "model": api_model,
         "max_tokens": request.max_tokens,
-        "messages": [m.model_dump(mode="json", exclude_none=True) for m in request.messages],
+        "messages": messages,
         "stream": True,
     }
     if isinstance(request.system, str):
@@ -45,9 +65,15 @@ def request_to_anthropic(request: ProviderCompletionInput, api_model: str) -> di
     elif request.system:
         params["system"] = [b.model_dump(mode="json", exclude_none=True) for b in request.system]
     if request.tools:
-        params["tools"] = [t.model_dump(mode="json", exclude_none=True) for t in request.tools]
+        params["tools"] = [
+            {**t.model_dump(mode="json", exclude_none=True), "name": names.wire(t.name)}
+            for t in request.tools
+        ]
     if request.tool_choice is not None:
-        params["tool_choice"] = request.tool_choice.model_dump(mode="json", exclude_none=True)
+        choice = request.tool_choice.model_dump(mode="json", exclude_none=True)
+        if choice.get("name"):
+            choice["name"] = names.wire(choice["name"])
+        params["tool_choice"] = choice
     if request.temperature is not None:
         params["temperature"] = request.temperature
     if request.stop_sequences:
@@ -59,13 +85,14 @@ def anthropic_status_error(
     provider_id: str, status: int, text: str, headers: Mapping[str, str], body: object
 ) -> AirError:
     """The AirError of an HTTP error reply; ``body`` is its decoded JSON (or anything else)."""
-    error = body.get("error") if isinstance(body, dict) else None
+    error_type, message = api_error_of(body)
     return error_for_status(
         status,
         text,
         provider_id=provider_id,
         retry_after=parse_retry_after(headers),
-        error_type=error.get("type") if isinstance(error, dict) else None,
+        error_type=error_type,
+        api_message=message,
     )
 
 

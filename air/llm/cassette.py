@@ -13,7 +13,7 @@ import json
 import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import trio
 from pydantic import Field, ValidationError
@@ -42,13 +42,16 @@ from air.contracts import (
     Usage,
 )
 from air.llm.adapter import ProviderAdapter
+from air.llm.errors import models_reference
 
 __all__ = [
     "CassetteExpect",
     "CassetteTurn",
     "RecordingProvider",
     "ScriptedProvider",
+    "TaskRecorder",
     "cassette_json_schema",
+    "cassette_line",
     "load_cassette",
 ]
 
@@ -170,6 +173,31 @@ def turn_events(
     return events
 
 
+def cassette_line(
+    request: ProviderCompletionInput,
+    start: MessageStartEvent | None,
+    stop: MessageStopEvent,
+    chunks: dict[int, list[str]],
+    secrets: list[str],
+) -> str:
+    """The cassette line of one answered turn (``secrets`` replaced by ``[redacted]``)."""
+    content: list[ContentBlock] = list(stop.content)
+    turn = CassetteTurn(
+        message_id=start.message_id if start else None,
+        model_id=start.model_id if start else None,
+        content=content,
+        stop_reason=stop.stop_reason,
+        usage=stop.usage.model_copy(update={"cost_usd": None}),
+        chunks=[chunks.get(i, []) for i in range(len(content))],
+        expect=CassetteExpect(tool_result_ids=_last_tool_result_ids(request.messages)),
+    )
+    line = turn.model_dump_json(exclude_none=True)
+    for secret in secrets:
+        if secret:
+            line = line.replace(secret, "[redacted]")
+    return line
+
+
 class ScriptedProvider(ProviderAdapter):
     """Replays a cassette: the i-th ``complete`` call gets turn i, deterministically."""
 
@@ -181,7 +209,10 @@ class ScriptedProvider(ProviderAdapter):
             raise AirException.of(
                 kind="config_error",
                 message=f"scripted provider {provider_id!r} has no cassette",
-                user_action=f"Set providers.{provider_id}.cassette to a JSONL cassette path.",
+                user_action=(
+                    f"Set providers.{provider_id}.cassette to a JSONL cassette path "
+                    f"(reference: {models_reference()})."
+                ),
             )
         self.path = config.cassette
         self.turns = load_cassette(self.path)
@@ -288,20 +319,7 @@ class RecordingProvider(ProviderAdapter):
         stop: MessageStopEvent,
         chunks: dict[int, list[str]],
     ) -> None:
-        content: list[ContentBlock] = list(stop.content)
-        ids = _last_tool_result_ids(request.messages)
-        turn = CassetteTurn(
-            message_id=start.message_id if start else None,
-            model_id=start.model_id if start else None,
-            content=content,
-            stop_reason=stop.stop_reason,
-            usage=stop.usage.model_copy(update={"cost_usd": None}),
-            chunks=[chunks.get(i, []) for i in range(len(content))],
-            expect=CassetteExpect(tool_result_ids=ids),
-        )
-        line = turn.model_dump_json(exclude_none=True)
-        for secret in self.secrets():
-            line = line.replace(secret, "[redacted]")
+        line = cassette_line(request, start, stop, chunks, self.secrets())
         mode = "a" if self._started else "w"
         self._started = True
         await trio.Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -310,3 +328,63 @@ class RecordingProvider(ProviderAdapter):
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+class _Router(Protocol):
+    def complete(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[ProviderStreamEvent, None]: ...
+
+
+class TaskRecorder:
+    """Record mode of a headless run (``air run --record DIR``; IMPL-API-6): a provider router
+    over the real one that writes every answered turn to ``DIR/<task id>.jsonl``.
+
+    The cassettes are the ones ``--cassette DIR`` replays (``TaskCassettes``): one per task,
+    the turns of its last attempt (a new attempt of the task starts its cassette again), each
+    the turn as finally answered (after the manager's retries). Keys are replaced by
+    ``[redacted]``.
+    """
+
+    def __init__(self, inner: _Router, directory: str, *, secrets: list[str] | None = None) -> None:
+        self.inner = inner
+        self.directory = os.path.abspath(directory)
+        self.secrets = [s for s in secrets or [] if s]
+        self._agent_of_task: dict[str, str] = {}
+
+    def add_retry_listener(self, listener: Any) -> None:
+        """Pass retry listeners on to the real router (the WorkerManager records retries)."""
+        add = getattr(self.inner, "add_retry_listener", None)
+        if add is not None:
+            add(listener)
+
+    async def complete(
+        self, request: ProviderCompletionInput
+    ) -> AsyncGenerator[ProviderStreamEvent, None]:
+        chunks: dict[int, list[str]] = {}
+        start: MessageStartEvent | None = None
+        async with aclosing(self.inner.complete(request)) as events:
+            async for event in events:
+                if isinstance(event, MessageStartEvent):
+                    start, chunks = event, {}  # a retried turn streams again from here
+                elif isinstance(event, TextDeltaEvent):
+                    chunks.setdefault(event.index, []).append(event.text)
+                elif isinstance(event, ToolUseStartEvent):
+                    chunks.setdefault(event.index, [])
+                elif isinstance(event, ToolUseInputDeltaEvent):
+                    chunks.setdefault(event.index, []).append(event.partial_json)
+                elif isinstance(event, MessageStopEvent):
+                    await self._write(
+                        request, cassette_line(request, start, event, chunks, self.secrets)
+                    )
+                yield event
+
+    async def _write(self, request: ProviderCompletionInput, line: str) -> None:
+        task = request.task_id or "session"
+        agent = request.agent_id or task
+        mode = "a" if self._agent_of_task.get(task) == agent else "w"
+        self._agent_of_task[task] = agent
+        directory = trio.Path(self.directory)
+        await directory.mkdir(parents=True, exist_ok=True)
+        async with await (directory / f"{task}.jsonl").open(mode, encoding="utf-8") as handle:
+            await handle.write(line + "\n")

@@ -4,19 +4,57 @@ Owns reading, validating and merging the two files (IMPL-LLM-2): each file is va
 own against ``ModelsConfig`` (a bad file is ``AirException(config_error)`` naming the file and
 the field); the project file then overrides ``default``, ``retry`` and each role, and replaces
 whole provider entries with the same id. Relative cassette paths resolve against the file that
-names them. PyYAML is imported only when a file exists.
+names them. PyYAML is imported only when a file exists. With neither file, ``env_models_config``
+builds the configuration from the environment (a first run that just works; IMPL-API-3).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from air.contracts import AirException, ModelsConfig, ProviderConfig
+from air.contracts import (
+    AirException,
+    ModelConfig,
+    ModelPrice,
+    ModelsConfig,
+    ProviderConfig,
+    ProviderKind,
+)
+from air.llm.errors import models_reference
 
-__all__ = ["load_models_config", "project_models_path", "user_models_path"]
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_OPENAI_MODEL",
+    "env_models_config",
+    "load_models_config",
+    "nothing_configured",
+    "project_models_path",
+    "user_models_path",
+]
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
+DEFAULT_OPENAI_MODEL = "gpt-4.1"
+_KNOWN_MODELS: dict[str, ModelConfig] = {
+    DEFAULT_ANTHROPIC_MODEL: ModelConfig(
+        context_window=200_000,
+        max_output_tokens=64_000,
+        supports_prompt_cache=True,
+        tier="large",
+        price=ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
+    ),
+    DEFAULT_OPENAI_MODEL: ModelConfig(
+        context_window=1_047_576,
+        max_output_tokens=32_768,
+        tier="large",
+        price=ModelPrice(input=2.0, output=8.0, cache_read=0.5),
+    ),
+}
+_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def user_models_path(home: str | None = None) -> str:
@@ -31,7 +69,7 @@ def _bad(path: str, field: str, message: str) -> AirException:
     return AirException.of(
         kind="config_error",
         message=f"{path}: {field}: {message}",
-        user_action=f"Fix `{field}` in {path} (see docs/decisions.md IMPL-LLM-2 for the format).",
+        user_action=f"Fix `{field}` in {path} (reference: {models_reference()}).",
     )
 
 
@@ -73,8 +111,67 @@ def _read_file(path: str) -> tuple[ModelsConfig, set[str]] | None:
     return config.model_copy(update={"providers": providers, "sources": [path]}), explicit
 
 
-def load_models_config(project_root: str | None, *, home: str | None = None) -> ModelsConfig:
-    """Load and merge the user and project files; missing files contribute nothing.
+def nothing_configured() -> AirException:
+    """The error of a run with no model provider at all: what to set."""
+    return AirException.of(
+        kind="config_error",
+        message="no model provider is configured (no models.yaml, no API key in the environment)",
+        user_action=(
+            "Set ANTHROPIC_API_KEY (or OPENAI_API_KEY; OPENAI_BASE_URL=http://127.0.0.1:PORT/v1 "
+            "for a local server), or write ~/.air/models.yaml (`air init --models` writes a "
+            f"template). Reference: {models_reference()}."
+        ),
+    )
+
+
+def _model_entry(model_id: str) -> dict[str, ModelConfig]:
+    return {model_id: _KNOWN_MODELS.get(model_id, ModelConfig())}
+
+
+def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
+    """The configuration of a first run without models.yaml, from the environment.
+
+    ``ANTHROPIC_API_KEY`` -> provider ``anthropic`` (model ``ANTHROPIC_MODEL`` or
+    claude-sonnet-4-5, endpoint ``ANTHROPIC_BASE_URL``); ``OPENAI_API_KEY`` -> provider
+    ``openai`` (model ``OPENAI_MODEL`` or gpt-4.1, endpoint ``OPENAI_BASE_URL`` or OpenAI's);
+    ``OPENAI_BASE_URL`` on 127.0.0.1/localhost alone -> ``openai`` with no key. The default is
+    Anthropic when both are set. Empty when nothing is set.
+    """
+    providers: dict[str, ProviderConfig] = {}
+    sources: list[str] = []
+    if env.get("ANTHROPIC_API_KEY"):
+        model = env.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        providers["anthropic"] = ProviderConfig(
+            kind=ProviderKind.ANTHROPIC,
+            auth_ref="ANTHROPIC_API_KEY",
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            models=_model_entry(model),
+        )
+        sources.append("environment: ANTHROPIC_API_KEY")
+    base_url = env.get("OPENAI_BASE_URL") or None
+    local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
+    if env.get("OPENAI_API_KEY") or local:
+        model = env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
+        keyed = bool(env.get("OPENAI_API_KEY"))
+        providers["openai"] = ProviderConfig(
+            kind=ProviderKind.OPENAI_COMPATIBLE,
+            auth_ref="OPENAI_API_KEY" if keyed else None,
+            base_url=base_url or "https://api.openai.com/v1",
+            models=_model_entry(model),
+        )
+        sources.append("environment: " + ("OPENAI_API_KEY" if keyed else "OPENAI_BASE_URL"))
+    if not providers:
+        return ModelsConfig()
+    first = next(iter(providers))
+    default = f"{first}/{next(iter(providers[first].models))}"
+    return ModelsConfig(default=default, providers=providers, sources=sources)
+
+
+def load_models_config(
+    project_root: str | None, *, home: str | None = None, env: Mapping[str, str] | None = None
+) -> ModelsConfig:
+    """Load and merge the user and project files; missing files contribute nothing. With
+    neither file, the configuration comes from the environment (``env_models_config``).
 
     Raises:
         AirException(config_error): a file is not YAML, or a field is invalid; the message
@@ -83,6 +180,8 @@ def load_models_config(project_root: str | None, *, home: str | None = None) -> 
     layers = [_read_file(user_models_path(home))]
     if project_root is not None:
         layers.append(_read_file(project_models_path(project_root)))
+    if all(entry is None for entry in layers):
+        return env_models_config(os.environ if env is None else env)
     merged = ModelsConfig()
     for entry in layers:
         if entry is None:

@@ -25,8 +25,9 @@ from air.contracts import (
     ToolSpec,
     ToolUseBlock,
 )
+from air.llm.tool_names import ToolNameMap
 
-__all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter"]
+__all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter", "clean_messages"]
 
 TOOL_ERROR_MARKER = "[tool_error] "
 
@@ -47,8 +48,33 @@ def _lossy(message: str) -> AirException:
     )
 
 
+def clean_messages(messages: list[CanonicalMessage]) -> list[CanonicalMessage]:
+    """``messages`` without what both APIs refuse and that carries nothing (IMPL-API-1).
+
+    Text blocks that are empty or only whitespace are left out; a turn left with no content is
+    left out, and the user turns around it are joined, so that roles still alternate.
+    """
+    out: list[CanonicalMessage] = []
+    for message in messages:
+        content = [
+            b for b in message.content if not (isinstance(b, TextBlock) and not b.text.strip())
+        ]
+        if not content:
+            continue
+        if out and out[-1].role == message.role:
+            joined = [*out[-1].content, *content]
+            out[-1] = CanonicalMessage(role=message.role, content=joined)
+            continue
+        if len(content) == len(message.content):
+            out.append(message)
+        else:
+            out.append(CanonicalMessage(role=message.role, content=content))
+    return out
+
+
 class AnthropicCanonicalConverter:
-    """Stateless converter; every method is pure."""
+    """Stateless converter; every method is pure. Tool names go out through a ``ToolNameMap``
+    (default: the identity)."""
 
     # --- canonical -> OpenAI ------------------------------------------------------------------
 
@@ -61,17 +87,21 @@ class AnthropicCanonicalConverter:
             return []
         return [{"role": "system", "content": [{"type": "text", "text": b.text} for b in system]}]
 
-    def messages_to_openai(self, messages: list[CanonicalMessage]) -> list[dict[str, Any]]:
+    def messages_to_openai(
+        self, messages: list[CanonicalMessage], names: ToolNameMap | None = None
+    ) -> list[dict[str, Any]]:
         """Convert turns; a user turn becomes runs of ``tool`` and ``user`` messages in order."""
         out: list[dict[str, Any]] = []
         for message in messages:
             if message.role == "assistant":
-                out.append(self._assistant_to_openai(message))
+                out.append(self._assistant_to_openai(message, names))
             else:
                 out.extend(self._user_to_openai(message))
         return out
 
-    def _assistant_to_openai(self, message: CanonicalMessage) -> dict[str, Any]:
+    def _assistant_to_openai(
+        self, message: CanonicalMessage, names: ToolNameMap | None
+    ) -> dict[str, Any]:
         texts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         for block in message.content:
@@ -85,7 +115,7 @@ class AnthropicCanonicalConverter:
                         "id": block.id,
                         "type": "function",
                         "function": {
-                            "name": block.name,
+                            "name": names.wire(block.name) if names else block.name,
                             "arguments": json.dumps(block.input, ensure_ascii=False),
                         },
                     }
@@ -127,12 +157,14 @@ class AnthropicCanonicalConverter:
                 content.insert(0, {"type": "text", "text": marker})
         return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
 
-    def tools_to_openai(self, tools: list[ToolSpec]) -> list[dict[str, Any]]:
+    def tools_to_openai(
+        self, tools: list[ToolSpec], names: ToolNameMap | None = None
+    ) -> list[dict[str, Any]]:
         return [
             {
                 "type": "function",
                 "function": {
-                    "name": t.name,
+                    "name": names.wire(t.name) if names else t.name,
                     "description": t.description,
                     "parameters": t.input_schema,
                 },
@@ -140,7 +172,9 @@ class AnthropicCanonicalConverter:
             for t in tools
         ]
 
-    def tool_choice_to_openai(self, choice: ToolChoice) -> str | dict[str, Any]:
+    def tool_choice_to_openai(
+        self, choice: ToolChoice, names: ToolNameMap | None = None
+    ) -> str | dict[str, Any]:
         if choice.type == "auto":
             return "auto"
         if choice.type == "none":
@@ -149,22 +183,29 @@ class AnthropicCanonicalConverter:
             return "required"
         if not choice.name:
             raise _lossy("tool_choice 'tool' without a name")
-        return {"type": "function", "function": {"name": choice.name}}
+        return {
+            "type": "function",
+            "function": {"name": names.wire(choice.name) if names else choice.name},
+        }
 
-    def request_to_openai(self, request: ProviderCompletionInput, api_model: str) -> dict[str, Any]:
-        """The full ``/v1/chat/completions`` body (streaming, with usage)."""
+    def request_to_openai(
+        self, request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+    ) -> dict[str, Any]:
+        """The full ``/v1/chat/completions`` body (streaming, with usage); tool names go out
+        through ``names`` (default: the map of ``request.tools``), empty text is left out."""
+        names = names if names is not None else ToolNameMap(t.name for t in request.tools)
         body: dict[str, Any] = {
             "model": api_model,
             "messages": self.system_to_openai(request.system)
-            + self.messages_to_openai(request.messages),
+            + self.messages_to_openai(clean_messages(request.messages), names),
             "max_tokens": request.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
         if request.tools:
-            body["tools"] = self.tools_to_openai(request.tools)
+            body["tools"] = self.tools_to_openai(request.tools, names)
         if request.tool_choice is not None:
-            body["tool_choice"] = self.tool_choice_to_openai(request.tool_choice)
+            body["tool_choice"] = self.tool_choice_to_openai(request.tool_choice, names)
         if request.temperature is not None:
             body["temperature"] = request.temperature
         if request.stop_sequences:

@@ -11,13 +11,31 @@ from collections.abc import Mapping
 from air.contracts import AirError, ErrorKind, Retryability, make_air_error
 
 __all__ = [
+    "MODELS_DOC",
+    "api_error_of",
     "error_for_status",
+    "models_reference",
     "parse_retry_after",
     "protocol_error",
     "retry_after_of",
     "transport_error",
 ]
 
+MODELS_DOC = "docs/models.md"
+"""The models.yaml reference in the repository; ``models_reference()`` adds the installed copy."""
+
+
+def models_reference() -> str:
+    """Where config errors send the user: docs/models.md and its copy in the installed package
+    (``air/llm/resources/models.example.yaml``, an absolute path that exists)."""
+    import os
+
+    installed = os.path.join(os.path.dirname(__file__), "resources", "models.example.yaml")
+    return f"{MODELS_DOC}; installed copy: {installed}"
+
+
+_TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "server_error", "overloaded"})
+"""Error types (Anthropic; OpenAI inside a stream) of a failure a retry can get past."""
 _CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length", "maximum context")
 
 
@@ -46,19 +64,24 @@ def error_for_status(
     provider_id: str,
     retry_after: float | None = None,
     error_type: str | None = None,
+    api_message: str | None = None,
 ) -> AirError:
     """Map an HTTP failure (or a provider ``error`` event) to a typed AirError.
 
     Args:
         status: the HTTP status (0 when the error came inside a 200 stream).
-        body: the provider's message, already free of credentials.
+        body: the provider's reply body, already free of credentials.
         error_type: the provider's error type, e.g. ``overloaded_error``.
+        api_message: the provider's ``error.message``; it ends the AirError's message, so the
+            user reads why the provider refused (IMPL-API-2).
 
     Returns:
         rate_limited/provider_error (transient) for 429, 5xx, 529 and ``overloaded``;
-        auth_error for 401/403; context_overflow for too-long prompts; provider_error otherwise.
+        auth_error for 401/403; context_overflow for too-long prompts; provider_error that is
+        never retried otherwise (400, 404, 413, 422...).
     """
     text = body[:500]
+    said = f": {api_message[:300]}" if api_message else ""
     meta: dict[str, object] = {"status": status, "provider_id": provider_id}
     if retry_after is not None:
         meta["retry_after_s"] = retry_after
@@ -68,7 +91,7 @@ def error_for_status(
     if status == 429 or error_type == "rate_limit_error":
         return make_air_error(
             kind=ErrorKind.RATE_LIMITED,
-            message=f"{provider_id}: rate limited (HTTP {status})",
+            message=f"{provider_id}: rate limited (HTTP {status}){said}",
             detail=text,
             retryability=Retryability.TRANSIENT,
             user_action="Wait, or lower concurrency; air retries with backoff.",
@@ -77,16 +100,16 @@ def error_for_status(
     if status in (401, 403) or error_type in ("authentication_error", "permission_error"):
         return make_air_error(
             kind=ErrorKind.AUTH_ERROR,
-            message=f"{provider_id}: credentials rejected (HTTP {status})",
+            message=f"{provider_id}: credentials rejected (HTTP {status}){said}",
             detail=text,
             retryability=Retryability.NEVER,
             user_action="Check the API key in the environment variable named by auth_ref.",
             metadata=meta,
         )
-    if status == 529 or status >= 500 or error_type in ("overloaded_error", "api_error"):
+    if status == 529 or status >= 500 or error_type in _TRANSIENT_TYPES:
         return make_air_error(
             kind=ErrorKind.PROVIDER_ERROR,
-            message=f"{provider_id}: provider unavailable or overloaded (HTTP {status})",
+            message=f"{provider_id}: provider unavailable or overloaded (HTTP {status}){said}",
             detail=text,
             retryability=Retryability.TRANSIENT,
             user_action="Retry later; air retries automatically within its deadline.",
@@ -95,19 +118,47 @@ def error_for_status(
     if any(marker in lowered for marker in _CONTEXT_MARKERS):
         return make_air_error(
             kind=ErrorKind.CONTEXT_OVERFLOW,
-            message=f"{provider_id}: the request exceeds the model's context window",
+            message=f"{provider_id}: the request exceeds the model's context window{said}",
             detail=text,
             retryability=Retryability.AFTER_CHANGE,
             user_action="Compact the conversation or choose a model with a larger context.",
             metadata=meta,
         )
+    if status == 404 or error_type == "not_found_error":
+        return make_air_error(
+            kind=ErrorKind.PROVIDER_ERROR,
+            message=f"{provider_id}: not found (HTTP {status}){said}",
+            detail=text,
+            retryability=Retryability.NEVER,
+            user_action=(
+                "Check the model's api_model and the provider's base_url in models.yaml "
+                f"(reference: {models_reference()})."
+            ),
+            metadata=meta,
+        )
     return make_air_error(
         kind=ErrorKind.PROVIDER_ERROR,
-        message=f"{provider_id}: request rejected (HTTP {status})",
+        message=f"{provider_id}: request rejected (HTTP {status}){said}",
         detail=text,
         retryability=Retryability.NEVER,
-        user_action="Check the model name and request; the provider refused it.",
+        user_action=(
+            "The provider refused the request as sent; retrying cannot help. Check the model "
+            f"and its limits in models.yaml (reference: {models_reference()})."
+        ),
         metadata=meta,
+    )
+
+
+def api_error_of(body: object) -> tuple[str | None, str | None]:
+    """The ``error.type`` and ``error.message`` of a decoded error reply (both wire formats
+    nest them under ``error``), or ``(None, None)``."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return None, None
+    kind, message = error.get("type"), error.get("message")
+    return (
+        kind if isinstance(kind, str) else None,
+        message if isinstance(message, str) else None,
     )
 
 

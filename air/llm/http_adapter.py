@@ -8,6 +8,7 @@ POST with its error reply -> AirError mapping and failures turned into the final
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import AsyncGenerator, Callable, Mapping
 from contextlib import aclosing
@@ -17,7 +18,7 @@ import httpx
 
 from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
-from air.llm.errors import error_for_status, parse_retry_after
+from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 
 __all__ = ["HttpxAdapter", "ReadReply"]
 
@@ -41,7 +42,7 @@ class HttpxAdapter(ProviderAdapter):
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout_s),
+                timeout=httpx.Timeout(self.config.timeout_s, read=self.config.read_timeout_s),
                 # plain-http endpoints need no CA bundle: skip loading it
                 verify=not self._base_url.startswith("http://"),
             )
@@ -81,11 +82,18 @@ class HttpxAdapter(ProviderAdapter):
 
     def status_error(self, response: httpx.Response, text: str) -> AirError:
         """The AirError of an error reply (HTTP status >= 400) whose body is ``text``."""
+        try:
+            body: object = json.loads(text)
+        except json.JSONDecodeError:
+            body = None
+        error_type, message = api_error_of(body)
         return error_for_status(
             response.status_code,
             text,
             provider_id=self.provider_id,
             retry_after=parse_retry_after(response.headers),
+            error_type=error_type,
+            api_message=message,
         )
 
     async def aclose(self) -> None:

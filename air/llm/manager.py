@@ -4,7 +4,10 @@ Owns model selection against the capability matrix, lazy creation of adapters (t
 SDK and httpx are imported only when the first adapter of that kind is created, never at
 import time of this module), retries of transient failures (exponential backoff with jitter,
 honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
-the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only.
+the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only,
+and registered by value with the run's redactor when the manager is built (IMPL-API-4).
+Retries are per turn, also in the middle of a stream, and are announced to retry listeners
+(IMPL-API-5).
 ``warm_up`` creates an adapter (its client imported and built) in a background thread, so a run
 can overlap that import with other start-up work; adapter creation is serialised by a lock, and
 the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
@@ -12,17 +15,20 @@ the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
 
 from __future__ import annotations
 
+import os
 import random
 import threading
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import trio
 
 from air.contracts import (
     AirError,
     AirException,
+    CanonicalMessage,
     MessageStopEvent,
     ModelAssignment,
     ModelConfig,
@@ -36,13 +42,27 @@ from air.contracts import (
     ProviderStreamEvent,
     Retryability,
     RetryConfig,
+    TextBlock,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
-from air.llm.config import load_models_config
-from air.llm.errors import retry_after_of
+from air.llm.config import load_models_config, nothing_configured
+from air.llm.errors import models_reference, retry_after_of
 from air.llm.usage import UsageAccumulator, cost_of
 
-__all__ = ["CallRecord", "ProviderManager", "scripted_models_config"]
+__all__ = [
+    "CallRecord",
+    "ProviderManager",
+    "RetryListener",
+    "RetryNotice",
+    "SecretSink",
+    "scripted_models_config",
+]
+
+
+class SecretSink(Protocol):
+    """Where the manager registers every key it resolves (``SecretRedactor.register``)."""
+
+    def register(self, *values: str) -> None: ...
 
 
 @dataclass
@@ -55,6 +75,65 @@ class CallRecord:
     waits: list[float] = field(default_factory=list)
     errors: list[AirError] = field(default_factory=list)
     ok: bool = False
+
+
+@dataclass(frozen=True)
+class RetryNotice:
+    """One retry of a model turn, told to the retry listeners before it starts."""
+
+    request: ProviderCompletionInput
+    error: AirError
+    """Why the attempt failed."""
+    attempt: int
+    """The attempt that failed (1 = the first)."""
+    wait_s: float
+
+    @property
+    def reason(self) -> str:
+        return f"{self.error.kind.value}: {self.error.message}"
+
+
+RetryListener = Callable[[RetryNotice], Awaitable[None]]
+
+ASK_AGAIN = (
+    "[air] Your previous reply was cut off by the output limit (max_tokens) while writing the "
+    "input of a call of tool {tool}. Call it again with smaller input, e.g. split the change "
+    "into several calls."
+)
+
+
+def _sized(
+    request: ProviderCompletionInput, row: ProviderCapabilityMatrix
+) -> ProviderCompletionInput:
+    """``request`` with the model's ``max_output_tokens`` as ``max_tokens`` (or the request's
+    own smaller value when it set one)."""
+    ceiling = row.max_output_tokens
+    wanted = (
+        min(request.max_tokens, ceiling) if "max_tokens" in request.model_fields_set else ceiling
+    )
+    if wanted == request.max_tokens and "max_tokens" in request.model_fields_set:
+        return request
+    return request.model_copy(update={"max_tokens": wanted})
+
+
+def _asked_again(
+    request: ProviderCompletionInput, row: ProviderCapabilityMatrix, tool: str
+) -> ProviderCompletionInput:
+    """The request that follows a reply cut off inside a call of ``tool``: twice the tokens
+    (up to the model's ceiling), or at the ceiling the same conversation with a note."""
+    if request.max_tokens < row.max_output_tokens:
+        more = min(row.max_output_tokens, request.max_tokens * 2)
+        return request.model_copy(update={"max_tokens": more})
+    note = TextBlock(text=ASK_AGAIN.format(tool=tool))
+    messages = list(request.messages)
+    if messages and note in messages[-1].content:
+        return request  # asked once already: the same request again
+    if messages and messages[-1].role == "user":
+        last = messages[-1]
+        messages[-1] = last.model_copy(update={"content": [*last.content, note]})
+    else:
+        messages.append(CanonicalMessage(role="user", content=[note]))
+    return request.model_copy(update={"messages": messages})
 
 
 def scripted_models_config(
@@ -80,29 +159,63 @@ class ProviderManager:
         *,
         env: Mapping[str, str] | None = None,
         rng: random.Random | None = None,
+        redactor: SecretSink | None = None,
     ) -> None:
         self.config = config
         self._env = env
+        self.redactor = redactor
+        self.register_keys()
         self._rng = rng or random.Random()
         self._adapters: dict[str, ProviderAdapter] = {}
         self._adapter_lock = threading.Lock()
         self._warming: list[threading.Thread] = []
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
+        self._retry_listeners: list[RetryListener] = []
 
     @classmethod
-    def load_config(cls, project_root: str | None, *, home: str | None = None) -> ModelsConfig:
-        """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``.
+    def load_config(
+        cls,
+        project_root: str | None,
+        *,
+        home: str | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> ModelsConfig:
+        """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``; without
+        either, the configuration the environment gives (``ANTHROPIC_API_KEY``...).
 
         Raises:
             AirException(config_error): naming the file and the field.
         """
-        return load_models_config(project_root, home=home)
+        return load_models_config(project_root, home=home, env=env)
 
     @classmethod
     def for_cassette(cls, cassette: str, *, model_id: str = "scripted") -> ProviderManager:
         """A manager whose only provider replays ``cassette`` (headless runs, tests)."""
         return cls(scripted_models_config(cassette, model_id=model_id))
+
+    # --- secrets ------------------------------------------------------------------------------
+
+    def _keys(self) -> dict[str, str]:
+        env = os.environ if self._env is None else self._env
+        found: dict[str, str] = {}
+        for provider in self.config.providers.values():
+            value = env.get(provider.auth_ref) if provider.auth_ref else None
+            if value and provider.auth_ref:
+                found[provider.auth_ref] = value
+        return found
+
+    def register_keys(self) -> list[str]:
+        """Register the value of every provider's ``auth_ref`` with the redactor, whatever its
+        shape, before any request (IMPL-API-4). Returns the names of the variables found."""
+        found = self._keys()
+        if self.redactor is not None and found:
+            self.redactor.register(*found.values())
+        return list(found)
+
+    def secrets(self) -> list[str]:
+        """The key values this manager resolves (for writers that must leave them out)."""
+        return list(self._keys().values())
 
     # --- selection ----------------------------------------------------------------------------
 
@@ -120,7 +233,10 @@ class ProviderManager:
         raise AirException.of(
             kind="config_error",
             message=f"{field_name} {ref!r} is not a configured provider_id/model_id",
-            user_action="Use `air provider list` to see the configured models.",
+            user_action=(
+                "Use `air provider list` to see the configured models "
+                f"(models.yaml reference: {models_reference()})."
+            ),
         )
 
     @staticmethod
@@ -139,8 +255,22 @@ class ProviderManager:
         """Explicit model > role pin > default (if it fits) > cheapest fitting model.
 
         Raises:
-            AirException(config_error): nothing configured fits the requirement.
+            AirException(config_error): nothing is configured, the requirement names a provider
+                that is not, or nothing configured fits the requirement.
         """
+        if not self.config.providers:
+            raise nothing_configured()
+        wanted = requirement.provider_id
+        if wanted is not None and wanted not in self.config.providers:
+            known = ", ".join(sorted(self.config.providers))
+            raise AirException.of(
+                kind="config_error",
+                message=f"provider {wanted!r} is not configured (configured: {known})",
+                user_action=(
+                    "Pass one of the configured providers, or add it under `providers:` in "
+                    f"models.yaml (reference: {models_reference()})."
+                ),
+            )
         pinned: list[tuple[str, str, str]] = []
         if requirement.model:
             pinned.append((requirement.model, "explicit", "model"))
@@ -153,7 +283,10 @@ class ProviderManager:
                 raise AirException.of(
                     kind="config_error",
                     message=f"{ref} does not meet the requirement: {unmet}",
-                    user_action="Pin another model in models.yaml, or relax the requirement.",
+                    user_action=(
+                        "Pin another model in models.yaml, or relax the requirement "
+                        f"(reference: {models_reference()})."
+                    ),
                 )
             return ModelAssignment(
                 provider_id=row.provider_id, model_id=row.model_id, capabilities=row, reason=reason
@@ -177,7 +310,10 @@ class ProviderManager:
                 kind="config_error",
                 message="no configured model meets the requirement",
                 detail=requirement.model_dump_json(exclude_defaults=True),
-                user_action="Add a suitable model to ~/.air/models.yaml (see `air provider list`).",
+                user_action=(
+                    "Add a suitable model to ~/.air/models.yaml (see `air provider list`; "
+                    f"reference: {models_reference()})."
+                ),
             )
         fitting.sort(
             key=lambda r: (
@@ -211,7 +347,10 @@ class ProviderManager:
             raise AirException.of(
                 kind="config_error",
                 message=f"provider {provider_id!r} is not configured",
-                user_action="Add it under `providers:` in ~/.air/models.yaml or the project file.",
+                user_action=(
+                    "Add it under `providers:` in ~/.air/models.yaml or the project file "
+                    f"(reference: {models_reference()})."
+                ),
             )
         adapter = _create_adapter(provider_id, config, self._env)
         if config.record_to:
@@ -254,8 +393,15 @@ class ProviderManager:
     ) -> AsyncGenerator[ProviderStreamEvent, None]:
         """Stream one model turn; the last event is ``message_stop`` or ``error``.
 
-        Transient failures before the first event are retried; a failure after events were
-        yielded ends the stream with an ``error`` event (the caller restarts the turn).
+        ``max_tokens`` is the model's ``max_output_tokens`` (models.yaml / the capability
+        matrix), or less when the request sets it explicitly. A transient failure — before the
+        first event or in the middle of the stream (an overloaded event, a dropped connection,
+        a read stall) — retries this turn within ``retry:`` (IMPL-API-5); a retried turn
+        streams again from its ``message_start``, so a consumer keeps only the last message's
+        deltas (``message_stop`` carries the whole message). A reply cut off by ``max_tokens``
+        inside a tool call is asked again at once, with more tokens when the model allows, else
+        with a note asking for smaller tool input. Every retry is announced to the retry
+        listeners first (``add_retry_listener``).
 
         Raises:
             AirException: bad input (unknown provider/model, unconvertible conversation,
@@ -267,6 +413,7 @@ class ProviderManager:
                     await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
         adapter = self.adapter_for(request.provider_id)
         row = adapter.validate_model(request.model_id)
+        attempt = _sized(request, row)
         retry = self.config.retry
         record = CallRecord(provider_id=request.provider_id, model_id=request.model_id)
         self.calls.append(record)
@@ -274,8 +421,7 @@ class ProviderManager:
         while True:
             record.attempts += 1
             failure: AirError | None = None
-            yielded = False
-            async with aclosing(adapter.complete_batches(request)) as batches:
+            async with aclosing(adapter.complete_batches(attempt)) as batches:
                 async for batch in batches:
                     for event in batch:
                         if isinstance(event, ProviderErrorEvent):
@@ -293,7 +439,6 @@ class ProviderManager:
                             )
                             record.ok = True
                             event = event.model_copy(update={"usage": usage})
-                        yielded = True
                         yield event
                     if failure is not None:
                         break
@@ -304,18 +449,36 @@ class ProviderManager:
                 update={"metadata": {**(failure.metadata or {}), "attempts": record.attempts}}
             )
             if (
-                yielded
-                or failure.retryability is not Retryability.TRANSIENT
+                failure.retryability is not Retryability.TRANSIENT
                 or record.attempts >= retry.max_attempts
             ):
                 yield ProviderErrorEvent(error=final)
                 return
-            delay = self._backoff(record.attempts, retry, retry_after_of(failure))
+            cut = (failure.metadata or {}).get("cut_in_tool")
+            delay = 0.0 if cut else self._backoff(record.attempts, retry, retry_after_of(failure))
             if trio.current_time() - started + delay > retry.deadline_s:
                 yield ProviderErrorEvent(error=final)
                 return
             record.waits.append(delay)
+            if cut:
+                attempt = _asked_again(attempt, row, str(cut))
+            await self._announce(
+                RetryNotice(request=request, error=failure, attempt=record.attempts, wait_s=delay)
+            )
             await trio.sleep(delay)
+
+    # --- retry listeners ----------------------------------------------------------------------
+
+    def add_retry_listener(self, listener: RetryListener) -> None:
+        """Call ``listener`` (awaited) before each retry of a turn, with its reason."""
+        self._retry_listeners.append(listener)
+
+    async def _announce(self, notice: RetryNotice) -> None:
+        for listener in list(self._retry_listeners):
+            try:
+                await listener(notice)
+            except Exception:  # why: reporting a retry must never stop the retry itself
+                continue
 
     async def aclose(self) -> None:
         """Close every adapter's client (bounded; shielded so cancellation cannot leak sockets)."""

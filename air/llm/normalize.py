@@ -2,8 +2,11 @@
 
 Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNormalizer``
 (Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks). Both
-assemble the final content blocks for ``message_stop`` and raise ``AirException`` (protocol
-error) on anything they cannot carry over, e.g. an unknown content block type. ``BatchReader``
+assemble the final content blocks for ``message_stop`` (tool names mapped back through the
+request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``) and raise
+``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
+block type. A message cut off by ``max_tokens`` inside a tool call ends in a transient error
+event instead (``cut_in_tool``; the manager asks again). ``BatchReader``
 turns the SSE payloads of each network read into the event batches an adapter yields.
 """
 
@@ -17,10 +20,12 @@ from air.contracts import (
     AirError,
     AirException,
     ContentBlock,
+    ErrorKind,
     MessageStartEvent,
     MessageStopEvent,
     ProviderErrorEvent,
     ProviderStreamEvent,
+    Retryability,
     StopReason,
     TextBlock,
     TextDeltaEvent,
@@ -29,10 +34,12 @@ from air.contracts import (
     ToolUseStartEvent,
     ToolUseStopEvent,
     Usage,
+    make_air_error,
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
 from air.llm.sse import decode_json_batch
+from air.llm.tool_names import ToolNameMap
 
 __all__ = [
     "AnthropicStreamNormalizer",
@@ -87,6 +94,8 @@ class _Assembler:
         self.tools: dict[int, tuple[str, str, list[str]]] = {}
         self.order: list[int] = []
         self.inputs: dict[int, dict[str, Any]] = {}
+        self.broken: dict[int, str] = {}
+        """Tool blocks whose input is not valid JSON (judged at the end of the message)."""
 
     def start_text(self, index: int) -> None:
         self.texts[index] = []
@@ -96,10 +105,40 @@ class _Assembler:
         self.tools[index] = (tool_id, name, [])
         self.order.append(index)
 
-    def stop_tool(self, index: int) -> ToolUseStopEvent:
-        parsed = _parse_tool_input(self.provider_id, "".join(self.tools[index][2]))
+    def stop_tool(self, index: int) -> list[ProviderStreamEvent]:
+        raw = "".join(self.tools[index][2])
+        try:
+            parsed = _parse_tool_input(self.provider_id, raw)
+        except AirException:
+            self.broken[index] = raw  # cut off by max_tokens, or malformed: see ``ending``
+            return []
         self.inputs[index] = parsed
-        return ToolUseStopEvent(index=index, input=parsed)
+        return [ToolUseStopEvent(index=index, input=parsed)]
+
+    def ending(self, reason: StopReason) -> ProviderErrorEvent | None:
+        """The failure of a message whose tool input did not parse, if any (IMPL-API-5).
+
+        Cut off by ``max_tokens`` inside a tool call: a transient error the manager answers by
+        asking again. Otherwise the input is malformed: a protocol error.
+        """
+        if not self.broken:
+            return None
+        index = min(self.broken)
+        name = self.tools[index][1]
+        if reason is not StopReason.MAX_TOKENS:
+            raise _protocol(self.provider_id, f"tool input of {name} is not valid JSON")
+        return ProviderErrorEvent(
+            error=make_air_error(
+                kind=ErrorKind.PROVIDER_ERROR,
+                message=(
+                    f"{self.provider_id}: the reply was cut off by max_tokens inside a call of "
+                    f"tool {name}"
+                ),
+                retryability=Retryability.TRANSIENT,
+                user_action="air asks the model again (more tokens, or smaller tool input).",
+                metadata={"provider_id": self.provider_id, "cut_in_tool": name},
+            )
+        )
 
     def content(self) -> list[ContentBlock]:
         blocks: list[ContentBlock] = []
@@ -115,9 +154,10 @@ class _Assembler:
 class AnthropicStreamNormalizer:
     """Feed each Messages-API SSE event (decoded JSON); get the normalised events back."""
 
-    def __init__(self, provider_id: str, model_id: str) -> None:
+    def __init__(self, provider_id: str, model_id: str, names: ToolNameMap | None = None) -> None:
         self.provider_id = provider_id
         self.model_id = model_id
+        self.names = names
         self._asm = _Assembler(provider_id)
         self._usage: dict[str, int] = {}
         self._stop_reason: StopReason | None = None
@@ -161,13 +201,15 @@ class AnthropicStreamNormalizer:
                     return [TextDeltaEvent(index=index, text=block["text"])]
                 return []
             if btype == "tool_use":
-                asm.start_tool(index, str(block["id"]), str(block["name"]))
-                return [ToolUseStartEvent(index=index, id=str(block["id"]), name=block["name"])]
+                name = str(block["name"])
+                name = self.names.internal(name) if self.names else name
+                asm.start_tool(index, str(block["id"]), name)
+                return [ToolUseStartEvent(index=index, id=str(block["id"]), name=name)]
             raise _protocol(self.provider_id, f"unsupported content block {btype!r}")
         if kind == "content_block_stop":
             index = int(event["index"])
             if index in asm.tools:
-                return [asm.stop_tool(index)]
+                return asm.stop_tool(index)
             return []
         if kind == "message_delta":
             reason = (event.get("delta") or {}).get("stop_reason")
@@ -180,6 +222,9 @@ class AnthropicStreamNormalizer:
             return []
         if kind == "message_stop":
             self.done = True
+            cut = asm.ending(self._stop_reason or StopReason.END_TURN)
+            if cut is not None:
+                return [cut]
             return [
                 MessageStopEvent(
                     stop_reason=self._stop_reason or StopReason.END_TURN,
@@ -199,6 +244,7 @@ class AnthropicStreamNormalizer:
                         str(err.get("message", "")),
                         provider_id=self.provider_id,
                         error_type=str(err.get("type", "")),
+                        api_message=str(err.get("message") or "") or None,
                     )
                 )
             ]
@@ -219,15 +265,17 @@ class AnthropicStreamNormalizer:
 class OpenAIStreamNormalizer:
     """Feed each chat-completions chunk (decoded JSON); ``finish()`` at ``[DONE]``/EOF."""
 
-    def __init__(self, provider_id: str, model_id: str) -> None:
+    def __init__(self, provider_id: str, model_id: str, names: ToolNameMap | None = None) -> None:
         self.provider_id = provider_id
         self.model_id = model_id
+        self.names = names
         self._asm = _Assembler(provider_id)
         self._converter = AnthropicCanonicalConverter()
         self._started = False
         self._text_index: int | None = None
         self._tool_index: dict[int, int] = {}
-        self._open_tool: int | None = None
+        self._open_tools: list[int] = []
+        """Tool blocks still receiving argument deltas (parallel calls may interleave)."""
         self._next = 0
         self._finish: str | None = None
         self._usage = Usage()
@@ -235,7 +283,7 @@ class OpenAIStreamNormalizer:
 
     def feed(self, chunk: dict[str, Any]) -> list[ProviderStreamEvent]:
         index = self._text_index
-        if index is not None and self._open_tool is None and "usage" not in chunk:
+        if index is not None and not self._open_tools and "usage" not in chunk:
             # fast path: a chunk carrying only more text of the open text block
             choices = chunk.get("choices")
             if choices and len(choices) == 1:
@@ -259,6 +307,7 @@ class OpenAIStreamNormalizer:
                         str(err.get("message", "")),
                         provider_id=self.provider_id,
                         error_type=str(err.get("type") or ""),
+                        api_message=str(err.get("message") or "") or None,
                     )
                 )
             ]
@@ -283,7 +332,7 @@ class OpenAIStreamNormalizer:
             delta = choice.get("delta") or {}
             text = delta.get("content")
             if text:
-                out.extend(self._close_tool())
+                out.extend(self._close_tools())
                 if self._text_index is None:
                     self._text_index = self._next
                     self._next += 1
@@ -305,36 +354,41 @@ class OpenAIStreamNormalizer:
         if key not in self._tool_index:
             if not call.get("id") or not fn.get("name"):
                 raise _protocol(self.provider_id, "tool call started without id or name")
-            out.extend(self._close_tool())
             index = self._next
             self._next += 1
             self._tool_index[key] = index
             self._text_index = None  # later text opens a new block after the tool call
-            self._asm.start_tool(index, str(call["id"]), str(fn["name"]))
-            out.append(ToolUseStartEvent(index=index, id=str(call["id"]), name=str(fn["name"])))
-            self._open_tool = index
+            name = str(fn["name"])
+            name = self.names.internal(name) if self.names else name
+            self._asm.start_tool(index, str(call["id"]), name)
+            out.append(ToolUseStartEvent(index=index, id=str(call["id"]), name=name))
+            self._open_tools.append(index)
         index = self._tool_index[key]
-        if index != self._open_tool:
-            raise _protocol(self.provider_id, "tool call deltas interleave with a later block")
+        if index not in self._open_tools:
+            raise _protocol(self.provider_id, "arguments for a tool call that already ended")
         args = fn.get("arguments")
         if args:
             self._asm.tools[index][2].append(args)
             out.append(ToolUseInputDeltaEvent(index=index, partial_json=args))
         return out
 
-    def _close_tool(self) -> list[ProviderStreamEvent]:
-        if self._open_tool is None:
+    def _close_tools(self) -> list[ProviderStreamEvent]:
+        """End every open tool call (at text after them, or at the end of the stream)."""
+        if not self._open_tools:
             return []
-        index, self._open_tool = self._open_tool, None
-        return [self._asm.stop_tool(index)]
+        indexes, self._open_tools = self._open_tools, []
+        return [event for index in indexes for event in self._asm.stop_tool(index)]
 
     def finish(self) -> list[ProviderStreamEvent]:
         """Close the open tool block and emit ``message_stop``."""
         if not self._started:
             raise _protocol(self.provider_id, "the stream ended before any chunk")
         self.done = True
-        out: list[ProviderStreamEvent] = self._close_tool()
+        out: list[ProviderStreamEvent] = self._close_tools()
         reason = self._converter.stop_reason_from_openai(self._finish)
+        cut = self._asm.ending(reason)
+        if cut is not None:
+            return [*out, cut]
         if self._asm.tools and reason is StopReason.END_TURN:
             reason = StopReason.TOOL_USE
         out.append(

@@ -23,9 +23,11 @@ from air.contracts import (
 )
 from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
+from air.llm.errors import models_reference
 from air.llm.http_adapter import HttpxAdapter, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder
+from air.llm.tool_names import ToolNameMap
 
 __all__ = ["OpenAICompatibleAdapter"]
 
@@ -38,7 +40,10 @@ class OpenAICompatibleAdapter(HttpxAdapter):
             raise AirException.of(
                 kind="config_error",
                 message=f"provider {provider_id!r} (openai_compatible) has no base_url",
-                user_action=f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1.",
+                user_action=(
+                    f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1 "
+                    f"(reference: {models_reference()})."
+                ),
             )
         super().__init__(provider_id, config, config.base_url, env=env)
         self.converter = AnthropicCanonicalConverter()
@@ -46,12 +51,13 @@ class OpenAICompatibleAdapter(HttpxAdapter):
     def exchange(
         self, request: ProviderCompletionInput
     ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
-        body = self.converter.request_to_openai(request, self.api_model(request.model_id))
+        names = ToolNameMap(t.name for t in request.tools)
+        body = self.converter.request_to_openai(request, self.api_model(request.model_id), names)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         key = self.api_key(required=False) if self.config.auth_ref else None
         if key:
             headers["authorization"] = f"Bearer {key}"
-        normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id)
+        normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id, names)
 
         def read(response: httpx.Response) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             return self._read(normalizer, response)

@@ -5,8 +5,9 @@ so that recovery re-derives the same decision from the durable ``task_attempts``
 
 Rules, in order:
 1. cancellation → ``cancel``; a worker that reported a blocker → ``block``;
-2. environment, permission, auth, config or policy impossibility → ``block`` (never an
-   infinite retry); an architecture mismatch → ``block`` routed to the Architecture Designer;
+2. environment, permission, auth, config or policy impossibility, or a failure marked
+   ``retryability: never`` (a provider's 400/404) → ``block`` (never an infinite retry); an
+   architecture mismatch → ``block`` routed to the Architecture Designer;
 3. budget = ``TaskConstraints.retry_budget`` extra attempts; when it is spent →
    ``skip`` if ``VerificationPolicy.fallback_allowed`` and the task is not critical
    (``verification.required`` false), else ``block``;
@@ -85,6 +86,11 @@ class RetryPlanner:
             return RetryDecision(
                 action=RetryAction.BLOCK,
                 reason=f"{kind.value}: retrying cannot help until the environment changes",
+            )
+        if kind in TRANSIENT_KINDS and error.retryability == Retryability.NEVER:
+            # e.g. a provider's 400/404: the same request would be refused again (IMPL-API-2)
+            return RetryDecision(
+                action=RetryAction.BLOCK, reason=f"refused, retrying cannot help: {error.message}"
             )
         if kind == ErrorKind.ARCHITECTURE_MISMATCH:
             return RetryDecision(

@@ -60,6 +60,7 @@ from air.ipc.process import WorkerProcess, worker_command
 from air.ipc.protocol import make_envelope
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.security.redact import SecretRedactor
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
@@ -140,7 +141,8 @@ class SupervisionConfig:
     max_result_lines: int = 2000
     heartbeat_s: float = 5.0
     grace_turns: int = 2
-    max_tokens: int = 4096
+    max_tokens: int | None = None
+    """A cap on each turn's max_tokens; ``None``: the model's max_output_tokens (models.yaml)."""
     command: list[str] | None = None
     """The worker command; default ``[sys.executable, "-m", "air.roles"]``."""
     env: dict[str, str] | None = None
@@ -203,6 +205,8 @@ class WorkerManager:
         tool_specs: tool definitions offered to the model (Anthropic ``ToolSpec`` dicts).
         context: builds the ContextPack of a request (default: tools only).
         state_dir: where run records live (default ``<project>/.air/local/state/runs``).
+        redactor: applied to everything the parent ingests from a worker — its result, its
+            events, its log lines and stderr — before it is recorded (IMPL-API-4).
     """
 
     def __init__(
@@ -218,6 +222,7 @@ class WorkerManager:
         context: ContextProvider | None = None,
         config: SupervisionConfig | None = None,
         state_dir: str | None = None,
+        redactor: SecretRedactor | None = None,
     ) -> None:
         self.tools = tools
         self.tool_streams = tool_streams
@@ -229,7 +234,11 @@ class WorkerManager:
         self.context = context
         self.config = config or SupervisionConfig()
         self.state_dir = state_dir
+        self.redactor = redactor
         self._live: dict[str, _Run] = {}
+        listen = getattr(provider, "add_retry_listener", None)
+        if listen is not None:
+            listen(self._provider_retry)
 
     # -- public API ----------------------------------------------------------------------------
 
@@ -370,7 +379,7 @@ class WorkerManager:
             options={
                 "heartbeat_s": cfg.heartbeat_s,
                 "grace_turns": cfg.grace_turns,
-                "max_tokens": cfg.max_tokens,
+                **({"max_tokens": cfg.max_tokens} if cfg.max_tokens else {}),
             },
         )
         await self._control(run, start.model_dump(mode="json"))
@@ -505,7 +514,7 @@ class WorkerManager:
         if kind == "event":
             await self._worker_event(run, msg)
         elif kind == "log":
-            run.logs.append(str(msg.payload.get("message", ""))[:2000])
+            run.logs.append(self._redact(str(msg.payload.get("message", ""))[:2000]))
         elif kind == "tool.call":
             call = run.proc.protocol.payload(msg)
             assert isinstance(call, ToolCallPayload)
@@ -529,6 +538,8 @@ class WorkerManager:
             return
         if etype in _PARENT_OWNED_AGENT or etype.startswith(_PARENT_OWNED):
             raise ProtocolViolation(f"a worker may not emit {etype}")
+        if self.redactor is not None:
+            inner = self.redactor.redact_obj(inner)
         model = PAYLOADS.get((etype, version))
         if model is None:
             raise ProtocolViolation(f"a worker emitted an unknown event type {etype} v{version}")
@@ -608,7 +619,16 @@ class WorkerManager:
                         capped + f"\n[truncated; full text in artifact {ref.artifact_id}]"
                     )
                     update["artifacts"] = [*result.artifacts, *update.get("artifacts", []), ref]
-        return result.model_copy(update=update) if update else result
+        checked = result.model_copy(update=update) if update else result
+        if self.redactor is None:
+            return checked
+        # what the model wrote may hold a key it saw: redact before anything records it
+        return WorkerResult.model_validate(
+            self.redactor.redact_obj(checked.model_dump(mode="json"))
+        )
+
+    def _redact(self, text: str) -> str:
+        return self.redactor.redact(text) if self.redactor is not None else text
 
     async def _serve_tool(self, run: _Run, call_id: str, call: ToolCallPayload) -> None:
         req = run.request
@@ -680,7 +700,9 @@ class WorkerManager:
                     "messages": input.get("messages") or [],
                     "system": input.get("system"),
                     "tools": input.get("tools") or [],
-                    "max_tokens": input.get("max_tokens") or self.config.max_tokens,
+                    # the parent owns the model's limits: models.yaml's max_output_tokens,
+                    # unless SupervisionConfig.max_tokens caps it
+                    **({"max_tokens": self.config.max_tokens} if self.config.max_tokens else {}),
                     "provider_id": provider_id,
                     "model_id": model_id,
                     "session_id": req.session_id,
@@ -740,6 +762,36 @@ class WorkerManager:
                 transient=True,
             ),
         )
+
+    async def _provider_retry(self, notice: Any) -> None:
+        """Record a retried model turn of a live worker as ``assistant.message.failed`` (durable:
+        history, ``--json`` and the stderr progress show it with its reason; IMPL-API-5)."""
+        run = self._live.get(str(notice.request.agent_id))
+        if run is None:
+            return
+        req = run.request
+        error: AirError = notice.error
+        meta = {
+            **(error.metadata or {}),
+            "task_id": req.task_spec.id,
+            "agent_id": req.agent_id,
+            "attempt": notice.attempt,
+            "wait_s": round(float(notice.wait_s), 3),
+            "reason": notice.reason,
+            "will_retry": True,
+        }
+        event = new_event(
+            "assistant.message.failed",
+            {
+                "message_id": new_id("msg"),
+                "error": _dump(error.model_copy(update={"metadata": meta})),
+            },
+            session_id=req.session_id,
+            project_id=req.project_id,
+            source=EventSource(kind="scheduler", id="worker_manager"),
+            route=["scheduler", "worker_manager"],
+        )
+        await self.events.ingest(event)
 
     def _cap(self, run: _Run, env: ToolResultEnvelope) -> ToolResultEnvelope:
         out = env.output
@@ -849,7 +901,7 @@ class WorkerManager:
             error = _err(
                 ErrorKind.WORKER_CRASHED,
                 f"the worker exited with code {code} without a result",
-                detail=tail or None,
+                detail=self._redact(tail) or None,
                 transient=True,
             )
             return TaskOutcome(kind="crashed", error=error, transient=True, **base)
@@ -883,7 +935,10 @@ class WorkerManager:
         req = run.request
         return self.artifacts.create(
             ArtifactCreateInput(
-                type=artifact_type, slug=slug, extension=".txt", content=text.encode("utf-8")
+                type=artifact_type,
+                slug=slug,
+                extension=".txt",
+                content=self._redact(text).encode("utf-8"),
             ),
             ArtifactContext(
                 session_id=req.session_id,

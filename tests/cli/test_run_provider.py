@@ -55,7 +55,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
         server.push(
             Reply(
                 chunks=openai_sse(
-                    Turn(tool=("call_1", "fs.read", ['{"path": "notes.txt"}']), stop="tool_use")
+                    Turn(tool=("call_1", "fs_read", ['{"path": "notes.txt"}']), stop="tool_use")
                 )
             ),
             Reply(chunks=openai_sse(Turn(text=[_verdict()]))),
@@ -70,13 +70,16 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
             timeout=120,
         )
         requests = list(server.requests)
+        rejected = list(server.rejected)
     assert proc.returncode == 0, proc.stderr
     assert len(requests) == 2
     first = requests[0]
     assert first.path == "/v1/chat/completions"
     assert first.headers.get("authorization") == f"Bearer {KEY}"
     assert first.body["model"] == "gpt-test"
-    assert any(t["function"]["name"] == "fs.read" for t in first.body["tools"])
+    # fs.read goes out by its API-legal name; the model's call of it came back as fs.read
+    assert any(t["function"]["name"] == "fs_read" for t in first.body["tools"])
+    assert rejected == []
     # the second turn carries the tool result the parent's fs.read produced
     tool_messages = [m for m in requests[1].body["messages"] if m.get("role") == "tool"]
     assert tool_messages

@@ -29,5 +29,7 @@ def _no_key_in_any_tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator
 
 @pytest.fixture
 def server() -> Iterator[LocalServer]:
-    with LocalServer() as srv:
+    """A strict server (both wire formats) that accepts only the planted key; a test ends
+    with 0 rejected requests unless it says otherwise."""
+    with LocalServer(api_key=FAKE_KEY) as srv:
         yield srv

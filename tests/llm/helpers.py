@@ -31,7 +31,13 @@ FAST_RETRY = RetryConfig(max_attempts=3, base_delay_s=0.001, max_delay_s=0.01, d
 
 
 def models_config(
-    wire: Wire, base_url: str, *, record_to: str | None = None, retry: RetryConfig = FAST_RETRY
+    wire: Wire,
+    base_url: str,
+    *,
+    record_to: str | None = None,
+    retry: RetryConfig = FAST_RETRY,
+    read_timeout_s: float = 10,
+    max_output_tokens: int = 8192,
 ) -> ModelsConfig:
     provider = ProviderConfig(
         kind=ProviderKind.OPENAI_COMPATIBLE if wire == "openai" else ProviderKind.ANTHROPIC,
@@ -40,7 +46,12 @@ def models_config(
         auth_ref="AIR_TEST_KEY",
         record_to=record_to,
         timeout_s=10,
-        models={"m1": ModelConfig(price=PRICE, api_model="wire-model")},
+        read_timeout_s=read_timeout_s,
+        models={
+            "m1": ModelConfig(
+                price=PRICE, api_model="wire-model", max_output_tokens=max_output_tokens
+            )
+        },
     )
     return ModelsConfig(default="p/m1", retry=retry, providers={"p": provider})
 

@@ -223,17 +223,23 @@ async def test_529_then_success(wire: Wire, server: LocalServer) -> None:
 
 
 @pytest.mark.parametrize("wire", WIRES)
-async def test_connection_dropped_mid_stream(wire: Wire, server: LocalServer) -> None:
+async def test_connection_dropped_mid_stream_retries_the_turn(
+    wire: Wire, server: LocalServer
+) -> None:
     chunks = sse_for(wire, Turn(text=["one ", "two ", "three"]))
-    server.push(Reply(chunks=chunks, drop_after=3 if wire == "openai" else 5))
-    got, _ = await _complete(wire, server)
-    assert got.types[0] == "message_start"
-    assert "text_delta" in got.types
-    error = _error(got.events).error
-    assert error.kind is ErrorKind.PROVIDER_ERROR
-    assert error.retryability is Retryability.TRANSIENT
-    # events were already delivered, so the manager does not replay the turn behind the caller
-    assert len(server.requests) == 1
+    server.push(
+        Reply(chunks=chunks, drop_after=3 if wire == "openai" else 5),
+        Reply(chunks=sse_for(wire, Turn(text=["again"]))),
+    )
+    got, manager = await _complete(wire, server)
+    # the cut attempt streamed some deltas; the retried turn starts again at message_start
+    assert got.types.count("message_start") == 2
+    assert _stop(got.events).content == [TextBlock(text="again")]
+    record = manager.calls[-1]
+    assert record.attempts == 2
+    assert record.errors[0].retryability is Retryability.TRANSIENT
+    assert len(server.requests) == 2
+    assert server.requests[0].body == server.requests[1].body  # the same turn, not turn 1
 
 
 @pytest.mark.parametrize("wire", WIRES)

@@ -47,3 +47,15 @@ async def test_key_never_written_even_when_the_model_and_server_echo_it(
     ]
     assert sorted(p.name for p in await trio.Path(tmp_path).iterdir()) == sorted(expected)
     assert await trio.to_thread.run_sync(scan_for_key, tmp_path) == []
+
+
+def test_every_auth_ref_key_is_registered_by_value_at_construction() -> None:
+    from air.security import SecretRedactor
+
+    shapeless = "zq81" + "x7" * 20
+    config = models_config("openai", "http://127.0.0.1:9")
+    redactor = SecretRedactor()
+    assert redactor.redact(shapeless) == shapeless
+    manager = ProviderManager(config, env={"AIR_TEST_KEY": shapeless}, redactor=redactor)
+    assert manager.register_keys() == ["AIR_TEST_KEY"]
+    assert redactor.redact(f"echo {shapeless}") == "echo [REDACTED]"

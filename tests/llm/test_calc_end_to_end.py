@@ -1,0 +1,220 @@
+"""examples/calc end to end with no cassette in air: real workers, the real ProviderManager and
+the real anthropic SDK / httpx against the strict local servers, which play the calc fixes as a
+scripted model over the wire (air.testing.strict_servers.CassetteModel) while checking every
+request the way the real APIs do. Exit 0, the project's tests pass, 0 rejected requests."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from air.testing.strict_servers import CassetteModel, StrictServer
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
+KEY = "zq81-e2e-key-7d0c1b5a9e3f4b2d8c6a1e0f9b7d5c3a"
+
+MODELS = {
+    "anthropic": (
+        "default: anthropic/claude-sonnet-4-5\n"
+        "providers:\n"
+        "  anthropic:\n"
+        "    kind: anthropic\n"
+        "    base_url: {url}\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      claude-sonnet-4-5: {{context_window: 200000, max_output_tokens: 64000}}\n"
+    ),
+    "openai": (
+        "default: openai/gpt-4.1\n"
+        "providers:\n"
+        "  openai:\n"
+        "    kind: openai_compatible\n"
+        "    base_url: {url}/v1\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      gpt-4.1: {{context_window: 1047576, max_output_tokens: 32768}}\n"
+    ),
+}
+CEILINGS = {"claude-sonnet-4-5": 64_000, "gpt-4.1": 32_768}
+
+
+def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None:
+    root = tmp_path / "calc"
+    home = tmp_path / "home"
+    home.mkdir()
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    scripts = tmp_path / "scripts"
+    shutil.move(root / "cassettes", scripts)  # the model's script lives with the server only
+    assert _unittest(root).returncode != 0
+    model = CassetteModel(scripts)
+    with StrictServer(api_key=KEY, ceilings=CEILINGS, model=model) as server:
+        (root / ".air" / "shared").mkdir(parents=True)
+        (root / ".air" / "shared" / "models.yaml").write_text(MODELS[wire].format(url=server.url))
+        env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "air.cli",
+                "run",
+                "--headless",
+                str(root / "batch.yaml"),
+                "--project",
+                str(root),
+                "--json",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        rejected = list(server.rejected)
+        requests = list(server.requests)
+    assert rejected == [], [r.problem for r in rejected]
+    assert proc.returncode == 0, proc.stderr
+    assert "completed: done 3/3" in proc.stderr
+    assert _unittest(root).returncode == 0
+    # every turn of every cassette was played over the wire, once
+    assert sorted(model.served) == sorted(
+        (task, n) for task in ("fix-tokenizer", "fix-evaluator", "changelog") for n in range(4)
+    )
+    assert len(requests) == 12
+    sent = json.dumps([r.body for r in requests])
+    assert "fs.read" not in sent
+    assert "fs_read" in sent
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert sum(e["type"] == "task.completed" for e in events) == 3
+
+
+def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
+    """A 404 (unknown model) is neither retried by the manager nor by the scheduler; the API's
+    error.message is on stderr, in the --json stream and in the task's error."""
+    root = tmp_path / "proj"
+    home = tmp_path / "home"
+    home.mkdir()
+    (root / ".air" / "shared").mkdir(parents=True)
+    (root / "batch.yaml").write_text(
+        "version: 1\ntasks:\n  - id: look\n    type: review\n    title: Look\n"
+        "    description: Say hello.\n    constraints: {retry_budget: 3}\n"
+    )
+    with StrictServer(api_key=KEY, ceilings=CEILINGS) as server:
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            MODELS["anthropic"].format(url=server.url).replace("claude-sonnet-4-5", "claude-nope")
+        )
+        env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
+        proc = subprocess.run(
+            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = list(server.requests)
+    assert proc.returncode == 1, proc.stderr
+    assert len(requests) == 1
+    assert "model: claude-nope" in proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    ended = [e for e in events if e["type"] in ("task.failed", "task.blocked")]
+    assert ended
+    assert "model: claude-nope" in json.dumps(ended[-1]["payload"])
+    assert not [e for e in events if e["type"] == "task.started"][1:]
+
+
+def _trail(stdout: str) -> dict[str, list[tuple[str, str]]]:
+    """Per task, the durable events in order: type and tool or command (ids and times left out)."""
+    trail: dict[str, list[tuple[str, str]]] = {}
+    for line in stdout.splitlines():
+        if not line.startswith("{"):
+            continue
+        event = json.loads(line)
+        payload = event["payload"]
+        task = payload.get("task_id") or (payload.get("task_spec") or {}).get("id")
+        if not task or event["type"].endswith(("heartbeat", "delta", "progress")):
+            continue
+        what = str(payload.get("tool_name") or payload.get("command") or "")
+        trail.setdefault(task, []).append((event["type"], what))
+    return trail
+
+
+def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None:
+    """`air run --record DIR` against the strict server writes per-task cassettes;
+    `air run --cassette DIR` in a fresh copy replays them with no server to the same trail."""
+    recorded, replayed, home = tmp_path / "recorded", tmp_path / "replayed", tmp_path / "home"
+    home.mkdir()
+    for root in (recorded, replayed):
+        shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+        shutil.rmtree(root / "cassettes")
+    record_dir = tmp_path / "tape"
+    env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
+    with StrictServer(
+        api_key=KEY, ceilings=CEILINGS, model=CassetteModel(EXAMPLE / "cassettes")
+    ) as server:
+        (recorded / ".air" / "shared").mkdir(parents=True)
+        (recorded / ".air" / "shared" / "models.yaml").write_text(
+            MODELS["openai"].format(url=server.url)
+        )
+        first = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "air.cli",
+                "run",
+                "--headless",
+                "batch.yaml",
+                "--json",
+                "--record",
+                str(record_dir),
+            ],
+            cwd=recorded,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert first.returncode == 0, first.stderr
+    assert sorted(p.name for p in record_dir.iterdir()) == [
+        "changelog.jsonl",
+        "fix-evaluator.jsonl",
+        "fix-tokenizer.jsonl",
+    ]
+    assert KEY not in "".join(p.read_text() for p in record_dir.iterdir())
+    second = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "air.cli",
+            "run",
+            "--headless",
+            "batch.yaml",
+            "--json",
+            "--cassette",
+            str(record_dir),
+        ],
+        cwd=replayed,
+        env={**env, "AIR_E2E_KEY": ""},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert second.returncode == 0, second.stderr
+    assert _unittest(replayed).returncode == 0
+    assert _trail(second.stdout) == _trail(first.stdout)
+    assert len(_trail(first.stdout)["fix-tokenizer"]) > 5

@@ -1,0 +1,258 @@
+"""A first run that just works: no models.yaml, only the environment (ANTHROPIC_API_KEY,
+OPENAI_API_KEY, *_BASE_URL) — real `air` processes against the strict local servers; nothing
+configured or a bad models.yaml exits 2 naming file, field and reason, with a user_action that
+points at a document shipped in the installed package."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from air.contracts import AirException, ModelRequirement, ModelsConfig, ProviderKind
+from air.llm import ProviderManager
+from air.llm.config import env_models_config
+from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse, openai_sse
+
+REPO = Path(__file__).resolve().parents[2]
+KEY = "zq81-first-run-0a9b8c7d6e5f4a3b2c1d0e9f8a7b"
+BATCH = """version: 1
+tasks:
+  - id: look
+    type: review
+    title: Look at the notes
+    description: Read notes.txt and say whether it is fit to ship.
+"""
+
+
+def _verdict() -> str:
+    block = json.dumps(
+        {
+            "status": "completed",
+            "summary": "fine",
+            "result": {"verdict": "approved", "findings": []},
+        }
+    )
+    return f"Fine.\n```json:result\n{block}\n```\n"
+
+
+def _clean_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("ANTHROPIC_", "OPENAI_", "AIR_")) and k != "HOME"
+    }
+    return {**env, "HOME": str(home), **extra}
+
+
+def _air(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "air.cli", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    (root / "notes.txt").write_text("ship it\n")
+    (root / "batch.yaml").write_text(BATCH)
+    return root, home
+
+
+def test_environment_selects_the_provider() -> None:
+    anthropic = env_models_config({"ANTHROPIC_API_KEY": KEY})
+    assert anthropic.default == "anthropic/claude-sonnet-4-5"
+    provider = anthropic.providers["anthropic"]
+    assert provider.kind is ProviderKind.ANTHROPIC
+    assert provider.auth_ref == "ANTHROPIC_API_KEY"
+    assert provider.models["claude-sonnet-4-5"].max_output_tokens == 64_000
+    openai = env_models_config({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "https://x.test/v1"})
+    assert openai.default == "openai/gpt-4.1"
+    assert openai.providers["openai"].base_url == "https://x.test/v1"
+    both = env_models_config({"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY})
+    assert both.default == "anthropic/claude-sonnet-4-5"
+    assert set(both.providers) == {"anthropic", "openai"}
+    local = env_models_config({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "q"})
+    assert local.default == "openai/q"
+    assert local.providers["openai"].auth_ref is None
+    assert env_models_config({"OPENAI_BASE_URL": "https://remote.test/v1"}).providers == {}
+    assert env_models_config({}).providers == {}
+    named = env_models_config({"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": "http://h:1"})
+    assert named.providers["anthropic"].base_url == "http://h:1"
+
+
+def test_files_win_over_the_environment(tmp_path: Path) -> None:
+    (tmp_path / ".air").mkdir()
+    (tmp_path / ".air" / "models.yaml").write_text(
+        "default: l/m\nproviders:\n  l: {kind: openai_compatible, base_url: 'http://x/v1', "
+        "models: {m: {}}}\n"
+    )
+    config = ProviderManager.load_config(None, home=str(tmp_path), env={"ANTHROPIC_API_KEY": KEY})
+    assert set(config.providers) == {"l"}
+
+
+def test_nothing_configured_is_a_config_error_saying_what_to_set(tmp_path: Path) -> None:
+    config = ProviderManager.load_config(None, home=str(tmp_path), env={})
+    with pytest.raises(AirException) as info:
+        ProviderManager(config).select_model(ModelRequirement(role="executor"))
+    assert info.value.kind.value == "config_error"
+    assert "ANTHROPIC_API_KEY" in (info.value.user_action or "")
+    _assert_reference_exists(info.value.user_action)
+
+
+def _assert_reference_exists(user_action: str | None) -> None:
+    found = re.search(r"installed copy: (\S+?\.yaml)", user_action or "")
+    assert found, user_action
+    assert Path(found.group(1)).is_file()
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_a_key_in_the_environment_is_enough(wire: str, tmp_path: Path) -> None:
+    root, home = _project(tmp_path)
+    with StrictServer(api_key=KEY) as server:
+        if wire == "anthropic":
+            env = _clean_env(home, ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url)
+            server.push(Reply(chunks=anthropic_sse(Turn(text=[_verdict()]))))
+        else:
+            env = _clean_env(home, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=server.url + "/v1")
+            server.push(Reply(chunks=openai_sse(Turn(text=[_verdict()]))))
+        current = _air(root, env, "provider", "current")
+        proc = _air(root, env, "run", "--headless", "batch.yaml")
+        requests, rejected = list(server.requests), list(server.rejected)
+    assert current.returncode == 0, current.stderr
+    assert server.url in current.stdout
+    assert ("ANTHROPIC_API_KEY (set)" if wire == "anthropic" else "OPENAI_API_KEY (set)") in (
+        current.stdout
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert rejected == []
+    assert len(requests) == 1
+    model = "claude-sonnet-4-5" if wire == "anthropic" else "gpt-4.1"
+    assert requests[0].body["model"] == model
+
+
+def test_a_local_openai_compatible_server_needs_no_key(tmp_path: Path) -> None:
+    root, home = _project(tmp_path)
+    with StrictServer(openai_keyless=True) as server:
+        server.push(Reply(chunks=openai_sse(Turn(text=[_verdict()]))))
+        env = _clean_env(home, OPENAI_BASE_URL=server.url + "/v1", OPENAI_MODEL="qwen-local")
+        current = _air(root, env, "provider", "current")
+        proc = _air(root, env, "run", "--headless", "batch.yaml")
+        requests = list(server.requests)
+    assert "openai/qwen-local" in current.stdout
+    assert "key: none" in current.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "authorization" not in requests[0].headers
+    assert requests[0].body["model"] == "qwen-local"
+
+
+def test_nothing_configured_exits_2_without_a_traceback(tmp_path: Path) -> None:
+    root, home = _project(tmp_path)
+    env = _clean_env(home)
+    for args in (("run", "--headless", "batch.yaml"), ("provider", "current")):
+        proc = _air(root, env, *args)
+        assert proc.returncode == 2, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert "ANTHROPIC_API_KEY" in proc.stderr
+        _assert_reference_exists(proc.stderr.replace("\n", " "))
+
+
+@pytest.mark.parametrize(
+    ("text", "field", "reason"),
+    [
+        ("providers: [\n", "line", "not valid YAML"),
+        ("default: a/b\nprovidrs: {}\n", "providrs", "Extra inputs"),
+        (
+            "providers:\n  a: {kind: anthropic, timeout_s: soon, models: {m: {}}}\n",
+            "providers.a.timeout_s",
+            "valid number",
+        ),
+        (
+            "providers:\n  a: {kind: anthropic, models: {m: {max_output_tokens: many}}}\n",
+            "providers.a.models.m.max_output_tokens",
+            "valid integer",
+        ),
+    ],
+)
+def test_bad_models_yaml_exits_2_naming_file_field_reason(
+    tmp_path: Path, text: str, field: str, reason: str
+) -> None:
+    root, home = _project(tmp_path)
+    path = root / ".air" / "shared" / "models.yaml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    proc = _air(root, _clean_env(home), "run", "--headless", "batch.yaml")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert str(path) in proc.stderr
+    assert field in proc.stderr
+    assert reason in proc.stderr
+    _assert_reference_exists(proc.stderr.replace("\n", " "))
+
+
+def test_unknown_provider_exits_2(tmp_path: Path) -> None:
+    root, home = _project(tmp_path)
+    env = _clean_env(home, ANTHROPIC_API_KEY=KEY)
+    proc = _air(root, env, "run", "--headless", "batch.yaml", "--provider", "nope")
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "'nope' is not configured" in proc.stderr
+    _assert_reference_exists(proc.stderr.replace("\n", " "))
+
+
+def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) -> None:
+    shipped = (REPO / "air" / "llm" / "resources" / "models.example.yaml").read_text()
+    doc = (REPO / "docs" / "models.md").read_text()
+    assert f"```yaml\n{shipped}```" in doc
+    config = ModelsConfig.model_validate(yaml.safe_load(shipped))
+    assert config.default == "anthropic/claude-sonnet-4-5"
+    assert {p.kind for p in config.providers.values()} == set(ProviderKind)
+    for word in ("roles:", "retry:", "max_output_tokens", "cassette:", "record_to", "auth_ref"):
+        assert word in shipped
+    root = tmp_path / "proj"
+    root.mkdir()
+    proc = _air(root, _clean_env(tmp_path), "init", "--models")
+    assert proc.returncode == 0, proc.stderr
+    assert (root / ".air" / "shared" / "models.yaml").read_text() == shipped
+    listed = _air(root, _clean_env(tmp_path), "provider", "list")
+    assert "anthropic/claude-sonnet-4-5" in listed.stdout
+
+
+def test_every_provider_config_error_points_at_the_installed_reference() -> None:
+    from air.contracts import ModelConfig, ModelsConfig, ProviderConfig
+
+    def error_of(config: ModelsConfig, provider: str, model: str = "m") -> AirException:
+        manager = ProviderManager(config, env={})
+        try:
+            manager.adapter_for(provider).validate_model(model)
+            adapter = manager.adapter_for(provider)
+            adapter.api_key()
+        except AirException as exc:
+            return exc
+        raise AssertionError("no error")
+
+    models = {"m": ModelConfig()}
+    cases = [
+        ModelsConfig(
+            providers={"o": ProviderConfig(kind=ProviderKind.OPENAI_COMPATIBLE, models=models)}
+        ),
+        ModelsConfig(providers={"s": ProviderConfig(kind=ProviderKind.SCRIPTED, models=models)}),
+        ModelsConfig(providers={"a": ProviderConfig(kind=ProviderKind.ANTHROPIC, models=models)}),
+    ]
+    errors = [error_of(cases[0], "o"), error_of(cases[1], "s"), error_of(cases[2], "a")]
+    errors.append(error_of(cases[2], "nope"))
+    for error in errors:
+        assert error.kind.value == "config_error", error
+        _assert_reference_exists(error.user_action)

@@ -1,0 +1,305 @@
+"""Turn-level resilience against the strict local servers, through the real SDK and httpx:
+max_tokens from models.yaml, 429 + retry-after, 529, an overloaded event inside a 200 stream,
+a read stall, a reply cut off by max_tokens inside a tool call, interleaved parallel tool-call
+deltas — each asserting the turns the server saw and what the caller got, and that every retry
+is announced with its reason."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from air.contracts import (
+    CanonicalMessage,
+    ErrorKind,
+    MessageStopEvent,
+    ProviderCompletionInput,
+    TextBlock,
+    ToolUseBlock,
+)
+from air.llm import ProviderManager
+from air.llm.manager import RetryNotice
+from tests.llm.conftest import FAKE_KEY
+from tests.llm.helpers import WIRES, Collected, Wire, collect, models_config, request, sse_for
+from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, json_reply
+
+ENV = {"AIR_TEST_KEY": FAKE_KEY}
+
+
+def _api(wire: Wire) -> str:
+    return "openai" if wire == "openai" else "anthropic"
+
+
+async def _run(
+    wire: Wire, server: LocalServer, req: ProviderCompletionInput, **config: object
+) -> tuple[Collected, ProviderManager, list[RetryNotice]]:
+    manager = ProviderManager(models_config(wire, server.url, **config), env=ENV)  # type: ignore[arg-type]
+    notices: list[RetryNotice] = []
+
+    async def listen(notice: RetryNotice) -> None:
+        notices.append(notice)
+
+    manager.add_retry_listener(listen)
+    try:
+        return await collect(manager, req), manager, notices
+    finally:
+        await manager.aclose()
+
+
+def _stop(got: Collected) -> MessageStopEvent:
+    last = got.events[-1]
+    assert isinstance(last, MessageStopEvent), last
+    return last
+
+
+def _error_body(wire: Wire, kind: str, message: str) -> dict[str, object]:
+    if wire != "openai":
+        return {"type": "error", "error": {"type": kind, "message": message}}
+    return {"error": {"type": kind, "message": message, "param": None, "code": None}}
+
+
+def _max_tokens(server: LocalServer) -> list[int]:
+    return [int(r.body["max_tokens"]) for r in server.requests]
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_max_tokens_comes_from_the_model_config(wire: Wire, server: LocalServer) -> None:
+    server.push(
+        Reply(chunks=sse_for(wire, Turn(text=["a"]))), Reply(chunks=sse_for(wire, Turn(text=["b"])))
+    )
+    unset = request().model_copy()  # max_tokens explicitly 256 in the helper: less than 8192
+    await _run(wire, server, unset, max_output_tokens=8192)
+    default = ProviderCompletionInput(
+        provider_id="p", model_id="m1", messages=unset.messages, tools=unset.tools
+    )
+    await _run(wire, server, default, max_output_tokens=3000)
+    assert _max_tokens(server) == [256, 3000]  # not the fixed 4,096 of before
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_429_with_retry_after_retries_the_turn(wire: Wire, server: LocalServer) -> None:
+    server.push(
+        json_reply(429, _error_body(wire, "rate_limit_error", "slow"), {"retry-after": "0.05"}),
+        Reply(chunks=sse_for(wire, Turn(text=["ok"]))),
+    )
+    got, manager, notices = await _run(wire, server, request())
+    assert _stop(got).content == [TextBlock(text="ok")]
+    assert len(server.requests) == 2
+    assert server.requests[0].body == server.requests[1].body
+    assert manager.calls[-1].waits[0] >= 0.05  # the server's wait, not the 10 ms backoff cap
+    assert [n.error.kind for n in notices] == [ErrorKind.RATE_LIMITED]
+    assert notices[0].wait_s >= 0.05
+    assert "rate limited" in notices[0].reason
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_529_retries_the_turn(wire: Wire, server: LocalServer) -> None:
+    server.push(
+        json_reply(529, _error_body(wire, "overloaded_error", "Overloaded")),
+        Reply(chunks=sse_for(wire, Turn(text=["fine"]))),
+    )
+    got, _, notices = await _run(wire, server, request())
+    assert _stop(got).content == [TextBlock(text="fine")]
+    assert len(server.requests) == 2
+    assert "HTTP 529" in notices[0].reason
+    assert "Overloaded" in notices[0].reason
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_overloaded_inside_a_stream_retries_that_turn(
+    wire: Wire, server: LocalServer
+) -> None:
+    chunks = sse_for(wire, Turn(text=["par", "tial"]))
+    error: dict[str, object]
+    if wire == "openai":
+        error = {"error": {"message": "Overloaded", "type": "server_error", "code": None}}
+        bad = [chunks[0], chunks[1], f"data: {json.dumps(error)}\n\n".encode()]
+    else:
+        error = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        bad = [*chunks[:4], f"event: error\ndata: {json.dumps(error)}\n\n".encode()]
+    history = [
+        CanonicalMessage(role="user", content=[TextBlock(text="turn 1")]),
+        CanonicalMessage(role="assistant", content=[TextBlock(text="answer 1")]),
+        CanonicalMessage(role="user", content=[TextBlock(text="turn 2")]),
+    ]
+    server.push(Reply(chunks=bad), Reply(chunks=sse_for(wire, Turn(text=["whole"]))))
+    got, _, notices = await _run(wire, server, request(messages=history))
+    assert "text_delta" in got.types[: got.types.index("message_start", 1)]
+    assert _stop(got).content == [TextBlock(text="whole")]
+    # the retry asked for this turn (turn 2) again, not for the task from turn 1
+    assert len(server.requests) == 2
+    assert server.requests[1].body == server.requests[0].body
+    assert "turn 2" in json.dumps(server.requests[1].body["messages"][-1])
+    assert len(notices) == 1
+    assert "Overloaded" in notices[0].reason
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_read_stall_times_out_and_retries_the_turn(wire: Wire, server: LocalServer) -> None:
+    chunks = sse_for(wire, Turn(text=["slow"]))
+    server.push(
+        Reply(chunks=chunks, stall_after=2, stall_s=2.0),
+        Reply(chunks=sse_for(wire, Turn(text=["fast"]))),
+    )
+    got, manager, notices = await _run(wire, server, request(), read_timeout_s=0.3)
+    assert _stop(got).content == [TextBlock(text="fast")]
+    assert manager.calls[-1].attempts == 2
+    assert "connection failed" in notices[0].reason
+    assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_cut_inside_a_tool_call_is_asked_again_with_more_tokens(
+    wire: Wire, server: LocalServer
+) -> None:
+    cut = [("tool_use", ("toolu_1", "read_file", ['{"path": "src/ve']))]
+    whole = [("tool_use", ("toolu_2", "read_file", ['{"path": "src/very/long.py"}']))]
+    server.push(
+        Reply(chunks=blocks_sse(_api(wire), cut, "max_tokens")),
+        Reply(chunks=blocks_sse(_api(wire), whole, "tool_use")),
+    )
+    got, _, notices = await _run(wire, server, request(max_tokens=256))
+    assert _stop(got).content == [
+        ToolUseBlock(id="toolu_2", name="read_file", input={"path": "src/very/long.py"})
+    ]
+    assert _max_tokens(server) == [256, 512]
+    assert "max_tokens inside a call of tool read_file" in notices[0].reason
+    assert notices[0].wait_s == 0
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_cut_inside_a_tool_call_at_the_ceiling_asks_for_smaller_input(
+    wire: Wire, server: LocalServer
+) -> None:
+    cut = [("text", ["Writing."]), ("tool_use", ("toolu_1", "read_file", ['{"pa']))]
+    whole = [("tool_use", ("toolu_2", "read_file", ['{"path": "a"}']))]
+    server.push(
+        Reply(chunks=blocks_sse(_api(wire), cut, "max_tokens")),
+        Reply(chunks=blocks_sse(_api(wire), whole, "tool_use")),
+    )
+    at_ceiling = ProviderCompletionInput(
+        provider_id="p", model_id="m1", messages=request().messages, tools=request().tools
+    )
+    got, _, _ = await _run(wire, server, at_ceiling, max_output_tokens=1024)
+    assert _stop(got).content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
+    assert _max_tokens(server) == [1024, 1024]
+    last = json.dumps(server.requests[1].body["messages"][-1])
+    assert "cut off by the output limit" in last
+    assert "hi" in last  # the note joins the same user turn: roles still alternate
+    assert server.rejected == []
+
+
+async def test_cut_again_at_the_ceiling_asks_once_then_gives_up(server: LocalServer) -> None:
+    cut = [("tool_use", ("toolu_1", "read_file", ['{"pa']))]
+    server.push(*(Reply(chunks=blocks_sse("anthropic", cut, "max_tokens")) for _ in range(3)))
+    at_ceiling = ProviderCompletionInput(
+        provider_id="p", model_id="m1", messages=request().messages, tools=request().tools
+    )
+    got, manager, notices = await _run("anthropic_http", server, at_ceiling, max_output_tokens=512)
+    last = got.events[-1]
+    assert last.type == "error"
+    assert manager.calls[-1].attempts == 3  # FAST_RETRY's max_attempts
+    assert len(notices) == 2
+    bodies = [json.dumps(r.body["messages"][-1]) for r in server.requests]
+    assert [b.count("cut off by the output limit") for b in bodies] == [0, 1, 1]
+
+
+async def test_interleaved_parallel_tool_call_deltas_assemble(server: LocalServer) -> None:
+    def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
+        body = {
+            "id": "c",
+            "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return f"data: {json.dumps(body)}\n\n".encode()
+
+    def call(index: int, args: str, start: tuple[str, str] | None = None) -> bytes:
+        item: dict[str, object] = {"index": index, "function": {"arguments": args}}
+        if start is not None:
+            item = {
+                "index": index,
+                "id": start[0],
+                "type": "function",
+                "function": {"name": start[1], "arguments": args},
+            }
+        return chunk({"tool_calls": [item]})
+
+    chunks = [
+        chunk({"role": "assistant", "content": None}),
+        call(0, '{"pa', ("call_a", "read_file")),
+        call(1, '{"pa', ("call_b", "read_file")),
+        call(0, 'th": "a.py"}'),
+        call(1, 'th": "b.py"}'),
+        chunk({}, "tool_calls"),
+        b"data: [DONE]\n\n",
+    ]
+    server.push(Reply(chunks=chunks))
+    got, _, _ = await _run("openai", server, request())
+    assert _stop(got).content == [
+        ToolUseBlock(id="call_a", name="read_file", input={"path": "a.py"}),
+        ToolUseBlock(id="call_b", name="read_file", input={"path": "b.py"}),
+    ]
+    deltas = [e for e in got.events if e.type == "tool_use_input_delta"]
+    assert [d.index for d in deltas] == [0, 1, 0, 1]
+
+
+def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) -> None:
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from air.testing.strict_servers import StrictServer, openai_sse
+
+    base = Path(str(tmp_path))
+    root, home = base / "proj", base / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "batch.yaml").write_text(
+        "version: 1\ntasks:\n  - id: look\n    type: review\n    title: Look\n"
+        "    description: Say whether it is fine.\n"
+    )
+    verdict = json.dumps(
+        {"status": "completed", "summary": "ok", "result": {"verdict": "approved", "findings": []}}
+    )
+    with StrictServer(api_key=FAKE_KEY) as server:
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/m\nretry: {base_delay_s: 0.01, max_delay_s: 0.05}\n"
+            "providers:\n  local:\n    kind: openai_compatible\n"
+            f"    base_url: {server.url}/v1\n    auth_ref: AIR_TEST_KEY\n    models: {{m: {{}}}}\n"
+        )
+        server.push(
+            json_reply(529, _error_body("openai", "overloaded_error", "Overloaded right now")),
+            Reply(chunks=openai_sse(Turn(text=[f"```json:result\n{verdict}\n```\n"]))),
+        )
+        env = {**os.environ, "HOME": str(home), "AIR_TEST_KEY": FAKE_KEY}
+        run = subprocess.run(
+            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        history = subprocess.run(
+            [sys.executable, "-m", "air.cli", "history", "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert run.returncode == 0, run.stderr
+    assert len(server.requests) == 2
+    assert "look model turn retried" in run.stderr
+    assert "Overloaded right now" in run.stderr
+    streamed = [json.loads(line) for line in run.stdout.splitlines() if line.startswith("{")]
+    failed = [e for e in streamed if e["type"] == "assistant.message.failed"]
+    assert len(failed) == 1
+    meta = failed[0]["payload"]["error"]["metadata"]
+    assert (meta["task_id"], meta["attempt"], meta["will_retry"]) == ("look", 1, True)
+    assert "HTTP 529" in meta["reason"]
+    assert "assistant.message.failed" in history.stdout
+    # one task attempt: the turn was retried, not the task
+    assert sum(e["type"] == "task.started" for e in streamed) == 1

@@ -1,0 +1,108 @@
+"""A key of no known shape, resolved from an auth_ref, never reaches the record: a real run in
+which the scripted model echoes the key into a command, a tool argument and its result finds it
+in 0 event payloads, 0 table cells of the session database, 0 artifacts and 0 --json lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import string
+import subprocess
+import sys
+from pathlib import Path
+
+from air.security import SecretRedactor
+from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
+
+BATCH = """version: 1
+tasks:
+  - id: leak
+    title: Look around
+    description: Look at the project and report.
+    scope: {write_area: ["notes.txt"]}
+"""
+
+
+def _key() -> str:
+    alphabet = string.ascii_lowercase + string.digits
+    return "zq81" + "".join(secrets.choice(alphabet) for _ in range(40))
+
+
+def _result(key: str) -> str:
+    block = json.dumps(
+        {
+            "status": "completed",
+            "summary": f"the key is {key}",
+            "result": {"changes_made": False, "notes": f"found {key} in the environment"},
+        }
+    )
+    return f"Done, key {key}.\n```json:result\n{block}\n```\n"
+
+
+def _cells_with(db: Path, needle: str) -> int:
+    found = 0
+    with sqlite3.connect(db) as conn:
+        tables = [r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+        for table in tables:
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                found += sum(1 for cell in row if needle in str(cell))
+    return found
+
+
+def test_a_shapeless_key_is_redacted_everywhere(tmp_path: Path) -> None:
+    key = _key()
+    assert SecretRedactor().redact(key) == key  # no pattern knows this shape
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "notes.txt").write_text("hello\n")
+    (root / "batch.yaml").write_text(BATCH)
+    with StrictServer(api_key=key) as server:
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/m\nproviders:\n  local:\n    kind: openai_compatible\n"
+            f"    base_url: {server.url}/v1\n    auth_ref: AIR_SHAPELESS\n"
+            "    models: {m: {max_output_tokens: 4096}}\n"
+        )
+        command = json.dumps({"command": f"echo {key}"})
+        read = json.dumps({"path": f"{key}.txt"})
+        server.push(
+            Reply(
+                chunks=openai_sse(Turn(tool=("call_1", "shell_run", [command]), stop="tool_use"))
+            ),
+            Reply(chunks=openai_sse(Turn(tool=("call_2", "fs_read", [read]), stop="tool_use"))),
+            Reply(chunks=openai_sse(Turn(text=[_result(key)]))),
+        )
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))},
+            "HOME": str(home),
+            "AIR_SHAPELESS": key,
+        }
+        proc = subprocess.run(
+            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
+            cwd=root,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests, rejected = list(server.requests), list(server.rejected)
+    assert rejected == []
+    assert len(requests) == 3, proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    types = {e["type"] for e in events}
+    assert {"tool.started", "task.completed"} <= types
+    done = next(e for e in events if e["type"] == "task.completed")
+    assert "[REDACTED]" in done["payload"]["worker_result"]["summary"]
+    # the key really was in play: the model echoed it and the server received it
+    assert key in json.dumps(requests[0].headers)
+    assert [line for line in lines if key in line] == []
+    assert key not in proc.stderr
+    dbs = [p for p in root.rglob("*") if p.is_file() and p.suffix in (".db", ".sqlite")]
+    assert dbs
+    assert sum(_cells_with(db, key) for db in dbs) == 0
+    written = [p for p in [*root.rglob("*"), *home.rglob("*")] if p.is_file()]
+    assert [p for p in written if key.encode() in p.read_bytes()] == []
