@@ -16,8 +16,8 @@ from air import __version__
 USAGE = """air — a local AI coding-agent runtime.
 
 Usage:
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
+  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
+  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
   air init [PATH] [--name NAME]
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
@@ -51,7 +51,6 @@ Options:
   --review                Review every completed code change (a review task per task).
   --json                  Stream every event as one JSON object per line on stdout.
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
-  --fake-script FILE      Dry run with scripted fake workers instead of real ones (testing).
   --name NAME             Project name (default: the directory name).
   --dir DIR               Where the demo creates its project (default: a new temporary directory).
   --session SID           A session id (see `air session list`).
@@ -66,15 +65,15 @@ EXIT_INTERNAL = 3
 EXIT_CANCELLED = 130
 
 
-def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
+def _route(args: dict[str, Any], runner_factory: Any) -> Callable[[dict[str, Any]], int]:
     if args["run"]:
         from air.cli.run import run_headless
 
-        return run_headless
+        return lambda a: run_headless(a, runner_factory)
     if args["resume"]:
         from air.cli.resume import run_resume
 
-        return run_resume
+        return lambda a: run_resume(a, runner_factory)
     if args["init"]:
         from air.cli.init import run_init
 
@@ -100,8 +99,15 @@ def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
     raise AssertionError(f"docopt accepted a command with no route: {args}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``air`` command. Returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
+    """Run the ``air`` command. Returns the process exit code.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+        runner_factory: for tests only, through this Python call and never a flag: builds the
+            TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
+            ``air.cli.run.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
+    """
     from docopt import DocoptExit, docopt
 
     try:
@@ -120,7 +126,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args["--version"]:
         print(f"air {__version__}")
         return EXIT_OK
-    command = _route(args)
+    command = _route(args, runner_factory)
     try:
         return command(args)
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ Usage (in ``air/cli/__init__.py``)::
 
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
           [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
-          [--json] [--junit FILE] [--fake-script FILE]
+          [--json] [--junit FILE]
 """
 
 from __future__ import annotations
@@ -35,8 +35,15 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "HeadlessOptions",
+    "RunnerFactory",
     "run_headless",
 ]
+
+
+RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], None] | None]]
+"""``factory(options, session, project_root) -> (runner, warm_up)``: how tests inject a fake
+``TaskRunner`` through ``air.cli.main(argv, runner_factory=...)``. A runner so made keeps no
+durable run records, so no orphan is reaped for it."""
 
 
 @dataclass
@@ -54,7 +61,8 @@ class HeadlessOptions:
     review: bool = False
     json_stream: bool = False
     junit: str | None = None
-    fake_script: str | None = None
+    runner_factory: RunnerFactory | None = None
+    """Builds the TaskRunner instead of the real workers (tests only; never from argv)."""
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
 
@@ -110,7 +118,6 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
         review=bool(_opt(args, "--review")),
         json_stream=bool(_opt(args, "--json")),
         junit=_opt(args, "--junit"),
-        fake_script=_opt(args, "--fake-script"),
     )
 
 
@@ -123,8 +130,10 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
         print(f"  what to do: {exc.user_action}", file=stream)
 
 
-def run_headless(argv_options: dict[str, Any]) -> int:
-    """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130)."""
+def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
+    """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130).
+
+    ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
     from air.contracts import AirException
     from air.nursery.batch import load_batch
 
@@ -137,6 +146,7 @@ def run_headless(argv_options: dict[str, Any]) -> int:
                 message="no batch file given",
                 user_action="Run `air run --headless BATCH` with a YAML batch file.",
             )
+        options.runner_factory = runner_factory
         batch = load_batch(options.batch)
     except AirException as exc:
         report_bad_input(exc, stderr)
@@ -233,37 +243,18 @@ def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[st
     os.replace(tmp, path)
 
 
-def _load_fake_runner(path: str) -> Any:
-    import yaml
-
-    from air.contracts import AirException
-    from air.testing.fake_runner import FakeStep, FakeTaskRunner
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        default = FakeStep(**data.pop("default", {"duration": 0.05}))
-        script = {str(k): [FakeStep(**step) for step in v] for k, v in data.items()}
-    except (OSError, yaml.YAMLError, TypeError, AttributeError) as exc:
-        raise AirException.of(
-            kind="validation_error",
-            message=f"{path}: bad fake script: {exc}",
-            user_action="A fake script maps task ids to lists of {duration, ending} steps.",
-        ) from exc
-    return FakeTaskRunner(script, default=default, heartbeat_interval=1.0)
-
-
 def _make_runner(
     options: HeadlessOptions, session: Any, project_root: str
 ) -> tuple[Any, Callable[[], None] | None]:
     """The TaskRunner and its provider warm-up (None when there is nothing to warm).
 
-    The runner is the scripted fake (``--fake-script``) or the real WorkerManager with the
-    session's ingestor and artifact store, the built-in tools under the PermissionEngine and
-    the provider (``--cassette DIR`` of per-task cassettes, ``--cassette FILE``, or the
-    configured models, whose adapter the warm-up builds in a thread)."""
-    if options.fake_script:
-        return _load_fake_runner(options.fake_script), None
+    The runner is the injected one (``options.runner_factory``, tests only) or the real
+    WorkerManager with the session's ingestor and artifact store, the built-in tools under the
+    PermissionEngine and the provider (``--cassette DIR`` of per-task cassettes,
+    ``--cassette FILE``, or the configured models, whose adapter the warm-up builds in a
+    thread)."""
+    if options.runner_factory is not None:
+        return options.runner_factory(options, session, project_root)
     from air.llm import ProviderManager
     from air.llm.config import load_models_config
     from air.nursery.task_cassettes import TaskCassettes
@@ -365,12 +356,36 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     outcome: dict[str, int] = {}
     try:
         trio.run(_main, options, specs, outcome)
+    except BaseExceptionGroup as group:
+        # an AirException raised under a nursery (the session's bus, the signal watcher)
+        # arrives wrapped in a group; it is still the user's problem, not a crash
+        exc = first_air_exception(group)
+        if exc is None:
+            raise
+        report_bad_input(exc, options.stderr)
+        from air.cli import is_bad_input
+
+        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     except AirException as exc:
         report_bad_input(exc, options.stderr)
         from air.cli import is_bad_input
 
         return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     return outcome.get("code", EXIT_FAILED)
+
+
+def first_air_exception(exc: BaseException) -> Any:
+    """The first ``AirException`` in ``exc`` or its (nested) exception groups, else None."""
+    from air.contracts import AirException
+
+    if isinstance(exc, AirException):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_air_exception(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _make_monitor(session: Any) -> Any:
@@ -462,7 +477,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             workspaces = WorkspaceManager(project.project_root, ledger.record)
             runner, warm_up = _make_runner(options, session, project.project_root)
             reap = None
-            if not options.fake_script:
+            if options.runner_factory is None:
                 from air.nursery.runs import reap_orphans
 
                 # orphans of a killed runtime, found by their durable run records (and markers)
@@ -500,7 +515,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
                 nursery.start_soon(
                     _watch_signals,
                     scheduler,
-                    None if options.fake_script else _runs_dir(project.project_root),
+                    None if options.runner_factory else _runs_dir(project.project_root),
                     options.stderr,
                 )
                 result = await scheduler.run_until_idle()
