@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         )
     except DocoptExit as exc:
         print(str(exc), file=sys.stderr)
+        print("  what to do: see `air --help` for the commands and options.", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args["--help"]:
         print(USAGE, end="")
@@ -134,21 +135,46 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         return EXIT_CANCELLED
     except BrokenPipeError:
         # the reader went away (`air history | head`): not an error of ours
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return EXIT_OK
     except Exception as exc:  # translated at the boundary; bugs still show their traceback
-        from air.contracts.error import AirException
-
-        if not isinstance(exc, AirException):
+        code = _report(exc)
+        if code is None:
             raise
-        print(f"air: {exc.kind.value}: {exc.error.message}", file=sys.stderr)
-        if exc.error.detail:
-            print(f"  detail: {exc.error.detail}", file=sys.stderr)
-        if exc.user_action:
-            print(f"  what to do: {exc.user_action}", file=sys.stderr)
-        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
+        return code
+
+
+def _report(exc: BaseException) -> int | None:
+    """Print a user's problem (an AirException, also inside an exception group, or an
+    OSError naming a file) as ``air: kind: message`` + what to do; its exit code. None for
+    anything else (a bug: its traceback shows)."""
+    from air.cli.run import first_air_exception
+    from air.contracts.error import AirException
+
+    found = first_air_exception(exc)
+    if isinstance(found, AirException):
+        print(f"air: {found.kind.value}: {found.error.message}", file=sys.stderr)
+        if found.error.detail:
+            print(f"  detail: {found.error.detail}", file=sys.stderr)
+        if found.user_action:
+            print(f"  what to do: {found.user_action}", file=sys.stderr)
+        return EXIT_BAD_INPUT if is_bad_input(found) else EXIT_FAILED
+    if isinstance(exc, OSError) and exc.filename is not None:
+        print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        print("  what to do: check that path (it exists, is readable/writable).", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return None
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def is_bad_input(exc: Any) -> bool:

@@ -9,7 +9,6 @@ the batch without running a completed task again.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -247,10 +246,11 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
 
 def test_resume_without_a_session_exits_2(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    os.makedirs(root / ".air", exist_ok=True)
+    assert _run("air.cli", "init", cwd=root).returncode == 0
     proc = _run_fake("resume", cwd=root)
     assert proc.returncode == 2
     assert "no session to resume" in proc.stderr
+    assert not list((root / ".air" / "local" / "sessions").iterdir())  # nothing created
 
 
 def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
