@@ -661,9 +661,10 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.workspace.manager import WorkspaceManager
 
     _check_environment(options)
+    prepared: _Prepared | None = None
     if specs is None:
+        # resume: the session is checked first (opening it creates nothing), then the config
         project, session_id = _session_to_resume(ProjectStore(), options)
-        prepared = _prepare(options, project.project_root)
     else:
         prepared = _prepare(options, options.project)
         project = _open_project(ProjectStore(), options.project)
@@ -694,6 +695,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
                 "Start the batch again with `air run --headless BATCH`.",
                 field="--session",
             )
+        if prepared is None:
+            prepared = _prepare(options, project.project_root)
         # every event of the session (the scheduler's, the workers', the tools') reaches the
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)

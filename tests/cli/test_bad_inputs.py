@@ -377,14 +377,11 @@ def _run_case(case: Case, base: Path) -> Outcome:
             [sys.executable, "-m", "air.cli", "init"], cwd=proj, env=env, check=True, timeout=60
         )
     before = _sessions(proj)
-    proc = subprocess.run(
-        [sys.executable, "-m", "air.cli", *case.args],
-        cwd=proj,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    argv = [sys.executable, "-m", "air.cli", *case.args]
+    try:
+        proc = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired as exc:  # a hang is this case's failure, not the table's
+        proc = subprocess.CompletedProcess(argv, -1, "", f"timed out after 60 s: {exc.stderr!r}")
     return Outcome(proc, before, _sessions(proj))
 
 
