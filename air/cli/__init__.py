@@ -30,7 +30,8 @@ Usage:
 Commands:
   run --headless  Run the tasks of BATCH (a YAML file) in waves of worker processes. Exit 0
                   when every task completed, 1 when one failed or is blocked, 2 for bad
-                  input, 130 when cancelled (first Ctrl-C cancels, a second one kills).
+                  input (nothing is started), 130 when cancelled (the first Ctrl-C, SIGTERM
+                  or SIGHUP cancels, a second one kills).
   resume          Recover a session after a crash or Ctrl-C and finish its tasks.
   init            Make PATH (default: the current directory) an air project (.air/).
   demo            Record a small realistic run in a new temporary project and print its history.
@@ -49,7 +50,8 @@ Options:
                           question about a non-sensitive item is announced and run).
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
   --review                Review every completed code change (a review task per task).
-  --json                  Stream every event as one JSON object per line on stdout.
+  --json                  Stream every event as one JSON object per line on stdout (if
+                          the reader goes away the stream stops and the run goes on).
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
   --name NAME             Project name (default: the directory name).
   --dir DIR               Where the demo creates its project (default: a new temporary directory).

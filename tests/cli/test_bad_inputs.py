@@ -37,6 +37,24 @@ PROJ_PERMS = "proj/.air/shared/permissions.yaml"
 DEEP = "a: " + "[" * 5000 + "]" * 5000 + "\n"
 
 
+def _alias_bomb() -> str:
+    """Nine levels of ten aliases each (10**9 strings if expanded)."""
+    lines = [
+        "tasks:",
+        "  - id: t1",
+        "    title: x",
+        "    acceptance_criteria: &a1 [" + ", ".join(["x"] * 10) + "]",
+    ]
+    for level in range(2, 10):
+        refs = ", ".join([f"*a{level - 1}"] * 10)
+        lines += [
+            f"  - id: t{level}",
+            "    title: x",
+            f"    acceptance_criteria: &a{level} [{refs}]",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 def _task(extra: str) -> str:
     return "tasks:\n  - id: a\n    title: x\n" + extra
 
@@ -172,6 +190,7 @@ CASES: list[Case] = [
         "task 'a' is",
         "one worker message",
     ),
+    _batch("batch-alias-bomb", _alias_bomb(), "tasks.1.acceptance_criteria", "valid string"),
     _batch("batch-json-syntax", '{"tasks": [{"id": "a" "title": "x"}]}', "invalid YAML"),
     # -- the project, the session -----------------------------------------------------------
     Case(
@@ -210,6 +229,13 @@ CASES: list[Case] = [
         "history-unknown-session",
         ("history", "--session", "ses_01NOSUCH"),
         ("ses_01NOSUCH",),
+        init=True,
+    ),
+    Case(
+        "resume-corrupt-session-db",
+        ("resume", "--session", "ses_01JCORRUPT000000000000000"),
+        ("session.db",),
+        {"proj/.air/local/sessions/ses_01JCORRUPT000000000000000/session.db": b"not sqlite" * 500},
         init=True,
     ),
     Case("history-outside-a-project", ("history",), ("project",)),
