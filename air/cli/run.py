@@ -321,6 +321,16 @@ def _check_writable(path: str, option: str) -> None:
         reason = f"its directory {parent} does not exist"
     elif not os.access(parent, os.W_OK):
         reason = f"its directory {parent} is not writable"
+    else:
+        probe = path + ".tmp"  # the report is written there first (write_junit), then renamed
+        try:
+            with open(probe, "x", encoding="utf-8"):
+                pass
+            os.unlink(probe)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            reason = f"cannot be written ({exc.strerror or exc})"
     if reason is not None:
         raise _bad(
             "validation_error",

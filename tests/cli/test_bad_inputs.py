@@ -263,6 +263,12 @@ CASES: list[Case] = [
         mkdir=("out",),
     ),
     Case(
+        "junit-in-proc",
+        (*RUN, "--cassette", "c.jsonl", "--junit", "/proc/report.xml"),
+        ("--junit", "/proc/report.xml", "cannot be written"),
+        {"proj/batch.yaml": BATCH, "proj/c.jsonl": CASSETTE},
+    ),
+    Case(
         "cassette-missing",
         (*RUN, "--cassette", "nope.jsonl"),
         ("--cassette", "nope.jsonl", "does not exist"),

@@ -11,6 +11,7 @@ again.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -83,6 +84,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
     )
     assert proc.stdout is not None
     seen: list[dict[str, Any]] = []
@@ -91,7 +93,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
         types = [(e["type"], e["payload"].get("task_id")) for e in seen]
         if ("task.completed", "quick") in types and any(t == "tool.started" for t, _ in types):
             break  # quick is done and slow's `sleep 30` is running
-    proc.send_signal(signum)
+    os.killpg(proc.pid, signum)  # a closing terminal signals the whole foreground group
     _out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err
     assert f"{signum.name}: cancelling the run" in err
