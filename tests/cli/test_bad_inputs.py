@@ -72,6 +72,8 @@ class Case:
     init: bool = False
     """Run ``air init`` in proj/ first (a project with no session)."""
     no_git: bool = False
+    sparse: tuple[str, int] | None = None
+    """A sparse file in proj/ of this many bytes (cheap however large)."""
 
 
 def _batch(name: str, text: str | bytes, *expect: str) -> Case:
@@ -106,6 +108,12 @@ CASES: list[Case] = [
     Case("batch-directory", ("run", "--headless", "dir"), ("dir", "a directory"), mkdir=("dir",)),
     Case("batch-fifo", ("run", "--headless", "pipe"), ("pipe", "not a regular file"), fifo="pipe"),
     Case("batch-device", ("run", "--headless", "/dev/null"), ("/dev/null", "not a regular file")),
+    Case(
+        "batch-too-large",
+        ("run", "--headless", "big.yaml"),
+        ("big.yaml", "a batch file has at most"),
+        sparse=("big.yaml", 65 * 1024 * 1024),
+    ),
     _batch("batch-binary", b"\x00\xff\xfe\x89PNG\r\n", "not UTF-8"),
     _batch("batch-latin1", "tasks:\n  - id: a\n    title: caf\xe9\n".encode("latin-1"), "UTF-8"),
     _batch("batch-empty", "", "a mapping with a 'tasks' list"),
@@ -177,6 +185,15 @@ CASES: list[Case] = [
     ),
     _batch("batch-max-turns-word", _task("    constraints: {max_turns: lots}\n"), "max_turns"),
     _batch("batch-retry-budget", _task("    constraints: {retry_budget: -2}\n"), "retry_budget"),
+    _batch(
+        "batch-retry-budget-huge", _task("    constraints: {retry_budget: 11}\n"), "retry_budget"
+    ),
+    _batch("batch-max-cost-infinite", _task("    constraints: {max_cost_usd: .inf}\n"), "finite"),
+    _batch(
+        "batch-soft-timeout-a-year",
+        _task("    constraints: {soft_timeout_ms: 31536000000}\n"),
+        "soft_timeout_ms",
+    ),
     _batch("batch-max-cost", _task("    constraints: {max_cost_usd: -1}\n"), "max_cost_usd"),
     _batch(
         "batch-defaults-bad-constraint",
@@ -403,6 +420,9 @@ def _run_case(case: Case, base: Path) -> Outcome:
         (root / rel if rel.startswith(("home/", "proj/")) else proj / rel).mkdir(parents=True)
     if case.fifo:
         os.mkfifo(proj / case.fifo)
+    if case.sparse:
+        with open(proj / case.sparse[0], "wb") as handle:
+            handle.truncate(case.sparse[1])
     env = _env(home, case.no_git, empty_bin)
     if case.init:
         subprocess.run(
