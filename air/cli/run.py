@@ -277,6 +277,8 @@ class _Prepared:
     (every bad file or option is an AirException here, with nothing on disk yet)."""
 
     policy: Any = None
+    redactor: Any = None
+    """The run's SecretRedactor (the provider and the PermissionEngine share it)."""
     provider: Any = None
     model: str = "scripted/scripted"
     warm_up: Callable[[str], None] | None = None
@@ -354,15 +356,17 @@ def _prepare(options: HeadlessOptions, project_root: str) -> _Prepared:
         return _Prepared()
     from air.llm import ProviderManager
     from air.nursery.task_cassettes import TaskCassettes
+    from air.security import SecretRedactor
     from air.security.policy import load_policy
 
     prepared = _Prepared(
+        redactor=SecretRedactor(),
         policy=load_policy(
             [
                 os.path.join(os.path.expanduser("~"), ".air", "permissions.yaml"),
                 os.path.join(project_root, ".air", "shared", "permissions.yaml"),
             ]
-        )
+        ),
     )
     if options.cassette and os.path.isdir(options.cassette):
         directory = os.path.abspath(options.cassette)
@@ -474,10 +478,10 @@ def _make_runner(
     if options.runner_factory is not None:
         return options.runner_factory(options, session, project_root)
     from air.nursery.worker_manager import WorkerManager
-    from air.security import PermissionEngine, SecretRedactor
+    from air.security import PermissionEngine
     from air.tools import ToolRegistry, register_builtin_tools
 
-    redactor = SecretRedactor()
+    redactor = prepared.redactor
     engine = PermissionEngine(
         policy=prepared.policy,
         redactor=redactor,
