@@ -524,15 +524,20 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
     Raises:
         AirException(config_error): nothing configured fits, with what to put in models.yaml.
     """
-    from air.contracts import ModelRequirement
+    from air.contracts import AirException, ModelRequirement
 
-    if wanted:
-        _check_provider_flag(manager.config, wanted)
     if wanted and "/" in wanted:
         requirement = ModelRequirement(role="executor", model=wanted)
     else:
         requirement = ModelRequirement(role="executor", provider_id=wanted)
-    chosen = manager.select_model(requirement)
+    try:
+        chosen = manager.select_model(requirement)
+    except AirException as exc:
+        said = f"{exc.error.message} {exc.user_action or ''}"
+        if wanted and not (wanted in said and "models.yaml" in said):
+            # the selector's message does not name the --provider value and the file: say it
+            _check_provider_flag(manager.config, wanted)
+        raise
     return f"{chosen.provider_id}/{chosen.model_id}"
 
 
@@ -583,19 +588,25 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
 
     from air.contracts import AirException
 
+    try:
+        # first: without git (or a usable --project / --junit) nothing else can be checked
+        _check_environment(options)
+    except AirException as exc:
+        report_bad_input(exc, options.stderr)
+        return EXIT_BAD_INPUT
     outcome: dict[str, int] = {}
     try:
         trio.run(_main, options, specs, outcome)
     except BaseExceptionGroup as group:
         # an AirException raised under a nursery (the session's bus, the signal watcher)
         # arrives wrapped in a group; it is still the user's problem, not a crash
-        exc = first_air_exception(group)
-        if exc is None:
+        found = first_air_exception(group)
+        if found is None:
             raise
-        report_bad_input(exc, options.stderr)
+        report_bad_input(found, options.stderr)
         from air.cli import is_bad_input
 
-        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
+        return EXIT_BAD_INPUT if is_bad_input(found) else EXIT_FAILED
     except AirException as exc:
         report_bad_input(exc, options.stderr)
         from air.cli import is_bad_input
@@ -674,7 +685,6 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.session.project import ProjectStore
     from air.workspace.manager import WorkspaceManager
 
-    _check_environment(options)
     prepared: _Prepared | None = None
     if specs is None:
         # resume: the session is checked first (opening it creates nothing), then the config

@@ -326,18 +326,18 @@ CASES: list[Case] = [
     _models(
         "models-bad-kind", MODELS.replace("openai_compatible", "telepathy"), "providers.local.kind"
     ),
-    _models(
+    # the --provider value and models.yaml, from the selector or (when it names neither) the CLI
+    Case(
         "models-unknown-provider-flag",
-        MODELS,
-        "--provider",
-        "nosuch",
-        args=(*RUN, "--provider", "nosuch"),
+        (*RUN, "--provider", "nosuch"),
+        ("nosuch", "models.yaml"),
+        {HOME_MODELS: MODELS, "proj/batch.yaml": BATCH},
     ),
-    _models(
+    Case(
         "models-unknown-model-flag",
-        MODELS,
-        "local/nosuch",
-        args=(*RUN, "--provider", "local/nosuch"),
+        (*RUN, "--provider", "local/nosuch"),
+        ("local/nosuch", "models.yaml"),
+        {HOME_MODELS: MODELS, "proj/batch.yaml": BATCH},
     ),
     _models(
         "provider-list-bad-models", "providers: [\n", "not valid YAML", args=("provider", "list")
