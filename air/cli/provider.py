@@ -24,9 +24,9 @@ def _project_root(project_root: str | None) -> str | None:
 
 def run_provider_list(project_root: str | None) -> int:
     """Print every configured provider and model with capabilities and prices."""
-    from air.llm.manager import ProviderManager
+    from air.cli.run import load_models_checked
 
-    config = ProviderManager.load_config(_project_root(project_root))
+    config = load_models_checked(_project_root(project_root))
     if not config.providers:
         print(
             "no providers configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or create "
@@ -64,10 +64,10 @@ def run_provider_current(project_root: str | None) -> int:
     Raises:
         AirException(config_error): nothing is configured (what to set), or a bad models.yaml.
     """
+    from air.cli.run import load_models_checked
     from air.llm.config import nothing_configured
-    from air.llm.manager import ProviderManager
 
-    config = ProviderManager.load_config(_project_root(project_root))
+    config = load_models_checked(_project_root(project_root))
     if not config.providers:
         raise nothing_configured()
     if config.default is None:
