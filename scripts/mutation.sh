@@ -11,7 +11,8 @@
 # not ignored files) into $AIR_MUTATION_DIR/<area> (default /tmp/air-mutation), writes the
 # area's [mutmut] section into that copy's setup.cfg (the repository's setup.cfg is never
 # touched), runs `mutmut run` there and prints the counts. Run it again to resume: mutmut keeps
-# its results in the copy's mutants/ directory (delete the copy to start over).
+# its results in the copy's mutants/ directory (delete the copy to start over; after adding
+# tests, MUTATION_RETEST=1 tests the surviving mutants again and keeps the killed ones).
 # MUTMUT_CHILDREN (default 2) is the number of mutants tested at once.
 # Afterwards: cd $AIR_MUTATION_DIR/<area> && mutmut results / mutmut show <mutant>.
 set -euo pipefail
@@ -74,6 +75,24 @@ git ls-files -z --cached --others --exclude-standard |
 
 cd "$dest"
 export PATH="$repo/.venv/bin:$PATH"
+if [ "${MUTATION_RETEST:-0}" = 1 ] && [ -d mutants ]; then
+  # After adding tests: test again every mutant that was not killed (killed ones stay killed,
+  # tests are only ever added) and let mutmut map the tests to functions anew.
+  python - <<'PY'
+import json, pathlib
+reset = 0
+for meta in pathlib.Path("mutants").rglob("*.py.meta"):
+    data = json.loads(meta.read_text())
+    codes = data.get("exit_code_by_key", {})
+    for key, code in codes.items():
+        if code in (0, 5, 33):
+            codes[key] = None
+            reset += 1
+    meta.write_text(json.dumps(data, indent=4))
+pathlib.Path("mutants/mutmut-stats.json").unlink(missing_ok=True)
+print(f"mutation: {reset} surviving mutants will be tested again")
+PY
+fi
 status=0
 mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "${names[@]}" || status=$?
 results=$(mutmut results --all true 2>/dev/null || true)
