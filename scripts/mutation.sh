@@ -41,7 +41,7 @@ case "$area" in
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
     mutate="air/nursery/worker_manager.py"
-    tests="tests/workers/test_parent_guards.py tests/workers/test_executor_flow.py"
+    tests="tests/workers/test_parent_guards.py"
     names=(
       "air.nursery.worker_manager.xǁWorkerManagerǁ_check_result__mutmut_*"
       "air.nursery.worker_manager.xǁWorkerManagerǁ_worker_event__mutmut_*"

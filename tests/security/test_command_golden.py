@@ -25,4 +25,6 @@ def test_every_command_is_classified_as_in_the_golden_table() -> None:
         got = analyse(analyzer, expected["command"])
         if got != expected:
             changed.append((expected, got))
-    assert changed == [], f"{len(changed)} changed, first: {changed[:3]}"
+            if len(changed) == 3:  # enough to show; stop early (mutation runs kill faster)
+                break
+    assert changed == [], f"changed (first {len(changed)}): {changed}"

@@ -5,7 +5,8 @@ written as JSON in its task's description, in order, then waits for the parent t
 stdin. A step is one of:
 
 - ``{"call": name, "input": {...}}``: a ``tool.call``; the worker waits for its ``tool.result``.
-- ``{"event": type, "payload": {...}}``: an ``event`` message of that type (version 1).
+- ``{"event": type, "payload": {...}}``: an ``event`` message of that type (``"version"``:
+  1 unless the step names one; ``null`` leaves the field out).
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
   the start message's unless the step names them, every other field is the step's.
 
@@ -45,10 +46,10 @@ def main() -> None:
         if "call" in step:
             _call(step["call"], step.get("input") or {})
         elif "event" in step:
-            send(
-                "event",
-                {"type": step["event"], "version": 1, "payload": step.get("payload") or {}},
-            )
+            event = {"type": step["event"], "version": step.get("version", 1)}
+            if event["version"] is None:
+                del event["version"]
+            send("event", {**event, "payload": step.get("payload") or {}})
         elif "result" in step:
             result = {
                 "task_id": spec["id"],

@@ -296,7 +296,17 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
                 "payload": {"message_id": "m1", "content": [{"type": "text", "text": "hi"}]},
             },
             {"event": "agent.heartbeat", "payload": {"state": "running", "turn": 1}},
+            # no version means version 1; a second worker.ready is ignored
+            {"event": "agent.heartbeat", "version": None, "payload": {"state": "running"}},
+            {"event": "worker.ready", "payload": {"protocol_version": 1}},
             claim(changed_files=[], verification=[], result={"changes_made": False}),
+        ],
+    )
+    future = scripted(
+        env.request(),
+        [
+            {"event": "agent.heartbeat", "version": 2, "payload": {"state": "running"}},
+            claim(changed_files=[]),
         ],
     )
     unknown = scripted(
@@ -315,13 +325,19 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
         outcomes[name] = await supervise(env, request)
 
     async with trio.open_nursery() as nursery:
-        for name, request in [("good", good), ("unknown", unknown), ("invalid", invalid)]:
+        for name, request in [
+            ("good", good),
+            ("unknown", unknown),
+            ("invalid", invalid),
+            ("future", future),
+        ]:
             nursery.start_soon(one, name, request)
 
     assert final_status(outcomes["good"]) == WorkerStatus.COMPLETED
     recorded = [(d, e) for d, e in env.events.events if e.source.kind == "agent"]
     assert [(d, e.type) for d, e in recorded] == [
         (True, "assistant.message.created"),
+        (False, "agent.heartbeat"),
         (False, "agent.heartbeat"),
     ]
     for _, event in recorded:
@@ -330,7 +346,12 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
         assert event.session_id == good.session_id
         assert event.payload["agent_id"] == good.agent_id
         assert event.payload["task_id"] == good.task_spec.id
-    for name, words in [("unknown", "unknown event type"), ("invalid", "invalid payload")]:
+    checks = [
+        ("unknown", "unknown event type agent.teleported v1"),
+        ("invalid", "invalid payload"),
+        ("future", "unknown event type agent.heartbeat v2"),
+    ]
+    for name, words in checks:
         outcome = outcomes[name]
         assert outcome.kind == "protocol_error", (name, outcome)
         assert outcome.error is not None
