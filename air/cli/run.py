@@ -311,12 +311,28 @@ def _make_runner(
         artifacts=session.artifacts,
         model=model,
         tool_specs=specs,
+        context=_worker_context(session, provider, model),
         state_dir=_runs_dir(project_root),
     )
     if warm_up is None:
         return runner, None
     provider_id = model.partition("/")[0]
     return runner, lambda: warm_up(provider_id)
+
+
+def _worker_context(session: Any, provider: Any, model: str) -> Any:
+    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6)."""
+    from importlib import resources
+
+    from air.context.worker_pack import WorkerContextBuilder
+
+    rows: list[Any] = getattr(provider, "list_models", list)()
+    ref = model.partition("/")
+    window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
+    prompts = resources.files("air.roles").joinpath("prompts")
+    return WorkerContextBuilder.for_session(
+        session, role_prompt_dir=str(prompts), context_window=window
+    )
 
 
 def _configured_model(manager: Any, wanted: str | None) -> str:

@@ -200,7 +200,9 @@ class WorkerManager:
         tool_streams: optional streaming router (``ToolRegistry.call_streaming``); its progress
             items reach the worker as ``tool.stream``.
         tool_specs: tool definitions offered to the model (Anthropic ``ToolSpec`` dicts).
-        context: builds the ContextPack of a request (default: tools only).
+        context: builds the ContextPack of a request (``air run`` passes the session's
+            ``WorkerContextBuilder``; default: tools only). An AirException it raises fails
+            the attempt with that error before any process starts.
         state_dir: where run records live (default ``<project>/.air/local/state/runs``).
     """
 
@@ -283,7 +285,14 @@ class WorkerManager:
         records = self._records(request)
         finished = False
         try:
-            pack = await self.context(request) if self.context else ContextPack()
+            try:
+                pack = await self.context(request) if self.context else ContextPack()
+            except AirException as exc:  # e.g. an unreadable rules file: the attempt fails
+                outcome = await self._finish(
+                    run, _End("spawn_error", exc.error), records, started=False
+                )
+                finished = True
+                return outcome
             if not pack.tools and self.tool_specs:
                 pack = pack.model_copy(update={"tools": self.tool_specs})
             end = await self._start(run, pack)
