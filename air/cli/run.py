@@ -55,6 +55,8 @@ class HeadlessOptions:
     json_stream: bool = False
     junit: str | None = None
     fake_script: str | None = None
+    spare: Any = None
+    """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
 
@@ -125,12 +127,31 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
 
 def run_headless(argv_options: dict[str, Any]) -> int:
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130)."""
+    spare = _start_spare(argv_options)  # first: it imports on the other core (IMPL-START-2)
+    try:
+        return _run_headless(argv_options, spare)
+    finally:
+        if spare is not None:
+            spare.close()  # unless a task adopted it
+
+
+def _start_spare(args: dict[str, Any]) -> Any:
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # air uses none (IMPL-START-2)
+    if args.get("--fake-script") or not args.get("BATCH"):
+        return None
+    from air.ipc.spare import SpareWorker
+
+    return SpareWorker.start(os.path.abspath(args.get("--project") or os.getcwd()))
+
+
+def _run_headless(argv_options: dict[str, Any], spare: Any) -> int:
     from air.contracts import AirException
     from air.nursery.batch import load_batch
 
     stderr = sys.stderr
     try:
         options = parse_options(argv_options)
+        options.spare = spare
         if not options.batch:
             raise AirException.of(
                 kind="validation_error",
@@ -313,6 +334,7 @@ def _make_runner(
         tool_specs=specs,
         context=_worker_context(session, provider, model),
         state_dir=_runs_dir(project_root),
+        spare=options.spare,
     )
     if warm_up is None:
         return runner, None

@@ -307,8 +307,8 @@ class ProviderConfig(Contract):
     record_to: str | None = None
     """Any kind: also write every completed turn to this cassette (record mode)."""
     timeout_s: float = Field(default=600.0, gt=0)
-    transport: Literal["sdk", "http"] = "sdk"
-    """``anthropic`` only: the official SDK (default) or plain httpx (faster start-up)."""
+    transport: Literal["sdk", "http"] = "http"
+    """``anthropic`` only: plain httpx (default; IMPL-START-2) or the official SDK (``sdk``)."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
 

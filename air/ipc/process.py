@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -27,6 +28,9 @@ from air.ipc.framing import (
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import WorkerProtocol
 
+if TYPE_CHECKING:
+    from air.ipc.spare import PopenProcess
+
 __all__ = ["STDERR_TAIL_BYTES", "WorkerProcess", "worker_command"]
 
 STDERR_TAIL_BYTES = 256 * 1024
@@ -41,7 +45,7 @@ class WorkerProcess:
 
     def __init__(
         self,
-        process: trio.Process,
+        process: trio.Process | PopenProcess,
         *,
         agent_id: str,
         marker: str,

@@ -58,6 +58,7 @@ from air.events.payloads import PAYLOADS
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES, ProtocolViolation
 from air.ipc.process import WorkerProcess, worker_command
 from air.ipc.protocol import make_envelope
+from air.ipc.spare import SpareWorker
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 
@@ -204,6 +205,8 @@ class WorkerManager:
             ``WorkerContextBuilder``; default: tools only). An AirException it raises fails
             the attempt with that error before any process starts.
         state_dir: where run records live (default ``<project>/.air/local/state/runs``).
+        spare: a worker started ahead (``SpareWorker.start``); the first attempt adopts it
+            instead of spawning (IMPL-START-2).
     """
 
     def __init__(
@@ -219,6 +222,7 @@ class WorkerManager:
         context: ContextProvider | None = None,
         config: SupervisionConfig | None = None,
         state_dir: str | None = None,
+        spare: SpareWorker | None = None,
     ) -> None:
         self.tools = tools
         self.tool_streams = tool_streams
@@ -230,6 +234,7 @@ class WorkerManager:
         self.context = context
         self.config = config or SupervisionConfig()
         self.state_dir = state_dir
+        self.spare = spare
         self._live: dict[str, _Run] = {}
 
     # -- public API ----------------------------------------------------------------------------
@@ -347,15 +352,20 @@ class WorkerManager:
     async def _start(self, run: _Run, pack: ContextPack) -> _End | None:
         req = run.request
         cfg = self.config
+        spare = self._take_spare()
         try:
-            run.proc = await WorkerProcess.spawn(
-                agent_id=req.agent_id,
-                marker=run.marker,
-                cwd=req.workspace.path or None,
-                command=cfg.command or worker_command(),
-                env=cfg.env,
-                max_line_bytes=cfg.max_line_bytes,
-            )
+            if spare is not None:
+                run.marker = spare.marker
+                run.proc = spare.adopt(req.agent_id, cfg.max_line_bytes)
+            else:
+                run.proc = await WorkerProcess.spawn(
+                    agent_id=req.agent_id,
+                    marker=run.marker,
+                    cwd=req.workspace.path or None,
+                    command=cfg.command or worker_command(),
+                    env=cfg.env,
+                    max_line_bytes=cfg.max_line_bytes,
+                )
         except OSError as exc:
             return _End(
                 "spawn_error",
@@ -422,6 +432,23 @@ class WorkerManager:
         run.soft_at = now + limits.soft_timeout_ms / 1000
         run.hard_at = now + limits.hard_timeout_ms / 1000
         return None
+
+    def _take_spare(self) -> SpareWorker | None:
+        """The spare worker, once, if it is alive and was started as this manager would start
+        one (default command and environment; IMPL-START-2)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        if self.config.command is None and self.config.env is None and spare.alive():
+            return spare
+        spare.close()
+        return None
+
+    def close_spare(self) -> None:
+        """Let an unused spare worker exit (idempotent)."""
+        spare, self.spare = self.spare, None
+        if spare is not None:
+            spare.close()
 
     async def _record_started(self, run: _Run, status: str = "running") -> None:
         assert run.proc is not None

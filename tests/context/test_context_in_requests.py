@@ -165,6 +165,11 @@ def test_first_requests_carry_every_layer(tmp_path: Path, wire: str) -> None:
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     done = {e["payload"]["task_id"] for e in events if e["type"] == "task.completed"}
     assert done == {"list-files", "review-notes"}
+    # the first worker was the spare `air run` started before its own imports (IMPL-START-2)
+    runs = root / ".air" / "local" / "state" / "runs"
+    markers = sorted(json.loads(p.read_text())["marker"] for p in runs.glob("*.json"))
+    assert len(markers) == 3
+    assert sum(m.startswith("spare.") for m in markers) == 1
 
 
 def _system_text(request: Received) -> str:

@@ -1,0 +1,116 @@
+"""A worker started ahead of its task (SpareWorker) serves the first attempt; an unused spare
+exits quietly; ``worker.ready`` comes only once the worker validated its task. Real processes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from air.contracts import (
+    AgentRuntimeContext,
+    AgentStartControl,
+    ContextPack,
+    TaskSpec,
+    TaskType,
+    WorkerStatus,
+)
+from air.contracts.runtime import PermissionTemplate
+from air.ipc.spare import SpareWorker
+from tests.workers.conftest import Env, result_text, text_turn
+
+
+def _start_line(payload: dict[str, object]) -> bytes:
+    env = {
+        "v": 1,
+        "id": "msg_1",
+        "kind": "control",
+        "ts": "2026-01-01T00:00:00Z",
+        "session_id": "ses_test",
+        "agent_id": "agt_test",
+        "payload": payload,
+    }
+    return json.dumps(env).encode() + b"\n"
+
+
+def _run_records(state_dir: str) -> list[dict[str, object]]:
+    return [json.loads(p.read_text()) for p in Path(state_dir).glob("*.json")]
+
+
+def _worker(stdin: bytes, cwd: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "air.roles"],
+        input=stdin,
+        cwd=cwd,
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_the_first_attempt_adopts_the_spare(env: Env) -> None:
+    spare = SpareWorker.start(str(env.root))
+    assert spare is not None
+    manager = env.manager([text_turn(result_text("completed", "ok", {"verdict": "approved"}))])
+    manager.spare = spare
+    outcome = await manager.supervise(env.request(type=TaskType.REVIEW))
+    assert outcome.result is not None
+    assert outcome.result.status == WorkerStatus.COMPLETED
+    assert spare.adopted
+    assert spare.popen.poll() == 0
+    records = _run_records(env.state_dir)
+    assert [r["marker"] for r in records] == [spare.marker]
+    assert records[0]["pid"] == spare.popen.pid
+    # the second attempt spawns afresh
+    manager2 = env.manager([text_turn(result_text("completed", "ok", {"verdict": "approved"}))])
+    outcome2 = await manager2.supervise(env.request(type=TaskType.REVIEW))
+    assert outcome2.result is not None
+    assert outcome2.result.status == WorkerStatus.COMPLETED
+
+
+async def test_a_spare_with_another_command_is_not_adopted(env: Env) -> None:
+    spare = SpareWorker.start(str(env.root))
+    assert spare is not None
+    turns = [text_turn(result_text("completed", "ok", {"verdict": "approved"}))]
+    manager = env.manager(turns, command=[sys.executable, "-m", "air.roles"])
+    manager.spare = spare
+    outcome = await manager.supervise(env.request(type=TaskType.REVIEW))
+    assert outcome.result is not None
+    assert not spare.adopted
+    assert spare.popen.poll() == 0  # closed and reaped
+
+
+def test_an_unused_spare_exits_quietly(tmp_path: Path) -> None:
+    spare = SpareWorker.start(str(tmp_path))
+    assert spare is not None
+    spare.close()
+    assert spare.popen.returncode == 0
+    assert spare.popen.stderr is not None
+    assert spare.popen.stderr.read() == b""
+
+
+def test_ready_only_after_the_task_validated(tmp_path: Path) -> None:
+    bad = _worker(_start_line({"type": "agent.start", "version": 1, "task_spec": {}}), tmp_path)
+    first = json.loads(bad.stdout.splitlines()[0])
+    assert first["kind"] == "protocol.error"
+    assert "invalid agent.start" in first["payload"]["error"]["message"]
+    assert bad.returncode == 2
+    start = AgentStartControl(
+        task_spec=TaskSpec.model_validate(
+            {"id": "task_1", "type": "review", "title": "t", "description": "d"}
+        ),
+        context_pack=ContextPack(),
+        runtime=AgentRuntimeContext(
+            session_id="ses_test",
+            project_id="prj",
+            agent_id="agt_test",
+            worktree_path=str(tmp_path),
+            permission_template=PermissionTemplate.REVIEWER,
+        ),
+    )
+    # a valid start is answered with worker.ready (then the pipe closes: the worker cancels)
+    good = _worker(_start_line(start.model_dump(mode="json")), tmp_path)
+    lines = [json.loads(x) for x in good.stdout.splitlines()]
+    assert lines[0]["kind"] == "event"
+    assert lines[0]["payload"]["type"] == "worker.ready"
