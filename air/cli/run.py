@@ -22,7 +22,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
-from xml.etree import ElementTree
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -136,7 +135,9 @@ def run_headless(argv_options: dict[str, Any]) -> int:
 
 
 def _start_spare(args: dict[str, Any]) -> Any:
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")  # air uses none (IMPL-START-2)
+    from air.ipc.startup import skip_pydantic_plugins
+
+    skip_pydantic_plugins()
     if args.get("--fake-script") or not args.get("BATCH"):
         return None
     from air.ipc.spare import SpareWorker
@@ -232,6 +233,8 @@ class Progress:
 def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[str, Any]) -> None:
     """Write a JUnit XML report: one testcase per task; failed/blocked are failures,
     cancelled/interrupted are skipped."""
+    from xml.etree import ElementTree
+
     suite = ElementTree.Element(
         "testsuite",
         name=f"air session {result.session_id}",
@@ -439,22 +442,6 @@ def _make_monitor(session: Any) -> Any:
     return monitor
 
 
-def _warm_up_on_first_agent(session: Any, warm_up: Callable[[], None]) -> None:
-    """Build the provider's client (httpx, ~50-80 ms of imports) in a thread once the first
-    worker has answered its handshake: it then imports its runtime on another core while this
-    process idles, and the warm-up does not compete with the spawn (IMPL-START-1)."""
-    from air.contracts import EventFilter
-
-    started: list[bool] = []
-
-    def on_event(_event: Any) -> None:
-        if not started:
-            started.append(True)
-            warm_up()
-
-    session.bus.subscribe(EventFilter(types=["agent.started"]), on_event)
-
-
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
     import trio
 
@@ -499,6 +486,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         async with session.bus.serving():
             workspaces = WorkspaceManager(project.project_root, ledger.record)
             runner, warm_up = _make_runner(options, session, project.project_root)
+            if warm_up is not None:
+                warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
             reap = None
             if not options.fake_script:
                 from air.nursery.runs import reap_orphans
@@ -532,8 +521,6 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             monitor.on_overdue = scheduler.on_overdue
             if specs:
                 await scheduler.create_tasks(specs)
-            if warm_up is not None:
-                _warm_up_on_first_agent(session, warm_up)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     _watch_signals,

@@ -10,7 +10,6 @@ never adopted reads end-of-file on stdin when the parent exits (or ``close``\\ s
 from __future__ import annotations
 
 import os
-import secrets
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -38,7 +37,7 @@ class SpareWorker:
     @classmethod
     def start(cls, cwd: str, command: Sequence[str] | None = None) -> SpareWorker | None:
         """Spawn a worker in ``cwd`` with the parent's environment; None if it cannot start."""
-        marker = "spare." + secrets.token_hex(8)
+        marker = "spare." + os.urandom(8).hex()
         env = {**os.environ, _MARKER_ENV: marker}
         env.setdefault("PYTHONUNBUFFERED", "1")
         try:

@@ -64,8 +64,9 @@ def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:
 
 
 def main() -> int:
-    # air uses no pydantic plugins; looking them up scans every installed distribution
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+    from air.ipc.startup import skip_pydantic_plugins
+
+    skip_pydantic_plugins()
     from air.roles.main import prepare_worker, run_worker, warm_models
 
     warm_models()

@@ -4,6 +4,7 @@ exits quietly; ``worker.ready`` comes only once the worker validated its task. R
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -114,3 +115,31 @@ def test_ready_only_after_the_task_validated(tmp_path: Path) -> None:
     lines = [json.loads(x) for x in good.stdout.splitlines()]
     assert lines[0]["kind"] == "event"
     assert lines[0]["payload"]["type"] == "worker.ready"
+
+
+def _modules_after_warm(extra_env: dict[str, str]) -> list[bool]:
+    probe = (
+        "import json, sys\n"
+        "from air.ipc.startup import skip_pydantic_plugins\n"
+        "skip_pydantic_plugins()\n"
+        "from air.roles.main import warm_models\n"
+        "warm_models()\n"
+        "print(json.dumps(['importlib.metadata' in sys.modules,\n"
+        "    getattr(sys.modules.get('pydantic.plugin._loader'), '__file__', None) is None]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    out = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**env, **extra_env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return list(json.loads(out.stdout))
+
+
+def test_the_worker_skips_the_pydantic_plugin_lookup() -> None:
+    assert _modules_after_warm({}) == [False, True]
+    # a user who asks for (some) plugins gets pydantic's own loader
+    assert _modules_after_warm({"PYDANTIC_DISABLE_PLUGINS": "some_plugin"}) == [True, False]
