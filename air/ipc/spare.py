@@ -4,7 +4,8 @@ Owns ``SpareWorker``: ``start`` spawns the worker with the standard library only
 pydantic), as the very first thing ``air run`` does, so that the worker imports its runtime on
 the other core while the parent imports and opens its session; ``adopt`` hands the process to a
 ``WorkerProcess`` inside Trio for the first task, in place of a fresh spawn. A spare that is
-never adopted reads end-of-file on stdin when the parent exits (or ``close``\\ s it) and exits.
+never adopted is killed by ``close``; if the parent dies first, the spare reads end-of-file on
+stdin and exits.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ class SpareWorker:
         self.marker = marker
         self.cwd = cwd
         self.adopted = False
+        self._closed = False
 
     @classmethod
     def start(cls, cwd: str, command: Sequence[str] | None = None) -> SpareWorker | None:
@@ -70,16 +72,17 @@ class SpareWorker:
         )
 
     def close(self) -> None:
-        """Let an unused spare go: closing its stdin makes it exit; then reap it."""
-        if self.adopted:
+        """Let an unused spare go at once: it has done nothing but import, so it is killed
+        (SIGKILL, then reaped: no wait on its imports inside the caller's event loop)."""
+        if self.adopted or self._closed:
             return
-        if self.popen.stdin is not None:
-            self.popen.stdin.close()
-        try:
-            self.popen.wait(timeout=5)
-        except subprocess.TimeoutExpired:
+        self._closed = True
+        if self.popen.poll() is None:
             self.popen.kill()
-            self.popen.wait()
+        self.popen.wait()
+        for pipe in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 class PopenProcess:

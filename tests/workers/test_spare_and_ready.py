@@ -79,16 +79,24 @@ async def test_a_spare_with_another_command_is_not_adopted(env: Env) -> None:
     outcome = await manager.supervise(env.request(type=TaskType.REVIEW))
     assert outcome.result is not None
     assert not spare.adopted
-    assert spare.popen.poll() == 0  # closed and reaped
+    assert spare.popen.poll() is not None  # closed and reaped, not left waiting
 
 
 def test_an_unused_spare_exits_quietly(tmp_path: Path) -> None:
+    # the parent went away: end-of-file on stdin before any byte
     spare = SpareWorker.start(str(tmp_path))
     assert spare is not None
-    spare.close()
-    assert spare.popen.returncode == 0
+    assert spare.popen.stdin is not None
+    spare.popen.stdin.close()
+    assert spare.popen.wait(timeout=60) == 0
     assert spare.popen.stderr is not None
     assert spare.popen.stderr.read() == b""
+    # the run ended without using it: killed and reaped at once
+    other = SpareWorker.start(str(tmp_path))
+    assert other is not None
+    other.close()
+    assert other.popen.returncode is not None
+    other.close()  # idempotent
 
 
 def test_ready_only_after_the_task_validated(tmp_path: Path) -> None:
