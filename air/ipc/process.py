@@ -37,7 +37,10 @@ STDERR_TAIL_BYTES = 256 * 1024
 
 
 def worker_command(module: str = "air.roles") -> list[str]:
-    return [sys.executable, "-m", module]
+    """``python -P -m air.roles``: ``-P`` keeps the worker's cwd (a workspace, which workers and
+    the commands they run can write) out of ``sys.path``, so a planted ``air/`` package there is
+    never imported in place of air's own."""
+    return [sys.executable, "-P", "-m", module]
 
 
 class WorkerProcess:

@@ -44,7 +44,8 @@ class SpareWorker:
         env.setdefault("PYTHONUNBUFFERED", "1")
         try:
             popen = subprocess.Popen(
-                list(command or [sys.executable, "-m", "air.roles"]),
+                # air.ipc.process.worker_command() (that module imports Trio)
+                list(command or [sys.executable, "-P", "-m", "air.roles"]),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,

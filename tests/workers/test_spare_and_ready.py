@@ -151,3 +151,24 @@ def test_the_worker_skips_the_pydantic_plugin_lookup() -> None:
     assert _modules_after_warm({}) == [False, True]
     # a user who asks for (some) plugins gets pydantic's own loader
     assert _modules_after_warm({"PYDANTIC_DISABLE_PLUGINS": "some_plugin"}) == [True, False]
+
+
+async def test_a_planted_air_package_in_the_workspace_is_never_imported(env: Env) -> None:
+    planted = env.root / "air"
+    planted.mkdir()
+    marker = env.tmp / "planted-code-ran"
+    (planted / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('x')\n")
+    spare = SpareWorker.start(str(env.root))
+    assert spare is not None
+    for adopt in (True, False):
+        manager = env.manager([text_turn(result_text("completed", "ok", {"verdict": "approved"}))])
+        manager.spare = spare if adopt else None
+        outcome = await manager.supervise(env.request(type=TaskType.REVIEW))
+        assert outcome.result is not None
+        assert outcome.result.status == WorkerStatus.COMPLETED
+    assert spare.adopted
+    assert not _exists(marker)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
