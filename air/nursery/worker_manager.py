@@ -444,12 +444,6 @@ class WorkerManager:
         spare.close()
         return None
 
-    def close_spare(self) -> None:
-        """Let an unused spare worker exit (idempotent)."""
-        spare, self.spare = self.spare, None
-        if spare is not None:
-            spare.close()
-
     async def _record_started(self, run: _Run, status: str = "running") -> None:
         assert run.proc is not None
         ident = run.proc.identity

@@ -4,8 +4,8 @@ Owns the start of a worker: import the runtime and the roles first (before stdin
 spare worker started ahead of its task does this while the parent is still loading; IMPL-START-2),
 then read the ``agent.start`` line, check its envelope and protocol version with the standard
 library, validate it and build the role, and only then answer ``worker.ready``: ready means the
-worker can serve its task. End-of-file before any byte (an unused spare) exits 0 quietly. Exit
-codes per ARCHITECTURE §3.
+worker can serve its task. End-of-file before any byte (a spare whose parent went away) exits 0
+quietly. Exit codes per ARCHITECTURE §3.
 """
 
 from __future__ import annotations
