@@ -132,11 +132,15 @@ def run_headless(argv_options: dict[str, Any]) -> int:
     finally:
         if spare is not None:
             spare.close()  # unless a task adopted it
+        from air.ipc.startup import release_gc
+
+        release_gc()
 
 
 def _start_spare(args: dict[str, Any]) -> Any:
-    from air.ipc.startup import skip_pydantic_plugins
+    from air.ipc.startup import hold_gc, skip_pydantic_plugins
 
+    hold_gc()  # released once the run is set up (IMPL-START-2)
     skip_pydantic_plugins()
     if args.get("--fake-script") or not args.get("BATCH"):
         return None
@@ -442,6 +446,16 @@ def _make_monitor(session: Any) -> Any:
     return monitor
 
 
+def _release_gc_on_first_agent(session: Any) -> None:
+    """Resume the garbage collector ``run_headless`` held (IMPL-START-2) once the first worker
+    has started, or the first attempt ended without one: start-up is then over."""
+    from air.contracts import EventFilter
+    from air.ipc.startup import release_gc
+
+    ends = ["task.completed", "task.failed", "task.blocked", "task.cancelled", "task.interrupted"]
+    session.bus.subscribe(EventFilter(types=["agent.started", *ends]), lambda _e: release_gc())
+
+
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
     import trio
 
@@ -521,6 +535,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             monitor.on_overdue = scheduler.on_overdue
             if specs:
                 await scheduler.create_tasks(specs)
+            _release_gc_on_first_agent(session)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     _watch_signals,

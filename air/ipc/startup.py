@@ -2,16 +2,20 @@
 
 Owns ``skip_pydantic_plugins``: air uses no pydantic plugins, yet pydantic looks them up when its
 first validator is built, importing ``importlib.metadata`` (and zipfile, email, csv) and scanning
-every installed distribution. Standard library only.
+every installed distribution. Owns ``hold_gc`` / ``release_gc``: the cyclic garbage collector is
+off while a process imports (pydantic's class and schema building sets off collection after
+collection that find next to nothing), then the survivors are frozen out of later collections
+and collection resumes. Standard library only.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import types
 
-__all__ = ["skip_pydantic_plugins"]
+__all__ = ["hold_gc", "release_gc", "skip_pydantic_plugins"]
 
 _LOADER = "pydantic.plugin._loader"
 
@@ -30,3 +34,16 @@ def skip_pydantic_plugins() -> None:
     loader = types.ModuleType(_LOADER, "air: pydantic plugins are disabled (__all__)")
     loader.get_plugins = _no_plugins  # type: ignore[attr-defined]
     sys.modules[_LOADER] = loader
+
+
+def hold_gc() -> None:
+    """Stop automatic cyclic collection for the start-up (``release_gc`` resumes it)."""
+    gc.disable()
+
+
+def release_gc() -> None:
+    """Resume cyclic collection; what start-up built (modules, classes, validators) moves to the
+    permanent generation first, so later collections do not walk it again (IMPL-START-2)."""
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()

@@ -64,8 +64,9 @@ def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:
 
 
 def main() -> int:
-    from air.ipc.startup import skip_pydantic_plugins
+    from air.ipc.startup import hold_gc, release_gc, skip_pydantic_plugins
 
+    hold_gc()
     skip_pydantic_plugins()
     from air.roles.main import prepare_worker, run_worker, warm_models
 
@@ -90,6 +91,7 @@ def main() -> int:
     prepared = prepare_worker(payload)
     if isinstance(prepared, str):
         return _fail(prepared, session_id, agent_id)
+    release_gc()
     ready = {
         "type": "worker.ready",
         "version": 1,

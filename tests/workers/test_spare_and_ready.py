@@ -172,3 +172,20 @@ async def test_a_planted_air_package_in_the_workspace_is_never_imported(env: Env
 
 def _exists(path: Path) -> bool:
     return path.exists()
+
+
+def test_gc_is_held_during_start_up_and_released_frozen() -> None:
+    probe = (
+        "import gc, json\n"
+        "from air.ipc.startup import hold_gc, release_gc\n"
+        "hold_gc()\n"
+        "held = gc.isenabled()\n"
+        "import air.roles.main\n"
+        "release_gc()\n"
+        "release_gc()\n"
+        "print(json.dumps([held, gc.isenabled(), gc.get_freeze_count() > 0]))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert json.loads(out.stdout) == [False, True, True]
