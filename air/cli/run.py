@@ -126,7 +126,7 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
 
 def run_headless(argv_options: dict[str, Any]) -> int:
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130)."""
-    spare = _start_spare(argv_options)  # first: it imports on the other core (IMPL-START-2)
+    spare = _start_up(argv_options)  # first: the spare imports on the other core (IMPL-START-2)
     try:
         return _run_headless(argv_options, spare)
     finally:
@@ -137,7 +137,9 @@ def run_headless(argv_options: dict[str, Any]) -> int:
         release_gc()
 
 
-def _start_spare(args: dict[str, Any]) -> Any:
+def _start_up(args: dict[str, Any]) -> Any:
+    """Before any heavy import: hold the garbage collector, skip pydantic's plugin lookup and
+    start the spare worker (None for a fake-script run or a bad command line)."""
     from air.ipc.startup import hold_gc, skip_pydantic_plugins
 
     hold_gc()  # released once the run is set up (IMPL-START-2)
