@@ -5,7 +5,9 @@ Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
 
 1. Spawn-to-ready: ``WorkerProcess.spawn`` of ``python -m air.roles`` (own session, marker env),
    ``agent.start`` sent, until ``worker.ready`` is decoded — 1 worker, then 16 at once — vs a
-   bare ``python -c`` child that prints one line, spawned the same way. Goal: <= 5x bare.
+   bare ``python -c`` child that prints one line, spawned the same way. Goal: <= 5x bare (set
+   when ``worker.ready`` came from a stdlib fast path; since IMPL-START-2 it is sent once the
+   worker has imported its runtime and validated its task, so this includes those imports).
 2. Round trips: a worker makes N ``tool.call`` → ``tool.result`` round trips through the real
    ``WorkerRuntime`` and the real ``WorkerManager`` (validation, routing, envelopes) vs a raw
    pipe echo (a Python child echoing lines, the parent writing a line and reading it back; the

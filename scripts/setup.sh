@@ -29,3 +29,6 @@ if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$sta
   .venv/bin/python -m pip install -q -e ".[test]"
   touch "$stamp"
 fi
+# bytecode for air's own sources (an editable install has none; with PYTHONDONTWRITEBYTECODE
+# set, every air process and worker would compile them again at start-up: IMPL-START-2)
+.venv/bin/python -m compileall -q -j 0 air >/dev/null

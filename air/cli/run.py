@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
-from xml.etree import ElementTree
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -65,6 +64,8 @@ class HeadlessOptions:
     junit: str | None = None
     runner_factory: RunnerFactory | None = None
     """Builds the TaskRunner instead of the real workers (tests only; never from argv)."""
+    spare: Any = None
+    """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
 
@@ -143,12 +144,42 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130).
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
+    # first: the spare imports on the other core (IMPL-START-2)
+    spare = _start_up(argv_options, fake=runner_factory is not None)
+    try:
+        return _run_headless(argv_options, spare, runner_factory)
+    finally:
+        if spare is not None:
+            spare.close()  # unless a task adopted it
+        from air.ipc.startup import release_gc
+
+        release_gc()
+
+
+def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
+    """Before any heavy import: hold the garbage collector, skip pydantic's plugin lookup and
+    start the spare worker (None for a run with injected fake workers or a bad command line)."""
+    from air.ipc.startup import hold_gc, skip_pydantic_plugins
+
+    hold_gc()  # released once the run is set up (IMPL-START-2)
+    skip_pydantic_plugins()
+    if fake or not args.get("BATCH"):
+        return None
+    from air.ipc.spare import SpareWorker
+
+    return SpareWorker.start(os.path.abspath(args.get("--project") or os.getcwd()))
+
+
+def _run_headless(
+    argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
+) -> int:
     from air.contracts import AirException
     from air.nursery.batch import load_batch
 
     stderr = sys.stderr
     try:
         options = parse_options(argv_options)
+        options.spare = spare
         if not options.batch:
             raise AirException.of(
                 kind="validation_error",
@@ -268,6 +299,8 @@ def _silence_stdout() -> None:
 def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[str, Any]) -> None:
     """Write a JUnit XML report: one testcase per task; failed/blocked are failures,
     cancelled/interrupted are skipped."""
+    from xml.etree import ElementTree
+
     suite = ElementTree.Element(
         "testsuite",
         name=f"air session {result.session_id}",
@@ -532,13 +565,30 @@ def _make_runner(
         artifacts=session.artifacts,
         model=model,
         tool_specs=specs,
+        context=_worker_context(session, provider, model),
         state_dir=_runs_dir(project_root),
         redactor=redactor,
+        spare=options.spare,
     )
     if warm_up is None:
         return runner, None
     provider_id = model.partition("/")[0]
     return runner, lambda: warm_up(provider_id)
+
+
+def _worker_context(session: Any, provider: Any, model: str) -> Any:
+    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6)."""
+    from importlib import resources
+
+    from air.context.worker_pack import WorkerContextBuilder
+
+    rows: list[Any] = getattr(provider, "list_models", list)()
+    ref = model.partition("/")
+    window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
+    prompts = resources.files("air.roles").joinpath("prompts")
+    return WorkerContextBuilder.for_session(
+        session, role_prompt_dir=str(prompts), context_window=window
+    )
 
 
 def _configured_model(manager: Any, wanted: str | None) -> str:
@@ -685,20 +735,14 @@ def _make_monitor(session: Any) -> Any:
     return monitor
 
 
-def _warm_up_on_first_agent(session: Any, warm_up: Callable[[], None]) -> None:
-    """Build the provider's client (httpx, ~50-80 ms of imports) in a thread once the first
-    worker has answered its handshake: it then imports its runtime on another core while this
-    process idles, and the warm-up does not compete with the spawn (IMPL-START-1)."""
+def _release_gc_on_first_agent(session: Any) -> None:
+    """Resume the garbage collector ``run_headless`` held (IMPL-START-2) once the first worker
+    has started, or the first attempt ended without one: start-up is then over."""
     from air.contracts import EventFilter
+    from air.ipc.startup import release_gc
 
-    started: list[bool] = []
-
-    def on_event(_event: Any) -> None:
-        if not started:
-            started.append(True)
-            warm_up()
-
-    session.bus.subscribe(EventFilter(types=["agent.started"]), on_event)
+    ends = ["task.completed", "task.failed", "task.blocked", "task.cancelled", "task.interrupted"]
+    session.bus.subscribe(EventFilter(types=["agent.started", *ends]), lambda _e: release_gc())
 
 
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
@@ -757,6 +801,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         async with session.bus.serving():
             workspaces = WorkspaceManager(project.project_root, ledger.record)
             runner, warm_up = _make_runner(options, session, project.project_root, prepared)
+            if warm_up is not None:
+                warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
             reap = None
             if options.runner_factory is None:
                 from air.nursery.runs import reap_orphans
@@ -791,8 +837,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             if specs:
                 with session.creating():
                     await scheduler.create_tasks(specs)
-            if warm_up is not None:
-                _warm_up_on_first_agent(session, warm_up)
+            _release_gc_on_first_agent(session)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     _watch_signals,

@@ -1,8 +1,9 @@
 """ContextAssembler: builds the Anthropic-canonical context of one model call (SDD §10.1).
 
 Owns assembling the layers the loader does not (L2 safety from the permission profile files, L4
-architecture and plan documents, L6 evidence, L7 recent conversation, L8 tool output, L9 the
-immediate instruction), ``fit_budget`` (priority-ordered fitting with L0-L2 never dropped),
+architecture and plan documents, L6 evidence of the task and of its dependencies, L7 recent
+conversation, L8 tool output and the failures of earlier attempts, L9 the immediate
+instruction), ``fit_budget`` (priority-ordered fitting with L0-L2 never dropped),
 omission reporting, the compaction request, the rendering into ``system`` + ``messages``, and
 writing a large context to a messages artifact through an injected writer.
 
@@ -89,6 +90,8 @@ class SessionReaders:
     command_runs: Callable[[TaskID], Sequence[Any]] | None = None
     evidence: Callable[[str, str], Sequence[Any]] | None = None
     """``(entity_type, entity_id)`` → evidence rows (``evidence.list_for_entity``)."""
+    attempts: Callable[[TaskID], Sequence[Any]] | None = None
+    """The finished and running attempts of a task (``task_attempts.list_by_task``)."""
 
 
 def readers_from_store(store: Any) -> SessionReaders:
@@ -105,11 +108,13 @@ def readers_from_store(store: Any) -> SessionReaders:
     tool_runs = method("tool_runs", "list_by_task")
     command_runs = method("command_runs", "list_by_task")
     evidence = method("evidence", "list_for_entity")
+    attempts = method("task_attempts", "list_by_task")
     return SessionReaders(
         messages=(lambda sid: list(messages(sid))) if messages else None,
         tool_runs=(lambda tid: list(tool_runs(tid))) if tool_runs else None,
         command_runs=(lambda tid: list(command_runs(tid))) if command_runs else None,
         evidence=(lambda et, eid: list(evidence(et, eid))) if evidence else None,
+        attempts=(lambda tid: list(attempts(tid))) if attempts else None,
     )
 
 
@@ -536,18 +541,22 @@ class ContextAssembler:
             yield self._layer(PromptLayerLevel.EVIDENCE, text, ref)
         if self._readers.evidence is None:
             return
-        rows = self._readers.evidence("task", spec.id)
-        lines = []
-        for row in rows:
-            kind = _get(row, "kind")
-            kind_text = getattr(kind, "value", kind)
-            lines.append(f"- [{kind_text}] {_get(row, 'claim')} ({_get(row, 'ref')})")
-        if lines:
-            yield self._layer(
-                PromptLayerLevel.EVIDENCE,
-                "Evidence recorded for this task:\n" + "\n".join(lines),
-                f"evidence:task:{spec.id}",
-            )
+        sources = [(spec.id, "this task")] + [
+            (dep.depends_on_task_id, f"task {dep.depends_on_task_id}, a dependency of this task")
+            for dep in spec.dependencies
+        ]
+        for task_id, label in sources:
+            lines = []
+            for row in self._readers.evidence("task", task_id):
+                kind = _get(row, "kind")
+                kind_text = getattr(kind, "value", kind)
+                lines.append(f"- [{kind_text}] {_get(row, 'claim')} ({_get(row, 'ref')})")
+            if lines:
+                yield self._layer(
+                    PromptLayerLevel.EVIDENCE,
+                    f"Evidence recorded for {label}:\n" + "\n".join(lines),
+                    f"evidence:task:{task_id}",
+                )
 
     def _conversation_layers(self, session_id: SessionID) -> Iterable[PromptLayer]:
         if self._readers.messages is None or self._conversation_limit <= 0:
@@ -566,7 +575,31 @@ class ContextAssembler:
                 f"message:{message_id}" if message_id else None,
             )
 
+    def _failure_layers(self, task_id: TaskID) -> Iterable[PromptLayer]:
+        """L8: each earlier attempt of the task that failed, with its error (IMPL-CTX-6)."""
+        if self._readers.attempts is None:
+            return
+        for row in self._readers.attempts(task_id):
+            if _get(row, "status") != "failed":
+                continue
+            index = _get(row, "attempt_index")
+            error = _maybe_json(_get(row, "failure_error_json"))
+            error = error if isinstance(error, Mapping) else {}
+            message = _get(row, "failure_message") or error.get("message") or "no message"
+            kind = _get(row, "failure_kind") or error.get("kind") or "unknown"
+            text = f"Attempt {index} of this task failed ({kind}): {message}"
+            for key, label in (("detail", "detail"), ("user_action", "what to do")):
+                if error.get(key):
+                    text += f"\n{label}: {_cut(str(error[key]))}"
+            text += "\nAvoid repeating what made it fail."
+            layer = self._layer(PromptLayerLevel.TOOL_OUTPUT, text, f"attempt:{task_id}:{index}")
+            # the failure is what a retry must not lose: it outranks the bulky tool history
+            yield layer.model_copy(
+                update={"priority": self._priorities[PromptLayerLevel.TASK_SPEC] - 10}
+            )
+
     def _tool_output_layers(self, task_id: TaskID) -> Iterable[PromptLayer]:
+        yield from self._failure_layers(task_id)
         if self._tool_output_limit <= 0:
             return
         entries: list[tuple[str, int, str, str | None]] = []

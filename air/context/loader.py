@@ -2,7 +2,8 @@
 
 Owns loading the runtime invariant (a built-in resource), the worker role prompts (from an
 injected directory or callable, falling back to the built-in resources), the project rules
-(``<project>/.air/shared/rules/*.md``) and the task-context layers built from a ``TaskSpec``.
+(``<project>/.air/shared/rules/*.md``, then the usual project instruction files ``AGENTS.md``
+and ``CLAUDE.md`` at the project root) and the task-context layers built from a ``TaskSpec``.
 Also owns the default priority of every layer level and ``read_text_file``, the bounded reader
 all context files go through.
 """
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_LAYER_PRIORITIES",
     "IMMUTABLE_LEVELS",
     "MAX_FILE_CHARS",
+    "PROJECT_INSTRUCTION_FILES",
     "PromptLayerLoader",
     "RolePromptSource",
     "builtin_resource",
@@ -52,6 +54,9 @@ instruction and the task come next; bulky history (tool output, conversation) go
 IMMUTABLE_LEVELS = frozenset(
     {PromptLayerLevel.RUNTIME_INVARIANT, PromptLayerLevel.ROLE, PromptLayerLevel.SAFETY}
 )
+
+PROJECT_INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md")
+"""IMPL-CTX-6: instruction files other agents read, taken into L3 after the rules files."""
 
 MAX_FILE_CHARS = 200_000
 """A context file longer than this is cut (with a marker); budget fitting does the rest."""
@@ -164,18 +169,31 @@ class PromptLayerLoader:
         return _layer(PromptLayerLevel.ROLE, builtin_resource(name).strip(), f"builtin:{name}")
 
     def load_project_rules(self, project: ProjectContext) -> list[PromptLayer]:
-        """L3: one layer per ``<shared_root>/rules/*.md`` file, in name order; empty files skipped.
+        """L3: one layer per ``<shared_root>/rules/*.md`` file, in name order, then one per
+        project instruction file (``AGENTS.md``, ``CLAUDE.md`` at the project root) that
+        exists; empty files are skipped.
 
         Raises:
-            AirException: ``config_error`` when a rules file cannot be read.
+            AirException: ``config_error`` when a rules or instruction file cannot be read or
+                resolves outside the project.
         """
         rules_dir = Path(project.shared_root) / "rules"
-        if not rules_dir.is_dir():
-            return []
+        paths = sorted(rules_dir.glob("*.md")) if rules_dir.is_dir() else []
+        paths += [Path(project.project_root) / name for name in PROJECT_INSTRUCTION_FILES]
+        root = Path(os.path.realpath(project.project_root))
         layers: list[PromptLayer] = []
-        for path in sorted(rules_dir.glob("*.md")):
+        for path in paths:
             if not path.is_file():
                 continue
+            real = Path(os.path.realpath(path))
+            if root not in real.parents:
+                # a worker may write AGENTS.md; a link out of the project must not carry a
+                # file such as a key into the next worker's context (and so to the provider)
+                raise AirException.of(
+                    kind=ErrorKind.CONFIG_ERROR,
+                    message=f"{path} points outside the project (to {real})",
+                    user_action=f"Replace the link {path} with a regular file, or remove it.",
+                )
             text = read_text_file(path).strip()
             if not text:
                 continue

@@ -309,8 +309,8 @@ class ProviderConfig(Contract):
     timeout_s: float = Field(default=600.0, gt=0)
     read_timeout_s: float = Field(default=120.0, gt=0)
     """The longest silence while a reply streams; a stalled stream is retried as a turn."""
-    transport: Literal["sdk", "http"] = "sdk"
-    """``anthropic`` only: the official SDK (default) or plain httpx (faster start-up)."""
+    transport: Literal["sdk", "http"] = "http"
+    """``anthropic`` only: plain httpx (default; IMPL-START-2) or the official SDK (``sdk``)."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
 

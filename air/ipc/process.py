@@ -9,15 +9,16 @@ receiving decoded envelopes (protocol violations come back as values), capturing
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
 from air.contracts.ipc import IpcEnvelope
+from air.ipc.environment import WORKER_ENV_ALLOWLIST, worker_environment
 from air.ipc.framing import (
     DEFAULT_MAX_LINE_BYTES,
     RECEIVE_BYTES,
@@ -29,6 +30,9 @@ from air.ipc.framing import (
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import WorkerProtocol
 
+if TYPE_CHECKING:
+    from air.ipc.spare import PopenProcess
+
 __all__ = [
     "STDERR_TAIL_BYTES",
     "WORKER_ENV_ALLOWLIST",
@@ -39,45 +43,11 @@ __all__ = [
 
 STDERR_TAIL_BYTES = 256 * 1024
 
-WORKER_ENV_ALLOWLIST = (
-    "PATH",
-    "HOME",
-    "USER",
-    "LOGNAME",
-    "LANG",
-    "LANGUAGE",
-    "LC_ALL",
-    "LC_CTYPE",
-    "LC_MESSAGES",
-    "TZ",
-    "TMPDIR",
-    "VIRTUAL_ENV",
-    "PYTHONPATH",
-    "PYTHONHOME",
-    "PYTHONNOUSERSITE",
-    "PYTHONSAFEPATH",
-    "PYTHONDONTWRITEBYTECODE",
-    "PYTHONHASHSEED",
-    "PYTHONIOENCODING",
-    "PYTHONUTF8",
-    "PYTHONFAULTHANDLER",
-    "PYTHONDEVMODE",
-    "PYTHONWARNINGS",
-    "COVERAGE_PROCESS_START",
-)
-"""What a worker inherits from air: what ``python -m air.roles`` needs to start and import air
-(interpreter, venv and path, locale, HOME for the user site-packages). No key, token or agent
-socket: workers reach the model only through the parent (IMPL-SBX-4)."""
-
-
-def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The allowlisted part of ``environ`` (default ``os.environ``) a worker starts with."""
-    source = os.environ if environ is None else environ
-    return {k: source[k] for k in WORKER_ENV_ALLOWLIST if k in source}
-
-
 def worker_command(module: str = "air.roles") -> list[str]:
-    return [sys.executable, "-m", module]
+    """``python -P -m air.roles``: ``-P`` keeps the worker's cwd (a workspace, which workers and
+    the commands they run can write) out of ``sys.path``, so a planted ``air/`` package there is
+    never imported in place of air's own."""
+    return [sys.executable, "-P", "-m", module]
 
 
 class WorkerProcess:
@@ -85,7 +55,7 @@ class WorkerProcess:
 
     def __init__(
         self,
-        process: trio.Process,
+        process: trio.Process | PopenProcess,
         *,
         agent_id: str,
         marker: str,

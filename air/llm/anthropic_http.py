@@ -1,4 +1,5 @@
-"""AnthropicHttpAdapter: the Messages API over plain httpx (``transport: http``), no SDK.
+"""AnthropicHttpAdapter: the Messages API over plain httpx (``transport: http``, the default), no
+SDK.
 
 Owns the wire headers (``x-api-key``, ``anthropic-version``) and the endpoint; the exchange
 itself (request body, SSE decoding through ``AnthropicStreamNormalizer``, error mapping) is the

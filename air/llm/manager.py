@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -491,9 +492,18 @@ class ProviderManager:
                 await adapter.aclose()
 
 
+def _skip_httpx_cli() -> None:
+    """Keep httpx from importing its command-line client (click, rich, pygments when installed:
+    about half of ``import httpx``); air never runs it (IMPL-START-2). Only before the first
+    import of httpx: it then defines its "not installed" stub ``httpx.main`` instead."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+
+
 def _create_adapter(
     provider_id: str, config: ProviderConfig, env: Mapping[str, str] | None
 ) -> ProviderAdapter:
+    _skip_httpx_cli()
     if config.kind is ProviderKind.ANTHROPIC and config.transport == "http":
         from air.llm.anthropic_http import AnthropicHttpAdapter
 

@@ -58,6 +58,7 @@ from air.events.payloads import PAYLOADS
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES, ProtocolViolation
 from air.ipc.process import WorkerProcess, worker_command
 from air.ipc.protocol import make_envelope
+from air.ipc.spare import SpareWorker
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 from air.security.redact import SecretRedactor
@@ -203,10 +204,14 @@ class WorkerManager:
         tool_streams: optional streaming router (``ToolRegistry.call_streaming``); its progress
             items reach the worker as ``tool.stream``.
         tool_specs: tool definitions offered to the model (Anthropic ``ToolSpec`` dicts).
-        context: builds the ContextPack of a request (default: tools only).
+        context: builds the ContextPack of a request (``air run`` passes the session's
+            ``WorkerContextBuilder``; default: tools only). An AirException it raises fails
+            the attempt with that error before any process starts.
         state_dir: where run records live (default ``<project>/.air/local/state/runs``).
         redactor: applied to everything the parent ingests from a worker — its result, its
             events, its log lines and stderr — before it is recorded (IMPL-API-4).
+        spare: a worker started ahead (``SpareWorker.start``); the first attempt adopts it
+            instead of spawning (IMPL-START-2).
     """
 
     def __init__(
@@ -223,6 +228,7 @@ class WorkerManager:
         config: SupervisionConfig | None = None,
         state_dir: str | None = None,
         redactor: SecretRedactor | None = None,
+        spare: SpareWorker | None = None,
     ) -> None:
         self.tools = tools
         self.tool_streams = tool_streams
@@ -235,6 +241,7 @@ class WorkerManager:
         self.config = config or SupervisionConfig()
         self.state_dir = state_dir
         self.redactor = redactor
+        self.spare = spare
         self._live: dict[str, _Run] = {}
         listen = getattr(provider, "add_retry_listener", None)
         if listen is not None:
@@ -293,7 +300,14 @@ class WorkerManager:
         records = self._records(request)
         finished = False
         try:
-            pack = await self.context(request) if self.context else ContextPack()
+            try:
+                pack = await self.context(request) if self.context else ContextPack()
+            except AirException as exc:  # e.g. an unreadable rules file: the attempt fails
+                outcome = await self._finish(
+                    run, _End("spawn_error", exc.error), records, started=False
+                )
+                finished = True
+                return outcome
             if not pack.tools and self.tool_specs:
                 pack = pack.model_copy(update={"tools": self.tool_specs})
             end = await self._start(run, pack)
@@ -348,15 +362,20 @@ class WorkerManager:
     async def _start(self, run: _Run, pack: ContextPack) -> _End | None:
         req = run.request
         cfg = self.config
+        spare = self._take_spare()
         try:
-            run.proc = await WorkerProcess.spawn(
-                agent_id=req.agent_id,
-                marker=run.marker,
-                cwd=req.workspace.path or None,
-                command=cfg.command or worker_command(),
-                env=cfg.env,
-                max_line_bytes=cfg.max_line_bytes,
-            )
+            if spare is not None:
+                run.marker = spare.marker
+                run.proc = spare.adopt(req.agent_id, cfg.max_line_bytes)
+            else:
+                run.proc = await WorkerProcess.spawn(
+                    agent_id=req.agent_id,
+                    marker=run.marker,
+                    cwd=req.workspace.path or None,
+                    command=cfg.command or worker_command(),
+                    env=cfg.env,
+                    max_line_bytes=cfg.max_line_bytes,
+                )
         except OSError as exc:
             return _End(
                 "spawn_error",
@@ -422,6 +441,17 @@ class WorkerManager:
         limits = req.task_spec.constraints
         run.soft_at = now + limits.soft_timeout_ms / 1000
         run.hard_at = now + limits.hard_timeout_ms / 1000
+        return None
+
+    def _take_spare(self) -> SpareWorker | None:
+        """The spare worker, once, if it is alive and was started as this manager would start
+        one (default command and environment; IMPL-START-2)."""
+        spare, self.spare = self.spare, None
+        if spare is None:
+            return None
+        if self.config.command is None and self.config.env is None and spare.alive():
+            return spare
+        spare.close()
         return None
 
     async def _record_started(self, run: _Run, status: str = "running") -> None:

@@ -1,8 +1,11 @@
 """``python -m air.roles``: the worker entry point.
 
-Owns the handshake fast path: read the ``agent.start`` line and answer ``worker.ready`` using only
-the standard library (so spawn-to-ready costs little more than starting Python), then import
-the runtime and the role and run the agent loop. Exit codes per ARCHITECTURE §3.
+Owns the start of a worker: import the runtime and the roles first (before stdin is read, so a
+spare worker started ahead of its task does this while the parent is still loading; IMPL-START-2),
+then read the ``agent.start`` line, check its envelope and protocol version with the standard
+library, validate it and build the role, and only then answer ``worker.ready``: ready means the
+worker can serve its task. End-of-file before any byte (a spare whose parent went away) exits 0
+quietly. Exit codes per ARCHITECTURE §3.
 """
 
 from __future__ import annotations
@@ -61,7 +64,16 @@ def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:
 
 
 def main() -> int:
+    from air.ipc.startup import hold_gc, release_gc, skip_pydantic_plugins
+
+    hold_gc()
+    skip_pydantic_plugins()
+    from air.roles.main import prepare_worker, run_worker, warm_models
+
+    warm_models()
     first, rest = _read_first_line()
+    if not first and not rest:
+        return 0
     try:
         msg = json.loads(first)
         payload = msg["payload"]
@@ -76,15 +88,17 @@ def main() -> int:
             session_id,
             agent_id,
         )
+    prepared = prepare_worker(payload)
+    if isinstance(prepared, str):
+        return _fail(prepared, session_id, agent_id)
+    release_gc()
     ready = {
         "type": "worker.ready",
         "version": 1,
         "payload": {"protocol_version": PROTOCOL_VERSION, "worker_version": WORKER_VERSION},
     }
     os.write(1, _line("event", ready, session_id, agent_id))
-    from air.roles.main import run_worker
-
-    return run_worker(payload, session_id, agent_id, rest)
+    return run_worker(prepared, session_id, agent_id, rest)
 
 
 if __name__ == "__main__":

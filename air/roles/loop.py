@@ -124,12 +124,18 @@ class AgentLoopRole:
     # -- messages ------------------------------------------------------------------------------
 
     def system_prompt(self, pack: ContextPack) -> str:
+        """The ``system`` of every turn. An assembled pack (it has ``messages``) already holds
+        L0-L3, the role prompt included, and is used as is (IMPL-CTX-6); otherwise the role
+        prompt comes first, then the pack's extra system text."""
+        if pack.messages and pack.system_prompt:
+            return pack.system_prompt
         parts = [load_prompt(self.prompt_name)]
         if pack.system_prompt:
             parts.append(pack.system_prompt)
         return "\n\n".join(parts)
 
     def first_messages(self, spec: TaskSpec, pack: ContextPack) -> list[dict[str, Any]]:
+        """The first user message: the pack's assembled L4-L9, or one built from the spec."""
         if pack.messages:
             return [dict(m) for m in pack.messages]
         lines = [f"# Task {spec.id}: {spec.title}", "", spec.description]
