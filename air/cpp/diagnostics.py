@@ -36,6 +36,7 @@ __all__ = [
     "DiagnosticParser",
     "DiagnosticStream",
     "ParsedDiagnostic",
+    "make_signature",
     "normalize_for_signature",
     "strip_ansi",
 ]
@@ -225,6 +226,11 @@ def _code_family(tool: str, code: str | None) -> str:
 
 
 _USER_TEXT = re.compile(r"^(static assertion failed|#error|#warning)\b.*", re.IGNORECASE)
+
+
+def make_signature(severity: DiagnosticSeverity, tool: str, code: str | None, message: str) -> str:
+    """The semantic signature of one diagnostic from its parts (see ``normalize_for_signature``)."""
+    return _signature(severity, tool, code, message)
 
 
 def _signature(severity: DiagnosticSeverity, tool: str, code: str | None, message: str) -> str:
