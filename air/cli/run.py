@@ -264,6 +264,7 @@ def _make_runner(
     configured models, whose adapter the warm-up builds in a thread)."""
     if options.fake_script:
         return _load_fake_runner(options.fake_script), None
+    from air.capabilities import load_capabilities
     from air.llm import ProviderManager
     from air.llm.config import load_models_config
     from air.nursery.task_cassettes import TaskCassettes
@@ -287,7 +288,14 @@ def _make_runner(
     registry = ToolRegistry(
         engine=engine, recorder=session.ingestor, artifacts=session.artifacts, redactor=redactor
     )
-    register_builtin_tools(registry)
+    sandbox = register_builtin_tools(registry)
+    load_capabilities(
+        registry,
+        record=session.ingestor.ingest_sync,
+        session_id=session.session_id,
+        project_root=project_root,
+        sandbox=sandbox,
+    )
     provider: Any
     model = "scripted/scripted"
     warm_up: Callable[[str], None] | None = None
