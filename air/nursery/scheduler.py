@@ -51,7 +51,7 @@ from air.contracts import (
     make_air_error,
     utc_now_iso,
 )
-from air.nursery.evidence import collect_evidence
+from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger, fold_history
 from air.nursery.monitor import AgentMonitor, WatchedAgent
@@ -494,6 +494,14 @@ class Scheduler:
     ) -> None:
         result = outcome.result
         base = {"agent_id": outcome.agent_id}
+        if result is not None and result.status == WorkerStatus.COMPLETED:
+            # a C++ change counts only with the parent's own passing build + ctest records
+            gate = cpp_evidence_gate(
+                node.spec, outcome.agent_id, self.ledger.history(), workspace.path
+            )
+            if gate is not None:
+                outcome = outcome.model_copy(update={"error": gate})
+                result = result.model_copy(update={"status": WorkerStatus.FAILED, "error": gate})
         if result is not None and result.status == WorkerStatus.COMPLETED:
             if workspace.strategy != WorkspaceStrategy.MAIN and self.workspaces is not None:
                 self._pending_merges.append((node, workspace, outcome, attempt_index))
