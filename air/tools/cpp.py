@@ -31,9 +31,10 @@ from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.cpp.build import CppBuilder, CppBuildInput, CppBuildOutput
+from air.cpp.clangd import ClangdPool, ClangdQueryInput, clangd_command, open_clangd
 from air.cpp.cppcheck import CppcheckInput, CppcheckRunner
 from air.cpp.diagnostics import ParsedDiagnostic
-from air.cpp.process import CommandResult, OutputSink, run_argv
+from air.cpp.process import CommandResult, OutputSink, is_plain_file, run_argv
 from air.cpp.project import (
     CMakeConfigurator,
     CppCmakeConfigureInput,
@@ -402,6 +403,59 @@ async def _cppcheck(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> 
     return {**out.to_json(), "diagnostic_ids": ids}
 
 
+_POOL = ClangdPool()
+
+
+async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    workspace = _workspace(run)
+    build_dir = safe_build_dir(workspace, _str(input, "build_dir", "build"))
+    timeout = float(input.get("timeout_s", 60))
+    file = _realpath(os.path.join(workspace, str(input["file"])))
+    if not file.startswith(workspace + os.sep) or not is_plain_file(file):
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"{input['file']} is not a file inside the workspace",
+            user_action="Pass a workspace-relative path of an existing source file.",
+        )
+    configured = None
+    if not is_plain_file(workspace, build_dir, "compile_commands.json") and is_plain_file(
+        workspace, "CMakeLists.txt"
+    ):
+        runner = SandboxedCommandRunner(run, sandbox)
+        configured = await CMakeConfigurator(runner).configure(
+            CppCmakeConfigureInput(
+                workspace=workspace, build_dir=build_dir, export_compile_commands=True
+            ),
+            runner.on_diagnostic,
+        )
+    command = clangd_command(build_dir, memory_mb=int(input.get("memory_mb", 4096)))
+    sandbox.check_degraded(run.registry.engine.analyzer.analyze("clangd", workspace).category)
+    env = clean_environment(os.environ, home=os.environ.get("HOME", workspace))
+    line = input.get("line")
+    column = input.get("column")
+    async with _POOL.lock(workspace):
+        # one server per workspace; started, asked and reaped (TERM → KILL) within the call
+        with trio.fail_after(timeout * 4 + 10):
+            async with open_clangd(
+                workspace,
+                sandbox.argv(command, workspace=workspace, cwd=workspace, network=False),
+                env=env,
+                init_timeout_s=timeout,
+            ) as client:
+                out = await client.query(
+                    ClangdQueryInput(
+                        file=str(input["file"]),
+                        line=int(line) if line is not None else None,
+                        column=int(column) if column is not None else None,
+                        timeout_s=timeout,
+                    )
+                )
+    return {
+        **out.to_json(),
+        "configured": configured.to_json() if configured is not None else None,
+    }
+
+
 # -- definitions --------------------------------------------------------------------------------
 
 _BUILD_DIR = {"type": "string", "minLength": 1, "maxLength": 200}
@@ -475,6 +529,26 @@ CPP_TOOL_DEFINITIONS: dict[str, ToolDefinition] = {
             permissions=ToolPermissionSpec(execute=True),
         ),
         ToolDefinition(
+            name="cpp.clangd",
+            description="Ask clangd about one file: its diagnostics and, at a 1-based "
+            "line/column, the definition, references and hover text of the symbol there.",
+            category=ToolCategory.STATIC_ANALYSIS,
+            input_schema={
+                **_schema(
+                    {
+                        "file": {"type": "string", "minLength": 1, "maxLength": 500},
+                        "line": {"type": "integer", "minimum": 1},
+                        "column": {"type": "integer", "minimum": 1},
+                        "build_dir": _BUILD_DIR,
+                        "memory_mb": {"type": "integer", "minimum": 256, "maximum": 16384},
+                        "timeout_s": {"type": "number", "minimum": 1, "maximum": 600},
+                    }
+                ),
+                "required": ["file"],
+            },
+            permissions=ToolPermissionSpec(execute=True),
+        ),
+        ToolDefinition(
             name="cpp.cppcheck",
             description="Run cppcheck over the compile database (or the given paths) and "
             "return its findings as diagnostics.",
@@ -504,8 +578,11 @@ def _permission_command(name: str) -> Any:
             "cpp.build": ["cmake", "--build", build_dir],
             "cpp.test": ["ctest", "--test-dir", build_dir],
             "cpp.cppcheck": ["cppcheck", "--xml", "."],
+            "cpp.clangd": ["clangd", "--log=error"],
         }.get(name)
         reads = [source] if name in ("cpp.configure", "cpp.build") else []
+        if name == "cpp.clangd" and isinstance(input.get("file"), str):
+            reads = [str(input["file"])]
         return reads, [], shlex.join(command) if command else None
 
     return paths
@@ -533,6 +610,7 @@ def cpp_executors(sandbox: SandboxRunner) -> dict[str, ToolExecutor]:
         "cpp.build": bind(_build),
         "cpp.test": bind(_test),
         "cpp.cppcheck": bind(_cppcheck),
+        "cpp.clangd": bind(_clangd),
     }
 
 
