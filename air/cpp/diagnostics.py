@@ -43,7 +43,7 @@ __all__ = [
 
 SIGNATURE_VERSION = "cppdiag1"
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07")
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z@`~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _HEADER = re.compile(
     r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+):(?:(?P<col>\d+):)?\s"
     r"(?P<sev>fatal error|error|warning|note|remark):\s(?P<msg>.*)$"
@@ -325,6 +325,17 @@ class DiagnosticStream:
                 self._pending.body.append(line)
                 return []
             self._cmake = False
+        if not stripped or ":" not in stripped:
+            return []  # blank, a caret line, "ninja: ..."-less progress: nothing to parse
+        if line[0] in " \t":
+            # source snippets and their carets; only gcc's "                 from x.h:3,"
+            if (
+                stripped.startswith("from ")
+                and self._context
+                and self._context[-1].startswith(("In file included from", "from "))
+            ):
+                self._context.append(stripped)
+            return []
         if stripped.startswith(("[{", "{")) and stripped.endswith(("}]", "}", "]")):
             parsed = _parse_json_line(stripped, self._root)
             if parsed is not None:

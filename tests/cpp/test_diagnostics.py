@@ -225,3 +225,16 @@ def test_signature_is_deterministic_and_ignores_paths_and_machines() -> None:
     assert da.semantic_signature == db.semantic_signature != dc.semantic_signature
     assert DiagnosticParser.semantic_signature(da) == da.semantic_signature
     assert da.to_contract("dg_1").semantic_signature == da.semantic_signature
+
+
+def test_colour_and_hyperlink_escapes_are_stripped() -> None:
+    plain = "src/a.cpp:3:7: error: unused variable 'q' [-Werror=unused-variable]\n"
+    coloured = (
+        "\x1b[01m\x1b[Ksrc/a.cpp:3:7:\x1b[m\x1b[K \x1b[01;31m\x1b[Kerror: \x1b[m\x1b[K"
+        "unused variable '\x1b[01m\x1b[Kq\x1b[m\x1b[K' "
+        "[\x1b]8;;https://gcc.gnu.org/onlinedocs\x1b\\-Werror=unused-variable\x1b]8;;\x1b\\]\n"
+    )
+    parser = DiagnosticParser()
+    assert [d.key() for d in parser.parse_compiler_output(coloured)] == [
+        d.key() for d in parser.parse_compiler_output(plain)
+    ]
