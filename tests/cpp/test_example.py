@@ -9,6 +9,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from air.artifacts.knowledge import DebugKnowledgeStore
@@ -107,7 +108,7 @@ def test_example_batch_repairs_the_library_with_build_and_test_evidence(tmp_path
 _USAGE = {"input_tokens": 10, "output_tokens": 10}
 
 
-def _use(i: str, name: str, inp: dict[str, object]) -> str:
+def _use(i: str, name: str, inp: Mapping[str, object]) -> str:
     content = [{"type": "tool_use", "id": i, "name": name, "input": inp}]
     return json.dumps({"content": content, "stop_reason": "tool_use", "usage": _USAGE})
 
