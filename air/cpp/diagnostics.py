@@ -123,14 +123,15 @@ class ParsedDiagnostic:
     semantic_signature: str = ""
 
     def key(self) -> tuple[object, ...]:
-        """What the text and structured forms of one build must agree on."""
+        """What the text and structured forms of one build must agree on (the option without
+        its ``-Werror`` marker: clang's serialized form keeps only the warning's flag)."""
         return (
             self.severity.value,
             self.file,
             self.line,
             self.column,
             self.message,
-            self.code,
+            _option_family(self.code) if self.tool == "compiler" else self.code,
             self.tool,
             self.semantic_signature,
         )

@@ -236,6 +236,8 @@ class CorpusEntry:
     files: dict[str, str] = field(default_factory=dict)
     """variant → the path of its main file, relative to the corpus root."""
     outputs: dict[tuple[str, str, str], str] = field(default_factory=dict)
+    serialized: dict[str, bytes] = field(default_factory=dict)
+    """variant → clang's ``--serialize-diagnostics`` file of the clang text build."""
 
 
 def _render(kind: Kind, text: str, variant: str) -> str:
@@ -297,7 +299,10 @@ def _jobs(root: Path, entry: CorpusEntry) -> list[tuple[tuple[str, str, str], li
             (("gcc", "text", variant), ["g++", "-fdiagnostics-color=always", *base], folder)
         )
         jobs.append((("gcc", "json", variant), ["g++", "-fdiagnostics-format=json", *base], folder))
-        jobs.append((("clang", "text", variant), ["clang++", "-fcolor-diagnostics", *base], folder))
+        dia = ["--serialize-diagnostics", f"clang_{variant.lower()}.dia"]
+        jobs.append(
+            (("clang", "text", variant), ["clang++", "-fcolor-diagnostics", *dia, *base], folder)
+        )
     return jobs
 
 
@@ -315,6 +320,9 @@ def build_corpus(root: Path, workers: int = 4) -> dict[str, CorpusEntry]:
     jobs = [(entry, *job) for entry in entries.values() for job in _jobs(root, entry)]
     with ThreadPoolExecutor(max_workers=workers) as pool:
         results = list(pool.map(lambda j: _run(j[2], j[3]), jobs))
-    for (entry, key, _argv, _cwd), output in zip(jobs, results, strict=True):
+    for (entry, key, _argv, cwd), output in zip(jobs, results, strict=True):
         entry.outputs[key] = output
+        dia = cwd / f"clang_{key[2].lower()}.dia"
+        if key[0] == "clang" and dia.is_file():
+            entry.serialized[key[2]] = dia.read_bytes()
     return entries

@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from air.contracts.error import AirException
 from air.contracts.tool import DiagnosticSeverity
 from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream, ParsedDiagnostic
+from air.cpp.serialized import parse_serialized_diagnostics
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
 
 COMPILED = [k.name for k in KINDS if k.category not in ("linker", "cmake", "cmake-project")]
@@ -113,6 +115,19 @@ def test_text_and_json_forms_of_one_build_are_identical(
             text = [d.key() for d in _parse(root, entry, ("gcc", "text", variant))]
             structured = [d.key() for d in _parse(root, entry, ("gcc", "json", variant))]
             assert text == structured, (name, variant)
+
+
+def test_clang_text_and_serialized_forms_of_one_build_are_identical(
+    corpus: tuple[Path, dict[str, CorpusEntry]],
+) -> None:
+    root, entries = corpus
+    for name in COMPILED:
+        entry = entries[name]
+        for variant in ("A", "B"):
+            text = _parse(root, entry, ("clang", "text", variant))
+            structured = parse_serialized_diagnostics(entry.serialized[variant], str(root))
+            assert [d.key() for d in text] == [d.key() for d in structured], (name, variant)
+            assert [len(d.notes) for d in text] == [len(d.notes) for d in structured], name
 
 
 def test_stream_fed_in_small_chunks_equals_one_pass(
@@ -238,3 +253,15 @@ def test_colour_and_hyperlink_escapes_are_stripped() -> None:
     assert [d.key() for d in parser.parse_compiler_output(coloured)] == [
         d.key() for d in parser.parse_compiler_output(plain)
     ]
+
+
+def test_broken_serialized_files_are_a_clear_tool_error(
+    corpus: tuple[Path, dict[str, CorpusEntry]],
+) -> None:
+    _, entries = corpus
+    data = entries["ambiguous_overload"].serialized["A"]
+    for broken in (b"NOPE" + data[4:], data[: len(data) // 2]):
+        with pytest.raises(AirException) as caught:
+            parse_serialized_diagnostics(broken)
+        assert caught.value.kind == "tool_error"
+        assert caught.value.user_action
