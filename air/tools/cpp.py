@@ -27,7 +27,7 @@ import trio
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.event import EntityType
-from air.contracts.evidence import EvidenceKind
+from air.contracts.evidence import EvidenceKind, EvidenceRef
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.cpp.build import CppBuilder, CppBuildInput, CppBuildOutput
@@ -238,20 +238,23 @@ async def _evidence(
 ) -> str | None:
     if command_run_id is None:
         return None
-    evidence_ref_id = new_id("ev")
+    evidence = EvidenceRef(
+        evidence_ref_id=new_id("ev"),
+        kind=kind,
+        ref=artifact_uri or f"command_run:{command_run_id}",
+        claim=claim,
+        location_json={"command_run_id": command_run_id, **location},
+    )
     await run.record(
         "evidence.created",
         {
-            "evidence_ref_id": evidence_ref_id,
-            "kind": kind.value,
-            "ref": artifact_uri or f"command_run:{command_run_id}",
-            "claim": claim,
-            "location_json": {"command_run_id": command_run_id, **location},
+            **evidence.model_dump(mode="json"),
             "entity_type": EntityType.COMMAND_RUN.value,
             "entity_id": command_run_id,
         },
     )
-    return evidence_ref_id
+    run.evidence_refs.append(evidence)
+    return evidence.evidence_ref_id
 
 
 # -- executors ---------------------------------------------------------------------------------

@@ -117,6 +117,10 @@ async def test_test_tool_reports_each_ctest_case_and_the_gtest_failure(cpp_env: 
     passed = await _call(cpp_env, "cpp.test")
     assert _o(passed)["ok"] is True
     assert _o(passed)["passed"] == 4
+    assert [e.kind.value for e in passed.evidence_refs] == ["test_output"]
+    assert passed.evidence_refs[0].evidence_ref_id == _o(passed)["evidence_ref_id"]
+    completed = cpp_env.payloads("tool.completed")[-1]
+    assert completed["evidence_ref_ids"] == [_o(passed)["evidence_ref_id"]]
     kinds = [(e["kind"], e["location_json"]["ok"]) for e in cpp_env.payloads("evidence.created")]
     assert kinds[-1] == ("test_output", True)
     assert ("test_output", False) in kinds
