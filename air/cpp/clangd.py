@@ -94,6 +94,14 @@ class LspFraming:
             out.append(message)
 
 
+def _gone_error() -> AirException:
+    return AirException.of(
+        kind=ErrorKind.TOOL_ERROR,
+        message="clangd exited before it answered",
+        user_action="Check the clangd installation, the compile database and the memory limit.",
+    )
+
+
 def _protocol(message: str) -> AirException:
     return AirException.of(
         kind=ErrorKind.PROTOCOL_ERROR,
@@ -154,12 +162,19 @@ class ClangdClient:
         self._opened: dict[str, int] = {}
         self.initialized = False
         self.failure: AirException | None = None
+        self.closed = False
+        """clangd's output ended (it exited or was killed)."""
 
     # -- wire ---------------------------------------------------------------------------
 
     async def _write(self, message: dict[str, Any]) -> None:
-        async with self._lock:
-            await self._send.send_all(LspFraming.encode({"jsonrpc": "2.0", **message}))
+        if self.closed:
+            raise _gone_error()
+        try:
+            async with self._lock:
+                await self._send.send_all(LspFraming.encode({"jsonrpc": "2.0", **message}))
+        except (trio.BrokenResourceError, trio.ClosedResourceError) as exc:
+            raise _gone_error() from exc
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         await self._write({"method": method, "params": params})
@@ -176,6 +191,8 @@ class ClangdClient:
         self._waiting[rid] = send
         try:
             await self._write({"id": rid, "method": method, "params": params})
+            if self.closed:
+                raise _gone_error()
             with trio.move_on_after(timeout_s) as scope:
                 reply = await receive.receive()
             if scope.cancelled_caught:
@@ -186,6 +203,8 @@ class ClangdClient:
                 )
         finally:
             self._waiting.pop(rid, None)
+        if "error" in reply and self.closed:
+            raise _gone_error()
         if "error" in reply:
             raise AirException.of(
                 kind=ErrorKind.TOOL_ERROR,
@@ -360,6 +379,7 @@ async def _reader(
     except AirException as exc:
         client.failure = exc
     # clangd is gone or spoke garbage: wake every waiter with an error answer
+    client.closed = True
     for waiter in list(client._waiting.values()):
         waiter.send_nowait({"error": {"message": "clangd exited"}})
 

@@ -157,3 +157,19 @@ async def test_cpp_clangd_tool_configures_and_answers_through_the_sandbox(cpp_en
         "cpp.clangd", {"file": "../outside.cpp"}, cpp_env.ctx(agent_id="ag_1")
     )
     assert bad.status in ("error", "denied")
+
+
+async def test_the_memory_bound_applies_and_a_dead_clangd_is_a_clear_error(tmp_path: Path) -> None:
+    root = await _configured(tmp_path)
+    pids: list[int] = []
+    with trio.fail_after(30), pytest.raises(AirException) as caught:
+        async with open_clangd(
+            str(root),
+            ["/bin/bash", "-c", clangd_command("build", memory_mb=16)],
+            init_timeout_s=20,
+            on_pid=pids.append,
+        ):
+            pytest.fail("clangd cannot start in 16 MiB of address space")
+    assert caught.value.kind == "tool_error"
+    assert "exited" in caught.value.error.message
+    assert _gone(pids[0])

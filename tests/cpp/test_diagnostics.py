@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from air.contracts.error import AirException
 from air.contracts.tool import DiagnosticSeverity
@@ -265,3 +267,26 @@ def test_broken_serialized_files_are_a_clear_tool_error(
             parse_serialized_diagnostics(broken)
         assert caught.value.kind == "tool_error"
         assert caught.value.user_action
+
+
+@settings(max_examples=40, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=60))
+def test_any_chunking_of_a_build_log_gives_the_same_diagnostics(
+    corpus: tuple[Path, dict[str, CorpusEntry]], cuts: list[int]
+) -> None:
+    root, entries = corpus
+    log = "".join(
+        entries[k].outputs[key]
+        for k in ("template_member_missing", "ambiguous_overload", "undefined_reference")
+        for key in sorted(entries[k].outputs)
+    )
+    whole = [d.key() for d in DiagnosticParser(str(root)).parse_compiler_output(log)]
+    stream = DiagnosticStream(str(root))
+    got: list[ParsedDiagnostic] = []
+    pos = 0
+    for cut in cuts:
+        got.extend(stream.feed(log[pos : pos + cut]))
+        pos += cut
+    got.extend(stream.feed(log[pos:]))
+    got.extend(stream.close())
+    assert [d.key() for d in got] == whole

@@ -12,9 +12,10 @@ from typing import Any
 
 import pytest
 
+from air.contracts.error import AirException
 from air.contracts.tool import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
-from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput
+from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
 from air.tools.cpp import register_cpp_tools
 from tests.tools.conftest import Env, assert_payloads_valid
@@ -248,3 +249,46 @@ def test_gtest_and_catch2_outputs_are_understood() -> None:
     (c,) = parse_catch2_output(catch)
     assert (c["test"], c["file"], c["line"]) == ("divides evenly", "/src/math_test.cpp", 11)
     assert "REQUIRE( divide(6, 3) == 2 )" in c["message"]
+
+
+async def test_cppcheck_uses_the_compile_database_when_configured(cpp_env: Env) -> None:
+    _fix_summary(cpp_env.root)
+    (cpp_env.root / "spread" / "spread.cpp").write_text(
+        (cpp_env.root / "spread" / "spread.cpp").read_text()
+        + "int out_of_bounds() { int a[2] = {0, 1}; return a[2]; }\n"
+    )
+    configured = await _call(cpp_env, "cpp.configure")
+    assert _o(configured)["compile_commands"] == "build/compile_commands.json"
+    result = await _call(cpp_env, "cpp.cppcheck")
+    out = _o(result)
+    assert out["used_compile_commands"] is True
+    assert out["ok"] is False
+    assert any(
+        d["code"] == "arrayIndexOutOfBounds" and d["file"] == "spread/spread.cpp"
+        for d in out["diagnostics"]
+    )
+    started = cpp_env.payloads("command.started")[-1]["command"]
+    assert "--project=build/compile_commands.json" in started
+
+
+def test_detector_sees_make_ninja_and_an_existing_compile_database(tmp_path: Path) -> None:
+    make = tmp_path / "make"
+    make.mkdir()
+    (make / "Makefile").write_text("all:\n\tc++ -c a.cpp\n")
+    (make / "a.cpp").write_text("int a;\n")
+    (make / "build").mkdir()
+    (make / "build" / "compile_commands.json").write_text("[]")
+    found = CppProjectDetector(which=lambda n: f"/usr/bin/{n}" if n != "clangd" else None).detect(
+        str(make)
+    )
+    assert (found.build_system, found.makefile, found.cmake_lists) == ("make", True, False)
+    assert found.compile_commands == "build/compile_commands.json"
+    assert found.tools["clangd"] is None
+    assert found.sources == 1
+    ninja = tmp_path / "ninja"
+    ninja.mkdir()
+    (ninja / "build.ninja").write_text("")
+    assert CppProjectDetector().detect(str(ninja)).build_system == "ninja"
+    with pytest.raises(AirException) as caught:
+        CppProjectDetector().detect(str(tmp_path / "missing"))
+    assert caught.value.kind == "validation_error"
