@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 import trio
 
 from air.contracts.error import AirException, ErrorKind
+from air.cpp.process import Child
 
 __all__ = [
     "ClangdClient",
@@ -398,15 +398,7 @@ async def open_clangd(
     The process and its group never outlive the block: on exit, error or cancellation it is
     asked to shut down (bounded), then sent SIGTERM, then SIGKILL after a grace period.
     """
-    proc = await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        cwd=workspace,
-        env=env,
-        start_new_session=True,
-    )
+    proc = Child(argv, cwd=workspace, env=env, stdin=True, stderr=False)
     if on_pid is not None:
         on_pid(proc.pid)
     assert proc.stdin is not None
@@ -426,9 +418,10 @@ async def open_clangd(
     finally:
         if proc.returncode is None:
             _killpg(proc.pid, signal.SIGKILL)
-            with trio.move_on_after(1, shield=True):
-                # why shielded: wait (bounded) for the kill to land so no zombie is left
-                await proc.wait()
+        with trio.move_on_after(1, shield=True):
+            # why shielded: wait (bounded) for the kill to land so no zombie is left
+            await proc.wait()
+            await proc.aclose()
 
 
 @asynccontextmanager
@@ -442,7 +435,7 @@ async def _unwrapped() -> AsyncIterator[None]:
         raise
 
 
-async def _reap(proc: trio.Process, client: ClangdClient) -> None:
+async def _reap(proc: Child, client: ClangdClient) -> None:
     if proc.returncode is None and client.initialized and client.failure is None:
         with trio.move_on_after(_GRACE_S / 2):
             try:

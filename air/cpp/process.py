@@ -15,13 +15,14 @@ import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import IO, Protocol
 
 import trio
 
 from air.contracts.error import AirException, ErrorKind
 
 __all__ = [
+    "Child",
     "CommandResult",
     "CommandRunner",
     "LocalCommandRunner",
@@ -91,6 +92,65 @@ class _Decoder:
         return str(self._d.decode(b"", final=True))
 
 
+class Child:
+    """A child process started from the Trio thread itself, with Trio streams on its pipes.
+
+    ``trio.lowlevel.open_process`` forks from a worker thread of Trio's thread cache; that
+    thread exits after 10 idle seconds, and bubblewrap's ``--die-with-parent`` (a parent-death
+    signal, which Linux ties to the forking *thread*) then SIGKILLs the sandbox: every
+    sandboxed command longer than ~10 s died with -9. Forking from the thread that runs Trio
+    ties the parent-death signal to the process's lifetime instead. Exit is observed by
+    polling (no thread): 1 ms, doubling up to 50 ms.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: dict[str, str] | None,
+        stdin: bool = False,
+        stderr: bool = True,
+    ) -> None:
+        self._popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr else subprocess.DEVNULL,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+        )
+        self.pid = self._popen.pid
+        self.stdin = self._stream(self._popen.stdin)
+        self.stdout = self._stream(self._popen.stdout)
+        self.stderr = self._stream(self._popen.stderr)
+
+    @staticmethod
+    def _stream(f: IO[bytes] | None) -> trio.lowlevel.FdStream | None:
+        if f is None:
+            return None
+        stream = trio.lowlevel.FdStream(os.dup(f.fileno()))
+        f.close()
+        return stream
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        delay = 0.001
+        while (code := self._popen.poll()) is None:
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    async def aclose(self) -> None:
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+
 def _kill(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -113,15 +173,7 @@ async def run_argv(
     """
     out: list[bytes] = []
     err: list[bytes] = []
-    proc = await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    proc = Child(argv, cwd=cwd, env=env)
     timed_out = False
     try:
         with trio.move_on_after(timeout_s) as scope:
@@ -142,6 +194,9 @@ async def run_argv(
                 _kill(proc.pid, signal.SIGKILL)
                 await proc.wait()
         _kill(proc.pid, signal.SIGKILL)
+        with trio.move_on_after(1, shield=True):
+            # why shielded: the pipes are ours to close even when the caller was cancelled
+            await proc.aclose()
     code = None if timed_out else proc.returncode
     return code, b"".join(out), b"".join(err), timed_out
 

@@ -292,3 +292,23 @@ def test_detector_sees_make_ninja_and_an_existing_compile_database(tmp_path: Pat
     with pytest.raises(AirException) as caught:
         CppProjectDetector().detect(str(tmp_path / "missing"))
     assert caught.value.kind == "validation_error"
+
+
+async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap --die-with-parent kills the sandbox when the thread that forked it exits; Trio's
+    worker threads exit when idle (10 s, here 0.2 s), so the fork must not happen in one."""
+    import trio._core._thread_cache as thread_cache
+
+    from air.cpp.process import run_argv
+    from air.tools.shell import SandboxRunner
+
+    sandbox = SandboxRunner()
+    assert not sandbox.degraded, "bubblewrap is needed (scripts/setup.sh installs it)"
+    monkeypatch.setattr(thread_cache, "IDLE_TIMEOUT", 0.2)
+    argv = sandbox.argv(
+        "sleep 1.5; echo done", workspace=str(tmp_path), cwd=str(tmp_path), network=False
+    )
+    code, out, _err, timed_out = await run_argv(argv, cwd=str(tmp_path), timeout_s=30)
+    assert (code, out, timed_out) == (0, b"done\n", False)
