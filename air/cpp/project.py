@@ -26,6 +26,7 @@ __all__ = [
     "CppCmakeConfigureOutput",
     "CppDetectOutput",
     "CppProjectDetector",
+    "mark_build_dir",
     "safe_build_dir",
 ]
 
@@ -154,6 +155,18 @@ def safe_build_dir(workspace: str, build_dir: str, what: str = "build_dir") -> s
     return norm
 
 
+def mark_build_dir(workspace: str, build_dir: str) -> None:
+    """Create ``build_dir`` with a ``.gitignore`` of ``*`` so that git (and so a worktree's
+    merge) never picks up build outputs, whatever the project's own ignore rules say."""
+    full = os.path.join(os.path.realpath(workspace), build_dir)
+    os.makedirs(full, exist_ok=True)
+    marker = os.path.join(full, ".gitignore")
+    if not os.path.lexists(marker):
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "w") as f:
+            f.write("# written by air: build outputs are never committed\n*\n")
+
+
 @dataclass(frozen=True)
 class CppCmakeConfigureInput:
     workspace: str
@@ -265,6 +278,7 @@ class CMakeConfigurator:
                 user_action="Run cpp.detect to see which build system the project uses.",
             )
         build_dir = safe_build_dir(input.workspace, input.build_dir)
+        mark_build_dir(input.workspace, build_dir)
         generator = self.generator_for(input.workspace, build_dir, input.generator)
         argv = self.argv(input, generator, build_dir)
         stream = DiagnosticStream(input.workspace)

@@ -18,7 +18,7 @@ from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
 from air.tools.cpp import register_cpp_tools
-from tests.tools.conftest import Env, assert_payloads_valid
+from tests.tools.conftest import Env, assert_payloads_valid, git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
 
@@ -312,3 +312,12 @@ async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
     )
     code, out, _err, timed_out = await run_argv(argv, cwd=str(tmp_path), timeout_s=30)
     assert (code, out, timed_out) == (0, b"done\n", False)
+
+
+async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
+    (cpp_env.root / ".gitignore").unlink()  # a project that ignores nothing
+    _fix_summary(cpp_env.root)
+    assert _o(await _call(cpp_env, "cpp.build", build_dir="out/debug"))["ok"] is True
+    status = git(cpp_env.root, "status", "--porcelain", "--untracked-files=all")
+    assert "out/" not in status
+    assert "summary/summary.cpp" in status
