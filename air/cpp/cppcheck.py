@@ -32,6 +32,13 @@ _SEVERITY = {
 _IGNORED_IDS = frozenset({"missingIncludeSystem", "checkersReport", "toomanyconfigs"})
 
 
+def _int(value: str | None) -> int | None:
+    try:
+        return int(value or 0) or None
+    except ValueError:
+        return None
+
+
 def parse_cppcheck_xml(xml: str, root: str | None = None) -> list[ParsedDiagnostic]:
     """Every ``<error>`` of a cppcheck ``--xml`` report, at its first location.
 
@@ -70,8 +77,8 @@ def parse_cppcheck_xml(xml: str, root: str | None = None) -> list[ParsedDiagnost
             if lfile and real_root and os.path.isabs(lfile):
                 rel = os.path.relpath(lfile, real_root)
                 lfile = rel if not rel.startswith("..") else lfile
-            lline = int(loc.get("line", "0") or 0) or None
-            lcol = int(loc.get("column", "0") or 0) or None
+            lline = _int(loc.get("line"))
+            lcol = _int(loc.get("column"))
             if i == 0:
                 file, line, column = lfile, lline, lcol
             elif loc.get("info"):

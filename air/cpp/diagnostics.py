@@ -518,10 +518,14 @@ def _parse_json_line(text: str, root: str | None) -> list[ParsedDiagnostic] | No
         data = json.loads(text)
     except ValueError:
         return None
-    if isinstance(data, dict) and "runs" in data:
-        return list(_from_sarif(data, root))
-    if isinstance(data, list) and all(isinstance(x, dict) and "kind" in x for x in data):
-        return list(_from_gcc_json(data, root))
+    try:
+        if isinstance(data, dict) and "runs" in data:
+            return list(_from_sarif(data, root))
+        if isinstance(data, list) and all(isinstance(x, dict) and "kind" in x for x in data):
+            return list(_from_gcc_json(data, root))
+    except (AttributeError, TypeError, ValueError, KeyError):
+        # output a build printed is not trusted: a JSON line of another shape is just text
+        return None
     return None
 
 
@@ -630,7 +634,12 @@ class DiagnosticParser:
             except ValueError:
                 log = None
             if isinstance(log, dict):
-                return list(_from_sarif(log, os.path.realpath(self.root) if self.root else None))
+                try:
+                    return list(
+                        _from_sarif(log, os.path.realpath(self.root) if self.root else None)
+                    )
+                except (AttributeError, TypeError, ValueError, KeyError):
+                    pass  # not a SARIF log after all: parse it as text
         stream = DiagnosticStream(self.root)
         return [*stream.feed(output), *stream.close()]
 

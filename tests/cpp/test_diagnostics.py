@@ -290,3 +290,44 @@ def test_any_chunking_of_a_build_log_gives_the_same_diagnostics(
     got.extend(stream.feed(log[pos:]))
     got.extend(stream.close())
     assert [d.key() for d in got] == whole
+
+
+_JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["kind", "runs", "locations", "caret", "children", "message", "x"]),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(
+        st.one_of(
+            st.text(max_size=60),
+            _JSONISH.map(lambda v: json.dumps(v)),
+            st.sampled_from(
+                [
+                    "a.cpp:1:2: error: x",
+                    "CMake Error at CMakeLists.txt:3 (x):",
+                    "  body",
+                    "a.o:(.text+0x1): undefined reference to `f'",
+                    "In file included from a.h:1,",
+                    "                 from a.cpp:2:",
+                    "a.cpp:1:1: note: n",
+                ]
+            ),
+        ),
+        max_size=20,
+    )
+)
+def test_whatever_a_build_prints_never_crashes_the_parser(lines: list[str]) -> None:
+    out = "\n".join(lines)
+    for d in DiagnosticParser("/tmp").parse_compiler_output(out):
+        assert d.semantic_signature.startswith("cppdiag1:")
