@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything air needs on a fresh Debian machine with Python 3.11:
-# system tools (git, bubblewrap, tmux) and a virtualenv in .venv with air and its test extras.
+# system tools (git, bubblewrap, tmux; cmake, ninja, g++, clang, clangd, cppcheck for the C++
+# toolchain) and a virtualenv in .venv with air and its test extras.
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +10,12 @@ need_apt=()
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
+command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
+command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
+command -v clang++ >/dev/null 2>&1 || need_apt+=(clang)
+command -v clangd >/dev/null 2>&1 || need_apt+=(clangd)
+command -v cppcheck >/dev/null 2>&1 || need_apt+=(cppcheck)
 PY=${PYTHON:-python3}
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -535,6 +535,7 @@ def _make_runner(
     in a thread)."""
     if options.runner_factory is not None:
         return options.runner_factory(options, session, project_root)
+    from air.capabilities import load_capabilities
     from air.nursery.worker_manager import WorkerManager
     from air.security import PermissionEngine
     from air.tools import ToolRegistry, register_builtin_tools
@@ -549,7 +550,14 @@ def _make_runner(
     registry = ToolRegistry(
         engine=engine, recorder=session.ingestor, artifacts=session.artifacts, redactor=redactor
     )
-    register_builtin_tools(registry)
+    sandbox = register_builtin_tools(registry)
+    load_capabilities(
+        registry,
+        record=session.ingestor.ingest_sync,
+        session_id=session.session_id,
+        project_root=project_root,
+        sandbox=sandbox,
+    )
     provider = prepared.provider
     model = prepared.model
     warm_up = prepared.warm_up

@@ -50,6 +50,7 @@ __all__ = [
     "AssistantMessageDeltaPayload",
     "AssistantMessageFailedPayload",
     "AssistantMessageStartedPayload",
+    "CapabilityStateChangedPayload",
     "CommandCompletedPayload",
     "CommandFailedPayload",
     "CommandStartedPayload",
@@ -626,6 +627,18 @@ class DebugRecordCreatedPayload(EventPayload):
     task_id: str | None = None
 
 
+class CapabilityStateChangedPayload(EventPayload):
+    """A capability moved along its lifecycle (SDD §20.6; IMPL-CPP-5)."""
+
+    capability_id: str
+    version: str
+    trust: str
+    from_state: str | None = None
+    to_state: str
+    reason: str | None = None
+    tools: list[str] = Field(default_factory=list)
+
+
 # --- HUD ----------------------------------------------------------------------------------
 
 
@@ -699,6 +712,7 @@ _V1: dict[str, type[EventPayload]] = {
     "memory.promoted": MemoryPromotedPayload,
     "memory.archived": MemoryArchivedPayload,
     "debug.record.created": DebugRecordCreatedPayload,
+    "capability.state.changed": CapabilityStateChangedPayload,
     "hud.frame.rendered": HudFrameRenderedPayload,
 }
 

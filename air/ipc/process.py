@@ -43,6 +43,7 @@ __all__ = [
 
 STDERR_TAIL_BYTES = 256 * 1024
 
+
 def worker_command(module: str = "air.roles") -> list[str]:
     """``python -P -m air.roles``: ``-P`` keeps the worker's cwd (a workspace, which workers and
     the commands they run can write) out of ``sys.path``, so a planted ``air/`` package there is

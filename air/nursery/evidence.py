@@ -6,22 +6,164 @@ task's agent ran through ``shell.run`` and that exited 0 becomes ``test_output``
 pointing at its ``command_runs`` row, and each diff artifact the agent's edits produced becomes
 ``diff`` evidence. Both come from the durable log (``command.*`` and ``artifact.created`` events
 written by the ToolRegistry), so a worker cannot vouch for itself.
+
+Also owns ``cpp_evidence_gate`` (IMPL-CPP-5): an executor's change to a CMake project is
+accepted only when the parent's own records hold a passing ``cpp.build`` and, after it, a
+passing unfiltered ``cpp.test`` of the same build directory, both run by the attempt's agent
+after its last edit or shell command; ``collect_evidence`` then adds the ``build_output`` and
+``test_output`` evidence of the latest passing runs.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from air.contracts import (
+    AirError,
     EntityType,
+    ErrorKind,
     EvidenceKind,
     EvidenceRef,
     RuntimeEvent,
     TaskSpec,
+    TaskType,
+    make_air_error,
     new_id,
 )
 
-__all__ = ["collect_evidence"]
+__all__ = ["CppRecords", "collect_evidence", "cpp_evidence_gate", "cpp_records"]
+
+_CPP_BUILD = "cpp.build"
+_CPP_TEST = "cpp.test"
+_CHANGE_TYPES = frozenset({TaskType.EXECUTE, TaskType.DEBUG})
+
+
+@dataclass
+class CppRecords:
+    """What the parent recorded about one agent's C++ builds and tests, in log order."""
+
+    builds: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    """(position, build_output evidence payload) for each cpp.build the agent ran."""
+    tests: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    last_change: int = -1
+    """Position of the agent's last edit (diff artifact) or non-cpp command."""
+    changed: bool = False
+    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    """``diagnostic.created`` payloads of the agent's cpp commands."""
+
+
+def cpp_records(agent_id: str, history: Sequence[RuntimeEvent]) -> CppRecords:
+    """Fold the durable log into the agent's cpp build/test records."""
+    tool_of: dict[str, str] = {}
+    command_tool: dict[str, str] = {}
+    mine: set[str] = set()
+    out = CppRecords()
+    for i, event in enumerate(history):
+        p = event.payload
+        if event.type == "tool.started":
+            tool_of[str(p["tool_run_id"])] = str(p["tool_name"])
+        elif event.type == "command.started" and p.get("agent_id") == agent_id:
+            run = str(p["command_run_id"])
+            mine.add(run)
+            tool = tool_of.get(str(p.get("tool_run_id")), "")
+            command_tool[run] = tool
+            if not tool.startswith("cpp."):
+                out.last_change, out.changed = i, True
+        elif (
+            event.type == "artifact.created"
+            and p.get("type") == "diff"
+            and p.get("agent_id") == agent_id
+        ):
+            out.last_change, out.changed = i, True
+        elif event.type == "evidence.created" and p.get("entity_type") == "command_run":
+            run = str(p.get("entity_id"))
+            if run not in mine:
+                continue
+            if command_tool.get(run) == _CPP_BUILD and p.get("kind") == "build_output":
+                out.builds.append((i, dict(p)))
+            elif command_tool.get(run) == _CPP_TEST and p.get("kind") == "test_output":
+                out.tests.append((i, dict(p)))
+        elif event.type == "diagnostic.created" and p.get("command_run_id") in mine:
+            out.diagnostics.append(dict(p))
+    return out
+
+
+def _loc(payload: dict[str, Any]) -> dict[str, Any]:
+    loc = payload.get("location_json")
+    return loc if isinstance(loc, dict) else {}
+
+
+def _passing(records: CppRecords) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The latest passing (build, unfiltered test) pair after the last change, if any."""
+    for ti, test in reversed(records.tests):
+        tloc = _loc(test)
+        if ti < records.last_change or not tloc.get("ok") or tloc.get("filtered"):
+            continue
+        for bi, build in reversed(records.builds):
+            bloc = _loc(build)
+            if (
+                records.last_change < bi < ti
+                and bloc.get("ok")
+                and not bloc.get("target")
+                and bloc.get("build_dir") == tloc.get("build_dir")
+            ):
+                return build, test
+    return None
+
+
+def cpp_evidence_gate(
+    spec: TaskSpec, agent_id: str, history: Sequence[RuntimeEvent], workspace_root: str
+) -> AirError | None:
+    """Why a completed C++ change may not be accepted (None: it may).
+
+    Applies to execute/debug tasks in a CMake workspace whose agent changed something. The
+    error is ``verification_failed`` and carries the semantic signature of the latest failing
+    build (its first error) or ctest run (its failing test names), with the parsed diagnostics
+    in its metadata, so that the RetryPlanner can route it to a debugger.
+    """
+    if spec.type not in _CHANGE_TYPES:
+        return None
+    if not os.path.isfile(os.path.join(workspace_root, "CMakeLists.txt")):
+        return None
+    records = cpp_records(agent_id, history)
+    if not records.changed or _passing(records) is not None:
+        return None
+    builds = [b for i, b in records.builds if i > records.last_change]
+    tests = [t for i, t in records.tests if i > records.last_change]
+    failing_build = next((b for b in reversed(builds) if not _loc(b).get("ok")), None)
+    failing_test = next((t for t in reversed(tests) if not _loc(t).get("ok")), None)
+    signature = None
+    failure = "missing_evidence"
+    if failing_build is not None and (not builds or builds[-1] is failing_build):
+        failure, signature = "build_error", _loc(failing_build).get("signature")
+    elif failing_test is not None:
+        failed = sorted(_loc(failing_test).get("failed") or [])
+        failure, signature = "test_failure", "ctest:" + ",".join(failed)
+    message = {
+        "build_error": "the C++ build fails",
+        "test_failure": "ctest fails",
+        "missing_evidence": "no passing cpp.build and cpp.test were recorded after the change",
+    }[failure]
+    errors = [d for d in records.diagnostics if d.get("severity") == "error"]
+    return make_air_error(
+        kind=ErrorKind.VERIFICATION_FAILED,
+        message=f"{message}: a C++ change is completed only with a passing build and ctest run",
+        semantic_signature=signature,
+        retryability="after_change",
+        user_action="Build with cpp.build and run cpp.test (unfiltered) after the last edit; "
+        "both must pass.",
+        metadata={
+            "cpp_failure": failure,
+            "diagnostics": [
+                {k: d.get(k) for k in ("file", "line", "column", "message", "semantic_signature")}
+                for d in errors[-20:]
+            ],
+            "failed_tests": sorted(_loc(failing_test).get("failed") or []) if failing_test else [],
+        },
+    )
 
 
 def collect_evidence(
@@ -61,6 +203,21 @@ def collect_evidence(
                     f"`{wanted}` exited 0",
                     spec.id,
                     {"command": wanted},
+                )
+            )
+    cpp_pair = _passing(cpp_records(agent_id, history))
+    if cpp_pair is not None:
+        for kind, payload in zip(
+            (EvidenceKind.BUILD_OUTPUT, EvidenceKind.TEST_OUTPUT), cpp_pair, strict=True
+        ):
+            loc = _loc(payload)
+            out.append(
+                _make(
+                    kind,
+                    str(payload["ref"]),
+                    str(payload["claim"]),
+                    spec.id,
+                    {**loc, "evidence_ref_id": payload["evidence_ref_id"]},
                 )
             )
     for diff in diffs:

@@ -1,7 +1,9 @@
 """RetryPlanner: what to do after a failed attempt (SDD §7.4, runner-contract invariant 21).
 
-Owns: ``AttemptSummary`` and ``RetryPlanner.decide``. Pure code, deterministic in its inputs,
-so that recovery re-derives the same decision from the durable ``task_attempts`` rows.
+Owns: ``AttemptSummary``, ``RetryPlanner.decide`` and ``debug_context`` (what a debug task is
+told: the failure's parsed diagnostics and failing tests, and the DebugKnowledgeStore records
+with the same signature). Pure code, deterministic in its inputs, so that recovery re-derives
+the same decision from the durable ``task_attempts`` rows.
 
 Rules, in order:
 1. cancellation → ``cancel``; a worker that reported a blocker → ``block``;
@@ -24,10 +26,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from air.contracts import AirError, ErrorKind, Retryability, RetryAction, RetryDecision
+from air.contracts import (
+    AirError,
+    DebugRecord,
+    ErrorKind,
+    Retryability,
+    RetryAction,
+    RetryDecision,
+)
 from air.nursery.graph import TaskNode
 
-__all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner"]
+__all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner", "debug_context"]
 
 TRANSIENT_KINDS = frozenset(
     {
@@ -138,3 +147,31 @@ class RetryPlanner:
             reason="task-quality failure: retry with the failure added to the context",
             changed_dimension="context",
         )
+
+
+def debug_context(error: AirError, records: Sequence[DebugRecord], limit: int = 20) -> str:
+    """The failure evidence a debug task starts from, as text for its description.
+
+    Args:
+        error: the failed attempt's error; its metadata may hold ``diagnostics`` (parsed
+            compiler/linker/CMake diagnostics) and ``failed_tests``.
+        records: DebugKnowledgeStore records with the error's semantic signature.
+        limit: at most this many diagnostics and records.
+    """
+    meta = error.metadata or {}
+    lines = [f"Failure signature: {error.semantic_signature or 'none'}."]
+    diagnostics = [d for d in meta.get("diagnostics") or [] if isinstance(d, dict)]
+    if diagnostics:
+        lines.append("Parsed diagnostics:")
+        for d in diagnostics[:limit]:
+            where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k))
+            lines.append(f"- {where}: {d.get('message')} [{d.get('semantic_signature')}]")
+    failed = [str(t) for t in meta.get("failed_tests") or []]
+    if failed:
+        lines.append("Failing tests: " + ", ".join(failed[:limit]) + ".")
+    if records:
+        lines.append("Known fixes for this signature (DebugKnowledgeStore):")
+        for r in records[:limit]:
+            fix = r.fix_summary or "no summary"
+            lines.append(f"- {r.diagnosis} Root cause: {r.root_cause or 'unknown'}. Fix: {fix}")
+    return "\n".join(lines)

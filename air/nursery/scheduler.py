@@ -19,6 +19,7 @@ tasks pending; ``cancel_task`` ends one task ``cancelled``.
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -26,10 +27,12 @@ from typing import Any, Literal
 
 import trio
 
+from air.artifacts.knowledge import DebugKnowledgeStore
 from air.contracts import (
     AGENT_TYPE_FOR_TASK,
     AirError,
     AirException,
+    DebugRecord,
     DependencySource,
     DependencyType,
     ErrorKind,
@@ -50,15 +53,16 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
     make_air_error,
+    new_id,
     utc_now_iso,
 )
-from air.nursery.evidence import collect_evidence
+from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger, fold_history
 from air.nursery.monitor import AgentMonitor, WatchedAgent
 from air.nursery.planner import ResourceSnapshot, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, recover_session
-from air.nursery.retry import RetryPlanner
+from air.nursery.retry import RetryPlanner, debug_context
 from air.nursery.seams import SuperviseRequest, TaskOutcome, TaskRunner
 from air.workspace.manager import WorkspaceManager
 
@@ -388,7 +392,8 @@ class Scheduler:
             # graph re-runs a task only after its debug children have ended.
             debug_id = f"{node.task_id}.debug{len(stored.attempts)}"
             if debug_id not in self.graph.tasks:
-                spec = _debug_spec(node.spec, debug_id, error)
+                known = await self._known_fixes(error.semantic_signature)
+                spec = _debug_spec(node.spec, debug_id, error, known)
                 await self.create_tasks([spec], parent_task_id=node.task_id)
                 self.graph.add_task(spec, parent_task_id=node.task_id)
             node.status = TaskStatus.PENDING
@@ -508,6 +513,14 @@ class Scheduler:
         result = outcome.result
         base = {"agent_id": outcome.agent_id}
         if result is not None and result.status == WorkerStatus.COMPLETED:
+            # a C++ change counts only with the parent's own passing build + ctest records
+            gate = cpp_evidence_gate(
+                node.spec, outcome.agent_id, self.ledger.history(), workspace.path
+            )
+            if gate is not None:
+                outcome = outcome.model_copy(update={"error": gate})
+                result = result.model_copy(update={"status": WorkerStatus.FAILED, "error": gate})
+        if result is not None and result.status == WorkerStatus.COMPLETED:
             if workspace.strategy != WorkspaceStrategy.MAIN and self.workspaces is not None:
                 self._pending_merges.append((node, workspace, outcome, attempt_index))
                 return
@@ -517,6 +530,7 @@ class Scheduler:
                 {**base, "worker_result": await self._with_evidence(node, outcome)},
                 attempt_index=attempt_index,
             )
+            await self._learn(node, outcome)
             node.status = TaskStatus.COMPLETED
             node.final = True
             self._wave_completed.append(node.task_id)
@@ -580,6 +594,74 @@ class Scheduler:
             result = result.model_copy(update={"evidence_refs": [*result.evidence_refs, *extra]})
         return result.model_dump(mode="json")
 
+    # -- debug knowledge (SDD §19.5) -------------------------------------------------------
+    def _knowledge_path(self) -> str | None:
+        """``.air/local/debug-records.db`` of the project (None: the project has no .air/local)."""
+        local = os.path.join(self.project_root, ".air", "local")
+        return os.path.join(local, DebugKnowledgeStore.FILENAME) if os.path.isdir(local) else None
+
+    async def _known_fixes(self, signature: str | None) -> list[DebugRecord]:
+        """DebugKnowledgeStore records with ``signature`` (none when the project has no store)."""
+        path = self._knowledge_path()
+        if not signature or path is None:
+            return []
+
+        def lookup() -> list[DebugRecord]:
+            store = DebugKnowledgeStore.open(path)
+            try:
+                return store.lookup_by_signature(signature)
+            finally:
+                store.close()
+
+        return await trio.to_thread.run_sync(lookup)
+
+    async def _learn(self, node: TaskNode, outcome: TaskOutcome) -> None:
+        """A debug task's landed fix becomes a DebugKnowledgeStore record, then (outbox order:
+        the store first) a ``debug.record.created`` event."""
+        result = outcome.result
+        if node.spec.type != TaskType.DEBUG or result is None or not node.parent_task_id:
+            return
+        body = result.result or {}
+        parent = fold_history(self.ledger.history()).tasks.get(node.parent_task_id)
+        error = parent.last_error if parent is not None else None
+        signature = (error.semantic_signature if error else None) or body.get("failure_signature")
+        if not body.get("fixed") or not signature:
+            return
+        path = self._knowledge_path()
+        if path is None:
+            return
+        now = utc_now_iso()
+        record = DebugRecord(
+            debug_record_id=new_id("dbg"),
+            failure_signature=str(signature),
+            task_id=node.parent_task_id,
+            session_id=self.ledger.session_id,
+            diagnosis=str(body.get("diagnosis") or result.summary),
+            root_cause=body.get("root_cause"),
+            fix_summary=result.summary,
+            fixed=True,
+            created_at=now,
+            updated_at=now,
+            metadata={"debug_task_id": node.task_id, "changed_files": result.changed_files},
+        )
+
+        def insert() -> None:
+            store = DebugKnowledgeStore.open(path)
+            try:
+                store.insert(record)
+            finally:
+                store.close()
+
+        await trio.to_thread.run_sync(insert)
+        await self.ledger.record(
+            "debug.record.created",
+            {
+                "debug_record_id": record.debug_record_id,
+                "failure_signature": record.failure_signature,
+                "task_id": node.parent_task_id,
+            },
+        )
+
     async def _record_end(
         self,
         node: TaskNode,
@@ -617,6 +699,7 @@ class Scheduler:
                         },
                         attempt_index=attempt_index,
                     )
+                    await self._learn(node, outcome)
                     node.status = TaskStatus.COMPLETED
                     node.final = True
                     self._wave_completed.append(node.task_id)
@@ -746,14 +829,17 @@ def _dependency_row(dep: TaskDependencySpec) -> dict[str, Any]:
     }
 
 
-def _debug_spec(spec: TaskSpec, debug_id: str, error: AirError) -> TaskSpec:
+def _debug_spec(
+    spec: TaskSpec, debug_id: str, error: AirError, known: Sequence[DebugRecord] = ()
+) -> TaskSpec:
     return TaskSpec(
         id=debug_id,
         type=TaskType.DEBUG,
         title=f"Debug: {spec.title}",
         description=(
             f"Task {spec.id} failed with {error.kind.value}: {error.message}. "
-            "Find the root cause and fix it so the task can succeed."
+            "Find the root cause and fix it so the task can succeed.\n"
+            + debug_context(error, known)
         ),
         acceptance_criteria=spec.acceptance_criteria,
         scope=spec.scope,

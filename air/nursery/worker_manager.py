@@ -98,6 +98,9 @@ _PARENT_OWNED = (
     "workspace.",
     "artifact.",
     "evidence.",
+    "diagnostic.",
+    "capability.",
+    "debug.",
 )
 _PARENT_OWNED_AGENT = frozenset(
     {"agent.started", "agent.completed", "agent.failed", "agent.lost", "agent.cancelled"}

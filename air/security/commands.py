@@ -79,7 +79,7 @@ BUILD_TEST_PROGRAMS = frozenset(
     """make gmake cmake ctest ninja meson gcc g++ cc c++ clang clang++ ld ar as ranlib pytest
     py.test tox nox mypy ruff black isort flake8 pylint pyright rustc javac java mvn gradle
     gradlew tsc eslint prettier jest vitest mocha cppcheck clang-tidy clang-format valgrind gdb
-    lldb ldd pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf
+    lldb ldd pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf clangd
     automake configure scons ccache gofmt rustfmt lint-imports hypothesis bandit pydocstyle
     ctags cscope doxygen dot latexmk pdflatex xelatex pandoc mkdocs tsx ts-node deno bun
     node-gyp swift swiftc kotlinc dotnet ghc cabal stack stylua luacheck zig nim dune opam

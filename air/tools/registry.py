@@ -29,6 +29,7 @@ from air.contracts.artifact import (
 )
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.evidence import EvidenceRef
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.permission import (
     DeclaredPermissions,
@@ -114,6 +115,8 @@ class ToolRun:
     context: ToolExecutionContext
     registry: ToolRegistry
     artifacts: list[ArtifactRef] = field(default_factory=list)
+    evidence_refs: list[EvidenceRef] = field(default_factory=list)
+    """Evidence the executor recorded (``evidence.created``); attached to the result."""
     events: trio.MemorySendChannel[ToolEvent] | None = None
     """Where ``stream`` sends progress (set by the registry for streaming tools)."""
 
@@ -558,7 +561,7 @@ class ToolRegistry:
                 "tool_run_id": tool_run_id,
                 "output_summary": _summary(redacted),
                 "artifact_ids": [a.artifact_id for a in run.artifacts],
-                "evidence_ref_ids": [],
+                "evidence_ref_ids": [e.evidence_ref_id for e in run.evidence_refs],
                 "duration_ms": self._ms(started),
             },
         )
@@ -570,6 +573,7 @@ class ToolRegistry:
             decision=decision,
             output=redacted,
             artifacts=run.artifacts,
+            evidence_refs=run.evidence_refs,
         )
 
     @staticmethod
@@ -711,6 +715,7 @@ class ToolRegistry:
         output: Any = None,
         error: AirError | None = None,
         artifacts: Sequence[ArtifactRef] | None = None,
+        evidence_refs: Sequence[EvidenceRef] | None = None,
     ) -> ToolResultEnvelope:
         return ToolResultEnvelope(
             tool_run_id=tool_run_id,
@@ -720,6 +725,7 @@ class ToolRegistry:
             error=error,
             decision=decision,
             artifacts=list(artifacts or []),
+            evidence_refs=list(evidence_refs or []),
             duration_ms=self._ms(started),
         )
 

@@ -483,6 +483,7 @@ def open_sandboxed(
     env: Mapping[str, str],
     stdout: int | IO[bytes] | None,
     stderr: int | IO[bytes] | None,
+    stdin: int | IO[bytes] | None = subprocess.DEVNULL,
 ) -> subprocess.Popen[bytes]:
     """Spawn ``command`` in the sandbox on the CALLING thread (synchronous, a few ms).
 
@@ -520,7 +521,7 @@ def open_sandboxed(
         )
         return subprocess.Popen(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             env=dict(env),

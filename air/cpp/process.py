@@ -1,0 +1,290 @@
+"""How the C++ toolchain runs a command: the ``CommandRunner`` seam and its plain local form.
+
+Owns ``CommandResult``, ``CommandRunner`` (the protocol every runner implements: the tools
+layer's sandboxed runner records ``command_runs``; ``LocalCommandRunner`` runs the command
+directly for benchmarks and for code that has no session) and ``read_workspace_file``, the one
+way the toolchain reads a file a command wrote (no symlinks, inside the workspace, bounded).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import IO, Protocol
+
+import trio
+
+from air.contracts.error import AirException, ErrorKind
+
+__all__ = [
+    "Child",
+    "CommandResult",
+    "CommandRunner",
+    "LocalCommandRunner",
+    "OutputSink",
+    "Spawn",
+    "is_plain_file",
+    "read_workspace_file",
+]
+
+Spawn = Callable[..., "subprocess.Popen[bytes]"]
+"""Starts the process itself (``stdin=``, ``stdout=``, ``stderr=`` keyword arguments, as for
+``subprocess.Popen``), e.g. inside the tools layer's sandbox; it must start a new session."""
+
+OutputSink = Callable[[str, str], Awaitable[None]]
+"""``(stream name "stdout"|"stderr", decoded chunk)``, called as output arrives; an empty chunk
+says the stream ended (before the runner records the command's end)."""
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+    duration_ms: int = 0
+    command_run_id: str | None = None
+    """The ``command_runs`` row that recorded it (None when nothing recorded it)."""
+    timed_out: bool = False
+
+
+class CommandRunner(Protocol):
+    """Runs one argv in the workspace and reports its output as it arrives."""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        timeout_s: float,
+        on_output: OutputSink | None = None,
+    ) -> CommandResult: ...
+
+
+async def _pump(
+    stream: trio.abc.ReceiveStream, name: str, sink: list[bytes], cb: OutputSink | None
+) -> None:
+    decoder = _Decoder()
+    async for chunk in stream:
+        sink.append(bytes(chunk))
+        if cb is not None:
+            text = decoder.feed(bytes(chunk))
+            if text:
+                await cb(name, text)
+    if cb is not None:
+        rest = decoder.flush()
+        if rest:
+            await cb(name, rest)
+        await cb(name, "")
+
+
+class _Decoder:
+    """UTF-8 across chunk boundaries (a character split between two reads is kept whole)."""
+
+    def __init__(self) -> None:
+        import codecs
+
+        self._d = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def feed(self, data: bytes) -> str:
+        return str(self._d.decode(data))
+
+    def flush(self) -> str:
+        return str(self._d.decode(b"", final=True))
+
+
+class Child:
+    """A child process started from the Trio thread itself, with Trio streams on its pipes.
+
+    ``trio.lowlevel.open_process`` forks from a worker thread of Trio's thread cache; that
+    thread exits after 10 idle seconds, and bubblewrap's ``--die-with-parent`` (a parent-death
+    signal, which Linux ties to the forking *thread*) then SIGKILLs the sandbox: every
+    sandboxed command longer than ~10 s died with -9. Forking from the thread that runs Trio
+    ties the parent-death signal to the process's lifetime instead. Exit is observed by
+    polling (no thread): 1 ms, doubling up to 50 ms.
+    """
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: dict[str, str] | None,
+        stdin: bool = False,
+        stderr: bool = True,
+        spawn: Spawn | None = None,
+    ) -> None:
+        stdin_pipe = subprocess.PIPE if stdin else subprocess.DEVNULL
+        stderr_pipe = subprocess.PIPE if stderr else subprocess.DEVNULL
+        if spawn is not None:
+            self._popen = spawn(stdin=stdin_pipe, stdout=subprocess.PIPE, stderr=stderr_pipe)
+        else:
+            self._popen = subprocess.Popen(
+                list(argv),
+                stdin=stdin_pipe,
+                stdout=subprocess.PIPE,
+                stderr=stderr_pipe,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+            )
+        self.pid = self._popen.pid
+        self.stdin = self._stream(self._popen.stdin)
+        self.stdout = self._stream(self._popen.stdout)
+        self.stderr = self._stream(self._popen.stderr)
+
+    @staticmethod
+    def _stream(f: IO[bytes] | None) -> trio.lowlevel.FdStream | None:
+        if f is None:
+            return None
+        stream = trio.lowlevel.FdStream(os.dup(f.fileno()))
+        f.close()
+        return stream
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.poll()
+
+    async def wait(self) -> int:
+        delay = 0.001
+        while (code := self._popen.poll()) is None:
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+        return code
+
+    async def aclose(self) -> None:
+        for stream in (self.stdin, self.stdout, self.stderr):
+            if stream is not None:
+                await stream.aclose()
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+async def run_argv(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    on_output: OutputSink | None = None,
+    spawn: Spawn | None = None,
+) -> tuple[int | None, bytes, bytes, bool]:
+    """Run ``argv`` in its own process group; TERM → KILL on timeout or cancellation.
+
+    Returns:
+        (exit code or None when killed, stdout, stderr, timed out).
+    """
+    out: list[bytes] = []
+    err: list[bytes] = []
+    proc = Child(argv, cwd=cwd, env=env, spawn=spawn)
+    timed_out = False
+    try:
+        with trio.move_on_after(timeout_s) as scope:
+            assert proc.stdout is not None
+            assert proc.stderr is not None
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_pump, proc.stdout, "stdout", out, on_output)
+                nursery.start_soon(_pump, proc.stderr, "stderr", err, on_output)
+            await proc.wait()
+        timed_out = scope.cancelled_caught
+    finally:
+        if proc.returncode is None:
+            # Shielded and bounded: the group must die even when the caller was cancelled.
+            with trio.move_on_after(3, shield=True):
+                _kill(proc.pid, signal.SIGTERM)
+                with trio.move_on_after(1):
+                    await proc.wait()
+                _kill(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        _kill(proc.pid, signal.SIGKILL)
+        with trio.move_on_after(1, shield=True):
+            # why shielded: the pipes are ours to close even when the caller was cancelled
+            await proc.aclose()
+    code = None if timed_out else proc.returncode
+    return code, b"".join(out), b"".join(err), timed_out
+
+
+@dataclass
+class LocalCommandRunner:
+    """Runs commands directly, unsandboxed and unrecorded (benchmarks, tests of air/cpp)."""
+
+    env: dict[str, str] | None = None
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        timeout_s: float,
+        on_output: OutputSink | None = None,
+    ) -> CommandResult:
+        started = time.monotonic()
+        code, out, err, timed_out = await run_argv(
+            argv, cwd=cwd, timeout_s=timeout_s, env=self.env, on_output=on_output
+        )
+        return CommandResult(
+            exit_code=-1 if code is None else code,
+            stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"),
+            duration_ms=int((time.monotonic() - started) * 1000),
+            timed_out=timed_out,
+        )
+
+
+def is_plain_file(*parts: str) -> bool:
+    """True when the joined path is a regular file and not a symlink (cheap, synchronous)."""
+    path = os.path.join(*parts)
+    return os.path.isfile(path) and not os.path.islink(path)
+
+
+def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> bytes | None:
+    """Read a file a command wrote inside ``workspace``: None when it does not exist.
+
+    Raises:
+        AirException(policy_error): the path is a symlink, not a regular file, outside the
+            workspace or larger than ``limit`` (a command in the workspace may plant any of
+            them to make the parent read something else).
+    """
+    ws = os.path.realpath(workspace)
+    full = os.path.join(ws, path)
+    parent = os.path.realpath(os.path.dirname(full))
+    if parent != ws and not parent.startswith(ws + os.sep):
+        raise _refuse(f"{path} is outside the workspace")
+    target = os.path.join(parent, os.path.basename(full))
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _refuse(f"{path} cannot be opened safely ({exc.strerror})") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _refuse(f"{path} is not a regular file")
+        if info.st_size > limit:
+            raise _refuse(f"{path} is larger than {limit} bytes")
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+            if sum(len(c) for c in chunks) > limit:
+                raise _refuse(f"{path} grew past {limit} bytes")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _refuse(message: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.POLICY_ERROR,
+        message=f"refused to read a tool's output file: {message}",
+        user_action="Remove the file the build or test left in its place and run again.",
+    )

@@ -1,0 +1,7 @@
+#pragma once
+#include <vector>
+
+namespace stats {
+double mean(const std::vector<double>& values);
+double median(std::vector<double> values);
+}  // namespace stats

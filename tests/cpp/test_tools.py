@@ -1,0 +1,327 @@
+"""cpp.* tools against examples/cpp-stats: real cmake, ninja, g++, ctest, cppcheck, bwrap and a
+real session database."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from air.contracts.error import AirException
+from air.contracts.tool import ToolResultEnvelope
+from air.cpp.process import LocalCommandRunner, read_workspace_file
+from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
+from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
+from air.tools.cpp import register_cpp_tools
+from tests.tools.conftest import Env, assert_payloads_valid, git
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
+
+
+@pytest.fixture
+def cpp_env(tmp_path: Path) -> Iterator[Env]:
+    made = Env(tmp_path)
+    shutil.copytree(EXAMPLE, made.root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build"))
+    register_cpp_tools(made.registry, made.runner)
+    yield made
+    made.close()
+
+
+async def _call(env: Env, name: str, **input: Any) -> ToolResultEnvelope:
+    return await env.registry.call(name, input, env.ctx(agent_id="ag_1"))
+
+
+def _o(envelope: ToolResultEnvelope) -> dict[str, Any]:
+    assert isinstance(envelope.output, dict), envelope.error
+    return envelope.output
+
+
+def _fix_summary(root: Path) -> None:
+    src = root / "summary" / "summary.cpp"
+    src.write_text(
+        src.read_text().replace("#include <numeric>", "#include <algorithm>\n#include <numeric>")
+    )
+
+
+def _fix_spread(root: Path) -> None:
+    src = root / "spread" / "spread.cpp"
+    src.write_text(src.read_text().replace("(values.size() - 1)", "values.size()"))
+
+
+async def test_detect_reports_cmake_and_the_tools(cpp_env: Env) -> None:
+    env = await _call(cpp_env, "cpp.detect")
+    assert env.status == "ok", env.error
+    assert _o(env)["build_system"] == "cmake"
+    assert _o(env)["tools"]["cmake"]
+    assert _o(env)["compile_commands"] is None
+
+
+async def test_build_streams_diagnostics_into_the_session_and_records_evidence(
+    cpp_env: Env,
+) -> None:
+    result = await _call(cpp_env, "cpp.build")
+    assert result.status == "ok", result.error
+    out = _o(result)
+    assert out["ok"] is False
+    first = out["diagnostics"][0]
+    assert first["file"] == "summary/summary.cpp"
+    assert first["line"] == 14
+    assert "sort" in first["message"]
+    assert out["signature"] == first["semantic_signature"]
+    rows = cpp_env.rows("diagnostics")
+    errors = [r["semantic_signature"] for r in rows if r["severity"] == "error"]
+    assert errors[0] == out["signature"]
+    build_cmd = [
+        r for r in cpp_env.rows("command_runs") if r["command"].startswith("cmake --build")
+    ]
+    assert len(build_cmd) == 1
+    assert all(r["command_run_id"] in {c["id"] for c in cpp_env.rows("command_runs")} for r in rows)
+    assert json.loads(build_cmd[0]["diagnostic_ids_json"]) == [
+        r["diagnostic_id"] for r in rows if r["command_run_id"] == build_cmd[0]["id"]
+    ]
+    # streamed: each diagnostic is recorded before its command completes
+    events = cpp_env.events()
+    done = next(
+        i
+        for i, e in enumerate(events)
+        if e.type == "command.completed" and e.payload["command_run_id"] == build_cmd[0]["id"]
+    )
+    assert all(i < done for i, e in enumerate(events) if e.type == "diagnostic.created")
+    evidence = cpp_env.payloads("evidence.created")
+    assert evidence[-1]["kind"] == "build_output"
+    assert evidence[-1]["location_json"]["ok"] is False
+    assert_payloads_valid(events)
+
+
+async def test_test_tool_reports_each_ctest_case_and_the_gtest_failure(cpp_env: Env) -> None:
+    _fix_summary(cpp_env.root)
+    built = await _call(cpp_env, "cpp.build")
+    assert _o(built)["ok"] is True, built.output
+    tested = await _call(cpp_env, "cpp.test")
+    assert tested.status == "ok", tested.error
+    out = _o(tested)
+    assert out["ok"] is False
+    assert out["failed"] == ["spread.variance"]
+    assert out["passed"] == 3
+    variance = next(t for t in out["tests"] if t["name"] == "spread.variance")
+    (failure,) = variance["failures"]
+    assert failure["framework"] == "gtest"
+    assert failure["file"].endswith("spread/spread_test.cpp")
+    assert "Expected" in failure["message"]
+    _fix_spread(cpp_env.root)
+    assert _o(await _call(cpp_env, "cpp.build"))["ok"] is True
+    passed = await _call(cpp_env, "cpp.test")
+    assert _o(passed)["ok"] is True
+    assert _o(passed)["passed"] == 4
+    assert [e.kind.value for e in passed.evidence_refs] == ["test_output"]
+    assert passed.evidence_refs[0].evidence_ref_id == _o(passed)["evidence_ref_id"]
+    completed = cpp_env.payloads("tool.completed")[-1]
+    assert completed["evidence_ref_ids"] == [_o(passed)["evidence_ref_id"]]
+    kinds = [(e["kind"], e["location_json"]["ok"]) for e in cpp_env.payloads("evidence.created")]
+    assert kinds[-1] == ("test_output", True)
+    assert ("test_output", False) in kinds
+    reports = [a for a in cpp_env.rows("artifacts") if a["type"] == "report"]
+    assert reports  # the JUnit file kept as an artifact
+
+
+async def test_commands_run_inside_the_shell_sandbox(cpp_env: Env) -> None:
+    victim = cpp_env.outside / "victim.txt"
+    (cpp_env.root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(escape NONE)\n"
+        f'file(WRITE "{victim}" "overwritten")\n'
+    )
+    result = await _call(cpp_env, "cpp.configure")
+    assert result.status == "ok", result.error
+    # the sandbox sees a private /tmp: the write lands there and vanishes with it
+    assert victim.read_text() == "untouched\n"
+    started = cpp_env.payloads("command.started")
+    assert started[-1]["command"].startswith("cmake -S . -B build -G Ninja")
+
+
+async def test_build_dir_outside_the_workspace_is_refused(cpp_env: Env) -> None:
+    for bad in ("../elsewhere", "/tmp/b", ".git/x", ".air/b"):
+        result = await _call(cpp_env, "cpp.build", build_dir=bad)
+        # the PermissionEngine denies a command whose target leaves the project (its -B/-S
+        # options are write targets); what it lets through, the tool refuses itself
+        assert result.status in ("error", "denied"), bad
+        assert result.error is not None
+        assert result.error.kind in ("validation_error", "permission_denied"), bad
+        assert result.error.user_action
+    os.symlink(cpp_env.outside, cpp_env.root / "out")
+    before = sorted(os.listdir(cpp_env.outside))
+    result = await _call(cpp_env, "cpp.build", build_dir="out")
+    assert result.status in ("error", "denied")
+    assert result.error is not None
+    assert "outside" in result.error.message or result.status == "denied", result.error
+    assert sorted(os.listdir(cpp_env.outside)) == before, "nothing is built through the link"
+
+
+async def test_cppcheck_findings_become_diagnostics(cpp_env: Env) -> None:
+    (cpp_env.root / "summary" / "leak.cpp").write_text(
+        "int leak() { int a[3] = {0, 1, 2}; return a[5]; }\n"
+    )
+    result = await _call(cpp_env, "cpp.cppcheck", paths=["summary"])
+    assert result.status == "ok", result.error
+    found = _o(result)["diagnostics"]
+    bounds = [d for d in found if d["code"] == "arrayIndexOutOfBounds"]
+    assert bounds
+    assert bounds[0]["file"] == "summary/leak.cpp"
+    assert bounds[0]["line"] == 1
+    rows = cpp_env.rows("diagnostics")
+    assert any(r["tool"] == "cppcheck" and r["code"] == "arrayIndexOutOfBounds" for r in rows)
+
+
+async def test_make_is_the_fallback_without_ninja(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    shutil.copytree(EXAMPLE / "spread", root)
+    (root / "check.h").write_text((EXAMPLE / "check.h").read_text())
+    (root / "spread_test.cpp").write_text(
+        (root / "spread_test.cpp").read_text().replace("../check.h", "check.h")
+    )
+    which = lambda name: None if name == "ninja" else shutil.which(name)  # noqa: E731
+    out = await CMakeConfigurator(LocalCommandRunner(), which=which).configure(
+        CppCmakeConfigureInput(workspace=str(root), export_compile_commands=True)
+    )
+    assert out.ok, out.diagnostics
+    assert out.generator == "Unix Makefiles"
+    assert (root / "build" / "Makefile").is_file()
+    assert out.compile_commands == "build/compile_commands.json"
+    # a configured build dir keeps its generator even when ninja is available
+    again = await CMakeConfigurator(LocalCommandRunner()).configure(
+        CppCmakeConfigureInput(workspace=str(root))
+    )
+    assert again.generator == "Unix Makefiles"
+    assert again.ok
+
+
+def test_tool_output_files_are_read_without_following_symlinks(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "build").mkdir(parents=True)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("do not read")
+    os.symlink(secret, ws / "build" / "junit.xml")
+    with pytest.raises(Exception, match="refused to read"):
+        read_workspace_file(str(ws), "build/junit.xml")
+    os.symlink(tmp_path, ws / "link")
+    with pytest.raises(Exception, match="outside the workspace"):
+        read_workspace_file(str(ws), "link/secret.txt")
+    assert read_workspace_file(str(ws), "build/none.xml") is None
+
+
+def test_junit_with_entities_is_refused() -> None:
+    bomb = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite>&a;</testsuite>'
+    with pytest.raises(Exception, match="DTD or entities"):
+        parse_junit(bomb)
+
+
+def test_gtest_and_catch2_outputs_are_understood() -> None:
+    gtest = (
+        "[==========] Running 2 tests from 1 test suite.\n"
+        "[ RUN      ] MathTest.Adds\n"
+        "[       OK ] MathTest.Adds (0 ms)\n"
+        "[ RUN      ] MathTest.Divides\n"
+        "/src/math_test.cc:17: Failure\n"
+        "Expected equality of these values:\n"
+        "  divide(6, 3)\n"
+        "    Which is: 3\n"
+        "  2\n"
+        "[  FAILED  ] MathTest.Divides (0 ms)\n"
+    )
+    (f,) = parse_gtest_output(gtest)
+    assert (f["test"], f["file"], f["line"]) == ("MathTest.Divides", "/src/math_test.cc", 17)
+    assert "Which is: 3" in f["message"]
+    catch = (
+        "-------------------------------------------------------------------------------\n"
+        "divides evenly\n"
+        "-------------------------------------------------------------------------------\n"
+        "/src/math_test.cpp:9\n"
+        "...............................................................................\n"
+        "\n"
+        "/src/math_test.cpp:11: FAILED:\n"
+        "  REQUIRE( divide(6, 3) == 2 )\n"
+        "with expansion:\n"
+        "  3 == 2\n"
+        "\n"
+        "===============================================================================\n"
+        "test cases: 2 | 1 passed | 1 failed\n"
+    )
+    (c,) = parse_catch2_output(catch)
+    assert (c["test"], c["file"], c["line"]) == ("divides evenly", "/src/math_test.cpp", 11)
+    assert "REQUIRE( divide(6, 3) == 2 )" in c["message"]
+
+
+async def test_cppcheck_uses_the_compile_database_when_configured(cpp_env: Env) -> None:
+    _fix_summary(cpp_env.root)
+    (cpp_env.root / "spread" / "spread.cpp").write_text(
+        (cpp_env.root / "spread" / "spread.cpp").read_text()
+        + "int out_of_bounds() { int a[2] = {0, 1}; return a[2]; }\n"
+    )
+    configured = await _call(cpp_env, "cpp.configure")
+    assert _o(configured)["compile_commands"] == "build/compile_commands.json"
+    result = await _call(cpp_env, "cpp.cppcheck")
+    out = _o(result)
+    assert out["used_compile_commands"] is True
+    assert out["ok"] is False
+    assert any(
+        d["code"] == "arrayIndexOutOfBounds" and d["file"] == "spread/spread.cpp"
+        for d in out["diagnostics"]
+    )
+    started = cpp_env.payloads("command.started")[-1]["command"]
+    assert "--project=build/compile_commands.json" in started
+
+
+def test_detector_sees_make_ninja_and_an_existing_compile_database(tmp_path: Path) -> None:
+    make = tmp_path / "make"
+    make.mkdir()
+    (make / "Makefile").write_text("all:\n\tc++ -c a.cpp\n")
+    (make / "a.cpp").write_text("int a;\n")
+    (make / "build").mkdir()
+    (make / "build" / "compile_commands.json").write_text("[]")
+    found = CppProjectDetector(which=lambda n: f"/usr/bin/{n}" if n != "clangd" else None).detect(
+        str(make)
+    )
+    assert (found.build_system, found.makefile, found.cmake_lists) == ("make", True, False)
+    assert found.compile_commands == "build/compile_commands.json"
+    assert found.tools["clangd"] is None
+    assert found.sources == 1
+    ninja = tmp_path / "ninja"
+    ninja.mkdir()
+    (ninja / "build.ninja").write_text("")
+    assert CppProjectDetector().detect(str(ninja)).build_system == "ninja"
+    with pytest.raises(AirException) as caught:
+        CppProjectDetector().detect(str(tmp_path / "missing"))
+    assert caught.value.kind == "validation_error"
+
+
+async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bwrap --die-with-parent kills the sandbox when the thread that forked it exits; Trio's
+    worker threads exit when idle (10 s, here 0.2 s), so the fork must not happen in one."""
+    import trio._core._thread_cache as thread_cache
+
+    from air.cpp.process import run_argv
+    from air.tools.cpp import _sandboxed
+    from air.tools.sandbox import SandboxRunner, sandbox_environment
+
+    sandbox = SandboxRunner()
+    sandbox.check_available()  # bubblewrap is needed (scripts/setup.sh installs it)
+    monkeypatch.setattr(thread_cache, "IDLE_TIMEOUT", 0.2)
+    env = sandbox_environment(os.environ)
+    spawn = _sandboxed(sandbox, "sleep 1.5; echo done", str(tmp_path), str(tmp_path), env)
+    code, out, _err, timed_out = await run_argv((), spawn=spawn, cwd=str(tmp_path), timeout_s=30)
+    assert (code, out, timed_out) == (0, b"done\n", False)
+
+
+async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
+    (cpp_env.root / ".gitignore").unlink()  # a project that ignores nothing
+    _fix_summary(cpp_env.root)
+    assert _o(await _call(cpp_env, "cpp.build", build_dir="out/debug"))["ok"] is True
+    status = git(cpp_env.root, "status", "--porcelain", "--untracked-files=all")
+    assert "out/" not in status
+    assert "summary/summary.cpp" in status
