@@ -47,6 +47,9 @@ def test_run_and_resume_without_bubblewrap_exit_2_before_any_task(
     root = _project(tmp_path)
     empty = tmp_path / "bin"
     empty.mkdir()
+    git = shutil.which("git")
+    assert git is not None, "git is needed (scripts/setup.sh installs it)"
+    (empty / "git").symlink_to(git)  # everything but bubblewrap: that is what is missing
     proc = subprocess.run(
         [sys.executable, "-m", "air.cli", *command],
         cwd=root,
