@@ -8,6 +8,7 @@ import json
 import re
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import trio
@@ -76,7 +77,7 @@ def test_tool_call_payloads_fast_path_and_checked_path() -> None:
     extra = make_envelope("tool.call", {"input": {}}, session_id="s", agent_id="a")
     with pytest.raises(InvalidEnvelope):
         proto.payload(extra)
-    bads: list[dict[str, object]] = [{"name": 3, "input": {}}, {"name": "x", "input": [1]}]
+    bads: list[dict[str, Any]] = [{"name": 3, "input": {}}, {"name": "x", "input": [1]}]
     for bad in [*bads, {"input": {}}]:
         msg = make_envelope("tool.call", dict(bad), session_id="s", agent_id="a")
         with pytest.raises(InvalidEnvelope) as info:
