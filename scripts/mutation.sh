@@ -13,7 +13,8 @@
 # touched), runs `mutmut run` there and prints the counts. Run it again to resume: mutmut keeps
 # its results in the copy's mutants/ directory (delete the copy to start over; after adding
 # tests, MUTATION_RETEST=1 tests the surviving mutants again and keeps the killed ones).
-# MUTMUT_CHILDREN (default 2) is the number of mutants tested at once.
+# MUTMUT_CHILDREN (default 2) is the number of mutants tested at once; MUTATION_NAMES_FILE names
+# the mutants to run (one a line) when the whole area does not fit the time at hand.
 # Afterwards: cd $AIR_MUTATION_DIR/<area> && mutmut results / mutmut show <mutant>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,6 +74,10 @@ git ls-files -z --cached --others --exclude-standard |
   echo "pytest_add_cli_args = -p no:cacheprovider -q"
 } >>"$dest/setup.cfg"
 
+if [ -n "${MUTATION_NAMES_FILE:-}" ]; then
+  # Run only the mutants named in this file (one a line), e.g. a seeded random sample.
+  mapfile -t names <"$MUTATION_NAMES_FILE"
+fi
 cd "$dest"
 export PATH="$repo/.venv/bin:$PATH"
 if [ "${MUTATION_RETEST:-0}" = 1 ] && [ -d mutants ]; then

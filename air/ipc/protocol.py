@@ -83,7 +83,7 @@ def _envelope(values: dict[str, Any]) -> IpcEnvelope:
     """
     msg = IpcEnvelope.__new__(IpcEnvelope)
     object.__setattr__(msg, "__dict__", values)
-    object.__setattr__(msg, "__pydantic_fields_set__", _ENVELOPE_FIELDS_SET)
+    object.__setattr__(msg, "__pydantic_fields_set__", set(_ENVELOPE_FIELDS_SET))
     object.__setattr__(msg, "__pydantic_extra__", None)
     object.__setattr__(msg, "__pydantic_private__", None)
     return msg

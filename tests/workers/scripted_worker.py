@@ -4,7 +4,8 @@ Run as ``python tests/workers/scripted_worker.py``. After the handshake it follo
 written as JSON in its task's description, in order, then waits for the parent to close its
 stdin. A step is one of:
 
-- ``{"call": name, "input": {...}}``: a ``tool.call``; the worker waits for its ``tool.result``.
+- ``{"call": name, "input": {...}}``: a ``tool.call``; the worker waits for its ``tool.result``
+  (with ``"expect": status``, another status makes it exit 1 without a result).
 - ``{"event": type, "payload": {...}}``: an ``event`` message of that type (``"version"``:
   1 unless the step names one; ``null`` leaves the field out).
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
@@ -24,7 +25,7 @@ from typing import Any
 from air.testing.workers._proto import handshake, read_line, send
 
 
-def _call(name: str, input: dict[str, Any]) -> None:
+def _call(name: str, input: dict[str, Any], expect: str | None) -> None:
     call_id = "msg_" + uuid.uuid4().hex
     send("tool.call", {"name": name, "input": input}, id=call_id)
     while True:
@@ -32,6 +33,9 @@ def _call(name: str, input: dict[str, Any]) -> None:
         if msg is None:
             raise SystemExit(0)
         if msg.get("kind") == "tool.result" and msg.get("correlation_id") == call_id:
+            status = msg["payload"].get("status")
+            if expect is not None and status != expect:
+                raise SystemExit(f"{name} ended {status}, expected {expect}: {msg['payload']}")
             return
 
 
@@ -44,7 +48,7 @@ def main() -> None:
     )
     for step in json.loads(spec["description"]):
         if "call" in step:
-            _call(step["call"], step.get("input") or {})
+            _call(step["call"], step.get("input") or {}, step.get("expect"))
         elif "event" in step:
             event = {"type": step["event"], "version": step.get("version", 1)}
             if event["version"] is None:

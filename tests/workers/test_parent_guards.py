@@ -25,7 +25,7 @@ from air.contracts import AgentType, ErrorKind, TaskType, WorkerStatus, make_air
 from air.contracts.ids import new_id
 from air.events.payloads import PAYLOADS
 from air.nursery.seams import SuperviseRequest, TaskOutcome
-from tests.workers.conftest import Env
+from tests.workers.conftest import Env, text_turn
 
 WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]
 FAST = {"kill_grace_s": 0.5, "exit_grace_s": 2.0, "handshake_timeout_s": 20.0}
@@ -65,13 +65,15 @@ def claim(
     }
 
 
-async def supervise(env: Env, request: SuperviseRequest) -> TaskOutcome:
+async def supervise(
+    env: Env, request: SuperviseRequest, turns: list[dict[str, Any]] | None = None
+) -> TaskOutcome:
     with trio.fail_after(60):
-        return await env.manager([], command=WORKER, **FAST).supervise(request)
+        return await env.manager(turns or [], command=WORKER, **FAST).supervise(request)
 
 
 def final_status(outcome: TaskOutcome) -> WorkerStatus:
-    assert outcome.kind == "result", outcome
+    assert outcome.kind == "result", outcome.error.detail if outcome.error else outcome
     assert outcome.result is not None
     return outcome.result.status
 
@@ -80,8 +82,14 @@ def final_status(outcome: TaskOutcome) -> WorkerStatus:
 
 
 async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None:
-    request = scripted(env.request(commands=[VERIFY]), [READ, EDIT, claim()])
-    outcome = await supervise(env, request)
+    ask = {
+        "call": "provider.complete",
+        "input": {"messages": [{"role": "user", "content": [{"type": "text", "text": "go"}]}]},
+        "expect": "ok",
+    }
+    read = {**READ, "expect": "ok"}
+    request = scripted(env.request(commands=[VERIFY]), [ask, read, EDIT, claim()])
+    outcome = await supervise(env, request, [text_turn("editing")])
     assert final_status(outcome) == WorkerStatus.FAILED
     assert outcome.result is not None
     assert outcome.result.error is not None
@@ -89,6 +97,12 @@ async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None
     assert VERIFY in outcome.result.error.message
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 2\n"
     assert env.events.types(request.agent_id)[-1] == "agent.completed"
+    # the tools ran in this attempt's context
+    decisions = env.events.of_type("permission.decision.recorded")
+    assert [d["tool_name"] for d in decisions] == ["fs.read", "fs.edit"]
+    assert {(d["task_id"], d["agent_id"]) for d in decisions} == {
+        (request.task_spec.id, request.agent_id)
+    }
 
 
 async def test_claimed_verification_that_failed_in_shell_run_fails_the_result(env: Env) -> None:
@@ -341,6 +355,9 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
         (False, "agent.heartbeat"),
     ]
     for _, event in recorded:
+        assert event.version == 1
+        assert event.project_id == good.project_id
+        assert event.route == ["agent", "worker_manager"]
         assert event.source.id == good.agent_id
         assert event.source.agent_type == AgentType.EXECUTOR
         assert event.session_id == good.session_id
@@ -356,6 +373,10 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
         assert outcome.kind == "protocol_error", (name, outcome)
         assert outcome.error is not None
         assert words in outcome.error.message, outcome.error
+    detail = outcomes["invalid"].error.detail if outcomes["invalid"].error else None
+    assert detail is not None
+    assert "content" in detail
+    assert len(detail) <= 300
 
 
 # -- a result names this attempt ----------------------------------------------------------------
