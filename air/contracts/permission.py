@@ -147,6 +147,10 @@ class CommandRiskAnalysis(Contract):
     reason: str
     write_targets: list[str] = Field(default_factory=list)
     read_targets: list[str] = Field(default_factory=list)
+    tool_targets: list[str] = Field(default_factory=list)
+    """The write targets that are a build/test or install tool's own working directory or
+    output (``cmake -B build``, ``make -C sub``): inside the workspace they are where the tool
+    works, not source edits, so the task's write area does not bound them (IMPL-CLS-6)."""
 
 
 class PermissionDecision(Contract):

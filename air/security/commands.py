@@ -21,7 +21,7 @@ import os.path
 import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
@@ -204,6 +204,8 @@ class _Segment:
     reason: str
     write_targets: list[str] = field(default_factory=list)
     read_targets: list[str] = field(default_factory=list)
+    tool_targets: list[str] = field(default_factory=list)
+    """The write targets ``_moved_targets`` added: where a build/test tool works."""
     weak_reads: list[str] = field(default_factory=list)
     """Bare words like ``shadow`` or ``credentials``: read targets only below a ``cd``'s
     directory (``cd /etc && cat shadow``), never as a search pattern or a message word."""
@@ -257,6 +259,14 @@ class CommandRiskAnalyzer:
         segments = [s for s in found if not s.hidden]
         category = riskiest(s.category for s in segments)
         writes, reads = _resolve_targets(found, cwd)
+        tools: list[str] = []
+        if any(s.tool_targets for s in found):
+            # resolved exactly like the writes (same cd / -C bookkeeping), nothing else kept
+            only_tools = [
+                replace(s, write_targets=list(s.tool_targets), read_targets=[], weak_reads=[])
+                for s in found
+            ]
+            tools = [t for t in _resolve_targets(only_tools, cwd)[0] if t in writes]
         worst = next((s for s in segments if s.category == category), None)
         reason = worst.reason if worst else "empty command"
         return CommandRiskAnalysis(
@@ -269,6 +279,7 @@ class CommandRiskAnalyzer:
             reason=reason,
             write_targets=writes,
             read_targets=reads,
+            tool_targets=tools,
         )
 
     # -- parsing -------------------------------------------------------------------------
@@ -1017,6 +1028,8 @@ def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None
     for value in found:
         if value not in seg.write_targets:
             seg.write_targets.append(value)
+        if value not in seg.tool_targets:
+            seg.tool_targets.append(value)
 
 
 # -- program handlers ----------------------------------------------------------------------

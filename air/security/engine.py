@@ -89,6 +89,7 @@ _WRITE_BASE: dict[PathCategory, tuple[PermissionAction, RiskLevel]] = {
     P.UNKNOWN: (A.ASK_USER, "high"),
 }
 _SENSITIVE = (P.SYSTEM_SENSITIVE, P.CREDENTIALS)
+_WORKSPACE_CATEGORIES = (P.PROJECT_SOURCE, P.PROJECT_BUILD_OUTPUT)
 
 
 @dataclass
@@ -212,18 +213,25 @@ class PermissionEngine:
 
         write_paths = list(ctx.write_paths)
         read_paths = list(ctx.read_paths)
+        tool_targets: set[str] = set()
         if ctx.command is not None:
             analysis = self.analyzer.analyze(ctx.command, base)
             for target in analysis.write_targets:
                 if target not in write_paths:
                     write_paths.append(target)
+            tool_targets.update(analysis.tool_targets)
             # Whatever the program, a path it is given is read: credentials ask (item 4).
             read_paths.extend(t for t in analysis.read_targets if t not in read_paths)
 
         # Layers 3-5 for each write path.
         for raw in write_paths:
             cls = self.classifier.classify(raw, project, workspace_root=workspace, for_write=True)
-            items.append(self._write_item(ctx, cls, template, project, workspace))
+            # where a build tool works (cmake -B build, make -C sub) inside the workspace is
+            # not a source edit: the write area does not bound it, denied paths do (IMPL-CLS-6)
+            works_in = raw in tool_targets and cls.category in _WORKSPACE_CATEGORIES
+            items.append(
+                self._write_item(ctx, cls, template, project, workspace, tool_dir=works_in)
+            )
         for raw in read_paths:
             cls = self.classifier.classify(raw, project, workspace_root=workspace)
             items.append(self._read_item(ctx, cls, project))
@@ -289,6 +297,8 @@ class PermissionEngine:
         template: PermissionTemplate,
         project: str,
         workspace: str,
+        *,
+        tool_dir: bool = False,
     ) -> Item:
         key = cls.resolved_path or cls.path
         if cls.via_link:
@@ -314,7 +324,7 @@ class PermissionEngine:
                     path=cls,
                 )
         area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
-        if area is not None and not any(
+        if area is not None and not tool_dir and not any(
             is_within(resolved, self._scope_path(a, workspace)) for a in area
         ):
             return Item(

@@ -1011,7 +1011,7 @@ def json_reply(status: int, body: dict[str, Any], headers: dict[str, str] | None
 
 # --- a scripted model ------------------------------------------------------------------------
 
-_TASK_LINE = re.compile(r"# Task (\S+?):")
+_TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
 
 
 def _first_user_text(wire: str, body: dict[str, Any]) -> str:

@@ -705,3 +705,34 @@ def test_default_collaborators() -> None:
     assert isinstance(engine.redactor, SecretRedactor)
     rule = PolicyRule(action="allow", command="ls")
     assert PermissionEngine(policy=PermissionPolicy(rules=(rule,))).policy.rules == (rule,)
+
+
+def test_a_commands_build_directory_is_not_bounded_by_the_write_area(
+    root: Path, home: Path
+) -> None:
+    """Where a build tool works (``cmake -S . -B build/x``, ``make -C docs``) is not a source
+    edit: a task whose write area is one source file may still build there; a redirect into a
+    file outside the area is still blocked, an explicit write into the build directory is still
+    bounded, denied paths still deny and a tool moved outside the project still asks."""
+    engine = engine_for(home)
+    build = ctx(
+        root, tool_name="shell.run", command="cmake -S . -B build/x", write_area=["src/a.py"]
+    )
+    assert [i.action for i in items(engine.explain(build), "write")] == [A.ALLOW, A.ALLOW]
+    configure = ctx(
+        root, tool_name="shell.run", command="make -C docs", write_area=["src/a.py"]
+    )
+    assert [i.action for i in items(engine.explain(configure), "write")] == [A.ALLOW]
+    redirect = ctx(
+        root, tool_name="shell.run", command="make -C docs > docs/x", write_area=["src/a.py"]
+    )
+    assert sorted(i.action for i in items(engine.explain(redirect), "write")) == [
+        A.ALLOW,
+        A.BLOCK,
+    ]
+    explicit = ctx(root, write_paths=["build/x/y.o"], write_area=["src/a.py"])
+    assert only(engine.explain(explicit), "write").action == A.BLOCK
+    denied = ctx(root, tool_name="shell.run", command="cmake -B build/x", denied_paths=["build"])
+    assert [i.action for i in items(engine.explain(denied), "write")] == [A.DENY]
+    outside = ctx(root, tool_name="shell.run", command="make -C ../elsewhere")
+    assert [i.action for i in items(engine.explain(outside), "write")] == [A.ASK_USER]
