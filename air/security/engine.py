@@ -324,8 +324,10 @@ class PermissionEngine:
                     path=cls,
                 )
         area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
-        if area is not None and not tool_dir and not any(
-            is_within(resolved, self._scope_path(a, workspace)) for a in area
+        if (
+            area is not None
+            and not tool_dir
+            and not any(is_within(resolved, self._scope_path(a, workspace)) for a in area)
         ):
             return Item(
                 "write",

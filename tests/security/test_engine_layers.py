@@ -719,9 +719,7 @@ def test_a_commands_build_directory_is_not_bounded_by_the_write_area(
         root, tool_name="shell.run", command="cmake -S . -B build/x", write_area=["src/a.py"]
     )
     assert [i.action for i in items(engine.explain(build), "write")] == [A.ALLOW, A.ALLOW]
-    configure = ctx(
-        root, tool_name="shell.run", command="make -C docs", write_area=["src/a.py"]
-    )
+    configure = ctx(root, tool_name="shell.run", command="make -C docs", write_area=["src/a.py"])
     assert [i.action for i in items(engine.explain(configure), "write")] == [A.ALLOW]
     redirect = ctx(
         root, tool_name="shell.run", command="make -C docs > docs/x", write_area=["src/a.py"]
