@@ -16,6 +16,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from air.workspace.gitsafe import git_environment, hardened_argv
+
 BUGGY = '''"""Tiny arithmetic helpers."""
 
 
@@ -40,7 +42,12 @@ def _make_project(root: Path) -> None:
         ["add", "-A"],
         ["-c", "user.name=air demo", "-c", "user.email=demo@air.invalid", "commit", "-qm", "init"],
     ):
-        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+        subprocess.run(
+            hardened_argv("-C", str(root), *args),
+            check=True,
+            capture_output=True,
+            env=git_environment(),
+        )
 
 
 def run_demo(args: dict[str, Any]) -> int:

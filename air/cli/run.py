@@ -424,6 +424,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.nursery.ledger import SessionLedger
     from air.nursery.planner import WavePlanner, default_max_workers
     from air.nursery.recovery import recover_session
+    from air.nursery.runs import claim_session
     from air.nursery.scheduler import Scheduler, SchedulerOptions
     from air.session.manager import SessionManager, list_session_ids
     from air.session.project import ProjectStore
@@ -455,6 +456,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             flush=True,
         )
         progress.replay(ledger.history())
+        claim_session(_runs_dir(project.project_root), ledger.session_id)
         # every event of the session (the scheduler's, the workers', the tools') reaches the
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)
@@ -566,6 +568,6 @@ async def _watch_signals(scheduler: Any, runs_dir: str | None, stderr: IO[str]) 
 
                 with trio.move_on_after(2.0, shield=True):
                     # why shielded: the kill must happen even though the run is unwinding
-                    await reap_orphans(runs_dir, grace_s=0.0)
+                    await reap_orphans(runs_dir, grace_s=0.0, own=True)
             stderr.flush()
             os._exit(EXIT_CANCELLED)

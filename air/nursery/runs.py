@@ -1,14 +1,20 @@
-"""Durable worker run records and orphan reaping (runner-contract invariant 9; IMPL-WRK-2).
+"""Durable worker run records and orphan reaping (runner-contract invariant 9; IMPL-WRK-2,
+IMPL-RUN-1).
 
 Owns: ``RunRecordStore`` — one JSON file per worker run under ``.air/local/state/runs/``
 ({agent_id, task_id, session_id, pid, pid_start_time, boot_id, marker, state, started_at,
-updated_at}), written to a temporary file and renamed — and ``reap_orphans``, which a later start
-(recovery) calls to kill what a crashed parent left behind without ever signalling a recycled
-PID.
+updated_at, owner}), written to a temporary file and renamed —; the owner lock
+(``current_owner``: every air process that starts workers holds an exclusive ``flock`` on
+``runs/owners/<pid>-<start time>-<boot>.lock`` for its lifetime and records its pid, ``/proc``
+start time, boot id and lock name as each record's ``owner``); ``claim_session`` (one air
+process per session, by a second lock); and ``reap_orphans``, which kills what a dead air
+process left behind — never a live air process's workers, never a recycled PID.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 from dataclasses import dataclass
@@ -16,10 +22,25 @@ from typing import Any, Protocol
 
 import trio
 
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
-from air.ipc.procs import ProcessIdentity, find_marked, is_same_process, kill_tree
+from air.ipc.procs import ProcessIdentity, find_marked, is_same_process, kill_tree, read_identity
 
-__all__ = ["ReapResult", "RunRecordStore", "reap_orphans"]
+__all__ = [
+    "OWNERS_DIR",
+    "ReapResult",
+    "RunRecordStore",
+    "claim_session",
+    "current_owner",
+    "is_mine",
+    "owner_alive",
+    "reap_orphans",
+]
+
+OWNERS_DIR = "owners"
+_held: dict[tuple[int, str], dict[str, Any]] = {}
+"""(pid, owners dir or session lock) → what this process holds; each lock fd stays open for the
+process's lifetime."""
 
 
 class _RunLike(Protocol):
@@ -32,6 +53,124 @@ class ReapResult:
     agent_id: str
     state: str
     """``orphaned-dead`` (nothing was alive) or ``orphaned-killed``."""
+
+
+def current_owner(root: str) -> dict[str, Any]:
+    """This process's owner entry for the run records under ``root``, taking its lock once.
+
+    The lock file is opened close-on-exec (workers never inherit it) and is never closed: the
+    kernel releases it when the process ends, however it ends.
+    """
+    owners = os.path.join(root, OWNERS_DIR)
+    key = (os.getpid(), os.path.realpath(owners))
+    entry = _held.get(key)
+    if entry is not None:
+        return {k: v for k, v in entry.items() if k != "fd"}
+    ident = read_identity(os.getpid())
+    name = f"{ident.pid}-{ident.start_time}-{(ident.boot_id or 'noboot')[:8]}.lock"
+    os.makedirs(owners, exist_ok=True)
+    fd = os.open(
+        os.path.join(owners, name), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+    )
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    entry = {
+        "pid": ident.pid,
+        "pid_start_time": ident.start_time,
+        "boot_id": ident.boot_id,
+        "lock": name,
+        "fd": fd,
+    }
+    _held[key] = entry
+    return {k: v for k, v in entry.items() if k != "fd"}
+
+
+def claim_session(root: str, session_id: str) -> None:
+    """Hold ``runs/owners/session-<id>.lock`` for this process's lifetime: one air process
+    runs a session at a time (a second ``air resume`` of a live session would mark its running
+    tasks lost and run them again). Claiming a session this process already holds is a no-op.
+
+    Raises:
+        AirException: ``validation_error`` when another live process holds the session.
+    """
+    owners = os.path.join(root, OWNERS_DIR)
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
+    key = (os.getpid(), os.path.join(os.path.realpath(owners), f"session-{safe}"))
+    if key in _held:
+        return
+    os.makedirs(owners, exist_ok=True)
+    path = os.path.join(owners, f"session-{safe}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
+        if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+            raise
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"session {session_id} is running in another air process (pid {holder})",
+            user_action="Let that run finish, or stop it (Ctrl-C), then `air resume` again.",
+        ) from exc
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    _held[key] = {"fd": fd}
+
+
+def _lock_held(root: str, name: str) -> bool:
+    """True when some process holds the owner lock ``name`` (probed with a shared lock, so
+    probers never make each other look alive)."""
+    if not name or "/" in name or name.startswith("."):
+        return False
+    try:
+        fd = os.open(
+            os.path.join(root, OWNERS_DIR, name), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        )
+    except OSError:
+        return False  # no lock file: nobody holds it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+            return True
+        raise
+    finally:
+        os.close(fd)
+    return False
+
+
+def owner_alive(root: str, record: dict[str, Any]) -> bool | None:
+    """Whether the air process that owns ``record`` may still be running.
+
+    Returns:
+        None for a record without an owner (written before IMPL-RUN-1); otherwise False only
+        when the owner is provably dead: its lock is free and its pid is gone or now belongs
+        to another process (start time or boot id differ).
+    """
+    owner = record.get("owner")
+    if not isinstance(owner, dict) or not owner.get("pid"):
+        return None
+    if _lock_held(root, str(owner.get("lock") or "")):
+        return True
+    ident = ProcessIdentity(
+        pid=int(owner["pid"]),
+        start_time=owner.get("pid_start_time"),
+        boot_id=owner.get("boot_id"),
+    )
+    return is_same_process(ident)
+
+
+def is_mine(record: dict[str, Any]) -> bool:
+    """Whether ``record`` is owned by this very process."""
+    owner = record.get("owner")
+    if not isinstance(owner, dict):
+        return False
+    me = read_identity(os.getpid())
+    return (owner.get("pid"), owner.get("pid_start_time"), owner.get("boot_id")) == (
+        me.pid,
+        me.start_time,
+        me.boot_id,
+    )
 
 
 class RunRecordStore:
@@ -87,6 +226,7 @@ class RunRecordStore:
                 "state": "running",
                 "started_at": now,
                 "updated_at": now,
+                "owner": current_owner(self.root),
             }
         )
 
@@ -99,13 +239,21 @@ class RunRecordStore:
 
 
 async def reap_orphans(
-    root: str, *, live_agent_ids: frozenset[str] = frozenset(), grace_s: float = 3.0
+    root: str,
+    *,
+    live_agent_ids: frozenset[str] = frozenset(),
+    grace_s: float = 3.0,
+    own: bool = False,
 ) -> list[ReapResult]:
-    """Kill the process trees of runs still marked ``running`` (their parent died).
+    """Kill the process trees of runs still marked ``running`` whose air process is gone.
 
-    The group is signalled only if its leader is provably the recorded process (same boot id
-    and ``/proc`` start time); descendants are found by their run marker. Each record is then
-    marked terminal (``orphaned-dead`` / ``orphaned-killed``).
+    A record is taken only when its owner is provably dead (``owner_alive`` is False) — a
+    second air process in the same project never touches the first one's workers — or, with
+    ``own=True``, only the records this very process owns (its last-resort kill on a second
+    signal). Records without an owner (written before IMPL-RUN-1) count as dead-owned. The
+    group is signalled only if its leader is provably the recorded process (same boot id and
+    ``/proc`` start time) and carries the run's marker; descendants are found by the marker.
+    Each record taken is then marked terminal (``orphaned-dead`` / ``orphaned-killed``).
     """
     store = RunRecordStore(root)
     results: list[ReapResult] = []
@@ -113,18 +261,58 @@ async def reap_orphans(
         agent_id = str(rec.get("agent_id"))
         if rec.get("state") != "running" or agent_id in live_agent_ids:
             continue
+        if own:
+            if not is_mine(rec):
+                continue
+        elif owner_alive(root, rec):
+            continue
         ident = ProcessIdentity(
             pid=int(rec.get("pid") or 0),
             start_time=rec.get("pid_start_time"),
             boot_id=rec.get("boot_id"),
         )
         marker = rec.get("marker")
-        alive = (ident.pid > 0 and is_same_process(ident)) or bool(marker and find_marked(marker))
+        marked = find_marked(marker) if marker else []
+        leader: ProcessIdentity | None = ident if ident.pid > 0 else None
+        if leader is not None and is_same_process(leader) and leader.pid not in marked:
+            # the recorded pid is alive but does not carry the run's marker: not this run's
+            # worker (a stale or forged record) — only marked processes may be signalled
+            leader = None
+        alive = (leader is not None and is_same_process(leader)) or bool(marked)
         if alive:
-            await kill_tree(ident if ident.pid > 0 else None, marker=marker, grace_s=grace_s)
+            await kill_tree(leader, marker=marker, grace_s=grace_s)
         state = "orphaned-killed" if alive else "orphaned-dead"
         rec.update(state="terminal", terminal_state=state, updated_at=utc_now_iso())
         store.write(rec)
         results.append(ReapResult(agent_id=agent_id, state=state))
         await trio.lowlevel.checkpoint()
+    if not own:
+        _forget_dead_owners(store)
     return results
+
+
+def _forget_dead_owners(store: RunRecordStore) -> None:
+    """Delete the lock files of owners that are provably dead and own no running record."""
+    owners = os.path.join(store.root, OWNERS_DIR)
+    try:
+        names = os.listdir(owners)
+    except OSError:
+        return
+    busy = {
+        str(rec["owner"].get("lock"))
+        for rec in store.list()
+        if rec.get("state") == "running" and isinstance(rec.get("owner"), dict)
+    }
+    for name in names:
+        if name.startswith("session-") or not name.endswith(".lock"):
+            continue  # a session lock is never deleted: a new file would make a second owner
+        if name in busy or _lock_held(store.root, name):
+            continue
+        pid, _, rest = name[: -len(".lock")].partition("-")
+        start = rest.partition("-")[0]
+        if pid.isdigit() and is_same_process(ProcessIdentity(int(pid), start, None)):
+            continue
+        try:
+            os.unlink(os.path.join(owners, name))
+        except OSError:
+            pass

@@ -29,6 +29,7 @@ import trio
 from air.contracts import (
     AGENT_TYPE_FOR_TASK,
     AirError,
+    AirException,
     DependencySource,
     DependencyType,
     ErrorKind,
@@ -586,7 +587,13 @@ class Scheduler:
         for node, workspace, outcome, attempt_index in self._pending_merges:
             with trio.move_on_after(_MERGE_GRACE, shield=True):
                 # why shielded: a half-done git merge must not be left behind by a cancel
-                merged = await self.workspaces.merge_workspace(workspace.workspace_id)
+                try:
+                    merged = await self.workspaces.merge_workspace(workspace.workspace_id)
+                except AirException as exc:
+                    if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                        raise
+                    await self._workspace_failed(node, workspace, outcome, exc, attempt_index)
+                    continue
                 assert outcome.result is not None
                 if merged.status != "conflicted":
                     await self._record_end(
@@ -619,6 +626,37 @@ class Scheduler:
                 node.final = False
                 self._solo.add(node.task_id)
         self._pending_merges = []
+
+    async def _workspace_failed(
+        self,
+        node: TaskNode,
+        workspace: WorkspaceRef,
+        outcome: TaskOutcome,
+        exc: AirException,
+        attempt_index: int,
+    ) -> None:
+        """A workspace that cannot be merged (its git metadata was tampered with, or git
+        failed): the task fails with that ``workspace_error`` and is not retried; the
+        workspace is left exactly as it is for inspection (IMPL-GIT-2)."""
+        error = exc.error.model_copy(
+            update={
+                "retryability": Retryability.NEVER,
+                "metadata": {
+                    **(exc.error.metadata or {}),
+                    "outcome": "workspace_error",
+                    "workspace_id": workspace.workspace_id,
+                    "kept_path": workspace.path,
+                },
+            }
+        )
+        await self._record_end(
+            node,
+            "task.failed",
+            {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")},
+            attempt_index=attempt_index,
+        )
+        node.status = TaskStatus.FAILED
+        node.final = True
 
     # -- reviewing --------------------------------------------------------------------------
     async def _schedule_reviews(self) -> None:

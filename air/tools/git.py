@@ -1,15 +1,16 @@
 """git.status, git.diff, git.log, git.commit, project.info and artifact.read.
 
-Owns ``safe_git_argv`` (git with hooks, fsmonitor, external diff/textconv, filters, pagers,
-editors, credential helpers and custom ssh commands neutralised, and ``GIT_*`` variables
-dropped) and the tool definitions that run it.
+Owns the tool definitions. Every git command they run goes through
+``air.workspace.gitsafe`` (hooks, fsmonitor, drivers, external diff/textconv, pagers,
+editors, credential helpers, ssh and protocols neutralised, no ``GIT_*`` of the caller, no
+system or global config), after the workspace's git directory was located and verified from
+the structure on disk (IMPL-GIT-1, IMPL-GIT-2).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-import subprocess
 from typing import Any
 
 import trio
@@ -19,91 +20,17 @@ from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.registry import ToolRegistry, ToolRun
+from air.workspace.gitsafe import git_environment, locate_git
+from air.workspace.gitsafe import run_git as run_hardened_git
 
-__all__ = ["git_environment", "register_git_tools", "safe_git_argv"]
-
-_NEUTRAL = [
-    "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
-    "core.sshCommand=/bin/false",
-    "core.pager=cat",
-    "core.editor=/bin/false",
-    "sequence.editor=/bin/false",
-    "core.askPass=",
-    "credential.helper=",
-    "commit.gpgSign=false",
-    "tag.gpgSign=false",
-    "diff.external=",
-    "protocol.allow=never",
-    "core.untrackedCache=false",
-    "safe.directory=*",
-]
-
-
-def git_environment(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment git runs with: no GIT_* overrides, no global or system config."""
-    source = dict(os.environ if environ is None else environ)
-    env = {
-        k: v
-        for k, v in source.items()
-        if not k.startswith("GIT_") and k in ("PATH", "HOME", "LANG", "LC_ALL")
-    }
-    env.update(
-        {
-            "GIT_CONFIG_NOSYSTEM": "1",
-            "GIT_CONFIG_GLOBAL": "/dev/null",
-            "GIT_TERMINAL_PROMPT": "0",
-            "GIT_OPTIONAL_LOCKS": "0",
-            "GIT_PAGER": "cat",
-            "GIT_ATTR_NOSYSTEM": "1",
-        }
-    )
-    return env
-
-
-def _configured_drivers(repo: str) -> list[str]:
-    """`-c` overrides that make every configured filter and diff driver a no-op."""
-    proc = subprocess.run(
-        [
-            "git",
-            "-C",
-            repo,
-            "config",
-            "--get-regexp",
-            r"^(filter|diff)\..*\.(clean|smudge|process|textconv|command)$",
-        ],
-        capture_output=True,
-        text=True,
-        env=git_environment(),
-        check=False,
-    )
-    out: list[str] = []
-    for line in proc.stdout.splitlines():
-        key = line.split(" ", 1)[0]
-        value = "cat" if key.endswith((".clean", ".smudge", ".textconv")) else ""
-        out += ["-c", f"{key}={value}"]
-    return out
-
-
-def safe_git_argv(repo: str, *args: str) -> list[str]:
-    """``git -C repo <neutralising -c options> args``."""
-    argv = ["git", "-C", repo]
-    for item in _NEUTRAL:
-        argv += ["-c", item]
-    argv += _configured_drivers(repo)
-    return [*argv, *args]
+__all__ = ["git_environment", "register_git_tools"]
 
 
 async def run_git(run: ToolRun, *args: str) -> str:
-    repo = run.workspace_realpath
-    proc = await trio.run_process(
-        safe_git_argv(repo, *args),
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        env=git_environment(),
-        stdin=subprocess.DEVNULL,
+    location = await trio.to_thread.run_sync(
+        lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
     )
+    proc = await run_hardened_git(location, *args)
     if proc.returncode != 0:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
@@ -115,7 +42,11 @@ async def run_git(run: ToolRun, *args: str) -> str:
 
 
 async def _status(input: JsonObject, run: ToolRun) -> Any:
-    return {"status": await run_git(run, "status", "--porcelain=v1", "--branch")}
+    return {
+        "status": await run_git(
+            run, "status", "--porcelain=v1", "--branch", "--ignore-submodules=all"
+        )
+    }
 
 
 async def _diff(input: JsonObject, run: ToolRun) -> Any:
@@ -123,7 +54,14 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
     if input.get("staged"):
         args.append("--cached")
     if input.get("rev"):
-        args.append(str(input["rev"]))
+        rev = str(input["rev"])
+        if rev.startswith("-"):  # an option (--output=FILE writes outside the sandbox)
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message=f"git.diff rev must be a revision, not an option: {rev!r}",
+                user_action="Pass a commit, branch or range such as HEAD~1..HEAD.",
+            )
+        args.append(rev)
     return {"diff": await run_git(run, *args, "--", *input.get("paths", []))}
 
 

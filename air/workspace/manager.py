@@ -9,6 +9,11 @@ executor of Scheduler decisions: it never plans and never resolves a conflict â€
 deleted unless its commits are kept on a branch. Lifecycle events are durable and recorded
 through the injected ``record`` callable; a JSON sidecar per workspace under the workspaces
 root keeps what the mechanism needs across restarts.
+
+Every git command goes through ``air.workspace.gitsafe`` and, for a worktree, only after its
+git directory was verified to be the one recorded at creation (IMPL-GIT-2): a tampered
+workspace raises ``workspace_error`` and is left exactly as it is (never merged, committed or
+cleaned).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from air.contracts import (
     new_id,
     utc_now_iso,
 )
+from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 
 __all__ = [
     "ABANDONED_RETENTION",
@@ -72,6 +78,10 @@ class WorkspaceRecord:
     merged_at: str | None = None
     abandoned_at: str | None = None
     manifest: dict[str, str] = field(default_factory=dict)
+    git_dir: str | None = None
+    """A worktree's git directory (realpath) as created; every git command checks it."""
+    git_fingerprint: str | None = None
+    """``GitLocation.fingerprint`` at creation (None in records written before IMPL-GIT-2)."""
 
     def ref(self) -> WorkspaceRef:
         return WorkspaceRef(
@@ -120,6 +130,24 @@ def _tree_manifest(root: str) -> dict[str, str]:
     return manifest
 
 
+def _porcelain_paths(raw: bytes) -> set[str]:
+    """Every path in ``git status --porcelain -z`` output (both sides of a rename)."""
+    names: set[str] = set()
+    entries = os.fsdecode(raw).split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        names.add(entry[3:])
+        if "R" in entry[:2] or "C" in entry[:2]:
+            if i < len(entries) and entries[i]:
+                names.add(entries[i])
+            i += 1
+    return names
+
+
 def _realpath(path: str) -> str:
     return os.path.realpath(path)
 
@@ -155,6 +183,9 @@ class WorkspaceManager:
         self.root = root or os.path.join(self.project_root, ".air", "local", "workspaces")
         self.now = now
         self._records: dict[str, WorkspaceRecord] = {}
+        self._worktree_lock = trio.Lock()
+        """One ``git worktree`` command at a time: ``worktree add`` reads every worktree's
+        metadata and fails on one another ``worktree add`` is still writing."""
 
     # -- persistence of the mechanism record ----------------------------------------------
     def _sidecar(self, workspace_id: str) -> str:
@@ -196,31 +227,48 @@ class WorkspaceManager:
         return out
 
     # -- git --------------------------------------------------------------------------------
-    async def _git(
-        self, cwd: str, *args: str, check: bool = True
-    ) -> subprocess.CompletedProcess[bytes]:
-        result = await trio.run_process(
-            ["git", *_GIT_ID, *args], cwd=cwd, capture_stdout=True, capture_stderr=True, check=False
+    def _main_location(self) -> GitLocation:
+        return locate_git(self.project_root, project_root=self.project_root)
+
+    def _location(self, rec: WorkspaceRecord) -> GitLocation:
+        """The worktree's git directory, verified against the record (IMPL-GIT-2)."""
+        return verify_location(
+            rec.path,
+            project_root=self.project_root,
+            git_dir=rec.git_dir,
+            fingerprint=rec.git_fingerprint,
         )
+
+    async def _git(
+        self, where: WorkspaceRecord | None, *args: str, check: bool = True
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run one hardened git command in ``where`` (None: the project root), verifying its
+        git directory right before (IMPL-GIT-2)."""
+        location = self._main_location() if where is None else self._location(where)
+        if args[0] == "worktree":
+            async with self._worktree_lock:
+                result = await run_git(location, *_GIT_ID, *args)
+        else:
+            result = await run_git(location, *_GIT_ID, *args)
         if check and result.returncode != 0:
             raise _fail(
-                f"git {args[0]} failed in {cwd}",
+                f"git {args[0]} failed in {location.work_tree}",
                 detail=result.stderr.decode("utf-8", "replace").strip()[:2000],
             )
         return result
 
-    async def _out(self, cwd: str, *args: str) -> str:
-        return (await self._git(cwd, *args)).stdout.decode().strip()
+    async def _out(self, where: WorkspaceRecord | None, *args: str) -> str:
+        return (await self._git(where, *args)).stdout.decode().strip()
 
     async def is_git_repo(self) -> bool:
-        """True when the project root is the top of a git work tree with at least one commit
-        (a project nested inside another repository is not: merges would land there)."""
-        top = await self._git(self.project_root, "rev-parse", "--show-toplevel", check=False)
-        if top.returncode != 0:
+        """True when the project root holds its own ``.git`` directory with at least one
+        commit (a project nested inside another repository, or itself a linked worktree, is
+        not: merges would land elsewhere)."""
+        try:
+            self._main_location()
+        except AirException:
             return False
-        if _realpath(top.stdout.decode().strip()) != self.project_root:
-            return False
-        head = await self._git(self.project_root, "rev-parse", "--verify", "HEAD", check=False)
+        head = await self._git(None, "rev-parse", "--verify", "HEAD", check=False)
         return head.returncode == 0
 
     # -- API ----------------------------------------------------------------------------------
@@ -255,12 +303,12 @@ class WorkspaceManager:
         )
         if strategy == WorkspaceStrategy.WORKTREE:
             base = plan.base_ref or "HEAD"
-            rec.base_commit = await self._out(self.project_root, "rev-parse", base)
+            rec.base_commit = await self._out(None, "rev-parse", "--verify", f"{base}^{{commit}}")
             rec.branch = f"air/ws/{wid}"
             rec.path = os.path.join(self.root, wid)
             os.makedirs(self.root, exist_ok=True)
             await self._git(
-                self.project_root,
+                None,
                 "worktree",
                 "add",
                 "-q",
@@ -269,6 +317,8 @@ class WorkspaceManager:
                 rec.path,
                 rec.base_commit,
             )
+            created = locate_git(rec.path, project_root=self.project_root)
+            rec.git_dir, rec.git_fingerprint = created.git_dir, created.fingerprint
         elif strategy == WorkspaceStrategy.ISOLATED_COPY:
             rec.path = os.path.join(self.root, wid)
             os.makedirs(self.root, exist_ok=True)
@@ -304,10 +354,25 @@ class WorkspaceManager:
         """Files the workspace changed relative to its base (uncommitted and committed)."""
         rec = self.get(workspace_id)
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
-            status = await self._out(rec.path, "status", "--porcelain", "--untracked-files=all")
-            committed = await self._out(rec.path, "diff", "--name-only", f"{rec.base_commit}..HEAD")
-            names = {line[3:] for line in status.splitlines() if line}
-            names.update(line for line in committed.splitlines() if line)
+            status = await self._git(
+                rec,
+                "status",
+                "--porcelain",
+                "-z",
+                "--untracked-files=all",
+                "--ignore-submodules=all",
+            )
+            committed = await self._git(
+                rec,
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--name-only",
+                "-z",
+                f"{rec.base_commit}..HEAD",
+            )
+            names = _porcelain_paths(status.stdout)
+            names.update(n for n in os.fsdecode(committed.stdout).split("\0") if n)
             return sorted(n for n in names if not _JUNK_DIRS.intersection(n.split("/")))
         if rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             now = await trio.to_thread.run_sync(_tree_manifest, rec.path)
@@ -318,10 +383,10 @@ class WorkspaceManager:
     async def _commit_worktree(self, rec: WorkspaceRecord, message: str) -> None:
         # build/cache directories the task's commands left behind are never merged back
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(_JUNK_DIRS)]
-        await self._git(rec.path, "add", "-A", "--", ".", *junk)
-        staged = await self._git(rec.path, "diff", "--cached", "--quiet", check=False)
+        await self._git(rec, "add", "-A", "--", ".", *junk)
+        staged = await self._git(rec, "diff", "--no-ext-diff", "--cached", "--quiet", check=False)
         if staged.returncode != 0:
-            await self._git(rec.path, "commit", "-q", "--no-verify", "-m", message)
+            await self._git(rec, "commit", "-q", "--no-verify", "-m", message)
 
     async def merge_workspace(self, workspace_id: str) -> MergeResult:
         """Merge the workspace back into the project root.
@@ -333,6 +398,8 @@ class WorkspaceManager:
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
             raise _fail(f"workspace {workspace_id} is {rec.status}, not active")
+        if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+            self._location(rec)  # a tampered workspace is refused before anything is recorded
         await self.record(
             "workspace.merge.started",
             {"workspace_id": workspace_id, "target_ref": None},
@@ -368,34 +435,38 @@ class WorkspaceManager:
     async def _merge_worktree(self, rec: WorkspaceRecord) -> MergeResult:
         assert rec.branch is not None
         await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
-        ahead = await self._out(rec.path, "rev-list", "--count", f"{rec.base_commit}..HEAD")
+        ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..HEAD")
         if ahead == "0":
             return MergeResult(
                 workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
             )
         merged = await self._git(
-            self.project_root,
+            None,
             "merge",
             "--no-ff",
             "--no-edit",
+            "--no-stat",
+            "--no-verify",
             "-m",
             f"air: merge task {rec.task_id}",
             rec.branch,
             check=False,
         )
         if merged.returncode != 0:
-            unmerged = await self._out(self.project_root, "diff", "--name-only", "--diff-filter=U")
+            unmerged = await self._out(
+                None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
+            )
             paths = [p for p in unmerged.splitlines() if p]
             if not paths:
                 paths = await self.changed_files(rec.workspace_id)
-            await self._git(self.project_root, "merge", "--abort", check=False)
+            await self._git(None, "merge", "--abort", check=False)
             return MergeResult(
                 workspace_id=rec.workspace_id,
                 status="conflicted",
                 kept_branch=rec.branch,
                 conflicted_paths=sorted(paths),
             )
-        head = await self._out(self.project_root, "rev-parse", "HEAD")
+        head = await self._out(None, "rev-parse", "HEAD")
         return MergeResult(
             workspace_id=rec.workspace_id,
             status="merged",
@@ -469,8 +540,8 @@ class WorkspaceManager:
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             if _is_dir(rec.path):
                 await self._commit_worktree(rec, f"air: keep work of task {rec.task_id}")
-                await self._git(self.project_root, "worktree", "remove", "--force", rec.path)
-            await self._git(self.project_root, "worktree", "prune", check=False)
+                await self._git(None, "worktree", "remove", "--force", rec.path)
+            await self._git(None, "worktree", "prune", check=False)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             if _is_dir(rec.path):
                 if rec.status != WorkspaceStatus.MERGED.value and await self.changed_files(

@@ -58,7 +58,7 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
             "a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))],
             # x and y claim different areas but both rewrite shared.txt: a real conflict
             "x": [FakeStep(0.01, writes=(("shared.txt", "x\n"),))],
-            "y": [FakeStep(0.05, writes=(("shared.txt", "y\n"),))],
+            "y": [FakeStep(0.5, writes=(("shared.txt", "y\n"),))],  # ends well after x
         }
     )
     sched = Scheduler(

@@ -1,0 +1,335 @@
+"""The one hardened way air runs git itself (outside the sandbox) (IMPL-GIT-1, IMPL-GIT-2).
+
+Owns: ``GitLocation`` (a work tree and the git directory air verified for it), ``locate_git``
+(find and verify that directory from the structure on disk, never from git's own discovery),
+``verify_location`` (is it still the one recorded at creation), ``git_environment``,
+``hardened_argv`` and ``run_git``.
+
+Everything a repository (or a file a task wrote) can name and git would execute is
+neutralised: the environment keeps no ``GIT_*`` variable of the caller, reads no system or
+global config and pins ``GIT_DIR`` / ``GIT_WORK_TREE`` to the verified location (so a
+rewritten ``.git`` file or ``core.worktree`` is never followed); the command line sets
+``core.fsmonitor``, ``core.hooksPath``, editors, pagers, ssh, askpass, credential helpers,
+gpg, external diff, protocols, auto-gc and submodule recursion to inert values; and every
+``filter.*`` / ``diff.*`` / ``merge.*`` driver the repository's config defines (includes
+followed) is overridden through ``GIT_CONFIG_KEY_n`` (command-line scope, wins over the
+repository; keys travel in their own variables so a driver name holding ``=`` cannot break
+the override) before each command.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import trio
+
+from air.contracts import AirException, ErrorKind
+
+__all__ = [
+    "DRIVERLESS",
+    "NEUTRAL_CONFIG",
+    "GitLocation",
+    "driver_overrides",
+    "git_environment",
+    "hardened_argv",
+    "locate_git",
+    "run_git",
+    "verify_location",
+]
+
+NEUTRAL_CONFIG: tuple[str, ...] = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.sshCommand=/bin/false",
+    "core.gitProxy=",
+    "core.askPass=",
+    "core.pager=cat",
+    "core.editor=/bin/false",
+    "sequence.editor=/bin/false",
+    "core.attributesFile=/dev/null",
+    "core.alternateRefsCommand=",
+    "core.untrackedCache=false",
+    "credential.helper=",
+    "ssh.variant=ssh",
+    "diff.external=",
+    "diff.ignoreSubmodules=all",
+    "status.submoduleSummary=false",
+    "submodule.recurse=false",
+    "protocol.allow=never",
+    "protocol.ext.allow=never",
+    "protocol.file.allow=never",
+    "uploadpack.packObjectsHook=",
+    "gpg.program=/bin/false",
+    "gpg.ssh.program=/bin/false",
+    "gpg.x509.program=/bin/false",
+    "commit.gpgSign=false",
+    "tag.gpgSign=false",
+    "merge.verifySignatures=false",
+    "log.showSignature=false",
+    "merge.stat=false",
+    "rerere.enabled=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+    "color.ui=false",
+    "color.diff=false",
+    "color.status=false",
+    "color.branch=false",
+)
+"""``-c`` options on every command: each names something git would execute or follow."""
+
+DRIVERLESS = frozenset({"rev-parse", "rev-list"})
+"""Subcommands that only read refs and objects: no filter, diff or merge driver can run, so
+the driver listing is skipped for them."""
+_KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_DRIVER_KEYS = {
+    "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
+    "diff": {"command": "", "textconv": ""},
+    # a merge driver cannot be undefined: make it report a conflict without running anything
+    "merge": {"driver": "exit 1"},
+}
+
+
+@dataclass(frozen=True)
+class GitLocation:
+    """A work tree and the git directory air verified for it."""
+
+    work_tree: str
+    git_dir: str
+    common_dir: str
+    fingerprint: str
+    """sha256 over what decides which repository git uses (see ``locate_git``)."""
+
+
+def _tampered(message: str, detail: str | None = None) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.WORKSPACE_ERROR,
+        message=message,
+        detail=detail,
+        user_action=(
+            "The workspace's git metadata was changed after air created it; it is kept for "
+            "inspection and was not merged. Inspect it, then remove it with `git worktree remove`."
+        ),
+    )
+
+
+def _read_small(path: str) -> bytes:
+    """A regular file's bytes (never through a symlink); raises ``OSError`` otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file")
+        return os.read(fd, 1 << 16)
+    finally:
+        os.close(fd)
+
+
+def _is_real_dir(path: str) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
+    """Find and verify the git directory of ``work_tree`` without asking git.
+
+    Accepted shapes: the project root itself with a real ``.git`` directory (no
+    ``commondir`` redirect), or a linked worktree whose ``.git`` is a regular file naming a
+    directory directly under ``<project>/.git/worktrees/`` whose ``commondir`` leads back to
+    ``<project>/.git`` and whose ``gitdir`` points back at this ``.git`` file.
+
+    Raises:
+        AirException: ``workspace_error`` for anything else (a symlink, a ``.git`` file that
+            names another repository, a rewritten ``commondir`` or back-pointer).
+    """
+    root = os.path.realpath(project_root)
+    tree = os.path.realpath(work_tree)
+    project_git = os.path.join(root, ".git")
+    if not _is_real_dir(project_git):
+        raise _tampered(f"{root} has no .git directory", detail=project_git)
+    dot_git = os.path.join(tree, ".git")
+    if tree == root:
+        if os.path.lexists(os.path.join(project_git, "commondir")):
+            raise _tampered("the project's .git directory redirects to another repository")
+        main = hashlib.sha256(b"main\0" + project_git.encode()).hexdigest()
+        return GitLocation(tree, project_git, project_git, main)
+    try:
+        content = _read_small(dot_git)
+    except OSError as exc:
+        raise _tampered(f"{dot_git} is not a regular file", detail=str(exc)) from exc
+    text = content.decode("utf-8", "replace")
+    if not text.startswith("gitdir: ") or text.count("\n") > 1:
+        raise _tampered(f"{dot_git} is not a worktree link", detail=text[:200])
+    named = text[len("gitdir: ") :].strip()
+    git_dir = os.path.realpath(os.path.join(tree, named))
+    worktrees = os.path.join(project_git, "worktrees")
+    if os.path.dirname(git_dir) != worktrees or not _is_real_dir(git_dir):
+        raise _tampered(f"{dot_git} names a git directory outside {worktrees}", detail=named)
+    try:
+        commondir = _read_small(os.path.join(git_dir, "commondir")).decode().strip()
+        back = _read_small(os.path.join(git_dir, "gitdir")).decode().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _tampered(f"{git_dir} lost its commondir or gitdir file", detail=str(exc)) from exc
+    if os.path.realpath(os.path.join(git_dir, commondir)) != project_git:
+        raise _tampered(f"{git_dir}/commondir was rewritten", detail=commondir)
+    if os.path.realpath(back) != dot_git:
+        raise _tampered(f"{git_dir}/gitdir does not point back at {dot_git}", detail=back)
+    digest = hashlib.sha256()
+    for part in (b"worktree", content, git_dir.encode(), commondir.encode(), back.encode()):
+        digest.update(part + b"\0")
+    try:
+        digest.update(_read_small(os.path.join(git_dir, "config.worktree")))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise _tampered(f"{git_dir}/config.worktree is not a regular file") from exc
+    return GitLocation(tree, git_dir, project_git, digest.hexdigest())
+
+
+def verify_location(
+    work_tree: str, *, project_root: str, git_dir: str | None, fingerprint: str | None
+) -> GitLocation:
+    """``locate_git``, then require the git directory and fingerprint recorded at creation
+    (a record from before fingerprints were kept is checked structurally only).
+
+    Raises:
+        AirException: ``workspace_error`` when anything differs.
+    """
+    location = locate_git(work_tree, project_root=project_root)
+    if git_dir is not None and location.git_dir != git_dir:
+        raise _tampered(
+            f"the workspace's git directory is now {location.git_dir}", detail=f"was {git_dir}"
+        )
+    if fingerprint is not None and location.fingerprint != fingerprint:
+        raise _tampered(f"the git metadata of {location.work_tree} changed since its creation")
+    return location
+
+
+def git_environment(
+    location: GitLocation | None = None, environ: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The environment every air git command runs with.
+
+    Only a few neutral variables of ``environ`` (default ``os.environ``) are kept, never a
+    ``GIT_*`` one; system and global config and attributes are off, nothing prompts, and
+    with a ``location`` git uses exactly that git directory and work tree.
+    """
+    source = os.environ if environ is None else environ
+    env = {k: source[k] for k in _KEEP_ENV if k in source}
+    env.update(
+        {
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "GIT_CONFIG_GLOBAL": "/dev/null",
+            "GIT_ATTR_NOSYSTEM": "1",
+            "GIT_TERMINAL_PROMPT": "0",
+            "GIT_PROTOCOL_FROM_USER": "0",
+            "GIT_OPTIONAL_LOCKS": "0",
+            "GIT_PAGER": "cat",
+            "GIT_EDITOR": "/bin/false",
+            "GIT_SEQUENCE_EDITOR": "/bin/false",
+            "GIT_ASKPASS": "/bin/false",
+            "GIT_SSH_COMMAND": "/bin/false",
+        }
+    )
+    if location is not None:
+        env["GIT_DIR"] = location.git_dir
+        env["GIT_WORK_TREE"] = location.work_tree
+    return env
+
+
+def hardened_argv(*args: str) -> list[str]:
+    """``git --no-pager -c <neutral>... args``."""
+    argv = ["git", "--no-pager"]
+    for item in NEUTRAL_CONFIG:
+        argv += ["-c", item]
+    return [*argv, *args]
+
+
+def driver_overrides(listing: bytes) -> dict[str, str]:
+    """The ``GIT_CONFIG_COUNT`` variables that make every driver in ``listing`` inert.
+
+    Args:
+        listing: the output of ``git config --null --name-only --get-regexp`` over the
+            ``filter``/``diff``/``merge`` sections.
+    """
+    keys: dict[tuple[str, str], None] = {}
+    for name in listing.decode("utf-8", "surrogateescape").split("\0"):
+        section, dot, rest = name.partition(".")
+        subsection, dot2, _key = rest.rpartition(".")
+        if not dot or not dot2 or section.lower() not in _DRIVER_KEYS:
+            continue
+        keys[(section.lower(), subsection)] = None
+    env: dict[str, str] = {}
+    count = 0
+    for section, subsection in keys:
+        for key, value in _DRIVER_KEYS[section].items():
+            env[f"GIT_CONFIG_KEY_{count}"] = f"{section}.{subsection}.{key}"
+            env[f"GIT_CONFIG_VALUE_{count}"] = value
+            count += 1
+    if count:
+        env["GIT_CONFIG_COUNT"] = str(count)
+    return env
+
+
+async def run_git(
+    location: GitLocation | None, *args: str, cwd: str | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``git args`` hardened, in ``location`` (its work tree is the cwd).
+
+    Without a location (``git init`` of a fresh directory, say) nothing is pinned: only use
+    that where no repository exists yet. Never raises for git's exit status.
+
+    Raises:
+        AirException: ``workspace_error`` when the repository's config cannot be read.
+    """
+    env = git_environment(location)
+    workdir = cwd or (location.work_tree if location is not None else None)
+    if _subcommand(args) not in DRIVERLESS:
+        env.update(await _driver_overrides(env, workdir))
+    return await trio.run_process(
+        hardened_argv(*args),
+        cwd=workdir,
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def _subcommand(args: tuple[str, ...]) -> str | None:
+    """The git subcommand in ``args`` (after any ``-c key=value`` pairs)."""
+    i = 0
+    while i < len(args):
+        if args[i] == "-c":
+            i += 2
+            continue
+        return None if args[i].startswith("-") else args[i]
+    return None
+
+
+async def _driver_overrides(env: dict[str, str], workdir: str | None) -> dict[str, str]:
+    listing = await trio.run_process(
+        hardened_argv(
+            "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff|merge)\..*\."
+        ),
+        cwd=workdir,
+        env=env,
+        capture_stdout=True,
+        capture_stderr=True,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
+    if listing.returncode not in (0, 1):  # 1: no such key
+        raise AirException.of(
+            kind=ErrorKind.WORKSPACE_ERROR,
+            message=f"cannot read the git config of {workdir}",
+            detail=listing.stderr.decode("utf-8", "replace").strip()[:2000],
+            user_action="Fix the repository's config (`git config --list --show-origin`).",
+        )
+    return driver_overrides(listing.stdout)
