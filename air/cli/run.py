@@ -361,8 +361,14 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     import trio
 
     from air.contracts import AirException
+    from air.tools.shell import check_sandbox_available
 
     outcome: dict[str, int] = {}
+    try:
+        check_sandbox_available()  # no sandbox, no run: never a silent unsandboxed mode
+    except AirException as exc:
+        report_bad_input(exc, options.stderr)
+        return EXIT_BAD_INPUT
     try:
         trio.run(_main, options, specs, outcome)
     except AirException as exc:

@@ -19,7 +19,7 @@ class PlatformTier(StrEnum):
     TIER1 = "tier1"
     """Linux: everything, including the bubblewrap sandbox."""
     TIER2 = "tier2"
-    """macOS: no bubblewrap; the shell runs in degraded mode."""
+    """macOS: no bubblewrap; shell.run refuses to run commands (IMPL-SEC-5)."""
     UNSUPPORTED = "unsupported"
 
 

@@ -1,8 +1,10 @@
 """WorkerProcess: one worker subprocess and its NDJSON pipe, parent side (SDD §8.1).
 
 Owns: spawning ``python -m air.roles`` (``sys.executable``, ``start_new_session=True``, a run
-marker in the environment), sending envelopes, receiving decoded envelopes (protocol violations
-come back as values), capturing stderr (bounded tail), and ``kill_tree``.
+marker in the environment, an environment built from ``WORKER_ENV_ALLOWLIST``: a worker never
+holds a credential, the parent serves its model calls; IMPL-SBX-4), sending envelopes,
+receiving decoded envelopes (protocol violations come back as values), capturing stderr
+(bounded tail), and ``kill_tree``.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import subprocess
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import trio
 
@@ -27,9 +29,51 @@ from air.ipc.framing import (
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import WorkerProtocol
 
-__all__ = ["STDERR_TAIL_BYTES", "WorkerProcess", "worker_command"]
+__all__ = [
+    "STDERR_TAIL_BYTES",
+    "WORKER_ENV_ALLOWLIST",
+    "WorkerProcess",
+    "worker_command",
+    "worker_environment",
+]
 
 STDERR_TAIL_BYTES = 256 * 1024
+
+WORKER_ENV_ALLOWLIST = (
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TMPDIR",
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONNOUSERSITE",
+    "PYTHONSAFEPATH",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONUTF8",
+    "PYTHONFAULTHANDLER",
+    "PYTHONDEVMODE",
+    "PYTHONWARNINGS",
+    "COVERAGE_PROCESS_START",
+)
+"""What a worker inherits from air: what ``python -m air.roles`` needs to start and import air
+(interpreter, venv and path, locale, HOME for the user site-packages). No key, token or agent
+socket: workers reach the model only through the parent (IMPL-SBX-4)."""
+
+
+def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The allowlisted part of ``environ`` (default ``os.environ``) a worker starts with."""
+    source = os.environ if environ is None else environ
+    return {k: source[k] for k in WORKER_ENV_ALLOWLIST if k in source}
 
 
 def worker_command(module: str = "air.roles") -> list[str]:
@@ -75,7 +119,14 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> WorkerProcess:
-        full_env = dict(os.environ if env is None else env)
+        """Start the worker.
+
+        Args:
+            env: variables set on top of the allowlisted environment, a deliberate choice of
+                the caller (a test's switches); air itself passes none.
+        """
+        full_env = worker_environment()
+        full_env.update(env or {})
         full_env[MARKER_ENV] = marker
         full_env.setdefault("PYTHONUNBUFFERED", "1")
         proc = await trio.lowlevel.open_process(

@@ -144,6 +144,7 @@ class SupervisionConfig:
     command: list[str] | None = None
     """The worker command; default ``[sys.executable, "-m", "air.roles"]``."""
     env: dict[str, str] | None = None
+    """Variables added to the worker's allowlisted environment (``air.ipc.process``)."""
 
 
 def cap_text(text: str, max_bytes: int, max_lines: int) -> tuple[str, bool]:

@@ -1,21 +1,17 @@
-"""shell.run: commands in a bubblewrap sandbox, streamed, timed out and killed as a group.
+"""shell.run: commands in the bubblewrap sandbox, streamed, timed out and killed as a group.
 
-Owns ``SandboxRunner`` (bwrap argv: workspace writable, everything else read-only, ``.git/config``,
-``.git/hooks`` and ``.air`` read-only, no network unless granted, own PID namespace so nothing
-outlives the command) and its visible degraded mode when bwrap is missing (IMPL-SEC-5: only
-read_only and build_test commands run unsandboxed unless ``unsandboxed_allow`` says otherwise),
-plus the streaming ``shell.run`` tool with command.* events and log artifacts.
+Owns the streaming ``shell.run`` tool (command.* events, log artifacts, timeout and group kill)
+on top of ``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no
+unsandboxed mode: without a working bubblewrap shell.run refuses with an ``environment_error``
+(IMPL-SEC-5), and ``check_sandbox_available`` lets a front end refuse to start at all.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import trio
@@ -23,90 +19,26 @@ import trio
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import JsonObject, new_id
-from air.contracts.permission import CommandCategory
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.security.commands import CommandRiskAnalyzer
-from air.security.redact import looks_secret_name
 from air.tools.registry import ToolRegistry, ToolRun, is_cancellation
+from air.tools.sandbox import (
+    SandboxRunner,
+    check_sandbox_available,
+    sandbox_environment,
+    start_sandboxed,
+)
 
-__all__ = ["SandboxRunner", "clean_environment", "register_shell_tool"]
-
-_KEEP_ENV = ("PATH", "LANG", "LC_ALL", "TERM", "TZ", "USER", "LOGNAME", "SHELL")
-_DEFAULT_UNSANDBOXED = frozenset({CommandCategory.READ_ONLY, CommandCategory.BUILD_TEST})
+__all__ = [
+    "SandboxRunner",
+    "check_sandbox_available",
+    "clean_environment",
+    "register_shell_tool",
+]
 
 
 def clean_environment(environ: Mapping[str, str], home: str) -> dict[str, str]:
-    """The child's environment: a short allow-list, never a variable whose name looks secret."""
-    env = {k: environ[k] for k in _KEEP_ENV if k in environ and not looks_secret_name(k)}
-    env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
-    env["HOME"] = home
-    return env
-
-
-@dataclass
-class SandboxRunner:
-    """Builds the argv that runs one command, sandboxed when bubblewrap exists.
-
-    Args:
-        bwrap_path: path to ``bwrap``; None runs unsandboxed (degraded mode).
-        unsandboxed_allow: command categories allowed to run in degraded mode.
-    """
-
-    bwrap_path: str | None = field(default_factory=lambda: shutil.which("bwrap"))
-    unsandboxed_allow: frozenset[CommandCategory] = _DEFAULT_UNSANDBOXED
-
-    @property
-    def degraded(self) -> bool:
-        return self.bwrap_path is None
-
-    def argv(self, command: str, *, workspace: str, cwd: str, network: bool) -> list[str]:
-        shell = ["/bin/bash", "--noprofile", "--norc", "-c", command]
-        if self.bwrap_path is None:
-            return shell
-        ws = os.path.realpath(workspace)
-        args = [
-            self.bwrap_path,
-            "--die-with-parent",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--new-session",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "--bind",
-            ws,
-            ws,
-        ]
-        if not network:
-            args.append("--unshare-net")
-        for protected in (".git/config", ".git/hooks", ".air"):
-            full = os.path.join(ws, protected)
-            if os.path.lexists(full) and not os.path.islink(full):
-                args += ["--ro-bind", full, full]
-        args += ["--chdir", cwd, "--", *shell]
-        return args
-
-    def check_degraded(self, category: CommandCategory) -> None:
-        """Refuse, in degraded mode, a command whose category is not allowed unsandboxed."""
-        if self.degraded and category not in self.unsandboxed_allow:
-            raise AirException.of(
-                kind=ErrorKind.POLICY_ERROR,
-                message=(
-                    f"bubblewrap is not installed, so a {category.value} command cannot run "
-                    "sandboxed"
-                ),
-                user_action=(
-                    "Install bubblewrap (apt-get install bubblewrap) or run only read-only and "
-                    "build/test commands."
-                ),
-            )
+    """The child's environment: the sandbox allowlist (IMPL-SBX-4) with HOME set to ``home``."""
+    return sandbox_environment(environ, home=home)
 
 
 async def _pump(
@@ -147,16 +79,14 @@ async def _forward(
             await run.stream("stdout" if kind == "stdout" else "stderr", text)
 
 
-async def _shell_run(
-    input: JsonObject, run: ToolRun, runner: SandboxRunner, analyzer: CommandRiskAnalyzer
-) -> Any:
+async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> Any:
     command: str = input["command"]
     workspace, cwd = _paths(run.context.workspace_root, input.get("cwd", "."))
     timeout = float(input.get("timeout_s", 120))
     network = bool(input.get("network", False)) and run.context.network_granted
-    runner.check_degraded(analyzer.analyze(command, cwd).category)
+    runner.check_available()
     command_run_id = new_id("cr")
-    env = clean_environment(os.environ, home=os.environ.get("HOME", workspace))
+    env = sandbox_environment(os.environ)
     await run.record(
         "command.started",
         {
@@ -172,26 +102,28 @@ async def _shell_run(
     started = time.monotonic()
     out = bytearray()
     err = bytearray()
-    proc = await trio.lowlevel.open_process(
-        runner.argv(command, workspace=workspace, cwd=cwd, network=network),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=cwd,
-        env=env,
-        start_new_session=True,
-    )
+    # Spawned on the loop's own thread, never a worker thread: see start_sandboxed.
+    try:
+        proc = start_sandboxed(
+            runner, command, workspace=workspace, cwd=cwd, network=network, env=env
+        )
+    except (OSError, AirException) as exc:
+        error = (
+            exc.error
+            if isinstance(exc, AirException)
+            else make_air_error(
+                kind=ErrorKind.ENVIRONMENT_ERROR,
+                message=f"bubblewrap could not be started: {exc}",
+                user_action="Check that bubblewrap is installed and runs (air doctor).",
+            )
+        )
+        await _record_failure(run, command_run_id, started, error)
+        raise AirException(error) from exc
     failure: BaseException | None = None
     try:
         with trio.move_on_after(timeout) as scope:
             send, receive = trio.open_memory_channel[tuple[str, bytes]](16)
             async with trio.open_nursery() as nursery:
-                if proc.stdout is None or proc.stderr is None:
-                    raise AirException.of(
-                        kind=ErrorKind.SYSTEM_ERROR,
-                        message="the command's output pipes are missing",
-                        user_action="Report this as a bug in air.",
-                    )
                 nursery.start_soon(_pump, proc.stdout, "stdout", send.clone())
                 nursery.start_soon(_pump, proc.stderr, "stderr", send)
                 nursery.start_soon(_forward, run, command_run_id, receive, out, err)
@@ -210,6 +142,7 @@ async def _shell_run(
                 _kill_group(proc.pid, signal.SIGKILL)
                 await proc.wait()
         _kill_group(proc.pid, signal.SIGKILL)
+        proc.close()
         if failure is not None:
             cancelled = is_cancellation(failure)
             error = make_air_error(
@@ -254,7 +187,7 @@ async def _shell_run(
         "exit_code": proc.returncode,
         "stdout": run.redactor.redact(out[-20000:].decode("utf-8", "replace")),
         "stderr": run.redactor.redact(err[-20000:].decode("utf-8", "replace")),
-        "sandboxed": not runner.degraded,
+        "sandboxed": True,
         "command_run_id": command_run_id,
     }
 
@@ -291,14 +224,12 @@ def register_shell_tool(
 ) -> SandboxRunner:
     """Register ``shell.run`` with ``runner`` (a default SandboxRunner finds bwrap on PATH)."""
     runner = runner or SandboxRunner()
-    analyzer = registry.engine.analyzer
     definition = ToolDefinition(
         name="shell.run",
-        description="Run a shell command in the workspace (sandboxed)."
-        + (
-            " DEGRADED: bubblewrap missing, only read-only and build/test commands run."
-            if runner.degraded
-            else ""
+        description=(
+            "Run a shell command in the workspace, sandboxed: only the workspace is writable, "
+            "HOME and /tmp are fresh and empty, git metadata is read-only, no network unless "
+            "granted."
         ),
         category=ToolCategory.SHELL,
         input_schema={
@@ -317,7 +248,7 @@ def register_shell_tool(
     )
 
     async def executor(input: JsonObject, run: ToolRun) -> Any:
-        return await _shell_run(input, run, runner, analyzer)
+        return await _shell_run(input, run, runner)
 
     registry.register_streaming(definition, executor)
     return runner

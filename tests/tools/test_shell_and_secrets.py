@@ -1,4 +1,4 @@
-"""shell.run in bubblewrap, its degraded mode, cancellation, and the canary secret."""
+"""shell.run in bubblewrap, its refusal without bubblewrap, cancellation, and the canary secret."""
 
 from __future__ import annotations
 
@@ -107,24 +107,24 @@ async def test_streaming_yields_deltas_then_one_envelope(env: Env) -> None:
     assert log.content == b"one\nthree\n"
 
 
-async def test_degraded_mode_refuses_risky_commands(tmp_path: Path) -> None:
+async def test_without_bubblewrap_every_command_is_refused(tmp_path: Path) -> None:
     env = Env(tmp_path, runner=SandboxRunner(bwrap_path=None))
     try:
-        await _degraded_checks(env)
+        await _refusal_checks(env)
     finally:
         env.close()
 
 
-async def _degraded_checks(env: Env) -> None:
-    ok = await _run(env, "ls src")
-    assert ok["sandboxed"] is False
-    assert "app.py" in str(ok["stdout"])
-    res = await env.registry.call("shell.run", {"command": "touch src/new"}, env.ctx(headless=True))
-    assert res.status == "error"
-    assert res.error is not None
-    assert res.error.kind == "policy_error"
+async def _refusal_checks(env: Env) -> None:
+    env.engine.headless_allow_ask = True
+    for command in ("ls src", "touch src/new"):
+        res = await env.registry.call("shell.run", {"command": command}, env.ctx(headless=True))
+        assert res.status == "error"
+        assert res.error is not None
+        assert res.error.kind == "environment_error"
+        assert "bubblewrap" in str(res.error.user_action)
     assert not await trio.Path(env.root / "src" / "new").exists()
-    assert "DEGRADED" in next(d.description for d in env.registry.list() if d.name == "shell.run")
+    assert "command.started" not in env.types()
 
 
 async def test_canary_secret_never_recorded(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,0 +1,184 @@
+"""Run commands in air's sandbox as whoever runs this file, for the sandbox tests.
+
+``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
+optionally ``"workspace"``) on stdin and answers each with ``{"exit_code", "stdout",
+"stderr"}``, spawning through the same ``open_sandboxed`` (argv, memfds, environment allowlist)
+that shell.run uses. The tests run it under ``setpriv`` to prove the sandbox as an
+unprivileged user when the suite runs as root.
+
+``Sandboxed`` is the test-side handle: a workspace, a HOME of planted secrets and one probe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import site
+import subprocess
+import sys
+from pathlib import Path
+
+from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+
+REPO = Path(__file__).resolve().parents[2]
+NOBODY = 65534
+
+
+def main() -> int:
+    workspace = sys.argv[1]
+    runner = SandboxRunner()
+    runner.check_available()
+    for line in sys.stdin:
+        request = json.loads(line)
+        where = request.get("workspace", workspace)
+        proc = open_sandboxed(
+            runner,
+            request["command"],
+            workspace=where,
+            cwd=where,
+            network=False,
+            env=sandbox_environment(os.environ),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        out, err = proc.communicate(timeout=120)
+        answer = {
+            "exit_code": proc.returncode,
+            "stdout": out.decode("utf-8", "replace"),
+            "stderr": err.decode("utf-8", "replace"),
+        }
+        print(json.dumps(answer), flush=True)
+    return 0
+
+
+def _world_executable(path: str) -> bool:
+    real = os.path.realpath(path)
+    parts = Path(real).parents
+    return all(os.stat(p).st_mode & 0o001 for p in parts) and bool(os.stat(real).st_mode & 0o001)
+
+
+def unprivileged_python() -> str:
+    """An interpreter ``nobody`` may run with this interpreter's ABI (venvs may live in /root)."""
+    candidates = [sys.executable, f"/usr/bin/python{sys.version_info[0]}.{sys.version_info[1]}"]
+    for candidate in candidates:
+        if os.path.exists(candidate) and _world_executable(candidate):
+            return candidate
+    raise AssertionError(f"no Python that uid {NOBODY} can run among {candidates}")
+
+
+def unprivileged_dir(parent: str = "/tmp") -> Path:
+    """A fresh directory owned by ``nobody`` in a place ``nobody`` can reach."""
+    import tempfile
+
+    path = Path(tempfile.mkdtemp(prefix="air-sbx-", dir=parent))
+    path.chmod(0o755)
+    os.chown(path, NOBODY, NOBODY)
+    return path
+
+
+def chown_tree(root: Path) -> None:
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in [*dirnames, *filenames]:
+            os.lchown(os.path.join(dirpath, name), NOBODY, NOBODY)
+    os.chown(root, NOBODY, NOBODY)
+
+
+class Probe:
+    """A running ``sandbox_probe`` process: ``run(command)`` returns its answer."""
+
+    def __init__(
+        self, workspace: Path, *, home: Path, unprivileged: bool, extra_env: dict[str, str]
+    ):
+        python = unprivileged_python() if unprivileged else sys.executable
+        paths = [str(REPO), *site.getsitepackages()]
+        env = {
+            **os.environ,
+            **extra_env,
+            "HOME": str(home),
+            "PYTHONPATH": os.pathsep.join(paths),
+            "PYTHONDONTWRITEBYTECODE": "1",
+        }
+        argv = [python, "-m", "tests.tools.sandbox_probe", str(workspace)]
+        if unprivileged:
+            setpriv = shutil.which("setpriv")
+            assert setpriv is not None, "setpriv (util-linux) is needed to test as nobody"
+            argv = [
+                setpriv,
+                f"--reuid={NOBODY}",
+                f"--regid={NOBODY}",
+                "--clear-groups",
+                *argv,
+            ]
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=str(workspace) if unprivileged else str(REPO),
+            text=True,
+        )
+
+    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        request = {"command": command, **({"workspace": str(workspace)} if workspace else {})}
+        self.proc.stdin.write(json.dumps(request) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            assert self.proc.stderr is not None
+            raise AssertionError(f"the probe died: {self.proc.stderr.read()}")
+        answer: dict[str, object] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+IDENTITIES = ["self", "nobody"] if os.geteuid() == 0 else ["self"]
+"""Who runs air in the sandbox tests: the suite's own user, and ``nobody`` when that is root."""
+
+SECRETS = {
+    ".ssh/id_rsa": "-----BEGIN OPENSSH PRIVATE KEY-----\nAIRSBXSECRETSSH\n",
+    ".aws/credentials": "[default]\naws_secret_access_key = AIRSBXSECRETAWS\n",
+    ".netrc": "machine example.com login me password AIRSBXSECRETNETRC\n",
+    ".bashrc": "# AIRSBXSECRETBASHRC\n",
+}
+"""Files planted in the HOME air runs with; no sandboxed command may read any of them."""
+
+
+class Sandboxed:
+    """A workspace (a git repo), a HOME full of ``SECRETS`` and a probe running as ``identity``."""
+
+    def __init__(self, base: Path, identity: str, extra_env: dict[str, str]) -> None:
+        self.unprivileged = identity == "nobody"
+        self.base = unprivileged_dir() if self.unprivileged else base
+        self.workspace = self.base / "ws"
+        self.home = self.base / "home"
+        self.workspace.mkdir()
+        subprocess.run(["git", "init", "-q", str(self.workspace)], check=True)
+        for rel, text in SECRETS.items():
+            path = self.home / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text)
+        if self.unprivileged:
+            chown_tree(self.base)
+        self.probe = Probe(
+            self.workspace, home=self.home, unprivileged=self.unprivileged, extra_env=extra_env
+        )
+
+    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
+        return self.probe.run(command, workspace)
+
+    def close(self) -> None:
+        self.probe.close()
+        if self.unprivileged:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
