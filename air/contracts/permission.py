@@ -146,6 +146,7 @@ class CommandRiskAnalysis(Contract):
     segments: list[CommandSegment]
     reason: str
     write_targets: list[str] = Field(default_factory=list)
+    read_targets: list[str] = Field(default_factory=list)
 
 
 class PermissionDecision(Contract):

@@ -5,7 +5,14 @@ pipes, subshells, command and process substitution, loops and conditionals), unw
 programs (``sudo``, ``env``, ``timeout``, ``xargs``, ``sh -c``...), reads redirect targets and
 classifies every segment from static program tables. The command's category is its riskiest
 segment's; anything dynamic, obfuscated or unparseable is ``opaque`` (SDD §9.2, §18.5).
-Pure: no I/O.
+
+It also lists the paths a command touches for the engine to classify: ``write_targets``
+(redirects, program outputs, and directories an option moves a build/VCS/install tool into, or a
+path outside the project such a tool is given) and ``read_targets`` (every path-like argument,
+``<`` redirect and assignment value, whatever the program, so ``base64 ~/.ssh/id_rsa`` is a
+credential read). Relative targets are resolved against ``cwd`` and every directory a ``cd``,
+``pushd``, ``env -C`` or ``tar -C`` moves to. Multi-call binaries (``busybox``, ``toybox``) are
+classified as their applet. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import tree_sitter_bash
 from tree_sitter import Language, Node, Parser
 
 from air.contracts.permission import CommandCategory, CommandRiskAnalysis, CommandSegment
+from air.security.paths import names_credentials
 
 __all__ = ["CATEGORY_ORDER", "CommandRiskAnalyzer", "riskiest"]
 
@@ -64,14 +72,14 @@ READ_ONLY_PROGRAMS = frozenset(
     xzcat man help cd pushd popd dirs ps free uptime hostname nproc getconf locale tput clear
     sleep printenv base64 base32 groups lsb_release arch env_list shasum look whereis apropos
     pgrep lscpu lsblk lsusb lspci pstree vmstat iostat time command_v hash set shopt umask read
-    wait jobs cal bc expr factor numfmt tsort ldd objdump nm readelf size c++filt addr2line
+    wait jobs cal bc expr factor numfmt tsort objdump nm readelf size c++filt addr2line
     gcov pydoc tokei cloc sloccount fd fdfind bat exa eza less glow highlight""".split()
 )
 BUILD_TEST_PROGRAMS = frozenset(
     """make gmake cmake ctest ninja meson gcc g++ cc c++ clang clang++ ld ar as ranlib pytest
     py.test tox nox mypy ruff black isort flake8 pylint pyright rustc javac java mvn gradle
     gradlew tsc eslint prettier jest vitest mocha cppcheck clang-tidy clang-format valgrind gdb
-    lldb pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf
+    lldb ldd pre-commit shellcheck bazel bazelisk sphinx-build coverage autoreconf autoconf
     automake configure scons ccache gofmt rustfmt lint-imports hypothesis bandit pydocstyle
     ctags cscope doxygen dot latexmk pdflatex xelatex pandoc mkdocs tsx ts-node deno bun
     node-gyp swift swiftc kotlinc dotnet ghc cabal stack stylua luacheck zig nim dune opam
@@ -105,7 +113,8 @@ OPAQUE_PROGRAMS = frozenset(
     "eval source . exec alias unalias enable builtin function declare_f coproc compgen"
     " complete fc history".split()
 )
-SHELLS = frozenset("sh bash zsh dash ksh mksh fish ash busybox csh tcsh".split())
+SHELLS = frozenset("sh bash zsh dash ksh mksh fish ash csh tcsh".split())
+MULTICALL = frozenset({"busybox", "toybox"})
 INTERPRETERS = {
     "python": ("-c",),
     "python3": ("-c",),
@@ -131,6 +140,42 @@ _DANGEROUS_ENV = frozenset(
     PYTHONSTARTUP PYTHONINSPECT PERL5OPT PERL5LIB RUBYOPT NODE_OPTIONS DYLD_INSERT_LIBRARIES
     HOME ZDOTDIR XDG_CONFIG_HOME""".split()
 )
+# Variables naming a program to run (a bare name is looked up on PATH; a path outside the
+# project runs code from elsewhere) and search paths for code (any component outside does).
+_PROGRAM_ENV = frozenset(
+    """CC CXX CPP LD AR AS NM RANLIB STRIP OBJCOPY FC F77 RUSTC RUSTC_WRAPPER
+    RUSTC_WORKSPACE_WRAPPER CARGO_BUILD_RUSTC_WRAPPER CMAKE_C_COMPILER_LAUNCHER
+    CMAKE_CXX_COMPILER_LAUNCHER MAKE SHELL CONFIG_SHELL PYTHON NODE JAVA_HOME GOROOT""".split()
+)
+_CODE_PATH_ENV = frozenset(
+    """PYTHONPATH PYTHONHOME PYTHONUSERBASE PYTHONPYCACHEPREFIX NODE_PATH RUBYLIB PERLLIB
+    CLASSPATH GEM_PATH GEM_HOME GOPATH GOFLAGS CARGO_HOME RUSTUP_HOME PKG_CONFIG_PATH
+    CPATH C_INCLUDE_PATH LIBRARY_PATH ACLOCAL_PATH""".split()
+)
+_ALWAYS_OPAQUE_ENV = frozenset(
+    """JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS MAVEN_OPTS GRADLE_OPTS LESSOPEN
+    LESSCLOSE MANPAGER BROWSER RUSTFLAGS RUSTDOCFLAGS CARGO_ENCODED_RUSTFLAGS PYTEST_ADDOPTS
+    PYTEST_PLUGINS COVERAGE_PROCESS_START NPM_CONFIG_SCRIPT_SHELL npm_config_script_shell
+    MAKEFLAGS MFLAGS GNUMAKEFLAGS""".split()
+)
+
+
+def _env_risk(name: str, value: str | None) -> str:
+    """Why setting ``name=value`` changes what runs ("" when it does not)."""
+    if name in _DANGEROUS_ENV or name in _ALWAYS_OPAQUE_ENV:
+        return f"sets {name}, which changes what runs"
+    if name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
+        return f"sets {name}, which changes what runs"
+    if name in _PROGRAM_ENV or name in _CODE_PATH_ENV:
+        if value is None:
+            return f"sets {name} to a dynamic value, which changes what runs"
+        parts = value.split(":") if name in _CODE_PATH_ENV else [value.split(" ", 1)[0]]
+        outside = [p for p in parts if p and _outside_looking(p)]
+        if outside:
+            return f"sets {name} to {outside[0]}, code from outside the project"
+    return ""
+
+
 _SAFE_GIT_CONFIG_KEYS = ("color.", "user.name", "user.email", "core.quotepath", "advice.")
 
 _GIT_READ = frozenset(
@@ -141,11 +186,14 @@ _GIT_READ = frozenset(
 )
 _GIT_VCS = frozenset(
     """add commit switch merge rebase cherry-pick revert mv rm init am apply notes
-    format-patch bisect sparse-checkout mergetool citool""".split()
+    format-patch bisect sparse-checkout""".split()
 )
 _GIT_NETWORK = frozenset(
     "clone fetch pull ls-remote send-email daemon instaweb request-pull svn p4 archive".split()
 )
+
+
+_DYNAMIC = "$dynamic"
 
 
 @dataclass
@@ -155,6 +203,18 @@ class _Segment:
     category: CommandCategory
     reason: str
     write_targets: list[str] = field(default_factory=list)
+    read_targets: list[str] = field(default_factory=list)
+    weak_reads: list[str] = field(default_factory=list)
+    """Bare words like ``shadow`` or ``credentials``: read targets only below a ``cd``'s
+    directory (``cd /etc && cat shadow``), never as a search pattern or a message word."""
+    bases: list[str] = field(default_factory=list)
+    """Directories this segment's own relative targets are (also) relative to (``tar -C``)."""
+    chdir: str | None = None
+    """Where a ``cd``/``pushd`` moves the following segments (``$dynamic`` when unknown)."""
+    hidden: bool = False
+    """Carries targets only (a ``<`` redirect, an assignment): not a segment of the analysis."""
+    scope: str | None = None
+    """``push``/``pop`` around a subshell, ``and`` at a ``&&`` (hidden markers for ``cd``)."""
 
 
 @dataclass
@@ -193,16 +253,10 @@ class CommandRiskAnalyzer:
             A ``CommandRiskAnalysis``; ``write_targets`` lists redirect and program targets
             (literal, unresolved; relative ones are relative to ``cwd``).
         """
-        segments = self._segments(command, 0)
+        found = self._segments(command, 0)
+        segments = [s for s in found if not s.hidden]
         category = riskiest(s.category for s in segments)
-        targets: list[str] = []
-        for seg in segments:
-            for target in seg.write_targets:
-                resolved = target
-                if cwd and not target.startswith(("/", "~")):
-                    resolved = os.path.join(cwd, target)
-                if resolved not in targets:
-                    targets.append(resolved)
+        writes, reads = _resolve_targets(found, cwd)
         worst = next((s for s in segments if s.category == category), None)
         reason = worst.reason if worst else "empty command"
         return CommandRiskAnalysis(
@@ -213,7 +267,8 @@ class CommandRiskAnalyzer:
                 for s in segments
             ],
             reason=reason,
-            write_targets=targets,
+            write_targets=writes,
+            read_targets=reads,
         )
 
     # -- parsing -------------------------------------------------------------------------
@@ -270,14 +325,41 @@ class CommandRiskAnalyzer:
         if kind == "declaration_command":
             self._declaration(node, out, depth)
             return
+        if kind in ("subshell", "command_substitution", "process_substitution"):
+            # A `cd` inside does not move what follows the subshell.
+            out.append(_scope("push"))
+            for child in node.children:
+                self._walk(child, out, depth)
+            out.append(_scope("pop"))
+            return
+        if kind == "pipeline":
+            for child in node.children:
+                out.append(_scope("push"))
+                self._walk(child, out, depth)
+                out.append(_scope("pop"))
+            return
+        if kind == "list" and any(c.type == "&&" for c in node.children):
+            # What follows `&&` runs only if what precedes succeeded: a `cd` there took effect.
+            for child in node.children:
+                if child.type == "&&":
+                    out.append(_scope("and"))
+                else:
+                    self._walk(child, out, depth)
+            return
         for child in node.children:
             self._walk(child, out, depth)
 
     def _assignment(self, node: Node, out: list[_Segment], depth: int) -> None:
         name_node = node.child_by_field_name("name")
         name = _text(name_node) if name_node is not None else ""
-        if name in _DANGEROUS_ENV or name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
-            out.append(_seg(_text(node), None, C.OPAQUE, f"sets {name}, which changes what runs"))
+        value = node.child_by_field_name("value")
+        risk = _env_risk(name, _literal(value) if value is not None else "")
+        if risk:
+            out.append(_seg(_text(node), None, C.OPAQUE, risk))
+        if value is not None:
+            reads = _read_candidates(_literal(value), _text(value))
+            if reads:
+                out.append(_hidden(_text(node), read_targets=reads))
         for child in node.children:
             self._walk_substitutions(child, out, depth)
 
@@ -300,8 +382,7 @@ class CommandRiskAnalyzer:
 
     def _walk_substitutions(self, node: Node, out: list[_Segment], depth: int) -> None:
         if node.type in ("command_substitution", "process_substitution"):
-            for child in node.children:
-                self._walk(child, out, depth)
+            self._walk(node, out, depth)
             return
         for child in node.children:
             self._walk_substitutions(child, out, depth)
@@ -345,6 +426,10 @@ class CommandRiskAnalyzer:
                 dest = child
         if dest is not None:
             self._walk_substitutions(dest, out, depth)
+        if op in ("<", "<>") and dest is not None:
+            reads = _read_candidates(_literal(dest), _text(dest), always=True)
+            if reads:
+                out.append(_hidden(text, read_targets=reads))
         if op in ("<", "<&", "<&-", ">&-"):
             return
         if dest is None:
@@ -380,7 +465,9 @@ class CommandRiskAnalyzer:
                 name_seen = True
                 inner = child.children[0] if child.children else child
                 self._walk_substitutions(inner, out, depth)
-                words.append(_Word(_literal(inner), inner))
+                # An escaped program name ($'\x72m') is obfuscation: left dynamic (opaque).
+                name = None if inner.type == "ansi_c_string" else _literal(inner)
+                words.append(_Word(name, inner))
                 continue
             if child.type in ("comment",):
                 continue
@@ -388,13 +475,33 @@ class CommandRiskAnalyzer:
             words.append(_Word(_literal(child), child))
         if not words:
             return
-        out.extend(self._argv(text, [w.value for w in words], depth))
+        segs = self._argv(text, [w.value for w in words], depth)
+        reads: list[str] = []
+        for word in words[1:]:
+            for target in _read_candidates(word.value, _text(word.node)):
+                if target not in reads:
+                    reads.append(target)
+        if _recursive_reader([w.value for w in words]):
+            # `tar czf x ~`, `grep -r key /`: a directory read whole includes what is below it.
+            reads.extend([t.rstrip("/") + "/**" for t in reads if not t.isalpha()])
+        bases = [b for seg in segs for b in seg.bases]
+        for seg in segs:
+            seg.bases = list(bases)
+        if segs:
+            segs[0].read_targets.extend(r for r in reads if not r.isalpha())
+            segs[0].weak_reads.extend(r for r in reads if r.isalpha())
+            if words[0].value in ("cd", "pushd", "chdir"):
+                dest = words[1].value if len(words) > 1 else "~"
+                segs[0].chdir = _DYNAMIC if dest in (None, "-") else dest
+        out.extend(segs)
 
     # -- classification of one argv -------------------------------------------------------
 
     def _argv(self, text: str, argv: Sequence[str | None], depth: int) -> list[_Segment]:
         if not argv:
             return []
+        if depth > _MAX_DEPTH:
+            return [_seg(text, None, C.OPAQUE, "wrapped commands nested too deep")]
         raw = argv[0]
         if raw is None:
             return [_seg(text, None, C.OPAQUE, "the program name depends on an expansion")]
@@ -411,10 +518,12 @@ class CommandRiskAnalyzer:
                 program = base
             elif ".." in raw.split("/"):
                 return [_seg(text, raw, C.OPAQUE, "runs a program through a '..' path")]
+            elif raw.startswith("~"):
+                return [_seg(text, raw, C.OPAQUE, f"runs a program from a home directory: {raw}")]
             else:
                 known = _table_category(base)
-                if known is None or base in SHELLS or base in INTERPRETERS:
-                    if base in SHELLS or base in INTERPRETERS:
+                if known is None or base in SHELLS or base in INTERPRETERS or base in MULTICALL:
+                    if base in SHELLS or base in INTERPRETERS or base in MULTICALL:
                         program = base
                     else:
                         return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
@@ -424,6 +533,14 @@ class CommandRiskAnalyzer:
         return self._program(text, program, args, depth)
 
     def _program(self, text: str, prog: str, args: list[str | None], depth: int) -> list[_Segment]:
+        segs = self._program_segments(text, prog, args, depth)
+        if segs:
+            _moved_targets(segs[0], prog, args)
+        return segs
+
+    def _program_segments(
+        self, text: str, prog: str, args: list[str | None], depth: int
+    ) -> list[_Segment]:
         handler = _HANDLERS.get(prog)
         if handler is not None:
             return handler(self, text, prog, args, depth)
@@ -468,6 +585,30 @@ def _text(node: Node | None) -> str:
     return node.text.decode("utf-8", errors="replace")
 
 
+_ANSI_C = re.compile(r"\\(x[0-9A-Fa-f]{1,2}|u[0-9A-Fa-f]{1,4}|U[0-9A-Fa-f]{1,8}|[0-7]{1,3}|c.|.)")
+_ANSI_SIMPLE = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b"}
+_ANSI_SIMPLE.update({"f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"})
+
+
+def _ansi_c(body: str) -> str | None:
+    """Decode a bash ``$'...'`` string (None for escapes it cannot decode faithfully)."""
+
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(1)
+        if esc[0] in "xuU":
+            return chr(int(esc[1:], 16))
+        if esc[0] in "01234567":
+            return chr(int(esc, 8) & 0xFF)
+        if esc[0] == "c":
+            return chr(ord(esc[1].upper()) ^ 0x40)
+        return _ANSI_SIMPLE.get(esc, "\\" + esc)
+
+    try:
+        return _ANSI_C.sub(one, body)
+    except (ValueError, OverflowError):
+        return None
+
+
 def _literal(node: Node) -> str | None:
     """The static value of a word-like node, or None when it needs an expansion."""
     kind = node.type
@@ -487,13 +628,16 @@ def _literal(node: Node) -> str | None:
         return "".join(out)
     if kind == "raw_string":
         return _text(node)[1:-1]
+    if kind == "ansi_c_string":
+        return _ansi_c(_text(node)[2:-1])
     if kind == "string":
         parts = []
         for child in node.children:
             if child.type == '"':
                 continue
             if child.type == "string_content":
-                parts.append(_text(child))
+                # Inside double quotes a backslash only escapes $ ` " \ and a newline.
+                parts.append(re.sub(r"\\([$`\"\\\n])", r"\1", _text(child)))
             else:
                 return None
         return "".join(parts)
@@ -521,7 +665,7 @@ def _table_category(prog: str) -> CommandCategory | None:
     ):
         if prog in table:
             return cat
-    if prog in SHELLS or prog in INTERPRETERS:
+    if prog in SHELLS or prog in INTERPRETERS or prog in MULTICALL:
         return C.OPAQUE
     return None
 
@@ -558,6 +702,312 @@ def _write_targets(prog: str, args: Sequence[str | None]) -> list[str]:
     return [p if p is not None else "$dynamic" for p in pos]
 
 
+_ALWAYS_RECURSIVE = frozenset(
+    "tar zip 7z 7za rar cpio rsync rg ag ack find fd fdfind borg restic duplicity".split()
+)
+_RECURSIVE_WHEN_FLAGGED = frozenset("cp scp grep egrep fgrep zgrep chmod chown diff".split())
+
+
+def _recursive_reader(argv: Sequence[str | None]) -> bool:
+    """Whether the command reads whole directory trees (through wrappers and busybox)."""
+    for i, word in enumerate(argv):
+        if word is None:
+            continue
+        name = word.rsplit("/", 1)[-1]
+        if name in _ALWAYS_RECURSIVE:
+            return True
+        if name in _RECURSIVE_WHEN_FLAGGED:
+            return any(
+                a is not None
+                and (
+                    a in ("--recursive", "--archive", "--dereference-recursive")
+                    or (a.startswith("-") and not a.startswith("--") and any(c in a for c in "rRa"))
+                )
+                for a in argv[i + 1 :]
+            )
+    return False
+
+
+def _scope(kind: str) -> _Segment:
+    return _Segment(text="", program=None, category=C.READ_ONLY, reason="", hidden=True, scope=kind)
+
+
+def _hidden(text: str, *, read_targets: list[str]) -> _Segment:
+    return _Segment(
+        text=text,
+        program=None,
+        category=C.READ_ONLY,
+        reason="",
+        read_targets=read_targets,
+        hidden=True,
+    )
+
+
+_EXPANSION = re.compile(r"\$\{[^}]*\}|\$\([^)]*\)|\$[A-Za-z_][A-Za-z0-9_]*|\$.|`[^`]*`")
+_HOME_PREFIX = re.compile(r"^(?:\$HOME|\$\{HOME\})(?=/|$)")
+_BRACE = re.compile(r"\{([^{}]*,[^{}]*)\}")
+_PLACEHOLDER = "/_dynamic_"
+_CODE_CHARS = re.compile(r"[\s'\"();`|&<>]")
+_TOKEN_SPLIT = re.compile(r"[\s'\"(),;:=<>|&`\[\]]+")
+
+
+def _braces(word: str, limit: int = 16) -> list[str]:
+    """Expand ``{a,b}`` groups (bash brace expansion) into at most ``limit`` words."""
+    out = [word]
+    for _ in range(4):
+        nxt: list[str] = []
+        changed = False
+        for w in out:
+            m = _BRACE.search(w)
+            if m is None:
+                nxt.append(w)
+                continue
+            changed = True
+            nxt.extend(w[: m.start()] + alt + w[m.end() :] for alt in m.group(1).split(","))
+        out = nxt[:limit]
+        if not changed:
+            break
+    return out
+
+
+_FILE_NAME = re.compile(r"[\w.@+,-]*[\w-]\.[A-Za-z0-9_]{1,12}")
+
+
+def _pathish(value: str) -> bool:
+    """A path (``/``, ``~``), a credential name, or a file name with an extension.
+
+    Bare ``name.ext`` words are checked too: a workspace link ``notes.txt -> ~/.ssh/id_rsa``
+    planted by a script is a credential once the engine resolves it.
+    """
+    return (
+        "/" in value
+        or value.startswith("~")
+        or names_credentials(value)
+        or _FILE_NAME.fullmatch(value) is not None
+    )
+
+
+def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> list[str]:
+    """The paths an argument may name, for the engine's read check (credentials).
+
+    Option values (``--file=x``, ``-f/x``) and ``key=value`` operands count; ``$HOME`` becomes
+    ``~``; any other expansion becomes ``/_dynamic_`` so ``$X/.ssh/id_rsa`` is still seen to
+    name an SSH key. Words that do not look like paths are skipped (no I/O is spent on them).
+    """
+    if value is None:
+        text = _HOME_PREFIX.sub("~", re.sub(r"[\"'\\]", "", raw))
+        if "$" in text or "`" in text:
+            text = _EXPANSION.sub(_PLACEHOLDER, text)
+            if "$" in text or "`" in text:
+                return []
+            if not text.startswith(("/", "~")):
+                text = "/" + text
+            if text.replace(_PLACEHOLDER, "").strip("/") == "":
+                return []
+        value = text
+    if not always:
+        if value.startswith("-"):
+            if "=" in value and value.startswith("--"):
+                value = value.split("=", 1)[1]
+            elif len(value) > 2 and value[1] != "-" and value[2] in "/~":
+                value = value[2:]
+            else:
+                return []
+        elif "=" in value and not value.startswith(("/", "~", ".")):
+            value = value.split("=", 1)[1]
+    if not value or "\x00" in value:
+        return []
+    if value.startswith("@") and not always:  # curl -d @file, @response-file arguments
+        value = value[1:]
+    if not always and _CODE_CHARS.search(value):
+        # Inline code or a message (`python -c "open('~/.netrc')"`): check the path-like
+        # tokens inside it.
+        return [t for t in _TOKEN_SPLIT.split(value) if t and _pathish(t)][:16]
+    words = _braces(value) if "{" in value else [value]
+    return [w for w in words if always or _pathish(w)]
+
+
+def _resolve_targets(found: list[_Segment], cwd: str | None) -> tuple[list[str], list[str]]:
+    """Resolve relative targets against every directory the shell may be in at that point.
+
+    A ``cd``/``pushd`` adds its directory to the possible ones (it may fail, so the old ones
+    stay); after a ``&&`` it took effect and replaces them; a subshell, a substitution or a
+    pipeline element does not move what follows it. ``bases`` (``tar -C``, ``env -C``) move one
+    segment's own targets. A relative write after a dynamic ``cd`` could land anywhere: it adds
+    ``$dynamic``.
+    """
+    writes: list[str] = []
+    reads: list[str] = []
+    possible: list[str | None] = [cwd]
+    pending: list[str | None] | None = None
+    dynamic_cd = False
+    stack: list[tuple[list[str | None], list[str | None] | None, bool]] = []
+
+    def add(out: list[str], target: str) -> None:
+        if target not in out:
+            out.append(target)
+
+    def place(base: str | None, rel: str) -> str:
+        if rel.startswith(("/", "~")) or base is None:
+            return rel
+        return os.path.join(base, rel)
+
+    for seg in found:
+        if seg.scope == "push":
+            stack.append((list(possible), pending, dynamic_cd))
+            pending = None
+            continue
+        if seg.scope == "pop":
+            if stack:
+                possible, pending, dynamic_cd = stack.pop()
+            continue
+        if seg.scope == "and":
+            if pending is not None:
+                possible, pending = pending, None
+            continue
+        own = [place(p, b) for b in seg.bases if b != _DYNAMIC for p in possible]
+        dynamic = dynamic_cd or _DYNAMIC in seg.bases
+        moved_bases = [*(p for p in possible if p != cwd), *own]
+        for target in seg.weak_reads:
+            for base in moved_bases:
+                add(reads, place(base, target))
+        for targets, out, is_write in (
+            (seg.write_targets, writes, True),
+            (seg.read_targets, reads, False),
+        ):
+            for target in targets:
+                if target == _DYNAMIC or target.startswith(("/", "~")):
+                    add(out, target)
+                    continue
+                for base in (*possible, *own):
+                    add(out, place(base, target))
+                if is_write and dynamic:
+                    add(out, _DYNAMIC)
+        if seg.chdir is not None:
+            if seg.chdir == _DYNAMIC:
+                dynamic_cd = True
+            else:
+                moved: list[str | None] = [place(p, seg.chdir) for p in possible]
+                pending = moved
+                possible = [*possible, *(m for m in moved if m not in possible)]
+    return writes, reads
+
+
+def _outside_looking(value: str) -> bool:
+    """Lexically leaves the project: absolute, under a home, or through ``..``."""
+    return value.startswith(("/", "~")) or ".." in value.split("/")
+
+
+# Options that move a tool's work, input or output to another directory or file. Their values
+# become write targets: the engine then checks them like any write (outside the project asks,
+# credentials and .git ask as sensitive, a symlink leading out is denied).
+_MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
+    "make": ("-C", "--directory", "-f", "--file", "--makefile", "-o", "--old-file"),
+    "ninja": ("-C", "-f"),
+    "cmake": ("-S", "-B", "--build", "--install", "-P", "-C", "--toolchain", "--install-prefix"),
+    "ctest": ("--test-dir", "-S", "--build-dir", "-O", "--output-log"),
+    "meson": ("-C", "--prefix"),
+    "npm": ("--prefix", "-C", "--cache", "--userconfig", "--globalconfig"),
+    "pnpm": ("-C", "--dir", "--store-dir", "--config-dir"),
+    "yarn": ("--cwd", "--modules-folder", "--cache-folder"),
+    "go": ("-C", "-o", "-modfile", "-overlay"),
+    "cargo": ("--manifest-path", "--target-dir", "--out-dir", "--artifact-dir", "-C"),
+    "pytest": (
+        "--rootdir",
+        "--basetemp",
+        "-c",
+        "--config-file",
+        "--confcutdir",
+        "--junitxml",
+        "--junit-xml",
+        "--cov-config",
+    ),
+    "tox": ("-c", "--conf", "--workdir", "--root"),
+    "nox": ("-f", "--noxfile", "--envdir"),
+    "pip": ("--target", "-t", "--prefix", "--root", "--src", "-e", "--editable", "--cache-dir"),
+    "gcc": ("-o",),
+    "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
+    "gradle": ("-b", "--build-file", "-p", "--project-dir", "-c", "--settings-file", "-I"),
+    "pre-commit": ("-c", "--config"),
+    "mypy": ("--config-file", "--cache-dir"),
+    "ruff": ("--config", "--cache-dir"),
+    "coverage": ("--rcfile", "--data-file", "-o"),
+    "rsync": ("--files-from", "--exclude-from"),
+    "sphinx-build": ("-c", "-d"),
+    "bazel": ("--output_base", "--output_user_root", "--bazelrc"),
+    "dotnet": ("--project", "-o", "--output"),
+    "deno": ("--config", "-c", "--import-map"),
+}
+for _alias, _of in (
+    ("gmake", "make"),
+    ("py.test", "pytest"),
+    ("pip3", "pip"),
+    ("g++", "gcc"),
+    ("cc", "gcc"),
+    ("c++", "gcc"),
+    ("clang", "gcc"),
+    ("clang++", "gcc"),
+    ("gradlew", "gradle"),
+    ("bazelisk", "bazel"),
+):
+    _MOVED_OPTIONS[_alias] = _MOVED_OPTIONS[_of]
+
+
+def _option_values(args: Sequence[str | None], options: Iterable[str]) -> list[str]:
+    """Values of ``options`` in ``args``: ``-C dir``, ``-Cdir``, ``--directory=dir``."""
+    wanted = set(options)
+    out: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg is None:
+            continue
+        if arg == "--":
+            break
+        if arg in wanted:
+            if i < len(args):
+                value = args[i]
+                out.append(value if value is not None else _DYNAMIC)
+                i += 1
+            continue
+        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in wanted:
+            out.append(arg.split("=", 1)[1])
+        elif not arg.startswith("--") and len(arg) > 2 and arg[:2] in wanted:
+            out.append(arg[2:])
+    return [v for v in out if v and v not in _NULL_TARGETS]
+
+
+def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None:
+    """Add the directories and files a tool is moved to, and what it is given outside the project.
+
+    Build/test and install tools write where they run (caches, build trees, outputs) and run
+    what they are given, so each option of ``_MOVED_OPTIONS`` and every literal operand that
+    lexically leaves the project (``/x``, ``~/x``, ``../x``, ``--opt=/x``, ``DESTDIR=/x``) is
+    a write target. Interpreters and shells are judged on their script instead.
+    """
+    options = _MOVED_OPTIONS.get(prog)
+    found: list[str] = _option_values(args, options) if options else []
+    if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (
+        prog in INTERPRETERS or prog in SHELLS or prog.startswith(("python", "pypy"))
+    ):
+        for arg in args:
+            if arg is None:
+                continue
+            value = arg
+            if arg.startswith("--") and "=" in arg:
+                value = arg.split("=", 1)[1]
+            elif arg.startswith("-"):
+                continue
+            elif "=" in arg and not arg.startswith(("/", "~", ".")):
+                value = arg.split("=", 1)[1]
+            if value and _outside_looking(value) and value not in _NULL_TARGETS:
+                found.append(value)
+    for value in found:
+        if value not in seg.write_targets:
+            seg.write_targets.append(value)
+
+
 # -- program handlers ----------------------------------------------------------------------
 
 
@@ -583,6 +1033,7 @@ def _h_env(
 ) -> list[_Segment]:
     rest = list(args)
     out: list[_Segment] = []
+    bases: list[str] = []
     while rest:
         head = rest[0]
         if head is None:
@@ -590,21 +1041,30 @@ def _h_env(
         if head in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
             if head in ("-S", "--split-string"):
                 return [_seg(text, prog, C.OPAQUE, "env -S splits a dynamic string")]
+            if head in ("-C", "--chdir"):
+                bases.append(rest[1] if len(rest) > 1 and rest[1] is not None else _DYNAMIC)
             rest = rest[2:]
             continue
+        if head.startswith("--chdir="):
+            bases.append(head.split("=", 1)[1])
+        elif head.startswith("-C") and len(head) > 2:
+            bases.append(head[2:])
         if head.startswith("-"):
             rest.pop(0)
             continue
         if "=" in head:
-            name = head.split("=", 1)[0]
-            if name in _DANGEROUS_ENV or name.startswith(("GIT_CONFIG_", "LD_", "DYLD_")):
-                out.append(_seg(text, prog, C.OPAQUE, f"sets {name}, which changes what runs"))
+            name, value = head.split("=", 1)
+            risk = _env_risk(name, value)
+            if risk:
+                out.append(_seg(text, prog, C.OPAQUE, risk))
             rest.pop(0)
             continue
         break
     if not rest:
         return [*out, _seg(text, prog, C.READ_ONLY, "prints the environment")]
-    return [*out, *a._inner(text, rest, depth, C.READ_ONLY, prog, "env wrapper")]
+    segs = [*out, *a._inner(text, rest, depth, C.READ_ONLY, prog, "env wrapper")]
+    segs[0].bases.extend(bases)
+    return segs
 
 
 def _skip_opts(args: list[str | None], with_value: Iterable[str] = ()) -> list[str | None]:
@@ -716,7 +1176,7 @@ def _h_shell(
     if not rest or rest[0] == "-":
         return [_seg(text, prog, C.OPAQUE, f"{prog} reads commands from stdin")]
     script = rest[0]
-    if script is None or script.startswith("/") or ".." in script.split("/"):
+    if script is None or _outside_looking(script):
         return [_seg(text, prog, C.OPAQUE, f"{prog} runs a script outside the workspace")]
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} runs the workspace script {script}")]
 
@@ -752,6 +1212,12 @@ _PY_MODULES = {
 }
 
 
+_CODE_LOADING = frozenset(
+    """-r --require --import --loader --experimental-loader -I -M --preload --env-file
+    --experimental-config-file""".split()
+)
+
+
 def _h_interpreter(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
@@ -777,13 +1243,30 @@ def _h_interpreter(
             cat = _PY_MODULES.get(module)
             if cat is None:
                 return [_seg(text, prog, C.OPAQUE, f"python -m {module} is not a known module")]
-            return [_seg(text, prog, cat, f"python -m {module}")]
+            seg = _seg(text, prog, cat, f"python -m {module}")
+            module_args = rest[2:]
+            if module == "venv":
+                seg.write_targets.extend(p or _DYNAMIC for p in _positional(module_args))
+            elif module == "json.tool" and len(_positional(module_args)) >= 2:
+                seg.category = C.FILE_MUTATION
+                seg.write_targets.append(_positional(module_args)[1] or _DYNAMIC)
+            _moved_targets(seg, module, module_args)
+            return [seg]
         if opt in ("-", "-i"):
             return [_seg(text, prog, C.OPAQUE, f"{prog} reads code from stdin")]
         if opt.startswith("-"):
             rest.pop(0)
-            if opt in ("-W", "-X", "--require", "-r") and rest:
+            loaded: str | None = ""
+            if opt in _CODE_LOADING and rest:
+                loaded = rest.pop(0)
+            elif opt.startswith("--") and "=" in opt and opt.split("=", 1)[0] in _CODE_LOADING:
+                loaded = opt.split("=", 1)[1]
+            elif opt[:2] in ("-r", "-I", "-M") and len(opt) > 2 and not opt.startswith("--"):
+                loaded = opt[2:]
+            elif opt in ("-W", "-X") and rest:
                 rest.pop(0)
+            if loaded is None or (loaded and _outside_looking(loaded)):
+                return [_seg(text, prog, C.OPAQUE, f"{prog} {opt} loads code from outside")]
             continue
         break
     if not rest:
@@ -832,7 +1315,9 @@ def _h_pip(
 def _h_js_pm(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _rest = _first_sub(args)
+    sub, _rest = _first_sub(
+        args, ("--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
+    )
     if prog in ("npx", "pnpx", "bunx"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} fetches and runs a package")]
     if (
@@ -1074,24 +1559,27 @@ def _h_tar(
                     "--checkpoint-action",
                     "--info-script",
                     "--new-volume-script",
+                    "--rsh-command",
+                    "--rmt-command",
                 )
             )
             for f in long_flags
         )
         or "-I" in args
+        or "-F" in args
     ):
         return [_seg(text, prog, C.OPAQUE, "tar runs an external program")]
+    bases = _option_values(args, ("-C", "--directory"))
     if "t" in flags or "--list" in long_flags:
         return [_seg(text, prog, C.READ_ONLY, "tar lists an archive")]
     if "x" in flags or "--extract" in long_flags or "--get" in long_flags:
         seg = _seg(text, prog, C.FILE_MUTATION, "tar extracts files")
-        for i, x in enumerate(args):
-            if x in ("-C", "--directory") and i + 1 < len(args):
-                seg.write_targets.append(args[i + 1] or "$dynamic")
+        seg.write_targets.extend(bases)
         if not seg.write_targets:
             seg.write_targets.append(".")
         return [seg]
     seg = _seg(text, prog, C.FILE_MUTATION, "tar writes an archive")
+    seg.bases.extend(bases)
     for i, x in enumerate(args):
         if x in ("-f", "--file") and i + 1 < len(args):
             seg.write_targets.append(args[i + 1] or "$dynamic")
@@ -1158,11 +1646,12 @@ def _h_curl(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     seg = _seg(text, prog, C.NETWORK, f"{prog} uses the network")
-    for i, x in enumerate(args):
-        if x in ("-o", "--output", "-O" if prog == "wget" else "--output-document") and i + 1 < len(
-            args
-        ):
-            seg.write_targets.append(args[i + 1] or "$dynamic")
+    outputs = (
+        ("-O", "--output-document", "-P", "--directory-prefix", "-o", "--output-file", "-a")
+        if prog == "wget"
+        else ("-o", "--output", "--output-dir", "-c", "--cookie-jar", "-D", "--dump-header")
+    )
+    seg.write_targets.extend(_option_values(args, outputs))
     return [seg]
 
 
@@ -1173,6 +1662,16 @@ def _git_config_key_safe(key: str) -> bool:
 def _h_git(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
+    moved: list[str] = []
+    segs = _git_segments(text, prog, args, moved)
+    # `git -C dir` works (and writes its index, objects, hooks' effects) in `dir`.
+    for target in moved:
+        if target not in segs[0].write_targets:
+            segs[0].write_targets.append(target)
+    return segs
+
+
+def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]) -> list[_Segment]:
     rest = list(args)
     while rest:
         opt = rest[0]
@@ -1197,6 +1696,7 @@ def _h_git(
         ) or opt.startswith(("--work-tree=", "--git-dir=", "--exec-path=", "--namespace=")):
             return [_seg(text, prog, C.OPAQUE, f"git {opt} points git elsewhere")]
         if opt == "-C":
+            moved.append(rest[1] if len(rest) > 1 and rest[1] is not None else _DYNAMIC)
             rest = rest[2:]
             continue
         if opt.startswith("-"):
@@ -1212,7 +1712,36 @@ def _h_git(
     flags = {x for x in sargs if x is not None and x.startswith("-")}
 
     def g(cat: CommandCategory, why: str) -> list[_Segment]:
-        return [_seg(text, prog, cat, why)]
+        seg = _seg(text, prog, cat, why)
+        seg.write_targets.extend(outputs)
+        return [seg]
+
+    # Files and directories git writes besides the repository: `--output`, `format-patch -o`,
+    # `init DIR`, `worktree add DIR`, `clone URL DIR`, `apply --directory`.
+    outputs = _option_values(sargs, ("--output", "--output-directory", "--directory"))
+    if sub == "format-patch":
+        outputs.extend(_option_values(sargs, ("-o",)))
+    operands = _positional(sargs)
+    where = None
+    if sub == "init" and operands:
+        where = (operands[-1],)
+    elif sub == "clone" and len(operands) >= 2:
+        where = (operands[1],)
+    elif sub == "worktree" and operands[:1] == ["add"] and len(operands) >= 2:
+        where = (operands[1],)
+    if where is not None:
+        outputs.append(where[0] if where[0] is not None else _DYNAMIC)
+    if sub in ("mergetool", "difftool", "citool", "gui", "gitk"):
+        return g(C.OPAQUE, f"git {sub} runs an external tool")
+    if sub == "apply" and "--unsafe-paths" in flags:
+        return g(C.OPAQUE, "git apply --unsafe-paths writes outside the work tree")
+    runs_remote: tuple[str, ...] = ("--upload-pack", "--receive-pack", "--exec")
+    if sub in ("clone", "ls-remote"):
+        runs_remote = (*runs_remote, "-u")
+    if sub in ("fetch", "pull", "clone", "push", "ls-remote", "archive", "remote") and any(
+        x is not None and x.startswith(runs_remote) for x in sargs
+    ):
+        return g(C.OPAQUE, f"git {sub} runs a given program for the remote side")
 
     if sub is None:
         return g(C.OPAQUE, "git with a dynamic subcommand")
@@ -1371,6 +1900,29 @@ def _h_git(
     return g(C.OPAQUE, f"git {sub}: unknown subcommand or alias")
 
 
+def _h_multicall(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``busybox X ...`` / ``toybox X ...`` run the applet X: classify as X."""
+    if not args:
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} lists its applets")]
+    applet = args[0]
+    if applet is None:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} runs a dynamic applet")]
+    if applet.startswith("-"):
+        if applet in ("--list", "--list-full", "--help", "--version"):
+            return [_seg(text, prog, C.READ_ONLY, f"{prog} {applet}")]
+        return [_seg(text, prog, C.OPAQUE, f"{prog} {applet}")]
+    known = (
+        applet in _HANDLERS
+        or _table_category(applet) is not None
+        or applet.startswith(("mkfs", "fsck."))
+    )
+    if "/" in applet or not known:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} applet {applet!r} is not known")]
+    return a._argv(text, args, depth + 1)
+
+
 def _h_background(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
@@ -1414,6 +1966,221 @@ def _h_apt(
     if sub in ("remove", "purge", "autoremove", "-r", "-P", "erase"):
         return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} removes system packages")]
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system packages")]
+
+
+# Read-only programs that write a file when given an option or a second operand.
+_OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
+    "sort": ("-o", "--output"),
+    "shuf": ("-o", "--output"),
+    "tree": ("-o",),
+    "file": ("-C",),
+    "xxd": (),
+    "uniq": (),
+    "yq": (),
+    "jq": (),
+    "base64": (),
+    "lsblk": (),
+}
+
+
+def _h_reader_that_writes(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    targets = _option_values(args, _OUTPUT_OPTIONS.get(prog, ()))
+    pos = _positional(args)
+    if prog in ("uniq", "xxd") and len(pos) >= 2:
+        targets.append(pos[1] if pos[1] is not None else _DYNAMIC)
+    if prog == "yq" and any(x in ("-i", "--inplace") for x in args):
+        targets.extend(p if p is not None else _DYNAMIC for p in pos[1:])
+    if prog == "file" and "-C" in args:
+        targets.append(".")
+    if not targets:
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} is read_only")]
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} writes {targets[0]}")
+    seg.write_targets.extend(targets)
+    return [seg]
+
+
+def _h_date(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    if prog == "hostname":
+        setting = [x for x in _positional(args) if x != ""] or any(
+            x is not None and x.startswith(("-F", "--file", "-b", "--boot")) for x in args
+        )
+        if setting:
+            return [_seg(text, prog, C.PRIVILEGED, "hostname sets the host name")]
+        return [_seg(text, prog, C.READ_ONLY, "hostname prints the host name")]
+    if any(x is not None and x.startswith(("-s", "--set")) for x in args):
+        return [_seg(text, prog, C.PRIVILEGED, "date --set changes the system clock")]
+    return [_seg(text, prog, C.READ_ONLY, f"{prog} prints the date")]
+
+
+def _h_pager_user(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``man -P cmd``, ``bat --pager cmd``, ``less +cmd`` (a ``!`` runs a shell): programs."""
+    for x in args:
+        if x is None:
+            continue
+        if prog in ("less", "more") and (x.startswith("+") or x.startswith("--init")):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs pager commands")]
+        if x in ("-P", "--pager", "-H", "--html", "--preprocessor", "-p") or x.startswith(
+            ("--pager=", "-P", "--html=", "--preprocessor=")
+        ):
+            if prog == "man" or x.startswith("--pager"):
+                return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs a program")]
+    return [_seg(text, prog, C.READ_ONLY, f"{prog} is read_only")]
+
+
+# Programs that run their operand as a command: (floor, options taking a value, operands
+# skipped before the command).
+_RUNNERS: dict[str, tuple[CommandCategory, tuple[str, ...], int]] = {
+    "valgrind": (C.BUILD_TEST, ("--log-file", "--tool", "--suppressions"), 0),
+    "ccache": (C.BUILD_TEST, (), 0),
+    "sccache": (C.BUILD_TEST, (), 0),
+    "distcc": (C.BUILD_TEST, (), 0),
+    "catchsegv": (C.BUILD_TEST, (), 0),
+    "xvfb-run": (C.BUILD_TEST, ("-n", "--server-num", "-s", "--server-args", "-f", "-e"), 0),
+    "dbus-run-session": (C.BUILD_TEST, ("--config-file",), 0),
+    "faketime": (C.BUILD_TEST, ("-m", "-f"), 1),
+    "libtool": (C.BUILD_TEST, ("--mode", "--tag"), 0),
+    "perf": (C.BUILD_TEST, ("-o", "--output", "-e", "--event", "-p", "-F", "-c", "-r"), 1),
+    "strace": (C.PROCESS_CONTROL, ("-o", "-e", "-p", "-s", "-u", "-P", "-a", "-b", "-E"), 0),
+    "ltrace": (C.PROCESS_CONTROL, ("-o", "-e", "-p", "-s", "-u", "-a", "-n"), 0),
+    "torsocks": (C.NETWORK, ("-u", "-p", "-a", "-P"), 0),
+    "proxychains": (C.NETWORK, ("-f",), 0),
+    "proxychains4": (C.NETWORK, ("-f",), 0),
+    "tsocks": (C.NETWORK, (), 0),
+    "sg": (C.PRIVILEGED, (), 1),
+    "runuser": (C.PRIVILEGED, ("-u", "-g", "-G"), 0),
+    "setpriv": (C.PRIVILEGED, ("--reuid", "--regid", "--groups", "--inh-caps"), 0),
+    "prlimit": (C.PROCESS_CONTROL, ("-p", "--pid"), 0),
+}
+
+
+def _h_runner(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    floor, valued, skip = _RUNNERS[prog]
+    rest = _skip_opts(list(args), valued)
+    if prog == "perf" and rest and rest[0] not in ("stat", "record", "trace", "top"):
+        return [_seg(text, prog, floor, f"perf {rest[0]}")]
+    if prog in ("sg",) and rest and rest[0] is not None and len(rest) > 1:
+        return a._shell_string(text, prog, rest[1], depth)
+    rest = rest[skip:]
+    if prog == "perf":
+        rest = _skip_opts(rest, valued)
+    outputs = _option_values(args, ("-o", "--output", "--log-file"))
+    segs = a._inner(text, rest, depth, floor, prog, f"{prog} runs a command")
+    segs[0].write_targets.extend(outputs)
+    return segs
+
+
+def _h_zip(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    if any(x is None or x.startswith(("-TT", "--unzip-command")) for x in args):
+        return [_seg(text, prog, C.OPAQUE, "zip -TT runs a given test command")]
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} is file_mutation")
+    seg.write_targets.extend(_write_targets(prog, args))
+    return [seg]
+
+
+def _h_bundle(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    sub, rest = _first_sub(args, ("--gemfile",))
+    if sub == "exec":
+        return a._inner(text, rest, depth, C.BUILD_TEST, prog, "bundle exec runs a command")
+    if sub in ("install", "update", "add", "lock", "i"):
+        return [_seg(text, prog, C.PACKAGE_INSTALL, f"bundle {sub}")]
+    if sub in ("list", "show", "info", "check", "outdated", "--version", "version", ""):
+        return [_seg(text, prog, C.READ_ONLY, f"bundle {sub}")]
+    return [_seg(text, prog, C.OPAQUE, f"bundle {sub}")]
+
+
+def _h_gdb(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    scripted = ("-ex", "-iex", "--eval-command", "-x", "--command", "-ix", "--init-command")
+    for x in args:
+        if x is None or x in scripted or x.startswith(tuple(f"{o}=" for o in scripted)):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} runs debugger commands (shell too)")]
+        if x in ("-batch", "--batch", "-o", "--source"):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {x} runs a command file")]
+    if "--args" in args:
+        inner = list(args[args.index("--args") + 1 :])
+        return a._inner(text, inner, depth, C.BUILD_TEST, prog, f"{prog} debugs a command")
+    return [_seg(text, prog, C.BUILD_TEST, f"{prog} debugs a program")]
+
+
+def _h_shell_strings(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``hyperfine 'cmd'...``, ``script -c cmd``, ``watch cmd``: operands are shell commands."""
+    valued = {
+        "hyperfine": (
+            "-w",
+            "--warmup",
+            "-r",
+            "--runs",
+            "-m",
+            "-M",
+            "--export-json",
+            "--export-markdown",
+            "--export-csv",
+            "-n",
+            "--command-name",
+            "-S",
+            "--shell",
+            "-p",
+            "--prepare",
+            "-c",
+            "--cleanup",
+            "-s",
+            "--setup",
+        ),
+        "script": ("-c", "--command", "-t", "--timing", "-O", "--log-out"),
+        "watch": ("-n", "--interval", "-d"),
+    }[prog]
+    out: list[_Segment] = [_seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")]
+    if prog == "watch":
+        out = [_seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")]
+    scripts: list[str | None] = []
+    i = 0
+    while i < len(args):
+        x = args[i]
+        if x in (
+            "-c",
+            "--command",
+            "-p",
+            "--prepare",
+            "--cleanup",
+            "-s",
+            "--setup",
+            "-S",
+            "--shell",
+        ) and i + 1 < len(args):
+            scripts.append(args[i + 1])
+            i += 2
+            continue
+        if x in valued and i + 1 < len(args):
+            i += 2
+            continue
+        if x is None or not x.startswith("-"):
+            scripts.append(x)
+        i += 1
+    if prog == "script":
+        scripts = [args[args.index(o) + 1] for o in ("-c", "--command") if o in args[:-1]]
+        if not scripts:
+            return [_seg(text, prog, C.OPAQUE, "script records an interactive shell")]
+    if prog == "watch" and scripts:
+        parts = [x for x in scripts if x is not None]
+        scripts = [" ".join(parts)] if len(parts) == len(scripts) else [None]
+    for script in scripts:
+        out.extend(a._shell_string(text, prog, script, depth))
+    return out
 
 
 _HandlerFn = Callable[[CommandRiskAnalyzer, str, str, list[str | None], int], list[_Segment]]
@@ -1488,6 +2255,29 @@ _HANDLERS: dict[str, _HandlerFn] = {
 }
 for _shell in SHELLS:
     _HANDLERS[_shell] = _h_shell
+for _multi in MULTICALL:
+    _HANDLERS[_multi] = _h_multicall
+for _reader in _OUTPUT_OPTIONS:
+    _HANDLERS[_reader] = _h_reader_that_writes
+for _runner in _RUNNERS:
+    _HANDLERS[_runner] = _h_runner
+_HANDLERS.update(
+    {
+        "date": _h_date,
+        "hostname": _h_date,
+        "man": _h_pager_user,
+        "bat": _h_pager_user,
+        "gdb": _h_gdb,
+        "less": _h_pager_user,
+        "more": _h_pager_user,
+        "zip": _h_zip,
+        "bundle": _h_bundle,
+        "cgdb": _h_gdb,
+        "hyperfine": _h_shell_strings,
+        "script": _h_shell_strings,
+        "watch": _h_shell_strings,
+    }
+)
 for _interp in INTERPRETERS:
     _HANDLERS[_interp] = _h_interpreter
 for _minor in range(6, 15):

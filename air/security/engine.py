@@ -211,17 +211,20 @@ class PermissionEngine:
         items.append(tool_item)
 
         write_paths = list(ctx.write_paths)
+        read_paths = list(ctx.read_paths)
         if ctx.command is not None:
             analysis = self.analyzer.analyze(ctx.command, base)
             for target in analysis.write_targets:
                 if target not in write_paths:
                     write_paths.append(target)
+            # Whatever the program, a path it is given is read: credentials ask (item 4).
+            read_paths.extend(t for t in analysis.read_targets if t not in read_paths)
 
         # Layers 3-5 for each write path.
         for raw in write_paths:
             cls = self.classifier.classify(raw, project, workspace_root=workspace, for_write=True)
             items.append(self._write_item(ctx, cls, template, project, workspace))
-        for raw in ctx.read_paths:
+        for raw in read_paths:
             cls = self.classifier.classify(raw, project, workspace_root=workspace)
             items.append(self._read_item(ctx, cls, project))
         if analysis is not None:

@@ -14,7 +14,7 @@ from pathlib import PurePosixPath
 
 from air.contracts.permission import PathCategory, PathRiskClassification
 
-__all__ = ["PathClassifier", "is_within"]
+__all__ = ["PathClassifier", "is_within", "names_credentials"]
 
 P = PathCategory
 
@@ -34,7 +34,8 @@ CREDENTIAL_NAMES = frozenset(
     """.netrc .npmrc .pypirc .git-credentials .pgpass .my.cnf id_rsa id_dsa id_ecdsa id_ed25519
     authorized_keys known_hosts credentials credentials.json service-account.json .htpasswd
     .vault-token secrets.yaml secrets.yml secrets.json .dockercfg shadow gshadow sudoers
-    master.key""".split()
+    master.key credentials.toml credentials.tfrc.json .boto .s3cfg .vaultrc .ssh .gnupg .aws
+    .azure .kube .docker .password-store .terraform.d""".split()
 )
 CREDENTIAL_GLOBS = (
     ".env",
@@ -51,6 +52,8 @@ CREDENTIAL_GLOBS = (
     "*.gpg",
     "*.asc",
     "*.kdbx",
+    "ssh_host_*_key",
+    "*.ovpn",
 )
 CREDENTIAL_DIRS = (
     ".ssh",
@@ -62,7 +65,28 @@ CREDENTIAL_DIRS = (
     ".password-store",
     ".config/gcloud",
     ".config/gh",
+    ".config/hub",
+    ".config/op",
     ".local/share/keyrings",
+    ".terraform.d",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+)
+# Credential files recognised wherever they are (another user's home, a copy, a `$X/` prefix).
+CREDENTIAL_SUFFIXES = (
+    (".kube", "config"),
+    (".docker", "config.json"),
+    (".config", "gh"),
+    (".config", "gcloud"),
+    (".config", "hub"),
+)
+_GLOB_TARGETS = tuple(
+    sorted(
+        {d.split("/")[0] for d in CREDENTIAL_DIRS}
+        | {".netrc", ".git-credentials", ".pgpass", ".npmrc", ".pypirc", ".vault-token"}
+        | {"shadow", "gshadow", "sudoers", "ssh_host_rsa_key", ".env", ".boto", ".s3cfg"}
+    )
 )
 NOT_CREDENTIAL = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
 
@@ -109,6 +133,32 @@ def is_within(path: str, root: str) -> bool:
         return True
     prefix = root if root.endswith("/") else root + "/"
     return path.startswith(prefix)
+
+
+def names_credentials(word: str) -> bool:
+    """True when a word of a command names a credential file or directory by itself.
+
+    Used by the command analyzer to decide which bare words (no ``/``, no ``~``) are worth a
+    path check: ``.netrc``, ``id_rsa``, ``.ssh``, ``server.pem``, ``.env``.
+    """
+    name = word.rstrip("/").rsplit("/", 1)[-1]
+    if name in NOT_CREDENTIAL:
+        return False
+    return name in CREDENTIAL_NAMES or any(fnmatch.fnmatchcase(name, g) for g in CREDENTIAL_GLOBS)
+
+
+def _realpath(path: str) -> str | None:
+    """``os.path.realpath`` that survives a link swapped while it walks (None after retries).
+
+    ``realpath`` ``lstat``s then ``readlink``s each component; a concurrent swap between the two
+    raises ``EINVAL``/``ENOENT`` instead of returning a path.
+    """
+    for _ in range(3):
+        try:
+            return os.path.realpath(path)
+        except OSError:
+            continue
+    return None
 
 
 def _norm_component(part: str) -> str:
@@ -178,7 +228,17 @@ class PathClassifier:
                 escapes=True,
             )
         lexical = os.path.normpath(absolute)
-        resolved = os.path.realpath(absolute)
+        resolved_or_none = _realpath(absolute)
+        if resolved_or_none is None:
+            return PathRiskClassification(
+                path=path,
+                resolved_path=None,
+                category=P.UNKNOWN,
+                reason="the path changed while it was checked (a link is being swapped)",
+                escapes=True,
+                via_link=True,
+            )
+        resolved = resolved_or_none
         inside_lexical = is_within(lexical, workspace) or is_within(lexical, project)
         inside = is_within(resolved, workspace) or is_within(resolved, project)
         escapes = not inside
@@ -258,8 +318,52 @@ class PathClassifier:
             if is_within(path, os.path.join(self._home, d)):
                 return f"inside ~/{d}"
         parts = PurePosixPath(path).parts
-        if ".ssh" in parts or ".gnupg" in parts or ".aws" in parts:
+        if path.endswith("/**"):
+            why = self._tree_reason(path[:-3] or "/")
+            if why:
+                return why
+        if path.startswith("/proc/") and name in ("environ", "mem"):
+            return f"{path} holds a process's environment or memory (API keys)"
+        if any(ch in path for ch in "*?["):
+            why = self._glob_reason(parts)
+            if why:
+                return why
+        if ".ssh" in parts or ".gnupg" in parts or ".aws" in parts or ".password-store" in parts:
             return "inside a credentials directory"
+        for i in range(len(parts) - 1):
+            if (parts[i], parts[i + 1]) in CREDENTIAL_SUFFIXES:
+                return f"{parts[i]}/{parts[i + 1]} holds credentials"
+        return ""
+
+    def _tree_reason(self, top: str) -> str:
+        """A whole-tree read of ``top`` (``tar czf x ~``) reaches the credentials below it."""
+        top = os.path.normpath(top)
+        for entry in (*(os.path.join(self._home, d) for d in CREDENTIAL_DIRS), "/etc/shadow"):
+            if entry != top and is_within(entry, top):
+                return f"reading all of {top} includes {entry}"
+        return ""
+
+    def _glob_reason(self, parts: tuple[str, ...]) -> str:
+        """A wildcard directly under a home, ``/etc`` or ``/root`` that can match a credential.
+
+        Bash's ``*`` and ``?`` do not match a leading dot, so ``~/*`` does not reach ``~/.ssh``
+        but ``~/.*`` and ``~/.s?h`` do.
+        """
+        homes = {self._home, "/etc", "/root", "/etc/ssh"}
+        for i, part in enumerate(parts):
+            if not any(ch in part for ch in "*?["):
+                continue
+            parent = os.path.join(*parts[:i]) if i else "/"
+            if parent not in homes and os.path.dirname(parent) != "/home":
+                continue
+            for name in _GLOB_TARGETS:
+                # Home entries are dot-names (a bare `*` skips them); /etc ones are not.
+                if name.startswith(".") != (parent not in ("/etc", "/etc/ssh")) or (
+                    name.startswith(".") and not part.startswith(".")
+                ):
+                    continue
+                if fnmatch.fnmatchcase(name, part):
+                    return f"{os.path.join(parent, part)} can match {name}"
         return ""
 
     def _system_reason(self, path: str, *, within: bool) -> str:

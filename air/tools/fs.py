@@ -1,8 +1,11 @@
 """Filesystem tools: fs.read, fs.list, fs.search, fs.write, fs.edit, fs.patch (SDD §9.4).
 
-Owns the tool definitions and executors, read-before-edit bookkeeping, the unified-diff applier
-and the diff artifacts every write, edit and patch produces. Writes go through
-``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace.
+Owns the tool definitions and executors, read-before-edit bookkeeping, fs.patch (``git apply``
+itself, hardened, run on a private copy; the results are written back through the safe write
+path) and the diff artifacts every write, edit and patch produces. Writes go through
+``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace; reads and
+listings open the checked path once through ``air.tools.safefs.open_beneath`` (no link is
+followed) and read from that descriptor.
 """
 
 from __future__ import annotations
@@ -11,6 +14,9 @@ import difflib
 import hashlib
 import os
 import re
+import stat
+import subprocess
+import tempfile
 from typing import Any
 
 import trio
@@ -23,9 +29,9 @@ from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
 from air.security.redact import SecretRedactor
 from air.tools.registry import ToolRegistry, ToolRun
-from air.tools.safefs import read_beneath, write_beneath
+from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
 
-__all__ = ["apply_unified_diff", "edit_text", "register_fs_tools"]
+__all__ = ["edit_text", "git_apply_command", "parse_patch", "register_fs_tools"]
 
 _MAX_READ = 256_000
 
@@ -84,14 +90,33 @@ def edit_text(text: str, old: str, new: str, *, replace_all: bool) -> str:
     return text.replace(old, new) if replace_all else text.replace(old, new, 1)
 
 
-def _read_file(path: str) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read()
+def _open_checked(run: ToolRun, path: str, *, directory: bool) -> int:
+    """Open the lexical path the permission engine judged, once, following no link.
+
+    Inside the workspace the walk starts at the workspace root; elsewhere at ``/``. Either way
+    every component is opened with ``O_NOFOLLOW`` relative to its parent, so a symlink swapped
+    in after the check makes the open fail instead of reading another file.
+    """
+    workspace = run.workspace_realpath
+    absolute = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
+    root = workspace if is_within(absolute, workspace) else "/"
+    try:
+        return open_beneath(root, absolute, directory=directory)
+    except FileNotFoundError as exc:
+        raise _bad(f"{path} does not exist", "Check the path with fs.list.") from exc
+    except NotADirectoryError as exc:
+        raise _bad(f"{path}: a component is not a directory", "Check the path.") from exc
+    except PermissionError as exc:
+        raise _bad(f"{path} cannot be opened: {exc.strerror}", "Check the path.") from exc
+
+
+def _read_checked(run: ToolRun, path: str) -> bytes:
+    return read_fd(_open_checked(run, path, directory=False))
 
 
 async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     path = _resolve(run, input["path"])
-    data = await trio.to_thread.run_sync(_read_file, path)
+    data = await trio.to_thread.run_sync(_read_checked, run, input["path"])
     run.registry.read_observations[(_observer_key(run), path)] = _sha(data)
     text = data.decode("utf-8", "replace")
     lines = text.splitlines(keepends=True)
@@ -108,53 +133,64 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     }
 
 
-def _list_entries(root: str) -> list[JsonObject]:
-    entries: list[JsonObject] = []
-    for name in sorted(os.listdir(root)):
-        full = os.path.join(root, name)
-        if os.path.islink(full):
-            kind = "link"
-        elif os.path.isdir(full):
-            kind = "dir"
-        else:
-            kind = "file"
-        entries.append({"name": name, "type": kind})
-    return entries
+def _list_entries(run: ToolRun, path: str) -> list[JsonObject]:
+    listed = list_fd(_open_checked(run, path, directory=True))
+    return [{"name": name, "type": kind} for name, kind in listed]
 
 
 async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
-    root = _resolve(run, input.get("path", "."))
-    entries = await trio.to_thread.run_sync(_list_entries, root)
+    entries = await trio.to_thread.run_sync(_list_entries, run, input.get("path", "."))
     return {"path": input.get("path", "."), "entries": entries[:2000]}
 
 
 def _search(
-    pattern: re.Pattern[str], root: str, workspace: str, limit: int, redactor: SecretRedactor
+    pattern: re.Pattern[str], run: ToolRun, path: str, limit: int, redactor: SecretRedactor
 ) -> JsonObject:
+    workspace = run.workspace_realpath
+    start = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
+    if not is_within(start, workspace):
+        return {"matches": [], "truncated": False}
+    top = _open_checked(run, path, directory=True)
     matches: list[JsonObject] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
-        )
-        for name in sorted(filenames):
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) or not is_within(os.path.realpath(full), workspace):
-                continue
-            try:
-                with open(full, encoding="utf-8") as fh:
-                    for lineno, line in enumerate(fh, 1):
-                        if pattern.search(line):
-                            matches.append(
-                                {
-                                    "path": os.path.relpath(full, workspace),
-                                    "line": lineno,
-                                    "text": redactor.redact(line.rstrip("\n")[:400]),
-                                }
-                            )
-                            if len(matches) >= limit:
-                                return {"matches": matches, "truncated": True}
-            except (UnicodeDecodeError, OSError):
-                continue
+    try:
+        # fwalk never follows a link to a directory and checks each opened directory is the
+        # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
+        for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
+            dirnames[:] = sorted(
+                d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
+            )
+            for name in sorted(filenames):
+                full = os.path.normpath(os.path.join(start, dirpath, name))
+                try:
+                    fd = os.open(
+                        name,
+                        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
+                        dir_fd=dirfd,
+                    )
+                except OSError:
+                    continue
+                try:
+                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                        continue
+                    os.set_blocking(fd, True)
+                    with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
+                        for lineno, line in enumerate(fh, 1):
+                            if pattern.search(line):
+                                matches.append(
+                                    {
+                                        "path": os.path.relpath(full, workspace),
+                                        "line": lineno,
+                                        "text": redactor.redact(line.rstrip("\n")[:400]),
+                                    }
+                                )
+                                if len(matches) >= limit:
+                                    return {"matches": matches, "truncated": True}
+                except (UnicodeDecodeError, OSError):
+                    continue
+                finally:
+                    os.close(fd)
+    finally:
+        os.close(top)
     return {"matches": matches, "truncated": False}
 
 
@@ -165,10 +201,10 @@ async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
         raise _bad(
             f"invalid regular expression: {exc}", "Fix the pattern (Python re syntax)."
         ) from exc
-    root = _resolve(run, input.get("path", "."))
-    workspace = run.workspace_realpath
     limit = int(input.get("max_results", 200))
-    return await trio.to_thread.run_sync(_search, pattern, root, workspace, limit, run.redactor)
+    return await trio.to_thread.run_sync(
+        _search, pattern, run, input.get("path", "."), limit, run.redactor
+    )
 
 
 def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:
@@ -245,17 +281,29 @@ async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
 # -- unified diff --------------------------------------------------------------------------
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+_GIT_TIMEOUT = 30.0
+# Refused before git runs: git itself would make the link in the copy (never written back).
+_LINK_MODE = re.compile(r"^(?:new file |new |old )?mode 120000\s*$", re.MULTILINE)
 
 
 def _strip_prefix(name: str) -> str:
+    """The path ``git apply`` (default ``-p1``) takes from a ``---``/``+++`` name."""
     name = name.split("\t")[0].strip()
-    if name.startswith(("a/", "b/")):
-        return name[2:]
+    if name == "/dev/null":
+        return name
+    if "/" in name:
+        return name.split("/", 1)[1]
     return name
 
 
 def parse_patch(text: str) -> list[tuple[str | None, str | None, list[list[str]]]]:
-    """Parse a unified diff into (old path, new path, hunks) per file; hunks are raw lines."""
+    """Parse a unified diff into (old path, new path, hunks) per file; hunks are raw lines.
+
+    A hunk's body is as long as its header's line counts say (as git reads it), so a removed
+    line ``-- x`` (``--- x`` in the patch) is part of the hunk, not a new file header. Paths
+    are stripped like ``git apply -p1``; they are what the permission check judges, and
+    ``fs.patch`` refuses any change ``git apply`` makes outside them.
+    """
     files: list[tuple[str | None, str | None, list[list[str]]]] = []
     lines = text.splitlines(keepends=True)
     i = 0
@@ -265,58 +313,35 @@ def parse_patch(text: str) -> list[tuple[str | None, str | None, list[list[str]]
             new = _strip_prefix(lines[i + 1][4:])
             hunks: list[list[str]] = []
             i += 2
-            while i < len(lines) and not lines[i].startswith("--- "):
-                if lines[i].startswith("@@"):
-                    hunk = [lines[i]]
+            while i < len(lines) and not lines[i].startswith(("--- ", "diff ")):
+                m = _HUNK.match(lines[i])
+                if m is None:
                     i += 1
-                    while (
-                        i < len(lines)
-                        and lines[i][:1] in (" ", "+", "-", "\\")
-                        and not lines[i].startswith("--- ")
-                    ):
-                        hunk.append(lines[i])
-                        i += 1
-                    hunks.append(hunk)
-                else:
+                    continue
+                hunk = [lines[i]]
+                i += 1
+                old_left = int(m.group(2)) if m.group(2) is not None else 1
+                new_left = int(m.group(4)) if m.group(4) is not None else 1
+                while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i][:1] == "\\"):
+                    tag = lines[i][:1]
+                    if tag == " " or lines[i] in ("\n", "\r\n"):
+                        old_left -= 1
+                        new_left -= 1
+                    elif tag == "-":
+                        old_left -= 1
+                    elif tag == "+":
+                        new_left -= 1
+                    elif tag != "\\":
+                        break
+                    hunk.append(lines[i])
                     i += 1
+                hunks.append(hunk)
             files.append(
                 (None if old == "/dev/null" else old, None if new == "/dev/null" else new, hunks)
             )
         else:
             i += 1
     return files
-
-
-def apply_unified_diff(original: str, hunks: list[list[str]]) -> tuple[str, list[list[str]]]:
-    """Apply hunks to ``original`` (exact context, any offset); return (text, rejected hunks)."""
-    lines = original.splitlines(keepends=True)
-    rejected: list[list[str]] = []
-    shift = 0
-    for hunk in hunks:
-        m = _HUNK.match(hunk[0])
-        if m is None:
-            rejected.append(hunk)
-            continue
-        old_block = [ln[1:] for ln in hunk[1:] if ln[:1] in (" ", "-")]
-        new_block = [ln[1:] for ln in hunk[1:] if ln[:1] in (" ", "+")]
-        start = max(int(m.group(1)) - 1 + shift, 0) if old_block else int(m.group(1)) + shift
-        found = -1
-        for delta in range(len(lines) + 1):
-            for pos in (start - delta, start + delta):
-                if (
-                    0 <= pos <= len(lines) - len(old_block)
-                    and lines[pos : pos + len(old_block)] == old_block
-                ):
-                    found = pos
-                    break
-            if found >= 0:
-                break
-        if found < 0:
-            rejected.append(hunk)
-            continue
-        lines[found : found + len(old_block)] = new_block
-        shift += len(new_block) - len(old_block)
-    return "".join(lines), rejected
 
 
 def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
@@ -328,57 +353,211 @@ def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
     return [], writes, None
 
 
+def _git_apply_env(home: str) -> dict[str, str]:
+    """No system/global config, an empty HOME, no repository discovery above the copy."""
+    return {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": home,
+        "XDG_CONFIG_HOME": home,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+        "GIT_ATTR_NOSYSTEM": "1",
+        "GIT_CEILING_DIRECTORIES": os.path.dirname(home),
+        "GIT_TERMINAL_PROMPT": "0",
+        "LC_ALL": "C",
+    }
+
+
+def git_apply_command(*extra: str) -> list[str]:
+    """``git apply`` with everything a repository or config could inject switched off."""
+    return [
+        "git",
+        "-c",
+        "core.hooksPath=/dev/null",
+        "-c",
+        "core.fsmonitor=false",
+        "-c",
+        "core.attributesFile=/dev/null",
+        "apply",
+        *extra,
+        "-",
+    ]
+
+
+def _run_git_apply(work: str, home: str, patch: bytes, *extra: str) -> tuple[bool, str]:
+    try:
+        done = subprocess.run(
+            git_apply_command(*extra),
+            input=patch,
+            cwd=work,
+            env=_git_apply_env(home),
+            capture_output=True,
+            timeout=_GIT_TIMEOUT,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message="git is not installed; fs.patch applies patches with git apply",
+            user_action="Install git, or use fs.edit.",
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise _bad("git apply did not finish", "Send a smaller patch.") from exc
+    return done.returncode == 0, done.stderr.decode("utf-8", "replace").strip()
+
+
+def _snapshot_tree(work: str) -> dict[str, tuple[bytes | None, int]]:
+    """Every entry under ``work``: regular files' bytes and modes (None for anything else)."""
+    out: dict[str, tuple[bytes | None, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(work):
+        for name in [
+            *filenames,
+            *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))),
+        ]:
+            full = os.path.join(dirpath, name)
+            rel = os.path.relpath(full, work)
+            st = os.lstat(full)
+            if stat.S_ISREG(st.st_mode):
+                with open(full, "rb") as fh:
+                    out[rel] = (fh.read(), stat.S_IMODE(st.st_mode))
+            else:
+                out[rel] = (None, st.st_mode)
+    return out
+
+
+def _apply_in_copy(
+    root: str, patch: str, paths: list[str], allow_partial: bool
+) -> tuple[dict[str, tuple[bytes | None, bytes]], dict[str, str]]:
+    """Run ``git apply`` on a private copy of ``paths`` and return what it changed.
+
+    The files are copied out of the workspace through the O_NOFOLLOW walk into a fresh
+    directory outside any repository; git runs there with no config, hooks or attributes.
+
+    Returns:
+        ({path: (before, after)} for every changed file, {path: git's error} for rejected
+        files).
+
+    Raises:
+        AirException: git changed a path the permission check did not judge, deleted or
+            renamed a file, set a mode or made a link (fs.patch writes file contents only).
+    """
+    originals: dict[str, bytes | None] = {}
+    with tempfile.TemporaryDirectory(prefix="air-patch-") as tmp:
+        work = os.path.join(tmp, "tree")
+        home = os.path.join(tmp, "home")
+        os.mkdir(work, 0o700)
+        os.mkdir(home, 0o700)
+        for rel in paths:
+            data = read_beneath(root, rel)
+            originals[rel] = data
+            if data is None:
+                continue
+            dest = os.path.join(work, rel)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            with open(dest, "wb") as fh:
+                fh.write(data)
+            os.chmod(dest, 0o644)
+        before = _snapshot_tree(work)
+        body = patch.encode("utf-8")
+        rejected: dict[str, str] = {}
+        ok, err = _run_git_apply(work, home, body)
+        if not ok:
+            if not allow_partial:
+                for rel in paths:
+                    if not _run_git_apply(work, home, body, "--check", f"--include={rel}")[0]:
+                        rejected[rel] = err
+                return {}, rejected or {p: err for p in paths}
+            for rel in paths:
+                good, why = _run_git_apply(work, home, body, f"--include={rel}")
+                if not good:
+                    rejected[rel] = why
+        after = _snapshot_tree(work)
+    changed: dict[str, tuple[bytes | None, bytes]] = {}
+    for rel in sorted(set(before) | set(after)):
+        old_entry, new_entry = before.get(rel), after.get(rel)
+        if old_entry == new_entry:
+            continue
+        if os.path.normpath(rel) not in paths:
+            raise _bad(
+                f"git apply changed {rel}, which is not among the patch's checked paths",
+                "Send a plain unified diff whose ---/+++ lines name every file it changes.",
+            )
+        if new_entry is None:
+            raise _bad(
+                f"{rel}: deleting or renaming files with fs.patch is not supported",
+                "Use shell.run with rm or git mv (asks).",
+            )
+        content, mode = new_entry
+        if content is None or mode & 0o111:
+            raise _bad(
+                f"{rel}: fs.patch writes file contents only (no links, no mode changes)",
+                "Drop the mode/symlink change from the patch; use shell.run chmod (asks).",
+            )
+        changed[rel] = (originals.get(rel), content)
+    return changed, rejected
+
+
+def _patch_targets(files: list[tuple[str | None, str | None, list[list[str]]]]) -> list[str]:
+    paths: list[str] = []
+    for old, new, _ in files:
+        for p in (old, new):
+            if p is None:
+                continue
+            rel = os.path.normpath(p)
+            if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+                raise _bad(f"{p} is not inside the workspace", "Patch files in the workspace.")
+            if rel not in paths:
+                paths.append(rel)
+    return paths
+
+
 async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
     root = run.context.workspace_root
     files = parse_patch(input["patch"])
     if not files:
         raise _bad("the patch holds no file sections", "Send a unified diff with ---/+++ headers.")
-    results: list[tuple[str, bytes | None, bytes]] = []
-    rejects: dict[str, list[list[str]]] = {}
-    for old, new, hunks in files:
-        target = new or old
-        assert target is not None
-        before = read_beneath(root, _resolve(run, old or target)) if old else None
-        if old and before is None:
-            rejects[target] = hunks
-            continue
-        if new is None:
-            raise _bad(
-                f"{old}: deleting files with fs.patch is not supported",
-                "Use shell.run with rm (asks).",
-            )
-        text, rej = apply_unified_diff((before or b"").decode("utf-8"), hunks)
-        if rej:
-            rejects[target] = rej
-            continue
-        results.append((target, before, text.encode("utf-8")))
+    paths = _patch_targets(files)
+    if _LINK_MODE.search(input["patch"]):
+        raise _bad(
+            "the patch makes a symlink; fs.patch writes file contents only",
+            "Create links with shell.run (ln -s), which is checked like any command.",
+        )
+    allow_partial = bool(input.get("allow_partial", False))
+    changed, rejects = await trio.to_thread.run_sync(
+        _apply_in_copy, root, input["patch"], paths, allow_partial
+    )
     reject_id = None
     if rejects:
-        body = "".join(
-            f"--- {p}\n+++ {p}\n" + "".join("".join(h) for h in hs) for p, hs in rejects.items()
+        body = (
+            "".join(f"--- a/{p}\n+++ b/{p}\n# git apply: {why}\n" for p, why in rejects.items())
+            + "\n"
+            + input["patch"]
         )
         reject_id = run.add_artifact(
-            ArtifactType.DIFF, "rejected-hunks", body.encode(), extension=".rej"
+            ArtifactType.DIFF,
+            "rejected-hunks",
+            run.redactor.redact(body).encode(),
+            extension=".rej",
         ).artifact_id
-        if not input.get("allow_partial", False):
+        if not allow_partial:
+            first = next(iter(rejects.values()))
             raise AirException.of(
                 kind=ErrorKind.TOOL_ERROR,
-                message=f"{len(rejects)} file(s) had hunks that do not apply; nothing was written",
+                message=(
+                    f"git apply rejects the patch ({len(rejects)} file(s)); nothing was written: "
+                    + run.redactor.redact(first)[:400]
+                ),
                 user_action="Read the files again and regenerate the patch.",
                 metadata={"rejected_paths": sorted(rejects), "rejects_artifact_id": reject_id},
             )
-    untouched = {p: read_beneath(root, _resolve(run, p)) for p in rejects}
+    for rel, (before, _after) in changed.items():
+        if read_beneath(root, rel) != before:
+            raise _bad(f"{rel} changed while the patch was applied", "Re-run the patch.")
     applied = []
-    for target, before, after in results:
-        write_beneath(root, _resolve(run, target), after)
-        applied.append(
-            {"path": target, "diff_artifact_id": _diff_artifact(run, target, before, after)}
-        )
-    for p, content in untouched.items():
-        if read_beneath(root, _resolve(run, p)) != content:
-            raise _bad(
-                f"{p} changed while a partial patch was applied", "Re-run the patch atomically."
-            )
+    for rel, (before, after) in changed.items():
+        write_beneath(root, rel, after)
+        run.registry.read_observations[(_observer_key(run), _resolve(run, rel))] = _sha(after)
+        applied.append({"path": rel, "diff_artifact_id": _diff_artifact(run, rel, before, after)})
     return {"applied": applied, "rejected_paths": sorted(rejects), "rejects_artifact_id": reject_id}
 
 

@@ -1,9 +1,11 @@
-"""Writes that cannot escape the workspace, even if a symlink is swapped in after the check.
+"""Reads and writes that cannot escape the checked path, even if a symlink is swapped in.
 
-Owns ``write_beneath`` and ``read_beneath``: every path component is opened relative to the
-previous directory's file descriptor with ``O_NOFOLLOW``, and the file is replaced by an atomic
-rename inside its directory fd, so a symlink planted between the permission check and the write
-makes the write fail instead of landing outside (SDD §18.5; issue #4 item 3).
+Owns ``write_beneath``, ``read_beneath``, ``open_beneath``, ``read_fd`` and ``list_fd``: every
+path component is opened relative to the previous directory's file descriptor with
+``O_NOFOLLOW``, and the file is replaced by an atomic rename inside its directory fd, so a
+symlink planted between the permission check and the write makes the write fail instead of
+landing outside (SDD §18.5; issue #4 item 3). Reads open the object once through the same walk
+and read from that descriptor, so what is read is what was checked (issue #9 item 6).
 """
 
 from __future__ import annotations
@@ -15,16 +17,23 @@ import stat
 
 from air.contracts.error import AirException, ErrorKind
 
-__all__ = ["read_beneath", "relative_parts", "write_beneath"]
+__all__ = [
+    "list_fd",
+    "open_beneath",
+    "read_beneath",
+    "read_fd",
+    "relative_parts",
+    "write_beneath",
+]
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _escape(path: str, why: str) -> AirException:
+def _escape(path: str, why: str, verb: str = "write") -> AirException:
     return AirException.of(
         kind=ErrorKind.PERMISSION_DENIED,
-        message=f"refused to write {path}: {why}",
-        user_action="Write only to regular files inside the workspace, not through links.",
+        message=f"refused to {verb} {path}: {why}",
+        user_action=f"{verb.capitalize()} only regular files and directories, not through links.",
     )
 
 
@@ -43,7 +52,9 @@ def relative_parts(root: str, path: str) -> list[str]:
     return parts
 
 
-def _open_parent(root: str, parts: list[str], *, create: bool, path: str) -> int:
+def _open_parent(
+    root: str, parts: list[str], *, create: bool, path: str, verb: str = "write"
+) -> int:
     fd = os.open(os.path.realpath(root), _DIR_FLAGS)
     try:
         for part in parts[:-1]:
@@ -56,7 +67,7 @@ def _open_parent(root: str, parts: list[str], *, create: bool, path: str) -> int
                 nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _escape(path, f"{part!r} is a symlink or not a directory") from exc
+                    raise _escape(path, f"{part!r} is a symlink or not a directory", verb) from exc
                 raise
             os.close(fd)
             fd = nfd
@@ -136,3 +147,87 @@ def read_beneath(root: str, path: str) -> bytes | None:
             return fh.read()
     finally:
         os.close(dfd)
+
+
+def open_beneath(root: str, path: str, *, directory: bool = False) -> int:
+    """Open ``path`` under ``root`` for reading without following any link; return the fd.
+
+    ``path`` may be ``root`` itself (``directory=True``). Every component is opened relative to
+    its parent's descriptor with ``O_NOFOLLOW``, so the object opened is the one at the lexical
+    path that was checked: a symlink swapped in anywhere on the way makes the open fail.
+
+    Raises:
+        AirException: ``permission_denied`` when a component or the target is a symlink, the
+            target is not a regular file (or not a directory with ``directory=True``), or the
+            path leaves ``root``.
+        FileNotFoundError: when a component does not exist.
+    """
+    root_real = os.path.realpath(root)
+    absolute = path if os.path.isabs(path) else os.path.join(root_real, path)
+    if os.path.normpath(absolute) == root_real:
+        if not directory:
+            raise _escape(path, "it is a directory", "read")
+        return os.open(root_real, _DIR_FLAGS)
+    parts = relative_parts(root_real, path)
+    dfd = _open_parent(root_real, parts, create=False, path=path, verb="read")
+    try:
+        flags = _DIR_FLAGS if directory else os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(parts[-1], flags | os.O_NONBLOCK, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _escape(path, "the target is a symlink", "read") from exc
+            if exc.errno == errno.ENOTDIR:
+                raise _escape(path, "it is not a directory", "list") from exc
+            raise
+    finally:
+        os.close(dfd)
+    st = os.fstat(fd)
+    wanted = stat.S_ISDIR if directory else stat.S_ISREG
+    if not wanted(st.st_mode):
+        os.close(fd)
+        what = "a directory" if directory else "a regular file"
+        raise _escape(path, f"it is not {what}", "read")
+    return fd
+
+
+def read_fd(fd: int, limit: int | None = None) -> bytes:
+    """Read an open regular file from its start (at most ``limit`` bytes) and close it."""
+    try:
+        os.set_blocking(fd, True)
+        chunks: list[bytes] = []
+        total = 0
+        while limit is None or total < limit:
+            chunk = os.read(fd, 1 << 20 if limit is None else min(1 << 20, limit - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def list_fd(fd: int) -> list[tuple[str, str]]:
+    """List an open directory as sorted (name, ``file``/``dir``/``link``) pairs and close it.
+
+    Entry types come from ``lstat`` relative to the directory descriptor, so a link is reported
+    as a link and never followed.
+    """
+    try:
+        out: list[tuple[str, str]] = []
+        for name in sorted(os.listdir(fd)):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                kind = "link"
+            elif stat.S_ISDIR(st.st_mode):
+                kind = "dir"
+            else:
+                kind = "file"
+            out.append((name, kind))
+        return out
+    finally:
+        os.close(fd)
