@@ -16,8 +16,8 @@ from air import __version__
 USAGE = """air — a local AI coding-agent runtime.
 
 Usage:
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
-  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE] [--fake-script FILE]
+  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
+  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
   air init [PATH] [--name NAME]
   air demo [--dir DIR]
   air history [--session SID] [--project PATH] [--json]
@@ -30,7 +30,8 @@ Usage:
 Commands:
   run --headless  Run the tasks of BATCH (a YAML file) in waves of worker processes. Exit 0
                   when every task completed, 1 when one failed or is blocked, 2 for bad
-                  input, 130 when cancelled (first Ctrl-C cancels, a second one kills).
+                  input (nothing is started), 130 when cancelled (the first Ctrl-C, SIGTERM
+                  or SIGHUP cancels, a second one kills).
   resume          Recover a session after a crash or Ctrl-C and finish its tasks.
   init            Make PATH (default: the current directory) an air project (.air/).
   demo            Record a small realistic run in a new temporary project and print its history.
@@ -49,9 +50,9 @@ Options:
                           question about a non-sensitive item is announced and run).
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
   --review                Review every completed code change (a review task per task).
-  --json                  Stream every event as one JSON object per line on stdout.
+  --json                  Stream every event as one JSON object per line on stdout (if
+                          the reader goes away the stream stops and the run goes on).
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
-  --fake-script FILE      Dry run with scripted fake workers instead of real ones (testing).
   --name NAME             Project name (default: the directory name).
   --dir DIR               Where the demo creates its project (default: a new temporary directory).
   --session SID           A session id (see `air session list`).
@@ -66,15 +67,15 @@ EXIT_INTERNAL = 3
 EXIT_CANCELLED = 130
 
 
-def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
+def _route(args: dict[str, Any], runner_factory: Any) -> Callable[[dict[str, Any]], int]:
     if args["run"]:
         from air.cli.run import run_headless
 
-        return run_headless
+        return lambda a: run_headless(a, runner_factory)
     if args["resume"]:
         from air.cli.resume import run_resume
 
-        return run_resume
+        return lambda a: run_resume(a, runner_factory)
     if args["init"]:
         from air.cli.init import run_init
 
@@ -100,8 +101,15 @@ def _route(args: dict[str, Any]) -> Callable[[dict[str, Any]], int]:
     raise AssertionError(f"docopt accepted a command with no route: {args}")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``air`` command. Returns the process exit code."""
+def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
+    """Run the ``air`` command. Returns the process exit code.
+
+    Args:
+        argv: the arguments (default: ``sys.argv[1:]``).
+        runner_factory: for tests only, through this Python call and never a flag: builds the
+            TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
+            ``air.cli.run.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
+    """
     from docopt import DocoptExit, docopt
 
     try:
@@ -113,6 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except DocoptExit as exc:
         print(str(exc), file=sys.stderr)
+        print("  what to do: see `air --help` for the commands and options.", file=sys.stderr)
         return EXIT_BAD_INPUT
     if args["--help"]:
         print(USAGE, end="")
@@ -120,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args["--version"]:
         print(f"air {__version__}")
         return EXIT_OK
-    command = _route(args)
+    command = _route(args, runner_factory)
     try:
         return command(args)
     except KeyboardInterrupt:
@@ -128,21 +137,46 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_CANCELLED
     except BrokenPipeError:
         # the reader went away (`air history | head`): not an error of ours
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return EXIT_OK
     except Exception as exc:  # translated at the boundary; bugs still show their traceback
-        from air.contracts.error import AirException
-
-        if not isinstance(exc, AirException):
+        code = _report(exc)
+        if code is None:
             raise
-        print(f"air: {exc.kind.value}: {exc.error.message}", file=sys.stderr)
-        if exc.error.detail:
-            print(f"  detail: {exc.error.detail}", file=sys.stderr)
-        if exc.user_action:
-            print(f"  what to do: {exc.user_action}", file=sys.stderr)
-        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
+        return code
+
+
+def _report(exc: BaseException) -> int | None:
+    """Print a user's problem (an AirException, also inside an exception group, or an
+    OSError naming a file) as ``air: kind: message`` + what to do; its exit code. None for
+    anything else (a bug: its traceback shows)."""
+    from air.cli.run import first_air_exception
+    from air.contracts.error import AirException
+
+    found = first_air_exception(exc)
+    if isinstance(found, AirException):
+        print(f"air: {found.kind.value}: {found.error.message}", file=sys.stderr)
+        if found.error.detail:
+            print(f"  detail: {found.error.detail}", file=sys.stderr)
+        if found.user_action:
+            print(f"  what to do: {found.user_action}", file=sys.stderr)
+        return EXIT_BAD_INPUT if is_bad_input(found) else EXIT_FAILED
+    if isinstance(exc, OSError) and exc.filename is not None:
+        print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        print("  what to do: check that path (it exists, is readable/writable).", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return None
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def is_bad_input(exc: Any) -> bool:

@@ -24,9 +24,9 @@ def _project_root(project_root: str | None) -> str | None:
 
 def run_provider_list(project_root: str | None) -> int:
     """Print every configured provider and model with capabilities and prices."""
-    from air.llm.manager import ProviderManager
+    from air.cli.run import load_models_checked
 
-    config = ProviderManager.load_config(_project_root(project_root))
+    config = load_models_checked(_project_root(project_root))
     if not config.providers:
         print("no providers configured (create ~/.air/models.yaml or .air/shared/models.yaml)")
         return 0
@@ -56,9 +56,9 @@ def run_provider_list(project_root: str | None) -> int:
 
 def run_provider_current(project_root: str | None) -> int:
     """Print the model a new session would use, and the per-role pins."""
-    from air.llm.manager import ProviderManager
+    from air.cli.run import load_models_checked
 
-    config = ProviderManager.load_config(_project_root(project_root))
+    config = load_models_checked(_project_root(project_root))
     if config.default is None:
         print("no default model (set `default: provider_id/model_id` in models.yaml)")
     else:

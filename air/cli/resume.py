@@ -10,7 +10,7 @@ Usage (in ``air/cli/__init__.py``)::
 
   air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH]
              [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
-             [--json] [--junit FILE] [--fake-script FILE]
+             [--json] [--junit FILE]
 """
 
 from __future__ import annotations
@@ -18,13 +18,21 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from air.cli.run import EXIT_BAD_INPUT, parse_options, report_bad_input, run_batch_session
+from air.cli.run import (
+    EXIT_BAD_INPUT,
+    RunnerFactory,
+    parse_options,
+    report_bad_input,
+    run_batch_session,
+)
 
 __all__ = ["run_resume"]
 
 
-def run_resume(argv_options: dict[str, Any]) -> int:
-    """``air resume``. Returns the exit code (0, 1, 2 or 130)."""
+def run_resume(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
+    """``air resume``. Returns the exit code (0, 1, 2 or 130).
+
+    ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
     from air.contracts import AirException
 
     try:
@@ -32,4 +40,5 @@ def run_resume(argv_options: dict[str, Any]) -> int:
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         return EXIT_BAD_INPUT
+    options.runner_factory = runner_factory
     return run_batch_session(options, None)

@@ -2,15 +2,16 @@
 
 Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part shared with
 ``air resume``), the stderr progress reporter, the ``--json`` JSONL event stream, the
-``--junit`` report, the signal policy (first SIGINT/SIGTERM cancels cooperatively, a second
-kills at once) and the exit codes: 0 every task completed, 1 any failed or blocked, 2 bad
-input, 130 cancelled.
+``--junit`` report, the signal policy (first SIGINT/SIGTERM/SIGHUP cancels cooperatively, a
+second kills at once) and the exit codes: 0 every task completed, 1 any failed or blocked, 2 bad
+input (refused before anything is created), 130 cancelled. A closed stdout stops the ``--json``
+stream quietly; the run goes on and its exit code is the run's (IMPL-CLI-4).
 
 Usage (in ``air/cli/__init__.py``)::
 
   air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
           [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
-          [--json] [--junit FILE] [--fake-script FILE]
+          [--json] [--junit FILE]
 """
 
 from __future__ import annotations
@@ -35,8 +36,15 @@ __all__ = [
     "EXIT_FAILED",
     "EXIT_OK",
     "HeadlessOptions",
+    "RunnerFactory",
     "run_headless",
 ]
+
+
+RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], None] | None]]
+"""``factory(options, session, project_root) -> (runner, warm_up)``: how tests inject a fake
+``TaskRunner`` through ``air.cli.main(argv, runner_factory=...)``. A runner so made keeps no
+durable run records, so no orphan is reaped for it."""
 
 
 @dataclass
@@ -54,7 +62,8 @@ class HeadlessOptions:
     review: bool = False
     json_stream: bool = False
     junit: str | None = None
-    fake_script: str | None = None
+    runner_factory: RunnerFactory | None = None
+    """Builds the TaskRunner instead of the real workers (tests only; never from argv)."""
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
 
@@ -110,7 +119,6 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
         review=bool(_opt(args, "--review")),
         json_stream=bool(_opt(args, "--json")),
         junit=_opt(args, "--junit"),
-        fake_script=_opt(args, "--fake-script"),
     )
 
 
@@ -123,8 +131,10 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
         print(f"  what to do: {exc.user_action}", file=stream)
 
 
-def run_headless(argv_options: dict[str, Any]) -> int:
-    """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130)."""
+def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
+    """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130).
+
+    ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
     from air.contracts import AirException
     from air.nursery.batch import load_batch
 
@@ -137,6 +147,7 @@ def run_headless(argv_options: dict[str, Any]) -> int:
                 message="no batch file given",
                 user_action="Run `air run --headless BATCH` with a YAML batch file.",
             )
+        options.runner_factory = runner_factory
         batch = load_batch(options.batch)
     except AirException as exc:
         report_bad_input(exc, stderr)
@@ -166,6 +177,24 @@ class Progress:
         failed = sum(values.count(s) for s in ("failed", "blocked"))
         return done, running, failed, len(values)
 
+    def _stream(self, line: str) -> None:
+        """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
+        the stream for good, point stdout at /dev/null (so no later flush fails) and say so
+        once on stderr. The run itself goes on."""
+        assert self.json_out is not None
+        try:
+            self.json_out.write(line)
+            self.json_out.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            self.json_out = None
+            _silence_stdout()
+            print(
+                "air: stdout closed: the --json stream stops, the run goes on "
+                "(`air history` shows every event)",
+                file=self.stream,
+                flush=True,
+            )
+
     def replay(self, history: list[Any]) -> None:
         """Take the statuses of a resumed session from its log (printing nothing)."""
         for event in history:
@@ -180,8 +209,7 @@ class Progress:
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
-            self.json_out.write(event.model_dump_json() + "\n")
-            self.json_out.flush()
+            self._stream(event.model_dump_json() + "\n")
         kind: str = event.type
         payload = event.payload
         if kind == "task.created":
@@ -206,6 +234,16 @@ class Progress:
             file=self.stream,
             flush=True,
         )
+
+
+def _silence_stdout() -> None:
+    """Point file descriptor 1 at /dev/null (its reader is gone)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[str, Any]) -> None:
@@ -233,53 +271,215 @@ def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[st
     os.replace(tmp, path)
 
 
-def _load_fake_runner(path: str) -> Any:
-    import yaml
+@dataclass
+class _Prepared:
+    """What a run reads before it creates anything: the permission policy and the provider
+    (every bad file or option is an AirException here, with nothing on disk yet)."""
 
+    policy: Any = None
+    provider: Any = None
+    model: str = "scripted/scripted"
+    warm_up: Callable[[str], None] | None = None
+
+
+def _bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     from air.contracts import AirException
-    from air.testing.fake_runner import FakeStep, FakeTaskRunner
 
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
-        default = FakeStep(**data.pop("default", {"duration": 0.05}))
-        script = {str(k): [FakeStep(**step) for step in v] for k, v in data.items()}
-    except (OSError, yaml.YAMLError, TypeError, AttributeError) as exc:
-        raise AirException.of(
-            kind="validation_error",
-            message=f"{path}: bad fake script: {exc}",
-            user_action="A fake script maps task ids to lists of {duration, ending} steps.",
-        ) from exc
-    return FakeTaskRunner(script, default=default, heartbeat_interval=1.0)
+    return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
 
-def _make_runner(
-    options: HeadlessOptions, session: Any, project_root: str
-) -> tuple[Any, Callable[[], None] | None]:
-    """The TaskRunner and its provider warm-up (None when there is nothing to warm).
+def _check_environment(options: HeadlessOptions) -> None:
+    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+    import shutil
 
-    The runner is the scripted fake (``--fake-script``) or the real WorkerManager with the
-    session's ingestor and artifact store, the built-in tools under the PermissionEngine and
-    the provider (``--cassette DIR`` of per-task cassettes, ``--cassette FILE``, or the
-    configured models, whose adapter the warm-up builds in a thread)."""
-    if options.fake_script:
-        return _load_fake_runner(options.fake_script), None
+    if shutil.which("git") is None:
+        raise _bad(
+            "config_error",
+            "git is not installed (no `git` on PATH): air keeps every task's work in git",
+            "Install git (e.g. `apt-get install git`) or put it on PATH, and run again.",
+            field="PATH",
+        )
+    if not os.path.isdir(options.project):
+        what = "is not a directory" if os.path.exists(options.project) else "does not exist"
+        raise _bad(
+            "not_found",
+            f"--project {options.project}: {what}",
+            "Pass --project with an existing directory (or run air from inside it).",
+            file=options.project,
+            field="--project",
+        )
+    if options.junit:
+        _check_writable(options.junit, "--junit")
+
+
+def _check_writable(path: str, option: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    reason = None
+    if os.path.isdir(path):
+        reason = "is a directory"
+    elif not os.path.isdir(parent):
+        reason = f"its directory {parent} does not exist"
+    elif not os.access(parent, os.W_OK):
+        reason = f"its directory {parent} is not writable"
+    else:
+        probe = path + ".tmp"  # the report is written there first (write_junit), then renamed
+        try:
+            with open(probe, "x", encoding="utf-8"):
+                pass
+            os.unlink(probe)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            reason = f"cannot be written ({exc.strerror or exc})"
+    if reason is not None:
+        raise _bad(
+            "validation_error",
+            f"{option} {path}: {reason}",
+            f"Pass {option} with a file path in an existing, writable directory.",
+            file=path,
+            field=option,
+            reason=reason,
+        )
+
+
+def _prepare(options: HeadlessOptions, project_root: str) -> _Prepared:
+    """Read the permission policy and the provider configuration, and pick the model.
+
+    Raises:
+        AirException: a bad permissions.yaml / models.yaml / cassette, an unknown
+            ``--provider``, or no model configured at all (``config_error`` naming the file
+            and field to set).
+    """
+    if options.runner_factory is not None:
+        return _Prepared()
     from air.llm import ProviderManager
-    from air.llm.config import load_models_config
     from air.nursery.task_cassettes import TaskCassettes
-    from air.nursery.worker_manager import WorkerManager
-    from air.security import PermissionEngine, SecretRedactor
     from air.security.policy import load_policy
-    from air.tools import ToolRegistry, register_builtin_tools
 
-    redactor = SecretRedactor()
-    engine = PermissionEngine(
+    prepared = _Prepared(
         policy=load_policy(
             [
                 os.path.join(os.path.expanduser("~"), ".air", "permissions.yaml"),
                 os.path.join(project_root, ".air", "shared", "permissions.yaml"),
             ]
-        ),
+        )
+    )
+    if options.cassette and os.path.isdir(options.cassette):
+        directory = os.path.abspath(options.cassette)
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".jsonl"):
+                _check_cassette(os.path.join(directory, name))
+        prepared.provider = TaskCassettes(directory)
+    elif options.cassette:
+        _check_cassette(os.path.abspath(options.cassette))
+        prepared.provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
+    else:
+        manager = ProviderManager(load_models_checked(project_root))
+        prepared.provider = manager
+        prepared.model = _configured_model(manager, options.provider)
+        prepared.warm_up = manager.warm_up
+    return prepared
+
+
+def load_models_checked(project_root: str | None) -> Any:
+    """``load_models_config``, with a file that is not UTF-8 or nested too deeply for the YAML
+    parser reported as ``config_error`` naming it (the loader lets those through).
+
+    Raises:
+        AirException(config_error): any bad models.yaml.
+    """
+    from air.llm.config import load_models_config
+
+    try:
+        return load_models_config(project_root)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise _models_file_problem(project_root, exc) from None
+
+
+def _models_file_problem(project_root: str | None, exc: BaseException) -> Any:
+    """The models.yaml that is not UTF-8 or nested too deeply, named (the loader could not)."""
+    import yaml
+
+    from air.llm.config import project_models_path, user_models_path
+
+    reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
+    culprit = "models.yaml"
+    paths = [user_models_path()]
+    if project_root is not None:
+        paths.append(project_models_path(project_root))
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                yaml.compose(handle.read(), Loader=yaml.SafeLoader)
+        except FileNotFoundError:
+            continue
+        except (UnicodeDecodeError, RecursionError):
+            culprit = path
+            break
+        except (OSError, yaml.YAMLError):
+            continue
+    return _bad(
+        "config_error",
+        f"{culprit}: file: not valid YAML ({reason})",
+        f"Fix {culprit} (see docs/decisions.md IMPL-LLM-2 for the format).",
+        file=culprit,
+        field="file",
+        reason=reason,
+    )
+
+
+def _check_cassette(path: str) -> None:
+    """Validate a cassette now, so a bad one is refused before the run starts."""
+    from air.llm import load_cassette
+
+    if not os.path.isfile(path):
+        what = "is not a regular file" if os.path.exists(path) else "does not exist"
+        raise _bad(
+            "not_found",
+            f"--cassette {path}: {what}",
+            "Pass --cassette with a cassette file (.jsonl) or a directory of <task id>.jsonl.",
+            file=path,
+            field="--cassette",
+        )
+    try:
+        load_cassette(path)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise _bad(
+            "validation_error",
+            f"{path}: not a cassette: {exc.__class__.__name__}: not UTF-8 JSON lines",
+            "Pass a cassette recorded by air (format: air/llm/schemas/cassette.schema.json).",
+            file=path,
+            field="--cassette",
+        ) from None
+    except RecursionError:
+        raise _bad(
+            "validation_error",
+            f"{path}: not a cassette: nested too deeply",
+            "Pass a cassette recorded by air (format: air/llm/schemas/cassette.schema.json).",
+            file=path,
+            field="--cassette",
+        ) from None
+
+
+def _make_runner(
+    options: HeadlessOptions, session: Any, project_root: str, prepared: _Prepared
+) -> tuple[Any, Callable[[], None] | None]:
+    """The TaskRunner and its provider warm-up (None when there is nothing to warm).
+
+    The runner is the injected one (``options.runner_factory``, tests only) or the real
+    WorkerManager with the session's ingestor and artifact store, the built-in tools under the
+    PermissionEngine and the provider ``_prepare`` chose (``--cassette DIR`` of per-task
+    cassettes, ``--cassette FILE``, or the configured models, whose adapter the warm-up builds
+    in a thread)."""
+    if options.runner_factory is not None:
+        return options.runner_factory(options, session, project_root)
+    from air.nursery.worker_manager import WorkerManager
+    from air.security import PermissionEngine, SecretRedactor
+    from air.tools import ToolRegistry, register_builtin_tools
+
+    redactor = SecretRedactor()
+    engine = PermissionEngine(
+        policy=prepared.policy,
         redactor=redactor,
         sink=session.ingestor.ingest,
         headless_allow_ask=options.permission_mode == "allow-ask",
@@ -288,17 +488,9 @@ def _make_runner(
         engine=engine, recorder=session.ingestor, artifacts=session.artifacts, redactor=redactor
     )
     register_builtin_tools(registry)
-    provider: Any
-    model = "scripted/scripted"
-    warm_up: Callable[[str], None] | None = None
-    if options.cassette and os.path.isdir(options.cassette):
-        provider = TaskCassettes(os.path.abspath(options.cassette))
-    elif options.cassette:
-        provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
-    else:
-        provider = ProviderManager(load_models_config(project_root))
-        model = _configured_model(provider, options.provider)
-        warm_up = provider.warm_up
+    provider = prepared.provider
+    model = prepared.model
+    warm_up = prepared.warm_up
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
@@ -330,12 +522,37 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
     """
     from air.contracts import ModelRequirement
 
+    if wanted:
+        _check_provider_flag(manager.config, wanted)
     if wanted and "/" in wanted:
         requirement = ModelRequirement(role="executor", model=wanted)
     else:
         requirement = ModelRequirement(role="executor", provider_id=wanted)
     chosen = manager.select_model(requirement)
     return f"{chosen.provider_id}/{chosen.model_id}"
+
+
+def _check_provider_flag(config: Any, wanted: str) -> None:
+    """``--provider NAME`` or ``NAME/MODEL`` names something models.yaml configures."""
+    provider_id, _, model_id = wanted.partition("/")
+    files = " and ".join(config.sources) or "~/.air/models.yaml (there is none)"
+    provider = config.providers.get(provider_id)
+    reason = None
+    if provider is None:
+        known = ", ".join(sorted(config.providers)) or "none"
+        reason = f"no provider {provider_id!r} in {files} (configured: {known})"
+    elif model_id and model_id not in provider.models:
+        known = ", ".join(sorted(provider.models)) or "none"
+        reason = f"provider {provider_id!r} has no model {model_id!r} in {files} (models: {known})"
+    if reason is not None:
+        raise _bad(
+            "config_error",
+            f"--provider {wanted}: {reason}",
+            "Pass --provider with a provider (or provider/model) from `air provider list`, "
+            "or add it to ~/.air/models.yaml.",
+            field="--provider",
+            reason=reason,
+        )
 
 
 def _reaper(project_root: str) -> Any:
@@ -371,12 +588,36 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
         return EXIT_BAD_INPUT
     try:
         trio.run(_main, options, specs, outcome)
+    except BaseExceptionGroup as group:
+        # an AirException raised under a nursery (the session's bus, the signal watcher)
+        # arrives wrapped in a group; it is still the user's problem, not a crash
+        exc = first_air_exception(group)
+        if exc is None:
+            raise
+        report_bad_input(exc, options.stderr)
+        from air.cli import is_bad_input
+
+        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     except AirException as exc:
         report_bad_input(exc, options.stderr)
         from air.cli import is_bad_input
 
         return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
     return outcome.get("code", EXIT_FAILED)
+
+
+def first_air_exception(exc: BaseException) -> Any:
+    """The first ``AirException`` in ``exc`` or its (nested) exception groups, else None."""
+    from air.contracts import AirException
+
+    if isinstance(exc, AirException):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_air_exception(inner)
+            if found is not None:
+                return found
+    return None
 
 
 def _make_monitor(session: Any) -> Any:
@@ -426,32 +667,34 @@ def _warm_up_on_first_agent(session: Any, warm_up: Callable[[], None]) -> None:
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
     import trio
 
-    from air.contracts import AirException, OpenSessionOptions
+    from air.contracts import OpenSessionOptions
     from air.nursery.ledger import SessionLedger
     from air.nursery.planner import WavePlanner, default_max_workers
     from air.nursery.recovery import recover_session
     from air.nursery.runs import claim_session
     from air.nursery.scheduler import Scheduler, SchedulerOptions
-    from air.session.manager import SessionManager, list_session_ids
+    from air.session.manager import SessionManager
     from air.session.project import ProjectStore
     from air.workspace.manager import WorkspaceManager
 
-    project = _open_project(ProjectStore(), options.project)
-    session_id = options.session_id
-    if specs is None and session_id is None:
-        known = list_session_ids(project)
-        if not known:
-            raise AirException.of(
-                kind="not_found",
-                message=f"no session to resume in {project.project_root}",
-                user_action="Start one with `air run --headless BATCH`.",
-            )
-        session_id = known[-1]
+    _check_environment(options)
+    prepared: _Prepared | None = None
+    if specs is None:
+        # resume: the session is checked first (opening it creates nothing), then the config
+        project, session_id = _session_to_resume(ProjectStore(), options)
+    else:
+        prepared = _prepare(options, options.project)
+        project = _open_project(ProjectStore(), options.project)
+        session_id = None
+    # a new session's session.created is written with its task.created events, in one
+    # transaction (below): a kill in between leaves no session rather than an empty one
     session = SessionManager().open_session(
         project,
         OpenSessionOptions(
             session_id=session_id, mode="headless", model_provider_id=options.provider
         ),
+        defer_created=specs is not None,
+        must_exist=specs is None,
     )
     try:
         progress = Progress(options.stderr, options.stdout if options.json_stream else None)
@@ -463,14 +706,23 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         )
         progress.replay(ledger.history())
         claim_session(_runs_dir(project.project_root), ledger.session_id)
+        if specs is None and not progress.status:
+            raise _bad(
+                "not_found",
+                f"session {ledger.session_id} has no tasks: nothing to resume",
+                "Start the batch again with `air run --headless BATCH`.",
+                field="--session",
+            )
+        if prepared is None:
+            prepared = _prepare(options, project.project_root)
         # every event of the session (the scheduler's, the workers', the tools') reaches the
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)
         async with session.bus.serving():
             workspaces = WorkspaceManager(project.project_root, ledger.record)
-            runner, warm_up = _make_runner(options, session, project.project_root)
+            runner, warm_up = _make_runner(options, session, project.project_root, prepared)
             reap = None
-            if not options.fake_script:
+            if options.runner_factory is None:
                 from air.nursery.runs import reap_orphans
 
                 # orphans of a killed runtime, found by their durable run records (and markers)
@@ -501,14 +753,15 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             )
             monitor.on_overdue = scheduler.on_overdue
             if specs:
-                await scheduler.create_tasks(specs)
+                with session.creating():
+                    await scheduler.create_tasks(specs)
             if warm_up is not None:
                 _warm_up_on_first_agent(session, warm_up)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(
                     _watch_signals,
                     scheduler,
-                    None if options.fake_script else _runs_dir(project.project_root),
+                    None if options.runner_factory else _runs_dir(project.project_root),
                     options.stderr,
                 )
                 result = await scheduler.run_until_idle()
@@ -539,6 +792,44 @@ def _runs_dir(project_root: str) -> str:
     return os.path.join(project_root, ".air", "local", "state", "runs")
 
 
+def _session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
+    """The project and the session ``air resume`` continues; creates nothing.
+
+    Raises:
+        AirException: ``not_found`` outside a project, for an unknown ``--session`` or when
+            the project has no session.
+    """
+    from air.session.manager import list_session_ids
+
+    project = store.locate(options.project)
+    if project is None:
+        raise _bad(
+            "not_found",
+            f"no air project at {options.project} or above it: nothing to resume",
+            "Run `air resume` inside the project (or pass --project PATH).",
+            file=options.project,
+            field="--project",
+        )
+    known = list_session_ids(project)
+    if options.session_id is not None:
+        if options.session_id not in known:
+            raise _bad(
+                "not_found",
+                f"--session {options.session_id!r}: no such session in {project.project_root}",
+                "Pick a session id from `air session list`.",
+                field="--session",
+            )
+        return project, options.session_id
+    if not known:
+        raise _bad(
+            "not_found",
+            f"no session to resume in {project.project_root}",
+            "Start one with `air run --headless BATCH`.",
+            field="--session",
+        )
+    return project, known[-1]
+
+
 def _open_project(store: Any, root: str) -> Any:
     """The air project at ``root`` (initialised on first use)."""
     project = store.locate(root)
@@ -548,14 +839,15 @@ def _open_project(store: Any, root: str) -> Any:
 
 
 async def _watch_signals(scheduler: Any, runs_dir: str | None, stderr: IO[str]) -> None:
-    """First SIGINT/SIGTERM: cancel cooperatively. Second: SIGKILL every worker and exit 130.
+    """First SIGINT/SIGTERM/SIGHUP (the terminal closed): cancel cooperatively. Second: SIGKILL
+    every worker and exit 130.
 
     Everything already recorded stays recorded (each event is its own committed transaction);
     ``air resume`` recovers the rest.
     """
     import trio
 
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         count = 0
         async for signum in signals:
             count += 1

@@ -5,6 +5,10 @@ Owns: the batch file models (``BatchFile``, ``BatchTask``, ``BatchDefaults``), `
 ``air/nursery/schemas/batch.schema.json``). Every problem — bad YAML, an unknown field, a bad
 value, a duplicate id, a missing dependency, a dependency cycle — is an ``AirException`` of
 kind ``validation_error`` naming the file, the line (from the YAML node marks) and the reason.
+Values that cannot work are refused here, not when a worker meets them (``BatchConstraints``,
+IMPL-CLI-2): timeouts and ``max_turns`` out of range, a task larger than one IPC line, a batch
+path that is not a regular file (a FIFO would block, a directory cannot be read), YAML nested
+too deeply to parse.
 
 Format (see ``examples/`` for a commented example)::
 
@@ -28,12 +32,13 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from air.contracts import (
     OUTPUT_CONTRACT_FOR_TASK,
@@ -51,9 +56,11 @@ from air.contracts import (
     VerificationPolicy,
     WorkerOutputContract,
 )
+from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.nursery.graph import find_cycle
 
 __all__ = [
+    "BatchConstraints",
     "BatchDefaults",
     "BatchFile",
     "BatchTask",
@@ -64,6 +71,33 @@ __all__ = [
 ]
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+MAX_TURNS = 1000
+"""The most model turns a task may ask for (the default is 20)."""
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+"""The longest soft or hard timeout of a task: one week."""
+MAX_RETRY_BUDGET = 10
+MAX_BATCH_BYTES = 64 * 1024 * 1024
+"""The largest batch file air reads."""
+TASK_SPEC_BYTES = DEFAULT_MAX_LINE_BYTES - 64 * 1024
+"""A task spec as JSON must fit one IPC line (it travels in ``agent.start``) with room left
+for the envelope and the rest of the start request."""
+
+
+class BatchConstraints(TaskConstraints):
+    """``TaskConstraints`` as a batch file may set them: only values that can work."""
+
+    max_turns: int = Field(default=20, ge=1, le=MAX_TURNS)
+    soft_timeout_ms: int = Field(default=600_000, ge=1, le=MAX_TIMEOUT_MS)
+    hard_timeout_ms: int = Field(default=900_000, ge=1, le=MAX_TIMEOUT_MS)
+    retry_budget: int = Field(default=1, ge=0, le=MAX_RETRY_BUDGET)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+    @model_validator(mode="after")
+    def _finite_cost(self) -> BatchConstraints:
+        if self.max_cost_usd is not None and self.max_cost_usd == float("inf"):
+            raise ValueError("max_cost_usd must be a finite number")
+        return self
 
 
 class BatchDefaults(Contract):
@@ -87,7 +121,7 @@ class BatchTask(Contract):
     """Hard dependencies by task id (shorthand for ``dependencies``)."""
     dependencies: list[TaskDependencySpec] = Field(default_factory=list)
     verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
-    constraints: TaskConstraints = Field(default_factory=TaskConstraints)
+    constraints: BatchConstraints = Field(default_factory=BatchConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract | None = None
 
@@ -113,7 +147,7 @@ class BatchTask(Contract):
             scope=self.scope,
             dependencies=deps,
             verification=self.verification,
-            constraints=self.constraints,
+            constraints=TaskConstraints.model_validate(self.constraints.model_dump()),
             context_refs=self.context_refs,
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
         )
@@ -197,6 +231,10 @@ def _describe(error: dict[str, Any]) -> str:
         return f"unknown field {loc!r}"
     if error["type"] == "missing":
         return f"missing required field {loc!r}"
+    given = error.get("input")
+    if isinstance(given, (str, int, float, bool)) and not isinstance(given, type(None)):
+        shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
+        return f"{loc}: {error['msg']} (got {shown})"
     return f"{loc}: {error['msg']}"
 
 
@@ -235,6 +273,8 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
         raise _fail(path, mark.line + 1 if mark else None, f"invalid YAML: {problem}") from exc
+    except RecursionError:
+        raise _fail(path, None, "invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
         raise _fail(path, _line(root), "a batch file is a mapping with a 'tasks' list")
     raw_tasks = data.get("tasks")
@@ -278,6 +318,16 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
             raise _fail(path, _line(node), f"duplicate task id {task.id!r}")
         ids[task.id] = index
     specs = [t.to_spec() for t in tasks]
+    for index, spec in enumerate(specs):
+        size = len(spec.model_dump_json().encode("utf-8"))
+        if size > TASK_SPEC_BYTES:
+            node = _node_at(root, ["tasks", index])[0]
+            raise _fail(
+                path,
+                _line(node),
+                f"task {spec.id!r} is {size} bytes as JSON; a task must fit one worker message "
+                f"({TASK_SPEC_BYTES} bytes): put long text in a file and name it",
+            )
     for index, task in enumerate(tasks):
         for field_name, targets in (
             ("depends_on", list(task.depends_on)),
@@ -316,8 +366,7 @@ def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
     """
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as handle:
-            text = handle.read()
+        text = _read_regular_file(name)
     except FileNotFoundError as exc:
         raise AirException.of(
             kind=ErrorKind.NOT_FOUND,
@@ -325,9 +374,32 @@ def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
             user_action="Check the path of the batch file.",
             metadata={"file": name, "line": None, "reason": "no such file"},
         ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
-        raise _fail(name, None, f"cannot read the file: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise _fail(name, None, f"not UTF-8 text (byte {exc.start}): a batch file is YAML") from exc
+    except OSError as exc:
+        raise _fail(name, None, f"cannot read the file: {exc.strerror or exc}") from exc
     return load_batch_text(text, name)
+
+
+def _read_regular_file(name: str) -> str:
+    """The text of ``name`` if it is a regular file of at most ``MAX_BATCH_BYTES``.
+
+    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO (which
+    would block the read forever) or a directory swapped in after a check is still refused.
+    """
+    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise OSError(f"{kind}: a batch file is a regular YAML file")
+        if info.st_size > MAX_BATCH_BYTES:
+            raise OSError(f"{info.st_size} bytes: a batch file has at most {MAX_BATCH_BYTES}")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, encoding="utf-8", closefd=False) as handle:
+            return handle.read(MAX_BATCH_BYTES + 1)
+    finally:
+        os.close(fd)
 
 
 def schema_text() -> str:

@@ -136,7 +136,12 @@ def parse_policy(text: str, source: str) -> PermissionPolicy:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise _bad(source, f"not valid YAML ({exc.__class__.__name__})") from exc
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or exc.__class__.__name__
+        raise _bad(source, f"not valid YAML{where} ({problem})") from exc
+    except RecursionError:
+        raise _bad(source, "not valid YAML (nested too deeply)") from None
     if data is None:
         return PermissionPolicy(sources=(source,))
     if not isinstance(data, dict):
@@ -172,8 +177,10 @@ def load_policy(files: Iterable[str]) -> PermissionPolicy:
                 text = fh.read()
         except FileNotFoundError:
             continue
+        except UnicodeDecodeError as exc:
+            raise _bad(path, f"not UTF-8 text (byte {exc.start}): a policy file is YAML") from exc
         except OSError as exc:
-            raise _bad(path, f"cannot be read ({exc.strerror})") from exc
+            raise _bad(path, f"cannot be read ({exc.strerror or exc})") from exc
         policy = policy.merged(parse_policy(text, path))
     return policy
 

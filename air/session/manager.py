@@ -6,11 +6,19 @@ ingests ``session.created`` only for a new session; ``close_session`` releases i
 archiving it with a durable ``session.archived``) and ``OpenSession``: everything bound to one
 session DB (db, repositories, event store, ingestor, bus, artifact and evidence stores).
 Provider and model are fixed at open (stored by ``session.created``) and never change.
+
+A new session may defer ``session.created`` to ``OpenSession.creating()``, one transaction that
+also holds its first events (``air run`` puts every ``task.created`` there), so a process killed
+meanwhile leaves either no recorded session or the session with all its tasks (IMPL-CLI-3).
+A deferred session closed without being created leaves nothing behind.
 """
 
 from __future__ import annotations
 
 import logging
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,6 +63,8 @@ class OpenSession:
     created: bool = False
     """True when this call created the session (and ingested ``session.created``)."""
     clock: Clock = field(default_factory=SystemClock)
+    pending_created: JsonObject | None = None
+    """The payload of a deferred ``session.created`` not yet written (see ``creating``)."""
 
     @property
     def session_id(self) -> str:
@@ -89,9 +99,24 @@ class OpenSession:
         """Build and durably append one event; returns its seq."""
         return self.events.append(self.event(type, payload, source=source))
 
+    @contextmanager
+    def creating(self) -> Iterator[None]:
+        """One transaction: the deferred ``session.created`` (if any) and every event the body
+        appends commit together, or none does (the body may await; events are published as
+        they are appended, before the commit)."""
+        with self.db.transaction():
+            if self.pending_created is not None:
+                self.append("session.created", self.pending_created)
+            yield
+        self.pending_created = None
+
     def close(self) -> None:
-        """Release the database handle (idempotent)."""
+        """Release the database handle (idempotent). A deferred session never created is
+        removed (its directory holds nothing recorded)."""
         self.db.close()
+        if self.pending_created is not None:
+            self.pending_created = None
+            shutil.rmtree(Path(self.context.db_path).parent, ignore_errors=True)
 
 
 class SessionManager:
@@ -106,18 +131,32 @@ class SessionManager:
         self,
         project: ProjectContext,
         options: OpenSessionOptions | None = None,
+        *,
+        defer_created: bool = False,
+        must_exist: bool = False,
     ) -> OpenSession:
         """Create or reopen a session and return everything bound to its DB.
 
+        Args:
+            project: the project.
+            options: the session id (default: a new one), mode, provider and model.
+            defer_created: a new session's ``session.created`` waits for
+                ``OpenSession.creating()`` (written with the session's first events).
+            must_exist: only reopen: a session with no recorded ``session.created`` (or no
+                session.db) is ``not_found`` and nothing is created.
+
         Raises:
             AirException: ``corrupt_database`` / ``schema_error`` for an unusable session.db
-                (nothing is written to it then); ``storage_error`` when it cannot be created.
+                (nothing is written to it then); ``storage_error`` when it cannot be created;
+                ``not_found`` (``must_exist``) for a session that was never recorded.
         """
         options = options or OpenSessionOptions()
         session_id = options.session_id or self.ids.session_id()
         if session_id in self._open:
             return self._open[session_id]
         session_dir, db_path, artifact_root = session_paths(project, session_id)
+        if must_exist and not db_path.is_file():
+            raise _never_recorded(session_id, project)
         try:
             artifact_root.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -134,6 +173,8 @@ class SessionManager:
             events = EventStore(db, registry=default_registry(), bus=bus, store=store)
             ingestor = EventIngestor(events, bus)
             existing = store.sessions.get(session_id)
+            if must_exist and existing is None:
+                raise _never_recorded(session_id, project)
             context = SessionContext(
                 session_id=session_id,
                 project_id=project.project_id,
@@ -170,17 +211,18 @@ class SessionManager:
                 clock=self.clock,
             )
             if existing is None:
-                opened.append(
-                    "session.created",
-                    {
-                        "session_id": session_id,
-                        "project_id": project.project_id,
-                        "title": options.title,
-                        "mode": options.mode,
-                        "model_provider_id": options.model_provider_id,
-                        "model_id": options.model_id,
-                    },
-                )
+                created: JsonObject = {
+                    "session_id": session_id,
+                    "project_id": project.project_id,
+                    "title": options.title,
+                    "mode": options.mode,
+                    "model_provider_id": options.model_provider_id,
+                    "model_id": options.model_id,
+                }
+                if defer_created:
+                    opened.pending_created = created
+                else:
+                    opened.append("session.created", created)
                 opened.created = True
             report = store.referential_check()
             if not report.clean:
@@ -209,6 +251,18 @@ class SessionManager:
     def close_all(self) -> None:
         for session_id in list(self._open):
             self.close_session(session_id)
+
+
+def _never_recorded(session_id: str, project: ProjectContext) -> AirException:
+    return AirException.of(
+        kind="not_found",
+        message=(
+            f"session {session_id} in {project.project_root} was never recorded "
+            "(air stopped while starting it): nothing ran, there is nothing to resume"
+        ),
+        user_action="Start the batch again with `air run --headless BATCH`.",
+        metadata={"session_id": session_id, "field": "--session"},
+    )
 
 
 def list_session_ids(project: ProjectContext) -> list[str]:

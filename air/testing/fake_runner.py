@@ -7,6 +7,8 @@ reads them, enforces the task's soft timeout (asks a polite worker to wrap up) a
 timeout (ends the attempt as ``hard_timeout``, exit code 5), and on cancellation stops the
 worker and re-raises ``trio.Cancelled`` — the same contract as the real WorkerManager. Use it
 under ``trio.testing.MockClock(autojump_threshold=0)`` for exact virtual times.
+``load_fake_script`` reads a YAML script of such steps for tests that run the real ``air``
+process with fake workers (``air.cli.main(argv, runner_factory=...)``, tests/cli/fake_air.py).
 """
 
 from __future__ import annotations
@@ -33,7 +35,15 @@ from air.contracts import (
 from air.events.payloads import payload_model
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 
-__all__ = ["FakeEnding", "FakeStep", "FakeTaskRunner", "MemoryLedger", "RunLog", "RunRecord"]
+__all__ = [
+    "FakeEnding",
+    "FakeStep",
+    "FakeTaskRunner",
+    "MemoryLedger",
+    "RunLog",
+    "RunRecord",
+    "load_fake_script",
+]
 
 FakeEnding = Literal[
     "completed",
@@ -298,6 +308,45 @@ class FakeTaskRunner:
             result=result,
             exit_code=0,
         )
+
+
+_SCRIPT_STEP_FIELDS = frozenset({"duration", "ending", "polite", "cancel_delay"})
+"""What a YAML script may set: no ``writes`` (they would bypass the PermissionEngine) and no
+``changed_files`` (a claim of changes nothing made)."""
+
+
+def load_fake_script(path: str, *, heartbeat_interval: float = 1.0) -> FakeTaskRunner:
+    """A FakeTaskRunner from a YAML script: ``default: {duration, ending, ...}`` and, per task
+    id, a list of steps (attempt 1, 2, ...). Its workers write nothing.
+
+    Raises:
+        AirException: ``validation_error`` naming the file and the reason.
+    """
+    import yaml
+
+    def step(raw: Any, where: str) -> FakeStep:
+        if not isinstance(raw, dict) or not set(raw) <= _SCRIPT_STEP_FIELDS:
+            raise ValueError(f"{where}: a step is a mapping of {sorted(_SCRIPT_STEP_FIELDS)}")
+        return FakeStep(**raw)
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle) or {}
+        if not isinstance(data, dict):
+            raise ValueError("a fake script is a mapping")
+        default = step(data.pop("default", {"duration": 0.05}), "default")
+        script: dict[str, list[FakeStep]] = {}
+        for key, steps in data.items():
+            if not isinstance(steps, list):
+                raise ValueError(f"{key}: a list of steps")
+            script[str(key)] = [step(s, str(key)) for s in steps]
+    except (OSError, yaml.YAMLError, TypeError, ValueError) as exc:
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"{path}: bad fake script: {exc}",
+            user_action="A fake script maps task ids to lists of {duration, ending} steps.",
+        ) from exc
+    return FakeTaskRunner(script, default=default, heartbeat_interval=heartbeat_interval)
 
 
 def _write_files(root: str, writes: Sequence[tuple[str, str]]) -> None:

@@ -1,4 +1,5 @@
-"""``air run --headless`` and ``air resume`` as real processes (scripted fake workers).
+"""``air run --headless`` and ``air resume`` as real processes (scripted fake workers, injected
+through ``tests/cli/fake_air.py``; the user's ``air`` has no flag for fakes).
 
 Exit codes 0 / 1 / 2 / 130, bad batch files reported with file, line and reason, the JSONL
 event stream, the JUnit report, SIGINT cancelling cooperatively and ``air resume`` finishing
@@ -8,7 +9,6 @@ the batch without running a completed task again.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -52,6 +52,20 @@ def _run(
     )
 
 
+FAKE_AIR = str(Path(__file__).with_name("fake_air.py"))
+
+
+def _run_fake(*args: str, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """The real ``air`` process with the scripted workers of ``fake.yaml``."""
+    return subprocess.run(
+        [sys.executable, FAKE_AIR, "fake.yaml", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
 def _project(
     tmp_path: Path, batch: str = BATCH, script: str = "default: {duration: 0.02}\n"
 ) -> Path:
@@ -73,13 +87,10 @@ def _events(root: Path) -> list[dict[str, Any]]:
 
 def test_batch_runs_to_completion_with_json_and_junit(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    proc = _run(
-        "air.cli",
+    proc = _run_fake(
         "run",
         "--headless",
         "batch.yaml",
-        "--fake-script",
-        "fake.yaml",
         "--json",
         "--junit",
         "report.xml",
@@ -109,13 +120,10 @@ def test_a_failing_task_blocks_its_dependents_and_exits_1(tmp_path: Path) -> Non
         tmp_path,
         script="default: {duration: 0.02}\na: [{duration: 0.02, ending: failed}]\n",
     )
-    proc = _run(
-        "air.cli",
+    proc = _run_fake(
         "run",
         "--headless",
         "batch.yaml",
-        "--fake-script",
-        "fake.yaml",
         "--junit",
         "report.xml",
         cwd=root,
@@ -150,9 +158,7 @@ def test_bad_batch_exits_2_with_file_line_reason(
     tmp_path: Path, text: str, line: int, reason: str
 ) -> None:
     root = _project(tmp_path, batch=text)
-    proc = _run(
-        "air.cli", "run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", cwd=root
-    )
+    proc = _run_fake("run", "--headless", "batch.yaml", cwd=root)
     assert proc.returncode == 2
     assert f"batch.yaml:{line}: " in proc.stderr
     assert reason in proc.stderr
@@ -182,9 +188,9 @@ def _wait_for(predicate: Any, deadline: float = 30.0) -> None:
 
 def _start_fake_run(root: Path) -> subprocess.Popen[str]:
     """`air run --headless` on the fake workers, streaming JSON events, not waited for."""
-    args = ["run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", "--json"]
+    args = ["run", "--headless", "batch.yaml", "--json", "--isolation", "main"]
     return subprocess.Popen(
-        [sys.executable, "-m", "air.cli", *args, "--isolation", "main"],
+        [sys.executable, FAKE_AIR, "fake.yaml", *args],
         cwd=root,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -222,7 +228,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
     assert ends["d"] == "task.interrupted"
     completed_before = {t for t, kind in ends.items() if kind == "task.completed"}
 
-    again = _run("air.cli", "resume", "--fake-script", "fake.yaml", "--json", cwd=root)
+    again = _run_fake("resume", "--json", cwd=root)
     assert again.returncode == 0, again.stderr
     rerun = {
         json.loads(line)["payload"]["task_id"]
@@ -240,10 +246,11 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
 
 def test_resume_without_a_session_exits_2(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    os.makedirs(root / ".air", exist_ok=True)
-    proc = _run("air.cli", "resume", "--fake-script", "fake.yaml", cwd=root)
+    assert _run("air.cli", "init", cwd=root).returncode == 0
+    proc = _run_fake("resume", cwd=root)
     assert proc.returncode == 2
     assert "no session to resume" in proc.stderr
+    assert not list((root / ".air" / "local" / "sessions").iterdir())  # nothing created
 
 
 def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
@@ -267,3 +274,25 @@ def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
     assert "killing every worker now" in err
     started = [e for e in _events(root) if e["type"] == "task.started"]
     assert started  # what was recorded before the kill is still there
+
+
+def test_no_test_hook_in_the_users_cli(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    for args in (["--help"], ["run", "--help"], ["resume", "--help"]):
+        proc = _run("air.cli", *args, cwd=root)
+        assert "--fake" not in proc.stdout + proc.stderr
+        assert "Traceback" not in proc.stderr
+    proc = _run(
+        "air.cli", "run", "--headless", "batch.yaml", "--fake-script", "fake.yaml", cwd=root
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert not (root / ".air").exists()  # refused before anything ran
+
+
+def test_a_fake_script_cannot_write_files(tmp_path: Path) -> None:
+    root = _project(tmp_path, script='a: [{duration: 0.01, writes: [["../escape.txt", "x"]]}]\n')
+    proc = _run_fake("run", "--headless", "batch.yaml", cwd=root)
+    assert proc.returncode == 2, proc.stderr
+    assert "bad fake script" in proc.stderr
+    assert not (tmp_path / "escape.txt").exists()

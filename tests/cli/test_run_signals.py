@@ -1,0 +1,148 @@
+"""SIGHUP (the terminal closed) and SIGTERM cancel a real ``air run --headless`` cooperatively;
+a closed stdout (``air run --json | head -1``) stops the stream quietly and the run goes on.
+
+Real worker processes replay per-task cassettes; the slow task's first turn runs
+``sleep 30`` through ``shell.run``. The signal arrives while it sleeps: the run records every
+outcome (the slow task ends interrupted), exits 130, leaves no process behind, and
+``air resume`` (with a quick cassette) finishes the batch without running the completed task
+again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from air.events.store import EventStore
+from air.ipc.procs import find_marked
+from air.nursery.runs import RunRecordStore
+from air.store.session_db import open_session_database
+
+BATCH = """\
+tasks:
+  - id: quick
+    title: Look quickly
+    scope: {write_area: []}
+  - id: slow
+    title: Look slowly
+    scope: {write_area: []}
+"""
+
+AIR_RUN = [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml"]
+
+
+def _turn(content: list[dict[str, Any]], stop: str) -> str:
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    return json.dumps({"content": content, "stop_reason": stop, "usage": usage}) + "\n"
+
+
+def _cassette(task_id: str, command: str | None) -> str:
+    result = json.dumps(
+        {"status": "completed", "summary": f"{task_id} looked", "result": {"changes_made": False}}
+    )
+    answer = _turn([{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}], "end_turn")
+    if command is None:
+        return answer
+    call = {"type": "tool_use", "id": f"toolu_{task_id}", "name": "shell.run"}
+    return _turn([{**call, "input": {"command": command}}], "tool_use") + answer
+
+
+def _events(root: Path) -> list[dict[str, Any]]:
+    [db_path] = list((root / ".air" / "local" / "sessions").glob("*/session.db"))
+    db = open_session_database(db_path)
+    try:
+        return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
+    finally:
+        db.close()
+
+
+def _final(events: list[dict[str, Any]]) -> dict[str, str]:
+    ends = ("task.completed", "task.failed", "task.blocked", "task.interrupted", "task.cancelled")
+    return {e["task_id"]: e["type"] for e in events if e["type"] in ends}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["SIGHUP", "SIGTERM"])
+def test_signal_cancels_cooperatively_and_resume_finishes(
+    tmp_path: Path, signum: signal.Signals
+) -> None:
+    root = tmp_path / "proj"
+    for name, slow in (("cas", "sleep 30"), ("cas2", None)):
+        (root / name).mkdir(parents=True)
+        (root / name / "quick.jsonl").write_text(_cassette("quick", None))
+        (root / name / "slow.jsonl").write_text(_cassette("slow", slow))
+    (root / "batch.yaml").write_text(BATCH)
+    proc = subprocess.Popen(
+        [*AIR_RUN, "--cassette", "cas", "--json", "--max-workers", "2"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+    )
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    for line in proc.stdout:
+        seen.append(json.loads(line))
+        types = [(e["type"], e["payload"].get("task_id")) for e in seen]
+        if ("task.completed", "quick") in types and any(t == "tool.started" for t, _ in types):
+            break  # quick is done and slow's `sleep 30` is running
+    os.killpg(proc.pid, signum)  # a closing terminal signals the whole foreground group
+    _out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert f"{signum.name}: cancelling the run" in err
+    assert "Traceback" not in err
+    events = _events(root)
+    assert _final(events) == {"quick": "task.completed", "slow": "task.interrupted"}
+    records = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
+    assert [find_marked(r["marker"]) for r in records if r.get("marker")] == [
+        [] for r in records if r.get("marker")
+    ]  # no worker, no `sleep` survives
+
+    again = subprocess.run(
+        [sys.executable, "-m", "air.cli", "resume", "--cassette", "cas2"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr
+    after = _events(root)
+    starts = [e["task_id"] for e in after if e["type"] == "task.started"]
+    assert starts.count("quick") == 1  # never run twice
+    assert starts.count("slow") == 2
+    assert _final(after) == {"quick": "task.completed", "slow": "task.completed"}
+
+
+def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", "sleep 0.3"))
+    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 0.3"))
+    (root / "batch.yaml").write_text(BATCH)
+    proc = subprocess.Popen(
+        [*AIR_RUN, "--cassette", "cas", "--json", "--junit", "report.xml"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    first = proc.stdout.readline()
+    assert json.loads(first)["type"]
+    proc.stdout.close()  # `| head -1`: the reader is gone
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == 0, err
+    assert "Traceback" not in err
+    assert "Exception ignored" not in err
+    assert err.count("stdout closed") == 1
+    assert "completed: done 2/2, failed 0" in err  # the summary counts every task
+    assert _final(_events(root)) == {"quick": "task.completed", "slow": "task.completed"}
+    assert (root / "report.xml").is_file()
