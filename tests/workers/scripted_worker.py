@@ -1,0 +1,65 @@
+"""A hostile worker for the parent-side guard tests: it speaks the protocol correctly but lies.
+
+Run as ``python tests/workers/scripted_worker.py``. After the handshake it follows the steps
+written as JSON in its task's description, in order, then waits for the parent to close its
+stdin. A step is one of:
+
+- ``{"call": name, "input": {...}}``: a ``tool.call``; the worker waits for its ``tool.result``.
+- ``{"event": type, "payload": {...}}``: an ``event`` message of that type (version 1).
+- ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
+  the start message's unless the step names them, every other field is the step's.
+
+It bypasses the real worker's own gates (``air.roles``): what it claims is whatever the test
+wrote, so only the parent's checks stand between it and the record. Standard library and
+``air.testing.workers._proto`` only.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from air.testing.workers._proto import handshake, read_line, send
+
+
+def _call(name: str, input: dict[str, Any]) -> None:
+    call_id = "msg_" + uuid.uuid4().hex
+    send("tool.call", {"name": name, "input": input}, id=call_id)
+    while True:
+        msg = read_line()
+        if msg is None:
+            raise SystemExit(0)
+        if msg.get("kind") == "tool.result" and msg.get("correlation_id") == call_id:
+            return
+
+
+def main() -> None:
+    start = handshake()
+    spec = start["task_spec"]
+    runtime = start["runtime"]
+    agent_type = {"execute": "executor", "review": "reviewer", "debug": "debugger"}.get(
+        spec["type"], "executor"
+    )
+    for step in json.loads(spec["description"]):
+        if "call" in step:
+            _call(step["call"], step.get("input") or {})
+        elif "event" in step:
+            send(
+                "event",
+                {"type": step["event"], "version": 1, "payload": step.get("payload") or {}},
+            )
+        elif "result" in step:
+            result = {
+                "task_id": spec["id"],
+                "agent_id": runtime["agent_id"],
+                "agent_type": agent_type,
+                **step["result"],
+            }
+            send("worker.result", result)
+    while read_line() is not None:
+        pass
+
+
+if __name__ == "__main__":
+    main()

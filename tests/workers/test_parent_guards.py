@@ -1,0 +1,368 @@
+"""The parent's guards against a lying worker (runner invariant 25: no self-attestation).
+
+The real worker (``air.roles``) gates its own results, so a test driving it cannot tell whether
+the parent checks anything. These tests run ``tests/workers/scripted_worker.py``, a real
+subprocess that speaks the protocol correctly and claims whatever the test wrote, against the
+real WorkerManager, ToolRegistry (fs + sandboxed shell) and PermissionEngine. Each guard has a
+test that fails when it is removed:
+
+- verification is re-checked from the parent's own record of ``shell.run`` results;
+- a role payload that does not match its contract downgrades ``completed`` to ``partial``;
+- a worker may not emit parent-owned event types (``task.*``, ``agent.completed``, ...);
+- a result must name this attempt's task and agent.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from air.contracts import AgentType, ErrorKind, TaskType, WorkerStatus, make_air_error
+from air.contracts.ids import new_id
+from air.events.payloads import PAYLOADS
+from air.nursery.seams import SuperviseRequest, TaskOutcome
+from tests.workers.conftest import Env
+
+WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]
+FAST = {"kill_grace_s": 0.5, "exit_grace_s": 2.0, "handshake_timeout_s": 20.0}
+VERIFY = "grep -q 'VALUE = 2' src/app.py"
+EDIT = {
+    "call": "fs.edit",
+    "input": {"path": "src/app.py", "old_string": "VALUE = 1", "new_string": "VALUE = 2"},
+}
+VERIFY_CALL = {"call": "shell.run", "input": {"command": VERIFY}}
+READ = {"call": "fs.read", "input": {"path": "src/app.py"}}
+
+
+def scripted(request: SuperviseRequest, steps: list[dict[str, Any]]) -> SuperviseRequest:
+    spec = request.task_spec.model_copy(update={"description": json.dumps(steps)})
+    return request.model_copy(update={"task_spec": spec})
+
+
+def claim(
+    status: str = "completed",
+    result: dict[str, Any] | None = None,
+    *,
+    verification: list[dict[str, Any]] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A ``worker.result`` step claiming an executor change whose verification passed."""
+    return {
+        "result": {
+            "status": status,
+            "summary": "done, trust me",
+            "changed_files": ["src/app.py"],
+            "result": {"changes_made": True} if result is None else result,
+            "verification": (
+                [{"name": VERIFY, "status": "passed"}] if verification is None else verification
+            ),
+            **fields,
+        }
+    }
+
+
+async def supervise(env: Env, request: SuperviseRequest) -> TaskOutcome:
+    with trio.fail_after(60):
+        return await env.manager([], command=WORKER, **FAST).supervise(request)
+
+
+def final_status(outcome: TaskOutcome) -> WorkerStatus:
+    assert outcome.kind == "result", outcome
+    assert outcome.result is not None
+    return outcome.result.status
+
+
+# -- verification is the parent's, not the worker's ---------------------------------------------
+
+
+async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None:
+    request = scripted(env.request(commands=[VERIFY]), [READ, EDIT, claim()])
+    outcome = await supervise(env, request)
+    assert final_status(outcome) == WorkerStatus.FAILED
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
+    assert VERIFY in outcome.result.error.message
+    assert (env.root / "src" / "app.py").read_text() == "VALUE = 2\n"
+    assert env.events.types(request.agent_id)[-1] == "agent.completed"
+
+
+async def test_claimed_verification_that_failed_in_shell_run_fails_the_result(env: Env) -> None:
+    # The command really ran through shell.run and exited 1 (VALUE is still 1); the worker
+    # reports it passed.
+    request = scripted(env.request(commands=[VERIFY]), [VERIFY_CALL, claim()])
+    outcome = await supervise(env, request)
+    assert final_status(outcome) == WorkerStatus.FAILED
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
+    assert "command.started" in env.events.types(request.agent_id)
+
+
+async def test_a_pass_then_a_failure_of_the_same_command_is_a_failure(env: Env) -> None:
+    undo = {
+        "call": "fs.edit",
+        "input": {"path": "src/app.py", "old_string": "VALUE = 2", "new_string": "VALUE = 3"},
+    }
+    steps = [READ, EDIT, VERIFY_CALL, undo, VERIFY_CALL, claim()]
+    outcome = await supervise(env, scripted(env.request(commands=[VERIFY]), steps))
+    assert final_status(outcome) == WorkerStatus.FAILED
+
+
+async def test_a_skip_is_no_excuse_for_a_command_that_ran_and_failed(env: Env) -> None:
+    skipped = [{"name": VERIFY, "status": "skipped"}]
+    steps = [VERIFY_CALL, claim(verification=skipped)]
+    request = scripted(env.request(commands=[VERIFY], fallback=True), steps)
+    outcome = await supervise(env, request)
+    assert final_status(outcome) == WorkerStatus.FAILED
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
+
+
+async def test_verification_the_parent_saw_pass_and_allowed_skips_complete(env: Env) -> None:
+    second = "test -f src/app.py"
+    # One command passed through shell.run; the other was skipped, which the policy allows.
+    steps = [
+        READ,
+        EDIT,
+        VERIFY_CALL,
+        claim(
+            verification=[
+                {"name": VERIFY, "status": "passed"},
+                {"name": second, "status": "skipped"},
+            ]
+        ),
+    ]
+    request = scripted(env.request(commands=[VERIFY, second], fallback=True), steps)
+    assert final_status(await supervise(env, request)) == WorkerStatus.COMPLETED
+    # Without the fallback, the same skip is a failure.
+    strict = scripted(env.request(commands=[VERIFY, second]), steps)
+    outcome = await supervise(env, strict)
+    assert final_status(outcome) == WorkerStatus.FAILED
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert second in outcome.result.error.message
+    assert VERIFY not in outcome.result.error.message
+
+
+# -- a role payload that does not match its contract --------------------------------------------
+
+
+async def test_a_completed_result_with_an_invalid_payload_is_downgraded(env: Env) -> None:
+    review = scripted(
+        env.request(type=TaskType.REVIEW),
+        [claim(result={"verdict": "looks great"}, changed_files=[], verification=[])],
+    )
+    outcome = await supervise(env, review)
+    assert final_status(outcome) == WorkerStatus.PARTIAL
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert outcome.result.error.kind == ErrorKind.VALIDATION_ERROR
+    assert "ReviewerResult" in outcome.result.error.message
+
+
+async def test_payload_contract_is_the_agent_types_and_failures_stay_failures(env: Env) -> None:
+    # An executor payload is not a valid reviewer payload (and the other way round).
+    as_reviewer = scripted(
+        env.request(type=TaskType.REVIEW),
+        [claim(result={"changes_made": False}, changed_files=[], verification=[])],
+    )
+    as_executor = scripted(
+        env.request(),
+        [claim(result={"verdict": "approved"}, changed_files=[], verification=[])],
+    )
+    # A failed result with a bad payload is not promoted to partial.
+    failed = scripted(
+        env.request(type=TaskType.REVIEW),
+        [claim("failed", result={"verdict": 3}, changed_files=[], verification=[])],
+    )
+    valid = scripted(
+        env.request(type=TaskType.REVIEW),
+        [claim(result={"verdict": "approved"}, changed_files=[], verification=[])],
+    )
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str, request: SuperviseRequest) -> None:
+        outcomes[name] = await supervise(env, request)
+
+    async with trio.open_nursery() as nursery:
+        for name, request in [
+            ("as_reviewer", as_reviewer),
+            ("as_executor", as_executor),
+            ("failed", failed),
+            ("valid", valid),
+        ]:
+            nursery.start_soon(one, name, request)
+    assert final_status(outcomes["as_reviewer"]) == WorkerStatus.PARTIAL
+    assert final_status(outcomes["as_executor"]) == WorkerStatus.PARTIAL
+    error = outcomes["as_executor"].result.error if outcomes["as_executor"].result else None
+    assert error is not None
+    assert "ExecutorResult" in error.message
+    assert final_status(outcomes["failed"]) == WorkerStatus.FAILED
+    assert outcomes["failed"].result is not None
+    assert outcomes["failed"].result.error is None
+    assert final_status(outcomes["valid"]) == WorkerStatus.COMPLETED
+    assert outcomes["valid"].result is not None
+    assert outcomes["valid"].result.error is None
+
+
+# -- parent-owned event types -------------------------------------------------------------------
+
+
+def forged_events(request: SuperviseRequest) -> dict[str, dict[str, Any]]:
+    """One well-formed event of each parent-owned family, as a worker would forge it."""
+    error = make_air_error(
+        kind=ErrorKind.SYSTEM_ERROR, message="forged", user_action="none"
+    ).model_dump(mode="json")
+    return {
+        "task.completed": {},
+        "task.failed": {"error": error},
+        "session.archived": {"session_id": request.session_id},
+        "tool.completed": {"tool_run_id": new_id("tr")},
+        "command.completed": {"command_run_id": new_id("cmd"), "exit_code": 0},
+        "permission.prompt.resolved": {"prompt_id": new_id("prm"), "decision": "allow_once"},
+        "workspace.cleaned": {"workspace_id": request.workspace.workspace_id},
+        "artifact.created": {
+            "artifact_id": new_id("art"),
+            "uri": "artifact://local/x",
+            "path": "/tmp/x",
+            "type": "other",
+            "slug": "x",
+            "created_at": "2026-01-01T00:00:00Z",
+        },
+        "evidence.created": {
+            "evidence_ref_id": new_id("ev"),
+            "kind": "test_output",
+            "ref": "cmd",
+            "claim": "tests pass",
+            "entity_type": "task",
+            "entity_id": request.task_spec.id,
+        },
+        "agent.started": {"agent_type": "executor", "status": "running"},
+        "agent.completed": {"exit_code": 0},
+        "agent.failed": {"error": error},
+        "agent.lost": {"error": error},
+        "agent.cancelled": {},
+    }
+
+
+async def test_a_worker_cannot_emit_parent_owned_events(env: Env) -> None:
+    requests: dict[str, SuperviseRequest] = {}
+    outcomes: dict[str, TaskOutcome] = {}
+    for etype in forged_events(env.request()):
+        request = env.request()
+        payload = forged_events(request)[etype]
+        # Well-formed: without the guard the parent would record it.
+        model = PAYLOADS[(etype, 1)]
+        filled = dict(payload)
+        if "agent_id" in model.model_fields:
+            filled.setdefault("agent_id", request.agent_id)
+        if "task_id" in model.model_fields:
+            filled.setdefault("task_id", request.task_spec.id)
+        model.model_validate(filled)
+        steps = [{"event": etype, "payload": payload}, claim(changed_files=[], verification=[])]
+        requests[etype] = scripted(request, steps)
+
+    async def one(etype: str) -> None:
+        outcomes[etype] = await supervise(env, requests[etype])
+
+    async with trio.open_nursery() as nursery:
+        for etype in requests:
+            nursery.start_soon(one, etype)
+
+    from_agents = [e.type for _, e in env.events.events if e.source.kind == "agent"]
+    assert from_agents == []
+    for etype, outcome in outcomes.items():
+        assert outcome.kind == "protocol_error", (etype, outcome)
+        assert outcome.result is None
+        assert outcome.error is not None
+        assert f"may not emit {etype}" in outcome.error.message, (etype, outcome.error)
+        assert outcome.error.kind == ErrorKind.PROTOCOL_ERROR
+        types = env.events.types(requests[etype].agent_id)
+        assert types == ["agent.started", "agent.failed"], (etype, types)
+
+
+async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -> None:
+    good = scripted(
+        env.request(),
+        [
+            {
+                "event": "assistant.message.created",
+                "payload": {"message_id": "m1", "content": [{"type": "text", "text": "hi"}]},
+            },
+            {"event": "agent.heartbeat", "payload": {"state": "running", "turn": 1}},
+            claim(changed_files=[], verification=[], result={"changes_made": False}),
+        ],
+    )
+    unknown = scripted(
+        env.request(), [{"event": "agent.teleported", "payload": {}}, claim(changed_files=[])]
+    )
+    invalid = scripted(
+        env.request(),
+        [
+            {"event": "assistant.message.created", "payload": {"content": "not a list"}},
+            claim(changed_files=[]),
+        ],
+    )
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str, request: SuperviseRequest) -> None:
+        outcomes[name] = await supervise(env, request)
+
+    async with trio.open_nursery() as nursery:
+        for name, request in [("good", good), ("unknown", unknown), ("invalid", invalid)]:
+            nursery.start_soon(one, name, request)
+
+    assert final_status(outcomes["good"]) == WorkerStatus.COMPLETED
+    recorded = [(d, e) for d, e in env.events.events if e.source.kind == "agent"]
+    assert [(d, e.type) for d, e in recorded] == [
+        (True, "assistant.message.created"),
+        (False, "agent.heartbeat"),
+    ]
+    for _, event in recorded:
+        assert event.source.id == good.agent_id
+        assert event.source.agent_type == AgentType.EXECUTOR
+        assert event.session_id == good.session_id
+        assert event.payload["agent_id"] == good.agent_id
+        assert event.payload["task_id"] == good.task_spec.id
+    for name, words in [("unknown", "unknown event type"), ("invalid", "invalid payload")]:
+        outcome = outcomes[name]
+        assert outcome.kind == "protocol_error", (name, outcome)
+        assert outcome.error is not None
+        assert words in outcome.error.message, outcome.error
+
+
+# -- a result names this attempt ----------------------------------------------------------------
+
+
+async def test_a_result_for_another_task_or_agent_is_a_protocol_error(env: Env) -> None:
+    ok: dict[str, Any] = {
+        "changed_files": [],
+        "verification": [],
+        "result": {"changes_made": False},
+    }
+    other_task = scripted(env.request(), [claim(task_id=new_id("task"), **ok)])
+    other_agent = scripted(env.request(), [claim(agent_id=new_id("agt"), **ok)])
+    own = scripted(env.request(), [claim(**ok)])
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str, request: SuperviseRequest) -> None:
+        outcomes[name] = await supervise(env, request)
+
+    async with trio.open_nursery() as nursery:
+        for name, request in [("task", other_task), ("agent", other_agent), ("own", own)]:
+            nursery.start_soon(one, name, request)
+
+    assert final_status(outcomes["own"]) == WorkerStatus.COMPLETED
+    for name, request in [("task", other_task), ("agent", other_agent)]:
+        outcome = outcomes[name]
+        assert outcome.kind == "protocol_error", (name, outcome)
+        assert outcome.result is None
+        assert outcome.error is not None
+        assert "another task or agent" in outcome.error.message
+        assert env.events.types(request.agent_id)[-1] == "agent.failed"
