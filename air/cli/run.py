@@ -591,13 +591,13 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     except BaseExceptionGroup as group:
         # an AirException raised under a nursery (the session's bus, the signal watcher)
         # arrives wrapped in a group; it is still the user's problem, not a crash
-        exc = first_air_exception(group)
-        if exc is None:
+        found = first_air_exception(group)
+        if found is None:
             raise
-        report_bad_input(exc, options.stderr)
+        report_bad_input(found, options.stderr)
         from air.cli import is_bad_input
 
-        return EXIT_BAD_INPUT if is_bad_input(exc) else EXIT_FAILED
+        return EXIT_BAD_INPUT if is_bad_input(found) else EXIT_FAILED
     except AirException as exc:
         report_bad_input(exc, options.stderr)
         from air.cli import is_bad_input
