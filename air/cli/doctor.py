@@ -3,6 +3,7 @@
 Owns: the list of checks air's capabilities need (built here because they reach the sandbox,
 the run records and the workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck``
 (stale records of dead air processes; ``--fix`` reaps them with ``reap_orphans``),
+``ArtifactsCheck`` (files in a session's artifact directory no artifact row records),
 ``WorktreeCheck`` (worktrees and directories under ``.air/local/workspaces`` that no workspace
 record owns; ``--fix`` quarantines them and prunes git's metadata), the fix gate over the
 PermissionEngine's path classifier (IMPL-DOC-1), the printed report and the exit code (0 when
@@ -260,7 +261,109 @@ class WorktreeCheck:
         )
 
 
-def build_checks(project_root: str | None) -> list[DoctorCheck]:
+class ArtifactsCheck:
+    """Files in a session's artifact directory that its ``artifacts`` table does not know
+    (SDD §16.3 step 5); ``--fix`` runs ``recover_orphan_artifacts``: a well-named file is
+    registered, anything else moved to ``<session>/quarantine/``, stale temp files removed."""
+
+    name = "artifacts"
+
+    def __init__(self, project_root: str, project_id: str) -> None:
+        self.project_root = project_root
+        self.project_id = project_id
+        self.sessions = os.path.join(project_root, ".air", "local", "sessions")
+        self.facts: dict[str, Any] = {}
+
+    async def run(self) -> list[Problem]:
+        import trio
+
+        return await trio.to_thread.run_sync(self._scan)
+
+    def _known(self, db_path: str) -> set[str] | None:
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+            try:
+                return {str(r[0]) for r in conn.execute("SELECT path FROM artifacts")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None  # the database check reports it
+
+    def _scan(self) -> list[Problem]:
+        from air.doctor.checks import session_lock_held
+        from air.doctor.service import Fix, Problem, issue
+
+        problems: list[Problem] = []
+        try:
+            sids = sorted(os.listdir(self.sessions))
+        except OSError:
+            return problems
+        for sid in sids:
+            root = os.path.join(self.sessions, sid, "artifacts")
+            db_path = os.path.join(self.sessions, sid, "session.db")
+            if not os.path.isdir(root) or session_lock_held(self.project_root, sid):
+                continue
+            known = self._known(db_path) if os.path.isfile(db_path) else None
+            if known is None:
+                continue
+            stray = [
+                n
+                for n in sorted(os.listdir(root))
+                if os.path.isfile(os.path.join(root, n)) and os.path.join(root, n) not in known
+            ]
+            if not stray:
+                continue
+            self.facts[sid] = stray
+            problems.append(
+                Problem(
+                    issue(
+                        f"{self.name}.{sid}",
+                        "warning",
+                        f"{len(stray)} file(s) in {root} are not recorded artifacts: "
+                        + ", ".join(stray[:5]),
+                        "Run `air doctor --fix`: well-named files are registered, others moved "
+                        f"to {os.path.join(self.sessions, sid, 'quarantine')}.",
+                        fix="register or quarantine them",
+                    ),
+                    Fix(
+                        f"recover the artifacts of session {sid}",
+                        (os.path.join(self.sessions, sid),),
+                        self._recover(sid, db_path, root),
+                    ),
+                )
+            )
+        return problems
+
+    def _recover(self, sid: str, db_path: str, root: str) -> Any:
+        async def recover() -> str:
+            import trio
+
+            return await trio.to_thread.run_sync(self._recover_sync, sid, db_path, root)
+
+        return recover
+
+    def _recover_sync(self, sid: str, db_path: str, root: str) -> str:
+        from air.artifacts.store import ArtifactStore, recover_orphan_artifacts
+        from air.events.store import EventStore
+        from air.store.session_db import open_session_database
+
+        db = open_session_database(db_path, must_exist=True)
+        try:
+            store = ArtifactStore(
+                EventStore(db), project_id=self.project_id, session_id=sid, artifact_root=root
+            )
+            done = recover_orphan_artifacts(store)
+        finally:
+            db.close()
+        return (
+            f"registered {len(done.registered)}, quarantined {len(done.quarantined)}, "
+            f"removed {len(done.removed_temp)} temporary file(s)"
+        )
+
+
+def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
     from air.cli.run import load_models_checked
     from air.doctor.checks import (
@@ -316,6 +419,8 @@ def build_checks(project_root: str | None) -> list[DoctorCheck]:
             WorktreeCheck(project_root),
             DatabaseCheck(project_root),
         ]
+        if project_id is not None:
+            checks.append(ArtifactsCheck(project_root, project_id))
     return checks
 
 
@@ -375,8 +480,9 @@ def run_doctor(args: dict[str, Any]) -> int:
         )
     project = ProjectStore().locate(start)
     root = project.project_root if project is not None else None
+    pid = project.project_id if project is not None else None
     mode = DoctorMode.FIX if args.get("--fix") else DoctorMode.READ_ONLY
-    service = DoctorService(root, build_checks(root), authorize=make_gate(root))
+    service = DoctorService(root, build_checks(root, pid), authorize=make_gate(root))
     report = trio.run(service.run, DoctorRunInput(mode=mode))
     if root is None:
         report.facts["project"] = f"no air project at or above {start}"

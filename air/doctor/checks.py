@@ -36,6 +36,7 @@ __all__ = [
     "is_cpp_project",
     "quarantine",
     "quarantine_root",
+    "session_lock_held",
 ]
 
 

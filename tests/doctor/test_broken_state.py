@@ -35,6 +35,10 @@ def _plant_broken_state(project: Path) -> dict[str, Path]:
     conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
     conn.commit()
     conn.close()
+    artifacts = drifted.parent / "artifacts"
+    artifacts.mkdir()
+    (artifacts / "stray-notes.txt").write_text("not an artifact\n")
+    (artifacts / ".tmp-unfinished").write_text("half a write\n")
     runs = local / "state" / "runs"
     runs.mkdir(parents=True, exist_ok=True)
     record = {
@@ -96,6 +100,7 @@ def test_broken_state_is_reported_fixed_and_then_clean(tmp_path: Path) -> None:
     assert found["run_records"][0]["user_action"]
     orphan = found["worktrees"]
     assert any(str(planted["worktree"]) in str(i["message"]) for i in orphan)
+    assert "stray-notes.txt" in str(found["artifacts.ses_drift"][0]["message"])
     assert all(i["user_action"] for i in report["issues"])
 
     # 3. --fix (PATH restored): every repair air may do is done
@@ -105,6 +110,7 @@ def test_broken_state_is_reported_fixed_and_then_clean(tmp_path: Path) -> None:
     assert ("worktrees", "fixed") in fixes, report["fixes"]
     assert ("databases.session.ses_corrupt", "fixed") in fixes, report["fixes"]
     assert any(c.startswith("databases.session.ses_drift") and s == "fixed" for c, s in fixes)
+    assert ("artifacts.ses_drift", "fixed") in fixes, report["fixes"]
 
     # 4. the second run is clean
     code, report, _done = doctor_json(project, home)
@@ -118,6 +124,9 @@ def test_broken_state_is_reported_fixed_and_then_clean(tmp_path: Path) -> None:
     assert "ws_orphan" not in git(project, "worktree", "list")
     assert list((local / "quarantine").rglob("ses_corrupt/session.db"))
     assert not planted["corrupt"].exists()
+    session_dir = planted["drifted"].parent
+    assert (session_dir / "quarantine" / "stray-notes.txt").read_text() == "not an artifact\n"
+    assert not (session_dir / "artifacts" / ".tmp-unfinished").exists()
     rec = json.loads((planted["runs"] / "agt_stale.json").read_text())
     assert rec["state"] == "terminal"
     assert rec["terminal_state"] == "orphaned-dead"
