@@ -455,11 +455,16 @@ def _print(report: DoctorReport, out: Any) -> None:
     if report.facts.get("skipped"):
         out.write("the other checks were skipped: fix the bootstrap problem first\n")
     problems = len(report.problems)
-    out.write(
-        "air doctor: no problems found\n"
-        if not problems
-        else f"air doctor: {problems} problem(s) found\n"
-    )
+    fixed = sum(f.status == "fixed" for f in report.fixes)
+    if not problems:
+        out.write("air doctor: no problems found\n")
+    elif report.fixes:
+        out.write(
+            f"air doctor: {problems} problem(s) found, {fixed} repair(s) done; "
+            "run `air doctor` again to see what is left\n"
+        )
+    else:
+        out.write(f"air doctor: {problems} problem(s) found\n")
 
 
 def run_doctor(args: dict[str, Any]) -> int:

@@ -164,3 +164,49 @@ async def test_a_missing_index_is_schema_drift(tmp_path: Path) -> None:
     assert problems[0].fix is not None
     await problems[0].fix.apply()
     assert await DatabaseCheck(str(project)).run() == []
+
+
+def test_a_running_session_is_not_touched(tmp_path: Path) -> None:
+    from air.nursery.runs import claim_session
+
+    project, _ = make_project(tmp_path)
+    path = write_session(project, "ses_live")
+    with open(path, "r+b") as fh:
+        fh.write(b"garbage" * 30)
+    runs = project / ".air" / "local" / "state" / "runs"
+    check = DatabaseCheck(str(project))
+    assert [p.issue.severity for p in check.check_all()] == ["blocking"]
+    claim_session(str(runs), "ses_live")  # this process now runs the session
+    check = DatabaseCheck(str(project))
+    assert check.check_all() == []
+    assert check.facts["ses_live"] == {"skipped": "running now"}
+
+
+def test_quarantine_takes_only_air_state(tmp_path: Path) -> None:
+    from air.contracts import AirException
+    from air.doctor.checks import quarantine
+
+    project, _ = make_project(tmp_path)
+    source = project / "README.md"
+    with pytest.raises(AirException) as caught:
+        quarantine(str(project), str(source))
+    assert caught.value.user_action
+    assert source.exists()
+    stray = project / ".air" / "local" / "tmp" / "stray"
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_text("x")
+    moved = Path(quarantine(str(project), str(stray)))
+    assert moved.read_text() == "x"
+    assert moved.is_relative_to(project / ".air" / "local" / "quarantine")
+
+
+async def test_a_bad_models_file_is_blocking_with_what_to_do() -> None:
+    from air.contracts import AirException
+
+    def load() -> ModelsConfig:
+        raise AirException.of(
+            kind="config_error", message="models.yaml: default: bad", user_action="Fix it."
+        )
+
+    problems = await ProviderCheck(load, {}).run()
+    assert [(p.issue.severity, p.issue.user_action) for p in problems] == [("blocking", "Fix it.")]
