@@ -26,7 +26,13 @@ from typing import Any, Literal, Protocol
 from air.contracts import AirException
 from air.contracts.event import EventSource, new_event
 from air.contracts.ids import new_uuid, utc_now_iso
-from air.contracts.platform import DoctorIssue, DoctorMode, DoctorRunInput, PlatformTier
+from air.contracts.platform import (
+    DoctorIssue,
+    DoctorMode,
+    DoctorRunInput,
+    DoctorRunOutput,
+    PlatformTier,
+)
 
 __all__ = [
     "DOCTOR_SESSION_ID",
@@ -107,6 +113,10 @@ class DoctorReport:
     def problems(self) -> list[DoctorIssue]:
         """The issues that need attention (warnings and blocking ones)."""
         return [i for i in self.issues if i.severity != "info"]
+
+    def to_output(self) -> DoctorRunOutput:
+        """The contract view (SDD ``DoctorRunOutput``)."""
+        return DoctorRunOutput(tier=self.tier, issues=list(self.issues))
 
     def to_json(self) -> dict[str, Any]:
         return {

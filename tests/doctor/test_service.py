@@ -76,6 +76,7 @@ async def test_read_only_mode_never_repairs(tmp_path: Path) -> None:
     assert check.applied == 0
     assert report.fixes == []
     assert [i.check for i in report.problems] == ["planted"]
+    assert [i.check for i in report.to_output().issues] == ["planted"]
 
 
 @pytest.fixture
