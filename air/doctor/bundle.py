@@ -164,7 +164,9 @@ def write_bundle(
         members.append((f"logs/{DEVELOPER_LOG}", _tail(dev, MAX_LOG_BYTES)))
     directory = os.path.dirname(os.path.abspath(path))
     tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if os.path.lexists(tmp):
+        os.unlink(tmp)  # left by a crashed run of this pid; never followed
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
             for name, data in members:

@@ -211,3 +211,21 @@ async def test_a_bad_models_file_is_blocking_with_what_to_do() -> None:
 
     problems = await ProviderCheck(load, {}).run()
     assert [(p.issue.severity, p.issue.user_action) for p in problems] == [("blocking", "Fix it.")]
+
+
+async def test_a_planted_link_in_workspaces_never_moves_what_it_points_to(tmp_path: Path) -> None:
+    from air.cli.doctor import WorktreeCheck
+
+    project, home = make_project(tmp_path)
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("years of work\n")
+    workspaces = project / ".air" / "local" / "workspaces"
+    workspaces.mkdir(parents=True, exist_ok=True)
+    (workspaces / "ws_link").symlink_to(precious)
+    check = WorktreeCheck(str(project))
+    gate = make_gate(str(project))
+    service = DoctorService(str(project), [check], authorize=gate, home=str(home))
+    report = await service.run(DoctorRunInput(mode=DoctorMode.FIX))
+    assert [f.status for f in report.fixes] == ["refused"]
+    assert (precious / "thesis.tex").read_text() == "years of work\n"
