@@ -24,6 +24,8 @@ Usage:
   air session list [--project PATH]
   air provider list [--project PATH]
   air provider current [--project PATH]
+  air doctor [--fix] [--bundle FILE] [--json] [--project PATH]
+  air doctor (-h | --help)
   air --version
   air -h | --help
 
@@ -40,6 +42,8 @@ Commands:
   provider list   List the configured providers and models (read-only).
   provider current
                   Show the provider and model a new session would use (read-only).
+  doctor          Check that air can work here (Python, SQLite, sh, .air, git, bwrap, tmux,
+                  C++ tools, providers, run records, worktrees, databases); exit 1 on a problem.
 
 Options:
   --project PATH          The project directory (default: found by walking up from here).
@@ -59,6 +63,8 @@ Options:
   --models                Also write a commented models.yaml template to .air/shared/.
   --dir DIR               Where the demo creates its project (default: a new temporary directory).
   --session SID           A session id (see `air session list`).
+  --fix                   doctor: repair what it may (air's own state only; see --help).
+  --bundle FILE           doctor: also write a local redacted tar.gz for a bug report.
   -h --help               Show this help.
   --version               Show the version.
 """  # noqa: E501
@@ -101,6 +107,10 @@ def _route(args: dict[str, Any], runner_factory: Any) -> Callable[[dict[str, Any
         if args["list"]:
             return lambda a: run_provider_list(a["--project"])
         return lambda a: run_provider_current(a["--project"])
+    if args["doctor"]:
+        from air.cli.doctor import run_doctor
+
+        return run_doctor
     raise AssertionError(f"docopt accepted a command with no route: {args}")
 
 
@@ -126,6 +136,11 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         print(str(exc), file=sys.stderr)
         print("  what to do: see `air --help` for the commands and options.", file=sys.stderr)
         return EXIT_BAD_INPUT
+    if args["doctor"] and args["--help"]:
+        from air.cli.doctor import DOCTOR_HELP
+
+        print(DOCTOR_HELP, end="")
+        return EXIT_OK
     if args["--help"]:
         print(USAGE, end="")
         return EXIT_OK
@@ -133,6 +148,9 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         print(f"air {__version__}")
         return EXIT_OK
     command = _route(args, runner_factory)
+    from air.cli.doctor import setup_logging
+
+    setup_logging()
     try:
         return command(args)
     except KeyboardInterrupt:
@@ -158,6 +176,11 @@ def _report(exc: BaseException) -> int | None:
 
     found = first_air_exception(exc)
     if isinstance(found, AirException):
+        import logging
+
+        logging.getLogger("air.cli").warning(
+            "%s: %s (%s)", found.kind.value, found.error.message, found.user_action
+        )
         print(f"air: {found.kind.value}: {found.error.message}", file=sys.stderr)
         if found.error.detail:
             print(f"  detail: {found.error.detail}", file=sys.stderr)

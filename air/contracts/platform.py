@@ -34,6 +34,9 @@ class DoctorIssue(Contract):
     severity: Literal["info", "warning", "blocking"]
     message: str
     fix_hint: str | None = None
+    """IMPL-DOC-1: what ``air doctor --fix`` would do about it (None: nothing it may do)."""
+    user_action: str | None = None
+    """IMPL-DOC-1: what the person can do about it."""
 
 
 class DoctorRunInput(Contract):

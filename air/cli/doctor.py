@@ -1,0 +1,514 @@
+"""``air doctor [--fix] [--bundle FILE] [--json]``: wires the DoctorService (SDD §16.1, §17).
+
+Owns: the list of checks air's capabilities need (built here because they reach the sandbox,
+the run records and the workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck``
+(stale records of dead air processes; ``--fix`` reaps them with ``reap_orphans``),
+``ArtifactsCheck`` (files in a session's artifact directory no artifact row records),
+``WorktreeCheck`` (worktrees and directories under ``.air/local/workspaces`` that no workspace
+record owns; ``--fix`` quarantines them and prunes git's metadata), the fix gate over the
+PermissionEngine's path classifier (IMPL-DOC-1), the printed report and the exit code (0 when
+no warning or blocking issue was found, 1 otherwise), and ``setup_logging`` used by ``main``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from air.doctor.service import DoctorCheck, DoctorReport, Fix, Problem
+
+__all__ = ["DOCTOR_HELP", "FIXABLE_CATEGORIES", "run_doctor", "setup_logging"]
+
+FIXABLE_CATEGORIES = frozenset({"air_internal"})
+"""The only path category a doctor repair may write: air's own state under ``.air``."""
+
+DOCTOR_HELP = """Usage: air doctor [--fix] [--bundle FILE] [--json] [--project PATH]
+
+Check that air can work here. First the bootstrap (Python 3.11+, SQLite with WAL, a shell,
+a writable ~/.air and .air/local; if one fails nothing else is checked), then git,
+bubblewrap (a real sandbox is built), tmux, the C++ tools when the project is C++, the
+provider configuration (models.yaml, auth_ref variables set, a local base_url answers),
+stale worker run records, orphan worktrees, and every database (integrity_check, schema,
+FK-off references, tables against a replay of the event log). Every problem has a severity
+and what to do. Results are recorded as doctor.* events in .air/local/doctor/doctor.db.
+
+Options:
+  --fix           Repair what air may: close stale run records (stopping workers a dead
+                  air process left), quarantine orphan worktrees and directories (moved to
+                  .air/local/quarantine, never deleted; branches stay), rebuild a damaged
+                  session database from its event log. Only air's own state is written;
+                  credentials, your sources and system packages are never touched.
+  --bundle FILE   Also write FILE, a local tar.gz for a bug report: the report, versions,
+                  configuration and recent air.log with secrets redacted, variable names
+                  only. Nothing is uploaded.
+  --json          Print the report as one JSON object.
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+
+Exit: 0 when no warning or blocking problem was found, 1 otherwise, 2 for bad input.
+"""
+
+
+def setup_logging() -> list[str]:
+    """Attach ``air.log`` and ``air.developer.log`` (SDD §16.2) with a SecretRedactor that
+    knows the secret-looking environment variables. Never fails a command."""
+    from air.doctor.logs import configure_logging
+    from air.security.redact import SecretRedactor
+
+    redactor = SecretRedactor()
+    redactor.register_environment(os.environ)
+    try:
+        return configure_logging(redactor)
+    except OSError:
+        return []
+
+
+class RunRecordsCheck:
+    """Worker run records still marked running whose air process is provably gone."""
+
+    name = "run_records"
+
+    def __init__(self, project_root: str) -> None:
+        self.root = os.path.join(project_root, ".air", "local", "state", "runs")
+        self.facts: dict[str, Any] = {}
+
+    async def run(self) -> list[Problem]:
+        from air.doctor.service import Fix, Problem, issue
+        from air.nursery.runs import RunRecordStore, owner_alive, reap_orphans
+
+        records = RunRecordStore(self.root).list()
+        stale = [
+            r
+            for r in records
+            if r.get("state") == "running" and owner_alive(self.root, r) is not True
+        ]
+        self.facts = {"records": len(records), "stale": len(stale)}
+        root = self.root
+
+        async def reap() -> str:
+            reaped = await reap_orphans(root)
+            return f"marked {len(reaped)} run record(s) terminal: " + ", ".join(
+                f"{r.agent_id} ({r.state})" for r in reaped
+            )
+
+        problems = []
+        for rec in stale:
+            owner = rec.get("owner")
+            owner = owner if isinstance(owner, dict) else {}
+            problems.append(
+                Problem(
+                    issue(
+                        self.name,
+                        "warning",
+                        f"run record {rec.get('agent_id')} (task {rec.get('task_id')}, worker pid "
+                        f"{rec.get('pid')}) is marked running but its air process "
+                        f"(pid {owner.get('pid', '?')}) is gone",
+                        "Run `air doctor --fix` (or `air resume`): the record is closed and any "
+                        "worker it left behind is stopped.",
+                        fix="reap the orphaned run",
+                    ),
+                    Fix("reap orphaned run records", (root,), reap),
+                )
+            )
+        # one reap handles every stale record: keep one fix
+        return problems[:1] + [Problem(p.issue) for p in problems[1:]]
+
+
+class WorktreeCheck:
+    """Worktrees and directories under ``.air/local/workspaces`` that no record owns, and
+    git worktree metadata whose directory is gone."""
+
+    name = "worktrees"
+
+    def __init__(self, project_root: str) -> None:
+        self.project_root = os.path.realpath(project_root)
+        self.root = os.path.join(self.project_root, ".air", "local", "workspaces")
+        self.has_git_dir = os.path.isdir(os.path.join(self.project_root, ".git"))
+        self.facts: dict[str, Any] = {}
+
+    def _owned(self) -> set[str]:
+        owned: set[str] = set()
+        try:
+            names = os.listdir(self.root)
+        except OSError:
+            return owned
+        for name in names:
+            if not name.endswith(".json"):
+                continue
+            try:
+                with open(os.path.join(self.root, name), encoding="utf-8") as fh:
+                    rec = json.load(fh)
+            except (OSError, ValueError):
+                continue
+            if isinstance(rec, dict) and rec.get("status") != "cleaned" and rec.get("path"):
+                owned.add(os.path.realpath(str(rec["path"])))
+        return owned
+
+    async def _git_worktrees(self) -> list[dict[str, str]] | None:
+        import shutil
+
+        from air.contracts import AirException
+        from air.workspace.gitsafe import locate_git, run_git
+
+        if shutil.which("git") is None or not self.has_git_dir:
+            return None
+        try:
+            location = locate_git(self.project_root, project_root=self.project_root)
+            done = await run_git(location, "worktree", "list", "--porcelain")
+        except (AirException, OSError):
+            return None
+        entries: list[dict[str, str]] = []
+        for block in done.stdout.decode("utf-8", "replace").split("\n\n"):
+            entry: dict[str, str] = {}
+            for line in block.splitlines():
+                key, _, value = line.partition(" ")
+                entry[key] = value
+            if entry.get("worktree"):
+                entries.append(entry)
+        return entries
+
+    async def _prune(self) -> None:
+        from air.workspace.gitsafe import locate_git, run_git
+
+        location = locate_git(self.project_root, project_root=self.project_root)
+        await run_git(location, "worktree", "prune")
+
+    async def run(self) -> list[Problem]:
+        import trio
+
+        worktrees = await self._git_worktrees()
+        return await trio.to_thread.run_sync(self._scan, worktrees)
+
+    def _scan(self, worktrees: list[dict[str, str]] | None) -> list[Problem]:
+        from air.doctor.checks import quarantine_root
+        from air.doctor.service import Fix, Problem, issue
+
+        owned = self._owned()
+        problems: list[Problem] = []
+        project, qroot = self.project_root, quarantine_root(self.project_root)
+        seen: set[str] = set()
+        if worktrees is not None:
+            for entry in worktrees[1:]:  # the first is the project's own work tree
+                path = os.path.realpath(entry["worktree"])
+                seen.add(path)
+                if "prunable" in entry:
+                    problems.append(
+                        Problem(
+                            issue(
+                                self.name,
+                                "warning",
+                                f"git still lists the worktree {path}, whose directory is gone",
+                                "Run `air doctor --fix` (git worktree prune); branches stay.",
+                                fix="git worktree prune",
+                            ),
+                            Fix("prune stale worktree metadata", (qroot,), self._prune_fix()),
+                        )
+                    )
+                elif os.path.dirname(path) == os.path.realpath(self.root) and path not in owned:
+                    problems.append(self._orphan(path, entry.get("branch"), project, qroot))
+        try:
+            names = sorted(os.listdir(self.root))
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.realpath(os.path.join(self.root, name))
+            if name.endswith((".json", ".tmp")) or path in owned or path in seen:
+                continue
+            if os.path.isdir(path):
+                problems.append(self._orphan(path, None, project, qroot))
+        self.facts = {"owned": len(owned), "git_worktrees": len(worktrees or []) - 1}
+        if worktrees is None:
+            self.facts["git"] = "not checked (no git, or not a git repository)"
+        return problems
+
+    def _prune_fix(self) -> Any:
+        async def prune() -> str:
+            await self._prune()
+            return "git worktree prune"
+
+        return prune
+
+    def _orphan(self, path: str, branch: str | None, project: str, qroot: str) -> Problem:
+        from air.contracts import AirException
+        from air.doctor.checks import quarantine
+        from air.doctor.service import Fix, Problem, issue
+
+        async def move() -> str:
+            import trio
+
+            kept = await trio.to_thread.run_sync(quarantine, project, path)
+            if self.has_git_dir:
+                try:
+                    await self._prune()
+                except (AirException, OSError):
+                    pass  # no git now: the metadata is pruned by the next `air doctor --fix`
+            return f"moved {path} to {kept}"
+
+        what = f"worktree on {branch.removeprefix('refs/heads/')}" if branch else "directory"
+        return Problem(
+            issue(
+                self.name,
+                "warning",
+                f"orphan {what} {path}: no workspace record owns it",
+                "Run `air doctor --fix`: it is moved to .air/local/quarantine (nothing is "
+                "deleted; its branch stays) — or look at it and delete it yourself.",
+                fix="quarantine it and prune git's worktree metadata",
+            ),
+            Fix(f"quarantine {path}", (path, qroot), move),
+        )
+
+
+class ArtifactsCheck:
+    """Files in a session's artifact directory that its ``artifacts`` table does not know
+    (SDD §16.3 step 5); ``--fix`` runs ``recover_orphan_artifacts``: a well-named file is
+    registered, anything else moved to ``<session>/quarantine/``, stale temp files removed."""
+
+    name = "artifacts"
+
+    def __init__(self, project_root: str, project_id: str) -> None:
+        self.project_root = project_root
+        self.project_id = project_id
+        self.sessions = os.path.join(project_root, ".air", "local", "sessions")
+        self.facts: dict[str, Any] = {}
+
+    async def run(self) -> list[Problem]:
+        import trio
+
+        return await trio.to_thread.run_sync(self._scan)
+
+    def _known(self, db_path: str) -> set[str] | None:
+        import sqlite3
+
+        try:
+            conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+            try:
+                return {str(r[0]) for r in conn.execute("SELECT path FROM artifacts")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            return None  # the database check reports it
+
+    def _scan(self) -> list[Problem]:
+        from air.doctor.checks import session_lock_held
+        from air.doctor.service import Fix, Problem, issue
+
+        problems: list[Problem] = []
+        try:
+            sids = sorted(os.listdir(self.sessions))
+        except OSError:
+            return problems
+        for sid in sids:
+            root = os.path.join(self.sessions, sid, "artifacts")
+            db_path = os.path.join(self.sessions, sid, "session.db")
+            if not os.path.isdir(root) or session_lock_held(self.project_root, sid):
+                continue
+            known = self._known(db_path) if os.path.isfile(db_path) else None
+            if known is None:
+                continue
+            stray = [
+                n
+                for n in sorted(os.listdir(root))
+                if os.path.isfile(os.path.join(root, n)) and os.path.join(root, n) not in known
+            ]
+            if not stray:
+                continue
+            self.facts[sid] = stray
+            problems.append(
+                Problem(
+                    issue(
+                        f"{self.name}.{sid}",
+                        "warning",
+                        f"{len(stray)} file(s) in {root} are not recorded artifacts: "
+                        + ", ".join(stray[:5]),
+                        "Run `air doctor --fix`: well-named files are registered, others moved "
+                        f"to {os.path.join(self.sessions, sid, 'quarantine')}.",
+                        fix="register or quarantine them",
+                    ),
+                    Fix(
+                        f"recover the artifacts of session {sid}",
+                        (os.path.join(self.sessions, sid),),
+                        self._recover(sid, db_path, root),
+                    ),
+                )
+            )
+        return problems
+
+    def _recover(self, sid: str, db_path: str, root: str) -> Any:
+        async def recover() -> str:
+            import trio
+
+            return await trio.to_thread.run_sync(self._recover_sync, sid, db_path, root)
+
+        return recover
+
+    def _recover_sync(self, sid: str, db_path: str, root: str) -> str:
+        from air.artifacts.store import ArtifactStore, recover_orphan_artifacts
+        from air.events.store import EventStore
+        from air.store.session_db import open_session_database
+
+        db = open_session_database(db_path, must_exist=True)
+        try:
+            store = ArtifactStore(
+                EventStore(db), project_id=self.project_id, session_id=sid, artifact_root=root
+            )
+            done = recover_orphan_artifacts(store)
+        finally:
+            db.close()
+        return (
+            f"registered {len(done.registered)}, quarantined {len(done.quarantined)}, "
+            f"removed {len(done.removed_temp)} temporary file(s)"
+        )
+
+
+def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
+    """Every capability air uses, in the order they are checked."""
+    from air.cli.run import load_models_checked
+    from air.doctor.checks import (
+        DatabaseCheck,
+        ProbeCheck,
+        ProviderCheck,
+        ToolCheck,
+        is_cpp_project,
+    )
+    from air.tools.sandbox import check_sandbox_available
+
+    checks: list[DoctorCheck] = [
+        ToolCheck(
+            "git",
+            "git",
+            severity="warning",
+            why="worktree isolation, merges and backups need it",
+            user_action="Install git (apt-get install git) and put it on PATH.",
+        ),
+        ProbeCheck("sandbox", check_sandbox_available, severity="blocking"),
+        ToolCheck(
+            "tmux",
+            "tmux",
+            severity="info",
+            why="optional: the console's terminal tests and long sessions",
+            user_action="Install tmux if you want to keep sessions in a terminal multiplexer.",
+            version_args=("-V",),
+        ),
+    ]
+    if project_root is not None and is_cpp_project(project_root):
+        cpp = [
+            ("cpp.compiler", ("g++", "clang++", "c++"), "blocking", "builds need a C++ compiler"),
+            ("cpp.cmake", "cmake", "warning", "CMake projects are configured with it"),
+            ("cpp.build_tool", ("ninja", "make"), "warning", "CMake generates Ninja or Make files"),
+            ("cpp.cppcheck", "cppcheck", "warning", "static analysis of changes"),
+            ("cpp.clangd", "clangd", "info", "symbol queries (optional)"),
+        ]
+        for name, program, severity, why in cpp:
+            checks.append(
+                ToolCheck(
+                    name,
+                    program,
+                    severity=severity,  # type: ignore[arg-type]
+                    why=why,
+                    user_action=f"Install {program if isinstance(program, str) else program[0]} "
+                    "with your system's package manager.",
+                )
+            )
+    checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
+    if project_root is not None:
+        checks += [
+            RunRecordsCheck(project_root),
+            WorktreeCheck(project_root),
+            DatabaseCheck(project_root),
+        ]
+        if project_id is not None:
+            checks.append(ArtifactsCheck(project_root, project_id))
+    return checks
+
+
+def make_gate(project_root: str | None) -> Any:
+    """The fix gate: each path a repair writes is classified by the PermissionEngine's
+    PathClassifier; only air's own state (``air_internal``) may be written — never credentials,
+    system files, the user's sources or anything outside the project."""
+    from air.security.paths import PathClassifier
+
+    classifier = PathClassifier()
+
+    def authorize(fix: Fix) -> str | None:
+        if project_root is None:
+            return "no project"
+        for path in fix.writes:
+            got = classifier.classify(path, project_root, for_write=True)
+            if got.category.value not in FIXABLE_CATEGORIES:
+                return f"refused to write {path} ({got.category.value}: {got.reason})"
+        return None
+
+    return authorize
+
+
+def _print(report: DoctorReport, out: Any) -> None:
+    marks = {"info": "info", "warning": "WARN", "blocking": "FAIL"}
+    for found in report.issues:
+        out.write(f"{marks[found.severity]:<4}  {found.check}: {found.message}\n")
+        if found.user_action:
+            out.write(f"      what to do: {found.user_action}\n")
+    for fix in report.fixes:
+        out.write(f"{fix.status:<7} {fix.check}: {fix.detail}\n")
+    if report.facts.get("skipped"):
+        out.write("the other checks were skipped: fix the bootstrap problem first\n")
+    problems = len(report.problems)
+    fixed = sum(f.status == "fixed" for f in report.fixes)
+    if not problems:
+        out.write("air doctor: no problems found\n")
+    elif report.fixes:
+        out.write(
+            f"air doctor: {problems} problem(s) found, {fixed} repair(s) done; "
+            "run `air doctor` again to see what is left\n"
+        )
+    else:
+        out.write(f"air doctor: {problems} problem(s) found\n")
+
+
+def run_doctor(args: dict[str, Any]) -> int:
+    import trio
+
+    from air import __version__
+    from air.contracts import AirException
+    from air.contracts.platform import DoctorMode, DoctorRunInput
+    from air.doctor.service import DoctorService
+    from air.session.project import ProjectStore
+
+    start = os.path.abspath(args.get("--project") or os.getcwd())
+    if args.get("--project") and not os.path.isdir(start):
+        raise AirException.of(
+            kind="not_found",
+            message=f"no directory {start}",
+            user_action="Pass --project PATH of an air project (see `air init`).",
+        )
+    project = ProjectStore().locate(start)
+    root = project.project_root if project is not None else None
+    pid = project.project_id if project is not None else None
+    mode = DoctorMode.FIX if args.get("--fix") else DoctorMode.READ_ONLY
+    service = DoctorService(root, build_checks(root, pid), authorize=make_gate(root))
+    report = trio.run(service.run, DoctorRunInput(mode=mode))
+    if root is None:
+        report.facts["project"] = f"no air project at or above {start}"
+    bundle = args.get("--bundle")
+    if bundle:
+        from air.doctor.bundle import write_bundle
+        from air.security.redact import SecretRedactor
+
+        names = write_bundle(
+            bundle,
+            report,
+            redactor=SecretRedactor(),
+            project_root=root,
+            environ=os.environ,
+            air_version=__version__,
+        )
+        report.facts["bundle"] = {"path": os.path.abspath(bundle), "members": names}
+    if args.get("--json"):
+        sys.stdout.write(json.dumps(report.to_json(), default=str) + "\n")
+    else:
+        _print(report, sys.stdout)
+        if bundle:
+            print(f"bundle written: {os.path.abspath(bundle)} (local only, secrets redacted)")
+    return 0 if not report.problems else 1
