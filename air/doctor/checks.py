@@ -207,7 +207,9 @@ class ProviderCheck:
                         self.name,
                         "info",
                         "no model provider is configured",
-                        "Create ~/.air/models.yaml (see `air provider list`) to run real tasks.",
+                        "Set ANTHROPIC_API_KEY or OPENAI_API_KEY (OPENAI_BASE_URL for a local "
+                        "server), or write ~/.air/models.yaml (`air init --models` writes a "
+                        "template) to run real tasks.",
                     )
                 )
             )
