@@ -148,9 +148,12 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         print(f"air {__version__}")
         return EXIT_OK
     command = _route(args, runner_factory)
-    from air.cli.doctor import setup_logging
+    if not (args["run"] and args["--headless"]):
+        # a headless run attaches its logs itself, once its spare worker is started: the
+        # redactor's imports must not delay the worker's (IMPL-START-2)
+        from air.cli.doctor import setup_logging
 
-    setup_logging()
+        setup_logging()
     try:
         return command(args)
     except KeyboardInterrupt:

@@ -147,6 +147,9 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
     # first: the spare imports on the other core (IMPL-START-2)
     spare = _start_up(argv_options, fake=runner_factory is not None)
     try:
+        from air.cli.doctor import setup_logging
+
+        setup_logging()  # air.log / air.developer.log (SDD §16.2), after the spare started
         return _run_headless(argv_options, spare, runner_factory)
     finally:
         if spare is not None:
