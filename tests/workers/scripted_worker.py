@@ -8,6 +8,7 @@ stdin. A step is one of:
   (with ``"expect": status``, another status makes it exit 1 without a result).
 - ``{"event": type, "payload": {...}}``: an ``event`` message of that type (``"version"``:
   1 unless the step names one; ``null`` leaves the field out).
+- ``{"log": text}``: a ``log`` message; ``{"exit": code}``: exit now, without a result.
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
   the start message's unless the step names them, every other field is the step's.
 
@@ -54,6 +55,10 @@ def main() -> None:
             if event["version"] is None:
                 del event["version"]
             send("event", {**event, "payload": step.get("payload") or {}})
+        elif "log" in step:
+            send("log", {"level": "info", "message": step["log"]})
+        elif "exit" in step:
+            raise SystemExit(step["exit"])
         elif "result" in step:
             result = {
                 "task_id": spec["id"],
