@@ -480,3 +480,41 @@ async def test_worker_logs_reach_the_failure_record(env: Env) -> None:
     assert log_id is not None
     text = read_text(env.artifacts.refs[str(log_id)].path)
     assert text.splitlines()[0] == "about to give up"
+
+
+async def test_a_worker_reported_protocol_error_ends_the_attempt(env: Env) -> None:
+    request = scripted(env.request(), [{"protocol_error": "confused"}, claim(changed_files=[])])
+    outcome = await supervise(env, request)
+    assert outcome.kind == "protocol_error"
+    assert outcome.result is None
+    assert outcome.transient is False
+    assert outcome.error is not None
+    assert outcome.error.message == "the worker reported a protocol error"
+    assert env.events.types(request.agent_id)[-1] == "agent.failed"
+
+
+async def test_tools_run_in_the_tasks_scope(env: Env) -> None:
+    (env.root / "docs").mkdir()
+    blocked = {**EDIT, "expect": "!ok"}
+    scopes: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
+        "write_area": ({"write_area": ["docs"]}, [READ, blocked]),
+        "allowed_paths": ({"allowed_paths": ["docs"]}, [READ, blocked]),
+        "denied_paths": ({"denied_paths": ["src"]}, [{**READ, "expect": "!ok"}]),
+    }
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str) -> None:
+        scope, steps = scopes[name]
+        request = env.request()
+        spec = request.task_spec
+        spec = spec.model_copy(update={"scope": spec.scope.model_copy(update=scope)})
+        request = request.model_copy(update={"task_spec": spec})
+        steps = [*steps, claim(changed_files=[], result={"changes_made": False})]
+        outcomes[name] = await supervise(env, scripted(request, steps))
+
+    async with trio.open_nursery() as nursery:
+        for name in scopes:
+            nursery.start_soon(one, name)
+    for name, outcome in outcomes.items():
+        assert outcome.kind == "result", (name, outcome.error.detail if outcome.error else None)
+    assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
