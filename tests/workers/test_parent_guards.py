@@ -518,3 +518,10 @@ async def test_tools_run_in_the_tasks_scope(env: Env) -> None:
     for name, outcome in outcomes.items():
         assert outcome.kind == "result", (name, outcome.error.detail if outcome.error else None)
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
+
+
+async def test_a_reviewers_tools_run_with_the_reviewer_template(env: Env) -> None:
+    steps = [READ, {**EDIT, "expect": "!ok"}, claim(result={"verdict": "approved"})]
+    outcome = await supervise(env, scripted(env.request(type=TaskType.REVIEW), steps))
+    assert outcome.kind == "result", outcome.error.detail if outcome.error else None
+    assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
