@@ -936,10 +936,42 @@ _SHELL = [
     "echo -- x",
 ]
 
+_EDGES = [
+    "python3.11 -c 'x'",
+    "python -u script.py arg",
+    "python src/../tool.py",
+    "bash a/../b.sh",
+    "tar cf $OUT src",
+    "tar -c -f",
+    "tar -cf out.tar",
+    "git config --global --get-regexp x",
+    "git config --global -l",
+    "git config --global --get-all x",
+    "yarn exec x",
+    "yarn t",
+    "find . -exec ls {} + -delete",
+    "sed '1 w out.txt' file",
+    "env LD_BIND_NOW=1 ls",
+    "env DYLD_PRINT_LIBRARIES=1 ls",
+    "ln -fnvs a b",
+    "nice - make",
+    'sh -c "sh -c \'sh -c \\"sh -c ls\\"\'"',
+    "sh -c 'sh -c \"sh -c ls\"'",
+    "nice sh -c 'nice sh -c \"nice sh -c ls\"'",
+    'sudo sh -c \'sudo sh -c "sudo sh -c \\"sudo sh -c ls\\""\'',
+]
+
 
 def commands() -> list[str]:
     """Every command line of the table, in order, without duplicates."""
-    lines = [*_TABLE_PROGRAMS, *(f"{p} arg" for p in _TABLE_PROGRAMS), *_HANDLED, *_GIT, *_SHELL]
+    lines = [
+        *_TABLE_PROGRAMS,
+        *(f"{p} arg" for p in _TABLE_PROGRAMS),
+        *_HANDLED,
+        *_GIT,
+        *_SHELL,
+        *_EDGES,
+    ]
     seen: dict[str, None] = {}
     for line in lines:
         seen.setdefault(line, None)

@@ -734,3 +734,84 @@ def test_a_commands_build_directory_is_not_bounded_by_the_write_area(
     assert [i.action for i in items(engine.explain(denied), "write")] == [A.DENY]
     outside = ctx(root, tool_name="shell.run", command="make -C ../elsewhere")
     assert [i.action for i in items(engine.explain(outside), "write")] == [A.ASK_USER]
+
+
+def test_items_carry_their_key_and_classification_in_every_branch(root: Path, home: Path) -> None:
+    workspace = root / ".air" / "local" / "wt"
+    (workspace / "src").mkdir(parents=True)
+    (workspace / "src" / "a.py").write_text("x\n")
+    os.link(workspace / "src" / "a.py", root.parent / "elsewhere" / "twin.py")
+    os.symlink(root.parent / "elsewhere", workspace / "out")
+    engine = engine_for(home)
+    wsa = str(workspace / "src" / "a.py")
+
+    def write(path: str, **kw: Any) -> Item:
+        return only(
+            engine.explain(ctx(root, workspace_root=str(workspace), write_paths=[path], **kw)),
+            "write",
+        )
+
+    def read(path: str, **kw: Any) -> Item:
+        return only(
+            engine.explain(
+                ctx(
+                    root,
+                    tool_name="fs.read",
+                    workspace_root=str(workspace),
+                    read_paths=[path],
+                    **kw,
+                )
+            ),
+            "read",
+        )
+
+    # relative paths are the workspace's; a hard-linked file is a link out only for writes
+    hard = write("src/a.py")
+    assert (hard.action, hard.key) == (A.DENY, wsa)
+    assert hard.path is not None
+    assert hard.path.via_link
+    assert read("src/a.py").action == A.ALLOW
+    for item, action in [
+        (write("src/new.py", denied_paths=["src"]), A.DENY),
+        (write("src/new.py", write_area=["docs"]), A.BLOCK),
+        (write("src/new.py", permission_template=T.REVIEWER), A.DENY),
+        (write("src/new.py"), A.ALLOW),
+        (read("src/a.py", denied_paths=[str(workspace / "src")]), A.DENY),
+        (read("src/a.py"), A.ALLOW),
+    ]:
+        assert item.action == action, item
+        assert item.key.startswith(str(workspace / "src")), item
+        assert item.path is not None
+        assert item.path.resolved_path == item.key
+    link = write("out/f")
+    assert (link.action, link.key) == (A.DENY, str(root.parent / "elsewhere" / "f"))
+    assert link.path is not None
+    key = str(home / ".ssh" / "id_rsa")
+    cred = read(key)
+    assert (cred.key, cred.path is not None) == (key, True)
+    dynamic_read = read("$X")
+    assert (dynamic_read.key, dynamic_read.path is not None) == ("$X", True)
+    dynamic_write = write("$X")
+    assert (dynamic_write.key, dynamic_write.path is not None) == ("$X", True)
+    net = only(
+        engine.explain(ctx(root, tool_name="web.get", network=True, network_granted=True)),
+        "network",
+    )
+    assert net.key == "web.get"
+
+
+def test_home_rules_and_scope_denials_that_no_allow_lifts(root: Path, home: Path) -> None:
+    notes = home / "notes"
+    notes.mkdir()
+    engine = engine_for(home, "rules:\n  - action: deny\n    path: '~/notes/**'\n")
+    assert engine.evaluate_sync(ctx(root, write_paths=[str(notes / "x")])).action == A.DENY
+    assert engine.evaluate_sync(ctx(root, write_paths=[str(home / "other")])).action == A.ASK_USER
+    specific = engine_for(
+        home, "rules:\n  - action: allow\n    path: 'src/a.py'\n    sensitive: true\n"
+    )
+    denied = ctx(root, write_paths=["src/a.py"], denied_paths=["src"])
+    assert only(specific.explain(denied), "write").action == A.DENY
+    read_denied = ctx(root, tool_name="fs.read", read_paths=["src/a.py"], denied_paths=["src"])
+    assert only(specific.explain(read_denied), "read").action == A.DENY
+    lenient = PermissionEngine.from_files(str(root), home=str(home), headless_allow_ask=True)
+    assert lenient.headless_allow_ask is True

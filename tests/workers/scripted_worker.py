@@ -5,9 +5,12 @@ written as JSON in its task's description, in order, then waits for the parent t
 stdin. A step is one of:
 
 - ``{"call": name, "input": {...}}``: a ``tool.call``; the worker waits for its ``tool.result``
-  (with ``"expect": status``, another status makes it exit 1 without a result).
+  (with ``"expect": status``, another status makes it exit 1 without a result; ``"!ok"``
+  expects anything but ``ok``).
 - ``{"event": type, "payload": {...}}``: an ``event`` message of that type (``"version"``:
   1 unless the step names one; ``null`` leaves the field out).
+- ``{"protocol_error": text}``: a ``protocol.error`` message (its error is not an AirError).
+- ``{"log": text}``: a ``log`` message; ``{"exit": code}``: exit now, without a result.
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
   the start message's unless the step names them, every other field is the step's.
 
@@ -34,7 +37,8 @@ def _call(name: str, input: dict[str, Any], expect: str | None) -> None:
             raise SystemExit(0)
         if msg.get("kind") == "tool.result" and msg.get("correlation_id") == call_id:
             status = msg["payload"].get("status")
-            if expect is not None and status != expect:
+            refused = expect is not None and expect.startswith("!") and status == expect[1:]
+            if refused or (expect is not None and not expect.startswith("!") and status != expect):
                 raise SystemExit(f"{name} ended {status}, expected {expect}: {msg['payload']}")
             return
 
@@ -54,6 +58,12 @@ def main() -> None:
             if event["version"] is None:
                 del event["version"]
             send("event", {**event, "payload": step.get("payload") or {}})
+        elif "log" in step:
+            send("log", {"level": "info", "message": step["log"]})
+        elif "protocol_error" in step:
+            send("protocol.error", {"error": {"message": step["protocol_error"]}})
+        elif "exit" in step:
+            raise SystemExit(step["exit"])
         elif "result" in step:
             result = {
                 "task_id": spec["id"],

@@ -25,7 +25,7 @@ from air.contracts import AgentType, ErrorKind, TaskType, WorkerStatus, make_air
 from air.contracts.ids import new_id
 from air.events.payloads import PAYLOADS
 from air.nursery.seams import SuperviseRequest, TaskOutcome
-from tests.workers.conftest import Env, text_turn
+from tests.workers.conftest import Env, read_text, text_turn
 
 WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]
 FAST = {"kill_grace_s": 0.5, "exit_grace_s": 2.0, "handshake_timeout_s": 20.0}
@@ -94,7 +94,10 @@ async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None
     assert outcome.result is not None
     assert outcome.result.error is not None
     assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
-    assert VERIFY in outcome.result.error.message
+    assert outcome.result.error.message == (
+        f"verification commands did not pass through shell.run: {VERIFY}"
+    )
+    assert outcome.result.error.user_action == "Fix the change so the verification commands pass."
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 2\n"
     assert env.events.types(request.agent_id)[-1] == "agent.completed"
     # the tools ran in this attempt's context
@@ -177,7 +180,10 @@ async def test_a_completed_result_with_an_invalid_payload_is_downgraded(env: Env
     assert outcome.result is not None
     assert outcome.result.error is not None
     assert outcome.result.error.kind == ErrorKind.VALIDATION_ERROR
-    assert "ReviewerResult" in outcome.result.error.message
+    assert outcome.result.error.message == (
+        "the result does not match ReviewerResult: "
+        "Input should be 'approved', 'changes_requested' or 'blocked'"
+    )
 
 
 async def test_payload_contract_is_the_agent_types_and_failures_stay_failures(env: Env) -> None:
@@ -406,5 +412,116 @@ async def test_a_result_for_another_task_or_agent_is_a_protocol_error(env: Env) 
         assert outcome.kind == "protocol_error", (name, outcome)
         assert outcome.result is None
         assert outcome.error is not None
-        assert "another task or agent" in outcome.error.message
+        assert outcome.error.message == "a worker result names another task or agent"
         assert env.events.types(request.agent_id)[-1] == "agent.failed"
+
+
+async def test_either_claim_of_a_change_needs_verification(env: Env) -> None:
+    second = "test -f src/app.py"
+    cases = {
+        # changed files without changes_made, changes_made without changed files
+        "files": claim(result={"changes_made": False}, verification=[]),
+        "flag": claim(changed_files=[], verification=[]),
+        # no change at all: nothing to verify
+        "none": claim(changed_files=[], result={"changes_made": False}, verification=[]),
+        # a failure keeps its own error
+        "failed": claim("failed", verification=[]),
+    }
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str) -> None:
+        request = scripted(env.request(commands=[VERIFY, second]), [cases[name]])
+        outcomes[name] = await supervise(env, request)
+
+    async with trio.open_nursery() as nursery:
+        for name in cases:
+            nursery.start_soon(one, name)
+    for name in ("files", "flag"):
+        result = outcomes[name].result
+        assert result is not None
+        assert result.status == WorkerStatus.FAILED, name
+        assert result.error is not None
+        assert result.error.message == (
+            f"verification commands did not pass through shell.run: {VERIFY}, {second}"
+        )
+    assert final_status(outcomes["none"]) == WorkerStatus.COMPLETED
+    failed = outcomes["failed"].result
+    assert failed is not None
+    assert failed.status == WorkerStatus.FAILED
+    assert failed.error is None
+
+
+async def test_a_huge_summary_is_capped_with_the_full_text_in_an_artifact(env: Env) -> None:
+    summary = "line\n" * 3000
+    request = scripted(
+        env.request(),
+        [claim(changed_files=[], result={"changes_made": False}, summary=summary, raw_text="x")],
+    )
+    outcome = await supervise(env, request)
+    result = outcome.result
+    assert result is not None
+    assert result.raw_text == "x"
+    assert len(result.artifacts) == 1
+    ref = result.artifacts[0]
+    assert result.summary == (
+        "line\n" * 1999 + "line" + f"\n[truncated; full text in artifact {ref.artifact_id}]"
+    )
+    assert read_text(ref.path) == summary
+    assert env.artifacts.contexts[ref.artifact_id].agent_id == request.agent_id
+
+
+async def test_worker_logs_reach_the_failure_record(env: Env) -> None:
+    request = scripted(env.request(), [{"log": "about to give up"}, {"exit": 3}])
+    outcome = await supervise(env, request)
+    assert outcome.kind == "crashed"
+    assert outcome.exit_code == 3
+    assert outcome.error is not None
+    log_id = (outcome.error.metadata or {}).get("stderr_artifact_id")
+    assert log_id is not None
+    text = read_text(env.artifacts.refs[str(log_id)].path)
+    assert text.splitlines()[0] == "about to give up"
+
+
+async def test_a_worker_reported_protocol_error_ends_the_attempt(env: Env) -> None:
+    request = scripted(env.request(), [{"protocol_error": "confused"}, claim(changed_files=[])])
+    outcome = await supervise(env, request)
+    assert outcome.kind == "protocol_error"
+    assert outcome.result is None
+    assert outcome.transient is False
+    assert outcome.error is not None
+    assert outcome.error.message == "the worker reported a protocol error"
+    assert env.events.types(request.agent_id)[-1] == "agent.failed"
+
+
+async def test_tools_run_in_the_tasks_scope(env: Env) -> None:
+    (env.root / "docs").mkdir()
+    blocked = {**EDIT, "expect": "!ok"}
+    scopes: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {
+        "write_area": ({"write_area": ["docs"]}, [READ, blocked]),
+        "allowed_paths": ({"allowed_paths": ["docs"]}, [READ, blocked]),
+        "denied_paths": ({"denied_paths": ["src"]}, [{**READ, "expect": "!ok"}]),
+    }
+    outcomes: dict[str, TaskOutcome] = {}
+
+    async def one(name: str) -> None:
+        scope, steps = scopes[name]
+        request = env.request()
+        spec = request.task_spec
+        spec = spec.model_copy(update={"scope": spec.scope.model_copy(update=scope)})
+        request = request.model_copy(update={"task_spec": spec})
+        steps = [*steps, claim(changed_files=[], result={"changes_made": False})]
+        outcomes[name] = await supervise(env, scripted(request, steps))
+
+    async with trio.open_nursery() as nursery:
+        for name in scopes:
+            nursery.start_soon(one, name)
+    for name, outcome in outcomes.items():
+        assert outcome.kind == "result", (name, outcome.error.detail if outcome.error else None)
+    assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
+
+
+async def test_a_reviewers_tools_run_with_the_reviewer_template(env: Env) -> None:
+    steps = [READ, {**EDIT, "expect": "!ok"}, claim(result={"verdict": "approved"})]
+    outcome = await supervise(env, scripted(env.request(type=TaskType.REVIEW), steps))
+    assert outcome.kind == "result", outcome.error.detail if outcome.error else None
+    assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
