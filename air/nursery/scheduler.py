@@ -239,9 +239,11 @@ class Scheduler:
             node.status = TaskStatus.FAILED
             node.final = True
             return
-        await self._record_end(node, "task.cancelled", {"reason": reason})
+        # the node is cancelled before the record is awaited: a wave that planned it and starts
+        # it meanwhile must see that it is no longer pending (see ``_run_task``)
         node.status = TaskStatus.CANCELLED
         node.final = True
+        await self._record_end(node, "task.cancelled", {"reason": reason})
 
     def cancel(self, reason: str = "run cancelled") -> None:
         """Cancel the whole run cooperatively (running tasks end ``interrupted``)."""
@@ -425,6 +427,8 @@ class Scheduler:
 
     async def _run_task(self, entry: WavePlanEntry) -> None:
         node = self.graph.tasks[entry.task_id]
+        if node.status != TaskStatus.PENDING:
+            return  # cancelled between the wave's planning and this start: nothing to run
         spec = node.spec
         attempt_index = node.attempts + 1  # attempts are numbered from 1 (task_attempts)
         agent_id = self.ids.agent_id()

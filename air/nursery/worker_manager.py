@@ -543,6 +543,12 @@ class WorkerManager:
 
     async def _handle(self, run: _Run, msg: IpcEnvelope, nursery: trio.Nursery) -> bool:
         assert run.proc is not None
+        if msg.agent_id != run.request.agent_id or msg.session_id != run.request.session_id:
+            # a worker speaks for itself only: its stdout is its own agent's channel
+            raise ProtocolViolation(
+                f"a message names agent {msg.agent_id} of session {msg.session_id}, not this "
+                f"worker's ({run.request.agent_id})"
+            )
         kind = msg.kind
         if kind == "event":
             await self._worker_event(run, msg)
@@ -576,10 +582,11 @@ class WorkerManager:
         model = PAYLOADS.get((etype, version))
         if model is None:
             raise ProtocolViolation(f"a worker emitted an unknown event type {etype} v{version}")
+        # the parent names whose event it is: a worker cannot speak for another agent or task
         if "agent_id" in model.model_fields:
-            inner.setdefault("agent_id", run.request.agent_id)
+            inner["agent_id"] = run.request.agent_id
         if "task_id" in model.model_fields:
-            inner.setdefault("task_id", run.request.task_spec.id)
+            inner["task_id"] = run.request.task_spec.id
         try:
             model.model_validate(inner)
         except ValidationError as exc:

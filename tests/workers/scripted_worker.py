@@ -11,6 +11,8 @@ stdin. A step is one of:
   1 unless the step names one; ``null`` leaves the field out).
 - ``{"protocol_error": text}``: a ``protocol.error`` message (its error is not an AirError).
 - ``{"log": text}``: a ``log`` message; ``{"exit": code}``: exit now, without a result.
+- ``{"as_agent": id}``: every later message's envelope names agent ``id`` (a worker posing
+  as another agent).
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
   the start message's unless the step names them, every other field is the step's.
 
@@ -25,6 +27,7 @@ import json
 import uuid
 from typing import Any
 
+from air.testing.workers import _proto
 from air.testing.workers._proto import handshake, read_line, send
 
 
@@ -58,6 +61,8 @@ def main() -> None:
             if event["version"] is None:
                 del event["version"]
             send("event", {**event, "payload": step.get("payload") or {}})
+        elif "as_agent" in step:
+            _proto._state["agent_id"] = step["as_agent"]
         elif "log" in step:
             send("log", {"level": "info", "message": step["log"]})
         elif "protocol_error" in step:

@@ -525,3 +525,30 @@ async def test_a_reviewers_tools_run_with_the_reviewer_template(env: Env) -> Non
     outcome = await supervise(env, scripted(env.request(type=TaskType.REVIEW), steps))
     assert outcome.kind == "result", outcome.error.detail if outcome.error else None
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 1\n"
+
+
+async def test_a_worker_speaks_only_for_its_own_agent_and_task(env: Env) -> None:
+    """An envelope naming another agent ends the worker with a protocol error; an event payload
+    naming another agent or task is recorded under the worker's own."""
+    other = new_id("agt")
+    posing = scripted(env.request(), [{"as_agent": other}, {"log": "hello"}])
+    outcome = await supervise(env, posing)
+    assert outcome.kind == "protocol_error", outcome
+    assert outcome.error is not None
+    assert f"names agent {other}" in outcome.error.message
+    assert env.events.types(posing.agent_id)[-1] == "agent.failed"
+
+    spoofed = {"agent_id": other, "task_id": "task_x", "message_id": "m1", "content": []}
+    nothing = claim(changed_files=[], result={"changes_made": False}, verification=[])
+    spoof = scripted(
+        env.request(), [{"event": "assistant.message.created", "payload": spoofed}, nothing]
+    )
+    await supervise(env, spoof)
+    named = [
+        e.payload
+        for _, e in env.events.events
+        if e.type == "assistant.message.created" and e.source.id == spoof.agent_id
+    ]
+    assert len(named) == 1, "the worker's event was recorded"
+    assert (named[0]["agent_id"], named[0]["task_id"]) == (spoof.agent_id, spoof.task_spec.id)
+    assert not env.events.types(other), "nothing is recorded under the other agent"
