@@ -1,47 +1,23 @@
-"""The ``air`` command line: docopt-ng usage, dispatch to one module per command.
+"""The ``air`` command line: docopt-ng usage per command, dispatch to one module per command.
 
-Owns: the usage text, argument parsing, and the translation of ``AirException`` into a clear
-message and exit code. Every command module is imported lazily, only when it runs, so
-``air --help`` and ``air --version`` import neither Trio, pydantic, httpx nor anthropic.
+Owns: every command's usage text (``COMMANDS``), the top-level usage built from them, argument
+parsing (one docopt call over the chosen command's own usage, so ``air COMMAND --help`` shows
+just that command), the one-line messages for a bad command or option (IMPL-REL-1), and the
+translation of ``AirException`` into a clear message and exit code. Every command module is
+imported lazily, only when it runs, so ``air --help`` and ``air --version`` import neither
+Trio, pydantic, httpx nor anthropic.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from air import __version__
 
-USAGE = """air — a local AI coding-agent runtime.
-
-Usage:
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
-  air resume [--session SID] [--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]
-  air init [PATH] [--name NAME]
-  air demo [--dir DIR]
-  air history [--session SID] [--project PATH] [--json]
-  air session list [--project PATH]
-  air provider list [--project PATH]
-  air provider current [--project PATH]
-  air --version
-  air -h | --help
-
-Commands:
-  run --headless  Run the tasks of BATCH (a YAML file) in waves of worker processes. Exit 0
-                  when every task completed, 1 when one failed or is blocked, 2 for bad
-                  input (nothing is started), 130 when cancelled (the first Ctrl-C, SIGTERM
-                  or SIGHUP cancels, a second one kills).
-  resume          Recover a session after a crash or Ctrl-C and finish its tasks.
-  init            Make PATH (default: the current directory) an air project (.air/).
-  demo            Record a small realistic run in a new temporary project and print its history.
-  history         Print a session's recorded events (default: the most recent session).
-  session list    List the sessions of the project.
-  provider list   List the configured providers and models (read-only).
-  provider current
-                  Show the provider and model a new session would use (read-only).
-
-Options:
+_RUN_OPTIONS = """\
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
@@ -51,14 +27,134 @@ Options:
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
   --review                Review every completed code change (a review task per task).
   --json                  Stream every event as one JSON object per line on stdout (if
-                          the reader goes away the stream stops and the run goes on).
+                          the reader goes away the stream stops and the run goes on); the
+                          last line is one summary record (type "air.summary").
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
-  --name NAME             Project name (default: the directory name).
-  --dir DIR               Where the demo creates its project (default: a new temporary directory).
-  --session SID           A session id (see `air session list`).
-  -h --help               Show this help.
-  --version               Show the version.
-"""  # noqa: E501
+  -h --help               Show this help."""
+
+_RUN_ARGS = (
+    "[--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] "
+    "[--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]"
+)
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    # name: (one-line summary for `air --help`, the command's own docopt usage)
+    "run": (
+        "Run the tasks of a batch file (YAML) in waves of sandboxed worker processes.",
+        f"""air run --headless: run the tasks of BATCH (a YAML file) in waves of worker processes.
+
+Exit 0 when every task completed, 1 when one failed or is blocked, 2 for bad input (nothing
+is started), 130 when cancelled (the first Ctrl-C, SIGTERM or SIGHUP cancels, a second kills).
+
+Usage:
+  air run --headless BATCH {_RUN_ARGS}
+  air run -h | --help
+
+Options:
+{_RUN_OPTIONS}
+""",
+    ),
+    "resume": (
+        "Recover a session after a crash or Ctrl-C and finish its tasks.",
+        f"""air resume: recover a session after a crash or Ctrl-C and finish its tasks.
+
+Usage:
+  air resume [--session SID] {_RUN_ARGS}
+  air resume -h | --help
+
+Options:
+  --session SID           The session to resume (default: the most recent one).
+{_RUN_OPTIONS}
+""",
+    ),
+    "init": (
+        "Make a directory an air project (.air/).",
+        """air init: make PATH (default: the current directory) an air project (.air/).
+
+Usage:
+  air init [PATH] [--name NAME]
+  air init -h | --help
+
+Options:
+  --name NAME  Project name (default: the directory name).
+  -h --help    Show this help.
+""",
+    ),
+    "demo": (
+        "Record a small realistic run in a new temporary project and print its history.",
+        """air demo: record a small realistic run in a new temporary project and print its history.
+
+Usage:
+  air demo [--dir DIR]
+  air demo -h | --help
+
+Options:
+  --dir DIR  Where the demo creates its project (default: a new temporary directory).
+  -h --help  Show this help.
+""",
+    ),
+    "history": (
+        "Print a session's recorded events (default: the most recent session).",
+        """air history: print a session's recorded events (default: the most recent session).
+
+Usage:
+  air history [--session SID] [--project PATH] [--json]
+  air history -h | --help
+
+Options:
+  --session SID   A session id (see `air session list`).
+  --project PATH  The project directory (default: found by walking up from here).
+  --json          One JSON object per event.
+  -h --help       Show this help.
+""",
+    ),
+    "session": (
+        "List the sessions of the project (`air session list`).",
+        """air session list: list the sessions of the project.
+
+Usage:
+  air session list [--project PATH]
+  air session -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "provider": (
+        "Show the configured providers and models, or the one a new session uses (read-only).",
+        """air provider: the configured model providers (read-only).
+
+  list     List the configured providers and models.
+  current  Show the provider and model a new session would use.
+
+Usage:
+  air provider list [--project PATH]
+  air provider current [--project PATH]
+  air provider -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+}
+"""Every command: its summary line and its own usage (what ``air COMMAND --help`` prints)."""
+
+
+def _top_usage() -> str:
+    lines = ["air — a local AI coding-agent runtime.", "", "Usage:"]
+    for _name, (_summary, usage) in COMMANDS.items():
+        section = usage.split("Usage:\n", 1)[1].split("\n\n", 1)[0]
+        lines += [line for line in section.splitlines() if "-h | --help" not in line]
+    lines += ["  air --version", "  air -h | --help", "", "Commands:"]
+    for name, (summary, _usage) in COMMANDS.items():
+        lines.append(f"  {name:<10}{summary}")
+    lines += ["", "Run `air COMMAND --help` for a command's options.", ""]
+    return "\n".join(lines)
+
+
+USAGE = _top_usage()
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -67,38 +163,108 @@ EXIT_INTERNAL = 3
 EXIT_CANCELLED = 130
 
 
-def _route(args: dict[str, Any], runner_factory: Any) -> Callable[[dict[str, Any]], int]:
-    if args["run"]:
+def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
+    if name == "run":
         from air.cli.run import run_headless
 
         return lambda a: run_headless(a, runner_factory)
-    if args["resume"]:
+    if name == "resume":
         from air.cli.resume import run_resume
 
         return lambda a: run_resume(a, runner_factory)
-    if args["init"]:
+    if name == "init":
         from air.cli.init import run_init
 
         return run_init
-    if args["demo"]:
+    if name == "demo":
         from air.cli.demo import run_demo
 
         return run_demo
-    if args["history"]:
+    if name == "history":
         from air.cli.history import run_history
 
         return run_history
-    if args["session"] and args["list"]:
+    if name == "session":
         from air.cli.history import run_session_list
 
         return run_session_list
-    if args["provider"]:
+    if name == "provider":
         from air.cli.provider import run_provider_current, run_provider_list
 
-        if args["list"]:
-            return lambda a: run_provider_list(a["--project"])
-        return lambda a: run_provider_current(a["--project"])
-    raise AssertionError(f"docopt accepted a command with no route: {args}")
+        return lambda a: (run_provider_list if a["list"] else run_provider_current)(a["--project"])
+    raise AssertionError(f"a command with no route: {name}")
+
+
+def _usage_section(usage: str) -> str:
+    return "Usage:\n" + usage.split("Usage:\n", 1)[1].split("\n\n", 1)[0]
+
+
+def _known_options(usage: str) -> set[str]:
+    return set(re.findall(r"(?<![\w-])(--?[A-Za-z][\w-]*)", usage))
+
+
+def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) -> str:
+    """One readable line saying what is wrong with ``air name rest...`` (IMPL-REL-1)."""
+    known = _known_options(usage)
+    for token in rest:
+        if token == "--":
+            break
+        if token.startswith("-") and token != "-" and token.split("=", 1)[0] not in known:
+            return f"air {name}: unknown option {token.split('=', 1)[0]}"
+    first = docopt_message.splitlines()[0] if docopt_message else ""
+    if first.endswith("requires argument"):
+        return f"air {name}: {first.split()[0]} needs a value"
+    if first.endswith("must not have an argument"):
+        return f"air {name}: {first.split()[0]} takes no value"
+    if name == "run" and "--headless" not in rest:
+        return "air run: --headless is required (air run --headless BATCH)"
+    valued = set(re.findall(r"(--?[\w-]+)[ =][A-Z]+", usage))
+    positional = [
+        token
+        for i, token in enumerate(rest)
+        if not token.startswith("-") and (i == 0 or rest[i - 1] not in valued)
+    ]
+    if not positional:
+        return f"air {name}: a required argument is missing"
+    return f"air {name}: these arguments fit none of its usage lines: {' '.join(rest)}"
+
+
+def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
+    """The command and its docopt arguments, or an exit code (help, version, a bad line)."""
+    from docopt import DocoptExit, docopt
+
+    if not argv:
+        print("air: no command given", file=sys.stderr)
+        print(_usage_section(USAGE), file=sys.stderr)
+        print("  what to do: see `air --help` for the commands.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    head = argv[0]
+    if head in ("-h", "--help"):
+        print(USAGE, end="")
+        return EXIT_OK
+    if head == "--version":
+        print(f"air {__version__}")
+        return EXIT_OK
+    if head not in COMMANDS:
+        what = "option" if head.startswith("-") else "command"
+        print(f"air: unknown {what} {head!r} (see `air --help`)", file=sys.stderr)
+        print(_usage_section(USAGE), file=sys.stderr)
+        print("  what to do: see `air --help` for the commands.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    usage = COMMANDS[head][1]
+    rest = argv[1:]
+    before_dashes = rest[: rest.index("--")] if "--" in rest else rest
+    if any(token in ("-h", "--help") for token in before_dashes):
+        print(usage, end="")
+        return EXIT_OK
+    try:
+        args = docopt(usage, argv=argv, default_help=False, version=None)
+    except DocoptExit as exc:
+        print(_bad_arguments(head, usage, rest, str(exc)), file=sys.stderr)
+        print(_usage_section(usage), file=sys.stderr)
+        print(f"  what to do: see `air {head} --help` for its options.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return head, dict(args)
 
 
 def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
@@ -110,26 +276,11 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
             TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
             ``air.cli.run.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
-    from docopt import DocoptExit, docopt
-
-    try:
-        args = docopt(
-            USAGE,
-            argv=list(sys.argv[1:] if argv is None else argv),
-            default_help=False,
-            version=None,
-        )
-    except DocoptExit as exc:
-        print(str(exc), file=sys.stderr)
-        print("  what to do: see `air --help` for the commands and options.", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    if args["--help"]:
-        print(USAGE, end="")
-        return EXIT_OK
-    if args["--version"]:
-        print(f"air {__version__}")
-        return EXIT_OK
-    command = _route(args, runner_factory)
+    parsed = _parse(list(sys.argv[1:] if argv is None else argv))
+    if isinstance(parsed, int):
+        return parsed
+    name, args = parsed
+    command = _route(name, runner_factory)
     try:
         return command(args)
     except KeyboardInterrupt:

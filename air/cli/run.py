@@ -288,8 +288,8 @@ def _bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
 
-def _check_environment(options: HeadlessOptions) -> None:
-    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+def _check_git() -> None:
+    """git on PATH (checked first: without it nothing else about the run matters)."""
     import shutil
 
     if shutil.which("git") is None:
@@ -299,6 +299,11 @@ def _check_environment(options: HeadlessOptions) -> None:
             "Install git (e.g. `apt-get install git`) or put it on PATH, and run again.",
             field="PATH",
         )
+
+
+def _check_environment(options: HeadlessOptions) -> None:
+    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+    _check_git()
     if not os.path.isdir(options.project):
         what = "is not a directory" if os.path.exists(options.project) else "does not exist"
         raise _bad(
@@ -581,10 +586,16 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     from air.tools.shell import check_sandbox_available
 
     outcome: dict[str, int] = {}
-    try:
-        check_sandbox_available()  # no sandbox, no run: never a silent unsandboxed mode
-    except AirException as exc:
-        report_bad_input(exc, options.stderr)
+    problems = []
+    # no git or no sandbox, no run (never a silent unsandboxed mode): say every missing tool
+    for check in (_check_git, check_sandbox_available):
+        try:
+            check()
+        except AirException as exc:
+            problems.append(exc)
+    for problem in problems:
+        report_bad_input(problem, options.stderr)
+    if problems:
         return EXIT_BAD_INPUT
     try:
         trio.run(_main, options, specs, outcome)
