@@ -591,8 +591,8 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     for check in (_check_git, check_sandbox_available):
         try:
             check()
-        except AirException as exc:
-            problems.append(exc)
+        except AirException as problem:
+            problems.append(problem)
     for problem in problems:
         report_bad_input(problem, options.stderr)
     if problems:
