@@ -591,10 +591,10 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     for check in (_check_git, check_sandbox_available):
         try:
             check()
-        except AirException as problem:
-            problems.append(problem)
-    for problem in problems:
-        report_bad_input(problem, options.stderr)
+        except AirException as refused:
+            problems.append(refused)
+    for each in problems:
+        report_bad_input(each, options.stderr)
     if problems:
         return EXIT_BAD_INPUT
     try:
