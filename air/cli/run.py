@@ -1,10 +1,11 @@
 """``air run --headless BATCH``: run a batch file of tasks without the console.
 
 Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part shared with
-``air resume``), the stderr progress reporter, the ``--json`` JSONL event stream, the
-``--junit`` report, the signal policy (first SIGINT/SIGTERM/SIGHUP cancels cooperatively, a
-second kills at once) and the exit codes: 0 every task completed, 1 any failed or blocked, 2 bad
-input (refused before anything is created), 130 cancelled. A closed stdout stops the ``--json``
+``air resume``), the stderr progress reporter, the ``--json`` JSONL event stream, writing
+the ``--junit`` report and the ``--json`` summary record (air/cli/junit.py), the signal
+policy (first SIGINT/SIGTERM/SIGHUP cancels cooperatively, a second kills at once) and the
+exit codes: 0 every task completed, 1 any failed or blocked, 2 bad input (refused before
+anything is created), 130 cancelled. A closed stdout stops the ``--json``
 stream quietly; the run goes on and its exit code is the run's (IMPL-CLI-4).
 
 Usage (in ``air/cli/__init__.py``)::
@@ -16,6 +17,7 @@ Usage (in ``air/cli/__init__.py``)::
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -23,7 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
-from xml.etree import ElementTree
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -177,7 +178,7 @@ class Progress:
         failed = sum(values.count(s) for s in ("failed", "blocked"))
         return done, running, failed, len(values)
 
-    def _stream(self, line: str) -> None:
+    def stream_line(self, line: str) -> None:
         """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
         the stream for good, point stdout at /dev/null (so no later flush fails) and say so
         once on stderr. The run itself goes on."""
@@ -209,7 +210,7 @@ class Progress:
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
-            self._stream(event.model_dump_json() + "\n")
+            self.stream_line(event.model_dump_json() + "\n")
         kind: str = event.type
         payload = event.payload
         if kind == "task.created":
@@ -244,31 +245,6 @@ def _silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
-
-
-def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[str, Any]) -> None:
-    """Write a JUnit XML report: one testcase per task; failed/blocked are failures,
-    cancelled/interrupted are skipped."""
-    suite = ElementTree.Element(
-        "testsuite",
-        name=f"air session {result.session_id}",
-        tests=str(len(specs)),
-        failures=str(len(result.failed_task_ids) + len(result.blocked_task_ids)),
-        skipped=str(len(result.cancelled_task_ids)),
-    )
-    for task_id, spec in specs.items():
-        case = ElementTree.SubElement(suite, "testcase", classname="air.task", name=task_id)
-        case.set("file", spec.title)
-        status = outcomes.get(task_id, "pending")
-        if status in ("failed", "blocked"):
-            failure = ElementTree.SubElement(case, "failure", message=f"task {status}")
-            failure.text = f"{spec.title}: {status}"
-        elif status != "completed":
-            ElementTree.SubElement(case, "skipped", message=f"task {status}")
-    tree = ElementTree.ElementTree(suite)
-    tmp = path + ".tmp"
-    tree.write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
 
 
 @dataclass
@@ -785,16 +761,30 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             file=options.stderr,
             flush=True,
         )
-        if options.junit:
-            all_specs = {n.task_id: n.spec for n in scheduler.graph.tasks.values()}
-            statuses = {n.task_id: n.status.value for n in scheduler.graph.tasks.values()}
-            write_junit(options.junit, result, all_specs, statuses)
         if result.status == "cancelled":
             outcome["code"] = EXIT_CANCELLED
         elif result.status == "completed":
             outcome["code"] = EXIT_OK
         else:
             outcome["code"] = EXIT_FAILED
+        if options.junit or progress.json_out is not None:
+            from air.cli.junit import summary_record, write_junit
+            from air.cli.session_report import summarise
+
+            summary = summarise(ledger.history())
+            for node in scheduler.graph.tasks.values():  # the Scheduler's word is final
+                if node.task_id in summary.tasks:
+                    summary.tasks[node.task_id].status = node.status.value
+            if options.junit:
+                write_junit(options.junit, summary)
+            if progress.json_out is not None:
+                record = summary_record(
+                    summary,
+                    exit_code=outcome["code"],
+                    status=str(result.status),
+                    duration_s=time.monotonic() - progress.started,
+                )
+                progress.stream_line(json.dumps(record) + "\n")
     finally:
         session.close()
 
