@@ -31,14 +31,16 @@ tasks:
 """
 
 
+ARGS = ["run", "--headless", "batch.yaml", "--json", "--junit", "report.xml", "--isolation", "main"]
+
+
 def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     root = tmp_path / "proj"
     root.mkdir()
     (root / "batch.yaml").write_text(BATCH)
     (root / "fake.yaml").write_text(script)
     proc = subprocess.run(
-        [sys.executable, FAKE_AIR, "fake.yaml", "run", "--headless", "batch.yaml", "--json"]
-        + ["--junit", "report.xml", "--isolation", "main"],  # noqa: RUF005
+        [sys.executable, FAKE_AIR, "fake.yaml", *ARGS],
         cwd=root,
         capture_output=True,
         text=True,
