@@ -138,6 +138,30 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "restore": (
+        "Bring back a file, the tree at a time, or the tree before a session from the backups.",
+        """air restore: bring back what air's merges changed, from the backup repository.
+
+Before air merges a task's changes into the project, it snapshots the project's files into
+a git repository of its own (.air/local/backups/repo.git). TARGET is one of:
+  a file path     that file as it was before the last merge that changed it;
+  a time          the whole tree as it was at that time (ISO 8601, e.g. 2026-12-01T09:30);
+  a session id    the whole tree as it was before that session's first merge.
+A rescue snapshot of the current files is taken first (restore it like any other), and the
+project's own git branch, index and history are never touched.
+
+Usage:
+  air restore TARGET [--project PATH]
+  air restore --list [--project PATH] [--json]
+  air restore -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  --list          List the snapshots, oldest first.
+  --json          With --list: one JSON object per snapshot.
+  -h --help       Show this help.
+""",
+    ),
 }
 """Every command: its summary line and its own usage (what ``air COMMAND --help`` prints)."""
 
@@ -192,6 +216,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.provider import run_provider_current, run_provider_list
 
         return lambda a: (run_provider_list if a["list"] else run_provider_current)(a["--project"])
+    if name == "restore":
+        from air.cli.restore import run_restore
+
+        return run_restore
     raise AssertionError(f"a command with no route: {name}")
 
 

@@ -662,6 +662,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.nursery.scheduler import Scheduler, SchedulerOptions
     from air.session.manager import SessionManager
     from air.session.project import ProjectStore
+    from air.workspace.backups import BackupRepository
     from air.workspace.manager import WorkspaceManager
 
     _check_environment(options)
@@ -706,7 +707,11 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)
         async with session.bus.serving():
-            workspaces = WorkspaceManager(project.project_root, ledger.record)
+            workspaces = WorkspaceManager(
+                project.project_root,
+                ledger.record,
+                backups=BackupRepository(project.project_root, session_id=ledger.session_id),
+            )
             runner, warm_up = _make_runner(options, session, project.project_root, prepared)
             reap = None
             if options.runner_factory is None:
