@@ -66,7 +66,7 @@ def test_passing_batch_report_validates_with_durations_and_summary(tmp_path: Pat
     suite = suites.find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("3", "0", "0")
-    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    cases = {c.get("name") or "": c for c in suite.iter("testcase")}
     assert sorted(cases) == ["a", "b", "c"]
     for case in cases.values():
         assert float(case.get("time") or "0") > 0  # each task took its scripted time
@@ -98,7 +98,7 @@ def test_failing_batch_report_validates_and_carries_the_real_error(tmp_path: Pat
     error = failed[-1].payload["error"]
     suite = ElementTree.parse(root / "report.xml").getroot().find("testsuite")
     assert suite is not None
-    cases = {c.get("name"): c for c in suite.iter("testcase")}
+    cases = {c.get("name") or "": c for c in suite.iter("testcase")}
     failure = cases["a"].find("failure")
     assert failure is not None
     assert failure.get("message") == error["message"]
