@@ -162,6 +162,26 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "e2e": (
+        "Run the shipped examples end to end in a temporary directory and check the results.",
+        """air e2e: run the shipped examples end to end in a temporary directory.
+
+Each example's batch is run with its recorded model turns; then its own tests must pass,
+every task must have evidence and no process may be left. Exit 0 when every example
+passed; else 32 + the sum of 2**i over the failed examples, i their index in the sorted
+list of examples/ (calc is 0: exit 33 when calc failed). 2: bad input.
+
+Usage:
+  air e2e [--example NAME]... [--keep] [--json]
+  air e2e -h | --help
+
+Options:
+  --example NAME  Run only this example (repeatable; default: every shipped example).
+  --keep          Keep the temporary directory (its path is printed).
+  --json          One JSON result per example on stdout.
+  -h --help       Show this help.
+""",
+    ),
 }
 """Every command: its summary line and its own usage (what ``air COMMAND --help`` prints)."""
 
@@ -220,6 +240,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.restore import run_restore
 
         return run_restore
+    if name == "e2e":
+        from air.cli.e2e import run_e2e
+
+        return run_e2e
     raise AssertionError(f"a command with no route: {name}")
 
 
