@@ -182,6 +182,26 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "release": (
+        "Build the sdist and wheel of air with SHA-256 checksums.",
+        """air release: build the sdist and the wheel of air, with checksums.
+
+Run it in a checkout of air. Builds the sdist, checks that it holds every test, every example
+and the LICENSE, builds the wheel from it, and writes DIR/aircoding-<version>.tar.gz,
+DIR/aircoding-<version>-py3-none-any.whl and DIR/SHA256SUMS. The distribution is named
+`aircoding` (`air` is taken on PyPI); the package and the command stay `air`. Nothing is
+uploaded.
+
+Usage:
+  air release [--source PATH] [--dist DIR]
+  air release -h | --help
+
+Options:
+  --source PATH  The checkout of air (default: the one this air was installed from).
+  --dist DIR     Where to write the files [default: dist].
+  -h --help      Show this help.
+""",
+    ),
 }
 """Every command: its summary line and its own usage (what ``air COMMAND --help`` prints)."""
 
@@ -244,6 +264,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.e2e import run_e2e
 
         return run_e2e
+    if name == "release":
+        from air.cli.release import run_release
+
+        return run_release
     raise AssertionError(f"a command with no route: {name}")
 
 
