@@ -202,6 +202,24 @@ Options:
   -h --help      Show this help.
 """,
     ),
+    "report": (
+        "Write a session's tasks as one self-contained HTML page (timeline, cost, evidence).",
+        """air report: one self-contained HTML page of a session (no network needed to view it).
+
+Shows the tasks on a timeline (waves, which worker ran what when, retries, cancels,
+merges), the cost and tokens per task and, per task, its diff, command output and evidence.
+
+Usage:
+  air report --html FILE [--session SID] [--project PATH]
+  air report -h | --help
+
+Options:
+  --html FILE     Where to write the page.
+  --session SID   A session id (default: the most recent session).
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
 }
 """Every command: its summary line and its own usage (what ``air COMMAND --help`` prints)."""
 
@@ -268,6 +286,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.release import run_release
 
         return run_release
+    if name == "report":
+        from air.cli.report import run_report
+
+        return run_report
     raise AssertionError(f"a command with no route: {name}")
 
 

@@ -20,6 +20,7 @@ def _listed_commands() -> list[str]:
 def test_help_lists_the_commands() -> None:
     names = _listed_commands()
     assert {"run", "resume", "init", "demo", "history", "session", "provider"} <= set(names)
+    assert {"restore", "e2e", "release", "report"} <= set(names)
 
 
 @pytest.mark.parametrize("name", _listed_commands())
@@ -48,6 +49,11 @@ CASES = [
     (["history", "--frob"], "air history: unknown option --frob"),
     (["provider", "frob"], "air provider: these arguments fit none of its usage lines: frob"),
     (["session"], "air session: a required argument is missing"),
+    (["report"], "air report: a required argument is missing"),
+    (["report", "--html"], "air report: --html needs a value"),
+    (["restore", "--list", "x"], "air restore: these arguments fit none"),
+    (["e2e", "--frob"], "air e2e: unknown option --frob"),
+    (["release", "extra"], "air release: these arguments fit none"),
 ]
 
 
