@@ -137,3 +137,30 @@ def test_the_report_escapes_what_the_log_holds(tmp_path: Path) -> None:
     _assert_self_contained(page)
     assert "<script>alert(1)</script>" in "".join(page.text)  # shown as text
     assert page.find("div", **{"class": "bar failed", "data-task": "a"})
+
+
+def test_a_retry_is_a_second_bar_of_the_task(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "batch.yaml").write_text(
+        "version: 1\ntasks:\n  - id: a\n    title: A\n  - id: b\n    title: B\n"
+        "    depends_on: [a]\n"
+    )
+    (root / "fake.yaml").write_text(
+        "a: [{duration: 0.02, ending: crashed}, {duration: 0.02}]\nb: [{duration: 0.02}]\n"
+    )
+    run = subprocess.run(
+        [sys.executable, FAKE_AIR, "fake.yaml", "run", "--headless", "batch.yaml"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    out = root / "r.html"
+    assert _air("report", "--html", str(out), cwd=root).returncode == 0
+    bars = _parse(out).find("div", **{"data-task": "a", "data-attempt": "*"})
+    assert [(b["data-attempt"], b["data-outcome"]) for b in bars] == [
+        ("1", "failed"),
+        ("2", "completed"),
+    ]
