@@ -20,36 +20,10 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from air.doctor.service import DoctorCheck, DoctorReport, Fix, Problem
 
-__all__ = ["DOCTOR_HELP", "FIXABLE_CATEGORIES", "run_doctor", "setup_logging"]
+__all__ = ["FIXABLE_CATEGORIES", "run_doctor", "setup_logging"]
 
 FIXABLE_CATEGORIES = frozenset({"air_internal"})
 """The only path category a doctor repair may write: air's own state under ``.air``."""
-
-DOCTOR_HELP = """Usage: air doctor [--fix] [--bundle FILE] [--json] [--project PATH]
-
-Check that air can work here. First the bootstrap (Python 3.11+, SQLite with WAL, a shell,
-a writable ~/.air and .air/local; if one fails nothing else is checked), then git,
-bubblewrap (a real sandbox is built), tmux, the C++ tools when the project is C++, the
-provider configuration (models.yaml, auth_ref variables set, a local base_url answers),
-stale worker run records, orphan worktrees, and every database (integrity_check, schema,
-FK-off references, tables against a replay of the event log). Every problem has a severity
-and what to do. Results are recorded as doctor.* events in .air/local/doctor/doctor.db.
-
-Options:
-  --fix           Repair what air may: close stale run records (stopping workers a dead
-                  air process left), quarantine orphan worktrees and directories (moved to
-                  .air/local/quarantine, never deleted; branches stay), rebuild a damaged
-                  session database from its event log. Only air's own state is written;
-                  credentials, your sources and system packages are never touched.
-  --bundle FILE   Also write FILE, a local tar.gz for a bug report: the report, versions,
-                  configuration and recent air.log with secrets redacted, variable names
-                  only. Nothing is uploaded.
-  --json          Print the report as one JSON object.
-  --project PATH  The project directory (default: found by walking up from here).
-  -h --help       Show this help.
-
-Exit: 0 when no warning or blocking problem was found, 1 otherwise, 2 for bad input.
-"""
 
 
 def setup_logging() -> list[str]:

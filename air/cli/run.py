@@ -1,10 +1,11 @@
 """``air run --headless BATCH``: run a batch file of tasks without the console.
 
 Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part shared with
-``air resume``), the stderr progress reporter, the ``--json`` JSONL event stream, the
-``--junit`` report, the signal policy (first SIGINT/SIGTERM/SIGHUP cancels cooperatively, a
-second kills at once) and the exit codes: 0 every task completed, 1 any failed or blocked, 2 bad
-input (refused before anything is created), 130 cancelled. A closed stdout stops the ``--json``
+``air resume``), the stderr progress reporter, the ``--json`` JSONL event stream, writing
+the ``--junit`` report and the ``--json`` summary record (air/cli/junit.py), the signal
+policy (first SIGINT/SIGTERM/SIGHUP cancels cooperatively, a second kills at once) and the
+exit codes: 0 every task completed, 1 any failed or blocked, 2 bad input (refused before
+anything is created), 130 cancelled. A closed stdout stops the ``--json``
 stream quietly; the run goes on and its exit code is the run's (IMPL-CLI-4).
 
 Usage (in ``air/cli/__init__.py``)::
@@ -16,6 +17,7 @@ Usage (in ``air/cli/__init__.py``)::
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -219,7 +221,7 @@ class Progress:
         failed = sum(values.count(s) for s in ("failed", "blocked"))
         return done, running, failed, len(values)
 
-    def _stream(self, line: str) -> None:
+    def stream_line(self, line: str) -> None:
         """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
         the stream for good, point stdout at /dev/null (so no later flush fails) and say so
         once on stderr. The run itself goes on."""
@@ -251,7 +253,7 @@ class Progress:
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
-            self._stream(event.model_dump_json() + "\n")
+            self.stream_line(event.model_dump_json() + "\n")
         kind: str = event.type
         payload = event.payload
         if kind == "task.created":
@@ -299,33 +301,6 @@ def _silence_stdout() -> None:
         pass
 
 
-def write_junit(path: str, result: Any, specs: dict[str, Any], outcomes: dict[str, Any]) -> None:
-    """Write a JUnit XML report: one testcase per task; failed/blocked are failures,
-    cancelled/interrupted are skipped."""
-    from xml.etree import ElementTree
-
-    suite = ElementTree.Element(
-        "testsuite",
-        name=f"air session {result.session_id}",
-        tests=str(len(specs)),
-        failures=str(len(result.failed_task_ids) + len(result.blocked_task_ids)),
-        skipped=str(len(result.cancelled_task_ids)),
-    )
-    for task_id, spec in specs.items():
-        case = ElementTree.SubElement(suite, "testcase", classname="air.task", name=task_id)
-        case.set("file", spec.title)
-        status = outcomes.get(task_id, "pending")
-        if status in ("failed", "blocked"):
-            failure = ElementTree.SubElement(case, "failure", message=f"task {status}")
-            failure.text = f"{spec.title}: {status}"
-        elif status != "completed":
-            ElementTree.SubElement(case, "skipped", message=f"task {status}")
-    tree = ElementTree.ElementTree(suite)
-    tmp = path + ".tmp"
-    tree.write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
-
-
 @dataclass
 class _Prepared:
     """What a run reads before it creates anything: the permission policy and the provider
@@ -345,8 +320,8 @@ def _bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
 
-def _check_environment(options: HeadlessOptions) -> None:
-    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+def _check_git() -> None:
+    """git on PATH (checked first: without it nothing else about the run matters)."""
     import shutil
 
     if shutil.which("git") is None:
@@ -356,6 +331,11 @@ def _check_environment(options: HeadlessOptions) -> None:
             "Install git (e.g. `apt-get install git`) or put it on PATH, and run again.",
             field="PATH",
         )
+
+
+def _check_environment(options: HeadlessOptions) -> None:
+    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+    _check_git()
     if not os.path.isdir(options.project):
         what = "is not a directory" if os.path.exists(options.project) else "does not exist"
         raise _bad(
@@ -676,12 +656,21 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     from air.contracts import AirException
     from air.tools.shell import check_sandbox_available
 
-    try:
-        # first: without git (or a usable --project / --junit) nothing else can be checked
-        _check_environment(options)
-        check_sandbox_available()  # no sandbox, no run: never a silent unsandboxed mode
-    except AirException as exc:
-        report_bad_input(exc, options.stderr)
+    problems = []
+    # no git or no sandbox, no run (never a silent unsandboxed mode): say every missing tool
+    for check in (_check_git, check_sandbox_available):
+        try:
+            check()
+        except AirException as refused:
+            problems.append(refused)
+    if not problems:
+        try:
+            _check_environment(options)  # an existing --project, a writable --junit
+        except AirException as refused:
+            problems.append(refused)
+    for each in problems:
+        report_bad_input(each, options.stderr)
+    if problems:
         return EXIT_BAD_INPUT
     outcome: dict[str, int] = {}
     try:
@@ -767,6 +756,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.nursery.scheduler import Scheduler, SchedulerOptions
     from air.session.manager import SessionManager
     from air.session.project import ProjectStore
+    from air.workspace.backups import BackupRepository
     from air.workspace.manager import WorkspaceManager
 
     prepared: _Prepared | None = None
@@ -810,7 +800,11 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         # progress display and the --json stream through the session's bus
         subscription = session.bus.subscribe(None, progress.on_event)
         async with session.bus.serving():
-            workspaces = WorkspaceManager(project.project_root, ledger.record)
+            workspaces = WorkspaceManager(
+                project.project_root,
+                ledger.record,
+                backups=BackupRepository(project.project_root, session_id=ledger.session_id),
+            )
             runner, warm_up = _make_runner(options, session, project.project_root, prepared)
             if warm_up is not None:
                 warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
@@ -866,16 +860,30 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             file=options.stderr,
             flush=True,
         )
-        if options.junit:
-            all_specs = {n.task_id: n.spec for n in scheduler.graph.tasks.values()}
-            statuses = {n.task_id: n.status.value for n in scheduler.graph.tasks.values()}
-            write_junit(options.junit, result, all_specs, statuses)
         if result.status == "cancelled":
             outcome["code"] = EXIT_CANCELLED
         elif result.status == "completed":
             outcome["code"] = EXIT_OK
         else:
             outcome["code"] = EXIT_FAILED
+        if options.junit or progress.json_out is not None:
+            from air.cli.junit import summary_record, write_junit
+            from air.cli.session_report import summarise
+
+            summary = summarise(ledger.history())
+            for node in scheduler.graph.tasks.values():  # the Scheduler's word is final
+                if node.task_id in summary.tasks:
+                    summary.tasks[node.task_id].status = node.status.value
+            if options.junit:
+                write_junit(options.junit, summary)
+            if progress.json_out is not None:
+                record = summary_record(
+                    summary,
+                    exit_code=outcome["code"],
+                    status=str(result.status),
+                    duration_s=time.monotonic() - progress.started,
+                )
+                progress.stream_line(json.dumps(record) + "\n")
     finally:
         session.close()
 

@@ -10,6 +10,9 @@ deleted unless its commits are kept on a branch. Lifecycle events are durable an
 through the injected ``record`` callable; a JSON sidecar per workspace under the workspaces
 root keeps what the mechanism needs across restarts.
 
+With a ``BackupRepository`` the project's files are snapshotted before every merge into it
+(``air restore``, IMPL-REL-4).
+
 Every git command goes through ``air.workspace.gitsafe`` and, for a worktree, only after its
 git directory was verified to be the one recorded at creation (IMPL-GIT-2): a tampered
 workspace raises ``workspace_error`` and is left exactly as it is (never merged, committed or
@@ -41,6 +44,7 @@ from air.contracts import (
     new_id,
     utc_now_iso,
 )
+from air.workspace.backups import BackupRepository
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 
 __all__ = [
@@ -177,8 +181,11 @@ class WorkspaceManager:
         *,
         root: str | None = None,
         now: Callable[[], str] = utc_now_iso,
+        backups: BackupRepository | None = None,
     ) -> None:
         self.project_root = os.path.realpath(project_root)
+        self.backups = backups
+        """Where the pre-merge snapshots go (IMPL-REL-4); None takes none."""
         self.record = record
         self.root = root or os.path.join(self.project_root, ".air", "local", "workspaces")
         self.now = now
@@ -404,6 +411,11 @@ class WorkspaceManager:
             "workspace.merge.started",
             {"workspace_id": workspace_id, "target_ref": None},
         )
+        if self.backups is not None and rec.strategy != WorkspaceStrategy.MAIN.value:
+            # the project as it is before this merge, for `air restore` (IMPL-REL-4)
+            await self.backups.snapshot(
+                "before merge", task_id=rec.task_id, workspace_id=workspace_id
+            )
         result: MergeResult
         if rec.strategy == WorkspaceStrategy.MAIN.value:
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")

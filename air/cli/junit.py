@@ -1,0 +1,134 @@
+"""The JUnit XML report of a run (``air run --junit FILE``) and the ``--json`` summary record.
+
+Owns: ``junit_xml`` (one ``<testsuites>`` with one ``<testsuite>`` per session and one
+``<testcase>`` per task, in the shape of the common JUnit schema Jenkins and GitLab read, see
+``tests/cli/junit.xsd``), ``write_junit`` (atomic write) and ``summary_record`` (the last
+line of ``--json``). IMPL-REL-2: a failed or blocked task is a ``<failure>`` whose ``type`` is
+the error kind and whose ``message`` is the task's real error; a task air could not run
+(cancelled, interrupted, never started) is ``<skipped>``; every testcase has its ``time`` and
+a ``<system-out>`` holding the worker's summary, attempts, tokens and cost.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from typing import Any
+from xml.etree import ElementTree
+
+from air.cli.session_report import SessionSummary, TaskSummary
+
+
+def _seconds(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _case_out(task: TaskSummary) -> str:
+    lines = [
+        f"task {task.task_id}: {task.title}",
+        f"status: {task.status} after {len(task.attempts)} attempt(s)",
+        f"tokens: {task.tokens}, turns: {task.turns}, cost_usd: {task.cost_usd:.6f}",
+    ]
+    if task.summary:
+        lines.append(f"summary: {task.summary}")
+    if task.changed_files:
+        lines.append("changed: " + ", ".join(task.changed_files))
+    for command in task.commands:
+        lines.append(f"command (exit {command.get('exit_code')}): {command.get('command')}")
+    return "\n".join(lines) + "\n"
+
+
+def junit_xml(summary: SessionSummary, hostname: str | None = None) -> ElementTree.Element:
+    """The report as an element tree (``<testsuites>``)."""
+    counts = summary.counts()
+    failures = counts["failed"] + counts["blocked"]
+    skipped = counts["cancelled"] + counts["interrupted"] + counts["pending"]
+    name = f"air session {summary.session_id}"
+    total = _seconds(summary.duration_s)
+    root = ElementTree.Element(
+        "testsuites",
+        name=name,
+        tests=str(counts["tasks"]),
+        failures=str(failures),
+        errors="0",
+        time=total,
+    )
+    suite = ElementTree.SubElement(
+        root,
+        "testsuite",
+        name=name,
+        tests=str(counts["tasks"]),
+        failures=str(failures),
+        errors="0",
+        skipped=str(skipped),
+        time=total,
+        timestamp=(summary.started_at or "")[:19] or "1970-01-01T00:00:00",
+        hostname=hostname or socket.gethostname() or "localhost",
+    )
+    for task in summary.tasks.values():
+        case = ElementTree.SubElement(
+            suite,
+            "testcase",
+            classname="air.task",
+            name=task.task_id,
+            time=_seconds(task.duration_s),
+        )
+        if task.status in ("failed", "blocked"):
+            message = task.error_message or task.reason or f"task {task.status}"
+            failure = ElementTree.SubElement(
+                case, "failure", message=message, type=task.error_kind or f"task_{task.status}"
+            )
+            failure.text = "\n".join(
+                part
+                for part in (f"{task.title}: {task.status}", message, task.error_detail)
+                if part
+            )
+        elif task.status != "completed":
+            ElementTree.SubElement(
+                case, "skipped", message=task.reason or f"task {task.status} (not run to the end)"
+            )
+        ElementTree.SubElement(case, "system-out").text = _case_out(task)
+    out = ElementTree.SubElement(suite, "system-out")
+    usage = summary.usage()
+    out.text = (
+        f"session {summary.session_id}: {counts['completed']}/{counts['tasks']} completed, "
+        f"{failures} failed, waves {summary.waves}, tokens {usage['tokens']}, "
+        f"cost_usd {usage['cost_usd']:.6f}\n"
+    )
+    return root
+
+
+def write_junit(path: str, summary: SessionSummary) -> None:
+    """Write the report to ``path`` (through ``path.tmp`` and a rename)."""
+    tree = ElementTree.ElementTree(junit_xml(summary))
+    ElementTree.indent(tree)
+    tmp = path + ".tmp"
+    tree.write(tmp, encoding="utf-8", xml_declaration=True)
+    os.replace(tmp, path)
+
+
+def summary_record(
+    summary: SessionSummary, *, exit_code: int, status: str, duration_s: float
+) -> dict[str, Any]:
+    """The last ``--json`` line: ``{"type": "air.summary", ...}`` (not a stored event)."""
+    return {
+        "type": "air.summary",
+        "session_id": summary.session_id,
+        "status": status,
+        "exit_code": exit_code,
+        "duration_s": round(duration_s, 3),
+        "waves": summary.waves,
+        "counts": summary.counts(),
+        "usage": summary.usage(),
+        "tasks": {
+            t.task_id: {
+                "status": t.status,
+                "attempts": len(t.attempts),
+                "duration_s": round(t.duration_s, 3),
+                "tokens": t.tokens,
+                "cost_usd": round(t.cost_usd, 6),
+                "error": t.error_message,
+            }
+            for t in summary.tasks.values()
+        },
+    }

@@ -1,0 +1,226 @@
+"""``air report --html FILE``: one self-contained HTML page of a session.
+
+Owns: rendering ``air.cli.session_report.summarise`` of a session's events as a page with no
+network reference, no script and inline CSS (IMPL-REL-7): a timeline with one row per worker
+(agent) and one bar per attempt (placed by its start and end, labelled with the task, wave
+and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel is its
+own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
+cost, error, and links to its diffs, command output and evidence (the artifact files under
+the session directory, each also inlined, bounded, in a ``<details>``). Everything from the
+log is escaped; an artifact path outside the session's directory is neither linked nor read.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import sys
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from air.cli.history import find_project, read_events, resolve_session
+from air.cli.session_report import SessionSummary, TaskSummary, summarise
+
+INLINE_LIMIT = 64 * 1024
+"""At most this many bytes of one artifact are inlined into the page."""
+
+_CSS = """
+body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+h1{font-size:20px}h2{font-size:16px;margin-top:28px}
+table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;text-align:left}
+.timeline{position:relative;border:1px solid #ccc;background:#fafafa}
+.row{position:relative;height:26px;border-bottom:1px solid #eee}
+.label{position:absolute;left:4px;top:4px;width:210px;overflow:hidden;white-space:nowrap;
+font:12px monospace}
+.lane{position:absolute;left:220px;right:8px;top:0;bottom:0}
+.bar{position:absolute;top:4px;height:18px;border-radius:3px;font:11px/18px monospace;
+overflow:hidden;white-space:nowrap;color:#fff;padding-left:3px;box-sizing:border-box}
+.completed{background:#2e7d32}.failed{background:#c62828}.blocked{background:#6d4c41}
+.cancelled{background:#757575}.interrupted{background:#ef6c00}.running{background:#1565c0}
+.merge{position:absolute;top:0;bottom:0;width:2px;background:#6a1b9a}
+.wave{position:absolute;top:0;bottom:0;border-left:1px dashed #999;font:10px monospace;
+color:#555;padding-left:2px}
+pre{background:#f4f4f4;padding:6px;max-height:320px;overflow:auto;font-size:12px}
+"""
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _stamp(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+class _Page:
+    def __init__(self, summary: SessionSummary, session_dir: Path, out: Path) -> None:
+        self.summary = summary
+        self.session_dir = session_dir.resolve()
+        self.out_dir = out.resolve().parent
+        self.start = _stamp(summary.started_at) if summary.started_at else None
+        span = summary.duration_s
+        self.span = span if span > 0 else 1.0
+
+    def pct(self, stamp: str | None) -> float:
+        if stamp is None or self.start is None:
+            return 100.0
+        return max(0.0, min(100.0, (_stamp(stamp) - self.start).total_seconds() / self.span * 100))
+
+    def artifact_link(self, path: str | None, label: str) -> str:
+        """A relative link to an artifact file and its inlined head; '' when it is not a
+        regular file inside the session directory."""
+        if not path:
+            return ""
+        real = Path(os.path.realpath(path))
+        if not real.is_relative_to(self.session_dir) or not real.is_file():
+            return f"<span>{_e(label)} (not in the session directory)</span>"
+        href = os.path.relpath(real, self.out_dir)
+        with open(real, "rb") as handle:
+            data = handle.read(INLINE_LIMIT + 1)
+        text = data[:INLINE_LIMIT].decode("utf-8", "replace")
+        more = "\n… (cut; open the file)" if len(data) > INLINE_LIMIT else ""
+        return (
+            f'<details><summary><a href="{_e(href)}">{_e(label)}</a></summary>'
+            f"<pre>{_e(text + more)}</pre></details>"
+        )
+
+    def timeline(self) -> str:
+        rows: dict[str, list[str]] = {}
+        merges: list[str] = []
+        wave_starts: dict[int, str] = {}
+        for task in self.summary.tasks.values():
+            for attempt in task.attempts:
+                agent = attempt.agent_id or "(no worker)"
+                left = self.pct(attempt.started_at)
+                width = max(0.6, self.pct(attempt.ended_at) - left)
+                wave_starts.setdefault(attempt.wave, attempt.started_at)
+                title = (
+                    f"{task.task_id} attempt {attempt.index} (wave {attempt.wave}): "
+                    f"{attempt.outcome}, {attempt.started_at} → {attempt.ended_at or 'running'}"
+                )
+                rows.setdefault(agent, []).append(
+                    f'<div class="bar {_e(attempt.outcome)}" data-task="{_e(task.task_id)}" '
+                    f'data-wave="{attempt.wave}" data-attempt="{attempt.index}" '
+                    f'data-outcome="{_e(attempt.outcome)}" title="{_e(title)}" '
+                    f'style="left:{left:.2f}%;width:{width:.2f}%">'
+                    f"{_e(task.task_id)} #{attempt.index}</div>"
+                )
+            for merge in task.merges:
+                outcome, at = merge["outcome"], merge["at"]
+                note = f"merge of {task.task_id}: {outcome} at {at}"
+                merges.append(
+                    f'<div class="merge" data-task="{_e(task.task_id)}" '
+                    f'data-outcome="{_e(outcome)}" style="left:{self.pct(at):.2f}%" '
+                    f'title="{_e(note)}"></div>'
+                )
+        waves = "".join(
+            f'<div class="wave" data-wave="{n}" style="left:{self.pct(at):.2f}%">wave {n}</div>'
+            for n, at in sorted(wave_starts.items())
+        )
+        body = [
+            f'<div class="row"><div class="label">waves</div><div class="lane">{waves}</div></div>'
+        ]
+        for agent, bars in rows.items():
+            body.append(
+                f'<div class="row" data-agent="{_e(agent)}"><div class="label">{_e(agent)}</div>'
+                f'<div class="lane">{"".join(bars)}</div></div>'
+            )
+        body.append(
+            f'<div class="row" data-agent="merges"><div class="label">merges</div>'
+            f'<div class="lane">{"".join(merges)}</div></div>'
+        )
+        return f'<div class="timeline" id="timeline">{"".join(body)}</div>'
+
+    def task_section(self, task: TaskSummary, artifacts: dict[str, dict[str, Any]]) -> str:
+        parts = [f'<h2 id="task-{_e(task.task_id)}">{_e(task.task_id)}: {_e(task.title)}</h2>']
+        parts.append(f"<p>status <b>{_e(task.status)}</b>, {len(task.attempts)} attempt(s)")
+        if task.summary:
+            parts.append(f" — {_e(task.summary)}")
+        parts.append("</p>")
+        if task.error_message:
+            parts.append(
+                f'<p class="error">error {_e(task.error_kind)}: {_e(task.error_message)}</p>'
+            )
+        diffs = [a for a in task.artifacts if a.get("type") == "diff"]
+        if diffs:
+            parts.append("<h3>Diffs</h3>")
+            parts += [
+                self.artifact_link(a.get("path"), a.get("slug") or a.get("artifact_id") or "diff")
+                for a in diffs
+            ]
+        if task.commands:
+            parts.append("<h3>Commands</h3><ul>")
+            for command in task.commands:
+                parts.append(
+                    f"<li><code>{_e(command.get('command'))}</code> exit "
+                    f"{_e(command.get('exit_code'))} in {_e(command.get('duration_ms'))} ms"
+                )
+                for stream in ("stdout", "stderr"):
+                    found = artifacts.get(str(command.get(f"{stream}_artifact_id")))
+                    if found is not None:
+                        parts.append(self.artifact_link(found.get("path"), stream))
+                parts.append("</li>")
+            parts.append("</ul>")
+        if task.evidence:
+            parts.append("<h3>Evidence</h3><ul>")
+            for item in task.evidence:
+                parts.append(
+                    f'<li data-evidence="{_e(item.get("evidence_ref_id"))}">'
+                    f"{_e(item.get('kind'))}: {_e(item.get('claim'))}</li>"
+                )
+            parts.append("</ul>")
+        return "".join(parts)
+
+    def render(self) -> str:
+        summary = self.summary
+        usage = summary.usage()
+        artifacts = {
+            str(a.get("artifact_id")): a for t in summary.tasks.values() for a in t.artifacts
+        }
+        rows = "".join(
+            f'<tr data-task="{_e(t.task_id)}"><td><a href="#task-{_e(t.task_id)}">'
+            f"{_e(t.task_id)}</a></td><td>{_e(t.status)}</td><td>{len(t.attempts)}</td>"
+            f"<td>{t.duration_s:.2f}</td><td>{t.tokens}</td><td>{t.turns}</td>"
+            f"<td>{t.cost_usd:.4f}</td></tr>"
+            for t in summary.tasks.values()
+        )
+        counts = summary.counts()
+        return (
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>air session {_e(summary.session_id)}</title><style>{_CSS}</style></head>"
+            f"<body><h1>air session {_e(summary.session_id)}</h1>"
+            f"<p>{_e(summary.started_at)} → {_e(summary.ended_at)} ({summary.duration_s:.2f} s), "
+            f"{counts['tasks']} tasks: {counts['completed']} completed, {counts['failed']} failed, "
+            f"{counts['blocked']} blocked, {counts['cancelled']} cancelled; {summary.waves} waves; "
+            f"{usage['tokens']} tokens, {usage['turns']} turns, cost ${usage['cost_usd']:.4f}</p>"
+            f"<h2>Timeline</h2>{self.timeline()}"
+            '<h2>Tasks</h2><table id="tasks"><tr><th>task</th><th>status</th><th>attempts</th>'
+            "<th>seconds</th><th>tokens</th><th>turns</th><th>cost $</th></tr>"
+            f"{rows}</table>"
+            + "".join(self.task_section(t, artifacts) for t in summary.tasks.values())
+            + "</body></html>\n"
+        )
+
+
+def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:
+    summary = summarise(read_events(project, session_id))
+    session_dir = Path(project.local_root) / "sessions" / session_id
+    page = _Page(summary, session_dir, out).render()
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    return summary
+
+
+def run_report(args: dict[str, Any]) -> int:
+    project = find_project(args["--project"])
+    session_id = resolve_session(project, args["--session"])
+    out = Path(args["--html"])
+    summary = write_report(project, session_id, out)
+    print(
+        f"air: wrote {out} ({len(summary.tasks)} tasks, {summary.waves} waves) "
+        f"for session {session_id}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,204 @@
+"""What a session did, per task, read back from its durable events (for reports).
+
+Owns: ``summarise(events)`` → ``SessionSummary`` (per task: status, attempts, start/end times
+and duration, the real error, the worker's summary, tokens/turns/cost summed over attempts,
+the agents and workspaces, merges, command runs, artifacts and evidence) and the waves as the
+Scheduler ran them (IMPL-REL-3). The JUnit writer, the ``--json`` summary record and
+``air report --html`` all read this one derivation, so they never disagree. Reads only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+_TERMINAL = ("completed", "failed", "blocked", "cancelled", "interrupted")
+
+
+def _time(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+@dataclass
+class Attempt:
+    """One run of a task by one worker."""
+
+    index: int
+    agent_id: str | None
+    workspace_id: str | None
+    started_at: str
+    wave: int
+    ended_at: str | None = None
+    outcome: str = "running"
+
+
+@dataclass
+class TaskSummary:
+    task_id: str
+    title: str
+    status: str = "pending"
+    attempts: list[Attempt] = field(default_factory=list)
+    started_at: str | None = None
+    ended_at: str | None = None
+    error_kind: str | None = None
+    error_message: str | None = None
+    error_detail: str | None = None
+    reason: str | None = None
+    summary: str | None = None
+    changed_files: list[str] = field(default_factory=list)
+    tokens: int = 0
+    turns: int = 0
+    cost_usd: float = 0.0
+    merges: list[dict[str, Any]] = field(default_factory=list)
+    commands: list[dict[str, Any]] = field(default_factory=list)
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def duration_s(self) -> float:
+        """Wall time from the first start to the last end (0 when it never ran)."""
+        if self.started_at is None or self.ended_at is None:
+            return 0.0
+        return max(0.0, (_time(self.ended_at) - _time(self.started_at)).total_seconds())
+
+
+@dataclass
+class SessionSummary:
+    session_id: str | None
+    started_at: str | None
+    ended_at: str | None
+    tasks: dict[str, TaskSummary]
+    waves: int
+
+    def counts(self) -> dict[str, int]:
+        counts = {"tasks": len(self.tasks)}
+        for status in ("completed", "failed", "blocked", "cancelled", "interrupted", "pending"):
+            counts[status] = sum(1 for t in self.tasks.values() if t.status == status)
+        return counts
+
+    def usage(self) -> dict[str, Any]:
+        return {
+            "tokens": sum(t.tokens for t in self.tasks.values()),
+            "turns": sum(t.turns for t in self.tasks.values()),
+            "cost_usd": round(sum(t.cost_usd for t in self.tasks.values()), 6),
+        }
+
+    @property
+    def duration_s(self) -> float:
+        if self.started_at is None or self.ended_at is None:
+            return 0.0
+        return max(0.0, (_time(self.ended_at) - _time(self.started_at)).total_seconds())
+
+
+def summarise(events: list[Any]) -> SessionSummary:
+    """Fold a session's events (``RuntimeEvent``s, oldest first) into a SessionSummary.
+
+    Waves: a wave is a run of ``task.started`` events with no task ending in between (the
+    Scheduler starts a wave's tasks together and merges them before the next wave).
+    """
+    tasks: dict[str, TaskSummary] = {}
+    by_agent: dict[str, str] = {}
+    by_workspace: dict[str, str] = {}
+    by_command: dict[str, dict[str, Any]] = {}
+    wave = 0
+    ended_since_start = True
+    session_id = None
+    first = last = None
+    for event in events:
+        payload: dict[str, Any] = event.payload
+        kind: str = event.type
+        session_id = session_id or getattr(event, "session_id", None)
+        first = first or event.timestamp
+        last = event.timestamp
+        if kind == "task.created":
+            spec = payload["task_spec"]
+            tasks[spec["id"]] = TaskSummary(task_id=spec["id"], title=spec.get("title", ""))
+            continue
+        task = tasks.get(str(payload.get("task_id")))
+        if kind == "task.started" and task is not None:
+            if ended_since_start:
+                wave += 1
+                ended_since_start = False
+            attempt = Attempt(
+                index=int(payload.get("attempt_index") or len(task.attempts) + 1),
+                agent_id=payload.get("agent_id"),
+                workspace_id=payload.get("workspace_id"),
+                started_at=event.timestamp,
+                wave=wave,
+            )
+            task.attempts.append(attempt)
+            task.status = "running"
+            task.started_at = task.started_at or event.timestamp
+            if attempt.agent_id:
+                by_agent[attempt.agent_id] = task.task_id
+            if attempt.workspace_id:
+                by_workspace[attempt.workspace_id] = task.task_id
+        elif kind.startswith("task.") and kind.split(".", 1)[1] in _TERMINAL and task is not None:
+            ended_since_start = True
+            _end(task, kind.split(".", 1)[1], event.timestamp, payload)
+        elif kind == "workspace.created" and payload.get("task_id"):
+            by_workspace[payload["workspace_id"]] = payload["task_id"]
+        elif kind.startswith("workspace.merge.") and kind != "workspace.merge.started":
+            owner = tasks.get(by_workspace.get(str(payload.get("workspace_id")), ""))
+            if owner is not None:
+                owner.merges.append(
+                    {"at": event.timestamp, "outcome": kind.rsplit(".", 1)[1], **payload}
+                )
+        elif kind == "command.started":
+            owner = tasks.get(str(payload.get("task_id")))
+            record: dict[str, Any] = {
+                "at": event.timestamp,
+                "command": payload.get("command"),
+                **payload,
+            }
+            by_command[str(payload.get("command_run_id"))] = record
+            if owner is not None:
+                owner.commands.append(record)
+        elif kind == "command.completed":
+            done = by_command.get(str(payload.get("command_run_id")))
+            if done is not None:
+                done.update(
+                    exit_code=payload.get("exit_code"),
+                    duration_ms=payload.get("duration_ms"),
+                    stdout_artifact_id=payload.get("stdout_artifact_id"),
+                    stderr_artifact_id=payload.get("stderr_artifact_id"),
+                )
+        elif kind == "artifact.created":
+            owner = tasks.get(str(payload.get("task_id")))
+            if owner is None and payload.get("agent_id"):
+                owner = tasks.get(by_agent.get(payload["agent_id"], ""))
+            if owner is not None:
+                owner.artifacts.append(payload)
+        elif kind == "evidence.created":
+            owner = tasks.get(str(payload.get("entity_id")))
+            if owner is not None:
+                owner.evidence.append(payload)
+    return SessionSummary(
+        session_id=session_id, started_at=first, ended_at=last, tasks=tasks, waves=wave
+    )
+
+
+def _end(task: TaskSummary, outcome: str, at: str, payload: dict[str, Any]) -> None:
+    task.status = "pending" if outcome == "interrupted" else outcome
+    task.ended_at = at
+    if task.attempts and task.attempts[-1].ended_at is None:
+        task.attempts[-1].ended_at = at
+        task.attempts[-1].outcome = outcome
+    result = payload.get("worker_result") or {}
+    usage = result.get("usage") or {}
+    task.tokens += int(usage.get("tokens") or 0)
+    task.turns += int(usage.get("turns") or 0)
+    task.cost_usd += float(usage.get("cost_usd") or 0.0)
+    if result.get("summary"):
+        task.summary = str(result["summary"])
+    if result.get("changed_files"):
+        task.changed_files = list(result["changed_files"])
+    error = payload.get("error") or result.get("error")
+    if outcome == "completed":
+        task.error_kind = task.error_message = task.error_detail = None
+    elif error:
+        task.error_kind = str(error.get("kind") or "task_failed")
+        task.error_message = str(error.get("message") or "")
+        task.error_detail = error.get("detail")
+    task.reason = payload.get("reason") or task.reason

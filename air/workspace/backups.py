@@ -1,0 +1,350 @@
+"""The git-backed backup repository of a project: snapshots before merges, and restore.
+
+Owns: ``BackupRepository`` over ``<project>/.air/local/backups/repo.git`` (a bare repository
+of air's own; the project's ``.git`` is never used), ``snapshot`` (one commit on
+``refs/heads/snapshots`` of the whole work tree — tracked and untracked files, minus what the
+project's ignore rules, ``.air/`` and build caches exclude), ``snapshots`` (the list),
+``restore_file`` / ``restore_tree`` (with a rescue snapshot taken first) and ``pick`` (which
+snapshot a file, a time or a session means). IMPL-REL-4.
+
+Every git command goes through ``air.workspace.gitsafe.run_git`` with ``GIT_DIR`` pinned to the
+backup repository. Restore writes only regular files and symlinks at paths git accepted, never
+under ``.air/`` or ``.git``, and never through a symlink: a parent component that is a symlink
+or a file is removed first (it is in the rescue snapshot). The user's branch, index, HEAD and
+history are never read or written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from datetime import datetime
+
+import trio
+
+from air.contracts import AirException, ErrorKind, utc_now_iso
+from air.workspace.gitsafe import GitLocation, run_git
+
+__all__ = ["BackupRepository", "Snapshot"]
+
+_REF = "refs/heads/snapshots"
+_ID = ["-c", "user.name=air", "-c", "user.email=air@localhost", "-c", "commit.gpgsign=false"]
+_EXCLUDE = (
+    "/.air/\n.git\n__pycache__/\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n*.air-merge.tmp\n"
+)
+_NEVER = (".air", ".git")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One commit of the backup repository."""
+
+    commit: str
+    at: str
+    """When it was taken (UTC ISO 8601, microseconds)."""
+    reason: str
+    session_id: str | None
+    task_id: str | None
+    workspace_id: str | None
+
+
+def _fail(message: str, user_action: str, kind: ErrorKind = ErrorKind.NOT_FOUND) -> AirException:
+    return AirException.of(kind=kind, message=message, user_action=user_action)
+
+
+def _parse_time(text: str) -> datetime:
+    value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        value = value.astimezone()  # a time without a zone is the user's local time
+    return value
+
+
+def blob_id(data: bytes) -> str:
+    """The git blob id of ``data`` (what ``git hash-object`` prints)."""
+    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+
+
+class BackupRepository:
+    """The backup repository of the project at ``project_root``."""
+
+    def __init__(self, project_root: str, *, session_id: str | None = None) -> None:
+        self.project_root = os.path.realpath(project_root)
+        self.git_dir = os.path.join(self.project_root, ".air", "local", "backups", "repo.git")
+        self.session_id = session_id
+        self._lock = trio.Lock()
+        self._location = GitLocation(
+            work_tree=self.project_root,
+            git_dir=self.git_dir,
+            common_dir=self.git_dir,
+            fingerprint="",
+        )
+
+    async def _git(self, *args: str, check: bool = True) -> bytes:
+        result = await run_git(self._location, *_ID, *args)
+        if check and result.returncode != 0:
+            raise _fail(
+                f"git {args[0]} failed in the backup repository {self.git_dir}",
+                "Run `air doctor`; the backup repository may be damaged.",
+                ErrorKind.WORKSPACE_ERROR,
+            )
+        return result.stdout
+
+    def _exists(self) -> bool:
+        return os.path.isfile(os.path.join(self.git_dir, "HEAD"))
+
+    def _write_exclude(self) -> None:
+        exclude = os.path.join(self.git_dir, "info", "exclude")
+        os.makedirs(os.path.dirname(exclude), exist_ok=True)
+        with open(exclude, "w", encoding="utf-8") as handle:
+            handle.write(_EXCLUDE)
+
+    async def _ensure(self) -> None:
+        if self._exists():
+            return
+        os.makedirs(self.git_dir, exist_ok=True)
+        created = await run_git(None, "init", "--quiet", "--bare", self.git_dir)
+        if created.returncode != 0:
+            raise _fail(
+                f"cannot create the backup repository {self.git_dir}",
+                "Check that .air/local is writable.",
+                ErrorKind.WORKSPACE_ERROR,
+            )
+        self._write_exclude()
+
+    async def snapshot(
+        self, reason: str, *, task_id: str | None = None, workspace_id: str | None = None
+    ) -> Snapshot:
+        """Commit the current work tree to the backup repository; returns the snapshot.
+
+        A snapshot identical to the previous one is still a commit (it marks the time)."""
+        async with self._lock:
+            await self._ensure()
+            await self._git("add", "--all", "--", ".")
+            tree = (await self._git("write-tree")).decode().strip()
+            at = utc_now_iso()
+            lines = [f"air: {reason}", "", f"Air-Time: {at}", f"Air-Reason: {reason}"]
+            if self.session_id:
+                lines.append(f"Air-Session: {self.session_id}")
+            if task_id:
+                lines.append(f"Air-Task: {task_id}")
+            if workspace_id:
+                lines.append(f"Air-Workspace: {workspace_id}")
+            parent = await run_git(self._location, "rev-parse", "--verify", "--quiet", _REF)
+            argv = ["commit-tree", tree, "-m", "\n".join(lines)]
+            if parent.returncode == 0:
+                argv += ["-p", parent.stdout.decode().strip()]
+            commit = (await self._git(*argv)).decode().strip()
+            await self._git("update-ref", _REF, commit)
+            return Snapshot(
+                commit=commit,
+                at=at,
+                reason=reason,
+                session_id=self.session_id,
+                task_id=task_id,
+                workspace_id=workspace_id,
+            )
+
+    async def snapshots(self) -> list[Snapshot]:
+        """Every snapshot, oldest first."""
+        if not self._exists():
+            return []
+        exists = await run_git(self._location, "rev-parse", "--verify", "--quiet", _REF)
+        if exists.returncode != 0:
+            return []
+        out = await self._git("log", "--reverse", "--format=%H%x00%B%x1e", _REF)
+        found = []
+        for record in out.decode("utf-8", "replace").split("\x1e"):
+            if not record.strip():
+                continue
+            commit, _, body = record.strip().partition("\x00")
+            fields = {}
+            for line in body.splitlines():
+                key, sep, value = line.partition(": ")
+                if sep and key.startswith("Air-"):
+                    fields[key[4:]] = value.strip()
+            found.append(
+                Snapshot(
+                    commit=commit,
+                    at=fields.get("Time", ""),
+                    reason=fields.get("Reason", ""),
+                    session_id=fields.get("Session"),
+                    task_id=fields.get("Task"),
+                    workspace_id=fields.get("Workspace"),
+                )
+            )
+        return found
+
+    async def _entries(self, commit: str) -> dict[str, tuple[str, str]]:
+        """``path -> (mode, blob id)`` of a snapshot's files."""
+        out = await self._git("ls-tree", "-r", "-z", "--full-tree", commit)
+        entries = {}
+        for item in out.split(b"\0"):
+            if not item:
+                continue
+            meta, _, path = item.partition(b"\t")
+            mode, _kind, blob = meta.decode().split()
+            entries[os.fsdecode(path)] = (mode, blob)
+        return entries
+
+    # -- which snapshot ------------------------------------------------------------------
+
+    async def pick_for_file(self, rel: str) -> Snapshot:
+        """The newest snapshot whose version of ``rel`` differs from the file now."""
+        current = self._current_blob(rel)
+        for snap in reversed(await self.snapshots()):
+            entry = (await self._entries(snap.commit)).get(rel)
+            if (entry[1] if entry else None) != current:
+                return snap
+        raise _fail(
+            f"no backup of {rel} differs from the file as it is now",
+            "See `air restore --list`; only files air merged into have backups.",
+        )
+
+    async def pick_for_time(self, when: str) -> Snapshot:
+        """The tree as it was at ``when``: the first snapshot taken after it."""
+        moment = _parse_time(when)
+        for snap in await self.snapshots():
+            if snap.at and _parse_time(snap.at) > moment:
+                return snap
+        raise _fail(
+            f"air took no snapshot after {when}: air merged nothing since then",
+            "See `air restore --list` for the snapshots and their times.",
+        )
+
+    async def pick_for_session(self, session_id: str) -> Snapshot:
+        """The tree before the session's first merge."""
+        for snap in await self.snapshots():
+            if snap.session_id == session_id and snap.reason != "rescue before restore":
+                return snap
+        raise _fail(
+            f"session {session_id} merged nothing into the project: no snapshot of it",
+            "See `air restore --list` for the snapshots and their sessions.",
+        )
+
+    # -- restore -------------------------------------------------------------------------
+
+    def _current_blob(self, rel: str) -> str | None:
+        path = os.path.join(self.project_root, rel)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            return None
+        if stat.S_ISLNK(info.st_mode):
+            return blob_id(os.fsencode(os.readlink(path)))
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        with open(path, "rb") as handle:
+            return blob_id(handle.read())
+
+    def relative(self, path: str) -> str:
+        """``path`` (absolute, or relative to the current directory) inside the project.
+
+        Raises:
+            AirException: ``validation_error`` for a path outside the project or in ``.air``.
+        """
+        absolute = os.path.normpath(os.path.join(os.getcwd(), path))
+        parent = os.path.realpath(os.path.dirname(absolute))
+        rel = os.path.relpath(os.path.join(parent, os.path.basename(absolute)), self.project_root)
+        if rel.startswith("..") or rel == "." or rel.split(os.sep)[0] in _NEVER:
+            raise _fail(
+                f"{path} is not a file of the project {self.project_root}",
+                "Name a file inside the project (not under .air or .git).",
+                ErrorKind.VALIDATION_ERROR,
+            )
+        return rel
+
+    async def restore_file(self, rel: str, snap: Snapshot) -> Snapshot:
+        """Bring ``rel`` back as it was in ``snap`` (removed if it did not exist then).
+
+        Returns the rescue snapshot taken first."""
+        rescue = await self.snapshot("rescue before restore")
+        entry = (await self._entries(snap.commit)).get(rel)
+        await self._put(rel, entry)
+        return rescue
+
+    async def restore_tree(self, snap: Snapshot) -> tuple[Snapshot, list[str]]:
+        """Make the work tree's snapshotted files those of ``snap``: files it has are written,
+        files snapshotted now but absent from it are removed; ignored files are left alone.
+
+        Returns the rescue snapshot taken first and the paths changed."""
+        rescue = await self.snapshot("rescue before restore")
+        now = await self._entries(rescue.commit)
+        then = await self._entries(snap.commit)
+        changed = []
+        for rel in sorted(set(now) - set(then), reverse=True):
+            await self._put(rel, None)
+            changed.append(rel)
+        for rel, entry in sorted(then.items()):
+            if now.get(rel) != entry:
+                await self._put(rel, entry)
+                changed.append(rel)
+        return rescue, sorted(changed)
+
+    async def _put(self, rel: str, entry: tuple[str, str] | None) -> None:
+        parts = rel.split("/")
+        if not parts or parts[0] in _NEVER or any(p in ("", ".", "..") for p in parts):
+            raise _fail(
+                f"the backup names an unsafe path {rel!r}",
+                "Run `air doctor`; the backup repository was changed by something other than air.",
+                ErrorKind.WORKSPACE_ERROR,
+            )
+        target = os.path.join(self.project_root, *parts)
+        if entry is None:
+            try:
+                if not stat.S_ISDIR(os.lstat(target).st_mode):
+                    self._unlink_safely(parts)
+            except FileNotFoundError:
+                pass
+            return
+        mode, blob = entry
+        if mode == "160000":  # a submodule commit: nothing to write
+            return
+        data = await self._git("cat-file", "blob", blob)
+        self._write(rel, parts, mode, data)
+
+    def _write(self, rel: str, parts: list[str], mode: str, data: bytes) -> None:
+        target = os.path.join(self.project_root, *parts)
+        self._make_parents(parts)
+        if os.path.isdir(target) and not os.path.islink(target):
+            raise _fail(
+                f"{rel} is a directory now; air does not replace a directory with a file",
+                f"Move {rel} away, then run the restore again.",
+                ErrorKind.VALIDATION_ERROR,
+            )
+        tmp = os.path.join(os.path.dirname(target), f".{parts[-1]}.air-restore.tmp")
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        if mode == "120000":
+            os.symlink(os.fsdecode(data), tmp)
+        else:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+            os.chmod(tmp, 0o755 if mode == "100755" else 0o644)
+        os.replace(tmp, target)  # replaces a symlink itself, never its target
+
+    def _make_parents(self, parts: list[str]) -> None:
+        """Every parent of ``parts`` a real directory inside the project (a symlink or a file
+        in the way is removed: the rescue snapshot holds it)."""
+        current = self.project_root
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            try:
+                info = os.lstat(current)
+            except FileNotFoundError:
+                os.mkdir(current)
+                continue
+            if stat.S_ISDIR(info.st_mode):
+                continue
+            os.unlink(current)
+            os.mkdir(current)
+
+    def _unlink_safely(self, parts: list[str]) -> None:
+        current = self.project_root
+        for part in parts[:-1]:
+            current = os.path.join(current, part)
+            if not stat.S_ISDIR(os.lstat(current).st_mode):  # a symlinked parent: not ours
+                return
+        os.unlink(os.path.join(current, parts[-1]))
