@@ -145,6 +145,8 @@ def _trail(stdout: str) -> dict[str, list[tuple[str, str]]]:
         if not line.startswith("{"):
             continue
         event = json.loads(line)
+        if event["type"] == "air.summary":
+            continue  # the run's closing summary record, not an event
         payload = event["payload"]
         task = payload.get("task_id") or (payload.get("task_spec") or {}).get("id")
         if not task or event["type"].endswith(("heartbeat", "delta", "progress")):
