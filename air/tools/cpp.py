@@ -45,7 +45,12 @@ from air.cpp.project import (
 from air.cpp.testing import CppTestInput, CppTestOutput, CppTestRunner
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
 from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
-from air.tools.shell import interrupted_error, record_command_failed, record_command_started
+from air.tools.shell import (
+    interrupted_error,
+    record_command_failed,
+    record_command_started,
+    store_output_logs,
+)
 
 __all__ = [
     "CPP_TOOL_DEFINITIONS",
@@ -149,12 +154,7 @@ class SandboxedCommandRunner:
                 # why shielded: the command run must be closed even as the caller unwinds
                 await self._failed(command_run_id, started, error, cancelled=cancelled)
             raise
-        refs: dict[str, str] = {}
-        for name, data in (("stdout", out), ("stderr", err)):
-            if data:
-                refs[name] = run.add_artifact(
-                    ArtifactType.LOG, name, data, extension=".log", command_run_id=command_run_id
-                ).artifact_id
+        refs = store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
         if timed_out:
             error = make_air_error(

@@ -1,9 +1,10 @@
 """shell.run: commands in the bubblewrap sandbox, streamed, timed out and killed as a group.
 
 Owns the streaming ``shell.run`` tool (command.* events, log artifacts, timeout and group kill)
-and the command-event recorders the cpp.* tools share with it (``record_command_started``,
-``record_command_failed``, ``interrupted_error``), on top of ``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no
-unsandboxed mode: without a working bubblewrap shell.run refuses with an ``environment_error``
+and the command-event helpers the cpp.* tools share with it (``record_command_started``,
+``record_command_failed``, ``interrupted_error``, ``store_output_logs``), on top of
+``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no unsandboxed
+mode: without a working bubblewrap shell.run refuses with an ``environment_error``
 (IMPL-SEC-5), and ``check_sandbox_available`` lets a front end refuse to start at all.
 """
 
@@ -37,6 +38,7 @@ __all__ = [
     "record_command_failed",
     "record_command_started",
     "register_shell_tool",
+    "store_output_logs",
 ]
 
 
@@ -143,16 +145,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
                 await record_command_failed(
                     run, command_run_id, started, error, cancelled=cancelled
                 )
-    refs = {}
-    for name, data in (("stdout", out), ("stderr", err)):
-        if data:
-            refs[name] = run.add_artifact(
-                ArtifactType.LOG,
-                f"{name}",
-                bytes(data),
-                extension=".log",
-                command_run_id=command_run_id,
-            ).artifact_id
+    refs = store_output_logs(run, command_run_id, bytes(out), bytes(err))
     if timed_out:
         error = make_air_error(
             kind=ErrorKind.TIMEOUT,
@@ -199,6 +192,17 @@ async def record_command_started(run: ToolRun, command_run_id: str, command: str
             "origin_message_id": run.context.origin_message_id,
         },
     )
+
+
+def store_output_logs(run: ToolRun, command_run_id: str, out: bytes, err: bytes) -> dict[str, str]:
+    """Store each stream that wrote anything as a log artifact; stream name -> artifact id."""
+    refs: dict[str, str] = {}
+    for name, data in (("stdout", out), ("stderr", err)):
+        if data:
+            refs[name] = run.add_artifact(
+                ArtifactType.LOG, name, data, extension=".log", command_run_id=command_run_id
+            ).artifact_id
+    return refs
 
 
 def interrupted_error(exc: BaseException) -> AirError:
