@@ -15,11 +15,11 @@ from air.store.session_db import open_session_database
 
 
 def run_batch_json(
-    root: Path, env: dict[str, str], *, timeout: float = 120
+    root: Path, env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
-    """``air run --headless batch.yaml --json`` in ``root`` with exactly ``env``."""
+    """``air run --headless batch.yaml --json *args`` in ``root`` with exactly ``env``."""
     return subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
+        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json", *args],
         cwd=root,
         env=env,
         capture_output=True,

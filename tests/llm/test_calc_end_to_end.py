@@ -165,24 +165,7 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         (recorded / ".air" / "shared" / "models.yaml").write_text(
             MODELS["openai"].format(url=server.url)
         )
-        first = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "air.cli",
-                "run",
-                "--headless",
-                "batch.yaml",
-                "--json",
-                "--record",
-                str(record_dir),
-            ],
-            cwd=recorded,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        first = run_batch_json(recorded, env, "--record", str(record_dir), timeout=300)
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in record_dir.iterdir()) == [
         "changelog.jsonl",
@@ -190,23 +173,8 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         "fix-tokenizer.jsonl",
     ]
     assert KEY not in "".join(p.read_text() for p in record_dir.iterdir())
-    second = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "air.cli",
-            "run",
-            "--headless",
-            "batch.yaml",
-            "--json",
-            "--cassette",
-            str(record_dir),
-        ],
-        cwd=replayed,
-        env={**env, "AIR_E2E_KEY": ""},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    second = run_batch_json(
+        replayed, {**env, "AIR_E2E_KEY": ""}, "--cassette", str(record_dir), timeout=300
     )
     assert second.returncode == 0, second.stderr
     assert _unittest(replayed).returncode == 0
