@@ -9,13 +9,17 @@ first (``CMakeConfigurator``).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import DiagnosticStream, ParsedDiagnostic
+from air.cpp.diagnostics import (
+    DiagnosticCollector,
+    DiagnosticSink,
+    DiagnosticStream,
+    ParsedDiagnostic,
+)
 from air.cpp.process import CommandRunner, is_plain_file
 from air.cpp.project import (
     CMakeConfigurator,
@@ -25,8 +29,6 @@ from air.cpp.project import (
 )
 
 __all__ = ["CppBuildInput", "CppBuildOutput", "CppBuilder", "DiagnosticSink"]
-
-DiagnosticSink = Callable[[ParsedDiagnostic], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -135,13 +137,8 @@ class CppBuilder:
             "stdout": DiagnosticStream(input.workspace),
             "stderr": DiagnosticStream(input.workspace),
         }
-        diagnostics: list[ParsedDiagnostic] = []
-
-        async def deliver(found: list[ParsedDiagnostic]) -> None:
-            for d in found:
-                diagnostics.append(d)
-                if on_diagnostic is not None:
-                    await on_diagnostic(d)
+        collector = DiagnosticCollector(on_diagnostic)
+        diagnostics, deliver = collector.diagnostics, collector.deliver
 
         async def on_output(name: str, text: str) -> None:
             stream = streams[name]

@@ -9,14 +9,13 @@ from a file a command could have replaced.
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
 from air.cpp.diagnostics import ParsedDiagnostic, make_signature
-from air.cpp.process import CommandRunner, is_plain_file
+from air.cpp.process import CommandRunner, is_plain_file, parse_tool_xml
 from air.cpp.project import safe_build_dir
 
 __all__ = ["CppcheckInput", "CppcheckOutput", "CppcheckRunner", "parse_cppcheck_xml"]
@@ -47,20 +46,13 @@ def parse_cppcheck_xml(xml: str, root: str | None = None) -> list[ParsedDiagnost
     """
     start = xml.find("<?xml")
     text = xml[start:] if start >= 0 else xml
-    if "<!ENTITY" in text or "<!DOCTYPE" in text:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message="cppcheck's report declares a DTD or entities; cppcheck never writes one",
-            user_action="Run cpp.cppcheck again.",
-        )
-    try:
-        doc = ET.fromstring(text)
-    except ET.ParseError as exc:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message=f"cppcheck's XML report does not parse: {exc}",
-            user_action="Run cpp.cppcheck again; check that cppcheck is version 2 or newer.",
-        ) from exc
+    doc = parse_tool_xml(
+        text,
+        report="cppcheck's XML report",
+        writer="cppcheck",
+        dtd_action="Run cpp.cppcheck again.",
+        parse_action="Run cpp.cppcheck again; check that cppcheck is version 2 or newer.",
+    )
     out: list[ParsedDiagnostic] = []
     real_root = os.path.realpath(root) if root else None
     for err in doc.iter("error"):

@@ -3,7 +3,8 @@
 Owns ``ParsedDiagnostic`` (a diagnostic with its notes and collapsed backtrace),
 ``DiagnosticParser`` (``parse_compiler_output``, ``semantic_signature``) and
 ``DiagnosticStream``, the incremental form a build uses to hand diagnostics out as the output
-arrives (SDD §15, contracts §21).
+arrives, and ``DiagnosticCollector``, which keeps them and hands each to a ``DiagnosticSink``
+(SDD §15, contracts §21).
 
 What it reads, in one pass and mixed freely (a build log interleaves them):
 - gcc and clang text (ANSI colour stripped), ``file:line:col: severity: message [option]``;
@@ -26,14 +27,16 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from air.contracts.tool import Diagnostic, DiagnosticSeverity
 
 __all__ = [
+    "DiagnosticCollector",
     "DiagnosticParser",
+    "DiagnosticSink",
     "DiagnosticStream",
     "ParsedDiagnostic",
     "make_signature",
@@ -277,6 +280,24 @@ class _Pending:
     body: list[str] = field(default_factory=list)
     """CMake: the indented lines of the message."""
     backtrace: list[str] = field(default_factory=list)
+
+
+DiagnosticSink = Callable[[ParsedDiagnostic], Awaitable[None]]
+"""Receives each finished diagnostic as soon as it is parsed."""
+
+
+@dataclass
+class DiagnosticCollector:
+    """Keeps every diagnostic of one command and hands each on to ``on_diagnostic`` at once."""
+
+    on_diagnostic: DiagnosticSink | None = None
+    diagnostics: list[ParsedDiagnostic] = field(default_factory=list)
+
+    async def deliver(self, found: Iterable[ParsedDiagnostic]) -> None:
+        for d in found:
+            self.diagnostics.append(d)
+            if self.on_diagnostic is not None:
+                await self.on_diagnostic(d)
 
 
 class DiagnosticStream:

@@ -2,8 +2,9 @@
 
 Owns ``CommandResult``, ``CommandRunner`` (the protocol every runner implements: the tools
 layer's sandboxed runner records ``command_runs``; ``LocalCommandRunner`` runs the command
-directly for benchmarks and for code that has no session) and ``read_workspace_file``, the one
-way the toolchain reads a file a command wrote (no symlinks, inside the workspace, bounded).
+directly for benchmarks and for code that has no session), ``read_workspace_file``, the one
+way the toolchain reads a file a command wrote (no symlinks, inside the workspace, bounded), and
+``parse_tool_xml``, the one way it parses XML a tool wrote (no DTD, no entities).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import signal
 import stat
 import subprocess
 import time
+import xml.etree.ElementTree as ET
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import IO, Protocol
@@ -29,6 +31,7 @@ __all__ = [
     "OutputSink",
     "Spawn",
     "is_plain_file",
+    "parse_tool_xml",
     "read_workspace_file",
 ]
 
@@ -280,6 +283,38 @@ def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> 
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def parse_tool_xml(
+    xml: str | bytes, *, report: str, writer: str, dtd_action: str, parse_action: str
+) -> ET.Element:
+    """The root element of XML a tool wrote (``report`` names it in messages).
+
+    A tool under a workspace command's control may write anything: a DTD or an entity
+    declaration is refused before expat sees it (``writer`` never writes one).
+
+    Raises:
+        AirException(tool_error): the XML declares a DTD or entities, or does not parse.
+    """
+    declares = (
+        b"<!ENTITY" in xml or b"<!DOCTYPE" in xml
+        if isinstance(xml, bytes)
+        else "<!ENTITY" in xml or "<!DOCTYPE" in xml
+    )
+    if declares:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message=f"{report} declares a DTD or entities; {writer} never writes one",
+            user_action=dtd_action,
+        )
+    try:
+        return ET.fromstring(xml)
+    except ET.ParseError as exc:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message=f"{report} does not parse: {exc}",
+            user_action=parse_action,
+        ) from exc
 
 
 def _refuse(message: str) -> AirException:

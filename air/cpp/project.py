@@ -12,12 +12,17 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
-from air.cpp.diagnostics import DiagnosticStream, ParsedDiagnostic
+from air.cpp.diagnostics import (
+    DiagnosticCollector,
+    DiagnosticSink,
+    DiagnosticStream,
+    ParsedDiagnostic,
+)
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 
 __all__ = [
@@ -266,7 +271,7 @@ class CMakeConfigurator:
     async def configure(
         self,
         input: CppCmakeConfigureInput,
-        on_diagnostic: Callable[[ParsedDiagnostic], Awaitable[None]] | None = None,
+        on_diagnostic: DiagnosticSink | None = None,
     ) -> CppCmakeConfigureOutput:
         """Configure the workspace; CMake's errors and warnings reach ``on_diagnostic`` as they
         are printed."""
@@ -282,13 +287,8 @@ class CMakeConfigurator:
         generator = self.generator_for(input.workspace, build_dir, input.generator)
         argv = self.argv(input, generator, build_dir)
         stream = DiagnosticStream(input.workspace)
-        diagnostics: list[ParsedDiagnostic] = []
-
-        async def deliver(found: list[ParsedDiagnostic]) -> None:
-            for d in found:
-                diagnostics.append(d)
-                if on_diagnostic is not None:
-                    await on_diagnostic(d)
+        collector = DiagnosticCollector(on_diagnostic)
+        diagnostics, deliver = collector.diagnostics, collector.deliver
 
         async def on_output(_name: str, text: str) -> None:
             await deliver(stream.feed(text) if text else [])

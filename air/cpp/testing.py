@@ -12,13 +12,17 @@ from __future__ import annotations
 
 import os
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
-from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
+from air.cpp.process import (
+    CommandRunner,
+    is_plain_file,
+    parse_tool_xml,
+    read_workspace_file,
+)
 from air.cpp.project import safe_build_dir
 
 __all__ = [
@@ -100,20 +104,13 @@ def parse_junit(xml: bytes) -> list[CppTestCase]:
     Raises:
         AirException(tool_error): the XML does not parse.
     """
-    if b"<!ENTITY" in xml or b"<!DOCTYPE" in xml:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message="the JUnit file declares a DTD or entities; ctest never writes one",
-            user_action="Delete the build directory's JUnit file and run the tests again.",
-        )
-    try:
-        root = ET.fromstring(xml)
-    except ET.ParseError as exc:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message=f"ctest's JUnit output does not parse: {exc}",
-            user_action="Run the tests again; report it if ctest keeps writing broken XML.",
-        ) from exc
+    root = parse_tool_xml(
+        xml,
+        report="ctest's JUnit file",
+        writer="ctest",
+        dtd_action="Delete the build directory's JUnit file and run the tests again.",
+        parse_action="Run the tests again; report it if ctest keeps writing broken XML.",
+    )
     cases: list[CppTestCase] = []
     for case in root.iter("testcase"):
         status = case.get("status", "")

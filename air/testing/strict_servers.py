@@ -48,6 +48,7 @@ __all__ = [
     "json_reply",
     "openai_problem",
     "openai_sse",
+    "turn_sse",
 ]
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -973,11 +974,10 @@ def blocks_sse(
     )
 
 
-def anthropic_sse(
-    turn: Turn, *, model: str = "claude-test", message_id: str = "msg_1"
-) -> list[bytes]:
+def turn_sse(wire: str, turn: Turn, *, model: str, message_id: str) -> list[bytes]:
+    """The streamed body of ``turn`` in ``wire`` (``anthropic`` | ``openai``)."""
     return blocks_sse(
-        "anthropic",
+        wire,
         _turn_blocks(turn),
         turn.stop,
         input_tokens=turn.input_tokens,
@@ -985,20 +985,18 @@ def anthropic_sse(
         model=model,
         message_id=message_id,
     )
+
+
+def anthropic_sse(
+    turn: Turn, *, model: str = "claude-test", message_id: str = "msg_1"
+) -> list[bytes]:
+    return turn_sse("anthropic", turn, model=model, message_id=message_id)
 
 
 def openai_sse(
     turn: Turn, *, model: str = "gpt-test", message_id: str = "chatcmpl-1"
 ) -> list[bytes]:
-    return blocks_sse(
-        "openai",
-        _turn_blocks(turn),
-        turn.stop,
-        input_tokens=turn.input_tokens,
-        output_tokens=turn.output_tokens,
-        model=model,
-        message_id=message_id,
-    )
+    return turn_sse("openai", turn, model=model, message_id=message_id)
 
 
 def json_reply(status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> Reply:

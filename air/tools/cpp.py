@@ -45,6 +45,12 @@ from air.cpp.project import (
 from air.cpp.testing import CppTestInput, CppTestOutput, CppTestRunner
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
 from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+from air.tools.shell import (
+    interrupted_error,
+    record_command_failed,
+    record_command_started,
+    store_output_logs,
+)
 
 __all__ = [
     "CPP_TOOL_DEFINITIONS",
@@ -114,18 +120,7 @@ class SandboxedCommandRunner:
         self.current_command_run_id = command_run_id
         self.diagnostic_ids = []
         self.command_runs.append(command_run_id)
-        await run.record(
-            "command.started",
-            {
-                "command_run_id": command_run_id,
-                "command": command,
-                "cwd": real_cwd,
-                "task_id": run.context.task_id,
-                "agent_id": run.context.agent_id,
-                "tool_run_id": run.tool_run_id,
-                "origin_message_id": run.context.origin_message_id,
-            },
-        )
+        await record_command_started(run, command_run_id, command, real_cwd)
 
         async def forward(name: str, text: str) -> None:
             if not text:  # end of stream
@@ -154,21 +149,12 @@ class SandboxedCommandRunner:
             )
         except BaseException as exc:
             cancelled = is_cancellation(exc)
-            error = make_air_error(
-                kind=ErrorKind.CANCELLED if cancelled else ErrorKind.TOOL_ERROR,
-                message="the command was cancelled" if cancelled else f"the command failed: {exc}",
-                user_action="None: the caller stopped it." if cancelled else "Retry the command.",
-            )
+            error = interrupted_error(exc)
             with trio.move_on_after(5, shield=True):
                 # why shielded: the command run must be closed even as the caller unwinds
                 await self._failed(command_run_id, started, error, cancelled=cancelled)
             raise
-        refs: dict[str, str] = {}
-        for name, data in (("stdout", out), ("stderr", err)):
-            if data:
-                refs[name] = run.add_artifact(
-                    ArtifactType.LOG, name, data, extension=".log", command_run_id=command_run_id
-                ).artifact_id
+        refs = store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
         if timed_out:
             error = make_air_error(
@@ -207,18 +193,14 @@ class SandboxedCommandRunner:
         cancelled: bool = False,
         refs: dict[str, str] | None = None,
     ) -> None:
-        refs = refs or {}
-        await self.run_ctx.record(
-            "command.failed",
-            {
-                "command_run_id": command_run_id,
-                "duration_ms": int((time.monotonic() - started) * 1000),
-                "stdout_artifact_id": refs.get("stdout"),
-                "stderr_artifact_id": refs.get("stderr"),
-                "diagnostic_ids": list(self.diagnostic_ids),
-                "error": error.model_dump(mode="json"),
-                "cancelled": cancelled,
-            },
+        await record_command_failed(
+            self.run_ctx,
+            command_run_id,
+            started,
+            error,
+            cancelled=cancelled,
+            refs=refs,
+            diagnostic_ids=self.diagnostic_ids,
         )
 
 

@@ -196,6 +196,22 @@ def _sandbox_ids() -> tuple[int, int]:
     return (uid or _UID_FOR_ROOT, gid or _UID_FOR_ROOT)
 
 
+def _identity_args() -> list[str]:
+    """bwrap's user, pid namespace and capability drop: the same for a command and the probe."""
+    uid, gid = _sandbox_ids()
+    return [
+        "--unshare-user",
+        "--disable-userns",
+        "--uid",
+        str(uid),
+        "--gid",
+        str(gid),
+        "--cap-drop",
+        "ALL",
+        "--unshare-pid",
+    ]
+
+
 def _worktree_common_dir(dot_git: str, source: str) -> str | None:
     """The main repository's git dir of a worktree whose ``.git`` file is ``dot_git``.
 
@@ -344,19 +360,10 @@ class SandboxRunner:
         if self.bwrap_path is None:
             raise _missing_bwrap()
         ws = os.path.realpath(workspace)
-        uid, gid = _sandbox_ids()
         args = [
             self.bwrap_path,
             "--die-with-parent",
-            "--unshare-user",
-            "--disable-userns",
-            "--uid",
-            str(uid),
-            "--gid",
-            str(gid),
-            "--cap-drop",
-            "ALL",
-            "--unshare-pid",
+            *_identity_args(),
             "--unshare-ipc",
             "--unshare-uts",
             "--unshare-cgroup-try",
@@ -432,18 +439,9 @@ def check_sandbox_available(bwrap_path: str | None = None, *, probe: bool = True
     with _probe_lock:
         if path in _probed:
             return path
-        uid, gid = _sandbox_ids()
         argv = [
             path,
-            "--unshare-user",
-            "--disable-userns",
-            "--uid",
-            str(uid),
-            "--gid",
-            str(gid),
-            "--cap-drop",
-            "ALL",
-            "--unshare-pid",
+            *_identity_args(),
             "--unshare-net",
             *[a for p in _SYSTEM_PATHS if os.path.isdir(p) for a in ("--ro-bind", p, p)],
             "--proc",

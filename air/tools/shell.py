@@ -1,8 +1,10 @@
 """shell.run: commands in the bubblewrap sandbox, streamed, timed out and killed as a group.
 
 Owns the streaming ``shell.run`` tool (command.* events, log artifacts, timeout and group kill)
-on top of ``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no
-unsandboxed mode: without a working bubblewrap shell.run refuses with an ``environment_error``
+and the command-event helpers the cpp.* tools share with it (``record_command_started``,
+``record_command_failed``, ``interrupted_error``, ``store_output_logs``), on top of
+``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no unsandboxed
+mode: without a working bubblewrap shell.run refuses with an ``environment_error``
 (IMPL-SEC-5), and ``check_sandbox_available`` lets a front end refuse to start at all.
 """
 
@@ -32,7 +34,11 @@ __all__ = [
     "SandboxRunner",
     "check_sandbox_available",
     "clean_environment",
+    "interrupted_error",
+    "record_command_failed",
+    "record_command_started",
     "register_shell_tool",
+    "store_output_logs",
 ]
 
 
@@ -87,18 +93,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
     runner.check_available()
     command_run_id = new_id("cr")
     env = sandbox_environment(os.environ)
-    await run.record(
-        "command.started",
-        {
-            "command_run_id": command_run_id,
-            "command": command,
-            "cwd": cwd,
-            "task_id": run.context.task_id,
-            "agent_id": run.context.agent_id,
-            "tool_run_id": run.tool_run_id,
-            "origin_message_id": run.context.origin_message_id,
-        },
-    )
+    await record_command_started(run, command_run_id, command, cwd)
     started = time.monotonic()
     out = bytearray()
     err = bytearray()
@@ -117,7 +112,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
                 user_action="Check that bubblewrap is installed and runs (air doctor).",
             )
         )
-        await _record_failure(run, command_run_id, started, error)
+        await record_command_failed(run, command_run_id, started, error)
         raise AirException(error) from exc
     failure: BaseException | None = None
     try:
@@ -145,32 +140,19 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
         proc.close()
         if failure is not None:
             cancelled = is_cancellation(failure)
-            error = make_air_error(
-                kind=ErrorKind.CANCELLED if cancelled else ErrorKind.TOOL_ERROR,
-                message="the command was cancelled"
-                if cancelled
-                else f"the command failed: {failure}",
-                user_action="None: the caller stopped it." if cancelled else "Retry the command.",
-            )
+            error = interrupted_error(failure)
             with trio.move_on_after(5, shield=True):
-                await _record_failure(run, command_run_id, started, error, cancelled=cancelled)
-    refs = {}
-    for name, data in (("stdout", out), ("stderr", err)):
-        if data:
-            refs[name] = run.add_artifact(
-                ArtifactType.LOG,
-                f"{name}",
-                bytes(data),
-                extension=".log",
-                command_run_id=command_run_id,
-            ).artifact_id
+                await record_command_failed(
+                    run, command_run_id, started, error, cancelled=cancelled
+                )
+    refs = store_output_logs(run, command_run_id, bytes(out), bytes(err))
     if timed_out:
         error = make_air_error(
             kind=ErrorKind.TIMEOUT,
             message=f"the command ran longer than {timeout:g}s",
             user_action="Raise timeout_s or make the command faster.",
         )
-        await _record_failure(run, command_run_id, started, error, refs=refs)
+        await record_command_failed(run, command_run_id, started, error, refs=refs)
         raise AirException(error)
     await run.record(
         "command.completed",
@@ -196,7 +178,44 @@ def _ms(started: float) -> int:
     return int((time.monotonic() - started) * 1000)
 
 
-async def _record_failure(
+async def record_command_started(run: ToolRun, command_run_id: str, command: str, cwd: str) -> None:
+    """Record ``command.started`` of a command ``run`` is about to start in ``cwd``."""
+    await run.record(
+        "command.started",
+        {
+            "command_run_id": command_run_id,
+            "command": command,
+            "cwd": cwd,
+            "task_id": run.context.task_id,
+            "agent_id": run.context.agent_id,
+            "tool_run_id": run.tool_run_id,
+            "origin_message_id": run.context.origin_message_id,
+        },
+    )
+
+
+def store_output_logs(run: ToolRun, command_run_id: str, out: bytes, err: bytes) -> dict[str, str]:
+    """Store each stream that wrote anything as a log artifact; stream name -> artifact id."""
+    refs: dict[str, str] = {}
+    for name, data in (("stdout", out), ("stderr", err)):
+        if data:
+            refs[name] = run.add_artifact(
+                ArtifactType.LOG, name, data, extension=".log", command_run_id=command_run_id
+            ).artifact_id
+    return refs
+
+
+def interrupted_error(exc: BaseException) -> AirError:
+    """The error of a command stopped by ``exc``: ``cancelled`` when the caller cancelled it."""
+    cancelled = is_cancellation(exc)
+    return make_air_error(
+        kind=ErrorKind.CANCELLED if cancelled else ErrorKind.TOOL_ERROR,
+        message="the command was cancelled" if cancelled else f"the command failed: {exc}",
+        user_action="None: the caller stopped it." if cancelled else "Retry the command.",
+    )
+
+
+async def record_command_failed(
     run: ToolRun,
     command_run_id: str,
     started: float,
@@ -204,19 +223,21 @@ async def _record_failure(
     *,
     cancelled: bool = False,
     refs: dict[str, str] | None = None,
+    diagnostic_ids: list[str] | None = None,
 ) -> None:
+    """Record ``command.failed`` (``refs``: the log artifact of each stream that wrote any)."""
     refs = refs or {}
-    await run.record(
-        "command.failed",
-        {
-            "command_run_id": command_run_id,
-            "duration_ms": _ms(started),
-            "stdout_artifact_id": refs.get("stdout"),
-            "stderr_artifact_id": refs.get("stderr"),
-            "error": error.model_dump(mode="json"),
-            "cancelled": cancelled,
-        },
-    )
+    payload: JsonObject = {
+        "command_run_id": command_run_id,
+        "duration_ms": _ms(started),
+        "stdout_artifact_id": refs.get("stdout"),
+        "stderr_artifact_id": refs.get("stderr"),
+    }
+    if diagnostic_ids is not None:
+        payload["diagnostic_ids"] = list(diagnostic_ids)
+    payload["error"] = error.model_dump(mode="json")
+    payload["cancelled"] = cancelled
+    await run.record("command.failed", payload)
 
 
 def register_shell_tool(

@@ -10,10 +10,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from air.events.store import EventStore
 from air.ipc.procs import find_marked
 from air.nursery.runs import RunRecordStore
-from air.store.session_db import open_session_database
+from tests.headless import session_events
 
 TASKS = 6
 
@@ -48,15 +47,6 @@ def _cassette(task_id: str) -> str:
     ) + _turn([{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}], "end_turn")
 
 
-def _events(root: Path) -> list[dict[str, Any]]:
-    [db_path] = list((root / ".air" / "local" / "sessions").glob("*/session.db"))
-    db = open_session_database(db_path)
-    try:
-        return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
-    finally:
-        db.close()
-
-
 def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     (root / "cas").mkdir(parents=True)
@@ -82,7 +72,7 @@ def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path
             break  # a worker of a later wave is running: kill the runtime under it
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
-    before = _events(root)
+    before = session_events(root)
     done_before = {e["task_id"] for e in before if e["type"] == "task.completed"}
     running_before = {e["task_id"] for e in before if e["type"] == "task.started"} - done_before
     assert len(done_before) >= 2
@@ -96,7 +86,7 @@ def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path
         timeout=120,
     )
     assert again.returncode == 0, again.stderr
-    after = _events(root)
+    after = session_events(root)
     starts: dict[str, int] = {}
     for e in after:
         if e["type"] == "task.started":

@@ -19,8 +19,7 @@ from xml.etree import ElementTree
 
 import pytest
 
-from air.events.store import EventStore
-from air.store.session_db import open_session_database
+from tests.headless import session_events
 
 BATCH = """\
 # a small graph: a -> b, c in parallel with a
@@ -76,15 +75,6 @@ def _project(
     return root
 
 
-def _events(root: Path) -> list[dict[str, Any]]:
-    [db_path] = list((root / ".air" / "local" / "sessions").glob("*/session.db"))
-    db = open_session_database(db_path)
-    try:
-        return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
-    finally:
-        db.close()
-
-
 def test_batch_runs_to_completion_with_json_and_junit(tmp_path: Path) -> None:
     root = _project(tmp_path)
     proc = _run_fake(
@@ -130,7 +120,7 @@ def test_a_failing_task_blocks_its_dependents_and_exits_1(tmp_path: Path) -> Non
     )
     assert proc.returncode == 1, proc.stderr
     final = {}
-    for event in _events(root):
+    for event in session_events(root):
         if event["type"].startswith("task.") and event["type"] != "task.created":
             final[event["task_id"]] = event["type"]
     # a failed twice (retry budget 1), b never ran and is blocked, c completed
@@ -217,7 +207,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err
     assert "cancelling the run" in err
-    events = _events(root)
+    events = session_events(root)
     ends = {
         e["task_id"]: e["type"]
         for e in events
@@ -238,7 +228,7 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
     assert {"b", "d"} <= rerun
     assert not rerun & completed_before  # no completed task runs twice
     final = {}
-    for event in _events(root):
+    for event in session_events(root):
         if event["type"] in ("task.completed", "task.failed", "task.interrupted", "task.blocked"):
             final[event["task_id"]] = event["type"]
     assert final == dict.fromkeys(["a", "b", "c", "d"], "task.completed")
@@ -272,7 +262,7 @@ def test_second_sigint_exits_130_at_once_while_the_first_is_still_unwinding(
     _out, err = proc.communicate(timeout=20)
     assert proc.returncode == 130
     assert "killing every worker now" in err
-    started = [e for e in _events(root) if e["type"] == "task.started"]
+    started = [e for e in session_events(root) if e["type"] == "task.started"]
     assert started  # what was recorded before the kill is still there
 
 

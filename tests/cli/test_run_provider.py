@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
+from tests.headless import json_events, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
 
 KEY = "sk-air-canary-4b1d2f9e7c3a5b6d"
@@ -61,14 +60,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
             Reply(chunks=openai_sse(Turn(text=[_verdict()]))),
         )
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": KEY}
-        proc = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = run_batch_json(root, env)
         requests = list(server.requests)
         rejected = list(server.rejected)
     assert proc.returncode == 0, proc.stderr
@@ -84,7 +76,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
     tool_messages = [m for m in requests[1].body["messages"] if m.get("role") == "tool"]
     assert tool_messages
     assert "ship it" in json.dumps(tool_messages)
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    events = json_events(proc.stdout)
     done = [e for e in events if e["type"] == "task.completed"]
     assert done
     assert done[0]["payload"]["worker_result"]["result"]["verdict"] == "approved"

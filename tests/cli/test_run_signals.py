@@ -20,10 +20,9 @@ from typing import Any
 
 import pytest
 
-from air.events.store import EventStore
 from air.ipc.procs import find_marked
 from air.nursery.runs import RunRecordStore
-from air.store.session_db import open_session_database
+from tests.headless import session_events
 
 BATCH = """\
 tasks:
@@ -52,15 +51,6 @@ def _cassette(task_id: str, command: str | None) -> str:
         return answer
     call = {"type": "tool_use", "id": f"toolu_{task_id}", "name": "shell.run"}
     return _turn([{**call, "input": {"command": command}}], "tool_use") + answer
-
-
-def _events(root: Path) -> list[dict[str, Any]]:
-    [db_path] = list((root / ".air" / "local" / "sessions").glob("*/session.db"))
-    db = open_session_database(db_path)
-    try:
-        return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
-    finally:
-        db.close()
 
 
 def _final(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -98,7 +88,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
     assert proc.returncode == 130, err
     assert f"{signum.name}: cancelling the run" in err
     assert "Traceback" not in err
-    events = _events(root)
+    events = session_events(root)
     assert _final(events) == {"quick": "task.completed", "slow": "task.interrupted"}
     records = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
     assert [find_marked(r["marker"]) for r in records if r.get("marker")] == [
@@ -113,7 +103,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
         timeout=120,
     )
     assert again.returncode == 0, again.stderr
-    after = _events(root)
+    after = session_events(root)
     starts = [e["task_id"] for e in after if e["type"] == "task.started"]
     assert starts.count("quick") == 1  # never run twice
     assert starts.count("slow") == 2
@@ -144,5 +134,5 @@ def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Pa
     assert "Exception ignored" not in err
     assert err.count("stdout closed") == 1
     assert "completed: done 2/2, failed 0" in err  # the summary counts every task
-    assert _final(_events(root)) == {"quick": "task.completed", "slow": "task.completed"}
+    assert _final(session_events(root)) == {"quick": "task.completed", "slow": "task.completed"}
     assert (root / "report.xml").is_file()

@@ -13,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.headless import json_events, run_batch_json
 from tests.llm.servers import LocalServer, Received, Reply, Turn, anthropic_sse, openai_sse
 
 RULE = "Planted rule 7f3a: name every file you read."
@@ -127,14 +126,7 @@ def test_first_requests_carry_every_layer(tmp_path: Path, wire: str) -> None:
             Reply(chunks=sse(Turn(text=[verdict]))),
         )
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        proc = run_batch_json(root, env, timeout=180)
         requests = list(server.requests)
     assert proc.returncode == 0, proc.stderr
     assert len(requests) == 5, [r.path for r in requests]
@@ -162,7 +154,7 @@ def test_first_requests_carry_every_layer(tmp_path: Path, wire: str) -> None:
     system = _system_text(requests[2])
     assert RULE in system
     assert CRITERION_B not in system
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    events = json_events(proc.stdout)
     done = {e["payload"]["task_id"] for e in events if e["type"] == "task.completed"}
     assert done == {"list-files", "review-notes"}
     # the first worker was the spare `air run` started before its own imports (IMPL-START-2)
@@ -189,19 +181,12 @@ def test_an_unusable_context_fails_the_task_before_any_request(tmp_path: Path) -
         (root / "AGENTS.md").unlink()
         os.symlink(secret, root / "AGENTS.md")
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test"}
-        proc = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=180,
-        )
+        proc = run_batch_json(root, env, timeout=180)
         requests = list(server.requests)
     assert proc.returncode == 1, proc.stderr
     assert requests == []
     assert "Traceback" not in proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    events = json_events(proc.stdout)
     failed = [e for e in events if e["type"] == "task.failed"]
     assert failed
     assert failed[0]["payload"]["error"]["kind"] == "config_error"

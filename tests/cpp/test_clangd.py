@@ -7,7 +7,6 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,10 +16,8 @@ from air.contracts.error import AirException
 from air.cpp.clangd import ClangdQueryInput, LspFraming, clangd_command, open_clangd
 from air.cpp.process import LocalCommandRunner
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput
-from air.tools.cpp import register_cpp_tools
+from tests.cpp.conftest import EXAMPLE
 from tests.tools.conftest import Env
-
-EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
 
 
 async def _configured(tmp_path: Path) -> Path:
@@ -129,15 +126,6 @@ def test_lsp_framing_is_bounded_and_strict() -> None:
         LspFraming().feed(b"X: 1\r\n\r\n{}")
     with pytest.raises(AirException, match="not an object"):
         LspFraming().feed(b"Content-Length: 2\r\n\r\n[]")
-
-
-@pytest.fixture
-def cpp_env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    shutil.copytree(EXAMPLE, made.root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build"))
-    register_cpp_tools(made.registry, made.runner)
-    yield made
-    made.close()
 
 
 async def test_cpp_clangd_tool_configures_and_answers_through_the_sandbox(cpp_env: Env) -> None:

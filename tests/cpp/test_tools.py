@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,19 +16,8 @@ from air.contracts.tool import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
-from air.tools.cpp import register_cpp_tools
+from tests.cpp.conftest import EXAMPLE
 from tests.tools.conftest import Env, assert_payloads_valid, git
-
-EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
-
-
-@pytest.fixture
-def cpp_env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    shutil.copytree(EXAMPLE, made.root, dirs_exist_ok=True, ignore=shutil.ignore_patterns("build"))
-    register_cpp_tools(made.registry, made.runner)
-    yield made
-    made.close()
 
 
 async def _call(env: Env, name: str, **input: Any) -> ToolResultEnvelope:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from air.testing.strict_servers import CassetteModel, StrictServer
+from tests.headless import json_events, run_batch_json
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 KEY = "zq81-e2e-key-7d0c1b5a9e3f4b2d8c6a1e0f9b7d5c3a"
@@ -99,7 +100,7 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     sent = json.dumps([r.body for r in requests])
     assert "fs.read" not in sent
     assert "fs_read" in sent
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    events = json_events(proc.stdout)
     assert sum(e["type"] == "task.completed" for e in events) == 3
 
 
@@ -119,19 +120,12 @@ def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
             MODELS["anthropic"].format(url=server.url).replace("claude-sonnet-4-5", "claude-nope")
         )
         env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
-        proc = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = run_batch_json(root, env)
         requests = list(server.requests)
     assert proc.returncode == 1, proc.stderr
     assert len(requests) == 1
     assert "model: claude-nope" in proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    events = json_events(proc.stdout)
     ended = [e for e in events if e["type"] in ("task.failed", "task.blocked")]
     assert ended
     assert "model: claude-nope" in json.dumps(ended[-1]["payload"])
@@ -173,24 +167,7 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         (recorded / ".air" / "shared" / "models.yaml").write_text(
             MODELS["openai"].format(url=server.url)
         )
-        first = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "air.cli",
-                "run",
-                "--headless",
-                "batch.yaml",
-                "--json",
-                "--record",
-                str(record_dir),
-            ],
-            cwd=recorded,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        first = run_batch_json(recorded, env, "--record", str(record_dir), timeout=300)
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in record_dir.iterdir()) == [
         "changelog.jsonl",
@@ -198,23 +175,8 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         "fix-tokenizer.jsonl",
     ]
     assert KEY not in "".join(p.read_text() for p in record_dir.iterdir())
-    second = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "air.cli",
-            "run",
-            "--headless",
-            "batch.yaml",
-            "--json",
-            "--cassette",
-            str(record_dir),
-        ],
-        cwd=replayed,
-        env={**env, "AIR_E2E_KEY": ""},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    second = run_batch_json(
+        replayed, {**env, "AIR_E2E_KEY": ""}, "--cassette", str(record_dir), timeout=300
     )
     assert second.returncode == 0, second.stderr
     assert _unittest(replayed).returncode == 0

@@ -20,6 +20,7 @@ from air.contracts import (
 )
 from air.llm import ProviderManager
 from air.llm.manager import RetryNotice
+from tests.headless import run_batch_json
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import WIRES, Collected, Wire, collect, models_config, request, sse_for
 from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, json_reply
@@ -274,14 +275,7 @@ def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) 
             Reply(chunks=openai_sse(Turn(text=[f"```json:result\n{verdict}\n```\n"]))),
         )
         env = {**os.environ, "HOME": str(home), "AIR_TEST_KEY": FAKE_KEY}
-        run = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        run = run_batch_json(root, env)
         history = subprocess.run(
             [sys.executable, "-m", "air.cli", "history", "--json"],
             cwd=root,

@@ -9,12 +9,11 @@ import os
 import secrets
 import sqlite3
 import string
-import subprocess
-import sys
 from pathlib import Path
 
 from air.security import SecretRedactor
 from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
+from tests.headless import run_batch_json
 
 BATCH = """version: 1
 tasks:
@@ -79,14 +78,7 @@ def test_a_shapeless_key_is_redacted_everywhere(tmp_path: Path) -> None:
             "HOME": str(home),
             "AIR_SHAPELESS": key,
         }
-        proc = subprocess.run(
-            [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
+        proc = run_batch_json(root, env)
         requests, rejected = list(server.requests), list(server.rejected)
     assert rejected == []
     assert len(requests) == 3, proc.stderr

@@ -28,6 +28,7 @@ from air.nursery.runs import (
     reap_orphans,
 )
 from air.store.session_db import open_session_database
+from tests.workers.conftest import alive
 
 
 def _turn(content: list[dict[str, Any]], stop: str) -> str:
@@ -71,14 +72,6 @@ def _session_events(root: Path, session_id: str) -> list[dict[str, Any]]:
         db.close()
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
-
-
 def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
     tmp_path: Path,
 ) -> None:
@@ -111,7 +104,7 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
                 break  # A's worker is alive, waiting for its command
         [started] = [e for e in events_a if e["type"] == "agent.started"]
         worker = int(started["payload"]["pid"])
-        assert _alive(worker)
+        assert alive(worker)
 
         run_b = subprocess.run(
             _air(root, "b.yaml", "casB"), cwd=root, capture_output=True, text=True, timeout=120
@@ -119,7 +112,7 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         assert run_b.returncode == 0, run_b.stderr
         assert '"task.completed"' in run_b.stdout
 
-        assert _alive(worker)  # B reaped nothing of A's
+        assert alive(worker)  # B reaped nothing of A's
         # resuming the session A is running is refused before anything is recorded
         resume = subprocess.run(
             [
@@ -142,7 +135,7 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         assert resume.returncode == 2, resume.stderr
         assert "running in another air process" in resume.stderr
         assert "Traceback" not in resume.stderr
-        assert _alive(worker)
+        assert alive(worker)
         assert run_a.poll() is None
         (root / "go").write_text("")
         for line in run_a.stdout:
@@ -197,9 +190,9 @@ def _spawn_owner(root: str) -> subprocess.Popen[str]:
 
 def _gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return not _alive(pid)
+    return not alive(pid)
 
 
 async def test_a_live_owner_is_spared_and_a_dead_owner_is_reaped(tmp_path: Path) -> None:
@@ -217,11 +210,11 @@ async def test_a_live_owner_is_spared_and_a_dead_owner_is_reaped(tmp_path: Path)
         assert owner_alive(root, record) is True
         assert await reap_orphans(root, grace_s=0.5) == []
         assert await reap_orphans(root, grace_s=0.5, own=True) == []  # not this process's
-        assert _alive(worker)
+        assert alive(worker)
 
         owner.send_signal(signal.SIGKILL)
         owner.wait(timeout=10)  # its lock is released with it; its worker lives on
-        assert _alive(worker)
+        assert alive(worker)
         assert owner_alive(root, record) is False
         results = await reap_orphans(root, grace_s=0.5)
         assert [(r.agent_id, r.state) for r in results] == [("agt_owned", "orphaned-killed")]
@@ -231,7 +224,7 @@ async def test_a_live_owner_is_spared_and_a_dead_owner_is_reaped(tmp_path: Path)
         if owner.poll() is None:
             owner.kill()
             owner.wait()
-        if worker and _alive(worker):
+        if worker and alive(worker):
             os.kill(worker, signal.SIGKILL)
 
 
@@ -290,14 +283,14 @@ async def test_own_kill_takes_only_this_process_records_and_a_recycled_owner_is_
             )
         reaped = await reap_orphans(store.root, grace_s=0.5)
         assert [(r.agent_id, r.state) for r in reaped] == [("agt_recycled", "orphaned-killed")]
-        assert _alive(mine.pid)  # this process is alive and holds its lock
-        assert _alive(spared.pid)
-        assert _alive(innocent.pid)
+        assert alive(mine.pid)  # this process is alive and holds its lock
+        assert alive(spared.pid)
+        assert alive(innocent.pid)
         own = await reap_orphans(store.root, grace_s=0.5, own=True)
         assert [(r.agent_id, r.state) for r in own] == [("agt_mine", "orphaned-killed")]
         mine.wait(timeout=10)
         recycled.wait(timeout=10)
-        assert _alive(innocent.pid)
+        assert alive(innocent.pid)
     finally:
         for proc in (mine, recycled, innocent, spared):
             if proc.poll() is None:
@@ -344,7 +337,7 @@ async def test_a_held_lock_spares_an_owner_whose_pid_looks_dead(tmp_path: Path) 
             }
         )
         assert await reap_orphans(store.root, grace_s=0.5) == []
-        assert _alive(worker.pid)
+        assert alive(worker.pid)
         holder.kill()
         holder.wait()
         reaped = await reap_orphans(store.root, grace_s=0.5)
@@ -416,7 +409,7 @@ async def test_a_record_naming_a_live_unmarked_process_never_signals_it(tmp_path
         )
         reaped = await reap_orphans(store.root, grace_s=0.5)
         assert [(r.agent_id, r.state) for r in reaped] == [("agt_forged", "orphaned-dead")]
-        assert _alive(victim.pid)
+        assert alive(victim.pid)
     finally:
         victim.kill()
         victim.wait()

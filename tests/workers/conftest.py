@@ -127,6 +127,15 @@ class Env:
         )
 
 
+def alive(pid: int) -> bool:
+    """True while ``pid`` exists and is neither a zombie nor dead (its /proc state)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] not in "ZX"
+
+
 def survivors(pid: int, marker: str) -> list[int]:
     """Live processes in the worker's group or session, or carrying its run marker."""
     found: list[int] = []

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from air.ipc.procs import MARKER_ENV, boot_id, read_identity
 from air.nursery.runs import RunRecordStore, reap_orphans
+from tests.workers.conftest import alive
 
 
 def _spawn(marker: str) -> subprocess.Popen[bytes]:
@@ -23,14 +24,6 @@ def _sleeper() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True
     )
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat[stat.rfind(")") + 2] not in "ZX"
 
 
 def _record(
@@ -70,7 +63,7 @@ async def test_orphans_are_killed_and_recycled_pids_spared(tmp_path: Path) -> No
         assert results == {"agt_orphan": "orphaned-killed", "agt_recycled": "orphaned-dead"}
         orphan.wait(timeout=5)
         assert not [p for p in os.listdir("/proc") if p.isdigit() and _marked(int(p), "m-orphan")]
-        assert _alive(innocent.pid)
+        assert alive(innocent.pid)
         rec = store.read("agt_orphan")
         assert rec is not None
         assert rec["terminal_state"] == "orphaned-killed"
@@ -88,4 +81,4 @@ def _marked(pid: int, marker: str) -> bool:
         env = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
-    return f"{MARKER_ENV}={marker}".encode() in env.split(b"\0") and _alive(pid)
+    return f"{MARKER_ENV}={marker}".encode() in env.split(b"\0") and alive(pid)

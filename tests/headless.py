@@ -1,0 +1,43 @@
+"""Shared by the tests that run ``air run --headless`` as a real subprocess: the
+``batch.yaml --json`` run itself, the JSON event lines it prints and the events its session
+database recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from air.events.store import EventStore
+from air.store.session_db import open_session_database
+
+
+def run_batch_json(
+    root: Path, env: dict[str, str], *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``air run --headless batch.yaml --json *args`` in ``root`` with exactly ``env``."""
+    return subprocess.run(
+        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def json_events(stdout: str) -> list[dict[str, Any]]:
+    """The events of a ``--json`` run's stdout (its JSON lines; anything else is skipped)."""
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def session_events(root: Path) -> list[dict[str, Any]]:
+    """Every event of the one session under ``root``'s ``.air``: its type and its payload."""
+    [db_path] = list((root / ".air" / "local" / "sessions").glob("*/session.db"))
+    db = open_session_database(db_path)
+    try:
+        return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
+    finally:
+        db.close()
