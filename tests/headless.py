@@ -29,8 +29,10 @@ def run_batch_json(
 
 
 def json_events(stdout: str) -> list[dict[str, Any]]:
-    """The events of a ``--json`` run's stdout (its JSON lines; anything else is skipped)."""
-    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    """The events of a ``--json`` run's stdout (its JSON lines; anything else, and the closing
+    ``air.summary`` record, which is not an event, is skipped)."""
+    lines = [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+    return [e for e in lines if e.get("type") != "air.summary"]
 
 
 def session_events(root: Path) -> list[dict[str, Any]]:
