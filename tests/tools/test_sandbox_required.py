@@ -68,6 +68,9 @@ def test_headless_run_without_user_namespaces_exits_2_before_any_task(tmp_path: 
     # air itself runs inside a user namespace that forbids creating another one.
     jail = [bwrap, "--unshare-user", "--disable-userns", "--ro-bind", "/", "/", "--dev", "/dev"]
     jail += ["--proc", "/proc", "--tmpfs", "/tmp", "--bind", str(tmp_path), str(tmp_path)]
+    # the checkout and its venv stay visible even when they live under /tmp (a CI clone may)
+    for keep in sorted({str(REPO), sys.prefix, os.path.realpath(sys.prefix)}):
+        jail += ["--ro-bind", keep, keep]
     jail += ["--chdir", str(root), "--"]
     proc = subprocess.run(
         [*jail, sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml"],
