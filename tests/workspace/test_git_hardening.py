@@ -28,6 +28,7 @@ from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.gitsafe import driver_overrides, git_environment, locate_git
 from air.workspace.manager import WorkspaceManager
 from tests.nursery.conftest import SessionDB, open_session_db
+from tests.workspace.recorder import Events
 
 _AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless")
 HOOKS = (
@@ -147,17 +148,6 @@ def session_db(tmp_path: Path) -> Iterator[SessionDB]:
     sdb = open_session_db(str(tmp_path / "s"))
     yield sdb
     sdb.db.close()
-
-
-class Events:
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
-
-    async def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        self.items.append((kind, payload))
-
-    def types(self) -> list[str]:
-        return [k for k, _ in self.items]
 
 
 async def test_planted_config_hooks_filters_and_includes_never_execute(

@@ -5,12 +5,12 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from air.contracts import AirException, WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
+from tests.workspace.recorder import Events
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -51,17 +51,6 @@ def _mkdir(*parts: str) -> None:
 
 def _exists(path: Path | str) -> bool:
     return os.path.exists(path)
-
-
-class Events:
-    def __init__(self) -> None:
-        self.items: list[tuple[str, dict[str, Any]]] = []
-
-    async def __call__(self, kind: str, payload: dict[str, Any]) -> None:
-        self.items.append((kind, payload))
-
-    def types(self) -> list[str]:
-        return [k for k, _ in self.items]
 
 
 class Clock:
