@@ -274,10 +274,10 @@ def _top_usage() -> str:
 
 USAGE = _top_usage()
 
+# The codes this module returns before any contract is imported (``air --help`` loads no
+# pydantic): the same values as ``air.contracts.error.CliExit``, the one table (a test checks).
 EXIT_OK = 0
-EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
-EXIT_INTERNAL = 3
 EXIT_CANCELLED = 130
 
 
@@ -412,7 +412,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         argv: the arguments (default: ``sys.argv[1:]``).
         runner_factory: for tests only, through this Python call and never a flag: builds the
             TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
-            ``air.cli.run.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
+            ``air.cli.options.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
     parsed = _parse(list(sys.argv[1:] if argv is None else argv))
     if isinstance(parsed, int):
@@ -445,11 +445,10 @@ def _report(exc: BaseException) -> int | None:
     """Print a user's problem (an AirException, also inside an exception group, or an
     OSError naming a file) as ``air: kind: message`` + what to do; its exit code. None for
     anything else (a bug: its traceback shows)."""
-    from air.cli.run import first_air_exception
-    from air.contracts.error import AirException
+    from air.contracts.error import CliExit, exit_code_for, first_air_exception
 
     found = first_air_exception(exc)
-    if isinstance(found, AirException):
+    if found is not None:
         import logging
 
         logging.getLogger("air.cli").warning(
@@ -460,11 +459,11 @@ def _report(exc: BaseException) -> int | None:
             print(f"  detail: {found.error.detail}", file=sys.stderr)
         if found.user_action:
             print(f"  what to do: {found.user_action}", file=sys.stderr)
-        return EXIT_BAD_INPUT if is_bad_input(found) else EXIT_FAILED
+        return exit_code_for(found)
     if isinstance(exc, OSError) and exc.filename is not None:
         print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         print("  what to do: check that path (it exists, is readable/writable).", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return CliExit.BAD_INPUT
     return None
 
 
@@ -477,17 +476,6 @@ def _silence_stdout() -> None:
         os.close(devnull)
     except (OSError, ValueError):
         pass
-
-
-def is_bad_input(exc: Any) -> bool:
-    """Whether an AirException is the user's input to fix (exit 2) rather than a failure."""
-    return exc.kind.value in {
-        "validation_error",
-        "config_error",
-        "not_found",
-        "schema_error",
-        "corrupt_database",
-    }
 
 
 def entry() -> None:

@@ -339,7 +339,7 @@ class ArtifactsCheck:
 
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
-    from air.cli.run import load_models_checked
+    from air.cli.prepare import load_models_checked
     from air.doctor.checks import (
         DatabaseCheck,
         ProbeCheck,

@@ -2,17 +2,20 @@
 
 Owns: ``junit_xml`` (one ``<testsuites>`` with one ``<testsuite>`` per session and one
 ``<testcase>`` per task, in the shape of the common JUnit schema Jenkins and GitLab read, see
-``tests/cli/junit.xsd``), ``write_junit`` (atomic write) and ``summary_record`` (the last
-line of ``--json``). IMPL-REL-2: a failed or blocked task is a ``<failure>`` whose ``type`` is
-the error kind and whose ``message`` is the task's real error; a task air could not run
-(cancelled, interrupted, never started) is ``<skipped>``; every testcase has its ``time`` and
-a ``<system-out>`` holding the worker's summary, attempts, tokens and cost.
+``tests/cli/junit.xsd``), ``write_junit`` (atomic write), ``summary_record`` (the last
+line of ``--json``) and ``write_reports`` (both, at the end of a headless run). IMPL-REL-2: a
+failed or blocked task is a ``<failure>`` whose ``type`` is the error kind and whose
+``message`` is the task's real error; a task air could not run (cancelled, interrupted, never
+started) is ``<skipped>``; every testcase has its ``time`` and a ``<system-out>`` holding the
+worker's summary, attempts, tokens and cost.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import time
 from typing import Any
 from xml.etree import ElementTree
 
@@ -132,3 +135,27 @@ def summary_record(
             for t in summary.tasks.values()
         },
     }
+
+
+def write_reports(junit: str | None, progress: Any, runtime: Any, result: Any, code: int) -> None:
+    """At the end of a headless run: the ``--junit`` file and the ``--json`` summary record
+    (after every event of the stream), from the session's log with the Scheduler's final word
+    on each task's status."""
+    if not junit and progress.json_out is None:
+        return
+    from air.cli.session_report import summarise
+
+    summary = summarise(runtime.ledger.history())
+    for node in runtime.scheduler.graph.tasks.values():  # the Scheduler's word is final
+        if node.task_id in summary.tasks:
+            summary.tasks[node.task_id].status = node.status.value
+    if junit:
+        write_junit(junit, summary)
+    if progress.json_out is not None:
+        record = summary_record(
+            summary,
+            exit_code=int(code),
+            status=str(result.status),
+            duration_s=time.monotonic() - progress.started,
+        )
+        progress.stream_line(json.dumps(record) + "\n")

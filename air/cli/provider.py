@@ -24,7 +24,7 @@ def _project_root(project_root: str | None) -> str | None:
 
 def run_provider_list(project_root: str | None) -> int:
     """Print every configured provider and model with capabilities and prices."""
-    from air.cli.run import load_models_checked
+    from air.cli.prepare import load_models_checked
 
     config = load_models_checked(_project_root(project_root))
     if not config.providers:
@@ -64,7 +64,7 @@ def run_provider_current(project_root: str | None) -> int:
     Raises:
         AirException(config_error): nothing is configured (what to set), or a bad models.yaml.
     """
-    from air.cli.run import load_models_checked
+    from air.cli.prepare import load_models_checked
     from air.llm.config import nothing_configured
 
     config = load_models_checked(_project_root(project_root))

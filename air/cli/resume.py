@@ -4,7 +4,7 @@ Owns: ``run_resume`` (the command body). Recovery (SDD §16.3) runs first: orpha
 recorded in the log are reaped, their agents recorded lost, tasks that were running become
 ``interrupted`` and run again; completed tasks are never run twice. Then the Scheduler runs
 the remaining graph exactly as ``air run --headless`` does (same options, output and exit
-codes).
+codes): both are thin clients of ``air.nursery.runtime.open_runtime``.
 
 Usage (in ``air/cli/__init__.py``)::
 
@@ -18,13 +18,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from air.cli.run import (
-    EXIT_BAD_INPUT,
-    RunnerFactory,
-    parse_options,
-    report_bad_input,
-    run_batch_session,
-)
+from air.cli.options import RunnerFactory, parse_options, report_bad_input
+from air.cli.run import run_batch_session
 
 __all__ = ["run_resume"]
 
@@ -33,12 +28,12 @@ def run_resume(argv_options: dict[str, Any], runner_factory: RunnerFactory | Non
     """``air resume``. Returns the exit code (0, 1, 2 or 130).
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
-    from air.contracts import AirException
+    from air.contracts import AirException, CliExit
 
     try:
         options = parse_options({**argv_options, "BATCH": None})
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
-        return EXIT_BAD_INPUT
+        return CliExit.BAD_INPUT
     options.runner_factory = runner_factory
     return run_batch_session(options, None)

@@ -3,23 +3,33 @@
 Owns: ``ErrorKind``, ``ErrorSeverity``, ``Retryability``, the ``AirError`` record (SDD §18.1),
 ``make_air_error`` and ``AirException``. A failure that crosses a boundary is translated into
 an ``AirError`` here; bad user input always carries a ``user_action``.
+
+Also owns the one table of exit codes (IMPL-SPINE-3): ``CliExit`` (the ``air`` command) and
+``WorkerExit`` (a worker process, baselines §A.4), and the rule that maps an error onto the
+command's code (``exit_code_for``: bad input 2, anything else 1).
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from enum import StrEnum
+from enum import IntEnum, StrEnum
 from typing import Any
 
 from air.contracts.ids import UUID, Contract, JsonObject, new_uuid
 
 __all__ = [
+    "BAD_INPUT_KINDS",
     "AirError",
     "AirException",
+    "CliExit",
     "ErrorKind",
     "ErrorSeverity",
     "Retryability",
+    "WorkerExit",
+    "exit_code_for",
+    "first_air_exception",
+    "is_bad_input",
     "make_air_error",
     "normalize_message",
     "semantic_signature_for",
@@ -190,3 +200,69 @@ class AirException(Exception):
         if self.error.detail:
             text += f" ({self.error.detail})"
         return text
+
+
+class CliExit(IntEnum):
+    """Exit codes of the ``air`` command: the one table (every command uses these)."""
+
+    OK = 0
+    """Every task completed (``run``/``resume``); the command did what was asked."""
+    FAILED = 1
+    """A task failed or is blocked; a check found a problem; a runtime failure."""
+    BAD_INPUT = 2
+    """Bad input: refused before anything was created."""
+    INTERNAL = 3
+    """A bug of air's own."""
+    E2E_BASE = 32
+    """``air e2e``: 32 + the sum of 2**i over the failed examples."""
+    CANCELLED = 130
+    """Cancelled by a signal (128 + SIGINT)."""
+
+
+class WorkerExit(IntEnum):
+    """Exit codes of a worker process (``python -m air.roles``; baselines §A.4, SDD §8.1)."""
+
+    OK = 0
+    """Protocol-level completion, including a task failed/blocked reported in its result."""
+    CRASH = 1
+    """An uncaught exception."""
+    PROTOCOL = 2
+    """A start-up or protocol error."""
+    PERMISSION = 3
+    PARENT_CANCELLED = 4
+    HARD_TIMEOUT = 5
+    """Killed by the parent at the task's hard timeout."""
+
+
+BAD_INPUT_KINDS = frozenset(
+    {
+        ErrorKind.VALIDATION_ERROR,
+        ErrorKind.CONFIG_ERROR,
+        ErrorKind.NOT_FOUND,
+        ErrorKind.SCHEMA_ERROR,
+        ErrorKind.CORRUPT_DATABASE,
+    }
+)
+"""The kinds that are the user's input to fix (exit 2) rather than a failure (exit 1)."""
+
+
+def is_bad_input(exc: AirException) -> bool:
+    """Whether an AirException is the user's input to fix (exit 2) rather than a failure."""
+    return exc.kind in BAD_INPUT_KINDS
+
+
+def exit_code_for(exc: AirException) -> CliExit:
+    """The ``air`` exit code of a run that ended with ``exc``: 2 for bad input, else 1."""
+    return CliExit.BAD_INPUT if is_bad_input(exc) else CliExit.FAILED
+
+
+def first_air_exception(exc: BaseException) -> AirException | None:
+    """The first ``AirException`` in ``exc`` or its (nested) exception groups, else None."""
+    if isinstance(exc, AirException):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = first_air_exception(inner)
+            if found is not None:
+                return found
+    return None

@@ -4,12 +4,18 @@ Owns: ``PathCategory`` (8), ``CommandCategory`` (10), ``PermissionAction`` (6),
 ``PermissionGrantScope``, ``PathPolicy``, ``PermissionRequestContext``, ``PermissionDecision``,
 ``PermissionRecordResult``, ``PathRiskClassification``, ``CommandRiskAnalysis`` (contracts §13;
 category names IMPL, see docs/decisions.md).
+
+Also owns the permission-prompt interface (IMPL-SPINE-5): ``PermissionPrompt`` is what asks the
+person about an ``ask_user`` decision (the console implements it; the headless path uses
+``FailClosedPrompt``, which refuses every question), with ``PermissionPromptRequest`` (the
+tool, the decision, the pending items, the command's segments and the risk) and
+``PermissionPromptResponse`` (allow once / task / session / project, or deny).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Literal, Protocol
 
 from pydantic import Field
 
@@ -22,12 +28,17 @@ __all__ = [
     "CommandRiskAnalysis",
     "CommandSegment",
     "DeclaredPermissions",
+    "FailClosedPrompt",
     "PathCategory",
     "PathPolicy",
     "PathRiskClassification",
     "PermissionAction",
+    "PermissionAnswer",
     "PermissionDecision",
     "PermissionGrantScope",
+    "PermissionPrompt",
+    "PermissionPromptRequest",
+    "PermissionPromptResponse",
     "PermissionRecordResult",
     "PermissionRequestContext",
     "RiskLevel",
@@ -169,3 +180,64 @@ class PermissionRecordResult(Contract):
     ok: bool
     event_id: str | None = None
     error: AirError | None = None
+
+
+PermissionAnswer = Literal["allow_once", "allow_task", "allow_session", "allow_project", "deny"]
+"""The person's answer to a prompt (the console's choices; ``UiCommand.decision``)."""
+
+_SCOPE_OF: dict[str, PermissionGrantScope] = {
+    "allow_once": PermissionGrantScope.ONCE,
+    "allow_task": PermissionGrantScope.TASK,
+    "allow_session": PermissionGrantScope.SESSION,
+    "allow_project": PermissionGrantScope.PROJECT,
+}
+
+
+class PermissionPromptRequest(Contract):
+    """One question to the person: may this tool call run?"""
+
+    prompt_id: str
+    tool_name: str
+    decision: PermissionDecision
+    """The engine's ``ask_user`` decision (its reason and risk level)."""
+    items: list[str] = Field(default_factory=list)
+    """Why each pending item asks (one reason per path or command segment)."""
+    command: str | None = None
+    segments: list[CommandSegment] = Field(default_factory=list)
+    """The command's segments, each with its risk category (empty for a path-only call)."""
+    risk_level: RiskLevel = "low"
+    task_id: TaskID | None = None
+    agent_id: AgentID | None = None
+
+
+class PermissionPromptResponse(Contract):
+    """The answer: approved for ``scope`` (``once`` stores no grant), or denied."""
+
+    approved: bool
+    scope: PermissionGrantScope = PermissionGrantScope.ONCE
+
+    @classmethod
+    def of(cls, answer: PermissionAnswer) -> PermissionPromptResponse:
+        """The response for one of the console's answers."""
+        if answer == "deny":
+            return cls(approved=False)
+        return cls(approved=True, scope=_SCOPE_OF[answer])
+
+    @property
+    def answer(self) -> PermissionAnswer:
+        if not self.approved:
+            return "deny"
+        return {v: k for k, v in _SCOPE_OF.items()}[self.scope]  # type: ignore[return-value]
+
+
+class PermissionPrompt(Protocol):
+    """Asks the person (the console implements it). Must answer; a refusal is ``deny``."""
+
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse: ...
+
+
+class FailClosedPrompt:
+    """The headless answer: nobody is there to ask, so every question is denied."""
+
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
+        return PermissionPromptResponse(approved=False)

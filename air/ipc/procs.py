@@ -1,6 +1,7 @@
 """Process identity and process-tree killing for workers (runner-contract invariants 9, 17).
 
-Owns: ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id), ``read_identity``,
+Owns: reading a ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id; the type is
+``air.contracts.platform.ProcessIdentity``, re-exported here) with ``read_identity``,
 ``is_same_process`` (never signal a recycled PID), ``find_marked`` (every process whose
 environment carries a worker's run marker — the way to find descendants that double-forked and
 called ``setsid``), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 
 import trio
 
+from air.contracts.platform import ProcessIdentity
+
 __all__ = [
     "MARKER_ENV",
     "ProcessIdentity",
@@ -27,13 +30,6 @@ __all__ = [
 ]
 
 MARKER_ENV = "AIR_WORKER_RUN"
-
-
-@dataclass(frozen=True)
-class ProcessIdentity:
-    pid: int
-    start_time: str | None
-    boot_id: str | None
 
 
 def boot_id() -> str | None:

@@ -17,7 +17,7 @@ from typing import Any
 
 import trio
 
-from air.contracts.error import AirException, ErrorKind, make_air_error
+from air.contracts.error import AirException, ErrorKind, WorkerExit, make_air_error
 from air.contracts.ipc import (
     AgentCancelControl,
     AgentExtendTimeoutControl,
@@ -42,11 +42,11 @@ from air.ipc.protocol import WorkerProtocol, make_envelope, message_id
 
 __all__ = ["EXIT_CANCELLED", "EXIT_CRASH", "EXIT_OK", "EXIT_PROTOCOL", "WorkerRuntime"]
 
-EXIT_OK = 0
-EXIT_CRASH = 1
-EXIT_PROTOCOL = 2
-EXIT_PERMISSION = 3
-EXIT_CANCELLED = 4
+EXIT_OK = WorkerExit.OK
+EXIT_CRASH = WorkerExit.CRASH
+EXIT_PROTOCOL = WorkerExit.PROTOCOL
+EXIT_PERMISSION = WorkerExit.PERMISSION
+EXIT_CANCELLED = WorkerExit.PARENT_CANCELLED
 
 StreamHandler = Callable[[dict[str, Any]], Awaitable[None] | None]
 

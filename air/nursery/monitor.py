@@ -2,7 +2,8 @@
 baselines §A.5).
 
 Owns: ``AgentMonitor``, ``WatchedAgent``, ``AgentLost`` and ``process_alive`` (PID liveness with
-start-time identity, so a recycled PID is never mistaken for the worker). Heartbeats are
+start-time identity, so a recycled PID is never mistaken for the worker; over the one
+``ProcessIdentity`` of ``air.contracts.platform``, read by ``air.ipc.procs``). Heartbeats are
 ephemeral: the monitor keeps the latest per agent and flushes it to the heartbeat columns at
 most every ``interval`` seconds, or at once on a meaningful state change. An agent silent for
 ``lost_after`` seconds is checked: alive but silent → ``on_silent`` (status ping / soft
@@ -19,36 +20,23 @@ from typing import Any
 
 import trio
 
+from air.contracts.platform import ProcessIdentity
+from air.ipc.procs import is_same_process, read_identity
+
 __all__ = ["AgentLost", "AgentMonitor", "WatchedAgent", "pid_start_time", "process_alive"]
 
 
 def pid_start_time(pid: int) -> int | None:
     """The process start time in clock ticks since boot (``/proc/PID/stat`` field 22)."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return None
-    fields = text[text.rfind(")") + 2 :].split()
-    try:
-        return int(fields[19])
-    except (IndexError, ValueError):
-        return None
+    return read_identity(pid).start_ticks
 
 
 def process_alive(pid: int | None, start_time: int | None = None) -> bool:
     """Whether ``pid`` is a live (non-zombie) process with the recorded start time."""
     if pid is None or pid <= 0:
         return False
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as handle:
-            text = handle.read()
-    except OSError:
-        return False
-    state = text[text.rfind(")") + 2 :].split()[0]
-    if state in ("Z", "X"):
-        return False
-    return start_time is None or pid_start_time(pid) == start_time
+    recorded = None if start_time is None else str(start_time)
+    return is_same_process(ProcessIdentity(pid=pid, start_time=recorded))
 
 
 @dataclass
@@ -196,8 +184,10 @@ class AgentMonitor:
             self.agents.pop(agent.agent_id, None)
         return lost
 
-    async def enforce_timeouts(self) -> list[str]:
-        """Call ``on_overdue`` for agents past their hard deadline + margin; returns their ids."""
+    async def enforce_timeouts(self, on_overdue: Signal | None = None) -> list[str]:
+        """Call ``on_overdue`` (default: the constructor's) for agents past their hard deadline
+        + margin; returns their ids."""
+        on_overdue = on_overdue or self.on_overdue
         now = trio.current_time()
         overdue = [
             a
@@ -206,21 +196,23 @@ class AgentMonitor:
         ]
         for agent in overdue:
             agent.hard_deadline = None  # once
-            if self.on_overdue is not None:
-                await self.on_overdue(agent)
+            if on_overdue is not None:
+                await on_overdue(agent)
         return [a.agent_id for a in overdue]
 
     async def run(
         self,
         on_lost: Callable[[AgentLost], Awaitable[None]],
         *,
+        on_overdue: Signal | None = None,
         period: float = 1.0,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Check periodically until cancelled; each lost agent goes to ``on_lost``."""
+        """Check periodically until cancelled; each lost agent goes to ``on_lost``, each agent
+        past its hard deadline to ``on_overdue`` (default: the constructor's)."""
         task_status.started()
         while True:
             await trio.sleep(period)
             for item in await self.detect_lost_agents():
                 await on_lost(item)
-            await self.enforce_timeouts()
+            await self.enforce_timeouts(on_overdue)

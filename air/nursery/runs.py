@@ -24,7 +24,8 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
-from air.ipc.procs import ProcessIdentity, find_marked, is_same_process, kill_tree, read_identity
+from air.contracts.platform import ProcessIdentity
+from air.ipc.procs import find_marked, is_same_process, kill_tree, read_identity
 
 __all__ = [
     "OWNERS_DIR",
@@ -35,6 +36,7 @@ __all__ = [
     "is_mine",
     "owner_alive",
     "reap_orphans",
+    "runs_dir",
 ]
 
 OWNERS_DIR = "owners"
@@ -53,6 +55,11 @@ class ReapResult:
     agent_id: str
     state: str
     """``orphaned-dead`` (nothing was alive) or ``orphaned-killed``."""
+
+
+def runs_dir(project_root: str) -> str:
+    """Where a project's run records (and the owner and session locks) live."""
+    return os.path.join(project_root, ".air", "local", "state", "runs")
 
 
 def current_owner(root: str) -> dict[str, Any]:
@@ -74,9 +81,7 @@ def current_owner(root: str) -> dict[str, Any]:
     )
     fcntl.flock(fd, fcntl.LOCK_EX)
     entry = {
-        "pid": ident.pid,
-        "pid_start_time": ident.start_time,
-        "boot_id": ident.boot_id,
+        **ident.as_record(),
         "lock": name,
         "fd": fd,
     }
@@ -152,12 +157,8 @@ def owner_alive(root: str, record: dict[str, Any]) -> bool | None:
         return None
     if _lock_held(root, str(owner.get("lock") or "")):
         return True
-    ident = ProcessIdentity(
-        pid=int(owner["pid"]),
-        start_time=owner.get("pid_start_time"),
-        boot_id=owner.get("boot_id"),
-    )
-    return is_same_process(ident)
+    ident = ProcessIdentity.from_record(owner)
+    return ident is not None and is_same_process(ident)
 
 
 def is_mine(record: dict[str, Any]) -> bool:
@@ -165,12 +166,7 @@ def is_mine(record: dict[str, Any]) -> bool:
     owner = record.get("owner")
     if not isinstance(owner, dict):
         return False
-    me = read_identity(os.getpid())
-    return (owner.get("pid"), owner.get("pid_start_time"), owner.get("boot_id")) == (
-        me.pid,
-        me.start_time,
-        me.boot_id,
-    )
+    return ProcessIdentity.from_record(owner) == read_identity(os.getpid())
 
 
 class RunRecordStore:
@@ -219,9 +215,7 @@ class RunRecordStore:
                 "agent_id": run.request.agent_id,
                 "task_id": run.request.task_spec.id,
                 "session_id": run.request.session_id,
-                "pid": ident.pid,
-                "pid_start_time": ident.start_time,
-                "boot_id": ident.boot_id,
+                **ident.as_record(),
                 "marker": run.marker,
                 "state": "running",
                 "started_at": now,
@@ -266,14 +260,10 @@ async def reap_orphans(
                 continue
         elif owner_alive(root, rec):
             continue
-        ident = ProcessIdentity(
-            pid=int(rec.get("pid") or 0),
-            start_time=rec.get("pid_start_time"),
-            boot_id=rec.get("boot_id"),
-        )
+        ident = ProcessIdentity.from_record(rec)
         marker = rec.get("marker")
         marked = find_marked(marker) if marker else []
-        leader: ProcessIdentity | None = ident if ident.pid > 0 else None
+        leader = ident if ident is not None and ident.pid > 0 else None
         if leader is not None and is_same_process(leader) and leader.pid not in marked:
             # the recorded pid is alive but does not carry the run's marker: not this run's
             # worker (a stale or forged record) — only marked processes may be signalled
@@ -310,7 +300,7 @@ def _forget_dead_owners(store: RunRecordStore) -> None:
             continue
         pid, _, rest = name[: -len(".lock")].partition("-")
         start = rest.partition("-")[0]
-        if pid.isdigit() and is_same_process(ProcessIdentity(int(pid), start, None)):
+        if pid.isdigit() and is_same_process(ProcessIdentity(pid=int(pid), start_time=start)):
             continue
         try:
             os.unlink(os.path.join(owners, name))

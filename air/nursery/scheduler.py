@@ -81,6 +81,7 @@ class SchedulerOptions:
     """``wave``: every completed code change gets a review task (REVIEWING_WAVE)."""
     headless: bool = True
     monitor_period: float = 1.0
+    recover: bool = True  # False: the caller (open_runtime) already ran recovery, once
 
 
 class Scheduler:
@@ -260,7 +261,7 @@ class Scheduler:
         """
         self._enter(SchedulerState.LOADING_GRAPH)
         # detect orphaned agents → agent.lost, running tasks → interrupted (SDD §16.3 2-3)
-        if (await recover_session(self.ledger, reap=self.reap)).changed:
+        if self.options.recover and (await recover_session(self.ledger, reap=self.reap)).changed:
             log.info("recovered an interrupted run of session %s", self.ledger.session_id)
         self.load_graph()
         await self._block_invalid()
@@ -271,7 +272,12 @@ class Scheduler:
             async with trio.open_nursery() as services:
                 if self.monitor is not None:
                     await services.start(
-                        partial(self.monitor.run, self._on_lost, period=self.options.monitor_period)
+                        partial(
+                            self.monitor.run,
+                            self._on_lost,
+                            on_overdue=self.on_overdue,
+                            period=self.options.monitor_period,
+                        )
                     )
                 await self._loop()
                 services.cancel_scope.cancel(reason="scheduler idle")

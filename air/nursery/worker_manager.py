@@ -52,7 +52,7 @@ from air.contracts import (
     new_event,
     new_id,
 )
-from air.contracts.error import AirException
+from air.contracts.error import AirException, WorkerExit
 from air.contracts.worker_result import ROLE_RESULT_MODELS
 from air.events.payloads import PAYLOADS
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES, ProtocolViolation
@@ -881,7 +881,7 @@ class WorkerManager:
                 with trio.move_on_after(0.5):
                     await proc.pump_stderr()
             if end.kind == "hard_timeout":
-                code = 5
+                code = WorkerExit.HARD_TIMEOUT
             log_ref = self._stderr_artifact(run)
             outcome = self._outcome(run, end, code)
             if (

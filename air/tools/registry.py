@@ -33,9 +33,13 @@ from air.contracts.evidence import EvidenceRef
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.permission import (
     DeclaredPermissions,
+    FailClosedPrompt,
     PermissionAction,
     PermissionDecision,
     PermissionGrantScope,
+    PermissionPrompt,
+    PermissionPromptRequest,
+    PermissionPromptResponse,
     PermissionRequestContext,
 )
 from air.contracts.tool import ToolDefinition, ToolEvent, ToolExecutionContext, ToolResultEnvelope
@@ -74,32 +78,13 @@ class ArtifactSink(Protocol):
     def read(self, artifact_id: str) -> ArtifactReadResult: ...
 
 
-@dataclass(frozen=True)
-class PromptRequest:
-    prompt_id: str
-    tool_name: str
-    decision: PermissionDecision
-    items: list[str]
-    command: str | None
-
-
-@dataclass(frozen=True)
-class PromptResponse:
-    approved: bool
-    scope: PermissionGrantScope = PermissionGrantScope.ONCE
-
-
-class PromptBroker(Protocol):
-    """Answers permission prompts: the TUI or CLI implements it; ``None`` means headless."""
-
-    async def ask(self, request: PromptRequest) -> PromptResponse: ...
-
-
-class HeadlessPromptBroker:
-    """Answers every prompt with a refusal: headless runs fail closed."""
-
-    async def ask(self, request: PromptRequest) -> PromptResponse:
-        return PromptResponse(approved=False)
+PromptRequest = PermissionPromptRequest
+PromptResponse = PermissionPromptResponse
+PromptBroker = PermissionPrompt
+"""Answers permission prompts (``air.contracts.permission``): the console implements it;
+``None`` means headless."""
+HeadlessPromptBroker = FailClosedPrompt
+"""Answers every prompt with a refusal: headless runs fail closed."""
 
 
 PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
@@ -623,6 +608,10 @@ class ToolRegistry:
                 decision=decision,
                 items=items,
                 command=request.command,
+                segments=evaluation.command.segments if evaluation.command else [],
+                risk_level=decision.risk_level,
+                task_id=request.task_id,
+                agent_id=request.agent_id,
             )
         )
         await run.record(

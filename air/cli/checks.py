@@ -1,0 +1,141 @@
+"""What a headless run or resume checks before it creates anything, and where it runs.
+
+Owns: ``refusals`` (git on PATH, the bubblewrap sandbox, an existing ``--project``, a writable
+``--junit``: every missing piece is said, never a silent unsandboxed mode), ``check_git``,
+``check_writable``, ``session_to_resume`` (the project and session ``air resume`` continues;
+creates nothing) and ``open_project`` (the project a new run uses, initialised on first use).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from air.cli.options import HeadlessOptions, bad
+
+__all__ = ["check_git", "check_writable", "open_project", "refusals", "session_to_resume"]
+
+
+def refusals(options: HeadlessOptions) -> list[Any]:
+    """Every reason the run cannot start here (AirExceptions; empty: it can)."""
+    from air.contracts import AirException
+    from air.tools.shell import check_sandbox_available
+
+    problems = []
+    # no git or no sandbox, no run (never a silent unsandboxed mode): say every missing tool
+    for check in (check_git, check_sandbox_available):
+        try:
+            check()
+        except AirException as refused:
+            problems.append(refused)
+    if not problems:
+        try:
+            _check_environment(options)  # an existing --project, a writable --junit
+        except AirException as refused:
+            problems.append(refused)
+    return problems
+
+
+def check_git() -> None:
+    """git on PATH (checked first: without it nothing else about the run matters)."""
+    import shutil
+
+    if shutil.which("git") is None:
+        raise bad(
+            "config_error",
+            "git is not installed (no `git` on PATH): air keeps every task's work in git",
+            "Install git (e.g. `apt-get install git`) or put it on PATH, and run again.",
+            field="PATH",
+        )
+
+
+def _check_environment(options: HeadlessOptions) -> None:
+    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+    check_git()
+    if not os.path.isdir(options.project):
+        what = "is not a directory" if os.path.exists(options.project) else "does not exist"
+        raise bad(
+            "not_found",
+            f"--project {options.project}: {what}",
+            "Pass --project with an existing directory (or run air from inside it).",
+            file=options.project,
+            field="--project",
+        )
+    if options.junit:
+        check_writable(options.junit, "--junit")
+
+
+def check_writable(path: str, option: str) -> None:
+    parent = os.path.dirname(os.path.abspath(path)) or "."
+    reason = None
+    if os.path.isdir(path):
+        reason = "is a directory"
+    elif not os.path.isdir(parent):
+        reason = f"its directory {parent} does not exist"
+    elif not os.access(parent, os.W_OK):
+        reason = f"its directory {parent} is not writable"
+    else:
+        probe = path + ".tmp"  # the report is written there first (write_junit), then renamed
+        try:
+            with open(probe, "x", encoding="utf-8"):
+                pass
+            os.unlink(probe)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            reason = f"cannot be written ({exc.strerror or exc})"
+    if reason is not None:
+        raise bad(
+            "validation_error",
+            f"{option} {path}: {reason}",
+            f"Pass {option} with a file path in an existing, writable directory.",
+            file=path,
+            field=option,
+            reason=reason,
+        )
+
+
+def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
+    """The project and the session ``air resume`` continues; creates nothing.
+
+    Raises:
+        AirException: ``not_found`` outside a project, for an unknown ``--session`` or when
+            the project has no session.
+    """
+    from air.session.manager import list_session_ids
+
+    project = store.locate(options.project)
+    if project is None:
+        raise bad(
+            "not_found",
+            f"no air project at {options.project} or above it: nothing to resume",
+            "Run `air resume` inside the project (or pass --project PATH).",
+            file=options.project,
+            field="--project",
+        )
+    known = list_session_ids(project)
+    if options.session_id is not None:
+        if options.session_id not in known:
+            raise bad(
+                "not_found",
+                f"--session {options.session_id!r}: no such session in {project.project_root}",
+                "Pick a session id from `air session list`.",
+                field="--session",
+            )
+        return project, options.session_id
+    if not known:
+        raise bad(
+            "not_found",
+            f"no session to resume in {project.project_root}",
+            "Start one with `air run --headless BATCH`.",
+            field="--session",
+        )
+    return project, known[-1]
+
+
+def open_project(store: Any, root: str) -> Any:
+    """The air project at ``root`` (initialised on first use)."""
+    project = store.locate(root)
+    if project is None or os.path.realpath(project.project_root) != os.path.realpath(root):
+        project = store.initialize(root)
+    return project

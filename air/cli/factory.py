@@ -1,0 +1,95 @@
+"""RuntimeFactory (SDD §17): parsed options + configuration files → the inputs of open_runtime().
+
+Owns: ``RuntimeFactory``. For a new run it reads and checks the configuration first (the
+permission policy, the provider; nothing exists yet when one is bad), then opens the project
+(initialised on first use). For ``air resume`` it finds the project and session first (creating
+nothing) and reads the configuration only once the session proved to have something to resume
+(``RuntimeConfig.services`` is called by ``open_runtime`` after ``on_open``). The headless
+clients answer every permission question with ``FailClosedPrompt``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from air.cli.checks import open_project, session_to_resume
+from air.cli.options import HeadlessOptions
+from air.cli.prepare import prepare
+
+__all__ = ["RuntimeFactory"]
+
+
+class RuntimeFactory:
+    """Builds the ``RuntimeConfig`` of ``air run --headless`` or ``air resume``."""
+
+    def __init__(self, options: HeadlessOptions) -> None:
+        self.options = options
+
+    def create(
+        self,
+        *,
+        resume: bool,
+        on_open: Callable[[Any, Any], None] | None = None,
+        subscribers: Sequence[Callable[[Any], None]] = (),
+    ) -> Any:
+        """The ``RuntimeConfig``.
+
+        Raises:
+            AirException: a bad configuration (new run), or no project / no such session
+                (resume), before anything is created.
+        """
+        from air.contracts import OpenSessionOptions
+        from air.contracts.permission import FailClosedPrompt
+        from air.nursery.runtime import RuntimeConfig, RuntimeServices
+        from air.session.project import ProjectStore
+
+        options = self.options
+        services: Callable[[], RuntimeServices]
+        if resume:
+            # the session is checked first (opening it creates nothing), then the config
+            project, session_id = session_to_resume(ProjectStore(), options)
+            services = lambda: prepare(options, project.project_root)  # noqa: E731
+        else:
+            prepared = prepare(options, options.project)
+            project = open_project(ProjectStore(), options.project)
+            session_id = None
+            services = lambda: prepared  # noqa: E731
+        return RuntimeConfig(
+            project=project,
+            session=OpenSessionOptions(
+                session_id=session_id, mode="headless", model_provider_id=options.provider
+            ),
+            new_session=not resume,
+            services=services,
+            isolation=options.isolation,  # type: ignore[arg-type]
+            max_workers=options.max_workers,
+            review=options.review,
+            allow_ask=options.permission_mode == "allow-ask",
+            prompts=FailClosedPrompt(),
+            spare=options.spare,
+            runner=self._injected_runner(),
+            extend_tools=None if options.runner_factory else _load_capabilities,
+            on_open=on_open,
+            subscribers=subscribers,
+        )
+
+    def _injected_runner(self) -> Any:
+        factory = self.options.runner_factory
+        if factory is None:
+            return None
+        options = self.options
+        return lambda session: factory(options, session, session.project.project_root)
+
+
+def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:
+    """The project's and the user's capabilities, after the built-in tools (IMPL-CAP)."""
+    from air.capabilities import load_capabilities
+
+    load_capabilities(
+        registry,
+        record=session.ingestor.ingest_sync,
+        session_id=session.session_id,
+        project_root=session.project.project_root,
+        sandbox=sandbox,
+    )

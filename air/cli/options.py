@@ -1,0 +1,118 @@
+"""The options of ``air run --headless`` and ``air resume``, parsed and reported.
+
+Owns: ``HeadlessOptions`` (docopt's dict after translation), ``parse_options`` (a bad
+``--max-workers``/``--isolation``/``--permission-mode`` or ``--record`` with ``--cassette`` is
+refused here, before anything exists), ``RunnerFactory`` (how tests inject a fake TaskRunner),
+``bad`` (an ``AirException`` for the user's input) and ``report_bad_input``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+__all__ = ["HeadlessOptions", "RunnerFactory", "bad", "parse_options", "report_bad_input"]
+
+
+RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], None] | None]]
+"""``factory(options, session, project_root) -> (runner, warm_up)``: how tests inject a fake
+``TaskRunner`` through ``air.cli.main(argv, runner_factory=...)``. A runner so made keeps no
+durable run records, so no orphan is reaped for it."""
+
+
+@dataclass
+class HeadlessOptions:
+    """The options of ``air run --headless`` and ``air resume`` after parsing."""
+
+    project: str
+    batch: str | None = None
+    session_id: str | None = None
+    provider: str | None = None
+    cassette: str | None = None
+    record: str | None = None
+    max_workers: int | None = None
+    permission_mode: str = "default"
+    isolation: str = "auto"
+    review: bool = False
+    json_stream: bool = False
+    junit: str | None = None
+    runner_factory: RunnerFactory | None = None
+    """Builds the TaskRunner instead of the real workers (tests only; never from argv)."""
+    spare: Any = None
+    """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
+    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
+    stdout: IO[str] = field(default_factory=lambda: sys.stdout)
+
+
+def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
+    """An ``AirException`` of ``kind`` for the user's input, with what to do about it."""
+    from air.contracts import AirException
+
+    return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
+
+
+def parse_options(args: dict[str, Any]) -> HeadlessOptions:
+    """Translate docopt's dict into HeadlessOptions.
+
+    Raises:
+        AirException: ``validation_error`` for a bad ``--max-workers``/``--isolation``/mode.
+    """
+    max_workers = args.get("--max-workers")
+    workers: int | None = None
+    if max_workers is not None:
+        try:
+            workers = int(max_workers)
+        except ValueError:
+            workers = 0
+        if workers < 1:
+            raise bad(
+                "validation_error",
+                f"--max-workers must be a positive integer, not {max_workers!r}",
+                "Pass --max-workers N with N >= 1.",
+            )
+    isolation = args.get("--isolation") or "auto"
+    if isolation not in ("auto", "main", "worktree", "isolated_copy"):
+        raise bad(
+            "validation_error",
+            f"--isolation must be auto, main, worktree or isolated_copy, not {isolation!r}",
+            "Pick one of: auto, main, worktree, isolated_copy.",
+        )
+    if args.get("--record") and args.get("--cassette"):
+        raise bad(
+            "validation_error",
+            "--record and --cassette exclude each other",
+            "Record against a real provider, or replay a cassette; not both.",
+        )
+    mode = args.get("--permission-mode") or "default"
+    if mode not in ("default", "allow-ask"):
+        raise bad(
+            "validation_error",
+            f"unknown --permission-mode {mode!r}",
+            "Pick default (a question fails closed) or allow-ask.",
+        )
+    return HeadlessOptions(
+        project=os.path.abspath(args.get("--project") or os.getcwd()),
+        batch=args.get("BATCH"),
+        session_id=args.get("--session"),
+        provider=args.get("--provider"),
+        cassette=args.get("--cassette"),
+        record=args.get("--record"),
+        max_workers=workers,
+        permission_mode=mode,
+        isolation=isolation,
+        review=bool(args.get("--review")),
+        json_stream=bool(args.get("--json")),
+        junit=args.get("--junit"),
+    )
+
+
+def report_bad_input(exc: Any, stream: IO[str]) -> None:
+    """Print an AirException as ``air: <message>`` plus what to do (message has file:line)."""
+    print(f"air: {exc.kind.value}: {exc.error.message}", file=stream)
+    if exc.error.detail:
+        print(f"  detail: {exc.error.detail}", file=stream)
+    if exc.user_action:
+        print(f"  what to do: {exc.user_action}", file=stream)

@@ -1,0 +1,197 @@
+"""What a run reads and checks before anything exists: the permission policy, the provider.
+
+Owns: ``prepare`` (the ``RuntimeServices`` of a run: the policy files, the redactor, and the
+provider ``--cassette DIR``/``--cassette FILE``/``--record``/models.yaml give, with the model
+the workers use), ``load_models_checked`` and the checks behind them. Every bad file or option
+is an ``AirException`` here, with nothing on disk yet.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from air.cli.options import HeadlessOptions, bad
+
+if TYPE_CHECKING:
+    from air.nursery.runtime import RuntimeServices
+
+__all__ = ["load_models_checked", "prepare"]
+
+
+def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
+    """Read the permission policy and the provider configuration, and pick the model.
+
+    Raises:
+        AirException: a bad permissions.yaml / models.yaml / cassette, an unknown
+            ``--provider``, or no model configured at all (``config_error`` naming the file
+            and field to set).
+    """
+    from air.nursery.runtime import RuntimeServices
+
+    if options.runner_factory is not None:
+        return RuntimeServices()
+    from air.llm import ProviderManager
+    from air.nursery.task_cassettes import TaskCassettes
+    from air.security import SecretRedactor
+    from air.security.policy import load_policy
+
+    redactor = SecretRedactor()
+    redactor.register_environment(os.environ)  # values of *_TOKEN, *_API_KEY... (SDD §9.2)
+    prepared = RuntimeServices(
+        redactor=redactor,
+        policy=load_policy(
+            [
+                os.path.join(os.path.expanduser("~"), ".air", "permissions.yaml"),
+                os.path.join(project_root, ".air", "shared", "permissions.yaml"),
+            ]
+        ),
+    )
+    if options.cassette and os.path.isdir(options.cassette):
+        directory = os.path.abspath(options.cassette)
+        for name in sorted(os.listdir(directory)):
+            if name.endswith(".jsonl"):
+                _check_cassette(os.path.join(directory, name))
+        prepared.provider = TaskCassettes(directory)
+    elif options.cassette:
+        _check_cassette(os.path.abspath(options.cassette))
+        prepared.provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
+    else:
+        manager = ProviderManager(load_models_checked(project_root), redactor=redactor)
+        prepared.provider = manager
+        prepared.model = _configured_model(manager, options.provider)
+        prepared.warm_up = manager.warm_up
+        if options.record:
+            from air.llm.cassette import TaskRecorder
+
+            prepared.provider = TaskRecorder(manager, options.record, secrets=manager.secrets())
+    return prepared
+
+
+def load_models_checked(project_root: str | None) -> Any:
+    """``load_models_config``, with a file that is not UTF-8 or nested too deeply for the YAML
+    parser reported as ``config_error`` naming it (the loader lets those through).
+
+    Raises:
+        AirException(config_error): any bad models.yaml.
+    """
+    from air.llm.config import load_models_config
+
+    try:
+        return load_models_config(project_root)
+    except (UnicodeDecodeError, RecursionError) as exc:
+        raise _models_file_problem(project_root, exc) from None
+
+
+def _models_file_problem(project_root: str | None, exc: BaseException) -> Any:
+    """The models.yaml that is not UTF-8 or nested too deeply, named (the loader could not)."""
+    import yaml
+
+    from air.llm.config import project_models_path, user_models_path
+
+    reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
+    culprit = "models.yaml"
+    paths = [user_models_path()]
+    if project_root is not None:
+        paths.append(project_models_path(project_root))
+    for path in paths:
+        try:
+            with open(path, encoding="utf-8") as handle:
+                yaml.compose(handle.read(), Loader=yaml.SafeLoader)
+        except FileNotFoundError:
+            continue
+        except (UnicodeDecodeError, RecursionError):
+            culprit = path
+            break
+        except (OSError, yaml.YAMLError):
+            continue
+    return bad(
+        "config_error",
+        f"{culprit}: file: not valid YAML ({reason})",
+        f"Fix {culprit} (see docs/decisions.md IMPL-LLM-2 for the format).",
+        file=culprit,
+        field="file",
+        reason=reason,
+    )
+
+
+def _check_cassette(path: str) -> None:
+    """Validate a cassette now, so a bad one is refused before the run starts."""
+    from air.llm import load_cassette
+
+    if not os.path.isfile(path):
+        what = "is not a regular file" if os.path.exists(path) else "does not exist"
+        raise bad(
+            "not_found",
+            f"--cassette {path}: {what}",
+            "Pass --cassette with a cassette file (.jsonl) or a directory of <task id>.jsonl.",
+            file=path,
+            field="--cassette",
+        )
+    try:
+        load_cassette(path)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad(
+            "validation_error",
+            f"{path}: not a cassette: {exc.__class__.__name__}: not UTF-8 JSON lines",
+            "Pass a cassette recorded by air (format: air/llm/schemas/cassette.schema.json).",
+            file=path,
+            field="--cassette",
+        ) from None
+    except RecursionError:
+        raise bad(
+            "validation_error",
+            f"{path}: not a cassette: nested too deeply",
+            "Pass a cassette recorded by air (format: air/llm/schemas/cassette.schema.json).",
+            file=path,
+            field="--cassette",
+        ) from None
+
+
+def _configured_model(manager: Any, wanted: str | None) -> str:
+    """The ``provider_id/model_id`` the session's workers use, fixed when the run starts.
+
+    ``--provider`` may name a provider (its best fitting model is taken) or a
+    ``provider_id/model_id``; without it the models.yaml default (or role pin) applies.
+
+    Raises:
+        AirException(config_error): nothing configured fits, with what to put in models.yaml.
+    """
+    from air.contracts import AirException, ModelRequirement
+
+    if wanted and "/" in wanted:
+        requirement = ModelRequirement(role="executor", model=wanted)
+    else:
+        requirement = ModelRequirement(role="executor", provider_id=wanted)
+    try:
+        chosen = manager.select_model(requirement)
+    except AirException as exc:
+        said = f"{exc.error.message} {exc.user_action or ''}"
+        if wanted and not (wanted in said and "models.yaml" in said):
+            # the selector's message does not name the --provider value and the file: say it
+            _check_provider_flag(manager.config, wanted)
+        raise
+    return f"{chosen.provider_id}/{chosen.model_id}"
+
+
+def _check_provider_flag(config: Any, wanted: str) -> None:
+    """``--provider NAME`` or ``NAME/MODEL`` names something models.yaml configures."""
+    provider_id, _, model_id = wanted.partition("/")
+    files = " and ".join(config.sources) or "~/.air/models.yaml (there is none)"
+    provider = config.providers.get(provider_id)
+    reason = None
+    if provider is None:
+        known = ", ".join(sorted(config.providers)) or "none"
+        reason = f"no provider {provider_id!r} in {files} (configured: {known})"
+    elif model_id and model_id not in provider.models:
+        known = ", ".join(sorted(provider.models)) or "none"
+        reason = f"provider {provider_id!r} has no model {model_id!r} in {files} (models: {known})"
+    if reason is not None:
+        raise bad(
+            "config_error",
+            f"--provider {wanted}: {reason}",
+            "Pass --provider with a provider (or provider/model) from `air provider list`, "
+            "or add it to ~/.air/models.yaml.",
+            field="--provider",
+            reason=reason,
+        )

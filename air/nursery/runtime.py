@@ -1,0 +1,369 @@
+"""``open_runtime()``: the one composition root of a session's runtime (SDD RuntimeApp, §2).
+
+Owns: ``open_runtime`` (an async context manager), its inputs ``RuntimeConfig`` and
+``RuntimeServices`` (built by ``air.cli.factory.RuntimeFactory`` from the command line and the
+configuration files) and the handle it yields, ``Runtime``. In order, once each:
+
+1. open the session (a new one defers ``session.created`` to the first tasks, IMPL-START-1;
+   an existing one must exist) and its ``SessionLedger``; ``on_open`` lets the client look
+   at it (print, replay, refuse) before anything is recorded; claim the session for this
+   process (``claim_session``);
+2. read the services (``RuntimeServices``: policy, redactor, provider, model) — late, so a
+   resume refuses a session with nothing to resume before it reads any configuration;
+3. open the root nursery and serve the session's EventBus in it;
+4. build the WorkspaceManager, the PermissionEngine + ToolRegistry (built-in tools, then the
+   capabilities through ``extend_tools``), the worker ContextPack builder, the WorkerManager
+   (or the injected runner), the AgentMonitor and the Scheduler;
+5. recover the session once (SDD §16.3: orphans of a dead runtime reaped by their durable run
+   records, lost agents, interrupted tasks, FK-off scan, workspace GC) — the Scheduler is told
+   it was done (``SchedulerOptions.recover=False``);
+6. yield ``Runtime``; on exit the root nursery is cancelled and the session closed.
+
+Nothing is patched in after construction: the Scheduler hands the AgentMonitor its callbacks
+when it starts it. Clients (``air run --headless``, ``air resume``, the console) only submit
+tasks, run, observe the bus and cancel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from air.contracts import (
+    EventFilter,
+    OpenSessionOptions,
+    ProjectContext,
+    SchedulerRunResult,
+    TaskSpec,
+)
+from air.contracts.permission import PermissionPrompt
+from air.contracts.platform import ProcessIdentity
+from air.nursery.ledger import SessionLedger, StoredAgent
+from air.nursery.monitor import AgentMonitor
+from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
+from air.nursery.recovery import Reaper, RecoveryReport, recover_session
+from air.nursery.runs import claim_session, reap_orphans, runs_dir
+from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.nursery.seams import TaskRunner
+from air.session.manager import OpenSession, SessionManager
+from air.workspace.backups import BackupRepository
+from air.workspace.manager import WorkspaceManager
+
+__all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "open_runtime"]
+
+RunnerBuilder = Callable[[OpenSession], tuple[TaskRunner, Callable[[], None] | None]]
+"""``build(session) -> (runner, warm_up)``: an injected TaskRunner (tests: fake workers). Such
+a runner keeps no durable run records, so no orphan is reaped for it."""
+
+ToolExtender = Callable[[Any, OpenSession, Any], None]
+"""``extend(registry, session, sandbox)``: registers more tools after the built-in ones (the
+capabilities, which ``air/nursery`` may not import: ARCHITECTURE §1)."""
+
+
+@dataclass
+class RuntimeServices:
+    """What the tools and workers are built from, read and checked before anything exists."""
+
+    policy: Any = None
+    """The merged PermissionPolicy (None: the engine's default)."""
+    redactor: Any = None
+    """The run's SecretRedactor (the provider and the PermissionEngine share it)."""
+    provider: Any = None
+    """The ProviderManager, a per-task cassette set or a recorder around the manager."""
+    model: str = "scripted/scripted"
+    warm_up: Callable[[str], None] | None = None
+    """Builds the provider's adapter (``warm_up(provider_id)``, in a thread of its own)."""
+
+
+@dataclass
+class RuntimeConfig:
+    """The inputs of ``open_runtime``."""
+
+    project: ProjectContext
+    session: OpenSessionOptions
+    new_session: bool
+    """True: a new session (its ``session.created`` waits for the first tasks); False: the
+    session ``session.session_id`` must exist."""
+    services: Callable[[], RuntimeServices] = RuntimeServices
+    """Called once, after ``on_open``: reads and checks the configuration."""
+    isolation: IsolationPolicy = "auto"
+    max_workers: int | None = None
+    review: bool = False
+    allow_ask: bool = False
+    """``--permission-mode allow-ask``: a question about a non-sensitive item is announced."""
+    prompts: PermissionPrompt | None = None
+    """Who answers ``ask_user`` (the console); None: headless, fail closed."""
+    spare: Any = None
+    """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
+    runner: RunnerBuilder | None = None
+    extend_tools: ToolExtender | None = None
+    on_open: Callable[[OpenSession, SessionLedger], None] | None = None
+    """Called with the open session before anything is recorded; may raise AirException."""
+    subscribers: Sequence[Callable[[Any], None]] = field(default_factory=tuple)
+    """Bus handlers for every event of the session, subscribed before anything is recorded."""
+
+
+@dataclass
+class Runtime:
+    """The handle clients use: submit, run, watch the bus, cancel."""
+
+    session: OpenSession
+    ledger: SessionLedger
+    scheduler: Scheduler
+    workspaces: WorkspaceManager
+    monitor: AgentMonitor
+    runner: TaskRunner
+    services: RuntimeServices
+    recovery: RecoveryReport
+    nursery: trio.Nursery
+    """The root nursery: long-lived client services (a signal watcher, the console) run here."""
+    runs_dir: str
+    real_workers: bool
+    """False when the runner was injected (no durable run records)."""
+    registry: Any = None
+    engine: Any = None
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def project_root(self) -> str:
+        return self.session.project.project_root
+
+    @property
+    def bus(self) -> Any:
+        return self.session.bus
+
+    @property
+    def store(self) -> Any:
+        return self.session.events
+
+    async def submit(self, specs: Sequence[TaskSpec]) -> None:
+        """Create tasks; a new session's ``session.created`` commits with them."""
+        with self.session.creating():
+            await self.scheduler.create_tasks(list(specs))
+
+    async def run_until_idle(self) -> SchedulerRunResult:
+        return await self.scheduler.run_until_idle()
+
+    def cancel(self, reason: str) -> None:
+        """Cancel the run cooperatively (tasks end cancelled/interrupted; resumable)."""
+        self.scheduler.cancel(reason)
+
+    async def kill_workers(self) -> None:
+        """SIGKILL every worker this process started, now (a second Ctrl-C)."""
+        if not self.real_workers:
+            return
+        with trio.move_on_after(2.0, shield=True):
+            # why shielded: the kill must happen even though the run is unwinding
+            await reap_orphans(self.runs_dir, grace_s=0.0, own=True)
+
+    async def settle(self) -> None:
+        """Deliver every event queued on the bus now (bounded), e.g. before a summary."""
+        with trio.move_on_after(5, shield=True):
+            await self.session.bus.drain()
+
+
+@asynccontextmanager
+async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
+    """Open the session's runtime (see the module docstring for what it builds, once each).
+
+    Raises:
+        AirException: an unknown or unrecorded session, another process running it, a
+            refusal of ``on_open`` or a bad configuration (``services``).
+    """
+    session = SessionManager().open_session(
+        config.project,
+        config.session,
+        defer_created=config.new_session,
+        must_exist=not config.new_session,
+    )
+    try:
+        ledger = SessionLedger.for_session(session)
+        for handler in config.subscribers:
+            session.bus.subscribe(None, handler)
+        if config.on_open is not None:
+            config.on_open(session, ledger)
+        root = session.project.project_root
+        runs = runs_dir(root)
+        claim_session(runs, ledger.session_id)
+        services = config.services()
+        async with trio.open_nursery() as nursery:
+            async with session.bus.serving():
+                yield await _build(config, session, ledger, services, nursery, runs)
+            nursery.cancel_scope.cancel(reason="runtime closed")
+    finally:
+        session.close()
+
+
+async def _build(
+    config: RuntimeConfig,
+    session: OpenSession,
+    ledger: SessionLedger,
+    services: RuntimeServices,
+    nursery: trio.Nursery,
+    runs: str,
+) -> Runtime:
+    root = session.project.project_root
+    workspaces = WorkspaceManager(
+        root, ledger.record, backups=BackupRepository(root, session_id=ledger.session_id)
+    )
+    registry = engine = None
+    if config.runner is not None:
+        runner, warm_up = config.runner(session)
+    else:
+        registry, engine = _tools(config, session, services)
+        runner, warm_up = _workers(config, session, services, registry, runs)
+    if warm_up is not None:
+        warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
+    reap: Reaper | None = None
+    if config.runner is None:
+        # orphans of a killed runtime, found by their durable run records (and markers)
+        await reap_orphans(runs)
+        reap = _reaper(runs)
+    recovery = await recover_session(
+        ledger,
+        workspaces=workspaces,
+        reap=reap,
+        referential_check=getattr(session.store, "referential_check", None),
+    )
+    monitor = _monitor(session)
+    scheduler = Scheduler(
+        ledger,
+        runner,
+        project_root=root,
+        workspaces=workspaces,
+        planner=WavePlanner(isolation=config.isolation, git_repo=await workspaces.is_git_repo()),
+        options=SchedulerOptions(
+            max_workers=config.max_workers or default_max_workers(),
+            review="wave" if config.review else "none",
+            recover=False,  # done above, once
+        ),
+        reap=reap,
+        monitor=monitor,
+    )
+    return Runtime(
+        session=session,
+        ledger=ledger,
+        scheduler=scheduler,
+        workspaces=workspaces,
+        monitor=monitor,
+        runner=runner,
+        services=services,
+        recovery=recovery,
+        nursery=nursery,
+        runs_dir=runs,
+        real_workers=config.runner is None,
+        registry=registry,
+        engine=engine,
+    )
+
+
+def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeServices) -> Any:
+    """The PermissionEngine and the ToolRegistry under it, with every tool registered."""
+    from air.security import PermissionEngine
+    from air.tools import ToolRegistry, register_builtin_tools
+
+    engine = PermissionEngine(
+        policy=services.policy,
+        redactor=services.redactor,
+        sink=session.ingestor.ingest,
+        headless_allow_ask=config.allow_ask,
+    )
+    registry = ToolRegistry(
+        engine=engine,
+        recorder=session.ingestor,
+        artifacts=session.artifacts,
+        redactor=services.redactor,
+        prompts=config.prompts,
+    )
+    sandbox = register_builtin_tools(registry)
+    if config.extend_tools is not None:
+        config.extend_tools(registry, session, sandbox)
+    return registry, engine
+
+
+def _workers(
+    config: RuntimeConfig, session: OpenSession, services: RuntimeServices, registry: Any, runs: str
+) -> tuple[TaskRunner, Callable[[], None] | None]:
+    """The WorkerManager over the registry and the provider, and the provider's warm-up."""
+    from air.nursery.worker_manager import WorkerManager
+
+    specs = [
+        {"name": d.name, "description": d.description, "input_schema": d.input_schema}
+        for d in registry.list()
+    ]
+    runner = WorkerManager(
+        tools=registry.call,
+        tool_streams=registry.call_streaming,
+        provider=services.provider,
+        events=session.ingestor,
+        artifacts=session.artifacts,
+        model=services.model,
+        tool_specs=specs,
+        context=_worker_context(session, services.provider, services.model),
+        state_dir=runs,
+        redactor=services.redactor,
+        spare=config.spare,
+    )
+    warm_up = services.warm_up
+    if warm_up is None:
+        return runner, None
+    provider_id = services.model.partition("/")[0]
+    return runner, lambda: warm_up(provider_id)
+
+
+def _worker_context(session: OpenSession, provider: Any, model: str) -> Any:
+    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6)."""
+    from importlib import resources
+
+    from air.context.worker_pack import WorkerContextBuilder
+
+    rows: list[Any] = getattr(provider, "list_models", list)()
+    ref = model.partition("/")
+    window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
+    prompts = resources.files("air.roles").joinpath("prompts")
+    return WorkerContextBuilder.for_session(
+        session, role_prompt_dir=str(prompts), context_window=window
+    )
+
+
+def _reaper(runs: str) -> Reaper:
+    """Recovery's reaper: the orphan reaping over the durable run records."""
+
+    async def reap(agent: StoredAgent) -> bool:
+        results = await reap_orphans(runs)
+        return any(r.agent_id == agent.agent_id for r in results)
+
+    return reap
+
+
+def _monitor(session: OpenSession) -> AgentMonitor:
+    """The AgentMonitor: liveness and the hard-deadline safety net.
+
+    The ingestor already writes the heartbeat columns (IMPL-EVT-4), so the monitor's flush does
+    nothing; it learns each worker's identity from ``agent.started`` (to tell a silent worker
+    from a gone one) and that it is alive from ``agent.heartbeat``, both read off the bus.
+    """
+    monitor = AgentMonitor(flush=lambda *_: None)
+
+    def on_event(event: Any) -> None:
+        payload = event.payload
+        agent = monitor.agents.get(str(payload.get("agent_id")))
+        if agent is None:
+            return
+        if event.type == "agent.heartbeat":
+            monitor.record_heartbeat(agent.agent_id, payload)
+            return
+        identity = ProcessIdentity.from_record(payload)
+        if identity is not None and identity.pid > 0:
+            agent.pid = identity.pid
+            agent.pid_start_time = identity.start_ticks
+
+    session.bus.subscribe(EventFilter(types=["agent.started", "agent.heartbeat"]), on_event)
+    return monitor
