@@ -16,6 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from air.contracts.error import CliExit
 from air.workspace.gitsafe import git_environment, hardened_argv
 
 BUGGY = '''"""Tiny arithmetic helpers."""
@@ -176,7 +177,7 @@ async def _scenario(root: Path) -> int:
     for envelope in (read, edit, test):
         if envelope.status != "ok":
             print(f"demo: {envelope.tool_name} ended {envelope.status}: {envelope.error}")
-            return 1
+            return CliExit.FAILED
     output = test.output if isinstance(test.output, dict) else {}
     passed = output.get("exit_code") == 0
     evidence = session.evidence.create(
@@ -229,4 +230,4 @@ async def _scenario(root: Path) -> int:
     print(f"\n{len(events)} durable events; referential check clean: {report.clean}")
     print(f"mathx.py now: {(root / 'mathx.py').read_text().splitlines()[-1].strip()}")
     print(f"see it again with: air history --project {root}")
-    return 0 if passed else 1
+    return CliExit.OK if passed else CliExit.FAILED

@@ -445,7 +445,7 @@ def run_doctor(args: dict[str, Any]) -> int:
     import trio
 
     from air import __version__
-    from air.contracts import AirException
+    from air.contracts import AirException, CliExit
     from air.contracts.platform import DoctorMode, DoctorRunInput
     from air.doctor.service import DoctorService
     from air.session.project import ProjectStore
@@ -485,4 +485,4 @@ def run_doctor(args: dict[str, Any]) -> int:
         _print(report, sys.stdout)
         if bundle:
             print(f"bundle written: {os.path.abspath(bundle)} (local only, secrets redacted)")
-    return 0 if not report.problems else 1
+    return CliExit.OK if not report.problems else CliExit.FAILED

@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from air.contracts import AirException
+from air.contracts.error import CliExit
 
 GIT = ["git", "-c", "user.name=air-e2e", "-c", "user.email=air@localhost"]
 GIT += ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]
-EXIT_BASE = 32
+EXIT_BASE = CliExit.E2E_BASE
 
 
 @dataclass
@@ -197,4 +198,4 @@ def run_e2e(args: dict[str, Any]) -> int:
             print(f"air e2e: kept {base}", file=sys.stderr)
         else:
             shutil.rmtree(base, ignore_errors=True)
-    return EXIT_BASE + code if code else 0
+    return EXIT_BASE + code if code else CliExit.OK

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from air.contracts.error import CliExit
+
 
 def run_init(args: dict[str, Any]) -> int:
     """Create ``.air/shared`` and ``.air/local`` under PATH and print the project id."""
@@ -27,7 +29,7 @@ def run_init(args: dict[str, Any]) -> int:
         print(f"project id: {existing.project_id}")
         if args.get("--models"):
             _write_models_template(root)
-        return 0
+        return CliExit.OK
     project = store.initialize(root, ProjectInitOptions(name=args["--name"]))
     if args.get("--models"):
         _write_models_template(root)
@@ -35,7 +37,7 @@ def run_init(args: dict[str, Any]) -> int:
     print(f"project id: {project.project_id}")
     print(f"shared (commit it): {project.shared_root}")
     print(f"local (gitignored): {project.local_root}")
-    return 0
+    return CliExit.OK
 
 
 def _write_models_template(root: str) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from air.contracts.error import CliExit
+
 
 def _project_root(project_root: str | None) -> str | None:
     root = os.path.abspath(project_root or os.getcwd())
@@ -32,7 +34,7 @@ def run_provider_list(project_root: str | None) -> int:
             "no providers configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or create "
             "~/.air/models.yaml or .air/shared/models.yaml (`air init --models`)"
         )
-        return 0
+        return CliExit.OK
     for source in config.sources:
         print(f"# from {source}")
     for provider_id, provider in sorted(config.providers.items()):
@@ -54,7 +56,7 @@ def run_provider_list(project_root: str | None) -> int:
                 f"  tier={model.tier}  $/Mtok in={price.input:g} out={price.output:g}"
                 f" cache_w={price.cache_write:g} cache_r={price.cache_read:g}"
             )
-    return 0
+    return CliExit.OK
 
 
 def run_provider_current(project_root: str | None) -> int:
@@ -88,4 +90,4 @@ def run_provider_current(project_root: str | None) -> int:
     for role, ref in sorted(config.roles.items()):
         print(f"role {role}: {ref}")
     print("the provider and model of an open session are fixed; no command switches them")
-    return 0
+    return CliExit.OK

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from air.contracts import AirException
+from air.contracts.error import CliExit
 
 _SDIST = (
     "import sys\nfrom setuptools import build_meta\nprint(build_meta.build_sdist(sys.argv[1]))\n"
@@ -152,4 +153,4 @@ def run_release(args: dict[str, Any]) -> int:
     for path in build_release(source, dist):
         print(path)
     print((dist / "SHA256SUMS").read_text(encoding="utf-8"), end="", file=sys.stderr)
-    return 0
+    return CliExit.OK

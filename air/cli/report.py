@@ -21,6 +21,7 @@ from typing import Any
 
 from air.cli.history import find_project, read_events, resolve_session
 from air.cli.session_report import SessionSummary, TaskSummary, summarise
+from air.contracts.error import CliExit
 
 INLINE_LIMIT = 64 * 1024
 """At most this many bytes of one artifact are inlined into the page."""
@@ -223,4 +224,4 @@ def run_report(args: dict[str, Any]) -> int:
         f"for session {session_id}",
         file=sys.stderr,
     )
-    return 0
+    return CliExit.OK

@@ -17,6 +17,7 @@ from typing import Any
 import trio
 
 from air.cli.history import find_project, session_ids
+from air.contracts.error import CliExit
 from air.workspace.backups import BackupRepository, Snapshot
 
 
@@ -54,7 +55,7 @@ def run_restore(args: dict[str, Any]) -> int:
                 print(json.dumps(snap.__dict__))
             else:
                 print(_line(snap))
-        return 0
+        return CliExit.OK
     target: str = args["TARGET"]
     sessions = set(session_ids(project))
     if target in sessions or target.startswith("ses_"):
@@ -96,4 +97,4 @@ def run_restore(args: dict[str, Any]) -> int:
         f"air: rescue snapshot {rescue.commit[:12]} holds the files as they were before this "
         "restore (`air restore --list`); your git branch and index are untouched"
     )
-    return 0
+    return CliExit.OK
