@@ -54,8 +54,10 @@ def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
 
-def parse_options(args: dict[str, Any]) -> HeadlessOptions:
-    """Translate docopt's dict into HeadlessOptions.
+def parse_options(
+    args: dict[str, Any], *, runner_factory: RunnerFactory | None = None, spare: Any = None
+) -> HeadlessOptions:
+    """Translate docopt's dict (and what ``air.cli.main`` was given) into HeadlessOptions.
 
     Raises:
         AirException: ``validation_error`` for a bad ``--max-workers``/``--isolation``/mode.
@@ -106,6 +108,8 @@ def parse_options(args: dict[str, Any]) -> HeadlessOptions:
         review=bool(args.get("--review")),
         json_stream=bool(args.get("--json")),
         junit=args.get("--junit"),
+        runner_factory=runner_factory,
+        spare=spare,
     )
 
 

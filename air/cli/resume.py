@@ -31,9 +31,8 @@ def run_resume(argv_options: dict[str, Any], runner_factory: RunnerFactory | Non
     from air.contracts import AirException, CliExit
 
     try:
-        options = parse_options({**argv_options, "BATCH": None})
+        options = parse_options({**argv_options, "BATCH": None}, runner_factory=runner_factory)
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         return CliExit.BAD_INPUT
-    options.runner_factory = runner_factory
     return run_batch_session(options, None)

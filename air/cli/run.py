@@ -70,15 +70,13 @@ def _run_headless(
     from air.nursery.batch import load_batch
 
     try:
-        options = parse_options(argv_options)
-        options.spare = spare
+        options = parse_options(argv_options, runner_factory=runner_factory, spare=spare)
         if not options.batch:
             raise bad(
                 "validation_error",
                 "no batch file given",
                 "Run `air run --headless BATCH` with a YAML batch file.",
             )
-        options.runner_factory = runner_factory
         batch = load_batch(options.batch)
     except AirException as exc:
         report_bad_input(exc, sys.stderr)

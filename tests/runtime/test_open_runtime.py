@@ -18,7 +18,7 @@ import air.nursery.scheduler as scheduler_module
 from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
 from air.context.worker_pack import WorkerContextBuilder
-from air.contracts import OpenSessionOptions, TaskScope, TaskSpec
+from air.contracts import OpenSessionOptions, TaskConstraints, TaskScope, TaskSpec
 from air.contracts.platform import ProcessIdentity
 from air.ipc.procs import find_marked, is_same_process
 from air.nursery.ledger import SessionLedger
@@ -244,3 +244,40 @@ async def test_leaving_the_runtime_closes_the_root_nursery_with_no_orphan(tmp_pa
         assert identity is not None
         assert not is_same_process(identity)
         assert find_marked(record["marker"]) == []
+
+
+class _DeafRunner:
+    """A runner that ignores its own hard timeout (only a cancel ends it)."""
+
+    def __init__(self) -> None:
+        self.cancelled: list[str] = []
+
+    async def supervise(self, request: Any) -> Any:
+        try:
+            await trio.sleep_forever()
+        finally:
+            self.cancelled.append(request.task_spec.id)
+
+
+async def test_the_monitor_gets_the_schedulers_overdue_callback_when_it_starts(
+    tmp_path: Path, autojump_clock: Any
+) -> None:
+    """No reference is patched in after construction: the Scheduler hands the runtime's
+    AgentMonitor its ``on_overdue`` when it starts it, so a task past its hard deadline is
+    cancelled by the safety net even when the runner never ends it."""
+    project = ProjectStore().initialize(tmp_path)
+    deaf = _DeafRunner()
+    config = RuntimeConfig(
+        project=project,
+        session=OpenSessionOptions(mode="headless"),
+        new_session=True,
+        runner=lambda _session: (deaf, None),
+    )
+    async with open_runtime(config) as rt:
+        assert rt.monitor.on_overdue is None  # nothing assigned after construction
+        await rt.submit([_spec("slow", constraints=TaskConstraints(hard_timeout_ms=2000))])
+        with trio.fail_after(600):
+            await rt.run_until_idle()
+        status = rt.scheduler.graph.tasks["slow"].status.value
+    assert deaf.cancelled == ["slow"]
+    assert status != "running"
