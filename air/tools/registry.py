@@ -619,7 +619,7 @@ class ToolRegistry:
             {
                 "prompt_id": prompt_id,
                 "decision": _RESOLVED[answer.scope] if answer.approved else "deny",
-                "resolved_by": "user" if broker is self.prompts else "headless",
+                "resolved_by": "headless" if isinstance(broker, FailClosedPrompt) else "user",
             },
         )
         if not answer.approved:

@@ -141,3 +141,48 @@ async def test_the_headless_prompt_fails_closed_and_is_what_the_runtime_asks(
     assert isinstance(config.prompts, FailClosedPrompt)
     async with open_runtime(config) as rt:
         assert rt.registry.prompts is config.prompts
+
+
+class _Person:
+    """Answers every prompt with one answer; remembers the requests."""
+
+    def __init__(self, answer: PermissionPromptResponse) -> None:
+        self.answer = answer
+        self.asked: list[PermissionPromptRequest] = []
+
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
+        self.asked.append(request)
+        return self.answer
+
+
+async def test_the_prompt_shows_the_commands_segments_and_risk(tmp_path: Path) -> None:
+    from tests.tools.conftest import Env
+
+    person = _Person(PermissionPromptResponse.of("allow_once"))
+    env = Env(tmp_path, prompts=person)
+    try:
+        command = "echo hi && curl -s https://example.com/x"
+        result = await env.registry.call("shell.run", {"command": command}, env.ctx())
+        assert result.status == "ok", result.error
+        [asked] = person.asked
+        assert [s.program for s in asked.segments] == ["echo", "curl"]
+        assert asked.risk_level == asked.decision.risk_level
+        assert asked.risk_level in ("medium", "high", "critical")
+        assert asked.task_id == env.ctx().task_id
+    finally:
+        env.close()
+
+
+async def test_the_fail_closed_prompt_denies_and_says_it_was_headless(tmp_path: Path) -> None:
+    from tests.tools.conftest import Env
+
+    env = Env(tmp_path, prompts=FailClosedPrompt())
+    try:
+        command = "curl -s https://example.com/x"
+        result = await env.registry.call("shell.run", {"command": command}, env.ctx())
+        assert result.status == "denied"
+        [resolved] = env.payloads("permission.prompt.resolved")
+        assert resolved["decision"] == "deny"
+        assert resolved["resolved_by"] == "headless"
+    finally:
+        env.close()
