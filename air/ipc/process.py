@@ -136,6 +136,14 @@ class WorkerProcess:
             return False
         return True
 
+    async def send_line(self, data: bytes) -> bool:
+        """Write one encoded line (``air.ipc.protocol.encode_line``); False when stdin is closed."""
+        try:
+            await locked_send(self._send_lock, self._stdin, data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return False
+        return True
+
     async def receive(self) -> IpcEnvelope | ProtocolViolation | None:
         """The next message, a protocol violation, or None at a clean end of stream."""
         while not self._pending:

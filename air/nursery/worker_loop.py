@@ -4,8 +4,11 @@ Owns: ``read_loop`` (each decoded message stamps ``run.last_seen`` for the stall
 to ``handle``; a protocol violation or the worker's ``worker.result`` ends the running phase)
 and ``worker_event`` (a worker event is checked against the parent-owned types and the payload
 registry, gets the parent's agent and task ids, is redacted, validated once and handed to the
-EventIngestor — heartbeats as ephemeral). ``tool.call`` messages go to the run's fixed pool of
-tool servers (``air.nursery.worker_tools``) through a bounded channel: no task per call.
+EventIngestor — heartbeats as ephemeral). The read loop is the worker's serving loop: a
+``tool.call`` is served in place (``air.nursery.worker_tools.serve_tool``), one at a time, in
+the order sent — no Trio task per call, nothing unbounded for a worker that floods calls, and
+one scheduler wake-up per round trip (IMPL-LAUNCH-3). While a call is served the worker is
+waiting on the parent, which the stall watch counts as activity (``run.serving``).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
 from air.nursery.worker_checks import check_result
 from air.nursery.worker_run import End, Supervisor, WorkerRun, redact, worker_error
-from air.nursery.worker_tools import CallQueue, open_tool_servers
+from air.nursery.worker_tools import serve_tool
 
 __all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
 
@@ -42,31 +45,27 @@ PARENT_OWNED_AGENT = frozenset(
 )
 
 
-async def read_loop(sup: Supervisor, run: WorkerRun, nursery: trio.Nursery) -> None:
+async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
     """Read until the worker's result, its end of stream or a protocol violation."""
     assert run.proc is not None
     proc = run.proc
-    calls = open_tool_servers(sup, run, nursery)
-    try:
-        while True:
-            msg = await proc.receive()
-            run.last_seen = trio.current_time()
-            if msg is None:
+    while True:
+        msg = await proc.receive()
+        run.last_seen = trio.current_time()
+        if msg is None:
+            return
+        if isinstance(msg, ProtocolViolation):
+            run.end = End("protocol_error", msg.error, False)
+            return
+        try:
+            if await _handle(sup, run, msg):
                 return
-            if isinstance(msg, ProtocolViolation):
-                run.end = End("protocol_error", msg.error, False)
-                return
-            try:
-                if await _handle(sup, run, msg, calls):
-                    return
-            except ProtocolViolation as exc:
-                run.end = End("protocol_error", exc.error, False)
-                return
-    finally:
-        calls.close()
+        except ProtocolViolation as exc:
+            run.end = End("protocol_error", exc.error, False)
+            return
 
 
-async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope, calls: CallQueue) -> bool:
+async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
     assert run.proc is not None
     if msg.agent_id != run.request.agent_id or msg.session_id != run.request.session_id:
         # a worker speaks for itself only: its stdout is its own agent's channel
@@ -78,7 +77,12 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope, calls: Call
     if kind == "tool.call":
         call = run.proc.protocol.payload(msg)
         assert isinstance(call, ToolCallPayload)
-        await calls.put(msg.id, call)
+        run.serving = True
+        try:
+            await serve_tool(sup, run, msg.id, call)
+        finally:
+            run.serving = False
+            run.last_seen = trio.current_time()
     elif kind == "event":
         await worker_event(sup, run, msg)
     elif kind == "log":

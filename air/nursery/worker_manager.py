@@ -220,10 +220,7 @@ class WorkerManager:
             return await finish(self, run, end, records, started=run.proc is not None)
         await record_started(self, run)
 
-        async def body(nursery: trio.Nursery) -> None:
-            await read_loop(self, run, nursery)
-
-        await watch(self, run, body)
+        await watch(self, run, lambda: read_loop(self, run))
         return await finish(self, run, run.end or End("result"), records, started=True)
 
     async def _abandon(self, run: WorkerRun, records: RunRecordStore, exc: BaseException) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import trio
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from air.contracts import (
     AGENT_TYPE_FOR_TASK,
@@ -46,7 +46,7 @@ from air.contracts import (
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
-from air.ipc.protocol import make_envelope
+from air.ipc.protocol import encode_line
 from air.nursery.seams import SuperviseRequest
 from air.security.redact import SecretRedactor
 
@@ -134,8 +134,6 @@ class SupervisionConfig:
     """The worker command; default ``[sys.executable, "-P", "-m", "air.roles"]``."""
     env: dict[str, str] | None = None
     """Variables added to the worker's allowlisted environment (``air.ipc.launcher``)."""
-    tool_servers: int = 4
-    """Tool calls of one worker served at once (a fixed pool; more wait in a bounded queue)."""
 
 
 class Supervisor(Protocol):
@@ -178,6 +176,8 @@ class WorkerRun:
     soft_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     grace_scope: trio.CancelScope = field(default_factory=trio.CancelScope)
     tasks_scope: trio.CancelScope | None = None
+    serving: bool = False
+    """A tool call is being served: the worker waits on the parent, it is not silent."""
     cancel_reason: str | None = None
     logs: list[str] = field(default_factory=list)
     verified: dict[str, bool] = field(default_factory=dict)
@@ -217,18 +217,22 @@ def new_run(request: SuperviseRequest) -> WorkerRun:
 
 
 async def send(
-    run: WorkerRun, kind: str, payload: dict[str, Any], correlation_id: str | None = None
+    run: WorkerRun,
+    kind: str,
+    payload: dict[str, Any] | BaseModel,
+    correlation_id: str | None = None,
 ) -> None:
+    """One message to the worker (a model payload is dumped as JSON in the same pass)."""
     if run.proc is None:
         return
-    env = make_envelope(
+    line = encode_line(
         kind,
         payload,
         session_id=run.request.session_id,
         agent_id=run.request.agent_id,
         correlation_id=correlation_id,
     )
-    await run.proc.send(env)
+    await run.proc.send_line(line)
 
 
 async def control(run: WorkerRun, payload: dict[str, Any]) -> None:

@@ -1,9 +1,8 @@
-"""Tool and provider routing for one worker: a fixed pool of servers (issue #11 item 6).
+"""Tool and provider routing for one worker (issue #11 item 6).
 
-Owns: ``CallQueue`` / ``open_tool_servers`` — the read loop puts each ``tool.call`` into a
-bounded channel and ``SupervisionConfig.tool_servers`` server tasks, started once per run, take
-calls from it (no Trio task per call; a worker that floods calls is slowed by the channel, not
-given unbounded tasks; the run's end cancels every call in flight). Serving one call:
+Owns: ``serve_tool`` — one ``tool.call``, served by the worker's own read loop, which is its
+serving loop (no Trio task per call; IMPL-LAUNCH-3): the run's hard, grace or stall end
+cancels the call in flight, which answers nothing more. Serving:
 ``provider.complete`` (the internal streaming tool: a ``ProviderCompletionInput`` the parent
 builds — model, limits and identity are the parent's — streamed as ``tool.stream``) or the
 tool router (``ToolRegistry.call`` / ``call_streaming``), a ``shell.run`` verification record
@@ -16,7 +15,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import trio
 from pydantic import ValidationError
 
 from air.contracts import (
@@ -31,44 +29,7 @@ from air.contracts.error import AirException
 from air.nursery.worker_checks import artifact, cap_text
 from air.nursery.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
 
-__all__ = ["CALL_QUEUE", "CallQueue", "cap", "open_tool_servers", "serve_tool"]
-
-CALL_QUEUE = 64
-"""Tool calls of one worker waiting for a free server before its reader stops reading."""
-
-
-class CallQueue:
-    """The read loop's side of the run's tool servers."""
-
-    def __init__(self, send_channel: trio.MemorySendChannel[tuple[str, ToolCallPayload]]) -> None:
-        self._send = send_channel
-
-    async def put(self, call_id: str, call: ToolCallPayload) -> None:
-        await self._send.send((call_id, call))
-
-    def close(self) -> None:
-        self._send.close()
-
-
-def open_tool_servers(sup: Supervisor, run: WorkerRun, nursery: trio.Nursery) -> CallQueue:
-    """Start the run's tool servers in ``nursery``; they end when the queue is closed."""
-    send_channel, receive_channel = trio.open_memory_channel[tuple[str, ToolCallPayload]](
-        CALL_QUEUE
-    )
-    for _ in range(max(1, sup.config.tool_servers)):
-        nursery.start_soon(_server, sup, run, receive_channel.clone())
-    receive_channel.close()
-    return CallQueue(send_channel)
-
-
-async def _server(
-    sup: Supervisor,
-    run: WorkerRun,
-    calls: trio.MemoryReceiveChannel[tuple[str, ToolCallPayload]],
-) -> None:
-    async with calls:
-        async for call_id, call in calls:
-            await serve_tool(sup, run, call_id, call)
+__all__ = ["cap", "serve_tool"]
 
 
 def _context(run: WorkerRun) -> ToolExecutionContext:
@@ -100,7 +61,7 @@ async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCa
             command = str(call.input.get("command", ""))
             run.verified[command] = env.status == "ok" and out.get("exit_code") == 0
         env = cap(sup, run, env)
-    await send(run, "tool.result", env.model_dump(mode="json"), correlation_id=call_id)
+    await send(run, "tool.result", env, correlation_id=call_id)
 
 
 async def _call_tool(

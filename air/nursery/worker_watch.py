@@ -21,11 +21,11 @@ from air.nursery.worker_run import End, Supervisor, WorkerRun, control, err
 
 __all__ = ["soft_timer", "stall_watch", "watch"]
 
-Body = Callable[[trio.Nursery], Awaitable[None]]
+Body = Callable[[], Awaitable[None]]
 
 
 async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
-    """Run ``body(nursery)`` (the read loop) with the watchers beside it, under the hard and
+    """Run ``body()`` (the read loop) with the watchers beside it, under the hard and
     cancel-grace scopes; set ``run.end`` from whichever deadline ended it."""
     assert run.proc is not None
     with run.hard_scope, run.grace_scope:
@@ -34,7 +34,7 @@ async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
             nursery.start_soon(run.proc.pump_stderr)
             nursery.start_soon(soft_timer, run)
             nursery.start_soon(stall_watch, sup, run)
-            await body(nursery)
+            await body()
             nursery.cancel_scope.cancel()
     if run.end is None and run.hard_scope.cancelled_caught:
         run.end = End(
@@ -67,6 +67,9 @@ async def stall_watch(sup: Supervisor, run: WorkerRun) -> None:
         await trio.sleep_until(next_probe)
         seen = run.last_seen
         next_probe = seen + cfg.stall_after_s
+        if run.serving:  # the worker waits on a tool call the parent is serving
+            next_probe = trio.current_time() + cfg.stall_after_s
+            continue
         if trio.current_time() < next_probe:
             continue  # a message came in meanwhile: the deadline moved
         await control(run, {"type": "agent.get_state"})
@@ -74,7 +77,7 @@ async def stall_watch(sup: Supervisor, run: WorkerRun) -> None:
             next_probe = trio.current_time() + cfg.stall_after_s
             continue
         await trio.sleep_until(seen + cfg.stall_after_s + cfg.stall_kill_after_s)
-        if run.last_seen == seen:
+        if run.last_seen == seen and not run.serving:
             silence = trio.current_time() - seen
             run.stop(
                 End(
