@@ -18,7 +18,8 @@ from typing import Any
 import trio
 from pydantic import ValidationError
 
-from air.contracts import EventSource, IpcEnvelope, RuntimeEvent, ToolCallPayload, new_event
+from air.contracts import IpcEnvelope, RuntimeEvent, ToolCallPayload
+from air.contracts.ids import new_uuid, utc_now_iso
 from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
 from air.nursery.worker_checks import check_result
@@ -100,9 +101,12 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
 
 
 async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> None:
-    etype = str(msg.payload.get("type", ""))
-    version = int(msg.payload.get("version", 1))
-    inner: dict[str, Any] = dict(msg.payload.get("payload") or {})
+    etype = msg.payload.get("type")
+    version = msg.payload.get("version", 1)
+    raw = msg.payload.get("payload")
+    if type(etype) is not str or type(version) is not int or not isinstance(raw or {}, dict):
+        raise ProtocolViolation("a worker event needs a string type, an int version, an object")
+    inner: dict[str, Any] = dict(raw or {})
     if etype == "worker.ready":
         return
     if etype in PARENT_OWNED_AGENT or etype.startswith(PARENT_OWNED):
@@ -131,13 +135,18 @@ async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> Non
 
 
 def _event(run: WorkerRun, etype: str, version: int, inner: dict[str, Any]) -> RuntimeEvent:
+    """The RuntimeEvent of a checked worker event, assembled without a second validation pass:
+    its type and version are a registry key, its payload was just validated, the rest is the
+    parent's own (IMPL-LAUNCH-3)."""
     req = run.request
-    return new_event(
-        etype,
-        inner,
+    return RuntimeEvent.model_construct(
+        id=new_uuid(),
+        type=etype,
         version=version,
+        timestamp=utc_now_iso(),
         session_id=req.session_id,
         project_id=req.project_id,
-        source=EventSource(kind="agent", id=req.agent_id, agent_type=run.agent_type),
+        source=run.source,
         route=["agent", "worker_manager"],
+        payload=inner,
     )

@@ -184,6 +184,15 @@ class WorkerRun:
     checkpoint: dict[str, Any] | None = None
     started_recorded: bool = False
     ctx: ToolExecutionContext | None = None
+    _source: EventSource | None = field(default=None, repr=False)
+
+    @property
+    def source(self) -> EventSource:
+        """Who a worker event comes from: this run's agent, as the parent names it."""
+        if self._source is None:
+            req = self.request
+            self._source = EventSource(kind="agent", id=req.agent_id, agent_type=self.agent_type)
+        return self._source
 
     def arm(self, now: float) -> None:
         """Set the soft and hard deadlines from the task's limits, counted from ``now``."""
