@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +25,15 @@ from air.nursery.seams import SuperviseRequest
 from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.launcher import FakeLauncher, FakeWorker
 from air.testing.workers.harness import DirArtifacts, RecordingEvents
+
+
+@asynccontextmanager
+async def bounded_nursery() -> AsyncIterator[trio.Nursery]:
+    """A nursery under an hour of (virtual) time: a deadline the code under test fails to set
+    makes the test fail at once instead of hanging the autojump clock forever."""
+    with trio.fail_after(3600):
+        async with trio.open_nursery() as nursery:
+            yield nursery
 
 
 async def echo_tool(

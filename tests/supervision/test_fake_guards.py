@@ -9,7 +9,7 @@ import trio
 import trio.testing
 
 from air.testing.launcher import scripted
-from tests.supervision.conftest import Rig
+from tests.supervision.conftest import Rig, bounded_nursery
 
 
 @pytest.mark.parametrize(
@@ -20,7 +20,7 @@ async def test_a_worker_event_of_the_wrong_shape_is_a_protocol_error(
     rig: Rig, autojump_clock: trio.testing.MockClock, version: Any, payload: Any
 ) -> None:
     worker = scripted([{"event": "agent.heartbeat", "version": version, "payload": payload}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         outcome = await manager.supervise(rig.request())
     assert outcome.kind == "protocol_error"
@@ -46,7 +46,7 @@ async def test_a_worker_event_is_recorded_as_the_parent_names_it(
             },
         ]
     )
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         request = rig.request()
         outcome = await manager.supervise(request)

@@ -13,7 +13,7 @@ import trio.testing
 from air.contracts import RuntimeEvent
 from air.events.payloads import PAYLOADS
 from air.testing.launcher import scripted
-from tests.supervision.conftest import Rig
+from tests.supervision.conftest import Rig, bounded_nursery
 
 DONE = {"status": "completed", "summary": "ok", "result": {"verdict": "approved", "findings": []}}
 
@@ -30,7 +30,7 @@ async def _spawned_for(rig: Rig, calls: int) -> int:
     steps: list[dict[str, Any]] = [{"call": "echo", "input": {"i": i}} for i in range(calls)]
     worker = scripted([*steps, {"result": DONE}])
     spawns = Spawns()
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         request = rig.request()
         trio.lowlevel.add_instrument(spawns)
@@ -73,7 +73,7 @@ async def test_a_worker_event_is_validated_once_in_the_parent(
     monkeypatch.setattr(RuntimeEvent, "__init__", init)
     heartbeat = {"state": "running", "turn": 1}
     worker = scripted([{"event": "agent.heartbeat", "payload": heartbeat}, {"hang": True}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker, stall_after_s=0)
         with trio.move_on_after(5):
             await manager.supervise(rig.request())

@@ -13,7 +13,7 @@ from air.contracts import ErrorKind, TaskType, WorkerStatus
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 from air.nursery.worker_manager import WorkerManager
 from air.testing.launcher import FakeIO, scripted
-from tests.supervision.conftest import Rig
+from tests.supervision.conftest import Rig, bounded_nursery
 
 PARTIAL = {
     "status": "partial",
@@ -42,7 +42,7 @@ async def test_soft_timeout_asks_for_a_wrap_up_at_its_deadline(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([{"until": "agent.wrap_up"}, {"result": PARTIAL}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker)
         outcome = await _supervise(manager, rig.request(soft_timeout_ms=10_000))
     io = launcher.launches[0][2]
@@ -63,7 +63,7 @@ async def test_extend_timeout_moves_the_soft_and_hard_deadlines(
     and the hard deadline (60 s) is met at t0+80, where the group is killed (exit 5)."""
     worker = scripted([{"until": "agent.wrap_up"}, {"silent": True}])
     box: list[TaskOutcome] = []
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, stall_after_s=0)
         request = rig.request(soft_timeout_ms=10_000, hard_timeout_ms=60_000)
 
@@ -86,7 +86,7 @@ async def test_a_wrap_up_is_asked_again_after_an_extension_past_it(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([{"until": "agent.wrap_up"}, {"until": "agent.wrap_up"}, {"result": PARTIAL}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, stall_after_s=0)
         request = rig.request(soft_timeout_ms=10_000)
 
@@ -107,7 +107,7 @@ async def test_hard_timeout_kills_the_group_and_reports_exit_5(
     """A hung worker that ignores SIGTERM: SIGTERM at the hard deadline, SIGKILL after the
     grace; the outcome reports exit code 5 whatever the signal left."""
     worker = scripted([{"hang": True}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(
             nursery, worker, ignore_sigterm=True, stall_after_s=0, kill_grace_s=3
         )
@@ -132,7 +132,7 @@ async def test_a_silent_worker_is_probed_then_killed_as_stalled(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([{"until": "never"}], answer_probes=False)
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, stall_after_s=10, stall_kill_after_s=5)
         outcome = await _supervise(manager, rig.request())
     io, handle = launcher.launches[0][2], launcher.launches[0][1]
@@ -151,7 +151,7 @@ async def test_an_answered_probe_keeps_the_worker_alive(
     """Probes at every 10 s of silence, each answered by a heartbeat: no kill; the soft
     deadline at 95 s ends the run with the worker's partial result."""
     worker = scripted([{"until": "agent.wrap_up"}, {"result": PARTIAL}], answer_probes=True)
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, stall_after_s=10, stall_kill_after_s=5)
         outcome = await _supervise(manager, rig.request(soft_timeout_ms=95_000))
     io = launcher.launches[0][2]
@@ -165,7 +165,7 @@ async def test_the_handshake_deadline_ends_a_mute_worker_as_spawn_error(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([], ready=False)
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, handshake_timeout_s=15)
         outcome = await _supervise(manager, rig.request())
     io, handle = launcher.launches[0][2], launcher.launches[0][1]
@@ -182,7 +182,7 @@ async def test_a_wrong_protocol_version_is_a_protocol_error(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([], protocol_version=2)
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         outcome = await _supervise(manager, rig.request())
     assert outcome.kind == "protocol_error"
@@ -193,7 +193,7 @@ async def test_a_wrong_protocol_version_is_a_protocol_error(
 async def test_a_launch_that_fails_is_a_transient_spawn_error(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, scripted([]))
         launcher.fail = OSError("no such interpreter")
         outcome = await _supervise(manager, rig.request())
@@ -208,7 +208,7 @@ async def test_a_cancelled_worker_gets_the_exit_grace_then_is_killed(
     """agent.cancel at t0+5; the worker ignores it; its grace scope ends the run at t0+5+4."""
     worker = scripted([{"silent": True}])
     box: list[TaskOutcome] = []
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, exit_grace_s=4, stall_after_s=0)
         request = rig.request()
 
@@ -232,7 +232,7 @@ async def test_cancelling_the_supervising_scope_kills_the_worker_and_propagates(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     worker = scripted([{"silent": True}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, launcher = rig.manager(nursery, worker, stall_after_s=0)
         with trio.move_on_after(7) as scope:
             await manager.supervise(rig.request())
@@ -248,7 +248,7 @@ async def test_tool_calls_are_served_and_answered_in_order(
 ) -> None:
     steps: list[dict[str, Any]] = [{"call": "echo", "input": {"i": i}} for i in range(20)]
     worker = scripted([*steps, {"result": {**PARTIAL, "status": "completed"}}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         outcome = await _supervise(manager, rig.request(type=TaskType.REVIEW))
     assert outcome.kind == "result"
@@ -261,7 +261,7 @@ async def test_the_fake_is_not_a_launch_the_parent_trusts_blindly(
 ) -> None:
     """The parent's own guards run on fake workers too: a result naming another task."""
     worker = scripted([{"result": {**PARTIAL, "task_id": "task_other"}}])
-    async with trio.open_nursery() as nursery:
+    async with bounded_nursery() as nursery:
         manager, _ = rig.manager(nursery, worker)
         outcome = await _supervise(manager, rig.request())
     assert outcome.kind == "protocol_error"
