@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from air.contracts.error import AirException
 from air.contracts.event import EventFilter, EventSource, PersistedEventRecord, RuntimeEvent
+from air.contracts.runtime import AgentType
 from air.events.projection import project
 from air.events.registry import EventSchemaRegistry, default_registry
 from air.store.db import DatabaseManager
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 __all__ = ["EventStore", "record_to_event", "replay_events", "to_record"]
 
 _ID_COLUMNS = ("task_id", "agent_id", "tool_run_id", "command_run_id")
+_AGENT_TYPES: dict[AgentType | None, str | None] = {t: t.value for t in AgentType}
+_AGENT_TYPES[None] = None
 
 
 def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
@@ -45,10 +48,11 @@ def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
         "project_id": event.project_id,
         "source_kind": source.kind,
         "source_id": source.id,
-        "source_agent_type": source.agent_type.value if source.agent_type is not None else None,
+        "source_agent_type": _AGENT_TYPES[source.agent_type],
         "route_json": pydantic_core.to_json(event.route).decode(),
         "route_text": "/".join(event.route),
-        "payload_json": payload.model_dump_json(),
+        # model_dump_json's own serializer, called without the wrapper's per-call keywords
+        "payload_json": payload.__pydantic_serializer__.to_json(payload).decode(),
     }
     for column in _ID_COLUMNS:
         value = fields.get(column)

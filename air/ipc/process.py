@@ -1,16 +1,15 @@
-"""WorkerProcess: one worker subprocess and its NDJSON pipe, parent side (SDD §8.1).
+"""WorkerProcess: one worker's NDJSON channel, parent side (SDD §8.1).
 
-Owns: spawning ``python -m air.roles`` (``sys.executable``, ``start_new_session=True``, a run
-marker in the environment, an environment built from ``WORKER_ENV_ALLOWLIST``: a worker never
-holds a credential, the parent serves its model calls; IMPL-SBX-4), sending envelopes,
+Owns: the channel over a launched worker's streams (``air.ipc.launcher``): sending envelopes,
 receiving decoded envelopes (protocol violations come back as values), capturing stderr
-(bounded tail), and ``kill_tree``.
+(bounded tail), and ``kill_tree`` / ``wait`` through the worker's handle. ``spawn`` is the local
+subprocess path (``LocalLauncher``: ``python -P -m air.roles``, ``start_new_session=True``, a run
+marker, an environment built from ``WORKER_ENV_ALLOWLIST``: a worker never holds a credential,
+the parent serves its model calls; IMPL-SBX-4).
 """
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -27,7 +26,15 @@ from air.ipc.framing import (
     locked_send,
     receive_chunk,
 )
-from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
+from air.ipc.launcher import (
+    Launched,
+    LaunchSpec,
+    LocalLauncher,
+    WorkerHandle,
+    local_launched,
+    worker_command,
+)
+from air.ipc.procs import ProcessIdentity
 from air.ipc.protocol import WorkerProtocol
 
 if TYPE_CHECKING:
@@ -44,29 +51,32 @@ __all__ = [
 STDERR_TAIL_BYTES = 256 * 1024
 
 
-def worker_command(module: str = "air.roles") -> list[str]:
-    """``python -P -m air.roles``: ``-P`` keeps the worker's cwd (a workspace, which workers and
-    the commands they run can write) out of ``sys.path``, so a planted ``air/`` package there is
-    never imported in place of air's own."""
-    return [sys.executable, "-P", "-m", module]
-
-
 class WorkerProcess:
-    """A spawned worker. Use ``await WorkerProcess.spawn(...)`` then ``receive()`` in a loop."""
+    """A launched worker's channel. Build it from a ``Launched`` (or a local process), then
+    ``receive()`` in a loop."""
 
     def __init__(
         self,
-        process: trio.Process | PopenProcess,
+        process: trio.Process | PopenProcess | Launched,
         *,
         agent_id: str,
-        marker: str,
+        marker: str | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> None:
-        self.process = process
+        if isinstance(process, Launched):
+            launched = process
+        else:
+            assert marker is not None
+            launched = local_launched(process, marker)
+        self.launched = launched
+        self.handle: WorkerHandle = launched.handle
         self.agent_id = agent_id
-        self.marker = marker
-        self.identity: ProcessIdentity = read_identity(process.pid)
+        self.marker = launched.marker
+        self.identity: ProcessIdentity = launched.handle.identity
         self.protocol = WorkerProtocol("parent")
+        self._stdin = launched.send
+        self._stdout = launched.receive
+        self._stderr = launched.stderr
         self._decoder = LineDecoder(max_line_bytes)
         self._pending: deque[bytes | ProtocolViolation] = deque()
         self._eof = False
@@ -76,8 +86,19 @@ class WorkerProcess:
         self.stderr_total = 0
 
     @property
+    def process(self) -> trio.Process | PopenProcess:
+        """The local process (only for a worker started by ``LocalLauncher``)."""
+        process = getattr(self.handle, "process", None)
+        assert process is not None, "not a local worker process"
+        return process  # type: ignore[no-any-return]
+
+    @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.identity.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.handle.returncode
 
     @classmethod
     async def spawn(
@@ -90,45 +111,46 @@ class WorkerProcess:
         env: dict[str, str] | None = None,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
     ) -> WorkerProcess:
-        """Start the worker.
+        """Start a local worker (``LocalLauncher`` without a spare).
 
         Args:
             env: variables set on top of the allowlisted environment, a deliberate choice of
                 the caller (a test's switches); air itself passes none.
         """
-        full_env = worker_environment()
-        full_env.update(env or {})
-        full_env[MARKER_ENV] = marker
-        full_env.setdefault("PYTHONUNBUFFERED", "1")
-        proc = await trio.lowlevel.open_process(
-            list(command or worker_command()),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
+        spec = LaunchSpec(
+            agent_id=agent_id,
+            marker=marker,
             cwd=cwd,
-            env=full_env,
+            command=list(command or worker_command()),
+            env=env,
         )
-        return cls(proc, agent_id=agent_id, marker=marker, max_line_bytes=max_line_bytes)
+        launched = await LocalLauncher().launch(spec)
+        return cls(launched, agent_id=agent_id, max_line_bytes=max_line_bytes)
 
     async def send(self, envelope: IpcEnvelope) -> bool:
         """Write one line; False when the worker's stdin is closed."""
         data = self.protocol.encode(envelope)
-        assert self.process.stdin is not None
         try:
-            await locked_send(self._send_lock, self.process.stdin, data)
+            await locked_send(self._send_lock, self._stdin, data)
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            return False
+        return True
+
+    async def send_line(self, data: bytes) -> bool:
+        """Write one encoded line (``air.ipc.protocol.encode_line``); False when stdin is closed."""
+        try:
+            await locked_send(self._send_lock, self._stdin, data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
             return False
         return True
 
     async def receive(self) -> IpcEnvelope | ProtocolViolation | None:
         """The next message, a protocol violation, or None at a clean end of stream."""
-        assert self.process.stdout is not None
         while not self._pending:
             if self._eof:
                 return None
             try:
-                chunk = await receive_chunk(self.process.stdout, drained=self._drained)
+                chunk = await receive_chunk(self._stdout, drained=self._drained)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 chunk = b""
             if not chunk:
@@ -149,10 +171,11 @@ class WorkerProcess:
 
     async def pump_stderr(self) -> None:
         """Read stderr to its end, keeping the last ``STDERR_TAIL_BYTES``."""
-        assert self.process.stderr is not None
+        if self._stderr is None:
+            return
         while True:
             try:
-                chunk = await receive_chunk(self.process.stderr)
+                chunk = await receive_chunk(self._stderr)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 return
             if not chunk:
@@ -163,15 +186,14 @@ class WorkerProcess:
                 del self.stderr_tail[: len(self.stderr_tail) - STDERR_TAIL_BYTES]
 
     async def close_stdin(self) -> None:
-        if self.process.stdin is not None:
-            with trio.move_on_after(1):
-                try:
-                    await self.process.stdin.aclose()
-                except (trio.BrokenResourceError, OSError):
-                    pass
+        with trio.move_on_after(1):
+            try:
+                await self._stdin.aclose()
+            except (trio.BrokenResourceError, OSError):
+                pass
 
     async def kill_tree(self, grace_s: float = 3.0) -> bool:
-        return await kill_tree(self.identity, marker=self.marker, grace_s=grace_s)
+        return await self.handle.kill_tree(grace_s)
 
     async def wait(self) -> int:
-        return await self.process.wait()
+        return await self.handle.wait()

@@ -39,6 +39,7 @@ from air.ipc.framing import InvalidEnvelope, InvalidJson, VersionMismatch, Wrong
 __all__ = [
     "WorkerProtocol",
     "control_adapter",
+    "encode_line",
     "envelope_adapter",
     "make_envelope",
     "message_id",
@@ -133,6 +134,46 @@ def make_envelope(
     )
 
 
+def encode_line(
+    kind: str,
+    payload: dict[str, Any] | BaseModel,
+    *,
+    session_id: str,
+    agent_id: str,
+    correlation_id: str | None = None,
+    id: str | None = None,
+) -> bytes:
+    """The NDJSON line ``encode(make_envelope(...))`` writes, without building the envelope
+    model; a model ``payload`` is serialised as ``model_dump(mode="json")`` would dump it, in the
+    same pass (the hot path of a ``tool.result`` / ``tool.call``; IMPL-LAUNCH-3)."""
+    data: dict[str, Any] = {
+        "v": 1,
+        "id": id or message_id(),
+        "kind": kind,
+        "ts": _now_iso(),
+        "session_id": session_id,
+        "agent_id": agent_id,
+        "payload": payload,
+    }
+    if correlation_id is not None:
+        data["correlation_id"] = correlation_id
+    return to_json(data) + b"\n"
+
+
+_TOOL_CALL_FIELDS = frozenset({"name", "input"})
+
+
+def _tool_call(name: str, input: dict[str, Any]) -> ToolCallPayload:
+    """A ``ToolCallPayload`` of a checked ``str`` name and ``dict`` input (both fields, right
+    types: what ``model_construct`` would build, minus its per-field default handling)."""
+    call = ToolCallPayload.__new__(ToolCallPayload)
+    object.__setattr__(call, "__dict__", {"name": name, "input": input})
+    object.__setattr__(call, "__pydantic_fields_set__", set(_TOOL_CALL_FIELDS))
+    object.__setattr__(call, "__pydantic_extra__", None)
+    object.__setattr__(call, "__pydantic_private__", None)
+    return call
+
+
 class WorkerProtocol:
     """Encode and decode NDJSON envelopes for one side of the pipe.
 
@@ -211,7 +252,7 @@ class WorkerProtocol:
         p = msg.payload
         if msg.kind == "tool.call" and len(p) == 2 and type(p.get("name")) is str:
             if type(p.get("input")) is dict:
-                return ToolCallPayload.model_construct(name=p["name"], input=p["input"])
+                return _tool_call(p["name"], p["input"])
         try:
             if msg.kind == "control":
                 return control_adapter().validate_python(msg.payload)

@@ -3,13 +3,21 @@
 Owns: the child end of the pipe — ``emit`` (events), ``call_tool`` (correlated, with streamed
 ``tool.stream`` items), ``checkpoint``, ``log``, the heartbeat loop, and the controls
 ``agent.cancel`` / ``pause`` / ``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state``.
+One task reads the pipe at a time (the read role, ``_rlock``): a task waiting in ``call_tool``
+reads and dispatches itself, so a round trip wakes one task. The background reader holds the
+role while no call waits and hands it over when one starts; once calls have begun it takes the
+role back only when the body blocks elsewhere (paused) or at the next heartbeat tick, not after
+every call — the body of a role does nothing but call (IMPL-LAUNCH-3).
 Imports contracts and Trio only — never the store, tools or providers.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import select
 import sys
+import threading
 import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -38,7 +46,7 @@ from air.ipc.framing import (
     locked_send,
     receive_chunk,
 )
-from air.ipc.protocol import WorkerProtocol, make_envelope, message_id
+from air.ipc.protocol import WorkerProtocol, encode_line, message_id
 
 __all__ = ["EXIT_CANCELLED", "EXIT_CRASH", "EXIT_OK", "EXIT_PROTOCOL", "WorkerRuntime"]
 
@@ -76,6 +84,18 @@ class WorkerRuntime:
         self._protocol = WorkerProtocol("worker")
         self._lock = trio.Lock()
         self._pending: dict[str, _Call] = {}
+        self._rlock = trio.Lock()
+        self._decoder = LineDecoder()
+        self._inbox: deque[bytes | ProtocolViolation] = deque(
+            self._decoder.feed(leftover) if leftover else ()
+        )
+        self._drained = False
+        self._eof = False
+        self._callers = 0
+        self._idle = trio.Event()
+        self._idle.set()
+        self._bg_scope: trio.CancelScope | None = None
+        self._poller: select.poll | None = None
         self._running = trio.Event()
         self._running.set()
         self.state = "running"
@@ -97,7 +117,7 @@ class WorkerRuntime:
         correlation_id: str | None = None,
         id: str | None = None,
     ) -> None:
-        env = make_envelope(
+        data = encode_line(
             kind,
             payload,
             session_id=self.session_id,
@@ -105,7 +125,6 @@ class WorkerRuntime:
             correlation_id=correlation_id,
             id=id,
         )
-        data = self._protocol.encode(env)
         await locked_send(self._lock, self._send, data)
 
     async def emit(self, type: str, payload: dict[str, Any], version: int = 1) -> None:
@@ -138,62 +157,143 @@ class WorkerRuntime:
     ) -> ToolResultEnvelope:
         """Ask the parent to run tool ``name``; stream items go to ``on_stream``."""
         if not self._running.is_set():
+            self._idle.set()  # paused: the background reader must see agent.resume
             await self._running.wait()
         call_id = message_id()
         call = _Call()
         self._pending[call_id] = call
+        self._callers += 1
         try:
             await self._write("tool.call", {"name": name, "input": input}, id=call_id)
-            while not call.closed or call.items:
-                if not call.items:
-                    call.event = trio.Event()
-                    await call.event.wait()
-                    continue
-                msg = call.items.popleft()
-                if msg.kind == "tool.stream":
-                    if on_stream is not None:
-                        res = on_stream(dict(msg.payload.get("event") or {}))
-                        if res is not None:
-                            await res
-                    continue
-                return ToolResultEnvelope.model_validate(msg.payload)
+            while True:
+                if call.items:
+                    msg = call.items.popleft()
+                    if msg.kind == "tool.stream":
+                        if on_stream is not None:
+                            res = on_stream(dict(msg.payload.get("event") or {}))
+                            if res is not None:
+                                await res
+                        continue
+                    return ToolResultEnvelope.model_validate(msg.payload)
+                if call.closed:
+                    break
+                await self._read_for_call(call)
         finally:
             self._pending.pop(call_id, None)
+            self._callers -= 1
+        await trio.lowlevel.checkpoint_if_cancelled()  # the end of stream cancelled the body
         raise AirException.of(
             kind=ErrorKind.PROTOCOL_ERROR,
             message=f"the parent closed the pipe during tool call {name}",
             user_action="None; the parent is shutting down.",
         )
 
+    async def _read_for_call(self, call: _Call) -> None:
+        """Take the read role (from the background reader if it holds it) and read once."""
+        if self._bg_scope is not None:
+            self._bg_scope.cancel()
+        await self._take_role()
+        try:
+            if not call.items and not call.closed:
+                await self._fill()
+                await self._drain()
+        finally:
+            self._rlock.release()
+
+    async def _take_role(self) -> None:
+        """Acquire the read role; free, it is taken without a scheduler round trip."""
+        try:
+            self._rlock.acquire_nowait()
+        except trio.WouldBlock:
+            await self._rlock.acquire()
+
     # -- receiving -----------------------------------------------------------------------------
 
     async def _reader(self, body_scope: trio.CancelScope) -> None:
-        decoder = LineDecoder()
-        items = decoder.feed(self._leftover) if self._leftover else []
-        drained = False
-        while True:
-            for item in items:
-                if isinstance(item, ProtocolViolation):
-                    await self._protocol_error(item)
-                    continue
-                try:
-                    msg = self._protocol.decode(item)
-                except ProtocolViolation as exc:
-                    await self._protocol_error(exc)
-                    continue
-                await self._dispatch(msg)
+        """Read while no ``call_tool`` waits (controls, end of stream); yield the role to one."""
+        while not self._eof:
+            if self._callers or not self._idle.is_set():
+                if self._idle.is_set():
+                    self._idle = trio.Event()
+                await self._idle.wait()
+                continue
+            await self._take_role()
             try:
-                chunk = await receive_chunk(self._receive, drained=drained)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                chunk = b""
-            if not chunk:
-                self.cancel_reason = self.cancel_reason or "parent closed the pipe"
-                body_scope.cancel()
-                for pending in list(self._pending.values()):
-                    pending.close()
-                return
-            drained = len(chunk) < RECEIVE_BYTES
-            items = decoder.feed(chunk)
+                if self._callers or self._eof:
+                    continue
+                with trio.CancelScope() as self._bg_scope:
+                    await self._fill()
+                self._bg_scope = None
+                await self._drain()
+            finally:
+                self._rlock.release()
+
+    async def _fill(self) -> None:
+        """(Holding the read role.) Read one chunk into the inbox unless it holds lines."""
+        if self._inbox or self._eof:
+            return
+        drained = self._drained and not self._wait_alone()
+        try:
+            chunk = await receive_chunk(self._receive, drained=drained)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            chunk = b""
+        if not chunk:
+            self._eof = True
+            self.cancel_reason = self.cancel_reason or "parent closed the pipe"
+            if self._body_scope is not None:
+                self._body_scope.cancel()
+            for pending in list(self._pending.values()):
+                pending.close()
+            self._idle.set()
+            return
+        self._drained = len(chunk) < RECEIVE_BYTES
+        self._inbox.extend(self._decoder.feed(chunk))
+
+    def _wait_alone(self) -> bool:
+        """Wait for the pipe in ``poll(2)`` if nothing else in this process could run first.
+
+        When no other task is runnable or waits on I/O (but Trio's own wake-up task) and no
+        other thread could hand the loop work, the parent's next line or the next deadline (a
+        heartbeat) is the only thing that can happen: blocking the loop in poll on the pipe
+        until then is what Trio's own wait would do, minus its round trip through the
+        scheduler (IMPL-LAUNCH-4). A signal handled through Trio's wake-up socket waits for the
+        same line or deadline; a worker runs in its own session and is ended by SIGTERM /
+        SIGKILL, whose default actions need no loop. False when the stream is no pipe or
+        others are about."""
+        stream = self._receive
+        if not isinstance(stream, trio.lowlevel.FdStream):
+            return False
+        stats = trio.lowlevel.current_statistics()
+        io = stats.io_statistics
+        if (
+            stats.tasks_runnable
+            or stats.run_sync_soon_queue_size
+            or getattr(io, "tasks_waiting_read", 2) > 1  # Trio's run_sync_soon task
+            or getattr(io, "tasks_waiting_write", 1)
+            or threading.active_count() > 1
+        ):
+            return False
+        wait = stats.seconds_to_next_deadline
+        timeout = -1 if wait == math.inf else max(0, math.ceil(wait * 1000))
+        if self._poller is None:
+            self._poller = select.poll()
+            self._poller.register(stream.fileno(), select.POLLIN)
+        self._poller.poll(timeout)
+        return True
+
+    async def _drain(self) -> None:
+        """(Holding the read role.) Dispatch every decoded line, in order."""
+        while self._inbox:
+            item = self._inbox.popleft()
+            if isinstance(item, ProtocolViolation):
+                await self._protocol_error(item)
+                continue
+            try:
+                msg = self._protocol.decode(item)
+            except ProtocolViolation as exc:
+                await self._protocol_error(exc)
+                continue
+            await self._dispatch(msg)
 
     async def _protocol_error(self, exc: ProtocolViolation) -> None:
         await self._write("protocol.error", {"error": exc.error.model_dump(mode="json")})
@@ -231,6 +331,8 @@ class WorkerRuntime:
     async def _heartbeats(self) -> None:
         while True:
             await trio.sleep(self.heartbeat_s)
+            if not self._callers:
+                self._idle.set()  # between calls: let the background reader read again
             await self.heartbeat()
 
     # -- running -------------------------------------------------------------------------------
@@ -252,6 +354,8 @@ class WorkerRuntime:
         async with trio.open_nursery() as nursery:
             scope = trio.CancelScope()
             self._body_scope = scope
+            if self._eof:
+                scope.cancel()
             nursery.start_soon(self._reader, scope)
             nursery.start_soon(self._heartbeats)
             try:

@@ -95,7 +95,9 @@ class DatabaseManager:
                 user_action="Check the session id with `air history`, or open a new session.",
             )
         try:
-            conn = sqlite3.connect(spath, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(
+                spath, isolation_level=None, check_same_thread=False, cached_statements=512
+            )
         except sqlite3.Error as exc:
             raise AirException.of(
                 kind="storage_error",

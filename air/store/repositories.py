@@ -65,6 +65,16 @@ def _pk_where(pk: tuple[str, ...]) -> str:
     return " AND ".join(f"{c} = ?" for c in pk)
 
 
+@functools.lru_cache(maxsize=512)
+def _update_sql(table: str, cols: tuple[str, ...], where: str, status_in: int = -1) -> str:
+    """``UPDATE table SET c = ?, ... WHERE where`` (``AND status IN (?, ...)`` if given): one
+    string per statement shape, so SQLite's statement cache prepares each shape once."""
+    sql = f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in cols)} WHERE {where}"
+    if status_in >= 0:
+        sql += f" AND status IN ({', '.join('?' for _ in range(status_in))})"
+    return sql
+
+
 def _rows(db: DatabaseManager, sql: str, params: Sequence[Any] = ()) -> list[Row]:
     return [dict(r) for r in db.query(sql, params)]
 
@@ -111,12 +121,9 @@ class Repository:
             AirException: ``system_error`` for a bad enum value or a duplicate key.
         """
         self._check(row)
-        cols = list(row)
-        sql = (
-            f"INSERT INTO {self.table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-        )
+        cols = tuple(row)
         try:
-            self.db.execute_write(sql, [row[c] for c in cols])
+            self.db.execute_write(_insert_sql(self.table, cols), [row[c] for c in cols])
         except sqlite3.IntegrityError as exc:
             raise AirException.of(
                 kind="system_error",
@@ -131,11 +138,8 @@ class Repository:
             return 0
         self._check(patch)
         where, params = self._where_pk(key)
-        sets = ", ".join(f"{c} = ?" for c in patch)
-        cur = self.db.execute_write(
-            f"UPDATE {self.table} SET {sets} WHERE {where}", [*patch.values(), *params]
-        )
-        return cur.rowcount
+        sql = _update_sql(self.table, tuple(patch), where)
+        return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
 
     def update_if(
         self, key: Any, patch: Mapping[str, Any], *, status_in: tuple[str, ...] | None = None
@@ -145,13 +149,8 @@ class Repository:
             return self.update(key, patch)
         self._check(patch)
         where, params = self._where_pk(key)
-        sets = ", ".join(f"{c} = ?" for c in patch)
-        marks = ", ".join("?" for _ in status_in)
-        cur = self.db.execute_write(
-            f"UPDATE {self.table} SET {sets} WHERE {where} AND status IN ({marks})",
-            [*patch.values(), *params, *status_in],
-        )
-        return cur.rowcount
+        sql = _update_sql(self.table, tuple(patch), where, len(status_in))
+        return self.db.execute_write(sql, [*patch.values(), *params, *status_in]).rowcount
 
     def delete(self, key: Any) -> int:
         """Delete the row with this key; return the number of rows removed."""
@@ -205,8 +204,11 @@ class EventRepository(Repository):
     order_by = "seq"
 
     def insert_record(self, record: Mapping[str, Any]) -> int:
-        """Insert an events row and return its ``seq``."""
-        self._check(record)
+        """Insert an events row and return its ``seq``.
+
+        No enum re-check: the row is ``air.events.store.to_record`` of a validated
+        ``RuntimeEvent``, whose ``source.kind`` (the table's one closed-enum column) the
+        contract's ``EventSourceKind`` already guarantees (IMPL-LAUNCH-6)."""
         cols = tuple(record)
         cur = self.db.execute_write(_insert_sql("events", cols), [record[c] for c in cols])
         return int(cur.lastrowid or 0)

@@ -6,6 +6,8 @@ Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_st
 emit events and attach artifacts. Each call validates its input, asks the PermissionEngine,
 branches on the six actions, and records ``tool.started`` / ``tool.completed`` /
 ``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
+Deciding stays here; doing is the ``WorkspaceExecutor``'s (``air.tools.executor``; default
+the local one), which every allowed call goes through (IMPL-LAUNCH-5).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ from air.contracts.permission import (
 from air.contracts.tool import ToolDefinition, ToolEvent, ToolExecutionContext, ToolResultEnvelope
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
+from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
 
 __all__ = [
     "ArtifactSink",
@@ -280,6 +283,7 @@ class ToolRegistry:
         artifacts: stores diff, log and reject artifacts (an ArtifactStore).
         redactor: applied to every event payload and artifact.
         prompts: answers ``ask_user``; None means headless (fail closed).
+        workspace: does the allowed calls (default ``LocalWorkspaceExecutor``: in process).
     """
 
     def __init__(
@@ -290,8 +294,10 @@ class ToolRegistry:
         artifacts: ArtifactSink,
         redactor: SecretRedactor | None = None,
         prompts: PromptBroker | None = None,
+        workspace: WorkspaceExecutor | None = None,
     ) -> None:
         self.engine = engine
+        self.workspace: WorkspaceExecutor = workspace or LocalWorkspaceExecutor()
         self.recorder = recorder
         self.artifacts = artifacts
         self.redactor = redactor or engine.redactor
@@ -331,6 +337,7 @@ class ToolRegistry:
                 user_action="Register each tool name once.",
             )
         self._tools[entry.definition.name] = entry
+        self.workspace.install(entry.definition.name, entry.executor)
 
     def list(self) -> list[ToolDefinition]:
         """The definitions of every registered tool, in registration order."""
@@ -467,13 +474,13 @@ class ToolRegistry:
         output: Any = None
         try:
             if not definition.streaming:
-                output = await entry.executor(input, run)
+                output = await self.workspace.execute(name, input, run)
             else:
                 send, receive = trio.open_memory_channel[ToolEvent](32)
                 run.events = send
                 result: builtins.list[Any] = []
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(self._run_streaming, entry.executor, input, run, result)
+                    nursery.start_soon(self._run_streaming, name, input, run, result)
                     async with receive:
                         async for item in receive:
                             yield item
@@ -561,9 +568,9 @@ class ToolRegistry:
             evidence_refs=run.evidence_refs,
         )
 
-    @staticmethod
     async def _run_streaming(
-        executor: StreamingToolExecutor,
+        self,
+        name: str,
         input: JsonObject,
         run: ToolRun,
         result: builtins.list[Any],
@@ -571,7 +578,7 @@ class ToolRegistry:
         assert run.events is not None
         async with run.events:
             try:
-                result.append(await executor(input, run))
+                result.append(await self.workspace.execute(name, input, run))
             except (AirException, OSError) as exc:
                 result.append(exc)  # re-raised outside the nursery, where it is reported
 

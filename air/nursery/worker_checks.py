@@ -1,0 +1,130 @@
+"""Parent-side checks of what a worker hands back (runner invariants 6 and 25).
+
+Owns: ``check_result`` (a ``worker.result`` must name this task and agent; its role result must
+match the role's contract, else completed → partial; an executor's claimed change must have
+passed every verification command through ``shell.run`` in this run — no self-attestation;
+summary and raw text are capped with the full text in an artifact; everything is redacted
+before it is recorded), ``cap_text`` (the byte and line cap) and ``artifact`` (a redacted text
+artifact of this run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from air.contracts import (
+    AgentType,
+    ArtifactContext,
+    ArtifactCreateInput,
+    ArtifactRef,
+    ArtifactType,
+    ErrorKind,
+    WorkerResult,
+    WorkerStatus,
+)
+from air.contracts.worker_result import ROLE_RESULT_MODELS
+from air.ipc.framing import ProtocolViolation
+from air.nursery.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
+
+__all__ = ["artifact", "cap_text", "check_result"]
+
+
+def cap_text(text: str, max_bytes: int, max_lines: int) -> tuple[str, bool]:
+    """Cut ``text`` to ``max_bytes`` UTF-8 bytes and ``max_lines`` lines (runner invariant 6)."""
+    lines = text.split("\n")
+    cut = False
+    if len(lines) > max_lines:
+        text, cut = "\n".join(lines[:max_lines]), True
+    data = text.encode("utf-8")
+    if len(data) > max_bytes:
+        text, cut = data[:max_bytes].decode("utf-8", "ignore"), True
+    return text, cut
+
+
+def _missing_verification(run: WorkerRun, result: WorkerResult) -> list[str]:
+    spec = run.request.task_spec
+    changes = bool(result.changed_files) or bool((result.result or {}).get("changes_made"))
+    commands = list(spec.verification.commands or [])
+    if not (
+        result.status == WorkerStatus.COMPLETED
+        and changes
+        and commands
+        and run.agent_type == AgentType.EXECUTOR
+    ):
+        return []
+    skipped = {v.name for v in result.verification if v.status == "skipped"}
+    return [
+        c
+        for c in commands
+        if not run.verified.get(c)
+        and not (spec.verification.fallback_allowed and c in skipped and c not in run.verified)
+    ]
+
+
+def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> WorkerResult:
+    """Validate a result on the parent side (runner invariant 25: no self-attestation)."""
+    spec = run.request.task_spec
+    if result.task_id != spec.id or result.agent_id != run.request.agent_id:
+        raise ProtocolViolation("a worker result names another task or agent")
+    update: dict[str, Any] = {}
+    contract = CONTRACT[run.agent_type]
+    if result.result is not None:
+        try:
+            ROLE_RESULT_MODELS[contract].model_validate(result.result)
+        except ValidationError as exc:
+            if result.status == WorkerStatus.COMPLETED:
+                update["status"] = WorkerStatus.PARTIAL
+                update["error"] = err(
+                    ErrorKind.VALIDATION_ERROR,
+                    f"the result does not match {contract}: " + str(exc.errors()[0]["msg"]),
+                )
+    missing = _missing_verification(run, result)
+    if missing:
+        update["status"] = WorkerStatus.FAILED
+        update["error"] = err(
+            ErrorKind.VERIFICATION_FAILED,
+            "verification commands did not pass through shell.run: " + ", ".join(missing),
+            user_action="Fix the change so the verification commands pass.",
+        )
+    cfg = sup.config
+    for name in ("summary", "raw_text"):
+        value = getattr(result, name)
+        if isinstance(value, str):
+            capped, cut = cap_text(value, cfg.max_result_bytes, cfg.max_result_lines)
+            if cut:
+                ref = artifact(sup, run, f"result-{name}", value)
+                update[name] = capped + f"\n[truncated; full text in artifact {ref.artifact_id}]"
+                update["artifacts"] = [*result.artifacts, *update.get("artifacts", []), ref]
+    checked = result.model_copy(update=update) if update else result
+    if sup.redactor is None:
+        return checked
+    # what the model wrote may hold a key it saw: redact before anything records it
+    return WorkerResult.model_validate(sup.redactor.redact_obj(checked.model_dump(mode="json")))
+
+
+def artifact(
+    sup: Supervisor,
+    run: WorkerRun,
+    slug: str,
+    text: str,
+    *,
+    tool_run_id: str | None = None,
+    artifact_type: ArtifactType = ArtifactType.OTHER,
+) -> ArtifactRef:
+    req = run.request
+    return sup.artifacts.create(
+        ArtifactCreateInput(
+            type=artifact_type,
+            slug=slug,
+            extension=".txt",
+            content=redact(sup, text).encode("utf-8"),
+        ),
+        ArtifactContext(
+            session_id=req.session_id,
+            task_id=req.task_spec.id,
+            agent_id=req.agent_id,
+            tool_run_id=tool_run_id,
+        ),
+    )

@@ -1,0 +1,152 @@
+"""The per-run read loop and message dispatch of one worker (SDD §8.1, runner invariants 4-8).
+
+Owns: ``read_loop`` (each decoded message stamps ``run.last_seen`` for the stall watch and goes
+to ``handle``; a protocol violation or the worker's ``worker.result`` ends the running phase)
+and ``worker_event`` (a worker event is checked against the parent-owned types and the payload
+registry, gets the parent's agent and task ids, is redacted, validated once and handed to the
+EventIngestor — heartbeats as ephemeral). The read loop is the worker's serving loop: a
+``tool.call`` is served in place (``air.nursery.worker_tools.serve_tool``), one at a time, in
+the order sent — no Trio task per call, nothing unbounded for a worker that floods calls, and
+one scheduler wake-up per round trip (IMPL-LAUNCH-3). While a call is served the worker is
+waiting on the parent, which the stall watch counts as activity (``run.serving``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+from pydantic import ValidationError
+
+from air.contracts import IpcEnvelope, RuntimeEvent, ToolCallPayload
+from air.contracts.ids import new_uuid, utc_now_iso
+from air.events.payloads import PAYLOADS
+from air.ipc.framing import ProtocolViolation
+from air.nursery.worker_checks import check_result
+from air.nursery.worker_run import End, Supervisor, WorkerRun, redact, worker_error
+from air.nursery.worker_tools import serve_tool
+
+__all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
+
+PARENT_OWNED = (
+    "task.",
+    "session.",
+    "tool.",
+    "command.",
+    "permission.",
+    "workspace.",
+    "artifact.",
+    "evidence.",
+    "diagnostic.",
+    "capability.",
+    "debug.",
+)
+PARENT_OWNED_AGENT = frozenset(
+    {"agent.started", "agent.completed", "agent.failed", "agent.lost", "agent.cancelled"}
+)
+
+
+async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
+    """Read until the worker's result, its end of stream or a protocol violation."""
+    assert run.proc is not None
+    proc = run.proc
+    while True:
+        msg = await proc.receive()
+        run.last_seen = trio.current_time()
+        if msg is None:
+            return
+        if isinstance(msg, ProtocolViolation):
+            run.end = End("protocol_error", msg.error, False)
+            return
+        try:
+            if await _handle(sup, run, msg):
+                return
+        except ProtocolViolation as exc:
+            run.end = End("protocol_error", exc.error, False)
+            return
+
+
+async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
+    assert run.proc is not None
+    if msg.agent_id != run.request.agent_id or msg.session_id != run.request.session_id:
+        # a worker speaks for itself only: its stdout is its own agent's channel
+        raise ProtocolViolation(
+            f"a message names agent {msg.agent_id} of session {msg.session_id}, not this "
+            f"worker's ({run.request.agent_id})"
+        )
+    kind = msg.kind
+    if kind == "tool.call":
+        call = run.proc.protocol.payload(msg)
+        assert isinstance(call, ToolCallPayload)
+        run.serving = True
+        try:
+            await serve_tool(sup, run, msg.id, call)
+        finally:
+            run.serving = False
+            run.last_seen = trio.current_time()
+    elif kind == "event":
+        await worker_event(sup, run, msg)
+    elif kind == "log":
+        run.logs.append(redact(sup, str(msg.payload.get("message", ""))[:2000]))
+    elif kind == "worker.checkpoint":
+        run.checkpoint = dict(msg.payload)
+    elif kind == "protocol.error":
+        run.end = End("protocol_error", worker_error(msg), False)
+        return True
+    elif kind == "worker.result":
+        run.result = check_result(sup, run, run.proc.protocol.payload(msg))
+        run.end = End("result")
+        return True
+    return False
+
+
+async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> None:
+    etype = msg.payload.get("type")
+    version = msg.payload.get("version", 1)
+    raw = msg.payload.get("payload")
+    if type(etype) is not str or type(version) is not int or not isinstance(raw or {}, dict):
+        raise ProtocolViolation("a worker event needs a string type, an int version, an object")
+    inner: dict[str, Any] = dict(raw or {})
+    if etype == "worker.ready":
+        return
+    if etype in PARENT_OWNED_AGENT or etype.startswith(PARENT_OWNED):
+        raise ProtocolViolation(f"a worker may not emit {etype}")
+    if sup.redactor is not None:
+        inner = sup.redactor.redact_obj(inner)
+    model = PAYLOADS.get((etype, version))
+    if model is None:
+        raise ProtocolViolation(f"a worker emitted an unknown event type {etype} v{version}")
+    # the parent names whose event it is: a worker cannot speak for another agent or task
+    if "agent_id" in model.model_fields:
+        inner["agent_id"] = run.request.agent_id
+    if "task_id" in model.model_fields:
+        inner["task_id"] = run.request.task_spec.id
+    try:
+        model.model_validate(inner)
+    except ValidationError as exc:
+        raise ProtocolViolation(
+            f"a worker event {etype} has an invalid payload", detail=str(exc)[:300]
+        ) from None
+    event = _event(run, etype, version, inner)
+    if etype == "agent.heartbeat":
+        await sup.events.ingest_ephemeral(event)
+    else:
+        await sup.events.ingest(event)
+
+
+def _event(run: WorkerRun, etype: str, version: int, inner: dict[str, Any]) -> RuntimeEvent:
+    """The RuntimeEvent of a checked worker event, assembled without a second validation pass:
+    its type and version are a registry key, its payload was just validated, the rest is the
+    parent's own (IMPL-LAUNCH-3)."""
+    req = run.request
+    return RuntimeEvent.model_construct(
+        id=new_uuid(),
+        type=etype,
+        version=version,
+        timestamp=utc_now_iso(),
+        session_id=req.session_id,
+        project_id=req.project_id,
+        source=run.source,
+        route=["agent", "worker_manager"],
+        payload=inner,
+    )

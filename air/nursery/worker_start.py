@@ -1,0 +1,140 @@
+"""Starting one worker: launch, ``agent.start`` → ``worker.ready`` under the handshake deadline.
+
+Owns: ``start`` (through the manager's ``Launcher``; the run record begins as soon as a
+process exists; the handshake is one ``trio.move_on_at`` deadline counted from the launch, so
+a worker that never answers ends the attempt as ``spawn_error`` and one that answers with
+anything else — or a wrong protocol version — as ``protocol_error``; on success the soft and
+hard deadlines are armed) and ``record_started`` (the durable ``agent.started`` with the
+process identity).
+"""
+
+from __future__ import annotations
+
+import trio
+
+from air.contracts import (
+    AgentRuntimeContext,
+    AgentStartControl,
+    ContextPack,
+    ErrorKind,
+    IpcEnvelope,
+)
+from air.ipc.framing import ProtocolViolation
+from air.ipc.launcher import LaunchSpec
+from air.ipc.process import WorkerProcess
+from air.nursery.runs import RunRecordStore
+from air.nursery.worker_run import (
+    TEMPLATE,
+    End,
+    Supervisor,
+    WorkerRun,
+    control,
+    emit,
+    err,
+    worker_error,
+)
+
+__all__ = ["record_started", "start"]
+
+
+async def start(
+    sup: Supervisor, run: WorkerRun, pack: ContextPack, records: RunRecordStore
+) -> End | None:
+    """Launch the worker and complete the handshake; an ``End`` when the attempt cannot run."""
+    req = run.request
+    cfg = sup.config
+    launched_at = trio.current_time()
+    spec = LaunchSpec(
+        agent_id=req.agent_id,
+        marker=run.marker,
+        cwd=req.workspace.path or None,
+        command=cfg.command,
+        env=cfg.env,
+    )
+    try:
+        launched = await sup.launcher.launch(spec)
+    except OSError as exc:
+        return End(
+            "spawn_error",
+            err(ErrorKind.ENVIRONMENT_ERROR, f"cannot start the worker: {exc}", transient=True),
+            True,
+        )
+    run.marker = launched.marker
+    run.proc = WorkerProcess(launched, agent_id=req.agent_id, max_line_bytes=cfg.max_line_bytes)
+    records.begin(run)
+    start_msg = AgentStartControl(
+        task_spec=req.task_spec,
+        context_pack=pack,
+        runtime=AgentRuntimeContext(
+            session_id=req.session_id,
+            project_id=req.project_id,
+            agent_id=req.agent_id,
+            worktree_path=req.workspace.path,
+            permission_template=TEMPLATE[run.agent_type],
+        ),
+        options={
+            "heartbeat_s": cfg.heartbeat_s,
+            "grace_turns": cfg.grace_turns,
+            **({"max_tokens": cfg.max_tokens} if cfg.max_tokens else {}),
+        },
+    )
+    msg: IpcEnvelope | ProtocolViolation | None = None
+    with trio.move_on_at(launched_at + cfg.handshake_timeout_s):
+        await control(run, start_msg.model_dump(mode="json"))
+        msg = await run.proc.receive()
+    return _check_ready(run, msg)
+
+
+def _check_ready(run: WorkerRun, msg: IpcEnvelope | ProtocolViolation | None) -> End | None:
+    assert run.proc is not None
+    if msg is None:
+        return End(
+            "spawn_error",
+            err(
+                ErrorKind.WORKER_CRASHED,
+                "the worker did not answer agent.start with worker.ready",
+                transient=True,
+            ),
+            True,
+        )
+    if isinstance(msg, ProtocolViolation):
+        return End("protocol_error", msg.error, False)
+    if msg.kind == "protocol.error":
+        return End("protocol_error", worker_error(msg), False)
+    if msg.kind != "event" or msg.payload.get("type") != "worker.ready":
+        return End(
+            "protocol_error",
+            err(ErrorKind.PROTOCOL_ERROR, f"expected worker.ready, got {msg.kind}"),
+            False,
+        )
+    version = (msg.payload.get("payload") or {}).get("protocol_version")
+    if not isinstance(version, int) or not run.proc.protocol.check_protocol_version(version):
+        return End(
+            "protocol_error",
+            err(
+                ErrorKind.PROTOCOL_ERROR,
+                f"protocol version mismatch: worker speaks {version!r}, parent 1",
+                user_action="Run the worker from the same air installation as the parent.",
+            ),
+            False,
+        )
+    run.arm(trio.current_time())
+    return None
+
+
+async def record_started(sup: Supervisor, run: WorkerRun, status: str = "running") -> None:
+    assert run.proc is not None
+    ident = run.proc.identity
+    run.started_recorded = True
+    await emit(
+        sup,
+        run,
+        "agent.started",
+        {
+            "agent_type": run.agent_type.value,
+            "status": status,
+            "pid": ident.pid,
+            "pid_start_time": ident.start_time,
+            "boot_id": ident.boot_id,
+        },
+    )

@@ -1,0 +1,184 @@
+"""Tool and provider routing for one worker (issue #11 item 6).
+
+Owns: ``serve_tool`` — one ``tool.call``, served by the worker's own read loop, which is its
+serving loop (no Trio task per call; IMPL-LAUNCH-3): the run's hard, grace or stall end
+cancels the call in flight, which answers nothing more. Serving:
+``provider.complete`` (the internal streaming tool: a ``ProviderCompletionInput`` the parent
+builds — model, limits and identity are the parent's — streamed as ``tool.stream``) or the
+tool router (``ToolRegistry.call`` / ``call_streaming``), a ``shell.run`` verification record
+(runner invariant 25), then the output cap (50 KB / 2,000 lines, the full text in an artifact)
+before ``tool.result`` goes back.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from air.contracts import (
+    ErrorKind,
+    ProviderCompletionInput,
+    ToolCallPayload,
+    ToolExecutionContext,
+    ToolResultEnvelope,
+    new_id,
+)
+from air.contracts.error import AirException
+from air.nursery.worker_checks import artifact, cap_text
+from air.nursery.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
+
+__all__ = ["cap", "serve_tool"]
+
+
+def _context(run: WorkerRun) -> ToolExecutionContext:
+    if run.ctx is None:
+        req = run.request
+        scope = req.task_spec.scope
+        run.ctx = ToolExecutionContext(
+            session_id=req.session_id,
+            task_id=req.task_spec.id,
+            agent_id=req.agent_id,
+            project_root=req.project_root,
+            workspace_root=req.workspace.path,
+            permission_template=TEMPLATE[run.agent_type],
+            write_area=scope.write_area,
+            allowed_paths=scope.allowed_paths,
+            denied_paths=scope.denied_paths,
+            headless=req.headless,
+        )
+    return run.ctx
+
+
+async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCallPayload) -> None:
+    if call.name == "provider.complete":
+        env = await _serve_provider(sup, run, call_id, call.input)
+    else:
+        env = await _call_tool(sup, run, call_id, call, _context(run))
+        if call.name == "shell.run":
+            out = env.output if isinstance(env.output, dict) else {}
+            command = str(call.input.get("command", ""))
+            run.verified[command] = env.status == "ok" and out.get("exit_code") == 0
+        env = cap(sup, run, env)
+    await send(run, "tool.result", env, correlation_id=call_id)
+
+
+async def _call_tool(
+    sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCallPayload, ctx: ToolExecutionContext
+) -> ToolResultEnvelope:
+    try:
+        if sup.tool_streams is None:
+            return await sup.tools(call.name, dict(call.input), ctx)
+        final: ToolResultEnvelope | None = None
+        async with sup.tool_streams(call.name, dict(call.input), ctx) as items:
+            async for item in items:
+                if isinstance(item, ToolResultEnvelope):
+                    final = item
+                else:
+                    await send(
+                        run,
+                        "tool.stream",
+                        {"event": item.model_dump(mode="json")},
+                        correlation_id=call_id,
+                    )
+        if final is None:
+            raise AirException(
+                err(ErrorKind.TOOL_ERROR, f"tool {call.name} ended without a result")
+            )
+        return final
+    except AirException as exc:
+        return ToolResultEnvelope(
+            tool_run_id=new_id("tr"), tool_name=call.name, status="error", error=exc.error
+        )
+
+
+def _provider_error(run_id: str, error: Any) -> ToolResultEnvelope:
+    return ToolResultEnvelope(
+        tool_run_id=run_id, tool_name="provider.complete", status="error", error=error
+    )
+
+
+async def _serve_provider(
+    sup: Supervisor, run: WorkerRun, call_id: str, input: dict[str, Any]
+) -> ToolResultEnvelope:
+    req = run.request
+    model_ref = req.task_spec.constraints.model_id or sup.model
+    provider_id, _, model_id = model_ref.partition("/")
+    if not model_id:
+        provider_id, model_id = sup.model.partition("/")[0], model_ref
+    run_id = new_id("tr")
+    max_tokens = sup.config.max_tokens
+    try:
+        request = ProviderCompletionInput.model_validate(
+            {
+                "messages": input.get("messages") or [],
+                "system": input.get("system"),
+                "tools": input.get("tools") or [],
+                # the parent owns the model's limits: models.yaml's max_output_tokens,
+                # unless SupervisionConfig.max_tokens caps it
+                **({"max_tokens": max_tokens} if max_tokens else {}),
+                "provider_id": provider_id,
+                "model_id": model_id,
+                "session_id": req.session_id,
+                "task_id": req.task_spec.id,
+                "agent_id": req.agent_id,
+            }
+        )
+    except ValidationError as exc:
+        return _provider_error(
+            run_id,
+            err(
+                ErrorKind.VALIDATION_ERROR,
+                f"invalid provider.complete input: {exc.errors()[0]['msg']}",
+            ),
+        )
+    try:
+        async for ev in sup.provider.complete(request):
+            if ev.type == "message_stop":
+                return ToolResultEnvelope(
+                    tool_run_id=run_id,
+                    tool_name="provider.complete",
+                    status="ok",
+                    output={
+                        "content": [
+                            b.model_dump(mode="json", exclude_none=True) for b in ev.content
+                        ],
+                        "stop_reason": ev.stop_reason.value,
+                        "usage": ev.usage.model_dump(mode="json"),
+                    },
+                )
+            if ev.type == "error":
+                return _provider_error(run_id, ev.error)
+            await send(
+                run, "tool.stream", {"event": ev.model_dump(mode="json")}, correlation_id=call_id
+            )
+    except AirException as exc:
+        return _provider_error(run_id, exc.error)
+    return _provider_error(
+        run_id,
+        err(
+            ErrorKind.PROVIDER_ERROR,
+            "the provider stream ended without message_stop",
+            transient=True,
+        ),
+    )
+
+
+def cap(sup: Supervisor, run: WorkerRun, env: ToolResultEnvelope) -> ToolResultEnvelope:
+    """Cut a tool's output to the configured size; the full text goes to an artifact."""
+    cfg = sup.config
+    out = env.output
+    if out is None or isinstance(out, (int, float, bool)):
+        return env
+    if isinstance(out, str) and len(out) * 4 <= cfg.max_result_bytes:
+        if out.count("\n") < cfg.max_result_lines:
+            return env
+    text = out if isinstance(out, str) else json.dumps(out, ensure_ascii=False, default=str)
+    capped, cut = cap_text(text, cfg.max_result_bytes, cfg.max_result_lines)
+    if not cut:
+        return env
+    ref = artifact(sup, run, f"{env.tool_name}-output", text, tool_run_id=env.tool_run_id)
+    return env.model_copy(
+        update={"output": capped, "truncated": True, "artifacts": [*env.artifacts, ref]}
+    )
