@@ -169,7 +169,8 @@ def test_drain_returns_the_events_before_a_provider_error_and_the_error() -> Non
     ]
     events, failure = drain(normalizer, [json.dumps(p) for p in payloads])
     assert [e.type for e in events] == ["message_start", "text_delta"]
-    assert failure is not None and failure.metadata is not None
+    assert failure is not None
+    assert failure.metadata is not None
     assert "busy" in failure.message
 
 
@@ -180,7 +181,8 @@ def test_a_text_delta_with_a_number_for_text_is_a_protocol_error_on_the_fast_pat
     bad = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 7}}
     events, failure = drain(normalizer, [json.dumps(v) for v in (start, block, bad)])
     assert [e.type for e in events] == ["message_start"]
-    assert failure is not None and failure.kind.value == "protocol_error"
+    assert failure is not None
+    assert failure.kind.value == "protocol_error"
 
 
 def test_a_fast_text_delta_is_the_validated_event() -> None:
@@ -192,5 +194,6 @@ def test_a_fast_text_delta_is_the_validated_event() -> None:
     assert fast.model_dump_json() == slow.model_dump_json()
     assert repr(fast) == repr(slow)
     copied = fast.model_copy(update={"text": "x"})
-    assert copied.text == "x" and fast.text == "héllo"
+    assert copied.text == "x"
+    assert fast.text == "héllo"
     assert _text_delta(0, "a").model_fields_set is not _text_delta(0, "a").model_fields_set
