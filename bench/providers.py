@@ -9,10 +9,12 @@ the same run (plain httpx reading the same SSE bytes; ``python -c pass`` for sta
    with the OpenAI-compatible adapter and the Anthropic adapter (SDK and ``transport: http``).
    The server is a child process, as a real one is: a server thread in this process would
    take the GIL from the reader it serves and charge a reader for its own CPU per chunk. The
-   readers take turns within each of R rounds (baseline, then air, per wire format), a run's
-   figure is the median of its rounds, and K runs are repeated: printed per wire format are
-   µs per delta, every run's ratio to (a), their median and spread, and time to first event.
-   Goal: <= 1.2x per delta (the median of the runs).
+   readers take turns within each of R rounds (baseline, then air, per wire format), and K
+   runs are repeated. Per wire format: µs per delta (the reader's CPU time and wall time) as the
+   least of each run's rounds — other processes only ever add time — with every run's ratio to
+   (a) and the median of the runs; beside it the ratio of the rounds' medians (what the load
+   made of it); and the time to first event. Goal: <= 1.2x per delta (the median of the runs
+   of the least-of-rounds ratio).
 2. Start-up: a fresh ``python`` process imports air's provider path and issues one request;
    the server stamps the arrival on the shared monotonic clock. Printed: ms from spawn to the
    first request for both adapters, and the bare ``python -c pass`` time. Goal: <= 250 ms.
@@ -282,10 +284,20 @@ def serve(n: int) -> None:
     server.close()
 
 
+STATS = ("least", "median")
+
+
+def _per(values: list[Timing], stat: str) -> Timing:
+    pick = min if stat == "least" else statistics.median
+    return (pick(v[0] for v in values), pick(v[1] for v in values), pick(v[2] for v in values))
+
+
 async def stream_run(
     manager: ProviderManager, client: Any, url: str, n: int, rounds: int
-) -> dict[str, Timing]:
-    """One run: ``rounds`` interleaved rounds; the median of each figure per reader."""
+) -> dict[tuple[str, str], Timing]:
+    """One run: ``rounds`` interleaved rounds; per (reader, statistic) the least and the
+    median of each figure over the rounds. Other processes only ever add time, to either
+    reader: the least is the reader's own cost, the median what this machine's load made it."""
     oai, ant = url + "/v1/chat/completions", url + "/v1/messages"
     results: dict[str, list[Timing]] = {k: [] for k in STREAM_KEYS}
     for _ in range(rounds):
@@ -295,14 +307,7 @@ async def stream_run(
         results["ant"].append(await normalised(manager, "ant", n))
         results["base_ant"].append(await plain_httpx(client, ant, n))
         results["anth"].append(await normalised(manager, "anth", n))
-    return {
-        key: (
-            statistics.median(r[0] for r in values),
-            statistics.median(r[1] for r in values),
-            statistics.median(r[2] for r in values),
-        )
-        for key, values in results.items()
-    }
+    return {(key, stat): _per(values, stat) for key, values in results.items() for stat in STATS}
 
 
 async def stream_bench(n: int, rounds: int, runs: int) -> None:
@@ -331,23 +336,32 @@ async def stream_bench(n: int, rounds: int, runs: int) -> None:
         f"rounds, server in a child process; load average {load:.1f} before, "
         f"{os.getloadavg()[0]:.1f} after)"
     )
+    print(
+        "   per run: the least of its rounds (the goal) and their median; then the median of runs"
+    )
     for label, base, ours in ROWS:
         for what, i in (("CPU", 1), ("wall", 0)):
-            ratios = [f[ours][i] / f[base][i] for f in figures]
-            per_base = statistics.median(f[base][i] for f in figures) / n * 1e6
-            per_ours = statistics.median(f[ours][i] for f in figures) / n * 1e6
-            ratio = statistics.median(ratios)
-            each = ", ".join(f"{r:.2f}" for r in ratios)
-            print(
-                f"{label:18s} {what:4s} per delta: plain httpx {per_base:5.2f} us, air "
-                f"{per_ours:5.2f} us, ratio {ratio:4.2f}x (goal <= 1.2x -> "
-                f"{'met' if ratio <= 1.2 else 'MISSED'}; runs {each})"
-            )
-        ttfe_base = statistics.median(f[base][2] for f in figures) * 1e3
-        ttfe_ours = statistics.median(f[ours][2] for f in figures) * 1e3
+            line = []
+            for stat in STATS:
+                ratios = [f[ours, stat][i] / f[base, stat][i] for f in figures]
+                per_base = statistics.median(f[base, stat][i] for f in figures) / n * 1e6
+                per_ours = statistics.median(f[ours, stat][i] for f in figures) / n * 1e6
+                ratio = statistics.median(ratios)
+                if stat == "least":
+                    each = ", ".join(f"{r:.2f}" for r in ratios)
+                    verdict = "met" if ratio <= 1.2 else "MISSED"
+                    line.append(
+                        f"plain httpx {per_base:5.2f} us, air {per_ours:5.2f} us, ratio "
+                        f"{ratio:4.2f}x (goal <= 1.2x -> {verdict}; runs {each})"
+                    )
+                else:
+                    line.append(f"median of rounds {ratio:4.2f}x")
+            print(f"{label:18s} {what:4s} per delta: {'; '.join(line)}")
+        ttfe_base = statistics.median(f[base, "median"][2] for f in figures) * 1e3
+        ttfe_ours = statistics.median(f[ours, "median"][2] for f in figures) * 1e3
         print(
-            f"{label:18s} first event: plain httpx {ttfe_base:5.2f} ms, air {ttfe_ours:5.2f} ms, "
-            f"ratio {ttfe_ours / ttfe_base:4.2f}x"
+            f"{label:18s} first event (median): plain httpx {ttfe_base:5.2f} ms, air "
+            f"{ttfe_ours:5.2f} ms, ratio {ttfe_ours / ttfe_base:4.2f}x"
         )
 
 
