@@ -44,6 +44,7 @@ from air.contracts import (
     Retryability,
     RetryConfig,
     TextBlock,
+    TextDeltaEvent,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
 from air.llm.config import load_models_config, nothing_configured
@@ -425,6 +426,9 @@ class ProviderManager:
             async with aclosing(adapter.complete_batches(attempt)) as batches:
                 async for batch in batches:
                     for event in batch:
+                        if type(event) is TextDeltaEvent:  # the bulk of a stream
+                            yield event
+                            continue
                         if isinstance(event, ProviderErrorEvent):
                             failure = event.error
                             break

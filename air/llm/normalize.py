@@ -69,20 +69,42 @@ def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
 
 
 _new = object.__new__
-_set = object.__setattr__
+
+
+def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
+    """The ``__set__`` of the descriptor behind ``cls``'s instance attribute ``name`` (what
+    ``object.__setattr__`` looks up along the MRO on every call)."""
+    descriptor = next(c.__dict__[name] for c in cls.__mro__ if name in c.__dict__)
+    setter: Callable[[object, object], None] = descriptor.__set__
+    return setter
+
+
+_set_dict = _slot_setter(TextDeltaEvent, "__dict__")
+_set_fields = _slot_setter(TextDeltaEvent, "__pydantic_fields_set__")
+_set_extra = _slot_setter(TextDeltaEvent, "__pydantic_extra__")
+_set_private = _slot_setter(TextDeltaEvent, "__pydantic_private__")
 
 
 def _text_delta(index: int, text: str) -> TextDeltaEvent:
     """A TextDeltaEvent without re-validating values the normaliser just type-checked.
 
-    The hot path of every stream (one per delta); equal to ``TextDeltaEvent(index=, text=)``.
+    The hot path of every stream (one per delta); equal to ``TextDeltaEvent(index=, text=)``
+    (the state pydantic's own ``__init__`` leaves, set through the slot descriptors directly).
     """
     event: TextDeltaEvent = _new(TextDeltaEvent)
-    _set(event, "__dict__", {"type": "text_delta", "index": index, "text": text})
-    _set(event, "__pydantic_fields_set__", {"index", "text"})
-    _set(event, "__pydantic_extra__", None)
-    _set(event, "__pydantic_private__", None)
+    _set_dict(event, {"type": "text_delta", "index": index, "text": text})
+    _set_fields(event, {"index", "text"})
+    _set_extra(event, None)
+    _set_private(event, None)
     return event
+
+
+def _split_error(events: list[ProviderStreamEvent], out: list[ProviderStreamEvent]) -> AirError:
+    """Put the events before a batch's final ``error`` event in ``out``; return its error."""
+    last = events[-1]
+    assert isinstance(last, ProviderErrorEvent)
+    out.extend(events[:-1])
+    return last.error
 
 
 class _Assembler:
@@ -162,6 +184,34 @@ class AnthropicStreamNormalizer:
         self._usage: dict[str, int] = {}
         self._stop_reason: StopReason | None = None
         self.done = False
+
+    def feed_many(
+        self, values: list[dict[str, Any]], out: list[ProviderStreamEvent]
+    ) -> AirError | None:
+        """Feed ``values`` in order, appending their events to ``out``; stop at the end of the
+        message or at an ``error`` event, whose error is returned (the events before it are in
+        ``out``). Same events as ``feed`` one by one: text deltas, the bulk of a stream, are
+        handled inline here (one network read carries hundreds)."""
+        texts = self._asm.texts
+        append = out.append
+        for event in values:
+            if event.get("type") == "content_block_delta":
+                delta = event["delta"]
+                if delta.get("type") == "text_delta":
+                    text = delta["text"]
+                    if type(text) is not str:
+                        raise _protocol(self.provider_id, "text_delta without a string text")
+                    index = int(event["index"])
+                    texts[index].append(text)
+                    append(_text_delta(index, text))
+                    continue
+            events = self.feed(event)
+            if events and events[-1].type == "error":
+                return _split_error(events, out)
+            out.extend(events)
+            if self.done:
+                return None
+        return None
 
     def feed(self, event: dict[str, Any]) -> list[ProviderStreamEvent]:
         kind = event.get("type")
@@ -281,19 +331,51 @@ class OpenAIStreamNormalizer:
         self._usage = Usage()
         self.done = False
 
+    def feed_many(
+        self, values: list[dict[str, Any]], out: list[ProviderStreamEvent]
+    ) -> AirError | None:
+        """Feed ``values`` in order into ``out``; see ``AnthropicStreamNormalizer.feed_many``."""
+        feed = self.feed
+        texts = self._asm.texts
+        append = out.append
+        for chunk in values:
+            text = self._more_text(chunk)
+            if text is not None:
+                index = self._text_index
+                assert index is not None
+                texts[index].append(text)
+                append(_text_delta(index, text))
+                continue
+            events = feed(chunk)
+            if events and events[-1].type == "error":
+                return _split_error(events, out)
+            out.extend(events)
+            if self.done:
+                return None
+        return None
+
+    def _more_text(self, chunk: dict[str, Any]) -> str | None:
+        """The text of a chunk that carries only more text of the open text block (the bulk of
+        a stream: the fast path), else None."""
+        if self._text_index is None or self._open_tools or "usage" in chunk:
+            return None
+        choices = chunk.get("choices")
+        if choices and len(choices) == 1:
+            choice = choices[0]
+            delta = choice.get("delta")
+            if delta and len(delta) == 1 and not choice.get("finish_reason"):
+                text = delta.get("content")
+                if text and type(text) is str:
+                    return text
+        return None
+
     def feed(self, chunk: dict[str, Any]) -> list[ProviderStreamEvent]:
-        index = self._text_index
-        if index is not None and not self._open_tools and "usage" not in chunk:
-            # fast path: a chunk carrying only more text of the open text block
-            choices = chunk.get("choices")
-            if choices and len(choices) == 1:
-                choice = choices[0]
-                delta = choice.get("delta")
-                if delta and len(delta) == 1 and not choice.get("finish_reason"):
-                    text = delta.get("content")
-                    if text and type(text) is str:
-                        self._asm.texts[index].append(text)
-                        return [_text_delta(index, text)]
+        text = self._more_text(chunk)
+        if text is not None:
+            index = self._text_index
+            assert index is not None
+            self._asm.texts[index].append(text)
+            return [_text_delta(index, text)]
         out: list[ProviderStreamEvent] = []
         if "error" in chunk and not chunk.get("choices"):
             err: dict[str, Any] = (
@@ -411,18 +493,12 @@ def drain(
     """
     values, bad = decode_json_batch(datas)
     out: list[ProviderStreamEvent] = []
-    feed = normalizer.feed
     try:
-        for value in values:
-            events = feed(value)
-            if events and events[-1].type == "error":
-                last = events[-1]
-                assert isinstance(last, ProviderErrorEvent)
-                out.extend(events[:-1])
-                return out, last.error
-            out.extend(events)
-            if normalizer.done:
-                return out, None
+        failure = normalizer.feed_many(values, out)
+        if failure is not None:
+            return out, failure
+        if normalizer.done:
+            return out, None
     except AirException as exc:
         return out, exc.error
     except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:

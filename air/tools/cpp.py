@@ -16,12 +16,13 @@ derived from these records (``air.nursery.evidence``), never from what a worker 
 
 from __future__ import annotations
 
+import functools
 import os
 import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -31,18 +32,6 @@ from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind, EvidenceRef
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.cpp.build import CppBuilder, CppBuildInput, CppBuildOutput
-from air.cpp.clangd import ClangdPool, ClangdQueryInput, clangd_command, open_clangd
-from air.cpp.cppcheck import CppcheckInput, CppcheckRunner
-from air.cpp.diagnostics import ParsedDiagnostic
-from air.cpp.process import CommandResult, OutputSink, Spawn, is_plain_file, run_argv
-from air.cpp.project import (
-    CMakeConfigurator,
-    CppCmakeConfigureInput,
-    CppProjectDetector,
-    safe_build_dir,
-)
-from air.cpp.testing import CppTestInput, CppTestOutput, CppTestRunner
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
 from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
 from air.tools.shell import (
@@ -51,6 +40,16 @@ from air.tools.shell import (
     record_command_started,
     store_output_logs,
 )
+
+if TYPE_CHECKING:
+    from air.cpp.build import CppBuildInput, CppBuildOutput
+    from air.cpp.clangd import ClangdPool
+    from air.cpp.diagnostics import ParsedDiagnostic
+    from air.cpp.process import CommandResult, OutputSink, Spawn
+    from air.cpp.testing import CppTestOutput
+
+# air.cpp (the toolchain: parsers, runners, clangd) is imported by the first cpp.* call, not
+# with the definitions: every run registers these tools, few run them (IMPL-FAST-2).
 
 __all__ = [
     "CPP_TOOL_DEFINITIONS",
@@ -111,6 +110,8 @@ class SandboxedCommandRunner:
         timeout_s: float,
         on_output: OutputSink | None = None,
     ) -> CommandResult:
+        from air.cpp.process import CommandResult, run_argv
+
         run = self.run_ctx
         workspace = run.workspace_realpath
         real_cwd = _realpath(cwd)
@@ -253,10 +254,14 @@ def _str(input: JsonObject, name: str, default: str) -> str:
 
 
 async def _detect(input: JsonObject, run: ToolRun) -> Any:
+    from air.cpp.project import CppProjectDetector
+
     return CppProjectDetector().detect(_workspace(run)).to_json()
 
 
 async def _configure(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput
+
     runner = SandboxedCommandRunner(run, sandbox)
     out = await CMakeConfigurator(runner).configure(
         CppCmakeConfigureInput(
@@ -278,6 +283,8 @@ async def run_build(
 ) -> tuple[CppBuildOutput, SandboxedCommandRunner, str | None]:
     """Build through the sandbox with records; returns the output, the runner and the build's
     evidence id."""
+    from air.cpp.build import CppBuilder
+
     runner = SandboxedCommandRunner(run, sandbox)
     out = await CppBuilder(runner).build(input, runner.on_diagnostic)
     artifact = next((a.uri for a in reversed(run.artifacts) if a.type == ArtifactType.LOG), None)
@@ -301,6 +308,8 @@ async def run_build(
 
 
 async def _build(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    from air.cpp.build import CppBuildInput
+
     out, runner, evidence = await run_build(
         run,
         sandbox,
@@ -323,6 +332,9 @@ async def _build(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any
 
 
 async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    from air.cpp.project import safe_build_dir
+    from air.cpp.testing import CppTestInput, CppTestRunner
+
     runner = SandboxedCommandRunner(run, sandbox)
     out: CppTestOutput = await CppTestRunner(runner).run_tests(
         CppTestInput(
@@ -366,6 +378,8 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
 
 
 async def _cppcheck(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    from air.cpp.cppcheck import CppcheckInput, CppcheckRunner
+
     runner = SandboxedCommandRunner(run, sandbox)
     paths = input.get("paths") or []
     out = await CppcheckRunner(runner).run(
@@ -389,7 +403,12 @@ async def _cppcheck(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> 
     return {**out.to_json(), "diagnostic_ids": ids}
 
 
-_POOL = ClangdPool()
+@functools.cache
+def _clangd_pool() -> ClangdPool:
+    """The one ClangdPool of this process (made by the first cpp.clangd call)."""
+    from air.cpp.clangd import ClangdPool
+
+    return ClangdPool()
 
 
 def _sandboxed(
@@ -407,6 +426,10 @@ def _sandboxed(
 
 
 async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
+    from air.cpp.clangd import ClangdQueryInput, clangd_command, open_clangd
+    from air.cpp.process import is_plain_file
+    from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, safe_build_dir
+
     workspace = _workspace(run)
     build_dir = safe_build_dir(workspace, _str(input, "build_dir", "build"))
     timeout = float(input.get("timeout_s", 60))
@@ -433,7 +456,7 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     env = sandbox_environment(os.environ)
     line = input.get("line")
     column = input.get("column")
-    async with _POOL.lock(workspace):
+    async with _clangd_pool().lock(workspace):
         # one server per workspace; started, asked and reaped (TERM → KILL) within the call
         with trio.fail_after(timeout * 4 + 10):
             async with open_clangd(

@@ -5,6 +5,7 @@ warm-up failure is reported by the first real use — against a real local serve
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -79,3 +80,31 @@ async def test_a_failed_warm_up_is_reported_by_the_first_use() -> None:
         await collect(manager, request(provider_id="nope"))
     assert unknown.value.kind.value == "config_error"
     await manager.aclose()
+
+
+def test_a_headless_run_starts_the_warm_up_as_soon_as_its_model_is_chosen(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``air run`` warms the provider client right after reading models.yaml, before the
+    session is opened (IMPL-FAST-3): the thread then also runs while the main thread waits on
+    the disk and on its subprocesses."""
+    from air.cli.run import HeadlessOptions, _prepare
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("AIR_TEST_KEY", FAKE_KEY)
+    shared = tmp_path / "project" / ".air" / "shared"
+    shared.mkdir(parents=True)
+    (shared / "models.yaml").write_text(
+        "default: local/m1\nproviders:\n  local:\n    kind: anthropic\n"
+        "    base_url: http://127.0.0.1:9\n    auth_ref: AIR_TEST_KEY\n"
+        "    models:\n      m1: {context_window: 32768, max_output_tokens: 4096}\n"
+    )
+    root = str(tmp_path / "project")
+    prepared = _prepare(HeadlessOptions(project=root), root)
+    manager = prepared.provider
+    assert isinstance(manager, ProviderManager)
+    assert prepared.model == "local/m1"
+    assert prepared.warm_up is None  # nothing left to start later
+    assert [t.name for t in manager._warming] == ["air-warm-local"]
+    manager._warming[0].join(timeout=60)
+    assert manager.adapter_for("local") is manager.adapter_for("local")
