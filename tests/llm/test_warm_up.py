@@ -88,7 +88,8 @@ def test_a_headless_run_starts_the_warm_up_as_soon_as_its_model_is_chosen(
     """``air run`` warms the provider client right after reading models.yaml, before the
     session is opened (IMPL-FAST-3): the thread then also runs while the main thread waits on
     the disk and on its subprocesses."""
-    from air.cli.run import HeadlessOptions, _prepare
+    from air.cli.options import HeadlessOptions
+    from air.cli.prepare import prepare as _prepare
 
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     monkeypatch.setenv("AIR_TEST_KEY", FAKE_KEY)
