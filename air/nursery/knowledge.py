@@ -57,6 +57,7 @@ STALE_AFTER = timedelta(days=90)
 
 POLICY_PROMOTER = "experience_miner:repeated-evidence"
 _RULE_TEXT_MAX = 400
+_RECORD_TEXT_MAX = 2000
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
@@ -95,6 +96,12 @@ def _one_line(text: str, limit: int = _RULE_TEXT_MAX) -> str:
     so it may not open headings, front matter or fences of its own."""
     flat = " ".join(_CONTROL.sub(" ", text).split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _text(value: object, limit: int = _RECORD_TEXT_MAX) -> str:
+    """A worker-written field of a DebugRecord as bounded text."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 @dataclass
@@ -209,14 +216,15 @@ class KnowledgeService:
     ) -> DebugRecord | None:
         """A completed debug task's landed fix -> record (store first) -> event -> mining.
 
-        Only a ``completed`` DebuggerResult with ``fixed: true`` and a signature (the failed
-        task's error, else the result's ``failure_signature``) is learned. Idempotent.
+        Only a ``completed`` DebuggerResult with ``fixed: true`` is learned, filed under the
+        failed task's runtime error signature: never under a signature the worker names (its
+        text would then reach the debug tasks of a failure it never saw). Idempotent.
         """
         if result is None or result.status != WorkerStatus.COMPLETED or not self.enabled:
             return None
         body = result.result or {}
-        signature = (error.semantic_signature if error else None) or body.get("failure_signature")
-        if not body.get("fixed") or not signature:
+        signature = error.semantic_signature if error is not None else None
+        if body.get("fixed") is not True or not signature:
             return None
         now = self.clock.now_iso()
         record = DebugRecord(
@@ -224,9 +232,9 @@ class KnowledgeService:
             failure_signature=str(signature),
             task_id=failed_task_id,
             session_id=self.ledger.session_id,
-            diagnosis=str(body.get("diagnosis") or result.summary),
-            root_cause=body.get("root_cause"),
-            fix_summary=result.summary,
+            diagnosis=_text(body.get("diagnosis") or result.summary),
+            root_cause=_text(body["root_cause"]) if body.get("root_cause") else None,
+            fix_summary=_text(result.summary),
             fixed=True,
             created_at=now,
             updated_at=now,
@@ -295,6 +303,8 @@ class KnowledgeService:
     ) -> list[str]:
         """An ExperienceMinerResult's statements as candidates (each awaits ``promote``)."""
         created: list[str] = []
+        if not self.enabled:
+            return created
         for text in statements:
             content = _one_line(text)
             if not content:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import shutil
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from air.contracts import RuntimeEvent
+from air.contracts.artifact import MemoryStatus
 from air.contracts.error import AirException, ErrorKind, make_air_error
 from air.nursery.knowledge import (
     POLICY_PROMOTER,
+    KnowledgeService,
     candidate_id_for_signature,
     memory_id_for,
 )
@@ -175,5 +178,65 @@ async def test_a_rule_is_one_plain_line_and_stays_in_the_project(tmp_path: Path)
         await service.promote(cid2, promoted_by="user")
     assert info.value.kind is ErrorKind.PERMISSION_DENIED
     assert list(outside.iterdir()) == []
+    service.close()
+    db.close()
+
+
+async def test_a_worker_cannot_choose_the_signature_its_fix_is_filed_under(tmp_path: Path) -> None:
+    sc.seed(tmp_path)
+    db, ledger = sc.open_ledger(tmp_path)
+    service = sc.service_for(tmp_path, ledger)
+    result = sc.debug_result("t1.debug1", 1)
+    body = {
+        **(result.result or {}),
+        "failure_signature": "ctest:someone-else",
+        "diagnosis": "x" * 9000,
+    }
+    claimed = result.model_copy(update={"result": body})
+    # no runtime error to take the signature from: nothing is learned
+    assert await service.learn_from_debug("t1.debug1", "t1", claimed, None) is None
+    error = make_air_error(kind=ErrorKind.VERIFICATION_FAILED, message="x", semantic_signature="s1")
+    record = await service.learn_from_debug("t1.debug1", "t1", claimed, error)
+    assert record is not None
+    assert record.failure_signature == "s1"
+    assert len(record.diagnosis) == 2000
+    assert service.known_fixes("ctest:someone-else") == []
+    # "fixed" must be the boolean true, not any truthy value a model writes
+    fuzzy = result.model_copy(update={"result": {**(result.result or {}), "fixed": "no"}})
+    assert await service.learn_from_debug("t2.debug1", "t2", fuzzy, error) is None
+    service.close()
+    db.close()
+
+
+class MovableClock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def now_iso(self) -> str:
+        return self.now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def test_only_unrecurring_repeated_fix_memories_go_stale(tmp_path: Path) -> None:
+    sc.seed(tmp_path)
+    db, ledger = sc.open_ledger(tmp_path)
+    clock = MovableClock()
+    service = KnowledgeService.for_project(ledger, tmp_path, clock=clock)
+    error = make_air_error(kind=ErrorKind.VERIFICATION_FAILED, message="x", semantic_signature="s1")
+    for n in (1, 2, 3):
+        await service.learn_from_debug(f"t{n}.d", f"t{n}", sc.debug_result(f"t{n}.d", n), error)
+    (cid,) = await service.propose(["Prefer small commits."])
+    await service.promote(cid, promoted_by="user")
+    sig_mem = memory_id_for(candidate_id_for_signature("s1"))
+    clock.now += timedelta(days=100)
+    assert service.known_fixes("s1")  # the failure recurred: the memory was used now
+    assert await service.archive_stale() == [sc.OLD_MEMORY]
+    clock.now += timedelta(days=91)
+    assert await service.archive_stale() == [sig_mem]
+    assert not (tmp_path / f".air/shared/rules/learned-{sig_mem}.md").exists()
+    user_mem = service.memory.get(memory_id_for(cid))
+    assert user_mem is not None
+    assert user_mem.status == MemoryStatus.ACTIVE
+    archived = [e.payload["memory_id"] for e in ledger.history() if e.type == "memory.archived"]
+    assert archived == [sc.OLD_MEMORY, sig_mem]
     service.close()
     db.close()
