@@ -470,7 +470,13 @@ class KnowledgeService:
         sid = self.ledger.session_id
         for debug_task, failed_task, result, error in _completed_debug_tasks(self.ledger.history()):
             rid = debug_record_id(sid, debug_task)
-            if self.debug.get(rid) is None:
+            # a record of this fix under another id (written by an older air) counts as well
+            earlier = [
+                r
+                for r in self.debug.lookup_by_task(failed_task)
+                if r.session_id == sid and (r.metadata or {}).get("debug_task_id") == debug_task
+            ]
+            if not earlier:
                 if await self.learn_from_debug(debug_task, failed_task, result, error):
                     report.debug_records_created.append(rid)
         announced = self._events("debug.record.created", "debug_record_id")

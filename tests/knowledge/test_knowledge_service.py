@@ -240,3 +240,23 @@ async def test_only_unrecurring_repeated_fix_memories_go_stale(tmp_path: Path) -
     assert archived == [sc.OLD_MEMORY, sig_mem]
     service.close()
     db.close()
+
+
+async def test_recovery_does_not_duplicate_a_fix_recorded_under_an_older_id(
+    tmp_path: Path,
+) -> None:
+    sc.seed(tmp_path)
+    db, ledger = sc.open_ledger(tmp_path)
+    service = sc.service_for(tmp_path, ledger)
+    await sc.run_scenario(service)
+    # the same fixes as the Scheduler's own _learn writes them (new_id ids)
+    for record in service.debug.lookup_by_session(sc.SESSION):
+        service.debug.db.execute_write(
+            "UPDATE debug_records SET debug_record_id = ? WHERE debug_record_id = ?",
+            ("dbg_" + record.debug_record_id[::-1], record.debug_record_id),
+        )
+    report = await service.recover()
+    assert report.debug_records_created == []
+    assert len(service.debug.lookup_by_signature(sc.SIGNATURE)) == 3
+    service.close()
+    db.close()
