@@ -9,16 +9,19 @@ from typing import Any
 
 import pytest
 
-from air.contracts import RuntimeEvent
+from air.contracts import EventSource, RuntimeEvent, new_event
 from air.contracts.artifact import MemoryStatus
 from air.contracts.error import AirException, ErrorKind, make_air_error
+from air.events.store import EventStore
 from air.nursery.knowledge import (
     POLICY_PROMOTER,
     KnowledgeService,
     candidate_id_for_signature,
     memory_id_for,
 )
+from air.nursery.ledger import SessionLedger
 from air.nursery.retry import debug_context
+from air.store.session_db import open_session_database
 from tests.knowledge import scenario as sc
 
 
@@ -260,3 +263,39 @@ async def test_recovery_does_not_duplicate_a_fix_recorded_under_an_older_id(
     assert len(service.debug.lookup_by_signature(sc.SIGNATURE)) == 3
     service.close()
     db.close()
+
+
+async def test_evidence_from_two_sessions_makes_one_promotion(tmp_path: Path) -> None:
+    sc.seed(tmp_path)
+    db_a, ledger_a = sc.open_ledger(tmp_path)
+    other = tmp_path / ".air/local/sessions/ses_b/session.db"
+    other.parent.mkdir()
+    db_b = open_session_database(other)
+    events_b = EventStore(db_b)
+    events_b.append(
+        new_event(
+            "session.created",
+            {"session_id": "ses_b", "project_id": sc.PROJECT, "mode": "headless"},
+            session_id="ses_b",
+            project_id=sc.PROJECT,
+            source=EventSource(kind="system"),
+        )
+    )
+    ledger_b = SessionLedger(events_b, session_id="ses_b", project_id=sc.PROJECT)
+    a, b = sc.service_for(tmp_path, ledger_a), sc.service_for(tmp_path, ledger_b)
+    error = make_air_error(kind=ErrorKind.VERIFICATION_FAILED, message="x", semantic_signature="s")
+    for n in (1, 2):
+        await a.learn_from_debug(f"t{n}.d", f"t{n}", sc.debug_result(f"t{n}.d", n), error)
+    # the same task id in another session is other evidence: the third fixed task
+    await b.learn_from_debug("t1.d", "t1", sc.debug_result("t1.d", 1), error)
+    assert sc.counts(ledger_b.history())["memory.promoted"] == 1
+    await a.recover()
+    await b.recover()
+    await a.learn_from_debug("t2.d", "t2", sc.debug_result("t2.d", 2), error)
+    assert sc.counts(ledger_a.history())["memory.promoted"] == 0
+    assert sc.counts(ledger_a.history())["memory.candidate.created"] == 0
+    assert len(a.known_fixes("s")) == 3
+    for service in (a, b):
+        service.close()
+    db_a.close()
+    db_b.close()
