@@ -10,6 +10,7 @@ first, then its caller ingests the session-side completion event (``debug.record
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, Self
 
+from air.artifacts.rules import one_line
 from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirException
 from air.contracts.ids import Clock, Contract, SystemClock
@@ -24,7 +26,21 @@ from air.contracts.project import ProjectContext
 from air.store.db import DatabaseManager, SchemaSpec
 from air.store.session_db import DEBUG_RECORDS_SCHEMA, LEARNED_MEMORY_SCHEMA, open_database
 
-__all__ = ["DebugKnowledgeStore", "LearnedMemoryStore", "MemoryAction", "OutboxRow"]
+__all__ = [
+    "RECORD_TEXT_MAX",
+    "DebugKnowledgeStore",
+    "LearnedMemoryStore",
+    "MemoryAction",
+    "OutboxRow",
+    "bounded_text",
+    "candidate_id_for_signature",
+    "candidate_id_for_statement",
+    "debug_record_id",
+    "memory_id_for",
+]
+
+RECORD_TEXT_MAX = 2000
+"""A worker-written DebugRecord field is cut to this many characters (IMPL-LEARN-1)."""
 
 MemoryAction = Literal["promoted", "archived"]
 
@@ -50,6 +66,32 @@ class OutboxRow(Contract):
     target_ref: str | None = None
     detail: str | None = None
     created_at: str
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+def debug_record_id(session_id: str, debug_task_id: str) -> str:
+    return f"dbg_{_digest(session_id, debug_task_id)}"
+
+
+def candidate_id_for_signature(signature: str) -> str:
+    return f"cand_sig_{_digest('signature', signature)}"
+
+
+def candidate_id_for_statement(memory_type: MemoryType, text: str) -> str:
+    return f"cand_min_{_digest(memory_type.value, one_line(text).casefold())}"
+
+
+def memory_id_for(candidate_id: str) -> str:
+    return "mem_" + candidate_id.removeprefix("cand_")
+
+
+def bounded_text(value: object, limit: int = RECORD_TEXT_MAX) -> str:
+    """A worker-written field of a DebugRecord as bounded text."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _bad(message: str) -> AirException:

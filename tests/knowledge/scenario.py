@@ -15,13 +15,17 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore
+from air.artifacts.knowledge import (
+    DebugKnowledgeStore,
+    LearnedMemoryStore,
+    candidate_id_for_statement,
+)
 from air.contracts import EventSource, RuntimeEvent, new_event
 from air.contracts.artifact import LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.worker_result import WorkerResult
 from air.events.store import EventStore
-from air.nursery.knowledge import KnowledgeLedger, KnowledgeService, candidate_id_for_statement
+from air.nursery.knowledge import KnowledgeLedger, KnowledgeService
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database

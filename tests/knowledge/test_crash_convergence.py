@@ -19,6 +19,7 @@ from pathlib import Path
 
 import trio
 
+from air.nursery.knowledge_recovery import converge
 from tests.knowledge import crash_child
 from tests.knowledge import scenario as sc
 
@@ -29,12 +30,12 @@ DELAY_RUNS = 6
 async def _recover_then_replay(root: Path) -> None:
     db, ledger = sc.open_ledger(root)
     service = sc.service_for(root, ledger)
-    await service.recover()
+    await converge(service)
     sc.check_converged(root, ledger.history(), final=False)
     await sc.run_scenario(service)
     sc.check_converged(root, ledger.history(), final=True)
     settled = ledger.history()
-    await service.recover()
+    await converge(service)
     assert ledger.history() == settled
     service.close()
     db.close()

@@ -9,16 +9,13 @@ from typing import Any
 
 import pytest
 
+from air.artifacts.knowledge import candidate_id_for_signature, memory_id_for
 from air.contracts import EventSource, RuntimeEvent, new_event
 from air.contracts.artifact import MemoryStatus
 from air.contracts.error import AirException, ErrorKind, make_air_error
 from air.events.store import EventStore
-from air.nursery.knowledge import (
-    POLICY_PROMOTER,
-    KnowledgeService,
-    candidate_id_for_signature,
-    memory_id_for,
-)
+from air.nursery.knowledge import POLICY_PROMOTER, KnowledgeService
+from air.nursery.knowledge_recovery import converge
 from air.nursery.ledger import SessionLedger
 from air.nursery.retry import debug_context
 from air.store.session_db import open_session_database
@@ -34,7 +31,7 @@ async def test_scenario_records_promotes_and_archives_once(tmp_path: Path) -> No
     sc.check_converged(tmp_path, first, final=True)
     # a replay (the resumed session) and a recovery change nothing
     await sc.run_scenario(service)
-    report = await service.recover()
+    report = await converge(service)
     assert ledger.history() == first
     assert report.debug_events_emitted == report.requeued == report.archived == []
     cid = candidate_id_for_signature(sc.SIGNATURE)
@@ -138,7 +135,7 @@ async def test_recovery_gives_an_external_write_its_event(tmp_path: Path) -> Non
         if e.type.startswith("task.") or e.type == "memory.candidate.created":
             await ledger2.record(e.type, e.payload)
     service2 = sc.service_for(root2, ledger2)
-    report = await service2.recover()
+    report = await converge(service2)
     assert len(report.debug_events_emitted) == 3
     assert len(report.promotions_completed) == 2
     assert report.archives_completed == [sc.OLD_MEMORY]
@@ -258,7 +255,7 @@ async def test_recovery_does_not_duplicate_a_fix_recorded_under_an_older_id(
             "UPDATE debug_records SET debug_record_id = ? WHERE debug_record_id = ?",
             ("dbg_" + record.debug_record_id[::-1], record.debug_record_id),
         )
-    report = await service.recover()
+    report = await converge(service)
     assert report.debug_records_created == []
     assert len(service.debug.lookup_by_signature(sc.SIGNATURE)) == 3
     service.close()
@@ -289,8 +286,8 @@ async def test_evidence_from_two_sessions_makes_one_promotion(tmp_path: Path) ->
     # the same task id in another session is other evidence: the third fixed task
     await b.learn_from_debug("t1.d", "t1", sc.debug_result("t1.d", 1), error)
     assert sc.counts(ledger_b.history())["memory.promoted"] == 1
-    await a.recover()
-    await b.recover()
+    await converge(a)
+    await converge(b)
     await a.learn_from_debug("t2.d", "t2", sc.debug_result("t2.d", 2), error)
     assert sc.counts(ledger_a.history())["memory.promoted"] == 0
     assert sc.counts(ledger_a.history())["memory.candidate.created"] == 0
