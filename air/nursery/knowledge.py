@@ -192,6 +192,7 @@ class KnowledgeService:
         return stored
 
     async def announce_record(self, record: DebugRecord) -> bool:
+        """``debug.record.created`` for a stored record unless the log has it."""
         if record.debug_record_id in self.events("debug.record.created", "debug_record_id"):
             return False
         await self.ledger.record(
@@ -280,6 +281,7 @@ class KnowledgeService:
     async def promote_event(
         self, candidate: RuntimeEvent, promoted_by: str, *, occurrences: int
     ) -> OutboxRow:
+        """Promote the candidate of a ``memory.candidate.created`` event (idempotent)."""
         p = candidate.payload
         cid = str(p["candidate_id"])
         mid = memory_id_for(cid)
@@ -309,6 +311,8 @@ class KnowledgeService:
         return row
 
     async def complete_promotion(self, row: OutboxRow) -> bool:
+        """Steps after the DB write: the rule file (while active), then ``memory.promoted``
+        unless the log has it. True when the event was recorded now."""
         memory = self.memory.get(row.memory_id)
         assert memory is not None  # the outbox row and the memory commit together
         if memory.status == MemoryStatus.ACTIVE and memory.memory_type == MemoryType.RULE:
@@ -347,6 +351,8 @@ class KnowledgeService:
         return done
 
     async def complete_archive(self, row: OutboxRow) -> bool:
+        """Steps after the DB write: remove the rule file, then ``memory.archived`` unless
+        the log has it. True when the event was recorded now."""
         if row.target_ref and not row.target_ref.startswith("learned-memory://"):
             self.rules.remove(row.memory_id)
         if row.memory_id in self.events("memory.archived", "memory_id"):
