@@ -1,5 +1,6 @@
 """ArtifactStore, EvidenceStore and the project knowledge stores (SDD §11).
 
-Submodules: ``air.artifacts.store`` (ArtifactStore, EvidenceStore, recover_orphan_artifacts)
-and ``air.artifacts.knowledge`` (DebugKnowledgeStore, LearnedMemoryStore).
+Submodules: ``air.artifacts.store`` (ArtifactStore, EvidenceStore, recover_orphan_artifacts),
+``air.artifacts.knowledge`` (DebugKnowledgeStore, LearnedMemoryStore, the knowledge ids) and
+``air.artifacts.rules`` (learned rule files under ``.air/shared/rules``).
 """

@@ -2,28 +2,96 @@
 
 Owns the two project databases under ``.air/local``: ``debug-records.db`` (table
 ``debug_records``) and ``learned-memory.db`` (table ``learned_memories``), each migrated to its
-schema_version 1. These are cross-store writes (SDD §18.4): the owning store writes here first,
-then its caller ingests the session-side completion event (``debug.record.created``,
-``memory.promoted``); nothing in this module touches a session DB.
+schema_version 1 (learned-memory.db also holds ``memory_outbox``: which session performed each
+promotion and archival). These are cross-store writes (SDD §18.4): the owning store writes here
+first, then its caller ingests the session-side completion event (``debug.record.created``,
+``memory.promoted``, ``memory.archived``); nothing in this module touches a session DB.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Literal, Self
 
+from air.artifacts.rules import one_line
 from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirException
-from air.contracts.ids import Clock, SystemClock
+from air.contracts.ids import Clock, Contract, SystemClock
 from air.contracts.project import ProjectContext
 from air.store.db import DatabaseManager, SchemaSpec
 from air.store.session_db import DEBUG_RECORDS_SCHEMA, LEARNED_MEMORY_SCHEMA, open_database
 
-__all__ = ["DebugKnowledgeStore", "LearnedMemoryStore"]
+__all__ = [
+    "RECORD_TEXT_MAX",
+    "DebugKnowledgeStore",
+    "LearnedMemoryStore",
+    "MemoryAction",
+    "OutboxRow",
+    "bounded_text",
+    "candidate_id_for_signature",
+    "candidate_id_for_statement",
+    "debug_record_id",
+    "memory_id_for",
+]
+
+RECORD_TEXT_MAX = 2000
+"""A worker-written DebugRecord field is cut to this many characters (IMPL-LEARN-1)."""
+
+MemoryAction = Literal["promoted", "archived"]
+
+
+_OUTBOX_COLUMNS = (
+    "memory_id",
+    "action",
+    "session_id",
+    "candidate_id",
+    "target_ref",
+    "detail",
+    "created_at",
+)
+
+
+class OutboxRow(Contract):
+    """A ``memory_outbox`` row: one promotion or archival and the session that performed it."""
+
+    memory_id: str
+    action: MemoryAction
+    session_id: str
+    candidate_id: str | None = None
+    target_ref: str | None = None
+    detail: str | None = None
+    created_at: str
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+def debug_record_id(session_id: str, debug_task_id: str) -> str:
+    return f"dbg_{_digest(session_id, debug_task_id)}"
+
+
+def candidate_id_for_signature(signature: str) -> str:
+    return f"cand_sig_{_digest('signature', signature)}"
+
+
+def candidate_id_for_statement(memory_type: MemoryType, text: str) -> str:
+    return f"cand_min_{_digest(memory_type.value, one_line(text).casefold())}"
+
+
+def memory_id_for(candidate_id: str) -> str:
+    return "mem_" + candidate_id.removeprefix("cand_")
+
+
+def bounded_text(value: object, limit: int = RECORD_TEXT_MAX) -> str:
+    """A worker-written field of a DebugRecord as bounded text."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _bad(message: str) -> AirException:
@@ -103,6 +171,21 @@ class DebugKnowledgeStore(_ProjectDatabase):
                 [row[c] for c in cols],
             )
 
+    def insert_if_absent(self, record: DebugRecord) -> bool:
+        """Insert a record unless its id exists (the outbox replay path); True when inserted."""
+        row = self._row(record)
+        cols = list(row)
+        with self.db.transaction() as conn:
+            n = conn.execute(
+                f"INSERT OR IGNORE INTO debug_records ({', '.join(cols)}) "
+                f"VALUES ({', '.join('?' for _ in cols)})",
+                [row[c] for c in cols],
+            ).rowcount
+        return n > 0
+
+    def lookup_by_session(self, session_id: str) -> list[DebugRecord]:
+        return self._select("session_id", session_id)
+
     def _select(self, where: str, value: str) -> list[DebugRecord]:
         rows = self.db.query(
             f"SELECT * FROM debug_records WHERE {where} = ? ORDER BY created_at, rowid", (value,)
@@ -164,6 +247,81 @@ class LearnedMemoryStore(_ProjectDatabase):
                 f"VALUES ({', '.join('?' for _ in cols)})",
                 [row[c] for c in cols],
             )
+
+    def record_action(
+        self,
+        action: MemoryAction,
+        *,
+        memory: LearnedMemory | None = None,
+        memory_id: str | None = None,
+        session_id: str,
+        candidate_id: str | None = None,
+        detail: str | None = None,
+    ) -> OutboxRow:
+        """One transaction: the external write of a promotion or archival plus its outbox row.
+
+        ``promoted``: insert ``memory`` unless its id exists. ``archived``: set ``memory_id``'s
+        status to archived. Either way the ``memory_outbox`` row (memory, action) is inserted
+        unless it exists, and the row that is stored afterwards is returned: its
+        ``session_id`` says which session owns the completion event, so a replay or a second
+        session never performs (or announces) the same promotion twice.
+
+        Raises:
+            AirException: ``validation_error`` for an unknown memory id (archival).
+        """
+        mid = memory.memory_id if memory is not None else memory_id
+        if mid is None:
+            raise _bad("record_action needs a memory or a memory id")
+        now = self.clock.now_iso()
+        with self.db.transaction() as conn:
+            if action == "promoted":
+                if memory is None:
+                    raise _bad("a promotion needs the memory to insert")
+                row = memory.model_dump(mode="json")
+                cols = list(row)
+                conn.execute(
+                    f"INSERT OR IGNORE INTO learned_memories ({', '.join(cols)}) "
+                    f"VALUES ({', '.join('?' for _ in cols)})",
+                    [row[c] for c in cols],
+                )
+            else:
+                n = conn.execute(
+                    "UPDATE learned_memories SET status = 'archived', updated_at = ? "
+                    "WHERE memory_id = ? AND status != 'archived'",
+                    (now, mid),
+                ).rowcount
+                if (
+                    n == 0
+                    and not conn.execute(
+                        "SELECT 1 FROM learned_memories WHERE memory_id = ?", (mid,)
+                    ).fetchone()
+                ):
+                    raise _bad(f"no memory {mid}")
+            target = conn.execute(
+                "SELECT target_ref FROM learned_memories WHERE memory_id = ?", (mid,)
+            ).fetchone()[0]
+            conn.execute(
+                "INSERT OR IGNORE INTO memory_outbox (memory_id, action, session_id, "
+                "candidate_id, target_ref, detail, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (mid, action, session_id, candidate_id, target, detail, now),
+            )
+            stored = conn.execute(
+                f"SELECT {', '.join(_OUTBOX_COLUMNS)} FROM memory_outbox "
+                "WHERE memory_id = ? AND action = ?",
+                (mid, action),
+            ).fetchone()
+        return OutboxRow.model_validate(dict(zip(_OUTBOX_COLUMNS, stored, strict=True)))
+
+    def outbox(self, *, session_id: str | None = None) -> list[OutboxRow]:
+        """The outbox rows (of one session), oldest first."""
+        if session_id is None:
+            rows = self.db.query("SELECT * FROM memory_outbox ORDER BY created_at, rowid", ())
+        else:
+            rows = self.db.query(
+                "SELECT * FROM memory_outbox WHERE session_id = ? ORDER BY created_at, rowid",
+                (session_id,),
+            )
+        return [OutboxRow.model_validate(dict(r)) for r in rows]
 
     def _list(self, sql: str, params: tuple[Any, ...]) -> list[LearnedMemory]:
         return [LearnedMemory.model_validate(dict(r)) for r in self.db.query(sql, params)]

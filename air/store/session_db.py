@@ -1,7 +1,8 @@
 """Opening a session database or a project knowledge database with its schema applied.
 
 Owns ``SESSION_SCHEMA`` (session.db v1), ``DEBUG_RECORDS_SCHEMA`` (debug-records.db v1),
-``LEARNED_MEMORY_SCHEMA`` (learned-memory.db v1) and the ``open_*`` helpers that open the file
+``LEARNED_MEMORY_SCHEMA`` (learned-memory.db v1, with ``memory_outbox``: which session
+performed each promotion / archival, IMPL-LEARN-2) and the ``open_*`` helpers that open the file
 (``DatabaseManager.open``) and migrate it (``MigrationRunner``).
 """
 
@@ -68,6 +69,15 @@ LEARNED_MEMORY_SCHEMA = SchemaSpec(
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,
             last_used_at TEXT)""",
+        "memory_outbox": """CREATE TABLE IF NOT EXISTS memory_outbox (
+            memory_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            candidate_id TEXT,
+            target_ref TEXT,
+            detail TEXT,
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (memory_id, action))""",
     },
     indexes=[
         "CREATE INDEX IF NOT EXISTS idx_memory_type ON learned_memories(memory_type, status)",
