@@ -42,6 +42,7 @@ from air.contracts import (
 )
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
+from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
@@ -232,6 +233,8 @@ async def _build(
         reap=reap,
         referential_check=getattr(session.store, "referential_check", None),
     )
+    # the project's knowledge stores converge with this log (outbox, SDD §18.4)
+    await recover_knowledge(ledger, root)
     monitor = _monitor(session)
     scheduler = Scheduler(
         ledger,
