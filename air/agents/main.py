@@ -244,7 +244,15 @@ class MainAgent:
         self.conversation.append(ConversationEntry(message_id, "user", message))
         async with self._lock:
             state = self._state
-            if state is S.IDLE:
+            command = text.split(maxsplit=1)[0] if text else ""
+            if command == "/done" and state is not S.DIRECT_MODE:
+                await self.turns.say("Direct mode is not on; /direct turns it on.")
+            elif command == "/direct" and state is not S.IDLE:
+                await self.turns.say(
+                    "Direct mode starts only when the Main Agent is idle "
+                    f"(now {state.value}); wait for the work to end or cancel it."
+                )
+            elif state is S.IDLE:
                 await self._from_idle(text, message_id)
             elif state is S.DIRECT_MODE:
                 if text == "/done":

@@ -211,6 +211,26 @@ async def test_a_permission_answer_reaches_the_waiting_prompt(tmp_path: Path) ->
         env.close()
 
 
+async def test_direct_mode_commands_outside_their_state_change_nothing(env: AgentEnv) -> None:
+    env.runner.script["t_long"] = [FakeStep(duration=0.5)]
+    env.cassette(json_turn({"intent": "task"}), json_turn(plan(spec("t_long", "Long"))))
+    agent = env.agent()
+    async with env.running(agent):
+        await agent.submit("/done")
+        await wait_until(lambda: len(env.assistant_texts()) == 1)
+        assert agent.state is S.IDLE
+        await agent.submit("do the long work")
+        await wait_until(lambda: env.runner.log.records != [])
+        await agent.submit("/direct edit it myself")
+        await wait_until(lambda: any("Direct mode starts only" in t for t in env.assistant_texts()))
+        assert agent.state is S.EXECUTING
+        await wait_until(lambda: env.path()[-1] == "IDLE" and "SUMMARIZING" in env.path())
+    assert env.assistant_texts()[0].startswith("Direct mode is not on")
+    assert env.payloads("requirement.changed") == []
+    assert "DIRECT_MODE" not in env.path()
+    assert (env.root / "notes.txt").exists() is False
+
+
 # -- the channel ---------------------------------------------------------------------------
 
 
