@@ -3,7 +3,8 @@
 Owns the Main Agent (``air.agents.main``), its state machine (``air.agents.state``), its model
 turns (``air.agents.turns``), its structured outputs (``air.agents.plan``), the stored
 conversation (``air.agents.conversation``) and the console's UiCommandChannel
-(``air.agents.channel``). Imports contracts, llm-free ports and ``air.context.loader`` only.
+(``air.agents.channel``). Imports contracts and ``air.context.loader`` only: the event store,
+the model, the Scheduler and the tools are reached through ports (IMPL-AGENT-5).
 """
 
 from __future__ import annotations

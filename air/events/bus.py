@@ -108,8 +108,8 @@ class Subscription:
         self._room = trio.Event()
         self._room.set()
         self._idle = trio.Event()
-        self._in_flight = 0
-        self._handling = False
+        self._unhandled = 0
+        """Events accepted for a handler and not yet handled (outbox, channel, in hand-over)."""
         self._scope: trio.CancelScope | None = None
 
     # -- the outbox ------------------------------------------------------------------------
@@ -138,6 +138,7 @@ class Subscription:
         slot = self._next_slot
         self._next_slot += 1
         self._slots[slot] = event
+        self._unhandled += 1
         if key is not None:
             self._by_key[key] = slot
         if durable:
@@ -152,6 +153,7 @@ class Subscription:
 
     def _lagged(self) -> None:
         self.dropped += len(self._slots)
+        self._unhandled -= len(self._slots)
         self._slots.clear()
         self._by_key.clear()
         self.durable_pending = 0
@@ -191,14 +193,11 @@ class Subscription:
                 await self._wakeup.wait()
                 continue
             event = self._pop()
-            self._in_flight = 1
             try:
                 await self.send.send(event)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 self.close()
                 return
-            finally:
-                self._in_flight = 0
 
     async def _handle(self, event: RuntimeEvent) -> None:
         assert self.handler is not None
@@ -218,11 +217,10 @@ class Subscription:
                 event = await self.receive.receive()
             except (trio.EndOfChannel, trio.ClosedResourceError):
                 return
-            self._handling = True
             try:
                 await self._handle(event)
             finally:
-                self._handling = False
+                self._unhandled -= 1
                 self._idle.set()
 
     async def serve(self) -> None:
@@ -237,7 +235,9 @@ class Subscription:
                 self._scope = None
 
     def _busy(self) -> bool:
-        return self.pending > 0 or self._in_flight > 0 or self._handling
+        # counted from acceptance to the handler's return: an event handed straight from the
+        # pump to a waiting reader is in neither the outbox nor the buffer
+        return self._unhandled > 0
 
     async def deliver_pending(self) -> None:
         """Have the handler called for everything waiting now (in order).
@@ -247,7 +247,7 @@ class Subscription:
         """
         if self.handler is None:
             return
-        if self._scope is not None:
+        if self.bus._nursery is not None:  # serving: this subscription's tasks deliver
             while self._busy() and not self.closed:
                 self._idle = trio.Event()
                 self._wakeup.set()
@@ -262,7 +262,10 @@ class Subscription:
                 event = self._pop()
             except (trio.EndOfChannel, trio.ClosedResourceError):
                 return
-            await self._handle(event)
+            try:
+                await self._handle(event)
+            finally:
+                self._unhandled -= 1
 
     def close(self) -> None:
         """Stop delivering; waiting events are discarded (idempotent)."""

@@ -252,3 +252,21 @@ async def test_the_conversation_is_rebuilt_from_the_database(env: AgentEnv) -> N
     env.cassette(json_turn({"intent": "chat"}), text_turn("Again."))
     reopened = env.agent(history=entries)
     assert [m.role for m in reopened._model_messages()] == ["user", "assistant"]
+
+
+async def test_a_blocked_task_is_presented_and_named_in_the_summary(env: AgentEnv) -> None:
+    env.runner.script["t_stuck"] = [FakeStep(duration=0.05, ending="blocked")]
+    env.cassette(json_turn({"intent": "task"}), json_turn(plan(spec("t_stuck", "Stuck work"))))
+    agent = env.agent()
+    async with env.running(agent):
+        await agent.submit("do the stuck work")
+        await wait_until(lambda: env.path()[-1] == "IDLE" and "SUMMARIZING" in env.path())
+        await wait_until(lambda: any("is blocked" in t for t in env.assistant_texts()))
+    (blocked,) = env.payloads("task.blocked")
+    texts = env.assistant_texts()
+    notice = next(t for t in texts if "is blocked" in t)
+    assert notice.startswith("Task t_stuck (Stuck work) is blocked: ")
+    assert blocked["reason"] in notice
+    summary = next(t for t in texts if t.startswith("Run "))
+    # the reason is added when the bus delivered task.blocked before the run's end was seen
+    assert any(line.startswith("- t_stuck blocked: Stuck work") for line in summary.splitlines())

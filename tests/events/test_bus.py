@@ -300,3 +300,24 @@ async def test_a_keep_subscriber_never_drops_and_the_wait_is_bounded() -> None:
         assert got == list(range(300))
         assert await bus.wait_for_room(limit=1)
         sub.close()
+
+
+async def test_drain_with_a_running_service_waits_for_every_accepted_event() -> None:
+    # an event the pump hands straight to a waiting reader is in neither the outbox nor the
+    # channel's buffer until the reader runs: drain must still wait for it
+    bus = EventBus(max_buffer=1)
+    got: list[int] = []
+
+    async def handler(e: RuntimeEvent) -> None:
+        await trio.lowlevel.checkpoint()
+        got.append(int(e.payload["n"]))
+
+    async with bus.serving():
+        bus.subscribe(None, handler)
+        n = 0
+        for _ in range(200):
+            for _ in range(3):
+                bus.publish(ev("task.created", task_id=f"t{n}", n=n))
+                n += 1
+            await bus.drain()
+            assert got == list(range(n))
