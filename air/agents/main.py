@@ -1,9 +1,10 @@
 """MainAgent: the agent the person talks to (SDD §14.1, §19.1, state machine §20.1).
 
-Owns ``MainAgent`` and the narrow ports it drives the runtime through: ``TaskScheduler`` (the
-Scheduler's ``create_tasks`` / ``cancel_task`` / ``run_until_idle`` / ``cancel``) and
-``ToolPort`` (the ToolRegistry's ``list`` / ``call``). Model turns and their events are
-``air.agents.turns.TurnRunner``'s; the plan formats are ``air.agents.plan``'s.
+Owns ``MainAgent`` and the ``TaskScheduler`` port (the Scheduler's ``create_tasks`` /
+``cancel_task`` / ``run_until_idle`` / ``cancel``). Its other concerns have their own objects:
+model turns and their events ``air.agents.turns.TurnRunner``, direct mode
+``air.agents.direct.DirectMode`` (over the ``ToolPort``), progress, blockers and the summary
+``air.agents.progress.WorkTracker``, the plan formats ``air.agents.plan``.
 
 Shape: a service (``await nursery.start(agent.run)``) that takes the person's input from its
 inbox one at a time. Every state change goes through ``next_state`` and is recorded as a durable
@@ -21,13 +22,13 @@ cancels the current model turn only.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import trio
 
 from air.agents.conversation import ConversationEntry, to_model_messages
+from air.agents.direct import DirectMode, ToolPort
 from air.agents.plan import (
     TaskPlan,
     parse_change,
@@ -36,6 +37,7 @@ from air.agents.plan import (
     plan_schema_text,
     render_plan,
 )
+from air.agents.progress import WorkTracker
 from air.agents.state import (
     STATE_EVENT,
     MainAgentState,
@@ -49,25 +51,14 @@ from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_id
 from air.contracts.provider import (
     CanonicalMessage,
-    ContentBlock,
     ModelAssignment,
     ModelRequirement,
     TextBlock,
-    ToolResultBlock,
-    ToolSpec,
-    ToolUseBlock,
 )
-from air.contracts.runtime import PermissionTemplate
 from air.contracts.task import SchedulerRunResult, TaskSpec
-from air.contracts.tool import (
-    ToolCategory,
-    ToolDefinition,
-    ToolExecutionContext,
-    ToolResultEnvelope,
-)
 from air.contracts.worker_result import BlockerReport
 
-__all__ = ["MainAgent", "TaskScheduler", "ToolPort"]
+__all__ = ["MainAgent", "TaskScheduler"]
 
 S = MainAgentState
 T = MainAgentTrigger
@@ -89,22 +80,8 @@ _CHANGE = (
     '"design_interface_goal", "impacted_task_ids": [...]}}. "execution" means the running '
     "plan stays valid (a detail of how to do it); the others need a new plan."
 )
-_DIRECT = (
-    "Direct mode: you make the change yourself with the tools you are given, in the main "
-    "workspace ({root}) only. Read before you edit. End with a short note of what you changed."
-)
 _YES = frozenset({"y", "yes", "ok", "confirm", "go", "run", "run it", "proceed"})
 _NO = frozenset({"n", "no", "reject", "drop", "drop it", "stop", "cancel"})
-_DIRECT_CATEGORIES = frozenset(
-    {
-        ToolCategory.FILESYSTEM,
-        ToolCategory.SHELL,
-        ToolCategory.BUILD,
-        ToolCategory.TEST,
-        ToolCategory.STATIC_ANALYSIS,
-        ToolCategory.PROJECT,
-    }
-)
 
 
 class TaskScheduler(Protocol):
@@ -119,16 +96,6 @@ class TaskScheduler(Protocol):
     async def run_until_idle(self) -> SchedulerRunResult: ...
 
     def cancel(self, reason: str = ...) -> None: ...
-
-
-class ToolPort(Protocol):
-    """What direct mode needs of ``air.tools.registry.ToolRegistry``."""
-
-    def list(self) -> list[ToolDefinition]: ...
-
-    async def call(
-        self, name: str, input: dict[str, Any], context: ToolExecutionContext
-    ) -> ToolResultEnvelope: ...
 
 
 class MainAgent:
@@ -164,8 +131,6 @@ class MainAgent:
         self.session_id = session_id
         self.project_root = project_root
         self.scheduler = scheduler
-        self.tools = tools
-        self.max_direct_turns = max_direct_turns
         assignment = model or models.select_model(ModelRequirement(role="main"))
         self.turns = TurnRunner(
             events,
@@ -175,6 +140,18 @@ class MainAgent:
             project_id=project_id,
             agent_id=agent_id,
         )
+        self.direct = (
+            None
+            if tools is None
+            else DirectMode(
+                self.turns,
+                tools,
+                session_id=session_id,
+                project_root=project_root,
+                max_turns=max_direct_turns,
+            )
+        )
+        self.work = WorkTracker(self.turns)
         self.role_prompt = builtin_resource("role-main.md")
         self.conversation: list[ConversationEntry] = list(history)
         self._state = S.IDLE
@@ -184,12 +161,9 @@ class MainAgent:
         self._pending: TaskPlan | None = None
         self._running = False
         self._rerun = False
-        self._in_cycle = False
+        self.work.reporting = False
         self._last_result: SchedulerRunResult | None = None
         self._last_error: AirError | None = None
-        self.titles: dict[str, str] = {}
-        self.task_status: dict[str, str] = {}
-        self.blockers: dict[str, BlockerReport | str] = {}
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -318,7 +292,7 @@ class MainAgent:
                 await self.turns.show_failure(self._error_of(plan))
             await self._move(trigger, message_id=message_id)
             return
-        self._in_cycle = True
+        self.work.reporting = True
         if plan.needs_plan:
             await self._show_for_confirmation(plan, message_id)
             return
@@ -326,7 +300,7 @@ class MainAgent:
         error = await self._hand_over(plan)
         if error is not None:
             await self.turns.show_failure(error)
-            self._in_cycle = False
+            self.work.reporting = False
             await self._move(T.FAILED, message_id=message_id, reason=error.message)
             return
         await self.turns.say(f"Scheduled:\n{render_plan(plan)}")
@@ -348,7 +322,7 @@ class MainAgent:
             turn = await self.turns.hidden(self.turns.request(system, messages))
             if turn.status != "complete":
                 return turn
-            plan, errors = parse_plan(turn.text, self.titles)
+            plan, errors = parse_plan(turn.text, self.work.titles)
             if plan is not None:
                 return plan
             if attempt == 1:
@@ -386,8 +360,7 @@ class MainAgent:
         except AirException as exc:
             return exc.error
         for task in plan.tasks:
-            self.titles[task.id] = task.title
-            self.task_status.setdefault(task.id, "pending")
+            self.work.planned(task.id, task.title)
         return None
 
     async def _confirm(self, confirmed: bool, message_id: str | None) -> None:
@@ -399,13 +372,13 @@ class MainAgent:
                 await self._resumed(new_tasks=False)
             else:
                 await self.turns.say("Plan dropped.")
-                self._in_cycle = False
+                self.work.reporting = False
                 await self._move(T.REJECT, message_id=message_id)
             return
         error = await self._hand_over(plan)
         if error is not None:
             await self.turns.show_failure(error)
-            self._in_cycle = False
+            self.work.reporting = False
             await self._move(T.FAILED, message_id=message_id, reason=error.message)
             return
         await self._move(T.CONFIRM, message_id=message_id)
@@ -454,8 +427,8 @@ class MainAgent:
 
     async def _requirement_changed(self, message: str, message_id: str) -> None:
         await self._move(T.REQUIREMENT_CHANGE, message_id=message_id)
-        running = [t for t, s in self.task_status.items() if s in ("pending", "running")]
-        listing = ", ".join(f"{t} ({self.titles.get(t, '')})" for t in running) or "none"
+        running = self.work.unfinished()
+        listing = ", ".join(f"{t} ({self.work.titles.get(t, '')})" for t in running) or "none"
         turn = await self.turns.hidden(
             self.turns.request(
                 f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}", self._model_messages()
@@ -494,169 +467,36 @@ class MainAgent:
     async def _summarize(self) -> None:
         await self._move(T.ALL_DONE)
         await self.turns.say(self.summary_text())
-        self._in_cycle = False
+        self.work.reporting = False
         self._last_result = None
         self._last_error = None
         await self._move(T.SUMMARIZED)
 
     def summary_text(self) -> str:
         """The closing summary of the last run (statuses, blockers)."""
-        result = self._last_result
-        if result is None:
-            return "No run finished yet."
-        lines = [f"Run {result.status}."]
-        groups = (
-            ("completed", result.completed_task_ids),
-            ("failed", result.failed_task_ids),
-            ("blocked", result.blocked_task_ids),
-            ("cancelled", result.cancelled_task_ids),
-        )
-        for word, ids in groups:
-            for task_id in ids:
-                line = f"- {task_id} {word}: {self.titles.get(task_id, '')}".rstrip(": ")
-                blocker = self.blockers.get(task_id)
-                if word == "blocked" and blocker is not None:
-                    why = blocker.reason if isinstance(blocker, BlockerReport) else blocker
-                    line += f" — {why}"
-                lines.append(line)
-        if self._last_error is not None:
-            lines.append(f"The run stopped with an error: {self._last_error.message}")
-        return "\n".join(lines)
+        return self.work.summary_text(self._last_result, self._last_error)
 
     # -- progress and blockers -------------------------------------------------------------
     async def observe(self, event: RuntimeEvent) -> None:
         """Follow the session's task events (subscribe it to the bus, ``type_prefix="task."``)."""
-        task_id = event.payload.get("task_id")
-        if event.type == "task.created":
-            spec = event.payload.get("task_spec") or {}
-            if isinstance(spec, dict) and "id" in spec:
-                self.titles.setdefault(str(spec["id"]), str(spec.get("title", "")))
-                self.task_status.setdefault(str(spec["id"]), "pending")
-            return
-        if not isinstance(task_id, str):
-            return
-        status = event.type.removeprefix("task.")
-        if status not in ("started", "completed", "failed", "blocked", "cancelled", "interrupted"):
-            return
-        self.task_status[task_id] = "running" if status == "started" else status
-        if status == "blocked":
-            raw = event.payload.get("blocker")
-            blocker = (
-                BlockerReport.model_validate(raw)
-                if isinstance(raw, dict)
-                else str(event.payload.get("reason", "blocked"))
-            )
-            await self.present_blocker(blocker, task_id=task_id)
-        elif status != "started" and self._in_cycle:
-            await self.present_progress()
+        await self.work.observe(event)
 
     async def present_progress(self) -> None:
-        """Tell the person how far the work is (one line)."""
-        counts: dict[str, int] = {}
-        for status in self.task_status.values():
-            counts[status] = counts.get(status, 0) + 1
-        done = sum(n for s, n in counts.items() if s not in ("pending", "running"))
-        parts = ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
-        await self.turns.say(f"Progress: {done}/{len(self.task_status)} tasks finished ({parts}).")
+        """Tell the person how far the work is (SDD §14.1)."""
+        await self.work.present_progress()
 
     async def present_blocker(self, blocker: BlockerReport | str, *, task_id: str) -> None:
-        """Show a blocked task's report and what it needs."""
-        self.blockers[task_id] = blocker
-        title = self.titles.get(task_id, task_id)
-        if isinstance(blocker, BlockerReport):
-            text = f"Task {task_id} ({title}) is blocked: {blocker.reason} (needs {blocker.needs})"
-            if blocker.options:
-                text += "\nOptions: " + "; ".join(blocker.options)
-        else:
-            text = f"Task {task_id} ({title}) is blocked: {blocker}"
-        await self.turns.say(text, task_id=task_id)
+        """Show a blocked task's report (SDD §14.1)."""
+        await self.work.present_blocker(blocker, task_id=task_id)
 
     # -- direct mode -----------------------------------------------------------------------
-    def direct_context(self, message_id: str | None) -> ToolExecutionContext:
-        """The context of every direct-mode tool call: ``main_direct``, main workspace only."""
-        return ToolExecutionContext(
-            session_id=self.session_id,
-            agent_id=self.turns.agent_id,
-            project_root=self.project_root,
-            workspace_root=self.project_root,
-            permission_template=PermissionTemplate.MAIN_DIRECT,
-            origin_message_id=message_id,
-            write_area=[self.project_root],
-        )
-
-    def _tool_specs(self) -> list[ToolSpec]:
-        if self.tools is None:
-            return []
-        return [
-            ToolSpec(name=d.name, description=d.description, input_schema=d.input_schema)
-            for d in self.tools.list()
-            if d.category in _DIRECT_CATEGORIES
-        ]
-
     async def _direct_turn(self, message_id: str) -> None:
-        if self.tools is None:
+        if self.direct is None:
             await self.turns.say("Direct mode has no tools in this session. /done leaves it.")
             return
-        specs = self._tool_specs()
-        allowed = {s.name for s in specs}
-        system = f"{self.role_prompt}\n\n{_DIRECT.format(root=self.project_root)}"
-        messages = self._model_messages()
-        reply_id = new_id("msg")
-        await self.turns.started(reply_id, None)
-        texts: list[str] = []
-        result = TurnResult(status="interrupted")
-        with self.turns.scope() as scope:
-            try:
-                for _ in range(self.max_direct_turns):
-                    result = await self.turns.stream_into(
-                        self.turns.request(system, messages, specs), reply_id
-                    )
-                    if result.status != "complete":
-                        break
-                    if result.text:
-                        texts.append(result.text)
-                    uses = [b for b in result.content if isinstance(b, ToolUseBlock)]
-                    if not uses:
-                        break
-                    messages.append(CanonicalMessage(role="assistant", content=result.content))
-                    answers: list[ContentBlock] = []
-                    for use in uses:
-                        answers.append(await self._direct_call(use, allowed, message_id))
-                    messages.append(CanonicalMessage(role="user", content=answers))
-            finally:
-                self.turns.release()
-        if scope.cancelled_caught:
-            result = TurnResult(status="interrupted")
-        final = TurnResult(
-            status=result.status,
-            content=[TextBlock(text="\n\n".join(texts))] if texts else [TextBlock(text="(done)")],
-            stop_reason=result.stop_reason,
-            error=result.error,
-        )
-        await self.turns.finish(reply_id, final)
-        if final.status == "complete":
-            self.conversation.append(ConversationEntry(reply_id, "assistant", final.text))
-
-    async def _direct_call(
-        self, use: ToolUseBlock, allowed: set[str], message_id: str
-    ) -> ToolResultBlock:
-        assert self.tools is not None
-        if use.name not in allowed:
-            return ToolResultBlock(
-                tool_use_id=use.id, content=f"unknown tool {use.name}", is_error=True
-            )
-        envelope = await self.tools.call(use.name, dict(use.input), self.direct_context(message_id))
-        if envelope.status == "ok":
-            body = (
-                envelope.output
-                if isinstance(envelope.output, str)
-                else json.dumps(envelope.output, default=str)
-            )
-            return ToolResultBlock(tool_use_id=use.id, content=body[:20_000] or "ok")
-        reason = envelope.error.message if envelope.error is not None else envelope.status
-        return ToolResultBlock(
-            tool_use_id=use.id, content=f"{envelope.status}: {reason}", is_error=True
-        )
+        reply = await self.direct.handle(self.role_prompt, self._model_messages(), message_id)
+        if reply.status == "complete":
+            self.conversation.append(ConversationEntry(new_id("msg"), "assistant", reply.text))
 
     # -- helpers ---------------------------------------------------------------------------
     def _model_messages(self) -> list[CanonicalMessage]:
