@@ -1,13 +1,22 @@
-"""EventBus: live fan-out of events to subscribers on bounded per-subscriber queues (SDD §5.5).
+"""EventBus: live fan-out of events, one bounded Trio memory channel per subscriber (SDD §5.5).
 
 Owns ``EventBus``, ``Subscription`` and ``event_matches``. ``publish`` is synchronous and never
-blocks: each subscription has its own queue; durable events are never dropped, ephemeral ones
-are coalesced (a newer event with the same type and entity replaces the queued one) and, past
-the queue bound, dropped (IMPL-EVT-5). Delivery runs in ``async with bus.serving():`` (or
-``await nursery.start(bus.run)``): one task per subscription, so a slow subscriber never
-delays another. A failing handler is logged and never propagates; the subscription stays.
-Without a running service, published events wait in the queues until ``drain()``.
-The bus is live transport only, never a recovery source.
+blocks (it runs right after a commit, SDD §5.3). Each subscription has an outbox in front of
+its own bounded ``trio`` memory channel; a pump task moves events from the outbox into the
+channel in order and waits while the channel is full, so a slow subscriber only ever delays
+itself. Under that pressure the outbox coalesces ephemeral events (a newer event with the same
+type and entity replaces the queued one in place; text deltas are never replaced) and, past the
+subscription's bound, drops them (counted). Durable events are never dropped (IMPL-AGENT-6):
+for a ``keep`` subscription (the default) they wait in the outbox and an async publisher gets
+backpressure from ``await bus.wait_for_room()`` (bounded waiting); a ``rehydrate``
+subscription (the console) whose durable backlog passes its bound drops the backlog instead,
+is marked ``needs_rehydrate`` and told once through ``on_lag`` — it re-reads the store, then
+calls ``resume()``. Handler subscriptions get a delivery task that reads the channel and calls
+the handler; a failing handler is logged and never propagates; the subscription stays.
+``subscribe_channel`` hands the channel's receive end to the subscriber itself. Delivery runs in
+``async with bus.serving():`` (or ``await nursery.start(bus.run)``); without a running service
+events wait in the outboxes until ``drain()``. The bus is live transport only, never a
+recovery source.
 """
 
 from __future__ import annotations
@@ -15,21 +24,23 @@ from __future__ import annotations
 import inspect
 import logging
 import threading
-from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Literal
 
 import trio
 
 from air.contracts.event import EventFilter, RuntimeEvent
 from air.events.payloads import EPHEMERAL_TYPES
 
-__all__ = ["EventBus", "Handler", "Subscription", "event_matches"]
+__all__ = ["EventBus", "Handler", "LagPolicy", "Subscription", "event_matches"]
 
 log = logging.getLogger("air.events.bus")
 
 Handler = Callable[[RuntimeEvent], None] | Callable[[RuntimeEvent], Awaitable[None]]
+LagPolicy = Literal["keep", "rehydrate"]
+
+_DELTAS = frozenset({"assistant.message.delta", "command.stdout.delta", "command.stderr.delta"})
 
 
 def event_matches(flt: EventFilter | None, event: RuntimeEvent) -> bool:
@@ -53,85 +64,235 @@ def event_matches(flt: EventFilter | None, event: RuntimeEvent) -> bool:
 
 
 def _coalesce_key(event: RuntimeEvent) -> tuple[str, str] | None:
-    if event.type not in EPHEMERAL_TYPES:
-        return None
-    if event.type in ("assistant.message.delta", "command.stdout.delta", "command.stderr.delta"):
-        return None  # text deltas are concatenated by readers: never replace one
+    if event.type not in EPHEMERAL_TYPES or event.type in _DELTAS:
+        return None  # durable, or a text delta readers concatenate: never replaced
     p = event.payload
     entity = p.get("agent_id") or p.get("task_id") or p.get("tool_run_id") or ""
     return (event.type, str(entity))
 
 
 class Subscription:
-    """One subscriber: its filter, handler and pending queue. ``close()`` stops delivery."""
+    """One subscriber: filter, outbox, its own bounded channel and (optionally) a handler.
 
-    def __init__(self, bus: EventBus, flt: EventFilter | None, handler: Handler, bound: int):
+    ``bound`` caps the outbox for ephemeral events (and the durable backlog of a
+    ``rehydrate`` subscription); ``max_buffer`` is the channel's size.
+    """
+
+    def __init__(
+        self,
+        bus: EventBus,
+        flt: EventFilter | None,
+        handler: Handler | None,
+        *,
+        bound: int,
+        max_buffer: int,
+        lag: LagPolicy = "keep",
+        on_lag: Callable[[Subscription], None] | None = None,
+    ) -> None:
         self.bus = bus
         self.filter = flt
         self.handler = handler
         self.bound = bound
-        self.queue: deque[RuntimeEvent] = deque()
+        self.lag = lag
+        self.on_lag = on_lag
+        self.send, self.receive = trio.open_memory_channel[RuntimeEvent](max_buffer)
+        self._slots: dict[int, RuntimeEvent] = {}
+        self._by_key: dict[tuple[str, str], int] = {}
+        self._next_slot = 0
+        self.durable_pending = 0
         self.dropped = 0
         self.coalesced = 0
+        self.needs_rehydrate = False
         self.closed = False
-        self.wakeup = trio.Event()
-        self.lock = trio.Lock()
+        self._wakeup = trio.Event()
+        self._room = trio.Event()
+        self._room.set()
+        self._idle = trio.Event()
+        self._unhandled = 0
+        """Events accepted for a handler and not yet handled (outbox, channel, in hand-over)."""
         self._scope: trio.CancelScope | None = None
-        self._on_close: Callable[[], None] | None = None
+
+    # -- the outbox ------------------------------------------------------------------------
+    @property
+    def queue(self) -> list[RuntimeEvent]:
+        """The events waiting in the outbox (not yet in the channel), oldest first."""
+        return list(self._slots.values())
+
+    @property
+    def pending(self) -> int:
+        """Events not yet handled: in the outbox plus in the channel's buffer."""
+        return len(self._slots) + self.send.statistics().current_buffer_used
 
     def offer(self, event: RuntimeEvent) -> None:
+        if self.closed:
+            return
         key = _coalesce_key(event)
+        if key is not None and key in self._by_key:
+            self._slots[self._by_key[key]] = event
+            self.coalesced += 1
+            return
+        durable = event.type not in EPHEMERAL_TYPES
+        if not durable and len(self._slots) >= self.bound:
+            self.dropped += 1
+            return
+        slot = self._next_slot
+        self._next_slot += 1
+        self._slots[slot] = event
+        self._unhandled += 1
         if key is not None:
-            for i in range(len(self.queue) - 1, -1, -1):
-                if _coalesce_key(self.queue[i]) == key:
-                    self.queue[i] = event
-                    self.coalesced += 1
+            self._by_key[key] = slot
+        if durable:
+            self.durable_pending += 1
+            if self.durable_pending > self.bound:
+                if self.lag == "rehydrate":
+                    self._lagged()
                     return
-            if len(self.queue) >= self.bound:
-                self.dropped += 1
-                return
-        self.queue.append(event)
+                if self._room.is_set():
+                    self._room = trio.Event()
+        self._wakeup.set()
 
-    async def deliver_pending(self) -> None:
-        async with self.lock:
-            while self.queue and not self.closed:
-                event = self.queue.popleft()
-                try:
-                    result = self.handler(event)
-                    if inspect.isawaitable(result):
-                        await result
-                except trio.Cancelled:
-                    raise
-                except Exception:
-                    log.exception("event handler %r failed on %s", self.handler, event.type)
+    def _lagged(self) -> None:
+        self.dropped += len(self._slots)
+        self._unhandled -= len(self._slots)
+        self._slots.clear()
+        self._by_key.clear()
+        self.durable_pending = 0
+        first = not self.needs_rehydrate
+        self.needs_rehydrate = True
+        if first and self.on_lag is not None:
+            try:
+                self.on_lag(self)
+            except Exception:
+                log.exception("on_lag of a subscription failed")
+
+    def resume(self) -> None:
+        """The subscriber re-read the store: deliver again from now on."""
+        self.needs_rehydrate = False
+
+    def _pop(self) -> RuntimeEvent:
+        slot = next(iter(self._slots))
+        event = self._slots.pop(slot)
+        key = _coalesce_key(event)
+        if key is not None and self._by_key.get(key) == slot:
+            del self._by_key[key]
+        if event.type not in EPHEMERAL_TYPES:
+            self.durable_pending -= 1
+            if self.durable_pending <= self.bound:
+                self._room.set()
+        return event
+
+    async def wait_for_room(self) -> None:
+        await self._room.wait()
+
+    # -- tasks -----------------------------------------------------------------------------
+    async def pump(self) -> None:
+        """Move outbox events into the channel in order; waits while the channel is full."""
+        while not self.closed:
+            if not self._slots:
+                self._wakeup = trio.Event()
+                await self._wakeup.wait()
+                continue
+            event = self._pop()
+            try:
+                await self.send.send(event)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                self.close()
+                return
+
+    async def _handle(self, event: RuntimeEvent) -> None:
+        assert self.handler is not None
+        try:
+            result = self.handler(event)
+            if inspect.isawaitable(result):
+                await result
+        except trio.Cancelled:
+            raise
+        except Exception:
+            log.exception("event handler %r failed on %s", self.handler, event.type)
+
+    async def deliver(self) -> None:
+        """Read this subscription's channel and call the handler for each event."""
+        while not self.closed:
+            try:
+                event = await self.receive.receive()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            try:
+                await self._handle(event)
+            finally:
+                self._unhandled -= 1
+                self._idle.set()
 
     async def serve(self) -> None:
         with trio.CancelScope() as scope:
             self._scope = scope
-            while not self.closed:
-                if not self.queue:
-                    self.wakeup = trio.Event()
-                    await self.wakeup.wait()
-                await self.deliver_pending()
+            try:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self.pump)
+                    if self.handler is not None:
+                        nursery.start_soon(self.deliver)
+            finally:
+                self._scope = None
+
+    def _busy(self) -> bool:
+        # counted from acceptance to the handler's return: an event handed straight from the
+        # pump to a waiting reader is in neither the outbox nor the buffer
+        return self._unhandled > 0
+
+    async def deliver_pending(self) -> None:
+        """Have the handler called for everything waiting now (in order).
+
+        With the delivery tasks running this waits until they are idle; without them it
+        delivers here: the channel's buffer first (it holds the older events), then the outbox.
+        """
+        if self.handler is None:
+            return
+        if self.bus._nursery is not None:  # serving: this subscription's tasks deliver
+            while self._busy() and not self.closed:
+                self._idle = trio.Event()
+                self._wakeup.set()
+                await self._idle.wait()
+            return
+        while not self.closed:
+            try:
+                event = self.receive.receive_nowait()
+            except trio.WouldBlock:
+                if not self._slots:
+                    return
+                event = self._pop()
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return
+            try:
+                await self._handle(event)
+            finally:
+                self._unhandled -= 1
 
     def close(self) -> None:
-        """Stop delivering; queued events are discarded (idempotent)."""
+        """Stop delivering; waiting events are discarded (idempotent)."""
         if self.closed:
             return
         self.closed = True
-        self.queue.clear()
+        self._slots.clear()
+        self._by_key.clear()
+        self._room.set()
+        self._idle.set()
+        self.send.close()
         self.bus._remove(self)
         if self._scope is not None:
             self._scope.cancel(reason="subscription closed")
-        if self._on_close is not None:
-            self._on_close()
 
 
 class EventBus:
-    """Fan events out to subscribers; see the module docstring for the delivery rules."""
+    """Fan events out to subscribers; see the module docstring for the delivery rules.
 
-    def __init__(self, *, queue_bound: int = 1024) -> None:
+    Args:
+        queue_bound: default outbox bound of a subscription.
+        max_buffer: default size of a subscription's channel.
+    """
+
+    def __init__(self, *, queue_bound: int = 1024, max_buffer: int = 64) -> None:
         self.queue_bound = queue_bound
+        self.max_buffer = max_buffer
         self._subs: list[Subscription] = []
         self._nursery: trio.Nursery | None = None
         self._token: trio.lowlevel.TrioToken | None = None
@@ -141,53 +302,92 @@ class EventBus:
 
     def publish(self, event: RuntimeEvent) -> None:
         """Queue ``event`` for every matching subscriber; never blocks, never raises."""
+        if self._token is not None and threading.get_ident() != self._thread:
+            try:
+                self._token.run_sync_soon(self._publish_here, event)
+            except trio.RunFinishedError:
+                return
+            return
+        self._publish_here(event)
+
+    def _publish_here(self, event: RuntimeEvent) -> None:
         for sub in list(self._subs):
             if event_matches(sub.filter, event):
                 sub.offer(event)
-        if self._token is not None and threading.get_ident() != self._thread:
-            try:
-                self._token.run_sync_soon(self._wake_all)
-            except trio.RunFinishedError:
-                return
-        else:
-            self._wake_all()
 
-    def _wake_all(self) -> None:
-        for sub in list(self._subs):
-            if sub.queue:
-                sub.wakeup.set()
+    async def wait_for_room(self, *, limit: float = 5.0) -> bool:
+        """Backpressure for async publishers: wait (at most ``limit`` s) until no ``keep``
+        subscription holds more durable events than its bound.
+
+        Returns:
+            False when a subscriber still lags after ``limit`` (nothing is dropped; it is
+            logged), True otherwise.
+        """
+        with trio.move_on_after(limit):
+            while True:
+                full = [s for s in self._subs if s.lag == "keep" and s.durable_pending > s.bound]
+                if not full:
+                    return True
+                await full[0].wait_for_room()
+        log.warning("event subscribers still lag after %.1fs; publishing on", limit)
+        return False
 
     # --- subscribing ------------------------------------------------------------------------
 
     def subscribe(
-        self, flt: EventFilter | None, handler: Handler, *, queue_bound: int | None = None
+        self,
+        flt: EventFilter | None,
+        handler: Handler,
+        *,
+        queue_bound: int | None = None,
+        max_buffer: int | None = None,
+        lag: LagPolicy = "keep",
+        on_lag: Callable[[Subscription], None] | None = None,
     ) -> Subscription:
         """Register ``handler`` (sync or async) for events matching ``flt``."""
-        sub = Subscription(self, flt, handler, queue_bound or self.queue_bound)
-        self._subs.append(sub)
-        if self._nursery is not None:
-            self._nursery.start_soon(sub.serve)
+        sub = Subscription(
+            self,
+            flt,
+            handler,
+            bound=queue_bound or self.queue_bound,
+            max_buffer=max_buffer or self.max_buffer,
+            lag=lag,
+            on_lag=on_lag,
+        )
+        self._add(sub)
         return sub
 
     def subscribe_channel(
-        self, flt: EventFilter | None = None, *, max_buffer: int = 256
+        self,
+        flt: EventFilter | None = None,
+        *,
+        max_buffer: int = 256,
+        queue_bound: int | None = None,
+        lag: LagPolicy = "keep",
+        on_lag: Callable[[Subscription], None] | None = None,
     ) -> tuple[Subscription, trio.MemoryReceiveChannel[RuntimeEvent]]:
-        """A subscription that forwards into a bounded Trio memory channel.
+        """A subscription whose own bounded channel the caller reads.
 
-        Back-pressure from a full channel only delays this subscriber's own queue. Closing the
-        subscription closes the channel, ending the reader's ``async for``.
+        A full channel only delays this subscriber's own outbox. Closing the subscription
+        closes the channel, ending the reader's ``async for``; closing the receive end closes
+        the subscription.
         """
-        send, receive = trio.open_memory_channel[RuntimeEvent](max_buffer)
+        sub = Subscription(
+            self,
+            flt,
+            None,
+            bound=queue_bound or self.queue_bound,
+            max_buffer=max_buffer,
+            lag=lag,
+            on_lag=on_lag,
+        )
+        self._add(sub)
+        return sub, sub.receive
 
-        async def forward(event: RuntimeEvent) -> None:
-            try:
-                await send.send(event)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                sub.close()
-
-        sub = self.subscribe(flt, forward)
-        sub._on_close = send.close
-        return sub, receive
+    def _add(self, sub: Subscription) -> None:
+        self._subs.append(sub)
+        if self._nursery is not None:
+            self._nursery.start_soon(sub.serve)
 
     def _remove(self, sub: Subscription) -> None:
         if sub in self._subs:
@@ -200,7 +400,7 @@ class EventBus:
     # --- delivery ---------------------------------------------------------------------------
 
     async def drain(self) -> None:
-        """Deliver everything queued now (used at shutdown and from code without a service)."""
+        """Deliver everything queued now to handler subscriptions (shutdown, no service)."""
         for sub in list(self._subs):
             await sub.deliver_pending()
 
@@ -233,10 +433,15 @@ class EventBus:
             await trio.sleep_forever()
 
     def stats(self) -> dict[str, Any]:
-        """Queue lengths and dropped/coalesced counters per subscription."""
+        """Pending, dropped and coalesced counts per subscription."""
         return {
             "subscriptions": [
-                {"queued": s.queue.__len__(), "dropped": s.dropped, "coalesced": s.coalesced}
+                {
+                    "queued": s.pending,
+                    "dropped": s.dropped,
+                    "coalesced": s.coalesced,
+                    "needs_rehydrate": s.needs_rehydrate,
+                }
                 for s in self._subs
             ]
         }

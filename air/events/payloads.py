@@ -68,6 +68,7 @@ __all__ = [
     "EventPayload",
     "EvidenceCreatedPayload",
     "HudFrameRenderedPayload",
+    "MainAgentStateChangedPayload",
     "MemoryArchivedPayload",
     "MemoryCandidateCreatedPayload",
     "MemoryPromotedPayload",
@@ -555,6 +556,20 @@ class ArchitectureImpactCompletedPayload(EventPayload):
     impacted_task_ids: list[str] = Field(default_factory=list)
 
 
+# --- main agent ---------------------------------------------------------------------------
+
+
+class MainAgentStateChangedPayload(EventPayload):
+    """One transition of the Main Agent's state machine (SDD §20.1, IMPL-AGENT-1)."""
+
+    from_state: str
+    to_state: str
+    trigger: str
+    message_id: str | None = None
+    """The user message that caused it, when one did."""
+    reason: str | None = None
+
+
 # --- workspaces ---------------------------------------------------------------------------
 
 
@@ -702,6 +717,7 @@ _V1: dict[str, type[EventPayload]] = {
     "requirement.changed": RequirementChangedPayload,
     "architecture.plan.updated": ArchitecturePlanUpdatedPayload,
     "architecture.impact.completed": ArchitectureImpactCompletedPayload,
+    "main_agent.state.changed": MainAgentStateChangedPayload,
     "workspace.created": WorkspaceCreatedPayload,
     "workspace.merge.started": WorkspaceMergeStartedPayload,
     "workspace.merge.completed": WorkspaceMergeCompletedPayload,

@@ -197,6 +197,14 @@ class MessageDraftRepository(Repository):
     def delete_for_message(self, message_id: str) -> int:
         return self.delete(message_id)
 
+    def list_by_session(self, session_id: str) -> list[Row]:
+        """Drafts of a session (streaming or failed turns), oldest first."""
+        return _rows(
+            self.db,
+            "SELECT * FROM message_drafts WHERE session_id = ? ORDER BY started_at, message_id",
+            (session_id,),
+        )
+
 
 class EventRepository(Repository):
     table = "events"

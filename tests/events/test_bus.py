@@ -1,4 +1,6 @@
-"""EventBus: non-blocking publish, per-subscriber queues, coalescing, failing handlers, drain."""
+"""EventBus: non-blocking publish, a bounded channel per subscriber, coalescing, backpressure,
+the rehydrate policy, failing handlers, drain. ``sub.queue`` is now the outbox in front of the
+subscriber's channel (without a running service every event waits there, as before)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import pytest
 import trio
 
 from air.contracts.event import EventFilter, EventSource, RuntimeEvent, new_event
-from air.events.bus import EventBus, event_matches
+from air.events.bus import EventBus, Subscription, event_matches
 
 SRC = EventSource(kind="system")
 
@@ -181,3 +183,141 @@ def test_event_matches_filters_on_every_field() -> None:
     assert not event_matches(EventFilter(types=["task.created"]), e)
     spec_event = ev("task.created", task_spec={"id": "t9"})
     assert event_matches(EventFilter(task_id="t9"), spec_event)
+
+
+# --- bounded channels, backpressure and the lag policy (IMPL-AGENT-6) -----------------------
+
+
+async def test_a_slow_subscriber_loses_no_durable_event_and_the_publisher_is_held_back() -> None:
+    bus = EventBus(queue_bound=16, max_buffer=4)
+    got: list[int] = []
+    done = trio.Event()
+
+    async def slow(e: RuntimeEvent) -> None:
+        await trio.lowlevel.checkpoint()  # a reader slower than the publisher
+        got.append(int(e.payload["n"]))
+        if len(got) == 2000:
+            done.set()
+
+    highest = 0
+    async with bus.serving():
+        sub = bus.subscribe(None, slow)
+        for n in range(2000):
+            bus.publish(ev("task.created", task_id=f"t{n}", n=n))
+            assert await bus.wait_for_room(limit=5)
+            highest = max(highest, sub.durable_pending)
+        with trio.fail_after(10):
+            await done.wait()
+    assert got == list(range(2000))
+    assert sub.dropped == 0
+    assert highest <= 16  # backpressure kept the outbox at its bound
+
+
+async def test_ephemeral_storm_is_coalesced_in_bounded_memory() -> None:
+    bus = EventBus(queue_bound=64, max_buffer=8)
+    release = trio.Event()
+    last: dict[str, int] = {}
+    deltas: list[str] = []
+    durable: list[str] = []
+
+    async def blocked(e: RuntimeEvent) -> None:
+        await release.wait()
+        if e.type == "agent.heartbeat":
+            last[str(e.payload["agent_id"])] = int(e.payload["turn"])
+        elif e.type == "command.stdout.delta":
+            deltas.append(str(e.payload["data"]))
+        else:
+            durable.append(e.type)
+
+    async with bus.serving():
+        sub = bus.subscribe(None, blocked)
+        await trio.sleep(0.01)  # the delivery tasks start and block on the first event
+        peak = 0
+        for turn in range(5_000):
+            bus.publish(ev("agent.heartbeat", agent_id=f"a{turn % 10}", state="x", turn=turn))
+            if turn % 4 == 0:
+                bus.publish(ev("command.stdout.delta", command_run_id="c", data=f"{turn}\n"))
+            peak = max(peak, sub.pending)
+        bus.publish(ev("task.completed", task_id="t1"))  # durable: kept whatever the pressure
+        assert peak <= 64 + 8
+        assert sub.coalesced > 2_000
+        assert sub.dropped > 0  # deltas past the bound
+        release.set()
+        await bus.drain()
+    # the newest heartbeat of every agent arrives; the durable event too
+    assert last == {f"a{i}": 4_990 + i for i in range(10)}
+    assert len(deltas) < 1_250
+    assert durable == ["task.completed"]
+
+
+async def test_a_lagging_console_subscriber_is_marked_for_rehydrate_not_grown() -> None:
+    bus = EventBus()
+    lagged: list[Subscription] = []
+    async with bus.serving():
+        sub, channel = bus.subscribe_channel(
+            None, max_buffer=8, queue_bound=100, lag="rehydrate", on_lag=lagged.append
+        )
+        await trio.sleep(0.01)
+        for n in range(1000):
+            bus.publish(ev("task.created", task_id=f"t{n}", n=n))
+            assert sub.pending <= 100 + 8
+        assert sub.needs_rehydrate
+        assert lagged == [sub]  # told once
+        assert sub.dropped > 0
+        # the console re-reads the store, then resumes: new events flow again
+        while True:
+            try:
+                channel.receive_nowait()
+            except trio.WouldBlock:
+                break
+        sub.resume()
+        bus.publish(ev("task.created", task_id="fresh", n=-1))
+        with trio.fail_after(5):
+            while True:
+                e = await channel.receive()
+                if e.payload["task_id"] == "fresh":
+                    break
+        assert not sub.needs_rehydrate
+        sub.close()
+
+
+async def test_a_keep_subscriber_never_drops_and_the_wait_is_bounded() -> None:
+    bus = EventBus(queue_bound=10)
+    async with bus.serving():
+        sub, channel = bus.subscribe_channel(None, max_buffer=2)
+        await trio.sleep(0.01)
+        for n in range(300):
+            bus.publish(ev("task.created", task_id=f"t{n}", n=n))
+        assert not await bus.wait_for_room(limit=0.05)  # nobody reads: bounded, then on
+        assert sub.dropped == 0
+        assert not sub.needs_rehydrate
+        got = []
+        with trio.fail_after(5):
+            async for e in channel:
+                got.append(e.payload["n"])
+                if len(got) == 300:
+                    break
+        assert got == list(range(300))
+        assert await bus.wait_for_room(limit=1)
+        sub.close()
+
+
+async def test_drain_with_a_running_service_waits_for_every_accepted_event() -> None:
+    # an event the pump hands straight to a waiting reader is in neither the outbox nor the
+    # channel's buffer until the reader runs: drain must still wait for it
+    bus = EventBus(max_buffer=1)
+    got: list[int] = []
+
+    async def handler(e: RuntimeEvent) -> None:
+        await trio.lowlevel.checkpoint()
+        got.append(int(e.payload["n"]))
+
+    async with bus.serving():
+        bus.subscribe(None, handler)
+        n = 0
+        for _ in range(200):
+            for _ in range(3):
+                bus.publish(ev("task.created", task_id=f"t{n}", n=n))
+                n += 1
+            await bus.drain()
+            assert got == list(range(n))

@@ -1,0 +1,514 @@
+"""MainAgent: the agent the person talks to (SDD §14.1, §19.1, state machine §20.1).
+
+Owns ``MainAgent`` and the ``TaskScheduler`` port (the Scheduler's ``create_tasks`` /
+``cancel_task`` / ``run_until_idle`` / ``cancel``). Its other concerns have their own objects:
+model turns and their events ``air.agents.turns.TurnRunner``, direct mode
+``air.agents.direct.DirectMode`` (over the ``ToolPort``), progress, blockers and the summary
+``air.agents.progress.WorkTracker``, the plan formats ``air.agents.plan``.
+
+Shape: a service (``await nursery.start(agent.run)``) that takes the person's input from its
+inbox one at a time. Every state change goes through ``next_state`` and is recorded as a durable
+``main_agent.state.changed`` before the agent acts on it. A user message is always recorded
+first (``user.message.created``, so the conversation is in ``messages``), then: IDLE → the
+model classifies it (``/direct`` needs no model) → an answer streamed to the person, or a task
+plan (validated ``TaskPlan``, one repair round, then a clear failure) handed to the Scheduler,
+or direct mode, where the agent itself calls tools through the ToolRegistry with the
+``main_direct`` template and a write area of the main workspace only. The Scheduler's run is a
+background task of the agent's nursery, so the agent stays ready while work executes: a
+message then is a ``requirement.changed`` (INTERRUPTING; execution-only → resume, else a new
+plan shown for confirmation). When the run ends the agent summarises it. Esc (``interrupt``)
+cancels the current model turn only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import trio
+
+from air.agents.conversation import ConversationEntry, to_model_messages
+from air.agents.direct import DirectMode, ToolPort
+from air.agents.plan import (
+    TaskPlan,
+    parse_change,
+    parse_intent,
+    parse_plan,
+    plan_schema_text,
+    render_plan,
+)
+from air.agents.progress import WorkTracker
+from air.agents.state import (
+    STATE_EVENT,
+    MainAgentState,
+    MainAgentTrigger,
+    transition_payload,
+)
+from air.agents.turns import EventSink, ModelPort, TurnResult, TurnRunner
+from air.context.loader import builtin_resource
+from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.event import RuntimeEvent
+from air.contracts.ids import new_id
+from air.contracts.provider import (
+    CanonicalMessage,
+    ModelAssignment,
+    ModelRequirement,
+    TextBlock,
+)
+from air.contracts.task import SchedulerRunResult, TaskSpec
+from air.contracts.worker_result import BlockerReport
+
+__all__ = ["MainAgent", "TaskScheduler"]
+
+S = MainAgentState
+T = MainAgentTrigger
+
+_CLASSIFY = (
+    "Classify the person's last message. Reply with one JSON object only: "
+    '{"intent": "task"} when it asks for a change to the project (code, tests, docs, build), '
+    '{"intent": "chat"} for a question, an explanation or conversation.'
+)
+_PLAN = (
+    "Turn the person's request into worker tasks. Reply with one JSON object only, matching "
+    "this JSON schema (a TaskPlan; each task a TaskSpec with a new unique id such as "
+    '"t_<short-name>"): {schema}\nSet needs_plan to true only for an architecture-level '
+    "change (public interfaces, schemas, package boundaries, security, runtime semantics)."
+)
+_CHANGE = (
+    "Work is running: {tasks}. The person's last message changes the requirements. Reply with "
+    'one JSON object only: {{"change_class": "execution" | "possible_design" | '
+    '"design_interface_goal", "impacted_task_ids": [...]}}. "execution" means the running '
+    "plan stays valid (a detail of how to do it); the others need a new plan."
+)
+_YES = frozenset({"y", "yes", "ok", "confirm", "go", "run", "run it", "proceed"})
+_NO = frozenset({"n", "no", "reject", "drop", "drop it", "stop", "cancel"})
+
+
+class TaskScheduler(Protocol):
+    """What the Main Agent needs of ``air.nursery.scheduler.Scheduler``."""
+
+    async def create_tasks(
+        self, specs: Sequence[TaskSpec], *, parent_task_id: str | None = None
+    ) -> list[str]: ...
+
+    async def cancel_task(self, task_id: str, reason: str = ...) -> None: ...
+
+    async def run_until_idle(self) -> SchedulerRunResult: ...
+
+    def cancel(self, reason: str = ...) -> None: ...
+
+
+class MainAgent:
+    """The Main Agent of one session; see the module docstring.
+
+    Args:
+        session_id / project_id: the session.
+        project_root: the main workspace (direct mode writes only here).
+        events: the EventIngestor (every transition and message is recorded through it).
+        models: the ProviderManager.
+        scheduler: the session's Scheduler.
+        tools: the ToolRegistry (direct mode); None disables direct mode.
+        model: the session's model; default ``models.select_model(role="main")``.
+        history: the conversation so far (``load_conversation`` on reopen).
+        max_direct_turns: model calls one direct-mode message may take.
+    """
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        project_id: str | None,
+        project_root: str,
+        events: EventSink,
+        models: ModelPort,
+        scheduler: TaskScheduler,
+        tools: ToolPort | None = None,
+        model: ModelAssignment | None = None,
+        history: Sequence[ConversationEntry] = (),
+        max_direct_turns: int = 12,
+        agent_id: str = "main",
+    ) -> None:
+        self.session_id = session_id
+        self.project_root = project_root
+        self.scheduler = scheduler
+        assignment = model or models.select_model(ModelRequirement(role="main"))
+        self.turns = TurnRunner(
+            events,
+            models,
+            assignment,
+            session_id=session_id,
+            project_id=project_id,
+            agent_id=agent_id,
+        )
+        self.direct = (
+            None
+            if tools is None
+            else DirectMode(
+                self.turns,
+                tools,
+                session_id=session_id,
+                project_root=project_root,
+                max_turns=max_direct_turns,
+            )
+        )
+        self.work = WorkTracker(self.turns)
+        self.role_prompt = builtin_resource("role-main.md")
+        self.conversation: list[ConversationEntry] = list(history)
+        self._state = S.IDLE
+        self._lock = trio.Lock()
+        self._nursery: trio.Nursery | None = None
+        self._inbox_send, self._inbox = trio.open_memory_channel[tuple[str, Any]](64)
+        self._pending: TaskPlan | None = None
+        self._running = False
+        self._rerun = False
+        self.work.reporting = False
+        self._last_result: SchedulerRunResult | None = None
+        self._last_error: AirError | None = None
+
+    # -- state -----------------------------------------------------------------------------
+    @property
+    def state(self) -> MainAgentState:
+        return self._state
+
+    async def _move(
+        self, trigger: MainAgentTrigger, *, message_id: str | None = None, reason: str | None = None
+    ) -> None:
+        payload = transition_payload(self._state, trigger, message_id=message_id, reason=reason)
+        await self.turns.record(STATE_EVENT, payload)
+        self._state = MainAgentState(payload["to_state"])
+
+    # -- the service -----------------------------------------------------------------------
+    async def run(
+        self, *, task_status: trio.TaskStatus[MainAgent] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Serve the inbox until cancelled; the Scheduler's runs are children of this task."""
+        async with trio.open_nursery() as nursery:
+            self._nursery = nursery
+            task_status.started(self)
+            try:
+                async for kind, value in self._inbox:
+                    if kind == "message":
+                        await self.handle_user_message(str(value))
+                    elif kind == "confirm":
+                        await self.handle_confirmation(bool(value))
+            finally:
+                self._nursery = None
+
+    async def submit(self, text: str) -> None:
+        """Queue a message of the person (handled in order)."""
+        await self._inbox_send.send(("message", text))
+
+    async def submit_confirmation(self, confirmed: bool) -> None:
+        """Queue the person's answer to the CONFIRMING question."""
+        await self._inbox_send.send(("confirm", confirmed))
+
+    def interrupt(self) -> bool:
+        """Esc: interrupt the current model turn only. False when no turn runs."""
+        return self.turns.interrupt()
+
+    # -- messages --------------------------------------------------------------------------
+    async def handle_user_message(self, message: str) -> None:
+        """Record the message and act on it according to the current state (SDD §20.1)."""
+        text = message.strip()
+        message_id = new_id("msg")
+        await self.turns.record(
+            "user.message.created",
+            {"message_id": message_id, "content": [{"type": "text", "text": message}]},
+        )
+        self.conversation.append(ConversationEntry(message_id, "user", message))
+        async with self._lock:
+            state = self._state
+            command = text.split(maxsplit=1)[0] if text else ""
+            if command == "/done" and state is not S.DIRECT_MODE:
+                await self.turns.say("Direct mode is not on; /direct turns it on.")
+            elif command == "/direct" and state is not S.IDLE:
+                await self.turns.say(
+                    "Direct mode starts only when the Main Agent is idle "
+                    f"(now {state.value}); wait for the work to end or cancel it."
+                )
+            elif state is S.IDLE:
+                await self._from_idle(text, message_id)
+            elif state is S.DIRECT_MODE:
+                if text == "/done":
+                    await self._move(T.DONE, message_id=message_id)
+                else:
+                    await self._direct_turn(message_id)
+            elif state is S.CONFIRMING:
+                answer = text.lower().rstrip(".!")
+                if answer in _YES:
+                    await self._confirm(True, message_id)
+                elif answer in _NO:
+                    await self._confirm(False, message_id)
+                else:
+                    await self.turns.say("Reply yes to run the plan, or no to drop it.")
+            elif state is S.EXECUTING:
+                await self._requirement_changed(message, message_id)
+            else:  # pragma: no cover - the lock serialises every other state
+                raise AssertionError(f"message handled in state {state}")
+
+    async def handle_confirmation(self, confirmed: bool) -> None:
+        """The person's answer to a plan shown for confirmation (ignored in other states)."""
+        async with self._lock:
+            if self._state is S.CONFIRMING:
+                await self._confirm(confirmed, None)
+
+    async def _from_idle(self, text: str, message_id: str) -> None:
+        await self._move(T.USER_MESSAGE, message_id=message_id)
+        if text == "/direct" or text.startswith("/direct "):
+            await self._move(T.DIRECT, message_id=message_id, reason="/direct")
+            rest = text[len("/direct") :].strip()
+            if rest:
+                self.conversation[-1] = ConversationEntry(message_id, "user", rest)
+                await self._direct_turn(message_id)
+            return
+        turn = await self.turns.hidden(
+            self.turns.request(f"{self.role_prompt}\n\n{_CLASSIFY}", self._model_messages())
+        )
+        if turn.status == "interrupted":
+            await self._move(T.INTERRUPTED, message_id=message_id)
+            return
+        if turn.status == "failed":
+            await self.turns.show_failure(self._error_of(turn))
+            await self._move(T.FAILED, message_id=message_id, reason="classification failed")
+            return
+        if parse_intent(turn.text) == "chat":
+            await self._move(T.CHAT, message_id=message_id)
+            answer = await self.turns.visible(
+                self.turns.request(self.role_prompt, self._model_messages())
+            )
+            if answer.status == "complete":
+                self.conversation.append(ConversationEntry(new_id("msg"), "assistant", answer.text))
+            await self._move(T.ANSWERED, message_id=message_id, reason=answer.status)
+            return
+        await self._move(T.TASK, message_id=message_id)
+        await self._delegate(message_id)
+
+    # -- delegation ------------------------------------------------------------------------
+    async def _delegate(self, message_id: str) -> None:
+        plan = await self._make_plan()
+        if isinstance(plan, TurnResult):
+            trigger = T.INTERRUPTED if plan.status == "interrupted" else T.FAILED
+            if trigger is T.FAILED:
+                await self.turns.show_failure(self._error_of(plan))
+            await self._move(trigger, message_id=message_id)
+            return
+        self.work.reporting = True
+        if plan.needs_plan:
+            await self._show_for_confirmation(plan, message_id)
+            return
+        await self._move(T.SIMPLE, message_id=message_id)
+        error = await self._hand_over(plan)
+        if error is not None:
+            await self.turns.show_failure(error)
+            self.work.reporting = False
+            await self._move(T.FAILED, message_id=message_id, reason=error.message)
+            return
+        await self.turns.say(f"Scheduled:\n{render_plan(plan)}")
+        await self._move(T.SCHEDULED, message_id=message_id)
+        self._execution_continues(new_tasks=True)
+
+    async def _show_for_confirmation(self, plan: TaskPlan, message_id: str | None) -> None:
+        # until the Architecture Designer exists the Main Agent's own plan is shown (IMPL-AGENT-2)
+        self._pending = plan
+        await self.turns.say(f"{render_plan(plan)}\n\nRun this plan? Reply yes or no.")
+        await self._move(T.PLAN_SHOWN, message_id=message_id)
+
+    async def _make_plan(self) -> TaskPlan | TurnResult:
+        """A valid plan, or the failed/interrupted turn (one repair round with the errors)."""
+        system = f"{self.role_prompt}\n\n{_PLAN.format(schema=plan_schema_text())}"
+        messages = self._model_messages()
+        errors: list[str] = []
+        for attempt in (1, 2):
+            turn = await self.turns.hidden(self.turns.request(system, messages))
+            if turn.status != "complete":
+                return turn
+            plan, errors = parse_plan(turn.text, self.work.titles)
+            if plan is not None:
+                return plan
+            if attempt == 1:
+                messages = [
+                    *messages,
+                    CanonicalMessage(role="assistant", content=[TextBlock(text=turn.text or "{}")]),
+                    CanonicalMessage(
+                        role="user",
+                        content=[
+                            TextBlock(
+                                text="The plan is invalid:\n- "
+                                + "\n- ".join(errors)
+                                + "\nReply with the corrected JSON object only."
+                            )
+                        ],
+                    ),
+                ]
+        return TurnResult(
+            status="failed",
+            error=make_air_error(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message="the model's task plan was invalid twice (after one repair round)",
+                detail="\n".join(errors),
+                retryability=Retryability.AFTER_CHANGE,
+                user_action=(
+                    "Rephrase the request more concretely, split it, or use /direct to make the "
+                    "change yourself."
+                ),
+            ),
+        )
+
+    async def _hand_over(self, plan: TaskPlan) -> AirError | None:
+        try:
+            await self.scheduler.create_tasks(plan.tasks)
+        except AirException as exc:
+            return exc.error
+        for task in plan.tasks:
+            self.work.planned(task.id, task.title)
+        return None
+
+    async def _confirm(self, confirmed: bool, message_id: str | None) -> None:
+        plan, self._pending = self._pending, None
+        if not confirmed or plan is None:
+            if self._running or self._last_result is not None:
+                await self.turns.say("Plan dropped; the running work continues.")
+                await self._move(T.RESUME, message_id=message_id, reason="revision rejected")
+                await self._resumed(new_tasks=False)
+            else:
+                await self.turns.say("Plan dropped.")
+                self.work.reporting = False
+                await self._move(T.REJECT, message_id=message_id)
+            return
+        error = await self._hand_over(plan)
+        if error is not None:
+            await self.turns.show_failure(error)
+            self.work.reporting = False
+            await self._move(T.FAILED, message_id=message_id, reason=error.message)
+            return
+        await self._move(T.CONFIRM, message_id=message_id)
+        await self._resumed(new_tasks=True)
+
+    # -- execution -------------------------------------------------------------------------
+    def _execution_continues(self, *, new_tasks: bool) -> None:
+        if self._running:
+            self._rerun = self._rerun or new_tasks
+            return
+        if self._nursery is None:
+            raise AirException.of(
+                kind=ErrorKind.SYSTEM_ERROR,
+                message="the Main Agent is not running",
+                user_action="Start it with `await nursery.start(agent.run)`.",
+            )
+        self._running = True
+        self._last_result = None
+        self._nursery.start_soon(self._execute)
+
+    async def _resumed(self, *, new_tasks: bool) -> None:
+        """Back in EXECUTING: rerun for new tasks, or summarise a run that ended meanwhile."""
+        if self._running or new_tasks:
+            self._execution_continues(new_tasks=new_tasks)
+        else:
+            await self._summarize()
+
+    async def _execute(self) -> None:
+        while True:
+            result: SchedulerRunResult | None = None
+            try:
+                result = await self.scheduler.run_until_idle()
+            except AirException as exc:
+                self._last_error = exc.error
+            async with self._lock:
+                if self._rerun:
+                    self._rerun = False
+                    continue
+                self._running = False
+                self._last_result = result or SchedulerRunResult(
+                    session_id=self.session_id, status="blocked"
+                )
+                if self._state is S.EXECUTING:
+                    await self._summarize()
+                return
+
+    async def _requirement_changed(self, message: str, message_id: str) -> None:
+        await self._move(T.REQUIREMENT_CHANGE, message_id=message_id)
+        running = self.work.unfinished()
+        listing = ", ".join(f"{t} ({self.work.titles.get(t, '')})" for t in running) or "none"
+        turn = await self.turns.hidden(
+            self.turns.request(
+                f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}", self._model_messages()
+            )
+        )
+        if turn.status == "interrupted":
+            await self._move(T.RESUME, message_id=message_id, reason="interrupted")
+            await self._resumed(new_tasks=False)
+            return
+        change, impacted = parse_change(turn.text if turn.status == "complete" else "", running)
+        await self.turns.record(
+            "requirement.changed",
+            {
+                "requirement_id": new_id("req"),
+                "description": message,
+                "change_class": change,
+                "impacted_task_ids": impacted,
+                "origin_message_id": message_id,
+            },
+        )
+        if change == "execution":
+            await self.turns.say("Noted for the running work; it continues.")
+            await self._move(T.EXEC_ONLY, message_id=message_id)
+            await self._resumed(new_tasks=False)
+            return
+        await self._move(T.DESIGN_CHANGE, message_id=message_id)
+        plan = await self._make_plan()
+        if isinstance(plan, TurnResult):
+            if plan.status == "failed":
+                await self.turns.show_failure(self._error_of(plan))
+            await self._move(T.RESUME, message_id=message_id, reason=plan.status)
+            await self._resumed(new_tasks=False)
+            return
+        await self._show_for_confirmation(plan, message_id)
+
+    async def _summarize(self) -> None:
+        await self._move(T.ALL_DONE)
+        await self.turns.say(self.summary_text())
+        self.work.reporting = False
+        self._last_result = None
+        self._last_error = None
+        await self._move(T.SUMMARIZED)
+
+    def summary_text(self) -> str:
+        """The closing summary of the last run (statuses, blockers)."""
+        return self.work.summary_text(self._last_result, self._last_error)
+
+    # -- progress and blockers -------------------------------------------------------------
+    async def observe(self, event: RuntimeEvent) -> None:
+        """Follow the session's task events (subscribe it to the bus, ``type_prefix="task."``)."""
+        await self.work.observe(event)
+
+    async def present_progress(self) -> None:
+        """Tell the person how far the work is (SDD §14.1)."""
+        await self.work.present_progress()
+
+    async def present_blocker(self, blocker: BlockerReport | str, *, task_id: str) -> None:
+        """Show a blocked task's report (SDD §14.1)."""
+        await self.work.present_blocker(blocker, task_id=task_id)
+
+    # -- direct mode -----------------------------------------------------------------------
+    async def _direct_turn(self, message_id: str) -> None:
+        if self.direct is None:
+            await self.turns.say("Direct mode has no tools in this session. /done leaves it.")
+            return
+        reply = await self.direct.handle(self.role_prompt, self._model_messages(), message_id)
+        if reply.status == "complete":
+            self.conversation.append(ConversationEntry(new_id("msg"), "assistant", reply.text))
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _model_messages(self) -> list[CanonicalMessage]:
+        messages = to_model_messages(self.conversation)
+        if not messages:
+            messages = [CanonicalMessage(role="user", content=[TextBlock(text="(empty)")])]
+        return messages
+
+    @staticmethod
+    def _error_of(turn: TurnResult) -> AirError:
+        return turn.error or make_air_error(
+            kind=ErrorKind.PROVIDER_ERROR,
+            message="the model turn failed",
+            user_action="Send the message again.",
+        )
