@@ -202,9 +202,10 @@ class SessionLedger:
 
     ``record`` appends one durable event (insert + projection + commit + publish, one
     transaction) inline: the store is synchronous and an append takes well under a millisecond.
-    ``history`` reads the session's events back, caching what it has seen by ``seq`` so each
-    call only reads new rows (events written by others — the WorkerManager's ``agent.*`` —
-    are included).
+    ``state`` is the fold of the session's events (events written by others — the
+    WorkerManager's ``agent.*``, the tools' ``tool.*`` — included): each call reads only the
+    rows appended since the last one, by ``seq``, and folds each once. ``history`` reads the
+    whole log back (for recovery and reports, a few times a run).
 
     Args:
         events: the session's EventStore (or anything with ``append`` / ``query_records``).
@@ -225,7 +226,6 @@ class SessionLedger:
         self.session_id = session_id
         self.project_id = project_id
         self.source = source or EventSource(kind="scheduler")
-        self._seen: list[RuntimeEvent] = []
         self._last_seq = 0
         self._fold = FoldCursor()
 
@@ -256,14 +256,16 @@ class SessionLedger:
             EventFilter(session_id=self.session_id, since_seq=self._last_seq)
         )
         for row in rows:
-            event = record_to_event(row)
-            self._seen.append(event)
-            self._fold.feed(event)
+            self._fold.feed(record_to_event(row))
             self._last_seq = max(self._last_seq, int(row["seq"]))
 
     def history(self) -> list[RuntimeEvent]:
-        self._sync()
-        return list(self._seen)
+        # read back whole (recovery, reports: a few times a run); the events are not kept in
+        # memory beside the fold, which is what decisions read
+        return [
+            record_to_event(row)
+            for row in self.events.query_records(EventFilter(session_id=self.session_id))
+        ]
 
     def state(self) -> SessionState:
         self._sync()
