@@ -10,18 +10,19 @@
     versus an ideal greedy pool of W simulated on the same work. Goal: makespan <= 1.15x the
     lower bound.
 (c) Scale: CPU time per task of a batch of 500 versus 10,000 tasks (independent and chained
-    shapes) through the same fake-runner setup (the best of 3 runs at 500). Goal: per-task
-    time at 10,000 <= 1.5x at 500.
+    shapes) through the same fake-runner setup (the best of 3 runs of each, a collected heap
+    before each). Goal: per-task time at 10,000 <= 1.5x at 500.
 (d) Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
     workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
 
 Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W] [--scale 10000]
-[--only a,b,c,d]``.
+[--repeat 3] [--only a,b,c,d]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import heapq
 import json
 import os
@@ -338,6 +339,7 @@ def scale(n: int, shape: str, workers: int) -> float:
     specs = [
         _spec(f"t{i}", [f"t{i - 1}"] if shape == "chained" and i % 10 else []) for i in range(n)
     ]
+    gc.collect()
     cpu, _ = _fake_run(specs, {}, workers)
     return cpu / n
 
@@ -348,6 +350,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=default_max_workers())
     parser.add_argument("--scale", type=int, default=10_000)
     parser.add_argument("--only", default="a,b,c,d")
+    parser.add_argument("--repeat", type=int, default=3, help="(c): the best of this many runs")
     args = parser.parse_args()
     only = set(args.only.split(","))
     if "a" in only:
@@ -369,8 +372,8 @@ def main() -> None:
     if "c" in only:
         print(f"(c) CPU time per task, fake runner, 4 slots, 500 vs {args.scale} tasks:")
         for shape in ("independent", "chained"):
-            small = min(scale(500, shape, 4) for _ in range(3))
-            large = scale(args.scale, shape, 4)
+            small = min(scale(500, shape, 4) for _ in range(args.repeat))
+            large = min(scale(args.scale, shape, 4) for _ in range(args.repeat))
             print(
                 f"  {shape:<11}: {small * 1e3:6.2f} ms vs {large * 1e3:6.2f} ms per task, "
                 f"ratio {large / small:5.2f}x (goal <= 1.5x)"
