@@ -1,20 +1,32 @@
 """Scheduler benchmarks, each against a baseline measured in the same run.
 
-1. Throughput: N one-turn scripted tasks through ``air run --headless`` (real ``python -m
-   air.roles`` workers replaying a one-turn cassette each, every event in SQLite) versus
-   ``xargs -P W`` launching the same worker command directly (``python -m air.roles`` fed its
-   ``agent.start``; it answers ``worker.ready`` and ends at end of input). Goal: >= 0.8x.
-2. Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
-   workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
+(a) Throughput: N one-turn scripted tasks through ``air run --headless`` (real ``python -m
+    air.roles`` workers replaying a one-turn cassette each, every event in SQLite) versus
+    ``xargs -P W`` launching the same worker command directly (``python -m air.roles`` fed its
+    ``agent.start``; it answers ``worker.ready`` and ends at end of input). Goal: >= 0.9x.
+(b) Idle slots: a mixed-length batch (task lengths 1-8 units, hard dependencies) through the
+    Scheduler with the fake runner under Trio's virtual clock (the real EventStore on a SQLite
+    file), versus the lower bound of any pool of W: max(critical path, total work / W), and
+    versus an ideal greedy pool of W simulated on the same work. Goal: makespan <= 1.15x the
+    lower bound.
+(c) Scale: CPU time per task of a batch of 500 versus 10,000 tasks (independent and chained
+    shapes) through the same fake-runner setup (the best of 3 runs of each, a collected heap
+    before each). Goal: per-task time at 10,000 <= 1.5x at 500.
+(d) Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
+    workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
 
-Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W]``.
+Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W] [--scale 10000]
+[--repeat 3] [--only a,b,c,d]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
+import heapq
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -24,8 +36,18 @@ from pathlib import Path
 
 import trio
 import trio.lowlevel
+import trio.testing
 
-from air.contracts import SchedulerRunResult, TaskConstraints, TaskScope, TaskSpec
+from air.contracts import (
+    EventSource,
+    SchedulerRunResult,
+    TaskConstraints,
+    TaskDependencySpec,
+    TaskScope,
+    TaskSpec,
+    new_event,
+)
+from air.events.store import EventStore
 from air.ipc.procs import find_marked
 from air.llm import ProviderManager
 from air.nursery.ledger import SessionLedger
@@ -35,6 +57,8 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
+from air.store.session_db import open_session_database
+from air.testing.fake_runner import FakeStep, FakeTaskRunner
 
 GRACE_S = 0.5
 
@@ -218,21 +242,147 @@ async def cancel_latency(ignore_term: bool) -> float:
             session.close()
 
 
+def _spec(task_id: str, deps: list[str]) -> TaskSpec:
+    return TaskSpec(
+        id=task_id,
+        type="execute",
+        title=task_id,
+        description=task_id,
+        scope=TaskScope(write_area=[f"src/{task_id}.py"]),
+        dependencies=[TaskDependencySpec(depends_on_task_id=d) for d in deps],
+    )
+
+
+def _fake_run(
+    specs: list[TaskSpec], script: dict[str, list[FakeStep]], workers: int
+) -> tuple[float, float]:
+    """Run ``specs`` through the Scheduler and the fake runner on a real session DB under the
+    virtual clock. Returns (CPU seconds of this process for create + run, virtual makespan):
+    CPU time, not wall time, so that other processes on a shared machine do not skew it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        db = open_session_database(Path(tmp) / "session.db")
+        try:
+            events = EventStore(db)
+            events.append(
+                new_event(
+                    "session.created",
+                    {"session_id": "ses_b", "project_id": "prj_b", "mode": "headless"},
+                    session_id="ses_b",
+                    project_id="prj_b",
+                    source=EventSource(kind="system"),
+                )
+            )
+            ledger = SessionLedger(events, session_id="ses_b", project_id="prj_b")
+            runner = FakeTaskRunner(script, default=FakeStep(duration=1.0), heartbeat_interval=1e6)
+            sched = Scheduler(
+                ledger, runner, project_root=tmp, options=SchedulerOptions(max_workers=workers)
+            )
+
+            async def main() -> float:
+                await sched.create_tasks(specs)
+                result = await sched.run_until_idle()
+                if result.status != "completed":
+                    raise SystemExit(f"the fake batch ended {result.status}")
+                return trio.current_time()
+
+            start = time.process_time()
+            makespan = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+            return time.process_time() - start, makespan
+        finally:
+            db.close()
+
+
+def _mixed_batch(n: int, seed: int = 7) -> tuple[list[TaskSpec], dict[str, float]]:
+    rnd = random.Random(seed)
+    specs: list[TaskSpec] = []
+    length: dict[str, float] = {}
+    for i in range(n):
+        deps = [f"t{rnd.randrange(max(0, i - 20), i)}"] if i and rnd.random() < 0.3 else []
+        specs.append(_spec(f"t{i}", deps))
+        length[f"t{i}"] = float(rnd.randint(1, 8))
+    return specs, length
+
+
+def _ideal_pool(specs: list[TaskSpec], length: dict[str, float], workers: int) -> float:
+    """Makespan of an ideal greedy pool of ``workers``: a task starts the moment its
+    dependencies are done and a worker is free (creation order among the ready ones)."""
+    deps = {s.id: [d.depends_on_task_id for d in s.dependencies] for s in specs}
+    order = {s.id: i for i, s in enumerate(specs)}
+    done: dict[str, float] = {}
+    running: list[tuple[float, str]] = []
+    pending = [s.id for s in specs]
+    now = 0.0
+    while pending or running:
+        ready = [t for t in pending if all(d in done and done[d] <= now for d in deps[t])]
+        for t in sorted(ready, key=order.__getitem__)[: workers - len(running)]:
+            pending.remove(t)
+            heapq.heappush(running, (now + length[t], t))
+        end, t = heapq.heappop(running)
+        now = end
+        done[t] = end
+    return now
+
+
+def idle_slots(n: int, workers: int) -> tuple[float, float, float]:
+    specs, length = _mixed_batch(n)
+    finish: dict[str, float] = {}
+    for s in specs:  # dependencies point backwards: one pass gives the critical path
+        start = max((finish[d.depends_on_task_id] for d in s.dependencies), default=0.0)
+        finish[s.id] = start + length[s.id]
+    bound = max(max(finish.values()), sum(length.values()) / workers)
+    script = {t: [FakeStep(duration=d)] for t, d in length.items()}
+    _, makespan = _fake_run(specs, script, workers)
+    return makespan, bound, _ideal_pool(specs, length, workers)
+
+
+def scale(n: int, shape: str, workers: int) -> float:
+    specs = [
+        _spec(f"t{i}", [f"t{i - 1}"] if shape == "chained" and i % 10 else []) for i in range(n)
+    ]
+    gc.collect()
+    cpu, _ = _fake_run(specs, {}, workers)
+    return cpu / n
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--workers", type=int, default=default_max_workers())
+    parser.add_argument("--scale", type=int, default=10_000)
+    parser.add_argument("--only", default="a,b,c,d")
+    parser.add_argument("--repeat", type=int, default=3, help="(c): the best of this many runs")
     args = parser.parse_args()
-    if shutil.which("xargs") is None:
-        raise SystemExit("xargs is needed for the baseline")
-    air_tps, xargs_tps = throughput(args.tasks, args.workers)
-    print(f"throughput, {args.tasks} one-turn tasks, {args.workers} workers:")
-    print(f"  air run --headless : {air_tps:8.1f} tasks/s")
-    print(f"  xargs -P {args.workers:<2}        : {xargs_tps:8.1f} tasks/s")
-    print(f"  ratio              : {air_tps / xargs_tps:8.2f}x   (goal >= 0.8x)")
+    only = set(args.only.split(","))
+    if "a" in only:
+        if shutil.which("xargs") is None:
+            raise SystemExit("xargs is needed for the baseline")
+        air_tps, xargs_tps = throughput(args.tasks, args.workers)
+        print(f"(a) throughput, {args.tasks} one-turn tasks, {args.workers} workers:")
+        print(f"  air run --headless : {air_tps:8.1f} tasks/s")
+        print(f"  xargs -P {args.workers:<2}        : {xargs_tps:8.1f} tasks/s")
+        print(f"  ratio              : {air_tps / xargs_tps:8.2f}x   (goal >= 0.9x)")
+    if "b" in only:
+        makespan, bound, ideal = idle_slots(300, 4)
+        print("(b) mixed lengths 1-8 with dependencies, 300 tasks, 4 slots (virtual time):")
+        print(f"  air makespan       : {makespan:8.1f}")
+        print(f"  ideal greedy pool  : {ideal:8.1f}   ratio {makespan / ideal:5.2f}x")
+        print(
+            f"  lower bound        : {bound:8.1f}   ratio {makespan / bound:5.2f}x (goal <= 1.15x)"
+        )
+    if "c" in only:
+        print(f"(c) CPU time per task, fake runner, 4 slots, 500 vs {args.scale} tasks:")
+        for shape in ("independent", "chained"):
+            small = min(scale(500, shape, 4) for _ in range(args.repeat))
+            large = min(scale(args.scale, shape, 4) for _ in range(args.repeat))
+            print(
+                f"  {shape:<11}: {small * 1e3:6.2f} ms vs {large * 1e3:6.2f} ms per task, "
+                f"ratio {large / small:5.2f}x (goal <= 1.5x)"
+            )
+    if "d" not in only:
+        return
     obey = trio.run(cancel_latency, False)
     ignore = trio.run(cancel_latency, True)
-    print("cancel-to-all-reaped, 16 workers + 16 grandchildren:")
+    print("(d) cancel-to-all-reaped, 16 workers + 16 grandchildren:")
     print(f"  obey SIGTERM   : {obey * 1000:8.1f} ms   (goal <= 50 ms)")
     print(
         f"  ignore SIGTERM : {ignore * 1000:8.1f} ms   (goal <= grace {GRACE_S * 1000:.0f} + 50 ms)"

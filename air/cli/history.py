@@ -1,7 +1,9 @@
 """``air history`` and ``air session list``: read a project's sessions back from their databases.
 
-Owns: finding the project and session a command means, and rendering stored events as one
-line each (or JSON lines). Reads only; nothing here appends events.
+Owns: finding the project and session a command means, rendering stored events as one line
+each (or JSON lines), and the task summary of a session (``task_summary``), read from the fold
+of its events (``air.events.fold``: the same facts the Scheduler and the reporter use). Reads
+only; nothing here appends events.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from air.contracts import AirException, EventFilter, ProjectContext, RuntimeEvent
+from air.contracts import AirException, EventFilter, ProjectContext, RuntimeEvent, TaskStatus
+from air.events.fold import FoldCursor, SessionState
 
 
 def find_project(path: str | None) -> ProjectContext:
@@ -135,6 +138,25 @@ def describe(event: RuntimeEvent) -> str:
     return _short(json.dumps(p, default=str), 90)
 
 
+def session_state(events: list[RuntimeEvent]) -> SessionState:
+    """The fold of a session's events; an event the fold refuses is left out (the history of
+    a damaged log still prints; `air doctor` reports the damage)."""
+    cursor = FoldCursor()
+    for event in events:
+        try:
+            cursor.feed(event)
+        except AirException:
+            continue
+    return cursor.state
+
+
+def task_summary(state: SessionState) -> str:
+    """``N tasks`` and, when there are any, how many are in each status (fold order)."""
+    tasks = sum(state.counts.values())
+    parts = [f"{state.count(s)} {s.value}" for s in TaskStatus if state.count(s)]
+    return f"{tasks} tasks" + (f" ({', '.join(parts)})" if parts else "")
+
+
 def print_history(events: list[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:
     for event in events:
         if as_json:
@@ -149,7 +171,8 @@ def run_history(args: dict[str, Any]) -> int:
     session_id = resolve_session(project, args["--session"])
     events = read_events(project, session_id)
     if not args["--json"]:
-        print(f"session {session_id} of project {project.name!r}: {len(events)} events")
+        summary = task_summary(session_state(events))
+        print(f"session {session_id} of project {project.name!r}: {len(events)} events, {summary}")
     print_history(events, sys.stdout, as_json=bool(args["--json"]))
     return 0
 
@@ -162,8 +185,13 @@ def run_session_list(args: dict[str, Any]) -> int:
         return 0
     for sid in ids:
         events = read_events(project, sid)
-        tasks = sum(1 for e in events if e.type == "task.created")
+        state = session_state(events)
+        tasks = sum(state.counts.values())
+        done = state.count(TaskStatus.COMPLETED)
         started = events[0].timestamp if events else "?"
         last = events[-1].type if events else "-"
-        print(f"{sid}  started {started}  {len(events):>5} events  {tasks:>3} tasks  last: {last}")
+        print(
+            f"{sid}  started {started}  {len(events):>5} events  {tasks:>3} tasks "
+            f"({done} completed)  last: {last}"
+        )
     return 0

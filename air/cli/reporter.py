@@ -1,7 +1,9 @@
 """The headless reporter: human progress on stderr and the ``--json`` event stream on stdout.
 
 Owns: ``Progress`` (one line per task end, the summary counts, the JSONL stream that stops
-quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``.
+quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Statuses and counts
+are the fold's (``air.events.fold``): every event the reporter sees is folded once, and the
+counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5).
 """
 
 from __future__ import annotations
@@ -9,9 +11,21 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
+from air.contracts import AirException, TaskStatus
+from air.events.fold import FoldCursor
+
 __all__ = ["Progress"]
+
+_ENDS = {
+    "task.completed": "completed",
+    "task.failed": "failed",
+    "task.blocked": "blocked",
+    "task.cancelled": "cancelled",
+    "task.interrupted": "interrupted",
+}
 
 
 class Progress:
@@ -21,17 +35,28 @@ class Progress:
         self.stream = stream
         self.json_out = json_out
         self.started = time.monotonic()
-        self.status: dict[str, str] = {}
+        self._fold = FoldCursor()
+
+    @property
+    def status(self) -> Mapping[str, str]:
+        """Per task of the session: its status as the fold has it (interrupted: pending)."""
+        return {
+            t.task_id: (
+                TaskStatus.PENDING.value if t.status == TaskStatus.INTERRUPTED else t.status.value
+            )
+            for t in self._fold.state.scheduler_tasks()
+        }
 
     def elapsed(self) -> str:
         return f"{time.monotonic() - self.started:6.1f}s"
 
     def counts(self) -> tuple[int, int, int, int]:
-        values = list(self.status.values())
-        done = values.count("completed")
-        running = values.count("running")
-        failed = sum(values.count(s) for s in ("failed", "blocked"))
-        return done, running, failed, len(values)
+        """(done, running, failed or blocked, total) over the session's tasks."""
+        state = self._fold.state
+        done = state.count(TaskStatus.COMPLETED)
+        running = state.count(TaskStatus.RUNNING)
+        failed = state.count(TaskStatus.FAILED) + state.count(TaskStatus.BLOCKED)
+        return done, running, failed, sum(state.counts.values())
 
     def stream_line(self, line: str) -> None:
         """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
@@ -51,26 +76,25 @@ class Progress:
                 flush=True,
             )
 
-    def replay(self, history: list[Any]) -> None:
+    def _fold_in(self, event: Any) -> bool:
+        """Fold one event; False when the fold refuses it (seen twice: a resumed session's
+        replayed log and the live stream may overlap), which leaves the state as it was."""
+        try:
+            self._fold.feed(event)
+        except AirException:
+            return False
+        return True
+
+    def replay(self, history: Iterable[Any]) -> None:
         """Take the statuses of a resumed session from its log (printing nothing)."""
         for event in history:
-            if event.type == "task.created":
-                self.status[event.payload["task_spec"]["id"]] = "pending"
-            elif event.type.startswith("task.") and "task_id" in event.payload:
-                kind = event.type.split(".", 1)[1]
-                self.status[event.payload["task_id"]] = {
-                    "started": "running",
-                    "interrupted": "pending",
-                }.get(kind, kind)
+            self._fold_in(event)
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
             self.stream_line(event.model_dump_json() + "\n")
         kind: str = event.type
         payload = event.payload
-        if kind == "task.created":
-            self.status[payload["task_spec"]["id"]] = "pending"
-            return
         if kind == "assistant.message.failed":
             meta = (payload.get("error") or {}).get("metadata") or {}
             if meta.get("will_retry"):
@@ -82,17 +106,15 @@ class Progress:
                     flush=True,
                 )
             return
-        if not kind.startswith("task.") or kind == "task.progress":
+        if not self._fold_in(event) or kind not in _ENDS:
             return
-        task_id = payload.get("task_id", "?")
-        new = kind.split(".", 1)[1]
-        self.status[task_id] = {"started": "running", "interrupted": "pending"}.get(new, new)
-        if new == "started":
-            return
+        task_id = payload["task_id"]
+        new = _ENDS[kind]
         done, running, failed, total = self.counts()
         detail = ""
-        if new == "failed" and payload.get("error"):
-            detail = f": {payload['error'].get('message', '')}"
+        task = self._fold.state.tasks[task_id]
+        if new == "failed" and task.last_error is not None:
+            detail = f": {task.last_error.message}"
         elif payload.get("reason") and new != "completed":
             detail = f": {payload['reason']}"
         print(

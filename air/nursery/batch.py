@@ -33,7 +33,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -57,6 +56,7 @@ from air.contracts import (
     WorkerOutputContract,
 )
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
+from air.nursery.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
 from air.nursery.graph import find_cycle
 
 __all__ = [
@@ -189,60 +189,6 @@ def _fail(path: str, line: int | None, reason: str) -> AirException:
     )
 
 
-def _node_at(node: yaml.Node | None, loc: Sequence[int | str]) -> tuple[yaml.Node | None, bool]:
-    """Walk ``loc`` through the YAML node tree; returns (deepest node found, exact)."""
-    current = node
-    for key in loc:
-        if isinstance(current, yaml.MappingNode):
-            found = None
-            for k, v in current.value:
-                if isinstance(k, yaml.ScalarNode) and k.value == str(key):
-                    found = (k, v)
-                    break
-            if found is None:
-                return current, False
-            current = found[1]
-        elif isinstance(current, yaml.SequenceNode) and isinstance(key, int):
-            if key >= len(current.value):
-                return current, False
-            current = current.value[key]
-        else:
-            return current, False
-    return current, True
-
-
-def _key_node(node: yaml.Node | None, loc: Sequence[int | str]) -> yaml.Node | None:
-    """The node of the mapping key named by the last element of ``loc`` (unknown fields)."""
-    parent, exact = _node_at(node, loc[:-1])
-    if exact and isinstance(parent, yaml.MappingNode):
-        for k, _ in parent.value:
-            if isinstance(k, yaml.ScalarNode) and k.value == str(loc[-1]):
-                return k
-    return parent
-
-
-def _line(node: yaml.Node | None) -> int | None:
-    return node.start_mark.line + 1 if node is not None else None
-
-
-def _describe(error: dict[str, Any]) -> str:
-    loc = ".".join(str(p) for p in error["loc"])
-    if error["type"] == "extra_forbidden":
-        return f"unknown field {loc!r}"
-    if error["type"] == "missing":
-        return f"missing required field {loc!r}"
-    given = error.get("input")
-    if isinstance(given, (str, int, float, bool)) and not isinstance(given, type(None)):
-        shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
-        return f"{loc}: {error['msg']} (got {shown})"
-    return f"{loc}: {error['msg']}"
-
-
-def _first_error(exc: ValidationError) -> Any:
-    errors = exc.errors()
-    return next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-
-
 def _merge(defaults: dict[str, Any] | None, value: Any) -> Any:
     if defaults is None:
         return value
@@ -276,7 +222,7 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
     except RecursionError:
         raise _fail(path, None, "invalid YAML: nested too deeply") from None
     if not isinstance(data, dict):
-        raise _fail(path, _line(root), "a batch file is a mapping with a 'tasks' list")
+        raise _fail(path, yaml_line(root), "a batch file is a mapping with a 'tasks' list")
     raw_tasks = data.get("tasks")
     header_data = dict(data)
     if isinstance(raw_tasks, list) and raw_tasks:
@@ -284,16 +230,16 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
     try:
         header = BatchFile.model_validate(header_data)
     except ValidationError as exc:
-        err = _first_error(exc)
+        err = first_error(exc)
         loc = [p for p in err["loc"] if isinstance(p, (int, str))]
-        node = _key_node(root, loc) if err["type"] == "extra_forbidden" else _node_at(root, loc)[0]
-        raise _fail(path, _line(node), _describe(dict(err))) from exc
+        node = key_node(root, loc) if err["type"] == "extra_forbidden" else node_at(root, loc)[0]
+        raise _fail(path, yaml_line(node), describe_error(dict(err))) from exc
     assert isinstance(raw_tasks, list)
     tasks: list[BatchTask] = []
     for index, raw in enumerate(raw_tasks):
         task_loc: list[int | str] = ["tasks", index]
         if not isinstance(raw, dict):
-            raise _fail(path, _line(_node_at(root, task_loc)[0]), "each task is a mapping")
+            raise _fail(path, yaml_line(node_at(root, task_loc)[0]), "each task is a mapping")
         merged = dict(raw)
         for name in ("constraints", "verification", "scope"):
             merged[name] = _merge(getattr(header.defaults, name), raw.get(name))
@@ -302,29 +248,29 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         try:
             tasks.append(BatchTask.model_validate(merged))
         except ValidationError as exc:
-            err = _first_error(exc)
+            err = first_error(exc)
             loc = task_loc + [p for p in err["loc"] if isinstance(p, (int, str))]
             if err["type"] == "extra_forbidden":
-                node = _key_node(root, loc)
+                node = key_node(root, loc)
             else:
-                node = _node_at(root, loc)[0]
+                node = node_at(root, loc)[0]
             detail = dict(err)
             detail["loc"] = tuple(loc)
-            raise _fail(path, _line(node), _describe(detail)) from exc
+            raise _fail(path, yaml_line(node), describe_error(detail)) from exc
     ids: dict[str, int] = {}
     for index, task in enumerate(tasks):
         if task.id in ids:
-            node = _node_at(root, ["tasks", index, "id"])[0]
-            raise _fail(path, _line(node), f"duplicate task id {task.id!r}")
+            node = node_at(root, ["tasks", index, "id"])[0]
+            raise _fail(path, yaml_line(node), f"duplicate task id {task.id!r}")
         ids[task.id] = index
     specs = [t.to_spec() for t in tasks]
     for index, spec in enumerate(specs):
         size = len(spec.model_dump_json().encode("utf-8"))
         if size > TASK_SPEC_BYTES:
-            node = _node_at(root, ["tasks", index])[0]
+            node = node_at(root, ["tasks", index])[0]
             raise _fail(
                 path,
-                _line(node),
+                yaml_line(node),
                 f"task {spec.id!r} is {size} bytes as JSON; a task must fit one worker message "
                 f"({TASK_SPEC_BYTES} bytes): put long text in a file and name it",
             )
@@ -338,13 +284,15 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
                     dep_loc: list[int | str] = ["tasks", index, field_name, j]
                     if field_name == "dependencies":
                         dep_loc.append("depends_on_task_id")
-                    node = _node_at(root, dep_loc)[0]
+                    node = node_at(root, dep_loc)[0]
                     raise _fail(
-                        path, _line(node), f"task {task.id!r} depends on unknown task {target!r}"
+                        path,
+                        yaml_line(node),
+                        f"task {task.id!r} depends on unknown task {target!r}",
                     )
                 if target == task.id:
-                    node = _node_at(root, ["tasks", index, field_name, j])[0]
-                    raise _fail(path, _line(node), f"task {task.id!r} depends on itself")
+                    node = node_at(root, ["tasks", index, field_name, j])[0]
+                    raise _fail(path, yaml_line(node), f"task {task.id!r} depends on itself")
     gating = [
         (s.id, d.depends_on_task_id)
         for s in specs
@@ -353,8 +301,8 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
     ]
     cycle = find_cycle(gating)
     if cycle:
-        node = _node_at(root, ["tasks", ids[cycle[0]]])[0]
-        raise _fail(path, _line(node), "dependency cycle: " + " -> ".join(cycle))
+        node = node_at(root, ["tasks", ids[cycle[0]]])[0]
+        raise _fail(path, yaml_line(node), "dependency cycle: " + " -> ".join(cycle))
     return LoadedBatch(path=path, name=header.name, specs=specs)
 
 

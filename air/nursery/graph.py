@@ -1,15 +1,17 @@
 """The in-memory TaskGraph the Scheduler plans from (SDD §7.2).
 
-Owns: ``TaskNode``, ``DependencyEdge``, ``TaskGraph`` (runnable tasks, terminal marking,
-dependents, reference and cycle validation) and ``write_areas_overlap``, the conservative
-overlap test of ``TaskScope.write_area`` globs. Pure code: the graph is rebuilt from SQLite by
-the Scheduler and never persisted from here.
+Owns: ``TaskNode``, ``DependencyEdge``, ``TaskGraph`` (runnable tasks kept as a set and a heap
+updated per change, doomed and open-failed tasks, dependents, reference and cycle validation);
+re-exports ``write_areas_overlap`` and ``find_cycle`` from ``air.nursery.write_areas``. Pure
+code: the graph is rebuilt from the ledger's fold by the Scheduler and never persisted from
+here.
 """
 
 from __future__ import annotations
 
-import fnmatch
-from collections.abc import Iterable, Sequence
+import heapq
+from collections.abc import Generator
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from air.contracts import (
@@ -19,6 +21,7 @@ from air.contracts import (
     TaskStatus,
     TaskType,
 )
+from air.nursery.write_areas import find_cycle, write_areas_overlap
 
 __all__ = [
     "DependencyEdge",
@@ -28,8 +31,6 @@ __all__ = [
     "find_cycle",
     "write_areas_overlap",
 ]
-
-_GLOB_CHARS = "*?["
 
 # Statuses after which a task will not run again unless the RetryPlanner re-queues it.
 _ENDED = frozenset(
@@ -54,9 +55,16 @@ class DependencyEdge:
     source: DependencySource | None = None
 
 
+_TRACKED = frozenset({"status", "final", "skipped"})
+
+
 @dataclass
 class TaskNode:
-    """A task as the Scheduler sees it: its spec, status and attempt history summary."""
+    """A task as the Scheduler sees it: its spec, status and attempt history summary.
+
+    Setting ``status``, ``final`` or ``skipped`` tells the node's graph (when it has one), which
+    re-evaluates only this task and its dependents at the next query (O(changes)).
+    """
 
     spec: TaskSpec
     status: TaskStatus = TaskStatus.PENDING
@@ -69,6 +77,14 @@ class TaskNode:
     """Ended for good: no retry will be made (set by the Scheduler)."""
     parent_task_id: str | None = None
     """The task this one was created for (a debug task's failed task)."""
+    graph: TaskGraph | None = field(default=None, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        object.__setattr__(self, name, value)
+        if name in _TRACKED:
+            graph = self.__dict__.get("graph")
+            if graph is not None:
+                graph._touch(self)
 
     @property
     def task_id(self) -> str:
@@ -94,126 +110,35 @@ class OrphanReport:
         return not self.missing and not self.cycle
 
 
-def _literal_prefix(pattern: str) -> str:
-    cut = len(pattern)
-    for ch in _GLOB_CHARS:
-        pos = pattern.find(ch)
-        if pos != -1:
-            cut = min(cut, pos)
-    return pattern[:cut]
-
-
-def _dir_prefix(pattern: str) -> str:
-    literal = _literal_prefix(pattern)
-    return literal.rsplit("/", 1)[0] if "/" in literal else ""
-
-
-def _norm(pattern: str) -> str:
-    text = pattern.strip().replace("\\", "/")
-    while text.startswith("./"):
-        text = text[2:]
-    return text.strip("/") if text not in ("", "/") else ""
-
-
-def _segment_prefix(a: str, b: str) -> bool:
-    """True when path ``a`` is ``b`` or a directory above it (segment-wise)."""
-    if a == "" or a == b:
-        return True
-    return b.startswith(a.rstrip("/") + "/")
-
-
-def _glob_match(path: str, pattern: str) -> bool:
-    if fnmatch.fnmatchcase(path, pattern):
-        return True
-    # ``dir/**`` also matches ``dir`` itself and everything below it.
-    if pattern.endswith("/**") and _segment_prefix(pattern[:-3], path):
-        return True
-    return False
-
-
-def _pair_overlaps(a: str, b: str) -> bool:
-    a, b = _norm(a), _norm(b)
-    a_glob = any(ch in a for ch in _GLOB_CHARS)
-    b_glob = any(ch in b for ch in _GLOB_CHARS)
-    if not a_glob and not b_glob:
-        return _segment_prefix(a, b) or _segment_prefix(b, a)
-    if not a_glob:
-        if _glob_match(a, b):
-            return True
-        if "." in a.rsplit("/", 1)[-1]:
-            return False  # a single file that the glob does not match
-        # ``a`` may be a directory: uncertain unless the glob lives elsewhere.
-        return _segment_prefix(a, _dir_prefix(b)) or _segment_prefix(_dir_prefix(b), a)
-    if not b_glob:
-        return _pair_overlaps(b, a)
-    # Both globs: overlap is uncertain unless their literal directory prefixes diverge.
-    pa, pb = _dir_prefix(a), _dir_prefix(b)
-    return _segment_prefix(pa, pb) or _segment_prefix(pb, pa)
-
-
-def write_areas_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> bool:
-    """Whether two write areas may touch the same file.
-
-    ``None`` is the whole project and overlaps every area except the empty (read-only) one.
-    Globs whose literal directory prefixes diverge (``src/a/**`` vs ``src/b/**``) do not
-    overlap; any uncertain pair does (an uncertain overlap is serialized, SDD §7.3).
-
-    Args:
-        a: the first task's ``TaskScope.write_area`` (or ``[]`` for read-only tasks).
-        b: the second task's.
-
-    Returns:
-        True when the two tasks must not run concurrently.
-    """
-    if a is not None and len(a) == 0:
-        return False
-    if b is not None and len(b) == 0:
-        return False
-    if a is None or b is None:
-        return True
-    return any(_pair_overlaps(x, y) for x in a for y in b)
-
-
-def find_cycle(edges: Iterable[tuple[str, str]]) -> list[str]:
-    """Return one cycle (as a list of task ids, first repeated at the end) or ``[]``."""
-    adjacency: dict[str, list[str]] = {}
-    for task_id, dep in edges:
-        adjacency.setdefault(task_id, []).append(dep)
-        adjacency.setdefault(dep, [])
-    white, grey, black = 0, 1, 2
-    color = dict.fromkeys(adjacency, white)
-    for root in sorted(adjacency):
-        if color[root] != white:
-            continue
-        stack: list[tuple[str, int]] = [(root, 0)]
-        path: list[str] = [root]
-        color[root] = grey
-        while stack:
-            node, idx = stack[-1]
-            nexts = adjacency[node]
-            if idx < len(nexts):
-                stack[-1] = (node, idx + 1)
-                nxt = nexts[idx]
-                if color[nxt] == grey:
-                    return [*path[path.index(nxt) :], nxt]
-                if color[nxt] == white:
-                    color[nxt] = grey
-                    stack.append((nxt, 0))
-                    path.append(nxt)
-            else:
-                color[node] = black
-                stack.pop()
-                path.pop()
-    return []
-
-
 class TaskGraph:
-    """Tasks and their dependency edges for one session (SDD §7.2)."""
+    """Tasks and their dependency edges for one session (SDD §7.2), indexed for O(changes).
+
+    Every edge is indexed by both ends; the runnable tasks (pending, gating dependencies met)
+    are kept as a set plus a heap ordered by (unmet soft dependencies, creation order), and
+    the doomed and open-failed tasks as sets. A status change marks the task dirty; the next
+    query re-evaluates it and its dependents only, never every task.
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.tasks: dict[str, TaskNode] = {}
         self.dependencies: list[DependencyEdge] = []
+        self._keys: set[tuple[str, str, DependencyType]] = set()
+        self._out: dict[str, list[DependencyEdge]] = {}
+        self._in: dict[str, list[DependencyEdge]] = {}
+        self._pairs: set[frozenset[str]] = set()
+        self._debug_children: dict[str, set[str]] = {}
+        self._dirty: set[str] = set()
+        self._ready: set[str] = set()
+        self._rank: dict[str, tuple[int, int]] = {}
+        self._heap: list[tuple[int, int, str]] = []
+        self._doomed: set[str] = set()
+        self._failed_open: set[str] = set()
+        self._running: dict[str, TaskNode] = {}
+        self.evaluations = 0
+        """How many times a task's readiness was re-evaluated (O(changes): tests count it)."""
+        self.heap_pops = 0
+        """How many runnable-heap entries planning looked at."""
 
     # -- building -------------------------------------------------------------------------
     def add_task(
@@ -231,6 +156,11 @@ class TaskGraph:
             parent_task_id=parent_task_id,
         )
         self.tasks[spec.id] = node
+        node.graph = self
+        self._touch(node)
+        if parent_task_id is not None and spec.type == TaskType.DEBUG:
+            self._debug_children.setdefault(parent_task_id, set()).add(spec.id)
+            self._dirty.add(parent_task_id)
         for dep in spec.dependencies:
             self.add_edge(
                 DependencyEdge(
@@ -245,22 +175,83 @@ class TaskGraph:
 
     def add_edge(self, edge: DependencyEdge) -> bool:
         """Add an edge unless the same (task, depends_on, type) exists. Returns True if added."""
-        for existing in self.dependencies:
-            if (
-                existing.task_id == edge.task_id
-                and existing.depends_on_task_id == edge.depends_on_task_id
-                and existing.dependency_type == edge.dependency_type
-            ):
-                return False
+        key = (edge.task_id, edge.depends_on_task_id, edge.dependency_type)
+        if key in self._keys:
+            return False
+        self._keys.add(key)
         self.dependencies.append(edge)
+        self._out.setdefault(edge.task_id, []).append(edge)
+        self._in.setdefault(edge.depends_on_task_id, []).append(edge)
+        if edge.dependency_type in (DependencyType.CONFLICT, DependencyType.SERIALIZATION):
+            self._pairs.add(frozenset((edge.task_id, edge.depends_on_task_id)))
+        self._dirty.add(edge.task_id)
         return True
+
+    def has_edge_between(self, task_id: str, depends_on_task_id: str) -> bool:
+        """Whether a stored edge holds the pair: any edge ``task_id -> depends_on_task_id``,
+        or a conflict/serialization edge in either direction."""
+        if frozenset((task_id, depends_on_task_id)) in self._pairs:
+            return True
+        return any(e.depends_on_task_id == depends_on_task_id for e in self.edges_of(task_id))
+
+    # -- change tracking ------------------------------------------------------------------
+    def _touch(self, node: TaskNode) -> None:
+        task_id = node.spec.id
+        self._dirty.add(task_id)
+        if node.status == TaskStatus.RUNNING:
+            self._running[task_id] = node
+        else:
+            self._running.pop(task_id, None)
+        if node.status == TaskStatus.FAILED and not node.final:
+            self._failed_open.add(task_id)
+        else:
+            self._failed_open.discard(task_id)
+
+    def _refresh(self) -> None:
+        """Re-evaluate the dirty tasks and the tasks that wait on them."""
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, set()
+        todo: set[str] = set()
+        for task_id in dirty:
+            todo.add(task_id)
+            for edge in self._in.get(task_id, ()):
+                todo.add(edge.task_id)
+            node = self.tasks.get(task_id)
+            if node is not None and node.parent_task_id and node.spec.type == TaskType.DEBUG:
+                todo.add(node.parent_task_id)
+        for task_id in todo:
+            self._evaluate(task_id)
+
+    def _evaluate(self, task_id: str) -> None:
+        self.evaluations += 1
+        node = self.tasks.get(task_id)
+        if node is None or node.status != TaskStatus.PENDING:
+            self._ready.discard(task_id)
+            self._doomed.discard(task_id)
+            return
+        if any(
+            e.dependency_type == DependencyType.HARD and self.hard_dep_dead(e.depends_on_task_id)
+            for e in self.edges_of(task_id)
+        ):
+            self._doomed.add(task_id)
+        else:
+            self._doomed.discard(task_id)
+        if self.waiting_on(node):
+            self._ready.discard(task_id)
+            return
+        rank = (self._soft_rank(node), node.order)
+        if task_id not in self._ready or self._rank.get(task_id) != rank:
+            self._ready.add(task_id)
+            self._rank[task_id] = rank
+            heapq.heappush(self._heap, (rank[0], rank[1], task_id))
 
     # -- queries --------------------------------------------------------------------------
     def edges_of(self, task_id: str) -> list[DependencyEdge]:
-        return [e for e in self.dependencies if e.task_id == task_id]
+        return self._out.get(task_id, [])
 
     def dependents_of(self, task_id: str) -> list[TaskNode]:
-        ids = {e.task_id for e in self.dependencies if e.depends_on_task_id == task_id}
+        ids = {e.task_id for e in self._in.get(task_id, ())}
         return [self.tasks[i] for i in sorted(ids, key=self._order) if i in self.tasks]
 
     def _order(self, task_id: str) -> int:
@@ -295,44 +286,62 @@ class TaskGraph:
             elif edge.dependency_type == DependencyType.SERIALIZATION:
                 if dep is None or not (dep.status in _ENDED and dep.final):
                     waiting.append(edge.depends_on_task_id)
-        for child in self.tasks.values():
-            if (
-                child.parent_task_id == node.task_id
-                and child.spec.type == TaskType.DEBUG
-                and not (child.status in _ENDED and child.final)
-            ):
-                waiting.append(child.task_id)
+        for child_id in sorted(self._debug_children.get(node.task_id, ()), key=self._order):
+            child = self.tasks[child_id]
+            if not (child.status in _ENDED and child.final):
+                waiting.append(child_id)
         return waiting
 
     def conflicts_with(self, a: TaskNode, b: TaskNode) -> bool:
         """Whether two tasks must not run at the same time (conflict edge or write overlap)."""
-        for edge in self.dependencies:
-            if edge.dependency_type not in (DependencyType.CONFLICT, DependencyType.SERIALIZATION):
-                continue
-            if {edge.task_id, edge.depends_on_task_id} == {a.task_id, b.task_id}:
-                return True
+        if frozenset((a.task_id, b.task_id)) in self._pairs:
+            return True
         return write_areas_overlap(a.write_area, b.write_area)
 
     def running(self) -> list[TaskNode]:
-        return [n for n in self.tasks.values() if n.status == TaskStatus.RUNNING]
+        return sorted(self._running.values(), key=lambda n: n.order)
+
+    def running_count(self) -> int:
+        return len(self._running)
+
+    def is_ready(self, task_id: str) -> bool:
+        """Pending with every gating dependency met (conflicts with running tasks aside)."""
+        self._refresh()
+        return task_id in self._ready
+
+    def runnable(self) -> Generator[TaskNode, None, None]:
+        """The runnable tasks in planning order, lazily: pending, gating dependencies met, no
+        conflict with a running task; by (unmet soft dependencies, creation order).
+
+        Consume it inside ``contextlib.closing``: closing it puts back what was not taken, so
+        one planning step costs O(taken log n) plus the conflicting tasks it skipped.
+        """
+        self._refresh()
+        running = list(self._running.values())
+        seen: set[tuple[int, int, str]] = set()
+        heap = self._heap
+        try:
+            while heap:
+                entry = heapq.heappop(heap)
+                self.heap_pops += 1
+                task_id = entry[2]
+                if task_id not in self._ready or self._rank.get(task_id) != entry[:2]:
+                    continue  # stale: the task changed since this entry was pushed
+                if entry in seen:
+                    continue
+                seen.add(entry)
+                node = self.tasks[task_id]
+                if any(self.conflicts_with(node, r) for r in running):
+                    continue
+                yield node
+        finally:
+            for entry in seen:
+                heapq.heappush(heap, entry)
 
     def get_runnable_tasks(self) -> list[TaskNode]:
-        """Pending tasks whose gating dependencies are met and that conflict with no running task.
-
-        Ordered by soft-dependency priority (a task whose soft dependencies have not ended
-        comes after those that have), then creation order.
-        """
-        running = self.running()
-        out: list[TaskNode] = []
-        for node in self.tasks.values():
-            if node.status != TaskStatus.PENDING:
-                continue
-            if self.waiting_on(node):
-                continue
-            if any(self.conflicts_with(node, r) for r in running):
-                continue
-            out.append(node)
-        return sorted(out, key=lambda n: (self._soft_rank(n), n.order))
+        """Every runnable task in planning order (see ``runnable``)."""
+        with closing(self.runnable()) as it:
+            return list(it)
 
     def _soft_rank(self, node: TaskNode) -> int:
         unmet = 0
@@ -346,16 +355,12 @@ class TaskGraph:
 
     def doomed_tasks(self) -> list[TaskNode]:
         """Pending tasks that can never run because a hard dependency ended without success."""
-        return [
-            n
-            for n in self.tasks.values()
-            if n.status == TaskStatus.PENDING
-            and any(
-                e.dependency_type == DependencyType.HARD
-                and self.hard_dep_dead(e.depends_on_task_id)
-                for e in self.edges_of(n.task_id)
-            )
-        ]
+        self._refresh()
+        return sorted((self.tasks[t] for t in self._doomed), key=lambda n: n.order)
+
+    def open_failures(self) -> list[TaskNode]:
+        """Failed tasks the RetryPlanner has not decided on yet (not final)."""
+        return sorted((self.tasks[t] for t in self._failed_open), key=lambda n: n.order)
 
     def mark_terminal(self, task_id: str, status: TaskStatus) -> None:
         node = self.tasks[task_id]

@@ -11,6 +11,8 @@ the machine's resources cap the wave. Pure code.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -98,10 +100,10 @@ class WavePlanner:
         Returns:
             The plan (possibly with no entries) and the conflict edges inferred for it.
         """
-        candidates = graph.get_runnable_tasks()
-        selected, serialized, edges = self.serialize_write_conflicts(
-            graph, candidates, resources.free_slots
-        )
+        with closing(graph.runnable()) as candidates:
+            selected, serialized, edges = self.serialize_write_conflicts(
+                graph, candidates, resources.free_slots
+            )
         writers = [n for n in selected if n.write_area != []]
         entries = [
             WavePlanEntry(
@@ -121,44 +123,39 @@ class WavePlanner:
         return WaveDecision(plan=plan, inferred_edges=edges)
 
     def serialize_write_conflicts(
-        self, graph: TaskGraph, candidates: list[TaskNode], slots: int
+        self, graph: TaskGraph, candidates: Iterable[TaskNode], slots: int
     ) -> tuple[list[TaskNode], list[TaskNode], list[DependencyEdge]]:
         """Split candidates into (runnable now, held back for a conflict, inferred edges).
 
-        Candidates beyond the free slots are neither selected nor serialized: they simply wait.
+        Candidates are taken in order until the free slots are filled; the rest are not
+        looked at (they simply wait), so planning costs O(slots + conflicts), not O(tasks).
         """
         selected: list[TaskNode] = []
         serialized: list[TaskNode] = []
         edges: list[DependencyEdge] = []
         for node in candidates:
-            blocker = next((s for s in selected if graph.conflicts_with(node, s)), None)
-            if blocker is not None:
-                serialized.append(node)
-                if write_areas_overlap(node.write_area, blocker.write_area) and not any(
-                    # one stored edge per (task, depends_on) pair: a soft edge in the same
-                    # direction already holds the pair, and the overlap is re-inferred each wave
-                    (e.task_id, e.depends_on_task_id) == (node.task_id, blocker.task_id)
-                    or (
-                        {e.task_id, e.depends_on_task_id} == {node.task_id, blocker.task_id}
-                        and e.dependency_type
-                        in (DependencyType.CONFLICT, DependencyType.SERIALIZATION)
-                    )
-                    for e in graph.dependencies
-                ):
-                    edges.append(
-                        DependencyEdge(
-                            task_id=node.task_id,
-                            depends_on_task_id=blocker.task_id,
-                            dependency_type=DependencyType.CONFLICT,
-                            reason="write areas overlap: "
-                            f"{_area_text(node.write_area)} / {_area_text(blocker.write_area)}",
-                            source=DependencySource.SCHEDULER,
-                        )
-                    )
-                continue
             if len(selected) >= slots:
+                break
+            blocker = next((s for s in selected if graph.conflicts_with(node, s)), None)
+            if blocker is None:
+                selected.append(node)
                 continue
-            selected.append(node)
+            serialized.append(node)
+            # one stored edge per (task, depends_on) pair: a soft edge in the same direction
+            # already holds the pair, and the overlap is re-inferred each wave
+            if write_areas_overlap(
+                node.write_area, blocker.write_area
+            ) and not graph.has_edge_between(node.task_id, blocker.task_id):
+                edges.append(
+                    DependencyEdge(
+                        task_id=node.task_id,
+                        depends_on_task_id=blocker.task_id,
+                        dependency_type=DependencyType.CONFLICT,
+                        reason="write areas overlap: "
+                        f"{_area_text(node.write_area)} / {_area_text(blocker.write_area)}",
+                        source=DependencySource.SCHEDULER,
+                    )
+                )
         return selected, serialized, edges
 
     def assign_workspace(self, node: TaskNode, *, concurrent_writers: int) -> WorkspacePlan:

@@ -1,0 +1,156 @@
+"""DISPATCHING and MONITORING of one task (SDD §7.1, §20.2): one attempt, in its own scope.
+
+Owns ``run_task`` (workspace → ``task.started`` → ``TaskRunner.supervise`` inside the task's
+own ``CancelScope`` → the end event, every record under a bounded shield) and
+``workspace_for``. ``run_task`` is started with ``nursery.start``: it reports started once the
+task holds its slot (status ``running``), so the Scheduler never plans the same task twice.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import trio
+
+from air.contracts import (
+    AGENT_TYPE_FOR_TASK,
+    AirException,
+    ErrorKind,
+    Retryability,
+    TaskStatus,
+    WavePlanEntry,
+    WorkspaceRef,
+    WorkspaceStrategy,
+)
+from air.nursery.outcomes import collect
+from air.nursery.seams import SuperviseRequest, TaskOutcome
+
+if TYPE_CHECKING:
+    from air.nursery.scheduler import Scheduler
+
+__all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
+
+RECORD_GRACE = 10.0  # seconds a shielded outcome write may take before we give up on it
+
+
+async def workspace_for(s: Scheduler, entry: WavePlanEntry) -> WorkspaceRef:
+    """The workspace a planned task runs in (the session's shared ``main`` one, or its own)."""
+    strategy = WorkspaceStrategy(entry.workspace.strategy)
+    if s.workspaces is not None and strategy != WorkspaceStrategy.MAIN:
+        # no agent id yet: the agent row appears only when the runner records agent.started
+        return await s.workspaces.create_workspace(entry.workspace)
+    if s.main_workspace is None:
+        main_id = f"ws_main_{s.ledger.session_id}"
+        if s.workspaces is None:
+            s.main_workspace = WorkspaceRef(
+                workspace_id=main_id, strategy=WorkspaceStrategy.MAIN, path=s.project_root
+            )
+        elif main_id in s.ledger.state().workspaces:
+            s.main_workspace = s.workspaces.get(main_id).ref()
+        else:
+            s.main_workspace = await s.workspaces.create_workspace(
+                entry.workspace, workspace_id=main_id, shared=True
+            )
+    return s.main_workspace
+
+
+async def run_task(
+    s: Scheduler,
+    entry: WavePlanEntry,
+    completed: list[str],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """Run one attempt of a planned task and record how it ended.
+
+    Args:
+        s: the Scheduler.
+        entry: the task's plan entry (workspace strategy, model).
+        completed: the wave's completed task ids (this task's is appended when it completes).
+        task_status: reported started once the task is ``running`` (or found not pending).
+    """
+    node = s.graph.tasks[entry.task_id]
+    if node.status != TaskStatus.PENDING:
+        task_status.started()
+        return  # cancelled between the planning and this start: nothing to run
+    spec = node.spec
+    attempt_index = node.attempts + 1  # attempts are numbered from 1 (task_attempts)
+    agent_id = s.ids.agent_id()
+    scope = trio.CancelScope()
+    s.scopes[spec.id] = scope
+    node.status = TaskStatus.RUNNING
+    node.attempts += 1
+    task_status.started()
+    try:
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: a run cancel must not leave a workspace without its event
+            try:
+                workspace = await workspace_for(s, entry)
+            except AirException as exc:
+                if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                    raise
+                # no workspace, no worker: the task fails, the run goes on (IMPL-GIT-2)
+                error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
+                await s.record_end(node, "task.failed", {"error": error.model_dump(mode="json")})
+                node.status = TaskStatus.FAILED
+                node.final = True
+                return
+            await s.ledger.record(
+                "task.started",
+                {
+                    "task_id": spec.id,
+                    "agent_id": agent_id,
+                    "agent_type": AGENT_TYPE_FOR_TASK[spec.type].value,
+                    "attempt_index": attempt_index,
+                    "workspace_id": workspace.workspace_id,
+                },
+            )
+        if s.monitor is not None:
+            s.monitor.watch(
+                agent_id, spec.id, hard_timeout_s=spec.constraints.hard_timeout_ms / 1000
+            )
+        request = SuperviseRequest(
+            session_id=s.ledger.session_id,
+            project_id=s.ledger.project_id,
+            project_root=s.project_root,
+            task_spec=spec,
+            agent_id=agent_id,
+            attempt_index=attempt_index,
+            workspace=workspace,
+            headless=s.options.headless,
+        )
+        outcome: TaskOutcome | None = None
+        try:
+            with scope:
+                outcome = await s.runner.supervise(request)
+        except* trio.Cancelled:
+            # (a runner's own nursery may deliver the cancellation inside a group)
+            with trio.move_on_after(RECORD_GRACE, shield=True):
+                # why shielded: the interruption must be recorded even as the run unwinds
+                await s.record_end(
+                    node,
+                    "task.interrupted",
+                    {"agent_id": agent_id, "reason": s.cancel_reason or "run cancelled"},
+                    attempt_index=attempt_index,
+                )
+            node.status = TaskStatus.INTERRUPTED
+            raise
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: a finished task's outcome is never lost to a late cancel
+            if outcome is None:
+                reason = s.cancel_reasons.get(spec.id, "cancelled by request")
+                await s.record_end(
+                    node,
+                    "task.cancelled",
+                    {"agent_id": agent_id, "reason": reason},
+                    attempt_index=attempt_index,
+                )
+                node.status = TaskStatus.CANCELLED
+                node.final = True
+            else:
+                await collect(s, node, workspace, outcome, attempt_index, completed)
+    finally:
+        s.scopes.pop(spec.id, None)
+        if s.monitor is not None:
+            s.monitor.forget(agent_id)
+        s.slot_freed(spec.id)

@@ -1,0 +1,97 @@
+"""DISPATCHING (SDD §20.2, IMPL-CORE-3): the next wave, planned when a slot frees.
+
+Owns ``plan_next`` (the runnable, non-conflicting tasks that fit the free slots; a solo task
+waits for the running ones and then runs alone) and ``run_wave`` (one wave = one nursery with
+one task per entry, started with ``nursery.start`` so that every task of the wave holds its
+slot before the Scheduler plans again; its reviews after its tasks end).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from air.contracts import SchedulerState, TaskDependencySpec, WavePlanEntry, utc_now_iso
+from air.nursery.attempt import run_task
+from air.nursery.planner import ResourceSnapshot
+from air.nursery.reviews import schedule_reviews
+
+if TYPE_CHECKING:
+    from air.nursery.scheduler import Scheduler
+
+__all__ = ["plan_next", "run_wave"]
+
+
+async def plan_next(s: Scheduler) -> list[WavePlanEntry]:
+    """The next wave: runnable, non-conflicting tasks for the free slots (none while a
+    solo task runs or waits for the running ones to end)."""
+    if s.solo_running is not None:
+        return []
+    running = s.graph.running_count()
+    solo = sorted(
+        (t for t in s.solo if s.graph.is_ready(t)),
+        key=lambda t: s.graph.tasks[t].order,
+    )
+    if solo:
+        if running:
+            return []
+        node = s.graph.tasks[solo[0]]
+        s.solo.discard(node.task_id)
+        s.solo_running = node.task_id
+        return [
+            WavePlanEntry(
+                task_id=node.task_id,
+                workspace=s.planner.assign_workspace(node, concurrent_writers=1),
+                model_id=s.planner.assign_model(node),
+            )
+        ]
+    if running >= s.slots():
+        return []
+    decision = s.planner.plan(
+        s.graph,
+        ResourceSnapshot(max_workers=s.slots(), running=running),
+        wave_index=s.waves,
+        planned_at=utc_now_iso(),
+    )
+    for edge in decision.inferred_edges:
+        if not s.ledger.knows("task.dependency.added"):
+            # the planner re-infers the same edge from the write areas on every start
+            s.graph.add_edge(edge)
+            continue
+        await s.add_dependency(
+            edge.task_id,
+            TaskDependencySpec(
+                depends_on_task_id=edge.depends_on_task_id,
+                dependency_type=edge.dependency_type,
+                reason=edge.reason,
+                source=edge.source,
+            ),
+        )
+    return list(decision.plan.entries)
+
+
+async def run_wave(
+    s: Scheduler,
+    entries: Sequence[WavePlanEntry],
+    *,
+    task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+) -> None:
+    """One wave: one nursery holding one task per entry; reviews after its tasks end."""
+    s.open_waves += 1
+    s.waves += 1
+    completed: list[str] = []
+    try:
+        async with trio.open_nursery() as wave:
+            s.enter(SchedulerState.MONITORING)
+            for entry in entries:
+                await wave.start(run_task, s, entry, completed)
+            task_status.started()
+        s.enter(SchedulerState.COLLECTING_RESULTS)
+        if s.options.review == "wave" and completed:
+            s.enter(SchedulerState.REVIEWING_WAVE)
+            await schedule_reviews(s, completed)
+    finally:
+        s.open_waves -= 1
+        s.wake()

@@ -1,0 +1,90 @@
+"""The headless reporter (air.cli.reporter.Progress) and `air history` read the fold."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from air.cli.history import session_state, task_summary
+from air.cli.reporter import Progress
+from air.contracts import EventSource, RuntimeEvent, make_air_error, new_event
+
+
+def _event(type_: str, payload: dict[str, Any]) -> RuntimeEvent:
+    return new_event(
+        type_,
+        payload,
+        session_id="ses_r",
+        project_id="prj_r",
+        source=EventSource(kind="scheduler"),
+    )
+
+
+def _created(task_id: str) -> RuntimeEvent:
+    spec = {"id": task_id, "type": "execute", "title": task_id, "description": task_id}
+    return _event("task.created", {"task_spec": spec})
+
+
+def _started(task_id: str, attempt: int = 1) -> RuntimeEvent:
+    return _event(
+        "task.started",
+        {
+            "task_id": task_id,
+            "agent_id": f"agt_{task_id}{attempt}",
+            "agent_type": "executor",
+            "attempt_index": attempt,
+        },
+    )
+
+
+def test_progress_lines_and_counts_come_from_the_fold() -> None:
+    err = io.StringIO()
+    progress = Progress(err, None)
+    session = _event(
+        "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
+    )
+    progress.replay([session, _created("a"), _created("b")])
+    assert progress.status == {"a": "pending", "b": "pending"}
+    progress.on_event(_started("a"))
+    progress.on_event(_event("task.completed", {"task_id": "a", "attempt_index": 1}))
+    # a fact that changes no status prints nothing
+    progress.on_event(_event("task.dependency.added", {"task_id": "b", "depends_on_task_id": "a"}))
+    # an event seen twice (a resumed log and the live stream overlap) changes nothing
+    progress.on_event(_created("a"))
+    progress.on_event(_started("b"))
+    error = make_air_error(kind="task_failed", message="tests fail").model_dump(mode="json")
+    progress.on_event(_event("task.failed", {"task_id": "b", "attempt_index": 1, "error": error}))
+    progress.on_event(_started("b", 2))
+    progress.on_event(
+        _event("task.interrupted", {"task_id": "b", "attempt_index": 2, "reason": "ctrl-c"})
+    )
+    lines = [line.split("] ", 1)[1] for line in err.getvalue().splitlines()]
+    assert lines == [
+        "a completed (done 1/2, running 0, failed 0)",
+        "b failed: tests fail (done 1/2, running 0, failed 1)",
+        "b interrupted: ctrl-c (done 1/2, running 0, failed 0)",
+    ]
+    assert progress.counts() == (1, 0, 0, 2)
+    assert progress.status == {"a": "completed", "b": "pending"}  # interrupted resumes pending
+
+
+def test_the_json_stream_carries_every_event_the_reporter_sees() -> None:
+    out = io.StringIO()
+    progress = Progress(io.StringIO(), out)
+    events = [_created("a"), _event("task.progress", {"task_id": "a", "message": "half"})]
+    for event in events:
+        progress.on_event(event)
+    assert [line for line in out.getvalue().splitlines()] == [e.model_dump_json() for e in events]
+
+
+def test_history_summarises_a_session_from_the_fold_and_skips_what_does_not_fit() -> None:
+    events = [
+        _created("a"),
+        _created("b"),
+        _started("a"),
+        _event("task.completed", {"task_id": "a", "attempt_index": 1}),
+        _event("task.completed", {"task_id": "b"}),  # b never started: the fold refuses it
+    ]
+    state = session_state(events)
+    assert task_summary(state) == "2 tasks (1 pending, 1 completed)"
+    assert task_summary(session_state([])) == "0 tasks"
