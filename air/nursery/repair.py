@@ -69,7 +69,7 @@ async def decide(s: Scheduler, node: TaskNode) -> None:
         # graph re-runs a task only after its debug children have ended.
         debug_id = f"{node.task_id}.debug{len(stored.attempts)}"
         if debug_id not in s.graph.tasks:
-            known = await known_fixes(s.project_root, error.semantic_signature)
+            known = await known_fixes(s, error.semantic_signature)
             spec = debug_spec(node.spec, debug_id, error, known)
             await s.create_tasks([spec], parent_task_id=node.task_id)
             s.graph.add_task(spec, parent_task_id=node.task_id)
