@@ -309,14 +309,11 @@ class CommandRiskAnalyzer:
             self._command(node, out, depth)
             return
         if kind == "redirected_statement":
-            body = node.child_by_field_name("body")
             for child in node.children:
                 if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                     self._redirect(child, out, depth)
-                elif child is not None:
+                else:
                     self._walk(child, out, depth)
-            if body is None and not any(c.type == "command" for c in node.children):
-                pass
             return
         if kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
             self._redirect(node, out, depth)
@@ -532,14 +529,12 @@ class CommandRiskAnalyzer:
             elif raw.startswith("~"):
                 return [_seg(text, raw, C.OPAQUE, f"runs a program from a home directory: {raw}")]
             else:
-                known = _table_category(base)
-                if known is None or base in SHELLS or base in INTERPRETERS or base in MULTICALL:
-                    if base in SHELLS or base in INTERPRETERS or base in MULTICALL:
-                        program = base
-                    else:
-                        return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
-                else:
-                    program = base
+                if _table_category(base) is None:
+                    return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
+                # `./ls`, `./bash -c x`: the workspace's own file runs, whatever its name: it
+                # is workspace code (at least build_test), and the name's own reading counts too.
+                own = _seg(text, raw, C.BUILD_TEST, f"runs the workspace program {raw}")
+                return [own, *self._program(text, base, list(argv[1:]), depth)]
         args = list(argv[1:])
         return self._program(text, program, args, depth)
 
@@ -615,9 +610,11 @@ def _ansi_c(body: str) -> str | None:
         return _ANSI_SIMPLE.get(esc, "\\" + esc)
 
     try:
-        return _ANSI_C.sub(one, body)
+        decoded = _ANSI_C.sub(one, body)
     except (ValueError, OverflowError):
         return None
+    # bash ends the word at a NUL: `cat $'/etc/shadow\x00x'` reads /etc/shadow.
+    return decoded.split("\x00", 1)[0]
 
 
 def _literal(node: Node) -> str | None:
@@ -694,10 +691,16 @@ def _positional(args: Sequence[str | None]) -> list[str | None]:
     return out
 
 
+def _options_before_dashdash(args: Sequence[str | None]) -> list[str | None]:
+    return list(args[: args.index("--")]) if "--" in args else list(args)
+
+
 def _write_targets(prog: str, args: Sequence[str | None]) -> list[str]:
     pos = _positional(args)
     if prog == "ln" and any(
-        a is not None and a.startswith("-") and "s" in a.lstrip("-")[:4] for a in args
+        a is not None
+        and (a == "--symbolic" or (a.startswith("-") and not a.startswith("--") and "s" in a))
+        for a in _options_before_dashdash(args)
     ):
         return [p if p is not None else "$dynamic" for p in pos]
     if prog in ("cp", "mv", "install", "ln"):
@@ -808,9 +811,8 @@ def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> li
     if value is None:
         text = _HOME_PREFIX.sub("~", re.sub(r"[\"'\\]", "", raw))
         if "$" in text or "`" in text:
+            # What is left of a `$` or a backquote is literal (`"$H"/.ssh/key'$'`).
             text = _EXPANSION.sub(_PLACEHOLDER, text)
-            if "$" in text or "`" in text:
-                return []
             if not text.startswith(("/", "~")):
                 text = "/" + text
             if text.replace(_PLACEHOLDER, "").strip("/") == "":
@@ -1158,8 +1160,6 @@ def _h_xargs(
         "--max-procs",
         "--delimiter",
         "--arg-file",
-        "--replace",
-        "-i",
     }
     rest = list(args)
     while rest and rest[0] is not None and rest[0].startswith("-"):
@@ -1313,7 +1313,11 @@ def _first_sub(
 def _h_pip(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _ = _first_sub(args)
+    sub, rest = _first_sub(args)
+    if sub == "config":
+        # `pip config set` writes the user's (or with --global the system's) pip.conf.
+        where = "/etc/pip.conf" if "--global" in args else _DYNAMIC if "--site" in args else None
+        return _config_command(text, prog, rest, where or "~/.config/pip/pip.conf")
     if sub in (
         "list",
         "show",
@@ -1322,7 +1326,6 @@ def _h_pip(
         "help",
         "--version",
         "",
-        "config",
         "debug",
         "inspect",
     ):
@@ -1336,14 +1339,35 @@ def _h_pip(
     return [_seg(text, prog, C.OPAQUE, f"pip {sub}")]
 
 
+def _config_command(text: str, prog: str, rest: list[str | None], where: str) -> list[_Segment]:
+    """``pip config``/``npm config``: reading it is read_only; setting it writes ``where``."""
+    action = next((x for x in rest if x is None or not x.startswith("-")), "")
+    if action is None:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} config with a dynamic action")]
+    if action in ("", "list", "ls", "get", "debug"):
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} config {action}".rstrip())]
+    if action == "edit":
+        return [_seg(text, prog, C.OPAQUE, f"{prog} config edit runs an editor")]
+    what = "its configuration" if where == _DYNAMIC else where
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} config {action} writes {what}")
+    seg.write_targets.append(where)
+    return [seg]
+
+
 def _h_js_pm(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _rest = _first_sub(
+    sub, rest = _first_sub(
         args, ("--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
     )
     if prog in ("npx", "pnpx", "bunx"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} fetches and runs a package")]
+    if sub in ("config", "c"):
+        # npm writes ~/.npmrc (the global or project one with -g/--location); the others
+        # keep theirs in places that depend on the version: an unknown target.
+        glob = any(x in ("-g", "--global") or str(x).startswith("--location") for x in args)
+        where = "~/.npmrc" if prog == "npm" and not glob else _DYNAMIC
+        return _config_command(text, prog, rest, where)
     if (
         sub in ("test", "t", "run", "run-script", "build", "lint", "start", "exec")
         and prog != "yarn"
@@ -1358,7 +1382,6 @@ def _h_js_pm(
         "info",
         "outdated",
         "why",
-        "config",
         "help",
         "--version",
         "-v",
@@ -1767,10 +1790,6 @@ def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]
     ):
         return g(C.OPAQUE, f"git {sub} runs a given program for the remote side")
 
-    if sub is None:
-        return g(C.OPAQUE, "git with a dynamic subcommand")
-    if sub in ("-p", "--paginate", "--no-pager"):
-        return g(C.OPAQUE, "git option order")
     if sub in ("reset",):
         if "--hard" in flags or "--merge" in flags or "--keep" in flags:
             return g(C.DESTRUCTIVE, "git reset --hard discards work")
@@ -1957,37 +1976,29 @@ def _h_systemctl(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     sub, _ = _first_sub(args)
-    if (
-        prog == "systemctl"
-        and "--user" in args
-        and sub in ("status", "list-units", "is-active", "show")
-    ):
-        return [_seg(text, prog, C.READ_ONLY, f"systemctl {sub}")]
     if sub in ("status", "list-units", "is-active", "show", "list-unit-files", "cat"):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system services")]
+
+
+_DPKG_QUERIES = frozenset(
+    "-l --list -L --listfiles -s --status -S --search -p --print-avail --version --help".split()
+)
 
 
 def _h_apt(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     sub, _ = _first_sub(args)
-    if sub in (
-        "list",
-        "show",
-        "search",
-        "policy",
-        "depends",
-        "rdepends",
-        "showpkg",
-        "-l",
-        "-L",
-        "-s",
-        "--list",
-        "--status",
-    ) or (prog == "dpkg" and sub in ("-l", "-L", "-s", "-S")):
+    if prog == "dpkg":
+        # dpkg's action is an option (`dpkg -l`, `dpkg -r pkg`); a query asks nothing else.
+        actions = [x for x in args if x is None or x.startswith("-")]
+        sub = actions[0] if actions else ""
+        if actions and all(x in _DPKG_QUERIES for x in actions):
+            return [_seg(text, prog, C.READ_ONLY, f"dpkg {sub}")]
+    if sub in ("list", "show", "search", "policy", "depends", "rdepends", "showpkg"):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
-    if sub in ("remove", "purge", "autoremove", "-r", "-P", "erase"):
+    if sub in ("remove", "purge", "autoremove", "-r", "--remove", "-P", "--purge", "erase"):
         return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} removes system packages")]
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system packages")]
 
@@ -2139,6 +2150,13 @@ def _h_gdb(
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} debugs a program")]
 
 
+_SHELL_STRING_OUTPUTS = {
+    "hyperfine": ("--export-json", "--export-markdown", "--export-csv", "--export-asciidoc"),
+    "script": ("-O", "--log-out", "-B", "--log-io", "-T", "--log-timing"),
+    "watch": (),
+}
+
+
 def _h_shell_strings(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
@@ -2172,6 +2190,7 @@ def _h_shell_strings(
     if prog == "watch":
         out = [_seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")]
     scripts: list[str | None] = []
+    operands: list[str | None] = []
     i = 0
     while i < len(args):
         x = args[i]
@@ -2194,11 +2213,15 @@ def _h_shell_strings(
             continue
         if x is None or not x.startswith("-"):
             scripts.append(x)
+            operands.append(x)
         i += 1
+    # What they write: hyperfine's exports, script's typescript and logs.
+    out[0].write_targets.extend(_option_values(args, _SHELL_STRING_OUTPUTS[prog]))
     if prog == "script":
         scripts = [args[args.index(o) + 1] for o in ("-c", "--command") if o in args[:-1]]
         if not scripts:
             return [_seg(text, prog, C.OPAQUE, "script records an interactive shell")]
+        out[0].write_targets.extend(p or _DYNAMIC for p in operands[:1] or ["typescript"])
     if prog == "watch" and scripts:
         parts = [x for x in scripts if x is not None]
         scripts = [" ".join(parts)] if len(parts) == len(scripts) else [None]

@@ -375,7 +375,8 @@ class PathClassifier:
         if within or path.startswith("/tmp/") or path == "/tmp" or path.startswith("/var/tmp"):
             return ""
         for d in SYSTEM_DIRS:
-            if is_within(path, d) and not is_within(self._home, d):
+            # A home under a system directory (/var/lib/jenkins) unflags only itself.
+            if is_within(path, d) and not is_within(path, self._home):
                 return f"inside the system directory {d}"
         for entry in SYSTEM_HOME_ENTRIES:
             if is_within(path, os.path.join(self._home, entry)):
