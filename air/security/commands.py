@@ -1113,18 +1113,9 @@ def _h_simple_wrapper(
         "timeout": ("-s", "--signal", "-k", "--kill-after"),
         "stdbuf": ("-i", "-o", "-e"),
         "ionice": ("-c", "-n", "-p"),
-        "taskset": (),
-        "chrt": (),
         "time": ("-f", "-o"),
-        "command": (),
-        "builtin": (),
-        "nohup": (),
-        "setsid": (),
-        "unbuffer": (),
-        "caffeinate": (),
         "flock": ("-w", "-E"),
-        "firejail": (),
-    }.get(prog, ())
+    }.get(prog, ())  # the other wrappers' options take no value
     rest = _skip_opts(args, valued)
     if prog == "command" and args and args[0] in ("-v", "-V"):
         return [_seg(text, prog, C.READ_ONLY, "looks a command up")]
@@ -1184,16 +1175,15 @@ def _h_shell(
             break
         if opt.startswith("-") and opt != "-":
             rest.pop(0)
-            letters = opt.lstrip("-")
             if opt.startswith("--"):
                 if opt in ("--login", "--noprofile", "--norc", "--posix", "--noediting"):
                     continue
                 return [_seg(text, prog, C.OPAQUE, f"{prog} {opt}")]
-            if "c" in letters:
+            if "c" in opt:  # a cluster of short options: `-ec`, `-xc`
                 return a._shell_string(text, prog, rest[0] if rest else None, depth)
-            if "s" in letters or "i" in letters:
+            if "s" in opt or "i" in opt:
                 return [_seg(text, prog, C.OPAQUE, f"{prog} reads commands from stdin")]
-            if "o" in letters and rest:
+            if "o" in opt and rest:
                 rest.pop(0)
             continue
         break
@@ -1324,7 +1314,6 @@ def _h_pip(
         "freeze",
         "check",
         "help",
-        "--version",
         "",
         "debug",
         "inspect",
@@ -1383,8 +1372,6 @@ def _h_js_pm(
         "outdated",
         "why",
         "help",
-        "--version",
-        "-v",
         "audit",
         "",
     ):
@@ -1433,7 +1420,6 @@ def _h_cargo(
         "doc",
         "tree",
         "metadata",
-        "--version",
         "version",
     ):
         return [_seg(text, prog, C.BUILD_TEST, f"cargo {sub}")]
@@ -1470,7 +1456,7 @@ def _h_uv(
         return _h_pip(a, text, "pip", rest, depth)
     if sub in ("add", "install", "sync", "lock", "update", "tool", "remove"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} {sub}")]
-    if sub in ("show", "tree", "version", "--version", "check", "env", ""):
+    if sub in ("show", "tree", "version", "check", "env", ""):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
     if sub in ("build", "test"):
         return [_seg(text, prog, C.BUILD_TEST, f"{prog} {sub}")]
@@ -1487,8 +1473,6 @@ def _h_other_pm(
         "search",
         "show",
         "outdated",
-        "--version",
-        "-v",
         "doctor",
         "deps",
         "",
@@ -2021,7 +2005,7 @@ _OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
 def _h_reader_that_writes(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    targets = _option_values(args, _OUTPUT_OPTIONS.get(prog, ()))
+    targets = _option_values(args, _OUTPUT_OPTIONS[prog])
     pos = _positional(args)
     if prog in ("uniq", "xxd") and len(pos) >= 2:
         targets.append(pos[1] if pos[1] is not None else _DYNAMIC)
@@ -2130,7 +2114,7 @@ def _h_bundle(
         return a._inner(text, rest, depth, C.BUILD_TEST, prog, "bundle exec runs a command")
     if sub in ("install", "update", "add", "lock", "i"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"bundle {sub}")]
-    if sub in ("list", "show", "info", "check", "outdated", "--version", "version", ""):
+    if sub in ("list", "show", "info", "check", "outdated", "version", ""):
         return [_seg(text, prog, C.READ_ONLY, f"bundle {sub}")]
     return [_seg(text, prog, C.OPAQUE, f"bundle {sub}")]
 
@@ -2150,10 +2134,27 @@ def _h_gdb(
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} debugs a program")]
 
 
-_SHELL_STRING_OUTPUTS = {
-    "hyperfine": ("--export-json", "--export-markdown", "--export-csv", "--export-asciidoc"),
-    "script": ("-O", "--log-out", "-B", "--log-io", "-T", "--log-timing"),
-    "watch": (),
+# Per program: options whose value is a shell command, options taking other values (how
+# many), and options naming a file it writes.
+_SHELL_STRINGS: dict[str, tuple[tuple[str, ...], dict[str, int], tuple[str, ...]]] = {
+    "hyperfine": (
+        ("-p", "--prepare", "-c", "--cleanup", "-s", "--setup", "-S", "--shell", "--conclude"),
+        {
+            **dict.fromkeys(("-w", "--warmup", "-r", "--runs", "-m", "--min-runs"), 1),
+            **dict.fromkeys(("-M", "--max-runs", "-n", "--command-name", "-u", "--time-unit"), 1),
+            **dict.fromkeys(("--style", "--sort", "--input", "-D", "--parameter-step-size"), 1),
+            **dict.fromkeys(("-L", "--parameter-list"), 2),
+            **dict.fromkeys(("-P", "--parameter-scan"), 3),
+        },
+        ("--export-json", "--export-markdown", "--export-csv", "--export-asciidoc", "--output"),
+    ),
+    "script": (
+        ("-c", "--command"),
+        dict.fromkeys(("-E", "--echo", "-m", "--logging-format"), 1),
+        ("-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing"),
+    ),
+    # `-d[=permanent]` and `-t` take no separate value
+    "watch": ((), dict.fromkeys(("-n", "--interval", "-q", "--equexit"), 1), ()),
 }
 
 
@@ -2161,70 +2162,45 @@ def _h_shell_strings(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     """``hyperfine 'cmd'...``, ``script -c cmd``, ``watch cmd``: operands are shell commands."""
-    valued = {
-        "hyperfine": (
-            "-w",
-            "--warmup",
-            "-r",
-            "--runs",
-            "-m",
-            "-M",
-            "--export-json",
-            "--export-markdown",
-            "--export-csv",
-            "-n",
-            "--command-name",
-            "-S",
-            "--shell",
-            "-p",
-            "--prepare",
-            "-c",
-            "--cleanup",
-            "-s",
-            "--setup",
-        ),
-        "script": ("-c", "--command", "-t", "--timing", "-O", "--log-out"),
-        "watch": ("-n", "--interval", "-d"),
-    }[prog]
-    out: list[_Segment] = [_seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")]
+    command_options, valued, outputs = _SHELL_STRINGS[prog]
     if prog == "watch":
-        out = [_seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")]
-    scripts: list[str | None] = []
+        first = _seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")
+    else:
+        first = _seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")
+    commands: list[str | None] = []  # option values, e.g. `-c cmd`
     operands: list[str | None] = []
+    ordered: list[str | None] = []  # both, in the order they appear
     i = 0
     while i < len(args):
         x = args[i]
-        if x in (
-            "-c",
-            "--command",
-            "-p",
-            "--prepare",
-            "--cleanup",
-            "-s",
-            "--setup",
-            "-S",
-            "--shell",
-        ) and i + 1 < len(args):
-            scripts.append(args[i + 1])
+        if x in command_options:
+            commands.extend(args[i + 1 : i + 2])
+            ordered.extend(args[i + 1 : i + 2])
             i += 2
             continue
-        if x in valued and i + 1 < len(args):
-            i += 2
+        if x is not None and (x in valued or x in outputs):
+            i += 1 + valued.get(x, 1)
             continue
         if x is None or not x.startswith("-"):
-            scripts.append(x)
             operands.append(x)
+            ordered.append(x)
         i += 1
-    # What they write: hyperfine's exports, script's typescript and logs.
-    out[0].write_targets.extend(_option_values(args, _SHELL_STRING_OUTPUTS[prog]))
+    # hyperfine's exports (`--output=null|pipe|inherit` are not files), script's logs
+    logs = [v for v in _option_values(args, outputs) if v not in ("null", "pipe", "inherit")]
+    first.write_targets.extend(logs)
+    scripts = ordered
     if prog == "script":
-        scripts = [args[args.index(o) + 1] for o in ("-c", "--command") if o in args[:-1]]
-        if not scripts:
+        if not commands:
             return [_seg(text, prog, C.OPAQUE, "script records an interactive shell")]
-        out[0].write_targets.extend(p or _DYNAMIC for p in operands[:1] or ["typescript"])
-    if prog == "watch" and scripts:
-        parts = [x for x in scripts if x is not None]
-        scripts = [" ".join(parts)] if len(parts) == len(scripts) else [None]
+        scripts = commands
+        if operands:  # the typescript file
+            first.write_targets.append(operands[0] if operands[0] is not None else _DYNAMIC)
+        elif not logs:
+            first.write_targets.append("typescript")
+    if prog == "watch" and ordered:
+        parts = [x for x in ordered if x is not None]
+        scripts = [" ".join(parts)] if len(parts) == len(ordered) else [None]
+    out = [first]
     for script in scripts:
         out.extend(a._shell_string(text, prog, script, depth))
     return out

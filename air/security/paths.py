@@ -350,10 +350,10 @@ class PathClassifier:
         but ``~/.*`` and ``~/.s?h`` do.
         """
         homes = {self._home, "/etc", "/root", "/etc/ssh"}
-        for i, part in enumerate(parts):
+        for i, part in enumerate(parts[1:], start=1):  # parts[0] is "/": paths are absolute
             if not any(ch in part for ch in "*?["):
                 continue
-            parent = os.path.join(*parts[:i]) if i else "/"
+            parent = os.path.join(*parts[:i])
             if parent not in homes and os.path.dirname(parent) != "/home":
                 continue
             for name in _GLOB_TARGETS:
