@@ -151,6 +151,7 @@ CASES: list[Case] = [
     Case("wget -P /tmp/dl http://x", C.NETWORK, writes=("/tmp/dl",)),
     Case("curl -c /tmp/jar http://x", C.NETWORK, writes=("/tmp/jar",)),
     Case("curl -D /tmp/h http://x", C.NETWORK, writes=("/tmp/h",)),
+    Case("curl --output=/tmp/a=b http://x", C.NETWORK, writes=("/tmp/a=b",)),
     # -- _git_segments
     Case("git -C sub commit -m x", C.VCS_MUTATION, writes=(f"{CWD}/sub",)),
     Case("git difftool", C.OPAQUE, "git difftool runs an external tool"),
@@ -204,6 +205,8 @@ CASES: list[Case] = [
     Case("perf list", C.BUILD_TEST, "perf list", programs=("perf",)),
     Case("sg docker 'rm -rf /'", C.DESTRUCTIVE, "rm is destructive"),
     Case("perf stat --output /tmp/o ls", C.BUILD_TEST, writes=("/tmp/o",)),
+    Case("perf stat --output o.data ls", C.BUILD_TEST, writes=(f"{CWD}/o.data",)),
+    Case("valgrind --log-file=v.log ./a.out", C.BUILD_TEST, writes=(f"{CWD}/v.log",)),
     # -- _h_zip
     Case("zip --unzip-command=x a.zip f", C.OPAQUE, "zip -TT runs a given test command"),
     Case("zip -TT cmd a.zip f", C.OPAQUE, "zip -TT runs a given test command"),
