@@ -191,6 +191,9 @@ CASES: list[Case] = [
     Case("uniq in.txt out.txt", C.FILE_MUTATION, "uniq writes out.txt", (f"{CWD}/out.txt",)),
     Case("yq -i '.a=1' f.yaml", C.FILE_MUTATION, "yq writes f.yaml", (f"{CWD}/f.yaml",)),
     Case("jq . in.json", C.READ_ONLY, writes=()),
+    Case("yq . f.yaml", C.READ_ONLY, "yq is read_only", ()),
+    Case("xxd a.bin a.hex", C.FILE_MUTATION, writes=(f"{CWD}/a.hex",), programs=("xxd",)),
+    Case("uniq in.txt", C.READ_ONLY, writes=(), programs=("uniq",)),
     # -- _h_date
     Case("hostname -b", C.PRIVILEGED, "hostname sets the host name"),
     Case("hostname", C.READ_ONLY, "hostname prints the host name"),
@@ -429,3 +432,15 @@ def test_unreadable_yaml_says_why(text: str, message: str) -> None:
     with pytest.raises(AirException) as info:
         parse_policy(text, "p.yaml")
     assert info.value.error.message == message
+
+
+def test_wildcards_that_cannot_match_a_credential(tmp_path: Path) -> None:
+    # bash's `*` skips dot-names, and /etc holds no dot-name credential
+    project = tmp_path / "proj"
+    project.mkdir()
+    home = tmp_path / "home"
+    classifier = PathClassifier(home=str(home))
+    for path in (f"{home}/s*", f"{home}/*", "/etc/.*", "/etc/X11/*"):
+        got = classifier.classify(path, str(project))
+        assert got.category != P.CREDENTIALS, got
+    assert classifier.classify(f"{home}/.s*", str(project)).category == P.CREDENTIALS
