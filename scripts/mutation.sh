@@ -14,7 +14,10 @@
 # its results in the copy's mutants/ directory (delete the copy to start over; after adding
 # tests, MUTATION_RETEST=1 tests the surviving mutants again and keeps the killed ones).
 # MUTMUT_CHILDREN (default 2) is the number of mutants tested at once; MUTATION_NAMES_FILE names
-# the mutants to run (one a line) when the whole area does not fit the time at hand.
+# the mutants to run (one a line, glob patterns allowed) when the whole area does not fit the
+# time at hand; the systematic 1-in-10 sample of docs/mutation.md is the one pattern
+# `air.security.*__mutmut_*7`. MUTATION_EQUIVALENT names surviving mutants shown equivalent in
+# docs/mutation.md (one a line): they are counted apart and left out of the percentage.
 # Afterwards: cd $AIR_MUTATION_DIR/<area> && mutmut results / mutmut show <mutant>.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -101,14 +104,17 @@ fi
 status=0
 mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "${names[@]}" || status=$?
 # The verdicts, read from mutmut's own files (`mutmut results` prints only the unkilled ones).
-results=$(python - <<'PY'
-import json, pathlib
+results=$(MUTATION_EQUIVALENT="${MUTATION_EQUIVALENT:-}" python - <<'PY'
+import json, os, pathlib
+named = os.environ["MUTATION_EQUIVALENT"]
+equivalent = set(pathlib.Path(named).read_text().split()) if named else set()
 status = {0: "survived", 1: "killed", 3: "killed", 5: "no tests", 33: "no tests",
           36: "timeout", 24: "timeout", -24: "timeout", 152: "timeout", 255: "timeout",
           None: "not checked"}
 for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
     for key, code in json.loads(meta.read_text()).get("exit_code_by_key", {}).items():
-        print(f"{key}: {status.get(code, 'suspicious')}")
+        verdict = status.get(code, "suspicious")
+        print(f"{key}: {'equivalent' if verdict == 'survived' and key in equivalent else verdict}")
 PY
 )
 if [ ${#names[@]} -gt 0 ] && [ "$area" = guards ]; then
@@ -122,12 +128,23 @@ survived=$(count survived)
 timeout=$(count timeout)
 no_tests=$(count "no tests")
 unchecked=$(count "not checked")
+equivalent=$(count equivalent)
 echo "mutation[$area]: generated=$total killed=$killed survived=$survived timeout=$timeout" \
-  "no_tests=$no_tests not_checked=$unchecked"
-checked=$((total - unchecked))
+  "no_tests=$no_tests equivalent=$equivalent not_checked=$unchecked"
+checked=$((total - unchecked - equivalent))
 if [ "$checked" -gt 0 ]; then
   echo "mutation[$area]: killed $(( (killed + timeout) * 100 / checked ))% of the $checked checked" \
-    "(timeouts count as killed)"
+    "(timeouts count as killed; equivalent ones left out)"
 fi
+# Per file: checked, killed (timeouts included), survived, no tests, equivalent.
+printf '%s\n' "$results" | awk -F': ' '/__mutmut_/ {
+  split($1, part, "."); f = part[3]; v = $2
+  if (v == "not checked") next
+  if (v == "equivalent") { eq[f]++; next }
+  n[f]++; if (v == "killed" || v == "timeout") k[f]++; else if (v == "survived") s[f]++; else o[f]++
+} END {
+  for (f in n) printf "mutation[%s]: checked=%d killed=%d survived=%d no_tests=%d equivalent=%d (%.1f%%)\n",
+    f, n[f], k[f], s[f], o[f], eq[f], 100 * k[f] / n[f]
+}'
 printf '%s\n' "$results" | grep -E ": (survived|no tests)$" || true
 exit $status

@@ -309,14 +309,11 @@ class CommandRiskAnalyzer:
             self._command(node, out, depth)
             return
         if kind == "redirected_statement":
-            body = node.child_by_field_name("body")
             for child in node.children:
                 if child.type in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
                     self._redirect(child, out, depth)
-                elif child is not None:
+                else:
                     self._walk(child, out, depth)
-            if body is None and not any(c.type == "command" for c in node.children):
-                pass
             return
         if kind in ("file_redirect", "heredoc_redirect", "herestring_redirect"):
             self._redirect(node, out, depth)
@@ -532,14 +529,12 @@ class CommandRiskAnalyzer:
             elif raw.startswith("~"):
                 return [_seg(text, raw, C.OPAQUE, f"runs a program from a home directory: {raw}")]
             else:
-                known = _table_category(base)
-                if known is None or base in SHELLS or base in INTERPRETERS or base in MULTICALL:
-                    if base in SHELLS or base in INTERPRETERS or base in MULTICALL:
-                        program = base
-                    else:
-                        return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
-                else:
-                    program = base
+                if _table_category(base) is None:
+                    return [_seg(text, raw, C.BUILD_TEST, "runs a script of the workspace")]
+                # `./ls`, `./bash -c x`: the workspace's own file runs, whatever its name: it
+                # is workspace code (at least build_test), and the name's own reading counts too.
+                own = _seg(text, raw, C.BUILD_TEST, f"runs the workspace program {raw}")
+                return [own, *self._program(text, base, list(argv[1:]), depth)]
         args = list(argv[1:])
         return self._program(text, program, args, depth)
 
@@ -615,9 +610,11 @@ def _ansi_c(body: str) -> str | None:
         return _ANSI_SIMPLE.get(esc, "\\" + esc)
 
     try:
-        return _ANSI_C.sub(one, body)
+        decoded = _ANSI_C.sub(one, body)
     except (ValueError, OverflowError):
         return None
+    # bash ends the word at a NUL: `cat $'/etc/shadow\x00x'` reads /etc/shadow.
+    return decoded.split("\x00", 1)[0]
 
 
 def _literal(node: Node) -> str | None:
@@ -694,10 +691,16 @@ def _positional(args: Sequence[str | None]) -> list[str | None]:
     return out
 
 
+def _options_before_dashdash(args: Sequence[str | None]) -> list[str | None]:
+    return list(args[: args.index("--")]) if "--" in args else list(args)
+
+
 def _write_targets(prog: str, args: Sequence[str | None]) -> list[str]:
     pos = _positional(args)
     if prog == "ln" and any(
-        a is not None and a.startswith("-") and "s" in a.lstrip("-")[:4] for a in args
+        a is not None
+        and (a == "--symbolic" or (a.startswith("-") and not a.startswith("--") and "s" in a))
+        for a in _options_before_dashdash(args)
     ):
         return [p if p is not None else "$dynamic" for p in pos]
     if prog in ("cp", "mv", "install", "ln"):
@@ -808,9 +811,8 @@ def _read_candidates(value: str | None, raw: str, *, always: bool = False) -> li
     if value is None:
         text = _HOME_PREFIX.sub("~", re.sub(r"[\"'\\]", "", raw))
         if "$" in text or "`" in text:
+            # What is left of a `$` or a backquote is literal (`"$H"/.ssh/key'$'`).
             text = _EXPANSION.sub(_PLACEHOLDER, text)
-            if "$" in text or "`" in text:
-                return []
             if not text.startswith(("/", "~")):
                 text = "/" + text
             if text.replace(_PLACEHOLDER, "").strip("/") == "":
@@ -1111,18 +1113,9 @@ def _h_simple_wrapper(
         "timeout": ("-s", "--signal", "-k", "--kill-after"),
         "stdbuf": ("-i", "-o", "-e"),
         "ionice": ("-c", "-n", "-p"),
-        "taskset": (),
-        "chrt": (),
         "time": ("-f", "-o"),
-        "command": (),
-        "builtin": (),
-        "nohup": (),
-        "setsid": (),
-        "unbuffer": (),
-        "caffeinate": (),
         "flock": ("-w", "-E"),
-        "firejail": (),
-    }.get(prog, ())
+    }.get(prog, ())  # the other wrappers' options take no value
     rest = _skip_opts(args, valued)
     if prog == "command" and args and args[0] in ("-v", "-V"):
         return [_seg(text, prog, C.READ_ONLY, "looks a command up")]
@@ -1158,8 +1151,6 @@ def _h_xargs(
         "--max-procs",
         "--delimiter",
         "--arg-file",
-        "--replace",
-        "-i",
     }
     rest = list(args)
     while rest and rest[0] is not None and rest[0].startswith("-"):
@@ -1184,16 +1175,15 @@ def _h_shell(
             break
         if opt.startswith("-") and opt != "-":
             rest.pop(0)
-            letters = opt.lstrip("-")
             if opt.startswith("--"):
                 if opt in ("--login", "--noprofile", "--norc", "--posix", "--noediting"):
                     continue
                 return [_seg(text, prog, C.OPAQUE, f"{prog} {opt}")]
-            if "c" in letters:
+            if "c" in opt:  # a cluster of short options: `-ec`, `-xc`
                 return a._shell_string(text, prog, rest[0] if rest else None, depth)
-            if "s" in letters or "i" in letters:
+            if "s" in opt or "i" in opt:
                 return [_seg(text, prog, C.OPAQUE, f"{prog} reads commands from stdin")]
-            if "o" in letters and rest:
+            if "o" in opt and rest:
                 rest.pop(0)
             continue
         break
@@ -1313,16 +1303,18 @@ def _first_sub(
 def _h_pip(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _ = _first_sub(args)
+    sub, rest = _first_sub(args)
+    if sub == "config":
+        # `pip config set` writes the user's (or with --global the system's) pip.conf.
+        where = "/etc/pip.conf" if "--global" in args else _DYNAMIC if "--site" in args else None
+        return _config_command(text, prog, rest, where or "~/.config/pip/pip.conf")
     if sub in (
         "list",
         "show",
         "freeze",
         "check",
         "help",
-        "--version",
         "",
-        "config",
         "debug",
         "inspect",
     ):
@@ -1336,14 +1328,35 @@ def _h_pip(
     return [_seg(text, prog, C.OPAQUE, f"pip {sub}")]
 
 
+def _config_command(text: str, prog: str, rest: list[str | None], where: str) -> list[_Segment]:
+    """``pip config``/``npm config``: reading it is read_only; setting it writes ``where``."""
+    action = next((x for x in rest if x is None or not x.startswith("-")), "")
+    if action is None:
+        return [_seg(text, prog, C.OPAQUE, f"{prog} config with a dynamic action")]
+    if action in ("", "list", "ls", "get", "debug"):
+        return [_seg(text, prog, C.READ_ONLY, f"{prog} config {action}".rstrip())]
+    if action == "edit":
+        return [_seg(text, prog, C.OPAQUE, f"{prog} config edit runs an editor")]
+    what = "its configuration" if where == _DYNAMIC else where
+    seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} config {action} writes {what}")
+    seg.write_targets.append(where)
+    return [seg]
+
+
 def _h_js_pm(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    sub, _rest = _first_sub(
+    sub, rest = _first_sub(
         args, ("--prefix", "-C", "--dir", "--cwd", "--filter", "-F", "--workspace", "-w")
     )
     if prog in ("npx", "pnpx", "bunx"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} fetches and runs a package")]
+    if sub in ("config", "c"):
+        # npm writes ~/.npmrc (the global or project one with -g/--location); the others
+        # keep theirs in places that depend on the version: an unknown target.
+        glob = any(x in ("-g", "--global") or str(x).startswith("--location") for x in args)
+        where = "~/.npmrc" if prog == "npm" and not glob else _DYNAMIC
+        return _config_command(text, prog, rest, where)
     if (
         sub in ("test", "t", "run", "run-script", "build", "lint", "start", "exec")
         and prog != "yarn"
@@ -1358,10 +1371,7 @@ def _h_js_pm(
         "info",
         "outdated",
         "why",
-        "config",
         "help",
-        "--version",
-        "-v",
         "audit",
         "",
     ):
@@ -1410,7 +1420,6 @@ def _h_cargo(
         "doc",
         "tree",
         "metadata",
-        "--version",
         "version",
     ):
         return [_seg(text, prog, C.BUILD_TEST, f"cargo {sub}")]
@@ -1447,7 +1456,7 @@ def _h_uv(
         return _h_pip(a, text, "pip", rest, depth)
     if sub in ("add", "install", "sync", "lock", "update", "tool", "remove"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"{prog} {sub}")]
-    if sub in ("show", "tree", "version", "--version", "check", "env", ""):
+    if sub in ("show", "tree", "version", "check", "env", ""):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
     if sub in ("build", "test"):
         return [_seg(text, prog, C.BUILD_TEST, f"{prog} {sub}")]
@@ -1464,8 +1473,6 @@ def _h_other_pm(
         "search",
         "show",
         "outdated",
-        "--version",
-        "-v",
         "doctor",
         "deps",
         "",
@@ -1767,10 +1774,6 @@ def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]
     ):
         return g(C.OPAQUE, f"git {sub} runs a given program for the remote side")
 
-    if sub is None:
-        return g(C.OPAQUE, "git with a dynamic subcommand")
-    if sub in ("-p", "--paginate", "--no-pager"):
-        return g(C.OPAQUE, "git option order")
     if sub in ("reset",):
         if "--hard" in flags or "--merge" in flags or "--keep" in flags:
             return g(C.DESTRUCTIVE, "git reset --hard discards work")
@@ -1957,37 +1960,29 @@ def _h_systemctl(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     sub, _ = _first_sub(args)
-    if (
-        prog == "systemctl"
-        and "--user" in args
-        and sub in ("status", "list-units", "is-active", "show")
-    ):
-        return [_seg(text, prog, C.READ_ONLY, f"systemctl {sub}")]
     if sub in ("status", "list-units", "is-active", "show", "list-unit-files", "cat"):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system services")]
+
+
+_DPKG_QUERIES = frozenset(
+    "-l --list -L --listfiles -s --status -S --search -p --print-avail --version --help".split()
+)
 
 
 def _h_apt(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     sub, _ = _first_sub(args)
-    if sub in (
-        "list",
-        "show",
-        "search",
-        "policy",
-        "depends",
-        "rdepends",
-        "showpkg",
-        "-l",
-        "-L",
-        "-s",
-        "--list",
-        "--status",
-    ) or (prog == "dpkg" and sub in ("-l", "-L", "-s", "-S")):
+    if prog == "dpkg":
+        # dpkg's action is an option (`dpkg -l`, `dpkg -r pkg`); a query asks nothing else.
+        actions = [x for x in args if x is None or x.startswith("-")]
+        sub = actions[0] if actions else ""
+        if actions and all(x in _DPKG_QUERIES for x in actions):
+            return [_seg(text, prog, C.READ_ONLY, f"dpkg {sub}")]
+    if sub in ("list", "show", "search", "policy", "depends", "rdepends", "showpkg"):
         return [_seg(text, prog, C.READ_ONLY, f"{prog} {sub}")]
-    if sub in ("remove", "purge", "autoremove", "-r", "-P", "erase"):
+    if sub in ("remove", "purge", "autoremove", "-r", "--remove", "-P", "--purge", "erase"):
         return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} removes system packages")]
     return [_seg(text, prog, C.PRIVILEGED, f"{prog} {sub} changes system packages")]
 
@@ -2010,7 +2005,7 @@ _OUTPUT_OPTIONS: dict[str, tuple[str, ...]] = {
 def _h_reader_that_writes(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
-    targets = _option_values(args, _OUTPUT_OPTIONS.get(prog, ()))
+    targets = _option_values(args, _OUTPUT_OPTIONS[prog])
     pos = _positional(args)
     if prog in ("uniq", "xxd") and len(pos) >= 2:
         targets.append(pos[1] if pos[1] is not None else _DYNAMIC)
@@ -2119,7 +2114,7 @@ def _h_bundle(
         return a._inner(text, rest, depth, C.BUILD_TEST, prog, "bundle exec runs a command")
     if sub in ("install", "update", "add", "lock", "i"):
         return [_seg(text, prog, C.PACKAGE_INSTALL, f"bundle {sub}")]
-    if sub in ("list", "show", "info", "check", "outdated", "--version", "version", ""):
+    if sub in ("list", "show", "info", "check", "outdated", "version", ""):
         return [_seg(text, prog, C.READ_ONLY, f"bundle {sub}")]
     return [_seg(text, prog, C.OPAQUE, f"bundle {sub}")]
 
@@ -2139,69 +2134,73 @@ def _h_gdb(
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} debugs a program")]
 
 
+# Per program: options whose value is a shell command, options taking other values (how
+# many), and options naming a file it writes.
+_SHELL_STRINGS: dict[str, tuple[tuple[str, ...], dict[str, int], tuple[str, ...]]] = {
+    "hyperfine": (
+        ("-p", "--prepare", "-c", "--cleanup", "-s", "--setup", "-S", "--shell", "--conclude"),
+        {
+            **dict.fromkeys(("-w", "--warmup", "-r", "--runs", "-m", "--min-runs"), 1),
+            **dict.fromkeys(("-M", "--max-runs", "-n", "--command-name", "-u", "--time-unit"), 1),
+            **dict.fromkeys(("--style", "--sort", "--input", "-D", "--parameter-step-size"), 1),
+            **dict.fromkeys(("-L", "--parameter-list"), 2),
+            **dict.fromkeys(("-P", "--parameter-scan"), 3),
+        },
+        ("--export-json", "--export-markdown", "--export-csv", "--export-asciidoc", "--output"),
+    ),
+    "script": (
+        ("-c", "--command"),
+        dict.fromkeys(("-E", "--echo", "-m", "--logging-format"), 1),
+        ("-I", "--log-in", "-O", "--log-out", "-B", "--log-io", "-T", "--log-timing"),
+    ),
+    # `-d[=permanent]` and `-t` take no separate value
+    "watch": ((), dict.fromkeys(("-n", "--interval", "-q", "--equexit"), 1), ()),
+}
+
+
 def _h_shell_strings(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     """``hyperfine 'cmd'...``, ``script -c cmd``, ``watch cmd``: operands are shell commands."""
-    valued = {
-        "hyperfine": (
-            "-w",
-            "--warmup",
-            "-r",
-            "--runs",
-            "-m",
-            "-M",
-            "--export-json",
-            "--export-markdown",
-            "--export-csv",
-            "-n",
-            "--command-name",
-            "-S",
-            "--shell",
-            "-p",
-            "--prepare",
-            "-c",
-            "--cleanup",
-            "-s",
-            "--setup",
-        ),
-        "script": ("-c", "--command", "-t", "--timing", "-O", "--log-out"),
-        "watch": ("-n", "--interval", "-d"),
-    }[prog]
-    out: list[_Segment] = [_seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")]
+    command_options, valued, outputs = _SHELL_STRINGS[prog]
     if prog == "watch":
-        out = [_seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")]
-    scripts: list[str | None] = []
+        first = _seg(text, prog, C.PROCESS_CONTROL, "watch runs a command repeatedly")
+    else:
+        first = _seg(text, prog, C.BUILD_TEST, f"{prog} runs commands")
+    commands: list[str | None] = []  # option values, e.g. `-c cmd`
+    operands: list[str | None] = []
+    ordered: list[str | None] = []  # both, in the order they appear
     i = 0
     while i < len(args):
         x = args[i]
-        if x in (
-            "-c",
-            "--command",
-            "-p",
-            "--prepare",
-            "--cleanup",
-            "-s",
-            "--setup",
-            "-S",
-            "--shell",
-        ) and i + 1 < len(args):
-            scripts.append(args[i + 1])
+        if x in command_options:
+            commands.extend(args[i + 1 : i + 2])
+            ordered.extend(args[i + 1 : i + 2])
             i += 2
             continue
-        if x in valued and i + 1 < len(args):
-            i += 2
+        if x is not None and (x in valued or x in outputs):
+            i += 1 + valued.get(x, 1)
             continue
         if x is None or not x.startswith("-"):
-            scripts.append(x)
+            operands.append(x)
+            ordered.append(x)
         i += 1
+    # hyperfine's exports (`--output=null|pipe|inherit` are not files), script's logs
+    logs = [v for v in _option_values(args, outputs) if v not in ("null", "pipe", "inherit")]
+    first.write_targets.extend(logs)
+    scripts = ordered
     if prog == "script":
-        scripts = [args[args.index(o) + 1] for o in ("-c", "--command") if o in args[:-1]]
-        if not scripts:
+        if not commands:
             return [_seg(text, prog, C.OPAQUE, "script records an interactive shell")]
-    if prog == "watch" and scripts:
-        parts = [x for x in scripts if x is not None]
-        scripts = [" ".join(parts)] if len(parts) == len(scripts) else [None]
+        scripts = commands
+        if operands:  # the typescript file
+            first.write_targets.append(operands[0] if operands[0] is not None else _DYNAMIC)
+        elif not logs:
+            first.write_targets.append("typescript")
+    if prog == "watch" and ordered:
+        parts = [x for x in ordered if x is not None]
+        scripts = [" ".join(parts)] if len(parts) == len(ordered) else [None]
+    out = [first]
     for script in scripts:
         out.extend(a._shell_string(text, prog, script, depth))
     return out

@@ -420,10 +420,8 @@ class PermissionEngine:
             if item.kind in ("write", "read"):
                 if rule.command is not None or rule.category is not None:
                     continue
-                target = (
-                    item.path.resolved_path if item.path and item.path.resolved_path else item.key
-                )
-                if not rule_matches_path(rule, target, project, home):
+                # a path item's key is its resolved path when there is one (_write_item)
+                if not rule_matches_path(rule, item.key, project, home):
                     continue
             elif item.kind == "command":
                 if rule.path is not None:

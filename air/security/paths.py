@@ -350,10 +350,10 @@ class PathClassifier:
         but ``~/.*`` and ``~/.s?h`` do.
         """
         homes = {self._home, "/etc", "/root", "/etc/ssh"}
-        for i, part in enumerate(parts):
+        for i, part in enumerate(parts[1:], start=1):  # parts[0] is "/": paths are absolute
             if not any(ch in part for ch in "*?["):
                 continue
-            parent = os.path.join(*parts[:i]) if i else "/"
+            parent = os.path.join(*parts[:i])
             if parent not in homes and os.path.dirname(parent) != "/home":
                 continue
             for name in _GLOB_TARGETS:
@@ -375,7 +375,8 @@ class PathClassifier:
         if within or path.startswith("/tmp/") or path == "/tmp" or path.startswith("/var/tmp"):
             return ""
         for d in SYSTEM_DIRS:
-            if is_within(path, d) and not is_within(self._home, d):
+            # A home under a system directory (/var/lib/jenkins) unflags only itself.
+            if is_within(path, d) and not is_within(path, self._home):
                 return f"inside the system directory {d}"
         for entry in SYSTEM_HOME_ENTRIES:
             if is_within(path, os.path.join(self._home, entry)):

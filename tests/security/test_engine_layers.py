@@ -658,7 +658,7 @@ async def test_record_redacts_and_reports_a_missing_or_failing_sink(root: Path, 
     assert missing.error is not None
     assert missing.error.kind == "system_error"
     assert missing.error.message == "the permission engine has no event sink"
-    assert missing.error.user_action
+    assert missing.error.user_action == "Construct PermissionEngine with sink=<ingestor.ingest>."
 
     async def broken(event: RuntimeEvent) -> None:
         raise OSError("disk full")
