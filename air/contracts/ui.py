@@ -211,6 +211,7 @@ class TotalsProjection(Contract):
     running: int = 0
     completed: int = 0
     failed: int = 0
+    blocked: int = 0
     cancelled: int = 0
     turns: int = 0
     tokens: int = 0

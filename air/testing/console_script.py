@@ -16,8 +16,9 @@ from typing import Any
 from air.contracts.error import make_air_error
 from air.contracts.event import EventSource, RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
+from air.contracts.ui import UiCommand
 
-__all__ = ["ConsoleEvents", "demo_events"]
+__all__ = ["ConsoleEvents", "RecordingChannel", "demo_events"]
 
 _BASE = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -316,3 +317,13 @@ def demo_events(ev: ConsoleEvents, *, diff_path: str | None = None) -> list[Runt
     out.append(ev.progress("task_b", "writing tests"))
     out += ev.block("task_b", "which test framework?", ["pytest", "unittest"])
     return out
+
+
+class RecordingChannel:
+    """A UiCommandChannel that keeps what it was sent (tests of the console's keys)."""
+
+    def __init__(self) -> None:
+        self.sent: list[UiCommand] = []
+
+    async def send(self, command: UiCommand) -> None:
+        self.sent.append(command)

@@ -539,6 +539,8 @@ class TuiApp:
             if key in self._blockers_seen:
                 continue
             self._blockers_seen.add(key)
+            if self._first:
+                continue
             n = index.get(blocker.task_id, "?")
             self._entries.append(("notice", f"task #{n} is blocked: {blocker.reason} (see detail)"))
 

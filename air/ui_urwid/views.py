@@ -166,22 +166,27 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
     """One message: a role label, text blocks (folded when long) and code blocks."""
     role = "you" if message.role == "user" else "air"
     attr = "user" if message.role == "user" else "assistant"
-    rows: list[urwid.Widget] = [urwid.Text((attr, f"{role}>"))]
-    text = clean(message.text)
-    for block in split_blocks(text):
+    label = (attr, f"{role}> ")
+    rows: list[urwid.Widget] = []
+    for block in split_blocks(clean(message.text)):
+        shown, hidden = (block.text, 0) if expanded else fold(block.text)
         if block.kind == "code":
-            label = f"┌─ {block.lang or 'code'} (Ctrl-Y copies)"
-            rows.append(urwid.Text(("code_label", label)))
-            shown, hidden = (block.text, 0) if expanded else fold(block.text)
+            rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
             rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
-            if hidden:
-                rows.append(urwid.Text(("fold", f"  … {hidden} more lines (Ctrl-O expands)")))
-            rows.append(urwid.Text(("code_label", "└─")))
+        elif not rows:
+            rows.append(urwid.Text([label, shown]))
         else:
-            shown, hidden = (block.text, 0) if expanded else fold(block.text)
-            rows.append(urwid.Padding(urwid.Text(shown), left=2))
-            if hidden:
-                rows.append(urwid.Text(("fold", f"  … {hidden} more lines (Ctrl-O expands)")))
+            rows.append(urwid.Padding(urwid.Text(shown), left=5))
+        if hidden:
+            rows.append(urwid.Text(("fold", f"     … {hidden} more lines (Ctrl-O expands)")))
+        if block.kind == "code":
+            rows.append(urwid.Text(("code_label", "└─")))
+    if (
+        not rows
+        or not isinstance(rows[0], urwid.Text)
+        or rows[0].text[: len(role) + 1] != f"{role}>"
+    ):
+        rows.insert(0, urwid.Text(label))
     if message.status == "streaming":
         rows.append(urwid.Text(("fold", "  ▌ streaming")))
     elif message.status == "failed":
@@ -364,7 +369,8 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
         model = (session.model_id if session else None) or "-"
         text = (
             f"air · {sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
-            f"{t.running} running, {t.failed} failed, {t.cancelled} cancelled · "
+            f"{t.running} running, {t.failed} failed, {t.blocked} blocked, "
+            f"{t.cancelled} cancelled · "
             f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f}{prompts} · F1 help"
         )
     return f" {text}{extra}"
