@@ -18,9 +18,9 @@ def test_ui_command_kinds_and_answers() -> None:
     cmd = UiCommand(kind="permission_response", prompt_id="p1", decision="allow_task")
     assert cmd.decision == "allow_task"
     with pytest.raises(ValidationError):
-        UiCommand(kind="permission_response", prompt_id="p1", decision="allow_forever")  # type: ignore[arg-type]
+        UiCommand(kind="permission_response", prompt_id="p1", decision="allow_forever")
     with pytest.raises(ValidationError):
-        UiCommand(kind="reboot")  # type: ignore[arg-type]
+        UiCommand(kind="reboot")
 
 
 def test_prompt_offers_every_scope_by_default() -> None:
