@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.events import payloads as p
+from air.events.fold import AGENT_FROM, TASK_FROM, TOOL_FROM, WORKSPACE_FROM
 from air.store.repositories import Repository, Row, SessionStore
 
 __all__ = ["APPEND_ONLY_TYPES", "PROJECTED_TYPES", "project"]
@@ -215,7 +216,7 @@ def _agent_end(status: str) -> Callable[[_Ctx, Any], None]:
             ctx.store.agents,
             x.agent_id,
             f"agent {x.agent_id}",
-            ("starting", "running"),
+            AGENT_FROM,
             {
                 "status": status,
                 "exit_code": getattr(x, "exit_code", None),
@@ -288,9 +289,6 @@ def _task_dependency_added(ctx: _Ctx, x: p.TaskDependencyAddedPayload) -> None:
     )
 
 
-_STARTABLE = ("pending", "failed", "interrupted", "blocked")
-
-
 def _task_started(ctx: _Ctx, x: p.TaskStartedPayload) -> None:
     expected = ctx.store.task_attempts.next_attempt_index(x.task_id)
     if x.attempt_index != expected:
@@ -300,7 +298,7 @@ def _task_started(ctx: _Ctx, x: p.TaskStartedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        _STARTABLE,
+        TASK_FROM["task.started"],
         {
             "status": "running",
             "agent_id": x.agent_id,
@@ -354,7 +352,7 @@ def _task_completed(ctx: _Ctx, x: p.TaskCompletedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        ("running",),
+        TASK_FROM["task.completed"],
         {
             "status": "completed",
             "worker_result_json": _opt_json(x.worker_result),
@@ -371,7 +369,7 @@ def _task_blocked(ctx: _Ctx, x: p.TaskBlockedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        ("pending", "running"),
+        TASK_FROM["task.blocked"],
         {
             "status": "blocked",
             "blocked_reason": x.reason,
@@ -388,7 +386,7 @@ def _task_failed(ctx: _Ctx, x: p.TaskFailedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        ("pending", "running"),
+        TASK_FROM["task.failed"],
         {
             "status": "failed",
             "error_json": _json(x.error),
@@ -417,7 +415,7 @@ def _task_cancelled(ctx: _Ctx, x: p.TaskCancelledPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        ("pending", "running", "blocked", "interrupted"),
+        TASK_FROM["task.cancelled"],
         {
             "status": "cancelled",
             "blocked_reason": x.reason,
@@ -434,7 +432,7 @@ def _task_interrupted(ctx: _Ctx, x: p.TaskInterruptedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"task {x.task_id}",
-        ("running",),
+        TASK_FROM["task.interrupted"],
         {"status": "interrupted", "updated_at": ctx.ts},
     )
     _end_attempt(ctx, x.task_id, x.attempt_index, "interrupted")
@@ -465,7 +463,7 @@ def _tool_end(ctx: _Ctx, tool_run_id: str, patch: dict[str, Any]) -> None:
         ctx.store.tool_runs,
         tool_run_id,
         f"tool run {tool_run_id}",
-        ("running",),
+        TOOL_FROM,
         {**patch, "completed_at": ctx.ts},
     )
 
@@ -588,7 +586,7 @@ def _compaction_started(ctx: _Ctx, x: p.CompactionStartedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"compaction task {x.task_id}",
-        ("pending",),
+        TASK_FROM["context.compaction.started"],
         {"status": "running", "agent_id": x.agent_id, "started_at": ctx.ts, "updated_at": ctx.ts},
     )
 
@@ -599,7 +597,7 @@ def _compaction_completed(ctx: _Ctx, x: p.CompactionCompletedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"compaction task {x.task_id}",
-        ("running",),
+        TASK_FROM["context.compaction.completed"],
         {
             "status": "completed",
             "worker_result_json": _json({"summary_id": x.summary_id}),
@@ -615,7 +613,7 @@ def _compaction_failed(ctx: _Ctx, x: p.CompactionFailedPayload) -> None:
         ctx.store.tasks,
         x.task_id,
         f"compaction task {x.task_id}",
-        ("pending", "running"),
+        TASK_FROM["context.compaction.failed"],
         {
             "status": "blocked" if x.blocked else "failed",
             "error_json": _json(x.error),
@@ -669,7 +667,7 @@ def _merge_started(ctx: _Ctx, x: p.WorkspaceMergeStartedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
-        ("active", "conflicted"),
+        WORKSPACE_FROM["workspace.merge.started"],
         {"status": "active", "merge_started_at": ctx.ts},
     )
 
@@ -678,7 +676,7 @@ def _merge_completed(ctx: _Ctx, x: p.WorkspaceMergeCompletedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
-        ("active",),
+        WORKSPACE_FROM["workspace.merge.completed"],
         {"status": "merged", "merge_commit": x.merge_commit, "merged_at": ctx.ts},
     )
 
@@ -687,7 +685,7 @@ def _merge_conflicted(ctx: _Ctx, x: p.WorkspaceMergeConflictedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
-        ("active",),
+        WORKSPACE_FROM["workspace.merge.conflicted"],
         {
             "status": "conflicted",
             "conflicted_paths_json": _json(x.conflicted_paths),
@@ -700,12 +698,15 @@ def _workspace_abandoned(ctx: _Ctx, x: p.WorkspaceAbandonedPayload) -> None:
     patch: dict[str, Any] = {"status": "abandoned", "abandoned_at": ctx.ts}
     if x.kept_branch is not None:
         patch["kept_branch"] = x.kept_branch
-    _workspace_update(ctx, x.workspace_id, ("active", "conflicted"), patch)
+    _workspace_update(ctx, x.workspace_id, WORKSPACE_FROM["workspace.abandoned"], patch)
 
 
 def _workspace_cleaned(ctx: _Ctx, x: p.WorkspaceCleanedPayload) -> None:
     _workspace_update(
-        ctx, x.workspace_id, ("merged", "abandoned"), {"status": "cleaned", "cleaned_at": ctx.ts}
+        ctx,
+        x.workspace_id,
+        WORKSPACE_FROM["workspace.cleaned"],
+        {"status": "cleaned", "cleaned_at": ctx.ts},
     )
 
 

@@ -1,8 +1,10 @@
 """The Scheduler's durable memory: the session's event log, folded into the state it plans from.
 
-Owns: ``Ledger`` (the protocol: record one durable event, read the session's history),
-``StoredTask`` / ``StoredAgent`` / ``LedgerState`` and ``fold_history``, the pure fold of the
-task / dependency / agent events into that state. Every scheduling fact is an event first;
+Owns: ``Ledger`` (the protocol: record one durable event, read the session's history and its
+fold), ``SessionLedger`` (over the SQLite event store; each event is folded once, by
+``air.events.fold``) and ``StoredTask`` / ``StoredAgent`` / ``LedgerState`` with
+``ledger_view`` / ``fold_history``, a thin view of that fold for loading and recovery. Every
+scheduling fact is an event first;
 the in-memory graph is rebuilt from the log on every start (SDD §7 intro: "in-memory queues
 rebuild from SQLite"), so a crash loses nothing that was recorded.
 """
@@ -17,8 +19,6 @@ import trio
 
 from air.contracts import (
     AirError,
-    DependencySource,
-    DependencyType,
     EventFilter,
     EventSource,
     RuntimeEvent,
@@ -26,6 +26,7 @@ from air.contracts import (
     TaskStatus,
     new_event,
 )
+from air.events.fold import DependencyFact, FoldCursor, SessionState, TaskFact, replay
 from air.events.payloads import payload_model
 from air.events.store import record_to_event
 from air.nursery.graph import DependencyEdge
@@ -38,22 +39,18 @@ __all__ = [
     "SessionLedger",
     "StoredAgent",
     "StoredTask",
+    "edge_of",
     "fold_history",
+    "ledger_view",
+    "stored_task",
 ]
 
-_STATUS_BY_EVENT = {
-    "task.started": TaskStatus.RUNNING,
-    "task.completed": TaskStatus.COMPLETED,
-    "task.failed": TaskStatus.FAILED,
-    "task.blocked": TaskStatus.BLOCKED,
-    "task.cancelled": TaskStatus.CANCELLED,
-    "task.interrupted": TaskStatus.INTERRUPTED,
-}
-_AGENT_END = {
-    "agent.completed": "completed",
-    "agent.failed": "failed",
-    "agent.lost": "lost",
-    "agent.cancelled": "cancelled",
+_LAST_EVENT = {
+    "active": "workspace.created",
+    "merged": "workspace.merge.completed",
+    "conflicted": "workspace.merge.conflicted",
+    "abandoned": "workspace.abandoned",
+    "cleaned": "workspace.cleaned",
 }
 
 
@@ -73,6 +70,11 @@ class Ledger(Protocol):
 
     def knows(self, event_type: str) -> bool:
         """Whether the event registry has ``event_type`` (version 1)."""
+        ...
+
+    def state(self) -> SessionState:
+        """The fold of the session's durable events (``air.events.fold``), caught up with the
+        log; kept incrementally (each event is folded once)."""
         ...
 
 
@@ -96,7 +98,7 @@ class StoredAgent:
     task_id: str | None
     status: str
     pid: int | None = None
-    pid_start_time: int | None = None
+    pid_start_time: str | None = None
     boot_id: str | None = None
 
 
@@ -111,82 +113,80 @@ class LedgerState:
         return [a for a in self.agents.values() if a.status in ("starting", "running")]
 
 
-def _edge(task_id: str, raw: dict[str, Any]) -> DependencyEdge:
-    source = raw.get("source")
+def edge_of(fact: DependencyFact) -> DependencyEdge:
+    """The graph edge of a folded dependency row."""
     return DependencyEdge(
-        task_id=task_id,
-        depends_on_task_id=str(raw["depends_on_task_id"]),
-        dependency_type=DependencyType(raw.get("dependency_type") or "hard"),
-        reason=raw.get("reason"),
-        source=DependencySource(source) if source else None,
+        task_id=fact.task_id,
+        depends_on_task_id=fact.depends_on_task_id,
+        dependency_type=fact.dependency_type,
+        reason=fact.reason,
+        source=fact.source,
     )
 
 
+def stored_task(task: TaskFact) -> StoredTask:
+    """The Scheduler's view of one folded task."""
+    return StoredTask(
+        spec=task.spec,
+        status=task.status,
+        order=task.order,
+        attempts=[
+            AttemptSummary(
+                attempt_index=f.attempt_index,
+                failure_signature=f.failure_signature,
+                failure_kind=f.failure_kind,
+            )
+            for f in task.failures
+        ],
+        started_attempts=task.attempt_count,
+        last_error=task.last_error,
+        parent_task_id=task.parent_task_id,
+        last_agent_id=task.agent_id,
+        last_workspace_id=task.workspace_id,
+        worker_result=(
+            None if task.worker_result is None else task.worker_result.model_dump(mode="json")
+        ),
+    )
+
+
+def ledger_view(state: SessionState) -> LedgerState:
+    """The ``LedgerState`` view of a fold (the scheduler tasks, their edges, agents and
+    workspaces). O(tasks): for loading and reports, never per decision."""
+    view = LedgerState()
+    for task in state.scheduler_tasks():
+        view.tasks[task.spec.id] = stored_task(task)
+        view.edges.extend(edge_of(f) for f in state.edges_of(task.spec.id))
+    for agent in state.agents.values():
+        view.agents[agent.agent_id] = StoredAgent(
+            agent_id=agent.agent_id,
+            task_id=agent.task_id,
+            status=agent.status,
+            pid=agent.pid,
+            pid_start_time=agent.pid_start_time,
+            boot_id=agent.boot_id,
+        )
+    for ws in state.workspaces.values():
+        rec = {
+            "workspace_id": ws.workspace_id,
+            "task_id": ws.task_id,
+            "agent_id": ws.agent_id,
+            "strategy": ws.strategy,
+            "path": ws.path,
+            "branch": ws.branch,
+            "base_commit": ws.base_commit,
+            "merge_commit": ws.merge_commit,
+            "kept_branch": ws.kept_branch,
+            "status": ws.status,
+        }
+        view.workspaces[ws.workspace_id] = {k: v for k, v in rec.items() if v is not None} | {
+            "last_event": _LAST_EVENT[ws.status]
+        }
+    return view
+
+
 def fold_history(events: Iterable[RuntimeEvent]) -> LedgerState:
-    """Fold task, dependency, agent and workspace events into the Scheduler's state. Pure."""
-    state = LedgerState()
-    for event in events:
-        p = event.payload
-        kind = event.type
-        if kind == "task.created":
-            spec = TaskSpec.model_validate(p["task_spec"])
-            state.tasks[spec.id] = StoredTask(
-                spec=spec, order=len(state.tasks), parent_task_id=p.get("parent_task_id")
-            )
-            for dep in p.get("dependencies") or [
-                d.model_dump(mode="json") for d in spec.dependencies
-            ]:
-                edge = _edge(spec.id, dep)
-                if edge not in state.edges:
-                    state.edges.append(edge)
-        elif kind == "task.dependency.added":
-            edge = _edge(str(p["task_id"]), p)
-            if edge not in state.edges:
-                state.edges.append(edge)
-        elif kind in _STATUS_BY_EVENT:
-            task = state.tasks.get(str(p.get("task_id")))
-            if task is None:
-                continue
-            task.status = _STATUS_BY_EVENT[kind]
-            if kind == "task.started":
-                task.started_attempts += 1
-                task.last_agent_id = p.get("agent_id")
-                task.last_workspace_id = p.get("workspace_id")
-                task.last_error = None
-            elif kind == "task.completed":
-                task.worker_result = p.get("worker_result")
-            if kind in ("task.failed", "task.blocked", "task.interrupted", "task.cancelled") and (
-                p.get("error")
-            ):
-                task.last_error = AirError.model_validate(p["error"])
-            if kind == "task.failed" and task.last_error is not None:
-                # failed attempts are what the RetryPlanner counts against the retry budget
-                task.attempts.append(
-                    AttemptSummary(
-                        attempt_index=int(p.get("attempt_index") or task.started_attempts),
-                        failure_signature=task.last_error.semantic_signature,
-                        failure_kind=task.last_error.kind.value,
-                    )
-                )
-        elif kind == "agent.started":
-            state.agents[str(p["agent_id"])] = StoredAgent(
-                agent_id=str(p["agent_id"]),
-                task_id=p.get("task_id"),
-                status=str(p.get("status") or "running"),
-                pid=p.get("pid"),
-                pid_start_time=p.get("pid_start_time"),
-                boot_id=p.get("boot_id"),
-            )
-        elif kind in _AGENT_END:
-            agent = state.agents.get(str(p.get("agent_id")))
-            if agent is not None:
-                agent.status = _AGENT_END[kind]
-        elif kind.startswith("workspace."):
-            wid = str(p.get("workspace_id"))
-            rec = state.workspaces.setdefault(wid, {})
-            rec.update({k: v for k, v in p.items() if v is not None})
-            rec["last_event"] = kind
-    return state
+    """Fold a log into the Scheduler's state: ``ledger_view(replay(events))``. Pure."""
+    return ledger_view(replay(events))
 
 
 class EventLog(Protocol):
@@ -227,6 +227,7 @@ class SessionLedger:
         self.source = source or EventSource(kind="scheduler")
         self._seen: list[RuntimeEvent] = []
         self._last_seq = 0
+        self._fold = FoldCursor()
 
     @classmethod
     def for_session(cls, session: Any) -> SessionLedger:
@@ -249,14 +250,24 @@ class SessionLedger:
         self.events.append(event)
         return event
 
-    def history(self) -> list[RuntimeEvent]:
+    def _sync(self) -> None:
+        """Read the rows appended since the last call (by anyone) and fold each once."""
         rows = self.events.query_records(
             EventFilter(session_id=self.session_id, since_seq=self._last_seq)
         )
         for row in rows:
-            self._seen.append(record_to_event(row))
+            event = record_to_event(row)
+            self._seen.append(event)
+            self._fold.feed(event)
             self._last_seq = max(self._last_seq, int(row["seq"]))
+
+    def history(self) -> list[RuntimeEvent]:
+        self._sync()
         return list(self._seen)
+
+    def state(self) -> SessionState:
+        self._sync()
+        return self._fold.state
 
     def knows(self, event_type: str) -> bool:
         return payload_model(event_type) is not None

@@ -32,6 +32,7 @@ from air.contracts import (
     make_air_error,
     new_event,
 )
+from air.events.fold import FoldCursor, SessionState
 from air.events.payloads import payload_model
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 
@@ -368,6 +369,7 @@ class MemoryLedger:
         self.session_id = session_id
         self.project_id = project_id
         self.events: list[RuntimeEvent] = []
+        self._fold = FoldCursor()
 
     async def record(self, type: str, payload: dict[str, Any]) -> RuntimeEvent:
         model = payload_model(type)
@@ -386,11 +388,15 @@ class MemoryLedger:
             project_id=self.project_id,
         )
         self.events.append(event)
+        self._fold.feed(event)
         await trio.lowlevel.checkpoint()
         return event
 
     def history(self) -> list[RuntimeEvent]:
         return list(self.events)
+
+    def state(self) -> SessionState:
+        return self._fold.state
 
     def knows(self, event_type: str) -> bool:
         return payload_model(event_type) is not None

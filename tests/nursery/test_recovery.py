@@ -15,6 +15,7 @@ import pytest
 import trio
 
 from air.contracts import RuntimeEvent, TaskSpec
+from air.events.fold import SessionState
 from air.nursery.ledger import Ledger, StoredAgent, fold_history
 from air.nursery.monitor import pid_start_time, process_alive
 from air.nursery.recovery import recover_session
@@ -140,6 +141,9 @@ class CrashingLedger:
 
     def history(self) -> list[RuntimeEvent]:
         return self.inner.history()
+
+    def state(self) -> SessionState:
+        return self.inner.state()
 
     def knows(self, event_type: str) -> bool:
         return self.inner.knows(event_type)
