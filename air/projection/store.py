@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from air.contracts.error import AirException
 from air.contracts.event import EventFilter, RuntimeEvent
 from air.contracts.ui import (
     AgentProjection,
@@ -39,9 +40,10 @@ from air.contracts.ui import (
     TotalsProjection,
     WaveProjection,
 )
+from air.events.fold import CommandRunFact, FoldCursor
 from air.events.payloads import EPHEMERAL_TYPES, payload_model
 from air.events.store import record_to_event
-from air.projection.tasks import TaskFold
+from air.projection.tasks import TaskView
 
 if TYPE_CHECKING:
     import trio
@@ -97,22 +99,9 @@ class _Message:
 
 
 @dataclass
-class _Agent:
-    agent_id: str
-    agent_type: str
-    status: str
-    task_id: str | None = None
-    turn: int | None = None
-    tokens: int | None = None
-    state: str | None = None
-
-
-@dataclass
 class _Command:
     command_run_id: str
     command: str
-    status: str = "running"
-    exit_code: int | None = None
     tail: str = ""
     tail_truncated: bool = False
     task_id: str | None = None
@@ -127,7 +116,8 @@ class _State:
     main_state: str = "IDLE"
     direct_mode: bool = False
     messages: dict[str, _Message] = field(default_factory=dict)
-    agents: dict[str, _Agent] = field(default_factory=dict)
+    agent_live: dict[str, tuple[int, int, str]] = field(default_factory=dict)
+    """Per agent: turn, tokens and state of its last heartbeat."""
     tool_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
     commands: dict[str, _Command] = field(default_factory=dict)
     artifacts: dict[str, ArtifactProjection] = field(default_factory=dict)
@@ -135,7 +125,9 @@ class _State:
     evidence: dict[str, EvidenceProjection] = field(default_factory=dict)
     prompts: dict[str, PermissionPromptProjection] = field(default_factory=dict)
     blockers: dict[str, BlockerProjection] = field(default_factory=dict)
-    tasks: TaskFold = field(default_factory=TaskFold)
+    fold: FoldCursor = field(default_factory=FoldCursor)
+    """The one fold of task, agent, session, tool and command state (``air.events.fold``)."""
+    tasks: TaskView = field(default_factory=TaskView)
     last_event_at: str | None = None
 
 
@@ -199,8 +191,8 @@ class ProjectionStore:
             "command.started": self._command_started,
             "command.stdout.delta": self._command_delta,
             "command.stderr.delta": self._command_delta,
-            "command.completed": self._command_completed,
-            "command.failed": self._command_failed,
+            "command.completed": self._command_end,
+            "command.failed": self._command_end,
             "artifact.created": self._artifact_created,
             "evidence.created": self._evidence_created,
             "permission.prompt.requested": self._prompt_requested,
@@ -243,24 +235,31 @@ class ProjectionStore:
         a payload that does not validate is ignored (logged), never raised into the console.
         """
         p = event.payload
+        state = self._state
         if event.type not in EPHEMERAL_TYPES:
             model = payload_model(event.type, event.version)
             if model is not None:
                 try:
-                    p = model.model_validate(p).model_dump(mode="json")
-                except ValidationError:
-                    log.warning("ignoring %s %s: invalid payload", event.type, event.id)
+                    x = model.model_validate(p)
+                    state.fold.feed(event, x)
+                except (ValidationError, AirException) as exc:
+                    log.warning("ignoring %s %s: %s", event.type, event.id, exc)
                     return False
+                p = x.model_dump(mode="json")
         changed = False
         handler = self._handlers.get(event.type)
         if handler is not None:
             changed = handler(event, p)
+        elif event.type == "task.progress":
+            task_id = str(p.get("task_id"))
+            changed = state.tasks.progress(task_id, str(p.get("message") or ""), state.fold.state)
         elif event.type.startswith("task.") or event.type.startswith("context.compaction."):
-            changed = self._state.tasks.apply(event, p)
-            if changed and event.type == "task.blocked":
+            state.tasks.after_fold(event, state.fold.state)
+            changed = payload_model(event.type, event.version) is not None
+            if event.type == "task.blocked":
                 self._blocked(event, p)
-            elif changed and event.type == "task.started":
-                self._state.blockers.pop(str(p.get("task_id")), None)
+            elif event.type == "task.started":
+                state.blockers.pop(str(p.get("task_id")), None)
         elif event.type.startswith("main_agent."):
             changed = self._main_agent(p)
         if not changed:
@@ -312,11 +311,7 @@ class ProjectionStore:
         return True
 
     def _session_status(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        if self._state.session is None:
-            return False
-        status = "archived" if event.type == "session.archived" else "deleted"
-        self._state.session = self._state.session.model_copy(update={"status": status})
-        return True
+        return self._state.session is not None  # the fold moved the status
 
     def _main_agent(self, p: dict[str, Any]) -> bool:
         state = p.get("to_state") or p.get("state")
@@ -372,29 +367,21 @@ class ProjectionStore:
         return True
 
     def _agent_started(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        aid = str(p["agent_id"])
-        self._state.agents[aid] = _Agent(
-            aid, str(p.get("agent_type")), str(p.get("status") or "running"), p.get("task_id")
-        )
-        return True
+        return True  # the fold holds the agent
 
     def _agent_heartbeat(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        agent = self._state.agents.get(str(p.get("agent_id")))
+        fold = self._state.fold.state
+        agent = fold.agents.get(str(p.get("agent_id")))
         if agent is None:
             return False
-        agent.turn = int(p.get("turn") or 0)
-        agent.tokens = int(p.get("tokens") or 0)
-        agent.state = str(p.get("state") or "")
+        turn, tokens = int(p.get("turn") or 0), int(p.get("tokens") or 0)
+        self._state.agent_live[agent.agent_id] = (turn, tokens, str(p.get("state") or ""))
         if agent.task_id is not None:
-            self._state.tasks.live_usage(agent.task_id, agent.turn, agent.tokens)
+            self._state.tasks.live_usage(agent.task_id, turn, tokens, fold)
         return True
 
     def _agent_end(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        agent = self._state.agents.get(str(p.get("agent_id")))
-        if agent is None:
-            return False
-        agent.status = event.type.removeprefix("agent.")
-        return True
+        return True  # the fold moved the agent's status
 
     def _tool_started(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
         tid = str(p["tool_run_id"])
@@ -413,8 +400,10 @@ class ProjectionStore:
         if p.get("kind") not in ("stdout", "stderr") or not isinstance(p.get("data"), str):
             return False
         tool_run_id = str(p.get("tool_run_id"))
+        commands = self._state.fold.state.command_runs
         for cmd in self._state.commands.values():
-            if cmd.tool_run_id == tool_run_id and cmd.status == "running":
+            fact = commands.get(cmd.command_run_id)
+            if cmd.tool_run_id == tool_run_id and fact is not None and not fact.ended:
                 self._append_tail(cmd, p["data"])
                 return True
         return False
@@ -423,8 +412,6 @@ class ProjectionStore:
         run = self._state.tool_runs.get(str(p.get("tool_run_id")))
         if run is None:
             return False
-        status = {"tool.completed": "ok", "tool.failed": "error", "tool.cancelled": "cancelled"}
-        run["status"] = status[event.type]
         run["duration_ms"] = p.get("duration_ms")
         run["output_summary"] = p.get("output_summary") or p.get("reason")
         run["error"] = _error_text(p.get("error"))
@@ -446,27 +433,18 @@ class ProjectionStore:
         cmd.tail = tail
 
     def _command_delta(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        cmd = self._state.commands.get(str(p.get("command_run_id")))
-        if cmd is None or cmd.status != "running":
+        cid = str(p.get("command_run_id"))
+        cmd = self._state.commands.get(cid)
+        fact = self._state.fold.state.command_runs.get(cid)
+        if cmd is None or fact is None or fact.ended:
             return False
         self._append_tail(cmd, str(p.get("data") or ""))
         return True
 
-    def _command_completed(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
+    def _command_end(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
         cmd = self._state.commands.get(str(p.get("command_run_id")))
         if cmd is None:
             return False
-        cmd.exit_code = p.get("exit_code")
-        cmd.status = "ok" if cmd.exit_code == 0 else "error"
-        cmd.duration_ms = p.get("duration_ms")
-        return True
-
-    def _command_failed(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
-        cmd = self._state.commands.get(str(p.get("command_run_id")))
-        if cmd is None:
-            return False
-        cmd.exit_code = p.get("exit_code")
-        cmd.status = "cancelled" if p.get("cancelled") else "error"
         cmd.duration_ms = p.get("duration_ms")
         return True
 
@@ -558,7 +536,8 @@ class ProjectionStore:
 
     def _build(self) -> ProjectionSnapshot:
         s = self._state
-        tasks = s.tasks.projections()
+        fold = s.fold.state
+        tasks = s.tasks.projections(fold)
         waves: dict[int, list[str]] = {}
         for t in tasks:
             waves.setdefault(t.wave, []).append(t.task_id)
@@ -585,18 +564,46 @@ class ProjectionStore:
             tokens=sum(t.tokens for t in tasks),
             cost_usd=sum(t.cost_usd for t in tasks),
         )
+        session = s.session
+        if session is not None and fold.session is not None:
+            session = session.model_copy(update={"status": fold.session.status})
+        agents = []
+        for a in fold.agents.values():
+            live = s.agent_live.get(a.agent_id)
+            agents.append(
+                AgentProjection(
+                    agent_id=a.agent_id,
+                    agent_type=a.agent_type.value,
+                    status=a.status,
+                    task_id=a.task_id,
+                    turn=live[0] if live else None,
+                    tokens=live[1] if live else None,
+                    state=live[2] if live else None,
+                )
+            )
+        tools = []
+        for run in s.tool_runs.values():
+            fact = fold.tool_runs.get(run["tool_run_id"])
+            status = fact.status if fact is not None else run["status"]
+            tools.append(ToolRunProjection.model_validate({**run, "status": status}))
+        commands = []
+        for cmd in s.commands.values():
+            row: dict[str, Any] = {**cmd.__dict__, "status": "unknown"}
+            cfact = fold.command_runs.get(cmd.command_run_id)
+            if cfact is not None:
+                row["status"] = _command_status(cfact)
+                row["exit_code"] = cfact.exit_code
+            commands.append(CommandRunProjection.model_validate(row))
         return ProjectionSnapshot(
             revision=self._revision,
-            session=s.session,
+            session=session,
             main_agent=MainAgentProjection(state=s.main_state, direct_mode=s.direct_mode),
             messages=[MessageProjection.model_validate(m.__dict__) for m in s.messages.values()],
             tasks=tasks,
             waves=wave_list,
-            agents=[AgentProjection.model_validate(a.__dict__) for a in s.agents.values()],
-            tool_runs=[ToolRunProjection.model_validate(r) for r in s.tool_runs.values()],
-            command_runs=[
-                CommandRunProjection.model_validate(c.__dict__) for c in s.commands.values()
-            ],
+            agents=agents,
+            tool_runs=tools,
+            command_runs=commands,
             artifacts=list(s.artifacts.values()),
             diffs=list(s.diffs.values()),
             evidence=list(s.evidence.values()),
@@ -605,3 +612,14 @@ class ProjectionStore:
             totals=totals,
             last_event_at=s.last_event_at,
         )
+
+
+def _command_status(fact: CommandRunFact) -> str:
+    """The derived status of a command run (SDD §4.4: ``command_runs`` has no status)."""
+    if not fact.ended:
+        return "running"
+    if fact.cancelled:
+        return "cancelled"
+    if fact.exit_code is None:
+        return "unknown"
+    return "ok" if fact.exit_code == 0 else "error"

@@ -14,7 +14,7 @@ from air.contracts.event import RuntimeEvent
 from air.events.payloads import EPHEMERAL_TYPES
 from air.events.store import EventStore
 from air.projection import InProcessProjectionClient, ProjectionStore
-from air.store.repositories import SessionStore
+from air.store.repositories import SessionStore, derive_command_status
 from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents, demo_events
 from tests.events.sequences import SessionSimulator
@@ -214,8 +214,27 @@ def test_property_hydrate_equals_live_and_tasks_match_the_sql_projection(
             assert snap.model_dump() == live.snapshot().model_dump()
             rows = {r["id"]: r["status"] for r in SessionStore(db).tasks.list_all()}
             assert {t.task_id: t.status for t in snap.tasks} == rows
+            sql = SessionStore(db)
+            commands = {r["id"]: derive_command_status(r) for r in sql.command_runs.list_all()}
+            assert {c.command_run_id: c.status for c in snap.command_runs} == commands
+            agents = {r["id"]: r["status"] for r in sql.agents.list_all()}
+            assert {a.agent_id: a.status for a in snap.agents} == agents
             messages = SessionStore(db).messages.list_all()
             done = {m.message_id for m in snap.messages if m.status == "complete"}
             assert {m["id"] for m in messages} == done
         finally:
             db.close()
+
+
+def test_an_event_the_fold_refuses_changes_nothing() -> None:
+    ev = ConsoleEvents()
+    store = ProjectionStore()
+    store.hydrate_events(ev.session() + ev.task("t1", "one"))
+    before = store.snapshot()
+    ev.agent_of["t1"] = "agt_x"
+    ev.attempt_of["t1"] = 1
+    # completed while still pending: an illegal transition (air.events.fold.TASK_FROM)
+    assert not store.apply(ev.complete("t1", "too early")[0])
+    assert not store.apply(ev.event("task.started", {"task_id": "t1"}))  # invalid payload
+    assert store.snapshot() is before
+    assert store.snapshot().tasks[0].status == "pending"
