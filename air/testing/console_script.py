@@ -247,6 +247,14 @@ class ConsoleEvents:
         payload = {"command_run_id": command_run_id, "exit_code": exit_code, "duration_ms": 40}
         return [self.event("command.completed", payload, "tool")]
 
+    def command_cancelled(self, command_run_id: str) -> list[RuntimeEvent]:
+        error = make_air_error(kind="cancelled", message="cancelled").model_dump(mode="json")
+        payload = {"command_run_id": command_run_id, "error": error, "cancelled": True}
+        return [self.event("command.failed", payload, "tool")]
+
+    def tool_cancelled(self, tool_run_id: str) -> list[RuntimeEvent]:
+        return [self.event("tool.cancelled", {"tool_run_id": tool_run_id}, "tool")]
+
     def artifact(self, task_id: str, path: str, *, type_: str = "diff") -> list[RuntimeEvent]:
         aid = self.next_id("art")
         payload = {
@@ -285,8 +293,10 @@ class ConsoleEvents:
         }
         return pid, [self.event("permission.prompt.requested", payload, "tool")]
 
-    def prompt_resolved(self, prompt_id: str, decision: str) -> list[RuntimeEvent]:
-        payload = {"prompt_id": prompt_id, "decision": decision}
+    def prompt_resolved(
+        self, prompt_id: str, decision: str, resolved_by: str = "user"
+    ) -> list[RuntimeEvent]:
+        payload = {"prompt_id": prompt_id, "decision": decision, "resolved_by": resolved_by}
         return [self.event("permission.prompt.resolved", payload, "tool")]
 
 

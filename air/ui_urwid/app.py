@@ -122,6 +122,9 @@ class _Root(urwid.WidgetPlaceholder[urwid.Widget]):
         super().__init__(widget)
         self._app = app
 
+    def selectable(self) -> bool:
+        return True  # global keys (a prompt's answer, Esc, F1) arrive even over plain text
+
     def keypress(self, size: Size, key: str) -> str | None:
         if self._app.handle_key(key):
             return None
@@ -324,6 +327,9 @@ class TuiApp:
             self._ctrl_c_pressed()
         elif key == "x" and self.focus_name() == "tasks":
             self._cancel_selected()
+        elif len(key) == 1 and key.isprintable() and self.focus_name() != "input":
+            self._focus("input")  # typing goes to the input wherever the focus was
+            return False
         else:
             return False
         self._refresh()
@@ -340,7 +346,7 @@ class TuiApp:
             self._send(UiCommand(kind="replay_speed", speed=speed))
         elif key in ("q", "ctrl c"):
             self._send(UiCommand(kind="quit"))
-            self._exit()
+            self.stop()
         else:
             return False
         self._refresh()
@@ -412,9 +418,10 @@ class TuiApp:
 
     def _quit(self, *, force: bool) -> None:
         self._send(UiCommand(kind="quit", force=force))
-        self._exit()
+        self.stop()
 
-    def _exit(self) -> None:
+    def stop(self) -> None:
+        """End the console (the SDD's TuiApp.stop): the loop exits, the screen is restored."""
         self._exiting = True
         if self._ui_scope is not None:
             self._ui_scope.cancel(reason="the person quit the console")
@@ -612,9 +619,8 @@ class TuiApp:
             )
             box = permission_prompt(prompt, armed=self.prompt_armed(prompt), pending=pending - 1)
             return urwid.Overlay(
-                urwid.Filler(box, valign="middle"), self.frame, "center", ("relative", 80),
-                "middle", ("relative", 70),
-            )  # fmt: skip
+                box, self.frame, "center", ("relative", 80), "middle", "pack"
+            )
         if self._overlay == "help":
             body = urwid.LineBox(
                 urwid.Filler(urwid.Text(help_text()), valign="top"), title="keys (Esc closes)"
