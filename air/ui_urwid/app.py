@@ -618,9 +618,7 @@ class TuiApp:
                 p.prompt_id not in self._answered for p in self._snapshot.permission_prompts
             )
             box = permission_prompt(prompt, armed=self.prompt_armed(prompt), pending=pending - 1)
-            return urwid.Overlay(
-                box, self.frame, "center", ("relative", 80), "middle", "pack"
-            )
+            return urwid.Overlay(box, self.frame, "center", ("relative", 80), "middle", "pack")
         if self._overlay == "help":
             body = urwid.LineBox(
                 urwid.Filler(urwid.Text(help_text()), valign="top"), title="keys (Esc closes)"

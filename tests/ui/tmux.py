@@ -103,7 +103,9 @@ def driver(*args: str) -> list[str]:
 
 def processes_with(marker: str) -> list[str]:
     """Command lines of live processes that mention ``marker`` (a per-test unique path)."""
-    out = subprocess.run(["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True).stdout
+    out = subprocess.run(
+        ["ps", "-ww", "-eo", "pid,stat,args"], capture_output=True, text=True
+    ).stdout
     return [
         line
         for line in out.splitlines()
