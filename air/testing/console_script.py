@@ -17,6 +17,7 @@ from air.contracts.error import make_air_error
 from air.contracts.event import EventSource, RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.ui import UiCommand
+from air.events.payloads import EPHEMERAL_TYPES
 
 __all__ = ["ConsoleEvents", "RecordingChannel", "demo_events"]
 
@@ -42,12 +43,15 @@ class ConsoleEvents:
         self.n = 0
         self.agent_of: dict[str, str] = {}
         self.attempt_of: dict[str, int] = {}
+        self._sources: dict[str, EventSource] = {}
 
     def next_id(self, kind: str) -> str:
         self.n += 1
         return f"{kind}_{self.n:04d}"
 
     def event(self, type_: str, payload: dict[str, Any], kind: str = "scheduler") -> RuntimeEvent:
+        if type_ in EPHEMERAL_TYPES:
+            return self._ephemeral(type_, payload, kind)
         self.tick += 1
         if self.real_time:
             ts = utc_now_iso()
@@ -64,6 +68,24 @@ class ConsoleEvents:
             source=EventSource.model_validate({"kind": kind}),
             route=[kind],
             payload=payload,
+        )
+
+    def _ephemeral(self, type_: str, payload: dict[str, Any], kind: str) -> RuntimeEvent:
+        """An ephemeral event built without re-validation (the shape is fixed here), the way a
+        storm of thousands per second reaches the bus from already-validated producers."""
+        self.tick += 1
+        source = self._sources.get(kind)
+        if source is None:
+            source = self._sources[kind] = EventSource.model_validate({"kind": kind})
+        ts = utc_now_iso() if self.real_time else self._ts()
+        return RuntimeEvent.model_construct(
+            id=new_uuid(), type=type_, version=1, timestamp=ts, session_id=self.session_id,
+            project_id=self.project_id, source=source, route=[kind], payload=payload,
+        )  # fmt: skip
+
+    def _ts(self) -> str:
+        return (_BASE + timedelta(milliseconds=self.tick * self.step_ms)).strftime(
+            "%Y-%m-%dT%H:%M:%S.%fZ"
         )
 
     # --- session and conversation -------------------------------------------------------

@@ -181,10 +181,13 @@ class TuiApp:
         self.sent: list[UiCommand] = []
         self.ignored_prompt_keys = 0
         self.frames = 0
-        self.frame_intervals: deque[float] = deque(maxlen=100_000)
+        self.frame_times: deque[float] = deque(maxlen=100_000)
+        """``time.perf_counter()`` at the end of each drawn frame (frame-rate diagnostics)."""
         self.render_times: deque[float] = deque(maxlen=100_000)
         self.last_copy: str | None = None
         self._snapshot = ProjectionSnapshot()
+        self._tree_key: tuple[Any, ...] = ()
+        self._detail_key: tuple[Any, ...] = ()
         self._dirty = True
         self._first = True
         self._entries: list[tuple[str, str]] = []
@@ -199,7 +202,6 @@ class TuiApp:
         self._confirm_quit = False
         self._ctrl_c = 0
         self._exiting = False
-        self._last_draw: float | None = None
         self._ui_scope: trio.CancelScope | None = None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[UiCommand](256)
         self._build_layout()
@@ -592,21 +594,41 @@ class TuiApp:
         extra = self.hud_extra() if self.hud_extra is not None else ""
         self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra))
         at_end = not self.conv_walker or self.conv.focus_position >= len(self.conv_walker) - 1
-        self.conv_walker[:] = self._conversation_widgets()
+        widgets = self._conversation_widgets()
+        if len(widgets) != len(self.conv_walker) or any(
+            a is not b for a, b in zip(widgets, self.conv_walker, strict=True)
+        ):
+            self.conv_walker[:] = widgets
         if at_end and self.conv_walker:
             self.conv.set_focus(len(self.conv_walker) - 1)
-        rows = task_tree_rows(snap, now, self.selected_task)
-        self.tree_walker[:] = rows
-        for i, row in enumerate(rows):
-            inner = row.original_widget if isinstance(row, urwid.AttrMap) else row
-            if isinstance(inner, SelectableRow) and inner.key == self.selected_task:
-                self.tree.set_focus(i)
-        position = self.detail.focus_position if self.detail_walker else 0
-        self.detail_walker[:] = detail_rows(snap, self.selected_task, now)
-        if self.follow:
-            self.detail.set_focus(len(self.detail_walker) - 1)
-        elif self.detail_walker:
-            self.detail.set_focus(min(position, len(self.detail_walker) - 1))
+        # the tree and the detail pane are rebuilt only when what they show changed
+        second = int(now) if snap.totals.running else 0
+        tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task, second)
+        if tree_key != self._tree_key:
+            self._tree_key = tree_key
+            rows = task_tree_rows(snap, now, self.selected_task)
+            self.tree_walker[:] = rows
+            for i, row in enumerate(rows):
+                inner = row.original_widget if isinstance(row, urwid.AttrMap) else row
+                if isinstance(inner, SelectableRow) and inner.key == self.selected_task:
+                    self.tree.set_focus(i)
+        sel = self.selected_task
+        detail_key = (
+            sel, second, self.follow, tuple(t for t in snap.tasks if t.task_id == sel),
+            tuple(r for r in snap.tool_runs if r.task_id == sel),
+            tuple(c for c in snap.command_runs if c.task_id == sel),
+            tuple(d for d in snap.diffs if d.task_id == sel),
+            tuple(e for e in snap.evidence if e.task_id == sel),
+            tuple(b for b in snap.blockers if b.task_id == sel),
+        )  # fmt: skip
+        if detail_key != self._detail_key:
+            self._detail_key = detail_key
+            position = self.detail.focus_position if self.detail_walker else 0
+            self.detail_walker[:] = detail_rows(snap, self.selected_task, now)
+            if self.follow:
+                self.detail.set_focus(len(self.detail_walker) - 1)
+            elif self.detail_walker:
+                self.detail.set_focus(min(position, len(self.detail_walker) - 1))
         self.detail_box.set_title("detail · following" if self.follow else "detail · held (F3)")
         self.root.original_widget = self._top()
 
@@ -653,9 +675,13 @@ class TuiApp:
         return prompt is not None and not self.prompt_armed(prompt)
 
     async def _pump(self, loop: urwid.MainLoop) -> None:
+        """Redraw when dirty, at most once per ``frame_interval`` (frames start on a grid, so
+        the interval is the larger of the frame interval and the time a frame takes)."""
         last_tick = 0.0
+        next_frame = trio.current_time()
         while True:
-            await trio.sleep(self.frame_interval)
+            next_frame = max(next_frame + self.frame_interval, trio.current_time())
+            await trio.sleep_until(next_frame)
             now = trio.current_time()
             tick = self._needs_tick() and now - last_tick >= min(1.0, self.prompt_guard_s / 2)
             if not self._dirty and not tick:
@@ -667,9 +693,7 @@ class TuiApp:
             loop.draw_screen()
             done = time.perf_counter()
             self.render_times.append(done - started)
-            if self._last_draw is not None:
-                self.frame_intervals.append(done - self._last_draw)
-            self._last_draw = done
+            self.frame_times.append(done)
             self.frames += 1
 
     async def _deliver(self, scope: trio.CancelScope) -> None:
@@ -702,7 +726,7 @@ class TuiApp:
                     self._update()
                     loop.draw_screen()
                     self.frames += 1
-                    self._last_draw = time.perf_counter()
+                    self.frame_times.append(time.perf_counter())
                     with trio.CancelScope() as self._ui_scope:
                         if self._exiting:
                             self._ui_scope.cancel(reason="quit before the loop started")

@@ -12,7 +12,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["FOLD_HEAD", "FOLD_LINES", "Block", "clean", "diff_markup", "fold", "split_blocks"]
+__all__ = [
+    "FOLD_CHARS",
+    "FOLD_HEAD",
+    "FOLD_LINES",
+    "Block",
+    "clean",
+    "diff_markup",
+    "fold",
+    "split_blocks",
+]
 
 _ESCAPE = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
@@ -26,6 +35,8 @@ FOLD_LINES = 24
 """A text block longer than this is folded."""
 FOLD_HEAD = 12
 """Lines of a folded block still shown."""
+FOLD_CHARS = 2000
+"""Characters of a block still shown (a block of very long lines folds by characters)."""
 
 
 def clean(text: str) -> str:
@@ -77,12 +88,26 @@ def split_blocks(text: str) -> list[Block]:
     return blocks
 
 
-def fold(text: str, *, limit: int = FOLD_LINES, head: int = FOLD_HEAD) -> tuple[str, int]:
-    """Return the shown text and how many lines were hidden (0 when not folded)."""
+def fold(
+    text: str, *, limit: int = FOLD_LINES, head: int = FOLD_HEAD, tail: bool = False
+) -> tuple[str, int]:
+    """Return the shown text and how many lines were hidden (0 when not folded).
+
+    ``tail`` keeps the end instead of the start (a message still streaming). The shown part
+    is also cut to ``FOLD_CHARS`` characters, so drawing a block costs the same however long
+    the text grows.
+    """
     lines = text.split("\n")
-    if len(lines) <= limit:
-        return text, 0
-    return "\n".join(lines[:head]), len(lines) - head
+    hidden = 0
+    if len(lines) > limit:
+        hidden = len(lines) - head
+        lines = lines[-head:] if tail else lines[:head]
+    shown = "\n".join(lines)
+    if len(shown) > FOLD_CHARS:
+        kept = shown[-FOLD_CHARS:] if tail else shown[:FOLD_CHARS]
+        hidden += shown.count("\n") - kept.count("\n") + 1
+        shown = kept
+    return shown, hidden
 
 
 def diff_markup(text: str) -> list[tuple[str, str]]:

@@ -52,6 +52,7 @@ HudPreset = Literal["full", "essential", "minimal"]
 HUD_PRESETS: tuple[HudPreset, ...] = ("full", "essential", "minimal")
 TAIL_LINES = 20
 """Lines of a command's live output shown in the detail pane."""
+_TAIL_CHARS = 4000
 
 PALETTE: list[tuple[str, str, str]] = [
     ("body", "default", "default"),
@@ -168,8 +169,9 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
     attr = "user" if message.role == "user" else "assistant"
     label = (attr, f"{role}> ")
     rows: list[urwid.Widget] = []
+    streaming = message.status == "streaming"
     for block in split_blocks(clean(message.text)):
-        shown, hidden = (block.text, 0) if expanded else fold(block.text)
+        shown, hidden = (block.text, 0) if expanded else fold(block.text, tail=streaming)
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
             rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
@@ -177,7 +179,9 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             rows.append(urwid.Text([label, shown]))
         else:
             rows.append(urwid.Padding(urwid.Text(shown), left=5))
-        if hidden:
+        if hidden and streaming:
+            rows.insert(len(rows) - 1, urwid.Text(("fold", f"     … {hidden} earlier lines")))
+        elif hidden:
             rows.append(urwid.Text(("fold", f"     … {hidden} more lines (Ctrl-O expands)")))
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", "└─")))
@@ -252,7 +256,8 @@ def _command_rows(cmd: CommandRunProjection, *, tail_lines: int) -> list[urwid.W
         hidden = len(lines) - tail_lines
         if hidden > 0 or cmd.tail_truncated:
             rows.append(urwid.Text(("fold", "  … earlier output not shown")))
-        rows.append(urwid.Padding(urwid.Text("\n".join(lines[-tail_lines:])), left=2))
+        shown = "\n".join(lines[-tail_lines:])[-_TAIL_CHARS:]
+        rows.append(urwid.Padding(urwid.Text(shown), left=2))
     return rows
 
 
