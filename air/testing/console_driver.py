@@ -278,6 +278,7 @@ async def _run(args: argparse.Namespace, stats: dict[str, Any]) -> int:
         frames = [t for t in app.frame_times if lo <= t <= hi]
         intervals = [b - a for a, b in itertools.pairwise(frames)]
         stats.update(
+            first_frame_cpu_s=app.first_frame_cpu_s,
             frames=app.frames,
             redraw_interval_p50_ms=_percentile(intervals, 0.5) * 1000,
             redraw_interval_p99_ms=_percentile(intervals, 0.99) * 1000,

@@ -185,6 +185,8 @@ class TuiApp:
         """``time.perf_counter()`` at the end of each drawn frame (frame-rate diagnostics)."""
         self.render_times: deque[float] = deque(maxlen=100_000)
         self.last_copy: str | None = None
+        self.first_frame_cpu_s: float | None = None
+        """CPU seconds this process had used when the first frame was drawn."""
         self._snapshot = ProjectionSnapshot()
         self._tree_key: tuple[Any, ...] = ()
         self._detail_key: tuple[Any, ...] = ()
@@ -727,6 +729,7 @@ class TuiApp:
                     loop.draw_screen()
                     self.frames += 1
                     self.frame_times.append(time.perf_counter())
+                    self.first_frame_cpu_s = time.process_time()
                     with trio.CancelScope() as self._ui_scope:
                         if self._exiting:
                             self._ui_scope.cancel(reason="quit before the loop started")
