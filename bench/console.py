@@ -129,9 +129,8 @@ def main() -> None:
         growth = max(kib for _, kib in samples) - after_first
         rate = stats["storm_events"] / stats["storm_seconds"]
         p99 = stats["redraw_interval_p99_ms"]
-        print(
-            f"  CPU time of the console process at its first frame: {stats['first_frame_cpu_s']:.3f} s"
-        )
+        cpu = stats["first_frame_cpu_s"]
+        print(f"  CPU time of the console process at its first frame: {cpu:.3f} s")
         print(
             f"storm: {stats['storm_events']} ephemeral events in {stats['storm_seconds']:.1f} s "
             f"({rate:.0f}/s), {stats['frames']} frames"
