@@ -168,6 +168,8 @@ class ProjectionStore:
         self._subs: list[StoreSubscription] = []
         self.last_seq = 0
         """The highest ``events.seq`` hydrated (for an incremental re-hydrate)."""
+        self._seen: set[str] = set()
+        """Ids of the durable events applied: a re-hydrate after lagging skips them."""
         self._handlers: dict[str, Callable[[RuntimeEvent, dict[str, Any]], bool]] = {
             "session.created": self._session_created,
             "session.archived": self._session_status,
@@ -209,7 +211,8 @@ class ProjectionStore:
         """Rebuild from the session database's event log (only events after ``last_seq``).
 
         Called on an empty store it rebuilds everything; called again it catches up (the
-        console re-hydrates after it lagged behind the bus). Returns the events applied.
+        console re-hydrates after the bus marked it lagging, IMPL-AGENT-6): events already
+        applied live are recognised by id and skipped. Returns the events read.
         """
         rows = events.query_records(EventFilter(session_id=session_id, since_seq=self.last_seq))
         count = 0
@@ -237,6 +240,8 @@ class ProjectionStore:
         p = event.payload
         state = self._state
         if event.type not in EPHEMERAL_TYPES:
+            if event.id in self._seen:
+                return False  # already applied (a re-hydrate overlapping the live feed)
             model = payload_model(event.type, event.version)
             if model is not None:
                 try:
@@ -246,6 +251,7 @@ class ProjectionStore:
                     log.warning("ignoring %s %s: %s", event.type, event.id, exc)
                     return False
                 p = x.model_dump(mode="json")
+            self._seen.add(event.id)
         changed = False
         handler = self._handlers.get(event.type)
         if handler is not None:

@@ -238,3 +238,34 @@ def test_an_event_the_fold_refuses_changes_nothing() -> None:
     assert not store.apply(ev.event("task.started", {"task_id": "t1"}))  # invalid payload
     assert store.snapshot() is before
     assert store.snapshot().tasks[0].status == "pending"
+
+
+def test_rehydrating_after_the_live_feed_changes_nothing(tmp_path: Path) -> None:
+    events = demo_events(ConsoleEvents())
+    db = open_session_database(tmp_path / "session.db")
+    try:
+        log = EventStore(db)
+        live = ProjectionStore()
+        for event in events:
+            if event.type not in EPHEMERAL_TYPES:
+                log.append(event)
+            live.apply(event)
+        before = live.snapshot()
+        live.hydrate(log, "ses_console")  # the bus said: lagging, re-read the store
+        assert live.snapshot() is before  # every stored event was already applied
+        assert live.last_seq == len(_durable(events))
+    finally:
+        db.close()
+
+
+def test_main_agent_state_comes_from_its_transitions() -> None:
+    ev = ConsoleEvents()
+    store = ProjectionStore()
+    store.hydrate_events(ev.session())
+    change = {"from_state": "IDLE", "to_state": "DIRECT_MODE", "trigger": "direct"}
+    store.apply(ev.event("main_agent.state.changed", change, "main"))
+    assert store.snapshot().main_agent.state == "DIRECT_MODE"
+    assert store.snapshot().main_agent.direct_mode
+    change = {"from_state": "DIRECT_MODE", "to_state": "IDLE", "trigger": "done"}
+    store.apply(ev.event("main_agent.state.changed", change, "main"))
+    assert not store.snapshot().main_agent.direct_mode
