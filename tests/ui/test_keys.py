@@ -224,3 +224,27 @@ def test_replay_mode_has_no_input_and_sends_replay_controls() -> None:
     assert "replay (read-only)" in screen
     assert "> " not in screen.splitlines()[-2]
     assert [c.kind for c in app.sent] == ["replay_pause", "replay_step", "replay_speed", "quit"]
+
+
+def test_view_commands_stay_in_the_console() -> None:
+    app, _ = _app(demo_events(ConsoleEvents()))
+    _type(app, "/history")
+    screen = _press(app, "enter")
+    assert "history (Esc closes)" in screen
+    assert "you> fix the subtraction bug" in screen
+    _press(app, "esc")
+    _type(app, "/model")
+    assert "model (fixed for the session): scripted / scripted-model" in _press(app, "enter")
+    _type(app, "/cost")
+    assert "total 1200 tokens $0.0100" in _press(app, "enter")
+    assert app.sent == []  # none of them reached the runtime
+
+
+def test_ctrl_y_on_a_task_without_diff_copies_its_command(tmp_path: Path) -> None:
+    copy = tmp_path / "clip.txt"
+    store = ProjectionStore()
+    store.hydrate_events(demo_events(ConsoleEvents()))
+    app = TuiApp(InProcessProjectionClient(store), RecordingChannel(), copy_file=copy)
+    app.selected_task = "task_a"
+    _press(app, "tab", "ctrl y")
+    assert copy.read_text() == "pytest -q"
