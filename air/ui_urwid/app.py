@@ -12,7 +12,6 @@ end and a blocker are announced once.
 
 from __future__ import annotations
 
-import base64
 import os
 import time
 from collections import deque
@@ -26,7 +25,6 @@ import urwid
 
 from air.contracts.ui import (
     MessageProjection,
-    PermissionAnswer,
     PermissionPromptProjection,
     ProjectionClient,
     ProjectionSnapshot,
@@ -34,12 +32,12 @@ from air.contracts.ui import (
     UiCommandChannel,
 )
 from air.ui_urwid.commands import parse_input
-from air.ui_urwid.text import clean, split_blocks
+from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
+from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HUD_PRESETS,
     MONO_PALETTE,
     PALETTE,
-    STATUS_MARK,
     HudPreset,
     SelectableRow,
     answer_label,
@@ -60,7 +58,6 @@ FRAME_INTERVAL = 1 / 30
 """Shortest time between two redraws (30 frames/s at most)."""
 PROMPT_GUARD_S = 0.3
 """Keys typed this soon after a permission prompt appears are ignored."""
-_TERMINAL = frozenset({"completed", "failed", "blocked", "cancelled", "interrupted"})
 _BUSY_STATES = frozenset({"CLASSIFYING", "ANSWERING", "DELEGATING", "SCHEDULING", "EXECUTING"})
 _BUSY_STATES |= {"INTERRUPTING", "SUMMARIZING", "ARCHITECTURE_DESIGNING", "ARCHITECTURE_REVISING"}
 
@@ -179,27 +176,19 @@ class TuiApp:
         self.selected_task: str | None = None
         self.notices: list[str] = []
         self.sent: list[UiCommand] = []
-        self.ignored_prompt_keys = 0
-        self.frames = 0
-        self.frame_times: deque[float] = deque(maxlen=100_000)
-        """``time.perf_counter()`` at the end of each drawn frame (frame-rate diagnostics)."""
-        self.render_times: deque[float] = deque(maxlen=100_000)
+        self.gate = PromptGate(prompt_guard_s, clock)
+        self.pump = FramePump(frame_interval, tick_every=min(1.0, prompt_guard_s / 2))
+        self.announcer = Announcer()
         self.last_copy: str | None = None
         self.first_frame_cpu_s: float | None = None
         """CPU seconds this process had used when the first frame was drawn."""
         self._snapshot = ProjectionSnapshot()
         self._tree_key: tuple[Any, ...] = ()
         self._detail_key: tuple[Any, ...] = ()
-        self._dirty = True
-        self._first = True
         self._entries: list[tuple[str, str]] = []
         self._known_messages: set[str] = set()
         self._msg_cache: dict[str, tuple[tuple[Any, ...], urwid.Widget]] = {}
         self._expanded: set[str] = set()
-        self._announced: dict[str, str] = {}
-        self._blockers_seen: set[tuple[str, str]] = set()
-        self._prompt_seen: dict[str, float] = {}
-        self._answered: set[str] = set()
         self._overlay: str | None = None
         self._confirm_quit = False
         self._ctrl_c = 0
@@ -256,7 +245,8 @@ class TuiApp:
             return "conversation"
         return "tasks" if self.right.focus_position == 0 else "detail"
 
-    def _focus(self, name: str) -> None:
+    def focus(self, name: str) -> None:
+        """Move the focus to ``input``, ``tasks``, ``detail`` or ``conversation``."""
         if name == "input":
             self.frame.focus_position = "footer"
             return
@@ -273,27 +263,42 @@ class TuiApp:
             order.remove("input")
         current = self.focus_name()
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
-        self._focus(nxt)
+        self.focus(nxt)
 
     # --- keys ----------------------------------------------------------------------------
 
-    def _open_prompt(self) -> PermissionPromptProjection | None:
-        for prompt in self._snapshot.permission_prompts:
-            if prompt.prompt_id not in self._answered:
-                return prompt
-        return None
+    @property
+    def ignored_prompt_keys(self) -> int:
+        return self.gate.ignored
 
-    def prompt_armed(self, prompt: PermissionPromptProjection) -> bool:
-        seen = self._prompt_seen.get(prompt.prompt_id)
-        return seen is not None and self.clock() - seen >= self.prompt_guard_s
+    @property
+    def frames(self) -> int:
+        return self.pump.frames
+
+    @property
+    def frame_times(self) -> deque[float]:
+        return self.pump.frame_times
+
+    @property
+    def render_times(self) -> deque[float]:
+        return self.pump.render_times
+
+    def _open_prompt(self) -> PermissionPromptProjection | None:
+        return None if self.replay else self.gate.open_prompt(self._snapshot)
 
     def handle_key(self, key: str) -> bool:
         """Global keys; True when consumed (then widgets do not see the key)."""
         if not isinstance(key, str):
             return False
-        prompt = None if self.replay else self._open_prompt()
+        prompt = self._open_prompt()
         if prompt is not None:
-            self._prompt_key(prompt, key)
+            answer = self.gate.answer(prompt, key)
+            if answer is not None and answer.decision is not None:
+                self._send(answer)
+                self._say(
+                    f"answered {prompt.tool_name}: {answer_label(answer.decision, prompt)[1]}"
+                )
+                self._refresh()
             return True
         if self._confirm_quit:
             self._confirm_quit = False
@@ -332,7 +337,7 @@ class TuiApp:
         elif key == "x" and self.focus_name() == "tasks":
             self._cancel_selected()
         elif len(key) == 1 and key.isprintable() and self.focus_name() != "input":
-            self._focus("input")  # typing goes to the input wherever the focus was
+            self.focus("input")  # typing goes to the input wherever the focus was
             return False
         else:
             return False
@@ -369,23 +374,6 @@ class TuiApp:
             if self.follow != at_end:
                 self.follow = at_end
                 self._refresh()
-
-    def _prompt_key(self, prompt: PermissionPromptProjection, key: str) -> None:
-        if not self.prompt_armed(prompt):
-            self.ignored_prompt_keys += 1
-            return
-        by_key = {answer_label(a, prompt)[0]: a for a in prompt.scopes}
-        if key in ("d", "N") and "deny" in prompt.scopes:
-            key = "n"
-        answer: PermissionAnswer | None = by_key.get(key)
-        if answer is None:
-            return
-        self._answered.add(prompt.prompt_id)
-        self._send(
-            UiCommand(kind="permission_response", prompt_id=prompt.prompt_id, decision=answer)
-        )
-        self._say(f"answered {prompt.tool_name}: {answer_label(answer, prompt)[1]}")
-        self._refresh()
 
     def _running(self) -> int:
         return self._snapshot.totals.running
@@ -466,7 +454,7 @@ class TuiApp:
         elif parsed.view in ("help", "history"):
             self._overlay = parsed.view
         elif parsed.view == "tasks":
-            self._focus("tasks")
+            self.focus("tasks")
         elif parsed.view == "cost":
             t = self._snapshot.totals
             per = "; ".join(f"{clean(x.title)} ${x.cost_usd:.2f}" for x in self._snapshot.tasks)
@@ -481,18 +469,12 @@ class TuiApp:
 
     def copy_source(self) -> str | None:
         """The source text Ctrl-Y copies for the current focus."""
-        snap = self._snapshot
-        if self.focus_name() in ("tasks", "detail") and self.selected_task:
-            diff = next((d for d in snap.diffs if d.task_id == self.selected_task), None)
-            if diff is not None and diff.text:
-                return diff.text
-            cmds = [c for c in snap.command_runs if c.task_id == self.selected_task]
-            return cmds[-1].command if cmds else None
-        message = self._focused_message()
-        if message is None:
-            return None
-        code = [b for b in split_blocks(message.text) if b.kind == "code"]
-        return code[-1].text if code else message.text
+        in_tasks = self.focus_name() in ("tasks", "detail") and self.selected_task is not None
+        return copy_text(
+            self._snapshot,
+            task_id=self.selected_task if in_tasks else None,
+            message=None if in_tasks else self._focused_message(),
+        )
 
     def _focused_message(self) -> MessageProjection | None:
         by_id = {m.message_id: m for m in self._snapshot.messages}
@@ -511,9 +493,8 @@ class TuiApp:
             self._say("nothing to copy here")
             return
         self.last_copy = text
-        osc = "\x1b]52;c;" + base64.b64encode(text.encode()).decode() + "\x07"
         if self.screen is not None and getattr(self.screen, "_started", False):
-            self.screen.write(osc)
+            self.screen.write(osc52(text))
             self.screen.flush()
         if self.copy_file is not None:
             self.copy_file.write_text(text, encoding="utf-8")
@@ -526,35 +507,6 @@ class TuiApp:
 
     # --- projection → widgets ------------------------------------------------------------
 
-    def mark_dirty(self, revision: int = 0) -> None:
-        """The projection changed (the subscription handler: cheap, never blocks)."""
-        self._dirty = True
-
-    def _announce(self, snap: ProjectionSnapshot) -> None:
-        index = {t.task_id: i + 1 for i, t in enumerate(snap.tasks)}
-        for task in snap.tasks:
-            if task.status not in _TERMINAL or self._announced.get(task.task_id) == task.status:
-                continue
-            self._announced[task.task_id] = task.status
-            if self._first:
-                continue
-            mark = STATUS_MARK.get(task.status, "")
-            line = f"{mark} task #{index[task.task_id]} {task.title}: {task.status}"
-            if task.status == "completed" and task.summary:
-                line += f" — {task.summary}"
-            elif task.error:
-                line += f" — {task.error}"
-            self._entries.append(("notice", line))
-        for blocker in snap.blockers:
-            key = (blocker.task_id, blocker.reason)
-            if key in self._blockers_seen:
-                continue
-            self._blockers_seen.add(key)
-            if self._first:
-                continue
-            n = index.get(blocker.task_id, "?")
-            self._entries.append(("notice", f"task #{n} is blocked: {blocker.reason} (see detail)"))
-
     def _update(self) -> None:
         snap = self.client.snapshot()
         self._snapshot = snap
@@ -562,8 +514,7 @@ class TuiApp:
             if message.message_id not in self._known_messages:
                 self._known_messages.add(message.message_id)
                 self._entries.append(("msg", message.message_id))
-        self._announce(snap)
-        self._first = False
+        self._entries.extend(("notice", line) for line in self.announcer.notices(snap))
         if not self._running():
             self._ctrl_c = 0
         if self.selected_task is None and snap.tasks:
@@ -635,13 +586,10 @@ class TuiApp:
         self.root.original_widget = self._top()
 
     def _top(self) -> urwid.Widget:
-        prompt = None if self.replay else self._open_prompt()
+        prompt = self._open_prompt()
         if prompt is not None:
-            self._prompt_seen.setdefault(prompt.prompt_id, self.clock())
-            pending = sum(
-                p.prompt_id not in self._answered for p in self._snapshot.permission_prompts
-            )
-            box = permission_prompt(prompt, armed=self.prompt_armed(prompt), pending=pending - 1)
+            pending = self.gate.waiting(self._snapshot) - 1
+            box = permission_prompt(prompt, armed=self.gate.armed(prompt), pending=pending)
             return urwid.Overlay(box, self.frame, "center", ("relative", 80), "middle", "pack")
         if self._overlay == "help":
             body = urwid.LineBox(
@@ -673,30 +621,8 @@ class TuiApp:
     def _needs_tick(self) -> bool:
         if self._running():
             return True
-        prompt = None if self.replay else self._open_prompt()
-        return prompt is not None and not self.prompt_armed(prompt)
-
-    async def _pump(self, loop: urwid.MainLoop) -> None:
-        """Redraw when dirty, at most once per ``frame_interval`` (frames start on a grid, so
-        the interval is the larger of the frame interval and the time a frame takes)."""
-        last_tick = 0.0
-        next_frame = trio.current_time()
-        while True:
-            next_frame = max(next_frame + self.frame_interval, trio.current_time())
-            await trio.sleep_until(next_frame)
-            now = trio.current_time()
-            tick = self._needs_tick() and now - last_tick >= min(1.0, self.prompt_guard_s / 2)
-            if not self._dirty and not tick:
-                continue
-            last_tick = now
-            self._dirty = False
-            started = time.perf_counter()
-            self._update()
-            loop.draw_screen()
-            done = time.perf_counter()
-            self.render_times.append(done - started)
-            self.frame_times.append(done)
-            self.frames += 1
+        prompt = self._open_prompt()
+        return prompt is not None and not self.gate.armed(prompt)
 
     async def _deliver(self, scope: trio.CancelScope) -> None:
         with scope:
@@ -715,7 +641,12 @@ class TuiApp:
             event_loop=urwid.TrioEventLoop(),
             handle_mouse=False,
         )
-        subscription = self.client.subscribe(self.mark_dirty)
+        subscription = self.client.subscribe(self.pump.mark_dirty)
+
+        def draw() -> None:
+            self._update()
+            loop.draw_screen()
+
         async with trio.open_nursery() as nursery:
             deliver_scope = trio.CancelScope()
             nursery.start_soon(self._deliver, deliver_scope)
@@ -725,16 +656,14 @@ class TuiApp:
                     saved = screen.tty_signal_keys(intr="undefined", quit="undefined")
                     if saved is not None:
                         stack.callback(screen.tty_signal_keys, *saved)
-                    self._update()
-                    loop.draw_screen()
-                    self.frames += 1
-                    self.frame_times.append(time.perf_counter())
+                    draw()
+                    self.pump.drew()
                     self.first_frame_cpu_s = time.process_time()
                     with trio.CancelScope() as self._ui_scope:
                         if self._exiting:
                             self._ui_scope.cancel(reason="quit before the loop started")
                         async with trio.open_nursery() as ui:
-                            ui.start_soon(self._pump, loop)
+                            ui.start_soon(self.pump.run, self._needs_tick, draw)
                             await loop.event_loop.run_async()  # type: ignore[attr-defined]
                             ui.cancel_scope.cancel(reason="the urwid loop ended")
             finally:

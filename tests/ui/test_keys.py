@@ -91,7 +91,7 @@ def test_x_in_the_tree_cancels_exactly_the_selected_task() -> None:
     _press(app, "tab", "down", "x")  # focus the tree, select the second task, cancel it
     assert app.sent == [UiCommand(kind="cancel_task", task_id="t2")]
     _type(app, "")
-    app._focus("input")
+    app.focus("input")
     _type(app, "/cancel 1")
     _press(app, "enter")
     assert app.sent[-1] == UiCommand(kind="cancel_task", task_id="t1")
