@@ -211,6 +211,7 @@ class TotalsProjection(Contract):
     running: int = 0
     completed: int = 0
     failed: int = 0
+    blocked: int = 0
     cancelled: int = 0
     turns: int = 0
     tokens: int = 0
@@ -248,6 +249,9 @@ UiCommandKind = Literal[
     "direct",
     "direct_done",
     "quit",
+    "replay_pause",
+    "replay_step",
+    "replay_speed",
 ]
 
 
@@ -259,7 +263,8 @@ class UiCommand(Contract):
     ``force`` on the second press); ``permission_response`` (``prompt_id``, ``decision``);
     ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
     (``/direct [text]``) and ``direct_done`` (``/done``); ``quit`` (``force`` when the person
-    confirmed quitting with work running).
+    confirmed quitting with work running); ``replay_pause`` (toggle), ``replay_step`` and
+    ``replay_speed`` (``speed``) drive a read-only replay player.
     """
 
     kind: UiCommandKind
@@ -269,6 +274,7 @@ class UiCommand(Contract):
     text: str | None = None
     confirmed: bool | None = None
     force: bool = False
+    speed: float | None = Field(default=None, gt=0)
 
 
 class ProjectionSubscription(Protocol):

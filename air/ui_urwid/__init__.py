@@ -1,1 +1,14 @@
-"""The urwid console: TuiApp and its views (SDD §13.2). Reads projections only."""
+"""The urwid console: TuiApp and its views (SDD §13.2). Reads projections only.
+
+Owns the full-screen console (``TuiApp``), its components (``views``), the slash-command
+parser (``commands``), the text sanitiser and block splitter (``text``) and the plain
+line-oriented console for screen readers and dumb terminals (``PlainConsole``). Imports
+``air.contracts`` only: it reads a ``ProjectionClient`` and writes a ``UiCommandChannel``.
+"""
+
+from __future__ import annotations
+
+from air.ui_urwid.app import TuiApp
+from air.ui_urwid.plain import PlainConsole
+
+__all__ = ["PlainConsole", "TuiApp"]

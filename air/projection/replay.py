@@ -1,0 +1,123 @@
+"""ReplayPlayer: plays a stored event log back into a ProjectionStore, read-only (issue #12 §7).
+
+Owns ``ReplayPlayer``. It holds the session's events (read once from the log), applies them
+to its own ProjectionStore at their recorded pace scaled by ``speed`` (gaps capped at
+``MAX_GAP_S``), and implements the ``UiCommandChannel`` protocol for the console's replay
+keys: ``replay_pause`` (toggle), ``replay_step`` (one event, pauses), ``replay_speed`` and
+``quit``. Every other command is refused and counted in ``refused``: a replay never reaches a
+runtime, so nothing the person types can change the recorded session.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+import trio
+
+from air.contracts.event import RuntimeEvent
+from air.contracts.ui import UiCommand
+from air.projection.store import ProjectionStore
+
+__all__ = ["MAX_GAP_S", "ReplayPlayer"]
+
+MAX_GAP_S = 1.0
+"""The longest pause between two replayed events, in seconds of replay time."""
+
+
+def _seconds(ts: str) -> float:
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return math.nan
+
+
+class ReplayPlayer:
+    """Feed ``events`` into ``store`` with pause / step / speed.
+
+    Args:
+        events: the session's events, oldest first (e.g. ``EventStore.query``).
+        store: the ProjectionStore the console reads (a fresh one).
+        speed: replay speed (2.0 = twice as fast as recorded).
+        paused: start paused (step with ``replay_step``).
+    """
+
+    def __init__(
+        self,
+        events: Sequence[RuntimeEvent],
+        store: ProjectionStore,
+        *,
+        speed: float = 1.0,
+        paused: bool = False,
+    ) -> None:
+        self.events = list(events)
+        self.store = store
+        self.speed = speed
+        self.paused = paused
+        self.position = 0
+        """How many events have been applied."""
+        self.refused: list[UiCommand] = []
+        self.finished = trio.Event()
+        self._changed = trio.Event()
+
+    @property
+    def done(self) -> bool:
+        return self.position >= len(self.events)
+
+    def _poke(self) -> None:
+        self._changed.set()
+        self._changed = trio.Event()
+
+    def step(self) -> bool:
+        """Apply the next event now; False at the end of the log."""
+        if self.done:
+            return False
+        self.store.apply(self.events[self.position])
+        self.position += 1
+        return True
+
+    async def send(self, command: UiCommand) -> None:
+        """The UiCommandChannel of a replay: replay controls and quit only."""
+        if command.kind == "replay_pause":
+            self.paused = not self.paused
+        elif command.kind == "replay_step":
+            self.paused = True
+            self.step()
+        elif command.kind == "replay_speed" and command.speed is not None:
+            self.speed = command.speed
+        elif command.kind == "quit":
+            self.finished.set()
+        else:
+            self.refused.append(command)
+        self._poke()
+        await trio.lowlevel.checkpoint()
+
+    def _gap(self) -> float:
+        if self.position == 0 or self.done:
+            return 0.0
+        gap = _seconds(self.events[self.position].timestamp) - _seconds(
+            self.events[self.position - 1].timestamp
+        )
+        if math.isnan(gap) or gap <= 0:
+            return 0.0
+        return min(gap / self.speed, MAX_GAP_S)
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Play until the log ends or ``quit``; then ``finished`` is set."""
+        task_status.started()
+        while not self.done and not self.finished.is_set():
+            changed = self._changed
+            if self.paused:
+                await changed.wait()
+                continue
+            gap = self._gap()
+            if gap > 0:
+                with trio.move_on_after(gap):
+                    await changed.wait()
+                if changed.is_set():
+                    continue  # paused, stepped or re-timed meanwhile: decide again
+            else:
+                await trio.lowlevel.checkpoint()
+            self.step()
+        self.finished.set()

@@ -1,0 +1,130 @@
+"""The task part of the console's projection, read from the one fold (``air.events.fold``).
+
+Owns ``TaskView``: task status, attempts, agent, dependencies, worker result and errors come
+from the fold's ``SessionState`` (the same transition rules as the Scheduler and the SQL
+projection); this module adds only what a screen needs on top: when the current attempt
+started and ended (event timestamps), usage summed over finished attempts from
+``worker_result.usage`` (tokens, turns, cost_usd) plus the running attempt's last heartbeat,
+the last progress line, and the wave (dependency depth).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from air.contracts.event import RuntimeEvent
+from air.contracts.ui import TaskProjection
+from air.events.fold import SessionState, TaskFact
+
+__all__ = ["TaskView"]
+
+_ENDS = frozenset(
+    {
+        "task.completed",
+        "task.failed",
+        "task.blocked",
+        "task.cancelled",
+        "task.interrupted",
+        "context.compaction.completed",
+        "context.compaction.failed",
+    }
+)
+_STARTS = frozenset({"task.started", "context.compaction.started"})
+
+
+@dataclass
+class _Extra:
+    started_at: str | None = None
+    ended_at: str | None = None
+    done_turns: int = 0
+    done_tokens: int = 0
+    cost_usd: float = 0.0
+    live_turns: int = 0
+    live_tokens: int = 0
+    progress: str | None = None
+
+
+class TaskView:
+    """Screen-side extras per task, kept next to the fold's state."""
+
+    def __init__(self) -> None:
+        self._extra: dict[str, _Extra] = {}
+
+    def after_fold(self, event: RuntimeEvent, state: SessionState) -> None:
+        """Record the timing and usage of a task event the fold has just accepted."""
+        task_id = event.payload.get("task_id")
+        if event.type == "task.created" or event.type == "context.compaction.requested":
+            spec = event.payload.get("task_spec") or {}
+            task_id = spec.get("id") if isinstance(spec, dict) else None
+        if not isinstance(task_id, str) or task_id not in state.tasks:
+            return
+        extra = self._extra.setdefault(task_id, _Extra())
+        if event.type in _STARTS:
+            extra.started_at = event.timestamp
+            extra.ended_at = None
+            extra.live_turns = extra.live_tokens = 0
+        elif event.type in _ENDS:
+            extra.ended_at = event.timestamp
+            extra.progress = None
+            result = state.tasks[task_id].worker_result
+            usage = (result.usage if result is not None else None) or {}
+            extra.done_turns += int(usage.get("turns") or extra.live_turns)
+            extra.done_tokens += int(usage.get("tokens") or extra.live_tokens)
+            extra.cost_usd += float(usage.get("cost_usd") or 0.0)
+            extra.live_turns = extra.live_tokens = 0
+
+    def progress(self, task_id: str, message: str, state: SessionState) -> bool:
+        if task_id not in state.tasks:
+            return False
+        self._extra.setdefault(task_id, _Extra()).progress = message
+        return True
+
+    def live_usage(self, task_id: str, turns: int, tokens: int, state: SessionState) -> bool:
+        """A running attempt's heartbeat counters."""
+        task = state.tasks.get(task_id)
+        if task is None or task.status.value != "running":
+            return False
+        extra = self._extra.setdefault(task_id, _Extra())
+        extra.live_turns, extra.live_tokens = turns, tokens
+        return True
+
+    def projections(self, state: SessionState) -> list[TaskProjection]:
+        """Every task in creation order, with its wave."""
+        tasks = sorted(state.tasks.values(), key=lambda t: t.order)
+        memo: dict[str, int] = {}
+
+        def depth(task_id: str, seen: frozenset[str]) -> int:
+            if task_id in memo:
+                return memo[task_id]
+            if task_id not in state.tasks or task_id in seen:
+                return -1
+            deps = [e.depends_on_task_id for e in state.edges_of(task_id)]
+            memo[task_id] = 1 + max((depth(d, seen | {task_id}) for d in deps), default=-1)
+            return memo[task_id]
+
+        return [self._row(t, max(0, depth(t.task_id, frozenset())), state) for t in tasks]
+
+    def _row(self, task: TaskFact, wave: int, state: SessionState) -> TaskProjection:
+        extra = self._extra.get(task.task_id) or _Extra()
+        result = task.worker_result
+        error = task.last_error.message if task.last_error is not None else task.blocked_reason
+        return TaskProjection(
+            task_id=task.task_id,
+            title=task.spec.title,
+            type=task.spec.type.value,
+            status=task.status.value,
+            agent_id=task.agent_id,
+            wave=wave,
+            depends_on=[e.depends_on_task_id for e in state.edges_of(task.task_id)],
+            parent_task_id=task.parent_task_id,
+            attempt=task.attempt_count,
+            started_at=extra.started_at,
+            ended_at=extra.ended_at,
+            turns=extra.done_turns + extra.live_turns,
+            tokens=extra.done_tokens + extra.live_tokens,
+            cost_usd=extra.cost_usd,
+            progress=extra.progress,
+            summary=(result.summary or None) if result is not None else None,
+            error=error,
+            changed_files=list(result.changed_files) if result is not None else [],
+        )

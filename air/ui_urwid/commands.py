@@ -1,0 +1,67 @@
+"""Slash commands of the console, parsed into UiCommands or local view actions.
+
+Owns ``SLASH_COMMANDS`` (name → one-line help), ``Parsed`` and ``parse_input``: a line the
+person typed becomes a ``UiCommand`` for the runtime (a message, ``/direct``, ``/done``,
+``/cancel``, ``/quit``), a local ``view`` action (``/help``, ``/tasks``, ``/cost``, ``/model``,
+``/history``), or an ``error`` to show. Pure.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from air.contracts.ui import UiCommand
+
+__all__ = ["SLASH_COMMANDS", "Parsed", "parse_input"]
+
+SLASH_COMMANDS: dict[str, str] = {
+    "/help": "show keys and commands",
+    "/direct": "talk to the Main Agent directly (it edits the main workspace itself)",
+    "/done": "leave direct mode",
+    "/tasks": "show the task tree",
+    "/cancel": "/cancel [TASK]: cancel exactly that task (default: the selected one)",
+    "/cost": "show tokens and cost per task and in total",
+    "/model": "show the session's provider and model (read-only)",
+    "/history": "show the whole conversation",
+    "/quit": "quit (asks first when work is running)",
+}
+
+
+@dataclass(frozen=True)
+class Parsed:
+    command: UiCommand | None = None
+    view: str | None = None
+    """``help``, ``tasks``, ``cost``, ``model``, ``history`` or ``quit`` (asks first)."""
+    error: str | None = None
+
+
+def parse_input(text: str, *, selected_task: str | None = None) -> Parsed:
+    """Parse one submitted input.
+
+    Args:
+        text: what the person submitted (may span several lines).
+        selected_task: the task selected in the tree, the default of ``/cancel``.
+    """
+    stripped = text.strip()
+    if not stripped:
+        return Parsed()
+    if not stripped.startswith("/") or stripped.startswith("//"):
+        body = text[text.index("/") + 1 :] if stripped.startswith("//") else text
+        return Parsed(command=UiCommand(kind="user_message", text=body.strip("\n")))
+    name, _, rest = stripped.partition(" ")
+    name = name.lower()
+    rest = rest.strip()
+    if name == "/direct":
+        return Parsed(command=UiCommand(kind="direct", text=rest or None))
+    if name == "/done":
+        return Parsed(command=UiCommand(kind="direct_done"))
+    if name == "/cancel":
+        task = rest or selected_task
+        if not task:
+            return Parsed(error="/cancel needs a task: select one in the tree or type /cancel TASK")
+        return Parsed(command=UiCommand(kind="cancel_task", task_id=task))
+    if name in ("/help", "/tasks", "/cost", "/model", "/history", "/quit"):
+        if rest and name != "/help":
+            return Parsed(error=f"{name} takes no argument")
+        return Parsed(view=name[1:])
+    return Parsed(error=f"unknown command {name}; /help lists them (start with // to send a /)")

@@ -1,0 +1,131 @@
+"""Pure text helpers of the console: sanitising untrusted text, code blocks, folding, diffs.
+
+Owns ``clean`` (every text a worker, a command or a model produced passes it before it
+reaches the terminal: escape sequences, C0/C1 controls and bidi overrides are removed, so
+output cannot move the cursor, retitle the window, write the clipboard or reorder what the
+person reads), ``split_blocks`` (markdown fences into text and code blocks), ``fold`` (long
+output shown as head + a "N more lines" marker) and ``diff_markup`` (coloured diff lines).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+__all__ = [
+    "FOLD_CHARS",
+    "FOLD_HEAD",
+    "FOLD_LINES",
+    "Block",
+    "clean",
+    "diff_markup",
+    "fold",
+    "split_blocks",
+]
+
+_ESCAPE = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC (title, clipboard, hyperlinks)
+    r"|\x1b[P^_X][^\x1b]*(?:\x1b\\)?"  # DCS / PM / APC / SOS
+    r"|\x1b[@-_]?"  # any other ESC
+    r"|\x9b[0-?]*[ -/]*[@-~]"  # 8-bit CSI
+)
+_CONTROLS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+FOLD_LINES = 24
+"""A text block longer than this is folded."""
+FOLD_HEAD = 12
+"""Lines of a folded block still shown."""
+FOLD_CHARS = 2000
+"""Characters of a block still shown (a block of very long lines folds by characters)."""
+
+
+def clean(text: str) -> str:
+    """``text`` safe to draw: no escapes or control characters; tabs become spaces.
+
+    A carriage return keeps only what follows it on its line (progress bars), as a terminal
+    would show it.
+    """
+    text = _ESCAPE.sub("", text)
+    if "\r" in text:
+        text = "\n".join(
+            line.rsplit("\r", 1)[-1] if line.rstrip("\r") else ""
+            for line in text.replace("\r\n", "\n").split("\n")
+        )
+    return _CONTROLS.sub("", text.expandtabs(4))
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str
+    """``text`` or ``code``."""
+    text: str
+    lang: str = ""
+
+
+_FENCE = re.compile(r"^\s*```\s*([\w+.-]*)\s*$")
+
+
+def split_blocks(text: str) -> list[Block]:
+    """Split markdown into text and fenced code blocks (an unclosed fence runs to the end)."""
+    blocks: list[Block] = []
+    buf: list[str] = []
+    lang: str | None = None
+    for line in text.split("\n"):
+        m = _FENCE.match(line)
+        if m and lang is None:
+            if buf:
+                blocks.append(Block("text", "\n".join(buf)))
+            buf, lang = [], m.group(1)
+        elif line.strip() == "```" and lang is not None:
+            blocks.append(Block("code", "\n".join(buf), lang))
+            buf, lang = [], None
+        else:
+            buf.append(line)
+    if lang is not None:
+        blocks.append(Block("code", "\n".join(buf), lang))
+    elif buf and (len(buf) > 1 or buf[0]):
+        blocks.append(Block("text", "\n".join(buf)))
+    return blocks
+
+
+def fold(
+    text: str, *, limit: int = FOLD_LINES, head: int = FOLD_HEAD, tail: bool = False
+) -> tuple[str, int]:
+    """Return the shown text and how many lines were hidden (0 when not folded).
+
+    ``tail`` keeps the end instead of the start (a message still streaming). The shown part
+    is also cut to ``FOLD_CHARS`` characters, so drawing a block costs the same however long
+    the text grows.
+    """
+    lines = text.split("\n")
+    hidden = 0
+    if len(lines) > limit:
+        hidden = len(lines) - head
+        lines = lines[-head:] if tail else lines[:head]
+    shown = "\n".join(lines)
+    if len(shown) > FOLD_CHARS:
+        kept = shown[-FOLD_CHARS:] if tail else shown[:FOLD_CHARS]
+        hidden += shown.count("\n") - kept.count("\n") + 1
+        shown = kept
+    return shown, hidden
+
+
+def diff_markup(text: str) -> list[tuple[str, str]]:
+    """The diff as urwid markup: added, removed, hunk and file-header lines get attributes."""
+    out: list[tuple[str, str]] = []
+    for line in text.split("\n"):
+        if line.startswith(("+++", "---", "diff ", "index ")):
+            attr = "diff_file"
+        elif line.startswith("+"):
+            attr = "diff_add"
+        elif line.startswith("-"):
+            attr = "diff_del"
+        elif line.startswith("@@"):
+            attr = "diff_hunk"
+        else:
+            attr = "body"
+        out.append((attr, line + "\n"))
+    if out:
+        attr, last = out[-1]
+        out[-1] = (attr, last[:-1])
+    return out

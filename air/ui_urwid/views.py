@@ -1,0 +1,403 @@
+"""The console's components, built from projections (SDD §13.2): one function per view.
+
+Owns ``SessionView`` pieces (``message_widget``, ``notice_widget``), ``task_tree_rows``
+(TaskListView grouped by wave), ``detail_rows`` (ToolRunView, live command tail, DiffView,
+EvidenceView, BlockerReport of the selected task), ``permission_prompt`` (PermissionPrompt:
+every answer with its exact scope and every command segment with its risk), ``hud_text``
+(HudView presets Full / Essential / Minimal), ``help_text`` and the ``PALETTE`` /
+``MONO_PALETTE`` pair. Every string from a projection passes ``text.clean`` first. Pure
+widget construction: no I/O, no state.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+import urwid
+
+from air.contracts.ui import (
+    BlockerProjection,
+    CommandRunProjection,
+    MessageProjection,
+    PermissionAnswer,
+    PermissionPromptProjection,
+    ProjectionSnapshot,
+    TaskProjection,
+)
+from air.ui_urwid.commands import SLASH_COMMANDS
+from air.ui_urwid.text import clean, diff_markup, fold, split_blocks
+
+__all__ = [
+    "HUD_PRESETS",
+    "MONO_PALETTE",
+    "PALETTE",
+    "STATUS_MARK",
+    "TAIL_LINES",
+    "HudPreset",
+    "SelectableRow",
+    "answer_label",
+    "detail_rows",
+    "elapsed_s",
+    "help_text",
+    "hud_text",
+    "message_widget",
+    "notice_widget",
+    "permission_prompt",
+    "task_line",
+    "task_tree_rows",
+]
+
+HudPreset = Literal["full", "essential", "minimal"]
+HUD_PRESETS: tuple[HudPreset, ...] = ("full", "essential", "minimal")
+TAIL_LINES = 20
+"""Lines of a command's live output shown in the detail pane."""
+_TAIL_CHARS = 4000
+
+PALETTE: list[tuple[str, str, str]] = [
+    ("body", "default", "default"),
+    ("hud", "black", "light gray"),
+    ("user", "light cyan,bold", "default"),
+    ("assistant", "light green,bold", "default"),
+    ("code", "yellow", "default"),
+    ("code_label", "dark gray", "default"),
+    ("fold", "dark gray", "default"),
+    ("notice", "light magenta", "default"),
+    ("error", "light red", "default"),
+    ("selected", "black", "light cyan"),
+    ("wave", "light blue,bold", "default"),
+    ("status_running", "yellow", "default"),
+    ("status_completed", "light green", "default"),
+    ("status_failed", "light red", "default"),
+    ("status_cancelled", "dark gray", "default"),
+    ("status_pending", "default", "default"),
+    ("diff_add", "light green", "default"),
+    ("diff_del", "light red", "default"),
+    ("diff_hunk", "light cyan", "default"),
+    ("diff_file", "bold", "default"),
+    ("prompt", "white", "dark red"),
+    ("prompt_body", "default", "default"),
+    ("risk_high", "light red,bold", "default"),
+    ("risk_low", "light green", "default"),
+    ("title", "bold", "default"),
+]
+"""Colour palette; ``MONO_PALETTE`` (``NO_COLOR``) maps every entry to plain/bold/reverse."""
+
+_MONO = {"hud": "standout", "selected": "standout", "prompt": "standout", "user": "bold"}
+_MONO |= {"assistant": "bold", "wave": "bold", "diff_file": "bold", "title": "bold"}
+_MONO |= {"risk_high": "bold", "error": "bold", "status_failed": "bold"}
+MONO_PALETTE: list[tuple[str, str, str, str, str, str]] = [
+    (name, "default", "default", "default", _MONO.get(name, "default"), "default")
+    for name, _fg, _bg in PALETTE
+]
+
+STATUS_MARK = {
+    "pending": "·",
+    "running": "▶",
+    "completed": "✓",
+    "failed": "✗",
+    "blocked": "!",
+    "cancelled": "⊘",
+    "interrupted": "‖",
+}
+_STATUS_ATTR = {
+    "running": "status_running",
+    "completed": "status_completed",
+    "failed": "status_failed",
+    "blocked": "status_failed",
+    "cancelled": "status_cancelled",
+    "interrupted": "status_cancelled",
+}
+
+_ANSWER_LABEL: dict[PermissionAnswer, tuple[str, str]] = {
+    "allow_once": ("1", "allow once: only this call"),
+    "allow_task": ("2", "allow for task {task}: the same request again within that task only"),
+    "allow_session": ("3", "allow for this session: the same request in any task until it ends"),
+    "allow_project": ("4", "allow for this project: remembered for later sessions too"),
+    "deny": ("n", "deny: the tool call fails and the worker is told why"),
+}
+
+
+class SelectableRow(urwid.Text):
+    """A text row that can take focus (task tree entries)."""
+
+    _selectable = True
+
+    def __init__(self, markup: urwid.text.Markup, key: str) -> None:
+        super().__init__(markup, wrap="ellipsis")
+        self.key = key
+
+    def keypress(self, size: tuple[()] | tuple[int] | tuple[int, int], key: str) -> str | None:
+        return key
+
+
+def _parse(ts: str | None) -> float | None:
+    if not ts:
+        return None
+    try:
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def elapsed_s(task: TaskProjection, now: float) -> float | None:
+    """Seconds the task's current attempt has run (up to now, or to its end)."""
+    start = _parse(task.started_at)
+    if start is None:
+        return None
+    end = _parse(task.ended_at) or now
+    return max(0.0, end - start)
+
+
+def _fmt_tokens(n: int) -> str:
+    return f"{n / 1000:.1f}k" if n >= 1000 else str(n)
+
+
+def _fmt_elapsed(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = int(seconds)
+    return f"{s // 60}m{s % 60:02d}s" if s >= 60 else f"{s}s"
+
+
+# --- conversation -------------------------------------------------------------------------
+
+
+def message_widget(message: MessageProjection, *, expanded: bool = False) -> urwid.Widget:
+    """One message: a role label, text blocks (folded when long) and code blocks."""
+    role = "you" if message.role == "user" else "air"
+    attr = "user" if message.role == "user" else "assistant"
+    label = (attr, f"{role}> ")
+    rows: list[urwid.Widget] = []
+    streaming = message.status == "streaming"
+    for block in split_blocks(clean(message.text)):
+        shown, hidden = (block.text, 0) if expanded else fold(block.text, tail=streaming)
+        if block.kind == "code":
+            rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
+            rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
+        elif not rows:
+            rows.append(urwid.Text([label, shown]))
+        else:
+            rows.append(urwid.Padding(urwid.Text(shown), left=5))
+        if hidden and streaming:
+            rows.insert(len(rows) - 1, urwid.Text(("fold", f"     … {hidden} earlier lines")))
+        elif hidden:
+            rows.append(urwid.Text(("fold", f"     … {hidden} more lines (Ctrl-O expands)")))
+        if block.kind == "code":
+            rows.append(urwid.Text(("code_label", "└─")))
+    if (
+        not rows
+        or not isinstance(rows[0], urwid.Text)
+        or rows[0].text[: len(role) + 1] != f"{role}>"
+    ):
+        rows.insert(0, urwid.Text(label))
+    if message.status == "streaming":
+        rows.append(urwid.Text(("fold", "  ▌ streaming")))
+    elif message.status == "failed":
+        rows.append(urwid.Text(("error", f"  ✗ {clean(message.error or 'failed')}")))
+    return urwid.Pile(rows)
+
+
+def notice_widget(text: str) -> urwid.Widget:
+    return urwid.Text(("notice", f"• {clean(text)}"))
+
+
+# --- task tree ------------------------------------------------------------------------------
+
+
+def task_line(task: TaskProjection, index: int, now: float) -> urwid.text.Markup:
+    mark = STATUS_MARK.get(task.status, "?")
+    attr = _STATUS_ATTR.get(task.status, "status_pending")
+    usage = f"{_fmt_elapsed(elapsed_s(task, now))} {task.turns}t {_fmt_tokens(task.tokens)}tok"
+    cost = f" ${task.cost_usd:.2f}" if task.cost_usd else ""
+    return [
+        (attr, f"{mark} #{index} "),
+        clean(task.title),
+        (attr, f"  {task.status}"),
+        f"  {usage}{cost}",
+    ]
+
+
+def task_tree_rows(
+    snapshot: ProjectionSnapshot, now: float, selected: str | None
+) -> list[urwid.Widget]:
+    """Waves with their tasks; a task row carries its id as ``SelectableRow.key``."""
+    rows: list[urwid.Widget] = []
+    by_id = {t.task_id: t for t in snapshot.tasks}
+    index = {t.task_id: i + 1 for i, t in enumerate(snapshot.tasks)}
+    for wave in snapshot.waves:
+        rows.append(urwid.Text(("wave", f"Wave {wave.index + 1} · {wave.status}")))
+        for tid in wave.task_ids:
+            task = by_id[tid]
+            row = SelectableRow(task_line(task, index[tid], now), tid)
+            rows.append(urwid.AttrMap(row, None, focus_map="selected"))
+    t = snapshot.totals
+    if snapshot.tasks:
+        rows.append(
+            urwid.Text(
+                f"total: {t.completed}/{t.tasks} done, {t.running} running, {t.turns}t "
+                f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f}"
+            )
+        )
+    else:
+        rows.append(urwid.Text(("fold", "no tasks yet")))
+    return rows
+
+
+# --- detail pane ----------------------------------------------------------------------------
+
+
+def _command_rows(cmd: CommandRunProjection, *, tail_lines: int) -> list[urwid.Widget]:
+    status = cmd.status if cmd.exit_code is None else f"{cmd.status} (exit {cmd.exit_code})"
+    rows: list[urwid.Widget] = [urwid.Text([("title", "$ "), clean(cmd.command), f"  {status}"])]
+    tail = clean(cmd.tail).rstrip("\n")
+    if tail:
+        lines = tail.split("\n")
+        hidden = len(lines) - tail_lines
+        if hidden > 0 or cmd.tail_truncated:
+            rows.append(urwid.Text(("fold", "  … earlier output not shown")))
+        shown = "\n".join(lines[-tail_lines:])[-_TAIL_CHARS:]
+        rows.append(urwid.Padding(urwid.Text(shown), left=2))
+    return rows
+
+
+def blocker_widget(blocker: BlockerProjection) -> urwid.Widget:
+    lines: list[urwid.Widget] = [
+        urwid.Text(("error", f"Blocked ({blocker.needs}): {clean(blocker.reason)}"))
+    ]
+    for n, option in enumerate(blocker.options, 1):
+        lines.append(urwid.Text(f"  {n}. {clean(option)}"))
+    return urwid.LineBox(urwid.Pile(lines), title="blocker")
+
+
+def detail_rows(
+    snapshot: ProjectionSnapshot, task_id: str | None, now: float
+) -> list[urwid.Widget]:
+    """Everything known about one task: header, blocker, tools, commands, diffs, evidence."""
+    task = next((t for t in snapshot.tasks if t.task_id == task_id), None)
+    if task is None:
+        return [urwid.Text(("fold", "select a task (Tab, then ↑/↓) to see its details"))]
+    rows: list[urwid.Widget] = [
+        urwid.Text(("title", clean(task.title))),
+        urwid.Text(
+            f"{task.task_id} · {task.type} · {task.status} · attempt {task.attempt} · "
+            f"{_fmt_elapsed(elapsed_s(task, now))} · {task.turns}t "
+            f"{_fmt_tokens(task.tokens)}tok ${task.cost_usd:.2f}"
+        ),
+    ]
+    if task.progress:
+        rows.append(urwid.Text(("notice", clean(task.progress))))
+    if task.error:
+        rows.append(urwid.Text(("error", clean(task.error))))
+    if task.summary:
+        rows.append(urwid.Text(clean(task.summary)))
+    for blocker in snapshot.blockers:
+        if blocker.task_id == task.task_id:
+            rows.append(blocker_widget(blocker))
+    tools = [r for r in snapshot.tool_runs if r.task_id == task.task_id]
+    if tools:
+        rows.append(urwid.Text(("wave", "tools")))
+        for run in tools:
+            what = clean(run.input_summary)
+            extra = f" — {clean(run.error)}" if run.error else ""
+            rows.append(urwid.Text(f"  {run.tool_name} {what}  {run.status}{extra}"))
+    for cmd in (c for c in snapshot.command_runs if c.task_id == task.task_id):
+        rows.extend(_command_rows(cmd, tail_lines=TAIL_LINES))
+    for diff in (d for d in snapshot.diffs if d.task_id == task.task_id):
+        rows.append(urwid.Text(("wave", f"diff {clean(diff.path.rsplit('/', 1)[-1])}")))
+        if diff.text:
+            rows.append(urwid.Text(diff_markup(clean(diff.text))))
+        if diff.truncated:
+            rows.append(urwid.Text(("fold", "… diff truncated")))
+    evidence = [e for e in snapshot.evidence if e.task_id == task.task_id]
+    if evidence:
+        rows.append(urwid.Text(("wave", "evidence")))
+        for ev in evidence:
+            rows.append(urwid.Text(f"  [{ev.kind}] {clean(ev.claim)} ({clean(ev.ref)})"))
+    return rows
+
+
+# --- permission prompt ----------------------------------------------------------------------
+
+
+def answer_label(answer: PermissionAnswer, prompt: PermissionPromptProjection) -> tuple[str, str]:
+    """The key and the exact scope sentence of one answer."""
+    key, text = _ANSWER_LABEL[answer]
+    return key, text.format(task=prompt.task_id or "(none)")
+
+
+def permission_prompt(
+    prompt: PermissionPromptProjection, *, armed: bool, pending: int = 0
+) -> urwid.Widget:
+    """The prompt box. ``armed`` False shows that keys are still ignored (just appeared)."""
+    risk_attr = "risk_high" if prompt.risk_level in ("high", "critical") else "risk_low"
+    rows: list[urwid.Widget] = [
+        urwid.Text([("title", f"{prompt.tool_name}: "), clean(prompt.summary)]),
+        urwid.Text(["risk: ", (risk_attr, prompt.risk_level)]),
+    ]
+    if prompt.task_id:
+        rows.append(urwid.Text(f"asked by task {prompt.task_id}"))
+    for seg in prompt.segments:
+        attr = "risk_high" if seg.risk_level in ("high", "critical") else "risk_low"
+        category = f" {seg.category}" if seg.category else ""
+        rows.append(
+            urwid.Text(["  segment ", (attr, f"[{seg.risk_level}{category}] "), clean(seg.text)])
+        )
+    rows.append(urwid.Divider())
+    for answer in prompt.scopes:
+        key, text = answer_label(answer, prompt)
+        rows.append(urwid.Text([("title", f" {key} "), text]))
+    if not armed:
+        rows.append(urwid.Text(("fold", "(keys are ignored for a moment so typing cannot answer)")))
+    if pending:
+        rows.append(urwid.Text(("fold", f"{pending} more prompt(s) waiting")))
+    return urwid.AttrMap(
+        urwid.LineBox(urwid.Pile(rows), title="permission needed"), "prompt_body", None
+    )
+
+
+# --- HUD and help ---------------------------------------------------------------------------
+
+
+def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = "") -> str:
+    state = snapshot.main_agent.state + (" (direct)" if snapshot.main_agent.direct_mode else "")
+    t = snapshot.totals
+    prompts = f" · {len(snapshot.permission_prompts)} prompt" if snapshot.permission_prompts else ""
+    if preset == "minimal":
+        text = state + prompts
+    elif preset == "essential":
+        text = f"{state} · {t.running} running · {t.completed}/{t.tasks} done · ${t.cost_usd:.2f}"
+        text += prompts
+    else:
+        session = snapshot.session
+        sid = session.session_id if session else "-"
+        model = (session.model_id if session else None) or "-"
+        text = (
+            f"air · {sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
+            f"{t.running} running, {t.failed} failed, {t.blocked} blocked, "
+            f"{t.cancelled} cancelled · "
+            f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f}{prompts} · F1 help"
+        )
+    return f" {text}{extra}"
+
+
+KEY_HELP = [
+    ("Enter", "send (end a line with \\ or press Alt-Enter for a new line)"),
+    ("↑/↓, Ctrl-P/N", "input history"),
+    ("Esc", "interrupt the Main Agent's current turn (nothing else)"),
+    ("Ctrl-C", "cancel the running work (cooperative); again: kill"),
+    ("Tab", "focus: input → tasks → detail → conversation"),
+    ("x (tasks)", "cancel the selected task only"),
+    ("Ctrl-Y", "copy the focused code block / the task's diff or command"),
+    ("Ctrl-O", "expand / fold the focused message"),
+    ("F2", "HUD preset: full / essential / minimal"),
+    ("F3", "follow / hold the live output (scroll-lock)"),
+    ("F1", "this help"),
+]
+
+
+def help_text() -> str:
+    lines = [f"{k:<16} {v}" for k, v in KEY_HELP]
+    lines.append("")
+    lines += [f"{name:<16} {text}" for name, text in SLASH_COMMANDS.items()]
+    return "\n".join(lines)
