@@ -2,7 +2,8 @@
 ``air/`` or listed, with its reason, in the ONE decisions.md entry of types not emitted yet.
 
 An emitting call site is a call of an emitter (``record``, ``new_event``, ``append``, ...)
-whose first or second positional argument is the type's literal string. The registry, the
+whose first, second or third positional argument is the type's literal string, or a
+module-level constant (``STATE_EVENT = "..."``) naming it. The registry, the
 payload models and the projection name every type without emitting it, and ``air demo`` and
 ``air/testing`` play a scripted model, so none of them counts.
 """
@@ -17,7 +18,17 @@ from air.events.registry import default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 EMITTERS = frozenset(
-    {"record", "_record_end", "_emit", "emit", "new_event", "append", "ingest", "publish"}
+    {
+        "record",
+        "record_end",
+        "_record_end",
+        "_emit",
+        "emit",
+        "new_event",
+        "append",
+        "ingest",
+        "publish",
+    }
 )
 NOT_EMITTING = ("air/events/payloads.py", "air/events/registry.py", "air/events/projection.py")
 SCRIPTED = ("air/cli/demo.py", "air/testing/")
@@ -32,21 +43,43 @@ def durable_types() -> set[str]:
 def emitted_types(durable: set[str]) -> dict[str, set[str]]:
     """Durable type -> the files with an emitting call site of it."""
     found: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "air").rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
+    trees = {
+        path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(), str(path))
+        for path in sorted((ROOT / "air").rglob("*.py"))
+    }
+    # a constant imported from another module (``STATE_EVENT``) names the same literal
+    every_constant: dict[str, object] = {}
+    for tree in trees.values():
+        every_constant.update(module_constants(tree))
+    for rel, tree in trees.items():
         if rel in NOT_EMITTING or rel.startswith(SCRIPTED):
             continue
-        for node in ast.walk(ast.parse(path.read_text(), rel)):
+        constants = {**every_constant, **module_constants(tree)}
+        for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name not in EMITTERS:
                 continue
-            for arg in node.args[:2]:
-                if isinstance(arg, ast.Constant) and arg.value in durable:
-                    found.setdefault(str(arg.value), set()).add(rel)
+            for arg in node.args[:3]:
+                value: object = arg.value if isinstance(arg, ast.Constant) else None
+                if isinstance(arg, ast.Name):
+                    value = constants.get(arg.id)
+                if isinstance(value, str) and value in durable:
+                    found.setdefault(value, set()).add(rel)
     return found
+
+
+def module_constants(tree: ast.Module) -> dict[str, object]:
+    """The module-level ``NAME = <literal>`` assignments of one module."""
+    return {
+        target.id: stmt.value.value
+        for stmt in tree.body
+        if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Constant)
+        for target in stmt.targets
+        if isinstance(target, ast.Name)
+    }
 
 
 def listed_types() -> dict[str, str]:
