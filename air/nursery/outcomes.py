@@ -93,9 +93,12 @@ async def collect(
         return
     error = outcome.error or (result.error if result is not None else None)
     if error is None:
+        said = f": {result.summary[:200]}" if result is not None and result.summary else ""
+        # the worker's own words make the signature: two different failures are not "the
+        # same failure again" to the RetryPlanner (IMPL-REVIEW-2)
         error = make_air_error(
             kind=ErrorKind.TASK_FAILED,
-            message=f"worker ended {result.status.value if result else outcome.kind}",
+            message=f"worker ended {result.status.value if result else outcome.kind}{said}",
         )
     update: dict[str, Any] = {
         "metadata": {

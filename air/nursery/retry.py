@@ -77,7 +77,8 @@ class RetryPlanner:
     """Decides retry / retry_serial / debug / skip / block / cancel for a failed attempt.
 
     Args:
-        escalation_models: ``provider/model`` refs a quality retry may move to, in order
+        escalation_models: the model ladder, ``provider/model`` refs from the run's default
+            (first; a task naming no model is on it) up; a quality retry moves one rung up
             (empty: the ``model`` dimension is never chosen).
     """
 
@@ -86,12 +87,14 @@ class RetryPlanner:
 
     def next_model(self, task: TaskNode) -> str | None:
         """The escalation model after the one ``task`` runs on (None: no other is left)."""
-        current = task.spec.constraints.model_id
         models = self.escalation_models
-        if current in models:
-            later = models[models.index(current) + 1 :]
-            return later[0] if later else None
-        return models[0] if models else None
+        if not models:
+            return None
+        current = task.spec.constraints.model_id or models[0]
+        if current not in models:
+            return models[0]
+        later = models[models.index(current) + 1 :]
+        return later[0] if later else None
 
     def decide(
         self,

@@ -298,7 +298,8 @@ class FakeTaskRunner:
         elif status != "completed":
             worker_status = WorkerStatus(status)
             if worker_status != WorkerStatus.BLOCKED:
-                error = make_air_error(kind=ErrorKind.TASK_FAILED, message=f"worker {status}")
+                said = f": {step.summary}" if step.summary else ""
+                error = make_air_error(kind=ErrorKind.TASK_FAILED, message=f"worker {status}{said}")
         payload = None
         if step.result is not None:
             contract = ROLE_RESULT_MODELS[spec.output_contract]
