@@ -40,6 +40,7 @@ from air.contracts import (
 from air.nursery.graph import TaskNode
 from air.nursery.knowledge import KnowledgeService
 from air.nursery.seams import TaskOutcome
+from air.security.redact import SecretRedactor
 from air.tools.safefs import read_beneath
 
 if TYPE_CHECKING:
@@ -114,7 +115,7 @@ async def change_diff(s: Scheduler, workspace: WorkspaceRef) -> str | None:
     merge (the reviewer is read-only and never sees the workspace). ``None`` for the shared
     ``main`` workspace (the change is already in the project). Files are read beneath their
     roots without following symlinks: a worker cannot make the parent read (and send to a
-    model) a file outside the workspace."""
+    model) a file outside the workspace; the run's SecretRedactor is applied to the text."""
     if s.workspaces is None or workspace.strategy == WorkspaceStrategy.MAIN:
         return None
     try:
@@ -146,7 +147,11 @@ async def change_diff(s: Scheduler, workspace: WorkspaceRef) -> str | None:
             size += len(text)
         return "\n".join(parts)
 
-    return await trio.to_thread.run_sync(render)
+    text = await trio.to_thread.run_sync(render)
+    # worker-written text becomes a durable spec and a model request: the run's redactor
+    # (the WorkerManager's, applied to everything else a worker produces) applies here too
+    redactor = getattr(s.runner, "redactor", None)
+    return redactor.redact(text) if isinstance(redactor, SecretRedactor) else text
 
 
 def _text_beneath(root: str, name: str) -> str | None:

@@ -26,6 +26,7 @@ from air.contracts import (
 from air.nursery.ledger import fold_history
 from air.nursery.reviews import MAX_REVIEW_ROUNDS, change_diff
 from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.security.redact import SecretRedactor
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.headless import json_events, run_batch_json
@@ -140,7 +141,8 @@ def _git_project(root: Path) -> None:
 
 
 async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: Path) -> None:
-    """A worker's symlink to a file outside its workspace is named in the diff, never read."""
+    """A worker's symlink to a file outside its workspace is named in the diff, never read; a
+    registered secret a worker wrote into a file is redacted."""
     root = tmp_path / "proj"
     _git_project(root)
     secret = tmp_path / "secret.txt"
@@ -159,12 +161,20 @@ async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: 
     (Path(ref.path) / "more.txt").unlink()
     os.symlink(secret, Path(ref.path) / "more.txt")
 
+    (Path(ref.path) / "env.txt").write_text("token=VALUE-OF-A-SECRET-9q\n")
+
+    class Runner:
+        redactor = SecretRedactor(["VALUE-OF-A-SECRET-9q"])
+
     class S:
         workspaces = manager
         project_root = str(root)
+        runner = Runner()
 
     diff = await change_diff(S(), ref)  # type: ignore[arg-type]
     assert diff is not None
+    assert "+token=" in diff
+    assert "VALUE-OF-A-SECRET-9q" not in diff  # the run's redactor applies
     assert "+# Title" in diff
     assert " draft" in diff
     assert "more.txt: changed (not a readable regular file)" in diff
