@@ -591,6 +591,7 @@ class ContextAssembler:
             for key, label in (("detail", "detail"), ("user_action", "what to do")):
                 if error.get(key):
                     text += f"\n{label}: {_cut(str(error[key]))}"
+            text += _failure_evidence(error.get("metadata"))
             text += "\nAvoid repeating what made it fail."
             layer = self._layer(PromptLayerLevel.TOOL_OUTPUT, text, f"attempt:{task_id}:{index}")
             # the failure is what a retry must not lose: it outranks the bulky tool history
@@ -651,6 +652,30 @@ class ContextAssembler:
         if user_instruction and user_instruction.strip():
             parts.append("Instruction: " + user_instruction.strip())
         return "\n\n".join(part for part in parts if part)
+
+
+def _failure_evidence(meta: Any) -> str:
+    """L8 detail of a failed attempt (IMPL-REVIEW-2): the worker's own summary, its
+    verification results, the parsed diagnostics, the failing tests and reviewer findings."""
+    if not isinstance(meta, Mapping):
+        return ""
+    text = ""
+    if meta.get("worker_summary"):
+        text += f"\nthe worker said: {_cut(str(meta['worker_summary']))}"
+    for check in list(meta.get("verification") or [])[:10]:
+        if isinstance(check, Mapping):
+            notes = f" — {_cut(str(check['notes']))}" if check.get("notes") else ""
+            text += f"\nverification {check.get('name')}: {check.get('status')}{notes}"
+    for d in list(meta.get("diagnostics") or [])[:10]:
+        if isinstance(d, Mapping):
+            where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k))
+            text += f"\ndiagnostic {where}: {_cut(str(d.get('message')))}"
+    failed = [str(t) for t in meta.get("failed_tests") or []][:20]
+    if failed:
+        text += "\nfailing tests: " + ", ".join(failed)
+    for finding in list(meta.get("findings") or [])[:10]:
+        text += f"\nreviewer finding: {_cut(str(finding))}"
+    return text
 
 
 def _command_ref(row: Any) -> str | None:

@@ -5,6 +5,9 @@ evidence gate), ``with_evidence`` (the attempt's ``evidence.created`` records) a
 (a completed change in its own workspace lands as a merge, one at a time and shielded, right
 after its task ends, so a dependent never waits for the rest of the wave). Evidence is read
 from the agent's own events as the ledger's fold indexes them, never from the whole log.
+Review hunks (IMPL-REVIEW-1): a completed change is gated on its review before it is recorded,
+and a review's verdict is routed before the review's own end; a failure keeps the worker's
+summary and verification results in its error (IMPL-REVIEW-2: what an informed retry reads).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from air.contracts import (
     Retryability,
     SchedulerState,
     TaskStatus,
+    WorkerResult,
     WorkerStatus,
     WorkspaceRef,
     WorkspaceStrategy,
@@ -26,7 +30,7 @@ from air.contracts import (
 )
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
-from air.nursery.reviews import learn
+from air.nursery.reviews import change_diff, gate_on_review, learn, route_verdict
 from air.nursery.seams import TaskOutcome
 
 if TYPE_CHECKING:
@@ -89,13 +93,17 @@ async def collect(
         return
     error = outcome.error or (result.error if result is not None else None)
     if error is None:
+        said = f": {result.summary[:200]}" if result is not None and result.summary else ""
+        # the worker's own words make the signature: two different failures are not "the
+        # same failure again" to the RetryPlanner (IMPL-REVIEW-2)
         error = make_air_error(
             kind=ErrorKind.TASK_FAILED,
-            message=f"worker ended {result.status.value if result else outcome.kind}",
+            message=f"worker ended {result.status.value if result else outcome.kind}{said}",
         )
     update: dict[str, Any] = {
         "metadata": {
             **(error.metadata or {}),
+            **_failure_evidence(result),
             "outcome": outcome.kind,
             "exit_code": outcome.exit_code,
             "worker_status": result.status.value if result is not None else None,
@@ -112,13 +120,47 @@ async def collect(
     node.final = False
 
 
+def _failure_evidence(result: WorkerResult | None) -> dict[str, Any]:
+    """What a failed worker said about its failure (its summary, its verification results),
+    kept in the error so that the retry's L8 shows it (IMPL-REVIEW-2)."""
+    if result is None:
+        return {}
+    found: dict[str, Any] = {}
+    if result.summary:
+        found["worker_summary"] = result.summary[:2000]
+    checks = [v.model_dump(mode="json", exclude_none=True) for v in result.verification]
+    if checks:
+        found["verification"] = checks[:20]
+    return found
+
+
 async def _completed(
     s: Scheduler,
     node: TaskNode,
     outcome: TaskOutcome,
     attempt_index: int,
     completed: list[str],
+    diff: str | None = None,
 ) -> None:
+    # the review gate and the verdict act before the end is recorded: no dependent can be
+    # planned between this task's completion and the edge that makes it wait
+    await gate_on_review(s, node, diff)
+    refusal = await route_verdict(s, node, outcome)
+    if refusal is not None:
+        assert outcome.result is not None
+        await s.record_end(
+            node,
+            "task.blocked",
+            {
+                "agent_id": outcome.agent_id,
+                "reason": refusal,
+                "worker_result": outcome.result.model_dump(mode="json"),
+            },
+            attempt_index=attempt_index,
+        )
+        node.status = TaskStatus.BLOCKED
+        node.final = True
+        return
     await s.record_end(
         node,
         "task.completed",
@@ -160,6 +202,7 @@ async def merge(
     assert s.workspaces is not None
     with trio.move_on_after(MERGE_GRACE, shield=True):
         # why shielded: a half-done git merge must not be left behind by a cancel
+        diff = await change_diff(s, workspace) if s.options.review == "wave" else None
         async with s.merge_lock:
             s.enter(SchedulerState.MERGING)
             try:
@@ -170,7 +213,7 @@ async def merge(
                 await _workspace_failed(s, node, workspace, outcome, exc, attempt_index)
                 return
             if merged.status != "conflicted":
-                await _completed(s, node, outcome, attempt_index, completed)
+                await _completed(s, node, outcome, attempt_index, completed, diff)
                 return
             error = make_air_error(
                 kind=ErrorKind.MERGE_CONFLICT,

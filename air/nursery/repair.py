@@ -24,7 +24,7 @@ from air.contracts import (
 )
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
-from air.nursery.retry import debug_context
+from air.nursery.retry import debug_context, retry_spec
 from air.nursery.reviews import known_fixes
 
 if TYPE_CHECKING:
@@ -61,6 +61,9 @@ async def decide(s: Scheduler, node: TaskNode) -> None:
     decision = s.retry.decide(node, stored.attempts, error)
     action = decision.action
     if action in (RetryAction.RETRY, RetryAction.RETRY_SERIAL):
+        # the dimension the planner chose is applied, not dropped (IMPL-REVIEW-2); re-derived
+        # from the same durable failures on a restart
+        node.spec = retry_spec(s.retry, node, decision)
         node.status = TaskStatus.PENDING
         if action == RetryAction.RETRY_SERIAL:
             s.solo.add(node.task_id)

@@ -16,9 +16,15 @@ Rules, in order:
 4. a transient failure (stall, spawn error, provider error, protocol truncation, rate limit)
    → ``retry`` of the same spec (``changed_dimension="none"``);
 5. a hard timeout → ``retry_serial`` (alone in its wave);
-6. the same failure signature seen on an earlier attempt, or a failed verification → ``debug``;
-7. any other task-quality failure → ``retry`` with one changed dimension (``context``: the
-   previous failure is added to the worker's context).
+6. an identical failure signature escalates faster: seen on two earlier attempts (a debugger
+   already looked) → ``block`` at once, budget or not; seen on one → ``debug``; a failed
+   verification → ``debug``;
+7. any other task-quality failure → ``retry`` with one changed dimension: ``model`` (the next
+   of ``escalation_models`` after the one that failed) when an earlier attempt already failed
+   on quality and such a model is configured, else ``context`` (the previous failure — error,
+   the worker's summary, verification results, diagnostics — is in the retry's L8).
+
+``retry_spec`` applies a decision's dimension to the spec the retry runs (IMPL-REVIEW-2).
 """
 
 from __future__ import annotations
@@ -33,10 +39,11 @@ from air.contracts import (
     Retryability,
     RetryAction,
     RetryDecision,
+    TaskSpec,
 )
 from air.nursery.graph import TaskNode
 
-__all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner", "debug_context"]
+__all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner", "debug_context", "retry_spec"]
 
 TRANSIENT_KINDS = frozenset(
     {
@@ -67,7 +74,27 @@ class AttemptSummary:
 
 
 class RetryPlanner:
-    """Decides retry / retry_serial / debug / skip / block / cancel for a failed attempt."""
+    """Decides retry / retry_serial / debug / skip / block / cancel for a failed attempt.
+
+    Args:
+        escalation_models: the model ladder, ``provider/model`` refs from the run's default
+            (first; a task naming no model is on it) up; a quality retry moves one rung up
+            (empty: the ``model`` dimension is never chosen).
+    """
+
+    def __init__(self, escalation_models: Sequence[str] = ()) -> None:
+        self.escalation_models = tuple(escalation_models)
+
+    def next_model(self, task: TaskNode) -> str | None:
+        """The escalation model after the one ``task`` runs on (None: no other is left)."""
+        models = self.escalation_models
+        if not models:
+            return None
+        current = task.spec.constraints.model_id or models[0]
+        if current not in models:
+            return models[0]
+        later = models[models.index(current) + 1 :]
+        return later[0] if later else None
 
     def decide(
         self,
@@ -133,20 +160,53 @@ class RetryPlanner:
                 reason="hard timeout: retry alone in its wave",
                 changed_dimension="serialization",
             )
-        earlier = {a.failure_signature for a in attempts[:-1] if a.failure_signature}
-        if error.semantic_signature in earlier or kind == ErrorKind.VERIFICATION_FAILED:
+        signature = error.semantic_signature
+        repeats = sum(1 for a in attempts[:-1] if signature and a.failure_signature == signature)
+        if repeats >= 2:
+            return RetryDecision(
+                action=RetryAction.BLOCK,
+                reason=f"the same failure {repeats + 1} times, after a debugger: {error.message}",
+            )
+        if repeats or kind == ErrorKind.VERIFICATION_FAILED:
             return RetryDecision(
                 action=RetryAction.DEBUG,
                 reason="same failure again"
-                if error.semantic_signature in earlier
+                if repeats
                 else "verification failed: a debugger looks first",
                 changed_dimension="debugger",
+            )
+        quality_before = any(
+            a.failure_kind is not None
+            and a.failure_kind not in {k.value for k in TRANSIENT_KINDS}
+            and a.failure_kind != ErrorKind.TIMEOUT.value
+            for a in attempts[:-1]
+        )
+        model = self.next_model(task)
+        if quality_before and model is not None:
+            return RetryDecision(
+                action=RetryAction.RETRY,
+                reason=f"task-quality failure again: retry on {model}",
+                changed_dimension="model",
             )
         return RetryDecision(
             action=RetryAction.RETRY,
             reason="task-quality failure: retry with the failure added to the context",
             changed_dimension="context",
         )
+
+
+def retry_spec(planner: RetryPlanner, task: TaskNode, decision: RetryDecision) -> TaskSpec:
+    """The spec the retry runs: a ``model`` retry names the next escalation model; every
+    other dimension keeps the spec (``context`` is L8, ``serialization`` the solo set,
+    ``debugger`` a debug child)."""
+    spec = task.spec
+    if decision.changed_dimension != "model":
+        return spec
+    model = planner.next_model(task)
+    if model is None:
+        return spec
+    constraints = spec.constraints.model_copy(update={"model_id": model})
+    return spec.model_copy(update={"constraints": constraints})
 
 
 def debug_context(error: AirError, records: Sequence[DebugRecord], limit: int = 20) -> str:

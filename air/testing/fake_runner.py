@@ -22,6 +22,7 @@ import trio
 
 from air.contracts import (
     AGENT_TYPE_FOR_TASK,
+    ROLE_RESULT_MODELS,
     AirException,
     ErrorKind,
     EventSource,
@@ -75,6 +76,11 @@ class FakeStep:
     """Files (relative path, text) the worker writes into its workspace before it ends."""
     cancel_delay: float = 0.0
     """Seconds a cancelled worker takes to wrap up (a slow cooperative stop)."""
+    result: Mapping[str, Any] | None = None
+    """The role payload of a completed result (e.g. a reviewer's verdict); checked against the
+    task's output contract as the real worker checks it (a mismatch raises at once)."""
+    summary: str | None = None
+    """The result's summary (default: ``fake <ending> after <duration>s``)."""
 
 
 @dataclass
@@ -292,13 +298,19 @@ class FakeTaskRunner:
         elif status != "completed":
             worker_status = WorkerStatus(status)
             if worker_status != WorkerStatus.BLOCKED:
-                error = make_air_error(kind=ErrorKind.TASK_FAILED, message=f"worker {status}")
+                said = f": {step.summary}" if step.summary else ""
+                error = make_air_error(kind=ErrorKind.TASK_FAILED, message=f"worker {status}{said}")
+        payload = None
+        if step.result is not None:
+            contract = ROLE_RESULT_MODELS[spec.output_contract]
+            payload = contract.model_validate(dict(step.result)).model_dump(mode="json")
         result = WorkerResult(
             task_id=spec.id,
             agent_id=request.agent_id,
             agent_type=AGENT_TYPE_FOR_TASK[spec.type],
             status=worker_status,
-            summary=f"fake {status} after {step.duration:g}s",
+            summary=step.summary or f"fake {status} after {step.duration:g}s",
+            result=payload,
             changed_files=list(step.changed_files) or [path for path, _ in step.writes],
             error=error,
         )

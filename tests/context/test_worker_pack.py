@@ -156,3 +156,39 @@ def test_omissions_under_a_small_budget_are_reported_in_the_pack(
 def test_budget_leaves_room_for_the_reply_and_later_turns() -> None:
     assert context_budget(32_768, 4_096) == 14_336
     assert context_budget(1_000, 4_096) == 2_000
+
+
+def test_retry_pack_carries_the_failures_evidence(
+    project: ProjectContext, home_air: Path, session_store: SessionStore
+) -> None:
+    """L8 of a retry (IMPL-REVIEW-2): the worker's account, its verification results, the
+    parsed diagnostics, the failing tests and reviewer findings of the failed attempt."""
+    error = {
+        "kind": "verification_failed",
+        "message": "ctest fails",
+        "metadata": {
+            "worker_summary": "SUMMARY-5d1: the parser rejects empty input",
+            "verification": [{"name": "ctest", "status": "failed", "notes": "NOTE-0a9"}],
+            "diagnostics": [{"file": "src/p.cpp", "line": 7, "message": "DIAG-77e undeclared"}],
+            "failed_tests": ["parser_empty"],
+            "findings": ["FINDING-31c: no test for empty input"],
+        },
+    }
+    session_store.task_attempts.insert(
+        {
+            "task_id": "task_B",
+            "attempt_index": 1,
+            "status": "failed",
+            "started_at": NOW,
+            "failure_kind": "verification_failed",
+            "failure_message": error["message"],
+            "failure_error_json": json.dumps(error),
+        }
+    )
+    pack = _builder(project, home_air, session_store).build(_Attempt(_spec(), attempt_index=2))
+    text = json.dumps(pack.messages)
+    assert "the worker said: SUMMARY-5d1: the parser rejects empty input" in text
+    assert "verification ctest: failed \\u2014 NOTE-0a9" in text
+    assert "diagnostic src/p.cpp:7: DIAG-77e undeclared" in text
+    assert "failing tests: parser_empty" in text
+    assert "reviewer finding: FINDING-31c: no test for empty input" in text
