@@ -60,6 +60,7 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         manager = ProviderManager(load_models_checked(project_root), redactor=redactor)
         prepared.provider = manager
         prepared.model = _configured_model(manager, options.provider)
+        prepared.escalation = tuple(manager.config.escalation)
         manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
         if options.record:
             from air.llm.cassette import TaskRecorder

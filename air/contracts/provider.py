@@ -321,6 +321,9 @@ class ModelsConfig(Contract):
     roles: dict[str, str] = Field(default_factory=dict)
     """role -> ``provider_id/model_id``."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
+    escalation: list[str] = Field(default_factory=list)
+    """The model ladder of task retries: ``provider_id/model_id`` refs, the default first; a
+    retry after a repeated quality failure moves one rung up (empty: never change model)."""
     providers: dict[ProviderID, ProviderConfig] = Field(default_factory=dict)
     sources: list[str] = Field(default_factory=list)
     """Files this config was merged from (filled by the loader)."""

@@ -191,6 +191,7 @@ def load_models_config(
             update={
                 "default": layer.default if "default" in explicit else merged.default,
                 "retry": layer.retry if "retry" in explicit else merged.retry,
+                "escalation": (layer.escalation if "escalation" in explicit else merged.escalation),
                 "roles": {**merged.roles, **layer.roles},
                 "providers": {**merged.providers, **layer.providers},
                 "sources": [*merged.sources, *layer.sources],
@@ -203,6 +204,7 @@ def load_models_config(
 def _check_references(config: ModelsConfig) -> None:
     where = config.sources[-1] if config.sources else "models.yaml"
     refs = [("default", config.default)] + [(f"roles.{r}", m) for r, m in config.roles.items()]
+    refs += [(f"escalation[{i}]", m) for i, m in enumerate(config.escalation)]
     for field, ref in refs:
         if ref is None:
             continue

@@ -47,6 +47,7 @@ from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
+from air.nursery.retry import RetryPlanner
 from air.nursery.runs import claim_session, reap_orphans, runs_dir
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.nursery.seams import TaskRunner
@@ -78,6 +79,8 @@ class RuntimeServices:
     model: str = "scripted/scripted"
     warm_up: Callable[[str], None] | None = None
     """Builds the provider's adapter (``warm_up(provider_id)``, in a thread of its own)."""
+    escalation: tuple[str, ...] = ()
+    """models.yaml ``escalation``: the model ladder the RetryPlanner climbs (IMPL-REVIEW-2)."""
 
 
 @dataclass
@@ -249,6 +252,7 @@ async def _build(
         ),
         reap=reap,
         monitor=monitor,
+        retry=RetryPlanner(escalation_models=services.escalation),
     )
     return Runtime(
         session=session,

@@ -77,6 +77,7 @@ def test_home_and_project_files_merge(tmp_path: Path) -> None:
         ),
         ("retry: {max_attempts: 0}\n", "retry.max_attempts"),
         ("default: nope/none\n", "default"),
+        ("escalation: [nope/none]\n", "escalation[0]"),
         ("providers: [1, 2\n", "line"),
         ("surprise: 1\n", "surprise"),
     ],

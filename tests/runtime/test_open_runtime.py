@@ -281,3 +281,27 @@ async def test_the_monitor_gets_the_schedulers_overdue_callback_when_it_starts(
         status = rt.scheduler.graph.tasks["slow"].status.value
     assert deaf.cancelled == ["slow"]
     assert status != "running"
+
+
+async def test_the_models_yaml_escalation_ladder_reaches_the_retry_planner(tmp_path: Path) -> None:
+    """models.yaml ``escalation`` (read by ``prepare``) is the ladder the Scheduler's
+    RetryPlanner climbs: without it ``air run`` could never change a retry's model."""
+    from air.cli.prepare import prepare
+
+    root = tmp_path / "proj"
+    (root / ".air" / "shared").mkdir(parents=True)
+    (root / ".air" / "shared" / "models.yaml").write_text(
+        "default: local/small\nescalation: [local/small, local/big]\nproviders:\n"
+        "  local:\n    kind: openai_compatible\n    base_url: http://127.0.0.1:9/v1\n"
+        "    models: {small: {}, big: {}}\n"
+    )
+    services = prepare(HeadlessOptions(project=str(root)), str(root))
+    assert services.escalation == ("local/small", "local/big")
+    config = RuntimeConfig(
+        project=ProjectStore().initialize(root),
+        session=OpenSessionOptions(mode="headless"),
+        new_session=True,
+        services=lambda: services,
+    )
+    async with open_runtime(config) as rt:
+        assert rt.scheduler.retry.escalation_models == ("local/small", "local/big")
