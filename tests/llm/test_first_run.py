@@ -219,7 +219,15 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     config = ModelsConfig.model_validate(yaml.safe_load(shipped))
     assert config.default == "anthropic/claude-sonnet-4-5"
     assert {p.kind for p in config.providers.values()} == set(ProviderKind)
-    for word in ("roles:", "retry:", "max_output_tokens", "cassette:", "record_to", "auth_ref"):
+    for word in (
+        "roles:",
+        "retry:",
+        "escalation:",
+        "max_output_tokens",
+        "cassette:",
+        "record_to",
+        "auth_ref",
+    ):
         assert word in shipped
     root = tmp_path / "proj"
     root.mkdir()
