@@ -3,7 +3,8 @@
 Owns ``collect`` (a TaskOutcome → ``task.completed/blocked/cancelled/failed``, after the C++
 evidence gate), ``with_evidence`` (the attempt's ``evidence.created`` records) and ``merge``
 (a completed change in its own workspace lands as a merge, one at a time and shielded, right
-after its task ends, so a dependent never waits for the rest of the wave). Evidence is read
+after its task ends, so a dependent never waits for the rest of the wave). A completed result
+is held at the architecture gate first (``architecture_gate.hold``). Evidence is read
 from the agent's own events as the ledger's fold indexes them, never from the whole log.
 """
 
@@ -24,6 +25,7 @@ from air.contracts import (
     WorkspaceStrategy,
     make_air_error,
 )
+from air.nursery.architecture_gate import hold
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import learn
@@ -61,6 +63,8 @@ async def collect(
             outcome = outcome.model_copy(update={"error": gate})
             result = result.model_copy(update={"status": WorkerStatus.FAILED, "error": gate})
     if result is not None and result.status == WorkerStatus.COMPLETED:
+        if not await hold(s, node, outcome.agent_id, result, attempt_index):
+            return  # the architecture gate held it: blocked, not merged (SDD §19.4)
         if workspace.strategy != WorkspaceStrategy.MAIN and s.workspaces is not None:
             await merge(s, node, workspace, outcome, attempt_index, completed)
             return

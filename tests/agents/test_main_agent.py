@@ -132,8 +132,10 @@ async def test_a_plan_that_needs_confirmation_is_shown_and_runs_only_on_yes(
     env.cassette(
         json_turn({"intent": "task"}),
         json_turn(plan(spec("t_api", "Change the public API"), needs_plan=True)),
+        json_turn({"result_class": "requires_user_confirmation", "summary": "API changes."}),
         json_turn({"intent": "task"}),
         json_turn(plan(spec("t_api2", "Change it again"), needs_plan=True)),
+        json_turn({"result_class": "requires_user_confirmation", "summary": "Again."}),
     )
     agent = env.agent()
     async with env.running(agent):
@@ -155,12 +157,14 @@ async def test_a_plan_that_needs_confirmation_is_shown_and_runs_only_on_yes(
         "IDLE",
         "CLASSIFYING",
         "DELEGATING",
+        "ARCHITECTURE_DESIGNING",
         "CONFIRMING",
         "EXECUTING",
         "SUMMARIZING",
         "IDLE",
         "CLASSIFYING",
         "DELEGATING",
+        "ARCHITECTURE_DESIGNING",
         "CONFIRMING",
         "IDLE",
     ]
