@@ -20,12 +20,14 @@ from air.contracts import (
     Retryability,
     SchedulerState,
     TaskStatus,
+    TaskType,
     WorkerStatus,
     WorkspaceRef,
     WorkspaceStrategy,
     make_air_error,
 )
 from air.nursery.architecture_gate import hold
+from air.nursery.compaction import record_worker_summary
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import learn
@@ -123,10 +125,13 @@ async def _completed(
     attempt_index: int,
     completed: list[str],
 ) -> None:
+    worker_result = await with_evidence(s, node, outcome)
+    if node.spec.type == TaskType.COMPACT:  # the summaries row, under the runtime's id
+        worker_result = await record_worker_summary(s.ledger, node.task_id, worker_result)
     await s.record_end(
         node,
         "task.completed",
-        {"agent_id": outcome.agent_id, "worker_result": await with_evidence(s, node, outcome)},
+        {"agent_id": outcome.agent_id, "worker_result": worker_result},
         attempt_index=attempt_index,
     )
     await learn(s, node, outcome)
