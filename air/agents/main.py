@@ -328,27 +328,37 @@ class MainAgent:
         to schedule; ``requires_user_confirmation`` shows it for confirmation; ``requires_replan``
         re-plans once with the designer's finding and shows that plan; ``reject_or_escalate``
         tells the person why and schedules nothing. None: the plan is not scheduled now."""
+        impact, reviewed = await self._review(plan)
+        if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
+            reason = await self._gate_refused(impact, reviewed)
+            self.work.reporting = False
+            await self._move(T.FAILED, message_id=message_id, reason=reason)
+            return None
+        if impact.result_class == "silent_continue":
+            return reviewed
+        await self._show_for_confirmation(reviewed, message_id, impact)
+        return None
+
+    async def _review(self, plan: TaskPlan) -> tuple[ArchitectureImpact, TaskPlan | TurnResult]:
+        """The designer's class of a plan, and the plan to go on with (re-planned once with
+        the finding for ``requires_replan``)."""
         impact = await self.architect.assess_impact(
             ArchitectureChange.of_plan(plan.summary, plan.tasks)
         )
-        if impact.result_class == "silent_continue":
-            return plan
-        if impact.result_class == "reject_or_escalate":
-            await self.turns.say(f"The architecture review rejected this plan: {impact.summary}")
-            self.work.reporting = False
-            await self._move(T.FAILED, message_id=message_id, reason=impact.result_class)
-            return None
         if impact.result_class == "requires_replan":
-            replanned = await self._make_plan(feedback=impact)
-            if isinstance(replanned, TurnResult):
-                if replanned.status == "failed":
-                    await self.turns.show_failure(self._error_of(replanned))
-                self.work.reporting = False
-                await self._move(T.FAILED, message_id=message_id, reason="replan failed")
-                return None
-            plan = replanned
-        await self._show_for_confirmation(plan, message_id, impact)
-        return None
+            return impact, await self._make_plan(feedback=impact)
+        return impact, plan
+
+    async def _gate_refused(
+        self, impact: ArchitectureImpact, reviewed: TaskPlan | TurnResult
+    ) -> str:
+        """Tell the person why nothing is scheduled; returns the transition's reason."""
+        if isinstance(reviewed, TurnResult):
+            if reviewed.status == "failed":
+                await self.turns.show_failure(self._error_of(reviewed))
+            return f"replan {reviewed.status}"
+        await self.turns.say(f"The architecture review rejected this plan: {impact.summary}")
+        return impact.result_class
 
     async def _show_for_confirmation(
         self,
@@ -514,7 +524,13 @@ class MainAgent:
             await self._move(T.RESUME, message_id=message_id, reason=plan.status)
             await self._resumed(new_tasks=False)
             return
-        await self._show_for_confirmation(plan, message_id)
+        impact, reviewed = await self._review(plan)
+        if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
+            reason = await self._gate_refused(impact, reviewed)
+            await self._move(T.RESUME, message_id=message_id, reason=reason)
+            await self._resumed(new_tasks=False)
+            return
+        await self._show_for_confirmation(reviewed, message_id, impact)
 
     async def _summarize(self) -> None:
         await self._move(T.ALL_DONE)

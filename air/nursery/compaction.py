@@ -232,7 +232,8 @@ class SessionCompactor:
     async def _summarise(self, task_id: str, chunk: str, index: int, total: int) -> str:
         note = (
             f"Part {index} of {total} of an older conversation. Summarise it in at most "
-            f"{self.chunk_output_tokens} tokens; keep decisions, file paths and identifiers.\n\n"
+            f"{self.chunk_output_tokens} tokens; keep decisions, file paths and identifiers. "
+            "Reply with the summary text only.\n\n"
         )
         request = ProviderCompletionInput(
             provider_id=self.model.provider_id,

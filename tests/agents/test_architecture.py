@@ -226,6 +226,26 @@ async def test_reject_or_escalate_schedules_nothing(env: AgentEnv, answer: Any) 
     assert "rejected this plan" in env.assistant_texts()[-1]
 
 
+async def test_a_rejected_revision_leaves_the_running_work_alone(env: AgentEnv) -> None:
+    env.runner.script["t_long"] = [FakeStep(duration=0.5)]
+    env.cassette(
+        json_turn({"intent": "task"}),
+        json_turn({"summary": "s", "tasks": [spec("t_long", "Long work")]}),
+        json_turn({"change_class": "design_interface_goal"}),
+        json_turn(plan(spec("t_new", "Drop the event log"))),
+        impact("reject_or_escalate", "the event log is the source of truth"),
+    )
+    agent = env.agent()
+    async with env.running(agent):
+        await agent.submit("do the long work")
+        await wait_until(lambda: env.runner.log.records != [])
+        await agent.submit("actually drop the event log")
+        await wait_until(lambda: env.path()[-1] == "IDLE" and "SUMMARIZING" in env.path())
+    assert env.path()[4:8] == ["EXECUTING", "INTERRUPTING", "ARCHITECTURE_REVISING", "EXECUTING"]
+    assert "the event log is the source of truth" in "\n".join(env.assistant_texts())
+    assert {r["id"]: r["status"] for r in env.rows("tasks")} == {"t_long": "completed"}
+
+
 # -- the worker-result path (Scheduler) -----------------------------------------------------
 
 

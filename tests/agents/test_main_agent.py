@@ -204,6 +204,7 @@ async def test_a_design_change_while_executing_replans_and_runs_after_confirmati
         json_turn(plan(spec("t_long", "Long work"))),
         json_turn({"change_class": "design_interface_goal"}),
         json_turn(plan(spec("t_new", "Follow the new interface"))),
+        json_turn({"result_class": "silent_continue", "summary": "Fits."}),
     )
     agent = env.agent()
     async with env.running(agent):

@@ -2,7 +2,8 @@
 ``air/`` or listed, with its reason, in the ONE decisions.md entry of types not emitted yet.
 
 An emitting call site is a call of an emitter (``record``, ``new_event``, ``append``, ...)
-whose first or second positional argument is the type's literal string. The registry, the
+whose first, second or third positional argument is the type's literal string (or a module-level
+upper-case constant holding it). The registry, the
 payload models and the projection name every type without emitting it, and ``air demo`` and
 ``air/testing`` play a scripted model, so none of them counts.
 """
@@ -17,7 +18,17 @@ from air.events.registry import default_registry
 
 ROOT = Path(__file__).resolve().parents[2]
 EMITTERS = frozenset(
-    {"record", "_record_end", "_emit", "emit", "new_event", "append", "ingest", "publish"}
+    {
+        "record",
+        "record_end",
+        "_record_end",
+        "_emit",
+        "emit",
+        "new_event",
+        "append",
+        "ingest",
+        "publish",
+    }
 )
 NOT_EMITTING = ("air/events/payloads.py", "air/events/registry.py", "air/events/projection.py")
 SCRIPTED = ("air/cli/demo.py", "air/testing/")
@@ -29,9 +40,27 @@ def durable_types() -> set[str]:
     return {t for t, _ in registry.list() if registry.is_durable(t)}
 
 
+def type_constants() -> dict[str, str]:
+    """Module-level ``NAME = "type"`` string constants of ``air/`` (``STATE_EVENT`` ...): an
+    emitter called with such a name emits its type."""
+    constants: dict[str, str] = {}
+    for path in sorted((ROOT / "air").rglob("*.py")):
+        for node in ast.parse(path.read_text()).body:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(node.value, ast.Constant)
+                and isinstance(node.value.value, str)
+            ):
+                for target in node.targets:
+                    if isinstance(target, ast.Name) and target.id.isupper():
+                        constants[target.id] = node.value.value
+    return constants
+
+
 def emitted_types(durable: set[str]) -> dict[str, set[str]]:
     """Durable type -> the files with an emitting call site of it."""
     found: dict[str, set[str]] = {}
+    constants = type_constants()
     for path in sorted((ROOT / "air").rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
         if rel in NOT_EMITTING or rel.startswith(SCRIPTED):
@@ -43,9 +72,12 @@ def emitted_types(durable: set[str]) -> dict[str, set[str]]:
             name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
             if name not in EMITTERS:
                 continue
-            for arg in node.args[:2]:
-                if isinstance(arg, ast.Constant) and arg.value in durable:
-                    found.setdefault(str(arg.value), set()).add(rel)
+            for arg in node.args[:3]:
+                value = arg.value if isinstance(arg, ast.Constant) else None
+                if isinstance(arg, ast.Name):
+                    value = constants.get(arg.id)
+                if value in durable:
+                    found.setdefault(str(value), set()).add(rel)
     return found
 
 
@@ -78,6 +110,9 @@ def test_the_scanner_finds_known_call_sites_and_skips_the_definitions() -> None:
     emitted = emitted_types(durable)
     assert "air/nursery/scheduler.py" in emitted["task.created"]
     assert "air/nursery/knowledge.py" in emitted["memory.promoted"]
+    assert "air/agents/architecture.py" in emitted["architecture.impact.completed"]
+    assert "air/nursery/compaction.py" in emitted["summary.created"]
+    assert "air/agents/main.py" in emitted["main_agent.state.changed"]  # via STATE_EVENT
     assert all(not files & {*NOT_EMITTING, "air/cli/demo.py"} for files in emitted.values()), (
         emitted
     )
