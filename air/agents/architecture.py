@@ -129,7 +129,17 @@ def _strings(value: Any, source: str, key: str) -> tuple[str, ...]:
             message=f"{source}: {key} must be a list of path globs",
             user_action=f"Write {key} as a YAML list of non-empty strings in {source}.",
         )
-    return tuple(v.strip() for v in value)
+    globs = tuple(v.strip() for v in value)
+    for glob in globs:
+        # why: the documents go into the model's prompt; a cloned project must not point
+        # the designer at ~/.ssh or another project's files
+        if glob.startswith(("/", "~")) or ".." in glob.replace("\\", "/").split("/"):
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=f"{source}: {key} entry {glob!r} leaves the project",
+                user_action=f"Use paths relative to the project root (no '..') in {source}.",
+            )
+    return globs
 
 
 def load_declaration(project_root: str | Path) -> ArchitectureDeclaration:
@@ -411,14 +421,19 @@ class ArchitectureDesigner:
 
 
 def _doc_files(root: Path, pattern: str) -> list[Path]:
+    """The files of a doc pattern that really lie inside the project (no link out of it)."""
     target = root / pattern
     if "*" not in pattern and "?" not in pattern:
         if target.is_file():
-            return [target]
-        if target.is_dir():
-            return [p for p in target.rglob("*.md") if p.is_file()]
-        return []
-    return [p for p in root.glob(pattern) if p.is_file()]
+            found = [target]
+        elif target.is_dir():
+            found = [p for p in target.rglob("*.md") if p.is_file()]
+        else:
+            found = []
+    else:
+        found = [p for p in root.glob(pattern) if p.is_file()]
+    real_root = root.resolve()
+    return [p for p in found if p.resolve().is_relative_to(real_root)]
 
 
 @dataclass(frozen=True)

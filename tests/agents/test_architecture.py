@@ -119,7 +119,16 @@ def test_the_declaration_file_names_docs_and_areas(env: AgentEnv) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["docs: [", "docs: nope\n", "areas:\n  kernels: [a]\n", "other: 1\n"]
+    "text",
+    [
+        "docs: [",
+        "docs: nope\n",
+        "areas:\n  kernels: [a]\n",
+        "other: 1\n",
+        "docs: [../outside/secret.md]\n",
+        "docs: [/etc/passwd]\n",
+        "docs: ['~/.ssh/id_rsa']\n",
+    ],
 )
 def test_a_bad_declaration_is_a_config_error(env: AgentEnv, text: str) -> None:
     (env.root / ".air" / "shared" / "architecture.yaml").write_text(text)
@@ -127,6 +136,20 @@ def test_a_bad_declaration_is_a_config_error(env: AgentEnv, text: str) -> None:
         load_declaration(env.root)
     assert caught.value.kind == "config_error"
     assert caught.value.error.user_action
+
+
+async def test_a_document_linked_out_of_the_project_never_reaches_the_model(
+    env: AgentEnv,
+) -> None:
+    (env.outside / "secret.md").write_text("TOP-SECRET-KEY\n")
+    (env.root / "docs" / "architecture").mkdir(parents=True)
+    (env.root / "docs" / "architecture" / "leak.md").symlink_to(env.outside / "secret.md")
+    (env.root / "docs" / "architecture" / "c4.md").write_text("# C4 context\n")
+    models = Recording(env.cassette(impact("silent_continue")))
+    d = designer(env, models)
+    await d.assess_impact(ArchitectureChange(origin="plan", summary="s"))
+    assert "# C4 context" in models.text(0)
+    assert "TOP-SECRET-KEY" not in models.text(0)
 
 
 # -- the plan path (Main Agent) -------------------------------------------------------------
