@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import trio
 
+from air.agents.architecture import ArchitectureChange, ArchitectureDesigner, ArchitectureImpact
 from air.agents.conversation import ConversationEntry, to_model_messages
 from air.agents.direct import DirectMode, ToolPort
 from air.agents.plan import (
@@ -111,6 +112,8 @@ class MainAgent:
         model: the session's model; default ``models.select_model(role="main")``.
         history: the conversation so far (``load_conversation`` on reopen).
         max_direct_turns: model calls one direct-mode message may take.
+        architect: the ArchitectureDesigner that gates architecture-level plans (SDD §19.4);
+            default one over the same events, models and tools.
     """
 
     def __init__(
@@ -127,6 +130,7 @@ class MainAgent:
         history: Sequence[ConversationEntry] = (),
         max_direct_turns: int = 12,
         agent_id: str = "main",
+        architect: ArchitectureDesigner | None = None,
     ) -> None:
         self.session_id = session_id
         self.project_root = project_root
@@ -152,6 +156,15 @@ class MainAgent:
             )
         )
         self.work = WorkTracker(self.turns)
+        self.architect = architect or ArchitectureDesigner(
+            events=events,
+            models=models,
+            project_root=project_root,
+            session_id=session_id,
+            project_id=project_id,
+            tools=tools,
+            model=assignment,
+        )
         self.role_prompt = builtin_resource("role-main.md")
         self.conversation: list[ConversationEntry] = list(history)
         self._state = S.IDLE
@@ -294,8 +307,11 @@ class MainAgent:
             return
         self.work.reporting = True
         if plan.needs_plan:
-            await self._show_for_confirmation(plan, message_id)
-            return
+            await self._move(T.NEEDS_PLAN, message_id=message_id)
+            gated = await self._architecture_gate(plan, message_id)
+            if gated is None:
+                return
+            plan = gated
         await self._move(T.SIMPLE, message_id=message_id)
         error = await self._hand_over(plan)
         if error is not None:
@@ -307,16 +323,62 @@ class MainAgent:
         await self._move(T.SCHEDULED, message_id=message_id)
         self._execution_continues(new_tasks=True)
 
-    async def _show_for_confirmation(self, plan: TaskPlan, message_id: str | None) -> None:
-        # until the Architecture Designer exists the Main Agent's own plan is shown (IMPL-AGENT-2)
+    async def _architecture_gate(self, plan: TaskPlan, message_id: str) -> TaskPlan | None:
+        """ARCHITECTURE_DESIGNING (SDD §19.4, IMPL-ARCH-2): ``silent_continue`` returns the plan
+        to schedule; ``requires_user_confirmation`` shows it for confirmation; ``requires_replan``
+        re-plans once with the designer's finding and shows that plan; ``reject_or_escalate``
+        tells the person why and schedules nothing. None: the plan is not scheduled now."""
+        impact, reviewed = await self._review(plan)
+        if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
+            reason = await self._gate_refused(impact, reviewed)
+            self.work.reporting = False
+            await self._move(T.FAILED, message_id=message_id, reason=reason)
+            return None
+        if impact.result_class == "silent_continue":
+            return reviewed
+        await self._show_for_confirmation(reviewed, message_id, impact)
+        return None
+
+    async def _review(self, plan: TaskPlan) -> tuple[ArchitectureImpact, TaskPlan | TurnResult]:
+        """The designer's class of a plan, and the plan to go on with (re-planned once with
+        the finding for ``requires_replan``)."""
+        impact = await self.architect.assess_impact(
+            ArchitectureChange.of_plan(plan.summary, plan.tasks)
+        )
+        if impact.result_class == "requires_replan":
+            return impact, await self._make_plan(feedback=impact)
+        return impact, plan
+
+    async def _gate_refused(
+        self, impact: ArchitectureImpact, reviewed: TaskPlan | TurnResult
+    ) -> str:
+        """Tell the person why nothing is scheduled; returns the transition's reason."""
+        if isinstance(reviewed, TurnResult):
+            if reviewed.status == "failed":
+                await self.turns.show_failure(self._error_of(reviewed))
+            return f"replan {reviewed.status}"
+        await self.turns.say(f"The architecture review rejected this plan: {impact.summary}")
+        return impact.result_class
+
+    async def _show_for_confirmation(
+        self,
+        plan: TaskPlan,
+        message_id: str | None,
+        impact: ArchitectureImpact | None = None,
+    ) -> None:
         self._pending = plan
-        await self.turns.say(f"{render_plan(plan)}\n\nRun this plan? Reply yes or no.")
+        review = "" if impact is None else f"Architecture review: {impact.summary}\n\n"
+        await self.turns.say(f"{review}{render_plan(plan)}\n\nRun this plan? Reply yes or no.")
         await self._move(T.PLAN_SHOWN, message_id=message_id)
 
-    async def _make_plan(self) -> TaskPlan | TurnResult:
-        """A valid plan, or the failed/interrupted turn (one repair round with the errors)."""
+    async def _make_plan(self, feedback: ArchitectureImpact | None = None) -> TaskPlan | TurnResult:
+        """A valid plan, or the failed/interrupted turn (one repair round with the errors);
+        ``feedback``: the architecture review the new plan must answer."""
         system = f"{self.role_prompt}\n\n{_PLAN.format(schema=plan_schema_text())}"
         messages = self._model_messages()
+        if feedback is not None:
+            note = f"The architecture review requires a new plan: {feedback.summary}"
+            messages = [*messages, CanonicalMessage(role="user", content=[TextBlock(text=note)])]
         errors: list[str] = []
         for attempt in (1, 2):
             turn = await self.turns.hidden(self.turns.request(system, messages))
@@ -462,7 +524,13 @@ class MainAgent:
             await self._move(T.RESUME, message_id=message_id, reason=plan.status)
             await self._resumed(new_tasks=False)
             return
-        await self._show_for_confirmation(plan, message_id)
+        impact, reviewed = await self._review(plan)
+        if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
+            reason = await self._gate_refused(impact, reviewed)
+            await self._move(T.RESUME, message_id=message_id, reason=reason)
+            await self._resumed(new_tasks=False)
+            return
+        await self._show_for_confirmation(reviewed, message_id, impact)
 
     async def _summarize(self) -> None:
         await self._move(T.ALL_DONE)

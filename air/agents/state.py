@@ -6,8 +6,8 @@ pure reducer that refuses every other move with an ``AirException`` (``system_er
 illegal transition is a bug of the caller, never user input). Every transition the MainAgent
 takes is recorded as one durable ``main_agent.state.changed`` event (IMPL-AGENT-1). The edges
 the SDD diagram leaves implicit (a failed or interrupted model turn, a rejected revision while
-work runs, the interim "needs plan" edge until the Architecture Designer exists) are listed in
-IMPL-AGENT-2.
+work runs, the Architecture Designer's silent_continue) are listed in IMPL-AGENT-2 and
+IMPL-ARCH-2.
 """
 
 from __future__ import annotations
@@ -55,12 +55,13 @@ class MainAgentTrigger(StrEnum):
     DONE = "done"
     """``/done`` leaves direct mode."""
     SIMPLE = "simple"
-    """An implementation-only plan: straight to the Scheduler."""
+    """An implementation-only plan (or one the Architecture Designer let through silently):
+    to the Scheduler."""
     NEEDS_PLAN = "needs_plan"
     """An architecture-level plan: the Architecture Designer designs it."""
     PLAN_SHOWN = "plan_shown"
-    """The plan is shown for confirmation (the designer's result, or — until it exists —
-    the Main Agent's own plan)."""
+    """The plan is shown for confirmation (after the Architecture Designer's review, or a
+    re-planned requirement change)."""
     SCHEDULED = "scheduled"
     CONFIRM = "confirm"
     REJECT = "reject"
@@ -92,10 +93,10 @@ TRANSITIONS: dict[tuple[MainAgentState, MainAgentTrigger], MainAgentState] = {
     (S.DIRECT_MODE, T.DONE): S.IDLE,
     (S.DELEGATING, T.SIMPLE): S.SCHEDULING,
     (S.DELEGATING, T.NEEDS_PLAN): S.ARCHITECTURE_DESIGNING,
-    (S.DELEGATING, T.PLAN_SHOWN): S.CONFIRMING,
     (S.DELEGATING, T.FAILED): S.IDLE,
     (S.DELEGATING, T.INTERRUPTED): S.IDLE,
     (S.ARCHITECTURE_DESIGNING, T.PLAN_SHOWN): S.CONFIRMING,
+    (S.ARCHITECTURE_DESIGNING, T.SIMPLE): S.SCHEDULING,
     (S.ARCHITECTURE_DESIGNING, T.FAILED): S.IDLE,
     (S.SCHEDULING, T.SCHEDULED): S.EXECUTING,
     (S.SCHEDULING, T.FAILED): S.IDLE,

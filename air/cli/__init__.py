@@ -140,6 +140,23 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "compact": (
+        "Summarise a session's older messages into one summary (the originals stay).",
+        """air compact: summarise the older messages of a session into one summary row.
+
+The newest messages stay as they are; acceptance criteria, decisions and the file paths
+under edit are kept verbatim; the original messages stay readable in `air history`.
+
+Usage:
+  air compact [--session SID] [--project PATH]
+  air compact -h | --help
+
+Options:
+  --session SID   A session id (default: the most recent session).
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
     "session": (
         "List the sessions of the project (`air session list`).",
         """air session list: list the sessions of the project.
@@ -302,6 +319,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.history import run_history
 
         return run_history
+    if name == "compact":
+        from air.cli.compact import run_compact
+
+        return run_compact
     if name == "session":
         from air.cli.history import run_session_list
 

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from air.context.compaction import CompactionRules, load_compaction_rules, message_text
 from air.context.loader import (
     DEFAULT_LAYER_PRIORITIES,
     IMMUTABLE_LEVELS,
@@ -92,6 +93,8 @@ class SessionReaders:
     """``(entity_type, entity_id)`` → evidence rows (``evidence.list_for_entity``)."""
     attempts: Callable[[TaskID], Sequence[Any]] | None = None
     """The finished and running attempts of a task (``task_attempts.list_by_task``)."""
+    summaries: Callable[[SessionID], Sequence[Any]] | None = None
+    """The compaction summaries of a session, oldest first (``summaries`` rows)."""
 
 
 def readers_from_store(store: Any) -> SessionReaders:
@@ -109,12 +112,18 @@ def readers_from_store(store: Any) -> SessionReaders:
     command_runs = method("command_runs", "list_by_task")
     evidence = method("evidence", "list_for_entity")
     attempts = method("task_attempts", "list_by_task")
+    summaries = method("summaries", "list_all")
     return SessionReaders(
         messages=(lambda sid: list(messages(sid))) if messages else None,
         tool_runs=(lambda tid: list(tool_runs(tid))) if tool_runs else None,
         command_runs=(lambda tid: list(command_runs(tid))) if command_runs else None,
         evidence=(lambda et, eid: list(evidence(et, eid))) if evidence else None,
         attempts=(lambda tid: list(attempts(tid))) if attempts else None,
+        summaries=(
+            (lambda sid: [r for r in summaries() if _get(r, "session_id") == sid])
+            if summaries
+            else None
+        ),
     )
 
 
@@ -315,6 +324,7 @@ class ContextAssembler:
         self._tool_output_limit = tool_output_limit
         self._inline_limit_tokens = inline_limit_tokens
         self._priorities = {**DEFAULT_LAYER_PRIORITIES, **(priorities or {})}
+        self._compaction_rules: CompactionRules | None = None
 
     async def assemble(self, input: ContextAssembleInput) -> AssembledContext:
         """Assemble, fit and render the context (SDD §10.1). See ``assemble_now``."""
@@ -340,6 +350,7 @@ class ContextAssembler:
             fit.over_budget
             or bool(fit.dropped_levels & _REQUIRED_MUTABLE)
             or PromptLayerLevel.CONVERSATION in fit.dropped_levels
+            or self.history_needs_compaction(input.session_id, input.token_budget)
         )
         ordered = sorted(
             enumerate(fit.kept), key=lambda pair: (_LEVEL_ORDER[pair[1].level], pair[0])
@@ -558,10 +569,58 @@ class ContextAssembler:
                     f"evidence:task:{task_id}",
                 )
 
+    # -- L7 and the early compaction request (IMPL-ARCH-4) -------------------------------
+
+    def compaction_rules(self) -> CompactionRules:
+        """The merged compaction rules of the project (read once)."""
+        if self._compaction_rules is None:
+            self._compaction_rules = load_compaction_rules(
+                user_air_dir=self._user_air_dir, project=self._project
+            )
+        return self._compaction_rules
+
+    def _history(self, session_id: SessionID) -> tuple[Any | None, list[Any]]:
+        """The latest summary and the messages after the range it covers."""
+        rows = list(self._readers.messages(session_id)) if self._readers.messages else []
+        summaries = list(self._readers.summaries(session_id)) if self._readers.summaries else []
+        summary = summaries[-1] if summaries else None
+        cut = _get(summary, "covers_until_message_id") if summary is not None else None
+        ids = [_get(r, "id", "message_id") for r in rows]
+        if cut in ids:
+            rows = rows[ids.index(cut) + 1 :]
+        return summary, rows
+
+    def history_needs_compaction(self, session_id: SessionID, token_budget: int) -> bool:
+        """True once the conversation not yet summarised reaches ``trigger_ratio`` of the
+        budget: compaction is asked for before a request would overflow, not after."""
+        if self._readers.messages is None or token_budget <= 0:
+            return False
+        _, rows = self._history(session_id)
+        used = sum(
+            estimate_tokens(
+                message_text(
+                    {"role": _get(r, "role"), "content_json": _get(r, "content_json", "content")}
+                )
+            )
+            for r in rows
+        )
+        return used >= self.compaction_rules().trigger_ratio * token_budget
+
     def _conversation_layers(self, session_id: SessionID) -> Iterable[PromptLayer]:
         if self._readers.messages is None or self._conversation_limit <= 0:
             return
-        rows = list(self._readers.messages(session_id))[-self._conversation_limit :]
+        summary, rows = self._history(session_id)
+        if summary is not None:
+            layer = self._layer(
+                PromptLayerLevel.CONVERSATION,
+                "Summary of the earlier conversation (originals kept in history):\n"
+                + str(_get(summary, "content")),
+                f"summary:{_get(summary, 'summary_id')}",
+            )
+            # the summary stands for the whole older range: it outlives single messages
+            priority = self._priorities[PromptLayerLevel.CONVERSATION] + 50
+            yield layer.model_copy(update={"priority": priority})
+        rows = rows[-self._conversation_limit :]
         for row in rows:
             content = _maybe_json(_get(row, "content", "content_json"))
             text = _render_blocks(content) if content is not None else ""

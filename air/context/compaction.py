@@ -3,15 +3,19 @@
 Owns the trigger (about 70 % of the window, baselines §A.17), the compaction rules files
 (built-in → ``~/.air/compaction-rules.md`` → ``<project>/.air/shared/compaction-rules.md``,
 Markdown with YAML frontmatter), and ``compact``: choosing the older message range to replace,
-asking an injected summariser for the summary and returning a ``CompactionResult``. It never
-deletes or edits messages (originals are preserved for backtracking) and emits no events: the
-Scheduler and CompactorRole do that (SDD §19.3).
+asking an injected summariser for the summary and returning a ``CompactionResult``; and the
+pieces of compaction as a task (IMPL-ARCH-4): ``pinned_facts`` (acceptance criteria, decision
+lines and file paths under edit, kept verbatim), ``chunk_messages`` (an immutable range cut into
+chunks that each fit a token budget) and ``render_summary`` (pinned facts first, then the chunk
+summaries). It never deletes or edits messages (originals are preserved for backtracking) and
+emits no events: ``air.nursery.compaction`` does that (SDD §19.3).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +30,17 @@ from air.contracts.ids import new_id
 from air.contracts.project import ProjectContext
 from air.contracts.runtime import CompactionResult
 
-__all__ = ["CompactionPolicy", "CompactionRules", "Summariser", "load_compaction_rules"]
+__all__ = [
+    "CompactionPolicy",
+    "CompactionRules",
+    "Summariser",
+    "chunk_messages",
+    "load_compaction_rules",
+    "message_text",
+    "pinned_facts",
+    "pinned_of",
+    "render_summary",
+]
 
 Summariser = Callable[[Sequence[Mapping[str, Any]], int, str], Awaitable[str]]
 """``(messages_to_replace, summary_token_budget, rules_text) -> summary text`` (an LLM call)."""
@@ -268,3 +282,121 @@ class CompactionPolicy:
             replaced_message_ids=ids,
             token_estimate=estimate_tokens(summary),
         )
+
+
+# --- compaction as a task (IMPL-ARCH-4) ---------------------------------------------------
+
+_DECISION = re.compile(r"^\s*(?:[-*]\s*)?(?:decision|decided|adr)\b\s*[:\-]", re.IGNORECASE)
+_EDIT_TOOLS = frozenset({"fs.write", "fs.edit", "fs.patch", "fs.delete", "fs.move"})
+PINNED_HEADER = "Pinned facts (verbatim):"
+SUMMARY_HEADER = "Summary of the earlier conversation:"
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """One message as ``role: text`` (tool calls as ``[tool_use name {input}]``, results as
+    ``[tool_result] text``)."""
+    content = _content(message)
+    parts: list[str] = []
+    if isinstance(content, str):
+        parts.append(content)
+    elif isinstance(content, list):
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            kind = block.get("type")
+            if kind == "text":
+                parts.append(str(block.get("text", "")))
+            elif kind == "tool_use":
+                raw = json.dumps(block.get("input"), ensure_ascii=False, default=str)
+                parts.append(f"[tool_use {block.get('name')} {raw}]")
+            elif kind == "tool_result":
+                inner = block.get("content")
+                text = inner if isinstance(inner, str) else json.dumps(inner, default=str)
+                parts.append(f"[tool_result] {text}")
+    return f"{message.get('role', 'unknown')}: " + "\n".join(p for p in parts if p)
+
+
+def pinned_facts(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    acceptance_criteria: Sequence[str] = (),
+    paths_under_edit: Sequence[str] = (),
+) -> list[str]:
+    """The facts a summary must keep word for word: every acceptance criterion, every decision
+    line (``Decision:``, ``Decided -``, ``ADR:``) of the range, and every file path under edit
+    (the given ones and each path an edit tool call in the range names). In first-seen order,
+    without duplicates."""
+    facts: list[str] = [f"Acceptance criterion: {c}" for c in acceptance_criteria if c.strip()]
+    paths: list[str] = [p for p in paths_under_edit if p.strip()]
+    for message in messages:
+        content = _content(message)
+        blocks = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        for block in blocks:
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "text" and isinstance(block.get("text"), str):
+                facts += [ln.strip() for ln in block["text"].splitlines() if _DECISION.match(ln)]
+            elif block.get("type") == "tool_use" and block.get("name") in _EDIT_TOOLS:
+                tool_input = block.get("input")
+                if isinstance(tool_input, Mapping):
+                    paths += [
+                        str(tool_input[k])
+                        for k in ("path", "from", "to")
+                        if isinstance(tool_input.get(k), str)
+                    ]
+    facts += [f"File under edit: {p}" for p in paths]
+    return list(dict.fromkeys(facts))
+
+
+def chunk_messages(messages: Sequence[Mapping[str, Any]], chunk_tokens: int) -> list[str]:
+    """The range as text chunks, each at most ``chunk_tokens`` (estimated) and in order; a
+    message longer than a chunk is cut across several.
+
+    Raises:
+        AirException: ``validation_error`` for a chunk budget below 1.
+    """
+    if chunk_tokens < 1:
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"the compaction chunk budget must be >= 1 token, got {chunk_tokens}",
+            user_action="Give the compactor a larger request budget than its prompt needs.",
+        )
+    limit = chunk_tokens * CHARS_PER_TOKEN
+    chunks: list[str] = []
+    current = ""
+    for message in messages:
+        text = message_text(message)
+        while len(text) > limit:
+            if current:
+                chunks.append(current)
+                current = ""
+            chunks.append(text[:limit])
+            text = text[limit:]
+        joined = f"{current}\n\n{text}" if current else text
+        if len(joined) > limit:
+            chunks.append(current)
+            current = text
+        else:
+            current = joined
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def render_summary(pinned: Sequence[str], chunk_summaries: Sequence[str]) -> str:
+    """The summary text: the pinned facts verbatim, then the chunk summaries in order."""
+    parts: list[str] = []
+    if pinned:
+        parts.append(PINNED_HEADER + "\n" + "\n".join(f"- {f}" for f in pinned))
+    body = "\n\n".join(s.strip() for s in chunk_summaries if s.strip())
+    parts.append(f"{SUMMARY_HEADER}\n{body}")
+    return "\n\n".join(parts)
+
+
+def pinned_of(summary_text: str) -> list[str]:
+    """The pinned facts of a summary made by ``render_summary`` (a later compaction carries
+    them on verbatim)."""
+    if not summary_text.startswith(PINNED_HEADER):
+        return []
+    block = summary_text[len(PINNED_HEADER) :].split("\n\n", 1)[0]
+    return [line[2:] for line in block.splitlines() if line.startswith("- ")]

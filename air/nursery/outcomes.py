@@ -3,7 +3,8 @@
 Owns ``collect`` (a TaskOutcome → ``task.completed/blocked/cancelled/failed``, after the C++
 evidence gate), ``with_evidence`` (the attempt's ``evidence.created`` records) and ``merge``
 (a completed change in its own workspace lands as a merge, one at a time and shielded, right
-after its task ends, so a dependent never waits for the rest of the wave). Evidence is read
+after its task ends, so a dependent never waits for the rest of the wave). A completed result
+is held at the architecture gate first (``architecture_gate.hold``). Evidence is read
 from the agent's own events as the ledger's fold indexes them, never from the whole log.
 Review hunks (IMPL-REVIEW-1): a completed change is gated on its review before it is recorded,
 and a review's verdict is routed before the review's own end; a failure keeps the worker's
@@ -22,12 +23,15 @@ from air.contracts import (
     Retryability,
     SchedulerState,
     TaskStatus,
+    TaskType,
     WorkerResult,
     WorkerStatus,
     WorkspaceRef,
     WorkspaceStrategy,
     make_air_error,
 )
+from air.nursery.architecture_gate import hold
+from air.nursery.compaction import record_worker_summary
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, learn, route_verdict
@@ -65,6 +69,8 @@ async def collect(
             outcome = outcome.model_copy(update={"error": gate})
             result = result.model_copy(update={"status": WorkerStatus.FAILED, "error": gate})
     if result is not None and result.status == WorkerStatus.COMPLETED:
+        if not await hold(s, node, outcome.agent_id, result, attempt_index):
+            return  # the architecture gate held it: blocked, not merged (SDD §19.4)
         if workspace.strategy != WorkspaceStrategy.MAIN and s.workspaces is not None:
             await merge(s, node, workspace, outcome, attempt_index, completed)
             return
@@ -161,10 +167,13 @@ async def _completed(
         node.status = TaskStatus.BLOCKED
         node.final = True
         return
+    worker_result = await with_evidence(s, node, outcome)
+    if node.spec.type == TaskType.COMPACT:  # the summaries row, under the runtime's id
+        worker_result = await record_worker_summary(s.ledger, node.task_id, worker_result)
     await s.record_end(
         node,
         "task.completed",
-        {"agent_id": outcome.agent_id, "worker_result": await with_evidence(s, node, outcome)},
+        {"agent_id": outcome.agent_id, "worker_result": worker_result},
         attempt_index=attempt_index,
     )
     await learn(s, node, outcome)

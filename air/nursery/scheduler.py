@@ -45,6 +45,7 @@ from air.contracts import (
     UlidGenerator,
     WorkspaceRef,
 )
+from air.nursery.architecture_gate import ArchitectureGate
 from air.nursery.dispatch import plan_next, run_wave
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger
@@ -124,6 +125,8 @@ class Scheduler:
         self.solo: set[str] = set()
         """Tasks that must run alone (a serial retry, a retry after a merge conflict)."""
         self.merge_lock = trio.Lock()
+        self.architecture_gate: ArchitectureGate | None = None
+        """Holds a completed result before merge/dependents (SDD §19.4); set by the root."""
         """One merge into the project at a time."""
         self.waves = 0
         self._run_scope: trio.CancelScope | None = None

@@ -132,8 +132,10 @@ async def test_a_plan_that_needs_confirmation_is_shown_and_runs_only_on_yes(
     env.cassette(
         json_turn({"intent": "task"}),
         json_turn(plan(spec("t_api", "Change the public API"), needs_plan=True)),
+        json_turn({"result_class": "requires_user_confirmation", "summary": "API changes."}),
         json_turn({"intent": "task"}),
         json_turn(plan(spec("t_api2", "Change it again"), needs_plan=True)),
+        json_turn({"result_class": "requires_user_confirmation", "summary": "Again."}),
     )
     agent = env.agent()
     async with env.running(agent):
@@ -155,12 +157,14 @@ async def test_a_plan_that_needs_confirmation_is_shown_and_runs_only_on_yes(
         "IDLE",
         "CLASSIFYING",
         "DELEGATING",
+        "ARCHITECTURE_DESIGNING",
         "CONFIRMING",
         "EXECUTING",
         "SUMMARIZING",
         "IDLE",
         "CLASSIFYING",
         "DELEGATING",
+        "ARCHITECTURE_DESIGNING",
         "CONFIRMING",
         "IDLE",
     ]
@@ -200,6 +204,7 @@ async def test_a_design_change_while_executing_replans_and_runs_after_confirmati
         json_turn(plan(spec("t_long", "Long work"))),
         json_turn({"change_class": "design_interface_goal"}),
         json_turn(plan(spec("t_new", "Follow the new interface"))),
+        json_turn({"result_class": "silent_continue", "summary": "Fits."}),
     )
     agent = env.agent()
     async with env.running(agent):

@@ -19,8 +19,8 @@ from air.events.registry import default_registry
 S = MainAgentState
 T = MainAgentTrigger
 
-# The SDD §20.1 diagram, edge by edge, plus the IMPL-AGENT-2 edges (failure, Esc, resume,
-# the interim "plan shown" edge until the Architecture Designer exists).
+# The SDD §20.1 diagram, edge by edge, plus the IMPL-AGENT-2 edges (failure, Esc, resume) and
+# IMPL-ARCH-2's silent_continue edge.
 EXPECTED = {
     (S.IDLE, T.USER_MESSAGE): S.CLASSIFYING,
     (S.CLASSIFYING, T.CHAT): S.ANSWERING,
@@ -43,7 +43,6 @@ EXPECTED = {
     # IMPL-AGENT-2
     (S.CLASSIFYING, T.FAILED): S.IDLE,
     (S.CLASSIFYING, T.INTERRUPTED): S.IDLE,
-    (S.DELEGATING, T.PLAN_SHOWN): S.CONFIRMING,
     (S.DELEGATING, T.FAILED): S.IDLE,
     (S.DELEGATING, T.INTERRUPTED): S.IDLE,
     (S.ARCHITECTURE_DESIGNING, T.FAILED): S.IDLE,
@@ -52,6 +51,8 @@ EXPECTED = {
     (S.CONFIRMING, T.FAILED): S.IDLE,
     (S.INTERRUPTING, T.RESUME): S.EXECUTING,
     (S.ARCHITECTURE_REVISING, T.RESUME): S.EXECUTING,
+    # IMPL-ARCH-2
+    (S.ARCHITECTURE_DESIGNING, T.SIMPLE): S.SCHEDULING,
 }
 
 
