@@ -106,6 +106,9 @@ class RuntimeConfig:
     """Called with the open session before anything is recorded; may raise AirException."""
     subscribers: Sequence[Callable[[Any], None]] = field(default_factory=tuple)
     """Bus handlers for every event of the session, subscribed before anything is recorded."""
+    defer_created: bool = True
+    """A new session's ``session.created`` waits for its first tasks (headless); False: it is
+    recorded at once (the console, whose first events are the person's messages)."""
 
 
 @dataclass
@@ -181,7 +184,7 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
     session = SessionManager().open_session(
         config.project,
         config.session,
-        defer_created=config.new_session,
+        defer_created=config.new_session and config.defer_created,
         must_exist=not config.new_session,
     )
     try:
