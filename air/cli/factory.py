@@ -77,7 +77,7 @@ class RuntimeFactory:
             extend_tools=None if options.runner_factory else _load_capabilities,
             on_open=on_open,
             subscribers=subscribers,
-            defer_created=mode == "headless",
+            interactive=mode == "interactive",
         )
 
     def _injected_runner(self) -> Any:

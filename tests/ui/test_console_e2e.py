@@ -1,0 +1,234 @@
+"""The must-show test of issue #12: the REAL ``air`` console in tmux, on a real project.
+
+``air run PROJECT`` opens the console on ``open_runtime()``: the real MainAgent, Scheduler,
+WorkerManager (sandboxed worker processes), ToolRegistry and PermissionEngine, the
+ProjectionStore over the session DB and the TuiApp on urwid's TrioEventLoop. The model is the
+strict local server (real anthropic SDK over HTTP on 127.0.0.1) playing a script: the Main
+Agent's turns from a queue (one answer stalls mid-stream so Esc can interrupt it), each
+worker's turns from ``<task id>.jsonl`` (``CassetteModel``). Driven with send-keys and read
+with capture-pane: chat, Esc, a change that becomes tasks, a permission prompt answered, one
+task of two cancelled, Ctrl-C, quit — no process of the session survives — then
+``air --session SID`` shows the same conversation and tasks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from air.contracts import TextBlock, ToolUseBlock
+from air.llm.cassette import CassetteTurn
+from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
+from tests.ui.tmux import Tmux, processes_with
+
+KEY = "zq81-console-key-4b2d8c6a1e0f9b7d5c3a7d0c1b5a9e3f"
+MODELS = (
+    "default: anthropic/claude-sonnet-4-5\n"
+    "providers:\n"
+    "  anthropic:\n"
+    "    kind: anthropic\n"
+    "    base_url: {url}\n"
+    "    auth_ref: AIR_CONSOLE_KEY\n"
+    "    models:\n"
+    "      claude-sonnet-4-5: {{context_window: 200000, max_output_tokens: 64000}}\n"
+)
+_TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
+STALL_S = 8.0
+"""How long the interrupted answer stalls (the server thread; Esc ends the turn at once)."""
+
+
+def _text(*pieces: str, stall_after: int | None = None) -> Reply:
+    chunks = blocks_sse("anthropic", [("text", list(pieces))], "end_turn", model="claude")
+    if stall_after is None:
+        return Reply(chunks=chunks)
+    return Reply(chunks=chunks, stall_after=stall_after, stall_s=STALL_S)
+
+
+def _spec(task_id: str, title: str, area: str) -> dict[str, Any]:
+    return {
+        "id": task_id,
+        "type": "execute",
+        "title": title,
+        "description": f"{title}.",
+        "scope": {"write_area": [area]},
+    }
+
+
+PLAN = {
+    "summary": "Three tasks: one asks before it fetches, two slow ones run in parallel.",
+    "needs_plan": False,
+    "tasks": [
+        _spec("ask", "Fetch the page", "a.txt"),
+        _spec("slow-a", "Slow one A", "b.txt"),
+        _spec("slow-b", "Slow one B", "c.txt"),
+    ],
+}
+
+
+class ConsoleModel:
+    """The Main Agent's replies in order; a worker's request goes to its task's cassette."""
+
+    def __init__(self, scripts: Path) -> None:
+        self.workers = CassetteModel(scripts)
+        self.main = [
+            _text('{"intent": "chat"}'),
+            _text("Hello! ", "I am the Main Agent."),
+            _text('{"intent": "chat"}'),
+            # message_start, content_block_start, ping, the first delta: then a stall
+            _text("Once upon a time", " there was a story too long to wait for.", stall_after=4),
+            _text('{"intent": "task"}'),
+            _text(json.dumps(PLAN)),
+        ]
+        self._lock = threading.Lock()
+
+    def __call__(self, wire: str, body: dict[str, Any]) -> Reply:
+        first = body["messages"][0]["content"]
+        text = first if isinstance(first, str) else " ".join(b.get("text", "") for b in first)
+        if _TASK_LINE.search(text):
+            return self.workers(wire, body)
+        with self._lock:
+            return self.main.pop(0) if self.main else _text("Nothing more is scripted.")
+
+
+def _worker_scripts(scripts: Path) -> None:
+    scripts.mkdir()
+
+    def done(summary: str) -> CassetteTurn:
+        result = {"status": "completed", "summary": summary, "result": {"changes_made": False}}
+        text = f"{summary}\n```json:result\n{json.dumps(result)}\n```\n"
+        return CassetteTurn(content=[TextBlock(text=text)], stop_reason="end_turn")
+
+    def run(command: str) -> CassetteTurn:
+        block = ToolUseBlock(id="toolu_1", name="shell.run", input={"command": command})
+        return CassetteTurn(content=[block], stop_reason="tool_use")
+
+    turns = {
+        "ask": [run("curl -s https://example.com/x"), done("Asked, then fetched.")],
+        "slow-a": [run("sleep 30"), done("Slept.")],
+        "slow-b": [run("sleep 30"), done("Slept.")],
+    }
+    for task_id, each in turns.items():
+        lines = "".join(t.model_dump_json(exclude_none=True) + "\n" for t in each)
+        (scripts / f"{task_id}.jsonl").write_text(lines)
+
+
+def _project(root: Path, url: str) -> None:
+    root.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (root / name).write_text(f"{name}\n")
+    for args in (
+        ["init", "-q"],
+        ["config", "user.email", "t@example.com"],
+        ["config", "user.name", "T"],
+        ["add", "-A"],
+        ["commit", "-qm", "start"],
+    ):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    (root / ".air" / "shared").mkdir(parents=True)
+    (root / ".air" / "shared" / "models.yaml").write_text(MODELS.format(url=url))
+
+
+def _air(*args: str) -> list[str]:
+    return [sys.executable, "-m", "air", *args]
+
+
+def _task_line(screen: str, title: str) -> str:
+    return next((line for line in screen.splitlines() if title in line and "#" in line), "")
+
+
+def _wait_task(tmux: Tmux, title: str, *status: str, timeout: float = 30.0) -> str:
+    deadline = time.monotonic() + timeout
+    screen = ""
+    while time.monotonic() < deadline:
+        screen = tmux.screen()
+        if any(f"{title}  {each}" in _task_line(screen, title) for each in status):
+            return screen
+        time.sleep(0.05)
+    raise AssertionError(f"task {title!r} never {status}:\n{screen}")
+
+
+def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> None:
+    root, home, scripts = tmp_path / "proj", tmp_path / "home", tmp_path / "scripts"
+    home.mkdir()
+    _worker_scripts(scripts)
+    env = {"HOME": str(home), "AIR_CONSOLE_KEY": KEY}
+    model = ConsoleModel(scripts)
+    with StrictServer(api_key=KEY, model=model) as server:
+        _project(root, server.url)
+        tmux = Tmux(tmp_path)
+        try:
+            tmux.start(_air("run", str(root), "--max-workers", "3"), env)
+            tmux.wait_for("IDLE", timeout=30)
+
+            # a chat message: the streamed answer
+            tmux.type("hello there")
+            tmux.keys("Enter")
+            tmux.wait_for("air> Hello! I am the Main Agent.")
+
+            # Esc during the Main Agent's turn ends that turn, nothing else
+            tmux.type("tell me a long story")
+            tmux.keys("Enter")
+            tmux.wait_for("Once upon a time")
+            tmux.keys("Escape")
+            tmux.wait_for("interrupting the Main Agent's current turn")
+            tmux.wait_for("· IDLE ·")
+            assert "too long to wait for" not in tmux.screen()
+
+            # a change: three tasks appear and run; one asks permission
+            tmux.type("change the project")
+            tmux.keys("Enter")
+            screen = tmux.wait_for("permission needed", timeout=30)
+            assert "curl" in screen
+            time.sleep(0.5)  # past the prompt's guard: a key typed at once would be ignored
+            tmux.keys("1")
+            tmux.wait_for("permission needed", gone=True)
+            _wait_task(tmux, "Fetch the page", "completed")
+            _wait_task(tmux, "Slow one A", "running")
+            _wait_task(tmux, "Slow one B", "running")
+
+            # cancel exactly one task of the two
+            tmux.type("/cancel slow-a")
+            tmux.keys("Enter")
+            screen = _wait_task(tmux, "Slow one A", "cancelled")
+            assert "Slow one B  running" in _task_line(screen, "Slow one B")
+
+            # Ctrl-C: the running work is cancelled cooperatively (the task is resumable)
+            tmux.keys("C-c")
+            screen = _wait_task(tmux, "Slow one B", "interrupted", "cancelled")
+            assert "Fetch the page  completed" in _task_line(screen, "Fetch the page")
+
+            # quit: nothing of the session survives
+            tmux.keys("C-d")
+            assert tmux.wait_exit(timeout=30) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            tmux.close()
+
+        sessions = os.listdir(root / ".air" / "local" / "sessions")
+        assert len(sessions) == 1
+        again = Tmux(tmp_path)
+        try:
+            again.start(_air("--session", sessions[0], "--project", str(root)), env)
+            screen = again.wait_for("Slow one B", timeout=30)
+            # the interrupted answer is shown as such (its deltas were never durable)
+            said_before = ("you> hello there", "air> Hello! I am the Main Agent.")
+            for said in (*said_before, "you> tell me a long story", "interrupted (Esc)"):
+                assert said in screen, screen
+            assert "you> change the project" in screen
+            assert "Fetch the page  completed" in _task_line(screen, "Fetch the page")
+            assert "Slow one A  cancelled" in _task_line(screen, "Slow one A")
+            slow_b = _task_line(screen, "Slow one B")
+            assert re.search(r"Slow one B  (interrupted|cancelled)", slow_b)
+            again.keys("C-d")
+            assert again.wait_exit(timeout=30) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            again.close()
+    assert server.rejected == [], [r.problem for r in server.rejected]
