@@ -232,3 +232,84 @@ def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> N
         finally:
             again.close()
     assert server.rejected == [], [r.problem for r in server.rejected]
+
+
+def _air_pids(marker: str) -> list[int]:
+    """The ``air`` console processes (not their workers) whose command line has ``marker``."""
+    return [
+        int(line.split()[0])
+        for line in processes_with(marker)
+        if re.search(r"^\s*\d+ \S+ \S*python\S* -m air ", line)
+    ]
+
+
+def _wait_gone(marker: str, timeout: float = 30.0) -> list[str]:
+    deadline = time.monotonic() + timeout
+    left = processes_with(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = processes_with(marker)
+    return left
+
+
+def _wait_sleeping(marker: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not any("sleep 30" in line for line in processes_with(marker)):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no worker command running: {processes_with(marker)}")
+        time.sleep(0.1)
+
+
+def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> None:
+    """Closing the terminal (SIGHUP) ends the console and every worker; after a kill -9 of
+    air the next start reaps what the dead one left, and quitting then leaves nothing."""
+    root, home, scripts = tmp_path / "proj", tmp_path / "home", tmp_path / "scripts"
+    home.mkdir()
+    _worker_scripts(scripts)
+    env = {"HOME": str(home), "AIR_CONSOLE_KEY": KEY}
+    model = ConsoleModel(scripts)
+    one = {**PLAN, "tasks": [_spec("slow-a", "Slow one A", "b.txt")]}
+    two = {**PLAN, "tasks": [_spec("slow-b", "Slow one B", "c.txt")]}
+    model.main = [_text('{"intent": "task"}'), _text(json.dumps(one))]
+    model.main += [_text('{"intent": "task"}'), _text(json.dumps(two))]
+    with StrictServer(api_key=KEY, model=model) as server:
+        _project(root, server.url)
+        tmux = Tmux(tmp_path)
+        try:
+            tmux.start(_air("run", str(root)), env)
+            tmux.wait_for("IDLE", timeout=30)
+            tmux.type("run the slow one")
+            tmux.keys("Enter")
+            _wait_task(tmux, "Slow one A", "running")
+            _wait_sleeping(str(tmp_path))
+        finally:
+            tmux.close()  # the terminal goes away: SIGHUP
+        assert _wait_gone(str(tmp_path)) == []
+
+        sessions = os.listdir(root / ".air" / "local" / "sessions")
+        killed = Tmux(tmp_path)
+        try:
+            killed.start(_air("--session", sessions[0], "--project", str(root)), env)
+            killed.wait_for("IDLE", timeout=30)
+            killed.type("run the other slow one")
+            killed.keys("Enter")
+            _wait_task(killed, "Slow one B", "running")
+            _wait_sleeping(str(tmp_path))
+            pids = _air_pids(str(root))
+            assert len(pids) == 1, processes_with(str(tmp_path))
+            os.kill(pids[0], 9)
+            killed.wait_exit(timeout=30)
+        finally:
+            killed.close()
+
+        after = Tmux(tmp_path)
+        try:
+            after.start(_air("--session", sessions[0], "--project", str(root)), env)
+            screen = after.wait_for("Slow one B", timeout=30)
+            assert "Slow one B  running" not in _task_line(screen, "Slow one B")
+            assert not any("sleep 30" in line for line in processes_with(str(tmp_path)))
+            after.keys("C-d")
+            assert after.wait_exit(timeout=30) == 0
+        finally:
+            after.close()
+        assert _wait_gone(str(tmp_path), timeout=5) == []
