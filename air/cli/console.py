@@ -145,6 +145,7 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     )
     async with open_runtime(config) as runtime:
         store = _projection(runtime)
+        await _settle_stale_state(runtime, store)
         agent = await _main_agent(runtime, options)
         quitting = trio.Event()
 
@@ -165,7 +166,7 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
             await _front(runtime, store, _Reporting(channel), plain, quitting)
         finally:
             with trio.CancelScope(shield=True):
-                await _shut_down(runtime, store)
+                await _shut_down(runtime, store, agent)
 
 
 class _Reporting:
@@ -210,6 +211,33 @@ def _projection(runtime: Any) -> Any:
 
 async def _call(fn: Any) -> None:
     fn()
+
+
+async def _settle_stale_state(runtime: Any, store: Any) -> None:
+    """A reopened session whose last air process died mid-turn or mid-run (kill -9) has a
+    last recorded Main Agent state that no agent is in: the new MainAgent starts IDLE, and
+    that is recorded (trigger ``reopened``, IMPL-CONSOLE-2) so the log and the screen agree."""
+    from air.contracts.event import EventSource, new_event
+
+    stale = store.snapshot().main_agent.state
+    if stale in (None, "IDLE"):
+        return
+    payload = {
+        "from_state": stale,
+        "to_state": "IDLE",
+        "trigger": "reopened",
+        "reason": f"the air process that ran this session ended in {stale}; a new Main "
+        "Agent starts idle",
+    }
+    await runtime.session.ingestor.ingest(
+        new_event(
+            "main_agent.state.changed",
+            payload,
+            session_id=runtime.session_id,
+            source=EventSource(kind="main", id="main"),
+            project_id=runtime.session.project.project_id,
+        )
+    )
 
 
 async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
@@ -260,7 +288,38 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, qui
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             await app.run()
+            report = frame_report(app)
+            log.info("console closed: %s", report)
+            print(f"air: console closed: {report}", file=sys.stderr, flush=True)
+        t = store.snapshot().totals
+        print(
+            f"air: session {runtime.session_id}: {t.completed}/{t.tasks} tasks done, "
+            f"{t.running} running. Reopen it with `air --session {runtime.session_id}`.",
+            file=sys.stderr,
+            flush=True,
+        )
         nursery.cancel_scope.cancel(reason="the console ended")
+
+
+def frame_report(app: Any) -> str:
+    """One line for air.log: frames drawn, redraw interval p50/p99 while the screen changed
+    (intervals under 1 s: an idle console draws nothing, and its gaps are not latency),
+    render p99, peak RSS."""
+    import itertools
+    import resource
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
+
+    gaps = [b - a for a, b in itertools.pairwise(app.frame_times) if b - a < 1.0]
+    render = list(app.render_times)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (
+        f"frames={app.frames} redraw_p50_ms={pct(gaps, 0.5):.1f} "
+        f"redraw_p99_ms={pct(gaps, 0.99):.1f} render_p99_ms={pct(render, 0.99):.1f} "
+        f"peak_rss_kib={peak_kib}"
+    )
 
 
 async def _watch_signals(runtime: Any, stop: Any) -> None:
@@ -275,19 +334,30 @@ async def _watch_signals(runtime: Any, stop: Any) -> None:
             return
 
 
-async def _shut_down(runtime: Any, store: Any) -> None:
-    """Cancel running work cooperatively, wait (bounded) for it to end, kill what is left."""
+_SETTLED = frozenset({"IDLE", "DIRECT_MODE", "CONFIRMING"})
+"""Main Agent states with no turn or run in flight."""
+
+
+def _busy(store: Any) -> bool:
+    snap = store.snapshot()
+    return bool(snap.totals.running) or snap.main_agent.state not in _SETTLED
+
+
+async def _shut_down(runtime: Any, store: Any, agent: Any) -> None:
+    """Cancel running work and the Main Agent's turn cooperatively, wait (bounded) until the
+    tasks ended and the agent recorded its way back to a settled state, kill what is left."""
     import trio
 
-    if store.snapshot().totals.running:
+    if _busy(store):
         idle = trio.Event()
 
         def check(_revision: int) -> None:
-            if not store.snapshot().totals.running:
+            if not _busy(store):
                 idle.set()
 
         subscription = store.subscribe(check)
         runtime.cancel("the console closed")
+        agent.interrupt()
         with trio.move_on_after(QUIT_GRACE_S):
             await idle.wait()
         subscription.close()

@@ -231,6 +231,18 @@ def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> N
             assert processes_with(str(tmp_path)) == []
         finally:
             again.close()
+
+        # the read-only replay of the same session
+        replay = Tmux(tmp_path)
+        try:
+            replay.start(_air("--session", sessions[0], "--project", str(root), "--replay"), env)
+            screen = replay.wait_for("Slow one B", timeout=30)
+            assert "replay (read-only)" in screen
+            replay.wait_for("you> change the project", timeout=30)
+            replay.keys("q")
+            assert replay.wait_exit(timeout=30) == 0
+        finally:
+            replay.close()
     assert server.rejected == [], [r.problem for r in server.rejected]
 
 
@@ -305,7 +317,8 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
         after = Tmux(tmp_path)
         try:
             after.start(_air("--session", sessions[0], "--project", str(root)), env)
-            screen = after.wait_for("Slow one B", timeout=30)
+            after.wait_for("Slow one B", timeout=30)
+            screen = after.wait_for("· IDLE ·")  # the dead process's state is not the agent's
             assert "Slow one B  running" not in _task_line(screen, "Slow one B")
             assert not any("sleep 30" in line for line in processes_with(str(tmp_path)))
             after.keys("C-d")
@@ -313,3 +326,171 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
         finally:
             after.close()
         assert _wait_gone(str(tmp_path), timeout=5) == []
+
+
+STORM_RATE = 10_000
+STORM_SECONDS = 3
+"""The test's storm (lines/s of command output, seconds); ``bench/console.py`` runs 10 s."""
+STORM = f"""\
+import sys, time
+start = time.monotonic()
+for i in range({STORM_RATE * STORM_SECONDS}):
+    sys.stdout.write("storm line %d\\n" % i)
+    sys.stdout.flush()
+    if i % 50 == 49:
+        time.sleep(max(0.0, start + (i + 1) / {STORM_RATE} - time.monotonic()))
+"""
+
+
+def _rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def test_an_output_storm_through_the_real_console(tmp_path: Path) -> None:
+    """A task's command writes 10,000 flushed lines/s for 3 s: each read is a
+    ``command.stdout.delta`` on the bus to the console. Bounds only: the console redraws at
+    most once per frame interval, its RSS grows at most 32 MiB after the storm's first second,
+    and it stays usable (a key typed during the storm shows). Figures are printed."""
+    root, home, scripts = tmp_path / "proj", tmp_path / "home", tmp_path / "scripts"
+    home.mkdir()
+    scripts.mkdir()
+    run = ToolUseBlock(id="toolu_1", name="shell.run", input={"command": "python3 storm.py"})
+    result = {"status": "completed", "summary": "Stormed.", "result": {"changes_made": False}}
+    done = TextBlock(text=f"Stormed.\n```json:result\n{json.dumps(result)}\n```\n")
+    turns = [
+        CassetteTurn(content=[run], stop_reason="tool_use"),
+        CassetteTurn(content=[done], stop_reason="end_turn"),
+    ]
+    (scripts / "storm.jsonl").write_text("".join(t.model_dump_json() + "\n" for t in turns))
+    model = ConsoleModel(scripts)
+    plan = {**PLAN, "tasks": [_spec("storm", "Storm of output", "a.txt")]}
+    model.main = [_text('{"intent": "task"}'), _text(json.dumps(plan))]
+    env = {"HOME": str(home), "AIR_CONSOLE_KEY": KEY}
+    with StrictServer(api_key=KEY, model=model) as server:
+        _project(root, server.url)
+        (root / "storm.py").write_text(STORM)
+        subprocess.run(["git", "-C", str(root), "add", "storm.py"], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "storm"], check=True)
+        tmux = Tmux(tmp_path)
+        try:
+            opened = time.monotonic()
+            tmux.start(_air("run", str(root)), env)
+            tmux.wait_for("IDLE", timeout=30)
+            (pid,) = _air_pids(str(root))
+            tmux.type("make a storm")
+            tmux.keys("Enter")
+            tmux.wait_for("storm line", timeout=30)
+            storm_started = time.monotonic()
+            samples: list[tuple[float, int]] = []
+            typed = False
+            while "Storm of output  completed" not in _task_line(tmux.screen(), "Storm"):
+                samples.append((time.monotonic() - storm_started, _rss_kib(pid)))
+                if not typed and samples[-1][0] > 1.0:
+                    tmux.type("typed during the storm")
+                    typed = True
+                assert time.monotonic() - storm_started < 120, tmux.screen()
+                time.sleep(0.1)
+            tmux.wait_for("typed during the storm")
+            tmux.keys("C-u")
+            tmux.keys("C-d")
+            assert tmux.wait_exit(timeout=30) == 0
+            seconds = time.monotonic() - opened
+        finally:
+            tmux.close()
+    report = (tmp_path / "stderr").read_text()
+    line = [x for x in report.splitlines() if "console closed:" in x][-1]
+    assert "Reopen it with `air --session ses_" in report
+    figures = dict(re.findall(r"(\w+)=([\d.]+)", line.split("console closed:", 1)[1]))
+    after_first = [kib for t, kib in samples if t >= 1.0]
+    growth = max(after_first) - after_first[0] if after_first else 0
+    print(
+        f"storm through air: {STORM_RATE * STORM_SECONDS} lines in "
+        f"{samples[-1][0] if samples else 0:.1f} s; {figures}; RSS growth after the first "
+        f"second {growth / 1024:.1f} MiB"
+    )
+    assert int(figures["frames"]) <= seconds * 30 + 5
+    assert growth <= 32 * 1024
+
+
+EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
+
+
+def test_the_shipped_offline_session_in_the_plain_console(tmp_path: Path) -> None:
+    """README's offline console: `air run COPY --cassette COPY/cassettes` (here `--plain`):
+    the question is answered, the change runs three tasks with real workers, the tests pass."""
+    import shutil
+
+    root, home = tmp_path / "calc", tmp_path / "home"
+    home.mkdir()
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    proc = subprocess.Popen(
+        _air("run", str(root), "--plain", "--cassette", str(root / "cassettes")),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**env, "HOME": str(home)},
+        text=True,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    seen: list[str] = []
+
+    def wait_line(text: str) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"never printed {text!r}: {''.join(seen)}")
+
+    try:
+        proc.stdin.write("what does calc do?\n")
+        proc.stdin.flush()
+        wait_line("air> calc is a small calculator")
+        proc.stdin.write("fix both bugs\n")
+        proc.stdin.flush()
+        wait_line("air> Run completed.")
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    out = "".join(seen)
+    assert "[fix-tokenizer] Keep the trailing number" in out
+    tests = subprocess.run(
+        [sys.executable, "-m", "unittest", "-q"], cwd=root, capture_output=True, timeout=60
+    )
+    assert tests.returncode == 0, tests.stderr
+
+
+def test_nothing_configured_is_a_clear_error_and_creates_nothing(tmp_path: Path) -> None:
+    home, bare = tmp_path / "home", tmp_path / "bare"
+    home.mkdir()
+    bare.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
+    env["HOME"] = str(home)
+    outside = subprocess.run(_air(), cwd=bare, env=env, capture_output=True, text=True, timeout=60)
+    assert outside.returncode == 2
+    assert outside.stderr.startswith("air: not_found: no air project at"), outside.stderr
+    assert "Traceback" not in outside.stderr
+    unconfigured = subprocess.run(
+        _air("run", str(bare)), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert unconfigured.returncode == 2
+    assert unconfigured.stderr.startswith("air: config_error: no model provider"), (
+        unconfigured.stderr
+    )
+    assert "what to do:" in unconfigured.stderr
+    assert not (bare / ".air").exists()
+    no_main = subprocess.run(
+        _air("run", str(bare), "--cassette", str(bare)),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert no_main.returncode == 2
+    assert "no main.jsonl" in no_main.stderr
