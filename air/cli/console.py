@@ -67,6 +67,16 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     if args.get("PROJECT") and not args.get("--project"):
         args = {**args, "--project": args["PROJECT"]}
     try:
+        project = args.get("PROJECT")
+        if project and not os.path.isdir(project):
+            what = "is a file" if os.path.exists(project) else "does not exist"
+            raise bad(
+                "not_found",
+                f"air run {project}: {what}, not a project directory",
+                f"Open the console with `air run PROJECT_DIR`; run a batch file with "
+                f"`air run --headless {project}`.",
+                field="PROJECT",
+            )
         options = parse_options(args, runner_factory=runner_factory)
         if options.cassette and not os.path.isdir(options.cassette):
             raise bad(
@@ -106,14 +116,7 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     from air.session.project import ProjectStore
 
     if create:
-        if not os.path.isdir(options.project):
-            raise bad(
-                "not_found",
-                f"{options.project}: no such directory",
-                "Pass an existing project directory to `air run PROJECT`.",
-                field="PROJECT",
-            )
-        return options.project
+        return options.project  # a directory: run_console checked it
     project = ProjectStore().locate(options.project)
     if project is None:
         raise bad(
