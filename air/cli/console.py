@@ -26,9 +26,13 @@ import logging
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from air.cli.options import HeadlessOptions, bad, parse_options, report_bad_input
+
+if TYPE_CHECKING:
+    from air.agents import PendingPrompts
+    from air.contracts.permission import PermissionPromptRequest, PermissionPromptResponse
 
 __all__ = ["MAIN_CASSETTE", "ConsolePrompt", "run_console"]
 
@@ -48,10 +52,10 @@ class ConsolePrompt:
     ``PendingPrompts``, which this awaits.
     """
 
-    def __init__(self, pending: Any) -> None:
+    def __init__(self, pending: PendingPrompts) -> None:
         self.pending = pending
 
-    async def ask(self, request: Any) -> Any:
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
         from air.contracts.permission import PermissionPromptResponse
 
         answer = await self.pending.wait(request.prompt_id)
