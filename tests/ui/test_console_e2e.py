@@ -199,6 +199,13 @@ def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> N
             screen = _wait_task(tmux, "Slow one A", "cancelled")
             assert "Slow one B  running" in _task_line(screen, "Slow one B")
 
+            # quit asks while work runs; "n" keeps it running
+            tmux.keys("C-d")
+            tmux.wait_for("1 task(s) running: quit and cancel them? (y/n)")
+            tmux.keys("n")
+            tmux.wait_for("quit cancelled")
+            assert "Slow one B  running" in _task_line(tmux.screen(), "Slow one B")
+
             # Ctrl-C: the running work is cancelled cooperatively (the task is resumable)
             tmux.keys("C-c")
             screen = _wait_task(tmux, "Slow one B", "interrupted", "cancelled")
