@@ -66,11 +66,41 @@ Options:
   -h --help       Show this help.
 """
 
+CONSOLE_USAGE = """air: the console. Talk to the Main Agent; watch, answer and steer its tasks.
+
+`air` opens it on the project found by walking up from here; `air run PROJECT` on PROJECT
+(made an air project on first use). Esc interrupts the Main Agent's turn only, `x` in the
+task tree (or /cancel TASK) cancels that task only, the first Ctrl-C cancels the running work
+(resumable), a second kills it; /help lists the rest. Quitting ends every process the session
+started. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
+
+Usage:
+  air [--session SID [--replay]] [options]
+  air run [PROJECT] [options]
+
+Options:
+  --session SID     Reopen that session: its conversation and tasks (see `air session list`).
+  --replay          With --session: play the session back from its event log, read-only
+                    (space pauses, n steps, + and - change the speed, q quits).
+  --plain           Line-oriented console (screen readers, dumb terminals): one line per fact.
+  --project PATH    The project directory (default: found by walking up from here).
+  --provider NAME   The model provider from models.yaml (e.g. anthropic, openai).
+  --cassette DIR    Offline: replay the Main Agent's turns from DIR/main.jsonl and each task's
+                    from DIR/<task id>.jsonl (try examples/calc/cassettes).
+  --max-workers N   At most N workers at once (default: the CPU count, at most 16).
+  -h --help         Show this help.
+"""
+"""The console's usage: ``air`` with no command, or ``air run`` without ``--headless``."""
+
+_CONSOLE_OPTIONS = {"--session", "--replay", "--plain", "--project", "--provider", "--cassette"}
+_CONSOLE_OPTIONS |= {"--max-workers"}
+
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)
     "run": (
-        "Run the tasks of a batch file (YAML) in waves of sandboxed worker processes.",
+        "Open the console on PROJECT; --headless BATCH runs a batch file (YAML) unattended.",
         f"""air run --headless: run the tasks of BATCH (a YAML file) in waves of worker processes.
+(Without --headless, `air run [PROJECT]` opens the console: see `air --help`.)
 
 Exit 0 when every task completed, 1 when one failed or is blocked, 2 for bad input (nothing
 is started), 130 when cancelled (the first Ctrl-C, SIGTERM or SIGHUP cancels, a second kills).
@@ -279,12 +309,16 @@ Options:
 
 def _top_usage() -> str:
     lines = ["air — a local AI coding-agent runtime.", "", "Usage:"]
-    for _name, (_summary, usage) in COMMANDS.items():
+    for usage in (CONSOLE_USAGE, *(usage for _summary, usage in COMMANDS.values())):
         section = usage.split("Usage:\n", 1)[1].split("\n\n", 1)[0]
         lines += [line for line in section.splitlines() if "-h | --help" not in line]
-    lines += ["  air --version", "  air -h | --help", "", "Commands:"]
+    lines += ["  air --version", "  air -h | --help", ""]
+    lines += ["`air` (or `air run [PROJECT]`) opens the console: its options are below.", ""]
+    lines += ["Commands:"]
     for name, (summary, _usage) in COMMANDS.items():
         lines.append(f"  {name:<10}{summary}")
+    console_options = CONSOLE_USAGE.split("Options:\n", 1)[1].rstrip("\n").splitlines()
+    lines += ["", "Console options:", *[o for o in console_options if "--help" not in o]]
     lines += ["", "Run `air COMMAND --help` for a command's options.", ""]
     return "\n".join(lines)
 
@@ -299,6 +333,10 @@ EXIT_CANCELLED = 130
 
 
 def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
+    if name == "console":
+        from air.cli.console import run_console
+
+        return lambda a: run_console(a, runner_factory)
     if name == "run":
         from air.cli.run import run_headless
 
@@ -392,12 +430,9 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     """The command and its docopt arguments, or an exit code (help, version, a bad line)."""
     from docopt import DocoptExit, docopt
 
-    if not argv:
-        print("air: no command given", file=sys.stderr)
-        print(_usage_section(USAGE), file=sys.stderr)
-        print("  what to do: see `air --help` for the commands.", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    head = argv[0]
+    head = argv[0] if argv else ""
+    if _is_console(argv):
+        return _parse_console(argv)
     if head in ("-h", "--help"):
         print(USAGE, end="")
         return EXIT_OK
@@ -424,6 +459,49 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
         print(f"  what to do: see `air {head} --help` for its options.", file=sys.stderr)
         return EXIT_BAD_INPUT
     return head, dict(args)
+
+
+def _is_console(argv: list[str]) -> bool:
+    """``air`` alone or with console options only, or ``air run`` without ``--headless``."""
+    if not argv:
+        return True
+    if argv[0] == "run":
+        return "--headless" not in argv and not any(a in ("-h", "--help") for a in argv)
+    return argv[0].split("=", 1)[0] in _CONSOLE_OPTIONS
+
+
+def _parse_console(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
+    from docopt import DocoptExit, docopt
+
+    try:
+        args = docopt(CONSOLE_USAGE, argv=argv, default_help=False, version=None)
+    except DocoptExit as exc:
+        known = _known_options(CONSOLE_USAGE)
+        names = [a.split("=", 1)[0] for a in argv if a.startswith("-")]
+        unknown = [name for name in names if name not in known]
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        if unknown:
+            what = f"unknown option {unknown[0]}"
+        elif first.endswith("requires argument"):
+            what = f"{first.split()[0]} needs a value"
+        else:
+            what = f"these arguments fit none of its usage lines: {' '.join(argv)}"
+        print(f"air{' run' if argv[0] == 'run' else ''}: {what}", file=sys.stderr)
+        section = _usage_section(CONSOLE_USAGE).splitlines()
+        form = "  air run" if argv[0] == "run" else "  air ["
+        print(
+            "\n".join(
+                line for line in section if not line.startswith("  ") or line.startswith(form)
+            ),
+            file=sys.stderr,
+        )
+        print("  what to do: see `air --help` for the console's options.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    if args.get("--replay") and not args.get("--session"):
+        print("air: --replay needs --session SID", file=sys.stderr)
+        print("  what to do: pick a session id from `air session list`.", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    return "console", dict(args)
 
 
 def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:

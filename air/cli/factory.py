@@ -5,7 +5,8 @@ permission policy, the provider; nothing exists yet when one is bad), then opens
 (initialised on first use). For ``air resume`` it finds the project and session first (creating
 nothing) and reads the configuration only once the session proved to have something to resume
 (``RuntimeConfig.services`` is called by ``open_runtime`` after ``on_open``). The headless
-clients answer every permission question with ``FailClosedPrompt``.
+clients answer every permission question with ``FailClosedPrompt``; the console passes its own
+prompt (``air.cli.console.ConsolePrompt``).
 """
 
 from __future__ import annotations
@@ -32,8 +33,12 @@ class RuntimeFactory:
         resume: bool,
         on_open: Callable[[Any, Any], None] | None = None,
         subscribers: Sequence[Callable[[Any], None]] = (),
+        prompts: Any = None,
+        mode: str = "headless",
     ) -> Any:
-        """The ``RuntimeConfig``.
+        """The ``RuntimeConfig``; ``prompts`` answers permission questions (default: fail
+        closed), ``mode`` is the session's (``interactive`` for the console, whose new session
+        is created at once: its first events are the person's messages).
 
         Raises:
             AirException: a bad configuration (new run), or no project / no such session
@@ -58,7 +63,7 @@ class RuntimeFactory:
         return RuntimeConfig(
             project=project,
             session=OpenSessionOptions(
-                session_id=session_id, mode="headless", model_provider_id=options.provider
+                session_id=session_id, mode=mode, model_provider_id=options.provider
             ),
             new_session=not resume,
             services=services,
@@ -66,12 +71,13 @@ class RuntimeFactory:
             max_workers=options.max_workers,
             review=options.review,
             allow_ask=options.permission_mode == "allow-ask",
-            prompts=FailClosedPrompt(),
+            prompts=prompts if prompts is not None else FailClosedPrompt(),
             spare=options.spare,
             runner=self._injected_runner(),
             extend_tools=None if options.runner_factory else _load_capabilities,
             on_open=on_open,
             subscribers=subscribers,
+            interactive=mode == "interactive",
         )
 
     def _injected_runner(self) -> Any:

@@ -109,6 +109,10 @@ class RuntimeConfig:
     """Called with the open session before anything is recorded; may raise AirException."""
     subscribers: Sequence[Callable[[Any], None]] = field(default_factory=tuple)
     """Bus handlers for every event of the session, subscribed before anything is recorded."""
+    interactive: bool = False
+    """The console: a new session's ``session.created`` is recorded at once (its first events
+    are the person's messages, not tasks) and the workers' ``ask_user`` questions go to
+    ``prompts`` (``SchedulerOptions.headless`` False); False: headless."""
 
 
 @dataclass
@@ -184,7 +188,7 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
     session = SessionManager().open_session(
         config.project,
         config.session,
-        defer_created=config.new_session,
+        defer_created=config.new_session and not config.interactive,
         must_exist=not config.new_session,
     )
     try:
@@ -249,6 +253,7 @@ async def _build(
             max_workers=config.max_workers or default_max_workers(),
             review="wave" if config.review else "none",
             recover=False,  # done above, once
+            headless=not config.interactive,
         ),
         reap=reap,
         monitor=monitor,

@@ -93,7 +93,7 @@ def _perms(name: str, text: str | bytes, *expect: str, path: str = HOME_PERMS) -
 CASES: list[Case] = [
     # -- the command line -----------------------------------------------------------------
     Case("unknown-command", ("frobnicate",), ("Usage:",)),
-    Case("run-without-headless", ("run", "batch.yaml"), ("Usage:",)),
+    Case("run-without-headless", ("run", "batch.yaml"), ("air run --headless batch.yaml",)),
     Case("run-without-batch", ("run", "--headless"), ("Usage:",)),
     Case("unknown-option", (*RUN, "--bogus"), ("Usage:",)),
     Case("fake-script-is-gone", (*RUN, "--fake-script", "x.yaml"), ("Usage:",)),

@@ -41,7 +41,8 @@ def test_every_listed_command_has_its_own_help(
 CASES = [
     (["frobnicate"], "air: unknown command 'frobnicate'"),
     (["--frob"], "air: unknown option '--frob'"),
-    (["run", "batch.yaml"], "air run: --headless is required"),
+    (["run", "--frob"], "air run: unknown option --frob"),
+    (["run", "a", "b"], "air run: "),
     (["run", "--headless"], "air run: a required argument is missing"),
     (["run", "--headless", "b.yaml", "--bogus"], "air run: unknown option --bogus"),
     (["run", "--headless", "b.yaml", "--fake-script=x"], "air run: unknown option --fake-script"),

@@ -1,0 +1,410 @@
+"""``air`` / ``air run [PROJECT]`` / ``air --session SID``: the console on the session's runtime.
+
+Owns ``run_console`` (the command body), ``ConsolePrompt`` (the contracts' ``PermissionPrompt``
+the console implements: a question waits in ``PendingPrompts`` until the person answers it on
+screen) and the composition of one console session (SDD §13, §17, ARCHITECTURE §2): the
+runtime from ``RuntimeFactory`` + ``open_runtime()``; the ProjectionStore hydrated from the
+session's log and fed by a bounded ``rehydrate`` bus channel (a lagging console re-reads the
+store, IMPL-AGENT-6); the MainAgent started in the root nursery with its conversation loaded
+from ``messages``/``message_drafts`` and subscribed to the task events; the
+``MainAgentChannel``; and ``TuiApp`` (or ``PlainConsole`` with ``--plain``) run in the root
+nursery too. ``--replay`` plays the session's log back read-only (no runtime is opened, nothing
+is claimed or written).
+
+Shutdown (IMPL-CONSOLE-2): quitting, SIGHUP/SIGTERM or the end of the plain console's input
+cancels the running work cooperatively (tasks end cancelled/interrupted, resumable), waits a
+bounded time for it to end, then SIGKILLs every worker this process started; a kill -9 of air
+itself leaves run records that the next start reaps (``open_runtime``'s recovery).
+
+Offline: ``--cassette DIR`` replays the Main Agent's turns from ``DIR/main.jsonl`` and each
+task's from ``DIR/<task id>.jsonl`` (``examples/calc/cassettes`` ships such a session).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+from typing import TYPE_CHECKING, Any
+
+from air.cli.options import HeadlessOptions, bad, parse_options, report_bad_input
+
+if TYPE_CHECKING:
+    from air.agents import PendingPrompts
+    from air.contracts.permission import PermissionPromptRequest, PermissionPromptResponse
+
+__all__ = ["MAIN_CASSETTE", "ConsolePrompt", "run_console"]
+
+log = logging.getLogger(__name__)
+
+MAIN_CASSETTE = "main.jsonl"
+"""The Main Agent's cassette in a ``--cassette DIR``."""
+QUIT_GRACE_S = 10.0
+"""How long quitting waits for cancelled work to end before it kills the workers."""
+
+
+class ConsolePrompt:
+    """A ``PermissionPrompt`` answered by the person in the console.
+
+    The ToolRegistry records ``permission.prompt.requested`` (the projection shows it); the
+    answer arrives as a ``permission_response`` UiCommand through ``MainAgentChannel`` into
+    ``PendingPrompts``, which this awaits.
+    """
+
+    def __init__(self, pending: PendingPrompts) -> None:
+        self.pending = pending
+
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
+        from air.contracts.permission import PermissionPromptResponse
+
+        answer = await self.pending.wait(request.prompt_id)
+        return PermissionPromptResponse(approved=answer.approved, scope=answer.scope)
+
+
+def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
+    """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
+
+    ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
+    from air.contracts import AirException, CliExit, exit_code_for, first_air_exception
+
+    if args.get("PROJECT") and not args.get("--project"):
+        args = {**args, "--project": args["PROJECT"]}
+    try:
+        project = args.get("PROJECT")
+        if project and not os.path.isdir(project):
+            what = "is a file" if os.path.exists(project) else "does not exist"
+            raise bad(
+                "not_found",
+                f"air run {project}: {what}, not a project directory",
+                f"Open the console with `air run PROJECT_DIR`; run a batch file with "
+                f"`air run --headless {project}`.",
+                field="PROJECT",
+            )
+        options = parse_options(args, runner_factory=runner_factory)
+        if options.cassette and not os.path.isdir(options.cassette):
+            raise bad(
+                "validation_error",
+                f"--cassette {options.cassette}: the console needs a directory",
+                f"Pass --cassette DIR holding {MAIN_CASSETTE} (the Main Agent's turns) and "
+                "<task id>.jsonl per task, e.g. examples/calc/cassettes.",
+                field="--cassette",
+            )
+        if options.cassette and not os.path.isfile(os.path.join(options.cassette, MAIN_CASSETTE)):
+            raise bad(
+                "not_found",
+                f"--cassette {options.cassette}: no {MAIN_CASSETTE} (the Main Agent's turns)",
+                f"Record the Main Agent's turns to {options.cassette}/{MAIN_CASSETTE}.",
+                field="--cassette",
+            )
+        if args.get("--replay"):
+            return _replay(options)
+        import trio
+
+        trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
+    except BaseExceptionGroup as group:
+        found = first_air_exception(group)
+        if found is None:
+            raise
+        report_bad_input(found, sys.stderr)
+        return exit_code_for(found)
+    except AirException as exc:
+        report_bad_input(exc, sys.stderr)
+        return exit_code_for(exc)
+    return CliExit.OK
+
+
+def _project_root(options: HeadlessOptions, *, create: bool) -> str:
+    """The project's root: found by walking up (``air``), or PROJECT (``air run``; the
+    factory makes it an air project once the configuration proved good)."""
+    from air.session.project import ProjectStore
+
+    if create:
+        return options.project  # a directory: run_console checked it
+    project = ProjectStore().locate(options.project)
+    if project is None:
+        raise bad(
+            "not_found",
+            f"no air project at {options.project} or above it",
+            "Run `air init` here, `air run PROJECT` for another directory, or pass --project.",
+            field="--project",
+        )
+    return str(project.project_root)
+
+
+async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
+    import trio
+
+    from air.agents import MainAgentChannel, PendingPrompts
+    from air.cli.checks import refusals
+    from air.cli.factory import RuntimeFactory
+    from air.nursery.runtime import open_runtime
+
+    problems = refusals(options)  # no git or no sandbox: no console (never unsandboxed)
+    if problems:
+        raise problems[0]
+    resume = options.session_id is not None
+    if not resume:
+        options.project = _project_root(options, create=create)
+    pending = PendingPrompts()
+    config = RuntimeFactory(options).create(
+        resume=resume, prompts=ConsolePrompt(pending), mode="interactive"
+    )
+    async with open_runtime(config) as runtime:
+        store = _projection(runtime)
+        await _settle_stale_state(runtime, store)
+        agent = await _main_agent(runtime, options)
+        quitting = trio.Event()
+
+        async def on_quit(force: bool) -> None:
+            quitting.set()
+
+        def on_force_cancel() -> None:
+            runtime.nursery.start_soon(runtime.kill_workers)
+
+        channel = MainAgentChannel(
+            agent,
+            runtime.scheduler,
+            pending,
+            on_force_cancel=on_force_cancel,
+            on_quit=on_quit,
+        )
+        try:
+            await _front(runtime, store, _Reporting(channel), plain, quitting)
+        finally:
+            with trio.CancelScope(shield=True):
+                await _shut_down(runtime, store, agent)
+
+
+class _Reporting:
+    """The UiCommandChannel the console sends to: a refused command (an ``AirException``,
+    e.g. a permission answer to a prompt that just closed) is told to the person and logged;
+    it never ends the console."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.say: Any = None
+
+    async def send(self, command: Any) -> None:
+        from air.contracts import AirException
+
+        try:
+            await self.inner.send(command)
+        except AirException as exc:
+            log.warning("console command %s refused: %s", command.kind, exc.error.message)
+            if self.say is not None:
+                self.say(f"refused: {exc.error.message}")
+
+
+def _projection(runtime: Any) -> Any:
+    """The ProjectionStore: subscribed first, then hydrated (events seen twice are skipped
+    by id), fed in the root nursery; a lagging console re-reads the store."""
+    from air.projection import ProjectionStore
+
+    store = ProjectionStore(artifact_root=runtime.session.artifacts.root)
+
+    def on_lag(sub: Any) -> None:
+        def rehydrate() -> None:
+            store.hydrate(runtime.store, runtime.session_id)
+            sub.resume()
+
+        runtime.nursery.start_soon(_call, rehydrate)
+
+    _sub, receive = runtime.bus.subscribe_channel(None, lag="rehydrate", on_lag=on_lag)
+    store.hydrate(runtime.store, runtime.session_id)
+    runtime.nursery.start_soon(store.feed, receive)
+    return store
+
+
+async def _call(fn: Any) -> None:
+    fn()
+
+
+async def _settle_stale_state(runtime: Any, store: Any) -> None:
+    """A reopened session whose last air process died mid-turn or mid-run (kill -9) has a
+    last recorded Main Agent state that no agent is in: the new MainAgent starts IDLE, and
+    that is recorded (trigger ``reopened``, IMPL-CONSOLE-2) so the log and the screen agree."""
+    from air.contracts.event import EventSource, new_event
+
+    stale = store.snapshot().main_agent.state
+    if stale in (None, "IDLE"):
+        return
+    payload = {
+        "from_state": stale,
+        "to_state": "IDLE",
+        "trigger": "reopened",
+        "reason": f"the air process that ran this session ended in {stale}; a new Main "
+        "Agent starts idle",
+    }
+    await runtime.session.ingestor.ingest(
+        new_event(
+            "main_agent.state.changed",
+            payload,
+            session_id=runtime.session_id,
+            source=EventSource(kind="main", id="main"),
+            project_id=runtime.session.project.project_id,
+        )
+    )
+
+
+async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
+    """The MainAgent with the stored conversation, started in the root nursery."""
+    from air.agents import MainAgent, load_conversation
+    from air.contracts import EventFilter
+
+    session = runtime.session
+    models = runtime.services.provider
+    if options.cassette:
+        from air.llm import ProviderManager
+
+        models = ProviderManager.for_cassette(os.path.join(options.cassette, MAIN_CASSETTE))
+    history = load_conversation(
+        session.store.messages, session.store.message_drafts, runtime.session_id
+    )
+    agent = MainAgent(
+        session_id=runtime.session_id,
+        project_id=session.project.project_id,
+        project_root=runtime.project_root,
+        events=session.ingestor,
+        models=models,
+        scheduler=runtime.scheduler,
+        tools=runtime.registry,
+        history=history,
+    )
+    await runtime.nursery.start(agent.run)
+    runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)
+    return agent
+
+
+async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, quitting: Any) -> None:
+    """Run the TuiApp (or the plain console) until the person quits or a signal ends it."""
+    import trio
+
+    from air.projection import InProcessProjectionClient
+    from air.ui_urwid import PlainConsole, TuiApp
+
+    client = InProcessProjectionClient(store)
+    async with trio.open_nursery() as nursery:
+        if plain:
+            console = PlainConsole(client, channel, lambda s: print(s, flush=True))
+            stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+            nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)
+            await console.run(stdin)
+        else:
+            app = TuiApp(client, channel)
+            channel.say = app.layout.say
+            nursery.start_soon(_watch_signals, runtime, app.stop)
+            await app.run()
+            report = frame_report(app)
+            log.info("console closed: %s", report)
+            print(f"air: console closed: {report}", file=sys.stderr, flush=True)
+        t = store.snapshot().totals
+        print(
+            f"air: session {runtime.session_id}: {t.completed}/{t.tasks} tasks done, "
+            f"{t.running} running. Reopen it with `air --session {runtime.session_id}`.",
+            file=sys.stderr,
+            flush=True,
+        )
+        nursery.cancel_scope.cancel(reason="the console ended")
+
+
+def frame_report(app: Any) -> str:
+    """One line for air.log: frames drawn, redraw interval p50/p99 while the screen changed
+    (intervals under 1 s: an idle console draws nothing, and its gaps are not latency),
+    render p99, peak RSS."""
+    import itertools
+    import resource
+
+    def pct(values: list[float], q: float) -> float:
+        ordered = sorted(values)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000 if ordered else 0.0
+
+    gaps = [b - a for a, b in itertools.pairwise(app.frame_times) if b - a < 1.0]
+    render = list(app.render_times)
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return (
+        f"frames={app.frames} redraw_p50_ms={pct(gaps, 0.5):.1f} "
+        f"redraw_p99_ms={pct(gaps, 0.99):.1f} render_p99_ms={pct(render, 0.99):.1f} "
+        f"peak_rss_kib={peak_kib}"
+    )
+
+
+async def _watch_signals(runtime: Any, stop: Any) -> None:
+    """SIGHUP (the terminal closed), SIGTERM, or SIGINT (the plain console): end the console;
+    the shutdown cancels the work and kills what is left."""
+    import trio
+
+    with trio.open_signal_receiver(signal.SIGHUP, signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.warning("console: %s: ending the session's work", signal.Signals(signum).name)
+            stop()
+            return
+
+
+_SETTLED = frozenset({"IDLE", "DIRECT_MODE", "CONFIRMING"})
+"""Main Agent states with no turn or run in flight."""
+
+
+def _busy(store: Any) -> bool:
+    snap = store.snapshot()
+    return bool(snap.totals.running) or snap.main_agent.state not in _SETTLED
+
+
+async def _shut_down(runtime: Any, store: Any, agent: Any) -> None:
+    """Cancel running work and the Main Agent's turn cooperatively, wait (bounded) until the
+    tasks ended and the agent recorded its way back to a settled state, kill what is left."""
+    import trio
+
+    if _busy(store):
+        idle = trio.Event()
+
+        def check(_revision: int) -> None:
+            if not _busy(store):
+                idle.set()
+
+        subscription = store.subscribe(check)
+        runtime.cancel("the console closed")
+        agent.interrupt()
+        with trio.move_on_after(QUIT_GRACE_S):
+            await idle.wait()
+        subscription.close()
+    await runtime.kill_workers()
+    await runtime.settle()
+
+
+def _replay(options: HeadlessOptions) -> int:
+    """``air --session SID --replay``: the session's log played back, read-only."""
+    import trio
+
+    from air.cli.checks import session_to_resume
+    from air.cli.history import read_events
+    from air.contracts import CliExit
+    from air.session.project import ProjectStore
+
+    project, session_id = session_to_resume(ProjectStore(), options)
+    events = read_events(project, session_id)
+    trio.run(_play, events)
+    return CliExit.OK
+
+
+async def _play(events: Any) -> None:
+    import trio
+
+    from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPlayer
+    from air.ui_urwid import TuiApp
+
+    store = ProjectionStore()
+    player = ReplayPlayer(events, store)
+    app = TuiApp(
+        InProcessProjectionClient(store),
+        player,
+        replay=True,
+        hud_extra=lambda: (
+            f" · REPLAY {'paused' if player.paused else 'playing'} x{player.speed:g} "
+            f"{player.position}/{len(player.events)}"
+        ),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(player.run)
+        await app.run()
+        nursery.cancel_scope.cancel(reason="replay closed")
