@@ -258,7 +258,7 @@ def _air_pids(marker: str) -> list[int]:
     return [
         int(line.split()[0])
         for line in processes_with(marker)
-        if re.search(r"^\s*\d+ \S+ \S*python\S* -m air ", line)
+        if re.search(r"^\s*\d+\s+\S+\s+\S*python\S* -m air ", line)
     ]
 
 
