@@ -332,18 +332,17 @@ def _end_attempt(
     extra: dict[str, Any] | None = None,
 ) -> None:
     attempts = ctx.store.task_attempts
-    row = (
-        attempts.get((task_id, attempt_index))
-        if attempt_index is not None
-        else attempts.latest(task_id)
-    )
-    if attempt_index is not None and row is None:
-        raise _fail(ctx, f"attempt {attempt_index} of task {task_id} does not exist")
+    patch = {"status": status, "ended_at": ctx.ts, **(extra or {})}
+    if attempt_index is not None:
+        # one statement on the common path; the read only when nothing changed
+        if attempts.update_if((task_id, attempt_index), patch, status_in=("running",)) == 0:
+            if attempts.get((task_id, attempt_index)) is None:
+                raise _fail(ctx, f"attempt {attempt_index} of task {task_id} does not exist")
+        return
+    row = attempts.latest(task_id)
     if row is None or row["status"] != "running":
         return
-    attempts.update(
-        (task_id, row["attempt_index"]), {"status": status, "ended_at": ctx.ts, **(extra or {})}
-    )
+    attempts.update((task_id, row["attempt_index"]), patch)
 
 
 def _task_completed(ctx: _Ctx, x: p.TaskCompletedPayload) -> None:

@@ -65,6 +65,24 @@ def test_a_command_ends_once_and_only_if_it_started(tmp_path: Path) -> None:
     assert (row["exit_code"], row["duration_ms"]) == (0, 3)
 
 
+def test_an_attempt_ends_once_and_only_if_it_exists(tmp_path: Path) -> None:
+    store = _store(tmp_path)
+    spec = {"id": "t", "type": "execute", "title": "t", "description": "d"}
+    store.append(ev("task.created", task_spec=spec))
+    started = {"task_id": "t", "agent_id": "a", "agent_type": "executor", "attempt_index": 1}
+    store.append(ev("task.started", **started))
+    _fails(
+        store,
+        ev("task.completed", task_id="t", attempt_index=2),
+        "attempt 2 of task t does not exist",
+    )
+    store.append(ev("task.completed", task_id="t", attempt_index=1))
+    rows = SessionStore(store.db).task_attempts.list_by_task("t")
+    assert [(r["attempt_index"], r["status"]) for r in rows] == [(1, "completed")]
+    ended = rows[0]["ended_at"]
+    assert ended is not None
+
+
 class _Counting(EventSchemaRegistry):
     def __init__(self) -> None:
         super().__init__()
