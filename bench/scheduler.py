@@ -12,11 +12,16 @@
 (c) Scale: CPU time per task of a batch of 500 versus 10,000 tasks (independent and chained
     shapes) through the same fake-runner setup (the best of 3 runs of each, a collected heap
     before each). Goal: per-task time at 10,000 <= 1.5x at 500.
+(e) Scale through the real supervision: (c) with the FakeLauncher (``air.testing.launcher``) under
+    the real WorkerManager (handshake, read loop, result checks, run records on disk), the real
+    Scheduler and a real session (SQLite file, ingestor, bus) under the virtual clock; review
+    tasks (no workspace), each worker answers ``worker.ready`` and one ``worker.result``. Goal:
+    per-task CPU time at 10,000 <= 1.5x at 500 (issue #11 item 5).
 (d) Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
     workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
 
 Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W] [--scale 10000]
-[--repeat 3] [--only a,b,c,d]``.
+[--repeat 3] [--only a,b,c,d,e]``.
 """
 
 from __future__ import annotations
@@ -410,8 +415,10 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--workers", type=int, default=default_max_workers())
     parser.add_argument("--scale", type=int, default=10_000)
-    parser.add_argument("--only", default="a,b,c,d")
-    parser.add_argument("--repeat", type=int, default=3, help="(c): the best of this many runs")
+    parser.add_argument("--only", default="a,b,c,d,e")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="(c), (e): the best of this many runs"
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     if "a" in only:
