@@ -10,13 +10,18 @@
     versus an ideal greedy pool of W simulated on the same work. Goal: makespan <= 1.15x the
     lower bound.
 (c) Scale: CPU time per task of a batch of 500 versus 10,000 tasks (independent and chained
-    shapes) through the same fake-runner setup (the best of 3 runs of each, a collected heap
-    before each). Goal: per-task time at 10,000 <= 1.5x at 500.
+    shapes) through the same fake-runner setup (the best of 3 runs of each, the sizes
+    alternating, a collected heap before each). Goal: per-task time at 10,000 <= 1.5x at 500.
+(e) Scale through the real supervision: (c) with the FakeLauncher (``air.testing.launcher``) under
+    the real WorkerManager (handshake, read loop, result checks, run records on disk), the real
+    Scheduler and a real session (SQLite file, ingestor, bus) under the virtual clock; review
+    tasks (no workspace), each worker answers ``worker.ready`` and one ``worker.result``. Goal:
+    per-task CPU time at 10,000 <= 1.5x at 500 (issue #11 item 5).
 (d) Cancel-to-all-reaped latency for a wave of 16 workers, each with a setsid grandchild:
     workers that obey SIGTERM (goal <= 50 ms) and workers that ignore it (goal <= grace + 50 ms).
 
 Run: ``.venv/bin/python bench/scheduler.py [--tasks 200] [--workers W] [--scale 10000]
-[--repeat 3] [--only a,b,c,d]``.
+[--repeat 3] [--only a,b,c,d,e]``.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import trio
@@ -59,6 +65,7 @@ from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 from air.store.session_db import open_session_database
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
+from air.testing.launcher import FakeLauncher, scripted
 
 GRACE_S = 0.5
 
@@ -242,13 +249,13 @@ async def cancel_latency(ignore_term: bool) -> float:
             session.close()
 
 
-def _spec(task_id: str, deps: list[str]) -> TaskSpec:
+def _spec(task_id: str, deps: list[str], type: str = "execute") -> TaskSpec:
     return TaskSpec(
         id=task_id,
-        type="execute",
+        type=type,
         title=task_id,
         description=task_id,
-        scope=TaskScope(write_area=[f"src/{task_id}.py"]),
+        scope=TaskScope(write_area=[f"src/{task_id}.py"] if type == "execute" else []),
         dependencies=[TaskDependencySpec(depends_on_task_id=d) for d in deps],
     )
 
@@ -335,13 +342,87 @@ def idle_slots(n: int, workers: int) -> tuple[float, float, float]:
     return makespan, bound, _ideal_pool(specs, length, workers)
 
 
-def scale(n: int, shape: str, workers: int) -> float:
-    specs = [
-        _spec(f"t{i}", [f"t{i - 1}"] if shape == "chained" and i % 10 else []) for i in range(n)
+_APPROVED = {"status": "completed", "summary": "ok", "result": {"verdict": "approved"}}
+
+
+def _launcher_run(specs: list[TaskSpec], workers: int) -> float:
+    """Run ``specs`` through the Scheduler and the real WorkerManager, whose workers are
+    FakeLauncher tasks over memory streams (handshake, one ``worker.result``, exit), on a real
+    session (SQLite file, ingestor, bus, artifact store, run records) under the virtual clock.
+    Returns the CPU seconds of this process for create + run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        root.mkdir()
+        project = ProjectStore().initialize(str(root))
+        session = SessionManager().open_session(project)
+        try:
+            ledger = SessionLedger.for_session(session)
+
+            async def no_tools(*args: object) -> object:
+                raise AssertionError("no tool calls")
+
+            async def main() -> None:
+                async with trio.open_nursery() as nursery:
+                    manager = WorkerManager(
+                        tools=no_tools,  # type: ignore[arg-type]
+                        provider=ProviderManager.for_cassette(str(Path(tmp) / "none.jsonl")),
+                        events=session.ingestor,
+                        artifacts=session.artifacts,
+                        config=SupervisionConfig(),
+                        state_dir=str(Path(tmp) / "runs"),
+                        launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}])),
+                    )
+                    sched = Scheduler(
+                        ledger,
+                        manager,
+                        project_root=str(root),
+                        options=SchedulerOptions(max_workers=workers),
+                    )
+                    await sched.create_tasks(specs)
+                    result = await sched.run_until_idle()
+                    if result.status != "completed":
+                        raise SystemExit(f"the fake-launcher batch ended {result.status}")
+                    nursery.cancel_scope.cancel()
+
+            start = time.process_time()
+            trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+            return time.process_time() - start
+        finally:
+            session.close()
+
+
+def _scale_specs(n: int, shape: str, type: str = "execute") -> list[TaskSpec]:
+    return [
+        _spec(f"t{i}", [f"t{i - 1}"] if shape == "chained" and i % 10 else [], type)
+        for i in range(n)
     ]
+
+
+def scale(n: int, shape: str, workers: int) -> float:
+    specs = _scale_specs(n, shape)
     gc.collect()
     cpu, _ = _fake_run(specs, {}, workers)
     return cpu / n
+
+
+def scale_launcher(n: int, shape: str, workers: int) -> float:
+    specs = _scale_specs(n, shape, "review")
+    gc.collect()
+    return _launcher_run(specs, workers) / n
+
+
+def _interleaved(
+    fn: Callable[[int, str, int], float], shape: str, n: int, repeat: int
+) -> tuple[float, float]:
+    """The least per-task time at 500 and at ``n`` tasks, the two sizes run alternately so that
+    both see the same machine load (run all of one size first and a change of load between
+    them shows up as a ratio)."""
+    small: list[float] = []
+    large: list[float] = []
+    for _ in range(repeat):
+        small.append(fn(500, shape, 4))
+        large.append(fn(n, shape, 4))
+    return min(small), min(large)
 
 
 def main() -> None:
@@ -349,8 +430,10 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--workers", type=int, default=default_max_workers())
     parser.add_argument("--scale", type=int, default=10_000)
-    parser.add_argument("--only", default="a,b,c,d")
-    parser.add_argument("--repeat", type=int, default=3, help="(c): the best of this many runs")
+    parser.add_argument("--only", default="a,b,c,d,e")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="(c), (e): the best of this many runs"
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     if "a" in only:
@@ -372,8 +455,18 @@ def main() -> None:
     if "c" in only:
         print(f"(c) CPU time per task, fake runner, 4 slots, 500 vs {args.scale} tasks:")
         for shape in ("independent", "chained"):
-            small = min(scale(500, shape, 4) for _ in range(args.repeat))
-            large = min(scale(args.scale, shape, 4) for _ in range(args.repeat))
+            small, large = _interleaved(scale, shape, args.scale, args.repeat)
+            print(
+                f"  {shape:<11}: {small * 1e3:6.2f} ms vs {large * 1e3:6.2f} ms per task, "
+                f"ratio {large / small:5.2f}x (goal <= 1.5x)"
+            )
+    if "e" in only:
+        print(
+            f"(e) CPU time per task, FakeLauncher + WorkerManager, 4 slots, "
+            f"500 vs {args.scale} tasks:"
+        )
+        for shape in ("independent", "chained"):
+            small, large = _interleaved(scale_launcher, shape, args.scale, args.repeat)
             print(
                 f"  {shape:<11}: {small * 1e3:6.2f} ms vs {large * 1e3:6.2f} ms per task, "
                 f"ratio {large / small:5.2f}x (goal <= 1.5x)"

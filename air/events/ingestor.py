@@ -52,7 +52,7 @@ class EventIngestor:
             self._fold_heartbeat(event, payload)
             self.bus.publish(event)
             return None
-        return self.store.append(event)
+        return self.store.append_parsed(event, payload)
 
     def _fold_heartbeat(self, event: RuntimeEvent, payload: BaseModel) -> None:
         # agent.heartbeat is coalesced into the agents' heartbeat columns (IMPL-EVT-4).

@@ -186,15 +186,8 @@ def _assistant_failed(ctx: _Ctx, x: p.AssistantMessageFailedPayload) -> None:
 
 
 def _agent_started(ctx: _Ctx, x: p.AgentStartedPayload) -> None:
-    existing = ctx.store.agents.get(x.agent_id)
     fields = {"pid": x.pid, "pid_start_time": x.pid_start_time, "boot_id": x.boot_id}
-    if existing is not None:
-        # The running-phase re-emission of an agent inserted as ``starting`` (SDD §5.4).
-        if existing["status"] != "starting" or x.status != "running":
-            raise _fail(ctx, f"agent {x.agent_id} already exists as {existing['status']}")
-        ctx.store.agents.update(x.agent_id, {"status": "running", **fields, "updated_at": ctx.ts})
-        return
-    ctx.store.agents.insert(
+    inserted = ctx.store.agents.insert_new(
         {
             "id": x.agent_id,
             "session_id": ctx.event.session_id,
@@ -206,6 +199,13 @@ def _agent_started(ctx: _Ctx, x: p.AgentStartedPayload) -> None:
             "updated_at": ctx.ts,
         }
     )
+    if inserted:
+        return
+    # The running-phase re-emission of an agent inserted as ``starting`` (SDD §5.4).
+    existing = _require(ctx, ctx.store.agents.get(x.agent_id), f"agent {x.agent_id}", None)
+    if existing["status"] != "starting" or x.status != "running":
+        raise _fail(ctx, f"agent {x.agent_id} already exists as {existing['status']}")
+    ctx.store.agents.update(x.agent_id, {"status": "running", **fields, "updated_at": ctx.ts})
 
 
 def _agent_end(status: str) -> Callable[[_Ctx, Any], None]:
@@ -332,18 +332,17 @@ def _end_attempt(
     extra: dict[str, Any] | None = None,
 ) -> None:
     attempts = ctx.store.task_attempts
-    row = (
-        attempts.get((task_id, attempt_index))
-        if attempt_index is not None
-        else attempts.latest(task_id)
-    )
-    if attempt_index is not None and row is None:
-        raise _fail(ctx, f"attempt {attempt_index} of task {task_id} does not exist")
+    patch = {"status": status, "ended_at": ctx.ts, **(extra or {})}
+    if attempt_index is not None:
+        # one statement on the common path; the read only when nothing changed
+        if attempts.update_if((task_id, attempt_index), patch, status_in=("running",)) == 0:
+            if attempts.get((task_id, attempt_index)) is None:
+                raise _fail(ctx, f"attempt {attempt_index} of task {task_id} does not exist")
+        return
+    row = attempts.latest(task_id)
     if row is None or row["status"] != "running":
         return
-    attempts.update(
-        (task_id, row["attempt_index"]), {"status": status, "ended_at": ctx.ts, **(extra or {})}
-    )
+    attempts.update((task_id, row["attempt_index"]), patch)
 
 
 def _task_completed(ctx: _Ctx, x: p.TaskCompletedPayload) -> None:
@@ -523,11 +522,6 @@ def _command_started(ctx: _Ctx, x: p.CommandStartedPayload) -> None:
 
 
 def _command_end(ctx: _Ctx, x: p.CommandCompletedPayload | p.CommandFailedPayload) -> None:
-    row = _require(
-        ctx, ctx.store.command_runs.get(x.command_run_id), f"command run {x.command_run_id}", None
-    )
-    if row["completed_at"] is not None:
-        raise _fail(ctx, f"command run {x.command_run_id} already ended")
     patch: dict[str, Any] = {
         "exit_code": x.exit_code,
         "stdout_artifact_id": x.stdout_artifact_id,
@@ -541,7 +535,11 @@ def _command_end(ctx: _Ctx, x: p.CommandCompletedPayload | p.CommandFailedPayloa
         if x.cancelled:
             patch["cancelled_at"] = ctx.ts
             patch["cancel_reason"] = x.error.message
-    ctx.store.command_runs.update(x.command_run_id, patch)
+    if ctx.store.command_runs.update_unset(x.command_run_id, patch, "completed_at") == 0:
+        # one statement on the common path; the read only to say precisely what is wrong
+        what = f"command run {x.command_run_id}"
+        _require(ctx, ctx.store.command_runs.get(x.command_run_id), what, None)
+        raise _fail(ctx, f"{what} already ended")
 
 
 # --- artifacts, diagnostics, evidence -----------------------------------------------------

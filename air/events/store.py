@@ -158,7 +158,22 @@ class EventStore:
         """Store several durable events in ONE transaction (all or nothing), then publish."""
         if not events:
             return []
-        payloads = [self._validate(e) for e in events]
+        return self._store(events, [self._validate(e) for e in events])
+
+    def append_parsed(self, event: RuntimeEvent, payload: BaseModel) -> int:
+        """``append`` of an event whose payload was just validated into ``payload`` (the
+        ingestor's path: one validation per event, IMPL-PERF-3).
+
+        ``payload`` is trusted only when it is an instance of exactly the model this store's
+        registry holds for the event's type and version; anything else is validated again.
+        The durable check stays.
+        """
+        model = self.registry.get_model(event.type, event.version)
+        if model is None or type(payload) is not model or not self.registry.is_durable(event.type):
+            return self.append(event)  # validated (and refused there if it must be)
+        return self._store([event], [payload])[0]
+
+    def _store(self, events: Sequence[RuntimeEvent], payloads: list[BaseModel]) -> list[int]:
         seqs: list[int] = []
         try:
             with self.db.transaction():

@@ -94,6 +94,7 @@ class DatabaseManager:
                 message=f"no database at {spath}",
                 user_action="Check the session id with `air history`, or open a new session.",
             )
+        fresh = not os.path.exists(spath) or os.path.getsize(spath) == 0
         try:
             conn = sqlite3.connect(
                 spath, isolation_level=None, check_same_thread=False, cached_statements=512
@@ -108,6 +109,10 @@ class DatabaseManager:
         try:
             # Read first: a non-database file fails here before any pragma writes to it.
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            if fresh:
+                # an empty file's switch to WAL writes only its header page: no fsyncs for
+                # that (4 on the critical path of every new session; IMPL-PERF-2)
+                conn.execute("PRAGMA synchronous=OFF")
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=OFF")

@@ -60,6 +60,11 @@ def _insert_sql(table: str, cols: tuple[str, ...]) -> str:
     return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
 
 
+@functools.lru_cache(maxsize=256)
+def _insert_new_sql(table: str, cols: tuple[str, ...], pk: tuple[str, ...]) -> str:
+    return f"{_insert_sql(table, cols)} ON CONFLICT({', '.join(pk)}) DO NOTHING"
+
+
 @functools.lru_cache(maxsize=64)
 def _pk_where(pk: tuple[str, ...]) -> str:
     return " AND ".join(f"{c} = ?" for c in pk)
@@ -131,6 +136,35 @@ class Repository:
                 user_action="This is a bug in air: report it with `air doctor --bundle`.",
                 metadata={"table": self.table},
             ) from exc
+
+    def insert_new(self, row: Mapping[str, Any]) -> bool:
+        """Insert one row unless its primary key exists; True when it was inserted (one
+        statement instead of a read then an insert; other constraints still raise).
+
+        Raises:
+            AirException: ``system_error`` for a bad enum value or another constraint.
+        """
+        self._check(row)
+        cols = tuple(row)
+        try:
+            cur = self.db.execute_write(
+                _insert_new_sql(self.table, cols, self.pk), [row[c] for c in cols]
+            )
+        except sqlite3.IntegrityError as exc:
+            raise AirException.of(
+                kind="system_error",
+                message=f"{self.table}: cannot insert row: {exc}",
+                user_action="This is a bug in air: report it with `air doctor --bundle`.",
+                metadata={"table": self.table},
+            ) from exc
+        return cur.rowcount == 1
+
+    def update_unset(self, key: Any, patch: Mapping[str, Any], column: str) -> int:
+        """``update`` restricted to a row whose ``column`` is NULL."""
+        self._check(patch)
+        where, params = self._where_pk(key)
+        sql = _update_sql(self.table, tuple(patch), f"{where} AND {column} IS NULL")
+        return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
 
     def update(self, key: Any, patch: Mapping[str, Any]) -> int:
         """Update columns of the row with this key; return the number of rows changed."""
