@@ -10,7 +10,12 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from air.artifacts.knowledge import debug_record_id, memory_id_for
+from air.artifacts.knowledge import (
+    DebugKnowledgeStore,
+    LearnedMemoryStore,
+    debug_record_id,
+    memory_id_for,
+)
 from air.contracts.error import AirError
 from air.contracts.event import RuntimeEvent
 from air.contracts.worker_result import WorkerResult
@@ -125,8 +130,21 @@ def _completed_debug_tasks(
 async def recover_knowledge(
     ledger: KnowledgeLedger, project_root: str | os.PathLike[str]
 ) -> KnowledgeRecovery:
-    """The start-up step (``open_runtime()`` recovery): converge, archive stale, close."""
+    """The start-up step (``open_runtime()`` recovery): converge, archive stale, close.
+
+    Nothing to converge — neither knowledge database exists, and the log has no knowledge event
+    and no completed debug task — opens nothing (a new project's start-up pays no fsync here).
+    """
     service = KnowledgeService.for_project(ledger, project_root)
+    local = service.local_root
+    if not any(
+        (local / f).exists() for f in (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
+    ):
+        history = ledger.history()
+        if not _completed_debug_tasks(history) and not any(
+            e.type.startswith(("debug.", "memory.")) for e in history
+        ):
+            return KnowledgeRecovery()
     try:
         return await converge(service)
     finally:

@@ -296,3 +296,24 @@ async def test_evidence_from_two_sessions_makes_one_promotion(tmp_path: Path) ->
         service.close()
     db_a.close()
     db_b.close()
+
+
+async def test_recovery_of_a_project_without_knowledge_opens_no_database(tmp_path: Path) -> None:
+    """A new project's start-up pays nothing here: no knowledge database is created (each one
+    costs fsyncs on the path to the first model request)."""
+    from air.nursery.knowledge_recovery import recover_knowledge
+
+    (tmp_path / ".air" / "local").mkdir(parents=True)
+
+    class EmptyLedger:
+        session_id = "ses_new"
+
+        async def record(self, type: str, payload: dict[str, object]) -> object:
+            raise AssertionError("nothing to record")
+
+        def history(self) -> list[object]:
+            return []
+
+    report = await recover_knowledge(EmptyLedger(), tmp_path)  # type: ignore[arg-type]
+    assert report == type(report)()
+    assert sorted(p.name for p in (tmp_path / ".air" / "local").iterdir()) == []
