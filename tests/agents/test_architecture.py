@@ -5,7 +5,7 @@ ToolRegistry and scripted models: the declaration, the four result classes on th
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,34 +23,18 @@ from air.agents.architecture import (
 )
 from air.contracts import (
     AirException,
-    ModelAssignment,
-    ModelRequirement,
     SchedulerRunResult,
     TaskSpec,
 )
-from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
-from air.llm import ProviderManager
 from air.testing.fake_runner import FakeStep
+from air.testing.recording import RecordingProvider
 from tests.agents.conftest import AgentEnv, json_turn, spec, text_turn, wait_until
 
 S = MainAgentState
 
 
-class Recording:
+class Recording(RecordingProvider):
     """The ProviderManager, keeping each request it was asked (to read what the model saw)."""
-
-    def __init__(self, inner: ProviderManager) -> None:
-        self.inner = inner
-        self.requests: list[ProviderCompletionInput] = []
-
-    def select_model(self, requirement: ModelRequirement) -> ModelAssignment:
-        return self.inner.select_model(requirement)
-
-    def complete(
-        self, request: ProviderCompletionInput
-    ) -> AsyncGenerator[ProviderStreamEvent, None]:
-        self.requests.append(request)
-        return self.inner.complete(request)
 
     def text(self, index: int) -> str:
         request = self.requests[index]

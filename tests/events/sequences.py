@@ -477,3 +477,20 @@ def random_sequence(
     while len(events) < length:
         events += sim.step(rnd.choice, rnd)
     return events
+
+
+def drawn_sequence(data: Any, session_id: str, project_id: str, length: int) -> list[RuntimeEvent]:
+    """A valid sequence of about ``length`` events whose choices hypothesis draws (so it can
+    shrink them): ``data`` is a ``st.data()`` object."""
+    from hypothesis import strategies as st
+
+    rnd = random.Random(data.draw(st.integers(0, 2**32)))
+    sim = SessionSimulator(session_id, project_id)
+
+    def choose(options: list[str]) -> str:
+        return str(data.draw(st.sampled_from(options)))
+
+    events = [sim.start()]
+    while len(events) < length:
+        events += sim.step(choose, rnd)
+    return events

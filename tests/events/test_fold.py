@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from air.events.store import EventStore
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
-from tests.events.sequences import SessionSimulator, random_sequence
+from tests.events.sequences import SessionSimulator, drawn_sequence, random_sequence
 
 
 def _rows(db: DatabaseManager, sql: str) -> set[tuple[Any, ...]]:
@@ -113,15 +112,7 @@ def _fold_facts(state: SessionState) -> dict[str, set[tuple[Any, ...]]]:
 def test_live_fold_equals_replay_equals_the_sql_projection(
     data: st.DataObject, length: int
 ) -> None:
-    rnd = random.Random(data.draw(st.integers(0, 2**32)))
-    sim = SessionSimulator("ses_F", "prj_F")
-
-    def choose(options: list[str]) -> str:
-        return data.draw(st.sampled_from(options))
-
-    events = [sim.start()]
-    while len(events) < length:
-        events += sim.step(choose, rnd)
+    events = drawn_sequence(data, "ses_F", "prj_F", length)
 
     with tempfile.TemporaryDirectory() as tmp:
         db = open_session_database(Path(tmp) / "s.db")

@@ -15,7 +15,7 @@ from air.events.store import EventStore, replay_events
 from air.store.repositories import SessionStore, dump_tables
 from air.store.schema import DOMAIN_TABLES
 from air.store.session_db import open_session_database
-from tests.events.sequences import SessionSimulator
+from tests.events.sequences import SessionSimulator, drawn_sequence
 
 
 @settings(
@@ -27,15 +27,7 @@ from tests.events.sequences import SessionSimulator
 def test_replay_reproduces_every_domain_table(
     data: st.DataObject, length: int, batch: bool
 ) -> None:
-    rnd = random.Random(data.draw(st.integers(0, 2**32)))
-    sim = SessionSimulator("ses_A", "prj_A")
-
-    def choose(options: list[str]) -> str:
-        return data.draw(st.sampled_from(options))
-
-    events = [sim.start()]
-    while len(events) < length:
-        events += sim.step(choose, rnd)
+    events = drawn_sequence(data, "ses_A", "prj_A", length)
 
     with tempfile.TemporaryDirectory() as tmp:
         db_a = open_session_database(Path(tmp) / "a.db")
@@ -50,7 +42,11 @@ def test_replay_reproduces_every_domain_table(
                     if data.draw(st.integers(0, 9)) == 0:
                         # a rejected event in between must leave no trace
                         with pytest.raises(AirException):
-                            store_a.append(sim.event("tool.completed", {"tool_run_id": "nope"}))
+                            store_a.append(
+                                SessionSimulator("ses_A", "prj_A").event(
+                                    "tool.completed", {"tool_run_id": "nope"}
+                                )
+                            )
             records = SessionStore(db_a).events.list_all()
             assert len(records) == len(events)
             assert replay_events(records, db_b) == len(events)

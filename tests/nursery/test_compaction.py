@@ -10,7 +10,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,11 @@ from air.context.compaction import CompactionRules
 from air.context.tokens import estimate_tokens
 from air.contracts import (
     AirException,
-    ModelAssignment,
-    ModelRequirement,
     TaskSpec,
     TextBlock,
 )
 from air.contracts.event import EventSource, new_event
-from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
+from air.contracts.provider import ProviderCompletionInput
 from air.contracts.runtime import ContextAssembleInput
 from air.llm import ProviderManager
 from air.llm.cassette import CassetteTurn
@@ -35,26 +33,12 @@ from air.nursery.compaction import SessionCompactor, record_worker_summary
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
+from air.testing.recording import RecordingProvider
 
 BUDGET = 2_000
 DECISIONS = [f"Decision: use the repository layer for table {i}" for i in range(0, 500, 50)]
 EDITED = [f"src/module_{i}.py" for i in range(3, 500, 100)]
 CRITERIA = ["GET /users returns 200 with a JSON list", "the migration is reversible"]
-
-
-class Recording:
-    def __init__(self, inner: ProviderManager) -> None:
-        self.inner = inner
-        self.requests: list[ProviderCompletionInput] = []
-
-    def select_model(self, requirement: ModelRequirement) -> ModelAssignment:
-        return self.inner.select_model(requirement)
-
-    def complete(
-        self, request: ProviderCompletionInput
-    ) -> AsyncGenerator[ProviderStreamEvent, None]:
-        self.requests.append(request)
-        return self.inner.complete(request)
 
 
 def request_tokens(request: ProviderCompletionInput) -> int:
@@ -167,7 +151,7 @@ async def test_a_500_message_session_is_compacted_as_a_task(env: Env, tmp_path: 
     await env.fill()
     before = env.context()
     assert before.compaction_requested  # asked for early: the history passed 70 % of the budget
-    models = Recording(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 400)))
+    models = RecordingProvider(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 400)))
     outcome = await env.compactor(models).compact("context budget")
     assert outcome is not None
     # chunks, each request inside the compactor's own budget
@@ -220,7 +204,7 @@ async def test_a_second_compaction_extends_the_first(env: Env, tmp_path: Path) -
     assert first is not None
     for i in range(40, 60):
         await env.message(i)
-    models = Recording(
+    models = RecordingProvider(
         ProviderManager.for_cassette(cassette(tmp_path / "b.jsonl", 20, "Second {i}."))
     )
     second = await env.compactor(models).compact("two")
