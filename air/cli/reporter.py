@@ -15,17 +15,11 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from air.contracts import AirException, TaskStatus
-from air.events.fold import FoldCursor
+from air.events.fold import TASK_ENDS, FoldCursor
 
 __all__ = ["Progress"]
 
-_ENDS = {
-    "task.completed": "completed",
-    "task.failed": "failed",
-    "task.blocked": "blocked",
-    "task.cancelled": "cancelled",
-    "task.interrupted": "interrupted",
-}
+_ENDS = TASK_ENDS
 
 
 class Progress:

@@ -24,10 +24,11 @@ from typing import IO, Any
 
 from air.cli.options import HeadlessOptions, RunnerFactory, bad, parse_options, report_bad_input
 from air.cli.reporter import Progress
+from air.events.fold import TASK_ENDS
 
 __all__ = ["HeadlessOptions", "RunnerFactory", "run_batch_session", "run_headless"]
 
-_ENDS = ["task.completed", "task.failed", "task.blocked", "task.cancelled", "task.interrupted"]
+_ENDS = list(TASK_ENDS)
 
 
 def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:

@@ -33,6 +33,7 @@ from air.events import payloads as p
 
 __all__ = [
     "AGENT_FROM",
+    "TASK_ENDS",
     "TASK_FROM",
     "TOOL_FROM",
     "WORKSPACE_FROM",
@@ -65,6 +66,15 @@ TASK_FROM: dict[str, tuple[str, ...]] = {
     "context.compaction.failed": ("pending", "running"),
 }
 """Per task event: the task statuses it may leave."""
+
+TASK_ENDS: dict[str, str] = {
+    "task.completed": "completed",
+    "task.failed": "failed",
+    "task.blocked": "blocked",
+    "task.cancelled": "cancelled",
+    "task.interrupted": "interrupted",
+}
+"""The events that end a task's attempt, and the status each leaves the task in."""
 
 AGENT_FROM: tuple[str, ...] = ("starting", "running")
 """The agent statuses an ``agent.completed/failed/lost/cancelled`` may leave."""

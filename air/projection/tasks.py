@@ -14,21 +14,11 @@ from dataclasses import dataclass
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.ui import TaskProjection
-from air.events.fold import SessionState, TaskFact
+from air.events.fold import TASK_ENDS, SessionState, TaskFact
 
 __all__ = ["TaskView"]
 
-_ENDS = frozenset(
-    {
-        "task.completed",
-        "task.failed",
-        "task.blocked",
-        "task.cancelled",
-        "task.interrupted",
-        "context.compaction.completed",
-        "context.compaction.failed",
-    }
-)
+_ENDS = frozenset({*TASK_ENDS, "context.compaction.completed", "context.compaction.failed"})
 _STARTS = frozenset({"task.started", "context.compaction.started"})
 
 
