@@ -6,7 +6,8 @@ kind: ``user_message`` / ``direct`` / ``direct_done`` → the Main Agent's inbox
 ``interrupt`` (Esc) → ``MainAgent.interrupt`` (its current model turn only); ``cancel_task`` →
 ``Scheduler.cancel_task`` for exactly that task; ``cancel_run`` → ``Scheduler.cancel`` (the
 second press, ``force``, goes to the runtime's kill hook); ``permission_response`` → the
-waiting prompt; ``confirm`` → the Main Agent; ``quit`` → the runtime's quit hook. A command
+waiting prompt; ``confirm`` → the Main Agent; ``compact`` → the Main Agent's inbox (refused
+while it is mid-turn, IMPL-COMPACT-2); ``quit`` → the runtime's quit hook. A command
 missing its field is an ``AirError`` (``validation_error``), never a silent no-op.
 
 ``PendingPrompts.wait`` is what a ToolRegistry ``PromptBroker`` awaits (a three-line adapter
@@ -151,6 +152,14 @@ class MainAgentChannel:
                 if command.confirmed is None:
                     raise _missing("confirm", "confirmed")
                 await self.agent.submit_confirmation(command.confirmed)
+            case "compact":
+                if self.agent.mid_turn:
+                    raise AirException.of(
+                        kind=ErrorKind.VALIDATION_ERROR,
+                        message="/compact waits for the Main Agent's current turn to end",
+                        user_action="Send /compact again once it has answered (Esc ends the turn).",
+                    )
+                await self.agent.compact_now()
             case "quit":
                 if self.on_quit is not None:
                     await self.on_quit(command.force)

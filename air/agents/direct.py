@@ -147,6 +147,7 @@ class DirectMode:
             content=[TextBlock(text="\n\n".join(texts) if texts else "(done)")],
             stop_reason=result.stop_reason,
             error=result.error,
+            message_id=reply_id,
         )
         await self.turns.finish(reply_id, final)
         return final

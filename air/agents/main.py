@@ -18,17 +18,24 @@ background task of the agent's nursery, so the agent stays ready while work exec
 message then is a ``requirement.changed`` (INTERRUPTING; execution-only → resume, else a new
 plan shown for confirmation). When the run ends the agent summarises it. Esc (``interrupt``)
 cancels the current model turn only.
+
+Compaction (IMPL-COMPACT-1): before each model request the agent asks its ``Compactor`` (the
+session's ``SessionCompactor``) to compact when the history not yet summarised would pass the
+threshold of its conversation budget; every request then carries the latest summary and the
+messages after it, within the budget (``air.agents.window``). ``/compact`` (``compact_now``,
+through the inbox) compacts at once and says the outcome in the conversation.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 import trio
 
 from air.agents.architecture import ArchitectureChange, ArchitectureDesigner, ArchitectureImpact
-from air.agents.conversation import ConversationEntry, to_model_messages
+from air.agents.conversation import ConversationEntry
 from air.agents.direct import DirectMode, ToolPort
 from air.agents.plan import (
     TaskPlan,
@@ -46,6 +53,7 @@ from air.agents.state import (
     transition_payload,
 )
 from air.agents.turns import EventSink, ModelPort, TurnResult, TurnRunner
+from air.agents.window import Compactor, conversation_budget, window_messages
 from air.context.loader import builtin_resource
 from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.event import RuntimeEvent
@@ -60,6 +68,8 @@ from air.contracts.task import SchedulerRunResult, TaskSpec
 from air.contracts.worker_result import BlockerReport
 
 __all__ = ["MainAgent", "TaskScheduler"]
+
+log = logging.getLogger(__name__)
 
 S = MainAgentState
 T = MainAgentTrigger
@@ -114,6 +124,9 @@ class MainAgent:
         max_direct_turns: model calls one direct-mode message may take.
         architect: the ArchitectureDesigner that gates architecture-level plans (SDD §19.4);
             default one over the same events, models and tools.
+        compactor: the session's compactor (``SessionCompactor``); None: no compaction.
+        context_budget: the tokens the conversation of one request may use; default
+            ``conversation_budget(model)``.
     """
 
     def __init__(
@@ -131,6 +144,8 @@ class MainAgent:
         max_direct_turns: int = 12,
         agent_id: str = "main",
         architect: ArchitectureDesigner | None = None,
+        compactor: Compactor | None = None,
+        context_budget: int | None = None,
     ) -> None:
         self.session_id = session_id
         self.project_root = project_root
@@ -165,6 +180,8 @@ class MainAgent:
             tools=tools,
             model=assignment,
         )
+        self.compactor = compactor
+        self.context_budget = context_budget or conversation_budget(assignment)
         self.role_prompt = builtin_resource("role-main.md")
         self.conversation: list[ConversationEntry] = list(history)
         self._state = S.IDLE
@@ -204,6 +221,8 @@ class MainAgent:
                         await self.handle_user_message(str(value))
                     elif kind == "confirm":
                         await self.handle_confirmation(bool(value))
+                    elif kind == "compact":
+                        await self.handle_compact()
             finally:
                 self._nursery = None
 
@@ -218,6 +237,38 @@ class MainAgent:
     def interrupt(self) -> bool:
         """Esc: interrupt the current model turn only. False when no turn runs."""
         return self.turns.interrupt()
+
+    @property
+    def mid_turn(self) -> bool:
+        """True while a message of the person is being handled (a model turn may run)."""
+        return self._lock.locked()
+
+    async def compact_now(self) -> None:
+        """Queue ``/compact``: compact the session now (in order with the messages)."""
+        await self._inbox_send.send(("compact", None))
+
+    async def handle_compact(self) -> None:
+        """Compact the session now and say the outcome (summary id, messages covered)."""
+        async with self._lock:
+            if self.compactor is None:
+                await self.turns.say("Compaction is not available in this session.")
+                return
+            try:
+                outcome = await self.compactor.compact("/compact")
+            except AirException as exc:
+                await self.turns.show_failure(exc.error)
+                return
+            if outcome is None:
+                await self.turns.say(
+                    "Nothing to compact: only the newest messages are left after the last summary."
+                )
+                return
+            await self.turns.say(
+                f"Compacted: summary {outcome.summary_id} covers "
+                f"{len(outcome.replaced_message_ids)} messages (up to "
+                f"{outcome.covers_until_message_id}); {len(outcome.pinned)} pinned facts kept "
+                "verbatim; the originals stay in the history."
+            )
 
     # -- messages --------------------------------------------------------------------------
     async def handle_user_message(self, message: str) -> None:
@@ -275,7 +326,7 @@ class MainAgent:
                 await self._direct_turn(message_id)
             return
         turn = await self.turns.hidden(
-            self.turns.request(f"{self.role_prompt}\n\n{_CLASSIFY}", self._model_messages())
+            self.turns.request(f"{self.role_prompt}\n\n{_CLASSIFY}", await self._model_messages())
         )
         if turn.status == "interrupted":
             await self._move(T.INTERRUPTED, message_id=message_id)
@@ -287,10 +338,12 @@ class MainAgent:
         if parse_intent(turn.text) == "chat":
             await self._move(T.CHAT, message_id=message_id)
             answer = await self.turns.visible(
-                self.turns.request(self.role_prompt, self._model_messages())
+                self.turns.request(self.role_prompt, await self._model_messages())
             )
             if answer.status == "complete":
-                self.conversation.append(ConversationEntry(new_id("msg"), "assistant", answer.text))
+                self.conversation.append(
+                    ConversationEntry(answer.message_id or new_id("msg"), "assistant", answer.text)
+                )
             await self._move(T.ANSWERED, message_id=message_id, reason=answer.status)
             return
         await self._move(T.TASK, message_id=message_id)
@@ -375,7 +428,7 @@ class MainAgent:
         """A valid plan, or the failed/interrupted turn (one repair round with the errors);
         ``feedback``: the architecture review the new plan must answer."""
         system = f"{self.role_prompt}\n\n{_PLAN.format(schema=plan_schema_text())}"
-        messages = self._model_messages()
+        messages = await self._model_messages()
         if feedback is not None:
             note = f"The architecture review requires a new plan: {feedback.summary}"
             messages = [*messages, CanonicalMessage(role="user", content=[TextBlock(text=note)])]
@@ -493,7 +546,8 @@ class MainAgent:
         listing = ", ".join(f"{t} ({self.work.titles.get(t, '')})" for t in running) or "none"
         turn = await self.turns.hidden(
             self.turns.request(
-                f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}", self._model_messages()
+                f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}",
+                await self._model_messages(),
             )
         )
         if turn.status == "interrupted":
@@ -562,16 +616,26 @@ class MainAgent:
         if self.direct is None:
             await self.turns.say("Direct mode has no tools in this session. /done leaves it.")
             return
-        reply = await self.direct.handle(self.role_prompt, self._model_messages(), message_id)
+        reply = await self.direct.handle(self.role_prompt, await self._model_messages(), message_id)
         if reply.status == "complete":
-            self.conversation.append(ConversationEntry(new_id("msg"), "assistant", reply.text))
+            self.conversation.append(
+                ConversationEntry(reply.message_id or new_id("msg"), "assistant", reply.text)
+            )
 
     # -- helpers ---------------------------------------------------------------------------
-    def _model_messages(self) -> list[CanonicalMessage]:
-        messages = to_model_messages(self.conversation)
-        if not messages:
-            messages = [CanonicalMessage(role="user", content=[TextBlock(text="(empty)")])]
-        return messages
+    async def _model_messages(self) -> list[CanonicalMessage]:
+        """The conversation of the next request: compacted first when it is due (one
+        compaction, not one per turn), then the summary and the messages after it."""
+        if self.compactor is None:
+            return window_messages(self.conversation, None, self.context_budget)
+        try:
+            await self.compactor.compact_if_due(
+                self.context_budget,
+                "the Main Agent's next request passes the compaction threshold of its budget",
+            )
+        except AirException as exc:  # recorded context.compaction.failed; the window still fits
+            log.warning("compaction failed: %s", exc.error.message)
+        return window_messages(self.conversation, self.compactor.view(), self.context_budget)
 
     @staticmethod
     def _error_of(turn: TurnResult) -> AirError:

@@ -61,6 +61,8 @@ class TurnResult:
     stop_reason: str | None = None
     usage: dict[str, Any] | None = None
     error: AirError | None = None
+    message_id: str | None = None
+    """The recorded message of a visible turn (its ``messages`` row when complete)."""
 
     @property
     def text(self) -> str:
@@ -207,6 +209,7 @@ class TurnRunner:
                 result = await self._stream(request, message_id)
             finally:
                 self._scope = None
+        result.message_id = message_id
         await self.finish(message_id, result)
         return result
 

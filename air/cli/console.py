@@ -270,6 +270,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         scheduler=runtime.scheduler,
         tools=runtime.registry,
         history=history,
+        compactor=runtime.compactor(models),
     )
     await runtime.nursery.start(agent.run)
     runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)

@@ -248,6 +248,7 @@ UiCommandKind = Literal[
     "confirm",
     "direct",
     "direct_done",
+    "compact",
     "quit",
     "replay_pause",
     "replay_step",
@@ -262,7 +263,8 @@ class UiCommand(Contract):
     ``cancel_task`` (``task_id``: exactly that task); ``cancel_run`` (Ctrl-C: cooperative, or
     ``force`` on the second press); ``permission_response`` (``prompt_id``, ``decision``);
     ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
-    (``/direct [text]``) and ``direct_done`` (``/done``); ``quit`` (``force`` when the person
+    (``/direct [text]``) and ``direct_done`` (``/done``); ``compact`` (``/compact``: compact the
+    session's conversation now); ``quit`` (``force`` when the person
     confirmed quitting with work running); ``replay_pause`` (toggle), ``replay_step`` and
     ``replay_speed`` (``speed``) drive a read-only replay player.
     """

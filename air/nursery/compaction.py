@@ -8,9 +8,14 @@ read-only model call through the ProviderManager per chunk, every request inside
 compactor's own budget — keeps the pinned facts verbatim ahead of the model's text, and records
 ``summary.created`` (the only writer of the ``summaries`` row, under a runtime-minted
 ``sum_<ULID>``) and then ``context.compaction.completed``; a failed call ends the task with
-``context.compaction.failed``. Messages are never edited or deleted. It also owns
-``record_worker_summary``: a ``compact`` task run by a CompactorRole worker gets its row the same
-way (the model's own ``summary_id`` is replaced, never trusted).
+``context.compaction.failed``. Messages are never edited or deleted. The production trigger
+(IMPL-COMPACT-1) is ``compact_if_due``: when the history not yet summarised reaches the rules'
+``trigger_ratio`` of a request budget (the Main Agent's next request, a worker task's context),
+one compaction runs under the session's compaction lock, re-checked inside it, so concurrent
+askers compact once; ``view`` is what a request then carries (the latest summary and the ids of
+every message it covers). ``CompactingContext`` wires it into the workers' ContextPack builder.
+It also owns ``record_worker_summary``: a ``compact`` task run by a CompactorRole worker gets its
+row the same way (the model's own ``summary_id`` is replaced, never trusted).
 """
 
 from __future__ import annotations
@@ -21,9 +26,12 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import trio
+
 from air.context.compaction import (
     CompactionRules,
     chunk_messages,
+    message_text,
     pinned_facts,
     pinned_of,
     render_summary,
@@ -50,10 +58,18 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     TextBlock,
 )
+from air.contracts.runtime import ContextPack
 from air.nursery.ledger import Ledger
 from air.store.repositories import SessionStore
 
-__all__ = ["AGENT_ID", "CompactionOutcome", "SessionCompactor", "record_worker_summary"]
+__all__ = [
+    "AGENT_ID",
+    "CompactingContext",
+    "CompactionOutcome",
+    "CompactionView",
+    "SessionCompactor",
+    "record_worker_summary",
+]
 
 AGENT_ID = "compactor"
 _FINAL_STATUSES = frozenset({"completed", "cancelled"})
@@ -80,6 +96,16 @@ class CompactionOutcome:
     pinned: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CompactionView:
+    """What a request carries after a compaction: the latest summary, and every message id
+    it stands for (all messages up to and including its ``covers_until_message_id``)."""
+
+    summary_id: str
+    content: str
+    covered: frozenset[str]
+
+
 class SessionCompactor:
     """Runs the compaction task of one session (see the module docstring).
 
@@ -92,6 +118,10 @@ class SessionCompactor:
         request_budget: the most tokens one compactor request may use (prompt, chunk and
             answer together); each chunk is cut to fit it.
         chunk_output_tokens: the answer budget of one chunk call.
+        model: the compactor's model; default ``models.select_model(role="compactor")``,
+            chosen at the first call (building a compactor never fails).
+        lock: the session's compaction lock (compactors over other model ports of the same
+            session share it, so two askers never summarise one range twice).
     """
 
     def __init__(
@@ -105,6 +135,7 @@ class SessionCompactor:
         request_budget: int = 8_000,
         chunk_output_tokens: int = 600,
         model: ModelAssignment | None = None,
+        lock: trio.Lock | None = None,
     ) -> None:
         self.ledger = ledger
         self.store = store
@@ -113,11 +144,18 @@ class SessionCompactor:
         self.rules = rules or CompactionRules()
         self.request_budget = request_budget
         self.chunk_output_tokens = chunk_output_tokens
-        self.model = model or models.select_model(
-            ModelRequirement(role="compactor", needs_tools=False)
-        )
+        self._model = model
+        self.lock = lock or trio.Lock()
         prompt = builtin_resource("role-compactor.md")
         self.system = "\n\n".join(p for p in (prompt, self.rules.instructions) if p.strip())
+
+    @property
+    def model(self) -> ModelAssignment:
+        if self._model is None:
+            self._model = self.models.select_model(
+                ModelRequirement(role="compactor", needs_tools=False)
+            )
+        return self._model
 
     # -- the range -------------------------------------------------------------------------
     def latest_summary(self) -> dict[str, Any] | None:
@@ -136,6 +174,50 @@ class SessionCompactor:
         keep = self.rules.keep_recent_messages
         return rows[: max(len(rows) - keep, 0)], previous
 
+    def pending_tokens(self) -> int:
+        """The estimated tokens of the messages no summary covers yet."""
+        previous = self.latest_summary()
+        rows = [dict(r) for r in self.store.messages.list_by_session(self.session_id)]
+        if previous is not None and previous.get("covers_until_message_id"):
+            ids = [r["id"] for r in rows]
+            cut = previous["covers_until_message_id"]
+            rows = rows[ids.index(cut) + 1 :] if cut in ids else rows
+        return sum(estimate_tokens(message_text(r)) for r in rows)
+
+    def due(self, token_budget: int) -> bool:
+        """True when the history not summarised yet reaches ``trigger_ratio`` of
+        ``token_budget`` and something is old enough to summarise (the newest
+        ``keep_recent_messages`` never are)."""
+        if token_budget <= 0:
+            return False
+        if self.pending_tokens() < self.rules.trigger_ratio * token_budget:
+            return False
+        return bool(self.snapshot()[0])
+
+    def view(self) -> CompactionView | None:
+        """The latest summary and the ids it covers; None before the first compaction."""
+        summary = self.latest_summary()
+        if summary is None:
+            return None
+        ids = [str(r["id"]) for r in self.store.messages.list_by_session(self.session_id)]
+        cut = summary.get("covers_until_message_id")
+        covered = frozenset(ids[: ids.index(cut) + 1]) if cut in ids else frozenset()
+        return CompactionView(str(summary["summary_id"]), str(summary["content"]), covered)
+
+    async def compact_if_due(self, token_budget: int, reason: str) -> CompactionOutcome | None:
+        """The production trigger: one compaction when ``due(token_budget)`` (checked again
+        under the session's compaction lock); None when it is not due.
+
+        Raises:
+            AirException: as ``compact``.
+        """
+        if not self.due(token_budget):
+            return None
+        async with self.lock:
+            if not self.due(token_budget):  # another asker compacted meanwhile
+                return None
+            return await self._compact(reason)
+
     def _open_tasks(self) -> tuple[list[str], list[str]]:
         criteria: list[str] = []
         paths: list[str] = []
@@ -150,12 +232,17 @@ class SessionCompactor:
 
     # -- the task --------------------------------------------------------------------------
     async def compact(self, reason: str) -> CompactionOutcome | None:
-        """Run one compaction task; None (recorded as not accepted) when nothing is old enough.
+        """Run one compaction task now (under the session's compaction lock); None (recorded
+        as not accepted) when nothing is old enough.
 
         Raises:
             AirException: the model call's error (after ``context.compaction.failed``), or
                 ``config_error`` when the compactor's prompt alone exceeds its request budget.
         """
+        async with self.lock:
+            return await self._compact(reason)
+
+    async def _compact(self, reason: str) -> CompactionOutcome | None:
         messages, previous = self.snapshot()
         if not messages:
             await self.ledger.record(
@@ -277,6 +364,42 @@ class SessionCompactor:
             {"task_id": task_id, "error": error.model_dump(mode="json")},
         )
         raise AirException(error)
+
+
+class PackBuilder(Protocol):
+    """What ``CompactingContext`` needs of ``air.context.worker_pack.WorkerContextBuilder``."""
+
+    @property
+    def token_budget(self) -> int: ...
+
+    @property
+    def last(self) -> Any: ...
+
+    def build(self, attempt: Any) -> ContextPack: ...
+
+
+class CompactingContext:
+    """The workers' ContextPack provider with the compaction trigger (IMPL-COMPACT-1): when the
+    assembler asks for compaction of a task's context and the history is due, the session is
+    compacted once and the context built again on the summary. A failed compaction (recorded
+    ``context.compaction.failed``) leaves the task its fitted, uncompacted context.
+    """
+
+    def __init__(self, builder: PackBuilder, compactor: SessionCompactor) -> None:
+        self.builder = builder
+        self.compactor = compactor
+
+    async def __call__(self, attempt: Any) -> ContextPack:
+        pack = self.builder.build(attempt)
+        last = self.builder.last
+        if last is None or not getattr(last, "compaction_requested", False):
+            return pack
+        reason = f"the context of task {attempt.task_spec.id} passed the compaction threshold"
+        try:
+            outcome = await self.compactor.compact_if_due(self.builder.token_budget, reason)
+        except AirException:
+            return pack
+        return pack if outcome is None else self.builder.build(attempt)
 
 
 async def record_worker_summary(

@@ -13,7 +13,11 @@ configuration files) and the handle it yields, ``Runtime``. In order, once each:
 3. open the root nursery and serve the session's EventBus in it;
 4. build the WorkspaceManager, the PermissionEngine + ToolRegistry (built-in tools, then the
    capabilities through ``extend_tools``), the worker ContextPack builder, the WorkerManager
-   (or the injected runner), the AgentMonitor and the Scheduler;
+   (or the injected runner), the AgentMonitor and the Scheduler; the workers' context builder
+   compacts the session when a task's context passes the compaction threshold
+   (``CompactingContext``, IMPL-COMPACT-1) and ``Runtime.compactor`` gives the Main Agent its
+   compactor over the same lock; with ``.air/shared/architecture.yaml`` the Scheduler's
+   architecture gate is the ArchitectureDesigner's (fail closed headless, IMPL-COMPACT-3);
 5. recover the session once (SDD §16.3: orphans of a dead runtime reaped by their durable run
    records, lost agents, interrupted tasks, FK-off scan, workspace GC) — the Scheduler is told
    it was done (``SchedulerOptions.recover=False``);
@@ -42,6 +46,7 @@ from air.contracts import (
 )
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
+from air.nursery.compaction import CompactingContext, SessionCompactor
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
@@ -134,6 +139,14 @@ class Runtime:
     """False when the runner was injected (no durable run records)."""
     registry: Any = None
     engine: Any = None
+    compaction_lock: trio.Lock = field(default_factory=trio.Lock)
+    """One per session: every compactor of the session summarises under it."""
+
+    def compactor(self, models: Any = None) -> SessionCompactor:
+        """The session's compactor over ``models`` (default the run's provider), with the
+        project's compaction rules and the session's compaction lock."""
+        models = models or self.services.provider
+        return _compactor(self.session, self.ledger, models, self.compaction_lock)
 
     @property
     def session_id(self) -> str:
@@ -222,11 +235,12 @@ async def _build(
         root, ledger.record, backups=BackupRepository(root, session_id=ledger.session_id)
     )
     registry = engine = None
+    lock = trio.Lock()
     if config.runner is not None:
         runner, warm_up = config.runner(session)
     else:
         registry, engine = _tools(config, session, services)
-        runner, warm_up = _workers(config, session, services, registry, runs)
+        runner, warm_up = _workers(config, session, ledger, services, registry, runs, lock)
     if warm_up is not None:
         warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
     reap: Reaper | None = None
@@ -273,6 +287,7 @@ async def _build(
         real_workers=config.runner is None,
         registry=registry,
         engine=engine,
+        compaction_lock=lock,
     )
 
 
@@ -301,7 +316,13 @@ def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeService
 
 
 def _workers(
-    config: RuntimeConfig, session: OpenSession, services: RuntimeServices, registry: Any, runs: str
+    config: RuntimeConfig,
+    session: OpenSession,
+    ledger: SessionLedger,
+    services: RuntimeServices,
+    registry: Any,
+    runs: str,
+    lock: trio.Lock,
 ) -> tuple[TaskRunner, Callable[[], None] | None]:
     """The WorkerManager over the registry and the provider, and the provider's warm-up."""
     from air.nursery.worker_manager import WorkerManager
@@ -318,7 +339,7 @@ def _workers(
         artifacts=session.artifacts,
         model=services.model,
         tool_specs=specs,
-        context=_worker_context(session, services.provider, services.model),
+        context=_worker_context(session, ledger, services.provider, services.model, lock),
         state_dir=runs,
         redactor=services.redactor,
         spare=config.spare,
@@ -330,8 +351,12 @@ def _workers(
     return runner, lambda: warm_up(provider_id)
 
 
-def _worker_context(session: OpenSession, provider: Any, model: str) -> Any:
-    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6)."""
+def _worker_context(
+    session: OpenSession, ledger: SessionLedger, provider: Any, model: str, lock: trio.Lock
+) -> Any:
+    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6),
+    compacting the session when a task's context passes the threshold (IMPL-COMPACT-1; not
+    for a provider that cannot choose a compactor model, e.g. per-task cassettes)."""
     from importlib import resources
 
     from air.context.worker_pack import WorkerContextBuilder
@@ -340,8 +365,26 @@ def _worker_context(session: OpenSession, provider: Any, model: str) -> Any:
     ref = model.partition("/")
     window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
     prompts = resources.files("air.roles").joinpath("prompts")
-    return WorkerContextBuilder.for_session(
+    builder = WorkerContextBuilder.for_session(
         session, role_prompt_dir=str(prompts), context_window=window
+    )
+    if not hasattr(provider, "select_model"):
+        return builder
+    return CompactingContext(builder, _compactor(session, ledger, provider, lock))
+
+
+def _compactor(
+    session: OpenSession, ledger: SessionLedger, models: Any, lock: trio.Lock
+) -> SessionCompactor:
+    from air.context.compaction import load_compaction_rules
+
+    return SessionCompactor(
+        ledger=ledger,
+        store=session.store,
+        models=models,
+        session_id=session.session_id,
+        rules=load_compaction_rules(project=session.project),
+        lock=lock,
     )
 
 

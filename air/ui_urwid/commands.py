@@ -2,8 +2,8 @@
 
 Owns ``SLASH_COMMANDS`` (name → one-line help), ``Parsed`` and ``parse_input``: a line the
 person typed becomes a ``UiCommand`` for the runtime (a message, ``/direct``, ``/done``,
-``/cancel``, ``/quit``), a local ``view`` action (``/help``, ``/tasks``, ``/cost``, ``/model``,
-``/history``), or an ``error`` to show. Pure.
+``/cancel``, ``/compact``, ``/quit``), a local ``view`` action (``/help``, ``/tasks``,
+``/cost``, ``/model``, ``/history``), or an ``error`` to show. Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/cost": "show tokens and cost per task and in total",
     "/model": "show the session's provider and model (read-only)",
     "/history": "show the whole conversation",
+    "/compact": "compact the conversation now (a summary stands for the older messages)",
     "/quit": "quit (asks first when work is running)",
 }
 
@@ -55,6 +56,10 @@ def parse_input(text: str, *, selected_task: str | None = None) -> Parsed:
         return Parsed(command=UiCommand(kind="direct", text=rest or None))
     if name == "/done":
         return Parsed(command=UiCommand(kind="direct_done"))
+    if name == "/compact":
+        if rest:
+            return Parsed(error="/compact takes no argument")
+        return Parsed(command=UiCommand(kind="compact"))
     if name == "/cancel":
         task = rest or selected_task
         if not task:

@@ -256,7 +256,7 @@ async def test_the_conversation_is_rebuilt_from_the_database(env: AgentEnv) -> N
     ]
     env.cassette(json_turn({"intent": "chat"}), text_turn("Again."))
     reopened = env.agent(history=entries)
-    assert [m.role for m in reopened._model_messages()] == ["user", "assistant"]
+    assert [m.role for m in await reopened._model_messages()] == ["user", "assistant"]
 
 
 async def test_a_blocked_task_is_presented_and_named_in_the_summary(env: AgentEnv) -> None:
