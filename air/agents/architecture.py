@@ -455,12 +455,22 @@ class SchedulerGate:
     A worker result is held until its class is known: ``silent_continue`` proceeds;
     ``requires_user_confirmation`` proceeds only when ``confirm`` says yes (no ``confirm``:
     fails closed); ``requires_replan`` and ``reject_or_escalate`` hold the task (it is blocked,
-    not merged, its dependents do not run).
+    not merged, its dependents do not run). ``requires_replan`` also records the designer's
+    ``requirement.changed`` (the impacted tasks, the requirement id it minted): the durable
+    replan trigger. ``headless`` (``air run --headless`` / ``air resume``, IMPL-COMPACT-3):
+    nobody can confirm, and each blocked reason says what the person does next.
     """
 
-    def __init__(self, designer: ArchitectureDesigner, confirm: Confirm | None = None) -> None:
+    def __init__(
+        self,
+        designer: ArchitectureDesigner,
+        confirm: Confirm | None = None,
+        *,
+        headless: bool = False,
+    ) -> None:
         self.designer = designer
         self.confirm = confirm
+        self.headless = headless
 
     async def review(self, spec: TaskSpec, result: WorkerResult) -> GateVerdict:
         impact = await self.designer.assess_impact(ArchitectureChange.of_result(spec, result))
@@ -470,5 +480,36 @@ class SchedulerGate:
         if cls == "requires_user_confirmation":
             if self.confirm is not None and await self.confirm(impact):
                 return GateVerdict(True, cls, f"confirmed: {impact.summary}")
+            if self.headless:
+                return GateVerdict(False, cls, f"{impact.summary} — {_HEADLESS_CONFIRM}")
             return GateVerdict(False, cls, f"not confirmed: {impact.summary}")
+        if cls == "requires_replan":
+            await self.designer.turns.record(
+                "requirement.changed",
+                {
+                    "requirement_id": impact.requirement_id or new_id("req"),
+                    "description": impact.summary,
+                    "change_class": "design_interface_goal",
+                    "impacted_task_ids": list(impact.impacted_task_ids or (spec.id,)),
+                },
+            )
+            if self.headless:
+                return GateVerdict(False, cls, f"{impact.summary} — {_HEADLESS_REPLAN}")
+        elif self.headless:
+            return GateVerdict(False, cls, f"{impact.summary} — {_HEADLESS_REJECT}")
         return GateVerdict(False, cls, impact.summary)
+
+
+_HEADLESS_CONFIRM = (
+    "not confirmed: the change needs the person's confirmation and a headless run has nobody "
+    "to ask; review the kept workspace, and to accept the change record it in the "
+    "architecture documents and run the task again"
+)
+_HEADLESS_REPLAN = (
+    "the plan must change to fit the architecture: change the task (or the architecture "
+    "documents) and run it again"
+)
+_HEADLESS_REJECT = (
+    "the architecture review rejected the change (or could not decide): see the kept "
+    "workspace and the review's summary, then change the task and run it again"
+)

@@ -6,11 +6,15 @@ permission policy, the provider; nothing exists yet when one is bad), then opens
 nothing) and reads the configuration only once the session proved to have something to resume
 (``RuntimeConfig.services`` is called by ``open_runtime`` after ``on_open``). The headless
 clients answer every permission question with ``FailClosedPrompt``; the console passes its own
-prompt (``air.cli.console.ConsolePrompt``).
+prompt (``air.cli.console.ConsolePrompt``). A headless run of a project that declares
+``.air/shared/architecture.yaml`` holds every worker result at the ArchitectureDesigner's gate
+(``_architecture_gate``, fail closed: nobody can confirm; IMPL-COMPACT-3); without the file
+there is no gate and no extra model call.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,6 +79,7 @@ class RuntimeFactory:
             spare=options.spare,
             runner=self._injected_runner(),
             extend_tools=None if options.runner_factory else _load_capabilities,
+            architecture_gate=None if mode == "interactive" else _architecture_gate,
             on_open=on_open,
             subscribers=subscribers,
             interactive=mode == "interactive",
@@ -99,3 +104,46 @@ def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:
         project_root=session.project.project_root,
         sandbox=sandbox,
     )
+
+
+DESIGNER_CASSETTE = "architecture_designer.jsonl"
+"""In a ``--cassette DIR`` of per-task cassettes: the architecture review's turns."""
+
+
+def _architecture_gate(session: Any, services: Any, registry: Any) -> Any:
+    """The headless architecture gate, or None when the project declares no architecture.
+
+    Raises:
+        AirException: ``config_error`` for an invalid architecture.yaml, or per-task cassettes
+            without the review's cassette (``DESIGNER_CASSETTE``), before any task runs.
+    """
+    from air.agents.architecture import ARCHITECTURE_FILE, ArchitectureDesigner, SchedulerGate
+    from air.contracts import AirException, ErrorKind
+
+    root = session.project.project_root
+    if not os.path.isfile(os.path.join(root, ARCHITECTURE_FILE)):
+        return None
+    models = services.provider
+    if not hasattr(models, "select_model"):  # per-task cassettes (TaskCassettes)
+        from air.llm import ProviderManager
+
+        path = os.path.join(str(getattr(models, "directory", "")), DESIGNER_CASSETTE)
+        if not os.path.isfile(path):
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=(
+                    f"the project declares {ARCHITECTURE_FILE}, so every worker result is "
+                    f"reviewed, but the cassette directory has no {DESIGNER_CASSETTE}"
+                ),
+                user_action=f"Record the architecture review's turns to {path}.",
+            )
+        models = ProviderManager.for_cassette(path)
+    designer = ArchitectureDesigner(
+        events=session.ingestor,
+        models=models,
+        project_root=root,
+        session_id=session.session_id,
+        project_id=session.project.project_id,
+        tools=registry,
+    )
+    return SchedulerGate(designer, headless=True)

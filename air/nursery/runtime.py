@@ -46,6 +46,7 @@ from air.contracts import (
 )
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
+from air.nursery.architecture_gate import ArchitectureGate
 from air.nursery.compaction import CompactingContext, SessionCompactor
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
@@ -65,6 +66,10 @@ __all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "open_runtime"]
 RunnerBuilder = Callable[[OpenSession], tuple[TaskRunner, Callable[[], None] | None]]
 """``build(session) -> (runner, warm_up)``: an injected TaskRunner (tests: fake workers). Such
 a runner keeps no durable run records, so no orphan is reaped for it."""
+
+GateBuilder = Callable[[OpenSession, "RuntimeServices", Any], ArchitectureGate | None]
+"""``build(session, services, registry) -> gate | None``: the Scheduler's architecture gate
+(the ArchitectureDesigner's, which ``air/nursery`` may not import); None: no gate."""
 
 ToolExtender = Callable[[Any, OpenSession, Any], None]
 """``extend(registry, session, sandbox)``: registers more tools after the built-in ones (the
@@ -110,6 +115,8 @@ class RuntimeConfig:
     """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
     runner: RunnerBuilder | None = None
     extend_tools: ToolExtender | None = None
+    architecture_gate: GateBuilder | None = None
+    """Builds the Scheduler's architecture gate once the tools exist (IMPL-COMPACT-3)."""
     on_open: Callable[[OpenSession, SessionLedger], None] | None = None
     """Called with the open session before anything is recorded; may raise AirException."""
     subscribers: Sequence[Callable[[Any], None]] = field(default_factory=tuple)
@@ -273,6 +280,8 @@ async def _build(
         monitor=monitor,
         retry=RetryPlanner(escalation_models=services.escalation),
     )
+    if config.architecture_gate is not None:
+        scheduler.architecture_gate = config.architecture_gate(session, services, registry)
     return Runtime(
         session=session,
         ledger=ledger,

@@ -1,0 +1,207 @@
+"""The architecture gate of headless runs (issue #14 item 3, SDD §19.4, IMPL-COMPACT-3): a project
+that declares ``.air/shared/architecture.yaml`` has every worker result that touches a declared
+area held at the ArchitectureDesigner's gate; with nobody to ask the policy is fail closed.
+Real workers (sandboxed, in worktrees) write a contract file; the designer's verdict is scripted
+on a model server over HTTP: ``silent_continue`` merges, ``requires_user_confirmation`` /
+``requires_replan`` / ``reject_or_escalate`` block the task (unmerged, dependents never run)
+with a reason saying what to do; without the file there is no gate and no extra model call."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import trio
+
+from air.cli.factory import DESIGNER_CASSETTE, RuntimeFactory, _architecture_gate
+from air.cli.options import HeadlessOptions
+from air.contracts import AirException, TaskSpec
+from air.nursery.ledger import fold_history
+from air.nursery.runtime import open_runtime
+from air.nursery.task_cassettes import TaskCassettes
+from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
+
+CONTRACT = "src/contracts/api.py"
+DECLARATION = "docs: [docs/architecture.md]\nareas:\n  contracts: ['src/contracts/**']\n"
+
+
+def _final() -> str:
+    block = json.dumps(
+        {"status": "completed", "summary": "wrote the contract", "result": {"changes_made": True}}
+    )
+    return f"Done.\n```json:result\n{block}\n```\n"
+
+
+class Model:
+    """Workers write the contract file then finish; the designer answers ``verdict``."""
+
+    def __init__(self, verdict: str) -> None:
+        self.verdict = verdict
+        self.designer_calls = 0
+        self.worker_tasks: list[str] = []
+
+    def __call__(self, wire: str, body: dict[str, Any]) -> Reply:
+        system = json.dumps(body.get("system"))
+        if "result_class" in system:
+            self.designer_calls += 1
+            answer = {"result_class": self.verdict, "summary": f"VERDICT-{self.verdict}"}
+            return Reply(chunks=anthropic_sse(Turn(text=[json.dumps(answer)])))
+        first = json.dumps(body["messages"][0])
+        self.worker_tasks.append("t_after" if "t_after" in first else "t_api")
+        if not any(m.get("role") == "assistant" for m in body["messages"]):
+            tool = next(str(t["name"]) for t in body["tools"] if "write" in str(t["name"]))
+            content = json.dumps({"path": CONTRACT, "content": "API_VERSION = 2\n"})
+            return Reply(
+                chunks=anthropic_sse(Turn(tool=("tu_1", tool, [content]), stop="tool_use"))
+            )
+        return Reply(chunks=anthropic_sse(Turn(text=[_final()])))
+
+
+def _project(tmp: Path, url: str, *, declare: bool) -> Path:
+    root = tmp / "proj"
+    (root / "src" / "contracts").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "src" / "contracts" / "api.py").write_text("API_VERSION = 1\n")
+    (root / "docs" / "architecture.md").write_text("# Architecture\nThe API is versioned.\n")
+    for args in (
+        ("init", "-q"),
+        ("config", "user.email", "t@example.com"),
+        ("config", "user.name", "T"),
+        ("add", "-A"),
+        ("commit", "-qm", "init"),
+    ):
+        subprocess.run(["git", "-C", str(root), *args], check=True)
+    shared = root / ".air" / "shared"
+    shared.mkdir(parents=True)
+    (shared / "models.yaml").write_text(
+        "default: local/claude-test\nproviders:\n  local:\n    kind: anthropic\n"
+        f"    base_url: {url}\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
+        "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
+    )
+    if declare:
+        (shared / "architecture.yaml").write_text(DECLARATION)
+    return root
+
+
+def _specs() -> list[TaskSpec]:
+    api = TaskSpec(
+        id="t_api",
+        type="execute",
+        title="Bump the API",
+        description="Set API_VERSION to 2.",
+        scope={"write_area": ["src/contracts"]},
+    )
+    after = TaskSpec(
+        id="t_after",
+        type="execute",
+        title="Use the API",
+        description="Use the new API.",
+        dependencies=[{"depends_on_task_id": "t_api"}],
+    )
+    return [api, after]
+
+
+async def _run(root: Path, only_first: bool = False) -> tuple[Any, list[Any], Any]:
+    options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
+    with trio.fail_after(180):
+        async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:
+            gate = rt.scheduler.architecture_gate
+            await rt.submit(_specs()[:1] if only_first else _specs())
+            result = await rt.run_until_idle()
+            events = rt.ledger.history()
+    return result, events, gate
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AIR_TEST_PROVIDER_KEY", "k-test")
+    return tmp_path
+
+
+async def test_silent_continue_merges(env: Path) -> None:
+    model = Model("silent_continue")
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=True)
+        result, events, _ = await _run(root, only_first=True)
+    assert str(result.status) == "completed"
+    assert model.designer_calls == 1
+    assert (root / CONTRACT).read_text() == "API_VERSION = 2\n"  # merged
+    [impact] = [e.payload for e in events if e.type == "architecture.impact.completed"]
+    assert impact["result_class"] == "silent_continue"
+
+
+@pytest.mark.parametrize(
+    ("verdict", "says"),
+    [
+        ("requires_user_confirmation", "a headless run has nobody to ask"),
+        ("requires_replan", "the plan must change to fit the architecture"),
+        ("reject_or_escalate", "the architecture review rejected the change"),
+    ],
+)
+async def test_a_held_verdict_blocks_the_task_unmerged(env: Path, verdict: str, says: str) -> None:
+    model = Model(verdict)
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=True)
+        result, events, _ = await _run(root)
+    assert str(result.status) == "blocked"
+    assert model.designer_calls == 1
+    assert (root / CONTRACT).read_text() == "API_VERSION = 1\n"  # not merged
+    assert "t_after" not in model.worker_tasks  # the dependent never ran
+    folded = fold_history(events)
+    assert folded.tasks["t_api"].status.value == "blocked"
+    assert folded.tasks["t_after"].status.value != "completed"
+    [blocked] = [
+        e.payload
+        for e in events
+        if e.type == "task.blocked" and e.payload.get("task_id") == "t_api"
+    ]
+    assert blocked["reason"].startswith(f"architecture gate ({verdict}): VERDICT-{verdict}")
+    assert says in blocked["reason"]
+    [impact] = [e.payload for e in events if e.type == "architecture.impact.completed"]
+    assert impact["result_class"] == verdict
+    changed = [e.payload for e in events if e.type == "requirement.changed"]
+    if verdict == "requires_replan":
+        assert [c["impacted_task_ids"] for c in changed] == [["t_api"]]
+        assert changed[0]["requirement_id"] == impact["requirement_id"]
+    else:
+        assert changed == []
+
+
+async def test_no_declaration_no_gate_no_extra_model_call(env: Path) -> None:
+    model = Model("reject_or_escalate")
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=False)
+        result, events, gate = await _run(root, only_first=True)
+    assert gate is None
+    assert str(result.status) == "completed"
+    assert model.designer_calls == 0
+    assert not [e for e in events if e.type.startswith("architecture.")]
+    assert (root / CONTRACT).read_text() == "API_VERSION = 2\n"
+
+
+def test_per_task_cassettes_need_the_reviews_cassette(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / ".air" / "shared").mkdir(parents=True)
+    (root / ".air" / "shared" / "architecture.yaml").write_text(DECLARATION)
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    session = SimpleNamespace(
+        project=SimpleNamespace(project_root=str(root), project_id="p"),
+        session_id="s",
+        ingestor=None,
+    )
+    services = SimpleNamespace(provider=TaskCassettes(str(cassettes)))
+    with pytest.raises(AirException) as refused:
+        _architecture_gate(session, services, None)
+    assert refused.value.error.kind == "config_error"
+    assert DESIGNER_CASSETTE in refused.value.error.message
+    (cassettes / DESIGNER_CASSETTE).write_text("")
+    assert _architecture_gate(session, services, None) is not None
