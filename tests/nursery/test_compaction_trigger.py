@@ -2,23 +2,32 @@
 compaction of a task's context, ``CompactingContext`` (what ``open_runtime`` gives the
 WorkerManager) compacts the session once and builds that task's context again on the summary;
 the next task's context uses the summary without compacting again. Real session DB, the real
-WorkerContextBuilder, a cassette compactor model."""
+WorkerContextBuilder, a cassette compactor model; and through ``open_runtime`` with a real
+worker and a model server over HTTP."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import trio
 
+from air.cli.factory import RuntimeFactory
+from air.cli.options import HeadlessOptions
 from air.context import readers_from_store
 from air.context.worker_pack import WorkerContextBuilder
 from air.contracts import TaskSpec
+from air.contracts.event import EventSource, new_event
 from air.llm import ProviderManager
 from air.nursery.compaction import CompactingContext
+from air.nursery.runtime import open_runtime
 from air.testing.recording import RecordingProvider
+from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.test_compaction import DECISIONS, Env, cassette
 
 
@@ -88,3 +97,73 @@ async def test_without_a_request_nothing_is_compacted(env: Env, tmp_path: Path) 
     await CompactingContext(builder, env.compactor(models))(attempt(env, "t_one"))
     assert models.requests == []
     assert env.session.store.summaries.list_all() == []
+
+
+async def test_open_runtime_compacts_for_a_real_workers_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wiring: ``open_runtime`` gives the WorkerManager the compacting context, so a real
+    worker's first request, in a session whose conversation passed the threshold of the
+    worker's budget, carries the summary (pinned decision verbatim) instead of the originals."""
+    root, home = tmp_path / "proj", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AIR_TEST_PROVIDER_KEY", "k-test")
+    worker_bodies: list[str] = []
+    compactor_calls: list[str] = []
+
+    def model(wire: str, body: dict[str, Any]) -> Reply:
+        text = json.dumps(body)
+        if "Role: compactor" in json.dumps(body.get("system")):
+            compactor_calls.append(text)
+            return Reply(chunks=anthropic_sse(Turn(text=["They talked about paging."])))
+        worker_bodies.append(text)
+        block = json.dumps(
+            {"status": "completed", "summary": "ok", "result": {"changes_made": False}}
+        )
+        return Reply(chunks=anthropic_sse(Turn(text=[f"Done.\n```json:result\n{block}\n```\n"])))
+
+    with LocalServer(model=model) as server:
+        (root / ".air" / "shared").mkdir(parents=True)
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/claude-test\nproviders:\n  local:\n    kind: anthropic\n"
+            f"    base_url: {server.url}\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
+            "      claude-test: {context_window: 16000, max_output_tokens: 1000}\n"
+        )
+        options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
+        with trio.fail_after(120):
+            async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:
+                assert isinstance(rt.runner.context, CompactingContext)  # type: ignore[attr-defined]
+                spec = TaskSpec(id="t_read", type="execute", title="Read", description="Look.")
+                await rt.submit([spec])
+                for i in range(60):
+                    role = "user" if i % 2 == 0 else "assistant"
+                    text = f"message {i}: " + "how should the users endpoint page? " * 10
+                    if i == 2:
+                        text += "\n" + DECISIONS[0]
+                    await rt.session.ingestor.ingest(
+                        new_event(
+                            f"{role}.message.created",
+                            {
+                                "message_id": f"msg_{i:04d}",
+                                "content": [{"type": "text", "text": text}],
+                            },
+                            session_id=rt.session_id,
+                            source=EventSource(kind="main", id="main"),
+                            project_id=rt.session.project.project_id,
+                        )
+                    )
+                result = await rt.run_until_idle()
+                summaries = rt.session.store.summaries.list_all()
+                ends = [e.payload for e in rt.ledger.history() if e.type.startswith("task.")]
+                started = [e.payload for e in rt.ledger.history() if e.type == "agent.started"]
+    assert str(result.status) == "completed", ends
+    assert len(compactor_calls) == 1
+    assert len(summaries) == 1
+    [first] = worker_bodies
+    assert "Summary of the earlier conversation" in first
+    assert DECISIONS[0] in first
+    assert "message 3:" not in first  # covered: not sent again
+    assert "message 59:" in first
+    assert started[0]["pid"] > 0  # a real worker process
