@@ -163,26 +163,25 @@ class SessionCompactor:
         rows = [r for r in rows if r.get("session_id") == self.session_id]
         return rows[-1] if rows else None
 
-    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
-        """The immutable range to summarise (oldest first) and the summary it extends."""
+    def _uncovered(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The messages after the latest summary's cut (oldest first), and that summary."""
         previous = self.latest_summary()
         rows = [dict(r) for r in self.store.messages.list_by_session(self.session_id)]
         if previous is not None and previous.get("covers_until_message_id"):
             ids = [r["id"] for r in rows]
             cut = previous["covers_until_message_id"]
             rows = rows[ids.index(cut) + 1 :] if cut in ids else rows
+        return rows, previous
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        """The immutable range to summarise (oldest first) and the summary it extends."""
+        rows, previous = self._uncovered()
         keep = self.rules.keep_recent_messages
         return rows[: max(len(rows) - keep, 0)], previous
 
     def pending_tokens(self) -> int:
         """The estimated tokens of the messages no summary covers yet."""
-        previous = self.latest_summary()
-        rows = [dict(r) for r in self.store.messages.list_by_session(self.session_id)]
-        if previous is not None and previous.get("covers_until_message_id"):
-            ids = [r["id"] for r in rows]
-            cut = previous["covers_until_message_id"]
-            rows = rows[ids.index(cut) + 1 :] if cut in ids else rows
-        return sum(estimate_tokens(message_text(r)) for r in rows)
+        return sum(estimate_tokens(message_text(r)) for r in self._uncovered()[0])
 
     def due(self, token_budget: int) -> bool:
         """True when the history not summarised yet reaches ``trigger_ratio`` of
@@ -190,9 +189,11 @@ class SessionCompactor:
         ``keep_recent_messages`` never are)."""
         if token_budget <= 0:
             return False
-        if self.pending_tokens() < self.rules.trigger_ratio * token_budget:
+        rows, _ = self._uncovered()
+        used = sum(estimate_tokens(message_text(r)) for r in rows)
+        if used < self.rules.trigger_ratio * token_budget:
             return False
-        return bool(self.snapshot()[0])
+        return len(rows) > self.rules.keep_recent_messages
 
     def view(self) -> CompactionView | None:
         """The latest summary and the ids it covers; None before the first compaction."""

@@ -167,3 +167,23 @@ async def test_open_runtime_compacts_for_a_real_workers_context(
     assert "message 3:" not in first  # covered: not sent again
     assert "message 59:" in first
     assert started[0]["pid"] > 0  # a real worker process
+
+
+async def test_concurrent_askers_compact_once(env: Env, tmp_path: Path) -> None:
+    """Two tasks' contexts (or the Main Agent and a task) ask at the same moment: the session's
+    compaction lock and the check inside it make one compaction, not two over one range."""
+    await env.fill(80)
+    models = RecordingProvider(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 60)))
+    compactor = env.compactor(models)
+    other = env.compactor(models, lock=compactor.lock)
+    outcomes: list[Any] = []
+
+    async def ask(which: Any) -> None:
+        outcomes.append(await which.compact_if_due(4_000, "a task's context"))
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ask, compactor)
+        nursery.start_soon(ask, other)
+    assert sorted(o is None for o in outcomes) == [False, True]
+    assert len(env.session.store.summaries.list_all()) == 1
+    assert len([t for t in env.types() if t == "context.compaction.requested"]) == 1
