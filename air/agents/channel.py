@@ -156,7 +156,10 @@ class MainAgentChannel:
                 if self.agent.mid_turn:
                     raise AirException.of(
                         kind=ErrorKind.VALIDATION_ERROR,
-                        message="/compact waits for the Main Agent's current turn to end",
+                        message=(
+                            "/compact waits for the Main Agent's current turn to end; send it "
+                            "again once the agent has answered"
+                        ),
                         user_action="Send /compact again once it has answered (Esc ends the turn).",
                     )
                 await self.agent.compact_now()

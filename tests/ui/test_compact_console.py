@@ -1,6 +1,7 @@
 """``/compact`` in the REAL ``air`` console in tmux (issue #14, IMPL-COMPACT-2): after a few chat
-turns with the Main Agent (the strict local server over HTTP), ``/help`` lists ``/compact`` and
-``/compact`` compacts the session now: the compactor's call goes to the model, the outcome
+turns with the Main Agent (the strict local server over HTTP), ``/help`` lists ``/compact``;
+typed while an answer streams it is refused with a clear line; idle, ``/compact`` compacts the
+session now: the compactor's call goes to the model, the outcome
 (summary id, messages covered) is said in the conversation, and the session DB holds the
 summary row while every original message stays."""
 
@@ -28,6 +29,10 @@ class Model:
             reply
             for i in range(TURNS)
             for reply in (_text('{"intent": "chat"}'), _text(f"Answer number {i}."))
+        ]
+        self.main += [
+            _text('{"intent": "chat"}'),
+            _text("Once upon a time", " there was a story too long to wait for.", stall_after=4),
         ]
         self.compactor_calls = 0
         self._lock = threading.Lock()
@@ -61,11 +66,23 @@ def test_slash_compact_in_the_real_console(tmp_path: Path) -> None:
                 tmux.keys("Enter")
                 tmux.wait_for(f"air> Answer number {i}.", timeout=30)
                 tmux.wait_for("· IDLE ·")
+            # mid-turn (an answer stalls): refused with a clear line, nothing compacted
+            tmux.type("tell me a long story")
+            tmux.keys("Enter")
+            tmux.wait_for("Once upon a time", timeout=30)
+            tmux.type("/compact")
+            tmux.keys("Enter")
+            tmux.wait_for("refused: /compact waits for the Main Agent's current turn to end")
+            tmux.keys("Escape")
+            tmux.wait_for("interrupting the Main Agent's current turn")
+            tmux.wait_for("· IDLE ·")
+            assert model.compactor_calls == 0
+            # idle: compacted now, the outcome said in the conversation
             tmux.type("/compact")
             tmux.keys("Enter")
             screen = tmux.wait_for("Compacted: summary sum_", timeout=30)
             flat = " ".join(screen.split())
-            assert "covers 2 messages" in flat, screen
+            assert "covers 3 messages" in flat, screen  # 9 messages, the newest 6 kept
             tmux.keys("C-d")
             assert tmux.wait_exit(timeout=30) == 0
             assert processes_with(str(tmp_path)) == []
@@ -82,4 +99,4 @@ def test_slash_compact_in_the_real_console(tmp_path: Path) -> None:
     finally:
         conn.close()
     assert summary_id[:12] in flat  # the id said on screen is the row's
-    assert roles.count("user") == TURNS  # every original message stays
+    assert roles.count("user") == TURNS + 1  # every original message stays
