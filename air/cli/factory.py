@@ -61,6 +61,8 @@ class RuntimeFactory:
             services = lambda: prepare(options, project.project_root)  # noqa: E731
         else:
             prepared = prepare(options, options.project)
+            if mode != "interactive":  # the review's configuration, before anything exists
+                _designer_models(options.project, prepared.provider)
             project = open_project(ProjectStore(), options.project)
             session_id = None
             services = lambda: prepared  # noqa: E731
@@ -110,37 +112,54 @@ DESIGNER_CASSETTE = "architecture_designer.jsonl"
 """In a ``--cassette DIR`` of per-task cassettes: the architecture review's turns."""
 
 
-def _architecture_gate(session: Any, services: Any, registry: Any) -> Any:
-    """The headless architecture gate, or None when the project declares no architecture.
+def _designer_models(root: str, provider: Any) -> Any:
+    """The model port of the headless architecture review, or None when the project declares
+    no architecture (``.air/shared/architecture.yaml``).
 
     Raises:
         AirException: ``config_error`` for an invalid architecture.yaml, or per-task cassettes
-            without the review's cassette (``DESIGNER_CASSETTE``), before any task runs.
+            without the review's cassette (``DESIGNER_CASSETTE``).
     """
-    from air.agents.architecture import ARCHITECTURE_FILE, ArchitectureDesigner, SchedulerGate
+    from air.agents.architecture import ARCHITECTURE_FILE, load_declaration
     from air.contracts import AirException, ErrorKind
 
-    root = session.project.project_root
     if not os.path.isfile(os.path.join(root, ARCHITECTURE_FILE)):
         return None
-    models = services.provider
+    load_declaration(root)  # a bad file is refused now, before any task
+    models = provider
     inner = getattr(models, "inner", None)
     if not hasattr(models, "select_model") and hasattr(inner, "select_model"):
-        models = inner  # --record: the review's calls go to the manager, unrecorded
-    if not hasattr(models, "select_model"):  # per-task cassettes (TaskCassettes)
-        from air.llm import ProviderManager
+        return inner  # --record: the review's calls go to the manager, unrecorded
+    if hasattr(models, "select_model"):
+        return models
+    from air.llm import ProviderManager  # per-task cassettes (TaskCassettes)
 
-        path = os.path.join(str(getattr(models, "directory", "")), DESIGNER_CASSETTE)
-        if not os.path.isfile(path):
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=(
-                    f"the project declares {ARCHITECTURE_FILE}, so every worker result is "
-                    f"reviewed, but the cassette directory has no {DESIGNER_CASSETTE}"
-                ),
-                user_action=f"Record the architecture review's turns to {path}.",
-            )
-        models = ProviderManager.for_cassette(path)
+    path = os.path.join(str(getattr(models, "directory", "")), DESIGNER_CASSETTE)
+    if not os.path.isfile(path):
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=(
+                f"the project declares {ARCHITECTURE_FILE}, so every worker result is "
+                f"reviewed, but the cassette directory has no {DESIGNER_CASSETTE}"
+            ),
+            user_action=f"Record the architecture review's turns to {path}.",
+        )
+    return ProviderManager.for_cassette(path)
+
+
+def _architecture_gate(session: Any, services: Any, registry: Any) -> Any:
+    """The headless architecture gate (fail closed), or None when the project declares no
+    architecture.
+
+    Raises:
+        AirException: as ``_designer_models``.
+    """
+    from air.agents.architecture import ArchitectureDesigner, SchedulerGate
+
+    root = session.project.project_root
+    models = _designer_models(root, services.provider)
+    if models is None:
+        return None
     designer = ArchitectureDesigner(
         events=session.ingestor,
         models=models,

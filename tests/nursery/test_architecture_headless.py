@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -205,3 +207,34 @@ def test_per_task_cassettes_need_the_reviews_cassette(tmp_path: Path) -> None:
     assert DESIGNER_CASSETTE in refused.value.error.message
     (cassettes / DESIGNER_CASSETTE).write_text("")
     assert _architecture_gate(session, services, None) is not None
+
+
+def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -> None:
+    """The real command: a project declaring its architecture, per-task cassettes without the
+    review's: exit 2, no traceback, what to do, and no session created."""
+    proj, home = tmp_path / "proj", tmp_path / "home"
+    home.mkdir()
+    (proj / ".air" / "shared").mkdir(parents=True)
+    (proj / ".air" / "shared" / "architecture.yaml").write_text(DECLARATION)
+    (proj / "batch.yaml").write_text("version: 1\ntasks:\n  - id: a\n    title: Fix it\n")
+    (proj / "cassettes").mkdir()
+    (proj / "cassettes" / "a.jsonl").write_text(
+        '{"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}\n'
+    )
+    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "air", "run", "--headless", "batch.yaml", "--cassette", "cassettes"],
+        cwd=proj,
+        env={**os.environ, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert DESIGNER_CASSETTE in done.stderr
+    assert "what to do:" in done.stderr
+    assert not (proj / ".air" / "local" / "sessions").exists() or not os.listdir(
+        proj / ".air" / "local" / "sessions"
+    )
