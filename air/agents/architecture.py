@@ -8,7 +8,8 @@ the ProviderManager port with the L4 architecture pack; the answer is one of the
 classes, an unreadable or failed answer is ``reject_or_escalate``; the decision is recorded as
 durable ``architecture.impact.completed``), ``update_architecture_docs`` (writes only through the
 ToolRegistry port, inside the declared documents' write area, then ``architecture.plan.updated``)
-and ``SchedulerGate``, the adapter the Scheduler holds a worker result on before merge.
+and ``SchedulerGate``, the adapter the Scheduler holds a worker result on before merge, with
+``PromptConfirm``: a ``requires_user_confirmation`` asked as a permission prompt (the console's).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from air.agents.turns import EventSink, ModelPort, TurnRunner
 from air.context.loader import builtin_resource, read_text_file
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
+from air.contracts.permission import (
+    FailClosedPrompt,
+    PermissionAction,
+    PermissionDecision,
+    PermissionPrompt,
+    PermissionPromptRequest,
+)
 from air.contracts.provider import CanonicalMessage, ModelAssignment, ModelRequirement, TextBlock
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.task import TaskSpec
@@ -42,6 +50,7 @@ __all__ = [
     "ArchitectureImpact",
     "DocumentUpdate",
     "GateVerdict",
+    "PromptConfirm",
     "ResultClass",
     "SchedulerGate",
     "load_declaration",
@@ -447,6 +456,65 @@ class GateVerdict:
 
 Confirm = Callable[[ArchitectureImpact], Awaitable[bool]]
 """Asks the person to confirm an architecture change (the Main Agent's prompt)."""
+
+CONFIRM_TOOL = "architecture.confirm"
+"""The ``tool_name`` of the permission prompt that asks for an architecture confirmation."""
+
+
+class PromptConfirm:
+    """Asks the person to confirm an architecture change through the session's permission
+    prompt (SDD §19.4: ``permission.prompt.requested`` via the Main Agent; the console's
+    ``ConsolePrompt``), recorded like a tool's question: ``permission.prompt.requested`` with
+    the review's summary, then ``permission.prompt.resolved`` with the answer. Any allow
+    answer confirms; a denial, or ``FailClosedPrompt`` (nobody there), does not.
+    """
+
+    def __init__(self, designer: ArchitectureDesigner, prompts: PermissionPrompt) -> None:
+        self.turns = designer.turns
+        self.prompts = prompts
+
+    async def __call__(self, impact: ArchitectureImpact) -> bool:
+        prompt_id = new_id("prm")
+        task_id = impact.impacted_task_ids[0] if impact.impacted_task_ids else None
+        summary = f"architecture change needs your confirmation: {impact.summary}"
+        await self.turns.record(
+            "permission.prompt.requested",
+            {
+                "prompt_id": prompt_id,
+                "tool_name": CONFIRM_TOOL,
+                "summary": summary,
+                "risk_level": "high",
+                "task_id": task_id,
+                "agent_id": AGENT_ID,
+            },
+        )
+        answer = await self.prompts.ask(
+            PermissionPromptRequest(
+                prompt_id=prompt_id,
+                tool_name=CONFIRM_TOOL,
+                decision=PermissionDecision(
+                    action=PermissionAction.ASK_USER,
+                    risk_level="high",
+                    reason=summary,
+                    layer="architecture",
+                    required_confirmation=True,
+                ),
+                items=list(impact.triggers),
+                risk_level="high",
+                task_id=task_id,
+                agent_id=AGENT_ID,
+            )
+        )
+        headless = isinstance(self.prompts, FailClosedPrompt)
+        await self.turns.record(
+            "permission.prompt.resolved",
+            {
+                "prompt_id": prompt_id,
+                "decision": "allow_once" if answer.approved else "deny",
+                "resolved_by": "headless" if headless else "user",
+            },
+        )
+        return answer.approved
 
 
 class SchedulerGate:

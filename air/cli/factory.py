@@ -6,10 +6,10 @@ permission policy, the provider; nothing exists yet when one is bad), then opens
 nothing) and reads the configuration only once the session proved to have something to resume
 (``RuntimeConfig.services`` is called by ``open_runtime`` after ``on_open``). The headless
 clients answer every permission question with ``FailClosedPrompt``; the console passes its own
-prompt (``air.cli.console.ConsolePrompt``). A headless run of a project that declares
-``.air/shared/architecture.yaml`` holds every worker result at the ArchitectureDesigner's gate
-(``_architecture_gate``, fail closed: nobody can confirm; IMPL-COMPACT-3); without the file
-there is no gate and no extra model call.
+prompt (``air.cli.console.ConsolePrompt``). A project that declares
+``.air/shared/architecture.yaml`` has every worker result held at the ArchitectureDesigner's
+gate (``_architecture_gate``; a confirmation is asked through that prompt, so headless it fails
+closed; IMPL-COMPACT-3); without the file there is no gate and no extra model call.
 """
 
 from __future__ import annotations
@@ -61,11 +61,11 @@ class RuntimeFactory:
             services = lambda: prepare(options, project.project_root)  # noqa: E731
         else:
             prepared = prepare(options, options.project)
-            if mode != "interactive":  # the review's configuration, before anything exists
-                _designer_models(options.project, prepared.provider)
+            _designer_models(options.project, prepared.provider)  # before anything exists
             project = open_project(ProjectStore(), options.project)
             session_id = None
             services = lambda: prepared  # noqa: E731
+        asks = prompts if prompts is not None else FailClosedPrompt()
         return RuntimeConfig(
             project=project,
             session=OpenSessionOptions(
@@ -77,11 +77,13 @@ class RuntimeFactory:
             max_workers=options.max_workers,
             review=options.review,
             allow_ask=options.permission_mode == "allow-ask",
-            prompts=prompts if prompts is not None else FailClosedPrompt(),
+            prompts=asks,
             spare=options.spare,
             runner=self._injected_runner(),
             extend_tools=None if options.runner_factory else _load_capabilities,
-            architecture_gate=None if mode == "interactive" else _architecture_gate,
+            architecture_gate=lambda session, services, registry: _architecture_gate(
+                session, services, registry, asks, headless=mode != "interactive"
+            ),
             on_open=on_open,
             subscribers=subscribers,
             interactive=mode == "interactive",
@@ -147,14 +149,17 @@ def _designer_models(root: str, provider: Any) -> Any:
     return ProviderManager.for_cassette(path)
 
 
-def _architecture_gate(session: Any, services: Any, registry: Any) -> Any:
-    """The headless architecture gate (fail closed), or None when the project declares no
-    architecture.
+def _architecture_gate(
+    session: Any, services: Any, registry: Any, prompts: Any, *, headless: bool
+) -> Any:
+    """The Scheduler's architecture gate, or None when the project declares no architecture.
+    A ``requires_user_confirmation`` is asked through ``prompts`` (the console's prompt; headless
+    the ``FailClosedPrompt``, so it fails closed and the blocked reason says what to do).
 
     Raises:
         AirException: as ``_designer_models``.
     """
-    from air.agents.architecture import ArchitectureDesigner, SchedulerGate
+    from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
 
     root = session.project.project_root
     models = _designer_models(root, services.provider)
@@ -168,4 +173,4 @@ def _architecture_gate(session: Any, services: Any, registry: Any) -> Any:
         project_id=session.project.project_id,
         tools=registry,
     )
-    return SchedulerGate(designer, headless=True)
+    return SchedulerGate(designer, PromptConfirm(designer, prompts), headless=headless)

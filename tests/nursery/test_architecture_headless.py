@@ -23,6 +23,7 @@ import trio
 from air.cli.factory import DESIGNER_CASSETTE, RuntimeFactory, _architecture_gate
 from air.cli.options import HeadlessOptions
 from air.contracts import AirException, TaskSpec
+from air.contracts.permission import FailClosedPrompt
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
 from air.nursery.task_cassettes import TaskCassettes
@@ -202,11 +203,11 @@ def test_per_task_cassettes_need_the_reviews_cassette(tmp_path: Path) -> None:
     )
     services = SimpleNamespace(provider=TaskCassettes(str(cassettes)))
     with pytest.raises(AirException) as refused:
-        _architecture_gate(session, services, None)
+        _architecture_gate(session, services, None, FailClosedPrompt(), headless=True)
     assert refused.value.error.kind == "config_error"
     assert DESIGNER_CASSETTE in refused.value.error.message
     (cassettes / DESIGNER_CASSETTE).write_text("")
-    assert _architecture_gate(session, services, None) is not None
+    assert _architecture_gate(session, services, None, FailClosedPrompt(), headless=True)
 
 
 def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -> None:
