@@ -17,6 +17,11 @@ is the CPU time the parent (all threads) and its workers had used when the first
 (``/proc/PID/stat``, 10 ms ticks): a figure that load changes far less than wall time; on an idle
 2-core machine the parent's figure is close to the critical path, the worker's runs beside it.
 
+``--against DIR`` measures a second source tree (a directory holding an ``air`` package, e.g.
+``git archive main air | tar -x -C DIR``) in the same run: its children get ``PYTHONPATH=DIR``
+(which the workers inherit), its runs are interleaved with this tree's, and both are printed
+with the difference of the medians (IMPL-BOOT-3: main vs a branch under the same load).
+
 Bytecode: an installed package has its ``.pyc`` files; a checkout run with
 ``PYTHONDONTWRITEBYTECODE`` compiles air's sources on every start. By default the children get a
 private ``PYTHONPYCACHEPREFIX`` (in the temporary directory) and one unmeasured warm-up run per
@@ -189,22 +194,39 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=MIN_RUNS)
     parser.add_argument("--no-bytecode-cache", action="store_true")
+    parser.add_argument("--against", metavar="DIR", help="also measure the air package in DIR")
     args = parser.parse_args()
     runs = max(MIN_RUNS, args.runs)
-    results: dict[str, list[dict[str, float]]] = {p: [] for p in PROVIDERS}
+    trees: list[tuple[str, str | None]] = [("this tree", None)]
+    if args.against:
+        if not (Path(args.against) / "air" / "__init__.py").is_file():
+            raise SystemExit(f"--against {args.against}: no air package there")
+        trees.append((f"--against {args.against}", os.path.abspath(args.against)))
+    results: dict[tuple[str, str], list[dict[str, float]]] = {
+        (t, p): [] for t, _ in trees for p in PROVIDERS
+    }
     bare: list[float] = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmpdir, LocalServer() as server:
         tmp = Path(tmpdir)
         home = tmp / "home"
         home.mkdir()
-        env = _env(home, tmp, cache=not args.no_bytecode_cache)
+        envs = {}
+        for index, (tree, path) in enumerate(trees):
+            env = _env(home, tmp / f"tree{index}", cache=not args.no_bytecode_cache)
+            if path is not None:
+                env["PYTHONPATH"] = path
+            envs[tree] = env
         roots = {p: _project(tmp, p, server.url) for p in PROVIDERS}
-        for provider in PROVIDERS:  # warm-up: page cache, bytecode cache, project init
-            _one_run(server, provider, roots[provider], env)
-        for _ in range(runs):
+        for tree, _ in trees:  # warm-up: page cache, bytecode cache, project init
             for provider in PROVIDERS:
-                results[provider].append(_one_run(server, provider, roots[provider], env))
+                _one_run(server, provider, roots[provider], envs[tree])
+        for i in range(runs):
+            for tree, _ in trees if i % 2 == 0 else trees[::-1]:
+                for provider in PROVIDERS:
+                    results[tree, provider].append(
+                        _one_run(server, provider, roots[provider], envs[tree])
+                    )
             bare.append(_bare_ms())
     load_after = os.getloadavg()[0]
     bare_ms = statistics.median(bare)
@@ -212,27 +234,43 @@ def main() -> None:
     print(f"  bytecode cache: {'off (environment as is)' if args.no_bytecode_cache else 'on'}")
     print(f"  load average: {load_before:.1f} before, {load_after:.1f} after (2 cores here)")
     print(f"  bare `python -c pass`: {bare_ms:5.1f} ms")
-    for provider in PROVIDERS:
-        firsts = [r["first_request"] for r in results[provider]]
-        first = statistics.median(firsts)
-        quart = statistics.quantiles(firsts, n=4)
-        print(f"{provider}:")
-        print(f"  runs (ms): {', '.join(f'{x:.0f}' for x in firsts)}")
-        print(
-            f"  median {first:7.1f} ms (min {min(firsts):.0f}, quartiles {quart[0]:.0f}-"
-            f"{quart[2]:.0f})  ratio {first / bare_ms:5.1f}x  goal <= {GOAL_MS:.0f} ms -> "
-            f"{'met' if first <= GOAL_MS else 'MISSED'}"
-        )
-        parent = statistics.median(r["parent_cpu"] for r in results[provider])
-        worker = statistics.median(r["worker_cpu"] for r in results[provider])
-        print(
-            f"    CPU used when the first request arrived (median): parent {parent:.0f} ms, "
-            f"workers {worker:.0f} ms"
-        )
-        for name, a, b in PHASES:
-            spans = [r[b] - r[a] for r in results[provider] if a in r and b in r]
-            if spans:
-                print(f"    {name:34s} {statistics.median(spans):7.1f}")
+    medians: dict[tuple[str, str], float] = {}
+    for tree, _ in trees:
+        for provider in PROVIDERS:
+            medians[tree, provider] = _report(
+                f"{provider} ({tree})" if len(trees) > 1 else provider,
+                results[tree, provider],
+                bare_ms,
+            )
+    if len(trees) > 1:
+        (mine, _), (other, _) = trees
+        for provider in PROVIDERS:
+            delta = medians[mine, provider] - medians[other, provider]
+            print(f"{provider}: this tree - {other}: {delta:+.1f} ms (medians)")
+
+
+def _report(name: str, rows: list[dict[str, float]], bare_ms: float) -> float:
+    firsts = [r["first_request"] for r in rows]
+    first = statistics.median(firsts)
+    quart = statistics.quantiles(firsts, n=4)
+    print(f"{name}:")
+    print(f"  runs (ms): {', '.join(f'{x:.0f}' for x in firsts)}")
+    print(
+        f"  median {first:7.1f} ms (min {min(firsts):.0f}, quartiles {quart[0]:.0f}-"
+        f"{quart[2]:.0f})  ratio {first / bare_ms:5.1f}x  goal <= {GOAL_MS:.0f} ms -> "
+        f"{'met' if first <= GOAL_MS else 'MISSED'}"
+    )
+    parent = statistics.median(r["parent_cpu"] for r in rows)
+    worker = statistics.median(r["worker_cpu"] for r in rows)
+    print(
+        f"    CPU used when the first request arrived (median): parent {parent:.0f} ms, "
+        f"workers {worker:.0f} ms"
+    )
+    for phase, a, b in PHASES:
+        spans = [r[b] - r[a] for r in rows if a in r and b in r]
+        if spans:
+            print(f"    {phase:34s} {statistics.median(spans):7.1f}")
+    return first
 
 
 if __name__ == "__main__":

@@ -32,7 +32,6 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
     if options.runner_factory is not None:
         return RuntimeServices()
     from air.llm import ProviderManager
-    from air.nursery.task_cassettes import TaskCassettes
     from air.security import SecretRedactor
     from air.security.policy import load_policy
 
@@ -48,6 +47,8 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         ),
     )
     if options.cassette and os.path.isdir(options.cassette):
+        from air.nursery.task_cassettes import TaskCassettes
+
         directory = os.path.abspath(options.cassette)
         for name in sorted(os.listdir(directory)):
             if name.endswith(".jsonl"):

@@ -20,15 +20,23 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from air.cli.options import HeadlessOptions, RunnerFactory, bad, parse_options, report_bad_input
-from air.cli.reporter import Progress
-from air.events.fold import TASK_ENDS
+if TYPE_CHECKING:
+    from air.cli.options import HeadlessOptions, RunnerFactory
 
 __all__ = ["HeadlessOptions", "RunnerFactory", "run_batch_session", "run_headless"]
 
-_ENDS = list(TASK_ENDS)
+
+def __getattr__(name: str) -> Any:
+    """``HeadlessOptions`` and ``RunnerFactory``, re-exported from ``air.cli.options`` on first
+    use: importing this module imports nothing heavy, so ``run_headless`` starts the spare
+    worker before pydantic and the contracts load (IMPL-BOOT-1)."""
+    if name in ("HeadlessOptions", "RunnerFactory"):
+        import air.cli.options
+
+        return getattr(air.cli.options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
@@ -67,6 +75,7 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
+    from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts import AirException, CliExit
     from air.nursery.batch import load_batch
 
@@ -94,6 +103,7 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     import trio
 
     from air.cli.checks import refusals
+    from air.cli.options import report_bad_input
     from air.contracts import AirException, CliExit, exit_code_for, first_air_exception
 
     problems = refusals(options)
@@ -120,8 +130,10 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
 
 async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
     from air.cli.factory import RuntimeFactory
-    from air.cli.junit import write_reports
+    from air.cli.options import bad
+    from air.cli.reporter import Progress
     from air.contracts import CliExit, EventFilter
+    from air.events.fold import TASK_ENDS
     from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 
@@ -152,7 +164,9 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             await runtime.submit(specs)
         # start-up is over once the first worker started, or the first attempt ended without
         # one: resume the garbage collector run_headless held (IMPL-START-2)
-        runtime.bus.subscribe(EventFilter(types=["agent.started", *_ENDS]), lambda _: release_gc())
+        runtime.bus.subscribe(
+            EventFilter(types=["agent.started", *TASK_ENDS]), lambda _: release_gc()
+        )
         runtime.nursery.start_soon(_watch_signals, runtime, options.stderr)
         result = await runtime.run_until_idle()
         await runtime.settle()
@@ -165,6 +179,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         )
         codes = {"cancelled": CliExit.CANCELLED, "completed": CliExit.OK}
         outcome["code"] = codes.get(str(result.status), CliExit.FAILED)
+        from air.cli.junit import write_reports  # only now: not on the way to the first request
+
         write_reports(options.junit, progress, runtime, result, outcome["code"])
 
 
