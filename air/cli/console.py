@@ -239,6 +239,13 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
+            if killed:
+                print(
+                    "air: a second Ctrl-C killed the session's workers; their tasks are "
+                    f"interrupted (see them with `air --session {runtime.session_id}`).",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 class _Reporting:

@@ -335,6 +335,55 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
         assert _wait_gone(str(tmp_path), timeout=5) == []
 
 
+def test_the_second_ctrl_c_kills_at_once_and_the_reopened_session_lost_nothing(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C twice while a task's command runs: the first press starts the cooperative
+    cancel, the second (pressed before the first has ended anything) kills the workers and
+    ends air at once, with no process of the session left; the next ``air --session SID``
+    shows the conversation and the task ended, resumable."""
+    root, home, scripts = tmp_path / "proj", tmp_path / "home", tmp_path / "scripts"
+    home.mkdir()
+    _worker_scripts(scripts)
+    model = ConsoleModel(scripts)
+    plan = {**PLAN, "tasks": [_spec("slow-a", "Slow one A", "b.txt")]}
+    model.main = [_text('{"intent": "task"}'), _text(json.dumps(plan))]
+    env = {"HOME": str(home), "AIR_CONSOLE_KEY": KEY}
+    with StrictServer(api_key=KEY, model=model) as server:
+        _project(root, server.url)
+        tmux = Tmux(tmp_path)
+        try:
+            tmux.start(_air("run", str(root)), env)
+            tmux.wait_for("IDLE", timeout=30)
+            tmux.type("run the slow one")
+            tmux.keys("Enter")
+            _wait_task(tmux, "Slow one A", "running")
+            _wait_sleeping(str(tmp_path))
+            # both presses reach the console in one read: the second finds the work running
+            tmux.keys("C-c", "C-c")
+            assert tmux.wait_exit(timeout=20) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            tmux.close()
+        stderr = (tmp_path / "stderr").read_text()
+        assert "a second Ctrl-C killed the session's workers" in stderr, stderr
+
+        sessions = os.listdir(root / ".air" / "local" / "sessions")
+        again = Tmux(tmp_path)
+        try:
+            again.start(_air("--session", sessions[0], "--project", str(root)), env)
+            screen = again.wait_for("· IDLE ·", timeout=30)
+            assert "you> run the slow one" in screen
+            slow = _task_line(screen, "Slow one A")
+            assert re.search(r"Slow one A  (interrupted|cancelled)", slow), screen
+            again.keys("C-d")
+            assert again.wait_exit(timeout=30) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            again.close()
+    assert server.rejected == [], [r.problem for r in server.rejected]
+
+
 STORM_RATE = 10_000
 STORM_SECONDS = 3
 """The test's storm (lines/s of command output, seconds); ``bench/console.py`` runs 10 s."""
