@@ -343,9 +343,34 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         tools=runtime.registry,
         history=history,
     )
+    agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)
     runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)
     return agent
+
+
+class _Drafts:
+    """The Main Agent's ``DraftSink``: the streamed text of an answer that was interrupted or
+    failed becomes an artifact of the session, named by its ``assistant.message.failed``; a
+    reopened session shows it (IMPL-FRAME-3)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def keep(self, message_id: str, text: str) -> str:
+        from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, ArtifactType
+
+        ref = self.session.artifacts.create(
+            ArtifactCreateInput(
+                type=ArtifactType.OTHER,
+                slug=f"draft-{message_id}",
+                extension=".md",
+                content=text.encode("utf-8"),
+                mime_type="text/markdown",
+            ),
+            ArtifactContext(session_id=self.session.session_id, agent_id="main"),
+        )
+        return str(ref.artifact_id)
 
 
 async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any) -> None:

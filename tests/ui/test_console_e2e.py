@@ -224,10 +224,13 @@ def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> N
         try:
             again.start(_air("--session", sessions[0], "--project", str(root)), env)
             screen = again.wait_for("Slow one B", timeout=30)
-            # the interrupted answer is shown as such (its deltas were never durable)
+            # the interrupted answer is shown as such, with the draft it had streamed (its
+            # deltas were never durable: the draft was kept as an artifact)
             said_before = ("you> hello there", "air> Hello! I am the Main Agent.")
             for said in (*said_before, "you> tell me a long story", "interrupted (Esc)"):
                 assert said in screen, screen
+            assert "air> Once upon a time" in screen, screen
+            assert "too long to wait for" not in screen
             assert "you> change the project" in screen
             assert "Fetch the page  completed" in _task_line(screen, "Fetch the page")
             assert "Slow one A  cancelled" in _task_line(screen, "Slow one A")
