@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -84,12 +85,16 @@ class _Tmux:
             raise SystemExit("no pipes to the tmux control client")
         return self.control.stdin, self.control.stdout
 
-    def _lines(self) -> Iterator[bytes]:
+    def _lines(self, deadline: float) -> Iterator[bytes]:
         stdout = self._pipes()[1]
         while True:
             while b"\n" in self._buffer:
                 line, self._buffer = self._buffer.split(b"\n", 1)
                 yield line
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stdout], [], [], left)[0]:
+                screen = self.run("capture-pane", "-p", "-t", "b")
+                raise SystemExit(f"bench/console.py: timed out; the screen:\n{screen}")
             chunk = os.read(stdout.fileno(), 65536)
             if not chunk:
                 raise SystemExit("the tmux control client ended")
@@ -110,9 +115,9 @@ class _Tmux:
                 out.append(line)
         return ""
 
-    def wait_for(self, text: str) -> float:
+    def wait_for(self, text: str, timeout: float = 60.0) -> float:
         """The monotonic time ``text`` was first seen on the pane's screen."""
-        lines = self._lines()
+        lines = self._lines(time.monotonic() + timeout)
         while text not in self._capture(lines):
             for line in lines:  # the next output of the process
                 if line.startswith(b"%output"):

@@ -37,7 +37,7 @@ from air.contracts.ui import (
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
 from air.ui_urwid.input import InputBox, Size
-from air.ui_urwid.layout import ConsoleLayout
+from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HUD_PRESETS,
@@ -67,7 +67,7 @@ class _NoProjection:
     """The ``ProjectionClient`` of a console whose session is still opening: nothing yet."""
 
     def __init__(self) -> None:
-        self._snapshot = ProjectionSnapshot()
+        self._snapshot = empty_snapshot()
 
     def snapshot(self) -> ProjectionSnapshot:
         return self._snapshot
