@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.ui.tmux import Tmux
+
 
 def _air(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
@@ -55,3 +57,26 @@ def test_an_unknown_session_in_a_project_says_so(tmp_path: Path) -> None:
     assert out.stderr.startswith(f"air: not_found: --session nope: no such session in {project}")
     assert "Pick a session id from `air session list`" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_bad_configuration_found_after_the_first_frame_is_said_on_the_restored_terminal(
+    tmp_path: Path,
+) -> None:
+    """In a terminal the console draws before it reads the configuration (IMPL-FRAME-1): a
+    project without a model provider ends it with the terminal restored, the clear error on
+    stderr, exit 2, and nothing created."""
+    home, bare = tmp_path / "home", tmp_path / "bare"
+    home.mkdir()
+    bare.mkdir()
+    env = {k: "" for k in os.environ if k.endswith(("_API_KEY", "_BASE_URL"))}
+    tmux = Tmux(tmp_path)
+    try:
+        tmux.start([sys.executable, "-m", "air", "run", str(bare)], {**env, "HOME": str(home)})
+        assert tmux.wait_exit(timeout=30) == 2
+        stderr = (tmp_path / "stderr").read_text()
+        assert stderr.startswith("air: config_error: no model provider"), stderr
+        assert "Traceback" not in stderr
+        assert "air · " not in tmux.screen()  # the console's screen is gone
+    finally:
+        tmux.close()
+    assert not (bare / ".air").exists()
