@@ -9,12 +9,16 @@ store, IMPL-AGENT-6); the MainAgent started in the root nursery with its convers
 from ``messages``/``message_drafts`` and subscribed to the task events; the
 ``MainAgentChannel``; and ``TuiApp`` (or ``PlainConsole`` with ``--plain``) run in the root
 nursery too. ``--replay`` plays the session's log back read-only (no runtime is opened, nothing
-is claimed or written).
+is claimed or written). In a terminal the TuiApp draws its first frame before any of that
+(``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the channel once the
+runtime is open; an answer interrupted mid-stream keeps its text as an artifact (``_Drafts``,
+IMPL-FRAME-3).
 
 Shutdown (IMPL-CONSOLE-2): quitting, SIGHUP/SIGTERM or the end of the plain console's input
 cancels the running work cooperatively (tasks end cancelled/interrupted, resumable), waits a
-bounded time for it to end, then SIGKILLs every worker this process started; a kill -9 of air
-itself leaves run records that the next start reaps (``open_runtime``'s recovery).
+bounded time for it to end, then SIGKILLs every worker this process started; a second Ctrl-C
+kills the workers at once and ends the console (IMPL-FRAME-2); a kill -9 of air itself leaves
+run records that the next start reaps (``open_runtime``'s recovery).
 
 Offline: ``--cassette DIR`` replays the Main Agent's turns from ``DIR/main.jsonl`` and each
 task's from ``DIR/<task id>.jsonl`` (``examples/calc/cassettes`` ships such a session).

@@ -274,6 +274,15 @@ def _wait_gone(marker: str, timeout: float = 30.0) -> list[str]:
     return left
 
 
+def _wait_gone_command(command: str, marker: str, timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    left = [line for line in processes_with(marker) if command in line]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [line for line in processes_with(marker) if command in line]
+    return left
+
+
 def _wait_sleeping(marker: str, timeout: float = 30.0) -> None:
     deadline = time.monotonic() + timeout
     while not any("sleep 30" in line for line in processes_with(marker)):
@@ -330,7 +339,9 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
             after.wait_for("Slow one B", timeout=30)
             screen = after.wait_for("· IDLE ·")  # the dead process's state is not the agent's
             assert "Slow one B  running" not in _task_line(screen, "Slow one B")
-            assert not any("sleep 30" in line for line in processes_with(str(tmp_path)))
+            # reaped: the workers are gone; their sandboxed commands die with them (bwrap
+            # --die-with-parent), a few ms later under load — far sooner than `sleep 30` ends
+            assert _wait_gone_command("sleep 30", str(tmp_path), timeout=5) == []
             after.keys("C-d")
             assert after.wait_exit(timeout=30) == 0
         finally:
