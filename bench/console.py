@@ -1,20 +1,29 @@
 """The console in tmux: time to the first drawn frame, and redraws under an event storm.
 
-Runs the real console (``python -m air.testing.console_driver``: ProjectionStore + TuiApp on
-urwid's TrioEventLoop, scripted runtime) in a private tmux server and measures, in the same
-run:
+Runs the real console in a private tmux server and measures, in the same run:
 
-* time from starting the process to the first frame being on screen (polled with
-  ``capture-pane``), median of several starts, against the baseline of the same interpreter
-  printing one line (``python -c print(...)``) in the same tmux: the ratio is what air adds to
-  a bare Python start. Measured twice: the real ``air run PROJECT --cassette DIR`` (the whole
-  runtime: session DB, recovery, the Main Agent, the ProjectionStore; on a copy of
-  examples/calc) and the scripted driver (the console alone). Goal: <= 300 ms for ``air``.
+* time from starting the process to the first frame being on screen, median of ``--starts``
+  starts, next to two baselines measured in the same rounds: ``python -c pass`` (a bare
+  interpreter, no terminal) and the same interpreter printing one line in the same tmux
+  (``python -c print(...)``): the ratio is what air adds to a bare Python start. Measured for
+  the real ``air run PROJECT --cassette DIR`` (on a copy of examples/calc) twice: to its first
+  frame (the HUD ``air · ...``: since IMPL-FRAME-1 drawn while the session opens) and to the
+  ready console (``· IDLE ·``: runtime, recovery, Main Agent, ProjectionStore); and for the
+  scripted driver (``python -m air.testing.console_driver``: the console alone). With
+  ``--compare TREE`` another checkout's ``air`` (its ``.venv/bin/python``, e.g. main) is timed
+  in the same rounds. Goal: <= 300 ms to the first frame of ``air``.
 * an event storm: 10,000 ephemeral events/s for 10 s into the ProjectionStore while the
   console runs; redraw interval p50/p99, render time p99, peak RSS and RSS growth after the
   first second. Goal: redraw p99 <= 50 ms.
 
-Usage: ``python bench/console.py [--starts N] [--storm-seconds S]``.
+How a frame is detected: one tmux control-mode client (``tmux -C``) follows the pane; after
+each ``%output`` notification (bytes the process wrote reached tmux's terminal) it asks for
+``capture-pane`` through the same client and looks for the marker on the rendered screen. No
+polling process is forked, so the measurement does not compete with the console for the CPU,
+and the time is when the text was on tmux's screen (at most one capture late). The process
+under test writes nothing extra.
+
+Usage: ``python bench/console.py [--starts N] [--storm-seconds S] [--compare TREE]``.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import select
 import shutil
 import statistics
 import subprocess
@@ -29,7 +39,9 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 REPO = Path(__file__).parents[1]
 
@@ -41,86 +53,185 @@ class _Tmux:
             sys.exit("bench/console.py needs tmux")
         self.tmux = tmux
         self.socket = f"air-bench-{uuid.uuid4().hex[:10]}"
+        self.control: subprocess.Popen[bytes] | None = None
+        self._buffer = b""
 
     def run(self, *args: str) -> str:
         return subprocess.run(
             [self.tmux, "-L", self.socket, *args], capture_output=True, text=True, timeout=10
         ).stdout
 
-    def start(self, argv: list[str], done_file: Path) -> float:
+    def start(self, argv: list[str], done_file: Path, cwd: Path = REPO) -> float:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TMUX")}
         env["TERM"] = "xterm-256color"
         command = " ".join(f"'{a}'" for a in argv)
-        shell = f"cd '{REPO}' && {command}; echo $? > '{done_file}'; sleep 600"
+        shell = f"cd '{cwd}' && {command}; echo $? > '{done_file}'; sleep 600"
         started = time.monotonic()
         subprocess.run(
             [self.tmux, "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "b",
-             "-x", "140", "-y", "45", "sh", "-c", shell],
+             "-x", "140", "-y", "45", "sh", "-c", shell,
+             ";", "set", "-g", "window-size", "manual"],  # the control client keeps 140x45
             check=True, env=env, timeout=10,
         )  # fmt: skip
         return started
 
-    def wait_for(self, text: str, timeout: float = 30.0) -> float:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if text in self.run("capture-pane", "-p", "-t", "b"):
-                return time.monotonic()
-            time.sleep(0.002)
-        raise SystemExit(f"never saw {text!r}")
+    def _pipes(self) -> tuple[IO[bytes], IO[bytes]]:
+        if self.control is None:
+            self.control = subprocess.Popen(
+                [self.tmux, "-L", self.socket, "-C", "attach", "-t", "b"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            )  # fmt: skip
+        if self.control.stdin is None or self.control.stdout is None:
+            raise SystemExit("no pipes to the tmux control client")
+        return self.control.stdin, self.control.stdout
+
+    def _lines(self, deadline: float) -> Iterator[bytes]:
+        stdout = self._pipes()[1]
+        while True:
+            while b"\n" in self._buffer:
+                line, self._buffer = self._buffer.split(b"\n", 1)
+                yield line
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stdout], [], [], left)[0]:
+                screen = self.run("capture-pane", "-p", "-t", "b")
+                raise SystemExit(f"bench/console.py: timed out; the screen:\n{screen}")
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                raise SystemExit("the tmux control client ended")
+            self._buffer += chunk
+
+    def _capture(self, lines: Iterator[bytes]) -> str:
+        stdin = self._pipes()[0]
+        stdin.write(b"capture-pane -p -t b\n")
+        stdin.flush()
+        out: list[bytes] = []
+        inside = False
+        for line in lines:
+            if line.startswith(b"%begin"):
+                inside = True
+            elif inside and line.startswith((b"%end", b"%error")):
+                return b"\n".join(out).decode("utf-8", "replace")
+            elif inside:
+                out.append(line)
+        return ""
+
+    def wait_for(self, text: str, timeout: float = 60.0) -> float:
+        """The monotonic time ``text`` was first seen on the pane's screen."""
+        lines = self._lines(time.monotonic() + timeout)
+        while text not in self._capture(lines):
+            for line in lines:  # the next output of the process
+                if line.startswith(b"%output"):
+                    break
+        return time.monotonic()
 
     def close(self) -> None:
         self.run("kill-server")
+        if self.control is not None:
+            self.control.kill()
+            self.control.wait()
 
 
-def _first_screen(argv: list[str], marker: str, tmp: Path, quit_keys: list[str]) -> float:
+def _first_screen(
+    argv: list[str], markers: list[str], tmp: Path, quit_keys: list[str], cwd: Path = REPO
+) -> list[float]:
+    """Seconds from the start to each marker on screen (in order)."""
     tmux = _Tmux()
     done = tmp / f"{tmux.socket}.done"
     try:
-        started = tmux.start(argv, done)
-        seen = tmux.wait_for(marker)
+        started = tmux.start(argv, done, cwd)
+        seen = [tmux.wait_for(marker) - started for marker in markers]
         for key in quit_keys:
             tmux.run("send-keys", "-t", "b", key)
-        return seen - started
+        deadline = time.monotonic() + 30
+        while quit_keys and not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)  # the next start does not overlap this one's shutdown
+        return seen
     finally:
         tmux.close()
+
+
+def _bare_start() -> float:
+    started = time.monotonic()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.monotonic() - started
 
 
 def _driver(*args: str) -> list[str]:
     return [sys.executable, "-m", "air.testing.console_driver", *args]
 
 
+def _ms(values: list[float]) -> str:
+    return f"median {statistics.median(values) * 1000:.0f} ms (min {min(values) * 1000:.0f})"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--starts", type=int, default=5)
+    parser.add_argument("--starts", type=int, default=10)
     parser.add_argument("--storm-seconds", type=float, default=10.0)
     parser.add_argument("--storm-rate", type=int, default=10_000)
+    parser.add_argument("--compare", type=Path, help="another checkout (e.g. main) to time")
     args = parser.parse_args()
+    loads = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
         project = tmp / "calc"
         shutil.copytree(REPO / "examples" / "calc", project)
-        air = [sys.executable, "-m", "air", "run", str(project), "--cassette"]
-        air.append(str(project / "cassettes"))
-        baseline, console, real = [], [], []
+        cassettes = str(project / "cassettes")
+        air = [sys.executable, "-m", "air", "run", str(project), "--cassette", cassettes]
+        other: list[str] = []
+        if args.compare is not None:
+            other_project = tmp / "calc-other"
+            shutil.copytree(REPO / "examples" / "calc", other_project)
+            other = [str(args.compare / ".venv" / "bin" / "python"), "-m", "air", "run"]
+            other += [str(other_project), "--cassette", str(other_project / "cassettes")]
+        bare: list[float] = []
+        baseline: list[float] = []
+        first: list[float] = []
+        ready: list[float] = []
+        console: list[float] = []
+        other_first: list[float] = []
+        other_ready: list[float] = []
         for i in range(args.starts):
-            baseline.append(
-                _first_screen([sys.executable, "-c", "print(7 * 111111)"], "777777", tmp, [])
+            bare.append(_bare_start())
+            (seen,) = _first_screen(
+                [sys.executable, "-c", "print(7 * 111111)"], ["777777"], tmp, []
             )
-            real.append(_first_screen(air, "· IDLE ·", tmp, ["C-d"]))
+            baseline.append(seen)
+            frame, idle = _first_screen(air, ["air · ", "· IDLE ·"], tmp, ["C-d"])
+            first.append(frame)
+            ready.append(idle)
+            if other:
+                frame, idle = _first_screen(
+                    other, ["air · ", "· IDLE ·"], tmp, ["C-d"], cwd=args.compare
+                )
+                other_first.append(frame)
+                other_ready.append(idle)
             log = tmp / f"start{i}.jsonl"
-            console.append(
-                _first_screen(_driver("--log", str(log)), "air · ses_console", tmp, ["C-d"])
-            )
-        base, first = statistics.median(baseline), statistics.median(console)
-        opened = statistics.median(real)
+            (seen,) = _first_screen(_driver("--log", str(log)), ["air · ses_console"], tmp, ["C-d"])
+            console.append(seen)
+            loads.append(os.getloadavg()[0])
+        base = statistics.median(baseline)
+        opened = statistics.median(first)
+        print(f"start -> first drawn frame in tmux, {args.starts} starts each, same rounds:")
+        print(f"  `python -c pass` (no terminal): {_ms(bare)}")
+        print(f"  baseline `python -c print` in tmux: {_ms(baseline)}")
         print(
-            f"`air run PROJECT --cassette DIR` start -> first drawn frame in tmux: median "
-            f"{opened * 1000:.0f} ms over {args.starts} starts (goal 300 ms: {opened / 0.3:.2f}x)"
+            f"  `air run PROJECT --cassette DIR` first frame: {_ms(first)}; "
+            f"{opened / base:.2f}x baseline; goal 300 ms: {opened / 0.3:.2f}x"
         )
-        print(f"  ratio air / baseline: {opened / base:.2f}x")
-        print(f"scripted console driver, first frame: median {first * 1000:.0f} ms")
-        print(f"  baseline (python -c print in tmux): {base * 1000:.0f} ms")
-        print(f"  ratio console / baseline: {first / base:.2f}x; goal 300 ms: {first / 0.3:.2f}x")
+        print(f"  `air run PROJECT --cassette DIR` ready (· IDLE ·): {_ms(ready)}")
+        if other:
+            print(f"  {args.compare} air first frame: {_ms(other_first)}")
+            print(f"  {args.compare} air ready (· IDLE ·): {_ms(other_ready)}")
+            print(
+                f"  first frame this tree / {args.compare}: "
+                f"{opened / statistics.median(other_first):.2f}x"
+            )
+        print(f"  scripted console driver, first frame: {_ms(console)}")
+        print(
+            f"  load average (1 min) during the starts: median {statistics.median(loads):.1f}, "
+            f"max {max(loads):.1f} on {os.cpu_count()} cores"
+        )
 
         stats_file = tmp / "storm.json"
         tmux = _Tmux()
@@ -138,7 +249,7 @@ def main() -> None:
             tmux.close()
         stats = json.loads(stats_file.read_text())
         samples = stats["rss_samples_kib"]
-        after_first = next(kib for t, kib in samples if t >= 1.0)
+        after_first = next((kib for t, kib in samples if t >= 1.0), samples[-1][1])
         growth = max(kib for _, kib in samples) - after_first
         rate = stats["storm_events"] / stats["storm_seconds"]
         p99 = stats["redraw_interval_p99_ms"]

@@ -100,8 +100,11 @@ class WorkTracker:
             ("blocked", result.blocked_task_ids),
             ("cancelled", result.cancelled_task_ids),
         )
-        for word, ids in groups:
+        for group, ids in groups:
             for task_id in ids:
+                # the run result groups interrupted tasks with cancelled ones: say each's end
+                ended = self.task_status.get(task_id)
+                word = "interrupted" if group == "cancelled" and ended == "interrupted" else group
                 line = f"- {task_id} {word}: {self.titles.get(task_id, '')}".rstrip(": ")
                 blocker = self.blockers.get(task_id)
                 if word == "blocked" and blocker is not None:

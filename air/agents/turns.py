@@ -6,11 +6,15 @@ Owns the ports the Main Agent is built on — ``EventSink`` (the EventIngestor),
 ``assistant.message.created`` or ``assistant.message.failed``; ``hidden`` turns (intent and
 change classification, planning) record nothing. Every turn runs in its own ``CancelScope``;
 ``interrupt()`` cancels that scope only, so Esc ends the current turn (recorded as
-``assistant.message.failed`` with kind ``cancelled``) and nothing else.
+``assistant.message.failed`` with kind ``cancelled``) and nothing else. The text a visible
+message had streamed when it failed or was interrupted is handed to the ``DraftSink`` (when the
+composition root set ``drafts``); the failure event names the artifact it became
+(``failure_artifact_id``), so a reopened session shows the draft (IMPL-FRAME-3).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -35,13 +39,29 @@ from air.contracts.provider import (
     ToolSpec,
 )
 
-__all__ = ["EventSink", "ModelPort", "TurnResult", "TurnRunner", "interrupted_error"]
+__all__ = [
+    "DraftSink",
+    "EventSink",
+    "ModelPort",
+    "TurnResult",
+    "TurnRunner",
+    "interrupted_error",
+]
+
+log = logging.getLogger(__name__)
 
 
 class EventSink(Protocol):
     """Where the Main Agent's events go (``air.events.ingestor.EventIngestor`` fits)."""
 
     async def ingest(self, event: RuntimeEvent) -> Any: ...
+
+
+class DraftSink(Protocol):
+    """Keeps the streamed text of a visible message that did not finish (the console: an
+    artifact of the session); returns the artifact's id."""
+
+    def keep(self, message_id: str, text: str) -> str: ...
 
 
 class ModelPort(Protocol):
@@ -107,6 +127,9 @@ class TurnRunner:
         self.agent_id = agent_id
         self.source = EventSource(kind="main", id=agent_id)
         self._scope: trio.CancelScope | None = None
+        self.drafts: DraftSink | None = None
+        """Where an unfinished message's streamed text is kept (None: it is not kept)."""
+        self._streamed: dict[str, list[str]] = {}
 
     # -- events ----------------------------------------------------------------------------
     async def record(self, type: str, payload: dict[str, Any]) -> None:
@@ -215,6 +238,7 @@ class TurnRunner:
 
     async def finish(self, message_id: str, result: TurnResult) -> None:
         """Record the end of a visible message."""
+        streamed = "".join(self._streamed.pop(message_id, []))
         if result.status == "complete":
             await self.record(
                 "assistant.message.created",
@@ -229,10 +253,16 @@ class TurnRunner:
             )
         else:
             error = result.error or interrupted_error()
-            await self.record(
-                "assistant.message.failed",
-                {"message_id": message_id, "error": error.model_dump(mode="json")},
-            )
+            payload: dict[str, Any] = {
+                "message_id": message_id,
+                "error": error.model_dump(mode="json"),
+            }
+            if streamed and self.drafts is not None:
+                try:
+                    payload["failure_artifact_id"] = self.drafts.keep(message_id, streamed)
+                except AirException as exc:  # the failure is recorded all the same
+                    log.warning("the draft of %s was not kept: %s", message_id, exc.error.message)
+            await self.record("assistant.message.failed", payload)
 
     async def stream_into(self, request: ProviderCompletionInput, message_id: str) -> TurnResult:
         """One model call whose text streams into an already started message (direct mode);
@@ -260,6 +290,7 @@ class TurnRunner:
         async with aclosing(self.models.complete(request)) as stream:
             async for event in stream:
                 if isinstance(event, TextDeltaEvent) and message_id is not None and event.text:
+                    self._streamed.setdefault(message_id, []).append(event.text)
                     await self.record(
                         "assistant.message.delta",
                         {"message_id": message_id, "index": event.index, "text": event.text},

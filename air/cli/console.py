@@ -9,12 +9,16 @@ store, IMPL-AGENT-6); the MainAgent started in the root nursery with its convers
 from ``messages``/``message_drafts`` and subscribed to the task events; the
 ``MainAgentChannel``; and ``TuiApp`` (or ``PlainConsole`` with ``--plain``) run in the root
 nursery too. ``--replay`` plays the session's log back read-only (no runtime is opened, nothing
-is claimed or written).
+is claimed or written). In a terminal the TuiApp draws its first frame before any of that
+(``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the channel once the
+runtime is open; an answer interrupted mid-stream keeps its text as an artifact (``_Drafts``,
+IMPL-FRAME-3).
 
 Shutdown (IMPL-CONSOLE-2): quitting, SIGHUP/SIGTERM or the end of the plain console's input
 cancels the running work cooperatively (tasks end cancelled/interrupted, resumable), waits a
-bounded time for it to end, then SIGKILLs every worker this process started; a kill -9 of air
-itself leaves run records that the next start reaps (``open_runtime``'s recovery).
+bounded time for it to end, then SIGKILLs every worker this process started; a second Ctrl-C
+kills the workers at once and ends the console (IMPL-FRAME-2); a kill -9 of air itself leaves
+run records that the next start reaps (``open_runtime``'s recovery).
 
 Offline: ``--cassette DIR`` replays the Main Agent's turns from ``DIR/main.jsonl`` and each
 task's from ``DIR/<task id>.jsonl`` (``examples/calc/cassettes`` ships such a session).
@@ -42,6 +46,9 @@ MAIN_CASSETTE = "main.jsonl"
 """The Main Agent's cassette in a ``--cassette DIR``."""
 QUIT_GRACE_S = 10.0
 """How long quitting waits for cancelled work to end before it kills the workers."""
+KILL_GRACE_S = 2.0
+"""After a second Ctrl-C killed the workers: how long the console waits for their tasks'
+ends to be recorded before it exits (what is left, the next start's recovery records)."""
 
 
 class ConsolePrompt:
@@ -133,33 +140,95 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
 
 
 async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
+    """Check what is cheap to check, draw the first frame (the HUD says the session is
+    opening), then open the runtime and attach the console to it (IMPL-FRAME-1). Without a
+    terminal (or with ``--plain``) the runtime opens first, so a bad configuration is said
+    before anything is drawn."""
+    import trio
+
+    if options.session_id is None:
+        options.project = _project_root(options, create=create)
+        opening = "opening the session…"
+    else:
+        _session_to_reopen(options)
+        opening = f"reopening {options.session_id}…"
+    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+        await _session(options, plain, None)
+        return
+    from air.ui_urwid import TuiApp
+
+    app = TuiApp.opening(opening)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(app.run)  # the first frame is on the screen
+        try:
+            await _session(options, plain, app)
+        finally:
+            app.stop()
+
+
+def _session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
+    """``--session SID``: its project (walking up from ``--project``) and the session id.
+
+    Raises:
+        AirException: ``not_found`` outside a project or for an unknown session.
+    """
+    from air.session.manager import list_session_ids
+    from air.session.project import ProjectStore
+
+    sid = str(options.session_id)
+    project = ProjectStore().locate(options.project)
+    if project is None:
+        raise bad(
+            "not_found",
+            f"--session {sid}: no air project at {options.project} or above it, so no "
+            "session to reopen",
+            f"Run `air --session {sid}` inside the session's project (or pass --project PATH); "
+            "`air session list --project PATH` lists a project's sessions.",
+            file=options.project,
+            field="--project",
+        )
+    if sid not in list_session_ids(project):
+        raise bad(
+            "not_found",
+            f"--session {sid}: no such session in {project.project_root}",
+            "Pick a session id from `air session list`, or run `air` for a new session.",
+            field="--session",
+        )
+    return project, sid
+
+
+async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
+    """Open the runtime, run the console on it (``app``: the TuiApp already on the screen,
+    None: start one, or the plain console), shut the session's work down."""
     import trio
 
     from air.agents import MainAgentChannel, PendingPrompts
     from air.cli.checks import refusals
+    from air.cli.doctor import setup_logging
     from air.cli.factory import RuntimeFactory
     from air.nursery.runtime import open_runtime
 
+    setup_logging()  # air.log, air.developer.log (its redactor's imports: after the frame)
     problems = refusals(options)  # no git or no sandbox: no console (never unsandboxed)
     if problems:
         raise problems[0]
-    resume = options.session_id is not None
-    if not resume:
-        options.project = _project_root(options, create=create)
     pending = PendingPrompts()
     config = RuntimeFactory(options).create(
-        resume=resume, prompts=ConsolePrompt(pending), mode="interactive"
+        resume=options.session_id is not None, prompts=ConsolePrompt(pending), mode="interactive"
     )
     async with open_runtime(config) as runtime:
         store = _projection(runtime)
         await _settle_stale_state(runtime, store)
         agent = await _main_agent(runtime, options)
-        quitting = trio.Event()
+        killed = False
 
         async def on_quit(force: bool) -> None:
-            quitting.set()
+            return None  # the console ends by itself; its shutdown follows (_shut_down)
 
         def on_force_cancel() -> None:
+            nonlocal killed
+            killed = True  # a second Ctrl-C: cancel, kill the workers now, end the console
+            runtime.cancel("killed by the person (a second Ctrl-C)")
             runtime.nursery.start_soon(runtime.kill_workers)
 
         channel = MainAgentChannel(
@@ -170,10 +239,17 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
             on_quit=on_quit,
         )
         try:
-            await _front(runtime, store, _Reporting(channel), plain, quitting)
+            await _front(runtime, store, _Reporting(channel), plain, app)
         finally:
             with trio.CancelScope(shield=True):
-                await _shut_down(runtime, store, agent)
+                await _shut_down(runtime, store, agent, killed=killed)
+            if killed:
+                print(
+                    "air: a second Ctrl-C killed the session's workers; their tasks are "
+                    f"interrupted (see them with `air --session {runtime.session_id}`).",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
 
 class _Reporting:
@@ -272,13 +348,39 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         history=history,
         compactor=runtime.compactor(models),
     )
+    agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)
     runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)
     return agent
 
 
-async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, quitting: Any) -> None:
-    """Run the TuiApp (or the plain console) until the person quits or a signal ends it."""
+class _Drafts:
+    """The Main Agent's ``DraftSink``: the streamed text of an answer that was interrupted or
+    failed becomes an artifact of the session, named by its ``assistant.message.failed``; a
+    reopened session shows it (IMPL-FRAME-3)."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    def keep(self, message_id: str, text: str) -> str:
+        from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, ArtifactType
+
+        ref = self.session.artifacts.create(
+            ArtifactCreateInput(
+                type=ArtifactType.OTHER,
+                slug=f"draft-{message_id}",
+                extension=".md",
+                content=text.encode("utf-8"),
+                mime_type="text/markdown",
+            ),
+            ArtifactContext(session_id=self.session.session_id, agent_id="main"),
+        )
+        return str(ref.artifact_id)
+
+
+async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any) -> None:
+    """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
+    person quits or a signal ends it."""
     import trio
 
     from air.projection import InProcessProjectionClient
@@ -292,10 +394,14 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, qui
             nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)
             await console.run(stdin)
         else:
-            app = TuiApp(client, channel)
+            if app is None:
+                app = TuiApp(client, channel)
+                nursery.start_soon(app.run)
+            else:
+                app.attach(client, channel)
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
-            await app.run()
+            await app.closed.wait()
             report = frame_report(app)
             log.info("console closed: %s", report)
             print(f"air: console closed: {report}", file=sys.stderr, flush=True)
@@ -351,11 +457,14 @@ def _busy(store: Any) -> bool:
     return bool(snap.totals.running) or snap.main_agent.state not in _SETTLED
 
 
-async def _shut_down(runtime: Any, store: Any, agent: Any) -> None:
+async def _shut_down(runtime: Any, store: Any, agent: Any, *, killed: bool = False) -> None:
     """Cancel running work and the Main Agent's turn cooperatively, wait (bounded) until the
-    tasks ended and the agent recorded its way back to a settled state, kill what is left."""
+    tasks ended and the agent recorded its way back to a settled state, kill what is left.
+    ``killed`` (a second Ctrl-C): the workers are killed first, the wait is short."""
     import trio
 
+    if killed:
+        await runtime.kill_workers()
     if _busy(store):
         idle = trio.Event()
 
@@ -366,7 +475,7 @@ async def _shut_down(runtime: Any, store: Any, agent: Any) -> None:
         subscription = store.subscribe(check)
         runtime.cancel("the console closed")
         agent.interrupt()
-        with trio.move_on_after(QUIT_GRACE_S):
+        with trio.move_on_after(KILL_GRACE_S if killed else QUIT_GRACE_S):
             await idle.wait()
         subscription.close()
     await runtime.kill_workers()
@@ -377,12 +486,13 @@ def _replay(options: HeadlessOptions) -> int:
     """``air --session SID --replay``: the session's log played back, read-only."""
     import trio
 
-    from air.cli.checks import session_to_resume
+    from air.cli.doctor import setup_logging
     from air.cli.history import read_events
     from air.contracts import CliExit
-    from air.session.project import ProjectStore
 
-    project, session_id = session_to_resume(ProjectStore(), options)
+    setup_logging()
+
+    project, session_id = _session_to_reopen(options)
     events = read_events(project, session_id)
     trio.run(_play, events)
     return CliExit.OK

@@ -148,9 +148,10 @@ class ProjectionStore:
     """The projection of one session, kept live event by event.
 
     Args:
-        artifact_root: the session's artifact directory. A ``diff`` artifact's text is read
-            (bounded by ``DIFF_TEXT_LIMIT``) only when its real path lies inside this
-            directory; without it no file is ever read.
+        artifact_root: the session's artifact directory. A ``diff`` artifact's text, and the
+            draft an interrupted answer's ``failure_artifact_id`` names, are read (bounded by
+            ``DIFF_TEXT_LIMIT``) only when the real path lies inside this directory; without
+            it no file is ever read.
         tail_limit: characters of live command output kept per command.
     """
 
@@ -370,6 +371,10 @@ class ProjectionStore:
             msg = self._state.messages[mid] = _Message(mid, "assistant", timestamp=event.timestamp)
         msg.status = "failed"
         msg.error = _error_text(p.get("error"))
+        artifact = self._state.artifacts.get(str(p.get("failure_artifact_id")))
+        if not msg.text and artifact is not None:
+            # a reopened session: the deltas were ephemeral, the draft was kept (IMPL-FRAME-3)
+            msg.text = self._read_artifact(artifact.path)[0]
         return True
 
     def _agent_started(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
@@ -465,14 +470,15 @@ class ProjectionStore:
         )
         self._state.artifacts[aid] = art
         if art.type == "diff":
-            text, truncated = self._read_diff(art.path)
+            text, truncated = self._read_artifact(art.path)
             self._state.diffs[aid] = DiffProjection(
                 artifact_id=aid, path=art.path, text=text, truncated=truncated, task_id=art.task_id
             )
         return True
 
-    def _read_diff(self, path: str) -> tuple[str, bool]:
-        """The diff's text when its real path is a regular file inside the artifact root."""
+    def _read_artifact(self, path: str) -> tuple[str, bool]:
+        """An artifact's text (a diff, a kept draft) when its real path is a regular file
+        inside the artifact root."""
         if self._root is None:
             return "", False
         try:

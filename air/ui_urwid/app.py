@@ -7,6 +7,10 @@ widgets (``layout.ConsoleLayout``), the prompt guard (``concerns.PromptGate``), 
 once-only announcements (``concerns.Announcer``) and the frame pump (``concerns.FramePump``:
 the projection's change ping marks it dirty, redraws happen at most once per frame interval
 whatever the event rate). It reads only a ``ProjectionClient``.
+
+A console can open before its session (IMPL-FRAME-1): ``TuiApp.opening(text)`` draws the
+first frame with no projection and no command channel (the HUD says ``text``; commands typed
+meanwhile wait in the outbox), ``attach`` gives it both once the runtime is open.
 """
 
 from __future__ import annotations
@@ -26,13 +30,14 @@ from air.contracts.ui import (
     PermissionPromptProjection,
     ProjectionClient,
     ProjectionSnapshot,
+    ProjectionSubscription,
     UiCommand,
     UiCommandChannel,
 )
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
 from air.ui_urwid.input import InputBox, Size
-from air.ui_urwid.layout import ConsoleLayout
+from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HUD_PRESETS,
@@ -51,6 +56,32 @@ PROMPT_GUARD_S = 0.3
 """Keys typed this soon after a permission prompt appears are ignored."""
 _BUSY_STATES = frozenset({"CLASSIFYING", "ANSWERING", "DELEGATING", "SCHEDULING", "EXECUTING"})
 _BUSY_STATES |= {"INTERRUPTING", "SUMMARIZING", "ARCHITECTURE_DESIGNING", "ARCHITECTURE_REVISING"}
+
+
+class _Unsubscribed:
+    def close(self) -> None:
+        return None
+
+
+class _NoProjection:
+    """The ``ProjectionClient`` of a console whose session is still opening: nothing yet."""
+
+    def __init__(self) -> None:
+        self._snapshot = empty_snapshot()
+
+    def snapshot(self) -> ProjectionSnapshot:
+        return self._snapshot
+
+    def subscribe(self, handler: Callable[[int], None]) -> ProjectionSubscription:
+        return _Unsubscribed()
+
+
+class _Unattached:
+    """The command channel of a console before ``attach``: never sent to (the outbox is
+    delivered only once attached)."""
+
+    async def send(self, command: UiCommand) -> None:
+        raise RuntimeError(f"the console sent {command.kind!r} before its session was attached")
 
 
 class _Root(urwid.WidgetPlaceholder[urwid.Widget]):
@@ -124,6 +155,37 @@ class TuiApp:
         self._exiting = False
         self._ui_scope: trio.CancelScope | None = None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[UiCommand](256)
+        self.opening_text: str | None = None
+        """What the HUD says while the session opens (``opening``); None once attached."""
+        self._attached = trio.Event()
+        self._attached.set()
+        self._subscription: ProjectionSubscription | None = None
+        self.closed = trio.Event()
+        """Set when ``run`` ended and the terminal was restored."""
+
+    @classmethod
+    def opening(cls, text: str, **options: Any) -> TuiApp:
+        """A console whose session is still opening: it draws at once, shows ``text`` in the
+        HUD and keeps the person's commands until ``attach``."""
+        app = cls(_NoProjection(), _Unattached(), **options)
+        app.opening_text = text
+        app._attached = trio.Event()
+        app.layout.say(text)
+        return app
+
+    def attach(self, client: ProjectionClient, commands: UiCommandChannel) -> None:
+        """Show ``client``'s projection and send to ``commands`` from now on (the commands
+        typed while the session opened go first, in order)."""
+        self.client = client
+        self.commands = commands
+        if self._subscription is not None:
+            self._subscription.close()
+            self._subscription = client.subscribe(self.pump.mark_dirty)
+        if self.opening_text is not None:
+            self.layout.say("")
+        self.opening_text = None
+        self._attached.set()
+        self.pump.mark_dirty()
 
     # --- layout --------------------------------------------------------------------------
 
@@ -279,6 +341,7 @@ class TuiApp:
         what = ", ".join(clean(t) for t in running) or "the Main Agent's work"
         if force:
             self._say(f"killing: {what}")
+            self._quit(force=True)  # the work is killed and the console ends (IMPL-FRAME-2)
         else:
             self._say(f"cancelling: {what} (Ctrl-C again kills)")
 
@@ -396,6 +459,8 @@ class TuiApp:
             box = permission_prompt(prompt, armed=self.gate.armed(prompt), pending=pending)
         extra = self.hud_extra() if self.hud_extra is not None else ""
         self.root.original_widget = self.layout.refresh(box, extra)
+        if self.opening_text is not None:
+            self.layout.hud.set_text(f" air · {self.opening_text} · F1 help")
 
     def render_text(self, size: tuple[int, int]) -> list[str]:
         """Update from the client and render the whole screen to text (tests, plain dumps)."""
@@ -413,12 +478,14 @@ class TuiApp:
 
     async def _deliver(self, scope: trio.CancelScope) -> None:
         with scope:
+            await self._attached.wait()
             async with self._outbox_recv:
                 async for command in self._outbox_recv:
                     await self.commands.send(command)
 
-    async def run(self) -> None:
-        """Run the console until the person quits (or the caller cancels)."""
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run the console until the person quits (or the caller cancels); with
+        ``nursery.start`` it returns once the first frame is on the screen."""
         screen = self.screen or urwid.display.raw.Screen(bracketed_paste_mode=True)
         self.screen = screen
         loop = urwid.MainLoop(
@@ -428,7 +495,7 @@ class TuiApp:
             event_loop=urwid.TrioEventLoop(),
             handle_mouse=False,
         )
-        subscription = self.client.subscribe(self.pump.mark_dirty)
+        self._subscription = self.client.subscribe(self.pump.mark_dirty)
 
         def draw() -> None:
             self._update()
@@ -446,6 +513,7 @@ class TuiApp:
                     draw()
                     self.pump.drew()
                     self.first_frame_cpu_s = time.process_time()
+                    task_status.started()
                     with trio.CancelScope() as self._ui_scope:
                         if self._exiting:
                             self._ui_scope.cancel(reason="quit before the loop started")
@@ -454,7 +522,12 @@ class TuiApp:
                             await loop.event_loop.run_async()  # type: ignore[attr-defined]
                             ui.cancel_scope.cancel(reason="the urwid loop ended")
             finally:
-                subscription.close()
+                if self._subscription is not None:
+                    self._subscription.close()
                 self._outbox_send.close()
-                # the last commands (quit) still reach the channel, within a bound
-                deliver_scope.deadline = trio.current_time() + 5
+                if self._attached.is_set():
+                    # the last commands (quit) still reach the channel, within a bound
+                    deliver_scope.deadline = trio.current_time() + 5
+                else:
+                    deliver_scope.cancel(reason="the console closed before its session opened")
+        self.closed.set()

@@ -14,7 +14,12 @@ from typing import Any
 
 import urwid
 
-from air.contracts.ui import MessageProjection, ProjectionSnapshot
+from air.contracts.ui import (
+    MainAgentProjection,
+    MessageProjection,
+    ProjectionSnapshot,
+    TotalsProjection,
+)
 from air.ui_urwid.input import InputBox
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
@@ -28,7 +33,15 @@ from air.ui_urwid.views import (
     task_tree_rows,
 )
 
-__all__ = ["ConsoleLayout"]
+__all__ = ["ConsoleLayout", "empty_snapshot"]
+
+
+def empty_snapshot() -> ProjectionSnapshot:
+    """The snapshot of nothing, made without validation: no pydantic schema is compiled
+    before the console's first frame (IMPL-FRAME-1)."""
+    return ProjectionSnapshot.model_construct(
+        main_agent=MainAgentProjection.model_construct(), totals=TotalsProjection.model_construct()
+    )
 
 
 class ConsoleLayout:
@@ -41,7 +54,7 @@ class ConsoleLayout:
 
     def __init__(self, on_submit: Callable[[str], None], *, replay: bool = False) -> None:
         self.replay = replay
-        self.snapshot = ProjectionSnapshot()
+        self.snapshot = empty_snapshot()
         self.hud_preset: HudPreset = "full"
         self.follow = True
         """The detail pane follows new output (False: held, the scroll-lock)."""

@@ -276,7 +276,9 @@ async def test_cancel_run_ends_running_tasks_interrupted_and_force_goes_to_the_h
         await channel.send(UiCommand(kind="cancel_run"))
         await wait_until(lambda: env.path()[-1] == "IDLE" and "SUMMARIZING" in env.path())
     assert env.rows("tasks")[0]["status"] == "interrupted"
-    assert env.assistant_texts()[-1].startswith("Run cancelled.")
+    summary = env.assistant_texts()[-1]
+    assert summary.startswith("Run cancelled.")
+    assert "- t_a interrupted: A" in summary  # the task's own end, not the run's word
 
 
 async def test_commands_missing_their_field_are_clear_errors(env: AgentEnv) -> None:

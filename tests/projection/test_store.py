@@ -108,6 +108,55 @@ def test_command_tail_is_bounded() -> None:
     assert run.tail_truncated
 
 
+def _interrupted_answer(ev: ConsoleEvents, draft_path: Path) -> list[RuntimeEvent]:
+    """The durable events of an answer interrupted by Esc whose streamed text was kept."""
+    mid, started = ev.assistant_start()
+    kept = ev.artifact("", str(draft_path), type_="other")
+    kept[0].payload.pop("task_id")
+    failed = ev.assistant_failed(mid, "interrupted (Esc)")
+    failed[0].payload["failure_artifact_id"] = kept[0].payload["artifact_id"]
+    return started + kept + failed
+
+
+def test_a_reopened_interrupted_answer_shows_its_kept_draft(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    root.mkdir()
+    draft = root / "draft.md"
+    draft.write_text("Once upon a time")
+    ev = ConsoleEvents()
+    store = ProjectionStore(artifact_root=root)
+    store.hydrate_events(ev.session() + ev.user_message("tell me a story"))
+    store.hydrate_events(_interrupted_answer(ev, draft))
+    answer = store.snapshot().messages[-1]
+    assert (answer.text, answer.status, answer.error) == (
+        "Once upon a time",
+        "failed",
+        "interrupted (Esc)",
+    )
+    # live, the streamed text is on screen already: the file is not read over it
+    live = ProjectionStore(artifact_root=root)
+    mid, started = ev.assistant_start()
+    kept = ev.artifact("", str(draft), type_="other")
+    kept[0].payload.pop("task_id")
+    failed = ev.assistant_failed(mid, "interrupted (Esc)")
+    failed[0].payload["failure_artifact_id"] = kept[0].payload["artifact_id"]
+    for event in ev.session() + started + [ev.assistant_delta(mid, "Once")] + kept + failed:
+        live.apply(event)
+    assert live.snapshot().messages[-1].text == "Once"
+
+
+def test_a_draft_outside_the_artifact_root_is_never_read(tmp_path: Path) -> None:
+    root = tmp_path / "artifacts"
+    root.mkdir()
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOKEN=hunter2")
+    ev = ConsoleEvents()
+    store = ProjectionStore(artifact_root=root)
+    store.hydrate_events(ev.session() + _interrupted_answer(ev, secret))
+    assert store.snapshot().messages[-1].text == ""
+    assert store.snapshot().messages[-1].status == "failed"
+
+
 def test_diff_outside_the_artifact_root_is_never_read(tmp_path: Path) -> None:
     root = tmp_path / "artifacts"
     root.mkdir()

@@ -224,10 +224,13 @@ def test_the_real_console_in_tmux_then_the_session_reopened(tmp_path: Path) -> N
         try:
             again.start(_air("--session", sessions[0], "--project", str(root)), env)
             screen = again.wait_for("Slow one B", timeout=30)
-            # the interrupted answer is shown as such (its deltas were never durable)
+            # the interrupted answer is shown as such, with the draft it had streamed (its
+            # deltas were never durable: the draft was kept as an artifact)
             said_before = ("you> hello there", "air> Hello! I am the Main Agent.")
             for said in (*said_before, "you> tell me a long story", "interrupted (Esc)"):
                 assert said in screen, screen
+            assert "air> Once upon a time" in screen, screen
+            assert "too long to wait for" not in screen
             assert "you> change the project" in screen
             assert "Fetch the page  completed" in _task_line(screen, "Fetch the page")
             assert "Slow one A  cancelled" in _task_line(screen, "Slow one A")
@@ -268,6 +271,15 @@ def _wait_gone(marker: str, timeout: float = 30.0) -> list[str]:
     while left and time.monotonic() < deadline:
         time.sleep(0.1)
         left = processes_with(marker)
+    return left
+
+
+def _wait_gone_command(command: str, marker: str, timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    left = [line for line in processes_with(marker) if command in line]
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = [line for line in processes_with(marker) if command in line]
     return left
 
 
@@ -327,12 +339,63 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
             after.wait_for("Slow one B", timeout=30)
             screen = after.wait_for("· IDLE ·")  # the dead process's state is not the agent's
             assert "Slow one B  running" not in _task_line(screen, "Slow one B")
-            assert not any("sleep 30" in line for line in processes_with(str(tmp_path)))
+            # reaped: the workers are gone; their sandboxed commands die with them (bwrap
+            # --die-with-parent), a few ms later under load — far sooner than `sleep 30` ends
+            assert _wait_gone_command("sleep 30", str(tmp_path), timeout=5) == []
             after.keys("C-d")
             assert after.wait_exit(timeout=30) == 0
         finally:
             after.close()
         assert _wait_gone(str(tmp_path), timeout=5) == []
+
+
+def test_the_second_ctrl_c_kills_at_once_and_the_reopened_session_lost_nothing(
+    tmp_path: Path,
+) -> None:
+    """Ctrl-C twice while a task's command runs: the first press starts the cooperative
+    cancel, the second (pressed before the first has ended anything) kills the workers and
+    ends air at once, with no process of the session left; the next ``air --session SID``
+    shows the conversation and the task ended, resumable."""
+    root, home, scripts = tmp_path / "proj", tmp_path / "home", tmp_path / "scripts"
+    home.mkdir()
+    _worker_scripts(scripts)
+    model = ConsoleModel(scripts)
+    plan = {**PLAN, "tasks": [_spec("slow-a", "Slow one A", "b.txt")]}
+    model.main = [_text('{"intent": "task"}'), _text(json.dumps(plan))]
+    env = {"HOME": str(home), "AIR_CONSOLE_KEY": KEY}
+    with StrictServer(api_key=KEY, model=model) as server:
+        _project(root, server.url)
+        tmux = Tmux(tmp_path)
+        try:
+            tmux.start(_air("run", str(root)), env)
+            tmux.wait_for("IDLE", timeout=30)
+            tmux.type("run the slow one")
+            tmux.keys("Enter")
+            _wait_task(tmux, "Slow one A", "running")
+            _wait_sleeping(str(tmp_path))
+            # both presses reach the console in one read: the second finds the work running
+            tmux.keys("C-c", "C-c")
+            assert tmux.wait_exit(timeout=20) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            tmux.close()
+        stderr = (tmp_path / "stderr").read_text()
+        assert "a second Ctrl-C killed the session's workers" in stderr, stderr
+
+        sessions = os.listdir(root / ".air" / "local" / "sessions")
+        again = Tmux(tmp_path)
+        try:
+            again.start(_air("--session", sessions[0], "--project", str(root)), env)
+            screen = again.wait_for("· IDLE ·", timeout=30)
+            assert "you> run the slow one" in screen
+            slow = _task_line(screen, "Slow one A")
+            assert re.search(r"Slow one A  (interrupted|cancelled)", slow), screen
+            again.keys("C-d")
+            assert again.wait_exit(timeout=30) == 0
+            assert processes_with(str(tmp_path)) == []
+        finally:
+            again.close()
+    assert server.rejected == [], [r.problem for r in server.rejected]
 
 
 STORM_RATE = 10_000

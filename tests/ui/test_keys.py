@@ -81,7 +81,12 @@ def test_ctrl_c_cancels_cooperatively_then_kills_and_says_what() -> None:
     screen = _press(app, "ctrl c")
     assert "cancelling: build it (Ctrl-C again kills)" in screen
     _press(app, "ctrl c")
-    assert app.sent == [UiCommand(kind="cancel_run"), UiCommand(kind="cancel_run", force=True)]
+    # the second press kills the work and ends the console (the shutdown kills at once)
+    assert app.sent == [
+        UiCommand(kind="cancel_run"),
+        UiCommand(kind="cancel_run", force=True),
+        UiCommand(kind="quit", force=True),
+    ]
 
 
 def test_x_in_the_tree_cancels_exactly_the_selected_task() -> None:
