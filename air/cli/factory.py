@@ -110,6 +110,11 @@ def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:
     )
 
 
+ARCHITECTURE_FILE = ".air/shared/architecture.yaml"
+"""``air.agents.architecture.ARCHITECTURE_FILE``, checked here first: a project without it never
+imports the ArchitectureDesigner (``air.agents``, ~10 ms) on its way to its first request
+(IMPL-BOOT-5; tests/cli/test_first_request_imports.py checks both names agree)."""
+
 DESIGNER_CASSETTE = "architecture_designer.jsonl"
 """In a ``--cassette DIR`` of per-task cassettes: the architecture review's turns."""
 
@@ -122,11 +127,11 @@ def _designer_models(root: str, provider: Any) -> Any:
         AirException: ``config_error`` for an invalid architecture.yaml, or per-task cassettes
             without the review's cassette (``DESIGNER_CASSETTE``).
     """
-    from air.agents.architecture import ARCHITECTURE_FILE, load_declaration
-    from air.contracts import AirException, ErrorKind
-
     if not os.path.isfile(os.path.join(root, ARCHITECTURE_FILE)):
         return None
+    from air.agents.architecture import load_declaration
+    from air.contracts import AirException, ErrorKind
+
     load_declaration(root)  # a bad file is refused now, before any task
     models = provider
     inner = getattr(models, "inner", None)
@@ -159,12 +164,12 @@ def _architecture_gate(
     Raises:
         AirException: as ``_designer_models``.
     """
-    from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
-
     root = session.project.project_root
     models = _designer_models(root, services.provider)
     if models is None:
         return None
+    from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
+
     designer = ArchitectureDesigner(
         events=session.ingestor,
         models=models,

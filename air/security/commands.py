@@ -22,12 +22,13 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-
-import tree_sitter_bash
-from tree_sitter import Language, Node, Parser
+from typing import TYPE_CHECKING
 
 from air.contracts.permission import CommandCategory, CommandRiskAnalysis, CommandSegment
 from air.security.paths import names_credentials
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Parser
 
 __all__ = ["CATEGORY_ORDER", "CommandRiskAnalyzer", "riskiest"]
 
@@ -234,11 +235,21 @@ def _seg(text: str, program: str | None, cat: CommandCategory, reason: str) -> _
 class CommandRiskAnalyzer:
     """Classify shell command lines (SDD §9.2 ``CommandRiskAnalyzer.analyze``).
 
-    One parser per analyzer; ``analyze`` is synchronous and pure.
+    One parser per analyzer, built at its first parse (tree-sitter is imported then, not at
+    start-up: IMPL-BOOT-5); ``analyze`` is synchronous and pure.
     """
 
     def __init__(self) -> None:
-        self._parser = Parser(Language(tree_sitter_bash.language()))
+        self._built: Parser | None = None
+
+    @property
+    def _parser(self) -> Parser:
+        if self._built is None:
+            import tree_sitter_bash
+            from tree_sitter import Language, Parser
+
+            self._built = Parser(Language(tree_sitter_bash.language()))
+        return self._built
 
     def parse_only(self, command: str) -> bool:
         """Parse ``command`` and return whether the tree has errors (used by the benchmark)."""

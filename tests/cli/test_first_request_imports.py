@@ -1,0 +1,126 @@
+"""What the parent of ``air run --headless`` has imported when its first model request leaves
+(issue #10: process start -> first request; IMPL-BOOT-5). A real run in a fresh interpreter
+(``air.cli.main``, a real spare worker, real SQLite, real bwrap probe) against the strict local
+Anthropic server; an audit hook snapshots ``sys.modules`` at the ``socket.connect`` to that
+server, i.e. just before the request is written. Nothing is patched in air."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
+
+BATCH = """version: 1
+tasks:
+  - id: review-notes
+    type: review
+    title: Review the notes
+    description: Read notes.txt and say whether it is fit to ship.
+"""
+
+NOT_BEFORE_THE_FIRST_REQUEST = (
+    "tree_sitter",  # the shell parser: the first shell command builds it
+    "tree_sitter_bash",
+    "air.agents",  # the ArchitectureDesigner: only with .air/shared/architecture.yaml
+    "air.contracts.ui",  # the console's projections
+    "air.llm.cassette",  # cassette runs only (IMPL-BOOT-4)
+    "anthropic",  # the SDK transport is not the default one
+    "sqlite_utils",
+    "asyncio",
+    "urwid",
+)
+
+PROBE = """
+import json, sys
+
+out, port = sys.argv[1], int(sys.argv[2])
+seen = []
+
+def hook(event, args):
+    if event == "socket.connect" and not seen:
+        address = args[1]
+        if isinstance(address, tuple) and len(address) >= 2 and address[1] == port:
+            seen.append(sorted(sys.modules))
+            with open(out, "w") as handle:
+                json.dump(seen[0], handle)
+
+sys.addaudithook(hook)
+from air.cli import main
+
+sys.exit(main(["run", "--headless", "batch.yaml", "--json"]))
+"""
+
+
+def _verdict() -> str:
+    block = json.dumps(
+        {
+            "status": "completed",
+            "summary": "notes.txt is short and clear.",
+            "result": {"verdict": "approved", "findings": []},
+        }
+    )
+    return f"Looks fine.\n```json:result\n{block}\n```\n"
+
+
+def _loaded_at_first_request(tmp_path: Path) -> list[str]:
+    root = tmp_path / "proj"
+    home = tmp_path / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "notes.txt").write_text("ship it\n")
+    (root / "batch.yaml").write_text(BATCH)
+    out = tmp_path / "modules.json"
+    with LocalServer() as server:
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/claude-test\n"
+            "providers:\n"
+            "  local:\n"
+            "    kind: anthropic\n"
+            f"    base_url: {server.url}\n"
+            "    auth_ref: AIR_TEST_PROVIDER_KEY\n"
+            "    models:\n"
+            "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
+        )
+        server.push(Reply(chunks=anthropic_sse(Turn(text=[_verdict()]))))
+        port = int(server.url.rstrip("/").rsplit(":", 1)[1])
+        done = subprocess.run(
+            [sys.executable, "-c", textwrap.dedent(PROBE), str(out), str(port)],
+            cwd=root,
+            env={**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test-key"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        requests = list(server.requests)
+        rejected = list(server.rejected)
+    assert done.returncode == 0, done.stderr
+    assert len(requests) == 1
+    assert rejected == []
+    return list(json.loads(out.read_text()))
+
+
+def test_the_first_request_leaves_before_the_parser_the_designer_and_the_console(
+    tmp_path: Path,
+) -> None:
+    loaded = _loaded_at_first_request(tmp_path)
+    assert "air.llm.anthropic_http" in loaded  # the snapshot is the request's own connect
+    early = [
+        m
+        for m in loaded
+        if any(m == top or m.startswith(top + ".") for top in NOT_BEFORE_THE_FIRST_REQUEST)
+    ]
+    assert early == []
+    # what the run did need before it is there: the analyzer (its parser unbuilt), the engine
+    assert {"air.security.commands", "air.security.engine"} <= set(loaded)
+
+
+def test_the_factory_checks_the_designer_s_own_file_name() -> None:
+    from air.agents.architecture import ARCHITECTURE_FILE
+    from air.cli.factory import ARCHITECTURE_FILE as CHECKED
+
+    assert CHECKED == ARCHITECTURE_FILE
