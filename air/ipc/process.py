@@ -20,7 +20,6 @@ from air.contracts.ipc import IpcEnvelope
 from air.ipc.environment import WORKER_ENV_ALLOWLIST, worker_environment
 from air.ipc.framing import (
     DEFAULT_MAX_LINE_BYTES,
-    RECEIVE_BYTES,
     YIELD_EVERY,
     LineDecoder,
     ProtocolViolation,
@@ -82,7 +81,6 @@ class WorkerProcess:
         self._decoder = LineDecoder(max_line_bytes)
         self._pending: deque[bytes | ProtocolViolation] = deque()
         self._eof = False
-        self._drained = False
         self._unyielded = 0
         self._send_lock = trio.Lock()
         self.stderr_tail = bytearray()
@@ -168,7 +166,6 @@ class WorkerProcess:
                 if err is not None:
                     return err
                 return None
-            self._drained = len(chunk) < RECEIVE_BYTES
             self._pending.extend(self._decoder.feed(chunk))
         self._unyielded += 1
         item = self._pending.popleft()

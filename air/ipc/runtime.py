@@ -42,7 +42,6 @@ from air.contracts.runtime import AgentType
 from air.contracts.tool import ToolResultEnvelope
 from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.framing import (
-    RECEIVE_BYTES,
     YIELD_EVERY,
     LineDecoder,
     ProtocolViolation,
@@ -96,7 +95,6 @@ class WorkerRuntime:
         self._inbox: deque[bytes | ProtocolViolation] = deque(
             self._decoder.feed(leftover) if leftover else ()
         )
-        self._drained = False
         self._unyielded = 0
         self._eof = False
         self._callers = 0
@@ -277,7 +275,6 @@ class WorkerRuntime:
                 pending.close()
             self._wake_reader()
             return
-        self._drained = len(chunk) < RECEIVE_BYTES
         self._inbox.extend(self._decoder.feed(chunk))
 
     def _wait_alone(self) -> bool:

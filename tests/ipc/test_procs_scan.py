@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from air.ipc.procs import MARKER_ENV, find_marked, read_identity
 
@@ -20,7 +21,14 @@ def test_a_marked_process_is_found_from_its_own_start_time_and_not_from_a_later_
     )
     try:
         start = read_identity(child.pid).start_time
-        assert start is not None and start.isdigit()
+        assert start is not None
+        assert start.isdigit()
+        # Popen returns once exec has closed its error pipe, a moment before the kernel sets
+        # the new environment's bounds: until then /proc/PID/environ reads empty
+        for _ in range(1000):
+            if find_marked(marker):
+                break
+            time.sleep(0.01)
         assert find_marked(marker) == [child.pid]
         assert find_marked(marker, started_since=int(start)) == [child.pid]
         assert find_marked(marker, started_since=int(start) - 100) == [child.pid]
