@@ -20,10 +20,11 @@ from air.contracts.ipc import IpcEnvelope
 from air.ipc.environment import WORKER_ENV_ALLOWLIST, worker_environment
 from air.ipc.framing import (
     DEFAULT_MAX_LINE_BYTES,
-    RECEIVE_BYTES,
+    YIELD_EVERY,
     LineDecoder,
     ProtocolViolation,
     locked_send,
+    read_ready,
     receive_chunk,
 )
 from air.ipc.launcher import (
@@ -80,7 +81,7 @@ class WorkerProcess:
         self._decoder = LineDecoder(max_line_bytes)
         self._pending: deque[bytes | ProtocolViolation] = deque()
         self._eof = False
-        self._drained = False
+        self._unyielded = 0
         self._send_lock = trio.Lock()
         self.stderr_tail = bytearray()
         self.stderr_total = 0
@@ -146,11 +147,17 @@ class WorkerProcess:
 
     async def receive(self) -> IpcEnvelope | ProtocolViolation | None:
         """The next message, a protocol violation, or None at a clean end of stream."""
+        if self._unyielded >= YIELD_EVERY:
+            self._unyielded = 0
+            await trio.lowlevel.checkpoint()
         while not self._pending:
             if self._eof:
                 return None
             try:
-                chunk = await receive_chunk(self._stdout, drained=self._drained)
+                chunk = await read_ready(self._stdout)
+                if chunk is None:
+                    self._unyielded = 0
+                    chunk = await receive_chunk(self._stdout, drained=True)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 chunk = b""
             if not chunk:
@@ -159,8 +166,8 @@ class WorkerProcess:
                 if err is not None:
                     return err
                 return None
-            self._drained = len(chunk) < RECEIVE_BYTES
             self._pending.extend(self._decoder.feed(chunk))
+        self._unyielded += 1
         item = self._pending.popleft()
         if isinstance(item, ProtocolViolation):
             return item

@@ -14,6 +14,7 @@ import os
 import signal
 import time
 from dataclasses import dataclass
+from functools import cache
 
 import trio
 
@@ -32,7 +33,9 @@ __all__ = [
 MARKER_ENV = "AIR_WORKER_RUN"
 
 
+@cache
 def boot_id() -> str | None:
+    """This boot's id (read once: it cannot change while a process lives)."""
     try:
         with open("/proc/sys/kernel/random/boot_id") as fh:
             return fh.read().strip()
@@ -82,20 +85,27 @@ class _Proc:
     marker: bytes | None
 
 
-_snapshot_cache: tuple[float, list[_Proc]] | None = None
+_snapshot_cache: tuple[float, int, list[_Proc]] | None = None
+_NO_MARKERS = 1 << 62
+"""``started_since`` of a scan that needs no marker (group and state only)."""
 _MARKER_PREFIX = MARKER_ENV.encode() + b"="
 
 
-def _scan(max_age_s: float = 0.0) -> list[_Proc]:
+def _scan(max_age_s: float = 0.0, started_since: int = 0) -> list[_Proc]:
     """Every process's state, group and run marker, from one pass over ``/proc``.
 
     Concurrent ``kill_tree`` calls (a cancelled wave of 16 workers) share one pass when they
     poll within ``max_age_s`` of each other, instead of each reading every process's files.
+    ``started_since`` (a ``/proc/PID/stat`` start time, clock ticks since boot): the marker is
+    read only from processes started at or after it — the descendants of a worker started
+    then; an older process is listed without one (IMPL-IPC-2). A snapshot serves a later
+    request only if it read at least as many markers.
     """
     global _snapshot_cache
     now = time.monotonic()
-    if _snapshot_cache is not None and now - _snapshot_cache[0] <= max_age_s:
-        return _snapshot_cache[1]
+    cached = _snapshot_cache
+    if cached is not None and now - cached[0] <= max_age_s and cached[1] <= started_since:
+        return cached[2]
     procs: list[_Proc] = []
     try:
         entries = os.listdir("/proc")
@@ -109,24 +119,29 @@ def _scan(max_age_s: float = 0.0) -> list[_Proc]:
         if not fields or len(fields) < 3:
             continue
         marker: bytes | None = None
-        try:
-            with open(f"/proc/{name}/environ", "rb") as fh:
-                env = fh.read()
-        except OSError:
-            env = b""
+        env = b""
+        if started_since <= 0 or len(fields) < 20 or int(fields[19]) >= started_since:
+            try:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    env = fh.read()
+            except OSError:
+                env = b""
         at = env.find(_MARKER_PREFIX)
         if at >= 0 and (at == 0 or env[at - 1] == 0):
             end = env.find(b"\0", at)
             marker = env[at + len(_MARKER_PREFIX) : end if end >= 0 else len(env)]
         procs.append(_Proc(int(name), fields[0], int(fields[2]), marker))
-    _snapshot_cache = (time.monotonic(), procs)
+    _snapshot_cache = (time.monotonic(), started_since, procs)
     return procs
 
 
-def find_marked(marker: str, *, max_age_s: float = 0.0) -> list[int]:
-    """PIDs of live processes whose environment holds ``AIR_WORKER_RUN=<marker>``."""
+def find_marked(marker: str, *, max_age_s: float = 0.0, started_since: int = 0) -> list[int]:
+    """PIDs of live processes whose environment holds ``AIR_WORKER_RUN=<marker>``;
+    ``started_since``: only among processes started at or after that start time (a worker's:
+    its descendants cannot be older)."""
     want = marker.encode()
-    return [p.pid for p in _scan(max_age_s) if p.marker == want and p.state not in ("Z", "X")]
+    procs = _scan(max_age_s, started_since)
+    return [p.pid for p in procs if p.marker == want and p.state not in ("Z", "X")]
 
 
 def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
@@ -164,21 +179,24 @@ async def kill_tree(
     Returns True when something had to be SIGKILLed.
     """
     pgid: int | None = None
+    since = 0
     if identity is not None:
-        if is_same_process(identity) or (
-            identity.boot_id in (None, boot_id()) and _group_alive(identity.pid)
-        ):
+        this_boot = identity.boot_id in (None, boot_id())
+        if is_same_process(identity) or (this_boot and _group_alive(identity.pid)):
             pgid = identity.pid
+        if this_boot and identity.start_time and identity.start_time.isdigit():
+            since = int(identity.start_time)  # its descendants started no earlier
     # a snapshot a few ms old is shared by a whole cancelled wave; the polls rescan fresh
-    marked = find_marked(marker, max_age_s=0.005) if marker else []
+    marked = find_marked(marker, max_age_s=0.005, started_since=since) if marker else []
     if pgid is None and not marked:
         return False
     _signal_all(pgid, marked, signal.SIGTERM)
-    if await _gone_within(grace_s, pgid, marker, marked, poll_s):
+    if await _gone_within(grace_s, pgid, marker, marked, poll_s, since=since):
         return False
-    marked = sorted(set(marked) | set(find_marked(marker, max_age_s=0.005) if marker else []))
+    again = find_marked(marker, max_age_s=0.005, started_since=since) if marker else []
+    marked = sorted(set(marked) | set(again))
     _signal_all(pgid, marked, signal.SIGKILL)
-    await _gone_within(2.0, pgid, marker, marked, poll_s, kill_found=True)
+    await _gone_within(2.0, pgid, marker, marked, poll_s, kill_found=True, since=since)
     return True
 
 
@@ -190,6 +208,7 @@ async def _gone_within(
     poll_s: float,
     *,
     kill_found: bool = False,
+    since: int = 0,
 ) -> bool:
     """Poll until the group and every marked process are gone; False when ``limit_s`` passes.
 
@@ -212,7 +231,7 @@ async def _gone_within(
                 if kill_found:
                     _signal_all(pgid, [], signal.SIGKILL)
                 continue
-            found = find_marked(marker, max_age_s=fresh) if marker else []
+            found = find_marked(marker, max_age_s=fresh, started_since=since) if marker else []
             if found:
                 if kill_found:  # a descendant the SIGKILL snapshot had not seen yet
                     _signal_all(None, found, signal.SIGKILL)
@@ -225,4 +244,5 @@ def _group_has_live(pgid: int, *, max_age_s: float = 0.0) -> bool:
     """A group whose only members are zombies counts as dead (they wait for their reaper)."""
     if not _group_alive(pgid):
         return False
-    return any(p.pgid == pgid and p.state not in ("Z", "X") for p in _scan(max_age_s))
+    procs = _scan(max_age_s, _NO_MARKERS)
+    return any(p.pgid == pgid and p.state not in ("Z", "X") for p in procs)

@@ -37,8 +37,10 @@ from air.contracts.worker_result import WorkerResult
 from air.ipc.framing import InvalidEnvelope, InvalidJson, VersionMismatch, WrongDirection
 
 __all__ = [
+    "LineEncoder",
     "WorkerProtocol",
     "control_adapter",
+    "decode_tool_result",
     "encode_line",
     "envelope_adapter",
     "make_envelope",
@@ -52,8 +54,51 @@ def envelope_adapter() -> TypeAdapter[IpcEnvelope]:
 
 
 @cache
+def _envelope_validator() -> Any:
+    """The envelope's schema validator, built (``validate_json`` without ``TypeAdapter``'s
+    Python-level wrapper)."""
+    IpcEnvelope.model_rebuild()
+    return IpcEnvelope.__pydantic_validator__
+
+
+@cache
 def control_adapter() -> TypeAdapter[ControlPayload]:
     return TypeAdapter(ControlPayload)
+
+
+class _ToolResultLine(IpcEnvelope):
+    """A ``tool.result`` line with its payload typed: the envelope's own checks (it is an
+    ``IpcEnvelope``) and the ``ToolResultEnvelope`` in one validation. Never leaves this module
+    (its ``payload`` is no ``JsonObject``)."""
+
+    kind: Literal["tool.result"]
+    payload: ToolResultEnvelope  # type: ignore[assignment]
+
+
+@cache
+def _tool_result_validator() -> Any:
+    _ToolResultLine.model_rebuild()
+    return _ToolResultLine.__pydantic_validator__
+
+
+_RESULT_KIND = b'"kind":"tool.result"'
+
+
+def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
+    """Worker side: ``(correlation id, result)`` of a ``tool.result`` line as ``encode_line``
+    writes it, parsed and checked in one strict ``validate_json`` (IMPL-IPC-1); ``None`` for any
+    other line or one that fails, which then takes ``WorkerProtocol.decode``'s path (and gets
+    its typed error). The ``kind`` test only picks the model; the validation decides: a line
+    whose real ``kind`` is another fails the ``Literal`` and falls back."""
+    if line[:7] != _FAST_PREFIXES[0] or line.find(_RESULT_KIND, 7, 160) < 0:
+        return None
+    try:
+        msg = _tool_result_validator().validate_json(line, strict=True)
+    except ValidationError:
+        return None
+    if msg.correlation_id is None:
+        return None
+    return msg.correlation_id, msg.payload
 
 
 _PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
@@ -160,6 +205,48 @@ def encode_line(
     return to_json(data) + b"\n"
 
 
+class LineEncoder:
+    """``encode_line`` for one channel: its session and agent ids are encoded once, and a line
+    is the concatenation of its parts (IMPL-IPC-1). Writes the same JSON object as
+    ``encode_line``, keys in the order ``v``, ``id``, ``kind``, ``ts``, ``session_id``,
+    ``agent_id``, ``correlation_id`` (when set), ``payload``; every value but ``ts`` and an id
+    of ``message_id``'s goes through ``to_json``, so a peer's id is escaped."""
+
+    __slots__ = ("_ids", "_kinds")
+
+    def __init__(self, *, session_id: str, agent_id: str) -> None:
+        self._ids = b',"session_id":' + to_json(session_id) + b',"agent_id":' + to_json(agent_id)
+        self._kinds: dict[str, bytes] = {}
+
+    def line(
+        self,
+        kind: str,
+        payload: dict[str, Any] | BaseModel,
+        *,
+        correlation_id: str | None = None,
+        id: str | None = None,
+    ) -> bytes:
+        head = self._kinds.get(kind)
+        if head is None:
+            head = self._kinds[kind] = b',"kind":' + to_json(kind) + b',"ts":"'
+        ident = to_json(id) if id is not None else b'"' + message_id().encode() + b'"'
+        corr = b"" if correlation_id is None else b',"correlation_id":' + to_json(correlation_id)
+        return b"".join(
+            (
+                b'{"v":1,"id":',
+                ident,
+                head,
+                _now_iso().encode(),
+                b'"',
+                self._ids,
+                corr,
+                b',"payload":',
+                to_json(payload),
+                b"}\n",
+            )
+        )
+
+
 _TOOL_CALL_FIELDS = frozenset({"name", "input"})
 
 
@@ -184,6 +271,7 @@ class WorkerProtocol:
     def __init__(self, side: Literal["parent", "worker"]) -> None:
         self.side = side
         self.incoming: IpcDirection = "worker_to_parent" if side == "parent" else "parent_to_worker"
+        self._allowed = WORKER_TO_PARENT if side == "parent" else PARENT_TO_WORKER
 
     @staticmethod
     def encode(msg: IpcEnvelope) -> bytes:
@@ -215,12 +303,13 @@ class WorkerProtocol:
         """
         if line[:7] in _FAST_PREFIXES:
             try:
-                msg = envelope_adapter().validate_json(line, strict=True)
+                msg: IpcEnvelope = _envelope_validator().validate_json(line, strict=True)
             except ValidationError:
                 msg = self._decode_checked(line)
         else:
             msg = self._decode_checked(line)
-        self.validate_direction(msg)
+        if msg.kind not in self._allowed:
+            self.validate_direction(msg)
         return msg
 
     def _decode_checked(self, line: bytes | str) -> IpcEnvelope:

@@ -3,11 +3,13 @@
 Owns: the child end of the pipe — ``emit`` (events), ``call_tool`` (correlated, with streamed
 ``tool.stream`` items), ``checkpoint``, ``log``, the heartbeat loop, and the controls
 ``agent.cancel`` / ``pause`` / ``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state``.
-One task reads the pipe at a time (the read role, ``_rlock``): a task waiting in ``call_tool``
-reads and dispatches itself, so a round trip wakes one task. The background reader holds the
-role while no call waits and hands it over when one starts; once calls have begun it takes the
-role back only when the body blocks elsewhere (paused) or at the next heartbeat tick, not after
-every call — the body of a role does nothing but call (IMPL-LAUNCH-3).
+One task reads the pipe at a time (the read role: ``_reading`` and its parking lot): a task
+waiting in ``call_tool`` reads and dispatches itself, so a round trip wakes one task. The
+background reader holds the role while no call waits and hands it over when one starts; once
+calls have begun it takes the role back only when the body blocks elsewhere (paused) or at the
+next heartbeat tick, not after every call — the body of a role does nothing but call
+(IMPL-LAUNCH-3). A reader takes what waits in the pipe before parking and passes through the
+scheduler every ``YIELD_EVERY`` messages (IMPL-IPC-1).
 Imports contracts and Trio only — never the store, tools or providers.
 """
 
@@ -40,13 +42,14 @@ from air.contracts.runtime import AgentType
 from air.contracts.tool import ToolResultEnvelope
 from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.framing import (
-    RECEIVE_BYTES,
+    YIELD_EVERY,
     LineDecoder,
     ProtocolViolation,
     locked_send,
+    read_ready,
     receive_chunk,
 )
-from air.ipc.protocol import WorkerProtocol, encode_line, message_id
+from air.ipc.protocol import LineEncoder, WorkerProtocol, decode_tool_result, message_id
 
 __all__ = ["EXIT_CANCELLED", "EXIT_CRASH", "EXIT_OK", "EXIT_PROTOCOL", "WorkerRuntime"]
 
@@ -82,18 +85,27 @@ class WorkerRuntime:
         self._send = send
         self._leftover = leftover
         self._protocol = WorkerProtocol("worker")
+        self._encoder = LineEncoder(session_id=session_id, agent_id=agent_id)
         self._lock = trio.Lock()
         self._pending: dict[str, _Call] = {}
-        self._rlock = trio.Lock()
+        self._reading = False
+        """The read role is held (by a ``call_tool`` caller or the background reader)."""
+        self._role_lot = trio.lowlevel.ParkingLot()
         self._decoder = LineDecoder()
         self._inbox: deque[bytes | ProtocolViolation] = deque(
             self._decoder.feed(leftover) if leftover else ()
         )
-        self._drained = False
+        self._unyielded = 0
         self._eof = False
         self._callers = 0
         self._idle = trio.Event()
         self._idle.set()
+        self._bg_parked = False
+        """The background reader waits for ``_idle`` or the read role, and nothing woke it."""
+        self._heartbeat_due = -math.inf
+        """When the heartbeat task's sleep ends (``-inf`` while it is awake)."""
+        self._own_tasks: int | None = None
+        """How many tasks the process has when only this runtime's run; ``None``: unknown."""
         self._bg_scope: trio.CancelScope | None = None
         self._poller: select.poll | None = None
         self._running = trio.Event()
@@ -117,14 +129,7 @@ class WorkerRuntime:
         correlation_id: str | None = None,
         id: str | None = None,
     ) -> None:
-        data = encode_line(
-            kind,
-            payload,
-            session_id=self.session_id,
-            agent_id=self.agent_id,
-            correlation_id=correlation_id,
-            id=id,
-        )
+        data = self._encoder.line(kind, payload, correlation_id=correlation_id, id=id)
         await locked_send(self._lock, self._send, data)
 
     async def emit(self, type: str, payload: dict[str, Any], version: int = 1) -> None:
@@ -157,7 +162,7 @@ class WorkerRuntime:
     ) -> ToolResultEnvelope:
         """Ask the parent to run tool ``name``; stream items go to ``on_stream``."""
         if not self._running.is_set():
-            self._idle.set()  # paused: the background reader must see agent.resume
+            self._wake_reader()  # paused: the background reader must see agent.resume
             await self._running.wait()
         call_id = message_id()
         call = _Call()
@@ -167,14 +172,16 @@ class WorkerRuntime:
             await self._write("tool.call", {"name": name, "input": input}, id=call_id)
             while True:
                 if call.items:
-                    msg = call.items.popleft()
-                    if msg.kind == "tool.stream":
+                    item = call.items.popleft()
+                    if isinstance(item, ToolResultEnvelope):
+                        return item
+                    if item.kind == "tool.stream":
                         if on_stream is not None:
-                            res = on_stream(dict(msg.payload.get("event") or {}))
+                            res = on_stream(dict(item.payload.get("event") or {}))
                             if res is not None:
                                 await res
                         continue
-                    return ToolResultEnvelope.model_validate(msg.payload)
+                    return ToolResultEnvelope.model_validate(item.payload)
                 if call.closed:
                     break
                 await self._read_for_call(call)
@@ -195,17 +202,27 @@ class WorkerRuntime:
         await self._take_role()
         try:
             if not call.items and not call.closed:
-                await self._fill()
+                await self._fill(caller=True)
                 await self._drain()
         finally:
-            self._rlock.release()
+            self._release_role()
 
     async def _take_role(self) -> None:
-        """Acquire the read role; free, it is taken without a scheduler round trip."""
-        try:
-            self._rlock.acquire_nowait()
-        except trio.WouldBlock:
-            await self._rlock.acquire()
+        """Take the read role; free, it is taken without a scheduler round trip (a flag: no
+        task switch can come between its test and its set)."""
+        while self._reading:
+            await self._role_lot.park()
+        self._reading = True
+
+    def _release_role(self) -> None:
+        self._reading = False
+        if self._role_lot:
+            self._bg_parked = False  # it may be the background reader that wakes
+            self._role_lot.unpark()
+
+    def _wake_reader(self) -> None:
+        self._bg_parked = False
+        self._idle.set()
 
     # -- receiving -----------------------------------------------------------------------------
 
@@ -215,9 +232,17 @@ class WorkerRuntime:
             if self._callers or not self._idle.is_set():
                 if self._idle.is_set():
                     self._idle = trio.Event()
-                await self._idle.wait()
+                self._bg_parked = True
+                try:
+                    await self._idle.wait()
+                finally:
+                    self._bg_parked = False
                 continue
-            await self._take_role()
+            self._bg_parked = True
+            try:
+                await self._take_role()
+            finally:
+                self._bg_parked = False
             try:
                 if self._callers or self._eof:
                     continue
@@ -226,15 +251,19 @@ class WorkerRuntime:
                 self._bg_scope = None
                 await self._drain()
             finally:
-                self._rlock.release()
+                self._release_role()
 
-    async def _fill(self) -> None:
-        """(Holding the read role.) Read one chunk into the inbox unless it holds lines."""
+    async def _fill(self, *, caller: bool = False) -> None:
+        """(Holding the read role.) Read one chunk into the inbox unless it holds lines;
+        ``caller``: the role holder is a ``call_tool`` caller (which may wait alone)."""
         if self._inbox or self._eof:
             return
-        drained = self._drained and not self._wait_alone()
         try:
-            chunk = await receive_chunk(self._receive, drained=drained)
+            chunk = await read_ready(self._receive)
+            if chunk is None:  # the pipe is empty: wait for it
+                self._unyielded = 0
+                alone = caller and self._wait_alone()
+                chunk = await receive_chunk(self._receive, drained=not alone)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             chunk = b""
         if not chunk:
@@ -244,29 +273,40 @@ class WorkerRuntime:
                 self._body_scope.cancel()
             for pending in list(self._pending.values()):
                 pending.close()
-            self._idle.set()
+            self._wake_reader()
             return
-        self._drained = len(chunk) < RECEIVE_BYTES
         self._inbox.extend(self._decoder.feed(chunk))
 
     def _wait_alone(self) -> bool:
-        """Wait for the pipe in ``poll(2)`` if nothing else in this process could run first.
+        """(A ``call_tool`` caller holding the read role, its pipe empty.) Wait for the pipe in
+        ``poll(2)`` if nothing else in this process could run first.
 
-        When no other task is runnable or waits on I/O (but Trio's own wake-up task) and no
-        other thread could hand the loop work, the parent's next line or the next deadline (a
-        heartbeat) is the only thing that can happen: blocking the loop in poll on the pipe
-        until then is what Trio's own wait would do, minus its round trip through the
-        scheduler (IMPL-LAUNCH-4). A signal handled through Trio's wake-up socket waits for the
-        same line or deadline; a worker runs in its own session and is ended by SIGTERM /
-        SIGKILL, whose default actions need no loop. False when the stream is no pipe or
-        others are about."""
+        Alone means: the process holds just this runtime's tasks (Trio's own two, the caller,
+        the background reader, the heartbeat task); the background reader waits on the role or
+        ``_idle`` and nothing woke it since; the heartbeat task sleeps and its time has not come;
+        no task is queued, none but Trio's wake-up task waits on I/O, nothing is queued by
+        ``run_sync_soon``, there is one thread. Then the parent's next line or the next deadline
+        (a heartbeat) is the only thing that can happen: blocking the loop in poll on the pipe
+        until then is what Trio's own wait would do, minus its round trip through the scheduler
+        (IMPL-LAUNCH-4). The task states are this runtime's own records, not
+        ``tasks_runnable``: that counts the run queue of the next batch, not the rest of the
+        batch being run, so a task woken before this batch began is not in it (IMPL-IPC-1). A
+        signal handled through Trio's wake-up socket waits for the same line or deadline; a
+        worker runs in its own session and is ended by SIGTERM / SIGKILL, whose default actions
+        need no loop. False when the stream is no pipe or others are about."""
         stream = self._receive
-        if not isinstance(stream, trio.lowlevel.FdStream):
+        if (
+            not isinstance(stream, trio.lowlevel.FdStream)
+            or self._callers != 1
+            or not self._bg_parked
+            or trio.current_time() >= self._heartbeat_due
+        ):
             return False
         stats = trio.lowlevel.current_statistics()
         io = stats.io_statistics
         if (
-            stats.tasks_runnable
+            stats.tasks_living != self._own_tasks
+            or stats.tasks_runnable
             or stats.run_sync_soon_queue_size
             or getattr(io, "tasks_waiting_read", 2) > 1  # Trio's run_sync_soon task
             or getattr(io, "tasks_waiting_write", 1)
@@ -284,9 +324,19 @@ class WorkerRuntime:
     async def _drain(self) -> None:
         """(Holding the read role.) Dispatch every decoded line, in order."""
         while self._inbox:
+            if self._unyielded >= YIELD_EVERY:  # a full pipe: let the other tasks run
+                self._unyielded = 0
+                await trio.lowlevel.checkpoint()
+            self._unyielded += 1
             item = self._inbox.popleft()
             if isinstance(item, ProtocolViolation):
                 await self._protocol_error(item)
+                continue
+            answer = decode_tool_result(item)
+            if answer is not None:
+                pending = self._pending.get(answer[0])
+                if pending is not None:
+                    pending.put(answer[1])
                 continue
             try:
                 msg = self._protocol.decode(item)
@@ -330,9 +380,11 @@ class WorkerRuntime:
 
     async def _heartbeats(self) -> None:
         while True:
-            await trio.sleep(self.heartbeat_s)
+            self._heartbeat_due = trio.current_time() + self.heartbeat_s
+            await trio.sleep_until(self._heartbeat_due)
+            self._heartbeat_due = -math.inf
             if not self._callers:
-                self._idle.set()  # between calls: let the background reader read again
+                self._wake_reader()  # between calls: let the background reader read again
             await self.heartbeat()
 
     # -- running -------------------------------------------------------------------------------
@@ -356,6 +408,9 @@ class WorkerRuntime:
             self._body_scope = scope
             if self._eof:
                 scope.cancel()
+            living = trio.lowlevel.current_statistics().tasks_living
+            # alone with Trio's own tasks (its init and run_sync_soon tasks) and this one
+            self._own_tasks = living + 2 if living <= 3 else None
             nursery.start_soon(self._reader, scope)
             nursery.start_soon(self._heartbeats)
             try:
@@ -388,16 +443,17 @@ class WorkerRuntime:
 
 
 class _Call:
-    """One outstanding tool call: its answers in arrival order, and a wake-up."""
+    """One outstanding tool call: its answers in arrival order (``tool.stream`` envelopes, then
+    the ``tool.result`` — already its ``ToolResultEnvelope`` when it came the common way)."""
 
     __slots__ = ("closed", "event", "items")
 
     def __init__(self) -> None:
-        self.items: deque[IpcEnvelope] = deque()
+        self.items: deque[IpcEnvelope | ToolResultEnvelope] = deque()
         self.event: trio.Event | None = None
         self.closed = False
 
-    def put(self, msg: IpcEnvelope) -> None:
+    def put(self, msg: IpcEnvelope | ToolResultEnvelope) -> None:
         self.items.append(msg)
         if self.event is not None:
             self.event.set()

@@ -50,16 +50,33 @@ async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
     """Read until the worker's result, its end of stream or a protocol violation."""
     assert run.proc is not None
     proc = run.proc
+    now = trio.lowlevel.current_clock().current_time  # trio.current_time, minus two calls
+    agent_id, session_id = run.request.agent_id, run.request.session_id
     while True:
         msg = await proc.receive()
-        run.last_seen = trio.current_time()
+        run.last_seen = now()
         if msg is None:
             return
         if isinstance(msg, ProtocolViolation):
             run.end = End("protocol_error", msg.error, False)
             return
         try:
-            if await _handle(sup, run, msg):
+            if msg.agent_id != agent_id or msg.session_id != session_id:
+                # a worker speaks for itself only: its stdout is its own agent's channel
+                raise ProtocolViolation(
+                    f"a message names agent {msg.agent_id} of session {msg.session_id}, not "
+                    f"this worker's ({agent_id})"
+                )
+            if msg.kind == "tool.call":
+                call = proc.protocol.payload(msg)
+                assert isinstance(call, ToolCallPayload)
+                run.serving = True
+                try:
+                    await serve_tool(sup, run, msg.id, call)
+                finally:
+                    run.serving = False
+                    run.last_seen = now()
+            elif await _handle(sup, run, msg):
                 return
         except ProtocolViolation as exc:
             run.end = End("protocol_error", exc.error, False)
@@ -67,24 +84,10 @@ async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
 
 
 async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
+    """Any message but a ``tool.call`` (served by the loop itself); True ends the loop."""
     assert run.proc is not None
-    if msg.agent_id != run.request.agent_id or msg.session_id != run.request.session_id:
-        # a worker speaks for itself only: its stdout is its own agent's channel
-        raise ProtocolViolation(
-            f"a message names agent {msg.agent_id} of session {msg.session_id}, not this "
-            f"worker's ({run.request.agent_id})"
-        )
     kind = msg.kind
-    if kind == "tool.call":
-        call = run.proc.protocol.payload(msg)
-        assert isinstance(call, ToolCallPayload)
-        run.serving = True
-        try:
-            await serve_tool(sup, run, msg.id, call)
-        finally:
-            run.serving = False
-            run.last_seen = trio.current_time()
-    elif kind == "event":
+    if kind == "event":
         await worker_event(sup, run, msg)
     elif kind == "log":
         run.logs.append(redact(sup, str(msg.payload.get("message", ""))[:2000]))

@@ -46,7 +46,7 @@ from air.contracts import (
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
-from air.ipc.protocol import encode_line
+from air.ipc.protocol import LineEncoder
 from air.nursery.seams import SuperviseRequest
 from air.security.redact import SecretRedactor
 
@@ -184,6 +184,7 @@ class WorkerRun:
     checkpoint: dict[str, Any] | None = None
     started_recorded: bool = False
     ctx: ToolExecutionContext | None = None
+    encoder: LineEncoder | None = None
     _source: EventSource | None = field(default=None, repr=False)
 
     @property
@@ -234,14 +235,11 @@ async def send(
     """One message to the worker (a model payload is dumped as JSON in the same pass)."""
     if run.proc is None:
         return
-    line = encode_line(
-        kind,
-        payload,
-        session_id=run.request.session_id,
-        agent_id=run.request.agent_id,
-        correlation_id=correlation_id,
-    )
-    await run.proc.send_line(line)
+    encoder = run.encoder
+    if encoder is None:
+        req = run.request
+        encoder = run.encoder = LineEncoder(session_id=req.session_id, agent_id=req.agent_id)
+    await run.proc.send_line(encoder.line(kind, payload, correlation_id=correlation_id))
 
 
 async def control(run: WorkerRun, payload: dict[str, Any]) -> None:

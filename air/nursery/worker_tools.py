@@ -55,7 +55,7 @@ async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCa
     if call.name == "provider.complete":
         env = await _serve_provider(sup, run, call_id, call.input)
     else:
-        env = await _call_tool(sup, run, call_id, call, _context(run))
+        env = await _call_tool(sup, run, call_id, call, run.ctx or _context(run))
         if call.name == "shell.run":
             out = env.output if isinstance(env.output, dict) else {}
             command = str(call.input.get("command", ""))
