@@ -1,12 +1,12 @@
 """``air run --headless BATCH`` and ``air resume``: thin clients of ``open_runtime()``.
 
 Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part shared with
-``air resume``: checks, then one runtime from ``RuntimeFactory``), the signal policy (first
-SIGINT/SIGTERM/SIGHUP cancels cooperatively, a second kills at once) and the run's exit code
+``air resume``: checks, then one runtime from ``RuntimeFactory``) and the run's exit code
 (``air.contracts.error.CliExit``): 0 every task completed, 1 any failed or blocked, 2 bad
 input (refused before anything is created), 130 cancelled. Progress and the ``--json``
 stream are ``air/cli/reporter.py``'s; a closed stdout stops the stream quietly and the run
-goes on (IMPL-CLI-4). The reports are ``air/cli/junit.py``'s.
+goes on (IMPL-CLI-4). The reports are ``air/cli/junit.py``'s, the signal policy
+``air/cli/signals.py``'s.
 
 Usage (in ``air/cli/__init__.py``)::
 
@@ -18,9 +18,8 @@ Usage (in ``air/cli/__init__.py``)::
 from __future__ import annotations
 
 import os
-import signal
 import sys
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from air.cli.options import HeadlessOptions, RunnerFactory
@@ -132,6 +131,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.cli.factory import RuntimeFactory
     from air.cli.options import bad
     from air.cli.reporter import Progress
+    from air.cli.signals import watch_signals
     from air.contracts import CliExit, EventFilter
     from air.events.fold import TASK_ENDS
     from air.ipc.startup import release_gc
@@ -167,7 +167,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         runtime.bus.subscribe(
             EventFilter(types=["agent.started", *TASK_ENDS]), lambda _: release_gc()
         )
-        runtime.nursery.start_soon(_watch_signals, runtime, options.stderr)
+        runtime.nursery.start_soon(watch_signals, runtime, options.stderr)
         result = await runtime.run_until_idle()
         await runtime.settle()
         done, _running, failed, total = progress.counts()
@@ -182,33 +182,3 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         from air.cli.junit import write_reports  # only now: not on the way to the first request
 
         write_reports(options.junit, progress, runtime, result, outcome["code"])
-
-
-async def _watch_signals(runtime: Any, stderr: IO[str]) -> None:
-    """First SIGINT/SIGTERM/SIGHUP (the terminal closed): cancel cooperatively. Second: SIGKILL
-    every worker and exit 130.
-
-    Everything already recorded stays recorded (each event is its own committed transaction);
-    ``air resume`` recovers the rest.
-    """
-    import trio
-
-    from air.contracts import CliExit
-
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
-        count = 0
-        async for signum in signals:
-            count += 1
-            name = signal.Signals(signum).name
-            if count == 1:
-                print(
-                    f"air: {name}: cancelling the run (again to kill at once)",
-                    file=stderr,
-                    flush=True,
-                )
-                runtime.cancel(f"{name} received")
-                continue
-            print(f"air: {name}: killing every worker now", file=stderr, flush=True)
-            await runtime.kill_workers()
-            stderr.flush()
-            os._exit(CliExit.CANCELLED)

@@ -13,9 +13,9 @@ compactor's own budget — keeps the pinned facts verbatim ahead of the model's 
 ``trigger_ratio`` of a request budget (the Main Agent's next request, a worker task's context),
 one compaction runs under the session's compaction lock, re-checked inside it, so concurrent
 askers compact once; ``view`` is what a request then carries (the latest summary and the ids of
-every message it covers). ``CompactingContext`` wires it into the workers' ContextPack builder.
-It also owns ``record_worker_summary``: a ``compact`` task run by a CompactorRole worker gets its
-row the same way (the model's own ``summary_id`` is replaced, never trusted).
+every message it covers); ``air.nursery.worker_context`` wires it into the workers' ContextPack
+builder. It also owns ``record_worker_summary``: a ``compact`` task run by a CompactorRole
+worker gets its row the same way (the model's own ``summary_id`` is replaced, never trusted).
 """
 
 from __future__ import annotations
@@ -58,13 +58,11 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     TextBlock,
 )
-from air.contracts.runtime import ContextPack
 from air.nursery.ledger import Ledger
 from air.store.repositories import SessionStore
 
 __all__ = [
     "AGENT_ID",
-    "CompactingContext",
     "CompactionOutcome",
     "CompactionView",
     "SessionCompactor",
@@ -365,42 +363,6 @@ class SessionCompactor:
             {"task_id": task_id, "error": error.model_dump(mode="json")},
         )
         raise AirException(error)
-
-
-class PackBuilder(Protocol):
-    """What ``CompactingContext`` needs of ``air.context.worker_pack.WorkerContextBuilder``."""
-
-    @property
-    def token_budget(self) -> int: ...
-
-    @property
-    def last(self) -> Any: ...
-
-    def build(self, attempt: Any) -> ContextPack: ...
-
-
-class CompactingContext:
-    """The workers' ContextPack provider with the compaction trigger (IMPL-COMPACT-1): when the
-    assembler asks for compaction of a task's context and the history is due, the session is
-    compacted once and the context built again on the summary. A failed compaction (recorded
-    ``context.compaction.failed``) leaves the task its fitted, uncompacted context.
-    """
-
-    def __init__(self, builder: PackBuilder, compactor: SessionCompactor) -> None:
-        self.builder = builder
-        self.compactor = compactor
-
-    async def __call__(self, attempt: Any) -> ContextPack:
-        pack = self.builder.build(attempt)
-        last = self.builder.last
-        if last is None or not getattr(last, "compaction_requested", False):
-            return pack
-        reason = f"the context of task {attempt.task_spec.id} passed the compaction threshold"
-        try:
-            outcome = await self.compactor.compact_if_due(self.builder.token_budget, reason)
-        except AirException:
-            return pack
-        return pack if outcome is None else self.builder.build(attempt)
 
 
 async def record_worker_summary(

@@ -15,8 +15,8 @@ configuration files) and the handle it yields, ``Runtime``. In order, once each:
    capabilities through ``extend_tools``), the worker ContextPack builder, the WorkerManager
    (or the injected runner), the AgentMonitor and the Scheduler; the workers' context builder
    compacts the session when a task's context passes the compaction threshold
-   (``CompactingContext``, IMPL-COMPACT-1) and ``Runtime.compactor`` gives the Main Agent its
-   compactor over the same lock; with ``.air/shared/architecture.yaml`` the Scheduler's
+   (``air.nursery.worker_context``, IMPL-COMPACT-1) and ``Runtime.compactor`` gives the Main
+   Agent its compactor over the same lock; with ``.air/shared/architecture.yaml`` the Scheduler's
    architecture gate is the ArchitectureDesigner's (fail closed headless, IMPL-COMPACT-3);
 5. recover the session once (SDD §16.3: orphans of a dead runtime reaped by their durable run
    records, lost agents, interrupted tasks, FK-off scan, workspace GC) — the Scheduler is told
@@ -47,7 +47,7 @@ from air.contracts import (
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
 from air.nursery.architecture_gate import ArchitectureGate
-from air.nursery.compaction import CompactingContext, SessionCompactor
+from air.nursery.compaction import SessionCompactor
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
@@ -57,6 +57,7 @@ from air.nursery.retry import RetryPlanner
 from air.nursery.runs import claim_session, reap_orphans, runs_dir
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.nursery.seams import TaskRunner
+from air.nursery.worker_context import session_compactor, worker_context
 from air.session.manager import OpenSession, SessionManager
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
@@ -153,7 +154,7 @@ class Runtime:
         """The session's compactor over ``models`` (default the run's provider), with the
         project's compaction rules and the session's compaction lock."""
         models = models or self.services.provider
-        return _compactor(self.session, self.ledger, models, self.compaction_lock)
+        return session_compactor(self.session, self.ledger, models, self.compaction_lock)
 
     @property
     def session_id(self) -> str:
@@ -348,7 +349,7 @@ def _workers(
         artifacts=session.artifacts,
         model=services.model,
         tool_specs=specs,
-        context=_worker_context(session, ledger, services.provider, services.model, lock),
+        context=worker_context(session, ledger, services.provider, services.model, lock),
         state_dir=runs,
         redactor=services.redactor,
         spare=config.spare,
@@ -358,43 +359,6 @@ def _workers(
         return runner, None
     provider_id = services.model.partition("/")[0]
     return runner, lambda: warm_up(provider_id)
-
-
-def _worker_context(
-    session: OpenSession, ledger: SessionLedger, provider: Any, model: str, lock: trio.Lock
-) -> Any:
-    """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6),
-    compacting the session when a task's context passes the threshold (IMPL-COMPACT-1; not
-    for a provider that cannot choose a compactor model, e.g. per-task cassettes)."""
-    from importlib import resources
-
-    from air.context.worker_pack import WorkerContextBuilder
-
-    rows: list[Any] = getattr(provider, "list_models", list)()
-    ref = model.partition("/")
-    window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
-    prompts = resources.files("air.roles").joinpath("prompts")
-    builder = WorkerContextBuilder.for_session(
-        session, role_prompt_dir=str(prompts), context_window=window
-    )
-    if not hasattr(provider, "select_model"):
-        return builder
-    return CompactingContext(builder, _compactor(session, ledger, provider, lock))
-
-
-def _compactor(
-    session: OpenSession, ledger: SessionLedger, models: Any, lock: trio.Lock
-) -> SessionCompactor:
-    from air.context.compaction import load_compaction_rules
-
-    return SessionCompactor(
-        ledger=ledger,
-        store=session.store,
-        models=models,
-        session_id=session.session_id,
-        rules=load_compaction_rules(project=session.project),
-        lock=lock,
-    )
 
 
 def _reaper(runs: str) -> Reaper:

@@ -24,8 +24,8 @@ from air.context.worker_pack import WorkerContextBuilder
 from air.contracts import TaskSpec
 from air.contracts.event import EventSource, new_event
 from air.llm import ProviderManager
-from air.nursery.compaction import CompactingContext
 from air.nursery.runtime import open_runtime
+from air.nursery.worker_context import CompactingContext
 from air.testing.recording import RecordingProvider
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.test_compaction import DECISIONS, Env, cassette
