@@ -8,8 +8,9 @@ lazily (IMPL-BOOT-4): a run against a real provider never imports the cassette m
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from air.contracts.exports import lazy_export
 
 if TYPE_CHECKING:
     from air.llm.adapter import ProviderAdapter
@@ -54,9 +55,4 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     """A re-exported name, imported from its module on first use and cached here."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return lazy_export(__name__, _HOMES, globals(), name)

@@ -10,8 +10,9 @@ handler needs at start-up, is imported without the command analyzer, the engine 
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from air.contracts.exports import lazy_export
 
 if TYPE_CHECKING:
     from air.security.commands import CommandRiskAnalyzer, riskiest
@@ -55,9 +56,4 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     """A re-exported name, imported from its module on first use and cached here."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+    return lazy_export(__name__, _HOMES, globals(), name)

@@ -46,6 +46,8 @@ def test_the_redactor_comes_without_pydantic_yaml_and_the_parser() -> None:
             if m.split(".")[0] in ("pydantic", "yaml", "tree_sitter", "tree_sitter_bash")
             or m.startswith(("air.contracts", "air.security.commands", "air.security.engine"))
         )
+        # the lazy-export helper and the (lazy) package it lives in build no model
+        heavy = [m for m in heavy if m not in ("air.contracts", "air.contracts.exports")]
         print(json.dumps({"heavy": heavy, "text": text}))
         """
     )
