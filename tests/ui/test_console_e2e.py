@@ -291,6 +291,16 @@ def _wait_sleeping(marker: str, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
+def _run_the_slow_one(tmux: Tmux, root: Path, env: dict[str, str], marker: str) -> None:
+    """Open the console on ``root``, ask for the slow task and wait until its command sleeps."""
+    tmux.start(_air("run", str(root)), env)
+    tmux.wait_for("IDLE", timeout=30)
+    tmux.type("run the slow one")
+    tmux.keys("Enter")
+    _wait_task(tmux, "Slow one A", "running")
+    _wait_sleeping(marker)
+
+
 def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> None:
     """Closing the terminal (SIGHUP) ends the console and every worker; after a kill -9 of
     air the next start reaps what the dead one left, and quitting then leaves nothing."""
@@ -307,12 +317,7 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
         _project(root, server.url)
         tmux = Tmux(tmp_path)
         try:
-            tmux.start(_air("run", str(root)), env)
-            tmux.wait_for("IDLE", timeout=30)
-            tmux.type("run the slow one")
-            tmux.keys("Enter")
-            _wait_task(tmux, "Slow one A", "running")
-            _wait_sleeping(str(tmp_path))
+            _run_the_slow_one(tmux, root, env, str(tmp_path))
         finally:
             tmux.close()  # the terminal goes away: SIGHUP
         assert _wait_gone(str(tmp_path)) == []
@@ -367,12 +372,7 @@ def test_the_second_ctrl_c_kills_at_once_and_the_reopened_session_lost_nothing(
         _project(root, server.url)
         tmux = Tmux(tmp_path)
         try:
-            tmux.start(_air("run", str(root)), env)
-            tmux.wait_for("IDLE", timeout=30)
-            tmux.type("run the slow one")
-            tmux.keys("Enter")
-            _wait_task(tmux, "Slow one A", "running")
-            _wait_sleeping(str(tmp_path))
+            _run_the_slow_one(tmux, root, env, str(tmp_path))
             # both presses reach the console in one read: the second finds the work running
             tmux.keys("C-c", "C-c")
             assert tmux.wait_exit(timeout=20) == 0
