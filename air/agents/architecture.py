@@ -53,6 +53,7 @@ __all__ = [
     "PromptConfirm",
     "ResultClass",
     "SchedulerGate",
+    "architecture_reference",
     "load_declaration",
 ]
 
@@ -131,12 +132,21 @@ def _matches(path: str, pattern: str) -> bool:
     return _glob_regex(pattern).match(path.strip().lstrip("./")) is not None
 
 
+def architecture_reference() -> str:
+    """The reference of ``architecture.yaml`` that config errors name: its copy in the
+    installed package (an absolute path that exists)."""
+    return str(Path(__file__).with_name("resources") / "architecture.md")
+
+
 def _strings(value: Any, source: str, key: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,
             message=f"{source}: {key} must be a list of path globs",
-            user_action=f"Write {key} as a YAML list of non-empty strings in {source}.",
+            user_action=(
+                f"Write {key} as a YAML list of non-empty strings in {source} "
+                f"(reference: {architecture_reference()})."
+            ),
         )
     globs = tuple(v.strip() for v in value)
     for glob in globs:
@@ -146,7 +156,10 @@ def _strings(value: Any, source: str, key: str) -> tuple[str, ...]:
             raise AirException.of(
                 kind=ErrorKind.CONFIG_ERROR,
                 message=f"{source}: {key} entry {glob!r} leaves the project",
-                user_action=f"Use paths relative to the project root (no '..') in {source}.",
+                user_action=(
+                    f"Use paths relative to the project root (no '..') in {source} "
+                    f"(reference: {architecture_reference()})."
+                ),
             )
     return globs
 
@@ -171,13 +184,16 @@ def load_declaration(project_root: str | Path) -> ArchitectureDeclaration:
             kind=ErrorKind.CONFIG_ERROR,
             message=f"{source} is not valid YAML",
             detail=str(exc),
-            user_action=f"Fix the YAML of {source}.",
+            user_action=f"Fix the YAML of {source} (reference: {architecture_reference()}).",
         ) from exc
     if not isinstance(data, dict) or set(data) - {"docs", "areas"}:
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,
             message=f"{source} must be a mapping with the keys docs and areas only",
-            user_action=f"Keep only 'docs:' and 'areas:' in {source}.",
+            user_action=(
+                f"Keep only 'docs:' and 'areas:' in {source} "
+                f"(reference: {architecture_reference()})."
+            ),
         )
     docs = _strings(data["docs"], source, "docs") if "docs" in data else _DEFAULT_DOCS
     areas = dict(_DEFAULT_AREAS)
@@ -186,7 +202,10 @@ def load_declaration(project_root: str | Path) -> ArchitectureDeclaration:
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,
             message=f"{source}: areas may name only {', '.join(AREAS)}",
-            user_action=f"Fix the area names under 'areas:' in {source}.",
+            user_action=(
+                f"Fix the area names under 'areas:' in {source} "
+                f"(reference: {architecture_reference()})."
+            ),
         )
     for name, globs in raw_areas.items():
         areas[name] = _strings(globs, source, f"areas.{name}")

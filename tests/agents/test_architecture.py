@@ -14,11 +14,13 @@ import trio
 
 from air.agents import MainAgentState
 from air.agents.architecture import (
+    AREAS,
     ArchitectureChange,
     ArchitectureDesigner,
     ArchitectureImpact,
     DocumentUpdate,
     SchedulerGate,
+    architecture_reference,
     load_declaration,
 )
 from air.contracts import (
@@ -119,7 +121,20 @@ def test_a_bad_declaration_is_a_config_error(env: AgentEnv, text: str) -> None:
     with pytest.raises(AirException) as caught:
         load_declaration(env.root)
     assert caught.value.kind == "config_error"
-    assert caught.value.error.user_action
+    action = caught.value.error.user_action or ""
+    reference = architecture_reference()
+    assert f"(reference: {reference})" in action
+    assert Path(reference).is_file()  # the installed package's copy
+
+
+def test_the_shipped_reference_s_example_is_a_valid_declaration(env: AgentEnv) -> None:
+    text = Path(architecture_reference()).read_text(encoding="utf-8")
+    example = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (env.root / ".air" / "shared" / "architecture.yaml").write_text(example)
+    declared = load_declaration(env.root)
+    assert declared.docs == ("ARCHITECTURE.md", "docs/adr/**")
+    assert declared.areas["runtime"] == ("src/scheduler/**",)
+    assert set(declared.areas) == set(AREAS)
 
 
 async def test_a_document_linked_out_of_the_project_never_reaches_the_model(
