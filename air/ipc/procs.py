@@ -4,7 +4,8 @@ Owns: reading a ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id
 ``air.contracts.platform.ProcessIdentity``, re-exported here) with ``read_identity``,
 ``is_same_process`` (never signal a recycled PID), ``find_marked`` (every process whose
 environment carries a worker's run marker — the way to find descendants that double-forked and
-called ``setsid``), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace
+called ``setsid``), ``kill_sandboxes`` (the sandboxed commands of given workspaces that a dead
+runtime left, IMPL-SBX-7), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace
 period, then SIGKILL). Linux ``/proc`` only; elsewhere the group kill still works.
 """
 
@@ -26,6 +27,7 @@ __all__ = [
     "boot_id",
     "find_marked",
     "is_same_process",
+    "kill_sandboxes",
     "kill_tree",
     "read_identity",
 ]
@@ -142,6 +144,42 @@ def find_marked(marker: str, *, max_age_s: float = 0.0, started_since: int = 0) 
     want = marker.encode()
     procs = _scan(max_age_s, started_since)
     return [p.pid for p in procs if p.marker == want and p.state not in ("Z", "X")]
+
+
+def kill_sandboxes(workspaces: list[str]) -> list[int]:
+    """SIGKILL every live sandbox (a ``bwrap`` that leads its own session, as the runtime starts
+    them) whose command line binds one of ``workspaces``, except this process's children;
+    return their PIDs. Killing bwrap ends its PID namespace: the command and all it started.
+
+    For recovery (IMPL-SBX-7): bwrap's parent-death signal misses a runtime that died between
+    forking bwrap and bwrap's own ``prctl``, so such a command outlives it.
+    """
+    wanted = {os.path.realpath(w) for w in workspaces if w}
+    if not wanted:
+        return []
+    me = os.getpid()
+    killed: list[int] = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        pid = int(name)
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = [a.decode(errors="replace") for a in fh.read().split(b"\0") if a]
+            fields = _stat_fields(pid)
+        except OSError:
+            continue
+        if not argv or os.path.basename(argv[0]) != "bwrap" or not fields or len(fields) < 4:
+            continue
+        ppid, session = int(fields[1]), int(fields[3])
+        if session != pid or ppid == me or not wanted.intersection(argv):
+            continue
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            continue
+        killed.append(pid)
+    return killed
 
 
 def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:

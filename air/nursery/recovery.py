@@ -6,7 +6,8 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
 2. check each active agent's process by PID *and* start time; a live one cannot be
    reconnected (its stdio belonged to the dead runtime), so its process group is reaped with
    the injected ``reap`` function (the WorkerManager's orphan reaper); either way
-   ``agent.lost`` is recorded;
+   ``agent.lost`` is recorded; a sandboxed command the dead runtime started in one of the
+   session's workspaces and that outlived it is killed (IMPL-SBX-7);
 3. every task the log still shows running is marked ``task.interrupted`` (resumable: it runs
    again from pending; a completed task is never touched, so it never runs twice);
 4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here);
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from air.contracts import ErrorKind, TaskStatus, make_air_error
+from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, fold_history
 from air.nursery.monitor import process_alive
 from air.workspace.manager import WorkspaceManager
@@ -44,6 +46,7 @@ Reaper = Callable[[StoredAgent], Awaitable[bool]]
 class RecoveryReport:
     lost_agents: list[str] = field(default_factory=list)
     reaped_agents: list[str] = field(default_factory=list)
+    reaped_commands: list[int] = field(default_factory=list)
     interrupted_tasks: list[str] = field(default_factory=list)
     kept_workspaces: list[str] = field(default_factory=list)
     cleaned_workspaces: list[str] = field(default_factory=list)
@@ -106,6 +109,13 @@ async def recover_session(
             },
         )
         report.lost_agents.append(agent.agent_id)
+
+    # step 2, the sandboxes: this process claimed the session, so no live runtime owns its
+    # workspaces; a bwrap still running in one lost its runtime (IMPL-SBX-7)
+    paths = [str(rec["path"]) for rec in state.workspaces.values() if rec.get("path")]
+    report.reaped_commands = kill_sandboxes(paths)
+    for pid in report.reaped_commands:
+        log.warning("killed sandboxed command %s that outlived its runtime", pid)
 
     # step 3: tasks the log says are running
     for task in state.tasks.values():
