@@ -545,7 +545,8 @@ def _report(exc: BaseException) -> int | None:
     """Print a user's problem (an AirException, also inside an exception group, or an
     OSError naming a file) as ``air: kind: message`` + what to do; its exit code. None for
     anything else (a bug: its traceback shows)."""
-    from air.contracts.error import CliExit, exit_code_for, first_air_exception
+    from air.cli.options import reported_exit
+    from air.contracts.error import CliExit, first_air_exception
 
     found = first_air_exception(exc)
     if found is not None:
@@ -554,12 +555,7 @@ def _report(exc: BaseException) -> int | None:
         logging.getLogger("air.cli").warning(
             "%s: %s (%s)", found.kind.value, found.error.message, found.user_action
         )
-        print(f"air: {found.kind.value}: {found.error.message}", file=sys.stderr)
-        if found.error.detail:
-            print(f"  detail: {found.error.detail}", file=sys.stderr)
-        if found.user_action:
-            print(f"  what to do: {found.user_action}", file=sys.stderr)
-        return exit_code_for(found)
+        return reported_exit(found, sys.stderr)
     if isinstance(exc, OSError) and exc.filename is not None:
         print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         print("  what to do: check that path (it exists, is readable/writable).", file=sys.stderr)

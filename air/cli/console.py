@@ -32,7 +32,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from air.cli.options import HeadlessOptions, bad, parse_options, report_bad_input
+from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
 
 if TYPE_CHECKING:
     from air.agents import PendingPrompts
@@ -73,7 +73,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
-    from air.contracts import AirException, CliExit, exit_code_for, first_air_exception
+    from air.contracts import AirException, CliExit
 
     if args.get("PROJECT") and not args.get("--project"):
         args = {**args, "--project": args["PROJECT"]}
@@ -109,15 +109,11 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         import trio
 
         trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
-    except BaseExceptionGroup as group:
-        found = first_air_exception(group)
-        if found is None:
+    except (AirException, BaseExceptionGroup) as exc:
+        code = reported_exit(exc, sys.stderr)
+        if code is None:
             raise
-        report_bad_input(found, sys.stderr)
-        return exit_code_for(found)
-    except AirException as exc:
-        report_bad_input(exc, sys.stderr)
-        return exit_code_for(exc)
+        return code
     return CliExit.OK
 
 

@@ -120,3 +120,16 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
         print(f"  detail: {exc.error.detail}", file=stream)
     if exc.user_action:
         print(f"  what to do: {exc.user_action}", file=stream)
+
+
+def reported_exit(exc: BaseException, stream: IO[str]) -> int | None:
+    """A user's problem — an AirException, also inside (nested) exception groups, as a nursery
+    raises it — printed to ``stream`` (``report_bad_input``); its exit code. None for anything
+    else: a bug, whose traceback the caller lets show."""
+    from air.contracts.error import exit_code_for, first_air_exception
+
+    found = first_air_exception(exc)
+    if found is None:
+        return None
+    report_bad_input(found, stream)
+    return exit_code_for(found)

@@ -102,8 +102,8 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     import trio
 
     from air.cli.checks import refusals
-    from air.cli.options import report_bad_input
-    from air.contracts import AirException, CliExit, exit_code_for, first_air_exception
+    from air.cli.options import report_bad_input, reported_exit
+    from air.contracts import AirException, CliExit
 
     problems = refusals(options)
     for each in problems:
@@ -113,17 +113,13 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     outcome: dict[str, int] = {}
     try:
         trio.run(_main, options, specs, outcome)
-    except BaseExceptionGroup as group:
+    except (AirException, BaseExceptionGroup) as exc:
         # an AirException raised under a nursery (the session's bus, the signal watcher)
         # arrives wrapped in a group; it is still the user's problem, not a crash
-        found = first_air_exception(group)
-        if found is None:
+        code = reported_exit(exc, options.stderr)
+        if code is None:
             raise
-        report_bad_input(found, options.stderr)
-        return exit_code_for(found)
-    except AirException as exc:
-        report_bad_input(exc, options.stderr)
-        return exit_code_for(exc)
+        return code
     return outcome.get("code", CliExit.FAILED)
 
 

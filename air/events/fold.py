@@ -437,31 +437,47 @@ def _task_started(
     return _put_task(state, task, new)
 
 
+def _end_task(
+    state: SessionState,
+    event: RuntimeEvent,
+    task_id: str,
+    attempt_index: int | None,
+    status: TaskStatus,
+    error: AirError | None = None,
+    **changes: Any,
+) -> SessionState:
+    """A task-ending event: the task takes ``status`` (and ``changes``), its attempt ends too."""
+    task = _task(state, event, task_id)
+    attempts = _end_attempt(event, task, attempt_index, status.value, error)
+    new = replace(task, status=status, attempts=attempts, **changes)
+    return _put_task(state, task, new)
+
+
 def _task_completed(
     state: SessionState, event: RuntimeEvent, x: p.TaskCompletedPayload
 ) -> SessionState:
-    task = _task(state, event, x.task_id)
-    new = replace(
-        task,
-        status=TaskStatus.COMPLETED,
+    return _end_task(
+        state,
+        event,
+        x.task_id,
+        x.attempt_index,
+        TaskStatus.COMPLETED,
         worker_result=x.worker_result,
-        attempts=_end_attempt(event, task, x.attempt_index, "completed"),
     )
-    return _put_task(state, task, new)
 
 
 def _task_blocked(
     state: SessionState, event: RuntimeEvent, x: p.TaskBlockedPayload
 ) -> SessionState:
-    task = _task(state, event, x.task_id)
-    new = replace(
-        task,
-        status=TaskStatus.BLOCKED,
+    return _end_task(
+        state,
+        event,
+        x.task_id,
+        x.attempt_index,
+        TaskStatus.BLOCKED,
         blocked_reason=x.reason,
         worker_result=x.worker_result,
-        attempts=_end_attempt(event, task, x.attempt_index, "blocked"),
     )
-    return _put_task(state, task, new)
 
 
 def _task_failed(state: SessionState, event: RuntimeEvent, x: p.TaskFailedPayload) -> SessionState:
@@ -471,40 +487,31 @@ def _task_failed(state: SessionState, event: RuntimeEvent, x: p.TaskFailedPayloa
         failure_signature=x.error.semantic_signature,
         failure_kind=x.error.kind.value,
     )
-    new = replace(
-        task,
-        status=TaskStatus.FAILED,
+    return _end_task(
+        state,
+        event,
+        x.task_id,
+        x.attempt_index,
+        TaskStatus.FAILED,
+        x.error,
         last_error=x.error,
         worker_result=x.worker_result,
         failures=(*task.failures, failure),
-        attempts=_end_attempt(event, task, x.attempt_index, "failed", x.error),
     )
-    return _put_task(state, task, new)
 
 
 def _task_cancelled(
     state: SessionState, event: RuntimeEvent, x: p.TaskCancelledPayload
 ) -> SessionState:
-    task = _task(state, event, x.task_id)
-    new = replace(
-        task,
-        status=TaskStatus.CANCELLED,
-        blocked_reason=x.reason,
-        attempts=_end_attempt(event, task, x.attempt_index, "cancelled"),
+    return _end_task(
+        state, event, x.task_id, x.attempt_index, TaskStatus.CANCELLED, blocked_reason=x.reason
     )
-    return _put_task(state, task, new)
 
 
 def _task_interrupted(
     state: SessionState, event: RuntimeEvent, x: p.TaskInterruptedPayload
 ) -> SessionState:
-    task = _task(state, event, x.task_id)
-    new = replace(
-        task,
-        status=TaskStatus.INTERRUPTED,
-        attempts=_end_attempt(event, task, x.attempt_index, "interrupted"),
-    )
-    return _put_task(state, task, new)
+    return _end_task(state, event, x.task_id, x.attempt_index, TaskStatus.INTERRUPTED)
 
 
 def _compaction_requested(

@@ -121,9 +121,7 @@ async def collect(
     payload: dict[str, Any] = {**base, "error": error.model_dump(mode="json")}
     if result is not None:
         payload["worker_result"] = result.model_dump(mode="json")
-    await s.record_end(node, "task.failed", payload, attempt_index=attempt_index)
-    node.status = TaskStatus.FAILED
-    node.final = False
+    await _failed(s, node, payload, attempt_index, final=False)
 
 
 def _failure_evidence(result: WorkerResult | None) -> dict[str, Any]:
@@ -231,14 +229,8 @@ async def merge(
                 metadata={"kept_branch": merged.kept_branch, "outcome": "merge_conflict"},
             )
             await s.workspaces.abandon_workspace(workspace.workspace_id, "merge conflict")
-            await s.record_end(
-                node,
-                "task.failed",
-                {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")},
-                attempt_index=attempt_index,
-            )
-            node.status = TaskStatus.FAILED
-            node.final = False
+            payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
+            await _failed(s, node, payload, attempt_index, final=False)
             s.solo.add(node.task_id)
 
 
@@ -264,11 +256,14 @@ async def _workspace_failed(
             },
         }
     )
-    await s.record_end(
-        node,
-        "task.failed",
-        {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")},
-        attempt_index=attempt_index,
-    )
+    payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
+    await _failed(s, node, payload, attempt_index, final=True)
+
+
+async def _failed(
+    s: Scheduler, node: TaskNode, payload: dict[str, Any], attempt_index: int, *, final: bool
+) -> None:
+    """Record ``task.failed`` and mark the node failed; ``final``: no retry will follow."""
+    await s.record_end(node, "task.failed", payload, attempt_index=attempt_index)
     node.status = TaskStatus.FAILED
-    node.final = True
+    node.final = final
