@@ -20,12 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
-import yaml
-
 from air.agents.direct import ToolPort
 from air.agents.plan import extract_json
 from air.agents.turns import EventSink, ModelPort, TurnRunner
-from air.context.loader import builtin_resource, read_text_file
+from air.context.loader import builtin_resource, read_text_file, read_yaml_file
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
 from air.contracts.permission import (
@@ -177,15 +175,9 @@ def load_declaration(project_root: str | Path) -> ArchitectureDeclaration:
     if not path.is_file():
         return ArchitectureDeclaration()
     source = str(path)
-    try:
-        data = yaml.safe_load(read_text_file(path)) or {}
-    except yaml.YAMLError as exc:
-        raise AirException.of(
-            kind=ErrorKind.CONFIG_ERROR,
-            message=f"{source} is not valid YAML",
-            detail=str(exc),
-            user_action=f"Fix the YAML of {source} (reference: {architecture_reference()}).",
-        ) from exc
+    data: Any = read_yaml_file(
+        path, user_action=f"Fix the YAML of {source} (reference: {architecture_reference()})."
+    )
     if not isinstance(data, dict) or set(data) - {"docs", "areas"}:
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,

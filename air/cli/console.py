@@ -495,8 +495,6 @@ def _replay(options: HeadlessOptions) -> int:
 
 
 async def _play(events: Any) -> None:
-    import trio
-
     from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPlayer
     from air.ui_urwid import TuiApp
 
@@ -506,12 +504,6 @@ async def _play(events: Any) -> None:
         InProcessProjectionClient(store),
         player,
         replay=True,
-        hud_extra=lambda: (
-            f" · REPLAY {'paused' if player.paused else 'playing'} x{player.speed:g} "
-            f"{player.position}/{len(player.events)}"
-        ),
+        hud_extra=player.hud_text,
     )
-    async with trio.open_nursery() as nursery:
-        await nursery.start(player.run)
-        await app.run()
-        nursery.cancel_scope.cancel(reason="replay closed")
+    await player.play_while(app.run)

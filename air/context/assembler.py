@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from air.context.compaction import CompactionRules, load_compaction_rules, message_text
@@ -29,6 +28,7 @@ from air.context.loader import (
     IMMUTABLE_LEVELS,
     PromptLayerLoader,
     read_text_file,
+    read_yaml_file,
 )
 from air.context.tokens import estimate_tokens
 from air.contracts.error import AirException, ErrorKind
@@ -775,15 +775,7 @@ def _summarise_permission_file(label: str, path: Path) -> list[str]:
     """Rules of one permissions.yaml as text lines (format: docs IMPL-SEC-3)."""
     if not path.is_file():
         return [f"{label}: no file (defaults apply)."]
-    try:
-        data = yaml.safe_load(read_text_file(path)) or {}
-    except yaml.YAMLError as exc:
-        raise AirException.of(
-            kind=ErrorKind.CONFIG_ERROR,
-            message=f"{path} is not valid YAML",
-            detail=str(exc),
-            user_action=f"Fix the YAML syntax of {path}.",
-        ) from exc
+    data: Any = read_yaml_file(path, user_action=f"Fix the YAML syntax of {path}.")
     if not isinstance(data, Mapping) or not isinstance(data.get("rules", []), list):
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,

@@ -30,6 +30,7 @@ __all__ = [
     "RolePromptSource",
     "builtin_resource",
     "read_text_file",
+    "read_yaml_file",
 ]
 
 RolePromptSource = Callable[[AgentType], str | None]
@@ -98,6 +99,26 @@ def read_text_file(path: Path, *, max_chars: int = MAX_FILE_CHARS) -> str:
     if len(text) > max_chars:
         text = text[:max_chars] + f"\n[... cut at {max_chars} characters ...]"
     return text
+
+
+def read_yaml_file(path: Path, *, user_action: str) -> object:
+    """The YAML document of a configuration file (``{}`` when it is empty).
+
+    Raises:
+        AirException: ``config_error`` when it cannot be read or is not valid YAML
+            (``user_action`` says what to do about the YAML).
+    """
+    import yaml
+
+    try:
+        return yaml.safe_load(read_text_file(path)) or {}
+    except yaml.YAMLError as exc:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{path} is not valid YAML",
+            detail=str(exc),
+            user_action=user_action,
+        ) from exc
 
 
 def _layer(

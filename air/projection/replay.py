@@ -11,7 +11,7 @@ runtime, so nothing the person types can change the recorded session.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 
 import trio
@@ -64,6 +64,18 @@ class ReplayPlayer:
     @property
     def done(self) -> bool:
         return self.position >= len(self.events)
+
+    def hud_text(self) -> str:
+        """The HUD's replay segment: paused or playing, speed, position."""
+        state = "paused" if self.paused else "playing"
+        return f" · REPLAY {state} x{self.speed:g} {self.position}/{len(self.events)}"
+
+    async def play_while(self, app_run: Callable[[], Awaitable[None]]) -> None:
+        """Play beside ``app_run`` (the console's ``TuiApp.run``); stop when it returns."""
+        async with trio.open_nursery() as nursery:
+            await nursery.start(self.run)
+            await app_run()
+            nursery.cancel_scope.cancel(reason="replay closed")
 
     def _poke(self) -> None:
         self._changed.set()

@@ -228,15 +228,9 @@ async def _run(args: argparse.Namespace, stats: dict[str, Any]) -> int:
             InProcessProjectionClient(store),
             _LoggingChannel(player, log),
             replay=True,
-            hud_extra=lambda: (
-                f" · REPLAY {'paused' if player.paused else 'playing'} x{player.speed:g} "
-                f"{player.position}/{len(player.events)}"
-            ),
+            hud_extra=player.hud_text,
         )
-        async with trio.open_nursery() as nursery:
-            await nursery.start(player.run)
-            await app.run()
-            nursery.cancel_scope.cancel(reason="replay closed")
+        await player.play_while(app.run)
         db.close()
         return 0
     if args.db:
