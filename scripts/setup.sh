@@ -30,10 +30,12 @@ fi
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
-stamp=.venv/.air-installed
+# an editable install as a plain path entry (compat): setuptools' default editable finder costs
+# every air process and worker ~10 ms at start-up, before any air code runs (IMPL-BOOT-6)
+stamp=.venv/.air-installed-compat
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[test]"
+  .venv/bin/python -m pip install -q --config-settings editable_mode=compat -e ".[test]"
   touch "$stamp"
 fi
 # bytecode for air's own sources (an editable install has none; with PYTHONDONTWRITEBYTECODE

@@ -60,10 +60,11 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
 def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
     """Before any heavy import: hold the garbage collector, skip pydantic's plugin lookup and
     start the spare worker (None for a run with injected fake workers or a bad command line)."""
-    from air.ipc.startup import hold_gc, skip_pydantic_plugins
+    from air.ipc.startup import hold_gc, skip_ldconfig_probe, skip_pydantic_plugins
 
     hold_gc()  # released once the run is set up (IMPL-START-2)
     skip_pydantic_plugins()
+    skip_ldconfig_probe()
     if fake or not args.get("BATCH"):
         return None
     from air.ipc.spare import SpareWorker

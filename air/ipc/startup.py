@@ -5,7 +5,10 @@ first validator is built, importing ``importlib.metadata`` (and zipfile, email, 
 every installed distribution. Owns ``hold_gc`` / ``release_gc``: the cyclic garbage collector is
 off while a process imports (pydantic's class and schema building sets off collection after
 collection that find next to nothing), then the survivors are frozen out of later collections
-and collection resumes. Standard library only.
+and collection resumes. Owns ``skip_ldconfig_probe``: Trio looks up libpthread once when
+imported, only to name its worker threads, through ``ctypes.util.find_library`` — which on Linux
+runs ``ldconfig -p`` in a subprocess; the dynamic loader answers the same question in
+microseconds. Standard library only.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import os
 import sys
 import types
 
-__all__ = ["hold_gc", "release_gc", "skip_pydantic_plugins"]
+__all__ = ["hold_gc", "release_gc", "skip_ldconfig_probe", "skip_pydantic_plugins"]
 
 _LOADER = "pydantic.plugin._loader"
 
@@ -47,3 +50,33 @@ def release_gc() -> None:
     if not gc.isenabled():
         gc.freeze()
         gc.enable()
+
+
+_PTHREAD_SONAMES = ("libpthread.so.0", "libc.so.6")
+
+
+def skip_ldconfig_probe() -> None:
+    """Answer Trio's one ``find_library("pthread")`` at import from the dynamic loader instead
+    of an ``ldconfig -p`` subprocess (IMPL-BOOT-6). Linux only, before Trio is imported; the
+    lookup is answered once, then ``ctypes.util.find_library`` is the standard one again (any
+    other name goes to it at once)."""
+    if sys.platform != "linux" or "trio" in sys.modules:
+        return
+    import ctypes
+    import ctypes.util
+
+    standard = ctypes.util.find_library
+
+    def find_library(name: str) -> str | None:
+        if name != "pthread":
+            return standard(name)
+        ctypes.util.find_library = standard
+        for soname in _PTHREAD_SONAMES:
+            try:
+                ctypes.CDLL(soname)
+            except OSError:
+                continue
+            return soname
+        return standard(name)
+
+    ctypes.util.find_library = find_library

@@ -64,10 +64,11 @@ def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:
 
 
 def main() -> int:
-    from air.ipc.startup import hold_gc, release_gc, skip_pydantic_plugins
+    from air.ipc.startup import hold_gc, release_gc, skip_ldconfig_probe, skip_pydantic_plugins
 
     hold_gc()
     skip_pydantic_plugins()
+    skip_ldconfig_probe()
     from air.roles.main import prepare_worker, run_worker, warm_models
 
     warm_models()

@@ -189,3 +189,32 @@ def test_gc_is_held_during_start_up_and_released_frozen() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
     assert json.loads(out.stdout) == [False, True, True]
+
+
+def _trio_import_probe(skip: bool) -> dict[str, object]:
+    probe = (
+        "import json, sys\n"
+        "spawned = []\n"
+        "sys.addaudithook(lambda e, a: spawned.append(str(a[0])) "
+        "if e == 'subprocess.Popen' else None)\n"
+        "from air.ipc.startup import skip_ldconfig_probe\n"
+        f"{'skip_ldconfig_probe()' if skip else 'pass'}\n"
+        "import ctypes.util\n"
+        "import trio\n"
+        "from trio._core import _thread_cache\n"
+        "print(json.dumps({'spawned': spawned,\n"
+        "    'named': _thread_cache.set_os_thread_name is not None,\n"
+        "    'restored': ctypes.util.find_library.__qualname__}))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return dict(json.loads(out.stdout))
+
+
+def test_trio_is_imported_without_an_ldconfig_subprocess() -> None:
+    # Trio's libpthread lookup (for thread names) runs `ldconfig -p` unless answered first
+    plain = _trio_import_probe(skip=False)
+    assert any("ldconfig" in argv for argv in plain["spawned"])  # type: ignore[union-attr]
+    quick = _trio_import_probe(skip=True)
+    assert quick == {"spawned": [], "named": True, "restored": "find_library"}
