@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from immutables import Map
 from pydantic import BaseModel
@@ -28,8 +28,10 @@ from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.contracts.runtime import AgentType
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus
-from air.contracts.worker_result import WorkerResult
 from air.events import payloads as p
+
+if TYPE_CHECKING:
+    from air.contracts.worker_result import WorkerResult
 
 __all__ = [
     "AGENT_FROM",

@@ -2,11 +2,14 @@
 
 Owns the registry that every event passes before it is stored or published: an unknown
 ``(type, version)`` is a ``system_error``, a payload that does not match its model is a
-``validation_error``. Seeded from ``air.events.payloads``.
+``validation_error``. Seeded from ``air.events.payloads``: a seeded registry takes each model
+from ``PAYLOADS`` when it is first asked for it, so it imports only the payload groups of the
+event types it meets (IMPL-BOOT-7).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -24,15 +27,24 @@ class EventSchemaRegistry:
 
     def __init__(self) -> None:
         self._models: dict[tuple[str, int], type[BaseModel]] = {}
+        self._seed: Mapping[tuple[str, int], type[BaseModel]] = {}
+        """Models registered by ``seeded``, copied into ``_models`` at their first lookup."""
         self._persistence: dict[str, EventPersistence] = {}
 
     @classmethod
     def seeded(cls) -> EventSchemaRegistry:
         """A registry holding every event type of baselines §A.7 (version 1)."""
         registry = cls()
-        for (event_type, version), model in PAYLOADS.items():
-            registry.register(event_type, version, model, PERSISTENCE[event_type])
+        registry._seed = PAYLOADS
+        for event_type, _version in PAYLOADS:
+            registry._persistence[event_type] = PERSISTENCE[event_type]
         return registry
+
+    def _model(self, key: tuple[str, int]) -> type[BaseModel] | None:
+        model = self._models.get(key)
+        if model is None and key in self._seed:
+            model = self._models[key] = self._seed[key]
+        return model
 
     def register(
         self,
@@ -49,7 +61,8 @@ class EventSchemaRegistry:
         """
         key = (event_type, version)
         known = self._persistence.get(event_type)
-        if key in self._models or (known is not None and known != persistence):
+        taken = key in self._models or key in self._seed
+        if taken or (known is not None and known != persistence):
             raise AirException.of(
                 kind="system_error",
                 message=f"event {event_type} v{version} is already registered differently",
@@ -60,14 +73,14 @@ class EventSchemaRegistry:
 
     def list(self) -> list[tuple[str, int]]:
         """Every registered ``(type, version)`` pair, sorted."""
-        return sorted(self._models)
+        return sorted({*self._models, *self._seed})
 
     def get_model(self, event_type: str, version: int = 1) -> type[BaseModel] | None:
-        return self._models.get((event_type, version))
+        return self._model((event_type, version))
 
     def get_schema(self, event_type: str, version: int = 1) -> JsonObject | None:
         """The JSON schema of a payload model, or None when unknown."""
-        model = self._models.get((event_type, version))
+        model = self._model((event_type, version))
         return None if model is None else model.model_json_schema()
 
     def persistence(self, event_type: str) -> EventPersistence:
@@ -86,7 +99,7 @@ class EventSchemaRegistry:
 
     def validate(self, event_type: str, version: int, payload: Any) -> bool:
         """True when ``payload`` is valid for the registered ``(type, version)``."""
-        model = self._models.get((event_type, version))
+        model = self._model((event_type, version))
         if model is None:
             return False
         try:
@@ -102,7 +115,7 @@ class EventSchemaRegistry:
             AirException: ``system_error`` for an unknown type+version; ``validation_error``
                 for a payload that does not match the model.
         """
-        model = self._models.get((event.type, event.version))
+        model = self._model((event.type, event.version))
         if model is None:
             raise self._unknown(event.type, event.version)
         try:

@@ -27,7 +27,7 @@ from air.contracts import (
     new_event,
 )
 from air.events.fold import DependencyFact, FoldCursor, SessionState, TaskFact, replay
-from air.events.payloads import payload_model
+from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
 from air.nursery.graph import DependencyEdge
 from air.nursery.retry import AttemptSummary
@@ -272,4 +272,4 @@ class SessionLedger:
         return self._fold.state
 
     def knows(self, event_type: str) -> bool:
-        return payload_model(event_type) is not None
+        return (event_type, 1) in PAYLOADS

@@ -34,7 +34,7 @@ from air.contracts import (
     new_event,
 )
 from air.events.fold import FoldCursor, SessionState
-from air.events.payloads import payload_model
+from air.events.payloads import PAYLOADS, payload_model
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 
 __all__ = [
@@ -411,4 +411,4 @@ class MemoryLedger:
         return self._fold.state
 
     def knows(self, event_type: str) -> bool:
-        return payload_model(event_type) is not None
+        return (event_type, 1) in PAYLOADS

@@ -1,0 +1,157 @@
+"""Event payload models, group ``ends`` (``air.events.payloads``; IMPL-BOOT-7).
+
+How work ends: a task's progress and end (with the ``WorkerResult`` it carries), an agent's
+end, a workspace's merge, abandonment and clean-up, a session archived or deleted.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from air.contracts.error import AirError
+from air.contracts.worker_result import BlockerReport, WorkerResult
+from air.events.payloads.start import EventPayload
+
+__all__ = [
+    "AgentCancelledPayload",
+    "AgentCompletedPayload",
+    "AgentFailedPayload",
+    "AgentLostPayload",
+    "SessionArchivedPayload",
+    "SessionDeletedPayload",
+    "TaskBlockedPayload",
+    "TaskCancelledPayload",
+    "TaskCompletedPayload",
+    "TaskFailedPayload",
+    "TaskInterruptedPayload",
+    "TaskProgressPayload",
+    "WorkspaceAbandonedPayload",
+    "WorkspaceCleanedPayload",
+    "WorkspaceMergeCompletedPayload",
+    "WorkspaceMergeConflictedPayload",
+    "WorkspaceMergeStartedPayload",
+]
+
+
+# --- session ------------------------------------------------------------------------------
+
+
+class SessionArchivedPayload(EventPayload):
+    session_id: str
+    reason: str | None = None
+
+
+class SessionDeletedPayload(EventPayload):
+    session_id: str
+    reason: str | None = None
+
+
+# --- agents -------------------------------------------------------------------------------
+
+
+class AgentCompletedPayload(EventPayload):
+    agent_id: str
+    task_id: str | None = None
+    exit_code: int | None = None
+
+
+class AgentFailedPayload(EventPayload):
+    agent_id: str
+    task_id: str | None = None
+    exit_code: int | None = None
+    error: AirError
+
+
+class AgentLostPayload(EventPayload):
+    agent_id: str
+    task_id: str | None = None
+    error: AirError
+
+
+class AgentCancelledPayload(EventPayload):
+    agent_id: str
+    task_id: str | None = None
+    exit_code: int | None = None
+    reason: str | None = None
+
+
+# --- tasks --------------------------------------------------------------------------------
+
+
+class TaskProgressPayload(EventPayload):
+    """Ephemeral: free-form progress of a running task."""
+
+    task_id: str
+    agent_id: str | None = None
+    message: str
+    percent: float | None = None
+
+
+class TaskCompletedPayload(EventPayload):
+    task_id: str
+    agent_id: str | None = None
+    attempt_index: int | None = None
+    worker_result: WorkerResult | None = None
+
+
+class TaskBlockedPayload(EventPayload):
+    task_id: str
+    agent_id: str | None = None
+    attempt_index: int | None = None
+    reason: str
+    blocker: BlockerReport | None = None
+    worker_result: WorkerResult | None = None
+
+
+class TaskFailedPayload(EventPayload):
+    task_id: str
+    agent_id: str | None = None
+    attempt_index: int | None = None
+    error: AirError
+    worker_result: WorkerResult | None = None
+
+
+class TaskCancelledPayload(EventPayload):
+    task_id: str
+    agent_id: str | None = None
+    attempt_index: int | None = None
+    reason: str | None = None
+
+
+class TaskInterruptedPayload(EventPayload):
+    task_id: str
+    agent_id: str | None = None
+    attempt_index: int | None = None
+    reason: str | None = None
+    resumable: bool = True
+
+
+# --- workspaces ---------------------------------------------------------------------------
+
+
+class WorkspaceMergeStartedPayload(EventPayload):
+    workspace_id: str
+    target_ref: str | None = None
+
+
+class WorkspaceMergeCompletedPayload(EventPayload):
+    workspace_id: str
+    merge_commit: str | None = None
+
+
+class WorkspaceMergeConflictedPayload(EventPayload):
+    workspace_id: str
+    conflicted_paths: list[str] = Field(default_factory=list)
+    kept_branch: str | None = None
+
+
+class WorkspaceAbandonedPayload(EventPayload):
+    """IMPL (baselines §A.22 gap 13): the active/conflicted → abandoned transition."""
+
+    workspace_id: str
+    reason: str | None = None
+    kept_branch: str | None = None
+
+
+class WorkspaceCleanedPayload(EventPayload):
+    workspace_id: str
