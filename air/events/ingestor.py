@@ -15,8 +15,8 @@ from pydantic import BaseModel
 
 from air.contracts.error import AirException
 from air.contracts.event import EventPersistence, RuntimeEvent
+from air.events import payloads as p
 from air.events.bus import EventBus
-from air.events.payloads import AgentHeartbeatPayload
 from air.events.registry import EventSchemaRegistry
 from air.events.store import EventStore
 
@@ -56,7 +56,7 @@ class EventIngestor:
 
     def _fold_heartbeat(self, event: RuntimeEvent, payload: BaseModel) -> None:
         # agent.heartbeat is coalesced into the agents' heartbeat columns (IMPL-EVT-4).
-        if isinstance(payload, AgentHeartbeatPayload):
+        if event.type == "agent.heartbeat" and isinstance(payload, p.AgentHeartbeatPayload):
             self.store.store.agents.update_heartbeat(
                 payload.agent_id,
                 at=event.timestamp,

@@ -6,14 +6,14 @@ is version 1 (IMPL-EVT-1). A payload change is a new version: add a new model an
 ``PAYLOADS`` entry, never edit a published one.
 
 The models live in six group modules, each imported with its first model used (IMPL-BOOT-7):
-``start`` (what a headless run records before its first model request), ``ends`` (tasks',
-agents', workspaces' and sessions' ends, with the ``WorkerResult`` they carry), ``tools`` (tool
-and command runs, permissions, artifacts, diagnostics, evidence), ``conversation`` (messages,
-the Main Agent, requirements, architecture, the HUD), ``knowledge`` (compaction, summaries,
-memory, debug records) and ``doctor``. This module itself is plain data: the tables name each
-type's group and model, ``PAYLOADS`` is a read-only mapping that imports a model's group when
-the model is looked up (membership, iteration and ``len`` import nothing), and every model name
-is importable from here (a module ``__getattr__``).
+``start`` (what a headless run records before its first model request), ``ends`` (heartbeats,
+progress, and tasks', agents', workspaces' and sessions' ends, with the ``WorkerResult`` they
+carry), ``tools`` (tool and command runs, permissions, artifacts, diagnostics, evidence),
+``conversation`` (messages, the Main Agent, requirements, architecture, the HUD), ``knowledge``
+(compaction, summaries, memory, debug records) and ``doctor``. This module itself is plain
+data: the tables name each type's group and model, ``PAYLOADS`` is a read-only mapping that
+imports a model's group when the model is looked up (membership, iteration and ``len`` import
+nothing), and every model name is importable from here (a module ``__getattr__``).
 
 Ids in payloads are plain strings; the projection (``air.events.projection``) decides which
 domain rows they touch. Failure payloads always carry ``error: AirError``.
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
         AgentCancelledPayload,
         AgentCompletedPayload,
         AgentFailedPayload,
+        AgentHeartbeatPayload,
         AgentLostPayload,
         SessionArchivedPayload,
         SessionDeletedPayload,
@@ -79,7 +80,6 @@ if TYPE_CHECKING:
         SummaryCreatedPayload,
     )
     from air.events.payloads.start import (
-        AgentHeartbeatPayload,
         AgentStartedPayload,
         CapabilityStateChangedPayload,
         DependencyPayload,
@@ -190,7 +190,7 @@ _V1: dict[str, tuple[str, str]] = {
     "assistant.message.created": ("conversation", "AssistantMessageCreatedPayload"),
     "assistant.message.failed": ("conversation", "AssistantMessageFailedPayload"),
     "agent.started": ("start", "AgentStartedPayload"),
-    "agent.heartbeat": ("start", "AgentHeartbeatPayload"),
+    "agent.heartbeat": ("ends", "AgentHeartbeatPayload"),
     "agent.completed": ("ends", "AgentCompletedPayload"),
     "agent.failed": ("ends", "AgentFailedPayload"),
     "agent.lost": ("ends", "AgentLostPayload"),

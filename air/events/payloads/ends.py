@@ -1,7 +1,8 @@
 """Event payload models, group ``ends`` (``air.events.payloads``; IMPL-BOOT-7).
 
-How work ends: a task's progress and end (with the ``WorkerResult`` it carries), an agent's
-end, a workspace's merge, abandonment and clean-up, a session archived or deleted.
+What a run records while its work runs and when it ends: an agent's heartbeat and end, a task's
+progress and end (with the ``WorkerResult`` it carries), a workspace's merge, abandonment and
+clean-up, a session archived or deleted.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ __all__ = [
     "AgentCancelledPayload",
     "AgentCompletedPayload",
     "AgentFailedPayload",
+    "AgentHeartbeatPayload",
     "AgentLostPayload",
     "SessionArchivedPayload",
     "SessionDeletedPayload",
@@ -47,6 +49,16 @@ class SessionDeletedPayload(EventPayload):
 
 
 # --- agents -------------------------------------------------------------------------------
+
+
+class AgentHeartbeatPayload(EventPayload):
+    """Ephemeral: the agent is alive (turn and token counters)."""
+
+    agent_id: str
+    task_id: str | None = None
+    state: str
+    turn: int = 0
+    tokens: int = 0
 
 
 class AgentCompletedPayload(EventPayload):

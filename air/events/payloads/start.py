@@ -1,8 +1,8 @@
 """Event payload models, group ``start`` (``air.events.payloads``; IMPL-BOOT-7).
 
 What a headless run records before its first model request: the session, its tasks and their
-dependency edges, a task's start, its workspace, the agent and its heartbeat, and the
-capabilities the runtime loads. Every run builds these; nothing else is imported with them.
+dependency edges, a task's start, its workspace, the agent, and the capabilities the runtime
+loads. Every run builds these; nothing else is imported with them.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from air.contracts.task import (
 )
 
 __all__ = [
-    "AgentHeartbeatPayload",
     "AgentStartedPayload",
     "CapabilityStateChangedPayload",
     "DependencyPayload",
@@ -121,16 +120,6 @@ class AgentStartedPayload(EventPayload):
     pid_start_time: str | None = None
     """Process start time as read from /proc, for PID-identity checks at recovery."""
     boot_id: str | None = None
-
-
-class AgentHeartbeatPayload(EventPayload):
-    """Ephemeral: the agent is alive (turn and token counters)."""
-
-    agent_id: str
-    task_id: str | None = None
-    state: str
-    turn: int = 0
-    tokens: int = 0
 
 
 # --- capabilities -------------------------------------------------------------------------
