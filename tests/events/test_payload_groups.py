@@ -8,6 +8,7 @@ laziness is checked in fresh interpreters (``sys.modules`` after the code ran).
 from __future__ import annotations
 
 import ast
+import importlib
 import json
 import subprocess
 import sys
@@ -80,7 +81,7 @@ def test_every_model_of_every_group_is_named_by_the_package() -> None:
     }
     assert public == set(defined)
     for name, group in defined.items():
-        module = __import__(f"air.events.payloads.{group}", fromlist=["_"])
+        module = importlib.import_module(f"air.events.payloads.{group}")
         assert name in module.__all__
         assert getattr(payloads, name) is getattr(module, name)
         assert getattr(module, name).__module__ == module.__name__
