@@ -41,6 +41,33 @@ def test_every_public_name_of_every_contract_module_is_re_exported() -> None:
     assert set(dir(air.contracts)) >= {n for s in MODULES for n in _all(s)}
 
 
+def test_each_name_comes_from_the_first_module_that_lists_it() -> None:
+    expected: dict[str, str] = {}
+    for short in air.contracts._MODULES:
+        for name in _all(short):
+            expected.setdefault(name, short)
+    assert air.contracts._HOMES == expected
+
+
+def test_naming_a_contract_imports_its_own_module_only() -> None:
+    probe = (
+        "import json, sys\n"
+        "from air.contracts import ProviderCompletionInput\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('air.contracts.'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-P", "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    # provider imports ids and error itself; nothing before it in _MODULES order is built
+    assert json.loads(done.stdout) == [
+        "air.contracts.error",
+        "air.contracts.exports",
+        "air.contracts.ids",
+        "air.contracts.provider",
+    ]
+
+
 def _all(short: str) -> list[str]:
     return list(importlib.import_module(f"air.contracts.{short}").__all__)
 
