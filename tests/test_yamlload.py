@@ -6,6 +6,8 @@ loader alone gets wrong (checked against ``yaml.CSafeLoader`` itself)."""
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -171,3 +173,14 @@ def test_mutated_documents_read_as_the_python_loader_reads_them() -> None:
         assert ours[:2] == python[:2], text
         if ours[0] == "error":
             assert ours == python, text
+
+
+def test_every_yaml_reader_of_air_goes_through_the_one_loader() -> None:
+    air = Path(yamlload.__file__).parent
+    calls = re.compile(r"yaml\.(safe_load|load|compose|full_load|unsafe_load|\w*Loader)\b")
+    readers = [
+        str(path.relative_to(air))
+        for path in sorted(air.rglob("*.py"))
+        if path.name != "yamlload.py" and calls.search(path.read_text(encoding="utf-8"))
+    ]
+    assert readers == []

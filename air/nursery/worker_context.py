@@ -5,8 +5,8 @@ the compaction trigger), ``CompactingContext`` (that trigger: a task's context p
 compaction threshold compacts the session once and is built again on the summary) and
 ``session_compactor`` (the session's ``SessionCompactor`` over the runtime's compaction lock,
 which the Main Agent shares). ``open_runtime()`` builds them. The compaction rules are read
-(and a bad rules file refused) when the context is built; ``air.nursery.compaction`` is
-imported and the compactor built only when a task's context first asks for compaction
+(and a bad rules file refused) while the runtime opens, as before; ``air.nursery.compaction``
+is imported and the compactor built only when a task's context first asks for compaction
 (IMPL-BOOT-8).
 """
 
