@@ -161,7 +161,7 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
-_ISO_UTC = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{1,6}Z")
+_ISO_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,6}Z")
 
 
 def _parse_iso(text: str) -> datetime:
