@@ -215,6 +215,8 @@ def _trio_import_probe(skip: bool) -> dict[str, object]:
 def test_trio_is_imported_without_an_ldconfig_subprocess() -> None:
     # Trio's libpthread lookup (for thread names) runs `ldconfig -p` unless answered first
     plain = _trio_import_probe(skip=False)
-    assert any("ldconfig" in argv for argv in plain["spawned"])  # type: ignore[union-attr]
+    spawned = plain["spawned"]
+    assert isinstance(spawned, list)
+    assert any("ldconfig" in argv for argv in spawned)
     quick = _trio_import_probe(skip=True)
     assert quick == {"spawned": [], "named": True, "restored": "find_library"}
