@@ -90,6 +90,7 @@ def _models_file_problem(project_root: str | None, exc: BaseException) -> Any:
     import yaml
 
     from air.llm.config import project_models_path, user_models_path
+    from air.yamlload import compose
 
     reason = "not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else "nested too deeply"
     culprit = "models.yaml"
@@ -99,7 +100,7 @@ def _models_file_problem(project_root: str | None, exc: BaseException) -> Any:
     for path in paths:
         try:
             with open(path, encoding="utf-8") as handle:
-                yaml.compose(handle.read(), Loader=yaml.SafeLoader)
+                compose(handle.read())
         except FileNotFoundError:
             continue
         except (UnicodeDecodeError, RecursionError):

@@ -29,6 +29,7 @@ from air.contracts.error import AirException, ErrorKind, Retryability
 from air.contracts.ids import new_id
 from air.contracts.project import ProjectContext
 from air.contracts.runtime import CompactionResult
+from air.yamlload import load
 
 __all__ = [
     "CompactionPolicy",
@@ -66,7 +67,7 @@ def _split_frontmatter(text: str, source: str) -> tuple[dict[str, Any], str]:
     if not sep or not marker:
         return {}, text
     try:
-        meta = yaml.safe_load(head) or {}
+        meta = load(head) or {}
     except yaml.YAMLError as exc:
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,

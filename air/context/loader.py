@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 
 from air.context.tokens import estimate_tokens
@@ -63,6 +62,11 @@ MAX_FILE_CHARS = 200_000
 """A context file longer than this is cut (with a marker); budget fitting does the rest."""
 
 
+RESOURCES = Path(__file__).parent / "resources"
+"""The built-in prompt resources: plain package data next to this module (setup.cfg
+``package_data``), read as files (IMPL-BOOT-8: not through ``importlib.resources``)."""
+
+
 def builtin_resource(name: str) -> str:
     """Return the text of ``air/context/resources/<name>``.
 
@@ -70,7 +74,7 @@ def builtin_resource(name: str) -> str:
         AirException: ``environment_error`` when the installed package lacks the resource.
     """
     try:
-        return resources.files("air.context").joinpath("resources", name).read_text("utf-8")
+        return (RESOURCES / name).read_text("utf-8")
     except (FileNotFoundError, OSError) as exc:
         raise AirException.of(
             kind=ErrorKind.ENVIRONMENT_ERROR,
@@ -110,8 +114,10 @@ def read_yaml_file(path: Path, *, user_action: str) -> object:
     """
     import yaml
 
+    from air.yamlload import load
+
     try:
-        return yaml.safe_load(read_text_file(path)) or {}
+        return load(read_text_file(path)) or {}
     except yaml.YAMLError as exc:
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import logging.handlers
 import os
 from collections.abc import Iterator
 from typing import Any, Protocol
@@ -211,13 +210,64 @@ class _EncryptingFormatter(logging.Formatter):
         return base64.b64encode(self.encryptor.encrypt_log_chunk(plain)).decode("ascii")
 
 
-class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
-    """A size-rotated file created 0600 (a log may name paths and commands of the user)."""
+def _rotating_file(
+    filename: str, *, max_bytes: int, backup_count: int, encoding: str
+) -> logging.Handler:
+    """The ``logging.handlers.RotatingFileHandler`` that writes the file, created 0600."""
+    import logging.handlers
 
-    def _open(self) -> Any:
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        os.close(fd)
-        return super()._open()
+    class PrivateRotatingFile(logging.handlers.RotatingFileHandler):
+        def _open(self) -> Any:
+            fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            os.close(fd)
+            return super()._open()
+
+    return PrivateRotatingFile(
+        filename, maxBytes=max_bytes, backupCount=backup_count, encoding=encoding, delay=True
+    )
+
+
+class _PrivateRotatingHandler(logging.Handler):
+    """A size-rotated file created 0600 (a log may name paths and commands of the user).
+
+    The stdlib's ``RotatingFileHandler`` (``logging.handlers``: pickle, queue, socket) that
+    writes it is built at the first record this handler passes, not when logging is
+    attached at the start of every command (IMPL-BOOT-8); it formats with this handler's
+    formatter, so every line is redacted (and sealed) the same way.
+    """
+
+    def __init__(self, filename: str, *, max_bytes: int, backup_count: int, encoding: str) -> None:
+        super().__init__()
+        self.baseFilename = os.path.abspath(filename)
+        self._options = {"max_bytes": max_bytes, "backup_count": backup_count}
+        self._encoding = encoding
+        self._file: logging.Handler | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self._file is None:
+            try:
+                self._file = _rotating_file(
+                    self.baseFilename, encoding=self._encoding, **self._options
+                )
+            except Exception:
+                self.handleError(record)
+                return
+            self._file.setFormatter(self.formatter)
+        self._file.emit(record)  # under this handler's lock (``Handler.handle``)
+
+    def setFormatter(self, fmt: logging.Formatter | None) -> None:
+        super().setFormatter(fmt)
+        if self._file is not None:
+            self._file.setFormatter(fmt)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+        super().close()
 
 
 def configure_logging(
@@ -257,7 +307,7 @@ def configure_logging(
     fmt = "%(asctime)s %(levelname)s %(name)s: %(message)s"
     try:
         handler = _PrivateRotatingHandler(
-            user, maxBytes=max_bytes, backupCount=backup_count, encoding="utf-8", delay=True
+            user, max_bytes=max_bytes, backup_count=backup_count, encoding="utf-8"
         )
     except OSError:
         return []
@@ -275,7 +325,7 @@ def configure_logging(
     if encryptor is not None:
         dev = os.path.join(root, DEVELOPER_LOG)
         dev_handler = _PrivateRotatingHandler(
-            dev, maxBytes=max_bytes, backupCount=backup_count, encoding="ascii", delay=True
+            dev, max_bytes=max_bytes, backup_count=backup_count, encoding="ascii"
         )
         dev_handler.setLevel(logging.DEBUG)
         detail = (

@@ -79,9 +79,11 @@ def _read_file(path: str) -> tuple[ModelsConfig, set[str]] | None:
         return None
     import yaml
 
+    from air.yamlload import load
+
     try:
         with open(path, encoding="utf-8") as handle:
-            raw: Any = yaml.safe_load(handle)
+            raw: Any = load(handle.read(), name=handle.name)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "file"

@@ -22,7 +22,6 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
-from air.nursery.outcomes import collect
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 
 if TYPE_CHECKING:
@@ -135,6 +134,10 @@ async def run_task(
                 )
             node.status = TaskStatus.INTERRUPTED
             raise
+        # the outcome's checks (evidence, gates, reviews, merge) are imported once a worker
+        # has returned, not before the first request (IMPL-BOOT-8)
+        from air.nursery.outcomes import collect
+
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: a finished task's outcome is never lost to a late cancel
             if outcome is None:

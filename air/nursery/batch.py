@@ -58,6 +58,7 @@ from air.contracts import (
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.nursery.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
 from air.nursery.graph import find_cycle
+from air.yamlload import compose_and_load
 
 __all__ = [
     "BatchConstraints",
@@ -213,8 +214,7 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         AirException: kind ``validation_error`` with ``metadata`` {file, line, reason}.
     """
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        root, data = compose_and_load(text)  # one parse: nodes for the lines, and the data
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)

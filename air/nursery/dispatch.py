@@ -16,7 +16,6 @@ import trio
 from air.contracts import SchedulerState, TaskDependencySpec, WavePlanEntry, utc_now_iso
 from air.nursery.attempt import run_task
 from air.nursery.planner import ResourceSnapshot
-from air.nursery.reviews import schedule_reviews
 
 if TYPE_CHECKING:
     from air.nursery.scheduler import Scheduler
@@ -91,6 +90,8 @@ async def run_wave(
         s.enter(SchedulerState.COLLECTING_RESULTS)
         if s.options.review == "wave" and completed:
             s.enter(SchedulerState.REVIEWING_WAVE)
+            from air.nursery.reviews import schedule_reviews  # after a wave (IMPL-BOOT-8)
+
             await schedule_reviews(s, completed)
     finally:
         s.open_waves -= 1

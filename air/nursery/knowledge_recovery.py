@@ -2,26 +2,31 @@
 
 Owns ``recover_knowledge`` (the one call ``open_runtime()``'s recovery makes), ``converge`` and
 ``KnowledgeRecovery``: every knowledge write of a session whose completion event a crash lost
-gets it, every candidate without a promotion is re-queued, nothing is done twice.
+gets it, every candidate without a promotion is re-queued, nothing is done twice. A project
+with nothing to converge (no knowledge database, no knowledge event, no completed debug task)
+never imports the knowledge stores (``air.artifacts.knowledge``, ``air.nursery.knowledge``):
+they are imported once there is something to do (IMPL-BOOT-8).
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-from air.artifacts.knowledge import (
-    DebugKnowledgeStore,
-    LearnedMemoryStore,
-    debug_record_id,
-    memory_id_for,
-)
 from air.contracts.error import AirError
 from air.contracts.event import RuntimeEvent
 from air.contracts.worker_result import WorkerResult
-from air.nursery.knowledge import POLICY_PROMOTER, KnowledgeLedger, KnowledgeService
 
-__all__ = ["KnowledgeRecovery", "converge", "recover_knowledge"]
+if TYPE_CHECKING:
+    from air.nursery.knowledge import KnowledgeLedger, KnowledgeService
+
+__all__ = ["KNOWLEDGE_FILES", "KnowledgeRecovery", "converge", "recover_knowledge"]
+
+KNOWLEDGE_FILES = ("debug-records.db", "learned-memory.db")
+"""``DebugKnowledgeStore.FILENAME`` and ``LearnedMemoryStore.FILENAME`` (under ``.air/local``),
+named here so the start-up check needs no store (a test checks they agree)."""
 
 
 @dataclass
@@ -51,6 +56,9 @@ async def converge(service: KnowledgeService) -> KnowledgeRecovery:
 
     Idempotent; ``service`` is the session's KnowledgeService.
     """
+    from air.artifacts.knowledge import debug_record_id, memory_id_for
+    from air.nursery.knowledge import POLICY_PROMOTER
+
     report = KnowledgeRecovery()
     if not service.enabled:
         return report
@@ -135,16 +143,16 @@ async def recover_knowledge(
     Nothing to converge — neither knowledge database exists, and the log has no knowledge event
     and no completed debug task — opens nothing (a new project's start-up pays no fsync here).
     """
-    service = KnowledgeService.for_project(ledger, project_root)
-    local = service.local_root
-    if not any(
-        (local / f).exists() for f in (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
-    ):
+    local = Path(project_root) / ".air/local"
+    if not any((local / f).exists() for f in KNOWLEDGE_FILES):
         history = ledger.history()
         if not _completed_debug_tasks(history) and not any(
             e.type.startswith(("debug.", "memory.")) for e in history
         ):
             return KnowledgeRecovery()
+    from air.nursery.knowledge import KnowledgeService
+
+    service = KnowledgeService.for_project(ledger, project_root)
     try:
         return await converge(service)
     finally:

@@ -25,7 +25,6 @@ from air.contracts import (
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
 from air.nursery.retry import debug_context, retry_spec
-from air.nursery.reviews import known_fixes
 
 if TYPE_CHECKING:
     from air.nursery.scheduler import Scheduler
@@ -72,6 +71,8 @@ async def decide(s: Scheduler, node: TaskNode) -> None:
         # graph re-runs a task only after its debug children have ended.
         debug_id = f"{node.task_id}.debug{len(stored.attempts)}"
         if debug_id not in s.graph.tasks:
+            from air.nursery.reviews import known_fixes  # the knowledge stores, only now
+
             known = await known_fixes(s, error.semantic_signature)
             spec = debug_spec(node.spec, debug_id, error, known)
             await s.create_tasks([spec], parent_task_id=node.task_id)

@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -46,8 +46,6 @@ from air.contracts import (
 )
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
-from air.nursery.architecture_gate import ArchitectureGate
-from air.nursery.compaction import SessionCompactor
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
@@ -62,13 +60,17 @@ from air.session.manager import OpenSession, SessionManager
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
+if TYPE_CHECKING:
+    from air.nursery.architecture_gate import ArchitectureGate
+    from air.nursery.compaction import SessionCompactor
+
 __all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "open_runtime"]
 
 RunnerBuilder = Callable[[OpenSession], tuple[TaskRunner, Callable[[], None] | None]]
 """``build(session) -> (runner, warm_up)``: an injected TaskRunner (tests: fake workers). Such
 a runner keeps no durable run records, so no orphan is reaped for it."""
 
-GateBuilder = Callable[[OpenSession, "RuntimeServices", Any], ArchitectureGate | None]
+GateBuilder = Callable[[OpenSession, "RuntimeServices", Any], "ArchitectureGate | None"]
 """``build(session, services, registry) -> gate | None``: the Scheduler's architecture gate
 (the ArchitectureDesigner's, which ``air/nursery`` may not import); None: no gate."""
 

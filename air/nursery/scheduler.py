@@ -29,7 +29,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
@@ -45,7 +45,6 @@ from air.contracts import (
     UlidGenerator,
     WorkspaceRef,
 )
-from air.nursery.architecture_gate import ArchitectureGate
 from air.nursery.dispatch import plan_next, run_wave
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger
@@ -57,6 +56,9 @@ from air.nursery.repair import repair
 from air.nursery.retry import RetryPlanner
 from air.nursery.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
+
+if TYPE_CHECKING:
+    from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]
 

@@ -4,20 +4,28 @@ Owns ``worker_context`` (the ``WorkerContextBuilder`` sized by the model's windo
 the compaction trigger), ``CompactingContext`` (that trigger: a task's context past the
 compaction threshold compacts the session once and is built again on the summary) and
 ``session_compactor`` (the session's ``SessionCompactor`` over the runtime's compaction lock,
-which the Main Agent shares). ``open_runtime()`` builds them.
+which the Main Agent shares). ``open_runtime()`` builds them. The compaction rules are read
+(and a bad rules file refused) while the runtime opens, as before; ``air.nursery.compaction``
+is imported and the compactor built only when a task's context first asks for compaction
+(IMPL-BOOT-8).
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
 from air.contracts import AirException
 from air.contracts.runtime import ContextPack
-from air.nursery.compaction import SessionCompactor
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession
+
+if TYPE_CHECKING:
+    from air.context.compaction import CompactionRules
+    from air.nursery.compaction import SessionCompactor
 
 __all__ = ["CompactingContext", "PackBuilder", "session_compactor", "worker_context"]
 
@@ -41,9 +49,26 @@ class CompactingContext:
     ``context.compaction.failed``) leaves the task its fitted, uncompacted context.
     """
 
-    def __init__(self, builder: PackBuilder, compactor: SessionCompactor) -> None:
+    def __init__(
+        self,
+        builder: PackBuilder,
+        compactor: SessionCompactor | None = None,
+        *,
+        build_compactor: Callable[[], SessionCompactor] | None = None,
+    ) -> None:
+        """``compactor``, or ``build_compactor`` to build it when it is first needed."""
+        if compactor is None and build_compactor is None:
+            raise ValueError("CompactingContext needs a compactor or a way to build one")
         self.builder = builder
-        self.compactor = compactor
+        self._compactor = compactor
+        self._build_compactor = build_compactor
+
+    @property
+    def compactor(self) -> SessionCompactor:
+        if self._compactor is None:
+            assert self._build_compactor is not None
+            self._compactor = self._build_compactor()
+        return self._compactor
 
     async def __call__(self, attempt: Any) -> ContextPack:
         pack = self.builder.build(attempt)
@@ -51,8 +76,9 @@ class CompactingContext:
         if last is None or not getattr(last, "compaction_requested", False):
             return pack
         reason = f"the context of task {attempt.task_spec.id} passed the compaction threshold"
+        compactor = self.compactor  # built here, outside the try: a broken install is no skip
         try:
-            outcome = await self.compactor.compact_if_due(self.builder.token_budget, reason)
+            outcome = await compactor.compact_if_due(self.builder.token_budget, reason)
         except AirException:
             return pack
         return pack if outcome is None else self.builder.build(attempt)
@@ -64,32 +90,46 @@ def worker_context(
     """The ContextPack builder of the run's workers, sized by the model's window (IMPL-CTX-6),
     compacting the session when a task's context passes the threshold (IMPL-COMPACT-1; not
     for a provider that cannot choose a compactor model, e.g. per-task cassettes)."""
-    from importlib import resources
-
+    from air.context.compaction import load_compaction_rules
     from air.context.worker_pack import WorkerContextBuilder
 
     rows: list[Any] = getattr(provider, "list_models", list)()
     ref = model.partition("/")
     window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
-    prompts = resources.files("air.roles").joinpath("prompts")
     builder = WorkerContextBuilder.for_session(
-        session, role_prompt_dir=str(prompts), context_window=window
+        session, role_prompt_dir=ROLE_PROMPTS, context_window=window
     )
     if not hasattr(provider, "select_model"):
         return builder
-    return CompactingContext(builder, session_compactor(session, ledger, provider, lock))
+    rules = load_compaction_rules(project=session.project)  # a bad rules file: refused now
+    return CompactingContext(
+        builder,
+        build_compactor=lambda: session_compactor(session, ledger, provider, lock, rules=rules),
+    )
+
+
+ROLE_PROMPTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "roles", "prompts")
+"""The worker role prompts: ``air/roles/prompts/``, package data of the roles package (which
+``air.nursery`` may not import), read as plain files next to this package (IMPL-BOOT-8)."""
 
 
 def session_compactor(
-    session: OpenSession, ledger: SessionLedger, models: Any, lock: trio.Lock
+    session: OpenSession,
+    ledger: SessionLedger,
+    models: Any,
+    lock: trio.Lock,
+    *,
+    rules: CompactionRules | None = None,
 ) -> SessionCompactor:
+    """The session's compactor; ``rules`` already read (default: read the project's now)."""
     from air.context.compaction import load_compaction_rules
+    from air.nursery.compaction import SessionCompactor
 
     return SessionCompactor(
         ledger=ledger,
         store=session.store,
         models=models,
         session_id=session.session_id,
-        rules=load_compaction_rules(project=session.project),
+        rules=rules if rules is not None else load_compaction_rules(project=session.project),
         lock=lock,
     )

@@ -27,6 +27,7 @@ import yaml
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.permission import CommandCategory
+from air.yamlload import load
 
 __all__ = ["PermissionPolicy", "PolicyRule", "glob_match", "load_policy", "policy_files"]
 
@@ -134,7 +135,7 @@ def _rule(raw: Any, source: str, index: int) -> PolicyRule:
 def parse_policy(text: str, source: str) -> PermissionPolicy:
     """Parse one policy file's text; an empty or comment-only file is an empty policy."""
     try:
-        data = yaml.safe_load(text)
+        data = load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

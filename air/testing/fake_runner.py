@@ -337,6 +337,8 @@ def load_fake_script(path: str, *, heartbeat_interval: float = 1.0) -> FakeTaskR
     """
     import yaml
 
+    from air.yamlload import load
+
     def step(raw: Any, where: str) -> FakeStep:
         if not isinstance(raw, dict) or not set(raw) <= _SCRIPT_STEP_FIELDS:
             raise ValueError(f"{where}: a step is a mapping of {sorted(_SCRIPT_STEP_FIELDS)}")
@@ -344,7 +346,7 @@ def load_fake_script(path: str, *, heartbeat_interval: float = 1.0) -> FakeTaskR
 
     try:
         with open(path, encoding="utf-8") as handle:
-            data = yaml.safe_load(handle) or {}
+            data = load(handle.read(), name=handle.name) or {}
         if not isinstance(data, dict):
             raise ValueError("a fake script is a mapping")
         default = step(data.pop("default", {"duration": 0.05}), "default")

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -110,6 +109,8 @@ class SandboxedCommandRunner:
         timeout_s: float,
         on_output: OutputSink | None = None,
     ) -> CommandResult:
+        import shlex
+
         from air.cpp.process import CommandResult, run_argv
 
         run = self.run_ctx
@@ -595,6 +596,8 @@ def _permission_command(name: str) -> Any:
     """The command the PermissionEngine classifies for a cpp tool call (what it will run)."""
 
     def paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
+        import shlex  # at the permission check, not before the first request (IMPL-BOOT-8)
+
         build_dir = str(input.get("build_dir", "build"))
         source = str(input.get("source_dir", "."))
         command = {

@@ -10,7 +10,6 @@ followed) and read from that descriptor.
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import os
 import re
@@ -55,6 +54,8 @@ def _observer_key(run: ToolRun) -> str:
 
 
 def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: bytes) -> str:
+    import difflib  # at the first edit, not before the first request (IMPL-BOOT-8)
+
     rel = os.path.relpath(_resolve(run, path), os.path.realpath(run.context.workspace_root))
     diff = "".join(
         difflib.unified_diff(

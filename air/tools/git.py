@@ -10,7 +10,6 @@ the structure on disk (IMPL-GIT-1, IMPL-GIT-2).
 from __future__ import annotations
 
 import os
-import shlex
 from typing import Any
 
 import trio
@@ -92,6 +91,8 @@ async def _commit(input: JsonObject, run: ToolRun) -> Any:
 
 
 def _commit_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
+    import shlex  # at the first commit's permission check (IMPL-BOOT-8)
+
     paths = [p for p in input.get("paths", []) if isinstance(p, str)]
     command = shlex.join(["git", "commit", "-m", str(input.get("message", ""))])
     return [], paths, command

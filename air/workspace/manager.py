@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Awaitable, Callable, Sequence
@@ -160,8 +161,19 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+_ISO_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,6}Z")
+
+
 def _parse_iso(text: str) -> datetime:
-    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+    """``utc_now_iso``'s shape only (``2025-01-31T12:00:00.123456Z``), like the
+    ``strptime("%Y-%m-%dT%H:%M:%S.%fZ")`` it replaces, without importing ``_strptime``.
+
+    Raises:
+        ValueError: any other text.
+    """
+    if not _ISO_UTC.fullmatch(text):
+        raise ValueError(f"time data {text!r} does not match format '%Y-%m-%dT%H:%M:%S.%fZ'")
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)
 
 
 class WorkspaceManager:

@@ -39,6 +39,22 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "air.events.payloads.conversation",
     "air.events.payloads.knowledge",
     "air.events.payloads.doctor",
+    # IMPL-BOOT-8: what only a later step of the run needs
+    "air.nursery.compaction",  # the compactor: built when a task's context asks for it
+    "air.nursery.knowledge",  # the knowledge stores: only with something to converge
+    "air.artifacts.knowledge",
+    "air.artifacts.rules",
+    "air.nursery.outcomes",  # once a worker has returned: evidence, gates, reviews, merge
+    "air.nursery.evidence",
+    "air.nursery.reviews",
+    "air.nursery.architecture_gate",  # only with .air/shared/architecture.yaml
+    "air.roles",  # the worker's package: its prompts are read as files
+    "logging.handlers",  # the log file's handler: at the first record it writes
+    "pickle",
+    "difflib",  # fs.write's diff
+    "shlex",  # the git and cpp tools' command lines
+    "zipfile",  # importlib.resources' readers: package data is read as files
+    "_strptime",  # workspace GC parses its own timestamps with fromisoformat
 )
 
 PROBE = """
@@ -131,3 +147,10 @@ def test_the_factory_checks_the_designer_s_own_file_name() -> None:
     from air.cli.factory import ARCHITECTURE_FILE as CHECKED
 
     assert CHECKED == ARCHITECTURE_FILE
+
+
+def test_the_knowledge_check_names_the_stores_own_files() -> None:
+    from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore
+    from air.nursery.knowledge_recovery import KNOWLEDGE_FILES
+
+    assert KNOWLEDGE_FILES == (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)

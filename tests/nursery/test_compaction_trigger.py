@@ -21,7 +21,7 @@ from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
 from air.context import readers_from_store
 from air.context.worker_pack import WorkerContextBuilder
-from air.contracts import TaskSpec
+from air.contracts import AirException, TaskSpec
 from air.contracts.event import EventSource, new_event
 from air.llm import ProviderManager
 from air.nursery.runtime import open_runtime
@@ -97,6 +97,38 @@ async def test_without_a_request_nothing_is_compacted(env: Env, tmp_path: Path) 
     await CompactingContext(builder, env.compactor(models))(attempt(env, "t_one"))
     assert models.requests == []
     assert env.session.store.summaries.list_all() == []
+
+
+async def test_the_compactor_is_built_at_the_first_compaction_and_once(
+    env: Env, tmp_path: Path
+) -> None:
+    """What ``open_runtime`` hands the workers builds its compactor only when a task's
+    context first asks for compaction (IMPL-BOOT-8), then keeps it."""
+    models = RecordingProvider(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 60)))
+    built: list[object] = []
+
+    def build() -> Any:
+        built.append(env.compactor(models))
+        return built[-1]
+
+    def context(budget: int) -> CompactingContext:
+        builder = WorkerContextBuilder(
+            project=env.project,
+            readers=readers_from_store(env.session.store),
+            token_budget=budget,
+            user_air_dir=tmp_path / "home",
+        )
+        return CompactingContext(builder, build_compactor=build)
+
+    await env.fill(80)
+    await context(100_000)(attempt(env, "t_small"))
+    assert built == []  # no compaction asked: no compactor
+    lazy = context(4_000)
+    await lazy(attempt(env, "t_one"))
+    await lazy(attempt(env, "t_two"))
+    assert len(built) == 1
+    assert lazy.compactor is built[0]
+    assert len(env.session.store.summaries.list_all()) == 1
 
 
 async def test_open_runtime_compacts_for_a_real_workers_context(
@@ -187,3 +219,38 @@ async def test_concurrent_askers_compact_once(env: Env, tmp_path: Path) -> None:
     assert sorted(o is None for o in outcomes) == [False, True]
     assert len(env.session.store.summaries.list_all()) == 1
     assert len([t for t in env.types() if t == "context.compaction.requested"]) == 1
+
+
+async def test_a_bad_rules_file_still_stops_the_runtime_before_any_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """IMPL-BOOT-8 builds the compactor at the first compaction, not at start-up; the project's
+    compaction rules are still read (and a bad file refused) while the runtime opens."""
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("AIR_TEST_PROVIDER_KEY", "k-test")
+    (root / ".air" / "shared" / "models.yaml").write_text(
+        "default: local/claude-test\nproviders:\n  local:\n    kind: anthropic\n"
+        "    base_url: http://127.0.0.1:9\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
+        "      claude-test: {context_window: 16000, max_output_tokens: 1000}\n"
+    )
+    (root / ".air" / "shared" / "compaction-rules.md").write_text("---\ntrigger_ratio: [1\n---\n")
+    options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
+    refused: list[AirException] = []
+    with trio.fail_after(60):
+        try:
+            async with open_runtime(RuntimeFactory(options).create(resume=False)):
+                raise AssertionError("the runtime opened over a bad compaction-rules.md")
+        except* AirException as group:
+            refused += _leaves(group)
+    assert [e.error.kind for e in refused] == ["config_error"]
+    assert "compaction-rules.md" in refused[0].error.message
+
+
+def _leaves(group: BaseExceptionGroup[AirException]) -> list[AirException]:
+    found: list[AirException] = []
+    for exc in group.exceptions:
+        found += _leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc]
+    return found

@@ -168,6 +168,22 @@ async def test_isolated_copy_copies_back_and_detects_conflicts(repo: Path) -> No
     assert _read(Path(ref2.path, "b.txt")) == "mine\n"
 
 
+def test_gc_reads_its_timestamps_as_strptime_did_without_importing_it() -> None:
+    """IMPL-BOOT-8: ``utc_now_iso``'s shape through ``fromisoformat``; any other text is the
+    ValueError ``strptime("%Y-%m-%dT%H:%M:%S.%fZ")`` raised."""
+    from datetime import UTC, datetime
+
+    from air.contracts import utc_now_iso
+    from air.workspace.manager import _parse_iso
+
+    for text in (utc_now_iso(), "2026-01-03T23:59:59.000000Z", "2026-01-03T23:59:59.5Z"):
+        expected = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert _parse_iso(text) == expected
+    for bad in ("2026-01-03", "2026-01-03T23:59:59Z", "2026-01-03T23:59:59.5+00:00", "x"):
+        with pytest.raises(ValueError, match="does not match format"):
+            _parse_iso(bad)
+
+
 async def test_gc_retention_merged_7_days_abandoned_3_days(repo: Path) -> None:
     events = Events()
     clock = Clock()
