@@ -18,8 +18,7 @@ duplicate id) raises ``AirException(system_error)``, exactly where the projectio
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from immutables import Map
 from pydantic import BaseModel
@@ -124,8 +123,7 @@ _EVIDENCE_TYPES = frozenset(
 # --- facts ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SessionFact:
+class SessionFact(NamedTuple):
     session_id: str
     project_id: str
     status: str
@@ -133,8 +131,7 @@ class SessionFact:
     title: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class AttemptFact:
+class AttemptFact(NamedTuple):
     """One ``task_attempts`` row."""
 
     attempt_index: int
@@ -145,8 +142,7 @@ class AttemptFact:
     error: AirError | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class FailureFact:
+class FailureFact(NamedTuple):
     """One ``task.failed`` of a task: what the RetryPlanner counts against the retry budget."""
 
     attempt_index: int
@@ -154,8 +150,7 @@ class FailureFact:
     failure_kind: str
 
 
-@dataclass(frozen=True, slots=True)
-class TaskFact:
+class TaskFact(NamedTuple):
     """One task (a ``tasks`` row plus its attempts and failures)."""
 
     spec: TaskSpec
@@ -186,8 +181,7 @@ class TaskFact:
         return len(self.attempts)
 
 
-@dataclass(frozen=True, slots=True)
-class DependencyFact:
+class DependencyFact(NamedTuple):
     """One ``task_dependencies`` row: ``task_id`` depends on ``depends_on_task_id``."""
 
     task_id: str
@@ -197,8 +191,7 @@ class DependencyFact:
     source: DependencySource
 
 
-@dataclass(frozen=True, slots=True)
-class AgentFact:
+class AgentFact(NamedTuple):
     agent_id: str
     task_id: str | None
     agent_type: AgentType
@@ -210,8 +203,7 @@ class AgentFact:
     error: AirError | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class WorkspaceFact:
+class WorkspaceFact(NamedTuple):
     workspace_id: str
     task_id: str | None
     agent_id: str | None
@@ -225,8 +217,7 @@ class WorkspaceFact:
     kept_branch: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ToolRunFact:
+class ToolRunFact(NamedTuple):
     tool_run_id: str
     tool_name: str
     task_id: str | None
@@ -236,8 +227,7 @@ class ToolRunFact:
     error: AirError | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class CommandRunFact:
+class CommandRunFact(NamedTuple):
     command_run_id: str
     command: str
     cwd: str
@@ -250,25 +240,24 @@ class CommandRunFact:
     error: AirError | None = None
 
 
-def _empty() -> Map[Any, Any]:
-    return Map()
+_EMPTY: Map[Any, Any] = Map()
+"""The empty persistent map every new state starts from (immutable, so one is shared)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SessionState:
+class SessionState(NamedTuple):
     """Everything the fold knows about one session. Immutable; ``apply`` returns a new one."""
 
     session: SessionFact | None = None
-    tasks: Map[str, TaskFact] = field(default_factory=_empty)
-    dependencies: Map[str, tuple[DependencyFact, ...]] = field(default_factory=_empty)
+    tasks: Map[str, TaskFact] = _EMPTY
+    dependencies: Map[str, tuple[DependencyFact, ...]] = _EMPTY
     """Per task: the edges it depends along, in the order they were recorded."""
-    agents: Map[str, AgentFact] = field(default_factory=_empty)
-    workspaces: Map[str, WorkspaceFact] = field(default_factory=_empty)
-    tool_runs: Map[str, ToolRunFact] = field(default_factory=_empty)
-    command_runs: Map[str, CommandRunFact] = field(default_factory=_empty)
-    agent_events: Map[str, tuple[RuntimeEvent, ...]] = field(default_factory=_empty)
+    agents: Map[str, AgentFact] = _EMPTY
+    workspaces: Map[str, WorkspaceFact] = _EMPTY
+    tool_runs: Map[str, ToolRunFact] = _EMPTY
+    command_runs: Map[str, CommandRunFact] = _EMPTY
+    agent_events: Map[str, tuple[RuntimeEvent, ...]] = _EMPTY
     """Per agent: its tool/command/artifact/evidence/diagnostic events, oldest first."""
-    counts: Map[str, int] = field(default_factory=_empty)
+    counts: Map[str, int] = _EMPTY
     """Scheduler tasks (not compaction tasks) per status."""
     applied: int = 0
     """How many events were applied."""
@@ -323,7 +312,7 @@ def _put_task(state: SessionState, old: TaskFact | None, new: TaskFact) -> Sessi
         if old is not None:
             counts = counts.set(old.status.value, counts.get(old.status.value, 0) - 1)
         counts = counts.set(new.status.value, counts.get(new.status.value, 0) + 1)
-    return replace(state, tasks=state.tasks.set(new.spec.id, new), counts=counts)
+    return state._replace(tasks=state.tasks.set(new.spec.id, new), counts=counts)
 
 
 def _end_attempt(
@@ -342,7 +331,7 @@ def _end_attempt(
         pos = len(attempts) - 1
     if pos < 0 or attempts[pos].status != "running":
         return attempts
-    ended = replace(attempts[pos], status=status, error=error)
+    ended = attempts[pos]._replace(status=status, error=error)
     return (*attempts[:pos], ended, *attempts[pos + 1 :])
 
 
@@ -387,7 +376,7 @@ def _new_task(
     )
     state = _put_task(state, None, task)
     for d in deps:
-        state = replace(state, dependencies=_add_edge(state, event, _dep(spec.id, d)))
+        state = state._replace(dependencies=_add_edge(state, event, _dep(spec.id, d)))
     return state
 
 
@@ -411,7 +400,7 @@ def _dependency_added(
     for task_id in (x.task_id, x.depends_on_task_id):
         if task_id not in state.tasks:
             raise _fail(event, f"dependency names unknown task {task_id}")
-    return replace(state, dependencies=_add_edge(state, event, _dep(x.task_id, x)))
+    return state._replace(dependencies=_add_edge(state, event, _dep(x.task_id, x)))
 
 
 def _task_started(
@@ -427,8 +416,7 @@ def _task_started(
         agent_type=x.agent_type,
         workspace_id=x.workspace_id,
     )
-    new = replace(
-        task,
+    new = task._replace(
         status=TaskStatus.RUNNING,
         agent_id=x.agent_id,
         workspace_id=x.workspace_id,
@@ -451,7 +439,7 @@ def _end_task(
     """A task-ending event: the task takes ``status`` (and ``changes``), its attempt ends too."""
     task = _task(state, event, task_id)
     attempts = _end_attempt(event, task, attempt_index, status.value, error)
-    new = replace(task, status=status, attempts=attempts, **changes)
+    new = task._replace(status=status, attempts=attempts, **changes)
     return _put_task(state, task, new)
 
 
@@ -530,14 +518,14 @@ def _compaction_started(
     state: SessionState, event: RuntimeEvent, x: p.CompactionStartedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
-    return _put_task(state, task, replace(task, status=TaskStatus.RUNNING, agent_id=x.agent_id))
+    return _put_task(state, task, task._replace(status=TaskStatus.RUNNING, agent_id=x.agent_id))
 
 
 def _compaction_completed(
     state: SessionState, event: RuntimeEvent, x: p.CompactionCompletedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
-    new = replace(task, status=TaskStatus.COMPLETED, summary_id=x.summary_id)
+    new = task._replace(status=TaskStatus.COMPLETED, summary_id=x.summary_id)
     return _put_task(state, task, new)
 
 
@@ -546,7 +534,7 @@ def _compaction_failed(
 ) -> SessionState:
     task = _task(state, event, x.task_id)
     status = TaskStatus.BLOCKED if x.blocked else TaskStatus.FAILED
-    return _put_task(state, task, replace(task, status=status, last_error=x.error))
+    return _put_task(state, task, task._replace(status=status, last_error=x.error))
 
 
 def _session_created(
@@ -555,14 +543,14 @@ def _session_created(
     if state.session is not None:
         raise _fail(event, f"session {x.session_id} already exists")
     fact = SessionFact(x.session_id, x.project_id, "active", x.mode, x.title)
-    return replace(state, session=fact)
+    return state._replace(session=fact)
 
 
 def _session_status(status: str) -> Callable[[SessionState, RuntimeEvent, Any], SessionState]:
     def fold(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
         if state.session is None or state.session.session_id != x.session_id:
             raise _fail(event, f"session {x.session_id} does not exist")
-        return replace(state, session=replace(state.session, status=status))
+        return state._replace(session=state.session._replace(status=status))
 
     return fold
 
@@ -575,8 +563,7 @@ def _agent_started(
         # the running-phase re-emission of an agent recorded as ``starting`` (SDD §5.4)
         if existing.status != "starting" or x.status != "running":
             raise _fail(event, f"agent {x.agent_id} already exists as {existing.status}")
-        fact = replace(
-            existing,
+        fact = existing._replace(
             status="running",
             pid=x.pid,
             pid_start_time=x.pid_start_time,
@@ -592,7 +579,7 @@ def _agent_started(
             pid_start_time=x.pid_start_time,
             boot_id=x.boot_id,
         )
-    return replace(state, agents=state.agents.set(x.agent_id, fact))
+    return state._replace(agents=state.agents.set(x.agent_id, fact))
 
 
 def _agent_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
@@ -601,13 +588,12 @@ def _agent_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState
         raise _fail(event, f"agent {x.agent_id} does not exist")
     if agent.status not in AGENT_FROM:
         raise _fail(event, f"agent {x.agent_id} is {agent.status}, expected starting or running")
-    fact = replace(
-        agent,
+    fact = agent._replace(
         status=_AGENT_END[event.type],
         exit_code=getattr(x, "exit_code", None),
         error=getattr(x, "error", None),
     )
-    return replace(state, agents=state.agents.set(x.agent_id, fact))
+    return state._replace(agents=state.agents.set(x.agent_id, fact))
 
 
 def _tool_started(
@@ -616,7 +602,7 @@ def _tool_started(
     if x.tool_run_id in state.tool_runs:
         raise _fail(event, f"tool run {x.tool_run_id} already exists")
     fact = ToolRunFact(x.tool_run_id, x.tool_name, x.task_id, x.agent_id)
-    return replace(state, tool_runs=state.tool_runs.set(x.tool_run_id, fact))
+    return state._replace(tool_runs=state.tool_runs.set(x.tool_run_id, fact))
 
 
 def _tool_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
@@ -625,13 +611,12 @@ def _tool_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
         raise _fail(event, f"tool run {x.tool_run_id} does not exist")
     if run.status not in TOOL_FROM:
         raise _fail(event, f"tool run {x.tool_run_id} is {run.status}, expected running")
-    fact = replace(
-        run,
+    fact = run._replace(
         status=_TOOL_END[event.type],
         duration_ms=x.duration_ms,
         error=getattr(x, "error", None),
     )
-    return replace(state, tool_runs=state.tool_runs.set(x.tool_run_id, fact))
+    return state._replace(tool_runs=state.tool_runs.set(x.tool_run_id, fact))
 
 
 def _command_started(
@@ -640,7 +625,7 @@ def _command_started(
     if x.command_run_id in state.command_runs:
         raise _fail(event, f"command run {x.command_run_id} already exists")
     fact = CommandRunFact(x.command_run_id, x.command, x.cwd, x.task_id, x.agent_id, x.tool_run_id)
-    return replace(state, command_runs=state.command_runs.set(x.command_run_id, fact))
+    return state._replace(command_runs=state.command_runs.set(x.command_run_id, fact))
 
 
 def _command_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
@@ -649,14 +634,13 @@ def _command_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionSta
         raise _fail(event, f"command run {x.command_run_id} does not exist")
     if run.ended:
         raise _fail(event, f"command run {x.command_run_id} already ended")
-    fact = replace(
-        run,
+    fact = run._replace(
         ended=True,
         exit_code=x.exit_code,
         cancelled=bool(getattr(x, "cancelled", False)),
         error=getattr(x, "error", None),
     )
-    return replace(state, command_runs=state.command_runs.set(x.command_run_id, fact))
+    return state._replace(command_runs=state.command_runs.set(x.command_run_id, fact))
 
 
 def _workspace_created(
@@ -674,7 +658,7 @@ def _workspace_created(
         branch=x.branch,
         base_commit=x.base_commit,
     )
-    return replace(state, workspaces=state.workspaces.set(x.workspace_id, fact))
+    return state._replace(workspaces=state.workspaces.set(x.workspace_id, fact))
 
 
 def _workspace_step(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
@@ -684,14 +668,14 @@ def _workspace_step(state: SessionState, event: RuntimeEvent, x: Any) -> Session
     allowed = WORKSPACE_FROM[event.type]
     if ws.status not in allowed:
         raise _fail(event, f"workspace {x.workspace_id} is {ws.status}, expected one of {allowed}")
-    fact = replace(ws, status=_WORKSPACE_TO[event.type])
+    fact = ws._replace(status=_WORKSPACE_TO[event.type])
     if isinstance(x, p.WorkspaceMergeCompletedPayload):
-        fact = replace(fact, merge_commit=x.merge_commit)
+        fact = fact._replace(merge_commit=x.merge_commit)
     elif isinstance(x, p.WorkspaceMergeConflictedPayload):
-        fact = replace(fact, conflicted_paths=tuple(x.conflicted_paths), kept_branch=x.kept_branch)
+        fact = fact._replace(conflicted_paths=tuple(x.conflicted_paths), kept_branch=x.kept_branch)
     elif isinstance(x, p.WorkspaceAbandonedPayload) and x.kept_branch is not None:
-        fact = replace(fact, kept_branch=x.kept_branch)
-    return replace(state, workspaces=state.workspaces.set(x.workspace_id, fact))
+        fact = fact._replace(kept_branch=x.kept_branch)
+    return state._replace(workspaces=state.workspaces.set(x.workspace_id, fact))
 
 
 _Fold = Callable[[SessionState, RuntimeEvent, Any], SessionState]
@@ -763,7 +747,7 @@ def apply(
             when its payload does not match its model.
     """
     if event.type not in FOLDED_TYPES:
-        return replace(state, applied=state.applied + 1)
+        return state._replace(applied=state.applied + 1)
     x = payload if payload is not None else _validate(event)
     handler = _HANDLERS.get(event.type)
     if handler is not None:
@@ -772,8 +756,8 @@ def apply(
         agent_id = _agent_of(state, event, x)
         if agent_id is not None:
             log = state.agent_events.get(agent_id, ())
-            state = replace(state, agent_events=state.agent_events.set(agent_id, (*log, event)))
-    return replace(state, applied=state.applied + 1)
+            state = state._replace(agent_events=state.agent_events.set(agent_id, (*log, event)))
+    return state._replace(applied=state.applied + 1)
 
 
 def _validate(event: RuntimeEvent) -> BaseModel:
