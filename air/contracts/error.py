@@ -110,20 +110,25 @@ class AirError(Contract):
     metadata: JsonObject | None = None
 
 
-_VOLATILE = [
-    (re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I), "<uuid>"),
-    (re.compile(r"\b[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}\b"), "<id>"),
-    (re.compile(r"0x[0-9a-fA-F]+"), "<hex>"),
-    (re.compile(r"\b[0-9a-f]{12,64}\b"), "<hash>"),
-    (re.compile(r"\d+"), "<n>"),
-    (re.compile(r"\s+"), " "),
-]
+_VOLATILE_SOURCES = (
+    (r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I, "<uuid>"),
+    (r"\b[a-z]{2,5}_[0-9A-HJKMNP-TV-Z]{26}\b", re.I, "<id>"),  # the text is lower-cased
+    (r"0x[0-9a-fA-F]+", 0, "<hex>"),
+    (r"\b[0-9a-f]{12,64}\b", 0, "<hash>"),
+    (r"\d+", 0, "<n>"),
+    (r"\s+", 0, " "),
+)
+_volatile: list[tuple[re.Pattern[str], str]] = []
+"""The compiled ``_VOLATILE_SOURCES``, filled by the first ``normalize_message`` (not at import:
+most runs build no error before their first model request)."""
 
 
 def normalize_message(message: str) -> str:
     """Strip the volatile parts of a message (ids, numbers, hashes, spacing) and lower-case it."""
+    if not _volatile:
+        _volatile[:] = [(re.compile(p, flags), to) for p, flags, to in _VOLATILE_SOURCES]
     text = message.strip().lower()
-    for pattern, replacement in _VOLATILE:
+    for pattern, replacement in _volatile:
         text = pattern.sub(replacement, text)
     return text
 

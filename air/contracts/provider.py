@@ -310,7 +310,7 @@ class ProviderConfig(Contract):
     read_timeout_s: float = Field(default=120.0, gt=0)
     """The longest silence while a reply streams; a stalled stream is retried as a turn."""
     transport: Literal["sdk", "http"] = "http"
-    """``anthropic`` only: plain httpx (default; IMPL-START-2) or the official SDK (``sdk``)."""
+    """``anthropic`` only: plain HTTP (default; IMPL-BOOT-10) or the official SDK (``sdk``)."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
 

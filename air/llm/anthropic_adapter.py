@@ -1,5 +1,5 @@
 """AnthropicAdapter: the Messages API through the official ``anthropic`` SDK (AsyncAnthropic),
-chosen by ``transport: sdk`` (the default is plain httpx, IMPL-START-2).
+chosen by ``transport: sdk`` (the default is the plain HTTP adapter, IMPL-START-2).
 
 Owns the SDK client (created on first use; the SDK is imported only then, it costs about a
 second of CPU) and the SDK's error and connection-failure types. The request, the SSE reading

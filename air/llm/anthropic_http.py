@@ -1,5 +1,5 @@
-"""AnthropicHttpAdapter: the Messages API over plain httpx (``transport: http``, the default), no
-SDK.
+"""AnthropicHttpAdapter: the Messages API over plain HTTP (``transport: http``, the default), no
+SDK (``air.llm.http11``; httpx behind a proxy: IMPL-BOOT-10).
 
 Owns the wire headers (``x-api-key``, ``anthropic-version``) and the endpoint; the exchange
 itself (request body, SSE decoding through ``AnthropicStreamNormalizer``, error mapping) is the
@@ -14,11 +14,9 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-import httpx
-
 from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
-from air.llm.http_adapter import HttpxAdapter, ReadReply
+from air.llm.http_adapter import HttpReply, HttpxAdapter, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
 
@@ -47,7 +45,7 @@ class AnthropicHttpAdapter(HttpxAdapter):
         }
         normalizer = AnthropicStreamNormalizer(self.provider_id, request.model_id, names)
 
-        def read(response: httpx.Response) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+        def read(response: HttpReply) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             content_type = response.headers.get("content-type", "")
             return anthropic_batches(
                 normalizer, self.failed, content_type, response.aread, response.aiter_bytes
@@ -55,7 +53,7 @@ class AnthropicHttpAdapter(HttpxAdapter):
 
         return "/v1/messages", body, headers, read
 
-    def status_error(self, response: httpx.Response, text: str) -> AirError:
+    def status_error(self, response: HttpReply, text: str) -> AirError:
         try:
             body: object = json.loads(text)
         except json.JSONDecodeError:

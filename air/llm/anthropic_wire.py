@@ -1,4 +1,4 @@
-"""The Anthropic Messages wire shared by both transports (the SDK and plain httpx).
+"""The Anthropic Messages wire shared by both transports (the SDK and plain HTTP).
 
 Owns the canonical -> Messages request (canonical is Anthropic's format, ``cache_control``
 passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``), the

@@ -1,29 +1,45 @@
 """HttpxAdapter: the base of the adapters that speak HTTP themselves (no SDK).
 
-Owns the lazily created ``httpx.AsyncClient`` (works under Trio through anyio; no CA bundle
-loaded for plain-http endpoints such as Ollama, llama.cpp or a local proxy), the streamed
-POST with its error reply -> AirError mapping and failures turned into the final error event
-(``complete_batches``), and closing the client. Subclasses say what to POST and read the reply.
+Owns the lazily created HTTP client: ``air.llm.http11.Http11Client`` (h11 on Trio streams;
+no CA bundle loaded for plain-http endpoints such as Ollama, llama.cpp or a local proxy), or an
+``httpx.AsyncClient`` when the environment names a proxy (httpx's proxy handling, imported
+only then; IMPL-BOOT-10); the streamed POST with its error reply -> AirError mapping and
+failures turned into the final error event (``complete_batches``), and closing the client.
+Subclasses say what to POST and read the reply (``HttpReply``: what both clients' replies
+offer).
 """
 
 from __future__ import annotations
 
 import json
 from abc import abstractmethod
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
-from typing import Any
-
-import httpx
+from typing import Any, Protocol
 
 from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
+from air.llm.http11 import Http11Client, TransportError, proxy_configured
 
-__all__ = ["HttpxAdapter", "ReadReply"]
+__all__ = ["HttpReply", "HttpxAdapter", "ReadReply"]
 
-_FAILURES: tuple[type[BaseException], ...] = (httpx.TransportError, *STREAM_FAILURES)
-ReadReply = Callable[[httpx.Response], AsyncGenerator[list[ProviderStreamEvent], None]]
+
+class HttpReply(Protocol):
+    """A streamed reply of either client (``air.llm.http11.Reply``, ``httpx.Response``)."""
+
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+    async def aread(self) -> bytes: ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+
+ReadReply = Callable[[HttpReply], AsyncGenerator[list[ProviderStreamEvent], None]]
 
 
 class HttpxAdapter(ProviderAdapter):
@@ -37,21 +53,39 @@ class HttpxAdapter(ProviderAdapter):
     ) -> None:
         super().__init__(provider_id, config, env=env)
         self._base_url = base_url.rstrip("/")
-        self._client: httpx.AsyncClient | None = None
+        self._client: Any = None
+        self._failures: tuple[type[BaseException], ...] = (TransportError, *STREAM_FAILURES)
 
-    def _http(self) -> httpx.AsyncClient:
+    def _http(self) -> Any:
+        """The client (``Http11Client``, or ``httpx.AsyncClient`` behind a proxy)."""
         if self._client is None:
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.config.timeout_s, read=self.config.read_timeout_s),
-                # plain-http endpoints need no CA bundle: skip loading it
-                verify=not self._base_url.startswith("http://"),
-            )
+            if proxy_configured():
+                self._client = self._httpx_client()
+            else:
+                self._client = Http11Client(
+                    timeout_s=self.config.timeout_s, read_timeout_s=self.config.read_timeout_s
+                )
+                if self._base_url.startswith("https://"):
+                    self._client.tls_context()  # the CA bundle now, not at the first request
         return self._client
 
-    def warm(self) -> None:
-        """Create the client (its transport imports httpcore) ahead of the first request."""
-        import encodings.idna  # noqa: F401  (the first request's host lookup imports it)
+    def _httpx_client(self) -> Any:
+        import encodings.idna  # noqa: F401  (its first host lookup imports it)
 
+        from air.llm.manager import skip_httpx_cli
+
+        skip_httpx_cli()
+        import httpx
+
+        self._failures = (httpx.TransportError, *self._failures)
+        return httpx.AsyncClient(
+            timeout=httpx.Timeout(self.config.timeout_s, read=self.config.read_timeout_s),
+            # plain-http endpoints need no CA bundle: skip loading it
+            verify=not self._base_url.startswith("http://"),
+        )
+
+    def warm(self) -> None:
+        """Create the client (and load the CA bundle for https) ahead of the first request."""
         self._http()
 
     @abstractmethod
@@ -77,10 +111,10 @@ class HttpxAdapter(ProviderAdapter):
                 async with aclosing(read(response)) as batches:
                     async for batch in batches:
                         yield batch
-        except _FAILURES as exc:
+        except self._failures as exc:
             yield [self.failed(self.failure_of(exc))]
 
-    def status_error(self, response: httpx.Response, text: str) -> AirError:
+    def status_error(self, response: HttpReply, text: str) -> AirError:
         """The AirError of an error reply (HTTP status >= 400) whose body is ``text``."""
         try:
             body: object = json.loads(text)

@@ -58,6 +58,7 @@ __all__ = [
     "RetryNotice",
     "SecretSink",
     "scripted_models_config",
+    "skip_httpx_cli",
 ]
 
 
@@ -496,7 +497,7 @@ class ProviderManager:
                 await adapter.aclose()
 
 
-def _skip_httpx_cli() -> None:
+def skip_httpx_cli() -> None:
     """Keep httpx from importing its command-line client (click, rich, pygments when installed:
     about half of ``import httpx``); air never runs it (IMPL-START-2). Only before the first
     import of httpx: it then defines its "not installed" stub ``httpx.main`` instead."""
@@ -507,12 +508,12 @@ def _skip_httpx_cli() -> None:
 def _create_adapter(
     provider_id: str, config: ProviderConfig, env: Mapping[str, str] | None
 ) -> ProviderAdapter:
-    _skip_httpx_cli()
     if config.kind is ProviderKind.ANTHROPIC and config.transport == "http":
         from air.llm.anthropic_http import AnthropicHttpAdapter
 
         return AnthropicHttpAdapter(provider_id, config, env=env)
     if config.kind is ProviderKind.ANTHROPIC:
+        skip_httpx_cli()  # the SDK imports httpx
         from air.llm.anthropic_adapter import AnthropicAdapter
 
         return AnthropicAdapter(provider_id, config, env=env)

@@ -13,8 +13,6 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-import httpx
-
 from air.contracts import (
     AirException,
     ProviderCompletionInput,
@@ -24,7 +22,7 @@ from air.contracts import (
 from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference
-from air.llm.http_adapter import HttpxAdapter, ReadReply
+from air.llm.http_adapter import HttpReply, HttpxAdapter, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder
 from air.llm.tool_names import ToolNameMap
@@ -59,13 +57,13 @@ class OpenAICompatibleAdapter(HttpxAdapter):
             headers["authorization"] = f"Bearer {key}"
         normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id, names)
 
-        def read(response: httpx.Response) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+        def read(response: HttpReply) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             return self._read(normalizer, response)
 
         return "/chat/completions", body, headers, read
 
     async def _read(
-        self, normalizer: OpenAIStreamNormalizer, response: httpx.Response
+        self, normalizer: OpenAIStreamNormalizer, response: HttpReply
     ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
         """The event batches of one reply; raises ``StreamEnded`` when it stops before [DONE]."""
         if "json" in response.headers.get("content-type", ""):

@@ -22,38 +22,55 @@ _SECRET_NAME = re.compile(
     r"auth(?!or)|credential|session[_-]?key|client[_-]?secret|signing[_-]?key|webhook|dsn|cookie)"
 )
 
-_PATTERNS: list[re.Pattern[str]] = [
-    re.compile(
+_PATTERN_SOURCES: tuple[tuple[str, int], ...] = (
+    (
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
         r".*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
         re.S,
     ),
-    re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[^\n]*(\n[A-Za-z0-9+/=]{16,})*"),
-    re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-    re.compile(r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{40,}"),
-    re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    re.compile(r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}"),
-    re.compile(r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
-    re.compile(r"\bpypi-[A-Za-z0-9_\-]{50,}"),
-    re.compile(r"\bhf_[A-Za-z0-9]{30,}"),
-    re.compile(r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}"),
-    re.compile(r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)"),
-]
-_BEARER = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/\-]{12,}=*)")
-_AUTH_HEADER = re.compile(
-    r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)"
-    r"((?:(?:bearer|basic|token)\s+)?[^\s\"',]+)"
+    (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[^\n]*(\n[A-Za-z0-9+/=]{16,})*", 0),
+    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", 0),
+    (r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
+    (r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", 0),
+    (r"\bgithub_pat_[A-Za-z0-9_]{40,}", 0),
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
+    (r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}", 0),
+    (r"\bAIza[0-9A-Za-z_\-]{35}", 0),
+    (r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", 0),
+    (r"\bnpm_[A-Za-z0-9]{36}\b", 0),
+    (r"\bpypi-[A-Za-z0-9_\-]{50,}", 0),
+    (r"\bhf_[A-Za-z0-9]{30,}", 0),
+    (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
+    (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", 0),
 )
-_ASSIGN = re.compile(
-    r"(?im)\b([A-Z0-9_.\-]*?(?:secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|credential|client[_-]?secret)[A-Z0-9_.\-]*)(\s*[:=]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
-)
-_AWS_SECRET = re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*)([A-Za-z0-9/+=]{30,})")
+"""The secret shapes replaced whole (compiled at the first redaction: ``_Shapes``)."""
+
+
+class _Shapes:
+    """The compiled secret shapes, built once by the first ``redact`` (not at import: a run
+    that logs nothing before its first model request does not pay the compiling)."""
+
+    built: _Shapes | None = None
+
+    def __init__(self) -> None:
+        self.patterns = [re.compile(source, flags) for source, flags in _PATTERN_SOURCES]
+        self.bearer = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/\-]{12,}=*)")
+        self.auth_header = re.compile(
+            r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)"
+            r"((?:(?:bearer|basic|token)\s+)?[^\s\"',]+)"
+        )
+        self.assign = re.compile(
+            r"(?im)\b([A-Z0-9_.\-]*?(?:secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
+            r"private[_-]?key|credential|client[_-]?secret)[A-Z0-9_.\-]*)(\s*[:=]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
+        )
+        self.aws_secret = re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*)([A-Za-z0-9/+=]{30,})")
+
+    @classmethod
+    def get(cls) -> _Shapes:
+        if cls.built is None:
+            cls.built = cls()  # two threads at once both compile; either result is the same
+        return cls.built
 
 
 def looks_secret_name(name: str) -> bool:
@@ -114,16 +131,17 @@ class SecretRedactor:
         exact = self._exact
         if exact is not None:
             text = exact.sub(REDACTED, text)
-        for pattern in _PATTERNS:
+        shapes = _Shapes.get()
+        for pattern in shapes.patterns:
             text = pattern.sub(REDACTED, text)
-        text = _AWS_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+        text = shapes.aws_secret.sub(lambda m: m.group(1) + REDACTED, text)
         # Bearer/basic tokens first, so "Authorization: Bearer <tok>" loses the token itself.
-        text = _BEARER.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
-        text = _AUTH_HEADER.sub(
+        text = shapes.bearer.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
+        text = shapes.auth_header.sub(
             lambda m: m.group(0) if m.group(3) == REDACTED else m.group(1) + m.group(2) + REDACTED,
             text,
         )
-        text = _ASSIGN.sub(
+        text = shapes.assign.sub(
             lambda m: (
                 m.group(1) + m.group(2) + (REDACTED if m.group(3) != REDACTED else m.group(3))
             ),

@@ -55,7 +55,20 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "shlex",  # the git and cpp tools' command lines
     "zipfile",  # importlib.resources' readers: package data is read as files
     "_strptime",  # workspace GC parses its own timestamps with fromisoformat
+    # IMPL-BOOT-10: the plain HTTP adapters' client is h11 on Trio; httpx only behind a proxy
+    "httpx",
+    "httpcore",
+    "anyio",
+    "http.client",
+    "email",
 )
+
+
+def _no_proxy() -> dict[str, str]:
+    """This environment without a proxy (with one, the adapter rightly uses httpx)."""
+    proxies = ("http_proxy", "https_proxy", "all_proxy")
+    return {k: v for k, v in os.environ.items() if k.lower() not in proxies}
+
 
 PROBE = """
 import json, sys
@@ -113,7 +126,7 @@ def _loaded_at_first_request(tmp_path: Path) -> list[str]:
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(PROBE), str(out), str(port)],
             cwd=root,
-            env={**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test-key"},
+            env={**_no_proxy(), "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test-key"},
             capture_output=True,
             text=True,
             timeout=120,

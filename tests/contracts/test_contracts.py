@@ -82,6 +82,14 @@ def test_semantic_signature_ignores_volatile_parts() -> None:
     )
 
 
+def test_semantic_signature_ignores_ids_that_differ_in_letters() -> None:
+    # ULIDs are upper-case Crockford; the message is lower-cased before the id is replaced
+    a = c.semantic_signature_for("tool_error", "agent agt_01M8S6Q9ZJA8ZGFVKV90W2VFMH lost")
+    b = c.semantic_signature_for("tool_error", "agent agt_01M8S6QAAZ7XGFVKV90W2VFMKA lost")
+    assert a == b
+    assert c.normalize_message("agent agt_01M8S6Q9ZJA8ZGFVKV90W2VFMH lost") == "agent <id> lost"
+
+
 def test_semantic_signature_is_stable_across_processes() -> None:
     code = (
         "from air.contracts import semantic_signature_for as s;"
