@@ -35,6 +35,7 @@ __all__ = [
     "ConnectError",
     "Headers",
     "Http11Client",
+    "LocalProtocolError",
     "ReadTimeout",
     "RemoteProtocolError",
     "Reply",
@@ -66,6 +67,10 @@ class ReadTimeout(TransportError):
 
 class WriteTimeout(TransportError):
     pass
+
+
+class LocalProtocolError(TransportError):
+    """The request itself is not valid HTTP/1.1 (as httpx, a transport error)."""
 
 
 class RemoteProtocolError(TransportError):
@@ -212,8 +217,6 @@ class Http11Client:
         body = jsonlib.dumps(json, separators=(",", ":")).encode()
         name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6
         host = name if parts.port is None else f"{name}:{parts.port}"
-        conn = await self._connection(origin)
-        reply: Reply | None = None
         try:
             request = h11.Request(
                 method=method,
@@ -226,6 +229,11 @@ class Http11Client:
                     ("content-length", str(len(body))),
                 ],
             )
+        except h11.LocalProtocolError as exc:  # e.g. a header value holding a line break
+            raise LocalProtocolError(f"the request cannot be sent: {exc}") from exc
+        conn = await self._connection(origin)
+        reply: Reply | None = None
+        try:
             await self._send(conn, request, h11.Data(data=body), h11.EndOfMessage())
             while True:
                 event = await _next_event(conn, self.read_timeout_s)
@@ -278,6 +286,8 @@ class Http11Client:
                         await conn.stream.send_all(data)
         except trio.TooSlowError:
             raise WriteTimeout(f"sending took over {self.timeout_s:g} s") from None
+        except h11.LocalProtocolError as exc:  # e.g. a header value holding a line break
+            raise LocalProtocolError(f"the request cannot be sent: {exc}") from exc
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
             raise RemoteProtocolError(f"the connection broke while sending: {_why(exc)}") from exc
 

@@ -27,6 +27,7 @@ from air.contracts import ProviderConfig
 from air.llm.http11 import (
     ConnectError,
     Http11Client,
+    LocalProtocolError,
     ReadTimeout,
     RemoteProtocolError,
     TransportError,
@@ -163,6 +164,10 @@ async def test_every_failure_is_a_transport_error() -> None:
         await _post(client, url)
     with pytest.raises(ConnectError):
         await _post(client, "ftp://127.0.0.1/x")
+    with _server("ok") as (url, handler), pytest.raises(LocalProtocolError):
+        async with client.stream("POST", url, json={}, headers={"x-api-key": "k\r\nx: y"}):
+            pass
+    assert handler.bodies == []  # nothing of a header with a line break was sent
     assert issubclass(ReadTimeout, TransportError)
     await client.aclose()
 
