@@ -16,14 +16,15 @@ from air.cli.options import HeadlessOptions, bad
 __all__ = ["check_git", "check_writable", "open_project", "refusals", "session_to_resume"]
 
 
-def refusals(options: HeadlessOptions) -> list[Any]:
-    """Every reason the run cannot start here (AirExceptions; empty: it can)."""
+def refusals(options: HeadlessOptions, sandbox: Any = None) -> list[Any]:
+    """Every reason the run cannot start here (AirExceptions; empty: it can). ``sandbox``: a
+    ``SandboxProbe`` started earlier (its ``result`` is the sandbox check)."""
     from air.contracts import AirException
     from air.tools.shell import check_sandbox_available
 
     problems = []
     # no git or no sandbox, no run (never a silent unsandboxed mode): say every missing tool
-    for check in (check_git, check_sandbox_available):
+    for check in (check_git, check_sandbox_available if sandbox is None else sandbox.result):
         try:
             check()
         except AirException as refused:

@@ -78,7 +78,9 @@ def _run_headless(
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts import AirException, CliExit
     from air.nursery.batch import load_batch
+    from air.tools.sandbox import SandboxProbe
 
+    sandbox = None
     try:
         options = parse_options(argv_options, runner_factory=runner_factory, spare=spare)
         if not options.batch:
@@ -87,15 +89,21 @@ def _run_headless(
                 "no batch file given",
                 "Run `air run --headless BATCH` with a YAML batch file.",
             )
+        sandbox = SandboxProbe()  # checked in run_batch_session; bwrap works meanwhile
         batch = load_batch(options.batch)
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
+        if sandbox is not None:
+            sandbox.wait()
         return CliExit.BAD_INPUT
-    return run_batch_session(options, batch.specs)
+    return run_batch_session(options, batch.specs, sandbox)
 
 
-def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
+def run_batch_session(
+    options: HeadlessOptions, specs: list[Any] | None, sandbox: Any = None
+) -> int:
     """Check the machine, open the runtime, submit ``specs`` (None: resume), run, report.
+    ``sandbox``: a ``SandboxProbe`` already started (None: the check runs here).
 
     Returns:
         The exit code.
@@ -106,7 +114,7 @@ def run_batch_session(options: HeadlessOptions, specs: list[Any] | None) -> int:
     from air.cli.options import report_bad_input, reported_exit
     from air.contracts import AirException, CliExit
 
-    problems = refusals(options)
+    problems = refusals(options, sandbox)
     for each in problems:
         report_bad_input(each, options.stderr)
     if problems:

@@ -471,6 +471,38 @@ def check_sandbox_available(bwrap_path: str | None = None, *, probe: bool = True
     return path
 
 
+class SandboxProbe:
+    """``check_sandbox_available`` started in a thread, so that ``air run`` goes on importing
+    while bwrap builds its test sandbox (a few ms of waiting on the main thread; IMPL-BOOT-11).
+    ``result`` is the check itself: it waits for the thread, then calls
+    ``check_sandbox_available`` again, which answers from the cache after a success and probes
+    (and raises) again after a failure, so the thread's outcome is never trusted blindly."""
+
+    def __init__(self) -> None:
+        self._thread = threading.Thread(target=self._probe, name="air-sandbox-probe", daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _probe() -> None:
+        try:
+            check_sandbox_available()
+        except Exception:  # ``result`` probes again and reports it
+            return
+
+    def wait(self) -> None:
+        """Until the probe's bwrap has exited (no child outlives a run refused early)."""
+        self._thread.join()
+
+    def result(self) -> str:
+        """The bwrap path.
+
+        Raises:
+            AirException: ``environment_error`` when bwrap is missing or cannot build a sandbox.
+        """
+        self._thread.join()
+        return check_sandbox_available()
+
+
 def open_sandboxed(
     runner: SandboxRunner,
     command: str,
