@@ -8,7 +8,10 @@ of a fresh temporary project points at it, and a batch of one review task is run
 run --headless batch.yaml --json``, a new session each time; the providers alternate, so both
 see the same machine load). Printed per provider: every run, the median ms from spawning ``air``
 to the first request and its ratio to a bare ``python -c pass`` start measured in the same run
-(interleaved too), and the goal (issue #10: <= 250 ms). A per-phase breakdown (medians) comes
+(interleaved too), the goal (issue #10: <= 250 ms), and how far above the dependency floor it
+is (``FLOOR``: a ``python -c`` that only imports what the parent cannot start without, measured
+in the same run: this machine's speed drifts by 20 % within an hour, the floor with it). A
+per-phase breakdown (medians) comes
 from the ``--json`` event timestamps: start -> ``task.created`` (parent imports, session open,
 recovery, planning), -> ``agent.started`` (the worker adopted or spawned, and ready: it has
 imported and validated its task), -> first request (the first ``provider.complete`` and the
@@ -198,9 +201,13 @@ def _one_run(
     return marks
 
 
-def _bare_ms() -> float:
+FLOOR = "import trio, pydantic, yaml, sqlite3, h11, ssl; from pydantic import BaseModel"
+"""What the parent cannot start without: its chosen dependencies' imports (IMPL-BOOT-10)."""
+
+
+def _python_ms(code: str) -> float:
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    subprocess.run([sys.executable, "-c", code], check=True)
     return (time.perf_counter() - start) * 1000
 
 
@@ -220,6 +227,7 @@ def main() -> None:
         (t, p): [] for t, _ in trees for p in PROVIDERS
     }
     bare: list[float] = []
+    floor: list[float] = []
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as tmpdir, LocalServer() as server:
         tmp = Path(tmpdir)
@@ -241,13 +249,16 @@ def main() -> None:
                     results[tree, provider].append(
                         _one_run(server, provider, roots[provider], envs[tree])
                     )
-            bare.append(_bare_ms())
+            bare.append(_python_ms("pass"))
+            floor.append(_python_ms(FLOOR))
     load_after = os.getloadavg()[0]
     bare_ms = statistics.median(bare)
     print(f"air run --headless: start -> first model request ({runs} runs each, median)")
     print(f"  bytecode cache: {'off (environment as is)' if args.no_bytecode_cache else 'on'}")
     print(f"  load average: {load_before:.1f} before, {load_after:.1f} after (2 cores here)")
     print(f"  bare `python -c pass`: {bare_ms:5.1f} ms")
+    floor_ms = statistics.median(floor)
+    print(f"  dependency floor `python -c '{FLOOR}'`: {floor_ms:5.1f} ms")
     medians: dict[tuple[str, str], float] = {}
     for tree, _ in trees:
         for provider in PROVIDERS:
@@ -255,6 +266,7 @@ def main() -> None:
                 f"{provider} ({tree})" if len(trees) > 1 else provider,
                 results[tree, provider],
                 bare_ms,
+                floor_ms,
             )
     if len(trees) > 1:
         (mine, _), (other, _) = trees
@@ -263,7 +275,7 @@ def main() -> None:
             print(f"{provider}: this tree - {other}: {delta:+.1f} ms (medians)")
 
 
-def _report(name: str, rows: list[dict[str, float]], bare_ms: float) -> float:
+def _report(name: str, rows: list[dict[str, float]], bare_ms: float, floor_ms: float) -> float:
     firsts = [r["first_request"] for r in rows]
     first = statistics.median(firsts)
     quart = statistics.quantiles(firsts, n=4)
@@ -274,6 +286,7 @@ def _report(name: str, rows: list[dict[str, float]], bare_ms: float) -> float:
         f"{quart[2]:.0f})  ratio {first / bare_ms:5.1f}x  goal <= {GOAL_MS:.0f} ms -> "
         f"{'met' if first <= GOAL_MS else 'MISSED'}"
     )
+    print(f"    above the dependency floor: {first - floor_ms:+.1f} ms ({first / floor_ms:.2f}x)")
     main = statistics.median(r["main_cpu"] for r in rows)
     parent = statistics.median(r["parent_cpu"] for r in rows)
     worker = statistics.median(r["worker_cpu"] for r in rows)
