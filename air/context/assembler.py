@@ -18,7 +18,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -81,8 +81,7 @@ _BLOCK_TEXT_LIMIT = 4_000
 """A single tool_use input / tool_result shown in the conversation layer is cut here."""
 
 
-@dataclass(frozen=True)
-class SessionReaders:
+class SessionReaders(NamedTuple):
     """Callables that read session rows (mappings or objects with the columns as attributes)."""
 
     messages: Callable[[SessionID], Sequence[Any]] | None = None

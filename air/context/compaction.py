@@ -17,9 +17,8 @@ import json
 import os
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -49,8 +48,7 @@ Summariser = Callable[[Sequence[Mapping[str, Any]], int, str], Awaitable[str]]
 _TRUNCATION_MARK = "\n[summary cut to fit]"
 
 
-@dataclass(frozen=True)
-class CompactionRules:
+class CompactionRules(NamedTuple):
     """The merged compaction rules: trigger, how much recent history stays, and instructions."""
 
     trigger_ratio: float = 0.7

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import trio
 
@@ -45,8 +45,7 @@ def worker_command(module: str = "air.roles") -> list[str]:
     return [sys.executable, "-P", "-m", module]
 
 
-@dataclass(frozen=True)
-class LaunchSpec:
+class LaunchSpec(NamedTuple):
     """One worker to start.
 
     Args:

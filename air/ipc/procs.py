@@ -14,8 +14,8 @@ from __future__ import annotations
 import os
 import signal
 import time
-from dataclasses import dataclass
 from functools import cache
+from typing import NamedTuple
 
 import trio
 
@@ -79,8 +79,7 @@ def is_same_process(identity: ProcessIdentity) -> bool:
     return read_identity(identity.pid).start_time == identity.start_time
 
 
-@dataclass(frozen=True)
-class _Proc:
+class _Proc(NamedTuple):
     pid: int
     state: str
     pgid: int

@@ -22,7 +22,7 @@ import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 import trio
 
@@ -80,8 +80,7 @@ class CallRecord:
     ok: bool = False
 
 
-@dataclass(frozen=True)
-class RetryNotice:
+class RetryNotice(NamedTuple):
     """One retry of a model turn, told to the retry listeners before it starts."""
 
     request: ProviderCompletionInput

@@ -33,8 +33,7 @@ from __future__ import annotations
 import json
 import os
 import stat
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 from pydantic import Field, ValidationError, model_validator
@@ -163,8 +162,7 @@ class BatchFile(Contract):
     tasks: list[BatchTask] = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class LoadedBatch:
+class LoadedBatch(NamedTuple):
     path: str
     name: str | None
     specs: list[TaskSpec]

@@ -13,6 +13,7 @@ import heapq
 from collections.abc import Generator
 from contextlib import closing
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from air.contracts import (
     DependencySource,
@@ -44,8 +45,7 @@ _ENDED = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class DependencyEdge:
+class DependencyEdge(NamedTuple):
     """One row of ``task_dependencies``: ``task_id`` depends on ``depends_on_task_id``."""
 
     task_id: str

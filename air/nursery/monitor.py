@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -54,8 +54,7 @@ class WatchedAgent:
     flagged: bool = False
 
 
-@dataclass(frozen=True)
-class AgentLost:
+class AgentLost(NamedTuple):
     agent_id: str
     task_id: str | None
     silent_for: float

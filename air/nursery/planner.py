@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterable
 from contextlib import closing
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from air.contracts import (
     DependencySource,
@@ -47,8 +47,7 @@ def default_max_workers() -> int:
     return max(1, min(16, cpus))
 
 
-@dataclass(frozen=True)
-class ResourceSnapshot:
+class ResourceSnapshot(NamedTuple):
     """What the machine allows now: the worker cap and how many workers already run."""
 
     max_workers: int

@@ -30,7 +30,7 @@ Rules, in order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from air.contracts import (
     AirError,
@@ -64,8 +64,7 @@ _IMPOSSIBLE = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class AttemptSummary:
+class AttemptSummary(NamedTuple):
     """One finished attempt of a task, as read from ``task_attempts``."""
 
     attempt_index: int

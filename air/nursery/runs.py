@@ -17,8 +17,7 @@ import errno
 import fcntl
 import json
 import os
-from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import trio
 
@@ -50,8 +49,7 @@ class _RunLike(Protocol):
     def marker(self) -> str: ...
 
 
-@dataclass(frozen=True)
-class ReapResult:
+class ReapResult(NamedTuple):
     agent_id: str
     state: str
     """``orphaned-dead`` (nothing was alive) or ``orphaned-killed``."""

@@ -20,8 +20,7 @@ import fnmatch
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import yaml
 
@@ -35,8 +34,7 @@ RuleAction = Literal["allow", "ask", "deny"]
 _FIELDS = {"action", "tool", "path", "command", "category", "sensitive", "reason"}
 
 
-@dataclass(frozen=True)
-class PolicyRule:
+class PolicyRule(NamedTuple):
     action: RuleAction
     tool: str | None = None
     path: str | None = None
@@ -56,11 +54,10 @@ class PolicyRule:
         return False
 
 
-@dataclass(frozen=True)
-class PermissionPolicy:
+class PermissionPolicy(NamedTuple):
     rules: tuple[PolicyRule, ...] = ()
     headless_allow_ask: bool = False
-    sources: tuple[str, ...] = field(default=())
+    sources: tuple[str, ...] = ()
 
     def merged(self, other: PermissionPolicy) -> PermissionPolicy:
         return PermissionPolicy(

@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import trio
 
@@ -37,8 +37,7 @@ _EXCLUDE = (
 _NEVER = (".air", ".git")
 
 
-@dataclass(frozen=True)
-class Snapshot:
+class Snapshot(NamedTuple):
     """One commit of the backup repository."""
 
     commit: str

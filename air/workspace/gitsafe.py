@@ -24,7 +24,7 @@ import os
 import stat
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import trio
 
@@ -94,8 +94,7 @@ _DRIVER_KEYS = {
 }
 
 
-@dataclass(frozen=True)
-class GitLocation:
+class GitLocation(NamedTuple):
     """A work tree and the git directory air verified for it."""
 
     work_tree: str
