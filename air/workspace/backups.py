@@ -19,8 +19,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
 import trio
 
@@ -37,7 +37,8 @@ _EXCLUDE = (
 _NEVER = (".air", ".git")
 
 
-class Snapshot(NamedTuple):
+@dataclass(frozen=True)
+class Snapshot:
     """One commit of the backup repository."""
 
     commit: str
