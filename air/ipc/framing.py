@@ -186,7 +186,7 @@ async def read_ready(
 
     On one core a peer that was woken by our last write usually ran and answered before we
     read again; reading first then saves the park in ``wait_readable`` (an ``epoll_ctl`` and a
-    scheduler round trip) of every receive (IMPL-IPC-1).
+    scheduler round trip) of every receive (IMPL-IPC-4).
     """
     if not isinstance(stream, trio.lowlevel.FdStream):
         return None

@@ -99,7 +99,7 @@ def _scan(max_age_s: float = 0.0, started_since: int = 0) -> list[_Proc]:
     poll within ``max_age_s`` of each other, instead of each reading every process's files.
     ``started_since`` (a ``/proc/PID/stat`` start time, clock ticks since boot): the marker is
     read only from processes started at or after it — the descendants of a worker started
-    then; an older process is listed without one (IMPL-IPC-2). A snapshot serves a later
+    then; an older process is listed without one (IMPL-IPC-5). A snapshot serves a later
     request only if it read at least as many markers.
     """
     global _snapshot_cache

@@ -86,7 +86,7 @@ _RESULT_KIND = b'"kind":"tool.result"'
 
 def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
     """Worker side: ``(correlation id, result)`` of a ``tool.result`` line as ``encode_line``
-    writes it, parsed and checked in one strict ``validate_json`` (IMPL-IPC-1); ``None`` for any
+    writes it, parsed and checked in one strict ``validate_json`` (IMPL-IPC-4); ``None`` for any
     other line or one that fails, which then takes ``WorkerProtocol.decode``'s path (and gets
     its typed error). The ``kind`` test only picks the model; the validation decides: a line
     whose real ``kind`` is another fails the ``Literal`` and falls back."""
@@ -207,7 +207,7 @@ def encode_line(
 
 class LineEncoder:
     """``encode_line`` for one channel: its session and agent ids are encoded once, and a line
-    is the concatenation of its parts (IMPL-IPC-1). Writes the same JSON object as
+    is the concatenation of its parts (IMPL-IPC-4). Writes the same JSON object as
     ``encode_line``, keys in the order ``v``, ``id``, ``kind``, ``ts``, ``session_id``,
     ``agent_id``, ``correlation_id`` (when set), ``payload``; every value but ``ts`` and an id
     of ``message_id``'s goes through ``to_json``, so a peer's id is escaped."""

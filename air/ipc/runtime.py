@@ -9,7 +9,7 @@ background reader holds the role while no call waits and hands it over when one 
 calls have begun it takes the role back only when the body blocks elsewhere (paused) or at the
 next heartbeat tick, not after every call — the body of a role does nothing but call
 (IMPL-LAUNCH-3). A reader takes what waits in the pipe before parking and passes through the
-scheduler every ``YIELD_EVERY`` messages (IMPL-IPC-1).
+scheduler every ``YIELD_EVERY`` messages (IMPL-IPC-4).
 Imports contracts and Trio only — never the store, tools or providers.
 """
 
@@ -290,7 +290,7 @@ class WorkerRuntime:
         until then is what Trio's own wait would do, minus its round trip through the scheduler
         (IMPL-LAUNCH-4). The task states are this runtime's own records, not
         ``tasks_runnable``: that counts the run queue of the next batch, not the rest of the
-        batch being run, so a task woken before this batch began is not in it (IMPL-IPC-1). A
+        batch being run, so a task woken before this batch began is not in it (IMPL-IPC-4). A
         signal handled through Trio's wake-up socket waits for the same line or deadline; a
         worker runs in its own session and is ended by SIGTERM / SIGKILL, whose default actions
         need no loop. False when the stream is no pipe or others are about."""

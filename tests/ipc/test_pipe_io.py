@@ -3,7 +3,7 @@ to the fd and hands a partial write to ``send_all``; ``receive_chunk`` reads wit
 round trip, parks first when told the pipe is drained, and maps a closed pipe to Trio's errors;
 ``read_ready`` reads what waits without parking, and the two readers built on it (the parent's
 ``WorkerProcess.receive`` and the worker's ``WorkerRuntime``) still pass through the scheduler
-every ``YIELD_EVERY`` reads while a peer keeps their pipe full (IMPL-IPC-1)."""
+every ``YIELD_EVERY`` reads while a peer keeps their pipe full (IMPL-IPC-4)."""
 
 from __future__ import annotations
 

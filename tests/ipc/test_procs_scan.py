@@ -1,4 +1,4 @@
-"""``find_marked`` with ``started_since`` (IMPL-IPC-2): a worker's descendants are found by its
+"""``find_marked`` with ``started_since`` (IMPL-IPC-5): a worker's descendants are found by its
 run marker among the processes started no earlier than the worker; older processes are not
 read. Real processes, real ``/proc``."""
 
