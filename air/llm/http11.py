@@ -147,6 +147,17 @@ class Reply:
         return b"".join([chunk async for chunk in self.aiter_bytes()])
 
 
+def _basic_auth(user: str | None, password: str | None) -> list[tuple[str, str]]:
+    """The ``authorization`` header of a URL's user info (percent-decoded), if it has one."""
+    if user is None:
+        return []
+    from base64 import b64encode
+    from urllib.parse import unquote
+
+    token = b64encode(f"{unquote(user)}:{unquote(password or '')}".encode()).decode()
+    return [("authorization", f"Basic {token}")]
+
+
 def _why(exc: BaseException) -> str:
     """The error's text, or its cause's (Trio's broken-stream errors wrap an ``SSLError``)."""
     return str(exc) or str(exc.__cause__ or "") or type(exc).__name__
@@ -215,6 +226,7 @@ class Http11Client:
         origin = (parts.scheme, parts.hostname, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         body = jsonlib.dumps(json, separators=(",", ":")).encode()
+        auth = _basic_auth(parts.username, parts.password)  # https://user:pass@host, as httpx
         name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6
         host = name if parts.port is None else f"{name}:{parts.port}"
         try:
@@ -225,6 +237,7 @@ class Http11Client:
                     ("host", host),
                     ("user-agent", _USER_AGENT),
                     ("accept-encoding", "identity"),
+                    *auth,
                     *((k, v) for k, v in headers.items() if k.lower() != "host"),
                     ("content-length", str(len(body))),
                 ],

@@ -129,6 +129,17 @@ async def test_a_kept_connection_is_reused_and_the_request_is_well_formed() -> N
     await client.aclose()
 
 
+async def test_user_info_in_the_url_is_sent_as_basic_auth() -> None:
+    client = _client()
+    with _server("ok") as (url, handler):
+        authed = url.replace("http://", "http://me:p%40ss@")
+        assert (await _post(client, authed))[0] == 200
+    headers = handler.bodies[0][2]
+    assert headers["authorization"] == "Basic bWU6cEBzcw=="  # me:p@ss
+    assert headers["host"] == url.removeprefix("http://")
+    await client.aclose()
+
+
 async def test_a_connection_the_server_dropped_is_not_reused() -> None:
     client = _client()
     with _server("drop_idle") as (url, handler):
