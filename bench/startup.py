@@ -49,34 +49,17 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from tests.headless import REVIEW_BATCH, review_verdict  # noqa: E402
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse, openai_sse  # noqa: E402
 
 GOAL_MS = 250.0
 MIN_RUNS = 10
 PROVIDERS = ("anthropic", "openai")
-BATCH = """version: 1
-tasks:
-  - id: review-notes
-    type: review
-    title: Review the notes
-    description: Read notes.txt and say whether it is fit to ship.
-"""
 PHASES = [
     ("start -> task.created", "start", "task.created"),
     ("task.created -> agent.started", "task.created", "agent.started"),
     ("agent.started -> first request", "agent.started", "first_request"),
 ]
-
-
-def _verdict() -> str:
-    block = json.dumps(
-        {
-            "status": "completed",
-            "summary": "notes.txt is short and clear.",
-            "result": {"verdict": "approved", "findings": []},
-        }
-    )
-    return f"Looks fine.\n```json:result\n{block}\n```\n"
 
 
 def _air() -> str:
@@ -113,7 +96,7 @@ def _project(tmp: Path, provider: str, url: str) -> Path:
     root = tmp / f"proj-{provider}"
     (root / ".air" / "shared").mkdir(parents=True)
     (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(BATCH)
+    (root / "batch.yaml").write_text(REVIEW_BATCH)
     (root / ".air" / "shared" / "models.yaml").write_text(_models_yaml(provider, url))
     return root
 
@@ -172,7 +155,7 @@ def _one_run(
 ) -> dict[str, float]:
     """One headless run; ms offsets of the phase marks from the spawn of ``air``."""
     sse = anthropic_sse if provider == "anthropic" else openai_sse
-    server.push(Reply(chunks=sse(Turn(text=[_verdict()]))))
+    server.push(Reply(chunks=sse(Turn(text=[review_verdict()]))))
     seen = len(server.requests)
     wall0, mono0 = time.time(), time.monotonic()
     proc = subprocess.Popen(

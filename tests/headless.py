@@ -1,6 +1,6 @@
-"""Shared by the tests that run ``air run --headless`` as a real subprocess: the
-``batch.yaml --json`` run itself, the JSON event lines it prints and the events its session
-database recorded."""
+"""Shared by the tests (and bench/startup.py) that run ``air run --headless`` as a real
+subprocess: a one-review batch and the reply that completes it, the ``batch.yaml --json`` run
+itself, the JSON event lines it prints and the events its session database recorded."""
 
 from __future__ import annotations
 
@@ -12,6 +12,27 @@ from typing import Any
 
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
+
+REVIEW_BATCH = """version: 1
+tasks:
+  - id: review-notes
+    type: review
+    title: Review the notes
+    description: Read notes.txt and say whether it is fit to ship.
+"""
+"""A batch of one review task (a project holding ``notes.txt``)."""
+
+
+def review_verdict() -> str:
+    """The model's answer that completes ``REVIEW_BATCH``'s task: an approving result block."""
+    block = json.dumps(
+        {
+            "status": "completed",
+            "summary": "notes.txt is short and clear.",
+            "result": {"verdict": "approved", "findings": []},
+        }
+    )
+    return f"Looks fine.\n```json:result\n{block}\n```\n"
 
 
 def run_batch_json(

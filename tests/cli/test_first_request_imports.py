@@ -13,15 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from tests.headless import REVIEW_BATCH, review_verdict
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
-
-BATCH = """version: 1
-tasks:
-  - id: review-notes
-    type: review
-    title: Review the notes
-    description: Read notes.txt and say whether it is fit to ship.
-"""
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "tree_sitter",  # the shell parser: the first shell command builds it
@@ -91,24 +84,13 @@ sys.exit(main(["run", "--headless", "batch.yaml", "--json"]))
 """
 
 
-def _verdict() -> str:
-    block = json.dumps(
-        {
-            "status": "completed",
-            "summary": "notes.txt is short and clear.",
-            "result": {"verdict": "approved", "findings": []},
-        }
-    )
-    return f"Looks fine.\n```json:result\n{block}\n```\n"
-
-
 def _loaded_at_first_request(tmp_path: Path) -> list[str]:
     root = tmp_path / "proj"
     home = tmp_path / "home"
     (root / ".air" / "shared").mkdir(parents=True)
     home.mkdir()
     (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(BATCH)
+    (root / "batch.yaml").write_text(REVIEW_BATCH)
     out = tmp_path / "modules.json"
     with LocalServer() as server:
         (root / ".air" / "shared" / "models.yaml").write_text(
@@ -121,7 +103,7 @@ def _loaded_at_first_request(tmp_path: Path) -> list[str]:
             "    models:\n"
             "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
         )
-        server.push(Reply(chunks=anthropic_sse(Turn(text=[_verdict()]))))
+        server.push(Reply(chunks=anthropic_sse(Turn(text=[review_verdict()]))))
         port = int(server.url.rstrip("/").rsplit(":", 1)[1])
         done = subprocess.run(
             [sys.executable, "-c", textwrap.dedent(PROBE), str(out), str(port)],

@@ -8,29 +8,10 @@ import json
 import os
 from pathlib import Path
 
-from tests.headless import json_events, run_batch_json
+from tests.headless import REVIEW_BATCH, json_events, review_verdict, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
 
 KEY = "sk-air-canary-4b1d2f9e7c3a5b6d"
-
-BATCH = """version: 1
-tasks:
-  - id: review-notes
-    type: review
-    title: Review the notes
-    description: Read notes.txt and say whether it is fit to ship.
-"""
-
-
-def _verdict() -> str:
-    block = json.dumps(
-        {
-            "status": "completed",
-            "summary": "notes.txt is short and clear.",
-            "result": {"verdict": "approved", "findings": []},
-        }
-    )
-    return f"Looks fine.\n```json:result\n{block}\n```\n"
 
 
 def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
@@ -39,7 +20,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
     (root / ".air" / "shared").mkdir(parents=True)
     home.mkdir()
     (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(BATCH)
+    (root / "batch.yaml").write_text(REVIEW_BATCH)
     with LocalServer() as server:
         (root / ".air" / "shared" / "models.yaml").write_text(
             "default: local/gpt-test\n"
@@ -57,7 +38,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
                     Turn(tool=("call_1", "fs_read", ['{"path": "notes.txt"}']), stop="tool_use")
                 )
             ),
-            Reply(chunks=openai_sse(Turn(text=[_verdict()]))),
+            Reply(chunks=openai_sse(Turn(text=[review_verdict()]))),
         )
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": KEY}
         proc = run_batch_json(root, env)

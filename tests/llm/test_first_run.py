@@ -5,7 +5,6 @@ points at a document shipped in the installed package."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -19,27 +18,10 @@ from air.contracts import AirException, ModelRequirement, ModelsConfig, Provider
 from air.llm import ProviderManager
 from air.llm.config import env_models_config
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse, openai_sse
+from tests.headless import REVIEW_BATCH, review_verdict
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "zq81-first-run-0a9b8c7d6e5f4a3b2c1d0e9f8a7b"
-BATCH = """version: 1
-tasks:
-  - id: look
-    type: review
-    title: Look at the notes
-    description: Read notes.txt and say whether it is fit to ship.
-"""
-
-
-def _verdict() -> str:
-    block = json.dumps(
-        {
-            "status": "completed",
-            "summary": "fine",
-            "result": {"verdict": "approved", "findings": []},
-        }
-    )
-    return f"Fine.\n```json:result\n{block}\n```\n"
 
 
 def _clean_env(home: Path, **extra: str) -> dict[str, str]:
@@ -67,7 +49,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     root.mkdir()
     home.mkdir()
     (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(BATCH)
+    (root / "batch.yaml").write_text(REVIEW_BATCH)
     return root, home
 
 
@@ -124,10 +106,10 @@ def test_a_key_in_the_environment_is_enough(wire: str, tmp_path: Path) -> None:
     with StrictServer(api_key=KEY) as server:
         if wire == "anthropic":
             env = _clean_env(home, ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url)
-            server.push(Reply(chunks=anthropic_sse(Turn(text=[_verdict()]))))
+            server.push(Reply(chunks=anthropic_sse(Turn(text=[review_verdict()]))))
         else:
             env = _clean_env(home, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=server.url + "/v1")
-            server.push(Reply(chunks=openai_sse(Turn(text=[_verdict()]))))
+            server.push(Reply(chunks=openai_sse(Turn(text=[review_verdict()]))))
         current = _air(root, env, "provider", "current")
         proc = _air(root, env, "run", "--headless", "batch.yaml")
         requests, rejected = list(server.requests), list(server.rejected)
@@ -146,7 +128,7 @@ def test_a_key_in_the_environment_is_enough(wire: str, tmp_path: Path) -> None:
 def test_a_local_openai_compatible_server_needs_no_key(tmp_path: Path) -> None:
     root, home = _project(tmp_path)
     with StrictServer(openai_keyless=True) as server:
-        server.push(Reply(chunks=openai_sse(Turn(text=[_verdict()]))))
+        server.push(Reply(chunks=openai_sse(Turn(text=[review_verdict()]))))
         env = _clean_env(home, OPENAI_BASE_URL=server.url + "/v1", OPENAI_MODEL="qwen-local")
         current = _air(root, env, "provider", "current")
         proc = _air(root, env, "run", "--headless", "batch.yaml")
