@@ -35,6 +35,17 @@ def review_verdict() -> str:
     return f"Looks fine.\n```json:result\n{block}\n```\n"
 
 
+def review_project(tmp: Path) -> tuple[Path, Path]:
+    """``tmp/proj`` holding ``notes.txt``, ``REVIEW_BATCH`` as ``batch.yaml`` and an empty
+    ``.air/shared`` (for a models.yaml), and an empty ``tmp/home``: (project root, HOME)."""
+    root, home = tmp / "proj", tmp / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "notes.txt").write_text("ship it\n")
+    (root / "batch.yaml").write_text(REVIEW_BATCH)
+    return root, home
+
+
 def run_batch_json(
     root: Path, env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

@@ -13,7 +13,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from tests.headless import REVIEW_BATCH, review_verdict
+from tests.headless import review_project, review_verdict
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
@@ -85,12 +85,7 @@ sys.exit(main(["run", "--headless", "batch.yaml", "--json"]))
 
 
 def _loaded_at_first_request(tmp_path: Path) -> list[str]:
-    root = tmp_path / "proj"
-    home = tmp_path / "home"
-    (root / ".air" / "shared").mkdir(parents=True)
-    home.mkdir()
-    (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(REVIEW_BATCH)
+    root, home = review_project(tmp_path)
     out = tmp_path / "modules.json"
     with LocalServer() as server:
         (root / ".air" / "shared" / "models.yaml").write_text(

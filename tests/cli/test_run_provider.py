@@ -8,19 +8,14 @@ import json
 import os
 from pathlib import Path
 
-from tests.headless import REVIEW_BATCH, json_events, review_verdict, run_batch_json
+from tests.headless import json_events, review_project, review_verdict, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
 
 KEY = "sk-air-canary-4b1d2f9e7c3a5b6d"
 
 
 def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
-    root = tmp_path / "proj"
-    home = tmp_path / "home"
-    (root / ".air" / "shared").mkdir(parents=True)
-    home.mkdir()
-    (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(REVIEW_BATCH)
+    root, home = review_project(tmp_path)
     with LocalServer() as server:
         (root / ".air" / "shared" / "models.yaml").write_text(
             "default: local/gpt-test\n"
