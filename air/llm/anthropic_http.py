@@ -16,7 +16,7 @@ from typing import Any
 
 from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
-from air.llm.http_adapter import HttpReply, HttpxAdapter, ReadReply
+from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
 
@@ -26,7 +26,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
 
-class AnthropicHttpAdapter(HttpxAdapter):
+class AnthropicHttpAdapter(HttpAdapter):
     def __init__(
         self, provider_id: str, config: ProviderConfig, *, env: Mapping[str, str] | None = None
     ) -> None:

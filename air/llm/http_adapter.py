@@ -1,4 +1,4 @@
-"""HttpxAdapter: the base of the adapters that speak HTTP themselves (no SDK).
+"""HttpAdapter: the base of the adapters that speak HTTP themselves (no SDK).
 
 Owns the lazily created HTTP client: ``air.llm.http11.Http11Client`` (h11 on Trio streams;
 no CA bundle loaded for plain-http endpoints such as Ollama, llama.cpp or a local proxy), or an
@@ -22,7 +22,7 @@ from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.http11 import Http11Client, TransportError, proxy_configured
 
-__all__ = ["HttpReply", "HttpxAdapter", "ReadReply"]
+__all__ = ["HttpAdapter", "HttpReply", "ReadReply"]
 
 
 class HttpReply(Protocol):
@@ -42,7 +42,7 @@ class HttpReply(Protocol):
 ReadReply = Callable[[HttpReply], AsyncGenerator[list[ProviderStreamEvent], None]]
 
 
-class HttpxAdapter(ProviderAdapter):
+class HttpAdapter(ProviderAdapter):
     def __init__(
         self,
         provider_id: str,

@@ -3,7 +3,7 @@ Ollama, llama.cpp, vLLM), streamed with SSE.
 
 Owns the chat-completions exchange: the bearer key from ``auth_ref``, the request body (through
 ``AnthropicCanonicalConverter``) and feeding the SSE stream, ended by ``[DONE]``, through
-``OpenAIStreamNormalizer``. The client and the error mapping are ``HttpxAdapter``'s. Imported
+``OpenAIStreamNormalizer``. The client and the error mapping are ``HttpAdapter``'s. Imported
 lazily by the manager.
 """
 
@@ -22,7 +22,7 @@ from air.contracts import (
 from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference
-from air.llm.http_adapter import HttpReply, HttpxAdapter, ReadReply
+from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder
 from air.llm.tool_names import ToolNameMap
@@ -30,7 +30,7 @@ from air.llm.tool_names import ToolNameMap
 __all__ = ["OpenAICompatibleAdapter"]
 
 
-class OpenAICompatibleAdapter(HttpxAdapter):
+class OpenAICompatibleAdapter(HttpAdapter):
     def __init__(
         self, provider_id: str, config: ProviderConfig, *, env: Mapping[str, str] | None = None
     ) -> None:
