@@ -5,13 +5,15 @@ Owns ``ProviderAdapter`` (provider_id, list_models, validate_model, complete, ac
 an adapter returns. Adapters yield failures of the call as a final ``ProviderErrorEvent`` and
 raise ``AirException`` only for bad input (unknown model, lossy conversion, missing key);
 ``ProviderAdapter.failure_of`` is the one place that maps a failed exchange (transport error,
-malformed reply, a stream cut short: ``StreamEnded``) to the error of that final event.
+malformed reply, a stream cut short: ``StreamEnded``) to the error of that final event. Owns
+``skip_httpx_cli``, called before any adapter imports httpx (the SDK's, or ours behind a proxy).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
@@ -27,7 +29,22 @@ from air.contracts import (
 )
 from air.llm.errors import models_reference, protocol_error, transport_error
 
-__all__ = ["STREAM_FAILURES", "ProviderAdapter", "StreamEnded", "capability_rows", "redact_error"]
+__all__ = [
+    "STREAM_FAILURES",
+    "ProviderAdapter",
+    "StreamEnded",
+    "capability_rows",
+    "redact_error",
+    "skip_httpx_cli",
+]
+
+
+def skip_httpx_cli() -> None:
+    """Keep httpx from importing its command-line client (click, rich, pygments when installed:
+    about half of ``import httpx``); air never runs it (IMPL-START-2). Only before the first
+    import of httpx: it then defines its "not installed" stub ``httpx.main`` instead."""
+    if "httpx" not in sys.modules:
+        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
 
 
 class StreamEnded(Exception):

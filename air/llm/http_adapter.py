@@ -18,7 +18,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
-from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
+from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.http11 import Http11Client, TransportError, proxy_configured
 
@@ -71,8 +71,6 @@ class HttpAdapter(ProviderAdapter):
 
     def _httpx_client(self) -> Any:
         import encodings.idna  # noqa: F401  (its first host lookup imports it)
-
-        from air.llm.manager import skip_httpx_cli
 
         skip_httpx_cli()
         import httpx

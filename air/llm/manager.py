@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
@@ -58,7 +57,6 @@ __all__ = [
     "RetryNotice",
     "SecretSink",
     "scripted_models_config",
-    "skip_httpx_cli",
 ]
 
 
@@ -496,14 +494,6 @@ class ProviderManager:
                 await adapter.aclose()
 
 
-def skip_httpx_cli() -> None:
-    """Keep httpx from importing its command-line client (click, rich, pygments when installed:
-    about half of ``import httpx``); air never runs it (IMPL-START-2). Only before the first
-    import of httpx: it then defines its "not installed" stub ``httpx.main`` instead."""
-    if "httpx" not in sys.modules:
-        sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-
-
 def _create_adapter(
     provider_id: str, config: ProviderConfig, env: Mapping[str, str] | None
 ) -> ProviderAdapter:
@@ -512,6 +502,8 @@ def _create_adapter(
 
         return AnthropicHttpAdapter(provider_id, config, env=env)
     if config.kind is ProviderKind.ANTHROPIC:
+        from air.llm.adapter import skip_httpx_cli
+
         skip_httpx_cli()  # the SDK imports httpx
         from air.llm.anthropic_adapter import AnthropicAdapter
 
