@@ -11,6 +11,7 @@ command's code (``exit_code_for``: bad input 2, anything else 1).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from enum import IntEnum, StrEnum
@@ -118,17 +119,19 @@ _VOLATILE_SOURCES = (
     (r"\d+", 0, "<n>"),
     (r"\s+", 0, " "),
 )
-_volatile: list[tuple[re.Pattern[str], str]] = []
-"""The compiled ``_VOLATILE_SOURCES``, filled by the first ``normalize_message`` (not at import:
-most runs build no error before their first model request)."""
+
+
+@functools.cache
+def _volatile() -> list[tuple[re.Pattern[str], str]]:
+    """The compiled ``_VOLATILE_SOURCES``, at the first ``normalize_message`` (not at import:
+    most runs build no error before their first model request)."""
+    return [(re.compile(p, flags), to) for p, flags, to in _VOLATILE_SOURCES]
 
 
 def normalize_message(message: str) -> str:
     """Strip the volatile parts of a message (ids, numbers, hashes, spacing) and lower-case it."""
-    if not _volatile:
-        _volatile[:] = [(re.compile(p, flags), to) for p, flags, to in _VOLATILE_SOURCES]
     text = message.strip().lower()
-    for pattern, replacement in _volatile:
+    for pattern, replacement in _volatile():
         text = pattern.sub(replacement, text)
     return text
 

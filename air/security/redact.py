@@ -8,6 +8,7 @@ variables whose names look secret (SDD §9.2, §16; baselines §A.11).
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -44,14 +45,12 @@ _PATTERN_SOURCES: tuple[tuple[str, int], ...] = (
     (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
     (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", 0),
 )
-"""The secret shapes replaced whole (compiled at the first redaction: ``_Shapes``)."""
+"""The secret shapes replaced whole (compiled at the first redaction: ``_shapes()``)."""
 
 
 class _Shapes:
-    """The compiled secret shapes, built once by the first ``redact`` (not at import: a run
-    that logs nothing before its first model request does not pay the compiling)."""
-
-    built: _Shapes | None = None
+    """The compiled secret shapes (``_shapes()``: built once, by the first ``redact``; not at
+    import: a run that logs nothing before its first model request does not pay the compiling)."""
 
     def __init__(self) -> None:
         self.patterns = [re.compile(source, flags) for source, flags in _PATTERN_SOURCES]
@@ -66,11 +65,10 @@ class _Shapes:
         )
         self.aws_secret = re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*)([A-Za-z0-9/+=]{30,})")
 
-    @classmethod
-    def get(cls) -> _Shapes:
-        if cls.built is None:
-            cls.built = cls()  # two threads at once both compile; either result is the same
-        return cls.built
+
+@functools.cache
+def _shapes() -> _Shapes:
+    return _Shapes()
 
 
 def looks_secret_name(name: str) -> bool:
@@ -131,7 +129,7 @@ class SecretRedactor:
         exact = self._exact
         if exact is not None:
             text = exact.sub(REDACTED, text)
-        shapes = _Shapes.get()
+        shapes = _shapes()
         for pattern in shapes.patterns:
             text = pattern.sub(REDACTED, text)
         text = shapes.aws_secret.sub(lambda m: m.group(1) + REDACTED, text)
