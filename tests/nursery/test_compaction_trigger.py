@@ -51,14 +51,19 @@ def attempt(env: Env, task_id: str) -> Attempt:
     return Attempt(env.session.session_id, env.project.project_id, spec)
 
 
-async def test_a_tasks_context_over_the_threshold_compacts_once(env: Env, tmp_path: Path) -> None:
-    await env.fill(80)
-    builder = WorkerContextBuilder(
+def _builder(env: Env, tmp_path: Path, budget: int) -> WorkerContextBuilder:
+    """The worker ContextPack builder of ``env``'s session with a token budget of ``budget``."""
+    return WorkerContextBuilder(
         project=env.project,
         readers=readers_from_store(env.session.store),
-        token_budget=4_000,
+        token_budget=budget,
         user_air_dir=tmp_path / "home",
     )
+
+
+async def test_a_tasks_context_over_the_threshold_compacts_once(env: Env, tmp_path: Path) -> None:
+    await env.fill(80)
+    builder = _builder(env, tmp_path, 4_000)
     models = RecordingProvider(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 60)))
     context = CompactingContext(builder, env.compactor(models))
     first = await context(attempt(env, "t_one"))
@@ -87,12 +92,7 @@ async def test_a_tasks_context_over_the_threshold_compacts_once(env: Env, tmp_pa
 
 async def test_without_a_request_nothing_is_compacted(env: Env, tmp_path: Path) -> None:
     await env.fill(10)
-    builder = WorkerContextBuilder(
-        project=env.project,
-        readers=readers_from_store(env.session.store),
-        token_budget=100_000,
-        user_air_dir=tmp_path / "home",
-    )
+    builder = _builder(env, tmp_path, 100_000)
     models = RecordingProvider(ProviderManager.for_cassette(cassette(tmp_path / "c.jsonl", 5)))
     await CompactingContext(builder, env.compactor(models))(attempt(env, "t_one"))
     assert models.requests == []
@@ -112,12 +112,7 @@ async def test_the_compactor_is_built_at_the_first_compaction_and_once(
         return built[-1]
 
     def context(budget: int) -> CompactingContext:
-        builder = WorkerContextBuilder(
-            project=env.project,
-            readers=readers_from_store(env.session.store),
-            token_budget=budget,
-            user_air_dir=tmp_path / "home",
-        )
+        builder = _builder(env, tmp_path, budget)
         return CompactingContext(builder, build_compactor=build)
 
     await env.fill(80)
