@@ -108,12 +108,17 @@ def run_batch_session(
     Returns:
         The exit code.
     """
+    import importlib
+
     import trio
 
     from air.cli.checks import refusals
     from air.cli.options import report_bad_input, reported_exit
     from air.contracts import AirException, CliExit
 
+    # what _main needs, imported while the sandbox probe's bwrap runs (IMPL-BOOT-11)
+    for name in ("air.cli.factory", "air.cli.reporter", "air.cli.signals", "air.nursery.runtime"):
+        importlib.import_module(name)
     problems = refusals(options, sandbox)
     for each in problems:
         report_bad_input(each, options.stderr)
