@@ -14,7 +14,7 @@ import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 from pydantic import BaseModel, ValidationError
@@ -38,7 +38,6 @@ from air.contracts import (
     ToolEvent,
     ToolExecutionContext,
     ToolResultEnvelope,
-    WorkerResult,
     make_air_error,
     new_event,
     new_id,
@@ -49,6 +48,9 @@ from air.ipc.process import WorkerProcess
 from air.ipc.protocol import LineEncoder
 from air.nursery.seams import SuperviseRequest
 from air.security.redact import SecretRedactor
+
+if TYPE_CHECKING:  # a result exists only once a worker sent one (IMPL-BOOT-12)
+    from air.contracts.worker_result import WorkerResult
 
 __all__ = [
     "CONTRACT",
