@@ -54,6 +54,12 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "anyio",
     "http.client",
     "email",
+    # IMPL-BOOT-12: contract models a run builds only after its first request
+    "air.contracts.ipc_messages",  # the controls after agent.start, the worker's payloads
+    "air.contracts.worker_result",  # a worker's result (and the role results)
+    "air.nursery.task_outcome",  # how an attempt ended
+    "air.contracts.task_results",  # SchedulerRunResult, RetryDecision, MergeResult
+    "air.contracts.doctor_report",  # the Doctor's contracts
 )
 
 
