@@ -14,18 +14,12 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts import (
-    AgentType,
-    ArtifactContext,
-    ArtifactCreateInput,
-    ArtifactRef,
-    ArtifactType,
-    ErrorKind,
-)
+from air.contracts import AgentType, ArtifactType, ErrorKind
 from air.ipc.framing import ProtocolViolation
 from air.nursery.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
 
-if TYPE_CHECKING:  # a result exists only once a worker sent one (IMPL-BOOT-12)
+if TYPE_CHECKING:  # a result or an artifact exists only once a worker sent one (IMPL-BOOT-12)
+    from air.contracts.artifact import ArtifactRef
     from air.contracts.worker_result import WorkerResult
 
 __all__ = ["artifact", "cap_text", "check_result"]
@@ -117,6 +111,8 @@ def artifact(
     tool_run_id: str | None = None,
     artifact_type: ArtifactType = ArtifactType.OTHER,
 ) -> ArtifactRef:
+    from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+
     req = run.request
     return sup.artifacts.create(
         ArtifactCreateInput(

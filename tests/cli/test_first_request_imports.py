@@ -60,6 +60,10 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "air.nursery.task_outcome",  # how an attempt ended
     "air.contracts.task_results",  # SchedulerRunResult, RetryDecision, MergeResult
     "air.contracts.doctor_report",  # the Doctor's contracts
+    "air.contracts.tool_runs",  # a tool call's context, result envelope, events, diagnostics
+    "air.contracts.artifact_records",  # artifact refs and inputs, debug records, memories
+    "air.contracts.evidence_records",  # evidence refs and inputs
+    "air.contracts.permission_records",  # a permission check's request, analysis, decision
 )
 
 

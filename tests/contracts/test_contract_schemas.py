@@ -28,6 +28,10 @@ LATE_HOMES = {
     "air.contracts.ipc": "air.contracts.ipc_messages",
     "air.contracts.task": "air.contracts.task_results",
     "air.contracts.platform": "air.contracts.doctor_report",
+    "air.contracts.tool": "air.contracts.tool_runs",
+    "air.contracts.artifact": "air.contracts.artifact_records",
+    "air.contracts.evidence": "air.contracts.evidence_records",
+    "air.contracts.permission": "air.contracts.permission_records",
 }
 
 SCHEMAS = """
