@@ -22,7 +22,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from air.contracts.permission import CommandCategory
 from air.security.paths import names_credentials
@@ -222,9 +222,9 @@ class _Segment:
     """``push``/``pop`` around a subshell, ``and`` at a ``&&`` (hidden markers for ``cd``)."""
 
 
-@dataclass
-class _Word:
-    """An argument: its literal value, or None when it depends on an expansion."""
+class _Word(NamedTuple):
+    """An argument: its literal value, or None when it depends on an expansion. A read-only
+    record, so a NamedTuple (cheaper to create than a dataclass: IMPL-BOOT-9, IMPL-BOOT-12)."""
 
     value: str | None
     node: Node | None = None
