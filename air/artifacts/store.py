@@ -15,22 +15,25 @@ import os
 import re
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import Field
 
-from air.contracts.artifact import (
-    ArtifactContext,
-    ArtifactCreateInput,
-    ArtifactReadResult,
-    ArtifactRef,
-    ArtifactType,
-)
+from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirException
 from air.contracts.event import EntityType, EventSource, new_event
-from air.contracts.evidence import EvidenceCreateInput, EvidenceRef
 from air.contracts.ids import Clock, Contract, IdGenerator, SystemClock, UlidGenerator, new_id
 from air.events.store import EventStore
 from air.store.repositories import Row
+
+if TYPE_CHECKING:  # built at the first artifact or evidence (IMPL-BOOT-12)
+    from air.contracts.artifact import (
+        ArtifactContext,
+        ArtifactCreateInput,
+        ArtifactReadResult,
+        ArtifactRef,
+    )
+    from air.contracts.evidence import EvidenceCreateInput, EvidenceRef
 
 __all__ = [
     "TEMP_PREFIX",
@@ -77,6 +80,8 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _ref(row: Row) -> ArtifactRef:
+    from air.contracts.artifact import ArtifactRef
+
     return ArtifactRef(
         artifact_id=row["artifact_id"],
         uri=row["uri"],
@@ -115,6 +120,8 @@ class ArtifactStore:
                 session; ``storage_error`` when the file cannot be written; the EventStore's
                 errors when recording fails (the file is removed again then).
         """
+        from air.contracts.artifact import ArtifactRef
+
         if ctx.session_id != self.session_id:
             raise AirException.of(
                 kind="validation_error",
@@ -200,6 +207,8 @@ class ArtifactStore:
         Raises:
             AirException: ``not_found`` for an unknown id or a missing file.
         """
+        from air.contracts.artifact import ArtifactReadResult
+
         ref = self.get(artifact_id)
         if ref is None:
             raise AirException.of(
@@ -301,6 +310,8 @@ class EvidenceStore:
 
     def create(self, data: EvidenceCreateInput) -> EvidenceRef:
         """Record one piece of evidence and return its reference."""
+        from air.contracts.evidence import EvidenceRef
+
         ref = EvidenceRef(
             evidence_ref_id=new_id("evd"),
             kind=data.kind,
@@ -325,6 +336,8 @@ class EvidenceStore:
         return ref
 
     def list_for_entity(self, entity_type: EntityType | str, entity_id: str) -> list[EvidenceRef]:
+        from air.contracts.evidence import EvidenceRef
+
         rows = self.events.store.evidence.list_for_entity(str(entity_type), entity_id)
         return [
             EvidenceRef(

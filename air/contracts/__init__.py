@@ -8,6 +8,12 @@ The re-export is lazy (IMPL-BOOT-2): ``from air.contracts import X`` imports onl
 module ``_HOMES`` names for ``X`` (which imports what it needs itself), so a process that never
 names a console contract never builds the ``ui`` models, and naming a provider contract does not
 build the task, worker-result or permission ones.
+
+Seven more modules hold the models a run builds only after its first model request
+(IMPL-BOOT-12): ``ipc_messages``, ``task_results``, ``doctor_report``, ``tool_runs``,
+``artifact_records``, ``evidence_records`` and ``permission_records``. They are no home of
+``_HOMES``: each of their names is public from its home module (``ipc``, ``task``, ``platform``,
+``tool``, ``artifact``, ``evidence``, ``permission``), whose own ``__getattr__`` imports it.
 """
 
 from __future__ import annotations

@@ -3,23 +3,28 @@
 Owns: ``ArtifactType``, ``ArtifactRef``, ``ArtifactCreateInput``, ``ArtifactContext``,
 ``ArtifactReadResult``, and the knowledge symbols merged here by SDD §3 (``DebugRecord``,
 ``LearnedMemory`` and their enums).
+All but ``ArtifactType`` live in ``air.contracts.artifact_records``, public from here through a
+module ``__getattr__`` (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING, Any
 
-from air.contracts.ids import (
-    AgentID,
-    ArtifactID,
-    CommandRunID,
-    Contract,
-    ISOTimeString,
-    JsonObject,
-    SessionID,
-    TaskID,
-    ToolRunID,
-)
+from air.contracts.exports import lazy_export
+
+if TYPE_CHECKING:
+    from air.contracts.artifact_records import (
+        ArtifactContext,
+        ArtifactCreateInput,
+        ArtifactReadResult,
+        ArtifactRef,
+        DebugRecord,
+        LearnedMemory,
+        MemoryStatus,
+        MemoryType,
+    )
 
 __all__ = [
     "ArtifactContext",
@@ -45,79 +50,24 @@ class ArtifactType(StrEnum):
     OTHER = "other"
 
 
-class ArtifactRef(Contract):
-    artifact_id: ArtifactID
-    uri: str
-    path: str
-    type: ArtifactType
-    sha256: str | None = None
-    size_bytes: int | None = None
+_LATE = dict.fromkeys(
+    (
+        "ArtifactContext",
+        "ArtifactCreateInput",
+        "ArtifactReadResult",
+        "ArtifactRef",
+        "DebugRecord",
+        "LearnedMemory",
+        "MemoryStatus",
+        "MemoryType",
+    ),
+    "artifact_records",
+)
+"""The public names of this module that ``air.contracts.artifact_records`` holds."""
 
 
-class ArtifactCreateInput(Contract):
-    type: ArtifactType
-    slug: str
-    """A short name that becomes part of the filename (``<ts>-<id>-<slug><ext>``)."""
-    extension: str = ".txt"
-    content: bytes
-    mime_type: str | None = None
-
-
-class ArtifactContext(Contract):
-    session_id: SessionID
-    task_id: TaskID | None = None
-    agent_id: AgentID | None = None
-    tool_run_id: ToolRunID | None = None
-    command_run_id: CommandRunID | None = None
-
-
-class ArtifactReadResult(Contract):
-    ref: ArtifactRef
-    content: bytes
-    truncated: bool = False
-
-
-class MemoryType(StrEnum):
-    RULE = "rule"
-    SKILL = "skill"
-    PREFERENCE = "preference"
-    FACT = "fact"
-
-
-class MemoryStatus(StrEnum):
-    CANDIDATE = "candidate"
-    ACTIVE = "active"
-    STALE = "stale"
-    ARCHIVED = "archived"
-
-
-class DebugRecord(Contract):
-    """A row of ``debug-records.db`` (contracts §20)."""
-
-    debug_record_id: str
-    failure_signature: str
-    task_id: TaskID | None = None
-    session_id: SessionID | None = None
-    diagnosis: str
-    root_cause: str | None = None
-    fix_summary: str | None = None
-    fixed: bool = False
-    hit_count: int = 0
-    created_at: ISOTimeString
-    updated_at: ISOTimeString
-    metadata: JsonObject | None = None
-
-
-class LearnedMemory(Contract):
-    """A row of ``learned-memory.db`` (contracts §20)."""
-
-    memory_id: str
-    memory_type: MemoryType
-    status: MemoryStatus
-    content: str
-    source_session_id: SessionID | None = None
-    occurrences: int = 1
-    target_ref: str | None = None
-    created_at: ISOTimeString
-    updated_at: ISOTimeString
-    last_used_at: ISOTimeString | None = None
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.artifact_records``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

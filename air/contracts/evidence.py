@@ -1,15 +1,19 @@
 """Evidence: the references that prove a claim ("tests pass", "diff applied").
 
 Owns: ``EvidenceKind``, ``EvidenceRef``, ``EvidenceCreateInput`` (contracts §14).
+``EvidenceRef`` and ``EvidenceCreateInput`` live in ``air.contracts.evidence_records``, public
+from here through a module ``__getattr__`` (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from air.contracts.event import EntityType
-from air.contracts.ids import Contract, EvidenceRefID
+from air.contracts.exports import lazy_export
+
+if TYPE_CHECKING:
+    from air.contracts.evidence_records import EvidenceCreateInput, EvidenceRef
 
 __all__ = ["EvidenceCreateInput", "EvidenceKind", "EvidenceRef"]
 
@@ -24,19 +28,15 @@ class EvidenceKind(StrEnum):
     OTHER = "other"
 
 
-class EvidenceRef(Contract):
-    evidence_ref_id: EvidenceRefID
-    kind: EvidenceKind
-    ref: str
-    """What holds the proof: an artifact URI, a command_run id, a commit."""
-    claim: str
-    location_json: Any | None = None
+_LATE = dict.fromkeys(
+    ("EvidenceCreateInput", "EvidenceRef"),
+    "evidence_records",
+)
+"""The public names of this module that ``air.contracts.evidence_records`` holds."""
 
 
-class EvidenceCreateInput(Contract):
-    kind: EvidenceKind
-    ref: str
-    claim: str
-    location_json: Any | None = None
-    entity_type: EntityType
-    entity_id: str
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.evidence_records``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

@@ -6,18 +6,40 @@ NDJSON line shape), the control payloads (``agent.start`` / ``cancel`` / ``pause
 payloads of ``tool.call`` / ``tool.result`` / ``tool.stream`` / ``worker.result`` /
 ``worker.checkpoint`` / ``event`` / ``log`` / ``protocol.error``. ``worker.ready`` travels as an
 ``event`` whose inner type is ``worker.ready`` (IMPL-IPC-1): a live signal, never persisted.
+
+The controls after ``agent.start``, ``ControlPayload`` and the worker's payloads but
+``tool.call``'s (which carries the first ``provider.complete``) live in
+``air.contracts.ipc_messages`` and are public from here through a module ``__getattr__``: a
+parent builds none of them before its first model request (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from air.contracts.error import AirError
+from air.contracts.exports import lazy_export
 from air.contracts.ids import AgentID, Contract, ISOTimeString, JsonObject, SessionID
 from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.contracts.task import TaskSpec
+
+if TYPE_CHECKING:
+    from air.contracts.ipc_messages import (
+        AgentCancelControl,
+        AgentExtendTimeoutControl,
+        AgentGetStateControl,
+        AgentPauseControl,
+        AgentResumeControl,
+        AgentWrapUpControl,
+        ControlPayload,
+        LogPayload,
+        ProtocolErrorPayload,
+        ToolStreamPayload,
+        WorkerCheckpointPayload,
+        WorkerEventPayload,
+        WorkerReadyPayload,
+    )
 
 __all__ = [
     "IPC_PROTOCOL_VERSION",
@@ -92,70 +114,7 @@ class AgentStartControl(Contract):
     """IMPL: loop tuning (``heartbeat_s``, ``grace_turns``, ``max_tokens``)."""
 
 
-class AgentCancelControl(Contract):
-    type: Literal["agent.cancel"] = "agent.cancel"
-    reason: str
-
-
-class AgentPauseControl(Contract):
-    type: Literal["agent.pause"] = "agent.pause"
-    reason: str
-
-
-class AgentResumeControl(Contract):
-    type: Literal["agent.resume"] = "agent.resume"
-
-
-class AgentExtendTimeoutControl(Contract):
-    type: Literal["agent.extend_timeout"] = "agent.extend_timeout"
-    extra_ms: int
-    reason: str
-
-
-class AgentWrapUpControl(Contract):
-    """IMPL: the soft timeout fired; checkpoint and give the final answer now."""
-
-    type: Literal["agent.wrap_up"] = "agent.wrap_up"
-    reason: str
-
-
-class AgentGetStateControl(Contract):
-    """IMPL: the stall watchdog's liveness probe; answered by an ``agent.heartbeat`` event."""
-
-    type: Literal["agent.get_state"] = "agent.get_state"
-
-
-ControlPayload: TypeAlias = Annotated[
-    AgentStartControl
-    | AgentCancelControl
-    | AgentPauseControl
-    | AgentResumeControl
-    | AgentExtendTimeoutControl
-    | AgentWrapUpControl
-    | AgentGetStateControl,
-    Field(discriminator="type"),
-]
-
-
 # --- worker → parent ----------------------------------------------------------------------
-
-
-class WorkerReadyPayload(Contract):
-    protocol_version: int
-    worker_version: str
-
-
-class WorkerEventPayload(Contract):
-    """An ``event`` message: a runtime event the parent validates and ingests."""
-
-    type: str
-    version: int = 1
-    payload: JsonObject = Field(default_factory=dict)
-
-
-class LogPayload(Contract):
-    level: Literal["debug", "info", "warning", "error"] = "info"
-    message: str
 
 
 class ToolCallPayload(Contract):
@@ -165,19 +124,29 @@ class ToolCallPayload(Contract):
     input: JsonObject = Field(default_factory=dict)
 
 
-class ToolStreamPayload(Contract):
-    """``tool.stream``: a ToolEvent (tools) or a ProviderStreamEvent (``provider.complete``)."""
+_LATE = dict.fromkeys(
+    (
+        "AgentCancelControl",
+        "AgentExtendTimeoutControl",
+        "AgentGetStateControl",
+        "AgentPauseControl",
+        "AgentResumeControl",
+        "AgentWrapUpControl",
+        "ControlPayload",
+        "LogPayload",
+        "ProtocolErrorPayload",
+        "ToolStreamPayload",
+        "WorkerCheckpointPayload",
+        "WorkerEventPayload",
+        "WorkerReadyPayload",
+    ),
+    "ipc_messages",
+)
+"""The public names of this module that ``air.contracts.ipc_messages`` holds."""
 
-    event: JsonObject
 
-
-class WorkerCheckpointPayload(Contract):
-    turn: int = 0
-    state: str = "running"
-    reason: str | None = None
-    data: JsonObject = Field(default_factory=dict)
-
-
-class ProtocolErrorPayload(Contract):
-    error: AirError
-    detail: Any | None = None
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.ipc_messages``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

@@ -1,20 +1,29 @@
 """Platform tiers, the Doctor's contracts (merged here by SDD §3) and process identity.
 
-Owns: ``PlatformTier``, ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput``, ``DoctorRunOutput``,
-and ``ProcessIdentity`` (IMPL-SPINE-4): the one way air names a process it may later signal
+Owns: ``ProcessIdentity`` (IMPL-SPINE-4): the one way air names a process it may later signal
 (pid + ``/proc/PID/stat`` start time + boot id), used by run records, the owner lock, agent
 events, recovery and the monitor. Reading it from ``/proc`` lives in ``air/ipc/procs.py``.
+``PlatformTier``, ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput`` and ``DoctorRunOutput``
+are public from here too; they live in ``air.contracts.doctor_report``, imported by a module
+``__getattr__`` at their first use (only ``air doctor`` uses them; IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from pydantic import Field
-
+from air.contracts.exports import lazy_export
 from air.contracts.ids import Contract
+
+if TYPE_CHECKING:
+    from air.contracts.doctor_report import (
+        DoctorIssue,
+        DoctorMode,
+        DoctorRunInput,
+        DoctorRunOutput,
+        PlatformTier,
+    )
 
 __all__ = [
     "DoctorIssue",
@@ -24,40 +33,6 @@ __all__ = [
     "PlatformTier",
     "ProcessIdentity",
 ]
-
-
-class PlatformTier(StrEnum):
-    TIER1 = "tier1"
-    """Linux: everything, including the bubblewrap sandbox."""
-    TIER2 = "tier2"
-    """macOS: no bubblewrap; shell.run refuses to run commands (IMPL-SEC-5)."""
-    UNSUPPORTED = "unsupported"
-
-
-class DoctorMode(StrEnum):
-    READ_ONLY = "read_only"
-    FIX = "fix"
-    BUNDLE = "bundle"
-
-
-class DoctorIssue(Contract):
-    check: str
-    severity: Literal["info", "warning", "blocking"]
-    message: str
-    fix_hint: str | None = None
-    """IMPL-DOC-1: what ``air doctor --fix`` would do about it (None: nothing it may do)."""
-    user_action: str | None = None
-    """IMPL-DOC-1: what the person can do about it."""
-
-
-class DoctorRunInput(Contract):
-    mode: DoctorMode = DoctorMode.READ_ONLY
-
-
-class DoctorRunOutput(Contract):
-    tier: PlatformTier
-    issues: list[DoctorIssue] = Field(default_factory=list)
-    bundle_artifact_id: str | None = None
 
 
 class ProcessIdentity(Contract):
@@ -93,3 +68,17 @@ class ProcessIdentity(Contract):
     def start_ticks(self) -> int | None:
         """The start time as an integer (None when unknown or not a number)."""
         return int(self.start_time) if self.start_time and self.start_time.isdigit() else None
+
+
+_LATE = dict.fromkeys(
+    ("DoctorIssue", "DoctorMode", "DoctorRunInput", "DoctorRunOutput", "PlatformTier"),
+    "doctor_report",
+)
+"""The public names of this module that ``air.contracts.doctor_report`` holds."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.doctor_report``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

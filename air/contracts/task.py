@@ -3,16 +3,20 @@
 Owns: ``TaskSpec`` and its parts (scope, dependencies, verification, constraints, context
 refs), the closed enums of tasks / dependencies / workspaces, and the scheduler symbols merged
 here by SDD §3 (``SchedulerState``, ``SchedulerWavePlan``, ``SchedulerRunResult``,
-``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``).
+``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``). The three results
+(``SchedulerRunResult``, ``RetryDecision``, ``MergeResult``) live in ``air.contracts.task_results``
+and are public from here through a module ``__getattr__``: a run builds them only once a task
+ends, not before its first model request (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
+from air.contracts.exports import lazy_export
 from air.contracts.ids import (
     AgentID,
     Contract,
@@ -22,6 +26,9 @@ from air.contracts.ids import (
     WorkspaceID,
 )
 from air.contracts.runtime import AgentType
+
+if TYPE_CHECKING:
+    from air.contracts.task_results import MergeResult, RetryDecision, SchedulerRunResult
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
@@ -210,14 +217,6 @@ class WorkspaceRef(Contract):
     base_commit: str | None = None
 
 
-class MergeResult(Contract):
-    workspace_id: WorkspaceID
-    status: Literal["merged", "conflicted", "nothing_to_merge"]
-    merge_commit: str | None = None
-    kept_branch: str | None = None
-    conflicted_paths: list[str] = Field(default_factory=list)
-
-
 class SchedulerState(StrEnum):
     IDLE = "IDLE"
     LOADING_GRAPH = "LOADING_GRAPH"
@@ -248,16 +247,6 @@ class SchedulerWavePlan(Contract):
     planned_at: ISOTimeString
 
 
-class SchedulerRunResult(Contract):
-    session_id: SessionID
-    status: Literal["completed", "blocked", "cancelled"]
-    completed_task_ids: list[TaskID] = Field(default_factory=list)
-    failed_task_ids: list[TaskID] = Field(default_factory=list)
-    blocked_task_ids: list[TaskID] = Field(default_factory=list)
-    cancelled_task_ids: list[TaskID] = Field(default_factory=list)
-    waves: int = 0
-
-
 class RetryAction(StrEnum):
     RETRY = "retry"
     RETRY_SERIAL = "retry_serial"
@@ -267,9 +256,12 @@ class RetryAction(StrEnum):
     CANCEL = "cancel"
 
 
-class RetryDecision(Contract):
-    action: RetryAction
-    reason: str
-    changed_dimension: Literal[
-        "none", "model", "context", "command", "serialization", "debugger"
-    ] = "none"
+_LATE = dict.fromkeys(("MergeResult", "RetryDecision", "SchedulerRunResult"), "task_results")
+"""The public names of this module that ``air.contracts.task_results`` holds."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.task_results``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

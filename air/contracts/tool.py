@@ -3,21 +3,28 @@
 Owns: ``ToolCategory``, ``ToolPermissionSpec``, ``ToolDefinition``, ``ToolExecutionContext``,
 ``ToolResultEnvelope``, ``ToolEvent``, ``ToolRunStatus`` and the diagnostics symbols merged here by
 SDD §3 (``Diagnostic``, ``DiagnosticSeverity``) (contracts §12, §21).
+``ToolExecutionContext``, ``ToolResultEnvelope``, ``ToolEvent`` and ``Diagnostic`` live in
+``air.contracts.tool_runs``, public from here through a module ``__getattr__`` (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from air.contracts.artifact import ArtifactRef
-from air.contracts.error import AirError
-from air.contracts.evidence import EvidenceRef
-from air.contracts.ids import AgentID, Contract, JsonObject, SessionID, TaskID, ToolRunID
-from air.contracts.permission import PathPolicy, PermissionDecision
-from air.contracts.runtime import PermissionTemplate
+from air.contracts.exports import lazy_export
+from air.contracts.ids import Contract, JsonObject
+from air.contracts.permission import PathPolicy
+
+if TYPE_CHECKING:
+    from air.contracts.tool_runs import (
+        Diagnostic,
+        ToolEvent,
+        ToolExecutionContext,
+        ToolResultEnvelope,
+    )
 
 __all__ = [
     "Diagnostic",
@@ -76,56 +83,21 @@ class ToolDefinition(Contract):
     streaming: bool = False
 
 
-class ToolExecutionContext(Contract):
-    session_id: SessionID
-    task_id: TaskID | None = None
-    agent_id: AgentID | None = None
-    project_root: str
-    workspace_root: str
-    """Where the tool works: the project root or the task's worktree / copy."""
-    permission_template: PermissionTemplate = PermissionTemplate.EXECUTOR
-    origin_message_id: str | None = None
-    write_area: list[str] | None = None
-    allowed_paths: list[str] | None = None
-    denied_paths: list[str] | None = None
-    headless: bool = False
-    network_granted: bool = False
-
-
-class ToolResultEnvelope(Contract):
-    tool_run_id: ToolRunID
-    tool_name: str
-    status: ToolResultStatus
-    output: Any | None = None
-    error: AirError | None = None
-    decision: PermissionDecision | None = None
-    artifacts: list[ArtifactRef] = Field(default_factory=list)
-    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
-    duration_ms: int = 0
-    truncated: bool = False
-
-
-class ToolEvent(Contract):
-    """A progress item of a streaming tool; the stream ends with one ToolResultEnvelope."""
-
-    tool_run_id: ToolRunID
-    kind: Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
-    data: Any
-
-
 class DiagnosticSeverity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     NOTE = "note"
 
 
-class Diagnostic(Contract):
-    diagnostic_id: str
-    severity: DiagnosticSeverity
-    message: str
-    file: str | None = None
-    line: int | None = None
-    column: int | None = None
-    code: str | None = None
-    tool: str | None = None
-    semantic_signature: str
+_LATE = dict.fromkeys(
+    ("Diagnostic", "ToolEvent", "ToolExecutionContext", "ToolResultEnvelope"),
+    "tool_runs",
+)
+"""The public names of this module that ``air.contracts.tool_runs`` holds."""
+
+
+def __getattr__(name: str) -> Any:
+    """A name of ``_LATE`` from ``air.contracts.tool_runs``, cached here afterwards."""
+    if name not in _LATE:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return lazy_export("air.contracts", _LATE, globals(), name)

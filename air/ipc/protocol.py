@@ -12,7 +12,7 @@ import json
 import os
 import time
 from functools import cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 from pydantic_core import to_json
@@ -22,19 +22,15 @@ from air.contracts.ipc import (
     IPC_PROTOCOL_VERSION,
     PARENT_TO_WORKER,
     WORKER_TO_PARENT,
-    ControlPayload,
     IpcDirection,
     IpcEnvelope,
-    LogPayload,
-    ProtocolErrorPayload,
     ToolCallPayload,
-    ToolStreamPayload,
-    WorkerCheckpointPayload,
-    WorkerEventPayload,
 )
-from air.contracts.tool import ToolResultEnvelope
-from air.contracts.worker_result import WorkerResult
 from air.ipc.framing import InvalidEnvelope, InvalidJson, VersionMismatch, WrongDirection
+
+if TYPE_CHECKING:
+    from air.contracts.ipc import ControlPayload
+    from air.contracts.tool import ToolResultEnvelope
 
 __all__ = [
     "LineEncoder",
@@ -63,20 +59,24 @@ def _envelope_validator() -> Any:
 
 @cache
 def control_adapter() -> TypeAdapter[ControlPayload]:
+    from air.contracts.ipc import ControlPayload
+
     return TypeAdapter(ControlPayload)
-
-
-class _ToolResultLine(IpcEnvelope):
-    """A ``tool.result`` line with its payload typed: the envelope's own checks (it is an
-    ``IpcEnvelope``) and the ``ToolResultEnvelope`` in one validation. Never leaves this module
-    (its ``payload`` is no ``JsonObject``)."""
-
-    kind: Literal["tool.result"]
-    payload: ToolResultEnvelope  # type: ignore[assignment]
 
 
 @cache
 def _tool_result_validator() -> Any:
+    """The validator of a ``tool.result`` line with its payload typed: the envelope's own checks
+    (the model is an ``IpcEnvelope``) and the ``ToolResultEnvelope`` in one validation. Built
+    at the first call (a worker's first tool result), so no process creates the model sooner."""
+    from air.contracts.tool import ToolResultEnvelope  # noqa: F401 (the annotation below)
+
+    class _ToolResultLine(IpcEnvelope):
+        """Never leaves this function (its ``payload`` is no ``JsonObject``)."""
+
+        kind: Literal["tool.result"]
+        payload: ToolResultEnvelope  # type: ignore[assignment]
+
     _ToolResultLine.model_rebuild()
     return _ToolResultLine.__pydantic_validator__
 
@@ -101,16 +101,30 @@ def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
     return msg.correlation_id, msg.payload
 
 
-_PAYLOAD_MODELS: dict[str, type[BaseModel]] = {
-    "tool.result": ToolResultEnvelope,
-    "tool.stream": ToolStreamPayload,
-    "event": WorkerEventPayload,
-    "log": LogPayload,
-    "tool.call": ToolCallPayload,
-    "worker.result": WorkerResult,
-    "worker.checkpoint": WorkerCheckpointPayload,
-    "protocol.error": ProtocolErrorPayload,
-}
+@cache
+def _payload_models() -> dict[str, type[BaseModel]]:
+    """Each kind's payload model, imported at the first payload checked (IMPL-BOOT-12: a parent
+    checks none before its first model request, so it builds none of these classes before)."""
+    from air.contracts.ipc import (
+        LogPayload,
+        ProtocolErrorPayload,
+        ToolStreamPayload,
+        WorkerCheckpointPayload,
+        WorkerEventPayload,
+    )
+    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.worker_result import WorkerResult
+
+    return {
+        "tool.result": ToolResultEnvelope,
+        "tool.stream": ToolStreamPayload,
+        "event": WorkerEventPayload,
+        "log": LogPayload,
+        "tool.call": ToolCallPayload,
+        "worker.result": WorkerResult,
+        "worker.checkpoint": WorkerCheckpointPayload,
+        "protocol.error": ProtocolErrorPayload,
+    }
 
 
 _decode_json = json.JSONDecoder().decode
@@ -345,7 +359,7 @@ class WorkerProtocol:
         try:
             if msg.kind == "control":
                 return control_adapter().validate_python(msg.payload)
-            return _PAYLOAD_MODELS[msg.kind].model_validate(msg.payload)
+            return _payload_models()[msg.kind].model_validate(msg.payload)
         except ValidationError as exc:
             raise InvalidEnvelope(
                 f"the payload of a {msg.kind} message is invalid", detail=_short(exc)

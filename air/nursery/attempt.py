@@ -22,10 +22,11 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.nursery.seams import SuperviseRequest
 
 if TYPE_CHECKING:
     from air.nursery.scheduler import Scheduler
+    from air.nursery.seams import TaskOutcome
 
 __all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 from air.contracts.error import AirError
 from air.contracts.event import RuntimeEvent
-from air.contracts.worker_result import WorkerResult
 
 if TYPE_CHECKING:
+    from air.contracts.worker_result import WorkerResult
     from air.nursery.knowledge import KnowledgeLedger, KnowledgeService
 
 __all__ = ["KNOWLEDGE_FILES", "KnowledgeRecovery", "converge", "recover_knowledge"]
@@ -129,6 +129,8 @@ def _completed_debug_tasks(
         elif event.type == "task.completed" and str(p.get("task_id")) in parents:
             task_id = str(p["task_id"])
             if p.get("worker_result"):
+                from air.contracts.worker_result import WorkerResult  # IMPL-BOOT-12
+
                 result = WorkerResult.model_validate(p["worker_result"])
                 parent = parents[task_id]
                 found.append((task_id, parent, result, last_error.get(parent)))

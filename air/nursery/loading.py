@@ -7,12 +7,15 @@ an unknown task or sit on a dependency cycle, with why) and ``run_result``.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from air.contracts import SchedulerRunResult, TaskStatus
+from air.contracts import TaskStatus
 from air.events.fold import SessionState
 from air.nursery.graph import TaskGraph
 from air.nursery.ledger import edge_of
+
+if TYPE_CHECKING:
+    from air.contracts import SchedulerRunResult
 
 __all__ = ["graph_from_state", "invalid_refs", "run_result"]
 
@@ -58,6 +61,8 @@ def run_result(
     waves: int,
 ) -> SchedulerRunResult:
     """The SchedulerRunResult of a run that ended with ``status``."""
+    from air.contracts.task import SchedulerRunResult
+
     tasks = list(graph.tasks.values())
 
     def ids(*statuses: TaskStatus) -> list[str]:

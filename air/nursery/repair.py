@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 from air.contracts import (
     AirError,
-    DebugRecord,
     DependencyType,
     ErrorKind,
     RetryAction,
@@ -27,6 +26,7 @@ from air.nursery.ledger import stored_task
 from air.nursery.retry import debug_context, retry_spec
 
 if TYPE_CHECKING:
+    from air.contracts import DebugRecord
     from air.nursery.scheduler import Scheduler
 
 __all__ = ["debug_spec", "decide", "repair"]

@@ -30,18 +30,13 @@ Rules, in order:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from air.contracts import (
-    AirError,
-    DebugRecord,
-    ErrorKind,
-    Retryability,
-    RetryAction,
-    RetryDecision,
-    TaskSpec,
-)
+from air.contracts import AirError, ErrorKind, Retryability, RetryAction, TaskSpec
 from air.nursery.graph import TaskNode
+
+if TYPE_CHECKING:  # built when an attempt has failed (IMPL-BOOT-12)
+    from air.contracts import DebugRecord, RetryDecision
 
 __all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner", "debug_context", "retry_spec"]
 
@@ -114,6 +109,8 @@ class RetryPlanner:
         Returns:
             The decision and its reason.
         """
+        from air.contracts.task import RetryDecision
+
         kind = error.kind
         if kind == ErrorKind.CANCELLED:
             return RetryDecision(action=RetryAction.CANCEL, reason="the attempt was cancelled")

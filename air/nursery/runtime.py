@@ -37,13 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    EventFilter,
-    OpenSessionOptions,
-    ProjectContext,
-    SchedulerRunResult,
-    TaskSpec,
-)
+from air.contracts import EventFilter, OpenSessionOptions, ProjectContext, TaskSpec
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
 from air.nursery.knowledge_recovery import recover_knowledge
@@ -61,6 +55,7 @@ from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
+    from air.contracts import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
     from air.nursery.compaction import SessionCompactor
 

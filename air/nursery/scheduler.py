@@ -37,7 +37,6 @@ from air.contracts import (
     AGENT_TYPE_FOR_TASK,
     DependencySource,
     IdGenerator,
-    SchedulerRunResult,
     SchedulerState,
     TaskDependencySpec,
     TaskSpec,
@@ -58,6 +57,7 @@ from air.nursery.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
+    from air.contracts import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]

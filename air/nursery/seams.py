@@ -1,6 +1,9 @@
 """The seam between the Scheduler and worker supervision.
 
-Owns: ``SuperviseRequest``, ``TaskOutcome`` and the ``TaskRunner`` protocol. The Scheduler runs
+Owns: ``SuperviseRequest``, ``OutcomeKind`` and the ``TaskRunner`` protocol; ``TaskOutcome``
+is public from here too, but lives in ``air.nursery.task_outcome`` (a module ``__getattr__``
+imports it at its first use: a parent builds no outcome, and no ``WorkerResult``, before its
+first model request; IMPL-BOOT-12). The Scheduler runs
 ``await runner.supervise(request)`` for each task of a wave, inside that task's own cancel
 scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake one
 (``air.testing``) plays a script over memory streams under virtual time.
@@ -8,17 +11,12 @@ scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake 
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from air.contracts import (
-    AgentID,
-    AirError,
-    Contract,
-    SessionID,
-    TaskSpec,
-    WorkerResult,
-    WorkspaceRef,
-)
+from air.contracts import AgentID, Contract, SessionID, TaskSpec, WorkspaceRef
+
+if TYPE_CHECKING:
+    from air.nursery.task_outcome import TaskOutcome
 
 __all__ = ["OutcomeKind", "SuperviseRequest", "TaskOutcome", "TaskRunner"]
 
@@ -45,19 +43,6 @@ OutcomeKind = Literal[
 ]
 
 
-class TaskOutcome(Contract):
-    """How one supervised attempt ended. Failures are values, never exceptions."""
-
-    task_id: str
-    agent_id: AgentID
-    kind: OutcomeKind
-    result: WorkerResult | None = None
-    error: AirError | None = None
-    exit_code: int | None = None
-    transient: bool = False
-    """Runner-contract invariant 21: a retry of the same spec may succeed."""
-
-
 class TaskRunner(Protocol):
     async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
         """Run one attempt of a task to its end and return the outcome.
@@ -68,3 +53,13 @@ class TaskRunner(Protocol):
         ``trio.Cancelled`` propagates.
         """
         ...
+
+
+def __getattr__(name: str) -> Any:
+    """``TaskOutcome`` from ``air.nursery.task_outcome``, cached here afterwards."""
+    if name != "TaskOutcome":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from air.nursery.task_outcome import TaskOutcome
+
+    globals()[name] = TaskOutcome
+    return TaskOutcome

@@ -10,23 +10,17 @@ artifact of this run).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts import (
-    AgentType,
-    ArtifactContext,
-    ArtifactCreateInput,
-    ArtifactRef,
-    ArtifactType,
-    ErrorKind,
-    WorkerResult,
-    WorkerStatus,
-)
-from air.contracts.worker_result import ROLE_RESULT_MODELS
+from air.contracts import AgentType, ArtifactType, ErrorKind
 from air.ipc.framing import ProtocolViolation
 from air.nursery.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
+
+if TYPE_CHECKING:  # a result or an artifact exists only once a worker sent one (IMPL-BOOT-12)
+    from air.contracts.artifact import ArtifactRef
+    from air.contracts.worker_result import WorkerResult
 
 __all__ = ["artifact", "cap_text", "check_result"]
 
@@ -44,6 +38,8 @@ def cap_text(text: str, max_bytes: int, max_lines: int) -> tuple[str, bool]:
 
 
 def _missing_verification(run: WorkerRun, result: WorkerResult) -> list[str]:
+    from air.contracts.worker_result import WorkerStatus
+
     spec = run.request.task_spec
     changes = bool(result.changed_files) or bool((result.result or {}).get("changes_made"))
     commands = list(spec.verification.commands or [])
@@ -65,6 +61,8 @@ def _missing_verification(run: WorkerRun, result: WorkerResult) -> list[str]:
 
 def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> WorkerResult:
     """Validate a result on the parent side (runner invariant 25: no self-attestation)."""
+    from air.contracts.worker_result import ROLE_RESULT_MODELS, WorkerResult, WorkerStatus
+
     spec = run.request.task_spec
     if result.task_id != spec.id or result.agent_id != run.request.agent_id:
         raise ProtocolViolation("a worker result names another task or agent")
@@ -113,6 +111,8 @@ def artifact(
     tool_run_id: str | None = None,
     artifact_type: ArtifactType = ArtifactType.OTHER,
 ) -> ArtifactRef:
+    from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+
     req = run.request
     return sup.artifacts.create(
         ArtifactCreateInput(

@@ -9,15 +9,20 @@ the run record's terminal state) and ``outcome`` (how the attempt ended, as a ``
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import trio
 
-from air.contracts import ArtifactRef, ArtifactType, ErrorKind, WorkerStatus
+from air.contracts import ArtifactType, ErrorKind
 from air.contracts.error import WorkerExit
 from air.nursery.runs import RunRecordStore
-from air.nursery.seams import TaskOutcome
 from air.nursery.worker_checks import artifact
 from air.nursery.worker_run import End, Supervisor, WorkerRun, dump, emit, err, redact
 from air.nursery.worker_start import record_started
+
+if TYPE_CHECKING:  # built once an attempt ends, not at import (IMPL-BOOT-12)
+    from air.contracts import ArtifactRef
+    from air.nursery.seams import TaskOutcome
 
 __all__ = ["HARD_TIMEOUT_EXIT", "finish", "outcome", "reap"]
 
@@ -71,6 +76,8 @@ async def _record_end(
 ) -> tuple[str, TaskOutcome]:
     """Emit the attempt's terminal ``agent.*`` event; its run-record state and the outcome (a
     failure names its stderr log artifact)."""
+    from air.contracts.worker_result import WorkerStatus
+
     if result.kind == "result" and result.result and result.result.status == WorkerStatus.CANCELLED:
         reason = run.cancel_reason or result.result.summary
         await emit(sup, run, "agent.cancelled", {"exit_code": code, "reason": reason})
@@ -95,6 +102,8 @@ async def _record_end(
 
 
 def outcome(sup: Supervisor, run: WorkerRun, end: End, code: int | None) -> TaskOutcome:
+    from air.nursery.seams import TaskOutcome
+
     req = run.request
     base = {"task_id": req.task_spec.id, "agent_id": req.agent_id, "exit_code": code}
     if run.result is not None:

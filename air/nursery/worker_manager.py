@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -34,7 +34,7 @@ from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker
 from air.nursery.runs import RunRecordStore
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.nursery.seams import SuperviseRequest
 from air.nursery.worker_checks import cap_text
 from air.nursery.worker_finish import finish, reap
 from air.nursery.worker_loop import read_loop
@@ -58,6 +58,9 @@ from air.nursery.worker_run import (
 from air.nursery.worker_start import record_started, start
 from air.nursery.worker_watch import watch
 from air.security.redact import SecretRedactor
+
+if TYPE_CHECKING:
+    from air.nursery.seams import TaskOutcome
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",

@@ -13,27 +13,25 @@ before ``tool.result`` goes back.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts import (
-    ErrorKind,
-    ProviderCompletionInput,
-    ToolCallPayload,
-    ToolExecutionContext,
-    ToolResultEnvelope,
-    new_id,
-)
+from air.contracts import ErrorKind, ProviderCompletionInput, ToolCallPayload, new_id
 from air.contracts.error import AirException
 from air.nursery.worker_checks import artifact, cap_text
 from air.nursery.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
+
+if TYPE_CHECKING:
+    from air.contracts import ToolExecutionContext, ToolResultEnvelope
 
 __all__ = ["cap", "serve_tool"]
 
 
 def _context(run: WorkerRun) -> ToolExecutionContext:
     if run.ctx is None:
+        from air.contracts.tool import ToolExecutionContext  # at the first tool call (IMPL-BOOT-12)
+
         req = run.request
         scope = req.task_spec.scope
         run.ctx = ToolExecutionContext(
@@ -67,6 +65,8 @@ async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCa
 async def _call_tool(
     sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCallPayload, ctx: ToolExecutionContext
 ) -> ToolResultEnvelope:
+    from air.contracts.tool import ToolResultEnvelope
+
     try:
         if sup.tool_streams is None:
             return await sup.tools(call.name, dict(call.input), ctx)
@@ -94,6 +94,8 @@ async def _call_tool(
 
 
 def _provider_error(run_id: str, error: Any) -> ToolResultEnvelope:
+    from air.contracts.tool import ToolResultEnvelope
+
     return ToolResultEnvelope(
         tool_run_id=run_id, tool_name="provider.complete", status="error", error=error
     )
@@ -136,6 +138,9 @@ async def _serve_provider(
     try:
         async for ev in sup.provider.complete(request):
             if ev.type == "message_stop":
+                # imported once the first reply is in, not before the first request (IMPL-BOOT-12)
+                from air.contracts.tool import ToolResultEnvelope
+
                 return ToolResultEnvelope(
                     tool_run_id=run_id,
                     tool_name="provider.complete",

@@ -22,13 +22,15 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
-from air.contracts.permission import CommandCategory, CommandRiskAnalysis, CommandSegment
+from air.contracts.permission import CommandCategory
 from air.security.paths import names_credentials
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
+
+    from air.contracts.permission import CommandRiskAnalysis  # built at the first command analysed
 
 __all__ = ["CATEGORY_ORDER", "CommandRiskAnalyzer", "riskiest"]
 
@@ -220,9 +222,9 @@ class _Segment:
     """``push``/``pop`` around a subshell, ``and`` at a ``&&`` (hidden markers for ``cd``)."""
 
 
-@dataclass
-class _Word:
-    """An argument: its literal value, or None when it depends on an expansion."""
+class _Word(NamedTuple):
+    """An argument: its literal value, or None when it depends on an expansion. A read-only
+    record, so a NamedTuple (cheaper to create than a dataclass: IMPL-BOOT-9, IMPL-BOOT-12)."""
 
     value: str | None
     node: Node | None = None
@@ -266,6 +268,8 @@ class CommandRiskAnalyzer:
             A ``CommandRiskAnalysis``; ``write_targets`` lists redirect and program targets
             (literal, unresolved; relative ones are relative to ``cwd``).
         """
+        from air.contracts.permission import CommandRiskAnalysis, CommandSegment
+
         found = self._segments(command, 0)
         segments = [s for s in found if not s.hidden]
         category = riskiest(s.category for s in segments)

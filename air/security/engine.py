@@ -20,19 +20,15 @@ from __future__ import annotations
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.permission import (
     CommandCategory,
-    CommandRiskAnalysis,
     PathCategory,
-    PathRiskClassification,
     PermissionAction,
-    PermissionDecision,
     PermissionGrantScope,
-    PermissionRecordResult,
-    PermissionRequestContext,
     RiskLevel,
 )
 from air.contracts.runtime import PermissionTemplate
@@ -48,6 +44,15 @@ from air.security.policy import (
     rule_matches_tool,
 )
 from air.security.redact import SecretRedactor
+
+if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
+    from air.contracts.permission import (
+        CommandRiskAnalysis,
+        PathRiskClassification,
+        PermissionDecision,
+        PermissionRecordResult,
+        PermissionRequestContext,
+    )
 
 __all__ = ["Evaluation", "EventSink", "Item", "PermissionEngine"]
 
@@ -461,6 +466,8 @@ class PermissionEngine:
     def _finish(
         self, ctx: PermissionRequestContext, items: list[Item], analysis: CommandRiskAnalysis | None
     ) -> Evaluation:
+        from air.contracts.permission import PermissionDecision
+
         # Layer 6: grants, prompt or headless fail-closed.
         for item in items:
             if item.action == A.ASK_USER and self._granted(ctx, item):
@@ -556,6 +563,8 @@ class PermissionEngine:
         Returns:
             ``ok`` with the event id, or ``ok=False`` with the error when the write failed.
         """
+        from air.contracts.permission import PermissionRecordResult
+
         if context.command:
             subject: str | None = self.redactor.redact(context.command)
         else:

@@ -11,8 +11,12 @@ import fnmatch
 import os
 import stat
 from pathlib import PurePosixPath
+from typing import TYPE_CHECKING
 
-from air.contracts.permission import PathCategory, PathRiskClassification
+from air.contracts.permission import PathCategory
+
+if TYPE_CHECKING:  # built at the first path checked (IMPL-BOOT-12)
+    from air.contracts.permission import PathRiskClassification
 
 __all__ = ["PathClassifier", "is_within", "names_credentials"]
 
@@ -216,6 +220,8 @@ class PathClassifier:
         Returns:
             The category, the realpath, the reason and whether the path escapes the workspace.
         """
+        from air.contracts.permission import PathRiskClassification
+
         project = os.path.realpath(project_root)
         workspace = os.path.realpath(workspace_root or project_root)
         absolute = self.expand(path, workspace)

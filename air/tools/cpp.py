@@ -28,7 +28,7 @@ import trio
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.event import EntityType
-from air.contracts.evidence import EvidenceKind, EvidenceRef
+from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
@@ -223,6 +223,8 @@ async def _evidence(
 ) -> str | None:
     if command_run_id is None:
         return None
+    from air.contracts.evidence import EvidenceRef  # IMPL-BOOT-12
+
     evidence = EvidenceRef(
         evidence_ref_id=new_id("ev"),
         kind=kind,

@@ -18,36 +18,40 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import trio
 
-from air.contracts.artifact import (
-    ArtifactContext,
-    ArtifactCreateInput,
-    ArtifactReadResult,
-    ArtifactRef,
-    ArtifactType,
-)
+from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
-from air.contracts.evidence import EvidenceRef
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.permission import (
-    DeclaredPermissions,
     FailClosedPrompt,
     PermissionAction,
-    PermissionDecision,
     PermissionGrantScope,
     PermissionPrompt,
-    PermissionPromptRequest,
-    PermissionPromptResponse,
-    PermissionRequestContext,
 )
-from air.contracts.tool import ToolDefinition, ToolEvent, ToolExecutionContext, ToolResultEnvelope
+from air.contracts.tool import ToolDefinition
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
+
+if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
+    from air.contracts.artifact import (
+        ArtifactContext,
+        ArtifactCreateInput,
+        ArtifactReadResult,
+        ArtifactRef,
+    )
+    from air.contracts.evidence import EvidenceRef
+    from air.contracts.permission import (
+        PermissionDecision,
+        PermissionPromptRequest,
+        PermissionPromptResponse,
+        PermissionRequestContext,
+    )
+    from air.contracts.tool import ToolEvent, ToolExecutionContext, ToolResultEnvelope
 
 __all__ = [
     "ArtifactSink",
@@ -81,8 +85,15 @@ class ArtifactSink(Protocol):
     def read(self, artifact_id: str) -> ArtifactReadResult: ...
 
 
-PromptRequest = PermissionPromptRequest
-PromptResponse = PermissionPromptResponse
+if TYPE_CHECKING:
+    PromptRequest = PermissionPromptRequest
+    PromptResponse = PermissionPromptResponse
+_PROMPT_RECORDS = {
+    "PromptRequest": "PermissionPromptRequest",
+    "PromptResponse": "PermissionPromptResponse",
+}
+"""``PromptRequest`` and ``PromptResponse``: the permission contracts under the names the console
+uses; looked up at their first use (the module ``__getattr__``; IMPL-BOOT-12)."""
 PromptBroker = PermissionPrompt
 """Answers permission prompts (``air.contracts.permission``): the console implements it;
 ``None`` means headless."""
@@ -120,6 +131,8 @@ class ToolRun:
     async def stream(self, kind: ToolEventKind, data: Any) -> None:
         """Hand one progress item (redacted) to the caller of ``call_streaming``."""
         if self.events is not None:
+            from air.contracts.tool import ToolEvent
+
             await self.events.send(
                 ToolEvent(
                     tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
@@ -152,6 +165,8 @@ class ToolRun:
         command_run_id: str | None = None,
     ) -> ArtifactRef:
         """Store a redacted artifact attributed to this run and attach it to the result."""
+        from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+
         ref = self.registry.artifacts.create(
             ArtifactCreateInput(
                 type=type,
@@ -349,6 +364,8 @@ class ToolRegistry:
         self, name: str, input: JsonObject, context: ToolExecutionContext
     ) -> ToolResultEnvelope:
         """Run tool ``name`` to completion and return its envelope (streams consumed inside)."""
+        from air.contracts.tool import ToolResultEnvelope
+
         final: ToolResultEnvelope | None = None
         async with self.call_streaming(name, input, context) as items:
             async for item in items:
@@ -476,6 +493,8 @@ class ToolRegistry:
             if not definition.streaming:
                 output = await self.workspace.execute(name, input, run)
             else:
+                from air.contracts.tool import ToolEvent
+
                 send, receive = trio.open_memory_channel[ToolEvent](32)
                 run.events = send
                 result: builtins.list[Any] = []
@@ -608,8 +627,10 @@ class ToolRegistry:
                 "agent_id": request.agent_id,
             },
         )
+        from air.contracts.permission import PermissionPromptRequest
+
         answer = await broker.ask(
-            PromptRequest(
+            PermissionPromptRequest(
                 prompt_id=prompt_id,
                 tool_name=request.tool_name,
                 decision=decision,
@@ -652,6 +673,8 @@ class ToolRegistry:
     def _request(
         self, entry: _Entry, input: JsonObject, ctx: ToolExecutionContext
     ) -> PermissionRequestContext:
+        from air.contracts.permission import DeclaredPermissions, PermissionRequestContext
+
         spec = entry.definition.permissions
         reads: list[str] = []
         writes: list[str] = []
@@ -713,6 +736,8 @@ class ToolRegistry:
         artifacts: Sequence[ArtifactRef] | None = None,
         evidence_refs: Sequence[EvidenceRef] | None = None,
     ) -> ToolResultEnvelope:
+        from air.contracts.tool import ToolResultEnvelope
+
         return ToolResultEnvelope(
             tool_run_id=tool_run_id,
             tool_name=name,
@@ -728,3 +753,15 @@ class ToolRegistry:
     @staticmethod
     def _ms(started: float) -> int:
         return int((time.monotonic() - started) * 1000)
+
+
+def __getattr__(name: str) -> Any:
+    """``PromptRequest`` / ``PromptResponse`` (``_PROMPT_RECORDS``), cached here afterwards."""
+    target = _PROMPT_RECORDS.get(name)
+    if target is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from air.contracts import permission
+
+    value = getattr(permission, target)
+    globals()[name] = value
+    return value

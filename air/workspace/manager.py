@@ -30,14 +30,13 @@ import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from air.contracts import (
     AirException,
     ErrorKind,
-    MergeResult,
     WorkspacePlan,
     WorkspaceRef,
     WorkspaceStatus,
@@ -47,6 +46,9 @@ from air.contracts import (
 )
 from air.workspace.backups import BackupRepository
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
+
+if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
+    from air.contracts import MergeResult
 
 __all__ = [
     "ABANDONED_RETENTION",
@@ -414,6 +416,8 @@ class WorkspaceManager:
         ``workspace.merge.conflicted``. On a conflict the project root is left as it was and
         the workspace (with its branch) is kept for the Scheduler to decide.
         """
+        from air.contracts.task import MergeResult
+
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
             raise _fail(f"workspace {workspace_id} is {rec.status}, not active")
@@ -457,6 +461,8 @@ class WorkspaceManager:
         return result
 
     async def _merge_worktree(self, rec: WorkspaceRecord) -> MergeResult:
+        from air.contracts.task import MergeResult
+
         assert rec.branch is not None
         await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
         ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..HEAD")
@@ -499,6 +505,8 @@ class WorkspaceManager:
         )
 
     async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
+        from air.contracts.task import MergeResult
+
         changed = await self.changed_files(rec.workspace_id)
         if not changed:
             return MergeResult(workspace_id=rec.workspace_id, status="nothing_to_merge")

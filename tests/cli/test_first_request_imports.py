@@ -54,7 +54,61 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "anyio",
     "http.client",
     "email",
+    # IMPL-BOOT-12: contract models a run builds only after its first request
+    "air.contracts.ipc_messages",  # the controls after agent.start, the worker's payloads
+    "air.contracts.worker_result",  # a worker's result (and the role results)
+    "air.nursery.task_outcome",  # how an attempt ended
+    "air.contracts.task_results",  # SchedulerRunResult, RetryDecision, MergeResult
+    "air.contracts.doctor_report",  # the Doctor's contracts
+    "air.contracts.tool_runs",  # a tool call's context, result envelope, events, diagnostics
+    "air.contracts.artifact_records",  # artifact refs and inputs, debug records, memories
+    "air.contracts.evidence_records",  # evidence refs and inputs
+    "air.contracts.permission_records",  # a permission check's request, analysis, decision
 )
+
+
+LATE_MODELS = {
+    # air.contracts.ipc_messages
+    "AgentCancelControl",
+    "AgentPauseControl",
+    "AgentResumeControl",
+    "AgentExtendTimeoutControl",
+    "AgentWrapUpControl",
+    "AgentGetStateControl",
+    "WorkerReadyPayload",
+    "WorkerEventPayload",
+    "LogPayload",
+    "ToolStreamPayload",
+    "WorkerCheckpointPayload",
+    "ProtocolErrorPayload",
+    # air.contracts.worker_result, air.nursery.task_outcome
+    "WorkerResult",
+    "ExecutorResult",
+    "ReviewerResult",
+    "TaskOutcome",
+    # air.contracts.task_results, air.contracts.doctor_report
+    "SchedulerRunResult",
+    "RetryDecision",
+    "MergeResult",
+    "DoctorRunOutput",
+    # air.contracts.tool_runs, artifact_records, evidence_records, permission_records
+    "ToolExecutionContext",
+    "ToolResultEnvelope",
+    "ToolEvent",
+    "Diagnostic",
+    "ArtifactRef",
+    "ArtifactCreateInput",
+    "DebugRecord",
+    "LearnedMemory",
+    "EvidenceRef",
+    "PermissionRequestContext",
+    "PermissionDecision",
+    "CommandRiskAnalysis",
+    "PathRiskClassification",
+    "PermissionPromptRequest",
+    "_ToolResultLine",  # air.ipc.protocol's typed tool.result line: at the first tool result
+}
+"""Models a run creates only after its first request (IMPL-BOOT-12), by class name."""
 
 
 def _no_proxy() -> dict[str, str]:
@@ -69,13 +123,23 @@ import json, sys
 out, port = sys.argv[1], int(sys.argv[2])
 seen = []
 
+def models():
+    base = sys.modules.get("pydantic.main")
+    found, todo = set(), [base.BaseModel] if base else []
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return sorted(f"{c.__module__}.{c.__qualname__}" for c in found)
+
 def hook(event, args):
     if event == "socket.connect" and not seen:
         address = args[1]
         if isinstance(address, tuple) and len(address) >= 2 and address[1] == port:
             seen.append(sorted(sys.modules))
             with open(out, "w") as handle:
-                json.dump(seen[0], handle)
+                json.dump({"modules": seen[0], "models": models()}, handle)
 
 sys.addaudithook(hook)
 from air.cli import main
@@ -84,7 +148,8 @@ sys.exit(main(["run", "--headless", "batch.yaml", "--json"]))
 """
 
 
-def _loaded_at_first_request(tmp_path: Path) -> list[str]:
+def _loaded_at_first_request(tmp_path: Path) -> dict[str, list[str]]:
+    """The modules imported and the pydantic models created when the first request leaves."""
     root, home = review_project(tmp_path)
     out = tmp_path / "modules.json"
     with LocalServer() as server:
@@ -113,13 +178,15 @@ def _loaded_at_first_request(tmp_path: Path) -> list[str]:
     assert done.returncode == 0, done.stderr
     assert len(requests) == 1
     assert rejected == []
-    return list(json.loads(out.read_text()))
+    loaded: dict[str, list[str]] = json.loads(out.read_text())
+    return loaded
 
 
 def test_the_first_request_leaves_before_the_parser_the_designer_and_the_console(
     tmp_path: Path,
 ) -> None:
-    loaded = _loaded_at_first_request(tmp_path)
+    found = _loaded_at_first_request(tmp_path)
+    loaded = found["modules"]
     assert "air.llm.anthropic_http" in loaded  # the snapshot is the request's own connect
     early = [
         m
@@ -130,6 +197,10 @@ def test_the_first_request_leaves_before_the_parser_the_designer_and_the_console
     # what the run did need before it is there: the analyzer (its parser unbuilt), the engine
     assert {"air.security.commands", "air.security.engine"} <= set(loaded)
     assert "air.events.payloads.start" in loaded  # the payloads of what it has recorded
+    # IMPL-BOOT-12: no model of a late contract module is created, wherever it is defined
+    created = {name.rsplit(".", 1)[1] for name in found["models"]}
+    assert {"TaskSpec", "ProviderCompletionInput", "IpcEnvelope", "ToolCallPayload"} <= created
+    assert created & LATE_MODELS == set()
 
 
 def test_the_factory_checks_the_designer_s_own_file_name() -> None:

@@ -1,0 +1,45 @@
+"""The results of the Scheduler's steps (SDD §3 merges them into ``air.contracts.task``):
+``SchedulerRunResult`` (a run), ``RetryDecision`` (a failed attempt), ``MergeResult`` (a
+workspace merged back).
+
+Owns nothing new: every name here is public from ``air.contracts.task`` (and
+``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
+them (IMPL-BOOT-12).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from air.contracts.ids import Contract, SessionID, TaskID, WorkspaceID
+from air.contracts.task import RetryAction
+
+__all__ = ["MergeResult", "RetryDecision", "SchedulerRunResult"]
+
+
+class MergeResult(Contract):
+    workspace_id: WorkspaceID
+    status: Literal["merged", "conflicted", "nothing_to_merge"]
+    merge_commit: str | None = None
+    kept_branch: str | None = None
+    conflicted_paths: list[str] = Field(default_factory=list)
+
+
+class SchedulerRunResult(Contract):
+    session_id: SessionID
+    status: Literal["completed", "blocked", "cancelled"]
+    completed_task_ids: list[TaskID] = Field(default_factory=list)
+    failed_task_ids: list[TaskID] = Field(default_factory=list)
+    blocked_task_ids: list[TaskID] = Field(default_factory=list)
+    cancelled_task_ids: list[TaskID] = Field(default_factory=list)
+    waves: int = 0
+
+
+class RetryDecision(Contract):
+    action: RetryAction
+    reason: str
+    changed_dimension: Literal[
+        "none", "model", "context", "command", "serialization", "debugger"
+    ] = "none"

@@ -1,0 +1,27 @@
+"""``TaskOutcome``: how one supervised attempt ended (the value a ``TaskRunner`` returns).
+
+Public as ``air.nursery.seams.TaskOutcome``; a module of its own so that a process builds the
+model (and imports ``WorkerResult``, which its ``result`` field needs when pydantic builds it)
+only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
+"""
+
+from __future__ import annotations
+
+from air.contracts import AgentID, AirError, Contract
+from air.contracts.worker_result import WorkerResult
+from air.nursery.seams import OutcomeKind
+
+__all__ = ["TaskOutcome"]
+
+
+class TaskOutcome(Contract):
+    """How one supervised attempt ended. Failures are values, never exceptions."""
+
+    task_id: str
+    agent_id: AgentID
+    kind: OutcomeKind
+    result: WorkerResult | None = None
+    error: AirError | None = None
+    exit_code: int | None = None
+    transient: bool = False
+    """Runner-contract invariant 21: a retry of the same spec may succeed."""
