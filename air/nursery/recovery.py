@@ -45,6 +45,8 @@ Reaper = Callable[[StoredAgent], Awaitable[bool]]
 
 @dataclass
 class RecoveryReport:
+    """What ``recover_session`` found and did, step by step."""
+
     lost_agents: list[str] = field(default_factory=list)
     reaped_agents: list[str] = field(default_factory=list)
     reaped_commands: list[int] = field(default_factory=list)

@@ -152,6 +152,8 @@ class Supervisor(Protocol):
 
 @dataclass
 class End:
+    """How an attempt ended: the outcome kind, its error and whether a retry may help."""
+
     kind: str
     error: AirError | None = None
     transient: bool = False
