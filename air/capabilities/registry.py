@@ -142,6 +142,8 @@ class CapabilityManifestValidator:
 
 @dataclass
 class CapabilityRecord:
+    """One capability of the session: its manifest, where it was found and its lifecycle state."""
+
     manifest: CapabilityManifestV1
     source: str
     """``builtin`` or the manifest file's path."""

@@ -98,16 +98,18 @@ class RuntimeFactory:
 
 
 def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:
-    """The project's and the user's capabilities, after the built-in tools (IMPL-CAP)."""
+    """The project's and the user's capabilities, after the built-in tools (IMPL-CAP). Their
+    lifecycle events commit in one transaction (all or none; IMPL-BOOT-13)."""
     from air.capabilities import load_capabilities
 
-    load_capabilities(
-        registry,
-        record=session.ingestor.ingest_sync,
-        session_id=session.session_id,
-        project_root=session.project.project_root,
-        sandbox=sandbox,
-    )
+    with session.db.transaction():
+        load_capabilities(
+            registry,
+            record=session.ingestor.ingest_sync,
+            session_id=session.session_id,
+            project_root=session.project.project_root,
+            sandbox=sandbox,
+        )
 
 
 ARCHITECTURE_FILE = ".air/shared/architecture.yaml"

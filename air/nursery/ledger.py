@@ -80,6 +80,8 @@ class Ledger(Protocol):
 
 @dataclass
 class StoredTask:
+    """The Scheduler's view of one task: its spec, status and attempts, folded from the log."""
+
     spec: TaskSpec
     status: TaskStatus = TaskStatus.PENDING
     order: int = 0
@@ -94,6 +96,8 @@ class StoredTask:
 
 @dataclass
 class StoredAgent:
+    """One agent the log knows of: its task, status and recorded process identity."""
+
     agent_id: str
     task_id: str | None
     status: str
@@ -104,6 +108,8 @@ class StoredAgent:
 
 @dataclass
 class LedgerState:
+    """The Scheduler's view of a session (``ledger_view``): tasks, edges, agents, workspaces."""
+
     tasks: dict[str, StoredTask] = field(default_factory=dict)
     edges: list[DependencyEdge] = field(default_factory=list)
     agents: dict[str, StoredAgent] = field(default_factory=dict)

@@ -41,6 +41,8 @@ def process_alive(pid: int | None, start_time: int | None = None) -> bool:
 
 @dataclass
 class WatchedAgent:
+    """One live agent the monitor watches: its deadlines, identity and last heartbeat."""
+
     agent_id: str
     task_id: str | None
     started_at: float

@@ -2,7 +2,8 @@
 
 Owns: ``recover_session`` and ``RecoveryReport``. Steps:
 
-1. load running / interrupted tasks and active agents and workspaces (folded from the log);
+1. load running / interrupted tasks and active agents and workspaces (the ledger's fold of the
+   log, ``Ledger.state``, which the Scheduler goes on from);
 2. check each active agent's process by PID *and* start time; a live one cannot be
    reconnected (its stdio belonged to the dead runtime), so its process group is reaped with
    the injected ``reap`` function (the WorkerManager's orphan reaper); either way
@@ -30,7 +31,7 @@ from typing import Any
 
 from air.contracts import ErrorKind, TaskStatus, make_air_error
 from air.ipc.procs import kill_sandboxes
-from air.nursery.ledger import Ledger, StoredAgent, fold_history
+from air.nursery.ledger import Ledger, StoredAgent, ledger_view
 from air.nursery.monitor import process_alive
 from air.workspace.manager import WorkspaceManager
 
@@ -44,6 +45,8 @@ Reaper = Callable[[StoredAgent], Awaitable[bool]]
 
 @dataclass
 class RecoveryReport:
+    """What ``recover_session`` found and did, step by step."""
+
     lost_agents: list[str] = field(default_factory=list)
     reaped_agents: list[str] = field(default_factory=list)
     reaped_commands: list[int] = field(default_factory=list)
@@ -84,7 +87,9 @@ async def recover_session(
     """
     report = RecoveryReport()
     probe = alive or (lambda a: process_alive(a.pid, _start_time(a.pid_start_time)))
-    state = fold_history(ledger.history())  # step 1
+    # step 1, from the ledger's incremental fold: each event is read and folded once for the
+    # recovery and the Scheduler after it, not again per step (IMPL-BOOT-13)
+    state = ledger_view(ledger.state())
 
     # step 2: agents the log says are alive
     for agent in state.active_agents():
@@ -149,7 +154,7 @@ async def recover_session(
         report.cleaned_workspaces = await workspaces.gc()
 
     # step 8
-    final = fold_history(ledger.history())
+    final = ledger_view(ledger.state())  # caught up with what steps 2-7 recorded
     report.pending_tasks = sorted(
         t.spec.id
         for t in final.tasks.values()

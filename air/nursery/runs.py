@@ -249,7 +249,8 @@ async def reap_orphans(
     """
     store = RunRecordStore(root)
     results: list[ReapResult] = []
-    for rec in store.list():
+    records = store.list()  # read once: the owners' clean-up below sees the same records
+    for rec in records:
         agent_id = str(rec.get("agent_id"))
         if rec.get("state") != "running" or agent_id in live_agent_ids:
             continue
@@ -275,12 +276,16 @@ async def reap_orphans(
         results.append(ReapResult(agent_id=agent_id, state=state))
         await trio.lowlevel.checkpoint()
     if not own:
-        _forget_dead_owners(store)
+        _forget_dead_owners(store, records)
     return results
 
 
-def _forget_dead_owners(store: RunRecordStore) -> None:
-    """Delete the lock files of owners that are provably dead and own no running record."""
+def _forget_dead_owners(store: RunRecordStore, records: list[dict[str, Any]]) -> None:
+    """Delete the lock files of owners that are provably dead and own no running record.
+
+    ``records``: the store's records as ``reap_orphans`` read and updated them (a record it
+    took is terminal in both); a record written since belongs to a live owner, whose lock is
+    held, so it is never deleted either way."""
     owners = os.path.join(store.root, OWNERS_DIR)
     try:
         names = os.listdir(owners)
@@ -288,7 +293,7 @@ def _forget_dead_owners(store: RunRecordStore) -> None:
         return
     busy = {
         str(rec["owner"].get("lock"))
-        for rec in store.list()
+        for rec in records
         if rec.get("state") == "running" and isinstance(rec.get("owner"), dict)
     }
     for name in names:

@@ -67,6 +67,8 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class SchedulerOptions:
+    """How the Scheduler runs a session: parallelism, reviews, headless, recovery."""
+
     max_workers: int = field(default_factory=default_max_workers)
     review: Literal["none", "wave"] = "none"
     """``wave``: every completed code change gets a review task (REVIEWING_WAVE)."""

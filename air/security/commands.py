@@ -201,6 +201,8 @@ _DYNAMIC = "$dynamic"
 
 @dataclass
 class _Segment:
+    """One simple command of a command line, classified, with the paths it reads and writes."""
+
     text: str
     program: str | None
     category: CommandCategory

@@ -73,14 +73,29 @@ class DatabaseManager:
         self._depth = 0
         self._owner: int | None = None
         self._closed = False
+        self.created = False
+        """True when ``open`` found no database and ``create`` made its schema."""
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str], *, must_exist: bool = False) -> DatabaseManager:
+    def open(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        must_exist: bool = False,
+        create: MigrationRunner | None = None,
+    ) -> DatabaseManager:
         """Open (or create) the database at ``path`` and apply the pragmas.
 
         Args:
             path: the database file; its directory must exist.
             must_exist: refuse to create a new file.
+            create: for a new (absent or empty) file, its schema is written in ONE
+                transaction before the switch to WAL (``MigrationRunner.create``; ``created``
+                is then True): the pages go to the file once, under a rollback journal, not to
+                the WAL and again at the checkpoint. A process killed meanwhile leaves a hot
+                journal that the next open rolls back to an empty file, migrated then. The
+                first WAL frame (``MigrationRunner.stamp``) is written before ``synchronous``
+                becomes NORMAL, so the new WAL's header costs no fsync either (IMPL-BOOT-13).
 
         Raises:
             AirException: ``not_found`` when ``must_exist`` and the file is absent;
@@ -113,14 +128,21 @@ class DatabaseManager:
                 # an empty file's switch to WAL writes only its header page: no fsyncs for
                 # that (4 on the critical path of every new session; IMPL-PERF-2)
                 conn.execute("PRAGMA synchronous=OFF")
+                if create is not None:
+                    conn.execute("PRAGMA busy_timeout=5000")  # another process may create it
+                    create.create(conn)
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
+            if fresh and create is not None:
+                create.stamp(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             conn.execute("PRAGMA foreign_keys=OFF")
             conn.execute("PRAGMA busy_timeout=5000")
         except sqlite3.DatabaseError as exc:
             conn.close()
             raise _corrupt(spath, exc) from exc
-        return cls(spath, conn)
+        db = cls(spath, conn)
+        db.created = fresh and create is not None
+        return db
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -223,6 +245,7 @@ class MigrationRunner:
     def __init__(self, spec: SchemaSpec, *, now: Callable[[], str] = utc_now_iso) -> None:
         self.spec = spec
         self._now = now
+        self._created_at: str | None = None
 
     def current_version(self, db: DatabaseManager) -> int | None:
         """Read ``schema_meta.schema_version``; None when the database is empty."""
@@ -247,6 +270,35 @@ class MigrationRunner:
                 message=f"{db.path} has an unreadable schema_version {row[0]!r}",
                 user_action="Move the file aside and start a new session; run `air doctor`.",
             ) from exc
+
+    def create(self, conn: sqlite3.Connection) -> None:
+        """Write the whole schema and the new-schema keys of ``schema_meta`` (version,
+        creation time) into an EMPTY database in one transaction (``DatabaseManager.open(
+        create=...)``): the tables and indexes of ``migrate``, in its order, as one script, so
+        the result is the same ``sqlite_master``. Rolled back on any error.
+        """
+        self._created_at = self._now()
+        ddl = ";\n".join([*self.spec.tables.values(), *self.spec.indexes])
+        try:
+            # executescript commits a pending transaction first: the script opens its own
+            conn.executescript(f"BEGIN IMMEDIATE;\n{ddl};")
+            self._seed(conn, self._created_at)
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
+
+    def stamp(self, conn: sqlite3.Connection) -> None:
+        """Record the air version and time of this open (``create``'s time), one transaction."""
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._stamp(conn, self._created_at or self._now())
+            conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise
 
     def migrate(self, db: DatabaseManager) -> None:
         """Create or verify the schema, then record the air version that opened it.
@@ -275,23 +327,29 @@ class MigrationRunner:
                 for ddl in self.spec.indexes:
                     conn.execute(ddl)
                 if version is None:
-                    conn.execute(
-                        "INSERT OR REPLACE INTO schema_meta(key, value) "
-                        "VALUES ('schema_version', ?)",
-                        (str(self.spec.version),),
-                    )
-                    conn.execute(
-                        "INSERT OR IGNORE INTO schema_meta(key, value) VALUES ('created_at', ?)",
-                        (now,),
-                    )
-                conn.execute(
-                    "INSERT OR REPLACE INTO schema_meta(key, value) "
-                    "VALUES ('aircoding_version_last_opened', ?)",
-                    (__version__,),
-                )
-                conn.execute(
-                    "INSERT OR REPLACE INTO schema_meta(key, value) VALUES ('last_opened_at', ?)",
-                    (now,),
-                )
+                    self._seed(conn, now)
+                self._stamp(conn, now)
         except sqlite3.DatabaseError as exc:
             raise _corrupt(db.path, exc) from exc
+
+    def _seed(self, conn: sqlite3.Connection, now: str) -> None:
+        """The ``schema_meta`` keys of a new schema: its version and creation time."""
+        conn.execute(
+            "INSERT OR REPLACE INTO schema_meta(key, value) VALUES ('schema_version', ?)",
+            (str(self.spec.version),),
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO schema_meta(key, value) VALUES ('created_at', ?)", (now,)
+        )
+
+    def _stamp(self, conn: sqlite3.Connection, now: str) -> None:
+        """The ``schema_meta`` keys of every open: the air version and the time."""
+        conn.execute(
+            "INSERT OR REPLACE INTO schema_meta(key, value) "
+            "VALUES ('aircoding_version_last_opened', ?)",
+            (__version__,),
+        )
+        conn.execute(
+            "INSERT OR REPLACE INTO schema_meta(key, value) VALUES ('last_opened_at', ?)",
+            (now,),
+        )

@@ -89,14 +89,19 @@ LEARNED_MEMORY_SCHEMA = SchemaSpec(
 def open_database(
     path: str | os.PathLike[str], spec: SchemaSpec, *, must_exist: bool = False
 ) -> DatabaseManager:
-    """Open ``path`` and migrate it to ``spec`` (closing it again when migration fails).
+    """Open ``path`` and migrate it to ``spec`` (closing it again when migration fails). A new
+    file gets the schema in one transaction before its switch to WAL
+    (``MigrationRunner.create``, IMPL-BOOT-13); an existing one is migrated.
 
     Raises:
         AirException: ``corrupt_database``, ``schema_error``, ``not_found`` or ``storage_error``.
     """
-    db = DatabaseManager.open(path, must_exist=must_exist)
+    runner = MigrationRunner(spec)
+    db = DatabaseManager.open(path, must_exist=must_exist, create=runner)
+    if db.created:
+        return db
     try:
-        MigrationRunner(spec).migrate(db)
+        runner.migrate(db)
     except AirException:
         db.close()
         raise

@@ -194,6 +194,8 @@ ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_
 
 @dataclass
 class _Entry:
+    """A registered tool: its definition, its executor and how to find the paths it uses."""
+
     definition: ToolDefinition
     executor: ToolExecutor
     paths: PathExtractor | None

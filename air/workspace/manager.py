@@ -248,6 +248,10 @@ class WorkspaceManager:
         return out
 
     # -- git --------------------------------------------------------------------------------
+    def _has_dot_git(self) -> bool:
+        """Whether the project root has a ``.git`` entry at all (one ``lstat``)."""
+        return os.path.lexists(os.path.join(self.project_root, ".git"))
+
     def _main_location(self) -> GitLocation:
         return locate_git(self.project_root, project_root=self.project_root)
 
@@ -285,6 +289,8 @@ class WorkspaceManager:
         """True when the project root holds its own repository (a ``.git`` directory, or the
         ``.git`` file of a linked worktree) with at least one commit (a project nested inside
         another repository is not: merges would land elsewhere)."""
+        if not self._has_dot_git():
+            return False  # what locate_git would refuse, without building its AirException
         try:
             self._main_location()
         except AirException:

@@ -215,3 +215,26 @@ def test_the_knowledge_check_names_the_stores_own_files() -> None:
     from air.nursery.knowledge_recovery import KNOWLEDGE_FILES
 
     assert KNOWLEDGE_FILES == (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
+
+
+def test_no_dataclass_on_the_way_computes_its_docstring(tmp_path: Path) -> None:
+    # a dataclass without a docstring gets one from inspect.signature when it is created
+    # (~40 us each, on the parent's critical path): every air dataclass the parent creates
+    # before its first request has its own (IMPL-BOOT-13)
+    import dataclasses
+    import importlib
+    import inspect
+
+    generated = []
+    for name in _loaded_at_first_request(tmp_path):
+        if not name.startswith("air."):
+            continue
+        for value in vars(importlib.import_module(name)).values():
+            if (
+                inspect.isclass(value)
+                and dataclasses.is_dataclass(value)
+                and value.__module__ == name
+                and (value.__doc__ or "").startswith(value.__name__ + "(")
+            ):
+                generated.append(f"{name}.{value.__name__}")
+    assert generated == []

@@ -218,3 +218,20 @@ async def test_trust_never_bypasses_the_permission_engine(env: Env) -> None:
     assert result.decision.action == "deny"
     assert not (env.root / "build").exists()
     assert not [r for r in env.rows("command_runs") if r["command"].startswith("cmake")]
+
+
+def test_the_runs_capability_events_commit_in_one_transaction(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # air run's loader (air.cli.factory): every lifecycle event of every capability, one COMMIT
+    from air.cli.factory import _load_capabilities
+
+    monkeypatch.setenv("HOME", str(env.tmp / "home"))
+    statements: list[str] = []
+    env.session.db.conn.set_trace_callback(statements.append)
+    try:
+        _load_capabilities(env.registry, env.session, env.runner)
+    finally:
+        env.session.db.conn.set_trace_callback(None)
+    assert _transitions(env, "cpp") == _ORDER
+    assert [s for s in statements if s.strip().upper() == "COMMIT"] == ["COMMIT"]

@@ -16,7 +16,7 @@ import trio
 
 from air.contracts import RuntimeEvent, TaskSpec
 from air.events.fold import SessionState
-from air.nursery.ledger import Ledger, StoredAgent, fold_history
+from air.nursery.ledger import Ledger, StoredAgent, fold_history, ledger_view
 from air.nursery.monitor import pid_start_time, process_alive
 from air.nursery.recovery import recover_session
 from air.nursery.scheduler import Scheduler, SchedulerOptions
@@ -187,3 +187,22 @@ async def test_scheduler_resumes_after_recovery_without_rerunning_completed(
     assert {t: s.status.value for t, s in folded.tasks.items()} == dict.fromkeys(
         "abcd", "completed"
     )
+
+
+class FoldOnlyLedger(CrashingLedger):
+    """A real ledger whose whole-log read is refused: recovery must go by its fold."""
+
+    def history(self) -> list[RuntimeEvent]:
+        raise AssertionError("recovery read the whole log back")
+
+
+async def test_recovery_goes_by_the_ledgers_fold_not_the_whole_log(session_db: SessionDB) -> None:
+    # each event is read and folded once, for the recovery and the Scheduler (IMPL-BOOT-13)
+    ledger = session_db.ledger
+    await _crashed_run(ledger, None)
+    report = await recover_session(FoldOnlyLedger(ledger, allowed=10))
+    assert sorted(report.lost_agents) == ["agt_b", "agt_c"]
+    assert sorted(report.interrupted_tasks) == ["b", "c"]
+    assert report.pending_tasks == ["b", "c", "d"]
+    # what that rests on: the incremental fold is the pure fold of the whole log
+    assert ledger_view(ledger.state()) == fold_history(ledger.history())

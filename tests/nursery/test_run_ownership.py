@@ -413,3 +413,22 @@ async def test_a_record_naming_a_live_unmarked_process_never_signals_it(tmp_path
     finally:
         victim.kill()
         victim.wait()
+
+
+async def test_reaping_reads_the_run_records_once(tmp_path: Path, monkeypatch: Any) -> None:
+    # one pass over the records serves the reaping and the owners' clean-up (IMPL-BOOT-13)
+    root = str(tmp_path / "runs")
+    store = RunRecordStore(root)
+    for n in range(3):
+        store.write({"agent_id": f"agt_{n}", "state": "terminal", "marker": f"m{n}"})
+    os.makedirs(os.path.join(root, OWNERS_DIR))  # the clean-up looks at the owners then
+    calls: list[str] = []
+    real = RunRecordStore.list
+
+    def counted(self: RunRecordStore) -> list[dict[str, Any]]:
+        calls.append(self.root)
+        return real(self)
+
+    monkeypatch.setattr(RunRecordStore, "list", counted)
+    assert await reap_orphans(root) == []
+    assert calls == [root]

@@ -165,3 +165,32 @@ def test_a_corrupt_session_db_is_refused_with_its_kind(tmp_path: Path) -> None:
         SessionManager().open_session(project, OpenSessionOptions(session_id=sid))
     assert info.value.kind is ErrorKind.CORRUPT_DATABASE
     assert info.value.user_action
+
+
+def test_the_fk_off_check_at_open_runs_only_for_a_file_that_existed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a session.db created by this very open holds no row that could dangle (IMPL-BOOT-13)
+    from air.store.repositories import SessionStore
+
+    calls: list[str] = []
+    real = SessionStore.referential_check
+
+    def counted(self: SessionStore) -> object:
+        calls.append(self.db.path)
+        return real(self)
+
+    monkeypatch.setattr(SessionStore, "referential_check", counted)
+    project = ProjectStore().initialize(str(tmp_path), ProjectInitOptions())
+    created = SessionManager().open_session(project)
+    assert created.db.created
+    assert created.orphan_report is not None
+    assert created.orphan_report.clean
+    assert calls == []
+    created.close()
+    again = SessionManager().open_session(
+        project, OpenSessionOptions(session_id=created.session_id), must_exist=True
+    )
+    assert not again.db.created
+    assert calls == [again.db.path]
+    again.close()

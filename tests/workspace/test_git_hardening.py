@@ -472,3 +472,20 @@ async def test_a_project_repository_redirected_fails_the_task_not_the_run(
     assert [p["error"]["kind"] for p in failed] == ["workspace_error"]
     assert runner.log.records == []  # no worker ran
     assert payload.ran() == ""
+
+
+async def test_a_project_without_dot_git_is_no_repository_without_asking_locate_git(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the start-up path of a plain project (IMPL-BOOT-13): no .git entry at all is answered
+    # by one lstat, before locate_git builds the AirException it would refuse it with
+    import air.workspace.manager as manager
+
+    def refuse(*_: object, **__: object) -> object:
+        raise AssertionError("locate_git called for a project without .git")
+
+    monkeypatch.setattr(manager, "locate_git", refuse)
+    assert not await WorkspaceManager(str(tmp_path), Events()).is_git_repo()
+    (tmp_path / ".git").symlink_to(tmp_path / "nowhere")  # a dangling link still asks
+    with pytest.raises(AssertionError):
+        await WorkspaceManager(str(tmp_path), Events()).is_git_repo()
