@@ -184,3 +184,15 @@ def test_every_yaml_reader_of_air_goes_through_the_one_loader() -> None:
         if path.name != "yamlload.py" and calls.search(path.read_text(encoding="utf-8"))
     ]
     assert readers == []
+
+
+def test_the_routing_check_finds_exactly_what_its_pattern_finds() -> None:
+    """``_python_decides`` spells ``PYTHON_DECIDES`` out with string methods (no regex compiled
+    at start-up); on texts made of the characters the pattern is about, both agree."""
+    pattern = re.compile(yamlload.PYTHON_DECIDES)
+    alphabet = "|>#-+09a \n\t\x85\u2028\u2029\ufeff"
+    rng = random.Random(10)
+    texts = ["", "#", "|#", ">-#", "|+2#", "|123#", "x|-9#", "\ufeffa", "a\ufeff", ">a#", "|--#"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(20000)]
+    for text in texts:
+        assert yamlload._python_decides(text) == (pattern.search(text) is not None), repr(text)

@@ -18,10 +18,30 @@ __all__ = ["REDACTED", "SecretRedactor", "looks_secret_name"]
 
 REDACTED = "[REDACTED]"
 
-_SECRET_NAME = re.compile(
+SECRET_NAME_PATTERN = (
     r"(?i)(secret|token|passw(or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
     r"auth(?!or)|credential|session[_-]?key|client[_-]?secret|signing[_-]?key|webhook|dsn|cookie)"
 )
+"""What a secret's name contains (searched anywhere, any case). An ASCII name, which every
+environment name in practice is, is matched by ``_ASCII_SECRET_WORDS`` on its lower case, the
+same set of names; any other name by this pattern (compiled at its first use: its Unicode case
+folding is the regular expression engine's)."""
+
+_KEY = ("key", "_key", "-key")
+_ASCII_SECRET_WORDS = (
+    "secret",
+    "token",
+    "passwd",
+    "password",
+    "passphrase",
+    *(word + key for word in ("api", "access", "private", "session", "signing") for key in _KEY),
+    "credential",
+    "webhook",
+    "dsn",
+    "cookie",
+)
+"""``SECRET_NAME_PATTERN`` spelled out for lower-case ASCII, but ``auth(?!or)``
+(``_has_auth``); ``client[_-]?secret`` holds ``secret``."""
 
 _PATTERN_SOURCES: tuple[tuple[str, int], ...] = (
     (
@@ -75,7 +95,25 @@ def looks_secret_name(name: str) -> bool:
     """True when an environment variable or key name suggests its value is a secret."""
     if name.lower().endswith(("_ref", "_id", "_ids", "_count", "_tokens", "tokens")):
         return False
-    return bool(_SECRET_NAME.search(name))
+    if name.isascii():
+        lower = name.lower()
+        return _has_auth(lower) or any(word in lower for word in _ASCII_SECRET_WORDS)
+    return _secret_name().search(name) is not None
+
+
+def _has_auth(lower: str) -> bool:
+    """``auth`` not followed by ``or`` somewhere in ``lower`` (``author`` is no secret)."""
+    at = lower.find("auth")
+    while at != -1:
+        if not lower.startswith("or", at + 4):
+            return True
+        at = lower.find("auth", at + 1)
+    return False
+
+
+@functools.cache
+def _secret_name() -> re.Pattern[str]:
+    return re.compile(SECRET_NAME_PATTERN)
 
 
 class SecretRedactor:

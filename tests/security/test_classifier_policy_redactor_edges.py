@@ -397,6 +397,33 @@ def test_secret_names() -> None:
         assert not looks_secret_name(name), name
 
 
+def test_an_ascii_name_is_judged_as_the_pattern_judges_it() -> None:
+    """``looks_secret_name`` reads an ASCII name without the regular expression (not compiled
+    at start-up): on names made of the pattern's own words, cut and joined at random, in any
+    case, both agree; a non-ASCII name still goes to the pattern (``ſ`` folds to ``s``)."""
+    import random
+    import re
+
+    from air.security.redact import SECRET_NAME_PATTERN
+
+    pattern = re.compile(SECRET_NAME_PATTERN)
+    pieces = [
+        *"secret token password passwd passphrase api access private session signing client "
+        "key auth author authority credential webhook dsn cookie or".split(),
+        *"_ - x o a d".split(),
+    ]
+    rng = random.Random(12)
+    names = ["".join(rng.choice(pieces) for _ in range(rng.randrange(1, 5))) for _ in range(20000)]
+    names += ["AUTHOR_AUTH", "authorauth", "auth", "AUTHOR", "APIKEY", "Api-Key", "Signing_KEY"]
+    for name in names:
+        name = "".join(c.upper() if rng.random() < 0.5 else c for c in name)
+        expected = pattern.search(name) is not None
+        if name.lower().endswith(("_ref", "_id", "_ids", "_count", "_tokens", "tokens")):
+            expected = False
+        assert looks_secret_name(name) == expected, name
+    assert looks_secret_name("\u017fecret")  # ſecret: the pattern's case folding
+
+
 def test_registered_values() -> None:
     r = SecretRedactor()
     r.register("short", "  padded-secret  ")
