@@ -269,8 +269,7 @@ ON_THE_WAY_NAMEDTUPLES = {
 """Read-only records on the way to the first request made NamedTuples (IMPL-BOOT-14)."""
 
 VALUE_DATACLASSES = {
-    "air.nursery.knowledge_recovery.KnowledgeRecovery",  # a report, compared by value
-    "air.nursery.ledger.StoredTask",  # the ledger's view, compared by value (the fold's test)
+    "air.nursery.ledger.StoredTask",  # the ledger's view: compared by value (the fold's test)
     "air.nursery.ledger.StoredAgent",
     "air.nursery.ledger.LedgerState",
     "air.workspace.backups.Snapshot",  # a frozen record, read through __dict__
