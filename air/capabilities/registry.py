@@ -140,7 +140,7 @@ class CapabilityManifestValidator:
         return ValidationResult(ok=not errors, errors=errors)
 
 
-@dataclass
+@dataclass(eq=False)
 class CapabilityRecord:
     """One capability of the session: its manifest, where it was found and its lifecycle state."""
 

@@ -23,7 +23,7 @@ RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], 
 durable run records, so no orphan is reaped for it."""
 
 
-@dataclass
+@dataclass(eq=False)
 class HeadlessOptions:
     """The options of ``air run --headless`` and ``air resume`` after parsing."""
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -126,9 +125,9 @@ def readers_from_store(store: Any) -> SessionReaders:
     )
 
 
-@dataclass(frozen=True)
-class BudgetFitResult:
-    """What ``fit_budget`` kept (input order) and dropped."""
+class BudgetFitResult(NamedTuple):
+    """What ``fit_budget`` kept (input order) and dropped; a read-only record, so a NamedTuple
+    (IMPL-BOOT-14)."""
 
     kept: list[PromptLayer]
     omitted: list[LayerOmission]
@@ -136,7 +135,7 @@ class BudgetFitResult:
     over_budget: bool
     """True only when the immutable layers alone exceed the budget."""
     budget: int = 0
-    dropped_levels: frozenset[PromptLayerLevel] = field(default_factory=frozenset)
+    dropped_levels: frozenset[PromptLayerLevel] = frozenset()
 
 
 def render_layer(layer: PromptLayer) -> str:

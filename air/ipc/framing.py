@@ -82,7 +82,7 @@ class VersionMismatch(ProtocolViolation):
     code = "version_mismatch"
 
 
-@dataclass
+@dataclass(eq=False)
 class LineDecoder:
     """Split a byte stream into lines of at most ``max_line_bytes`` (newline excluded).
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import trio
@@ -75,9 +74,9 @@ class WorkerHandle(Protocol):
     async def wait(self) -> int: ...
 
 
-@dataclass
-class Launched:
-    """A started worker: the parent writes ``send``, reads ``receive`` (NDJSON) and ``stderr``."""
+class Launched(NamedTuple):
+    """A started worker: the parent writes ``send``, reads ``receive`` (NDJSON) and ``stderr``;
+    a read-only record, so a NamedTuple (IMPL-BOOT-14)."""
 
     send: trio.abc.SendStream
     receive: trio.abc.ReceiveStream

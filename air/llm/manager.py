@@ -66,7 +66,7 @@ class SecretSink(Protocol):
     def register(self, *values: str) -> None: ...
 
 
-@dataclass
+@dataclass(eq=False)
 class CallRecord:
     """What one ``complete`` call did: attempts, the waits chosen between them, the outcome."""
 

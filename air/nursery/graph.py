@@ -58,7 +58,7 @@ class DependencyEdge(NamedTuple):
 _TRACKED = frozenset({"status", "final", "skipped"})
 
 
-@dataclass
+@dataclass(eq=False)
 class TaskNode:
     """A task as the Scheduler sees it: its spec, status and attempt history summary.
 
@@ -98,12 +98,12 @@ class TaskNode:
         return self.spec.scope.write_area
 
 
-@dataclass(frozen=True)
-class OrphanReport:
-    """References that point nowhere, and dependency cycles (SDD §18.3 for the graph)."""
+class OrphanReport(NamedTuple):
+    """References that point nowhere, and dependency cycles (SDD §18.3 for the graph); a
+    read-only record, so a NamedTuple (IMPL-BOOT-14)."""
 
-    missing: list[DependencyEdge] = field(default_factory=list)
-    cycle: list[str] = field(default_factory=list)
+    missing: list[DependencyEdge]
+    cycle: list[str]
 
     @property
     def ok(self) -> bool:

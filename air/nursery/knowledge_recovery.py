@@ -29,7 +29,7 @@ KNOWLEDGE_FILES = ("debug-records.db", "learned-memory.db")
 named here so the start-up check needs no store (a test checks they agree)."""
 
 
-@dataclass
+@dataclass(eq=False)
 class KnowledgeRecovery:
     """What ``recover`` did (ids), for the developer log and Doctor."""
 

@@ -39,7 +39,7 @@ def process_alive(pid: int | None, start_time: int | None = None) -> bool:
     return is_same_process(ProcessIdentity(pid=pid, start_time=recorded))
 
 
-@dataclass
+@dataclass(eq=False)
 class WatchedAgent:
     """One live agent the monitor watches: its deadlines, identity and last heartbeat."""
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from contextlib import closing
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from air.contracts import (
@@ -58,12 +57,12 @@ class ResourceSnapshot(NamedTuple):
         return max(0, self.max_workers - self.running)
 
 
-@dataclass(frozen=True)
-class WaveDecision:
-    """A wave plan plus the conflict edges inferred while planning it (to persist)."""
+class WaveDecision(NamedTuple):
+    """A wave plan plus the conflict edges inferred while planning it (to persist); a read-only
+    record, so a NamedTuple (IMPL-BOOT-14)."""
 
     plan: SchedulerWavePlan
-    inferred_edges: list[DependencyEdge] = field(default_factory=list)
+    inferred_edges: list[DependencyEdge]
 
 
 class WavePlanner:

@@ -43,7 +43,7 @@ Reaper = Callable[[StoredAgent], Awaitable[bool]]
 """``await reap(agent)`` kills a live orphan's process group; True when it is gone."""
 
 
-@dataclass
+@dataclass(eq=False)
 class RecoveryReport:
     """What ``recover_session`` found and did, step by step."""
 

@@ -74,7 +74,7 @@ ToolExtender = Callable[[Any, OpenSession, Any], None]
 capabilities, which ``air/nursery`` may not import: ARCHITECTURE §1)."""
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class RuntimeServices:
     """What the tools and workers are built from, read and checked before anything exists."""
 
@@ -91,7 +91,7 @@ class RuntimeServices:
     """models.yaml ``escalation``: the model ladder the RetryPlanner climbs (IMPL-REVIEW-2)."""
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class RuntimeConfig:
     """The inputs of ``open_runtime``."""
 
@@ -125,7 +125,7 @@ class RuntimeConfig:
     ``prompts`` (``SchedulerOptions.headless`` False); False: headless."""
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class Runtime:
     """The handle clients use: submit, run, watch the bus, cancel."""
 

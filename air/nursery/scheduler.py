@@ -65,7 +65,7 @@ __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]
 log = logging.getLogger(__name__)
 
 
-@dataclass
+@dataclass(eq=False)
 class SchedulerOptions:
     """How the Scheduler runs a session: parallelism, reviews, headless, recovery."""
 

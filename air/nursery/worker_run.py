@@ -119,7 +119,7 @@ ToolStreamRouter: TypeAlias = (
 ContextProvider = Callable[[SuperviseRequest], Awaitable[ContextPack]]
 
 
-@dataclass
+@dataclass(eq=False)
 class SupervisionConfig:
     """Timings and limits of supervision (runner-contract defaults, baselines §B.3)."""
 
@@ -165,7 +165,7 @@ class End(NamedTuple):
     transient: bool = False
 
 
-@dataclass
+@dataclass(eq=False)
 class WorkerRun:
     """One supervised attempt. Its deadlines are cancel scopes (IMPL-LAUNCH-2): ``hard_scope``
     (the hard timeout), ``soft_scope`` (when to ask for a wrap-up), ``grace_scope`` (how long a

@@ -199,7 +199,7 @@ _GIT_NETWORK = frozenset(
 _DYNAMIC = "$dynamic"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Segment:
     """One simple command of a command line, classified, with the paths it reads and writes."""
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
 
 from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
@@ -97,7 +97,7 @@ _SENSITIVE = (P.SYSTEM_SENSITIVE, P.CREDENTIALS)
 _WORKSPACE_CATEGORIES = (P.PROJECT_SOURCE, P.PROJECT_BUILD_OUTPUT)
 
 
-@dataclass
+@dataclass(eq=False)
 class Item:
     """One thing decided on its own: the tool, a read path, a write path or a command segment."""
 
@@ -112,12 +112,12 @@ class Item:
     category: CommandCategory | None = None
 
 
-@dataclass
-class Evaluation:
-    """The full picture behind a decision: every item and the analysis it came from."""
+class Evaluation(NamedTuple):
+    """The full picture behind a decision: every item and the analysis it came from; a
+    read-only record, so a NamedTuple (IMPL-BOOT-14)."""
 
     decision: PermissionDecision
-    items: list[Item] = field(default_factory=list)
+    items: list[Item]
     command: CommandRiskAnalysis | None = None
 
     @property

@@ -46,7 +46,7 @@ def session_paths(project: ProjectContext, session_id: str) -> tuple[Path, Path,
     return session_dir, session_dir / "session.db", session_dir / "artifacts"
 
 
-@dataclass
+@dataclass(repr=False, eq=False)
 class OpenSession:
     """Everything bound to one open session DB."""
 

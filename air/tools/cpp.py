@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-@dataclass
+@dataclass(eq=False)
 class SandboxedCommandRunner:
     """Runs the toolchain's commands for one tool run, sandboxed and recorded."""
 

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 import trio
 
@@ -105,7 +105,7 @@ PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
 """input → (read paths, write paths, command) for the permission request."""
 
 
-@dataclass
+@dataclass(eq=False)
 class ToolRun:
     """What an executor gets besides its input: the call's context and the registry's services."""
 
@@ -192,9 +192,9 @@ StreamingToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
 ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
 
 
-@dataclass
-class _Entry:
-    """A registered tool: its definition, its executor and how to find the paths it uses."""
+class _Entry(NamedTuple):
+    """A registered tool: its definition, its executor and how to find the paths it uses; a
+    read-only record, so a NamedTuple (IMPL-BOOT-14)."""
 
     definition: ToolDefinition
     executor: ToolExecutor

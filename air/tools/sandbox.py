@@ -302,7 +302,7 @@ def _group(gid: int) -> bytes:
     return f"root:x:0:\n{SANDBOX_USER}:x:{gid}:\nnogroup:x:65534:\n".encode()
 
 
-@dataclass
+@dataclass(eq=False)
 class SandboxRunner:
     """Builds the bwrap command line of one sandboxed command.
 

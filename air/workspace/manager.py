@@ -69,7 +69,7 @@ Recorder = Callable[[str, dict[str, Any]], Awaitable[object]]
 """``await record(event_type, payload)``: ingest one durable event."""
 
 
-@dataclass
+@dataclass(eq=False)
 class WorkspaceRecord:
     """The mechanism's view of one workspace (also written as ``<id>.json``)."""
 

@@ -13,6 +13,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from tests.headless import review_project, review_verdict
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 
@@ -217,24 +219,95 @@ def test_the_knowledge_check_names_the_stores_own_files() -> None:
     assert KNOWLEDGE_FILES == (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
 
 
-def test_no_dataclass_on_the_way_computes_its_docstring(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def first_request(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+    """One real run's modules and models at its first request, for the class-form checks."""
+    return _loaded_at_first_request(tmp_path_factory.mktemp("first"))
+
+
+def _air_classes(modules: list[str]) -> dict[str, type]:
+    """``module.Class`` -> class, for every class defined in an air module of ``modules``."""
+    import importlib
+    import inspect
+
+    found: dict[str, type] = {}
+    for name in modules:
+        if not name.startswith("air."):
+            continue
+        for value in vars(importlib.import_module(name)).values():
+            if inspect.isclass(value) and value.__module__ == name:
+                found[f"{name}.{value.__qualname__}"] = value
+    return found
+
+
+def test_no_dataclass_on_the_way_computes_its_docstring(
+    first_request: dict[str, list[str]],
+) -> None:
     # a dataclass without a docstring gets one from inspect.signature when it is created
     # (~40 us each, on the parent's critical path): every air dataclass the parent creates
     # before its first request has its own (IMPL-BOOT-13)
     import dataclasses
-    import importlib
-    import inspect
 
-    generated = []
-    for name in _loaded_at_first_request(tmp_path):
-        if not name.startswith("air."):
-            continue
-        for value in vars(importlib.import_module(name)).values():
-            if (
-                inspect.isclass(value)
-                and dataclasses.is_dataclass(value)
-                and value.__module__ == name
-                and (value.__doc__ or "").startswith(value.__name__ + "(")
-            ):
-                generated.append(f"{name}.{value.__name__}")
+    classes = _air_classes(first_request["modules"])
+    assert "air.nursery.worker_run.WorkerRun" in classes  # the run's modules were read
+    generated = [
+        name
+        for name, cls in classes.items()
+        if dataclasses.is_dataclass(cls) and (cls.__doc__ or "").startswith(cls.__name__ + "(")
+    ]
     assert generated == []
+
+
+ON_THE_WAY_NAMEDTUPLES = {
+    "air.context.assembler.BudgetFitResult",
+    "air.nursery.planner.WaveDecision",
+    "air.nursery.graph.OrphanReport",
+    "air.ipc.launcher.Launched",
+    "air.tools.registry._Entry",
+    "air.security.engine.Evaluation",
+}
+"""Read-only records on the way to the first request made NamedTuples (IMPL-BOOT-14)."""
+
+VALUE_DATACLASSES = {
+    "air.nursery.ledger.StoredTask",  # the ledger's view: compared by value (the fold's test)
+    "air.nursery.ledger.StoredAgent",
+    "air.nursery.ledger.LedgerState",
+    "air.workspace.backups.Snapshot",  # a frozen record, read through __dict__
+}
+"""The only air dataclasses on the way that keep a generated ``__eq__`` (IMPL-BOOT-14)."""
+
+NO_REPR = {
+    "air.nursery.runtime.Runtime",
+    "air.nursery.runtime.RuntimeServices",
+    "air.nursery.runtime.RuntimeConfig",
+    "air.session.manager.OpenSession",
+}
+"""Service holders whose generated repr would only dump live services (IMPL-BOOT-14)."""
+
+
+def test_the_classes_on_the_way_are_the_cheap_forms(first_request: dict[str, list[str]]) -> None:
+    # creating a dataclass compiles __init__, __repr__ and __eq__ from source (~100 us each for
+    # a dozen fields, on the parent's critical path): a read-only record is a NamedTuple, a
+    # service or state holder compares by identity, a service holder has no generated repr
+    import dataclasses
+
+    classes = _air_classes(first_request["modules"])
+    for name in ON_THE_WAY_NAMEDTUPLES:
+        cls = classes[name]
+        assert issubclass(cls, tuple), name
+        assert hasattr(cls, "_fields"), name
+        assert not dataclasses.is_dataclass(cls), name
+    on_the_way = {name: cls for name, cls in classes.items() if dataclasses.is_dataclass(cls)}
+    assert VALUE_DATACLASSES | NO_REPR <= set(on_the_way)
+    with_eq = {name for name, cls in on_the_way.items() if "__eq__" in vars(cls)}
+    assert with_eq == VALUE_DATACLASSES
+    assert len(on_the_way) - len(with_eq) >= 19  # WorkerRun, HeadlessOptions, Runtime, ...
+    for name in NO_REPR:
+        assert "__repr__" not in vars(on_the_way[name]), name
+    # identity equality: two equal-looking holders are not equal, and each hashes
+    from air.ipc.framing import LineDecoder
+
+    first, second = LineDecoder(), LineDecoder()
+    assert first == first
+    assert first != second
+    assert len({first, second}) == 2
