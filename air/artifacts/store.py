@@ -22,7 +22,15 @@ from pydantic import Field
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirException
 from air.contracts.event import EntityType, EventSource, new_event
-from air.contracts.ids import Clock, Contract, IdGenerator, SystemClock, UlidGenerator, new_id
+from air.contracts.ids import (
+    Clock,
+    Contract,
+    IdGenerator,
+    SystemClock,
+    UlidGenerator,
+    empty_list,
+    new_id,
+)
 from air.events.store import EventStore
 from air.store.repositories import Row
 
@@ -233,11 +241,11 @@ class ArtifactStore:
 
 
 class RecoveryReport(Contract):
-    registered: list[str] = Field(default_factory=list)
+    registered: list[str] = Field(default_factory=empty_list)
     """Artifact ids recorded now for files that had been renamed into place but not logged."""
-    quarantined: list[str] = Field(default_factory=list)
+    quarantined: list[str] = Field(default_factory=empty_list)
     """Paths moved to ``<session>/quarantine/``."""
-    removed_temp: list[str] = Field(default_factory=list)
+    removed_temp: list[str] = Field(default_factory=empty_list)
 
 
 def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> RecoveryReport:

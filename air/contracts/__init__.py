@@ -64,6 +64,7 @@ _MODULES = (
 
 _HOMES: dict[str, str] = {
     "AgentID": "ids",
+    "empty_list": "ids",
     "ArtifactID": "ids",
     "Clock": "ids",
     "CommandRunID": "ids",

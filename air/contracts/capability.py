@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 
 __all__ = ["CapabilityManifestV1", "CapabilityState", "CapabilityTrust", "ValidationResult"]
 
@@ -41,13 +41,13 @@ class CapabilityManifestV1(Contract):
     name: str
     version: str
     trust: CapabilityTrust = CapabilityTrust.UNTRUSTED
-    tools: list[dict[str, Any]] = Field(default_factory=list)
-    dependencies: list[str] = Field(default_factory=list)
-    triggers: list[str] = Field(default_factory=list)
-    evidence_types: list[str] = Field(default_factory=list)
+    tools: list[dict[str, Any]] = Field(default_factory=empty_list)
+    dependencies: list[str] = Field(default_factory=empty_list)
+    triggers: list[str] = Field(default_factory=empty_list)
+    evidence_types: list[str] = Field(default_factory=empty_list)
     config_schema: dict[str, Any] | None = None
 
 
 class ValidationResult(Contract):
     ok: bool
-    errors: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=empty_list)

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 
 __all__ = ["DoctorIssue", "DoctorMode", "DoctorRunInput", "DoctorRunOutput", "PlatformTier"]
 
@@ -48,5 +48,5 @@ class DoctorRunInput(Contract):
 
 class DoctorRunOutput(Contract):
     tier: PlatformTier
-    issues: list[DoctorIssue] = Field(default_factory=list)
+    issues: list[DoctorIssue] = Field(default_factory=empty_list)
     bundle_artifact_id: str | None = None

@@ -19,6 +19,7 @@ from air.contracts.ids import (
     JsonObject,
     ProjectID,
     SessionID,
+    empty_list,
     new_uuid,
     utc_now_iso,
 )
@@ -89,7 +90,7 @@ class RuntimeEvent(Contract):
     session_id: SessionID
     project_id: ProjectID | None = None
     source: EventSource
-    route: list[str] = Field(default_factory=list)
+    route: list[str] = Field(default_factory=empty_list)
     """Append-only path of components the event passed through; stored also as ``route_text``."""
     payload: JsonObject = Field(default_factory=dict)
 

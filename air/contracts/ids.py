@@ -35,6 +35,7 @@ __all__ = [
     "ToolRunID",
     "UlidGenerator",
     "WorkspaceID",
+    "empty_list",
     "new_id",
     "new_ulid",
     "new_uuid",
@@ -64,6 +65,14 @@ class Contract(BaseModel):
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def empty_list() -> list[Any]:
+    """A new empty list: the ``default_factory`` of a model's list field. Not ``list`` itself:
+    building a field's schema, pydantic asks ``inspect.signature`` whether the factory takes the
+    validated data, and for ``list`` that parses its text signature (~95 us a field, ~5 ms of
+    every start; a function answers in ~5 us; IMPL-BOOT-15)."""
+    return []
 
 
 def new_ulid() -> str:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from pydantic import Field
 
 from air.contracts.exports import lazy_export
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 
 if TYPE_CHECKING:
     from air.contracts.permission_records import (
@@ -112,8 +112,8 @@ RiskLevel = Literal["none", "low", "medium", "high", "critical"]
 class PathPolicy(Contract):
     """Paths a tool may touch: globs relative to the project root, or ``input:<field>``."""
 
-    globs: list[str] = Field(default_factory=list)
-    from_input: list[str] = Field(default_factory=list)
+    globs: list[str] = Field(default_factory=empty_list)
+    from_input: list[str] = Field(default_factory=empty_list)
     """Names of input fields that hold paths (e.g. ``["path"]``)."""
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from air.contracts.error import AirError
-from air.contracts.ids import AgentID, Contract, EvidenceRefID, SessionID, TaskID
+from air.contracts.ids import AgentID, Contract, EvidenceRefID, SessionID, TaskID, empty_list
 from air.contracts.permission import (
     CommandCategory,
     PathCategory,
@@ -55,8 +55,8 @@ class PermissionRequestContext(Contract):
     permission_template: PermissionTemplate
     project_root: str
     workspace_root: str
-    read_paths: list[str] = Field(default_factory=list)
-    write_paths: list[str] = Field(default_factory=list)
+    read_paths: list[str] = Field(default_factory=empty_list)
+    write_paths: list[str] = Field(default_factory=empty_list)
     command: str | None = None
     cwd: str | None = None
     network: bool = False
@@ -94,9 +94,9 @@ class CommandRiskAnalysis(Contract):
     category: CommandCategory
     segments: list[CommandSegment]
     reason: str
-    write_targets: list[str] = Field(default_factory=list)
-    read_targets: list[str] = Field(default_factory=list)
-    tool_targets: list[str] = Field(default_factory=list)
+    write_targets: list[str] = Field(default_factory=empty_list)
+    read_targets: list[str] = Field(default_factory=empty_list)
+    tool_targets: list[str] = Field(default_factory=empty_list)
     """The write targets that are a build/test or install tool's own working directory or
     output (``cmake -B build``, ``make -C sub``): inside the workspace they are where the tool
     works, not source edits, so the task's write area does not bound them (IMPL-CLS-6)."""
@@ -135,10 +135,10 @@ class PermissionPromptRequest(Contract):
     tool_name: str
     decision: PermissionDecision
     """The engine's ``ask_user`` decision (its reason and risk level)."""
-    items: list[str] = Field(default_factory=list)
+    items: list[str] = Field(default_factory=empty_list)
     """Why each pending item asks (one reason per path or command segment)."""
     command: str | None = None
-    segments: list[CommandSegment] = Field(default_factory=list)
+    segments: list[CommandSegment] = Field(default_factory=empty_list)
     """The command's segments, each with its risk category (empty for a path-only call)."""
     risk_level: RiskLevel = "low"
     task_id: TaskID | None = None

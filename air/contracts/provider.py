@@ -16,7 +16,15 @@ from typing import Annotated, Literal, TypeAlias
 from pydantic import Field
 
 from air.contracts.error import AirError
-from air.contracts.ids import AgentID, Contract, JsonObject, ProviderID, SessionID, TaskID
+from air.contracts.ids import (
+    AgentID,
+    Contract,
+    JsonObject,
+    ProviderID,
+    SessionID,
+    TaskID,
+    empty_list,
+)
 
 __all__ = [
     "CacheControl",
@@ -183,11 +191,11 @@ class ProviderCompletionInput(Contract):
     model_id: str
     messages: list[CanonicalMessage]
     system: str | list[TextBlock] | None = None
-    tools: list[ToolSpec] = Field(default_factory=list)
+    tools: list[ToolSpec] = Field(default_factory=empty_list)
     tool_choice: ToolChoice | None = None
     max_tokens: int = 4096
     temperature: float | None = None
-    stop_sequences: list[str] = Field(default_factory=list)
+    stop_sequences: list[str] = Field(default_factory=empty_list)
     session_id: SessionID | None = None
     task_id: TaskID | None = None
     agent_id: AgentID | None = None
@@ -321,9 +329,9 @@ class ModelsConfig(Contract):
     roles: dict[str, str] = Field(default_factory=dict)
     """role -> ``provider_id/model_id``."""
     retry: RetryConfig = Field(default_factory=RetryConfig)
-    escalation: list[str] = Field(default_factory=list)
+    escalation: list[str] = Field(default_factory=empty_list)
     """The model ladder of task retries: ``provider_id/model_id`` refs, the default first; a
     retry after a repeated quality failure moves one rung up (empty: never change model)."""
     providers: dict[ProviderID, ProviderConfig] = Field(default_factory=dict)
-    sources: list[str] = Field(default_factory=list)
+    sources: list[str] = Field(default_factory=empty_list)
     """Files this config was merged from (filled by the loader)."""

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from air.contracts.ids import AgentID, ArtifactID, Contract, ProjectID, SessionID
+from air.contracts.ids import AgentID, ArtifactID, Contract, ProjectID, SessionID, empty_list
 
 __all__ = [
     "AgentRuntimeContext",
@@ -132,7 +132,7 @@ class AssembledContext(Contract):
     messages: list[dict[str, Any]]
     layers: list[PromptLayer]
     token_estimate: int
-    omitted: list[LayerOmission] = Field(default_factory=list)
+    omitted: list[LayerOmission] = Field(default_factory=empty_list)
     messages_artifact_id: ArtifactID | None = None
     compaction_requested: bool = False
 

@@ -24,6 +24,7 @@ from air.contracts.ids import (
     SessionID,
     TaskID,
     WorkspaceID,
+    empty_list,
 )
 from air.contracts.runtime import AgentType
 
@@ -178,9 +179,9 @@ class TaskSpec(Contract):
     type: TaskType
     title: str
     description: str
-    acceptance_criteria: list[str] = Field(default_factory=list)
+    acceptance_criteria: list[str] = Field(default_factory=empty_list)
     scope: TaskScope = Field(default_factory=TaskScope)
-    dependencies: list[TaskDependencySpec] = Field(default_factory=list)
+    dependencies: list[TaskDependencySpec] = Field(default_factory=empty_list)
     verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
     constraints: TaskConstraints = Field(default_factory=TaskConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
@@ -242,7 +243,7 @@ class SchedulerWavePlan(Contract):
     session_id: SessionID
     wave_index: int
     entries: list[WavePlanEntry]
-    serialized_task_ids: list[TaskID] = Field(default_factory=list)
+    serialized_task_ids: list[TaskID] = Field(default_factory=empty_list)
     """Runnable tasks held back because they conflict with a task in this wave."""
     planned_at: ISOTimeString
 

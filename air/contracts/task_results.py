@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.ids import Contract, SessionID, TaskID, WorkspaceID
+from air.contracts.ids import Contract, SessionID, TaskID, WorkspaceID, empty_list
 from air.contracts.task import RetryAction
 
 __all__ = ["MergeResult", "RetryDecision", "SchedulerRunResult"]
@@ -24,16 +24,16 @@ class MergeResult(Contract):
     status: Literal["merged", "conflicted", "nothing_to_merge"]
     merge_commit: str | None = None
     kept_branch: str | None = None
-    conflicted_paths: list[str] = Field(default_factory=list)
+    conflicted_paths: list[str] = Field(default_factory=empty_list)
 
 
 class SchedulerRunResult(Contract):
     session_id: SessionID
     status: Literal["completed", "blocked", "cancelled"]
-    completed_task_ids: list[TaskID] = Field(default_factory=list)
-    failed_task_ids: list[TaskID] = Field(default_factory=list)
-    blocked_task_ids: list[TaskID] = Field(default_factory=list)
-    cancelled_task_ids: list[TaskID] = Field(default_factory=list)
+    completed_task_ids: list[TaskID] = Field(default_factory=empty_list)
+    failed_task_ids: list[TaskID] = Field(default_factory=empty_list)
+    blocked_task_ids: list[TaskID] = Field(default_factory=empty_list)
+    cancelled_task_ids: list[TaskID] = Field(default_factory=empty_list)
     waves: int = 0
 
 

@@ -15,7 +15,7 @@ from pydantic import Field
 from air.contracts.artifact import ArtifactRef
 from air.contracts.error import AirError
 from air.contracts.evidence import EvidenceRef
-from air.contracts.ids import AgentID, Contract, SessionID, TaskID, ToolRunID
+from air.contracts.ids import AgentID, Contract, SessionID, TaskID, ToolRunID, empty_list
 from air.contracts.permission import PermissionDecision
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.tool import DiagnosticSeverity, ToolResultStatus
@@ -46,8 +46,8 @@ class ToolResultEnvelope(Contract):
     output: Any | None = None
     error: AirError | None = None
     decision: PermissionDecision | None = None
-    artifacts: list[ArtifactRef] = Field(default_factory=list)
-    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+    artifacts: list[ArtifactRef] = Field(default_factory=empty_list)
+    evidence_refs: list[EvidenceRef] = Field(default_factory=empty_list)
     duration_ms: int = 0
     truncated: bool = False
 

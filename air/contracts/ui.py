@@ -13,7 +13,7 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 
 __all__ = [
     "PERMISSION_ANSWERS",
@@ -89,7 +89,7 @@ class TaskProjection(Contract):
     agent_id: str | None = None
     wave: int = 0
     """Dependency depth: 0 for a task with no dependency, else 1 + its deepest dependency's."""
-    depends_on: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=empty_list)
     parent_task_id: str | None = None
     attempt: int = 0
     started_at: str | None = None
@@ -101,12 +101,12 @@ class TaskProjection(Contract):
     progress: str | None = None
     summary: str | None = None
     error: str | None = None
-    changed_files: list[str] = Field(default_factory=list)
+    changed_files: list[str] = Field(default_factory=empty_list)
 
 
 class WaveProjection(Contract):
     index: int
-    task_ids: list[str] = Field(default_factory=list)
+    task_ids: list[str] = Field(default_factory=empty_list)
     status: Literal["pending", "running", "done"] = "pending"
 
 
@@ -192,7 +192,7 @@ class PermissionPromptProjection(Contract):
     task_id: str | None = None
     agent_id: str | None = None
     tool_run_id: str | None = None
-    segments: list[PermissionSegmentProjection] = Field(default_factory=list)
+    segments: list[PermissionSegmentProjection] = Field(default_factory=empty_list)
     scopes: list[PermissionAnswer] = Field(default_factory=lambda: list(PERMISSION_ANSWERS))
     """The answers offered; an answer outside this list is not shown."""
     requested_at: str | None = None
@@ -202,7 +202,7 @@ class BlockerProjection(Contract):
     task_id: str
     reason: str
     needs: str = "other"
-    options: list[str] = Field(default_factory=list)
+    options: list[str] = Field(default_factory=empty_list)
     timestamp: str | None = None
 
 
@@ -223,18 +223,18 @@ class ProjectionSnapshot(Contract):
     """Increases by one for every event that changed the projection."""
     session: SessionProjection | None = None
     main_agent: MainAgentProjection = Field(default_factory=MainAgentProjection)
-    messages: list[MessageProjection] = Field(default_factory=list)
-    tasks: list[TaskProjection] = Field(default_factory=list)
-    waves: list[WaveProjection] = Field(default_factory=list)
-    agents: list[AgentProjection] = Field(default_factory=list)
-    tool_runs: list[ToolRunProjection] = Field(default_factory=list)
-    command_runs: list[CommandRunProjection] = Field(default_factory=list)
-    artifacts: list[ArtifactProjection] = Field(default_factory=list)
-    diffs: list[DiffProjection] = Field(default_factory=list)
-    evidence: list[EvidenceProjection] = Field(default_factory=list)
-    permission_prompts: list[PermissionPromptProjection] = Field(default_factory=list)
+    messages: list[MessageProjection] = Field(default_factory=empty_list)
+    tasks: list[TaskProjection] = Field(default_factory=empty_list)
+    waves: list[WaveProjection] = Field(default_factory=empty_list)
+    agents: list[AgentProjection] = Field(default_factory=empty_list)
+    tool_runs: list[ToolRunProjection] = Field(default_factory=empty_list)
+    command_runs: list[CommandRunProjection] = Field(default_factory=empty_list)
+    artifacts: list[ArtifactProjection] = Field(default_factory=empty_list)
+    diffs: list[DiffProjection] = Field(default_factory=empty_list)
+    evidence: list[EvidenceProjection] = Field(default_factory=empty_list)
+    permission_prompts: list[PermissionPromptProjection] = Field(default_factory=empty_list)
     """Open prompts only (a resolved prompt leaves the list)."""
-    blockers: list[BlockerProjection] = Field(default_factory=list)
+    blockers: list[BlockerProjection] = Field(default_factory=empty_list)
     totals: TotalsProjection = Field(default_factory=TotalsProjection)
     last_event_at: str | None = None
 

@@ -16,7 +16,7 @@ from pydantic import Field
 from air.contracts.artifact import ArtifactRef
 from air.contracts.error import AirError
 from air.contracts.evidence import EvidenceRef
-from air.contracts.ids import AgentID, Contract, TaskID
+from air.contracts.ids import AgentID, Contract, TaskID, empty_list
 from air.contracts.runtime import AgentType
 
 __all__ = [
@@ -65,8 +65,8 @@ class FollowUpTask(Contract):
 class BlockerReport(Contract):
     reason: str
     needs: Literal["user_decision", "architecture_decision", "permission", "environment", "other"]
-    options: list[str] = Field(default_factory=list)
-    evidence_ref_ids: list[str] = Field(default_factory=list)
+    options: list[str] = Field(default_factory=empty_list)
+    evidence_ref_ids: list[str] = Field(default_factory=empty_list)
 
 
 class ExecutorResult(Contract):
@@ -78,7 +78,7 @@ class ExecutorResult(Contract):
 
 class ReviewerResult(Contract):
     verdict: Literal["approved", "changes_requested", "blocked"]
-    findings: list[str] = Field(default_factory=list)
+    findings: list[str] = Field(default_factory=empty_list)
 
 
 class DebuggerResult(Contract):
@@ -94,7 +94,7 @@ class CompactorResult(Contract):
 
 
 class ExperienceMinerResult(Contract):
-    candidates: list[str] = Field(default_factory=list)
+    candidates: list[str] = Field(default_factory=empty_list)
     """Short statements proposed as learned memory (rules, skills, preferences)."""
 
 
@@ -113,13 +113,13 @@ class WorkerResult(Contract):
     agent_type: AgentType
     status: WorkerStatus
     summary: str
-    changed_files: list[str] = Field(default_factory=list)
+    changed_files: list[str] = Field(default_factory=empty_list)
     diff_ref: str | None = None
-    artifacts: list[ArtifactRef] = Field(default_factory=list)
-    verification: list[VerificationResult] = Field(default_factory=list)
-    risks: list[Risk] = Field(default_factory=list)
-    follow_up_tasks: list[FollowUpTask] = Field(default_factory=list)
-    evidence_refs: list[EvidenceRef] = Field(default_factory=list)
+    artifacts: list[ArtifactRef] = Field(default_factory=empty_list)
+    verification: list[VerificationResult] = Field(default_factory=empty_list)
+    risks: list[Risk] = Field(default_factory=empty_list)
+    follow_up_tasks: list[FollowUpTask] = Field(default_factory=empty_list)
+    evidence_refs: list[EvidenceRef] = Field(default_factory=empty_list)
     result: dict[str, Any] | None = None
     """The role payload (ExecutorResult, ...) as a mapping, validated by ROLE_RESULT_MODELS."""
     error: AirError | None = None

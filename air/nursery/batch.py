@@ -54,6 +54,7 @@ from air.contracts import (
     VerificationPolicy,
     WorkerOutputContract,
 )
+from air.contracts.ids import empty_list
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.nursery.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
 from air.nursery.graph import find_cycle
@@ -115,11 +116,11 @@ class BatchTask(Contract):
     type: TaskType = TaskType.EXECUTE
     title: str = Field(min_length=1)
     description: str | None = None
-    acceptance_criteria: list[str] = Field(default_factory=list)
+    acceptance_criteria: list[str] = Field(default_factory=empty_list)
     scope: TaskScope = Field(default_factory=TaskScope)
-    depends_on: list[str] = Field(default_factory=list)
+    depends_on: list[str] = Field(default_factory=empty_list)
     """Hard dependencies by task id (shorthand for ``dependencies``)."""
-    dependencies: list[TaskDependencySpec] = Field(default_factory=list)
+    dependencies: list[TaskDependencySpec] = Field(default_factory=empty_list)
     verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
     constraints: BatchConstraints = Field(default_factory=BatchConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field
 
 from air.contracts.error import AirException
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 from air.store.db import DatabaseManager
 from air.store.schema import DOMAIN_TABLES, SESSION_TABLES, check_row_enums
 
@@ -522,7 +522,7 @@ class OrphanViolation(Contract):
 
 
 class OrphanReport(Contract):
-    violations: list[OrphanViolation] = Field(default_factory=list)
+    violations: list[OrphanViolation] = Field(default_factory=empty_list)
 
     @property
     def clean(self) -> bool:

@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from air.contracts.error import AirError
+from air.contracts.ids import empty_list
 from air.events.payloads.start import EventPayload
 
 __all__ = [
@@ -90,14 +91,14 @@ class RequirementChangedPayload(EventPayload):
     requirement_id: str
     description: str
     change_class: Literal["execution", "possible_design", "design_interface_goal"]
-    impacted_task_ids: list[str] = Field(default_factory=list)
+    impacted_task_ids: list[str] = Field(default_factory=empty_list)
     origin_message_id: str | None = None
 
 
 class ArchitecturePlanUpdatedPayload(EventPayload):
     plan_ref: str
     summary: str
-    artifact_ids: list[str] = Field(default_factory=list)
+    artifact_ids: list[str] = Field(default_factory=empty_list)
 
 
 class ArchitectureImpactCompletedPayload(EventPayload):
@@ -106,7 +107,7 @@ class ArchitectureImpactCompletedPayload(EventPayload):
     ]
     summary: str
     requirement_id: str | None = None
-    impacted_task_ids: list[str] = Field(default_factory=list)
+    impacted_task_ids: list[str] = Field(default_factory=empty_list)
 
 
 # --- HUD ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from air.contracts.ids import empty_list
 from air.events.payloads.start import EventPayload
 
 __all__ = [
@@ -23,7 +24,7 @@ __all__ = [
 
 class DoctorRunStartedPayload(EventPayload):
     doctor_run_id: str
-    checks: list[str] = Field(default_factory=list)
+    checks: list[str] = Field(default_factory=empty_list)
 
 
 class DoctorIssueFoundPayload(EventPayload):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from air.contracts.error import AirError
+from air.contracts.ids import empty_list
 from air.contracts.worker_result import BlockerReport, WorkerResult
 from air.events.payloads.start import EventPayload
 
@@ -153,7 +154,7 @@ class WorkspaceMergeCompletedPayload(EventPayload):
 
 class WorkspaceMergeConflictedPayload(EventPayload):
     workspace_id: str
-    conflicted_paths: list[str] = Field(default_factory=list)
+    conflicted_paths: list[str] = Field(default_factory=empty_list)
     kept_branch: str | None = None
 
 

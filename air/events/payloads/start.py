@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.ids import Contract
+from air.contracts.ids import Contract, empty_list
 from air.contracts.runtime import AgentType
 from air.contracts.task import (
     DependencySource,
@@ -74,7 +74,7 @@ class DependencyPayload(EventPayload):
 
 class TaskCreatedPayload(EventPayload):
     task_spec: TaskSpec
-    dependencies: list[DependencyPayload] = Field(default_factory=list)
+    dependencies: list[DependencyPayload] = Field(default_factory=empty_list)
     """The ``task_dependencies`` rows to insert (usually derived from ``task_spec``)."""
     origin_message_id: str | None = None
     parent_task_id: str | None = None
@@ -134,4 +134,4 @@ class CapabilityStateChangedPayload(EventPayload):
     from_state: str | None = None
     to_state: str
     reason: str | None = None
-    tools: list[str] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=empty_list)

@@ -14,6 +14,7 @@ from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError
 from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
+from air.contracts.ids import empty_list
 from air.contracts.permission import PermissionDecision, RiskLevel
 from air.contracts.tool import DiagnosticSeverity
 from air.events.payloads.start import EventPayload
@@ -61,15 +62,15 @@ class ToolProgressPayload(EventPayload):
 class ToolCompletedPayload(EventPayload):
     tool_run_id: str
     output_summary: str | None = None
-    artifact_ids: list[str] = Field(default_factory=list)
-    evidence_ref_ids: list[str] = Field(default_factory=list)
+    artifact_ids: list[str] = Field(default_factory=empty_list)
+    evidence_ref_ids: list[str] = Field(default_factory=empty_list)
     duration_ms: int = 0
 
 
 class ToolFailedPayload(EventPayload):
     tool_run_id: str
     error: AirError
-    artifact_ids: list[str] = Field(default_factory=list)
+    artifact_ids: list[str] = Field(default_factory=empty_list)
     duration_ms: int = 0
 
 
@@ -105,7 +106,7 @@ class CommandCompletedPayload(EventPayload):
     duration_ms: int = 0
     stdout_artifact_id: str | None = None
     stderr_artifact_id: str | None = None
-    diagnostic_ids: list[str] = Field(default_factory=list)
+    diagnostic_ids: list[str] = Field(default_factory=empty_list)
 
 
 class CommandFailedPayload(EventPayload):
@@ -114,7 +115,7 @@ class CommandFailedPayload(EventPayload):
     duration_ms: int = 0
     stdout_artifact_id: str | None = None
     stderr_artifact_id: str | None = None
-    diagnostic_ids: list[str] = Field(default_factory=list)
+    diagnostic_ids: list[str] = Field(default_factory=empty_list)
     error: AirError
     cancelled: bool = False
     """True when the run was cancelled (then the derived status is ``cancelled``)."""
