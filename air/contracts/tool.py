@@ -98,6 +98,4 @@ _LATE = dict.fromkeys(
 
 def __getattr__(name: str) -> Any:
     """A name of ``_LATE`` from ``air.contracts.tool_runs``, cached here afterwards."""
-    if name not in _LATE:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return lazy_export("air.contracts", _LATE, globals(), name)
+    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)
