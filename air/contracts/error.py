@@ -70,6 +70,13 @@ class ErrorKind(StrEnum):
     """Something the machine lacks (a tool, a permission, disk): retrying will not help."""
     ARCHITECTURE_MISMATCH = "architecture_mismatch"
     TASK_FAILED = "task_failed"
+    WRITE_AREA_VIOLATION = "write_area_violation"
+    """A task changed paths outside its write area (or air's own state / instruction files):
+    nothing of it is merged, the worktree is kept for inspection."""
+    RESOURCE_LIMIT = "resource_limit"
+    """A sandboxed command hit its process, memory, file-size or CPU-time bound and was ended."""
+    UNTRUSTED_CONFIG = "untrusted_config"
+    """Project configuration that could widen what air does has not been trusted by the user."""
 
 
 class ErrorSeverity(StrEnum):
