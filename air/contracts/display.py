@@ -15,29 +15,17 @@ import re
 __all__ = ["hides", "shown"]
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_ASCII_HIDDEN = re.compile(r"[\x00-\x1f\x7f]")
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp", "Zs"})
-"""Controls, format characters (bidi, zero-width, tags, soft hyphen), surrogates, private use,
-unassigned code points, line/paragraph separators and every space but U+0020."""
-_INVISIBLE_LETTERS = frozenset(
-    "\u115f\u1160\u3164\uffa0\u2800\u034f"  # Hangul fillers, braille blank, grapheme joiner
-    + "".join(map(chr, range(0xFE00, 0xFE10)))  # variation selectors
-    + "".join(map(chr, range(0xE0100, 0xE01F0)))
-)
-"""Characters drawn as nothing whose category says otherwise (letters, marks, symbols)."""
+_INVISIBLE = re.compile("[\u115f\u1160\u3164\uffa0\u2800\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+"""Characters drawn as nothing that ``str.isprintable`` lets through (Hangul fillers, the braille
+blank, the grapheme joiner, variation selectors)."""
 
 
 def _hidden(char: str, keep_lines: bool) -> bool:
-    code = ord(char)
-    if code < 0x80:
-        if keep_lines and char in "\n\t":
-            return False
-        return code < 0x20 or code == 0x7F
-    import unicodedata
-
-    if char == " ":
+    """``str.isprintable`` is False exactly for Unicode's Other (Cc, Cf, Cs, Co, Cn) and
+    Separator (Zl, Zp, Zs but the ASCII space) categories."""
+    if keep_lines and char in "\n\t":
         return False
-    return unicodedata.category(char) in _HIDDEN_CATEGORIES or char in _INVISIBLE_LETTERS
+    return not char.isprintable() or _INVISIBLE.match(char) is not None
 
 
 def _escape(char: str) -> str:
@@ -54,14 +42,9 @@ def _escape(char: str) -> str:
 
 def hides(text: str, *, keep_lines: bool = False) -> bool:
     """True when ``text`` holds a character ``shown`` escapes (the person must be told)."""
-    if text.isascii():
-        found = _ASCII_HIDDEN.search(text)
-        if found is None:
-            return False
-        if not keep_lines:
-            return True
-        return any(_hidden(c, keep_lines) for c in text)
-    return any(_hidden(c, keep_lines) for c in text)
+    if keep_lines:
+        text = text.replace("\n", "").replace("\t", "")
+    return not text.isprintable() or _INVISIBLE.search(text) is not None
 
 
 def shown(text: str, *, keep_lines: bool = False) -> str:
