@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -291,4 +290,18 @@ def test_plain_history_and_report_show_the_exact_command(tmp_path: Path) -> None
     assert f"<code>{html.escape(HIDDEN_SHOWN)}</code>" in text
     for raw in ("\r", "\x1b", "\x08", "\u202e", "\u200b"):
         assert raw not in text.split("<details>")[0]
-    assert sys.executable  # the same interpreter ran every command
+
+    # the JUnit report of the same session is XML, and says the commands exactly
+    from xml.etree import ElementTree
+
+    from air.cli.history import find_project, read_events, resolve_session
+    from air.cli.junit import write_junit
+    from air.cli.session_report import summarise
+
+    project = find_project(str(root))
+    events = read_events(project, resolve_session(project, None))
+    junit = tmp_path / "junit.xml"
+    write_junit(str(junit), summarise(events))
+    out_text = ElementTree.parse(junit).getroot().findtext("./testsuite/testcase/system-out")
+    assert f"): {CR_SHOWN}\n" in (out_text or "")
+    assert f"): {HIDDEN_SHOWN}\n" in (out_text or "")
