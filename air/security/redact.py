@@ -150,7 +150,7 @@ def registrable_secret(value: str) -> bool:
         return False
     if value.isalpha() and (value.islower() or value.isupper() or value.istitle()):
         return False
-    return not value.startswith(("/", "~/")) or any(c.isspace() for c in value)
+    return not value.startswith(("/", "~/"))
 
 
 def _has_auth(lower: str) -> bool:
