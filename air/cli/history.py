@@ -4,7 +4,7 @@ Owns: finding the project and session a command means, rendering stored events a
 each (or JSON lines), and the task summary of a session (``task_summary``), read from the fold
 of its events (``air.events.fold``: the same facts the Scheduler and the reporter use). Every
 text taken from an event is shown as exact text (``air.contracts.display.shown``: a command's
-``\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
+``\\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
 nothing here appends events.
 """
 
@@ -103,7 +103,7 @@ def describe(event: RuntimeEvent) -> str:
         return _short(_text_of(p.get("content")))
     if t == "task.created":
         spec = p.get("task_spec") or {}
-        return _short(f"{spec.get('id')} [{spec.get('type')}] {spec.get('title')}", 200)
+        return f"{spec.get('id')} [{spec.get('type')}] {shown(str(spec.get('title')))}"
     if t.startswith("task."):
         extra = ""
         result = p.get("worker_result") or {}

@@ -7,7 +7,7 @@ and attempt, coloured by outcome: a retry is a second bar of the same task, a ca
 own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
 cost, error, and links to its diffs, command output and evidence (the artifact files under
 the session directory, each also inlined, bounded, in a ``<details>``). Everything from the
-log is escaped: first as exact text (``air.contracts.display.shown``: a command's ``\r``,
+log is escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``,
 escape sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an
 artifact path outside the session's directory is neither linked nor read.
 """

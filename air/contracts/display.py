@@ -2,10 +2,10 @@
 
 Owns ``shown`` and ``hides``: the one rule every front end uses for text whose exact
 characters matter: the console's and ``--plain``'s permission prompt, ``air history``, the HTML
-report, the headless progress lines and ``air.log`` (IMPL-UI-7). A terminal (or a browser)
-must never get to render such text: a carriage return would let ``rm -rf x;\\recho ok`` look
-like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite it, a bidi override reorder
-it, a zero-width character hide a difference. Pure; no I/O, no pydantic.
+report, ``--junit``, the headless progress lines and ``air.log`` (IMPL-UI-7). A terminal (or a
+browser) must never get to render such text: a carriage return would let
+``rm -rf x;\\recho ok`` look like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite
+it, a bidi override reorder it, a zero-width character hide a difference. Pure; no I/O, no pydantic.
 """
 
 from __future__ import annotations

@@ -81,7 +81,7 @@ def log_files(home: str | None = None) -> list[str]:
 
 class RedactingFormatter(logging.Formatter):
     """A formatter whose whole output (message, arguments, traceback) is redacted, then shown
-    as exact text: the message (with its arguments) on one line, ``\n`` and ``\r`` included
+    as exact text: the message (with its arguments) on one line, ``\\n`` and ``\\r`` included
     escaped, so a command in it can neither forge a line nor hide a part of itself in a
     terminal; a traceback keeps its lines. Redaction comes first: escaping a secret could
     break its match."""
