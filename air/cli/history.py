@@ -2,19 +2,23 @@
 
 Owns: finding the project and session a command means, rendering stored events as one line
 each (or JSON lines), and the task summary of a session (``task_summary``), read from the fold
-of its events (``air.events.fold``: the same facts the Scheduler and the reporter use). Reads
-only; nothing here appends events.
+of its events (``air.events.fold``: the same facts the Scheduler and the reporter use). Every
+text taken from an event is shown as exact text (``air.contracts.display.shown``: a command's
+``\\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
+nothing here appends events.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, TextIO
 
 from air.contracts import AirException, EventFilter, ProjectContext, RuntimeEvent, TaskStatus
+from air.contracts.display import shown
 from air.events.fold import FoldCursor, SessionState
 
 
@@ -78,8 +82,16 @@ def _text_of(content: Any) -> str:
     return str(content or "")
 
 
-def _short(text: str, width: int = 90) -> str:
-    text = " ".join(text.split())
+_SPACES = re.compile(r"(?:[ \t\n]|\r\n)+")
+
+
+def _short(text: str, width: int = 90, *, exact: bool = False) -> str:
+    """``text`` on one line, cut to ``width``: free text has its runs of spaces, tabs and
+    newlines folded to one space; ``exact`` text (a command) keeps every character. Whatever
+    else it holds is escaped (``shown``)."""
+    if not exact:
+        text = _SPACES.sub(" ", text).strip(" ")
+    text = shown(text)
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
@@ -91,7 +103,7 @@ def describe(event: RuntimeEvent) -> str:
         return _short(_text_of(p.get("content")))
     if t == "task.created":
         spec = p.get("task_spec") or {}
-        return f"{spec.get('id')} [{spec.get('type')}] {spec.get('title')}"
+        return f"{spec.get('id')} [{spec.get('type')}] {shown(str(spec.get('title')))}"
     if t.startswith("task."):
         extra = ""
         result = p.get("worker_result") or {}
@@ -120,11 +132,11 @@ def describe(event: RuntimeEvent) -> str:
         who = p.get("tool_run_id") or p.get("command_run_id") or p.get("agent_id")
         return f"{who}: {_short(str(err.get('message')), 70)}"
     if t == "command.started":
-        return f"{p.get('command_run_id')} $ {_short(str(p.get('command')), 70)}"
+        return f"{p.get('command_run_id')} $ {_short(str(p.get('command')), 70, exact=True)}"
     if t == "command.completed":
         return f"{p.get('command_run_id')} exit={p.get('exit_code')} {p.get('duration_ms')} ms"
     if t == "artifact.created":
-        name = os.path.basename(str(p.get("path")))
+        name = shown(os.path.basename(str(p.get("path"))))
         return f"{p.get('artifact_id')} {p.get('type')} {p.get('size_bytes')} B {name}"
     if t == "evidence.created":
         return f"{p.get('kind')}: {_short(str(p.get('claim')), 70)}"
@@ -163,7 +175,7 @@ def print_history(events: list[RuntimeEvent], out: TextIO, *, as_json: bool = Fa
             out.write(event.model_dump_json() + "\n")
             continue
         clock = event.timestamp[11:23]
-        out.write(f"{clock}  {event.type:<28} {describe(event)}\n")
+        out.write(f"{clock}  {event.type:<28} {shown(describe(event))}\n")
 
 
 def run_history(args: dict[str, Any]) -> int:

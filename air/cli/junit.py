@@ -7,7 +7,9 @@ line of ``--json``) and ``write_reports`` (both, at the end of a headless run). 
 failed or blocked task is a ``<failure>`` whose ``type`` is the error kind and whose
 ``message`` is the task's real error; a task air could not run (cancelled, interrupted, never
 started) is ``<skipped>``; every testcase has its ``time`` and a ``<system-out>`` holding the
-worker's summary, attempts, tokens and cost.
+worker's summary, attempts, tokens and cost. Text from the log is shown as exact text
+(``air.contracts.display.shown``, IMPL-UI-7): a command's control characters would otherwise
+hide a part of it, or make the file no XML at all.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from xml.etree import ElementTree
 
 from air.cli.session_report import SessionSummary, TaskSummary
+from air.contracts.display import shown
 
 
 def _seconds(value: float) -> str:
@@ -28,16 +31,17 @@ def _seconds(value: float) -> str:
 
 def _case_out(task: TaskSummary) -> str:
     lines = [
-        f"task {task.task_id}: {task.title}",
+        f"task {task.task_id}: {shown(task.title)}",
         f"status: {task.status} after {len(task.attempts)} attempt(s)",
         f"tokens: {task.tokens}, turns: {task.turns}, cost_usd: {task.cost_usd:.6f}",
     ]
     if task.summary:
-        lines.append(f"summary: {task.summary}")
+        lines.append(f"summary: {shown(task.summary, keep_lines=True)}")
     if task.changed_files:
-        lines.append("changed: " + ", ".join(task.changed_files))
+        lines.append("changed: " + ", ".join(shown(f) for f in task.changed_files))
     for command in task.commands:
-        lines.append(f"command (exit {command.get('exit_code')}): {command.get('command')}")
+        exact = shown(str(command.get("command")))
+        lines.append(f"command (exit {command.get('exit_code')}): {exact}")
     return "\n".join(lines) + "\n"
 
 
@@ -77,19 +81,17 @@ def junit_xml(summary: SessionSummary, hostname: str | None = None) -> ElementTr
             time=_seconds(task.duration_s),
         )
         if task.status in ("failed", "blocked"):
-            message = task.error_message or task.reason or f"task {task.status}"
+            message = shown(task.error_message or task.reason or f"task {task.status}")
             failure = ElementTree.SubElement(
                 case, "failure", message=message, type=task.error_kind or f"task_{task.status}"
             )
+            detail = shown(task.error_detail or "", keep_lines=True)
             failure.text = "\n".join(
-                part
-                for part in (f"{task.title}: {task.status}", message, task.error_detail)
-                if part
+                part for part in (f"{shown(task.title)}: {task.status}", message, detail) if part
             )
         elif task.status != "completed":
-            ElementTree.SubElement(
-                case, "skipped", message=task.reason or f"task {task.status} (not run to the end)"
-            )
+            reason = task.reason or f"task {task.status} (not run to the end)"
+            ElementTree.SubElement(case, "skipped", message=shown(reason))
         ElementTree.SubElement(case, "system-out").text = _case_out(task)
     out = ElementTree.SubElement(suite, "system-out")
     usage = summary.usage()

@@ -7,7 +7,9 @@ and attempt, coloured by outcome: a retry is a second bar of the same task, a ca
 own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
 cost, error, and links to its diffs, command output and evidence (the artifact files under
 the session directory, each also inlined, bounded, in a ``<details>``). Everything from the
-log is escaped; an artifact path outside the session's directory is neither linked nor read.
+log is escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``,
+escape sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an
+artifact path outside the session's directory is neither linked nor read.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 from air.cli.history import find_project, read_events, resolve_session
 from air.cli.session_report import SessionSummary, TaskSummary, summarise
+from air.contracts.display import shown
 from air.contracts.error import CliExit
 
 INLINE_LIMIT = 64 * 1024
@@ -47,7 +50,13 @@ pre{background:#f4f4f4;padding:6px;max-height:320px;overflow:auto;font-size:12px
 
 
 def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
+    """Free text from the log for the page: invisible characters escaped, then HTML."""
+    return html.escape(shown(str(value), keep_lines=True), quote=True)
+
+
+def _exact(value: object) -> str:
+    """A command or path for the page: every hidden character, newlines too, escaped."""
+    return html.escape(shown(str(value)), quote=True)
 
 
 def _stamp(text: str) -> datetime:
@@ -83,7 +92,7 @@ class _Page:
         more = "\n… (cut; open the file)" if len(data) > INLINE_LIMIT else ""
         return (
             f'<details><summary><a href="{_e(href)}">{_e(label)}</a></summary>'
-            f"<pre>{_e(text + more)}</pre></details>"
+            f"<pre>{html.escape(text + more)}</pre></details>"  # output: kept as written
         )
 
     def timeline(self) -> str:
@@ -154,7 +163,7 @@ class _Page:
             parts.append("<h3>Commands</h3><ul>")
             for command in task.commands:
                 parts.append(
-                    f"<li><code>{_e(command.get('command'))}</code> exit "
+                    f"<li><code>{_exact(command.get('command'))}</code> exit "
                     f"{_e(command.get('exit_code'))} in {_e(command.get('duration_ms'))} ms"
                 )
                 for stream in ("stdout", "stderr"):

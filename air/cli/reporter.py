@@ -3,7 +3,8 @@
 Owns: ``Progress`` (one line per task end, the summary counts, the JSONL stream that stops
 quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Statuses and counts
 are the fold's (``air.events.fold``): every event the reporter sees is folded once, and the
-counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5).
+counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A reason or
+an error in a line is shown as exact text (``air.contracts.display.shown``, IMPL-UI-7).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
 from air.contracts import AirException, TaskStatus
+from air.contracts.display import shown
 from air.events.fold import TASK_ENDS, FoldCursor
 
 __all__ = ["Progress"]
@@ -95,7 +97,7 @@ class Progress:
                 print(
                     f"air [{self.elapsed()}] {meta.get('task_id', '?')} model turn retried "
                     f"(attempt {meta.get('attempt')} failed, next in {meta.get('wait_s')}s): "
-                    f"{meta.get('reason')}",
+                    f"{shown(str(meta.get('reason')))}",
                     file=self.stream,
                     flush=True,
                 )
@@ -112,7 +114,7 @@ class Progress:
         elif payload.get("reason") and new != "completed":
             detail = f": {payload['reason']}"
         print(
-            f"air [{self.elapsed()}] {task_id} {new}{detail} "
+            f"air [{self.elapsed()}] {task_id} {new}{shown(detail)} "
             f"(done {done}/{total}, running {running}, failed {failed})",
             file=self.stream,
             flush=True,

@@ -14,6 +14,7 @@ Seven more modules hold the models a run builds only after its first model reque
 ``artifact_records``, ``evidence_records`` and ``permission_records``. They are no home of
 ``_HOMES``: each of their names is public from its home module (``ipc``, ``task``, ``platform``,
 ``tool``, ``artifact``, ``evidence``, ``permission``), whose own ``__getattr__`` imports it.
+``display`` holds no model: the one rule for showing untrusted exact text (IMPL-UI-7).
 """
 
 from __future__ import annotations

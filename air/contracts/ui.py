@@ -188,6 +188,8 @@ class PermissionPromptProjection(Contract):
     prompt_id: str
     tool_name: str
     summary: str
+    """The command (if any) and why it asks: shown as exact text (``display.shown``, IMPL-UI-7),
+    as is every segment's text, never as a terminal would render it."""
     risk_level: str
     task_id: str | None = None
     agent_id: str | None = None

@@ -1,7 +1,9 @@
 """air's two log files (SDD §16.2): ``air.log`` and the encrypted ``air.developer.log``.
 
 Owns: ``configure_logging`` (attaches both handlers to the ``air`` logger, idempotently),
-``RedactingFormatter`` (every line through the SecretRedactor), ``DeveloperLogEncryptor``
+``RedactingFormatter`` (every line through the SecretRedactor, then shown as exact text: a
+record is one line, its controls, escape sequences, bidi and zero-width characters escaped,
+IMPL-UI-7), ``DeveloperLogEncryptor``
 (``encrypt_log_chunk``: one record = X25519 ephemeral key agreement with the developer public
 key, HKDF-SHA256, ChaCha20-Poly1305; IMPL-DOC-3) and ``decrypt_developer_log`` for whoever
 holds the private key. Both files rotate by size (``MAX_BYTES``, ``BACKUP_COUNT`` old files)
@@ -17,6 +19,8 @@ import logging
 import os
 from collections.abc import Iterator
 from typing import Any, Protocol
+
+from air.contracts.display import shown
 
 __all__ = [
     "AIR_LOG",
@@ -76,11 +80,24 @@ def log_files(home: str | None = None) -> list[str]:
 
 
 class RedactingFormatter(logging.Formatter):
-    """A formatter whose whole output (message, arguments, traceback) is redacted."""
+    """A formatter whose whole output (message, arguments, traceback) is redacted, then shown
+    as exact text: the message (with its arguments) on one line, ``\\n`` and ``\\r`` included
+    escaped, so a command in it can neither forge a line nor hide a part of itself in a
+    terminal; a traceback keeps its lines. Redaction comes first: escaping a secret could
+    break its match."""
 
     def __init__(self, redactor: Redactor, fmt: str) -> None:
         super().__init__(fmt)
         self.redactor = redactor
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return shown(self.redactor.redact(super().formatMessage(record)))
+
+    def formatException(self, ei: Any) -> str:
+        return shown(self.redactor.redact(super().formatException(ei)), keep_lines=True)
+
+    def formatStack(self, stack_info: str) -> str:
+        return shown(self.redactor.redact(super().formatStack(stack_info)), keep_lines=True)
 
     def format(self, record: logging.LogRecord) -> str:
         return self.redactor.redact(super().format(record))

@@ -3,7 +3,10 @@
 Owns the provider key patterns (Anthropic, OpenAI, GitHub, GitLab, Slack, Stripe, Google, AWS,
 npm, PyPI, Hugging Face), bearer/basic tokens, private key blocks, ``KEY=value`` lines whose name
 looks secret (``.env`` style) and exact values registered at runtime, e.g. from environment
-variables whose names look secret (SDD §9.2, §16; baselines §A.11).
+variables whose names look secret (``looks_secret_env_name``: ``*_KEY``, ``*_PAT``, ``*_PASS``,
+``*_PWD``, ``*_TOKEN*``, ``*_SECRET*``, providers' names) when the value is no ordinary text
+(``registrable_secret``) (SDD §9.2, §16; baselines §A.11). Registered values are one
+alternation, longest first.
 """
 
 from __future__ import annotations
@@ -14,7 +17,14 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["REDACTED", "SecretRedactor", "looks_secret_name"]
+__all__ = [
+    "REDACTED",
+    "WELL_KNOWN_SECRET_NAMES",
+    "SecretRedactor",
+    "looks_secret_env_name",
+    "looks_secret_name",
+    "registrable_secret",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -101,6 +111,48 @@ def looks_secret_name(name: str) -> bool:
     return _secret_name().search(name) is not None
 
 
+_SECRET_SUFFIXES = ("_key", "_pat", "_pass", "_passwd", "_password", "_pwd", "_credentials")
+"""Environment names ending so (any case) hold a secret too (``DB_PASS``, ``GH_PAT``,
+``MY_SERVICE_KEY``, ``MYSQL_PWD``); ``*_SECRET*``, ``*_TOKEN*``, ``*_PASSWORD`` are the words."""
+WELL_KNOWN_SECRET_NAMES = frozenset(
+    {
+        "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "AZURE_OPENAI_API_KEY", "GOOGLE_API_KEY",
+        "GEMINI_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY", "OPENROUTER_API_KEY",
+        "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "GITHUB_TOKEN", "GH_TOKEN", "GH_PAT",
+        "GITLAB_TOKEN", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "NPM_TOKEN", "PYPI_TOKEN",
+        "TWINE_PASSWORD", "PGPASSWORD", "MYSQL_PWD", "AZURE_STORAGE_CONNECTION_STRING",
+        "AZURE_CLIENT_SECRET", "BW_SESSION", "VAULT_TOKEN", "SLACK_BOT_TOKEN",
+    }
+)  # fmt: skip
+"""Providers' own names (most also match the words or suffixes; ``BW_SESSION`` and
+``AZURE_STORAGE_CONNECTION_STRING`` only here)."""
+_ORDINARY_VALUE_MIN = 8
+"""A by-name environment value shorter than this is not registered (``no``, ``true``, ``1``)."""
+
+
+def looks_secret_env_name(name: str) -> bool:
+    """True when an environment variable's name says its value is a secret (IMPL-REDACT-1):
+    ``looks_secret_name``, a ``_SECRET_SUFFIXES`` ending or a ``WELL_KNOWN_SECRET_NAMES`` name;
+    case-insensitive."""
+    upper = name.upper()
+    if upper in WELL_KNOWN_SECRET_NAMES or upper.startswith("OP_SESSION_"):
+        return True
+    return looks_secret_name(name) or name.lower().endswith(_SECRET_SUFFIXES)
+
+
+def registrable_secret(value: str) -> bool:
+    """True when an environment value found by name is worth redacting wherever it shows: at
+    least 8 characters and not a number, a plain word (``directory``, ``Disabled``) or an
+    absolute or home path (``/usr/bin``, ``~/.ssh/id_rsa``: where a secret lies, not the
+    secret). Replacing such a value everywhere would mangle ordinary text."""
+    value = value.strip()
+    if len(value) < _ORDINARY_VALUE_MIN or value.isdigit():
+        return False
+    if value.isalpha() and (value.islower() or value.isupper() or value.istitle()):
+        return False
+    return not value.startswith(("/", "~/"))
+
+
 def _has_auth(lower: str) -> bool:
     """``auth`` not followed by ``or`` somewhere in ``lower`` (``author`` is no secret)."""
     at = lower.find("auth")
@@ -142,8 +194,11 @@ class SecretRedactor:
                 self._exact = re.compile("|".join(re.escape(v) for v in ordered))
 
     def register_environment(self, environ: Mapping[str, str]) -> int:
-        """Register the values of variables whose names look secret; return how many."""
-        found = [v for k, v in environ.items() if looks_secret_name(k) and len(v) >= 6]
+        """Register the values of variables whose names look secret (``looks_secret_env_name``)
+        and which are no ordinary text (``registrable_secret``); return how many."""
+        found = [
+            v for k, v in environ.items() if looks_secret_env_name(k) and registrable_secret(v)
+        ]
         self.register(*found)
         return len(found)
 

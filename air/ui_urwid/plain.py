@@ -5,7 +5,8 @@ permission prompt with its scopes, a blocker), never moves the cursor or redraws
 the person's lines from a byte stream: the same slash commands as the full console, and
 ``once`` / ``task`` / ``session`` / ``project`` / ``deny`` to answer an open permission
 prompt. A line that arrives within the prompt guard after a prompt was printed is not taken
-as its answer. Every projected text passes ``text.clean``.
+as its answer. Every projected text passes ``text.clean``; a prompt's command and segments
+pass ``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 
 import trio
 
+from air.contracts.display import hides, shown
 from air.contracts.ui import (
     PermissionAnswer,
     PermissionPromptProjection,
@@ -25,7 +27,7 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.commands import SLASH_COMMANDS, parse_input
 from air.ui_urwid.text import clean
-from air.ui_urwid.views import answer_label
+from air.ui_urwid.views import HIDDEN_WARNING, answer_label
 
 __all__ = ["PLAIN_ANSWERS", "PlainConsole"]
 
@@ -113,9 +115,11 @@ class PlainConsole:
                 self._print_prompt(p)
 
     def _print_prompt(self, p: PermissionPromptProjection) -> None:
-        self.write(f"permission needed — {p.tool_name}: {clean(p.summary)} (risk {p.risk_level})")
+        self.write(f"permission needed — {p.tool_name}: {shown(p.summary)} (risk {p.risk_level})")
+        if hides(p.summary) or any(hides(seg.text) for seg in p.segments):
+            self.write(f"  {HIDDEN_WARNING}")
         for seg in p.segments:
-            self.write(f"  segment [{seg.risk_level}] {clean(seg.text)}")
+            self.write(f"  segment [{seg.risk_level}] {shown(seg.text)}")
         words = {v: k for k, v in PLAIN_ANSWERS.items()}
         for answer in p.scopes:
             self.write(f"  {words[answer]}: {answer_label(answer, p)[1]}")

@@ -3,8 +3,10 @@
 Owns ``clean`` (every text a worker, a command or a model produced passes it before it
 reaches the terminal: escape sequences, C0/C1 controls and bidi overrides are removed, so
 output cannot move the cursor, retitle the window, write the clipboard or reorder what the
-person reads), ``split_blocks`` (markdown fences into text and code blocks), ``fold`` (long
-output shown as head + a "N more lines" marker) and ``diff_markup`` (coloured diff lines).
+person reads; a command, a path or a tool input never passes it: it is shown as exact text,
+``air.contracts.display.shown``, IMPL-UI-7), ``split_blocks`` (markdown fences into text and
+code blocks), ``fold`` (long output shown as head + a "N more lines" marker) and
+``diff_markup`` (coloured diff lines).
 """
 
 from __future__ import annotations

@@ -5,8 +5,9 @@ Owns ``SessionView`` pieces (``message_widget``, ``notice_widget``), ``task_tree
 EvidenceView, BlockerReport of the selected task), ``permission_prompt`` (PermissionPrompt:
 every answer with its exact scope and every command segment with its risk), ``hud_text``
 (HudView presets Full / Essential / Minimal), ``help_text`` and the ``PALETTE`` /
-``MONO_PALETTE`` pair. Every string from a projection passes ``text.clean`` first. Pure
-widget construction: no I/O, no state.
+``MONO_PALETTE`` pair. Every string from a projection passes ``text.clean`` first, but a
+command, a path or a tool's input, which pass ``air.contracts.display.shown`` (exact text,
+escaped; IMPL-UI-7). Pure widget construction: no I/O, no state.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Literal
 
 import urwid
 
+from air.contracts.display import hides, shown
 from air.contracts.ui import (
     BlockerProjection,
     CommandRunProjection,
@@ -29,6 +31,7 @@ from air.ui_urwid.commands import SLASH_COMMANDS
 from air.ui_urwid.text import clean, diff_markup, fold, split_blocks
 
 __all__ = [
+    "HIDDEN_WARNING",
     "HUD_PRESETS",
     "MONO_PALETTE",
     "PALETTE",
@@ -50,6 +53,11 @@ __all__ = [
 
 HudPreset = Literal["full", "essential", "minimal"]
 HUD_PRESETS: tuple[HudPreset, ...] = ("full", "essential", "minimal")
+HIDDEN_WARNING = (
+    "! this request holds control or invisible characters, shown escaped "
+    "(\\r, \\x1b, \\u202e …; a backslash of its own is shown as \\\\)"
+)
+"""Said in a permission prompt whose text ``shown`` had to escape."""
 TAIL_LINES = 20
 """Lines of a command's live output shown in the detail pane."""
 _TAIL_CHARS = 4000
@@ -249,15 +257,15 @@ def task_tree_rows(
 
 def _command_rows(cmd: CommandRunProjection, *, tail_lines: int) -> list[urwid.Widget]:
     status = cmd.status if cmd.exit_code is None else f"{cmd.status} (exit {cmd.exit_code})"
-    rows: list[urwid.Widget] = [urwid.Text([("title", "$ "), clean(cmd.command), f"  {status}"])]
+    rows: list[urwid.Widget] = [urwid.Text([("title", "$ "), shown(cmd.command), f"  {status}"])]
     tail = clean(cmd.tail).rstrip("\n")
     if tail:
         lines = tail.split("\n")
         hidden = len(lines) - tail_lines
         if hidden > 0 or cmd.tail_truncated:
             rows.append(urwid.Text(("fold", "  … earlier output not shown")))
-        shown = "\n".join(lines[-tail_lines:])[-_TAIL_CHARS:]
-        rows.append(urwid.Padding(urwid.Text(shown), left=2))
+        last = "\n".join(lines[-tail_lines:])[-_TAIL_CHARS:]
+        rows.append(urwid.Padding(urwid.Text(last), left=2))
     return rows
 
 
@@ -298,13 +306,13 @@ def detail_rows(
     if tools:
         rows.append(urwid.Text(("wave", "tools")))
         for run in tools:
-            what = clean(run.input_summary)
+            what = shown(run.input_summary)
             extra = f" — {clean(run.error)}" if run.error else ""
             rows.append(urwid.Text(f"  {run.tool_name} {what}  {run.status}{extra}"))
     for cmd in (c for c in snapshot.command_runs if c.task_id == task.task_id):
         rows.extend(_command_rows(cmd, tail_lines=TAIL_LINES))
     for diff in (d for d in snapshot.diffs if d.task_id == task.task_id):
-        rows.append(urwid.Text(("wave", f"diff {clean(diff.path.rsplit('/', 1)[-1])}")))
+        rows.append(urwid.Text(("wave", f"diff {shown(diff.path.rsplit('/', 1)[-1])}")))
         if diff.text:
             rows.append(urwid.Text(diff_markup(clean(diff.text))))
         if diff.truncated:
@@ -329,19 +337,25 @@ def answer_label(answer: PermissionAnswer, prompt: PermissionPromptProjection) -
 def permission_prompt(
     prompt: PermissionPromptProjection, *, armed: bool, pending: int = 0
 ) -> urwid.Widget:
-    """The prompt box. ``armed`` False shows that keys are still ignored (just appeared)."""
+    """The prompt box. ``armed`` False shows that keys are still ignored (just appeared).
+
+    The summary (the command and the reasons) and every segment are shown as exact text
+    (``shown``: escaped, never a terminal's rendering of it), with a warning when they hide
+    characters."""
     risk_attr = "risk_high" if prompt.risk_level in ("high", "critical") else "risk_low"
     rows: list[urwid.Widget] = [
-        urwid.Text([("title", f"{prompt.tool_name}: "), clean(prompt.summary)]),
+        urwid.Text([("title", f"{prompt.tool_name}: "), shown(prompt.summary)]),
         urwid.Text(["risk: ", (risk_attr, prompt.risk_level)]),
     ]
+    if hides(prompt.summary) or any(hides(seg.text) for seg in prompt.segments):
+        rows.append(urwid.Text(("risk_high", HIDDEN_WARNING)))
     if prompt.task_id:
         rows.append(urwid.Text(f"asked by task {prompt.task_id}"))
     for seg in prompt.segments:
         attr = "risk_high" if seg.risk_level in ("high", "critical") else "risk_low"
         category = f" {seg.category}" if seg.category else ""
         rows.append(
-            urwid.Text(["  segment ", (attr, f"[{seg.risk_level}{category}] "), clean(seg.text)])
+            urwid.Text(["  segment ", (attr, f"[{seg.risk_level}{category}] "), shown(seg.text)])
         )
     rows.append(urwid.Divider())
     for answer in prompt.scopes:

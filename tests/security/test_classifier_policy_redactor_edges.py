@@ -448,8 +448,9 @@ def test_register_environment_and_env_files() -> None:
     r = SecretRedactor()
     assert r.register_environment({"MY_TOKEN": "12345", "OTHER": "not-a-secret-name"}) == 0
     assert r.redact("not-a-secret-name 12345") == "not-a-secret-name 12345"
-    assert r.register_environment({"MY_TOKEN": "123456"}) == 1
-    assert r.redact("123456") == REDACTED
+    assert r.register_environment({"MY_TOKEN": "12345678"}) == 0  # a number: ordinary text
+    assert r.register_environment({"MY_TOKEN": "k7-zq8x1"}) == 1
+    assert r.redact("k7-zq8x1 12345678") == REDACTED + " 12345678"
     count = r.register_env_file(
         "\n# A_SECRET=commented1\n  \nNOEQUALS\nK1='quoted-1'\nK2=\"dq-val-2\"\nK3=a=b=c=d\n"
         "SHORT=12345\nK4 =  spaced-4  \nK5=123456\n"

@@ -1,0 +1,70 @@
+"""How untrusted exact text (a command, a path, a tool argument) is shown to a person.
+
+Owns ``shown`` and ``hides``: the one rule every front end uses for text whose exact
+characters matter: the console's and ``--plain``'s permission prompt, ``air history``, the HTML
+report, ``--junit``, the headless progress lines and ``air.log`` (IMPL-UI-7). A terminal (or a
+browser) must never get to render such text: a carriage return would let
+``rm -rf x;\\recho ok`` look like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite
+it, a bidi override reorder it, a zero-width character hide a difference. Pure; no I/O, no pydantic.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["hides", "shown"]
+
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_INVISIBLE = re.compile("[\u115f\u1160\u3164\uffa0\u2800\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")
+"""Characters drawn as nothing that ``str.isprintable`` lets through (Hangul fillers, the braille
+blank, the grapheme joiner, variation selectors)."""
+
+
+def _hidden(char: str, keep_lines: bool) -> bool:
+    """``str.isprintable`` is False exactly for Unicode's Other (Cc, Cf, Cs, Co, Cn) and
+    Separator (Zl, Zp, Zs but the ASCII space) categories."""
+    if keep_lines and char in "\n\t":
+        return False
+    return not char.isprintable() or _INVISIBLE.match(char) is not None
+
+
+def _escape(char: str) -> str:
+    named = _NAMED.get(char)
+    if named is not None:
+        return named
+    code = ord(char)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def hides(text: str, *, keep_lines: bool = False) -> bool:
+    """True when ``text`` holds a character ``shown`` escapes (the person must be told)."""
+    if keep_lines:
+        text = text.replace("\n", "").replace("\t", "")
+    return not text.isprintable() or _INVISIBLE.search(text) is not None
+
+
+def shown(text: str, *, keep_lines: bool = False) -> str:
+    """``text`` as exact, visible characters: what a person reads is what it holds.
+
+    Text with nothing hidden comes back unchanged. Otherwise every control character (C0, DEL,
+    C1, ``\\r``, ESC), format character (bidi overrides and isolates, zero-width characters,
+    BOM, soft hyphen, tags), line or paragraph separator, space other than U+0020, surrogate,
+    private-use or unassigned code point and the invisible letters above become an escape:
+    ``\\r``, ``\\n``, ``\\t``, ``\\x1b``, ``\\u202e``, ``\\U000e0041``; and every backslash the
+    text holds is doubled, so an escape cannot be forged by typing one.
+
+    Args:
+        text: untrusted text.
+        keep_lines: leave ``\\n`` and ``\\t`` as they are (free text laid out in lines, e.g. a
+            task summary in the report); by default they are escaped too, so a command of two
+            lines is seen to be two commands.
+    """
+    if not hides(text, keep_lines=keep_lines):
+        return text
+    return "".join(
+        "\\\\" if c == "\\" else _escape(c) if _hidden(c, keep_lines) else c for c in text
+    )
