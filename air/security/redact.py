@@ -128,6 +128,9 @@ WELL_KNOWN_SECRET_NAMES = frozenset(
 ``AZURE_STORAGE_CONNECTION_STRING`` only here)."""
 _ORDINARY_VALUE_MIN = 8
 """A by-name environment value shorter than this is not registered (``no``, ``true``, ``1``)."""
+_PLAIN_VALUE_MAX = 16
+"""A number or a one-case word this long or longer is a secret all the same (a passphrase of
+lowercase letters, a long numeric PIN): no ordinary word or count is that long."""
 
 
 def looks_secret_env_name(name: str) -> bool:
@@ -142,13 +145,16 @@ def looks_secret_env_name(name: str) -> bool:
 
 def registrable_secret(value: str) -> bool:
     """True when an environment value found by name is worth redacting wherever it shows: at
-    least 8 characters and not a number, a plain word (``directory``, ``Disabled``) or an
-    absolute or home path (``/usr/bin``, ``~/.ssh/id_rsa``: where a secret lies, not the
-    secret). Replacing such a value everywhere would mangle ordinary text."""
+    least 8 characters and not a number or one-case word under 16 characters (``directory``,
+    ``Disabled``) or an absolute or home path (``/usr/bin``, ``~/.ssh/id_rsa``: where a secret
+    lies, not the secret). Replacing such a value everywhere would mangle ordinary text."""
     value = value.strip()
-    if len(value) < _ORDINARY_VALUE_MIN or value.isdigit():
+    if len(value) < _ORDINARY_VALUE_MIN:
         return False
-    if value.isalpha() and (value.islower() or value.isupper() or value.istitle()):
+    if len(value) < _PLAIN_VALUE_MAX and (
+        value.isdigit()
+        or (value.isalpha() and (value.islower() or value.isupper() or value.istitle()))
+    ):
         return False
     return not value.startswith(("/", "~/"))
 

@@ -96,6 +96,8 @@ def test_secret_names(name: str, secret: bool) -> None:
         ("s3cr3t-value", True),
         ("correct horse battery staple", True),
         ("Zq81Xv7Kp", True),
+        ("correcthorsebatterystaple", True),
+        ("12345678901234567890", True),
     ],
 )
 def test_ordinary_text_is_not_registered(value: str, registered: bool) -> None:
