@@ -436,9 +436,18 @@ class WorkspaceManager:
         # build/cache directories the task's commands left behind are never merged back
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(_JUNK_DIRS)]
         await self._git(rec, "add", "-A", "--", ".", *junk)
-        staged = await self._git(rec, "diff", "--no-ext-diff", "--cached", "--quiet", check=False)
+        staged = await self._git(
+            rec,
+            "diff",
+            "--no-ext-diff",
+            "--cached",
+            "--quiet",
+            "--ignore-submodules=none",  # a nested repository is committed, then refused
+            check=False,
+        )
         if staged.returncode != 0:
-            await self._git(rec, "commit", "-q", "--no-verify", "-m", message)
+            # --allow-empty: git's own "nothing to commit" check ignores gitlinks here
+            await self._git(rec, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
         return await self._out(rec, "rev-parse", "--verify", "HEAD^{commit}")
 
     async def _worktree_changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
