@@ -66,7 +66,7 @@ async def _fail_unstarted(s: Scheduler, node: TaskNode, exc: AirException) -> No
 
 async def _snapshot_before(s: Scheduler, node: TaskNode, workspace: WorkspaceRef) -> None:
     """A task that may write in the project itself (``main``) gets a backup snapshot, ignored
-    files included, before its worker starts: ``air restore`` can undo it (IMPL-MERGE-2)."""
+    files included, before its worker starts: ``air restore`` can undo it (IMPL-MERGE-1)."""
     writes = node.write_area != [] and node.spec.type != TaskType.REVIEW
     if s.workspaces is not None and workspace.strategy == WorkspaceStrategy.MAIN and writes:
         await s.workspaces.snapshot_before_task(node.task_id, workspace.workspace_id)

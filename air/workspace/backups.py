@@ -22,6 +22,7 @@ import os
 import stat
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import trio
 
@@ -40,9 +41,8 @@ _CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache
 _OURS = (".air-merge.tmp", ".air-restore.tmp")
 
 
-@dataclass(frozen=True)
-class IgnoredBound:
-    """How much of the git-ignored files a pre-task snapshot takes (IMPL-MERGE-2)."""
+class IgnoredBound(NamedTuple):
+    """How much of the git-ignored files a pre-task snapshot takes (IMPL-MERGE-1)."""
 
     max_file_bytes: int = 8 << 20
     max_total_bytes: int = 256 << 20

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import posixpath
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from air.contracts import AirException, ErrorKind, Retryability
 
@@ -35,8 +35,7 @@ MAX_LISTED = 20
 """Offending paths named in a violation's message; the rest are counted."""
 
 
-@dataclass(frozen=True)
-class PathChange:
+class PathChange(NamedTuple):
     """One path a workspace changed relative to its base."""
 
     path: str
@@ -52,8 +51,7 @@ class PathChange:
     """The target text when the result is a symlink."""
 
 
-@dataclass(frozen=True)
-class WriteAreaViolation:
+class WriteAreaViolation(NamedTuple):
     """A changed path that may not be merged, and why."""
 
     path: str

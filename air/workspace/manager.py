@@ -12,7 +12,7 @@ root keeps what the mechanism needs across restarts.
 
 With a ``BackupRepository`` the project's files are snapshotted before every merge into it
 and before a task that writes in the project itself starts (``air restore``, IMPL-REL-4,
-IMPL-MERGE-2).
+IMPL-MERGE-1).
 
 Before a merge every path the workspace changed is listed from git (or the copy's manifest),
 never from the worker's word, and checked: a symlink whose target leaves the project is never
@@ -470,7 +470,7 @@ class WorkspaceManager:
         for change in parse_raw_diff(raw.stdout):
             if change.new_mode == SYMLINK:
                 blob = await self._git(rec, "cat-file", "blob", f"{head}:{change.path}")
-                change = PathChange(**{**asdict(change), "link_target": os.fsdecode(blob.stdout)})
+                change = change._replace(link_target=os.fsdecode(blob.stdout))
             changes.append(change)
         return changes
 
@@ -520,7 +520,7 @@ class WorkspaceManager:
 
     async def snapshot_before_task(self, task_id: str, workspace_id: str) -> None:
         """Snapshot the project (git-ignored files included, bounded) before a task that
-        writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-2).
+        writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-1).
         Nothing without a ``BackupRepository``."""
         if self.backups is not None:
             await self.backups.snapshot(

@@ -233,7 +233,7 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     tmp_path: Path,
 ) -> None:
     """A task that writes in the project itself (``--isolation main``) is preceded by a backup
-    snapshot that holds the git-ignored files too (IMPL-MERGE-2)."""
+    snapshot that holds the git-ignored files too (IMPL-MERGE-1)."""
     root, home = tmp_path / "proj", tmp_path / "home"
     (root / "build").mkdir(parents=True)
     home.mkdir()

@@ -56,6 +56,10 @@ def repo(tmp_path: Path) -> Path:
     return root
 
 
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
 def _tree(root: Path) -> dict[str, str]:
     """Every file under ``root`` outside .git and .air/local: path -> content or link target."""
     found = {}
@@ -203,7 +207,7 @@ async def test_a_symlink_out_of_the_project_never_merges_even_in_a_whole_project
         await mgr.merge_workspace(ws.name, guard=merge_guard(None, str(repo)))
     assert caught.value.kind == ErrorKind.WRITE_AREA_VIOLATION
     assert "docs/link (a symlink" in caught.value.error.message
-    assert not os.path.lexists(repo / "docs" / "link")
+    assert not _lexists(repo / "docs" / "link")
 
 
 async def test_without_a_guard_a_symlink_out_is_still_refused(repo: Path) -> None:
@@ -214,7 +218,7 @@ async def test_without_a_guard_a_symlink_out_is_still_refused(repo: Path) -> Non
     with pytest.raises(AirException) as caught:
         await mgr.merge_workspace(ws.name)
     assert caught.value.kind == ErrorKind.WRITE_AREA_VIOLATION
-    assert not os.path.lexists(repo / "key")
+    assert not _lexists(repo / "key")
 
 
 async def test_a_file_turned_symlink_in_an_isolated_copy_does_not_leak_its_target(
