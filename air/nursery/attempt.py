@@ -18,6 +18,7 @@ from air.contracts import (
     ErrorKind,
     Retryability,
     TaskStatus,
+    TaskType,
     WavePlanEntry,
     WorkspaceRef,
     WorkspaceStrategy,
@@ -25,6 +26,7 @@ from air.contracts import (
 from air.nursery.seams import SuperviseRequest
 
 if TYPE_CHECKING:
+    from air.nursery.graph import TaskNode
     from air.nursery.scheduler import Scheduler
     from air.nursery.seams import TaskOutcome
 
@@ -52,6 +54,22 @@ async def workspace_for(s: Scheduler, entry: WavePlanEntry) -> WorkspaceRef:
                 entry.workspace, workspace_id=main_id, shared=True
             )
     return s.main_workspace
+
+
+async def _fail_unstarted(s: Scheduler, node: TaskNode, exc: AirException) -> None:
+    """A task that cannot start (no workspace, no snapshot) fails; the run goes on."""
+    error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
+    await s.record_end(node, "task.failed", {"error": error.model_dump(mode="json")})
+    node.status = TaskStatus.FAILED
+    node.final = True
+
+
+async def _snapshot_before(s: Scheduler, node: TaskNode, workspace: WorkspaceRef) -> None:
+    """A task that may write in the project itself (``main``) gets a backup snapshot, ignored
+    files included, before its worker starts: ``air restore`` can undo it (IMPL-MERGE-1)."""
+    writes = node.write_area != [] and node.spec.type != TaskType.REVIEW
+    if s.workspaces is not None and workspace.strategy == WorkspaceStrategy.MAIN and writes:
+        await s.workspaces.snapshot_before_task(node.task_id, workspace.workspace_id)
 
 
 async def run_task(
@@ -90,11 +108,19 @@ async def run_task(
                 if exc.kind != ErrorKind.WORKSPACE_ERROR:
                     raise
                 # no workspace, no worker: the task fails, the run goes on (IMPL-GIT-2)
-                error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
-                await s.record_end(node, "task.failed", {"error": error.model_dump(mode="json")})
-                node.status = TaskStatus.FAILED
-                node.final = True
+                await _fail_unstarted(s, node, exc)
                 return
+        try:
+            await _snapshot_before(s, node, workspace)
+        except AirException as exc:
+            if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                raise
+            with trio.move_on_after(RECORD_GRACE, shield=True):
+                # why shielded: the failure must be recorded even as the run unwinds
+                await _fail_unstarted(s, node, exc)
+            return
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: a started worker always has its task.started
             await s.ledger.record(
                 "task.started",
                 {

@@ -36,6 +36,7 @@ from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, learn, route_verdict
 from air.nursery.seams import TaskOutcome
+from air.nursery.write_areas import merge_guard
 
 if TYPE_CHECKING:
     from air.nursery.scheduler import Scheduler
@@ -213,9 +214,12 @@ async def merge(
         async with s.merge_lock:
             s.enter(SchedulerState.MERGING)
             try:
-                merged = await s.workspaces.merge_workspace(workspace.workspace_id)
+                merged = await s.workspaces.merge_workspace(
+                    workspace.workspace_id,
+                    guard=merge_guard(node.spec.scope.write_area, s.project_root),
+                )
             except AirException as exc:
-                if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):
                     raise
                 await _workspace_failed(s, node, workspace, outcome, exc, attempt_index)
                 return
@@ -242,15 +246,16 @@ async def _workspace_failed(
     exc: AirException,
     attempt_index: int,
 ) -> None:
-    """A workspace that cannot be merged (its git metadata was tampered with, or git
-    failed): the task fails with that ``workspace_error`` and is not retried; the
-    workspace is left exactly as it is for inspection (IMPL-GIT-2)."""
+    """A workspace that cannot be merged (its git metadata was tampered with, git failed, or
+    it changed paths outside the task's write area): the task fails with that
+    ``workspace_error`` / ``write_area_violation`` and is not retried; the workspace is left
+    exactly as it is for inspection (IMPL-GIT-2, IMPL-MERGE-1)."""
     error = exc.error.model_copy(
         update={
             "retryability": Retryability.NEVER,
             "metadata": {
                 **(exc.error.metadata or {}),
-                "outcome": "workspace_error",
+                "outcome": exc.kind.value,
                 "workspace_id": workspace.workspace_id,
                 "kept_path": workspace.path,
             },

@@ -1,16 +1,28 @@
-"""Write areas and gating cycles: the pure checks the TaskGraph plans with (SDD §7.2, §7.3).
+"""Write areas and gating cycles: the pure checks the TaskGraph plans with (SDD §7.2, §7.3),
+and the one a task's merge passes (IMPL-MERGE-1).
 
 Owns ``write_areas_overlap``, the conservative overlap test of ``TaskScope.write_area`` globs
-(``None`` is the whole project, ``[]`` writes nothing; an uncertain pair overlaps), and
-``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do not recurse).
+(``None`` is the whole project, ``[]`` writes nothing; an uncertain pair overlaps),
+``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do not recurse),
+and ``merge_guard``: every path a task's workspace changed must lie in its write area (the
+PermissionEngine's own rule, ``in_write_area_entry``), and air's state, git's files and the
+files air reads as instructions are merged only when the scope names them.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import os
+import posixpath
 from collections.abc import Iterable, Sequence
 
-__all__ = ["find_cycle", "write_areas_overlap"]
+from air.security.paths import PathClassifier, in_write_area_entry
+from air.workspace.changes import GITLINK, MergeGuard, PathChange, WriteAreaViolation
+
+__all__ = ["PROTECTED_NAMES", "find_cycle", "merge_guard", "write_areas_overlap"]
+
+PROTECTED_NAMES = frozenset({"AGENTS.md", "CLAUDE.md"})
+"""Instruction files other agents (and air's L3 at the root) read: protected at any depth."""
 
 _GLOB_CHARS = "*?["
 
@@ -126,3 +138,83 @@ def find_cycle(edges: Iterable[tuple[str, str]]) -> list[str]:
                 stack.pop()
                 path.pop()
     return []
+
+
+def _protected_part(parts: list[str]) -> int | None:
+    """The index of the first component that makes a path protected: ``.air`` at the root
+    (air's state, its rules and config), any ``.git*`` entry (``.gitignore``,
+    ``.gitattributes``, ``.gitmodules``, ``.github``, ...) and ``AGENTS.md`` / ``CLAUDE.md``
+    at any depth; None for an ordinary path."""
+    if parts and parts[0] == ".air":
+        return 0
+    for index, part in enumerate(parts):
+        if part.startswith(".git") or (index == len(parts) - 1 and part in PROTECTED_NAMES):
+            return index
+    return None
+
+
+def _literal_parts(entry: str, project_root: str) -> list[str] | None:
+    """The leading components of a write-area entry that hold no glob (relative to the
+    project root; None for an entry outside it)."""
+    rel = posixpath.relpath(entry, project_root)
+    if rel == ".":
+        return []
+    if rel == ".." or rel.startswith("../"):
+        return None
+    literal = []
+    for part in rel.split("/"):
+        if any(ch in part for ch in "*?["):
+            break
+        literal.append(part)
+    return literal
+
+
+def merge_guard(area: Sequence[str] | None, project_root: str) -> MergeGuard:
+    """The check a task's merge passes: ``area`` is its ``TaskScope.write_area`` (None: the
+    whole project).
+
+    A changed path (either side of a rename, a deletion, a mode or type change alike) must
+    lie in an area entry (expanded against the project root as the PermissionEngine expands
+    it, compared lexically: the path is git's, and nothing in the workspace is followed). A
+    protected path (``_protected_part``) needs an entry whose literal components reach the
+    protected one: ``AGENTS.md`` or ``.air/shared/rules`` name it, ``.``, ``**`` or ``docs``
+    do not. A nested repository (gitlink) is never merged.
+    """
+    root = os.path.realpath(project_root)
+    classifier = PathClassifier()
+    entries: list[str] = []
+    for raw in [root] if area is None else area:
+        expanded = classifier.expand(raw, root)
+        if expanded is None:
+            continue  # a dynamic entry ($VAR, `cmd`) names nothing
+        # an absolute entry may name the project through a symlinked path; a relative one is
+        # taken as written (nothing in the workspace is followed)
+        absolute = os.path.isabs(raw) or raw.startswith("~")
+        entries.append(os.path.realpath(expanded) if absolute else posixpath.normpath(expanded))
+
+    def judge(changes: Sequence[PathChange]) -> list[WriteAreaViolation]:
+        found = []
+        for change in changes:
+            path = posixpath.join(root, change.path)
+            parts = change.path.split("/")
+            holding = [e for e in entries if in_write_area_entry(path, e)]
+            if GITLINK in (change.old_mode, change.new_mode):
+                found.append(WriteAreaViolation(change.path, "a nested repository (gitlink)"))
+            elif not holding:
+                found.append(WriteAreaViolation(change.path, "outside the write area"))
+            else:
+                index = _protected_part(parts)
+                if index is not None and not any(
+                    (lit := _literal_parts(e, root)) is not None
+                    and len(lit) > index
+                    and lit[: index + 1] == parts[: index + 1]
+                    for e in holding
+                ):
+                    found.append(
+                        WriteAreaViolation(
+                            change.path, "protected: the task's scope does not name it"
+                        )
+                    )
+        return found
+
+    return judge

@@ -33,7 +33,7 @@ from air.contracts.permission import (
 )
 from air.contracts.runtime import PermissionTemplate
 from air.security.commands import CommandRiskAnalyzer
-from air.security.paths import PathClassifier, is_within
+from air.security.paths import PathClassifier, in_write_area_entry, is_within
 from air.security.policy import (
     PermissionPolicy,
     PolicyRule,
@@ -332,7 +332,7 @@ class PermissionEngine:
         if (
             area is not None
             and not tool_dir
-            and not any(is_within(resolved, self._scope_path(a, workspace)) for a in area)
+            and not any(in_write_area_entry(resolved, self._scope_path(a, workspace)) for a in area)
         ):
             return Item(
                 "write",

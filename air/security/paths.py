@@ -18,7 +18,7 @@ from air.contracts.permission import PathCategory
 if TYPE_CHECKING:  # built at the first path checked (IMPL-BOOT-12)
     from air.contracts.permission import PathRiskClassification
 
-__all__ = ["PathClassifier", "is_within", "names_credentials"]
+__all__ = ["PathClassifier", "in_write_area_entry", "is_within", "names_credentials"]
 
 P = PathCategory
 
@@ -137,6 +137,23 @@ def is_within(path: str, root: str) -> bool:
         return True
     prefix = root if root.endswith("/") else root + "/"
     return path.startswith(prefix)
+
+
+def in_write_area_entry(path: str, entry: str) -> bool:
+    """True when ``path`` lies in one ``TaskScope.write_area`` entry (both absolute and
+    normalised the same way): the entry itself or below it, or, for an entry holding a glob
+    (``*?[``), a path the glob matches (``dir/**`` also covers ``dir`` and everything below).
+
+    The one write-area rule: the PermissionEngine applies it to every write a tool makes, the
+    merge check to every path a task's workspace changed (IMPL-MERGE-1).
+    """
+    if is_within(path, entry):
+        return True
+    if not any(ch in entry for ch in "*?["):
+        return False
+    if fnmatch.fnmatchcase(path, entry):
+        return True
+    return entry.endswith("/**") and is_within(path, entry[:-3])
 
 
 def names_credentials(word: str) -> bool:

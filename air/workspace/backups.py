@@ -3,7 +3,8 @@
 Owns: ``BackupRepository`` over ``<project>/.air/local/backups/repo.git`` (a bare repository
 of air's own; the project's ``.git`` is never used), ``snapshot`` (one commit on
 ``refs/heads/snapshots`` of the whole work tree — tracked and untracked files, minus what the
-project's ignore rules, ``.air/`` and build caches exclude), ``snapshots`` (the list),
+project's ignore rules, ``.air/`` and build caches exclude; before a task that writes in the
+project itself, its git-ignored files too, bounded by ``IGNORED_BOUND``), ``snapshots``,
 ``restore_file`` / ``restore_tree`` (with a rescue snapshot taken first) and ``pick`` (which
 snapshot a file, a time or a session means). IMPL-REL-4.
 
@@ -21,13 +22,14 @@ import os
 import stat
 from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 import trio
 
 from air.contracts import AirException, ErrorKind, utc_now_iso
 from air.workspace.gitsafe import GitLocation, run_git
 
-__all__ = ["BackupRepository", "Snapshot"]
+__all__ = ["IGNORED_BOUND", "BackupRepository", "IgnoredBound", "Snapshot"]
 
 _REF = "refs/heads/snapshots"
 _ID = ["-c", "user.name=air", "-c", "user.email=air@localhost", "-c", "commit.gpgsign=false"]
@@ -35,6 +37,19 @@ _EXCLUDE = (
     "/.air/\n.git\n__pycache__/\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n*.air-merge.tmp\n"
 )
 _NEVER = (".air", ".git")
+_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_OURS = (".air-merge.tmp", ".air-restore.tmp")
+
+
+class IgnoredBound(NamedTuple):
+    """How much of the git-ignored files a pre-task snapshot takes (IMPL-MERGE-1)."""
+
+    max_file_bytes: int = 8 << 20
+    max_total_bytes: int = 256 << 20
+    max_files: int = 20_000
+
+
+IGNORED_BOUND = IgnoredBound()
 
 
 @dataclass(frozen=True)
@@ -114,17 +129,34 @@ class BackupRepository:
         self._write_exclude()
 
     async def snapshot(
-        self, reason: str, *, task_id: str | None = None, workspace_id: str | None = None
+        self,
+        reason: str,
+        *,
+        task_id: str | None = None,
+        workspace_id: str | None = None,
+        include_ignored: bool = False,
     ) -> Snapshot:
         """Commit the current work tree to the backup repository; returns the snapshot.
 
-        A snapshot identical to the previous one is still a commit (it marks the time)."""
+        A snapshot identical to the previous one is still a commit (it marks the time).
+
+        Args:
+            reason: why (shown by ``air restore --list``).
+            task_id: the task it was taken for.
+            workspace_id: the workspace it was taken for.
+            include_ignored: take the project's git-ignored files too (not ``.air``, ``.git``,
+                build caches or nested repositories), within ``IGNORED_BOUND``; an ignored
+                file once taken stays in every later snapshot while it exists.
+        """
         async with self._lock:
             await self._ensure()
             await self._git("add", "--all", "--", ".")
+            skipped = await self._add_ignored(IGNORED_BOUND) if include_ignored else 0
             tree = (await self._git("write-tree")).decode().strip()
             at = utc_now_iso()
             lines = [f"air: {reason}", "", f"Air-Time: {at}", f"Air-Reason: {reason}"]
+            if skipped:
+                lines.append(f"Air-Skipped-Ignored: {skipped}")
             if self.session_id:
                 lines.append(f"Air-Session: {self.session_id}")
             if task_id:
@@ -145,6 +177,87 @@ class BackupRepository:
                 task_id=task_id,
                 workspace_id=workspace_id,
             )
+
+    async def _add_ignored(self, bound: IgnoredBound) -> int:
+        """Stage the project's git-ignored files within ``bound``; returns how many were left
+        out for the bound."""
+        listed = await self._git(
+            "ls-files",
+            "-z",
+            "--others",
+            "--ignored",
+            "--exclude-standard",
+            "--directory",
+            "--",
+            ".",
+            ":(exclude).air",
+        )
+        entries = [os.fsdecode(e) for e in listed.split(b"\0") if e]
+        chosen, skipped = await trio.to_thread.run_sync(self._pick_ignored, entries, bound)
+        if chosen:
+            specs = b"".join(os.fsencode(":(literal)" + rel) + b"\0" for rel in chosen)
+            result = await run_git(
+                self._location,
+                *_ID,
+                "add",
+                "--force",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+                stdin=specs,
+            )
+            if result.returncode != 0:
+                raise _fail(
+                    f"git add failed in the backup repository {self.git_dir}",
+                    "Run `air doctor`; the backup repository may be damaged.",
+                    ErrorKind.WORKSPACE_ERROR,
+                )
+        return skipped
+
+    def _pick_ignored(self, entries: list[str], bound: IgnoredBound) -> tuple[list[str], int]:
+        """The ignored files (``entries``: files, and directories ending in ``/``) to take,
+        smallest walk first, and the count left out."""
+        chosen: list[str] = []
+        total = skipped = 0
+
+        def consider(rel: str) -> None:
+            nonlocal total, skipped
+            try:
+                info = os.lstat(os.path.join(self.project_root, rel))
+            except OSError:
+                return
+            if not (stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode)):
+                return
+            size = info.st_size
+            if (
+                size > bound.max_file_bytes
+                or total + size > bound.max_total_bytes
+                or len(chosen) >= bound.max_files
+            ):
+                skipped += 1
+                return
+            chosen.append(rel)
+            total += size
+
+        for entry in sorted(entries):
+            parts = entry.rstrip("/").split("/")
+            if parts[0] in _NEVER or _CACHES.intersection(parts) or entry.endswith(_OURS):
+                continue
+            if not entry.endswith("/"):
+                consider(entry)
+                continue
+            top = os.path.join(self.project_root, entry)
+            for dirpath, dirnames, filenames in os.walk(top):
+                if ".git" in dirnames or ".git" in filenames:
+                    dirnames[:] = []  # a repository of its own: not ours to snapshot
+                    continue
+                dirnames[:] = sorted(d for d in dirnames if d not in _CACHES)
+                rel_dir = os.path.relpath(dirpath, self.project_root).replace(os.sep, "/")
+                for name in sorted(filenames):
+                    consider(f"{rel_dir}/{name}")
+                for name in dirnames:
+                    if os.path.islink(os.path.join(dirpath, name)):
+                        consider(f"{rel_dir}/{name}")  # os.walk does not descend into it
+        return chosen, skipped
 
     async def snapshots(self) -> list[Snapshot]:
         """Every snapshot, oldest first."""

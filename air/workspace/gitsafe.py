@@ -295,9 +295,10 @@ def driver_overrides(listing: bytes) -> dict[str, str]:
 
 
 async def run_git(
-    location: GitLocation | None, *args: str, cwd: str | None = None
+    location: GitLocation | None, *args: str, cwd: str | None = None, stdin: bytes = b""
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git args`` hardened, in ``location`` (its work tree is the cwd).
+    """Run ``git args`` hardened, in ``location`` (its work tree is the cwd), with ``stdin``
+    as its input (default: none).
 
     Without a location (``git init`` of a fresh directory, say) nothing is pinned: only use
     that where no repository exists yet. Never raises for git's exit status.
@@ -315,7 +316,7 @@ async def run_git(
         env=env,
         capture_stdout=True,
         capture_stderr=True,
-        stdin=subprocess.DEVNULL,
+        stdin=stdin or subprocess.DEVNULL,
         check=False,
     )
 

@@ -11,7 +11,15 @@ through the injected ``record`` callable; a JSON sidecar per workspace under the
 root keeps what the mechanism needs across restarts.
 
 With a ``BackupRepository`` the project's files are snapshotted before every merge into it
-(``air restore``, IMPL-REL-4).
+and before a task that writes in the project itself starts (``air restore``, IMPL-REL-4,
+IMPL-MERGE-1).
+
+Before a merge every path the workspace changed is listed from git (or the copy's manifest),
+never from the worker's word, and checked: a symlink whose target leaves the project is never
+merged, and the caller's ``MergeGuard`` (the task's write area) judges every path. One
+offending path and nothing is merged: the workspace is kept as it is (still ``active``, so GC
+never takes it) and ``write_area_violation`` is raised (IMPL-MERGE-1). A worktree merges the
+exact commit that was checked.
 
 Every git command goes through ``air.workspace.gitsafe`` and, for a worktree, only after its
 git directory was verified to be the one recorded at creation (IMPL-GIT-2): a tampered
@@ -45,6 +53,15 @@ from air.contracts import (
     utc_now_iso,
 )
 from air.workspace.backups import BackupRepository
+from air.workspace.changes import (
+    SYMLINK,
+    MergeGuard,
+    PathChange,
+    WriteAreaViolation,
+    link_escapes,
+    parse_raw_diff,
+    violation_error,
+)
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
@@ -119,6 +136,14 @@ def _hash_file(path: str) -> str:
     return digest.hexdigest()
 
 
+def _entry_hash(path: str) -> str | None:
+    """A manifest entry: a regular file's sha256, ``link:<target>`` for a symlink (never
+    followed), None for anything else or nothing."""
+    if os.path.islink(path):
+        return "link:" + os.readlink(path)
+    return _hash_file(path) if os.path.isfile(path) else None
+
+
 def _tree_manifest(root: str) -> dict[str, str]:
     manifest: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
@@ -129,11 +154,9 @@ def _tree_manifest(root: str) -> dict[str, str]:
         for name in filenames:
             if name.endswith((".pyc", ".pyo")):
                 continue
-            full = os.path.join(dirpath, name)
-            if os.path.islink(full) or not os.path.isfile(full):
-                continue
-            rel = os.path.normpath(os.path.join(rel_dir, name))
-            manifest[rel] = _hash_file(full)
+            digest = _entry_hash(os.path.join(dirpath, name))
+            if digest is not None:
+                manifest[os.path.normpath(os.path.join(rel_dir, name))] = digest
     return manifest
 
 
@@ -407,28 +430,134 @@ class WorkspaceManager:
             return sorted(k for k in keys if now.get(k) != rec.manifest.get(k))
         return []
 
-    async def _commit_worktree(self, rec: WorkspaceRecord, message: str) -> None:
+    async def _commit_worktree(self, rec: WorkspaceRecord, message: str) -> str:
+        """Commit everything the task left in its worktree to its branch; returns that commit
+        (what the merge check reads and what is merged, nothing later)."""
         # build/cache directories the task's commands left behind are never merged back
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(_JUNK_DIRS)]
         await self._git(rec, "add", "-A", "--", ".", *junk)
-        staged = await self._git(rec, "diff", "--no-ext-diff", "--cached", "--quiet", check=False)
+        staged = await self._git(
+            rec,
+            "diff",
+            "--no-ext-diff",
+            "--cached",
+            "--quiet",
+            "--ignore-submodules=none",  # a nested repository is committed, then refused
+            check=False,
+        )
         if staged.returncode != 0:
-            await self._git(rec, "commit", "-q", "--no-verify", "-m", message)
+            # --allow-empty: git's own "nothing to commit" check ignores gitlinks here
+            await self._git(rec, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
+        return await self._out(rec, "rev-parse", "--verify", "HEAD^{commit}")
 
-    async def merge_workspace(self, workspace_id: str) -> MergeResult:
+    async def _worktree_changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
+        """Every path ``head`` changed relative to the base: added, deleted, modified, mode
+        and type changes, a rename as its deletion and its addition, gitlinks included."""
+        raw = await self._git(
+            rec,
+            "diff",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=none",
+            str(rec.base_commit),
+            head,
+        )
+        changes = []
+        for change in parse_raw_diff(raw.stdout):
+            if change.new_mode == SYMLINK:
+                blob = await self._git(rec, "cat-file", "blob", f"{head}:{change.path}")
+                change = change._replace(link_target=os.fsdecode(blob.stdout))
+            changes.append(change)
+        return changes
+
+    async def _copy_changes(self, rec: WorkspaceRecord) -> list[PathChange]:
+        """An isolated copy's changed paths (its manifest against now; a symlink in the copy
+        is reported as one, with its target)."""
+
+        def mode(digest: str | None) -> str:
+            if digest is None:
+                return "000000"
+            return SYMLINK if digest.startswith("link:") else "100644"
+
+        def scan() -> list[PathChange]:
+            now = _tree_manifest(rec.path)
+            changes = []
+            for rel in sorted(set(now) | set(rec.manifest)):
+                old, new = rec.manifest.get(rel), now.get(rel)
+                if old == new:
+                    continue
+                status = "A" if old is None else "D" if new is None else "M"
+                target = new[len("link:") :] if new and new.startswith("link:") else None
+                changes.append(PathChange(rel, status, mode(old), mode(new), link_target=target))
+            return changes
+
+        return await trio.to_thread.run_sync(scan)
+
+    def _check(
+        self, rec: WorkspaceRecord, changes: list[PathChange], guard: MergeGuard | None
+    ) -> None:
+        """Raise ``write_area_violation`` when one changed path may not be merged."""
+        found: dict[str, WriteAreaViolation] = {}
+        for change in changes:
+            if change.link_target is not None:
+                why = link_escapes(change.path, change.link_target)
+                if why is not None:
+                    found[change.path] = WriteAreaViolation(change.path, why)
+        for violation in guard(changes) if guard is not None else []:
+            found.setdefault(violation.path, violation)
+        if found:
+            raise violation_error(
+                [found[p] for p in sorted(found)],
+                task_id=rec.task_id,
+                workspace_path=rec.path,
+                branch=rec.branch,
+                base_commit=rec.base_commit,
+            )
+
+    async def snapshot_before_task(self, task_id: str, workspace_id: str) -> None:
+        """Snapshot the project (git-ignored files included, bounded) before a task that
+        writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-1).
+        Nothing without a ``BackupRepository``."""
+        if self.backups is not None:
+            await self.backups.snapshot(
+                "before task", task_id=task_id, workspace_id=workspace_id, include_ignored=True
+            )
+
+    async def merge_workspace(
+        self, workspace_id: str, *, guard: MergeGuard | None = None
+    ) -> MergeResult:
         """Merge the workspace back into the project root.
 
-        Records ``workspace.merge.started`` and then ``workspace.merge.completed`` or
+        Every changed path is checked first (symlinks out of the project, then ``guard``);
+        then records ``workspace.merge.started`` and ``workspace.merge.completed`` or
         ``workspace.merge.conflicted``. On a conflict the project root is left as it was and
         the workspace (with its branch) is kept for the Scheduler to decide.
+
+        Args:
+            workspace_id: the workspace to merge.
+            guard: the caller's judgement of every changed path (the task's write area).
+
+        Raises:
+            AirException: ``write_area_violation`` (nothing merged, nothing recorded, the
+                workspace kept as it is); ``workspace_error`` when git fails or the worktree
+                was tampered with.
         """
         from air.contracts.task import MergeResult
 
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
             raise _fail(f"workspace {workspace_id} is {rec.status}, not active")
+        head: str | None = None
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             self._location(rec)  # a tampered workspace is refused before anything is recorded
+            head = await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
+            self._check(rec, await self._worktree_changes(rec, head), guard)
+        elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            self._check(rec, await self._copy_changes(rec), guard)
         await self.record(
             "workspace.merge.started",
             {"workspace_id": workspace_id, "target_ref": None},
@@ -442,7 +571,8 @@ class WorkspaceManager:
         if rec.strategy == WorkspaceStrategy.MAIN.value:
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
         elif rec.strategy == WorkspaceStrategy.WORKTREE.value:
-            result = await self._merge_worktree(rec)
+            assert head is not None
+            result = await self._merge_worktree(rec, head)
         else:
             result = await self._merge_copy(rec)
         if result.status == "conflicted":
@@ -466,12 +596,11 @@ class WorkspaceManager:
             )
         return result
 
-    async def _merge_worktree(self, rec: WorkspaceRecord) -> MergeResult:
+    async def _merge_worktree(self, rec: WorkspaceRecord, head: str) -> MergeResult:
         from air.contracts.task import MergeResult
 
         assert rec.branch is not None
-        await self._commit_worktree(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
-        ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..HEAD")
+        ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..{head}")
         if ahead == "0":
             return MergeResult(
                 workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
@@ -485,7 +614,7 @@ class WorkspaceManager:
             "--no-verify",
             "-m",
             f"air: merge task {rec.task_id}",
-            rec.branch,
+            head,  # the commit that was checked, not whatever the branch holds by now
             check=False,
         )
         if merged.returncode != 0:
@@ -521,10 +650,9 @@ class WorkspaceManager:
             conflicts = []
             for rel in changed:
                 target = os.path.join(self.project_root, rel)
-                current = _hash_file(target) if os.path.isfile(target) else None
+                current = _entry_hash(target)
                 base = rec.manifest.get(rel)
-                mine_path = os.path.join(rec.path, rel)
-                mine = _hash_file(mine_path) if os.path.isfile(mine_path) else None
+                mine = _entry_hash(os.path.join(rec.path, rel))
                 if current != base and current != mine:
                     conflicts.append(rel)
             if conflicts:
@@ -532,12 +660,17 @@ class WorkspaceManager:
             for rel in changed:
                 target = os.path.join(self.project_root, rel)
                 source = os.path.join(rec.path, rel)
-                if os.path.isfile(source):
+                if os.path.islink(source):  # checked: it stays inside the project
+                    os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+                    tmp = target + ".air-merge.tmp"
+                    os.symlink(os.readlink(source), tmp)
+                    os.replace(tmp, target)
+                elif os.path.isfile(source):
                     os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
                     tmp = target + ".air-merge.tmp"
                     shutil.copy2(source, tmp)
                     os.replace(tmp, target)
-                elif os.path.isfile(target):
+                elif os.path.lexists(target) and not os.path.isdir(target):
                     os.unlink(target)
             return []
 

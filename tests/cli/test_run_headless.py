@@ -215,7 +215,9 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
     }
     assert ends["a"] == "task.completed"
     assert ends["b"] == "task.interrupted"
-    assert ends["d"] == "task.interrupted"
+    # d was interrupted, or the cancel came while its pre-task backup snapshot ran (IMPL-MERGE-1):
+    # then its worker never started and it is still pending; either way resume runs it
+    assert ends.get("d", "pending") in ("task.interrupted", "pending")
     completed_before = {t for t, kind in ends.items() if kind == "task.completed"}
 
     again = _run_fake("resume", "--json", cwd=root)

@@ -11,6 +11,7 @@ import pytest
 from air.contracts import TaskScope, TaskSpec
 from air.nursery.planner import WavePlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.nursery.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.nursery.conftest import SessionDB
@@ -53,13 +54,22 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
 ) -> None:
     ledger = session_db.ledger
     workspaces = WorkspaceManager(str(repo), ledger.record)
+
+    def user_edits_shared(request: SuperviseRequest) -> None:
+        # while y's first attempt runs, the project's shared.txt changes under it: a real
+        # conflict (a task's merge takes only its own write area, so two tasks with disjoint
+        # areas never conflict with each other)
+        if request.task_spec.id == "y" and request.attempt_index == 1:
+            (repo / "shared.txt").write_text("user\n")
+            _git(repo, "commit", "-q", "-am", "the user's edit")
+
     runner = FakeTaskRunner(
         {
             "a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))],
-            # x and y claim different areas but both rewrite shared.txt: a real conflict
-            "x": [FakeStep(0.01, writes=(("shared.txt", "x\n"),))],
-            "y": [FakeStep(0.5, writes=(("shared.txt", "y\n"),))],  # ends well after x
-        }
+            "x": [FakeStep(0.01, writes=(("x/x.txt", "x\n"),))],
+            "y": [FakeStep(0.5, writes=(("shared.txt", "y\n"),))],
+        },
+        on_start=user_edits_shared,
     )
     sched = Scheduler(
         ledger,
@@ -69,11 +79,14 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
         planner=WavePlanner(git_repo=True),
         options=SchedulerOptions(max_workers=3),
     )
-    await sched.create_tasks([_spec("a", ["a.txt"]), _spec("x", ["x/**"]), _spec("y", ["y/**"])])
+    await sched.create_tasks(
+        [_spec("a", ["a.txt"]), _spec("x", ["x/**"]), _spec("y", ["shared.txt"])]
+    )
     result = await sched.run_until_idle()
     assert result.status == "completed", result
     assert _read(repo / "a.txt") == "from a\n"
-    assert _read(repo / "shared.txt") == "y\n"  # y re-ran alone after x merged
+    assert _read(repo / "x" / "x.txt") == "x\n"
+    assert _read(repo / "shared.txt") == "y\n"  # y re-ran alone on top of the user's edit
     assert _git(repo, "status", "--porcelain") == ""
     runs = [(r.task_id, r.attempt_index) for r in runner.log.records]
     assert sorted(runs) == [("a", 1), ("x", 1), ("y", 1), ("y", 2)]

@@ -275,7 +275,14 @@ async def test_the_monitor_gets_the_schedulers_overdue_callback_when_it_starts(
     )
     async with open_runtime(config) as rt:
         assert rt.monitor.on_overdue is None  # nothing assigned after construction
-        await rt.submit([_spec("slow", constraints=TaskConstraints(hard_timeout_ms=2000))])
+        # read-only: a writer in `main` takes a backup snapshot first (real git, IMPL-MERGE-1),
+        # and a real child process has no place next to the autojump clock
+        slow = _spec(
+            "slow",
+            scope=TaskScope(write_area=[]),
+            constraints=TaskConstraints(hard_timeout_ms=2000),
+        )
+        await rt.submit([slow])
         with trio.fail_after(600):
             await rt.run_until_idle()
         status = rt.scheduler.graph.tasks["slow"].status.value
