@@ -921,6 +921,13 @@ def _resolve_targets(found: list[_Segment], cwd: str | None) -> tuple[list[str],
             (seg.read_targets, reads, False),
         ):
             for target in targets:
+                if target == _CWD:  # only where a `cd` moved it: the start is the workspace's
+                    for base in (*possible, *own):
+                        if base is not None and base != cwd:
+                            add(out, base)
+                    if dynamic:
+                        add(out, _DYNAMIC)
+                    continue
                 if target == _DYNAMIC or target.startswith(("/", "~")):
                     add(out, target)
                     continue
@@ -1030,6 +1037,12 @@ def _option_values(args: Sequence[str | None], options: Iterable[str]) -> list[s
     return [v for v in out if v and v not in _NULL_TARGETS]
 
 
+# Tools that load code or configuration from the directory they run in (a Makefile, conftest.py,
+# tox.ini): after a `cd` elsewhere that directory is a target like `make -C` (`cd /tmp/x && make`).
+_CWD_CODE_TOOLS = frozenset("make gmake ninja cmake ctest pytest py.test tox nox meson".split())
+_CWD = "$cwd"
+
+
 def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None:
     """Add the directories and files a tool is moved to, and what it is given outside the project.
 
@@ -1040,6 +1053,8 @@ def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None
     """
     options = _MOVED_OPTIONS.get(prog)
     found: list[str] = _option_values(args, options) if options else []
+    if prog in _CWD_CODE_TOOLS and seg.category == C.BUILD_TEST:
+        found.append(_CWD)  # its makefile / conftest.py / tox.ini are read where it runs
     if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (
         prog in INTERPRETERS
         or prog in SHELLS
