@@ -189,7 +189,17 @@ def _env_risk(name: str, value: str | None) -> str:
             return f"sets {name} to {outside[0]}, code from outside the project"
         if name in _PROGRAM_ENV and value and not _program_value_ok(name, value):
             return f"sets {name} to {value.split(' ', 1)[0]}, which then runs in its place"
+    if (name in _PROGRAM_ENV or name in _FLAG_VARIABLES) and value:
+        why = _flags_risk(value.split())
+        if why:
+            return f"sets {name}: {why}"
     return ""
+
+
+# Variables whose words a build passes to the compiler or linker (`make`'s implicit rules, cmake).
+_FLAG_VARIABLES = frozenset(
+    "CFLAGS CXXFLAGS CPPFLAGS LDFLAGS LDLIBS FFLAGS ASFLAGS TARGET_ARCH OBJCFLAGS CCFLAGS".split()
+)
 
 
 _SAFE_GIT_CONFIG_KEYS = ("color.", "user.name", "user.email", "core.quotepath", "advice.")
@@ -2320,7 +2330,7 @@ def _program_value_ok(name: str, value: str) -> bool:
     if head and os.path.normpath(head) not in _SAFE_BIN_DIRS and not _outside_looking(word):
         return True  # a program of the project (`CC=./tools/cc`): workspace code, as before
     if name in ("SHELL", "CONFIG_SHELL", "MAKESHELL"):
-        return base in SHELLS
+        return base in SHELLS and value.strip() == word  # `SHELL='sh -c "rm x"'` is no shell
     if name in ("PYTHON", "NODE"):
         return base.startswith(("python", "pypy", "node"))
     return TOOLCHAIN_NAME.fullmatch(base) is not None or base in BUILD_TEST_PROGRAMS
@@ -2331,6 +2341,7 @@ _CMAKE_SPEC = option_spec(
     ("--build", "--install", "--toolchain", "--preset", "--target", "--config", "--prefix"),
 )
 _CMAKE_LAUNCH = re.compile(r"CMAKE_\w*_(?:COMPILER|COMPILER_LAUNCHER|LINKER_LAUNCHER|LINKER)$")
+_CMAKE_FLAGS = re.compile(r"CMAKE_\w*FLAGS\w*$")
 _CMAKE_CODE = frozenset(
     """CMAKE_TOOLCHAIN_FILE CMAKE_PROJECT_INCLUDE CMAKE_PROJECT_INCLUDE_BEFORE
     CMAKE_PROJECT_TOP_LEVEL_INCLUDES""".split()
@@ -2360,6 +2371,10 @@ def _h_cmake(
             var = var.split(":", 1)[0]
             if var in _CMAKE_CODE and _outside_looking(setting):
                 return [_seg(text, prog, C.OPAQUE, f"cmake -D{var} loads CMake code from outside")]
+            if _CMAKE_FLAGS.match(var) or _CMAKE_LAUNCH.match(var):
+                why = _flags_risk(setting.split())
+                if why:
+                    return [_seg(text, prog, C.OPAQUE, f"cmake -D{var}: {why}")]
             if _CMAKE_LAUNCH.match(var) and setting and not _program_value_ok("CC", setting):
                 return [
                     _seg(
@@ -2504,6 +2519,7 @@ def _make_risk(args: Sequence[str | None]) -> str:
         name, eq, value = word.partition("=")
         if not eq:
             continue
+        name, value = name.split()[-1] if name.strip() else name, value.strip()
         if name.endswith("!"):
             return f"make {word} assigns the output of a shell command"
         name = name.rstrip(":+?").strip()
@@ -2516,6 +2532,10 @@ def _make_risk(args: Sequence[str | None]) -> str:
             return f"make .SHELLFLAGS={value} changes how recipes run"
         if name in _PROGRAM_ENV and value and not _program_value_ok(name, value):
             return f"make {name}={value} runs {value.split(' ', 1)[0]} as its {name}"
+        if name in _PROGRAM_ENV or name in _FLAG_VARIABLES:
+            why = _flags_risk(value.split())
+            if why:
+                return f"make {name}=: {why}"
         if _MAKE_CODE_SUBST.search(value):
             return f"make {name}= holds a make function that runs code"
     return ""
@@ -2535,17 +2555,55 @@ _LINKER_B_MODES = frozenset(
 )
 
 
+def _compiler_option_risk(prog: str, x: str, nxt: str | None) -> str:
+    """Why one compiler/linker option runs or loads code ("" when it does not)."""
+    if x.startswith(("-fplugin=", "-fpass-plugin=", "--plugin=")) or x in (
+        "-fplugin",
+        "-plugin",
+        "--plugin",
+        "-load",
+    ):
+        return f"{prog} {x} loads a plugin into the compiler or linker"
+    if x.startswith(("-specs", "--specs", "--spec")):
+        return f"{prog} {x} reads a spec file (spec files run programs)"
+    if x.startswith(("@", "--config")) or (x.startswith("-Wl,") and ",@" in x):
+        return f"{prog} {x} reads more options from a file"
+    if (x.startswith("-B") and x not in _LINKER_B_MODES) or x.startswith("--prefix"):
+        # `-Bstatic`/`-Bdynamic` are linker modes; `-B DIR` is where cc1/as/ld are found
+        return f"{prog} {x} runs its sub-programs (cc1, as, ld) from another directory"
+    if (x.startswith("-fuse-ld=") and x.split("=", 1)[1] not in KNOWN_LINKERS) or x.startswith(
+        "--ld-path"
+    ):
+        return f"{prog} {x} runs another program as the linker"
+    if x == "-wrapper":
+        return f"{prog} -wrapper runs another program around each sub-program"
+    linked = f"{x},{nxt}" if x in ("-Xlinker", "-Xclang") else x
+    if (linked.startswith(("-Wl,", "-Xlinker", "-Xclang")) and "plugin" in linked) or (
+        x == "-Xclang" and nxt == "-load"
+    ):
+        return f"{prog} {x if x.startswith('-Wl,') else f'{x} {nxt}'} loads a plugin"
+    return ""
+
+
+def _flags_risk(words: Sequence[str]) -> str:
+    """Why compiler flags held by a variable (``CFLAGS``, ``CC='gcc ...'``) run code."""
+    for i, word in enumerate(words):
+        why = _compiler_option_risk(
+            "the compiler", word, words[i + 1] if i + 1 < len(words) else ""
+        )
+        if why:
+            return why
+    return ""
+
+
 def _h_compiler(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
     """Compiler drivers and linkers: ``-wrapper`` runs its program (classified), plugins,
     spec and response files, ``-B`` and unknown linkers run or load code (opaque)."""
     own = _seg(text, prog, C.BUILD_TEST, f"{prog} is build_test")
-    i = 0
-    while i < len(args):
-        x = args[i]
+    for i, x in enumerate(args):
         nxt = args[i + 1] if i + 1 < len(args) else ""
-        i += 1
         if x is None:
             continue
         if x == "-wrapper":
@@ -2553,29 +2611,7 @@ def _h_compiler(
                 return [_seg(text, prog, C.OPAQUE, f"{prog} -wrapper with a dynamic program")]
             wrapped: list[str | None] = list(nxt.split(","))
             return [own, *a._argv(text, wrapped, depth + 1)]
-        why = ""
-        if x.startswith(("-fplugin=", "-fpass-plugin=", "--plugin=")) or x in (
-            "-fplugin",
-            "-plugin",
-            "--plugin",
-            "-load",
-        ):
-            why = f"{prog} {x} loads a plugin into the compiler or linker"
-        elif x.startswith(("-specs", "--specs", "--spec")):
-            why = f"{prog} {x} reads a spec file (spec files run programs)"
-        elif x.startswith("@"):
-            why = f"{prog} {x} reads more options from a response file"
-        elif (x.startswith("-B") and x not in _LINKER_B_MODES) or x.startswith("--prefix"):
-            # `-Bstatic`/`-Bdynamic` are linker modes; `-B DIR` is where cc1/as/ld are found
-            why = f"{prog} {x} runs its sub-programs (cc1, as, ld) from another directory"
-        elif x.startswith("-fuse-ld=") and x.split("=", 1)[1] not in KNOWN_LINKERS:
-            why = f"{prog} {x} runs another program as the linker"
-        elif x.startswith("--ld-path"):
-            why = f"{prog} {x} runs another program as the linker"
-        elif (x.startswith(("-Wl,", "-Xlinker", "-Xclang")) and "plugin" in f"{x},{nxt}") or (
-            x == "-Xclang" and nxt == "-load"
-        ):
-            why = f"{prog} {x if x.startswith('-Wl,') else f'{x} {nxt}'} loads a plugin"
+        why = _compiler_option_risk(prog, x, nxt)
         if why:
             return [_seg(text, prog, C.OPAQUE, why)]
     return [own]
