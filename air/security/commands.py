@@ -523,7 +523,7 @@ class CommandRiskAnalyzer:
             words.append(_Word(_literal(child), child))
         if not words:
             return
-        segs = self._argv(text, [w.value for w in words], depth)
+        segs = self._argv(text, [_argv_value(w) for w in words], depth)
         reads: list[str] = []
         for word in words[1:]:
             for target in _read_candidates(word.value, _text(word.node)):
@@ -625,6 +625,19 @@ class CommandRiskAnalyzer:
         if not inner:
             return [_seg(text, prog, C.READ_ONLY, "empty script")]
         return inner
+
+
+_OPTION_PREFIX = re.compile(r"""^["']?(-[^$`"'\\]+)["']?[$`"]""")
+
+
+def _argv_value(word: _Word) -> str | None:
+    """The word as a program sees it: a dynamic word with a literal option prefix
+    (``--pre=$X``, ``-o"$OUT"``, ``-j$(nproc)``) is that option with a ``$dynamic`` value, so the
+    program's option tables still see the option; any other dynamic word stays None."""
+    if word.value is not None or word.node is None:
+        return word.value
+    m = _OPTION_PREFIX.match(_text(word.node))
+    return m.group(1) + _DYNAMIC if m else None
 
 
 def _text(node: Node | None) -> str:

@@ -62,9 +62,19 @@ def option_spec(
     return OptionSpec(short_valued, valued, prefixes)
 
 
+DYNAMIC = "$dynamic"
+"""The value the analyzer gives an option whose value is an expansion (``--pre=$X``)."""
+
+
 def scan(args: Sequence[str | None], spec: OptionSpec) -> tuple[list[Opt], list[str | None]]:
     """Split ``args`` into options and operands the way GNU ``getopt_long`` does (options may
-    follow operands; ``--`` ends them; a dynamic word is an operand)."""
+    follow operands; ``--`` ends them; a dynamic word is an operand; a ``$dynamic`` value is
+    returned as None)."""
+    opts = _scan(args, spec)
+    return [o if o.value != DYNAMIC else Opt(o.name, None) for o in opts[0]], opts[1]
+
+
+def _scan(args: Sequence[str | None], spec: OptionSpec) -> tuple[list[Opt], list[str | None]]:
     opts: list[Opt] = []
     operands: list[str | None] = []
     i, n = 0, len(args)
