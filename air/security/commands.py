@@ -36,7 +36,6 @@ from air.security.options import (
     scan,
 )
 from air.security.paths import names_credentials
-from air.security.scripts import read_awk, read_sed
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
@@ -2690,6 +2689,8 @@ def _h_sed(
         operands = operands[1:]
     if not scripts or any(s is None for s in scripts):
         return [_seg(text, prog, C.OPAQUE, "sed with a dynamic script")]
+    from air.security.scripts import read_sed  # its regexes are built at the first sed
+
     effects = read_sed("\n".join(s for s in scripts if s is not None))
     if effects.runs and not sandbox:
         return [_seg(text, prog, C.OPAQUE, effects.runs)]
@@ -2781,6 +2782,8 @@ def _h_awk(
         programs = operands[:1]
     if not programs or any(p is None for p in programs):
         return [_seg(text, prog, C.OPAQUE, f"{prog} with a dynamic program")]
+    from air.security.scripts import read_awk  # its regexes are built at the first awk
+
     effects = read_awk("\n".join(p for p in programs if p is not None))
     if effects.runs and not sandbox:
         return [_seg(text, prog, C.OPAQUE, effects.runs)]
