@@ -25,6 +25,16 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 from air.contracts.permission import CommandCategory
+from air.security.options import (
+    CMAKE_E_MODES,
+    COMPRESSORS,
+    KNOWN_LINKERS,
+    MAKE_SPECIAL_VARIABLES,
+    PYTEST_SAFE_INI,
+    TOOLCHAIN_NAME,
+    option_spec,
+    scan,
+)
 from air.security.paths import names_credentials
 
 if TYPE_CHECKING:
@@ -153,13 +163,13 @@ _PROGRAM_ENV = frozenset(
 _CODE_PATH_ENV = frozenset(
     """PYTHONPATH PYTHONHOME PYTHONUSERBASE PYTHONPYCACHEPREFIX NODE_PATH RUBYLIB PERLLIB
     CLASSPATH GEM_PATH GEM_HOME GOPATH GOFLAGS CARGO_HOME RUSTUP_HOME PKG_CONFIG_PATH
-    CPATH C_INCLUDE_PATH LIBRARY_PATH ACLOCAL_PATH""".split()
+    CPATH C_INCLUDE_PATH LIBRARY_PATH ACLOCAL_PATH COMPILER_PATH GCC_EXEC_PREFIX""".split()
 )
 _ALWAYS_OPAQUE_ENV = frozenset(
     """JAVA_TOOL_OPTIONS _JAVA_OPTIONS JDK_JAVA_OPTIONS MAVEN_OPTS GRADLE_OPTS LESSOPEN
     LESSCLOSE MANPAGER BROWSER RUSTFLAGS RUSTDOCFLAGS CARGO_ENCODED_RUSTFLAGS PYTEST_ADDOPTS
     PYTEST_PLUGINS COVERAGE_PROCESS_START NPM_CONFIG_SCRIPT_SHELL npm_config_script_shell
-    MAKEFLAGS MFLAGS GNUMAKEFLAGS""".split()
+    MAKEFLAGS MFLAGS GNUMAKEFLAGS MAKEFILES MAKEOVERRIDES RIPGREP_CONFIG_PATH""".split()
 )
 
 
@@ -176,7 +186,19 @@ def _env_risk(name: str, value: str | None) -> str:
         outside = [p for p in parts if p and _outside_looking(p)]
         if outside:
             return f"sets {name} to {outside[0]}, code from outside the project"
+        if name in _PROGRAM_ENV and value and not _program_value_ok(name, value):
+            return f"sets {name} to {value.split(' ', 1)[0]}, which then runs in its place"
+    if (name in _PROGRAM_ENV or name in _FLAG_VARIABLES) and value:
+        why = _flags_risk(value.split())
+        if why:
+            return f"sets {name}: {why}"
     return ""
+
+
+# Variables whose words a build passes to the compiler or linker (`make`'s implicit rules, cmake).
+_FLAG_VARIABLES = frozenset(
+    "CFLAGS CXXFLAGS CPPFLAGS LDFLAGS LDLIBS FFLAGS ASFLAGS TARGET_ARCH OBJCFLAGS CCFLAGS".split()
+)
 
 
 _SAFE_GIT_CONFIG_KEYS = ("color.", "user.name", "user.email", "core.quotepath", "advice.")
@@ -500,7 +522,7 @@ class CommandRiskAnalyzer:
             words.append(_Word(_literal(child), child))
         if not words:
             return
-        segs = self._argv(text, [w.value for w in words], depth)
+        segs = self._argv(text, [_argv_value(w) for w in words], depth)
         reads: list[str] = []
         for word in words[1:]:
             for target in _read_candidates(word.value, _text(word.node)):
@@ -575,6 +597,8 @@ class CommandRiskAnalyzer:
         seg = _seg(text, prog, cat, f"{prog} is {cat.value}")
         if cat in (C.FILE_MUTATION, C.DESTRUCTIVE):
             seg.write_targets.extend(_write_targets(prog, args))
+            if prog == "tee" and not seg.write_targets:
+                return [_seg(text, prog, C.READ_ONLY, "tee copies to standard output only")]
         return [seg]
 
     def _inner(
@@ -600,6 +624,19 @@ class CommandRiskAnalyzer:
         if not inner:
             return [_seg(text, prog, C.READ_ONLY, "empty script")]
         return inner
+
+
+_OPTION_PREFIX = re.compile(r"""^["']?(-[^$`"'\\]+)["']?[$`"]""")
+
+
+def _argv_value(word: _Word) -> str | None:
+    """The word as a program sees it: a dynamic word with a literal option prefix
+    (``--pre=$X``, ``-o"$OUT"``, ``-j$(nproc)``) is that option with a ``$dynamic`` value, so the
+    program's option tables still see the option; any other dynamic word stays None."""
+    if word.value is not None or word.node is None:
+        return word.value
+    m = _OPTION_PREFIX.match(_text(word.node))
+    return m.group(1) + _DYNAMIC if m else None
 
 
 def _text(node: Node | None) -> str:
@@ -906,6 +943,13 @@ def _resolve_targets(found: list[_Segment], cwd: str | None) -> tuple[list[str],
             (seg.read_targets, reads, False),
         ):
             for target in targets:
+                if target == _CWD:  # only where a `cd` moved it: the start is the workspace's
+                    for base in (*possible, *own):
+                        if base is not None and base != cwd:
+                            add(out, base)
+                    if dynamic:
+                        add(out, _DYNAMIC)
+                    continue
                 if target == _DYNAMIC or target.startswith(("/", "~")):
                     add(out, target)
                     continue
@@ -944,7 +988,6 @@ _MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
     "cargo": ("--manifest-path", "--target-dir", "--out-dir", "--artifact-dir", "-C"),
     "pytest": (
         "--rootdir",
-        "--basetemp",
         "-c",
         "--config-file",
         "--confcutdir",
@@ -955,7 +998,7 @@ _MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
     "tox": ("-c", "--conf", "--workdir", "--root"),
     "nox": ("-f", "--noxfile", "--envdir"),
     "pip": ("--target", "-t", "--prefix", "--root", "--src", "-e", "--editable", "--cache-dir"),
-    "gcc": ("-o",),
+    "gcc": ("-o", "-MF", "-MJ"),
     "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
     "gradle": ("-b", "--build-file", "-p", "--project-dir", "-c", "--settings-file", "-I"),
     "pre-commit": ("-c", "--config"),
@@ -1016,6 +1059,12 @@ def _option_values(args: Sequence[str | None], options: Iterable[str]) -> list[s
     return [v for v in out if v and v not in _NULL_TARGETS]
 
 
+# Tools that load code or configuration from the directory they run in (a Makefile, conftest.py,
+# tox.ini): after a `cd` elsewhere that directory is a target like `make -C` (`cd /tmp/x && make`).
+_CWD_CODE_TOOLS = frozenset("make gmake ninja cmake ctest pytest py.test tox nox meson".split())
+_CWD = "$cwd"
+
+
 def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None:
     """Add the directories and files a tool is moved to, and what it is given outside the project.
 
@@ -1026,6 +1075,8 @@ def _moved_targets(seg: _Segment, prog: str, args: Sequence[str | None]) -> None
     """
     options = _MOVED_OPTIONS.get(prog)
     found: list[str] = _option_values(args, options) if options else []
+    if prog in _CWD_CODE_TOOLS and seg.category == C.BUILD_TEST:
+        found.append(_CWD)  # its makefile / conftest.py / tox.ini are read where it runs
     if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (
         prog in INTERPRETERS
         or prog in SHELLS
@@ -1071,31 +1122,80 @@ def _h_su(
     return [_seg(text, prog, C.PRIVILEGED, "switches user")]
 
 
+_ENV_SPEC = option_spec(
+    "CSu",
+    ("--chdir", "--split-string", "--unset"),
+    (
+        "--ignore-environment",
+        "--null",
+        "--debug",
+        "--default-signal",
+        "--ignore-signal",
+        "--block-signal",
+        "--list-signal-handling",
+        "--help",
+        "--version",
+    ),
+)
+
+
+def _env_options(head: str, rest: list[str | None]) -> list[tuple[str, str | None]]:
+    """The options of one ``env`` argument (consuming a separate value from ``rest``)."""
+    if head.startswith("--"):
+        typed, eq, value = head.partition("=")
+        name = _ENV_SPEC.prefixes.get(typed, typed)
+        if name in _ENV_SPEC.long_valued and not eq:
+            return [(name, rest.pop(0) if rest else "")]
+        return [(name, value)]
+    found: list[tuple[str, str | None]] = []
+    for j in range(1, len(head)):
+        if head[j] in _ENV_SPEC.short_valued:
+            found.append(("-" + head[j], head[j + 1 :] or (rest.pop(0) if rest else "")))
+            break
+        found.append(("-" + head[j], ""))
+    return found
+
+
 def _h_env(
     a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[_Segment]:
+    """``env [OPTION]... [NAME=VALUE]... [COMMAND]``: the command is classified; ``-S STRING``
+    is split as env splits it and read again (a string with ``$`` or ``\\`` is opaque)."""
+    if depth > _MAX_DEPTH:
+        return [_seg(text, prog, C.OPAQUE, "wrapped commands nested too deep")]
     rest = list(args)
     out: list[_Segment] = []
     bases: list[str] = []
+    assigned = False
     while rest:
         head = rest[0]
         if head is None:
             return [_seg(text, prog, C.OPAQUE, "env with a dynamic argument")]
-        if head in ("-u", "--unset", "-C", "--chdir", "-S", "--split-string"):
-            if head in ("-S", "--split-string"):
-                return [_seg(text, prog, C.OPAQUE, "env -S splits a dynamic string")]
-            if head in ("-C", "--chdir"):
-                bases.append(rest[1] if len(rest) > 1 and rest[1] is not None else _DYNAMIC)
-            rest = rest[2:]
+        if head.startswith("-") and head != "-" and not assigned:  # options end at NAME=VALUE
+            rest.pop(0)
+            if head == "--":
+                continue
+            for name, value in _env_options(head, rest):
+                if name in ("-S", "--split-string"):
+                    if value is None or "$" in value or "\\" in value:
+                        return [_seg(text, prog, C.OPAQUE, "env -S splits a dynamic string")]
+                    import shlex  # only here: env -S is rare
+
+                    try:
+                        words: list[str | None] = list(shlex.split(value))
+                    except ValueError:
+                        return [_seg(text, prog, C.OPAQUE, "env -S string does not split")]
+                    segs = _h_env(a, text, prog, [*words, *rest], depth + 1)
+                    segs[0].bases.extend(bases)
+                    return segs
+                if name in ("-C", "--chdir"):
+                    bases.append(value if value is not None else _DYNAMIC)
             continue
-        if head.startswith("--chdir="):
-            bases.append(head.split("=", 1)[1])
-        elif head.startswith("-C") and len(head) > 2:
-            bases.append(head[2:])
-        if head.startswith("-"):
+        if head == "-":
             rest.pop(0)
             continue
         if "=" in head:
+            assigned = True
             name, value = head.split("=", 1)
             risk = _env_risk(name, value)
             if risk:
@@ -1271,6 +1371,17 @@ def _h_interpreter(
                 return [_seg(text, prog, C.OPAQUE, "python -m with a dynamic module")]
             if module == "pip":
                 return _h_pip(a, text, "pip", rest[2:], depth)
+            if module in ("pytest", "py.test"):
+                found = _h_pytest(a, text, "pytest", rest[2:], depth)
+                found[0].program = prog
+                if found[0].category == C.BUILD_TEST:
+                    found[0].reason = f"python -m {module}"
+                _moved_targets(found[0], "pytest", rest[2:])
+                return found
+            if module == "timeit" and len(rest) > 2:
+                return [_seg(text, prog, C.OPAQUE, "python -m timeit runs the code it is given")]
+            if module in ("cProfile", "profile"):
+                return _h_profiler(a, text, prog, rest[2:], depth)
             cat = _PY_MODULES.get(module)
             if cat is None:
                 return [_seg(text, prog, C.OPAQUE, f"python -m {module} is not a known module")]
@@ -1306,6 +1417,27 @@ def _h_interpreter(
     if script is None or script.startswith(("/", "~")) or ".." in script.split("/"):
         return [_seg(text, prog, C.OPAQUE, f"{prog} runs a script outside the workspace")]
     return [_seg(text, prog, C.BUILD_TEST, f"{prog} runs the workspace script {script}")]
+
+
+def _h_profiler(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``python -m cProfile [-o FILE] [-s KEY] (-m MODULE | SCRIPT) ...`` is ``python`` running
+    that module or script; ``-o FILE`` is written."""
+    rest = list(args)
+    writes: list[str] = []
+    while len(rest) >= 2 and rest[0] in ("-o", "-s"):
+        if rest[0] == "-o":
+            writes.append(rest[1] or _DYNAMIC)
+        rest = rest[2:]
+    if depth > _MAX_DEPTH:
+        return [_seg(text, prog, C.OPAQUE, "wrapped commands nested too deep")]
+    segs = _h_interpreter(a, text, prog, rest, depth + 1)
+    if writes:
+        seg = _seg(text, prog, C.FILE_MUTATION, f"the profiler writes {writes[0]}")
+        seg.write_targets.extend(writes)
+        segs.append(seg)
+    return segs
 
 
 def _first_sub(
@@ -1505,6 +1637,23 @@ def _h_find(
 ) -> list[_Segment]:
     out: list[_Segment] = [_seg(text, prog, C.READ_ONLY, "find lists files")]
     i = 0
+    while i < len(args):  # -H -L -P, -D DEBUGOPTS, -O LEVEL come before the starting points
+        head = args[i]
+        if head in ("-H", "-L", "-P"):
+            i += 1
+        elif head == "-D":
+            i += 2
+        elif head is not None and head.startswith("-O") and head[2:].isdigit():
+            i += 1
+        else:
+            break
+    starts: list[str] = []
+    while i < len(args):
+        start = args[i]
+        if start is not None and start[:1] in ("-", "(", "!", ")", ","):
+            break
+        starts.append(start or _DYNAMIC)
+        i += 1
     while i < len(args):
         arg = args[i]
         if arg in ("-exec", "-execdir", "-ok", "-okdir"):
@@ -1518,60 +1667,13 @@ def _h_find(
             continue
         if arg == "-delete":
             out.append(_seg(text, prog, C.DESTRUCTIVE, "find -delete removes files"))
+            out[-1].write_targets.extend(starts or ["."])
         elif arg in ("-fprint", "-fprint0", "-fprintf", "-fls"):
             out.append(_seg(text, prog, C.FILE_MUTATION, f"find {arg} writes a file"))
             if i + 1 < len(args):
                 out[-1].write_targets.append(args[i + 1] or "$dynamic")
         i += 1
     return out
-
-
-def _h_sed(
-    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
-) -> list[_Segment]:
-    in_place = any(
-        x is not None
-        and (
-            x.startswith("-i")
-            or x.startswith("--in-place")
-            or (x.startswith("-") and not x.startswith("--") and "i" in x)
-        )
-        for x in args
-    )
-    scripts = [x for x in _positional(args)[:1]]
-    for i, x in enumerate(args):
-        if x in ("-e", "--expression") and i + 1 < len(args):
-            scripts.append(args[i + 1])
-    for script in scripts:
-        if script is None:
-            return [_seg(text, prog, C.OPAQUE, "sed with a dynamic script")]
-        if _SED_EXEC.search(script) or _SED_SUBST_EXEC.search(script):
-            return [_seg(text, prog, C.OPAQUE, "sed script runs shell commands (e)")]
-        if " w " in f" {script} " or "/w " in script or script.startswith("w "):
-            return [_seg(text, prog, C.OPAQUE, "sed script writes files (w)")]
-    if in_place:
-        seg = _seg(text, prog, C.FILE_MUTATION, "sed -i edits files in place")
-        files = _positional(args)[1:]
-        seg.write_targets.extend(f if f is not None else "$dynamic" for f in files)
-        return [seg]
-    return [_seg(text, prog, C.READ_ONLY, "sed filters text")]
-
-
-_SED_EXEC = re.compile(r"(?:^|[;\n{}0-9$/,!])\s*e(?:\s|$|;)")
-_SED_SUBST_EXEC = re.compile(r"s(.).*?\1.*?\1[gpIiMmw0-9]*e")
-
-
-def _h_awk(
-    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
-) -> list[_Segment]:
-    for x in args:
-        if x is None:
-            continue
-        if "system" in x or "|" in x or ">" in x.replace(">=", "") or "getline" in x:
-            return [_seg(text, prog, C.OPAQUE, "awk program runs commands or writes files")]
-    if any(x == "-f" for x in args):
-        return [_seg(text, prog, C.OPAQUE, "awk runs a program file")]
-    return [_seg(text, prog, C.READ_ONLY, "awk filters text")]
 
 
 def _h_dd(
@@ -1735,6 +1837,10 @@ def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]
             ):
                 return [_seg(text, prog, C.OPAQUE, f"git -c {key} can run arbitrary programs")]
             continue
+        if opt == "--exec-path":
+            return [
+                _seg(text, prog, C.READ_ONLY, "git --exec-path prints where git's programs are")
+            ]
         if opt in (
             "--work-tree",
             "--git-dir",
@@ -1921,8 +2027,8 @@ def _git_segments(text: str, prog: str, args: list[str | None], moved: list[str]
         "web--browse",
     ):
         return g(C.OPAQUE, f"git {sub}")
-    if sub == "diff" and "--ext-diff" in flags:
-        return g(C.OPAQUE, "git diff --ext-diff runs an external program")
+    if "--ext-diff" in flags:
+        return g(C.OPAQUE, f"git {sub} --ext-diff runs an external diff program")
     if sub == "rebase" and (
         flags & {"-x", "--exec"} or any(x is not None and x.startswith("--exec") for x in sargs)
     ):
@@ -2223,6 +2329,649 @@ def _h_shell_strings(
     return out
 
 
+# -- options that run a program, load code or write a file (options.py's tables) -------------
+
+
+def _program_value_ok(name: str, value: str) -> bool:
+    """Whether ``value`` of a variable naming a program (``CC``, ``SHELL``, ``PYTHON``) names a
+    program of that kind; a directory variable (``JAVA_HOME``) is judged on its path only."""
+    if name in ("JAVA_HOME", "GOROOT"):
+        return True
+    word = value.split(" ", 1)[0]
+    head, base = os.path.split(word)
+    if head and os.path.normpath(head) not in _SAFE_BIN_DIRS and not _outside_looking(word):
+        return True  # a program of the project (`CC=./tools/cc`): workspace code, as before
+    if name in ("SHELL", "CONFIG_SHELL", "MAKESHELL"):
+        return base in SHELLS and value.strip() == word  # `SHELL='sh -c "rm x"'` is no shell
+    if name in ("PYTHON", "NODE"):
+        return base.startswith(("python", "pypy", "node"))
+    return TOOLCHAIN_NAME.fullmatch(base) is not None or base in BUILD_TEST_PROGRAMS
+
+
+_CMAKE_SPEC = option_spec(
+    "DUCGTAStP",
+    ("--build", "--install", "--toolchain", "--preset", "--target", "--config", "--prefix"),
+)
+_CMAKE_LAUNCH = re.compile(r"CMAKE_\w*_(?:COMPILER|COMPILER_LAUNCHER|LINKER_LAUNCHER|LINKER)$")
+_CMAKE_FLAGS = re.compile(r"CMAKE_\w*FLAGS\w*$")
+_CMAKE_CODE = frozenset(
+    """CMAKE_TOOLCHAIN_FILE CMAKE_PROJECT_INCLUDE CMAKE_PROJECT_INCLUDE_BEFORE
+    CMAKE_PROJECT_TOP_LEVEL_INCLUDES""".split()
+)
+
+
+def _h_cmake(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``cmake -E <mode>`` by its mode (options.CMAKE_E_MODES), ``-P``/``-C`` scripts and
+    ``-D`` variables naming a program or code, ``--build DIR -- <native tool options>``."""
+    if "-E" in args:
+        return _cmake_e(a, text, list(args[args.index("-E") + 1 :]), depth)
+    opts, _ = scan(_options_before_dashdash(args), _CMAKE_SPEC)
+    for opt in opts:
+        value = opt.value
+        if value is None:
+            return [_seg(text, prog, C.OPAQUE, f"cmake {opt.name} with a dynamic value")]
+        if opt.name in ("-P", "-C") and _outside_looking(value):
+            return [
+                _seg(
+                    text, prog, C.OPAQUE, f"cmake {opt.name} runs CMake code from outside: {value}"
+                )
+            ]
+        if opt.name == "-D":
+            var, _, setting = value.partition("=")
+            var = var.split(":", 1)[0]
+            if var in _CMAKE_CODE and _outside_looking(setting):
+                return [_seg(text, prog, C.OPAQUE, f"cmake -D{var} loads CMake code from outside")]
+            if _CMAKE_FLAGS.match(var) or _CMAKE_LAUNCH.match(var):
+                why = _flags_risk(setting.split())
+                if why:
+                    return [_seg(text, prog, C.OPAQUE, f"cmake -D{var}: {why}")]
+            if _CMAKE_LAUNCH.match(var) and setting and not _program_value_ok("CC", setting):
+                return [
+                    _seg(
+                        text,
+                        prog,
+                        C.OPAQUE,
+                        f"cmake -D{var}={setting} runs {setting} as the compiler",
+                    )
+                ]
+    if "--build" in args and "--" in args:
+        native = list(args[args.index("--") + 1 :])
+        why = _make_risk(native)
+        if why:
+            return [_seg(text, prog, C.OPAQUE, f"cmake --build passes {why}")]
+    if "-P" in args:
+        return [_seg(text, prog, C.BUILD_TEST, "cmake -P runs a CMake script of the workspace")]
+    return [_seg(text, prog, C.BUILD_TEST, "cmake is build_test")]
+
+
+def _cmake_e(
+    a: CommandRiskAnalyzer, text: str, rest: list[str | None], depth: int
+) -> list[_Segment]:
+    mode = rest[0] if rest else ""
+    operands = rest[1:]
+    if mode is None:
+        return [_seg(text, "cmake", C.OPAQUE, "cmake -E with a dynamic mode")]
+    kind = CMAKE_E_MODES.get(mode)
+    if kind is None:
+        return [_seg(text, "cmake", C.OPAQUE, f"cmake -E {mode}: unknown mode")]
+    if kind == "read":
+        return [_seg(text, "cmake", C.READ_ONLY, f"cmake -E {mode} reads only")]
+    if kind == "wrap_env":
+        return _h_env(a, text, "cmake", operands, depth + 1)
+    if kind == "wrap":
+        return a._inner(
+            text, operands, depth, C.READ_ONLY, "cmake", f"cmake -E {mode} runs a command"
+        )
+    if kind == "chdir":
+        where = operands[0] if operands and operands[0] is not None else _DYNAMIC
+        segs = a._inner(
+            text, operands[1:], depth, C.READ_ONLY, "cmake", "cmake -E chdir runs a command"
+        )
+        segs[0].bases.append(where)
+        return segs
+    if kind == "tar":
+        return _h_tar(a, text, "cmake", operands, depth)
+    paths = [
+        p for p in operands if p is None or p not in ("-r", "-f", "-rf", "-fr", "-R", "--", "-t")
+    ]
+    if kind == "write_last" and "-t" in operands:  # copy -t DEST FILES...
+        at = operands.index("-t")
+        paths = operands[at + 1 : at + 2]
+    elif kind == "write_last":
+        paths = paths[-1:]
+    cat = C.DESTRUCTIVE if kind == "remove" else C.FILE_MUTATION
+    verb = "deletes" if kind == "remove" else "writes"
+    seg = _seg(text, "cmake", cat, f"cmake -E {mode} {verb} files")
+    seg.write_targets.extend(p if p is not None else _DYNAMIC for p in paths)
+    return [seg]
+
+
+def _h_ctest(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """``ctest --test-command CMD`` runs CMD; ``-S``/``-SP``/``-SR`` scripts from outside are
+    code from outside."""
+    for i, x in enumerate(args):
+        if x is None:
+            continue
+        if x == "--test-command":
+            return a._inner(
+                text,
+                list(args[i + 1 :]),
+                depth,
+                C.BUILD_TEST,
+                prog,
+                "ctest --test-command runs a command",
+            )
+        if x in ("-S", "-SP", "-SR") and i + 1 < len(args):
+            script = args[i + 1]
+            if script is None or _outside_looking(script):
+                return [_seg(text, prog, C.OPAQUE, f"ctest {x} runs a CTest script from outside")]
+    return [_seg(text, prog, C.BUILD_TEST, "ctest is build_test")]
+
+
+_MAKE_SPEC = option_spec(  # -j/-l/-O take an optional, attached-only value here
+    "CfIoWE",
+    (
+        "--directory",
+        "--file",
+        "--makefile",
+        "--include-dir",
+        "--old-file",
+        "--assume-old",
+        "--what-if",
+        "--new-file",
+        "--assume-new",
+        "--eval",
+    ),
+    (
+        "--jobs",
+        "--load-average",
+        "--output-sync",
+        "--debug",
+        "--dry-run",
+        "--just-print",
+        "--recon",
+        "--keep-going",
+        "--silent",
+        "--quiet",
+        "--always-make",
+        "--environment-overrides",
+        "--ignore-errors",
+        "--question",
+        "--touch",
+        "--trace",
+        "--print-directory",
+        "--shuffle",
+    ),
+)
+_MAKE_CODE_SUBST = re.compile(r"\$[({]\s*(?:shell|eval|file|guile|call|value)\b")
+_STDIN_FILES = ("-", "/dev/stdin", "/proc/self/fd/0")
+
+
+def _make_risk(args: Sequence[str | None]) -> str:
+    """Why ``make args`` runs something the makefile does not say ("" when it does not)."""
+    opts, operands = scan(args, _MAKE_SPEC)
+    for opt in opts:
+        if opt.name in ("-E", "--eval"):
+            return f"make {opt.name} evaluates makefile text (its $(shell ...) runs commands)"
+        if opt.name in ("-f", "--file", "--makefile") and (
+            opt.value is None or opt.value in _STDIN_FILES or opt.value.startswith("/dev/fd/")
+        ):
+            return "make reads its makefile from standard input or a dynamic name"
+        if opt.name in ("-I", "--include-dir") and (
+            opt.value is None or _outside_looking(opt.value)
+        ):
+            return "make includes makefiles from outside the project"
+    for word in operands:
+        if word is None:
+            continue
+        name, eq, value = word.partition("=")
+        if not eq:
+            continue
+        name, value = name.split()[-1] if name.strip() else name, value.strip()
+        if name.endswith("!"):
+            return f"make {word} assigns the output of a shell command"
+        name = name.rstrip(":+?").strip()
+        kind = MAKE_SPECIAL_VARIABLES.get(name)
+        if kind == "make":
+            return f"make {name}= sets make's own options or makefiles"
+        if kind == "shell" and not _program_value_ok("SHELL", value):
+            return f"make {name}={value} runs every recipe with {value}"
+        if kind == "shellflags" and re.fullmatch(r"-[a-z]*c", value.strip()) is None:
+            return f"make .SHELLFLAGS={value} changes how recipes run"
+        if name in _PROGRAM_ENV and value and not _program_value_ok(name, value):
+            return f"make {name}={value} runs {value.split(' ', 1)[0]} as its {name}"
+        if name in _PROGRAM_ENV or name in _FLAG_VARIABLES:
+            why = _flags_risk(value.split())
+            if why:
+                return f"make {name}=: {why}"
+        if _MAKE_CODE_SUBST.search(value):
+            return f"make {name}= holds a make function that runs code"
+    return ""
+
+
+def _h_make(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    why = _make_risk(args)
+    if why:
+        return [_seg(text, prog, C.OPAQUE, why)]
+    return [_seg(text, prog, C.BUILD_TEST, f"{prog} is build_test")]
+
+
+_LINKER_B_MODES = frozenset(
+    "-Bstatic -Bdynamic -Bsymbolic -Bsymbolic-functions -Bshareable -Bgroup -Bno-symbolic".split()
+)
+
+
+def _compiler_option_risk(prog: str, x: str, nxt: str | None) -> str:
+    """Why one compiler/linker option runs or loads code ("" when it does not)."""
+    if x.startswith(("-fplugin=", "-fpass-plugin=", "--plugin=")) or x in (
+        "-fplugin",
+        "-plugin",
+        "--plugin",
+        "-load",
+    ):
+        return f"{prog} {x} loads a plugin into the compiler or linker"
+    if x.startswith(("-specs", "--specs", "--spec")):
+        return f"{prog} {x} reads a spec file (spec files run programs)"
+    if x.startswith(("@", "--config")) or (x.startswith("-Wl,") and ",@" in x):
+        return f"{prog} {x} reads more options from a file"
+    if (x.startswith("-B") and x not in _LINKER_B_MODES) or x.startswith("--prefix"):
+        # `-Bstatic`/`-Bdynamic` are linker modes; `-B DIR` is where cc1/as/ld are found
+        return f"{prog} {x} runs its sub-programs (cc1, as, ld) from another directory"
+    if (x.startswith("-fuse-ld=") and x.split("=", 1)[1] not in KNOWN_LINKERS) or x.startswith(
+        "--ld-path"
+    ):
+        return f"{prog} {x} runs another program as the linker"
+    if x == "-wrapper":
+        return f"{prog} -wrapper runs another program around each sub-program"
+    linked = f"{x},{nxt}" if x in ("-Xlinker", "-Xclang") else x
+    if (linked.startswith(("-Wl,", "-Xlinker", "-Xclang")) and "plugin" in linked) or (
+        x == "-Xclang" and nxt == "-load"
+    ):
+        return f"{prog} {x if x.startswith('-Wl,') else f'{x} {nxt}'} loads a plugin"
+    return ""
+
+
+def _flags_risk(words: Sequence[str]) -> str:
+    """Why compiler flags held by a variable (``CFLAGS``, ``CC='gcc ...'``) run code."""
+    for i, word in enumerate(words):
+        why = _compiler_option_risk(
+            "the compiler", word, words[i + 1] if i + 1 < len(words) else ""
+        )
+        if why:
+            return why
+    return ""
+
+
+def _h_compiler(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """Compiler drivers and linkers: ``-wrapper`` runs its program (classified), plugins,
+    spec and response files, ``-B`` and unknown linkers run or load code (opaque)."""
+    own = _seg(text, prog, C.BUILD_TEST, f"{prog} is build_test")
+    for i, x in enumerate(args):
+        nxt = args[i + 1] if i + 1 < len(args) else ""
+        if x is None:
+            continue
+        if x == "-wrapper":
+            if nxt is None:
+                return [_seg(text, prog, C.OPAQUE, f"{prog} -wrapper with a dynamic program")]
+            wrapped: list[str | None] = list(nxt.split(","))
+            return [own, *a._argv(text, wrapped, depth + 1)]
+        why = _compiler_option_risk(prog, x, nxt)
+        if why:
+            return [_seg(text, prog, C.OPAQUE, why)]
+    return [own]
+
+
+_SED_SPEC = option_spec(
+    "efl",
+    ("--expression", "--file", "--line-length"),
+    (
+        "--in-place",
+        "--quiet",
+        "--silent",
+        "--sandbox",
+        "--debug",
+        "--posix",
+        "--regexp-extended",
+        "--separate",
+        "--null-data",
+        "--zero-terminated",
+        "--unbuffered",
+        "--follow-symlinks",
+        "--binary",
+        "--help",
+        "--version",
+    ),
+)
+
+
+def _h_sed(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """sed by what its script does (scripts.read_sed): ``w``/``s///w`` and ``-i`` write files,
+    ``e``/``s///e`` and ``-f FILE`` (a script not given) run or may run anything."""
+    in_place = False
+    scripts: list[str | None] = []
+    sandbox = False
+    rest: list[str | None] = []
+    for x in args:  # `-i[SUFFIX]` takes its suffix attached: `-ie` is -i with suffix "e"
+        if x is not None and x.startswith("-") and not x.startswith("--") and "i" in x:
+            before = x[: x.index("i")]
+            if not any(c in before for c in "efl"):
+                in_place = True
+                x = before if before != "-" else None
+                if x is None:
+                    continue
+        rest.append(x)
+    opts, operands = scan(rest, _SED_SPEC)
+    for opt in opts:
+        if opt.name in ("-e", "--expression"):
+            scripts.append(opt.value)
+        elif opt.name in ("-f", "--file"):
+            return [
+                _seg(
+                    text, prog, C.OPAQUE, "sed -f runs a script file (it may write or run anything)"
+                )
+            ]
+        elif opt.name.startswith("--in-place"):
+            in_place = True
+        elif opt.name == "--sandbox":
+            sandbox = True
+    if not scripts:
+        scripts = operands[:1]
+        operands = operands[1:]
+    if not scripts or any(s is None for s in scripts):
+        return [_seg(text, prog, C.OPAQUE, "sed with a dynamic script")]
+    from air.security.scripts import read_sed  # its regexes are built at the first sed
+
+    effects = read_sed("\n".join(s for s in scripts if s is not None))
+    if effects.runs and not sandbox:
+        return [_seg(text, prog, C.OPAQUE, effects.runs)]
+    writes = [] if sandbox else [w if w is not None else _DYNAMIC for w in effects.writes]
+    writes = [w for w in writes if w not in _NULL_TARGETS]
+    if in_place:
+        writes.extend(f if f is not None else _DYNAMIC for f in operands)
+    if not writes:
+        seg = _seg(text, prog, C.READ_ONLY, "sed filters text")
+    else:
+        why = "sed -i edits files in place" if in_place else f"sed script writes {writes[0]}"
+        seg = _seg(text, prog, C.FILE_MUTATION, why)
+        seg.write_targets.extend(writes)
+    seg.read_targets.extend(effects.reads)
+    return [seg]
+
+
+_AWK_SPEC = option_spec(
+    "fvFEileW",
+    ("--file", "--assign", "--field-separator", "--exec", "--include", "--load", "--source"),
+    (
+        "--pretty-print",
+        "--profile",
+        "--dump-variables",
+        "--debug",
+        "--sandbox",
+        "--lint",
+        "--posix",
+        "--traditional",
+        "--characters-as-bytes",
+        "--re-interval",
+        "--non-decimal-data",
+        "--optimize",
+        "--no-optimize",
+        "--bignum",
+        "--gen-pot",
+        "--help",
+        "--version",
+        "--copyright",
+    ),
+)
+
+
+_AWK_W_SAFE = frozenset("version usage help posix lint traditional interactive dump".split())
+
+
+def _h_awk(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """awk by what its program does (scripts.read_awk); program files (``-f``, ``-E``),
+    libraries (``-i``, ``-l``) and the debugger run code not given; gawk's ``-o``/``-p``/``-d``
+    write their files."""
+    programs: list[str | None] = []
+    writes: list[str] = []
+    sandbox = False
+    rest: list[str | None] = []
+    for x in args:  # gawk's optional-value short options: `-o[file]`, `-p[file]`, `-d[file]`
+        if (
+            x is not None
+            and len(x) >= 2
+            and x[0] == "-"
+            and x[1] in "opdD"
+            and not x.startswith("--")
+        ):
+            if x[1] == "D":
+                return [_seg(text, prog, C.OPAQUE, f"{prog} -D reads debugger commands")]
+            writes.append(
+                x[2:] or {"o": "awkprof.out", "p": "awkprof.out", "d": "awkvars.out"}[x[1]]
+            )
+            continue
+        rest.append(x)
+    opts, operands = scan(rest, _AWK_SPEC)
+    for opt in opts:
+        if opt.name in ("-f", "--file", "-E", "--exec", "-i", "--include", "-l", "--load"):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {opt.name} runs or loads a program file")]
+        if opt.name == "-W" and (opt.value or "") not in _AWK_W_SAFE:
+            return [_seg(text, prog, C.OPAQUE, f"{prog} -W {opt.value} (mawk/gawk option)")]
+        if opt.name in ("-e", "--source"):
+            programs.append(opt.value)
+        elif opt.name == "--debug":
+            return [_seg(text, prog, C.OPAQUE, f"{prog} --debug reads debugger commands")]
+        elif opt.name in ("--pretty-print", "--profile", "--dump-variables"):
+            writes.append(
+                opt.value or ("awkvars.out" if opt.name == "--dump-variables" else "awkprof.out")
+            )
+        elif opt.name == "--sandbox":
+            sandbox = True
+    if not programs:
+        programs = operands[:1]
+    if not programs or any(p is None for p in programs):
+        return [_seg(text, prog, C.OPAQUE, f"{prog} with a dynamic program")]
+    from air.security.scripts import read_awk  # its regexes are built at the first awk
+
+    effects = read_awk("\n".join(p for p in programs if p is not None))
+    if effects.runs and not sandbox:
+        return [_seg(text, prog, C.OPAQUE, effects.runs)]
+    if not sandbox:
+        writes.extend(w if w is not None else _DYNAMIC for w in effects.writes)
+    writes = [w for w in writes if w not in _NULL_TARGETS and w != "-"]
+    if not writes:
+        seg = _seg(text, prog, C.READ_ONLY, "awk filters text")
+    else:
+        seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} writes {writes[0]}")
+        seg.write_targets.extend(writes)
+    seg.read_targets.extend(effects.reads)
+    return [seg]
+
+
+_SORT_SPEC = option_spec(
+    "kotST",
+    (
+        "--key",
+        "--output",
+        "--field-separator",
+        "--temporary-directory",
+        "--buffer-size",
+        "--compress-program",
+        "--files0-from",
+        "--parallel",
+        "--batch-size",
+        "--sort",
+        "--random-source",
+    ),
+    ("--check", "--merge", "--unique", "--reverse", "--numeric-sort", "--debug"),
+)
+
+
+def _h_sort(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """sort: ``--compress-program`` runs a program (a plain compressor stays read_only, else
+    it is classified), ``-o``/``--output`` writes (also abbreviated: ``--out=F``)."""
+    opts, _ = scan(args, _SORT_SPEC)
+    targets: list[str] = []
+    out: list[_Segment] = []
+    for opt in opts:
+        if opt.name == "--compress-program":
+            if opt.value is None:
+                return [
+                    _seg(text, prog, C.OPAQUE, "sort --compress-program with a dynamic program")
+                ]
+            if os.path.basename(opt.value) not in COMPRESSORS or (
+                "/" in opt.value and os.path.dirname(opt.value) not in _SAFE_BIN_DIRS
+            ):
+                out.extend(a._argv(text, [opt.value], depth + 1))
+        elif opt.name in ("-o", "--output"):
+            targets.append(opt.value if opt.value is not None else _DYNAMIC)
+    if targets:
+        seg = _seg(text, prog, C.FILE_MUTATION, f"{prog} writes {targets[0]}")
+        seg.write_targets.extend(targets)
+    else:
+        seg = _seg(text, prog, C.READ_ONLY, f"{prog} is read_only")
+    return [seg, *out]
+
+
+_RG_SPEC = option_spec(
+    "ABCeEfgjmMrtTd",
+    (
+        "--pre",
+        "--hostname-bin",
+        "--pre-glob",
+        "--regexp",
+        "--file",
+        "--glob",
+        "--iglob",
+        "--type",
+        "--type-not",
+        "--type-add",
+        "--encoding",
+        "--replace",
+        "--max-count",
+        "--max-depth",
+        "--threads",
+        "--colors",
+        "--sort",
+        "--sortr",
+        "--ignore-file",
+        "--path-separator",
+        "--max-columns",
+        "--context",
+        "--after-context",
+        "--before-context",
+        "--max-filesize",
+        "--engine",
+        "--dfa-size-limit",
+        "--regex-size-limit",
+    ),
+)
+
+
+def _h_rg(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """rg: ``--pre``/``--hostname-bin`` run a program (classified), ``-z`` runs decompressors
+    found on PATH (opaque)."""
+    opts, _ = scan(args, _RG_SPEC)
+    out = [_seg(text, prog, C.READ_ONLY, f"{prog} is read_only")]
+    for opt in opts:
+        if opt.name in ("--pre", "--hostname-bin"):
+            if opt.value is None:
+                return [_seg(text, prog, C.OPAQUE, f"{prog} {opt.name} with a dynamic program")]
+            if opt.value:
+                out.extend(a._argv(text, [opt.value], depth + 1))
+        elif opt.name in ("-z", "--search-zip"):
+            return [
+                _seg(
+                    text, prog, C.OPAQUE, f"{prog} {opt.name} runs decompression programs from PATH"
+                )
+            ]
+    return out
+
+
+_PYTEST_SPEC = option_spec(
+    "pockmrW",
+    (
+        "--override-ini",
+        "--basetemp",
+        "--rootdir",
+        "--config-file",
+        "--confcutdir",
+        "--pdbcls",
+        "--junitxml",
+        "--junit-xml",
+        "--import-mode",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--cov",
+        "--cov-report",
+        "--cov-config",
+        "--debug",
+        "--log-file",
+        "--maxfail",
+        "--durations",
+        "--tb",
+        "--capture",
+    ),
+    ("--collect-only", "--exitfirst", "--verbose", "--quiet", "--lf", "--ff", "--pyargs"),
+)
+
+
+def _h_pytest(
+    a: CommandRiskAnalyzer, text: str, prog: str, args: list[str | None], depth: int
+) -> list[_Segment]:
+    """pytest: ``-p NAME`` imports a plugin (``-p no:NAME`` only disables one), ``-o`` ini keys
+    outside ``PYTEST_SAFE_INI`` and ``--pdbcls`` load code; ``--basetemp DIR`` deletes DIR
+    first (destructive); ``--debug FILE``/``-o cache_dir=`` write there."""
+    opts, _ = scan(args, _PYTEST_SPEC)
+    destroyed: list[str] = []
+    writes: list[str] = []
+    for opt in opts:
+        value = opt.value
+        if value is None:
+            return [_seg(text, prog, C.OPAQUE, f"{prog} {opt.name} with a dynamic value")]
+        if opt.name == "-p" and not value.startswith("no:"):
+            return [_seg(text, prog, C.OPAQUE, f"{prog} -p {value} imports a plugin module")]
+        if opt.name in ("-o", "--override-ini"):
+            key = value.split("=", 1)[0].strip()
+            if key == "cache_dir":
+                writes.append(value.split("=", 1)[1] if "=" in value else _DYNAMIC)
+            elif key not in PYTEST_SAFE_INI:
+                return [
+                    _seg(
+                        text, prog, C.OPAQUE, f"{prog} -o {key}= changes what pytest loads or runs"
+                    )
+                ]
+        elif opt.name == "--pdbcls":
+            return [_seg(text, prog, C.OPAQUE, f"{prog} --pdbcls imports {value}")]
+        elif opt.name == "--basetemp":
+            destroyed.append(value)
+    if destroyed:
+        seg = _seg(
+            text, prog, C.DESTRUCTIVE, f"{prog} --basetemp deletes {destroyed[0]} before the run"
+        )
+        seg.write_targets.extend(destroyed)
+    else:
+        seg = _seg(text, prog, C.BUILD_TEST, f"{prog} is build_test")
+    seg.write_targets.extend(writes)
+    return [seg]
+
+
 _HandlerFn = Callable[[CommandRiskAnalyzer, str, str, list[str | None], int], list[_Segment]]
 _HANDLERS: dict[str, _HandlerFn] = {
     "sudo": _h_sudo,
@@ -2316,6 +3065,20 @@ _HANDLERS.update(
         "hyperfine": _h_shell_strings,
         "script": _h_shell_strings,
         "watch": _h_shell_strings,
+    }
+)
+for _compiler in ("gcc", "g++", "cc", "c++", "clang", "clang++", "ld"):
+    _HANDLERS[_compiler] = _h_compiler
+_HANDLERS.update(
+    {
+        "cmake": _h_cmake,
+        "ctest": _h_ctest,
+        "make": _h_make,
+        "gmake": _h_make,
+        "sort": _h_sort,
+        "rg": _h_rg,
+        "pytest": _h_pytest,
+        "py.test": _h_pytest,
     }
 )
 for _interp in INTERPRETERS:

@@ -241,18 +241,25 @@ class PermissionEngine:
             cls = self.classifier.classify(raw, project, workspace_root=workspace)
             items.append(self._read_item(ctx, cls, project))
         if analysis is not None:
+            area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
             for seg in analysis.segments:
                 action, risk = _COMMAND_BASE[seg.category]
                 reason = f"`{seg.text}`: {seg.reason}"
+                layer = "4-risk"
                 if seg.category == C.NETWORK and ctx.network_granted:
                     action = A.ANNOUNCE_THEN_RUN
+                if seg.category == C.VCS_MUTATION and area == []:
+                    # a VCS change moves the work tree (checkout, stash) or .git: no write target
+                    # shows it, so a task without a write area is refused it here (IMPL-CLS-7)
+                    action, layer = A.BLOCK, "3-scope"
+                    reason = f"the task has no write area: {reason}"
                 if template == PermissionTemplate.REVIEWER and seg.category not in (
                     C.READ_ONLY,
                     C.BUILD_TEST,
                 ):
                     action, reason = A.DENY, f"the reviewer template is read-only: {reason}"
                 items.append(
-                    Item("command", seg.text, action, risk, reason, "4-risk", category=seg.category)
+                    Item("command", seg.text, action, risk, reason, layer, category=seg.category)
                 )
         if ctx.network:
             if ctx.network_granted:
