@@ -27,9 +27,11 @@ def run_compact(args: dict[str, Any]) -> int:
     from air.nursery.compaction import SessionCompactor
     from air.nursery.ledger import SessionLedger
     from air.session.manager import SessionManager
+    from air.session.trust import require_trust
 
     project = find_project(args["--project"])
     session_id = resolve_session(project, args["--session"])
+    require_trust(project.project_root)  # its compaction rules reach the model (IMPL-TRUST-1)
     config = load_models_checked(project.project_root)
     if config.default is None and not config.providers:
         raise AirException.of(
