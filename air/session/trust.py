@@ -20,9 +20,8 @@ import json
 import os
 import stat
 from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from air.contracts.error import AirException, ErrorKind
 
@@ -55,8 +54,7 @@ _PREVIEW_LINES = 3
 _MAX_BYTES = 4 << 20
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(NamedTuple):
     """One thing a project file would make air do: ``file: field detail``."""
 
     file: str
@@ -69,8 +67,7 @@ class Finding:
         return f"{self.file}: {self.field} {self.detail}"
 
 
-@dataclass(frozen=True)
-class ConfigSet:
+class ConfigSet(NamedTuple):
     """The trust-relevant files of one project as they are on disk now."""
 
     root: str
@@ -175,7 +172,19 @@ def trust_scan(project_root: str) -> ConfigSet:
     return ConfigSet(root=root, files=tuple(files), findings=tuple(findings))
 
 
+def _air_templates() -> dict[str, bytes]:
+    """The files ``air init`` writes, byte for byte: air's own text widens nothing."""
+    from air.session.project import PROJECT_RULES, TOOLCHAIN_RULES
+
+    return {
+        f"{SHARED}/rules/project-rules.md": PROJECT_RULES.encode(),
+        f"{SHARED}/rules/toolchain-rules.md": TOOLCHAIN_RULES.encode(),
+    }
+
+
 def _findings(rel: str, data: bytes) -> list[Finding]:
+    if _air_templates().get(rel) == data:
+        return []
     if rel.endswith("models.yaml"):
         return _models_findings(rel, data)
     if rel.endswith("permissions.yaml"):
@@ -202,23 +211,23 @@ def _preview(data: bytes) -> str:
     return (shown or "(empty)") + more
 
 
-def _yaml(rel: str, data: bytes) -> tuple[Any, Finding | None]:
+def _yaml(data: bytes) -> Any:
+    """The parsed file, or None when it is not YAML: its own loader refuses such a file
+    (``config_error``), so it cannot widen anything."""
     import yaml
 
     from air.yamlload import load
 
     try:
-        return load(data.decode("utf-8")), None
-    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
-        return None, Finding(rel, "file", f"cannot be read as YAML ({exc.__class__.__name__})")
+        return load(data.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError):
+        return None
 
 
 def _models_findings(rel: str, data: bytes) -> list[Finding]:
     """A provider entry widens (where a key goes, which variable is a key, where turns are
     recorded); ``default``/``roles``/``escalation``/``retry`` only pick among the user's."""
-    raw, problem = _yaml(rel, data)
-    if problem is not None:
-        return [problem]
+    raw = _yaml(data)
     providers = raw.get("providers") if isinstance(raw, dict) else None
     if not isinstance(providers, dict):
         return []
@@ -247,9 +256,7 @@ def _models_findings(rel: str, data: bytes) -> list[Finding]:
 
 def _policy_findings(rel: str, data: bytes) -> list[Finding]:
     """Allow rules and ``headless_allow_ask`` widen; deny and ask rules only narrow."""
-    raw, problem = _yaml(rel, data)
-    if problem is not None:
-        return [problem]
+    raw = _yaml(data)
     if not isinstance(raw, dict):
         return []
     out: list[Finding] = []
