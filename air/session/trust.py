@@ -5,8 +5,9 @@ Owns the set of project-scope files that can widen what air does or reach a mode
 ``headless_allow_ask``, ``architecture.yaml``, ``capabilities/*.json``, ``rules/*.md``,
 ``compaction-rules.md``, ``AGENTS.md``, ``CLAUDE.md``), what each one would do (``Finding``),
 and the user's decision, recorded outside the project in ``~/.air/trust.json``: per project
-realpath, the sha256 over the exact set (relative path + bytes) the user saw, and when. Any
-change of that set (a file edited, added or removed) makes the project untrusted again.
+realpath, the sha256 over the exact set (relative path + bytes) of the widening files the user
+saw, and when. Any change of that set (a file edited, added, removed, or a file that widened
+nothing now widening) makes the project untrusted again.
 ``require_trust`` is the check every front end makes before it reads the project's
 configuration; it raises ``AirException(untrusted_config)`` naming the file and the field. A
 symbolic link where one of these files (or their directories) should be is refused, never
@@ -73,7 +74,7 @@ class ConfigSet(NamedTuple):
     root: str
     """The project's realpath (the key of the record)."""
     files: tuple[tuple[str, bytes], ...]
-    """(relative path, bytes), sorted by path."""
+    """(relative path, bytes) of every file that widens something, sorted by path."""
     findings: tuple[Finding, ...]
 
     @property
@@ -167,8 +168,10 @@ def trust_scan(project_root: str) -> ConfigSet:
     findings: list[Finding] = []
     for rel in sorted(set(_paths(root))):
         data = _read(root, rel)
-        files.append((rel, data))
-        findings += _findings(rel, data)
+        found = _findings(rel, data)
+        if found:  # a file that widens nothing (a deny-only policy, air's stubs) is not asked
+            files.append((rel, data))
+            findings += found
     return ConfigSet(root=root, files=tuple(files), findings=tuple(findings))
 
 
