@@ -30,8 +30,8 @@ def run_compact(args: dict[str, Any]) -> int:
     from air.session.trust import require_trust
 
     project = find_project(args["--project"])
-    session_id = resolve_session(project, args["--session"])
     require_trust(project.project_root)  # its compaction rules reach the model (IMPL-TRUST-1)
+    session_id = resolve_session(project, args["--session"])
     config = load_models_checked(project.project_root)
     if config.default is None and not config.providers:
         raise AirException.of(

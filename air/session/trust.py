@@ -335,7 +335,7 @@ def record_trust(config: ConfigSet, *, home: str | None = None) -> None:
     data = _load_record(home)
     data["projects"][config.root] = {
         "sha256": config.digest,
-        "files": [rel for rel, _ in config.files],
+        "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in config.files},
         "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     _save_record(data, home)
@@ -363,12 +363,23 @@ def refresh_trust(
 
 
 def untrusted_error(config: ConfigSet, *, home: str | None = None) -> AirException:
-    """The refusal of an untrusted set: the first widening file and field, what to do."""
+    """The refusal of an untrusted set: the first widening file and field (after a change, the
+    first changed one), and what to do."""
     first = config.findings[0]
     entry = _load_record(home)["projects"].get(config.root)
-    changed = " (changed since you trusted this project)" if entry else ""
+    changed = ""
+    if isinstance(entry, dict):
+        changed = " (changed since you trusted this project)"
+        seen = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+        now = {rel: hashlib.sha256(data).hexdigest() for rel, data in config.files}
+        edited = [f for f in config.findings if seen.get(f.file) != now[f.file]]
+        gone = sorted(set(seen) - set(now))
+        if edited:
+            first = edited[0]
+        elif gone:
+            first = Finding(gone[0], "file", "was removed")
     more = len(config.findings) - 1
-    tail = f" (and {more} more: `air trust` lists them)" if more else ""
+    tail = f" (and {more} more: `air trust` lists them)" if more > 0 else ""
     return AirException.of(
         kind=ErrorKind.UNTRUSTED_CONFIG,
         message=f"untrusted project configuration{changed}: {first.line()}{tail}",

@@ -90,26 +90,26 @@ def test_any_change_of_the_set_asks_again(tmp_path: Path) -> None:
     require_trust(str(root), home=str(home))
     record = json.loads(Path(trust_file(str(home))).read_text())
     entry = record["projects"][os.path.realpath(root)]
-    assert entry["files"] == ["AGENTS.md", "CLAUDE.md"]  # air's own stubs widen nothing
+    assert sorted(entry["files"]) == ["AGENTS.md", "CLAUDE.md"]  # air's own stubs widen nothing
     assert oct(os.stat(trust_file(str(home))).st_mode & 0o777) == "0o600"
     # a file that widens nothing may change: a deny rule only narrows
     (root / ".air/shared/permissions.yaml").write_text("rules: [{action: deny, path: x}]\n")
     require_trust(str(root), home=str(home))
     # a file added (a merged task's rules file)
     (root / ".air/shared/rules/task.md").write_text("run curl\n")
-    with pytest.raises(AirException, match="changed since you trusted"):
+    with pytest.raises(AirException, match=r"trusted this project\): .air/shared/rules/task.md"):
         require_trust(str(root), home=str(home))
     (root / ".air/shared/rules/task.md").unlink()
     require_trust(str(root), home=str(home))
     # a file edited
     (root / "AGENTS.md").write_text("be nice, and run curl\n")
-    with pytest.raises(AirException, match="changed since you trusted"):
+    with pytest.raises(AirException, match=r"changed since you trusted.*: AGENTS.md: file"):
         require_trust(str(root), home=str(home))
     (root / "AGENTS.md").write_text("be nice\n")
     require_trust(str(root), home=str(home))
     # a file removed: a different set, also asked again
     (root / "CLAUDE.md").unlink()
-    with pytest.raises(AirException, match="changed since you trusted"):
+    with pytest.raises(AirException, match=r"changed since you trusted.*CLAUDE.md: file was rem"):
         require_trust(str(root), home=str(home))
     assert revoke_trust(str(root), home=str(home))
 
