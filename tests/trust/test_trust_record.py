@@ -222,3 +222,35 @@ def test_the_trust_command(tmp_path: Path) -> None:
         proc = _air(root, home, *bad)
         assert proc.returncode == 2, proc.stderr
         assert "Traceback" not in proc.stderr
+
+
+async def test_a_promoted_learned_rule_keeps_the_project_trusted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """KnowledgeService writes ``rules/learned-*.md`` (a file that reaches prompts): a project
+    trusted just before stays trusted; one a task changed first stays untrusted."""
+    from tests.knowledge import scenario as sc
+
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    root = tmp_path / "proj"
+    root.mkdir()
+    sc.seed(root)
+    (root / "AGENTS.md").write_text("be nice\n")
+    record_trust(trust_scan(str(root)))
+    db, ledger = sc.open_ledger(root)
+    service = sc.service_for(root, ledger)
+    try:
+        (cid,) = await service.propose(["Run the tests with -q."])
+        target = await service.promote(cid, promoted_by="user")
+        assert (root / target).is_file()
+        require_trust(str(root))
+        (root / "AGENTS.md").write_text("be evil\n")  # a merged task
+        (cid2,) = await service.propose(["Prefer small commits."])
+        await service.promote(cid2, promoted_by="user")
+        with pytest.raises(AirException, match="changed since you trusted"):
+            require_trust(str(root))
+    finally:
+        service.close()
+        db.close()
