@@ -52,7 +52,6 @@ _SINGLE_FILES = (
 )
 _DIRECTORIES = ((f"{SHARED}/rules", ".md"), (f"{SHARED}/capabilities", ".json"))
 _PREVIEW_LINES = 3
-_MAX_BYTES = 4 << 20
 
 
 class Finding(NamedTuple):
@@ -136,7 +135,7 @@ def _lstat(root: str, rel: str) -> os.stat_result | None:
 def _read(root: str, rel: str) -> bytes:
     fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read(_MAX_BYTES + 1)
+        return fh.read()  # whole: the hash covers every byte a loader reads
 
 
 def _paths(root: str) -> Iterator[str]:
