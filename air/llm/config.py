@@ -226,10 +226,8 @@ def _untrusted(path: str, config: ModelsConfig) -> AirException:
     """The refusal of an untrusted project file's first provider: where which key would go."""
     pid, provider = next(iter(config.providers.items()))
     target = provider.base_url or f"the {provider.kind} default endpoint"
-    if provider.auth_ref:
-        field, what = "base_url", f"would send {provider.auth_ref} to {target}"
-    else:
-        field, what = "base_url", f"would send the prompts to {target}"
+    field = "base_url" if provider.base_url else "auth_ref" if provider.auth_ref else "kind"
+    what = f"would send {provider.auth_ref or 'the prompts'} to {target}"
     return AirException.of(
         kind="untrusted_config",
         message=f"{path}: providers.{pid}.{field} {what} (the project is not trusted)",
