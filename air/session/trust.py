@@ -369,7 +369,8 @@ def untrusted_error(config: ConfigSet, *, home: str | None = None) -> AirExcepti
     changed = ""
     if isinstance(entry, dict):
         changed = " (changed since you trusted this project)"
-        seen = entry.get("files") if isinstance(entry.get("files"), dict) else {}
+        recorded = entry.get("files")
+        seen: dict[str, str] = recorded if isinstance(recorded, dict) else {}
         now = {rel: hashlib.sha256(data).hexdigest() for rel, data in config.files}
         edited = [f for f in config.findings if seen.get(f.file) != now[f.file]]
         gone = sorted(set(seen) - set(now))
