@@ -9,6 +9,8 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
+
 from air.session.trust import trust_scan, trusted
 from air.testing.strict_servers import StrictServer
 from tests.trust.test_hostile_repository import KEY, hostile_clone
@@ -19,6 +21,7 @@ def _env(home: Path) -> dict[str, str]:
     return {"HOME": str(home), "ANTHROPIC_API_KEY": KEY, "AWS_SECRET_ACCESS_KEY": "aws-x"}
 
 
+@pytest.mark.slow
 def test_the_console_asks_once(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

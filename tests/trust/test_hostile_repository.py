@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
 from tests.headless import REVIEW_BATCH, review_verdict
 
@@ -102,6 +104,7 @@ def test_headless_refuses_the_untrusted_clone_and_no_key_leaves(tmp_path: Path) 
     assert not (home / ".air" / "trust.json").exists()
 
 
+@pytest.mark.slow
 def test_trusted_once_then_used_and_an_edit_asks_again(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
