@@ -51,6 +51,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.headless import REVIEW_BATCH, review_verdict  # noqa: E402
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse, openai_sse  # noqa: E402
+from tests.trusted import trust_project  # noqa: E402
 
 GOAL_MS = 250.0
 MIN_RUNS = 10
@@ -229,6 +230,8 @@ def main() -> None:
                 env["PYTHONPATH"] = path
             envs[tree] = env
         roots = {p: _project(tmp, p, server.url) for p in PROVIDERS}
+        for root in roots.values():
+            trust_project(root, home)  # the projects name their own provider (IMPL-TRUST-1)
         for tree, _ in trees:  # warm-up: page cache, bytecode cache, project init
             for provider in PROVIDERS:
                 _one_run(server, provider, roots[provider], envs[tree])

@@ -217,6 +217,30 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "trust": (
+        "Show what a project's configuration would make air do, and trust it (or revoke).",
+        """air trust: decide whether air may use a project's own configuration.
+
+A project may ship files that widen what air does: .air/shared/models.yaml providers (where
+an API key is sent, which variable is read as a key), allow rules in permissions.yaml,
+architecture.yaml, capabilities/*.json, and files that reach every prompt (rules/*.md,
+compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them only once you trusted them: this
+shows each file and what it would do, asks y/N, and records your answer in ~/.air/trust.json
+(outside the project) with a hash of the files, so any later change asks again. Until then
+`air run --headless` refuses (exit 2) and the console asks. Exit 0 trusted, 2 not.
+
+Usage:
+  air trust [PATH] [--yes]
+  air trust --revoke [PATH]
+  air trust -h | --help
+
+Options:
+  PATH        The project directory (default: the project around the current directory).
+  --yes       Trust without asking (for scripts: read what it prints first).
+  --revoke    Forget the trust of the project (air asks again).
+  -h --help   Show this help.
+""",
+    ),
     "doctor": (
         "Check that air can work here; --fix repairs air's own state, --bundle a bug report.",
         _DOCTOR_USAGE,
@@ -369,6 +393,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.provider import run_provider_current, run_provider_list
 
         return lambda a: (run_provider_list if a["list"] else run_provider_current)(a["--project"])
+    if name == "trust":
+        from air.cli.trust import run_trust
+
+        return run_trust
     if name == "doctor":
         from air.cli.doctor import run_doctor
 

@@ -27,8 +27,10 @@ def run_compact(args: dict[str, Any]) -> int:
     from air.nursery.compaction import SessionCompactor
     from air.nursery.ledger import SessionLedger
     from air.session.manager import SessionManager
+    from air.session.trust import require_trust
 
     project = find_project(args["--project"])
+    require_trust(project.project_root)  # its compaction rules reach the model (IMPL-TRUST-1)
     session_id = resolve_session(project, args["--session"])
     config = load_models_checked(project.project_root)
     if config.default is None and not config.providers:

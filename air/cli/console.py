@@ -20,6 +20,9 @@ bounded time for it to end, then SIGKILLs every worker this process started; a s
 kills the workers at once and ends the console (IMPL-FRAME-2); a kill -9 of air itself leaves
 run records that the next start reaps (``open_runtime``'s recovery).
 
+Trust: before anything reads the project's configuration, an untrusted project that widens
+what air does is shown and asked about once on the terminal (``_trust_or_ask``, IMPL-TRUST-1).
+
 Offline: ``--cassette DIR`` replays the Main Agent's turns from ``DIR/main.jsonl`` and each
 task's from ``DIR/<task id>.jsonl`` (``examples/calc/cassettes`` ships such a session).
 """
@@ -106,6 +109,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
             )
         if args.get("--replay"):
             return _replay(options)
+        _trust_or_ask(options, create=bool(args.get("PROJECT")))
         import trio
 
         trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
@@ -115,6 +119,31 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
             raise
         return code
     return CliExit.OK
+
+
+def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
+    """Before anything reads the project's configuration (and before the first frame): an
+    untrusted project that widens what air does is shown and asked about once, on the
+    terminal (IMPL-TRUST-1); yes records the trust, no (or no terminal) refuses.
+
+    Raises:
+        AirException(untrusted_config): the person said no, or there is no terminal to ask on.
+    """
+    from air.session.trust import trust_scan, trusted, untrusted_error
+
+    if options.session_id is None:
+        root = _project_root(options, create=create)
+    else:
+        root = str(_session_to_reopen(options)[0].project_root)
+    config = trust_scan(root)
+    if trusted(config):
+        return
+    if sys.stdin.isatty():
+        from air.cli.trust import ask_trust
+
+        if ask_trust(config, stdin=sys.stdin, out=sys.stdout):
+            return
+    raise untrusted_error(config)
 
 
 def _project_root(options: HeadlessOptions, *, create: bool) -> str:

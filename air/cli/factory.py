@@ -9,7 +9,9 @@ clients answer every permission question with ``FailClosedPrompt``; the console 
 prompt (``air.cli.console.ConsolePrompt``). A project that declares
 ``.air/shared/architecture.yaml`` has every worker result held at the ArchitectureDesigner's
 gate (``_architecture_gate``; a confirmation is asked through that prompt, so headless it fails
-closed; IMPL-COMPACT-3); without the file there is no gate and no extra model call.
+closed; IMPL-COMPACT-3); without the file there is no gate and no extra model call. Before any
+project file is read, the project's widening configuration must be trusted by the user
+(``air.session.trust.require_trust``; IMPL-TRUST-1): untrusted, nothing is created.
 """
 
 from __future__ import annotations
@@ -52,14 +54,17 @@ class RuntimeFactory:
         from air.contracts.permission import FailClosedPrompt
         from air.nursery.runtime import RuntimeConfig, RuntimeServices
         from air.session.project import ProjectStore
+        from air.session.trust import require_trust
 
         options = self.options
         services: Callable[[], RuntimeServices]
         if resume:
             # the session is checked first (opening it creates nothing), then the config
             project, session_id = session_to_resume(ProjectStore(), options)
+            require_trust(project.project_root)  # before any project file is read
             services = lambda: prepare(options, project.project_root)  # noqa: E731
         else:
+            require_trust(options.project)  # before any project file is read (IMPL-TRUST-1)
             prepared = prepare(options, options.project)
             _designer_models(options.project, prepared.provider)  # before anything exists
             project = open_project(ProjectStore(), options.project)

@@ -48,8 +48,13 @@ def _write_models_template(root: str) -> None:
     if os.path.exists(target):
         print(f"kept the existing {target}")
         return
+    from air.session.trust import refresh_trust, trust_scan
+
     text = resources.files("air.llm").joinpath("resources", "models.example.yaml").read_text()
     os.makedirs(os.path.dirname(target), exist_ok=True)
+    before = trust_scan(root)
     with open(target, "x", encoding="utf-8") as handle:
         handle.write(text)
+    # the user asked for it: air's own write keeps a trusted project trusted (IMPL-TRUST-1)
+    refresh_trust(root, before, ".air/shared/models.yaml")
     print(f"wrote {target} (edit it; reference: docs/models.md)")

@@ -72,15 +72,19 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
 
 def load_models_checked(project_root: str | None) -> Any:
     """``load_models_config``, with a file that is not UTF-8 or nested too deeply for the YAML
-    parser reported as ``config_error`` naming it (the loader lets those through).
+    parser reported as ``config_error`` naming it (the loader lets those through). The project's
+    providers are taken only when the user trusted the project (``air.session.trust``).
 
     Raises:
         AirException(config_error): any bad models.yaml.
+        AirException(untrusted_config): project providers the user has not trusted.
     """
     from air.llm.config import load_models_config
+    from air.session.trust import trust_scan, trusted
 
+    project_trusted = project_root is not None and trusted(trust_scan(project_root))
     try:
-        return load_models_config(project_root)
+        return load_models_config(project_root, project_trusted=project_trusted)
     except (UnicodeDecodeError, RecursionError) as exc:
         raise _models_file_problem(project_root, exc) from None
 

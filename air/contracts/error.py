@@ -256,6 +256,7 @@ BAD_INPUT_KINDS = frozenset(
         ErrorKind.NOT_FOUND,
         ErrorKind.SCHEMA_ERROR,
         ErrorKind.CORRUPT_DATABASE,
+        ErrorKind.UNTRUSTED_CONFIG,
     }
 )
 """The kinds that are the user's input to fix (exit 2) rather than a failure (exit 1)."""

@@ -4,8 +4,10 @@ Owns reading, validating and merging the two files (IMPL-LLM-2): each file is va
 own against ``ModelsConfig`` (a bad file is ``AirException(config_error)`` naming the file and
 the field); the project file then overrides ``default``, ``retry`` and each role, and replaces
 whole provider entries with the same id. Relative cassette paths resolve against the file that
-names them. PyYAML is imported only when a file exists. With neither file, ``env_models_config``
-builds the configuration from the environment (a first run that just works; IMPL-API-3).
+names them. PyYAML is imported only when a file exists. Without ``~/.air/models.yaml``,
+``env_models_config`` gives the user's layer from the environment (a first run that just works;
+IMPL-API-3). A project file that defines providers (where a key is sent, which variable is a
+key) is refused unless the caller says the user trusted the project (IMPL-TRUST-1).
 """
 
 from __future__ import annotations
@@ -170,20 +172,37 @@ def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
 
 
 def load_models_config(
-    project_root: str | None, *, home: str | None = None, env: Mapping[str, str] | None = None
+    project_root: str | None,
+    *,
+    home: str | None = None,
+    env: Mapping[str, str] | None = None,
+    project_trusted: bool = False,
 ) -> ModelsConfig:
-    """Load and merge the user and project files; missing files contribute nothing. With
-    neither file, the configuration comes from the environment (``env_models_config``).
+    """Load and merge the user and project files; missing files contribute nothing. Without
+    the user's file, the user's layer comes from the environment (``env_models_config``).
+
+    Args:
+        project_trusted: the user trusted the project's configuration (``air.session.trust``);
+            without it a project file may only pick ``default``/``roles`` among the user's.
 
     Raises:
         AirException(config_error): a file is not YAML, or a field is invalid; the message
             names the file and the field. Also when ``default``/``roles`` name an unknown model.
+        AirException(untrusted_config): the project file defines a provider and the project
+            is not trusted (the message names the file, the field, the variable and the URL).
     """
-    layers = [_read_file(user_models_path(home))]
+    user = _read_file(user_models_path(home))
+    if user is None:
+        from_env = env_models_config(os.environ if env is None else env)
+        user = (from_env, set(from_env.model_fields_set)) if from_env.providers else None
+    layers = [user]
     if project_root is not None:
-        layers.append(_read_file(project_models_path(project_root)))
+        project = _read_file(project_models_path(project_root))
+        if project is not None and project[0].providers and not project_trusted:
+            raise _untrusted(project_models_path(project_root), project[0])
+        layers.append(project)
     if all(entry is None for entry in layers):
-        return env_models_config(os.environ if env is None else env)
+        return ModelsConfig()
     merged = ModelsConfig()
     for entry in layers:
         if entry is None:
@@ -201,6 +220,21 @@ def load_models_config(
         )
     _check_references(merged)
     return merged
+
+
+def _untrusted(path: str, config: ModelsConfig) -> AirException:
+    """The refusal of an untrusted project file's first provider: where which key would go."""
+    pid, provider = next(iter(config.providers.items()))
+    target = provider.base_url or f"the {provider.kind} default endpoint"
+    field = "base_url" if provider.base_url else "auth_ref" if provider.auth_ref else "kind"
+    what = f"would send {provider.auth_ref or 'the prompts'} to {target}"
+    return AirException.of(
+        kind="untrusted_config",
+        message=f"{path}: providers.{pid}.{field} {what} (the project is not trusted)",
+        user_action="Review the file, then run `air trust` in the project (or move the "
+        "provider to ~/.air/models.yaml).",
+        metadata={"file": path, "field": f"providers.{pid}.{field}"},
+    )
 
 
 def _check_references(config: ModelsConfig) -> None:

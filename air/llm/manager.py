@@ -180,14 +180,16 @@ class ProviderManager:
         *,
         home: str | None = None,
         env: Mapping[str, str] | None = None,
+        project_trusted: bool = False,
     ) -> ModelsConfig:
         """``~/.air/models.yaml`` merged with ``<project>/.air/shared/models.yaml``; without
-        either, the configuration the environment gives (``ANTHROPIC_API_KEY``...).
+        the user's file, the configuration the environment gives (``ANTHROPIC_API_KEY``...).
 
         Raises:
             AirException(config_error): naming the file and the field.
+            AirException(untrusted_config): the project defines a provider, not trusted.
         """
-        return load_models_config(project_root, home=home, env=env)
+        return load_models_config(project_root, home=home, env=env, project_trusted=project_trusted)
 
     @classmethod
     def for_cassette(cls, cassette: str, *, model_id: str = "scripted") -> ProviderManager:

@@ -19,7 +19,9 @@ event gets the event, a candidate without a promotion is re-queued, and no step 
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, Protocol
@@ -310,13 +312,28 @@ class KnowledgeService:
             await self.complete_promotion(row)
         return row
 
+    def _own_write(self, write: Callable[[], None], memory_id: str) -> None:
+        """air's own write of a learned rule file keeps a trusted project trusted (only when it
+        was trusted just before and nothing else changed: IMPL-TRUST-1)."""
+        from air.session.trust import refresh_trust, trust_scan
+
+        root = str(self.shared_root.parent.parent)
+        try:
+            before = trust_scan(root)
+        except AirException:  # a link among the project's files: it stays untrusted
+            write()
+            return
+        write()
+        with contextlib.suppress(AirException):
+            refresh_trust(root, before, RuleFiles.target_ref(memory_id))
+
     async def complete_promotion(self, row: OutboxRow) -> bool:
         """Steps after the DB write: the rule file (while active), then ``memory.promoted``
         unless the log has it. True when the event was recorded now."""
         memory = self.memory.get(row.memory_id)
         assert memory is not None  # the outbox row and the memory commit together
         if memory.status == MemoryStatus.ACTIVE and memory.memory_type == MemoryType.RULE:
-            self.rules.write(memory)
+            self._own_write(lambda: self.rules.write(memory), memory.memory_id)
         if str(row.candidate_id) in self.events("memory.promoted", "candidate_id"):
             return False
         await self.ledger.record(
@@ -354,7 +371,7 @@ class KnowledgeService:
         """Steps after the DB write: remove the rule file, then ``memory.archived`` unless
         the log has it. True when the event was recorded now."""
         if row.target_ref and not row.target_ref.startswith("learned-memory://"):
-            self.rules.remove(row.memory_id)
+            self._own_write(lambda: self.rules.remove(row.memory_id), row.memory_id)
         if row.memory_id in self.events("memory.archived", "memory_id"):
             return False
         await self.ledger.record(

@@ -18,7 +18,14 @@ from air.contracts.error import AirException
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
 
-__all__ = ["GITIGNORE_ENTRY", "LOCAL_DIRS", "SHARED_DIRS", "ProjectStore"]
+__all__ = [
+    "GITIGNORE_ENTRY",
+    "LOCAL_DIRS",
+    "PROJECT_RULES",
+    "SHARED_DIRS",
+    "TOOLCHAIN_RULES",
+    "ProjectStore",
+]
 
 SHARED_DIRS = ("rules", "plan", "plan/docs")
 LOCAL_DIRS = ("sessions", "state", "backups", "workspaces", "tmp", "locks")
@@ -35,13 +42,13 @@ _PERMISSIONS_STUB = """\
 #     reason: the test suite is safe to run
 """
 
-_PROJECT_RULES = """\
+PROJECT_RULES = """\
 # Project rules
 
 Rules every agent working on this project follows. Keep them short and concrete.
 """
 
-_TOOLCHAIN_RULES = """\
+TOOLCHAIN_RULES = """\
 # Toolchain rules
 
 How to build and test this project (commands, environment, known quirks).
@@ -112,8 +119,8 @@ class ProjectStore:
                 os.replace(tmp, project_json)
             _write_new(shared / "permissions.yaml", _PERMISSIONS_STUB)
             if options.default_rules:
-                _write_new(shared / "rules" / "project-rules.md", _PROJECT_RULES)
-                _write_new(shared / "rules" / "toolchain-rules.md", _TOOLCHAIN_RULES)
+                _write_new(shared / "rules" / "project-rules.md", PROJECT_RULES)
+                _write_new(shared / "rules" / "toolchain-rules.md", TOOLCHAIN_RULES)
             if options.update_gitignore:
                 self._ensure_gitignore(root)
         except OSError as exc:

@@ -17,6 +17,7 @@ import pytest
 
 from tests.headless import review_project, review_verdict
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
+from tests.trusted import trust_project
 
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "tree_sitter",  # the shell parser: the first shell command builds it
@@ -165,6 +166,7 @@ def _loaded_at_first_request(tmp_path: Path) -> dict[str, list[str]]:
             "    models:\n"
             "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
         )
+        trust_project(root, home)
         server.push(Reply(chunks=anthropic_sse(Turn(text=[review_verdict()]))))
         port = int(server.url.rstrip("/").rsplit(":", 1)[1])
         done = subprocess.run(

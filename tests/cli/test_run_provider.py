@@ -10,6 +10,7 @@ from pathlib import Path
 
 from tests.headless import json_events, review_project, review_verdict, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
+from tests.trusted import trust_project
 
 KEY = "sk-air-canary-4b1d2f9e7c3a5b6d"
 
@@ -27,6 +28,7 @@ def test_headless_run_talks_to_the_configured_provider(tmp_path: Path) -> None:
             "    models:\n"
             "      gpt-test: {context_window: 32768, max_output_tokens: 4096}\n"
         )
+        trust_project(root, home)
         server.push(
             Reply(
                 chunks=openai_sse(

@@ -22,6 +22,7 @@ import pytest
 
 from tests.headless import json_events, run_batch_json
 from tests.llm.servers import LocalServer, Received, Reply, Turn, anthropic_sse, openai_sse
+from tests.trusted import trust_project
 
 RULE = "Planted rule 7f3a: name every file you read."
 AGENTS = "AGENTS line 91c2: tests live in tests/."
@@ -101,6 +102,7 @@ def _project(root: Path, home: Path, server: LocalServer, wire: str) -> None:
         "    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
         f"      {model}: {{context_window: 32768, max_output_tokens: 4096}}\n"
     )
+    trust_project(root, home)
 
 
 @pytest.mark.parametrize("wire", ["anthropic", "openai"])
@@ -172,7 +174,10 @@ def _system_text(request: Received) -> str:
     return json.dumps([m for m in body["messages"] if m.get("role") == "system"])
 
 
-def test_an_unusable_context_fails_the_task_before_any_request(tmp_path: Path) -> None:
+def test_a_linked_instruction_file_refuses_the_run_before_any_request(tmp_path: Path) -> None:
+    """AGENTS.md a link to a secret outside the project: the trust check refuses the run
+    (never follows the link) before anything is created or sent (IMPL-TRUST-1); the loader's
+    own check (a link out of the project fails the task) stays for a link made mid-run."""
     root, home = tmp_path / "proj", tmp_path / "home"
     with LocalServer() as server:
         _project(root, home, server, "anthropic")
@@ -183,12 +188,9 @@ def test_an_unusable_context_fails_the_task_before_any_request(tmp_path: Path) -
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test"}
         proc = run_batch_json(root, env, timeout=180)
         requests = list(server.requests)
-    assert proc.returncode == 1, proc.stderr
+    assert proc.returncode == 2, proc.stderr
     assert requests == []
     assert "Traceback" not in proc.stderr
-    events = json_events(proc.stdout)
-    failed = [e for e in events if e["type"] == "task.failed"]
-    assert failed
-    assert failed[0]["payload"]["error"]["kind"] == "config_error"
-    assert "points outside the project" in failed[0]["payload"]["error"]["message"]
+    assert "AGENTS.md: is a symbolic link" in proc.stderr
+    assert not (root / ".air" / "local").exists()
     assert "PRIVATE-KEY-MATERIAL" not in proc.stdout + proc.stderr

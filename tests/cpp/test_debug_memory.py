@@ -23,6 +23,7 @@ from air.artifacts.knowledge import DebugKnowledgeStore
 from air.session.project import ProjectStore
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer
 from tests.cpp.test_example import EXAMPLE, _claim, _false_claim, _git, _project, _use
+from tests.trusted import trust_project
 
 KEY = "zq81-debug-memory-key-3c5e7a9b1d2f4e6a8c0b"
 MODELS = (
@@ -35,6 +36,7 @@ MODELS = (
     "    models:\n"
     "      claude-sonnet-4-5: {{context_window: 200000, max_output_tokens: 64000}}\n"
 )
+
 DIAGNOSIS = "spread.variance expects the population variance"
 FIX = {
     "path": "spread/spread.cpp",
@@ -102,6 +104,7 @@ def _run(
     models = root / ".air" / "shared" / "models.yaml"
     models.parent.mkdir(parents=True, exist_ok=True)
     models.write_text(MODELS.format(url=server.url))
+    trust_project(root, home)
     env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
     return subprocess.run(
         [sys.executable, "-m", "air.cli", "run", "--headless", str(batch), "--project", str(root)],

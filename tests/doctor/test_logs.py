@@ -20,6 +20,7 @@ from air.doctor.logs import (
 )
 from air.security.redact import SecretRedactor
 from tests.doctor.helpers import air, make_project
+from tests.trusted import trust_project
 
 SECRET = "sk-ant-api03-" + "Q" * 40
 CANARY = "canary-value-7f3a9c1e"
@@ -110,6 +111,7 @@ def test_the_cli_writes_air_log_without_secrets(tmp_path: Path) -> None:
     project, home = make_project(tmp_path)
     models = project / ".air" / "shared" / "models.yaml"
     models.write_text("version: 1\nproviders: {p: {kind: anthropic, auth_ref: AIR_T_KEY}}\n")
+    trust_project(project, home)
     done = air(project, home, "doctor")
     assert done.returncode == 1
     log = (home / ".air" / "logs" / "air.log").read_text()

@@ -16,6 +16,7 @@ import pytest
 
 from air.testing.strict_servers import CassetteModel, StrictServer
 from tests.headless import json_events, run_batch_json
+from tests.trusted import trust_project
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 KEY = "zq81-e2e-key-7d0c1b5a9e3f4b2d8c6a1e0f9b7d5c3a"
@@ -68,6 +69,7 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     with StrictServer(api_key=KEY, ceilings=CEILINGS, model=model) as server:
         (root / ".air" / "shared").mkdir(parents=True)
         (root / ".air" / "shared" / "models.yaml").write_text(MODELS[wire].format(url=server.url))
+        trust_project(root, home)
         env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
         proc = subprocess.run(
             [
@@ -119,6 +121,7 @@ def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
         (root / ".air" / "shared" / "models.yaml").write_text(
             MODELS["anthropic"].format(url=server.url).replace("claude-sonnet-4-5", "claude-nope")
         )
+        trust_project(root, home)
         env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
         proc = run_batch_json(root, env)
         requests = list(server.requests)
@@ -167,6 +170,7 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         (recorded / ".air" / "shared" / "models.yaml").write_text(
             MODELS["openai"].format(url=server.url)
         )
+        trust_project(recorded, home)
         first = run_batch_json(recorded, env, "--record", str(record_dir), timeout=300)
     assert first.returncode == 0, first.stderr
     assert sorted(p.name for p in record_dir.iterdir()) == [

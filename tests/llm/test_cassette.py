@@ -198,7 +198,9 @@ async def test_scripted_provider_selected_through_project_models_yaml(tmp_path: 
         "    cassette: cassettes/task.jsonl\n"
         "    models: {scripted: {}}\n"
     )
-    config = ProviderManager.load_config(str(tmp_path / "proj"), home=str(tmp_path / "home"))
+    config = ProviderManager.load_config(
+        str(tmp_path / "proj"), home=str(tmp_path / "home"), project_trusted=True
+    )
     manager = ProviderManager(config)
     assignment = manager.select_model(ModelRequirement())
     try:

@@ -14,6 +14,7 @@ from air.contracts import AirException, ErrorKind, ModelRequirement, Usage
 from air.llm import ProviderManager, UsageAccumulator
 from air.llm.sse import SSEDecoder
 from tests.llm.conftest import FAKE_KEY
+from tests.trusted import trust_project
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -59,7 +60,7 @@ def test_home_and_project_files_merge(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "proj"
     _write(home, ".air/models.yaml", HOME_YAML)
     _write(project, ".air/shared/models.yaml", PROJECT_YAML)
-    config = ProviderManager.load_config(str(project), home=str(home))
+    config = ProviderManager.load_config(str(project), home=str(home), project_trusted=True)
     assert config.default == "local/qwen"  # project wins
     assert config.retry.max_attempts == 4  # kept from home
     assert set(config.providers) == {"claude", "local", "replay"}
@@ -152,6 +153,7 @@ def test_provider_list_and_current_commands(tmp_path: Path) -> None:
     home, project = tmp_path / "home", tmp_path / "proj"
     _write(home, ".air/models.yaml", HOME_YAML)
     _write(project, ".air/shared/models.yaml", PROJECT_YAML)
+    trust_project(project, home)
     listed = _cli(home, project, "run_provider_list")
     assert listed.returncode == 0, listed.stderr
     assert "claude/sonnet" in listed.stdout

@@ -19,6 +19,7 @@ from air.llm import ProviderManager
 from air.llm.config import env_models_config
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse, openai_sse
 from tests.headless import REVIEW_BATCH, review_verdict
+from tests.trusted import trust_project
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "zq81-first-run-0a9b8c7d6e5f4a3b2c1d0e9f8a7b"
@@ -175,6 +176,7 @@ def test_bad_models_yaml_exits_2_naming_file_field_reason(
     path = root / ".air" / "shared" / "models.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(text)
+    trust_project(root, home)
     proc = _air(root, _clean_env(home), "run", "--headless", "batch.yaml")
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr

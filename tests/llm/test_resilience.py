@@ -24,6 +24,7 @@ from tests.headless import run_batch_json
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import WIRES, Collected, Wire, collect, models_config, request, sse_for
 from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, json_reply
+from tests.trusted import trust_project
 
 ENV = {"AIR_TEST_KEY": FAKE_KEY}
 
@@ -274,6 +275,7 @@ def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) 
             json_reply(529, _error_body("openai", "overloaded_error", "Overloaded right now")),
             Reply(chunks=openai_sse(Turn(text=[f"```json:result\n{verdict}\n```\n"]))),
         )
+        trust_project(root, home)
         env = {**os.environ, "HOME": str(home), "AIR_TEST_KEY": FAKE_KEY}
         run = run_batch_json(root, env)
         history = subprocess.run(

@@ -14,6 +14,7 @@ from pathlib import Path
 from air.security import SecretRedactor
 from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
 from tests.headless import run_batch_json
+from tests.trusted import trust_project
 
 BATCH = """version: 1
 tasks:
@@ -64,6 +65,7 @@ def test_a_shapeless_key_is_redacted_everywhere(tmp_path: Path) -> None:
             f"    base_url: {server.url}/v1\n    auth_ref: AIR_SHAPELESS\n"
             "    models: {m: {max_output_tokens: 4096}}\n"
         )
+        trust_project(root, home)
         command = json.dumps({"command": f"echo {key}"})
         read = json.dumps({"path": f"{key}.txt"})
         server.push(

@@ -15,6 +15,7 @@ from air.llm.adapter import ProviderAdapter
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, models_config, request
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
+from tests.trusted import trust_project
 
 ENV = {"AIR_TEST_KEY": FAKE_KEY}
 
@@ -101,6 +102,7 @@ def test_a_headless_run_starts_the_warm_up_as_soon_as_its_model_is_chosen(
         "    models:\n      m1: {context_window: 32768, max_output_tokens: 4096}\n"
     )
     root = str(tmp_path / "project")
+    trust_project(root)  # HOME is the test's
     prepared = _prepare(HeadlessOptions(project=root), root)
     manager = prepared.provider
     assert isinstance(manager, ProviderManager)

@@ -28,6 +28,7 @@ from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
 from air.nursery.task_cassettes import TaskCassettes
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
+from tests.trusted import trust_project
 
 CONTRACT = "src/contracts/api.py"
 DECLARATION = "docs: [docs/architecture.md]\nareas:\n  contracts: ['src/contracts/**']\n"
@@ -88,6 +89,7 @@ def _project(tmp: Path, url: str, *, declare: bool) -> Path:
     )
     if declare:
         (shared / "architecture.yaml").write_text(DECLARATION)
+    trust_project(root)  # the test's HOME (the env fixture)
     return root
 
 
@@ -223,6 +225,7 @@ def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -
         '{"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}\n'
     )
     subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    trust_project(proj, home)
     done = subprocess.run(
         [sys.executable, "-m", "air", "run", "--headless", "batch.yaml", "--cassette", "cassettes"],
         cwd=proj,

@@ -34,6 +34,7 @@ from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.testing.recording import RecordingProvider
+from tests.trusted import trust_project
 
 BUDGET = 2_000
 DECISIONS = [f"Decision: use the repository layer for table {i}" for i in range(0, 500, 50)]
@@ -261,6 +262,7 @@ def test_air_compact_runs_on_the_latest_session(env: Env, tmp_path: Path) -> Non
     )
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
+    trust_project(env.root, home)
     run_env = {**os.environ, "HOME": str(home)}
     done = subprocess.run(
         [sys.executable, "-m", "air", "compact", "--project", str(env.root)],

@@ -29,6 +29,7 @@ from air.nursery.worker_context import CompactingContext
 from air.testing.recording import RecordingProvider
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.test_compaction import DECISIONS, Env, cassette
+from tests.trusted import trust_project
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ async def test_open_runtime_compacts_for_a_real_workers_context(
             f"    base_url: {server.url}\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
             "      claude-test: {context_window: 16000, max_output_tokens: 1000}\n"
         )
+        trust_project(root)  # HOME is the test's
         options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
         with trio.fail_after(120):
             async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:
@@ -232,6 +234,7 @@ async def test_a_bad_rules_file_still_stops_the_runtime_before_any_task(
         "      claude-test: {context_window: 16000, max_output_tokens: 1000}\n"
     )
     (root / ".air" / "shared" / "compaction-rules.md").write_text("---\ntrigger_ratio: [1\n---\n")
+    trust_project(root)  # HOME is the test's
     options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
     refused: list[AirException] = []
     with trio.fail_after(60):

@@ -34,6 +34,7 @@ from air.nursery.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.conftest import SessionDB
+from tests.trusted import trust_project
 
 MODELS = ("local/claude-test", "local/claude-big")
 
@@ -158,6 +159,7 @@ async def test_a_retry_request_holds_the_failure_and_the_chosen_model(
             "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
             "      claude-big: {context_window: 32768, max_output_tokens: 4096}\n"
         )
+        trust_project(root)  # HOME is the test's
         options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
         with trio.fail_after(180):
             async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:

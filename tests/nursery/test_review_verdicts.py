@@ -32,6 +32,7 @@ from air.workspace.manager import WorkspaceManager
 from tests.headless import json_events, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.conftest import SessionDB
+from tests.trusted import trust_project
 
 CHANGES = {"verdict": "changes_requested", "findings": ["FINDING-7c1: the note has no title"]}
 APPROVED = {"verdict": "approved", "findings": []}
@@ -204,6 +205,7 @@ def _project(root: Path, home: Path, server: LocalServer) -> None:
         f"    base_url: {server.url}\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
         "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
     )
+    trust_project(root, home)
 
 
 def _has_tool_result(body: dict[str, Any]) -> bool:

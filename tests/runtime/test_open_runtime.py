@@ -32,6 +32,7 @@ from air.session.project import ProjectStore
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.tools import ToolRegistry
 from air.workspace.manager import WorkspaceManager
+from tests.trusted import trust_project
 
 
 def _spec(task_id: str, **fields: Any) -> TaskSpec:
@@ -290,7 +291,9 @@ async def test_the_monitor_gets_the_schedulers_overdue_callback_when_it_starts(
     assert status != "running"
 
 
-async def test_the_models_yaml_escalation_ladder_reaches_the_retry_planner(tmp_path: Path) -> None:
+async def test_the_models_yaml_escalation_ladder_reaches_the_retry_planner(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """models.yaml ``escalation`` (read by ``prepare``) is the ladder the Scheduler's
     RetryPlanner climbs: without it ``air run`` could never change a retry's model."""
     from air.cli.prepare import prepare
@@ -302,6 +305,8 @@ async def test_the_models_yaml_escalation_ladder_reaches_the_retry_planner(tmp_p
         "  local:\n    kind: openai_compatible\n    base_url: http://127.0.0.1:9/v1\n"
         "    models: {small: {}, big: {}}\n"
     )
+    monkeypatch.setenv("HOME", str(tmp_path))
+    trust_project(root)
     services = prepare(HeadlessOptions(project=str(root)), str(root))
     assert services.escalation == ("local/small", "local/big")
     config = RuntimeConfig(

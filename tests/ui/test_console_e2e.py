@@ -26,6 +26,7 @@ from typing import Any
 from air.contracts import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
+from tests.trusted import trust_project
 from tests.ui.tmux import Tmux, processes_with
 
 KEY = "zq81-console-key-4b2d8c6a1e0f9b7d5c3a7d0c1b5a9e3f"
@@ -39,6 +40,7 @@ MODELS = (
     "    models:\n"
     "      claude-sonnet-4-5: {{context_window: 200000, max_output_tokens: 64000}}\n"
 )
+
 _TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
 STALL_S = 8.0
 """How long the interrupted answer stalls (the server thread; Esc ends the turn at once)."""
@@ -133,6 +135,7 @@ def _project(root: Path, url: str) -> None:
         subprocess.run(["git", "-C", str(root), *args], check=True)
     (root / ".air" / "shared").mkdir(parents=True)
     (root / ".air" / "shared" / "models.yaml").write_text(MODELS.format(url=url))
+    trust_project(root, root.parent / "home")  # every caller's HOME
 
 
 def _air(*args: str) -> list[str]:

@@ -1,0 +1,106 @@
+"""``air trust [PATH] [--yes]`` and ``air trust --revoke [PATH]``: the user's trust decision.
+
+Owns the command and ``ask_trust``, the question the console asks in an untrusted project
+(IMPL-TRUST-1). Both show what trusting would allow, file by file (the provider URLs with the
+variable sent there, the allow rules, the capabilities, the first lines of every file that
+reaches a prompt), then ask y/N on a terminal; yes records the exact set of files in
+``~/.air/trust.json`` (``air.session.trust``), so a later change asks again. ``--yes`` records
+without asking (scripts); without a terminal and without ``--yes`` nothing is recorded.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Any
+
+from air.cli.options import bad
+
+__all__ = ["ask_trust", "run_trust", "trust_root"]
+
+
+def trust_root(path: str | None) -> str:
+    """The project ``air trust`` decides on: PATH, else the air project around the current
+    directory, else the current directory.
+
+    Raises:
+        AirException(not_found): PATH is not a directory.
+    """
+    if path is not None:
+        if not os.path.isdir(path):
+            what = "is not a directory" if os.path.exists(path) else "does not exist"
+            raise bad(
+                "not_found",
+                f"air trust {path}: {what}",
+                "Pass the project's directory (or run `air trust` inside the project).",
+                file=path,
+                field="PATH",
+            )
+        return os.path.realpath(path)
+    from air.session.project import ProjectStore
+
+    project = ProjectStore().locate(os.getcwd())
+    return os.path.realpath(project.project_root if project is not None else os.getcwd())
+
+
+def _show(config: Any, out: IO[str]) -> None:
+    print(f"air: the project {config.root} has configuration that widens what air does:", file=out)
+    for line in config.summary():
+        print(f"  {line}", file=out)
+
+
+def ask_trust(config: Any, *, stdin: IO[str], out: IO[str]) -> bool:
+    """Show what trusting ``config`` allows and ask y/N; True (and recorded) on yes."""
+    from air.session.trust import record_trust
+
+    _show(config, out)
+    print(
+        "Trust this configuration? air then uses it until one of these files changes. [y/N] ",
+        end="",
+        file=out,
+        flush=True,
+    )
+    answer = stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        return False
+    record_trust(config)
+    print(f"air: trusted {config.root} (recorded in ~/.air/trust.json)", file=out, flush=True)
+    return True
+
+
+def run_trust(args: dict[str, Any]) -> int:
+    """``air trust``. Exit 0 trusted (or nothing to trust, or revoked), 2 not trusted."""
+    from air.contracts import CliExit
+    from air.session.trust import record_trust, revoke_trust, trust_scan, trusted
+
+    root = trust_root(args.get("PATH"))
+    if args.get("--revoke"):
+        had = revoke_trust(root)
+        said = "revoked the trust of" if had else "there was no trust to revoke for"
+        print(f"air: {said} {root}")
+        return CliExit.OK
+    config = trust_scan(root)
+    if not config.widens:
+        print(f"air: nothing to trust in {root}: its configuration widens nothing air does")
+        return CliExit.OK
+    if trusted(config):
+        _show(config, sys.stdout)
+        print(f"air: {root} is trusted as it is now")
+        return CliExit.OK
+    if args.get("--yes"):
+        _show(config, sys.stdout)
+        record_trust(config)
+        print(f"air: trusted {root} (recorded in ~/.air/trust.json)")
+        return CliExit.OK
+    if not sys.stdin.isatty():
+        _show(config, sys.stdout)
+        raise bad(
+            "untrusted_config",
+            f"air trust {root}: no terminal to ask on, and no --yes",
+            f"Read the files above, then run `air trust {root} --yes`.",
+            field="--yes",
+        )
+    if ask_trust(config, stdin=sys.stdin, out=sys.stdout):
+        return CliExit.OK
+    print(f"air: {root} stays untrusted", file=sys.stderr)
+    return CliExit.BAD_INPUT
