@@ -10,8 +10,10 @@ saw, and when. Any change of that set (a file edited, added, removed, or a file 
 nothing now widening) makes the project untrusted again.
 ``require_trust`` is the check every front end makes before it reads the project's
 configuration; it raises ``AirException(untrusted_config)`` naming the file and the field. A
-symbolic link where one of these files (or their directories) should be is refused, never
-followed. A project whose files widen nothing needs no trust (IMPL-TRUST-1).
+symbolic link where one of these files (or their directories) should be is followed only when it
+resolves inside the project and outside its git metadata and air's local state (``CLAUDE.md ->
+AGENTS.md``); the link's target is part of the hash. Any other link is refused. A project whose
+files widen nothing needs no trust (IMPL-TRUST-1).
 """
 
 from __future__ import annotations
@@ -73,7 +75,8 @@ class ConfigSet(NamedTuple):
     root: str
     """The project's realpath (the key of the record)."""
     files: tuple[tuple[str, bytes], ...]
-    """(relative path, bytes) of every file that widens something, sorted by path."""
+    """(relative path, bytes) of every file that widens something, sorted by path; a file
+    reached through an in-project link has ``-> <target>`` and a newline before its bytes."""
     findings: tuple[Finding, ...]
 
     @property
@@ -106,36 +109,60 @@ def trust_file(home: str | None = None) -> str:
     return os.path.join(home or os.path.expanduser("~"), ".air", "trust.json")
 
 
-def _refuse_link(root: str, rel: str) -> None:
+def _refuse_link(root: str, rel: str, real: str) -> None:
     raise AirException.of(
         kind=ErrorKind.UNTRUSTED_CONFIG,
-        message=f"{rel}: is a symbolic link; air never follows a link for project configuration",
+        message=f"{rel}: is a symbolic link to {real}, outside the project's own files; air "
+        "never follows such a link for project configuration",
         user_action=f"Replace the link {os.path.join(root, rel)} with the file (or directory) "
         "itself, then run air again.",
         metadata={"file": rel, "field": "file"},
     )
 
 
+_LINK_FORBIDDEN = (".git", ".air/local")
+"""Where an in-project link may not lead: git's metadata and air's own state."""
+
+
+def _inside(root: str, real: str) -> bool:
+    if not real.startswith(root + os.sep):
+        return False
+    rel = real[len(root) + 1 :]
+    return not any(rel == top or rel.startswith(top + os.sep) for top in _LINK_FORBIDDEN)
+
+
 def _lstat(root: str, rel: str) -> os.stat_result | None:
-    """The entry at ``rel`` (None: absent); a link there, or on the way to it, is refused."""
+    """The entry at ``rel`` (None: absent). A link there, or on the way to it, is followed only
+    when it resolves inside the project (``_inside``); any other link is refused."""
     parts = rel.split("/")
     for depth in range(1, len(parts) + 1):
         sub = "/".join(parts[:depth])
         try:
             info = os.lstat(os.path.join(root, sub))
-        except FileNotFoundError:
-            return None
-        except NotADirectoryError:
+        except (FileNotFoundError, NotADirectoryError):
             return None
         if stat.S_ISLNK(info.st_mode):
-            _refuse_link(root, sub)
+            real = os.path.realpath(os.path.join(root, sub))
+            if not _inside(root, real):
+                _refuse_link(root, sub, real)
+            try:
+                info = os.stat(real)
+            except (FileNotFoundError, NotADirectoryError):
+                return None
     return info
 
 
-def _read(root: str, rel: str) -> bytes:
-    fd = os.open(os.path.join(root, rel), os.O_RDONLY | os.O_NOFOLLOW)
+def _read(root: str, rel: str) -> tuple[bytes, bytes]:
+    """The bytes at ``rel`` as a loader reads them, and the bytes the hash covers: for a path
+    through an in-project link the resolved path leads them (re-pointing a link asks again)."""
+    real = os.path.realpath(os.path.join(root, rel))
+    if not _inside(root, real):  # re-pointed since _lstat looked
+        _refuse_link(root, rel, real)
+    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()  # whole: the hash covers every byte a loader reads
+        data = fh.read()  # whole: the hash covers every byte a loader reads
+    target = os.path.relpath(real, root)
+    return data, (data if target == rel else f"-> {target}\n".encode() + data)
 
 
 def _paths(root: str) -> Iterator[str]:
@@ -160,16 +187,17 @@ def trust_scan(project_root: str) -> ConfigSet:
     """The trust-relevant files of the project at ``project_root`` and what they would do.
 
     Raises:
-        AirException(untrusted_config): one of them (or its directory) is a symbolic link.
+        AirException(untrusted_config): one of them (or its directory) is a symbolic link that
+            leads out of the project, into its ``.git`` or into ``.air/local``.
     """
     root = os.path.realpath(project_root)
     files: list[tuple[str, bytes]] = []
     findings: list[Finding] = []
     for rel in sorted(set(_paths(root))):
-        data = _read(root, rel)
+        data, hashed = _read(root, rel)
         found = _findings(rel, data)
         if found:  # a file that widens nothing (a deny-only policy, air's stubs) is not asked
-            files.append((rel, data))
+            files.append((rel, hashed))
             findings += found
     return ConfigSet(root=root, files=tuple(files), findings=tuple(findings))
 

@@ -132,8 +132,35 @@ def test_a_linked_config_file_is_refused_not_followed(tmp_path: Path, rel: str) 
     with pytest.raises(AirException) as refused:
         require_trust(str(root), home=str(home))
     assert refused.value.kind is ErrorKind.UNTRUSTED_CONFIG
-    assert f"{rel}: is a symbolic link" in refused.value.error.message
-    assert "never follows a link" in refused.value.error.message
+    assert f"{rel}: is a symbolic link to {outside}" in refused.value.error.message
+    assert "never follows such a link" in refused.value.error.message
+
+
+@pytest.mark.parametrize("target", [".git/config", ".air/local/secret.md"])
+def test_a_link_into_git_or_airs_state_is_refused(tmp_path: Path, target: str) -> None:
+    root, home = _project(tmp_path, {})
+    (root / target).parent.mkdir(parents=True, exist_ok=True)
+    (root / target).write_text("[core]\n")
+    (root / "AGENTS.md").symlink_to(root / target)
+    with pytest.raises(AirException, match=r"AGENTS.md: is a symbolic link to .*never follows"):
+        require_trust(str(root), home=str(home))
+
+
+def test_an_in_project_link_is_followed_and_its_target_is_hashed(tmp_path: Path) -> None:
+    """``CLAUDE.md -> AGENTS.md`` is common: trusted like the file itself; re-pointing the link
+    (even to a file with the same bytes) asks again."""
+    root, home = _project(tmp_path, {"AGENTS.md": "be nice\n", "docs/same.md": "be nice\n"})
+    (root / "CLAUDE.md").symlink_to("AGENTS.md")
+    config = trust_scan(str(root))
+    assert [rel for rel, _ in config.files] == ["AGENTS.md", "CLAUDE.md"]
+    with pytest.raises(AirException, match=r"untrusted project configuration: AGENTS\.md"):
+        require_trust(str(root), home=str(home))
+    record_trust(config, home=str(home))
+    require_trust(str(root), home=str(home))
+    (root / "CLAUDE.md").unlink()
+    (root / "CLAUDE.md").symlink_to("docs/same.md")
+    with pytest.raises(AirException, match=r"changed since you trusted.*CLAUDE.md"):
+        require_trust(str(root), home=str(home))
 
 
 def _memory(memory_id: str) -> LearnedMemory:
