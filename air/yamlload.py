@@ -12,10 +12,10 @@ text the C loader refuses, so an error is the Python loader's, with its message,
 Before any parse, a text longer than the reader's ``max_chars`` (``MAX_CHARS`` unless it says)
 or nesting collections deeper than ``MAX_DEPTH`` is refused with ``LimitError`` (a
 ``yaml.YAMLError``): a linear scan over-estimates the depth and, only when that passes the
-limit, libyaml's event stream finds the real depth and stops at the first level too deep; the
-C loader's tree is measured again, and the Python loader's input checked by events first, so
-no text deeper than the limit is ever read in full. Imports only PyYAML (a layer of its own
-under every reader).
+limit, libyaml's event stream finds the real depth and stops at the first level too deep. What
+the scan under-estimates is still caught: the C loader's tree is measured, and a text bound for
+the Python loader is counted by libyaml's events first, so the pure-Python loader never reads a
+text deeper than the limit. Imports only PyYAML (a layer of its own under every reader).
 """
 
 from __future__ import annotations
