@@ -7,26 +7,65 @@ the same ``SafeConstructor`` builds the data), else with ``SafeLoader``, and acc
 report exactly what ``SafeLoader`` does: the pure-Python loader decides every text the two
 could read differently — a text with a tab or a byte-order mark past its start, or a block
 scalar's indicator followed by ``#`` (libyaml takes it for a comment), a plain scalar
-holding ``?`` inside a flow collection, an empty plain scalar with an explicit tag, a tree
-nested deeper than ``MAX_FAST_DEPTH`` (the Python loader's own recursion limit decides those,
-as before) — and every text the C loader refuses, so an error is the Python loader's, with its
-message, line and column. Imports only PyYAML (a layer of its own under every reader).
+holding ``?`` inside a flow collection, an empty plain scalar with an explicit tag — and every
+text the C loader refuses, so an error is the Python loader's, with its message, line and column.
+Before any parse, a text longer than the reader's ``max_chars`` (``MAX_CHARS`` unless it says)
+or nesting collections deeper than ``MAX_DEPTH`` is refused with ``LimitError`` (a
+``yaml.YAMLError``): a linear scan over-estimates the depth and, only when that passes the
+limit, libyaml's event stream finds the real depth and stops at the first level too deep. What
+the scan under-estimates is still caught: the C loader's tree is measured, and a text bound for
+the Python loader is counted by libyaml's events first, so the pure-Python loader never reads a
+text deeper than the limit. Imports only PyYAML (a layer of its own under every reader).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
-from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+from yaml.events import CollectionEndEvent, CollectionStartEvent, StreamEndEvent
+from yaml.nodes import CollectionNode, MappingNode, Node, ScalarNode, SequenceNode
 
-__all__ = ["MAX_FAST_DEPTH", "compose", "compose_and_load", "load"]
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "LimitError", "compose", "compose_and_load", "load"]
 
 _C_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+_C_PARSER: Any = getattr(getattr(yaml, "cyaml", None), "CParser", None)
 
-MAX_FAST_DEPTH = 64
-"""Deeper trees are read again by ``SafeLoader``: it alone says which depth is too deep
-(``RecursionError``, which the readers report as "nested too deeply")."""
+MAX_DEPTH = 64
+"""The deepest nesting of collections air reads (a configuration needs a handful of levels)."""
+MAX_CHARS = 1024 * 1024
+"""The longest configuration text air reads, in characters (1 Mi); a reader may pass another."""
+
+
+class LimitError(yaml.YAMLError):
+    """A text past ``MAX_DEPTH`` or its reader's size limit.
+
+    ``problem`` says which limit and whether the text was refused before any parse (the scan
+    or the event stream found it) or after libyaml's tree (readers print it as they print a
+    parser's problem); ``parsed`` says which. No ``problem_mark``: the limit is the file's.
+    """
+
+    problem_mark = None
+    context_mark = None
+
+    def __init__(self, limit: str, name: str | None, *, parsed: bool = False) -> None:
+        self.parsed = parsed
+        self.problem = limit if parsed else f"{limit}; refused before parsing"
+        self.name = name
+        super().__init__(self.problem)
+
+    def __str__(self) -> str:
+        return f"{self.name or '<unicode string>'}: {self.problem}"
+
+
+def _too_deep(name: str | None, *, parsed: bool = False) -> LimitError:
+    return LimitError(
+        f"nested too deeply: more than {MAX_DEPTH} levels of collections, the most air reads",
+        name,
+        parsed=parsed,
+    )
+
 
 _STR_TAG = "tag:yaml.org,2002:str"
 PYTHON_DECIDES = r"[\t\x85\u2028\u2029]|(?<!^)\ufeff|[|>][-+0-9]{0,2}#"
@@ -37,35 +76,103 @@ every start)."""
 _INDICATOR_TAIL = frozenset("-+0123456789")
 
 
-def load(text: str, *, name: str | None = None) -> Any:
+def load(text: str, *, name: str | None = None, max_chars: int = MAX_CHARS) -> Any:
     """The data of the one YAML document in ``text`` (None when there is none).
 
     ``name``: the file the text was read from, named in an error's marks (as
-    ``yaml.safe_load(open(name))`` did); default ``<unicode string>``.
+    ``yaml.safe_load(open(name))`` did); default ``<unicode string>``. ``max_chars``: the
+    longest text this reader takes.
 
     Raises:
+        LimitError: longer than ``max_chars`` or nested deeper than ``MAX_DEPTH`` (unparsed).
         yaml.YAMLError, RecursionError, ValueError: what ``yaml.safe_load`` raises.
     """
-    return compose_and_load(text, name=name)[1]
+    return compose_and_load(text, name=name, max_chars=max_chars)[1]
 
 
-def compose(text: str, *, name: str | None = None) -> Node | None:
-    """The node tree of the one YAML document in ``text`` (``yaml.compose``, safe loader)."""
-    fast = _fast(text, construct=False)
+def compose(text: str, *, name: str | None = None, max_chars: int = MAX_CHARS) -> Node | None:
+    """The node tree of the one YAML document in ``text`` (``yaml.compose``, safe loader).
+
+    Raises:
+        LimitError, yaml.YAMLError: as ``load``.
+    """
+    _check_limits(text, name, max_chars)
+    fast = _fast(text, construct=False, name=name)
     if fast is not None:
         return fast[0]
     return _python(text, name, construct=False)[0]
 
 
-def compose_and_load(text: str, *, name: str | None = None) -> tuple[Node | None, Any]:
-    """The node tree and the data of the one YAML document in ``text``, from one parse."""
-    fast = _fast(text, construct=True)
+def compose_and_load(
+    text: str, *, name: str | None = None, max_chars: int = MAX_CHARS
+) -> tuple[Node | None, Any]:
+    """The node tree and the data of the one YAML document in ``text``, from one parse.
+
+    Raises:
+        LimitError, yaml.YAMLError: as ``load``.
+    """
+    _check_limits(text, name, max_chars)
+    fast = _fast(text, construct=True, name=name)
     if fast is not None:
         return fast
     return _python(text, name, construct=True)
 
 
+def _check_limits(text: str, name: str | None, max_chars: int) -> None:
+    """Refuse, before any parse, a text too long or (found cheaply) nested too deeply."""
+    if len(text) > max_chars:
+        raise LimitError(
+            f"too large: {len(text)} characters, more than the {max_chars} air reads here",
+            name,
+        )
+    if _may_nest_too_deeply(text) and _nests_too_deeply(text):
+        raise _too_deep(name)
+
+
+def _may_nest_too_deeply(text: str) -> bool:
+    """A linear over-estimate: flow brackets still open, or a line's leading run of spaces,
+    ``-`` and ``?`` (each block level takes at least one column), past ``MAX_DEPTH``.
+    Quoted or literal text can fool it either way; the loaders' own checks stay exact."""
+    if text.count("[") + text.count("{") > MAX_DEPTH:
+        depth = 0
+        for ch in re.sub(r"[^\[\]{}]+", "", text):
+            depth = depth + 1 if ch in "[{" else max(0, depth - 1)
+            if depth > MAX_DEPTH:
+                return True
+    return re.search(rf"^[ ?-]{{{MAX_DEPTH + 1}}}", text, re.MULTILINE) is not None
+
+
+def _nests_too_deeply(text: str) -> bool:
+    """Whether libyaml's events (else PyYAML's) open more than ``MAX_DEPTH`` collections;
+    stops at the first level too deep. A text the parser refuses first for another reason is
+    not too deep here (the loader reports it)."""
+    try:
+        parser: Any = _C_PARSER(text) if _C_PARSER is not None else yaml.SafeLoader(text)
+    except Exception:  # e.g. a lone surrogate the C reader cannot encode
+        return False
+    depth = 0
+    try:
+        while True:
+            event = parser.get_event()
+            if isinstance(event, CollectionStartEvent):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    return True
+            elif isinstance(event, CollectionEndEvent):
+                depth -= 1
+            elif event is None or isinstance(event, StreamEndEvent):
+                return False
+    except yaml.YAMLError as exc:  # libyaml refuses past 1000 levels while it looks ahead
+        return "maximum nesting depth" in str(getattr(exc, "problem", ""))
+    except Exception:  # refused otherwise: not for this check to say
+        return False
+    finally:
+        parser.dispose()
+
+
 def _python(text: str, name: str | None, *, construct: bool) -> tuple[Node | None, Any]:
+    if _C_PARSER is not None and _nests_too_deeply(text):  # never a deep text in pure Python
+        raise _too_deep(name)
     loader = yaml.SafeLoader(text)
     if name is not None:
         loader.name = name  # before the first mark is made
@@ -92,8 +199,12 @@ def _python_decides(text: str) -> bool:
     return False
 
 
-def _fast(text: str, *, construct: bool) -> tuple[Node | None, Any] | None:
-    """The C loader's (node, data), or None when ``SafeLoader`` must decide."""
+def _fast(text: str, *, construct: bool, name: str | None = None) -> tuple[Node | None, Any] | None:
+    """The C loader's (node, data), or None when ``SafeLoader`` must decide.
+
+    Raises:
+        LimitError: the tree nests deeper than ``MAX_DEPTH`` (the scan can under-estimate).
+    """
     if _C_LOADER is None or _python_decides(text):
         return None
     try:
@@ -107,16 +218,26 @@ def _fast(text: str, *, construct: bool) -> tuple[Node | None, Any] | None:
         if not _read_alike(node):
             return None
         return node, loader.construct_document(node) if construct else None
+    except _Deep:
+        raise _too_deep(name, parsed=True) from None
     except Exception:  # refused (or failed): the Python loader says how, as before
         return None
     finally:
         loader.dispose()
 
 
+class _Deep(Exception):
+    """The C loader's tree nests collections deeper than ``MAX_DEPTH``."""
+
+
 def _read_alike(root: Node) -> bool:
     """False when ``SafeLoader`` might read this tree's text differently (see the module
     docstring); plain scalars get the Python composer's style (None). Aliases are visited
-    once (an alias bomb costs one pass over its distinct nodes)."""
+    once (an alias bomb costs one pass over its distinct nodes).
+
+    Raises:
+        _Deep: a collection deeper than ``MAX_DEPTH``.
+    """
     seen: set[int] = set()
     stack: list[tuple[Node, int, bool]] = [(root, 1, False)]
     while stack:
@@ -124,8 +245,8 @@ def _read_alike(root: Node) -> bool:
         if id(node) in seen:
             continue
         seen.add(id(node))
-        if depth > MAX_FAST_DEPTH:
-            return False
+        if depth > MAX_DEPTH and isinstance(node, CollectionNode):
+            raise _Deep
         if isinstance(node, ScalarNode):
             if not node.style:
                 node.style = None

@@ -49,7 +49,6 @@ C_DIFFERS = {
     "an empty scalar tagged '!'": "a: !\n",  # C: '', Python: None
     "a block scalar's '#'": "a: >#\n  folded\n",  # C takes '#' for a comment
     "a byte-order mark inside": "a: x\n\ufeff\nb: y\n",  # C reads it, Python refuses
-    "nested past Python's limit": "[" * 700 + "]" * 700,  # C reads 1000 levels
     "a lone surrogate": "a: \ud800\n",  # C: UnicodeEncodeError (no YAMLError at all)
     "an unknown directive": "%FOO bar\n---\na: 1\n",  # C refuses it, Python ignores it
 }
@@ -196,3 +195,74 @@ def test_the_routing_check_finds_exactly_what_its_pattern_finds() -> None:
     texts += ["".join(rng.choice(alphabet) for _ in range(rng.randrange(12))) for _ in range(20000)]
     for text in texts:
         assert yamlload._python_decides(text) == (pattern.search(text) is not None), repr(text)
+
+
+# --- limits: refused before any parse (issue 23 item 8) --------------------------------------
+
+DEEP_TEXTS = {
+    "flow sequences": "a: " + "[" * 5000 + "]" * 5000 + "\n",
+    "flow mappings": "a: " + "{a: " * 5000 + "1" + "}" * 5000 + "\n",
+    "unclosed flow": "[" * 5000,
+    "compact block sequences": "a:\n" + "- " * 5000 + "x\n",
+    "block mappings by indentation": "".join(" " * i + f"k{i}:\n" for i in range(300)),
+    "quoted brackets before": '"' + "]" * 100 + '": ' + "[" * 80 + "]" * 80 + "\n",
+}
+
+
+@pytest.mark.parametrize("case", sorted(DEEP_TEXTS))
+def test_a_deep_text_is_refused_before_it_is_parsed(case: str) -> None:
+    with pytest.raises(yamlload.LimitError) as raised:
+        yamlload.compose_and_load(DEEP_TEXTS[case], name="/p/.air/shared/models.yaml")
+    error = raised.value
+    assert not error.parsed  # the scan and the event stream found it: no tree was built
+    assert isinstance(error, yaml.YAMLError)  # every reader already reports YAMLError
+    assert str(error) == (
+        "/p/.air/shared/models.yaml: nested too deeply: more than 64 levels of collections, "
+        "the most air reads; refused before parsing"
+    )
+
+
+@pytest.mark.parametrize(
+    ("open_", "close"), [("[", "]"), ("{a: ", "}"), ("- ", ""), ("? ", "")], ids=str
+)
+def test_the_depth_limit_is_64_collections(open_: str, close: str) -> None:
+    for depth in (63, 64):
+        assert yamlload.compose(open_ * depth + "x" + close * depth) is not None
+    with pytest.raises(yamlload.LimitError):
+        yamlload.compose(open_ * 65 + "x" + close * 65)
+
+
+def test_a_text_the_scan_under_estimates_is_refused_from_libyaml_s_tree() -> None:
+    # `[a: [a: ...` opens two collections per bracket: 40 brackets, 80 levels
+    text = "[a: " * 40 + "x" + "]" * 40
+    assert not yamlload._may_nest_too_deeply(text)
+    with pytest.raises(yamlload.LimitError) as raised:
+        yamlload.load(text)
+    assert raised.value.parsed  # libyaml's tree, and never the Python loader
+
+
+def test_a_deep_text_for_the_python_loader_is_refused_by_events_first() -> None:
+    text = 'tab: "\t"\nx: ' + "[a: " * 40 + "x" + "]" * 40 + "\n"
+    assert yamlload._python_decides(text)
+    assert not yamlload._may_nest_too_deeply(text)
+    with pytest.raises(yamlload.LimitError) as raised:
+        yamlload.load(text)
+    assert not raised.value.parsed
+
+
+def test_a_text_past_the_size_limit_is_refused_before_it_is_parsed() -> None:
+    text = "a: " + "x" * yamlload.MAX_CHARS + "\n"
+    with pytest.raises(yamlload.LimitError) as raised:
+        yamlload.load(text, name="big.yaml")
+    assert str(raised.value) == (
+        f"big.yaml: too large: {len(text)} characters, more than the {yamlload.MAX_CHARS} air "
+        "reads here; refused before parsing"
+    )
+    assert yamlload.load(text, max_chars=len(text)) == {"a": "x" * yamlload.MAX_CHARS}
+    with pytest.raises(yamlload.LimitError):
+        yamlload.compose("a: 1\n", max_chars=3)
+
+
+def test_ordinary_files_are_never_sent_to_the_depth_check() -> None:
+    for text in (MODELS, BATCH, Path("examples/calc/batch.yaml").read_text(encoding="utf-8")):
+        assert not yamlload._may_nest_too_deeply(text)

@@ -6,17 +6,21 @@ its own bounded ``trio`` memory channel; a pump task moves events from the outbo
 channel in order and waits while the channel is full, so a slow subscriber only ever delays
 itself. Under that pressure the outbox coalesces ephemeral events (a newer event with the same
 type and entity replaces the queued one in place; text deltas are never replaced) and, past the
-subscription's bound, drops them (counted). Durable events are never dropped (IMPL-AGENT-6):
-for a ``keep`` subscription (the default) they wait in the outbox and an async publisher gets
-backpressure from ``await bus.wait_for_room()`` (bounded waiting); a ``rehydrate``
-subscription (the console) whose durable backlog passes its bound drops the backlog instead,
-is marked ``needs_rehydrate`` and told once through ``on_lag`` — it re-reads the store, then
-calls ``resume()``. Handler subscriptions get a delivery task that reads the channel and calls
-the handler; a failing handler is logged and never propagates; the subscription stays.
-``subscribe_channel`` hands the channel's receive end to the subscriber itself. Delivery runs in
-``async with bus.serving():`` (or ``await nursery.start(bus.run)``); without a running service
-events wait in the outboxes until ``drain()``. The bus is live transport only, never a
-recovery source.
+subscription's bound, drops them (counted). No subscription ever holds more than ``bound``
+ephemeral and ``bound`` durable events in its outbox plus its channel's ``max_buffer``
+(IMPL-AGENT-6): a durable event past the bound makes the subscription *lag* — its backlog is
+discarded (every durable event is in the store, the source of truth), it is marked
+``needs_rehydrate`` and told once through ``on_lag`` (logged when it has none); it re-reads the
+store, then calls ``resume()``. Before that, a ``keep`` subscription (the default) holds the
+async publishers back: ``EventIngestor.ingest`` and the Ledger ``await bus.wait_for_room()``
+while its durable backlog is past half its bound, so a slow but live reader loses nothing; one
+that makes no room within the wait's limit (dead, stuck) lags instead. A ``rehydrate``
+subscription (the console) never holds a publisher back. Handler subscriptions get a delivery
+task that reads the channel and calls the handler; a failing handler is logged and never
+propagates; the subscription stays. ``subscribe_channel`` hands the channel's receive end to the
+subscriber itself. Delivery runs in ``async with bus.serving():`` (or
+``await nursery.start(bus.run)``); without a running service events wait in the outboxes until
+``drain()``. The bus is live transport only, never a recovery source.
 """
 
 from __future__ import annotations
@@ -74,8 +78,9 @@ def _coalesce_key(event: RuntimeEvent) -> tuple[str, str] | None:
 class Subscription:
     """One subscriber: filter, outbox, its own bounded channel and (optionally) a handler.
 
-    ``bound`` caps the outbox for ephemeral events (and the durable backlog of a
-    ``rehydrate`` subscription); ``max_buffer`` is the channel's size.
+    ``bound`` caps the outbox's ephemeral events and its durable backlog (past it the
+    subscription lags); a ``keep`` subscription holds publishers back past ``high_water`` (half
+    the bound); ``max_buffer`` is the channel's size.
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class Subscription:
         self.filter = flt
         self.handler = handler
         self.bound = bound
+        self.high_water = max(1, bound // 2)
         self.lag = lag
         self.on_lag = on_lag
         self.send, self.receive = trio.open_memory_channel[RuntimeEvent](max_buffer)
@@ -103,6 +109,8 @@ class Subscription:
         self.dropped = 0
         self.coalesced = 0
         self.needs_rehydrate = False
+        self.lags = 0
+        """How many times the backlog was discarded (the first one is told through on_lag)."""
         self.closed = False
         self._wakeup = trio.Event()
         self._room = trio.Event()
@@ -111,6 +119,8 @@ class Subscription:
         self._unhandled = 0
         """Events accepted for a handler and not yet handled (outbox, channel, in hand-over)."""
         self._scope: trio.CancelScope | None = None
+        self._delivering: trio.lowlevel.Task | None = None
+        """The task that runs the handler: a handler that publishes never waits for itself."""
 
     # -- the outbox ------------------------------------------------------------------------
     @property
@@ -144,29 +154,51 @@ class Subscription:
         if durable:
             self.durable_pending += 1
             if self.durable_pending > self.bound:
-                if self.lag == "rehydrate":
-                    self._lagged()
-                    return
-                if self._room.is_set():
-                    self._room = trio.Event()
+                self.lag_behind(f"more than {self.bound} durable events waiting")
+                return
+            if self.holds_back and self._room.is_set():
+                self._room = trio.Event()
         self._wakeup.set()
 
-    def _lagged(self) -> None:
+    @property
+    def holds_back(self) -> bool:
+        """Whether async publishers should wait for this subscription (see ``wait_for_room``)."""
+        return (
+            self.lag == "keep"
+            and not self.needs_rehydrate
+            and not self.closed
+            and self.durable_pending > self.high_water
+        )
+
+    def lag_behind(self, why: str) -> None:
+        """Discard the backlog (the store keeps every durable event), mark the subscription
+        ``needs_rehydrate`` and tell it once through ``on_lag``; new events flow on."""
         self.dropped += len(self._slots)
         self._unhandled -= len(self._slots)
         self._slots.clear()
         self._by_key.clear()
         self.durable_pending = 0
+        self._room.set()
+        self.lags += 1
         first = not self.needs_rehydrate
         self.needs_rehydrate = True
-        if first and self.on_lag is not None:
-            try:
-                self.on_lag(self)
-            except Exception:
-                log.exception("on_lag of a subscription failed")
+        if not first:
+            return
+        if self.on_lag is None:
+            log.warning(
+                "event subscriber %r lags (%s): its backlog was dropped; the store has every "
+                "durable event",
+                self.handler or "channel",
+                why,
+            )
+            return
+        try:
+            self.on_lag(self)
+        except Exception:
+            log.exception("on_lag of a subscription failed")
 
     def resume(self) -> None:
-        """The subscriber re-read the store: deliver again from now on."""
+        """The subscriber re-read the store: it is up to date again from now on."""
         self.needs_rehydrate = False
 
     def _pop(self) -> RuntimeEvent:
@@ -177,11 +209,14 @@ class Subscription:
             del self._by_key[key]
         if event.type not in EPHEMERAL_TYPES:
             self.durable_pending -= 1
-            if self.durable_pending <= self.bound:
+            if not self.holds_back:
                 self._room.set()
         return event
 
     async def wait_for_room(self) -> None:
+        """Wait until this subscription no longer holds publishers back (or lags, or closes)."""
+        if self.holds_back and self._room.is_set():
+            self._room = trio.Event()
         await self._room.wait()
 
     # -- tasks -----------------------------------------------------------------------------
@@ -212,6 +247,7 @@ class Subscription:
 
     async def deliver(self) -> None:
         """Read this subscription's channel and call the handler for each event."""
+        self._delivering = trio.lowlevel.current_task()
         while not self.closed:
             try:
                 event = await self.receive.receive()
@@ -317,19 +353,31 @@ class EventBus:
 
     async def wait_for_room(self, *, limit: float = 5.0) -> bool:
         """Backpressure for async publishers: wait (at most ``limit`` s) until no ``keep``
-        subscription holds more durable events than its bound.
+        subscription holds more durable events than its high-water mark. Returns at once
+        when none does, when the bus is not serving (nothing could make room) and for a
+        subscription whose own handler is the caller.
 
         Returns:
-            False when a subscriber still lags after ``limit`` (nothing is dropped; it is
-            logged), True otherwise.
+            True when there is room; False when a subscription made none within ``limit``:
+            it lags (``Subscription.lag_behind``), so the next wait is not held by it.
         """
+        if self._nursery is None:
+            return True
+        current = trio.lowlevel.current_task()
+
+        def holding() -> list[Subscription]:
+            return [s for s in self._subs if s.holds_back and s._delivering is not current]
+
+        full = holding()
+        if not full:
+            return True
         with trio.move_on_after(limit):
-            while True:
-                full = [s for s in self._subs if s.lag == "keep" and s.durable_pending > s.bound]
-                if not full:
-                    return True
+            while full:
                 await full[0].wait_for_room()
-        log.warning("event subscribers still lag after %.1fs; publishing on", limit)
+                full = holding()
+            return True
+        for sub in holding():
+            sub.lag_behind(f"made no room in {limit:.1f}s")
         return False
 
     # --- subscribing ------------------------------------------------------------------------
@@ -433,13 +481,14 @@ class EventBus:
             await trio.sleep_forever()
 
     def stats(self) -> dict[str, Any]:
-        """Pending, dropped and coalesced counts per subscription."""
+        """Queued, dropped, coalesced and lag counts per subscription."""
         return {
             "subscriptions": [
                 {
                     "queued": s.pending,
                     "dropped": s.dropped,
                     "coalesced": s.coalesced,
+                    "lags": s.lags,
                     "needs_rehydrate": s.needs_rehydrate,
                 }
                 for s in self._subs

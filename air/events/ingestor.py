@@ -4,7 +4,8 @@ Owns ``EventIngestor``: validate the envelope and payload with the registry, the
 type's persistence policy — durable → ``EventStore.append`` (transaction + projection +
 post-commit publish), ephemeral → ``EventBus.publish`` (live only; an ``agent.heartbeat`` is
 also folded into the agent's heartbeat columns). It creates no follow-up work itself. The
-store call is synchronous and runs inline (IMPL-EVT-6).
+store call is synchronous and runs inline (IMPL-EVT-6); the async ``ingest`` then takes the
+bus's backpressure.
 """
 
 from __future__ import annotations
@@ -66,8 +67,15 @@ class EventIngestor:
             )
 
     async def ingest(self, event: RuntimeEvent) -> int | None:
-        """Validate and route one event (durable → stored + published; ephemeral → published)."""
-        return self.ingest_sync(event)
+        """Validate and route one event (durable → stored + published; ephemeral → published).
+
+        After a durable event, waits (bounded) while a slow ``keep`` subscriber of the bus
+        holds publishers back (``EventBus.wait_for_room``, IMPL-AGENT-6).
+        """
+        seq = self.ingest_sync(event)
+        if seq is not None:
+            await self.bus.wait_for_room()
+        return seq
 
     async def ingest_many(self, events: Sequence[RuntimeEvent]) -> list[int]:
         """Store several durable events in one transaction (ephemeral ones are refused)."""

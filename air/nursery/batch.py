@@ -78,8 +78,8 @@ MAX_TURNS = 1000
 MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
 """The longest soft or hard timeout of a task: one week."""
 MAX_RETRY_BUDGET = 10
-MAX_BATCH_BYTES = 64 * 1024 * 1024
-"""The largest batch file air reads."""
+MAX_BATCH_BYTES = 8 * 1024 * 1024
+"""The largest batch file air reads (and, in characters, the longest batch text it parses)."""
 TASK_SPEC_BYTES = DEFAULT_MAX_LINE_BYTES - 64 * 1024
 """A task spec as JSON must fit one IPC line (it travels in ``agent.start``) with room left
 for the envelope and the rest of the start request."""
@@ -213,7 +213,8 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         AirException: kind ``validation_error`` with ``metadata`` {file, line, reason}.
     """
     try:
-        root, data = compose_and_load(text)  # one parse: nodes for the lines, and the data
+        # one parse: nodes for the lines, and the data (refused unparsed past the limits)
+        root, data = compose_and_load(text, max_chars=MAX_BATCH_BYTES)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         problem = getattr(exc, "problem", None) or str(exc)
@@ -341,7 +342,8 @@ def _read_regular_file(name: str) -> str:
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
             raise OSError(f"{kind}: a batch file is a regular YAML file")
         if info.st_size > MAX_BATCH_BYTES:
-            raise OSError(f"{info.st_size} bytes: a batch file has at most {MAX_BATCH_BYTES}")
+            limit = f"{MAX_BATCH_BYTES} (8 MiB)"
+            raise OSError(f"{info.st_size} bytes: a batch file has at most {limit}; not read")
         os.set_blocking(fd, True)
         with os.fdopen(fd, encoding="utf-8", closefd=False) as handle:
             return handle.read(MAX_BATCH_BYTES + 1)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
@@ -31,6 +31,9 @@ from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
 from air.nursery.graph import DependencyEdge
 from air.nursery.retry import AttemptSummary
+
+if TYPE_CHECKING:
+    from air.events.bus import EventBus
 
 __all__ = [
     "EventLog",
@@ -198,6 +201,8 @@ def fold_history(events: Iterable[RuntimeEvent]) -> LedgerState:
 class EventLog(Protocol):
     """What SessionLedger needs of ``air.events.store.EventStore``."""
 
+    bus: EventBus | None
+
     def append(self, event: RuntimeEvent) -> int: ...
 
     def query_records(self, flt: EventFilter | None = None) -> list[dict[str, Any]]: ...
@@ -254,6 +259,8 @@ class SessionLedger:
         )
         await trio.lowlevel.checkpoint_if_cancelled()  # cancelled before writing, not after
         self.events.append(event)
+        if self.events.bus is not None:  # a slow bus subscriber holds us back (IMPL-AGENT-6)
+            await self.events.bus.wait_for_room()
         return event
 
     def _sync(self) -> None:

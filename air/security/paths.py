@@ -8,7 +8,9 @@ trailing-dot tricks) of SDD §9.2 / §18.5. No I/O beyond ``realpath``/``lstat``
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
+import re
 import stat
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
@@ -128,6 +130,7 @@ SYSTEM_HOME_ENTRIES = (
     ".ssh/rc",
     ".xsessionrc",
 )
+_UNDER_SYSTEM_DIRS = tuple(d + "/" for d in SYSTEM_DIRS)
 HARMLESS_DEVICES = frozenset({"/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty"})
 
 
@@ -156,6 +159,17 @@ def in_write_area_entry(path: str, entry: str) -> bool:
     return entry.endswith("/**") and is_within(path, entry[:-3])
 
 
+@functools.cache
+def _any_glob(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern that matches a name when ``fnmatchcase`` matches it with any of ``globs``
+    (compiled at the first name checked, not at import: IMPL-BOOT-12)."""
+    return re.compile("|".join(fnmatch.translate(g) for g in globs))
+
+
+def _is_credential_name(name: str) -> bool:
+    return name in CREDENTIAL_NAMES or _any_glob(CREDENTIAL_GLOBS).match(name) is not None
+
+
 def names_credentials(word: str) -> bool:
     """True when a word of a command names a credential file or directory by itself.
 
@@ -165,7 +179,7 @@ def names_credentials(word: str) -> bool:
     name = word.rstrip("/").rsplit("/", 1)[-1]
     if name in NOT_CREDENTIAL:
         return False
-    return name in CREDENTIAL_NAMES or any(fnmatch.fnmatchcase(name, g) for g in CREDENTIAL_GLOBS)
+    return _is_credential_name(name)
 
 
 def _realpath(path: str) -> str | None:
@@ -182,6 +196,15 @@ def _realpath(path: str) -> str | None:
     return None
 
 
+def _parts_below(path: str, root: str) -> tuple[str, ...]:
+    """The components of ``path`` below ``root``: ``PurePosixPath(relpath(path, root)).parts``
+    without the two walks, for normalised absolute paths with ``is_within(path, root)``."""
+    if path == root:
+        return ()
+    prefix = root if root.endswith("/") else root + "/"
+    return tuple(filter(None, path[len(prefix) :].split("/")))  # "//x" under "/" too
+
+
 def _norm_component(part: str) -> str:
     """Fold the tricks a case-insensitive or trailing-dot file system would honour."""
     return part.rstrip(". ").lower()
@@ -195,7 +218,16 @@ class PathClassifier:
     """
 
     def __init__(self, *, home: str | None = None) -> None:
-        self._home = os.path.realpath(home or os.path.expanduser("~"))
+        self._home = home = os.path.realpath(home or os.path.expanduser("~"))
+        # What depends on the home only, joined once here and not per path checked (issue 28).
+        self._credential_dirs = tuple((d, os.path.join(home, d)) for d in CREDENTIAL_DIRS)
+        self._tree_entries = (*(full for _, full in self._credential_dirs), "/etc/shadow")
+        self._system_home_entries = tuple(
+            (entry, os.path.join(home, entry)) for entry in SYSTEM_HOME_ENTRIES
+        )
+        self._air_home = os.path.join(home, ".air")
+        self._under_home = home.rstrip("/") + "/"
+        self._glob_homes = frozenset({home, "/etc", "/root", "/etc/ssh"})
 
     @property
     def home(self) -> str:
@@ -310,24 +342,20 @@ class PathClassifier:
             root = workspace if is_within(candidate, workspace) else project
             if not is_within(candidate, root):
                 continue
-            parts = [
-                _norm_component(p) for p in PurePosixPath(os.path.relpath(candidate, root)).parts
-            ]
+            parts = [_norm_component(p) for p in _parts_below(candidate, root)]
             if ".git" in parts:
                 return result(P.PROJECT_GIT_INTERNAL, "inside .git")
             if parts and parts[0] == ".air":
                 return result(P.AIR_INTERNAL, "inside the project's .air directory")
-        air_home = os.path.join(self._home, ".air")
+        air_home = self._air_home
         if is_within(resolved, air_home) or is_within(lexical, air_home):
             return result(P.AIR_INTERNAL, "inside ~/.air")
         if escapes:
             return result(P.OUTSIDE_PROJECT, "outside the project and its workspace")
         root = workspace if is_within(resolved, workspace) else project
-        rel_parts = PurePosixPath(os.path.relpath(resolved, root)).parts
+        rel_parts = _parts_below(resolved, root)
         for part in rel_parts[:-1] if rel_parts and not os.path.isdir(resolved) else rel_parts:
-            if part in BUILD_DIR_NAMES or any(
-                fnmatch.fnmatchcase(part, g) for g in BUILD_DIR_GLOBS
-            ):
+            if part in BUILD_DIR_NAMES or _any_glob(BUILD_DIR_GLOBS).match(part) is not None:
                 return result(P.PROJECT_BUILD_OUTPUT, f"inside the build directory {part}")
         return result(P.PROJECT_SOURCE, "inside the workspace")
 
@@ -335,12 +363,12 @@ class PathClassifier:
         name = os.path.basename(path)
         if name in NOT_CREDENTIAL:
             return ""
-        if name in CREDENTIAL_NAMES or any(fnmatch.fnmatchcase(name, g) for g in CREDENTIAL_GLOBS):
+        if _is_credential_name(name):
             return f"{name} holds credentials"
-        for d in CREDENTIAL_DIRS:
-            if is_within(path, os.path.join(self._home, d)):
-                return f"inside ~/{d}"
-        parts = PurePosixPath(path).parts
+        if path.startswith(self._under_home):  # every credential directory is in the home
+            for d, full in self._credential_dirs:
+                if is_within(path, full):
+                    return f"inside ~/{d}"
         if path.endswith("/**"):
             why = self._tree_reason(path[:-3] or "/")
             if why:
@@ -348,9 +376,11 @@ class PathClassifier:
         if path.startswith("/proc/") and name in ("environ", "mem"):
             return f"{path} holds a process's environment or memory (API keys)"
         if any(ch in path for ch in "*?["):
-            why = self._glob_reason(parts)
+            why = self._glob_reason(PurePosixPath(path).parts)
             if why:
                 return why
+        # the names between the slashes (empty ones at a leading or doubled slash match none)
+        parts = path.split("/")
         if ".ssh" in parts or ".gnupg" in parts or ".aws" in parts or ".password-store" in parts:
             return "inside a credentials directory"
         for i in range(len(parts) - 1):
@@ -361,7 +391,7 @@ class PathClassifier:
     def _tree_reason(self, top: str) -> str:
         """A whole-tree read of ``top`` (``tar czf x ~``) reaches the credentials below it."""
         top = os.path.normpath(top)
-        for entry in (*(os.path.join(self._home, d) for d in CREDENTIAL_DIRS), "/etc/shadow"):
+        for entry in self._tree_entries:
             if entry != top and is_within(entry, top):
                 return f"reading all of {top} includes {entry}"
         return ""
@@ -372,7 +402,7 @@ class PathClassifier:
         Bash's ``*`` and ``?`` do not match a leading dot, so ``~/*`` does not reach ``~/.ssh``
         but ``~/.*`` and ``~/.s?h`` do.
         """
-        homes = {self._home, "/etc", "/root", "/etc/ssh"}
+        homes = self._glob_homes
         for i, part in enumerate(parts[1:], start=1):  # parts[0] is "/": paths are absolute
             if not any(ch in part for ch in "*?["):
                 continue
@@ -397,13 +427,15 @@ class PathClassifier:
             return f"{name} is a shell start-up file"
         if within or path.startswith("/tmp/") or path == "/tmp" or path.startswith("/var/tmp"):
             return ""
-        for d in SYSTEM_DIRS:
-            # A home under a system directory (/var/lib/jenkins) unflags only itself.
-            if is_within(path, d) and not is_within(path, self._home):
-                return f"inside the system directory {d}"
-        for entry in SYSTEM_HOME_ENTRIES:
-            if is_within(path, os.path.join(self._home, entry)):
-                return f"~/{entry} changes what runs at login"
+        if path in SYSTEM_DIRS or path.startswith(_UNDER_SYSTEM_DIRS):
+            for d in SYSTEM_DIRS:
+                # A home under a system directory (/var/lib/jenkins) unflags only itself.
+                if is_within(path, d) and not is_within(path, self._home):
+                    return f"inside the system directory {d}"
+        if path.startswith(self._under_home):  # every entry is in the home
+            for entry, full in self._system_home_entries:
+                if is_within(path, full):
+                    return f"~/{entry} changes what runs at login"
         if path == "/" or path == self._home:
             return "a file-system or home root"
         return ""

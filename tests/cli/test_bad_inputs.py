@@ -35,6 +35,8 @@ HOME_MODELS = "home/.air/models.yaml"
 HOME_PERMS = "home/.air/permissions.yaml"
 PROJ_PERMS = "proj/.air/shared/permissions.yaml"
 DEEP = "a: " + "[" * 5000 + "]" * 5000 + "\n"
+DEEP_BLOCK = "a:\n" + "- " * 5000 + "x\n"
+BEFORE = "refused before parsing"  # the YAML limits are checked before any parse
 
 
 def _alias_bomb() -> str:
@@ -74,6 +76,8 @@ class Case:
     no_git: bool = False
     sparse: tuple[str, int] | None = None
     """A sparse file in proj/ of this many bytes (cheap however large)."""
+    repeated: tuple[str, str, int] | None = None
+    """A file in proj/ made of a line repeated until it has at least this many bytes."""
 
 
 def _batch(name: str, text: str | bytes, *expect: str) -> Case:
@@ -122,7 +126,20 @@ CASES: list[Case] = [
     _batch("batch-bad-indent", "tasks:\n  - id: a\n  title: x\n", ":3:", "invalid YAML"),
     _batch("batch-tab-indent", "tasks:\n\t- id: a\n", "invalid YAML"),
     _batch("batch-unclosed-quote", 'tasks:\n  - id: "a\n', "invalid YAML"),
-    _batch("batch-deep-nesting", "tasks: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deep"),
+    Case(
+        "batch-50-mib",
+        ("run", "--headless", "big.yaml"),
+        ("big.yaml", "a batch file has at most", "not read"),
+        repeated=("big.yaml", "  - {id: a, title: Fix the tokenizer}\n", 50 * 1024 * 1024),
+    ),
+    _batch(
+        "batch-deep-nesting",
+        "tasks: " + "[" * 5000 + "]" * 5000 + "\n",
+        "nested too deep",
+        "64 levels",
+        BEFORE,
+    ),
+    _batch("batch-deep-block", "tasks:\n" + "- " * 5000 + "x\n", "nested too deep", BEFORE),
     _batch("batch-deep-mappings", "tasks: " + "{a: " * 3000 + "1" + "}" * 3000 + "\n", "nested"),
     _batch("batch-nul-byte", "tasks:\n  - id: a\n    title: x\x00\n", "invalid YAML"),
     _batch("batch-no-tasks", "version: 1\n", "'tasks'"),
@@ -320,7 +337,8 @@ CASES: list[Case] = [
     _models("models-invalid-yaml", "providers: [\n", "not valid YAML"),
     _models("models-a-list", "- a\n- b\n", "mapping"),
     _models("models-binary", b"\x00\xff\xfe\x89PNG", "file", "UTF-8"),
-    _models("models-deep-nesting", DEEP, "file", "nested too deep"),
+    _models("models-deep-nesting", DEEP, "file", "nested too deep", "64 levels", BEFORE),
+    _models("models-deep-block", DEEP_BLOCK, "file", "nested too deep", "64 levels", BEFORE),
     _models("models-unknown-field", MODELS + "colour: red\n", "colour"),
     _models("models-default-unknown", MODELS.replace("local/m", "local/zzz"), "default", "zzz"),
     _models(
@@ -371,7 +389,13 @@ CASES: list[Case] = [
     ),
     _perms("perms-rule-names-nothing", "rules: [{action: deny}]\n", "rule 0", "names no tool"),
     _perms("perms-binary", b"\x00\xff\xfe\x89PNG", "UTF-8"),
-    _perms("perms-deep-nesting", "rules: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deep"),
+    _perms(
+        "perms-deep-nesting",
+        "rules: " + "[" * 5000 + "]" * 5000 + "\n",
+        "nested too deep",
+        "64 levels",
+        BEFORE,
+    ),
     _perms("perms-project-file", "rules: 5\n", "`rules` must be a list", path=PROJ_PERMS),
     Case(
         "perms-a-directory",
@@ -423,6 +447,10 @@ def _run_case(case: Case, base: Path) -> Outcome:
     if case.sparse:
         with open(proj / case.sparse[0], "wb") as handle:
             handle.truncate(case.sparse[1])
+    if case.repeated:
+        name, line, size = case.repeated
+        with open(proj / name, "w", encoding="utf-8") as handle:
+            handle.write("tasks:\n" + line * (size // len(line) + 1))
     env = _env(home, case.no_git, empty_bin)
     if case.init:
         subprocess.run(
