@@ -21,6 +21,7 @@ import pytest
 
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
 from tests.headless import REVIEW_BATCH, review_verdict, session_events
+from tests.trusted import trust_project
 
 GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
 KEY = "zq81-write-area-0a9b8c7d6e5f4a3b2c1d0e9f8a7b"
@@ -158,6 +159,7 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
     (root / "batch.yaml").write_text(BATCH)
     (root / "review.yaml").write_text(REVIEW_BATCH)
     _cassettes(root, home / ".ssh")
+    trust_project(root, home)  # the user's own AGENTS.md
     return root, home
 
 
@@ -216,7 +218,13 @@ def test_a_violating_task_merges_nothing_and_its_markers_never_reach_the_next_pr
     assert history.returncode == 0, history.stderr
     assert "bad: task bad changed" in history.stdout
 
-    # the next run: its prompt holds what the named task wrote, nothing the violator planted
+    # the named task changed AGENTS.md: the next run asks for trust again (IMPL-TRUST-1) ...
+    refused = _air(root, env, "run", "--headless", "review.yaml")
+    assert refused.returncode == 2, refused.stderr
+    assert "untrusted_config" in refused.stderr
+    assert "AGENTS.md" in refused.stderr
+    trust_project(root, home)
+    # ... and once trusted, its prompt holds what the named task wrote, nothing the violator planted
     with StrictServer(api_key=KEY) as server:
         server.push(Reply(chunks=anthropic_sse(Turn(text=[review_verdict()]))))
         env2 = _env(home, ANTHROPIC_API_KEY=KEY, ANTHROPIC_BASE_URL=server.url)

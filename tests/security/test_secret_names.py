@@ -24,6 +24,7 @@ from air.security.redact import (
 )
 from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
 from tests.headless import run_batch_json
+from tests.trusted import trust_project
 
 BATCH = """version: 1
 tasks:
@@ -148,6 +149,7 @@ def test_a_value_read_from_a_project_file_is_redacted_everywhere(tmp_path: Path)
             f"    base_url: {server.url}/v1\n    auth_ref: AIR_NAMES_KEY\n"
             "    models: {m: {max_output_tokens: 4096}}\n"
         )
+        trust_project(root, home)
         command = json.dumps({"command": "cat config.txt missing.txt"})
         read = json.dumps({"path": "config.txt"})
         done = {"status": "completed", "summary": "Printed it.", "result": {"changes_made": False}}
