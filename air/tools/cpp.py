@@ -31,9 +31,11 @@ from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
+from air.tools.limits import LimitWatch, resource_limit_error
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
-from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+from air.tools.sandbox import CommandSpace, SandboxRunner, open_sandboxed, sandbox_environment
 from air.tools.shell import (
+    command_space,
     interrupted_error,
     record_command_failed,
     record_command_started,
@@ -140,15 +142,21 @@ class SandboxedCommandRunner:
         started = time.monotonic()
         env = sandbox_environment(os.environ)
         env["LC_ALL"] = "C.UTF-8"  # stable diagnostics (one quoting style, one language)
+        watched = _Watched()
         try:
-            code, out, err, timed_out = await run_argv(
-                (),
-                spawn=_sandboxed(self.sandbox, command, workspace, real_cwd, env),
-                cwd=real_cwd,
-                timeout_s=timeout_s,
-                env=env,
-                on_output=forward,
-            )
+            with command_space(run) as space:
+                spawn = _sandboxed(self.sandbox, command, workspace, real_cwd, env, space, watched)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(watched.run)
+                    code, out, err, timed_out = await run_argv(
+                        (),
+                        spawn=spawn,
+                        cwd=real_cwd,
+                        timeout_s=timeout_s,
+                        env=env,
+                        on_output=forward,
+                    )
+                    nursery.cancel_scope.cancel(reason="the command ended")
         except BaseException as exc:
             cancelled = is_cancellation(exc)
             error = interrupted_error(exc)
@@ -158,6 +166,11 @@ class SandboxedCommandRunner:
             raise
         refs = store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
+        over = None if timed_out else watched.verdict(code)
+        if over is not None:
+            error = resource_limit_error(over[0], over[1].limits)
+            await self._failed(command_run_id, started, error, refs=refs)
+            raise AirException(error)
         if timed_out:
             error = make_air_error(
                 kind=ErrorKind.TIMEOUT,
@@ -415,17 +428,73 @@ def _clangd_pool() -> ClangdPool:
 
 
 def _sandboxed(
-    sandbox: SandboxRunner, command: str, workspace: str, cwd: str, env: dict[str, str]
+    sandbox: SandboxRunner,
+    command: str,
+    workspace: str,
+    cwd: str,
+    env: dict[str, str],
+    space: CommandSpace,
+    watched: _Watched,
 ) -> Spawn:
     """Start ``command`` inside the shell sandbox (``open_sandboxed``: on the calling thread,
-    which is the Trio loop's, so bwrap's parent-death signal lives as long as air)."""
+    which is the Trio loop's, so bwrap's parent-death signal lives as long as air), within
+    ``space``; the command's ``LimitWatch`` goes to ``watched``."""
 
     def spawn(**pipes: Any) -> Any:
-        return open_sandboxed(
-            sandbox, command, workspace=workspace, cwd=cwd, network=False, env=env, **pipes
+        popen = open_sandboxed(
+            sandbox,
+            command,
+            workspace=workspace,
+            cwd=cwd,
+            network=False,
+            env=env,
+            space=space,
+            **pipes,
         )
+        watched.add(LimitWatch(space.limits, popen.pid, space.cgroup))
+        return popen
 
     return spawn
+
+
+@dataclass(eq=False)
+class _Watched:
+    """The ``LimitWatch`` of the command a ``_sandboxed`` spawn starts, once it has started."""
+
+    started: trio.Event = field(default_factory=trio.Event)
+    watches: list[LimitWatch] = field(default_factory=list)
+
+    def add(self, watch: LimitWatch) -> None:
+        self.watches.append(watch)
+        self.started.set()
+
+    def verdict(self, returncode: int | None) -> tuple[str, LimitWatch] | None:
+        over = self.watches[0].verdict(returncode) if self.watches else None
+        return None if over is None else (over, self.watches[0])
+
+    async def run(self) -> None:
+        await self.started.wait()
+        await self.watches[0].watch()
+
+
+_WRITES_BUILD_DIR = ("cpp.configure", "cpp.build", "cpp.test")
+"""cpp tools whose host side writes in the workspace's build dir (its ``.gitignore``, ctest's
+JUnit file) and whose later steps read what an earlier command wrote."""
+
+
+def _refuse_read_only(name: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.PERMISSION_DENIED,
+        message=(
+            f"{name} writes a build directory into the project, and this task has no write "
+            "area: it sees the project read-only"
+        ),
+        user_action=(
+            "Run the whole build and test in one shell.run command (e.g. `cmake -B build && "
+            "cmake --build build && ctest --test-dir build`): its writes go to a throwaway "
+            "view; or give the task a write area."
+        ),
+    )
 
 
 async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
@@ -447,6 +516,8 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     if not is_plain_file(workspace, build_dir, "compile_commands.json") and is_plain_file(
         workspace, "CMakeLists.txt"
     ):
+        if run.context.write_area == []:
+            raise _refuse_read_only("cpp.clangd (configuring for compile_commands.json)")
         runner = SandboxedCommandRunner(run, sandbox)
         configured = await CMakeConfigurator(runner).configure(
             CppCmakeConfigureInput(
@@ -459,24 +530,25 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     env = sandbox_environment(os.environ)
     line = input.get("line")
     column = input.get("column")
+    watched = _Watched()
     async with _clangd_pool().lock(workspace):
         # one server per workspace; started, asked and reaped (TERM → KILL) within the call
-        with trio.fail_after(timeout * 4 + 10):
-            async with open_clangd(
-                workspace,
-                (),
-                env=env,
-                spawn=_sandboxed(sandbox, command, workspace, workspace, env),
-                init_timeout_s=timeout,
-            ) as client:
-                out = await client.query(
-                    ClangdQueryInput(
-                        file=str(input["file"]),
-                        line=int(line) if line is not None else None,
-                        column=int(column) if column is not None else None,
-                        timeout_s=timeout,
+        with trio.fail_after(timeout * 4 + 10), command_space(run) as space:
+            spawn = _sandboxed(sandbox, command, workspace, workspace, env, space, watched)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watched.run)
+                async with open_clangd(
+                    workspace, (), env=env, spawn=spawn, init_timeout_s=timeout
+                ) as client:
+                    out = await client.query(
+                        ClangdQueryInput(
+                            file=str(input["file"]),
+                            line=int(line) if line is not None else None,
+                            column=int(column) if column is not None else None,
+                            timeout_s=timeout,
+                        )
                     )
-                )
+                nursery.cancel_scope.cancel(reason="clangd was reaped")
     return {
         **out.to_json(),
         "configured": configured.to_json() if configured is not None else None,
@@ -622,6 +694,9 @@ def cpp_executors(sandbox: SandboxRunner) -> dict[str, ToolExecutor]:
 
     def bind(fn: Any) -> ToolExecutor:
         async def executor(input: JsonObject, run: ToolRun) -> Any:
+            name = run.definition.name
+            if run.context.write_area == [] and name in _WRITES_BUILD_DIR:
+                raise _refuse_read_only(name)
             try:
                 return await fn(input, run, sandbox)
             except (ValueError, TypeError) as exc:

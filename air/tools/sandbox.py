@@ -4,13 +4,16 @@ Owns ``SandboxRunner`` (the bwrap argv of one command: user namespace, every cap
 no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces, a seccomp filter that keeps the
 command off bwrap's PID-1 init (``seccomp_program``); a filesystem made only of the
 allowlisted system paths read-only, generated ``/etc/passwd``/``/etc/group``, the workspace
-read-write with its git metadata and ``.air`` read-only, a fresh tmpfs HOME and a private /tmp),
-``sandbox_environment`` (the environment allowlist), ``check_sandbox_available`` (bubblewrap is
-installed and can create a user namespace here, else an ``environment_error``: there is no
-unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess`` (the
+read-write with its git metadata read-only and ``.air`` hidden under an empty read-only tmpfs, a
+fresh tmpfs HOME and a private /tmp; the rlimits of ``air.tools.limits`` set before the command),
+``CommandSpace`` (what one command holds on the host: its pids cgroup and, for a task without a
+write area, the read-only view: an overlay of the workspace whose writes land in a throwaway
+tmpfs), ``sandbox_environment`` (the environment allowlist), ``check_sandbox_available``
+(bubblewrap is installed and can create a user namespace here, else an ``environment_error``:
+there is no unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess`` (the
 running command with its output streams, spawned on the thread that runs the Trio loop so that
 ``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
-Decisions: IMPL-SBX-1 .. IMPL-SBX-6 in docs/decisions.md.
+Decisions: IMPL-SBX-1 .. IMPL-SBX-6, IMPL-SBX-8 in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import shutil
 import stat
 import struct
 import subprocess
+import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,10 +34,12 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.security.redact import looks_secret_name
+from air.tools.limits import PidsCgroup, ResourceLimits, limits_script
 
 __all__ = [
     "SANDBOX_HOME",
     "SANDBOX_USER",
+    "CommandSpace",
     "SandboxProcess",
     "SandboxRunner",
     "check_sandbox_available",
@@ -107,8 +113,10 @@ _ENV_KEEP = (
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _GIT_FILE_PREFIX = "gitdir:"
-_PROTECTED = (".git", ".air")
+_PROTECTED = (".git",)
 """Workspace entries bound read-only over the writable workspace."""
+_HIDDEN = ".air"
+"""air's own state (session databases, prompts, outputs): an empty read-only tmpfs inside."""
 
 _INIT_MEM = ("/proc/1/mem", "/proc/1/task/1/mem")
 """The memory of bwrap's PID-1 init, masked with /dev/null (IMPL-SBX-2)."""
@@ -246,7 +254,7 @@ def _worktree_common_dir(dot_git: str, source: str) -> str | None:
 
 
 def pin_protected(workspace: str) -> dict[str, int]:
-    """O_PATH fds of the workspace's ``.git`` entry and ``.air`` directory, keyed by path.
+    """O_PATH fds of the workspace's ``.git`` entry, keyed by path.
 
     Opened once with ``O_NOFOLLOW`` and checked through the fd, then bound with
     ``--ro-bind-fd``: bwrap binds exactly what was checked, even if a command running at the
@@ -261,24 +269,29 @@ def pin_protected(workspace: str) -> dict[str, int]:
         except OSError:
             continue
         mode = os.fstat(fd).st_mode
-        if stat.S_ISLNK(mode) or (name == ".air" and not stat.S_ISDIR(mode)):
+        if stat.S_ISLNK(mode):
             os.close(fd)
             continue
         pinned[path] = fd
     return pinned
 
 
-def _protected_binds(workspace: str, pinned: Mapping[str, int]) -> list[str]:
-    """Bind the workspace's git metadata and ``.air`` read-only (IMPL-SBX-5).
+def _protected_binds(
+    workspace: str, pinned: Mapping[str, int], *, read_only: bool = False
+) -> list[str]:
+    """Bind the workspace's git metadata read-only (IMPL-SBX-5).
 
     A ``.git`` directory is re-bound read-only as a whole; a worktree's ``.git`` file is bound
     read-only and its main repository's git dir is bound read-only at its own path so that
     ``git status``/``diff``/``log`` work inside. Git state changes go through the parent's
-    hardened git tools (``git.commit``).
+    hardened git tools (``git.commit``). In the read-only view (``read_only``) the workspace's
+    own ``.git`` is already the overlay's, whose writes never reach the project: only a
+    worktree's main git dir is bound.
     """
     args: list[str] = []
     for path, fd in pinned.items():
-        args += ["--ro-bind-fd", str(fd), path]
+        if not read_only:
+            args += ["--ro-bind-fd", str(fd), path]
         if os.path.basename(path) == ".git" and stat.S_ISREG(os.fstat(fd).st_mode):
             common = _worktree_common_dir(path, f"/proc/self/fd/{fd}")
             if common is not None and not _inside(common, workspace):
@@ -342,8 +355,10 @@ class SandboxRunner:
         pinned: Mapping[str, int],
         data_fds: Mapping[str, int] | None = None,
         seccomp_fd: int | None = None,
+        limits: ResourceLimits | None = None,
+        read_only: bool = False,
     ) -> list[str]:
-        """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c command``.
+        """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
         Args:
             command: the shell command.
@@ -353,6 +368,8 @@ class SandboxRunner:
             pinned: ``pin_protected(workspace)`` of the real workspace path.
             data_fds: readable fds holding ``generated_files()``, keyed by destination.
             seccomp_fd: a readable fd holding ``seccomp_program()``.
+            limits: the rlimits set before the command (default: ``ResourceLimits()``).
+            read_only: the workspace path holds the read-only view (``CommandSpace``).
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -399,11 +416,15 @@ class SandboxRunner:
             ws,
             ws,
         ]
-        args += _protected_binds(ws, pinned)
+        args += _protected_binds(ws, pinned, read_only=read_only)
+        hidden = os.path.join(ws, _HIDDEN)
+        if os.path.isdir(hidden):
+            args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
-        return [*args, "/bin/bash", "--noprofile", "--norc", "-c", command]
+        script = limits_script(limits or ResourceLimits())
+        return [*args, "/bin/bash", "--noprofile", "--norc", "-c", script, "air", command]
 
 
 def _missing_bwrap() -> AirException:
@@ -503,6 +524,95 @@ class SandboxProbe:
         return check_sandbox_available()
 
 
+_VIEW_SCRIPT = (
+    'mount -t tmpfs -o "size=$2m,mode=0700" air-scratch "$0" && mkdir "$0/l" "$0/u" "$0/w" '
+    '&& mount --bind "$1" "$0/l" '
+    '&& mount -t overlay -o "lowerdir=$0/l,upperdir=$0/u,workdir=$0/w,userxattr" air-view "$1" '
+    '|| exit 125; shift 2; exec "$@"'
+)
+"""Mounts the read-only view, run by root of a fresh user and mount namespace that only the
+command's bwrap lives in: the workspace (bound to ``$0/l`` first, so its path never has to be
+spelled in overlay's comma-separated options) under an overlay whose writes go to a tmpfs at
+``$0`` bounded by the command's memory limit. Nothing reaches the workspace; it all vanishes
+with the namespace when the command ends."""
+
+
+class CommandSpace:
+    """What one sandboxed command holds on the host, released by ``close`` once it has ended.
+
+    Args:
+        limits: the command's resource limits (IMPL-SBX-8).
+        read_only: the task has no write area: the command sees the workspace through a
+            throwaway overlay (IMPL-SBX-3), so builds work and nothing reaches the project.
+
+    Raises:
+        AirException: ``environment_error`` when the read-only view needs ``unshare`` or
+            ``mount`` (util-linux) and they are missing.
+    """
+
+    def __init__(self, limits: ResourceLimits, *, read_only: bool) -> None:
+        self.limits = limits
+        self.read_only = read_only
+        self._tools: tuple[str, str] | None = None
+        self.view_dir: str | None = None
+        if read_only:
+            unshare, mount = shutil.which("unshare"), shutil.which("mount")
+            if unshare is None or mount is None:
+                raise AirException.of(
+                    kind=ErrorKind.ENVIRONMENT_ERROR,
+                    message="a task without a write area needs unshare and mount (util-linux) "
+                    "for its read-only view of the project",
+                    user_action="Install util-linux (apt-get install util-linux).",
+                )
+            self._tools = (unshare, mount)
+            base = tempfile.gettempdir()
+            self.view_dir = tempfile.mkdtemp(
+                prefix="air-view-", dir=base if base.isprintable() else "/tmp"
+            )
+        self.cgroup = PidsCgroup.create(limits.processes)
+
+    def wrap(self, argv: list[str], workspace: str) -> list[str]:
+        """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
+        if self._tools is not None and self.view_dir is not None:
+            unshare = self._tools[0]
+            argv = [
+                unshare,
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                "-c",
+                _VIEW_SCRIPT,
+                self.view_dir,
+                workspace,
+                str(self.limits.memory_mb),
+                *argv,
+            ]
+        if self.cgroup is not None:
+            argv = self.cgroup.join_argv(argv)
+        return argv
+
+    def close(self) -> None:
+        """Remove the cgroup (killing what is left in it) and the view's mount point."""
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+        if self.view_dir is not None:
+            try:
+                os.rmdir(self.view_dir)
+            except OSError:
+                pass
+            self.view_dir = None
+
+    def __enter__(self) -> CommandSpace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_sandboxed(
     runner: SandboxRunner,
     command: str,
@@ -514,9 +624,12 @@ def open_sandboxed(
     stdout: int | IO[bytes] | None,
     stderr: int | IO[bytes] | None,
     stdin: int | IO[bytes] | None = subprocess.DEVNULL,
+    space: CommandSpace | None = None,
 ) -> subprocess.Popen[bytes]:
     """Spawn ``command`` in the sandbox on the CALLING thread (synchronous, a few ms).
 
+    ``space`` holds the command's limits, pids cgroup and read-only view (None: the default
+    limits' rlimits only, the workspace writable; the caller closes it after the command).
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
     exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
     The generated files and the seccomp filter travel in memfds, the protected workspace
@@ -548,7 +661,11 @@ def open_sandboxed(
             pinned=pinned,
             data_fds=data_fds,
             seccomp_fd=seccomp_fd,
+            limits=space.limits if space is not None else None,
+            read_only=space is not None and space.read_only,
         )
+        if space is not None:
+            argv = space.wrap(argv, os.path.realpath(workspace))
         return subprocess.Popen(
             argv,
             stdin=stdin,
@@ -615,6 +732,7 @@ def start_sandboxed(
     cwd: str,
     network: bool,
     env: Mapping[str, str],
+    space: CommandSpace | None = None,
 ) -> SandboxProcess:
     """Start ``command`` from the thread running the Trio loop, with piped stdout/stderr.
 
@@ -639,6 +757,7 @@ def start_sandboxed(
             env=env,
             stdout=out_w,
             stderr=err_w,
+            space=space,
         )
     except BaseException:
         os.close(out_r)
