@@ -10,9 +10,9 @@ fresh tmpfs HOME and a private /tmp; the rlimits of ``air.tools.limits`` set bef
 write area, the read-only view: an overlay of the workspace whose writes land in a throwaway
 tmpfs), ``sandbox_environment`` (the environment allowlist), ``check_sandbox_available``
 (bubblewrap is installed and can create a user namespace here, else an ``environment_error``:
-there is no unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess`` (the
-running command with its output streams, spawned on the thread that runs the Trio loop so that
-``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
+there is no unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess``
+(the running command with its output streams, spawned on the thread that runs the Trio loop so
+that ``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
 Decisions: IMPL-SBX-1 .. IMPL-SBX-6, IMPL-SBX-8 in docs/decisions.md.
 """
 
