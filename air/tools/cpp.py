@@ -33,7 +33,13 @@ from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, resource_limit_error
 from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
-from air.tools.sandbox import CommandSpace, SandboxRunner, open_sandboxed, sandbox_environment
+from air.tools.sandbox import (
+    CommandSpace,
+    SandboxRunner,
+    open_sandboxed,
+    sandbox_environment,
+    task_view_dir,
+)
 from air.tools.shell import (
     command_space,
     interrupted_error,
@@ -48,6 +54,7 @@ if TYPE_CHECKING:
     from air.cpp.diagnostics import ParsedDiagnostic
     from air.cpp.process import CommandResult, OutputSink, Spawn
     from air.cpp.testing import CppTestOutput
+    from air.cpp.view import OverlayView
 
 # air.cpp (the toolchain: parsers, runners, clangd) is imported by the first cpp.* call, not
 # with the definitions: every run registers these tools, few run them (IMPL-FAST-2).
@@ -477,26 +484,6 @@ class _Watched:
         await self.watches[0].watch()
 
 
-_WRITES_BUILD_DIR = ("cpp.configure", "cpp.build", "cpp.test")
-"""cpp tools whose host side writes in the workspace's build dir (its ``.gitignore``, ctest's
-JUnit file) and whose later steps read what an earlier command wrote."""
-
-
-def _refuse_read_only(name: str) -> AirException:
-    return AirException.of(
-        kind=ErrorKind.PERMISSION_DENIED,
-        message=(
-            f"{name} writes a build directory into the project, and this task has no write "
-            "area: it sees the project read-only"
-        ),
-        user_action=(
-            "Run the whole build and test in one shell.run command (e.g. `cmake -B build && "
-            "cmake --build build && ctest --test-dir build`): its writes go to a throwaway "
-            "view; or give the task a write area."
-        ),
-    )
-
-
 async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.clangd import ClangdQueryInput, clangd_command, open_clangd
     from air.cpp.process import is_plain_file
@@ -516,8 +503,6 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     if not is_plain_file(workspace, build_dir, "compile_commands.json") and is_plain_file(
         workspace, "CMakeLists.txt"
     ):
-        if run.context.write_area == []:
-            raise _refuse_read_only("cpp.clangd (configuring for compile_commands.json)")
         runner = SandboxedCommandRunner(run, sandbox)
         configured = await CMakeConfigurator(runner).configure(
             CppCmakeConfigureInput(
@@ -689,16 +674,28 @@ def _permission_command(name: str) -> Any:
     return paths
 
 
+def _view(run: ToolRun) -> OverlayView | None:
+    """The task's read-only view (IMPL-SBX-3) when it has no write area: the toolchain's own
+    reads and marks of build dirs go where the view's commands wrote."""
+    if run.context.write_area != []:
+        return None
+    from air.cpp.view import OverlayView
+
+    ctx = run.context
+    view_dir = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)
+    return OverlayView(run.workspace_realpath, os.path.join(view_dir, "u"))
+
+
 def cpp_executors(sandbox: SandboxRunner) -> dict[str, ToolExecutor]:
     """Tool name → executor, each bound to ``sandbox``."""
 
     def bind(fn: Any) -> ToolExecutor:
         async def executor(input: JsonObject, run: ToolRun) -> Any:
-            name = run.definition.name
-            if run.context.write_area == [] and name in _WRITES_BUILD_DIR:
-                raise _refuse_read_only(name)
+            from air.cpp.view import using_view
+
             try:
-                return await fn(input, run, sandbox)
+                with using_view(_view(run)):
+                    return await fn(input, run, sandbox)
             except (ValueError, TypeError) as exc:
                 raise AirException.of(
                     kind=ErrorKind.VALIDATION_ERROR,

@@ -48,6 +48,7 @@ __all__ = [
     "sandbox_environment",
     "seccomp_program",
     "start_sandboxed",
+    "task_view_dir",
 ]
 
 SANDBOX_HOME = "/home/air"
@@ -417,8 +418,8 @@ class SandboxRunner:
             ws,
         ]
         args += _protected_binds(ws, pinned, read_only=read_only)
-        hidden = os.path.join(ws, _HIDDEN)
-        if os.path.isdir(hidden):
+        hidden = os.path.realpath(os.path.join(ws, _HIDDEN))
+        if _inside(hidden, ws) and hidden != ws and os.path.isdir(hidden):
             args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
@@ -525,16 +526,94 @@ class SandboxProbe:
 
 
 _VIEW_SCRIPT = (
-    'mount -t tmpfs -o "size=$2m,mode=0700" air-scratch "$0" && mkdir "$0/l" "$0/u" "$0/w" '
-    '&& mount --bind "$1" "$0/l" '
+    'mount --bind "$1" "$0/l" '
     '&& mount -t overlay -o "lowerdir=$0/l,upperdir=$0/u,workdir=$0/w,userxattr" air-view "$1" '
-    '|| exit 125; shift 2; exec "$@"'
+    '|| exit 125; shift; exec "$@"'
 )
 """Mounts the read-only view, run by root of a fresh user and mount namespace that only the
-command's bwrap lives in: the workspace (bound to ``$0/l`` first, so its path never has to be
-spelled in overlay's comma-separated options) under an overlay whose writes go to a tmpfs at
-``$0`` bounded by the command's memory limit. Nothing reaches the workspace; it all vanishes
-with the namespace when the command ends."""
+command's bwrap lives in: the workspace (bound to ``$0/l`` first, so that its path is never
+spelled in overlay's comma-separated options) under an overlay whose writes go to the task's
+view directory ``$0/u``. Nothing reaches the workspace; the mounts vanish with the command."""
+
+_VIEW_ROOT_PREFIX = "air-views-"
+_VIEW_TTL_S = 24 * 3600
+"""A task's view directory not used for this long is removed when another one is made."""
+_SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-")
+
+
+def _view_problem(message: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.ENVIRONMENT_ERROR,
+        message=f"cannot build the read-only view of a task without a write area: {message}",
+        user_action=(
+            "Install util-linux (unshare, mount), and point TMPDIR at a directory of your own "
+            "whose path has only letters, digits and / . _ -"
+        ),
+    )
+
+
+def _own_private_dir(path: str) -> None:
+    """``path`` exists as a real directory of this uid, mode 0700 (a shared /tmp: another user
+    could have made it first, or left a symlink there)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise _view_problem(f"{path} is not a directory of this user")
+    os.chmod(path, 0o700)
+
+
+def _prune_views(root: str, keep: str) -> None:
+    """Remove the view directories under ``root`` not used for ``_VIEW_TTL_S``."""
+    import time
+
+    now = time.time()
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if path == keep or now - info.st_mtime <= _VIEW_TTL_S or not stat.S_ISDIR(info.st_mode):
+            continue
+        for dirpath, dirnames, _ in os.walk(path):
+            for sub in dirnames:  # overlay's work dir is mode 000: open each before descending
+                try:
+                    os.chmod(os.path.join(dirpath, sub), 0o700, follow_symlinks=False)
+                except OSError:
+                    pass
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
+    """The view directory of one task's read-only view of ``workspace`` (made on first use):
+    ``u`` holds what the task's commands wrote, ``w`` is overlay's work dir, ``l`` the mount
+    point of the workspace. It lives outside the project (overlayfs refuses an upper dir inside
+    its lower), under ``$TMPDIR/air-views-<uid>``; one not used for a day is removed.
+
+    Raises:
+        AirException: ``environment_error`` when the directory cannot be made safely.
+    """
+    import hashlib
+
+    base = tempfile.gettempdir()
+    if not set(base) <= _SAFE_PATH:
+        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    root = os.path.join(base, f"{_VIEW_ROOT_PREFIX}{os.getuid()}")
+    key = f"{os.path.realpath(workspace)}\0{session_id}\0{task_id or ''}".encode()
+    path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
+    try:
+        _own_private_dir(root)
+        _prune_views(root, path)
+        _own_private_dir(path)
+        for sub in ("u", "w", "l"):
+            _own_private_dir(os.path.join(path, sub))
+        os.utime(path)
+    except OSError as exc:
+        raise _view_problem(str(exc)) from exc
+    return path
 
 
 class CommandSpace:
@@ -542,41 +621,34 @@ class CommandSpace:
 
     Args:
         limits: the command's resource limits (IMPL-SBX-8).
-        read_only: the task has no write area: the command sees the workspace through a
-            throwaway overlay (IMPL-SBX-3), so builds work and nothing reaches the project.
+        view_dir: the task has no write area: the command sees the workspace through an overlay
+            whose writes land in this ``task_view_dir`` (IMPL-SBX-3), so builds work, later
+            commands of the task see their outputs, and nothing reaches the project.
 
     Raises:
         AirException: ``environment_error`` when the read-only view needs ``unshare`` or
             ``mount`` (util-linux) and they are missing.
     """
 
-    def __init__(self, limits: ResourceLimits, *, read_only: bool) -> None:
+    def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
         self.limits = limits
-        self.read_only = read_only
-        self._tools: tuple[str, str] | None = None
-        self.view_dir: str | None = None
-        if read_only:
-            unshare, mount = shutil.which("unshare"), shutil.which("mount")
-            if unshare is None or mount is None:
-                raise AirException.of(
-                    kind=ErrorKind.ENVIRONMENT_ERROR,
-                    message="a task without a write area needs unshare and mount (util-linux) "
-                    "for its read-only view of the project",
-                    user_action="Install util-linux (apt-get install util-linux).",
-                )
-            self._tools = (unshare, mount)
-            base = tempfile.gettempdir()
-            self.view_dir = tempfile.mkdtemp(
-                prefix="air-view-", dir=base if base.isprintable() else "/tmp"
-            )
+        self.view_dir = view_dir
+        self._unshare: str | None = None
+        if view_dir is not None:
+            self._unshare = shutil.which("unshare")
+            if self._unshare is None or shutil.which("mount") is None:
+                raise _view_problem("unshare or mount (util-linux) is missing")
         self.cgroup = PidsCgroup.create(limits.processes)
+
+    @property
+    def read_only(self) -> bool:
+        return self.view_dir is not None
 
     def wrap(self, argv: list[str], workspace: str) -> list[str]:
         """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
-        if self._tools is not None and self.view_dir is not None:
-            unshare = self._tools[0]
+        if self._unshare is not None and self.view_dir is not None:
             argv = [
-                unshare,
+                self._unshare,
                 "--user",
                 "--map-root-user",
                 "--mount",
@@ -587,7 +659,6 @@ class CommandSpace:
                 _VIEW_SCRIPT,
                 self.view_dir,
                 workspace,
-                str(self.limits.memory_mb),
                 *argv,
             ]
         if self.cgroup is not None:
@@ -595,16 +666,10 @@ class CommandSpace:
         return argv
 
     def close(self) -> None:
-        """Remove the cgroup (killing what is left in it) and the view's mount point."""
+        """Remove the cgroup, killing what is left in it."""
         if self.cgroup is not None:
             self.cgroup.close()
             self.cgroup = None
-        if self.view_dir is not None:
-            try:
-                os.rmdir(self.view_dir)
-            except OSError:
-                pass
-            self.view_dir = None
 
     def __enter__(self) -> CommandSpace:
         return self

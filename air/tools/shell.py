@@ -33,6 +33,7 @@ from air.tools.sandbox import (
     check_sandbox_available,
     sandbox_environment,
     start_sandboxed,
+    task_view_dir,
 )
 
 __all__ = [
@@ -100,7 +101,11 @@ def command_space(run: ToolRun) -> CommandSpace:
             ``environment_error`` when the read-only view cannot be built.
     """
     limits = load_limits(run.context.project_root)
-    return CommandSpace(limits, read_only=run.context.write_area == [])
+    if run.context.write_area != []:
+        return CommandSpace(limits)
+    ctx = run.context
+    view = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)
+    return CommandSpace(limits, view_dir=view)
 
 
 async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> Any:

@@ -1,7 +1,8 @@
 """Run commands in air's sandbox as whoever runs this file, for the sandbox tests.
 
 ``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
-optionally ``"workspace"``, ``"read_only"``, ``"limits"`` — ``ResourceLimits`` fields) on stdin
+optionally ``"workspace"``, ``"read_only"`` — a task id whose view to use —, ``"limits"`` —
+``ResourceLimits`` fields) on stdin
 and answers each with ``{"exit_code", "stdout", "stderr", "limit"}``, spawning through the same
 ``open_sandboxed`` (argv, memfds, environment allowlist, ``CommandSpace``) and ``LimitWatch``
 that shell.run uses; ``limit`` names the resource limit that ended the command, if one did.
@@ -25,7 +26,13 @@ from typing import Any
 import trio
 
 from air.tools.limits import LimitWatch, ResourceLimits
-from air.tools.sandbox import CommandSpace, SandboxRunner, open_sandboxed, sandbox_environment
+from air.tools.sandbox import (
+    CommandSpace,
+    SandboxRunner,
+    open_sandboxed,
+    sandbox_environment,
+    task_view_dir,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -44,7 +51,8 @@ def main() -> int:
 
 async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) -> dict[str, Any]:
     limits = ResourceLimits(**request.get("limits", {}))
-    with CommandSpace(limits, read_only=bool(request.get("read_only"))) as space:
+    view = task_view_dir(where, "probe", request["read_only"]) if request.get("read_only") else None
+    with CommandSpace(limits, view_dir=view) as space:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
