@@ -319,3 +319,24 @@ async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
     status = git(cpp_env.root, "status", "--porcelain", "--untracked-files=all")
     assert "out/" not in status
     assert "summary/summary.cpp" in status
+
+
+async def test_a_task_without_a_write_area_builds_and_tests_in_its_view_only(
+    cpp_env: Env,
+) -> None:
+    """cpp.build then cpp.test of a read-only task (issue 22 item 3): configured, built and
+    tested across calls in the task's view; the project gets no build dir, no .gitignore, no
+    JUnit file."""
+    _fix_summary(cpp_env.root)
+    _fix_spread(cpp_env.root)
+    git(cpp_env.root, "add", "-A", "--", ".", ":!.air")
+    git(cpp_env.root, "commit", "-qm", "fixed")
+    before = sorted(p.name for p in cpp_env.root.iterdir())
+    ctx = cpp_env.ctx(agent_id="ag_1", write_area=[])
+    built = await cpp_env.registry.call("cpp.build", {}, ctx)
+    assert _o(built)["ok"] is True, _o(built)
+    tested = await cpp_env.registry.call("cpp.test", {}, ctx)
+    assert _o(tested)["ok"] is True, _o(tested)
+    assert _o(tested)["passed"] >= 2
+    assert sorted(p.name for p in cpp_env.root.iterdir()) == before
+    assert git(cpp_env.root, "status", "--porcelain", "--ignored", "--", ".", ":!.air") == ""
