@@ -19,8 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from air.contracts.error import AirException
 from air.contracts.ids import new_id
+from air.cpp.process import is_plain_file, read_workspace_file, remove_written_file
+from air.cpp.project import mark_build_dir
+from air.cpp.view import OverlayView, using_view
 from air.tools.registry import ToolRun
+from air.tools.sandbox import task_view_dir
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, NOBODY, Sandboxed
 
@@ -103,7 +108,9 @@ def test_a_build_in_the_view_works_and_later_commands_of_the_task_see_it(
     before = _snapshot(box.workspace)
     configure = box.run("cmake -S . -B build -G Ninja >/dev/null && echo ok", read_only="t-build")
     assert configure["stdout"] == "ok\n", configure
-    built = box.run("cmake --build build >/dev/null && ./build/app && echo ran", read_only="t-build")
+    built = box.run(
+        "cmake --build build >/dev/null && ./build/app && echo ran", read_only="t-build"
+    )
     assert built["stdout"] == "ran\n", built
     assert box.run("ls build/app", read_only="another-task")["exit_code"] != 0
     assert _snapshot(box.workspace) == before
@@ -122,11 +129,12 @@ def test_air_state_is_hidden_in_every_sandbox(box: Sandboxed) -> None:
     for read_only in (None, "task-ro"):
         options = {"read_only": read_only} if read_only else {}
         listing = box.run("ls -A .air", **options)
-        assert listing["exit_code"] == 0 and listing["stdout"] == "", listing
+        assert (listing["exit_code"], listing["stdout"]) == (0, ""), listing
         for command in readers:
             out = box.run(command, **options)
             text = f"{out['stdout']}{out['stderr']}"
-            assert "AIRSBXSECRET" not in text and "session.db\n" not in text, (command, out)
+            assert "AIRSBXSECRET" not in text, (command, out)
+            assert "session.db\n" not in text, (command, out)
         write = box.run("touch .air/x; mkdir .air/y; mv .air gone", **options)
         assert write["exit_code"] != 0, write
     assert (ws / ".air" / "local" / "sessions" / "s1" / "session.db").exists()
@@ -182,3 +190,56 @@ async def test_shell_run_of_a_task_without_a_write_area_leaves_the_project_alone
     assert (await _decided(env, "ls out", write_area=[], task_id="task_2"))["exit_code"] != 0
     assert (await _decided(env, "echo x > src/new.txt", write_area=["src/**"]))["exit_code"] == 0
     assert (env.root / "src" / "new.txt").read_text() == "x\n"
+
+
+@pytest.fixture
+def own_box(tmp_path: Path) -> Iterator[Sandboxed]:
+    """A box run by the suite's own user: the parent reads the view it made."""
+    made = Sandboxed(tmp_path, "self", {})
+    _project(made)
+    yield made
+    made.close()
+
+
+def test_the_parent_finds_what_the_view_holds(own_box: Sandboxed) -> None:
+    """``OverlayView.locate`` answers as the overlay does, read from the view's real upper dir:
+    written files, deleted ones (whiteouts), replaced directories (opaque) and untouched ones."""
+    view_cmd = (
+        "mkdir -p build && echo cache > build/CMakeCache.txt && rm -rf notes "
+        "&& rm -rf src && mkdir src && echo new > src/other.c"
+    )
+    assert own_box.run(view_cmd, read_only="t-locate")["exit_code"] == 0
+    ws = os.path.realpath(own_box.workspace)
+    upper = os.path.join(task_view_dir(ws, "probe", "t-locate"), "u")
+    view = OverlayView(ws, upper)
+    assert view.locate(f"{ws}/build/CMakeCache.txt") == f"{upper}/build/CMakeCache.txt"
+    assert view.locate(f"{ws}/notes/ideas.txt") is None
+    assert view.locate(f"{ws}/notes") is None
+    assert view.locate(f"{ws}/src/app.c") == f"{upper}/src/app.c"  # hidden: not there
+    assert not os.path.exists(f"{upper}/src/app.c")
+    assert view.locate(f"{ws}/README.md") == f"{ws}/README.md"
+    with using_view(view):
+        assert is_plain_file(ws, "build", "CMakeCache.txt")
+        assert not is_plain_file(ws, "notes", "ideas.txt")
+        assert read_workspace_file(ws, "build/CMakeCache.txt") == b"cache\n"
+        assert read_workspace_file(ws, "notes/ideas.txt") is None
+        remove_written_file(ws, "build/CMakeCache.txt")
+        remove_written_file(ws, "README.md")  # only the view's copies are ever removed
+    assert (own_box.workspace / "README.md").exists()
+    assert not os.path.exists(f"{upper}/build/CMakeCache.txt")
+
+
+def test_a_view_build_dir_that_leads_out_is_refused(own_box: Sandboxed, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    assert own_box.run(f"ln -s {outside} out", read_only="t-link")["exit_code"] == 0
+    ws = os.path.realpath(own_box.workspace)
+    view = OverlayView(ws, os.path.join(task_view_dir(ws, "probe", "t-link"), "u"))
+    with using_view(view), pytest.raises(AirException) as caught:
+        mark_build_dir(ws, "out")
+    assert caught.value.error.kind == "policy_error"
+    assert list(outside.iterdir()) == []
+    with using_view(view):
+        mark_build_dir(ws, "build")
+    assert not (own_box.workspace / "build").exists()
+    assert os.path.isfile(os.path.join(view.upper, "build", ".gitignore"))
