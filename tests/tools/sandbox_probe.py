@@ -163,14 +163,20 @@ class Probe:
         )
 
     def run(
-        self, command: str, workspace: Path | None = None, **options: object
+        self,
+        command: str,
+        workspace: Path | None = None,
+        *,
+        read_only: str | None = None,
+        limits: dict[str, int] | None = None,
     ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         request = {
             "command": command,
             **({"workspace": str(workspace)} if workspace else {}),
-            **options,
+            **({"read_only": read_only} if read_only else {}),
+            **({"limits": limits} if limits else {}),
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -220,10 +226,16 @@ class Sandboxed:
         )
 
     def run(
-        self, command: str, workspace: Path | None = None, **options: object
+        self,
+        command: str,
+        workspace: Path | None = None,
+        *,
+        read_only: str | None = None,
+        limits: dict[str, int] | None = None,
     ) -> dict[str, object]:
-        """Run ``command``; ``options``: ``read_only=True``, ``limits={...}``."""
-        return self.probe.run(command, workspace, **options)
+        """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
+        ``ResourceLimits`` fields."""
+        return self.probe.run(command, workspace, read_only=read_only, limits=limits)
 
     def close(self) -> None:
         self.probe.close()

@@ -127,15 +127,14 @@ def test_air_state_is_hidden_in_every_sandbox(box: Sandboxed) -> None:
         "tar cf - . | tar tf - | grep session.db",
     ]
     for read_only in (None, "task-ro"):
-        options = {"read_only": read_only} if read_only else {}
-        listing = box.run("ls -A .air", **options)
+        listing = box.run("ls -A .air", read_only=read_only)
         assert (listing["exit_code"], listing["stdout"]) == (0, ""), listing
         for command in readers:
-            out = box.run(command, **options)
+            out = box.run(command, read_only=read_only)
             text = f"{out['stdout']}{out['stderr']}"
             assert "AIRSBXSECRET" not in text, (command, out)
             assert "session.db\n" not in text, (command, out)
-        write = box.run("touch .air/x; mkdir .air/y; mv .air gone", **options)
+        write = box.run("touch .air/x; mkdir .air/y; mv .air gone", read_only=read_only)
         assert write["exit_code"] != 0, write
     assert (ws / ".air" / "local" / "sessions" / "s1" / "session.db").exists()
     assert not (ws / ".air" / "x").exists()
