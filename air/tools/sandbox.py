@@ -598,9 +598,11 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
     """
     import hashlib
 
-    base = tempfile.gettempdir()
+    base = os.path.realpath(tempfile.gettempdir())
     if not set(base) <= _SAFE_PATH:
         raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    if _inside(base, os.path.realpath(workspace)):
+        raise _view_problem(f"TMPDIR {base!r} is inside the workspace (overlayfs refuses it)")
     root = os.path.join(base, f"{_VIEW_ROOT_PREFIX}{os.getuid()}")
     key = f"{os.path.realpath(workspace)}\0{session_id}\0{task_id or ''}".encode()
     path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
@@ -614,6 +616,53 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
     except OSError as exc:
         raise _view_problem(str(exc)) from exc
     return path
+
+
+_view_checked: list[str] = []
+_view_lock = threading.Lock()
+
+
+def _check_view_available() -> str:
+    """``unshare``'s path, once the view's mounts proved they work here (cached per process):
+    an unprivileged overlay needs Linux 5.11+ and user namespaces."""
+    with _view_lock:
+        if _view_checked:
+            return _view_checked[0]
+        unshare = shutil.which("unshare")
+        if unshare is None or shutil.which("mount") is None:
+            raise _view_problem("unshare or mount (util-linux) is missing")
+        with tempfile.TemporaryDirectory(prefix="air-view-check-") as tmp:
+            for sub in ("view/u", "view/w", "view/l", "lower"):
+                os.makedirs(os.path.join(tmp, sub))
+            argv = [
+                unshare,
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                "-c",
+                _VIEW_SCRIPT,
+                os.path.join(tmp, "view"),
+                os.path.join(tmp, "lower"),
+                "/bin/true",
+            ]
+            try:
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                )
+                problem = done.stderr.strip() or f"exit code {done.returncode}"
+                problem = problem if done.returncode else ""
+            except (OSError, subprocess.SubprocessError) as exc:
+                problem = str(exc)
+            for dirpath, dirnames, _ in os.walk(tmp):
+                for sub in dirnames:  # overlay's work dir is mode 000
+                    os.chmod(os.path.join(dirpath, sub), 0o700)
+        if problem:
+            raise _view_problem(f"an overlay cannot be mounted here: {problem[:300]}")
+        _view_checked.append(unshare)
+        return unshare
 
 
 class CommandSpace:
@@ -635,9 +684,7 @@ class CommandSpace:
         self.view_dir = view_dir
         self._unshare: str | None = None
         if view_dir is not None:
-            self._unshare = shutil.which("unshare")
-            if self._unshare is None or shutil.which("mount") is None:
-                raise _view_problem("unshare or mount (util-linux) is missing")
+            self._unshare = _check_view_available()
         self.cgroup = PidsCgroup.create(limits.processes)
 
     @property

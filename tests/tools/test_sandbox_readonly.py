@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -242,3 +243,18 @@ def test_a_view_build_dir_that_leads_out_is_refused(own_box: Sandboxed, tmp_path
         mark_build_dir(ws, "build")
     assert not (own_box.workspace / "build").exists()
     assert os.path.isfile(os.path.join(view.upper, "build", ".gitignore"))
+
+
+def test_a_tmpdir_the_view_cannot_use_is_an_environment_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ws = tmp_path / "ws"
+    (ws / "tmp").mkdir(parents=True)
+    for where, said in ((ws / "tmp", "inside the workspace"), (tmp_path / "a,b", "characters")):
+        where.mkdir(exist_ok=True)
+        monkeypatch.setattr(tempfile, "tempdir", str(where))
+        with pytest.raises(AirException) as caught:
+            task_view_dir(str(ws), "s1", "t1")
+        assert caught.value.error.kind == "environment_error"
+        assert said in caught.value.error.message
+        assert "TMPDIR" in str(caught.value.error.user_action)
