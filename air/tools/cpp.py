@@ -9,6 +9,10 @@ rule as ``shell.run`` — and records ``command.started`` / ``command.completed`
 Registration goes through ``air.capabilities`` (``register_cpp_tools`` is what the manifest's
 registrar calls).
 
+Each command runs in its ``CommandSpace`` (resource limits, IMPL-SBX-8; for a task without a
+write area, the task's read-only view, through which the toolchain's own reads of build files
+go: ``air.cpp.view``) under a ``LimitWatch``: going over a limit is a ``resource_limit`` error.
+
 Every build and test run also records ``evidence.created`` for its command run (``build_output``
 / ``test_output`` pointing at the output artifact); the Scheduler's own evidence for a task is
 derived from these records (``air.nursery.evidence``), never from what a worker says.
