@@ -54,12 +54,6 @@ class ResourceLimits:
     file_size_mb: int = 8192
     cpu_seconds: int = 3600
 
-    def lowered_by(self, other: ResourceLimits) -> ResourceLimits:
-        """Each limit the smaller of ``self``'s and ``other``'s."""
-        return ResourceLimits(
-            **{f.name: min(getattr(self, f.name), getattr(other, f.name)) for f in fields(self)}
-        )
-
     def describe(self, name: str) -> str:
         value = getattr(self, name)
         return {
@@ -219,6 +213,23 @@ def _own_cgroup(controller: str) -> tuple[str, str] | None:
     return None
 
 
+def _remove_orphans(parent: str) -> None:
+    """Remove the empty cgroups an air that died (kill -9) left in ``parent``."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        prefix, _, rest = name.partition("-")
+        owner = rest.partition("-")[0]
+        if prefix != "air" or not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        try:
+            os.rmdir(os.path.join(parent, name))
+        except OSError:
+            pass
+
+
 class PidsCgroup:
     """A pids cgroup of one command, made inside air's own cgroup; None from ``create`` when
     air may not make one (no pids controller, not delegated, not writable).
@@ -245,6 +256,7 @@ class PidsCgroup:
                 return None
         if not os.access(parent, os.W_OK):
             return None
+        _remove_orphans(parent)
         path = os.path.join(parent, f"air-{os.getpid()}-{next(_counter)}")
         try:
             os.mkdir(path, 0o755)

@@ -10,6 +10,8 @@ it is trusted.
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +19,7 @@ import pytest
 
 from air.contracts.error import AirException
 from air.contracts.ids import new_id
-from air.tools.limits import ResourceLimits, load_limits
+from air.tools.limits import PidsCgroup, ResourceLimits, load_limits
 from air.tools.registry import ToolRun
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
@@ -139,3 +141,24 @@ def test_a_malformed_limits_file_is_a_config_error(tmp_path: Path, text: str) ->
     assert caught.value.error.kind == "config_error"
     assert "sandbox.yaml" in caught.value.error.message
     assert caught.value.error.user_action
+
+
+def test_a_command_cgroup_is_removed_and_a_dead_airs_are_swept() -> None:
+    """As root (how the suite runs), each command gets its own pids cgroup, gone after it;
+    the empty ones an air killed with -9 left behind go when the next one is made."""
+    assert os.geteuid() == 0, "run the suite as root: the pids cgroup is root's mechanism"
+    made = PidsCgroup.create(10)
+    assert made is not None
+    parent = os.path.dirname(made.path)
+    with open(os.path.join(made.path, "pids.max"), encoding="ascii") as fh:
+        assert fh.read().strip() == "10"
+    made.close()
+    assert not os.path.exists(made.path)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = os.path.join(parent, f"air-{gone.pid}-3")
+    os.mkdir(orphan)
+    again = PidsCgroup.create(10)
+    assert again is not None
+    again.close()
+    assert not os.path.exists(orphan)
