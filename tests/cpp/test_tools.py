@@ -322,11 +322,14 @@ async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
 
 
 async def test_a_task_without_a_write_area_builds_and_tests_in_its_view_only(
-    cpp_env: Env,
+    cpp_env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """cpp.build then cpp.test of a read-only task (issue 22 item 3): configured, built and
     tested across calls in the task's view; the project gets no build dir, no .gitignore, no
     JUnit file."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(cpp_env.tmp))  # the view goes with the test
     _fix_summary(cpp_env.root)
     _fix_spread(cpp_env.root)
     git(cpp_env.root, "add", "-A", "--", ".", ":!.air")

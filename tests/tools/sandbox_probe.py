@@ -138,6 +138,7 @@ class Probe:
             **os.environ,
             **extra_env,
             "HOME": str(home),
+            "TMPDIR": str(home.parent),  # read-only views live with the test's own files
             "PYTHONPATH": os.pathsep.join(paths),
             "PYTHONDONTWRITEBYTECODE": "1",
         }

@@ -175,8 +175,9 @@ async def _decided(env: Env, command: str, **ctx: object) -> dict[str, object]:
 
 
 async def test_shell_run_of_a_task_without_a_write_area_leaves_the_project_alone(
-    env: Env,
+    env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(env.tmp))  # the views go with the test
     (env.root / "notes").mkdir()
     (env.root / "notes" / "n.txt").write_text("mine\n")
     before = _snapshot(env.root / "src"), _snapshot(env.root / "notes")
@@ -201,13 +202,16 @@ def own_box(tmp_path: Path) -> Iterator[Sandboxed]:
     made.close()
 
 
-def test_the_parent_finds_what_the_view_holds(own_box: Sandboxed) -> None:
+def test_the_parent_finds_what_the_view_holds(
+    own_box: Sandboxed, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """``OverlayView.locate`` answers as the overlay does, read from the view's real upper dir:
     written files, deleted ones (whiteouts), replaced directories (opaque) and untouched ones."""
     view_cmd = (
         "mkdir -p build && echo cache > build/CMakeCache.txt && rm -rf notes "
         "&& rm -rf src && mkdir src && echo new > src/other.c"
     )
+    monkeypatch.setattr(tempfile, "tempdir", str(own_box.base))  # the probe's TMPDIR
     assert own_box.run(view_cmd, read_only="t-locate")["exit_code"] == 0
     ws = os.path.realpath(own_box.workspace)
     upper = os.path.join(task_view_dir(ws, "probe", "t-locate"), "u")
@@ -229,7 +233,10 @@ def test_the_parent_finds_what_the_view_holds(own_box: Sandboxed) -> None:
     assert not os.path.exists(f"{upper}/build/CMakeCache.txt")
 
 
-def test_a_view_build_dir_that_leads_out_is_refused(own_box: Sandboxed, tmp_path: Path) -> None:
+def test_a_view_build_dir_that_leads_out_is_refused(
+    own_box: Sandboxed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(own_box.base))  # the probe's TMPDIR
     outside = tmp_path / "outside"
     outside.mkdir()
     assert own_box.run(f"ln -s {outside} out", read_only="t-link")["exit_code"] == 0
