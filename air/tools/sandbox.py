@@ -378,6 +378,8 @@ class SandboxRunner:
         if self.bwrap_path is None:
             raise _missing_bwrap()
         ws = os.path.realpath(workspace)
+        limits = limits or ResourceLimits()
+        tmpfs_bytes = limits.memory_mb << 20
         args = [
             self.bwrap_path,
             "--die-with-parent",
@@ -409,8 +411,13 @@ class SandboxRunner:
             "--proc",
             "/proc",
             *[a for mem in _INIT_MEM for a in ("--ro-bind", "/dev/null", mem)],
+            # tmpfs pages are memory no process's RSS shows: bounded by the memory limit
+            "--size",
+            str(tmpfs_bytes),
             "--tmpfs",
             "/tmp",
+            "--size",
+            str(tmpfs_bytes),
             "--tmpfs",
             SANDBOX_HOME,
             "--bind",
@@ -424,7 +431,7 @@ class SandboxRunner:
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
-        script = limits_script(limits or ResourceLimits())
+        script = limits_script(limits)
         return [*args, "/bin/bash", "--noprofile", "--norc", "-c", script, "air", command]
 
 

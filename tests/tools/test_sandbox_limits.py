@@ -162,3 +162,14 @@ def test_a_command_cgroup_is_removed_and_a_dead_airs_are_swept() -> None:
     assert again is not None
     again.close()
     assert not os.path.exists(orphan)
+
+
+def test_tmp_and_home_hold_no_more_than_the_memory_limit(box: Sandboxed) -> None:
+    """/tmp and HOME are tmpfs, memory no process's RSS shows: each is bounded by the limit."""
+    for where in ("/tmp", "~"):
+        out = box.run(
+            f"for i in 1 2 3 4; do head -c 16M /dev/zero > {where}/f$i || exit 7; done",
+            limits={"memory_mb": 32},
+        )
+        assert out["exit_code"] == 7, out
+        assert "No space left on device" in str(out["stderr"]), out
