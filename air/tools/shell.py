@@ -131,7 +131,7 @@ async def _run_in(
     runner: SandboxRunner,
     seconds: float,
 ) -> Any:
-    timeout = seconds
+    """Run ``command`` in ``space`` for at most ``seconds``, recorded as one command run."""
     command_run_id = new_id("cr")
     env = sandbox_environment(os.environ)
     await record_command_started(run, command_run_id, command, cwd)
@@ -158,7 +158,7 @@ async def _run_in(
     failure: BaseException | None = None
     watch = LimitWatch(space.limits, proc.pid, space.cgroup)
     try:
-        with trio.move_on_after(timeout) as scope:
+        with trio.move_on_after(seconds) as scope:
             async with trio.open_nursery() as watching:
                 watching.start_soon(watch.watch)
                 send, receive = trio.open_memory_channel[tuple[str, bytes]](16)
@@ -199,7 +199,7 @@ async def _run_in(
     if timed_out:
         error = make_air_error(
             kind=ErrorKind.TIMEOUT,
-            message=f"the command ran longer than {timeout:g}s",
+            message=f"the command ran longer than {seconds:g}s",
             user_action="Raise timeout_s or make the command faster.",
         )
         await record_command_failed(run, command_run_id, started, error, refs=refs)
