@@ -7,12 +7,13 @@ allowlisted system paths read-only, generated ``/etc/passwd``/``/etc/group``, th
 read-write with its git metadata read-only and ``.air`` hidden under an empty read-only tmpfs, a
 fresh tmpfs HOME and a private /tmp; the rlimits of ``air.tools.limits`` set before the command),
 ``CommandSpace`` (what one command holds on the host: its pids cgroup and, for a task without a
-write area, the read-only view: an overlay of the workspace whose writes land in a throwaway
-tmpfs), ``sandbox_environment`` (the environment allowlist), ``check_sandbox_available``
-(bubblewrap is installed and can create a user namespace here, else an ``environment_error``:
-there is no unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess``
-(the running command with its output streams, spawned on the thread that runs the Trio loop so
-that ``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
+write area, the read-only view: an overlay of the workspace whose writes land in the task's view
+directory, ``task_view_dir``), ``sandbox_environment`` (the environment allowlist),
+``check_sandbox_available`` (bubblewrap is installed and can create a user namespace here, else
+an ``environment_error``: there is no unsandboxed mode), ``open_sandboxed`` (the synchronous
+spawn) and ``SandboxProcess`` (the running command with its output streams, spawned on the
+thread that runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not as
+long as an idle worker thread).
 Decisions: IMPL-SBX-1 .. IMPL-SBX-6, IMPL-SBX-8 in docs/decisions.md.
 """
 
@@ -585,13 +586,18 @@ def _prune_views(root: str, keep: str) -> None:
             continue
         if path == keep or now - info.st_mtime <= _VIEW_TTL_S or not stat.S_ISDIR(info.st_mode):
             continue
-        for dirpath, dirnames, _ in os.walk(path):
-            for sub in dirnames:  # overlay's work dir is mode 000: open each before descending
-                try:
-                    os.chmod(os.path.join(dirpath, sub), 0o700, follow_symlinks=False)
-                except OSError:
-                    pass
-        shutil.rmtree(path, ignore_errors=True)
+        _open_work_dir(path)
+        shutil.rmtree(path, ignore_errors=True)  # never follows a link a command left
+
+
+def _open_work_dir(view_dir: str) -> None:
+    """Make overlay's ``w/work`` (mode 000) removable; ``w`` is air's, out of commands' reach."""
+    work = os.path.join(view_dir, "w", "work")
+    if os.path.isdir(work) and not os.path.islink(work):
+        try:
+            os.chmod(work, 0o700)
+        except OSError:
+            pass
 
 
 def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
@@ -663,9 +669,7 @@ def _check_view_available() -> str:
                 problem = problem if done.returncode else ""
             except (OSError, subprocess.SubprocessError) as exc:
                 problem = str(exc)
-            for dirpath, dirnames, _ in os.walk(tmp):
-                for sub in dirnames:  # overlay's work dir is mode 000
-                    os.chmod(os.path.join(dirpath, sub), 0o700)
+            _open_work_dir(os.path.join(tmp, "view"))
         if problem:
             raise _view_problem(f"an overlay cannot be mounted here: {problem[:300]}")
         _view_checked.append(unshare)

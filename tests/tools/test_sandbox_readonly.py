@@ -265,3 +265,23 @@ def test_a_tmpdir_the_view_cannot_use_is_an_environment_error(
         assert caught.value.error.kind == "environment_error"
         assert said in caught.value.error.message
         assert "TMPDIR" in str(caught.value.error.user_action)
+
+
+def test_a_view_unused_for_a_day_is_removed_and_nothing_it_links_to(
+    own_box: Sandboxed, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(own_box.base))  # the probe's TMPDIR
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("kept\n")
+    made = own_box.run(f"mkdir -p build && ln -s {outside} build/link", read_only="t-old")
+    assert made["exit_code"] == 0, made
+    ws = str(own_box.workspace)
+    old = task_view_dir(ws, "probe", "t-old")
+    assert os.path.isdir(os.path.join(old, "w", "work"))  # overlay's, mode 000
+    os.utime(old, (1, 1))
+    fresh = task_view_dir(ws, "probe", "t-new")
+    assert not os.path.exists(old)
+    assert os.path.isdir(fresh)
+    assert (outside / "keep.txt").read_text() == "kept\n"
+    assert oct(outside.stat().st_mode & 0o777) == oct(0o755)
