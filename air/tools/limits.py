@@ -15,8 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -41,9 +40,9 @@ _SIGNALLED = {128 + signal.SIGXCPU: "cpu_seconds", 128 + signal.SIGXFSZ: "file_s
 a death by signal N as 128 + N)."""
 
 
-@dataclass(frozen=True)
-class ResourceLimits:
-    """The bounds of one sandboxed command.
+class ResourceLimits(NamedTuple):
+    """The bounds of one sandboxed command (a NamedTuple: it is on the way to a run's first
+    request, IMPL-BOOT-14).
 
     ``processes`` and ``memory_mb`` bound the whole command (all its processes and threads);
     ``file_size_mb`` and ``cpu_seconds`` bound each process (RLIMIT_FSIZE, RLIMIT_CPU).
@@ -64,7 +63,7 @@ class ResourceLimits:
         }[name]
 
 
-_NAMES = tuple(f.name for f in fields(ResourceLimits))
+_NAMES = ResourceLimits._fields
 
 
 def limits_file(root: str, *, user: bool) -> str:
@@ -135,7 +134,7 @@ def load_limits(
     limits = ResourceLimits()
     user = _read(limits_file(home or os.path.expanduser("~"), user=True))
     if user:
-        limits = replace(limits, **user)
+        limits = limits._replace(**user)
     if project_root is None:
         return limits
     path = limits_file(project_root, user=False)
@@ -155,7 +154,7 @@ def load_limits(
                 f"{limits_file('~', user=True)} instead, or trust the project."
             ),
         )
-    return replace(limits, **project)
+    return limits._replace(**project)
 
 
 def limits_script(limits: ResourceLimits) -> str:

@@ -25,7 +25,6 @@ import shutil
 import stat
 import struct
 import subprocess
-import tempfile
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -610,6 +609,7 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
         AirException: ``environment_error`` when the directory cannot be made safely.
     """
     import hashlib
+    import tempfile  # at the first read-only command, not at start-up
 
     base = os.path.realpath(tempfile.gettempdir())
     if not set(base) <= _SAFE_PATH:
@@ -644,6 +644,8 @@ def _check_view_available() -> str:
         unshare = shutil.which("unshare")
         if unshare is None or shutil.which("mount") is None:
             raise _view_problem("unshare or mount (util-linux) is missing")
+        import tempfile
+
         with tempfile.TemporaryDirectory(prefix="air-view-check-") as tmp:
             for sub in ("view/u", "view/w", "view/l", "lower"):
                 os.makedirs(os.path.join(tmp, sub))
