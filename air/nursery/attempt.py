@@ -23,12 +23,12 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:
     from air.nursery.graph import TaskNode
     from air.nursery.scheduler import Scheduler
-    from air.nursery.seams import TaskOutcome
+    from air.supervision.seams import TaskOutcome
 
 __all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
 

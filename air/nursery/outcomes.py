@@ -35,8 +35,8 @@ from air.nursery.compaction import record_worker_summary
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, learn, route_verdict
-from air.nursery.seams import TaskOutcome
 from air.nursery.write_areas import merge_guard
+from air.supervision.seams import TaskOutcome
 
 if TYPE_CHECKING:
     from air.nursery.scheduler import Scheduler

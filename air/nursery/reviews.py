@@ -39,8 +39,8 @@ from air.contracts import (
 )
 from air.nursery.graph import TaskNode
 from air.nursery.knowledge import KnowledgeService
-from air.nursery.seams import TaskOutcome
 from air.security.redact import SecretRedactor
+from air.supervision.seams import TaskOutcome
 from air.tools.safefs import read_beneath
 
 if TYPE_CHECKING:

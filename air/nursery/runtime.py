@@ -42,15 +42,15 @@ from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
-from air.nursery.monitor import AgentMonitor
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
 from air.nursery.retry import RetryPlanner
-from air.nursery.runs import claim_session, reap_orphans, runs_dir
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import TaskRunner
 from air.nursery.worker_context import session_compactor, worker_context
 from air.session.manager import OpenSession, SessionManager
+from air.supervision.monitor import AgentMonitor
+from air.supervision.runs import claim_session, reap_orphans, runs_dir
+from air.supervision.seams import TaskRunner
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
@@ -332,7 +332,7 @@ def _workers(
     lock: trio.Lock,
 ) -> tuple[TaskRunner, Callable[[], None] | None]:
     """The WorkerManager over the registry and the provider, and the provider's warm-up."""
-    from air.nursery.worker_manager import WorkerManager
+    from air.supervision.worker_manager import WorkerManager
 
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}

@@ -48,12 +48,12 @@ from air.nursery.dispatch import plan_next, run_wave
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.ledger import Ledger
 from air.nursery.loading import graph_from_state, invalid_refs, run_result
-from air.nursery.monitor import AgentMonitor, WatchedAgent
 from air.nursery.planner import WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, recover_session
 from air.nursery.repair import repair
 from air.nursery.retry import RetryPlanner
-from air.nursery.seams import TaskRunner
+from air.supervision.monitor import AgentMonitor, WatchedAgent
+from air.supervision.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:

@@ -60,7 +60,7 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     # IMPL-BOOT-12: contract models a run builds only after its first request
     "air.contracts.ipc_messages",  # the controls after agent.start, the worker's payloads
     "air.contracts.worker_result",  # a worker's result (and the role results)
-    "air.nursery.task_outcome",  # how an attempt ended
+    "air.supervision.task_outcome",  # how an attempt ended
     "air.contracts.task_results",  # SchedulerRunResult, RetryDecision, MergeResult
     "air.contracts.doctor_report",  # the Doctor's contracts
     "air.contracts.tool_runs",  # a tool call's context, result envelope, events, diagnostics
@@ -84,7 +84,7 @@ LATE_MODELS = {
     "ToolStreamPayload",
     "WorkerCheckpointPayload",
     "ProtocolErrorPayload",
-    # air.contracts.worker_result, air.nursery.task_outcome
+    # air.contracts.worker_result, air.supervision.task_outcome
     "WorkerResult",
     "ExecutorResult",
     "ReviewerResult",
@@ -251,7 +251,7 @@ def test_no_dataclass_on_the_way_computes_its_docstring(
     import dataclasses
 
     classes = _air_classes(first_request["modules"])
-    assert "air.nursery.worker_run.WorkerRun" in classes  # the run's modules were read
+    assert "air.supervision.worker_run.WorkerRun" in classes  # the run's modules were read
     generated = [
         name
         for name, cls in classes.items()

@@ -30,7 +30,7 @@ from air.nursery.ledger import fold_history
 from air.nursery.retry import AttemptSummary, RetryPlanner, retry_spec
 from air.nursery.runtime import open_runtime
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.conftest import SessionDB

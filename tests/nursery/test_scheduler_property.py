@@ -32,7 +32,7 @@ from air.contracts import (
 from air.nursery.graph import write_areas_overlap
 from air.nursery.ledger import SessionLedger, fold_history
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.nursery.conftest import open_session_db
 
