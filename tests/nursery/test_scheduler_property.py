@@ -172,7 +172,7 @@ def _run_case(case: Case, ledger: SessionLedger) -> None:
     sched = holder["s"]
     assert violations == []
     folded = fold_history(ledger.history())
-    cancelled_run = sched._cancel_reason is not None
+    cancelled_run = sched.cancel_reason is not None
     for tid, node in sched.graph.tasks.items():
         stored = folded.tasks[tid]
         if cancelled_run:
