@@ -75,9 +75,9 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
+    from air.cli.batch import load_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts import AirException, CliExit
-    from air.nursery.batch import load_batch
     from air.tools.sandbox import SandboxProbe
 
     sandbox = None

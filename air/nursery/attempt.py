@@ -23,7 +23,7 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
-from air.nursery.facts import end, record_end
+from air.nursery.facts import end_task, record_end
 from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ async def _fail_unstarted(io: Ports, node: TaskNode, exc: AirException) -> None:
     """A task that cannot start (no workspace, no snapshot) fails; the run goes on."""
     error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
     payload = {"error": error.model_dump(mode="json")}
-    await end(io.ledger, node, "task.failed", payload, TaskStatus.FAILED)
+    await end_task(io.ledger, node, "task.failed", payload, TaskStatus.FAILED)
 
 
 async def _snapshot_before(io: Ports, node: TaskNode, workspace: WorkspaceRef) -> None:
@@ -171,7 +171,7 @@ async def run_task(
             # why shielded: a finished task's outcome is never lost to a late cancel
             if outcome is None:
                 reason = st.cancel_reasons.get(spec.id, "cancelled by request")
-                await end(
+                await end_task(
                     io.ledger,
                     node,
                     "task.cancelled",

@@ -3,7 +3,7 @@ depends on it.
 
 Owns ``create_tasks`` (``task.created``, idempotent), ``add_dependency``
 (``task.dependency.added`` and the graph's edge), ``record_end`` (a task's end event, with its
-attempt index) and ``end`` (that event and the node's new status together), ``block``
+attempt index) and ``end_task`` (that event and the node's new status together), ``block``
 (``task.blocked``). They take the ledger and the graph, never the Scheduler.
 """
 
@@ -18,7 +18,7 @@ from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 if TYPE_CHECKING:
     from air.nursery.ledger import Ledger
 
-__all__ = ["add_dependency", "block", "create_tasks", "end", "record_end"]
+__all__ = ["add_dependency", "block", "create_tasks", "end_task", "record_end"]
 
 
 async def create_tasks(
@@ -85,7 +85,7 @@ async def record_end(
     await ledger.record(event_type, body)
 
 
-async def end(
+async def end_task(
     ledger: Ledger,
     node: TaskNode,
     event_type: str,
@@ -103,7 +103,7 @@ async def end(
 
 async def block(ledger: Ledger, node: TaskNode, reason: str) -> None:
     """Record ``task.blocked`` for a task that cannot run."""
-    await end(ledger, node, "task.blocked", {"reason": reason}, TaskStatus.BLOCKED)
+    await end_task(ledger, node, "task.blocked", {"reason": reason}, TaskStatus.BLOCKED)
 
 
 def _dependency_row(dep: TaskDependencySpec) -> dict[str, Any]:

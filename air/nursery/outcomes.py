@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from air.artifacts.evidence import collect_evidence, cpp_evidence_gate
+from air.context.compactor import record_worker_summary
 from air.contracts import (
     AirException,
     ErrorKind,
@@ -44,13 +46,11 @@ from air.contracts import (
     WorkspaceStrategy,
     make_air_error,
 )
-from air.nursery.compaction import record_worker_summary
-from air.nursery.evidence import collect_evidence, cpp_evidence_gate
-from air.nursery.facts import end
+from air.nursery.facts import end_task
 from air.nursery.graph import TaskNode
-from air.nursery.knowledge import KnowledgeService
 from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
+from air.session.knowledge import KnowledgeService
 from air.supervision.seams import TaskOutcome
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ async def gate(
         return True
     reason = f"architecture gate ({decision.result_class}): {decision.reason}"
     payload = {"agent_id": agent_id, "reason": reason, "worker_result": _dump(result)}
-    await end(
+    await end_task(
         io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
     )
     return False
@@ -229,7 +229,7 @@ async def review(
         "reason": refusal,
         "worker_result": _dump(outcome.result),
     }
-    await end(
+    await end_task(
         io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
     )
     return False
@@ -242,7 +242,7 @@ async def record(io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index:
     if node.spec.type == TaskType.COMPACT:  # the summaries row, under the runtime's id
         worker_result = await record_worker_summary(io.ledger, node.task_id, worker_result)
     payload = {"agent_id": outcome.agent_id, "worker_result": worker_result}
-    await end(
+    await end_task(
         io.ledger,
         node,
         "task.completed",
@@ -299,7 +299,7 @@ async def ended_otherwise(
     if result is not None and result.status == WorkerStatus.BLOCKED:
         reason = result.summary or "the worker reported a blocker"
         payload = {**base, "reason": reason, "worker_result": _dump(result)}
-        await end(
+        await end_task(
             io.ledger,
             node,
             "task.blocked",
@@ -310,7 +310,7 @@ async def ended_otherwise(
         return
     if result is not None and result.status == WorkerStatus.CANCELLED:
         payload = {**base, "reason": result.summary or "the worker cancelled the task"}
-        await end(
+        await end_task(
             io.ledger,
             node,
             "task.cancelled",
@@ -364,7 +364,7 @@ async def _failed(
     io: Ports, node: TaskNode, payload: dict[str, Any], attempt_index: int, *, final: bool
 ) -> None:
     """Record ``task.failed`` and mark the node failed; ``final``: no retry will follow."""
-    await end(
+    await end_task(
         io.ledger,
         node,
         "task.failed",

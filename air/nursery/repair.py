@@ -94,7 +94,7 @@ async def known_fixes(io: Ports, signature: str | None) -> list[DebugRecord]:
     (none when the project has no ``.air/local``): what a new debug task is told about."""
     if not signature:
         return []
-    from air.nursery.knowledge import KnowledgeService  # the knowledge stores, only now
+    from air.session.knowledge import KnowledgeService  # the knowledge stores, only now
 
     def lookup() -> list[DebugRecord]:
         service = KnowledgeService.for_project(io.ledger, io.project_root)

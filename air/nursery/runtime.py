@@ -48,13 +48,13 @@ from air.contracts import (
 )
 from air.contracts.permission import PermissionPrompt
 from air.contracts.platform import ProcessIdentity
-from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
 from air.nursery.retry import RetryPlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.nursery.worker_context import session_compactor, worker_context
+from air.session.knowledge_recovery import recover_knowledge
 from air.session.manager import OpenSession, SessionManager
 from air.supervision.monitor import AgentMonitor
 from air.supervision.runs import claim_session, reap_orphans, runs_dir
@@ -63,9 +63,9 @@ from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
+    from air.context.compactor import SessionCompactor
     from air.contracts import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
-    from air.nursery.compaction import SessionCompactor
 
 __all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "one_error", "open_runtime"]
 

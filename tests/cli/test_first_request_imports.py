@@ -36,12 +36,12 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "air.events.payloads.knowledge",
     "air.events.payloads.doctor",
     # IMPL-BOOT-8: what only a later step of the run needs
-    "air.nursery.compaction",  # the compactor: built when a task's context asks for it
-    "air.nursery.knowledge",  # the knowledge stores: only with something to converge
+    "air.context.compactor",  # the compactor: built when a task's context asks for it
+    "air.session.knowledge",  # the knowledge stores: only with something to converge
     "air.artifacts.knowledge",
     "air.artifacts.rules",
     "air.nursery.outcomes",  # once a worker has returned: evidence, gates, reviews, merge
-    "air.nursery.evidence",
+    "air.artifacts.evidence",
     "air.nursery.reviews",
     "air.nursery.architecture_gate",  # only with .air/shared/architecture.yaml
     "air.roles",  # the worker's package: its prompts are read as files
@@ -216,7 +216,7 @@ def test_the_factory_checks_the_designer_s_own_file_name() -> None:
 
 def test_the_knowledge_check_names_the_stores_own_files() -> None:
     from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore
-    from air.nursery.knowledge_recovery import KNOWLEDGE_FILES
+    from air.session.knowledge_recovery import KNOWLEDGE_FILES
 
     assert KNOWLEDGE_FILES == (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
 
