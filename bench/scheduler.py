@@ -62,12 +62,12 @@ from air.ipc.procs import find_marked
 from air.llm import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.planner import default_max_workers
-from air.nursery.runs import RunRecordStore
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 from air.store.session_db import open_session_database
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.testing.launcher import FakeLauncher, scripted
 

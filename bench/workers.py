@@ -51,8 +51,8 @@ from air.contracts import (  # noqa: E402
 from air.contracts.ids import new_id  # noqa: E402
 from air.ipc.process import WorkerProcess  # noqa: E402
 from air.ipc.protocol import WorkerProtocol, make_envelope, message_id  # noqa: E402
-from air.nursery.seams import SuperviseRequest  # noqa: E402
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
+from air.supervision.seams import SuperviseRequest  # noqa: E402
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
 from air.testing.workers import command_for  # noqa: E402
 from air.testing.workers.harness import DirArtifacts, RecordingEvents  # noqa: E402
 

@@ -113,11 +113,8 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         import trio
 
         trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
-    except (AirException, BaseExceptionGroup) as exc:
-        code = reported_exit(exc, sys.stderr)
-        if code is None:
-            raise
-        return code
+    except AirException as exc:
+        return reported_exit(exc, sys.stderr)
     return CliExit.OK
 
 
@@ -171,6 +168,8 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     before anything is drawn."""
     import trio
 
+    from air.contracts import AirException
+
     if options.session_id is None:
         options.project = _project_root(options, create=create)
         opening = "opening the session…"
@@ -183,12 +182,17 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     from air.ui_urwid import TuiApp
 
     app = TuiApp.opening(opening)
+    refused: AirException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)  # the first frame is on the screen
         try:
             await _session(options, plain, app)
+        except AirException as exc:
+            refused = exc  # carried past the screen's nursery as itself, not in a group
         finally:
             app.stop()
+    if refused is not None:
+        raise refused
 
 
 def _session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:

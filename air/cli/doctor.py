@@ -51,7 +51,7 @@ class RunRecordsCheck:
 
     async def run(self) -> list[Problem]:
         from air.doctor.service import Fix, Problem, issue
-        from air.nursery.runs import RunRecordStore, owner_alive, reap_orphans
+        from air.supervision.runs import RunRecordStore, owner_alive, reap_orphans
 
         records = RunRecordStore(self.root).list()
         stale = [

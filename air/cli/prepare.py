@@ -47,7 +47,7 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         ),
     )
     if options.cassette and os.path.isdir(options.cassette):
-        from air.nursery.task_cassettes import TaskCassettes
+        from air.llm.task_cassettes import TaskCassettes
 
         directory = os.path.abspath(options.cassette)
         for name in sorted(os.listdir(directory)):

@@ -75,9 +75,9 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
+    from air.cli.batch import load_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts import AirException, CliExit
-    from air.nursery.batch import load_batch
     from air.tools.sandbox import SandboxProbe
 
     sandbox = None
@@ -127,13 +127,8 @@ def run_batch_session(
     outcome: dict[str, int] = {}
     try:
         trio.run(_main, options, specs, outcome)
-    except (AirException, BaseExceptionGroup) as exc:
-        # an AirException raised under a nursery (the session's bus, the signal watcher)
-        # arrives wrapped in a group; it is still the user's problem, not a crash
-        code = reported_exit(exc, options.stderr)
-        if code is None:
-            raise
-        return code
+    except AirException as exc:  # open_runtime's edge made it one (never a group)
+        return reported_exit(exc, options.stderr)
     return outcome.get("code", CliExit.FAILED)
 
 

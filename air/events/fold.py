@@ -106,7 +106,7 @@ _WORKSPACE_TO = {
     "workspace.abandoned": "abandoned",
     "workspace.cleaned": "cleaned",
 }
-# events an agent's evidence is read from (``air.nursery.evidence``)
+# events an agent's evidence is read from (``air.artifacts.evidence``)
 _EVIDENCE_TYPES = frozenset(
     {
         "tool.started",

@@ -35,7 +35,7 @@ from air.contracts import (
 )
 from air.events.fold import FoldCursor, SessionState
 from air.events.payloads import PAYLOADS, payload_model
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.supervision.seams import SuperviseRequest, TaskOutcome
 
 __all__ = [
     "FakeEnding",

@@ -15,7 +15,7 @@ go: ``air.cpp.view``) under a ``LimitWatch``: going over a limit is a ``resource
 
 Every build and test run also records ``evidence.created`` for its command run (``build_output``
 / ``test_output`` pointing at the output artifact); the Scheduler's own evidence for a task is
-derived from these records (``air.nursery.evidence``), never from what a worker says.
+derived from these records (``air.artifacts.evidence``), never from what a worker says.
 """
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ def test_a_name_no_module_has_is_still_an_attribute_error() -> None:
 
 
 def test_the_nursery_s_task_outcome_is_public_from_the_seam() -> None:
-    from air.nursery import seams, task_outcome
+    from air.supervision import seams, task_outcome
 
     assert seams.TaskOutcome is task_outcome.TaskOutcome
     assert "TaskOutcome" in seams.__all__

@@ -168,7 +168,7 @@ async def test_a_missing_index_is_schema_drift(tmp_path: Path) -> None:
 
 
 def test_a_running_session_is_not_touched(tmp_path: Path) -> None:
-    from air.nursery.runs import claim_session
+    from air.supervision.runs import claim_session
 
     project, _ = make_project(tmp_path)
     path = write_session(project, "ses_live")

@@ -71,4 +71,4 @@ def test_the_provider_package_re_exports_lazily() -> None:
     assert "air.llm.manager" in loaded
     # a run against a real provider never needs the cassette module (IMPL-BOOT-4)
     assert "air.llm.cassette" not in loaded
-    assert "air.nursery.task_cassettes" not in _loaded_after("import air.cli.prepare\n")
+    assert "air.llm.task_cassettes" not in _loaded_after("import air.cli.prepare\n")

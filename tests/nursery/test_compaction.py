@@ -18,6 +18,7 @@ import pytest
 
 from air.context import ContextAssembler, readers_from_store
 from air.context.compaction import CompactionRules
+from air.context.compactor import SessionCompactor, record_worker_summary
 from air.context.tokens import estimate_tokens
 from air.contracts import (
     AirException,
@@ -29,7 +30,6 @@ from air.contracts.provider import ProviderCompletionInput
 from air.contracts.runtime import ContextAssembleInput
 from air.llm import ProviderManager
 from air.llm.cassette import CassetteTurn
-from air.nursery.compaction import SessionCompactor, record_worker_summary
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore

@@ -14,11 +14,11 @@ from air.contracts import SchedulerRunResult, TaskConstraints, TaskScope, TaskSp
 from air.ipc.procs import find_marked
 from air.llm import ProviderManager
 from air.nursery.ledger import SessionLedger, fold_history
-from air.nursery.runs import RunRecordStore
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 
 WORKER = ["-m", "air.testing.workers.hang_with_grandchild"]
 

@@ -32,8 +32,8 @@ from air.contracts.permission import (
 )
 from air.contracts.platform import ProcessIdentity
 from air.ipc import procs
-from air.nursery.monitor import pid_start_time, process_alive
 from air.nursery.runtime import open_runtime
+from air.supervision.monitor import pid_start_time, process_alive
 from air.tools import HeadlessPromptBroker, PromptBroker, PromptRequest, PromptResponse
 
 

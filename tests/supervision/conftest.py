@@ -21,8 +21,8 @@ from air.contracts import (
     WorkspaceRef,
 )
 from air.contracts.ids import new_id
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.launcher import FakeLauncher, FakeWorker
 from air.testing.workers.harness import DirArtifacts, RecordingEvents
 

@@ -10,8 +10,8 @@ import trio
 import trio.testing
 
 from air.contracts import ErrorKind, TaskType, WorkerStatus
-from air.nursery.seams import SuperviseRequest, TaskOutcome
-from air.nursery.worker_manager import WorkerManager
+from air.supervision.seams import SuperviseRequest, TaskOutcome
+from air.supervision.worker_manager import WorkerManager
 from air.testing.launcher import FakeIO, scripted
 from tests.supervision.conftest import Rig, bounded_nursery
 

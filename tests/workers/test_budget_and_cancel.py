@@ -13,8 +13,8 @@ import trio
 from air.contracts import TaskType, WorkerStatus
 from air.contracts.ids import new_id
 from air.contracts.provider import ModelPrice
-from air.nursery.runs import RunRecordStore
-from air.nursery.seams import TaskOutcome
+from air.supervision.runs import RunRecordStore
+from air.supervision.seams import TaskOutcome
 from air.testing.workers import command_for
 from tests.workers.conftest import Env, read_text, result_text, survivors, text_turn, tool_turn
 

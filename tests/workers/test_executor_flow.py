@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from air.contracts import WorkerStatus
-from air.nursery.runs import RunRecordStore
+from air.supervision.runs import RunRecordStore
 from tests.workers.conftest import (
     Env,
     read_text,

@@ -8,8 +8,8 @@ from typing import Any
 import trio
 
 from air.contracts import TaskType, WorkerStatus
-from air.nursery.runs import RunRecordStore
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.supervision.runs import RunRecordStore
+from air.supervision.seams import SuperviseRequest, TaskOutcome
 from air.testing.workers import MISBEHAVIOURS, command_for
 from tests.workers.conftest import (
     Env,

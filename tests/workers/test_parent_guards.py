@@ -24,7 +24,7 @@ import trio
 from air.contracts import AgentType, ErrorKind, TaskType, WorkerStatus, make_air_error
 from air.contracts.ids import new_id
 from air.events.payloads import PAYLOADS
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.supervision.seams import SuperviseRequest, TaskOutcome
 from tests.workers.conftest import Env, read_text, text_turn
 
 WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]

@@ -6,7 +6,7 @@ import trio
 
 from air.contracts import TaskType, ToolExecutionContext, ToolResultEnvelope, WorkerStatus
 from air.contracts.ids import new_id
-from air.nursery.worker_manager import WorkerManager
+from air.supervision.worker_manager import WorkerManager
 from tests.workers.conftest import Env, result_text, text_turn, tool_turn
 
 

@@ -17,11 +17,11 @@ from air.contracts import (
 from air.contracts.ids import new_id
 from air.contracts.project import OpenSessionOptions
 from air.llm import ProviderManager
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_manager import WorkerManager
 from air.security import PathClassifier, PermissionEngine, SecretRedactor
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import WorkerManager
 from air.tools import ToolRegistry, register_builtin_tools
 from tests.workers.conftest import result_text, text_turn, tool_turn
 

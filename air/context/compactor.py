@@ -16,6 +16,8 @@ askers compact once; ``view`` is what a request then carries (the latest summary
 every message it covers); ``air.nursery.worker_context`` wires it into the workers' ContextPack
 builder. It also owns ``record_worker_summary``: a ``compact`` task run by a CompactorRole
 worker gets its row the same way (the model's own ``summary_id`` is replaced, never trusted).
+Its events go through an ``EventRecorder`` port (the session's ledger), so it lives beside the
+CompactionPolicy it runs, not in the nursery.
 """
 
 from __future__ import annotations
@@ -58,16 +60,25 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     TextBlock,
 )
-from air.nursery.ledger import Ledger
 from air.store.repositories import SessionStore
 
 __all__ = [
     "AGENT_ID",
     "CompactionOutcome",
     "CompactionView",
+    "EventRecorder",
     "SessionCompactor",
     "record_worker_summary",
 ]
+
+
+class EventRecorder(Protocol):
+    """Where the compactor records its events: the session's ledger (``SessionLedger``)."""
+
+    async def record(self, type: str, payload: dict[str, Any]) -> Any:
+        """Ingest one durable event; raises on failure."""
+        ...
+
 
 AGENT_ID = "compactor"
 _FINAL_STATUSES = frozenset({"completed", "cancelled"})
@@ -125,7 +136,7 @@ class SessionCompactor:
     def __init__(
         self,
         *,
-        ledger: Ledger,
+        ledger: EventRecorder,
         store: SessionStore,
         models: CompactorModels,
         session_id: str,
@@ -366,7 +377,7 @@ class SessionCompactor:
 
 
 async def record_worker_summary(
-    ledger: Ledger, task_id: str, worker_result: dict[str, Any]
+    ledger: EventRecorder, task_id: str, worker_result: dict[str, Any]
 ) -> dict[str, Any]:
     """A ``compact`` task a CompactorRole worker completed: record ``summary.created`` under
     a runtime-minted id (the model's ``summary_id`` is never trusted) and return the worker

@@ -22,8 +22,8 @@ from air.contracts import (
 from air.ipc.framing import ProtocolViolation
 from air.ipc.launcher import LaunchSpec
 from air.ipc.process import WorkerProcess
-from air.nursery.runs import RunRecordStore
-from air.nursery.worker_run import (
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_run import (
     TEMPLATE,
     End,
     Supervisor,

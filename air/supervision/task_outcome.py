@@ -1,17 +1,28 @@
 """``TaskOutcome``: how one supervised attempt ended (the value a ``TaskRunner`` returns).
 
-Public as ``air.nursery.seams.TaskOutcome``; a module of its own so that a process builds the
-model (and imports ``WorkerResult``, which its ``result`` field needs when pydantic builds it)
-only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
+Public as ``air.supervision.seams.TaskOutcome`` (and ``OutcomeKind``); a module of its own so
+that a process builds the model (and imports ``WorkerResult``, which its ``result`` field needs
+when pydantic builds it) only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
+from typing import Literal
+
 from air.contracts import AgentID, AirError, Contract
 from air.contracts.worker_result import WorkerResult
-from air.nursery.seams import OutcomeKind
 
-__all__ = ["TaskOutcome"]
+__all__ = ["OutcomeKind", "TaskOutcome"]
+
+OutcomeKind = Literal[
+    "result",
+    "crashed",
+    "protocol_error",
+    "spawn_error",
+    "stalled",
+    "hard_timeout",
+    "permission_error",
+]
 
 
 class TaskOutcome(Contract):

@@ -1,8 +1,8 @@
 """The seam between the Scheduler and worker supervision.
 
-Owns: ``SuperviseRequest``, ``OutcomeKind`` and the ``TaskRunner`` protocol; ``TaskOutcome``
-is public from here too, but lives in ``air.nursery.task_outcome`` (a module ``__getattr__``
-imports it at its first use: a parent builds no outcome, and no ``WorkerResult``, before its
+Owns: ``SuperviseRequest`` and the ``TaskRunner`` protocol; ``TaskOutcome`` and ``OutcomeKind``
+are public from here too, but live in ``air.supervision.task_outcome`` (a module ``__getattr__``
+imports them at their first use: a parent builds no outcome, and no ``WorkerResult``, before its
 first model request; IMPL-BOOT-12). The Scheduler runs
 ``await runner.supervise(request)`` for each task of a wave, inside that task's own cancel
 scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake one
@@ -11,12 +11,12 @@ scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from air.contracts import AgentID, Contract, SessionID, TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
-    from air.nursery.task_outcome import TaskOutcome
+    from air.supervision.task_outcome import OutcomeKind, TaskOutcome
 
 __all__ = ["OutcomeKind", "SuperviseRequest", "TaskOutcome", "TaskRunner"]
 
@@ -32,17 +32,6 @@ class SuperviseRequest(Contract):
     headless: bool = True
 
 
-OutcomeKind = Literal[
-    "result",
-    "crashed",
-    "protocol_error",
-    "spawn_error",
-    "stalled",
-    "hard_timeout",
-    "permission_error",
-]
-
-
 class TaskRunner(Protocol):
     async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
         """Run one attempt of a task to its end and return the outcome.
@@ -56,10 +45,12 @@ class TaskRunner(Protocol):
 
 
 def __getattr__(name: str) -> Any:
-    """``TaskOutcome`` from ``air.nursery.task_outcome``, cached here afterwards."""
-    if name != "TaskOutcome":
+    """``TaskOutcome`` / ``OutcomeKind`` from ``air.supervision.task_outcome``, cached here
+    afterwards (the one direction between the two modules: no import cycle)."""
+    if name not in ("OutcomeKind", "TaskOutcome"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from air.nursery.task_outcome import TaskOutcome
+    from air.supervision import task_outcome
 
-    globals()[name] = TaskOutcome
-    return TaskOutcome
+    value = getattr(task_outcome, name)
+    globals()[name] = value
+    return value

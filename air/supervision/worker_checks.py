@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from air.contracts import AgentType, ArtifactType, ErrorKind
 from air.ipc.framing import ProtocolViolation
-from air.nursery.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
+from air.supervision.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
 
 if TYPE_CHECKING:  # a result or an artifact exists only once a worker sent one (IMPL-BOOT-12)
     from air.contracts.artifact import ArtifactRef

@@ -19,8 +19,8 @@ from pydantic import ValidationError
 
 from air.contracts import ErrorKind, ProviderCompletionInput, ToolCallPayload, new_id
 from air.contracts.error import AirException
-from air.nursery.worker_checks import artifact, cap_text
-from air.nursery.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
+from air.supervision.worker_checks import artifact, cap_text
+from air.supervision.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
 
 if TYPE_CHECKING:
     from air.contracts import ToolExecutionContext, ToolResultEnvelope

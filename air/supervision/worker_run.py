@@ -40,8 +40,8 @@ from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
 from air.ipc.protocol import LineEncoder
-from air.nursery.seams import SuperviseRequest
 from air.security.redact import SecretRedactor
+from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:  # built once a worker calls a tool or sends its result (IMPL-BOOT-12)
     from air.contracts import (
