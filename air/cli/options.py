@@ -49,7 +49,7 @@ class HeadlessOptions:
 
 def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     """An ``AirException`` of ``kind`` for the user's input, with what to do about it."""
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 

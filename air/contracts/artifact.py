@@ -10,33 +10,8 @@ module ``__getattr__`` (IMPL-BOOT-12).
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
 
-from air.contracts.exports import lazy_export
-
-if TYPE_CHECKING:
-    from air.contracts.artifact_records import (
-        ArtifactContext,
-        ArtifactCreateInput,
-        ArtifactReadResult,
-        ArtifactRef,
-        DebugRecord,
-        LearnedMemory,
-        MemoryStatus,
-        MemoryType,
-    )
-
-__all__ = [
-    "ArtifactContext",
-    "ArtifactCreateInput",
-    "ArtifactReadResult",
-    "ArtifactRef",
-    "ArtifactType",
-    "DebugRecord",
-    "LearnedMemory",
-    "MemoryStatus",
-    "MemoryType",
-]
+__all__ = ["ArtifactType"]
 
 
 class ArtifactType(StrEnum):
@@ -48,24 +23,3 @@ class ArtifactType(StrEnum):
     DIAGNOSTIC = "diagnostic"
     BUNDLE = "bundle"
     OTHER = "other"
-
-
-_LATE = dict.fromkeys(
-    (
-        "ArtifactContext",
-        "ArtifactCreateInput",
-        "ArtifactReadResult",
-        "ArtifactRef",
-        "DebugRecord",
-        "LearnedMemory",
-        "MemoryStatus",
-        "MemoryType",
-    ),
-    "artifact_records",
-)
-"""The public names of this module that ``air.contracts.artifact_records`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.artifact_records``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

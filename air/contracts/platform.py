@@ -11,28 +11,11 @@ are public from here too; they live in ``air.contracts.doctor_report``, imported
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from air.contracts.exports import lazy_export
 from air.contracts.ids import Contract
 
-if TYPE_CHECKING:
-    from air.contracts.doctor_report import (
-        DoctorIssue,
-        DoctorMode,
-        DoctorRunInput,
-        DoctorRunOutput,
-        PlatformTier,
-    )
-
-__all__ = [
-    "DoctorIssue",
-    "DoctorMode",
-    "DoctorRunInput",
-    "DoctorRunOutput",
-    "PlatformTier",
-    "ProcessIdentity",
-]
+__all__ = ["ProcessIdentity"]
 
 
 class ProcessIdentity(Contract):
@@ -68,15 +51,3 @@ class ProcessIdentity(Contract):
     def start_ticks(self) -> int | None:
         """The start time as an integer (None when unknown or not a number)."""
         return int(self.start_time) if self.start_time and self.start_time.isdigit() else None
-
-
-_LATE = dict.fromkeys(
-    ("DoctorIssue", "DoctorMode", "DoctorRunInput", "DoctorRunOutput", "PlatformTier"),
-    "doctor_report",
-)
-"""The public names of this module that ``air.contracts.doctor_report`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.doctor_report``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

@@ -12,11 +12,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from air.contracts.artifact import ArtifactRef
+from air.contracts.artifact_records import ArtifactRef
 from air.contracts.error import AirError
-from air.contracts.evidence import EvidenceRef
+from air.contracts.evidence_records import EvidenceRef
 from air.contracts.ids import AgentID, Contract, SessionID, TaskID, ToolRunID, empty_list
-from air.contracts.permission import PermissionDecision
+from air.contracts.permission_records import PermissionDecision
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.tool import DiagnosticSeverity, ToolResultStatus
 

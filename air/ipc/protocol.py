@@ -29,8 +29,8 @@ from air.contracts.ipc import (
 from air.ipc.framing import InvalidEnvelope, InvalidJson, VersionMismatch, WrongDirection
 
 if TYPE_CHECKING:
-    from air.contracts.ipc import ControlPayload
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.ipc_messages import ControlPayload
+    from air.contracts.tool_runs import ToolResultEnvelope
 
 __all__ = [
     "LineEncoder",
@@ -59,7 +59,7 @@ def _envelope_validator() -> Any:
 
 @cache
 def control_adapter() -> TypeAdapter[ControlPayload]:
-    from air.contracts.ipc import ControlPayload
+    from air.contracts.ipc_messages import ControlPayload
 
     return TypeAdapter(ControlPayload)
 
@@ -69,7 +69,7 @@ def _tool_result_validator() -> Any:
     """The validator of a ``tool.result`` line with its payload typed: the envelope's own checks
     (the model is an ``IpcEnvelope``) and the ``ToolResultEnvelope`` in one validation. Built
     at the first call (a worker's first tool result), so no process creates the model sooner."""
-    from air.contracts.tool import ToolResultEnvelope  # noqa: F401 (the annotation below)
+    from air.contracts.tool_runs import ToolResultEnvelope  # noqa: F401 (the annotation below)
 
     class _ToolResultLine(IpcEnvelope):
         """Never leaves this function (its ``payload`` is no ``JsonObject``)."""
@@ -105,14 +105,14 @@ def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
 def _payload_models() -> dict[str, type[BaseModel]]:
     """Each kind's payload model, imported at the first payload checked (IMPL-BOOT-12: a parent
     checks none before its first model request, so it builds none of these classes before)."""
-    from air.contracts.ipc import (
+    from air.contracts.ipc_messages import (
         LogPayload,
         ProtocolErrorPayload,
         ToolStreamPayload,
         WorkerCheckpointPayload,
         WorkerEventPayload,
     )
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.tool_runs import ToolResultEnvelope
     from air.contracts.worker_result import WorkerResult
 
     return {

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from air.contracts import TaskSpec, TaskStatus, WorkerResult
+from air.contracts.task import TaskSpec, TaskStatus
+from air.contracts.worker_result import WorkerResult
 from air.nursery.graph import TaskNode
 
 if TYPE_CHECKING:

@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import (
+from air.contracts.error import AirException, ErrorKind, Retryability
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
-    AirException,
-    ErrorKind,
-    Retryability,
     TaskStatus,
     TaskType,
     WavePlanEntry,

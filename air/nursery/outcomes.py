@@ -17,19 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AirException,
-    ErrorKind,
-    Retryability,
-    SchedulerState,
-    TaskStatus,
-    TaskType,
-    WorkerResult,
-    WorkerStatus,
-    WorkspaceRef,
-    WorkspaceStrategy,
-    make_air_error,
-)
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.task import SchedulerState, TaskStatus, TaskType, WorkspaceRef, WorkspaceStrategy
+from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.nursery.architecture_gate import hold
 from air.nursery.compaction import record_worker_summary
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate

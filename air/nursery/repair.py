@@ -11,22 +11,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from air.contracts import (
-    AirError,
-    DependencyType,
-    ErrorKind,
-    RetryAction,
-    TaskSpec,
-    TaskStatus,
-    TaskType,
-    make_air_error,
-)
+from air.contracts.error import AirError, ErrorKind, make_air_error
+from air.contracts.task import DependencyType, RetryAction, TaskSpec, TaskStatus, TaskType
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
 from air.nursery.retry import debug_context, retry_spec
 
 if TYPE_CHECKING:
-    from air.contracts import DebugRecord
+    from air.contracts.artifact_records import DebugRecord
     from air.nursery.scheduler import Scheduler
 
 __all__ = ["debug_spec", "decide", "repair"]

@@ -22,12 +22,11 @@ from typing import TYPE_CHECKING
 import trio
 from pydantic import ValidationError
 
-from air.contracts import (
-    AirException,
-    DebugRecord,
+from air.contracts.artifact_records import DebugRecord
+from air.contracts.error import AirException
+from air.contracts.task import (
     DependencySource,
     DependencyType,
-    ReviewerResult,
     TaskConstraints,
     TaskDependencySpec,
     TaskScope,
@@ -37,6 +36,7 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
+from air.contracts.worker_result import ReviewerResult
 from air.nursery.graph import TaskNode
 from air.nursery.knowledge import KnowledgeService
 from air.nursery.seams import TaskOutcome

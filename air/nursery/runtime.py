@@ -37,9 +37,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import EventFilter, OpenSessionOptions, ProjectContext, TaskSpec
-from air.contracts.permission import PermissionPrompt
+from air.contracts.event import EventFilter
 from air.contracts.platform import ProcessIdentity
+from air.contracts.project import OpenSessionOptions, ProjectContext
+from air.contracts.prompt import PermissionPrompt
+from air.contracts.task import TaskSpec
 from air.nursery.knowledge_recovery import recover_knowledge
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.monitor import AgentMonitor
@@ -55,7 +57,7 @@ from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
     from air.nursery.compaction import SessionCompactor
 
@@ -300,7 +302,7 @@ async def _build(
 
 def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeServices) -> Any:
     """The PermissionEngine and the ToolRegistry under it, with every tool registered."""
-    from air.security import PermissionEngine
+    from air.security.engine import PermissionEngine
     from air.tools import ToolRegistry, register_builtin_tools
 
     engine = PermissionEngine(

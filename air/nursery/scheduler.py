@@ -33,15 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
-from air.contracts import (
+from air.contracts.ids import IdGenerator, UlidGenerator
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
     DependencySource,
-    IdGenerator,
     SchedulerState,
     TaskDependencySpec,
     TaskSpec,
     TaskStatus,
-    UlidGenerator,
     WorkspaceRef,
 )
 from air.nursery.dispatch import plan_next, run_wave
@@ -57,7 +56,7 @@ from air.nursery.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]

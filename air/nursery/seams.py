@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from air.contracts import AgentID, Contract, SessionID, TaskSpec, WorkspaceRef
+from air.contracts.ids import AgentID, Contract, SessionID
+from air.contracts.task import TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
     from air.nursery.task_outcome import TaskOutcome

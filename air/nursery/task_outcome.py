@@ -7,7 +7,8 @@ only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
 
 from __future__ import annotations
 
-from air.contracts import AgentID, AirError, Contract
+from air.contracts.error import AirError
+from air.contracts.ids import AgentID, Contract
 from air.contracts.worker_result import WorkerResult
 from air.nursery.seams import OutcomeKind
 

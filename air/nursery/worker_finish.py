@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import ArtifactType, ErrorKind
-from air.contracts.error import WorkerExit
+from air.contracts.artifact import ArtifactType
+from air.contracts.error import ErrorKind, WorkerExit
 from air.nursery.runs import RunRecordStore
 from air.nursery.worker_checks import artifact
 from air.nursery.worker_run import End, Supervisor, WorkerRun, dump, emit, err, redact
 from air.nursery.worker_start import record_started
 
 if TYPE_CHECKING:  # built once an attempt ends, not at import (IMPL-BOOT-12)
-    from air.contracts import ArtifactRef
+    from air.contracts.artifact_records import ArtifactRef
     from air.nursery.seams import TaskOutcome
 
 __all__ = ["HARD_TIMEOUT_EXIT", "finish", "outcome", "reap"]

@@ -31,7 +31,8 @@ from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
+from air.tools.registry import ToolExecutor, ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
 from air.tools.shell import (
     interrupted_error,
@@ -223,7 +224,7 @@ async def _evidence(
 ) -> str | None:
     if command_run_id is None:
         return None
-    from air.contracts.evidence import EvidenceRef  # IMPL-BOOT-12
+    from air.contracts.evidence_records import EvidenceRef  # IMPL-BOOT-12
 
     evidence = EvidenceRef(
         evidence_ref_id=new_id("ev"),

@@ -22,7 +22,8 @@ from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.registry import ToolRegistry, ToolRun, is_cancellation
+from air.tools.registry import ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
 from air.tools.sandbox import (
     SandboxRunner,
     check_sandbox_available,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from air.contracts import EventSource, RuntimeEvent, TaskSpec, new_event
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.task import TaskSpec
 from air.nursery.evidence import collect_evidence, cpp_evidence_gate
 
 AGENT = "ag_1"

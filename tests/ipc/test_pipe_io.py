@@ -14,19 +14,12 @@ import time
 import pytest
 import trio
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    AgentType,
-    ContextPack,
-    PermissionTemplate,
-    TaskSpec,
-    TaskType,
-    ToolResultEnvelope,
-    WorkerResult,
-    WorkerStatus,
-)
+from air.contracts.ipc import AgentStartControl
 from air.contracts.platform import ProcessIdentity
+from air.contracts.runtime import AgentRuntimeContext, AgentType, ContextPack, PermissionTemplate
+from air.contracts.task import TaskSpec, TaskType
+from air.contracts.tool_runs import ToolResultEnvelope
+from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.framing import (
     RECEIVE_BYTES,
     YIELD_EVERY,

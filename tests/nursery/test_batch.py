@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, DependencyType
+from air.contracts.error import AirException
+from air.contracts.task import DependencyType
 from air.nursery.batch import load_batch, load_batch_text, schema_text
 
 GOOD = """\

@@ -9,7 +9,9 @@ from typing import Any
 import trio
 import trio.testing
 
-from air.contracts import ErrorKind, TaskType, WorkerStatus
+from air.contracts.error import ErrorKind
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 from air.nursery.worker_manager import WorkerManager
 from air.testing.launcher import FakeIO, scripted

@@ -7,7 +7,8 @@ from typing import Any
 
 import trio
 
-from air.contracts import TaskType, WorkerStatus
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
 from air.nursery.runs import RunRecordStore
 from air.nursery.seams import SuperviseRequest, TaskOutcome
 from air.testing.workers import MISBEHAVIOURS, command_for
