@@ -1,4 +1,5 @@
-"""The module graph of ``air`` has no import circles (issue 23 item 3, IMPL-STRUCT-1).
+"""The module graph of ``air`` has no import circles, and no module defines a module-level
+``__getattr__`` (issue 23 item 3, IMPL-STRUCT-1).
 
 Every ``import`` counts: at module level, inside functions, and under ``TYPE_CHECKING`` (a
 reader and mypy follow those too). A circle is a strongly connected component of more than one
@@ -8,6 +9,7 @@ packages) are import-linter's contract, run by ``tests/test_import_boundaries.py
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import grimp
@@ -72,6 +74,35 @@ def test_air_has_no_import_circles() -> None:
     for circle in circles:
         print("import circle:", " <-> ".join(circle))
     assert circles == []
+
+
+def module_getattrs(root: Path) -> list[str]:
+    """The modules under ``root`` that define ``__getattr__`` at module level (PEP 562)."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if any(
+            isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__"
+            for node in tree.body
+        ):
+            found.append(str(path.relative_to(root.parent)))
+    return found
+
+
+def test_no_module_resolves_names_lazily() -> None:
+    """A name is imported from the module that defines it, never through a module
+    ``__getattr__`` (STYLE guideline 17)."""
+    assert module_getattrs(Path(__file__).resolve().parents[1] / "air") == []
+
+
+def test_a_module_getattr_is_found_and_a_class_one_is_not(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "lazy.py").write_text("def __getattr__(name):\n    raise AttributeError(name)\n")
+    (package / "plain.py").write_text(
+        "class A:\n    def __getattr__(self, name):\n        return 1\n"
+    )
+    assert module_getattrs(package) == ["pkg/lazy.py"]
 
 
 def test_a_circle_through_a_function_or_type_checking_import_is_found(
