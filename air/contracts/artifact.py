@@ -1,10 +1,9 @@
 """Artifacts (files air keeps as evidence) and the knowledge stores' records.
 
-Owns: ``ArtifactType``, ``ArtifactRef``, ``ArtifactCreateInput``, ``ArtifactContext``,
-``ArtifactReadResult``, and the knowledge symbols merged here by SDD §3 (``DebugRecord``,
-``LearnedMemory`` and their enums).
-All but ``ArtifactType`` live in ``air.contracts.artifact_records``, public from here through a
-module ``__getattr__`` (IMPL-BOOT-12).
+Owns: ``ArtifactType``. The records (``ArtifactRef``, ``ArtifactCreateInput``,
+``ArtifactContext``, ``ArtifactReadResult``) and the knowledge symbols SDD §3 merges here
+(``DebugRecord``, ``LearnedMemory`` and their enums) are ``air.contracts.artifact_records``'
+(IMPL-BOOT-12).
 """
 
 from __future__ import annotations

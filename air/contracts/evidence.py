@@ -1,8 +1,7 @@
 """Evidence: the references that prove a claim ("tests pass", "diff applied").
 
-Owns: ``EvidenceKind``, ``EvidenceRef``, ``EvidenceCreateInput`` (contracts §14).
-``EvidenceRef`` and ``EvidenceCreateInput`` live in ``air.contracts.evidence_records``, public
-from here through a module ``__getattr__`` (IMPL-BOOT-12).
+Owns: ``EvidenceKind`` (contracts §14). ``EvidenceRef`` and ``EvidenceCreateInput`` are
+``air.contracts.evidence_records``' (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

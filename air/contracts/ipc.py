@@ -1,16 +1,14 @@
 """IPC contracts between the parent and a worker (contracts §10): envelope, kinds, payloads.
 
 Owns: ``IPC_PROTOCOL_VERSION``, ``IpcKind`` and the two direction sets, ``IpcEnvelope`` (the one
-NDJSON line shape), the control payloads (``agent.start`` / ``cancel`` / ``pause`` / ``resume`` /
-``extend_timeout`` and the IMPL controls ``agent.wrap_up`` and ``agent.get_state``), and the
-payloads of ``tool.call`` / ``tool.result`` / ``tool.stream`` / ``worker.result`` /
-``worker.checkpoint`` / ``event`` / ``log`` / ``protocol.error``. ``worker.ready`` travels as an
-``event`` whose inner type is ``worker.ready`` (IMPL-IPC-1): a live signal, never persisted.
+NDJSON line shape), ``agent.start``'s control and ``tool.call``'s payload. ``worker.ready``
+travels as an ``event`` whose inner type is ``worker.ready`` (IMPL-IPC-1): a live signal, never
+persisted.
 
 The controls after ``agent.start``, ``ControlPayload`` and the worker's payloads but
-``tool.call``'s (which carries the first ``provider.complete``) live in
-``air.contracts.ipc_messages`` and are public from here through a module ``__getattr__``: a
-parent builds none of them before its first model request (IMPL-BOOT-12).
+``tool.call``'s (which carries the first ``provider.complete``) are
+``air.contracts.ipc_messages``': a parent builds none of them before its first model request
+(IMPL-BOOT-12).
 """
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ Owns: ``ProcessIdentity`` (IMPL-SPINE-4): the one way air names a process it may
 (pid + ``/proc/PID/stat`` start time + boot id), used by run records, the owner lock, agent
 events, recovery and the monitor. Reading it from ``/proc`` lives in ``air/ipc/procs.py``.
 ``PlatformTier``, ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput`` and ``DoctorRunOutput``
-are public from here too; they live in ``air.contracts.doctor_report``, imported by a module
-``__getattr__`` at their first use (only ``air doctor`` uses them; IMPL-BOOT-12).
+are ``air.contracts.doctor_report``'s (only ``air doctor`` uses them; IMPL-BOOT-12).
 """
 
 from __future__ import annotations

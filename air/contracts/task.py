@@ -3,10 +3,9 @@
 Owns: ``TaskSpec`` and its parts (scope, dependencies, verification, constraints, context
 refs), the closed enums of tasks / dependencies / workspaces, and the scheduler symbols merged
 here by SDD §3 (``SchedulerState``, ``SchedulerWavePlan``, ``SchedulerRunResult``,
-``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``). The three results
-(``SchedulerRunResult``, ``RetryDecision``, ``MergeResult``) live in ``air.contracts.task_results``
-and are public from here through a module ``__getattr__``: a run builds them only once a task
-ends, not before its first model request (IMPL-BOOT-12).
+``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``), but the three results
+(``SchedulerRunResult``, ``RetryDecision``, ``MergeResult``): ``air.contracts.task_results`` owns
+them, so a run builds them only once a task ends (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
 """Tool contracts: definitions, execution context, result envelopes and diagnostics.
 
-Owns: ``ToolCategory``, ``ToolPermissionSpec``, ``ToolDefinition``, ``ToolExecutionContext``,
-``ToolResultEnvelope``, ``ToolEvent``, ``ToolRunStatus`` and the diagnostics symbols merged here by
-SDD §3 (``Diagnostic``, ``DiagnosticSeverity``) (contracts §12, §21).
-``ToolExecutionContext``, ``ToolResultEnvelope``, ``ToolEvent`` and ``Diagnostic`` live in
-``air.contracts.tool_runs``, public from here through a module ``__getattr__`` (IMPL-BOOT-12).
+Owns: ``ToolCategory``, ``ToolPermissionSpec``, ``ToolDefinition``, ``ToolRunStatus`` and
+``DiagnosticSeverity`` (contracts §12, §21). ``ToolExecutionContext``, ``ToolResultEnvelope``,
+``ToolEvent`` and ``Diagnostic`` are ``air.contracts.tool_runs``' (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
 """What one tool call runs with and hands back (contracts §12, §21): ``ToolExecutionContext``,
 ``ToolResultEnvelope``, ``ToolEvent`` and ``Diagnostic``.
 
-Owns nothing new: every name here is public from ``air.contracts.tool`` (and
-``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
-them; a run builds none of them before its first model request (IMPL-BOOT-12).
+Its users import it where they use one of its models; a run builds none of them before its first
+model request (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

@@ -23,7 +23,8 @@ def test_an_envelope_s_line_is_the_channel_encoder_s_line() -> None:
     assert line == channel.line(
         "control", dict(env.payload), correlation_id="msg_9", id=env.id, ts=env.ts
     )
-    assert line.endswith(b"\n") and line.count(b"\n") == 1
+    assert line.endswith(b"\n")
+    assert line.count(b"\n") == 1
     assert WorkerProtocol("worker").decode(line) == env
 
 
