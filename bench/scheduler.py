@@ -48,18 +48,12 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from air.contracts import (
-    EventSource,
-    SchedulerRunResult,
-    TaskConstraints,
-    TaskDependencySpec,
-    TaskScope,
-    TaskSpec,
-    new_event,
-)
+from air.contracts.event import EventSource, new_event
+from air.contracts.task import TaskConstraints, TaskDependencySpec, TaskScope, TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.events.store import EventStore
 from air.ipc.procs import find_marked
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.planner import default_max_workers
 from air.nursery.scheduler import Scheduler, SchedulerOptions

@@ -39,13 +39,12 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from air.cli.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
-from air.contracts import (
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import Contract, empty_list
+from air.contracts.task import (
     OUTPUT_CONTRACT_FOR_TASK,
-    AirException,
-    Contract,
     DependencySource,
     DependencyType,
-    ErrorKind,
     TaskConstraints,
     TaskContextRefs,
     TaskDependencySpec,
@@ -55,7 +54,6 @@ from air.contracts import (
     VerificationPolicy,
     WorkerOutputContract,
 )
-from air.contracts.ids import empty_list
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.nursery.graph import find_cycle
 from air.yamlload import compose_and_load

@@ -15,8 +15,8 @@ from typing import Any
 import trio
 
 from air.cli.history import find_project, resolve_session
-from air.contracts import AirException, ErrorKind, OpenSessionOptions
-from air.contracts.error import CliExit
+from air.contracts.error import AirException, CliExit, ErrorKind
+from air.contracts.project import OpenSessionOptions
 
 __all__ = ["run_compact"]
 
@@ -25,7 +25,7 @@ def run_compact(args: dict[str, Any]) -> int:
     """Compact one session; exit 0 (compacted, or nothing to compact), 2 for bad input (also
     when another air process is running the session)."""
     from air.cli.prepare import load_models_checked
-    from air.llm import ProviderManager
+    from air.llm.manager import ProviderManager
     from air.nursery.runtime import RuntimeConfig, RuntimeServices, open_runtime
     from air.session.trust import require_trust
 

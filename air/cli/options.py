@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
 __all__ = ["HeadlessOptions", "RunnerFactory", "bad", "parse_options", "report_bad_input"]
 
@@ -52,7 +52,7 @@ class HeadlessOptions:
 
 def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     """An ``AirException`` of ``kind`` for the user's input, with what to do about it."""
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 

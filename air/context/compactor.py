@@ -40,15 +40,7 @@ from air.context.compaction import (
 )
 from air.context.loader import builtin_resource
 from air.context.tokens import estimate_tokens
-from air.contracts import (
-    AirError,
-    AirException,
-    ErrorKind,
-    Retryability,
-    TaskSpec,
-    TaskType,
-    make_air_error,
-)
+from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.ids import new_id
 from air.contracts.provider import (
     CanonicalMessage,
@@ -60,6 +52,7 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     TextBlock,
 )
+from air.contracts.task import TaskSpec, TaskType
 from air.store.repositories import SessionStore
 
 __all__ = [

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from air.contracts import TaskSpec, WorkerResult
+from air.contracts.task import TaskSpec
+from air.contracts.worker_result import WorkerResult
 
 __all__ = ["ArchitectureGate", "GateDecision"]
 

@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import (
+from air.contracts.error import AirException, ErrorKind, Retryability
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
-    AirException,
-    ErrorKind,
-    Retryability,
     TaskStatus,
     TaskType,
     WavePlanEntry,
@@ -29,7 +27,7 @@ from air.supervision.seams import SuperviseRequest
 if TYPE_CHECKING:
     from air.nursery.graph import TaskNode
     from air.nursery.state import Ports, RunState
-    from air.supervision.seams import TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
 __all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
 

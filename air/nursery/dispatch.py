@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import SchedulerState, TaskDependencySpec, WavePlanEntry, utc_now_iso
+from air.contracts.ids import utc_now_iso
+from air.contracts.task import SchedulerState, TaskDependencySpec, WavePlanEntry
 from air.nursery.attempt import run_task
 from air.nursery.facts import add_dependency
 from air.nursery.planner import ResourceSnapshot

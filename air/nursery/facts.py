@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from air.contracts import DependencySource, TaskDependencySpec, TaskSpec, TaskStatus
+from air.contracts.task import DependencySource, TaskDependencySpec, TaskSpec, TaskStatus
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 
 if TYPE_CHECKING:

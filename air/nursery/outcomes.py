@@ -33,25 +33,15 @@ import trio
 
 from air.artifacts.evidence import collect_evidence, cpp_evidence_gate
 from air.context.compactor import record_worker_summary
-from air.contracts import (
-    AirException,
-    ErrorKind,
-    Retryability,
-    SchedulerState,
-    TaskStatus,
-    TaskType,
-    WorkerResult,
-    WorkerStatus,
-    WorkspaceRef,
-    WorkspaceStrategy,
-    make_air_error,
-)
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.task import SchedulerState, TaskStatus, TaskType, WorkspaceRef, WorkspaceStrategy
+from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.nursery.facts import end_task
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
 from air.session.knowledge import KnowledgeService
-from air.supervision.seams import TaskOutcome
+from air.supervision.task_outcome import TaskOutcome
 
 if TYPE_CHECKING:
     from air.nursery.state import Ports, RunState

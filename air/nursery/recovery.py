@@ -29,7 +29,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts import ErrorKind, TaskStatus, make_air_error
+from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, ledger_view
 from air.supervision.monitor import process_alive

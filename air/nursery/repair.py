@@ -14,23 +14,15 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import (
-    AirError,
-    DependencyType,
-    ErrorKind,
-    RetryAction,
-    TaskSpec,
-    TaskStatus,
-    TaskType,
-    make_air_error,
-)
+from air.contracts.error import AirError, ErrorKind, make_air_error
+from air.contracts.task import DependencyType, RetryAction, TaskSpec, TaskStatus, TaskType
 from air.nursery.facts import block, create_tasks
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
 from air.nursery.retry import debug_context, retry_spec
 
 if TYPE_CHECKING:
-    from air.contracts import DebugRecord
+    from air.contracts.artifact_records import DebugRecord
     from air.nursery.state import Ports, RunState
 
 __all__ = ["debug_spec", "decide", "known_fixes", "repair"]

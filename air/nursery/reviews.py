@@ -20,11 +20,10 @@ from typing import TYPE_CHECKING
 import trio
 from pydantic import ValidationError
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException
+from air.contracts.task import (
     DependencySource,
     DependencyType,
-    ReviewerResult,
     TaskConstraints,
     TaskDependencySpec,
     TaskScope,
@@ -34,10 +33,11 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
+from air.contracts.worker_result import ReviewerResult
 from air.nursery.facts import add_dependency, create_tasks
 from air.nursery.graph import TaskNode
 from air.security.redact import SecretRedactor
-from air.supervision.seams import TaskOutcome
+from air.supervision.task_outcome import TaskOutcome
 from air.tools.safefs import read_beneath
 
 if TYPE_CHECKING:

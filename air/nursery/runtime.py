@@ -38,16 +38,12 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AirException,
-    ErrorKind,
-    EventFilter,
-    OpenSessionOptions,
-    ProjectContext,
-    TaskSpec,
-)
-from air.contracts.permission import PermissionPrompt
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.event import EventFilter
 from air.contracts.platform import ProcessIdentity
+from air.contracts.project import OpenSessionOptions, ProjectContext
+from air.contracts.prompt import PermissionPrompt
+from air.contracts.task import TaskSpec
 from air.nursery.ledger import SessionLedger, StoredAgent
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
@@ -64,7 +60,7 @@ from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
     from air.context.compactor import SessionCompactor
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "one_error", "open_runtime"]
@@ -348,7 +344,7 @@ async def _build(
 
 def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeServices) -> Any:
     """The PermissionEngine and the ToolRegistry under it, with every tool registered."""
-    from air.security import PermissionEngine
+    from air.security.engine import PermissionEngine
     from air.tools import ToolRegistry, register_builtin_tools
 
     engine = PermissionEngine(

@@ -34,14 +34,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
-from air.contracts import (
+from air.contracts.ids import IdGenerator, UlidGenerator
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
-    IdGenerator,
     SchedulerState,
     TaskDependencySpec,
     TaskSpec,
     TaskStatus,
-    UlidGenerator,
 )
 from air.nursery import facts
 from air.nursery.dispatch import plan_next, run_wave
@@ -58,7 +57,7 @@ from air.supervision.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Literal
 
 import trio
 
-from air.contracts import IdGenerator, SchedulerState, UlidGenerator, WorkspaceRef
+from air.contracts.ids import IdGenerator, UlidGenerator
+from air.contracts.task import SchedulerState, WorkspaceRef
 from air.nursery.graph import TaskGraph
 from air.nursery.planner import WavePlanner, default_max_workers
 from air.nursery.retry import RetryPlanner

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from air.contracts import AirException
+from air.contracts.error import AirException
 from air.contracts.runtime import ContextPack
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession

@@ -37,7 +37,7 @@ from air.artifacts.knowledge import (
     memory_id_for,
 )
 from air.artifacts.rules import RuleFiles, one_line
-from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.artifact_records import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import Clock, SystemClock

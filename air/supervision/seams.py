@@ -1,9 +1,9 @@
 """The seam between the Scheduler and worker supervision.
 
-Owns: ``SuperviseRequest`` and the ``TaskRunner`` protocol; ``TaskOutcome`` and ``OutcomeKind``
-are public from here too, but live in ``air.supervision.task_outcome`` (a module ``__getattr__``
-imports them at their first use: a parent builds no outcome, and no ``WorkerResult``, before its
-first model request; IMPL-BOOT-12). The Scheduler runs
+Owns: ``SuperviseRequest`` and the ``TaskRunner`` protocol. What a runner returns,
+``TaskOutcome``, lives in ``air.supervision.task_outcome`` (imported by who builds or reads one:
+a parent builds no outcome, and no ``WorkerResult``, before its first model request;
+IMPL-BOOT-12). The Scheduler runs
 ``await runner.supervise(request)`` for each task of a wave, inside that task's own cancel
 scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake one
 (``air.testing``) plays a script over memory streams under virtual time.
@@ -11,14 +11,15 @@ scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from air.contracts import AgentID, Contract, SessionID, TaskSpec, WorkspaceRef
+from air.contracts.ids import AgentID, Contract, SessionID
+from air.contracts.task import TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
-    from air.supervision.task_outcome import OutcomeKind, TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
-__all__ = ["OutcomeKind", "SuperviseRequest", "TaskOutcome", "TaskRunner"]
+__all__ = ["SuperviseRequest", "TaskRunner"]
 
 
 class SuperviseRequest(Contract):
@@ -42,15 +43,3 @@ class TaskRunner(Protocol):
         ``trio.Cancelled`` propagates.
         """
         ...
-
-
-def __getattr__(name: str) -> Any:
-    """``TaskOutcome`` / ``OutcomeKind`` from ``air.supervision.task_outcome``, cached here
-    afterwards (the one direction between the two modules: no import cycle)."""
-    if name not in ("OutcomeKind", "TaskOutcome"):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from air.supervision import task_outcome
-
-    value = getattr(task_outcome, name)
-    globals()[name] = value
-    return value

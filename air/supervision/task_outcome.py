@@ -1,6 +1,6 @@
 """``TaskOutcome``: how one supervised attempt ended (the value a ``TaskRunner`` returns).
 
-Public as ``air.supervision.seams.TaskOutcome`` (and ``OutcomeKind``); a module of its own so
+A module of its own, beside the seam (``air.supervision.seams``), so
 that a process builds the model (and imports ``WorkerResult``, which its ``result`` field needs
 when pydantic builds it) only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from air.contracts import AgentID, AirError, Contract
+from air.contracts.error import AirError
+from air.contracts.ids import AgentID, Contract
 from air.contracts.worker_result import WorkerResult
 
 __all__ = ["OutcomeKind", "TaskOutcome"]

@@ -18,8 +18,9 @@ from typing import Any
 import trio
 from pydantic import ValidationError
 
-from air.contracts import IpcEnvelope, RuntimeEvent, ToolCallPayload
+from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
+from air.contracts.ipc import IpcEnvelope, ToolCallPayload
 from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
 from air.supervision.worker_checks import check_result

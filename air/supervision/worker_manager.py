@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AGENT_TYPE_FOR_TASK,
-    AirError,
-    ContextPack,
-    ErrorKind,
-    EventSource,
-    new_event,
-    new_id,
-)
-from air.contracts.error import AirException
+from air.contracts.error import AirError, AirException, ErrorKind
+from air.contracts.event import EventSource, new_event
+from air.contracts.ids import new_id
+from air.contracts.runtime import ContextPack
+from air.contracts.task import AGENT_TYPE_FOR_TASK
 from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker
@@ -60,7 +55,7 @@ from air.supervision.worker_start import record_started, start
 from air.supervision.worker_watch import watch
 
 if TYPE_CHECKING:
-    from air.supervision.seams import TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",

@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import trio
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    ContextPack,
-    ErrorKind,
-    IpcEnvelope,
-)
+from air.contracts.error import ErrorKind
+from air.contracts.ipc import AgentStartControl, IpcEnvelope
+from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
 from air.ipc.launcher import LaunchSpec
 from air.ipc.process import WorkerProcess

@@ -36,7 +36,8 @@ from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, resource_limit_error
-from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
+from air.tools.registry import ToolExecutor, ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
 from air.tools.sandbox import (
     CommandSpace,
     SandboxRunner,
@@ -247,7 +248,7 @@ async def _evidence(
 ) -> str | None:
     if command_run_id is None:
         return None
-    from air.contracts.evidence import EvidenceRef  # IMPL-BOOT-12
+    from air.contracts.evidence_records import EvidenceRef  # IMPL-BOOT-12
 
     evidence = EvidenceRef(
         evidence_ref_id=new_id("ev"),

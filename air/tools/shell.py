@@ -26,7 +26,8 @@ from air.contracts.error import AirError, AirException, ErrorKind, make_air_erro
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, load_limits, resource_limit_error
-from air.tools.registry import ToolRegistry, ToolRun, is_cancellation
+from air.tools.registry import ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
 from air.tools.sandbox import (
     CommandSpace,
     SandboxRunner,

@@ -20,11 +20,11 @@ from air.agents import MainAgent, MainAgentChannel, PendingPrompts
 from air.agents.window import SUMMARY_PREFIX, message_tokens, window_messages
 from air.context.compaction import CompactionRules
 from air.context.compactor import SessionCompactor
-from air.contracts import AirException, TextBlock
-from air.contracts.provider import ProviderCompletionInput
+from air.contracts.error import AirException
+from air.contracts.provider import ProviderCompletionInput, TextBlock
 from air.contracts.ui import UiCommand
-from air.llm import ProviderManager
 from air.llm.cassette import CassetteTurn
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.testing.recording import RecordingProvider
 from air.ui_urwid.commands import SLASH_COMMANDS, parse_input

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from air.cli.batch import load_batch, load_batch_text, schema_text
-from air.contracts import AirException, DependencyType
+from air.contracts.error import AirException
+from air.contracts.task import DependencyType
 
 GOOD = """\
 version: 1

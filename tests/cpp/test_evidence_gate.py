@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 from air.artifacts.evidence import collect_evidence, cpp_evidence_gate
-from air.contracts import EventSource, RuntimeEvent, TaskSpec, new_event
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.task import TaskSpec
 
 AGENT = "ag_1"
 

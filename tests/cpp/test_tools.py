@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from air.contracts.error import AirException
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit

@@ -20,9 +20,9 @@ from air.artifacts.knowledge import (
     LearnedMemoryStore,
     candidate_id_for_statement,
 )
-from air.contracts import EventSource, RuntimeEvent, new_event
-from air.contracts.artifact import LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.artifact_records import LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.worker_result import WorkerResult
 from air.events.store import EventStore
 from air.nursery.ledger import SessionLedger

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from air.artifacts.knowledge import candidate_id_for_signature, memory_id_for
-from air.contracts import EventSource, RuntimeEvent, new_event
-from air.contracts.artifact import MemoryStatus
+from air.contracts.artifact_records import MemoryStatus
 from air.contracts.error import AirException, ErrorKind, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.events.store import EventStore
 from air.nursery.ledger import SessionLedger
 from air.nursery.retry import debug_context

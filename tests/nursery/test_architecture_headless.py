@@ -22,8 +22,9 @@ import trio
 
 from air.cli.factory import DESIGNER_CASSETTE, RuntimeFactory, _architecture_gate
 from air.cli.options import HeadlessOptions
-from air.contracts import AirException, TaskSpec
-from air.contracts.permission import FailClosedPrompt
+from air.contracts.error import AirException
+from air.contracts.prompt import FailClosedPrompt
+from air.contracts.task import TaskSpec
 from air.llm.task_cassettes import TaskCassettes
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime

@@ -17,14 +17,8 @@ import trio.testing
 
 from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
-from air.contracts import (
-    ErrorKind,
-    RetryAction,
-    TaskConstraints,
-    TaskScope,
-    TaskSpec,
-    make_air_error,
-)
+from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.task import RetryAction, TaskConstraints, TaskScope, TaskSpec
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import fold_history
 from air.nursery.retry import AttemptSummary, RetryPlanner, retry_spec

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import trio
 
-from air.contracts import SchedulerRunResult, TaskConstraints, TaskScope, TaskSpec
+from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.ipc.procs import find_marked
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger, fold_history
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.session.manager import SessionManager

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 import trio
 
-from air.contracts import RuntimeEvent, TaskSpec
+from air.contracts.event import RuntimeEvent
+from air.contracts.task import TaskSpec
 from air.events.fold import SessionState
 from air.nursery.ledger import Ledger, StoredAgent, fold_history, ledger_view
 from air.nursery.recovery import recover_session

@@ -20,7 +20,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from air.contracts import (
+from air.contracts.task import (
     DependencyType,
     TaskConstraints,
     TaskDependencySpec,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import TaskScope, TaskSpec
+from air.contracts.task import TaskScope, TaskSpec
 from air.nursery.planner import WavePlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.supervision.seams import SuperviseRequest

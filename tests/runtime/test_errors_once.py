@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts import AirException, ErrorKind, OpenSessionOptions
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.project import OpenSessionOptions
 from air.nursery.runtime import RuntimeConfig, RuntimeServices, one_error, open_runtime
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore

@@ -20,7 +20,7 @@ import pytest
 from air.contracts.error import AirException
 from air.contracts.ids import new_id
 from air.tools.limits import PidsCgroup, ResourceLimits, load_limits
-from air.tools.registry import ToolRun
+from air.tools.run import ToolRun
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
 

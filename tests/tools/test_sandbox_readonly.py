@@ -25,7 +25,7 @@ from air.contracts.ids import new_id
 from air.cpp.process import is_plain_file, read_workspace_file, remove_written_file
 from air.cpp.project import mark_build_dir
 from air.cpp.view import OverlayView, using_view
-from air.tools.registry import ToolRun
+from air.tools.run import ToolRun
 from air.tools.sandbox import task_view_dir
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, NOBODY, Sandboxed

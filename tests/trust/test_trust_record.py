@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from air.artifacts.rules import RuleFiles
-from air.contracts import AirException, ErrorKind
-from air.contracts.artifact import LearnedMemory
+from air.contracts.artifact_records import LearnedMemory
+from air.contracts.error import AirException, ErrorKind
 from air.llm.config import load_models_config
 from air.session.project import ProjectStore
 from air.session.trust import (

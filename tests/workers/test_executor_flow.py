@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from air.contracts import WorkerStatus
+from air.contracts.worker_result import WorkerStatus
 from air.supervision.runs import RunRecordStore
 from tests.workers.conftest import (
     Env,
