@@ -31,9 +31,11 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from air.contracts.tool import ToolExecutionContext  # noqa: E402
+from air.contracts.tool_runs import ToolExecutionContext  # noqa: E402
 from air.cpp.diagnostics import DiagnosticParser  # noqa: E402
-from air.security import PathClassifier, PermissionEngine, SecretRedactor  # noqa: E402
+from air.security.engine import PermissionEngine  # noqa: E402
+from air.security.paths import PathClassifier  # noqa: E402
+from air.security.redact import SecretRedactor  # noqa: E402
 from air.session.manager import SessionManager  # noqa: E402
 from air.session.project import ProjectStore  # noqa: E402
 from air.tools import ToolRegistry, register_builtin_tools  # noqa: E402

@@ -79,8 +79,9 @@ def _time_every_call(
 def _measure(commands: list[str], rounds: int) -> dict[str, list[float]]:
     """In the child: time the three layers with the ``air`` first on ``sys.path``."""
     import air
-    from air.contracts.permission import PermissionRequestContext
-    from air.security import CommandRiskAnalyzer, PermissionEngine
+    from air.contracts.permission_records import PermissionRequestContext
+    from air.security.commands import CommandRiskAnalyzer
+    from air.security.engine import PermissionEngine
 
     analyzer = CommandRiskAnalyzer()
     engine = PermissionEngine(analyzer=analyzer)

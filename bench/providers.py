@@ -40,7 +40,7 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from air.contracts import (  # noqa: E402
+from air.contracts.provider import (  # noqa: E402
     CanonicalMessage,
     ModelConfig,
     ModelsConfig,
@@ -371,11 +371,11 @@ import sys
 import trio
 sys.path.insert(0, {repo!r})
 from contextlib import aclosing
-from air.contracts import (
+from air.contracts import (  # noqa: E402
     CanonicalMessage, ModelConfig, ModelsConfig, ProviderCompletionInput, ProviderConfig,
     RetryConfig, TextBlock,
 )
-from air.llm.manager import ProviderManager
+from air.llm.manager import ProviderManager  # noqa: E402
 
 async def main():
     config = ModelsConfig(retry=RetryConfig(max_attempts=1), providers={{"p": ProviderConfig(

@@ -48,26 +48,20 @@ import trio
 import trio.lowlevel
 import trio.testing
 
-from air.contracts import (
-    EventSource,
-    SchedulerRunResult,
-    TaskConstraints,
-    TaskDependencySpec,
-    TaskScope,
-    TaskSpec,
-    new_event,
-)
+from air.contracts.event import EventSource, new_event
+from air.contracts.task import TaskConstraints, TaskDependencySpec, TaskScope, TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.events.store import EventStore
 from air.ipc.procs import find_marked
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.planner import default_max_workers
-from air.nursery.runs import RunRecordStore
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 from air.store.session_db import open_session_database
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.testing.launcher import FakeLauncher, scripted
 

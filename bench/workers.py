@@ -37,22 +37,15 @@ import trio
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from air.contracts import (  # noqa: E402
-    AgentRuntimeContext,
-    AgentStartControl,
-    ContextPack,
-    PermissionTemplate,
-    TaskSpec,
-    TaskType,
-    ToolExecutionContext,
-    ToolResultEnvelope,
-    WorkspaceRef,
-)
 from air.contracts.ids import new_id  # noqa: E402
+from air.contracts.ipc import AgentStartControl  # noqa: E402
+from air.contracts.runtime import AgentRuntimeContext, ContextPack, PermissionTemplate  # noqa: E402
+from air.contracts.task import TaskSpec, TaskType, WorkspaceRef  # noqa: E402
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope  # noqa: E402
 from air.ipc.process import WorkerProcess  # noqa: E402
 from air.ipc.protocol import WorkerProtocol, make_envelope, message_id  # noqa: E402
-from air.nursery.seams import SuperviseRequest  # noqa: E402
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
+from air.supervision.seams import SuperviseRequest  # noqa: E402
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
 from air.testing.workers import command_for  # noqa: E402
 from air.testing.workers.harness import DirArtifacts, RecordingEvents  # noqa: E402
 

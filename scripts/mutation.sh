@@ -4,7 +4,7 @@
 #   bash scripts/mutation.sh security   # air/security/*.py    against tests/security
 #   bash scripts/mutation.sh ipc        # air/ipc/*.py         against tests/ipc
 #   bash scripts/mutation.sh guards     # the parent-side guard functions of
-#                                       # air/nursery/worker_manager.py against tests/workers
+#                                       # air/supervision/worker_manager.py against tests/workers
 #   bash scripts/mutation.sh security air/security/engine.py   # one file of an area
 #
 # It installs mutmut into .venv if missing, copies the working tree (tracked and untracked,
@@ -44,13 +44,13 @@ case "$area" in
     ;;
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
-    mutate="air/nursery/worker_manager.py"
+    mutate="air/supervision/worker_manager.py"
     tests="tests/workers/test_parent_guards.py"
     names=(
-      "air.nursery.worker_manager.xǁWorkerManagerǁ_check_result__mutmut_*"
-      "air.nursery.worker_manager.xǁWorkerManagerǁ_worker_event__mutmut_*"
-      "air.nursery.worker_manager.xǁWorkerManagerǁ_handle__mutmut_*"
-      "air.nursery.worker_manager.xǁWorkerManagerǁ_serve_tool__mutmut_*"
+      "air.supervision.worker_manager.xǁWorkerManagerǁ_check_result__mutmut_*"
+      "air.supervision.worker_manager.xǁWorkerManagerǁ_worker_event__mutmut_*"
+      "air.supervision.worker_manager.xǁWorkerManagerǁ_handle__mutmut_*"
+      "air.supervision.worker_manager.xǁWorkerManagerǁ_serve_tool__mutmut_*"
     )
     ;;
   *)

@@ -26,17 +26,13 @@ from air.agents.turns import EventSink, ModelPort, TurnRunner
 from air.context.loader import builtin_resource, read_text_file, read_yaml_file
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
-from air.contracts.permission import (
-    FailClosedPrompt,
-    PermissionAction,
-    PermissionDecision,
-    PermissionPrompt,
-    PermissionPromptRequest,
-)
+from air.contracts.permission import PermissionAction
+from air.contracts.permission_records import PermissionDecision, PermissionPromptRequest
+from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
 from air.contracts.provider import CanonicalMessage, ModelAssignment, ModelRequirement, TextBlock
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.task import TaskSpec
-from air.contracts.tool import ToolExecutionContext
+from air.contracts.tool_runs import ToolExecutionContext
 from air.contracts.worker_result import WorkerResult
 
 __all__ = [

@@ -11,8 +11,8 @@ while it is mid-turn, IMPL-COMPACT-2); ``quit`` → the runtime's quit hook. A c
 missing its field is an ``AirError`` (``validation_error``), never a silent no-op.
 
 ``PendingPrompts.wait`` is what a ToolRegistry ``PromptBroker`` awaits (a three-line adapter
-builds its ``PromptResponse`` from the ``PromptAnswer``; it lives with the composition root
-because ``air.agents`` may not import ``air.tools``).
+builds its ``PermissionPromptResponse`` from the ``PromptAnswer``; it lives with the composition
+root because ``air.agents`` may not import ``air.tools``).
 """
 
 from __future__ import annotations

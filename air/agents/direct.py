@@ -25,12 +25,8 @@ from air.contracts.provider import (
     ToolUseBlock,
 )
 from air.contracts.runtime import PermissionTemplate
-from air.contracts.tool import (
-    ToolCategory,
-    ToolDefinition,
-    ToolExecutionContext,
-    ToolResultEnvelope,
-)
+from air.contracts.tool import ToolCategory, ToolDefinition
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
 
 __all__ = ["DIRECT_CATEGORIES", "DirectMode", "ToolPort"]
 

@@ -64,7 +64,8 @@ from air.contracts.provider import (
     ModelRequirement,
     TextBlock,
 )
-from air.contracts.task import SchedulerRunResult, TaskSpec
+from air.contracts.task import TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.contracts.worker_result import BlockerReport
 
 __all__ = ["MainAgent", "TaskScheduler"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from air.agents.turns import TurnRunner
 from air.contracts.error import AirError
 from air.contracts.event import RuntimeEvent
-from air.contracts.task import SchedulerRunResult
+from air.contracts.task_results import SchedulerRunResult
 from air.contracts.worker_result import BlockerReport
 
 __all__ = ["WorkTracker"]

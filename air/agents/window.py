@@ -1,6 +1,6 @@
 """The Main Agent's request window: its conversation on the compaction summary (SDD §10.3, §19.3).
 
-Owns the ``Compactor`` port (``air.nursery.compaction.SessionCompactor`` fits),
+Owns the ``Compactor`` port (``air.context.compactor.SessionCompactor`` fits),
 ``conversation_budget`` (the tokens the conversation of one Main Agent request may use, from the
 model's window) and ``window_messages``: the entries a summary covers leave the request, the
 summary (pinned facts verbatim, then the chunk summaries) stands first in their place, and if
@@ -32,7 +32,7 @@ _MIN_BUDGET = 2_000
 
 
 class CompactionView(Protocol):
-    """The latest summary and the message ids it covers (``air.nursery.compaction``'s)."""
+    """The latest summary and the message ids it covers (``air.context.compactor``'s)."""
 
     @property
     def summary_id(self) -> str: ...
@@ -45,7 +45,7 @@ class CompactionView(Protocol):
 
 
 class CompactionOutcome(Protocol):
-    """One compaction's result (``air.nursery.compaction.CompactionOutcome`` fits)."""
+    """One compaction's result (``air.context.compactor.CompactionOutcome`` fits)."""
 
     @property
     def summary_id(self) -> str: ...

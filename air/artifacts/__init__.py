@@ -2,5 +2,6 @@
 
 Submodules: ``air.artifacts.store`` (ArtifactStore, EvidenceStore, recover_orphan_artifacts),
 ``air.artifacts.knowledge`` (DebugKnowledgeStore, LearnedMemoryStore, the knowledge ids) and
-``air.artifacts.rules`` (learned rule files under ``.air/shared/rules``).
+``air.artifacts.rules`` (learned rule files under ``.air/shared/rules``) and
+``air.artifacts.evidence`` (a completed task's evidence, taken from the parent's own records).
 """

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal, Self
 
 from air.artifacts.rules import one_line
-from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.artifact_records import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirException
 from air.contracts.ids import Clock, Contract, SystemClock
 from air.contracts.project import ProjectContext

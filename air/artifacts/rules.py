@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from air.contracts.artifact import LearnedMemory
+from air.contracts.artifact_records import LearnedMemory
 from air.contracts.error import AirException, ErrorKind
 
 __all__ = ["RULE_TEXT_MAX", "RuleFiles", "one_line"]

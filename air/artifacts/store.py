@@ -35,13 +35,13 @@ from air.events.store import EventStore
 from air.store.repositories import Row
 
 if TYPE_CHECKING:  # built at the first artifact or evidence (IMPL-BOOT-12)
-    from air.contracts.artifact import (
+    from air.contracts.artifact_records import (
         ArtifactContext,
         ArtifactCreateInput,
         ArtifactReadResult,
         ArtifactRef,
     )
-    from air.contracts.evidence import EvidenceCreateInput, EvidenceRef
+    from air.contracts.evidence_records import EvidenceCreateInput, EvidenceRef
 
 __all__ = [
     "TEMP_PREFIX",
@@ -88,7 +88,7 @@ def _fsync_dir(path: Path) -> None:
 
 
 def _ref(row: Row) -> ArtifactRef:
-    from air.contracts.artifact import ArtifactRef
+    from air.contracts.artifact_records import ArtifactRef
 
     return ArtifactRef(
         artifact_id=row["artifact_id"],
@@ -128,7 +128,7 @@ class ArtifactStore:
                 session; ``storage_error`` when the file cannot be written; the EventStore's
                 errors when recording fails (the file is removed again then).
         """
-        from air.contracts.artifact import ArtifactRef
+        from air.contracts.artifact_records import ArtifactRef
 
         if ctx.session_id != self.session_id:
             raise AirException.of(
@@ -215,7 +215,7 @@ class ArtifactStore:
         Raises:
             AirException: ``not_found`` for an unknown id or a missing file.
         """
-        from air.contracts.artifact import ArtifactReadResult
+        from air.contracts.artifact_records import ArtifactReadResult
 
         ref = self.get(artifact_id)
         if ref is None:
@@ -318,7 +318,7 @@ class EvidenceStore:
 
     def create(self, data: EvidenceCreateInput) -> EvidenceRef:
         """Record one piece of evidence and return its reference."""
-        from air.contracts.evidence import EvidenceRef
+        from air.contracts.evidence_records import EvidenceRef
 
         ref = EvidenceRef(
             evidence_ref_id=new_id("evd"),
@@ -344,7 +344,7 @@ class EvidenceStore:
         return ref
 
     def list_for_entity(self, entity_type: EntityType | str, entity_id: str) -> list[EvidenceRef]:
-        from air.contracts.evidence import EvidenceRef
+        from air.contracts.evidence_records import EvidenceRef
 
         rows = self.events.store.evidence.list_for_entity(str(entity_type), entity_id)
         return [

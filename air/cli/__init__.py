@@ -570,20 +570,19 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
 
 
 def _report(exc: BaseException) -> int | None:
-    """Print a user's problem (an AirException, also inside an exception group, or an
-    OSError naming a file) as ``air: kind: message`` + what to do; its exit code. None for
-    anything else (a bug: its traceback shows)."""
+    """Print a user's problem (an AirException, or an OSError naming a file) as ``air: kind:
+    message`` + what to do; its exit code. None for anything else (a bug, an exception group:
+    its traceback shows; ``open_runtime`` already made a group of user problems one)."""
     from air.cli.options import reported_exit
-    from air.contracts.error import CliExit, first_air_exception
+    from air.contracts.error import AirException, CliExit
 
-    found = first_air_exception(exc)
-    if found is not None:
+    if isinstance(exc, AirException):
         import logging
 
         logging.getLogger("air.cli").warning(
-            "%s: %s (%s)", found.kind.value, found.error.message, found.user_action
+            "%s: %s (%s)", exc.kind.value, exc.error.message, exc.user_action
         )
-        return reported_exit(found, sys.stderr)
+        return reported_exit(exc, sys.stderr)
     if isinstance(exc, OSError) and exc.filename is not None:
         print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
         print("  what to do: check that path (it exists, is readable/writable).", file=sys.stderr)

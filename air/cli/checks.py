@@ -19,7 +19,7 @@ __all__ = ["check_git", "check_writable", "open_project", "refusals", "session_t
 def refusals(options: HeadlessOptions, sandbox: Any = None) -> list[Any]:
     """Every reason the run cannot start here (AirExceptions; empty: it can). ``sandbox``: a
     ``SandboxProbe`` started earlier (its ``result`` is the sandbox check)."""
-    from air.contracts import AirException
+    from air.contracts.error import AirException
     from air.tools.shell import check_sandbox_available
 
     problems = []

@@ -1,9 +1,11 @@
 """``air compact [--session SID]``: run one compaction task on a session (SDD §10.3, §19.3).
 
-Owns the command: it opens the session (the most recent one by default), builds the
-ProviderManager from models.yaml and runs ``air.nursery.compaction.SessionCompactor`` once:
-the older messages become one summary row (``summary.created``), the originals stay in the
-history. Prints the summary id and what it covers, or that nothing was old enough.
+Owns the command: it finds the session (the most recent one by default), builds the
+ProviderManager from models.yaml and opens the session through ``open_runtime()`` like every
+other front end — so it claims the session (a session another live air process is running is
+refused) and recovers it first — then runs the session's compactor once: the older messages
+become one summary row (``summary.created``), the originals stay in the history. Prints the
+summary id and what it covers, or that nothing was old enough.
 """
 
 from __future__ import annotations
@@ -13,20 +15,18 @@ from typing import Any
 import trio
 
 from air.cli.history import find_project, resolve_session
-from air.contracts import AirException, ErrorKind, OpenSessionOptions
-from air.contracts.error import CliExit
+from air.contracts.error import AirException, CliExit, ErrorKind
+from air.contracts.project import OpenSessionOptions
 
 __all__ = ["run_compact"]
 
 
 def run_compact(args: dict[str, Any]) -> int:
-    """Compact one session; exit 0 (compacted, or nothing to compact), 2 for bad input."""
+    """Compact one session; exit 0 (compacted, or nothing to compact), 2 for bad input (also
+    when another air process is running the session)."""
     from air.cli.prepare import load_models_checked
-    from air.context.compaction import load_compaction_rules
-    from air.llm import ProviderManager
-    from air.nursery.compaction import SessionCompactor
-    from air.nursery.ledger import SessionLedger
-    from air.session.manager import SessionManager
+    from air.llm.manager import ProviderManager
+    from air.nursery.runtime import RuntimeConfig, RuntimeServices, open_runtime
     from air.session.trust import require_trust
 
     project = find_project(args["--project"])
@@ -40,27 +40,18 @@ def run_compact(args: dict[str, Any]) -> int:
             user_action="Add a provider to ~/.air/models.yaml or .air/shared/models.yaml.",
         )
     models = ProviderManager(config)
-    rules = load_compaction_rules(project=project)
-    session = SessionManager().open_session(
-        project, OpenSessionOptions(session_id=session_id), must_exist=True
+    runtime_config = RuntimeConfig(
+        project=project,
+        session=OpenSessionOptions(session_id=session_id),
+        new_session=False,
+        services=lambda: RuntimeServices(provider=models),
     )
-    try:
-        ledger = SessionLedger(session.events, session_id=session_id, project_id=project.project_id)
-        compactor = SessionCompactor(
-            ledger=ledger,
-            store=session.store,
-            models=models,
-            session_id=session_id,
-            rules=rules,
-        )
 
-        async def main() -> Any:
-            async with session.bus.serving():
-                return await compactor.compact("air compact")
+    async def main() -> Any:
+        async with open_runtime(runtime_config) as runtime:
+            return await runtime.compactor(models).compact("air compact")
 
-        outcome = trio.run(main)
-    finally:
-        session.close()
+    outcome = trio.run(main)
     if outcome is None:
         print(f"session {session_id}: nothing to compact (only the newest messages are left)")
         return CliExit.OK

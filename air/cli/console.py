@@ -39,7 +39,7 @@ from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
 
 if TYPE_CHECKING:
     from air.agents import PendingPrompts
-    from air.contracts.permission import PermissionPromptRequest, PermissionPromptResponse
+    from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
 
 __all__ = ["MAIN_CASSETTE", "ConsolePrompt", "run_console"]
 
@@ -66,7 +66,7 @@ class ConsolePrompt:
         self.pending = pending
 
     async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
-        from air.contracts.permission import PermissionPromptResponse
+        from air.contracts.permission_records import PermissionPromptResponse
 
         answer = await self.pending.wait(request.prompt_id)
         return PermissionPromptResponse(approved=answer.approved, scope=answer.scope)
@@ -76,7 +76,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
-    from air.contracts import AirException, CliExit
+    from air.contracts.error import AirException, CliExit
 
     if args.get("PROJECT") and not args.get("--project"):
         args = {**args, "--project": args["PROJECT"]}
@@ -113,11 +113,8 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         import trio
 
         trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
-    except (AirException, BaseExceptionGroup) as exc:
-        code = reported_exit(exc, sys.stderr)
-        if code is None:
-            raise
-        return code
+    except AirException as exc:
+        return reported_exit(exc, sys.stderr)
     return CliExit.OK
 
 
@@ -171,6 +168,8 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     before anything is drawn."""
     import trio
 
+    from air.contracts.error import AirException
+
     if options.session_id is None:
         options.project = _project_root(options, create=create)
         opening = "opening the session…"
@@ -183,12 +182,17 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     from air.ui_urwid import TuiApp
 
     app = TuiApp.opening(opening)
+    refused: AirException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)  # the first frame is on the screen
         try:
             await _session(options, plain, app)
+        except AirException as exc:
+            refused = exc  # carried past the screen's nursery as itself, not in a group
         finally:
             app.stop()
+    if refused is not None:
+        raise refused
 
 
 def _session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
@@ -287,7 +291,7 @@ class _Reporting:
         self.say: Any = None
 
     async def send(self, command: Any) -> None:
-        from air.contracts import AirException
+        from air.contracts.error import AirException
 
         try:
             await self.inner.send(command)
@@ -351,12 +355,12 @@ async def _settle_stale_state(runtime: Any, store: Any) -> None:
 async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     """The MainAgent with the stored conversation, started in the root nursery."""
     from air.agents import MainAgent, load_conversation
-    from air.contracts import EventFilter
+    from air.contracts.event import EventFilter
 
     session = runtime.session
     models = runtime.services.provider
     if options.cassette:
-        from air.llm import ProviderManager
+        from air.llm.manager import ProviderManager
 
         models = ProviderManager.for_cassette(os.path.join(options.cassette, MAIN_CASSETTE))
     history = load_conversation(
@@ -388,7 +392,8 @@ class _Drafts:
         self.session = session
 
     def keep(self, message_id: str, text: str) -> str:
-        from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, ArtifactType
+        from air.contracts.artifact import ArtifactType
+        from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 
         ref = self.session.artifacts.create(
             ArtifactCreateInput(
@@ -513,7 +518,7 @@ def _replay(options: HeadlessOptions) -> int:
 
     from air.cli.doctor import setup_logging
     from air.cli.history import read_events
-    from air.contracts import CliExit
+    from air.contracts.error import CliExit
 
     setup_logging()
 

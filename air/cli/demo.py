@@ -57,7 +57,7 @@ def run_demo(args: dict[str, Any]) -> int:
     base = Path(args["--dir"]) if args["--dir"] else Path(tempfile.mkdtemp(prefix="air-demo-"))
     root = base / "mathx"
     if root.exists():
-        from air.contracts import AirException
+        from air.contracts.error import AirException
 
         raise AirException.of(
             kind="validation_error",
@@ -70,22 +70,18 @@ def run_demo(args: dict[str, Any]) -> int:
 
 async def _scenario(root: Path) -> int:
     from air.cli.history import print_history
-    from air.contracts import (
-        AgentType,
-        EventSource,
-        EvidenceCreateInput,
-        EvidenceKind,
-        OpenSessionOptions,
-        TaskSpec,
-        TaskType,
-        ToolExecutionContext,
-        VerificationPolicy,
-        WorkerResult,
-        WorkerStatus,
-        new_id,
-    )
-    from air.contracts.event import EntityType
-    from air.security import PathClassifier, PermissionEngine, SecretRedactor
+    from air.contracts.event import EntityType, EventSource
+    from air.contracts.evidence import EvidenceKind
+    from air.contracts.evidence_records import EvidenceCreateInput
+    from air.contracts.ids import new_id
+    from air.contracts.project import OpenSessionOptions
+    from air.contracts.runtime import AgentType
+    from air.contracts.task import TaskSpec, TaskType, VerificationPolicy
+    from air.contracts.tool_runs import ToolExecutionContext
+    from air.contracts.worker_result import WorkerResult, WorkerStatus
+    from air.security.engine import PermissionEngine
+    from air.security.paths import PathClassifier
+    from air.security.redact import SecretRedactor
     from air.session.manager import SessionManager
     from air.session.project import ProjectStore
     from air.tools import ToolRegistry, register_builtin_tools

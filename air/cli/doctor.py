@@ -51,7 +51,7 @@ class RunRecordsCheck:
 
     async def run(self) -> list[Problem]:
         from air.doctor.service import Fix, Problem, issue
-        from air.nursery.runs import RunRecordStore, owner_alive, reap_orphans
+        from air.supervision.runs import RunRecordStore, owner_alive, reap_orphans
 
         records = RunRecordStore(self.root).list()
         stale = [
@@ -124,7 +124,7 @@ class WorktreeCheck:
     async def _git_worktrees(self) -> list[dict[str, str]] | None:
         import shutil
 
-        from air.contracts import AirException
+        from air.contracts.error import AirException
         from air.workspace.gitsafe import locate_git, run_git
 
         if shutil.which("git") is None or not self.has_git_dir:
@@ -206,7 +206,7 @@ class WorktreeCheck:
         return prune
 
     def _orphan(self, path: str, branch: str | None, project: str, qroot: str) -> Problem:
-        from air.contracts import AirException
+        from air.contracts.error import AirException
         from air.doctor.checks import quarantine
         from air.doctor.service import Fix, Problem, issue
 
@@ -445,8 +445,8 @@ def run_doctor(args: dict[str, Any]) -> int:
     import trio
 
     from air import __version__
-    from air.contracts import AirException, CliExit
-    from air.contracts.platform import DoctorMode, DoctorRunInput
+    from air.contracts.doctor_report import DoctorMode, DoctorRunInput
+    from air.contracts.error import AirException, CliExit
     from air.doctor.service import DoctorService
     from air.session.project import ProjectStore
 

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from air.contracts import AirException
-from air.contracts.error import CliExit
+from air.contracts.error import AirException, CliExit
 
 GIT = ["git", "-c", "user.name=air-e2e", "-c", "user.email=air@localhost"]
 GIT += ["-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main"]

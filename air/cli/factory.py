@@ -50,8 +50,8 @@ class RuntimeFactory:
             AirException: a bad configuration (new run), or no project / no such session
                 (resume), before anything is created.
         """
-        from air.contracts import OpenSessionOptions
-        from air.contracts.permission import FailClosedPrompt
+        from air.contracts.project import OpenSessionOptions
+        from air.contracts.prompt import FailClosedPrompt
         from air.nursery.runtime import RuntimeConfig, RuntimeServices
         from air.session.project import ProjectStore
         from air.session.trust import require_trust
@@ -137,7 +137,7 @@ def _designer_models(root: str, provider: Any) -> Any:
     if not os.path.isfile(os.path.join(root, ARCHITECTURE_FILE)):
         return None
     from air.agents.architecture import load_declaration
-    from air.contracts import AirException, ErrorKind
+    from air.contracts.error import AirException, ErrorKind
 
     load_declaration(root)  # a bad file is refused now, before any task
     models = provider
@@ -146,7 +146,7 @@ def _designer_models(root: str, provider: Any) -> Any:
         return inner  # --record: the review's calls go to the manager, unrecorded
     if hasattr(models, "select_model"):
         return models
-    from air.llm import ProviderManager  # per-task cassettes (TaskCassettes)
+    from air.llm.manager import ProviderManager  # per-task cassettes (TaskCassettes)
 
     path = os.path.join(str(getattr(models, "directory", "")), DESIGNER_CASSETTE)
     if not os.path.isfile(path):

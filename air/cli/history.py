@@ -17,8 +17,11 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from air.contracts import AirException, EventFilter, ProjectContext, RuntimeEvent, TaskStatus
 from air.contracts.display import shown
+from air.contracts.error import AirException
+from air.contracts.event import EventFilter, RuntimeEvent
+from air.contracts.project import ProjectContext
+from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor, SessionState
 
 

@@ -12,7 +12,8 @@ from air.contracts.error import CliExit
 
 def run_init(args: dict[str, Any]) -> int:
     """Create ``.air/shared`` and ``.air/local`` under PATH and print the project id."""
-    from air.contracts import AirException, ProjectInitOptions
+    from air.contracts.error import AirException
+    from air.contracts.project import ProjectInitOptions
     from air.session.project import ProjectStore
 
     root = os.path.abspath(args["PATH"] or os.getcwd())

@@ -12,7 +12,10 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from air.contracts.error import AirException
 
 __all__ = ["HeadlessOptions", "RunnerFactory", "bad", "parse_options", "report_bad_input"]
 
@@ -49,7 +52,7 @@ class HeadlessOptions:
 
 def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     """An ``AirException`` of ``kind`` for the user's input, with what to do about it."""
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
@@ -122,14 +125,11 @@ def report_bad_input(exc: Any, stream: IO[str]) -> None:
         print(f"  what to do: {exc.user_action}", file=stream)
 
 
-def reported_exit(exc: BaseException, stream: IO[str]) -> int | None:
-    """A user's problem — an AirException, also inside (nested) exception groups, as a nursery
-    raises it — printed to ``stream`` (``report_bad_input``); its exit code. None for anything
-    else: a bug, whose traceback the caller lets show."""
-    from air.contracts.error import exit_code_for, first_air_exception
+def reported_exit(exc: AirException, stream: IO[str]) -> int:
+    """A user's problem printed to ``stream`` (``report_bad_input``); its exit code. Errors
+    reach the front ends one at a time: ``open_runtime`` translates exception groups at its
+    edge (``air.nursery.runtime.one_error``), so nothing here unwraps one."""
+    from air.contracts.error import exit_code_for
 
-    found = first_air_exception(exc)
-    if found is None:
-        return None
-    report_bad_input(found, stream)
-    return exit_code_for(found)
+    report_bad_input(exc, stream)
+    return exit_code_for(exc)

@@ -31,9 +31,9 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
 
     if options.runner_factory is not None:
         return RuntimeServices()
-    from air.llm import ProviderManager
-    from air.security import SecretRedactor
+    from air.llm.manager import ProviderManager
     from air.security.policy import load_policy
+    from air.security.redact import SecretRedactor
 
     redactor = SecretRedactor()
     redactor.register_environment(os.environ)  # values of *_TOKEN, *_API_KEY... (SDD §9.2)
@@ -47,7 +47,7 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         ),
     )
     if options.cassette and os.path.isdir(options.cassette):
-        from air.nursery.task_cassettes import TaskCassettes
+        from air.llm.task_cassettes import TaskCassettes
 
         directory = os.path.abspath(options.cassette)
         for name in sorted(os.listdir(directory)):
@@ -124,7 +124,7 @@ def _models_file_problem(project_root: str | None, exc: BaseException) -> Any:
 
 def _check_cassette(path: str) -> None:
     """Validate a cassette now, so a bad one is refused before the run starts."""
-    from air.llm import load_cassette
+    from air.llm.cassette import load_cassette
 
     if not os.path.isfile(path):
         what = "is not a regular file" if os.path.exists(path) else "does not exist"
@@ -164,7 +164,8 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
     Raises:
         AirException(config_error): nothing configured fits, with what to put in models.yaml.
     """
-    from air.contracts import AirException, ModelRequirement
+    from air.contracts.error import AirException
+    from air.contracts.provider import ModelRequirement
 
     if wanted and "/" in wanted:
         requirement = ModelRequirement(role="executor", model=wanted)

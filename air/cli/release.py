@@ -21,8 +21,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from air.contracts import AirException
-from air.contracts.error import CliExit
+from air.contracts.error import AirException, CliExit
 
 _SDIST = (
     "import sys\nfrom setuptools import build_meta\nprint(build_meta.build_sdist(sys.argv[1]))\n"

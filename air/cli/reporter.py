@@ -15,8 +15,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import IO, Any
 
-from air.contracts import AirException, TaskStatus
 from air.contracts.display import shown
+from air.contracts.error import AirException
+from air.contracts.task import TaskStatus
 from air.events.fold import TASK_ENDS, FoldCursor
 
 __all__ = ["Progress"]

@@ -28,7 +28,7 @@ def run_resume(argv_options: dict[str, Any], runner_factory: RunnerFactory | Non
     """``air resume``. Returns the exit code (0, 1, 2 or 130).
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
-    from air.contracts import AirException, CliExit
+    from air.contracts.error import AirException, CliExit
 
     try:
         options = parse_options({**argv_options, "BATCH": None}, runner_factory=runner_factory)

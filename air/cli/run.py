@@ -24,18 +24,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from air.cli.options import HeadlessOptions, RunnerFactory
 
-__all__ = ["HeadlessOptions", "RunnerFactory", "run_batch_session", "run_headless"]
-
-
-def __getattr__(name: str) -> Any:
-    """``HeadlessOptions`` and ``RunnerFactory``, re-exported from ``air.cli.options`` on first
-    use: importing this module imports nothing heavy, so ``run_headless`` starts the spare
-    worker before pydantic and the contracts load (IMPL-BOOT-1)."""
-    if name in ("HeadlessOptions", "RunnerFactory"):
-        import air.cli.options
-
-        return getattr(air.cli.options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["run_batch_session", "run_headless"]
 
 
 def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
@@ -75,9 +64,9 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
+    from air.cli.batch import load_batch
     from air.cli.options import bad, parse_options, report_bad_input
-    from air.contracts import AirException, CliExit
-    from air.nursery.batch import load_batch
+    from air.contracts.error import AirException, CliExit
     from air.tools.sandbox import SandboxProbe
 
     sandbox = None
@@ -114,7 +103,7 @@ def run_batch_session(
 
     from air.cli.checks import refusals
     from air.cli.options import report_bad_input, reported_exit
-    from air.contracts import AirException, CliExit
+    from air.contracts.error import AirException, CliExit
 
     # what _main needs, imported while the sandbox probe's bwrap runs (IMPL-BOOT-11)
     for name in ("air.cli.factory", "air.cli.reporter", "air.cli.signals", "air.nursery.runtime"):
@@ -127,13 +116,8 @@ def run_batch_session(
     outcome: dict[str, int] = {}
     try:
         trio.run(_main, options, specs, outcome)
-    except (AirException, BaseExceptionGroup) as exc:
-        # an AirException raised under a nursery (the session's bus, the signal watcher)
-        # arrives wrapped in a group; it is still the user's problem, not a crash
-        code = reported_exit(exc, options.stderr)
-        if code is None:
-            raise
-        return code
+    except AirException as exc:  # open_runtime's edge made it one (never a group)
+        return reported_exit(exc, options.stderr)
     return outcome.get("code", CliExit.FAILED)
 
 
@@ -142,7 +126,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.cli.options import bad
     from air.cli.reporter import Progress
     from air.cli.signals import watch_signals
-    from air.contracts import CliExit, EventFilter
+    from air.contracts.error import CliExit
+    from air.contracts.event import EventFilter
     from air.events.fold import TASK_ENDS
     from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime

@@ -22,7 +22,7 @@ async def watch_signals(runtime: Any, stderr: IO[str]) -> None:
     """
     import trio
 
-    from air.contracts import CliExit
+    from air.contracts.error import CliExit
 
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         count = 0

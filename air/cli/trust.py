@@ -70,7 +70,7 @@ def ask_trust(config: Any, *, stdin: IO[str], out: IO[str]) -> bool:
 
 def run_trust(args: dict[str, Any]) -> int:
     """``air trust``. Exit 0 trusted (or nothing to trust, or revoked), 2 not trusted."""
-    from air.contracts import CliExit
+    from air.contracts.error import CliExit
     from air.session.trust import record_trust, revoke_trust, trust_scan, trusted
 
     root = trust_root(args.get("PATH"))

@@ -2,8 +2,9 @@
 
 Owns the prompt layers L0-L9 (SDD §10.2, baselines §A.12): loading the resource-backed ones,
 assembling the session/task ones, fitting them to a token budget, reporting omissions, and the
-compaction policy (SDD §10.3, §19.3). Imports contracts only (and reads store rows through
-injected readers); never roles, llm or artifacts.
+compaction policy (SDD §10.3, §19.3) and the session compactor that runs it
+(``air.context.compactor``, not imported here). Imports contracts and store (reads store rows
+through injected readers, records through an injected ledger); never roles, llm or artifacts.
 """
 
 from __future__ import annotations

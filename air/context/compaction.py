@@ -8,7 +8,7 @@ pieces of compaction as a task (IMPL-ARCH-4): ``pinned_facts`` (acceptance crite
 lines and file paths under edit, kept verbatim), ``chunk_messages`` (an immutable range cut into
 chunks that each fit a token budget) and ``render_summary`` (pinned facts first, then the chunk
 summaries). It never deletes or edits messages (originals are preserved for backtracking) and
-emits no events: ``air.nursery.compaction`` does that (SDD §19.3).
+emits no events: ``air.context.compactor`` does that (SDD §19.3).
 """
 
 from __future__ import annotations

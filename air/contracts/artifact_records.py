@@ -2,9 +2,8 @@
 ``ArtifactReadResult``) and the knowledge records SDD §3 merges into ``air.contracts.artifact``
 (``DebugRecord``, ``LearnedMemory``, ``MemoryType``, ``MemoryStatus``).
 
-Owns nothing new: every name here is public from ``air.contracts.artifact`` (and
-``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
-them; a run builds none of them before its first model request (IMPL-BOOT-12).
+Its users import it where they use one of its models; a run builds none of them before its first
+model request (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

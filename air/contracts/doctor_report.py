@@ -1,9 +1,8 @@
 """The Doctor's contracts (SDD §3 merges them into ``air.contracts.platform``): ``PlatformTier``,
 ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput``, ``DoctorRunOutput``.
 
-Owns nothing new: every name here is public from ``air.contracts.platform`` (and
-``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
-them, so a process that only names a ``ProcessIdentity`` builds none of these (IMPL-BOOT-12).
+Its users import it where they use one of its models, so a process that only names a
+``ProcessIdentity`` builds none of these (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

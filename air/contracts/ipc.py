@@ -1,69 +1,36 @@
 """IPC contracts between the parent and a worker (contracts §10): envelope, kinds, payloads.
 
 Owns: ``IPC_PROTOCOL_VERSION``, ``IpcKind`` and the two direction sets, ``IpcEnvelope`` (the one
-NDJSON line shape), the control payloads (``agent.start`` / ``cancel`` / ``pause`` / ``resume`` /
-``extend_timeout`` and the IMPL controls ``agent.wrap_up`` and ``agent.get_state``), and the
-payloads of ``tool.call`` / ``tool.result`` / ``tool.stream`` / ``worker.result`` /
-``worker.checkpoint`` / ``event`` / ``log`` / ``protocol.error``. ``worker.ready`` travels as an
-``event`` whose inner type is ``worker.ready`` (IMPL-IPC-1): a live signal, never persisted.
+NDJSON line shape), ``agent.start``'s control and ``tool.call``'s payload. ``worker.ready``
+travels as an ``event`` whose inner type is ``worker.ready`` (IMPL-IPC-1): a live signal, never
+persisted.
 
 The controls after ``agent.start``, ``ControlPayload`` and the worker's payloads but
-``tool.call``'s (which carries the first ``provider.complete``) live in
-``air.contracts.ipc_messages`` and are public from here through a module ``__getattr__``: a
-parent builds none of them before its first model request (IMPL-BOOT-12).
+``tool.call``'s (which carries the first ``provider.complete``) are
+``air.contracts.ipc_messages``': a parent builds none of them before its first model request
+(IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.exports import lazy_export
 from air.contracts.ids import AgentID, Contract, ISOTimeString, JsonObject, SessionID
 from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.contracts.task import TaskSpec
-
-if TYPE_CHECKING:
-    from air.contracts.ipc_messages import (
-        AgentCancelControl,
-        AgentExtendTimeoutControl,
-        AgentGetStateControl,
-        AgentPauseControl,
-        AgentResumeControl,
-        AgentWrapUpControl,
-        ControlPayload,
-        LogPayload,
-        ProtocolErrorPayload,
-        ToolStreamPayload,
-        WorkerCheckpointPayload,
-        WorkerEventPayload,
-        WorkerReadyPayload,
-    )
 
 __all__ = [
     "IPC_PROTOCOL_VERSION",
     "PARENT_TO_WORKER",
     "WORKER_READY_EVENT",
     "WORKER_TO_PARENT",
-    "AgentCancelControl",
-    "AgentExtendTimeoutControl",
-    "AgentGetStateControl",
-    "AgentPauseControl",
-    "AgentResumeControl",
     "AgentStartControl",
-    "AgentWrapUpControl",
-    "ControlPayload",
     "IpcDirection",
     "IpcEnvelope",
     "IpcKind",
-    "LogPayload",
-    "ProtocolErrorPayload",
     "ToolCallPayload",
-    "ToolStreamPayload",
-    "WorkerCheckpointPayload",
-    "WorkerEventPayload",
-    "WorkerReadyPayload",
 ]
 
 IPC_PROTOCOL_VERSION = 1
@@ -122,29 +89,3 @@ class ToolCallPayload(Contract):
 
     name: str
     input: JsonObject = Field(default_factory=dict)
-
-
-_LATE = dict.fromkeys(
-    (
-        "AgentCancelControl",
-        "AgentExtendTimeoutControl",
-        "AgentGetStateControl",
-        "AgentPauseControl",
-        "AgentResumeControl",
-        "AgentWrapUpControl",
-        "ControlPayload",
-        "LogPayload",
-        "ProtocolErrorPayload",
-        "ToolStreamPayload",
-        "WorkerCheckpointPayload",
-        "WorkerEventPayload",
-        "WorkerReadyPayload",
-    ),
-    "ipc_messages",
-)
-"""The public names of this module that ``air.contracts.ipc_messages`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.ipc_messages``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

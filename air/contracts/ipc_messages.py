@@ -5,8 +5,7 @@ IMPL-BOOT-12): the controls after ``agent.start`` (``agent.cancel`` / ``pause`` 
 (``tool.stream``, ``event`` with ``worker.ready``, ``log``, ``worker.checkpoint``,
 ``protocol.error``).
 
-Owns nothing new: every name here is public from ``air.contracts.ipc`` (and ``air.contracts``),
-whose module ``__getattr__`` imports this module at the first use of one of them.
+Its users import it where they use one of its models.
 """
 
 from __future__ import annotations

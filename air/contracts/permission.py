@@ -5,60 +5,29 @@ Owns: ``PathCategory`` (8), ``CommandCategory`` (10), ``PermissionAction`` (6),
 ``PermissionRecordResult``, ``PathRiskClassification``, ``CommandRiskAnalysis`` (contracts §13;
 category names IMPL, see docs/decisions.md).
 
-Also owns the permission-prompt interface (IMPL-SPINE-5): ``PermissionPrompt`` is what asks the
-person about an ``ask_user`` decision (the console implements it; the headless path uses
-``FailClosedPrompt``, which refuses every question), with ``PermissionPromptRequest`` (the
-tool, the decision, the pending items, the command's segments and the risk) and
-``PermissionPromptResponse`` (allow once / task / session / project, or deny).
-
-The enums, ``RiskLevel``, ``PathPolicy`` (a tool definition's), ``PermissionAnswer`` and the
-prompt interface are defined here; the records of a request, its analysis and its decision live
-in ``air.contracts.permission_records``, public from here through a module ``__getattr__``: a
-run builds them at its first permission check, not before its first model request
+Only the enums, ``RiskLevel``, ``PathPolicy`` (a tool definition's) and ``PermissionAnswer`` are
+defined here; the records of a request, its analysis and its decision are
+``air.contracts.permission_records``'s, the prompt interface ``air.contracts.prompt``'s: a run
+builds the records at its first permission check, not before its first model request
 (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.exports import lazy_export
 from air.contracts.ids import Contract, empty_list
-
-if TYPE_CHECKING:
-    from air.contracts.permission_records import (
-        CommandRiskAnalysis,
-        CommandSegment,
-        DeclaredPermissions,
-        PathRiskClassification,
-        PermissionDecision,
-        PermissionPromptRequest,
-        PermissionPromptResponse,
-        PermissionRecordResult,
-        PermissionRequestContext,
-    )
 
 __all__ = [
     "CommandCategory",
-    "CommandRiskAnalysis",
-    "CommandSegment",
-    "DeclaredPermissions",
-    "FailClosedPrompt",
     "PathCategory",
     "PathPolicy",
-    "PathRiskClassification",
     "PermissionAction",
     "PermissionAnswer",
-    "PermissionDecision",
     "PermissionGrantScope",
-    "PermissionPrompt",
-    "PermissionPromptRequest",
-    "PermissionPromptResponse",
-    "PermissionRecordResult",
-    "PermissionRequestContext",
     "RiskLevel",
 ]
 
@@ -119,40 +88,3 @@ class PathPolicy(Contract):
 
 PermissionAnswer = Literal["allow_once", "allow_task", "allow_session", "allow_project", "deny"]
 """The person's answer to a prompt (the console's choices; ``UiCommand.decision``)."""
-
-
-class PermissionPrompt(Protocol):
-    """Asks the person (the console implements it). Must answer; a refusal is ``deny``."""
-
-    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse: ...
-
-
-class FailClosedPrompt:
-    """The headless answer: nobody is there to ask, so every question is denied."""
-
-    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
-        from air.contracts.permission_records import PermissionPromptResponse
-
-        return PermissionPromptResponse(approved=False)
-
-
-_LATE = dict.fromkeys(
-    (
-        "CommandRiskAnalysis",
-        "CommandSegment",
-        "DeclaredPermissions",
-        "PathRiskClassification",
-        "PermissionDecision",
-        "PermissionPromptRequest",
-        "PermissionPromptResponse",
-        "PermissionRecordResult",
-        "PermissionRequestContext",
-    ),
-    "permission_records",
-)
-"""The public names of this module that ``air.contracts.permission_records`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.permission_records``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

@@ -4,35 +4,17 @@ Owns: ``ProcessIdentity`` (IMPL-SPINE-4): the one way air names a process it may
 (pid + ``/proc/PID/stat`` start time + boot id), used by run records, the owner lock, agent
 events, recovery and the monitor. Reading it from ``/proc`` lives in ``air/ipc/procs.py``.
 ``PlatformTier``, ``DoctorMode``, ``DoctorIssue``, ``DoctorRunInput`` and ``DoctorRunOutput``
-are public from here too; they live in ``air.contracts.doctor_report``, imported by a module
-``__getattr__`` at their first use (only ``air doctor`` uses them; IMPL-BOOT-12).
+are ``air.contracts.doctor_report``'s (only ``air doctor`` uses them; IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from air.contracts.exports import lazy_export
 from air.contracts.ids import Contract
 
-if TYPE_CHECKING:
-    from air.contracts.doctor_report import (
-        DoctorIssue,
-        DoctorMode,
-        DoctorRunInput,
-        DoctorRunOutput,
-        PlatformTier,
-    )
-
-__all__ = [
-    "DoctorIssue",
-    "DoctorMode",
-    "DoctorRunInput",
-    "DoctorRunOutput",
-    "PlatformTier",
-    "ProcessIdentity",
-]
+__all__ = ["ProcessIdentity"]
 
 
 class ProcessIdentity(Contract):
@@ -68,15 +50,3 @@ class ProcessIdentity(Contract):
     def start_ticks(self) -> int | None:
         """The start time as an integer (None when unknown or not a number)."""
         return int(self.start_time) if self.start_time and self.start_time.isdigit() else None
-
-
-_LATE = dict.fromkeys(
-    ("DoctorIssue", "DoctorMode", "DoctorRunInput", "DoctorRunOutput", "PlatformTier"),
-    "doctor_report",
-)
-"""The public names of this module that ``air.contracts.doctor_report`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.doctor_report``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

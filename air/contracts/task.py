@@ -3,20 +3,18 @@
 Owns: ``TaskSpec`` and its parts (scope, dependencies, verification, constraints, context
 refs), the closed enums of tasks / dependencies / workspaces, and the scheduler symbols merged
 here by SDD §3 (``SchedulerState``, ``SchedulerWavePlan``, ``SchedulerRunResult``,
-``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``). The three results
-(``SchedulerRunResult``, ``RetryDecision``, ``MergeResult``) live in ``air.contracts.task_results``
-and are public from here through a module ``__getattr__``: a run builds them only once a task
-ends, not before its first model request (IMPL-BOOT-12).
+``RetryDecision``, ``WorkspacePlan``, ``WorkspaceRef``, ``MergeResult``), but the three results
+(``SchedulerRunResult``, ``RetryDecision``, ``MergeResult``): ``air.contracts.task_results`` owns
+them, so a run builds them only once a task ends (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from air.contracts.exports import lazy_export
 from air.contracts.ids import (
     AgentID,
     Contract,
@@ -28,20 +26,14 @@ from air.contracts.ids import (
 )
 from air.contracts.runtime import AgentType
 
-if TYPE_CHECKING:
-    from air.contracts.task_results import MergeResult, RetryDecision, SchedulerRunResult
-
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
     "OUTPUT_CONTRACT_FOR_TASK",
     "TERMINAL_TASK_STATUSES",
     "DependencySource",
     "DependencyType",
-    "MergeResult",
     "ModelPolicy",
     "RetryAction",
-    "RetryDecision",
-    "SchedulerRunResult",
     "SchedulerState",
     "SchedulerWavePlan",
     "TaskConstraints",
@@ -255,12 +247,3 @@ class RetryAction(StrEnum):
     SKIP = "skip"
     BLOCK = "block"
     CANCEL = "cancel"
-
-
-_LATE = dict.fromkeys(("MergeResult", "RetryDecision", "SchedulerRunResult"), "task_results")
-"""The public names of this module that ``air.contracts.task_results`` holds."""
-
-
-def __getattr__(name: str) -> Any:
-    """A name of ``_LATE`` from ``air.contracts.task_results``, cached here afterwards."""
-    return lazy_export("air.contracts", _LATE, globals(), name, owner=__name__)

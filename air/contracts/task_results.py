@@ -2,9 +2,7 @@
 ``SchedulerRunResult`` (a run), ``RetryDecision`` (a failed attempt), ``MergeResult`` (a
 workspace merged back).
 
-Owns nothing new: every name here is public from ``air.contracts.task`` (and
-``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
-them (IMPL-BOOT-12).
+Its users import it where they use one of its models (IMPL-BOOT-12).
 """
 
 from __future__ import annotations

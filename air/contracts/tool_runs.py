@@ -1,9 +1,8 @@
 """What one tool call runs with and hands back (contracts §12, §21): ``ToolExecutionContext``,
 ``ToolResultEnvelope``, ``ToolEvent`` and ``Diagnostic``.
 
-Owns nothing new: every name here is public from ``air.contracts.tool`` (and
-``air.contracts``), whose module ``__getattr__`` imports this module at the first use of one of
-them; a run builds none of them before its first model request (IMPL-BOOT-12).
+Its users import it where they use one of its models; a run builds none of them before its first
+model request (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
@@ -12,11 +11,11 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from air.contracts.artifact import ArtifactRef
+from air.contracts.artifact_records import ArtifactRef
 from air.contracts.error import AirError
-from air.contracts.evidence import EvidenceRef
+from air.contracts.evidence_records import EvidenceRef
 from air.contracts.ids import AgentID, Contract, SessionID, TaskID, ToolRunID, empty_list
-from air.contracts.permission import PermissionDecision
+from air.contracts.permission_records import PermissionDecision
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.tool import DiagnosticSeverity, ToolResultStatus
 

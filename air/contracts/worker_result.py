@@ -13,9 +13,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from air.contracts.artifact import ArtifactRef
+from air.contracts.artifact_records import ArtifactRef
 from air.contracts.error import AirError
-from air.contracts.evidence import EvidenceRef
+from air.contracts.evidence_records import EvidenceRef
 from air.contracts.ids import AgentID, Contract, TaskID, empty_list
 from air.contracts.runtime import AgentType
 

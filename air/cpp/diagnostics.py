@@ -31,7 +31,8 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from air.contracts.tool import Diagnostic, DiagnosticSeverity
+from air.contracts.tool import DiagnosticSeverity
+from air.contracts.tool_runs import Diagnostic
 
 __all__ = [
     "DiagnosticCollector",

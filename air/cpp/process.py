@@ -3,8 +3,10 @@
 Owns ``CommandResult``, ``CommandRunner`` (the protocol every runner implements: the tools
 layer's sandboxed runner records ``command_runs``; ``LocalCommandRunner`` runs the command
 directly for benchmarks and for code that has no session), ``read_workspace_file``, the one
-way the toolchain reads a file a command wrote (no symlinks, inside the workspace, bounded), and
-``parse_tool_xml``, the one way it parses XML a tool wrote (no DTD, no entities).
+way the toolchain reads a file a command wrote (no symlinks, inside the workspace, bounded;
+``remove_written_file`` removes one), both through the read-only view of the call in progress
+when there is one (``air.cpp.view``), and ``parse_tool_xml``, the one way it parses XML a tool
+wrote (no DTD, no entities).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import IO, Protocol
 import trio
 
 from air.contracts.error import AirException, ErrorKind
+from air.cpp.view import active_view
 
 __all__ = [
     "Child",
@@ -33,6 +36,7 @@ __all__ = [
     "is_plain_file",
     "parse_tool_xml",
     "read_workspace_file",
+    "remove_written_file",
 ]
 
 Spawn = Callable[..., "subprocess.Popen[bytes]"]
@@ -244,9 +248,29 @@ class LocalCommandRunner:
 
 
 def is_plain_file(*parts: str) -> bool:
-    """True when the joined path is a regular file and not a symlink (cheap, synchronous)."""
+    """True when the joined path is a regular file and not a symlink (cheap, synchronous),
+    as the read-only view of the call in progress shows it, if there is one."""
     path = os.path.join(*parts)
+    view = active_view()
+    if view is not None:
+        located = view.locate(path)
+        if located is None:
+            return False
+        path = located
     return os.path.isfile(path) and not os.path.islink(path)
+
+
+def remove_written_file(workspace: str, path: str) -> None:
+    """Remove ``path`` (relative to ``workspace``), a file a command wrote; in a read-only view
+    only the view's copy is removed, never a file of the project."""
+    full = os.path.join(os.path.realpath(workspace), path)
+    view = active_view()
+    if view is not None:
+        located = view.locate(full)
+        if located is None or not view.in_upper(located):
+            return
+        full = located
+    os.unlink(full)
 
 
 def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> bytes | None:
@@ -259,6 +283,13 @@ def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> 
     """
     ws = os.path.realpath(workspace)
     full = os.path.join(ws, path)
+    view = active_view()
+    if view is not None:
+        located = view.locate(full)
+        if located is None:
+            return None
+        if view.in_upper(located):
+            ws, full = view.upper, located
     parent = os.path.realpath(os.path.dirname(full))
     if parent != ws and not parent.startswith(ws + os.sep):
         raise _refuse(f"{path} is outside the workspace")

@@ -24,6 +24,7 @@ from air.cpp.diagnostics import (
     ParsedDiagnostic,
 )
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
+from air.cpp.view import active_view
 
 __all__ = [
     "CMakeConfigurator",
@@ -162,8 +163,23 @@ def safe_build_dir(workspace: str, build_dir: str, what: str = "build_dir") -> s
 
 def mark_build_dir(workspace: str, build_dir: str) -> None:
     """Create ``build_dir`` with a ``.gitignore`` of ``*`` so that git (and so a worktree's
-    merge) never picks up build outputs, whatever the project's own ignore rules say."""
+    merge) never picks up build outputs, whatever the project's own ignore rules say; in a
+    read-only view, in the view (``air.cpp.view``), never in the project.
+
+    Raises:
+        AirException: ``policy_error`` when the view's build dir leads out of the view.
+    """
     full = os.path.join(os.path.realpath(workspace), build_dir)
+    view = active_view()
+    if view is not None:
+        full = view.writable(full)
+        real = os.path.realpath(full)
+        if not view.in_upper(real) or real == view.upper:
+            raise AirException.of(
+                kind=ErrorKind.POLICY_ERROR,
+                message=f"{build_dir} leads outside the task's read-only view",
+                user_action="Remove the symlink a command left in the build dir's place.",
+            )
     os.makedirs(full, exist_ok=True)
     marker = os.path.join(full, ".gitignore")
     if not os.path.lexists(marker):

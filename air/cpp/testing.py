@@ -22,6 +22,7 @@ from air.cpp.process import (
     is_plain_file,
     parse_tool_xml,
     read_workspace_file,
+    remove_written_file,
 )
 from air.cpp.project import safe_build_dir
 
@@ -249,7 +250,7 @@ class CppTestRunner:
         xml = read_workspace_file(input.workspace, rel)
         tests = parse_junit(xml) if xml else []
         if xml is not None:
-            os.unlink(os.path.join(input.workspace, rel))
+            remove_written_file(input.workspace, rel)
         ok = (
             result.exit_code == 0
             and not result.timed_out

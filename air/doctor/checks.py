@@ -24,8 +24,9 @@ from urllib.parse import urlparse
 import sqlite_utils
 import trio
 
-from air.contracts import AirException, ModelsConfig
+from air.contracts.error import AirException
 from air.contracts.ids import utc_now_iso
+from air.contracts.provider import ModelsConfig
 from air.doctor.service import Fix, Problem, Severity, issue
 
 __all__ = [

@@ -23,16 +23,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from air.contracts import AirException
-from air.contracts.event import EventSource, new_event
-from air.contracts.ids import new_uuid, utc_now_iso
-from air.contracts.platform import (
+from air.contracts.doctor_report import (
     DoctorIssue,
     DoctorMode,
     DoctorRunInput,
     DoctorRunOutput,
     PlatformTier,
 )
+from air.contracts.error import AirException
+from air.contracts.event import EventSource, new_event
+from air.contracts.ids import new_uuid, utc_now_iso
 
 __all__ = [
     "DOCTOR_SESSION_ID",

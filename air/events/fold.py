@@ -27,10 +27,33 @@ from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.contracts.runtime import AgentType
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus
-from air.events import payloads as p
+from air.events.payloads import payload_model
 
 if TYPE_CHECKING:
     from air.contracts.worker_result import WorkerResult
+    from air.events.payloads.ends import (
+        TaskBlockedPayload,
+        TaskCancelledPayload,
+        TaskCompletedPayload,
+        TaskFailedPayload,
+        TaskInterruptedPayload,
+    )
+    from air.events.payloads.knowledge import (
+        CompactionCompletedPayload,
+        CompactionFailedPayload,
+        CompactionRequestedPayload,
+        CompactionStartedPayload,
+    )
+    from air.events.payloads.start import (
+        AgentStartedPayload,
+        DependencyPayload,
+        SessionCreatedPayload,
+        TaskCreatedPayload,
+        TaskDependencyAddedPayload,
+        TaskStartedPayload,
+        WorkspaceCreatedPayload,
+    )
+    from air.events.payloads.tools import CommandStartedPayload, ToolStartedPayload
 
 __all__ = [
     "AGENT_FROM",
@@ -106,7 +129,7 @@ _WORKSPACE_TO = {
     "workspace.abandoned": "abandoned",
     "workspace.cleaned": "cleaned",
 }
-# events an agent's evidence is read from (``air.nursery.evidence``)
+# events an agent's evidence is read from (``air.artifacts.evidence``)
 _EVIDENCE_TYPES = frozenset(
     {
         "tool.started",
@@ -344,7 +367,7 @@ def _add_edge(
     return state.dependencies.set(edge.task_id, (*edges, edge))
 
 
-def _dep(task_id: str, d: p.DependencyPayload) -> DependencyFact:
+def _dep(task_id: str, d: DependencyPayload) -> DependencyFact:
     return DependencyFact(
         task_id=task_id,
         depends_on_task_id=d.depends_on_task_id,
@@ -358,7 +381,7 @@ def _new_task(
     state: SessionState,
     event: RuntimeEvent,
     spec: TaskSpec,
-    deps: Sequence[p.DependencyPayload],
+    deps: Sequence[DependencyPayload],
     *,
     compaction: bool = False,
     origin_message_id: str | None = None,
@@ -380,10 +403,10 @@ def _new_task(
     return state
 
 
-def _task_created(
-    state: SessionState, event: RuntimeEvent, x: p.TaskCreatedPayload
-) -> SessionState:
-    deps = x.dependencies or [p.DependencyPayload.from_spec(d) for d in x.task_spec.dependencies]
+def _task_created(state: SessionState, event: RuntimeEvent, x: TaskCreatedPayload) -> SessionState:
+    from air.events.payloads.start import DependencyPayload  # loaded: x is one of its
+
+    deps = x.dependencies or [DependencyPayload.from_spec(d) for d in x.task_spec.dependencies]
     return _new_task(
         state,
         event,
@@ -395,7 +418,7 @@ def _task_created(
 
 
 def _dependency_added(
-    state: SessionState, event: RuntimeEvent, x: p.TaskDependencyAddedPayload
+    state: SessionState, event: RuntimeEvent, x: TaskDependencyAddedPayload
 ) -> SessionState:
     for task_id in (x.task_id, x.depends_on_task_id):
         if task_id not in state.tasks:
@@ -403,9 +426,7 @@ def _dependency_added(
     return state._replace(dependencies=_add_edge(state, event, _dep(x.task_id, x)))
 
 
-def _task_started(
-    state: SessionState, event: RuntimeEvent, x: p.TaskStartedPayload
-) -> SessionState:
+def _task_started(state: SessionState, event: RuntimeEvent, x: TaskStartedPayload) -> SessionState:
     task = _task(state, event, x.task_id)
     expected = len(task.attempts) + 1
     if x.attempt_index != expected:
@@ -444,7 +465,7 @@ def _end_task(
 
 
 def _task_completed(
-    state: SessionState, event: RuntimeEvent, x: p.TaskCompletedPayload
+    state: SessionState, event: RuntimeEvent, x: TaskCompletedPayload
 ) -> SessionState:
     return _end_task(
         state,
@@ -456,9 +477,7 @@ def _task_completed(
     )
 
 
-def _task_blocked(
-    state: SessionState, event: RuntimeEvent, x: p.TaskBlockedPayload
-) -> SessionState:
+def _task_blocked(state: SessionState, event: RuntimeEvent, x: TaskBlockedPayload) -> SessionState:
     return _end_task(
         state,
         event,
@@ -470,7 +489,7 @@ def _task_blocked(
     )
 
 
-def _task_failed(state: SessionState, event: RuntimeEvent, x: p.TaskFailedPayload) -> SessionState:
+def _task_failed(state: SessionState, event: RuntimeEvent, x: TaskFailedPayload) -> SessionState:
     task = _task(state, event, x.task_id)
     failure = FailureFact(
         attempt_index=x.attempt_index or len(task.attempts),
@@ -491,7 +510,7 @@ def _task_failed(state: SessionState, event: RuntimeEvent, x: p.TaskFailedPayloa
 
 
 def _task_cancelled(
-    state: SessionState, event: RuntimeEvent, x: p.TaskCancelledPayload
+    state: SessionState, event: RuntimeEvent, x: TaskCancelledPayload
 ) -> SessionState:
     return _end_task(
         state, event, x.task_id, x.attempt_index, TaskStatus.CANCELLED, blocked_reason=x.reason
@@ -499,13 +518,13 @@ def _task_cancelled(
 
 
 def _task_interrupted(
-    state: SessionState, event: RuntimeEvent, x: p.TaskInterruptedPayload
+    state: SessionState, event: RuntimeEvent, x: TaskInterruptedPayload
 ) -> SessionState:
     return _end_task(state, event, x.task_id, x.attempt_index, TaskStatus.INTERRUPTED)
 
 
 def _compaction_requested(
-    state: SessionState, event: RuntimeEvent, x: p.CompactionRequestedPayload
+    state: SessionState, event: RuntimeEvent, x: CompactionRequestedPayload
 ) -> SessionState:
     if not x.accepted or x.task_spec is None:
         return state
@@ -515,14 +534,14 @@ def _compaction_requested(
 
 
 def _compaction_started(
-    state: SessionState, event: RuntimeEvent, x: p.CompactionStartedPayload
+    state: SessionState, event: RuntimeEvent, x: CompactionStartedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
     return _put_task(state, task, task._replace(status=TaskStatus.RUNNING, agent_id=x.agent_id))
 
 
 def _compaction_completed(
-    state: SessionState, event: RuntimeEvent, x: p.CompactionCompletedPayload
+    state: SessionState, event: RuntimeEvent, x: CompactionCompletedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
     new = task._replace(status=TaskStatus.COMPLETED, summary_id=x.summary_id)
@@ -530,7 +549,7 @@ def _compaction_completed(
 
 
 def _compaction_failed(
-    state: SessionState, event: RuntimeEvent, x: p.CompactionFailedPayload
+    state: SessionState, event: RuntimeEvent, x: CompactionFailedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
     status = TaskStatus.BLOCKED if x.blocked else TaskStatus.FAILED
@@ -538,7 +557,7 @@ def _compaction_failed(
 
 
 def _session_created(
-    state: SessionState, event: RuntimeEvent, x: p.SessionCreatedPayload
+    state: SessionState, event: RuntimeEvent, x: SessionCreatedPayload
 ) -> SessionState:
     if state.session is not None:
         raise _fail(event, f"session {x.session_id} already exists")
@@ -556,7 +575,7 @@ def _session_status(status: str) -> Callable[[SessionState, RuntimeEvent, Any], 
 
 
 def _agent_started(
-    state: SessionState, event: RuntimeEvent, x: p.AgentStartedPayload
+    state: SessionState, event: RuntimeEvent, x: AgentStartedPayload
 ) -> SessionState:
     existing = state.agents.get(x.agent_id)
     if existing is not None:
@@ -596,9 +615,7 @@ def _agent_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState
     return state._replace(agents=state.agents.set(x.agent_id, fact))
 
 
-def _tool_started(
-    state: SessionState, event: RuntimeEvent, x: p.ToolStartedPayload
-) -> SessionState:
+def _tool_started(state: SessionState, event: RuntimeEvent, x: ToolStartedPayload) -> SessionState:
     if x.tool_run_id in state.tool_runs:
         raise _fail(event, f"tool run {x.tool_run_id} already exists")
     fact = ToolRunFact(x.tool_run_id, x.tool_name, x.task_id, x.agent_id)
@@ -620,7 +637,7 @@ def _tool_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
 
 
 def _command_started(
-    state: SessionState, event: RuntimeEvent, x: p.CommandStartedPayload
+    state: SessionState, event: RuntimeEvent, x: CommandStartedPayload
 ) -> SessionState:
     if x.command_run_id in state.command_runs:
         raise _fail(event, f"command run {x.command_run_id} already exists")
@@ -644,7 +661,7 @@ def _command_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionSta
 
 
 def _workspace_created(
-    state: SessionState, event: RuntimeEvent, x: p.WorkspaceCreatedPayload
+    state: SessionState, event: RuntimeEvent, x: WorkspaceCreatedPayload
 ) -> SessionState:
     if x.workspace_id in state.workspaces:
         raise _fail(event, f"workspace {x.workspace_id} already exists")
@@ -669,11 +686,17 @@ def _workspace_step(state: SessionState, event: RuntimeEvent, x: Any) -> Session
     if ws.status not in allowed:
         raise _fail(event, f"workspace {x.workspace_id} is {ws.status}, expected one of {allowed}")
     fact = ws._replace(status=_WORKSPACE_TO[event.type])
-    if isinstance(x, p.WorkspaceMergeCompletedPayload):
+    from air.events.payloads.ends import (  # loaded: x is one of its (all steps but created)
+        WorkspaceAbandonedPayload,
+        WorkspaceMergeCompletedPayload,
+        WorkspaceMergeConflictedPayload,
+    )
+
+    if isinstance(x, WorkspaceMergeCompletedPayload):
         fact = fact._replace(merge_commit=x.merge_commit)
-    elif isinstance(x, p.WorkspaceMergeConflictedPayload):
+    elif isinstance(x, WorkspaceMergeConflictedPayload):
         fact = fact._replace(conflicted_paths=tuple(x.conflicted_paths), kept_branch=x.kept_branch)
-    elif isinstance(x, p.WorkspaceAbandonedPayload) and x.kept_branch is not None:
+    elif isinstance(x, WorkspaceAbandonedPayload) and x.kept_branch is not None:
         fact = fact._replace(kept_branch=x.kept_branch)
     return state._replace(workspaces=state.workspaces.set(x.workspace_id, fact))
 
@@ -761,7 +784,7 @@ def apply(
 
 
 def _validate(event: RuntimeEvent) -> BaseModel:
-    model = p.payload_model(event.type, event.version)
+    model = payload_model(event.type, event.version)
     if model is None:
         raise _fail(event, f"unknown event type {event.type} v{event.version}")
     try:

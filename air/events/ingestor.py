@@ -16,7 +16,6 @@ from pydantic import BaseModel
 
 from air.contracts.error import AirException
 from air.contracts.event import EventPersistence, RuntimeEvent
-from air.events import payloads as p
 from air.events.bus import EventBus
 from air.events.registry import EventSchemaRegistry
 from air.events.store import EventStore
@@ -57,7 +56,11 @@ class EventIngestor:
 
     def _fold_heartbeat(self, event: RuntimeEvent, payload: BaseModel) -> None:
         # agent.heartbeat is coalesced into the agents' heartbeat columns (IMPL-EVT-4).
-        if event.type == "agent.heartbeat" and isinstance(payload, p.AgentHeartbeatPayload):
+        if event.type != "agent.heartbeat":
+            return
+        from air.events.payloads.ends import AgentHeartbeatPayload  # loaded: payload is its
+
+        if isinstance(payload, AgentHeartbeatPayload):
             self.store.store.agents.update_heartbeat(
                 payload.agent_id,
                 at=event.timestamp,

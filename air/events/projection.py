@@ -10,16 +10,66 @@ of Table B and the append-only families write nothing here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic_core
 from pydantic import BaseModel
 
 from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
-from air.events import payloads as p
 from air.events.fold import AGENT_FROM, TASK_FROM, TOOL_FROM, WORKSPACE_FROM
+from air.events.payloads import DURABLE_TYPES
 from air.store.repositories import Repository, Row, SessionStore
+
+if TYPE_CHECKING:
+    from air.events.payloads.conversation import (
+        AssistantMessageCreatedPayload,
+        AssistantMessageFailedPayload,
+        AssistantMessageStartedPayload,
+        UserMessageCreatedPayload,
+    )
+    from air.events.payloads.ends import (
+        SessionArchivedPayload,
+        SessionDeletedPayload,
+        TaskBlockedPayload,
+        TaskCancelledPayload,
+        TaskCompletedPayload,
+        TaskFailedPayload,
+        TaskInterruptedPayload,
+        WorkspaceAbandonedPayload,
+        WorkspaceCleanedPayload,
+        WorkspaceMergeCompletedPayload,
+        WorkspaceMergeConflictedPayload,
+        WorkspaceMergeStartedPayload,
+    )
+    from air.events.payloads.knowledge import (
+        CompactionCompletedPayload,
+        CompactionFailedPayload,
+        CompactionRequestedPayload,
+        CompactionStartedPayload,
+        SummaryCreatedPayload,
+    )
+    from air.events.payloads.start import (
+        AgentStartedPayload,
+        DependencyPayload,
+        SessionCreatedPayload,
+        TaskCreatedPayload,
+        TaskDependencyAddedPayload,
+        TaskStartedPayload,
+        WorkspaceCreatedPayload,
+    )
+    from air.events.payloads.tools import (
+        ArtifactCreatedPayload,
+        CommandCompletedPayload,
+        CommandFailedPayload,
+        CommandStartedPayload,
+        DiagnosticCreatedPayload,
+        EvidenceCreatedPayload,
+        ToolCancelledPayload,
+        ToolCompletedPayload,
+        ToolFailedPayload,
+        ToolStartedPayload,
+    )
 
 __all__ = ["APPEND_ONLY_TYPES", "PROJECTED_TYPES", "project"]
 
@@ -81,7 +131,7 @@ def _transition(
 # --- sessions -----------------------------------------------------------------------------
 
 
-def _session_created(ctx: _Ctx, x: p.SessionCreatedPayload) -> None:
+def _session_created(ctx: _Ctx, x: SessionCreatedPayload) -> None:
     ctx.store.sessions.insert(
         {
             "id": x.session_id,
@@ -98,7 +148,7 @@ def _session_created(ctx: _Ctx, x: p.SessionCreatedPayload) -> None:
 
 
 def _session_status(status: str, column: str) -> Callable[[_Ctx, Any], None]:
-    def apply(ctx: _Ctx, x: p.SessionArchivedPayload | p.SessionDeletedPayload) -> None:
+    def apply(ctx: _Ctx, x: SessionArchivedPayload | SessionDeletedPayload) -> None:
         _transition(
             ctx,
             ctx.store.sessions,
@@ -114,7 +164,7 @@ def _session_status(status: str, column: str) -> Callable[[_Ctx, Any], None]:
 # --- messages -----------------------------------------------------------------------------
 
 
-def _user_message(ctx: _Ctx, x: p.UserMessageCreatedPayload) -> None:
+def _user_message(ctx: _Ctx, x: UserMessageCreatedPayload) -> None:
     ctx.store.messages.insert(
         {
             "id": x.message_id,
@@ -128,7 +178,7 @@ def _user_message(ctx: _Ctx, x: p.UserMessageCreatedPayload) -> None:
     )
 
 
-def _assistant_started(ctx: _Ctx, x: p.AssistantMessageStartedPayload) -> None:
+def _assistant_started(ctx: _Ctx, x: AssistantMessageStartedPayload) -> None:
     ctx.store.message_drafts.upsert(
         {
             "message_id": x.message_id,
@@ -145,7 +195,7 @@ def _assistant_started(ctx: _Ctx, x: p.AssistantMessageStartedPayload) -> None:
     )
 
 
-def _assistant_created(ctx: _Ctx, x: p.AssistantMessageCreatedPayload) -> None:
+def _assistant_created(ctx: _Ctx, x: AssistantMessageCreatedPayload) -> None:
     ctx.store.messages.insert(
         {
             "id": x.message_id,
@@ -164,7 +214,7 @@ def _assistant_created(ctx: _Ctx, x: p.AssistantMessageCreatedPayload) -> None:
     ctx.store.message_drafts.delete_for_message(x.message_id)
 
 
-def _assistant_failed(ctx: _Ctx, x: p.AssistantMessageFailedPayload) -> None:
+def _assistant_failed(ctx: _Ctx, x: AssistantMessageFailedPayload) -> None:
     existing = ctx.store.message_drafts.get(x.message_id)
     ctx.store.message_drafts.upsert(
         {
@@ -185,7 +235,7 @@ def _assistant_failed(ctx: _Ctx, x: p.AssistantMessageFailedPayload) -> None:
 # --- agents -------------------------------------------------------------------------------
 
 
-def _agent_started(ctx: _Ctx, x: p.AgentStartedPayload) -> None:
+def _agent_started(ctx: _Ctx, x: AgentStartedPayload) -> None:
     fields = {"pid": x.pid, "pid_start_time": x.pid_start_time, "boot_id": x.boot_id}
     inserted = ctx.store.agents.insert_new(
         {
@@ -235,7 +285,7 @@ def _agent_end(status: str) -> Callable[[_Ctx, Any], None]:
 def _insert_task(
     ctx: _Ctx,
     spec: Any,
-    deps: list[p.DependencyPayload],
+    deps: list[DependencyPayload],
     origin_message_id: str | None,
     parent_task_id: str | None,
 ) -> None:
@@ -268,12 +318,14 @@ def _insert_task(
         )
 
 
-def _task_created(ctx: _Ctx, x: p.TaskCreatedPayload) -> None:
-    deps = x.dependencies or [p.DependencyPayload.from_spec(d) for d in x.task_spec.dependencies]
+def _task_created(ctx: _Ctx, x: TaskCreatedPayload) -> None:
+    from air.events.payloads.start import DependencyPayload  # loaded: x is one of its
+
+    deps = x.dependencies or [DependencyPayload.from_spec(d) for d in x.task_spec.dependencies]
     _insert_task(ctx, x.task_spec, deps, x.origin_message_id, x.parent_task_id)
 
 
-def _task_dependency_added(ctx: _Ctx, x: p.TaskDependencyAddedPayload) -> None:
+def _task_dependency_added(ctx: _Ctx, x: TaskDependencyAddedPayload) -> None:
     for task_id in (x.task_id, x.depends_on_task_id):
         if ctx.store.tasks.get(task_id) is None:
             raise _fail(ctx, f"dependency names unknown task {task_id}")
@@ -289,7 +341,7 @@ def _task_dependency_added(ctx: _Ctx, x: p.TaskDependencyAddedPayload) -> None:
     )
 
 
-def _task_started(ctx: _Ctx, x: p.TaskStartedPayload) -> None:
+def _task_started(ctx: _Ctx, x: TaskStartedPayload) -> None:
     expected = ctx.store.task_attempts.next_attempt_index(x.task_id)
     if x.attempt_index != expected:
         raise _fail(ctx, f"attempt_index {x.attempt_index} for {x.task_id}, expected {expected}")
@@ -345,7 +397,7 @@ def _end_attempt(
     attempts.update((task_id, row["attempt_index"]), patch)
 
 
-def _task_completed(ctx: _Ctx, x: p.TaskCompletedPayload) -> None:
+def _task_completed(ctx: _Ctx, x: TaskCompletedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -362,7 +414,7 @@ def _task_completed(ctx: _Ctx, x: p.TaskCompletedPayload) -> None:
     _end_attempt(ctx, x.task_id, x.attempt_index, "completed")
 
 
-def _task_blocked(ctx: _Ctx, x: p.TaskBlockedPayload) -> None:
+def _task_blocked(ctx: _Ctx, x: TaskBlockedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -379,7 +431,7 @@ def _task_blocked(ctx: _Ctx, x: p.TaskBlockedPayload) -> None:
     _end_attempt(ctx, x.task_id, x.attempt_index, "blocked")
 
 
-def _task_failed(ctx: _Ctx, x: p.TaskFailedPayload) -> None:
+def _task_failed(ctx: _Ctx, x: TaskFailedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -408,7 +460,7 @@ def _task_failed(ctx: _Ctx, x: p.TaskFailedPayload) -> None:
     )
 
 
-def _task_cancelled(ctx: _Ctx, x: p.TaskCancelledPayload) -> None:
+def _task_cancelled(ctx: _Ctx, x: TaskCancelledPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -425,7 +477,7 @@ def _task_cancelled(ctx: _Ctx, x: p.TaskCancelledPayload) -> None:
     _end_attempt(ctx, x.task_id, x.attempt_index, "cancelled")
 
 
-def _task_interrupted(ctx: _Ctx, x: p.TaskInterruptedPayload) -> None:
+def _task_interrupted(ctx: _Ctx, x: TaskInterruptedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -440,7 +492,7 @@ def _task_interrupted(ctx: _Ctx, x: p.TaskInterruptedPayload) -> None:
 # --- tools --------------------------------------------------------------------------------
 
 
-def _tool_started(ctx: _Ctx, x: p.ToolStartedPayload) -> None:
+def _tool_started(ctx: _Ctx, x: ToolStartedPayload) -> None:
     ctx.store.tool_runs.insert(
         {
             "id": x.tool_run_id,
@@ -467,7 +519,7 @@ def _tool_end(ctx: _Ctx, tool_run_id: str, patch: dict[str, Any]) -> None:
     )
 
 
-def _tool_completed(ctx: _Ctx, x: p.ToolCompletedPayload) -> None:
+def _tool_completed(ctx: _Ctx, x: ToolCompletedPayload) -> None:
     _tool_end(
         ctx,
         x.tool_run_id,
@@ -481,7 +533,7 @@ def _tool_completed(ctx: _Ctx, x: p.ToolCompletedPayload) -> None:
     )
 
 
-def _tool_failed(ctx: _Ctx, x: p.ToolFailedPayload) -> None:
+def _tool_failed(ctx: _Ctx, x: ToolFailedPayload) -> None:
     _tool_end(
         ctx,
         x.tool_run_id,
@@ -494,7 +546,7 @@ def _tool_failed(ctx: _Ctx, x: p.ToolFailedPayload) -> None:
     )
 
 
-def _tool_cancelled(ctx: _Ctx, x: p.ToolCancelledPayload) -> None:
+def _tool_cancelled(ctx: _Ctx, x: ToolCancelledPayload) -> None:
     _tool_end(
         ctx,
         x.tool_run_id,
@@ -505,7 +557,7 @@ def _tool_cancelled(ctx: _Ctx, x: p.ToolCancelledPayload) -> None:
 # --- commands -----------------------------------------------------------------------------
 
 
-def _command_started(ctx: _Ctx, x: p.CommandStartedPayload) -> None:
+def _command_started(ctx: _Ctx, x: CommandStartedPayload) -> None:
     ctx.store.command_runs.insert(
         {
             "id": x.command_run_id,
@@ -521,7 +573,7 @@ def _command_started(ctx: _Ctx, x: p.CommandStartedPayload) -> None:
     )
 
 
-def _command_end(ctx: _Ctx, x: p.CommandCompletedPayload | p.CommandFailedPayload) -> None:
+def _command_end(ctx: _Ctx, x: CommandCompletedPayload | CommandFailedPayload) -> None:
     patch: dict[str, Any] = {
         "exit_code": x.exit_code,
         "stdout_artifact_id": x.stdout_artifact_id,
@@ -530,7 +582,9 @@ def _command_end(ctx: _Ctx, x: p.CommandCompletedPayload | p.CommandFailedPayloa
         "duration_ms": x.duration_ms,
         "completed_at": ctx.ts,
     }
-    if isinstance(x, p.CommandFailedPayload):
+    from air.events.payloads.tools import CommandFailedPayload  # loaded: x is one of its
+
+    if isinstance(x, CommandFailedPayload):
         patch["error_json"] = _json(x.error)
         if x.cancelled:
             patch["cancelled_at"] = ctx.ts
@@ -545,13 +599,13 @@ def _command_end(ctx: _Ctx, x: p.CommandCompletedPayload | p.CommandFailedPayloa
 # --- artifacts, diagnostics, evidence -----------------------------------------------------
 
 
-def _artifact_created(ctx: _Ctx, x: p.ArtifactCreatedPayload) -> None:
+def _artifact_created(ctx: _Ctx, x: ArtifactCreatedPayload) -> None:
     row = x.model_dump(mode="json")
     row["session_id"] = ctx.event.session_id
     ctx.store.artifacts.insert(row)
 
 
-def _diagnostic_created(ctx: _Ctx, x: p.DiagnosticCreatedPayload) -> None:
+def _diagnostic_created(ctx: _Ctx, x: DiagnosticCreatedPayload) -> None:
     row = x.model_dump(mode="json")
     row["col"] = row.pop("column")
     row["session_id"] = ctx.event.session_id
@@ -559,7 +613,7 @@ def _diagnostic_created(ctx: _Ctx, x: p.DiagnosticCreatedPayload) -> None:
     ctx.store.diagnostics.insert(row)
 
 
-def _evidence_created(ctx: _Ctx, x: p.EvidenceCreatedPayload) -> None:
+def _evidence_created(ctx: _Ctx, x: EvidenceCreatedPayload) -> None:
     row = x.model_dump(mode="json")
     row["location_json"] = _opt_json(x.location_json)
     row["session_id"] = ctx.event.session_id
@@ -570,7 +624,7 @@ def _evidence_created(ctx: _Ctx, x: p.EvidenceCreatedPayload) -> None:
 # --- compaction / summaries ---------------------------------------------------------------
 
 
-def _compaction_requested(ctx: _Ctx, x: p.CompactionRequestedPayload) -> None:
+def _compaction_requested(ctx: _Ctx, x: CompactionRequestedPayload) -> None:
     if not x.accepted or x.task_spec is None:
         return
     if x.task_spec.type.value != "compact":
@@ -578,7 +632,7 @@ def _compaction_requested(ctx: _Ctx, x: p.CompactionRequestedPayload) -> None:
     _insert_task(ctx, x.task_spec, [], None, None)
 
 
-def _compaction_started(ctx: _Ctx, x: p.CompactionStartedPayload) -> None:
+def _compaction_started(ctx: _Ctx, x: CompactionStartedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -589,7 +643,7 @@ def _compaction_started(ctx: _Ctx, x: p.CompactionStartedPayload) -> None:
     )
 
 
-def _compaction_completed(ctx: _Ctx, x: p.CompactionCompletedPayload) -> None:
+def _compaction_completed(ctx: _Ctx, x: CompactionCompletedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -605,7 +659,7 @@ def _compaction_completed(ctx: _Ctx, x: p.CompactionCompletedPayload) -> None:
     )
 
 
-def _compaction_failed(ctx: _Ctx, x: p.CompactionFailedPayload) -> None:
+def _compaction_failed(ctx: _Ctx, x: CompactionFailedPayload) -> None:
     _transition(
         ctx,
         ctx.store.tasks,
@@ -620,7 +674,7 @@ def _compaction_failed(ctx: _Ctx, x: p.CompactionFailedPayload) -> None:
     )
 
 
-def _summary_created(ctx: _Ctx, x: p.SummaryCreatedPayload) -> None:
+def _summary_created(ctx: _Ctx, x: SummaryCreatedPayload) -> None:
     row = x.model_dump(mode="json")
     row["session_id"] = ctx.event.session_id
     row["created_at"] = ctx.ts
@@ -630,7 +684,7 @@ def _summary_created(ctx: _Ctx, x: p.SummaryCreatedPayload) -> None:
 # --- workspaces ---------------------------------------------------------------------------
 
 
-def _workspace_created(ctx: _Ctx, x: p.WorkspaceCreatedPayload) -> None:
+def _workspace_created(ctx: _Ctx, x: WorkspaceCreatedPayload) -> None:
     ctx.store.workspaces.insert(
         {
             "workspace_id": x.workspace_id,
@@ -661,7 +715,7 @@ def _workspace_update(
     )
 
 
-def _merge_started(ctx: _Ctx, x: p.WorkspaceMergeStartedPayload) -> None:
+def _merge_started(ctx: _Ctx, x: WorkspaceMergeStartedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
@@ -670,7 +724,7 @@ def _merge_started(ctx: _Ctx, x: p.WorkspaceMergeStartedPayload) -> None:
     )
 
 
-def _merge_completed(ctx: _Ctx, x: p.WorkspaceMergeCompletedPayload) -> None:
+def _merge_completed(ctx: _Ctx, x: WorkspaceMergeCompletedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
@@ -679,7 +733,7 @@ def _merge_completed(ctx: _Ctx, x: p.WorkspaceMergeCompletedPayload) -> None:
     )
 
 
-def _merge_conflicted(ctx: _Ctx, x: p.WorkspaceMergeConflictedPayload) -> None:
+def _merge_conflicted(ctx: _Ctx, x: WorkspaceMergeConflictedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
@@ -692,14 +746,14 @@ def _merge_conflicted(ctx: _Ctx, x: p.WorkspaceMergeConflictedPayload) -> None:
     )
 
 
-def _workspace_abandoned(ctx: _Ctx, x: p.WorkspaceAbandonedPayload) -> None:
+def _workspace_abandoned(ctx: _Ctx, x: WorkspaceAbandonedPayload) -> None:
     patch: dict[str, Any] = {"status": "abandoned", "abandoned_at": ctx.ts}
     if x.kept_branch is not None:
         patch["kept_branch"] = x.kept_branch
     _workspace_update(ctx, x.workspace_id, WORKSPACE_FROM["workspace.abandoned"], patch)
 
 
-def _workspace_cleaned(ctx: _Ctx, x: p.WorkspaceCleanedPayload) -> None:
+def _workspace_cleaned(ctx: _Ctx, x: WorkspaceCleanedPayload) -> None:
     _workspace_update(
         ctx,
         x.workspace_id,
@@ -753,7 +807,7 @@ _PROJECTIONS: dict[str, Callable[[_Ctx, Any], None]] = {
 }
 
 PROJECTED_TYPES: frozenset[str] = frozenset(_PROJECTIONS)
-APPEND_ONLY_TYPES: frozenset[str] = frozenset(p.DURABLE_TYPES - PROJECTED_TYPES)
+APPEND_ONLY_TYPES: frozenset[str] = frozenset(DURABLE_TYPES - PROJECTED_TYPES)
 """Durable types stored in ``events`` only (permission, doctor, requirement, architecture,
 memory, debug: SDD §5.4 Table A "append" rows and Table B)."""
 

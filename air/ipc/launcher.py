@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 import trio
 
 from air.ipc.environment import worker_environment
-from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 
 if TYPE_CHECKING:
@@ -144,8 +143,7 @@ class LocalLauncher:
     async def launch(self, spec: LaunchSpec) -> Launched:
         spare = self.take_spare(spec)
         if spare is not None:
-            adopted = spare.adopt(spec.agent_id, DEFAULT_MAX_LINE_BYTES)
-            return local_launched(adopted.process, spare.marker)
+            return local_launched(spare.adopt(), spare.marker)
         env = worker_environment()
         env.update(spec.env or {})
         env[MARKER_ENV] = spec.marker

@@ -138,7 +138,7 @@ class WorkerProcess:
         return True
 
     async def send_line(self, data: bytes) -> bool:
-        """Write one encoded line (``air.ipc.protocol.encode_line``); False when stdin is closed."""
+        """Write one encoded line (``air.ipc.protocol.LineEncoder``); False when stdin is closed."""
         try:
             await locked_send(self._send_lock, self._stdin, data)
         except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):

@@ -1,8 +1,10 @@
-"""WorkerProtocol: encode, decode, direction and version checks of IPC envelopes (SDD §8.2).
+"""IPC envelopes: encode, decode, direction and version checks (SDD §8.2).
 
-Owns: the ``TypeAdapter``s of the envelope and the per-kind payloads (built once, on first use,
-so a worker's start-up does not pay for them before ``worker.ready``), ``make_envelope`` and
-``WorkerProtocol``. Pure code, no I/O.
+Owns: ``LineEncoder``, the one encoder of an envelope line (parent, worker and the worker's
+start alike); the ``TypeAdapter``s of the envelope and the per-kind payloads (built once, on
+first use, so a worker's start-up does not pay for them before ``worker.ready``),
+``make_envelope`` and ``WorkerProtocol`` (decoding; its ``encode`` is ``LineEncoder``'s). Pure
+code, no I/O.
 """
 
 from __future__ import annotations
@@ -29,15 +31,14 @@ from air.contracts.ipc import (
 from air.ipc.framing import InvalidEnvelope, InvalidJson, VersionMismatch, WrongDirection
 
 if TYPE_CHECKING:
-    from air.contracts.ipc import ControlPayload
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.ipc_messages import ControlPayload
+    from air.contracts.tool_runs import ToolResultEnvelope
 
 __all__ = [
     "LineEncoder",
     "WorkerProtocol",
     "control_adapter",
     "decode_tool_result",
-    "encode_line",
     "envelope_adapter",
     "make_envelope",
     "message_id",
@@ -59,7 +60,7 @@ def _envelope_validator() -> Any:
 
 @cache
 def control_adapter() -> TypeAdapter[ControlPayload]:
-    from air.contracts.ipc import ControlPayload
+    from air.contracts.ipc_messages import ControlPayload
 
     return TypeAdapter(ControlPayload)
 
@@ -69,7 +70,7 @@ def _tool_result_validator() -> Any:
     """The validator of a ``tool.result`` line with its payload typed: the envelope's own checks
     (the model is an ``IpcEnvelope``) and the ``ToolResultEnvelope`` in one validation. Built
     at the first call (a worker's first tool result), so no process creates the model sooner."""
-    from air.contracts.tool import ToolResultEnvelope  # noqa: F401 (the annotation below)
+    from air.contracts.tool_runs import ToolResultEnvelope  # noqa: F401 (the annotation below)
 
     class _ToolResultLine(IpcEnvelope):
         """Never leaves this function (its ``payload`` is no ``JsonObject``)."""
@@ -85,7 +86,7 @@ _RESULT_KIND = b'"kind":"tool.result"'
 
 
 def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
-    """Worker side: ``(correlation id, result)`` of a ``tool.result`` line as ``encode_line``
+    """Worker side: ``(correlation id, result)`` of a ``tool.result`` line as ``LineEncoder``
     writes it, parsed and checked in one strict ``validate_json`` (IMPL-IPC-4); ``None`` for any
     other line or one that fails, which then takes ``WorkerProtocol.decode``'s path (and gets
     its typed error). The ``kind`` test only picks the model; the validation decides: a line
@@ -105,14 +106,14 @@ def decode_tool_result(line: bytes) -> tuple[str, ToolResultEnvelope] | None:
 def _payload_models() -> dict[str, type[BaseModel]]:
     """Each kind's payload model, imported at the first payload checked (IMPL-BOOT-12: a parent
     checks none before its first model request, so it builds none of these classes before)."""
-    from air.contracts.ipc import (
+    from air.contracts.ipc_messages import (
         LogPayload,
         ProtocolErrorPayload,
         ToolStreamPayload,
         WorkerCheckpointPayload,
         WorkerEventPayload,
     )
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.tool_runs import ToolResultEnvelope
     from air.contracts.worker_result import WorkerResult
 
     return {
@@ -193,38 +194,13 @@ def make_envelope(
     )
 
 
-def encode_line(
-    kind: str,
-    payload: dict[str, Any] | BaseModel,
-    *,
-    session_id: str,
-    agent_id: str,
-    correlation_id: str | None = None,
-    id: str | None = None,
-) -> bytes:
-    """The NDJSON line ``encode(make_envelope(...))`` writes, without building the envelope
-    model; a model ``payload`` is serialised as ``model_dump(mode="json")`` would dump it, in the
-    same pass (the hot path of a ``tool.result`` / ``tool.call``; IMPL-LAUNCH-3)."""
-    data: dict[str, Any] = {
-        "v": 1,
-        "id": id or message_id(),
-        "kind": kind,
-        "ts": _now_iso(),
-        "session_id": session_id,
-        "agent_id": agent_id,
-        "payload": payload,
-    }
-    if correlation_id is not None:
-        data["correlation_id"] = correlation_id
-    return to_json(data) + b"\n"
-
-
 class LineEncoder:
-    """``encode_line`` for one channel: its session and agent ids are encoded once, and a line
-    is the concatenation of its parts (IMPL-IPC-4). Writes the same JSON object as
-    ``encode_line``, keys in the order ``v``, ``id``, ``kind``, ``ts``, ``session_id``,
-    ``agent_id``, ``correlation_id`` (when set), ``payload``; every value but ``ts`` and an id
-    of ``message_id``'s goes through ``to_json``, so a peer's id is escaped."""
+    """The one encoder of an NDJSON envelope line (IMPL-IPC-4, IMPL-STRUCT-2), for one channel:
+    its session and agent ids are encoded once, and a line is the concatenation of its parts.
+    Keys in the order ``v``, ``id``, ``kind``, ``ts``, ``session_id``, ``agent_id``,
+    ``correlation_id`` (when set), ``payload``; every value but a ``ts`` and an id of this
+    module's own goes through ``to_json``, so a peer's id is escaped. A model ``payload`` is
+    serialised as ``model_dump(mode="json")`` would dump it, in the same pass."""
 
     __slots__ = ("_ids", "_kinds")
 
@@ -239,19 +215,21 @@ class LineEncoder:
         *,
         correlation_id: str | None = None,
         id: str | None = None,
+        ts: str | None = None,
     ) -> bytes:
+        """One line; ``id`` and ``ts`` default to a new message id and now."""
         head = self._kinds.get(kind)
         if head is None:
-            head = self._kinds[kind] = b',"kind":' + to_json(kind) + b',"ts":"'
+            head = self._kinds[kind] = b',"kind":' + to_json(kind) + b',"ts":'
         ident = to_json(id) if id is not None else b'"' + message_id().encode() + b'"'
+        stamp = to_json(ts) if ts is not None else b'"' + _now_iso().encode() + b'"'
         corr = b"" if correlation_id is None else b',"correlation_id":' + to_json(correlation_id)
         return b"".join(
             (
                 b'{"v":1,"id":',
                 ident,
                 head,
-                _now_iso().encode(),
-                b'"',
+                stamp,
                 self._ids,
                 corr,
                 b',"payload":',
@@ -276,7 +254,7 @@ def _tool_call(name: str, input: dict[str, Any]) -> ToolCallPayload:
 
 
 class WorkerProtocol:
-    """Encode and decode NDJSON envelopes for one side of the pipe.
+    """Encode (through ``LineEncoder``) and decode NDJSON envelopes for one side of the pipe.
 
     Args:
         side: ``parent`` decodes worker→parent messages, ``worker`` the other direction.
@@ -289,18 +267,10 @@ class WorkerProtocol:
 
     @staticmethod
     def encode(msg: IpcEnvelope) -> bytes:
-        data = {
-            "v": msg.v,
-            "id": msg.id,
-            "kind": msg.kind,
-            "ts": msg.ts,
-            "session_id": msg.session_id,
-            "agent_id": msg.agent_id,
-            "payload": msg.payload,
-        }
-        if msg.correlation_id is not None:
-            data["correlation_id"] = msg.correlation_id
-        return to_json(data) + b"\n"
+        """``msg``'s line, as ``LineEncoder`` writes every line."""
+        return LineEncoder(session_id=msg.session_id, agent_id=msg.agent_id).line(
+            msg.kind, msg.payload, correlation_id=msg.correlation_id, id=msg.id, ts=msg.ts
+        )
 
     def decode(self, line: bytes | str) -> IpcEnvelope:
         """Parse one line into an envelope checked for shape and direction.

@@ -28,18 +28,17 @@ from typing import Any
 import trio
 
 from air.contracts.error import AirException, ErrorKind, WorkerExit, make_air_error
-from air.contracts.ipc import (
+from air.contracts.ipc import AgentStartControl, IpcEnvelope
+from air.contracts.ipc_messages import (
     AgentCancelControl,
     AgentExtendTimeoutControl,
     AgentGetStateControl,
     AgentPauseControl,
     AgentResumeControl,
-    AgentStartControl,
     AgentWrapUpControl,
-    IpcEnvelope,
 )
 from air.contracts.runtime import AgentType
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.framing import (
     YIELD_EVERY,

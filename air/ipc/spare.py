@@ -2,8 +2,8 @@
 
 Owns ``SpareWorker``: ``start`` spawns the worker with the standard library only (no Trio, no
 pydantic), as the very first thing ``air run`` does, so that the worker imports its runtime on
-the other core while the parent imports and opens its session; ``adopt`` hands the process to a
-``WorkerProcess`` inside Trio for the first task, in place of a fresh spawn. A spare that is
+the other core while the parent imports and opens its session; ``adopt`` hands the process to the
+launcher inside Trio for the first task, in place of a fresh spawn. A spare that is
 never adopted is killed by ``close``; if the parent dies first, the spare reads end-of-file on
 stdin and exits.
 """
@@ -20,8 +20,6 @@ from air.ipc.environment import worker_environment
 
 if TYPE_CHECKING:
     import trio
-
-    from air.ipc.process import WorkerProcess
 
 __all__ = ["PopenProcess", "SpareWorker"]
 
@@ -63,17 +61,11 @@ class SpareWorker:
     def alive(self) -> bool:
         return self.popen.poll() is None
 
-    def adopt(self, agent_id: str, max_line_bytes: int) -> WorkerProcess:
-        """The spare as a WorkerProcess of ``agent_id`` (call inside Trio, at most once)."""
-        from air.ipc.process import WorkerProcess
-
+    def adopt(self) -> PopenProcess:
+        """The spare's process, for the launcher to hand to a ``WorkerProcess`` (call inside
+        Trio, at most once)."""
         self.adopted = True
-        return WorkerProcess(
-            PopenProcess(self.popen),
-            agent_id=agent_id,
-            marker=self.marker,
-            max_line_bytes=max_line_bytes,
-        )
+        return PopenProcess(self.popen)
 
     def close(self) -> None:
         """Let an unused spare go at once: it has done nothing but import, so it is killed

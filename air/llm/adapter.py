@@ -18,9 +18,8 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 
-from air.contracts import (
-    AirError,
-    AirException,
+from air.contracts.error import AirError, AirException
+from air.contracts.provider import (
     ProviderCapabilityMatrix,
     ProviderCompletionInput,
     ProviderConfig,

@@ -15,7 +15,7 @@ from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
 from typing import Any
 
-from air.contracts import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
+from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.normalize import AnthropicStreamNormalizer

@@ -14,7 +14,8 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
+from air.contracts.error import AirError
+from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer

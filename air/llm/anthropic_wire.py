@@ -13,8 +13,8 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from air.contracts import (
-    AirError,
+from air.contracts.error import AirError
+from air.contracts.provider import (
     ProviderCompletionInput,
     ProviderErrorEvent,
     ProviderStreamEvent,

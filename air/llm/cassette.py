@@ -18,11 +18,11 @@ from typing import Any, Literal, Protocol
 import trio
 from pydantic import Field, ValidationError
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException
+from air.contracts.ids import Contract
+from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
-    Contract,
     MessageStartEvent,
     MessageStopEvent,
     ModelConfig,

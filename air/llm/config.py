@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException
+from air.contracts.provider import (
     ModelConfig,
     ModelPrice,
     ModelsConfig,

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException
+from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
     ProviderCompletionInput,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from air.contracts import AirError, ErrorKind, Retryability, make_air_error
+from air.contracts.error import AirError, ErrorKind, Retryability, make_air_error
 
 __all__ = [
     "MODELS_DOC",

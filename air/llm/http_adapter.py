@@ -17,7 +17,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Protocol
 
-from air.contracts import AirError, ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
+from air.contracts.error import AirError
+from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.http11 import Http11Client, TransportError, proxy_configured

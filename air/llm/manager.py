@@ -25,9 +25,8 @@ from typing import NamedTuple, Protocol
 
 import trio
 
-from air.contracts import (
-    AirError,
-    AirException,
+from air.contracts.error import AirError, AirException, Retryability
+from air.contracts.provider import (
     CanonicalMessage,
     MessageStopEvent,
     ModelAssignment,
@@ -40,7 +39,6 @@ from air.contracts import (
     ProviderErrorEvent,
     ProviderKind,
     ProviderStreamEvent,
-    Retryability,
     RetryConfig,
     TextBlock,
     TextDeltaEvent,

@@ -16,16 +16,13 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from air.contracts import (
-    AirError,
-    AirException,
+from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.provider import (
     ContentBlock,
-    ErrorKind,
     MessageStartEvent,
     MessageStopEvent,
     ProviderErrorEvent,
     ProviderStreamEvent,
-    Retryability,
     StopReason,
     TextBlock,
     TextDeltaEvent,
@@ -34,7 +31,6 @@ from air.contracts import (
     ToolUseStartEvent,
     ToolUseStopEvent,
     Usage,
-    make_air_error,
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error

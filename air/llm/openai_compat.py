@@ -13,12 +13,8 @@ import json
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
-from air.contracts import (
-    AirException,
-    ProviderCompletionInput,
-    ProviderConfig,
-    ProviderStreamEvent,
-)
+from air.contracts.error import AirException
+from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference

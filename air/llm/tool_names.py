@@ -18,7 +18,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 
-from air.contracts import AirException
+from air.contracts.error import AirException
 
 __all__ = ["WIRE_NAME", "ToolNameMap", "legal_name"]
 

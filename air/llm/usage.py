@@ -6,7 +6,7 @@ Owns ``cost_of`` (tokens x the model's price in models.yaml, USD per million tok
 
 from __future__ import annotations
 
-from air.contracts import ModelPrice, Usage
+from air.contracts.provider import ModelPrice, Usage
 
 __all__ = ["UsageAccumulator", "add_usage", "cost_of"]
 

@@ -1,3 +1,4 @@
-"""The Scheduler and its helpers: TaskGraph, WavePlanner, RetryPlanner, AgentMonitor, WorkerManager
-and recovery (SDD §7, §16.3). Each wave is one Trio nursery.
+"""The nursery-per-wave Scheduler and a task's life (SDD §7, §16.3): TaskGraph, WavePlanner,
+RetryPlanner, dispatch, the outcome pipeline, recovery, and ``open_runtime()`` (the composition
+root). Each wave is one Trio nursery; workers are supervised by ``air.supervision``.
 """

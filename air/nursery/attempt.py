@@ -12,68 +12,67 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import (
+from air.contracts.error import AirException, ErrorKind, Retryability
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
-    AirException,
-    ErrorKind,
-    Retryability,
     TaskStatus,
     TaskType,
     WavePlanEntry,
     WorkspaceRef,
     WorkspaceStrategy,
 )
-from air.nursery.seams import SuperviseRequest
+from air.nursery.facts import end_task, record_end
+from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:
     from air.nursery.graph import TaskNode
-    from air.nursery.scheduler import Scheduler
-    from air.nursery.seams import TaskOutcome
+    from air.nursery.state import Ports, RunState
+    from air.supervision.task_outcome import TaskOutcome
 
 __all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
 
 RECORD_GRACE = 10.0  # seconds a shielded outcome write may take before we give up on it
 
 
-async def workspace_for(s: Scheduler, entry: WavePlanEntry) -> WorkspaceRef:
+async def workspace_for(st: RunState, io: Ports, entry: WavePlanEntry) -> WorkspaceRef:
     """The workspace a planned task runs in (the session's shared ``main`` one, or its own)."""
     strategy = WorkspaceStrategy(entry.workspace.strategy)
-    if s.workspaces is not None and strategy != WorkspaceStrategy.MAIN:
+    if io.workspaces is not None and strategy != WorkspaceStrategy.MAIN:
         # no agent id yet: the agent row appears only when the runner records agent.started
-        return await s.workspaces.create_workspace(entry.workspace)
-    if s.main_workspace is None:
-        main_id = f"ws_main_{s.ledger.session_id}"
-        if s.workspaces is None:
-            s.main_workspace = WorkspaceRef(
-                workspace_id=main_id, strategy=WorkspaceStrategy.MAIN, path=s.project_root
+        return await io.workspaces.create_workspace(entry.workspace)
+    if st.main_workspace is None:
+        main_id = f"ws_main_{io.ledger.session_id}"
+        if io.workspaces is None:
+            st.main_workspace = WorkspaceRef(
+                workspace_id=main_id, strategy=WorkspaceStrategy.MAIN, path=io.project_root
             )
-        elif main_id in s.ledger.state().workspaces:
-            s.main_workspace = s.workspaces.get(main_id).ref()
+        elif main_id in io.ledger.state().workspaces:
+            st.main_workspace = io.workspaces.get(main_id).ref()
         else:
-            s.main_workspace = await s.workspaces.create_workspace(
+            st.main_workspace = await io.workspaces.create_workspace(
                 entry.workspace, workspace_id=main_id, shared=True
             )
-    return s.main_workspace
+    return st.main_workspace
 
 
-async def _fail_unstarted(s: Scheduler, node: TaskNode, exc: AirException) -> None:
+async def _fail_unstarted(io: Ports, node: TaskNode, exc: AirException) -> None:
     """A task that cannot start (no workspace, no snapshot) fails; the run goes on."""
     error = exc.error.model_copy(update={"retryability": Retryability.NEVER})
-    await s.record_end(node, "task.failed", {"error": error.model_dump(mode="json")})
-    node.status = TaskStatus.FAILED
-    node.final = True
+    payload = {"error": error.model_dump(mode="json")}
+    await end_task(io.ledger, node, "task.failed", payload, TaskStatus.FAILED)
 
 
-async def _snapshot_before(s: Scheduler, node: TaskNode, workspace: WorkspaceRef) -> None:
+async def _snapshot_before(io: Ports, node: TaskNode, workspace: WorkspaceRef) -> None:
     """A task that may write in the project itself (``main``) gets a backup snapshot, ignored
     files included, before its worker starts: ``air restore`` can undo it (IMPL-MERGE-1)."""
     writes = node.write_area != [] and node.spec.type != TaskType.REVIEW
-    if s.workspaces is not None and workspace.strategy == WorkspaceStrategy.MAIN and writes:
-        await s.workspaces.snapshot_before_task(node.task_id, workspace.workspace_id)
+    if io.workspaces is not None and workspace.strategy == WorkspaceStrategy.MAIN and writes:
+        await io.workspaces.snapshot_before_task(node.task_id, workspace.workspace_id)
 
 
 async def run_task(
-    s: Scheduler,
+    st: RunState,
+    io: Ports,
     entry: WavePlanEntry,
     completed: list[str],
     *,
@@ -82,20 +81,20 @@ async def run_task(
     """Run one attempt of a planned task and record how it ended.
 
     Args:
-        s: the Scheduler.
+        st: the run's state record; io: its ports.
         entry: the task's plan entry (workspace strategy, model).
         completed: the wave's completed task ids (this task's is appended when it completes).
         task_status: reported started once the task is ``running`` (or found not pending).
     """
-    node = s.graph.tasks[entry.task_id]
+    node = st.graph.tasks[entry.task_id]
     if node.status != TaskStatus.PENDING:
         task_status.started()
         return  # cancelled between the planning and this start: nothing to run
     spec = node.spec
     attempt_index = node.attempts + 1  # attempts are numbered from 1 (task_attempts)
-    agent_id = s.ids.agent_id()
+    agent_id = io.ids.agent_id()
     scope = trio.CancelScope()
-    s.scopes[spec.id] = scope
+    st.scopes[spec.id] = scope
     node.status = TaskStatus.RUNNING
     node.attempts += 1
     task_status.started()
@@ -103,25 +102,25 @@ async def run_task(
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: a run cancel must not leave a workspace without its event
             try:
-                workspace = await workspace_for(s, entry)
+                workspace = await workspace_for(st, io, entry)
             except AirException as exc:
                 if exc.kind != ErrorKind.WORKSPACE_ERROR:
                     raise
                 # no workspace, no worker: the task fails, the run goes on (IMPL-GIT-2)
-                await _fail_unstarted(s, node, exc)
+                await _fail_unstarted(io, node, exc)
                 return
         try:
-            await _snapshot_before(s, node, workspace)
+            await _snapshot_before(io, node, workspace)
         except AirException as exc:
             if exc.kind != ErrorKind.WORKSPACE_ERROR:
                 raise
             with trio.move_on_after(RECORD_GRACE, shield=True):
                 # why shielded: the failure must be recorded even as the run unwinds
-                await _fail_unstarted(s, node, exc)
+                await _fail_unstarted(io, node, exc)
             return
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: a started worker always has its task.started
-            await s.ledger.record(
+            await io.ledger.record(
                 "task.started",
                 {
                     "task_id": spec.id,
@@ -131,32 +130,33 @@ async def run_task(
                     "workspace_id": workspace.workspace_id,
                 },
             )
-        if s.monitor is not None:
-            s.monitor.watch(
+        if io.monitor is not None:
+            io.monitor.watch(
                 agent_id, spec.id, hard_timeout_s=spec.constraints.hard_timeout_ms / 1000
             )
         request = SuperviseRequest(
-            session_id=s.ledger.session_id,
-            project_id=s.ledger.project_id,
-            project_root=s.project_root,
+            session_id=io.ledger.session_id,
+            project_id=io.ledger.project_id,
+            project_root=io.project_root,
             task_spec=spec,
             agent_id=agent_id,
             attempt_index=attempt_index,
             workspace=workspace,
-            headless=s.options.headless,
+            headless=io.options.headless,
         )
         outcome: TaskOutcome | None = None
         try:
             with scope:
-                outcome = await s.runner.supervise(request)
+                outcome = await io.runner.supervise(request)
         except* trio.Cancelled:
             # (a runner's own nursery may deliver the cancellation inside a group)
             with trio.move_on_after(RECORD_GRACE, shield=True):
                 # why shielded: the interruption must be recorded even as the run unwinds
-                await s.record_end(
+                await record_end(
+                    io.ledger,
                     node,
                     "task.interrupted",
-                    {"agent_id": agent_id, "reason": s.cancel_reason or "run cancelled"},
+                    {"agent_id": agent_id, "reason": st.cancel_reason or "run cancelled"},
                     attempt_index=attempt_index,
                 )
             node.status = TaskStatus.INTERRUPTED
@@ -168,19 +168,19 @@ async def run_task(
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: a finished task's outcome is never lost to a late cancel
             if outcome is None:
-                reason = s.cancel_reasons.get(spec.id, "cancelled by request")
-                await s.record_end(
+                reason = st.cancel_reasons.get(spec.id, "cancelled by request")
+                await end_task(
+                    io.ledger,
                     node,
                     "task.cancelled",
                     {"agent_id": agent_id, "reason": reason},
+                    TaskStatus.CANCELLED,
                     attempt_index=attempt_index,
                 )
-                node.status = TaskStatus.CANCELLED
-                node.final = True
             else:
-                await collect(s, node, workspace, outcome, attempt_index, completed)
+                await collect(st, io, node, workspace, outcome, attempt_index, completed)
     finally:
-        s.scopes.pop(spec.id, None)
-        if s.monitor is not None:
-            s.monitor.forget(agent_id)
-        s.slot_freed(spec.id)
+        st.scopes.pop(spec.id, None)
+        if io.monitor is not None:
+            io.monitor.forget(agent_id)
+        st.slot_freed(spec.id)

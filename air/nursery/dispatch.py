@@ -13,53 +13,55 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import SchedulerState, TaskDependencySpec, WavePlanEntry, utc_now_iso
+from air.contracts.ids import utc_now_iso
+from air.contracts.task import SchedulerState, TaskDependencySpec, WavePlanEntry
 from air.nursery.attempt import run_task
+from air.nursery.facts import add_dependency
 from air.nursery.planner import ResourceSnapshot
 
 if TYPE_CHECKING:
-    from air.nursery.scheduler import Scheduler
+    from air.nursery.state import Ports, RunState
 
 __all__ = ["plan_next", "run_wave"]
 
 
-async def plan_next(s: Scheduler) -> list[WavePlanEntry]:
+async def plan_next(st: RunState, io: Ports) -> list[WavePlanEntry]:
     """The next wave: runnable, non-conflicting tasks for the free slots (none while a
     solo task runs or waits for the running ones to end)."""
-    if s.solo_running is not None:
+    if st.solo_running is not None:
         return []
-    running = s.graph.running_count()
-    solo = sorted(
-        (t for t in s.solo if s.graph.is_ready(t)),
-        key=lambda t: s.graph.tasks[t].order,
-    )
+    graph = st.graph
+    running = graph.running_count()
+    solo = sorted((t for t in st.solo if graph.is_ready(t)), key=lambda t: graph.tasks[t].order)
     if solo:
         if running:
             return []
-        node = s.graph.tasks[solo[0]]
-        s.solo.discard(node.task_id)
-        s.solo_running = node.task_id
+        node = graph.tasks[solo[0]]
+        st.solo.discard(node.task_id)
+        st.solo_running = node.task_id
         return [
             WavePlanEntry(
                 task_id=node.task_id,
-                workspace=s.planner.assign_workspace(node, concurrent_writers=1),
-                model_id=s.planner.assign_model(node),
+                workspace=io.planner.assign_workspace(node, concurrent_writers=1),
+                model_id=io.planner.assign_model(node),
             )
         ]
-    if running >= s.slots():
+    if running >= io.slots():
         return []
-    decision = s.planner.plan(
-        s.graph,
-        ResourceSnapshot(max_workers=s.slots(), running=running),
-        wave_index=s.waves,
+    decision = io.planner.plan(
+        graph,
+        ResourceSnapshot(max_workers=io.slots(), running=running),
+        wave_index=st.waves,
         planned_at=utc_now_iso(),
     )
     for edge in decision.inferred_edges:
-        if not s.ledger.knows("task.dependency.added"):
+        if not io.ledger.knows("task.dependency.added"):
             # the planner re-infers the same edge from the write areas on every start
-            s.graph.add_edge(edge)
+            graph.add_edge(edge)
             continue
-        await s.add_dependency(
+        await add_dependency(
+            io.ledger,
+            graph,
             edge.task_id,
             TaskDependencySpec(
                 depends_on_task_id=edge.depends_on_task_id,
@@ -72,27 +74,28 @@ async def plan_next(s: Scheduler) -> list[WavePlanEntry]:
 
 
 async def run_wave(
-    s: Scheduler,
+    st: RunState,
+    io: Ports,
     entries: Sequence[WavePlanEntry],
     *,
     task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """One wave: one nursery holding one task per entry; reviews after its tasks end."""
-    s.open_waves += 1
-    s.waves += 1
+    st.open_waves += 1
+    st.waves += 1
     completed: list[str] = []
     try:
         async with trio.open_nursery() as wave:
-            s.enter(SchedulerState.MONITORING)
+            io.enter(st, SchedulerState.MONITORING)
             for entry in entries:
-                await wave.start(run_task, s, entry, completed)
+                await wave.start(run_task, st, io, entry, completed)
             task_status.started()
-        s.enter(SchedulerState.COLLECTING_RESULTS)
-        if s.options.review == "wave" and completed:
-            s.enter(SchedulerState.REVIEWING_WAVE)
+        io.enter(st, SchedulerState.COLLECTING_RESULTS)
+        if io.options.review == "wave" and completed:
+            io.enter(st, SchedulerState.REVIEWING_WAVE)
             from air.nursery.reviews import schedule_reviews  # after a wave (IMPL-BOOT-8)
 
-            await schedule_reviews(s, completed)
+            await schedule_reviews(st, io, completed)
     finally:
-        s.open_waves -= 1
-        s.wake()
+        st.open_waves -= 1
+        st.wake()

@@ -15,13 +15,7 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from air.contracts import (
-    DependencySource,
-    DependencyType,
-    TaskSpec,
-    TaskStatus,
-    TaskType,
-)
+from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus, TaskType
 from air.nursery.write_areas import find_cycle, write_areas_overlap
 
 __all__ = [

@@ -17,15 +17,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from air.contracts import (
-    AirError,
-    EventFilter,
-    EventSource,
-    RuntimeEvent,
-    TaskSpec,
-    TaskStatus,
-    new_event,
-)
+from air.contracts.error import AirError
+from air.contracts.event import EventFilter, EventSource, RuntimeEvent, new_event
+from air.contracts.task import TaskSpec, TaskStatus
 from air.events.fold import DependencyFact, FoldCursor, SessionState, TaskFact, replay
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal
 
-from air.contracts import TaskStatus
+from air.contracts.task import TaskStatus
 from air.events.fold import SessionState
 from air.nursery.graph import TaskGraph
 from air.nursery.ledger import edge_of
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
 
 __all__ = ["graph_from_state", "invalid_refs", "run_result"]
 
@@ -61,7 +61,7 @@ def run_result(
     waves: int,
 ) -> SchedulerRunResult:
     """The SchedulerRunResult of a run that ended with ``status``."""
-    from air.contracts.task import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
 
     tasks = list(graph.tasks.values())
 

@@ -1,14 +1,28 @@
-"""COLLECTING_RESULTS and MERGING (SDD §20.2): one attempt's outcome becomes its end event.
+"""A task's outcome, as one pipeline (SDD §20.2 COLLECTING_RESULTS, MERGING; §19.4, §18.4):
+verify → gate → merge → review → record → learn, in this file, top to bottom.
 
-Owns ``collect`` (a TaskOutcome → ``task.completed/blocked/cancelled/failed``, after the C++
-evidence gate), ``with_evidence`` (the attempt's ``evidence.created`` records) and ``merge``
-(a completed change in its own workspace lands as a merge, one at a time and shielded, right
-after its task ends, so a dependent never waits for the rest of the wave). A completed result
-is held at the architecture gate first (``architecture_gate.hold``). Evidence is read
-from the agent's own events as the ledger's fold indexes them, never from the whole log.
-Review hunks (IMPL-REVIEW-1): a completed change is gated on its review before it is recorded,
-and a review's verdict is routed before the review's own end; a failure keeps the worker's
-summary and verification results in its error (IMPL-REVIEW-2: what an informed retry reads).
+Owns ``collect`` (one attempt's ``TaskOutcome`` becomes its end event) and its steps:
+
+1. **verify** — a completed C++ change counts only with the parent's own passing build +
+   ctest records (``evidence.cpp_evidence_gate``); without them the attempt failed;
+2. **gate** — a completed result is held at the architecture gate (SDD §19.4): held, the task
+   ends ``task.blocked``, not merged, and its dependents never run;
+3. **merge** — a change made in its own workspace lands as a merge, one at a time and
+   shielded, right after its task ends (so a dependent never waits for the rest of the wave);
+   a conflict fails the attempt (retried alone), a tampered workspace or a change outside the
+   write area fails the task for good (IMPL-GIT-2, IMPL-MERGE-1);
+4. **review** — under ``review: wave`` the change gets its review task before it is recorded,
+   and a review's verdict is routed before the review's own end (IMPL-REVIEW-1);
+5. **record** — the attempt's evidence (``evidence.created``), a compaction's summary row, then
+   ``task.completed``;
+6. **learn** — a debug task's landed fix goes through the knowledge outbox (SDD §18.4): the
+   DebugKnowledgeStore record, then ``debug.record.created``; it follows the record, so a fix
+   is learnt only once its task is durably completed.
+
+An attempt that did not complete ends ``blocked``, ``cancelled`` or ``failed``; a failure
+keeps the worker's summary and verification results in its error (IMPL-REVIEW-2: what an
+informed retry reads). Evidence is read from the agent's own events as the ledger's fold
+indexes them, never from the whole log. Imported once a worker has returned (IMPL-BOOT-8).
 """
 
 from __future__ import annotations
@@ -17,229 +31,147 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AirException,
-    ErrorKind,
-    Retryability,
-    SchedulerState,
-    TaskStatus,
-    TaskType,
-    WorkerResult,
-    WorkerStatus,
-    WorkspaceRef,
-    WorkspaceStrategy,
-    make_air_error,
-)
-from air.nursery.architecture_gate import hold
-from air.nursery.compaction import record_worker_summary
-from air.nursery.evidence import collect_evidence, cpp_evidence_gate
+from air.artifacts.evidence import collect_evidence, cpp_evidence_gate
+from air.context.compactor import record_worker_summary
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.task import SchedulerState, TaskStatus, TaskType, WorkspaceRef, WorkspaceStrategy
+from air.contracts.worker_result import WorkerResult, WorkerStatus
+from air.nursery.facts import end_task
 from air.nursery.graph import TaskNode
-from air.nursery.reviews import change_diff, gate_on_review, learn, route_verdict
-from air.nursery.seams import TaskOutcome
+from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
+from air.session.knowledge import KnowledgeService
+from air.supervision.task_outcome import TaskOutcome
 
 if TYPE_CHECKING:
-    from air.nursery.scheduler import Scheduler
+    from air.nursery.state import Ports, RunState
 
-__all__ = ["MERGE_GRACE", "collect", "merge", "with_evidence"]
+__all__ = ["MERGE_GRACE", "collect"]
 
 MERGE_GRACE = 120.0  # seconds a shielded merge may take
 
 
 async def collect(
-    s: Scheduler,
+    st: RunState,
+    io: Ports,
     node: TaskNode,
     workspace: WorkspaceRef,
     outcome: TaskOutcome,
     attempt_index: int,
     completed: list[str],
 ) -> None:
-    """Record the end of one attempt from its outcome (``completed`` gets the task id when
-    it completed)."""
+    """Record the end of one attempt from its outcome, step by step (``completed`` gets the
+    task id when it completed)."""
+    outcome = verify(io, node, workspace, outcome)
     result = outcome.result
-    base = {"agent_id": outcome.agent_id}
-    if result is not None and result.status == WorkerStatus.COMPLETED:
-        # a C++ change counts only with the parent's own passing build + ctest records
-        gate = cpp_evidence_gate(
-            node.spec,
-            outcome.agent_id,
-            s.ledger.state().events_of_agent(outcome.agent_id),
-            workspace.path,
-        )
-        if gate is not None:
-            outcome = outcome.model_copy(update={"error": gate})
-            result = result.model_copy(update={"status": WorkerStatus.FAILED, "error": gate})
-    if result is not None and result.status == WorkerStatus.COMPLETED:
-        if not await hold(s, node, outcome.agent_id, result, attempt_index):
-            return  # the architecture gate held it: blocked, not merged (SDD §19.4)
-        if workspace.strategy != WorkspaceStrategy.MAIN and s.workspaces is not None:
-            await merge(s, node, workspace, outcome, attempt_index, completed)
-            return
-        await _completed(s, node, outcome, attempt_index, completed)
+    if result is None or result.status != WorkerStatus.COMPLETED:
+        await ended_otherwise(io, node, outcome, attempt_index)
         return
-    if result is not None and result.status == WorkerStatus.BLOCKED:
-        reason = result.summary or "the worker reported a blocker"
-        await s.record_end(
-            node,
-            "task.blocked",
-            {**base, "reason": reason, "worker_result": result.model_dump(mode="json")},
-            attempt_index=attempt_index,
-        )
-        node.status = TaskStatus.BLOCKED
-        node.final = True
+    if not await gate(io, node, outcome.agent_id, result, attempt_index):
         return
-    if result is not None and result.status == WorkerStatus.CANCELLED:
-        await s.record_end(
-            node,
-            "task.cancelled",
-            {**base, "reason": result.summary or "the worker cancelled the task"},
-            attempt_index=attempt_index,
-        )
-        node.status = TaskStatus.CANCELLED
-        node.final = True
-        return
-    error = outcome.error or (result.error if result is not None else None)
-    if error is None:
-        said = f": {result.summary[:200]}" if result is not None and result.summary else ""
-        # the worker's own words make the signature: two different failures are not "the
-        # same failure again" to the RetryPlanner (IMPL-REVIEW-2)
-        error = make_air_error(
-            kind=ErrorKind.TASK_FAILED,
-            message=f"worker ended {result.status.value if result else outcome.kind}{said}",
-        )
-    update: dict[str, Any] = {
-        "metadata": {
-            **(error.metadata or {}),
-            **_failure_evidence(result),
-            "outcome": outcome.kind,
-            "exit_code": outcome.exit_code,
-            "worker_status": result.status.value if result is not None else None,
-        }
-    }
-    if outcome.transient:
-        update["retryability"] = Retryability.TRANSIENT
-    error = error.model_copy(update=update)
-    payload: dict[str, Any] = {**base, "error": error.model_dump(mode="json")}
-    if result is not None:
-        payload["worker_result"] = result.model_dump(mode="json")
-    await _failed(s, node, payload, attempt_index, final=False)
+    if workspace.strategy == WorkspaceStrategy.MAIN or io.workspaces is None:
+        await land(st, io, node, outcome, attempt_index, completed, None)
+        return  # made in place: nothing to merge
+    with trio.move_on_after(MERGE_GRACE, shield=True):
+        # why shielded: a half-done git merge, or a merged change without its end, must not be
+        # left behind by a cancel
+        diff = await change_diff(io, workspace) if io.options.review == "wave" else None
+        async with st.merge_lock:
+            io.enter(st, SchedulerState.MERGING)
+            if await merge(st, io, node, workspace, outcome, attempt_index):
+                await land(st, io, node, outcome, attempt_index, completed, diff)
 
 
-def _failure_evidence(result: WorkerResult | None) -> dict[str, Any]:
-    """What a failed worker said about its failure (its summary, its verification results),
-    kept in the error so that the retry's L8 shows it (IMPL-REVIEW-2)."""
-    if result is None:
-        return {}
-    found: dict[str, Any] = {}
-    if result.summary:
-        found["worker_summary"] = result.summary[:2000]
-    checks = [v.model_dump(mode="json", exclude_none=True) for v in result.verification]
-    if checks:
-        found["verification"] = checks[:20]
-    return found
-
-
-async def _completed(
-    s: Scheduler,
+async def land(
+    st: RunState,
+    io: Ports,
     node: TaskNode,
     outcome: TaskOutcome,
     attempt_index: int,
     completed: list[str],
-    diff: str | None = None,
+    diff: str | None,
 ) -> None:
-    # the review gate and the verdict act before the end is recorded: no dependent can be
-    # planned between this task's completion and the edge that makes it wait
-    await gate_on_review(s, node, diff)
-    refusal = await route_verdict(s, node, outcome)
-    if refusal is not None:
-        assert outcome.result is not None
-        await s.record_end(
-            node,
-            "task.blocked",
-            {
-                "agent_id": outcome.agent_id,
-                "reason": refusal,
-                "worker_result": outcome.result.model_dump(mode="json"),
-            },
-            attempt_index=attempt_index,
-        )
-        node.status = TaskStatus.BLOCKED
-        node.final = True
+    """review → record → learn, for a completed (and merged) change."""
+    if not await review(st, io, node, outcome, attempt_index, diff):
         return
-    worker_result = await with_evidence(s, node, outcome)
-    if node.spec.type == TaskType.COMPACT:  # the summaries row, under the runtime's id
-        worker_result = await record_worker_summary(s.ledger, node.task_id, worker_result)
-    await s.record_end(
-        node,
-        "task.completed",
-        {"agent_id": outcome.agent_id, "worker_result": worker_result},
-        attempt_index=attempt_index,
-    )
-    await learn(s, node, outcome)
-    node.status = TaskStatus.COMPLETED
-    node.final = True
+    await record(io, node, outcome, attempt_index)
+    await learn(io, node, outcome)
     completed.append(node.task_id)
 
 
-async def with_evidence(s: Scheduler, node: TaskNode, outcome: TaskOutcome) -> dict[str, Any]:
-    """Record the attempt's evidence (``evidence.created``) and return the worker result
-    with those refs attached, ready for ``task.completed``."""
-    assert outcome.result is not None
-    found = collect_evidence(
-        node.spec, outcome.agent_id, s.ledger.state().events_of_agent(outcome.agent_id)
-    )
-    for _ref, payload in found:
-        await s.ledger.record("evidence.created", payload)
+# -- 1. verify ------------------------------------------------------------------------------
+def verify(io: Ports, node: TaskNode, workspace: WorkspaceRef, outcome: TaskOutcome) -> TaskOutcome:
+    """A completed C++ change without the parent's own passing build + ctest records is a
+    failed attempt (its error says which record is missing); anything else is as it came."""
     result = outcome.result
-    if found:
-        known = {e.evidence_ref_id for e in result.evidence_refs}
-        extra = [ref for ref, _ in found if ref.evidence_ref_id not in known]
-        result = result.model_copy(update={"evidence_refs": [*result.evidence_refs, *extra]})
-    return result.model_dump(mode="json")
+    if result is None or result.status != WorkerStatus.COMPLETED:
+        return outcome
+    events = io.ledger.state().events_of_agent(outcome.agent_id)
+    missing = cpp_evidence_gate(node.spec, outcome.agent_id, events, workspace.path)
+    if missing is None:
+        return outcome
+    failed = result.model_copy(update={"status": WorkerStatus.FAILED, "error": missing})
+    return outcome.model_copy(update={"error": missing, "result": failed})
 
 
+# -- 2. gate --------------------------------------------------------------------------------
+async def gate(
+    io: Ports, node: TaskNode, agent_id: str, result: WorkerResult, attempt_index: int
+) -> bool:
+    """Ask the architecture gate about a completed result. False: the task was ended
+    ``task.blocked`` (not merged; its dependents never run) with the gate's class and reason."""
+    architecture = io.architecture_gate
+    if architecture is None:
+        return True
+    decision = await architecture.review(node.spec, result)
+    if decision.proceed:
+        return True
+    reason = f"architecture gate ({decision.result_class}): {decision.reason}"
+    payload = {"agent_id": agent_id, "reason": reason, "worker_result": _dump(result)}
+    await end_task(
+        io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
+    )
+    return False
+
+
+# -- 3. merge -------------------------------------------------------------------------------
 async def merge(
-    s: Scheduler,
+    st: RunState,
+    io: Ports,
     node: TaskNode,
     workspace: WorkspaceRef,
     outcome: TaskOutcome,
     attempt_index: int,
-    completed: list[str],
-) -> None:
-    """Merge a completed attempt's workspace (one merge at a time), then record the end."""
-    assert s.workspaces is not None
-    with trio.move_on_after(MERGE_GRACE, shield=True):
-        # why shielded: a half-done git merge must not be left behind by a cancel
-        diff = await change_diff(s, workspace) if s.options.review == "wave" else None
-        async with s.merge_lock:
-            s.enter(SchedulerState.MERGING)
-            try:
-                merged = await s.workspaces.merge_workspace(
-                    workspace.workspace_id,
-                    guard=merge_guard(node.spec.scope.write_area, s.project_root),
-                )
-            except AirException as exc:
-                if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):
-                    raise
-                await _workspace_failed(s, node, workspace, outcome, exc, attempt_index)
-                return
-            if merged.status != "conflicted":
-                await _completed(s, node, outcome, attempt_index, completed, diff)
-                return
-            error = make_air_error(
-                kind=ErrorKind.MERGE_CONFLICT,
-                message=f"merge conflict in {', '.join(merged.conflicted_paths)}",
-                retryability=Retryability.AFTER_CHANGE,
-                metadata={"kept_branch": merged.kept_branch, "outcome": "merge_conflict"},
-            )
-            await s.workspaces.abandon_workspace(workspace.workspace_id, "merge conflict")
-            payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
-            await _failed(s, node, payload, attempt_index, final=False)
-            s.solo.add(node.task_id)
+) -> bool:
+    """Merge the attempt's workspace into the project (under the merge lock). False: it did
+    not land, and the attempt's failure is recorded."""
+    assert io.workspaces is not None
+    try:
+        merged = await io.workspaces.merge_workspace(
+            workspace.workspace_id, guard=merge_guard(node.spec.scope.write_area, io.project_root)
+        )
+    except AirException as exc:
+        if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):
+            raise
+        await _unmergeable(io, node, workspace, outcome, exc, attempt_index)
+        return False
+    if merged.status != "conflicted":
+        return True
+    error = make_air_error(
+        kind=ErrorKind.MERGE_CONFLICT,
+        message=f"merge conflict in {', '.join(merged.conflicted_paths)}",
+        retryability=Retryability.AFTER_CHANGE,
+        metadata={"kept_branch": merged.kept_branch, "outcome": "merge_conflict"},
+    )
+    await io.workspaces.abandon_workspace(workspace.workspace_id, "merge conflict")
+    payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
+    await _failed(io, node, payload, attempt_index, final=False)
+    st.solo.add(node.task_id)  # its retry runs alone
+    return False
 
 
-async def _workspace_failed(
-    s: Scheduler,
+async def _unmergeable(
+    io: Ports,
     node: TaskNode,
     workspace: WorkspaceRef,
     outcome: TaskOutcome,
@@ -262,13 +194,176 @@ async def _workspace_failed(
         }
     )
     payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
-    await _failed(s, node, payload, attempt_index, final=True)
+    await _failed(io, node, payload, attempt_index, final=True)
+
+
+# -- 4. review ------------------------------------------------------------------------------
+async def review(
+    st: RunState,
+    io: Ports,
+    node: TaskNode,
+    outcome: TaskOutcome,
+    attempt_index: int,
+    diff: str | None,
+) -> bool:
+    """The review gate and a review's verdict act before the end is recorded: no dependent can
+    be planned between this task's completion and the edge that makes it wait. False: the
+    verdict blocked the task (recorded)."""
+    await gate_on_review(st, io, node, diff)
+    refusal = await route_verdict(st, io, node, outcome)
+    if refusal is None:
+        return True
+    assert outcome.result is not None
+    payload = {
+        "agent_id": outcome.agent_id,
+        "reason": refusal,
+        "worker_result": _dump(outcome.result),
+    }
+    await end_task(
+        io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
+    )
+    return False
+
+
+# -- 5. record ------------------------------------------------------------------------------
+async def record(io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index: int) -> None:
+    """The attempt's evidence, a compaction's summary row, then ``task.completed``."""
+    worker_result = await with_evidence(io, node, outcome)
+    if node.spec.type == TaskType.COMPACT:  # the summaries row, under the runtime's id
+        worker_result = await record_worker_summary(io.ledger, node.task_id, worker_result)
+    payload = {"agent_id": outcome.agent_id, "worker_result": worker_result}
+    await end_task(
+        io.ledger,
+        node,
+        "task.completed",
+        payload,
+        TaskStatus.COMPLETED,
+        attempt_index=attempt_index,
+    )
+
+
+async def with_evidence(io: Ports, node: TaskNode, outcome: TaskOutcome) -> dict[str, Any]:
+    """Record the attempt's evidence (``evidence.created``) and return the worker result
+    with those refs attached, ready for ``task.completed``."""
+    assert outcome.result is not None
+    found = collect_evidence(
+        node.spec, outcome.agent_id, io.ledger.state().events_of_agent(outcome.agent_id)
+    )
+    for _ref, payload in found:
+        await io.ledger.record("evidence.created", payload)
+    result = outcome.result
+    if found:
+        known = {e.evidence_ref_id for e in result.evidence_refs}
+        extra = [ref for ref, _ in found if ref.evidence_ref_id not in known]
+        result = result.model_copy(update={"evidence_refs": [*result.evidence_refs, *extra]})
+    return _dump(result)
+
+
+# -- 6. learn -------------------------------------------------------------------------------
+async def learn(io: Ports, node: TaskNode, outcome: TaskOutcome) -> None:
+    """A debug task's landed fix goes through the knowledge outbox (SDD §18.4): the
+    DebugKnowledgeStore record first, then ``debug.record.created``, then mining."""
+    if node.spec.type != TaskType.DEBUG or outcome.result is None or not node.parent_task_id:
+        return
+    parent = io.ledger.state().tasks.get(node.parent_task_id)
+    service = KnowledgeService.for_project(io.ledger, io.project_root)
+    try:
+        await service.learn_from_debug(
+            node.task_id,
+            node.parent_task_id,
+            outcome.result,
+            parent.last_error if parent is not None else None,
+        )
+    finally:
+        service.close()
+
+
+# -- an attempt that did not complete -------------------------------------------------------
+async def ended_otherwise(
+    io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index: int
+) -> None:
+    """A worker that reported a blocker or cancelled its task ends it so; anything else is a
+    failed attempt (the RetryPlanner decides what follows)."""
+    result = outcome.result
+    base = {"agent_id": outcome.agent_id}
+    if result is not None and result.status == WorkerStatus.BLOCKED:
+        reason = result.summary or "the worker reported a blocker"
+        payload = {**base, "reason": reason, "worker_result": _dump(result)}
+        await end_task(
+            io.ledger,
+            node,
+            "task.blocked",
+            payload,
+            TaskStatus.BLOCKED,
+            attempt_index=attempt_index,
+        )
+        return
+    if result is not None and result.status == WorkerStatus.CANCELLED:
+        payload = {**base, "reason": result.summary or "the worker cancelled the task"}
+        await end_task(
+            io.ledger,
+            node,
+            "task.cancelled",
+            payload,
+            TaskStatus.CANCELLED,
+            attempt_index=attempt_index,
+        )
+        return
+    error = outcome.error or (result.error if result is not None else None)
+    if error is None:
+        said = f": {result.summary[:200]}" if result is not None and result.summary else ""
+        # the worker's own words make the signature: two different failures are not "the
+        # same failure again" to the RetryPlanner (IMPL-REVIEW-2)
+        error = make_air_error(
+            kind=ErrorKind.TASK_FAILED,
+            message=f"worker ended {result.status.value if result else outcome.kind}{said}",
+        )
+    update: dict[str, Any] = {
+        "metadata": {
+            **(error.metadata or {}),
+            **_failure_evidence(result),
+            "outcome": outcome.kind,
+            "exit_code": outcome.exit_code,
+            "worker_status": result.status.value if result is not None else None,
+        }
+    }
+    if outcome.transient:
+        update["retryability"] = Retryability.TRANSIENT
+    error = error.model_copy(update=update)
+    failure: dict[str, Any] = {**base, "error": error.model_dump(mode="json")}
+    if result is not None:
+        failure["worker_result"] = _dump(result)
+    await _failed(io, node, failure, attempt_index, final=False)
+
+
+def _failure_evidence(result: WorkerResult | None) -> dict[str, Any]:
+    """What a failed worker said about its failure (its summary, its verification results),
+    kept in the error so that the retry's L8 shows it (IMPL-REVIEW-2)."""
+    if result is None:
+        return {}
+    found: dict[str, Any] = {}
+    if result.summary:
+        found["worker_summary"] = result.summary[:2000]
+    checks = [v.model_dump(mode="json", exclude_none=True) for v in result.verification]
+    if checks:
+        found["verification"] = checks[:20]
+    return found
 
 
 async def _failed(
-    s: Scheduler, node: TaskNode, payload: dict[str, Any], attempt_index: int, *, final: bool
+    io: Ports, node: TaskNode, payload: dict[str, Any], attempt_index: int, *, final: bool
 ) -> None:
     """Record ``task.failed`` and mark the node failed; ``final``: no retry will follow."""
-    await s.record_end(node, "task.failed", payload, attempt_index=attempt_index)
-    node.status = TaskStatus.FAILED
-    node.final = final
+    await end_task(
+        io.ledger,
+        node,
+        "task.failed",
+        payload,
+        TaskStatus.FAILED,
+        final=final,
+        attempt_index=attempt_index,
+    )
+
+
+def _dump(result: WorkerResult) -> dict[str, Any]:
+    return result.model_dump(mode="json")

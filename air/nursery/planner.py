@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from contextlib import closing
 from typing import Literal, NamedTuple
 
-from air.contracts import (
+from air.contracts.task import (
     DependencySource,
     DependencyType,
     SchedulerWavePlan,

@@ -29,10 +29,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts import ErrorKind, TaskStatus, make_air_error
+from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, ledger_view
-from air.nursery.monitor import process_alive
+from air.supervision.monitor import process_alive
 from air.workspace.manager import WorkspaceManager
 
 __all__ = ["Reaper", "RecoveryReport", "recover_session"]

@@ -2,7 +2,8 @@
 
 Owns ``repair`` (apply the RetryPlanner to every failed task not decided on yet, then block
 the pending tasks whose hard dependency ended without success), ``decide`` (one failed task:
-retry, retry alone, a debug task, skip, or give up) and ``debug_spec``. Both read only the
+retry, retry alone, a debug task, skip, or give up), ``debug_spec`` and ``known_fixes`` (the
+DebugKnowledgeStore records a new debug task is told about). Both read only the
 failed and doomed sets the TaskGraph keeps up to date, never every task.
 """
 
@@ -11,78 +12,90 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from air.contracts import (
-    AirError,
-    DependencyType,
-    ErrorKind,
-    RetryAction,
-    TaskSpec,
-    TaskStatus,
-    TaskType,
-    make_air_error,
-)
+import trio
+
+from air.contracts.error import AirError, ErrorKind, make_air_error
+from air.contracts.task import DependencyType, RetryAction, TaskSpec, TaskStatus, TaskType
+from air.nursery.facts import block, create_tasks
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
 from air.nursery.retry import debug_context, retry_spec
 
 if TYPE_CHECKING:
-    from air.contracts import DebugRecord
-    from air.nursery.scheduler import Scheduler
+    from air.contracts.artifact_records import DebugRecord
+    from air.nursery.state import Ports, RunState
 
-__all__ = ["debug_spec", "decide", "repair"]
+__all__ = ["debug_spec", "decide", "known_fixes", "repair"]
 
 
-async def repair(s: Scheduler) -> None:
+async def repair(st: RunState, io: Ports) -> None:
     """Apply the RetryPlanner to failed tasks, then block tasks whose hard deps are dead."""
+    graph = st.graph
     changed = True
     while changed:
         changed = False
-        for node in s.graph.open_failures():
-            await decide(s, node)
+        for node in graph.open_failures():
+            await decide(st, io, node)
             changed = True
-        for node in s.graph.doomed_tasks():
+        for node in graph.doomed_tasks():
             dead = [
                 e.depends_on_task_id
-                for e in s.graph.edges_of(node.task_id)
+                for e in graph.edges_of(node.task_id)
                 if e.dependency_type == DependencyType.HARD
-                and s.graph.hard_dep_dead(e.depends_on_task_id)
+                and graph.hard_dep_dead(e.depends_on_task_id)
             ]
-            await s.block(node, "hard dependency ended without success: " + ", ".join(dead))
+            reason = "hard dependency ended without success: " + ", ".join(dead)
+            await block(io.ledger, node, reason)
             changed = True
 
 
-async def decide(s: Scheduler, node: TaskNode) -> None:
+async def decide(st: RunState, io: Ports, node: TaskNode) -> None:
     """What follows one failed task (the RetryPlanner's decision over its recorded failures)."""
-    stored = stored_task(s.ledger.state().tasks[node.task_id])
+    stored = stored_task(io.ledger.state().tasks[node.task_id])
     error = stored.last_error or make_air_error(
         kind=ErrorKind.TASK_FAILED, message="the task failed"
     )
-    decision = s.retry.decide(node, stored.attempts, error)
+    decision = io.retry.decide(node, stored.attempts, error)
     action = decision.action
     if action in (RetryAction.RETRY, RetryAction.RETRY_SERIAL):
         # the dimension the planner chose is applied, not dropped (IMPL-REVIEW-2); re-derived
         # from the same durable failures on a restart
-        node.spec = retry_spec(s.retry, node, decision)
+        node.spec = retry_spec(io.retry, node, decision)
         node.status = TaskStatus.PENDING
         if action == RetryAction.RETRY_SERIAL:
-            s.solo.add(node.task_id)
+            st.solo.add(node.task_id)
     elif action == RetryAction.DEBUG:
         # The debug task is the failed task's child (task.created parent_task_id); the
         # graph re-runs a task only after its debug children have ended.
         debug_id = f"{node.task_id}.debug{len(stored.attempts)}"
-        if debug_id not in s.graph.tasks:
-            from air.nursery.reviews import known_fixes  # the knowledge stores, only now
-
-            known = await known_fixes(s, error.semantic_signature)
+        if debug_id not in st.graph.tasks:
+            known = await known_fixes(io, error.semantic_signature)
             spec = debug_spec(node.spec, debug_id, error, known)
-            await s.create_tasks([spec], parent_task_id=node.task_id)
-            s.graph.add_task(spec, parent_task_id=node.task_id)
+            await create_tasks(io.ledger, [spec], parent_task_id=node.task_id)
+            st.graph.add_task(spec, parent_task_id=node.task_id)
         node.status = TaskStatus.PENDING
     elif action == RetryAction.SKIP:
         node.skipped = True
         node.final = True
     else:
         node.final = True
+
+
+async def known_fixes(io: Ports, signature: str | None) -> list[DebugRecord]:
+    """The project's DebugKnowledgeStore records with ``signature``, fixed and newest first
+    (none when the project has no ``.air/local``): what a new debug task is told about."""
+    if not signature:
+        return []
+    from air.session.knowledge import KnowledgeService  # the knowledge stores, only now
+
+    def lookup() -> list[DebugRecord]:
+        service = KnowledgeService.for_project(io.ledger, io.project_root)
+        try:
+            return service.known_fixes(signature)
+        finally:
+            service.close()
+
+    return await trio.to_thread.run_sync(lookup)
 
 
 def debug_spec(

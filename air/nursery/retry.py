@@ -32,11 +32,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from air.contracts import AirError, ErrorKind, Retryability, RetryAction, TaskSpec
+from air.contracts.error import AirError, ErrorKind, Retryability
+from air.contracts.task import RetryAction, TaskSpec
 from air.nursery.graph import TaskNode
 
 if TYPE_CHECKING:  # built when an attempt has failed (IMPL-BOOT-12)
-    from air.contracts import DebugRecord, RetryDecision
+    from air.contracts.artifact_records import DebugRecord
+    from air.contracts.task_results import RetryDecision
 
 __all__ = ["TRANSIENT_KINDS", "AttemptSummary", "RetryPlanner", "debug_context", "retry_spec"]
 
@@ -109,7 +111,7 @@ class RetryPlanner:
         Returns:
             The decision and its reason.
         """
-        from air.contracts.task import RetryDecision
+        from air.contracts.task_results import RetryDecision
 
         kind = error.kind
         if kind == ErrorKind.CANCELLED:

@@ -7,9 +7,7 @@ dependency — the evidence, and every dependent waits for that review), ``route
 reviewer's verdict decides: ``approved`` lets the dependents run, ``changes_requested`` creates
 a repair task carrying the findings, reviewed again, at most ``MAX_REVIEW_ROUNDS`` times,
 ``blocked`` blocks with the reviewer's reason) and ``schedule_reviews`` (the same review for a
-wave's completed changes that have none yet). Also ``learn`` (a debug task's landed fix goes
-through the KnowledgeService's outbox: DebugKnowledgeStore record, then
-``debug.record.created``) and ``known_fixes`` (the records a new debug task is told about).
+wave's completed changes that have none yet). The outcome pipeline (``outcomes``) calls them.
 """
 
 from __future__ import annotations
@@ -22,12 +20,10 @@ from typing import TYPE_CHECKING
 import trio
 from pydantic import ValidationError
 
-from air.contracts import (
-    AirException,
-    DebugRecord,
+from air.contracts.error import AirException
+from air.contracts.task import (
     DependencySource,
     DependencyType,
-    ReviewerResult,
     TaskConstraints,
     TaskDependencySpec,
     TaskScope,
@@ -37,22 +33,21 @@ from air.contracts import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
+from air.contracts.worker_result import ReviewerResult
+from air.nursery.facts import add_dependency, create_tasks
 from air.nursery.graph import TaskNode
-from air.nursery.knowledge import KnowledgeService
-from air.nursery.seams import TaskOutcome
 from air.security.redact import SecretRedactor
+from air.supervision.task_outcome import TaskOutcome
 from air.tools.safefs import read_beneath
 
 if TYPE_CHECKING:
-    from air.nursery.scheduler import Scheduler
+    from air.nursery.state import Ports, RunState
 
 __all__ = [
     "MAX_DIFF_CHARS",
     "MAX_REVIEW_ROUNDS",
     "change_diff",
     "gate_on_review",
-    "known_fixes",
-    "learn",
     "repair_spec",
     "review_spec",
     "route_verdict",
@@ -67,62 +62,28 @@ _REVIEWED = (TaskType.EXECUTE, TaskType.DOCS)
 _REPAIR = re.compile(r"\.repair(\d+)$")
 
 
-async def known_fixes(s: Scheduler, signature: str | None) -> list[DebugRecord]:
-    """The project's DebugKnowledgeStore records with ``signature``, fixed and newest first
-    (none when the project has no ``.air/local``): what a new debug task is told about."""
-    if not signature:
-        return []
-
-    def lookup() -> list[DebugRecord]:
-        service = KnowledgeService.for_project(s.ledger, s.project_root)
-        try:
-            return service.known_fixes(signature)
-        finally:
-            service.close()
-
-    return await trio.to_thread.run_sync(lookup)
-
-
-async def learn(s: Scheduler, node: TaskNode, outcome: TaskOutcome) -> None:
-    """A debug task's landed fix goes through the knowledge outbox (SDD §18.4): the
-    DebugKnowledgeStore record first, then ``debug.record.created``, then mining."""
-    if node.spec.type != TaskType.DEBUG or outcome.result is None or not node.parent_task_id:
-        return
-    parent = s.ledger.state().tasks.get(node.parent_task_id)
-    service = KnowledgeService.for_project(s.ledger, s.project_root)
-    try:
-        await service.learn_from_debug(
-            node.task_id,
-            node.parent_task_id,
-            outcome.result,
-            parent.last_error if parent is not None else None,
-        )
-    finally:
-        service.close()
-
-
-async def schedule_reviews(s: Scheduler, completed: Sequence[str]) -> None:
+async def schedule_reviews(st: RunState, io: Ports, completed: Sequence[str]) -> None:
     """A review task for every completed execute/docs task of a wave that has none yet (a
     change completed before a restart); ``gate_on_review`` makes it at completion."""
     for task_id in completed:
-        node = s.graph.tasks[task_id]
+        node = st.graph.tasks[task_id]
         if node.spec.type in _REVIEWED:
-            await gate_on_review(s, node, None)
+            await gate_on_review(st, io, node, None)
 
 
-async def change_diff(s: Scheduler, workspace: WorkspaceRef) -> str | None:
+async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
     """The unified diff of a workspace against the project, read by the parent before the
     merge (the reviewer is read-only and never sees the workspace). ``None`` for the shared
     ``main`` workspace (the change is already in the project). Files are read beneath their
     roots without following symlinks: a worker cannot make the parent read (and send to a
     model) a file outside the workspace; the run's SecretRedactor is applied to the text."""
-    if s.workspaces is None or workspace.strategy == WorkspaceStrategy.MAIN:
+    if io.workspaces is None or workspace.strategy == WorkspaceStrategy.MAIN:
         return None
     try:
-        names = await s.workspaces.changed_files(workspace.workspace_id)
+        names = await io.workspaces.changed_files(workspace.workspace_id)
     except AirException:
         return None  # the merge that follows reports the workspace's trouble
-    root, path = s.project_root, workspace.path
+    root, path = io.project_root, workspace.path
 
     def render() -> str:
         parts: list[str] = []
@@ -150,7 +111,7 @@ async def change_diff(s: Scheduler, workspace: WorkspaceRef) -> str | None:
     text = await trio.to_thread.run_sync(render)
     # worker-written text becomes a durable spec and a model request: the run's redactor
     # (the WorkerManager's, applied to everything else a worker produces) applies here too
-    redactor = getattr(s.runner, "redactor", None)
+    redactor = getattr(io.runner, "redactor", None)
     return redactor.redact(text) if isinstance(redactor, SecretRedactor) else text
 
 
@@ -196,31 +157,34 @@ def review_spec(node: TaskNode, diff: str | None) -> TaskSpec:
     )
 
 
-async def gate_on_review(s: Scheduler, node: TaskNode, diff: str | None) -> None:
+async def gate_on_review(st: RunState, io: Ports, node: TaskNode, diff: str | None) -> None:
     """Under ``review: wave``, before a completed change is recorded: its review task, and a
     hard edge from each of its dependents to that review, so none of them runs before the
     verdict (durable: ``task.created``, ``task.dependency.added``)."""
-    if s.options.review != "wave" or node.spec.type not in _REVIEWED:
+    if io.options.review != "wave" or node.spec.type not in _REVIEWED:
         return
     review_id = f"{node.task_id}.review"
-    if review_id not in s.graph.tasks:
+    if review_id not in st.graph.tasks:
         spec = review_spec(node, diff)
-        await s.create_tasks([spec])
-        s.graph.add_task(spec)
-    await _wait_for(s, node.task_id, review_id, f"waits for the review of {node.task_id}")
+        await create_tasks(io.ledger, [spec])
+        st.graph.add_task(spec)
+    await _wait_for(st, io, node.task_id, review_id, f"waits for the review of {node.task_id}")
 
 
-async def _wait_for(s: Scheduler, after: str, gate: str, reason: str) -> None:
+async def _wait_for(st: RunState, io: Ports, after: str, gate: str, reason: str) -> None:
     """Every dependent of ``after`` (but ``gate`` itself) also waits for ``gate``."""
-    for dependent in s.graph.dependents_of(after):
+    graph = st.graph
+    for dependent in graph.dependents_of(after):
         if dependent.task_id == gate or dependent.status != TaskStatus.PENDING:
             continue
         if any(
             e.depends_on_task_id == gate and e.dependency_type == DependencyType.HARD
-            for e in s.graph.edges_of(dependent.task_id)
+            for e in graph.edges_of(dependent.task_id)
         ):
             continue
-        await s.add_dependency(
+        await add_dependency(
+            io.ledger,
+            graph,
             dependent.task_id,
             TaskDependencySpec(
                 depends_on_task_id=gate,
@@ -231,10 +195,10 @@ async def _wait_for(s: Scheduler, after: str, gate: str, reason: str) -> None:
         )
 
 
-def _reviewed(s: Scheduler, review: TaskNode) -> TaskNode | None:
+def _reviewed(st: RunState, review: TaskNode) -> TaskNode | None:
     """The change a review task reviews: its first hard dependency of type execute/docs."""
-    for edge in s.graph.edges_of(review.task_id):
-        dep = s.graph.tasks.get(edge.depends_on_task_id)
+    for edge in st.graph.edges_of(review.task_id):
+        dep = st.graph.tasks.get(edge.depends_on_task_id)
         if edge.dependency_type == DependencyType.HARD and dep is not None:
             if dep.spec.type in _REVIEWED:
                 return dep
@@ -267,7 +231,9 @@ def review_round(task_id: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-async def route_verdict(s: Scheduler, node: TaskNode, outcome: TaskOutcome) -> str | None:
+async def route_verdict(
+    st: RunState, io: Ports, node: TaskNode, outcome: TaskOutcome
+) -> str | None:
     """Act on a completed review's verdict, before its end is recorded.
 
     Returns:
@@ -287,14 +253,15 @@ async def route_verdict(s: Scheduler, node: TaskNode, outcome: TaskOutcome) -> s
         return None
     if verdict.verdict == "blocked":
         return f"the reviewer blocked: {findings}"
-    reviewed = _reviewed(s, node)
+    reviewed = _reviewed(st, node)
     if reviewed is None:
         return None  # a review of no change (e.g. of a document): its findings are its result
     if review_round(reviewed.task_id) >= MAX_REVIEW_ROUNDS:
         return f"changes still requested after {MAX_REVIEW_ROUNDS} repair rounds: {findings}"
     spec = repair_spec(reviewed.spec, node.task_id, verdict.findings)
-    if spec.id not in s.graph.tasks:
-        await s.create_tasks([spec], parent_task_id=reviewed.task_id)
-        s.graph.add_task(spec, parent_task_id=reviewed.task_id)
-    await _wait_for(s, node.task_id, spec.id, f"waits for the repair of {reviewed.task_id}")
+    if spec.id not in st.graph.tasks:
+        await create_tasks(io.ledger, [spec], parent_task_id=reviewed.task_id)
+        st.graph.add_task(spec, parent_task_id=reviewed.task_id)
+    repaired = f"waits for the repair of {reviewed.task_id}"
+    await _wait_for(st, io, node.task_id, spec.id, repaired)
     return None

@@ -21,7 +21,8 @@ configuration files) and the handle it yields, ``Runtime``. In order, once each:
 5. recover the session once (SDD §16.3: orphans of a dead runtime reaped by their durable run
    records, lost agents, interrupted tasks, FK-off scan, workspace GC) — the Scheduler is told
    it was done (``SchedulerOptions.recover=False``);
-6. yield ``Runtime``; on exit the root nursery is cancelled and the session closed.
+6. yield ``Runtime``; on exit the root nursery is cancelled and the session closed; an
+   exception group leaving it is translated once (``one_error``), so no client unwraps one.
 
 Nothing is patched in after construction: the Scheduler hands the AgentMonitor its callbacks
 when it starts it. Clients (``air run --headless``, ``air resume``, the console) only submit
@@ -37,29 +38,32 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import EventFilter, OpenSessionOptions, ProjectContext, TaskSpec
-from air.contracts.permission import PermissionPrompt
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.event import EventFilter
 from air.contracts.platform import ProcessIdentity
-from air.nursery.knowledge_recovery import recover_knowledge
+from air.contracts.project import OpenSessionOptions, ProjectContext
+from air.contracts.prompt import PermissionPrompt
+from air.contracts.task import TaskSpec
 from air.nursery.ledger import SessionLedger, StoredAgent
-from air.nursery.monitor import AgentMonitor
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
 from air.nursery.retry import RetryPlanner
-from air.nursery.runs import claim_session, reap_orphans, runs_dir
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import TaskRunner
 from air.nursery.worker_context import session_compactor, worker_context
+from air.session.knowledge_recovery import recover_knowledge
 from air.session.manager import OpenSession, SessionManager
+from air.supervision.monitor import AgentMonitor
+from air.supervision.runs import claim_session, reap_orphans, runs_dir
+from air.supervision.seams import TaskRunner
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.context.compactor import SessionCompactor
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
-    from air.nursery.compaction import SessionCompactor
 
-__all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "open_runtime"]
+__all__ = ["Runtime", "RuntimeConfig", "RuntimeServices", "one_error", "open_runtime"]
 
 RunnerBuilder = Callable[[OpenSession], tuple[TaskRunner, Callable[[], None] | None]]
 """``build(session) -> (runner, warm_up)``: an injected TaskRunner (tests: fake workers). Such
@@ -199,9 +203,13 @@ class Runtime:
 async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
     """Open the session's runtime (see the module docstring for what it builds, once each).
 
+    Errors cross this edge once (``one_error``): an ``AirException`` raised in the client's
+    body or in a task of the root nursery leaves as itself, never inside an exception group.
+
     Raises:
         AirException: an unknown or unrecorded session, another process running it, a
-            refusal of ``on_open`` or a bad configuration (``services``).
+            refusal of ``on_open``, a bad configuration (``services``), or the client's own;
+            ``system_error`` listing them when several happened at once.
     """
     session = SessionManager().open_session(
         config.project,
@@ -219,12 +227,45 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
         runs = runs_dir(root)
         claim_session(runs, ledger.session_id)
         services = config.services()
-        async with trio.open_nursery() as nursery:
-            async with session.bus.serving():
-                yield await _build(config, session, ledger, services, nursery, runs)
-            nursery.cancel_scope.cancel(reason="runtime closed")
+        try:
+            async with trio.open_nursery() as nursery:
+                async with session.bus.serving():
+                    yield await _build(config, session, ledger, services, nursery, runs)
+                nursery.cancel_scope.cancel(reason="runtime closed")
+        except BaseExceptionGroup as group:
+            raise one_error(group) from None
     finally:
         session.close()
+
+
+def one_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """What an exception group leaving the runtime's nurseries becomes at its edge, so that no
+    client unwraps groups: one ``AirException`` is itself; several (and nothing else) become
+    one ``system_error`` listing them; a single bug is itself; a group holding a bug beside
+    anything else, or a cancellation / KeyboardInterrupt, stays the group it was."""
+    leaves = _leaves(group)
+    if any(not isinstance(e, Exception) for e in leaves):
+        return group  # Cancelled belongs to its cancel scope, KeyboardInterrupt to trio.run
+    errors = [e for e in leaves if isinstance(e, AirException)]
+    if len(leaves) == 1:
+        return leaves[0]
+    if len(errors) < len(leaves):
+        return group  # a bug beside other errors: every traceback shows
+    listed = "; ".join(f"{e.kind.value}: {e.error.message}" for e in errors)
+    actions = [e.user_action for e in errors if e.user_action]
+    return AirException.of(
+        kind=ErrorKind.SYSTEM_ERROR,
+        message=f"{len(errors)} errors at once: {listed}",
+        user_action=" / ".join(dict.fromkeys(actions)) or None,
+        metadata={"errors": [e.error.model_dump(mode="json") for e in errors]},
+    )
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for inner in group.exceptions:
+        found.extend(_leaves(inner) if isinstance(inner, BaseExceptionGroup) else [inner])
+    return found
 
 
 async def _build(
@@ -277,9 +318,12 @@ async def _build(
         reap=reap,
         monitor=monitor,
         retry=RetryPlanner(escalation_models=services.escalation),
+        architecture_gate=(
+            config.architecture_gate(session, services, registry)
+            if config.architecture_gate is not None
+            else None
+        ),
     )
-    if config.architecture_gate is not None:
-        scheduler.architecture_gate = config.architecture_gate(session, services, registry)
     return Runtime(
         session=session,
         ledger=ledger,
@@ -300,7 +344,7 @@ async def _build(
 
 def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeServices) -> Any:
     """The PermissionEngine and the ToolRegistry under it, with every tool registered."""
-    from air.security import PermissionEngine
+    from air.security.engine import PermissionEngine
     from air.tools import ToolRegistry, register_builtin_tools
 
     engine = PermissionEngine(
@@ -332,7 +376,7 @@ def _workers(
     lock: trio.Lock,
 ) -> tuple[TaskRunner, Callable[[], None] | None]:
     """The WorkerManager over the registry and the provider, and the provider's warm-up."""
-    from air.nursery.worker_manager import WorkerManager
+    from air.supervision.worker_manager import WorkerManager
 
     specs = [
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}

@@ -2,9 +2,11 @@
 ARCHITECTURE §2).
 
 Owns: ``Scheduler`` (``create_tasks``, ``add_dependency``, ``load_graph``, ``run_until_idle``,
-``cancel_task``, ``cancel``), ``SchedulerOptions`` and ``AGENT_TYPE_FOR_TASK``; one attempt
-runs in ``air.nursery.attempt``, its outcome and merge in ``outcomes``, retries in ``repair``,
-reviews and debug knowledge in ``reviews``.
+``cancel_task``, ``cancel``); ``SchedulerOptions`` and ``AGENT_TYPE_FOR_TASK`` are public from
+here too. The Scheduler builds the run's state record and ports (``air.nursery.state``) and
+hands them to its helpers, which never see the Scheduler: the next wave in ``dispatch``, one
+attempt in ``attempt``, its outcome pipeline in ``outcomes``, retries in ``repair``, reviews
+in ``reviews``, the durable facts in ``facts``.
 
 Shape: ``run_until_idle`` drives IDLE → LOADING_GRAPH → (REPAIRING_OR_CONTINUING →
 PLANNING_WAVE → DISPATCHING)* → COMPLETED | BLOCKED | CANCELLED, with MONITORING,
@@ -27,54 +29,40 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
-from air.contracts import (
+from air.contracts.ids import IdGenerator, UlidGenerator
+from air.contracts.task import (
     AGENT_TYPE_FOR_TASK,
-    DependencySource,
-    IdGenerator,
     SchedulerState,
     TaskDependencySpec,
     TaskSpec,
     TaskStatus,
-    UlidGenerator,
-    WorkspaceRef,
 )
+from air.nursery import facts
 from air.nursery.dispatch import plan_next, run_wave
-from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
+from air.nursery.graph import TaskGraph
 from air.nursery.ledger import Ledger
 from air.nursery.loading import graph_from_state, invalid_refs, run_result
-from air.nursery.monitor import AgentMonitor, WatchedAgent
-from air.nursery.planner import WavePlanner, default_max_workers
+from air.nursery.planner import WavePlanner
 from air.nursery.recovery import Reaper, recover_session
 from air.nursery.repair import repair
 from air.nursery.retry import RetryPlanner
-from air.nursery.seams import TaskRunner
+from air.nursery.state import Ports, RunState, SchedulerOptions
+from air.supervision.monitor import AgentMonitor, WatchedAgent
+from air.supervision.seams import TaskRunner
 from air.workspace.manager import WorkspaceManager
 
 if TYPE_CHECKING:
-    from air.contracts import SchedulerRunResult
+    from air.contracts.task_results import SchedulerRunResult
     from air.nursery.architecture_gate import ArchitectureGate
 
 __all__ = ["AGENT_TYPE_FOR_TASK", "Scheduler", "SchedulerOptions"]
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(eq=False)
-class SchedulerOptions:
-    """How the Scheduler runs a session: parallelism, reviews, headless, recovery."""
-
-    max_workers: int = field(default_factory=default_max_workers)
-    review: Literal["none", "wave"] = "none"
-    """``wave``: every completed code change gets a review task (REVIEWING_WAVE)."""
-    headless: bool = True
-    monitor_period: float = 1.0
-    recover: bool = True  # False: the caller (open_runtime) already ran recovery, once
 
 
 class Scheduler:
@@ -92,6 +80,7 @@ class Scheduler:
         ids: id generator for agents.
         on_state: called with every state transition (progress display, tests).
         reap: kills a live orphan worker found while loading the graph (WorkerManager's reaper).
+        architecture_gate: holds a completed result before it is merged (SDD §19.4).
     """
 
     def __init__(
@@ -108,58 +97,76 @@ class Scheduler:
         ids: IdGenerator | None = None,
         on_state: Callable[[SchedulerState], None] | None = None,
         reap: Reaper | None = None,
+        architecture_gate: ArchitectureGate | None = None,
     ) -> None:
-        self.ledger = ledger
-        self.runner = runner
-        self.project_root = project_root
-        self.workspaces = workspaces
-        self.planner = planner or WavePlanner()
-        self.retry = retry or RetryPlanner()
-        self.monitor = monitor
-        self.options = options or SchedulerOptions()
-        self.ids: IdGenerator = ids or UlidGenerator()
-        self.on_state = on_state
+        self.io = Ports(
+            ledger=ledger,
+            runner=runner,
+            project_root=project_root,
+            workspaces=workspaces,
+            planner=planner or WavePlanner(),
+            retry=retry or RetryPlanner(),
+            monitor=monitor,
+            ids=ids or UlidGenerator(),
+            options=options or SchedulerOptions(),
+            architecture_gate=architecture_gate,
+            on_state=on_state,
+        )
+        """The ports every helper calls out to."""
+        self.st = RunState(graph=TaskGraph(ledger.session_id))
+        """The run's state record every helper reads and changes."""
         self.reap = reap
-        self.state = SchedulerState.IDLE
-        self.graph = TaskGraph(ledger.session_id)
-        self.scopes: dict[str, trio.CancelScope] = {}
-        """The cancel scope of every running task (``cancel_task``)."""
-        self.cancel_reasons: dict[str, str] = {}
-        self.main_workspace: WorkspaceRef | None = None
-        self.solo: set[str] = set()
-        """Tasks that must run alone (a serial retry, a retry after a merge conflict)."""
-        self.merge_lock = trio.Lock()
-        self.architecture_gate: ArchitectureGate | None = None
-        """Holds a completed result before merge/dependents (SDD §19.4); set by the root."""
-        """One merge into the project at a time."""
-        self.waves = 0
         self._run_scope: trio.CancelScope | None = None
-        self._cancel_reason: str | None = None
-        self.solo_running: str | None = None
-        """The solo task running now (nothing else is dispatched meanwhile)."""
-        self.open_waves = 0
-        self._wake = trio.Event()
 
-    # -- state ------------------------------------------------------------------------------
-    def enter(self, state: SchedulerState) -> None:
-        self.state = state
-        if self.on_state is not None:
-            self.on_state(state)
+    # -- the state and ports, by name -------------------------------------------------------
+    @property
+    def ledger(self) -> Ledger:
+        return self.io.ledger
+
+    @property
+    def runner(self) -> TaskRunner:
+        return self.io.runner
+
+    @property
+    def workspaces(self) -> WorkspaceManager | None:
+        return self.io.workspaces
+
+    @property
+    def monitor(self) -> AgentMonitor | None:
+        return self.io.monitor
+
+    @property
+    def retry(self) -> RetryPlanner:
+        return self.io.retry
+
+    @property
+    def options(self) -> SchedulerOptions:
+        return self.io.options
+
+    @property
+    def architecture_gate(self) -> ArchitectureGate | None:
+        return self.io.architecture_gate
+
+    @architecture_gate.setter
+    def architecture_gate(self, gate: ArchitectureGate | None) -> None:
+        self.io.architecture_gate = gate
+
+    @property
+    def graph(self) -> TaskGraph:
+        return self.st.graph
+
+    @property
+    def state(self) -> SchedulerState:
+        return self.st.phase
+
+    @property
+    def waves(self) -> int:
+        return self.st.waves
 
     @property
     def cancel_reason(self) -> str | None:
         """Why the run was cancelled (None: it was not)."""
-        return self._cancel_reason
-
-    def slot_freed(self, task_id: str) -> None:
-        """A task's attempt ended (its slot is free): wake the dispatch loop."""
-        if self.solo_running == task_id:
-            self.solo_running = None
-        self.wake()
-
-    def wake(self) -> None:
-        """Something a plan depends on changed: the dispatch loop plans again."""
-        self._wake.set()
+        return self.st.cancel_reason
 
     # -- commands ---------------------------------------------------------------------------
     async def create_tasks(
@@ -171,22 +178,7 @@ class Scheduler:
             The ids created now (already-known ids are skipped, so re-submitting the same
             batch on resume runs nothing twice).
         """
-        known = set(self.ledger.state().tasks)
-        created: list[str] = []
-        for spec in specs:
-            if spec.id in known:
-                continue
-            await self.ledger.record(
-                "task.created",
-                {
-                    "task_spec": spec.model_dump(mode="json"),
-                    "dependencies": [_dependency_row(d) for d in spec.dependencies],
-                    **({"parent_task_id": parent_task_id} if parent_task_id else {}),
-                },
-            )
-            known.add(spec.id)
-            created.append(spec.id)
-        return created
+        return await facts.create_tasks(self.ledger, specs, parent_task_id=parent_task_id)
 
     async def add_dependency(self, task_id: str, dependency: TaskDependencySpec) -> None:
         """Persist one dependency edge (``task.dependency.added``) and add it to the graph.
@@ -194,39 +186,22 @@ class Scheduler:
         Raises:
             AirException: ``system_error`` when the event registry has no such event.
         """
-        await self.ledger.record(
-            "task.dependency.added",
-            {
-                "task_id": task_id,
-                "depends_on_task_id": dependency.depends_on_task_id,
-                "dependency_type": dependency.dependency_type.value,
-                "reason": dependency.reason,
-                "source": (dependency.source or DependencySource.SCHEDULER).value,
-            },
-        )
-        self.graph.add_edge(
-            DependencyEdge(
-                task_id=task_id,
-                depends_on_task_id=dependency.depends_on_task_id,
-                dependency_type=dependency.dependency_type,
-                reason=dependency.reason,
-                source=dependency.source,
-            )
-        )
+        await facts.add_dependency(self.ledger, self.st.graph, task_id, dependency)
 
     def load_graph(self) -> TaskGraph:
         """Rebuild the TaskGraph from the ledger's fold (interrupted tasks become pending)."""
-        self.graph = graph_from_state(self.ledger.state(), self.ledger.session_id)
-        return self.graph
+        self.st.graph = graph_from_state(self.ledger.state(), self.ledger.session_id)
+        return self.st.graph
 
     async def cancel_task(self, task_id: str, reason: str = "cancelled by request") -> None:
         """Cancel one task: a running one through its own scope, a pending one at once."""
-        scope = self.scopes.get(task_id)
+        st = self.st
+        scope = st.scopes.get(task_id)
         if scope is not None:
-            self.cancel_reasons[task_id] = reason
+            st.cancel_reasons[task_id] = reason
             scope.cancel(reason=reason)
             return
-        node = self.graph.tasks.get(task_id)
+        node = st.graph.tasks.get(task_id)
         if node is None or node.status != TaskStatus.PENDING:
             return
         stored = self.ledger.state().tasks.get(task_id)
@@ -237,15 +212,15 @@ class Scheduler:
             node.final = True
             return
         # the node is cancelled before the record is awaited: a wave that planned it and starts
-        # it meanwhile must see that it is no longer pending (see ``_run_task``)
+        # it meanwhile must see that it is no longer pending (see ``attempt.run_task``)
         node.status = TaskStatus.CANCELLED
         node.final = True
-        await self.record_end(node, "task.cancelled", {"reason": reason})
-        self._wake.set()
+        await facts.record_end(self.ledger, node, "task.cancelled", {"reason": reason})
+        st.wake()
 
     def cancel(self, reason: str = "run cancelled") -> None:
         """Cancel the whole run cooperatively (running tasks end ``interrupted``)."""
-        self._cancel_reason = reason
+        self.st.cancel_reason = reason
         if self._run_scope is not None:
             self._run_scope.cancel(reason=reason)
 
@@ -256,15 +231,15 @@ class Scheduler:
         Returns:
             The SchedulerRunResult; ``status="cancelled"`` after ``cancel()``.
         """
-        self.enter(SchedulerState.LOADING_GRAPH)
+        self.io.enter(self.st, SchedulerState.LOADING_GRAPH)
         # detect orphaned agents → agent.lost, running tasks → interrupted (SDD §16.3 2-3)
         if self.options.recover and (await recover_session(self.ledger, reap=self.reap)).changed:
             log.info("recovered an interrupted run of session %s", self.ledger.session_id)
         self.load_graph()
         await self._block_invalid()
         self._run_scope = trio.CancelScope()
-        if self._cancel_reason is not None:
-            self._run_scope.cancel(reason=self._cancel_reason)
+        if self.st.cancel_reason is not None:
+            self._run_scope.cancel(reason=self.st.cancel_reason)
         with self._run_scope:
             async with trio.open_nursery() as services:
                 if self.monitor is not None:
@@ -282,62 +257,35 @@ class Scheduler:
 
     async def _loop(self) -> None:
         """Plan and dispatch whenever a slot may be free, until nothing runs or can run."""
+        st, io = self.st, self.io
         async with trio.open_nursery() as waves:
             while True:
-                self._wake = trio.Event()  # before deciding: a later change wakes us again
-                self.enter(SchedulerState.REPAIRING_OR_CONTINUING)
-                await repair(self)
-                self.enter(SchedulerState.PLANNING_WAVE)
-                entries = await plan_next(self)
+                st.wake_event = trio.Event()  # before deciding: a later change wakes us again
+                io.enter(st, SchedulerState.REPAIRING_OR_CONTINUING)
+                await repair(st, io)
+                io.enter(st, SchedulerState.PLANNING_WAVE)
+                entries = await plan_next(st, io)
                 if entries:
-                    self.enter(SchedulerState.DISPATCHING)
-                    await waves.start(run_wave, self, entries)
+                    io.enter(st, SchedulerState.DISPATCHING)
+                    await waves.start(run_wave, st, io, entries)
                     continue
-                if self.open_waves == 0:
-                    self.enter(
-                        SchedulerState.COMPLETED if self._all_done() else SchedulerState.BLOCKED
-                    )
+                if st.open_waves == 0:
+                    done = self._all_done()
+                    io.enter(st, SchedulerState.COMPLETED if done else SchedulerState.BLOCKED)
                     return
-                await self._wake.wait()
-
-    def slots(self) -> int:
-        return max(1, self.options.max_workers)
+                await st.wake_event.wait()
 
     def _all_done(self) -> bool:
         return all(
             n.status == TaskStatus.COMPLETED or (n.status == TaskStatus.FAILED and n.skipped)
-            for n in self.graph.tasks.values()
+            for n in self.st.graph.tasks.values()
         )
 
-    # -- loading ----------------------------------------------------------------------------
     async def _block_invalid(self) -> None:
-        for task_id, reason in invalid_refs(self.graph).items():
-            node = self.graph.tasks[task_id]
+        for task_id, reason in invalid_refs(self.st.graph).items():
+            node = self.st.graph.tasks[task_id]
             if node.status == TaskStatus.PENDING:
-                await self.block(node, reason)
-
-    async def block(self, node: TaskNode, reason: str) -> None:
-        """Record ``task.blocked`` for a task that cannot run."""
-        await self.record_end(
-            node,
-            "task.blocked",
-            {"reason": reason},
-        )
-        node.status = TaskStatus.BLOCKED
-        node.final = True
-
-    async def record_end(
-        self,
-        node: TaskNode,
-        event_type: str,
-        payload: dict[str, Any],
-        *,
-        attempt_index: int | None = None,
-    ) -> None:
-        body = {"task_id": node.task_id, **payload}
-        if attempt_index is not None and attempt_index >= 1:
-            body["attempt_index"] = attempt_index
-        await self.ledger.record(event_type, body)
+                await facts.block(self.ledger, node, reason)
 
     # -- monitor callbacks ------------------------------------------------------------------
     async def _on_lost(self, lost: Any) -> None:
@@ -350,20 +298,11 @@ class Scheduler:
     # -- result -----------------------------------------------------------------------------
     def _result(self) -> SchedulerRunResult:
         status: Literal["completed", "blocked", "cancelled"]
-        if self._cancel_reason is not None:
-            self.enter(SchedulerState.CANCELLED)
+        if self.st.cancel_reason is not None:
+            self.io.enter(self.st, SchedulerState.CANCELLED)
             status = "cancelled"
-        elif self.state == SchedulerState.COMPLETED:
+        elif self.st.phase == SchedulerState.COMPLETED:
             status = "completed"
         else:
             status = "blocked"
-        return run_result(self.graph, self.ledger.session_id, status, self.waves)
-
-
-def _dependency_row(dep: TaskDependencySpec) -> dict[str, Any]:
-    return {
-        "depends_on_task_id": dep.depends_on_task_id,
-        "dependency_type": dep.dependency_type.value,
-        "reason": dep.reason,
-        "source": (dep.source or DependencySource.SCHEDULER).value,
-    }
+        return run_result(self.st.graph, self.ledger.session_id, status, self.st.waves)

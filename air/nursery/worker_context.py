@@ -5,7 +5,7 @@ the compaction trigger), ``CompactingContext`` (that trigger: a task's context p
 compaction threshold compacts the session once and is built again on the summary) and
 ``session_compactor`` (the session's ``SessionCompactor`` over the runtime's compaction lock,
 which the Main Agent shares). ``open_runtime()`` builds them. The compaction rules are read
-(and a bad rules file refused) while the runtime opens, as before; ``air.nursery.compaction``
+(and a bad rules file refused) while the runtime opens, as before; ``air.context.compactor``
 is imported and the compactor built only when a task's context first asks for compaction
 (IMPL-BOOT-8).
 """
@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 
-from air.contracts import AirException
+from air.contracts.error import AirException
 from air.contracts.runtime import ContextPack
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession
 
 if TYPE_CHECKING:
     from air.context.compaction import CompactionRules
-    from air.nursery.compaction import SessionCompactor
+    from air.context.compactor import SessionCompactor
 
 __all__ = ["CompactingContext", "PackBuilder", "session_compactor", "worker_context"]
 
@@ -123,7 +123,7 @@ def session_compactor(
 ) -> SessionCompactor:
     """The session's compactor; ``rules`` already read (default: read the project's now)."""
     from air.context.compaction import load_compaction_rules
-    from air.nursery.compaction import SessionCompactor
+    from air.context.compactor import SessionCompactor
 
     return SessionCompactor(
         ledger=ledger,

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import time
 import uuid
 
 PROTOCOL_VERSION = 1
@@ -37,16 +36,9 @@ def _read_first_line() -> tuple[bytes, bytes]:
 
 
 def _line(kind: str, payload: dict[str, object], session_id: str, agent_id: str) -> bytes:
-    env = {
-        "v": 1,
-        "id": "msg_" + uuid.uuid4().hex,
-        "kind": kind,
-        "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime()) + "Z",
-        "session_id": session_id,
-        "agent_id": agent_id,
-        "payload": payload,
-    }
-    return json.dumps(env, separators=(",", ":")).encode() + b"\n"
+    from air.ipc.protocol import LineEncoder  # loaded with the runtime, before stdin is read
+
+    return LineEncoder(session_id=session_id, agent_id=agent_id).line(kind, payload)
 
 
 def _fail(message: str, session_id: str = "", agent_id: str = "") -> int:

@@ -20,7 +20,7 @@ from air.contracts.error import AirError, ErrorKind, make_air_error
 from air.contracts.ipc import AgentStartControl
 from air.contracts.runtime import AgentType, ContextPack
 from air.contracts.task import TaskSpec, TaskType
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from air.contracts.worker_result import (
     ROLE_RESULT_MODELS,
     Risk,

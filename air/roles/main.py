@@ -12,7 +12,7 @@ import trio
 from pydantic import ValidationError
 
 from air.contracts.ipc import AgentStartControl, IpcEnvelope
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from air.contracts.worker_result import WorkerResult
 from air.ipc.runtime import WorkerRuntime, stdio_streams
 from air.roles.loop import AgentLoopRole, role_for

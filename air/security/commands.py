@@ -40,7 +40,9 @@ from air.security.paths import names_credentials
 if TYPE_CHECKING:
     from tree_sitter import Node, Parser
 
-    from air.contracts.permission import CommandRiskAnalysis  # built at the first command analysed
+    from air.contracts.permission_records import (
+        CommandRiskAnalysis,  # built at the first command analysed
+    )
 
 __all__ = ["CATEGORY_ORDER", "CommandRiskAnalyzer", "riskiest"]
 
@@ -292,7 +294,7 @@ class CommandRiskAnalyzer:
             A ``CommandRiskAnalysis``; ``write_targets`` lists redirect and program targets
             (literal, unresolved; relative ones are relative to ``cwd``).
         """
-        from air.contracts.permission import CommandRiskAnalysis, CommandSegment
+        from air.contracts.permission_records import CommandRiskAnalysis, CommandSegment
 
         found = self._segments(command, 0)
         segments = [s for s in found if not s.hidden]

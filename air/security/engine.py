@@ -46,7 +46,7 @@ from air.security.policy import (
 from air.security.redact import SecretRedactor
 
 if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
-    from air.contracts.permission import (
+    from air.contracts.permission_records import (
         CommandRiskAnalysis,
         PathRiskClassification,
         PermissionDecision,
@@ -473,7 +473,7 @@ class PermissionEngine:
     def _finish(
         self, ctx: PermissionRequestContext, items: list[Item], analysis: CommandRiskAnalysis | None
     ) -> Evaluation:
-        from air.contracts.permission import PermissionDecision
+        from air.contracts.permission_records import PermissionDecision
 
         # Layer 6: grants, prompt or headless fail-closed.
         for item in items:
@@ -570,7 +570,7 @@ class PermissionEngine:
         Returns:
             ``ok`` with the event id, or ``ok=False`` with the error when the write failed.
         """
-        from air.contracts.permission import PermissionRecordResult
+        from air.contracts.permission_records import PermissionRecordResult
 
         if context.command:
             subject: str | None = self.redactor.redact(context.command)

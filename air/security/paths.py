@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from air.contracts.permission import PathCategory
 
 if TYPE_CHECKING:  # built at the first path checked (IMPL-BOOT-12)
-    from air.contracts.permission import PathRiskClassification
+    from air.contracts.permission_records import PathRiskClassification
 
 __all__ = ["PathClassifier", "in_write_area_entry", "is_within", "names_credentials"]
 
@@ -269,7 +269,7 @@ class PathClassifier:
         Returns:
             The category, the realpath, the reason and whether the path escapes the workspace.
         """
-        from air.contracts.permission import PathRiskClassification
+        from air.contracts.permission_records import PathRiskClassification
 
         project = os.path.realpath(project_root)
         workspace = os.path.realpath(workspace_root or project_root)

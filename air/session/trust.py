@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
+from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 
 __all__ = [
@@ -66,7 +67,9 @@ class Finding(NamedTuple):
     detail: str
 
     def line(self) -> str:
-        return f"{self.file}: {self.field} {self.detail}"
+        """As the user reads it: every hidden character escaped (IMPL-UI-7), so a project file
+        cannot hide what trusting it would allow behind a terminal escape or a bidi override."""
+        return shown(f"{self.file}: {self.field} {self.detail}")
 
 
 class ConfigSet(NamedTuple):
@@ -94,13 +97,14 @@ class ConfigSet(NamedTuple):
         return bool(self.findings)
 
     def summary(self) -> list[str]:
-        """What trusting would allow, file by file (what ``air trust`` and the console show)."""
+        """What trusting would allow, file by file (what ``air trust`` and the console show),
+        every hidden character escaped (IMPL-UI-7)."""
         lines: list[str] = []
         for rel, _data in self.files:
             mine = [f for f in self.findings if f.file == rel]
             if mine:
-                lines.append(rel)
-                lines += [f"  {f.field} {f.detail}" for f in mine]
+                lines.append(shown(rel))
+                lines += [f"  {shown(f'{f.field} {f.detail}')}" for f in mine]
         return lines
 
 

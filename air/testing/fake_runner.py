@@ -20,22 +20,14 @@ from typing import Any, Literal
 
 import trio
 
-from air.contracts import (
-    AGENT_TYPE_FOR_TASK,
-    ROLE_RESULT_MODELS,
-    AirException,
-    ErrorKind,
-    EventSource,
-    Retryability,
-    RuntimeEvent,
-    WorkerResult,
-    WorkerStatus,
-    make_air_error,
-    new_event,
-)
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.task import AGENT_TYPE_FOR_TASK
+from air.contracts.worker_result import ROLE_RESULT_MODELS, WorkerResult, WorkerStatus
 from air.events.fold import FoldCursor, SessionState
 from air.events.payloads import PAYLOADS, payload_model
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.supervision.seams import SuperviseRequest
+from air.supervision.task_outcome import TaskOutcome
 
 __all__ = [
     "FakeEnding",

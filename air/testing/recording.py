@@ -9,9 +9,13 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
-from air.contracts import ModelAssignment, ModelRequirement
-from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
-from air.llm import ProviderManager
+from air.contracts.provider import (
+    ModelAssignment,
+    ModelRequirement,
+    ProviderCompletionInput,
+    ProviderStreamEvent,
+)
+from air.llm.manager import ProviderManager
 
 __all__ = ["RecordingProvider"]
 

@@ -9,9 +9,13 @@ rule as ``shell.run`` — and records ``command.started`` / ``command.completed`
 Registration goes through ``air.capabilities`` (``register_cpp_tools`` is what the manifest's
 registrar calls).
 
+Each command runs in its ``CommandSpace`` (resource limits, IMPL-SBX-8; for a task without a
+write area, the task's read-only view, through which the toolchain's own reads of build files
+go: ``air.cpp.view``) under a ``LimitWatch``: going over a limit is a ``resource_limit`` error.
+
 Every build and test run also records ``evidence.created`` for its command run (``build_output``
 / ``test_output`` pointing at the output artifact); the Scheduler's own evidence for a task is
-derived from these records (``air.nursery.evidence``), never from what a worker says.
+derived from these records (``air.artifacts.evidence``), never from what a worker says.
 """
 
 from __future__ import annotations
@@ -31,9 +35,18 @@ from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.registry import ToolExecutor, ToolRegistry, ToolRun, is_cancellation
-from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+from air.tools.limits import LimitWatch, resource_limit_error
+from air.tools.registry import ToolExecutor, ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
+from air.tools.sandbox import (
+    CommandSpace,
+    SandboxRunner,
+    open_sandboxed,
+    sandbox_environment,
+    task_view_dir,
+)
 from air.tools.shell import (
+    command_space,
     interrupted_error,
     record_command_failed,
     record_command_started,
@@ -46,6 +59,7 @@ if TYPE_CHECKING:
     from air.cpp.diagnostics import ParsedDiagnostic
     from air.cpp.process import CommandResult, OutputSink, Spawn
     from air.cpp.testing import CppTestOutput
+    from air.cpp.view import OverlayView
 
 # air.cpp (the toolchain: parsers, runners, clangd) is imported by the first cpp.* call, not
 # with the definitions: every run registers these tools, few run them (IMPL-FAST-2).
@@ -140,15 +154,21 @@ class SandboxedCommandRunner:
         started = time.monotonic()
         env = sandbox_environment(os.environ)
         env["LC_ALL"] = "C.UTF-8"  # stable diagnostics (one quoting style, one language)
+        watched = _Watched()
         try:
-            code, out, err, timed_out = await run_argv(
-                (),
-                spawn=_sandboxed(self.sandbox, command, workspace, real_cwd, env),
-                cwd=real_cwd,
-                timeout_s=timeout_s,
-                env=env,
-                on_output=forward,
-            )
+            with command_space(run) as space:
+                spawn = _sandboxed(self.sandbox, command, workspace, real_cwd, env, space, watched)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(watched.run)
+                    code, out, err, timed_out = await run_argv(
+                        (),
+                        spawn=spawn,
+                        cwd=real_cwd,
+                        timeout_s=timeout_s,
+                        env=env,
+                        on_output=forward,
+                    )
+                    nursery.cancel_scope.cancel(reason="the command ended")
         except BaseException as exc:
             cancelled = is_cancellation(exc)
             error = interrupted_error(exc)
@@ -158,6 +178,11 @@ class SandboxedCommandRunner:
             raise
         refs = store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
+        over = None if timed_out else watched.verdict(code)
+        if over is not None:
+            error = resource_limit_error(over[0], over[1].limits)
+            await self._failed(command_run_id, started, error, refs=refs)
+            raise AirException(error)
         if timed_out:
             error = make_air_error(
                 kind=ErrorKind.TIMEOUT,
@@ -223,7 +248,7 @@ async def _evidence(
 ) -> str | None:
     if command_run_id is None:
         return None
-    from air.contracts.evidence import EvidenceRef  # IMPL-BOOT-12
+    from air.contracts.evidence_records import EvidenceRef  # IMPL-BOOT-12
 
     evidence = EvidenceRef(
         evidence_ref_id=new_id("ev"),
@@ -415,17 +440,53 @@ def _clangd_pool() -> ClangdPool:
 
 
 def _sandboxed(
-    sandbox: SandboxRunner, command: str, workspace: str, cwd: str, env: dict[str, str]
+    sandbox: SandboxRunner,
+    command: str,
+    workspace: str,
+    cwd: str,
+    env: dict[str, str],
+    space: CommandSpace,
+    watched: _Watched,
 ) -> Spawn:
     """Start ``command`` inside the shell sandbox (``open_sandboxed``: on the calling thread,
-    which is the Trio loop's, so bwrap's parent-death signal lives as long as air)."""
+    which is the Trio loop's, so bwrap's parent-death signal lives as long as air), within
+    ``space``; the command's ``LimitWatch`` goes to ``watched``."""
 
     def spawn(**pipes: Any) -> Any:
-        return open_sandboxed(
-            sandbox, command, workspace=workspace, cwd=cwd, network=False, env=env, **pipes
+        popen = open_sandboxed(
+            sandbox,
+            command,
+            workspace=workspace,
+            cwd=cwd,
+            network=False,
+            env=env,
+            space=space,
+            **pipes,
         )
+        watched.add(LimitWatch(space.limits, popen.pid, space.cgroup))
+        return popen
 
     return spawn
+
+
+@dataclass(eq=False)
+class _Watched:
+    """The ``LimitWatch`` of the command a ``_sandboxed`` spawn starts, once it has started."""
+
+    started: trio.Event = field(default_factory=trio.Event)
+    watches: list[LimitWatch] = field(default_factory=list)
+
+    def add(self, watch: LimitWatch) -> None:
+        self.watches.append(watch)
+        self.started.set()
+
+    def verdict(self, returncode: int | None) -> tuple[str, LimitWatch] | None:
+        over = self.watches[0].verdict(returncode) if self.watches else None
+        return None if over is None else (over, self.watches[0])
+
+    async def run(self) -> None:
+        await self.started.wait()
+        await self.watches[0].watch()
 
 
 async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
@@ -459,24 +520,25 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     env = sandbox_environment(os.environ)
     line = input.get("line")
     column = input.get("column")
+    watched = _Watched()
     async with _clangd_pool().lock(workspace):
         # one server per workspace; started, asked and reaped (TERM → KILL) within the call
-        with trio.fail_after(timeout * 4 + 10):
-            async with open_clangd(
-                workspace,
-                (),
-                env=env,
-                spawn=_sandboxed(sandbox, command, workspace, workspace, env),
-                init_timeout_s=timeout,
-            ) as client:
-                out = await client.query(
-                    ClangdQueryInput(
-                        file=str(input["file"]),
-                        line=int(line) if line is not None else None,
-                        column=int(column) if column is not None else None,
-                        timeout_s=timeout,
+        with trio.fail_after(timeout * 4 + 10), command_space(run) as space:
+            spawn = _sandboxed(sandbox, command, workspace, workspace, env, space, watched)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watched.run)
+                async with open_clangd(
+                    workspace, (), env=env, spawn=spawn, init_timeout_s=timeout
+                ) as client:
+                    out = await client.query(
+                        ClangdQueryInput(
+                            file=str(input["file"]),
+                            line=int(line) if line is not None else None,
+                            column=int(column) if column is not None else None,
+                            timeout_s=timeout,
+                        )
                     )
-                )
+                nursery.cancel_scope.cancel(reason="clangd was reaped")
     return {
         **out.to_json(),
         "configured": configured.to_json() if configured is not None else None,
@@ -617,13 +679,28 @@ def _permission_command(name: str) -> Any:
     return paths
 
 
+def _view(run: ToolRun) -> OverlayView | None:
+    """The task's read-only view (IMPL-SBX-3) when it has no write area: the toolchain's own
+    reads and marks of build dirs go where the view's commands wrote."""
+    if run.context.write_area != []:
+        return None
+    from air.cpp.view import OverlayView
+
+    ctx = run.context
+    view_dir = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)
+    return OverlayView(run.workspace_realpath, os.path.join(view_dir, "u"))
+
+
 def cpp_executors(sandbox: SandboxRunner) -> dict[str, ToolExecutor]:
     """Tool name → executor, each bound to ``sandbox``."""
 
     def bind(fn: Any) -> ToolExecutor:
         async def executor(input: JsonObject, run: ToolRun) -> Any:
+            from air.cpp.view import using_view
+
             try:
-                return await fn(input, run, sandbox)
+                with using_view(_view(run)):
+                    return await fn(input, run, sandbox)
             except (ValueError, TypeError) as exc:
                 raise AirException.of(
                     kind=ErrorKind.VALIDATION_ERROR,

@@ -19,7 +19,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 
 if TYPE_CHECKING:
-    from air.tools.registry import ToolRun
+    from air.tools.run import ToolRun
 
 __all__ = ["LocalWorkspaceExecutor", "WorkspaceExecutor", "WorkspaceToolFn"]
 

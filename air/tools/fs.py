@@ -27,7 +27,8 @@ from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
 from air.security.redact import SecretRedactor
-from air.tools.registry import ToolRegistry, ToolRun
+from air.tools.registry import ToolRegistry
+from air.tools.run import ToolRun
 from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
 
 __all__ = ["edit_text", "git_apply_command", "parse_patch", "register_fs_tools"]

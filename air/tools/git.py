@@ -18,7 +18,8 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.registry import ToolRegistry, ToolRun
+from air.tools.registry import ToolRegistry
+from air.tools.run import ToolRun
 from air.workspace.gitsafe import git_environment, locate_git
 from air.workspace.gitsafe import run_git as run_hardened_git
 

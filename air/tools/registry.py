@@ -1,10 +1,10 @@
 """ToolRegistry: the only road from a tool call to a side effect (SDD §9.1, §9.3).
 
 Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_streaming``,
-``list``), the collaborator protocols it is built with (``EventRecorder``, ``ArtifactSink``,
-``PromptBroker``), the JSON-schema input check and ``ToolRun``, the handle an executor gets to
-emit events and attach artifacts. Each call validates its input, asks the PermissionEngine,
-branches on the six actions, and records ``tool.started`` / ``tool.completed`` /
+``list``), the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``) and the
+JSON-schema input check; ``ToolRun``, the handle an executor gets, is ``air.tools.run``'s.
+Each call validates its input, asks the PermissionEngine, branches on the six actions, and
+records ``tool.started`` / ``tool.completed`` /
 ``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
 Deciding stays here; doing is the ``WorkspaceExecutor``'s (``air.tools.executor``; default
 the local one), which every allowed call goes through (IMPL-LAUNCH-5).
@@ -14,86 +14,41 @@ from __future__ import annotations
 
 import builtins
 import json
-import os
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
-from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
-from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.ids import JsonObject, new_id
-from air.contracts.permission import (
-    FailClosedPrompt,
-    PermissionAction,
-    PermissionGrantScope,
-    PermissionPrompt,
-)
+from air.contracts.permission import PermissionAction, PermissionGrantScope
+from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
 from air.contracts.tool import ToolDefinition
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
+from air.tools.run import ArtifactSink, EventRecorder, ToolRun
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
-    from air.contracts.artifact import (
-        ArtifactContext,
-        ArtifactCreateInput,
-        ArtifactReadResult,
+    from air.contracts.artifact_records import (
         ArtifactRef,
     )
-    from air.contracts.evidence import EvidenceRef
-    from air.contracts.permission import (
-        PermissionDecision,
-        PermissionPromptRequest,
-        PermissionPromptResponse,
-        PermissionRequestContext,
-    )
-    from air.contracts.tool import ToolEvent, ToolExecutionContext, ToolResultEnvelope
+    from air.contracts.evidence_records import EvidenceRef
+    from air.contracts.permission_records import PermissionDecision, PermissionRequestContext
+    from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultEnvelope
 
 __all__ = [
-    "ArtifactSink",
-    "EventRecorder",
     "HeadlessPromptBroker",
     "PromptBroker",
-    "PromptRequest",
-    "PromptResponse",
     "StreamingToolExecutor",
     "ToolExecutor",
     "ToolRegistry",
-    "ToolRun",
     "is_cancellation",
     "validate_schema",
 ]
 
 
-class EventRecorder(Protocol):
-    """What the registry records into (``OpenSession.ingestor`` satisfies it)."""
-
-    async def ingest(self, event: RuntimeEvent) -> Any: ...
-
-    async def ingest_ephemeral(self, event: RuntimeEvent) -> Any: ...
-
-
-class ArtifactSink(Protocol):
-    """What the registry stores artifacts in (``OpenSession.artifacts`` satisfies it)."""
-
-    def create(self, input: ArtifactCreateInput, context: ArtifactContext) -> ArtifactRef: ...
-
-    def read(self, artifact_id: str) -> ArtifactReadResult: ...
-
-
-if TYPE_CHECKING:
-    PromptRequest = PermissionPromptRequest
-    PromptResponse = PermissionPromptResponse
-_PROMPT_RECORDS = {
-    "PromptRequest": "PermissionPromptRequest",
-    "PromptResponse": "PermissionPromptResponse",
-}
-"""``PromptRequest`` and ``PromptResponse``: the permission contracts under the names the console
-uses; looked up at their first use (the module ``__getattr__``; IMPL-BOOT-12)."""
 PromptBroker = PermissionPrompt
 """Answers permission prompts (``air.contracts.permission``): the console implements it;
 ``None`` means headless."""
@@ -105,91 +60,9 @@ PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
 """input → (read paths, write paths, command) for the permission request."""
 
 
-@dataclass(eq=False)
-class ToolRun:
-    """What an executor gets besides its input: the call's context and the registry's services."""
-
-    tool_run_id: str
-    definition: ToolDefinition
-    context: ToolExecutionContext
-    registry: ToolRegistry
-    artifacts: list[ArtifactRef] = field(default_factory=list)
-    evidence_refs: list[EvidenceRef] = field(default_factory=list)
-    """Evidence the executor recorded (``evidence.created``); attached to the result."""
-    events: trio.MemorySendChannel[ToolEvent] | None = None
-    """Where ``stream`` sends progress (set by the registry for streaming tools)."""
-
-    @property
-    def redactor(self) -> SecretRedactor:
-        return self.registry.redactor
-
-    @property
-    def workspace_realpath(self) -> str:
-        """The workspace root with symlinks resolved."""
-        return os.path.realpath(self.context.workspace_root)
-
-    async def stream(self, kind: ToolEventKind, data: Any) -> None:
-        """Hand one progress item (redacted) to the caller of ``call_streaming``."""
-        if self.events is not None:
-            from air.contracts.tool import ToolEvent
-
-            await self.events.send(
-                ToolEvent(
-                    tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
-                )
-            )
-
-    def event(self, type: str, payload: JsonObject) -> RuntimeEvent:
-        return new_event(
-            type,
-            self.redactor.redact_obj(payload),
-            session_id=self.context.session_id,
-            source=EventSource(kind="tool", id=self.definition.name),
-        )
-
-    async def record(self, type: str, payload: JsonObject) -> None:
-        """Ingest a durable event (redacted)."""
-        await self.registry.recorder.ingest(self.event(type, payload))
-
-    async def emit(self, type: str, payload: JsonObject) -> None:
-        """Ingest an ephemeral event (redacted)."""
-        await self.registry.recorder.ingest_ephemeral(self.event(type, payload))
-
-    def add_artifact(
-        self,
-        type: ArtifactType,
-        slug: str,
-        content: bytes,
-        *,
-        extension: str = ".txt",
-        command_run_id: str | None = None,
-    ) -> ArtifactRef:
-        """Store a redacted artifact attributed to this run and attach it to the result."""
-        from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
-
-        ref = self.registry.artifacts.create(
-            ArtifactCreateInput(
-                type=type,
-                slug=slug,
-                extension=extension,
-                content=self.redactor.redact_bytes(content),
-            ),
-            ArtifactContext(
-                session_id=self.context.session_id,
-                task_id=self.context.task_id,
-                agent_id=self.context.agent_id,
-                tool_run_id=self.tool_run_id,
-                command_run_id=command_run_id,
-            ),
-        )
-        self.artifacts.append(ref)
-        return ref
-
-
 ToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
 StreamingToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
 """Like ``ToolExecutor``; it sends progress with ``await run.stream(kind, data)`` meanwhile."""
-ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
 
 
 class _Entry(NamedTuple):
@@ -366,7 +239,7 @@ class ToolRegistry:
         self, name: str, input: JsonObject, context: ToolExecutionContext
     ) -> ToolResultEnvelope:
         """Run tool ``name`` to completion and return its envelope (streams consumed inside)."""
-        from air.contracts.tool import ToolResultEnvelope
+        from air.contracts.tool_runs import ToolResultEnvelope
 
         final: ToolResultEnvelope | None = None
         async with self.call_streaming(name, input, context) as items:
@@ -495,7 +368,7 @@ class ToolRegistry:
             if not definition.streaming:
                 output = await self.workspace.execute(name, input, run)
             else:
-                from air.contracts.tool import ToolEvent
+                from air.contracts.tool_runs import ToolEvent
 
                 send, receive = trio.open_memory_channel[ToolEvent](32)
                 run.events = send
@@ -629,7 +502,7 @@ class ToolRegistry:
                 "agent_id": request.agent_id,
             },
         )
-        from air.contracts.permission import PermissionPromptRequest
+        from air.contracts.permission_records import PermissionPromptRequest
 
         answer = await broker.ask(
             PermissionPromptRequest(
@@ -675,7 +548,7 @@ class ToolRegistry:
     def _request(
         self, entry: _Entry, input: JsonObject, ctx: ToolExecutionContext
     ) -> PermissionRequestContext:
-        from air.contracts.permission import DeclaredPermissions, PermissionRequestContext
+        from air.contracts.permission_records import DeclaredPermissions, PermissionRequestContext
 
         spec = entry.definition.permissions
         reads: list[str] = []
@@ -738,7 +611,7 @@ class ToolRegistry:
         artifacts: Sequence[ArtifactRef] | None = None,
         evidence_refs: Sequence[EvidenceRef] | None = None,
     ) -> ToolResultEnvelope:
-        from air.contracts.tool import ToolResultEnvelope
+        from air.contracts.tool_runs import ToolResultEnvelope
 
         return ToolResultEnvelope(
             tool_run_id=tool_run_id,
@@ -755,15 +628,3 @@ class ToolRegistry:
     @staticmethod
     def _ms(started: float) -> int:
         return int((time.monotonic() - started) * 1000)
-
-
-def __getattr__(name: str) -> Any:
-    """``PromptRequest`` / ``PromptResponse`` (``_PROMPT_RECORDS``), cached here afterwards."""
-    target = _PROMPT_RECORDS.get(name)
-    if target is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from air.contracts import permission
-
-    value = getattr(permission, target)
-    globals()[name] = value
-    return value

@@ -4,13 +4,17 @@ Owns ``SandboxRunner`` (the bwrap argv of one command: user namespace, every cap
 no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces, a seccomp filter that keeps the
 command off bwrap's PID-1 init (``seccomp_program``); a filesystem made only of the
 allowlisted system paths read-only, generated ``/etc/passwd``/``/etc/group``, the workspace
-read-write with its git metadata and ``.air`` read-only, a fresh tmpfs HOME and a private /tmp),
-``sandbox_environment`` (the environment allowlist), ``check_sandbox_available`` (bubblewrap is
-installed and can create a user namespace here, else an ``environment_error``: there is no
-unsandboxed mode), ``open_sandboxed`` (the synchronous spawn) and ``SandboxProcess`` (the
-running command with its output streams, spawned on the thread that runs the Trio loop so that
-``--die-with-parent`` lasts as long as air and not as long as an idle worker thread).
-Decisions: IMPL-SBX-1 .. IMPL-SBX-6 in docs/decisions.md.
+read-write with its git metadata read-only and ``.air`` hidden under an empty read-only tmpfs, a
+fresh tmpfs HOME and a private /tmp; the rlimits of ``air.tools.limits`` set before the command),
+``CommandSpace`` (what one command holds on the host: its pids cgroup and, for a task without a
+write area, the read-only view: an overlay of the workspace whose writes land in the task's view
+directory, ``task_view_dir``), ``sandbox_environment`` (the environment allowlist),
+``check_sandbox_available`` (bubblewrap is installed and can create a user namespace here, else
+an ``environment_error``: there is no unsandboxed mode), ``open_sandboxed`` (the synchronous
+spawn) and ``SandboxProcess`` (the running command with its output streams, spawned on the
+thread that runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not as
+long as an idle worker thread).
+Decisions: IMPL-SBX-1 .. IMPL-SBX-6, IMPL-SBX-8 in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -30,10 +34,12 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.security.redact import looks_secret_name
+from air.tools.limits import PidsCgroup, ResourceLimits, limits_script
 
 __all__ = [
     "SANDBOX_HOME",
     "SANDBOX_USER",
+    "CommandSpace",
     "SandboxProcess",
     "SandboxRunner",
     "check_sandbox_available",
@@ -42,6 +48,7 @@ __all__ = [
     "sandbox_environment",
     "seccomp_program",
     "start_sandboxed",
+    "task_view_dir",
 ]
 
 SANDBOX_HOME = "/home/air"
@@ -107,8 +114,10 @@ _ENV_KEEP = (
 _DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 _GIT_FILE_PREFIX = "gitdir:"
-_PROTECTED = (".git", ".air")
+_PROTECTED = (".git",)
 """Workspace entries bound read-only over the writable workspace."""
+_HIDDEN = ".air"
+"""air's own state (session databases, prompts, outputs): an empty read-only tmpfs inside."""
 
 _INIT_MEM = ("/proc/1/mem", "/proc/1/task/1/mem")
 """The memory of bwrap's PID-1 init, masked with /dev/null (IMPL-SBX-2)."""
@@ -246,7 +255,7 @@ def _worktree_common_dir(dot_git: str, source: str) -> str | None:
 
 
 def pin_protected(workspace: str) -> dict[str, int]:
-    """O_PATH fds of the workspace's ``.git`` entry and ``.air`` directory, keyed by path.
+    """O_PATH fds of the workspace's ``.git`` entry, keyed by path.
 
     Opened once with ``O_NOFOLLOW`` and checked through the fd, then bound with
     ``--ro-bind-fd``: bwrap binds exactly what was checked, even if a command running at the
@@ -261,24 +270,29 @@ def pin_protected(workspace: str) -> dict[str, int]:
         except OSError:
             continue
         mode = os.fstat(fd).st_mode
-        if stat.S_ISLNK(mode) or (name == ".air" and not stat.S_ISDIR(mode)):
+        if stat.S_ISLNK(mode):
             os.close(fd)
             continue
         pinned[path] = fd
     return pinned
 
 
-def _protected_binds(workspace: str, pinned: Mapping[str, int]) -> list[str]:
-    """Bind the workspace's git metadata and ``.air`` read-only (IMPL-SBX-5).
+def _protected_binds(
+    workspace: str, pinned: Mapping[str, int], *, read_only: bool = False
+) -> list[str]:
+    """Bind the workspace's git metadata read-only (IMPL-SBX-5).
 
     A ``.git`` directory is re-bound read-only as a whole; a worktree's ``.git`` file is bound
     read-only and its main repository's git dir is bound read-only at its own path so that
     ``git status``/``diff``/``log`` work inside. Git state changes go through the parent's
-    hardened git tools (``git.commit``).
+    hardened git tools (``git.commit``). In the read-only view (``read_only``) the workspace's
+    own ``.git`` is already the overlay's, whose writes never reach the project: only a
+    worktree's main git dir is bound.
     """
     args: list[str] = []
     for path, fd in pinned.items():
-        args += ["--ro-bind-fd", str(fd), path]
+        if not read_only:
+            args += ["--ro-bind-fd", str(fd), path]
         if os.path.basename(path) == ".git" and stat.S_ISREG(os.fstat(fd).st_mode):
             common = _worktree_common_dir(path, f"/proc/self/fd/{fd}")
             if common is not None and not _inside(common, workspace):
@@ -342,8 +356,10 @@ class SandboxRunner:
         pinned: Mapping[str, int],
         data_fds: Mapping[str, int] | None = None,
         seccomp_fd: int | None = None,
+        limits: ResourceLimits | None = None,
+        read_only: bool = False,
     ) -> list[str]:
-        """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c command``.
+        """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
         Args:
             command: the shell command.
@@ -353,6 +369,8 @@ class SandboxRunner:
             pinned: ``pin_protected(workspace)`` of the real workspace path.
             data_fds: readable fds holding ``generated_files()``, keyed by destination.
             seccomp_fd: a readable fd holding ``seccomp_program()``.
+            limits: the rlimits set before the command (default: ``ResourceLimits()``).
+            read_only: the workspace path holds the read-only view (``CommandSpace``).
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -360,6 +378,8 @@ class SandboxRunner:
         if self.bwrap_path is None:
             raise _missing_bwrap()
         ws = os.path.realpath(workspace)
+        limits = limits or ResourceLimits()
+        tmpfs_bytes = limits.memory_mb << 20
         args = [
             self.bwrap_path,
             "--die-with-parent",
@@ -391,19 +411,28 @@ class SandboxRunner:
             "--proc",
             "/proc",
             *[a for mem in _INIT_MEM for a in ("--ro-bind", "/dev/null", mem)],
+            # tmpfs pages are memory no process's RSS shows: bounded by the memory limit
+            "--size",
+            str(tmpfs_bytes),
             "--tmpfs",
             "/tmp",
+            "--size",
+            str(tmpfs_bytes),
             "--tmpfs",
             SANDBOX_HOME,
             "--bind",
             ws,
             ws,
         ]
-        args += _protected_binds(ws, pinned)
+        args += _protected_binds(ws, pinned, read_only=read_only)
+        hidden = os.path.realpath(os.path.join(ws, _HIDDEN))
+        if _inside(hidden, ws) and hidden != ws and os.path.isdir(hidden):
+            args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
-        return [*args, "/bin/bash", "--noprofile", "--norc", "-c", command]
+        script = limits_script(limits)
+        return [*args, "/bin/bash", "--noprofile", "--norc", "-c", script, "air", command]
 
 
 def _missing_bwrap() -> AirException:
@@ -503,6 +532,212 @@ class SandboxProbe:
         return check_sandbox_available()
 
 
+_VIEW_SCRIPT = (
+    'mount --bind "$1" "$0/l" '
+    '&& mount -t overlay -o "lowerdir=$0/l,upperdir=$0/u,workdir=$0/w,userxattr" air-view "$1" '
+    '|| exit 125; shift; exec "$@"'
+)
+"""Mounts the read-only view, run by root of a fresh user and mount namespace that only the
+command's bwrap lives in: the workspace (bound to ``$0/l`` first, so that its path is never
+spelled in overlay's comma-separated options) under an overlay whose writes go to the task's
+view directory ``$0/u``. Nothing reaches the workspace; the mounts vanish with the command."""
+
+_VIEW_ROOT_PREFIX = "air-views-"
+_VIEW_TTL_S = 24 * 3600
+"""A task's view directory not used for this long is removed when another one is made."""
+_SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-")
+
+
+def _view_problem(message: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.ENVIRONMENT_ERROR,
+        message=f"cannot build the read-only view of a task without a write area: {message}",
+        user_action=(
+            "Install util-linux (unshare, mount), and point TMPDIR at a directory of your own "
+            "whose path has only letters, digits and / . _ -"
+        ),
+    )
+
+
+def _own_private_dir(path: str) -> None:
+    """``path`` exists as a real directory of this uid, mode 0700 (a shared /tmp: another user
+    could have made it first, or left a symlink there)."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    info = os.lstat(path)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise _view_problem(f"{path} is not a directory of this user")
+    os.chmod(path, 0o700)
+
+
+def _prune_views(root: str, keep: str) -> None:
+    """Remove the view directories under ``root`` not used for ``_VIEW_TTL_S``."""
+    import time
+
+    now = time.time()
+    for name in os.listdir(root):
+        path = os.path.join(root, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if path == keep or now - info.st_mtime <= _VIEW_TTL_S or not stat.S_ISDIR(info.st_mode):
+            continue
+        _open_work_dir(path)
+        shutil.rmtree(path, ignore_errors=True)  # never follows a link a command left
+
+
+def _open_work_dir(view_dir: str) -> None:
+    """Make overlay's ``w/work`` (mode 000) removable; ``w`` is air's, out of commands' reach."""
+    work = os.path.join(view_dir, "w", "work")
+    if os.path.isdir(work) and not os.path.islink(work):
+        try:
+            os.chmod(work, 0o700)
+        except OSError:
+            pass
+
+
+def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
+    """The view directory of one task's read-only view of ``workspace`` (made on first use):
+    ``u`` holds what the task's commands wrote, ``w`` is overlay's work dir, ``l`` the mount
+    point of the workspace. It lives outside the project (overlayfs refuses an upper dir inside
+    its lower), under ``$TMPDIR/air-views-<uid>``; one not used for a day is removed.
+
+    Raises:
+        AirException: ``environment_error`` when the directory cannot be made safely.
+    """
+    import hashlib
+    import tempfile  # at the first read-only command, not at start-up
+
+    base = os.path.realpath(tempfile.gettempdir())
+    if not set(base) <= _SAFE_PATH:
+        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    if _inside(base, os.path.realpath(workspace)):
+        raise _view_problem(f"TMPDIR {base!r} is inside the workspace (overlayfs refuses it)")
+    root = os.path.join(base, f"{_VIEW_ROOT_PREFIX}{os.getuid()}")
+    key = f"{os.path.realpath(workspace)}\0{session_id}\0{task_id or ''}".encode()
+    path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
+    try:
+        _own_private_dir(root)
+        _prune_views(root, path)
+        _own_private_dir(path)
+        for sub in ("u", "w", "l"):
+            _own_private_dir(os.path.join(path, sub))
+        os.utime(path)
+    except OSError as exc:
+        raise _view_problem(str(exc)) from exc
+    return path
+
+
+_view_checked: list[str] = []
+_view_lock = threading.Lock()
+
+
+def _check_view_available() -> str:
+    """``unshare``'s path, once the view's mounts proved they work here (cached per process):
+    an unprivileged overlay needs Linux 5.11+ and user namespaces."""
+    with _view_lock:
+        if _view_checked:
+            return _view_checked[0]
+        unshare = shutil.which("unshare")
+        if unshare is None or shutil.which("mount") is None:
+            raise _view_problem("unshare or mount (util-linux) is missing")
+        import tempfile
+
+        with tempfile.TemporaryDirectory(prefix="air-view-check-") as tmp:
+            for sub in ("view/u", "view/w", "view/l", "lower"):
+                os.makedirs(os.path.join(tmp, sub))
+            argv = [
+                unshare,
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                "-c",
+                _VIEW_SCRIPT,
+                os.path.join(tmp, "view"),
+                os.path.join(tmp, "lower"),
+                "/bin/true",
+            ]
+            try:
+                done = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+                )
+                problem = done.stderr.strip() or f"exit code {done.returncode}"
+                problem = problem if done.returncode else ""
+            except (OSError, subprocess.SubprocessError) as exc:
+                problem = str(exc)
+            _open_work_dir(os.path.join(tmp, "view"))
+        if problem:
+            raise _view_problem(f"an overlay cannot be mounted here: {problem[:300]}")
+        _view_checked.append(unshare)
+        return unshare
+
+
+class CommandSpace:
+    """What one sandboxed command holds on the host, released by ``close`` once it has ended.
+
+    Args:
+        limits: the command's resource limits (IMPL-SBX-8).
+        view_dir: the task has no write area: the command sees the workspace through an overlay
+            whose writes land in this ``task_view_dir`` (IMPL-SBX-3), so builds work, later
+            commands of the task see their outputs, and nothing reaches the project.
+
+    Raises:
+        AirException: ``environment_error`` when the read-only view needs ``unshare`` or
+            ``mount`` (util-linux) and they are missing.
+    """
+
+    def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
+        self.limits = limits
+        self.view_dir = view_dir
+        self._unshare: str | None = None
+        if view_dir is not None:
+            self._unshare = _check_view_available()
+        self.cgroup = PidsCgroup.create(limits.processes)
+
+    @property
+    def read_only(self) -> bool:
+        return self.view_dir is not None
+
+    def wrap(self, argv: list[str], workspace: str) -> list[str]:
+        """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
+        if self._unshare is not None and self.view_dir is not None:
+            argv = [
+                self._unshare,
+                "--user",
+                "--map-root-user",
+                "--mount",
+                "--propagation",
+                "private",
+                "/bin/sh",
+                "-c",
+                _VIEW_SCRIPT,
+                self.view_dir,
+                workspace,
+                *argv,
+            ]
+        if self.cgroup is not None:
+            argv = self.cgroup.join_argv(argv)
+        return argv
+
+    def close(self) -> None:
+        """Remove the cgroup, killing what is left in it."""
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+    def __enter__(self) -> CommandSpace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def open_sandboxed(
     runner: SandboxRunner,
     command: str,
@@ -514,9 +749,12 @@ def open_sandboxed(
     stdout: int | IO[bytes] | None,
     stderr: int | IO[bytes] | None,
     stdin: int | IO[bytes] | None = subprocess.DEVNULL,
+    space: CommandSpace | None = None,
 ) -> subprocess.Popen[bytes]:
     """Spawn ``command`` in the sandbox on the CALLING thread (synchronous, a few ms).
 
+    ``space`` holds the command's limits, pids cgroup and read-only view (None: the default
+    limits' rlimits only, the workspace writable; the caller closes it after the command).
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
     exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
     The generated files and the seccomp filter travel in memfds, the protected workspace
@@ -548,7 +786,11 @@ def open_sandboxed(
             pinned=pinned,
             data_fds=data_fds,
             seccomp_fd=seccomp_fd,
+            limits=space.limits if space is not None else None,
+            read_only=space is not None and space.read_only,
         )
+        if space is not None:
+            argv = space.wrap(argv, os.path.realpath(workspace))
         return subprocess.Popen(
             argv,
             stdin=stdin,
@@ -615,6 +857,7 @@ def start_sandboxed(
     cwd: str,
     network: bool,
     env: Mapping[str, str],
+    space: CommandSpace | None = None,
 ) -> SandboxProcess:
     """Start ``command`` from the thread running the Trio loop, with piped stdout/stderr.
 
@@ -639,6 +882,7 @@ def start_sandboxed(
             env=env,
             stdout=out_w,
             stderr=err_w,
+            space=space,
         )
     except BaseException:
         os.close(out_r)

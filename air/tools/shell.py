@@ -3,7 +3,10 @@
 Owns the streaming ``shell.run`` tool (command.* events, log artifacts, timeout and group kill)
 and the command-event helpers the cpp.* tools share with it (``record_command_started``,
 ``record_command_failed``, ``interrupted_error``, ``store_output_logs``), on top of
-``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5). There is no unsandboxed
+``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5; a task without a write
+area sees the project read-only) and ``air.tools.limits`` (every command bounded in processes,
+memory, file size and CPU time, ended with a ``resource_limit`` error when it goes over one,
+IMPL-SBX-8; ``command_space`` builds both for a tool run). There is no unsandboxed
 mode: without a working bubblewrap shell.run refuses with an ``environment_error``
 (IMPL-SEC-5), and ``check_sandbox_available`` lets a front end refuse to start at all.
 """
@@ -22,18 +25,23 @@ from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.registry import ToolRegistry, ToolRun, is_cancellation
+from air.tools.limits import LimitWatch, load_limits, resource_limit_error
+from air.tools.registry import ToolRegistry, is_cancellation
+from air.tools.run import ToolRun
 from air.tools.sandbox import (
+    CommandSpace,
     SandboxRunner,
     check_sandbox_available,
     sandbox_environment,
     start_sandboxed,
+    task_view_dir,
 )
 
 __all__ = [
     "SandboxRunner",
     "check_sandbox_available",
     "clean_environment",
+    "command_space",
     "interrupted_error",
     "record_command_failed",
     "record_command_started",
@@ -85,12 +93,46 @@ async def _forward(
             await run.stream("stdout" if kind == "stdout" else "stderr", text)
 
 
+def command_space(run: ToolRun) -> CommandSpace:
+    """The host side of one command of ``run``: the project's limits and, when the task has no
+    write area (``write_area == []``), the read-only view of the workspace.
+
+    Raises:
+        AirException: ``config_error``/``untrusted_config`` from the limits files,
+            ``environment_error`` when the read-only view cannot be built.
+    """
+    limits = load_limits(run.context.project_root)
+    if run.context.write_area != []:
+        return CommandSpace(limits)
+    ctx = run.context
+    view = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)
+    return CommandSpace(limits, view_dir=view)
+
+
 async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> Any:
     command: str = input["command"]
     workspace, cwd = _paths(run.context.workspace_root, input.get("cwd", "."))
     timeout = float(input.get("timeout_s", 120))
     network = bool(input.get("network", False)) and run.context.network_granted
     runner.check_available()
+    space = command_space(run)
+    try:
+        return await _run_in(space, command, workspace, cwd, network, run, runner, timeout)
+    finally:
+        space.close()
+
+
+async def _run_in(
+    space: CommandSpace,
+    command: str,
+    workspace: str,
+    cwd: str,
+    network: bool,
+    run: ToolRun,
+    runner: SandboxRunner,
+    seconds: float,
+) -> Any:
+    """Run ``command`` in ``space`` for at most ``seconds``, recorded as one command run."""
     command_run_id = new_id("cr")
     env = sandbox_environment(os.environ)
     await record_command_started(run, command_run_id, command, cwd)
@@ -100,7 +142,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
     # Spawned on the loop's own thread, never a worker thread: see start_sandboxed.
     try:
         proc = start_sandboxed(
-            runner, command, workspace=workspace, cwd=cwd, network=network, env=env
+            runner, command, workspace=workspace, cwd=cwd, network=network, env=env, space=space
         )
     except (OSError, AirException) as exc:
         error = (
@@ -115,14 +157,18 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
         await record_command_failed(run, command_run_id, started, error)
         raise AirException(error) from exc
     failure: BaseException | None = None
+    watch = LimitWatch(space.limits, proc.pid, space.cgroup)
     try:
-        with trio.move_on_after(timeout) as scope:
-            send, receive = trio.open_memory_channel[tuple[str, bytes]](16)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, proc.stdout, "stdout", send.clone())
-                nursery.start_soon(_pump, proc.stderr, "stderr", send)
-                nursery.start_soon(_forward, run, command_run_id, receive, out, err)
-            await proc.wait()
+        with trio.move_on_after(seconds) as scope:
+            async with trio.open_nursery() as watching:
+                watching.start_soon(watch.watch)
+                send, receive = trio.open_memory_channel[tuple[str, bytes]](16)
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(_pump, proc.stdout, "stdout", send.clone())
+                    nursery.start_soon(_pump, proc.stderr, "stderr", send)
+                    nursery.start_soon(_forward, run, command_run_id, receive, out, err)
+                await proc.wait()
+                watching.cancel_scope.cancel(reason="the command ended")
         timed_out = scope.cancelled_caught
     except BaseException as exc:
         failure = exc
@@ -146,10 +192,15 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
                     run, command_run_id, started, error, cancelled=cancelled
                 )
     refs = store_output_logs(run, command_run_id, bytes(out), bytes(err))
+    over = None if timed_out else watch.verdict(proc.returncode)
+    if over is not None:
+        error = resource_limit_error(over, space.limits)
+        await record_command_failed(run, command_run_id, started, error, refs=refs)
+        raise AirException(error)
     if timed_out:
         error = make_air_error(
             kind=ErrorKind.TIMEOUT,
-            message=f"the command ran longer than {timeout:g}s",
+            message=f"the command ran longer than {seconds:g}s",
             user_action="Raise timeout_s or make the command faster.",
         )
         await record_command_failed(run, command_run_id, started, error, refs=refs)

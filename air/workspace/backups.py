@@ -26,7 +26,8 @@ from typing import NamedTuple
 
 import trio
 
-from air.contracts import AirException, ErrorKind, utc_now_iso
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import utc_now_iso
 from air.workspace.gitsafe import GitLocation, run_git
 
 __all__ = ["IGNORED_BOUND", "BackupRepository", "IgnoredBound", "Snapshot"]

@@ -15,7 +15,7 @@ import posixpath
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from air.contracts import AirException, ErrorKind, Retryability
+from air.contracts.error import AirException, ErrorKind, Retryability
 
 __all__ = [
     "GITLINK",

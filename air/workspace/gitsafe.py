@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import trio
 
-from air.contracts import AirException, ErrorKind
+from air.contracts.error import AirException, ErrorKind
 
 __all__ = [
     "DRIVERLESS",

@@ -42,16 +42,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AirException,
-    ErrorKind,
-    WorkspacePlan,
-    WorkspaceRef,
-    WorkspaceStatus,
-    WorkspaceStrategy,
-    new_id,
-    utc_now_iso,
-)
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import new_id, utc_now_iso
+from air.contracts.task import WorkspacePlan, WorkspaceRef, WorkspaceStatus, WorkspaceStrategy
 from air.workspace.backups import BackupRepository
 from air.workspace.changes import (
     SYMLINK,
@@ -65,7 +58,7 @@ from air.workspace.changes import (
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
-    from air.contracts import MergeResult
+    from air.contracts.task_results import MergeResult
 
 __all__ = [
     "ABANDONED_RETENTION",
@@ -546,7 +539,7 @@ class WorkspaceManager:
                 workspace kept as it is); ``workspace_error`` when git fails or the worktree
                 was tampered with.
         """
-        from air.contracts.task import MergeResult
+        from air.contracts.task_results import MergeResult
 
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
@@ -597,7 +590,7 @@ class WorkspaceManager:
         return result
 
     async def _merge_worktree(self, rec: WorkspaceRecord, head: str) -> MergeResult:
-        from air.contracts.task import MergeResult
+        from air.contracts.task_results import MergeResult
 
         assert rec.branch is not None
         ahead = await self._out(rec, "rev-list", "--count", f"{rec.base_commit}..{head}")
@@ -640,7 +633,7 @@ class WorkspaceManager:
         )
 
     async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
-        from air.contracts.task import MergeResult
+        from air.contracts.task_results import MergeResult
 
         changed = await self.changed_files(rec.workspace_id)
         if not changed:

@@ -19,26 +19,27 @@ from typing import Any
 import trio
 
 from air.agents import MainAgent, PendingPrompts, PromptAnswer
-from air.contracts import (
-    EventFilter,
+from air.contracts.event import EventFilter, RuntimeEvent
+from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
+from air.contracts.provider import (
     ModelConfig,
     ModelsConfig,
     ProviderConfig,
     ProviderKind,
-    RuntimeEvent,
     TextBlock,
     ToolUseBlock,
 )
-from air.llm import ProviderManager
 from air.llm.cassette import CassetteTurn
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.redact import SecretRedactor
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.tools import PromptBroker, ToolRegistry, register_builtin_tools
-from air.tools.registry import PromptRequest, PromptResponse
 
 KEY = "sk-agent-test"
 
@@ -83,19 +84,19 @@ class PendingBroker:
 
     def __init__(self, pending: PendingPrompts) -> None:
         self.pending = pending
-        self.asked: list[PromptRequest] = []
+        self.asked: list[PermissionPromptRequest] = []
 
-    async def ask(self, request: PromptRequest) -> PromptResponse:
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
         self.asked.append(request)
         answer: PromptAnswer = await self.pending.wait(request.prompt_id)
-        return PromptResponse(approved=answer.approved, scope=answer.scope)
+        return PermissionPromptResponse(approved=answer.approved, scope=answer.scope)
 
 
 class AllowAll:
     """A person who approves every prompt (to prove a guard holds even then)."""
 
-    async def ask(self, request: PromptRequest) -> PromptResponse:
-        return PromptResponse(approved=True)
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
+        return PermissionPromptResponse(approved=True)
 
 
 class AgentEnv:

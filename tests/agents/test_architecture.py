@@ -23,11 +23,9 @@ from air.agents.architecture import (
     architecture_reference,
     load_declaration,
 )
-from air.contracts import (
-    AirException,
-    SchedulerRunResult,
-    TaskSpec,
-)
+from air.contracts.error import AirException
+from air.contracts.task import TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.testing.fake_runner import FakeStep
 from air.testing.recording import RecordingProvider
 from tests.agents.conftest import AgentEnv, json_turn, spec, text_turn, wait_until

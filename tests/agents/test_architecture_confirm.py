@@ -16,7 +16,7 @@ import trio
 
 from air.agents import PendingPrompts
 from air.agents.architecture import CONFIRM_TOOL, PromptConfirm, SchedulerGate
-from air.contracts.permission import FailClosedPrompt
+from air.contracts.prompt import FailClosedPrompt
 from air.testing.fake_runner import FakeStep
 from tests.agents.conftest import AgentEnv, PendingBroker, wait_until
 from tests.agents.test_architecture import designer, impact, statuses_of, task

@@ -19,12 +19,12 @@ import pytest
 from air.agents import MainAgent, MainAgentChannel, PendingPrompts
 from air.agents.window import SUMMARY_PREFIX, message_tokens, window_messages
 from air.context.compaction import CompactionRules
-from air.contracts import AirException, TextBlock
-from air.contracts.provider import ProviderCompletionInput
+from air.context.compactor import SessionCompactor
+from air.contracts.error import AirException
+from air.contracts.provider import ProviderCompletionInput, TextBlock
 from air.contracts.ui import UiCommand
-from air.llm import ProviderManager
 from air.llm.cassette import CassetteTurn
-from air.nursery.compaction import SessionCompactor
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.testing.recording import RecordingProvider
 from air.ui_urwid.commands import SLASH_COMMANDS, parse_input
@@ -171,7 +171,7 @@ async def test_without_the_trigger_the_requests_carry_no_summary(
 
 def test_the_window_puts_the_summary_first_and_drops_what_it_covers() -> None:
     from air.agents.conversation import ConversationEntry
-    from air.nursery.compaction import CompactionView
+    from air.context.compactor import CompactionView
 
     entries = [
         ConversationEntry(f"m{i}", "user" if i % 2 == 0 else "assistant", f"text {i} " * 50)

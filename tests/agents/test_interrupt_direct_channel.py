@@ -14,7 +14,8 @@ import pytest
 import trio
 
 from air.agents import MainAgentChannel, MainAgentState, PendingPrompts
-from air.contracts import AirException, UiCommand
+from air.contracts.error import AirException
+from air.contracts.ui import UiCommand
 from air.testing.fake_runner import FakeStep
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
 from tests.agents.conftest import (

@@ -11,7 +11,7 @@ import pytest
 import trio
 
 from air.agents import MainAgentState, load_conversation
-from air.contracts import OpenSessionOptions
+from air.contracts.project import OpenSessionOptions
 from air.session.manager import SessionManager
 from air.testing.fake_runner import FakeStep
 from tests.agents.conftest import AgentEnv, json_turn, spec, text_turn, wait_until

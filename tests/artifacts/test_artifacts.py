@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from air.artifacts.store import recover_orphan_artifacts
-from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.evidence import EvidenceCreateInput
+from air.contracts.evidence_records import EvidenceCreateInput
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 

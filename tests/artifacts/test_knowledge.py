@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore
-from air.contracts.artifact import DebugRecord, LearnedMemory
+from air.contracts.artifact_records import DebugRecord, LearnedMemory
 from air.contracts.error import AirException, ErrorKind
 from air.session.project import ProjectStore
 

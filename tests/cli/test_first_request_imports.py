@@ -36,12 +36,12 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "air.events.payloads.knowledge",
     "air.events.payloads.doctor",
     # IMPL-BOOT-8: what only a later step of the run needs
-    "air.nursery.compaction",  # the compactor: built when a task's context asks for it
-    "air.nursery.knowledge",  # the knowledge stores: only with something to converge
+    "air.context.compactor",  # the compactor: built when a task's context asks for it
+    "air.session.knowledge",  # the knowledge stores: only with something to converge
     "air.artifacts.knowledge",
     "air.artifacts.rules",
     "air.nursery.outcomes",  # once a worker has returned: evidence, gates, reviews, merge
-    "air.nursery.evidence",
+    "air.artifacts.evidence",
     "air.nursery.reviews",
     "air.nursery.architecture_gate",  # only with .air/shared/architecture.yaml
     "air.roles",  # the worker's package: its prompts are read as files
@@ -60,7 +60,7 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     # IMPL-BOOT-12: contract models a run builds only after its first request
     "air.contracts.ipc_messages",  # the controls after agent.start, the worker's payloads
     "air.contracts.worker_result",  # a worker's result (and the role results)
-    "air.nursery.task_outcome",  # how an attempt ended
+    "air.supervision.task_outcome",  # how an attempt ended
     "air.contracts.task_results",  # SchedulerRunResult, RetryDecision, MergeResult
     "air.contracts.doctor_report",  # the Doctor's contracts
     "air.contracts.tool_runs",  # a tool call's context, result envelope, events, diagnostics
@@ -84,7 +84,7 @@ LATE_MODELS = {
     "ToolStreamPayload",
     "WorkerCheckpointPayload",
     "ProtocolErrorPayload",
-    # air.contracts.worker_result, air.nursery.task_outcome
+    # air.contracts.worker_result, air.supervision.task_outcome
     "WorkerResult",
     "ExecutorResult",
     "ReviewerResult",
@@ -216,7 +216,7 @@ def test_the_factory_checks_the_designer_s_own_file_name() -> None:
 
 def test_the_knowledge_check_names_the_stores_own_files() -> None:
     from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore
-    from air.nursery.knowledge_recovery import KNOWLEDGE_FILES
+    from air.session.knowledge_recovery import KNOWLEDGE_FILES
 
     assert KNOWLEDGE_FILES == (DebugKnowledgeStore.FILENAME, LearnedMemoryStore.FILENAME)
 
@@ -251,7 +251,7 @@ def test_no_dataclass_on_the_way_computes_its_docstring(
     import dataclasses
 
     classes = _air_classes(first_request["modules"])
-    assert "air.nursery.worker_run.WorkerRun" in classes  # the run's modules were read
+    assert "air.supervision.worker_run.WorkerRun" in classes  # the run's modules were read
     generated = [
         name
         for name, cls in classes.items()

@@ -7,7 +7,8 @@ from typing import Any
 
 from air.cli.history import session_state, task_summary
 from air.cli.reporter import Progress
-from air.contracts import EventSource, RuntimeEvent, make_air_error, new_event
+from air.contracts.error import make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
 
 
 def _event(type_: str, payload: dict[str, Any]) -> RuntimeEvent:

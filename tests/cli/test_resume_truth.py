@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from air.contracts import OpenSessionOptions
+from air.contracts.project import OpenSessionOptions
 from air.events.store import EventStore
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore

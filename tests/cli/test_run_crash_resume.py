@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from air.ipc.procs import find_marked
-from air.nursery.runs import RunRecordStore
+from air.supervision.runs import RunRecordStore
 from tests.headless import session_events
 
 TASKS = 6

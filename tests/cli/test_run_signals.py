@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from air.ipc.procs import find_marked
-from air.nursery.runs import RunRecordStore
+from air.supervision.runs import RunRecordStore
 from tests.headless import session_events
 
 BATCH = """\

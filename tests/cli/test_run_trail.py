@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from air.contracts import EventFilter
+from air.contracts.event import EventFilter
 from air.events.store import EventStore, replay_events
 from air.store.repositories import dump_tables
 from air.store.session_db import open_session_database

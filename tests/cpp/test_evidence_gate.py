@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from air.contracts import EventSource, RuntimeEvent, TaskSpec, new_event
-from air.nursery.evidence import collect_evidence, cpp_evidence_gate
+from air.artifacts.evidence import collect_evidence, cpp_evidence_gate
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.task import TaskSpec
 
 AGENT = "ag_1"
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from air.artifacts.knowledge import DebugKnowledgeStore
-from air.contracts.artifact import DebugRecord
+from air.contracts.artifact_records import DebugRecord
 from air.session.project import ProjectStore
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"

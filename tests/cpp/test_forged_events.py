@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts import TaskType
+from air.contracts.task import TaskType
 from tests.workers.conftest import Env
 
 FORGED = {

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from air.contracts.error import AirException
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
@@ -294,15 +294,21 @@ async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
     import trio._core._thread_cache as thread_cache
 
     from air.cpp.process import run_argv
-    from air.tools.cpp import _sandboxed
-    from air.tools.sandbox import SandboxRunner, sandbox_environment
+    from air.tools.cpp import _sandboxed, _Watched
+    from air.tools.limits import ResourceLimits
+    from air.tools.sandbox import CommandSpace, SandboxRunner, sandbox_environment
 
     sandbox = SandboxRunner()
     sandbox.check_available()  # bubblewrap is needed (scripts/setup.sh installs it)
     monkeypatch.setattr(thread_cache, "IDLE_TIMEOUT", 0.2)
     env = sandbox_environment(os.environ)
-    spawn = _sandboxed(sandbox, "sleep 1.5; echo done", str(tmp_path), str(tmp_path), env)
-    code, out, _err, timed_out = await run_argv((), spawn=spawn, cwd=str(tmp_path), timeout_s=30)
+    with CommandSpace(ResourceLimits()) as space:
+        spawn = _sandboxed(
+            sandbox, "sleep 1.5; echo done", str(tmp_path), str(tmp_path), env, space, _Watched()
+        )
+        code, out, _err, timed_out = await run_argv(
+            (), spawn=spawn, cwd=str(tmp_path), timeout_s=30
+        )
     assert (code, out, timed_out) == (0, b"done\n", False)
 
 
@@ -313,3 +319,27 @@ async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
     status = git(cpp_env.root, "status", "--porcelain", "--untracked-files=all")
     assert "out/" not in status
     assert "summary/summary.cpp" in status
+
+
+async def test_a_task_without_a_write_area_builds_and_tests_in_its_view_only(
+    cpp_env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cpp.build then cpp.test of a read-only task (issue 22 item 3): configured, built and
+    tested across calls in the task's view; the project gets no build dir, no .gitignore, no
+    JUnit file."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(cpp_env.tmp))  # the view goes with the test
+    _fix_summary(cpp_env.root)
+    _fix_spread(cpp_env.root)
+    git(cpp_env.root, "add", "-A", "--", ".", ":!.air")
+    git(cpp_env.root, "commit", "-qm", "fixed")
+    before = sorted(p.name for p in cpp_env.root.iterdir())
+    ctx = cpp_env.ctx(agent_id="ag_1", write_area=[])
+    built = await cpp_env.registry.call("cpp.build", {}, ctx)
+    assert _o(built)["ok"] is True, _o(built)
+    tested = await cpp_env.registry.call("cpp.test", {}, ctx)
+    assert _o(tested)["ok"] is True, _o(tested)
+    assert _o(tested)["passed"] >= 2
+    assert sorted(p.name for p in cpp_env.root.iterdir()) == before
+    assert git(cpp_env.root, "status", "--porcelain", "--ignored", "--", ".", ":!.air") == ""

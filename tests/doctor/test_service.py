@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from air.cli.doctor import build_checks, make_gate
-from air.contracts import ModelsConfig
-from air.contracts.platform import DoctorMode, DoctorRunInput
+from air.contracts.doctor_report import DoctorMode, DoctorRunInput
+from air.contracts.provider import ModelsConfig
 from air.doctor.checks import DatabaseCheck, ProviderCheck
 from air.doctor.service import DoctorService, Fix, Problem, issue
 from tests.doctor.helpers import make_project, write_session
@@ -168,7 +168,7 @@ async def test_a_missing_index_is_schema_drift(tmp_path: Path) -> None:
 
 
 def test_a_running_session_is_not_touched(tmp_path: Path) -> None:
-    from air.nursery.runs import claim_session
+    from air.supervision.runs import claim_session
 
     project, _ = make_project(tmp_path)
     path = write_session(project, "ses_live")
@@ -184,7 +184,7 @@ def test_a_running_session_is_not_touched(tmp_path: Path) -> None:
 
 
 def test_quarantine_takes_only_air_state(tmp_path: Path) -> None:
-    from air.contracts import AirException
+    from air.contracts.error import AirException
     from air.doctor.checks import quarantine
 
     project, _ = make_project(tmp_path)
@@ -202,7 +202,7 @@ def test_quarantine_takes_only_air_state(tmp_path: Path) -> None:
 
 
 async def test_a_bad_models_file_is_blocking_with_what_to_do() -> None:
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
     def load() -> ModelsConfig:
         raise AirException.of(

@@ -21,6 +21,7 @@ EMITTERS = frozenset(
     {
         "record",
         "record_end",
+        "end_task",
         "_record_end",
         "_emit",
         "emit",
@@ -109,8 +110,8 @@ def test_every_durable_type_is_emitted_or_listed_with_a_reason() -> None:
 def test_the_scanner_finds_known_call_sites_and_skips_the_definitions() -> None:
     durable = durable_types()
     emitted = emitted_types(durable)
-    assert "air/nursery/scheduler.py" in emitted["task.created"]
-    assert "air/nursery/knowledge.py" in emitted["memory.promoted"]
+    assert "air/nursery/facts.py" in emitted["task.created"]
+    assert "air/session/knowledge.py" in emitted["memory.promoted"]
     assert all(not files & {*NOT_EMITTING, "air/cli/demo.py"} for files in emitted.values()), (
         emitted
     )

@@ -14,19 +14,12 @@ import time
 import pytest
 import trio
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    AgentType,
-    ContextPack,
-    PermissionTemplate,
-    TaskSpec,
-    TaskType,
-    ToolResultEnvelope,
-    WorkerResult,
-    WorkerStatus,
-)
+from air.contracts.ipc import AgentStartControl
 from air.contracts.platform import ProcessIdentity
+from air.contracts.runtime import AgentRuntimeContext, AgentType, ContextPack, PermissionTemplate
+from air.contracts.task import TaskSpec, TaskType
+from air.contracts.tool_runs import ToolResultEnvelope
+from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.framing import (
     RECEIVE_BYTES,
     YIELD_EVERY,
@@ -37,7 +30,7 @@ from air.ipc.framing import (
 )
 from air.ipc.launcher import Launched
 from air.ipc.process import WorkerProcess
-from air.ipc.protocol import WorkerProtocol, encode_line, make_envelope
+from air.ipc.protocol import LineEncoder, WorkerProtocol, make_envelope
 from air.ipc.runtime import WorkerRuntime
 from air.testing.launcher import FAKE_BOOT_ID, FakeHandle
 
@@ -181,11 +174,11 @@ def _done(rt: WorkerRuntime) -> WorkerResult:
     )
 
 
+_P = LineEncoder(session_id="ses_p", agent_id="a")
+
+
 def _log_lines(n: int) -> bytes:
-    return b"".join(
-        encode_line("log", {"level": "info", "message": str(i)}, session_id="ses_p", agent_id="a")
-        for i in range(n)
-    )
+    return b"".join(_P.line("log", {"level": "info", "message": str(i)}) for i in range(n))
 
 
 async def test_a_parent_reader_whose_pipe_stays_full_still_meets_its_deadline() -> None:
@@ -222,12 +215,7 @@ async def test_a_worker_whose_pipe_stays_full_lets_its_other_tasks_run() -> None
     to_worker_rx, to_worker_tx = _pipe()
     from_worker_rx, from_worker_tx = _pipe()
     controls = b"".join(
-        encode_line(
-            "control",
-            {"type": "agent.extend_timeout", "extra_ms": 1, "reason": "r"},
-            session_id="ses_p",
-            agent_id="a",
-        )
+        _P.line("control", {"type": "agent.extend_timeout", "extra_ms": 1, "reason": "r"})
         for _ in range(n)
     )
     assert len(controls) < 65536
@@ -289,9 +277,7 @@ async def _two_calls_the_second_in_a_shared_batch() -> list[str]:
         result = ToolResultEnvelope(tool_run_id="tr_x", tool_name="noop", status="ok")
         os.write(
             to_worker_tx.fileno(),
-            encode_line(
-                "tool.result", result, session_id="ses_p", agent_id="a", correlation_id=call["id"]
-            ),
+            _P.line("tool.result", result, correlation_id=call["id"]),
         )
 
     async def body(rt: WorkerRuntime) -> WorkerResult:

@@ -16,8 +16,9 @@ import trio
 from pydantic import BaseModel
 
 from air.artifacts.knowledge import DebugKnowledgeStore, LearnedMemoryStore, OutboxRow
-from air.contracts import RuntimeEvent, TaskSpec
-from air.contracts.artifact import DebugRecord, LearnedMemory
+from air.contracts.artifact_records import DebugRecord, LearnedMemory
+from air.contracts.event import RuntimeEvent
+from air.contracts.task import TaskSpec
 from air.contracts.worker_result import WorkerResult
 from air.events.payloads import PAYLOADS
 from tests.knowledge import scenario as sc

@@ -20,13 +20,13 @@ from air.artifacts.knowledge import (
     LearnedMemoryStore,
     candidate_id_for_statement,
 )
-from air.contracts import EventSource, RuntimeEvent, new_event
-from air.contracts.artifact import LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.artifact_records import LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.worker_result import WorkerResult
 from air.events.store import EventStore
-from air.nursery.knowledge import KnowledgeLedger, KnowledgeService
 from air.nursery.ledger import SessionLedger
+from air.session.knowledge import KnowledgeLedger, KnowledgeService
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import trio
 
-from air.nursery.knowledge_recovery import converge
+from air.session.knowledge_recovery import converge
 from tests.knowledge import crash_child
 from tests.knowledge import scenario as sc
 

@@ -11,14 +11,14 @@ from typing import Any
 import pytest
 
 from air.artifacts.knowledge import candidate_id_for_signature, memory_id_for
-from air.contracts import EventSource, RuntimeEvent, new_event
-from air.contracts.artifact import MemoryStatus
+from air.contracts.artifact_records import MemoryStatus
 from air.contracts.error import AirException, ErrorKind, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.events.store import EventStore
-from air.nursery.knowledge import POLICY_PROMOTER, KnowledgeService
-from air.nursery.knowledge_recovery import converge
 from air.nursery.ledger import SessionLedger
 from air.nursery.retry import debug_context
+from air.session.knowledge import POLICY_PROMOTER, KnowledgeService
+from air.session.knowledge_recovery import converge
 from air.store.session_db import open_session_database
 from tests.knowledge import scenario as sc
 
@@ -302,7 +302,7 @@ async def test_evidence_from_two_sessions_makes_one_promotion(tmp_path: Path) ->
 async def test_recovery_of_a_project_without_knowledge_opens_no_database(tmp_path: Path) -> None:
     """A new project's start-up pays nothing here: no knowledge database is created (each one
     costs fsyncs on the path to the first model request)."""
-    from air.nursery.knowledge_recovery import recover_knowledge
+    from air.session.knowledge_recovery import recover_knowledge
 
     (tmp_path / ".air" / "local").mkdir(parents=True)
 

@@ -7,7 +7,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Literal
 
-from air.contracts import (
+from air.contracts.provider import (
     CanonicalMessage,
     ModelConfig,
     ModelPrice,
@@ -20,7 +20,7 @@ from air.contracts import (
     TextBlock,
     ToolSpec,
 )
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from tests.llm.servers import Turn, anthropic_sse, openai_sse
 
 Wire = Literal["anthropic", "anthropic_http", "openai"]

@@ -9,19 +9,18 @@ from collections.abc import Sequence
 
 import pytest
 
-from air.contracts import (
+from air.contracts.error import ErrorKind, Retryability
+from air.contracts.provider import (
     CacheControl,
-    ErrorKind,
     MessageStopEvent,
     ProviderCompletionInput,
     ProviderErrorEvent,
-    Retryability,
     StopReason,
     TextBlock,
     ToolUseBlock,
     ToolUseStopEvent,
 )
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import (
     WIRES,
@@ -286,7 +285,7 @@ async def test_401_is_auth_error_not_retried_and_key_not_echoed(
 
 @pytest.mark.parametrize("wire", WIRES)
 async def test_missing_key_raises_before_sending(wire: Wire, server: LocalServer) -> None:
-    from air.contracts import AirException
+    from air.contracts.error import AirException
 
     manager = ProviderManager(models_config(wire, server.url), env={})
     try:

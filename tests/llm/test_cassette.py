@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.provider import (
     CanonicalMessage,
-    ErrorKind,
     MessageStopEvent,
     ModelConfig,
     ModelRequirement,
@@ -23,8 +22,8 @@ from air.contracts import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from air.llm import ProviderManager, ScriptedProvider, load_cassette
-from air.llm.cassette import cassette_json_schema
+from air.llm.cassette import ScriptedProvider, cassette_json_schema, load_cassette
+from air.llm.manager import ProviderManager
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import PRICE, WIRES, Wire, collect, models_config, request, sse_for
 from tests.llm.servers import LocalServer, Reply, Turn

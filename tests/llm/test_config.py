@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, ErrorKind, ModelRequirement, Usage
-from air.llm import ProviderManager, UsageAccumulator
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.provider import ModelRequirement, Usage
+from air.llm.manager import ProviderManager
 from air.llm.sse import SSEDecoder
+from air.llm.usage import UsageAccumulator
 from tests.llm.conftest import FAKE_KEY
 from tests.trusted import trust_project
 

@@ -7,11 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air.contracts import (
-    AirException,
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
-    ErrorKind,
     ProviderCompletionInput,
     StopReason,
     TextBlock,
@@ -19,7 +18,7 @@ from air.contracts import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from air.llm import AnthropicCanonicalConverter
+from air.llm.convert import AnthropicCanonicalConverter
 
 texts = st.text(min_size=1, max_size=30)
 ids = st.from_regex(r"toolu_[A-Za-z0-9]{1,8}", fullmatch=True)

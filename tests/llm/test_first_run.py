@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from air.contracts import AirException, ModelRequirement, ModelsConfig, ProviderKind
-from air.llm import ProviderManager
+from air.contracts.error import AirException
+from air.contracts.provider import ModelRequirement, ModelsConfig, ProviderKind
 from air.llm.config import env_models_config
+from air.llm.manager import ProviderManager
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse, openai_sse
 from tests.headless import REVIEW_BATCH, review_verdict
 from tests.trusted import trust_project
@@ -223,7 +224,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
 
 
 def test_every_provider_config_error_points_at_the_installed_reference() -> None:
-    from air.contracts import ModelConfig, ModelsConfig, ProviderConfig
+    from air.contracts.provider import ModelConfig, ModelsConfig, ProviderConfig
 
     def error_of(config: ModelsConfig, provider: str, model: str = "m") -> AirException:
         manager = ProviderManager(config, env={})

@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from air.contracts import ProviderConfig
+from air.contracts.provider import ProviderConfig
 from air.llm.http11 import (
     ConnectError,
     Http11Client,

@@ -10,16 +10,15 @@ import json
 
 import pytest
 
-from air.contracts import (
+from air.contracts.error import ErrorKind
+from air.contracts.provider import (
     CanonicalMessage,
-    ErrorKind,
     MessageStopEvent,
     ProviderCompletionInput,
     TextBlock,
     ToolUseBlock,
 )
-from air.llm import ProviderManager
-from air.llm.manager import RetryNotice
+from air.llm.manager import ProviderManager, RetryNotice
 from tests.headless import run_batch_json
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import WIRES, Collected, Wire, collect, models_config, request, sse_for

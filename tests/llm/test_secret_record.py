@@ -11,7 +11,7 @@ import sqlite3
 import string
 from pathlib import Path
 
-from air.security import SecretRedactor
+from air.security.redact import SecretRedactor
 from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
 from tests.headless import run_batch_json
 from tests.trusted import trust_project

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import trio
 
-from air.contracts import ModelsConfig
-from air.llm import ProviderManager
+from air.contracts.provider import ModelsConfig
+from air.llm.manager import ProviderManager
 from tests.llm.conftest import FAKE_KEY, scan_for_key
 from tests.llm.helpers import WIRES, collect, models_config, request, sse_for
 from tests.llm.servers import LocalServer, Reply, Turn, json_reply
@@ -50,7 +50,7 @@ async def test_key_never_written_even_when_the_model_and_server_echo_it(
 
 
 def test_every_auth_ref_key_is_registered_by_value_at_construction() -> None:
-    from air.security import SecretRedactor
+    from air.security.redact import SecretRedactor
 
     shapeless = "zq81" + "x7" * 20
     config = models_config("openai", "http://127.0.0.1:9")

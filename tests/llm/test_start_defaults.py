@@ -9,9 +9,9 @@ import os
 import subprocess
 import sys
 
-from air.contracts import ModelConfig, ModelsConfig, ProviderConfig, ProviderKind
-from air.llm import ProviderManager
+from air.contracts.provider import ModelConfig, ModelsConfig, ProviderConfig, ProviderKind
 from air.llm.anthropic_http import AnthropicHttpAdapter
+from air.llm.manager import ProviderManager
 
 
 def test_anthropic_defaults_to_the_http_transport() -> None:
@@ -29,8 +29,8 @@ def test_anthropic_defaults_to_the_http_transport() -> None:
 def _client_probe(env: dict[str, str]) -> list[object]:
     probe = (
         "import json, sys\n"
-        "from air.contracts import ModelsConfig\n"
-        "from air.llm import ProviderManager\n"
+        "from air.contracts.provider import ModelsConfig\n"
+        "from air.llm.manager import ProviderManager\n"
         "config = ModelsConfig.model_validate({'default': 'p/m', 'providers': {'p': {\n"
         "    'kind': 'openai_compatible', 'base_url': 'http://127.0.0.1:9/v1',\n"
         "    'models': {'m': {}}}}})\n"

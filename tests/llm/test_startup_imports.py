@@ -58,17 +58,9 @@ def test_the_first_cpp_call_loads_the_toolchain_it_needs() -> None:
     assert "air.cpp.project" in loaded
 
 
-def test_the_provider_package_re_exports_lazily() -> None:
-    import importlib
-
-    import air.llm
-
-    assert sorted(air.llm.__all__) == sorted(air.llm._HOMES)
-    for name, home in air.llm._HOMES.items():
-        module = importlib.import_module(f"air.llm.{home}")
-        assert getattr(air.llm, name) is getattr(module, name)
-    loaded = _loaded_after("from air.llm import ProviderManager\n")
+def test_the_provider_manager_comes_without_the_cassette_module() -> None:
+    loaded = _loaded_after("from air.llm.manager import ProviderManager\n")
     assert "air.llm.manager" in loaded
     # a run against a real provider never needs the cassette module (IMPL-BOOT-4)
     assert "air.llm.cassette" not in loaded
-    assert "air.nursery.task_cassettes" not in _loaded_after("import air.cli.prepare\n")
+    assert "air.llm.task_cassettes" not in _loaded_after("import air.cli.prepare\n")

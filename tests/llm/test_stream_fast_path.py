@@ -10,7 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air.contracts import AirError, ProviderErrorEvent, ProviderStreamEvent, TextDeltaEvent
+from air.contracts.error import AirError
+from air.contracts.provider import ProviderErrorEvent, ProviderStreamEvent, TextDeltaEvent
 from air.llm.normalize import (
     AnthropicStreamNormalizer,
     OpenAIStreamNormalizer,

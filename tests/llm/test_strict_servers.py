@@ -12,18 +12,17 @@ from typing import Any
 import httpx
 import pytest
 
-from air.contracts import (
+from air.contracts.error import ErrorKind, Retryability
+from air.contracts.provider import (
     CanonicalMessage,
-    ErrorKind,
     MessageStopEvent,
     ProviderErrorEvent,
-    Retryability,
     TextBlock,
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
 )
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from air.llm.tool_names import WIRE_NAME, ToolNameMap
 from air.testing.strict_servers import anthropic_problem, openai_problem
 from tests.llm.conftest import FAKE_KEY

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, MessageStopEvent, ModelConfig, ProviderConfig, ProviderKind
-from air.llm import ProviderManager
+from air.contracts.error import AirException
+from air.contracts.provider import MessageStopEvent, ModelConfig, ProviderConfig, ProviderKind
 from air.llm.adapter import ProviderAdapter
+from air.llm.manager import ProviderManager
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, models_config, request
 from tests.llm.servers import LocalServer, Reply, Turn, openai_sse

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from air.contracts import EventSource, new_event
+from air.contracts.event import EventSource, new_event
 from air.events.store import EventStore, replay_events
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager

@@ -22,11 +22,12 @@ import trio
 
 from air.cli.factory import DESIGNER_CASSETTE, RuntimeFactory, _architecture_gate
 from air.cli.options import HeadlessOptions
-from air.contracts import AirException, TaskSpec
-from air.contracts.permission import FailClosedPrompt
+from air.contracts.error import AirException
+from air.contracts.prompt import FailClosedPrompt
+from air.contracts.task import TaskSpec
+from air.llm.task_cassettes import TaskCassettes
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
-from air.nursery.task_cassettes import TaskCassettes
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.trusted import trust_project
 

@@ -18,18 +18,15 @@ import pytest
 
 from air.context import ContextAssembler, readers_from_store
 from air.context.compaction import CompactionRules
+from air.context.compactor import SessionCompactor, record_worker_summary
 from air.context.tokens import estimate_tokens
-from air.contracts import (
-    AirException,
-    TaskSpec,
-    TextBlock,
-)
+from air.contracts.error import AirException
 from air.contracts.event import EventSource, new_event
-from air.contracts.provider import ProviderCompletionInput
+from air.contracts.provider import ProviderCompletionInput, TextBlock
 from air.contracts.runtime import ContextAssembleInput
-from air.llm import ProviderManager
+from air.contracts.task import TaskSpec
 from air.llm.cassette import CassetteTurn
-from air.nursery.compaction import SessionCompactor, record_worker_summary
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore

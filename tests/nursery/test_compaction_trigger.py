@@ -21,9 +21,10 @@ from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
 from air.context import readers_from_store
 from air.context.worker_pack import WorkerContextBuilder
-from air.contracts import AirException, TaskSpec
+from air.contracts.error import AirException
 from air.contracts.event import EventSource, new_event
-from air.llm import ProviderManager
+from air.contracts.task import TaskSpec
+from air.llm.manager import ProviderManager
 from air.nursery.runtime import open_runtime
 from air.nursery.worker_context import CompactingContext
 from air.testing.recording import RecordingProvider

@@ -17,20 +17,14 @@ import trio.testing
 
 from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
-from air.contracts import (
-    ErrorKind,
-    RetryAction,
-    TaskConstraints,
-    TaskScope,
-    TaskSpec,
-    make_air_error,
-)
+from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.task import RetryAction, TaskConstraints, TaskScope, TaskSpec
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import fold_history
 from air.nursery.retry import AttemptSummary, RetryPlanner, retry_spec
 from air.nursery.runtime import open_runtime
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.conftest import SessionDB
@@ -163,7 +157,7 @@ async def test_a_retry_request_holds_the_failure_and_the_chosen_model(
         options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
         with trio.fail_after(180):
             async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:
-                rt.scheduler.retry = RetryPlanner(escalation_models=MODELS)
+                rt.scheduler.io.retry = RetryPlanner(escalation_models=MODELS)
                 spec = _node(budget=2).spec.model_copy(
                     update={"id": "list", "description": "List the project files."}
                 )

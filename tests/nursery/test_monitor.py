@@ -11,7 +11,7 @@ from typing import Any
 
 import trio
 
-from air.nursery.monitor import (
+from air.supervision.monitor import (
     AgentLost,
     AgentMonitor,
     WatchedAgent,

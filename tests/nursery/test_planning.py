@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from air.contracts import (
+from air.contracts.error import ErrorKind, Retryability, make_air_error
+from air.contracts.task import (
     DependencyType,
-    ErrorKind,
-    Retryability,
     RetryAction,
     TaskConstraints,
     TaskDependencySpec,
@@ -16,7 +15,6 @@ from air.contracts import (
     TaskStatus,
     VerificationPolicy,
     WorkspaceStrategy,
-    make_air_error,
 )
 from air.nursery.graph import TaskGraph, write_areas_overlap
 from air.nursery.planner import ResourceSnapshot, WavePlanner, default_max_workers

@@ -10,15 +10,16 @@ from pathlib import Path
 
 import trio
 
-from air.contracts import SchedulerRunResult, TaskConstraints, TaskScope, TaskSpec
+from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
+from air.contracts.task_results import SchedulerRunResult
 from air.ipc.procs import find_marked
-from air.llm import ProviderManager
+from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger, fold_history
-from air.nursery.runs import RunRecordStore
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 
 WORKER = ["-m", "air.testing.workers.hang_with_grandchild"]
 

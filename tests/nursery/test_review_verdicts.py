@@ -15,7 +15,7 @@ from typing import Any
 import trio
 import trio.testing
 
-from air.contracts import (
+from air.contracts.task import (
     TaskDependencySpec,
     TaskScope,
     TaskSpec,

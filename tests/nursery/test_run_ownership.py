@@ -19,7 +19,8 @@ from typing import Any
 
 from air.events.store import EventStore
 from air.ipc.procs import MARKER_ENV, boot_id, read_identity
-from air.nursery.runs import (
+from air.store.session_db import open_session_database
+from air.supervision.runs import (
     OWNERS_DIR,
     RunRecordStore,
     claim_session,
@@ -27,7 +28,6 @@ from air.nursery.runs import (
     owner_alive,
     reap_orphans,
 )
-from air.store.session_db import open_session_database
 from tests.workers.conftest import alive
 
 
@@ -166,7 +166,7 @@ _OWNER = """
 import os, subprocess, sys, time
 from air.events.store import EventStore
 from air.ipc.procs import MARKER_ENV, read_identity
-from air.nursery.runs import RunRecordStore, current_owner
+from air.supervision.runs import RunRecordStore, current_owner
 root = sys.argv[1]
 env = dict(os.environ, **{MARKER_ENV: "m-owned"})
 child = subprocess.Popen(
@@ -352,7 +352,7 @@ async def test_a_held_lock_spares_an_owner_whose_pid_looks_dead(tmp_path: Path) 
 
 _CLAIMER = """
 import sys, time
-from air.nursery.runs import claim_session
+from air.supervision.runs import claim_session
 claim_session(sys.argv[1], "ses_one")
 claim_session(sys.argv[1], "ses_one")  # again in the same process: a no-op
 print("claimed", flush=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from air.contracts import (
+from air.contracts.task import (
     TaskConstraints,
     TaskDependencySpec,
     TaskScope,

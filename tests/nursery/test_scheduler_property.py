@@ -20,7 +20,7 @@ import trio.testing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from air.contracts import (
+from air.contracts.task import (
     DependencyType,
     TaskConstraints,
     TaskDependencySpec,
@@ -32,7 +32,7 @@ from air.contracts import (
 from air.nursery.graph import write_areas_overlap
 from air.nursery.ledger import SessionLedger, fold_history
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.nursery.conftest import open_session_db
 
@@ -172,7 +172,7 @@ def _run_case(case: Case, ledger: SessionLedger) -> None:
     sched = holder["s"]
     assert violations == []
     folded = fold_history(ledger.history())
-    cancelled_run = sched._cancel_reason is not None
+    cancelled_run = sched.cancel_reason is not None
     for tid, node in sched.graph.tasks.items():
         stored = folded.tasks[tid]
         if cancelled_run:

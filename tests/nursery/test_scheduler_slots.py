@@ -14,12 +14,8 @@ from typing import Any
 import trio
 import trio.testing
 
-from air.contracts import (
-    RuntimeEvent,
-    TaskDependencySpec,
-    TaskScope,
-    TaskSpec,
-)
+from air.contracts.event import RuntimeEvent
+from air.contracts.task import TaskDependencySpec, TaskScope, TaskSpec
 from air.events.fold import SessionState
 from air.nursery.ledger import SessionLedger
 from air.nursery.scheduler import Scheduler, SchedulerOptions

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import TaskScope, TaskSpec
+from air.contracts.task import TaskScope, TaskSpec
 from air.nursery.planner import WavePlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.nursery.seams import SuperviseRequest
+from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.nursery.conftest import SessionDB

@@ -6,15 +6,10 @@ import json
 
 import pytest
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    ContextPack,
-    PermissionTemplate,
-    TaskSpec,
-    TaskType,
-    WorkerStatus,
-)
+from air.contracts.ipc import AgentStartControl
+from air.contracts.runtime import AgentRuntimeContext, ContextPack, PermissionTemplate
+from air.contracts.task import TaskSpec, TaskType
+from air.contracts.worker_result import WorkerStatus
 from air.roles.loop import (
     CompactorRole,
     DebuggerRole,

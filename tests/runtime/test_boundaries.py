@@ -15,26 +15,25 @@ import air.cli as cli
 import air.ipc.runtime as worker_runtime
 from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
-from air.contracts import (
+from air.contracts.error import (
     AirException,
     CliExit,
-    PermissionDecision,
-    PermissionGrantScope,
     WorkerExit,
     exit_code_for,
     first_air_exception,
 )
-from air.contracts.permission import (
-    FailClosedPrompt,
-    PermissionPrompt,
+from air.contracts.permission import PermissionGrantScope
+from air.contracts.permission_records import (
+    PermissionDecision,
     PermissionPromptRequest,
     PermissionPromptResponse,
 )
 from air.contracts.platform import ProcessIdentity
+from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
 from air.ipc import procs
-from air.nursery.monitor import pid_start_time, process_alive
 from air.nursery.runtime import open_runtime
-from air.tools import HeadlessPromptBroker, PromptBroker, PromptRequest, PromptResponse
+from air.supervision.monitor import pid_start_time, process_alive
+from air.tools import HeadlessPromptBroker, PromptBroker
 
 
 def test_the_cli_and_the_worker_codes_are_the_one_table() -> None:
@@ -119,12 +118,7 @@ async def test_the_headless_prompt_fails_closed_and_is_what_the_runtime_asks(
     )
     assert (await FailClosedPrompt().ask(request)).approved is False
     # the names air.tools always had are the contract's
-    assert (PromptRequest, PromptResponse, PromptBroker, HeadlessPromptBroker) == (
-        PermissionPromptRequest,
-        PermissionPromptResponse,
-        PermissionPrompt,
-        FailClosedPrompt,
-    )
+    assert (PromptBroker, HeadlessPromptBroker) == (PermissionPrompt, FailClosedPrompt)
     cassette = tmp_path / "turns.jsonl"
     cassette.write_text(
         json.dumps(

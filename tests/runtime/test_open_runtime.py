@@ -18,17 +18,18 @@ import air.nursery.scheduler as scheduler_module
 from air.cli.factory import RuntimeFactory
 from air.cli.options import HeadlessOptions
 from air.context.worker_pack import WorkerContextBuilder
-from air.contracts import OpenSessionOptions, TaskConstraints, TaskScope, TaskSpec
 from air.contracts.platform import ProcessIdentity
+from air.contracts.project import OpenSessionOptions
+from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
 from air.ipc.procs import find_marked, is_same_process
 from air.nursery.ledger import SessionLedger
-from air.nursery.monitor import AgentMonitor
-from air.nursery.runs import RunRecordStore, runs_dir
 from air.nursery.runtime import RuntimeConfig, RuntimeServices, open_runtime
 from air.nursery.scheduler import Scheduler
-from air.nursery.worker_manager import WorkerManager
-from air.security import PermissionEngine
+from air.security.engine import PermissionEngine
 from air.session.project import ProjectStore
+from air.supervision.monitor import AgentMonitor
+from air.supervision.runs import RunRecordStore, runs_dir
+from air.supervision.worker_manager import WorkerManager
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.tools import ToolRegistry
 from air.workspace.manager import WorkspaceManager

@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from air.security import CommandRiskAnalyzer
+from air.security.commands import CommandRiskAnalyzer
 
 GOLDEN = Path(__file__).with_name("command_golden.json")
 CWD = "/work/proj"

@@ -12,7 +12,8 @@ import os
 import stat
 from pathlib import PurePosixPath
 
-from air.contracts.permission import PathCategory, PathRiskClassification
+from air.contracts.permission import PathCategory
+from air.contracts.permission_records import PathRiskClassification
 from air.security.paths import (
     _GLOB_TARGETS,
     BUILD_DIR_GLOBS,

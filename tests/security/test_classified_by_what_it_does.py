@@ -14,14 +14,13 @@ from typing import NamedTuple
 
 import pytest
 
-from air.contracts.permission import (
-    CommandCategory,
-    PermissionAction,
-    PermissionRequestContext,
-)
+from air.contracts.permission import CommandCategory, PermissionAction
+from air.contracts.permission_records import PermissionRequestContext
 from air.contracts.runtime import PermissionTemplate
-from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
+from air.security.commands import CommandRiskAnalyzer
+from air.security.engine import PermissionEngine
 from air.security.options import Opt, option_spec, scan
+from air.security.paths import PathClassifier
 from air.security.scripts import read_awk, read_sed
 
 C = CommandCategory

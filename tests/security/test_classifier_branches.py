@@ -16,14 +16,11 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException
-from air.contracts.permission import (
-    CommandCategory,
-    PathCategory,
-    PermissionAction,
-    PermissionRequestContext,
-)
-from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
-from air.security.paths import names_credentials
+from air.contracts.permission import CommandCategory, PathCategory, PermissionAction
+from air.contracts.permission_records import PermissionRequestContext
+from air.security.commands import CommandRiskAnalyzer
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier, names_credentials
 from air.security.policy import PolicyRule, glob_match, parse_policy, rule_matches_path
 
 C = CommandCategory

@@ -11,7 +11,7 @@ import pytest
 
 from air.contracts.error import AirException
 from air.contracts.permission import CommandCategory, PathCategory
-from air.security import PathClassifier, SecretRedactor, is_within, looks_secret_name
+from air.security.paths import PathClassifier, is_within
 from air.security.policy import (
     PermissionPolicy,
     PolicyRule,
@@ -23,7 +23,7 @@ from air.security.policy import (
     rule_matches_path,
     rule_matches_tool,
 )
-from air.security.redact import REDACTED
+from air.security.redact import REDACTED, SecretRedactor, looks_secret_name
 
 P = PathCategory
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from air.security import CommandRiskAnalyzer
+from air.security.commands import CommandRiskAnalyzer
 from tests.security.command_golden import GOLDEN, analyse, commands
 
 

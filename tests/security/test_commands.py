@@ -7,10 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts.permission import CommandCategory, PermissionAction, PermissionRequestContext
+from air.contracts.permission import CommandCategory, PermissionAction
+from air.contracts.permission_records import PermissionRequestContext
 from air.contracts.runtime import PermissionTemplate
-from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
-from air.security.commands import CATEGORY_ORDER
+from air.security.commands import CATEGORY_ORDER, CommandRiskAnalyzer
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
 from tests.security.corpus import DANGEROUS, ORDINARY
 
 AUTO = (PermissionAction.ALLOW, PermissionAction.ANNOUNCE_THEN_RUN)

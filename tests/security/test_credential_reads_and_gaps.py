@@ -15,8 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air.contracts.permission import CommandCategory, PermissionAction, PermissionRequestContext
-from air.security import CommandRiskAnalyzer, PathClassifier, PermissionEngine
+from air.contracts.permission import CommandCategory, PermissionAction
+from air.contracts.permission_records import PermissionRequestContext
+from air.security.commands import CommandRiskAnalyzer
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
 from tests.security.gap_corpus import (
     CREDENTIAL_ACCESS,
     HIDDEN_EFFECTS,

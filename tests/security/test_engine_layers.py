@@ -13,16 +13,16 @@ import pytest
 from air.contracts.event import RuntimeEvent
 from air.contracts.permission import (
     CommandCategory,
-    DeclaredPermissions,
     PathCategory,
     PermissionAction,
     PermissionGrantScope,
-    PermissionRequestContext,
 )
+from air.contracts.permission_records import DeclaredPermissions, PermissionRequestContext
 from air.contracts.runtime import PermissionTemplate
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
-from air.security.engine import Evaluation, Item
+from air.security.engine import Evaluation, Item, PermissionEngine
+from air.security.paths import PathClassifier
 from air.security.policy import PermissionPolicy, PolicyRule, parse_policy
+from air.security.redact import SecretRedactor
 
 A = PermissionAction
 C = CommandCategory

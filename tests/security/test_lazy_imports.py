@@ -1,17 +1,14 @@
-"""Import placement of ``air.security`` (IMPL-BOOT-5): the package re-exports lazily, so the log
+"""Import placement of ``air.security`` (IMPL-BOOT-5): the package re-exports nothing, so the log
 handler's SecretRedactor comes without the analyzer, the engine, the policy (pydantic, yaml);
 the CommandRiskAnalyzer builds its tree-sitter parser at its first parse. Every classification
 is unchanged (the golden corpus and the classifier tests run the same analyzer)."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import subprocess
 import sys
 import textwrap
-
-import air.security
 
 
 def _fresh(code: str) -> dict[str, object]:
@@ -23,14 +20,6 @@ def _fresh(code: str) -> dict[str, object]:
     )
     assert done.returncode == 0, done.stderr
     return dict(json.loads(done.stdout.splitlines()[-1]))
-
-
-def test_every_re_exported_name_resolves_to_its_module_s_object() -> None:
-    assert sorted(air.security.__all__) == sorted(air.security._HOMES)
-    for name, home in air.security._HOMES.items():
-        module = importlib.import_module(f"air.security.{home}")
-        assert getattr(air.security, name) is getattr(module, name)
-    assert set(dir(air.security)) >= set(air.security.__all__)
 
 
 def test_the_redactor_comes_without_pydantic_yaml_and_the_parser() -> None:
@@ -46,8 +35,8 @@ def test_the_redactor_comes_without_pydantic_yaml_and_the_parser() -> None:
             if m.split(".")[0] in ("pydantic", "yaml", "tree_sitter", "tree_sitter_bash")
             or m.startswith(("air.contracts", "air.security.commands", "air.security.engine"))
         )
-        # the lazy-export helper and the (lazy) package it lives in build no model
-        heavy = [m for m in heavy if m not in ("air.contracts", "air.contracts.exports")]
+        # the package of the contracts builds no model
+        heavy = [m for m in heavy if m != "air.contracts"]
         print(json.dumps({"heavy": heavy, "text": text}))
         """
     )
@@ -60,7 +49,8 @@ def test_the_analyzer_builds_its_parser_at_the_first_parse() -> None:
     seen = _fresh(
         """
         import json, sys
-        from air.security import CommandRiskAnalyzer, PermissionEngine
+        from air.security.commands import CommandRiskAnalyzer
+        from air.security.engine import PermissionEngine
 
         engine = PermissionEngine()
         before = "tree_sitter" in sys.modules or "tree_sitter_bash" in sys.modules

@@ -8,15 +8,12 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException
-from air.contracts.permission import (
-    PathCategory,
-    PermissionAction,
-    PermissionGrantScope,
-    PermissionRequestContext,
-)
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
+from air.contracts.permission import PathCategory, PermissionAction, PermissionGrantScope
+from air.contracts.permission_records import PermissionRequestContext
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
 from air.security.policy import load_policy, policy_files
-from air.security.redact import REDACTED
+from air.security.redact import REDACTED, SecretRedactor
 
 P = PathCategory
 

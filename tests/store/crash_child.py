@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 from air.contracts.event import RuntimeEvent
 from air.contracts.project import OpenSessionOptions
 from air.session.manager import SessionManager

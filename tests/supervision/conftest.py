@@ -12,17 +12,11 @@ from typing import Any
 import pytest
 import trio
 
-from air.contracts import (
-    TaskConstraints,
-    TaskSpec,
-    TaskType,
-    ToolExecutionContext,
-    ToolResultEnvelope,
-    WorkspaceRef,
-)
 from air.contracts.ids import new_id
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
+from air.contracts.task import TaskConstraints, TaskSpec, TaskType, WorkspaceRef
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.launcher import FakeLauncher, FakeWorker
 from air.testing.workers.harness import DirArtifacts, RecordingEvents
 

@@ -10,7 +10,7 @@ import pytest
 import trio
 import trio.testing
 
-from air.contracts import RuntimeEvent
+from air.contracts.event import RuntimeEvent
 from air.events.payloads import PAYLOADS
 from air.testing.launcher import scripted
 from tests.supervision.conftest import Rig, bounded_nursery

@@ -9,9 +9,12 @@ from typing import Any
 import trio
 import trio.testing
 
-from air.contracts import ErrorKind, TaskType, WorkerStatus
-from air.nursery.seams import SuperviseRequest, TaskOutcome
-from air.nursery.worker_manager import WorkerManager
+from air.contracts.error import ErrorKind
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
+from air.supervision.seams import SuperviseRequest
+from air.supervision.task_outcome import TaskOutcome
+from air.supervision.worker_manager import WorkerManager
 from air.testing.launcher import FakeIO, scripted
 from tests.supervision.conftest import Rig, bounded_nursery
 

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 from air.contracts.event import RuntimeEvent
-from air.contracts.tool import ToolExecutionContext
+from air.contracts.tool_runs import ToolExecutionContext
 from air.events.payloads import payload_model
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.redact import SecretRedactor
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.tools import PromptBroker, SandboxRunner, ToolRegistry, register_builtin_tools

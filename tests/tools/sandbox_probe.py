@@ -1,10 +1,13 @@
 """Run commands in air's sandbox as whoever runs this file, for the sandbox tests.
 
 ``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
-optionally ``"workspace"``) on stdin and answers each with ``{"exit_code", "stdout",
-"stderr"}``, spawning through the same ``open_sandboxed`` (argv, memfds, environment allowlist)
-that shell.run uses. The tests run it under ``setpriv`` to prove the sandbox as an
-unprivileged user when the suite runs as root.
+optionally ``"workspace"``, ``"read_only"`` — a task id whose view to use —, ``"limits"`` —
+``ResourceLimits`` fields) on stdin
+and answers each with ``{"exit_code", "stdout", "stderr", "limit"}``, spawning through the same
+``open_sandboxed`` (argv, memfds, environment allowlist, ``CommandSpace``) and ``LimitWatch``
+that shell.run uses; ``limit`` names the resource limit that ended the command, if one did.
+The tests run it under ``setpriv`` to prove the sandbox as an unprivileged user when the suite
+runs as root.
 
 ``Sandboxed`` is the test-side handle: a workspace, a HOME of planted secrets and one probe.
 """
@@ -18,8 +21,18 @@ import site
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+import trio
+
+from air.tools.limits import LimitWatch, ResourceLimits
+from air.tools.sandbox import (
+    CommandSpace,
+    SandboxRunner,
+    open_sandboxed,
+    sandbox_environment,
+    task_view_dir,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -31,25 +44,54 @@ def main() -> int:
     runner.check_available()
     for line in sys.stdin:
         request = json.loads(line)
-        where = request.get("workspace", workspace)
-        proc = open_sandboxed(
-            runner,
-            request["command"],
-            workspace=where,
-            cwd=where,
-            network=False,
-            env=sandbox_environment(os.environ),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-        )
-        out, err = proc.communicate(timeout=120)
-        answer = {
-            "exit_code": proc.returncode,
-            "stdout": out.decode("utf-8", "replace"),
-            "stderr": err.decode("utf-8", "replace"),
-        }
+        answer = trio.run(_answer, runner, request, request.get("workspace", workspace))
         print(json.dumps(answer), flush=True)
     return 0
+
+
+async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) -> dict[str, Any]:
+    limits = ResourceLimits(**request.get("limits", {}))
+    view = task_view_dir(where, "probe", request["read_only"]) if request.get("read_only") else None
+    with CommandSpace(limits, view_dir=view) as space:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        try:
+            proc = open_sandboxed(
+                runner,
+                request["command"],
+                workspace=where,
+                cwd=where,
+                network=False,
+                env=sandbox_environment(os.environ),
+                stdout=out_w,
+                stderr=err_w,
+                space=space,
+            )
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        watch = LimitWatch(limits, proc.pid, space.cgroup)
+        chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
+
+        async def read(fd: int) -> None:
+            async with trio.lowlevel.FdStream(fd) as stream:
+                async for chunk in stream:
+                    chunks[fd].append(bytes(chunk))
+
+        with trio.fail_after(120):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(watch.watch)
+                async with trio.open_nursery() as readers:
+                    readers.start_soon(read, out_r)
+                    readers.start_soon(read, err_r)
+                await trio.to_thread.run_sync(proc.wait)
+                nursery.cancel_scope.cancel()
+    return {
+        "exit_code": proc.returncode,
+        "stdout": b"".join(chunks[out_r]).decode("utf-8", "replace"),
+        "stderr": b"".join(chunks[err_r]).decode("utf-8", "replace"),
+        "limit": watch.verdict(proc.returncode),
+    }
 
 
 def _world_executable(path: str) -> bool:
@@ -96,6 +138,7 @@ class Probe:
             **os.environ,
             **extra_env,
             "HOME": str(home),
+            "TMPDIR": str(home.parent),  # read-only views live with the test's own files
             "PYTHONPATH": os.pathsep.join(paths),
             "PYTHONDONTWRITEBYTECODE": "1",
         }
@@ -120,10 +163,22 @@ class Probe:
             text=True,
         )
 
-    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
+    def run(
+        self,
+        command: str,
+        workspace: Path | None = None,
+        *,
+        read_only: str | None = None,
+        limits: dict[str, int] | None = None,
+    ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
-        request = {"command": command, **({"workspace": str(workspace)} if workspace else {})}
+        request = {
+            "command": command,
+            **({"workspace": str(workspace)} if workspace else {}),
+            **({"read_only": read_only} if read_only else {}),
+            **({"limits": limits} if limits else {}),
+        }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
@@ -171,8 +226,17 @@ class Sandboxed:
             self.workspace, home=self.home, unprivileged=self.unprivileged, extra_env=extra_env
         )
 
-    def run(self, command: str, workspace: Path | None = None) -> dict[str, object]:
-        return self.probe.run(command, workspace)
+    def run(
+        self,
+        command: str,
+        workspace: Path | None = None,
+        *,
+        read_only: str | None = None,
+        limits: dict[str, int] | None = None,
+    ) -> dict[str, object]:
+        """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
+        ``ResourceLimits`` fields."""
+        return self.probe.run(command, workspace, read_only=read_only, limits=limits)
 
     def close(self) -> None:
         self.probe.close()

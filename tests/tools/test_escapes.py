@@ -10,7 +10,8 @@ import sys
 from pathlib import Path
 
 from air.contracts.error import AirException
-from air.contracts.permission import PermissionAction, PermissionRequestContext
+from air.contracts.permission import PermissionAction
+from air.contracts.permission_records import PermissionRequestContext
 from air.tools.fs import edit_file
 from tests.tools.conftest import Env
 

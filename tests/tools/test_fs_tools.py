@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from air.contracts.tool import ToolResultEnvelope
+from air.contracts.tool_runs import ToolResultEnvelope
 from tests.tools.conftest import Env, assert_payloads_valid
 
 

@@ -8,10 +8,11 @@ from typing import Any
 
 import trio
 
-from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, ArtifactType
+from air.contracts.artifact import ArtifactType
+from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 from air.contracts.permission import PermissionGrantScope
-from air.contracts.tool import ToolResultEnvelope
-from air.tools import PromptRequest, PromptResponse
+from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
+from air.contracts.tool_runs import ToolResultEnvelope
 from tests.tools.conftest import Env, assert_payloads_valid, git
 
 ASKS = "curl -s https://example.com/x"
@@ -27,17 +28,19 @@ def out(result: ToolResultEnvelope) -> dict[str, Any]:
 class ScriptedBroker:
     """A person answering prompts from a script; remembers what was asked."""
 
-    def __init__(self, *answers: PromptResponse) -> None:
+    def __init__(self, *answers: PermissionPromptResponse) -> None:
         self.answers = list(answers)
-        self.asked: list[PromptRequest] = []
+        self.asked: list[PermissionPromptRequest] = []
 
-    async def ask(self, request: PromptRequest) -> PromptResponse:
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
         self.asked.append(request)
         return self.answers.pop(0)
 
 
 async def test_ask_user_prompt_approved_for_the_task(tmp_path: Path) -> None:
-    broker = ScriptedBroker(PromptResponse(approved=True, scope=PermissionGrantScope.TASK))
+    broker = ScriptedBroker(
+        PermissionPromptResponse(approved=True, scope=PermissionGrantScope.TASK)
+    )
     env = Env(tmp_path, prompts=broker)
     try:
         first = await env.registry.call("shell.run", {"command": ASKS}, env.ctx())
@@ -67,7 +70,7 @@ async def test_ask_user_prompt_approved_for_the_task(tmp_path: Path) -> None:
 
 
 async def test_ask_user_declined_and_headless_fail_closed(tmp_path: Path) -> None:
-    broker = ScriptedBroker(PromptResponse(approved=False))
+    broker = ScriptedBroker(PermissionPromptResponse(approved=False))
     env = Env(tmp_path, prompts=broker)
     try:
         declined = await env.registry.call("shell.run", {"command": ASKS}, env.ctx())

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts.tool import ToolEvent, ToolResultEnvelope
+from air.contracts.tool_runs import ToolEvent, ToolResultEnvelope
 from air.tools import SandboxRunner
 from tests.tools.conftest import Env, assert_payloads_valid
 

@@ -12,7 +12,7 @@ from typing import Any
 from air.contracts.ids import JsonObject
 from air.tools import ToolRegistry, register_builtin_tools
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceToolFn
-from air.tools.registry import ToolRun
+from air.tools.run import ToolRun
 from tests.tools.conftest import Env
 
 

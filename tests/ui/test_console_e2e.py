@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from air.contracts import TextBlock, ToolUseBlock
+from air.contracts.provider import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
 from tests.trusted import trust_project

@@ -23,8 +23,8 @@ import urwid
 from hypothesis import given
 from hypothesis import strategies as st
 
-from air.contracts import TextBlock, ToolUseBlock
 from air.contracts.display import hides, shown
+from air.contracts.provider import TextBlock, ToolUseBlock
 from air.contracts.ui import PermissionPromptProjection, PermissionSegmentProjection
 from air.llm.cassette import CassetteTurn
 from air.testing.strict_servers import StrictServer
@@ -135,7 +135,8 @@ def test_the_headless_progress_line_shows_the_exact_error() -> None:
     import io
 
     from air.cli.reporter import Progress
-    from air.contracts import EventSource, make_air_error, new_event
+    from air.contracts.error import make_air_error
+    from air.contracts.event import EventSource, new_event
 
     def event(type_: str, payload: dict[str, object]) -> object:
         source = EventSource(kind="scheduler")

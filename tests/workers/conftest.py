@@ -11,14 +11,15 @@ from typing import Any
 
 import pytest
 
-from air.contracts import TaskConstraints, TaskSpec, TaskType, VerificationPolicy, WorkspaceRef
 from air.contracts.ids import new_id
 from air.contracts.provider import ModelConfig, ModelPrice
-from air.llm import ProviderManager
-from air.llm.manager import scripted_models_config
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_manager import SupervisionConfig, WorkerManager
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
+from air.contracts.task import TaskConstraints, TaskSpec, TaskType, VerificationPolicy, WorkspaceRef
+from air.llm.manager import ProviderManager, scripted_models_config
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.redact import SecretRedactor
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.workers.harness import DirArtifacts, RecordingEvents
 from air.tools import ToolRegistry, register_builtin_tools
 

@@ -10,11 +10,12 @@ import sys
 import pytest
 import trio
 
-from air.contracts import TaskType, WorkerStatus
 from air.contracts.ids import new_id
 from air.contracts.provider import ModelPrice
-from air.nursery.runs import RunRecordStore
-from air.nursery.seams import TaskOutcome
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
+from air.supervision.runs import RunRecordStore
+from air.supervision.task_outcome import TaskOutcome
 from air.testing.workers import command_for
 from tests.workers.conftest import Env, read_text, result_text, survivors, text_turn, tool_turn
 
@@ -130,7 +131,7 @@ async def test_manager_cancel_sends_control_then_kills(env: Env) -> None:
 
 
 async def test_big_tool_output_is_capped_with_the_full_text_in_an_artifact(env: Env) -> None:
-    from air.contracts import ToolExecutionContext, ToolResultEnvelope
+    from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
 
     big = "\n".join(f"line {i}" for i in range(5000))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 
-from air.contracts import WorkerStatus
-from air.nursery.runs import RunRecordStore
+from air.contracts.worker_result import WorkerStatus
+from air.supervision.runs import RunRecordStore
 from tests.workers.conftest import (
     Env,
     read_text,

@@ -7,9 +7,11 @@ from typing import Any
 
 import trio
 
-from air.contracts import TaskType, WorkerStatus
-from air.nursery.runs import RunRecordStore
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
+from air.supervision.runs import RunRecordStore
+from air.supervision.seams import SuperviseRequest
+from air.supervision.task_outcome import TaskOutcome
 from air.testing.workers import MISBEHAVIOURS, command_for
 from tests.workers.conftest import (
     Env,

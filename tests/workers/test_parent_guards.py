@@ -21,10 +21,14 @@ from typing import Any
 
 import trio
 
-from air.contracts import AgentType, ErrorKind, TaskType, WorkerStatus, make_air_error
+from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.ids import new_id
+from air.contracts.runtime import AgentType
+from air.contracts.task import TaskType
+from air.contracts.worker_result import WorkerStatus
 from air.events.payloads import PAYLOADS
-from air.nursery.seams import SuperviseRequest, TaskOutcome
+from air.supervision.seams import SuperviseRequest
+from air.supervision.task_outcome import TaskOutcome
 from tests.workers.conftest import Env, read_text, text_turn
 
 WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]

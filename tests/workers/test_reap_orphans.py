@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from air.ipc.procs import MARKER_ENV, boot_id, read_identity
-from air.nursery.runs import RunRecordStore, reap_orphans
+from air.supervision.runs import RunRecordStore, reap_orphans
 from tests.workers.conftest import alive
 
 

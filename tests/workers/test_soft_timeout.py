@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import trio
 
-from air.contracts import TaskType, ToolExecutionContext, ToolResultEnvelope, WorkerStatus
 from air.contracts.ids import new_id
-from air.nursery.worker_manager import WorkerManager
+from air.contracts.task import TaskType
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
+from air.contracts.worker_result import WorkerStatus
+from air.supervision.worker_manager import WorkerManager
 from tests.workers.conftest import Env, result_text, text_turn, tool_turn
 
 

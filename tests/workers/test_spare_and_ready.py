@@ -9,15 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    ContextPack,
-    TaskSpec,
-    TaskType,
-    WorkerStatus,
-)
-from air.contracts.runtime import PermissionTemplate
+from air.contracts.ipc import AgentStartControl
+from air.contracts.runtime import AgentRuntimeContext, ContextPack, PermissionTemplate
+from air.contracts.task import TaskSpec, TaskType
+from air.contracts.worker_result import WorkerStatus
 from air.ipc.spare import SpareWorker
 from tests.workers.conftest import Env, result_text, text_turn
 

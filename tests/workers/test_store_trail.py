@@ -7,21 +7,18 @@ import json
 import sqlite3
 from pathlib import Path
 
-from air.contracts import (
-    TaskSpec,
-    TaskType,
-    VerificationPolicy,
-    WorkerStatus,
-    WorkspaceRef,
-)
 from air.contracts.ids import new_id
 from air.contracts.project import OpenSessionOptions
-from air.llm import ProviderManager
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_manager import WorkerManager
-from air.security import PathClassifier, PermissionEngine, SecretRedactor
+from air.contracts.task import TaskSpec, TaskType, VerificationPolicy, WorkspaceRef
+from air.contracts.worker_result import WorkerStatus
+from air.llm.manager import ProviderManager
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.redact import SecretRedactor
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import WorkerManager
 from air.tools import ToolRegistry, register_builtin_tools
 from tests.workers.conftest import result_text, text_turn, tool_turn
 

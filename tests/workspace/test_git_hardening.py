@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from air.contracts import AirException, ErrorKind, TaskScope, TaskSpec, WorkspacePlan
-from air.contracts import WorkspaceStrategy as WS
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.task import TaskScope, TaskSpec, WorkspacePlan
+from air.contracts.task import WorkspaceStrategy as WS
 from air.nursery.planner import WavePlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.testing.fake_runner import FakeStep, FakeTaskRunner

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, WorkspacePlan, WorkspaceStrategy
+from air.contracts.error import AirException
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
 from tests.workspace.recorder import Events
 
@@ -173,7 +174,7 @@ def test_gc_reads_its_timestamps_as_strptime_did_without_importing_it() -> None:
     ValueError ``strptime("%Y-%m-%dT%H:%M:%S.%fZ")`` raised."""
     from datetime import UTC, datetime
 
-    from air.contracts import utc_now_iso
+    from air.contracts.ids import utc_now_iso
     from air.workspace.manager import _parse_iso
 
     for text in (utc_now_iso(), "2026-01-03T23:59:59.000000Z", "2026-01-03T23:59:59.5Z"):

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, ErrorKind, WorkspacePlan, WorkspaceStrategy
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.nursery.write_areas import merge_guard
 from air.workspace.changes import MAX_LISTED, PathChange
 from air.workspace.manager import WorkspaceManager

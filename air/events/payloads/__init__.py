@@ -13,7 +13,7 @@ carry), ``tools`` (tool and command runs, permissions, artifacts, diagnostics, e
 (compaction, summaries, memory, debug records) and ``doctor``. This module itself is plain
 data: the tables name each type's group and model, ``PAYLOADS`` is a read-only mapping that
 imports a model's group when the model is looked up (membership, iteration and ``len`` import
-nothing), and every model name is importable from here (a module ``__getattr__``).
+nothing). A model is imported from its group module (IMPL-STRUCT-1).
 
 Ids in payloads are plain strings; the projection (``air.events.projection``) decides which
 domain rows they touch. Failure payloads always carry ``error: AirError``.
@@ -23,162 +23,14 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from air.contracts.event import EventPersistence
-from air.contracts.exports import lazy_export
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
 
-    from air.events.payloads.conversation import (
-        ArchitectureImpactCompletedPayload,
-        ArchitecturePlanUpdatedPayload,
-        AssistantMessageCreatedPayload,
-        AssistantMessageDeltaPayload,
-        AssistantMessageFailedPayload,
-        AssistantMessageStartedPayload,
-        HudFrameRenderedPayload,
-        MainAgentStateChangedPayload,
-        RequirementChangedPayload,
-        UserMessageCreatedPayload,
-    )
-    from air.events.payloads.doctor import (
-        DoctorIssueFoundPayload,
-        DoctorRunCompletedPayload,
-        DoctorRunStartedPayload,
-    )
-    from air.events.payloads.ends import (
-        AgentCancelledPayload,
-        AgentCompletedPayload,
-        AgentFailedPayload,
-        AgentHeartbeatPayload,
-        AgentLostPayload,
-        SessionArchivedPayload,
-        SessionDeletedPayload,
-        TaskBlockedPayload,
-        TaskCancelledPayload,
-        TaskCompletedPayload,
-        TaskFailedPayload,
-        TaskInterruptedPayload,
-        TaskProgressPayload,
-        WorkspaceAbandonedPayload,
-        WorkspaceCleanedPayload,
-        WorkspaceMergeCompletedPayload,
-        WorkspaceMergeConflictedPayload,
-        WorkspaceMergeStartedPayload,
-    )
-    from air.events.payloads.knowledge import (
-        CompactionCompletedPayload,
-        CompactionFailedPayload,
-        CompactionRequestedPayload,
-        CompactionStartedPayload,
-        DebugRecordCreatedPayload,
-        MemoryArchivedPayload,
-        MemoryCandidateCreatedPayload,
-        MemoryPromotedPayload,
-        SummaryCreatedPayload,
-    )
-    from air.events.payloads.start import (
-        AgentStartedPayload,
-        CapabilityStateChangedPayload,
-        DependencyPayload,
-        EventPayload,
-        SessionCreatedPayload,
-        TaskCreatedPayload,
-        TaskDependencyAddedPayload,
-        TaskStartedPayload,
-        WorkspaceCreatedPayload,
-    )
-    from air.events.payloads.tools import (
-        ArtifactCreatedPayload,
-        CommandCompletedPayload,
-        CommandFailedPayload,
-        CommandStartedPayload,
-        CommandStreamDeltaPayload,
-        DiagnosticCreatedPayload,
-        EvidenceCreatedPayload,
-        PermissionDecisionRecordedPayload,
-        PermissionPromptRequestedPayload,
-        PermissionPromptResolvedPayload,
-        ToolCancelledPayload,
-        ToolCompletedPayload,
-        ToolFailedPayload,
-        ToolProgressPayload,
-        ToolStartedPayload,
-    )
-
-__all__ = [
-    "DURABLE_TYPES",
-    "EPHEMERAL_TYPES",
-    "PAYLOADS",
-    "PERSISTENCE",
-    "AgentCancelledPayload",
-    "AgentCompletedPayload",
-    "AgentFailedPayload",
-    "AgentHeartbeatPayload",
-    "AgentLostPayload",
-    "AgentStartedPayload",
-    "ArchitectureImpactCompletedPayload",
-    "ArchitecturePlanUpdatedPayload",
-    "ArtifactCreatedPayload",
-    "AssistantMessageCreatedPayload",
-    "AssistantMessageDeltaPayload",
-    "AssistantMessageFailedPayload",
-    "AssistantMessageStartedPayload",
-    "CapabilityStateChangedPayload",
-    "CommandCompletedPayload",
-    "CommandFailedPayload",
-    "CommandStartedPayload",
-    "CommandStreamDeltaPayload",
-    "CompactionCompletedPayload",
-    "CompactionFailedPayload",
-    "CompactionRequestedPayload",
-    "CompactionStartedPayload",
-    "DebugRecordCreatedPayload",
-    "DependencyPayload",
-    "DiagnosticCreatedPayload",
-    "DoctorIssueFoundPayload",
-    "DoctorRunCompletedPayload",
-    "DoctorRunStartedPayload",
-    "EventPayload",
-    "EvidenceCreatedPayload",
-    "HudFrameRenderedPayload",
-    "MainAgentStateChangedPayload",
-    "MemoryArchivedPayload",
-    "MemoryCandidateCreatedPayload",
-    "MemoryPromotedPayload",
-    "PermissionDecisionRecordedPayload",
-    "PermissionPromptRequestedPayload",
-    "PermissionPromptResolvedPayload",
-    "RequirementChangedPayload",
-    "SessionArchivedPayload",
-    "SessionCreatedPayload",
-    "SessionDeletedPayload",
-    "SummaryCreatedPayload",
-    "TaskBlockedPayload",
-    "TaskCancelledPayload",
-    "TaskCompletedPayload",
-    "TaskCreatedPayload",
-    "TaskDependencyAddedPayload",
-    "TaskFailedPayload",
-    "TaskInterruptedPayload",
-    "TaskProgressPayload",
-    "TaskStartedPayload",
-    "ToolCancelledPayload",
-    "ToolCompletedPayload",
-    "ToolFailedPayload",
-    "ToolProgressPayload",
-    "ToolStartedPayload",
-    "UserMessageCreatedPayload",
-    "WorkspaceAbandonedPayload",
-    "WorkspaceCleanedPayload",
-    "WorkspaceCreatedPayload",
-    "WorkspaceMergeCompletedPayload",
-    "WorkspaceMergeConflictedPayload",
-    "WorkspaceMergeStartedPayload",
-    "payload_model",
-]
+__all__ = ["DURABLE_TYPES", "EPHEMERAL_TYPES", "PAYLOADS", "PERSISTENCE", "payload_model"]
 
 _V1: dict[str, tuple[str, str]] = {
     "session.created": ("start", "SessionCreatedPayload"),
@@ -247,13 +99,6 @@ _V1: dict[str, tuple[str, str]] = {
 }
 """Per event type (version 1): the group module that defines its model, and the model's name."""
 
-_HOMES: dict[str, str] = {
-    "EventPayload": "start",
-    "DependencyPayload": "start",
-    **{name: group for group, name in _V1.values()},
-}
-"""The group module of every model name (the two bases registered under no type too)."""
-
 
 class _PayloadTable(Mapping[tuple[str, int], "type[BaseModel]"]):
     """``PAYLOADS``: the payload model per ``(event type, version)``, imported on first lookup.
@@ -320,8 +165,3 @@ PERSISTENCE: dict[str, EventPersistence] = {
 def payload_model(event_type: str, version: int = 1) -> type[BaseModel] | None:
     """Return the payload model of ``(event_type, version)``, or None when unknown."""
     return PAYLOADS.get((event_type, version))
-
-
-def __getattr__(name: str) -> Any:
-    """A payload model, imported from its group module on first use and cached here."""
-    return lazy_export(__name__, _HOMES, globals(), name)

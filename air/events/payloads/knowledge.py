@@ -6,7 +6,7 @@ promotions, debug records.
 
 from __future__ import annotations
 
-from air.contracts.artifact import MemoryType
+from air.contracts.artifact_records import MemoryType
 from air.contracts.error import AirError
 from air.contracts.task import (
     TaskSpec,

@@ -15,7 +15,8 @@ from air.contracts.error import AirError
 from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import empty_list
-from air.contracts.permission import PermissionDecision, RiskLevel
+from air.contracts.permission import RiskLevel
+from air.contracts.permission_records import PermissionDecision
 from air.contracts.tool import DiagnosticSeverity
 from air.events.payloads.start import EventPayload
 

@@ -12,7 +12,7 @@ import json
 import os
 from typing import Any
 
-from air.contracts.artifact import (
+from air.contracts.artifact_records import (
     ArtifactContext,
     ArtifactCreateInput,
     ArtifactReadResult,

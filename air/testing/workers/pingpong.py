@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import trio
 
-from air.contracts import AgentStartControl, AgentType, WorkerResult, WorkerStatus
+from air.contracts.ipc import AgentStartControl
+from air.contracts.runtime import AgentType
+from air.contracts.worker_result import WorkerResult, WorkerStatus
 from air.ipc.runtime import WorkerRuntime, stdio_streams
 from air.testing.workers import _proto
 

@@ -5,7 +5,7 @@ to ``handle``; a protocol violation or the worker's ``worker.result`` ends the r
 and ``worker_event`` (a worker event is checked against the parent-owned types and the payload
 registry, gets the parent's agent and task ids, is redacted, validated once and handed to the
 EventIngestor — heartbeats as ephemeral). The read loop is the worker's serving loop: a
-``tool.call`` is served in place (``air.nursery.worker_tools.serve_tool``), one at a time, in
+``tool.call`` is served in place (``air.supervision.worker_tools.serve_tool``), one at a time, in
 the order sent — no Trio task per call, nothing unbounded for a worker that floods calls, and
 one scheduler wake-up per round trip (IMPL-LAUNCH-3). While a call is served the worker is
 waiting on the parent, which the stall watch counts as activity (``run.serving``).
@@ -18,13 +18,14 @@ from typing import Any
 import trio
 from pydantic import ValidationError
 
-from air.contracts import IpcEnvelope, RuntimeEvent, ToolCallPayload
+from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
+from air.contracts.ipc import IpcEnvelope, ToolCallPayload
 from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
-from air.nursery.worker_checks import check_result
-from air.nursery.worker_run import End, Supervisor, WorkerRun, redact, worker_error
-from air.nursery.worker_tools import serve_tool
+from air.supervision.worker_checks import check_result
+from air.supervision.worker_run import End, Supervisor, WorkerRun, redact, worker_error
+from air.supervision.worker_tools import serve_tool
 
 __all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
 

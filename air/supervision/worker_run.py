@@ -19,39 +19,23 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TypeAlias
 import trio
 from pydantic import BaseModel, ValidationError
 
-from air.contracts import (
-    AGENT_TYPE_FOR_TASK,
-    AgentType,
-    AirError,
-    ContextPack,
-    ErrorKind,
-    EventSource,
-    IpcEnvelope,
-    PermissionTemplate,
-    ProviderCompletionInput,
-    ProviderStreamEvent,
-    Retryability,
-    RuntimeEvent,
-    make_air_error,
-    new_event,
-    new_id,
-)
+from air.contracts.error import AirError, ErrorKind, Retryability, make_air_error
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.ids import new_id
+from air.contracts.ipc import IpcEnvelope
+from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
+from air.contracts.runtime import AgentType, ContextPack, PermissionTemplate
+from air.contracts.task import AGENT_TYPE_FOR_TASK
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
 from air.ipc.protocol import LineEncoder
-from air.nursery.seams import SuperviseRequest
 from air.security.redact import SecretRedactor
+from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:  # built once a worker calls a tool or sends its result (IMPL-BOOT-12)
-    from air.contracts import (
-        ArtifactContext,
-        ArtifactCreateInput,
-        ArtifactRef,
-        ToolEvent,
-        ToolExecutionContext,
-        ToolResultEnvelope,
-    )
+    from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput, ArtifactRef
+    from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultEnvelope
     from air.contracts.worker_result import WorkerResult
 
 __all__ = [

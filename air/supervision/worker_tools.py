@@ -17,20 +17,24 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts import ErrorKind, ProviderCompletionInput, ToolCallPayload, new_id
-from air.contracts.error import AirException
-from air.nursery.worker_checks import artifact, cap_text
-from air.nursery.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import new_id
+from air.contracts.ipc import ToolCallPayload
+from air.contracts.provider import ProviderCompletionInput
+from air.supervision.worker_checks import artifact, cap_text
+from air.supervision.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
 
 if TYPE_CHECKING:
-    from air.contracts import ToolExecutionContext, ToolResultEnvelope
+    from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
 
 __all__ = ["cap", "serve_tool"]
 
 
 def _context(run: WorkerRun) -> ToolExecutionContext:
     if run.ctx is None:
-        from air.contracts.tool import ToolExecutionContext  # at the first tool call (IMPL-BOOT-12)
+        from air.contracts.tool_runs import (
+            ToolExecutionContext,  # at the first tool call (IMPL-BOOT-12)
+        )
 
         req = run.request
         scope = req.task_spec.scope
@@ -65,7 +69,7 @@ async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCa
 async def _call_tool(
     sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCallPayload, ctx: ToolExecutionContext
 ) -> ToolResultEnvelope:
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.tool_runs import ToolResultEnvelope
 
     try:
         if sup.tool_streams is None:
@@ -94,7 +98,7 @@ async def _call_tool(
 
 
 def _provider_error(run_id: str, error: Any) -> ToolResultEnvelope:
-    from air.contracts.tool import ToolResultEnvelope
+    from air.contracts.tool_runs import ToolResultEnvelope
 
     return ToolResultEnvelope(
         tool_run_id=run_id, tool_name="provider.complete", status="error", error=error
@@ -139,7 +143,7 @@ async def _serve_provider(
         async for ev in sup.provider.complete(request):
             if ev.type == "message_stop":
                 # imported once the first reply is in, not before the first request (IMPL-BOOT-12)
-                from air.contracts.tool import ToolResultEnvelope
+                from air.contracts.tool_runs import ToolResultEnvelope
 
                 return ToolResultEnvelope(
                     tool_run_id=run_id,

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts import AirException, DependencyType
-from air.nursery.batch import load_batch, load_batch_text, schema_text
+from air.cli.batch import load_batch, load_batch_text, schema_text
+from air.contracts.error import AirException
+from air.contracts.task import DependencyType
 
 GOOD = """\
 version: 1
@@ -94,7 +95,7 @@ def test_missing_file_is_not_found(tmp_path: Path) -> None:
 
 
 def test_shipped_schema_matches_the_models() -> None:
-    shipped = Path(__file__).parents[2] / "air" / "nursery" / "schemas" / "batch.schema.json"
+    shipped = Path(__file__).parents[2] / "air" / "cli" / "schemas" / "batch.schema.json"
     assert shipped.read_text() == schema_text()
     schema = json.loads(schema_text())
     assert schema["additionalProperties"] is False

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts import ArtifactType, ErrorKind
-from air.contracts.error import WorkerExit
-from air.nursery.runs import RunRecordStore
-from air.nursery.worker_checks import artifact
-from air.nursery.worker_run import End, Supervisor, WorkerRun, dump, emit, err, redact
-from air.nursery.worker_start import record_started
+from air.contracts.artifact import ArtifactType
+from air.contracts.error import ErrorKind, WorkerExit
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_checks import artifact
+from air.supervision.worker_run import End, Supervisor, WorkerRun, dump, emit, err, redact
+from air.supervision.worker_start import record_started
 
 if TYPE_CHECKING:  # built once an attempt ends, not at import (IMPL-BOOT-12)
-    from air.contracts import ArtifactRef
-    from air.nursery.seams import TaskOutcome
+    from air.contracts.artifact_records import ArtifactRef
+    from air.supervision.task_outcome import TaskOutcome
 
 __all__ = ["HARD_TIMEOUT_EXIT", "finish", "outcome", "reap"]
 
@@ -102,7 +102,7 @@ async def _record_end(
 
 
 def outcome(sup: Supervisor, run: WorkerRun, end: End, code: int | None) -> TaskOutcome:
-    from air.nursery.seams import TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
     req = run.request
     base = {"task_id": req.task_spec.id, "agent_id": req.agent_id, "exit_code": code}

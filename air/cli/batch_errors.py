@@ -2,7 +2,7 @@
 
 Owns ``node_at`` / ``key_node`` (walk a pydantic error location through the YAML node tree),
 ``yaml_line`` (its 1-based line) and ``describe_error`` / ``first_error`` (one human sentence
-per validation error, an unknown field first). Used by ``air.nursery.batch``.
+per validation error, an unknown field first). Used by ``air.cli.batch``.
 """
 
 from __future__ import annotations

@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable
 
 import trio
 
-from air.contracts import ErrorKind
-from air.nursery.worker_run import End, Supervisor, WorkerRun, control, err
+from air.contracts.error import ErrorKind
+from air.supervision.worker_run import End, Supervisor, WorkerRun, control, err
 
 __all__ = ["soft_timer", "stall_watch", "watch"]
 

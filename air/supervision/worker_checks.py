@@ -14,12 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts import AgentType, ArtifactType, ErrorKind
+from air.contracts.artifact import ArtifactType
+from air.contracts.error import ErrorKind
+from air.contracts.runtime import AgentType
 from air.ipc.framing import ProtocolViolation
-from air.nursery.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
+from air.supervision.worker_run import CONTRACT, Supervisor, WorkerRun, err, redact
 
 if TYPE_CHECKING:  # a result or an artifact exists only once a worker sent one (IMPL-BOOT-12)
-    from air.contracts.artifact import ArtifactRef
+    from air.contracts.artifact_records import ArtifactRef
     from air.contracts.worker_result import WorkerResult
 
 __all__ = ["artifact", "cap_text", "check_result"]
@@ -111,7 +113,7 @@ def artifact(
     tool_run_id: str | None = None,
     artifact_type: ArtifactType = ArtifactType.OTHER,
 ) -> ArtifactRef:
-    from air.contracts.artifact import ArtifactContext, ArtifactCreateInput
+    from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 
     req = run.request
     return sup.artifacts.create(

@@ -1,7 +1,7 @@
 """The knowledge service: debug records and learned memory written with the outbox (SDD §18.4).
 
 Owns ``KnowledgeService`` (``learn_from_debug``, ``known_fixes``, ``mine``, ``propose``,
-``promote``, ``archive_stale``); its start-up recovery is ``air.nursery.knowledge_recovery``.
+``promote``, ``archive_stale``); its start-up recovery is ``air.session.knowledge_recovery``.
 Every step is idempotent by deterministic ids (``air.artifacts.knowledge``, IMPL-LEARN-1):
 
 - a debug record's id is a hash of (session, debug task), written with INSERT OR IGNORE into
@@ -37,7 +37,7 @@ from air.artifacts.knowledge import (
     memory_id_for,
 )
 from air.artifacts.rules import RuleFiles, one_line
-from air.contracts.artifact import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
+from air.contracts.artifact_records import DebugRecord, LearnedMemory, MemoryStatus, MemoryType
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import Clock, SystemClock

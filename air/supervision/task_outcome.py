@@ -1,17 +1,29 @@
 """``TaskOutcome``: how one supervised attempt ended (the value a ``TaskRunner`` returns).
 
-Public as ``air.nursery.seams.TaskOutcome``; a module of its own so that a process builds the
-model (and imports ``WorkerResult``, which its ``result`` field needs when pydantic builds it)
-only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
+A module of its own, beside the seam (``air.supervision.seams``), so
+that a process builds the model (and imports ``WorkerResult``, which its ``result`` field needs
+when pydantic builds it) only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
 """
 
 from __future__ import annotations
 
-from air.contracts import AgentID, AirError, Contract
-from air.contracts.worker_result import WorkerResult
-from air.nursery.seams import OutcomeKind
+from typing import Literal
 
-__all__ = ["TaskOutcome"]
+from air.contracts.error import AirError
+from air.contracts.ids import AgentID, Contract
+from air.contracts.worker_result import WorkerResult
+
+__all__ = ["OutcomeKind", "TaskOutcome"]
+
+OutcomeKind = Literal[
+    "result",
+    "crashed",
+    "protocol_error",
+    "spawn_error",
+    "stalled",
+    "hard_timeout",
+    "permission_error",
+]
 
 
 class TaskOutcome(Contract):

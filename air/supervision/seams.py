@@ -1,9 +1,9 @@
 """The seam between the Scheduler and worker supervision.
 
-Owns: ``SuperviseRequest``, ``OutcomeKind`` and the ``TaskRunner`` protocol; ``TaskOutcome``
-is public from here too, but lives in ``air.nursery.task_outcome`` (a module ``__getattr__``
-imports it at its first use: a parent builds no outcome, and no ``WorkerResult``, before its
-first model request; IMPL-BOOT-12). The Scheduler runs
+Owns: ``SuperviseRequest`` and the ``TaskRunner`` protocol. What a runner returns,
+``TaskOutcome``, lives in ``air.supervision.task_outcome`` (imported by who builds or reads one:
+a parent builds no outcome, and no ``WorkerResult``, before its first model request;
+IMPL-BOOT-12). The Scheduler runs
 ``await runner.supervise(request)`` for each task of a wave, inside that task's own cancel
 scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake one
 (``air.testing``) plays a script over memory streams under virtual time.
@@ -11,14 +11,15 @@ scope; the real runner (``WorkerManager``) spawns a worker subprocess, the fake 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from air.contracts import AgentID, Contract, SessionID, TaskSpec, WorkspaceRef
+from air.contracts.ids import AgentID, Contract, SessionID
+from air.contracts.task import TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
-    from air.nursery.task_outcome import TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
-__all__ = ["OutcomeKind", "SuperviseRequest", "TaskOutcome", "TaskRunner"]
+__all__ = ["SuperviseRequest", "TaskRunner"]
 
 
 class SuperviseRequest(Contract):
@@ -32,17 +33,6 @@ class SuperviseRequest(Contract):
     headless: bool = True
 
 
-OutcomeKind = Literal[
-    "result",
-    "crashed",
-    "protocol_error",
-    "spawn_error",
-    "stalled",
-    "hard_timeout",
-    "permission_error",
-]
-
-
 class TaskRunner(Protocol):
     async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
         """Run one attempt of a task to its end and return the outcome.
@@ -53,13 +43,3 @@ class TaskRunner(Protocol):
         ``trio.Cancelled`` propagates.
         """
         ...
-
-
-def __getattr__(name: str) -> Any:
-    """``TaskOutcome`` from ``air.nursery.task_outcome``, cached here afterwards."""
-    if name != "TaskOutcome":
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from air.nursery.task_outcome import TaskOutcome
-
-    globals()[name] = TaskOutcome
-    return TaskOutcome

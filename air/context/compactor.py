@@ -16,6 +16,8 @@ askers compact once; ``view`` is what a request then carries (the latest summary
 every message it covers); ``air.nursery.worker_context`` wires it into the workers' ContextPack
 builder. It also owns ``record_worker_summary``: a ``compact`` task run by a CompactorRole
 worker gets its row the same way (the model's own ``summary_id`` is replaced, never trusted).
+Its events go through an ``EventRecorder`` port (the session's ledger), so it lives beside the
+CompactionPolicy it runs, not in the nursery.
 """
 
 from __future__ import annotations
@@ -38,15 +40,7 @@ from air.context.compaction import (
 )
 from air.context.loader import builtin_resource
 from air.context.tokens import estimate_tokens
-from air.contracts import (
-    AirError,
-    AirException,
-    ErrorKind,
-    Retryability,
-    TaskSpec,
-    TaskType,
-    make_air_error,
-)
+from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.ids import new_id
 from air.contracts.provider import (
     CanonicalMessage,
@@ -58,16 +52,26 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     TextBlock,
 )
-from air.nursery.ledger import Ledger
+from air.contracts.task import TaskSpec, TaskType
 from air.store.repositories import SessionStore
 
 __all__ = [
     "AGENT_ID",
     "CompactionOutcome",
     "CompactionView",
+    "EventRecorder",
     "SessionCompactor",
     "record_worker_summary",
 ]
+
+
+class EventRecorder(Protocol):
+    """Where the compactor records its events: the session's ledger (``SessionLedger``)."""
+
+    async def record(self, type: str, payload: dict[str, Any]) -> Any:
+        """Ingest one durable event; raises on failure."""
+        ...
+
 
 AGENT_ID = "compactor"
 _FINAL_STATUSES = frozenset({"completed", "cancelled"})
@@ -125,7 +129,7 @@ class SessionCompactor:
     def __init__(
         self,
         *,
-        ledger: Ledger,
+        ledger: EventRecorder,
         store: SessionStore,
         models: CompactorModels,
         session_id: str,
@@ -366,7 +370,7 @@ class SessionCompactor:
 
 
 async def record_worker_summary(
-    ledger: Ledger, task_id: str, worker_result: dict[str, Any]
+    ledger: EventRecorder, task_id: str, worker_result: dict[str, Any]
 ) -> dict[str, Any]:
     """A ``compact`` task a CompactorRole worker completed: record ``summary.created`` under
     a runtime-minted id (the model's ``summary_id`` is never trusted) and return the worker

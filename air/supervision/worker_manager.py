@@ -20,25 +20,21 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts import (
-    AGENT_TYPE_FOR_TASK,
-    AirError,
-    ContextPack,
-    ErrorKind,
-    EventSource,
-    new_event,
-    new_id,
-)
-from air.contracts.error import AirException
+from air.contracts.error import AirError, AirException, ErrorKind
+from air.contracts.event import EventSource, new_event
+from air.contracts.ids import new_id
+from air.contracts.runtime import ContextPack
+from air.contracts.task import AGENT_TYPE_FOR_TASK
 from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker
-from air.nursery.runs import RunRecordStore
-from air.nursery.seams import SuperviseRequest
-from air.nursery.worker_checks import cap_text
-from air.nursery.worker_finish import finish, reap
-from air.nursery.worker_loop import read_loop
-from air.nursery.worker_run import (
+from air.security.redact import SecretRedactor
+from air.supervision.runs import RunRecordStore
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_checks import cap_text
+from air.supervision.worker_finish import finish, reap
+from air.supervision.worker_loop import read_loop
+from air.supervision.worker_run import (
     ArtifactSink,
     ContextProvider,
     End,
@@ -55,12 +51,11 @@ from air.nursery.worker_run import (
     is_cancel,
     new_run,
 )
-from air.nursery.worker_start import record_started, start
-from air.nursery.worker_watch import watch
-from air.security.redact import SecretRedactor
+from air.supervision.worker_start import record_started, start
+from air.supervision.worker_watch import watch
 
 if TYPE_CHECKING:
-    from air.nursery.seams import TaskOutcome
+    from air.supervision.task_outcome import TaskOutcome
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",

@@ -2,7 +2,7 @@
 
 Owns: the batch file models (``BatchFile``, ``BatchTask``, ``BatchDefaults``), ``load_batch``
 (YAML → validated ``TaskSpec`` list) and ``batch_json_schema`` (the JSON Schema shipped as
-``air/nursery/schemas/batch.schema.json``). Every problem — bad YAML, an unknown field, a bad
+``air/cli/schemas/batch.schema.json``). Every problem — bad YAML, an unknown field, a bad
 value, a duplicate id, a missing dependency, a dependency cycle — is an ``AirException`` of
 kind ``validation_error`` naming the file, the line (from the YAML node marks) and the reason.
 Values that cannot work are refused here, not when a worker meets them (``BatchConstraints``,
@@ -38,13 +38,13 @@ from typing import Any, Literal, NamedTuple
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from air.contracts import (
+from air.cli.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.ids import Contract, empty_list
+from air.contracts.task import (
     OUTPUT_CONTRACT_FOR_TASK,
-    AirException,
-    Contract,
     DependencySource,
     DependencyType,
-    ErrorKind,
     TaskConstraints,
     TaskContextRefs,
     TaskDependencySpec,
@@ -54,9 +54,7 @@ from air.contracts import (
     VerificationPolicy,
     WorkerOutputContract,
 )
-from air.contracts.ids import empty_list
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
-from air.nursery.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
 from air.nursery.graph import find_cycle
 from air.yamlload import compose_and_load
 
@@ -184,7 +182,7 @@ def _fail(path: str, line: int | None, reason: str) -> AirException:
     return AirException.of(
         kind=ErrorKind.VALIDATION_ERROR,
         message=f"{where}: {reason}",
-        user_action=f"Fix {where} and run again (format: air/nursery/schemas/batch.schema.json).",
+        user_action=f"Fix {where} and run again (format: air/cli/schemas/batch.schema.json).",
         metadata={"file": path, "line": line, "reason": reason},
     )
 

@@ -12,18 +12,14 @@ from __future__ import annotations
 
 import trio
 
-from air.contracts import (
-    AgentRuntimeContext,
-    AgentStartControl,
-    ContextPack,
-    ErrorKind,
-    IpcEnvelope,
-)
+from air.contracts.error import ErrorKind
+from air.contracts.ipc import AgentStartControl, IpcEnvelope
+from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
 from air.ipc.launcher import LaunchSpec
 from air.ipc.process import WorkerProcess
-from air.nursery.runs import RunRecordStore
-from air.nursery.worker_run import (
+from air.supervision.runs import RunRecordStore
+from air.supervision.worker_run import (
     TEMPLATE,
     End,
     Supervisor,

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator
 
-from air.contracts import AirException, ProviderCompletionInput, ProviderStreamEvent
-from air.llm import ScriptedProvider
+from air.contracts.error import AirException
+from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
+from air.llm.cassette import ScriptedProvider
 
 __all__ = ["TaskCassettes"]
 

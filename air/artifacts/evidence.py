@@ -21,18 +21,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts import (
-    AirError,
-    EntityType,
-    ErrorKind,
-    EvidenceKind,
-    EvidenceRef,
-    RuntimeEvent,
-    TaskSpec,
-    TaskType,
-    make_air_error,
-    new_id,
-)
+from air.contracts.error import AirError, ErrorKind, make_air_error
+from air.contracts.event import EntityType, RuntimeEvent
+from air.contracts.evidence import EvidenceKind
+from air.contracts.evidence_records import EvidenceRef
+from air.contracts.ids import new_id
+from air.contracts.task import TaskSpec, TaskType
 
 __all__ = ["CppRecords", "collect_evidence", "cpp_evidence_gate", "cpp_records"]
 

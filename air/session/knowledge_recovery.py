@@ -4,7 +4,7 @@ Owns ``recover_knowledge`` (the one call ``open_runtime()``'s recovery makes), `
 ``KnowledgeRecovery``: every knowledge write of a session whose completion event a crash lost
 gets it, every candidate without a promotion is re-queued, nothing is done twice. A project
 with nothing to converge (no knowledge database, no knowledge event, no completed debug task)
-never imports the knowledge stores (``air.artifacts.knowledge``, ``air.nursery.knowledge``):
+never imports the knowledge stores (``air.artifacts.knowledge``, ``air.session.knowledge``):
 they are imported once there is something to do (IMPL-BOOT-8).
 """
 
@@ -20,7 +20,7 @@ from air.contracts.event import RuntimeEvent
 
 if TYPE_CHECKING:
     from air.contracts.worker_result import WorkerResult
-    from air.nursery.knowledge import KnowledgeLedger, KnowledgeService
+    from air.session.knowledge import KnowledgeLedger, KnowledgeService
 
 __all__ = ["KNOWLEDGE_FILES", "KnowledgeRecovery", "converge", "recover_knowledge"]
 
@@ -57,7 +57,7 @@ async def converge(service: KnowledgeService) -> KnowledgeRecovery:
     Idempotent; ``service`` is the session's KnowledgeService.
     """
     from air.artifacts.knowledge import debug_record_id, memory_id_for
-    from air.nursery.knowledge import POLICY_PROMOTER
+    from air.session.knowledge import POLICY_PROMOTER
 
     report = KnowledgeRecovery()
     if not service.enabled:
@@ -152,7 +152,7 @@ async def recover_knowledge(
             e.type.startswith(("debug.", "memory.")) for e in history
         ):
             return KnowledgeRecovery()
-    from air.nursery.knowledge import KnowledgeService
+    from air.session.knowledge import KnowledgeService
 
     service = KnowledgeService.for_project(ledger, project_root)
     try:

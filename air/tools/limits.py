@@ -1,0 +1,405 @@
+"""Resource limits of sandboxed commands: what they are, where they come from, how they hold.
+
+Owns ``ResourceLimits`` (processes, memory, file size, CPU time; the defaults a real C++ build
+fits in), ``load_limits`` (``~/.air/sandbox.yaml`` then ``<project>/.air/shared/sandbox.yaml``:
+a project may only lower a limit unless it is trusted), ``limits_script`` (the ``ulimit`` line
+the sandbox's shell runs before the command: RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU),
+``PidsCgroup`` (a per-command pids cgroup, v1 or v2, nested in air's own, when air may make
+one: the process limit that also holds for root), ``LimitWatch`` (polls the command's processes,
+ends the whole tree when it goes over its process or memory limit, and names the limit that
+ended it) and ``resource_limit_error``. Decision: IMPL-SBX-8 in docs/decisions.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+from typing import Any, NamedTuple
+
+import trio
+
+from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
+
+__all__ = [
+    "LimitWatch",
+    "PidsCgroup",
+    "ResourceLimits",
+    "limits_file",
+    "limits_script",
+    "load_limits",
+    "resource_limit_error",
+]
+
+_MIB = 1 << 20
+_POLL_S = 0.05
+"""How often ``LimitWatch`` looks at the command's processes."""
+
+_SIGNALLED = {128 + signal.SIGXCPU: "cpu_seconds", 128 + signal.SIGXFSZ: "file_size_mb"}
+"""Exit codes of a command the kernel ended for going over an rlimit (bash and bwrap report
+a death by signal N as 128 + N)."""
+
+
+class ResourceLimits(NamedTuple):
+    """The bounds of one sandboxed command (a NamedTuple: it is on the way to a run's first
+    request, IMPL-BOOT-14).
+
+    ``processes`` and ``memory_mb`` bound the whole command (all its processes and threads);
+    ``file_size_mb`` and ``cpu_seconds`` bound each process (RLIMIT_FSIZE, RLIMIT_CPU).
+    """
+
+    processes: int = 1024
+    memory_mb: int = 8192
+    file_size_mb: int = 8192
+    cpu_seconds: int = 3600
+
+    def describe(self, name: str) -> str:
+        value = getattr(self, name)
+        return {
+            "processes": f"{value} processes and threads",
+            "memory_mb": f"{value} MiB of memory",
+            "file_size_mb": f"{value} MiB per file written",
+            "cpu_seconds": f"{value} s of CPU time per process",
+        }[name]
+
+
+_NAMES = ResourceLimits._fields
+
+
+def limits_file(root: str, *, user: bool) -> str:
+    """Where the limits of a user (``root`` = HOME) or of a project (``root``) are set."""
+    if user:
+        return os.path.join(root, ".air", "sandbox.yaml")
+    return os.path.join(root, ".air", "shared", "sandbox.yaml")
+
+
+def _bad(source: str, message: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.CONFIG_ERROR,
+        message=f"{source}: {message}",
+        user_action=(
+            f"Fix {source}: a mapping `limits:` of positive integers among "
+            f"{', '.join(_NAMES)} (IMPL-SBX-8)."
+        ),
+    )
+
+
+def _read(path: str) -> dict[str, int] | None:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read(64 * 1024)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _bad(path, f"cannot be read ({exc})") from exc
+    from air.yamlload import load
+
+    try:
+        raw: Any = load(text)
+    except Exception as exc:  # yaml.YAMLError and its kin: the file is the user's input
+        raise _bad(path, f"is not valid YAML ({exc})") from exc
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"limits"}:
+        raise _bad(path, "must hold one key, `limits`")
+    limits = raw.get("limits") or {}
+    if not isinstance(limits, dict):
+        raise _bad(path, "`limits` must be a mapping")
+    out: dict[str, int] = {}
+    for key, value in limits.items():
+        if key not in _NAMES:
+            raise _bad(path, f"unknown limit {key!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise _bad(path, f"{key} must be a positive integer, not {value!r}")
+        out[str(key)] = value
+    return out
+
+
+def load_limits(
+    project_root: str | None, *, home: str | None = None, trusted: bool = False
+) -> ResourceLimits:
+    """The limits of a command in ``project_root``: defaults, then the user's file, then the
+    project's.
+
+    Args:
+        project_root: the project (None: the user's limits only).
+        home: the user's HOME (default ``~``).
+        trusted: the user trusted this project's configuration; an untrusted project may only
+            lower a limit (a cloned repository must not lift the bounds the user chose).
+
+    Raises:
+        AirException: ``config_error`` for a malformed file; ``untrusted_config`` when an
+            untrusted project raises a limit.
+    """
+    limits = ResourceLimits()
+    user = _read(limits_file(home or os.path.expanduser("~"), user=True))
+    if user:
+        limits = limits._replace(**user)
+    if project_root is None:
+        return limits
+    path = limits_file(project_root, user=False)
+    project = _read(path)
+    if not project:
+        return limits
+    raised = sorted(k for k, v in project.items() if v > getattr(limits, k))
+    if raised and not trusted:
+        raise AirException.of(
+            kind=ErrorKind.UNTRUSTED_CONFIG,
+            message=(
+                f"{path} raises {', '.join(raised)} above the user's limits, and this project's "
+                "configuration is not trusted"
+            ),
+            user_action=(
+                f"Lower those values in {path}, set them in "
+                f"{limits_file('~', user=True)} instead, or trust the project."
+            ),
+        )
+    return limits._replace(**project)
+
+
+def limits_script(limits: ResourceLimits) -> str:
+    """The shell line that sets the per-process rlimits, then runs the command (``$1``).
+
+    Hard and soft limits both: a command cannot raise them again (it holds no capability).
+    RLIMIT_NPROC is set too: for an unprivileged air it bounds the sandbox's own user
+    namespace; the kernel exempts root (IMPL-SBX-8), for which ``PidsCgroup``/``LimitWatch``
+    hold the process limit.
+    """
+    blocks = limits.file_size_mb * 1024  # bash counts -f in 1024-byte blocks
+    cpu = limits.cpu_seconds
+    # CPU: SIGXCPU at the soft limit (exit 152, attributed), SIGKILL a second later if ignored
+    return (
+        f"ulimit -H -S -u {limits.processes} -f {blocks} && ulimit -S -t {cpu} "
+        f'&& ulimit -H -t {cpu + 1} || exit 125; exec /bin/bash --noprofile --norc -c "$1"'
+    )
+
+
+def resource_limit_error(name: str, limits: ResourceLimits) -> AirError:
+    """The ``resource_limit`` error of a command ended for going over limit ``name``."""
+    return make_air_error(
+        kind=ErrorKind.RESOURCE_LIMIT,
+        message=(f"the command went over its {name} limit ({limits.describe(name)}) and was ended"),
+        user_action=(
+            f"Make the command use less, or raise limits.{name} in "
+            f"{limits_file('~', user=True)} (IMPL-SBX-8)."
+        ),
+        metadata={"limit": name, "value": getattr(limits, name)},
+    )
+
+
+_counter = itertools.count()
+
+
+def _own_cgroup(controller: str) -> tuple[str, str] | None:
+    """(hierarchy version "1"/"2", air's own cgroup path) for ``controller``, if mounted."""
+    try:
+        with open("/proc/self/cgroup", encoding="utf-8") as fh:
+            lines = fh.read().splitlines()
+    except OSError:
+        return None
+    unified = None
+    for line in lines:
+        hid, controllers, path = line.split(":", 2)
+        if controller in controllers.split(","):
+            return "1", os.path.join(f"/sys/fs/cgroup/{controller}", path.lstrip("/"))
+        if hid == "0":
+            unified = path
+    if unified is None:
+        return None
+    for mount in ("/sys/fs/cgroup", "/sys/fs/cgroup/unified"):
+        if os.path.exists(os.path.join(mount, "cgroup.controllers")):
+            return "2", os.path.join(mount, unified.lstrip("/"))
+    return None
+
+
+def _remove_orphans(parent: str) -> None:
+    """Remove the empty cgroups an air that died (kill -9) left in ``parent``."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        prefix, _, rest = name.partition("-")
+        owner = rest.partition("-")[0]
+        if prefix != "air" or not owner.isdigit() or os.path.exists(f"/proc/{owner}"):
+            continue
+        try:
+            os.rmdir(os.path.join(parent, name))
+        except OSError:
+            pass
+
+
+class PidsCgroup:
+    """A pids cgroup of one command, made inside air's own cgroup; None from ``create`` when
+    air may not make one (no pids controller, not delegated, not writable).
+
+    The process joins it before it execs bwrap (``join_argv``), so every process of the
+    command, root's included, counts against ``pids.max``.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @classmethod
+    def create(cls, limit: int) -> PidsCgroup | None:
+        found = _own_cgroup("pids")
+        if found is None:
+            return None
+        version, parent = found
+        if version == "2":
+            try:
+                with open(os.path.join(parent, "cgroup.subtree_control"), encoding="ascii") as fh:
+                    if "pids" not in fh.read().split():
+                        return None
+            except OSError:
+                return None
+        if not os.access(parent, os.W_OK):
+            return None
+        _remove_orphans(parent)
+        path = os.path.join(parent, f"air-{os.getpid()}-{next(_counter)}")
+        try:
+            os.mkdir(path, 0o755)
+        except OSError:
+            return None
+        made = cls(path)
+        try:
+            with open(os.path.join(path, "pids.max"), "w", encoding="ascii") as fh:
+                fh.write(str(limit))
+        except OSError:
+            made.close()
+            return None
+        return made
+
+    def join_argv(self, argv: list[str]) -> list[str]:
+        """``argv`` run by a shell that first moves itself into this cgroup."""
+        procs = os.path.join(self.path, "cgroup.procs")
+        return ["/bin/sh", "-c", 'echo 0 > "$0" || exit 125; exec "$@"', procs, *argv]
+
+    def pids(self) -> list[int]:
+        try:
+            with open(os.path.join(self.path, "cgroup.procs"), encoding="ascii") as fh:
+                return [int(p) for p in fh.read().split()]
+        except OSError:
+            return []
+
+    def refused_forks(self) -> int:
+        """How many forks the limit refused (``pids.events`` ``max``)."""
+        try:
+            with open(os.path.join(self.path, "pids.events"), encoding="ascii") as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "max":
+                        return int(value)
+        except (OSError, ValueError):
+            return 0
+        return 0
+
+    def close(self) -> None:
+        """Kill what is left in it and remove it (bounded: a few tries)."""
+        for _ in range(50):
+            for pid in self.pids():
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            try:
+                os.rmdir(self.path)
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                import time
+
+                time.sleep(0.01)
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rfind(b")") + 2 :].split()[1])
+        children.setdefault(ppid, []).append(int(name))
+    return children
+
+
+def _tree(root: int) -> list[int]:
+    children = _children_map()
+    found = [root]
+    for pid in found:
+        found.extend(children.get(pid, ()))
+    return found
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _usage(pids: list[int]) -> tuple[int, int]:
+    """(threads, private resident bytes) of ``pids``."""
+    threads = 0
+    private = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                parts = fh.read().split()
+            threads += len(os.listdir(f"/proc/{pid}/task"))
+        except OSError:
+            continue
+        private += max(0, int(parts[1]) - int(parts[2])) * _PAGE
+    return threads, private
+
+
+class LimitWatch:
+    """Watches one running command and ends its process group when it goes over its process or
+    memory limit; ``verdict`` names the limit that ended it, if one did.
+
+    Processes: the pids cgroup's refused forks, or (without one) the count of the command's
+    processes and threads reaching the limit; memory: the private resident memory of all its
+    processes summed. Both are sampled every 50 ms, so a command can pass its memory limit by
+    what it allocates in that time before it is ended.
+    """
+
+    def __init__(self, limits: ResourceLimits, pid: int, cgroup: PidsCgroup | None) -> None:
+        self.limits = limits
+        self.pid = pid
+        self.cgroup = cgroup
+        self.exceeded: str | None = None
+
+    def check(self) -> str | None:
+        """The limit the command is over now, if any (one sample)."""
+        if self.cgroup is not None and self.cgroup.refused_forks() > 0:
+            return "processes"
+        pids = self.cgroup.pids() if self.cgroup is not None else _tree(self.pid)
+        threads, private = _usage(pids)
+        if self.cgroup is None and threads >= self.limits.processes:
+            return "processes"
+        if private > self.limits.memory_mb * _MIB:
+            return "memory_mb"
+        return None
+
+    async def watch(self) -> None:
+        """Sample until the command is over a limit, then kill its group and return."""
+        while True:
+            await trio.sleep(_POLL_S)
+            over = self.check()
+            if over is not None:
+                self.exceeded = over
+                try:
+                    os.killpg(self.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                return
+
+    def verdict(self, returncode: int | None) -> str | None:
+        """The limit that ended the command: the watch's, or an rlimit's signal (SIGXCPU,
+        SIGXFSZ) as its exit code."""
+        if self.exceeded is not None:
+            return self.exceeded
+        if returncode is not None:
+            return _SIGNALLED.get(returncode)
+        return None

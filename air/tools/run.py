@@ -1,0 +1,144 @@
+"""ToolRun: the handle a tool's executor gets besides its input (SDD §9.1).
+
+Owns ``ToolRun`` (the call's context, and the events, progress and artifacts it records through
+the registry's services, redacted), ``ToolServices`` (what a ``ToolRun`` needs of the registry)
+and the collaborator protocols the registry is built with (``EventRecorder``, ``ArtifactSink``).
+Its own module so that the executors (``air.tools.executor``, the fs, shell, git and cpp tools)
+and the registry import it without importing each other (IMPL-STRUCT-1).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from air.contracts.artifact import ArtifactType
+from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.contracts.ids import JsonObject
+from air.contracts.tool import ToolDefinition
+
+if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
+    import trio
+
+    from air.contracts.artifact_records import (
+        ArtifactContext,
+        ArtifactCreateInput,
+        ArtifactReadResult,
+        ArtifactRef,
+    )
+    from air.contracts.evidence_records import EvidenceRef
+    from air.contracts.tool_runs import ToolEvent, ToolExecutionContext
+    from air.security.redact import SecretRedactor
+
+__all__ = ["ArtifactSink", "EventRecorder", "ToolEventKind", "ToolRun", "ToolServices"]
+
+ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
+
+
+class EventRecorder(Protocol):
+    """What the registry records into (``OpenSession.ingestor`` satisfies it)."""
+
+    async def ingest(self, event: RuntimeEvent) -> Any: ...
+
+    async def ingest_ephemeral(self, event: RuntimeEvent) -> Any: ...
+
+
+class ArtifactSink(Protocol):
+    """What the registry stores artifacts in (``OpenSession.artifacts`` satisfies it)."""
+
+    def create(self, input: ArtifactCreateInput, context: ArtifactContext) -> ArtifactRef: ...
+
+    def read(self, artifact_id: str) -> ArtifactReadResult: ...
+
+
+class ToolServices(Protocol):
+    """What a ``ToolRun`` uses of the registry that made it."""
+
+    recorder: EventRecorder
+    artifacts: ArtifactSink
+    redactor: SecretRedactor
+    read_observations: dict[tuple[str, str], str]
+    """``fs.*``'s last-read content hash per (observer, path)."""
+
+
+@dataclass(eq=False)
+class ToolRun:
+    """What an executor gets besides its input: the call's context and the registry's services."""
+
+    tool_run_id: str
+    definition: ToolDefinition
+    context: ToolExecutionContext
+    registry: ToolServices
+    """The registry that made the call (``ToolRegistry`` satisfies it)."""
+    artifacts: list[ArtifactRef] = field(default_factory=list)
+    evidence_refs: list[EvidenceRef] = field(default_factory=list)
+    """Evidence the executor recorded (``evidence.created``); attached to the result."""
+    events: trio.MemorySendChannel[ToolEvent] | None = None
+    """Where ``stream`` sends progress (set by the registry for streaming tools)."""
+
+    @property
+    def redactor(self) -> SecretRedactor:
+        return self.registry.redactor
+
+    @property
+    def workspace_realpath(self) -> str:
+        """The workspace root with symlinks resolved."""
+        return os.path.realpath(self.context.workspace_root)
+
+    async def stream(self, kind: ToolEventKind, data: Any) -> None:
+        """Hand one progress item (redacted) to the caller of ``call_streaming``."""
+        if self.events is not None:
+            from air.contracts.tool_runs import ToolEvent
+
+            await self.events.send(
+                ToolEvent(
+                    tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
+                )
+            )
+
+    def event(self, type: str, payload: JsonObject) -> RuntimeEvent:
+        return new_event(
+            type,
+            self.redactor.redact_obj(payload),
+            session_id=self.context.session_id,
+            source=EventSource(kind="tool", id=self.definition.name),
+        )
+
+    async def record(self, type: str, payload: JsonObject) -> None:
+        """Ingest a durable event (redacted)."""
+        await self.registry.recorder.ingest(self.event(type, payload))
+
+    async def emit(self, type: str, payload: JsonObject) -> None:
+        """Ingest an ephemeral event (redacted)."""
+        await self.registry.recorder.ingest_ephemeral(self.event(type, payload))
+
+    def add_artifact(
+        self,
+        type: ArtifactType,
+        slug: str,
+        content: bytes,
+        *,
+        extension: str = ".txt",
+        command_run_id: str | None = None,
+    ) -> ArtifactRef:
+        """Store a redacted artifact attributed to this run and attach it to the result."""
+        from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
+
+        ref = self.registry.artifacts.create(
+            ArtifactCreateInput(
+                type=type,
+                slug=slug,
+                extension=extension,
+                content=self.redactor.redact_bytes(content),
+            ),
+            ArtifactContext(
+                session_id=self.context.session_id,
+                task_id=self.context.task_id,
+                agent_id=self.context.agent_id,
+                tool_run_id=self.tool_run_id,
+                command_run_id=command_run_id,
+            ),
+        )
+        self.artifacts.append(ref)
+        return ref

@@ -1,0 +1,175 @@
+"""Every sandboxed command is bounded (issue 22 item 6), as root and as an unprivileged user.
+
+A real fork bomb, a real memory hog, a file-size hog and a CPU spinner each run under low limits
+(64 processes, 256 MiB, 1 MiB per file, 1 s of CPU) through the sandbox shell.run and the cpp
+tools spawn; each is ended and named by the limit it went over, and the next command runs: air
+goes on. The probe's own 120 s deadline bounds every test if a limit fails to hold. The limits
+come from the user's and the project's ``sandbox.yaml``; a project may only lower them unless
+it is trusted.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from air.contracts.error import AirException
+from air.contracts.ids import new_id
+from air.tools.limits import PidsCgroup, ResourceLimits, load_limits
+from air.tools.run import ToolRun
+from tests.tools.conftest import Env
+from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+
+FORK_BOMB = "bomb() { while :; do bomb & done; }; bomb"
+"""Every process forks forever; refused forks are retried, so it never ends by itself."""
+MEMORY_HOG = (
+    "python3 -c 'chunks = []\nfor _ in range(128): chunks.append(bytes([1]) * (16 << 20))\n"
+    'print("allocated", len(chunks))\''
+)
+"""Tries to hold 2 GiB, 16 MiB at a time, every page written (untouched pages cost nothing)."""
+
+
+@pytest.fixture(params=IDENTITIES)
+def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
+    made = Sandboxed(tmp_path, request.param, {})
+    yield made
+    made.close()
+
+
+def test_a_fork_bomb_is_ended_as_over_its_process_limit(box: Sandboxed) -> None:
+    out = box.run(FORK_BOMB, limits={"processes": 64})
+    assert out["limit"] == "processes", out
+    assert box.run("echo alive")["stdout"] == "alive\n"
+
+
+def test_a_memory_hog_is_ended_as_over_its_memory_limit(box: Sandboxed) -> None:
+    out = box.run(MEMORY_HOG, limits={"memory_mb": 256})
+    assert out["limit"] == "memory_mb", out
+    assert "allocated" not in str(out["stdout"])
+    assert box.run("echo alive")["stdout"] == "alive\n"
+
+
+def test_a_file_size_hog_is_ended_at_its_file_size_limit(box: Sandboxed) -> None:
+    out = box.run("head -c 64M /dev/zero > big", limits={"file_size_mb": 1})
+    assert out["limit"] == "file_size_mb", out
+    assert (box.workspace / "big").stat().st_size <= 1 << 20
+    assert box.run("echo alive")["stdout"] == "alive\n"
+
+
+def test_a_cpu_spinner_is_ended_at_its_cpu_limit(box: Sandboxed) -> None:
+    out = box.run("while :; do :; done", limits={"cpu_seconds": 1})
+    assert out["limit"] == "cpu_seconds", out
+    assert box.run("echo alive")["stdout"] == "alive\n"
+
+
+def test_a_command_within_its_limits_is_not_named(box: Sandboxed) -> None:
+    out = box.run("seq 1 20 | xargs -P 8 -n 1 true; echo done", limits={"processes": 64})
+    assert (out["stdout"], out["limit"]) == ("done\n", None), out
+
+
+async def test_shell_run_reports_resource_limit_and_records_it(env: Env) -> None:
+    shared = env.root / ".air" / "shared"
+    shared.mkdir(parents=True, exist_ok=True)
+    (shared / "sandbox.yaml").write_text("limits:\n  processes: 48\n  cpu_seconds: 1\n")
+    definition = next(d for d in env.registry.list() if d.name == "shell.run")
+
+    def run() -> ToolRun:
+        return ToolRun(new_id("tr"), definition, env.ctx(headless=True), env.registry)
+
+    with pytest.raises(AirException) as caught:
+        await env.registry.workspace.execute("shell.run", {"command": FORK_BOMB}, run())
+    assert caught.value.error.kind == "resource_limit"
+    assert caught.value.error.metadata == {"limit": "processes", "value": 48}
+    assert "processes limit (48 processes and threads)" in caught.value.error.message
+    failed = env.payloads("command.failed")[-1]
+    assert failed["error"]["kind"] == "resource_limit"
+    assert failed["error"]["metadata"]["limit"] == "processes"
+    with pytest.raises(AirException) as caught:
+        await env.registry.workspace.execute("shell.run", {"command": "while :; do :; done"}, run())
+    assert caught.value.error.metadata == {"limit": "cpu_seconds", "value": 1}
+    out = await env.registry.workspace.execute("shell.run", {"command": "echo alive"}, run())
+    assert out["stdout"] == "alive\n"
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def test_limits_come_from_the_user_then_the_project(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    assert load_limits(str(project), home=str(home)) == ResourceLimits()
+    _write(home / ".air" / "sandbox.yaml", "limits: {memory_mb: 20000, processes: 300}\n")
+    _write(project / ".air" / "shared" / "sandbox.yaml", "limits: {processes: 100}\n")
+    limits = load_limits(str(project), home=str(home))
+    assert (limits.memory_mb, limits.processes) == (20000, 100)
+    assert limits.cpu_seconds == ResourceLimits().cpu_seconds
+
+
+def test_an_untrusted_project_cannot_raise_a_limit(tmp_path: Path) -> None:
+    home, project = tmp_path / "home", tmp_path / "proj"
+    _write(project / ".air" / "shared" / "sandbox.yaml", "limits: {memory_mb: 999999}\n")
+    with pytest.raises(AirException) as caught:
+        load_limits(str(project), home=str(home))
+    assert caught.value.error.kind == "untrusted_config"
+    assert "memory_mb" in caught.value.error.message
+    assert caught.value.error.user_action
+    trusted = load_limits(str(project), home=str(home), trusted=True)
+    assert trusted.memory_mb == 999999
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "limits: {processes: 0}\n",
+        "limits: {processes: many}\n",
+        "limits: {processes: true}\n",
+        "limits: {threads: 5}\n",
+        "limits: [1]\n",
+        "other: 1\n",
+        "limits: {processes: [\n",
+    ],
+)
+def test_a_malformed_limits_file_is_a_config_error(tmp_path: Path, text: str) -> None:
+    _write(tmp_path / "home" / ".air" / "sandbox.yaml", text)
+    with pytest.raises(AirException) as caught:
+        load_limits(None, home=str(tmp_path / "home"))
+    assert caught.value.error.kind == "config_error"
+    assert "sandbox.yaml" in caught.value.error.message
+    assert caught.value.error.user_action
+
+
+def test_a_command_cgroup_is_removed_and_a_dead_airs_are_swept() -> None:
+    """As root (how the suite runs), each command gets its own pids cgroup, gone after it;
+    the empty ones an air killed with -9 left behind go when the next one is made."""
+    assert os.geteuid() == 0, "run the suite as root: the pids cgroup is root's mechanism"
+    made = PidsCgroup.create(10)
+    assert made is not None
+    parent = os.path.dirname(made.path)
+    with open(os.path.join(made.path, "pids.max"), encoding="ascii") as fh:
+        assert fh.read().strip() == "10"
+    made.close()
+    assert not os.path.exists(made.path)
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    orphan = os.path.join(parent, f"air-{gone.pid}-3")
+    os.mkdir(orphan)
+    again = PidsCgroup.create(10)
+    assert again is not None
+    again.close()
+    assert not os.path.exists(orphan)
+
+
+def test_tmp_and_home_hold_no_more_than_the_memory_limit(box: Sandboxed) -> None:
+    """/tmp and HOME are tmpfs, memory no process's RSS shows: each is bounded by the limit."""
+    for where in ("/tmp", "~"):
+        out = box.run(
+            f"for i in 1 2 3 4; do head -c 16M /dev/zero > {where}/f$i || exit 7; done",
+            limits={"memory_mb": 32},
+        )
+        assert out["exit_code"] == 7, out
+        assert "No space left on device" in str(out["stderr"]), out
