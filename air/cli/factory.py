@@ -103,7 +103,7 @@ class RuntimeFactory:
 
 
 def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:
-    """The project's and the user's capabilities, after the built-in tools (IMPL-CAP). Their
+    """The project's and the user's capabilities, after the built-in tools (IMPL-CPP-4). Their
     lifecycle events commit in one transaction (all or none; IMPL-BOOT-13)."""
     from air.capabilities import load_capabilities
 
