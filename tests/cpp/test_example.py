@@ -15,24 +15,17 @@ from pathlib import Path
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.contracts.artifact import DebugRecord
 from air.session.project import ProjectStore
+from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-    )
 
 
 def _project(tmp_path: Path) -> Path:
     root = tmp_path / "cpp-stats"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".air"))
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "the broken library")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the broken library")
     return root
 
 

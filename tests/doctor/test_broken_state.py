@@ -15,7 +15,8 @@ from typing import Any
 from air.contracts.ids import utc_now_iso
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
-from tests.doctor.helpers import air, doctor_json, git, make_project, path_without, write_session
+from tests.doctor.helpers import air, doctor_json, make_project, path_without, write_session
+from tests.gitrepo import git
 
 
 def _dead_pid() -> int:

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from air.tools.sandbox import SandboxRunner, open_sandboxed, sandbox_environment
+from tests.gitrepo import git
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -160,7 +161,7 @@ class Sandboxed:
         self.workspace = self.base / "ws"
         self.home = self.base / "home"
         self.workspace.mkdir()
-        subprocess.run(["git", "init", "-q", str(self.workspace)], check=True)
+        git(self.workspace, "init", "-q")
         for rel, text in SECRETS.items():
             path = self.home / rel
             path.parent.mkdir(parents=True, exist_ok=True)

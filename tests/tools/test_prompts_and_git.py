@@ -12,7 +12,8 @@ from air.contracts.artifact import ArtifactContext, ArtifactCreateInput, Artifac
 from air.contracts.permission import PermissionGrantScope
 from air.contracts.tool import ToolResultEnvelope
 from air.tools import PromptRequest, PromptResponse
-from tests.tools.conftest import Env, assert_payloads_valid, git
+from tests.gitrepo import git
+from tests.tools.conftest import Env, assert_payloads_valid
 
 ASKS = "curl -s https://example.com/x"
 

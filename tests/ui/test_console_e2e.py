@@ -26,6 +26,7 @@ from typing import Any
 from air.contracts import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
+from tests.gitrepo import git
 from tests.trusted import trust_project
 from tests.ui.tmux import Tmux, processes_with
 
@@ -132,7 +133,7 @@ def _project(root: Path, url: str) -> None:
         ["add", "-A"],
         ["commit", "-qm", "start"],
     ):
-        subprocess.run(["git", "-C", str(root), *args], check=True)
+        git(root, *args)
     (root / ".air" / "shared").mkdir(parents=True)
     (root / ".air" / "shared" / "models.yaml").write_text(MODELS.format(url=url))
     trust_project(root, root.parent / "home")  # every caller's HOME
@@ -445,8 +446,8 @@ def test_an_output_storm_through_the_real_console(tmp_path: Path) -> None:
     with StrictServer(api_key=KEY, model=model) as server:
         _project(root, server.url)
         (root / "storm.py").write_text(STORM)
-        subprocess.run(["git", "-C", str(root), "add", "storm.py"], check=True)
-        subprocess.run(["git", "-C", str(root), "commit", "-qm", "storm"], check=True)
+        git(root, "add", "storm.py")
+        git(root, "commit", "-qm", "storm")
         tmux = Tmux(tmp_path)
         try:
             opened = time.monotonic()
