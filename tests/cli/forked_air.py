@@ -36,7 +36,7 @@ import air
 import air.cli
 
 MAIN = str(Path(air.cli.__file__).with_name("__main__.py"))
-"""``sys.argv[0]`` of ``python -m air.cli`` (argparse's usage line names it)."""
+"""``sys.argv[0]`` as ``python -m air.cli`` sets it."""
 
 
 def _warm() -> None:

@@ -12,6 +12,8 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
 from tests.gitrepo import git
@@ -61,6 +63,7 @@ def _assert_self_contained(page: Page) -> None:
                 assert not value.startswith(("http:", "https:", "//", "javascript:")), value
 
 
+@pytest.mark.slow
 def test_the_html_report_of_the_calc_example(tmp_path: Path) -> None:
     root = tmp_path / "calc"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))

@@ -58,6 +58,7 @@ def _user_state(root: Path) -> tuple[str, str, str, str, str]:
     )
 
 
+@pytest.mark.slow
 def test_a_file_a_merged_task_changed_comes_back_byte_identical(
     ran: tuple[Path, dict[str, bytes], str, str],
 ) -> None:
@@ -82,6 +83,7 @@ def test_a_file_a_merged_task_changed_comes_back_byte_identical(
     assert (root / "calc/evaluator.py").read_bytes() == fixed
 
 
+@pytest.mark.slow
 def test_the_tree_before_a_session_and_at_a_time_come_back(
     ran: tuple[Path, dict[str, bytes], str, str],
 ) -> None:

@@ -82,6 +82,7 @@ def test_every_contract_model_of_every_module_builds_its_schema() -> None:
     assert "air.contracts.provider.ProviderStreamEvent" in schemas
 
 
+@pytest.mark.slow
 def test_a_late_module_s_models_build_with_nothing_else_imported_first() -> None:
     # the module a run imports first when it needs one of them: the public home
     for home, holder in LATE_HOMES.items():

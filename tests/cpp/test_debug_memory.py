@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.session.project import ProjectStore
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer
@@ -129,6 +131,7 @@ def _sessions(root: Path) -> list[sqlite3.Connection]:
     return [sqlite3.connect(db) for db in dbs]
 
 
+@pytest.mark.slow
 def test_the_second_sessions_debugger_is_told_the_first_fix_and_needs_fewer_turns(
     tmp_path: Path,
 ) -> None:

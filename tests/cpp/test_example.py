@@ -12,6 +12,8 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.contracts.artifact import DebugRecord
 from air.session.project import ProjectStore
@@ -67,6 +69,7 @@ def _db(root: Path) -> sqlite3.Connection:
     return sqlite3.connect(db)
 
 
+@pytest.mark.slow
 def test_example_batch_repairs_the_library_with_build_and_test_evidence(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _bare_ctest(root, tmp_path / "before") != 0
@@ -141,6 +144,7 @@ def _false_claim(tmp_path: Path, retry_budget: int) -> tuple[Path, Path]:
     return batch, cassettes
 
 
+@pytest.mark.slow
 def test_an_executor_that_claims_success_while_ctest_fails_ends_failed(tmp_path: Path) -> None:
     root = _project(tmp_path)
     batch, cassettes = _false_claim(tmp_path, retry_budget=0)
@@ -161,6 +165,7 @@ def test_an_executor_that_claims_success_while_ctest_fails_ends_failed(tmp_path:
     ).fetchall()
 
 
+@pytest.mark.slow
 def test_a_ctest_failure_routes_to_a_debugger_and_its_fix_is_remembered(tmp_path: Path) -> None:
     root = _project(tmp_path)
     project = ProjectStore().initialize(root)

@@ -12,6 +12,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.contracts.ids import utc_now_iso
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
@@ -70,6 +72,7 @@ def _checks(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_broken_state_is_reported_fixed_and_then_clean(tmp_path: Path) -> None:
     project, home = make_project(tmp_path)
     planted = _plant_broken_state(project)
