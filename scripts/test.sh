@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Sets everything up, then runs the whole test suite: ruff, mypy --strict, import-linter, pytest.
-# `bash scripts/test.sh --fast` runs the fast lane: the same checks and `pytest -m "not slow"`
-# (every behaviour area, without the tests marked slow). Other arguments go to pytest.
+# `bash scripts/test.sh --fast` runs the fast lane: the same checks and `pytest -m "not slow" -n 2`
+# (every behaviour area without the tests marked slow, in two pytest-xdist workers: IMPL-SUITE-1).
+# Other arguments go to pytest.
 # Exits non-zero when anything fails (pytest's "no tests ran", exit 5, counts as a failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 marker=()
 if [ "${1:-}" = "--fast" ]; then
   shift
-  marker=(-m "not slow")
+  marker=(-m "not slow" -n 2)
 fi
 bash scripts/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
