@@ -10,7 +10,6 @@ and a real ``Scheduler`` whose TaskRunner is the scripted ``FakeTaskRunner``. Th
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -40,6 +39,7 @@ from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.tools import PromptBroker, ToolRegistry, register_builtin_tools
+from tests.gitrepo import git
 
 KEY = "sk-agent-test"
 
@@ -111,7 +111,7 @@ class AgentEnv:
             ("config", "user.email", "t@example.com"),
             ("config", "user.name", "T"),
         ):
-            subprocess.run(["git", "-C", str(self.root), *args], check=True)
+            git(self.root, *args)
         (self.root / "README.md").write_text("calc\n")
         self.outside = tmp / "outside"
         self.outside.mkdir()

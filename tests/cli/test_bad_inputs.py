@@ -1,9 +1,10 @@
 """A user never sees a traceback: bad inputs to the real ``air`` command, table-driven.
 
-Every case runs ``python -m air.cli ...`` as a real subprocess in a fresh directory with an
-empty HOME and no provider keys in the environment. Each must exit 2, print no traceback, name
-the file / field / reason (the case's ``expect`` strings) and say what to do, and create no
-session. The processes run a few at a time (they are independent); each case is its own test.
+Every case runs the ``air`` command as a real process in a fresh directory with an empty HOME
+and no provider keys in the environment. Each must exit 2, print no traceback, name the file /
+field / reason (the case's ``expect`` strings) and say what to do, and create no session. The
+processes are forked from one warm air (tests/cli/forked_air.py: a new interpreter per case cost
+~0.8 s of CPU each); a parity test runs a few cases as ``python -m air.cli`` too and compares.
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pytest
+
+from tests.cli.forked_air import ForkedAir
 
 BATCH = "version: 1\ntasks:\n  - id: a\n    title: Fix the tokenizer\n"
 RUN = ("run", "--headless", "batch.yaml")
@@ -426,9 +429,16 @@ class Outcome:
     proc: subprocess.CompletedProcess[str]
     sessions_before: set[str]
     sessions_after: set[str]
+    base: Path
 
 
-def _run_case(case: Case, base: Path) -> Outcome:
+class Runner(Protocol):
+    def __call__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+    ) -> subprocess.CompletedProcess[str]: ...
+
+
+def _run_case(case: Case, base: Path, run: Runner) -> Outcome:
     root = base / case.name
     home, proj, empty_bin = root / "home", root / "proj", root / "empty-bin"
     for directory in (home, proj, empty_bin):
@@ -453,24 +463,60 @@ def _run_case(case: Case, base: Path) -> Outcome:
             handle.write("tasks:\n" + line * (size // len(line) + 1))
     env = _env(home, case.no_git, empty_bin)
     if case.init:
-        subprocess.run(
-            [sys.executable, "-m", "air.cli", "init"], cwd=proj, env=env, check=True, timeout=60
-        )
+        done = run(["init"], cwd=proj, env=env, timeout=60)
+        assert done.returncode == 0, done.stderr
     before = _sessions(proj)
-    argv = [sys.executable, "-m", "air.cli", *case.args]
+    proc = run(case.args, cwd=proj, env=env, timeout=60)  # a hang (-9) fails this case only
+    return Outcome(proc, before, _sessions(proj), base)
+
+
+def _subprocess(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> subprocess.CompletedProcess[str]:
+    """``python -m air.cli ARGV`` as a new interpreter (what the user starts)."""
+    command = [sys.executable, "-m", "air.cli", *argv]
     try:
-        proc = subprocess.run(argv, cwd=proj, env=env, capture_output=True, text=True, timeout=60)
-    except subprocess.TimeoutExpired as exc:  # a hang is this case's failure, not the table's
-        proc = subprocess.CompletedProcess(argv, -1, "", f"timed out after 60 s: {exc.stderr!r}")
-    return Outcome(proc, before, _sessions(proj))
+        return subprocess.run(
+            command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        return subprocess.CompletedProcess(command, -9, "", f"timed out: {exc.stderr!r}")
 
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
+    """Every case, each a process forked from one warm air (tests/cli/forked_air.py)."""
     base = tmp_path_factory.mktemp("bad-inputs")
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {c.name: pool.submit(_run_case, c, base) for c in CASES}
-        return {name: future.result() for name, future in futures.items()}
+    with ForkedAir() as air:
+        return {c.name: _run_case(c, base, air.run) for c in CASES}
+
+
+PARITY = (
+    "unknown-command",
+    "no-git",
+    "cassette-not-json",
+    "perms-rule-unknown-key",
+    "batch-50-mib",
+)
+"""Cases run both ways by the parity test: argparse, PATH, a cassette, a policy, a size limit."""
+
+
+@pytest.mark.parametrize("name", PARITY)
+def test_a_forked_air_answers_as_the_air_command_does(
+    name: str, outcomes: dict[str, Outcome], tmp_path: Path
+) -> None:
+    """The table's forked processes stand for the real command: the same case run as
+    ``python -m air.cli`` gives the same exit code, stdout and stderr (paths aside)."""
+    case = next(c for c in CASES if c.name == name)
+    real = _run_case(case, tmp_path, _subprocess)
+    forked = outcomes[name]
+    assert real.proc.returncode == forked.proc.returncode
+    for got, want in (
+        (real.proc.stdout, forked.proc.stdout),
+        (real.proc.stderr, forked.proc.stderr),
+    ):
+        assert got.replace(str(real.base), "BASE") == want.replace(str(forked.base), "BASE")
+    assert real.sessions_after == real.sessions_before
 
 
 def test_the_table_is_large_enough() -> None:

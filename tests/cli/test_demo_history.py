@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 
 def _air(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
@@ -18,6 +20,7 @@ def _air(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 def test_demo_records_a_real_run_that_history_reads_back(tmp_path: Path) -> None:
     demo = _air("demo", "--dir", str(tmp_path))
     assert demo.returncode == 0, demo.stdout + demo.stderr

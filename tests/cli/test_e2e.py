@@ -17,6 +17,7 @@ from air.cli import e2e, main
 EXAMPLES = Path(__file__).parents[2] / "examples"
 
 
+@pytest.mark.slow
 def test_air_e2e_passes_on_this_checkout() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "air", "e2e", "--json"], capture_output=True, text=True, timeout=600

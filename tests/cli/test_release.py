@@ -32,6 +32,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_sdist_and_wheel_with_matching_checksums(dist: Path) -> None:
     sums: dict[str, str] = {}
     for line in (dist / "SHA256SUMS").read_text().splitlines():
@@ -42,6 +43,7 @@ def test_sdist_and_wheel_with_matching_checksums(dist: Path) -> None:
         assert hashlib.sha256((dist / name).read_bytes()).hexdigest() == digest
 
 
+@pytest.mark.slow
 def test_the_sdist_ships_every_test_every_example_and_the_license(dist: Path) -> None:
     sdist = dist / "aircoding-0.1.0.tar.gz"
     assert check_sdist(sdist, default_source()) == []
@@ -58,6 +60,7 @@ def test_the_sdist_ships_every_test_every_example_and_the_license(dist: Path) ->
     assert license_text.startswith("MIT License")
 
 
+@pytest.mark.slow
 def test_the_wheel_is_air_under_the_free_distribution_name(dist: Path) -> None:
     with zipfile.ZipFile(dist / "aircoding-0.1.0-py3-none-any.whl") as wheel:
         names = wheel.namelist()

@@ -12,12 +12,14 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pytest
+
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
+from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 FAKE_AIR = str(Path(__file__).with_name("fake_air.py"))
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
 
 
 class Page(HTMLParser):
@@ -61,12 +63,13 @@ def _assert_self_contained(page: Page) -> None:
                 assert not value.startswith(("http:", "https:", "//", "javascript:")), value
 
 
+@pytest.mark.slow
 def test_the_html_report_of_the_calc_example(tmp_path: Path) -> None:
     root = tmp_path / "calc"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
     (root / ".gitignore").write_text(".air/local/\n")
     for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run([*GIT, *args], cwd=root, check=True)
+        git(root, *args)
     run = _air("run", "--headless", "batch.yaml", "--cassette", "cassettes", cwd=root)
     assert run.returncode == 0, run.stderr
     out = tmp_path / "report" / "session.html"

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git
+
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@localhost", "-c", "commit.gpgsign=false"]
 
 
 def _air(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -25,22 +26,16 @@ def _air(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        [*GIT, *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-
 @pytest.fixture
 def ran(tmp_path: Path) -> tuple[Path, dict[str, bytes], str, str]:
     """calc as a git project with uncommitted work, after the batch ran: (root, the files
     before the run, a time before the run, the session id)."""
     root = tmp_path / "calc"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / ".gitignore").write_text(".air/local/\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "calc")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "calc")
     (root / "README.md").write_text((root / "README.md").read_text() + "\nmy uncommitted edit\n")
     (root / "notes.txt").write_text("untracked notes\n")
     before = {p: (root / p).read_bytes() for p in ("calc/evaluator.py", "calc/tokenizer.py")}
@@ -55,14 +50,15 @@ def ran(tmp_path: Path) -> tuple[Path, dict[str, bytes], str, str]:
 
 def _user_state(root: Path) -> tuple[str, str, str, str, str]:
     return (
-        _git(root, "rev-parse", "refs/heads/main"),
-        _git(root, "symbolic-ref", "HEAD"),
-        _git(root, "diff", "--cached", "--stat"),
+        git(root, "rev-parse", "refs/heads/main"),
+        git(root, "symbolic-ref", "HEAD"),
+        git(root, "diff", "--cached", "--stat"),
         (root / "README.md").read_text(),
         (root / "notes.txt").read_text(),
     )
 
 
+@pytest.mark.slow
 def test_a_file_a_merged_task_changed_comes_back_byte_identical(
     ran: tuple[Path, dict[str, bytes], str, str],
 ) -> None:
@@ -87,12 +83,13 @@ def test_a_file_a_merged_task_changed_comes_back_byte_identical(
     assert (root / "calc/evaluator.py").read_bytes() == fixed
 
 
+@pytest.mark.slow
 def test_the_tree_before_a_session_and_at_a_time_come_back(
     ran: tuple[Path, dict[str, bytes], str, str],
 ) -> None:
     root, before, start, session = ran
     assert (root / "CHANGES.md").exists()
-    user_branch = _git(root, "rev-parse", "refs/heads/main")
+    user_branch = git(root, "rev-parse", "refs/heads/main")
     proc = _air("restore", session, cwd=root)
     assert proc.returncode == 0, proc.stderr
     for rel, data in before.items():
@@ -100,8 +97,8 @@ def test_the_tree_before_a_session_and_at_a_time_come_back(
     assert not (root / "CHANGES.md").exists()  # created by the session
     assert (root / "notes.txt").read_text() == "untracked notes\n"
     assert "my uncommitted edit" in (root / "README.md").read_text()
-    assert _git(root, "rev-parse", "refs/heads/main") == user_branch
-    assert _git(root, "symbolic-ref", "HEAD") == "refs/heads/main"
+    assert git(root, "rev-parse", "refs/heads/main") == user_branch
+    assert git(root, "symbolic-ref", "HEAD") == "refs/heads/main"
     # back to the end of the run (restore the rescue by time), then to the start by time
     rescue = [
         json.loads(x) for x in _air("restore", "--list", "--json", cwd=root).stdout.split("\n") if x

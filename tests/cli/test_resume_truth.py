@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from air.contracts.project import OpenSessionOptions
 from air.events.store import EventStore
 from air.session.manager import SessionManager
@@ -113,6 +115,7 @@ def _session_row_visible(db_path: Path) -> bool:
     return bool(row and row[0])
 
 
+@pytest.mark.slow
 def test_killed_while_starting_a_session_is_all_or_nothing(tmp_path: Path) -> None:
     """Even attempts SIGKILL air the moment its ``session.created`` is readable (before the fix
     its tasks were still to be written then); odd ones at a random moment after the session

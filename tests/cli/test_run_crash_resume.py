@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
 from tests.headless import session_events
@@ -47,6 +49,7 @@ def _cassette(task_id: str) -> str:
     ) + _turn([{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}], "end_turn")
 
 
+@pytest.mark.slow
 def test_sigkill_mid_batch_then_resume_finishes_without_rerunning(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     (root / "cas").mkdir(parents=True)

@@ -188,6 +188,7 @@ def _start_fake_run(root: Path) -> subprocess.Popen[str]:
     )
 
 
+@pytest.mark.slow
 def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> None:
     batch = BATCH + '  - id: d\n    title: Slow\n    scope: {write_area: ["slow"]}\n'
     root = _project(

@@ -14,6 +14,7 @@ from air.contracts.event import EventFilter
 from air.events.store import EventStore, replay_events
 from air.store.repositories import dump_tables
 from air.store.session_db import open_session_database
+from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 RUN = ["run", "--headless", "batch.yaml", "--cassette", "cassettes"]
@@ -22,15 +23,6 @@ HEARTBEAT_COLUMNS = {
     "tasks": ("heartbeat_at",),
 }
 """Written straight from ephemeral heartbeats (IMPL-EVT-4): the only columns replay skips."""
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=root,
-        check=True,
-        capture_output=True,
-    )
 
 
 def _without_heartbeats(db: Any) -> dict[str, list[tuple[Any, ...]]]:
@@ -47,9 +39,9 @@ def _without_heartbeats(db: Any) -> dict[str, list[tuple[Any, ...]]]:
 def test_batch_trail_has_evidence_and_replays_to_the_same_tables(tmp_path: Path) -> None:
     root = tmp_path / "calc"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "before")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "before")
     proc = subprocess.run(
         [sys.executable, "-m", "air.cli", *RUN],
         cwd=root,

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
+from tests.gitrepo import git
 from tests.headless import REVIEW_BATCH, review_verdict, session_events
 from tests.trusted import trust_project
 
-GIT = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
 KEY = "zq81-write-area-0a9b8c7d6e5f4a3b2c1d0e9f8a7b"
 
 BATCH = """version: 1
@@ -65,12 +65,6 @@ attempt(lambda: os.unlink("tool.sh"))
 attempt(lambda: os.chmod("run.sh", 0o755))
 attempt(lambda: put("docs/a.md", "more docs\\n", "a"))
 """
-
-
-def _git(root: Path, *args: str) -> str:
-    return subprocess.run(
-        [*GIT, *args], cwd=root, capture_output=True, text=True, check=True
-    ).stdout.strip()
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -140,7 +134,7 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
         (root / d).mkdir(parents=True)
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_rsa").write_text("SECRET\n")
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     files = {
         "docs/a.md": "docs\n",
         "src/app.py": "print(1)\n",
@@ -154,8 +148,8 @@ def project(tmp_path: Path) -> tuple[Path, Path]:
     }
     for rel, text in files.items():
         (root / rel).write_text(text)
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "base")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
     (root / "batch.yaml").write_text(BATCH)
     (root / "review.yaml").write_text(REVIEW_BATCH)
     _cassettes(root, home / ".ssh")
@@ -168,7 +162,7 @@ def test_a_violating_task_merges_nothing_and_its_markers_never_reach_the_next_pr
     project: tuple[Path, Path],
 ) -> None:
     root, home = project
-    base = _git(root, "rev-parse", "HEAD")
+    base = git(root, "rev-parse", "HEAD")
     env = _env(home)
     proc = _air(root, env, "run", "--headless", "batch.yaml", "--cassette", "cas")
     assert proc.returncode == 1, proc.stderr  # one task failed
@@ -189,7 +183,7 @@ def test_a_violating_task_merges_nothing_and_its_markers_never_reach_the_next_pr
     # every path the worker changed outside docs/ (as git sees its committed work) is named
     outside = {
         p
-        for p in _git(root, "diff", "--name-only", "--no-renames", base, branch).splitlines()
+        for p in git(root, "diff", "--name-only", "--no-renames", base, branch).splitlines()
         if not p.startswith("docs/") or p == "docs/ssh"
     }
     expected = {"AGENTS.md", "CLAUDE.md", "Makefile", "src/app.py", "docs/ssh", "src/old.py"}
@@ -212,7 +206,7 @@ def test_a_violating_task_merges_nothing_and_its_markers_never_reach_the_next_pr
     assert (root / "docs" / "a.md").read_text() == "docs\n"
     assert (root / "tool.sh").exists()
     assert not os.access(root / "run.sh", os.X_OK)
-    assert "MARK-BAD" not in _git(root, "log", "-p", "main")
+    assert "MARK-BAD" not in git(root, "log", "-p", "main")
 
     history = _air(root, env, "history")
     assert history.returncode == 0, history.stderr
@@ -245,13 +239,13 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     root, home = tmp_path / "proj", tmp_path / "home"
     (root / "build").mkdir(parents=True)
     home.mkdir()
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / ".gitignore").write_text("build/\n.env.local\ncas/\n*.yaml\n.air/local/\n")
     (root / "clean.py").write_text(
         "import os\nos.unlink('build/cache.bin')\nos.unlink('.env.local')\n"
     )
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "base")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
     (root / "build" / "cache.bin").write_bytes(b"\x00built\xff" * 100)
     (root / ".env.local").write_text("LOCAL=1\n")
     (root / "batch.yaml").write_text(
@@ -277,4 +271,4 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     assert (root / "build" / "cache.bin").read_bytes() == b"\x00built\xff" * 100
     assert (root / ".env.local").read_text() == "LOCAL=1\n"
     # the user's branch and index are untouched (air's own .air/ is new, as in any project)
-    assert _git(root, "status", "--porcelain", "--", ".", ":(exclude).air") == ""
+    assert git(root, "status", "--porcelain", "--", ".", ":(exclude).air") == ""

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pydantic import BaseModel
 
 import air.contracts
@@ -81,6 +82,7 @@ def test_every_contract_model_of_every_module_builds_its_schema() -> None:
     assert "air.contracts.provider.ProviderStreamEvent" in schemas
 
 
+@pytest.mark.slow
 def test_a_late_module_s_models_build_with_nothing_else_imported_first() -> None:
     for module in LATE:
         assert _schemas(module), module

@@ -19,10 +19,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.session.project import ProjectStore
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer
-from tests.cpp.test_example import EXAMPLE, _claim, _false_claim, _git, _project, _use
+from tests.cpp.test_example import EXAMPLE, _claim, _false_claim, _project, _use
+from tests.gitrepo import git
 from tests.trusted import trust_project
 
 KEY = "zq81-debug-memory-key-3c5e7a9b1d2f4e6a8c0b"
@@ -128,6 +131,7 @@ def _sessions(root: Path) -> list[sqlite3.Connection]:
     return [sqlite3.connect(db) for db in dbs]
 
 
+@pytest.mark.slow
 def test_the_second_sessions_debugger_is_told_the_first_fix_and_needs_fewer_turns(
     tmp_path: Path,
 ) -> None:
@@ -144,7 +148,7 @@ def test_the_second_sessions_debugger_is_told_the_first_fix_and_needs_fewer_turn
         assert record.fixed
         # the same defect again, in a new session
         shutil.copy(EXAMPLE / "spread" / "spread.cpp", root / "spread" / "spread.cpp")
-        _git(root, "commit", "-qam", "the variance bug is back")
+        git(root, "commit", "-qam", "the variance bug is back")
         second = _run(root, batch, server, home)
         assert second.returncode == 0, second.stderr
         rejected = list(server.rejected)

@@ -42,6 +42,7 @@ def test_corpus_has_enough_kinds_of_every_category() -> None:
     assert len(KINDS) >= 40
 
 
+@pytest.mark.slow
 def test_every_diagnostic_has_location_severity_and_message(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -77,6 +78,7 @@ def test_every_diagnostic_has_location_severity_and_message(
     assert total >= 2 * 3 * len(COMPILED)
 
 
+@pytest.mark.slow
 def test_same_error_in_two_files_and_lines_has_one_signature(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -90,6 +92,7 @@ def test_same_error_in_two_files_and_lines_has_one_signature(
             assert a.semantic_signature == b.semantic_signature, (name, tool, form, a, b)
 
 
+@pytest.mark.slow
 def test_different_errors_get_different_signatures(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -107,6 +110,7 @@ def test_different_errors_get_different_signatures(
         assert differ / len(pairs) >= 0.95, (tool, differ, len(pairs))
 
 
+@pytest.mark.slow
 def test_text_and_json_forms_of_one_build_are_identical(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -119,6 +123,7 @@ def test_text_and_json_forms_of_one_build_are_identical(
             assert text == structured, (name, variant)
 
 
+@pytest.mark.slow
 def test_clang_text_and_serialized_forms_of_one_build_are_identical(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -132,6 +137,7 @@ def test_clang_text_and_serialized_forms_of_one_build_are_identical(
             assert [len(d.notes) for d in text] == [len(d.notes) for d in structured], name
 
 
+@pytest.mark.slow
 def test_stream_fed_in_small_chunks_equals_one_pass(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -149,6 +155,7 @@ def test_stream_fed_in_small_chunks_equals_one_pass(
     ]
 
 
+@pytest.mark.slow
 def test_notes_attach_and_backtraces_collapse(corpus: tuple[Path, dict[str, CorpusEntry]]) -> None:
     root, entries = corpus
     templ = entries["template_member_missing"]
@@ -257,6 +264,7 @@ def test_colour_and_hyperlink_escapes_are_stripped() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_broken_serialized_files_are_a_clear_tool_error(
     corpus: tuple[Path, dict[str, CorpusEntry]],
 ) -> None:
@@ -269,6 +277,7 @@ def test_broken_serialized_files_are_a_clear_tool_error(
         assert caught.value.user_action
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(cuts=st.lists(st.integers(min_value=1, max_value=400), min_size=1, max_size=60))
 def test_any_chunking_of_a_build_log_gives_the_same_diagnostics(
@@ -306,6 +315,7 @@ _JSONISH = st.recursive(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(
     lines=st.lists(

@@ -12,27 +12,22 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+import pytest
+
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.contracts.artifact_records import DebugRecord
 from air.session.project import ProjectStore
+from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "cpp-stats"
-
-
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
-        check=True,
-        capture_output=True,
-    )
 
 
 def _project(tmp_path: Path) -> Path:
     root = tmp_path / "cpp-stats"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", ".air"))
-    _git(root, "init", "-q")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "the broken library")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "the broken library")
     return root
 
 
@@ -74,6 +69,7 @@ def _db(root: Path) -> sqlite3.Connection:
     return sqlite3.connect(db)
 
 
+@pytest.mark.slow
 def test_example_batch_repairs_the_library_with_build_and_test_evidence(tmp_path: Path) -> None:
     root = _project(tmp_path)
     assert _bare_ctest(root, tmp_path / "before") != 0
@@ -148,6 +144,7 @@ def _false_claim(tmp_path: Path, retry_budget: int) -> tuple[Path, Path]:
     return batch, cassettes
 
 
+@pytest.mark.slow
 def test_an_executor_that_claims_success_while_ctest_fails_ends_failed(tmp_path: Path) -> None:
     root = _project(tmp_path)
     batch, cassettes = _false_claim(tmp_path, retry_budget=0)
@@ -168,6 +165,7 @@ def test_an_executor_that_claims_success_while_ctest_fails_ends_failed(tmp_path:
     ).fetchall()
 
 
+@pytest.mark.slow
 def test_a_ctest_failure_routes_to_a_debugger_and_its_fix_is_remembered(tmp_path: Path) -> None:
     root = _project(tmp_path)
     project = ProjectStore().initialize(root)

@@ -17,7 +17,8 @@ from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
 from tests.cpp.conftest import EXAMPLE
-from tests.tools.conftest import Env, assert_payloads_valid, git
+from tests.gitrepo import git
+from tests.tools.conftest import Env, assert_payloads_valid
 
 
 async def _call(env: Env, name: str, **input: Any) -> ToolResultEnvelope:

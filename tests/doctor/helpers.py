@@ -14,15 +14,7 @@ from typing import Any
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
 from tests.events.sequences import SessionSimulator
-
-GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-
-
-def git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", *GIT_ID, *args], cwd=cwd, capture_output=True, text=True, check=True, timeout=60
-    )
-    return done.stdout
+from tests.gitrepo import git
 
 
 def make_project(tmp_path: Path) -> tuple[Path, Path]:

@@ -12,10 +12,13 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.contracts.ids import utc_now_iso
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
-from tests.doctor.helpers import air, doctor_json, git, make_project, path_without, write_session
+from tests.doctor.helpers import air, doctor_json, make_project, path_without, write_session
+from tests.gitrepo import git
 
 
 def _dead_pid() -> int:
@@ -69,6 +72,7 @@ def _checks(report: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+@pytest.mark.slow
 def test_broken_state_is_reported_fixed_and_then_clean(tmp_path: Path) -> None:
     project, home = make_project(tmp_path)
     planted = _plant_broken_state(project)

@@ -17,6 +17,7 @@ import shutil
 import signal
 from pathlib import Path
 
+import pytest
 import trio
 
 from air.session.knowledge_recovery import converge
@@ -41,6 +42,7 @@ async def _recover_then_replay(root: Path) -> None:
     db.close()
 
 
+@pytest.mark.slow
 def test_kill_minus_nine_at_random_points_converges(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["tests.knowledge.crash_child"])

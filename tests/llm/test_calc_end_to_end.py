@@ -153,6 +153,7 @@ def _trail(stdout: str) -> dict[str, list[tuple[str, str]]]:
     return trail
 
 
+@pytest.mark.slow
 def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None:
     """`air run --record DIR` against the strict server writes per-task cassettes;
     `air run --cassette DIR` in a fresh copy replays them with no server to the same trail."""

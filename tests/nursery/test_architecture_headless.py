@@ -28,6 +28,7 @@ from air.contracts.task import TaskSpec
 from air.llm.task_cassettes import TaskCassettes
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
+from tests.gitrepo import git
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.trusted import trust_project
 
@@ -80,7 +81,7 @@ def _project(tmp: Path, url: str, *, declare: bool) -> Path:
         ("add", "-A"),
         ("commit", "-qm", "init"),
     ):
-        subprocess.run(["git", "-C", str(root), *args], check=True)
+        git(root, *args)
     shared = root / ".air" / "shared"
     shared.mkdir(parents=True)
     (shared / "models.yaml").write_text(
@@ -225,7 +226,7 @@ def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -
     (proj / "cassettes" / "a.jsonl").write_text(
         '{"content": [{"type": "text", "text": "done"}], "stop_reason": "end_turn"}\n'
     )
-    subprocess.run(["git", "init", "-q", str(proj)], check=True)
+    git(proj, "init", "-q")
     trust_project(proj, home)
     done = subprocess.run(
         [sys.executable, "-m", "air", "run", "--headless", "batch.yaml", "--cassette", "cassettes"],

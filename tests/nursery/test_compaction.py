@@ -31,6 +31,7 @@ from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.testing.recording import RecordingProvider
+from tests.gitrepo import git
 from tests.trusted import trust_project
 
 BUDGET = 2_000
@@ -59,7 +60,7 @@ class Env:
         self.tmp = tmp
         self.root = tmp / "proj"
         self.root.mkdir()
-        subprocess.run(["git", "init", "-q", str(self.root)], check=True)
+        git(self.root, "init", "-q")
         self.project = ProjectStore().initialize(self.root)
         self.session: OpenSession = SessionManager().open_session(self.project)
         self.ledger = SessionLedger(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +28,7 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.security.redact import SecretRedactor
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
 from tests.headless import json_events, run_batch_json
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.nursery.conftest import SessionDB
@@ -129,16 +129,12 @@ async def test_review_rounds_are_bounded(
     assert "publish" not in [r.task_id for r in runner.log.records]
 
 
-def _git(root: Path, *args: str) -> None:
-    subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
-
-
 def _git_project(root: Path) -> None:
     root.mkdir(parents=True)
-    _git(root, "init", "-q")
+    git(root, "init", "-q")
     (root / "notes.txt").write_text("draft\n")
-    _git(root, "add", "-A")
-    _git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
 
 
 async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: Path) -> None:

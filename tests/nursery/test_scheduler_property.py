@@ -15,6 +15,7 @@ import os
 import tempfile
 from dataclasses import dataclass
 
+import pytest
 import trio
 import trio.testing
 from hypothesis import HealthCheck, given, settings
@@ -229,6 +230,7 @@ def _run_case(case: Case, ledger: SessionLedger) -> None:
             assert [r.kind for r in runs].count("completed") == 1
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_random_graphs_keep_the_scheduler_invariants(case: Case) -> None:

@@ -11,6 +11,7 @@ import os
 import random
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -171,6 +172,7 @@ def _costs(tmp_path: str, n: int, shape: str) -> tuple[float, float, float, floa
     )
 
 
+@pytest.mark.slow
 def test_scheduling_costs_per_task_do_not_grow_with_the_batch(tmp_path: str) -> None:
     for shape in ("independent", "chained"):
         small = _costs(tmp_path, 50, shape)

@@ -3,7 +3,6 @@ merge conflict becomes a failed attempt that is retried alone on top of the merg
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,28 +13,19 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
 from tests.nursery.conftest import SessionDB
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / "shared.txt").write_text("base\n")
     (root / ".gitignore").write_text(".air/\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "init")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
     return root
 
 
@@ -61,7 +51,7 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
         # areas never conflict with each other)
         if request.task_spec.id == "y" and request.attempt_index == 1:
             (repo / "shared.txt").write_text("user\n")
-            _git(repo, "commit", "-q", "-am", "the user's edit")
+            git(repo, "commit", "-q", "-am", "the user's edit")
 
     runner = FakeTaskRunner(
         {
@@ -87,7 +77,7 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
     assert _read(repo / "a.txt") == "from a\n"
     assert _read(repo / "x" / "x.txt") == "x\n"
     assert _read(repo / "shared.txt") == "y\n"  # y re-ran alone on top of the user's edit
-    assert _git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == ""
     runs = [(r.task_id, r.attempt_index) for r in runner.log.records]
     assert sorted(runs) == [("a", 1), ("x", 1), ("y", 1), ("y", 2)]
     kinds = [e.type for e in ledger.history()]
@@ -96,6 +86,6 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
     failed = [e for e in ledger.history() if e.type == "task.failed"]
     assert [e.payload["error"]["kind"] for e in failed] == ["merge_conflict"]
     # the conflicting attempt's work is kept on its branch
-    branches = _git(repo, "branch", "--list", "air/ws/*").split()
+    branches = git(repo, "branch", "--list", "air/ws/*").split()
     assert len([b for b in branches if b.startswith("air/ws/")]) == 4
     assert session_db.replay_matches(str(repo.parent / "replay.db"))

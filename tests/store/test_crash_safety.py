@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.artifacts.store import ArtifactStore, recover_orphan_artifacts
 from air.events.store import EventStore, replay_events
 from air.session.manager import SessionManager
@@ -157,6 +159,7 @@ def _verify(db_path: Path, ack_path: Path, checked: set[str], tmp: Path, replay:
         db.close()
 
 
+@pytest.mark.slow
 def test_sigkill_at_random_moments_loses_no_acknowledged_event(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()

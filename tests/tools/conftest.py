@@ -8,7 +8,6 @@ subscriber keeps everything published (durable and ephemeral) for the tests to i
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,14 +23,7 @@ from air.security.redact import SecretRedactor
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.tools import PromptBroker, SandboxRunner, ToolRegistry, register_builtin_tools
-
-
-def git(root: Path, *args: str) -> str:
-    """Run git in ``root`` (test set-up only) and return its stdout."""
-    done = subprocess.run(
-        ["git", "-C", str(root), *args], check=True, capture_output=True, text=True
-    )
-    return done.stdout
+from tests.gitrepo import git
 
 
 class Env:

@@ -33,6 +33,7 @@ from air.tools.sandbox import (
     sandbox_environment,
     task_view_dir,
 )
+from tests.gitrepo import git
 
 REPO = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -215,7 +216,7 @@ class Sandboxed:
         self.workspace = self.base / "ws"
         self.home = self.base / "home"
         self.workspace.mkdir()
-        subprocess.run(["git", "init", "-q", str(self.workspace)], check=True)
+        git(self.workspace, "init", "-q")
         for rel, text in SECRETS.items():
             path = self.home / rel
             path.parent.mkdir(parents=True, exist_ok=True)

@@ -133,6 +133,7 @@ def _call(env: Env, name: str, args: dict[str, Any]) -> Any:
     return trio.run(go)
 
 
+@pytest.mark.slow
 def test_fs_patch_matches_git_apply_on_generated_patches(env: Env) -> None:
     seen = {"cases": 0, "applied": 0, "rejected": 0, "no_newline": 0, "dashdash": 0, "multi": 0}
     target = env.root / "f.txt"

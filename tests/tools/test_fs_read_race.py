@@ -16,6 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.contracts.error import AirException
 from air.tools.safefs import read_beneath
 from tests.tools.conftest import Env
@@ -110,6 +112,7 @@ async def test_fs_read_never_returns_a_swapped_in_secret(env: Env) -> None:
     assert refused > 0, (ok, refused)
 
 
+@pytest.mark.slow
 async def test_fs_read_through_a_swapped_directory_never_leaks(env: Env) -> None:
     ssh = _plant_secret(env)
     (env.root / "docs").mkdir()

@@ -13,7 +13,8 @@ from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 from air.contracts.permission import PermissionGrantScope
 from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
 from air.contracts.tool_runs import ToolResultEnvelope
-from tests.tools.conftest import Env, assert_payloads_valid, git
+from tests.gitrepo import git
+from tests.tools.conftest import Env, assert_payloads_valid
 
 ASKS = "curl -s https://example.com/x"
 

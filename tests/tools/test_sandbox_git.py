@@ -15,19 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git
 from tests.tools.sandbox_probe import IDENTITIES, Sandboxed, chown_tree
 
-_IDENT = ("-c", "safe.directory=*", "-c", "user.email=t@example.com", "-c", "user.name=T")
-
-
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-C", str(cwd), *_IDENT, *args],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return done.stdout
+_SAFE = ("-c", "safe.directory=*")
+"""The trees are chowned to the sandbox's user; root's own git calls must still read them."""
 
 
 @pytest.fixture(params=IDENTITIES)
@@ -55,8 +47,8 @@ def _snapshot(gitdir: Path) -> dict[str, bytes]:
 def test_a_repository_git_dir_is_read_only(box: Sandboxed) -> None:
     ws = box.workspace
     (ws / "app.py").write_text("print(1)\n")
-    _git(ws, "add", "app.py")
-    _git(ws, "commit", "-qm", "one")
+    git(ws, *_SAFE, "add", "app.py")
+    git(ws, *_SAFE, "commit", "-qm", "one")
     (ws / "app.py").write_text("print(2)\n")
     if box.unprivileged:
         chown_tree(box.base)
@@ -89,13 +81,13 @@ def test_a_worktree_sees_its_repository_read_only_and_cannot_repoint_dot_git(
 ) -> None:
     main = box.base / "main"
     main.mkdir()
-    _git(main, "init", "-q")
+    git(main, *_SAFE, "init", "-q")
     (main / "a.txt").write_text("one\n")
     (main / "private.txt").write_text("AIRSBXSECRETMAINCHECKOUT\n")
-    _git(main, "add", "a.txt")
-    _git(main, "commit", "-qm", "base")
+    git(main, *_SAFE, "add", "a.txt")
+    git(main, *_SAFE, "commit", "-qm", "base")
     wt = main / ".air" / "local" / "worktrees" / "ws1"
-    _git(main, "worktree", "add", "-q", "-b", "air/ws/ws1", str(wt))
+    git(main, *_SAFE, "worktree", "add", "-q", "-b", "air/ws/ws1", str(wt))
     (wt / "a.txt").write_text("two\n")
     if box.unprivileged:
         chown_tree(box.base)

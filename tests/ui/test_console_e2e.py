@@ -23,9 +23,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from air.contracts.provider import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
 from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
+from tests.gitrepo import git
 from tests.trusted import trust_project
 from tests.ui.tmux import Tmux, processes_with
 
@@ -132,7 +135,7 @@ def _project(root: Path, url: str) -> None:
         ["add", "-A"],
         ["commit", "-qm", "start"],
     ):
-        subprocess.run(["git", "-C", str(root), *args], check=True)
+        git(root, *args)
     (root / ".air" / "shared").mkdir(parents=True)
     (root / ".air" / "shared" / "models.yaml").write_text(MODELS.format(url=url))
     trust_project(root, root.parent / "home")  # every caller's HOME
@@ -304,6 +307,7 @@ def _run_the_slow_one(tmux: Tmux, root: Path, env: dict[str, str], marker: str) 
     _wait_sleeping(marker)
 
 
+@pytest.mark.slow
 def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> None:
     """Closing the terminal (SIGHUP) ends the console and every worker; after a kill -9 of
     air the next start reaps what the dead one left, and quitting then leaves nothing."""
@@ -357,6 +361,7 @@ def test_sighup_and_kill_9_leave_no_process_of_the_session(tmp_path: Path) -> No
         assert _wait_gone(str(tmp_path), timeout=5) == []
 
 
+@pytest.mark.slow
 def test_the_second_ctrl_c_kills_at_once_and_the_reopened_session_lost_nothing(
     tmp_path: Path,
 ) -> None:
@@ -422,6 +427,7 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+@pytest.mark.slow
 def test_an_output_storm_through_the_real_console(tmp_path: Path) -> None:
     """A task's command writes 10,000 flushed lines/s for 3 s: each read is a
     ``command.stdout.delta`` on the bus to the console. Bounds only: the console redraws at
@@ -445,8 +451,8 @@ def test_an_output_storm_through_the_real_console(tmp_path: Path) -> None:
     with StrictServer(api_key=KEY, model=model) as server:
         _project(root, server.url)
         (root / "storm.py").write_text(STORM)
-        subprocess.run(["git", "-C", str(root), "add", "storm.py"], check=True)
-        subprocess.run(["git", "-C", str(root), "commit", "-qm", "storm"], check=True)
+        git(root, "add", "storm.py")
+        git(root, "commit", "-qm", "storm")
         tmux = Tmux(tmp_path)
         try:
             opened = time.monotonic()

@@ -11,6 +11,8 @@ import json
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.ui.tmux import Tmux, driver, processes_with
 
 
@@ -30,6 +32,7 @@ def _wait_command(log: Path, kind: str, timeout: float = 10.0) -> dict[str, obje
     raise AssertionError(f"no {kind} command in {_commands(log)}")
 
 
+@pytest.mark.slow
 def test_a_whole_session_in_tmux_then_its_replay(tmp_path: Path) -> None:
     log, db, clip = tmp_path / "log.jsonl", tmp_path / "session.db", tmp_path / "clip.txt"
     tmux = Tmux(tmp_path)

@@ -10,6 +10,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from air.ui_urwid.app import FRAME_INTERVAL
 from tests.ui.tmux import Tmux, driver, processes_with
 
@@ -21,6 +23,7 @@ RSS_GROWTH_BOUND_KIB = 16 * 1024
 """Allowed RSS growth from the end of the first second to the end of the storm."""
 
 
+@pytest.mark.slow
 def test_event_storm_redraws_at_a_bounded_rate_in_bounded_memory(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:

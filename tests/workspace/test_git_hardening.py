@@ -28,6 +28,7 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.gitsafe import driver_overrides, git_environment, locate_git
 from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
 from tests.nursery.conftest import SessionDB, open_session_db
 from tests.workspace.recorder import Events
 
@@ -47,14 +48,10 @@ HOOKS = (
 
 
 def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-        env={"PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)},
-    ).stdout.strip()
+    """The shared helper with no system or global configuration (HOME is the repository)."""
+    return git(
+        cwd, *args, env={"PATH": os.environ["PATH"], "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd)}
+    )
 
 
 def _exists(path: Path) -> bool:
@@ -121,7 +118,7 @@ def _poison(git_dir: Path, payload: Payload, *, hooks_dir: Path) -> None:
     }
     config = str(git_dir / "config")
     for key, value in settings.items():
-        subprocess.run(["git", "config", "--file", config, key, value], check=True)
+        git(git_dir, "config", "--file", config, key, value)
 
 
 @pytest.fixture

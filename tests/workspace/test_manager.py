@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -11,29 +10,20 @@ import pytest
 from air.contracts.error import AirException
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
 from tests.workspace.recorder import Events
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / "a.txt").write_text("one\ntwo\nthree\n")
     (root / "b.txt").write_text("b\n")
     (root / ".gitignore").write_text(".air/local/\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "init")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
     return root
 
 
@@ -76,7 +66,7 @@ async def test_worktree_merges_back_through_commit_and_merge(repo: Path) -> None
     result = await mgr.merge_workspace(ref.workspace_id)
     assert result.status == "merged"
     assert _read(repo / "new.txt") == "new\n"
-    assert _git(repo, "rev-parse", "HEAD") == result.merge_commit
+    assert git(repo, "rev-parse", "HEAD") == result.merge_commit
     assert events.types() == [
         "workspace.created",
         "workspace.merge.started",
@@ -100,7 +90,7 @@ async def test_worktree_merge_leaves_cache_directories_behind(repo: Path) -> Non
     assert [r.status for r in results] == ["merged", "merged"]
     assert _read(repo / "f0.txt") == "0\n"
     assert _read(repo / "f1.txt") == "1\n"
-    tracked = _git(repo, "ls-files").splitlines()
+    tracked = git(repo, "ls-files").splitlines()
     assert not [t for t in tracked if "__pycache__" in t or ".pytest_cache" in t]
 
 
@@ -112,17 +102,17 @@ async def test_worktree_conflict_is_reported_and_root_untouched(repo: Path) -> N
     )
     _write(Path(ref.path, "a.txt"), "ONE\ntwo\nthree\n")
     _write(repo / "a.txt", "uno\ntwo\nthree\n")
-    _git(repo, "commit", "-q", "-am", "concurrent change")
-    head = _git(repo, "rev-parse", "HEAD")
+    git(repo, "commit", "-q", "-am", "concurrent change")
+    head = git(repo, "rev-parse", "HEAD")
     result = await mgr.merge_workspace(ref.workspace_id)
     assert result.status == "conflicted"
     assert result.conflicted_paths == ["a.txt"]
-    assert _git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "rev-parse", "HEAD") == head
     assert _read(repo / "a.txt") == "uno\ntwo\nthree\n"
-    assert _git(repo, "status", "--porcelain") == ""
+    assert git(repo, "status", "--porcelain") == ""
     assert events.types()[-1] == "workspace.merge.conflicted"
     # the work is kept on its branch
-    assert "ONE" in _git(repo, "show", f"{ref.branch}:a.txt")
+    assert "ONE" in git(repo, "show", f"{ref.branch}:a.txt")
 
 
 async def test_cleanup_keeps_uncommitted_work_on_branch(repo: Path) -> None:
@@ -135,7 +125,7 @@ async def test_cleanup_keeps_uncommitted_work_on_branch(repo: Path) -> None:
     await mgr.abandon_workspace(ref.workspace_id, "cancelled")
     await mgr.cleanup_workspace(ref.workspace_id)
     assert not _exists(ref.path)
-    assert _git(repo, "show", f"{ref.branch}:wip.txt") == "precious"
+    assert git(repo, "show", f"{ref.branch}:wip.txt") == "precious"
     assert events.types()[-2:] == ["workspace.abandoned", "workspace.cleaned"]
 
 

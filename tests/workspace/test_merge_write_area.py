@@ -12,7 +12,6 @@ kept and the error lists the paths and says where the workspace is.
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -22,17 +21,8 @@ from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.nursery.write_areas import merge_guard
 from air.workspace.changes import MAX_LISTED, PathChange
 from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
 from tests.workspace.recorder import Events
-
-
-def _git(cwd: Path, *args: str) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-        cwd=cwd,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
 
 
 @pytest.fixture
@@ -40,7 +30,7 @@ def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     for d in ("docs", "src", ".air/shared/rules"):
         (root / d).mkdir(parents=True)
-    _git(root, "init", "-q", "-b", "main")
+    git(root, "init", "-q", "-b", "main")
     (root / "docs" / "guide.md").write_text("guide\n")
     (root / "src" / "app.py").write_text("print('app')\n")
     (root / "src" / "old.py").write_text("old = 1\n")
@@ -50,8 +40,8 @@ def repo(tmp_path: Path) -> Path:
     (root / "AGENTS.md").write_text("be careful\n")
     (root / ".air" / "shared" / "rules" / "style.md").write_text("short lines\n")
     (root / ".gitignore").write_text(".air/local/\n")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-q", "-m", "init")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
     (tmp_path / "home" / ".ssh").mkdir(parents=True)
     (tmp_path / "home" / ".ssh" / "id_rsa").write_text("SECRET KEY\n")
     return root
@@ -102,7 +92,7 @@ async def test_a_docs_task_that_writes_everywhere_merges_nothing(repo: Path) -> 
     mgr = WorkspaceManager(str(repo), events)
     ws = await _worktree(mgr)
     _plant(ws, repo.parent / "home")
-    before, head = _tree(repo), _git(repo, "rev-parse", "HEAD")
+    before, head = _tree(repo), git(repo, "rev-parse", "HEAD")
     with pytest.raises(AirException) as caught:
         await mgr.merge_workspace(ws.name, guard=merge_guard(["docs"], str(repo)))
     error = caught.value.error
@@ -129,14 +119,14 @@ async def test_a_docs_task_that_writes_everywhere_merges_nothing(repo: Path) -> 
     assert "src/old.py (outside the write area)" in error.message
     assert "AGENTS.md (outside the write area)" in error.message
     # nothing merged, nothing recorded as a merge, the workspace kept for inspection
-    assert _git(repo, "rev-parse", "HEAD") == head
+    assert git(repo, "rev-parse", "HEAD") == head
     assert _tree(repo) == before
     assert events.types() == ["workspace.created"]
     assert mgr.get(ws.name).status == "active"
     assert str(ws) in (error.user_action or "")
     branch = f"air/ws/{ws.name}"
     assert f"git diff {head[:12]} {branch}" in (error.user_action or "")
-    assert "MARK-AGENTS" in _git(repo, "show", f"{branch}:AGENTS.md")  # the work is kept
+    assert "MARK-AGENTS" in git(repo, "show", f"{branch}:AGENTS.md")  # the work is kept
     assert await mgr.gc() == []
     assert (ws / "AGENTS.md").read_text().startswith("MARK-AGENTS")
 
@@ -263,10 +253,10 @@ async def test_a_nested_repository_is_never_merged(repo: Path) -> None:
     ws = await _worktree(mgr)
     nested = ws / "docs" / "vendor"
     nested.mkdir()
-    _git(nested, "init", "-q")
+    git(nested, "init", "-q")
     (nested / "x").write_text("x\n")
-    _git(nested, "add", "x")
-    _git(nested, "commit", "-q", "-m", "x")
+    git(nested, "add", "x")
+    git(nested, "commit", "-q", "-m", "x")
     with pytest.raises(AirException) as caught:
         await mgr.merge_workspace(ws.name, guard=merge_guard(["docs"], str(repo)))
     assert "docs/vendor (a nested repository (gitlink))" in caught.value.error.message

@@ -1,0 +1,45 @@
+"""The suite's one git helper: runs the real git for a test's set-up and its reads.
+
+Every call passes a fixed identity and no signing (``-c``), so a commit works on a machine
+with no git configuration and never picks up the user's; a failing command fails the test
+with git's stderr. Tests that need git to see no global configuration pass ``env``.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from pathlib import Path
+
+IDENTITY = ("-c", "user.name=t", "-c", "user.email=t@example.com", "-c", "commit.gpgsign=false")
+"""The ``-c`` options every call carries (an explicit ``-c`` in a call's args wins)."""
+
+
+def git(cwd: Path | str, *args: str, env: Mapping[str, str] | None = None) -> str:
+    """Run ``git ARGS`` in ``cwd`` with the test identity and return its stdout, stripped.
+
+    Raises:
+        AssertionError: git exited non-zero (its stderr is in the message).
+    """
+    done = subprocess.run(
+        ["git", *IDENTITY, *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=None if env is None else dict(env),
+        check=False,
+    )
+    assert done.returncode == 0, f"git {' '.join(args)} in {cwd}: {done.stderr}"
+    return done.stdout.strip()
+
+
+def init_repo(root: Path, *, message: str | None = None, branch: str = "main") -> Path:
+    """Make ``root`` (created if missing) a git repository on ``branch``; with ``message``,
+    commit everything in it. Returns ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", branch)
+    if message is not None:
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", message)
+    return root
