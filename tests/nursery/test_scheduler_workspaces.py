@@ -73,7 +73,8 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
         [_spec("a", ["a.txt"]), _spec("x", ["x/**"]), _spec("y", ["shared.txt"])]
     )
     result = await sched.run_until_idle()
-    assert result.status == "completed", result
+    errors = [e.payload["error"] for e in ledger.history() if e.type == "task.failed"]
+    assert result.status == "completed", (result, errors)
     assert _read(repo / "a.txt") == "from a\n"
     assert _read(repo / "x" / "x.txt") == "x\n"
     assert _read(repo / "shared.txt") == "y\n"  # y re-ran alone on top of the user's edit
