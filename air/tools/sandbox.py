@@ -635,6 +635,25 @@ _view_checked: list[str] = []
 _view_lock = threading.Lock()
 
 
+def _view_argv(unshare: str, view_dir: str, lower: str, argv: list[str]) -> list[str]:
+    """``argv`` run behind the overlay view of ``lower`` (``_VIEW_SCRIPT``) in a fresh user and
+    mount namespace: the one command line both the probe and every read-only command use."""
+    return [
+        unshare,
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "--propagation",
+        "private",
+        "/bin/sh",
+        "-c",
+        _VIEW_SCRIPT,
+        view_dir,
+        lower,
+        *argv,
+    ]
+
+
 def _check_view_available() -> str:
     """``unshare``'s path, once the view's mounts proved they work here (cached per process):
     an unprivileged overlay needs Linux 5.11+ and user namespaces."""
@@ -649,20 +668,9 @@ def _check_view_available() -> str:
         with tempfile.TemporaryDirectory(prefix="air-view-check-") as tmp:
             for sub in ("view/u", "view/w", "view/l", "lower"):
                 os.makedirs(os.path.join(tmp, sub))
-            argv = [
-                unshare,
-                "--user",
-                "--map-root-user",
-                "--mount",
-                "--propagation",
-                "private",
-                "/bin/sh",
-                "-c",
-                _VIEW_SCRIPT,
-                os.path.join(tmp, "view"),
-                os.path.join(tmp, "lower"),
-                "/bin/true",
-            ]
+            argv = _view_argv(
+                unshare, os.path.join(tmp, "view"), os.path.join(tmp, "lower"), ["/bin/true"]
+            )
             try:
                 done = subprocess.run(
                     argv, capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
@@ -707,20 +715,7 @@ class CommandSpace:
     def wrap(self, argv: list[str], workspace: str) -> list[str]:
         """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
         if self._unshare is not None and self.view_dir is not None:
-            argv = [
-                self._unshare,
-                "--user",
-                "--map-root-user",
-                "--mount",
-                "--propagation",
-                "private",
-                "/bin/sh",
-                "-c",
-                _VIEW_SCRIPT,
-                self.view_dir,
-                workspace,
-                *argv,
-            ]
+            argv = _view_argv(self._unshare, self.view_dir, workspace, argv)
         if self.cgroup is not None:
             argv = self.cgroup.join_argv(argv)
         return argv
