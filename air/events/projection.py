@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
-from air.events.fold import AGENT_FROM, TASK_FROM, TOOL_FROM, WORKSPACE_FROM
 from air.events.payloads import DURABLE_TYPES
+from air.events.transitions import AGENT_FROM, TASK_FROM, TOOL_FROM, WORKSPACE_FROM
 from air.store.repositories import Repository, Row, SessionStore
 
 if TYPE_CHECKING:

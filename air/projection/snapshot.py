@@ -20,7 +20,7 @@ from air.contracts.ui import (
     TotalsProjection,
     WaveProjection,
 )
-from air.events.fold import CommandRunFact
+from air.events.fold_state import CommandRunFact
 from air.projection.records import ViewState
 
 __all__ = ["build_snapshot"]

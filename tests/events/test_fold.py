@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from air.contracts.error import AirException, make_air_error
 from air.contracts.event import RuntimeEvent
 from air.events import projection
-from air.events.fold import TASK_FROM, FoldCursor, SessionState, apply, replay
+from air.events.fold import FoldCursor, apply, replay
+from air.events.fold_state import SessionState
 from air.events.store import EventStore
+from air.events.transitions import TASK_FROM
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database

@@ -16,7 +16,7 @@ import trio
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.task import TaskSpec
-from air.events.fold import SessionState
+from air.events.fold_state import SessionState
 from air.nursery.ledger import Ledger, StoredAgent, fold_history, ledger_view
 from air.nursery.recovery import recover_session
 from air.nursery.scheduler import Scheduler, SchedulerOptions
