@@ -17,7 +17,8 @@ from pydantic import BaseModel
 
 from air.contracts.error import AirException
 from air.contracts.event import RuntimeEvent
-from air.store.repositories import Repository, Row, SessionStore
+from air.store.repositories import SessionStore
+from air.store.repository import Repository, Row
 
 __all__ = [
     "ProjectionCtx",
