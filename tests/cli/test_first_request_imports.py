@@ -261,7 +261,7 @@ def test_no_dataclass_on_the_way_computes_its_docstring(
 
 
 ON_THE_WAY_NAMEDTUPLES = {
-    "air.context.assembler.BudgetFitResult",
+    "air.context.budget.BudgetFitResult",
     "air.nursery.planner.WaveDecision",
     "air.nursery.graph.OrphanReport",
     "air.ipc.launcher.Launched",
