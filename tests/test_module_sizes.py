@@ -24,7 +24,6 @@ OVER_TODAY = {
     "events/fold.py": 830,
     "events/projection.py": 829,
     "projection/store.py": 637,
-    "security/engine.py": 615,
     "store/repositories.py": 642,
     "testing/strict_servers.py": 1086,
     "tools/cpp.py": 750,

@@ -266,7 +266,7 @@ ON_THE_WAY_NAMEDTUPLES = {
     "air.nursery.graph.OrphanReport",
     "air.ipc.launcher.Launched",
     "air.tools.registry._Entry",
-    "air.security.engine.Evaluation",
+    "air.security.items.Evaluation",
 }
 """Read-only records on the way to the first request made NamedTuples (IMPL-BOOT-14)."""
 
