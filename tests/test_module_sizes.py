@@ -19,7 +19,6 @@ TABLES = {
 """Tables, exempt from the cap: splitting them would only scatter one table."""
 
 OVER_TODAY = {
-    "agents/main.py": 647,
     "cli/__init__.py": 606,
     "events/fold.py": 830,
     "events/projection.py": 829,
