@@ -19,17 +19,10 @@ TABLES = {
 """Tables, exempt from the cap: splitting them would only scatter one table."""
 
 OVER_TODAY = {
-    "agents/main.py": 647,
-    "cli/__init__.py": 606,
-    "context/assembler.py": 806,
-    "cpp/diagnostics.py": 681,
-    "security/engine.py": 615,
-    "testing/strict_servers.py": 1086,
     "tools/cpp.py": 750,
     "tools/fs.py": 660,
     "tools/registry.py": 630,
     "tools/sandbox.py": 894,
-    "workspace/manager.py": 753,
 }
 """Over the cap when it came (outside the nursery and supervision): held, never to grow."""
 
