@@ -128,7 +128,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.cli.signals import watch_signals
     from air.contracts.error import CliExit
     from air.contracts.event import EventFilter
-    from air.events.fold import TASK_ENDS
+    from air.events.transitions import TASK_ENDS
     from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 
