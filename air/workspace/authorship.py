@@ -143,4 +143,3 @@ async def read_authorship(location: GitLocation) -> Authorship:
             *((f"user.signingKey={key}",) if key else ()),
         )
     return Authorship(name=name, email=email, author=author, signing=signing)
-

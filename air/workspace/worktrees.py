@@ -31,7 +31,6 @@ if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
 __all__ = ["ProjectGit"]
 
 
-
 def _porcelain_paths(raw: bytes) -> set[str]:
     """Every path in ``git status --porcelain -z`` output (both sides of a rename)."""
     names: set[str] = set()
@@ -87,9 +86,7 @@ class ProjectGit:
             self._authorship = await read_authorship(self._main_location())
         return self._authorship
 
-    async def message(
-        self, rec: WorkspaceRecord, subject: str, body: str | None = None
-    ) -> str:
+    async def message(self, rec: WorkspaceRecord, subject: str, body: str | None = None) -> str:
         """A commit message for ``rec``'s task: subject, body, ``Air-*`` trailers."""
         trailers = {"Air-Task": str(rec.task_id), "Air-Workspace": rec.workspace_id}
         return commit_message(subject, body, trailers, await self.authorship())
