@@ -38,13 +38,8 @@ from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, resource_limit_error
 from air.tools.registry import ToolExecutor, ToolRegistry, is_cancellation
 from air.tools.run import ToolRun
-from air.tools.sandbox import (
-    CommandSpace,
-    SandboxRunner,
-    open_sandboxed,
-    sandbox_environment,
-    task_view_dir,
-)
+from air.tools.sandbox import SandboxRunner, sandbox_environment
+from air.tools.sandbox_spawn import CommandSpace, open_sandboxed
 from air.tools.shell import (
     command_space,
     interrupted_error,
@@ -52,6 +47,7 @@ from air.tools.shell import (
     record_command_started,
     store_output_logs,
 )
+from air.tools.task_view import task_view_dir
 
 if TYPE_CHECKING:
     from air.cpp.build import CppBuildInput, CppBuildOutput

@@ -297,7 +297,8 @@ async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
     from air.cpp.process import run_argv
     from air.tools.cpp import _sandboxed, _Watched
     from air.tools.limits import ResourceLimits
-    from air.tools.sandbox import CommandSpace, SandboxRunner, sandbox_environment
+    from air.tools.sandbox import SandboxRunner, sandbox_environment
+    from air.tools.sandbox_spawn import CommandSpace
 
     sandbox = SandboxRunner()
     sandbox.check_available()  # bubblewrap is needed (scripts/setup.sh installs it)
