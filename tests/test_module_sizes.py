@@ -31,7 +31,6 @@ OVER_TODAY = {
     "testing/strict_servers.py": 1086,
     "tools/cpp.py": 750,
     "tools/fs.py": 660,
-    "tools/registry.py": 630,
     "workspace/manager.py": 753,
 }
 """Over the cap when it came (outside the nursery and supervision): held, never to grow."""
