@@ -20,7 +20,6 @@ TABLES = {
 
 OVER_TODAY = {
     "agents/main.py": 647,
-    "cli/__init__.py": 606,
     "context/assembler.py": 806,
     "cpp/diagnostics.py": 681,
     "events/fold.py": 830,
@@ -28,8 +27,6 @@ OVER_TODAY = {
     "projection/store.py": 637,
     "security/engine.py": 615,
     "store/repositories.py": 642,
-    "testing/strict_servers.py": 1086,
-    "workspace/manager.py": 753,
 }
 """Over the cap when it came (outside the nursery and supervision): held, never to grow."""
 
