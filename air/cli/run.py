@@ -67,7 +67,7 @@ def _run_headless(
     from air.cli.batch import load_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
-    from air.tools.sandbox import SandboxProbe
+    from air.tools.sandbox_check import SandboxProbe
 
     sandbox = None
     try:
