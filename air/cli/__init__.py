@@ -110,8 +110,8 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
         return f"air {name}: {first.split()[0]} needs a value"
     if first.endswith("must not have an argument"):
         return f"air {name}: {first.split()[0]} takes no value"
-    if name == "run" and "--headless" not in rest:
-        return "air run: --headless is required (air run --headless BATCH)"
+    if name == "run" and not {"--headless", "-p", "--prompt"} & set(rest):
+        return "air run: --headless BATCH or -p PROMPT is required"
     valued = set(re.findall(r"(--?[\w-]+)[ =][A-Z]+", usage))
     positional = [
         token
@@ -127,6 +127,8 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     """The command and its docopt arguments, or an exit code (help, version, a bad line)."""
     from docopt import DocoptExit, docopt
 
+    if argv and (argv[0] in ("-p", "--prompt") or argv[0].startswith("--prompt=")):
+        argv = ["run", *argv]  # `air -p PROMPT` is `air run -p PROMPT`
     head = argv[0] if argv else ""
     if _is_console(argv):
         return _parse_console(argv)
@@ -163,7 +165,8 @@ def _is_console(argv: list[str]) -> bool:
     if not argv:
         return True
     if argv[0] == "run":
-        return "--headless" not in argv and not any(a in ("-h", "--help") for a in argv)
+        headless = ("--headless", "-p", "--prompt")
+        return not any(a in ("-h", "--help", *headless) or a.startswith("--prompt=") for a in argv)
     return argv[0].split("=", 1)[0] in CONSOLE_OPTIONS
 
 
