@@ -33,6 +33,7 @@ from air.contracts.permission import (
 )
 from air.contracts.runtime import PermissionTemplate
 from air.security.commands import CommandRiskAnalyzer
+from air.security.external import external_tool, not_for_tool
 from air.security.paths import PathClassifier, in_write_area_entry, is_within
 from air.security.policy import (
     PermissionPolicy,
@@ -211,10 +212,10 @@ class PermissionEngine:
                 )
                 return self._finish(ctx, items, None)
 
-        tool_item = Item(
-            "tool", ctx.tool_name, A.ALLOW, "none", f"{ctx.tool_name} is declared", "1-declaration"
-        )
-        items.append(tool_item)
+        declared = f"{ctx.tool_name} is declared"
+        tool_item = Item("tool", ctx.tool_name, A.ALLOW, "none", declared, "1-declaration")
+        external = external_tool(ctx)  # an MCP server's tool asks (IMPL-MCP-2)
+        items.append(tool_item if external is None else Item(**external))
 
         write_paths = list(ctx.write_paths)
         read_paths = list(ctx.read_paths)
@@ -440,9 +441,8 @@ class PermissionEngine:
                     continue
                 if not rule_matches_command(rule, item.key, item.category):
                     continue
-            else:
-                if rule.path is not None or rule.command is not None or rule.category is not None:
-                    continue
+            elif not_for_tool(rule, item.category):
+                continue
             matched.append(rule)
         if not matched:
             return

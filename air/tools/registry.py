@@ -4,10 +4,9 @@ Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_st
 ``list``), the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``) and the
 JSON-schema input check; ``ToolRun``, the handle an executor gets, is ``air.tools.run``'s.
 Each call validates its input, asks the PermissionEngine, branches on the six actions, and
-records ``tool.started`` / ``tool.completed`` /
-``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
-Deciding stays here; doing is the ``WorkspaceExecutor``'s (``air.tools.executor``; default
-the local one), which every allowed call goes through (IMPL-LAUNCH-5).
+records ``tool.started`` / ``tool.completed`` / ``tool.failed`` / ``tool.cancelled``;
+everything recorded goes through the SecretRedactor. Deciding stays here; doing is the
+``WorkspaceExecutor``'s (``air.tools.executor``; default the local one; IMPL-LAUNCH-5).
 """
 
 from __future__ import annotations
@@ -595,6 +594,7 @@ class ToolRegistry:
                 execute=spec.execute,
                 network=spec.network,
                 system_sensitive=spec.system_sensitive,
+                external=spec.external,
             ),
         )
 
