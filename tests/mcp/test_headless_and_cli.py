@@ -116,6 +116,7 @@ def test_headless_fails_closed_then_a_rule_allows_the_server_s_tool(tmp_path: Pa
     assert _alive_with(tag) == []
 
 
+@pytest.mark.slow
 def test_air_mcp_list_and_tools_show_a_hostile_server_escaped(tmp_path: Path) -> None:
     home, root = tmp_path / "home", tmp_path / "proj"
     (home / ".air").mkdir(parents=True)
