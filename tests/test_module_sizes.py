@@ -19,13 +19,9 @@ TABLES = {
 """Tables, exempt from the cap: splitting them would only scatter one table."""
 
 OVER_TODAY = {
-    "agents/main.py": 647,
-    "context/assembler.py": 806,
-    "cpp/diagnostics.py": 681,
     "events/fold.py": 830,
     "events/projection.py": 829,
     "projection/store.py": 637,
-    "security/engine.py": 615,
     "store/repositories.py": 642,
     "tools/cpp.py": 750,
     "tools/fs.py": 660,

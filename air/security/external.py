@@ -1,6 +1,6 @@
 """The PermissionEngine's judgement of an external tool: one an MCP server serves (IMPL-MCP-2).
 
-Owns ``external_tool`` (the tool item of such a call: ``ask_user``, since air cannot see what
+Owns ``external_item`` (the tool item of such a call: ``ask_user``, since air cannot see what
 the tool does; the server's read-only hint gives the item the ``read_only`` category) and
 ``not_for_tool`` (whether a policy rule cannot match a tool item: it names a path or a command,
 or a category other than the item's, so only a rule that says ``category: read_only`` trusts
@@ -9,33 +9,34 @@ the server's hint). Pure.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from air.contracts.permission import CommandCategory, PermissionAction
+from air.security.items import Item
 
 if TYPE_CHECKING:
     from air.contracts.permission_records import PermissionRequestContext
     from air.security.policy import PolicyRule
 
-__all__ = ["external_tool", "not_for_tool"]
+__all__ = ["external_item", "not_for_tool"]
 
 
-def external_tool(ctx: PermissionRequestContext) -> dict[str, Any] | None:
-    """The fields of the tool item of ``ctx`` when its tool is external; None otherwise."""
+def external_item(ctx: PermissionRequestContext) -> Item | None:
+    """The tool item of ``ctx`` when its tool is external (it asks); None otherwise."""
     external = ctx.declared.external if ctx.declared is not None else None
     if external is None:
         return None
     hint = external == "read_only_hint"
     said = " (the server says it only reads)" if hint else ""
-    return {
-        "kind": "tool",
-        "key": ctx.tool_name,
-        "action": PermissionAction.ASK_USER,
-        "risk": "medium",
-        "reason": f"{ctx.tool_name} is an MCP server's tool{said}: air cannot see what it does",
-        "layer": "4-risk",
-        "category": CommandCategory.READ_ONLY if hint else None,
-    }
+    return Item(
+        "tool",
+        ctx.tool_name,
+        PermissionAction.ASK_USER,
+        "medium",
+        f"{ctx.tool_name} is an MCP server's tool{said}: air cannot see what it does",
+        "4-risk",
+        category=CommandCategory.READ_ONLY if hint else None,
+    )
 
 
 def not_for_tool(rule: PolicyRule, category: CommandCategory | None) -> bool:

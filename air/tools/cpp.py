@@ -56,7 +56,7 @@ from air.tools.shell import (
 if TYPE_CHECKING:
     from air.cpp.build import CppBuildInput, CppBuildOutput
     from air.cpp.clangd import ClangdPool
-    from air.cpp.diagnostics import ParsedDiagnostic
+    from air.cpp.parsed_diagnostic import ParsedDiagnostic
     from air.cpp.process import CommandResult, OutputSink, Spawn
     from air.cpp.testing import CppTestOutput
     from air.cpp.view import OverlayView
