@@ -135,6 +135,10 @@ class McpConnection:
         )
 
 
+def _try(server: McpServer) -> str:
+    return f"`air mcp tools {server.name}` starts it alone"
+
+
 def _environment(server: McpServer, marker: str) -> dict[str, str]:
     """The server's environment on top of the SDK's minimal one (HOME, PATH, USER, ...):
     its declared variables and air's run marker, which every descendant inherits."""
@@ -198,16 +202,16 @@ async def open_connection(
                 kind=ErrorKind.CONFIG_ERROR,
                 message=f"MCP server {server.name} ({server.source}) did not start and "
                 f"initialise within {START_TIMEOUT_S:g} s ({shown(server.describe())})",
-                user_action=f"Check that `{shown(server.describe())}` works, or remove the "
-                f"server {server.name} from {server.source}.",
+                user_action=f"Check the server ({_try(server)}), or remove it from "
+                f"{server.source}.",
             ) from None
         except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
             raise AirException.of(
                 kind=ErrorKind.CONFIG_ERROR,
                 message=f"MCP server {server.name} ({server.source}) could not be started: "
                 f"{describe_error(exc)} ({shown(server.describe())})",
-                user_action=f"Check that `{shown(server.describe())}` works, or remove the "
-                f"server {server.name} from {server.source}.",
+                user_action=f"Check the server ({_try(server)}), or remove it from "
+                f"{server.source}.",
             ) from None
         try:
             yield connection

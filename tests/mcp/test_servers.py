@@ -177,9 +177,11 @@ async def test_the_server_tree_dies_with_the_session_even_a_setsid_child(
 async def test_a_server_that_cannot_start_is_a_config_error_naming_it(mcp_env: McpEnv) -> None:
     from air.contracts.error import AirException
 
+    def naming(exc: AirException) -> bool:
+        return exc.kind == "config_error" and "MCP server gone" in exc.error.message
+
     broken = _stdio("gone", ["/nonexistent/mcp-server"])
-    with pytest.raises(AirException) as caught:
+    # one AirException, inside the group of the test's own nursery (open_runtime unwraps it)
+    with pytest.RaisesGroup(pytest.RaisesExc(AirException, check=naming)):
         async with _serving(mcp_env, broken):
             pass
-    assert caught.value.kind == "config_error"
-    assert "MCP server gone" in caught.value.error.message
