@@ -82,6 +82,12 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.e2e import run_e2e
 
         return run_e2e
+    if name == "help":
+        return _help
+    if name == "completion":
+        from air.cli.completion import run_completion
+
+        return run_completion
     if name == "release":
         from air.cli.release import run_release
 
@@ -143,11 +149,7 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
         print(f"air {__version__}")
         return EXIT_OK
     if head not in COMMANDS:
-        what = "option" if head.startswith("-") else "command"
-        print(f"air: unknown {what} {head!r} (see `air --help`)", file=sys.stderr)
-        print(_usage_section(USAGE), file=sys.stderr)
-        print("  what to do: see `air --help` for the commands.", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _unknown(head)
     usage = COMMANDS[head][1]
     rest = argv[1:]
     before_dashes = rest[: rest.index("--")] if "--" in rest else rest
@@ -162,6 +164,31 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
         print(f"  what to do: see `air {head} --help` for its options.", file=sys.stderr)
         return EXIT_BAD_INPUT
     return head, dict(args)
+
+
+def _unknown(head: str) -> int:
+    """A mistyped command or option: say so, name the closest command, exit 2."""
+    import difflib
+
+    what = "option" if head.startswith("-") else "command"
+    close = difflib.get_close_matches(head.lstrip("-"), list(COMMANDS), n=1, cutoff=0.6)
+    hint = f"; did you mean `air {close[0]}`?" if close else " (see `air --help`)"
+    print(f"air: unknown {what} {head!r}{hint}", file=sys.stderr)
+    print(_usage_section(USAGE), file=sys.stderr)
+    print("  what to do: see `air --help` for the commands.", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _help(args: dict[str, Any]) -> int:
+    """``air help [COMMAND]``: that command's usage, or air's."""
+    name = args.get("COMMAND")
+    if name is None:
+        print(USAGE, end="")
+        return EXIT_OK
+    if name not in COMMANDS:
+        return _unknown(str(name))
+    print(COMMANDS[str(name)][1], end="")
+    return EXIT_OK
 
 
 def _is_console(argv: list[str]) -> bool:

@@ -308,6 +308,34 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "help": (
+        "Show the help of a command (or of air).",
+        """air help: show the help of COMMAND (without one: air's own help).
+
+Usage:
+  air help [COMMAND]
+  air help -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
+    "completion": (
+        "Print a shell completion script (bash, zsh or fish).",
+        """air completion: print a completion script for SHELL (bash, zsh or fish) on stdout.
+
+  bash:  echo 'source <(air completion bash)' >> ~/.bashrc
+  zsh:   air completion zsh > "${fpath[1]}/_air"   (or source it after compinit)
+  fish:  air completion fish > ~/.config/fish/completions/air.fish
+
+Usage:
+  air completion SHELL
+  air completion -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
     "release": (
         "Build the sdist and wheel of air with SHA-256 checksums.",
         """air release: build the sdist and the wheel of air, with checksums.
