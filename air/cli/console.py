@@ -376,6 +376,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         tools=runtime.registry,
         history=history,
         compactor=runtime.compactor(models),
+        steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)

@@ -81,6 +81,7 @@ _V1: dict[str, tuple[str, str]] = {
     "doctor.issue.found": ("doctor", "DoctorIssueFoundPayload"),
     "doctor.run.completed": ("doctor", "DoctorRunCompletedPayload"),
     "requirement.changed": ("conversation", "RequirementChangedPayload"),
+    "requirement.delivered": ("conversation", "RequirementDeliveredPayload"),
     "architecture.plan.updated": ("conversation", "ArchitecturePlanUpdatedPayload"),
     "architecture.impact.completed": ("conversation", "ArchitectureImpactCompletedPayload"),
     "main_agent.state.changed": ("conversation", "MainAgentStateChangedPayload"),

@@ -24,6 +24,7 @@ __all__ = [
     "HudFrameRenderedPayload",
     "MainAgentStateChangedPayload",
     "RequirementChangedPayload",
+    "RequirementDeliveredPayload",
     "UserMessageCreatedPayload",
 ]
 
@@ -93,6 +94,16 @@ class RequirementChangedPayload(EventPayload):
     change_class: Literal["execution", "possible_design", "design_interface_goal"]
     impacted_task_ids: list[str] = Field(default_factory=empty_list)
     origin_message_id: str | None = None
+
+
+class RequirementDeliveredPayload(EventPayload):
+    """IMPL: a correction sent to the running workers (mid-run steering): the tasks it reached,
+    each of which adds it before its next model turn."""
+
+    requirement_id: str
+    description: str
+    task_ids: list[str] = Field(default_factory=empty_list)
+    agent_ids: list[str] = Field(default_factory=empty_list)
 
 
 class ArchitecturePlanUpdatedPayload(EventPayload):
