@@ -40,6 +40,7 @@ from air.agents.architecture import ArchitectureDesigner, ArchitectureImpact
 from air.agents.conversation import ConversationEntry
 from air.agents.direct import DirectMode, ToolPort
 from air.agents.execution import SchedulerRun, TaskScheduler
+from air.agents.model_switch import switch_model, with_task_model
 from air.agents.plan import (
     TaskPlan,
     parse_change,
@@ -133,6 +134,8 @@ class MainAgent:
     ) -> None:
         self.session_id = session_id
         self.steering = steering
+        self.task_model: str | None = None
+        """``provider/model`` of the tasks made after a ``/model`` switch (None: no switch)."""
         self.project_root = project_root
         self.scheduler = scheduler
         assignment = model or models.select_model(ModelRequirement(role="main"))
@@ -396,7 +399,7 @@ class MainAgent:
 
     async def _hand_over(self, plan: TaskPlan) -> AirError | None:
         try:
-            await self.scheduler.create_tasks(plan.tasks)
+            await self.scheduler.create_tasks(with_task_model(plan.tasks, self.task_model))
         except AirException as exc:
             return exc.error
         for task in plan.tasks:
@@ -494,6 +497,13 @@ class MainAgent:
             await self._resumed(new_tasks=False)
             return
         await self._show_for_confirmation(reviewed, message_id, impact)
+
+    async def switch_model(self, ref: str) -> None:
+        """``/model PROVIDER/MODEL``: the Main Agent's next turns and the tasks made from now on
+        use it (``air.agents.model_switch``; a bad ``ref`` raises its ``config_error``)."""
+        chosen = await switch_model(self.turns, self.session_id, ref)
+        self.task_model = f"{chosen.provider_id}/{chosen.model_id}"
+        self.context_budget = conversation_budget(chosen)
 
     async def _cancel_contradicted(self, task_ids: list[str]) -> None:
         """Cancel the running tasks a correction contradicts; the new plan replaces them."""

@@ -268,7 +268,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
             on_quit=on_quit,
         )
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app)
+            await _front(runtime, store, _Reporting(channel), plain, app, _hud_model(agent))
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
@@ -376,12 +376,23 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         tools=runtime.registry,
         history=history,
         compactor=runtime.compactor(models),
+        model=_session_model(runtime, models, options),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)
     runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)
     return agent
+
+
+def _session_model(runtime: Any, models: Any, options: HeadlessOptions) -> Any:
+    """The Main Agent's model: the session's (recorded at its start, ``--provider`` included;
+    issue 24 item 4), not a separate pick; a cassette keeps its own."""
+    from air.contracts.provider import ModelRequirement
+
+    if runtime.services.provider is None:  # injected fake workers: the models are the cassette's
+        return None
+    return models.select_model(ModelRequirement(role="main", model=runtime.services.model))
 
 
 class _Drafts:
@@ -409,7 +420,16 @@ class _Drafts:
         return str(ref.artifact_id)
 
 
-async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any) -> None:
+def _hud_model(agent: Any) -> Any:
+    """The HUD's Main Agent part: its model and context use (``air.agents.model_status``)."""
+    from air.agents.model_status import model_status
+
+    return lambda: model_status(agent.turns)
+
+
+async def _front(
+    runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any, hud: Any = None
+) -> None:
     """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
     person quits or a signal ends it."""
     import trio
@@ -430,6 +450,7 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app
                 nursery.start_soon(app.run)
             else:
                 app.attach(client, channel)
+            app.hud_extra = hud
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             await app.closed.wait()

@@ -36,6 +36,7 @@ _V1: dict[str, tuple[str, str]] = {
     "session.created": ("start", "SessionCreatedPayload"),
     "session.archived": ("ends", "SessionArchivedPayload"),
     "session.deleted": ("ends", "SessionDeletedPayload"),
+    "session.model.changed": ("conversation", "SessionModelChangedPayload"),
     "user.message.created": ("conversation", "UserMessageCreatedPayload"),
     "assistant.message.started": ("conversation", "AssistantMessageStartedPayload"),
     "assistant.message.delta": ("conversation", "AssistantMessageDeltaPayload"),

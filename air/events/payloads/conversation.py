@@ -25,6 +25,7 @@ __all__ = [
     "MainAgentStateChangedPayload",
     "RequirementChangedPayload",
     "RequirementDeliveredPayload",
+    "SessionModelChangedPayload",
     "UserMessageCreatedPayload",
 ]
 
@@ -104,6 +105,17 @@ class RequirementDeliveredPayload(EventPayload):
     description: str
     task_ids: list[str] = Field(default_factory=empty_list)
     agent_ids: list[str] = Field(default_factory=empty_list)
+
+
+class SessionModelChangedPayload(EventPayload):
+    """IMPL: ``/model`` switched the provider and model for what comes next (issue 24 item 4):
+    the session row names them from then on; tasks made later record theirs in their spec."""
+
+    session_id: str
+    model_provider_id: str
+    model_id: str
+    previous_provider_id: str | None = None
+    previous_model_id: str | None = None
 
 
 class ArchitecturePlanUpdatedPayload(EventPayload):
