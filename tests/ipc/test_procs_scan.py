@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from functools import partial
 
 from air.ipc.procs import MARKER_ENV, find_marked, read_identity
 
@@ -40,3 +41,50 @@ def test_a_marked_process_is_found_from_its_own_start_time_and_not_from_a_later_
         child.stdin.close()
         child.wait()
     assert find_marked(marker) == []
+
+
+def test_the_kills_of_a_cancelled_wave_share_their_proc_scans() -> None:
+    """Sixteen process trees (each a group leader and a setsid grandchild, as a worker and what
+    it started) killed at once, as a cancelled wave: every process is gone, and the kills read
+    ``/proc`` a few times in all (IMPL-IPC-6), not once or twice each."""
+    import trio
+
+    from air.ipc.procs import kill_tree, scans_done
+
+    code = (
+        "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ntime.sleep(60)\n"
+    )
+    trees = []
+    for i in range(16):
+        marker = f"m{os.getpid()}-wave{i}"
+        proc = subprocess.Popen(
+            [sys.executable, "-c", code],
+            env={**os.environ, MARKER_ENV: marker},
+            start_new_session=True,
+        )
+        trees.append((proc, marker))
+        time.sleep(0.015)  # start times (clock ticks) apart, as a wave's workers are
+    try:
+        for _ in range(1000):  # every grandchild forked and its environment readable
+            if all(len(find_marked(m)) == 2 for _, m in trees):
+                break
+            time.sleep(0.01)
+        pids = [pid for _, m in trees for pid in find_marked(m)]
+        assert len(pids) == 32
+        time.sleep(0.1)  # no snapshot of the wait above is recent enough to serve the kills
+        before = scans_done()
+
+        async def cancel_wave() -> None:
+            async with trio.open_nursery() as nursery:
+                for proc, marker in reversed(trees):  # the youngest first
+                    kill = partial(kill_tree, read_identity(proc.pid), marker=marker, grace_s=3)
+                    nursery.start_soon(kill)
+
+        trio.run(cancel_wave)
+        scans = scans_done() - before
+        assert all(find_marked(m) == [] for _, m in trees)
+        assert scans <= 5, scans
+    finally:
+        for proc, _ in trees:
+            proc.kill()
+            proc.wait()
