@@ -41,7 +41,8 @@ from air.security.redact import SecretRedactor  # noqa: E402
 from air.session.manager import SessionManager  # noqa: E402
 from air.session.project import ProjectStore  # noqa: E402
 from air.tools import ToolRegistry, register_builtin_tools  # noqa: E402
-from air.tools.sandbox import open_sandboxed, sandbox_environment  # noqa: E402
+from air.tools.sandbox import sandbox_environment  # noqa: E402
+from air.tools.sandbox_spawn import open_sandboxed  # noqa: E402
 
 DEFAULT_COMMAND = "base64 -w 100 /dev/urandom | head -c {size}"
 UNITS = {"K": 1000, "M": 1000**2, "G": 1000**3}
@@ -160,7 +161,7 @@ class Rig:
             assert isinstance(result.output, dict)
             (log,) = [a for a in result.artifacts if a.path.endswith("-stdout.log")]
             os.unlink(log.path)
-            return took, log.size_bytes
+            return took, log.size_bytes or 0
 
         with PeakRss() as rss:
             took, size = trio.run(call)

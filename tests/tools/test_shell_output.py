@@ -34,14 +34,17 @@ async def test_output_over_the_cap_is_stored_whole_and_redacted(env: Env) -> Non
     assert isinstance(out, dict)
     raw = (LINE * (size // len(LINE) + 1))[:size]
     expected = env.redactor.redact(raw)
-    assert SECRET not in expected and REDACTED in expected and len(expected) > LIVE_CHARS
+    assert SECRET not in expected
+    assert REDACTED in expected
+    assert len(expected) > LIVE_CHARS
     (row,) = env.rows("command_runs")
     stored = env.session.artifacts.read(row["stdout_artifact_id"]).content.decode()
     assert stored == expected  # every chunk boundary of the pipe redacted like the whole
     assert out["stdout"] == expected[-TAIL_CHARS:]
     assert out["stdout_truncated"] is True
     assert out["stdout_artifact_id"] == row["stdout_artifact_id"]
-    assert out["stderr"] == "tail-marker\n" and "stderr_truncated" not in out
+    assert out["stderr"] == "tail-marker\n"
+    assert "stderr_truncated" not in out
     assert {a.artifact_id for a in res.artifacts} == {
         row["stdout_artifact_id"],
         row["stderr_artifact_id"],
@@ -63,7 +66,8 @@ async def test_short_output_is_whole_in_the_result_and_live(env: Env) -> None:
     out = res.output
     assert isinstance(out, dict)
     expected = env.redactor.redact(LINE * 2)
-    assert out["stdout"] == expected and "stdout_truncated" not in out
+    assert out["stdout"] == expected
+    assert "stdout_truncated" not in out
     assert await _deltas(env, out["command_run_id"]) == expected
     assert out["stderr"] == ""
     (row,) = env.rows("command_runs")
