@@ -161,10 +161,10 @@ class CommandOutput:
                 await self._send(kind, live)
 
     async def _send(self, kind: str, text: str) -> None:
-        await self.run.emit(
-            f"command.{kind}.delta", {"command_run_id": self.command_run_id, "data": text}
-        )
-        await self.run.stream("stdout" if kind == "stdout" else "stderr", text)
+        """Stream ``text``, which a ``RedactingStream`` of the run's redactor produced."""
+        payload = {"command_run_id": self.command_run_id, "data": text}
+        await self.run.emit(f"command.{kind}.delta", payload, redacted=True)
+        await self.run.stream("stdout" if kind == "stdout" else "stderr", text, redacted=True)
 
     async def store(self) -> dict[str, str]:
         """Store each stream that wrote anything as its log artifact; stream name -> id."""

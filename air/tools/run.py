@@ -111,21 +111,19 @@ class ToolRun:
         """The workspace root with symlinks resolved."""
         return os.path.realpath(self.context.workspace_root)
 
-    async def stream(self, kind: ToolEventKind, data: Any) -> None:
-        """Hand one progress item (redacted) to the caller of ``call_streaming``."""
+    async def stream(self, kind: ToolEventKind, data: Any, *, redacted: bool = False) -> None:
+        """Hand one progress item (redacted; ``redacted``: already, by this run's redactor, as
+        a ``RedactingStream`` of it leaves it) to the caller of ``call_streaming``."""
         if self.events is not None:
             from air.contracts.tool_runs import ToolEvent
 
-            await self.events.send(
-                ToolEvent(
-                    tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
-                )
-            )
+            data = data if redacted else self.redactor.redact_obj(data)
+            await self.events.send(ToolEvent(tool_run_id=self.tool_run_id, kind=kind, data=data))
 
-    def event(self, type: str, payload: JsonObject) -> RuntimeEvent:
+    def event(self, type: str, payload: JsonObject, *, redacted: bool = False) -> RuntimeEvent:
         return new_event(
             type,
-            self.redactor.redact_obj(payload),
+            payload if redacted else self.redactor.redact_obj(payload),
             session_id=self.context.session_id,
             source=EventSource(kind="tool", id=self.definition.name),
         )
@@ -134,9 +132,9 @@ class ToolRun:
         """Ingest a durable event (redacted)."""
         await self.registry.recorder.ingest(self.event(type, payload))
 
-    async def emit(self, type: str, payload: JsonObject) -> None:
-        """Ingest an ephemeral event (redacted)."""
-        await self.registry.recorder.ingest_ephemeral(self.event(type, payload))
+    async def emit(self, type: str, payload: JsonObject, *, redacted: bool = False) -> None:
+        """Ingest an ephemeral event (redacted, unless ``redacted`` says it is already)."""
+        await self.registry.recorder.ingest_ephemeral(self.event(type, payload, redacted=redacted))
 
     def add_artifact(
         self,
