@@ -159,9 +159,11 @@ class Rig:
             took = time.perf_counter() - started
             assert result.status == "ok", result.error
             assert isinstance(result.output, dict)
-            (log,) = [a for a in result.artifacts if a.path.endswith("-stdout.log")]
-            os.unlink(log.path)
-            return took, log.size_bytes or 0
+            stored = 0
+            for log in [a for a in result.artifacts if a.path.endswith("-stdout.log")]:
+                os.unlink(log.path)
+                stored += log.size_bytes or 0
+            return took, stored
 
         with PeakRss() as rss:
             took, size = trio.run(call)
