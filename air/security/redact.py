@@ -326,9 +326,9 @@ class SecretRedactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
-        self._exact: re.Pattern[str] | None = None
-        self._few: tuple[str, ...] | None = None
-        """The values while there are few: found with ``in`` before the alternation runs."""
+        self._exact: tuple[re.Pattern[str], tuple[str, ...] | None] | None = None
+        """The values' alternation, and the values while there are few (found with ``in``
+        before the alternation runs); one attribute, replaced whole (read without the lock)."""
         self.register(*values)
 
     def register(self, *values: str) -> None:
@@ -344,8 +344,10 @@ class SecretRedactor:
                             changed = True
             if changed:
                 ordered = sorted(self._values, key=len, reverse=True)
-                self._exact = re.compile("|".join(re.escape(v) for v in ordered))
-                self._few = tuple(ordered) if len(ordered) <= _FEW_VALUES else None
+                self._exact = (
+                    re.compile("|".join(re.escape(v) for v in ordered)),
+                    tuple(ordered) if len(ordered) <= _FEW_VALUES else None,
+                )
 
     def register_environment(self, environ: Mapping[str, str]) -> int:
         """Register the values of variables whose names look secret (``looks_secret_env_name``)
@@ -381,9 +383,9 @@ class SecretRedactor:
     def redact_lines(self, text: str) -> str:
         """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any
         private key block: registered values, then the shapes on the lines holding a trigger."""
-        exact, few = self._exact, self._few
-        if exact is not None and (few is None or any(v in text for v in few)):
-            text = exact.sub(REDACTED, text)
+        exact = self._exact
+        if exact is not None and (exact[1] is None or any(v in text for v in exact[1])):
+            text = exact[0].sub(REDACTED, text)
         return _shapes().apply_to_lines(text)
 
     def stream(self) -> RedactingStream:

@@ -120,3 +120,12 @@ def test_a_character_split_between_chunks_decodes_whole() -> None:
     assert _streamed(redactor, raw, [1, 3, 5, 8]) == redactor.redact(text)
     assert _streamed(redactor, raw, [1, 3, 5, 8]) == f"é€😀 token {REDACTED}\n"
     assert _streamed(redactor, b"ok \xff\n", [3]) == "ok \ufffd\n"
+
+
+def test_many_registered_values_are_one_alternation_and_each_is_redacted() -> None:
+    values = [f"value-{i:02d}-{'q' * i}x" for i in range(12)]  # more than are searched one by one
+    redactor = SecretRedactor(values)
+    text = "".join(f"line {v} end\n" for v in values)
+    whole = redactor.redact(text)
+    assert whole == f"line {REDACTED} end\n" * 12
+    assert _streamed(redactor, text.encode(), list(range(0, len(text), 7))) == whole
