@@ -54,7 +54,7 @@ from air.contracts.event import EventSource, new_event
 from air.contracts.task import TaskConstraints, TaskDependencySpec, TaskScope, TaskSpec
 from air.contracts.task_results import SchedulerRunResult
 from air.events.store import EventStore
-from air.ipc.procs import find_marked
+from air.ipc.procs import find_marked, scans_done
 from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.planner import default_max_workers
@@ -181,6 +181,12 @@ def _running(pid: int) -> bool:
 
 
 async def cancel_latency(ignore_term: bool) -> float:
+    """Seconds from ``Scheduler.cancel`` until all 32 processes are gone."""
+    return (await cancel_measured(ignore_term))[0]
+
+
+async def cancel_measured(ignore_term: bool) -> tuple[float, int]:
+    """``cancel_latency`` and the ``/proc`` passes the cancel made meanwhile."""
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "proj"
         root.mkdir()
@@ -254,12 +260,14 @@ async def cancel_latency(ignore_term: bool) -> float:
                 nursery.start_soon(watch)
                 await trio.lowlevel.checkpoint()
                 start = time.perf_counter()
+                scans = scans_done()
                 sched.cancel("bench")
             assert box[0].status == "cancelled"
             assert gone_at, "the watcher did not see every process go"
             # nothing marked may be left anywhere (descendants the watcher did not know of)
+            scans = scans_done() - scans
             assert not any(find_marked(m) for m in markers())
-            return gone_at[0] - start
+            return gone_at[0] - start, scans
         finally:
             session.close()
 
