@@ -79,8 +79,9 @@ _PATTERN_SOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
     (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
     (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),
 )
-"""The secret shapes replaced whole, each with the lower-case words one of which each of its
-matches holds (compiled at the first redaction: ``_shapes()``)."""
+"""The secret shapes replaced whole, each with the trigger words one of which each of its
+matches holds: lower case, found in the lower-cased text, but the AWS and Google prefixes
+(``_AWS_GOOGLE``, found as written). Compiled at the first redaction: ``_shapes()``."""
 
 _H = r"[^\S\n]"
 """Whitespace but a newline: no shape crosses a line."""
