@@ -90,6 +90,8 @@ class CommandOutput:
     run: ToolRun
     command_run_id: str
     streams: dict[str, _Stream] = field(default_factory=dict)
+    ended: bool = False
+    """Whether ``forward`` saw both streams end (a timeout cancels it before)."""
 
     def __post_init__(self) -> None:
         for name in _STREAMS:
@@ -115,6 +117,7 @@ class CommandOutput:
                     self._open(kind)
                 await self._publish(await trio.to_thread.run_sync(self._take, batch))
         await self._publish(await trio.to_thread.run_sync(self._end))
+        self.ended = True
         for name, stream in self.streams.items():
             if stream.held_back:
                 note = f"\n[{stream.held_back} more characters of {name} are in its log artifact]\n"
@@ -167,7 +170,11 @@ class CommandOutput:
         await self.run.stream("stdout" if kind == "stdout" else "stderr", text, redacted=True)
 
     async def store(self) -> dict[str, str]:
-        """Store each stream that wrote anything as its log artifact; stream name -> id."""
+        """Store each stream that wrote anything as its log artifact; stream name -> id. After
+        a timeout, the unfinished last line of each stream is stored too."""
+        if not self.ended:
+            await trio.to_thread.run_sync(self._end)
+            self.ended = True
         refs: dict[str, str] = {}
         for name, stream in self.streams.items():
             writer, stream.writer = stream.writer, None

@@ -86,3 +86,17 @@ async def test_a_cancelled_command_leaves_no_partial_log(env: Env) -> None:
     assert not root.exists() or [n for n in os.listdir(root) if n.endswith(".log")] == []
     assert not root.exists() or [n for n in os.listdir(root) if n.startswith(".tmp-")] == []
     assert env.payloads("artifact.created") == []
+
+
+async def test_a_timed_out_command_keeps_its_unfinished_last_line(env: Env) -> None:
+    env.redactor.register(SECRET)
+    env.engine.headless_allow_ask = True
+    command = f"printf 'first line\\nlast {SECRET} no newline'; sleep 30"
+    res = await env.registry.call(
+        "shell.run", {"command": command, "timeout_s": 2}, env.ctx(headless=True)
+    )
+    assert res.error is not None
+    assert res.error.kind == "timeout"
+    (row,) = env.rows("command_runs")
+    stored = env.session.artifacts.read(row["stdout_artifact_id"]).content.decode()
+    assert stored == f"first line\nlast {REDACTED} no newline"
