@@ -540,4 +540,5 @@ async def _play(events: Any) -> None:
         replay=True,
         hud_extra=player.hud_text,
     )
+    app.layout.now = player.log_time  # elapsed times from the log, not the wall clock
     await player.play_while(app.run)
