@@ -149,12 +149,7 @@ def program_version(path: str, args: Sequence[str] = ("--version",)) -> str:
     """The first line ``path ARGS`` prints (its version), or why there is none."""
     try:
         done = subprocess.run(
-            [path, *args],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            stdin=subprocess.DEVNULL,
-            check=False,
+            [path, *args], capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unknown ({exc})"
