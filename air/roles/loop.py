@@ -420,7 +420,8 @@ class ExecutorRole(AgentLoopRole):
         said += [f"never ran: {', '.join(not_run)}"] if not_run else []
         action = "Fix the change so the verification commands pass, or allow a fallback."
         if not_run:
-            action = "Run the verification commands with shell.run; " + action
+            action = "Run the verification commands with shell.run, and fix the change until "
+            action += "they pass (or allow a fallback)."
         error = make_air_error(
             kind=ErrorKind.VERIFICATION_FAILED,
             message="verification " + "; ".join(said),

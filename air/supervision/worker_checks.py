@@ -71,7 +71,7 @@ def _verification_error(run: WorkerRun, missing: list[str]) -> AirError:
     parts += [f"never ran through shell.run: {', '.join(never)}"] if never else []
     action = "Fix the change so the verification commands pass."
     if never:
-        action = "Run the verification commands with shell.run after the change; " + action
+        action = "Run the verification commands with shell.run after the change, until they pass."
     message = "verification " + "; ".join(parts)
     return err(ErrorKind.VERIFICATION_FAILED, message, user_action=action)
 

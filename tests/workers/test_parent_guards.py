@@ -101,8 +101,7 @@ async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None
     # the label says what happened: the command never ran (not "did not pass")
     assert outcome.result.error.message == f"verification never ran through shell.run: {VERIFY}"
     assert outcome.result.error.user_action == (
-        "Run the verification commands with shell.run after the change; "
-        "Fix the change so the verification commands pass."
+        "Run the verification commands with shell.run after the change, until they pass."
     )
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 2\n"
     assert env.events.types(request.agent_id)[-1] == "agent.completed"
