@@ -92,17 +92,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)
     "run": (
         "Open the console on PROJECT; --headless BATCH runs a batch file (YAML) unattended.",
-        f"""air run --headless: run the tasks of BATCH (a YAML file) in waves of worker processes.
-(Without --headless, `air run [PROJECT]` opens the console: see `air --help`.)
+        f"""air run --headless: run the tasks of BATCH (a YAML file; - reads it from stdin) in waves
+of worker processes; -p PROMPT (or `air -p PROMPT`) runs one task made from PROMPT.
+(Without --headless or -p, `air run [PROJECT]` opens the console: see `air --help`.)
 
-Exit 0 when every task completed, 1 when one failed or is blocked, 2 for bad input (nothing
-is started), 130 when cancelled (the first Ctrl-C, SIGTERM or SIGHUP cancels, a second kills).
+stderr gets a line per task start, retry and end (elapsed time; tokens and cost at an end) and
+a last line with the run's total cost. Exit 0 when every task completed, 1 when one failed or
+is blocked, 2 for bad input (nothing is started), 130 when cancelled by Ctrl-C or SIGHUP, 143
+by SIGTERM (the first signal cancels, a second kills; the --junit file and the --json summary
+are written either way).
 
 Usage:
   air run --headless BATCH [--record DIR] {_RUN_ARGS}
+  air run -p PROMPT [--headless] [--record DIR] {_RUN_ARGS}
   air run -h | --help
 
 Options:
+  -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
 {_RUN_OPTIONS}
@@ -216,11 +222,12 @@ Options:
 
 A project may ship files that widen what air does: .air/shared/models.yaml providers (where
 an API key is sent, which variable is read as a key), allow rules in permissions.yaml,
-architecture.yaml, capabilities/*.json, and files that reach every prompt (rules/*.md,
-compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them only once you trusted them: this
-shows each file and what it would do, asks y/N, and records your answer in ~/.air/trust.json
-(outside the project) with a hash of the files, so any later change asks again. Until then
-`air run --headless` refuses (exit 2) and the console asks. Exit 0 trusted, 2 not.
+mcp.yaml servers (commands air would run), architecture.yaml, capabilities/*.json, and files
+that reach every prompt (rules/*.md, compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them
+only once you trusted them: this shows each file and what it would do, asks y/N, and records
+your answer in ~/.air/trust.json (outside the project) with a hash of the files, so any later
+change asks again. Until then `air run --headless` refuses (exit 2) and the console asks. Exit
+0 trusted, 2 not.
 
 Usage:
   air trust [PATH] [--yes]
@@ -232,6 +239,27 @@ Options:
   --yes       Trust without asking (for scripts: read what it prints first).
   --revoke    Forget the trust of the project (air asks again).
   -h --help   Show this help.
+""",
+    ),
+    "mcp": (
+        "List the declared MCP servers, or the tools one of them serves.",
+        """air mcp: the Model Context Protocol servers whose tools the model gets.
+
+Servers are declared in ~/.air/mcp.yaml and .air/shared/mcp.yaml (the project's only once you
+trusted it: `air trust`); a session starts them and stops their processes when it ends. Every
+call of their tools asks you first unless a rule in permissions.yaml allows it.
+
+  list   List the declared servers (starts nothing).
+  tools  Start SERVER, list its tools with the names the model sees, stop it.
+
+Usage:
+  air mcp list [--project PATH]
+  air mcp tools SERVER [--project PATH]
+  air mcp -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "doctor": (
@@ -280,6 +308,34 @@ Options:
   --keep          Keep the temporary directory (its path is printed).
   --json          One JSON result per example on stdout.
   -h --help       Show this help.
+""",
+    ),
+    "help": (
+        "Show the help of a command (or of air).",
+        """air help: show the help of COMMAND (without one: air's own help).
+
+Usage:
+  air help [COMMAND]
+  air help -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
+    "completion": (
+        "Print a shell completion script (bash, zsh or fish).",
+        """air completion: print a completion script for SHELL (bash, zsh or fish) on stdout.
+
+  bash:  echo 'source <(air completion bash)' >> ~/.bashrc
+  zsh:   air completion zsh > "${fpath[1]}/_air"   (or source it after compinit)
+  fish:  air completion fish > ~/.config/fish/completions/air.fish
+
+Usage:
+  air completion SHELL
+  air completion -h | --help
+
+Options:
+  -h --help  Show this help.
 """,
     ),
     "release": (
