@@ -1,7 +1,7 @@
 """Worker benchmarks: spawn-to-ready latency and NDJSON round trips, each against a baseline
 measured in the same run.
 
-Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
+Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N] [--cancels C] [--only-cancel]``.
 
 1. Spawn-to-ready: ``WorkerProcess.spawn`` of ``python -m air.roles`` (own session, marker env),
    ``agent.start`` sent, until ``worker.ready`` is decoded — 1 worker, then 16 at once — vs a
@@ -18,6 +18,10 @@ Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
    Each also prints the CPU time a round trip costs the parent and the child together
    (``/proc/PID/schedstat``), worker vs raw echo: unlike the wall-clock rates, that figure
    barely moves when other processes compete for the cores.
+3. Cancel of 16 workers: ``--cancels`` times (default 10), 16 real workers each with a setsid
+   grandchild are cancelled through the Scheduler, timed until all 32 processes are gone; the
+   median, with the load average. Goal: <= 25 ms (one ``/proc`` scan per cancel, not per
+   worker).
 """
 
 from __future__ import annotations
@@ -298,10 +302,37 @@ async def main(rounds: int, trips: int, spawn: bool = True) -> None:
         )
 
 
+def cancel_wave(runs: int) -> None:
+    """Cancel of 16 real workers, each with a setsid grandchild: from ``Scheduler.cancel`` until
+    all 32 processes are gone (``bench/scheduler.py``'s (d), workers that obey SIGTERM)."""
+    from bench.scheduler import cancel_measured
+
+    times: list[float] = []
+    scans: list[int] = []
+    loads: list[float] = []
+    for _ in range(runs):
+        loads.append(os.getloadavg()[0])
+        took, passes = trio.run(cancel_measured, False)
+        times.append(took)
+        scans.append(passes)
+    print(
+        f"cancel of 16 workers (+16 grandchildren), {runs} runs: median"
+        f" {statistics.median(times) * 1000:6.1f} ms (min {min(times) * 1000:.1f},"
+        f" max {max(times) * 1000:.1f})  (goal <= 25 ms)  /proc scans per cancel: median"
+        f" {statistics.median(scans):.0f} (max {max(scans)})  load average"
+        f" {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trips", type=int, default=2000)
     parser.add_argument("--no-spawn", action="store_true", help="measure round trips only")
+    parser.add_argument("--cancels", type=int, default=10, help="cancels of 16 workers timed")
+    parser.add_argument("--only-cancel", action="store_true", help="time the cancels only")
     args = parser.parse_args()
-    trio.run(main, args.rounds, args.trips, not args.no_spawn)
+    if not args.only_cancel:
+        trio.run(main, args.rounds, args.trips, not args.no_spawn)
+    if args.cancels:
+        cancel_wave(args.cancels)
