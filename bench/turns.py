@@ -76,7 +76,8 @@ def _children(pid: int) -> list[int]:
 def serve(turns: int, stamps: str, ready: str) -> None:
     """The server process: answer ``turns`` fs.read turns, then the verdict; append each
     request's arrival time (``time.monotonic``) to ``stamps``; write the URL to ``ready``."""
-    from air.testing.strict_servers import Reply, StrictServer, blocks_sse
+    from air.testing.strict_servers import StrictServer
+    from air.testing.wire_replies import Reply, blocks_sse
 
     verdict = json.dumps(
         {"status": "completed", "summary": "ships", "result": {"verdict": "approved"}}

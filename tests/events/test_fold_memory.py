@@ -4,7 +4,8 @@ session does not hold every agent's events."""
 
 from __future__ import annotations
 
-from air.events.fold import TASK_ENDS, FoldCursor
+from air.events.fold import FoldCursor
+from air.events.transitions import TASK_ENDS
 from tests.events.sequences import random_sequence
 
 
