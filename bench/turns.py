@@ -4,8 +4,11 @@
 process of its own: ``air.testing.strict_servers.StrictServer``, every request checked the way
 the real API checks it) answers N turns each calling ``fs.read`` on a small file, then the
 review's result. The server stamps each request as it arrives; the turns of each quarter of the
-task, over the time that quarter took, are its rate. The baseline is the task's own first
-quarter: goal, the last quarter >= 0.8x the first (turn 600 costs what turn 10 costs).
+task, over the time that quarter took, are its rate. It also prints the CPU time per turn of the
+air parent and its worker (``/proc``, 10 ms ticks) and of the server, by quarter: the server
+parses and checks the whole conversation at every request, a cost that grows with it. The
+baseline is the task's own first quarter: goal, the last quarter >= 0.8x the first (turn 600
+costs what turn 10 costs).
 
 Run: ``.venv/bin/python bench/turns.py [--turns 600] [--rounds 3] [--profile OUT.prof]``
 (``--profile``: the air parent runs under cProfile and writes its stats to OUT.prof).
@@ -90,6 +93,7 @@ def serve(turns: int, stamps: str, ready: str) -> None:
             pids.append(int(Path(ready).with_name("pid").read_text()))
             pids.extend(_children(pids[0]))
         cpu = f"{_cpu_ticks(pids[0])} {sum(_cpu_ticks(pid) for pid in pids[1:])}"
+        cpu += f" {time.process_time()}"
         out.write(f"{time.monotonic()} {cpu}\n")
         number = sum(1 for m in body["messages"] if m["role"] == "assistant")
         offered = [t["name"] for t in body.get("tools") or []]
@@ -166,15 +170,22 @@ def one_run(turns: int, tmp: Path, profile: str | None) -> list[list[float]]:
 _TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
 
 
-def quarters(rows: list[list[float]]) -> list[tuple[float, float, float]]:
+def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float]]:
     """Each quarter of the task (a turn ends at the next request): turns per second, and the
-    CPU ms per turn of the air parent and of its worker."""
+    CPU ms per turn of the air parent, of its worker and of the server."""
     gaps = len(rows) - 1
     out = []
     for q in range(4):
         a, b = rows[q * gaps // 4], rows[(q + 1) * gaps // 4]
         n = (q + 1) * gaps // 4 - q * gaps // 4
-        out.append((n / (b[0] - a[0]), (b[1] - a[1]) * _TICK_MS / n, (b[2] - a[2]) * _TICK_MS / n))
+        out.append(
+            (
+                n / (b[0] - a[0]),
+                (b[1] - a[1]) * _TICK_MS / n,
+                (b[2] - a[2]) * _TICK_MS / n,
+                (b[3] - a[3]) * 1000 / n,
+            )
+        )
     return out
 
 
@@ -206,6 +217,8 @@ def main() -> None:
             + " -> ".join(f"{q[1]:5.2f}" for q in qs)
             + "  worker: "
             + " -> ".join(f"{q[2]:5.2f}" for q in qs)
+            + "  server: "
+            + " -> ".join(f"{q[3]:5.2f}" for q in qs)
         )
     print(
         f"median last/first: turns/s {statistics.median(ratios):4.2f}x (goal >= 0.8x);"
