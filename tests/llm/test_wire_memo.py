@@ -71,7 +71,7 @@ def _request(messages: list[CanonicalMessage], tools: tuple[str, ...]) -> Provid
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(conversations())
 def test_encoded_bodies_equal_whole_conversions(
     turns: list[tuple[list[CanonicalMessage], tuple[str, ...]]],

@@ -71,7 +71,7 @@ def _full(messages: list[Any], system: Any, tools: Any) -> ProviderCompletionInp
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(turns())
 def test_incremental_conversation_equals_full_validation(
     steps: list[tuple[str, int, list[Any], Any, Any]],
