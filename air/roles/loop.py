@@ -242,14 +242,8 @@ class AgentLoopRole:
                 )
                 messages = _merge_user(messages)
             runtime.turn += 1
-            env = await runtime.call_tool(
-                "provider.complete",
-                {
-                    "system": system,
-                    "messages": messages,
-                    "tools": tools,
-                    "max_tokens": self.max_tokens,
-                },
+            env = await runtime.complete(
+                system=system, messages=messages, tools=tools, max_tokens=self.max_tokens
             )
             if env.status != "ok" or not isinstance(env.output, dict):
                 error = env.error or make_air_error(
