@@ -1,7 +1,8 @@
 """The Anthropic Messages wire shared by both transports (the SDK and plain HTTP).
 
 Owns the canonical -> Messages request (canonical is Anthropic's format, ``cache_control``
-passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``), the
+passes through; the stable prefix of a caching model is marked: ``mark_cache_breakpoints``;
+tool names go out API-legal through ``ToolNameMap``), the
 error reply -> AirError mapping (with the provider's error ``type`` and ``message``), and
 reading a reply, streamed (SSE) or not, through ``AnthropicStreamNormalizer``. Imports no
 client.
@@ -15,6 +16,7 @@ from typing import Any
 
 from air.contracts.error import AirError
 from air.contracts.provider import (
+    ModelConfig,
     ProviderCompletionInput,
     ProviderErrorEvent,
     ProviderStreamEvent,
@@ -28,20 +30,26 @@ from air.llm.sse import SSEDecoder
 from air.llm.tool_names import ToolNameMap
 
 __all__ = [
+    "MAX_BREAKPOINTS",
     "anthropic_batches",
     "anthropic_status_error",
+    "mark_cache_breakpoints",
     "plain_raw_events",
     "request_to_anthropic",
 ]
 
 
 def request_to_anthropic(
-    request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+    request: ProviderCompletionInput,
+    api_model: str,
+    names: ToolNameMap | None = None,
+    model: ModelConfig | None = None,
 ) -> dict[str, Any]:
     """The ``messages.create`` keyword arguments (and the JSON body) for ``request`` (streaming).
 
     Tool names go out through ``names`` (default: the map of ``request.tools``), empty text
-    blocks are left out (``clean_messages``).
+    blocks are left out (``clean_messages``). When ``model`` supports prompt caching the stable
+    prefix is marked (``mark_cache_breakpoints``); its ``params`` are sent as they are.
     """
     names = names if names is not None else ToolNameMap(t.name for t in request.tools)
     messages: list[dict[str, Any]] = []
@@ -54,6 +62,7 @@ def request_to_anthropic(
             blocks.append(data)
         messages.append({"role": message.role, "content": blocks})
     params: dict[str, Any] = {
+        **(model.params if model is not None else {}),
         "model": api_model,
         "max_tokens": request.max_tokens,
         "messages": messages,
@@ -78,7 +87,38 @@ def request_to_anthropic(
         params["temperature"] = request.temperature
     if request.stop_sequences:
         params["stop_sequences"] = list(request.stop_sequences)
+    if model is not None and model.supports_prompt_cache:
+        mark_cache_breakpoints(params)
     return params
+
+
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` blocks one Messages request may carry."""
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _marked(block: dict[str, Any]) -> bool:
+    return "cache_control" in block
+
+
+def mark_cache_breakpoints(params: dict[str, Any]) -> None:
+    """Mark the stable prefix of a Messages body for prompt caching, in place: the last tool,
+    the last system block and the last block of the conversation so far each get
+    ``cache_control: ephemeral`` (the next turn reads everything up to there from the cache),
+    while the body carries at most ``MAX_BREAKPOINTS`` (breakpoints already there count)."""
+    system = params.get("system")
+    if isinstance(system, str):
+        params["system"] = system = [{"type": "text", "text": system}]
+    tools: list[dict[str, Any]] = params.get("tools") or []
+    messages: list[dict[str, Any]] = params.get("messages") or []
+    blocks = [*(system or []), *tools, *(b for m in messages for b in m["content"])]
+    used = sum(1 for block in blocks if _marked(block))
+    last_message = messages[-1]["content"] if messages else []
+    for group in (tools, system or [], last_message):
+        if not group or used >= MAX_BREAKPOINTS or _marked(group[-1]):
+            continue
+        group[-1]["cache_control"] = dict(_EPHEMERAL)
+        used += 1
 
 
 def anthropic_status_error(

@@ -17,6 +17,7 @@ from air.contracts.error import AirException
 from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
+    ModelConfig,
     ProviderCompletionInput,
     StopReason,
     TextBlock,
@@ -189,19 +190,29 @@ class AnthropicCanonicalConverter:
         }
 
     def request_to_openai(
-        self, request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+        self,
+        request: ProviderCompletionInput,
+        api_model: str,
+        names: ToolNameMap | None = None,
+        model: ModelConfig | None = None,
     ) -> dict[str, Any]:
         """The full ``/v1/chat/completions`` body (streaming, with usage); tool names go out
-        through ``names`` (default: the map of ``request.tools``), empty text is left out."""
+        through ``names`` (default: the map of ``request.tools``), empty text is left out.
+        ``model`` says how the output limit is named (``max_completion_tokens`` for reasoning
+        models), the ``reasoning_effort`` and more fields to send (``params``)."""
         names = names if names is not None else ToolNameMap(t.name for t in request.tools)
+        model = model or ModelConfig()
         body: dict[str, Any] = {
+            **model.params,
             "model": api_model,
             "messages": self.system_to_openai(request.system)
             + self.messages_to_openai(clean_messages(request.messages), names),
-            "max_tokens": request.max_tokens,
+            model.max_tokens_param: request.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if model.reasoning_effort is not None:
+            body["reasoning_effort"] = model.reasoning_effort
         if request.tools:
             body["tools"] = self.tools_to_openai(request.tools, names)
         if request.tool_choice is not None:
