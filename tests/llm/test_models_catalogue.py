@@ -48,11 +48,13 @@ def test_the_catalogue_covers_the_current_models_with_checked_data() -> None:
     ):
         entry = known[model]
         config = ModelConfig.model_validate(entry.fields)
-        assert config.price is not None and config.price.input > 0, model
-        assert config.context_window >= 128_000 and config.max_output_tokens >= 8192, model
-    assert lookup("gpt-5") is not None and lookup("gpt-5").fields["max_tokens_param"] == (  # type: ignore[union-attr]
-        "max_completion_tokens"
-    )
+        assert config.price is not None, model
+        assert config.price.input > 0, model
+        assert config.context_window >= 128_000, model
+        assert config.max_output_tokens >= 8192, model
+    gpt5 = lookup("gpt-5")
+    assert gpt5 is not None
+    assert gpt5.fields["max_tokens_param"] == "max_completion_tokens"
     assert lookup("o4-mini").fields["max_tokens_param"] == "max_completion_tokens"  # type: ignore[union-attr]
     assert lookup("gpt-4.1").fields["max_tokens_param"] == "max_tokens"  # type: ignore[union-attr]
     # dated ids and -latest resolve to their entry
@@ -90,7 +92,8 @@ def test_the_environment_configures_a_reasoning_model_from_the_catalogue() -> No
     config = env_models_config({"OPENAI_API_KEY": "k", "OPENAI_MODEL": "gpt-5"})
     model = config.providers["openai"].models["gpt-5"]
     assert model.max_tokens_param == "max_completion_tokens"
-    assert model.price is not None and model.price.cache_read == 0.125
+    assert model.price is not None
+    assert model.price.cache_read == 0.125
     unknown = env_models_config({"OPENAI_API_KEY": "k", "OPENAI_MODEL": "my-finetune"})
     assert unknown.providers["openai"].models["my-finetune"].price is None
 
@@ -179,11 +182,13 @@ def test_model_flag_errors_exit_2_with_what_to_do(tmp_path: Path) -> None:
     )
     wrong = _air(["run", "--headless", str(batch), "--model", "claude-opus-4-5"], env, tmp_path)
     assert wrong.returncode == 2, wrong.stderr
-    assert "--model claude-opus-4-5" in wrong.stderr and "what to do" in wrong.stderr
+    assert "--model claude-opus-4-5" in wrong.stderr
+    assert "what to do" in wrong.stderr
     both = _air(
         ["run", "--headless", str(batch), "-m", "gpt-5", "--cassette", str(batch)], env, tmp_path
     )
-    assert both.returncode == 2 and "--model and --cassette" in both.stderr
+    assert both.returncode == 2
+    assert "--model and --cassette" in both.stderr
 
 
 def test_base_url_precedence() -> None:
@@ -206,7 +211,7 @@ async def test_every_anthropic_transport_honours_anthropic_base_url(transport: s
         provider = ProviderConfig(
             kind=ProviderKind.ANTHROPIC,
             auth_ref="AIR_TEST_KEY",
-            transport=transport,  # type: ignore[arg-type]
+            transport=transport,
             models={"m1": ModelConfig()},
         )
         env = {"AIR_TEST_KEY": FAKE_KEY, "ANTHROPIC_BASE_URL": server.url}
