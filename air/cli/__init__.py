@@ -66,6 +66,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "mcp":
+        from air.cli.mcp import run_mcp
+
+        return run_mcp
     if name == "doctor":
         from air.cli.doctor import run_doctor
 

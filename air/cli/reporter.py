@@ -18,7 +18,8 @@ from typing import IO, Any
 from air.contracts.display import shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
-from air.events.fold import TASK_ENDS, FoldCursor
+from air.events.fold import FoldCursor
+from air.events.transitions import TASK_ENDS
 
 __all__ = ["Progress"]
 

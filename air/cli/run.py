@@ -67,7 +67,7 @@ def _run_headless(
     from air.cli.batch import load_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
-    from air.tools.sandbox import SandboxProbe
+    from air.tools.sandbox_check import SandboxProbe
 
     sandbox = None
     try:
@@ -128,7 +128,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.cli.signals import watch_signals
     from air.contracts.error import CliExit
     from air.contracts.event import EventFilter
-    from air.events.fold import TASK_ENDS
+    from air.events.transitions import TASK_ENDS
     from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 

@@ -220,11 +220,12 @@ Options:
 
 A project may ship files that widen what air does: .air/shared/models.yaml providers (where
 an API key is sent, which variable is read as a key), allow rules in permissions.yaml,
-architecture.yaml, capabilities/*.json, and files that reach every prompt (rules/*.md,
-compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them only once you trusted them: this
-shows each file and what it would do, asks y/N, and records your answer in ~/.air/trust.json
-(outside the project) with a hash of the files, so any later change asks again. Until then
-`air run --headless` refuses (exit 2) and the console asks. Exit 0 trusted, 2 not.
+mcp.yaml servers (commands air would run), architecture.yaml, capabilities/*.json, and files
+that reach every prompt (rules/*.md, compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them
+only once you trusted them: this shows each file and what it would do, asks y/N, and records
+your answer in ~/.air/trust.json (outside the project) with a hash of the files, so any later
+change asks again. Until then `air run --headless` refuses (exit 2) and the console asks. Exit
+0 trusted, 2 not.
 
 Usage:
   air trust [PATH] [--yes]
@@ -236,6 +237,27 @@ Options:
   --yes       Trust without asking (for scripts: read what it prints first).
   --revoke    Forget the trust of the project (air asks again).
   -h --help   Show this help.
+""",
+    ),
+    "mcp": (
+        "List the declared MCP servers, or the tools one of them serves.",
+        """air mcp: the Model Context Protocol servers whose tools the model gets.
+
+Servers are declared in ~/.air/mcp.yaml and .air/shared/mcp.yaml (the project's only once you
+trusted it: `air trust`); a session starts them and stops their processes when it ends. Every
+call of their tools asks you first unless a rule in permissions.yaml allows it.
+
+  list   List the declared servers (starts nothing).
+  tools  Start SERVER, list its tools with the names the model sees, stop it.
+
+Usage:
+  air mcp list [--project PATH]
+  air mcp tools SERVER [--project PATH]
+  air mcp -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "doctor": (

@@ -202,7 +202,12 @@ class WorkspaceManager:
             )
 
     async def merge_workspace(
-        self, workspace_id: str, *, guard: MergeGuard | None = None
+        self,
+        workspace_id: str,
+        *,
+        guard: MergeGuard | None = None,
+        title: str | None = None,
+        summary: str | None = None,
     ) -> MergeResult:
         """Merge the workspace back into the project root.
 
@@ -214,6 +219,8 @@ class WorkspaceManager:
         Args:
             workspace_id: the workspace to merge.
             guard: the caller's judgement of every changed path (the task's write area).
+            title: the task's title: the subject of its commit and of the merge.
+            summary: the worker's summary: the body of the task's commit.
 
         Raises:
             AirException: ``write_area_violation`` (nothing merged, nothing recorded, the
@@ -228,7 +235,9 @@ class WorkspaceManager:
         head: str | None = None
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             self.git.verify(rec)  # a tampered workspace is refused before anything is recorded
-            head = await self.git.commit(rec, f"air: task {rec.task_id} ({rec.workspace_id})")
+            subject = title or f"task {rec.task_id}"
+            message = await self.git.message(rec, subject, summary)
+            head = await self.git.commit(rec, message)
             self._check(rec, await self.git.changes(rec, head), guard)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             changes = await trio.to_thread.run_sync(manifest_changes, rec.manifest, rec.path)
@@ -247,7 +256,8 @@ class WorkspaceManager:
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
         elif rec.strategy == WorkspaceStrategy.WORKTREE.value:
             assert head is not None
-            result = await self.git.merge(rec, head)
+            merge_message = await self.git.message(rec, f"Merge task {rec.task_id}: {subject}")
+            result = await self.git.merge(rec, head, merge_message)
         else:
             result = await self._merge_copy(rec)
         if result.status == "conflicted":
@@ -292,7 +302,8 @@ class WorkspaceManager:
         if rec.status in (WorkspaceStatus.ABANDONED.value, WorkspaceStatus.CLEANED.value):
             return
         if rec.strategy == WorkspaceStrategy.WORKTREE.value and _is_dir(rec.path):
-            await self.git.commit(rec, f"air: abandoned task {rec.task_id} ({reason})")
+            wip = f"WIP: task {rec.task_id}, abandoned ({reason})"
+            await self.git.commit(rec, await self.git.message(rec, wip))
         rec.status = WorkspaceStatus.ABANDONED.value
         rec.abandoned_at = self.now()
         self.records.save(rec)
@@ -304,8 +315,9 @@ class WorkspaceManager:
     async def cleanup_workspace(self, workspace_id: str) -> None:
         """Delete the workspace's files (never the DB row) and record ``workspace.cleaned``.
 
-        A worktree's changes are committed to its branch first and the branch is kept. An
-        isolated copy holding unmerged changes is refused.
+        A worktree's changes are committed to its branch first and the branch is kept, unless
+        the workspace was merged and the project's HEAD holds all of it (``git branch -d``):
+        then the branch goes too. An isolated copy holding unmerged changes is refused.
 
         Raises:
             AirException: ``workspace_error`` when deleting would lose changes.
@@ -315,6 +327,8 @@ class WorkspaceManager:
             return
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             await self.git.remove(rec)
+            if rec.status == WorkspaceStatus.MERGED.value:
+                await self.git.delete_merged_branch(rec)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             if _is_dir(rec.path):
                 if rec.status != WorkspaceStatus.MERGED.value and await self.changed_files(

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import trio
 
 from air.contracts.error import AirException
+from air.workspace.authorship import Authorship, commit_message, read_authorship
 from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
 from air.workspace.copies import JUNK_DIRS
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
@@ -27,8 +29,6 @@ if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
     from air.contracts.task_results import MergeResult
 
 __all__ = ["ProjectGit"]
-
-_GIT_ID = ["-c", "user.name=air", "-c", "user.email=air@localhost", "-c", "commit.gpgsign=false"]
 
 
 def _porcelain_paths(raw: bytes) -> set[str]:
@@ -63,6 +63,7 @@ class ProjectGit:
 
     def __init__(self, project_root: str) -> None:
         self.project_root = project_root
+        self._authorship: Authorship | None = None
         self._worktree_lock = trio.Lock()
         """One ``git worktree`` command at a time: ``worktree add`` reads every worktree's
         metadata and fails on one another ``worktree add`` is still writing."""
@@ -79,17 +80,32 @@ class ProjectGit:
             fingerprint=rec.git_fingerprint,
         )
 
+    async def authorship(self) -> Authorship:
+        """Who the project's commits name (the user's identity and signing), read once."""
+        if self._authorship is None:
+            self._authorship = await read_authorship(self._main_location())
+        return self._authorship
+
+    async def message(self, rec: WorkspaceRecord, subject: str, body: str | None = None) -> str:
+        """A commit message for ``rec``'s task: subject, body, ``Air-*`` trailers."""
+        trailers = {"Air-Task": str(rec.task_id), "Air-Workspace": rec.workspace_id}
+        return commit_message(subject, body, trailers, await self.authorship())
+
     async def run(
-        self, where: WorkspaceRecord | None, *args: str, check: bool = True
+        self,
+        where: WorkspaceRecord | None,
+        *args: str,
+        check: bool = True,
+        config: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[bytes]:
         """Run one hardened git command in ``where`` (None: the project root), verifying its
-        git directory right before (IMPL-GIT-2)."""
+        git directory right before (IMPL-GIT-2); ``config``: ``-c`` options before it."""
         location = self._main_location() if where is None else self.verify(where)
         if args[0] == "worktree":
             async with self._worktree_lock:
-                result = await run_git(location, *_GIT_ID, *args)
+                result = await run_git(location, *config, *args)
         else:
-            result = await run_git(location, *_GIT_ID, *args)
+            result = await run_git(location, *config, *args)
         if check and result.returncode != 0:
             raise workspace_error(
                 f"git {args[0]} failed in {location.work_tree}",
@@ -157,7 +173,18 @@ class ProjectGit:
         )
         if staged.returncode != 0:
             # --allow-empty: git's own "nothing to commit" check ignores gitlinks here
-            await self.run(rec, "commit", "-q", "--no-verify", "--allow-empty", "-m", message)
+            who = await self.authorship()
+            await self.run(
+                rec,
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                *who.commit_args(),
+                "-m",
+                message,
+                config=who.config(),
+            )
         return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
 
     async def changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
@@ -184,9 +211,10 @@ class ProjectGit:
             changes.append(change)
         return changes
 
-    async def merge(self, rec: WorkspaceRecord, head: str) -> MergeResult:
+    async def merge(self, rec: WorkspaceRecord, head: str, message: str) -> MergeResult:
         """Merge exactly ``head`` (the commit that was checked) into the project with
-        ``--no-ff``; a conflict is aborted and reported with its paths."""
+        ``--no-ff`` and ``message``; a conflict is aborted and reported with its paths. A
+        merged task branch is deleted (its commits are in the project's history now)."""
         from air.contracts.task_results import MergeResult
 
         assert rec.branch is not None
@@ -195,6 +223,7 @@ class ProjectGit:
             return MergeResult(
                 workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
             )
+        who = await self.authorship()
         merged = await self.run(
             None,
             "merge",
@@ -202,10 +231,12 @@ class ProjectGit:
             "--no-edit",
             "--no-stat",
             "--no-verify",
+            *who.merge_args(),
             "-m",
-            f"air: merge task {rec.task_id}",
+            message,
             head,  # the commit that was checked, not whatever the branch holds by now
             check=False,
+            config=who.config(),
         )
         if merged.returncode != 0:
             unmerged = await self.out(
@@ -228,9 +259,17 @@ class ProjectGit:
             kept_branch=rec.branch,
         )
 
+    async def delete_merged_branch(self, rec: WorkspaceRecord) -> bool:
+        """Delete the task branch when the project's HEAD contains it (``git branch -d``
+        refuses anything else: unmerged work is never lost). True when it was deleted."""
+        if rec.branch is None:
+            return False
+        done = await self.run(None, "branch", "-d", "-q", rec.branch, check=False)
+        return done.returncode == 0
+
     async def remove(self, rec: WorkspaceRecord) -> None:
         """Commit what is left to the worktree's branch (kept), remove the worktree, prune."""
         if _is_dir(rec.path):
-            await self.commit(rec, f"air: keep work of task {rec.task_id}")
+            await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
             await self.run(None, "worktree", "remove", "--force", rec.path)
         await self.run(None, "worktree", "prune", check=False)
