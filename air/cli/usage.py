@@ -19,6 +19,8 @@ _RUN_OPTIONS = """\
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run).
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
+  --branch NAME           Land the run's merges on branch NAME of the project (made from
+                          HEAD when new, and checked out before the first task).
   --review                Review every completed code change (a review task per task).
   --json                  Stream every event as one JSON object per line on stdout (if
                           the reader goes away the stream stops and the run goes on); the
@@ -28,7 +30,8 @@ _RUN_OPTIONS = """\
 
 _RUN_ARGS = (
     "[--project PATH] [--provider NAME] [--model NAME] [--cassette PATH] [--max-workers N] "
-    "[--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]"
+    "[--permission-mode MODE] [--isolation MODE] [--branch NAME] [--review] [--json] "
+    "[--junit FILE]"
 )
 
 _DOCTOR_USAGE = """air doctor: check that air can work here, and repair its own state.
@@ -96,17 +99,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)
     "run": (
         "Open the console on PROJECT; --headless BATCH runs a batch file (YAML) unattended.",
-        f"""air run --headless: run the tasks of BATCH (a YAML file) in waves of worker processes.
-(Without --headless, `air run [PROJECT]` opens the console: see `air --help`.)
+        f"""air run --headless: run the tasks of BATCH (a YAML file; - reads it from stdin) in waves
+of worker processes; -p PROMPT (or `air -p PROMPT`) runs one task made from PROMPT.
+(Without --headless or -p, `air run [PROJECT]` opens the console: see `air --help`.)
 
-Exit 0 when every task completed, 1 when one failed or is blocked, 2 for bad input (nothing
-is started), 130 when cancelled (the first Ctrl-C, SIGTERM or SIGHUP cancels, a second kills).
+stderr gets a line per task start, retry and end (elapsed time; tokens and cost at an end) and
+a last line with the run's total cost. Exit 0 when every task completed, 1 when one failed or
+is blocked, 2 for bad input (nothing is started), 130 when cancelled by Ctrl-C or SIGHUP, 143
+by SIGTERM (the first signal cancels, a second kills; the --junit file and the --json summary
+are written either way).
 
 Usage:
   air run --headless BATCH [--record DIR] {_RUN_ARGS}
+  air run -p PROMPT [--headless] [--record DIR] {_RUN_ARGS}
   air run -h | --help
 
 Options:
+  -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
 {_RUN_OPTIONS}
@@ -308,6 +317,34 @@ Options:
   -h --help       Show this help.
 """,
     ),
+    "help": (
+        "Show the help of a command (or of air).",
+        """air help: show the help of COMMAND (without one: air's own help).
+
+Usage:
+  air help [COMMAND]
+  air help -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
+    "completion": (
+        "Print a shell completion script (bash, zsh or fish).",
+        """air completion: print a completion script for SHELL (bash, zsh or fish) on stdout.
+
+  bash:  echo 'source <(air completion bash)' >> ~/.bashrc
+  zsh:   air completion zsh > "${fpath[1]}/_air"   (or source it after compinit)
+  fish:  air completion fish > ~/.config/fish/completions/air.fish
+
+Usage:
+  air completion SHELL
+  air completion -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
     "release": (
         "Build the sdist and wheel of air with SHA-256 checksums.",
         """air release: build the sdist and the wheel of air, with checksums.
@@ -359,7 +396,7 @@ def _top_usage() -> str:
     lines += ["`air` (or `air run [PROJECT]`) opens the console: its options are below.", ""]
     lines += ["Commands:"]
     for name, (summary, _usage) in COMMANDS.items():
-        lines.append(f"  {name:<10}{summary}")
+        lines.append(f"  {name:<11}{summary}")
     console_options = CONSOLE_USAGE.split("Options:\n", 1)[1].rstrip("\n").splitlines()
     lines += ["", "Console options:", *[o for o in console_options if "--help" not in o]]
     lines += ["", "Run `air COMMAND --help` for a command's options.", ""]
