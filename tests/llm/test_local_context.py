@@ -14,7 +14,8 @@ import pytest
 from air.llm.config import load_models_config
 from air.llm.local_context import local_context_length
 from air.testing.local_info import LocalServerInfo
-from tests.llm.servers import StrictServer
+from tests.headless import json_events, review_project, review_verdict, run_batch_json
+from tests.llm.servers import Reply, StrictServer, Turn, openai_sse
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "qwen2.5-coder:7b"
@@ -97,3 +98,25 @@ def test_a_configured_window_or_a_keyed_provider_is_not_asked(tmp_path: Path) ->
     assert models["q"].context_window == 4096
     assert models["r"].context_window == 24_576
     assert keyed.providers["openai"].models[MODEL].context_window == 200_000
+
+
+def test_a_run_on_a_model_of_unknown_price_reports_its_cost_as_unknown(tmp_path: Path) -> None:
+    """The ledger never turns an unknown price into $0: the task's usage has no cost and the
+    run's last line says the total is a lower bound; the local model's window is the server's."""
+    root, home = review_project(tmp_path)
+    info = LocalServerInfo("ollama", MODEL, 32_768, num_ctx=16_384)
+    with StrictServer(openai_keyless=True, info=info) as server:
+        server.push(Reply(chunks=openai_sse(Turn(text=[review_verdict()]))))
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+            "HOME": str(home),
+            "OPENAI_BASE_URL": f"{server.url}/v1",
+            "OPENAI_MODEL": MODEL,
+        }
+        proc = run_batch_json(root, env)
+        bodies = [r.body for r in server.requests if r.path.endswith("/chat/completions")]
+    assert proc.returncode == 0, proc.stderr
+    assert bodies[0]["max_tokens"] == 4096  # a quarter of the 16384 the server serves
+    [done] = [e for e in json_events(proc.stdout) if e["type"] == "task.completed"]
+    assert done["payload"]["worker_result"]["usage"]["cost_usd"] is None
+    assert "cost unknown" in proc.stderr
