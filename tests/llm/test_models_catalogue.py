@@ -187,6 +187,9 @@ def test_model_flag_errors_exit_2_with_what_to_do(tmp_path: Path) -> None:
     both = _air(
         ["run", "--headless", str(batch), "-m", "gpt-5", "--cassette", str(batch)], env, tmp_path
     )
+    prompt = _air(["-m", "claude-opus-4-5", "-p", "Say hello."], env, tmp_path)
+    assert prompt.returncode == 2, prompt.stderr
+    assert "--model claude-opus-4-5" in prompt.stderr  # `air -m NAME -p PROMPT` is a run
     assert both.returncode == 2
     assert "--model and --cassette" in both.stderr
 
