@@ -31,7 +31,6 @@ OVER_TODAY = {
     "testing/strict_servers.py": 1086,
     "tools/cpp.py": 750,
     "tools/fs.py": 660,
-    "tools/registry.py": 630,
     "tools/sandbox.py": 894,
     "workspace/manager.py": 753,
 }

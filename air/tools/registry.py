@@ -1,11 +1,11 @@
 """ToolRegistry: the only road from a tool call to a side effect (SDD §9.1, §9.3).
 
 Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_streaming``,
-``list``), the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``) and the
-JSON-schema input check; ``ToolRun``, the handle an executor gets, is ``air.tools.run``'s.
-Each call validates its input, asks the PermissionEngine, branches on the six actions, and
-records ``tool.started`` / ``tool.completed`` /
-``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
+``list``) and the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``); the
+JSON-schema input check is ``air.tools.input_schema``'s, ``ToolRun``, the handle an executor
+gets, ``air.tools.run``'s. Each call checks its input, asks the PermissionEngine, branches on
+the six actions, and records ``tool.started`` / ``tool.completed`` / ``tool.failed`` /
+``tool.cancelled``; everything recorded goes through the SecretRedactor.
 Deciding stays here; doing is the ``WorkspaceExecutor``'s (``air.tools.executor``; default
 the local one), which every allowed call goes through (IMPL-LAUNCH-5).
 """
@@ -28,6 +28,7 @@ from air.contracts.tool import ToolDefinition
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
+from air.tools.input_schema import integral_input, validate_schema
 from air.tools.run import ArtifactSink, EventRecorder, ToolRun
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
@@ -45,7 +46,6 @@ __all__ = [
     "ToolExecutor",
     "ToolRegistry",
     "is_cancellation",
-    "validate_schema",
 ]
 
 
@@ -72,71 +72,6 @@ class _Entry(NamedTuple):
     definition: ToolDefinition
     executor: ToolExecutor
     paths: PathExtractor | None
-
-
-# -- JSON schema ---------------------------------------------------------------------------
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
-
-
-def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> list[str]:
-    """Check ``value`` against the JSON-schema subset tools use; return the problems found.
-
-    Supports type (one or a list), properties, required, additionalProperties (bool), items,
-    enum, minimum, maximum, minLength, maxLength and minItems.
-    """
-    problems: list[str] = []
-    expected = schema.get("type")
-    if expected is not None:
-        names = expected if isinstance(expected, list) else [expected]
-        ok = False
-        for name in names:
-            types = _JSON_TYPES.get(name, ())
-            if isinstance(value, bool) and name in ("integer", "number"):
-                continue
-            if isinstance(value, types):
-                ok = True
-        if not ok:
-            return [f"{where} must be {' or '.join(names)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{where} must be one of {schema['enum']}")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            problems.append(f"{where} is too short")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            problems.append(f"{where} is too long")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            problems.append(f"{where} must be >= {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            problems.append(f"{where} must be <= {schema['maximum']}")
-    if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                problems.append(f"{where}.{name} is required")
-        if schema.get("additionalProperties", True) is False:
-            for name in value:
-                if name not in props:
-                    problems.append(f"{where}.{name} is not allowed")
-        for name, sub in props.items():
-            if name in value:
-                problems.extend(validate_schema(sub, value[name], f"{where}.{name}"))
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            problems.append(f"{where} needs at least {schema['minItems']} items")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
-    return problems
 
 
 _RESOLVED: dict[PermissionGrantScope, str] = {
@@ -281,6 +216,7 @@ class ToolRegistry:
             )
             return
         definition = entry.definition
+        input = integral_input(definition.input_schema, input)
         problems = validate_schema(definition.input_schema, input)
         if problems:
             yield self._envelope(
