@@ -66,8 +66,8 @@ def import_costs(runs: int, env: dict[str, str]) -> None:
         for code in codes:
             times[code].append(_import_ms(code, env))
     median = {code: statistics.median(got) for code, got in times.items()}
-    base = median["pass"]
-    print(f"import CPU, median of {runs} fresh processes (python -c pass: {base:.0f} ms);")
+    bare = median["pass"]
+    print(f"import CPU, median of {runs} fresh processes (python -c pass: {bare:.0f} ms);")
     print("ms each adds to a process that has already imported what air loads anyway")
     print("| part | loaded anyway | air | ms | library | ms |")
     print("|---|---|---|---|---|---|")

@@ -1,12 +1,13 @@
 """Print pip constraints pinning every direct dependency of air to its declared floor.
 
-Reads ``install_requires`` and the ``test`` extra of setup.cfg (the only place they are
-declared) and prints ``name==floor`` for each, so the lowest-versions job (scripts/lowest.sh)
+Reads ``install_requires`` and every extra of setup.cfg (the only place they are declared)
+and prints ``name==floor`` for each, so the lowest-versions job (scripts/lowest.sh)
 can never drift from the declarations. A dependency without a ``>=`` floor is an error: every
 direct dependency declares the lowest version it was tested with. Standard library only: it
 runs before any virtualenv exists.
 
-Usage: python3 scripts/floors.py [SETUP_CFG]
+Usage: python3 scripts/floors.py [SETUP_CFG]; with ``--extras`` first, it prints the extras'
+names instead (``test,mcp``: what the job installs).
 """
 
 from __future__ import annotations
@@ -21,12 +22,23 @@ _REQUIREMENT = re.compile(
 )
 
 
-def declared(setup_cfg: Path) -> list[str]:
-    """The requirement lines of ``install_requires`` and the ``test`` extra, in order."""
+def _parser(setup_cfg: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(setup_cfg, encoding="utf-8")
+    return parser
+
+
+def extras(setup_cfg: Path) -> list[str]:
+    """The names of the extras, in order."""
+    return list(_parser(setup_cfg)["options.extras_require"])
+
+
+def declared(setup_cfg: Path) -> list[str]:
+    """The requirement lines of ``install_requires`` and of every extra, in order."""
+    parser = _parser(setup_cfg)
     text = parser.get("options", "install_requires")
-    text += "\n" + parser.get("options.extras_require", "test")
+    for extra in extras(setup_cfg):
+        text += "\n" + parser.get("options.extras_require", extra)
     return [line.strip() for line in text.splitlines() if line.strip()]
 
 
@@ -51,7 +63,13 @@ def constraints(setup_cfg: Path) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    setup_cfg = Path(argv[1]) if len(argv) > 1 else Path(__file__).parent.parent / "setup.cfg"
+    args = argv[1:]
+    names = bool(args) and args[0] == "--extras"
+    args = args[1:] if names else args
+    setup_cfg = Path(args[0]) if args else Path(__file__).parent.parent / "setup.cfg"
+    if names:
+        print(",".join(extras(setup_cfg)))
+        return 0
     try:
         lines = constraints(setup_cfg)
     except ValueError as exc:

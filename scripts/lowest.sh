@@ -21,8 +21,9 @@ if [ ! -f "$stamp" ] || ! cmp -s "$pins.new" "$pins" || [ setup.cfg -nt "$stamp"
   mv "$pins.new" "$pins"
   echo "== lowest versions: installing air with $(wc -l < "$pins") direct dependencies at their floors"
   "$venv/bin/python" -m pip install -q --upgrade pip >/dev/null || exit 1
+  extras=$("$PY" scripts/floors.py --extras setup.cfg) || exit 1
   "$venv/bin/python" -m pip install -q -c "$pins" --config-settings editable_mode=compat \
-    -e ".[test]" || exit 1
+    -e ".[$extras]" || exit 1
   touch "$stamp"
 else
   rm -f "$pins.new"

@@ -23,7 +23,8 @@ def _declared() -> list[Requirement]:
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(REPO / "setup.cfg", encoding="utf-8")
     lines = parser["options"]["install_requires"].splitlines()
-    lines += parser["options.extras_require"]["test"].splitlines()
+    for extra in parser["options.extras_require"].values():
+        lines += extra.splitlines()
     return [Requirement(line) for line in lines if line.strip()]
 
 
@@ -56,14 +57,22 @@ def test_the_pins_are_exactly_the_declared_floors() -> None:
 
 
 def test_floors_with_known_faults_stay_raised() -> None:
-    floors = {
-        canonicalize_name(r.name): (r, next(s.version for s in r.specifier if s.operator == ">="))
+    floors: dict[str, tuple[Requirement, str]] = {
+        str(canonicalize_name(r.name)): (
+            r,
+            next(s.version for s in r.specifier if s.operator == ">="),
+        )
         for r in _declared()
     }
     # h11 < 0.16 has a published request-smuggling vulnerability (CVE-2025-43859)
     assert Version(floors["h11"][1]) >= Version("0.16")
     # the console runs on urwid.TrioEventLoop, which needs urwid's trio extra
     assert "trio" in floors["urwid"][0].extras
+    # the SDK transport calls asyncio before 0.46 (no running event loop under Trio); pydantic
+    # before 2.10 warns on every `model_` field, before 2.11 writes other JSON schemas, and
+    # mcp 2.3 needs 2.12
+    assert Version(floors["anthropic"][1]) >= Version("0.46")
+    assert Version(floors["pydantic"][1]) >= Version("2.12")
 
 
 def test_a_dependency_without_a_floor_is_refused(tmp_path: Path) -> None:
@@ -87,4 +96,11 @@ def test_the_full_suite_runs_the_lowest_versions_job_and_the_fast_lane_does_not(
     lowest = (REPO / "scripts" / "lowest.sh").read_text(encoding="utf-8")
     assert 'scripts/floors.py setup.cfg > "$pins.new"' in lowest
     assert '-c "$pins"' in lowest
+    assert "scripts/floors.py --extras setup.cfg" in lowest
+    extras = subprocess.run(
+        [sys.executable, str(FLOORS), "--extras"], capture_output=True, text=True, check=True
+    )
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(REPO / "setup.cfg", encoding="utf-8")
+    assert extras.stdout.split() == [",".join(parser["options.extras_require"])]
     assert '-m pytest -m "not slow" -n 2' in lowest

@@ -32,6 +32,8 @@ class HeadlessOptions:
 
     project: str
     batch: str | None = None
+    prompt: str | None = None
+    """``-p PROMPT``: one task made from the prompt instead of a batch file."""
     session_id: str | None = None
     provider: str | None = None
     cassette: str | None = None
@@ -101,6 +103,7 @@ def parse_options(
     return HeadlessOptions(
         project=os.path.abspath(args.get("--project") or os.getcwd()),
         batch=args.get("BATCH"),
+        prompt=args.get("--prompt"),
         session_id=args.get("--session"),
         provider=args.get("--provider"),
         cassette=args.get("--cassette"),

@@ -31,7 +31,7 @@ tasks, run, observe the bus and cancel.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -72,6 +72,11 @@ a runner keeps no durable run records, so no orphan is reaped for it."""
 GateBuilder = Callable[[OpenSession, "RuntimeServices", Any], "ArchitectureGate | None"]
 """``build(session, services, registry) -> gate | None``: the Scheduler's architecture gate
 (the ArchitectureDesigner's, which ``air/nursery`` may not import); None: no gate."""
+
+ToolSource = Callable[[trio.Nursery, Any, OpenSession], Awaitable[None]]
+"""``await start(nursery, registry, session)``: tools other processes serve (the MCP servers,
+which ``air/nursery`` may not import), started in the root nursery after ``extend_tools`` and
+before the workers' tool list is taken; they stop when the root nursery is cancelled."""
 
 ToolExtender = Callable[[Any, OpenSession, Any], None]
 """``extend(registry, session, sandbox)``: registers more tools after the built-in ones (the
@@ -117,6 +122,7 @@ class RuntimeConfig:
     """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
     runner: RunnerBuilder | None = None
     extend_tools: ToolExtender | None = None
+    tool_sources: ToolSource | None = None
     architecture_gate: GateBuilder | None = None
     """Builds the Scheduler's architecture gate once the tools exist (IMPL-COMPACT-3)."""
     on_open: Callable[[OpenSession, SessionLedger], None] | None = None
@@ -286,6 +292,8 @@ async def _build(
         runner, warm_up = config.runner(session)
     else:
         registry, engine = _tools(config, session, services)
+        if config.tool_sources is not None:
+            await config.tool_sources(nursery, registry, session)
         runner, warm_up = _workers(config, session, ledger, services, registry, runs, lock)
     if warm_up is not None:
         warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)

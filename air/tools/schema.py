@@ -1,9 +1,7 @@
-"""The JSON-schema subset tool inputs are checked against (SDD §9.1).
-
-Owns ``validate_schema`` (the problems of a value against a tool's ``input_schema``) and
-``integral_input`` (a number the schema calls ``integer`` given as an integral float, ``3.0``,
-becomes the int ``3``; models write JSON numbers, and JSON does not tell 3 from 3.0). Pure
-functions on plain JSON values; the ToolRegistry calls both before a tool runs.
+"""The JSON-schema subset that tool inputs are checked against: ``validate_schema``, a pure
+function from (schema, value) to the problems found, and ``integral_input``, which makes an
+integral float (``3.0``) an int where the schema says ``integer`` (models write JSON numbers,
+and JSON does not tell 3 from 3.0); ``ToolRegistry`` runs both before a call is decided.
 """
 
 from __future__ import annotations
@@ -13,7 +11,6 @@ from typing import Any
 from air.contracts.ids import JsonObject
 
 __all__ = ["integral_input", "validate_schema"]
-
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from air.tools.input_schema import integral_input, validate_schema
+from air.tools.schema import integral_input, validate_schema
 from tests.tools.conftest import Env
 
 _SCHEMA: dict[str, Any] = {
