@@ -82,6 +82,7 @@ class RuntimeFactory:
             new_session=not resume,
             services=services,
             isolation=options.isolation,  # type: ignore[arg-type]
+            branch=options.branch,
             max_workers=options.max_workers,
             review=options.review,
             allow_ask=options.permission_mode == "allow-ask",

@@ -136,6 +136,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             file=options.stderr,
             flush=True,
         )
+        if options.branch:
+            print(f"air: merges land on branch {options.branch}", file=options.stderr)
         progress.replay(ledger.history())
         if specs is None and not progress.status:
             raise bad(

@@ -16,6 +16,8 @@ _RUN_OPTIONS = """\
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run).
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
+  --branch NAME           Land the run's merges on branch NAME of the project (made from
+                          HEAD when new, and checked out before the first task).
   --review                Review every completed code change (a review task per task).
   --json                  Stream every event as one JSON object per line on stdout (if
                           the reader goes away the stream stops and the run goes on); the
@@ -25,7 +27,8 @@ _RUN_OPTIONS = """\
 
 _RUN_ARGS = (
     "[--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] "
-    "[--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]"
+    "[--permission-mode MODE] [--isolation MODE] [--branch NAME] [--review] [--json] "
+    "[--junit FILE]"
 )
 
 _DOCTOR_USAGE = """air doctor: check that air can work here, and repair its own state.
@@ -59,11 +62,13 @@ Options:
 
 CONSOLE_USAGE = """air: the console. Talk to the Main Agent; watch, answer and steer its tasks.
 
-`air` opens it on the project found by walking up from here; `air run PROJECT` on PROJECT
-(made an air project on first use). Esc interrupts the Main Agent's turn only, `x` in the
-task tree (or /cancel TASK) cancels that task only, the first Ctrl-C cancels the running work
-(resumable), a second kills it; /help lists the rest. Quitting ends every process the session
-started. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
+`air` opens it on the project found by walking up from here (in a terminal it first lists
+the project's earlier sessions: Enter starts a new one, a number continues that one);
+`air run PROJECT` on PROJECT (made an air project on first use). Esc interrupts the Main
+Agent's turn only, `x` in the task tree (or /cancel TASK) cancels that task only, the first
+Ctrl-C cancels the running work (resumable), a second kills it; /help lists the rest.
+Quitting ends every process the session started and leaves the conversation's last messages
+on the terminal. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
 
 Usage:
   air [--session SID [--replay]] [options]
@@ -387,7 +392,7 @@ def _top_usage() -> str:
     lines += ["`air` (or `air run [PROJECT]`) opens the console: its options are below.", ""]
     lines += ["Commands:"]
     for name, (summary, _usage) in COMMANDS.items():
-        lines.append(f"  {name:<10}{summary}")
+        lines.append(f"  {name:<11}{summary}")
     console_options = CONSOLE_USAGE.split("Options:\n", 1)[1].rstrip("\n").splitlines()
     lines += ["", "Console options:", *[o for o in console_options if "--help" not in o]]
     lines += ["", "Run `air COMMAND --help` for a command's options.", ""]

@@ -112,6 +112,8 @@ class RuntimeConfig:
     services: Callable[[], RuntimeServices] = RuntimeServices
     """Called once, after ``on_open``: reads and checks the configuration."""
     isolation: IsolationPolicy = "auto"
+    branch: str | None = None
+    """``--branch NAME``: checked out (made from HEAD when new) before any task runs."""
     max_workers: int | None = None
     review: bool = False
     allow_ask: bool = False
@@ -310,6 +312,8 @@ async def _build(
     )
     # the project's knowledge stores converge with this log (outbox, SDD §18.4)
     await recover_knowledge(ledger, root)
+    if config.branch is not None:
+        await workspaces.use_branch(config.branch)
     monitor = _monitor(session)
     scheduler = Scheduler(
         ledger,
