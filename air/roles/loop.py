@@ -215,7 +215,9 @@ class AgentLoopRole:
             usage={
                 "turns": runtime.turn,
                 "tokens": runtime.tokens,
-                "cost_usd": runtime.cost_usd,
+                "cache_read_tokens": runtime.cache_read_tokens,
+                "cache_write_tokens": runtime.cache_write_tokens,
+                "cost_usd": runtime.cost_usd if runtime.cost_known else None,
                 "wrapped_up": wrapped_up,
             },
         )
@@ -245,14 +247,8 @@ class AgentLoopRole:
                 messages = _merge_user(messages)
             take_steering(runtime, messages)  # a correction sent while it ran (mid-run steering)
             runtime.turn += 1
-            env = await runtime.call_tool(
-                "provider.complete",
-                {
-                    "system": system,
-                    "messages": messages,
-                    "tools": tools,
-                    "max_tokens": self.max_tokens,
-                },
+            env = await runtime.complete(
+                system=system, messages=messages, tools=tools, max_tokens=self.max_tokens
             )
             if env.status != "ok" or not isinstance(env.output, dict):
                 error = env.error or make_air_error(
@@ -273,6 +269,9 @@ class AgentLoopRole:
             usage = env.output.get("usage") or {}
             runtime.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
             runtime.cost_usd += float(usage.get("cost_usd") or 0.0)
+            runtime.cache_read_tokens += int(usage.get("cache_read_input_tokens", 0))
+            runtime.cache_write_tokens += int(usage.get("cache_creation_input_tokens", 0))
+            runtime.cost_known = runtime.cost_known and usage.get("cost_usd") is not None
             messages.append({"role": "assistant", "content": content})
             text = _text_of(content)
             last_text = text or last_text
@@ -418,11 +417,18 @@ class ExecutorRole(AgentLoopRole):
             ]
             risk = Risk(severity="medium", summary=f"verification skipped: {reason}")
             return status, skipped, [risk], None
+        failed = [c for c in missing if c not in not_run]
+        said = [f"failed: {', '.join(failed)}"] if failed else []
+        said += [f"never ran: {', '.join(not_run)}"] if not_run else []
+        action = "Fix the change so the verification commands pass, or allow a fallback."
+        if not_run:
+            action = "Run the verification commands with shell.run, and fix the change until "
+            action += "they pass (or allow a fallback)."
         error = make_air_error(
             kind=ErrorKind.VERIFICATION_FAILED,
-            message="verification did not pass: " + ", ".join(missing),
+            message="verification " + "; ".join(said),
             retryability="after_change",
-            user_action="Fix the change so the verification commands pass, or allow a fallback.",
+            user_action=action,
         )
         return WorkerStatus.FAILED, verification, [], error
 
