@@ -109,10 +109,13 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
             )
         if args.get("--replay"):
             return _replay(options)
-        _trust_or_ask(options, create=bool(args.get("PROJECT")))
+        create = bool(args.get("PROJECT"))
+        note = None if create or options.session_id is not None else _first_run(options)
+        _trust_or_ask(options, create=create or note is not None)
         import trio
 
-        trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
+        plain = _plain_wanted(bool(args.get("--plain")))
+        trio.run(_console, options, plain, create or note is not None, note)
     except AirException as exc:
         return reported_exit(exc, sys.stderr)
     return CliExit.OK
@@ -143,6 +146,39 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     raise untrusted_error(config)
 
 
+def _first_run(options: HeadlessOptions) -> str | None:
+    """``air`` where no air project is found walking up: inside a git repository, the
+    repository's top becomes the project the way ``air run TOP`` makes it one (once the
+    configuration proved good, by the factory); ``options.project`` is set to it and the one
+    line saying so is printed and returned (the console shows it too). None: a project exists.
+
+    Raises:
+        AirException(not_found): not inside a git repository (what air needs is said).
+    """
+    from air.session.project import ProjectStore
+
+    if ProjectStore().locate(options.project) is not None:
+        return None
+    start = os.path.abspath(options.project)
+    top = start
+    while not os.path.exists(os.path.join(top, ".git")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            raise bad(
+                "not_found",
+                f"{start} is not inside a git repository, and no air project is here or above",
+                "air keeps each task's work in git: run `git init` here (or cd into a repository) "
+                "and run `air` again; `air run PATH` opens the console on a directory that is "
+                "not a repository (its tasks then work on copies).",
+                field="--project",
+            )
+        top = parent
+    options.project = top
+    note = f"air: no air project here yet: making {top} one (as `air run {top}` would)"
+    print(note, file=sys.stderr, flush=True)
+    return note
+
+
 def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     """The project's root: found by walking up (``air``), or PROJECT (``air run``; the
     factory makes it an air project once the configuration proved good)."""
@@ -161,7 +197,25 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     return str(project.project_root)
 
 
-async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
+def _plain_wanted(asked: bool) -> bool:
+    """The plain console: asked for (``--plain``), or no terminal to draw on (stdin or
+    stdout is not one: a pipe, ``</dev/null``, CI), or ``TERM=dumb``; the reason it was
+    chosen is said in one line on stderr."""
+    if asked:
+        return True
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        why = "stdin is not a terminal" if not sys.stdin.isatty() else "stdout is not a terminal"
+    elif os.environ.get("TERM", "") in ("", "dumb"):
+        why = f"TERM={os.environ.get('TERM', '')!s} cannot draw a screen"
+    else:
+        return False
+    print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
+    return True
+
+
+async def _console(
+    options: HeadlessOptions, plain: bool, create: bool, note: str | None = None
+) -> None:
     """Check what is cheap to check, draw the first frame (the HUD says the session is
     opening), then open the runtime and attach the console to it (IMPL-FRAME-1). Without a
     terminal (or with ``--plain``) the runtime opens first, so a bad configuration is said
@@ -176,12 +230,12 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     else:
         _session_to_reopen(options)
         opening = f"reopening {options.session_id}…"
-    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if plain:
         await _session(options, plain, None)
         return
     from air.ui_urwid import TuiApp
 
-    app = TuiApp.opening(opening)
+    app = TuiApp.opening(opening, note=note)
     refused: AirException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)  # the first frame is on the screen

@@ -155,6 +155,7 @@ class TuiApp:
         self._exiting = False
         self._ui_scope: trio.CancelScope | None = None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[UiCommand](256)
+        self._note = ""
         self.opening_text: str | None = None
         """What the HUD says while the session opens (``opening``); None once attached."""
         self._attached = trio.Event()
@@ -164,11 +165,13 @@ class TuiApp:
         """Set when ``run`` ended and the terminal was restored."""
 
     @classmethod
-    def opening(cls, text: str, **options: Any) -> TuiApp:
+    def opening(cls, text: str, *, note: str | None = None, **options: Any) -> TuiApp:
         """A console whose session is still opening: it draws at once, shows ``text`` in the
-        HUD and keeps the person's commands until ``attach``."""
+        HUD and keeps the person's commands until ``attach``; ``note`` (e.g. the project was
+        just made) stays on the status line once attached."""
         app = cls(_NoProjection(), _Unattached(), **options)
         app.opening_text = text
+        app._note = note or ""
         app._attached = trio.Event()
         app.layout.say(text)
         return app
@@ -182,7 +185,7 @@ class TuiApp:
             self._subscription.close()
             self._subscription = client.subscribe(self.pump.mark_dirty)
         if self.opening_text is not None:
-            self.layout.say("")
+            self.layout.say(self._note)
         self.opening_text = None
         self._attached.set()
         self.pump.mark_dirty()
