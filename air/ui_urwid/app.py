@@ -38,6 +38,7 @@ from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
 from air.ui_urwid.input import InputBox, Size
 from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
+from air.ui_urwid.terminal import make_screen, newline_keys
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HUD_PRESETS,
@@ -489,7 +490,7 @@ class TuiApp:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the console until the person quits (or the caller cancels); with
         ``nursery.start`` it returns once the first frame is on the screen."""
-        screen = self.screen or urwid.display.raw.Screen(bracketed_paste_mode=True)
+        screen = self.screen or make_screen()
         self.screen = screen
         loop = urwid.MainLoop(
             self.root,
@@ -497,6 +498,7 @@ class TuiApp:
             screen=screen,
             event_loop=urwid.TrioEventLoop(),
             handle_mouse=False,
+            input_filter=lambda keys, raw: newline_keys(screen, keys, raw),
         )
         self._subscription = self.client.subscribe(self.pump.mark_dirty)
 

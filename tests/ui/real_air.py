@@ -63,19 +63,24 @@ def key_env(home: Path, url: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def air_in(cwd: Path, *args: str, stdin: str | None = None) -> list[str]:
-    """``air ARGS`` run in ``cwd`` (the tmux window starts in the repository of air)."""
+def air_in(cwd: Path, *args: str, pipe: str | None = None, term: str | None = None) -> list[str]:
+    """``air ARGS`` run in ``cwd`` (the tmux window starts in the repository of air);
+    ``pipe``: its stdin is a pipe that gives this text, then ends; ``term``: the TERM it sees
+    (tmux sets its own in the window)."""
     quoted = " ".join(_q(a) for a in [sys.executable, "-m", "air", *args])
-    redirect = f" < {_q(stdin)}" if stdin is not None else ""
-    return ["sh", "-c", f"cd {_q(str(cwd))} && exec {quoted}{redirect}"]
+    if term is not None:
+        quoted = f"env TERM={_q(term)} {quoted}"
+    if pipe is not None:
+        return ["sh", "-c", f"cd {_q(str(cwd))} && printf %s {_q(pipe)} | {quoted}"]
+    return ["sh", "-c", f"cd {_q(str(cwd))} && exec {quoted}"]
 
 
 def _q(text: str) -> str:
     return "'" + text.replace("'", "'\\''") + "'"
 
 
-def start(tmux: Tmux, cwd: Path, env: dict[str, str], *args: str) -> None:
-    tmux.start(air_in(cwd, *args), env)
+def start(tmux: Tmux, cwd: Path, env: dict[str, str], *args: str, term: str | None = None) -> None:
+    tmux.start(air_in(cwd, *args, term=term), env)
 
 
 __all__ = ["KEY", "ChatModel", "air_in", "git_repo", "key_env", "start", "text_reply"]

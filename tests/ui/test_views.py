@@ -14,7 +14,7 @@ from air.testing.console_script import ConsoleEvents, RecordingChannel, demo_eve
 from air.ui_urwid.app import TuiApp
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.text import clean, split_blocks
-from air.ui_urwid.views import MONO_PALETTE, PALETTE
+from air.ui_urwid.views import MONO_PALETTE, PALETTE, risk_attr
 
 SIZE = (120, 40)
 
@@ -136,8 +136,21 @@ def test_key_help_lists_keys_and_commands() -> None:
 
 
 def test_no_color_palette_is_monochrome() -> None:
-    assert all(entry[1:4] == ("default", "default", "default") for entry in MONO_PALETTE)
+    settings = {"bold", "standout"}
+    for _name, fg, bg, mono in MONO_PALETTE:
+        assert fg.split(",")[0] == "default"
+        assert set(fg.split(",")[1:]) <= settings
+        assert bg == "default"
+        assert set(filter(None, mono.split(","))) <= settings
     assert {e[0] for e in MONO_PALETTE} == {e[0] for e in PALETTE}
+    # urwid draws in one colour under NO_COLOR (the mono column): the selection stays visible
+    assert {e[0]: e[3] for e in MONO_PALETTE}["selected"] == "standout"
+
+
+def test_only_low_risk_is_drawn_green() -> None:
+    fg = {name: colour for name, colour, _bg in PALETTE}
+    levels = ("low", "medium", "high", "critical", "unknown")
+    assert [level for level in levels if "green" in fg[risk_attr(level)]] == ["low"]
 
 
 def test_no_color_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
