@@ -198,19 +198,19 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
 
 
 def _plain_wanted(asked: bool) -> bool:
-    """The plain console: asked for (``--plain``), or no terminal to draw on (stdin or
-    stdout is not one: a pipe, ``</dev/null``, CI), or ``TERM=dumb``; the reason it was
-    chosen is said in one line on stderr."""
-    if asked:
-        return True
+    """The plain console: asked for (``--plain``), or no screen to draw on
+    (``_plain_reason``)."""
+    return asked or _plain_reason() is not None
+
+
+def _plain_reason() -> str | None:
+    """Why the console cannot draw a screen here: stdin or stdout is not a terminal (a pipe,
+    ``</dev/null``, CI), or ``TERM=dumb``; None on a terminal that can."""
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        why = "stdin is not a terminal" if not sys.stdin.isatty() else "stdout is not a terminal"
-    elif os.environ.get("TERM", "") in ("", "dumb"):
-        why = f"TERM={os.environ.get('TERM', '')!s} cannot draw a screen"
-    else:
-        return False
-    print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
-    return True
+        return "stdin is not a terminal" if not sys.stdin.isatty() else "stdout is not a terminal"
+    if os.environ.get("TERM", "") in ("", "dumb"):
+        return f"TERM={os.environ.get('TERM', '')} cannot draw a screen"
+    return None
 
 
 async def _console(
@@ -473,6 +473,8 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app
     client = InProcessProjectionClient(store)
     async with trio.open_nursery() as nursery:
         if plain:
+            if (why := _plain_reason()) is not None:  # said once the session is open
+                print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
             console = PlainConsole(client, channel, lambda s: print(s, flush=True))
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
             nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)

@@ -94,11 +94,41 @@ class _Root(urwid.WidgetPlaceholder[urwid.Widget]):
         return True  # global keys (a prompt's answer, Esc, F1) arrive even over plain text
 
     def keypress(self, size: Size, key: str) -> str | None:
-        if self._app.handle_key(key):
+        app = self._app
+        if (
+            key in ("page up", "page down")
+            and self._scrolls(size)
+            and app.focus_name()
+            in (
+                "input",
+                "conversation",
+            )
+        ):
+            app.layout.scroll_conversation(size, key)  # type: ignore[arg-type]
+            return None
+        if app.handle_key(key):
             return None
         rest = super().keypress(size, key)
-        self._app.after_key()
+        if app.focus_name() == "conversation" and len(size) == 2:
+            app.layout.scroll_conversation(size, "", times=0)  # follows again at the end
+        app.after_key()
         return rest
+
+    def mouse_event(
+        self, size: Size, event: str, button: int, col: int, row: int, focus: bool
+    ) -> bool | None:
+        """The wheel scrolls the conversation (three lines a notch); other mouse events go
+        to the widgets."""
+        if event == "mouse press" and button in (4, 5) and self._scrolls(size):
+            key = "up" if button == 4 else "down"
+            self._app.layout.scroll_conversation(size, key, times=3)  # type: ignore[arg-type]
+            return True
+        handled: bool | None = super().mouse_event(size, event, button, col, row, focus)
+        return handled
+
+    def _scrolls(self, size: Size) -> bool:
+        """The conversation is on the screen to scroll (no prompt or overlay over it)."""
+        return len(size) == 2 and self.original_widget is self._app.layout.frame
 
 
 class TuiApp:
@@ -152,6 +182,8 @@ class TuiApp:
         self.first_frame_cpu_s: float | None = None
         """CPU seconds this process had used when the first frame was drawn."""
         self._confirm_quit = False
+        self._quit_armed = False
+        """An idle Ctrl-C was pressed: the next Ctrl-C quits (any other key disarms it)."""
         self._ctrl_c = 0
         self._exiting = False
         self._ui_scope: trio.CancelScope | None = None
@@ -263,14 +295,18 @@ class TuiApp:
             else:
                 self._say("quit cancelled")
             return True
+        if self.input.search is not None and self.focus_name() == "input":
+            return False  # the history search takes every key (Esc, Ctrl-C leave it)
+        armed, self._quit_armed = self._quit_armed, False
         layout = self.layout
+        on_empty_input = self.focus_name() == "input" and not self.input.edit_text
         if layout.overlay is not None:
-            if key in ("esc", "q", "enter", "f1"):
+            if key in ("esc", "q", "enter", "f1", "?"):
                 layout.overlay = None
                 self._refresh()
                 return True
             return False
-        if key == "f1":
+        if key == "f1" or (key == "?" and on_empty_input and not self.replay):
             layout.overlay = "help"
         elif key == "f2":
             layout.hud_preset = HUD_PRESETS[(HUD_PRESETS.index(layout.hud_preset) + 1) % 3]
@@ -282,6 +318,8 @@ class TuiApp:
             self._copy()
         elif key == "ctrl o":
             layout.toggle_expand()
+        elif key == "ctrl d" and self.focus_name() == "input" and self.input.edit_text:
+            return False  # the input deletes the character under the cursor
         elif key == "ctrl d":
             self._ask_quit()
         elif self.replay:
@@ -290,7 +328,7 @@ class TuiApp:
             self._send(UiCommand(kind="interrupt"))
             self._say("interrupting the Main Agent's current turn (tasks keep running)")
         elif key == "ctrl c":
-            self._ctrl_c_pressed()
+            self._ctrl_c_pressed(armed)
         elif key == "x" and self.focus_name() == "tasks":
             self._cancel_selected()
         elif len(key) == 1 and key.isprintable() and self.focus_name() != "input":
@@ -333,10 +371,20 @@ class TuiApp:
     def _running(self) -> int:
         return self._snapshot.totals.running
 
-    def _ctrl_c_pressed(self) -> None:
+    def _ctrl_c_pressed(self, armed: bool) -> None:
+        """Work running: cancel it, a second press kills it (IMPL-FRAME-2). Idle: the first
+        press clears the line (or says how to quit), a second one in a row quits."""
         busy = self._running() or self._snapshot.main_agent.state in _BUSY_STATES
         if not busy:
-            self._ask_quit()
+            if armed:
+                self._ask_quit()
+                return
+            self._quit_armed = True
+            if self.input.edit_text:
+                self.input.set_edit_text("")
+                self._say("line cleared; Ctrl-C again (or Ctrl-D) quits")
+            else:
+                self._say("Ctrl-C again (or Ctrl-D) quits")
             return
         self._ctrl_c += 1
         force = self._ctrl_c >= 2
@@ -497,7 +545,7 @@ class TuiApp:
             self.palette(),
             screen=screen,
             event_loop=urwid.TrioEventLoop(),
-            handle_mouse=False,
+            handle_mouse=True,  # the wheel scrolls the conversation
             input_filter=lambda keys, raw: newline_keys(screen, keys, raw),
         )
         self._subscription = self.client.subscribe(self.pump.mark_dirty)

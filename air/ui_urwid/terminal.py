@@ -89,7 +89,11 @@ def make_screen() -> ConsoleScreen:
     return ConsoleScreen(ascii=not unicode_terminal())
 
 
-def newline_keys(screen: object, keys: list[object], raw: list[int]) -> list[object]:
+Key = str | tuple[str, int, int, int]
+"""A key or a mouse event, as urwid's input filter gets them."""
+
+
+def newline_keys(screen: object, keys: list[Key], raw: list[int]) -> list[Key]:
     """``ctrl j`` for each ``enter`` that was byte 10, on a screen that keeps Enter (byte
     13) apart from it (``ConsoleScreen.enter_apart``; elsewhere both are Enter).
 
@@ -102,7 +106,7 @@ def newline_keys(screen: object, keys: list[object], raw: list[int]) -> list[obj
     enters = [i for i, key in enumerate(keys) if key == "enter"]
     if len(newlines) != len(enters) or 10 not in newlines:
         return keys
-    out = list(keys)
+    out: list[Key] = list(keys)
     for index, code in zip(enters, newlines, strict=True):
         if code == 10:
             out[index] = "ctrl j"

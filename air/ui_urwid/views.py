@@ -4,10 +4,11 @@ Owns ``SessionView`` pieces (``message_widget``, ``notice_widget``), ``task_tree
 (TaskListView grouped by wave), ``detail_rows`` (ToolRunView, live command tail, DiffView,
 EvidenceView, BlockerReport of the selected task), ``permission_prompt`` (PermissionPrompt:
 every answer with its exact scope and every command segment with its risk), ``hud_text``
-(HudView presets Full / Essential / Minimal), ``help_text`` and the ``PALETTE`` /
-``MONO_PALETTE`` pair. Every string from a projection passes ``text.clean`` first, but a
-command, a path or a tool's input, which pass ``air.contracts.display.shown`` (exact text,
-escaped; IMPL-UI-7). Pure widget construction: no I/O, no state.
+(HudView presets Full / Essential / Minimal; the help's text is ``keymap``'s), ``risk_attr``
+and the ``PALETTE`` / ``MONO_PALETTE`` pair. Every string from a projection passes
+``text.clean`` first, but a command, a path or a tool's input, which pass
+``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7). Pure widget construction:
+no I/O, no state.
 """
 
 from __future__ import annotations
@@ -27,8 +28,7 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     TaskProjection,
 )
-from air.ui_urwid.commands import SLASH_COMMANDS
-from air.ui_urwid.text import clean, diff_markup, fold, split_blocks
+from air.ui_urwid.text import clean, diff_markup, fold, fold_middle, split_blocks
 
 __all__ = [
     "HIDDEN_WARNING",
@@ -42,7 +42,6 @@ __all__ = [
     "answer_label",
     "detail_rows",
     "elapsed_s",
-    "help_text",
     "hud_text",
     "message_widget",
     "notice_widget",
@@ -197,7 +196,14 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
     rows: list[urwid.Widget] = []
     streaming = message.status == "streaming"
     for block in split_blocks(clean(message.text)):
-        shown, hidden = (block.text, 0) if expanded else fold(block.text, tail=streaming)
+        if expanded:
+            shown, hidden, end = block.text, 0, ""
+        elif streaming:
+            shown, hidden = fold(block.text, tail=True)
+            end = ""
+        else:
+            shown, hidden, end = fold_middle(block.text)
+        folded = hidden > 0 or end != ""
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
             rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
@@ -207,8 +213,11 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             rows.append(urwid.Padding(urwid.Text(shown), left=5))
         if hidden and streaming:
             rows.insert(len(rows) - 1, urwid.Text(("fold", f"     … {hidden} earlier lines")))
-        elif hidden:
-            rows.append(urwid.Text(("fold", f"     … {hidden} more lines (Ctrl-O expands)")))
+        elif folded:
+            what = f"{hidden} lines folded" if hidden else "folded"
+            rows.append(urwid.Text(("fold", f"     … {what} (Ctrl-O shows all) …")))
+            attr = "code" if block.kind == "code" else "body"
+            rows.append(urwid.Padding(urwid.Text((attr, end)), left=2 if attr == "code" else 5))
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", "└─")))
     if (
@@ -413,25 +422,3 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
             f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
         )
     return f" {text}{extra}"
-
-
-KEY_HELP = [
-    ("Enter", "send (end a line with \\ or press Alt-Enter for a new line)"),
-    ("↑/↓, Ctrl-P/N", "input history"),
-    ("Esc", "interrupt the Main Agent's current turn (nothing else)"),
-    ("Ctrl-C", "cancel the running work (cooperative); again: kill"),
-    ("Tab", "focus: input → tasks → detail → conversation"),
-    ("x (tasks)", "cancel the selected task only"),
-    ("Ctrl-Y", "copy the focused code block / the task's diff or command"),
-    ("Ctrl-O", "expand / fold the focused message"),
-    ("F2", "HUD preset: full / essential / minimal"),
-    ("F3", "follow / hold the live output (scroll-lock)"),
-    ("F1", "this help"),
-]
-
-
-def help_text() -> str:
-    lines = [f"{k:<16} {v}" for k, v in KEY_HELP]
-    lines.append("")
-    lines += [f"{name:<16} {text}" for name, text in SLASH_COMMANDS.items()]
-    return "\n".join(lines)

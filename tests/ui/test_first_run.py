@@ -12,11 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from air.testing.strict_servers import StrictServer
 from tests.ui.real_air import KEY, ChatModel, git_repo, key_env, start
 from tests.ui.tmux import Tmux, processes_with
 
 
+@pytest.mark.slow
 def test_bare_air_in_a_fresh_repository_opens_the_console(tmp_path: Path) -> None:
     home, root = tmp_path / "home", tmp_path / "proj"
     home.mkdir()

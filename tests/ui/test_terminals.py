@@ -35,6 +35,7 @@ def _colours(styled: str) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_a_pipe_on_stdin_gets_the_plain_console_which_waits_for_the_answer(
     tmp_path: Path,
 ) -> None:
@@ -57,6 +58,7 @@ def test_a_pipe_on_stdin_gets_the_plain_console_which_waits_for_the_answer(
     assert processes_with(str(tmp_path)) == []
 
 
+@pytest.mark.slow
 def test_term_dumb_gets_the_plain_console(tmp_path: Path) -> None:
     home, root = tmp_path / "home", tmp_path / "proj"
     home.mkdir()
@@ -78,6 +80,7 @@ def test_term_dumb_gets_the_plain_console(tmp_path: Path) -> None:
     assert "air: TERM=dumb cannot draw a screen: the plain console (--plain)" in stderr
 
 
+@pytest.mark.slow
 def test_a_c_locale_gets_ascii_drawing(tmp_path: Path) -> None:
     home, root = tmp_path / "home", tmp_path / "proj"
     home.mkdir()

@@ -83,10 +83,15 @@ def test_long_messages_are_folded_and_expand() -> None:
     long = "\n".join(f"row {i}" for i in range(40))
     app, _, _ = _app(ev.session() + ev.chat("show", long))
     text = _screen(app)
-    assert "… 28 more lines (Ctrl-O expands)" in text
-    assert "row 39" not in text
+    # the middle is folded, never the end: an answer's conclusion is always on the screen
+    assert "… 20 lines folded (Ctrl-O shows all) …" in text
+    assert "row 11" in text
+    assert "row 12" not in text
+    assert "row 31" not in text
+    assert "row 32" in text
+    assert "row 39" in text
     _press(app, "tab", "tab", "tab", "ctrl o")  # focus the conversation, expand
-    assert "row 39" in _screen(app, (120, 80))
+    assert "row 20" in _screen(app, (120, 80))
 
 
 def test_streaming_text_shows_as_it_arrives() -> None:
