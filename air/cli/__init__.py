@@ -66,6 +66,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "mcp":
+        from air.cli.mcp import run_mcp
+
+        return run_mcp
     if name == "doctor":
         from air.cli.doctor import run_doctor
 
@@ -78,6 +82,12 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.e2e import run_e2e
 
         return run_e2e
+    if name == "help":
+        return _help
+    if name == "completion":
+        from air.cli.completion import run_completion
+
+        return run_completion
     if name == "release":
         from air.cli.release import run_release
 
@@ -110,8 +120,8 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
         return f"air {name}: {first.split()[0]} needs a value"
     if first.endswith("must not have an argument"):
         return f"air {name}: {first.split()[0]} takes no value"
-    if name == "run" and "--headless" not in rest:
-        return "air run: --headless is required (air run --headless BATCH)"
+    if name == "run" and not {"--headless", "-p", "--prompt"} & set(rest):
+        return "air run: --headless BATCH or -p PROMPT is required"
     valued = set(re.findall(r"(--?[\w-]+)[ =][A-Z]+", usage))
     positional = [
         token
@@ -127,6 +137,8 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     """The command and its docopt arguments, or an exit code (help, version, a bad line)."""
     from docopt import DocoptExit, docopt
 
+    if argv and (argv[0] in ("-p", "--prompt") or argv[0].startswith("--prompt=")):
+        argv = ["run", *argv]  # `air -p PROMPT` is `air run -p PROMPT`
     head = argv[0] if argv else ""
     if _is_console(argv):
         return _parse_console(argv)
@@ -137,11 +149,7 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
         print(f"air {__version__}")
         return EXIT_OK
     if head not in COMMANDS:
-        what = "option" if head.startswith("-") else "command"
-        print(f"air: unknown {what} {head!r} (see `air --help`)", file=sys.stderr)
-        print(_usage_section(USAGE), file=sys.stderr)
-        print("  what to do: see `air --help` for the commands.", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return _unknown(head)
     usage = COMMANDS[head][1]
     rest = argv[1:]
     before_dashes = rest[: rest.index("--")] if "--" in rest else rest
@@ -158,12 +166,38 @@ def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     return head, dict(args)
 
 
+def _unknown(head: str) -> int:
+    """A mistyped command or option: say so, name the closest command, exit 2."""
+    import difflib
+
+    what = "option" if head.startswith("-") else "command"
+    close = difflib.get_close_matches(head.lstrip("-"), list(COMMANDS), n=1, cutoff=0.6)
+    hint = f"; did you mean `air {close[0]}`?" if close else " (see `air --help`)"
+    print(f"air: unknown {what} {head!r}{hint}", file=sys.stderr)
+    print(_usage_section(USAGE), file=sys.stderr)
+    print("  what to do: see `air --help` for the commands.", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _help(args: dict[str, Any]) -> int:
+    """``air help [COMMAND]``: that command's usage, or air's."""
+    name = args.get("COMMAND")
+    if name is None:
+        print(USAGE, end="")
+        return EXIT_OK
+    if name not in COMMANDS:
+        return _unknown(str(name))
+    print(COMMANDS[str(name)][1], end="")
+    return EXIT_OK
+
+
 def _is_console(argv: list[str]) -> bool:
     """``air`` alone or with console options only, or ``air run`` without ``--headless``."""
     if not argv:
         return True
     if argv[0] == "run":
-        return "--headless" not in argv and not any(a in ("-h", "--help") for a in argv)
+        headless = ("--headless", "-p", "--prompt")
+        return not any(a in ("-h", "--help", *headless) or a.startswith("--prompt=") for a in argv)
     return argv[0].split("=", 1)[0] in CONSOLE_OPTIONS
 
 

@@ -35,6 +35,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from air.cli.console_start import first_run, plain_reason, plain_wanted
 from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
 
 if TYPE_CHECKING:
@@ -110,11 +111,15 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         if args.get("--replay"):
             return _replay(options)
         create = bool(args.get("PROJECT"))
-        note = None if create or options.session_id is not None else _first_run(options)
+        note = None if create or options.session_id is not None else first_run(options)
         _trust_or_ask(options, create=create or note is not None)
+        from air.cli.reopen import offer_sessions
+
+        if offer_sessions(args, options, sys.stdin, sys.stdout):
+            return CliExit.OK  # the person quit at the list of sessions: nothing was opened
         import trio
 
-        plain = _plain_wanted(bool(args.get("--plain")))
+        plain = plain_wanted(bool(args.get("--plain")))
         trio.run(_console, options, plain, create or note is not None, note)
     except AirException as exc:
         return reported_exit(exc, sys.stderr)
@@ -146,39 +151,6 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     raise untrusted_error(config)
 
 
-def _first_run(options: HeadlessOptions) -> str | None:
-    """``air`` where no air project is found walking up: inside a git repository, the
-    repository's top becomes the project the way ``air run TOP`` makes it one (once the
-    configuration proved good, by the factory); ``options.project`` is set to it and the one
-    line saying so is printed and returned (the console shows it too). None: a project exists.
-
-    Raises:
-        AirException(not_found): not inside a git repository (what air needs is said).
-    """
-    from air.session.project import ProjectStore
-
-    if ProjectStore().locate(options.project) is not None:
-        return None
-    start = os.path.abspath(options.project)
-    top = start
-    while not os.path.exists(os.path.join(top, ".git")):
-        parent = os.path.dirname(top)
-        if parent == top:
-            raise bad(
-                "not_found",
-                f"{start} is not inside a git repository, and no air project is here or above",
-                "air keeps each task's work in git: run `git init` here (or cd into a repository) "
-                "and run `air` again; `air run PATH` opens the console on a directory that is "
-                "not a repository (its tasks then work on copies).",
-                field="--project",
-            )
-        top = parent
-    options.project = top
-    note = f"air: no air project here yet: making {top} one (as `air run {top}` would)"
-    print(note, file=sys.stderr, flush=True)
-    return note
-
-
 def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     """The project's root: found by walking up (``air``), or PROJECT (``air run``; the
     factory makes it an air project once the configuration proved good)."""
@@ -195,22 +167,6 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
             field="--project",
         )
     return str(project.project_root)
-
-
-def _plain_wanted(asked: bool) -> bool:
-    """The plain console: asked for (``--plain``), or no screen to draw on
-    (``_plain_reason``)."""
-    return asked or _plain_reason() is not None
-
-
-def _plain_reason() -> str | None:
-    """Why the console cannot draw a screen here: stdin or stdout is not a terminal (a pipe,
-    ``</dev/null``, CI), or ``TERM=dumb``; None on a terminal that can."""
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):
-        return "stdin is not a terminal" if not sys.stdin.isatty() else "stdout is not a terminal"
-    if os.environ.get("TERM", "") in ("", "dumb"):
-        return f"TERM={os.environ.get('TERM', '')} cannot draw a screen"
-    return None
 
 
 async def _console(
@@ -321,15 +277,18 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
             on_force_cancel=on_force_cancel,
             on_quit=on_quit,
         )
+        from air.cli.reopen import reopen_command
+
+        reopen = reopen_command(options, runtime.session_id, runtime.project_root)
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app)
+            await _front(runtime, store, _Reporting(channel), plain, app, reopen)
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
             if killed:
                 print(
                     "air: a second Ctrl-C killed the session's workers; their tasks are "
-                    f"interrupted (see them with `air --session {runtime.session_id}`).",
+                    f"interrupted (see them with `{reopen}`).",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -462,7 +421,9 @@ class _Drafts:
         return str(ref.artifact_id)
 
 
-async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any) -> None:
+async def _front(
+    runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any, reopen: str
+) -> None:
     """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
     person quits or a signal ends it."""
     import trio
@@ -473,7 +434,7 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app
     client = InProcessProjectionClient(store)
     async with trio.open_nursery() as nursery:
         if plain:
-            if (why := _plain_reason()) is not None:  # said once the session is open
+            if (why := plain_reason()) is not None:  # said once the session is open
                 print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
             console = PlainConsole(client, channel, lambda s: print(s, flush=True))
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
@@ -488,17 +449,31 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             await app.closed.wait()
+            _leave_tail(store)
             report = frame_report(app)
             log.info("console closed: %s", report)
             print(f"air: console closed: {report}", file=sys.stderr, flush=True)
         t = store.snapshot().totals
         print(
             f"air: session {runtime.session_id}: {t.completed}/{t.tasks} tasks done, "
-            f"{t.running} running. Reopen it with `air --session {runtime.session_id}`.",
+            f"{t.running} running. Reopen it with `{reopen}`.",
             file=sys.stderr,
             flush=True,
         )
         nursery.cancel_scope.cancel(reason="the console ended")
+
+
+def _leave_tail(store: Any) -> None:
+    """The screen is gone: print the conversation's last messages on the terminal, so the
+    answer stays in its scrollback."""
+    import shutil
+
+    from air.cli.reopen import transcript_tail
+
+    width = max(40, shutil.get_terminal_size((100, 24)).columns - 6)
+    tail = transcript_tail(list(store.snapshot().messages), width=width)
+    if tail:
+        print(tail, flush=True)
 
 
 def frame_report(app: Any) -> str:
@@ -596,4 +571,5 @@ async def _play(events: Any) -> None:
         replay=True,
         hud_extra=player.hud_text,
     )
+    app.layout.now = player.log_time  # elapsed times from the log, not the wall clock
     await player.play_while(app.run)

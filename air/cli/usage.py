@@ -16,6 +16,8 @@ _RUN_OPTIONS = """\
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run).
   --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
+  --branch NAME           Land the run's merges on branch NAME of the project (made from
+                          HEAD when new, and checked out before the first task).
   --review                Review every completed code change (a review task per task).
   --json                  Stream every event as one JSON object per line on stdout (if
                           the reader goes away the stream stops and the run goes on); the
@@ -25,7 +27,8 @@ _RUN_OPTIONS = """\
 
 _RUN_ARGS = (
     "[--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] "
-    "[--permission-mode MODE] [--isolation MODE] [--review] [--json] [--junit FILE]"
+    "[--permission-mode MODE] [--isolation MODE] [--branch NAME] [--review] [--json] "
+    "[--junit FILE]"
 )
 
 _DOCTOR_USAGE = """air doctor: check that air can work here, and repair its own state.
@@ -59,12 +62,14 @@ Options:
 
 CONSOLE_USAGE = """air: the console. Talk to the Main Agent; watch, answer and steer its tasks.
 
-`air` opens it on the project found by walking up from here (in a git repository without
-one, the repository's top is made one); `air run PROJECT` on PROJECT (made one on first
-use). Esc interrupts the Main Agent's turn only, `x` in the task tree (or /cancel TASK)
-cancels that task only; while work runs the first Ctrl-C cancels it (resumable), a second
-kills it; at an idle prompt Ctrl-C clears the line, a second (or Ctrl-D) quits; F1 or ? lists
-every key. Quitting ends every process the session started. Without a terminal (a pipe, CI)
+`air` opens it on the project found by walking up from here (in a terminal it first lists
+the project's earlier sessions: Enter starts a new one, a number continues that one; in a git
+repository without a project, the repository's top is made one); `air run PROJECT` on
+PROJECT (made an air project on first use). Esc interrupts the Main Agent's turn only, `x` in
+the task tree (or /cancel TASK) cancels that task only; while work runs the first Ctrl-C
+cancels it (resumable), a second kills it; at an idle prompt Ctrl-C clears the line, a second
+(or Ctrl-D) quits; F1 or ? lists every key. Quitting ends every process the session started
+and leaves the conversation's last messages on the terminal. Without a terminal (a pipe, CI)
 or with TERM=dumb the console is --plain. Exit 0, 2 for bad input (nothing configured: see
 `air provider current`).
 
@@ -93,17 +98,23 @@ COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)
     "run": (
         "Open the console on PROJECT; --headless BATCH runs a batch file (YAML) unattended.",
-        f"""air run --headless: run the tasks of BATCH (a YAML file) in waves of worker processes.
-(Without --headless, `air run [PROJECT]` opens the console: see `air --help`.)
+        f"""air run --headless: run the tasks of BATCH (a YAML file; - reads it from stdin) in waves
+of worker processes; -p PROMPT (or `air -p PROMPT`) runs one task made from PROMPT.
+(Without --headless or -p, `air run [PROJECT]` opens the console: see `air --help`.)
 
-Exit 0 when every task completed, 1 when one failed or is blocked, 2 for bad input (nothing
-is started), 130 when cancelled (the first Ctrl-C, SIGTERM or SIGHUP cancels, a second kills).
+stderr gets a line per task start, retry and end (elapsed time; tokens and cost at an end) and
+a last line with the run's total cost. Exit 0 when every task completed, 1 when one failed or
+is blocked, 2 for bad input (nothing is started), 130 when cancelled by Ctrl-C or SIGHUP, 143
+by SIGTERM (the first signal cancels, a second kills; the --junit file and the --json summary
+are written either way).
 
 Usage:
   air run --headless BATCH [--record DIR] {_RUN_ARGS}
+  air run -p PROMPT [--headless] [--record DIR] {_RUN_ARGS}
   air run -h | --help
 
 Options:
+  -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
 {_RUN_OPTIONS}
@@ -217,11 +228,12 @@ Options:
 
 A project may ship files that widen what air does: .air/shared/models.yaml providers (where
 an API key is sent, which variable is read as a key), allow rules in permissions.yaml,
-architecture.yaml, capabilities/*.json, and files that reach every prompt (rules/*.md,
-compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them only once you trusted them: this
-shows each file and what it would do, asks y/N, and records your answer in ~/.air/trust.json
-(outside the project) with a hash of the files, so any later change asks again. Until then
-`air run --headless` refuses (exit 2) and the console asks. Exit 0 trusted, 2 not.
+mcp.yaml servers (commands air would run), architecture.yaml, capabilities/*.json, and files
+that reach every prompt (rules/*.md, compaction-rules.md, AGENTS.md, CLAUDE.md). air uses them
+only once you trusted them: this shows each file and what it would do, asks y/N, and records
+your answer in ~/.air/trust.json (outside the project) with a hash of the files, so any later
+change asks again. Until then `air run --headless` refuses (exit 2) and the console asks. Exit
+0 trusted, 2 not.
 
 Usage:
   air trust [PATH] [--yes]
@@ -233,6 +245,27 @@ Options:
   --yes       Trust without asking (for scripts: read what it prints first).
   --revoke    Forget the trust of the project (air asks again).
   -h --help   Show this help.
+""",
+    ),
+    "mcp": (
+        "List the declared MCP servers, or the tools one of them serves.",
+        """air mcp: the Model Context Protocol servers whose tools the model gets.
+
+Servers are declared in ~/.air/mcp.yaml and .air/shared/mcp.yaml (the project's only once you
+trusted it: `air trust`); a session starts them and stops their processes when it ends. Every
+call of their tools asks you first unless a rule in permissions.yaml allows it.
+
+  list   List the declared servers (starts nothing).
+  tools  Start SERVER, list its tools with the names the model sees, stop it.
+
+Usage:
+  air mcp list [--project PATH]
+  air mcp tools SERVER [--project PATH]
+  air mcp -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "doctor": (
@@ -281,6 +314,34 @@ Options:
   --keep          Keep the temporary directory (its path is printed).
   --json          One JSON result per example on stdout.
   -h --help       Show this help.
+""",
+    ),
+    "help": (
+        "Show the help of a command (or of air).",
+        """air help: show the help of COMMAND (without one: air's own help).
+
+Usage:
+  air help [COMMAND]
+  air help -h | --help
+
+Options:
+  -h --help  Show this help.
+""",
+    ),
+    "completion": (
+        "Print a shell completion script (bash, zsh or fish).",
+        """air completion: print a completion script for SHELL (bash, zsh or fish) on stdout.
+
+  bash:  echo 'source <(air completion bash)' >> ~/.bashrc
+  zsh:   air completion zsh > "${fpath[1]}/_air"   (or source it after compinit)
+  fish:  air completion fish > ~/.config/fish/completions/air.fish
+
+Usage:
+  air completion SHELL
+  air completion -h | --help
+
+Options:
+  -h --help  Show this help.
 """,
     ),
     "release": (
@@ -334,7 +395,7 @@ def _top_usage() -> str:
     lines += ["`air` (or `air run [PROJECT]`) opens the console: its options are below.", ""]
     lines += ["Commands:"]
     for name, (summary, _usage) in COMMANDS.items():
-        lines.append(f"  {name:<10}{summary}")
+        lines.append(f"  {name:<11}{summary}")
     console_options = CONSOLE_USAGE.split("Options:\n", 1)[1].rstrip("\n").splitlines()
     lines += ["", "Console options:", *[o for o in console_options if "--help" not in o]]
     lines += ["", "Run `air COMMAND --help` for a command's options.", ""]

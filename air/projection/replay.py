@@ -5,7 +5,8 @@ to its own ProjectionStore at their recorded pace scaled by ``speed`` (gaps capp
 ``MAX_GAP_S``), and implements the ``UiCommandChannel`` protocol for the console's replay
 keys: ``replay_pause`` (toggle), ``replay_step`` (one event, pauses), ``replay_speed`` and
 ``quit``. Every other command is refused and counted in ``refused``: a replay never reaches a
-runtime, so nothing the person types can change the recorded session.
+runtime, so nothing the person types can change the recorded session. ``log_time`` is the
+replay's clock: the recorded time of the last event played.
 """
 
 from __future__ import annotations
@@ -76,6 +77,15 @@ class ReplayPlayer:
             await nursery.start(self.run)
             await app_run()
             nursery.cancel_scope.cancel(reason="replay closed")
+
+    def log_time(self) -> float:
+        """The recorded time (epoch seconds) of the last event played: the replay's "now",
+        so elapsed times are the log's, never the wall clock's (0.0 before the first)."""
+        for event in reversed(self.events[: self.position]):
+            seconds = _seconds(event.timestamp)
+            if not math.isnan(seconds):
+                return seconds
+        return 0.0
 
     def _poke(self) -> None:
         self._changed.set()

@@ -33,6 +33,7 @@ from air.contracts.permission import (
 )
 from air.contracts.runtime import PermissionTemplate
 from air.security.commands import CommandRiskAnalyzer
+from air.security.external import external_item
 from air.security.grants import GrantBook, scope_key
 from air.security.items import RISK_ORDER, Evaluation, Item, worse
 from air.security.paths import PathClassifier, in_write_area_entry, is_within
@@ -163,7 +164,7 @@ class PermissionEngine:
                 )
                 return self._finish(ctx, items, None)
 
-        tool_item = Item(
+        tool_item = external_item(ctx) or Item(  # an MCP server's tool asks (IMPL-MCP-2)
             "tool", ctx.tool_name, A.ALLOW, "none", f"{ctx.tool_name} is declared", "1-declaration"
         )
         items.append(tool_item)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import PermissionAction
+from air.security.external import not_for_tool
 from air.security.items import Item, worse
 from air.security.policy import (
     PermissionPolicy,
@@ -56,9 +57,8 @@ def apply_rules(
                 continue
             if not rule_matches_command(rule, item.key, item.category):
                 continue
-        else:
-            if rule.path is not None or rule.command is not None or rule.category is not None:
-                continue
+        elif not_for_tool(rule, item.category):  # a category only for an MCP tool's hint
+            continue
         matched.append(rule)
     if not matched:
         return

@@ -165,5 +165,6 @@ def permission_request(
             execute=spec.execute,
             network=spec.network,
             system_sensitive=spec.system_sensitive,
+            external=spec.external,
         ),
     )

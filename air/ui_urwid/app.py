@@ -36,8 +36,9 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
-from air.ui_urwid.input import InputBox, Size
+from air.ui_urwid.input import InputBox
 from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
+from air.ui_urwid.root import Root
 from air.ui_urwid.terminal import make_screen, newline_keys
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
@@ -57,6 +58,8 @@ PROMPT_GUARD_S = 0.3
 """Keys typed this soon after a permission prompt appears are ignored."""
 _BUSY_STATES = frozenset({"CLASSIFYING", "ANSWERING", "DELEGATING", "SCHEDULING", "EXECUTING"})
 _BUSY_STATES |= {"INTERRUPTING", "SUMMARIZING", "ARCHITECTURE_DESIGNING", "ARCHITECTURE_REVISING"}
+_ENDED = frozenset({"completed", "failed", "cancelled"})
+"""Task statuses with nothing left to cancel (an interrupted task resumes: it may be cancelled)."""
 
 
 class _Unsubscribed:
@@ -83,52 +86,6 @@ class _Unattached:
 
     async def send(self, command: UiCommand) -> None:
         raise RuntimeError(f"the console sent {command.kind!r} before its session was attached")
-
-
-class _Root(urwid.WidgetPlaceholder[urwid.Widget]):
-    def __init__(self, app: TuiApp, widget: urwid.Widget) -> None:
-        super().__init__(widget)
-        self._app = app
-
-    def selectable(self) -> bool:
-        return True  # global keys (a prompt's answer, Esc, F1) arrive even over plain text
-
-    def keypress(self, size: Size, key: str) -> str | None:
-        app = self._app
-        if (
-            key in ("page up", "page down")
-            and self._scrolls(size)
-            and app.focus_name()
-            in (
-                "input",
-                "conversation",
-            )
-        ):
-            app.layout.scroll_conversation(size, key)  # type: ignore[arg-type]
-            return None
-        if app.handle_key(key):
-            return None
-        rest = super().keypress(size, key)
-        if app.focus_name() == "conversation" and len(size) == 2:
-            app.layout.scroll_conversation(size, "", times=0)  # follows again at the end
-        app.after_key()
-        return rest
-
-    def mouse_event(
-        self, size: Size, event: str, button: int, col: int, row: int, focus: bool
-    ) -> bool | None:
-        """The wheel scrolls the conversation (three lines a notch); other mouse events go
-        to the widgets."""
-        if event == "mouse press" and button in (4, 5) and self._scrolls(size):
-            key = "up" if button == 4 else "down"
-            self._app.layout.scroll_conversation(size, key, times=3)  # type: ignore[arg-type]
-            return True
-        handled: bool | None = super().mouse_event(size, event, button, col, row, focus)
-        return handled
-
-    def _scrolls(self, size: Size) -> bool:
-        """The conversation is on the screen to scroll (no prompt or overlay over it)."""
-        return len(size) == 2 and self.original_widget is self._app.layout.frame
 
 
 class TuiApp:
@@ -177,7 +134,7 @@ class TuiApp:
         self.pump = FramePump(frame_interval, tick_every=min(1.0, prompt_guard_s / 2))
         self.announcer = Announcer()
         self.layout = ConsoleLayout(self._submit, replay=replay)
-        self.root = _Root(self, self.layout.frame)
+        self.root = Root(self, self.layout.frame)
         self.last_copy: str | None = None
         self.first_frame_cpu_s: float | None = None
         """CPU seconds this process had used when the first frame was drawn."""
@@ -443,6 +400,18 @@ class TuiApp:
         matches = [t.task_id for t in tasks if t.task_id.startswith(token)]
         return matches[0] if len(matches) == 1 else token
 
+    def _cannot_cancel(self, task_id: str) -> str | None:
+        """Why ``/cancel TASK`` sends nothing: no such task, or it has already ended."""
+        task = next((t for t in self._snapshot.tasks if t.task_id == task_id), None)
+        if task is None:
+            known = ", ".join(t.task_id for t in self._snapshot.tasks[:5])
+            return f"no task {clean(task_id)}: nothing cancelled" + (
+                f" (tasks: {known})" if known else " (this session has no tasks)"
+            )
+        if task.status in _ENDED:
+            return f"task {task_id} already {task.status}: nothing to cancel"
+        return None
+
     def _submit(self, text: str) -> None:
         parsed = parse_input(text, selected_task=self.selected_task)
         if parsed.error:
@@ -451,6 +420,11 @@ class TuiApp:
             cmd = parsed.command
             if cmd.kind == "cancel_task" and cmd.task_id:
                 cmd = cmd.model_copy(update={"task_id": self._resolve_task(cmd.task_id)})
+                refused = self._cannot_cancel(str(cmd.task_id))
+                if refused is not None:
+                    self._say(refused)
+                    self._refresh()
+                    return
                 self._say(f"cancelling task {cmd.task_id} only")
             self._send(cmd)
         elif parsed.view == "quit":

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import trio
 
@@ -32,8 +32,7 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u
 _PERSON = re.compile(r"^([^<>\n]+?)\s*<([^<>\s]+)>$")
 
 
-@dataclass(frozen=True)
-class Authorship:
+class Authorship(NamedTuple):
     """Who air's commits in the project name, and how they are signed."""
 
     name: str

@@ -103,6 +103,15 @@ class WorkspaceManager:
     def list_records(self) -> list[WorkspaceRecord]:
         return self.records.list()
 
+    async def use_branch(self, name: str) -> None:
+        """Check out branch ``name`` of the project (made from HEAD when new) so that the
+        merges that follow land on it (``--branch``).
+
+        Raises:
+            AirException: ``workspace_error`` when git refuses (e.g. local changes in the way).
+        """
+        await self.git.use_branch(name)
+
     async def is_git_repo(self) -> bool:
         """True when the project root holds its own repository with at least one commit."""
         return await self.git.is_repo()

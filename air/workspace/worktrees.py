@@ -129,6 +129,18 @@ class ProjectGit:
         head = await self.run(None, "rev-parse", "--verify", "HEAD", check=False)
         return head.returncode == 0
 
+    async def use_branch(self, name: str) -> None:
+        """Check out ``name`` in the project: nothing when it is checked out, ``git switch``
+        when it exists, ``git switch -c`` from HEAD when it does not."""
+        current = await self.run(None, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        if current.stdout.decode().strip() == name:
+            return
+        known = await self.run(
+            None, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False
+        )
+        create = [] if known.returncode == 0 else ["-c"]
+        await self.run(None, "switch", "--quiet", *create, name)
+
     async def add(self, rec: WorkspaceRecord, base: str) -> None:
         """Make ``rec``'s worktree at ``rec.path`` on ``rec.branch`` from ``base``, and record
         its base commit and verified git directory."""

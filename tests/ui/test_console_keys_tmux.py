@@ -99,9 +99,10 @@ def test_the_keys_of_a_readline_and_chat_user(tmp_path: Path) -> None:
 
             # one Ctrl-C at an idle prompt clears the line and says how to quit; a second quits
             tmux.type("half a thought")
+            tmux.wait_for("> half a thought")
             tmux.keys("C-c")
-            screen = tmux.wait_for("line cleared; Ctrl-C again (or Ctrl-D) quits")
-            assert "half a thought" not in screen
+            screen = tmux.wait_for("> half a thought", gone=True)
+            assert "line cleared; Ctrl-C again (or Ctrl-D) quits" in screen
             tmux.keys("C-c")
             assert tmux.wait_exit(timeout=30) == 0
             assert processes_with(str(tmp_path)) == []
