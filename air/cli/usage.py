@@ -11,6 +11,9 @@ from __future__ import annotations
 _RUN_OPTIONS = """\
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
+  -m NAME --model NAME    The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+                          provider/id; one models.yaml does not list is taken with what
+                          air's model catalogue knows of it (`air provider list`).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
   --max-workers N         At most N workers at once (default: the CPU count, at most 16).
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
@@ -26,7 +29,7 @@ _RUN_OPTIONS = """\
   -h --help               Show this help."""
 
 _RUN_ARGS = (
-    "[--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] "
+    "[--project PATH] [--provider NAME] [--model NAME] [--cassette PATH] [--max-workers N] "
     "[--permission-mode MODE] [--isolation MODE] [--branch NAME] [--review] [--json] "
     "[--junit FILE]"
 )
@@ -84,6 +87,9 @@ Options:
   --plain           Line-oriented console (screen readers, dumb terminals): one line per fact.
   --project PATH    The project directory (default: found by walking up from here).
   --provider NAME   The model provider from models.yaml (e.g. anthropic, openai).
+  -m NAME --model NAME  The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+                    provider/id; one models.yaml does not list is taken with what air's
+                    model catalogue knows of it (`air provider list`).
   --cassette DIR    Offline: replay the Main Agent's turns from DIR/main.jsonl and each task's
                     from DIR/<task id>.jsonl (try examples/calc/cassettes).
   --max-workers N   At most N workers at once (default: the CPU count, at most 16).
@@ -92,7 +98,7 @@ Options:
 """The console's usage: ``air`` with no command, or ``air run`` without ``--headless``."""
 
 CONSOLE_OPTIONS = {"--session", "--replay", "--plain", "--project", "--provider", "--cassette"}
-CONSOLE_OPTIONS |= {"--max-workers"}
+CONSOLE_OPTIONS |= {"--max-workers", "--model", "-m"}
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)
