@@ -389,7 +389,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         tools=runtime.registry,
         history=history,
         compactor=runtime.compactor(models),
-        model=_session_model(runtime, models, options),
+        model=_session_model(runtime, models),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
     )
     agent.turns.drafts = _Drafts(session)
@@ -398,13 +398,11 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     return agent
 
 
-def _session_model(runtime: Any, models: Any, options: HeadlessOptions) -> Any:
+def _session_model(runtime: Any, models: Any) -> Any:
     """The Main Agent's model: the session's (recorded at its start, ``--provider`` included;
-    issue 24 item 4), not a separate pick; a cassette keeps its own."""
+    issue 24 item 4), not a separate pick."""
     from air.contracts.provider import ModelRequirement
 
-    if runtime.services.provider is None:  # injected fake workers: the models are the cassette's
-        return None
     return models.select_model(ModelRequirement(role="main", model=runtime.services.model))
 
 

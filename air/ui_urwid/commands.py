@@ -21,7 +21,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/tasks": "show the task tree",
     "/cancel": "/cancel [TASK]: cancel exactly that task (default: the selected one)",
     "/cost": "show tokens and cost per task and in total",
-    "/model": "/model [PROVIDER/MODEL]: show the provider and model, or switch for what comes next",
+    "/model": "show the provider and model; /model P/M switches what comes next",
     "/history": "show the whole conversation",
     "/compact": "compact the conversation now (a summary stands for the older messages)",
     "/quit": "quit (asks first when work is running)",
