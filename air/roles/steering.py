@@ -1,6 +1,6 @@
 """Mid-run steering, the worker's side: a correction the person sent while the task runs.
 
-Owns ``STEER_MESSAGE`` and ``take_steering``: the corrections the runtime received
+Owns ``STEER_MESSAGE``, ``take_steering`` and ``add_note``: the corrections the runtime received
 (``agent.steer`` controls, kept in ``WorkerRuntime.steering``) become one user text block of the
 conversation, added right before the loop's next model turn, in the order they came. The parent
 side that sends them is ``air.supervision.steering``.
@@ -12,7 +12,7 @@ from typing import Any
 
 from air.ipc.runtime import WorkerRuntime
 
-__all__ = ["STEER_MESSAGE", "take_steering"]
+__all__ = ["STEER_MESSAGE", "add_note", "take_steering"]
 
 STEER_MESSAGE = (
     "A correction from the person arrived while you work. It takes precedence over the task "
@@ -26,10 +26,14 @@ def take_steering(runtime: WorkerRuntime, messages: list[dict[str, Any]]) -> boo
     if not runtime.steering:
         return False
     notes, runtime.steering = runtime.steering, []
-    block = {
-        "type": "text",
-        "text": STEER_MESSAGE.format(text="\n\n".join(n.text for n in notes)),
-    }
+    add_note(messages, "\n\n".join(n.text for n in notes))
+    return True
+
+
+def add_note(messages: list[dict[str, Any]], text: str) -> None:
+    """Append ``STEER_MESSAGE`` with ``text``: into a last user message as a new dict (a sent
+    message is never changed in place, IMPL-TURN-1), else as a user message of its own."""
+    block = {"type": "text", "text": STEER_MESSAGE.format(text=text)}
     if messages and messages[-1].get("role") == "user":
         last = messages[-1]
         content = last["content"]
@@ -38,4 +42,3 @@ def take_steering(runtime: WorkerRuntime, messages: list[dict[str, Any]]) -> boo
         messages[-1] = {**last, "content": [*content, block]}
     else:
         messages.append({"role": "user", "content": [block]})
-    return True
