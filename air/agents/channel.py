@@ -164,6 +164,10 @@ class MainAgentChannel:
                         user_action="Send /compact again once it has answered (Esc ends the turn).",
                     )
                 await self.agent.compact_now()
+            case "switch_model":
+                if command.text is None:
+                    raise _missing("switch_model", "text")
+                await self.agent.switch_model(command.text)
             case "quit":
                 if self.on_quit is not None:
                     await self.on_quit(command.force)

@@ -16,8 +16,9 @@ plan (validated ``TaskPlan``, one repair round, then a clear failure) handed to 
 or direct mode, where the agent itself calls tools through the ToolRegistry with the
 ``main_direct`` template and a write area of the main workspace only. The Scheduler's run is a
 background task of the agent's nursery, so the agent stays ready while work executes: a
-message then is a ``requirement.changed`` (INTERRUPTING; execution-only → resume, else a new
-plan shown for confirmation). When the run ends the agent summarises it. Esc (``interrupt``)
+message then is a ``requirement.changed`` (INTERRUPTING; execution-only → delivered to the
+running workers and resume, ``air.agents.steering``; else the contradicted tasks cancelled and a
+new plan shown for confirmation). When the run ends the agent summarises it. Esc (``interrupt``)
 cancels the current model turn only.
 
 Compaction (IMPL-COMPACT-1): before each model request the agent asks its ``Compactor`` (the
@@ -39,6 +40,7 @@ from air.agents.architecture import ArchitectureDesigner, ArchitectureImpact
 from air.agents.conversation import ConversationEntry
 from air.agents.direct import DirectMode, ToolPort
 from air.agents.execution import SchedulerRun, TaskScheduler
+from air.agents.model_switch import switch_model, with_task_model
 from air.agents.plan import (
     TaskPlan,
     parse_change,
@@ -53,6 +55,7 @@ from air.agents.state import (
     MainAgentTrigger,
     transition_payload,
 )
+from air.agents.steering import CONTRADICTS, SteeringPort, contradicted_tasks, deliver
 from air.agents.turns import EventSink, ModelPort, TurnResult, TurnRunner, turn_error
 from air.agents.window import Compactor, conversation_budget, window_messages
 from air.context.loader import builtin_resource
@@ -106,6 +109,8 @@ class MainAgent:
         compactor: the session's compactor (``SessionCompactor``); None: no compaction.
         context_budget: the tokens the conversation of one request may use; default
             ``conversation_budget(model)``.
+        steering: sends a correction to the running workers (the ``WorkerManager``); None:
+            a correction reaches no running worker (``air.agents.steering``).
     """
 
     def __init__(
@@ -125,8 +130,12 @@ class MainAgent:
         architect: ArchitectureDesigner | None = None,
         compactor: Compactor | None = None,
         context_budget: int | None = None,
+        steering: SteeringPort | None = None,
     ) -> None:
         self.session_id = session_id
+        self.steering = steering
+        self.task_model: str | None = None
+        """``provider/model`` of the tasks made after a ``/model`` switch (None: no switch)."""
         self.project_root = project_root
         self.scheduler = scheduler
         assignment = model or models.select_model(ModelRequirement(role="main"))
@@ -390,7 +399,7 @@ class MainAgent:
 
     async def _hand_over(self, plan: TaskPlan) -> AirError | None:
         try:
-            await self.scheduler.create_tasks(plan.tasks)
+            await self.scheduler.create_tasks(with_task_model(plan.tasks, self.task_model))
         except AirException as exc:
             return exc.error
         for task in plan.tasks:
@@ -439,7 +448,7 @@ class MainAgent:
         listing = ", ".join(f"{t} ({self.work.titles.get(t, '')})" for t in running) or "none"
         turn = await self.turns.hidden(
             self.turns.request(
-                f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}",
+                f"{self.role_prompt}\n\n{_CHANGE.format(tasks=listing)}{CONTRADICTS}",
                 await self._model_messages(),
             )
         )
@@ -447,22 +456,32 @@ class MainAgent:
             await self._move(T.RESUME, message_id=message_id, reason="interrupted")
             await self._resumed(new_tasks=False)
             return
-        change, impacted = parse_change(turn.text if turn.status == "complete" else "", running)
+        answer = turn.text if turn.status == "complete" else ""
+        change, impacted = parse_change(answer, running)
+        contradicted = contradicted_tasks(answer, running)
+        requirement_id = new_id("req")
         await self.turns.record(
             "requirement.changed",
             {
-                "requirement_id": new_id("req"),
+                "requirement_id": requirement_id,
                 "description": message,
                 "change_class": change,
                 "impacted_task_ids": impacted,
                 "origin_message_id": message_id,
             },
         )
-        if change == "execution":
-            await self.turns.say("Noted for the running work; it continues.")
+        if change == "execution" and not contradicted:
+            await deliver(
+                self.turns,
+                self.steering,
+                session_id=self.session_id,
+                requirement_id=requirement_id,
+                text=message,
+            )
             await self._move(T.EXEC_ONLY, message_id=message_id)
             await self._resumed(new_tasks=False)
             return
+        await self._cancel_contradicted(contradicted)
         await self._move(T.DESIGN_CHANGE, message_id=message_id)
         plan = await self.plans.make()
         if isinstance(plan, TurnResult):
@@ -478,6 +497,22 @@ class MainAgent:
             await self._resumed(new_tasks=False)
             return
         await self._show_for_confirmation(reviewed, message_id, impact)
+
+    async def switch_model(self, ref: str) -> None:
+        """``/model PROVIDER/MODEL``: the Main Agent's next turns and the tasks made from now on
+        use it (``air.agents.model_switch``; a bad ``ref`` raises its ``config_error``)."""
+        chosen = await switch_model(self.turns, self.session_id, ref)
+        self.task_model = f"{chosen.provider_id}/{chosen.model_id}"
+        self.context_budget = conversation_budget(chosen)
+
+    async def _cancel_contradicted(self, task_ids: list[str]) -> None:
+        """Cancel the running tasks a correction contradicts; the new plan replaces them."""
+        for task_id in task_ids:
+            await self.scheduler.cancel_task(task_id, "contradicted by the person's correction")
+        if task_ids:
+            await self.turns.say(
+                f"Cancelled {', '.join(task_ids)}: the correction contradicts them; planning again."
+            )
 
     async def _summarize(self) -> None:
         await self._move(T.ALL_DONE)

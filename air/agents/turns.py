@@ -114,7 +114,7 @@ class TurnRunner:
     Args:
         events: receives every event (durable and ephemeral).
         models: the provider facade.
-        model: the session's model (fixed for the session).
+        model: the Main Agent's model (the session's; ``/model`` switches it).
         session_id / project_id: stamped on every event.
         agent_id: the Main Agent's id on its messages.
     """
@@ -132,6 +132,8 @@ class TurnRunner:
         self.events = events
         self.models = models
         self.model = model
+        self.last_usage: Any = None
+        """The provider's usage of the last complete turn (``air.agents.model_status``)."""
         self.session_id = session_id
         self.project_id = project_id
         self.agent_id = agent_id
@@ -306,6 +308,7 @@ class TurnRunner:
                         {"message_id": message_id, "index": event.index, "text": event.text},
                     )
                 elif isinstance(event, MessageStopEvent):
+                    self.last_usage = event.usage  # the HUD's context use (model_status)
                     return TurnResult(
                         status="complete",
                         content=list(event.content),

@@ -281,7 +281,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
 
         reopen = reopen_command(options, runtime.session_id, runtime.project_root)
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app, reopen)
+            await _front(runtime, store, _Reporting(channel), plain, app, reopen, _hud_model(agent))
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
@@ -389,11 +389,21 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         tools=runtime.registry,
         history=history,
         compactor=runtime.compactor(models),
+        model=_session_model(runtime, models),
+        steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)
     runtime.bus.subscribe(EventFilter(type_prefix="task."), agent.observe)
     return agent
+
+
+def _session_model(runtime: Any, models: Any) -> Any:
+    """The Main Agent's model: the session's (recorded at its start, ``--provider`` included;
+    issue 24 item 4), not a separate pick."""
+    from air.contracts.provider import ModelRequirement
+
+    return models.select_model(ModelRequirement(role="main", model=runtime.services.model))
 
 
 class _Drafts:
@@ -421,8 +431,21 @@ class _Drafts:
         return str(ref.artifact_id)
 
 
+def _hud_model(agent: Any) -> Any:
+    """The HUD's Main Agent part: its context use (``air.agents.model_status``)."""
+    from air.agents.model_status import model_status
+
+    return lambda: model_status(agent.turns)
+
+
 async def _front(
-    runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any, reopen: str
+    runtime: Any,
+    store: Any,
+    channel: _Reporting,
+    plain: bool,
+    app: Any,
+    reopen: str,
+    hud: Any = None,
 ) -> None:
     """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
     person quits or a signal ends it."""
@@ -446,6 +469,7 @@ async def _front(
                 nursery.start_soon(app.run)
             else:
                 app.attach(client, channel)
+            app.hud_extra = hud
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             await app.closed.wait()

@@ -73,11 +73,15 @@ class RuntimeFactory:
             project = open_project(ProjectStore(), options.project)
             session_id = None
             services = lambda: prepared  # noqa: E731
+        provider_id, model_id = _session_model(None if resume else prepared, options.provider)
         asks = prompts if prompts is not None else FailClosedPrompt()
         return RuntimeConfig(
             project=project,
             session=OpenSessionOptions(
-                session_id=session_id, mode=mode, model_provider_id=options.provider
+                session_id=session_id,
+                mode=mode,
+                model_provider_id=provider_id,
+                model_id=model_id,
             ),
             new_session=not resume,
             services=services,
@@ -105,6 +109,16 @@ class RuntimeFactory:
             return None
         options = self.options
         return lambda session: factory(options, session, session.project.project_root)
+
+
+def _session_model(prepared: Any, provider: str | None) -> tuple[str | None, str | None]:
+    """The provider and model a new session records (issue 24 item 4): the configured model
+    ``prepare`` picked (``--provider`` included); a resumed session keeps its recorded ones."""
+    model = getattr(prepared, "model", None) if prepared is not None else None
+    if not model or prepared.provider is None:  # injected fake workers: no model is called
+        return provider, None
+    provider_id, _, model_id = str(model).partition("/")
+    return provider_id, model_id or None
 
 
 def _mcp_config(root: str) -> Any:

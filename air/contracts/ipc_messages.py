@@ -1,6 +1,7 @@
 """The IPC messages a parent does not build before its first model request (contracts §10;
 IMPL-BOOT-12): the controls after ``agent.start`` (``agent.cancel`` / ``pause`` / ``resume`` /
-``extend_timeout`` and the IMPL controls ``agent.wrap_up`` and ``agent.get_state``), the
+``extend_timeout`` and the IMPL controls ``agent.wrap_up``, ``agent.get_state`` and
+``agent.steer``), the
 ``ControlPayload`` union a worker decodes, and the payloads of the worker's messages
 (``tool.stream``, ``event`` with ``worker.ready``, ``log``, ``worker.checkpoint``,
 ``protocol.error``).
@@ -24,6 +25,7 @@ __all__ = [
     "AgentGetStateControl",
     "AgentPauseControl",
     "AgentResumeControl",
+    "AgentSteerControl",
     "AgentWrapUpControl",
     "ControlPayload",
     "LogPayload",
@@ -71,6 +73,15 @@ class AgentGetStateControl(Contract):
     type: Literal["agent.get_state"] = "agent.get_state"
 
 
+class AgentSteerControl(Contract):
+    """IMPL: a correction from the person for the running work (mid-run steering); the worker
+    adds ``text`` to its conversation before its next model turn."""
+
+    type: Literal["agent.steer"] = "agent.steer"
+    note_id: str
+    text: str = Field(min_length=1, max_length=20_000)
+
+
 ControlPayload: TypeAlias = Annotated[
     AgentStartControl
     | AgentCancelControl
@@ -78,7 +89,8 @@ ControlPayload: TypeAlias = Annotated[
     | AgentResumeControl
     | AgentExtendTimeoutControl
     | AgentWrapUpControl
-    | AgentGetStateControl,
+    | AgentGetStateControl
+    | AgentSteerControl,
     Field(discriminator="type"),
 ]
 

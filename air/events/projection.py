@@ -26,6 +26,7 @@ from air.events.projection_tasks import TASK_PROJECTIONS
 from air.store.repositories import SessionStore
 
 if TYPE_CHECKING:
+    from air.events.payloads.conversation import SessionModelChangedPayload
     from air.events.payloads.ends import SessionArchivedPayload, SessionDeletedPayload
     from air.events.payloads.start import SessionCreatedPayload
 
@@ -48,6 +49,14 @@ def _session_created(ctx: ProjectionCtx, x: SessionCreatedPayload) -> None:
     )
 
 
+def _session_model(ctx: ProjectionCtx, x: SessionModelChangedPayload) -> None:
+    patch = {"model_provider_id": x.model_provider_id, "model_id": x.model_id}
+    transition(
+        ctx, ctx.store.sessions, x.session_id, f"session {x.session_id}", None,
+        {**patch, "updated_at": ctx.ts},
+    )  # fmt: skip
+
+
 def _session_status(status: str, column: str) -> ProjectionStep:
     def apply(ctx: ProjectionCtx, x: SessionArchivedPayload | SessionDeletedPayload) -> None:
         transition(
@@ -66,6 +75,7 @@ _PROJECTIONS: dict[str, ProjectionStep] = {
     "session.created": _session_created,
     "session.archived": _session_status("archived", "archived_at"),
     "session.deleted": _session_status("deleted", "deleted_at"),
+    "session.model.changed": _session_model,
     **MESSAGE_PROJECTIONS,
     **TASK_PROJECTIONS,
     **AGENT_PROJECTIONS,

@@ -3,7 +3,8 @@
 Owns: the child end of the pipe — ``emit`` (events), ``call_tool`` (correlated, with streamed
 ``tool.stream`` items), ``complete`` (a model turn, sent as a delta: IMPL-TURN-1),
 ``checkpoint``, ``log``, the heartbeat loop, and the controls ``agent.cancel`` / ``pause`` /
-``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state``.
+``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state`` / ``steer`` (a correction kept in
+``steering`` until the loop adds it to its next model turn).
 One task reads the pipe at a time (the read role: ``_reading`` and its parking lot): a task
 waiting in ``call_tool`` reads and dispatches itself, so a round trip wakes one task. The
 background reader holds the role while no call waits and hands it over when one starts; once
@@ -36,6 +37,7 @@ from air.contracts.ipc_messages import (
     AgentGetStateControl,
     AgentPauseControl,
     AgentResumeControl,
+    AgentSteerControl,
     AgentWrapUpControl,
 )
 from air.contracts.runtime import AgentType
@@ -122,6 +124,8 @@ class WorkerRuntime:
         """False once a turn's price was unknown (``cost_usd`` is then a lower bound)."""
         self.cancel_reason: str | None = None
         self.wrap_up_reason: str | None = None
+        self.steering: list[AgentSteerControl] = []
+        """Corrections received and not yet given to the model (``air.roles.steering``)."""
         self.extra_timeout_ms = 0
         self._body_scope: trio.CancelScope | None = None
         self.heartbeat_s = float(start.options.get("heartbeat_s", 5.0))
@@ -402,6 +406,8 @@ class WorkerRuntime:
             await self.checkpoint({"wrap_up": control.reason}, reason="soft_timeout")
         elif isinstance(control, AgentGetStateControl):
             await self.heartbeat()
+        elif isinstance(control, AgentSteerControl):
+            self.steering.append(control)
 
     async def _heartbeats(self) -> None:
         while True:

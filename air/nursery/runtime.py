@@ -234,7 +234,7 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
         root = session.project.project_root
         runs = runs_dir(root)
         claim_session(runs, ledger.session_id)
-        services = config.services()
+        services = recorded_model(config.services(), session)
         try:
             async with trio.open_nursery() as nursery:
                 async with session.bus.serving():
@@ -244,6 +244,16 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
             raise one_error(group) from None
     finally:
         session.close()
+
+
+def recorded_model(services: RuntimeServices, session: OpenSession) -> RuntimeServices:
+    """A session runs on the provider and model it recorded (issue 24 item 4: ``air resume``
+    and ``--session`` do not re-read today's choice); one recorded none keeps ``services``'."""
+    ctx = session.context
+    if not (ctx.model_provider_id and ctx.model_id):
+        return services
+    services.model = f"{ctx.model_provider_id}/{ctx.model_id}"
+    return services
 
 
 def one_error(group: BaseExceptionGroup[BaseException]) -> BaseException:

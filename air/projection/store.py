@@ -123,6 +123,7 @@ class ProjectionStore:
             "session.created": self._session_created,
             "session.archived": self._session_status,
             "session.deleted": self._session_status,
+            "session.model.changed": self._session_model,
             "user.message.created": self._user_message,
             "assistant.message.started": self._assistant_started,
             "assistant.message.delta": self._assistant_delta,
@@ -262,6 +263,16 @@ class ProjectionStore:
             model_provider_id=p.get("model_provider_id"),
             model_id=p.get("model_id"),
             created_at=event.timestamp,
+        )
+        return True
+
+    def _session_model(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
+        """``/model`` switched (issue 24 item 4): the HUD and ``/model`` name the new one."""
+        session = self._state.session
+        if session is None:
+            return False
+        self._state.session = session.model_copy(
+            update={"model_provider_id": p.get("model_provider_id"), "model_id": p.get("model_id")}
         )
         return True
 

@@ -2,7 +2,8 @@
 
 Owns: ``AgentLoopRole`` (messages → ``provider.complete`` → each ``tool_use`` → ``call_tool`` →
 ``tool_result`` blocks → repeat, until the final text holds a valid ```json:result block; one
-repair round; budgets ``max_turns`` / cost with a wrap-up message and grace turns), the executor's
+repair round; budgets ``max_turns`` / cost with a wrap-up message and grace turns; a correction
+received meanwhile goes in before the next turn, ``air.roles.steering``), the executor's
 verification gate, ``ExecutorRole``, ``ReviewerRole``, ``DebuggerRole``, ``CompactorRole``,
 ``ExperienceMinerRole``, ``role_for`` (TaskType → role) and ``load_prompt`` (package resources).
 """
@@ -29,6 +30,7 @@ from air.contracts.worker_result import (
     WorkerStatus,
 )
 from air.ipc.runtime import WorkerRuntime
+from air.roles.steering import take_steering
 
 __all__ = [
     "REPAIR_MESSAGE",
@@ -243,6 +245,7 @@ class AgentLoopRole:
                     }
                 )
                 messages = _merge_user(messages)
+            take_steering(runtime, messages)  # a correction sent while it ran (mid-run steering)
             runtime.turn += 1
             env = await runtime.complete(
                 system=system, messages=messages, tools=tools, max_tokens=self.max_tokens

@@ -2,7 +2,8 @@
 
 Owns: ``WorkerManager`` — the real ``TaskRunner`` of the Scheduler seam: ``supervise`` (one
 attempt, start to end), ``spawn``, and the controls ``cancel`` / ``extend_timeout`` / ``pause`` /
-``resume`` of a live worker, plus the provider's retry notices as ``assistant.message.failed``.
+``resume`` / ``steer`` (``air.supervision.steering``) of a live worker, plus the provider's
+retry notices as ``assistant.message.failed``.
 The parts it composes, each one concern: ``worker_run`` (config, collaborator protocols, the
 run's state and deadlines), ``worker_start`` (launch through the ``Launcher`` seam + handshake),
 ``worker_watch`` (hard / soft / stall / cancel-grace deadlines as cancel scopes),
@@ -31,6 +32,7 @@ from air.ipc.spare import SpareWorker
 from air.security.redact import SecretRedactor
 from air.supervision.runs import RunRecordStore
 from air.supervision.seams import SuperviseRequest
+from air.supervision.steering import SteeredTask, steer_runs
 from air.supervision.worker_checks import cap_text
 from air.supervision.worker_finish import finish, reap
 from air.supervision.worker_loop import read_loop
@@ -173,6 +175,12 @@ class WorkerManager:
         run = self._live.get(agent_id)
         if run is not None:
             await control(run, {"type": "agent.resume"})
+
+    async def steer(self, session_id: str, note_id: str, text: str) -> list[SteeredTask]:
+        """Send a correction to every running worker of ``session_id``; the tasks it reached."""
+        return await steer_runs(
+            self._live.values(), session_id=session_id, note_id=note_id, text=text
+        )
 
     # -- attempts ------------------------------------------------------------------------------
 

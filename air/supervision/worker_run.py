@@ -226,19 +226,20 @@ async def send(
     kind: str,
     payload: dict[str, Any] | BaseModel,
     correlation_id: str | None = None,
-) -> None:
-    """One message to the worker (a model payload is dumped as JSON in the same pass)."""
+) -> bool:
+    """One message to the worker (a model payload is dumped as JSON in the same pass); False
+    when it has no process or its stdin is closed."""
     if run.proc is None:
-        return
+        return False
     encoder = run.encoder
     if encoder is None:
         req = run.request
         encoder = run.encoder = LineEncoder(session_id=req.session_id, agent_id=req.agent_id)
-    await run.proc.send_line(encoder.line(kind, payload, correlation_id=correlation_id))
+    return await run.proc.send_line(encoder.line(kind, payload, correlation_id=correlation_id))
 
 
-async def control(run: WorkerRun, payload: dict[str, Any]) -> None:
-    await send(run, "control", payload)
+async def control(run: WorkerRun, payload: dict[str, Any]) -> bool:
+    return await send(run, "control", payload)
 
 
 async def emit(sup: Supervisor, run: WorkerRun, type: str, payload: dict[str, Any]) -> None:

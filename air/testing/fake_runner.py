@@ -86,6 +86,9 @@ class RunRecord:
     kind: str | None = None
     cancelled: bool = False
     workspace_path: str = ""
+    session_id: str = ""
+    notes: list[str] = field(default_factory=list)
+    """Corrections ``steer`` sent to this run while it ran (mid-run steering)."""
 
 
 @dataclass
@@ -140,6 +143,15 @@ class FakeTaskRunner:
             return self.default
         return steps[max(0, min(attempt_index - 1, len(steps) - 1))]
 
+    async def steer(self, session_id: str, note_id: str, text: str) -> list[RunRecord]:
+        """``WorkerManager.steer``: the correction reaches each running attempt of the session
+        (kept in its record's ``notes``); the records it reached."""
+        await trio.lowlevel.checkpoint()
+        reached = [r for r in self.log.records if r.ended_at is None and r.session_id == session_id]
+        for record in reached:
+            record.notes.append(text)
+        return reached
+
     async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
         spec = request.task_spec
         step = self.step_for(spec.id, request.attempt_index)
@@ -149,6 +161,7 @@ class FakeTaskRunner:
             attempt_index=request.attempt_index,
             started_at=trio.current_time(),
             workspace_path=request.workspace.path,
+            session_id=request.session_id,
         )
         self.log.records.append(record)
         self.log._active += 1

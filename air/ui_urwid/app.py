@@ -440,7 +440,7 @@ class TuiApp:
         elif parsed.view == "model":
             s = self._snapshot.session
             model = f"{s.model_provider_id or '-'} / {s.model_id or '-'}" if s else "-"
-            self._say(f"model (fixed for the session): {model}")
+            self._say(f"model: {model} (/model PROVIDER/MODEL switches for what comes next)")
         self._refresh()
 
     # --- copy ----------------------------------------------------------------------------

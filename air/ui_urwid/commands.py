@@ -2,8 +2,8 @@
 
 Owns ``SLASH_COMMANDS`` (name → one-line help), ``Parsed`` and ``parse_input``: a line the
 person typed becomes a ``UiCommand`` for the runtime (a message, ``/direct``, ``/done``,
-``/cancel``, ``/compact``, ``/quit``), a local ``view`` action (``/help``, ``/tasks``,
-``/cost``, ``/model``, ``/history``), or an ``error`` to show. Pure.
+``/cancel``, ``/compact``, ``/model PROVIDER/MODEL``, ``/quit``), a local ``view`` action
+(``/help``, ``/tasks``, ``/cost``, ``/model``, ``/history``), or an ``error`` to show. Pure.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/tasks": "show the task tree",
     "/cancel": "/cancel [TASK]: cancel exactly that task (default: the selected one)",
     "/cost": "show tokens and cost per task and in total",
-    "/model": "show the session's provider and model (read-only)",
+    "/model": "show the provider and model; /model P/M switches what comes next",
     "/history": "show the whole conversation",
     "/compact": "compact the conversation now (a summary stands for the older messages)",
     "/quit": "quit (asks first when work is running)",
@@ -65,8 +65,18 @@ def parse_input(text: str, *, selected_task: str | None = None) -> Parsed:
         if not task:
             return Parsed(error="/cancel needs a task: select one in the tree or type /cancel TASK")
         return Parsed(command=UiCommand(kind="cancel_task", task_id=task))
+    if name == "/model" and rest:
+        return _switch_model(rest)
     if name in ("/help", "/tasks", "/cost", "/model", "/history", "/quit"):
         if rest and name != "/help":
             return Parsed(error=f"{name} takes no argument")
         return Parsed(view=name[1:])
     return Parsed(error=f"unknown command {name}; /help lists them (start with // to send a /)")
+
+
+def _switch_model(ref: str) -> Parsed:
+    """``/model PROVIDER/MODEL``: the switch, or an error naming the expected shape."""
+    provider, _, model = ref.partition("/")
+    if not provider or not model or " " in ref:
+        return Parsed(error="/model takes PROVIDER/MODEL, e.g. /model openai/gpt-4o")
+    return Parsed(command=UiCommand(kind="switch_model", text=ref))

@@ -414,7 +414,7 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
     else:
         session = snapshot.session
         sid = session.session_id if session else "-"
-        model = (session.model_id if session else None) or "-"
+        model = session_model(snapshot)
         text = (
             f"air · {prompts}{sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
             f"{t.running} running, {t.failed} failed, {t.blocked} blocked, "
@@ -422,3 +422,11 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
             f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
         )
     return f" {text}{extra}"
+
+
+def session_model(snapshot: ProjectionSnapshot) -> str:
+    """``provider/model`` the session recorded (issue 24 item 4); ``-`` when it recorded none."""
+    s = snapshot.session
+    if s is None or not s.model_id:
+        return "-"
+    return f"{s.model_provider_id}/{s.model_id}" if s.model_provider_id else s.model_id

@@ -239,7 +239,9 @@ def test_view_commands_stay_in_the_console() -> None:
     assert "you> fix the subtraction bug" in screen
     _press(app, "esc")
     _type(app, "/model")
-    assert "model (fixed for the session): scripted / scripted-model" in _press(app, "enter")
+    assert "model: scripted / scripted-model (/model PROVIDER/MODEL switches" in _press(
+        app, "enter"
+    )
     _type(app, "/cost")
     assert "total 1200 tokens $0.0100" in _press(app, "enter")
     assert app.sent == []  # none of them reached the runtime

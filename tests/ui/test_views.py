@@ -66,7 +66,7 @@ def test_the_demo_session_renders_every_pane(tmp_path: Path) -> None:
     assert "3 passed" in text
     assert "+    return a - b" in text
     assert "[test_output] tests pass after the fix" in text
-    assert "ses_console · scripted-model" in text
+    assert "ses_console · scripted/scripted-model" in text
 
 
 def test_the_blocker_report_is_shown_in_the_detail_pane() -> None:

@@ -24,6 +24,8 @@ __all__ = [
     "HudFrameRenderedPayload",
     "MainAgentStateChangedPayload",
     "RequirementChangedPayload",
+    "RequirementDeliveredPayload",
+    "SessionModelChangedPayload",
     "UserMessageCreatedPayload",
 ]
 
@@ -93,6 +95,27 @@ class RequirementChangedPayload(EventPayload):
     change_class: Literal["execution", "possible_design", "design_interface_goal"]
     impacted_task_ids: list[str] = Field(default_factory=empty_list)
     origin_message_id: str | None = None
+
+
+class RequirementDeliveredPayload(EventPayload):
+    """IMPL: a correction sent to the running workers (mid-run steering): the tasks it reached,
+    each of which adds it before its next model turn."""
+
+    requirement_id: str
+    description: str
+    task_ids: list[str] = Field(default_factory=empty_list)
+    agent_ids: list[str] = Field(default_factory=empty_list)
+
+
+class SessionModelChangedPayload(EventPayload):
+    """IMPL: ``/model`` switched the provider and model for what comes next (issue 24 item 4):
+    the session row names them from then on; tasks made later record theirs in their spec."""
+
+    session_id: str
+    model_provider_id: str
+    model_id: str
+    previous_provider_id: str | None = None
+    previous_model_id: str | None = None
 
 
 class ArchitecturePlanUpdatedPayload(EventPayload):
