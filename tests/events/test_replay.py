@@ -15,7 +15,7 @@ from air.events.store import EventStore, replay_events
 from air.store.repositories import SessionStore, dump_tables
 from air.store.schema import DOMAIN_TABLES
 from air.store.session_db import open_session_database
-from tests.events.sequences import SessionSimulator, drawn_sequence
+from air.testing.sequences import SessionSimulator, drawn_sequence
 
 
 @settings(
