@@ -36,9 +36,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).parents[1]
-sys.path.insert(0, str(REPO / "bench"))
+sys.path.insert(0, str(REPO))
 
-from console import _Tmux  # noqa: E402  (the tmux harness of bench/console.py)
+from bench.console import _Tmux  # noqa: E402  (the tmux harness of bench/console.py)
 
 SIZE_LABEL = {1000: "1k", 10000: "10k", 100000: "100k"}
 LIST_SESSIONS = 20

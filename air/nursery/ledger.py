@@ -65,6 +65,10 @@ class Ledger(Protocol):
         """The session's durable events, oldest first."""
         ...
 
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        """The session's durable events of ``types`` only, oldest first (an indexed read)."""
+        ...
+
     def knows(self, event_type: str) -> bool:
         """Whether the event registry has ``event_type`` (version 1)."""
         ...
@@ -273,6 +277,15 @@ class SessionLedger:
             record_to_event(row)
             for row in self.events.query_records(EventFilter(session_id=self.session_id))
         ]
+
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        """The session's events of ``types`` only, oldest first: an indexed read of the log
+        (``idx_events_type``), so a look-up for a few kinds of event costs what they are, not
+        the session's length (recovery's knowledge look-ups)."""
+        if not types:
+            return []
+        flt = EventFilter(session_id=self.session_id, types=list(types))
+        return [record_to_event(row) for row in self.events.query_records(flt)]
 
     def state(self) -> SessionState:
         self._sync()
