@@ -387,6 +387,7 @@ class DatabaseCheck:
         return self._check_consistency(check, path, rebuild)
 
     def _check_consistency(self, check: str, path: str, rebuild: Fix) -> list[Problem]:
+        from air.events.fold_snapshot import check_snapshots
         from air.events.store import replay_events
         from air.store.repositories import SessionStore, dump_tables
         from air.store.session_db import open_session_database
@@ -409,9 +410,24 @@ class DatabaseCheck:
                     drift = [f"replay fails ({exc.error.message})"]
             finally:
                 scratch.close()
+            stale = check_snapshots(db)
         finally:
             db.close()
-        problems = []
+        problems = [
+            Problem(
+                issue(
+                    f"{check}.snapshot",
+                    "warning",
+                    f"{path}: {defect}",
+                    "Run `air doctor --fix` to rebuild it from its event log (the snapshot is "
+                    "a cache: the log is the truth), and report the bug with `air doctor "
+                    "--bundle`.",
+                    fix="rebuild from the event log",
+                ),
+                rebuild,
+            )
+            for defect in stale
+        ]
         if not orphans.clean:
             shown = ", ".join(
                 f"{v.table}.{v.column}={v.missing_id}" for v in orphans.violations[:5]
