@@ -517,14 +517,19 @@ def _replay(options: HeadlessOptions) -> int:
     import trio
 
     from air.cli.doctor import setup_logging
-    from air.cli.history import read_events
+    from air.cli.history import session_db_path
     from air.contracts.error import CliExit
+    from air.projection.event_pages import EventPages
+    from air.store.session_db import open_session_database
 
     setup_logging()
 
     project, session_id = _session_to_reopen(options)
-    events = read_events(project, session_id)
-    trio.run(_play, events)
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
+    try:  # read a page at a time as the replay reaches it: the first frame waits for none
+        trio.run(_play, EventPages(db, session_id))
+    finally:
+        db.close()
     return CliExit.OK
 
 

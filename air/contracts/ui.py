@@ -254,6 +254,7 @@ UiCommandKind = Literal[
     "quit",
     "replay_pause",
     "replay_step",
+    "replay_back",
     "replay_speed",
 ]
 
@@ -267,8 +268,9 @@ class UiCommand(Contract):
     ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
     (``/direct [text]``) and ``direct_done`` (``/done``); ``compact`` (``/compact``: compact the
     session's conversation now); ``quit`` (``force`` when the person
-    confirmed quitting with work running); ``replay_pause`` (toggle), ``replay_step`` and
-    ``replay_speed`` (``speed``) drive a read-only replay player.
+    confirmed quitting with work running); ``replay_pause`` (toggle), ``replay_step``,
+    ``replay_back`` (one event back) and ``replay_speed`` (``speed``) drive a read-only replay
+    player.
     """
 
     kind: UiCommandKind

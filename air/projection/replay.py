@@ -1,10 +1,13 @@
 """ReplayPlayer: plays a stored event log back into a ProjectionStore, read-only (issue #12 §7).
 
-Owns ``ReplayPlayer``. It holds the session's events (read once from the log), applies them
-to its own ProjectionStore at their recorded pace scaled by ``speed`` (gaps capped at
-``MAX_GAP_S``), and implements the ``UiCommandChannel`` protocol for the console's replay
-keys: ``replay_pause`` (toggle), ``replay_step`` (one event, pauses), ``replay_speed`` and
-``quit``. Every other command is refused and counted in ``refused``: a replay never reaches a
+Owns ``ReplayPlayer``. It reads the session's events through a sequence (a list, or
+``EventPages``: paged from SQLite as the replay reaches them, so the first frame does not wait
+for the log), applies them to its own ProjectionStore at their recorded pace scaled by
+``speed`` (gaps capped at ``MAX_GAP_S``; every time shown is the events' own, never the wall
+clock), and implements the ``UiCommandChannel`` protocol for the console's replay keys:
+``replay_pause`` (toggle), ``replay_step`` (one event forward, pauses), ``replay_back`` (one
+event back, pauses: the projection is rebuilt from the start up to there), ``replay_speed``
+and ``quit``. Every other command is refused and counted in ``refused``: a replay never reaches a
 runtime, so nothing the person types can change the recorded session.
 """
 
@@ -51,7 +54,7 @@ class ReplayPlayer:
         speed: float = 1.0,
         paused: bool = False,
     ) -> None:
-        self.events = list(events)
+        self.events = events
         self.store = store
         self.speed = speed
         self.paused = paused
@@ -68,7 +71,8 @@ class ReplayPlayer:
     def hud_text(self) -> str:
         """The HUD's replay segment: paused or playing, speed, position."""
         state = "paused" if self.paused else "playing"
-        return f" · REPLAY {state} x{self.speed:g} {self.position}/{len(self.events)}"
+        at = self.events[self.position - 1].timestamp[11:19] if self.position else "--:--:--"
+        return f" · REPLAY {state} x{self.speed:g} {self.position}/{len(self.events)} at {at}"
 
     async def play_while(self, app_run: Callable[[], Awaitable[None]]) -> None:
         """Play beside ``app_run`` (the console's ``TuiApp.run``); stop when it returns."""
@@ -89,6 +93,18 @@ class ReplayPlayer:
         self.position += 1
         return True
 
+    def back(self) -> bool:
+        """Undo the last applied event: the projection is rebuilt from the first event up to
+        the one before it. False at the start of the log."""
+        if self.position == 0:
+            return False
+        target = self.position - 1
+        self.store.reset()
+        for index in range(target):
+            self.store.apply(self.events[index])
+        self.position = target
+        return True
+
     async def send(self, command: UiCommand) -> None:
         """The UiCommandChannel of a replay: replay controls and quit only."""
         if command.kind == "replay_pause":
@@ -96,6 +112,9 @@ class ReplayPlayer:
         elif command.kind == "replay_step":
             self.paused = True
             self.step()
+        elif command.kind == "replay_back":
+            self.paused = True
+            self.back()
         elif command.kind == "replay_speed" and command.speed is not None:
             self.speed = command.speed
         elif command.kind == "quit":
