@@ -534,13 +534,12 @@ def _replay(options: HeadlessOptions) -> int:
 
 
 async def _play(events: Any) -> None:
-    from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPlayer
+    from air.projection import ProjectionStore, ReplayPlayer
     from air.ui_urwid import TuiApp
 
-    store = ProjectionStore()
-    player = ReplayPlayer(events, store)
+    player = ReplayPlayer(events, ProjectionStore())
     app = TuiApp(
-        InProcessProjectionClient(store),
+        player.client(),
         player,
         replay=True,
         hud_extra=player.hud_text,

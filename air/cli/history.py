@@ -232,22 +232,31 @@ def run_history(args: dict[str, Any]) -> int:
     return 0
 
 
-def run_session_list(args: dict[str, Any]) -> int:
-    from air.store.read_model import read_summary, scheduler_task_counts
+def _listing(project: ProjectContext, sid: str) -> tuple[Any, dict[str, int]]:
+    """A session's summary row (None: no event) and task counts: read-only when the row is
+    there and current, else the database is opened (migrated) and the row rebuilt."""
+    from air.store.read_model import peek_summary, read_summary, scheduler_task_counts
     from air.store.session_db import open_session_database
 
+    path = session_db_path(project, sid)
+    peeked = peek_summary(path, sid)
+    if peeked is not None:
+        return peeked
+    db = open_session_database(path, must_exist=True)
+    try:
+        return read_summary(db, sid), scheduler_task_counts(db, sid)
+    finally:
+        db.close()
+
+
+def run_session_list(args: dict[str, Any]) -> int:
     project = find_project(args["--project"])
     ids = session_ids(project)
     if not ids:
         print(f"project {project.name!r} has no sessions yet")
         return 0
     for sid in ids:
-        db = open_session_database(session_db_path(project, sid), must_exist=True)
-        try:
-            row = read_summary(db, sid)
-            counts = scheduler_task_counts(db, sid)
-        finally:
-            db.close()
+        row, counts = _listing(project, sid)
         tasks = sum(counts.values())
         done = counts.get(TaskStatus.COMPLETED.value, 0)
         started = row.first_at if row is not None else "?"

@@ -1,14 +1,16 @@
 """ReplayPlayer: plays a stored event log back into a ProjectionStore, read-only (issue #12 §7).
 
-Owns ``ReplayPlayer``. It reads the session's events through a sequence (a list, or
-``EventPages``: paged from SQLite as the replay reaches them, so the first frame does not wait
-for the log), applies them to its own ProjectionStore at their recorded pace scaled by
-``speed`` (gaps capped at ``MAX_GAP_S``; every time shown is the events' own, never the wall
-clock), and implements the ``UiCommandChannel`` protocol for the console's replay keys:
-``replay_pause`` (toggle), ``replay_step`` (one event forward, pauses), ``replay_back`` (one
-event back, pauses: the projection is rebuilt from the start up to there), ``replay_speed``
-and ``quit``. Every other command is refused and counted in ``refused``: a replay never reaches a
-runtime, so nothing the person types can change the recorded session.
+Owns ``ReplayPlayer`` and the ProjectionClient it hands the console (``client()``: it follows
+the player's current store, with a revision that only grows). It reads the session's events
+through a sequence (a list, or ``EventPages``: paged from SQLite as the replay reaches them, so
+the first frame does not wait for the log), applies them to its own ProjectionStore at their
+recorded pace scaled by ``speed`` (gaps capped at ``MAX_GAP_S``; every time shown is the
+events' own, never the wall clock), and implements the ``UiCommandChannel`` protocol for the
+console's replay keys: ``replay_pause`` (toggle), ``replay_step`` (one event forward, pauses),
+``replay_back`` (one event back, pauses: a new projection is built from the start up to
+there), ``replay_speed`` and ``quit``. Every other command is refused and counted in
+``refused``: a replay never reaches a runtime, so nothing the person types can change the
+recorded session.
 """
 
 from __future__ import annotations
@@ -20,8 +22,13 @@ from datetime import datetime
 import trio
 
 from air.contracts.event import RuntimeEvent
-from air.contracts.ui import UiCommand
-from air.projection.store import ProjectionStore
+from air.contracts.ui import (
+    ProjectionClient,
+    ProjectionSnapshot,
+    ProjectionSubscription,
+    UiCommand,
+)
+from air.projection.store import ProjectionStore, StoreSubscription
 
 __all__ = ["MAX_GAP_S", "ReplayPlayer"]
 
@@ -36,6 +43,34 @@ def _seconds(ts: str) -> float:
         return math.nan
 
 
+class _Subscription:
+    def __init__(self, player: ReplayPlayer, handler: Callable[[int], None]) -> None:
+        self._player = player
+        self._handler = handler
+
+    def close(self) -> None:
+        self._player._unsubscribe(self._handler)
+
+
+class _ReplayClient:
+    """The console's ProjectionClient of a replay: the player's current store."""
+
+    def __init__(self, player: ReplayPlayer) -> None:
+        self._player = player
+        self._source: ProjectionSnapshot | None = None
+        self._shown: ProjectionSnapshot | None = None
+
+    def snapshot(self) -> ProjectionSnapshot:
+        source = self._player.store.snapshot()
+        if source is not self._source or self._shown is None:
+            self._source = source
+            self._shown = source.model_copy(update={"revision": self._player.revision})
+        return self._shown
+
+    def subscribe(self, handler: Callable[[int], None]) -> ProjectionSubscription:
+        return self._player._subscribe(handler)
+
+
 class ReplayPlayer:
     """Feed ``events`` into ``store`` with pause / step / speed.
 
@@ -44,6 +79,7 @@ class ReplayPlayer:
         store: the ProjectionStore the console reads (a fresh one).
         speed: replay speed (2.0 = twice as fast as recorded).
         paused: start paused (step with ``replay_step``).
+        new_store: makes the fresh store a step back rebuilds into.
     """
 
     def __init__(
@@ -53,9 +89,14 @@ class ReplayPlayer:
         *,
         speed: float = 1.0,
         paused: bool = False,
+        new_store: Callable[[], ProjectionStore] = ProjectionStore,
     ) -> None:
         self.events = events
         self.store = store
+        self._new_store = new_store
+        self._handlers: list[Callable[[int], None]] = []
+        self._relay_sub: StoreSubscription = store.subscribe(self._relay)
+        self._revision_base = 0
         self.speed = speed
         self.paused = paused
         self.position = 0
@@ -63,6 +104,28 @@ class ReplayPlayer:
         self.refused: list[UiCommand] = []
         self.finished = trio.Event()
         self._changed = trio.Event()
+
+    @property
+    def revision(self) -> int:
+        """Grows with every change, a step back included (a new store starts at 0)."""
+        return self._revision_base + self.store.revision
+
+    def client(self) -> ProjectionClient:
+        """What the console reads: the current store, followed across steps back."""
+        return _ReplayClient(self)
+
+    def _subscribe(self, handler: Callable[[int], None]) -> ProjectionSubscription:
+        self._handlers.append(handler)
+        return _Subscription(self, handler)
+
+    def _unsubscribe(self, handler: Callable[[int], None]) -> None:
+        if handler in self._handlers:
+            self._handlers.remove(handler)
+
+    def _relay(self, _store_revision: int) -> None:
+        """The current store changed: tell the console's handlers, with the player's revision."""
+        for handler in list(self._handlers):
+            handler(self.revision)
 
     @property
     def done(self) -> bool:
@@ -99,10 +162,14 @@ class ReplayPlayer:
         if self.position == 0:
             return False
         target = self.position - 1
-        self.store.reset()
+        self._relay_sub.close()
+        self._revision_base += self.store.revision + 1
+        self.store = self._new_store()
+        self._relay_sub = self.store.subscribe(self._relay)
         for index in range(target):
             self.store.apply(self.events[index])
         self.position = target
+        self._relay(self.store.revision)  # a frame for the new position, events or none
         return True
 
     async def send(self, command: UiCommand) -> None:

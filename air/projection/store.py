@@ -272,10 +272,6 @@ class ProjectionStore:
         if not changed:
             return False
         self._state.last_event_at = event.timestamp
-        self._touch()
-        return True
-
-    def _touch(self) -> None:
         self._revision += 1
         self._cached = None
         for sub in list(self._subs):
@@ -283,13 +279,7 @@ class ProjectionStore:
                 sub.handler(self._revision)
             except Exception:
                 log.exception("projection subscriber failed")
-
-    def reset(self) -> None:
-        """Forget every event applied (a replay stepping back rebuilds from the start)."""
-        self._state = _State()
-        self._seen.clear()
-        self.last_seq = 0
-        self._touch()
+        return True
 
     def snapshot(self) -> ProjectionSnapshot:
         """The current projection (built once per revision)."""

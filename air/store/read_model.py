@@ -13,12 +13,15 @@ them when it is next opened):
   (``save_snapshot`` / ``load_snapshot``); what the state is and how it is encoded belongs
   to its writer (the fold's codec in ``air.events``).
 
-``scheduler_task_counts`` reads the ``tasks`` projection: tasks per status, the tasks of
-``task.created`` only (as the fold counts them, compaction tasks left out).
+``peek_summary`` reads the row (and the task counts) through a read-only connection, for a
+listing of many sessions. ``scheduler_task_counts`` reads the ``tasks`` projection: tasks per
+status, the tasks of ``task.created`` only (as the fold counts them, compaction tasks left
+out).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from typing import NamedTuple
 
@@ -31,6 +34,7 @@ __all__ = [
     "StoredSnapshot",
     "load_snapshot",
     "note_event",
+    "peek_summary",
     "read_summary",
     "save_snapshot",
     "scheduler_task_counts",
@@ -139,7 +143,38 @@ def _rebuild(db: DatabaseManager, session_id: str) -> SessionSummaryRow:
 def scheduler_task_counts(db: DatabaseManager, session_id: str) -> dict[str, int]:
     """Tasks per status of the ``tasks`` projection, for the tasks of ``task.created`` (the
     fold's scheduler tasks; compaction tasks are left out)."""
-    rows = db.conn.execute(
+    return _task_counts(db.conn, session_id)
+
+
+def peek_summary(
+    path: str | os.PathLike[str], session_id: str
+) -> tuple[SessionSummaryRow, dict[str, int]] | None:
+    """The summary row and ``scheduler_task_counts`` of a session database, read through a
+    read-only connection (no migration, no write: a listing of many sessions opens each one
+    this way). None when that cannot answer (no such table yet, a row behind the log, an
+    unreadable file): then open the database (``open_session_database``) and ``read_summary``.
+    """
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None
+    try:
+        row = conn.execute(
+            "SELECT * FROM session_summary WHERE session_id = ?", (session_id,)
+        ).fetchone()
+        last = conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
+        last_seq = last.fetchone()[0]
+        if row is None or last_seq is None or int(row[3]) != int(last_seq):
+            return None
+        return SessionSummaryRow(*row), _task_counts(conn, session_id)
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+
+
+def _task_counts(conn: sqlite3.Connection, session_id: str) -> dict[str, int]:
+    rows = conn.execute(
         "SELECT status, count(*) FROM tasks WHERE session_id = ? AND id IN "
         "(SELECT task_id FROM events WHERE type = 'task.created') GROUP BY status",
         (session_id,),

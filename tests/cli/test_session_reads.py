@@ -127,3 +127,19 @@ def test_a_report_reads_only_its_event_types_and_gets_the_same_summary() -> None
     typed.started_at, typed.ended_at = events[0].timestamp, events[-1].timestamp
     assert typed == whole
     assert sum(e.type in REPORT_TYPES for e in events) < len(events) // 2
+
+
+def test_listing_a_current_session_writes_nothing_to_it(tmp_path: Path) -> None:
+    project, home = make_project(tmp_path)
+    path, _ = _write(project, SID, 100)
+
+    def stamp() -> str:
+        with sqlite3.connect(path) as conn:
+            row = conn.execute("SELECT value FROM schema_meta WHERE key = 'last_opened_at'")
+            return str(row.fetchone()[0])
+
+    before = stamp()
+    listed = air(project, home, "session", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert SID in listed.stdout
+    assert stamp() == before  # read through a read-only connection: not even opened for writing

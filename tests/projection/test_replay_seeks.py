@@ -50,11 +50,17 @@ async def test_steps_both_ways_give_the_projection_of_that_position(
     pages = EventPages(db, SID)
     player = ReplayPlayer(pages, ProjectionStore(), paused=True)
     assert pages.pages_read == 0  # the player reads the log as it reaches it
+    client = player.client()  # what the console reads: it follows every step back
+    seen: list[int] = []
+    client.subscribe(seen.append)
     async with trio.open_nursery() as nursery:
         await nursery.start(player.run)
         for _ in range(40):
             await player.send(UiCommand(kind="replay_step"))
         at_40 = _screen(player.store)
+        assert client.snapshot() == player.store.snapshot().model_copy(
+            update={"revision": player.revision}
+        )
         await player.send(UiCommand(kind="replay_step"))
         await player.send(UiCommand(kind="replay_back"))
         assert player.position == 40
@@ -62,7 +68,10 @@ async def test_steps_both_ways_give_the_projection_of_that_position(
         for _ in range(40):
             await player.send(UiCommand(kind="replay_back"))
         assert player.position == 0
-        assert player.store.snapshot().session is None
+        assert client.snapshot().session is None
+        assert seen == sorted(seen)  # the revision never goes back, steps back included
+        assert len(set(seen)) > 80
+        assert client.snapshot().revision == seen[-1]
         await player.send(UiCommand(kind="replay_back"))  # at the start: nothing to undo
         assert player.position == 0
         await player.send(UiCommand(kind="quit"))
