@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -208,9 +209,16 @@ def list_project(tmp: Path, db: Path, size: int) -> tuple[Path, Path]:
     """A project holding ``LIST_SESSIONS`` copies of one session database."""
     project, home, _ = make_project(tmp / f"list{size}")
     for copy in range(LIST_SESSIONS):
-        target = project / ".air" / "local" / "sessions" / session_id(size, copy + 1)
+        sid = session_id(size, copy + 1)
+        target = project / ".air" / "local" / "sessions" / sid
         target.mkdir(parents=True)
         shutil.copyfile(db, target / "session.db")
+        with sqlite3.connect(target / "session.db") as conn:  # the copy is session ``sid``
+            for table in ("events", "tasks", "session_summary"):
+                try:
+                    conn.execute(f"UPDATE {table} SET session_id = ?", (sid,))
+                except sqlite3.OperationalError:
+                    pass  # a tree from before the summary row
     return project, home
 
 

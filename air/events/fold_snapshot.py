@@ -157,7 +157,9 @@ class FoldAt(NamedTuple):
     """The position of the snapshot it started from (0: the log was folded whole)."""
 
 
-def _rows_after(db: DatabaseManager, session_id: str, seq: int) -> Iterator[RuntimeEvent]:
+def _rows_after(
+    db: DatabaseManager, session_id: str, seq: int
+) -> Iterator[tuple[RuntimeEvent, int]]:
     from air.events.store import record_to_event
 
     cursor = db.conn.execute(
@@ -166,7 +168,8 @@ def _rows_after(db: DatabaseManager, session_id: str, seq: int) -> Iterator[Runt
     names = [d[0] for d in cursor.description]
     while rows := cursor.fetchmany(512):
         for row in rows:
-            yield record_to_event(dict(zip(names, row, strict=True)))
+            record = dict(zip(names, row, strict=True))
+            yield record_to_event(record), int(record["seq"])
 
 
 def _last_seq(db: DatabaseManager, session_id: str) -> int:
@@ -177,15 +180,17 @@ def _last_seq(db: DatabaseManager, session_id: str) -> int:
 
 def _fold_from(
     db: DatabaseManager, session_id: str, state: SessionState, seq: int, *, lenient: bool
-) -> SessionState:
+) -> tuple[SessionState, int]:
+    """The fold of the events after ``seq``, from ``state``; and the last ``seq`` folded."""
     cursor = FoldCursor(state)
-    for event in _rows_after(db, session_id, seq):
+    for event, at in _rows_after(db, session_id, seq):
+        seq = at
         try:
             cursor.feed(event)
         except AirException:
             if not lenient:
                 raise
-    return cursor.state
+    return cursor.state, seq
 
 
 def _stored(db: DatabaseManager, session_id: str) -> tuple[SessionState, int] | None:
@@ -212,9 +217,8 @@ def fold_session(db: DatabaseManager, session_id: str, *, lenient: bool = False)
     """
     start = _stored(db, session_id)
     state, seq = start if start is not None else (FoldCursor().state, 0)
-    last = _last_seq(db, session_id)
-    state = _fold_from(db, session_id, state, seq, lenient=lenient)
-    return FoldAt(state, max(seq, last), seq)
+    state, last = _fold_from(db, session_id, state, seq, lenient=lenient)
+    return FoldAt(state, last, seq)
 
 
 def save_fold(db: DatabaseManager, session_id: str, fold: FoldAt, now: str) -> None:
@@ -236,9 +240,8 @@ def check_snapshot(db: DatabaseManager, session_id: str) -> str | None:
         return f"the fold snapshot at event {stored.event_seq} cannot be read ({exc})"
     if stored.event_seq > _last_seq(db, session_id):
         return f"the fold snapshot claims event {stored.event_seq}, past the end of the log"
-    start = FoldCursor().state
-    full = _fold_from(db, session_id, start, 0, lenient=True)
-    resumed = _fold_from(db, session_id, state, stored.event_seq, lenient=True)
+    full, _ = _fold_from(db, session_id, FoldCursor().state, 0, lenient=True)
+    resumed, _ = _fold_from(db, session_id, state, stored.event_seq, lenient=True)
     if resumed == full:
         return None
     fields = [f for f in SessionState._fields if getattr(resumed, f) != getattr(full, f)]

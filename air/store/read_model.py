@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from air.store.db import DatabaseManager
 
@@ -108,14 +108,24 @@ def read_summary(db: DatabaseManager, session_id: str) -> SessionSummaryRow | No
     row = db.conn.execute(
         "SELECT * FROM session_summary WHERE session_id = ?", (session_id,)
     ).fetchone()
-    last = db.conn.execute(
-        "SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    if last is None or last[0] is None:
+    last = _last_seq(db.conn, session_id, row)
+    if last is None:
         return None
-    if row is not None and int(row[3]) == int(last[0]):
+    if row is not None and int(row[3]) == last:
         return SessionSummaryRow(*row)
     return _rebuild(db, session_id)
+
+
+def _last_seq(conn: sqlite3.Connection, session_id: str, row: Any) -> int | None:
+    """The ``seq`` of the session's last event (None: it has none). O(1) when the summary row
+    names the database's last event (a session.db holds one session); a scan otherwise."""
+    (top,) = conn.execute("SELECT max(seq) FROM events").fetchone()
+    if row is not None and top is not None and int(row[3]) == int(top):
+        return int(top)
+    (last,) = conn.execute(
+        "SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if last is None else int(last)
 
 
 def _rebuild(db: DatabaseManager, session_id: str) -> SessionSummaryRow:
@@ -162,9 +172,8 @@ def peek_summary(
         row = conn.execute(
             "SELECT * FROM session_summary WHERE session_id = ?", (session_id,)
         ).fetchone()
-        last = conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
-        last_seq = last.fetchone()[0]
-        if row is None or last_seq is None or int(row[3]) != int(last_seq):
+        last_seq = _last_seq(conn, session_id, row)
+        if row is None or last_seq is None or int(row[3]) != last_seq:
             return None
         return SessionSummaryRow(*row), _task_counts(conn, session_id)
     except sqlite3.Error:
