@@ -26,6 +26,7 @@ Usage: ``python bench/sessions.py [--sizes 1000,10000,100000] [--skip-console]``
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import sqlite3
@@ -161,6 +162,7 @@ def render_p99_ms(project: Path, sid: str) -> float:
     store = ProjectionStore()
     store.hydrate(EventStore(db), sid)
     db.close()
+    gc.freeze()  # as the console does after its hydration (air/cli/console.py)
     app = TuiApp(InProcessProjectionClient(store), _NoCommands(), replay=True)
     size = (140, 45)
     app.render_text(size)
