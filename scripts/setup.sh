@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything air needs on a fresh Debian machine with Python 3.11:
 # system tools (git, bubblewrap, tmux; cmake, ninja, g++, clang, clangd, cppcheck for the C++
-# toolchain) and a virtualenv in .venv with air and its test extras.
+# toolchain; node and npm for an MCP reference server), a virtualenv in .venv with air and its
+# test and mcp extras, and the published MCP servers the tests talk to in .mcp-servers/ (a venv
+# of their own, so their dependencies never change air's).
 # Safe to run again: it installs only what is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,10 @@ command -v g++ >/dev/null 2>&1 || need_apt+=(g++)
 command -v clang++ >/dev/null 2>&1 || need_apt+=(clang)
 command -v clangd >/dev/null 2>&1 || need_apt+=(clangd)
 command -v cppcheck >/dev/null 2>&1 || need_apt+=(cppcheck)
+command -v zsh >/dev/null 2>&1 || need_apt+=(zsh)
+command -v fish >/dev/null 2>&1 || need_apt+=(fish)
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 PY=${PYTHON:-python3}
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
@@ -35,9 +41,22 @@ fi
 stamp=.venv/.air-installed-compat
 if [ ! -f "$stamp" ] || [ setup.cfg -nt "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q --config-settings editable_mode=compat -e ".[test]"
+  .venv/bin/python -m pip install -q --config-settings editable_mode=compat -e ".[test,mcp]"
   touch "$stamp"
 fi
 # bytecode for air's own sources (an editable install has none; with PYTHONDONTWRITEBYTECODE
 # set, every air process and worker would compile them again at start-up: IMPL-START-2)
 .venv/bin/python -m compileall -q -j 0 air >/dev/null
+
+# published MCP servers for tests/mcp (IMPL-MCP-1): mcp-server-time (stdio, PyPI) in a venv of
+# its own, @modelcontextprotocol/server-everything (streamable HTTP, npm); pinned versions
+servers=.mcp-servers
+if [ ! -x "$servers/venv/bin/mcp-server-time" ]; then
+  "$PY" -m venv "$servers/venv"
+  "$servers/venv/bin/python" -m pip install -q "mcp-server-time==2026.10.19"
+fi
+if [ ! -x "$servers/node/node_modules/.bin/mcp-server-everything" ]; then
+  mkdir -p "$servers/node"
+  npm install --prefix "$servers/node" --no-audit --no-fund --silent \
+    "@modelcontextprotocol/server-everything@2026.8.31" >/dev/null
+fi

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# Sets everything up, then runs the whole test suite: ruff, mypy --strict, import-linter, pytest.
-# `bash scripts/test.sh --fast` runs the fast lane: the same checks and `pytest -m "not slow" -n 2`
-# (every behaviour area without the tests marked slow, in two pytest-xdist workers: IMPL-SUITE-1).
-# Other arguments go to pytest.
+# Sets up everything air needs, then runs the whole test suite: ruff, ruff format --check, mypy
+# --strict, import-linter and pytest: first every test not marked slow in two pytest-xdist
+# workers (the fast lane), then the slow ones (real processes for many seconds, timing under
+# load) one at a time (IMPL-SUITE-1).
+# `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
+# Other arguments go to one serial pytest run instead (e.g. a test file).
 # Exits non-zero when anything fails (pytest's "no tests ran", exit 5, counts as a failure).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-marker=()
+fast=0
 if [ "${1:-}" = "--fast" ]; then
   shift
-  marker=(-m "not slow" -n 2)
+  fast=1
 fi
 bash scripts/setup.sh || exit 1
 export PATH="$PWD/.venv/bin:$PATH"
@@ -18,11 +20,21 @@ echo "== ruff"; ruff check . || status=1
 echo "== ruff format --check"; ruff format --check . || status=1
 echo "== mypy --strict"; mypy || status=1
 echo "== import-linter"; lint-imports || status=1
-echo "== pytest ${marker[*]}"
-python -m pytest "${marker[@]}" "$@"
-rc=$?
-if [ $rc -ne 0 ]; then
-  [ $rc -eq 5 ] && echo "pytest collected no tests: that is a failure" >&2
-  status=1
+
+run_pytest() {
+  echo "== pytest $*"
+  python -m pytest "$@"
+  local rc=$?
+  if [ $rc -ne 0 ]; then
+    [ $rc -eq 5 ] && echo "pytest collected no tests: that is a failure" >&2
+    status=1
+  fi
+}
+
+if [ $# -gt 0 ]; then
+  run_pytest "$@"
+else
+  run_pytest -m "not slow" -n 2
+  [ $fast -eq 1 ] || run_pytest -m slow
 fi
 exit $status

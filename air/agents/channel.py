@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import trio
 
-from air.agents.main import MainAgent, TaskScheduler
+from air.agents.execution import TaskScheduler
+from air.agents.main import MainAgent
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.permission import PermissionGrantScope
 from air.contracts.ui import PermissionAnswer, UiCommand

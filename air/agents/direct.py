@@ -38,9 +38,11 @@ DIRECT_CATEGORIES = frozenset(
         ToolCategory.TEST,
         ToolCategory.STATIC_ANALYSIS,
         ToolCategory.PROJECT,
+        ToolCategory.MCP,
     }
 )
-"""The tool categories offered in direct mode (no network, memory, GUI or internal tools)."""
+"""The tool categories offered in direct mode (no network, memory, GUI or internal tools; an
+MCP server's tools are, each call asking unless a rule allows it: IMPL-MCP-2)."""
 
 _INSTRUCTIONS = (
     "Direct mode: you make the change yourself with the tools you are given, in the main "

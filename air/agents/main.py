@@ -1,8 +1,9 @@
 """MainAgent: the agent the person talks to (SDD §14.1, §19.1, state machine §20.1).
 
-Owns ``MainAgent`` and the ``TaskScheduler`` port (the Scheduler's ``create_tasks`` /
-``cancel_task`` / ``run_until_idle`` / ``cancel``). Its other concerns have their own objects:
-model turns and their events ``air.agents.turns.TurnRunner``, direct mode
+Owns ``MainAgent``: the state machine over the person's messages. Its other concerns have their
+own objects: model turns and their events ``air.agents.turns.TurnRunner``, making and reviewing
+a plan ``air.agents.planning.PlanMaker``, the Scheduler's background run and the
+``TaskScheduler`` port ``air.agents.execution.SchedulerRun``, direct mode
 ``air.agents.direct.DirectMode`` (over the ``ToolPort``), progress, blockers and the summary
 ``air.agents.progress.WorkTracker``, the plan formats ``air.agents.plan``.
 
@@ -30,21 +31,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 import trio
 
-from air.agents.architecture import ArchitectureChange, ArchitectureDesigner, ArchitectureImpact
+from air.agents.architecture import ArchitectureDesigner, ArchitectureImpact
 from air.agents.conversation import ConversationEntry
 from air.agents.direct import DirectMode, ToolPort
+from air.agents.execution import SchedulerRun, TaskScheduler
 from air.agents.plan import (
     TaskPlan,
     parse_change,
     parse_intent,
-    parse_plan,
-    plan_schema_text,
     render_plan,
 )
+from air.agents.planning import PlanMaker
 from air.agents.progress import WorkTracker
 from air.agents.state import (
     STATE_EVENT,
@@ -52,23 +53,20 @@ from air.agents.state import (
     MainAgentTrigger,
     transition_payload,
 )
-from air.agents.turns import EventSink, ModelPort, TurnResult, TurnRunner
+from air.agents.turns import EventSink, ModelPort, TurnResult, TurnRunner, turn_error
 from air.agents.window import Compactor, conversation_budget, window_messages
 from air.context.loader import builtin_resource
-from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_id
 from air.contracts.provider import (
     CanonicalMessage,
     ModelAssignment,
     ModelRequirement,
-    TextBlock,
 )
-from air.contracts.task import TaskSpec
-from air.contracts.task_results import SchedulerRunResult
 from air.contracts.worker_result import BlockerReport
 
-__all__ = ["MainAgent", "TaskScheduler"]
+__all__ = ["MainAgent"]
 
 log = logging.getLogger(__name__)
 
@@ -80,12 +78,6 @@ _CLASSIFY = (
     '{"intent": "task"} when it asks for a change to the project (code, tests, docs, build), '
     '{"intent": "chat"} for a question, an explanation or conversation.'
 )
-_PLAN = (
-    "Turn the person's request into worker tasks. Reply with one JSON object only, matching "
-    "this JSON schema (a TaskPlan; each task a TaskSpec with a new unique id such as "
-    '"t_<short-name>"): {schema}\nSet needs_plan to true only for an architecture-level '
-    "change (public interfaces, schemas, package boundaries, security, runtime semantics)."
-)
 _CHANGE = (
     "Work is running: {tasks}. The person's last message changes the requirements. Reply with "
     'one JSON object only: {{"change_class": "execution" | "possible_design" | '
@@ -94,20 +86,6 @@ _CHANGE = (
 )
 _YES = frozenset({"y", "yes", "ok", "confirm", "go", "run", "run it", "proceed"})
 _NO = frozenset({"n", "no", "reject", "drop", "drop it", "stop", "cancel"})
-
-
-class TaskScheduler(Protocol):
-    """What the Main Agent needs of ``air.nursery.scheduler.Scheduler``."""
-
-    async def create_tasks(
-        self, specs: Sequence[TaskSpec], *, parent_task_id: str | None = None
-    ) -> list[str]: ...
-
-    async def cancel_task(self, task_id: str, reason: str = ...) -> None: ...
-
-    async def run_until_idle(self) -> SchedulerRunResult: ...
-
-    def cancel(self, reason: str = ...) -> None: ...
 
 
 class MainAgent:
@@ -184,17 +162,23 @@ class MainAgent:
         self.compactor = compactor
         self.context_budget = context_budget or conversation_budget(assignment)
         self.role_prompt = builtin_resource("role-main.md")
+        self.plans = PlanMaker(
+            self.turns,
+            self.architect,
+            role_prompt=self.role_prompt,
+            messages=self._model_messages,
+            known_tasks=self.work.titles,
+        )
         self.conversation: list[ConversationEntry] = list(history)
         self._state = S.IDLE
         self._lock = trio.Lock()
         self._nursery: trio.Nursery | None = None
         self._inbox_send, self._inbox = trio.open_memory_channel[tuple[str, Any]](64)
         self._pending: TaskPlan | None = None
-        self._running = False
-        self._rerun = False
         self.work.reporting = False
-        self._last_result: SchedulerRunResult | None = None
-        self._last_error: AirError | None = None
+        self.execution = SchedulerRun(
+            scheduler, session_id=session_id, lock=self._lock, on_end=self._run_ended
+        )
 
     # -- state -----------------------------------------------------------------------------
     @property
@@ -333,7 +317,7 @@ class MainAgent:
             await self._move(T.INTERRUPTED, message_id=message_id)
             return
         if turn.status == "failed":
-            await self.turns.show_failure(self._error_of(turn))
+            await self.turns.show_failure(turn_error(turn))
             await self._move(T.FAILED, message_id=message_id, reason="classification failed")
             return
         if parse_intent(turn.text) == "chat":
@@ -352,11 +336,11 @@ class MainAgent:
 
     # -- delegation ------------------------------------------------------------------------
     async def _delegate(self, message_id: str) -> None:
-        plan = await self._make_plan()
+        plan = await self.plans.make()
         if isinstance(plan, TurnResult):
             trigger = T.INTERRUPTED if plan.status == "interrupted" else T.FAILED
             if trigger is T.FAILED:
-                await self.turns.show_failure(self._error_of(plan))
+                await self.turns.show_failure(turn_error(plan))
             await self._move(trigger, message_id=message_id)
             return
         self.work.reporting = True
@@ -382,9 +366,9 @@ class MainAgent:
         to schedule; ``requires_user_confirmation`` shows it for confirmation; ``requires_replan``
         re-plans once with the designer's finding and shows that plan; ``reject_or_escalate``
         tells the person why and schedules nothing. None: the plan is not scheduled now."""
-        impact, reviewed = await self._review(plan)
+        impact, reviewed = await self.plans.review(plan)
         if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
-            reason = await self._gate_refused(impact, reviewed)
+            reason = await self.plans.refused(impact, reviewed)
             self.work.reporting = False
             await self._move(T.FAILED, message_id=message_id, reason=reason)
             return None
@@ -392,27 +376,6 @@ class MainAgent:
             return reviewed
         await self._show_for_confirmation(reviewed, message_id, impact)
         return None
-
-    async def _review(self, plan: TaskPlan) -> tuple[ArchitectureImpact, TaskPlan | TurnResult]:
-        """The designer's class of a plan, and the plan to go on with (re-planned once with
-        the finding for ``requires_replan``)."""
-        impact = await self.architect.assess_impact(
-            ArchitectureChange.of_plan(plan.summary, plan.tasks)
-        )
-        if impact.result_class == "requires_replan":
-            return impact, await self._make_plan(feedback=impact)
-        return impact, plan
-
-    async def _gate_refused(
-        self, impact: ArchitectureImpact, reviewed: TaskPlan | TurnResult
-    ) -> str:
-        """Tell the person why nothing is scheduled; returns the transition's reason."""
-        if isinstance(reviewed, TurnResult):
-            if reviewed.status == "failed":
-                await self.turns.show_failure(self._error_of(reviewed))
-            return f"replan {reviewed.status}"
-        await self.turns.say(f"The architecture review rejected this plan: {impact.summary}")
-        return impact.result_class
 
     async def _show_for_confirmation(
         self,
@@ -424,51 +387,6 @@ class MainAgent:
         review = "" if impact is None else f"Architecture review: {impact.summary}\n\n"
         await self.turns.say(f"{review}{render_plan(plan)}\n\nRun this plan? Reply yes or no.")
         await self._move(T.PLAN_SHOWN, message_id=message_id)
-
-    async def _make_plan(self, feedback: ArchitectureImpact | None = None) -> TaskPlan | TurnResult:
-        """A valid plan, or the failed/interrupted turn (one repair round with the errors);
-        ``feedback``: the architecture review the new plan must answer."""
-        system = f"{self.role_prompt}\n\n{_PLAN.format(schema=plan_schema_text())}"
-        messages = await self._model_messages()
-        if feedback is not None:
-            note = f"The architecture review requires a new plan: {feedback.summary}"
-            messages = [*messages, CanonicalMessage(role="user", content=[TextBlock(text=note)])]
-        errors: list[str] = []
-        for attempt in (1, 2):
-            turn = await self.turns.hidden(self.turns.request(system, messages))
-            if turn.status != "complete":
-                return turn
-            plan, errors = parse_plan(turn.text, self.work.titles)
-            if plan is not None:
-                return plan
-            if attempt == 1:
-                messages = [
-                    *messages,
-                    CanonicalMessage(role="assistant", content=[TextBlock(text=turn.text or "{}")]),
-                    CanonicalMessage(
-                        role="user",
-                        content=[
-                            TextBlock(
-                                text="The plan is invalid:\n- "
-                                + "\n- ".join(errors)
-                                + "\nReply with the corrected JSON object only."
-                            )
-                        ],
-                    ),
-                ]
-        return TurnResult(
-            status="failed",
-            error=make_air_error(
-                kind=ErrorKind.VALIDATION_ERROR,
-                message="the model's task plan was invalid twice (after one repair round)",
-                detail="\n".join(errors),
-                retryability=Retryability.AFTER_CHANGE,
-                user_action=(
-                    "Rephrase the request more concretely, split it, or use /direct to make the "
-                    "change yourself."
-                ),
-            ),
-        )
 
     async def _hand_over(self, plan: TaskPlan) -> AirError | None:
         try:
@@ -482,7 +400,7 @@ class MainAgent:
     async def _confirm(self, confirmed: bool, message_id: str | None) -> None:
         plan, self._pending = self._pending, None
         if not confirmed or plan is None:
-            if self._running or self._last_result is not None:
+            if self.execution.running or self.execution.last_result is not None:
                 await self.turns.say("Plan dropped; the running work continues.")
                 await self._move(T.RESUME, message_id=message_id, reason="revision rejected")
                 await self._resumed(new_tasks=False)
@@ -502,44 +420,18 @@ class MainAgent:
 
     # -- execution -------------------------------------------------------------------------
     def _execution_continues(self, *, new_tasks: bool) -> None:
-        if self._running:
-            self._rerun = self._rerun or new_tasks
-            return
-        if self._nursery is None:
-            raise AirException.of(
-                kind=ErrorKind.SYSTEM_ERROR,
-                message="the Main Agent is not running",
-                user_action="Start it with `await nursery.start(agent.run)`.",
-            )
-        self._running = True
-        self._last_result = None
-        self._nursery.start_soon(self._execute)
+        self.execution.start(self._nursery, new_tasks=new_tasks)
 
     async def _resumed(self, *, new_tasks: bool) -> None:
         """Back in EXECUTING: rerun for new tasks, or summarise a run that ended meanwhile."""
-        if self._running or new_tasks:
+        if self.execution.running or new_tasks:
             self._execution_continues(new_tasks=new_tasks)
         else:
             await self._summarize()
 
-    async def _execute(self) -> None:
-        while True:
-            result: SchedulerRunResult | None = None
-            try:
-                result = await self.scheduler.run_until_idle()
-            except AirException as exc:
-                self._last_error = exc.error
-            async with self._lock:
-                if self._rerun:
-                    self._rerun = False
-                    continue
-                self._running = False
-                self._last_result = result or SchedulerRunResult(
-                    session_id=self.session_id, status="blocked"
-                )
-                if self._state is S.EXECUTING:
-                    await self._summarize()
-                return
+    async def _run_ended(self) -> None:
+        if self._state is S.EXECUTING:
+            await self._summarize()
 
     async def _requirement_changed(self, message: str, message_id: str) -> None:
         await self._move(T.REQUIREMENT_CHANGE, message_id=message_id)
@@ -572,16 +464,16 @@ class MainAgent:
             await self._resumed(new_tasks=False)
             return
         await self._move(T.DESIGN_CHANGE, message_id=message_id)
-        plan = await self._make_plan()
+        plan = await self.plans.make()
         if isinstance(plan, TurnResult):
             if plan.status == "failed":
-                await self.turns.show_failure(self._error_of(plan))
+                await self.turns.show_failure(turn_error(plan))
             await self._move(T.RESUME, message_id=message_id, reason=plan.status)
             await self._resumed(new_tasks=False)
             return
-        impact, reviewed = await self._review(plan)
+        impact, reviewed = await self.plans.review(plan)
         if impact.result_class == "reject_or_escalate" or isinstance(reviewed, TurnResult):
-            reason = await self._gate_refused(impact, reviewed)
+            reason = await self.plans.refused(impact, reviewed)
             await self._move(T.RESUME, message_id=message_id, reason=reason)
             await self._resumed(new_tasks=False)
             return
@@ -591,13 +483,12 @@ class MainAgent:
         await self._move(T.ALL_DONE)
         await self.turns.say(self.summary_text())
         self.work.reporting = False
-        self._last_result = None
-        self._last_error = None
+        self.execution.forget()
         await self._move(T.SUMMARIZED)
 
     def summary_text(self) -> str:
         """The closing summary of the last run (statuses, blockers)."""
-        return self.work.summary_text(self._last_result, self._last_error)
+        return self.work.summary_text(self.execution.last_result, self.execution.last_error)
 
     # -- progress and blockers -------------------------------------------------------------
     async def observe(self, event: RuntimeEvent) -> None:
@@ -637,11 +528,3 @@ class MainAgent:
         except AirException as exc:  # recorded context.compaction.failed; the window still fits
             log.warning("compaction failed: %s", exc.error.message)
         return window_messages(self.conversation, self.compactor.view(), self.context_budget)
-
-    @staticmethod
-    def _error_of(turn: TurnResult) -> AirError:
-        return turn.error or make_air_error(
-            kind=ErrorKind.PROVIDER_ERROR,
-            message="the model turn failed",
-            user_action="Send the message again.",
-        )

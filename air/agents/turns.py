@@ -46,6 +46,7 @@ __all__ = [
     "TurnResult",
     "TurnRunner",
     "interrupted_error",
+    "turn_error",
 ]
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,15 @@ class TurnResult:
     @property
     def text(self) -> str:
         return "".join(b.text for b in self.content if isinstance(b, TextBlock))
+
+
+def turn_error(turn: TurnResult) -> AirError:
+    """The error of a failed turn (a generic provider error when the turn carries none)."""
+    return turn.error or make_air_error(
+        kind=ErrorKind.PROVIDER_ERROR,
+        message="the model turn failed",
+        user_action="Send the message again.",
+    )
 
 
 def interrupted_error() -> AirError:

@@ -32,7 +32,7 @@ from air.contracts.ids import (
     new_id,
 )
 from air.events.store import EventStore
-from air.store.repositories import Row
+from air.store.repository import Row
 
 if TYPE_CHECKING:  # built at the first artifact or evidence (IMPL-BOOT-12)
     from air.contracts.artifact_records import (

@@ -15,7 +15,8 @@ from air.contracts.capability import CapabilityManifestV1, CapabilityTrust
 from air.contracts.event import RuntimeEvent
 from air.contracts.evidence import EvidenceKind
 from air.contracts.tool import ToolDefinition
-from air.tools.cpp import CPP_TOOL_DEFINITIONS, register_cpp_tools
+from air.tools.cpp import register_cpp_tools
+from air.tools.cpp_definitions import CPP_TOOL_DEFINITIONS
 from air.tools.registry import ToolRegistry
 from air.tools.shell import SandboxRunner
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import sys
 from typing import Any, Literal, NamedTuple
 
 import yaml
@@ -304,13 +305,40 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
     return LoadedBatch(path=path, name=header.name, specs=specs)
 
 
+def prompt_batch(prompt: str) -> LoadedBatch:
+    """``air -p PROMPT``: a batch of one task (id ``prompt``) whose description is the prompt
+    and whose title is its first line, validated like any batch file.
+
+    Raises:
+        AirException: ``validation_error`` for an empty prompt or one a task cannot hold.
+    """
+    text = prompt.strip()
+    if not text:
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message="the prompt is empty",
+            user_action='Say what the task is, e.g. air -p "fix the failing test".',
+            metadata={"file": "<prompt>", "line": None, "reason": "empty prompt"},
+        )
+    title = " ".join(text.splitlines()[0].split())
+    if len(title) > 72:
+        title = title[:71].rstrip() + "…"
+    task = {"id": "prompt", "title": title, "description": text}
+    return load_batch_text(json.dumps({"tasks": [task]}), "<prompt>")
+
+
 def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
-    """Read and validate a batch file (see ``load_batch_text``).
+    """Read and validate a batch file (see ``load_batch_text``); ``-`` reads it from stdin.
 
     Raises:
         AirException: ``validation_error`` for bad content, ``not_found`` for a missing file.
     """
     name = os.fspath(path)
+    if name == "-":
+        text = sys.stdin.read(MAX_BATCH_BYTES + 1)
+        if len(text) > MAX_BATCH_BYTES:
+            raise _fail("<stdin>", None, f"a batch has at most {MAX_BATCH_BYTES} bytes (8 MiB)")
+        return load_batch_text(text, "<stdin>")
     try:
         text = _read_regular_file(name)
     except FileNotFoundError as exc:

@@ -347,7 +347,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
         ToolCheck,
         is_cpp_project,
     )
-    from air.tools.sandbox import check_sandbox_available
+    from air.tools.sandbox_check import check_sandbox_available
 
     checks: list[DoctorCheck] = [
         ToolCheck(

@@ -58,15 +58,18 @@ class RuntimeFactory:
 
         options = self.options
         services: Callable[[], RuntimeServices]
+        servers: Any
         if resume:
             # the session is checked first (opening it creates nothing), then the config
             project, session_id = session_to_resume(ProjectStore(), options)
             require_trust(project.project_root)  # before any project file is read
             services = lambda: prepare(options, project.project_root)  # noqa: E731
+            servers = None  # read once the session proved to have something to resume
         else:
             require_trust(options.project)  # before any project file is read (IMPL-TRUST-1)
             prepared = prepare(options, options.project)
             _designer_models(options.project, prepared.provider)  # before anything exists
+            servers = _mcp_config(options.project)  # a bad mcp.yaml: refused before anything
             project = open_project(ProjectStore(), options.project)
             session_id = None
             services = lambda: prepared  # noqa: E731
@@ -79,6 +82,7 @@ class RuntimeFactory:
             new_session=not resume,
             services=services,
             isolation=options.isolation,  # type: ignore[arg-type]
+            branch=options.branch,
             max_workers=options.max_workers,
             review=options.review,
             allow_ask=options.permission_mode == "allow-ask",
@@ -86,6 +90,7 @@ class RuntimeFactory:
             spare=options.spare,
             runner=self._injected_runner(),
             extend_tools=None if options.runner_factory else _load_capabilities,
+            tool_sources=None if options.runner_factory else _mcp_servers(servers),
             architecture_gate=lambda session, services, registry: _architecture_gate(
                 session, services, registry, asks, headless=mode != "interactive"
             ),
@@ -100,6 +105,31 @@ class RuntimeFactory:
             return None
         options = self.options
         return lambda session: factory(options, session, session.project.project_root)
+
+
+def _mcp_config(root: str) -> Any:
+    """The MCP servers of ``~/.air/mcp.yaml`` and the (trusted) project's ``mcp.yaml``."""
+    from air.mcp.config import load_servers
+
+    return load_servers(root)
+
+
+def _mcp_servers(servers: Any) -> Any:
+    """The runtime's tool source that starts the MCP servers (``servers``: read already; None:
+    read them now, for ``air resume``) in its root nursery (IMPL-MCP-1)."""
+
+    async def start(nursery: Any, registry: Any, session: Any) -> None:
+        root = session.project.project_root
+        declared = servers if servers is not None else _mcp_config(root)
+        if not declared:
+            return
+        from air.mcp.service import start_servers
+
+        await start_servers(
+            nursery, registry, declared, project_root=root, session_id=session.session_id
+        )
+
+    return start
 
 
 def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:

@@ -26,7 +26,8 @@ from air.contracts.error import AirException
 from air.contracts.event import EventFilter, RuntimeEvent
 from air.contracts.project import ProjectContext
 from air.contracts.task import TaskStatus
-from air.events.fold import FoldCursor, SessionState
+from air.events.fold import FoldCursor
+from air.events.fold_state import SessionState
 
 if TYPE_CHECKING:
     from air.store.db import DatabaseManager

@@ -139,10 +139,10 @@ def summary_record(
     }
 
 
-def write_reports(junit: str | None, progress: Any, runtime: Any, result: Any, code: int) -> None:
-    """At the end of a headless run: the ``--junit`` file and the ``--json`` summary record
-    (after every event of the stream), from the session's log with the Scheduler's final word
-    on each task's status."""
+def write_reports(junit: str | None, progress: Any, runtime: Any, status: str, code: int) -> None:
+    """At the end of a headless run (or when a second signal kills it): the ``--junit`` file
+    and the ``--json`` summary record (after every event of the stream), from the session's log
+    with the Scheduler's final word on each task's status; ``status``: how the run ended."""
     if not junit and progress.json_out is None:
         return
     from air.cli.session_report import summarise
@@ -157,7 +157,7 @@ def write_reports(junit: str | None, progress: Any, runtime: Any, result: Any, c
         record = summary_record(
             summary,
             exit_code=int(code),
-            status=str(result.status),
+            status=status,
             duration_s=time.monotonic() - progress.started,
         )
         progress.stream_line(json.dumps(record) + "\n")

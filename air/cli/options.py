@@ -32,6 +32,8 @@ class HeadlessOptions:
 
     project: str
     batch: str | None = None
+    prompt: str | None = None
+    """``-p PROMPT``: one task made from the prompt instead of a batch file."""
     session_id: str | None = None
     provider: str | None = None
     cassette: str | None = None
@@ -39,6 +41,8 @@ class HeadlessOptions:
     max_workers: int | None = None
     permission_mode: str = "default"
     isolation: str = "auto"
+    branch: str | None = None
+    """``--branch NAME``: the run's merges land on this branch of the project."""
     review: bool = False
     json_stream: bool = False
     junit: str | None = None
@@ -85,6 +89,9 @@ def parse_options(
             f"--isolation must be auto, main, worktree or isolated_copy, not {isolation!r}",
             "Pick one of: auto, main, worktree, isolated_copy.",
         )
+    branch = args.get("--branch")
+    if branch is not None:
+        _check_branch(str(branch), os.path.abspath(args.get("--project") or os.getcwd()))
     if args.get("--record") and args.get("--cassette"):
         raise bad(
             "validation_error",
@@ -101,6 +108,7 @@ def parse_options(
     return HeadlessOptions(
         project=os.path.abspath(args.get("--project") or os.getcwd()),
         batch=args.get("BATCH"),
+        prompt=args.get("--prompt"),
         session_id=args.get("--session"),
         provider=args.get("--provider"),
         cassette=args.get("--cassette"),
@@ -108,12 +116,44 @@ def parse_options(
         max_workers=workers,
         permission_mode=mode,
         isolation=isolation,
+        branch=branch,
         review=bool(args.get("--review")),
         json_stream=bool(args.get("--json")),
         junit=args.get("--junit"),
         runner_factory=runner_factory,
         spare=spare,
     )
+
+
+def _check_branch(name: str, project: str) -> None:
+    """``--branch NAME``: a name git accepts for a branch, in a project that is a repository.
+
+    Raises:
+        AirException: ``validation_error`` otherwise (before anything is created).
+    """
+    import subprocess
+
+    if not os.path.lexists(os.path.join(project, ".git")):
+        raise bad(
+            "validation_error",
+            f"--branch needs a git repository, and {project} is none",
+            "Run `git init` there (and commit), or leave out --branch.",
+        )
+    done = subprocess.run(
+        ["git", "check-ref-format", "--branch", name],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        stdin=subprocess.DEVNULL,
+        env={"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"},
+        check=False,
+    )
+    if done.returncode != 0 or name.startswith("-") or name.startswith("air/ws/"):
+        raise bad(
+            "validation_error",
+            f"--branch {name!r} is not a branch name air can use",
+            "Pick a plain branch name, e.g. --branch air-run-1 (not under air/ws/).",
+        )
 
 
 def report_bad_input(exc: Any, stream: IO[str]) -> None:

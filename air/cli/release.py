@@ -5,12 +5,16 @@ wheel built FROM that sdist by ``pip wheel --no-deps`` (an isolated build with t
 build requirements, so the wheel proves the sdist is complete), the checks of what the sdist
 must hold (every test file and example file of the checkout, the LICENSE, MANIFEST.in) and
 of the wheel (the ``air`` package and its ``air`` console script), and ``SHA256SUMS``.
-Nothing is uploaded.
+Reproducible: every timestamp is ``SOURCE_DATE_EPOCH`` (default: the checkout's last commit),
+the sdist is re-packed in name order with neutral owners and modes, so the same source gives
+the same hashes twice. Nothing is uploaded.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -46,9 +50,69 @@ def _check_source(source: Path) -> None:
             )
 
 
-def _run(argv: list[str], cwd: Path, what: str) -> str:
+def source_date_epoch(source: Path) -> int:
+    """``SOURCE_DATE_EPOCH`` if set, else the last commit's time of the checkout, else the
+    newest of its build files' modification times.
+
+    Raises:
+        AirException: ``validation_error`` for a ``SOURCE_DATE_EPOCH`` that is no integer.
+    """
+    given = os.environ.get("SOURCE_DATE_EPOCH")
+    if given:
+        if not given.isdigit():
+            raise _bad(
+                "validation_error",
+                f"SOURCE_DATE_EPOCH={given!r} is not a number of seconds",
+                "Set it to an integer (e.g. `git log -1 --format=%ct`) or unset it.",
+            )
+        return int(given)
+    if (source / ".git").exists():
+        done = subprocess.run(
+            ["git", "-C", str(source), "log", "-1", "--format=%ct"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+        if done.returncode == 0 and done.stdout.strip().isdigit():
+            return int(done.stdout.strip())
+    return max(int((source / n).stat().st_mtime) for n in ("setup.cfg", "pyproject.toml"))
+
+
+def normalise_sdist(sdist: Path, epoch: int) -> None:
+    """Re-pack ``sdist`` in place: members in name order, every time ``epoch``, owner 0/0 with
+    no names, modes 0644/0755, and a gzip header without a name or a time."""
+    with tarfile.open(sdist) as archive:
+        members = sorted(archive.getmembers(), key=lambda m: m.name)
+        data = {m.name: archive.extractfile(m).read() for m in members if m.isfile()}  # type: ignore[union-attr]
+    tmp = sdist.with_suffix(".tmp")
+    with (
+        open(tmp, "wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=epoch) as gz,
+    ):
+        with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as out:
+            for member in members:
+                member.mtime = epoch
+                member.uid = member.gid = 0
+                member.uname = member.gname = ""
+                member.pax_headers = {}
+                executable = member.mode & 0o111 or member.isdir()
+                member.mode = 0o755 if executable else 0o644
+                body = data.get(member.name)
+                out.addfile(member, io.BytesIO(body) if body is not None else None)
+    os.replace(tmp, sdist)
+
+
+def _run(argv: list[str], cwd: Path, what: str, env: dict[str, str] | None = None) -> str:
     proc = subprocess.run(
-        argv, cwd=cwd, capture_output=True, text=True, timeout=900, stdin=subprocess.DEVNULL
+        argv,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        stdin=subprocess.DEVNULL,
+        env=env,
     )
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
@@ -110,10 +174,13 @@ def build_release(source: Path, dist: Path) -> list[Path]:
     """
     _check_source(source)
     dist.mkdir(parents=True, exist_ok=True)
+    epoch = source_date_epoch(source)
+    env = {**os.environ, "SOURCE_DATE_EPOCH": str(epoch), "PYTHONHASHSEED": "0"}
     with tempfile.TemporaryDirectory(prefix="air-release-") as tmp:
         out = Path(tmp)
-        name = _run([sys.executable, "-c", _SDIST, str(out)], source, "sdist").strip()
+        name = _run([sys.executable, "-c", _SDIST, str(out)], source, "sdist", env).strip()
         sdist = out / name.splitlines()[-1]
+        normalise_sdist(sdist, epoch)
         missing = check_sdist(sdist, source)
         if missing:
             raise _bad(
@@ -124,7 +191,7 @@ def build_release(source: Path, dist: Path) -> list[Path]:
             )
         wheels = out / "wheels"
         pip = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-cache-dir", "-q"]
-        _run([*pip, "-w", str(wheels), str(sdist)], out, "wheel")
+        _run([*pip, "-w", str(wheels), str(sdist)], out, "wheel", env)
         [wheel] = list(wheels.glob("*.whl"))
         missing = check_wheel(wheel)
         if missing:

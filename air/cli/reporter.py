@@ -1,10 +1,12 @@
 """The headless reporter: human progress on stderr and the ``--json`` event stream on stdout.
 
-Owns: ``Progress`` (one line per task end, the summary counts, the JSONL stream that stops
-quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Statuses and counts
-are the fold's (``air.events.fold``): every event the reporter sees is folded once, and the
-counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A reason or
-an error in a line is shown as exact text (``air.contracts.display.shown``, IMPL-UI-7).
+Owns: ``Progress`` (one line per task start, retry and end with the elapsed time and, at an
+end, the attempt's tokens and cost; the run's total cost; the summary counts; the JSONL stream
+that stops quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Statuses
+and counts are the fold's (``air.events.fold``): every event the reporter sees is folded once,
+and the counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A
+reason or an error in a line is shown as exact text (``air.contracts.display.shown``,
+IMPL-UI-7).
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from typing import IO, Any
 from air.contracts.display import shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
-from air.events.fold import TASK_ENDS, FoldCursor
+from air.events.fold import FoldCursor
+from air.events.transitions import TASK_ENDS
 
 __all__ = ["Progress"]
 
@@ -33,6 +36,10 @@ class Progress:
         self.json_out = json_out
         self.started = time.monotonic()
         self._fold = FoldCursor()
+        self.cost_usd = 0.0
+        """What the run's model calls cost so far, over the attempts that ended."""
+        self.cost_unknown = False
+        """An attempt ended whose model has no known price: the total is a lower bound."""
 
     @property
     def status(self) -> Mapping[str, str]:
@@ -54,6 +61,25 @@ class Progress:
         running = state.count(TaskStatus.RUNNING)
         failed = state.count(TaskStatus.FAILED) + state.count(TaskStatus.BLOCKED)
         return done, running, failed, sum(state.counts.values())
+
+    def cost_text(self) -> str:
+        """The run's total cost so far, as the last line says it."""
+        total = f"${self.cost_usd:.4f}"
+        return f"at least {total} (a model's price is unknown)" if self.cost_unknown else total
+
+    def _spent(self, payload: Mapping[str, Any]) -> str:
+        """Count an ended attempt's usage (from its worker result) and say it: ``, 1200 tok,
+        $0.0012``; nothing when the attempt reported no usage."""
+        usage = (payload.get("worker_result") or {}).get("usage") or {}
+        if not usage:
+            return ""
+        tokens = int(usage.get("tokens") or 0)
+        cost = usage.get("cost_usd")
+        if cost is None:
+            self.cost_unknown = True
+            return f", {tokens} tok, cost unknown"
+        self.cost_usd += float(cost)
+        return f", {tokens} tok, ${float(cost):.4f}"
 
     def stream_line(self, line: str) -> None:
         """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
@@ -103,7 +129,15 @@ class Progress:
                     flush=True,
                 )
             return
-        if not self._fold_in(event) or kind not in _ENDS:
+        if not self._fold_in(event):
+            return
+        if kind == "task.started":
+            attempt = int(payload.get("attempt_index") or 1)
+            what = "started" if attempt <= 1 else f"retried (attempt {attempt})"
+            line = f"air [{self.elapsed()}] {payload['task_id']} {what}"
+            print(line, file=self.stream, flush=True)
+            return
+        if kind not in _ENDS:
             return
         task_id = payload["task_id"]
         new = _ENDS[kind]
@@ -114,9 +148,10 @@ class Progress:
             detail = f": {task.last_error.message}"
         elif payload.get("reason") and new != "completed":
             detail = f": {payload['reason']}"
+        spent = self._spent(payload)
         print(
             f"air [{self.elapsed()}] {task_id} {new}{shown(detail)} "
-            f"(done {done}/{total}, running {running}, failed {failed})",
+            f"(done {done}/{total}, running {running}, failed {failed}{spent})",
             file=self.stream,
             flush=True,
         )

@@ -1,18 +1,11 @@
-"""``air run --headless BATCH`` and ``air resume``: thin clients of ``open_runtime()``.
+"""``air run --headless BATCH``, ``air -p PROMPT``, ``air resume``: clients of ``open_runtime()``.
 
 Owns: ``run_headless`` (the command body), ``run_batch_session`` (the Trio part shared with
-``air resume``: checks, then one runtime from ``RuntimeFactory``) and the run's exit code
-(``air.contracts.error.CliExit``): 0 every task completed, 1 any failed or blocked, 2 bad
-input (refused before anything is created), 130 cancelled. Progress and the ``--json``
-stream are ``air/cli/reporter.py``'s; a closed stdout stops the stream quietly and the run
-goes on (IMPL-CLI-4). The reports are ``air/cli/junit.py``'s, the signal policy
-``air/cli/signals.py``'s.
-
-Usage (in ``air/cli/__init__.py``)::
-
-  air run --headless BATCH [--project PATH] [--provider NAME] [--cassette PATH]
-          [--record DIR] [--max-workers N] [--permission-mode MODE] [--isolation MODE] [--review]
-          [--json] [--junit FILE]
+``air resume``: checks, then one runtime from ``RuntimeFactory``), ``run_word`` and the exit
+code (``CliExit``): 0 every task completed, 1 any failed or blocked, 2 bad input (refused
+before anything is created), 130 cancelled, 143 by SIGTERM. Progress and the ``--json``
+stream are ``reporter.py``'s (IMPL-CLI-4), the reports ``junit.py``'s, the signals
+``signals.py``'s.
 """
 
 from __future__ import annotations
@@ -24,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from air.cli.options import HeadlessOptions, RunnerFactory
 
-__all__ = ["run_batch_session", "run_headless"]
+__all__ = ["run_batch_session", "run_headless", "run_word"]
 
 
 def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
@@ -54,7 +47,7 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
     hold_gc()  # released once the run is set up (IMPL-START-2)
     skip_pydantic_plugins()
     skip_ldconfig_probe()
-    if fake or not args.get("BATCH"):
+    if fake or not (args.get("BATCH") or args.get("--prompt")):
         return None
     from air.ipc.spare import SpareWorker
 
@@ -64,22 +57,25 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
-    from air.cli.batch import load_batch
+    from air.cli.batch import load_batch, prompt_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
-    from air.tools.sandbox import SandboxProbe
+    from air.tools.sandbox_check import SandboxProbe
 
     sandbox = None
     try:
         options = parse_options(argv_options, runner_factory=runner_factory, spare=spare)
-        if not options.batch:
+        if not options.batch and options.prompt is None:
             raise bad(
                 "validation_error",
                 "no batch file given",
-                "Run `air run --headless BATCH` with a YAML batch file.",
+                "Run `air run --headless BATCH` with a YAML batch file, or `air -p PROMPT`.",
             )
         sandbox = SandboxProbe()  # checked in run_batch_session; bwrap works meanwhile
-        batch = load_batch(options.batch)
+        if options.prompt is not None:
+            batch = prompt_batch(options.prompt)
+        else:
+            batch = load_batch(options.batch or "-")
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         if sandbox is not None:
@@ -125,10 +121,10 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     from air.cli.factory import RuntimeFactory
     from air.cli.options import bad
     from air.cli.reporter import Progress
-    from air.cli.signals import watch_signals
+    from air.cli.signals import SignalState, watch_signals
     from air.contracts.error import CliExit
     from air.contracts.event import EventFilter
-    from air.events.fold import TASK_ENDS
+    from air.events.transitions import TASK_ENDS
     from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 
@@ -140,6 +136,8 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
             file=options.stderr,
             flush=True,
         )
+        if options.branch:
+            print(f"air: merges land on branch {options.branch}", file=options.stderr)
         progress.replay(ledger.history())
         if specs is None and not progress.status:
             raise bad(
@@ -162,18 +160,33 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         runtime.bus.subscribe(
             EventFilter(types=["agent.started", *TASK_ENDS]), lambda _: release_gc()
         )
-        runtime.nursery.start_soon(watch_signals, runtime, options.stderr)
+        signals = SignalState()
+
+        def reports_on_kill(code: CliExit) -> None:
+            from air.cli.junit import write_reports
+
+            write_reports(options.junit, progress, runtime, "cancelled", code)
+
+        runtime.nursery.start_soon(watch_signals, runtime, options.stderr, signals, reports_on_kill)
         result = await runtime.run_until_idle()
         await runtime.settle()
         done, _running, failed, total = progress.counts()
+        word = run_word(str(result.status), bool(result.failed_task_ids))
         print(
-            f"air [{progress.elapsed()}] {result.status}: done {done}/{total}, failed {failed}, "
-            f"waves {result.waves}",
+            f"air [{progress.elapsed()}] {word}: done {done}/{total}, failed {failed}, "
+            f"waves {result.waves}, cost {progress.cost_text()}",
             file=options.stderr,
             flush=True,
         )
-        codes = {"cancelled": CliExit.CANCELLED, "completed": CliExit.OK}
+        codes = {"cancelled": signals.code or CliExit.CANCELLED, "completed": CliExit.OK}
         outcome["code"] = codes.get(str(result.status), CliExit.FAILED)
         from air.cli.junit import write_reports  # only now: not on the way to the first request
 
-        write_reports(options.junit, progress, runtime, result, outcome["code"])
+        write_reports(options.junit, progress, runtime, word, outcome["code"])
+
+
+def run_word(status: str, any_failed: bool) -> str:
+    """How a run ended, in one word: ``completed``, ``failed`` (a task failed), ``blocked`` (none
+    failed, one is blocked: it waits on the architecture gate, a review or a dependency) or
+    ``cancelled``."""
+    return "failed" if status == "blocked" and any_failed else status

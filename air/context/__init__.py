@@ -9,24 +9,16 @@ through injected readers, records through an injected ledger); never roles, llm 
 
 from __future__ import annotations
 
-from air.context.assembler import (
-    DEFAULT_LAYER_PRIORITIES,
-    ArtifactTextReader,
-    ArtifactWriter,
-    BudgetFitResult,
-    ContextAssembler,
-    SessionReaders,
-    fit_budget,
-    readers_from_store,
-    render_layer,
-)
+from air.context.assembler import ArtifactTextReader, ArtifactWriter, ContextAssembler
+from air.context.budget import BudgetFitResult, fit_budget, render_layer
 from air.context.compaction import (
     CompactionPolicy,
     CompactionRules,
     Summariser,
     load_compaction_rules,
 )
-from air.context.loader import PromptLayerLoader, RolePromptSource
+from air.context.loader import DEFAULT_LAYER_PRIORITIES, PromptLayerLoader, RolePromptSource
+from air.context.session_rows import SessionReaders, readers_from_store
 from air.context.tokens import estimate_message_tokens, estimate_tokens
 
 __all__ = [

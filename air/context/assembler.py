@@ -1,34 +1,41 @@
 """ContextAssembler: builds the Anthropic-canonical context of one model call (SDD §10.1).
 
-Owns assembling the layers the loader does not (L2 safety from the permission profile files, L4
-architecture and plan documents, L6 evidence of the task and of its dependencies, L7 recent
-conversation, L8 tool output and the failures of earlier attempts, L9 the immediate
-instruction), ``fit_budget`` (priority-ordered fitting with L0-L2 never dropped),
-omission reporting, the compaction request, the rendering into ``system`` + ``messages``, and
-writing a large context to a messages artifact through an injected writer.
-
-Session rows are read through ``SessionReaders`` (plain callables); ``readers_from_store``
-builds them from a SessionStore's repositories.
+Owns assembling the layers the loader does not (L2 safety, L4 architecture and plan documents,
+L6 evidence of the task and of its dependencies, L7 recent conversation, L8 tool output and the
+failures of earlier attempts, L9 the immediate instruction), omission reporting, the compaction
+request, the rendering into ``system`` + ``messages``, and writing a large context to a
+messages artifact through an injected writer. Budget fitting is ``air.context.budget``, the
+session rows ``air.context.session_rows``, their text ``air.context.row_text``, the safety
+text ``air.context.safety``.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from pydantic import ValidationError
 
+from air.context.budget import fit_budget, render_layer
 from air.context.compaction import CompactionRules, load_compaction_rules, message_text
 from air.context.loader import (
     DEFAULT_LAYER_PRIORITIES,
     IMMUTABLE_LEVELS,
     PromptLayerLoader,
     read_text_file,
-    read_yaml_file,
 )
+from air.context.row_text import (
+    command_ref,
+    cut_text,
+    failure_evidence,
+    render_blocks,
+    render_command_run,
+)
+from air.context.safety import safety_text
+from air.context.session_rows import SessionReaders, maybe_json, row_value
 from air.context.tokens import estimate_tokens
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import ArtifactID, SessionID, TaskID
@@ -43,18 +50,7 @@ from air.contracts.runtime import (
 )
 from air.contracts.task import TaskSpec
 
-__all__ = [
-    "DEFAULT_LAYER_PRIORITIES",
-    "SYSTEM_LEVELS",
-    "ArtifactTextReader",
-    "ArtifactWriter",
-    "BudgetFitResult",
-    "ContextAssembler",
-    "SessionReaders",
-    "fit_budget",
-    "readers_from_store",
-    "render_layer",
-]
+__all__ = ["SYSTEM_LEVELS", "ArtifactTextReader", "ArtifactWriter", "ContextAssembler"]
 
 ArtifactTextReader = Callable[[str], str | None]
 """Returns the text of an artifact (by id or ``artifact://`` URI), or None when unknown."""
@@ -72,212 +68,9 @@ SYSTEM_LEVELS = frozenset(
 """IMPL-CTX-2: these go into ``system``; the rest into one user message, in level order."""
 
 _LEVEL_ORDER = {level: index for index, level in enumerate(PromptLayerLevel)}
-_LEVEL_LABEL = {level: f"L{min(index, 9)}" for index, level in enumerate(PromptLayerLevel)}
 _REQUIRED_MUTABLE = frozenset(
     {PromptLayerLevel.TASK_SPEC, PromptLayerLevel.USER_OVERRIDE, PromptLayerLevel.SYSTEM_DEBUG}
 )
-_BLOCK_TEXT_LIMIT = 4_000
-"""A single tool_use input / tool_result shown in the conversation layer is cut here."""
-
-
-class SessionReaders(NamedTuple):
-    """Callables that read session rows (mappings or objects with the columns as attributes)."""
-
-    messages: Callable[[SessionID], Sequence[Any]] | None = None
-    """All messages of a session, oldest first (``messages.list_by_session``)."""
-    tool_runs: Callable[[TaskID], Sequence[Any]] | None = None
-    command_runs: Callable[[TaskID], Sequence[Any]] | None = None
-    evidence: Callable[[str, str], Sequence[Any]] | None = None
-    """``(entity_type, entity_id)`` → evidence rows (``evidence.list_for_entity``)."""
-    attempts: Callable[[TaskID], Sequence[Any]] | None = None
-    """The finished and running attempts of a task (``task_attempts.list_by_task``)."""
-    summaries: Callable[[SessionID], Sequence[Any]] | None = None
-    """The compaction summaries of a session, oldest first (``summaries`` rows)."""
-
-
-def readers_from_store(store: Any) -> SessionReaders:
-    """Build SessionReaders from a SessionStore (``store.messages``, ``store.tool_runs``, ...).
-
-    Repositories the store lacks are left out (their layers are simply empty).
-    """
-
-    def method(repo_name: str, method_name: str) -> Any:
-        repo = getattr(store, repo_name, None)
-        return getattr(repo, method_name, None) if repo is not None else None
-
-    messages = method("messages", "list_by_session")
-    tool_runs = method("tool_runs", "list_by_task")
-    command_runs = method("command_runs", "list_by_task")
-    evidence = method("evidence", "list_for_entity")
-    attempts = method("task_attempts", "list_by_task")
-    summaries = method("summaries", "list_all")
-    return SessionReaders(
-        messages=(lambda sid: list(messages(sid))) if messages else None,
-        tool_runs=(lambda tid: list(tool_runs(tid))) if tool_runs else None,
-        command_runs=(lambda tid: list(command_runs(tid))) if command_runs else None,
-        evidence=(lambda et, eid: list(evidence(et, eid))) if evidence else None,
-        attempts=(lambda tid: list(attempts(tid))) if attempts else None,
-        summaries=(
-            (lambda sid: [r for r in summaries() if _get(r, "session_id") == sid])
-            if summaries
-            else None
-        ),
-    )
-
-
-class BudgetFitResult(NamedTuple):
-    """What ``fit_budget`` kept (input order) and dropped; a read-only record, so a NamedTuple
-    (IMPL-BOOT-14)."""
-
-    kept: list[PromptLayer]
-    omitted: list[LayerOmission]
-    token_estimate: int
-    over_budget: bool
-    """True only when the immutable layers alone exceed the budget."""
-    budget: int = 0
-    dropped_levels: frozenset[PromptLayerLevel] = frozenset()
-
-
-def render_layer(layer: PromptLayer) -> str:
-    """The text of a layer as the model sees it: a one-line header, then the content."""
-    label = _LEVEL_LABEL[layer.level]
-    header = f"## [{label} {layer.level.value}]"
-    if layer.source_ref:
-        header += f" {layer.source_ref}"
-    content = layer.content if isinstance(layer.content, str) else _json(layer.content)
-    return f"{header}\n{content}"
-
-
-def _json(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _estimate(layer: PromptLayer) -> int:
-    if layer.token_estimate is not None:
-        return layer.token_estimate
-    return estimate_tokens(render_layer(layer))
-
-
-def _is_immutable(layer: PromptLayer) -> bool:
-    return bool(layer.immutable) or layer.level in IMMUTABLE_LEVELS
-
-
-def fit_budget(layers: Sequence[PromptLayer], budget: int) -> BudgetFitResult:
-    """Fit layers to a token budget (IMPL-CTX-1).
-
-    Immutable layers (L0-L2) are always kept. The others are considered from the highest
-    priority down (ties: the later layer first, so the most recent message or tool run wins)
-    and kept when they still fit; a layer that does not fit is omitted with reason ``budget``
-    and smaller lower-priority layers may still use the room left.
-
-    Args:
-        layers: the candidate layers; ``token_estimate`` is computed when missing.
-        budget: the token budget (>= 0).
-
-    Returns:
-        The kept layers in input order, the omissions, the kept total, and whether the
-        immutable layers alone exceed the budget.
-    """
-    estimates = [_estimate(layer) for layer in layers]
-    keep = [False] * len(layers)
-    used = 0
-    for index, layer in enumerate(layers):
-        if _is_immutable(layer):
-            keep[index] = True
-            used += estimates[index]
-    over_budget = used > budget
-    candidates = sorted(
-        (i for i, layer in enumerate(layers) if not _is_immutable(layer)),
-        key=lambda i: (-layers[i].priority, -i),
-    )
-    omitted_idx: list[int] = []
-    for index in candidates:
-        if used + estimates[index] <= budget:
-            keep[index] = True
-            used += estimates[index]
-        else:
-            omitted_idx.append(index)
-    omitted_idx.sort()
-    kept = [
-        layer
-        if layer.token_estimate is not None
-        else layer.model_copy(update={"token_estimate": estimates[i]})
-        for i, layer in enumerate(layers)
-        if keep[i]
-    ]
-    omitted = [
-        LayerOmission(
-            level=layers[i].level,
-            source_ref=layers[i].source_ref,
-            token_estimate=estimates[i],
-            reason="budget",
-        )
-        for i in omitted_idx
-    ]
-    return BudgetFitResult(
-        kept=kept,
-        omitted=omitted,
-        token_estimate=used,
-        over_budget=over_budget,
-        budget=budget,
-        dropped_levels=frozenset(layers[i].level for i in omitted_idx),
-    )
-
-
-def _get(row: Any, *names: str) -> Any:
-    """A column of a row that may be a mapping, a pydantic model or a plain object."""
-    for name in names:
-        if isinstance(row, Mapping):
-            if name in row and row[name] is not None:
-                return row[name]
-        else:
-            value = getattr(row, name, None)
-            if value is not None:
-                return value
-    return None
-
-
-def _maybe_json(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _cut(text: str, limit: int = _BLOCK_TEXT_LIMIT) -> str:
-    return text if len(text) <= limit else text[:limit] + f" [... {len(text) - limit} more]"
-
-
-def _render_blocks(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return _cut(_json(content))
-    parts: list[str] = []
-    for block in content:
-        if not isinstance(block, Mapping):
-            parts.append(_cut(_json(block)))
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            parts.append(str(block.get("text", "")))
-        elif kind == "tool_use":
-            parts.append(
-                f"[tool_use {block.get('name')} id={block.get('id')}] "
-                + _cut(_json(block.get("input", {})))
-            )
-        elif kind == "tool_result":
-            inner = block.get("content", "")
-            text = _render_blocks(inner) if isinstance(inner, list) else str(inner)
-            flag = " error" if block.get("is_error") else ""
-            parts.append(f"[tool_result{flag} for {block.get('tool_use_id')}] " + _cut(text))
-        elif kind == "thinking":
-            continue
-        else:
-            parts.append(_cut(_json(block)))
-    return "\n".join(part for part in parts if part)
 
 
 class ContextAssembler:
@@ -469,33 +262,11 @@ class ContextAssembler:
         return layers, omissions
 
     def _safety_layer(self, agent_type: AgentType | None) -> PromptLayer:
-        lines = [
-            "Every tool call is checked by the runtime's PermissionEngine; this summary only",
-            "tells you what to expect. A denied action stays denied: report it, do not retry",
-            "it another way.",
-            "Defaults: reads and build/test commands run; version-control changes are announced;",
-            "package installs, network, process control, destructive, privileged and",
-            "unanalysable commands need approval; writes outside the project, into .git",
-            "internals or into .air/ are asked for or denied; credentials and system paths need",
-            "an explicit rule. In headless runs an action that needs approval is denied unless",
-            "the policy allows asking.",
-        ]
-        if agent_type is AgentType.REVIEWER:
-            lines.append("Your template is reviewer: read-only, nothing that mutates is allowed.")
-        elif agent_type is not None:
-            template = {
-                AgentType.EXECUTOR: "executor",
-                AgentType.DEBUGGER: "debugger",
-            }.get(agent_type, "system")
-            lines.append(f"Your permission template is {template}.")
-        sources = [
+        files = [
             ("~/.air/permissions.yaml", self._user_air_dir / "permissions.yaml"),
             (".air/shared/permissions.yaml", Path(self._project.shared_root) / "permissions.yaml"),
         ]
-        for label, path in sources:
-            lines.append("")
-            lines.extend(_summarise_permission_file(label, path))
-        return self._layer(PromptLayerLevel.SAFETY, "\n".join(lines), "permissions")
+        return self._layer(PromptLayerLevel.SAFETY, safety_text(agent_type, files), "permissions")
 
     def _resolve_doc(self, ref: str) -> tuple[str, str] | None:
         """Resolve a plan/architecture ref: an artifact, or a file/directory in the project."""
@@ -557,9 +328,9 @@ class ContextAssembler:
         for task_id, label in sources:
             lines = []
             for row in self._readers.evidence("task", task_id):
-                kind = _get(row, "kind")
+                kind = row_value(row, "kind")
                 kind_text = getattr(kind, "value", kind)
-                lines.append(f"- [{kind_text}] {_get(row, 'claim')} ({_get(row, 'ref')})")
+                lines.append(f"- [{kind_text}] {row_value(row, 'claim')} ({row_value(row, 'ref')})")
             if lines:
                 yield self._layer(
                     PromptLayerLevel.EVIDENCE,
@@ -582,8 +353,8 @@ class ContextAssembler:
         rows = list(self._readers.messages(session_id)) if self._readers.messages else []
         summaries = list(self._readers.summaries(session_id)) if self._readers.summaries else []
         summary = summaries[-1] if summaries else None
-        cut = _get(summary, "covers_until_message_id") if summary is not None else None
-        ids = [_get(r, "id", "message_id") for r in rows]
+        cut = row_value(summary, "covers_until_message_id") if summary is not None else None
+        ids = [row_value(r, "id", "message_id") for r in rows]
         if cut in ids:
             rows = rows[ids.index(cut) + 1 :]
         return summary, rows
@@ -597,7 +368,10 @@ class ContextAssembler:
         used = sum(
             estimate_tokens(
                 message_text(
-                    {"role": _get(r, "role"), "content_json": _get(r, "content_json", "content")}
+                    {
+                        "role": row_value(r, "role"),
+                        "content_json": row_value(r, "content_json", "content"),
+                    }
                 )
             )
             for r in rows
@@ -612,20 +386,20 @@ class ContextAssembler:
             layer = self._layer(
                 PromptLayerLevel.CONVERSATION,
                 "Summary of the earlier conversation (originals kept in history):\n"
-                + str(_get(summary, "content")),
-                f"summary:{_get(summary, 'summary_id')}",
+                + str(row_value(summary, "content")),
+                f"summary:{row_value(summary, 'summary_id')}",
             )
             # the summary stands for the whole older range: it outlives single messages
             priority = self._priorities[PromptLayerLevel.CONVERSATION] + 50
             yield layer.model_copy(update={"priority": priority})
         rows = rows[-self._conversation_limit :]
         for row in rows:
-            content = _maybe_json(_get(row, "content", "content_json"))
-            text = _render_blocks(content) if content is not None else ""
+            content = maybe_json(row_value(row, "content", "content_json"))
+            text = render_blocks(content) if content is not None else ""
             if not text.strip():
                 continue
-            role = _get(row, "role") or "unknown"
-            message_id = _get(row, "id", "message_id")
+            role = row_value(row, "role") or "unknown"
+            message_id = row_value(row, "id", "message_id")
             yield self._layer(
                 PromptLayerLevel.CONVERSATION,
                 f"{role}: {text}",
@@ -637,18 +411,18 @@ class ContextAssembler:
         if self._readers.attempts is None:
             return
         for row in self._readers.attempts(task_id):
-            if _get(row, "status") != "failed":
+            if row_value(row, "status") != "failed":
                 continue
-            index = _get(row, "attempt_index")
-            error = _maybe_json(_get(row, "failure_error_json"))
+            index = row_value(row, "attempt_index")
+            error = maybe_json(row_value(row, "failure_error_json"))
             error = error if isinstance(error, Mapping) else {}
-            message = _get(row, "failure_message") or error.get("message") or "no message"
-            kind = _get(row, "failure_kind") or error.get("kind") or "unknown"
+            message = row_value(row, "failure_message") or error.get("message") or "no message"
+            kind = row_value(row, "failure_kind") or error.get("kind") or "unknown"
             text = f"Attempt {index} of this task failed ({kind}): {message}"
             for key, label in (("detail", "detail"), ("user_action", "what to do")):
                 if error.get(key):
-                    text += f"\n{label}: {_cut(str(error[key]))}"
-            text += _failure_evidence(error.get("metadata"))
+                    text += f"\n{label}: {cut_text(str(error[key]))}"
+            text += failure_evidence(error.get("metadata"))
             text += "\nAvoid repeating what made it fail."
             layer = self._layer(PromptLayerLevel.TOOL_OUTPUT, text, f"attempt:{task_id}:{index}")
             # the failure is what a retry must not lose: it outranks the bulky tool history
@@ -663,20 +437,20 @@ class ContextAssembler:
         entries: list[tuple[str, int, str, str | None]] = []
         if self._readers.tool_runs is not None:
             for row in self._readers.tool_runs(task_id):
-                text = f"tool {_get(row, 'tool_name')} [{_get(row, 'status')}]"
-                duration = _get(row, "duration_ms")
+                text = f"tool {row_value(row, 'tool_name')} [{row_value(row, 'status')}]"
+                duration = row_value(row, "duration_ms")
                 if duration is not None:
                     text += f" {duration} ms"
-                summary = _get(row, "output_summary", "output")
+                summary = row_value(row, "output_summary", "output")
                 if summary:
-                    text += ":\n" + _cut(str(summary))
-                error = _maybe_json(_get(row, "error_json", "error"))
+                    text += ":\n" + cut_text(str(summary))
+                error = maybe_json(row_value(row, "error_json", "error"))
                 if isinstance(error, Mapping) and error.get("message"):
                     text += f"\nerror: {error['message']}"
-                rid = _get(row, "id", "tool_run_id")
+                rid = row_value(row, "id", "tool_run_id")
                 entries.append(
                     (
-                        str(_get(row, "started_at") or ""),
+                        str(row_value(row, "started_at") or ""),
                         len(entries),
                         text,
                         f"tool_run:{rid}" if rid else None,
@@ -686,10 +460,10 @@ class ContextAssembler:
             for row in self._readers.command_runs(task_id):
                 entries.append(
                     (
-                        str(_get(row, "started_at") or ""),
+                        str(row_value(row, "started_at") or ""),
                         len(entries),
-                        _render_command_run(row),
-                        _command_ref(row),
+                        render_command_run(row),
+                        command_ref(row),
                     )
                 )
         entries.sort(key=lambda entry: (entry[0], entry[1]))
@@ -709,98 +483,3 @@ class ContextAssembler:
         if user_instruction and user_instruction.strip():
             parts.append("Instruction: " + user_instruction.strip())
         return "\n\n".join(part for part in parts if part)
-
-
-def _failure_evidence(meta: Any) -> str:
-    """L8 detail of a failed attempt (IMPL-REVIEW-2): the worker's own summary, its
-    verification results, the parsed diagnostics, the failing tests and reviewer findings."""
-    if not isinstance(meta, Mapping):
-        return ""
-    text = ""
-    if meta.get("worker_summary"):
-        text += f"\nthe worker said: {_cut(str(meta['worker_summary']))}"
-    for check in list(meta.get("verification") or [])[:10]:
-        if isinstance(check, Mapping):
-            notes = f" — {_cut(str(check['notes']))}" if check.get("notes") else ""
-            text += f"\nverification {check.get('name')}: {check.get('status')}{notes}"
-    for d in list(meta.get("diagnostics") or [])[:10]:
-        if isinstance(d, Mapping):
-            where = ":".join(str(d[k]) for k in ("file", "line", "column") if d.get(k))
-            text += f"\ndiagnostic {where}: {_cut(str(d.get('message')))}"
-    failed = [str(t) for t in meta.get("failed_tests") or []][:20]
-    if failed:
-        text += "\nfailing tests: " + ", ".join(failed)
-    for finding in list(meta.get("findings") or [])[:10]:
-        text += f"\nreviewer finding: {_cut(str(finding))}"
-    return text
-
-
-def _command_ref(row: Any) -> str | None:
-    rid = _get(row, "id", "command_run_id")
-    return f"command_run:{rid}" if rid else None
-
-
-def _render_command_run(row: Any) -> str:
-    """One command run with its derived status (SDD §4.4: no status column)."""
-    command = _get(row, "command")
-    text = f"$ {command}"
-    cwd = _get(row, "cwd")
-    if cwd:
-        text += f"  (in {cwd})"
-    exit_code = _get(row, "exit_code")
-    if _get(row, "cancelled_at", "cancel_reason") is not None:
-        status = f"cancelled ({_get(row, 'cancel_reason') or 'no reason'})"
-    elif _get(row, "completed_at") is None and exit_code is None:
-        status = "running"
-    elif exit_code == 0:
-        status = "ok (exit 0)"
-    elif exit_code is not None:
-        status = f"error (exit {exit_code})"
-    else:
-        status = "unknown"
-    text += f"\n→ {status}"
-    duration = _get(row, "duration_ms")
-    if duration is not None:
-        text += f", {duration} ms"
-    for name in ("stdout_artifact_id", "stderr_artifact_id"):
-        artifact = _get(row, name)
-        if artifact:
-            text += f"\n{name.split('_')[0]}: {artifact}"
-    return text
-
-
-def _summarise_permission_file(label: str, path: Path) -> list[str]:
-    """Rules of one permissions.yaml as text lines (format: docs IMPL-SEC-3)."""
-    if not path.is_file():
-        return [f"{label}: no file (defaults apply)."]
-    data: Any = read_yaml_file(path, user_action=f"Fix the YAML syntax of {path}.")
-    if not isinstance(data, Mapping) or not isinstance(data.get("rules", []), list):
-        raise AirException.of(
-            kind=ErrorKind.CONFIG_ERROR,
-            message=f"{path} must be a mapping with a list under 'rules'",
-            user_action=f"Rewrite {path} as 'rules: [{{action: ..., ...}}]'.",
-        )
-    lines = [f"{label}:"]
-    if data.get("headless_allow_ask"):
-        lines.append("  headless runs may take actions that need approval (non-sensitive only)")
-    rules = data.get("rules") or []
-    if not rules:
-        lines.append("  no rules")
-    for rule in rules:
-        if not isinstance(rule, Mapping) or "action" not in rule:
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=f"{path}: every rule must be a mapping with an 'action'",
-                user_action=f"Fix the rule {rule!r} in {path}.",
-            )
-        parts = [str(rule["action"])]
-        for key in ("tool", "path", "command", "category"):
-            if rule.get(key) is not None:
-                parts.append(f"{key}={rule[key]}")
-        if rule.get("sensitive"):
-            parts.append("sensitive")
-        line = "  - " + " ".join(parts)
-        if rule.get("reason"):
-            line += f" — {rule['reason']}"
-        lines.append(line)
-    return lines

@@ -13,13 +13,9 @@ import os
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from air.context.assembler import (
-    ArtifactTextReader,
-    ContextAssembler,
-    SessionReaders,
-    readers_from_store,
-)
+from air.context.assembler import ArtifactTextReader, ContextAssembler
 from air.context.loader import PromptLayerLoader
+from air.context.session_rows import SessionReaders, readers_from_store
 from air.contracts.error import AirException
 from air.contracts.ids import SessionID
 from air.contracts.project import ProjectContext

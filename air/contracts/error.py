@@ -231,7 +231,9 @@ class CliExit(IntEnum):
     E2E_BASE = 32
     """``air e2e``: 32 + the sum of 2**i over the failed examples."""
     CANCELLED = 130
-    """Cancelled by a signal (128 + SIGINT)."""
+    """Cancelled by a signal (128 + SIGINT; SIGHUP too)."""
+    TERMINATED = 143
+    """Cancelled by SIGTERM (128 + SIGTERM, the convention of service managers)."""
 
 
 class WorkerExit(IntEnum):

@@ -22,6 +22,7 @@ from air.contracts.permission import (
     RiskLevel,
 )
 from air.contracts.runtime import PermissionTemplate
+from air.contracts.tool import ExternalTool
 
 __all__ = [
     "CommandRiskAnalysis",
@@ -44,6 +45,8 @@ class DeclaredPermissions(Contract):
     execute: bool = False
     network: bool = False
     system_sensitive: bool = False
+    external: ExternalTool | None = None
+    """An MCP server's tool (``ToolPermissionSpec.external``): it asks unless a rule allows."""
 
 
 class PermissionRequestContext(Contract):

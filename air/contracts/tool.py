@@ -17,6 +17,7 @@ from air.contracts.permission import PathPolicy
 
 __all__ = [
     "DiagnosticSeverity",
+    "ExternalTool",
     "ToolCategory",
     "ToolDefinition",
     "ToolPermissionSpec",
@@ -37,6 +38,8 @@ class ToolCategory(StrEnum):
     MEMORY = "memory"
     PROJECT = "project"
     INTERNAL = "internal"
+    MCP = "mcp"
+    """A tool an MCP server serves (``air.mcp``)."""
 
 
 class ToolRunStatus(StrEnum):
@@ -45,6 +48,10 @@ class ToolRunStatus(StrEnum):
     ERROR = "error"
     CANCELLED = "cancelled"
 
+
+ExternalTool = Literal["read_only_hint", "unmarked"]
+"""An external tool as its server marks it: ``read_only_hint`` (the server says it only reads:
+a hint, trusted only by a rule with ``category: read_only``) or ``unmarked``."""
 
 ToolResultStatus = Literal["ok", "error", "denied", "blocked", "cancelled"]
 
@@ -55,6 +62,9 @@ class ToolPermissionSpec(Contract):
     execute: bool = False
     network: bool = False
     system_sensitive: bool = False
+    external: ExternalTool | None = None
+    """A tool another program serves (an MCP server): air cannot see what it does, so every
+    call asks unless a rule allows it (IMPL-MCP-2)."""
 
 
 class ToolDefinition(Contract):

@@ -14,12 +14,8 @@ from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import (
-    DiagnosticCollector,
-    DiagnosticSink,
-    DiagnosticStream,
-    ParsedDiagnostic,
-)
+from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
+from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file
 from air.cpp.project import (
     CMakeConfigurator,

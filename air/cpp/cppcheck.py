@@ -14,9 +14,10 @@ from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import ParsedDiagnostic, make_signature
+from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, parse_tool_xml
 from air.cpp.project import safe_build_dir
+from air.cpp.signatures import make_signature
 
 __all__ = ["CppcheckInput", "CppcheckOutput", "CppcheckRunner", "parse_cppcheck_xml"]
 

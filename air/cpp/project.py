@@ -17,12 +17,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
-from air.cpp.diagnostics import (
-    DiagnosticCollector,
-    DiagnosticSink,
-    DiagnosticStream,
-    ParsedDiagnostic,
-)
+from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
+from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 from air.cpp.view import active_view
 

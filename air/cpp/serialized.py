@@ -15,7 +15,8 @@ from dataclasses import dataclass, field, replace
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import ParsedDiagnostic, make_signature
+from air.cpp.parsed_diagnostic import ParsedDiagnostic
+from air.cpp.signatures import make_signature
 
 __all__ = ["parse_serialized_diagnostics"]
 

@@ -389,7 +389,8 @@ class DatabaseCheck:
     def _check_consistency(self, check: str, path: str, rebuild: Fix) -> list[Problem]:
         from air.events.fold_snapshot import check_snapshots
         from air.events.store import replay_events
-        from air.store.repositories import SessionStore, dump_tables
+        from air.store.integrity import dump_tables
+        from air.store.repositories import SessionStore
         from air.store.session_db import open_session_database
 
         try:

@@ -24,13 +24,13 @@ from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.contracts.runtime import AgentType
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus
-from air.events.fold import (
+from air.events.fold import FoldCursor
+from air.events.fold_state import (
     AgentFact,
     AttemptFact,
     CommandRunFact,
     DependencyFact,
     FailureFact,
-    FoldCursor,
     SessionFact,
     SessionState,
     TaskFact,

@@ -22,8 +22,9 @@ from air.contracts.error import AirError
 from air.contracts.event import EventFilter, EventSource, RuntimeEvent, new_event
 from air.contracts.ids import utc_now_iso
 from air.contracts.task import TaskSpec, TaskStatus
-from air.events.fold import DependencyFact, FoldCursor, SessionState, TaskFact, replay
+from air.events.fold import FoldCursor, replay
 from air.events.fold_snapshot import SNAPSHOT_EVERY, FoldAt, fold_session, save_fold
+from air.events.fold_state import DependencyFact, SessionState, TaskFact
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
 from air.nursery.graph import DependencyEdge

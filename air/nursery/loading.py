@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal
 
 from air.contracts.task import TaskStatus
-from air.events.fold import SessionState
+from air.events.fold_state import SessionState
 from air.nursery.graph import TaskGraph
 from air.nursery.ledger import edge_of
 

@@ -80,6 +80,9 @@ async def collect(
             io.enter(st, SchedulerState.MERGING)
             if await merge(st, io, node, workspace, outcome, attempt_index):
                 await land(st, io, node, outcome, attempt_index, completed, diff)
+                # landed: its commits are in the project's history; the worktree and its
+                # branch go now, not after the retention (IMPL-GIT-4)
+                await io.workspaces.cleanup_workspace(workspace.workspace_id)
 
 
 async def land(
@@ -148,7 +151,10 @@ async def merge(
     assert io.workspaces is not None
     try:
         merged = await io.workspaces.merge_workspace(
-            workspace.workspace_id, guard=merge_guard(node.spec.scope.write_area, io.project_root)
+            workspace.workspace_id,
+            guard=merge_guard(node.spec.scope.write_area, io.project_root),
+            title=node.spec.title,
+            summary=outcome.result.summary if outcome.result is not None else None,
         )
     except AirException as exc:
         if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):

@@ -31,7 +31,7 @@ tasks, run, observe the bus and cancel.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -73,6 +73,11 @@ GateBuilder = Callable[[OpenSession, "RuntimeServices", Any], "ArchitectureGate 
 """``build(session, services, registry) -> gate | None``: the Scheduler's architecture gate
 (the ArchitectureDesigner's, which ``air/nursery`` may not import); None: no gate."""
 
+ToolSource = Callable[[trio.Nursery, Any, OpenSession], Awaitable[None]]
+"""``await start(nursery, registry, session)``: tools other processes serve (the MCP servers,
+which ``air/nursery`` may not import), started in the root nursery after ``extend_tools`` and
+before the workers' tool list is taken; they stop when the root nursery is cancelled."""
+
 ToolExtender = Callable[[Any, OpenSession, Any], None]
 """``extend(registry, session, sandbox)``: registers more tools after the built-in ones (the
 capabilities, which ``air/nursery`` may not import: ARCHITECTURE §1)."""
@@ -107,6 +112,8 @@ class RuntimeConfig:
     services: Callable[[], RuntimeServices] = RuntimeServices
     """Called once, after ``on_open``: reads and checks the configuration."""
     isolation: IsolationPolicy = "auto"
+    branch: str | None = None
+    """``--branch NAME``: checked out (made from HEAD when new) before any task runs."""
     max_workers: int | None = None
     review: bool = False
     allow_ask: bool = False
@@ -117,6 +124,7 @@ class RuntimeConfig:
     """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
     runner: RunnerBuilder | None = None
     extend_tools: ToolExtender | None = None
+    tool_sources: ToolSource | None = None
     architecture_gate: GateBuilder | None = None
     """Builds the Scheduler's architecture gate once the tools exist (IMPL-COMPACT-3)."""
     on_open: Callable[[OpenSession, SessionLedger], None] | None = None
@@ -286,6 +294,8 @@ async def _build(
         runner, warm_up = config.runner(session)
     else:
         registry, engine = _tools(config, session, services)
+        if config.tool_sources is not None:
+            await config.tool_sources(nursery, registry, session)
         runner, warm_up = _workers(config, session, ledger, services, registry, runs, lock)
     if warm_up is not None:
         warm_up()  # a thread: it runs while this one waits on the disk (IMPL-START-2)
@@ -302,6 +312,8 @@ async def _build(
     )
     # the project's knowledge stores converge with this log (outbox, SDD §18.4)
     await recover_knowledge(ledger, root)
+    if config.branch is not None:
+        await workspaces.use_branch(config.branch)
     monitor = _monitor(session)
     scheduler = Scheduler(
         ledger,

@@ -2,9 +2,10 @@
 
 Owns ``ProjectionStore`` (``hydrate`` from the session's event log, ``apply`` for every
 durable event and the key ephemeral ones, ``snapshot``, ``subscribe``, ``feed`` from a Trio
-receive channel) and ``StoreSubscription``. State is kept in plain mutable records so an
-ephemeral event costs a dict lookup and a string append; the frozen ``ProjectionSnapshot`` is
-built only when asked for and only once per revision. Unknown event types are ignored.
+receive channel), its per-event handlers and ``StoreSubscription``. State is kept in the plain
+mutable records of ``air.projection.records`` so an ephemeral event costs a dict lookup and a
+string append; the frozen ``ProjectionSnapshot`` is built (``air.projection.snapshot``) only
+when asked for and only once per revision. Unknown event types are ignored.
 Ephemeral events never create records (a delta for an unknown message or command is
 dropped), so an event storm cannot grow memory beyond the bounded tails. The store is never
 a scheduling or recovery source of truth.
@@ -15,7 +16,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,26 +24,19 @@ from pydantic import ValidationError
 from air.contracts.error import AirException
 from air.contracts.event import EventFilter, RuntimeEvent
 from air.contracts.ui import (
-    AgentProjection,
     ArtifactProjection,
     BlockerProjection,
-    CommandRunProjection,
     DiffProjection,
     EvidenceProjection,
-    MainAgentProjection,
-    MessageProjection,
     PermissionPromptProjection,
     PermissionSegmentProjection,
     ProjectionSnapshot,
     SessionProjection,
-    ToolRunProjection,
-    TotalsProjection,
-    WaveProjection,
 )
-from air.events.fold import CommandRunFact, FoldCursor
 from air.events.payloads import EPHEMERAL_TYPES, payload_model
 from air.events.store import record_to_event
-from air.projection.tasks import TaskView
+from air.projection.records import CommandRecord, MessageRecord, ViewState
+from air.projection.snapshot import build_snapshot
 
 if TYPE_CHECKING:
     import trio
@@ -86,51 +79,6 @@ def _summarise_input(data: Any) -> str:
     return ""
 
 
-@dataclass
-class _Message:
-    message_id: str
-    role: str
-    text: str = ""
-    status: str = "complete"
-    task_id: str | None = None
-    agent_id: str | None = None
-    error: str | None = None
-    timestamp: str | None = None
-
-
-@dataclass
-class _Command:
-    command_run_id: str
-    command: str
-    tail: str = ""
-    tail_truncated: bool = False
-    task_id: str | None = None
-    tool_run_id: str | None = None
-    cwd: str | None = None
-    duration_ms: int | None = None
-
-
-@dataclass
-class _State:
-    session: SessionProjection | None = None
-    main_state: str = "IDLE"
-    direct_mode: bool = False
-    messages: dict[str, _Message] = field(default_factory=dict)
-    agent_live: dict[str, tuple[int, int, str]] = field(default_factory=dict)
-    """Per agent: turn, tokens and state of its last heartbeat."""
-    tool_runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    commands: dict[str, _Command] = field(default_factory=dict)
-    artifacts: dict[str, ArtifactProjection] = field(default_factory=dict)
-    diffs: dict[str, DiffProjection] = field(default_factory=dict)
-    evidence: dict[str, EvidenceProjection] = field(default_factory=dict)
-    prompts: dict[str, PermissionPromptProjection] = field(default_factory=dict)
-    blockers: dict[str, BlockerProjection] = field(default_factory=dict)
-    fold: FoldCursor = field(default_factory=FoldCursor)
-    """The one fold of task, agent, session, tool and command state (``air.events.fold``)."""
-    tasks: TaskView = field(default_factory=TaskView)
-    last_event_at: str | None = None
-
-
 class StoreSubscription:
     """A change handler registered with ``ProjectionStore.subscribe``."""
 
@@ -163,7 +111,7 @@ class ProjectionStore:
     ) -> None:
         self._root = Path(artifact_root).resolve() if artifact_root is not None else None
         self._tail_limit = tail_limit
-        self._state = _State()
+        self._state = ViewState()
         self._revision = 0
         self._cached: ProjectionSnapshot | None = None
         self._subs: list[StoreSubscription] = []
@@ -284,7 +232,7 @@ class ProjectionStore:
     def snapshot(self) -> ProjectionSnapshot:
         """The current projection (built once per revision)."""
         if self._cached is None:
-            self._cached = self._build()
+            self._cached = build_snapshot(self._state, self._revision)
         return self._cached
 
     def subscribe(self, handler: Callable[[int], None]) -> StoreSubscription:
@@ -330,7 +278,7 @@ class ProjectionStore:
 
     def _user_message(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
         mid = str(p["message_id"])
-        self._state.messages[mid] = _Message(
+        self._state.messages[mid] = MessageRecord(
             mid, "user", _text_of(p.get("content")), task_id=p.get("task_id"),
             timestamp=event.timestamp,
         )  # fmt: skip
@@ -340,7 +288,7 @@ class ProjectionStore:
         mid = str(p["message_id"])
         if mid in self._state.messages:
             return False
-        self._state.messages[mid] = _Message(
+        self._state.messages[mid] = MessageRecord(
             mid, "assistant", status="streaming", task_id=p.get("task_id"),
             agent_id=p.get("agent_id"), timestamp=event.timestamp,
         )  # fmt: skip
@@ -357,7 +305,9 @@ class ProjectionStore:
         mid = str(p["message_id"])
         msg = self._state.messages.get(mid)
         if msg is None:
-            msg = self._state.messages[mid] = _Message(mid, "assistant", timestamp=event.timestamp)
+            msg = self._state.messages[mid] = MessageRecord(
+                mid, "assistant", timestamp=event.timestamp
+            )
         msg.text = _text_of(p.get("content"))
         msg.status = "complete"
         msg.task_id = p.get("task_id") or msg.task_id
@@ -368,7 +318,9 @@ class ProjectionStore:
         mid = str(p["message_id"])
         msg = self._state.messages.get(mid)
         if msg is None:
-            msg = self._state.messages[mid] = _Message(mid, "assistant", timestamp=event.timestamp)
+            msg = self._state.messages[mid] = MessageRecord(
+                mid, "assistant", timestamp=event.timestamp
+            )
         msg.status = "failed"
         msg.error = _error_text(p.get("error"))
         artifact = self._state.artifacts.get(str(p.get("failure_artifact_id")))
@@ -430,13 +382,13 @@ class ProjectionStore:
 
     def _command_started(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
         cid = str(p["command_run_id"])
-        self._state.commands[cid] = _Command(
+        self._state.commands[cid] = CommandRecord(
             cid, str(p.get("command")), task_id=p.get("task_id"),
             tool_run_id=p.get("tool_run_id"), cwd=p.get("cwd"),
         )  # fmt: skip
         return True
 
-    def _append_tail(self, cmd: _Command, data: str) -> None:
+    def _append_tail(self, cmd: CommandRecord, data: str) -> None:
         tail = cmd.tail + data
         if len(tail) > self._tail_limit:
             tail = tail[-self._tail_limit :]
@@ -543,95 +495,3 @@ class ProjectionStore:
             options=[str(o) for o in blocker.get("options") or []],
             timestamp=event.timestamp,
         )
-
-    # --- snapshot ------------------------------------------------------------------------
-
-    def _build(self) -> ProjectionSnapshot:
-        s = self._state
-        fold = s.fold.state
-        tasks = s.tasks.projections(fold)
-        waves: dict[int, list[str]] = {}
-        for t in tasks:
-            waves.setdefault(t.wave, []).append(t.task_id)
-        status_of = {t.task_id: t.status for t in tasks}
-        wave_list = []
-        for index in sorted(waves):
-            statuses = {status_of[t] for t in waves[index]}
-            state = (
-                "running"
-                if "running" in statuses
-                else "pending"
-                if "pending" in statuses
-                else "done"
-            )
-            wave_list.append(WaveProjection(index=index, task_ids=waves[index], status=state))
-        totals = TotalsProjection(
-            tasks=len(tasks),
-            running=sum(t.status == "running" for t in tasks),
-            completed=sum(t.status == "completed" for t in tasks),
-            failed=sum(t.status == "failed" for t in tasks),
-            blocked=sum(t.status == "blocked" for t in tasks),
-            cancelled=sum(t.status in ("cancelled", "interrupted") for t in tasks),
-            turns=sum(t.turns for t in tasks),
-            tokens=sum(t.tokens for t in tasks),
-            cost_usd=sum(t.cost_usd for t in tasks),
-        )
-        session = s.session
-        if session is not None and fold.session is not None:
-            session = session.model_copy(update={"status": fold.session.status})
-        agents = []
-        for a in fold.agents.values():
-            live = s.agent_live.get(a.agent_id)
-            agents.append(
-                AgentProjection(
-                    agent_id=a.agent_id,
-                    agent_type=a.agent_type.value,
-                    status=a.status,
-                    task_id=a.task_id,
-                    turn=live[0] if live else None,
-                    tokens=live[1] if live else None,
-                    state=live[2] if live else None,
-                )
-            )
-        tools = []
-        for run in s.tool_runs.values():
-            fact = fold.tool_runs.get(run["tool_run_id"])
-            status = fact.status if fact is not None else run["status"]
-            tools.append(ToolRunProjection.model_validate({**run, "status": status}))
-        commands = []
-        for cmd in s.commands.values():
-            row: dict[str, Any] = {**cmd.__dict__, "status": "unknown"}
-            cfact = fold.command_runs.get(cmd.command_run_id)
-            if cfact is not None:
-                row["status"] = _command_status(cfact)
-                row["exit_code"] = cfact.exit_code
-            commands.append(CommandRunProjection.model_validate(row))
-        return ProjectionSnapshot(
-            revision=self._revision,
-            session=session,
-            main_agent=MainAgentProjection(state=s.main_state, direct_mode=s.direct_mode),
-            messages=[MessageProjection.model_validate(m.__dict__) for m in s.messages.values()],
-            tasks=tasks,
-            waves=wave_list,
-            agents=agents,
-            tool_runs=tools,
-            command_runs=commands,
-            artifacts=list(s.artifacts.values()),
-            diffs=list(s.diffs.values()),
-            evidence=list(s.evidence.values()),
-            permission_prompts=list(s.prompts.values()),
-            blockers=list(s.blockers.values()),
-            totals=totals,
-            last_event_at=s.last_event_at,
-        )
-
-
-def _command_status(fact: CommandRunFact) -> str:
-    """The derived status of a command run (SDD §4.4: ``command_runs`` has no status)."""
-    if not fact.ended:
-        return "running"
-    if fact.cancelled:
-        return "cancelled"
-    if fact.exit_code is None:
-        return "unknown"
-    return "ok" if fact.exit_code == 0 else "error"

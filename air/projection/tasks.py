@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.ui import TaskProjection
-from air.events.fold import TASK_ENDS, SessionState, TaskFact
+from air.events.fold_state import SessionState, TaskFact
+from air.events.transitions import TASK_ENDS
 
 __all__ = ["TaskView"]
 

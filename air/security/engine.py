@@ -1,29 +1,29 @@
 """PermissionEngine: the six-layer decision of SDD §9.2 over one tool call.
 
-Owns ``PermissionEngine`` (``evaluate_sync`` core, async ``evaluate``, ``grant``, ``record``),
-the per-role templates and the grant book. The layers, in order:
+Owns ``PermissionEngine`` (``evaluate_sync`` core, async ``evaluate``, ``explain``, ``grant``,
+``record``), the per-role templates and the base action of each command and path category.
+The layers, in order:
 
 1. tool capability declaration (a tool writing without declaring writes → ``refuse``);
-2. permission profile: the role's template plus the policy files' allow/ask/deny rules;
+2. permission profile: the role's template plus the policy files' allow/ask/deny rules
+   (``air.security.profile``);
 3. task scope: ``denied_paths`` → ``deny``, outside ``write_area``/``allowed_paths`` → ``block``;
 4. path / command / network risk classification;
 5. credential / system-sensitive override (only a specific ``sensitive: true`` rule allows);
-6. the user prompt: grants already given, ``ask_user``, or headless fail-closed.
+6. the user prompt: grants already given (``air.security.grants``), ``ask_user``, or headless
+   fail-closed.
 
-Every write path and every command segment is an *item* decided on its own; the call's action is
-the worst item's, and grants are stored per item, so approving one segment of a compound command
-never approves another.
+Every write path and every command segment is an *item* (``air.security.items``) decided on its
+own; the call's action is the worst item's, and grants are stored per item, so approving one
+segment of a compound command never approves another. Recording a decision is
+``air.security.recording``.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
-from air.contracts.error import ErrorKind, make_air_error
-from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.permission import (
     CommandCategory,
     PathCategory,
@@ -33,16 +33,13 @@ from air.contracts.permission import (
 )
 from air.contracts.runtime import PermissionTemplate
 from air.security.commands import CommandRiskAnalyzer
+from air.security.external import external_item
+from air.security.grants import GrantBook, scope_key
+from air.security.items import RISK_ORDER, Evaluation, Item, worse
 from air.security.paths import PathClassifier, in_write_area_entry, is_within
-from air.security.policy import (
-    PermissionPolicy,
-    PolicyRule,
-    load_policy,
-    policy_files,
-    rule_matches_command,
-    rule_matches_path,
-    rule_matches_tool,
-)
+from air.security.policy import PermissionPolicy, load_policy, policy_files
+from air.security.profile import apply_rules
+from air.security.recording import EventSink, record_decision
 from air.security.redact import SecretRedactor
 
 if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
@@ -54,22 +51,11 @@ if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
         PermissionRequestContext,
     )
 
-__all__ = ["Evaluation", "EventSink", "Item", "PermissionEngine"]
+__all__ = ["PermissionEngine"]
 
 A = PermissionAction
 C = CommandCategory
 P = PathCategory
-EventSink = Callable[[RuntimeEvent], Awaitable[object]]
-
-_ACTION_ORDER = {
-    A.ALLOW: 0,
-    A.ANNOUNCE_THEN_RUN: 1,
-    A.ASK_USER: 2,
-    A.BLOCK: 3,
-    A.DENY: 4,
-    A.REFUSE: 5,
-}
-_RISK_ORDER: dict[RiskLevel, int] = {"none": 0, "low": 1, "medium": 2, "high": 3, "critical": 4}
 
 _COMMAND_BASE: dict[CommandCategory, tuple[PermissionAction, RiskLevel]] = {
     C.READ_ONLY: (A.ALLOW, "none"),
@@ -95,39 +81,6 @@ _WRITE_BASE: dict[PathCategory, tuple[PermissionAction, RiskLevel]] = {
 }
 _SENSITIVE = (P.SYSTEM_SENSITIVE, P.CREDENTIALS)
 _WORKSPACE_CATEGORIES = (P.PROJECT_SOURCE, P.PROJECT_BUILD_OUTPUT)
-
-
-@dataclass(eq=False)
-class Item:
-    """One thing decided on its own: the tool, a read path, a write path or a command segment."""
-
-    kind: str
-    key: str
-    action: PermissionAction
-    risk: RiskLevel
-    reason: str
-    layer: str
-    sensitive: bool = False
-    path: PathRiskClassification | None = None
-    category: CommandCategory | None = None
-
-
-class Evaluation(NamedTuple):
-    """The full picture behind a decision: every item and the analysis it came from; a
-    read-only record, so a NamedTuple (IMPL-BOOT-14)."""
-
-    decision: PermissionDecision
-    items: list[Item]
-    command: CommandRiskAnalysis | None = None
-
-    @property
-    def pending(self) -> list[Item]:
-        """Items that still need the person's approval."""
-        return [i for i in self.items if i.action == A.ASK_USER]
-
-
-def _worse(a: PermissionAction, b: PermissionAction) -> bool:
-    return _ACTION_ORDER[a] > _ACTION_ORDER[b]
 
 
 class PermissionEngine:
@@ -158,7 +111,7 @@ class PermissionEngine:
         self.redactor = redactor or SecretRedactor()
         self.sink = sink
         self.headless_allow_ask = headless_allow_ask or self.policy.headless_allow_ask
-        self._grants: set[tuple[str, str, str]] = set()
+        self._grants = GrantBook()
 
     @classmethod
     def from_files(
@@ -211,7 +164,7 @@ class PermissionEngine:
                 )
                 return self._finish(ctx, items, None)
 
-        tool_item = Item(
+        tool_item = external_item(ctx) or Item(  # an MCP server's tool asks (IMPL-MCP-2)
             "tool", ctx.tool_name, A.ALLOW, "none", f"{ctx.tool_name} is declared", "1-declaration"
         )
         items.append(tool_item)
@@ -299,7 +252,7 @@ class PermissionEngine:
 
         # Layer 2: policy rules (deny wins; allow never lifts scope results or sensitive items).
         for item in items:
-            self._apply_rules(ctx, item, project, home)
+            apply_rules(self.policy, ctx, item, project, home)
         return self._finish(ctx, items, analysis)
 
     def _write_item(
@@ -416,60 +369,6 @@ class PermissionEngine:
         expanded = self.classifier.expand(value, base) or value
         return os.path.realpath(expanded)
 
-    def _apply_rules(
-        self, ctx: PermissionRequestContext, item: Item, project: str, home: str
-    ) -> None:
-        if item.action in (A.REFUSE, A.BLOCK) or (
-            item.action == A.DENY and item.layer == "3-scope"
-        ):
-            return
-        if item.path is not None and item.path.via_link:
-            return
-        matched: list[PolicyRule] = []
-        for rule in self.policy.rules:
-            if not rule_matches_tool(rule, ctx.tool_name):
-                continue
-            if item.kind in ("write", "read"):
-                if rule.command is not None or rule.category is not None:
-                    continue
-                # a path item's key is its resolved path when there is one (_write_item)
-                if not rule_matches_path(rule, item.key, project, home):
-                    continue
-            elif item.kind == "command":
-                if rule.path is not None:
-                    continue
-                if not rule_matches_command(rule, item.key, item.category):
-                    continue
-            else:
-                if rule.path is not None or rule.command is not None or rule.category is not None:
-                    continue
-            matched.append(rule)
-        if not matched:
-            return
-        deny = next((r for r in matched if r.action == "deny"), None)
-        if deny is not None:
-            item.action, item.layer = A.DENY, "2-profile"
-            item.reason = f"{item.reason}; denied by a rule in {deny.source}" + (
-                f" ({deny.reason})" if deny.reason else ""
-            )
-            return
-        ask = next((r for r in matched if r.action == "ask"), None)
-        if ask is not None:
-            if _worse(A.ASK_USER, item.action):
-                item.action, item.layer = A.ASK_USER, "2-profile"
-                item.reason = f"{item.reason}; a rule in {ask.source} asks"
-            return
-        allow = matched[0]
-        if item.action == A.DENY:
-            # Template denials (reviewer, .air) are not lifted by a broad allow.
-            if not (allow.sensitive and allow.is_specific):
-                return
-        if item.sensitive and not (allow.sensitive and allow.is_specific):
-            item.reason = f"{item.reason}; a broad allow does not cover credentials or system paths"
-            return
-        item.action, item.layer = A.ALLOW, "2-profile"
-        item.reason = f"{item.reason}; allowed by a rule in {allow.source}"
-
     def _finish(
         self, ctx: PermissionRequestContext, items: list[Item], analysis: CommandRiskAnalysis | None
     ) -> Evaluation:
@@ -477,7 +376,7 @@ class PermissionEngine:
 
         # Layer 6: grants, prompt or headless fail-closed.
         for item in items:
-            if item.action == A.ASK_USER and self._granted(ctx, item):
+            if item.action == A.ASK_USER and self._grants.granted(ctx, item):
                 item.action, item.layer = A.ALLOW, "6-grant"
                 item.reason = f"{item.reason}; approved earlier"
         if ctx.headless:
@@ -496,9 +395,9 @@ class PermissionEngine:
         worst = items[0]
         risk: RiskLevel = "none"
         for item in items:
-            if _worse(item.action, worst.action):
+            if worse(item.action, worst.action):
                 worst = item
-            if _RISK_ORDER[item.risk] > _RISK_ORDER[risk]:
+            if RISK_ORDER[item.risk] > RISK_ORDER[risk]:
                 risk = item.risk
         reasons = [i.reason for i in items if i.action == worst.action]
         decision = PermissionDecision(
@@ -516,15 +415,6 @@ class PermissionEngine:
 
     # -- grants ------------------------------------------------------------------------------
 
-    def _scope_keys(self, ctx: PermissionRequestContext) -> list[str]:
-        keys = [f"session:{ctx.session_id}", f"project:{os.path.realpath(ctx.project_root)}"]
-        if ctx.task_id:
-            keys.append(f"task:{ctx.task_id}")
-        return keys
-
-    def _granted(self, ctx: PermissionRequestContext, item: Item) -> bool:
-        return any((scope, item.kind, item.key) in self._grants for scope in self._scope_keys(ctx))
-
     def grant(self, ctx: PermissionRequestContext, scope: PermissionGrantScope) -> list[str]:
         """Remember the person's approval of the items ``ctx`` asks about, for ``scope``.
 
@@ -537,19 +427,11 @@ class PermissionEngine:
         pending = [i for i in self.explain(ctx.model_copy(update={"headless": False})).pending]
         if scope == PermissionGrantScope.ONCE:
             return [i.key for i in pending]
-        if scope == PermissionGrantScope.TASK:
-            if not ctx.task_id:
-                scope_key = f"session:{ctx.session_id}"
-            else:
-                scope_key = f"task:{ctx.task_id}"
-        elif scope == PermissionGrantScope.SESSION:
-            scope_key = f"session:{ctx.session_id}"
-        else:
-            scope_key = f"project:{os.path.realpath(ctx.project_root)}"
+        key = scope_key(ctx, scope)
         for item in pending:
             if item.sensitive:
                 continue
-            self._grants.add((scope_key, item.kind, item.key))
+            self._grants.add(key, item)
         return [i.key for i in pending if not i.sensitive]
 
     # -- recording ---------------------------------------------------------------------------
@@ -561,55 +443,12 @@ class PermissionEngine:
         *,
         tool_run_id: str | None = None,
     ) -> PermissionRecordResult:
-        """Write ``permission.decision.recorded`` through the sink (contracts §13).
-
-        The payload follows ``air.events.payloads.PermissionDecisionRecordedPayload``: the
-        decision (reason redacted), the tool, the ids, and the subject judged (the command,
-        else the paths), redacted.
+        """Write ``permission.decision.recorded`` through the sink (contracts §13); see
+        ``air.security.recording.record_decision``.
 
         Returns:
             ``ok`` with the event id, or ``ok=False`` with the error when the write failed.
         """
-        from air.contracts.permission_records import PermissionRecordResult
-
-        if context.command:
-            subject: str | None = self.redactor.redact(context.command)
-        else:
-            paths = [*context.write_paths, *context.read_paths]
-            subject = self.redactor.redact(", ".join(paths)) if paths else None
-        redacted = decision.model_copy(update={"reason": self.redactor.redact(decision.reason)})
-        payload = {
-            "decision": redacted.model_dump(mode="json", exclude_none=True),
-            "tool_name": context.tool_name,
-            "tool_run_id": tool_run_id,
-            "task_id": context.task_id,
-            "agent_id": context.agent_id,
-            "subject": subject,
-        }
-        event = new_event(
-            "permission.decision.recorded",
-            payload,
-            session_id=context.session_id,
-            source=EventSource(kind="tool", id=context.tool_name),
+        return await record_decision(
+            self.sink, self.redactor, decision, context, tool_run_id=tool_run_id
         )
-        if self.sink is None:
-            return PermissionRecordResult(
-                ok=False,
-                error=make_air_error(
-                    kind=ErrorKind.SYSTEM_ERROR,
-                    message="the permission engine has no event sink",
-                    user_action="Construct PermissionEngine with sink=<ingestor.ingest>.",
-                ),
-            )
-        try:
-            await self.sink(event)
-        except Exception as exc:  # the contract turns a failed write into a value
-            return PermissionRecordResult(
-                ok=False,
-                error=make_air_error(
-                    kind=ErrorKind.STORAGE_ERROR,
-                    message=f"recording the decision failed: {exc}",
-                    user_action="Check the session database (air doctor).",
-                ),
-            )
-        return PermissionRecordResult(ok=True, event_id=event.id)

@@ -32,7 +32,8 @@ from air.events.ingestor import EventIngestor
 from air.events.registry import default_registry
 from air.events.store import EventStore
 from air.store.db import DatabaseManager
-from air.store.repositories import OrphanReport, SessionStore
+from air.store.integrity import OrphanReport
+from air.store.repositories import SessionStore
 from air.store.session_db import open_session_database
 
 __all__ = ["OpenSession", "SessionManager", "list_session_ids", "session_paths"]

@@ -2,7 +2,8 @@
 
 Owns the set of project-scope files that can widen what air does or reach a model's prompt
 (``trust_scan``: ``.air/shared/models.yaml`` providers, ``permissions.yaml`` allow rules and
-``headless_allow_ask``, ``architecture.yaml``, ``capabilities/*.json``, ``rules/*.md``,
+``headless_allow_ask``, ``mcp.yaml`` servers (a command air would run, a URL it would send
+tool calls to), ``architecture.yaml``, ``capabilities/*.json``, ``rules/*.md``,
 ``compaction-rules.md``, ``AGENTS.md``, ``CLAUDE.md``), what each one would do (``Finding``),
 and the user's decision, recorded outside the project in ``~/.air/trust.json``: per project
 realpath, the sha256 over the exact set (relative path + bytes) of the widening files the user
@@ -49,6 +50,7 @@ PROMPT_FILES = ("AGENTS.md", "CLAUDE.md")
 _SINGLE_FILES = (
     f"{SHARED}/models.yaml",
     f"{SHARED}/permissions.yaml",
+    f"{SHARED}/mcp.yaml",
     f"{SHARED}/architecture.yaml",
     f"{SHARED}/compaction-rules.md",
     *PROMPT_FILES,
@@ -223,6 +225,8 @@ def _findings(rel: str, data: bytes) -> list[Finding]:
         return _models_findings(rel, data)
     if rel.endswith("permissions.yaml"):
         return _policy_findings(rel, data)
+    if rel.endswith("mcp.yaml"):
+        return _mcp_findings(rel, data)
     if rel.endswith("architecture.yaml"):
         return [
             Finding(
@@ -305,6 +309,35 @@ def _policy_findings(rel: str, data: bytes) -> list[Finding]:
                 if rule.get(k) is not None
             )
             out.append(Finding(rel, f"rules[{i}]", f"{rule.get('action')}s {named or 'anything'}"))
+    return out
+
+
+def _mcp_findings(rel: str, data: bytes) -> list[Finding]:
+    """Every server widens: a stdio server is a command the parent runs (with its ``env``), an
+    HTTP one a URL that tool calls (and ``headers``) are sent to (IMPL-MCP-1)."""
+    raw = _yaml(data)
+    servers = raw.get("servers") if isinstance(raw, dict) else None
+    if not isinstance(servers, dict):
+        return []
+    out: list[Finding] = []
+    for name, entry in servers.items():
+        where = f"servers.{name}"
+        if not isinstance(entry, dict):
+            out.append(Finding(rel, where, "declares an MCP server"))
+            continue
+        if entry.get("command") is not None:
+            argv = [str(entry["command"])]
+            args = entry.get("args")
+            argv += [str(a) for a in args] if isinstance(args, list) else []
+            out.append(Finding(rel, f"{where}.command", "would run " + " ".join(argv)))
+        if entry.get("url") is not None:
+            out.append(Finding(rel, f"{where}.url", f"would send tool calls to {entry['url']}"))
+        for key in ("env", "headers"):
+            if isinstance(entry.get(key), dict) and entry[key]:
+                named = ", ".join(str(k) for k in entry[key])
+                out.append(Finding(rel, f"{where}.{key}", f"sets {named}"))
+        if entry.get("command") is None and entry.get("url") is None:
+            out.append(Finding(rel, where, "declares an MCP server"))
     return out
 
 

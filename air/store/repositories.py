@@ -1,28 +1,23 @@
-"""Repositories over the session tables, the SessionStore aggregate and the FK-off checks.
+"""The repositories of the session tables and the SessionStore aggregate (SDD §4.3).
 
-Owns one thin repository per table (SDD §4.3, rows are ``dict[str, Any]`` whose keys are the
-columns of ``air.store.schema``), ``SessionStore`` (all repositories + ``referential_check``),
-``derive_command_status`` (SDD §4.4), ``OrphanReport`` (SDD §18.3) and ``dump_tables`` used to
-compare databases. Every write validates the closed-enum columns (``assert_enum``) and runs
-inside ``DatabaseManager.transaction`` (joining the caller's transaction when one is open).
-Repositories hold no policy: the event projection decides what to write.
+Owns one thin repository per table (each a ``Repository`` of ``air.store.repository`` plus its
+queries), ``derive_command_status`` (SDD §4.4: ``command_runs`` has no status column) and
+``SessionStore``, every repository of one session database. Every write validates the
+closed-enum columns and runs inside ``DatabaseManager.transaction`` (joining the caller's
+transaction when one is open). Repositories hold no policy: the event projection decides what
+to write.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
-
-from air.contracts.error import AirException
-from air.contracts.ids import Contract, empty_list
 from air.store.db import DatabaseManager
-from air.store.schema import DOMAIN_TABLES, SESSION_TABLES, check_row_enums
+from air.store.integrity import OrphanReport, referential_check
+from air.store.repository import Repository, Row, insert_sql, select_rows
 
 __all__ = [
     "AgentRepository",
@@ -34,10 +29,6 @@ __all__ = [
     "EvidenceRepository",
     "MessageDraftRepository",
     "MessageRepository",
-    "OrphanReport",
-    "OrphanViolation",
-    "Repository",
-    "Row",
     "SessionRepository",
     "SessionStore",
     "SummaryRepository",
@@ -48,155 +39,16 @@ __all__ = [
     "UiStateRepository",
     "WorkspaceRepository",
     "derive_command_status",
-    "dump_tables",
 ]
 
-Row = dict[str, Any]
 CommandStatus = Literal["running", "ok", "error", "cancelled", "unknown"]
-
-
-@functools.lru_cache(maxsize=512)
-def _insert_sql(table: str, cols: tuple[str, ...]) -> str:
-    return f"INSERT INTO {table} ({', '.join(cols)}) VALUES ({', '.join('?' for _ in cols)})"
-
-
-@functools.lru_cache(maxsize=256)
-def _insert_new_sql(table: str, cols: tuple[str, ...], pk: tuple[str, ...]) -> str:
-    return f"{_insert_sql(table, cols)} ON CONFLICT({', '.join(pk)}) DO NOTHING"
-
-
-@functools.lru_cache(maxsize=64)
-def _pk_where(pk: tuple[str, ...]) -> str:
-    return " AND ".join(f"{c} = ?" for c in pk)
-
-
-@functools.lru_cache(maxsize=512)
-def _update_sql(table: str, cols: tuple[str, ...], where: str, status_in: int = -1) -> str:
-    """``UPDATE table SET c = ?, ... WHERE where`` (``AND status IN (?, ...)`` if given): one
-    string per statement shape, so SQLite's statement cache prepares each shape once."""
-    sql = f"UPDATE {table} SET {', '.join(f'{c} = ?' for c in cols)} WHERE {where}"
-    if status_in >= 0:
-        sql += f" AND status IN ({', '.join('?' for _ in range(status_in))})"
-    return sql
-
-
-def _rows(db: DatabaseManager, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-    return [dict(r) for r in db.query(sql, params)]
-
-
-class Repository:
-    """CRUD over one table keyed by ``pk`` (a column or a tuple of columns)."""
-
-    table: str = ""
-    pk: tuple[str, ...] = ("id",)
-    order_by: str = "rowid"
-
-    def __init__(self, db: DatabaseManager) -> None:
-        self.db = db
-
-    def _check(self, row: Mapping[str, Any]) -> None:
-        check_row_enums(self.table, row)
-
-    def _where_pk(self, key: Any) -> tuple[str, list[Any]]:
-        values = list(key) if isinstance(key, tuple) else [key]
-        if len(values) == 1 and len(self.pk) == 1:
-            return _pk_where(self.pk), values
-        if len(values) != len(self.pk):
-            raise AirException.of(
-                kind="system_error",
-                message=f"{self.table}: key {key!r} does not match primary key {self.pk}",
-                user_action="This is a bug in air: report it with `air doctor --bundle`.",
-            )
-        return _pk_where(self.pk), values
-
-    def get(self, key: Any) -> Row | None:
-        """Return the row with this primary key, or None."""
-        where, params = self._where_pk(key)
-        found = _rows(self.db, f"SELECT * FROM {self.table} WHERE {where}", params)
-        return found[0] if found else None
-
-    def list_all(self) -> list[Row]:
-        """Every row of the table in insertion order."""
-        return _rows(self.db, f"SELECT * FROM {self.table} ORDER BY {self.order_by}")
-
-    def insert(self, row: Mapping[str, Any]) -> None:
-        """Insert one row (enum columns validated).
-
-        Raises:
-            AirException: ``system_error`` for a bad enum value or a duplicate key.
-        """
-        self._check(row)
-        cols = tuple(row)
-        try:
-            self.db.execute_write(_insert_sql(self.table, cols), [row[c] for c in cols])
-        except sqlite3.IntegrityError as exc:
-            raise AirException.of(
-                kind="system_error",
-                message=f"{self.table}: cannot insert row: {exc}",
-                user_action="This is a bug in air: report it with `air doctor --bundle`.",
-                metadata={"table": self.table},
-            ) from exc
-
-    def insert_new(self, row: Mapping[str, Any]) -> bool:
-        """Insert one row unless its primary key exists; True when it was inserted (one
-        statement instead of a read then an insert; other constraints still raise).
-
-        Raises:
-            AirException: ``system_error`` for a bad enum value or another constraint.
-        """
-        self._check(row)
-        cols = tuple(row)
-        try:
-            cur = self.db.execute_write(
-                _insert_new_sql(self.table, cols, self.pk), [row[c] for c in cols]
-            )
-        except sqlite3.IntegrityError as exc:
-            raise AirException.of(
-                kind="system_error",
-                message=f"{self.table}: cannot insert row: {exc}",
-                user_action="This is a bug in air: report it with `air doctor --bundle`.",
-                metadata={"table": self.table},
-            ) from exc
-        return cur.rowcount == 1
-
-    def update_unset(self, key: Any, patch: Mapping[str, Any], column: str) -> int:
-        """``update`` restricted to a row whose ``column`` is NULL."""
-        self._check(patch)
-        where, params = self._where_pk(key)
-        sql = _update_sql(self.table, tuple(patch), f"{where} AND {column} IS NULL")
-        return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
-
-    def update(self, key: Any, patch: Mapping[str, Any]) -> int:
-        """Update columns of the row with this key; return the number of rows changed."""
-        if not patch:
-            return 0
-        self._check(patch)
-        where, params = self._where_pk(key)
-        sql = _update_sql(self.table, tuple(patch), where)
-        return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
-
-    def update_if(
-        self, key: Any, patch: Mapping[str, Any], *, status_in: tuple[str, ...] | None = None
-    ) -> int:
-        """``update`` restricted to rows whose ``status`` is in ``status_in`` (when given)."""
-        if status_in is None:
-            return self.update(key, patch)
-        self._check(patch)
-        where, params = self._where_pk(key)
-        sql = _update_sql(self.table, tuple(patch), where, len(status_in))
-        return self.db.execute_write(sql, [*patch.values(), *params, *status_in]).rowcount
-
-    def delete(self, key: Any) -> int:
-        """Delete the row with this key; return the number of rows removed."""
-        where, params = self._where_pk(key)
-        return self.db.execute_write(f"DELETE FROM {self.table} WHERE {where}", params).rowcount
 
 
 class SessionRepository(Repository):
     table = "sessions"
 
     def list_active(self) -> list[Row]:
-        return _rows(self.db, "SELECT * FROM sessions WHERE status = 'active' ORDER BY rowid")
+        return select_rows(self.db, "SELECT * FROM sessions WHERE status = 'active' ORDER BY rowid")
 
 
 class MessageRepository(Repository):
@@ -205,7 +57,7 @@ class MessageRepository(Repository):
 
     def list_by_session(self, session_id: str, since: int | None = None) -> list[Row]:
         """Messages of a session in order; ``since`` is an event seq (exclusive)."""
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM messages WHERE session_id = ? AND event_seq > ? ORDER BY event_seq",
             (session_id, since if since is not None else -1),
@@ -233,7 +85,7 @@ class MessageDraftRepository(Repository):
 
     def list_by_session(self, session_id: str) -> list[Row]:
         """Drafts of a session (streaming or failed turns), oldest first."""
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM message_drafts WHERE session_id = ? ORDER BY started_at, message_id",
             (session_id,),
@@ -252,7 +104,7 @@ class EventRepository(Repository):
         ``RuntimeEvent``, whose ``source.kind`` (the table's one closed-enum column) the
         contract's ``EventSourceKind`` already guarantees (IMPL-LAUNCH-6)."""
         cols = tuple(record)
-        cur = self.db.execute_write(_insert_sql("events", cols), [record[c] for c in cols])
+        cur = self.db.execute_write(insert_sql("events", cols), [record[c] for c in cols])
         return int(cur.lastrowid or 0)
 
     def count(self) -> int:
@@ -267,13 +119,13 @@ class TaskRepository(Repository):
 
     def list_by_status(self, *statuses: str) -> list[Row]:
         marks = ", ".join("?" for _ in statuses)
-        return _rows(
+        return select_rows(
             self.db, f"SELECT * FROM tasks WHERE status IN ({marks}) ORDER BY rowid", statuses
         )
 
     def list_runnable_candidates(self) -> list[Row]:
         """Pending tasks whose every hard dependency is completed."""
-        return _rows(
+        return select_rows(
             self.db,
             """SELECT t.* FROM tasks t WHERE t.status = 'pending' AND NOT EXISTS (
                    SELECT 1 FROM task_dependencies d
@@ -289,12 +141,12 @@ class TaskDependencyRepository(Repository):
     pk = ("task_id", "depends_on_task_id")
 
     def list_for_task(self, task_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db, "SELECT * FROM task_dependencies WHERE task_id = ? ORDER BY rowid", (task_id,)
         )
 
     def list_dependents(self, task_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM task_dependencies WHERE depends_on_task_id = ? ORDER BY rowid",
             (task_id,),
@@ -314,14 +166,14 @@ class TaskAttemptRepository(Repository):
         return int(row[0]) + 1
 
     def list_by_task(self, task_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM task_attempts WHERE task_id = ? ORDER BY attempt_index",
             (task_id,),
         )
 
     def latest(self, task_id: str) -> Row | None:
-        found = _rows(
+        found = select_rows(
             self.db,
             "SELECT * FROM task_attempts WHERE task_id = ? ORDER BY attempt_index DESC LIMIT 1",
             (task_id,),
@@ -333,7 +185,7 @@ class AgentRepository(Repository):
     table = "agents"
 
     def list_active(self) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM agents WHERE status IN ('starting', 'running') ORDER BY rowid",
         )
@@ -359,12 +211,12 @@ class ToolRunRepository(Repository):
     table = "tool_runs"
 
     def list_by_task(self, task_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db, "SELECT * FROM tool_runs WHERE task_id = ? ORDER BY rowid", (task_id,)
         )
 
     def list_by_origin_message(self, message_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM tool_runs WHERE origin_message_id = ? ORDER BY rowid",
             (message_id,),
@@ -390,7 +242,7 @@ class CommandRunRepository(Repository):
 
     def list_by_task(self, task_id: str) -> list[Row]:
         """Command runs of a task, each with its derived ``status``."""
-        rows = _rows(
+        rows = select_rows(
             self.db, "SELECT * FROM command_runs WHERE task_id = ? ORDER BY rowid", (task_id,)
         )
         return [{**r, "status": derive_command_status(r)} for r in rows]
@@ -416,12 +268,12 @@ class ArtifactRepository(Repository):
         column = self._ENTITY_COLUMNS.get(str(entity_type))
         if column is None:
             return []
-        return _rows(
+        return select_rows(
             self.db, f"SELECT * FROM artifacts WHERE {column} = ? ORDER BY rowid", (entity_id,)
         )
 
     def get_by_uri(self, uri: str) -> Row | None:
-        found = _rows(self.db, "SELECT * FROM artifacts WHERE uri = ?", (uri,))
+        found = select_rows(self.db, "SELECT * FROM artifacts WHERE uri = ?", (uri,))
         return found[0] if found else None
 
 
@@ -430,14 +282,14 @@ class DiagnosticRepository(Repository):
     pk = ("diagnostic_id",)
 
     def list_by_signature(self, semantic_signature: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM diagnostics WHERE semantic_signature = ? ORDER BY rowid",
             (semantic_signature,),
         )
 
     def list_by_command_run(self, command_run_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM diagnostics WHERE command_run_id = ? ORDER BY rowid",
             (command_run_id,),
@@ -449,7 +301,7 @@ class EvidenceRepository(Repository):
     pk = ("evidence_ref_id",)
 
     def list_for_entity(self, entity_type: str, entity_id: str) -> list[Row]:
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM evidence_refs WHERE entity_type = ? AND entity_id = ? ORDER BY rowid",
             (str(entity_type), entity_id),
@@ -462,7 +314,7 @@ class WorkspaceRepository(Repository):
 
     def list_by_status(self, *statuses: str) -> list[Row]:
         marks = ", ".join("?" for _ in statuses)
-        return _rows(
+        return select_rows(
             self.db,
             f"SELECT * FROM workspaces WHERE status IN ({marks}) ORDER BY rowid",
             statuses,
@@ -481,7 +333,7 @@ class WorkspaceRepository(Repository):
         def cutoff(delta: timedelta) -> str:
             return (ref - delta).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-        return _rows(
+        return select_rows(
             self.db,
             "SELECT * FROM workspaces WHERE (status = 'merged' AND merged_at < ?) "
             "OR (status = 'abandoned' AND abandoned_at < ?) ORDER BY rowid",
@@ -512,53 +364,6 @@ class UiStateRepository(Repository):
         return None if row is None else json.loads(row["value_json"])
 
 
-class OrphanViolation(Contract):
-    invariant: int
-    """1-8, the numbering of SDD §18.3."""
-    table: str
-    column: str
-    row_key: str
-    missing_id: str
-
-
-class OrphanReport(Contract):
-    violations: list[OrphanViolation] = Field(default_factory=empty_list)
-
-    @property
-    def clean(self) -> bool:
-        return not self.violations
-
-
-# (invariant, child table, child key column, fk column, parent table, parent key)
-_FK_CHECKS: tuple[tuple[int, str, str, str, str, str], ...] = (
-    (1, "tasks", "id", "session_id", "sessions", "id"),
-    (2, "task_attempts", "task_id || '#' || attempt_index", "task_id", "tasks", "id"),
-    (3, "agents", "id", "task_id", "tasks", "id"),
-    (4, "tool_runs", "id", "task_id", "tasks", "id"),
-    (4, "tool_runs", "id", "agent_id", "agents", "id"),
-    (5, "command_runs", "id", "task_id", "tasks", "id"),
-    (5, "command_runs", "id", "agent_id", "agents", "id"),
-    (5, "command_runs", "id", "tool_run_id", "tool_runs", "id"),
-    (6, "workspaces", "workspace_id", "task_id", "tasks", "id"),
-    (6, "workspaces", "workspace_id", "agent_id", "agents", "id"),
-    (7, "diagnostics", "diagnostic_id", "command_run_id", "command_runs", "id"),
-    (7, "diagnostics", "diagnostic_id", "artifact_id", "artifacts", "artifact_id"),
-)
-
-_EVIDENCE_PARENTS: dict[str, tuple[str, str]] = {
-    "session": ("sessions", "id"),
-    "message": ("messages", "id"),
-    "task": ("tasks", "id"),
-    "agent": ("agents", "id"),
-    "tool_run": ("tool_runs", "id"),
-    "command_run": ("command_runs", "id"),
-    "artifact": ("artifacts", "artifact_id"),
-    "diagnostic": ("diagnostics", "diagnostic_id"),
-    "workspace": ("workspaces", "workspace_id"),
-    "summary": ("summaries", "summary_id"),
-}
-
-
 class SessionStore:
     """All repositories of one session database (SDD §4.3) plus ``referential_check``."""
 
@@ -582,61 +387,5 @@ class SessionStore:
         self.ui_state = UiStateRepository(db)
 
     def referential_check(self) -> OrphanReport:
-        """Check the 8 FK-off invariants of SDD §18.3 (nullable columns only when set).
-
-        Returns:
-            An OrphanReport; ``report.clean`` is True when nothing dangles. Repair (re-parent
-            or archive) is the recovery service's decision, not this read-only check's.
-        """
-        violations: list[OrphanViolation] = []
-        for inv, table, key, column, parent, parent_key in _FK_CHECKS:
-            sql = (
-                f"SELECT {key} AS k, c.{column} AS m FROM {table} c "
-                f"WHERE c.{column} IS NOT NULL AND NOT EXISTS "
-                f"(SELECT 1 FROM {parent} p WHERE p.{parent_key} = c.{column})"
-            )
-            for row in self.db.query(sql):
-                violations.append(
-                    OrphanViolation(
-                        invariant=inv,
-                        table=table,
-                        column=column,
-                        row_key=str(row["k"]),
-                        missing_id=str(row["m"]),
-                    )
-                )
-        for entity_type, (parent, parent_key) in _EVIDENCE_PARENTS.items():
-            sql = (
-                "SELECT evidence_ref_id AS k, entity_id AS m FROM evidence_refs c "
-                "WHERE entity_type = ? AND NOT EXISTS "
-                f"(SELECT 1 FROM {parent} p WHERE p.{parent_key} = c.entity_id)"
-            )
-            for row in self.db.query(sql, (entity_type,)):
-                violations.append(
-                    OrphanViolation(
-                        invariant=8,
-                        table="evidence_refs",
-                        column="entity_id",
-                        row_key=str(row["k"]),
-                        missing_id=str(row["m"]),
-                    )
-                )
-        return OrphanReport(violations=violations)
-
-
-def dump_tables(
-    db: DatabaseManager, tables: Iterable[str] = DOMAIN_TABLES
-) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every named table, ordered by all columns (for exact comparison)."""
-    out: dict[str, list[tuple[Any, ...]]] = {}
-    for table in tables:
-        if table not in SESSION_TABLES:
-            raise AirException.of(
-                kind="system_error",
-                message=f"unknown table {table!r}",
-                user_action="Use one of the names in air.store.schema.SESSION_TABLES.",
-            )
-        cols = [r[1] for r in db.conn.execute(f"PRAGMA table_info({table})")]
-        order = ", ".join(str(i + 1) for i in range(len(cols)))
-        out[table] = [tuple(r) for r in db.conn.execute(f"SELECT * FROM {table} ORDER BY {order}")]
-    return out
+        """The FK-off invariants of SDD §18.3 over this database (``air.store.integrity``)."""
+        return referential_check(self.db)

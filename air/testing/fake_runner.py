@@ -24,7 +24,8 @@ from air.contracts.error import AirException, ErrorKind, Retryability, make_air_
 from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.task import AGENT_TYPE_FOR_TASK
 from air.contracts.worker_result import ROLE_RESULT_MODELS, WorkerResult, WorkerStatus
-from air.events.fold import FoldCursor, SessionState
+from air.events.fold import FoldCursor
+from air.events.fold_state import SessionState
 from air.events.payloads import PAYLOADS, payload_model
 from air.supervision.seams import SuperviseRequest
 from air.supervision.task_outcome import TaskOutcome

@@ -1,8 +1,9 @@
 """Filesystem tools: fs.read, fs.list, fs.search, fs.write, fs.edit, fs.patch (SDD §9.4).
 
-Owns the tool definitions and executors, read-before-edit bookkeeping, fs.patch (``git apply``
-itself, hardened, run on a private copy; the results are written back through the safe write
-path) and the diff artifacts every write, edit and patch produces. Writes go through
+Owns the tool definitions and executors, read-before-edit bookkeeping, fs.patch's checks and
+write-back (the patch is read by ``air.tools.unified_diff`` and applied by ``git apply`` itself,
+hardened, on a private copy: ``air.tools.git_apply``; the results are written back through the
+safe write path) and the diff artifacts every write, edit and patch produces. Writes go through
 ``air.tools.safefs.write_beneath`` so a swapped symlink cannot escape the workspace; reads and
 listings open the checked path once through ``air.tools.safefs.open_beneath`` (no link is
 followed) and read from that descriptor.
@@ -14,8 +15,6 @@ import hashlib
 import os
 import re
 import stat
-import subprocess
-import tempfile
 from typing import Any
 
 import trio
@@ -27,11 +26,13 @@ from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
 from air.security.redact import SecretRedactor
+from air.tools.git_apply import apply_in_copy
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
+from air.tools.unified_diff import parse_patch
 
-__all__ = ["edit_text", "git_apply_command", "parse_patch", "register_fs_tools"]
+__all__ = ["edit_text", "register_fs_tools"]
 
 _MAX_READ = 256_000
 
@@ -280,70 +281,8 @@ async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
     }
 
 
-# -- unified diff --------------------------------------------------------------------------
-
-_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_GIT_TIMEOUT = 30.0
 # Refused before git runs: git itself would make the link in the copy (never written back).
 _LINK_MODE = re.compile(r"^(?:new file |new |old )?mode 120000\s*$", re.MULTILINE)
-
-
-def _strip_prefix(name: str) -> str:
-    """The path ``git apply`` (default ``-p1``) takes from a ``---``/``+++`` name."""
-    name = name.split("\t")[0].strip()
-    if name == "/dev/null":
-        return name
-    if "/" in name:
-        return name.split("/", 1)[1]
-    return name
-
-
-def parse_patch(text: str) -> list[tuple[str | None, str | None, list[list[str]]]]:
-    """Parse a unified diff into (old path, new path, hunks) per file; hunks are raw lines.
-
-    A hunk's body is as long as its header's line counts say (as git reads it), so a removed
-    line ``-- x`` (``--- x`` in the patch) is part of the hunk, not a new file header. Paths
-    are stripped like ``git apply -p1``; they are what the permission check judges, and
-    ``fs.patch`` refuses any change ``git apply`` makes outside them.
-    """
-    files: list[tuple[str | None, str | None, list[list[str]]]] = []
-    lines = text.splitlines(keepends=True)
-    i = 0
-    while i < len(lines):
-        if lines[i].startswith("--- ") and i + 1 < len(lines) and lines[i + 1].startswith("+++ "):
-            old = _strip_prefix(lines[i][4:])
-            new = _strip_prefix(lines[i + 1][4:])
-            hunks: list[list[str]] = []
-            i += 2
-            while i < len(lines) and not lines[i].startswith(("--- ", "diff ")):
-                m = _HUNK.match(lines[i])
-                if m is None:
-                    i += 1
-                    continue
-                hunk = [lines[i]]
-                i += 1
-                old_left = int(m.group(2)) if m.group(2) is not None else 1
-                new_left = int(m.group(4)) if m.group(4) is not None else 1
-                while i < len(lines) and (old_left > 0 or new_left > 0 or lines[i][:1] == "\\"):
-                    tag = lines[i][:1]
-                    if tag == " " or lines[i] in ("\n", "\r\n"):
-                        old_left -= 1
-                        new_left -= 1
-                    elif tag == "-":
-                        old_left -= 1
-                    elif tag == "+":
-                        new_left -= 1
-                    elif tag != "\\":
-                        break
-                    hunk.append(lines[i])
-                    i += 1
-                hunks.append(hunk)
-            files.append(
-                (None if old == "/dev/null" else old, None if new == "/dev/null" else new, hunks)
-            )
-        else:
-            i += 1
-    return files
 
 
 def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
@@ -353,150 +292,6 @@ def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
             if p and p not in writes:
                 writes.append(p)
     return [], writes, None
-
-
-def _git_apply_env(home: str) -> dict[str, str]:
-    """No system/global config, an empty HOME, no repository discovery above the copy."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "HOME": home,
-        "XDG_CONFIG_HOME": home,
-        "GIT_CONFIG_NOSYSTEM": "1",
-        "GIT_CONFIG_GLOBAL": "/dev/null",
-        "GIT_ATTR_NOSYSTEM": "1",
-        "GIT_CEILING_DIRECTORIES": os.path.dirname(home),
-        "GIT_TERMINAL_PROMPT": "0",
-        "LC_ALL": "C",
-    }
-
-
-def git_apply_command(*extra: str) -> list[str]:
-    """``git apply`` with everything a repository or config could inject switched off."""
-    return [
-        "git",
-        "-c",
-        "core.hooksPath=/dev/null",
-        "-c",
-        "core.fsmonitor=false",
-        "-c",
-        "core.attributesFile=/dev/null",
-        "apply",
-        *extra,
-        "-",
-    ]
-
-
-def _run_git_apply(work: str, home: str, patch: bytes, *extra: str) -> tuple[bool, str]:
-    try:
-        done = subprocess.run(
-            git_apply_command(*extra),
-            input=patch,
-            cwd=work,
-            env=_git_apply_env(home),
-            capture_output=True,
-            timeout=_GIT_TIMEOUT,
-            check=False,
-        )
-    except FileNotFoundError as exc:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message="git is not installed; fs.patch applies patches with git apply",
-            user_action="Install git, or use fs.edit.",
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise _bad("git apply did not finish", "Send a smaller patch.") from exc
-    return done.returncode == 0, done.stderr.decode("utf-8", "replace").strip()
-
-
-def _snapshot_tree(work: str) -> dict[str, tuple[bytes | None, int]]:
-    """Every entry under ``work``: regular files' bytes and modes (None for anything else)."""
-    out: dict[str, tuple[bytes | None, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(work):
-        for name in [
-            *filenames,
-            *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))),
-        ]:
-            full = os.path.join(dirpath, name)
-            rel = os.path.relpath(full, work)
-            st = os.lstat(full)
-            if stat.S_ISREG(st.st_mode):
-                with open(full, "rb") as fh:
-                    out[rel] = (fh.read(), stat.S_IMODE(st.st_mode))
-            else:
-                out[rel] = (None, st.st_mode)
-    return out
-
-
-def _apply_in_copy(
-    root: str, patch: str, paths: list[str], allow_partial: bool
-) -> tuple[dict[str, tuple[bytes | None, bytes]], dict[str, str]]:
-    """Run ``git apply`` on a private copy of ``paths`` and return what it changed.
-
-    The files are copied out of the workspace through the O_NOFOLLOW walk into a fresh
-    directory outside any repository; git runs there with no config, hooks or attributes.
-
-    Returns:
-        ({path: (before, after)} for every changed file, {path: git's error} for rejected
-        files).
-
-    Raises:
-        AirException: git changed a path the permission check did not judge, deleted or
-            renamed a file, set a mode or made a link (fs.patch writes file contents only).
-    """
-    originals: dict[str, bytes | None] = {}
-    with tempfile.TemporaryDirectory(prefix="air-patch-") as tmp:
-        work = os.path.join(tmp, "tree")
-        home = os.path.join(tmp, "home")
-        os.mkdir(work, 0o700)
-        os.mkdir(home, 0o700)
-        for rel in paths:
-            data = read_beneath(root, rel)
-            originals[rel] = data
-            if data is None:
-                continue
-            dest = os.path.join(work, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            with open(dest, "wb") as fh:
-                fh.write(data)
-            os.chmod(dest, 0o644)
-        before = _snapshot_tree(work)
-        body = patch.encode("utf-8")
-        rejected: dict[str, str] = {}
-        ok, err = _run_git_apply(work, home, body)
-        if not ok:
-            if not allow_partial:
-                for rel in paths:
-                    if not _run_git_apply(work, home, body, "--check", f"--include={rel}")[0]:
-                        rejected[rel] = err
-                return {}, rejected or {p: err for p in paths}
-            for rel in paths:
-                good, why = _run_git_apply(work, home, body, f"--include={rel}")
-                if not good:
-                    rejected[rel] = why
-        after = _snapshot_tree(work)
-    changed: dict[str, tuple[bytes | None, bytes]] = {}
-    for rel in sorted(set(before) | set(after)):
-        old_entry, new_entry = before.get(rel), after.get(rel)
-        if old_entry == new_entry:
-            continue
-        if os.path.normpath(rel) not in paths:
-            raise _bad(
-                f"git apply changed {rel}, which is not among the patch's checked paths",
-                "Send a plain unified diff whose ---/+++ lines name every file it changes.",
-            )
-        if new_entry is None:
-            raise _bad(
-                f"{rel}: deleting or renaming files with fs.patch is not supported",
-                "Use shell.run with rm or git mv (asks).",
-            )
-        content, mode = new_entry
-        if content is None or mode & 0o111:
-            raise _bad(
-                f"{rel}: fs.patch writes file contents only (no links, no mode changes)",
-                "Drop the mode/symlink change from the patch; use shell.run chmod (asks).",
-            )
-        changed[rel] = (originals.get(rel), content)
-    return changed, rejected
 
 
 def _patch_targets(files: list[tuple[str | None, str | None, list[list[str]]]]) -> list[str]:
@@ -526,7 +321,7 @@ async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
         )
     allow_partial = bool(input.get("allow_partial", False))
     changed, rejects = await trio.to_thread.run_sync(
-        _apply_in_copy, root, input["patch"], paths, allow_partial
+        apply_in_copy, root, input["patch"], paths, allow_partial
     )
     reject_id = None
     if rejects:

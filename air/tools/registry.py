@@ -1,11 +1,12 @@
 """ToolRegistry: the only road from a tool call to a side effect (SDD §9.1, §9.3).
 
 Owns ``ToolRegistry`` (``register``, ``register_streaming``, ``call``, ``call_streaming``,
-``list``), the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``) and the
-JSON-schema input check; ``ToolRun``, the handle an executor gets, is ``air.tools.run``'s.
-Each call validates its input, asks the PermissionEngine, branches on the six actions, and
-records ``tool.started`` / ``tool.completed`` /
-``tool.failed`` / ``tool.cancelled``; everything recorded goes through the SecretRedactor.
+``list``) and the prompt broker names (``PromptBroker``, ``HeadlessPromptBroker``); ``ToolRun``,
+the handle an executor gets, is ``air.tools.run``'s. Each call validates its input
+(``air.tools.schema``), asks the PermissionEngine (the request and the prompt are
+``air.tools.call_permission``'s), branches on the six actions, and records ``tool.started`` /
+``tool.completed`` / ``tool.failed`` / ``tool.cancelled``; everything recorded goes through the
+SecretRedactor.
 Deciding stays here; doing is the ``WorkspaceExecutor``'s (``air.tools.executor``; default
 the local one), which every allowed call goes through (IMPL-LAUNCH-5).
 """
@@ -22,20 +23,22 @@ import trio
 
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import JsonObject, new_id
-from air.contracts.permission import PermissionAction, PermissionGrantScope
+from air.contracts.permission import PermissionAction
 from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
 from air.contracts.tool import ToolDefinition
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
+from air.tools.call_permission import PathExtractor, ask_person, permission_request
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
 from air.tools.run import ArtifactSink, EventRecorder, ToolRun
+from air.tools.schema import validate_schema
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
     from air.contracts.artifact_records import (
         ArtifactRef,
     )
     from air.contracts.evidence_records import EvidenceRef
-    from air.contracts.permission_records import PermissionDecision, PermissionRequestContext
+    from air.contracts.permission_records import PermissionDecision
     from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultEnvelope
 
 __all__ = [
@@ -45,7 +48,6 @@ __all__ = [
     "ToolExecutor",
     "ToolRegistry",
     "is_cancellation",
-    "validate_schema",
 ]
 
 
@@ -54,10 +56,6 @@ PromptBroker = PermissionPrompt
 ``None`` means headless."""
 HeadlessPromptBroker = FailClosedPrompt
 """Answers every prompt with a refusal: headless runs fail closed."""
-
-
-PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
-"""input → (read paths, write paths, command) for the permission request."""
 
 
 ToolExecutor = Callable[[JsonObject, ToolRun], Awaitable[Any]]
@@ -72,79 +70,6 @@ class _Entry(NamedTuple):
     definition: ToolDefinition
     executor: ToolExecutor
     paths: PathExtractor | None
-
-
-# -- JSON schema ---------------------------------------------------------------------------
-
-_JSON_TYPES: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "object": (dict,),
-    "array": (list,),
-    "null": (type(None),),
-}
-
-
-def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> list[str]:
-    """Check ``value`` against the JSON-schema subset tools use; return the problems found.
-
-    Supports type (one or a list), properties, required, additionalProperties (bool), items,
-    enum, minimum, maximum, minLength, maxLength and minItems.
-    """
-    problems: list[str] = []
-    expected = schema.get("type")
-    if expected is not None:
-        names = expected if isinstance(expected, list) else [expected]
-        ok = False
-        for name in names:
-            types = _JSON_TYPES.get(name, ())
-            if isinstance(value, bool) and name in ("integer", "number"):
-                continue
-            if isinstance(value, types):
-                ok = True
-        if not ok:
-            return [f"{where} must be {' or '.join(names)}"]
-    if "enum" in schema and value not in schema["enum"]:
-        problems.append(f"{where} must be one of {schema['enum']}")
-    if isinstance(value, str):
-        if len(value) < schema.get("minLength", 0):
-            problems.append(f"{where} is too short")
-        if "maxLength" in schema and len(value) > schema["maxLength"]:
-            problems.append(f"{where} is too long")
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        if "minimum" in schema and value < schema["minimum"]:
-            problems.append(f"{where} must be >= {schema['minimum']}")
-        if "maximum" in schema and value > schema["maximum"]:
-            problems.append(f"{where} must be <= {schema['maximum']}")
-    if isinstance(value, dict):
-        props: dict[str, Any] = schema.get("properties", {})
-        for name in schema.get("required", []):
-            if name not in value:
-                problems.append(f"{where}.{name} is required")
-        if schema.get("additionalProperties", True) is False:
-            for name in value:
-                if name not in props:
-                    problems.append(f"{where}.{name} is not allowed")
-        for name, sub in props.items():
-            if name in value:
-                problems.extend(validate_schema(sub, value[name], f"{where}.{name}"))
-    if isinstance(value, list):
-        if len(value) < schema.get("minItems", 0):
-            problems.append(f"{where} needs at least {schema['minItems']} items")
-        if "items" in schema:
-            for i, item in enumerate(value):
-                problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
-    return problems
-
-
-_RESOLVED: dict[PermissionGrantScope, str] = {
-    PermissionGrantScope.ONCE: "allow_once",
-    PermissionGrantScope.TASK: "allow_task",
-    PermissionGrantScope.SESSION: "allow_session",
-    PermissionGrantScope.PROJECT: "allow_project",
-}
 
 
 def is_cancellation(exc: BaseException) -> bool:
@@ -295,7 +220,7 @@ class ToolRegistry:
                 ),
             )
             return
-        request = self._request(entry, input, context)
+        request = permission_request(definition, entry.paths, input, context)
         decision = await self.engine.evaluate(request)
         await self.engine.record(decision, request, tool_run_id=tool_run_id)
         run = ToolRun(
@@ -304,7 +229,7 @@ class ToolRegistry:
 
         action = decision.action
         if action == PermissionAction.ASK_USER:
-            decision = await self._prompt(run, request, decision)
+            decision = await ask_person(self.engine, self.prompts, run, request, decision)
             action = decision.action
         if action == PermissionAction.DENY:
             yield self._envelope(
@@ -475,128 +400,6 @@ class ToolRegistry:
                 result.append(await self.workspace.execute(name, input, run))
             except (AirException, OSError) as exc:
                 result.append(exc)  # re-raised outside the nursery, where it is reported
-
-    async def _prompt(
-        self, run: ToolRun, request: PermissionRequestContext, decision: PermissionDecision
-    ) -> PermissionDecision:
-        evaluation = self.engine.explain(request)
-        items = [i.reason for i in evaluation.pending]
-        prompt_id = new_id("prm")
-        broker = (
-            self.prompts
-            if self.prompts is not None and not request.headless
-            else HeadlessPromptBroker()
-        )
-        summary = "; ".join(items) if items else decision.reason
-        if request.command:
-            summary = f"{request.command}: {summary}"
-        await run.record(
-            "permission.prompt.requested",
-            {
-                "prompt_id": prompt_id,
-                "tool_name": request.tool_name,
-                "summary": summary,
-                "risk_level": decision.risk_level,
-                "tool_run_id": run.tool_run_id,
-                "task_id": request.task_id,
-                "agent_id": request.agent_id,
-            },
-        )
-        from air.contracts.permission_records import PermissionPromptRequest
-
-        answer = await broker.ask(
-            PermissionPromptRequest(
-                prompt_id=prompt_id,
-                tool_name=request.tool_name,
-                decision=decision,
-                items=items,
-                command=request.command,
-                segments=evaluation.command.segments if evaluation.command else [],
-                risk_level=decision.risk_level,
-                task_id=request.task_id,
-                agent_id=request.agent_id,
-            )
-        )
-        await run.record(
-            "permission.prompt.resolved",
-            {
-                "prompt_id": prompt_id,
-                "decision": _RESOLVED[answer.scope] if answer.approved else "deny",
-                "resolved_by": "headless" if isinstance(broker, FailClosedPrompt) else "user",
-            },
-        )
-        if not answer.approved:
-            resolved = decision.model_copy(
-                update={
-                    "action": PermissionAction.DENY,
-                    "layer": "6-prompt",
-                    "reason": f"the person declined: {decision.reason}",
-                }
-            )
-        else:
-            self.engine.grant(request, answer.scope)
-            resolved = decision.model_copy(
-                update={
-                    "action": PermissionAction.ALLOW,
-                    "layer": "6-prompt",
-                    "grant_scope": answer.scope,
-                }
-            )
-        await self.engine.record(resolved, request, tool_run_id=run.tool_run_id)
-        return resolved
-
-    def _request(
-        self, entry: _Entry, input: JsonObject, ctx: ToolExecutionContext
-    ) -> PermissionRequestContext:
-        from air.contracts.permission_records import DeclaredPermissions, PermissionRequestContext
-
-        spec = entry.definition.permissions
-        reads: list[str] = []
-        writes: list[str] = []
-        command: str | None = None
-        if entry.paths is not None:
-            reads, writes, command = entry.paths(input)
-        else:
-            for field_name in spec.read_paths.from_input if spec.read_paths else []:
-                value = input.get(field_name)
-                if isinstance(value, str):
-                    reads.append(value)
-            for field_name in spec.write_paths.from_input if spec.write_paths else []:
-                value = input.get(field_name)
-                if isinstance(value, str):
-                    writes.append(value)
-            if spec.execute and isinstance(input.get("command"), str):
-                command = input["command"]
-        cwd = input.get("cwd") if isinstance(input.get("cwd"), str) else None
-        if cwd is not None and not cwd.startswith("/"):
-            cwd = f"{ctx.workspace_root.rstrip('/')}/{cwd}"
-        return PermissionRequestContext(
-            session_id=ctx.session_id,
-            task_id=ctx.task_id,
-            agent_id=ctx.agent_id,
-            tool_name=entry.definition.name,
-            permission_template=ctx.permission_template,
-            project_root=ctx.project_root,
-            workspace_root=ctx.workspace_root,
-            read_paths=reads,
-            write_paths=writes,
-            command=command,
-            cwd=cwd,
-            network=spec.network and bool(input.get("network", True)),
-            system_sensitive=spec.system_sensitive,
-            write_area=ctx.write_area,
-            allowed_paths=ctx.allowed_paths,
-            denied_paths=ctx.denied_paths,
-            headless=ctx.headless,
-            network_granted=ctx.network_granted,
-            declared=DeclaredPermissions(
-                read=True,
-                write=spec.write_paths is not None,
-                execute=spec.execute,
-                network=spec.network,
-                system_sensitive=spec.system_sensitive,
-            ),
-        )
 
     def _envelope(
         self,

@@ -28,14 +28,10 @@ from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, load_limits, resource_limit_error
 from air.tools.registry import ToolRegistry, is_cancellation
 from air.tools.run import ToolRun
-from air.tools.sandbox import (
-    CommandSpace,
-    SandboxRunner,
-    check_sandbox_available,
-    sandbox_environment,
-    start_sandboxed,
-    task_view_dir,
-)
+from air.tools.sandbox import SandboxRunner, sandbox_environment
+from air.tools.sandbox_check import check_sandbox_available
+from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
+from air.tools.task_view import task_view_dir
 
 __all__ = [
     "SandboxRunner",

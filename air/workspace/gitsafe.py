@@ -85,7 +85,9 @@ NEUTRAL_CONFIG: tuple[str, ...] = (
 DRIVERLESS = frozenset({"rev-parse", "rev-list"})
 """Subcommands that only read refs and objects: no filter, diff or merge driver can run, so
 the driver listing is skipped for them."""
-_KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_KEEP_ENV: tuple[str, ...] = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR")
+_KEEP_ENV += ("GNUPGHOME", "SSH_AUTH_SOCK")
+"""Kept: what git needs, and what the user's signing program needs (workspace/authorship)."""
 _DRIVER_KEYS = {
     "filter": {"clean": "", "smudge": "", "process": "", "required": "false"},
     "diff": {"command": "", "textconv": ""},

@@ -17,7 +17,8 @@ from air.agents import MainAgentChannel, MainAgentState, PendingPrompts
 from air.contracts.error import AirException
 from air.contracts.ui import UiCommand
 from air.testing.fake_runner import FakeStep
-from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, Turn, anthropic_sse
 from tests.agents.conftest import (
     KEY,
     AgentEnv,

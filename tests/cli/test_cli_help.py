@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from air.cli import USAGE, main
+from air.cli import main
+from air.cli.usage import USAGE
 
 
 def _listed_commands() -> list[str]:

@@ -261,12 +261,12 @@ def test_no_dataclass_on_the_way_computes_its_docstring(
 
 
 ON_THE_WAY_NAMEDTUPLES = {
-    "air.context.assembler.BudgetFitResult",
+    "air.context.budget.BudgetFitResult",
     "air.nursery.planner.WaveDecision",
     "air.nursery.graph.OrphanReport",
     "air.ipc.launcher.Launched",
     "air.tools.registry._Entry",
-    "air.security.engine.Evaluation",
+    "air.security.items.Evaluation",
 }
 """Read-only records on the way to the first request made NamedTuples (IMPL-BOOT-14)."""
 

@@ -5,6 +5,7 @@ package and the command stay ``air``."""
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 import tarfile
@@ -86,3 +87,32 @@ def test_the_sdist_check_names_what_is_missing(tmp_path: Path) -> None:
     assert "examples/calc/batch.yaml" in missing
     assert "tests/cli/test_release.py" in missing
     assert "tests/test_import_boundaries.py" not in missing
+
+
+@pytest.mark.slow
+def test_the_same_source_builds_the_same_hashes_twice(dist: Path, tmp_path: Path) -> None:
+    again = subprocess.run(
+        [sys.executable, "-m", "air", "release", "--dist", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert again.returncode == 0, again.stderr
+    assert (tmp_path / "SHA256SUMS").read_text() == (dist / "SHA256SUMS").read_text()
+    with tarfile.open(next(tmp_path.glob("*.tar.gz"))) as archive:
+        times = {m.mtime for m in archive.getmembers()}
+        owners = {(m.uid, m.gid, m.uname, m.gname) for m in archive.getmembers()}
+    assert len(times) == 1  # SOURCE_DATE_EPOCH, not the checkout's file times
+    assert owners == {(0, 0, "", "")}
+
+
+def test_a_bad_source_date_epoch_is_refused(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "air", "release", "--dist", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "yesterday"},
+    )
+    assert done.returncode == 2
+    assert "SOURCE_DATE_EPOCH='yesterday' is not a number of seconds" in done.stderr

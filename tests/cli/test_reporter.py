@@ -61,8 +61,11 @@ def test_progress_lines_and_counts_come_from_the_fold() -> None:
     )
     lines = [line.split("] ", 1)[1] for line in err.getvalue().splitlines()]
     assert lines == [
+        "a started",
         "a completed (done 1/2, running 0, failed 0)",
+        "b started",
         "b failed: tests fail (done 1/2, running 0, failed 1)",
+        "b retried (attempt 2)",
         "b interrupted: ctrl-c (done 1/2, running 0, failed 0)",
     ]
     assert progress.counts() == (1, 0, 0, 2)
@@ -89,3 +92,29 @@ def test_history_summarises_a_session_from_the_fold_and_skips_what_does_not_fit(
     state = session_state(events)
     assert task_summary(state) == "2 tasks (1 pending, 1 completed)"
     assert task_summary(session_state([])) == "0 tasks"
+
+
+def test_an_end_line_says_the_attempt_s_tokens_and_cost_and_the_total_is_honest() -> None:
+    err = io.StringIO()
+    progress = Progress(err, None)
+    session = _event(
+        "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
+    )
+    progress.replay([session, _created("a"), _created("b")])
+    for task_id, cost in (("a", 0.0125), ("b", None)):
+        progress.on_event(_started(task_id))
+        result = {
+            "task_id": task_id,
+            "agent_id": f"agt_{task_id}1",
+            "agent_type": "executor",
+            "status": "completed",
+            "summary": "done",
+            "usage": {"tokens": 1200, "cost_usd": cost},
+        }
+        payload = {"task_id": task_id, "attempt_index": 1, "worker_result": result}
+        progress.on_event(_event("task.completed", payload))
+    lines = err.getvalue().splitlines()
+    assert lines[1].endswith("failed 0, 1200 tok, $0.0125)")
+    assert lines[3].endswith("failed 0, 1200 tok, cost unknown)")
+    # a model without a price makes the total a lower bound, never a silent 0
+    assert progress.cost_text() == "at least $0.0125 (a model's price is unknown)"

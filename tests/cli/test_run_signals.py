@@ -3,7 +3,8 @@ a closed stdout (``air run --json | head -1``) stops the stream quietly and the 
 
 Real worker processes replay per-task cassettes; the slow task's first turn runs
 ``sleep 30`` through ``shell.run``. The signal arrives while it sleeps: the run records every
-outcome (the slow task ends interrupted), exits 130, leaves no process behind, and
+outcome (the slow task ends interrupted), exits 130 (143 for SIGTERM, 128 + 15), leaves no
+process behind, and
 ``air resume`` (with a quick cassette) finishes the batch without running the completed task
 again.
 """
@@ -85,7 +86,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
             break  # quick is done and slow's `sleep 30` is running
     os.killpg(proc.pid, signum)  # a closing terminal signals the whole foreground group
     _out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err
+    assert proc.returncode == (143 if signum == signal.SIGTERM else 130), err
     assert f"{signum.name}: cancelling the run" in err
     assert "Traceback" not in err
     events = session_events(root)
@@ -108,6 +109,42 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
     assert starts.count("quick") == 1  # never run twice
     assert starts.count("slow") == 2
     assert _final(after) == {"quick": "task.completed", "slow": "task.completed"}
+
+
+def test_a_second_signal_kills_at_once_and_still_writes_the_reports(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", None))
+    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 30"))
+    (root / "batch.yaml").write_text(BATCH)
+    proc = subprocess.Popen(
+        [*AIR_RUN, "--cassette", "cas", "--json", "--junit", "report.xml", "--max-workers", "2"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert proc.stdout is not None
+    seen: list[dict[str, Any]] = []
+    for line in proc.stdout:
+        seen.append(json.loads(line))
+        types = [(e["type"], e["payload"].get("task_id")) for e in seen]
+        if ("task.completed", "quick") in types and any(t == "tool.started" for t, _ in types):
+            break
+    # both at once: the kernel hands the lower-numbered SIGINT over first, so the run is
+    # cancelled by it and killed by SIGTERM before it could wind down on its own
+    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, signal.SIGTERM)
+    rest, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err  # the first signal says how the run ended
+    assert "killing every worker now" in err
+    summary = json.loads(rest.strip().splitlines()[-1])
+    assert summary["type"] == "air.summary"
+    assert summary["status"] == "cancelled"
+    assert summary["exit_code"] == 130
+    assert summary["tasks"]["quick"]["status"] == "completed"
+    assert "<testsuite" in (root / "report.xml").read_text()
 
 
 def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Path) -> None:

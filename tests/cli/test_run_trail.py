@@ -12,7 +12,7 @@ from typing import Any
 
 from air.contracts.event import EventFilter
 from air.events.store import EventStore, replay_events
-from air.store.repositories import dump_tables
+from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
 from tests.gitrepo import git
 

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, Turn, anthropic_sse
 from tests.gitrepo import git
 from tests.headless import REVIEW_BATCH, review_verdict, session_events
 from tests.trusted import trust_project

@@ -23,7 +23,9 @@ import pytest
 
 from air.artifacts.knowledge import DebugKnowledgeStore
 from air.session.project import ProjectStore
-from air.testing.strict_servers import CassetteModel, Reply, StrictServer
+from air.testing.cassette_model import CassetteModel
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply
 from tests.cpp.test_example import EXAMPLE, _claim, _false_claim, _project, _use
 from tests.gitrepo import git
 from tests.trusted import trust_project

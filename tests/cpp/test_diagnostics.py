@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from air.contracts.error import AirException
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream, ParsedDiagnostic
+from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream
+from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.serialized import parse_serialized_diagnostics
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
 

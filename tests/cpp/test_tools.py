@@ -295,17 +295,24 @@ async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
     import trio._core._thread_cache as thread_cache
 
     from air.cpp.process import run_argv
-    from air.tools.cpp import _sandboxed, _Watched
+    from air.tools.cpp_runner import WatchedCommand, sandboxed_spawn
     from air.tools.limits import ResourceLimits
-    from air.tools.sandbox import CommandSpace, SandboxRunner, sandbox_environment
+    from air.tools.sandbox import SandboxRunner, sandbox_environment
+    from air.tools.sandbox_spawn import CommandSpace
 
     sandbox = SandboxRunner()
     sandbox.check_available()  # bubblewrap is needed (scripts/setup.sh installs it)
     monkeypatch.setattr(thread_cache, "IDLE_TIMEOUT", 0.2)
     env = sandbox_environment(os.environ)
     with CommandSpace(ResourceLimits()) as space:
-        spawn = _sandboxed(
-            sandbox, "sleep 1.5; echo done", str(tmp_path), str(tmp_path), env, space, _Watched()
+        spawn = sandboxed_spawn(
+            sandbox,
+            "sleep 1.5; echo done",
+            str(tmp_path),
+            str(tmp_path),
+            env,
+            space,
+            WatchedCommand(),
         )
         code, out, _err, timed_out = await run_argv(
             (), spawn=spawn, cwd=str(tmp_path), timeout_s=30

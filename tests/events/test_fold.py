@@ -12,9 +12,11 @@ from hypothesis import strategies as st
 
 from air.contracts.error import AirException, make_air_error
 from air.contracts.event import RuntimeEvent
-from air.events import projection
-from air.events.fold import TASK_FROM, FoldCursor, SessionState, apply, replay
+from air.events import projection_tasks
+from air.events.fold import FoldCursor, apply, replay
+from air.events.fold_state import SessionState
 from air.events.store import EventStore
+from air.events.transitions import TASK_FROM
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
@@ -204,7 +206,7 @@ def test_an_event_that_does_not_fit_is_refused_by_fold_and_projection_alike(
 
 def test_the_projection_enforces_the_folds_transition_table() -> None:
     # the projection reads its allowed statuses from the fold's table, so there is one rule
-    assert vars(projection)["TASK_FROM"] is TASK_FROM
+    assert vars(projection_tasks)["TASK_FROM"] is TASK_FROM
     assert TASK_FROM["task.completed"] == ("running",)
 
 

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from air.contracts.error import AirException
 from air.events.store import EventStore, replay_events
-from air.store.repositories import SessionStore, dump_tables
+from air.store.integrity import dump_tables
+from air.store.repositories import SessionStore
 from air.store.schema import DOMAIN_TABLES
 from air.store.session_db import open_session_database
 from air.testing.sequences import SessionSimulator, drawn_sequence

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from air.testing.strict_servers import CassetteModel, StrictServer
+from air.testing.cassette_model import CassetteModel
+from air.testing.strict_servers import StrictServer
 from tests.headless import json_events, run_batch_json
 from tests.trusted import trust_project
 

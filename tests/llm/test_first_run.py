@@ -18,7 +18,8 @@ from air.contracts.error import AirException
 from air.contracts.provider import ModelRequirement, ModelsConfig, ProviderKind
 from air.llm.config import env_models_config
 from air.llm.manager import ProviderManager
-from air.testing.strict_servers import Reply, StrictServer, Turn, anthropic_sse, openai_sse
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, Turn, anthropic_sse, openai_sse
 from tests.headless import REVIEW_BATCH, review_verdict
 from tests.trusted import trust_project
 

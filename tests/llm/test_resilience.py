@@ -251,7 +251,8 @@ def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) 
     import sys
     from pathlib import Path
 
-    from air.testing.strict_servers import StrictServer, openai_sse
+    from air.testing.strict_servers import StrictServer
+    from air.testing.wire_replies import openai_sse
 
     base = Path(str(tmp_path))
     root, home = base / "proj", base / "home"

@@ -12,7 +12,8 @@ import string
 from pathlib import Path
 
 from air.security.redact import SecretRedactor
-from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, Turn, openai_sse
 from tests.headless import run_batch_json
 from tests.trusted import trust_project
 

@@ -27,7 +27,8 @@ def test_registering_the_cpp_tools_does_not_load_the_cpp_toolchain() -> None:
     loaded = _loaded_after(
         """
         from air.capabilities import CPP_CAPABILITY, builtin_capabilities
-        from air.tools.cpp import CPP_TOOL_DEFINITIONS, cpp_executors
+        from air.tools.cpp import cpp_executors
+        from air.tools.cpp_definitions import CPP_TOOL_DEFINITIONS
         from air.tools.sandbox import SandboxRunner
 
         assert builtin_capabilities()

@@ -24,7 +24,8 @@ from air.contracts.provider import (
 )
 from air.llm.manager import ProviderManager
 from air.llm.tool_names import WIRE_NAME, ToolNameMap
-from air.testing.strict_servers import anthropic_problem, openai_problem
+from air.testing.anthropic_rules import anthropic_problem
+from air.testing.openai_rules import openai_problem
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import WIRES, Wire, collect, models_config, request
 from tests.llm.servers import LocalServer, Reply, blocks_sse

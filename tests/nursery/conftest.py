@@ -12,7 +12,7 @@ from air.contracts.event import EventSource, new_event
 from air.events.store import EventStore, replay_events
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
-from air.store.repositories import dump_tables
+from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
 
 

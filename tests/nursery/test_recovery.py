@@ -16,11 +16,11 @@ import trio
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.task import TaskSpec
-from air.events.fold import SessionState
+from air.events.fold_state import SessionState
 from air.nursery.ledger import Ledger, StoredAgent, fold_history, ledger_view
 from air.nursery.recovery import recover_session
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.store.repositories import dump_tables
+from air.store.integrity import dump_tables
 from air.supervision.monitor import pid_start_time, process_alive
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.nursery.conftest import SessionDB, open_session_db

@@ -17,7 +17,7 @@ import trio.testing
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.task import TaskDependencySpec, TaskScope, TaskSpec
-from air.events.fold import SessionState
+from air.events.fold_state import SessionState
 from air.nursery.ledger import SessionLedger
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.testing.fake_runner import FakeStep, FakeTaskRunner, RunLog

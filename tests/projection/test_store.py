@@ -282,7 +282,7 @@ def test_an_event_the_fold_refuses_changes_nothing() -> None:
     before = store.snapshot()
     ev.agent_of["t1"] = "agt_x"
     ev.attempt_of["t1"] = 1
-    # completed while still pending: an illegal transition (air.events.fold.TASK_FROM)
+    # completed while still pending: an illegal transition (air.events.transitions.TASK_FROM)
     assert not store.apply(ev.complete("t1", "too early")[0])
     assert not store.apply(ev.event("task.started", {"task_id": "t1"}))  # invalid payload
     assert store.snapshot() is before

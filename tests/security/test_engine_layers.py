@@ -19,7 +19,8 @@ from air.contracts.permission import (
 )
 from air.contracts.permission_records import DeclaredPermissions, PermissionRequestContext
 from air.contracts.runtime import PermissionTemplate
-from air.security.engine import Evaluation, Item, PermissionEngine
+from air.security.engine import PermissionEngine
+from air.security.items import Evaluation, Item
 from air.security.paths import PathClassifier
 from air.security.policy import PermissionPolicy, PolicyRule, parse_policy
 from air.security.redact import SecretRedactor

@@ -22,7 +22,8 @@ from air.security.redact import (
     looks_secret_env_name,
     registrable_secret,
 )
-from air.testing.strict_servers import Reply, StrictServer, Turn, openai_sse
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, Turn, openai_sse
 from tests.headless import run_batch_json
 from tests.trusted import trust_project
 

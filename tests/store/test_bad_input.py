@@ -12,7 +12,8 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.events.bus import EventBus
 from air.events.store import EventStore
-from air.store.repositories import SessionStore, dump_tables
+from air.store.integrity import dump_tables
+from air.store.repositories import SessionStore
 from air.store.schema import SESSION_TABLES
 from air.store.session_db import open_session_database
 from air.testing.sequences import random_sequence

@@ -29,7 +29,8 @@ from air.events.store import EventStore, replay_events
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 from air.store.db import DatabaseManager
-from air.store.repositories import SessionStore, dump_tables
+from air.store.integrity import dump_tables
+from air.store.repositories import SessionStore
 from air.store.session_db import open_session_database
 
 CHILD = Path(__file__).with_name("crash_child.py")

@@ -10,7 +10,8 @@ import pytest
 
 from air.contracts.error import AirException, ErrorKind
 from air.store.db import DatabaseManager, MigrationRunner
-from air.store.repositories import SessionStore, derive_command_status, dump_tables
+from air.store.integrity import dump_tables
+from air.store.repositories import SessionStore, derive_command_status
 from air.store.schema import ENUM_COLUMNS, SESSION_TABLES, assert_enum
 from air.store.session_db import SESSION_SCHEMA, open_session_database
 

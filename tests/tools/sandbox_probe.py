@@ -26,13 +26,9 @@ from typing import Any
 import trio
 
 from air.tools.limits import LimitWatch, ResourceLimits
-from air.tools.sandbox import (
-    CommandSpace,
-    SandboxRunner,
-    open_sandboxed,
-    sandbox_environment,
-    task_view_dir,
-)
+from air.tools.sandbox import SandboxRunner, sandbox_environment
+from air.tools.sandbox_spawn import CommandSpace, open_sandboxed
+from air.tools.task_view import task_view_dir
 from tests.gitrepo import git
 
 REPO = Path(__file__).resolve().parents[2]

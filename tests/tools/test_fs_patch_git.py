@@ -273,15 +273,14 @@ async def test_a_file_changed_while_git_applies_is_not_overwritten(
     env: Env, monkeypatch: Any
 ) -> None:
     import air.tools.fs as fs_module
-
-    original = fs_module._apply_in_copy
+    from air.tools.git_apply import apply_in_copy as original
 
     def racing(*args: Any) -> Any:
         result = original(*args)
         (env.root / "src" / "app.py").write_text("edited meanwhile\n")
         return result
 
-    monkeypatch.setattr(fs_module, "_apply_in_copy", racing)
+    monkeypatch.setattr(fs_module, "apply_in_copy", racing)
     patch = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-print('hello')\n+print('x')\n"
     res = await env.registry.call("fs.patch", {"patch": patch}, env.ctx())
     assert res.status == "error"
@@ -291,7 +290,7 @@ async def test_a_file_changed_while_git_applies_is_not_overwritten(
 
 
 def test_links_and_modes_git_made_in_the_copy_are_refused(tmp_path: Path) -> None:
-    from air.tools.fs import _apply_in_copy
+    from air.tools.git_apply import apply_in_copy
 
     root = tmp_path / "ws"
     root.mkdir()
@@ -300,5 +299,5 @@ def test_links_and_modes_git_made_in_the_copy_are_refused(tmp_path: Path) -> Non
     execu = "diff --git a/r.sh b/r.sh\nnew file mode 100755\n" + head.format("r.sh")
     for patch, path in ((link, "ln"), (execu, "r.sh")):
         with pytest.raises(AirException, match="contents only"):
-            _apply_in_copy(str(root), patch, [path], False)
+            apply_in_copy(str(root), patch, [path], False)
     assert list(root.iterdir()) == []

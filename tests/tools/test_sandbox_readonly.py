@@ -26,7 +26,7 @@ from air.cpp.process import is_plain_file, read_workspace_file, remove_written_f
 from air.cpp.project import mark_build_dir
 from air.cpp.view import OverlayView, using_view
 from air.tools.run import ToolRun
-from air.tools.sandbox import task_view_dir
+from air.tools.task_view import task_view_dir
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, NOBODY, Sandboxed
 

@@ -14,7 +14,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from air.testing.strict_servers import Reply, StrictServer
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply
 from tests.ui.test_console_e2e import KEY, _air, _project, _text
 from tests.ui.tmux import Tmux, processes_with
 

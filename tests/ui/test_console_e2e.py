@@ -27,7 +27,9 @@ import pytest
 
 from air.contracts.provider import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
-from air.testing.strict_servers import CassetteModel, Reply, StrictServer, blocks_sse
+from air.testing.cassette_model import CassetteModel
+from air.testing.strict_servers import StrictServer
+from air.testing.wire_replies import Reply, blocks_sse
 from tests.gitrepo import git
 from tests.trusted import trust_project
 from tests.ui.tmux import Tmux, processes_with

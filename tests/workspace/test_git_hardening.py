@@ -396,7 +396,7 @@ def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
     )
     assert done.returncode == 0, done.stderr
     assert (root / "out.txt").read_text() == "hello\n"  # created in a worktree, merged back
-    assert "air/ws/" in _git(root, "branch", "--list", "air/ws/*")
+    assert _git(root, "branch", "--list", "air/ws/*") == ""  # landed: its branch is gone
     assert payload.ran() == ""
 
 
@@ -477,12 +477,12 @@ async def test_a_project_without_dot_git_is_no_repository_without_asking_locate_
 ) -> None:
     # the start-up path of a plain project (IMPL-BOOT-13): no .git entry at all is answered
     # by one lstat, before locate_git builds the AirException it would refuse it with
-    import air.workspace.manager as manager
+    import air.workspace.worktrees as worktrees
 
     def refuse(*_: object, **__: object) -> object:
         raise AssertionError("locate_git called for a project without .git")
 
-    monkeypatch.setattr(manager, "locate_git", refuse)
+    monkeypatch.setattr(worktrees, "locate_git", refuse)
     assert not await WorkspaceManager(str(tmp_path), Events()).is_git_repo()
     (tmp_path / ".git").symlink_to(tmp_path / "nowhere")  # a dangling link still asks
     with pytest.raises(AssertionError):

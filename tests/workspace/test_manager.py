@@ -165,7 +165,7 @@ def test_gc_reads_its_timestamps_as_strptime_did_without_importing_it() -> None:
     from datetime import UTC, datetime
 
     from air.contracts.ids import utc_now_iso
-    from air.workspace.manager import _parse_iso
+    from air.workspace.records import parse_iso as _parse_iso
 
     for text in (utc_now_iso(), "2026-01-03T23:59:59.000000Z", "2026-01-03T23:59:59.5Z"):
         expected = datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)

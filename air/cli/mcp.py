@@ -1,0 +1,89 @@
+"""``air mcp list`` and ``air mcp tools SERVER``: the declared MCP servers and their tools.
+
+Owns the two command bodies. ``list`` reads ``~/.air/mcp.yaml`` and the project's
+``.air/shared/mcp.yaml`` (only once the project is trusted: ``require_trust``) and starts
+nothing. ``tools`` starts the one server as a session would (its own process group, the run
+marker, stderr to a temporary file), lists its tools with the API names the model gets and the
+server's read-only hint, and stops its whole tree. Everything a server says is shown through
+``air.contracts.display.shown``: a hostile name or description cannot rewrite the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from air.contracts.display import shown
+from air.contracts.error import AirException, CliExit, ErrorKind
+
+__all__ = ["run_mcp"]
+
+_DESCRIPTION_SHOWN = 200
+
+
+def _project_root(project: str | None) -> str | None:
+    root = os.path.abspath(project or os.getcwd())
+    probe = root
+    while True:
+        if os.path.isdir(os.path.join(probe, ".air", "shared")):
+            return probe
+        parent = os.path.dirname(probe)
+        if parent == probe:
+            return None
+        probe = parent
+
+
+def _servers(project: str | None) -> tuple[str | None, list[Any]]:
+    from air.mcp.config import load_servers
+    from air.session.trust import require_trust
+
+    root = _project_root(project)
+    if root is not None:
+        require_trust(root)  # before the project's mcp.yaml is read (IMPL-TRUST-1)
+    return root, load_servers(root)
+
+
+def run_mcp(args: dict[str, Any]) -> int:
+    """``air mcp list`` / ``air mcp tools SERVER``.
+
+    Raises:
+        AirException: ``untrusted_config``, ``config_error`` (a bad file, a server that cannot
+            start), ``not_found`` (no such server).
+    """
+    root, servers = _servers(args["--project"])
+    if args["list"]:
+        if not servers:
+            print("no MCP servers declared (~/.air/mcp.yaml, .air/shared/mcp.yaml)")
+        for server in servers:
+            print(f"{server.name}  {server.transport}  {shown(server.describe())}")
+            print(f"  from {shown(server.source)}  timeout {server.timeout_s:g} s")
+        return CliExit.OK
+    name = args["SERVER"]
+    server = next((s for s in servers if s.name == name), None)
+    if server is None:
+        known = ", ".join(s.name for s in servers) or "none are declared"
+        raise AirException.of(
+            kind=ErrorKind.NOT_FOUND,
+            message=f"no MCP server named {shown(name)} ({known})",
+            user_action="Pick a server from `air mcp list`.",
+            metadata={"field": "SERVER"},
+        )
+    import trio
+
+    from air.mcp.bridge import read_only_hint, tool_names
+    from air.mcp.service import list_server_tools
+
+    tools = trio.run(lambda: list_server_tools(server, cwd=root or os.getcwd()))
+    by_name = {t.name: t for t in tools}
+    names = tool_names(server.name, by_name)
+    print(f"{server.name}: {len(names)} tool(s)")
+    for air_name, original in names.items():
+        tool = by_name[original]
+        hint = "  [read-only hint]" if read_only_hint(tool) else ""
+        print(f"{air_name}  (the server's name: {shown(original)}){hint}")
+        text = " ".join((tool.description or "").split())
+        if len(text) > _DESCRIPTION_SHOWN:
+            text = text[:_DESCRIPTION_SHOWN] + "…"
+        if text:
+            print(f"  {shown(text)}")
+    return CliExit.OK

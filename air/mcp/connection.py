@@ -1,0 +1,219 @@
+"""One open MCP session with one server, over the official SDK (``pip install aircoding[mcp]``).
+
+Owns ``open_connection`` (an async context manager: start or reach the server, ``initialize``)
+and ``McpConnection`` (``list_tools`` with pagination, ``call`` bounded by the server's
+``timeout_s``). The SDK (``mcp``, anyio) runs under Trio (IMPL-MCP-1). A stdio server is
+started by the SDK in a session of its own (``start_new_session``) with a minimal environment
+plus the server's ``env`` and air's run marker (``air.ipc.procs.MARKER_ENV``), so the whole tree
+can be found and killed even when a descendant left the group (``air.mcp.service``); its
+stderr goes to ``errlog``, never to the terminal. Everything the SDK or the transport raises
+crosses this edge as an ``AirException``: ``config_error`` when the server cannot be started or
+initialised, ``tool_error`` / ``timeout`` for a call; a JSON-RPC error, a dead server and a hung
+one are values for the caller, never a crash.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import TYPE_CHECKING, Any, TextIO
+
+import trio
+
+from air.contracts.display import shown
+from air.contracts.error import AirException, ErrorKind
+from air.ipc.procs import MARKER_ENV
+from air.mcp.config import McpServer
+
+if TYPE_CHECKING:
+    from mcp import ClientSession
+    from mcp.types import CallToolResult, Tool
+
+__all__ = ["McpConnection", "describe_error", "open_connection"]
+
+START_TIMEOUT_S = 30.0
+"""How long a server may take to start and answer ``initialize``."""
+_MAX_PAGES = 50
+"""tools/list pages read at most (a server that pages forever is cut off)."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """One line for what the SDK or the transport raised (the leaves of a group, joined)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return "; ".join(dict.fromkeys(describe_error(e) for e in exc.exceptions))
+    text = str(exc).strip() or exc.__class__.__name__
+    return shown(text[:300])
+
+
+def _sdk() -> Any:
+    try:
+        import mcp
+    except ImportError:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message="mcp.yaml declares MCP servers, but the MCP SDK is not installed",
+            user_action="Install air's MCP extra: pip install 'aircoding[mcp]'.",
+        ) from None
+    return mcp
+
+
+class McpConnection:
+    """An initialised session with ``server``: list its tools, call one."""
+
+    def __init__(self, server: McpServer, session: ClientSession) -> None:
+        self.server = server
+        self.session = session
+        self.closed: str | None = None
+        """Why the connection is gone (None while it is open)."""
+
+    async def list_tools(self) -> list[Tool]:
+        """Every tool the server offers (all pages).
+
+        Raises:
+            AirException(config_error): the server failed to answer within its bound.
+        """
+        from mcp.types import PaginatedRequestParams
+
+        tools: list[Tool] = []
+        cursor: str | None = None
+        try:
+            with trio.fail_after(self.server.timeout_s):
+                for _ in range(_MAX_PAGES):
+                    params = PaginatedRequestParams(cursor=cursor) if cursor else None
+                    page = await self.session.list_tools(params=params)
+                    tools.extend(page.tools)
+                    cursor = page.next_cursor
+                    if not cursor:
+                        break
+        except trio.TooSlowError:
+            raise self._refused(
+                f"did not list its tools within {self.server.timeout_s:g} s"
+            ) from None
+        except Exception as exc:  # the SDK's and the transport's errors: translated here
+            raise self._refused(f"could not list its tools: {describe_error(exc)}") from None
+        return tools
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> CallToolResult:
+        """Call tool ``name`` (the server's own name) and return its result as it came.
+
+        Raises:
+            AirException: ``timeout`` past the server's ``timeout_s``; ``tool_error`` for a
+                JSON-RPC error, a dead server or a transport failure.
+        """
+        if self.closed is not None:
+            raise AirException.of(
+                kind=ErrorKind.TOOL_ERROR,
+                message=f"MCP server {self.server.name} is not running: {self.closed}",
+                user_action=f"Check the server {self.server.name} (air mcp tools "
+                f"{self.server.name}); a new session starts it again.",
+            )
+        bound = self.server.timeout_s
+        try:
+            with trio.fail_after(bound):
+                return await self.session.call_tool(name, arguments)
+        except trio.TooSlowError:
+            raise AirException.of(
+                kind=ErrorKind.TIMEOUT,
+                message=f"MCP server {self.server.name}: {name} did not answer within {bound:g} s",
+                user_action=f"Try again, or raise timeout_s of {self.server.name} in "
+                f"{self.server.source}.",
+            ) from None
+        except Exception as exc:  # JSON-RPC errors, a closed stream, HTTP failures
+            raise AirException.of(
+                kind=ErrorKind.TOOL_ERROR,
+                message=f"MCP server {self.server.name}: {name} failed: {describe_error(exc)}",
+                user_action="Check the arguments against the tool's schema, or the server.",
+            ) from None
+
+    def _refused(self, what: str) -> AirException:
+        return AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"MCP server {self.server.name} ({self.server.source}) {what}",
+            user_action=f"Check the server {self.server.name} (`air mcp tools "
+            f"{self.server.name}`), or remove it from {self.server.source}.",
+        )
+
+
+def _try(server: McpServer) -> str:
+    return f"`air mcp tools {server.name}` starts it alone"
+
+
+def _environment(server: McpServer, marker: str) -> dict[str, str]:
+    """The server's environment on top of the SDK's minimal one (HOME, PATH, USER, ...):
+    its declared variables and air's run marker, which every descendant inherits."""
+    env = dict(server.env)
+    env[MARKER_ENV] = marker
+    return env
+
+
+@asynccontextmanager
+async def open_connection(
+    server: McpServer, *, cwd: str, marker: str, errlog: TextIO
+) -> AsyncIterator[McpConnection]:
+    """Start (stdio) or reach (HTTP) ``server`` and initialise an MCP session with it.
+
+    Args:
+        server: the declaration.
+        cwd: where a stdio server runs unless it declares ``cwd`` (relative to this).
+        marker: the value of air's run marker in a stdio server's environment.
+        errlog: where a stdio server's stderr goes (a real file).
+
+    Raises:
+        AirException(config_error): the SDK is missing, or the server cannot be started or did
+            not initialise within ``START_TIMEOUT_S``.
+    """
+    mcp = _sdk()
+    connection: McpConnection | None = None
+    async with AsyncExitStack() as stack:
+        try:
+            if server.transport == "stdio":
+                assert server.command is not None
+                params = mcp.StdioServerParameters(
+                    command=server.command,
+                    args=list(server.args),
+                    env=_environment(server, marker),
+                    cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
+                )
+                read, write = await stack.enter_async_context(
+                    mcp.stdio_client(params, errlog=errlog)
+                )
+            else:
+                import httpx2
+                from mcp.client.streamable_http import streamable_http_client
+
+                client = await stack.enter_async_context(
+                    httpx2.AsyncClient(
+                        headers=dict(server.headers),
+                        timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
+                    )
+                )
+                assert server.url is not None
+                streams = await stack.enter_async_context(
+                    streamable_http_client(server.url, http_client=client)
+                )
+                read, write = streams[0], streams[1]
+            session = await stack.enter_async_context(mcp.ClientSession(read, write))
+            with trio.fail_after(START_TIMEOUT_S):  # not around the contexts: they
+                await session.initialize()  # open task groups of their own
+            connection = McpConnection(server, session)
+        except trio.TooSlowError:
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=f"MCP server {server.name} ({server.source}) did not start and "
+                f"initialise within {START_TIMEOUT_S:g} s ({shown(server.describe())})",
+                user_action=f"Check the server ({_try(server)}), or remove it from "
+                f"{server.source}.",
+            ) from None
+        except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=f"MCP server {server.name} ({server.source}) could not be started: "
+                f"{describe_error(exc)} ({shown(server.describe())})",
+                user_action=f"Check the server ({_try(server)}), or remove it from "
+                f"{server.source}.",
+            ) from None
+        try:
+            yield connection
+        finally:
+            connection.closed = "the session ended"

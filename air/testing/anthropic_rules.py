@@ -1,0 +1,270 @@
+"""The Anthropic Messages API's request rules, as the real API documents and enforces them.
+
+Owns: ``anthropic_problem`` — the auth and ``anthropic-version`` headers, the known fields,
+``max_tokens`` present and within the model's ceiling, tool names, object input schemas,
+alternating roles, no empty text, every ``tool_result`` answering a ``tool_use`` of the turn
+just before. A rule more lenient than the real API is a defect (IMPL-API-1).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, TOOL_USE_ID, Problem, invalid
+
+ANTHROPIC_VERSION = "2023-06-01"
+_VERSION = re.compile(r"^20\d\d-\d\d-\d\d$")
+
+
+_ANTHROPIC_FIELDS = {
+    "model",
+    "messages",
+    "max_tokens",
+    "system",
+    "tools",
+    "tool_choice",
+    "temperature",
+    "top_p",
+    "top_k",
+    "stop_sequences",
+    "stream",
+    "metadata",
+    "thinking",
+    "service_tier",
+}
+
+
+def _text_problem(where: str, block: dict[str, Any]) -> Problem | None:
+    text = block.get("text")
+    if not isinstance(text, str):
+        return invalid(f"{where}.text: Input should be a valid string")
+    if not text:
+        return invalid(f"{where}.text: text content blocks must be non-empty")
+    if not text.strip():
+        return invalid(f"{where}.text: text content blocks must contain non-whitespace text")
+    return None
+
+
+def _anthropic_tools(body: dict[str, Any]) -> tuple[set[str], Problem | None]:
+    tools = body.get("tools")
+    if tools is None:
+        return set(), None
+    if not isinstance(tools, list):
+        return set(), invalid("tools: Input should be a valid list")
+    names: set[str] = set()
+    for k, tool in enumerate(tools):
+        if not isinstance(tool, dict):
+            return names, invalid(f"tools.{k}: Input should be a valid dictionary")
+        name = tool.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            return names, invalid(
+                f"tools.{k}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+            )
+        if name in names:
+            return names, invalid("tools: Tool names must be unique.")
+        names.add(name)
+        schema = tool.get("input_schema")
+        if not isinstance(schema, dict):
+            return names, invalid(f"tools.{k}.custom.input_schema: Field required")
+        if schema.get("type") != "object":
+            return names, invalid(f"tools.{k}.custom.input_schema.type: Input should be 'object'")
+        extra = set(tool) - {"name", "description", "input_schema", "cache_control", "type"}
+        if extra:
+            return names, invalid(
+                f"tools.{k}.custom.{sorted(extra)[0]}: Extra inputs are not permitted"
+            )
+    return names, None
+
+
+def _anthropic_messages(messages: Any, has_tools: bool) -> Problem | None:
+    if not isinstance(messages, list):
+        return invalid("messages: Field required")
+    if not messages:
+        return invalid("messages: at least one message is required")
+    previous_uses: list[str] = []
+    seen_ids: set[str] = set()
+    for i, message in enumerate(messages):
+        if not isinstance(message, dict):
+            return invalid(f"messages.{i}: Input should be a valid dictionary")
+        role = message.get("role")
+        if role not in ("user", "assistant"):
+            return invalid(f"messages.{i}.role: Input should be 'user' or 'assistant'")
+        if i == 0 and role != "user":
+            return invalid('messages: first message must use the "user" role')
+        if i > 0 and messages[i - 1].get("role") == role:
+            return invalid(
+                'messages: roles must alternate between "user" and "assistant", but found '
+                f'multiple "{role}" roles in a row'
+            )
+        content = message.get("content")
+        last = i == len(messages) - 1
+        if isinstance(content, str):
+            blocks: list[Any] = [{"type": "text", "text": content}] if content or not last else []
+        elif isinstance(content, list):
+            blocks = content
+        else:
+            return invalid(f"messages.{i}.content: Input should be a valid list")
+        if not blocks and not (last and role == "assistant"):
+            return invalid(
+                f"messages.{i}: all messages must have non-empty content except for the "
+                "optional final assistant message"
+            )
+        uses: list[str] = []
+        answered: list[str] = []
+        for j, block in enumerate(blocks):
+            where = f"messages.{i}.content.{j}"
+            if not isinstance(block, dict):
+                return invalid(f"{where}: Input should be a valid dictionary")
+            kind = block.get("type")
+            if kind == "text":
+                problem = _text_problem(where, block)
+                if problem is not None:
+                    return problem
+            elif kind == "tool_use":
+                if role != "assistant":
+                    return invalid(f"{where}: tool_use blocks may only appear in assistant turns")
+                tool_id = block.get("id")
+                if not isinstance(tool_id, str) or not TOOL_USE_ID.match(tool_id):
+                    return invalid(f"{where}.id: String should match pattern '^[a-zA-Z0-9_-]+$'")
+                if tool_id in seen_ids:
+                    return invalid(f"messages: `tool_use` ids must be unique, found {tool_id}")
+                seen_ids.add(tool_id)
+                name = block.get("name")
+                if not isinstance(name, str) or not TOOL_NAME.match(name):
+                    return invalid(
+                        f"{where}.name: String should match pattern '^[a-zA-Z0-9_-]{{1,64}}$'"
+                    )
+                if not isinstance(block.get("input"), dict):
+                    return invalid(f"{where}.input: Input should be a valid dictionary")
+                uses.append(tool_id)
+            elif kind == "tool_result":
+                if role != "user":
+                    return invalid(f"{where}: tool_result blocks may only appear in user turns")
+                if any(b.get("type") != "tool_result" for b in blocks[:j] if isinstance(b, dict)):
+                    return invalid(
+                        f"{where}: `tool_result` blocks must come first in the content of a "
+                        "user message, before any other block"
+                    )
+                use_id = block.get("tool_use_id")
+                if use_id not in previous_uses:
+                    return invalid(
+                        f"{where}: unexpected `tool_use_id` found in `tool_result` blocks: "
+                        f"{use_id}. Each `tool_result` block must have a corresponding "
+                        "`tool_use` block in the previous message."
+                    )
+                inner = block.get("content", "")
+                if isinstance(inner, list):
+                    for k, part in enumerate(inner):
+                        if not isinstance(part, dict) or part.get("type") != "text":
+                            return invalid(f"{where}.content.{k}: Input should be a text block")
+                        problem = _text_problem(f"{where}.content.{k}", part)
+                        if problem is not None:
+                            return problem
+                elif not isinstance(inner, str):
+                    return invalid(f"{where}.content: Input should be a valid string or list")
+                answered.append(use_id)
+            else:
+                return invalid(f"{where}.type: unknown content block type {kind!r}")
+        if (uses or answered) and not has_tools:
+            return invalid(
+                "Requests which include `tool_use` or `tool_result` blocks must define tools."
+            )
+        if previous_uses:
+            missing = [u for u in previous_uses if u not in answered]
+            if missing:
+                return invalid(
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have "
+                    "a corresponding `tool_result` block in the next message."
+                )
+        previous_uses = uses
+    return None
+
+
+def anthropic_problem(
+    headers: dict[str, str],
+    body: Any,
+    *,
+    api_key: str | None = None,
+    ceilings: dict[str, int] | None = None,
+) -> Problem | None:
+    """Why the Messages API would refuse this request, or ``None`` when it is valid.
+
+    Args:
+        headers: the request headers, lower-cased names.
+        api_key: the one key accepted (``None``: any non-empty key).
+        ceilings: the known models and their max output tokens (``None``: any model,
+            ``DEFAULT_CEILING``).
+    """
+    key = headers.get("x-api-key")
+    scheme, _, token = headers.get("authorization", "").partition(" ")
+    if not key and scheme.lower() == "bearer":
+        key = token  # the official SDK (2.x) sends the key as a bearer token
+    if not key:
+        return Problem(401, "authentication_error", "x-api-key header is required")
+    if api_key is not None and key != api_key:
+        return Problem(401, "authentication_error", "invalid x-api-key")
+    version = headers.get("anthropic-version")
+    if not version:
+        return invalid("anthropic-version: header is required")
+    if not _VERSION.match(version):
+        return invalid(f"anthropic-version: unknown version {version!r}")
+    if not isinstance(body, dict):
+        return invalid("The request body is not valid JSON.")
+    extra = set(body) - _ANTHROPIC_FIELDS
+    if extra:
+        return invalid(f"{sorted(extra)[0]}: Extra inputs are not permitted")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return invalid("model: Field required")
+    if ceilings is not None and model not in ceilings:
+        return Problem(404, "not_found_error", f"model: {model}")
+    ceiling = (ceilings or {}).get(model, DEFAULT_CEILING)
+    max_tokens = body.get("max_tokens")
+    if max_tokens is None:
+        return invalid("max_tokens: Field required")
+    if type(max_tokens) is not int or max_tokens < 1:
+        return invalid("max_tokens: Input should be a valid integer greater than or equal to 1")
+    if max_tokens > ceiling:
+        return invalid(
+            f"max_tokens: {max_tokens} > {ceiling}, which is the maximum allowed number of "
+            f"output tokens for {model}"
+        )
+    if "stream" in body and not isinstance(body["stream"], bool):
+        return invalid("stream: Input should be a valid boolean")
+    system = body.get("system")
+    if isinstance(system, list):
+        for j, block in enumerate(system):
+            if not isinstance(block, dict) or block.get("type") != "text":
+                return invalid(f"system.{j}: Input should be a text block")
+            problem = _text_problem(f"system.{j}", block)
+            if problem is not None:
+                return problem
+    elif system is not None and not isinstance(system, str):
+        return invalid("system: Input should be a valid string or list of text blocks")
+    names, problem = _anthropic_tools(body)
+    if problem is not None:
+        return problem
+    choice = body.get("tool_choice")
+    if choice is not None:
+        if not isinstance(choice, dict) or choice.get("type") not in (
+            "auto",
+            "any",
+            "tool",
+            "none",
+        ):
+            return invalid("tool_choice.type: Input should be 'auto', 'any', 'tool' or 'none'")
+        if choice.get("type") == "tool" and choice.get("name") not in names:
+            return invalid(f"tool_choice.name: tool {choice.get('name')!r} is not defined")
+    temperature = body.get("temperature")
+    if temperature is not None and not (
+        isinstance(temperature, int | float) and 0 <= temperature <= 1
+    ):
+        return invalid("temperature: Input should be less than or equal to 1")
+    stops = body.get("stop_sequences")
+    if stops is not None and (
+        not isinstance(stops, list) or any(not isinstance(s, str) or not s.strip() for s in stops)
+    ):
+        return invalid("stop_sequences: each stop sequence must contain non-whitespace")
+    return _anthropic_messages(body.get("messages"), bool(names))

@@ -1,0 +1,92 @@
+"""``CassetteModel``: a scripted model that plays per-task cassettes over either wire.
+
+Owns: finding the task a request belongs to (the ``# Task <id>:`` line of its first user
+message) and the turn (assistant turns so far), and answering it with that cassette turn as
+server-sent events, calling each tool by the name the request offered for it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from air.testing.wire_replies import Block, Reply, blocks_sse
+
+_TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
+
+
+def _first_user_text(wire: str, body: dict[str, Any]) -> str:
+    for message in body.get("messages") or []:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        return "\n".join(
+            str(part.get("text", "")) for part in content or [] if part.get("type") == "text"
+        )
+    return ""
+
+
+def _offered(wire: str, body: dict[str, Any]) -> list[str]:
+    tools = body.get("tools") or []
+    if wire == "anthropic":
+        return [str(t.get("name")) for t in tools]
+    return [str((t.get("function") or {}).get("name")) for t in tools]
+
+
+class CassetteModel:
+    """Plays ``<directory>/<task id>.jsonl`` (air's cassette lines) as a model over the wire.
+
+    The task is the one named by the ``# Task <id>:`` line of the first user message; the turn
+    is the number of assistant turns already in the conversation, so parallel tasks and
+    retried turns each get the right answer. A tool the turn calls is sent by the name the
+    request offered for it (the offered name equal to it, or equal to it with every character
+    outside ``[a-zA-Z0-9_-]`` replaced by ``_``): a script never calls a tool it was not offered.
+    """
+
+    def __init__(self, directory: str | Path) -> None:
+        self.directory = Path(directory)
+        self.served: list[tuple[str, int]] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, wire: str, body: dict[str, Any]) -> Reply:
+        from air.llm.cassette import load_cassette
+
+        match = _TASK_LINE.search(_first_user_text(wire, body))
+        if match is None:
+            raise ValueError("no '# Task <id>:' line in the first user message")
+        task_id = match.group(1)
+        turns = load_cassette(str(self.directory / f"{task_id}.jsonl"))
+        number = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+        if number >= len(turns):
+            raise ValueError(f"task {task_id}: no turn {number + 1} in its cassette")
+        turn = turns[number]
+        offered = _offered(wire, body)
+        blocks: list[Block] = []
+        for block in turn.content:
+            if block.type == "text":
+                if block.text:
+                    blocks.append(("text", [block.text]))
+            elif block.type == "tool_use":
+                plain = re.sub(r"[^a-zA-Z0-9_-]", "_", block.name)
+                name = next((n for n in offered if n in (block.name, plain)), None)
+                if name is None:
+                    raise ValueError(f"task {task_id}: tool {block.name!r} was not offered")
+                blocks.append(("tool_use", (block.id, name, [json.dumps(block.input)])))
+        with self._lock:
+            self.served.append((task_id, number))
+        return Reply(
+            chunks=blocks_sse(
+                wire,
+                blocks,
+                turn.stop_reason.value,
+                input_tokens=turn.usage.input_tokens,
+                output_tokens=turn.usage.output_tokens,
+                model=str(body.get("model")),
+                message_id=f"msg_{task_id}_{number + 1}".replace("-", "_"),
+            )
+        )

@@ -1,0 +1,252 @@
+"""OpenAI chat completions' request rules, as the real API documents and enforces them.
+
+Owns: ``openai_problem`` — the bearer key (or a keyless local server), the known fields,
+``max_tokens`` within the model's ceiling, function tool names and object schemas, message
+roles and content shapes, ``tool_calls`` ids and the ``tool`` messages answering them. A rule
+more lenient than the real API is a defect (IMPL-API-1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, Problem, invalid
+
+_OPENAI_FIELDS = {
+    "model",
+    "messages",
+    "max_tokens",
+    "max_completion_tokens",
+    "stream",
+    "stream_options",
+    "tools",
+    "tool_choice",
+    "parallel_tool_calls",
+    "temperature",
+    "top_p",
+    "stop",
+    "n",
+    "seed",
+    "user",
+    "response_format",
+    "presence_penalty",
+    "frequency_penalty",
+    "logit_bias",
+    "logprobs",
+    "top_logprobs",
+    "metadata",
+    "store",
+    "reasoning_effort",
+    "service_tier",
+}
+
+
+def _openai_tools(body: dict[str, Any]) -> tuple[set[str], Problem | None]:
+    tools = body.get("tools")
+    if tools is None:
+        return set(), None
+    if not isinstance(tools, list):
+        return set(), invalid("Invalid type for 'tools': expected an array.", "invalid_type")
+    names: set[str] = set()
+    for k, tool in enumerate(tools):
+        if not isinstance(tool, dict) or tool.get("type") != "function":
+            return names, invalid(f"Invalid value for 'tools[{k}].type': expected 'function'.")
+        fn = tool.get("function")
+        if not isinstance(fn, dict):
+            return names, invalid(f"Missing required parameter: 'tools[{k}].function'.")
+        name = fn.get("name")
+        if not isinstance(name, str) or not TOOL_NAME.match(name):
+            return names, invalid(
+                f"Invalid 'tools[{k}].function.name': string does not match pattern. Expected a "
+                "string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.",
+                "invalid_value",
+            )
+        if name in names:
+            return names, invalid(f"Duplicate function name '{name}' in 'tools'.")
+        names.add(name)
+        params = fn.get("parameters")
+        if params is not None and (not isinstance(params, dict) or params.get("type") != "object"):
+            return names, invalid(
+                f"Invalid schema for function '{name}': schema must be a JSON Schema of "
+                "'type: \"object\"'.",
+                "invalid_function_parameters",
+            )
+    return names, None
+
+
+def _openai_content(where: str, content: Any) -> Problem | None:
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return invalid(f"Invalid type for '{where}': expected a string or an array.")
+    if not content:
+        return invalid(
+            f"Invalid '{where}': empty array. Expected an array with minimum length 1, but got "
+            "an empty array instead.",
+            "empty_array",
+        )
+    for k, part in enumerate(content):
+        if not isinstance(part, dict) or part.get("type") != "text":
+            return invalid(f"Invalid value: '{where}[{k}].type'. Supported values are: 'text'.")
+        if not isinstance(part.get("text"), str):
+            return invalid(f"Missing required parameter: '{where}[{k}].text'.")
+    return None
+
+
+def _openai_messages(messages: Any) -> Problem | None:
+    if not isinstance(messages, list):
+        return invalid("Missing required parameter: 'messages'.")
+    if not messages:
+        return invalid("[] is too short - 'messages'", "empty_array")
+    pending: list[str] = []
+    offered: set[str] = set()
+    for i, message in enumerate(messages):
+        where = f"messages[{i}]"
+        if not isinstance(message, dict):
+            return invalid(f"Invalid type for '{where}': expected an object.")
+        role = message.get("role")
+        if role not in ("system", "developer", "user", "assistant", "tool"):
+            return invalid(
+                f"Invalid value: '{role}'. Supported values are: 'system', 'assistant', "
+                "'user', 'tool', and 'developer'.",
+                "invalid_value",
+            )
+        if role != "tool" and pending:
+            return invalid(
+                "An assistant message with 'tool_calls' must be followed by tool messages "
+                "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+                f"response messages: {', '.join(pending)}"
+            )
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not isinstance(call_id, str) or call_id not in offered:
+                return invalid(
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+            if call_id in pending:
+                pending.remove(call_id)
+            problem = _openai_content(f"{where}.content", message.get("content"))
+            if problem is not None:
+                return problem
+            continue
+        offered = set() if role != "assistant" else offered
+        if role == "assistant":
+            calls = message.get("tool_calls")
+            content = message.get("content")
+            if calls is None and content is None:
+                return invalid(f"Invalid value for '{where}.content': expected a string, got null.")
+            if content is not None:
+                problem = _openai_content(f"{where}.content", content)
+                if problem is not None:
+                    return problem
+            offered = set()
+            for k, call in enumerate(calls or []):
+                cw = f"{where}.tool_calls[{k}]"
+                if (
+                    not isinstance(call, dict)
+                    or not isinstance(call.get("id"), str)
+                    or not call["id"]
+                ):
+                    return invalid(f"Missing required parameter: '{cw}.id'.")
+                if call.get("type") != "function":
+                    return invalid(f"Missing required parameter: '{cw}.type'.")
+                fn = call.get("function")
+                if not isinstance(fn, dict):
+                    return invalid(f"Missing required parameter: '{cw}.function'.")
+                name = fn.get("name")
+                if not isinstance(name, str) or not TOOL_NAME.match(name):
+                    return invalid(
+                        f"Invalid '{cw}.function.name': string does not match pattern. Expected "
+                        "a string that matches the pattern '^[a-zA-Z0-9_-]{1,64}$'.",
+                        "invalid_value",
+                    )
+                if not isinstance(fn.get("arguments"), str):
+                    return invalid(
+                        f"Invalid type for '{cw}.function.arguments': expected a string."
+                    )
+                offered.add(call["id"])
+            pending = list(offered)
+            continue
+        problem = _openai_content(f"{where}.content", message.get("content"))
+        if problem is not None:
+            return problem
+    if pending:
+        return invalid(
+            "An assistant message with 'tool_calls' must be followed by tool messages responding "
+            f"to each 'tool_call_id'. The following tool_call_ids did not have response "
+            f"messages: {', '.join(pending)}"
+        )
+    return None
+
+
+def openai_problem(
+    headers: dict[str, str],
+    body: Any,
+    *,
+    api_key: str | None = None,
+    keyless: bool = False,
+    ceilings: dict[str, int] | None = None,
+) -> Problem | None:
+    """Why chat completions would refuse this request, or ``None`` when it is valid.
+
+    Args:
+        keyless: accept a request without ``Authorization`` (a local server such as Ollama).
+    """
+    auth = headers.get("authorization", "")
+    if not auth and not keyless:
+        return Problem(
+            401,
+            "invalid_request_error",
+            "You didn't provide an API key. You need to provide your API key in an "
+            "Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        )
+    if auth:
+        scheme, _, token = auth.partition(" ")
+        if scheme.lower() != "bearer" or not token or (api_key is not None and token != api_key):
+            return Problem(
+                401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key"
+            )
+    if not isinstance(body, dict):
+        return invalid("We could not parse the JSON body of your request.")
+    extra = set(body) - _OPENAI_FIELDS
+    if extra:
+        return invalid(f"Unrecognized request argument supplied: {sorted(extra)[0]}")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        return invalid("you must provide a model parameter")
+    if ceilings is not None and model not in ceilings:
+        return Problem(
+            404,
+            "invalid_request_error",
+            f"The model `{model}` does not exist or you do not have access to it.",
+            "model_not_found",
+        )
+    ceiling = (ceilings or {}).get(model, DEFAULT_CEILING)
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if type(value) is not int or value < 1:
+            return invalid(
+                f"Invalid '{name}': integer below minimum value.", "integer_below_min_value"
+            )
+        if value > ceiling:
+            return invalid(
+                f"{name} is too large: {value}. This model supports at most {ceiling} "
+                f"completion tokens, whereas you provided {value}.",
+                "invalid_value",
+            )
+    if "stream_options" in body and body.get("stream") is not True:
+        return invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.")
+    names, problem = _openai_tools(body)
+    if problem is not None:
+        return problem
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict):
+        chosen = (choice.get("function") or {}).get("name")
+        if chosen not in names:
+            return invalid(f"Invalid value for 'tool_choice': function '{chosen}' is not in tools.")
+    elif choice is not None and choice not in ("auto", "none", "required"):
+        return invalid("Invalid value for 'tool_choice'.", "invalid_value")
+    return _openai_messages(body.get("messages"))

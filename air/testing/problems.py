@@ -1,0 +1,31 @@
+"""What a strict local model server refuses, in the terms both APIs share.
+
+Owns: ``Problem`` (the HTTP status, the API's error type, message and code of one refusal),
+``invalid`` (the 400 ``invalid_request_error`` most rules answer) and the patterns and limits
+both wires check: a tool name, a tool-use id, the output ceiling of an unknown model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+"""Both APIs: a tool (function) name."""
+TOOL_USE_ID = re.compile(r"^[a-zA-Z0-9_-]+$")
+DEFAULT_CEILING = 64_000
+"""The max_tokens ceiling of a model the server was not told about."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why a request is refused: the HTTP status, the API's error type and message."""
+
+    status: int
+    type: str
+    message: str
+    code: str | None = None
+
+
+def invalid(message: str, code: str | None = None) -> Problem:
+    return Problem(400, "invalid_request_error", message, code)

@@ -1,0 +1,228 @@
+"""Starting a sandboxed command: what it holds on the host, the spawn, the running process.
+
+Owns ``CommandSpace`` (one command's limits, pids cgroup and, for a task without a write area,
+the read-only view of ``air.tools.task_view``), ``open_sandboxed`` (the synchronous spawn: the
+generated files and the seccomp filter in memfds, the pinned git metadata as O_PATH fds) and
+``SandboxProcess`` with ``start_sandboxed`` (the running command with its output streams, spawned
+on the thread that runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not
+as long as an idle worker thread; IMPL-SBX-2).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping
+from typing import IO
+
+import trio
+
+from air.tools.limits import PidsCgroup, ResourceLimits
+from air.tools.sandbox import SandboxRunner, pin_protected
+from air.tools.seccomp import seccomp_program
+from air.tools.task_view import check_view_available, view_argv
+
+__all__ = ["CommandSpace", "SandboxProcess", "open_sandboxed", "start_sandboxed"]
+
+
+class CommandSpace:
+    """What one sandboxed command holds on the host, released by ``close`` once it has ended.
+
+    Args:
+        limits: the command's resource limits (IMPL-SBX-8).
+        view_dir: the task has no write area: the command sees the workspace through an overlay
+            whose writes land in this ``task_view_dir`` (IMPL-SBX-3), so builds work, later
+            commands of the task see their outputs, and nothing reaches the project.
+
+    Raises:
+        AirException: ``environment_error`` when the read-only view needs ``unshare`` or
+            ``mount`` (util-linux) and they are missing.
+    """
+
+    def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
+        self.limits = limits
+        self.view_dir = view_dir
+        self._unshare: str | None = None
+        if view_dir is not None:
+            self._unshare = check_view_available()
+        self.cgroup = PidsCgroup.create(limits.processes)
+
+    @property
+    def read_only(self) -> bool:
+        return self.view_dir is not None
+
+    def wrap(self, argv: list[str], workspace: str) -> list[str]:
+        """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
+        if self._unshare is not None and self.view_dir is not None:
+            argv = view_argv(self._unshare, self.view_dir, workspace, argv)
+        if self.cgroup is not None:
+            argv = self.cgroup.join_argv(argv)
+        return argv
+
+    def close(self) -> None:
+        """Remove the cgroup, killing what is left in it."""
+        if self.cgroup is not None:
+            self.cgroup.close()
+            self.cgroup = None
+
+    def __enter__(self) -> CommandSpace:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_sandboxed(
+    runner: SandboxRunner,
+    command: str,
+    *,
+    workspace: str,
+    cwd: str,
+    network: bool,
+    env: Mapping[str, str],
+    stdout: int | IO[bytes] | None,
+    stderr: int | IO[bytes] | None,
+    stdin: int | IO[bytes] | None = subprocess.DEVNULL,
+    space: CommandSpace | None = None,
+) -> subprocess.Popen[bytes]:
+    """Spawn ``command`` in the sandbox on the CALLING thread (synchronous, a few ms).
+
+    ``space`` holds the command's limits, pids cgroup and read-only view (None: the default
+    limits' rlimits only, the workspace writable; the caller closes it after the command).
+    bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
+    exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
+    The generated files and the seccomp filter travel in memfds, the protected workspace
+    entries as O_PATH fds (``pin_protected``); all are closed here once bwrap has them.
+
+    Raises:
+        AirException: ``environment_error`` when bubblewrap is missing.
+        OSError: when bwrap cannot be started.
+    """
+    opened: list[int] = []
+
+    def memfd(content: bytes) -> int:
+        fd = os.memfd_create("air-sandbox")
+        opened.append(fd)
+        os.write(fd, content)
+        os.lseek(fd, 0, os.SEEK_SET)
+        return fd
+
+    try:
+        pinned = pin_protected(os.path.realpath(workspace))
+        opened += pinned.values()
+        data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
+        seccomp_fd = memfd(seccomp_program())
+        argv = runner.argv(
+            command,
+            workspace=workspace,
+            cwd=cwd,
+            network=network,
+            pinned=pinned,
+            data_fds=data_fds,
+            seccomp_fd=seccomp_fd,
+            limits=space.limits if space is not None else None,
+            read_only=space is not None and space.read_only,
+        )
+        if space is not None:
+            argv = space.wrap(argv, os.path.realpath(workspace))
+        return subprocess.Popen(
+            argv,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            env=dict(env),
+            start_new_session=True,
+            pass_fds=tuple(opened),
+        )
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
+class SandboxProcess:
+    """A running sandboxed command: its pid, output streams and an async ``wait``."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdout: trio.lowlevel.FdStream,
+        stderr: trio.lowlevel.FdStream,
+    ) -> None:
+        self._popen = popen
+        self.stdout = stdout
+        self.stderr = stderr
+        self._pidfd: int | None
+        try:
+            self._pidfd = os.pidfd_open(popen.pid)
+        except (OSError, AttributeError):  # pragma: no cover - kernels older than 5.3
+            self._pidfd = None
+
+    @property
+    def pid(self) -> int:
+        return self._popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self._popen.returncode
+
+    async def wait(self) -> int:
+        """Wait for bwrap to exit (pidfd readable), reap it and return its exit code."""
+        while self._popen.poll() is None:
+            if self._pidfd is not None:
+                await trio.lowlevel.wait_readable(self._pidfd)
+            else:  # pragma: no cover - no pidfd: poll
+                await trio.sleep(0.05)
+        return self._popen.returncode
+
+    def close(self) -> None:
+        """Close the output streams and the pidfd (synchronous: safe in a cancelled finally)."""
+        for stream in (self.stdout, self.stderr):
+            stream.close()
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+
+def start_sandboxed(
+    runner: SandboxRunner,
+    command: str,
+    *,
+    workspace: str,
+    cwd: str,
+    network: bool,
+    env: Mapping[str, str],
+    space: CommandSpace | None = None,
+) -> SandboxProcess:
+    """Start ``command`` from the thread running the Trio loop, with piped stdout/stderr.
+
+    Synchronous on purpose: spawning in a Trio worker thread would tie ``--die-with-parent``
+    to that thread, which Trio ends after 10 s idle, killing the command (issue 9, item 3).
+    The loop's thread lives as long as air, so the command lives until its own timeout and
+    still dies with air.
+
+    Raises:
+        AirException: ``environment_error`` when bubblewrap is missing.
+        OSError: when bwrap cannot be started.
+    """
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    try:
+        popen = open_sandboxed(
+            runner,
+            command,
+            workspace=workspace,
+            cwd=cwd,
+            network=network,
+            env=env,
+            stdout=out_w,
+            stderr=err_w,
+            space=space,
+        )
+    except BaseException:
+        os.close(out_r)
+        os.close(err_r)
+        raise
+    finally:
+        os.close(out_w)
+        os.close(err_w)
+    return SandboxProcess(popen, trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r))

@@ -1,0 +1,74 @@
+"""The JSON-schema subset that tool inputs are checked against: ``validate_schema``, a pure
+function from (schema, value) to the problems found, run by ``ToolRegistry`` before a call is
+decided.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from air.contracts.ids import JsonObject
+
+__all__ = ["validate_schema"]
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+
+
+def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> list[str]:
+    """Check ``value`` against the JSON-schema subset tools use; return the problems found.
+
+    Supports type (one or a list), properties, required, additionalProperties (bool), items,
+    enum, minimum, maximum, minLength, maxLength and minItems.
+    """
+    problems: list[str] = []
+    expected = schema.get("type")
+    if expected is not None:
+        names = expected if isinstance(expected, list) else [expected]
+        ok = False
+        for name in names:
+            types = _JSON_TYPES.get(name, ())
+            if isinstance(value, bool) and name in ("integer", "number"):
+                continue
+            if isinstance(value, types):
+                ok = True
+        if not ok:
+            return [f"{where} must be {' or '.join(names)}"]
+    if "enum" in schema and value not in schema["enum"]:
+        problems.append(f"{where} must be one of {schema['enum']}")
+    if isinstance(value, str):
+        if len(value) < schema.get("minLength", 0):
+            problems.append(f"{where} is too short")
+        if "maxLength" in schema and len(value) > schema["maxLength"]:
+            problems.append(f"{where} is too long")
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        if "minimum" in schema and value < schema["minimum"]:
+            problems.append(f"{where} must be >= {schema['minimum']}")
+        if "maximum" in schema and value > schema["maximum"]:
+            problems.append(f"{where} must be <= {schema['maximum']}")
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        for name in schema.get("required", []):
+            if name not in value:
+                problems.append(f"{where}.{name} is required")
+        if schema.get("additionalProperties", True) is False:
+            for name in value:
+                if name not in props:
+                    problems.append(f"{where}.{name} is not allowed")
+        for name, sub in props.items():
+            if name in value:
+                problems.extend(validate_schema(sub, value[name], f"{where}.{name}"))
+    if isinstance(value, list):
+        if len(value) < schema.get("minItems", 0):
+            problems.append(f"{where} needs at least {schema['minItems']} items")
+        if "items" in schema:
+            for i, item in enumerate(value):
+                problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
+    return problems

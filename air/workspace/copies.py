@@ -1,0 +1,132 @@
+"""The ``isolated_copy`` strategy's files: copy the project out, list what changed, copy back.
+
+Owns: the hash manifest of a tree (sha256 per regular file, ``link:<target>`` per symlink,
+never followed), the copy of a project without ``.git``/``.air`` and build caches
+(``JUNK_DIRS``, which no strategy ever merges back), the copy's changes against its manifest,
+and the file-by-file copy back, where a file changed on both sides is a conflict and nothing
+is written. Blocking file work: callers run these in a thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+
+from air.workspace.changes import SYMLINK, PathChange
+
+__all__ = [
+    "JUNK_DIRS",
+    "copy_back",
+    "copy_project",
+    "entry_hash",
+    "manifest_changes",
+    "tree_manifest",
+]
+
+_COPY_IGNORE = (".git", ".air")
+JUNK_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+"""Build/cache directories an isolated copy neither copies nor merges back, and that a
+worktree's commit leaves out."""
+
+
+def _hash_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 16), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def entry_hash(path: str) -> str | None:
+    """A manifest entry: a regular file's sha256, ``link:<target>`` for a symlink (never
+    followed), None for anything else or nothing."""
+    if os.path.islink(path):
+        return "link:" + os.readlink(path)
+    return _hash_file(path) if os.path.isfile(path) else None
+
+
+def tree_manifest(root: str) -> dict[str, str]:
+    """Every file under ``root`` (relative path -> ``entry_hash``), without ``.git``/``.air``
+    at the top, build caches and bytecode."""
+    manifest: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d not in _COPY_IGNORE]
+        dirnames[:] = [d for d in dirnames if d not in JUNK_DIRS]
+        for name in filenames:
+            if name.endswith((".pyc", ".pyo")):
+                continue
+            digest = entry_hash(os.path.join(dirpath, name))
+            if digest is not None:
+                manifest[os.path.normpath(os.path.join(rel_dir, name))] = digest
+    return manifest
+
+
+def copy_project(project_root: str, dest: str) -> dict[str, str]:
+    """Copy the project to ``dest`` (symlinks as links) and return the copy's manifest."""
+    shutil.copytree(
+        project_root,
+        dest,
+        symlinks=True,
+        ignore=lambda d, names: [
+            n for n in names if (d == project_root and n in _COPY_IGNORE) or n in JUNK_DIRS
+        ],
+    )
+    return tree_manifest(dest)
+
+
+def _mode(digest: str | None) -> str:
+    if digest is None:
+        return "000000"
+    return SYMLINK if digest.startswith("link:") else "100644"
+
+
+def manifest_changes(manifest: dict[str, str], path: str) -> list[PathChange]:
+    """The copy at ``path`` against its ``manifest``: added, deleted and modified paths (a
+    symlink is reported as one, with its target)."""
+    now = tree_manifest(path)
+    changes = []
+    for rel in sorted(set(now) | set(manifest)):
+        old, new = manifest.get(rel), now.get(rel)
+        if old == new:
+            continue
+        status = "A" if old is None else "D" if new is None else "M"
+        target = new[len("link:") :] if new and new.startswith("link:") else None
+        changes.append(PathChange(rel, status, _mode(old), _mode(new), link_target=target))
+    return changes
+
+
+def copy_back(
+    project_root: str, copy: str, manifest: dict[str, str], changed: list[str]
+) -> list[str]:
+    """Copy the ``changed`` paths from ``copy`` into the project, each by an atomic rename.
+
+    Returns:
+        The conflicts (a path the project changed too since the copy was made); when there
+        is one, nothing was written.
+    """
+    conflicts = []
+    for rel in changed:
+        current = entry_hash(os.path.join(project_root, rel))
+        if current != manifest.get(rel) and current != entry_hash(os.path.join(copy, rel)):
+            conflicts.append(rel)
+    if conflicts:
+        return conflicts
+    for rel in changed:
+        target = os.path.join(project_root, rel)
+        source = os.path.join(copy, rel)
+        if os.path.islink(source):  # checked: it stays inside the project
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            tmp = target + ".air-merge.tmp"
+            os.symlink(os.readlink(source), tmp)
+            os.replace(tmp, target)
+        elif os.path.isfile(source):
+            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            tmp = target + ".air-merge.tmp"
+            shutil.copy2(source, tmp)
+            os.replace(tmp, target)
+        elif os.path.lexists(target) and not os.path.isdir(target):
+            os.unlink(target)
+    return []

@@ -1,0 +1,132 @@
+"""Workspace records: the mechanism's view of one workspace and where it is kept (SDD §7.5).
+
+Owns: ``WorkspaceRecord`` (strategy, path, status, branch, base commit, an isolated copy's
+manifest, a worktree's verified git directory), ``RecordStore`` (one JSON sidecar per
+workspace under the workspaces root, written atomically, so a restart knows what the mechanism
+made), ``workspace_error`` (the package's ``workspace_error`` failure) and ``parse_iso`` (the
+records' timestamps, read back for retention).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+from air.contracts.error import AirException, ErrorKind
+from air.contracts.task import WorkspaceRef, WorkspaceStatus, WorkspaceStrategy
+
+__all__ = ["RecordStore", "WorkspaceRecord", "parse_iso", "workspace_error"]
+
+
+@dataclass(eq=False)
+class WorkspaceRecord:
+    """The mechanism's view of one workspace (also written as ``<id>.json``)."""
+
+    workspace_id: str
+    strategy: str
+    path: str
+    status: str = WorkspaceStatus.ACTIVE.value
+    task_id: str | None = None
+    agent_id: str | None = None
+    branch: str | None = None
+    base_commit: str | None = None
+    created_at: str = ""
+    merged_at: str | None = None
+    abandoned_at: str | None = None
+    manifest: dict[str, str] = field(default_factory=dict)
+    git_dir: str | None = None
+    """A worktree's git directory (realpath) as created; every git command checks it."""
+    git_fingerprint: str | None = None
+    """``GitLocation.fingerprint`` at creation (None in records written before IMPL-GIT-2)."""
+
+    def ref(self) -> WorkspaceRef:
+        return WorkspaceRef(
+            workspace_id=self.workspace_id,
+            task_id=self.task_id,
+            agent_id=self.agent_id,
+            strategy=WorkspaceStrategy(self.strategy),
+            path=self.path,
+            branch=self.branch,
+            base_commit=self.base_commit,
+        )
+
+
+def workspace_error(message: str, detail: str | None = None) -> AirException:
+    """A ``workspace_error``: git, the copy or the record failed, or the request would lose work."""
+    return AirException.of(
+        kind=ErrorKind.WORKSPACE_ERROR,
+        message=message,
+        detail=detail,
+        user_action="Check the project's git state (git status, git worktree list) and retry.",
+    )
+
+
+class RecordStore:
+    """The sidecars under ``root``, with the records read so far cached by id."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._records: dict[str, WorkspaceRecord] = {}
+
+    def _sidecar(self, workspace_id: str) -> str:
+        return os.path.join(self.root, f"{workspace_id}.json")
+
+    def save(self, rec: WorkspaceRecord) -> None:
+        """Write ``rec`` atomically (temporary file, fsync, rename)."""
+        os.makedirs(self.root, exist_ok=True)
+        tmp = self._sidecar(rec.workspace_id) + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(asdict(rec), handle)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, self._sidecar(rec.workspace_id))
+        self._records[rec.workspace_id] = rec
+
+    def get(self, workspace_id: str) -> WorkspaceRecord:
+        """The record of ``workspace_id``.
+
+        Raises:
+            AirException: ``not_found`` when this project has no such workspace.
+        """
+        rec = self._records.get(workspace_id)
+        if rec is not None:
+            return rec
+        try:
+            with open(self._sidecar(workspace_id), encoding="utf-8") as handle:
+                rec = WorkspaceRecord(**json.load(handle))
+        except FileNotFoundError as exc:
+            raise AirException.of(
+                kind=ErrorKind.NOT_FOUND,
+                message=f"unknown workspace {workspace_id}",
+                user_action="List workspaces with `air history`; the id may be another project's.",
+            ) from exc
+        self._records[workspace_id] = rec
+        return rec
+
+    def list(self) -> list[WorkspaceRecord]:
+        """Every record under the root, by id."""
+        if not os.path.isdir(self.root):
+            return []
+        return [
+            self.get(name[: -len(".json")])
+            for name in sorted(os.listdir(self.root))
+            if name.endswith(".json")
+        ]
+
+
+_ISO_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,6}Z")
+
+
+def parse_iso(text: str) -> datetime:
+    """``utc_now_iso``'s shape only (``2025-01-31T12:00:00.123456Z``), like the
+    ``strptime("%Y-%m-%dT%H:%M:%S.%fZ")`` it replaces, without importing ``_strptime``.
+
+    Raises:
+        ValueError: any other text.
+    """
+    if not _ISO_UTC.fullmatch(text):
+        raise ValueError(f"time data {text!r} does not match format '%Y-%m-%dT%H:%M:%S.%fZ'")
+    return datetime.fromisoformat(text[:-1]).replace(tzinfo=UTC)

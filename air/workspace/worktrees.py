@@ -1,0 +1,287 @@
+"""The ``worktree`` strategy's git: the project's repository and its task worktrees.
+
+Owns: ``ProjectGit`` — every git command the workspace manager runs, each through
+``air.workspace.gitsafe`` and, for a worktree, only after its git directory was verified to be
+the one recorded at creation (IMPL-GIT-2); worktree commands one at a time; and the worktree
+operations built on it: add a worktree on ``air/ws/<id>``, list its changed files, commit what
+the task left (build caches excluded), list that commit's changes as git's raw diff (renames as
+deletion and addition, gitlinks, symlink targets), merge exactly that commit with ``--no-ff``
+(a conflict is aborted and reported, never resolved) and remove the worktree.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import trio
+
+from air.contracts.error import AirException
+from air.workspace.authorship import Authorship, commit_message, read_authorship
+from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
+from air.workspace.copies import JUNK_DIRS
+from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
+from air.workspace.records import WorkspaceRecord, workspace_error
+
+if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
+    from air.contracts.task_results import MergeResult
+
+__all__ = ["ProjectGit"]
+
+
+def _porcelain_paths(raw: bytes) -> set[str]:
+    """Every path in ``git status --porcelain -z`` output (both sides of a rename)."""
+    names: set[str] = set()
+    entries = os.fsdecode(raw).split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        names.add(entry[3:])
+        if "R" in entry[:2] or "C" in entry[:2]:
+            if i < len(entries) and entries[i]:
+                names.add(entries[i])
+            i += 1
+    return names
+
+
+def _is_dir(path: str) -> bool:
+    return os.path.isdir(path)
+
+
+def _has_dot_git(root: str) -> bool:
+    """Whether ``root`` has a ``.git`` entry at all (one ``lstat``)."""
+    return os.path.lexists(os.path.join(root, ".git"))
+
+
+class ProjectGit:
+    """Verified git for one project root (realpath) and the worktrees made from it."""
+
+    def __init__(self, project_root: str) -> None:
+        self.project_root = project_root
+        self._authorship: Authorship | None = None
+        self._worktree_lock = trio.Lock()
+        """One ``git worktree`` command at a time: ``worktree add`` reads every worktree's
+        metadata and fails on one another ``worktree add`` is still writing."""
+
+    def _main_location(self) -> GitLocation:
+        return locate_git(self.project_root, project_root=self.project_root)
+
+    def verify(self, rec: WorkspaceRecord) -> GitLocation:
+        """The worktree's git directory, verified against the record (IMPL-GIT-2)."""
+        return verify_location(
+            rec.path,
+            project_root=self.project_root,
+            git_dir=rec.git_dir,
+            fingerprint=rec.git_fingerprint,
+        )
+
+    async def authorship(self) -> Authorship:
+        """Who the project's commits name (the user's identity and signing), read once."""
+        if self._authorship is None:
+            self._authorship = await read_authorship(self._main_location())
+        return self._authorship
+
+    async def message(self, rec: WorkspaceRecord, subject: str, body: str | None = None) -> str:
+        """A commit message for ``rec``'s task: subject, body, ``Air-*`` trailers."""
+        trailers = {"Air-Task": str(rec.task_id), "Air-Workspace": rec.workspace_id}
+        return commit_message(subject, body, trailers, await self.authorship())
+
+    async def run(
+        self,
+        where: WorkspaceRecord | None,
+        *args: str,
+        check: bool = True,
+        config: Sequence[str] = (),
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run one hardened git command in ``where`` (None: the project root), verifying its
+        git directory right before (IMPL-GIT-2); ``config``: ``-c`` options before it."""
+        location = self._main_location() if where is None else self.verify(where)
+        if args[0] == "worktree":
+            async with self._worktree_lock:
+                result = await run_git(location, *config, *args)
+        else:
+            result = await run_git(location, *config, *args)
+        if check and result.returncode != 0:
+            raise workspace_error(
+                f"git {args[0]} failed in {location.work_tree}",
+                detail=result.stderr.decode("utf-8", "replace").strip()[:2000],
+            )
+        return result
+
+    async def out(self, where: WorkspaceRecord | None, *args: str) -> str:
+        return (await self.run(where, *args)).stdout.decode().strip()
+
+    async def is_repo(self) -> bool:
+        """True when the project root holds its own repository (a ``.git`` directory, or the
+        ``.git`` file of a linked worktree) with at least one commit (a project nested inside
+        another repository is not: merges would land elsewhere)."""
+        if not _has_dot_git(self.project_root):
+            return False  # what locate_git would refuse, without building its AirException
+        try:
+            self._main_location()
+        except AirException:
+            return False
+        head = await self.run(None, "rev-parse", "--verify", "HEAD", check=False)
+        return head.returncode == 0
+
+    async def use_branch(self, name: str) -> None:
+        """Check out ``name`` in the project: nothing when it is checked out, ``git switch``
+        when it exists, ``git switch -c`` from HEAD when it does not."""
+        current = await self.run(None, "symbolic-ref", "--quiet", "--short", "HEAD", check=False)
+        if current.stdout.decode().strip() == name:
+            return
+        known = await self.run(
+            None, "rev-parse", "--verify", "--quiet", f"refs/heads/{name}", check=False
+        )
+        create = [] if known.returncode == 0 else ["-c"]
+        await self.run(None, "switch", "--quiet", *create, name)
+
+    async def add(self, rec: WorkspaceRecord, base: str) -> None:
+        """Make ``rec``'s worktree at ``rec.path`` on ``rec.branch`` from ``base``, and record
+        its base commit and verified git directory."""
+        assert rec.branch is not None
+        rec.base_commit = await self.out(None, "rev-parse", "--verify", f"{base}^{{commit}}")
+        await self.run(None, "worktree", "add", "-q", "-b", rec.branch, rec.path, rec.base_commit)
+        created = locate_git(rec.path, project_root=self.project_root)
+        rec.git_dir, rec.git_fingerprint = created.git_dir, created.fingerprint
+
+    async def changed_files(self, rec: WorkspaceRecord) -> list[str]:
+        """Files the worktree changed relative to its base (uncommitted and committed)."""
+        status = await self.run(
+            rec, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all"
+        )
+        committed = await self.run(
+            rec,
+            "diff",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--name-only",
+            "-z",
+            f"{rec.base_commit}..HEAD",
+        )
+        names = _porcelain_paths(status.stdout)
+        names.update(n for n in os.fsdecode(committed.stdout).split("\0") if n)
+        return sorted(n for n in names if not JUNK_DIRS.intersection(n.split("/")))
+
+    async def commit(self, rec: WorkspaceRecord, message: str) -> str:
+        """Commit everything the task left in its worktree to its branch; returns that commit
+        (what the merge check reads and what is merged, nothing later)."""
+        # build/cache directories the task's commands left behind are never merged back
+        junk = [f":(exclude,glob)**/{name}/**" for name in sorted(JUNK_DIRS)]
+        await self.run(rec, "add", "-A", "--", ".", *junk)
+        staged = await self.run(
+            rec,
+            "diff",
+            "--no-ext-diff",
+            "--cached",
+            "--quiet",
+            "--ignore-submodules=none",  # a nested repository is committed, then refused
+            check=False,
+        )
+        if staged.returncode != 0:
+            # --allow-empty: git's own "nothing to commit" check ignores gitlinks here
+            who = await self.authorship()
+            await self.run(
+                rec,
+                "commit",
+                "-q",
+                "--no-verify",
+                "--allow-empty",
+                *who.commit_args(),
+                "-m",
+                message,
+                config=who.config(),
+            )
+        return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
+
+    async def changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
+        """Every path ``head`` changed relative to the base: added, deleted, modified, mode
+        and type changes, a rename as its deletion and its addition, gitlinks included."""
+        raw = await self.run(
+            rec,
+            "diff",
+            "--raw",
+            "-z",
+            "--no-renames",
+            "--no-abbrev",
+            "--no-ext-diff",
+            "--no-textconv",
+            "--ignore-submodules=none",
+            str(rec.base_commit),
+            head,
+        )
+        changes = []
+        for change in parse_raw_diff(raw.stdout):
+            if change.new_mode == SYMLINK:
+                blob = await self.run(rec, "cat-file", "blob", f"{head}:{change.path}")
+                change = change._replace(link_target=os.fsdecode(blob.stdout))
+            changes.append(change)
+        return changes
+
+    async def merge(self, rec: WorkspaceRecord, head: str, message: str) -> MergeResult:
+        """Merge exactly ``head`` (the commit that was checked) into the project with
+        ``--no-ff`` and ``message``; a conflict is aborted and reported with its paths. A
+        merged task branch is deleted (its commits are in the project's history now)."""
+        from air.contracts.task_results import MergeResult
+
+        assert rec.branch is not None
+        ahead = await self.out(rec, "rev-list", "--count", f"{rec.base_commit}..{head}")
+        if ahead == "0":
+            return MergeResult(
+                workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
+            )
+        who = await self.authorship()
+        merged = await self.run(
+            None,
+            "merge",
+            "--no-ff",
+            "--no-edit",
+            "--no-stat",
+            "--no-verify",
+            *who.merge_args(),
+            "-m",
+            message,
+            head,  # the commit that was checked, not whatever the branch holds by now
+            check=False,
+            config=who.config(),
+        )
+        if merged.returncode != 0:
+            unmerged = await self.out(
+                None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
+            )
+            paths = [p for p in unmerged.splitlines() if p]
+            if not paths:
+                paths = await self.changed_files(rec)
+            await self.run(None, "merge", "--abort", check=False)
+            return MergeResult(
+                workspace_id=rec.workspace_id,
+                status="conflicted",
+                kept_branch=rec.branch,
+                conflicted_paths=sorted(paths),
+            )
+        return MergeResult(
+            workspace_id=rec.workspace_id,
+            status="merged",
+            merge_commit=await self.out(None, "rev-parse", "HEAD"),
+            kept_branch=rec.branch,
+        )
+
+    async def delete_merged_branch(self, rec: WorkspaceRecord) -> bool:
+        """Delete the task branch when the project's HEAD contains it (``git branch -d``
+        refuses anything else: unmerged work is never lost). True when it was deleted."""
+        if rec.branch is None:
+            return False
+        done = await self.run(None, "branch", "-d", "-q", rec.branch, check=False)
+        return done.returncode == 0
+
+    async def remove(self, rec: WorkspaceRecord) -> None:
+        """Commit what is left to the worktree's branch (kept), remove the worktree, prune."""
+        if _is_dir(rec.path):
+            await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
+            await self.run(None, "worktree", "remove", "--force", rec.path)
+        await self.run(None, "worktree", "prune", check=False)

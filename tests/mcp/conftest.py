@@ -1,0 +1,64 @@
+"""Fixtures for the MCP tests: a real air session with a ToolRegistry and no built-in tools.
+
+``McpEnv`` wires a real PermissionEngine (policy rules given per test), the session's real
+ingestor and artifact store, and an optional prompt; ``ctx`` is a tool call's context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from air.contracts.tool_runs import ToolExecutionContext
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.policy import PermissionPolicy, parse_policy
+from air.security.redact import SecretRedactor
+from air.session.manager import OpenSession, SessionManager
+from air.session.project import ProjectStore
+from air.tools import PromptBroker, ToolRegistry
+from tests.gitrepo import git
+
+
+class McpEnv:
+    def __init__(self, tmp: Path, *, rules: str = "", prompts: PromptBroker | None = None) -> None:
+        self.root = tmp / "proj"
+        self.root.mkdir()
+        git(self.root, "init", "-q")
+        self.project = ProjectStore().initialize(self.root)
+        self.session: OpenSession = SessionManager().open_session(self.project)
+        policy = parse_policy(rules, "rules.yaml") if rules else PermissionPolicy()
+        self.engine = PermissionEngine(
+            policy=policy,
+            classifier=PathClassifier(home=str(tmp / "home")),
+            redactor=SecretRedactor(),
+            sink=self.session.ingestor.ingest,
+        )
+        self.registry = ToolRegistry(
+            engine=self.engine,
+            recorder=self.session.ingestor,
+            artifacts=self.session.artifacts,
+            prompts=prompts,
+        )
+
+    def ctx(self, **kw: Any) -> ToolExecutionContext:
+        fields: dict[str, Any] = {
+            "session_id": self.session.session_id,
+            "project_root": str(self.root),
+            "workspace_root": str(self.root),
+        }
+        fields.update(kw)
+        return ToolExecutionContext.model_validate(fields)
+
+    def payloads(self, type: str) -> list[dict[str, Any]]:
+        return [dict(e.payload) for e in self.session.events.query() if e.type == type]
+
+
+@pytest.fixture
+def mcp_env(tmp_path: Path) -> Iterator[McpEnv]:
+    env = McpEnv(tmp_path, rules="rules:\n  - {action: allow, tool: 'mcp__*'}\n")
+    yield env
+    env.session.close()

@@ -1,0 +1,69 @@
+"""The published MCP servers the tests talk to (installed by scripts/setup.sh in .mcp-servers/).
+
+``time_server()``: ``mcp-server-time`` from PyPI (stdio). ``everything_http()``: the reference
+``@modelcontextprotocol/server-everything`` from npm, serving streamable HTTP on a free port of
+127.0.0.1 for the test's duration. A missing server fails the test loudly, never skips it.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVERS = ROOT / ".mcp-servers"
+
+
+def time_server() -> str:
+    path = SERVERS / "venv" / "bin" / "mcp-server-time"
+    if not os.access(path, os.X_OK):
+        pytest.fail(f"{path} is missing: run scripts/setup.sh (it installs mcp-server-time)")
+    return str(path)
+
+
+def hostile_server() -> list[str]:
+    return [sys.executable, "-m", "air.testing.mcp_hostile"]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def everything_http() -> Iterator[str]:
+    """The URL of a running server-everything (streamable HTTP), stopped afterwards."""
+    program = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+    if not os.access(program, os.X_OK):
+        pytest.fail(f"{program} is missing: run scripts/setup.sh (it installs server-everything)")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [str(program), "streamableHttp"],
+        env={**os.environ, "PORT": str(port)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"server-everything did not listen on {port}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
