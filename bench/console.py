@@ -16,7 +16,8 @@ Runs the real console in a private tmux server and measures, in the same run:
   console runs; redraw interval p50/p99, render time p99, peak RSS and RSS growth after the
   first second. Goal: redraw p99 <= 50 ms.
 
-How a frame is detected: one tmux control-mode client (``tmux -C``) follows the pane; after
+How a frame is detected: one tmux control-mode client (``tmux -C``) follows the pane (its
+attach block read first: a capture's answer is never mistaken for it); after
 each ``%output`` notification (bytes the process wrote reached tmux's terminal) it asks for
 ``capture-pane`` through the same client and looks for the marker on the rendered screen. No
 polling process is forked, so the measurement does not compete with the console for the CPU,
@@ -81,6 +82,12 @@ class _Tmux:
                 [self.tmux, "-L", self.socket, "-C", "attach", "-t", "b"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             )  # fmt: skip
+            # The attach command's own %begin/%end block comes first: read past it, or the
+            # first capture would take it for its answer ("" on screen) and, when the program
+            # had printed everything before the attach, wait for an %output that never comes.
+            for line in self._lines(time.monotonic() + 10):
+                if line.startswith((b"%end", b"%error")):
+                    break
         if self.control.stdin is None or self.control.stdout is None:
             raise SystemExit("no pipes to the tmux control client")
         return self.control.stdin, self.control.stdout

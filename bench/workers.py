@@ -1,7 +1,7 @@
 """Worker benchmarks: spawn-to-ready latency and NDJSON round trips, each against a baseline
 measured in the same run.
 
-Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
+Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N] [--cancels C] [--only-cancel]``.
 
 1. Spawn-to-ready: ``WorkerProcess.spawn`` of ``python -m air.roles`` (own session, marker env),
    ``agent.start`` sent, until ``worker.ready`` is decoded — 1 worker, then 16 at once — vs a
@@ -18,6 +18,15 @@ Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N]``.
    Each also prints the CPU time a round trip costs the parent and the child together
    (``/proc/PID/schedstat``), worker vs raw echo: unlike the wall-clock rates, that figure
    barely moves when other processes compete for the cores.
+3. Cancel of 16 workers: ``--cancels`` times (default 10), 16 real workers each with a setsid
+   grandchild are cancelled through the Scheduler, timed until all 32 processes are gone; the
+   median, with the load average. Goal: <= 25 ms (one ``/proc`` scan per cancel, not per
+   worker).
+4. Memory per task (``--memory``): the parent's resident set after N review tasks through the
+   real Scheduler, the real WorkerManager (handshake, read loop, result checks, run records)
+   and a real session (SQLite file, ingestor, bus, projections), the workers being FakeLauncher
+   tasks over memory streams under Trio's virtual clock; N = 1,000 and 10,000, each in a fresh
+   process. Goal (issue 28 item 7): RSS at 10,000 <= 1.3x RSS at 1,000.
 """
 
 from __future__ import annotations
@@ -298,10 +307,151 @@ async def main(rounds: int, trips: int, spawn: bool = True) -> None:
         )
 
 
+def cancel_wave(runs: int) -> None:
+    """Cancel of 16 real workers, each with a setsid grandchild: from ``Scheduler.cancel`` until
+    all 32 processes are gone (``bench/scheduler.py``'s (d), workers that obey SIGTERM)."""
+    from bench.scheduler import cancel_measured
+
+    times: list[float] = []
+    scans: list[int] = []
+    loads: list[float] = []
+    for _ in range(runs):
+        loads.append(os.getloadavg()[0])
+        took, passes = trio.run(cancel_measured, False)
+        times.append(took)
+        scans.append(passes)
+    print(
+        f"cancel of 16 workers (+16 grandchildren), {runs} runs: median"
+        f" {statistics.median(times) * 1000:6.1f} ms (min {min(times) * 1000:.1f},"
+        f" max {max(times) * 1000:.1f})  (goal <= 25 ms)  /proc scans per cancel: median"
+        f" {statistics.median(scans):.0f} (max {max(scans)})  load average"
+        f" {min(loads):.1f}-{max(loads):.1f} on {os.cpu_count()} cores"
+    )
+
+
+_APPROVED = {"status": "completed", "summary": "ok", "result": {"verdict": "approved"}}
+
+
+def _rss_kib() -> tuple[int, int]:
+    """This process's resident set now and at its peak (``VmRSS``, ``VmHWM``), in KiB."""
+    found: dict[str, int] = {}
+    with open("/proc/self/status") as fh:
+        for line in fh:
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                found[key] = int(value.split()[0])
+    return found["VmRSS"], found["VmHWM"]
+
+
+def memory_child(n: int) -> None:
+    """(In a fresh process.) Run ``n`` review tasks through the real supervision and session;
+    print ``rss_kib peak_kib`` measured with the session still open, after a full collection."""
+    import gc
+
+    import trio.testing
+
+    from air.llm.manager import ProviderManager
+    from air.nursery.ledger import SessionLedger
+    from air.nursery.scheduler import Scheduler, SchedulerOptions
+    from air.session.manager import SessionManager
+    from air.session.project import ProjectStore
+    from air.testing.launcher import FakeLauncher, scripted
+
+    specs = [
+        TaskSpec(id=f"t{i}", type=TaskType.REVIEW, title=f"t{i}", description="d") for i in range(n)
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "proj"
+        root.mkdir()
+        session = SessionManager().open_session(ProjectStore().initialize(str(root)))
+        try:
+            ledger = SessionLedger.for_session(session)
+            measured: list[tuple[int, int]] = []
+
+            async def no_tools(*args: object) -> object:
+                raise AssertionError("no tool calls")
+
+            async def main() -> None:
+                async with trio.open_nursery() as nursery:
+                    manager = WorkerManager(
+                        tools=no_tools,  # type: ignore[arg-type]
+                        provider=ProviderManager.for_cassette(str(Path(tmp) / "none.jsonl")),
+                        events=session.ingestor,
+                        artifacts=session.artifacts,
+                        config=SupervisionConfig(),
+                        state_dir=str(Path(tmp) / "runs"),
+                        launcher=FakeLauncher(
+                            nursery, scripted([{"result": _APPROVED}]), keep=False
+                        ),
+                    )
+                    sched = Scheduler(
+                        ledger, manager, project_root=str(root), options=SchedulerOptions()
+                    )
+                    await sched.create_tasks(specs)
+                    result = await sched.run_until_idle()
+                    if result.status != "completed":
+                        raise SystemExit(f"the batch ended {result.status}")
+                    gc.collect()
+                    measured.append(_rss_kib())
+                    nursery.cancel_scope.cancel()
+
+            trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        finally:
+            session.close()
+    print(*measured[0])
+
+
+def task_memory(n: int) -> tuple[int, int]:
+    """(rss, peak) KiB of a fresh process after ``n`` tasks (``memory_child``)."""
+    out = subprocess.run(
+        [sys.executable, __file__, "--memory-child", str(n)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=3600,
+    ).stdout.split()
+    return int(out[-2]), int(out[-1])
+
+
+def memory(rounds: int, small: int = 1000, large: int = 10_000) -> None:
+    """RSS after ``small`` and ``large`` tasks, alternating, the median of ``rounds`` each."""
+    sizes: dict[int, list[tuple[int, int]]] = {small: [], large: []}
+    print(
+        f"memory per task: {small} vs {large} tasks, {rounds} rounds, load {os.getloadavg()[0]:.1f}"
+    )
+    for _ in range(rounds):
+        for n in (small, large):
+            sizes[n].append(task_memory(n))
+    med = statistics.median
+    rss = {n: med(r for r, _ in got) for n, got in sizes.items()}
+    peak = {n: med(p for _, p in got) for n, got in sizes.items()}
+    for n in (small, large):
+        print(f"  {n:>6} tasks: RSS {rss[n] / 1024:7.1f} MiB  peak {peak[n] / 1024:7.1f} MiB")
+    print(
+        f"  RSS {large} / {small}: {rss[large] / rss[small]:4.2f}x  (goal <= 1.3x);"
+        f" {(rss[large] - rss[small]) / (large - small):5.2f} KiB per task;"
+        f" load {os.getloadavg()[0]:.1f}"
+    )
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--trips", type=int, default=2000)
     parser.add_argument("--no-spawn", action="store_true", help="measure round trips only")
+    parser.add_argument("--cancels", type=int, default=10, help="cancels of 16 workers timed")
+    parser.add_argument("--only-cancel", action="store_true", help="time the cancels only")
+    parser.add_argument(
+        "--memory", action="store_true", help="measure the parent's memory per task only"
+    )
+    parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
-    trio.run(main, args.rounds, args.trips, not args.no_spawn)
+    if args.memory_child:
+        memory_child(args.memory_child)
+    elif args.memory:
+        memory(args.rounds)
+    else:
+        if not args.only_cancel:
+            trio.run(main, args.rounds, args.trips, not args.no_spawn)
+        if args.cancels:
+            cancel_wave(args.cancels)

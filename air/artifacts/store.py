@@ -1,7 +1,8 @@
 """ArtifactStore and EvidenceStore of one session (SDD §11.1, §11.2; baselines §A.13).
 
 Owns the artifact write protocol (temp file in the artifact directory → sha256 + size → fsync
-→ atomic rename to ``<ts>-<art_id>-<slug><ext>`` → durable ``artifact.created``), artifact
+→ atomic rename to ``<ts>-<art_id>-<slug><ext>`` → durable ``artifact.created``; whole, or in
+pieces through an ``ArtifactWriter``), artifact
 reads, the orphan-file recovery scan (register a well-named file the DB does not know,
 quarantine anything else, delete stale temp files) and the evidence records
 (``evidence.created``). URIs are ``artifact://project/<pid>/session/<sid>/<art_id>``.
@@ -15,7 +16,7 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import Field
 
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # built at the first artifact or evidence (IMPL-BOOT-12)
 __all__ = [
     "TEMP_PREFIX",
     "ArtifactStore",
+    "ArtifactWriter",
     "EvidenceStore",
     "RecoveryReport",
     "artifact_filename",
@@ -100,6 +102,95 @@ def _ref(row: Row) -> ArtifactRef:
     )
 
 
+def _storage_error(artifact_id: str, exc: OSError) -> AirException:
+    return AirException.of(
+        kind="storage_error",
+        message=f"cannot write artifact {artifact_id}",
+        detail=str(exc),
+        retryability="transient",
+        user_action="Check free disk space and permissions under .air/local/sessions.",
+    )
+
+
+class ArtifactWriter:
+    """One artifact being written (``ArtifactStore.open_writer``): ``write`` and ``close`` from
+    any one thread at a time (a worker thread: they block on the disk), then ``commit`` on the
+    thread that records events (rename into place, ``artifact.created``) or ``discard``."""
+
+    def __init__(
+        self,
+        store: ArtifactStore,
+        data: ArtifactCreateInput,
+        ctx: ArtifactContext,
+        artifact_id: str,
+        temp: Path,
+        fh: BinaryIO,
+    ) -> None:
+        self.store = store
+        self.data = data
+        self.ctx = ctx
+        self.artifact_id = artifact_id
+        self.temp = temp
+        self._fh: BinaryIO | None = fh
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+
+    def write(self, content: bytes) -> None:
+        """Append ``content`` (already redacted: the store writes what it is given).
+
+        Raises:
+            AirException: ``storage_error`` (the temp file is removed).
+        """
+        if not content:
+            return
+        if self._fh is None:
+            raise AirException.of(
+                kind="system_error",
+                message=f"artifact {self.artifact_id} was written after it was closed",
+                user_action="Report this as a bug in air.",
+            )
+        try:
+            self._fh.write(content)
+        except OSError as exc:
+            self.discard()
+            raise _storage_error(self.artifact_id, exc) from exc
+        self.sha256.update(content)
+        self.size += len(content)
+
+    def close(self) -> None:
+        """Flush and fsync the temp file (idempotent).
+
+        Raises:
+            AirException: ``storage_error`` (the temp file is removed).
+        """
+        fh, self._fh = self._fh, None
+        if fh is None:
+            return
+        try:
+            with fh:
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            self.temp.unlink(missing_ok=True)
+            raise _storage_error(self.artifact_id, exc) from exc
+
+    def commit(self) -> ArtifactRef:
+        """``close``, rename into place, record ``artifact.created``; the artifact's ref.
+
+        Raises:
+            AirException: as ``ArtifactStore.create``.
+        """
+        self.close()
+        return self.store._commit(self)
+
+    def discard(self) -> None:
+        """Drop the artifact: close and remove the temp file (idempotent)."""
+        fh, self._fh = self._fh, None
+        if fh is not None:
+            fh.close()
+        self.temp.unlink(missing_ok=True)
+
+
 class ArtifactStore:
     """Artifacts of one session; see the module docstring."""
 
@@ -128,8 +219,21 @@ class ArtifactStore:
                 session; ``storage_error`` when the file cannot be written; the EventStore's
                 errors when recording fails (the file is removed again then).
         """
-        from air.contracts.artifact_records import ArtifactRef
+        writer = self.open_writer(data, ctx)
+        try:
+            writer.close()
+        except BaseException:
+            writer.discard()
+            raise
+        return writer.commit()
 
+    def open_writer(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> ArtifactWriter:
+        """An artifact written in pieces (``data.content`` first): the same protocol as
+        ``create``, for content too large to hold (a command's log, IMPL-REDACT-2).
+
+        Raises:
+            AirException: as ``create``.
+        """
         if ctx.session_id != self.session_id:
             raise AirException.of(
                 kind="validation_error",
@@ -143,34 +247,35 @@ class ArtifactStore:
                 user_action="Use an extension like '.txt', '.log' or '.tar.gz'.",
             )
         artifact_id = self.ids.artifact_id()
-        created_at = self.clock.now_iso()
-        final = self.root / artifact_filename(created_at, artifact_id, data.slug, data.extension)
         temp = self.root / f"{TEMP_PREFIX}{artifact_id}"
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            with open(temp, "wb") as fh:
-                fh.write(data.content)
-                fh.flush()
-                os.fsync(fh.fileno())
-            digest = hashlib.sha256(data.content).hexdigest()
-            os.replace(temp, final)
+            fh = open(temp, "wb")
+        except OSError as exc:
+            raise _storage_error(artifact_id, exc) from exc
+        writer = ArtifactWriter(self, data, ctx, artifact_id, temp, fh)
+        writer.write(data.content)
+        return writer
+
+    def _commit(self, writer: ArtifactWriter) -> ArtifactRef:
+        from air.contracts.artifact_records import ArtifactRef
+
+        data, ctx, artifact_id = writer.data, writer.ctx, writer.artifact_id
+        created_at = self.clock.now_iso()
+        final = self.root / artifact_filename(created_at, artifact_id, data.slug, data.extension)
+        try:
+            os.replace(writer.temp, final)
             _fsync_dir(self.root)
         except OSError as exc:
-            temp.unlink(missing_ok=True)
-            raise AirException.of(
-                kind="storage_error",
-                message=f"cannot write artifact {artifact_id}",
-                detail=str(exc),
-                retryability="transient",
-                user_action="Check free disk space and permissions under .air/local/sessions.",
-            ) from exc
+            writer.temp.unlink(missing_ok=True)
+            raise _storage_error(artifact_id, exc) from exc
         ref = ArtifactRef(
             artifact_id=artifact_id,
             uri=artifact_uri(self.project_id, self.session_id, artifact_id),
             path=str(final),
             type=data.type,
-            sha256=digest,
-            size_bytes=len(data.content),
+            sha256=writer.sha256.hexdigest(),
+            size_bytes=writer.size,
         )
         payload = {
             **ref.model_dump(mode="json"),

@@ -111,6 +111,10 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         if args.get("--replay"):
             return _replay(options)
         _trust_or_ask(options, create=bool(args.get("PROJECT")))
+        from air.cli.reopen import offer_sessions
+
+        if offer_sessions(args, options, sys.stdin, sys.stdout):
+            return CliExit.OK  # the person quit at the list of sessions: nothing was opened
         import trio
 
         trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
@@ -268,15 +272,18 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
             on_force_cancel=on_force_cancel,
             on_quit=on_quit,
         )
+        from air.cli.reopen import reopen_command
+
+        reopen = reopen_command(options, runtime.session_id, runtime.project_root)
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app)
+            await _front(runtime, store, _Reporting(channel), plain, app, reopen)
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
             if killed:
                 print(
                     "air: a second Ctrl-C killed the session's workers; their tasks are "
-                    f"interrupted (see them with `air --session {runtime.session_id}`).",
+                    f"interrupted (see them with `{reopen}`).",
                     file=sys.stderr,
                     flush=True,
                 )
@@ -412,7 +419,9 @@ class _Drafts:
         return str(ref.artifact_id)
 
 
-async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any) -> None:
+async def _front(
+    runtime: Any, store: Any, channel: _Reporting, plain: bool, app: Any, reopen: str
+) -> None:
     """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
     person quits or a signal ends it."""
     import trio
@@ -436,17 +445,31 @@ async def _front(runtime: Any, store: Any, channel: _Reporting, plain: bool, app
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             await app.closed.wait()
+            _leave_tail(store)
             report = frame_report(app)
             log.info("console closed: %s", report)
             print(f"air: console closed: {report}", file=sys.stderr, flush=True)
         t = store.snapshot().totals
         print(
             f"air: session {runtime.session_id}: {t.completed}/{t.tasks} tasks done, "
-            f"{t.running} running. Reopen it with `air --session {runtime.session_id}`.",
+            f"{t.running} running. Reopen it with `{reopen}`.",
             file=sys.stderr,
             flush=True,
         )
         nursery.cancel_scope.cancel(reason="the console ended")
+
+
+def _leave_tail(store: Any) -> None:
+    """The screen is gone: print the conversation's last messages on the terminal, so the
+    answer stays in its scrollback."""
+    import shutil
+
+    from air.cli.reopen import transcript_tail
+
+    width = max(40, shutil.get_terminal_size((100, 24)).columns - 6)
+    tail = transcript_tail(list(store.snapshot().messages), width=width)
+    if tail:
+        print(tail, flush=True)
 
 
 def frame_report(app: Any) -> str:
@@ -548,4 +571,5 @@ async def _play(events: Any) -> None:
         replay=True,
         hud_extra=player.hud_text,
     )
+    app.layout.now = player.log_time  # elapsed times from the log, not the wall clock
     await player.play_while(app.run)

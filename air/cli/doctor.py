@@ -90,6 +90,12 @@ class RunRecordsCheck:
         # one reap handles every stale record: keep one fix
         return problems[:1] + [Problem(p.issue) for p in problems[1:]]
 
+    def found(self) -> str:
+        return (
+            f"{self.facts.get('records', 0)} worker run record(s), "
+            f"{self.facts.get('stale', 0)} left running by a dead air process"
+        )
+
 
 class WorktreeCheck:
     """Worktrees and directories under ``.air/local/workspaces`` that no record owns, and
@@ -198,6 +204,10 @@ class WorktreeCheck:
             self.facts["git"] = "not checked (no git, or not a git repository)"
         return problems
 
+    def found(self) -> str:
+        git = self.facts.get("git") or f"{self.facts.get('git_worktrees', 0)} git worktree(s)"
+        return f"{self.facts.get('owned', 0)} workspace(s) with a record; {git}"
+
     def _prune_fix(self) -> Any:
         async def prune() -> str:
             await self._prune()
@@ -247,6 +257,12 @@ class ArtifactsCheck:
         self.project_id = project_id
         self.sessions = os.path.join(project_root, ".air", "local", "sessions")
         self.facts: dict[str, Any] = {}
+        self.scanned = 0
+        """Session artifact directories the last run compared with their tables."""
+
+    def found(self) -> str:
+        stray = sum(len(v) for v in self.facts.values())
+        return f"{self.scanned} session artifact director(ies); {stray} unrecorded file(s)"
 
     async def run(self) -> list[Problem]:
         import trio
@@ -282,6 +298,7 @@ class ArtifactsCheck:
             known = self._known(db_path) if os.path.isfile(db_path) else None
             if known is None:
                 continue
+            self.scanned += 1
             stray = [
                 n
                 for n in sorted(os.listdir(root))
@@ -342,10 +359,12 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
     from air.cli.prepare import load_models_checked
     from air.doctor.checks import (
         DatabaseCheck,
+        NotApplicable,
         ProbeCheck,
         ProviderCheck,
         ToolCheck,
         is_cpp_project,
+        program_version,
     )
     from air.tools.sandbox_check import check_sandbox_available
 
@@ -357,7 +376,15 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
             why="worktree isolation, merges and backups need it",
             user_action="Install git (apt-get install git) and put it on PATH.",
         ),
-        ProbeCheck("sandbox", check_sandbox_available, severity="blocking"),
+        ProbeCheck(
+            "sandbox",
+            check_sandbox_available,
+            severity="blocking",
+            describe=lambda bwrap: (
+                f"{program_version(str(bwrap))} ({bwrap}): a sandbox with "
+                "its own user namespace, no network and no capabilities started"
+            ),
+        ),
         ToolCheck(
             "tmux",
             "tmux",
@@ -386,6 +413,15 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
                     "with your system's package manager.",
                 )
             )
+    else:
+        checks.append(
+            NotApplicable(
+                "cpp",
+                "the C++ tools (compiler, cmake, ninja/make, cppcheck, clangd) are checked in a "
+                "C++ project only (CMakeLists.txt, meson.build, or a Makefile beside C/C++ "
+                "sources)",
+            )
+        )
     checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
     if project_root is not None:
         checks += [
@@ -420,6 +456,11 @@ def make_gate(project_root: str | None) -> Any:
 
 def _print(report: DoctorReport, out: Any) -> None:
     marks = {"info": "info", "warning": "WARN", "blocking": "FAIL"}
+    results = {"ok": "ok", "skipped": "skip", **marks}
+    width = max((len(c.check) for c in report.checks), default=0)
+    out.write(f"air doctor: {len(report.checks)} check(s) made\n")
+    for made in report.checks:
+        out.write(f"  {results[made.result]:<4}  {made.check:<{width}}  {made.found}\n")
     for found in report.issues:
         out.write(f"{marks[found.severity]:<4}  {found.check}: {found.message}\n")
         if found.user_action:
@@ -431,7 +472,7 @@ def _print(report: DoctorReport, out: Any) -> None:
     problems = len(report.problems)
     fixed = sum(f.status == "fixed" for f in report.fixes)
     if not problems:
-        out.write("air doctor: no problems found\n")
+        out.write(f"air doctor: no problems found ({len(report.checks)} checks, listed above)\n")
     elif report.fixes:
         out.write(
             f"air doctor: {problems} problem(s) found, {fixed} repair(s) done; "

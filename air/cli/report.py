@@ -23,7 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from air.cli.history import find_project, read_events, resolve_session, session_db_path
-from air.cli.session_report import REPORT_TYPES, SessionSummary, TaskSummary, summarise
+from air.cli.session_report import (
+    REPORT_TYPES,
+    SessionSummary,
+    TaskSummary,
+    command_outcome,
+    summarise,
+)
 from air.contracts.display import shown
 from air.contracts.error import CliExit
 
@@ -145,7 +151,10 @@ class _Page:
 
     def task_section(self, task: TaskSummary, artifacts: dict[str, dict[str, Any]]) -> str:
         parts = [f'<h2 id="task-{_e(task.task_id)}">{_e(task.task_id)}: {_e(task.title)}</h2>']
-        parts.append(f"<p>status <b>{_e(task.status)}</b>, {len(task.attempts)} attempt(s)")
+        status = _e(task.status)
+        if task.status == "interrupted":
+            status += " (resumable: <code>air resume</code> runs it again)"
+        parts.append(f"<p>status <b>{status}</b>, {len(task.attempts)} attempt(s)")
         if task.summary:
             parts.append(f" — {_e(task.summary)}")
         parts.append("</p>")
@@ -164,8 +173,8 @@ class _Page:
             parts.append("<h3>Commands</h3><ul>")
             for command in task.commands:
                 parts.append(
-                    f"<li><code>{_exact(command.get('command'))}</code> exit "
-                    f"{_e(command.get('exit_code'))} in {_e(command.get('duration_ms'))} ms"
+                    f"<li><code>{_exact(command.get('command'))}</code> "
+                    f"{_e(command_outcome(command))}"
                 )
                 for stream in ("stdout", "stderr"):
                     found = artifacts.get(str(command.get(f"{stream}_artifact_id")))

@@ -2,7 +2,9 @@
 
 Owns: ``summarise(events)`` → ``SessionSummary`` (per task: status, attempts, start/end times
 and duration, the real error, the worker's summary, tokens/turns/cost summed over attempts,
-the agents and workspaces, merges, command runs, artifacts and evidence) and the waves as the
+the agents and workspaces, merges, command runs and how each ended (``command_outcome``),
+artifacts and evidence; an interrupted task is ``interrupted``, as its event says — resumable,
+not "pending") and the waves as the
 Scheduler ran them (IMPL-REL-3). The JUnit writer, the ``--json`` summary record and
 ``air report --html`` all read this one derivation, so they never disagree. Reads only.
 """
@@ -169,12 +171,19 @@ def summarise(events: list[Any]) -> SessionSummary:
             by_command[str(payload.get("command_run_id"))] = record
             if owner is not None:
                 owner.commands.append(record)
-        elif kind == "command.completed":
+        elif kind in ("command.completed", "command.failed"):
             done = by_command.get(str(payload.get("command_run_id")))
             if done is not None:
+                error = payload.get("error") or {}
                 done.update(
+                    ended="cancelled"
+                    if payload.get("cancelled")
+                    else "completed"
+                    if kind == "command.completed"
+                    else "failed",
                     exit_code=payload.get("exit_code"),
                     duration_ms=payload.get("duration_ms"),
+                    error_message=error.get("message"),
                     stdout_artifact_id=payload.get("stdout_artifact_id"),
                     stderr_artifact_id=payload.get("stderr_artifact_id"),
                 )
@@ -193,8 +202,22 @@ def summarise(events: list[Any]) -> SessionSummary:
     )
 
 
+def command_outcome(command: dict[str, Any]) -> str:
+    """What became of one command run, in words: its exit code and time, or how it ended
+    without one (cancelled, failed to run, or no end recorded: its task was interrupted)."""
+    ended = command.get("ended")
+    if ended is None:
+        return "no end recorded (its task was interrupted while it ran)"
+    if ended == "cancelled":
+        return "cancelled"
+    code, ms = command.get("exit_code"), command.get("duration_ms")
+    if code is None:
+        return f"failed to run: {command.get('error_message') or 'no exit code'}"
+    return f"exit {code} in {ms} ms" if ms is not None else f"exit {code}"
+
+
 def _end(task: TaskSummary, outcome: str, at: str, payload: dict[str, Any]) -> None:
-    task.status = "pending" if outcome == "interrupted" else outcome
+    task.status = outcome
     task.ended_at = at
     if task.attempts and task.attempts[-1].ended_at is None:
         task.attempts[-1].ended_at = at

@@ -62,11 +62,13 @@ Options:
 
 CONSOLE_USAGE = """air: the console. Talk to the Main Agent; watch, answer and steer its tasks.
 
-`air` opens it on the project found by walking up from here; `air run PROJECT` on PROJECT
-(made an air project on first use). Esc interrupts the Main Agent's turn only, `x` in the
-task tree (or /cancel TASK) cancels that task only, the first Ctrl-C cancels the running work
-(resumable), a second kills it; /help lists the rest. Quitting ends every process the session
-started. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
+`air` opens it on the project found by walking up from here (in a terminal it first lists
+the project's earlier sessions: Enter starts a new one, a number continues that one);
+`air run PROJECT` on PROJECT (made an air project on first use). Esc interrupts the Main
+Agent's turn only, `x` in the task tree (or /cancel TASK) cancels that task only, the first
+Ctrl-C cancels the running work (resumable), a second kills it; /help lists the rest.
+Quitting ends every process the session started and leaves the conversation's last messages
+on the terminal. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
 
 Usage:
   air [--session SID [--replay]] [options]

@@ -1,11 +1,13 @@
 """The doctor's generic checks: tools on PATH, a probe given as a callable, provider
 configuration and reachability, and the integrity of every database of a project.
 
-Owns: ``ToolCheck``, ``ProbeCheck``, ``ProviderCheck``, ``DatabaseCheck`` (``PRAGMA
-integrity_check``, schema introspection with sqlite-utils, the FK-off ``referential_check``,
-and the projection compared with a replay of the log; ``--fix`` rebuilds a session database
-from its events, keeping the old file in quarantine) and ``quarantine`` (air never deletes
-what it cannot account for: it moves it to ``.air/local/quarantine/<stamp>/``).
+Owns: ``ToolCheck``, ``ProbeCheck``, ``NotApplicable``, ``ProviderCheck``, ``DatabaseCheck``
+(``PRAGMA integrity_check``, schema introspection with sqlite-utils, the FK-off
+``referential_check``, and the projection compared with a replay of the log; ``--fix``
+rebuilds a session database from its events, keeping the old file in quarantine) and
+``quarantine`` (air never deletes what it cannot account for: it moves it to
+``.air/local/quarantine/<stamp>/``). Each check's ``found()`` says what it saw (the version,
+what it counted), for the report's list of checks made.
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ from air.doctor.service import Fix, Problem, Severity, issue
 
 __all__ = [
     "DatabaseCheck",
+    "NotApplicable",
     "ProbeCheck",
     "ProviderCheck",
     "ToolCheck",
     "is_cpp_project",
+    "program_version",
     "quarantine",
     "quarantine_root",
     "session_lock_held",
@@ -81,6 +85,18 @@ def is_cpp_project(project_root: str) -> bool:
     return has_src and bool(names & {"Makefile", "makefile", "GNUmakefile"})
 
 
+class NotApplicable:
+    """A check that does not apply here, listed with why (e.g. the C++ tools outside a C++
+    project), so the report shows it was considered and not silently left out."""
+
+    def __init__(self, name: str, why: str) -> None:
+        self.name = name
+        self.skipped = why
+
+    async def run(self) -> list[Problem]:
+        return []
+
+
 class ToolCheck:
     """One program air runs: found on PATH, and its version (``facts``)."""
 
@@ -107,9 +123,10 @@ class ToolCheck:
             path = shutil.which(program)
             if path is None:
                 continue
-            self.facts = {"path": path, "version": _version(path, self.version_args)}
+            self.facts = {"path": path, "version": program_version(path, self.version_args)}
             return []
         wanted = " or ".join(self.programs)
+        self.facts = {"path": None, "looked_for": self.programs}
         return [
             Problem(
                 issue(
@@ -121,16 +138,18 @@ class ToolCheck:
             )
         ]
 
+    def found(self) -> str:
+        """The version and path found, or what was looked for."""
+        if self.facts.get("path"):
+            return f"{self.facts['version']} ({self.facts['path']})"
+        return f"{' or '.join(self.programs)} not on PATH"
 
-def _version(path: str, args: Sequence[str]) -> str:
+
+def program_version(path: str, args: Sequence[str] = ("--version",)) -> str:
+    """The first line ``path ARGS`` prints (its version), or why there is none."""
     try:
         done = subprocess.run(
-            [path, *args],
-            capture_output=True,
-            text=True,
-            timeout=15,
-            stdin=subprocess.DEVNULL,
-            check=False,
+            [path, *args], capture_output=True, text=True, timeout=15, stdin=subprocess.DEVNULL
         )
     except (OSError, subprocess.SubprocessError) as exc:
         return f"unknown ({exc})"
@@ -149,20 +168,26 @@ class ProbeCheck:
         probe: Callable[[], object],
         *,
         severity: Severity = "blocking",
+        describe: Callable[[object], str] = str,
     ) -> None:
         self.name = name
         self.probe = probe
         self.severity: Severity = severity
+        self.describe = describe
+        """What the report says the probe found, from its result."""
         self.facts: dict[str, Any] = {}
 
     async def run(self) -> list[Problem]:
         try:
             result = self.probe()
         except AirException as exc:
+            self.facts = {"failed": exc.error.message}
             return [Problem(issue(self.name, self.severity, exc.error.message, exc.user_action))]
-        if result is not None:
-            self.facts = {"result": str(result)}
+        self.facts = {"result": str(result), "found": self.describe(result)}
         return []
+
+    def found(self) -> str:
+        return str(self.facts.get("found") or self.facts.get("failed", "not run"))
 
 
 def _is_local(url: str) -> bool:
@@ -248,6 +273,29 @@ class ProviderCheck:
             self.facts["providers"][pid] = seen
         return problems
 
+    def found(self) -> str:
+        """The client libraries' versions and each configured provider's state."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        libs = []
+        for lib in ("anthropic", "httpx"):
+            try:
+                libs.append(f"{lib} {version(lib)}")
+            except PackageNotFoundError:
+                libs.append(f"{lib} not installed")
+        if "providers" not in self.facts:
+            return "the model configuration does not load; " + ", ".join(libs)
+        seen = []
+        for pid, p in self.facts["providers"].items():
+            bits = [p["kind"]]
+            if "auth_ref" in p:
+                bits.append(f"{p['auth_ref']} {'set' if p['auth_ref_set'] else 'NOT set'}")
+            if "reachable" in p:
+                bits.append(f"{p['base_url']} {'answers' if p['reachable'] else 'does not answer'}")
+            seen.append(f"{pid} ({', '.join(bits)})")
+        configured = "; ".join(seen) if seen else "no provider configured"
+        return f"{configured}; default {self.facts['default'] or 'none'}; {', '.join(libs)}"
+
     async def _reach(self, url: str) -> str | None:
         import httpx
 
@@ -287,6 +335,8 @@ class DatabaseCheck:
         self.project_root = project_root
         self.local = os.path.join(project_root, ".air", "local")
         self.facts: dict[str, Any] = {}
+        self.counted = (0, 0)
+        """Session databases and project databases the last run looked at."""
 
     def session_dbs(self) -> list[tuple[str, str]]:
         root = os.path.join(self.local, "sessions")
@@ -307,13 +357,26 @@ class DatabaseCheck:
     def check_all(self) -> list[Problem]:
         """Every database, synchronously (``run`` calls this in a worker thread)."""
         problems: list[Problem] = []
-        for sid, path in self.session_dbs():
+        sessions = self.session_dbs()
+        for sid, path in sessions:
             problems += self._check_session(sid, path)
+        project_dbs = 0
         for name in ("debug-records.db", "learned-memory.db"):
             path = os.path.join(self.local, name)
             if os.path.isfile(path):
+                project_dbs += 1
                 problems += self._check_project_db(name, path)
+        self.counted = (len(sessions), project_dbs)
         return problems
+
+    def found(self) -> str:
+        sessions, project_dbs = self.counted
+        running = sum(f == {"skipped": "running now"} for f in self.facts.values())
+        text = (
+            f"{sessions} session database(s) and {project_dbs} project database(s): "
+            "integrity, schema, references, log replay"
+        )
+        return text + (f" ({running} running now, not opened)" if running else "")
 
     def _check_project_db(self, name: str, path: str) -> list[Problem]:
         try:

@@ -2,7 +2,9 @@
 
 Owns: ``DoctorService.run`` (bootstrap first — Python, SQLite with WAL, a shell, ``.air``
 writable; on failure one blocking issue and nothing else runs), the ``DoctorCheck`` protocol,
-``Problem``/``Fix`` (an issue and the repair it may get), the fix gate (every repair names the
+``Problem``/``Fix`` (an issue and the repair it may get), ``CheckResult`` (one line per check
+made: its result and what it found, e.g. the version — the report lists them all, not only the
+problems), the fix gate (every repair names the
 paths it writes; ``authorize`` — the PermissionEngine's path classification, wired by the CLI —
 refuses any that is not air's own state, IMPL-DOC-1) and the ``doctor.*`` events, recorded in
 the project's doctor log ``.air/local/doctor/doctor.db`` (IMPL-DOC-2). The checks themselves are
@@ -36,6 +38,7 @@ from air.contracts.ids import new_uuid, utc_now_iso
 
 __all__ = [
     "DOCTOR_SESSION_ID",
+    "CheckResult",
     "DoctorCheck",
     "DoctorReport",
     "DoctorService",
@@ -88,13 +91,41 @@ class FixOutcome:
     detail: str
 
 
+Outcome = Literal["ok", "info", "warning", "blocking", "skipped"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check the doctor made: its result and what it found (a version, a count)."""
+
+    check: str
+    result: Outcome
+    found: str
+
+
 class DoctorCheck(Protocol):
-    """One capability check (SDD ``check_capability``)."""
+    """One capability check (SDD ``check_capability``). A check may also have
+    ``found() -> str``: one line saying what it saw (the version, what it counted), or
+    ``skipped``: why it does not apply here (listed as ``skipped``)."""
 
     @property
     def name(self) -> str: ...
 
     async def run(self) -> list[Problem]: ...
+
+
+_RANK = {"ok": 0, "info": 1, "warning": 2, "blocking": 3}
+
+
+def outcome(check: str, issues: Sequence[DoctorIssue]) -> Outcome:
+    """The worst severity among the issues of ``check`` (or of its sub-checks
+    ``check.<name>``), ``ok`` when it found none."""
+    worst: Outcome = "ok"
+    for found in issues:
+        if found.check == check or found.check.startswith(check + "."):
+            if _RANK[found.severity] > _RANK[worst]:
+                worst = found.severity
+    return worst
 
 
 @dataclass
@@ -107,6 +138,8 @@ class DoctorReport:
     fixes: list[FixOutcome] = field(default_factory=list)
     facts: dict[str, Any] = field(default_factory=dict)
     """Check name → what it saw (versions, table counts), for ``--json`` and the bundle."""
+    checks: list[CheckResult] = field(default_factory=list)
+    """Every check made (bootstrap first), in order, with its result and what it found."""
     doctor_run_id: str = ""
 
     @property
@@ -126,6 +159,7 @@ class DoctorReport:
             "ok": not self.problems,
             "issues": [i.model_dump(mode="json") for i in self.issues],
             "fixes": [f.__dict__ for f in self.fixes],
+            "checks": [c.__dict__ for c in self.checks],
             "facts": self.facts,
         }
 
@@ -224,6 +258,19 @@ class DoctorService:
                 )
         return found
 
+    def bootstrap_found(self) -> list[tuple[str, str]]:
+        """What the bootstrap looked at, one line per check (its issues give the result)."""
+        shell = shutil.which("sh") or "/bin/sh"
+        return [
+            ("bootstrap.python", f"Python {sys.version.split()[0]} ({sys.executable})"),
+            (
+                "bootstrap.sqlite",
+                f"SQLite {sqlite3.sqlite_version}, a test database in WAL journal mode",
+            ),
+            ("bootstrap.shell", f"{shell} -c 'exit 0'"),
+            ("bootstrap.air_writable", ", ".join(self.air_dirs())),
+        ]
+
     def _check_sqlite(self) -> list[DoctorIssue]:
         try:
             with tempfile.TemporaryDirectory(prefix="air-doctor-") as tmp:
@@ -274,8 +321,14 @@ class DoctorService:
         report.facts["started_at"] = utc_now_iso()
         boot = self.self_bootstrap()
         report.issues += boot
+        report.checks += [
+            CheckResult(name, outcome(name, boot), found) for name, found in self.bootstrap_found()
+        ]
         if any(i.severity == "blocking" for i in boot):
             report.facts["skipped"] = [c.name for c in self.checks]
+            report.checks += [
+                CheckResult(c.name, "skipped", "not run: the bootstrap failed") for c in self.checks
+            ]
             self._record(report)
             return report
         fixes: list[tuple[DoctorIssue, Fix]] = []
@@ -300,6 +353,12 @@ class DoctorService:
             facts = getattr(check, "facts", None)
             if facts:
                 report.facts[check.name] = facts
+            skipped = getattr(check, "skipped", None)
+            if skipped:
+                report.checks.append(CheckResult(check.name, "skipped", str(skipped)))
+                continue
+            result = outcome(check.name, [p.issue for p in problems])
+            report.checks.append(CheckResult(check.name, result, _found(check)))
         if run_input.mode == DoctorMode.FIX:
             for found, fix in fixes:
                 report.fixes.append(await self._apply(found, fix))
@@ -386,6 +445,12 @@ class DoctorService:
         finally:
             db.close()
         report.facts["events"] = {"db": path, "count": len(events)}
+
+
+def _found(check: DoctorCheck) -> str:
+    """The check's own line of what it saw, if it has one."""
+    found = getattr(check, "found", None)
+    return str(found()) if callable(found) else ""
 
 
 def _writable_problem(directory: str) -> str | None:

@@ -31,6 +31,7 @@ from air.events.fold_agents import AGENT_STEPS, EVIDENCE_TYPES, agent_of
 from air.events.fold_state import FoldStep, SessionFact, SessionState, fold_error
 from air.events.fold_tasks import TASK_STEPS
 from air.events.payloads import payload_model
+from air.events.transitions import TASK_ENDS
 
 if TYPE_CHECKING:
     from air.events.payloads.start import SessionCreatedPayload
@@ -98,6 +99,11 @@ def apply(
         if agent_id is not None:
             log = state.agent_events.get(agent_id, ())
             state = state._replace(agent_events=state.agent_events.set(agent_id, (*log, event)))
+    elif event.type in TASK_ENDS:
+        # the attempt's outcome is recorded: nothing reads its agent's evidence again (issue 28)
+        ended: str | None = getattr(x, "agent_id", None)
+        if ended is not None and ended in state.agent_events:
+            state = state._replace(agent_events=state.agent_events.delete(ended))
     return state._replace(applied=state.applied + 1)
 
 

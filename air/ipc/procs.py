@@ -4,9 +4,10 @@ Owns: reading a ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id
 ``air.contracts.platform.ProcessIdentity``, re-exported here) with ``read_identity``,
 ``is_same_process`` (never signal a recycled PID), ``find_marked`` (every process whose
 environment carries a worker's run marker — the way to find descendants that double-forked and
-called ``setsid``), ``kill_sandboxes`` (the sandboxed commands of given workspaces that a dead
-runtime left, IMPL-SBX-7), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace
-period, then SIGKILL). Linux ``/proc`` only; elsewhere the group kill still works.
+called ``setsid``; one ``/proc`` snapshot shared by the kills of a cancelled wave, IMPL-IPC-6),
+``kill_sandboxes`` (the sandboxed commands of given workspaces that a dead runtime left,
+IMPL-SBX-7), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace period,
+then SIGKILL). Linux ``/proc`` only; elsewhere the group kill still works.
 """
 
 from __future__ import annotations
@@ -26,10 +27,12 @@ __all__ = [
     "ProcessIdentity",
     "boot_id",
     "find_marked",
+    "find_marked_many",
     "is_same_process",
     "kill_sandboxes",
     "kill_tree",
     "read_identity",
+    "scans_done",
 ]
 
 MARKER_ENV = "AIR_WORKER_RUN"
@@ -84,29 +87,56 @@ class _Proc(NamedTuple):
     state: str
     pgid: int
     marker: bytes | None
+    start: int
+    """``/proc/PID/stat`` start time (0 when unknown)."""
 
 
 _snapshot_cache: tuple[float, int, list[_Proc]] | None = None
 _NO_MARKERS = 1 << 62
 """``started_since`` of a scan that needs no marker (group and state only)."""
 _MARKER_PREFIX = MARKER_ENV.encode() + b"="
+SHARE_S = 0.05
+"""A snapshot this recent serves the first look of a ``kill_tree`` (IMPL-IPC-6): the 16 kills of
+a cancelled wave start within it and share one scan; what it cannot show (a process forked
+after it) the kill's last look, which postdates the signals, still finds."""
 
 
-def _scan(max_age_s: float = 0.0, started_since: int = 0) -> list[_Proc]:
-    """Every process's state, group and run marker, from one pass over ``/proc``.
+_scans = 0
 
-    Concurrent ``kill_tree`` calls (a cancelled wave of 16 workers) share one pass when they
-    poll within ``max_age_s`` of each other, instead of each reading every process's files.
+
+def scans_done() -> int:
+    """How many ``/proc`` passes this process made so far (the benchmarks print it per cancel)."""
+    return _scans
+
+
+@cache
+def _own_start() -> int:
+    """This process's start time (clock ticks since boot): every worker it started, and all
+    their descendants, started at or after it."""
+    start = read_identity(os.getpid()).start_time
+    return int(start) if start and start.isdigit() else 0
+
+
+def _snapshot(fresh_after: float, started_since: int = 0) -> tuple[float, list[_Proc]]:
+    """Every process's state, group and run marker, from one pass over ``/proc``, taken at or
+    after the monotonic time ``fresh_after`` (a snapshot that recent is shared: concurrent
+    ``kill_tree`` calls of a cancelled wave read every process's files once, IMPL-IPC-6); its
+    monotonic time and the processes.
+
     ``started_since`` (a ``/proc/PID/stat`` start time, clock ticks since boot): the marker is
-    read only from processes started at or after it — the descendants of a worker started
-    then; an older process is listed without one (IMPL-IPC-5). A snapshot serves a later
-    request only if it read at least as many markers.
+    read only from processes started at or after it — the descendants of a worker started then
+    (IMPL-IPC-5); it is lowered to this process's own start, so that one snapshot serves the
+    kills of every worker this process started. A snapshot serves a later request only if it
+    read at least as many markers.
     """
-    global _snapshot_cache
-    now = time.monotonic()
+    global _snapshot_cache, _scans
+    if 0 < started_since < _NO_MARKERS:
+        started_since = min(started_since, _own_start())  # what is read, not what is found
     cached = _snapshot_cache
-    if cached is not None and now - cached[0] <= max_age_s and cached[1] <= started_since:
-        return cached[2]
+    if cached is not None and cached[0] >= fresh_after and cached[1] <= started_since:
+        return cached[0], cached[2]
+    taken = time.monotonic()
+    _scans += 1
     procs: list[_Proc] = []
     try:
         entries = os.listdir("/proc")
@@ -121,7 +151,8 @@ def _scan(max_age_s: float = 0.0, started_since: int = 0) -> list[_Proc]:
             continue
         marker: bytes | None = None
         env = b""
-        if started_since <= 0 or len(fields) < 20 or int(fields[19]) >= started_since:
+        start = int(fields[19]) if len(fields) > 19 and fields[19].isdigit() else 0
+        if started_since <= 0 or start == 0 or start >= started_since:
             try:
                 with open(f"/proc/{name}/environ", "rb") as fh:
                     env = fh.read()
@@ -131,18 +162,32 @@ def _scan(max_age_s: float = 0.0, started_since: int = 0) -> list[_Proc]:
         if at >= 0 and (at == 0 or env[at - 1] == 0):
             end = env.find(b"\0", at)
             marker = env[at + len(_MARKER_PREFIX) : end if end >= 0 else len(env)]
-        procs.append(_Proc(int(name), fields[0], int(fields[2]), marker))
-    _snapshot_cache = (time.monotonic(), started_since, procs)
-    return procs
+        procs.append(_Proc(int(name), fields[0], int(fields[2]), marker, start))
+    _snapshot_cache = (taken, started_since, procs)
+    return taken, procs
+
+
+def _marked(procs: list[_Proc], marker: str, since: int = 0) -> list[int]:
+    want = marker.encode()
+    return [
+        p.pid
+        for p in procs
+        if p.marker == want and p.state not in ("Z", "X") and (p.start == 0 or p.start >= since)
+    ]
 
 
 def find_marked(marker: str, *, max_age_s: float = 0.0, started_since: int = 0) -> list[int]:
     """PIDs of live processes whose environment holds ``AIR_WORKER_RUN=<marker>``;
     ``started_since``: only among processes started at or after that start time (a worker's:
-    its descendants cannot be older)."""
-    want = marker.encode()
-    procs = _scan(max_age_s, started_since)
-    return [p.pid for p in procs if p.marker == want and p.state not in ("Z", "X")]
+    its descendants cannot be older); ``max_age_s``: a snapshot that old may serve."""
+    _, procs = _snapshot(time.monotonic() - max_age_s, started_since)
+    return _marked(procs, marker, started_since)
+
+
+def find_marked_many(markers: list[str]) -> dict[str, list[int]]:
+    """``find_marked`` of each of ``markers``, from one fresh scan (reaping many runs)."""
+    _, procs = _snapshot(time.monotonic())
+    return {marker: _marked(procs, marker) for marker in markers}
 
 
 def kill_sandboxes(workspaces: list[str]) -> list[int]:
@@ -223,17 +268,21 @@ async def kill_tree(
             pgid = identity.pid
         if this_boot and identity.start_time and identity.start_time.isdigit():
             since = int(identity.start_time)  # its descendants started no earlier
-    # a snapshot a few ms old is shared by a whole cancelled wave; the polls rescan fresh
-    marked = find_marked(marker, max_age_s=0.005, started_since=since) if marker else []
+    # a recent snapshot is shared by a whole cancelled wave (SHARE_S); the last look of each
+    # kill needs one taken after its own signals
+    marked = find_marked(marker, max_age_s=SHARE_S, started_since=since) if marker else []
     if pgid is None and not marked:
         return False
     _signal_all(pgid, marked, signal.SIGTERM)
-    if await _gone_within(grace_s, pgid, marker, marked, poll_s, since=since):
+    signalled = time.monotonic()
+    if await _gone_within(grace_s, pgid, marker, marked, poll_s, since=since, after=signalled):
         return False
-    again = find_marked(marker, max_age_s=0.005, started_since=since) if marker else []
+    again = find_marked(marker, max_age_s=0.0, started_since=since) if marker else []
     marked = sorted(set(marked) | set(again))
     _signal_all(pgid, marked, signal.SIGKILL)
-    await _gone_within(2.0, pgid, marker, marked, poll_s, kill_found=True, since=since)
+    await _gone_within(
+        2.0, pgid, marker, marked, poll_s, kill_found=True, since=since, after=time.monotonic()
+    )
     return True
 
 
@@ -246,40 +295,36 @@ async def _gone_within(
     *,
     kill_found: bool = False,
     since: int = 0,
+    after: float = 0.0,
 ) -> bool:
     """Poll until the group and every marked process are gone; False when ``limit_s`` passes.
 
     With ``kill_found``, marked processes still found are SIGKILLed too. The first checks
     come after 1 ms and back off to ``poll_s``: a worker that obeys SIGTERM
     is usually gone within a few milliseconds. Cheap checks (the known pids, ``killpg(0)``)
-    come first; ``/proc`` is scanned only when they say gone, through the shared snapshot.
+    come first; ``/proc`` is scanned only when they say gone, through a snapshot taken after
+    ``after`` (the signals) and after any snapshot that still showed a process: one the other
+    kills of the wave share (IMPL-IPC-6).
     """
     delay = 0.001
     with trio.move_on_after(limit_s):
         while True:
-            slept = delay
-            await trio.sleep(slept)
+            await trio.sleep(delay)
             delay = min(delay * 2, poll_s)
             if any(_alive(p) for p in known):
                 continue
-            # a snapshot shared with another poller must postdate this poll's sleep start
-            fresh = slept / 2
-            if pgid is not None and _group_has_live(pgid, max_age_s=fresh):
+            taken, procs = _snapshot(after, since if marker else _NO_MARKERS)
+            live = [p for p in procs if p.state not in ("Z", "X")]
+            if pgid is not None and any(p.pgid == pgid for p in live):
                 if kill_found:
                     _signal_all(pgid, [], signal.SIGKILL)
+                after = taken + 1e-9
                 continue
-            found = find_marked(marker, max_age_s=fresh, started_since=since) if marker else []
+            found = _marked(procs, marker, since) if marker else []
             if found:
                 if kill_found:  # a descendant the SIGKILL snapshot had not seen yet
                     _signal_all(None, found, signal.SIGKILL)
+                after = taken + 1e-9
                 continue
             return True
     return False
-
-
-def _group_has_live(pgid: int, *, max_age_s: float = 0.0) -> bool:
-    """A group whose only members are zombies counts as dead (they wait for their reaper)."""
-    if not _group_alive(pgid):
-        return False
-    procs = _scan(max_age_s, _NO_MARKERS)
-    return any(p.pgid == pgid and p.state not in ("Z", "X") for p in procs)

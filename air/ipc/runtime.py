@@ -1,8 +1,9 @@
 """WorkerRuntime: the child's only side-effect surface (SDD §8.3, ARCHITECTURE §3).
 
 Owns: the child end of the pipe — ``emit`` (events), ``call_tool`` (correlated, with streamed
-``tool.stream`` items), ``checkpoint``, ``log``, the heartbeat loop, and the controls
-``agent.cancel`` / ``pause`` / ``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state``.
+``tool.stream`` items), ``complete`` (a model turn, sent as a delta: IMPL-TURN-1),
+``checkpoint``, ``log``, the heartbeat loop, and the controls ``agent.cancel`` / ``pause`` /
+``resume`` / ``extend_timeout`` / ``wrap_up`` / ``get_state``.
 One task reads the pipe at a time (the read role: ``_reading`` and its parking lot): a task
 waiting in ``call_tool`` reads and dispatches itself, so a round trip wakes one task. The
 background reader holds the role while no call waits and hands it over when one starts; once
@@ -49,6 +50,7 @@ from air.ipc.framing import (
     receive_chunk,
 )
 from air.ipc.protocol import LineEncoder, WorkerProtocol, decode_tool_result, message_id
+from air.ipc.turn_delta import TurnDelta
 
 __all__ = ["EXIT_CANCELLED", "EXIT_CRASH", "EXIT_OK", "EXIT_PROTOCOL", "WorkerRuntime"]
 
@@ -87,6 +89,7 @@ class WorkerRuntime:
         self._encoder = LineEncoder(session_id=session_id, agent_id=agent_id)
         self._lock = trio.Lock()
         self._pending: dict[str, _Call] = {}
+        self._turns = TurnDelta()
         self._reading = False
         """The read role is held (by a ``call_tool`` caller or the background reader)."""
         self._role_lot = trio.lowlevel.ParkingLot()
@@ -193,6 +196,25 @@ class WorkerRuntime:
             message=f"the parent closed the pipe during tool call {name}",
             user_action="None; the parent is shutting down.",
         )
+
+    async def complete(
+        self,
+        *,
+        system: Any,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        max_tokens: int | None = None,
+    ) -> ToolResultEnvelope:
+        """One model turn through the parent (``provider.complete``), sending only what the
+        parent does not hold yet (``air.ipc.turn_delta``): a message once sent is never changed
+        in place (pass a new dict). ``max_tokens`` is a wish the parent may cap."""
+        input = self._turns.input(system, messages, tools)
+        if max_tokens is not None:
+            input["max_tokens"] = max_tokens
+        env = await self.call_tool("provider.complete", input)
+        if env.status != "ok":
+            self._turns.forget()  # it may not have kept the turn: send it all next time
+        return env
 
     async def _read_for_call(self, call: _Call) -> None:
         """Take the read role (from the background reader if it holds it) and read once."""

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Mapping
-from typing import Any
 
 from air.contracts.error import AirError
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
-from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
+from air.llm.anthropic_wire import anthropic_batches, anthropic_body, anthropic_status_error
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
@@ -35,9 +34,9 @@ class AnthropicHttpAdapter(HttpAdapter):
 
     def exchange(
         self, request: ProviderCompletionInput
-    ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
+    ) -> tuple[str, bytes, dict[str, str], ReadReply]:
         names = ToolNameMap(t.name for t in request.tools)
-        body = request_to_anthropic(request, self.api_model(request.model_id), names)
+        body = anthropic_body(request, self.api_model(request.model_id), names, self.turns)
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",

@@ -1,7 +1,8 @@
 """The Anthropic Messages wire shared by both transports (the SDK and plain HTTP).
 
 Owns the canonical -> Messages request (canonical is Anthropic's format, ``cache_control``
-passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``), the
+passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``; as a
+dict for the SDK, as JSON bytes with each message encoded once for plain HTTP), the
 error reply -> AirError mapping (with the provider's error ``type`` and ``message``), and
 reading a reply, streamed (SSE) or not, through ``AnthropicStreamNormalizer``. Imports no
 client.
@@ -15,6 +16,7 @@ from typing import Any
 
 from air.contracts.error import AirError
 from air.contracts.provider import (
+    ContentBlock,
     ProviderCompletionInput,
     ProviderErrorEvent,
     ProviderStreamEvent,
@@ -26,13 +28,22 @@ from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
 from air.llm.sse import SSEDecoder
 from air.llm.tool_names import ToolNameMap
+from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
 __all__ = [
     "anthropic_batches",
+    "anthropic_body",
     "anthropic_status_error",
     "plain_raw_events",
     "request_to_anthropic",
 ]
+
+
+def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
+    data = block.model_dump(mode="json", exclude_none=True)
+    if isinstance(block, ToolUseBlock):
+        data["name"] = names.wire(block.name)
+    return data
 
 
 def request_to_anthropic(
@@ -44,19 +55,32 @@ def request_to_anthropic(
     blocks are left out (``clean_messages``).
     """
     names = names if names is not None else ToolNameMap(t.name for t in request.tools)
-    messages: list[dict[str, Any]] = []
-    for message in clean_messages(request.messages):
-        blocks = []
-        for block in message.content:
-            data = block.model_dump(mode="json", exclude_none=True)
-            if isinstance(block, ToolUseBlock):
-                data["name"] = names.wire(block.name)
-            blocks.append(data)
-        messages.append({"role": message.role, "content": blocks})
+    messages = [
+        {"role": message.role, "content": [_block(b, names) for b in message.content]}
+        for message in clean_messages(request.messages)
+    ]
+    return {**_head(request, api_model, names), "messages": messages}
+
+
+def anthropic_body(
+    request: ProviderCompletionInput, api_model: str, names: ToolNameMap, memo: EncodedTurns
+) -> bytes:
+    """``request_to_anthropic``'s body as JSON bytes, its messages encoded through ``memo``
+    (each once per conversation: IMPL-TURN-1)."""
+
+    def encode(role: str, blocks: list[ContentBlock]) -> bytes:
+        return dumps({"role": role, "content": [_block(b, names) for b in blocks]})
+
+    tool_names = tuple(t.name for t in request.tools)
+    pieces = memo.pieces(request.messages, encode, tool_names)
+    return body_with_messages(_head(request, api_model, names), pieces)
+
+
+def _head(request: ProviderCompletionInput, api_model: str, names: ToolNameMap) -> dict[str, Any]:
+    """Every field of the request body but ``messages``."""
     params: dict[str, Any] = {
         "model": api_model,
         "max_tokens": request.max_tokens,
-        "messages": messages,
         "stream": True,
     }
     if isinstance(request.system, str):

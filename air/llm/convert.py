@@ -26,6 +26,7 @@ from air.contracts.provider import (
     ToolUseBlock,
 )
 from air.llm.tool_names import ToolNameMap
+from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
 __all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter", "clean_messages"]
 
@@ -194,10 +195,33 @@ class AnthropicCanonicalConverter:
         """The full ``/v1/chat/completions`` body (streaming, with usage); tool names go out
         through ``names`` (default: the map of ``request.tools``), empty text is left out."""
         names = names if names is not None else ToolNameMap(t.name for t in request.tools)
+        messages = self.system_to_openai(request.system) + self.messages_to_openai(
+            clean_messages(request.messages), names
+        )
+        return {"model": api_model, "messages": messages, **self._head(request, names)}
+
+    def request_to_openai_body(
+        self,
+        request: ProviderCompletionInput,
+        api_model: str,
+        names: ToolNameMap,
+        memo: EncodedTurns,
+    ) -> bytes:
+        """``request_to_openai``'s body as JSON bytes, its messages encoded through ``memo``
+        (each once per conversation: IMPL-TURN-1)."""
+
+        def encode(role: str, blocks: list[ContentBlock]) -> bytes:
+            turn = CanonicalMessage(role=role, content=blocks)
+            return b",".join(dumps(m) for m in self.messages_to_openai([turn], names))
+
+        tool_names = tuple(t.name for t in request.tools)
+        pieces = [dumps(m) for m in self.system_to_openai(request.system)]
+        pieces += memo.pieces(request.messages, encode, tool_names)
+        return body_with_messages({"model": api_model, **self._head(request, names)}, pieces)
+
+    def _head(self, request: ProviderCompletionInput, names: ToolNameMap) -> dict[str, Any]:
+        """Every field of the body but ``model`` and ``messages``."""
         body: dict[str, Any] = {
-            "model": api_model,
-            "messages": self.system_to_openai(request.system)
-            + self.messages_to_openai(clean_messages(request.messages), names),
             "max_tokens": request.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},

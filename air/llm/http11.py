@@ -212,9 +212,16 @@ class Http11Client:
 
     @asynccontextmanager
     async def stream(
-        self, method: str, url: str, *, json: Any, headers: Mapping[str, str]
+        self,
+        method: str,
+        url: str,
+        *,
+        json: Any = None,
+        content: bytes | None = None,
+        headers: Mapping[str, str],
     ) -> AsyncIterator[Reply]:
-        """POST-like request with a JSON body; the reply's body is read inside the block.
+        """POST-like request with a JSON body (``json``, or ``content``: JSON already encoded);
+        the reply's body is read inside the block.
 
         Raises:
             TransportError: connecting, sending or reading failed (or timed out).
@@ -225,7 +232,9 @@ class Http11Client:
         port = parts.port or (443 if parts.scheme == "https" else 80)
         origin = (parts.scheme, parts.hostname, port)
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        body = jsonlib.dumps(json, separators=(",", ":")).encode()
+        if content is None:
+            content = jsonlib.dumps(json, separators=(",", ":")).encode()
+        body = content
         auth = _basic_auth(parts.username, parts.password)  # https://user:pass@host, as httpx
         name = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname  # IPv6
         host = name if parts.port is None else f"{name}:{parts.port}"

@@ -22,6 +22,7 @@ from air.contracts.provider import ProviderCompletionInput, ProviderConfig, Prov
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.http11 import Http11Client, TransportError, proxy_configured
+from air.llm.wire_memo import EncodedTurns
 
 __all__ = ["HttpAdapter", "HttpReply", "ReadReply"]
 
@@ -56,6 +57,8 @@ class HttpAdapter(ProviderAdapter):
         self._base_url = base_url.rstrip("/")
         self._client: Any = None
         self._failures: tuple[type[BaseException], ...] = (TransportError, *STREAM_FAILURES)
+        self.turns = EncodedTurns()
+        """Recent conversations' messages as encoded for the wire (each message once)."""
 
     def _http(self) -> Any:
         """The client (``Http11Client``, or ``httpx.AsyncClient`` behind a proxy)."""
@@ -90,8 +93,9 @@ class HttpAdapter(ProviderAdapter):
     @abstractmethod
     def exchange(
         self, request: ProviderCompletionInput
-    ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
-        """The path, JSON body and headers to POST for ``request``, and the reader of its reply.
+    ) -> tuple[str, bytes, dict[str, str], ReadReply]:
+        """The path, JSON body (encoded) and headers to POST for ``request``, and the reader of
+        its reply. A body's messages are encoded through ``self.turns`` (IMPL-TURN-1).
 
         The reader raises ``StreamEnded`` when the reply stops before its final event.
         """
@@ -102,7 +106,7 @@ class HttpAdapter(ProviderAdapter):
         path, body, headers, read = self.exchange(request)
         url = f"{self._base_url}{path}"
         try:
-            async with self._http().stream("POST", url, json=body, headers=headers) as response:
+            async with self._http().stream("POST", url, content=body, headers=headers) as response:
                 if response.status_code >= 400:
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     yield [self.failed(self.status_error(response, text))]

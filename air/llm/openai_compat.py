@@ -44,9 +44,11 @@ class OpenAICompatibleAdapter(HttpAdapter):
 
     def exchange(
         self, request: ProviderCompletionInput
-    ) -> tuple[str, dict[str, Any], dict[str, str], ReadReply]:
+    ) -> tuple[str, bytes, dict[str, str], ReadReply]:
         names = ToolNameMap(t.name for t in request.tools)
-        body = self.converter.request_to_openai(request, self.api_model(request.model_id), names)
+        body = self.converter.request_to_openai_body(
+            request, self.api_model(request.model_id), names, self.turns
+        )
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         key = self.api_key(required=False) if self.config.auth_ref else None
         if key:

@@ -10,7 +10,8 @@ console's replay keys: ``replay_pause`` (toggle), ``replay_step`` (one event for
 ``replay_back`` (one event back, pauses: a new projection is built from the start up to
 there), ``replay_speed`` and ``quit``. Every other command is refused and counted in
 ``refused``: a replay never reaches a runtime, so nothing the person types can change the
-recorded session.
+recorded session. ``log_time`` is the replay's clock: the recorded time of the last event
+played.
 """
 
 from __future__ import annotations
@@ -171,6 +172,16 @@ class ReplayPlayer:
         self.position = target
         self._relay(self.store.revision)  # a frame for the new position, events or none
         return True
+
+    def log_time(self) -> float:
+        """The recorded time (epoch seconds) of the last event played: the replay's "now",
+        so elapsed times are the log's, never the wall clock's (0.0 before the first). Reads
+        back from the position only as far as the first readable time (one event, usually)."""
+        for index in range(self.position - 1, -1, -1):
+            seconds = _seconds(self.events[index].timestamp)
+            if not math.isnan(seconds):
+                return seconds
+        return 0.0
 
     async def send(self, command: UiCommand) -> None:
         """The UiCommandChannel of a replay: replay controls and quit only."""

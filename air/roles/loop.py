@@ -242,14 +242,8 @@ class AgentLoopRole:
                 )
                 messages = _merge_user(messages)
             runtime.turn += 1
-            env = await runtime.call_tool(
-                "provider.complete",
-                {
-                    "system": system,
-                    "messages": messages,
-                    "tools": tools,
-                    "max_tokens": self.max_tokens,
-                },
+            env = await runtime.complete(
+                system=system, messages=messages, tools=tools, max_tokens=self.max_tokens
             )
             if env.status != "ok" or not isinstance(env.output, dict):
                 error = env.error or make_air_error(
@@ -415,11 +409,18 @@ class ExecutorRole(AgentLoopRole):
             ]
             risk = Risk(severity="medium", summary=f"verification skipped: {reason}")
             return status, skipped, [risk], None
+        failed = [c for c in missing if c not in not_run]
+        said = [f"failed: {', '.join(failed)}"] if failed else []
+        said += [f"never ran: {', '.join(not_run)}"] if not_run else []
+        action = "Fix the change so the verification commands pass, or allow a fallback."
+        if not_run:
+            action = "Run the verification commands with shell.run, and fix the change until "
+            action += "they pass (or allow a fallback)."
         error = make_air_error(
             kind=ErrorKind.VERIFICATION_FAILED,
-            message="verification did not pass: " + ", ".join(missing),
+            message="verification " + "; ".join(said),
             retryability="after_change",
-            user_action="Fix the change so the verification commands pass, or allow a fallback.",
+            user_action=action,
         )
         return WorkerStatus.FAILED, verification, [], error
 

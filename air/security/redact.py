@@ -5,12 +5,20 @@ npm, PyPI, Hugging Face), bearer/basic tokens, private key blocks, ``KEY=value``
 looks secret (``.env`` style) and exact values registered at runtime, e.g. from environment
 variables whose names look secret (``looks_secret_env_name``: ``*_KEY``, ``*_PAT``, ``*_PASS``,
 ``*_PWD``, ``*_TOKEN*``, ``*_SECRET*``, providers' names) when the value is no ordinary text
-(``registrable_secret``) (SDD §9.2, §16; baselines §A.11). Registered values are one
-alternation, longest first.
+(``registrable_secret``) (SDD §9.2, §16; baselines §A.11), and ``RedactingStream``, the same
+redaction of a stream fed in chunks (IMPL-REDACT-2).
+
+Every shape and value lies within one line: registered values are registered line by line, one
+alternation, longest first; the patterns' whitespace never crosses a newline; a private key block
+is a line state (its BEGIN line, then key lines until its END line). A line longer than
+``LINE_MAX`` is redacted in pieces of that size. So text can be redacted a batch of whole lines at
+a time, and only the lines holding a trigger word of some shape (``_Shapes.triggers``, found with
+``str.find`` on the lower-cased batch) are matched against the shapes: linear in the output.
 """
 
 from __future__ import annotations
 
+import codecs
 import functools
 import re
 import threading
@@ -18,8 +26,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 __all__ = [
+    "LINE_MAX",
     "REDACTED",
     "WELL_KNOWN_SECRET_NAMES",
+    "RedactingStream",
     "SecretRedactor",
     "looks_secret_env_name",
     "looks_secret_name",
@@ -53,47 +63,181 @@ _ASCII_SECRET_WORDS = (
 """``SECRET_NAME_PATTERN`` spelled out for lower-case ASCII, but ``auth(?!or)``
 (``_has_auth``); ``client[_-]?secret`` holds ``secret``."""
 
-_PATTERN_SOURCES: tuple[tuple[str, int], ...] = (
-    (
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
-        r".*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
-        re.S,
-    ),
-    (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[^\n]*(\n[A-Za-z0-9+/=]{16,})*", 0),
-    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", 0),
-    (r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", 0),
-    (r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", 0),
-    (r"\bgithub_pat_[A-Za-z0-9_]{40,}", 0),
-    (r"\bglpat-[A-Za-z0-9_\-]{20,}", 0),
-    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", 0),
-    (r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}", 0),
-    (r"\bAIza[0-9A-Za-z_\-]{35}", 0),
-    (r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", 0),
-    (r"\bnpm_[A-Za-z0-9]{36}\b", 0),
-    (r"\bpypi-[A-Za-z0-9_\-]{50,}", 0),
-    (r"\bhf_[A-Za-z0-9]{30,}", 0),
-    (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", 0),
-    (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", 0),
+_PATTERN_SOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", ("sk-",)),
+    (r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),
+    (r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
+    (r"\bgithub_pat_[A-Za-z0-9_]{40,}", ("github_pat_",)),
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),
+    (r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}", ("k_",)),
+    (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),
+    (r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", ("AKIA",)),
+    (r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
+    (r"\bpypi-[A-Za-z0-9_\-]{50,}", ("pypi-",)),
+    (r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
+    (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
+    (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),
 )
-"""The secret shapes replaced whole (compiled at the first redaction: ``_shapes()``)."""
+"""The secret shapes replaced whole, each with the trigger words one of which each of its
+matches holds: lower case, found in the lower-cased text, but the AWS and Google prefixes
+(``_AWS_GOOGLE``, found as written). Compiled at the first redaction: ``_shapes()``."""
+
+_H = r"[^\S\n]"
+"""Whitespace but a newline: no shape crosses a line."""
+_ASSIGN_WORDS = (
+    r"secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
+    r"private[_-]?key|credential|client[_-]?secret"
+)
+_AWS_TRIGGERS = ("key",)
+_BEARER_TRIGGERS = ("bearer", "basic", "token")
+_HEADER_TRIGGERS = ("auth", "key")
+_ASSIGN_TRIGGERS = ("secret", "token", "pass", "key", "credential")
+
+_AWS_GOOGLE = ("AIza", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA")
+_GATES: dict[str, tuple[str, ...]] = {
+    "_": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "k_", "npm_", "hf_"),
+    "-": ("sk-", "glpat-", "pypi-", "xox"),
+    "J": ("eyj",),
+    ":=": ("://", "key", "auth", "secret", "pass", "credential"),
+}
+"""Trigger words looked for only in a text that holds one of the gate's characters (as it is,
+not lower-cased), which every match of their stages holds: one fast search skips the group.
+``token`` is ungated: a bearer token needs no ``:``/``=``."""
+
+_PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
+_PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*|[A-Za-z][A-Za-z0-9-]*:[^\n]*")
+"""A line inside a private key block: key material (base64, blank) or a header
+(``Proc-Type: 4,ENCRYPTED``). Any other line ends a block that has no END line."""
+_PEM_WORD = "PRIVATE KEY"
+_FEW_VALUES = 8
+"""Up to this many registered values, a text is searched for each (``in``, fast) before the
+alternation runs over it (slower per character than a few plain searches)."""
+LINE_MAX = 1 << 20
+"""A line longer than this many characters is redacted in pieces of this size (a secret across
+such a cut is not seen whole): what bounds a ``RedactingStream``'s memory."""
+
+
+def _keep_label(m: re.Match[str]) -> str:
+    return m.group(1) + m.group(2) + REDACTED
+
+
+def _keep_name(m: re.Match[str]) -> str:
+    return m.group(1) + REDACTED
+
+
+def _header(m: re.Match[str]) -> str:
+    return m.group(0) if m.group(3) == REDACTED else m.group(1) + m.group(2) + REDACTED
+
+
+def _assign(m: re.Match[str]) -> str:
+    return m.group(1) + m.group(2) + (REDACTED if m.group(3) != REDACTED else m.group(3))
 
 
 class _Shapes:
     """The compiled secret shapes (``_shapes()``: built once, by the first ``redact``; not at
-    import: a run that logs nothing before its first model request does not pay the compiling)."""
+    import: a run that logs nothing before its first model request does not pay the compiling).
+
+    ``stages`` in their order (the shapes; the AWS secret; bearer/basic tokens before the
+    headers, so "Authorization: Bearer <tok>" loses the token itself; ``KEY=value``), and
+    ``triggers``: each trigger word with the stages one of whose matches may hold it."""
 
     def __init__(self) -> None:
-        self.patterns = [re.compile(source, flags) for source, flags in _PATTERN_SOURCES]
-        self.bearer = re.compile(r"(?i)\b(bearer|basic|token)(\s+)([A-Za-z0-9._~+/\-]{12,}=*)")
-        self.auth_header = re.compile(
-            r"(?i)\b(authorization|x-api-key|api-key|x-auth-token)(\s*[:=]\s*)"
-            r"((?:(?:bearer|basic|token)\s+)?[^\s\"',]+)"
+        stages: list[tuple[re.Pattern[str], Any, tuple[str, ...]]] = [
+            (re.compile(source), REDACTED, triggers) for source, triggers in _PATTERN_SOURCES
+        ]
+        aws = rf"(?i)(aws_secret_access_key{_H}*[:=]{_H}*)([A-Za-z0-9/+=]{{30,}})"
+        bearer = rf"(?i)\b(bearer|basic|token)({_H}+)([A-Za-z0-9._~+/\-]{{12,}}=*)"
+        header = (
+            rf"(?i)\b(authorization|x-api-key|api-key|x-auth-token)({_H}*[:=]{_H}*)"
+            rf"((?:(?:bearer|basic|token){_H}+)?[^\s\"',]+)"
         )
-        self.assign = re.compile(
-            r"(?im)\b([A-Z0-9_.\-]*?(?:secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
-            r"private[_-]?key|credential|client[_-]?secret)[A-Z0-9_.\-]*)(\s*[:=]\s*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
+        assign = (
+            rf"(?i)\b([A-Z0-9_.\-]*?(?:{_ASSIGN_WORDS})[A-Z0-9_.\-]*)"
+            rf"({_H}*[:=]{_H}*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
         )
-        self.aws_secret = re.compile(r"(?i)(aws_secret_access_key\s*[:=]\s*)([A-Za-z0-9/+=]{30,})")
+        stages += [
+            (re.compile(aws), _keep_name, _AWS_TRIGGERS),
+            (re.compile(bearer), _keep_label, _BEARER_TRIGGERS),
+            (re.compile(header), _header, _HEADER_TRIGGERS),
+            (re.compile(assign), _assign, _ASSIGN_TRIGGERS),
+        ]
+        self.stages = [(pattern, repl) for pattern, repl, _ in stages]
+        masks: dict[str, int] = {}
+        for index, (_, _, words) in enumerate(stages):
+            for word in words:
+                masks[word] = masks.get(word, 0) | (1 << index)
+        gated = {word for words in _GATES.values() for word in words} | set(_AWS_GOOGLE)
+        self.aws_google = re.compile("|".join(_AWS_GOOGLE))
+        """The Google and AWS key prefixes, found case-sensitively in the text as it is: one
+        search from their common ``A`` (``re``'s literal prefix), faster than seven."""
+        self.aws_google_mask = masks["AIza"] | masks["AKIA"]
+        self.groups: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = (
+            ("", tuple((w, m) for w, m in masks.items() if w not in gated)),
+            *((gate, tuple((w, masks[w]) for w in words)) for gate, words in _GATES.items()),
+        )
+        self.all = (1 << len(stages)) - 1
+
+    def apply(self, text: str, mask: int) -> str:
+        """The stages in ``mask``, in order, over ``text``."""
+        for index, (pattern, repl) in enumerate(self.stages):
+            if mask >> index & 1:
+                text = pattern.sub(repl, text)
+        return text
+
+    def apply_to_lines(self, text: str) -> str:
+        """The stages over the lines of ``text`` that hold a trigger word (each line only the
+        stages its trigger words name); the rest as it is.
+
+        Exact because no stage crosses a newline, every match holds one of its stage's trigger
+        words and ``[REDACTED]`` holds none; a text whose lower case has another length (``İ``)
+        gets every stage over all of it."""
+        lower = text.lower()
+        if len(lower) != len(text):
+            return self.apply(text, self.all)
+        spans: dict[int, tuple[int, int]] = {}
+        for gate, triggers in self.groups:
+            if gate and not any(c in text for c in gate):
+                continue
+            self._find(text, lower, triggers, spans)
+        for match in self.aws_google.finditer(text):
+            self._add_line(text, match.start(), self.aws_google_mask, spans)
+        if not spans:
+            return text
+        out: list[str] = []
+        done = 0
+        for start in sorted(spans):
+            end, mask = spans[start]
+            out.append(text[done:start])
+            out.append(self.apply(text[start:end], mask))
+            done = end
+        out.append(text[done:])
+        return "".join(out)
+
+    @staticmethod
+    def _find(
+        text: str,
+        lower: str,
+        triggers: tuple[tuple[str, int], ...],
+        spans: dict[int, tuple[int, int]],
+    ) -> None:
+        """Add the line of each occurrence of a trigger word to ``spans`` (start -> end, mask)."""
+        for word, mask in triggers:
+            at = lower.find(word)
+            while at != -1:
+                end = _Shapes._add_line(text, at, mask, spans)
+                at = lower.find(word, end)
+
+    @staticmethod
+    def _add_line(text: str, at: int, mask: int, spans: dict[int, tuple[int, int]]) -> int:
+        """Add the line holding index ``at`` to ``spans`` with ``mask``; the line's end."""
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        known = spans.get(start)
+        spans[start] = (end, mask if known is None else known[1] | mask)
+        return end
 
 
 @functools.cache
@@ -183,21 +327,28 @@ class SecretRedactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
-        self._exact: re.Pattern[str] | None = None
+        self._exact: tuple[re.Pattern[str], tuple[str, ...] | None] | None = None
+        """The values' alternation, and the values while there are few (found with ``in``
+        before the alternation runs); one attribute, replaced whole (read without the lock)."""
         self.register(*values)
 
     def register(self, *values: str) -> None:
-        """Add exact secret values (ignored when shorter than 6 characters)."""
+        """Add exact secret values (ignored when shorter than 6 characters); a value of several
+        lines is registered line by line."""
         with self._lock:
             changed = False
             for value in values:
-                for candidate in {value, value.strip()}:
-                    if len(candidate) >= 6 and candidate not in self._values:
-                        self._values.add(candidate)
-                        changed = True
+                for line in value.split("\n"):
+                    for candidate in {line, line.strip()}:
+                        if len(candidate) >= 6 and candidate not in self._values:
+                            self._values.add(candidate)
+                            changed = True
             if changed:
                 ordered = sorted(self._values, key=len, reverse=True)
-                self._exact = re.compile("|".join(re.escape(v) for v in ordered))
+                self._exact = (
+                    re.compile("|".join(re.escape(v) for v in ordered)),
+                    tuple(ordered) if len(ordered) <= _FEW_VALUES else None,
+                )
 
     def register_environment(self, environ: Mapping[str, str]) -> int:
         """Register the values of variables whose names look secret (``looks_secret_env_name``)
@@ -225,26 +376,22 @@ class SecretRedactor:
         """Return ``text`` with every known secret shape and registered value replaced."""
         if not text:
             return text
+        if len(text) <= LINE_MAX and _PEM_WORD not in text:
+            return self.redact_lines(text)
+        stream = RedactingStream(self)
+        return stream.feed(text) + stream.finish()
+
+    def redact_lines(self, text: str) -> str:
+        """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any
+        private key block: registered values, then the shapes on the lines holding a trigger."""
         exact = self._exact
-        if exact is not None:
-            text = exact.sub(REDACTED, text)
-        shapes = _shapes()
-        for pattern in shapes.patterns:
-            text = pattern.sub(REDACTED, text)
-        text = shapes.aws_secret.sub(lambda m: m.group(1) + REDACTED, text)
-        # Bearer/basic tokens first, so "Authorization: Bearer <tok>" loses the token itself.
-        text = shapes.bearer.sub(lambda m: m.group(1) + m.group(2) + REDACTED, text)
-        text = shapes.auth_header.sub(
-            lambda m: m.group(0) if m.group(3) == REDACTED else m.group(1) + m.group(2) + REDACTED,
-            text,
-        )
-        text = shapes.assign.sub(
-            lambda m: (
-                m.group(1) + m.group(2) + (REDACTED if m.group(3) != REDACTED else m.group(3))
-            ),
-            text,
-        )
-        return text
+        if exact is not None and (exact[1] is None or any(v in text for v in exact[1])):
+            text = exact[0].sub(REDACTED, text)
+        return _shapes().apply_to_lines(text)
+
+    def stream(self) -> RedactingStream:
+        """A ``RedactingStream`` over this redactor's values and shapes."""
+        return RedactingStream(self)
 
     def redact_bytes(self, data: bytes) -> bytes:
         """Redact UTF-8 ``data`` (undecodable bytes are kept as replacement characters)."""
@@ -265,3 +412,96 @@ class SecretRedactor:
         if isinstance(value, list | tuple):
             return [self.redact_obj(v) for v in value]
         return value
+
+
+class RedactingStream:
+    """Redact text that arrives in chunks: the concatenation of what ``feed`` and ``finish``
+    return is ``redactor.redact(whole)`` however the text was cut (IMPL-REDACT-2).
+
+    Carries the current unfinished line (at most ``LINE_MAX`` characters) and whether a private
+    key block is open; ``feed_bytes`` decodes UTF-8 incrementally (a character split between two
+    chunks is decoded whole; undecodable bytes become U+FFFD). Not thread-safe: one per stream.
+    """
+
+    def __init__(self, redactor: SecretRedactor) -> None:
+        self._redactor = redactor
+        self._pending: list[str] = []
+        self._pending_len = 0
+        self._in_key = False
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed_bytes(self, data: bytes) -> str:
+        """``feed`` the UTF-8 ``data``."""
+        return self.feed(self._decoder.decode(data))
+
+    def feed(self, text: str) -> str:
+        """Take ``text``; return the redacted text of every line it completes."""
+        if not text:
+            return ""
+        if "\n" not in text and self._pending_len + len(text) <= LINE_MAX:
+            self._pending.append(text)
+            self._pending_len += len(text)
+            return ""
+        if self._pending:
+            self._pending.append(text)
+            text = "".join(self._pending)
+            self._pending.clear()
+        out: list[str] = []
+        pos, size = 0, len(text)
+        while True:
+            newline = text.rfind("\n", pos, pos + LINE_MAX + 1)
+            if newline != -1:
+                out.append(self._segment(text[pos : newline + 1]))
+                pos = newline + 1
+            elif size - pos > LINE_MAX:
+                out.append(self._segment(text[pos : pos + LINE_MAX]))
+                pos += LINE_MAX
+            else:
+                break
+        if pos < size:
+            self._pending.append(text[pos:])
+        self._pending_len = size - pos
+        return "".join(out)
+
+    def finish(self) -> str:
+        """The redacted rest (an unfinished last line); the stream starts afresh after it."""
+        rest = "".join(self._pending) + self._decoder.decode(b"", final=True)
+        self._pending.clear()
+        self._pending_len = 0
+        text = self._segment(rest) if rest else ""
+        self._in_key = False
+        return text
+
+    def _segment(self, text: str) -> str:
+        """Redact whole lines (or a ``LINE_MAX`` piece of one)."""
+        if self._in_key or _PEM_WORD in text:
+            text = self._key_lines(text)
+        return self._redactor.redact_lines(text)
+
+    def _key_lines(self, text: str) -> str:
+        """Replace private key blocks: from BEGIN to the end of its line, then every key line
+        up to and including END (or up to the first line that is no key material)."""
+        return "\n".join([self._key_line(line) for line in text.split("\n")])
+
+    def _key_line(self, line: str) -> str:
+        if self._in_key:
+            closing = _PEM_END.search(line)
+            if closing is not None:
+                self._in_key = False
+                return REDACTED + self._key_line(line[closing.end() :])
+            if _PEM_BODY.fullmatch(line):
+                return REDACTED if line.strip() else line
+            self._in_key = False
+        opening = _PEM_BEGIN.search(line)
+        if opening is None:
+            return line
+        self._in_key = True
+        return line[: opening.start()] + REDACTED + self._key_line_rest(line[opening.end() :])
+
+    def _key_line_rest(self, rest: str) -> str:
+        """What follows BEGIN on its line: redacted, but what follows an END there."""
+        closing = _PEM_END.search(rest)
+        if closing is None:
+            return ""
+        self._in_key = False
+        return self._key_line(rest[closing.end() :])

@@ -17,6 +17,7 @@ import errno
 import fcntl
 import json
 import os
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 import trio
@@ -24,7 +25,7 @@ import trio
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
 from air.contracts.platform import ProcessIdentity
-from air.ipc.procs import find_marked, is_same_process, kill_tree, read_identity
+from air.ipc.procs import find_marked_many, is_same_process, kill_tree, read_identity
 
 __all__ = [
     "OWNERS_DIR",
@@ -250,31 +251,40 @@ async def reap_orphans(
     store = RunRecordStore(root)
     results: list[ReapResult] = []
     records = store.list()  # read once: the owners' clean-up below sees the same records
+    taken: list[dict[str, Any]] = []
     for rec in records:
-        agent_id = str(rec.get("agent_id"))
-        if rec.get("state") != "running" or agent_id in live_agent_ids:
+        if rec.get("state") != "running" or str(rec.get("agent_id")) in live_agent_ids:
             continue
         if own:
             if not is_mine(rec):
                 continue
         elif owner_alive(root, rec):
             continue
+        taken.append(rec)
+    # one /proc scan for every run taken, and their kills side by side (IMPL-IPC-6)
+    marked = find_marked_many([str(r["marker"]) for r in taken if r.get("marker")])
+    kills: list[tuple[ProcessIdentity | None, str | None]] = []
+    for rec in taken:
         ident = ProcessIdentity.from_record(rec)
         marker = rec.get("marker")
-        marked = find_marked(marker) if marker else []
+        found = marked.get(str(marker), []) if marker else []
         leader = ident if ident is not None and ident.pid > 0 else None
-        if leader is not None and is_same_process(leader) and leader.pid not in marked:
+        if leader is not None and is_same_process(leader) and leader.pid not in found:
             # the recorded pid is alive but does not carry the run's marker: not this run's
             # worker (a stale or forged record) — only marked processes may be signalled
             leader = None
-        alive = (leader is not None and is_same_process(leader)) or bool(marked)
+        alive = (leader is not None and is_same_process(leader)) or bool(found)
         if alive:
-            await kill_tree(leader, marker=marker, grace_s=grace_s)
+            kills.append((leader, marker))
         state = "orphaned-killed" if alive else "orphaned-dead"
         rec.update(state="terminal", terminal_state=state, updated_at=utc_now_iso())
+        results.append(ReapResult(agent_id=str(rec.get("agent_id")), state=state))
+    async with trio.open_nursery() as nursery:
+        for leader, marker in kills:
+            nursery.start_soon(partial(kill_tree, leader, marker=marker, grace_s=grace_s))
+    for rec in taken:
         store.write(rec)
-        results.append(ReapResult(agent_id=agent_id, state=state))
-        await trio.lowlevel.checkpoint()
+    await trio.lowlevel.checkpoint()
     if not own:
         _forget_dead_owners(store, records)
     return results

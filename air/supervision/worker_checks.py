@@ -22,6 +22,7 @@ from air.supervision.worker_run import CONTRACT, Supervisor, WorkerRun, err, red
 
 if TYPE_CHECKING:  # a result or an artifact exists only once a worker sent one (IMPL-BOOT-12)
     from air.contracts.artifact_records import ArtifactRef
+    from air.contracts.error import AirError
     from air.contracts.worker_result import WorkerResult
 
 __all__ = ["artifact", "cap_text", "check_result"]
@@ -61,6 +62,20 @@ def _missing_verification(run: WorkerRun, result: WorkerResult) -> list[str]:
     ]
 
 
+def _verification_error(run: WorkerRun, missing: list[str]) -> AirError:
+    """Says what happened to each missing command: it ran through shell.run and failed, or
+    it never ran (a claim with no run behind it is not a failed run)."""
+    failed = [c for c in missing if c in run.verified]
+    never = [c for c in missing if c not in run.verified]
+    parts = [f"failed in shell.run: {', '.join(failed)}"] if failed else []
+    parts += [f"never ran through shell.run: {', '.join(never)}"] if never else []
+    action = "Fix the change so the verification commands pass."
+    if never:
+        action = "Run the verification commands with shell.run after the change, until they pass."
+    message = "verification " + "; ".join(parts)
+    return err(ErrorKind.VERIFICATION_FAILED, message, user_action=action)
+
+
 def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> WorkerResult:
     """Validate a result on the parent side (runner invariant 25: no self-attestation)."""
     from air.contracts.worker_result import ROLE_RESULT_MODELS, WorkerResult, WorkerStatus
@@ -83,11 +98,7 @@ def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> Worke
     missing = _missing_verification(run, result)
     if missing:
         update["status"] = WorkerStatus.FAILED
-        update["error"] = err(
-            ErrorKind.VERIFICATION_FAILED,
-            "verification commands did not pass through shell.run: " + ", ".join(missing),
-            user_action="Fix the change so the verification commands pass.",
-        )
+        update["error"] = _verification_error(run, missing)
     cfg = sup.config
     for name in ("summary", "raw_text"):
         value = getattr(result, name)

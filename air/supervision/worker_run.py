@@ -31,6 +31,7 @@ from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
 from air.ipc.protocol import LineEncoder
 from air.security.redact import SecretRedactor
+from air.supervision.conversation import Conversation
 from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:  # built once a worker calls a tool or sends its result (IMPL-BOOT-12)
@@ -176,6 +177,8 @@ class WorkerRun:
     checkpoint: dict[str, Any] | None = None
     started_recorded: bool = False
     ctx: ToolExecutionContext | None = None
+    conversation: Conversation | None = None
+    """The model turns so far, kept by the parent (``air.supervision.conversation``)."""
     encoder: LineEncoder | None = None
     _source: EventSource | None = field(default=None, repr=False)
 

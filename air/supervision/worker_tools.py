@@ -4,7 +4,8 @@ Owns: ``serve_tool`` — one ``tool.call``, served by the worker's own read loop
 serving loop (no Trio task per call; IMPL-LAUNCH-3): the run's hard, grace or stall end
 cancels the call in flight, which answers nothing more. Serving:
 ``provider.complete`` (the internal streaming tool: a ``ProviderCompletionInput`` the parent
-builds — model, limits and identity are the parent's — streamed as ``tool.stream``) or the
+builds from the run's ``Conversation``, which keeps the turns so far and takes only what is new
+— model, limits and identity are the parent's — streamed as ``tool.stream``) or the
 tool router (``ToolRegistry.call`` / ``call_streaming``), a ``shell.run`` verification record
 (runner invariant 25), then the output cap (50 KB / 2,000 lines, the full text in an artifact)
 before ``tool.result`` goes back.
@@ -20,7 +21,7 @@ from pydantic import ValidationError
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
 from air.contracts.ipc import ToolCallPayload
-from air.contracts.provider import ProviderCompletionInput
+from air.supervision.conversation import Conversation, ConversationError
 from air.supervision.worker_checks import artifact, cap_text
 from air.supervision.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
 
@@ -105,22 +106,17 @@ def _provider_error(run_id: str, error: Any) -> ToolResultEnvelope:
     )
 
 
-async def _serve_provider(
-    sup: Supervisor, run: WorkerRun, call_id: str, input: dict[str, Any]
-) -> ToolResultEnvelope:
-    req = run.request
-    model_ref = req.task_spec.constraints.model_id or sup.model
-    provider_id, _, model_id = model_ref.partition("/")
-    if not model_id:
-        provider_id, model_id = sup.model.partition("/")[0], model_ref
-    run_id = new_id("tr")
-    max_tokens = sup.config.max_tokens
-    try:
-        request = ProviderCompletionInput.model_validate(
+def _conversation(sup: Supervisor, run: WorkerRun) -> Conversation:
+    """The run's conversation, made at its first turn with the fields the parent decides."""
+    if run.conversation is None:
+        req = run.request
+        model_ref = req.task_spec.constraints.model_id or sup.model
+        provider_id, _, model_id = model_ref.partition("/")
+        if not model_id:
+            provider_id, model_id = sup.model.partition("/")[0], model_ref
+        max_tokens = sup.config.max_tokens
+        run.conversation = Conversation(
             {
-                "messages": input.get("messages") or [],
-                "system": input.get("system"),
-                "tools": input.get("tools") or [],
                 # the parent owns the model's limits: models.yaml's max_output_tokens,
                 # unless SupervisionConfig.max_tokens caps it
                 **({"max_tokens": max_tokens} if max_tokens else {}),
@@ -131,6 +127,15 @@ async def _serve_provider(
                 "agent_id": req.agent_id,
             }
         )
+    return run.conversation
+
+
+async def _serve_provider(
+    sup: Supervisor, run: WorkerRun, call_id: str, input: dict[str, Any]
+) -> ToolResultEnvelope:
+    run_id = new_id("tr")
+    try:
+        request = _conversation(sup, run).turn(input)
     except ValidationError as exc:
         return _provider_error(
             run_id,
@@ -138,6 +143,10 @@ async def _serve_provider(
                 ErrorKind.VALIDATION_ERROR,
                 f"invalid provider.complete input: {exc.errors()[0]['msg']}",
             ),
+        )
+    except ConversationError as exc:
+        return _provider_error(
+            run_id, err(ErrorKind.VALIDATION_ERROR, f"invalid provider.complete input: {exc}")
         )
     try:
         async for ev in sup.provider.complete(request):

@@ -176,6 +176,8 @@ class FakeLauncher:
         worker: the body every launch runs.
         ignore_sigterm: the workers survive SIGTERM (only SIGKILL after the grace ends them).
         fail: every launch raises this ``OSError`` (a worker that cannot start).
+        keep: keep every launch in ``launches``; False for a long run measuring the parent's
+            memory (the fake workers' own state is no part of it).
     """
 
     def __init__(
@@ -185,8 +187,10 @@ class FakeLauncher:
         *,
         ignore_sigterm: bool = False,
         fail: OSError | None = None,
+        keep: bool = True,
     ) -> None:
         self._nursery = nursery
+        self._keep = keep
         self._worker = worker
         self.fail = fail
         self.ignore_sigterm = ignore_sigterm
@@ -207,7 +211,8 @@ class FakeLauncher:
         self._nursery.start_soon(
             _run, self._worker, io, handle, (worker_in, worker_out, worker_err)
         )
-        self.launches.append((spec, handle, io))
+        if self._keep:
+            self.launches.append((spec, handle, io))
         return Launched(
             send=to_worker,
             receive=from_worker,

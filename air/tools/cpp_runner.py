@@ -108,16 +108,17 @@ class SandboxedCommandRunner:
         self.command_runs.append(command_run_id)
         await record_command_started(run, command_run_id, command, real_cwd)
 
+        # one RedactingStream per stream: a secret split between two chunks is still caught
+        redacting = {"stdout": run.redactor.stream(), "stderr": run.redactor.stream()}
+
         async def forward(name: str, text: str) -> None:
-            if not text:  # end of stream
-                if on_output is not None:
-                    await on_output(name, text)
-                return
-            redacted = run.redactor.redact(text)
-            await run.emit(
-                f"command.{name}.delta", {"command_run_id": command_run_id, "data": redacted}
-            )
-            await run.stream("stdout" if name == "stdout" else "stderr", redacted)
+            # the end of the stream (an empty chunk) flushes its last line
+            redacted = redacting[name].feed(text) if text else redacting[name].finish()
+            if redacted:
+                await run.emit(
+                    f"command.{name}.delta", {"command_run_id": command_run_id, "data": redacted}
+                )
+                await run.stream("stdout" if name == "stdout" else "stderr", redacted)
             if on_output is not None:
                 await on_output(name, text)
 

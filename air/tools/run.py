@@ -31,7 +31,14 @@ if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
     from air.contracts.tool_runs import ToolEvent, ToolExecutionContext
     from air.security.redact import SecretRedactor
 
-__all__ = ["ArtifactSink", "EventRecorder", "ToolEventKind", "ToolRun", "ToolServices"]
+__all__ = [
+    "ArtifactSink",
+    "ArtifactWriting",
+    "EventRecorder",
+    "ToolEventKind",
+    "ToolRun",
+    "ToolServices",
+]
 
 ToolEventKind = Literal["progress", "stdout", "stderr", "text_delta", "provider_event"]
 
@@ -44,10 +51,28 @@ class EventRecorder(Protocol):
     async def ingest_ephemeral(self, event: RuntimeEvent) -> Any: ...
 
 
+class ArtifactWriting(Protocol):
+    """An artifact written in pieces (``ArtifactSink.open_writer``; ``ArtifactWriter``)."""
+
+    size: int
+
+    def write(self, content: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    def commit(self) -> ArtifactRef: ...
+
+    def discard(self) -> None: ...
+
+
 class ArtifactSink(Protocol):
     """What the registry stores artifacts in (``OpenSession.artifacts`` satisfies it)."""
 
     def create(self, input: ArtifactCreateInput, context: ArtifactContext) -> ArtifactRef: ...
+
+    def open_writer(
+        self, input: ArtifactCreateInput, context: ArtifactContext
+    ) -> ArtifactWriting: ...
 
     def read(self, artifact_id: str) -> ArtifactReadResult: ...
 
@@ -86,21 +111,19 @@ class ToolRun:
         """The workspace root with symlinks resolved."""
         return os.path.realpath(self.context.workspace_root)
 
-    async def stream(self, kind: ToolEventKind, data: Any) -> None:
-        """Hand one progress item (redacted) to the caller of ``call_streaming``."""
+    async def stream(self, kind: ToolEventKind, data: Any, *, redacted: bool = False) -> None:
+        """Hand one progress item (redacted; ``redacted``: already, by this run's redactor, as
+        a ``RedactingStream`` of it leaves it) to the caller of ``call_streaming``."""
         if self.events is not None:
             from air.contracts.tool_runs import ToolEvent
 
-            await self.events.send(
-                ToolEvent(
-                    tool_run_id=self.tool_run_id, kind=kind, data=self.redactor.redact_obj(data)
-                )
-            )
+            data = data if redacted else self.redactor.redact_obj(data)
+            await self.events.send(ToolEvent(tool_run_id=self.tool_run_id, kind=kind, data=data))
 
-    def event(self, type: str, payload: JsonObject) -> RuntimeEvent:
+    def event(self, type: str, payload: JsonObject, *, redacted: bool = False) -> RuntimeEvent:
         return new_event(
             type,
-            self.redactor.redact_obj(payload),
+            payload if redacted else self.redactor.redact_obj(payload),
             session_id=self.context.session_id,
             source=EventSource(kind="tool", id=self.definition.name),
         )
@@ -109,9 +132,9 @@ class ToolRun:
         """Ingest a durable event (redacted)."""
         await self.registry.recorder.ingest(self.event(type, payload))
 
-    async def emit(self, type: str, payload: JsonObject) -> None:
-        """Ingest an ephemeral event (redacted)."""
-        await self.registry.recorder.ingest_ephemeral(self.event(type, payload))
+    async def emit(self, type: str, payload: JsonObject, *, redacted: bool = False) -> None:
+        """Ingest an ephemeral event (redacted, unless ``redacted`` says it is already)."""
+        await self.registry.recorder.ingest_ephemeral(self.event(type, payload, redacted=redacted))
 
     def add_artifact(
         self,
@@ -142,3 +165,30 @@ class ToolRun:
         )
         self.artifacts.append(ref)
         return ref
+
+    def open_artifact(
+        self,
+        type: ArtifactType,
+        slug: str,
+        *,
+        extension: str = ".txt",
+        command_run_id: str | None = None,
+    ) -> ArtifactWriting:
+        """An artifact of this run written in pieces, each redacted by the caller (a command's
+        log, redacted as it streams: IMPL-REDACT-2); ``attach`` its ref once committed."""
+        from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
+
+        return self.registry.artifacts.open_writer(
+            ArtifactCreateInput(type=type, slug=slug, extension=extension, content=b""),
+            ArtifactContext(
+                session_id=self.context.session_id,
+                task_id=self.context.task_id,
+                agent_id=self.context.agent_id,
+                tool_run_id=self.tool_run_id,
+                command_run_id=command_run_id,
+            ),
+        )
+
+    def attach(self, ref: ArtifactRef) -> None:
+        """Attach an artifact stored through ``open_artifact`` to the result."""
+        self.artifacts.append(ref)

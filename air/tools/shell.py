@@ -1,6 +1,7 @@
 """shell.run: commands in the bubblewrap sandbox, streamed, timed out and killed as a group.
 
-Owns the streaming ``shell.run`` tool (command.* events, log artifacts, timeout and group kill)
+Owns the streaming ``shell.run`` tool (command.* events, timeout and group kill; its output,
+redacted as it streams into the log artifacts and the result's tail: ``air.tools.output``)
 and the command-event helpers the cpp.* tools share with it (``record_command_started``,
 ``record_command_failed``, ``interrupted_error``, ``store_output_logs``), on top of
 ``air.tools.sandbox`` (the allowlisted bwrap sandbox, IMPL-SBX-1..5; a task without a write
@@ -26,6 +27,7 @@ from air.contracts.error import AirError, AirException, ErrorKind, make_air_erro
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, load_limits, resource_limit_error
+from air.tools.output import CommandOutput, pump, widen_pipe
 from air.tools.registry import ToolRegistry, is_cancellation
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
@@ -51,14 +53,6 @@ def clean_environment(environ: Mapping[str, str], home: str) -> dict[str, str]:
     return sandbox_environment(environ, home=home)
 
 
-async def _pump(
-    stream: trio.abc.ReceiveStream, kind: str, sink: trio.MemorySendChannel[tuple[str, bytes]]
-) -> None:
-    async with sink:
-        async for chunk in stream:
-            await sink.send((kind, bytes(chunk)))
-
-
 def _kill_group(pid: int, sig: int) -> None:
     try:
         os.killpg(pid, sig)
@@ -69,24 +63,6 @@ def _kill_group(pid: int, sig: int) -> None:
 def _paths(workspace_root: str, cwd: str) -> tuple[str, str]:
     workspace = os.path.realpath(workspace_root)
     return workspace, os.path.realpath(os.path.join(workspace, cwd))
-
-
-async def _forward(
-    run: ToolRun,
-    command_run_id: str,
-    receive: trio.MemoryReceiveChannel[tuple[str, bytes]],
-    out: bytearray,
-    err: bytearray,
-) -> None:
-    """Collect the output and stream it: command.*.delta events and ToolEvents, redacted."""
-    async with receive:
-        async for kind, chunk in receive:
-            (out if kind == "stdout" else err).extend(chunk)
-            text = run.redactor.redact(chunk.decode("utf-8", "replace"))
-            await run.emit(
-                f"command.{kind}.delta", {"command_run_id": command_run_id, "data": text}
-            )
-            await run.stream("stdout" if kind == "stdout" else "stderr", text)
 
 
 def command_space(run: ToolRun) -> CommandSpace:
@@ -133,8 +109,6 @@ async def _run_in(
     env = sandbox_environment(os.environ)
     await record_command_started(run, command_run_id, command, cwd)
     started = time.monotonic()
-    out = bytearray()
-    err = bytearray()
     # Spawned on the loop's own thread, never a worker thread: see start_sandboxed.
     try:
         proc = start_sandboxed(
@@ -154,15 +128,18 @@ async def _run_in(
         raise AirException(error) from exc
     failure: BaseException | None = None
     watch = LimitWatch(space.limits, proc.pid, space.cgroup)
+    output = CommandOutput(run, command_run_id)
+    widen_pipe(proc.stdout)
+    widen_pipe(proc.stderr)
     try:
         with trio.move_on_after(seconds) as scope:
             async with trio.open_nursery() as watching:
                 watching.start_soon(watch.watch)
                 send, receive = trio.open_memory_channel[tuple[str, bytes]](16)
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_pump, proc.stdout, "stdout", send.clone())
-                    nursery.start_soon(_pump, proc.stderr, "stderr", send)
-                    nursery.start_soon(_forward, run, command_run_id, receive, out, err)
+                    nursery.start_soon(pump, proc.stdout, "stdout", send.clone())
+                    nursery.start_soon(pump, proc.stderr, "stderr", send)
+                    nursery.start_soon(output.forward, receive)
                 await proc.wait()
                 watching.cancel_scope.cancel(reason="the command ended")
         timed_out = scope.cancelled_caught
@@ -181,13 +158,14 @@ async def _run_in(
         _kill_group(proc.pid, signal.SIGKILL)
         proc.close()
         if failure is not None:
+            output.discard()
             cancelled = is_cancellation(failure)
             error = interrupted_error(failure)
             with trio.move_on_after(5, shield=True):
                 await record_command_failed(
                     run, command_run_id, started, error, cancelled=cancelled
                 )
-    refs = store_output_logs(run, command_run_id, bytes(out), bytes(err))
+    refs = await output.store()
     over = None if timed_out else watch.verdict(proc.returncode)
     if over is not None:
         error = resource_limit_error(over, space.limits)
@@ -212,13 +190,19 @@ async def _run_in(
             "diagnostic_ids": [],
         },
     )
-    return {
+    result: JsonObject = {
         "exit_code": proc.returncode,
-        "stdout": run.redactor.redact(out[-20000:].decode("utf-8", "replace")),
-        "stderr": run.redactor.redact(err[-20000:].decode("utf-8", "replace")),
+        "stdout": output.result("stdout"),
+        "stderr": output.result("stderr"),
         "sandboxed": True,
         "command_run_id": command_run_id,
     }
+    for name in ("stdout", "stderr"):
+        if output.truncated(name):
+            # the model sees the end; the whole stream is in its log artifact
+            result[f"{name}_truncated"] = True
+            result[f"{name}_artifact_id"] = refs[name]
+    return result
 
 
 def _ms(started: float) -> int:

@@ -56,6 +56,8 @@ PROMPT_GUARD_S = 0.3
 """Keys typed this soon after a permission prompt appears are ignored."""
 _BUSY_STATES = frozenset({"CLASSIFYING", "ANSWERING", "DELEGATING", "SCHEDULING", "EXECUTING"})
 _BUSY_STATES |= {"INTERRUPTING", "SUMMARIZING", "ARCHITECTURE_DESIGNING", "ARCHITECTURE_REVISING"}
+_ENDED = frozenset({"completed", "failed", "cancelled"})
+"""Task statuses with nothing left to cancel (an interrupted task resumes: it may be cancelled)."""
 
 
 class _Unsubscribed:
@@ -393,6 +395,18 @@ class TuiApp:
         matches = [t.task_id for t in tasks if t.task_id.startswith(token)]
         return matches[0] if len(matches) == 1 else token
 
+    def _cannot_cancel(self, task_id: str) -> str | None:
+        """Why ``/cancel TASK`` sends nothing: no such task, or it has already ended."""
+        task = next((t for t in self._snapshot.tasks if t.task_id == task_id), None)
+        if task is None:
+            known = ", ".join(t.task_id for t in self._snapshot.tasks[:5])
+            return f"no task {clean(task_id)}: nothing cancelled" + (
+                f" (tasks: {known})" if known else " (this session has no tasks)"
+            )
+        if task.status in _ENDED:
+            return f"task {task_id} already {task.status}: nothing to cancel"
+        return None
+
     def _submit(self, text: str) -> None:
         parsed = parse_input(text, selected_task=self.selected_task)
         if parsed.error:
@@ -401,6 +415,11 @@ class TuiApp:
             cmd = parsed.command
             if cmd.kind == "cancel_task" and cmd.task_id:
                 cmd = cmd.model_copy(update={"task_id": self._resolve_task(cmd.task_id)})
+                refused = self._cannot_cancel(str(cmd.task_id))
+                if refused is not None:
+                    self._say(refused)
+                    self._refresh()
+                    return
                 self._say(f"cancelling task {cmd.task_id} only")
             self._send(cmd)
         elif parsed.view == "quit":

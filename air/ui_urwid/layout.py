@@ -55,6 +55,9 @@ class ConsoleLayout:
 
     def __init__(self, on_submit: Callable[[str], None], *, replay: bool = False) -> None:
         self.replay = replay
+        self.now: Callable[[], float] = time.time
+        """The time elapsed times run to: the wall clock, or in a replay the recorded time of
+        the last event played (a replayed task runs as long as it ran, not until today)."""
         self.snapshot = empty_snapshot()
         self.hud_preset: HudPreset = "full"
         self.follow = True
@@ -196,7 +199,7 @@ class ConsoleLayout:
     def refresh(self, prompt_box: urwid.Widget | None, extra: str = "") -> urwid.Widget:
         """Rebuild the widgets from ``snapshot`` (no terminal I/O); returns the top widget
         (the frame, or an overlay: the prompt box given, help, history)."""
-        now = time.time()
+        now = self.now()
         snap = self.snapshot
         self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra))
         at_end = not self.conv_walker or self.conv.focus_position >= len(self.conv_walker) - 1

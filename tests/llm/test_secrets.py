@@ -10,7 +10,7 @@ import trio
 from air.contracts.provider import ModelsConfig
 from air.llm.manager import ProviderManager
 from tests.llm.conftest import FAKE_KEY, scan_for_key
-from tests.llm.helpers import WIRES, collect, models_config, request, sse_for
+from tests.llm.helpers import FAST_RETRY, WIRES, collect, models_config, request, sse_for
 from tests.llm.servers import LocalServer, Reply, Turn, json_reply
 
 
@@ -19,7 +19,10 @@ async def test_key_never_written_even_when_the_model_and_server_echo_it(
 ) -> None:
     for wire in WIRES:
         cassette = tmp_path / f"{wire}.jsonl"
-        config = models_config(wire, server.url, record_to=str(cassette))
+        # a deadline no loaded machine reaches: the first attempt (an SDK import included) must
+        # not use up the retry window (FAST_RETRY's 10 s) before the 429 is retried
+        retry = FAST_RETRY.model_copy(update={"deadline_s": 300.0})
+        config = models_config(wire, server.url, record_to=str(cassette), retry=retry)
         (tmp_path / f"{wire}-models.json").write_text(config.model_dump_json())
         server.push(
             json_reply(429, {"error": {"type": "rate_limit_error", "message": f"key {FAKE_KEY}"}}),

@@ -81,6 +81,7 @@ async def test_completed_claim_without_verification_is_refused(env: Env) -> None
     assert outcome.result.status == WorkerStatus.FAILED
     assert outcome.result.error is not None
     assert outcome.result.error.kind == "verification_failed"
+    assert outcome.result.error.message == f"verification never ran: {VERIFY}"
 
 
 async def test_skipped_verification_with_fallback_and_reason_is_accepted(env: Env) -> None:

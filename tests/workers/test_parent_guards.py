@@ -98,10 +98,11 @@ async def test_claimed_verification_never_run_fails_the_result(env: Env) -> None
     assert outcome.result is not None
     assert outcome.result.error is not None
     assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
-    assert outcome.result.error.message == (
-        f"verification commands did not pass through shell.run: {VERIFY}"
+    # the label says what happened: the command never ran (not "did not pass")
+    assert outcome.result.error.message == f"verification never ran through shell.run: {VERIFY}"
+    assert outcome.result.error.user_action == (
+        "Run the verification commands with shell.run after the change, until they pass."
     )
-    assert outcome.result.error.user_action == "Fix the change so the verification commands pass."
     assert (env.root / "src" / "app.py").read_text() == "VALUE = 2\n"
     assert env.events.types(request.agent_id)[-1] == "agent.completed"
     # the tools ran in this attempt's context
@@ -121,6 +122,8 @@ async def test_claimed_verification_that_failed_in_shell_run_fails_the_result(en
     assert outcome.result is not None
     assert outcome.result.error is not None
     assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
+    assert outcome.result.error.message == f"verification failed in shell.run: {VERIFY}"
+    assert outcome.result.error.user_action == "Fix the change so the verification commands pass."
     assert "command.started" in env.events.types(request.agent_id)
 
 
@@ -446,7 +449,7 @@ async def test_either_claim_of_a_change_needs_verification(env: Env) -> None:
         assert result.status == WorkerStatus.FAILED, name
         assert result.error is not None
         assert result.error.message == (
-            f"verification commands did not pass through shell.run: {VERIFY}, {second}"
+            f"verification never ran through shell.run: {VERIFY}, {second}"
         )
     assert final_status(outcomes["none"]) == WorkerStatus.COMPLETED
     failed = outcomes["failed"].result

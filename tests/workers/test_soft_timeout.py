@@ -42,6 +42,11 @@ async def test_soft_timeout_wraps_up_to_partial(env: Env) -> None:
             box.append(await manager.supervise(request))
 
         nursery.start_soon(run)
+        # the soft deadline runs from the handshake: wait for it, not for a start under load
+        for _ in range(400):
+            if env.events.of_type("agent.started", request.agent_id):
+                break
+            await trio.sleep(0.05)
         await trio.sleep(1.0)
         release.set()
     result = box[0].result

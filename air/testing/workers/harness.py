@@ -1,8 +1,9 @@
 """File-backed stand-ins for the session store's EventIngestor and ArtifactStore.
 
 Owns ``RecordingEvents`` (every event kept in order and appended to a JSONL file) and
-``DirArtifacts`` (one real file per artifact). Both satisfy the protocols ``WorkerManager`` and
-``ToolRegistry`` are injected with, for tests, benchmarks and demos without a session DB.
+``DirArtifacts`` (one real file per artifact, whole or written in pieces: ``DirWriter``). Both
+satisfy the protocols ``WorkerManager`` and ``ToolRegistry`` are injected with, for tests,
+benchmarks and demos without a session DB.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, BinaryIO
 
 from air.contracts.artifact_records import (
     ArtifactContext,
@@ -22,7 +23,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_id
 
-__all__ = ["DirArtifacts", "RecordingEvents"]
+__all__ = ["DirArtifacts", "DirWriter", "RecordingEvents"]
 
 
 class RecordingEvents:
@@ -80,6 +81,9 @@ class DirArtifacts:
         self.contexts[art_id] = context
         return ref
 
+    def open_writer(self, input: ArtifactCreateInput, context: ArtifactContext) -> DirWriter:
+        return DirWriter(self, input, context)
+
     def read(self, artifact_id: str) -> ArtifactReadResult:
         ref = self.refs.get(artifact_id)
         if ref is None:
@@ -90,3 +94,48 @@ class DirArtifacts:
             )
         with open(ref.path, "rb") as fh:
             return ArtifactReadResult(ref=ref, content=fh.read())
+
+
+class DirWriter:
+    """``DirArtifacts.open_writer``: the artifact's file written in pieces, hashed as it goes."""
+
+    def __init__(self, owner: DirArtifacts, input: ArtifactCreateInput, context: ArtifactContext):
+        self.owner = owner
+        self.input = input
+        self.context = context
+        self.artifact_id = new_id("art")
+        self.path = os.path.join(owner.root, f"{self.artifact_id}-{input.slug}{input.extension}")
+        self.fh: BinaryIO | None = open(self.path, "wb")
+        self.sha256 = hashlib.sha256()
+        self.size = 0
+        self.write(input.content)
+
+    def write(self, content: bytes) -> None:
+        if self.fh is None:
+            raise ValueError("written after close")
+        self.fh.write(content)
+        self.sha256.update(content)
+        self.size += len(content)
+
+    def close(self) -> None:
+        if self.fh is not None:
+            self.fh.close()
+            self.fh = None
+
+    def commit(self) -> ArtifactRef:
+        self.close()
+        ref = ArtifactRef(
+            artifact_id=self.artifact_id,
+            uri=f"artifact://local/{self.artifact_id}",
+            path=self.path,
+            type=self.input.type,
+            sha256=self.sha256.hexdigest(),
+            size_bytes=self.size,
+        )
+        self.owner.refs[self.artifact_id] = ref
+        self.owner.contexts[self.artifact_id] = self.context
+        return ref
+
+    def discard(self) -> None:
+        self.close()
+        os.unlink(self.path)

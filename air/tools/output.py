@@ -1,0 +1,206 @@
+"""CommandOutput: a sandboxed command's stdout and stderr, redacted as they stream.
+
+Owns the output path of ``shell.run`` (IMPL-REDACT-2): the pipes are read in chunks; a batch of
+the chunks that arrived (at most ``BATCH_BYTES``) is redacted in a worker thread, one
+``RedactingStream`` per stream, so the Trio thread stays free and redaction is linear in the
+output; the redacted text is appended to the stream's log artifact as it comes (disk speed,
+memory bounded whatever the output's size), kept as a tail of ``TAIL_CHARS`` for the result the
+model sees, and streamed live (``command.*.delta`` events and ToolEvents, in the order the
+chunks arrived) up to ``LIVE_CHARS`` per stream, then one note of what only the artifact holds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import trio
+
+from air.contracts.artifact import ArtifactType
+
+if TYPE_CHECKING:
+    from air.security.redact import RedactingStream
+    from air.tools.run import ArtifactWriting, ToolRun
+
+__all__ = [
+    "BATCH_BYTES",
+    "LIVE_CHARS",
+    "TAIL_CHARS",
+    "CommandOutput",
+    "pump",
+    "widen_pipe",
+]
+
+TAIL_CHARS = 20_000
+"""The end of each stream the result carries (redacted); all of it is in the log artifact."""
+LIVE_CHARS = 1 << 20
+"""Characters of each stream sent live; the rest is only in the log artifact."""
+BATCH_BYTES = 1 << 20
+"""At most this much output is redacted in one worker-thread call."""
+PIPE_BYTES = 1 << 20
+"""The pipes are widened to this (``F_SETPIPE_SZ``): fewer, larger reads."""
+_STREAMS = ("stdout", "stderr")
+
+
+def widen_pipe(stream: trio.lowlevel.FdStream) -> None:
+    """Ask for a ``PIPE_BYTES`` pipe buffer (the kernel may refuse: the default stays)."""
+    try:
+        fcntl.fcntl(stream.fileno(), fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+    except OSError:
+        pass
+
+
+async def pump(
+    stream: trio.abc.ReceiveStream, kind: str, sink: trio.MemorySendChannel[tuple[str, bytes]]
+) -> None:
+    """Send every chunk read from ``stream`` to ``sink`` as ``(kind, chunk)``."""
+    async with sink:
+        while chunk := await stream.receive_some(PIPE_BYTES):
+            await sink.send((kind, bytes(chunk)))
+
+
+@dataclass(eq=False)
+class _Stream:
+    """One stream's redactor, log artifact, tail and live budget."""
+
+    redacting: RedactingStream
+    writer: ArtifactWriting | None = None
+    tail: str = ""
+    live_left: int = LIVE_CHARS
+    held_back: int = 0
+    """Characters not sent live."""
+    size: int = 0
+    """Characters of redacted output."""
+
+    def keep(self, text: str) -> None:
+        """Append redacted ``text`` to the artifact and the tail (a worker thread)."""
+        if not text:
+            return
+        if self.writer is not None:
+            self.writer.write(text.encode("utf-8"))
+        self.size += len(text)
+        self.tail = (self.tail + text[-TAIL_CHARS:])[-TAIL_CHARS:]
+
+
+@dataclass(eq=False)
+class CommandOutput:
+    """The output of one command run of ``run``; see the module docstring."""
+
+    run: ToolRun
+    command_run_id: str
+    streams: dict[str, _Stream] = field(default_factory=dict)
+    ended: bool = False
+    """Whether ``forward`` saw both streams end (a timeout cancels it before)."""
+
+    def __post_init__(self) -> None:
+        for name in _STREAMS:
+            self.streams[name] = _Stream(self.run.redactor.stream())
+
+    async def forward(self, receive: trio.MemoryReceiveChannel[tuple[str, bytes]]) -> None:
+        """Redact, store and stream every chunk ``receive`` yields, then the streams' ends."""
+        async with receive:
+            while True:
+                try:
+                    batch = [await receive.receive()]
+                except trio.EndOfChannel:
+                    break
+                size = len(batch[0][1])
+                while size < BATCH_BYTES:
+                    try:
+                        item = receive.receive_nowait()
+                    except (trio.WouldBlock, trio.EndOfChannel):
+                        break
+                    batch.append(item)
+                    size += len(item[1])
+                for kind, _ in batch:
+                    self._open(kind)
+                await self._publish(await trio.to_thread.run_sync(self._take, batch))
+        await self._publish(await trio.to_thread.run_sync(self._end))
+        self.ended = True
+        for name, stream in self.streams.items():
+            if stream.held_back:
+                note = f"\n[{stream.held_back} more characters of {name} are in its log artifact]\n"
+                await self._send(name, note)
+
+    def _open(self, kind: str) -> None:
+        """Open the log artifact of ``kind`` at its first output (on the Trio thread)."""
+        stream = self.streams[kind]
+        if stream.writer is None:
+            stream.writer = self.run.open_artifact(
+                ArtifactType.LOG, kind, extension=".log", command_run_id=self.command_run_id
+            )
+
+    def _take(self, batch: list[tuple[str, bytes]]) -> list[tuple[str, str]]:
+        """Redact and store ``batch`` (a worker thread); the texts to stream, in order."""
+        out: list[tuple[str, str]] = []
+        for kind, data in batch:
+            text = self.streams[kind].redacting.feed_bytes(data)
+            self.streams[kind].keep(text)
+            if not text:
+                continue
+            if out and out[-1][0] == kind:
+                out[-1] = (kind, out[-1][1] + text)
+            else:
+                out.append((kind, text))
+        return out
+
+    def _end(self) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        for kind, stream in self.streams.items():
+            text = stream.redacting.finish()
+            stream.keep(text)
+            if text:
+                out.append((kind, text))
+        return out
+
+    async def _publish(self, texts: list[tuple[str, str]]) -> None:
+        for kind, text in texts:
+            stream = self.streams[kind]
+            live = text[: stream.live_left]
+            stream.live_left -= len(live)
+            stream.held_back += len(text) - len(live)
+            if live:
+                await self._send(kind, live)
+
+    async def _send(self, kind: str, text: str) -> None:
+        """Stream ``text``, which a ``RedactingStream`` of the run's redactor produced."""
+        payload = {"command_run_id": self.command_run_id, "data": text}
+        await self.run.emit(f"command.{kind}.delta", payload, redacted=True)
+        await self.run.stream("stdout" if kind == "stdout" else "stderr", text, redacted=True)
+
+    async def store(self) -> dict[str, str]:
+        """Store each stream that wrote anything as its log artifact; stream name -> id. After
+        a timeout, the unfinished last line of each stream is stored too."""
+        if not self.ended:
+            await trio.to_thread.run_sync(self._end)
+            self.ended = True
+        refs: dict[str, str] = {}
+        for name, stream in self.streams.items():
+            writer, stream.writer = stream.writer, None
+            if writer is None:
+                continue
+            if writer.size == 0:
+                writer.discard()
+                continue
+            await trio.to_thread.run_sync(writer.close)
+            ref = writer.commit()
+            self.run.attach(ref)
+            refs[name] = ref.artifact_id
+        return refs
+
+    def discard(self) -> None:
+        """Drop the log artifacts (the command failed before its output was complete)."""
+        for stream in self.streams.values():
+            writer, stream.writer = stream.writer, None
+            if writer is not None:
+                writer.discard()
+
+    def result(self, name: str) -> str:
+        """The end of stream ``name``, redacted (the whole of it when it is short)."""
+        return self.streams[name].tail
+
+    def truncated(self, name: str) -> bool:
+        """Whether stream ``name`` was longer than its ``result``."""
+        stream = self.streams[name]
+        return stream.size > len(stream.tail)

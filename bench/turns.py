@@ -1,0 +1,230 @@
+"""A long task: turns per second by quarter of one task of N ``fs.read`` turns (issue 28 item 3).
+
+``air run --headless`` runs one review task whose model (a strict local Anthropic server, in a
+process of its own: ``air.testing.strict_servers.StrictServer``, every request checked the way
+the real API checks it) answers N turns each calling ``fs.read`` on a small file, then the
+review's result. The server stamps each request as it arrives; the turns of each quarter of the
+task, over the time that quarter took, are its rate. It also prints the CPU time per turn of the
+air parent and its worker (``/proc``, 10 ms ticks) and of the server, by quarter: the server
+parses and checks the whole conversation at every request, a cost that grows with it. The
+baseline is the task's own first quarter: goal, the last quarter >= 0.8x the first (turn 600
+costs what turn 10 costs).
+
+Run: ``.venv/bin/python bench/turns.py [--turns 600] [--rounds 3] [--profile OUT.prof]``
+(``--profile``: the air parent runs under cProfile and writes its stats to OUT.prof).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+KEY = "zq81-bench-turns-key-5b7e2c9d0a1f"
+MODEL = "claude-turns"
+NOTES = "".join(f"line {i}: the notes say ship it, nothing more to add.\n" for i in range(8))
+
+
+def _batch(turns: int) -> str:
+    return (
+        "version: 1\ntasks:\n  - id: long-review\n    type: review\n    title: Read notes\n"
+        "    description: Read notes.txt again and again, then say whether it ships.\n"
+        f"    constraints: {{max_turns: {min(1000, turns + 50)}, soft_timeout_ms: 3600000,"
+        " hard_timeout_ms: 3600000}\n"
+    )
+
+
+def _models_yaml(url: str) -> str:
+    return (
+        f"default: local/{MODEL}\nproviders:\n  local:\n    kind: anthropic\n"
+        f"    base_url: {url}\n    auth_ref: AIR_BENCH_KEY\n    models:\n"
+        f"      {MODEL}: {{context_window: 1000000, max_output_tokens: 4096}}\n"
+    )
+
+
+def _cpu_ticks(pid: int) -> int:
+    """``utime + stime`` of ``pid`` (every thread), in clock ticks."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0
+    return int(fields[11]) + int(fields[12])
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as handle:
+                    fields = handle.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid:
+                found.append(int(name))
+    return found
+
+
+def serve(turns: int, stamps: str, ready: str) -> None:
+    """The server process: answer ``turns`` fs.read turns, then the verdict; append each
+    request's arrival time (``time.monotonic``) to ``stamps``; write the URL to ``ready``."""
+    from air.testing.strict_servers import StrictServer
+    from air.testing.wire_replies import Reply, blocks_sse
+
+    verdict = json.dumps(
+        {"status": "completed", "summary": "ships", "result": {"verdict": "approved"}}
+    )
+    out = open(stamps, "a", buffering=1)  # open for the process's life
+    pids: list[int] = []
+
+    def model(wire: str, body: dict[str, Any]) -> Reply:
+        if not pids:
+            pids.append(int(Path(ready).with_name("pid").read_text()))
+            pids.extend(_children(pids[0]))
+        cpu = f"{_cpu_ticks(pids[0])} {sum(_cpu_ticks(pid) for pid in pids[1:])}"
+        cpu += f" {time.process_time()}"
+        out.write(f"{time.monotonic()} {cpu}\n")
+        number = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        offered = [t["name"] for t in body.get("tools") or []]
+        if number < turns:
+            name = next(n for n in offered if n in ("fs.read", "fs_read"))
+            args = json.dumps({"path": "notes.txt"})
+            blocks: list[Any] = [("tool_use", (f"toolu_{number}", name, [args]))]
+            stop = "tool_use"
+        else:
+            blocks = [("text", [f"Fine.\n```json:result\n{verdict}\n```\n"])]
+            stop = "end_turn"
+        return Reply(
+            chunks=blocks_sse(
+                wire,
+                blocks,
+                stop,
+                input_tokens=11,
+                output_tokens=7,
+                model=MODEL,
+                message_id=f"msg_{number}",
+            )
+        )
+
+    server = StrictServer(api_key=KEY, model=model)
+    with server:
+        Path(ready).write_text(server.url)
+        while True:
+            time.sleep(3600)
+
+
+def one_run(turns: int, tmp: Path, profile: str | None) -> list[list[float]]:
+    """One task of ``turns`` turns; the arrival times of its model requests."""
+    from tests.trusted import trust_project
+
+    root, home = tmp / "proj", tmp / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "notes.txt").write_text(NOTES)
+    (root / "batch.yaml").write_text(_batch(turns))
+    stamps, ready = tmp / "stamps", tmp / "ready"
+    server = subprocess.Popen(
+        [sys.executable, __file__, "--serve", str(turns), str(stamps), str(ready)]
+    )
+    try:
+        while not ready.exists() or not ready.read_text():
+            time.sleep(0.02)
+        (root / ".air" / "shared" / "models.yaml").write_text(_models_yaml(ready.read_text()))
+        trust_project(root, home)
+        env = {**os.environ, "HOME": str(home), "AIR_BENCH_KEY": KEY}
+        air = [sys.executable, "-m", "air.cli"]
+        if profile:
+            air = [sys.executable, "-m", "cProfile", "-o", profile, "-m", "air.cli"]
+        proc = subprocess.Popen(
+            [*air, "run", "--headless", "batch.yaml", "--json"],
+            cwd=root,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        (tmp / "pid").write_text(str(proc.pid))
+        _, stderr = proc.communicate(timeout=3600)
+    finally:
+        server.terminate()
+        server.wait()
+    if proc.returncode != 0 or "done 1/1" not in stderr:
+        raise SystemExit(f"the run failed ({proc.returncode}):\n{stderr[-3000:]}")
+    rows = [[float(x) for x in line.split()] for line in stamps.read_text().splitlines()]
+    if len(rows) != turns + 1:
+        raise SystemExit(f"{len(rows)} requests for {turns} turns + the verdict")
+    return rows
+
+
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float]]:
+    """Each quarter of the task (a turn ends at the next request): turns per second, and the
+    CPU ms per turn of the air parent, of its worker and of the server."""
+    gaps = len(rows) - 1
+    out = []
+    for q in range(4):
+        a, b = rows[q * gaps // 4], rows[(q + 1) * gaps // 4]
+        n = (q + 1) * gaps // 4 - q * gaps // 4
+        out.append(
+            (
+                n / (b[0] - a[0]),
+                (b[1] - a[1]) * _TICK_MS / n,
+                (b[2] - a[2]) * _TICK_MS / n,
+                (b[3] - a[3]) * 1000 / n,
+            )
+        )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=600)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--profile", help="write the air parent's cProfile stats here")
+    parser.add_argument("--serve", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(int(args.serve[0]), args.serve[1], args.serve[2])
+        return
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []
+    print(f"cores: {os.cpu_count()}  turns: {args.turns}  load: {os.getloadavg()[0]:.1f}")
+    for number in range(args.rounds):
+        with tempfile.TemporaryDirectory() as tmp:
+            qs = quarters(one_run(args.turns, Path(tmp), args.profile))
+        ratios.append(qs[3][0] / qs[0][0])
+        cpu_ratios.append(qs[0][1] / qs[3][1] if qs[3][1] else float("nan"))
+        print(
+            f"run {number + 1}: turns/s by quarter "
+            + " -> ".join(f"{q[0]:5.1f}" for q in qs)
+            + f"  last/first {ratios[-1]:4.2f}x  load {os.getloadavg()[0]:.1f}"
+        )
+        print(
+            "  CPU ms per turn, parent: "
+            + " -> ".join(f"{q[1]:5.2f}" for q in qs)
+            + "  worker: "
+            + " -> ".join(f"{q[2]:5.2f}" for q in qs)
+            + "  server: "
+            + " -> ".join(f"{q[3]:5.2f}" for q in qs)
+        )
+    print(
+        f"median last/first: turns/s {statistics.median(ratios):4.2f}x (goal >= 0.8x);"
+        f" parent CPU per turn, first/last {statistics.median(cpu_ratios):4.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
