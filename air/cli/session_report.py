@@ -26,6 +26,7 @@ REPORT_TYPES = (
     "workspace.merge.conflicted",
     "command.started",
     "command.completed",
+    "command.failed",
     "artifact.created",
     "evidence.created",
 )

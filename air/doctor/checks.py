@@ -30,6 +30,7 @@ from air.contracts.error import AirException
 from air.contracts.ids import utc_now_iso
 from air.contracts.provider import ModelsConfig
 from air.doctor.service import Fix, Problem, Severity, issue
+from air.doctor.snapshot_check import snapshot_problems
 
 __all__ = [
     "DatabaseCheck",
@@ -450,7 +451,6 @@ class DatabaseCheck:
         return self._check_consistency(check, path, rebuild)
 
     def _check_consistency(self, check: str, path: str, rebuild: Fix) -> list[Problem]:
-        from air.events.fold_snapshot import check_snapshots
         from air.events.store import replay_events
         from air.store.integrity import dump_tables
         from air.store.repositories import SessionStore
@@ -474,24 +474,10 @@ class DatabaseCheck:
                     drift = [f"replay fails ({exc.error.message})"]
             finally:
                 scratch.close()
-            stale = check_snapshots(db)
+            stale = snapshot_problems(check, path, db, rebuild)
         finally:
             db.close()
-        problems = [
-            Problem(
-                issue(
-                    f"{check}.snapshot",
-                    "warning",
-                    f"{path}: {defect}",
-                    "Run `air doctor --fix` to rebuild it from its event log (the snapshot is "
-                    "a cache: the log is the truth), and report the bug with `air doctor "
-                    "--bundle`.",
-                    fix="rebuild from the event log",
-                ),
-                rebuild,
-            )
-            for defect in stale
-        ]
+        problems = stale
         if not orphans.clean:
             shown = ", ".join(
                 f"{v.table}.{v.column}={v.missing_id}" for v in orphans.violations[:5]
