@@ -4,6 +4,8 @@
 # workers (the fast lane), then the slow ones (real processes for many seconds, timing under
 # load) one at a time (IMPL-SUITE-1).
 # `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
+# Without --fast, the lowest-versions job follows: scripts/lowest.sh runs the fast lane again in
+# .venv-lowest, every direct dependency at its declared floor (IMPL-DEP-1).
 # Other arguments go to one serial pytest run instead (e.g. a test file).
 # Exits non-zero when anything fails (pytest's "no tests ran", exit 5, counts as a failure).
 set -uo pipefail
@@ -36,5 +38,9 @@ if [ $# -gt 0 ]; then
 else
   run_pytest -m "not slow" -n 2
   [ $fast -eq 1 ] || run_pytest -m slow
+fi
+if [ $fast -eq 0 ]; then
+  echo "== lowest versions (scripts/lowest.sh)"
+  bash scripts/lowest.sh "$@" || status=1
 fi
 exit $status

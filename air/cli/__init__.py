@@ -133,12 +133,20 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
     return f"air {name}: these arguments fit none of its usage lines: {' '.join(rest)}"
 
 
+def _is_prompt(arg: str) -> bool:
+    return arg in ("-p", "--prompt") or arg.startswith("--prompt=")
+
+
+def _before_dashes(argv: list[str]) -> list[str]:
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
 def _parse(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     """The command and its docopt arguments, or an exit code (help, version, a bad line)."""
     from docopt import DocoptExit, docopt
 
-    if argv and (argv[0] in ("-p", "--prompt") or argv[0].startswith("--prompt=")):
-        argv = ["run", *argv]  # `air -p PROMPT` is `air run -p PROMPT`
+    if argv and argv[0].startswith("-") and any(_is_prompt(a) for a in _before_dashes(argv)):
+        argv = ["run", *argv]  # `air [-m NAME] -p PROMPT` is `air run [-m NAME] -p PROMPT`
     head = argv[0] if argv else ""
     if _is_console(argv):
         return _parse_console(argv)

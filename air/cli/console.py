@@ -36,6 +36,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from air.cli.console_start import first_run, plain_reason, plain_wanted
 from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
 
 if TYPE_CHECKING:
@@ -110,14 +111,17 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
             )
         if args.get("--replay"):
             return _replay(options)
-        _trust_or_ask(options, create=bool(args.get("PROJECT")))
+        create = bool(args.get("PROJECT"))
+        note = None if create or options.session_id is not None else first_run(options)
+        _trust_or_ask(options, create=create or note is not None)
         from air.cli.reopen import offer_sessions
 
         if offer_sessions(args, options, sys.stdin, sys.stdout):
             return CliExit.OK  # the person quit at the list of sessions: nothing was opened
         import trio
 
-        trio.run(_console, options, bool(args.get("--plain")), bool(args.get("PROJECT")))
+        plain = plain_wanted(bool(args.get("--plain")))
+        trio.run(_console, options, plain, create or note is not None, note)
     except AirException as exc:
         return reported_exit(exc, sys.stderr)
     return CliExit.OK
@@ -166,7 +170,9 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     return str(project.project_root)
 
 
-async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
+async def _console(
+    options: HeadlessOptions, plain: bool, create: bool, note: str | None = None
+) -> None:
     """Check what is cheap to check, draw the first frame (the HUD says the session is
     opening), then open the runtime and attach the console to it (IMPL-FRAME-1). Without a
     terminal (or with ``--plain``) the runtime opens first, so a bad configuration is said
@@ -181,12 +187,12 @@ async def _console(options: HeadlessOptions, plain: bool, create: bool) -> None:
     else:
         _session_to_reopen(options)
         opening = f"reopening {options.session_id}…"
-    if plain or not (sys.stdin.isatty() and sys.stdout.isatty()):
+    if plain:
         await _session(options, plain, None)
         return
     from air.ui_urwid import TuiApp
 
-    app = TuiApp.opening(opening)
+    app = TuiApp.opening(opening, note=note)
     refused: AirException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)  # the first frame is on the screen
@@ -432,6 +438,8 @@ async def _front(
     client = InProcessProjectionClient(store)
     async with trio.open_nursery() as nursery:
         if plain:
+            if (why := plain_reason()) is not None:  # said once the session is open
+                print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
             console = PlainConsole(client, channel, lambda s: print(s, flush=True))
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
             nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)

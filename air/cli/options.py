@@ -36,6 +36,8 @@ class HeadlessOptions:
     """``-p PROMPT``: one task made from the prompt instead of a batch file."""
     session_id: str | None = None
     provider: str | None = None
+    model: str | None = None
+    """``--model NAME``: the run's model (``air.llm.model_choice``)."""
     cassette: str | None = None
     record: str | None = None
     max_workers: int | None = None
@@ -98,6 +100,12 @@ def parse_options(
             "--record and --cassette exclude each other",
             "Record against a real provider, or replay a cassette; not both.",
         )
+    if args.get("--model") and args.get("--cassette"):
+        raise bad(
+            "validation_error",
+            "--model and --cassette exclude each other",
+            "A cassette replays its recorded turns; pass --model for a real provider only.",
+        )
     mode = args.get("--permission-mode") or "default"
     if mode not in ("default", "allow-ask"):
         raise bad(
@@ -111,6 +119,7 @@ def parse_options(
         prompt=args.get("--prompt"),
         session_id=args.get("--session"),
         provider=args.get("--provider"),
+        model=args.get("--model"),
         cassette=args.get("--cassette"),
         record=args.get("--record"),
         max_workers=workers,

@@ -58,9 +58,16 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         _check_cassette(os.path.abspath(options.cassette))
         prepared.provider = ProviderManager.for_cassette(os.path.abspath(options.cassette))
     else:
-        manager = ProviderManager(load_models_checked(project_root), redactor=redactor)
+        config = load_models_checked(project_root)
+        wanted = options.provider
+        if options.model:
+            from air.llm.model_choice import with_model
+
+            config = with_model(config, options.model, options.provider)
+            wanted = config.default
+        manager = ProviderManager(config, redactor=redactor)
         prepared.provider = manager
-        prepared.model = _configured_model(manager, options.provider)
+        prepared.model = _configured_model(manager, wanted)
         prepared.escalation = tuple(manager.config.escalation)
         manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
         if options.record:

@@ -1,15 +1,21 @@
 """``air provider list`` and ``air provider current``: read-only views of models.yaml.
 
-Owns the two command bodies. Neither switches anything (the provider and model of a session
-are fixed when it opens, SDD §12.1); neither prints a key: only the ``auth_ref`` name and
-whether that variable is set.
+Owns the two command bodies: each provider with where its requests go (``base_url``, from
+models.yaml, ``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL`` or the default), each model with its
+limits, output-limit parameter, capabilities and prices (``unknown`` when not known).
+Neither switches anything (the provider and model of a session are fixed when it opens, SDD
+§12.1); neither prints a key: only the ``auth_ref`` name and whether that variable is set.
 """
 
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from air.contracts.error import CliExit
+
+if TYPE_CHECKING:
+    from air.contracts.provider import ModelConfig, ProviderConfig
 
 
 def _project_root(project_root: str | None) -> str | None:
@@ -42,21 +48,53 @@ def run_provider_list(project_root: str | None) -> int:
         if provider.auth_ref:
             state = "set" if os.environ.get(provider.auth_ref) else "NOT SET"
             auth = f"{provider.auth_ref} ({state})"
-        where = provider.base_url or provider.cassette or "default endpoint"
         kind = provider.kind.value
-        if provider.kind.value == "anthropic" and provider.transport != "sdk":
+        if provider.kind.value == "anthropic":
             kind += f" (transport={provider.transport})"
-        print(f"{provider_id}  kind={kind}  auth={auth}  at={where}")
+        print(f"{provider_id}  kind={kind}  auth={auth}  {_where(provider)}")
         for model_id, model in sorted(provider.models.items()):
             mark = "*" if config.default == f"{provider_id}/{model_id}" else " "
-            price = model.price
-            print(
-                f"  {mark} {provider_id}/{model_id}  ctx={model.context_window}"
-                f"  out={model.max_output_tokens}  tools={'yes' if model.supports_tools else 'no'}"
-                f"  tier={model.tier}  $/Mtok in={price.input:g} out={price.output:g}"
-                f" cache_w={price.cache_write:g} cache_r={price.cache_read:g}"
-            )
+            print(f"  {mark} {provider_id}/{model_id}  {_model_line(model)}")
     return CliExit.OK
+
+
+def _where(provider: ProviderConfig) -> str:
+    """Where the provider's requests go and why (``base_url``, the environment, the default)."""
+    from air.llm.config import base_url_of
+
+    if provider.cassette:
+        return f"cassette={provider.cassette}"
+    url, source = base_url_of(provider, os.environ)
+    return f"base_url={url or 'NOT SET'} ({source})"
+
+
+def _model_line(model: ModelConfig) -> str:
+    """A model's limits, parameters, capabilities and prices (``unknown`` when not known)."""
+    price = model.price
+    prices = (
+        f"in={price.input:g} out={price.output:g} cache_w={price.cache_write:g}"
+        f" cache_r={price.cache_read:g}"
+        if price is not None
+        else "unknown"
+    )
+    able = [
+        name
+        for name, on in (
+            ("tools", model.supports_tools),
+            ("cache", model.supports_prompt_cache),
+            ("vision", model.supports_vision),
+        )
+        if on
+    ]
+    if model.reasoning_efforts:
+        able.append("reasoning_effort=" + "|".join(model.reasoning_efforts))
+    text = (
+        f"ctx={model.context_window}  out={model.max_output_tokens} ({model.max_tokens_param})"
+        f"  tier={model.tier}  {' '.join(able) or 'no tools'}  $/Mtok {prices}"
+    )
+    if model.reasoning_effort:
+        text += f"  effort={model.reasoning_effort}"
+    return text
 
 
 def run_provider_current(project_root: str | None) -> int:
@@ -76,10 +114,12 @@ def run_provider_current(project_root: str | None) -> int:
         print("no default model (set `default: provider_id/model_id` in models.yaml)")
     else:
         print(f"default: {config.default}")
+        from air.llm.config import base_url_of
+
         provider = config.providers[config.default.partition("/")[0]]
-        default_url = {"anthropic": "https://api.anthropic.com"}.get(provider.kind.value)
+        url, source = base_url_of(provider, os.environ)
         print(f"  kind: {provider.kind.value}")
-        print(f"  base_url: {provider.base_url or default_url or '-'}")
+        print(f"  base_url: {url or '-'} ({source})")
         if provider.auth_ref:
             state = "set" if os.environ.get(provider.auth_ref) else "NOT SET"
             print(f"  key: {provider.auth_ref} ({state})")

@@ -11,6 +11,9 @@ from __future__ import annotations
 _RUN_OPTIONS = """\
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
+  -m NAME --model NAME    The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+                          provider/id; one models.yaml does not list is taken with what
+                          air's model catalogue knows of it (`air provider list`).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
   --max-workers N         At most N workers at once (default: the CPU count, at most 16).
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
@@ -26,7 +29,7 @@ _RUN_OPTIONS = """\
   -h --help               Show this help."""
 
 _RUN_ARGS = (
-    "[--project PATH] [--provider NAME] [--cassette PATH] [--max-workers N] "
+    "[--project PATH] [--provider NAME] [--model NAME] [--cassette PATH] [--max-workers N] "
     "[--permission-mode MODE] [--isolation MODE] [--branch NAME] [--review] [--json] "
     "[--junit FILE]"
 )
@@ -63,12 +66,15 @@ Options:
 CONSOLE_USAGE = """air: the console. Talk to the Main Agent; watch, answer and steer its tasks.
 
 `air` opens it on the project found by walking up from here (in a terminal it first lists
-the project's earlier sessions: Enter starts a new one, a number continues that one);
-`air run PROJECT` on PROJECT (made an air project on first use). Esc interrupts the Main
-Agent's turn only, `x` in the task tree (or /cancel TASK) cancels that task only, the first
-Ctrl-C cancels the running work (resumable), a second kills it; /help lists the rest.
-Quitting ends every process the session started and leaves the conversation's last messages
-on the terminal. Exit 0, 2 for bad input (nothing configured: see `air provider current`).
+the project's earlier sessions: Enter starts a new one, a number continues that one; in a git
+repository without a project, the repository's top is made one); `air run PROJECT` on
+PROJECT (made an air project on first use). Esc interrupts the Main Agent's turn only, `x` in
+the task tree (or /cancel TASK) cancels that task only; while work runs the first Ctrl-C
+cancels it (resumable), a second kills it; at an idle prompt Ctrl-C clears the line, a second
+(or Ctrl-D) quits; F1 or ? lists every key. Quitting ends every process the session started
+and leaves the conversation's last messages on the terminal. Without a terminal (a pipe, CI)
+or with TERM=dumb the console is --plain. Exit 0, 2 for bad input (nothing configured: see
+`air provider current`).
 
 Usage:
   air [--session SID [--replay]] [options]
@@ -81,6 +87,9 @@ Options:
   --plain           Line-oriented console (screen readers, dumb terminals): one line per fact.
   --project PATH    The project directory (default: found by walking up from here).
   --provider NAME   The model provider from models.yaml (e.g. anthropic, openai).
+  -m NAME --model NAME  The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+                    provider/id; one models.yaml does not list is taken with what air's
+                    model catalogue knows of it (`air provider list`).
   --cassette DIR    Offline: replay the Main Agent's turns from DIR/main.jsonl and each task's
                     from DIR/<task id>.jsonl (try examples/calc/cassettes).
   --max-workers N   At most N workers at once (default: the CPU count, at most 16).
@@ -89,7 +98,7 @@ Options:
 """The console's usage: ``air`` with no command, or ``air run`` without ``--headless``."""
 
 CONSOLE_OPTIONS = {"--session", "--replay", "--plain", "--project", "--provider", "--cassette"}
-CONSOLE_OPTIONS |= {"--max-workers"}
+CONSOLE_OPTIONS |= {"--max-workers", "--model", "-m"}
 
 COMMANDS: dict[str, tuple[str, str]] = {
     # name: (one-line summary for `air --help`, the command's own docopt usage)

@@ -43,6 +43,7 @@ __all__ = [
     "ProviderErrorEvent",
     "ProviderKind",
     "ProviderStreamEvent",
+    "ReasoningEffort",
     "RetryConfig",
     "StopReason",
     "TextBlock",
@@ -158,7 +159,8 @@ class ProviderCapabilityMatrix(Contract):
     supports_prompt_cache: bool = False
     supports_parallel_tool_calls: bool = True
     tier: Literal["small", "medium", "large"] = "medium"
-    price: ModelPrice = Field(default_factory=ModelPrice)
+    price: ModelPrice | None = None
+    """``None``: the price is unknown (never taken as free)."""
 
 
 class ModelRequirement(Contract):
@@ -293,16 +295,33 @@ class RetryConfig(Contract):
     """Fraction of each backoff delay that is randomised away (0 = none)."""
 
 
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
+
+
 class ModelConfig(Contract):
-    context_window: int = 200_000
-    max_output_tokens: int = 8192
+    """One model of one provider. Fields left out come from the shipped catalogue
+    (``air/llm/resources/models.json``) when it knows the model, else these defaults."""
+
+    context_window: int = Field(default=200_000, ge=1)
+    max_output_tokens: int = Field(default=8192, ge=1)
     supports_tools: bool = True
     supports_prompt_cache: bool = False
     supports_parallel_tool_calls: bool = True
+    supports_vision: bool = False
     tier: Literal["small", "medium", "large"] = "medium"
-    price: ModelPrice = Field(default_factory=ModelPrice)
+    price: ModelPrice | None = None
+    """USD per million tokens; ``None``: unknown (shown as unknown, never taken as free)."""
     api_model: str | None = None
     """The name the provider knows the model by, when it differs from the key."""
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """The request field carrying the output limit (OpenAI's reasoning models refuse
+    ``max_tokens``)."""
+    reasoning_efforts: list[ReasoningEffort] = Field(default_factory=empty_list)
+    """The ``reasoning_effort`` values the model takes (empty: it takes none)."""
+    reasoning_effort: ReasoningEffort | None = None
+    """Sent as ``reasoning_effort`` (one of ``reasoning_efforts``)."""
+    params: JsonObject = Field(default_factory=dict)
+    """More request fields, sent as they are (e.g. ``top_p``)."""
 
 
 class ProviderConfig(Contract):

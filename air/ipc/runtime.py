@@ -116,6 +116,10 @@ class WorkerRuntime:
         self.turn = 0
         self.tokens = 0
         self.cost_usd = 0.0
+        self.cache_read_tokens = 0
+        self.cache_write_tokens = 0
+        self.cost_known = True
+        """False once a turn's price was unknown (``cost_usd`` is then a lower bound)."""
         self.cancel_reason: str | None = None
         self.wrap_up_reason: str | None = None
         self.extra_timeout_ms = 0

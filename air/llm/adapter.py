@@ -20,6 +20,7 @@ from contextlib import aclosing
 
 from air.contracts.error import AirError, AirException
 from air.contracts.provider import (
+    ModelConfig,
     ProviderCapabilityMatrix,
     ProviderCompletionInput,
     ProviderConfig,
@@ -130,6 +131,10 @@ class ProviderAdapter(ABC):
     def api_model(self, model_id: str) -> str:
         model = self.config.models.get(model_id)
         return (model.api_model if model and model.api_model else None) or model_id
+
+    def model_config(self, model_id: str) -> ModelConfig | None:
+        """The models.yaml entry of ``model_id`` (completed from the catalogue)."""
+        return self.config.models.get(model_id)
 
     def api_key(self, *, required: bool = True) -> str | None:
         """Read the key from the environment variable named by ``auth_ref``."""

@@ -18,6 +18,7 @@ from typing import Any
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
+from air.llm.config import base_url_of
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
 
@@ -42,8 +43,8 @@ class AnthropicAdapter(ProviderAdapter):
                     self.config.timeout_s, read=self.config.read_timeout_s
                 ),
             }
-            if self.config.base_url:
-                kwargs["base_url"] = self.config.base_url
+            # the same endpoint as the HTTP transport (not the SDK's own reading of the env)
+            kwargs["base_url"] = base_url_of(self.config, self._env)[0]
             self._client = anthropic.AsyncAnthropic(**kwargs)
         return self._client
 
@@ -51,7 +52,9 @@ class AnthropicAdapter(ProviderAdapter):
         self, request: ProviderCompletionInput
     ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
         names = ToolNameMap(t.name for t in request.tools)
-        params = request_to_anthropic(request, self.api_model(request.model_id), names)
+        params = request_to_anthropic(
+            request, self.api_model(request.model_id), names, self.model_config(request.model_id)
+        )
         client = self._sdk()
         import anthropic
 

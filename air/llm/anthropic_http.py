@@ -11,11 +11,13 @@ IMPL-LLM-7).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncGenerator, Mapping
 
 from air.contracts.error import AirError
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.anthropic_wire import anthropic_batches, anthropic_body, anthropic_status_error
+from air.llm.config import base_url_of
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
@@ -30,13 +32,20 @@ class AnthropicHttpAdapter(HttpAdapter):
     def __init__(
         self, provider_id: str, config: ProviderConfig, *, env: Mapping[str, str] | None = None
     ) -> None:
-        super().__init__(provider_id, config, config.base_url or DEFAULT_BASE_URL, env=env)
+        url, _ = base_url_of(config, env if env is not None else os.environ)
+        super().__init__(provider_id, config, url or DEFAULT_BASE_URL, env=env)
 
     def exchange(
         self, request: ProviderCompletionInput
     ) -> tuple[str, bytes, dict[str, str], ReadReply]:
         names = ToolNameMap(t.name for t in request.tools)
-        body = anthropic_body(request, self.api_model(request.model_id), names, self.turns)
+        body = anthropic_body(
+            request,
+            self.api_model(request.model_id),
+            names,
+            self.turns,
+            self.model_config(request.model_id),
+        )
         headers = {
             "content-type": "application/json",
             "accept": "text/event-stream",

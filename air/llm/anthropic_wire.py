@@ -1,8 +1,9 @@
 """The Anthropic Messages wire shared by both transports (the SDK and plain HTTP).
 
 Owns the canonical -> Messages request (canonical is Anthropic's format, ``cache_control``
-passes through for prompt caching; tool names go out API-legal through ``ToolNameMap``; as a
-dict for the SDK, as JSON bytes with each message encoded once for plain HTTP), the
+passes through; the stable prefix of a caching model is marked: ``mark_cache_breakpoints``;
+tool names go out API-legal through ``ToolNameMap``; as a dict for the SDK, as JSON bytes with
+each message encoded once for plain HTTP), the
 error reply -> AirError mapping (with the provider's error ``type`` and ``message``), and
 reading a reply, streamed (SSE) or not, through ``AnthropicStreamNormalizer``. Imports no
 client.
@@ -17,6 +18,7 @@ from typing import Any
 from air.contracts.error import AirError
 from air.contracts.provider import (
     ContentBlock,
+    ModelConfig,
     ProviderCompletionInput,
     ProviderErrorEvent,
     ProviderStreamEvent,
@@ -31,9 +33,11 @@ from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
 __all__ = [
+    "MAX_BREAKPOINTS",
     "anthropic_batches",
     "anthropic_body",
     "anthropic_status_error",
+    "mark_cache_breakpoints",
     "plain_raw_events",
     "request_to_anthropic",
 ]
@@ -47,42 +51,71 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
 
 
 def request_to_anthropic(
-    request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+    request: ProviderCompletionInput,
+    api_model: str,
+    names: ToolNameMap | None = None,
+    model: ModelConfig | None = None,
 ) -> dict[str, Any]:
     """The ``messages.create`` keyword arguments (and the JSON body) for ``request`` (streaming).
 
     Tool names go out through ``names`` (default: the map of ``request.tools``), empty text
-    blocks are left out (``clean_messages``).
+    blocks are left out (``clean_messages``). When ``model`` supports prompt caching the stable
+    prefix is marked (``mark_cache_breakpoints``); its ``params`` are sent as they are.
     """
     names = names if names is not None else ToolNameMap(t.name for t in request.tools)
     messages = [
         {"role": message.role, "content": [_block(b, names) for b in message.content]}
         for message in clean_messages(request.messages)
     ]
-    return {**_head(request, api_model, names), "messages": messages}
+    params = {**_head(request, api_model, names, model), "messages": messages}
+    if model is not None and model.supports_prompt_cache:
+        mark_cache_breakpoints(params)
+    return params
 
 
 def anthropic_body(
-    request: ProviderCompletionInput, api_model: str, names: ToolNameMap, memo: EncodedTurns
+    request: ProviderCompletionInput,
+    api_model: str,
+    names: ToolNameMap,
+    memo: EncodedTurns,
+    model: ModelConfig | None = None,
 ) -> bytes:
     """``request_to_anthropic``'s body as JSON bytes, its messages encoded through ``memo``
-    (each once per conversation: IMPL-TURN-1)."""
+    (each once per conversation: IMPL-TURN-1). For a caching model only the last message is
+    decoded again, to carry its breakpoint; the memo keeps the unmarked piece."""
 
     def encode(role: str, blocks: list[ContentBlock]) -> bytes:
         return dumps({"role": role, "content": [_block(b, names) for b in blocks]})
 
     tool_names = tuple(t.name for t in request.tools)
     pieces = memo.pieces(request.messages, encode, tool_names)
-    return body_with_messages(_head(request, api_model, names), pieces)
+    head = _head(request, api_model, names, model)
+    if model is not None and model.supports_prompt_cache:
+        earlier = sum(piece.count(b'"cache_control"') for piece in pieces[:-1])
+        last = [json.loads(pieces[-1])] if pieces else []
+        params = {**head, "messages": last}
+        mark_cache_breakpoints(params, already=earlier)
+        if last:
+            pieces = [*pieces[:-1], dumps(last[0])]
+        head = {k: v for k, v in params.items() if k != "messages"}
+    return body_with_messages(head, pieces)
 
 
-def _head(request: ProviderCompletionInput, api_model: str, names: ToolNameMap) -> dict[str, Any]:
-    """Every field of the request body but ``messages``."""
+def _head(
+    request: ProviderCompletionInput,
+    api_model: str,
+    names: ToolNameMap,
+    model: ModelConfig | None,
+) -> dict[str, Any]:
+    """Every field of the request body but ``messages`` (the model's ``params`` first: the
+    fields air sets win)."""
     params: dict[str, Any] = {
+        **(model.params if model is not None else {}),
         "model": api_model,
         "max_tokens": request.max_tokens,
         "stream": True,
     }
+    params.pop("messages", None)
     if isinstance(request.system, str):
         if request.system:
             params["system"] = request.system
@@ -103,6 +136,36 @@ def _head(request: ProviderCompletionInput, api_model: str, names: ToolNameMap) 
     if request.stop_sequences:
         params["stop_sequences"] = list(request.stop_sequences)
     return params
+
+
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` blocks one Messages request may carry."""
+_EPHEMERAL = {"type": "ephemeral"}
+
+
+def _marked(block: dict[str, Any]) -> bool:
+    return "cache_control" in block
+
+
+def mark_cache_breakpoints(params: dict[str, Any], *, already: int = 0) -> None:
+    """Mark the stable prefix of a Messages body for prompt caching, in place: the last tool,
+    the last system block and the last block of the conversation so far each get
+    ``cache_control: ephemeral`` (the next turn reads everything up to there from the cache),
+    while the body carries at most ``MAX_BREAKPOINTS`` (breakpoints already there count, and
+    ``already`` more in messages that ``params`` leaves out)."""
+    system = params.get("system")
+    if isinstance(system, str):
+        params["system"] = system = [{"type": "text", "text": system}]
+    tools: list[dict[str, Any]] = params.get("tools") or []
+    messages: list[dict[str, Any]] = params.get("messages") or []
+    blocks = [*(system or []), *tools, *(b for m in messages for b in m["content"])]
+    used = already + sum(1 for block in blocks if _marked(block))
+    last_message = messages[-1]["content"] if messages else []
+    for group in (tools, system or [], last_message):
+        if not group or used >= MAX_BREAKPOINTS or _marked(group[-1]):
+            continue
+        group[-1]["cache_control"] = dict(_EPHEMERAL)
+        used += 1
 
 
 def anthropic_status_error(

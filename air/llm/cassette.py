@@ -26,6 +26,7 @@ from air.contracts.provider import (
     MessageStartEvent,
     MessageStopEvent,
     ModelConfig,
+    ModelPrice,
     ProviderCapabilityMatrix,
     ProviderCompletionInput,
     ProviderConfig,
@@ -226,7 +227,7 @@ class ScriptedProvider(ProviderAdapter):
         config = ProviderConfig(
             kind=ProviderKind.SCRIPTED,
             cassette=os.path.abspath(path),
-            models={model_id: ModelConfig()},
+            models={model_id: ModelConfig(price=ModelPrice())},  # a replay is free
         )
         return cls(provider_id, config)
 

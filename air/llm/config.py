@@ -7,7 +7,10 @@ whole provider entries with the same id. Relative cassette paths resolve against
 names them. PyYAML is imported only when a file exists. Without ``~/.air/models.yaml``,
 ``env_models_config`` gives the user's layer from the environment (a first run that just works;
 IMPL-API-3). A project file that defines providers (where a key is sent, which variable is a
-key) is refused unless the caller says the user trusted the project (IMPL-TRUST-1).
+key) is refused unless the caller says the user trusted the project (IMPL-TRUST-1). Each model
+entry is completed from the shipped catalogue (``air.llm.catalogue``); a local keyless server is
+asked the context length of a model nothing else sizes (``air.llm.local_context``).
+``base_url_of`` is where a provider's requests go, the same for every transport.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from pydantic import ValidationError
 
@@ -27,36 +29,24 @@ from air.contracts.provider import (
     ProviderConfig,
     ProviderKind,
 )
+from air.llm.catalogue import complete_model
 from air.llm.errors import models_reference
+from air.llm.local_context import is_local, local_context_length
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
     "DEFAULT_OPENAI_MODEL",
+    "base_url_of",
     "env_models_config",
     "load_models_config",
     "nothing_configured",
     "project_models_path",
     "user_models_path",
+    "with_local_context",
 ]
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
 DEFAULT_OPENAI_MODEL = "gpt-4.1"
-_KNOWN_MODELS: dict[str, ModelConfig] = {
-    DEFAULT_ANTHROPIC_MODEL: ModelConfig(
-        context_window=200_000,
-        max_output_tokens=64_000,
-        supports_prompt_cache=True,
-        tier="large",
-        price=ModelPrice(input=3.0, output=15.0, cache_write=3.75, cache_read=0.3),
-    ),
-    DEFAULT_OPENAI_MODEL: ModelConfig(
-        context_window=1_047_576,
-        max_output_tokens=32_768,
-        tier="large",
-        price=ModelPrice(input=2.0, output=8.0, cache_read=0.5),
-    ),
-}
-_LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 def user_models_path(home: str | None = None) -> str:
@@ -106,6 +96,13 @@ def _read_file(path: str) -> tuple[ModelsConfig, set[str]] | None:
     providers: dict[str, ProviderConfig] = {}
     for pid, provider in config.providers.items():
         update: dict[str, Any] = {}
+        try:
+            models = _completed(provider)
+        except ValueError as exc:
+            field, _, message = str(exc).partition(": ")
+            raise _bad(path, f"providers.{pid}.models.{field}", message) from None
+        if models != provider.models:
+            update["models"] = models
         for key in ("cassette", "record_to"):
             value = getattr(provider, key)
             if value and not os.path.isabs(value):
@@ -128,8 +125,74 @@ def nothing_configured() -> AirException:
     )
 
 
+def _completed(provider: ProviderConfig) -> dict[str, ModelConfig]:
+    """The provider's models with what the catalogue knows filled in (not for ``scripted``).
+
+    Raises:
+        ValueError: ``"<model>.<field>: <message>"`` for a field the model cannot take.
+    """
+    if provider.kind is ProviderKind.SCRIPTED:  # a replay sends nothing: it is free
+        free = ModelPrice()
+        return {
+            m: model if model.price else model.model_copy(update={"price": free})
+            for m, model in provider.models.items()
+        }
+    out: dict[str, ModelConfig] = {}
+    for model_id, model in provider.models.items():
+        try:
+            out[model_id] = complete_model(model_id, model)
+        except ValueError as exc:
+            raise ValueError(f"{model_id}.{exc}") from None
+    return out
+
+
 def _model_entry(model_id: str) -> dict[str, ModelConfig]:
-    return {model_id: _KNOWN_MODELS.get(model_id, ModelConfig())}
+    return {model_id: complete_model(model_id, ModelConfig())}
+
+
+_DEFAULT_URL = {
+    ProviderKind.ANTHROPIC: ("ANTHROPIC_BASE_URL", "https://api.anthropic.com"),
+    ProviderKind.OPENAI_COMPATIBLE: ("OPENAI_BASE_URL", None),
+}
+
+
+def base_url_of(provider: ProviderConfig, env: Mapping[str, str]) -> tuple[str | None, str]:
+    """Where a provider's requests go, and why: its ``base_url``, else the kind's variable
+    (``ANTHROPIC_BASE_URL`` / ``OPENAI_BASE_URL``), else the kind's default endpoint. Every
+    transport (SDK and HTTP) sends to this one URL."""
+    if provider.base_url:
+        return provider.base_url, "base_url"
+    variable, default = _DEFAULT_URL.get(provider.kind, (None, None))
+    if variable and env.get(variable):
+        return env[variable], variable
+    return default, "default"
+
+
+def with_local_context(config: ModelsConfig) -> ModelsConfig:
+    """``config`` with the context window of each model of a local keyless server that
+    neither models.yaml nor the catalogue sizes, as the server reports it (``None`` from the
+    server: unchanged). Its output limit, unless set, is capped to a quarter of that window."""
+    providers = dict(config.providers)
+    for pid, provider in config.providers.items():
+        if (
+            provider.kind is not ProviderKind.OPENAI_COMPATIBLE
+            or provider.auth_ref
+            or not is_local(provider.base_url)
+        ):
+            continue
+        models = dict(provider.models)
+        for model_id, model in provider.models.items():
+            if "context_window" in model.model_fields_set or provider.base_url is None:
+                continue
+            window = local_context_length(provider.base_url, model.api_model or model_id)
+            if window is None:
+                continue
+            update: dict[str, Any] = {"context_window": window}
+            if "max_output_tokens" not in model.model_fields_set:
+                update["max_output_tokens"] = max(1, min(model.max_output_tokens, window // 4))
+            models[model_id] = model.model_copy(update=update)
+        providers[pid] = provider.model_copy(update={"models": models})
+    return config.model_copy(update={"providers": providers})
 
 
 def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
@@ -153,7 +216,7 @@ def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
         )
         sources.append("environment: ANTHROPIC_API_KEY")
     base_url = env.get("OPENAI_BASE_URL") or None
-    local = base_url is not None and urlsplit(base_url).hostname in _LOCAL_HOSTS
+    local = is_local(base_url)
     if env.get("OPENAI_API_KEY") or local:
         model = env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
         keyed = bool(env.get("OPENAI_API_KEY"))
@@ -219,7 +282,7 @@ def load_models_config(
             }
         )
     _check_references(merged)
-    return merged
+    return with_local_context(merged)
 
 
 def _untrusted(path: str, config: ModelsConfig) -> AirException:

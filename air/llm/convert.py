@@ -17,6 +17,7 @@ from air.contracts.error import AirException
 from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
+    ModelConfig,
     ProviderCompletionInput,
     StopReason,
     TextBlock,
@@ -190,15 +191,21 @@ class AnthropicCanonicalConverter:
         }
 
     def request_to_openai(
-        self, request: ProviderCompletionInput, api_model: str, names: ToolNameMap | None = None
+        self,
+        request: ProviderCompletionInput,
+        api_model: str,
+        names: ToolNameMap | None = None,
+        model: ModelConfig | None = None,
     ) -> dict[str, Any]:
         """The full ``/v1/chat/completions`` body (streaming, with usage); tool names go out
-        through ``names`` (default: the map of ``request.tools``), empty text is left out."""
+        through ``names`` (default: the map of ``request.tools``), empty text is left out.
+        ``model`` says how the output limit is named (``max_completion_tokens`` for reasoning
+        models), the ``reasoning_effort`` and more fields to send (``params``)."""
         names = names if names is not None else ToolNameMap(t.name for t in request.tools)
         messages = self.system_to_openai(request.system) + self.messages_to_openai(
             clean_messages(request.messages), names
         )
-        return {"model": api_model, "messages": messages, **self._head(request, names)}
+        return {**self._head(request, names, model), "model": api_model, "messages": messages}
 
     def request_to_openai_body(
         self,
@@ -206,6 +213,7 @@ class AnthropicCanonicalConverter:
         api_model: str,
         names: ToolNameMap,
         memo: EncodedTurns,
+        model: ModelConfig | None = None,
     ) -> bytes:
         """``request_to_openai``'s body as JSON bytes, its messages encoded through ``memo``
         (each once per conversation: IMPL-TURN-1)."""
@@ -217,15 +225,25 @@ class AnthropicCanonicalConverter:
         tool_names = tuple(t.name for t in request.tools)
         pieces = [dumps(m) for m in self.system_to_openai(request.system)]
         pieces += memo.pieces(request.messages, encode, tool_names)
-        return body_with_messages({"model": api_model, **self._head(request, names)}, pieces)
+        head = {**self._head(request, names, model), "model": api_model}
+        head.pop("messages", None)
+        return body_with_messages(head, pieces)
 
-    def _head(self, request: ProviderCompletionInput, names: ToolNameMap) -> dict[str, Any]:
-        """Every field of the body but ``model`` and ``messages``."""
+    def _head(
+        self, request: ProviderCompletionInput, names: ToolNameMap, model: ModelConfig | None
+    ) -> dict[str, Any]:
+        """Every field of the body but ``model`` and ``messages``: the model's ``params``
+        first (the fields air sets win), the output limit by the model's parameter name
+        (``max_completion_tokens`` for reasoning models) and its ``reasoning_effort``."""
+        model = model or ModelConfig()
         body: dict[str, Any] = {
-            "max_tokens": request.max_tokens,
+            **model.params,
+            model.max_tokens_param: request.max_tokens,
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if model.reasoning_effort is not None:
+            body["reasoning_effort"] = model.reasoning_effort
         if request.tools:
             body["tools"] = self.tools_to_openai(request.tools, names)
         if request.tool_choice is not None:

@@ -31,6 +31,7 @@ from air.contracts.provider import (
     MessageStopEvent,
     ModelAssignment,
     ModelConfig,
+    ModelPrice,
     ModelRequirement,
     ModelsConfig,
     ProviderCapabilityMatrix,
@@ -142,7 +143,9 @@ def scripted_models_config(
         default=f"{provider_id}/{model_id}",
         providers={
             provider_id: ProviderConfig(
-                kind=ProviderKind.SCRIPTED, cassette=cassette, models={model_id: ModelConfig()}
+                kind=ProviderKind.SCRIPTED,
+                cassette=cassette,
+                models={model_id: ModelConfig(price=ModelPrice())},
             )
         },
     )
@@ -318,7 +321,7 @@ class ProviderManager:
         fitting.sort(
             key=lambda r: (
                 requirement.tier is not None and r.tier != requirement.tier,
-                r.price.input + r.price.output,
+                r.price.input + r.price.output if r.price is not None else float("inf"),
                 r.provider_id,
                 r.model_id,
             )

@@ -10,12 +10,14 @@ lazily by the manager.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from air.contracts.error import AirException
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import StreamEnded
+from air.llm.config import base_url_of
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
@@ -30,16 +32,17 @@ class OpenAICompatibleAdapter(HttpAdapter):
     def __init__(
         self, provider_id: str, config: ProviderConfig, *, env: Mapping[str, str] | None = None
     ) -> None:
-        if not config.base_url:
+        url, _ = base_url_of(config, env if env is not None else os.environ)
+        if not url:
             raise AirException.of(
                 kind="config_error",
                 message=f"provider {provider_id!r} (openai_compatible) has no base_url",
                 user_action=(
-                    f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1 "
-                    f"(reference: {models_reference()})."
+                    f"Set providers.{provider_id}.base_url, e.g. http://127.0.0.1:11434/v1, or "
+                    f"OPENAI_BASE_URL (reference: {models_reference()})."
                 ),
             )
-        super().__init__(provider_id, config, config.base_url, env=env)
+        super().__init__(provider_id, config, url, env=env)
         self.converter = AnthropicCanonicalConverter()
 
     def exchange(
@@ -47,7 +50,11 @@ class OpenAICompatibleAdapter(HttpAdapter):
     ) -> tuple[str, bytes, dict[str, str], ReadReply]:
         names = ToolNameMap(t.name for t in request.tools)
         body = self.converter.request_to_openai_body(
-            request, self.api_model(request.model_id), names, self.turns
+            request,
+            self.api_model(request.model_id),
+            names,
+            self.turns,
+            self.model_config(request.model_id),
         )
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         key = self.api_key(required=False) if self.config.auth_ref else None

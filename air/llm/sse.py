@@ -1,9 +1,10 @@
 """A sans-IO Server-Sent-Events decoder: feed bytes, get events or just their data payloads.
 
 Owns the SSE framing shared by the Anthropic and OpenAI-compatible adapters (UTF-8 decoded
-incrementally; lines split on LF/CRLF/CR; ``event:``/``data:`` fields; blank-line dispatch;
-``:`` comments ignored) and ``decode_json_batch``. Events are cut at blank lines first, so the
-common one-``data:``-line event costs one slice: this is the hot path of every stream.
+incrementally, a leading BOM dropped; lines split on LF/CRLF/CR; ``event:``/``data:`` fields,
+one space after the colon stripped only when present; blank-line dispatch; ``:`` comments
+ignored) and ``decode_json_batch``. Events are cut at blank lines first, so the common
+one-``data:``-line event costs one slice: this is the hot path of every stream.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._buffer = ""
-        self._utf8 = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
 
     def _blocks(self, chunk: bytes) -> list[str]:
         text = self._utf8.decode(chunk)
@@ -49,8 +50,9 @@ class SSEDecoder:
                     out.append(block[6:])
                     continue
             elif block.startswith("event: "):
-                at = block.find("\ndata: ")
-                if at > 0 and block.find("\n", at + 7) < 0:
+                # the fast path only when the first data line is also the last line
+                at = block.find("\ndata")
+                if at > 0 and block.startswith("\ndata: ", at) and block.find("\n", at + 7) < 0:
                     out.append(block[at + 7 :])
                     continue
             event = _parse_block(block)

@@ -1,7 +1,9 @@
 """Usage and cost: the price of one call, and the accumulator summing per session/task/agent.
 
-Owns ``cost_of`` (tokens x the model's price in models.yaml, USD per million tokens) and
-``UsageAccumulator`` whose totals feed budgets (SDD §12; issue #3 item 7).
+Owns ``cost_of`` (tokens x the model's price in models.yaml or the catalogue, USD per million
+tokens; cache writes and cache reads at their own prices) and ``UsageAccumulator`` whose totals
+feed budgets (SDD §12; issue #3 item 7). A model whose price is unknown costs ``None``, and a
+sum with an unknown part is unknown: never 0.
 """
 
 from __future__ import annotations
@@ -11,8 +13,10 @@ from air.contracts.provider import ModelPrice, Usage
 __all__ = ["UsageAccumulator", "add_usage", "cost_of"]
 
 
-def cost_of(usage: Usage, price: ModelPrice) -> float:
-    """USD for one call."""
+def cost_of(usage: Usage, price: ModelPrice | None) -> float | None:
+    """USD for one call; ``None`` when the price is unknown."""
+    if price is None:
+        return None
     return (
         usage.input_tokens * price.input
         + usage.output_tokens * price.output
@@ -27,7 +31,7 @@ def add_usage(a: Usage, b: Usage) -> Usage:
         output_tokens=a.output_tokens + b.output_tokens,
         cache_creation_input_tokens=a.cache_creation_input_tokens + b.cache_creation_input_tokens,
         cache_read_input_tokens=a.cache_read_input_tokens + b.cache_read_input_tokens,
-        cost_usd=(a.cost_usd or 0.0) + (b.cost_usd or 0.0),
+        cost_usd=None if a.cost_usd is None or b.cost_usd is None else a.cost_usd + b.cost_usd,
     )
 
 
@@ -51,7 +55,8 @@ class UsageAccumulator:
         self.total = add_usage(self.total, usage)
         for scope, key in (("session", session_id), ("task", task_id), ("agent", agent_id)):
             if key is not None:
-                self._by[(scope, key)] = add_usage(self._by.get((scope, key), Usage()), usage)
+                before = self._by.get((scope, key), Usage(cost_usd=0.0))
+                self._by[(scope, key)] = add_usage(before, usage)
 
     def for_session(self, session_id: str) -> Usage:
         return self._by.get(("session", session_id), Usage(cost_usd=0.0))

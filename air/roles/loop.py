@@ -213,7 +213,9 @@ class AgentLoopRole:
             usage={
                 "turns": runtime.turn,
                 "tokens": runtime.tokens,
-                "cost_usd": runtime.cost_usd,
+                "cache_read_tokens": runtime.cache_read_tokens,
+                "cache_write_tokens": runtime.cache_write_tokens,
+                "cost_usd": runtime.cost_usd if runtime.cost_known else None,
                 "wrapped_up": wrapped_up,
             },
         )
@@ -264,6 +266,9 @@ class AgentLoopRole:
             usage = env.output.get("usage") or {}
             runtime.tokens += int(usage.get("input_tokens", 0)) + int(usage.get("output_tokens", 0))
             runtime.cost_usd += float(usage.get("cost_usd") or 0.0)
+            runtime.cache_read_tokens += int(usage.get("cache_read_input_tokens", 0))
+            runtime.cache_write_tokens += int(usage.get("cache_creation_input_tokens", 0))
+            runtime.cost_known = runtime.cost_known and usage.get("cost_usd") is not None
             messages.append({"role": "assistant", "content": content})
             text = _text_of(content)
             last_text = text or last_text

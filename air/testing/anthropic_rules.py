@@ -3,7 +3,8 @@
 Owns: ``anthropic_problem`` — the auth and ``anthropic-version`` headers, the known fields,
 ``max_tokens`` present and within the model's ceiling, tool names, object input schemas,
 alternating roles, no empty text, every ``tool_result`` answering a ``tool_use`` of the turn
-just before. A rule more lenient than the real API is a defect (IMPL-API-1).
+just before, ``cache_control`` well formed on at most 4 blocks. A rule more lenient than the
+real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -182,6 +183,54 @@ def _anthropic_messages(messages: Any, has_tools: bool) -> Problem | None:
     return None
 
 
+MAX_CACHE_BREAKPOINTS = 4
+
+
+def _cache_blocks(body: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Every block that may carry ``cache_control``, with where it is."""
+    found: list[tuple[str, Any]] = []
+    system = body.get("system")
+    if isinstance(system, list):
+        found += [(f"system.{j}", b) for j, b in enumerate(system)]
+    for k, tool in enumerate(body.get("tools") or []):
+        found.append((f"tools.{k}.custom", tool))
+    for i, message in enumerate(body.get("messages") or []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            found.append((f"messages.{i}.content.{j}", block))
+            inner = block.get("content") if isinstance(block, dict) else None
+            for k, part in enumerate(inner if isinstance(inner, list) else []):
+                found.append((f"messages.{i}.content.{j}.content.{k}", part))
+    return found
+
+
+def _cache_problem(body: dict[str, Any]) -> Problem | None:
+    """``cache_control`` must be ``{"type": "ephemeral"}`` (``ttl`` 5m or 1h), on at most 4
+    blocks."""
+    marked = 0
+    for where, block in _cache_blocks(body):
+        if not isinstance(block, dict) or "cache_control" not in block:
+            continue
+        control = block["cache_control"]
+        if not isinstance(control, dict) or control.get("type") != "ephemeral":
+            return invalid(f"{where}.cache_control.ephemeral.type: Input should be 'ephemeral'")
+        extra = set(control) - {"type", "ttl"}
+        if extra:
+            return invalid(
+                f"{where}.cache_control.ephemeral.{sorted(extra)[0]}: Extra inputs are not "
+                "permitted"
+            )
+        if "ttl" in control and control["ttl"] not in ("5m", "1h"):
+            return invalid(f"{where}.cache_control.ephemeral.ttl: Input should be '5m' or '1h'")
+        marked += 1
+    if marked > MAX_CACHE_BREAKPOINTS:
+        return invalid(
+            f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {marked}."
+        )
+    return None
+
+
 def anthropic_problem(
     headers: dict[str, str],
     body: Any,
@@ -244,6 +293,9 @@ def anthropic_problem(
     elif system is not None and not isinstance(system, str):
         return invalid("system: Input should be a valid string or list of text blocks")
     names, problem = _anthropic_tools(body)
+    if problem is not None:
+        return problem
+    problem = _cache_problem(body)
     if problem is not None:
         return problem
     choice = body.get("tool_choice")

@@ -2,12 +2,15 @@
 
 Owns: ``openai_problem`` — the bearer key (or a keyless local server), the known fields,
 ``max_tokens`` within the model's ceiling, function tool names and object schemas, message
-roles and content shapes, ``tool_calls`` ids and the ``tool`` messages answering them. A rule
+roles and content shapes, ``tool_calls`` ids and the ``tool`` messages answering them; the
+reasoning models (gpt-5*, o1/o3/o4*) refuse ``max_tokens`` and a temperature other than 1,
+and ``reasoning_effort`` is taken only by the models and values that take it. A rule
 more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, Problem, invalid
@@ -180,6 +183,62 @@ def _openai_messages(messages: Any) -> Problem | None:
     return None
 
 
+_REASONING = re.compile(r"^(?:gpt-5|o1|o3|o4)")
+"""The models that refuse ``max_tokens`` (reasoning models: ``max_completion_tokens`` only)."""
+
+
+def _efforts(model: str) -> tuple[str, ...]:
+    """The ``reasoning_effort`` values ``model`` takes (empty: the parameter is refused)."""
+    if not _REASONING.match(model) or model.startswith("gpt-5-chat"):
+        return ()
+    if model.startswith("gpt-5."):
+        return ("none", "low", "medium", "high")
+    if model.startswith("gpt-5"):
+        return ("minimal", "low", "medium", "high")
+    return ("low", "medium", "high")
+
+
+def _unsupported(parameter: str, message: str) -> Problem:
+    return invalid(message, "unsupported_parameter", param=parameter)
+
+
+def _reasoning_problem(model: str, body: dict[str, Any]) -> Problem | None:
+    """The parameters a reasoning model refuses, and ``reasoning_effort`` where it is not
+    taken or not one of the model's values."""
+    if _REASONING.match(model):
+        if "max_tokens" in body:
+            return _unsupported(
+                "max_tokens",
+                "Unsupported parameter: 'max_tokens' is not supported with this model. Use "
+                "'max_completion_tokens' instead.",
+            )
+        temperature = body.get("temperature")
+        if temperature is not None and temperature != 1:
+            return invalid(
+                f"Unsupported value: 'temperature' does not support {temperature} with this "
+                "model. Only the default (1) value is supported.",
+                "unsupported_value",
+                param="temperature",
+            )
+    if "reasoning_effort" not in body:
+        return None
+    takes = _efforts(model)
+    if not takes:
+        return _unsupported(
+            "reasoning_effort",
+            "Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+        )
+    effort = body["reasoning_effort"]
+    if effort not in takes:
+        listed = ", ".join(f"'{t}'" for t in takes[:-1]) + f", and '{takes[-1]}'"
+        return invalid(
+            f"Invalid value: '{effort}'. Supported values are: {listed}.",
+            "invalid_value",
+            param="reasoning_effort",
+        )
+    return None
+
+
 def openai_problem(
     headers: dict[str, str],
     body: Any,
@@ -222,6 +281,9 @@ def openai_problem(
             f"The model `{model}` does not exist or you do not have access to it.",
             "model_not_found",
         )
+    problem = _reasoning_problem(model, body)
+    if problem is not None:
+        return problem
     ceiling = (ceilings or {}).get(model, DEFAULT_CEILING)
     for name in ("max_tokens", "max_completion_tokens"):
         value = body.get(name)

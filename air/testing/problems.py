@@ -25,7 +25,9 @@ class Problem:
     type: str
     message: str
     code: str | None = None
+    param: str | None = None
+    """OpenAI: the request field at fault."""
 
 
-def invalid(message: str, code: str | None = None) -> Problem:
-    return Problem(400, "invalid_request_error", message, code)
+def invalid(message: str, code: str | None = None, *, param: str | None = None) -> Problem:
+    return Problem(400, "invalid_request_error", message, code, param)

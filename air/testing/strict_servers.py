@@ -7,7 +7,10 @@ request is checked by the rules of its API (``air.testing.anthropic_rules``,
 ``air.testing.openai_rules``), a refusal answered with the API's own error JSON shape and
 logged in ``rejected``; a valid one is answered by the next queued ``Reply``
 (``air.testing.wire_replies``) or the server's ``model`` (e.g. ``air.testing.cassette_model``).
-A test reads back every request received. A fake that is more lenient than the real API is a
+The usage of a scripted model's reply is the server's own: its ``PromptCache`` counts the
+prompt and what each API's cache holds of it. With ``info`` it also answers a local server's
+introspection endpoints (``air.testing.local_info``). A test reads back every request
+received. A fake that is more lenient than the real API is a
 defect (IMPL-API-1): every rule has a test in tests/llm/test_strict_servers.py.
 """
 
@@ -26,8 +29,10 @@ from types import TracebackType
 from typing import Any
 
 from air.testing.anthropic_rules import anthropic_problem
+from air.testing.local_info import LocalServerInfo
 from air.testing.openai_rules import openai_problem
 from air.testing.problems import Problem
+from air.testing.prompt_cache import PromptCache
 from air.testing.wire_replies import Reply, json_reply
 
 __all__ = ["LocalServer", "Model", "Received", "Rejection", "StrictServer"]
@@ -74,7 +79,7 @@ def _error_reply(wire: str, problem: Problem) -> Reply:
             "error": {
                 "message": problem.message,
                 "type": problem.type,
-                "param": None,
+                "param": problem.param,
                 "code": problem.code,
             }
         }
@@ -90,6 +95,7 @@ class StrictServer:
         ceilings: known models and their max output tokens (``None``: every model).
         model: answers each valid request when no ``Reply`` is queued.
         log: also append each refusal (path, status, message) to this JSONL file.
+        info: also answer as this local server (Ollama, llama.cpp, vLLM) about its model.
     """
 
     def __init__(
@@ -100,6 +106,7 @@ class StrictServer:
         ceilings: dict[str, int] | None = None,
         model: Model | None = None,
         log: str | Path | None = None,
+        info: LocalServerInfo | None = None,
     ) -> None:
         self.replies: deque[Reply] = deque()
         self.log = Path(log) if log is not None else None
@@ -109,6 +116,8 @@ class StrictServer:
         self.openai_keyless = openai_keyless
         self.ceilings = ceilings
         self.model = model
+        self.info = info
+        self.cache = PromptCache()
         self._lock = threading.Lock()
         outer = self
 
@@ -126,8 +135,14 @@ class StrictServer:
                 except ValueError:
                     body = None
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                reply = outer._answer(self.path, headers, body)
-                self._send(reply)
+                known = outer.info.answer("POST", self.path, body) if outer.info else None
+                if known is None and not self.path.endswith(("/messages", "/chat/completions")):
+                    known = json_reply(404, {"error": {"message": "Not Found"}})
+                self._send(known or outer._answer(self.path, headers, body))
+
+            def do_GET(self) -> None:
+                known = outer.info.answer("GET", self.path, None) if outer.info else None
+                self._send(known or json_reply(404, {"error": {"message": "Not Found"}}))
 
             def _send(self, reply: Reply) -> None:
                 self.send_response(reply.status)
@@ -196,7 +211,8 @@ class StrictServer:
         if self.model is not None:
             assert isinstance(body, dict)
             try:
-                return self.model(wire, body)
+                reply = self.model(wire, body)
+                return self.cache.with_usage(wire, reply, self.cache.usage(wire, body))
             except Exception as exc:  # why: a broken script must show in the test, not hang
                 return _error_reply(wire, Problem(500, "api_error", f"scripted model: {exc!r}"))
         return _error_reply(wire, Problem(500, "api_error", "no reply queued"))

@@ -1,6 +1,7 @@
 """The JSON-schema subset that tool inputs are checked against: ``validate_schema``, a pure
-function from (schema, value) to the problems found, run by ``ToolRegistry`` before a call is
-decided.
+function from (schema, value) to the problems found, and ``integral_input``, which makes an
+integral float (``3.0``) an int where the schema says ``integer`` (models write JSON numbers,
+and JSON does not tell 3 from 3.0); ``ToolRegistry`` runs both before a call is decided.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 from air.contracts.ids import JsonObject
 
-__all__ = ["validate_schema"]
+__all__ = ["integral_input", "validate_schema"]
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -72,3 +73,33 @@ def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> lis
             for i, item in enumerate(value):
                 problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
     return problems
+
+
+def integral_input(schema: JsonObject, value: Any) -> Any:
+    """``value`` with every integral float where ``schema`` says ``integer`` made an int.
+
+    The value itself when nothing changes (no copy on the common path); a changed object or
+    array is a new one, the caller's is never modified. ``3.5`` stays a float, for
+    ``validate_schema`` to refuse; ``True`` is never a number.
+    """
+    if type(value) is float:
+        expected = schema.get("type")
+        names = expected if isinstance(expected, list) else [expected]
+        if "integer" in names and value.is_integer():
+            return int(value)
+        return value
+    if isinstance(value, dict):
+        props: dict[str, Any] = schema.get("properties", {})
+        changed: dict[str, Any] | None = None
+        for name, sub in props.items():
+            if name in value:
+                new = integral_input(sub, value[name])
+                if new is not value[name]:
+                    changed = changed if changed is not None else dict(value)
+                    changed[name] = new
+        return value if changed is None else changed
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = [integral_input(schema["items"], item) for item in value]
+        if any(new is not old for new, old in zip(items, value, strict=True)):
+            return items
+    return value

@@ -36,8 +36,10 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
-from air.ui_urwid.input import InputBox, Size
+from air.ui_urwid.input import InputBox
 from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
+from air.ui_urwid.root import Root
+from air.ui_urwid.terminal import make_screen, newline_keys
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HUD_PRESETS,
@@ -86,22 +88,6 @@ class _Unattached:
         raise RuntimeError(f"the console sent {command.kind!r} before its session was attached")
 
 
-class _Root(urwid.WidgetPlaceholder[urwid.Widget]):
-    def __init__(self, app: TuiApp, widget: urwid.Widget) -> None:
-        super().__init__(widget)
-        self._app = app
-
-    def selectable(self) -> bool:
-        return True  # global keys (a prompt's answer, Esc, F1) arrive even over plain text
-
-    def keypress(self, size: Size, key: str) -> str | None:
-        if self._app.handle_key(key):
-            return None
-        rest = super().keypress(size, key)
-        self._app.after_key()
-        return rest
-
-
 class TuiApp:
     """The console.
 
@@ -148,15 +134,18 @@ class TuiApp:
         self.pump = FramePump(frame_interval, tick_every=min(1.0, prompt_guard_s / 2))
         self.announcer = Announcer()
         self.layout = ConsoleLayout(self._submit, replay=replay)
-        self.root = _Root(self, self.layout.frame)
+        self.root = Root(self, self.layout.frame)
         self.last_copy: str | None = None
         self.first_frame_cpu_s: float | None = None
         """CPU seconds this process had used when the first frame was drawn."""
         self._confirm_quit = False
+        self._quit_armed = False
+        """An idle Ctrl-C was pressed: the next Ctrl-C quits (any other key disarms it)."""
         self._ctrl_c = 0
         self._exiting = False
         self._ui_scope: trio.CancelScope | None = None
         self._outbox_send, self._outbox_recv = trio.open_memory_channel[UiCommand](256)
+        self._note = ""
         self.opening_text: str | None = None
         """What the HUD says while the session opens (``opening``); None once attached."""
         self._attached = trio.Event()
@@ -166,11 +155,13 @@ class TuiApp:
         """Set when ``run`` ended and the terminal was restored."""
 
     @classmethod
-    def opening(cls, text: str, **options: Any) -> TuiApp:
+    def opening(cls, text: str, *, note: str | None = None, **options: Any) -> TuiApp:
         """A console whose session is still opening: it draws at once, shows ``text`` in the
-        HUD and keeps the person's commands until ``attach``."""
+        HUD and keeps the person's commands until ``attach``; ``note`` (e.g. the project was
+        just made) stays on the status line once attached."""
         app = cls(_NoProjection(), _Unattached(), **options)
         app.opening_text = text
+        app._note = note or ""
         app._attached = trio.Event()
         app.layout.say(text)
         return app
@@ -184,7 +175,7 @@ class TuiApp:
             self._subscription.close()
             self._subscription = client.subscribe(self.pump.mark_dirty)
         if self.opening_text is not None:
-            self.layout.say("")
+            self.layout.say(self._note)
         self.opening_text = None
         self._attached.set()
         self.pump.mark_dirty()
@@ -261,14 +252,18 @@ class TuiApp:
             else:
                 self._say("quit cancelled")
             return True
+        if self.input.search is not None and self.focus_name() == "input":
+            return False  # the history search takes every key (Esc, Ctrl-C leave it)
+        armed, self._quit_armed = self._quit_armed, False
         layout = self.layout
+        on_empty_input = self.focus_name() == "input" and not self.input.edit_text
         if layout.overlay is not None:
-            if key in ("esc", "q", "enter", "f1"):
+            if key in ("esc", "q", "enter", "f1", "?"):
                 layout.overlay = None
                 self._refresh()
                 return True
             return False
-        if key == "f1":
+        if key == "f1" or (key == "?" and on_empty_input and not self.replay):
             layout.overlay = "help"
         elif key == "f2":
             layout.hud_preset = HUD_PRESETS[(HUD_PRESETS.index(layout.hud_preset) + 1) % 3]
@@ -280,6 +275,8 @@ class TuiApp:
             self._copy()
         elif key == "ctrl o":
             layout.toggle_expand()
+        elif key == "ctrl d" and self.focus_name() == "input" and self.input.edit_text:
+            return False  # the input deletes the character under the cursor
         elif key == "ctrl d":
             self._ask_quit()
         elif self.replay:
@@ -288,7 +285,7 @@ class TuiApp:
             self._send(UiCommand(kind="interrupt"))
             self._say("interrupting the Main Agent's current turn (tasks keep running)")
         elif key == "ctrl c":
-            self._ctrl_c_pressed()
+            self._ctrl_c_pressed(armed)
         elif key == "x" and self.focus_name() == "tasks":
             self._cancel_selected()
         elif len(key) == 1 and key.isprintable() and self.focus_name() != "input":
@@ -333,10 +330,20 @@ class TuiApp:
     def _running(self) -> int:
         return self._snapshot.totals.running
 
-    def _ctrl_c_pressed(self) -> None:
+    def _ctrl_c_pressed(self, armed: bool) -> None:
+        """Work running: cancel it, a second press kills it (IMPL-FRAME-2). Idle: the first
+        press clears the line (or says how to quit), a second one in a row quits."""
         busy = self._running() or self._snapshot.main_agent.state in _BUSY_STATES
         if not busy:
-            self._ask_quit()
+            if armed:
+                self._ask_quit()
+                return
+            self._quit_armed = True
+            if self.input.edit_text:
+                self.input.set_edit_text("")
+                self._say("line cleared; Ctrl-C again (or Ctrl-D) quits")
+            else:
+                self._say("Ctrl-C again (or Ctrl-D) quits")
             return
         self._ctrl_c += 1
         force = self._ctrl_c >= 2
@@ -507,14 +514,15 @@ class TuiApp:
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Run the console until the person quits (or the caller cancels); with
         ``nursery.start`` it returns once the first frame is on the screen."""
-        screen = self.screen or urwid.display.raw.Screen(bracketed_paste_mode=True)
+        screen = self.screen or make_screen()
         self.screen = screen
         loop = urwid.MainLoop(
             self.root,
             self.palette(),
             screen=screen,
             event_loop=urwid.TrioEventLoop(),
-            handle_mouse=False,
+            handle_mouse=True,  # the wheel scrolls the conversation
+            input_filter=lambda keys, raw: newline_keys(screen, keys, raw),
         )
         self._subscription = self.client.subscribe(self.pump.mark_dirty)
 

@@ -21,13 +21,13 @@ from air.contracts.ui import (
     TotalsProjection,
 )
 from air.ui_urwid.input import InputBox
+from air.ui_urwid.keymap import help_text
 from air.ui_urwid.task_items import TaskIndex
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HudPreset,
     SelectableRow,
     detail_rows,
-    help_text,
     hud_text,
     message_widget,
     notice_widget,
@@ -43,6 +43,25 @@ def empty_snapshot() -> ProjectionSnapshot:
     return ProjectionSnapshot.model_construct(
         main_agent=MainAgentProjection.model_construct(), totals=TotalsProjection.model_construct()
     )
+
+
+class _Conversation(urwid.ListBox[Any]):
+    """The conversation's list: while it ``follow``s, each frame shows the end of its last
+    entry (however tall: a long answer's last lines); scrolled back, it stays put."""
+
+    def __init__(self, walker: urwid.SimpleFocusListWalker[Any]) -> None:
+        super().__init__(walker)
+        self.walker = walker
+        self.follow = True
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:  # type: ignore[override]
+        if self.follow and self.walker:
+            last = len(self.walker) - 1
+            self.walker.set_focus(last)  # the walker's: no pending realignment of the list
+            self.set_focus_pending = self.set_focus_valign_pending = None
+            rows = self.walker[last].rows((size[0],), focus)
+            self.shift_focus(size, size[1] - rows)
+        return super().render(size, focus)
 
 
 class ConsoleLayout:
@@ -105,7 +124,7 @@ class ConsoleLayout:
     def _build(self, on_submit: Callable[[str], None]) -> None:
         self.hud = urwid.Text("", wrap="clip")
         self.conv_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
-        self.conv = urwid.ListBox(self.conv_walker)
+        self.conv = _Conversation(self.conv_walker)
         self.tree_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
         self.tree = urwid.ListBox(self.tree_walker)
         self.detail_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
@@ -162,6 +181,30 @@ class ConsoleLayout:
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
         self.focus(nxt)
 
+    @property
+    def conv_follow(self) -> bool:
+        """The conversation shows its end (False: scrolled back by the person)."""
+        return self.conv.follow
+
+    @conv_follow.setter
+    def conv_follow(self, value: bool) -> None:
+        self.conv.follow = value
+
+    def conversation_size(self, size: tuple[int, int]) -> tuple[int, int]:
+        """The conversation's list inside a screen of ``size`` (its box's borders off)."""
+        maxcol, maxrow = size
+        _trim, (header, footer) = self.frame.frame_top_bottom(size, True)
+        width = self.columns.column_widths((maxcol, max(1, maxrow - header - footer)))[0]
+        return max(1, width - 2), max(1, maxrow - header - footer - 2)
+
+    def scroll_conversation(self, size: tuple[int, int], key: str, times: int = 1) -> None:
+        """Scroll the conversation in a screen of ``size`` by ``key`` (``page up``, ``up``,
+        …) wherever the focus is; at its end it follows new messages again."""
+        inner = self.conversation_size(size)
+        for _ in range(times):
+            self.conv.keypress(inner, key)
+        self.conv_follow = "bottom" in self.conv.ends_visible(inner)
+
     def focused_message(self) -> MessageProjection | None:
         by_id = {m.message_id: m for m in self.snapshot.messages}
         if self.focus_name() == "conversation" and self.entries:
@@ -202,7 +245,6 @@ class ConsoleLayout:
         now = self.now()
         snap = self.snapshot
         self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra))
-        at_end = not self.conv_walker or self.conv.focus_position >= len(self.conv_walker) - 1
         # the conversation is rebuilt only when the projection, its notices or an expansion
         # changed: a frame that only scrolls costs the rows on screen
         conv_key = (snap.revision, len(self.entries), frozenset(self._expanded))
@@ -213,8 +255,6 @@ class ConsoleLayout:
                 a is not b for a, b in zip(widgets, self.conv_walker, strict=True)
             ):
                 self.conv_walker[:] = widgets
-        if at_end and self.conv_walker:
-            self.conv.set_focus(len(self.conv_walker) - 1)
         # the tree and the detail pane are rebuilt only when what they show changed
         second = int(now) if snap.totals.running else 0
         tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task, second)
@@ -248,8 +288,9 @@ class ConsoleLayout:
                 prompt_box, self.frame, "center", ("relative", 80), "middle", "pack"
             )
         if self.overlay == "help":
+            lines = [urwid.Text(line) for line in help_text().split("\n")]
             body = urwid.LineBox(
-                urwid.Filler(urwid.Text(help_text()), valign="top"), title="keys (Esc closes)"
+                urwid.ListBox(urwid.SimpleFocusListWalker(lines)), title="keys (Esc closes)"
             )
             return urwid.Overlay(
                 body, self.frame, "center", ("relative", 90), "middle", ("relative", 80)

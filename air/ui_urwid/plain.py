@@ -5,8 +5,10 @@ permission prompt with its scopes, a blocker), never moves the cursor or redraws
 the person's lines from a byte stream: the same slash commands as the full console, and
 ``once`` / ``task`` / ``session`` / ``project`` / ``deny`` to answer an open permission
 prompt. A line that arrives within the prompt guard after a prompt was printed is not taken
-as its answer. Every projected text passes ``text.clean``; a prompt's command and segments
-pass ``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7).
+as its answer. At the end of its input it waits for the answers to what it sent (the Main
+Agent settled, no task running) before it quits, unless a permission prompt is open: no
+input is left to answer it. Every projected text passes ``text.clean``; a prompt's command
+and segments pass ``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from air.ui_urwid.text import clean
 from air.ui_urwid.views import HIDDEN_WARNING, answer_label
 
 __all__ = ["PLAIN_ANSWERS", "PlainConsole"]
+
+_SETTLED = frozenset({"IDLE", "DIRECT_MODE", "CONFIRMING"})
+"""Main Agent states with no turn or run in flight."""
 
 PLAIN_ANSWERS: dict[str, PermissionAnswer] = {
     "once": "allow_once",
@@ -68,6 +73,7 @@ class PlainConsole:
         self.prompt_guard_s = prompt_guard_s
         self.clock = clock
         self._changed = trio.Event()
+        self._moved = trio.Event()
         self._printed_messages: set[str] = set()
         self._streaming: set[str] = set()
         self._task_status: dict[str, str] = {}
@@ -75,9 +81,13 @@ class PlainConsole:
         self._blockers: set[tuple[str, str]] = set()
         self._snapshot = ProjectionSnapshot()
         self._done = False
+        self._sent_messages = 0
+        """Messages sent to the Main Agent (each becomes a user message in the projection)."""
+        self._users_before = 0
 
     def _ping(self, revision: int) -> None:
         self._changed.set()
+        self._moved.set()
 
     def render(self, snap: ProjectionSnapshot) -> None:
         """Print what is new in ``snap`` since the last call."""
@@ -150,6 +160,8 @@ class PlainConsole:
             self.write(parsed.error)
         elif parsed.command is not None:
             await self.commands.send(parsed.command)
+            if parsed.command.kind in ("user_message", "direct", "direct_done"):
+                self._sent_messages += 1
         elif parsed.view == "quit":
             force = self._snapshot.totals.running > 0
             await self.commands.send(UiCommand(kind="quit", force=force))
@@ -176,10 +188,41 @@ class PlainConsole:
             self.render(self.client.snapshot())
             await trio.sleep(self.frame_interval)
 
+    def answered(self, snap: ProjectionSnapshot) -> bool:
+        """True when nothing the person sent is still being answered: every message sent is
+        in the conversation, the Main Agent is settled, nothing streams and no task runs, or
+        a permission prompt is open (with the input at its end nobody can answer it)."""
+        if snap.permission_prompts:
+            return True
+        users = sum(1 for m in snap.messages if m.role == "user")
+        return (
+            users >= self._users_before + self._sent_messages
+            and snap.main_agent.state in _SETTLED
+            and not any(m.status == "streaming" for m in snap.messages)
+            and not snap.totals.running
+        )
+
+    async def _until_answered(self) -> None:
+        """The end of input: wait for the answers (a signal still ends the console)."""
+        if self.answered(self.client.snapshot()):
+            return
+        self.write("input ended: waiting for the answer (Ctrl-C quits now)")
+        while True:
+            moved = self._moved = trio.Event()
+            if self.answered(self.client.snapshot()):
+                break
+            await moved.wait()
+        snap = self.client.snapshot()
+        self.render(snap)
+        if snap.permission_prompts:
+            self.write("input ended with a permission prompt open: quitting (its task ends)")
+
     async def run(self, lines: trio.abc.ReceiveStream) -> None:
-        """Run until ``/quit`` or the end of input (which quits too)."""
+        """Run until ``/quit`` or the end of input (which quits once answered)."""
         subscription = self.client.subscribe(self._ping)
-        self.render(self.client.snapshot())
+        snap = self.client.snapshot()
+        self._users_before = sum(1 for m in snap.messages if m.role == "user")
+        self.render(snap)
         try:
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._printer)
@@ -187,6 +230,11 @@ class PlainConsole:
                 while not self._done:
                     chunk = await lines.receive_some(4096)
                     if not chunk:
+                        if buf.strip():  # a last line without its newline
+                            await self.handle_line(buf.decode("utf-8", "replace"))
+                        if self._done:
+                            break
+                        await self._until_answered()
                         await self.commands.send(UiCommand(kind="quit"))
                         break
                     buf += chunk

@@ -5,8 +5,9 @@ reaches the terminal: escape sequences, C0/C1 controls and bidi overrides are re
 output cannot move the cursor, retitle the window, write the clipboard or reorder what the
 person reads; a command, a path or a tool input never passes it: it is shown as exact text,
 ``air.contracts.display.shown``, IMPL-UI-7), ``split_blocks`` (markdown fences into text and
-code blocks), ``fold`` (long output shown as head + a "N more lines" marker) and
-``diff_markup`` (coloured diff lines).
+code blocks), ``fold`` (a streaming block shown as its last lines), ``fold_middle`` (a long
+finished block shown as its head and its end, the middle folded: an answer's last lines, its
+conclusion, are never cut off) and ``diff_markup`` (coloured diff lines).
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ __all__ = [
     "FOLD_CHARS",
     "FOLD_HEAD",
     "FOLD_LINES",
+    "FOLD_TAIL",
     "Block",
     "clean",
     "diff_markup",
     "fold",
+    "fold_middle",
     "split_blocks",
 ]
 
@@ -37,6 +40,8 @@ FOLD_LINES = 24
 """A text block longer than this is folded."""
 FOLD_HEAD = 12
 """Lines of a folded block still shown."""
+FOLD_TAIL = 8
+"""Lines of a folded finished block shown after the fold (its end)."""
 FOLD_CHARS = 2000
 """Characters of a block still shown (a block of very long lines folds by characters)."""
 
@@ -110,6 +115,23 @@ def fold(
         hidden += shown.count("\n") - kept.count("\n") + 1
         shown = kept
     return shown, hidden
+
+
+def fold_middle(
+    text: str, *, limit: int = FOLD_LINES, head: int = FOLD_HEAD, tail: int = FOLD_TAIL
+) -> tuple[str, int, str]:
+    """A finished block as (its head, how many lines are folded, its end); nothing folded:
+    ``(text, 0, "")``. Each shown part is cut to ``FOLD_CHARS`` characters (the head keeps its
+    start, the end its end), so drawing costs the same however long the text is."""
+    lines = text.split("\n")
+    if len(lines) <= limit and len(text) <= 2 * FOLD_CHARS:
+        return text, 0, ""
+    if len(lines) <= limit:  # a few very long lines: fold by characters
+        first, last = text[:FOLD_CHARS], text[-FOLD_CHARS:]
+        return first, text.count("\n") - first.count("\n") - last.count("\n"), last
+    first = "\n".join(lines[:head])[:FOLD_CHARS]
+    last = "\n".join(lines[-tail:])[-FOLD_CHARS:]
+    return first, len(lines) - head - tail, last
 
 
 def diff_markup(text: str) -> list[tuple[str, str]]:

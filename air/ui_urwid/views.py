@@ -4,10 +4,11 @@ Owns ``SessionView`` pieces (``message_widget``, ``notice_widget``), ``task_tree
 (TaskListView grouped by wave), ``detail_rows`` (ToolRunView, live command tail, DiffView,
 EvidenceView, BlockerReport of the selected task), ``permission_prompt`` (PermissionPrompt:
 every answer with its exact scope and every command segment with its risk), ``hud_text``
-(HudView presets Full / Essential / Minimal), ``help_text`` and the ``PALETTE`` /
-``MONO_PALETTE`` pair. Every string from a projection passes ``text.clean`` first, but a
-command, a path or a tool's input, which pass ``air.contracts.display.shown`` (exact text,
-escaped; IMPL-UI-7). Pure widget construction: no I/O, no state.
+(HudView presets Full / Essential / Minimal; the help's text is ``keymap``'s), ``risk_attr``
+and the ``PALETTE`` / ``MONO_PALETTE`` pair. Every string from a projection passes
+``text.clean`` first, but a command, a path or a tool's input, which pass
+``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7). Pure widget construction:
+no I/O, no state.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     TaskProjection,
 )
-from air.ui_urwid.commands import SLASH_COMMANDS
 from air.ui_urwid.task_items import TaskItems, group_by_task
-from air.ui_urwid.text import clean, diff_markup, fold, split_blocks
+from air.ui_urwid.text import clean, diff_markup, fold, fold_middle, split_blocks
 
 __all__ = [
     "HIDDEN_WARNING",
@@ -43,11 +43,11 @@ __all__ = [
     "answer_label",
     "detail_rows",
     "elapsed_s",
-    "help_text",
     "hud_text",
     "message_widget",
     "notice_widget",
     "permission_prompt",
+    "risk_attr",
     "task_line",
     "task_tree_rows",
 ]
@@ -87,6 +87,7 @@ PALETTE: list[tuple[str, str, str]] = [
     ("prompt", "white", "dark red"),
     ("prompt_body", "default", "default"),
     ("risk_high", "light red,bold", "default"),
+    ("risk_medium", "yellow,bold", "default"),
     ("risk_low", "light green", "default"),
     ("title", "bold", "default"),
 ]
@@ -94,11 +95,22 @@ PALETTE: list[tuple[str, str, str]] = [
 
 _MONO = {"hud": "standout", "selected": "standout", "prompt": "standout", "user": "bold"}
 _MONO |= {"assistant": "bold", "wave": "bold", "diff_file": "bold", "title": "bold"}
-_MONO |= {"risk_high": "bold", "error": "bold", "status_failed": "bold"}
-MONO_PALETTE: list[tuple[str, str, str, str, str, str]] = [
-    (name, "default", "default", "default", _MONO.get(name, "default"), "default")
+_MONO |= {"risk_high": "bold", "risk_medium": "bold", "error": "bold", "status_failed": "bold"}
+MONO_PALETTE: list[tuple[str, str, str, str]] = [
+    (name, f"default,{_MONO[name]}" if name in _MONO else "default", "default", _MONO.get(name, ""))
     for name, _fg, _bg in PALETTE
 ]
+"""No colour at all, whatever the terminal's colour depth: the settings are in the mono column
+(urwid draws in one colour when ``NO_COLOR`` is set) and in the foreground (a screen of more
+colours), so the selected row and the HUD stay visible in reverse video."""
+
+
+def risk_attr(level: str) -> str:
+    """The attribute a risk level is drawn with: only ``low`` is green."""
+    if level in ("high", "critical"):
+        return "risk_high"
+    return "risk_low" if level == "low" else "risk_medium"
+
 
 STATUS_MARK = {
     "pending": "·",
@@ -117,6 +129,11 @@ _STATUS_ATTR = {
     "cancelled": "status_cancelled",
     "interrupted": "status_cancelled",
 }
+
+_SELECTED_ROW: dict[str | None, str] = dict.fromkeys(
+    [None, "status_pending", *_STATUS_ATTR.values()], "selected"
+)
+"""The selected task row is drawn whole in the ``selected`` attribute (reverse video)."""
 
 _ANSWER_LABEL: dict[PermissionAnswer, tuple[str, str]] = {
     "allow_once": ("1", "allow once: only this call"),
@@ -180,7 +197,14 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
     rows: list[urwid.Widget] = []
     streaming = message.status == "streaming"
     for block in split_blocks(clean(message.text)):
-        shown, hidden = (block.text, 0) if expanded else fold(block.text, tail=streaming)
+        if expanded:
+            shown, hidden, end = block.text, 0, ""
+        elif streaming:
+            shown, hidden = fold(block.text, tail=True)
+            end = ""
+        else:
+            shown, hidden, end = fold_middle(block.text)
+        folded = hidden > 0 or end != ""
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
             rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
@@ -190,8 +214,11 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             rows.append(urwid.Padding(urwid.Text(shown), left=5))
         if hidden and streaming:
             rows.insert(len(rows) - 1, urwid.Text(("fold", f"     … {hidden} earlier lines")))
-        elif hidden:
-            rows.append(urwid.Text(("fold", f"     … {hidden} more lines (Ctrl-O expands)")))
+        elif folded:
+            what = f"{hidden} lines folded" if hidden else "folded"
+            rows.append(urwid.Text(("fold", f"     … {what} (Ctrl-O shows all) …")))
+            attr = "code" if block.kind == "code" else "body"
+            rows.append(urwid.Padding(urwid.Text((attr, end)), left=2 if attr == "code" else 5))
         if block.kind == "code":
             rows.append(urwid.Text(("code_label", "└─")))
     if (
@@ -239,7 +266,7 @@ def task_tree_rows(
         for tid in wave.task_ids:
             task = by_id[tid]
             row = SelectableRow(task_line(task, index[tid], now), tid)
-            rows.append(urwid.AttrMap(row, None, focus_map="selected"))
+            rows.append(urwid.AttrMap(row, None, focus_map=_SELECTED_ROW))
     t = snapshot.totals
     if snapshot.tasks:
         rows.append(
@@ -344,17 +371,16 @@ def permission_prompt(
     The summary (the command and the reasons) and every segment are shown as exact text
     (``shown``: escaped, never a terminal's rendering of it), with a warning when they hide
     characters."""
-    risk_attr = "risk_high" if prompt.risk_level in ("high", "critical") else "risk_low"
     rows: list[urwid.Widget] = [
         urwid.Text([("title", f"{prompt.tool_name}: "), shown(prompt.summary)]),
-        urwid.Text(["risk: ", (risk_attr, prompt.risk_level)]),
+        urwid.Text(["risk: ", (risk_attr(prompt.risk_level), prompt.risk_level)]),
     ]
     if hides(prompt.summary) or any(hides(seg.text) for seg in prompt.segments):
         rows.append(urwid.Text(("risk_high", HIDDEN_WARNING)))
     if prompt.task_id:
         rows.append(urwid.Text(f"asked by task {prompt.task_id}"))
     for seg in prompt.segments:
-        attr = "risk_high" if seg.risk_level in ("high", "critical") else "risk_low"
+        attr = risk_attr(seg.risk_level)
         category = f" {seg.category}" if seg.category else ""
         rows.append(
             urwid.Text(["  segment ", (attr, f"[{seg.risk_level}{category}] "), shown(seg.text)])
@@ -376,44 +402,25 @@ def permission_prompt(
 
 
 def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = "") -> str:
+    """The HUD line. Waiting permission prompts come first: the line is clipped at the
+    terminal's width, and at 80 columns what waits for the person must still show."""
     state = snapshot.main_agent.state + (" (direct)" if snapshot.main_agent.direct_mode else "")
     t = snapshot.totals
-    prompts = f" · {len(snapshot.permission_prompts)} prompt" if snapshot.permission_prompts else ""
+    n = len(snapshot.permission_prompts)
+    prompts = f"{n} prompt{'s' if n > 1 else ''} waiting · " if n else ""
     if preset == "minimal":
-        text = state + prompts
+        text = prompts + state
     elif preset == "essential":
-        text = f"{state} · {t.running} running · {t.completed}/{t.tasks} done · ${t.cost_usd:.2f}"
-        text += prompts
+        text = f"{prompts}{state} · {t.running} running · {t.completed}/{t.tasks} done · "
+        text += f"${t.cost_usd:.2f}"
     else:
         session = snapshot.session
         sid = session.session_id if session else "-"
         model = (session.model_id if session else None) or "-"
         text = (
-            f"air · {sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
+            f"air · {prompts}{sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
             f"{t.running} running, {t.failed} failed, {t.blocked} blocked, "
             f"{t.cancelled} cancelled · "
-            f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f}{prompts} · F1 help"
+            f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
         )
     return f" {text}{extra}"
-
-
-KEY_HELP = [
-    ("Enter", "send (end a line with \\ or press Alt-Enter for a new line)"),
-    ("↑/↓, Ctrl-P/N", "input history"),
-    ("Esc", "interrupt the Main Agent's current turn (nothing else)"),
-    ("Ctrl-C", "cancel the running work (cooperative); again: kill"),
-    ("Tab", "focus: input → tasks → detail → conversation"),
-    ("x (tasks)", "cancel the selected task only"),
-    ("Ctrl-Y", "copy the focused code block / the task's diff or command"),
-    ("Ctrl-O", "expand / fold the focused message"),
-    ("F2", "HUD preset: full / essential / minimal"),
-    ("F3", "follow / hold the live output (scroll-lock)"),
-    ("F1", "this help"),
-]
-
-
-def help_text() -> str:
-    lines = [f"{k:<16} {v}" for k, v in KEY_HELP]
-    lines.append("")
-    lines += [f"{name:<16} {text}" for name, text in SLASH_COMMANDS.items()]
-    return "\n".join(lines)

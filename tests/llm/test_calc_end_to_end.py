@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,7 +105,39 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     assert "fs.read" not in sent
     assert "fs_read" in sent
     events = json_events(proc.stdout)
-    assert sum(e["type"] == "task.completed" for e in events) == 3
+    completed = [e for e in events if e["type"] == "task.completed"]
+    assert len(completed) == 3
+    _assert_prompt_caching(wire, requests, completed)
+
+
+def _assert_prompt_caching(wire: str, requests: list[Any], completed: list[dict[str, Any]]) -> None:
+    """Anthropic: from the second request of a task on, the last tool, the system prompt and
+    the conversation so far carry cache breakpoints, and the ledger (each task's usage) counts
+    the cached input tokens the server reported. OpenAI caches by itself: the same count."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in requests:
+        first = r.body["messages"][0 if wire == "anthropic" else 1]["content"]
+        text = first if isinstance(first, str) else first[0]["text"]
+        by_task.setdefault(text, []).append(r.body)
+    for bodies in by_task.values():
+        second = bodies[1]
+        if wire == "anthropic":
+            marked = [
+                b
+                for b in [*second["system"], *second["tools"]]
+                + [b for m in second["messages"] for b in m["content"]]
+                if "cache_control" in b
+            ]
+            assert marked == [
+                second["system"][-1],
+                second["tools"][-1],
+                second["messages"][-1]["content"][-1],
+            ]
+    for event in completed:
+        usage = event["payload"]["worker_result"]["usage"]
+        assert usage["cache_read_tokens"] > 0, usage
+        assert usage["cost_usd"] is not None
+        assert usage["cost_usd"] > 0
 
 
 def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:

@@ -205,6 +205,8 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     config = ModelsConfig.model_validate(yaml.safe_load(shipped))
     assert config.default == "anthropic/claude-sonnet-4-5"
     assert {p.kind for p in config.providers.values()} == set(ProviderKind)
+    # what `air init --models` writes uses the fast transport, not the SDK (issue 26)
+    assert config.providers["anthropic"].transport == "http"
     for word in (
         "roles:",
         "retry:",

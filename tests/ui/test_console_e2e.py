@@ -555,7 +555,7 @@ def test_nothing_configured_is_a_clear_error_and_creates_nothing(tmp_path: Path)
     env["HOME"] = str(home)
     outside = subprocess.run(_air(), cwd=bare, env=env, capture_output=True, text=True, timeout=60)
     assert outside.returncode == 2
-    assert outside.stderr.startswith("air: not_found: no air project at"), outside.stderr
+    assert outside.stderr.startswith(f"air: not_found: {bare} is not inside a git repository")
     assert "Traceback" not in outside.stderr
     unconfigured = subprocess.run(
         _air("run", str(bare)), env=env, capture_output=True, text=True, timeout=60

@@ -253,3 +253,127 @@ def test_ctrl_y_on_a_task_without_diff_copies_its_command(tmp_path: Path) -> Non
     app.selected_task = "task_a"
     _press(app, "tab", "ctrl y")
     assert copy.read_text() == "pytest -q"
+
+
+def test_ctrl_c_at_an_idle_prompt_clears_the_line_then_a_second_one_quits() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    _type(app, "half a thought")
+    screen = _press(app, "ctrl c")
+    assert app.input.edit_text == ""
+    assert "line cleared; Ctrl-C again (or Ctrl-D) quits" in screen
+    assert app.sent == []
+    _type(app, "x")  # any other key disarms it: this Ctrl-C clears the line again
+    _press(app, "ctrl c")
+    assert app.sent == []
+    assert app.input.edit_text == ""
+    screen = _press(app, "backspace", "ctrl c")  # disarmed again; the line is empty
+    assert "Ctrl-C again (or Ctrl-D) quits" in screen
+    assert app.sent == []
+    _press(app, "ctrl c")
+    assert app.sent == [UiCommand(kind="quit")]
+
+
+def test_ctrl_d_deletes_under_the_cursor_and_quits_on_an_empty_line() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    _type(app, "ab")
+    _press(app, "ctrl a", "ctrl d")
+    assert app.input.edit_text == "b"
+    assert app.sent == []
+    _press(app, "ctrl d", "ctrl d")
+    assert app.sent == [UiCommand(kind="quit")]
+
+
+def test_ctrl_j_shift_enter_and_alt_enter_add_lines() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    for key in ("ctrl j", "shift enter", "meta enter"):
+        _type(app, "line")
+        _press(app, key)
+    _type(app, "end")
+    assert app.sent == []
+    _press(app, "enter")
+    assert app.sent == [UiCommand(kind="user_message", text="line\nline\nline\nend")]
+
+
+def test_readline_editing_keys() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    _type(app, "fix the  calc module")
+    _press(app, "ctrl w")
+    assert app.input.edit_text == "fix the  calc "
+    _press(app, "ctrl w")
+    assert app.input.edit_text == "fix the  "
+    _press(app, "ctrl a")
+    _type(app, ">")
+    assert app.input.edit_text == ">fix the  "
+    _press(app, "ctrl k")
+    assert app.input.edit_text == ">"
+    _type(app, "one")
+    _press(app, "ctrl j")
+    _type(app, "two")
+    _press(app, "ctrl u")
+    assert app.input.edit_text == ">one\n"
+    _type(app, "three")
+    _press(app, "up", "ctrl e")  # the first line's end
+    _type(app, "!")
+    assert app.input.edit_text == ">one!\nthree"
+
+
+def test_ctrl_r_searches_the_input_history() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    for text in ("fix calc", "add docs", "fix the docs"):
+        _type(app, text)
+        _press(app, "enter")
+    _type(app, "draft")
+    screen = _press(app, "ctrl r")
+    assert "(history search) '':" in screen
+    _type(app, "fix")
+    assert app.input.edit_text == "fix the docs"
+    _press(app, "ctrl r")
+    assert app.input.edit_text == "fix calc"
+    screen = _press(app, "ctrl r")  # nothing older: the match stays
+    assert app.input.edit_text == "fix calc"
+    _type(app, "zz")
+    assert "(no match) 'fixzz':" in _press(app)
+    _press(app, "backspace", "backspace", "enter")  # taken into the line, not sent
+    assert app.input.edit_text == "fix the docs"
+    assert len(app.sent) == 3
+    _press(app, "ctrl e", "ctrl u", "ctrl r")
+    _type(app, "add")
+    _press(app, "esc")  # leaves the search (the Main Agent is not interrupted)
+    assert app.input.edit_text == ""
+    assert UiCommand(kind="interrupt") not in app.sent
+    assert app.input.caption == "> "
+
+
+def test_question_mark_on_an_empty_line_and_f1_show_every_key() -> None:
+    app, _ = _app(ConsoleEvents().session())
+    _type(app, "why?")
+    assert app.layout.overlay is None
+    assert app.input.edit_text == "why?"
+    _press(app, "ctrl u")
+    screen = _press(app, "?")
+    assert app.layout.overlay == "help"
+    for key in ("Ctrl-D", "Ctrl-R", "PageUp / PageDown", "mouse wheel", "Shift-Enter"):
+        assert key in screen
+    _press(app, "esc")
+    assert app.layout.overlay is None
+    _press(app, "f1")
+    assert app.layout.overlay == "help"
+
+
+def test_page_keys_scroll_the_conversation_from_the_input() -> None:
+    ev = ConsoleEvents()
+    events = ev.session()
+    for i in range(30):
+        events += ev.chat(f"question {i}", f"answer {i}")
+    app, _ = _app(events)
+    screen = _press(app)
+    assert "answer 29" in screen
+    assert "answer 5" not in screen.replace("answer 5\n", "")
+    screen = _press(app, "page up", "page up", "page up")
+    assert app.focus_name() == "input"
+    assert "answer 29" not in screen
+    assert not app.layout.conv_follow
+    for _ in range(10):
+        screen = _press(app, "page down")
+    assert "answer 29" in screen
+    assert app.layout.conv_follow

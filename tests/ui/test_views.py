@@ -14,7 +14,7 @@ from air.testing.console_script import ConsoleEvents, RecordingChannel, demo_eve
 from air.ui_urwid.app import TuiApp
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.text import clean, split_blocks
-from air.ui_urwid.views import MONO_PALETTE, PALETTE
+from air.ui_urwid.views import MONO_PALETTE, PALETTE, risk_attr
 
 SIZE = (120, 40)
 
@@ -83,10 +83,15 @@ def test_long_messages_are_folded_and_expand() -> None:
     long = "\n".join(f"row {i}" for i in range(40))
     app, _, _ = _app(ev.session() + ev.chat("show", long))
     text = _screen(app)
-    assert "… 28 more lines (Ctrl-O expands)" in text
-    assert "row 39" not in text
+    # the middle is folded, never the end: an answer's conclusion is always on the screen
+    assert "… 20 lines folded (Ctrl-O shows all) …" in text
+    assert "row 11" in text
+    assert "row 12" not in text
+    assert "row 31" not in text
+    assert "row 32" in text
+    assert "row 39" in text
     _press(app, "tab", "tab", "tab", "ctrl o")  # focus the conversation, expand
-    assert "row 39" in _screen(app, (120, 80))
+    assert "row 20" in _screen(app, (120, 80))
 
 
 def test_streaming_text_shows_as_it_arrives() -> None:
@@ -136,8 +141,21 @@ def test_key_help_lists_keys_and_commands() -> None:
 
 
 def test_no_color_palette_is_monochrome() -> None:
-    assert all(entry[1:4] == ("default", "default", "default") for entry in MONO_PALETTE)
+    settings = {"bold", "standout"}
+    for _name, fg, bg, mono in MONO_PALETTE:
+        assert fg.split(",")[0] == "default"
+        assert set(fg.split(",")[1:]) <= settings
+        assert bg == "default"
+        assert set(filter(None, mono.split(","))) <= settings
     assert {e[0] for e in MONO_PALETTE} == {e[0] for e in PALETTE}
+    # urwid draws in one colour under NO_COLOR (the mono column): the selection stays visible
+    assert {e[0]: e[3] for e in MONO_PALETTE}["selected"] == "standout"
+
+
+def test_only_low_risk_is_drawn_green() -> None:
+    fg = {name: colour for name, colour, _bg in PALETTE}
+    levels = ("low", "medium", "high", "critical", "unknown")
+    assert [level for level in levels if "green" in fg[risk_attr(level)]] == ["low"]
 
 
 def test_no_color_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:

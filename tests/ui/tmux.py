@@ -62,8 +62,16 @@ class Tmux:
     def type(self, text: str) -> None:
         self.keys(text, literal=True)
 
+    def raw(self, data: bytes) -> None:
+        """Send ``data`` as the terminal would (an escape sequence, a control byte)."""
+        self._run("send-keys", "-t", "t", "-H", *(f"{b:02x}" for b in data))
+
     def screen(self) -> str:
         return self._run("capture-pane", "-p", "-t", "t")
+
+    def styled(self) -> str:
+        """The screen with its SGR attributes (colours, reverse video) as escape sequences."""
+        return self._run("capture-pane", "-p", "-e", "-t", "t")
 
     def wait_for(self, text: str, timeout: float = 15.0, *, gone: bool = False) -> str:
         deadline = time.monotonic() + timeout

@@ -1,0 +1,66 @@
+"""What the console's start decides before anything opens: the project, and the kind of console.
+
+Owns ``first_run`` (``air`` where no air project is found: inside a git repository its top
+becomes the project, as ``air run TOP`` makes one, said in one line; outside one, what air
+needs is said, exit 2; IMPL-CONSOLE-4) and ``plain_wanted`` / ``plain_reason`` (the plain
+console when asked for, or when there is no screen to draw on: stdin or stdout is not a
+terminal, or ``TERM=dumb``; IMPL-UI-5).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from air.cli.options import HeadlessOptions, bad
+
+__all__ = ["first_run", "plain_reason", "plain_wanted"]
+
+
+def first_run(options: HeadlessOptions) -> str | None:
+    """``air`` where no air project is found walking up: inside a git repository, the
+    repository's top becomes the project the way ``air run TOP`` makes it one (once the
+    configuration proved good, by the factory); ``options.project`` is set to it and the one
+    line saying so is printed and returned (the console shows it too). None: a project exists.
+
+    Raises:
+        AirException(not_found): not inside a git repository (what air needs is said).
+    """
+    from air.session.project import ProjectStore
+
+    if ProjectStore().locate(options.project) is not None:
+        return None
+    start = os.path.abspath(options.project)
+    top = start
+    while not os.path.exists(os.path.join(top, ".git")):
+        parent = os.path.dirname(top)
+        if parent == top:
+            raise bad(
+                "not_found",
+                f"{start} is not inside a git repository, and no air project is here or above",
+                "air keeps each task's work in git: run `git init` here (or cd into a repository) "
+                "and run `air` again; `air run PATH` opens the console on a directory that is "
+                "not a repository (its tasks then work on copies).",
+                field="--project",
+            )
+        top = parent
+    options.project = top
+    note = f"air: no air project here yet: making {top} one (as `air run {top}` would)"
+    print(note, file=sys.stderr, flush=True)
+    return note
+
+
+def plain_wanted(asked: bool) -> bool:
+    """The plain console: asked for (``--plain``), or no screen to draw on
+    (``plain_reason``)."""
+    return asked or plain_reason() is not None
+
+
+def plain_reason() -> str | None:
+    """Why the console cannot draw a screen here: stdin or stdout is not a terminal (a pipe,
+    ``</dev/null``, CI), or ``TERM=dumb``; None on a terminal that can."""
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        return "stdin is not a terminal" if not sys.stdin.isatty() else "stdout is not a terminal"
+    if os.environ.get("TERM", "") in ("", "dumb"):
+        return f"TERM={os.environ.get('TERM', '')} cannot draw a screen"
+    return None

@@ -1,0 +1,158 @@
+"""The prompt caches of the strict local servers: the usage each API reports for a request.
+
+Owns ``PromptCache``. Anthropic (explicit caching): a prefix is written at each
+``cache_control`` breakpoint of a prompt at least as long as the model's minimum (1024 tokens;
+2048 for the 3.x Haikus; 4096 for Opus 4.5 and Haiku 4.5) and read back by a later request
+whose prompt (tools, then system, then messages; ``cache_control`` itself not part of it)
+starts with it, looked up at most 20 blocks before one of that request's breakpoints; usage
+``input_tokens`` (after the last breakpoint), ``cache_creation_input_tokens`` and
+``cache_read_input_tokens``. OpenAI (automatic): prompts of 1024 tokens or more are cached
+prefix by prefix and a later prompt starting with one reads it in 128-token steps from 1024
+(``usage.prompt_tokens_details.cached_tokens``). Tokens are counted as characters / 4 of each
+block's JSON. ``with_usage`` writes that usage into a streamed reply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from typing import Any
+
+from air.testing.wire_replies import Reply
+
+__all__ = ["PromptCache"]
+
+_LOOKBACK = 20
+_OPENAI_MIN = 1024
+_OPENAI_STEP = 128
+
+
+def _min_tokens(model: str) -> int:
+    if model.startswith(("claude-opus-4-5", "claude-haiku-4-5")):
+        return 4096
+    if model.startswith(("claude-3-5-haiku", "claude-3-haiku")):
+        return 2048
+    return 1024
+
+
+def _tokens(block: Any) -> int:
+    return max(1, len(json.dumps(block, sort_keys=True)) // 4)
+
+
+def _plain(block: Any) -> Any:
+    """``block`` without its ``cache_control`` (a marker, not prompt content)."""
+    if isinstance(block, dict):
+        return {k: _plain(v) for k, v in block.items() if k != "cache_control"}
+    if isinstance(block, list):
+        return [_plain(v) for v in block]
+    return block
+
+
+def _anthropic_blocks(body: dict[str, Any]) -> list[Any]:
+    system = body.get("system")
+    blocks: list[Any] = list(body.get("tools") or [])
+    if isinstance(system, str):
+        blocks.append({"type": "text", "text": system})
+    elif isinstance(system, list):
+        blocks.extend(system)
+    for message in body.get("messages") or []:
+        content = message.get("content")
+        if isinstance(content, str):
+            blocks.append({"type": "text", "text": content, "role": message.get("role")})
+        else:
+            blocks.extend({**b, "role": message.get("role")} for b in content or [])
+    return blocks
+
+
+class PromptCache:
+    """One server's caches (per model), shared by its handler threads."""
+
+    def __init__(self) -> None:
+        self._keys: set[str] = set()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(model: str, blocks: list[Any]) -> str:
+        text = json.dumps([model, _plain(blocks)], sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()
+
+    def usage(self, wire: str, body: dict[str, Any]) -> dict[str, int]:
+        """The prompt's token counts as the API reports them, the cache updated."""
+        if wire == "anthropic":
+            return self._anthropic(body)
+        return self._openai(body)
+
+    def _anthropic(self, body: dict[str, Any]) -> dict[str, int]:
+        model = str(body.get("model"))
+        blocks = _anthropic_blocks(body)
+        sizes = [_tokens(_plain(b)) for b in blocks]
+        total = sum(sizes)
+        marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
+        read = written = 0
+        with self._lock:
+            if marks:
+                candidates = sorted(
+                    {q for b in marks for q in range(max(0, b - _LOOKBACK + 1), b + 1)},
+                    reverse=True,
+                )
+                for q in candidates:
+                    if self._key(model, blocks[: q + 1]) in self._keys:
+                        read = sum(sizes[: q + 1])
+                        break
+                last = marks[-1]
+                upto = sum(sizes[: last + 1])
+                if upto >= _min_tokens(model):
+                    written = upto - read
+                    for b in marks:
+                        if sum(sizes[: b + 1]) >= _min_tokens(model):
+                            self._keys.add(self._key(model, blocks[: b + 1]))
+        return {
+            "input_tokens": total - read - written,
+            "cache_creation_input_tokens": written,
+            "cache_read_input_tokens": read,
+        }
+
+    def _openai(self, body: dict[str, Any]) -> dict[str, int]:
+        model = str(body.get("model"))
+        head = [body.get("tools") or []]
+        messages = list(body.get("messages") or [])
+        sizes = [_tokens(m) for m in messages]
+        fixed = _tokens(head[0]) if head[0] else 0
+        total = fixed + sum(sizes)
+        cached = 0
+        with self._lock:
+            for k in range(len(messages), 0, -1):
+                if self._key(model, head + messages[:k]) in self._keys:
+                    hit = fixed + sum(sizes[:k])
+                    cached = _OPENAI_MIN + (hit - _OPENAI_MIN) // _OPENAI_STEP * _OPENAI_STEP
+                    cached = cached if hit >= _OPENAI_MIN else 0
+                    break
+            if total >= _OPENAI_MIN:
+                for k in range(1, len(messages) + 1):
+                    if fixed + sum(sizes[:k]) >= _OPENAI_MIN:
+                        self._keys.add(self._key(model, head + messages[:k]))
+        return {"prompt_tokens": total, "cached_tokens": cached}
+
+    @staticmethod
+    def with_usage(wire: str, reply: Reply, usage: dict[str, int]) -> Reply:
+        """``reply`` (a streamed turn) reporting ``usage`` for its prompt, as the API does:
+        Anthropic in ``message_start``, OpenAI in the final usage chunk."""
+        chunks: list[bytes] = []
+        for chunk in reply.chunks:
+            head, sep, data = chunk.partition(b"data: ")
+            try:
+                event = json.loads(data) if sep else None
+            except ValueError:
+                event = None
+            if wire == "anthropic" and isinstance(event, dict) and "message" in event:
+                if event.get("type") == "message_start":
+                    event["message"]["usage"].update(usage)
+                    chunk = head + sep + json.dumps(event).encode() + b"\n\n"
+            elif wire == "openai" and isinstance(event, dict) and event.get("usage"):
+                event["usage"]["prompt_tokens"] = usage["prompt_tokens"]
+                event["usage"]["prompt_tokens_details"] = {"cached_tokens": usage["cached_tokens"]}
+                chunk = head + sep + json.dumps(event).encode() + b"\n\n"
+            chunks.append(chunk)
+        reply.chunks = chunks
+        return reply
