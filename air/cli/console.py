@@ -29,6 +29,7 @@ task's from ``DIR/<task id>.jsonl`` (``examples/calc/cassettes`` ships such a se
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -330,6 +331,9 @@ def _projection(runtime: Any) -> Any:
 
     _sub, receive = runtime.bus.subscribe_channel(None, lag="rehydrate", on_lag=on_lag)
     store.hydrate(runtime.store, runtime.session_id)
+    # what the reopen built stays for the session: later collections do not walk it again
+    # (a full collection over a 10k-event projection was a 0.5 s frame; bench/sessions.py)
+    gc.freeze()
     runtime.nursery.start_soon(store.feed, receive)
     return store
 
@@ -572,25 +576,29 @@ def _replay(options: HeadlessOptions) -> int:
     import trio
 
     from air.cli.doctor import setup_logging
-    from air.cli.history import read_events
+    from air.cli.history import session_db_path
     from air.contracts.error import CliExit
+    from air.projection.event_pages import EventPages
+    from air.store.session_db import open_session_database
 
     setup_logging()
 
     project, session_id = _session_to_reopen(options)
-    events = read_events(project, session_id)
-    trio.run(_play, events)
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
+    try:  # read a page at a time as the replay reaches it: the first frame waits for none
+        trio.run(_play, EventPages(db, session_id))
+    finally:
+        db.close()
     return CliExit.OK
 
 
 async def _play(events: Any) -> None:
-    from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPlayer
+    from air.projection import ProjectionStore, ReplayPlayer
     from air.ui_urwid import TuiApp
 
-    store = ProjectionStore()
-    player = ReplayPlayer(events, store)
+    player = ReplayPlayer(events, ProjectionStore())
     app = TuiApp(
-        InProcessProjectionClient(store),
+        player.client(),
         player,
         replay=True,
         hud_extra=player.hud_text,

@@ -1,8 +1,11 @@
 """``air history`` and ``air session list``: read a project's sessions back from their databases.
 
 Owns: finding the project and session a command means, rendering stored events as one line
-each (or JSON lines), and the task summary of a session (``task_summary``), read from the fold
-of its events (``air.events.fold``: the same facts the Scheduler and the reporter use). Every
+each (or JSON lines) as they are read (``stream_events``: the first line is out before the
+second row is read), and the task summary of a session (``task_summary`` of a fold,
+``counts_summary`` of the ``tasks`` projection: the same facts the Scheduler and the reporter
+use). `air history`'s header and `air session list` read the session's summary row
+(``air.store.read_model``), never its events. Every
 text taken from an event is shown as exact text (``air.contracts.display.shown``: a command's
 ``\\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
 nothing here appends events.
@@ -14,8 +17,9 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from air.contracts.display import shown
 from air.contracts.error import AirException
@@ -24,6 +28,9 @@ from air.contracts.project import ProjectContext
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
 from air.events.fold_state import SessionState
+
+if TYPE_CHECKING:
+    from air.store.db import DatabaseManager
 
 
 def find_project(path: str | None) -> ProjectContext:
@@ -67,17 +74,36 @@ def resolve_session(project: ProjectContext, session_id: str | None) -> str:
     return session_id
 
 
-def read_events(project: ProjectContext, session_id: str) -> list[RuntimeEvent]:
-    """Every durable event of a session, oldest first."""
+def session_db_path(project: ProjectContext, session_id: str) -> Path:
+    return Path(project.local_root) / "sessions" / session_id / "session.db"
+
+
+def read_events(
+    project: ProjectContext, session_id: str, types: list[str] | None = None
+) -> list[RuntimeEvent]:
+    """The durable events of a session (of ``types`` only, by the type index, when given),
+    oldest first."""
     from air.events.store import EventStore
     from air.store.session_db import open_session_database
 
-    path = Path(project.local_root) / "sessions" / session_id / "session.db"
-    db = open_session_database(path, must_exist=True)
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:
-        return EventStore(db).query(EventFilter(session_id=session_id))
+        return EventStore(db).query(EventFilter(session_id=session_id, types=types))
     finally:
         db.close()
+
+
+def stream_events(db: DatabaseManager, session_id: str) -> Iterator[RuntimeEvent]:
+    """The session's events, oldest first, read row by row as they are consumed."""
+    from air.events.store import record_to_event
+
+    cursor = db.conn.execute(
+        "SELECT * FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
+    )
+    names = [d[0] for d in cursor.description]
+    while rows := cursor.fetchmany(256):
+        for row in rows:
+            yield record_to_event(dict(zip(names, row, strict=True)))
 
 
 def _text_of(content: Any) -> str:
@@ -166,14 +192,19 @@ def session_state(events: list[RuntimeEvent]) -> SessionState:
     return cursor.state
 
 
-def task_summary(state: SessionState) -> str:
+def counts_summary(counts: Mapping[str, int]) -> str:
     """``N tasks`` and, when there are any, how many are in each status (fold order)."""
-    tasks = sum(state.counts.values())
-    parts = [f"{state.count(s)} {s.value}" for s in TaskStatus if state.count(s)]
+    tasks = sum(counts.values())
+    parts = [f"{counts[s.value]} {s.value}" for s in TaskStatus if counts.get(s.value)]
     return f"{tasks} tasks" + (f" ({', '.join(parts)})" if parts else "")
 
 
-def print_history(events: list[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:
+def task_summary(state: SessionState) -> str:
+    """``counts_summary`` of a fold's scheduler tasks."""
+    return counts_summary(dict(state.counts))
+
+
+def print_history(events: Iterable[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:
     for event in events:
         if as_json:
             out.write(event.model_dump_json() + "\n")
@@ -183,14 +214,40 @@ def print_history(events: list[RuntimeEvent], out: TextIO, *, as_json: bool = Fa
 
 
 def run_history(args: dict[str, Any]) -> int:
+    from air.store.read_model import read_summary, scheduler_task_counts
+    from air.store.session_db import open_session_database
+
     project = find_project(args["--project"])
     session_id = resolve_session(project, args["--session"])
-    events = read_events(project, session_id)
-    if not args["--json"]:
-        summary = task_summary(session_state(events))
-        print(f"session {session_id} of project {project.name!r}: {len(events)} events, {summary}")
-    print_history(events, sys.stdout, as_json=bool(args["--json"]))
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
+    try:
+        if not args["--json"]:
+            row = read_summary(db, session_id)
+            summary = counts_summary(scheduler_task_counts(db, session_id))
+            count = row.events if row is not None else 0
+            print(f"session {session_id} of project {project.name!r}: {count} events, {summary}")
+            sys.stdout.flush()  # the header is out before the first row is read
+        print_history(stream_events(db, session_id), sys.stdout, as_json=bool(args["--json"]))
+    finally:
+        db.close()
     return 0
+
+
+def _listing(project: ProjectContext, sid: str) -> tuple[Any, dict[str, int]]:
+    """A session's summary row (None: no event) and task counts: read-only when the row is
+    there and current, else the database is opened (migrated) and the row rebuilt."""
+    from air.store.read_model import peek_summary, read_summary, scheduler_task_counts
+    from air.store.session_db import open_session_database
+
+    path = session_db_path(project, sid)
+    peeked = peek_summary(path, sid)
+    if peeked is not None:
+        return peeked
+    db = open_session_database(path, must_exist=True)
+    try:
+        return read_summary(db, sid), scheduler_task_counts(db, sid)
+    finally:
+        db.close()
 
 
 def run_session_list(args: dict[str, Any]) -> int:
@@ -200,14 +257,15 @@ def run_session_list(args: dict[str, Any]) -> int:
         print(f"project {project.name!r} has no sessions yet")
         return 0
     for sid in ids:
-        events = read_events(project, sid)
-        state = session_state(events)
-        tasks = sum(state.counts.values())
-        done = state.count(TaskStatus.COMPLETED)
-        started = events[0].timestamp if events else "?"
-        last = events[-1].type if events else "-"
+        row, counts = _listing(project, sid)
+        tasks = sum(counts.values())
+        done = counts.get(TaskStatus.COMPLETED.value, 0)
+        started = row.first_at if row is not None else "?"
+        last = row.last_type if row is not None else "-"
+        events = row.events if row is not None else 0
         print(
-            f"{sid}  started {started}  {len(events):>5} events  {tasks:>3} tasks "
-            f"({done} completed)  last: {last}"
+            f"{sid}  started {started}  {events:>5} events  {tasks:>3} tasks "
+            f"({done} completed)  last: {last}",
+            flush=True,
         )
     return 0

@@ -1,6 +1,7 @@
 """``air report --html FILE``: one self-contained HTML page of a session.
 
-Owns: rendering ``air.cli.session_report.summarise`` of a session's events as a page with no
+Owns: rendering ``air.cli.session_report.summarise`` of a session's events (those of
+``REPORT_TYPES``, read by type; the span from the summary row) as a page with no
 network reference, no script and inline CSS (IMPL-REL-7): a timeline with one row per worker
 (agent) and one bar per attempt (placed by its start and end, labelled with the task, wave
 and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel is its
@@ -21,8 +22,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from air.cli.history import find_project, read_events, resolve_session
-from air.cli.session_report import SessionSummary, TaskSummary, command_outcome, summarise
+from air.cli.history import find_project, read_events, resolve_session, session_db_path
+from air.cli.session_report import (
+    REPORT_TYPES,
+    SessionSummary,
+    TaskSummary,
+    command_outcome,
+    summarise,
+)
 from air.contracts.display import shown
 from air.contracts.error import CliExit
 
@@ -217,7 +224,17 @@ class _Page:
 
 
 def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:
-    summary = summarise(read_events(project, session_id))
+    from air.store.read_model import read_summary
+    from air.store.session_db import open_session_database
+
+    summary = summarise(read_events(project, session_id, types=list(REPORT_TYPES)))
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
+    try:
+        row = read_summary(db, session_id)
+    finally:
+        db.close()
+    if row is not None:  # the session ends with its last event, whatever its type
+        summary.started_at, summary.ended_at = row.first_at, row.last_at
     session_dir = Path(project.local_root) / "sessions" / session_id
     page = _Page(summary, session_dir, out).render()
     tmp = out.with_name(out.name + ".tmp")

@@ -16,6 +16,21 @@ from datetime import datetime
 from typing import Any
 
 _TERMINAL = ("completed", "failed", "blocked", "cancelled", "interrupted")
+REPORT_TYPES = (
+    "session.created",
+    "task.created",
+    "task.started",
+    *(f"task.{t}" for t in _TERMINAL),
+    "workspace.created",
+    "workspace.merge.completed",
+    "workspace.merge.conflicted",
+    "command.started",
+    "command.completed",
+    "command.failed",
+    "artifact.created",
+    "evidence.created",
+)
+"""Every event type ``summarise`` reads: a report reads these by type (an index), not the log."""
 
 
 def _time(stamp: str) -> datetime:

@@ -83,7 +83,7 @@ Usage:
 Options:
   --session SID     Reopen that session: its conversation and tasks (see `air session list`).
   --replay          With --session: play the session back from its event log, read-only
-                    (space pauses, n steps, + and - change the speed, q quits).
+                    (space pauses, n and b step on and back, +/- change the speed, q quits).
   --plain           Line-oriented console (screen readers, dumb terminals): one line per fact.
   --project PATH    The project directory (default: found by walking up from here).
   --provider NAME   The model provider from models.yaml (e.g. anthropic, openai).

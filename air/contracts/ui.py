@@ -255,6 +255,7 @@ UiCommandKind = Literal[
     "quit",
     "replay_pause",
     "replay_step",
+    "replay_back",
     "replay_speed",
 ]
 
@@ -262,15 +263,15 @@ UiCommandKind = Literal[
 class UiCommand(Contract):
     """One decision of the person at the console.
 
-        ``user_message`` (``text``); ``interrupt`` (Esc: the Main Agent's current turn only);
-        ``cancel_task`` (``task_id``: exactly that task); ``cancel_run`` (Ctrl-C: cooperative, or
-        ``force`` on the second press); ``permission_response`` (``prompt_id``, ``decision``);
-        ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
-        (``/direct [text]``) and ``direct_done`` (``/done``); ``compact`` (``/compact``: compact the
-        session's conversation now); ``switch_model`` (``text``: ``provider/model`` for what comes
-    next); ``quit`` (``force`` when the person
-        confirmed quitting with work running); ``replay_pause`` (toggle), ``replay_step`` and
-        ``replay_speed`` (``speed``) drive a read-only replay player.
+    ``user_message`` (``text``); ``interrupt`` (Esc: the Main Agent's current turn only);
+    ``cancel_task`` (``task_id``: exactly that task); ``cancel_run`` (Ctrl-C: cooperative, or
+    ``force`` on the second press); ``permission_response`` (``prompt_id``, ``decision``);
+    ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
+    (``/direct [text]``) and ``direct_done`` (``/done``); ``compact`` (``/compact``: compact the
+    session's conversation now); ``switch_model`` (``text``: ``provider/model`` for what comes
+    next); ``quit`` (``force`` when the person confirmed quitting with work running);
+    ``replay_pause`` (toggle), ``replay_step``, ``replay_back`` (one event back) and
+    ``replay_speed`` (``speed``) drive a read-only replay player.
     """
 
     kind: UiCommandKind

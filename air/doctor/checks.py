@@ -30,6 +30,7 @@ from air.contracts.error import AirException
 from air.contracts.ids import utc_now_iso
 from air.contracts.provider import ModelsConfig
 from air.doctor.service import Fix, Problem, Severity, issue
+from air.doctor.snapshot_check import snapshot_problems
 
 __all__ = [
     "DatabaseCheck",
@@ -473,9 +474,10 @@ class DatabaseCheck:
                     drift = [f"replay fails ({exc.error.message})"]
             finally:
                 scratch.close()
+            stale = snapshot_problems(check, path, db, rebuild)
         finally:
             db.close()
-        problems = []
+        problems = stale
         if not orphans.clean:
             shown = ", ".join(
                 f"{v.table}.{v.column}={v.missing_id}" for v in orphans.violations[:5]

@@ -3,7 +3,8 @@
 Owns ``EventStore`` (``append`` / ``append_many`` / ``query`` / ``replay``), ``to_record`` (the
 ``events`` row of an envelope, ``route_text = "/".join(route)``), ``record_to_event`` and
 ``replay_events``. One call = one ``BEGIN IMMEDIATE`` transaction: insert the events rows,
-project each, commit, then publish to the bus. Any failure rolls everything back, publishes
+project each (and count it into the session's summary row, ``air.store.read_model``),
+commit, then publish to the bus. Any failure rolls everything back, publishes
 nothing and surfaces as an ``AirException``.
 """
 
@@ -23,6 +24,7 @@ from air.contracts.runtime import AgentType
 from air.events.projection import project
 from air.events.registry import EventSchemaRegistry, default_registry
 from air.store.db import DatabaseManager
+from air.store.read_model import note_event
 from air.store.repositories import SessionStore
 
 if TYPE_CHECKING:
@@ -139,6 +141,7 @@ class EventStore:
                 metadata={"event_id": event.id},
             ) from exc
         project(self.store, event, payload, new_seq)
+        note_event(self.db.conn, event.session_id, new_seq, event.timestamp, event.type)
         return new_seq
 
     def append(self, event: RuntimeEvent) -> int:

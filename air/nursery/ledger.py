@@ -6,7 +6,8 @@ fold), ``SessionLedger`` (over the SQLite event store; each event is folded once
 ``ledger_view`` / ``fold_history``, a thin view of that fold for loading and recovery. Every
 scheduling fact is an event first;
 the in-memory graph is rebuilt from the log on every start (SDD §7 intro: "in-memory queues
-rebuild from SQLite"), so a crash loses nothing that was recorded.
+rebuild from SQLite"), so a crash loses nothing that was recorded; the fold starts from the
+session's stored snapshot and its event position (``air.events.fold_snapshot``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ import trio
 
 from air.contracts.error import AirError
 from air.contracts.event import EventFilter, EventSource, RuntimeEvent, new_event
+from air.contracts.ids import utc_now_iso
 from air.contracts.task import TaskSpec, TaskStatus
 from air.events.fold import FoldCursor, replay
+from air.events.fold_snapshot import SNAPSHOT_EVERY, FoldAt, fold_session, save_fold
 from air.events.fold_state import DependencyFact, SessionState, TaskFact
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
@@ -29,6 +32,7 @@ from air.nursery.retry import AttemptSummary
 
 if TYPE_CHECKING:
     from air.events.bus import EventBus
+    from air.store.db import DatabaseManager
 
 __all__ = [
     "EventLog",
@@ -64,6 +68,10 @@ class Ledger(Protocol):
 
     def history(self) -> list[RuntimeEvent]:
         """The session's durable events, oldest first."""
+        ...
+
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        """The session's durable events of ``types`` only, oldest first (an indexed read)."""
         ...
 
     def knows(self, event_type: str) -> bool:
@@ -227,6 +235,7 @@ class SessionLedger:
         session_id: str,
         project_id: str,
         source: EventSource | None = None,
+        snapshots: DatabaseManager | None = None,
     ) -> None:
         self.events = events
         self.session_id = session_id
@@ -234,14 +243,19 @@ class SessionLedger:
         self.source = source or EventSource(kind="scheduler")
         self._last_seq = 0
         self._fold = FoldCursor()
+        self._snapshots = snapshots
+        self._snapshot_seq = 0
+        self._started = False
 
     @classmethod
     def for_session(cls, session: Any) -> SessionLedger:
-        """Build from an ``air.session`` OpenSession (``.events`` and ``.context``)."""
+        """Build from an ``air.session`` OpenSession (``.events`` and ``.context``); the fold
+        starts from the session's snapshot (``air.events.fold_snapshot``) and keeps it."""
         return cls(
             session.events,
             session_id=session.context.session_id,
             project_id=session.context.project_id,
+            snapshots=session.events.db,
         )
 
     async def record(self, type: str, payload: dict[str, Any]) -> RuntimeEvent:
@@ -259,13 +273,24 @@ class SessionLedger:
         return event
 
     def _sync(self) -> None:
-        """Read the rows appended since the last call (by anyone) and fold each once."""
+        """Read the rows appended since the last call (by anyone) and fold each once; the
+        first call starts from the stored snapshot, and a snapshot is stored again every
+        ``SNAPSHOT_EVERY`` events folded."""
+        if self._snapshots is not None and not self._started:
+            self._started = True
+            start = fold_session(self._snapshots, self.session_id)
+            self._fold = FoldCursor(start.state)
+            self._last_seq, self._snapshot_seq = start.seq, start.snapshot_seq
         rows = self.events.query_records(
             EventFilter(session_id=self.session_id, since_seq=self._last_seq)
         )
         for row in rows:
             self._fold.feed(record_to_event(row))
             self._last_seq = max(self._last_seq, int(row["seq"]))
+        if self._snapshots is not None and self._last_seq - self._snapshot_seq >= SNAPSHOT_EVERY:
+            at = FoldAt(self._fold.state, self._last_seq, self._snapshot_seq)
+            save_fold(self._snapshots, self.session_id, at, utc_now_iso())
+            self._snapshot_seq = self._last_seq
 
     def history(self) -> list[RuntimeEvent]:
         # read back whole (recovery, reports: a few times a run); the events are not kept in
@@ -274,6 +299,15 @@ class SessionLedger:
             record_to_event(row)
             for row in self.events.query_records(EventFilter(session_id=self.session_id))
         ]
+
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        """The session's events of ``types`` only, oldest first: an indexed read of the log
+        (``idx_events_type``), so a look-up for a few kinds of event costs what they are, not
+        the session's length (recovery's knowledge look-ups)."""
+        if not types:
+            return []
+        flt = EventFilter(session_id=self.session_id, types=list(types))
+        return [record_to_event(row) for row in self.events.query_records(flt)]
 
     def state(self) -> SessionState:
         self._sync()

@@ -68,7 +68,9 @@ class KnowledgeLedger(Protocol):
 
     async def record(self, type: str, payload: dict[str, Any]) -> RuntimeEvent: ...
 
-    def history(self) -> list[RuntimeEvent]: ...
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        """The session's events of ``types`` only, oldest first (an indexed read)."""
+        ...
 
 
 class KnowledgeService:
@@ -137,7 +139,7 @@ class KnowledgeService:
     # -- the session log ----------------------------------------------------------------------
     def events(self, event_type: str, key: str) -> dict[str, RuntimeEvent]:
         """This session's events of one type, keyed by one payload field."""
-        return {str(e.payload.get(key)): e for e in self.ledger.history() if e.type == event_type}
+        return {str(e.payload.get(key)): e for e in self.ledger.history_of(event_type)}
 
     # -- debug records (§18.4 debug.record.created) -----------------------------------------
     def known_fixes(self, signature: str | None) -> list[DebugRecord]:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from air.contracts.error import AirError
 from air.contracts.event import RuntimeEvent
+from air.events.payloads import DURABLE_TYPES
 
 if TYPE_CHECKING:
     from air.contracts.worker_result import WorkerResult
@@ -27,6 +28,13 @@ __all__ = ["KNOWLEDGE_FILES", "KnowledgeRecovery", "converge", "recover_knowledg
 KNOWLEDGE_FILES = ("debug-records.db", "learned-memory.db")
 """``DebugKnowledgeStore.FILENAME`` and ``LearnedMemoryStore.FILENAME`` (under ``.air/local``),
 named here so the start-up check needs no store (a test checks they agree)."""
+
+
+_DEBUG_TASK_TYPES = ("task.created", "task.failed", "task.completed")
+"""What ``_completed_debug_tasks`` reads: recovery asks the log for these by type (an indexed
+read), never reads the whole log."""
+_KNOWLEDGE_TYPES = tuple(sorted(t for t in DURABLE_TYPES if t.startswith(("debug.", "memory."))))
+"""The durable ``debug.*`` and ``memory.*`` event types (any one means knowledge to converge)."""
 
 
 @dataclass(eq=False)
@@ -63,7 +71,9 @@ async def converge(service: KnowledgeService) -> KnowledgeRecovery:
     if not service.enabled:
         return report
     sid = service.ledger.session_id
-    for debug_task, failed_task, result, error in _completed_debug_tasks(service.ledger.history()):
+    for debug_task, failed_task, result, error in _completed_debug_tasks(
+        service.ledger.history_of(*_DEBUG_TASK_TYPES)
+    ):
         rid = debug_record_id(sid, debug_task)
         # a record of this fix under another id (written by an older air) counts as well
         earlier = [
@@ -147,9 +157,8 @@ async def recover_knowledge(
     """
     local = Path(project_root) / ".air/local"
     if not any((local / f).exists() for f in KNOWLEDGE_FILES):
-        history = ledger.history()
-        if not _completed_debug_tasks(history) and not any(
-            e.type.startswith(("debug.", "memory.")) for e in history
+        if not ledger.history_of(*_KNOWLEDGE_TYPES) and not _completed_debug_tasks(
+            ledger.history_of(*_DEBUG_TASK_TYPES)
         ):
             return KnowledgeRecovery()
     from air.session.knowledge import KnowledgeService

@@ -1,9 +1,10 @@
 """Opening a session database or a project knowledge database with its schema applied.
 
-Owns ``SESSION_SCHEMA`` (session.db v1), ``DEBUG_RECORDS_SCHEMA`` (debug-records.db v1),
-``LEARNED_MEMORY_SCHEMA`` (learned-memory.db v1, with ``memory_outbox``: which session
-performed each promotion / archival, IMPL-LEARN-2) and the ``open_*`` helpers that open the file
-(``DatabaseManager.open``) and migrate it (``MigrationRunner``).
+Owns ``SESSION_SCHEMA`` (session.db v1: the SDD's tables and the read model's),
+``DEBUG_RECORDS_SCHEMA`` (debug-records.db v1), ``LEARNED_MEMORY_SCHEMA`` (learned-memory.db
+v1, with ``memory_outbox``: which session performed each promotion / archival, IMPL-LEARN-2)
+and the ``open_*`` helpers that open the file (``DatabaseManager.open``) and migrate it
+(``MigrationRunner``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 
 from air.contracts.error import AirException
 from air.store.db import DatabaseManager, MigrationRunner, SchemaSpec
+from air.store.read_model import READ_MODEL_INDEXES, READ_MODEL_TABLES
 from air.store.schema import SCHEMA_VERSION, SESSION_INDEXES, SESSION_TABLES
 
 __all__ = [
@@ -23,8 +25,13 @@ __all__ = [
 ]
 
 SESSION_SCHEMA = SchemaSpec(
-    name="session", version=SCHEMA_VERSION, tables=SESSION_TABLES, indexes=SESSION_INDEXES
+    name="session",
+    version=SCHEMA_VERSION,
+    tables={**SESSION_TABLES, **READ_MODEL_TABLES},
+    indexes=[*SESSION_INDEXES, *READ_MODEL_INDEXES],
 )
+"""The SDD's 17 tables and the read model (``air.store.read_model``: summary row, fold
+snapshots); an older session.db gains the read model's tables on its next open."""
 
 _META = SESSION_TABLES["schema_meta"]
 

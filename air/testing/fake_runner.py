@@ -415,6 +415,9 @@ class MemoryLedger:
     def history(self) -> list[RuntimeEvent]:
         return list(self.events)
 
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        return [e for e in self.events if e.type in types]
+
     def state(self) -> SessionState:
         return self._fold.state
 

@@ -301,6 +301,8 @@ class TuiApp:
             self._send(UiCommand(kind="replay_pause"))
         elif key in ("n", "."):
             self._send(UiCommand(kind="replay_step"))
+        elif key in ("b", ","):
+            self._send(UiCommand(kind="replay_back"))
         elif key in ("+", "-"):
             speed = float(getattr(self.commands, "speed", 1.0))
             speed = speed * 2 if key == "+" else max(0.125, speed / 2)

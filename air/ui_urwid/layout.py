@@ -22,6 +22,7 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.input import InputBox
 from air.ui_urwid.keymap import help_text
+from air.ui_urwid.task_items import TaskIndex
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HudPreset,
@@ -90,6 +91,8 @@ class ConsoleLayout:
         self._expanded: set[str] = set()
         self._tree_key: tuple[Any, ...] = ()
         self._detail_key: tuple[Any, ...] = ()
+        self._conv_key: tuple[Any, ...] = ()
+        self._task_index = TaskIndex()
         self._build(on_submit)
 
     def sync(self, snapshot: ProjectionSnapshot, notices: list[str]) -> None:
@@ -140,7 +143,7 @@ class ConsoleLayout:
         )
         if self.replay:
             controls = (
-                "replay (read-only): space pause/play · n step · +/- speed · q quit · F1 help"
+                "replay (read-only): space pause/play · n/b step · +/- speed · q quit · F1 help"
             )
             footer: Any = urwid.Pile([self.status, urwid.Text(("fold", controls))])
         else:
@@ -242,11 +245,16 @@ class ConsoleLayout:
         now = self.now()
         snap = self.snapshot
         self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra))
-        widgets = self._conversation_widgets()
-        if len(widgets) != len(self.conv_walker) or any(
-            a is not b for a, b in zip(widgets, self.conv_walker, strict=True)
-        ):
-            self.conv_walker[:] = widgets
+        # the conversation is rebuilt only when the projection, its notices or an expansion
+        # changed: a frame that only scrolls costs the rows on screen
+        conv_key = (snap.revision, len(self.entries), frozenset(self._expanded))
+        if conv_key != self._conv_key:
+            self._conv_key = conv_key
+            widgets = self._conversation_widgets()
+            if len(widgets) != len(self.conv_walker) or any(
+                a is not b for a, b in zip(widgets, self.conv_walker, strict=True)
+            ):
+                self.conv_walker[:] = widgets
         # the tree and the detail pane are rebuilt only when what they show changed
         second = int(now) if snap.totals.running else 0
         tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task, second)
@@ -259,18 +267,14 @@ class ConsoleLayout:
                 if isinstance(inner, SelectableRow) and inner.key == self.selected_task:
                     self.tree.set_focus(i)
         sel = self.selected_task
+        items = self._task_index.items(snap, sel)  # grouped once per snapshot
         detail_key = (
-            sel, second, self.follow, tuple(t for t in snap.tasks if t.task_id == sel),
-            tuple(r for r in snap.tool_runs if r.task_id == sel),
-            tuple(c for c in snap.command_runs if c.task_id == sel),
-            tuple(d for d in snap.diffs if d.task_id == sel),
-            tuple(e for e in snap.evidence if e.task_id == sel),
-            tuple(b for b in snap.blockers if b.task_id == sel),
+            sel, second, self.follow, tuple(t for t in snap.tasks if t.task_id == sel), items
         )  # fmt: skip
         if detail_key != self._detail_key:
             self._detail_key = detail_key
             position = self.detail.focus_position if self.detail_walker else 0
-            self.detail_walker[:] = detail_rows(snap, self.selected_task, now)
+            self.detail_walker[:] = detail_rows(snap, self.selected_task, now, items)
             if self.follow:
                 self.detail.set_focus(len(self.detail_walker) - 1)
             elif self.detail_walker:

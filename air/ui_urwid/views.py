@@ -28,6 +28,7 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     TaskProjection,
 )
+from air.ui_urwid.task_items import TaskItems, group_by_task
 from air.ui_urwid.text import clean, diff_markup, fold, fold_middle, split_blocks
 
 __all__ = [
@@ -306,9 +307,10 @@ def blocker_widget(blocker: BlockerProjection) -> urwid.Widget:
 
 
 def detail_rows(
-    snapshot: ProjectionSnapshot, task_id: str | None, now: float
+    snapshot: ProjectionSnapshot, task_id: str | None, now: float, items: TaskItems | None = None
 ) -> list[urwid.Widget]:
-    """Everything known about one task: header, blocker, tools, commands, diffs, evidence."""
+    """Everything known about one task: header, blocker, tools, commands, diffs, evidence
+    (``items``: the task's rows, ``TaskIndex.items``; grouped here when not given)."""
     task = next((t for t in snapshot.tasks if t.task_id == task_id), None)
     if task is None:
         return [urwid.Text(("fold", "select a task (Tab, then ↑/↓) to see its details"))]
@@ -326,25 +328,25 @@ def detail_rows(
         rows.append(urwid.Text(("error", clean(task.error))))
     if task.summary:
         rows.append(urwid.Text(clean(task.summary)))
-    for blocker in snapshot.blockers:
-        if blocker.task_id == task.task_id:
-            rows.append(blocker_widget(blocker))
-    tools = [r for r in snapshot.tool_runs if r.task_id == task.task_id]
+    mine = items if items is not None else group_by_task(snapshot).get(task.task_id, TaskItems())
+    for blocker in mine.blockers:
+        rows.append(blocker_widget(blocker))
+    tools = mine.tool_runs
     if tools:
         rows.append(urwid.Text(("wave", "tools")))
         for run in tools:
             what = shown(run.input_summary)
             extra = f" — {clean(run.error)}" if run.error else ""
             rows.append(urwid.Text(f"  {run.tool_name} {what}  {run.status}{extra}"))
-    for cmd in (c for c in snapshot.command_runs if c.task_id == task.task_id):
+    for cmd in mine.command_runs:
         rows.extend(_command_rows(cmd, tail_lines=TAIL_LINES))
-    for diff in (d for d in snapshot.diffs if d.task_id == task.task_id):
+    for diff in mine.diffs:
         rows.append(urwid.Text(("wave", f"diff {shown(diff.path.rsplit('/', 1)[-1])}")))
         if diff.text:
             rows.append(urwid.Text(diff_markup(clean(diff.text))))
         if diff.truncated:
             rows.append(urwid.Text(("fold", "… diff truncated")))
-    evidence = [e for e in snapshot.evidence if e.task_id == task.task_id]
+    evidence = mine.evidence
     if evidence:
         rows.append(urwid.Text(("wave", "evidence")))
         for ev in evidence:

@@ -13,7 +13,7 @@ from typing import Any
 
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
-from tests.events.sequences import SessionSimulator
+from air.testing.sequences import SessionSimulator
 from tests.gitrepo import git
 
 

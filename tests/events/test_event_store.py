@@ -19,7 +19,7 @@ from air.events.registry import EventSchemaRegistry
 from air.events.store import EventStore
 from air.store.repositories import SessionStore
 from air.store.session_db import open_session_database
-from tests.events.sequences import random_sequence
+from air.testing.sequences import random_sequence
 
 SRC = EventSource(kind="scheduler", id="sched")
 

@@ -20,7 +20,7 @@ from air.events.transitions import TASK_ENDS, TASK_FROM
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
-from tests.events.sequences import SessionSimulator, drawn_sequence, random_sequence
+from air.testing.sequences import SessionSimulator, drawn_sequence, random_sequence
 
 
 def _rows(db: DatabaseManager, sql: str) -> set[tuple[Any, ...]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from air.events.fold import FoldCursor
 from air.events.transitions import TASK_ENDS
-from tests.events.sequences import random_sequence
+from air.testing.sequences import random_sequence
 
 
 def test_an_agents_evidence_is_dropped_when_its_task_ends() -> None:

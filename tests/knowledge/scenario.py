@@ -102,7 +102,7 @@ def _spec(task_id: str, kind: str) -> dict[str, Any]:
 async def _once(ledger: KnowledgeLedger, type_: str, payload: dict[str, Any]) -> None:
     """Record a task event unless the log has it (the resumed Scheduler does not repeat it)."""
     key = (type_, payload.get("task_id") or payload["task_spec"]["id"])
-    for e in ledger.history():
+    for e in ledger.history_of(type_):
         if (
             e.type,
             e.payload.get("task_id") or (e.payload.get("task_spec") or {}).get("id"),
@@ -278,3 +278,6 @@ class HookedLedger:
 
     def history(self) -> list[RuntimeEvent]:
         return self.inner.history()
+
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        return self.inner.history_of(*types)

@@ -104,7 +104,7 @@ async def test_second_session_gets_the_first_sessions_record(tmp_path: Path) -> 
         async def record(self, type: str, payload: dict[str, Any]) -> RuntimeEvent:
             raise AssertionError("a lookup records nothing")
 
-        def history(self) -> list[RuntimeEvent]:
+        def history_of(self, *types: str) -> list[RuntimeEvent]:
             return []
 
     later = sc.service_for(tmp_path, Other())
@@ -312,7 +312,7 @@ async def test_recovery_of_a_project_without_knowledge_opens_no_database(tmp_pat
         async def record(self, type: str, payload: dict[str, object]) -> object:
             raise AssertionError("nothing to record")
 
-        def history(self) -> list[object]:
+        def history_of(self, *types: str) -> list[object]:
             return []
 
     report = await recover_knowledge(EmptyLedger(), tmp_path)  # type: ignore[arg-type]

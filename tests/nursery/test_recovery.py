@@ -143,6 +143,9 @@ class CrashingLedger:
     def history(self) -> list[RuntimeEvent]:
         return self.inner.history()
 
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        return self.inner.history_of(*types)
+
     def state(self) -> SessionState:
         return self.inner.state()
 

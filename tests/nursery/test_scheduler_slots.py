@@ -53,6 +53,11 @@ class CountingLedger:
         self.history_events += len(events)
         return events
 
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        events = self.inner.history_of(*types)
+        self.history_events += len(events)
+        return events
+
     def knows(self, event_type: str) -> bool:
         return self.inner.knows(event_type)
 

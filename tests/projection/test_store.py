@@ -17,7 +17,7 @@ from air.projection import InProcessProjectionClient, ProjectionStore
 from air.store.repositories import SessionStore, derive_command_status
 from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents, demo_events
-from tests.events.sequences import SessionSimulator
+from air.testing.sequences import SessionSimulator
 
 
 def _durable(events: list[RuntimeEvent]) -> list[RuntimeEvent]:

@@ -22,7 +22,7 @@ from air.contracts.event import RuntimeEvent
 from air.contracts.project import OpenSessionOptions
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
-from tests.events.sequences import SessionSimulator
+from air.testing.sequences import SessionSimulator
 
 
 def writer(root: str, session_id: str, seed: int) -> None:

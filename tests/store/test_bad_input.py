@@ -16,7 +16,7 @@ from air.store.integrity import dump_tables
 from air.store.repositories import SessionStore
 from air.store.schema import SESSION_TABLES
 from air.store.session_db import open_session_database
-from tests.events.sequences import random_sequence
+from air.testing.sequences import random_sequence
 
 ALL_TABLES = tuple(SESSION_TABLES)
 

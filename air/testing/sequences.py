@@ -1,8 +1,13 @@
-"""Generators of valid durable event sequences for the replay property and the crash test.
+"""Generators of valid durable event sequences: the replay property, the crash test, the
+session read paths and ``bench/sessions.py``.
 
 ``SessionSimulator`` tracks the session's state (tasks, attempts, agents, tool and command
 runs, workspaces, drafts) and offers only the events that fit it, so every generated sequence
 projects without error. Timestamps advance one millisecond per event (deterministic).
+``random_sequence`` picks every action alike (every kind of event, small sessions);
+``realistic_sequence`` weighs them like a long working day (a few hundred tasks, mostly tool
+calls, commands and their artifacts, a conversation alongside), so its size can grow to
+100,000 events without the task count growing with it.
 """
 
 from __future__ import annotations
@@ -476,6 +481,49 @@ def random_sequence(
     events = [sim.start()]
     while len(events) < length:
         events += sim.step(rnd.choice, rnd)
+    return events
+
+
+_DAY_WEIGHTS: dict[str, float] = {
+    "tool": 24.0,
+    "tool_end": 24.0,
+    "command": 12.0,
+    "command_end": 12.0,
+    "artifact": 8.0,
+    "evidence": 2.0,
+    "diagnostic": 1.0,
+    "user_message": 2.0,
+    "draft": 2.0,
+    "draft_end": 2.0,
+    "permission": 2.0,
+    "task": 0.25,
+    "task_start": 0.5,
+    "task_end": 0.5,
+    "task_cancel": 0.02,
+    "workspace": 0.2,
+    "workspace_step": 0.4,
+    "summary": 0.05,
+    "compaction_request": 0.01,
+    "compaction_step": 0.5,
+    "doctor": 0.01,
+}
+"""How often a working day does each action (relative): mostly tool calls and commands."""
+
+
+def realistic_sequence(
+    session_id: str, project_id: str, length: int, seed: int, *, prefix: str = ""
+) -> list[RuntimeEvent]:
+    """A valid sequence of about ``length`` events shaped like a long working day
+    (``_DAY_WEIGHTS``): about one task per 200 events, each with many tool calls, commands
+    and artifacts, messages alongside. Deterministic for a ``seed``."""
+    rnd = random.Random(seed)
+    sim = SessionSimulator(session_id, project_id, prefix=prefix)
+    events = [sim.start()]
+    while len(events) < length:
+        actions = sorted(set(sim.actions()))
+        weights = [_DAY_WEIGHTS.get(a, 0.0) for a in actions]
+        action = rnd.choices(actions, weights)[0]
+        events += getattr(sim, f"_a_{action}")(rnd.choice, rnd)
     return events
 
 

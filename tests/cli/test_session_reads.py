@@ -1,0 +1,145 @@
+"""`air session list` and `air history` read the summary row and stream the log.
+
+Real session databases written through the EventStore (``air.testing.sequences``), the real
+``air`` command as a subprocess. "Reads no event" is shown by making every stored payload
+unreadable: a command that parsed the log would fail.
+"""
+
+from __future__ import annotations
+
+import itertools
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from air.cli.history import stream_events
+from air.cli.session_report import REPORT_TYPES, summarise
+from air.contracts.error import AirException
+from air.events.fold import replay
+from air.events.store import EventStore, replay_events
+from air.store.read_model import read_summary, scheduler_task_counts
+from air.store.session_db import open_session_database
+from air.testing.sequences import realistic_sequence
+from tests.doctor.helpers import air, make_project
+
+SID = "ses_01READS00000000000000000A"
+
+
+def _write(project: Path, sid: str, length: int, seed: int = 7) -> tuple[Path, list]:  # type: ignore[type-arg]
+    events = realistic_sequence(sid, "prj_reads", length, seed=seed)
+    path = project / ".air" / "local" / "sessions" / sid / "session.db"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = open_session_database(path)
+    EventStore(db).append_many(events)
+    db.close()
+    return path, events
+
+
+def test_the_summary_row_is_kept_with_each_append_and_replayed(tmp_path: Path) -> None:
+    path, events = _write(tmp_path, SID, 600)
+    db = open_session_database(path)
+    stored = db.query("SELECT events, first_at, last_at, last_type FROM session_summary")
+    expected = (len(events), events[0].timestamp, events[-1].timestamp, events[-1].type)
+    assert [tuple(r) for r in stored] == [expected]  # written by the appends themselves
+    row = read_summary(db, SID)
+    assert row is not None
+    assert (row.events, row.first_at, row.last_at, row.last_type) == expected
+    # a row behind the log (an older air appended after) is rebuilt from the log
+    with db.transaction() as conn:
+        conn.execute("UPDATE session_summary SET events = 1, last_seq = 1")
+    assert read_summary(db, SID) == row
+    assert scheduler_task_counts(db, SID) == dict(replay(events).counts)
+    # a refused append changes nothing, the summary row included
+    bad = events[-1].model_copy(update={"id": "00000000-0000-4000-8000-ffffffffffff"})
+    with pytest.raises(AirException):
+        EventStore(db).append_many([bad.model_copy(update={"type": "no.such.type"})])
+    assert read_summary(db, SID) == row
+    # a replay of the log into an empty database reproduces the row
+    target = open_session_database(tmp_path / "replayed.db")
+    replay_events(EventStore(db).query_records(), target)
+    assert read_summary(target, SID) == row
+    target.close()
+    db.close()
+
+
+def test_an_old_session_without_the_read_model_opens_and_gains_it(tmp_path: Path) -> None:
+    project, home = make_project(tmp_path)
+    path, events = _write(project, SID, 300)
+    with sqlite3.connect(path) as conn:  # what an air from before the read model wrote
+        conn.execute("DROP TABLE session_summary")
+        conn.execute("DROP TABLE fold_snapshots")
+    listed = air(project, home, "session", "list")
+    assert listed.returncode == 0, listed.stderr
+    counts = replay(events).counts
+    assert f"{len(events):>5} events" in listed.stdout
+    assert f"({counts.get('completed', 0)} completed)" in listed.stdout
+    assert f"last: {events[-1].type}" in listed.stdout
+    db = open_session_database(path)
+    assert read_summary(db, SID) is not None
+    assert db.query("SELECT count(*) FROM session_summary")[0][0] == 1
+    db.close()
+
+
+def test_session_list_and_the_history_header_read_no_event(tmp_path: Path) -> None:
+    project, home = make_project(tmp_path)
+    path, events = _write(project, SID, 400)
+    other, _ = _write(project, "ses_01READS00000000000000000B", 50, seed=2)
+    for db_path in (path, other):
+        open_session_database(db_path).close()  # rows kept at append time, nothing rebuilt
+        with sqlite3.connect(db_path) as conn:
+            conn.execute("UPDATE events SET payload_json = 'not json', route_json = 'x'")
+    listed = air(project, home, "session", "list")
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith(f"{SID}  started {events[0].timestamp}  {len(events):>5} events")
+    tasks = sum(replay(events).counts.values())
+    assert f"{tasks:>3} tasks" in lines[0]
+
+
+def test_history_streams_the_log_row_by_row(tmp_path: Path) -> None:
+    path, events = _write(tmp_path, SID, 1200)
+    with sqlite3.connect(path) as conn:  # a damaged row far down the log
+        conn.execute("UPDATE events SET payload_json = 'not json' WHERE seq = 1100")
+    db = open_session_database(path)
+    first = list(itertools.islice(stream_events(db, SID), 20))
+    assert [e.id for e in first] == [e.id for e in events[:20]]
+    db.close()
+
+
+def test_history_prints_the_header_from_the_summary_then_every_event(tmp_path: Path) -> None:
+    project, home = make_project(tmp_path)
+    _, events = _write(project, SID, 200)
+    done = air(project, home, "history")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    tasks = sum(replay(events).counts.values())
+    assert lines[0].startswith(f"session {SID} of project 'proj': {len(events)} events, {tasks}")
+    assert len(lines) == 1 + len(events)
+    assert lines[1].split()[1] == "session.created"
+
+
+def test_a_report_reads_only_its_event_types_and_gets_the_same_summary() -> None:
+    events = realistic_sequence(SID, "prj_reads", 1500, seed=11)
+    whole = summarise(events)
+    typed = summarise([e for e in events if e.type in REPORT_TYPES])
+    typed.started_at, typed.ended_at = events[0].timestamp, events[-1].timestamp
+    assert typed == whole
+    assert sum(e.type in REPORT_TYPES for e in events) < len(events) // 2
+
+
+def test_listing_a_current_session_writes_nothing_to_it(tmp_path: Path) -> None:
+    project, home = make_project(tmp_path)
+    path, _ = _write(project, SID, 100)
+
+    def stamp() -> str:
+        with sqlite3.connect(path) as conn:
+            row = conn.execute("SELECT value FROM schema_meta WHERE key = 'last_opened_at'")
+            return str(row.fetchone()[0])
+
+    before = stamp()
+    listed = air(project, home, "session", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert SID in listed.stdout
+    assert stamp() == before  # read through a read-only connection: not even opened for writing
