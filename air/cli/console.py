@@ -36,7 +36,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
-from air.cli.console_start import first_run, plain_reason, plain_wanted
+from air.cli.console_start import first_run, plain_reason, plain_wanted, session_to_reopen
 from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
 
 if TYPE_CHECKING:
@@ -110,7 +110,9 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
                 field="--cassette",
             )
         if args.get("--replay"):
-            return _replay(options)
+            from air.cli.console_replay import replay
+
+            return replay(options)
         create = bool(args.get("PROJECT"))
         note = None if create or options.session_id is not None else first_run(options)
         _trust_or_ask(options, create=create or note is not None)
@@ -140,7 +142,7 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     if options.session_id is None:
         root = _project_root(options, create=create)
     else:
-        root = str(_session_to_reopen(options)[0].project_root)
+        root = str(session_to_reopen(options)[0].project_root)
     config = trust_scan(root)
     if trusted(config):
         return
@@ -185,7 +187,7 @@ async def _console(
         options.project = _project_root(options, create=create)
         opening = "opening the session…"
     else:
-        _session_to_reopen(options)
+        session_to_reopen(options)
         opening = f"reopening {options.session_id}…"
     if plain:
         await _session(options, plain, None)
@@ -204,37 +206,6 @@ async def _console(
             app.stop()
     if refused is not None:
         raise refused
-
-
-def _session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
-    """``--session SID``: its project (walking up from ``--project``) and the session id.
-
-    Raises:
-        AirException: ``not_found`` outside a project or for an unknown session.
-    """
-    from air.session.manager import list_session_ids
-    from air.session.project import ProjectStore
-
-    sid = str(options.session_id)
-    project = ProjectStore().locate(options.project)
-    if project is None:
-        raise bad(
-            "not_found",
-            f"--session {sid}: no air project at {options.project} or above it, so no "
-            "session to reopen",
-            f"Run `air --session {sid}` inside the session's project (or pass --project PATH); "
-            "`air session list --project PATH` lists a project's sessions.",
-            file=options.project,
-            field="--project",
-        )
-    if sid not in list_session_ids(project):
-        raise bad(
-            "not_found",
-            f"--session {sid}: no such session in {project.project_root}",
-            "Pick a session id from `air session list`, or run `air` for a new session.",
-            field="--session",
-        )
-    return project, sid
 
 
 async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
@@ -569,39 +540,3 @@ async def _shut_down(runtime: Any, store: Any, agent: Any, *, killed: bool = Fal
         subscription.close()
     await runtime.kill_workers()
     await runtime.settle()
-
-
-def _replay(options: HeadlessOptions) -> int:
-    """``air --session SID --replay``: the session's log played back, read-only."""
-    import trio
-
-    from air.cli.doctor import setup_logging
-    from air.cli.history import session_db_path
-    from air.contracts.error import CliExit
-    from air.projection.event_pages import EventPages
-    from air.store.session_db import open_session_database
-
-    setup_logging()
-
-    project, session_id = _session_to_reopen(options)
-    db = open_session_database(session_db_path(project, session_id), must_exist=True)
-    try:  # read a page at a time as the replay reaches it: the first frame waits for none
-        trio.run(_play, EventPages(db, session_id))
-    finally:
-        db.close()
-    return CliExit.OK
-
-
-async def _play(events: Any) -> None:
-    from air.projection import ProjectionStore, ReplayPlayer
-    from air.ui_urwid import TuiApp
-
-    player = ReplayPlayer(events, ProjectionStore())
-    app = TuiApp(
-        player.client(),
-        player,
-        replay=True,
-        hud_extra=player.hud_text,
-    )
-    app.layout.now = player.log_time  # elapsed times from the log, not the wall clock
-    await player.play_while(app.run)

@@ -4,17 +4,19 @@ Owns ``first_run`` (``air`` where no air project is found: inside a git reposito
 becomes the project, as ``air run TOP`` makes one, said in one line; outside one, what air
 needs is said, exit 2; IMPL-CONSOLE-4) and ``plain_wanted`` / ``plain_reason`` (the plain
 console when asked for, or when there is no screen to draw on: stdin or stdout is not a
-terminal, or ``TERM=dumb``; IMPL-UI-5).
+terminal, or ``TERM=dumb``; IMPL-UI-5) and ``session_to_reopen`` (``--session SID``: its
+project and id, or ``not_found``).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from air.cli.options import HeadlessOptions, bad
 
-__all__ = ["first_run", "plain_reason", "plain_wanted"]
+__all__ = ["first_run", "plain_reason", "plain_wanted", "session_to_reopen"]
 
 
 def first_run(options: HeadlessOptions) -> str | None:
@@ -64,3 +66,34 @@ def plain_reason() -> str | None:
     if os.environ.get("TERM", "") in ("", "dumb"):
         return f"TERM={os.environ.get('TERM', '')} cannot draw a screen"
     return None
+
+
+def session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
+    """``--session SID``: its project (walking up from ``--project``) and the session id.
+
+    Raises:
+        AirException: ``not_found`` outside a project or for an unknown session.
+    """
+    from air.session.manager import list_session_ids
+    from air.session.project import ProjectStore
+
+    sid = str(options.session_id)
+    project = ProjectStore().locate(options.project)
+    if project is None:
+        raise bad(
+            "not_found",
+            f"--session {sid}: no air project at {options.project} or above it, so no "
+            "session to reopen",
+            f"Run `air --session {sid}` inside the session's project (or pass --project PATH); "
+            "`air session list --project PATH` lists a project's sessions.",
+            file=options.project,
+            field="--project",
+        )
+    if sid not in list_session_ids(project):
+        raise bad(
+            "not_found",
+            f"--session {sid}: no such session in {project.project_root}",
+            "Pick a session id from `air session list`, or run `air` for a new session.",
+            field="--session",
+        )
+    return project, sid

@@ -1,0 +1,50 @@
+"""``air --session SID --replay``: a past session played back in the console, read-only.
+
+Owns ``replay``: the session's log read a page at a time as the player reaches it (the first
+frame waits for one page), elapsed times taken from the log, never the wall clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from air.cli.console_start import session_to_reopen
+from air.cli.options import HeadlessOptions
+
+__all__ = ["replay"]
+
+
+def replay(options: HeadlessOptions) -> int:
+    """``air --session SID --replay``: the session's log played back, read-only."""
+    import trio
+
+    from air.cli.doctor import setup_logging
+    from air.cli.history import session_db_path
+    from air.contracts.error import CliExit
+    from air.projection.event_pages import EventPages
+    from air.store.session_db import open_session_database
+
+    setup_logging()
+
+    project, session_id = session_to_reopen(options)
+    db = open_session_database(session_db_path(project, session_id), must_exist=True)
+    try:  # read a page at a time as the replay reaches it: the first frame waits for none
+        trio.run(_play, EventPages(db, session_id))
+    finally:
+        db.close()
+    return CliExit.OK
+
+
+async def _play(events: Any) -> None:
+    from air.projection import ProjectionStore, ReplayPlayer
+    from air.ui_urwid import TuiApp
+
+    player = ReplayPlayer(events, ProjectionStore())
+    app = TuiApp(
+        player.client(),
+        player,
+        replay=True,
+        hud_extra=player.hud_text,
+    )
+    app.layout.now = player.log_time  # elapsed times from the log, not the wall clock
+    await player.play_while(app.run)
