@@ -75,3 +75,25 @@ def session_events(root: Path) -> list[dict[str, Any]]:
         return [{"type": e.type, **e.payload} for e in EventStore(db).query()]
     finally:
         db.close()
+
+
+def write_file_cassette(
+    path: Path, file: str, content: str, summary: str = "wrote", *, tool_id: str = "toolu_w"
+) -> None:
+    """A two-turn cassette at ``path``: ``fs.write`` of ``content`` to ``file``, then a completed
+    result (``changes_made``) with ``summary``."""
+    result = json.dumps(
+        {"status": "completed", "summary": summary, "result": {"changes_made": True}}
+    )
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    write = {"type": "tool_use", "id": tool_id, "name": "fs.write"}
+    turns: list[dict[str, Any]] = [
+        {"content": [{**write, "input": {"path": file, "content": content}}]},
+        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
+    ]
+    path.write_text(
+        "".join(
+            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
+            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
+        )
+    )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from air.cli.provider import find_project_root
 from air.contracts.display import shown
 from air.contracts.error import AirException, CliExit, ErrorKind
 
@@ -21,23 +22,11 @@ __all__ = ["run_mcp"]
 _DESCRIPTION_SHOWN = 200
 
 
-def _project_root(project: str | None) -> str | None:
-    root = os.path.abspath(project or os.getcwd())
-    probe = root
-    while True:
-        if os.path.isdir(os.path.join(probe, ".air", "shared")):
-            return probe
-        parent = os.path.dirname(probe)
-        if parent == probe:
-            return None
-        probe = parent
-
-
 def _servers(project: str | None) -> tuple[str | None, list[Any]]:
     from air.mcp.config import load_servers
     from air.session.trust import require_trust
 
-    root = _project_root(project)
+    root = find_project_root(project)
     if root is not None:
         require_trust(root)  # before the project's mcp.yaml is read (IMPL-TRUST-1)
     return root, load_servers(root)

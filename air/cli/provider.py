@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from air.contracts.provider import ModelConfig, ProviderConfig
 
 
-def _project_root(project_root: str | None) -> str | None:
+def find_project_root(project_root: str | None) -> str | None:
+    """The nearest directory at or above ``project_root`` (default: here) holding
+    ``.air/shared``, or None; no import beyond ``os``."""
     root = os.path.abspath(project_root or os.getcwd())
     probe = root
     while True:
@@ -34,7 +36,7 @@ def run_provider_list(project_root: str | None) -> int:
     """Print every configured provider and model with capabilities and prices."""
     from air.cli.prepare import load_models_checked
 
-    config = load_models_checked(_project_root(project_root))
+    config = load_models_checked(find_project_root(project_root))
     if not config.providers:
         print(
             "no providers configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or create "
@@ -107,7 +109,7 @@ def run_provider_current(project_root: str | None) -> int:
     from air.cli.prepare import load_models_checked
     from air.llm.config import nothing_configured
 
-    config = load_models_checked(_project_root(project_root))
+    config = load_models_checked(find_project_root(project_root))
     if not config.providers:
         raise nothing_configured()
     if config.default is None:

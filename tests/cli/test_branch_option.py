@@ -4,15 +4,14 @@ headless run replaying a cassette."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.gitrepo import git, init_repo
+from tests.headless import write_file_cassette
 
 AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml")
 
@@ -24,21 +23,7 @@ def _project(tmp_path: Path) -> Path:
     (root / "a.txt").write_text("one\n")
     init_repo(root, message="init")
     (root / "cas").mkdir()
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    result = json.dumps(
-        {"status": "completed", "summary": "wrote", "result": {"changes_made": True}}
-    )
-    write = {"type": "tool_use", "id": "toolu_w", "name": "fs.write"}
-    turns: list[dict[str, Any]] = [
-        {"content": [{**write, "input": {"path": "out.txt", "content": "hello\n"}}]},
-        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
-    ]
-    (root / "cas" / "w.jsonl").write_text(
-        "".join(
-            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
-            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
-        )
-    )
+    write_file_cassette(root / "cas" / "w.jsonl", "out.txt", "hello\n", "wrote")
     (root / "batch.yaml").write_text(
         "tasks:\n  - id: w\n    title: Write\n    scope: {write_area: [out.txt]}\n"
     )

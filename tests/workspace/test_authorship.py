@@ -5,12 +5,10 @@ task's worktree and branch are gone. Real git, real ssh-keygen signing, a real h
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import trio
@@ -20,6 +18,7 @@ from air.contracts.task import WorkspaceStrategy as WS
 from air.workspace.authorship import Authorship, commit_message
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
+from tests.headless import write_file_cassette
 from tests.workspace.recorder import Events
 
 _AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless")
@@ -177,21 +176,7 @@ def test_a_headless_run_commits_as_the_user_and_leaves_no_task_branch(
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
     (root / "cas").mkdir()
-    result = json.dumps(
-        {"status": "completed", "summary": "Wrote the greeting.", "result": {"changes_made": True}}
-    )
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    write = {"type": "tool_use", "id": "toolu_w", "name": "fs.write"}
-    turns: list[dict[str, Any]] = [
-        {"content": [{**write, "input": {"path": "out.txt", "content": "hello\n"}}]},
-        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
-    ]
-    (root / "cas" / "w.jsonl").write_text(
-        "".join(
-            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
-            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
-        )
-    )
+    write_file_cassette(root / "cas" / "w.jsonl", "out.txt", "hello\n", "Wrote the greeting.")
     (root / "batch.yaml").write_text(
         "tasks:\n  - id: w\n    title: Write the greeting\n    scope: {write_area: [out.txt]}\n"
     )

@@ -10,7 +10,6 @@ config is never read by air's git.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.gitsafe import driver_overrides, git_environment, locate_git
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
+from tests.headless import write_file_cassette
 from tests.nursery.conftest import SessionDB, open_session_db
 from tests.workspace.recorder import Events
 
@@ -369,21 +369,7 @@ def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
     _git(root, "commit", "-q", "-m", "init")
     _poison(root / ".git", payload, hooks_dir=tmp_path / "evil-hooks")
     (root / "cas").mkdir()
-    result = json.dumps(
-        {"status": "completed", "summary": "wrote", "result": {"changes_made": True}}
-    )
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    write = {"type": "tool_use", "id": "toolu_w", "name": "fs.write"}
-    turns: list[dict[str, Any]] = [
-        {"content": [{**write, "input": {"path": "out.txt", "content": "hello\n"}}]},
-        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
-    ]
-    (root / "cas" / "w.jsonl").write_text(
-        "".join(
-            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
-            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
-        )
-    )
+    write_file_cassette(root / "cas" / "w.jsonl", "out.txt", "hello\n", "wrote")
     (root / "batch.yaml").write_text(
         "tasks:\n  - id: w\n    title: write\n    scope: {write_area: [out.txt]}\n"
     )
