@@ -66,8 +66,10 @@ def test_floors_with_known_faults_stay_raised() -> None:
     }
     # h11 < 0.16 has a published request-smuggling vulnerability (CVE-2025-43859)
     assert Version(floors["h11"][1]) >= Version("0.16")
-    # the console runs on urwid.TrioEventLoop, which needs urwid's trio extra
+    # the console runs on urwid.TrioEventLoop, which needs urwid's trio extra; Shift+Enter
+    # needs the Screen's extended_keys, which urwid 5.0 introduced
     assert "trio" in floors["urwid"][0].extras
+    assert Version(floors["urwid"][1]) >= Version("5.0")
     # the SDK transport calls asyncio before 0.46 (no running event loop under Trio); pydantic
     # before 2.10 warns on every `model_` field, before 2.11 writes other JSON schemas, and
     # mcp 2.3 needs 2.12

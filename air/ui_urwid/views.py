@@ -402,8 +402,9 @@ def permission_prompt(
 
 
 def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = "") -> str:
-    """The HUD line. Waiting permission prompts come first: the line is clipped at the
-    terminal's width, and at 80 columns what waits for the person must still show."""
+    """The HUD line. A replay's position (``extra``) and waiting permission prompts come first:
+    the line is clipped at the terminal's width, and at 80 columns what the person must know
+    (this is a replay; something waits for them) must still show."""
     state = snapshot.main_agent.state + (" (direct)" if snapshot.main_agent.direct_mode else "")
     t = snapshot.totals
     n = len(snapshot.permission_prompts)
@@ -423,7 +424,8 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
             f"{t.cancelled} cancelled · "
             f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
         )
-    return f" {text}{extra}"
+    marker = extra.lstrip(" ·")
+    return f" {marker} · {text}" if marker else f" {text}"
 
 
 def session_model(snapshot: ProjectionSnapshot) -> str:

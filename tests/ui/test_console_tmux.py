@@ -38,7 +38,7 @@ def test_a_whole_session_in_tmux_then_its_replay(tmp_path: Path) -> None:
     tmux = Tmux(tmp_path)
     try:
         tmux.start(driver("--log", str(log), "--db", str(db), "--copy", str(clip)))
-        tmux.wait_for("air · ses_console · scripted-model")
+        tmux.wait_for("air · ses_console · scripted/scripted-model")
 
         # a chat message: the UiCommand, then the streamed answer
         tmux.type("hello there")
