@@ -99,7 +99,8 @@ class TuiApp:
         frame_interval: shortest time between redraws.
         prompt_guard_s: how long a new permission prompt ignores keys.
         replay: read-only replay: no input box, replay keys instead.
-        hud_extra: text appended to the HUD (the replay position).
+        hud_extra: text for the HUD: appended (the Main Agent's context use), or first in a
+            replay (its position).
         copy_file: where Ctrl-Y also writes the copied source text (OSC 52 goes to the
             terminal in any case; many terminals and tmux setups ignore it).
         clock: monotonic seconds (injected by tests of the prompt guard).
@@ -486,7 +487,10 @@ class TuiApp:
             pending = self.gate.waiting(self._snapshot) - 1
             box = permission_prompt(prompt, armed=self.gate.armed(prompt), pending=pending)
         extra = self.hud_extra() if self.hud_extra is not None else ""
-        self.root.original_widget = self.layout.refresh(box, extra)
+        if self.replay:  # a replay says so first, however narrow the terminal
+            self.root.original_widget = self.layout.refresh(box, lead=extra.lstrip(" ·"))
+        else:
+            self.root.original_widget = self.layout.refresh(box, extra)
         if self.opening_text is not None:
             self.layout.hud.set_text(f" air · {self.opening_text} · F1 help")
 

@@ -239,12 +239,14 @@ class ConsoleLayout:
             out.append(cached[1])
         return out
 
-    def refresh(self, prompt_box: urwid.Widget | None, extra: str = "") -> urwid.Widget:
+    def refresh(
+        self, prompt_box: urwid.Widget | None, extra: str = "", lead: str = ""
+    ) -> urwid.Widget:
         """Rebuild the widgets from ``snapshot`` (no terminal I/O); returns the top widget
         (the frame, or an overlay: the prompt box given, help, history)."""
         now = self.now()
         snap = self.snapshot
-        self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra))
+        self.hud.set_text(hud_text(snap, self.hud_preset, extra=extra, lead=lead))
         # the conversation is rebuilt only when the projection, its notices or an expansion
         # changed: a frame that only scrolls costs the rows on screen
         conv_key = (snap.revision, len(self.entries), frozenset(self._expanded))

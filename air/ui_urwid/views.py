@@ -401,10 +401,12 @@ def permission_prompt(
 # --- HUD and help ---------------------------------------------------------------------------
 
 
-def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = "") -> str:
-    """The HUD line. A replay's position (``extra``) and waiting permission prompts come first:
-    the line is clipped at the terminal's width, and at 80 columns what the person must know
-    (this is a replay; something waits for them) must still show."""
+def hud_text(
+    snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = "", lead: str = ""
+) -> str:
+    """The HUD line: ``lead`` (a replay's position), then waiting permission prompts, then the
+    rest, ``extra`` last. The line is clipped at the terminal's width, and at 80 columns what
+    the person must know (this is a replay; something waits for them) must still show."""
     state = snapshot.main_agent.state + (" (direct)" if snapshot.main_agent.direct_mode else "")
     t = snapshot.totals
     n = len(snapshot.permission_prompts)
@@ -424,8 +426,7 @@ def hud_text(snapshot: ProjectionSnapshot, preset: HudPreset, *, extra: str = ""
             f"{t.cancelled} cancelled · "
             f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
         )
-    marker = extra.lstrip(" ·")
-    return f" {marker} · {text}" if marker else f" {text}"
+    return f" {lead} · {text}{extra}" if lead else f" {text}{extra}"
 
 
 def session_model(snapshot: ProjectionSnapshot) -> str:
