@@ -190,13 +190,19 @@ class PlainConsole:
 
     def answered(self, snap: ProjectionSnapshot) -> bool:
         """True when nothing the person sent is still being answered: every message sent is
-        in the conversation, the Main Agent is settled, nothing streams and no task runs, or
-        a permission prompt is open (with the input at its end nobody can answer it)."""
+        in the conversation with a reply after the last one (a settled Main Agent that has not
+        yet taken the message up is not an answer), the Main Agent is settled, nothing streams
+        and no task runs; or a permission prompt is open (with the input at its end nobody can
+        answer it)."""
         if snap.permission_prompts:
             return True
         users = sum(1 for m in snap.messages if m.role == "user")
+        replied = not self._sent_messages or (
+            bool(snap.messages) and snap.messages[-1].role != "user"
+        )
         return (
-            users >= self._users_before + self._sent_messages
+            replied
+            and users >= self._users_before + self._sent_messages
             and snap.main_agent.state in _SETTLED
             and not any(m.status == "streaming" for m in snap.messages)
             and not snap.totals.running

@@ -136,7 +136,7 @@ def test_provider_openai_moves_the_main_agent_is_recorded_shown_and_resumed(
             tmux.keys("Enter")
             screen = tmux.wait_for("Answer 1 on openai.", timeout=30)
             first_ctx = _wait_ctx(tmux)
-            assert "openai/gpt-test · IDLE" in tmux.screen()
+            tmux.wait_for("openai/gpt-test · IDLE", timeout=30)
             assert "$" in screen
             tmux.type("/model")
             tmux.keys("Enter")
