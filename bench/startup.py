@@ -49,6 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.procstat import TICK_MS, children, cpu_ticks  # noqa: E402
 from tests.headless import REVIEW_BATCH, review_verdict  # noqa: E402
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse, openai_sse  # noqa: E402
 from tests.trusted import trust_project  # noqa: E402
@@ -102,18 +103,10 @@ def _project(tmp: Path, provider: str, url: str) -> Path:
     return root
 
 
-_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
-
-
 def _cpu_ms(pid: int) -> float:
-    """CPU time of ``pid`` so far, every thread (also those that ended) included: ``utime`` +
-    ``stime`` of ``/proc/PID/stat``, in clock ticks (10 ms here, so medians matter)."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) * _TICK_MS
+    """CPU time of ``pid`` so far, every thread (also those that ended) included, in ms
+    (clock ticks: 10 ms here, so medians matter)."""
+    return cpu_ticks(pid) * TICK_MS
 
 
 def _main_thread_ms(pid: int) -> float:
@@ -126,20 +119,6 @@ def _main_thread_ms(pid: int) -> float:
         return 0.0
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(name))
-    return found
-
-
 def _cpu_at_first_request(
     server: LocalServer, seen: int, proc: subprocess.Popen[str]
 ) -> tuple[float, float, float]:
@@ -148,7 +127,7 @@ def _cpu_at_first_request(
     while len(server.requests) <= seen and proc.poll() is None:
         time.sleep(0.002)  # a tighter loop takes CPU from the run it measures (2 cores)
     main = _main_thread_ms(proc.pid)
-    return main, _cpu_ms(proc.pid), sum(_cpu_ms(child) for child in _children(proc.pid))
+    return main, _cpu_ms(proc.pid), sum(_cpu_ms(child) for child in children(proc.pid))
 
 
 def _one_run(

@@ -30,6 +30,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bench.procstat import TICK_MS, children, cpu_ticks  # noqa: E402
+
 KEY = "zq81-bench-turns-key-5b7e2c9d0a1f"
 MODEL = "claude-turns"
 NOTES = "".join(f"line {i}: the notes say ship it, nothing more to add.\n" for i in range(8))
@@ -52,30 +54,6 @@ def _models_yaml(url: str) -> str:
     )
 
 
-def _cpu_ticks(pid: int) -> int:
-    """``utime + stime`` of ``pid`` (every thread), in clock ticks."""
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            fields = handle.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0
-    return int(fields[11]) + int(fields[12])
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat") as handle:
-                    fields = handle.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                found.append(int(name))
-    return found
-
-
 def serve(turns: int, stamps: str, ready: str) -> None:
     """The server process: answer ``turns`` fs.read turns, then the verdict; append each
     request's arrival time (``time.monotonic``) to ``stamps``; write the URL to ``ready``."""
@@ -91,8 +69,8 @@ def serve(turns: int, stamps: str, ready: str) -> None:
     def model(wire: str, body: dict[str, Any]) -> Reply:
         if not pids:
             pids.append(int(Path(ready).with_name("pid").read_text()))
-            pids.extend(_children(pids[0]))
-        cpu = f"{_cpu_ticks(pids[0])} {sum(_cpu_ticks(pid) for pid in pids[1:])}"
+            pids.extend(children(pids[0]))
+        cpu = f"{cpu_ticks(pids[0])} {sum(cpu_ticks(pid) for pid in pids[1:])}"
         cpu += f" {time.process_time()}"
         out.write(f"{time.monotonic()} {cpu}\n")
         number = sum(1 for m in body["messages"] if m["role"] == "assistant")
@@ -167,9 +145,6 @@ def one_run(turns: int, tmp: Path, profile: str | None) -> list[list[float]]:
     return rows
 
 
-_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
-
-
 def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float]]:
     """Each quarter of the task (a turn ends at the next request): turns per second, and the
     CPU ms per turn of the air parent, of its worker and of the server."""
@@ -181,8 +156,8 @@ def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float]]
         out.append(
             (
                 n / (b[0] - a[0]),
-                (b[1] - a[1]) * _TICK_MS / n,
-                (b[2] - a[2]) * _TICK_MS / n,
+                (b[1] - a[1]) * TICK_MS / n,
+                (b[2] - a[2]) * TICK_MS / n,
                 (b[3] - a[3]) * 1000 / n,
             )
         )
