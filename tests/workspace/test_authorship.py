@@ -17,7 +17,7 @@ from air.contracts.task import WorkspacePlan
 from air.contracts.task import WorkspaceStrategy as WS
 from air.workspace.authorship import Authorship, commit_message
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git
+from tests.gitrepo import git, init_repo
 from tests.headless import write_file_cassette
 from tests.workspace.recorder import Events
 
@@ -38,12 +38,9 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    git(root, "init", "-q", "-b", "main")
     (root / "a.txt").write_text("one\n")
     (root / ".gitignore").write_text(".air/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+    return init_repo(root, message="init")
 
 
 def _global(home: Path, *pairs: tuple[str, str]) -> None:
@@ -170,11 +167,9 @@ def test_a_headless_run_commits_as_the_user_and_leaves_no_task_branch(
     _global(home, ("user.name", "Ada Lovelace"), ("user.email", "ada@example.com"))
     root = tmp_path / "proj"
     root.mkdir()
-    git(root, "init", "-q", "-b", "main")
     (root / ".gitignore").write_text(".air/\nbatch.yaml\ncas/\n")
     (root / "a.txt").write_text("one\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
+    init_repo(root, message="init")
     (root / "cas").mkdir()
     write_file_cassette(root / "cas" / "w.jsonl", "out.txt", "hello\n", "Wrote the greeting.")
     (root / "batch.yaml").write_text(
