@@ -140,9 +140,13 @@ def screen_time(
         started = tmux.start([*env_prefix, *argv], done, cwd=project)
         seen = tmux.wait_for(marker, timeout=600) - started
         rss = _peak_rss_mib(_pid_of_pane(tmux))
-        for key in ("q", "C-d"):
-            tmux.run("send-keys", "-t", "b", key)
-        deadline = time.monotonic() + 30
+        # the console's own way out (a replay quits on q; a typed q is text in the console)
+        if marker == "REPLAY":
+            tmux.run("send-keys", "-t", "b", "q")
+        else:
+            tmux.run("send-keys", "-t", "b", "-l", "/quit")
+            tmux.run("send-keys", "-t", "b", "Enter")
+        deadline = time.monotonic() + 120  # the next measurement needs the session released
         while not done.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         return seen, rss
