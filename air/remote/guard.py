@@ -1,0 +1,102 @@
+"""The remote end of a worker: ``python -P -m air.remote.guard run -- CMD...`` and
+``python -P -m air.remote.guard sweep MARKER...`` (issue #27 item 6; IMPL-REMOTE-3).
+
+Owns: ``sweep_marked`` (SIGTERM every process of this host whose environment carries one of
+the run markers — ``setsid`` escapees included, since the marker travels in the environment —
+wait a grace period, SIGKILL what is left) and the two commands around it. ``run`` starts the
+worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF: the
+parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
+marker, so no descendant outlives the worker on this host; a worker's own exit code 255 is
+reported as 254, so 255 on the parent's side only ever means the ssh client failed. ``sweep``
+is what the parent runs over a fresh connection before a relaunch or after a drop, and prints
+the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it runs on the
+remote host's air.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from air.ipc.procs import MARKER_ENV, find_marked
+
+__all__ = ["SSH_FAILED", "WORKER_255", "main", "sweep_marked"]
+
+SSH_FAILED = 255
+"""The ssh client's own failure (connection, authentication, host key)."""
+WORKER_255 = 254
+"""What a worker's own exit code 255 is reported as."""
+
+
+def sweep_marked(markers: list[str], grace_s: float = 2.0, poll_s: float = 0.05) -> list[int]:
+    """SIGTERM every process carrying one of ``markers`` (but this one), wait up to
+    ``grace_s`` for them to go, SIGKILL the rest; returns every PID signalled."""
+    me = os.getpid()
+
+    def found() -> set[int]:
+        pids: set[int] = set()
+        for marker in markers:
+            pids.update(p for p in find_marked(marker) if p != me)
+        return pids
+
+    signalled = found()
+    for pid in signalled:
+        _kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = signalled
+    while left and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        left = found()
+    for _ in range(3):
+        if not left:
+            break
+        signalled |= left
+        for pid in left:
+            _kill(pid, signal.SIGKILL)
+        time.sleep(poll_s)
+        left = found()
+    return sorted(signalled)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _run(command: list[str]) -> int:
+    marker = os.environ.get(MARKER_ENV, "")
+    if not marker or not command:
+        sys.stderr.write(f"air.remote.guard: needs {MARKER_ENV} and a command\n")
+        return 2
+    child = subprocess.Popen(command)  # same stdio: the protocol goes straight to the worker
+
+    def forward(signum: int, _frame: object) -> None:
+        _kill(child.pid, signal.SIGTERM)
+
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    code = child.wait()
+    sweep_marked([marker])
+    if code < 0:
+        return 128 - code
+    return WORKER_255 if code == SSH_FAILED else code
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[0] == "run" and argv[1] == "--":
+        return _run(argv[2:])
+    if argv and argv[0] == "sweep":
+        print(json.dumps({"signalled": sweep_marked(argv[1:])}))
+        return 0
+    sys.stderr.write("usage: python -m air.remote.guard run -- CMD... | sweep MARKER...\n")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,299 @@
+"""Workers over OpenSSH: ``SshLauncher`` behind the Launcher seam (issue #27 item 2; IMPL-REMOTE-3).
+
+Owns: ``ssh_argv`` (the ssh client's command line: no pty, batch mode, strict host keys against
+the host's ``known_hosts``, keepalives, a connect timeout, no agent/X11/port forwarding, the
+host's identity only), ``remote_command`` (the one shell line the remote runs: into the host's
+work directory, then ``exec env -i`` with an explicit environment — never the parent's — and
+``air.remote.guard run`` around the worker), ``client_environment`` (what the local ssh client
+itself sees: no API key, no token), ``NoiseGuard`` (bytes on stdout before the worker's first
+line — a login script's output — become one non-retried ``protocol.error`` quoting them),
+``SshHandle`` (the local ssh client as the worker's handle: killing it closes the connection, so
+the remote guard ends the worker's tree; then a sweep over a fresh connection; ssh's own messages
+go to a log of their own, ``-E``), ``classify_ssh_failure`` (ssh's message as a cause and a fix)
+and ``sweep_remote``. The run marker travels in the remote environment, as locally.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+
+import trio
+
+from air.contracts.error import ErrorKind, make_air_error
+from air.ipc.launcher import Launched, LaunchSpec, worker_command
+from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
+from air.ipc.protocol import LineEncoder
+from air.remote.guard import SSH_FAILED
+from air.remote.hosts import HostConfig
+
+__all__ = [
+    "REMOTE_PATH",
+    "NoiseGuard",
+    "SshHandle",
+    "SshLauncher",
+    "classify_ssh_failure",
+    "client_environment",
+    "remote_command",
+    "ssh_argv",
+    "sweep_remote",
+]
+
+REMOTE_PATH = "/usr/local/bin:/usr/bin:/bin"
+CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SSH_AUTH_SOCK")
+"""The ssh client's own environment: enough to find its config and (locally) an agent; the
+agent is never forwarded (``ForwardAgent=no``) and nothing is sent (``SendEnv`` is cleared)."""
+NOISE_QUOTE_BYTES = 120
+
+
+def ssh_argv(host: HostConfig, *, control_path: str | None = None) -> list[str]:
+    """The ssh client's options for ``host`` (the destination and command follow)."""
+    argv = [
+        "ssh",
+        "-T",
+        "-o", "BatchMode=yes",
+        "-o", "StrictHostKeyChecking=yes",
+        "-o", f"ServerAliveInterval={host.keepalive_s}",
+        "-o", "ServerAliveCountMax=3",
+        "-o", f"ConnectTimeout={host.connect_timeout_s}",
+        "-o", "ForwardAgent=no",
+        "-o", "ForwardX11=no",
+        "-o", "ClearAllForwardings=yes",
+        "-o", "SendEnv=-*",
+        "-o", "RequestTTY=no",
+        "-o", "LogLevel=ERROR",
+        "-p", str(host.port),
+    ]  # fmt: skip
+    if host.known_hosts:
+        argv += ["-o", f"UserKnownHostsFile={host.known_hosts}"]
+    if host.identity:
+        argv += ["-o", "IdentitiesOnly=yes", "-i", host.identity]
+    if control_path:
+        argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_path}"]
+        argv += ["-o", "ControlPersist=no"]
+    return argv
+
+
+def remote_command(
+    host: HostConfig, marker: str, command: Sequence[str], env: dict[str, str]
+) -> str:
+    """The shell line the remote runs: ``cd`` into the work directory, then ``exec env -i`` with
+    only ``HOME``, ``USER``, ``PATH``, the locale, the run marker and ``env``, running the guard
+    around ``command``."""
+    variables = {
+        "PATH": REMOTE_PATH,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        **env,
+        MARKER_ENV: marker,
+    }
+    assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items())
+    guard = [host.python, "-P", "-m", "air.remote.guard", "run", "--", *command]
+    workdir = shlex.quote(host.workdir)
+    return (
+        f"mkdir -p -- {workdir} && cd -- {workdir} && "
+        f'exec env -i HOME="$HOME" USER="$USER" LOGNAME="$USER" {assigns} '
+        + " ".join(shlex.quote(a) for a in guard)
+    )
+
+
+def classify_ssh_failure(host: HostConfig, stderr: str) -> tuple[str, str]:
+    """The ssh client's failure (exit 255) as what went wrong and what to do."""
+    text = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+    dest = f"{host.destination()} port {host.port}"
+    if "Host key verification failed" in stderr or "REMOTE HOST IDENTIFICATION" in stderr:
+        return (
+            f"the host key of {dest} is not in {host.known_hosts or '~/.ssh/known_hosts'}: {text}",
+            "Check the host's key fingerprint out of band, then add it to that known_hosts file "
+            "(air never accepts an unknown key).",
+        )
+    if "Permission denied" in stderr:
+        return (
+            f"{dest} refused the login: {text}",
+            f"Authorize the public key of {host.identity or 'your ssh identity'} for "
+            f"{host.user or 'the user'} there (~/.ssh/authorized_keys).",
+        )
+    return (
+        f"cannot connect to {dest}: {text}",
+        "Check that the host is up, sshd listens on that port, and `host`/`port` in "
+        f"{host.source} are right.",
+    )
+
+
+def client_environment() -> dict[str, str]:
+    """The environment of the local ssh client (an allowlist of ``os.environ``)."""
+    return {k: os.environ[k] for k in CLIENT_ENV if k in os.environ}
+
+
+def _remote_worker(host: HostConfig, command: Sequence[str] | None) -> list[str]:
+    """The worker command on the remote interpreter: the local ``sys.executable`` (the standard
+    worker, or a test's worker module) becomes the host's ``python``."""
+    argv = list(command or worker_command())
+    if argv and argv[0] == sys.executable:
+        argv[0] = host.python
+    return argv
+
+
+class NoiseGuard(trio.abc.ReceiveStream):
+    """The worker's stdout as the parent reads it, checked until its first byte. Not ``{``
+    (the worker's first line is an envelope): the remote shell printed something before the
+    worker started, which becomes one ``protocol.error`` quoting the first bytes. End of stream
+    before any byte with the ssh client's exit 255: the connection failed, which becomes one
+    ``protocol.error`` with ssh's own message. Neither is retried (IMPL-REMOTE-3)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, handle: SshHandle, agent_id: str) -> None:
+        self.stream = stream
+        self.handle = handle
+        self.agent_id = agent_id
+        self.checked = False
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        data = await self.stream.receive_some(max_bytes)
+        if self.checked:
+            return data
+        self.checked = True
+        host = self.handle.host
+        if not data:
+            with trio.move_on_after(10):
+                await self.handle.wait()
+            if self.handle.returncode != SSH_FAILED:
+                return data
+            problem, action = classify_ssh_failure(host, self.handle.ssh_error)
+            return self._error(f"ssh exit 255, not the worker's: {problem}", action)
+        if data.startswith(b"{"):
+            return data
+        quoted = data[:NOISE_QUOTE_BYTES].decode("utf-8", "replace")
+        return self._error(
+            f"the remote shell on {host.name} wrote to stdout before the worker started: "
+            f"{quoted!r}",
+            f"Make the login scripts of {host.destination()} (~/.bashrc, ~/.profile) print "
+            f"nothing when stdin is not a terminal; check with `air doctor --host {host.name}`.",
+        )
+
+    def _error(self, message: str, user_action: str) -> bytes:
+        error = make_air_error(
+            kind=ErrorKind.ENVIRONMENT_ERROR,
+            message=message,
+            retryability="never",
+            user_action=user_action,
+        )
+        encoder = LineEncoder(session_id="", agent_id=self.agent_id)
+        return encoder.line("protocol.error", {"error": error.model_dump(mode="json")})
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+class SshHandle:
+    """The local ssh client of one remote worker."""
+
+    def __init__(self, process: trio.Process, host: HostConfig, marker: str, log: str) -> None:
+        self.process = process
+        self.host = host
+        self.marker = marker
+        self.log = log
+        """The ssh client's own messages (``-E``), apart from the worker's stderr."""
+        self.ssh_error = ""
+        self.identity: ProcessIdentity = read_identity(process.pid)
+        self.swept: list[int] | None = None
+        """PIDs the last remote sweep signalled (``None``: none ran or it failed)."""
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def kill_tree(self, grace_s: float) -> bool:
+        """End the ssh client (the connection closes, the remote guard sweeps the worker's
+        tree), then sweep the marker over a fresh connection: what a dropped or black-holed
+        link left behind."""
+        killed = await kill_tree(self.identity, marker=None, grace_s=grace_s)
+        self.swept = await sweep_remote(self.host, [self.marker], timeout_s=grace_s + 10)
+        return killed or bool(self.swept)
+
+    async def wait(self) -> int:
+        code = await self.process.wait()
+        if self.log:
+            self.ssh_error = _take_log(self.log)
+            self.log = ""
+        return code
+
+
+def _take_log(path: str) -> str:
+    """The ssh client's messages (a small local file, read once), its directory removed."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            return fh.read(4096)
+    except OSError:
+        return ""
+    finally:
+        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+
+
+async def sweep_remote(
+    host: HostConfig, markers: list[str], *, timeout_s: float = 15.0
+) -> list[int] | None:
+    """Kill every process of ``markers`` on ``host`` over a fresh connection; the PIDs
+    signalled, or ``None`` when the host could not be reached in ``timeout_s``."""
+    line = " ".join(
+        shlex.quote(a) for a in [host.python, "-P", "-m", "air.remote.guard", "sweep", *markers]
+    )
+    argv = [*ssh_argv(host), "--", host.destination(), f"exec env -i PATH={REMOTE_PATH} {line}"]
+    with trio.move_on_after(timeout_s):
+        done = await trio.run_process(
+            argv,
+            stdin=subprocess.DEVNULL,
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            env=client_environment(),
+        )
+        if done.returncode != 0:
+            return None
+        try:
+            pids = json.loads(done.stdout.decode().strip().splitlines()[-1])["signalled"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            return None
+        return [int(p) for p in pids]
+    return None
+
+
+class SshLauncher:
+    """Workers on ``host`` over ``ssh -T`` (IMPL-REMOTE-3)."""
+
+    def __init__(self, host: HostConfig) -> None:
+        self.host = host
+
+    def argv(self, spec: LaunchSpec) -> list[str]:
+        """The whole local command line of one launch."""
+        env = dict(spec.env or {})
+        command = _remote_worker(self.host, spec.command)
+        line = remote_command(self.host, spec.marker, command, env)
+        return [*ssh_argv(self.host), "--", self.host.destination(), line]
+
+    async def launch(self, spec: LaunchSpec) -> Launched:
+        log = os.path.join(tempfile.mkdtemp(prefix="air-ssh-"), "ssh.log")
+        argv = self.argv(spec)
+        process = await trio.lowlevel.open_process(
+            [argv[0], "-E", log, *argv[1:]],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=client_environment(),
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        handle = SshHandle(process, self.host, spec.marker, log)
+        return Launched(
+            send=process.stdin,
+            receive=NoiseGuard(process.stdout, handle, spec.agent_id),
+            stderr=process.stderr,
+            handle=handle,
+            marker=spec.marker,
+        )
