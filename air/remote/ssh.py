@@ -2,7 +2,8 @@
 
 Owns: ``ssh_argv`` (the ssh client's command line: no pty, batch mode, strict host keys against
 the host's ``known_hosts``, keepalives, a connect timeout, no agent/X11/port forwarding, the
-host's identity only), ``remote_command`` (the one shell line the remote runs: into the host's
+host's identity only), ``open_ssh_master`` (an optional ControlMaster connection
+owned and closed by air), ``remote_command`` (the one shell line the remote runs: into the host's
 work directory, then ``exec env -i`` with an explicit environment — never the parent's — and
 ``air.remote.guard run`` around the worker), ``client_environment`` (what the local ssh client
 itself sees: no API key, no token), ``NoiseGuard`` (bytes on stdout before the worker's first
@@ -22,7 +23,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 
 import trio
 
@@ -40,6 +42,7 @@ __all__ = [
     "SshLauncher",
     "classify_ssh_failure",
     "client_environment",
+    "open_ssh_master",
     "remote_command",
     "ssh_argv",
     "sweep_remote",
@@ -74,10 +77,53 @@ def ssh_argv(host: HostConfig, *, control_path: str | None = None) -> list[str]:
         argv += ["-o", f"UserKnownHostsFile={host.known_hosts}"]
     if host.identity:
         argv += ["-o", "IdentitiesOnly=yes", "-i", host.identity]
-    if control_path:
-        argv += ["-o", "ControlMaster=auto", "-o", f"ControlPath={control_path}"]
-        argv += ["-o", "ControlPersist=no"]
+    if control_path:  # a master air owns (open_ssh_master): never become one
+        argv += ["-o", "ControlMaster=no", "-o", f"ControlPath={control_path}"]
     return argv
+
+
+@asynccontextmanager
+async def open_ssh_master(host: HostConfig, *, timeout_s: float = 30.0) -> AsyncIterator[str]:
+    """A ControlMaster connection to ``host`` owned by air: yields its control path (for
+    ``SshLauncher(host, control_path=...)``), and at the end asks it to exit and kills it.
+
+    Raises:
+        OSError: the master did not come up within ``timeout_s``.
+    """
+    where = tempfile.mkdtemp(prefix="air-cm-")
+    path = os.path.join(where, "master")
+    base = ssh_argv(host)
+    master = await trio.lowlevel.open_process(
+        [*base, "-M", "-N", "-o", f"ControlPath={path}", "-o", "ControlPersist=no", "--",
+         host.destination()],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=client_environment(),
+    )  # fmt: skip
+    check = [*base, "-o", f"ControlPath={path}", "-O", "check", "--", host.destination()]
+    try:
+        with trio.move_on_after(timeout_s) as waited:
+            while master.returncode is None:
+                done = await trio.run_process(
+                    check, capture_stdout=True, capture_stderr=True, check=False
+                )
+                if done.returncode == 0:
+                    break
+                await trio.sleep(0.05)
+        if waited.cancelled_caught or master.returncode is not None:
+            raise OSError(f"the ssh master connection to {host.name} did not come up")
+        yield path
+    finally:
+        with trio.move_on_after(5, shield=True):  # shielded: the master must not outlive air
+            exit_argv = [*base, "-o", f"ControlPath={path}", "-O", "exit", "--", host.destination()]
+            await trio.run_process(exit_argv, capture_stdout=True, capture_stderr=True, check=False)
+        if master.returncode is None:
+            master.kill()
+        with trio.move_on_after(5, shield=True):
+            await master.wait()
+        shutil.rmtree(where, ignore_errors=True)
 
 
 def remote_command(
@@ -264,17 +310,20 @@ async def sweep_remote(
 
 
 class SshLauncher:
-    """Workers on ``host`` over ``ssh -T`` (IMPL-REMOTE-3)."""
+    """Workers on ``host`` over ``ssh -T`` (IMPL-REMOTE-3); ``control_path``: through a master
+    connection air opened (``open_ssh_master``)."""
 
-    def __init__(self, host: HostConfig) -> None:
+    def __init__(self, host: HostConfig, control_path: str | None = None) -> None:
         self.host = host
+        self.control_path = control_path
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         """The whole local command line of one launch."""
         env = dict(spec.env or {})
         command = _remote_worker(self.host, spec.command)
         line = remote_command(self.host, spec.marker, command, env)
-        return [*ssh_argv(self.host), "--", self.host.destination(), line]
+        base = ssh_argv(self.host, control_path=self.control_path)
+        return [*base, "--", self.host.destination(), line]
 
     async def launch(self, spec: LaunchSpec) -> Launched:
         log = os.path.join(tempfile.mkdtemp(prefix="air-ssh-"), "ssh.log")

@@ -21,7 +21,7 @@ import trio
 
 from air.ipc.launcher import LaunchSpec
 from air.remote.hosts import HostConfig
-from air.remote.ssh import SshLauncher
+from air.remote.ssh import SshLauncher, open_ssh_master
 from air.supervision.runs import RunRecordStore
 from tests.remote.conftest import Rig, process_environ, remote_marked
 
@@ -164,3 +164,28 @@ async def test_ssh_exit_255_is_told_apart_from_the_worker(
     assert "host key" in outcome.error.message
     assert outcome.error.user_action
     assert "known_hosts" in outcome.error.user_action
+
+
+async def test_workers_share_a_master_connection_that_air_closes(
+    rig: Rig, remote_host: HostConfig
+) -> None:
+    async with open_ssh_master(remote_host) as control:
+        manager = rig.manager(remote_host, "air.testing.workers.pingpong")
+        manager.launcher = SshLauncher(remote_host, control_path=control)
+        outcome = await manager.supervise(rig.request("2"))
+        assert outcome.kind == "result", outcome
+        assert _with_argument(control)  # the master, air's own process
+    assert _with_argument(control) == []
+    assert not Path(control).parent.exists()
+
+
+def _with_argument(text: str) -> list[int]:
+    """Local processes whose command line mentions ``text``."""
+    found = []
+    for name in os.listdir("/proc"):
+        try:
+            if name.isdigit() and text.encode() in Path(f"/proc/{name}/cmdline").read_bytes():
+                found.append(int(name))
+        except OSError:
+            continue
+    return found
