@@ -98,8 +98,8 @@ AllowAgentForwarding no
 AllowTcpForwarding no
 X11Forwarding no
 PermitTTY no
-ClientAliveInterval 5
-ClientAliveCountMax 3
+ClientAliveInterval 15
+ClientAliveCountMax 4
 MaxStartups 64:30:128
 MaxSessions 64
 LogLevel ERROR

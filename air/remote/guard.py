@@ -6,8 +6,11 @@ the run markers — ``setsid`` escapees included, since the marker travels in th
 wait a grace period, SIGKILL what is left) and the two commands around it. ``run`` starts the
 worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF: the
 parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
-marker, so no descendant outlives the worker on this host; a worker's own exit code 255 is
-reported as 254, so 255 on the parent's side only ever means the ssh client failed. ``sweep``
+marker, so no descendant outlives the worker on this host; with ``--lease TTL_S`` (``Lease``)
+the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent (a
+black-holed link that neither side has noticed) end the worker's tree too. A worker's own exit
+code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client failed.
+``sweep``
 is what the parent runs over a fresh connection before a relaunch or after a drop, and prints
 the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it runs on the
 remote host's air.
@@ -20,11 +23,12 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 from air.ipc.procs import MARKER_ENV, find_marked
 
-__all__ = ["SSH_FAILED", "WORKER_255", "main", "sweep_marked"]
+__all__ = ["SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
 
 SSH_FAILED = 255
 """The ssh client's own failure (connection, authentication, host key)."""
@@ -69,20 +73,62 @@ def _kill(pid: int, sig: int) -> None:
         pass
 
 
-def _run(command: list[str]) -> int:
+class Lease:
+    """The parent's lease on the worker: every byte the parent sends renews it (the parent sends
+    an empty line, which the worker ignores, when it has nothing else to say). The guard copies
+    its stdin to the worker's and notes when bytes last came."""
+
+    def __init__(self, ttl_s: float, sink: int) -> None:
+        self.ttl_s = ttl_s
+        self.sink = sink
+        self.renewed = time.monotonic()
+        self.ended = False
+
+    def pump(self) -> None:
+        """(A thread.) Copy stdin to the worker until either side ends."""
+        try:
+            while chunk := os.read(0, 65536):
+                self.renewed = time.monotonic()
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(self.sink, view) :]
+        except OSError:
+            pass
+        finally:
+            self.ended = True
+            os.close(self.sink)
+
+    def expired(self) -> bool:
+        return not self.ended and time.monotonic() - self.renewed > self.ttl_s
+
+
+def _run(command: list[str], lease_s: float) -> int:
     marker = os.environ.get(MARKER_ENV, "")
     if not marker or not command:
         sys.stderr.write(f"air.remote.guard: needs {MARKER_ENV} and a command\n")
         return 2
-    child = subprocess.Popen(command)  # same stdio: the protocol goes straight to the worker
+    # without a lease the worker reads the connection itself; with one, through the guard
+    child = subprocess.Popen(command, stdin=subprocess.PIPE if lease_s > 0 else None)
 
     def forward(signum: int, _frame: object) -> None:
         _kill(child.pid, signal.SIGTERM)
 
     for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, forward)
-    code = child.wait()
+    if lease_s > 0:
+        assert child.stdin is not None
+        lease = Lease(lease_s, os.dup(child.stdin.fileno()))
+        child.stdin.close()
+        threading.Thread(target=lease.pump, daemon=True).start()
+        while child.poll() is None:
+            if lease.expired():
+                sys.stderr.write(f"air.remote.guard: no word from the parent in {lease_s} s\n")
+                break
+            time.sleep(min(0.25, lease_s / 4))
+    expired = child.poll() is None and lease_s > 0
+    code = -signal.SIGKILL if expired else child.wait()
     sweep_marked([marker])
+    child.wait()
     if code < 0:
         return 128 - code
     return WORKER_255 if code == SSH_FAILED else code
@@ -90,11 +136,15 @@ def _run(command: list[str]) -> int:
 
 def main(argv: list[str]) -> int:
     if len(argv) >= 2 and argv[0] == "run" and argv[1] == "--":
-        return _run(argv[2:])
+        return _run(argv[2:], 0.0)
+    if len(argv) >= 4 and argv[0] == "run" and argv[1] == "--lease" and argv[3] == "--":
+        return _run(argv[4:], float(argv[2]))
     if argv and argv[0] == "sweep":
         print(json.dumps({"signalled": sweep_marked(argv[1:])}))
         return 0
-    sys.stderr.write("usage: python -m air.remote.guard run -- CMD... | sweep MARKER...\n")
+    sys.stderr.write(
+        "usage: python -m air.remote.guard run [--lease TTL_S] -- CMD... | sweep MARKER...\n"
+    )
     return 2
 
 

@@ -14,6 +14,7 @@ Owns ``HostConfig`` (one host: how to reach it and where air lives there), ``hos
         python: /opt/air/venv/bin/python  # the remote interpreter that imports air
         workdir: /scratch/alice/air       # where runs keep their repositories and worktrees
         keepalive_s: 5                    # ServerAliveInterval
+        lease_ttl_s: 30                   # the remote tree ends this long after parent silence
         # slurm only: partition, time_limit, gres, srun_options
 
 The project's file is read only once the project is trusted (IMPL-TRUST-1: it decides where a
@@ -57,6 +58,8 @@ class HostConfig(BaseModel):
     workdir: str = "air-work"
     """Remote directory for run repositories and worktrees (relative: to the remote home)."""
     keepalive_s: int = Field(default=5, ge=1, le=300)
+    lease_ttl_s: int = Field(default=30, ge=2, le=3600)
+    """Without a byte from the parent for this long, the remote worker's tree ends."""
     connect_timeout_s: int = Field(default=10, ge=1, le=300)
     partition: str | None = None
     time_limit: str | None = None

@@ -8,7 +8,9 @@ work directory, then ``exec env -i`` with an explicit environment — never the 
 ``air.remote.guard run`` around the worker), ``client_environment`` (what the local ssh client
 itself sees: no API key, no token), ``NoiseGuard`` (bytes on stdout before the worker's first
 line — a login script's output — become one non-retried ``protocol.error`` quoting them),
-``SshHandle`` (the local ssh client as the worker's handle: killing it closes the connection, so
+``LeaseSender`` (the worker's stdin, renewing its lease with an empty line when the
+parent has been silent for a third of the lease), ``SshHandle`` (the local ssh client as the
+worker's handle: killing it closes the connection, so
 the remote guard ends the worker's tree; then a sweep over a fresh connection; ssh's own messages
 go to a log of their own, ``-E``), ``classify_ssh_failure`` (ssh's message as a cause and a fix)
 and ``sweep_remote``. The run marker travels in the remote environment, as locally.
@@ -37,6 +39,7 @@ from air.remote.hosts import HostConfig
 
 __all__ = [
     "REMOTE_PATH",
+    "LeaseSender",
     "NoiseGuard",
     "SshHandle",
     "SshLauncher",
@@ -127,7 +130,12 @@ async def open_ssh_master(host: HostConfig, *, timeout_s: float = 30.0) -> Async
 
 
 def remote_command(
-    host: HostConfig, marker: str, command: Sequence[str], env: dict[str, str]
+    host: HostConfig,
+    marker: str,
+    command: Sequence[str],
+    env: dict[str, str],
+    *,
+    lease_ttl_s: float = 0.0,
 ) -> str:
     """The shell line the remote runs: ``cd`` into the work directory, then ``exec env -i`` with
     only ``HOME``, ``USER``, ``PATH``, the locale, the run marker and ``env``, running the guard
@@ -140,7 +148,8 @@ def remote_command(
         MARKER_ENV: marker,
     }
     assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in variables.items())
-    guard = [host.python, "-P", "-m", "air.remote.guard", "run", "--", *command]
+    lease = ["--lease", str(lease_ttl_s)] if lease_ttl_s > 0 else []
+    guard = [host.python, "-P", "-m", "air.remote.guard", "run", *lease, "--", *command]
     workdir = shlex.quote(host.workdir)
     return (
         f"mkdir -p -- {workdir} && cd -- {workdir} && "
@@ -309,19 +318,62 @@ async def sweep_remote(
     return None
 
 
+class LeaseSender(trio.abc.SendStream):
+    """The worker's stdin as the parent writes it, shared with the lease renewal: an empty line
+    (which the worker's line decoder skips) whenever ``every_s`` passed without a write."""
+
+    def __init__(self, stream: trio.abc.SendStream, every_s: float) -> None:
+        self.stream = stream
+        self.every_s = every_s
+        self.lock = trio.Lock()
+        self.last = trio.current_time()
+        self.started = False
+        """Only after the first line (``agent.start``): the worker's first read is that line."""
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        async with self.lock:
+            await self.stream.send_all(data)
+            self.last = trio.current_time()
+            self.started = True
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+    async def renew(self, handle: SshHandle) -> None:
+        """Keep the lease while the ssh client lives and the pipe is open."""
+        try:
+            while handle.returncode is None:
+                await trio.sleep_until(self.last + self.every_s)
+                if self.started and trio.current_time() >= self.last + self.every_s:
+                    await self.send_all(b"\n")
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return
+
+
 class SshLauncher:
     """Workers on ``host`` over ``ssh -T`` (IMPL-REMOTE-3); ``control_path``: through a master
-    connection air opened (``open_ssh_master``)."""
+    connection air opened (``open_ssh_master``); ``nursery``: the parent renews each worker's
+    lease there (``host.lease_ttl_s``), without one the remote tree ends only with the link."""
 
-    def __init__(self, host: HostConfig, control_path: str | None = None) -> None:
+    def __init__(
+        self,
+        host: HostConfig,
+        control_path: str | None = None,
+        nursery: trio.Nursery | None = None,
+    ) -> None:
         self.host = host
         self.control_path = control_path
+        self.nursery = nursery
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         """The whole local command line of one launch."""
         env = dict(spec.env or {})
         command = _remote_worker(self.host, spec.command)
-        line = remote_command(self.host, spec.marker, command, env)
+        ttl = self.host.lease_ttl_s if self.nursery is not None else 0.0
+        line = remote_command(self.host, spec.marker, command, env, lease_ttl_s=ttl)
         base = ssh_argv(self.host, control_path=self.control_path)
         return [*base, "--", self.host.destination(), line]
 
@@ -339,8 +391,13 @@ class SshLauncher:
         assert process.stdin is not None
         assert process.stdout is not None
         handle = SshHandle(process, self.host, spec.marker, log)
+        send: trio.abc.SendStream = process.stdin
+        if self.nursery is not None:
+            sender = LeaseSender(process.stdin, self.host.lease_ttl_s / 3)
+            self.nursery.start_soon(sender.renew, handle)
+            send = sender
         return Launched(
-            send=process.stdin,
+            send=send,
             receive=NoiseGuard(process.stdout, handle, spec.agent_id),
             stderr=process.stderr,
             handle=handle,

@@ -103,16 +103,7 @@ async def test_dropped_client_makes_the_remote_end_kill_its_own_tree(
             env={"IGNORE_TERM": "1"},
         )
     )
-    start = {
-        "v": 1,
-        "id": "msg_1",
-        "kind": "control",
-        "ts": "2026-01-01T00:00:00Z",
-        "session_id": "ses_drop",
-        "agent_id": "agt_drop",
-        "payload": {},
-    }
-    await launched.send.send_all(json.dumps(start).encode() + b"\n")
+    await launched.send.send_all(json.dumps(_start("agt_drop")).encode() + b"\n")
     with trio.fail_after(20):
         first = await launched.receive.receive_some(65536)
     assert b"worker.ready" in first
@@ -120,6 +111,52 @@ async def test_dropped_client_makes_the_remote_end_kill_its_own_tree(
     os.kill(launched.handle.identity.pid, signal.SIGKILL)
     await launched.handle.wait()
     await _wait_for(lambda: remote_marked(marker) == [], limit_s=30)
+
+
+async def test_a_black_holed_link_ends_the_remote_tree_at_the_lease(
+    remote_host: HostConfig,
+) -> None:
+    """The local ssh client stopped (SIGSTOP: nothing moves, nothing closes; sshd would notice
+    only after a minute): with no byte from the parent for the lease's 2 s, the remote guard
+    ends the worker and its setsid grandchild that ignores SIGTERM."""
+    host = remote_host.model_copy(update={"lease_ttl_s": 2})
+    marker = "run_hole_" + os.urandom(6).hex()
+    async with trio.open_nursery() as nursery:
+        launched = await SshLauncher(host, nursery=nursery).launch(
+            LaunchSpec(
+                agent_id="agt_hole",
+                marker=marker,
+                command=[sys.executable, "-P", "-m", HANG],
+                env={"IGNORE_TERM": "1"},
+            )
+        )
+        await launched.send.send_all(json.dumps(_start("agt_hole")).encode() + b"\n")
+        with trio.fail_after(20):
+            first = await launched.receive.receive_some(65536)
+        assert b"worker.ready" in first
+        await _wait_for(lambda: len(remote_marked(marker)) >= 3)
+        await trio.sleep(6)  # renewed: three leases later, the tree still runs
+        assert len(remote_marked(marker)) >= 3
+        pid = launched.handle.identity.pid
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            await _wait_for(lambda: remote_marked(marker) == [], limit_s=12)
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.kill(pid, signal.SIGCONT)
+            await launched.handle.wait()
+
+
+def _start(agent_id: str) -> dict[str, object]:
+    return {
+        "v": 1,
+        "id": "msg_1",
+        "kind": "control",
+        "ts": "2026-01-01T00:00:00Z",
+        "session_id": "ses_remote",
+        "agent_id": agent_id,
+        "payload": {},
+    }
 
 
 def _noisy_python(host: HostConfig) -> str:
