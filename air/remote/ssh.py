@@ -12,7 +12,8 @@ line — a login script's output — become one non-retried ``protocol.error`` q
 parent has been silent for a third of the lease), ``SshHandle`` (the local ssh client as the
 worker's handle: killing it closes the connection, so
 the remote guard ends the worker's tree; then a sweep over a fresh connection; ssh's own messages
-go to a log of their own, ``-E``), ``classify_ssh_failure`` (ssh's message as a cause and a fix)
+go to a log of their own, ``-E``), ``run_remote`` (one air module run on the host over a fresh
+connection), ``classify_ssh_failure`` (ssh's message as a cause and a fix)
 and ``sweep_remote``. The run marker travels in the remote environment, as locally.
 """
 
@@ -47,6 +48,7 @@ __all__ = [
     "client_environment",
     "open_ssh_master",
     "remote_command",
+    "run_remote",
     "ssh_argv",
     "sweep_remote",
 ]
@@ -290,32 +292,39 @@ def _take_log(path: str) -> str:
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
-async def sweep_remote(
-    host: HostConfig, markers: list[str], *, timeout_s: float = 15.0
-) -> list[int] | None:
-    """Kill every process of ``markers`` on ``host`` over a fresh connection; the PIDs
-    signalled, or ``None`` when the host could not be reached in ``timeout_s``."""
-    line = " ".join(
-        shlex.quote(a) for a in [host.python, "-P", "-m", "air.remote.guard", "sweep", *markers]
-    )
-    argv = [*ssh_argv(host), "--", host.destination(), f"exec env -i PATH={REMOTE_PATH} {line}"]
+async def run_remote(
+    host: HostConfig, module: str, *args: str, stdin: bytes = b"", timeout_s: float = 60.0
+) -> subprocess.CompletedProcess[bytes] | None:
+    """``python -P -m MODULE ARGS`` on ``host`` over a fresh connection, with air's explicit
+    environment only; ``None`` when it did not end within ``timeout_s``."""
+    line = " ".join(shlex.quote(a) for a in [host.python, "-P", "-m", module, *args])
+    remote = f'exec env -i HOME="$HOME" PATH={REMOTE_PATH} LANG=C.UTF-8 {line}'
+    argv = [*ssh_argv(host), "--", host.destination(), remote]
     with trio.move_on_after(timeout_s):
-        done = await trio.run_process(
+        return await trio.run_process(
             argv,
-            stdin=subprocess.DEVNULL,
+            stdin=stdin or subprocess.DEVNULL,
             capture_stdout=True,
             capture_stderr=True,
             check=False,
             env=client_environment(),
         )
-        if done.returncode != 0:
-            return None
-        try:
-            pids = json.loads(done.stdout.decode().strip().splitlines()[-1])["signalled"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            return None
-        return [int(p) for p in pids]
     return None
+
+
+async def sweep_remote(
+    host: HostConfig, markers: list[str], *, timeout_s: float = 15.0
+) -> list[int] | None:
+    """Kill every process of ``markers`` on ``host`` over a fresh connection; the PIDs
+    signalled, or ``None`` when the host could not be reached in ``timeout_s``."""
+    done = await run_remote(host, "air.remote.guard", "sweep", *markers, timeout_s=timeout_s)
+    if done is None or done.returncode != 0:
+        return None
+    try:
+        pids = json.loads(done.stdout.decode().strip().splitlines()[-1])["signalled"]
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None
+    return [int(p) for p in pids]
 
 
 class LeaseSender(trio.abc.SendStream):
