@@ -14,7 +14,10 @@ read the remote user's processes for the canary).
    runs (every process of the remote user: ``/proc/PID/environ`` and ``cmdline``) and after
    (every file under the remote user's home): found 0 times is the goal.
 
-Workspace sync (git bundles) is not built yet: no figure for it.
+4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
+   (``push_base``) for a first and a second run (the second sends only what the host lacks),
+   and a result taken back (``fetch_result``); bytes and seconds, against ``git worktree add``
+   of the same base locally.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import os
 import pwd
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,14 +46,17 @@ from air.ipc.process import WorkerProcess  # noqa: E402
 from air.ipc.protocol import make_envelope  # noqa: E402
 from air.remote.hosts import HostConfig, find_host, parse_hosts  # noqa: E402
 from air.remote.ssh import SshLauncher, open_ssh_master  # noqa: E402
+from air.remote.sync import fetch_result, gc_remote, push_base  # noqa: E402
 from air.supervision.seams import SuperviseRequest  # noqa: E402
 from air.supervision.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
 from air.testing.workers import command_for  # noqa: E402
 from air.testing.workers.harness import DirArtifacts, RecordingEvents  # noqa: E402
+from air.workspace.gitsafe import locate_git  # noqa: E402
 from bench.workers import _start  # noqa: E402
 
 CANARY = "sk-ant-bench-canary-5e6f7a8b9c0d"
 SIZES = (256, 4096, 65536, 1 << 20)
+IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
 
 
 async def spawn_ready(launcher: Launcher) -> float:
@@ -155,6 +162,49 @@ async def round_trips(
     return trips / (marks["last"] - marks["first"])
 
 
+def _make_project(tmp: str) -> tuple[Path, float]:
+    """A generated project (one dirty file) and how long a local worktree of it takes."""
+    repo = Path(tmp, "proj")
+    repo.mkdir()
+    for i in range(400):
+        lines = (f"line {j} of file {i}: {os.urandom(24).hex()}\n" for j in range(60))
+        Path(repo, f"f{i:03}.txt").write_text("".join(lines))
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
+        subprocess.run(["git", *IDENTITY, *argv], cwd=repo, check=True)
+    Path(repo, "f000.txt").write_text("dirty\n")
+    t0 = time.perf_counter()
+    subprocess.run(
+        ["git", "worktree", "add", "-q", "--detach", str(Path(tmp, "wt")), "HEAD"],
+        cwd=repo,
+        check=True,
+    )
+    return repo, time.perf_counter() - t0
+
+
+async def sync_figures(host: HostConfig) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, local = _make_project(tmp)
+        location = locate_git(str(repo), project_root=str(repo))
+        print(f"workspace sync (local `git worktree add`: {local * 1000:.0f} ms):")
+        runs = []
+        for label in ("first run", "second run"):
+            run = "bench_" + os.urandom(4).hex()
+            t0 = time.perf_counter()
+            remote = await push_base(host, location, run)
+            took = time.perf_counter() - t0
+            runs.append(remote)
+            print(
+                f"  {label:<10} push {remote.sent_bytes:>9} B  {took * 1000:6.0f} ms  "
+                f"{took / local:5.1f}x local"
+            )
+        t0 = time.perf_counter()
+        await fetch_result(location, runs[-1])
+        took = time.perf_counter() - t0
+        print(f"  result back          {took * 1000:6.0f} ms  {took / local:5.1f}x local")
+        for remote in runs:
+            await gc_remote(remote)
+
+
 def _host(name: str | None) -> HostConfig:
     if name:
         return find_host(name, None)
@@ -194,6 +244,7 @@ async def main(rounds: int, trips: int, host: HostConfig) -> None:
                     f"  {size:>8} B  local {loc:8.0f}/s  ssh {rem:8.0f}/s  {rem / loc:5.2f}x local"
                     f"  (+{extra_us:.0f} us per call)"
                 )
+    await sync_figures(host)
     user = host.user or "root"
     print(
         f"canary: {seen.get('processes', 0)} in the remote user's processes while workers ran, "
