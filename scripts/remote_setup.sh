@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up a "remote host" on this machine for air's remote workers (issue #27, IMPL-REMOTE-1):
-# an OpenSSH server on 127.0.0.1 with its own port, host key and sshd_config under
-# .remote/ (project-owned, never /etc/ssh), a separate unprivileged user (airremote) whose own
-# venv holds the air wheel built from this checkout, a client key and a known_hosts file that
-# pins the server's host key, and .remote/hosts.yaml naming the host `local-ssh`.
+# an OpenSSH server on 127.0.0.1 with its own port (from the checkout's path), host key and
+# sshd_config under .remote/ (project-owned, never /etc/ssh), a separate unprivileged user
+# (airremote) with a venv per checkout holding the air wheel built from it, a client key and a
+# known_hosts file that pins the server's host key, and .remote/hosts.yaml naming `local-ssh`.
 # Needs root (or passwordless sudo): it creates a user and starts sshd. Safe to run again: it
 # only does what is missing, rebuilds the wheel when the sources changed, and restarts sshd when
 # its config changed. It fails loudly: the last step logs in over ssh and runs the remote air.
@@ -11,7 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 DIR=${AIR_REMOTE_DIR:-$ROOT/.remote}
-PORT=${AIR_REMOTE_PORT:-22022}
+# each checkout on this machine gets its own sshd port, venv and work directory (several
+# checkouts may set up and test at once); the remote user and its authorized keys are shared
+ID=$(printf %s "$ROOT" | cksum | cut -d' ' -f1)
+PORT=${AIR_REMOTE_PORT:-$((22000 + ID % 1000))}
 RUSER=${AIR_REMOTE_USER:-airremote}
 PY=${PYTHON:-python3}
 BUILD_PY=$PY
@@ -40,7 +43,7 @@ chmod 700 "$DIR"
 
 # the remote user: no password, no sudo, a home of its own
 if ! id "$RUSER" >/dev/null 2>&1; then
-  $SUDO useradd --create-home --shell /bin/bash --user-group "$RUSER"
+  $SUDO useradd --create-home --shell /bin/bash --user-group "$RUSER" || id "$RUSER" >/dev/null
 fi
 # '*': no password can match, yet the account is not locked ('!'), which sshd without PAM refuses
 $SUDO usermod -p '*' "$RUSER"
@@ -56,7 +59,13 @@ as_remote() { $SUDO setpriv --reuid="$RUSER" --regid="$RUSER" --init-groups \
 chmod 600 "$DIR/ssh_host_ed25519_key" "$DIR/id_ed25519"
 echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" >"$DIR/known_hosts"
 $SUDO install -d -m 700 -o "$RUSER" -g "$RUSER" "$RHOME/.ssh"
-$SUDO install -m 600 -o "$RUSER" -g "$RUSER" "$DIR/id_ed25519.pub" "$RHOME/.ssh/authorized_keys"
+# add this checkout's key (other checkouts' keys stay)
+key=$(cut -d' ' -f1,2 "$DIR/id_ed25519.pub")
+if ! $SUDO grep -qsF "$key" "$RHOME/.ssh/authorized_keys"; then
+  echo "$key air-remote-client $ROOT" | $SUDO tee -a "$RHOME/.ssh/authorized_keys" >/dev/null
+fi
+$SUDO chown "$RUSER:$RUSER" "$RHOME/.ssh/authorized_keys"
+$SUDO chmod 600 "$RHOME/.ssh/authorized_keys"
 
 # the remote air: a wheel built from this checkout, in the remote user's own venv
 WHEELS="$DIR/wheel"
@@ -69,16 +78,19 @@ if [ ! -f "$stamp" ] || [ -n "$(find air setup.cfg pyproject.toml -newer "$stamp
   touch "$stamp.new"
 fi
 # the remote user must be able to read the wheel: copy it into its home
-$SUDO rm -rf "$RHOME/wheel" && $SUDO cp -r "$WHEELS" "$RHOME/wheel"
-$SUDO chown -R "$RUSER:$RUSER" "$RHOME/wheel"
-[ -x "$RHOME/venv/bin/python" ] || as_remote "$REMOTE_PY" -m venv "$RHOME/venv"
-wheel=$(ls "$RHOME"/wheel/*.whl)
-if [ -f "$stamp.new" ] || ! as_remote "$RHOME/venv/bin/python" -c 'import air' 2>/dev/null; then
-  as_remote "$RHOME/venv/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel" >/dev/null
-  as_remote "$RHOME/venv/bin/python" -m pip install -q "$wheel" >/dev/null
+RWHEEL="$RHOME/wheel-$ID"
+VENV="$RHOME/venv-$ID"
+WORK="$RHOME/air-work-$ID"
+$SUDO rm -rf "$RWHEEL" && $SUDO cp -r "$WHEELS" "$RWHEEL"
+$SUDO chown -R "$RUSER:$RUSER" "$RWHEEL"
+[ -x "$VENV/bin/python" ] || as_remote "$REMOTE_PY" -m venv "$VENV"
+wheel=$(ls "$RWHEEL"/*.whl)
+if [ -f "$stamp.new" ] || ! as_remote "$VENV/bin/python" -P -c 'import air' 2>/dev/null; then
+  as_remote "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$wheel" >/dev/null
+  as_remote "$VENV/bin/python" -m pip install -q "$wheel" >/dev/null
   [ ! -f "$stamp.new" ] || mv "$stamp.new" "$stamp"
 fi
-$SUDO install -d -m 700 -o "$RUSER" -g "$RUSER" "$RHOME/air-work"
+$SUDO install -d -m 700 -o "$RUSER" -g "$RUSER" "$WORK"
 
 # sshd: own config, port, host key and pid file; key logins of the remote user only
 cat >"$DIR/sshd_config.new" <<EOF
@@ -128,15 +140,15 @@ hosts:
     user: $RUSER
     identity: $DIR/id_ed25519
     known_hosts: $DIR/known_hosts
-    python: $RHOME/venv/bin/python
-    workdir: $RHOME/air-work
+    python: $VENV/bin/python
+    workdir: $WORK
 EOF
 
 # prove it: a login with strict host keys runs the remote air
 for _ in $(seq 50); do
   if ssh -T -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$DIR/known_hosts" \
     -o IdentitiesOnly=yes -i "$DIR/id_ed25519" -p "$PORT" "$RUSER@127.0.0.1" \
-    "$RHOME/venv/bin/python -P -c 'import air; print(air.__version__)'" >"$DIR/remote_version" 2>"$DIR/ssh_check.err"; then
+    "$VENV/bin/python -P -c 'import air; print(air.__version__)'" >"$DIR/remote_version" 2>"$DIR/ssh_check.err"; then
     echo "remote_setup: $RUSER@127.0.0.1:$PORT runs air $(cat "$DIR/remote_version")" >&2
     exit 0
   fi
