@@ -1,32 +1,35 @@
 """The remote end of a worker: ``python -P -m air.remote.guard run -- CMD...`` and
 ``python -P -m air.remote.guard sweep MARKER...`` (issue #27 item 6; IMPL-REMOTE-3).
 
-Owns: ``sweep_marked`` (SIGTERM every process of this host whose environment carries one of
-the run markers — ``setsid`` escapees included, since the marker travels in the environment —
-wait a grace period, SIGKILL what is left) and the two commands around it. ``run`` starts the
-worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF: the
-parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
+Owns: ``sweep_marked`` (SIGTERM every process of this host whose environment carries one of the
+run markers — ``setsid`` escapees included, since the marker travels in the environment — wait
+a grace period, SIGKILL what is left) and the two commands around it. ``run`` first writes one
+line, ``air-remote {identity}`` (host, boot id, its pid and start time, versions), then starts
+the worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF:
+the parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
 marker, so no descendant outlives the worker on this host; with ``--lease TTL_S`` (``Lease``)
-the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent (a
-black-holed link that neither side has noticed) end the worker's tree too. A worker's own exit
-code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client failed.
-``sweep``
-is what the parent runs over a fresh connection before a relaunch or after a drop, and prints
-the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it runs on the
-remote host's air.
+the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent
+(a black-holed link that neither side has noticed) end the worker's tree too. A worker's own
+exit code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client
+failed. ``sweep`` is what the parent runs over a fresh connection before a relaunch or after a
+drop, and prints the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it
+runs on the remote host's air.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import platform
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 
-from air.ipc.procs import MARKER_ENV, find_marked
+import air
+from air.ipc.procs import MARKER_ENV, find_marked, read_identity
 
 __all__ = ["SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
 
@@ -107,6 +110,16 @@ def _run(command: list[str], lease_s: float) -> int:
     if not marker or not command:
         sys.stderr.write(f"air.remote.guard: needs {MARKER_ENV} and a command\n")
         return 2
+    me = read_identity(os.getpid())
+    identity = {
+        "host": socket.gethostname(),
+        "boot_id": me.boot_id,
+        "pid": me.pid,
+        "start_time": me.start_time,
+        "python": platform.python_version(),
+        "air": air.__version__,
+    }
+    os.write(1, b"air-remote " + json.dumps(identity).encode() + b"\n")
     # without a lease the worker reads the connection itself; with one, through the guard
     child = subprocess.Popen(command, stdin=subprocess.PIPE if lease_s > 0 else None)
 

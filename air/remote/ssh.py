@@ -28,6 +28,7 @@ import sys
 import tempfile
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from typing import Any
 
 import trio
 
@@ -58,6 +59,8 @@ CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SSH_AU
 """The ssh client's own environment: enough to find its config and (locally) an agent; the
 agent is never forwarded (``ForwardAgent=no``) and nothing is sent (``SendEnv`` is cleared)."""
 NOISE_QUOTE_BYTES = 120
+IDENTITY_PREFIX = b"air-remote "
+"""The guard's first line on stdout: ``air-remote {json identity}``, before the worker's."""
 
 
 def ssh_argv(host: HostConfig, *, control_path: str | None = None) -> list[str]:
@@ -198,11 +201,11 @@ def _remote_worker(host: HostConfig, command: Sequence[str] | None) -> list[str]
 
 
 class NoiseGuard(trio.abc.ReceiveStream):
-    """The worker's stdout as the parent reads it, checked until its first byte. Not ``{``
-    (the worker's first line is an envelope): the remote shell printed something before the
-    worker started, which becomes one ``protocol.error`` quoting the first bytes. End of stream
-    before any byte with the ssh client's exit 255: the connection failed, which becomes one
-    ``protocol.error`` with ssh's own message. Neither is retried (IMPL-REMOTE-3)."""
+    """The worker's stdout as the parent reads it, checked until the guard's identity line
+    (kept as ``SshHandle.remote``). Anything else first: the remote shell printed something
+    before the worker started, which becomes one ``protocol.error`` quoting the first bytes.
+    End of stream before any byte with the ssh client's exit 255: the connection failed, which
+    becomes one ``protocol.error`` with ssh's own message. Neither is retried (IMPL-REMOTE-3)."""
 
     def __init__(self, stream: trio.abc.ReceiveStream, handle: SshHandle, agent_id: str) -> None:
         self.stream = stream
@@ -211,21 +214,47 @@ class NoiseGuard(trio.abc.ReceiveStream):
         self.checked = False
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        data = await self.stream.receive_some(max_bytes)
         if self.checked:
-            return data
-        self.checked = True
+            return await self.stream.receive_some(max_bytes)
+        buf = bytearray()
+        while True:
+            data = await self.stream.receive_some(max_bytes)
+            if not data:
+                self.checked = True
+                return await self._ended() if not buf else self._noise(buf)
+            buf += data
+            if buf.startswith(b"{"):  # a guard that names nobody: the worker's own first line
+                self.checked = True
+                return buf
+            if not IDENTITY_PREFIX.startswith(bytes(buf[: len(IDENTITY_PREFIX)])):
+                self.checked = True
+                return self._noise(buf)
+            line, nl, rest = bytes(buf).partition(b"\n")
+            if not nl:
+                if len(buf) > 4096:
+                    self.checked = True
+                    return self._noise(buf)
+                continue
+            self.checked = True
+            try:
+                self.handle.remote = json.loads(line[len(IDENTITY_PREFIX) :])
+            except ValueError:
+                return self._noise(buf)
+            return rest or await self.stream.receive_some(max_bytes)
+
+    async def _ended(self) -> bytes:
+        """End of stream before the worker's first line: the ssh client's own exit 255 is one
+        error with its message; the worker's exit is left to supervision."""
+        with trio.move_on_after(10):
+            await self.handle.wait()
+        if self.handle.returncode != SSH_FAILED:
+            return b""
+        problem, action = classify_ssh_failure(self.handle.host, self.handle.ssh_error)
+        return self._error(f"ssh exit 255, not the worker's: {problem}", action)
+
+    def _noise(self, data: bytes | bytearray) -> bytes:
         host = self.handle.host
-        if not data:
-            with trio.move_on_after(10):
-                await self.handle.wait()
-            if self.handle.returncode != SSH_FAILED:
-                return data
-            problem, action = classify_ssh_failure(host, self.handle.ssh_error)
-            return self._error(f"ssh exit 255, not the worker's: {problem}", action)
-        if data.startswith(b"{"):
-            return data
-        quoted = data[:NOISE_QUOTE_BYTES].decode("utf-8", "replace")
+        quoted = bytes(data[:NOISE_QUOTE_BYTES]).decode("utf-8", "replace")
         return self._error(
             f"the remote shell on {host.name} wrote to stdout before the worker started: "
             f"{quoted!r}",
@@ -260,6 +289,9 @@ class SshHandle:
         self.identity: ProcessIdentity = read_identity(process.pid)
         self.swept: list[int] | None = None
         """PIDs the last remote sweep signalled (``None``: none ran or it failed)."""
+        self.remote: dict[str, Any] | None = None
+        """The remote guard's identity once its first line came: host, boot_id, pid,
+        start_time, python, air (``air.remote.guard``)."""
 
     @property
     def returncode(self) -> int | None:

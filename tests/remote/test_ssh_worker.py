@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import sys
 import tempfile
@@ -19,9 +20,11 @@ from pathlib import Path
 import pytest
 import trio
 
+import air
 from air.ipc.launcher import LaunchSpec
+from air.ipc.procs import boot_id, read_identity
 from air.remote.hosts import HostConfig
-from air.remote.ssh import SshLauncher, open_ssh_master
+from air.remote.ssh import SshHandle, SshLauncher, open_ssh_master
 from air.supervision.runs import RunRecordStore
 from tests.remote.conftest import Rig, process_environ, remote_marked
 
@@ -108,6 +111,15 @@ async def test_dropped_client_makes_the_remote_end_kill_its_own_tree(
         first = await launched.receive.receive_some(65536)
     assert b"worker.ready" in first
     await _wait_for(lambda: len(remote_marked(marker)) >= 3)
+    # the remote identity, from the guard's first line: the root of the tree on its host
+    assert isinstance(launched.handle, SshHandle)
+    remote = launched.handle.remote
+    assert remote is not None
+    assert remote["host"] == socket.gethostname()
+    assert remote["boot_id"] == boot_id()
+    assert remote["pid"] in remote_marked(marker)
+    assert remote["start_time"] == read_identity(remote["pid"]).start_time
+    assert remote["air"] == air.__version__
     os.kill(launched.handle.identity.pid, signal.SIGKILL)
     await launched.handle.wait()
     await _wait_for(lambda: remote_marked(marker) == [], limit_s=30)
