@@ -2,19 +2,21 @@
 
 Owns: ``ssh_argv`` (the ssh client's command line: no pty, batch mode, strict host keys against
 the host's ``known_hosts``, keepalives, a connect timeout, no agent/X11/port forwarding, the
-host's identity only), ``open_ssh_master`` (an optional ControlMaster connection
-owned and closed by air), ``remote_command`` (the one shell line the remote runs: into the host's
-work directory, then ``exec env -i`` with an explicit environment — never the parent's — and
+host's identity only), ``open_ssh_master`` (an optional ControlMaster connection owned and
+closed by air), ``remote_command`` (the one shell line the remote runs: into the host's work
+directory, then ``exec env -i`` with an explicit environment — never the parent's — and
 ``air.remote.guard run`` around the worker), ``client_environment`` (what the local ssh client
 itself sees: no API key, no token), ``NoiseGuard`` (bytes on stdout before the worker's first
 line — a login script's output — become one non-retried ``protocol.error`` quoting them),
-``LeaseSender`` (the worker's stdin, renewing its lease with an empty line when the
-parent has been silent for a third of the lease), ``SshHandle`` (the local ssh client as the
-worker's handle: killing it closes the connection, so
-the remote guard ends the worker's tree; then a sweep over a fresh connection; ssh's own messages
-go to a log of their own, ``-E``), ``run_remote`` (one air module run on the host over a fresh
-connection), ``classify_ssh_failure`` (ssh's message as a cause and a fix)
-and ``sweep_remote``. The run marker travels in the remote environment, as locally.
+``LeaseSender`` (the worker's stdin, renewing its lease with an empty line when the parent has
+been silent for a third of the lease), ``SshHandle`` (the local ssh client as the worker's
+handle: killing it closes the connection, so the remote guard ends the worker's tree; then a
+sweep over a fresh connection; ssh's own messages go to a log of their own, ``-E``),
+``run_remote`` (one air module run on the host over a fresh connection),
+``classify_ssh_failure`` (ssh's message as a cause and a fix) and ``sweep_remote`` (the
+sweeper: after every kill, before a launch when an earlier sweep could not reach the host, and
+``SshLauncher.sweep`` at session end). The run marker travels in the remote environment, as
+locally.
 """
 
 from __future__ import annotations
@@ -289,6 +291,8 @@ class SshHandle:
         self.identity: ProcessIdentity = read_identity(process.pid)
         self.swept: list[int] | None = None
         """PIDs the last remote sweep signalled (``None``: none ran or it failed)."""
+        self.sweep_failed = False
+        """The sweep after a kill could not reach the host: the next launch sweeps first."""
         self.remote: dict[str, Any] | None = None
         """The remote guard's identity once its first line came: host, boot_id, pid,
         start_time, python, air (``air.remote.guard``)."""
@@ -303,6 +307,7 @@ class SshHandle:
         link left behind."""
         killed = await kill_tree(self.identity, marker=None, grace_s=grace_s)
         self.swept = await sweep_remote(self.host, [self.marker], timeout_s=grace_s + 10)
+        self.sweep_failed = self.swept is None
         return killed or bool(self.swept)
 
     async def wait(self) -> int:
@@ -408,6 +413,32 @@ class SshLauncher:
         self.host = host
         self.control_path = control_path
         self.nursery = nursery
+        self.handles: list[SshHandle] = []
+        """Every worker this launcher started (their markers are what ``sweep`` kills)."""
+
+    async def sweep(self, *, timeout_s: float = 30.0) -> list[int] | None:
+        """Kill every process left on the host by a worker this launcher started, over a fresh
+        connection (at session end; a dropped link and a stopped guard leave such trees).
+
+        Returns:
+            The PIDs signalled, or ``None`` when the host could not be reached.
+        """
+        markers = [h.marker for h in self.handles]
+        if not markers:
+            return []
+        return await sweep_remote(self.host, markers, timeout_s=timeout_s)
+
+    async def _sweep_unswept(self) -> None:
+        """Before a launch: a tree whose sweep failed is swept first, so a task never has two
+        live workers on the host (the relaunch waits for the sweep or fails)."""
+        unswept = [h for h in self.handles if h.sweep_failed]
+        if not unswept:
+            return
+        swept = await sweep_remote(self.host, [h.marker for h in unswept])
+        if swept is None:
+            raise OSError(f"cannot sweep earlier workers on {self.host.name} before a relaunch")
+        for handle in unswept:
+            handle.swept, handle.sweep_failed = swept, False
 
     def argv(self, spec: LaunchSpec) -> list[str]:
         """The whole local command line of one launch."""
@@ -419,6 +450,7 @@ class SshLauncher:
         return [*base, "--", self.host.destination(), line]
 
     async def launch(self, spec: LaunchSpec) -> Launched:
+        await self._sweep_unswept()
         log = os.path.join(tempfile.mkdtemp(prefix="air-ssh-"), "ssh.log")
         argv = self.argv(spec)
         process = await trio.lowlevel.open_process(
@@ -432,6 +464,7 @@ class SshLauncher:
         assert process.stdin is not None
         assert process.stdout is not None
         handle = SshHandle(process, self.host, spec.marker, log)
+        self.handles.append(handle)
         send: trio.abc.SendStream = process.stdin
         if self.nursery is not None:
             sender = LeaseSender(process.stdin, self.host.lease_ttl_s / 3)

@@ -238,3 +238,36 @@ def _with_argument(text: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+async def test_the_session_end_sweep_kills_what_a_stopped_guard_left(
+    remote_host: HostConfig,
+) -> None:
+    """The remote guard stopped (SIGSTOP: layer 1 cannot act) and the local client killed: the
+    worker's setsid grandchild that ignores SIGTERM stays on the host until the launcher's sweep
+    over a fresh connection kills every process of the runs it started."""
+    launcher = SshLauncher(remote_host)
+    marker = "run_sweep_" + os.urandom(6).hex()
+    launched = await launcher.launch(
+        LaunchSpec(
+            agent_id="agt_sweep",
+            marker=marker,
+            command=[sys.executable, "-P", "-m", HANG],
+            env={"IGNORE_TERM": "1"},
+        )
+    )
+    await launched.send.send_all(json.dumps(_start("agt_sweep")).encode() + b"\n")
+    with trio.fail_after(20):
+        first = await launched.receive.receive_some(65536)
+    assert b"worker.ready" in first
+    await _wait_for(lambda: len(remote_marked(marker)) >= 3)
+    assert isinstance(launched.handle, SshHandle)
+    assert launched.handle.remote is not None
+    os.kill(launched.handle.remote["pid"], signal.SIGSTOP)  # the guard
+    os.kill(launched.handle.identity.pid, signal.SIGKILL)
+    await launched.handle.wait()
+    await trio.sleep(2)
+    assert remote_marked(marker), "the stopped guard swept nothing"
+    swept = await launcher.sweep()
+    assert swept is not None
+    await _wait_for(lambda: remote_marked(marker) == [], limit_s=10)
