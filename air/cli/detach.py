@@ -229,7 +229,11 @@ def _cancel(args: dict[str, Any]) -> int:
     if run.state != "running":
         print(f"air cancel: session {sid} is not running ({run.state})", file=sys.stderr)
         return CliExit.FAILED
-    os.kill(int(run.record["pid"]), signal.SIGTERM)  # identity checked by run.state above
+    try:
+        os.kill(int(run.record["pid"]), signal.SIGTERM)  # identity checked by run.state above
+    except ProcessLookupError:  # it ended meanwhile
+        print(f"air cancel: session {sid} is not running (finished)", file=sys.stderr)
+        return CliExit.FAILED
     print(
         f"air cancel: session {sid} is cancelling (`air wait {sid}` for its end)",
         file=sys.stderr,

@@ -9,7 +9,9 @@ import os
 import sys
 from pathlib import Path
 
-from air.cli.background import DetachedRun, Notifier, find_run, list_runs
+import pytest
+
+from air.cli.background import DETACHED_ENV, DetachedRun, Notifier, find_run, list_runs
 from air.ipc.procs import read_identity
 
 
@@ -61,4 +63,13 @@ def test_a_dead_runtime_without_an_end_is_lost(tmp_path: Path) -> None:
     run = find_run(str(tmp_path), "ses_gone")
     assert run is not None
     assert run.state == "lost"
-    assert find_run(str(tmp_path), "../ses_gone") is None
+    # a session id never names a file outside the records (`air cancel ../x` signals nothing)
+    (tmp_path / "x.json").write_text((tmp_path / "background" / "ses_gone.json").read_text())
+    assert find_run(str(tmp_path), "../x") is None
+
+
+def test_the_detached_cue_is_read_once_and_not_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DETACHED_ENV, "1")
+    assert DetachedRun.from_env(sys.stderr).active
+    assert DETACHED_ENV not in os.environ  # nothing the runtime starts sees it
+    assert not DetachedRun.from_env(sys.stderr).active
