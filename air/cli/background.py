@@ -13,14 +13,16 @@ and written back by two processes):
 ``DetachedRun`` is the runtime's side (adopt the session: record, then stdio to
 ``<session dir>/detached.log``; finish). ``BackgroundRun`` / ``list_runs`` / ``find_run`` are
 the readers' (``running`` | ``finished`` | ``lost``: a runtime that died before its end is
-``lost`` and ``air resume`` recovers it), and ``Notifier`` decides the console's notices:
-once per finished run, failures at once, successes together after a short window.
+``lost`` and ``air resume`` recovers it), ``Notifier`` decides the console's notices: once
+per finished run, failures at once, successes together after a short window, and
+``watch_background`` is the console's task that lists the runs once and then polls.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -34,6 +36,7 @@ __all__ = [
     "background_dir",
     "find_run",
     "list_runs",
+    "watch_background",
 ]
 
 DETACHED_ENV = "AIR_DETACHED"
@@ -275,3 +278,26 @@ def _success_text(runs: list[BackgroundRun]) -> str:
         return f"background session {runs[0].session_id} completed, {_counts(runs[0])}"
     ids = ", ".join(r.session_id for r in runs)
     return f"{len(runs)} background sessions completed: {ids}"
+
+
+def _listing(runs: list[BackgroundRun]) -> str:
+    states = [r.state for r in runs]
+    parts = [f"{states.count(s)} {s}" for s in ("running", "finished", "lost") if s in states]
+    return f"background sessions: {', '.join(parts)} (`air status`)"
+
+
+async def watch_background(
+    local_root: str, say: Callable[[str], None], *, every_s: float = 1.0
+) -> None:
+    """The console's task: say which background runs there are (once, if any), then each
+    notice as it falls due. Never returns; cancelled with the console."""
+    import trio
+
+    runs = list_runs(local_root)
+    if runs:
+        say(_listing(runs))
+    notifier = Notifier(local_root)
+    while True:
+        for text in notifier.poll(trio.current_time()):
+            say(text)
+        await trio.sleep(every_s)
