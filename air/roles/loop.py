@@ -192,15 +192,9 @@ class AgentLoopRole:
         first["content"] = [{"type": "text", "text": note}, *(content or [])]
 
     async def checkpoint(self, runtime: WorkerRuntime) -> None:
-        """A lightweight checkpoint after a turn: usage and the changed paths (the parent
-        decides which become durable; ``air.supervision.checkpoints``)."""
-        usage = {
-            "tokens": runtime.tokens,
-            "cache_read_tokens": runtime.cache_read_tokens,
-            "cache_write_tokens": runtime.cache_write_tokens,
-            "cost_usd": runtime.cost_usd if runtime.cost_known else None,
-        }
-        await runtime.checkpoint({"usage": usage, "changed_files": self.changed_files}, "turn")
+        """A lightweight checkpoint after a turn: the runtime's usage and the changed paths
+        (the parent decides which become durable; ``air.supervision.checkpoints``)."""
+        await runtime.checkpoint({"changed_files": self.changed_files}, "turn")
 
     # -- tool bookkeeping ----------------------------------------------------------------------
 

@@ -135,6 +135,9 @@ def test_cancel_stops_a_detached_run_cooperatively_and_wait_returns_its_code(
     types = [e["type"] for e in session_events(root)]
     assert "task.interrupted" in types
     assert "task.completed" not in types
+    records = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
+    assert records  # its workers were reaped by the detached runtime itself
+    assert all(find_marked(r["marker"]) == [] for r in records if r.get("marker"))
     again = _air(root, "cancel", sid)
     assert again.returncode == 1
     assert "not running (finished)" in again.stderr
