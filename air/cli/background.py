@@ -106,10 +106,15 @@ class DetachedRun:
 
     def adopt(self, local_root: str, session_id: str) -> None:
         """Record the run, move stdout/stderr to ``detached.log`` in the session's directory,
-        then tell the starter the session id (one line) and close that channel."""
+        then tell the starter the session id (one line) and close that channel. Not detached:
+        only note a lost background run of this session, whose end this run then records."""
         from air.ipc.procs import read_identity
 
         if not self.active:
+            # `air resume` of a background run whose runtime died: its end is this run's
+            run = find_run(local_root, session_id)
+            if run is not None and run.end is None:
+                self.local_root, self.session_id = local_root, session_id
             return
         self.local_root, self.session_id = local_root, session_id
         log = os.path.join(local_root, "sessions", session_id, "detached.log")

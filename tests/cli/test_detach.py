@@ -173,6 +173,9 @@ def test_a_killed_detached_runtime_is_lost_then_recovered_with_no_orphan(tmp_pat
     records = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
     assert records
     assert all(find_marked(r["marker"]) == [] for r in records if r.get("marker"))
+    # the resume recorded the end the dead runtime could not
+    assert f"{sid}  finished (exit 0)  1/1 done" in _air(root, "status", sid).stdout
+    assert _air(root, "wait", sid).returncode == 0
 
 
 def test_detach_refuses_a_batch_from_stdin_and_relays_a_refusal(tmp_path: Path) -> None:
