@@ -227,6 +227,8 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
         return markdown_widgets(text) if answer else [urwid.Text(text)]
 
     for block in split_blocks(clean(message.text)):
+        if rows and answer:
+            rows.append(urwid.Divider())  # blocks apart, as Markdown's own are
         if expanded:
             shown, hidden, end = block.text, 0, ""
         elif streaming:
