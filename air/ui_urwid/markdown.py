@@ -1,8 +1,8 @@
 """Markdown in the console: an answer drawn with its structure (issue 24 item 6, IMPL-UI-9).
 
 Owns the parse (markdown-it-py: CommonMark with tables and strikethrough, nesting capped by
-its ``maxNesting``), ``split_blocks`` (an answer's top-level fenced code blocks apart from its
-text: each is folded, copied with Ctrl-Y and drawn on its own), ``markdown_widgets`` (urwid
+its ``maxNesting``), ``split_blocks`` (an answer's fenced code blocks apart from its text, by a
+line scan: each is folded, copied with Ctrl-Y and drawn on its own), ``markdown_widgets`` (urwid
 widgets that wrap to any width: headings, lists with hanging indents, emphasis, tables, code
 blocks with their info string and syntax colour, links as text and URL, block quotes, rules)
 and ``markdown_plain`` (the same structure as plain lines for ``--plain``). Every glyph drawn
@@ -16,6 +16,7 @@ is imported at the first answer drawn, never before the console's first frame (I
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
@@ -72,24 +73,44 @@ class Block:
     """A code block's info string (```` ```json:result ```` gives ``json:result``)."""
 
 
+_OPEN = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+
+
 def split_blocks(text: str) -> list[Block]:
-    """The top-level fenced code blocks of ``text`` apart from the text around them (an
-    unclosed fence runs to the end); a fence inside a list or a quote stays in its text."""
-    lines = text.split("\n")
+    """The fenced code blocks of ``text`` (CommonMark's fences: up to 3 spaces in, 3 or more
+    backticks or tildes, any info string; an unclosed fence runs to the end) apart from the
+    text around them. A line scan, not a parse: it runs on the whole answer at every frame of
+    a streaming one (markdown-it takes ~10 ms per KiB). A fence in a quote (``> ```py``) or
+    indented 4 or more stays in its text, which ``markdown_widgets`` draws."""
     blocks: list[Block] = []
-    at = 0
-    for token in _parser().parse(text):
-        if token.type != "fence" or token.level != 0 or token.map is None:
+    buf: list[str] = []
+    fence: tuple[int, str, str] | None = None  # (indent, fence, info) of an open code block
+    for line in text.split("\n"):
+        if fence is None:
+            m = _OPEN.match(line)
+            if m and not (m.group(2)[0] == "`" and "`" in m.group(3)):
+                if any(part.strip() for part in buf):
+                    blocks.append(Block("text", "\n".join(buf)))
+                buf, fence = [], (len(m.group(1)), m.group(2), m.group(3).strip())
+            else:
+                buf.append(line)
             continue
-        start, end = token.map
-        before = "\n".join(lines[at:start])
-        if before.strip():
-            blocks.append(Block("text", before))
-        blocks.append(Block("code", token.content.removesuffix("\n"), token.info.strip()))
-        at = end
-    rest = "\n".join(lines[at:])
-    if rest.strip():
-        blocks.append(Block("text", rest))
+        indent, mark, info = fence
+        stripped = line.strip()
+        if (
+            len(line) - len(line.lstrip(" ")) < 4
+            and stripped.startswith(mark)
+            and stripped == mark[0] * len(stripped)
+        ):
+            blocks.append(Block("code", "\n".join(buf), info))
+            buf, fence = [], None
+        else:
+            drop = min(indent, len(line) - len(line.lstrip(" ")))
+            buf.append(line[drop:])
+    if fence is not None:
+        blocks.append(Block("code", "\n".join(buf), fence[2]))
+    elif any(part.strip() for part in buf):
+        blocks.append(Block("text", "\n".join(buf)))
     return blocks
 
 
@@ -293,9 +314,16 @@ def _widget(node: SyntaxTreeNode, depth: int, base: str) -> list[urwid.Widget]:
 
 
 def markdown_widgets(text: str) -> list[urwid.Widget]:
-    """``text`` (cleaned: ``text.clean``) drawn as Markdown, one widget per line of blocks."""
+    """``text`` (cleaned: ``text.clean``) drawn as Markdown, one widget per line of blocks.
+
+    The last texts drawn are kept: a streaming answer re-draws only its block that grew."""
+    return list(_drawn(text))
+
+
+@lru_cache(maxsize=128)
+def _drawn(text: str) -> tuple[urwid.Widget, ...]:
     tree = _tree(text)
-    return [urwid.Text(text)] if tree is None else _widgets(tree.children, gap=True)
+    return (urwid.Text(text),) if tree is None else tuple(_widgets(tree.children, gap=True))
 
 
 # --- plain ----------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from air.contracts.ui import MessageProjection
 from air.projection import InProcessProjectionClient, ProjectionStore
 from air.testing.console_script import ConsoleEvents, RecordingChannel
 from air.ui_urwid.concerns import copy_text
-from air.ui_urwid.markdown import markdown_plain, markdown_widgets, split_blocks
+from air.ui_urwid.markdown import Block, markdown_plain, markdown_widgets, split_blocks
 from air.ui_urwid.plain import PlainConsole
 from air.ui_urwid.syntax import code_markup, lexer_name
 from air.ui_urwid.terminal import ASCII_GLYPHS
@@ -181,14 +181,18 @@ def test_plain_console_answers_as_plain_markdown_and_the_question_as_typed() -> 
 
 def test_code_fences_split_with_any_info_string() -> None:
     text = "intro\n```json:result\n{}\n```\n~~~python {linenos}\nx = 1\n~~~\n"
-    text += "- item\n  ```sh\n  ls\n  ```\n"
+    text += "> quoted\n> ```sh\n> ls\n> ```\n    ```indented\n    ```\n"
     blocks = split_blocks(text)
     assert [(b.kind, b.lang) for b in blocks] == [
         ("text", ""),
         ("code", "json:result"),
         ("code", "python {linenos}"),
-        ("text", ""),  # a fence inside a list item stays in its item
+        ("text", ""),  # a fence in a quote or indented by 4 stays in its text
     ]
+    longer = split_blocks("````md\n```py\nx\n```\n````\n``` a`b\n")
+    assert longer == [Block("code", "```py\nx\n```", "md"), Block("text", "``` a`b\n")]
+    # a closing fence is indented less than 4 and has no info string
+    assert split_blocks("```\na\n    ```\n```py\n```") == [Block("code", "a\n    ```\n```py")]
     assert blocks[1].text == "{}"
     assert blocks[2].text == "x = 1"
     assert lexer_name("json:result") == "json"
