@@ -60,11 +60,18 @@ def _attr(token: Any) -> str:
 
 def code_markup(code: str, info: str) -> list[tuple[str, str]]:
     """``code`` as urwid markup coloured for the language of ``info`` (its fence's info
-    string); one ``code`` run when the language is unknown, empty or the block very long."""
+    string); one ``code`` run when the language is unknown, empty or the block very long.
+    The last blocks coloured are kept: a streaming answer re-colours only the block that
+    grew."""
+    return list(_coloured(code, info))
+
+
+@lru_cache(maxsize=128)
+def _coloured(code: str, info: str) -> tuple[tuple[str, str], ...]:
     name = lexer_name(info)
     lexer = _lexer(name) if name and len(code) <= _MAX_CHARS else None
     if lexer is None:
-        return [("code", code)]
+        return (("code", code),)
     out: list[tuple[str, str]] = []
     for token, value in lexer.get_tokens(code):
         if not value:
@@ -74,6 +81,4 @@ def code_markup(code: str, info: str) -> list[tuple[str, str]]:
             out[-1] = (attr, out[-1][1] + value)
         else:
             out.append((attr, value))
-    if "".join(value for _attr_name, value in out) != code:  # a lexer that changed the text
-        return [("code", code)]
-    return out
+    return tuple(out)

@@ -207,6 +207,8 @@ def test_syntax_colour_never_changes_the_code() -> None:
     assert ("syn_comment", "# c") in markup
     assert code_markup(code, "no-such-language") == [("code", code)]
     assert code_markup(code, "") == [("code", code)]
+    huge = "x = 1\n" * 5000  # too long to colour at every frame: drawn as it is
+    assert code_markup(huge, "python") == [("code", huge)]
 
 
 def _message(text: str, role: str = "assistant") -> MessageProjection:
