@@ -10,8 +10,8 @@ is one ``terminal.ASCII_GLYPHS`` has a stand-in for (a C locale), every style an
 ``views.PALETTE`` names (``NO_COLOR`` keeps it as bold, italics, underline). The text given
 has passed ``text.clean``; a text node passes it again, as the parser decodes character
 references there (``&#x202e;``; code, info strings, URLs and raw HTML are not decoded, a URL is
-%-encoded): none reaches the terminal raw (IMPL-UI-3). markdown-it
-is imported at the first answer drawn, never before the console's first frame (IMPL-FRAME-1).
+%-encoded): none reaches the terminal raw (IMPL-UI-3). markdown-it is imported at the first
+answer drawn, never before the console's first frame (IMPL-FRAME-1).
 """
 
 from __future__ import annotations
@@ -30,14 +30,24 @@ if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.tree import SyntaxTreeNode
 
-__all__ = ["BULLETS", "Block", "code_widgets", "markdown_plain", "markdown_widgets", "split_blocks"]
+__all__ = [
+    "BULLETS",
+    "Block",
+    "code_body",
+    "code_end",
+    "code_top",
+    "code_widgets",
+    "markdown_plain",
+    "markdown_widgets",
+    "split_blocks",
+]
 
 BULLETS = ("•", "◦")
 """List marks by nesting depth (alternating)."""
 _SEP = 3
+"""Columns between two table cells (`` │ ``)."""
 _MAX_LEVEL = 16
 """Deepest token level drawn as Markdown (the parser's ``maxNesting`` is 20)."""
-"""Columns between two table cells (`` │ ``)."""
 
 _ALIGN: dict[str, Literal["left", "center", "right"]] = {"center": "center", "right": "right"}
 """A column's ``text-align`` as urwid's alignment (anything else is left)."""
@@ -164,14 +174,25 @@ def _text_of(segments: Segments) -> str:
 # --- urwid ----------------------------------------------------------------------------------
 
 
+def code_top(info: str) -> urwid.Widget:
+    """A code block's frame top: its info string (the language, ``json:result`` …)."""
+    return urwid.Text(("code_label", f"┌─ {info or 'code'} (Ctrl-Y copies)"))
+
+
+def code_end() -> urwid.Widget:
+    """A code block's frame end."""
+    return urwid.Text(("code_label", "└─"))
+
+
+def code_body(code: str, info: str) -> urwid.Widget:
+    """A code block's text, coloured by the language of its info string, indented."""
+    return urwid.Padding(urwid.Text(code_markup(code, info)), left=2)
+
+
 def code_widgets(code: str, info: str) -> list[urwid.Widget]:
-    """A code block: its info string (the language, ``json:result`` …) on the frame's top,
-    the code coloured by its language and indented, the frame's end."""
-    return [
-        urwid.Text(("code_label", f"┌─ {info or 'code'} (Ctrl-Y copies)")),
-        urwid.Padding(urwid.Text(code_markup(code, info)), left=2),
-        urwid.Text(("code_label", "└─")),
-    ]
+    """A code block in its frame (one nested in a list or a quote; a top-level one is framed
+    by ``views.message_widget``, which folds it)."""
+    return [code_top(info), code_body(code, info), code_end()]
 
 
 class _Table(urwid.Widget):

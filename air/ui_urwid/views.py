@@ -28,8 +28,7 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     TaskProjection,
 )
-from air.ui_urwid.markdown import markdown_widgets, split_blocks
-from air.ui_urwid.syntax import code_markup
+from air.ui_urwid.markdown import code_body, code_end, code_top, markdown_widgets, split_blocks
 from air.ui_urwid.task_items import TaskItems, group_by_task
 from air.ui_urwid.text import clean, diff_markup, fold, fold_middle
 
@@ -223,7 +222,7 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
 
     def text_rows(text: str, kind: str, lang: str) -> list[urwid.Widget]:
         if kind == "code":
-            return [urwid.Padding(urwid.Text(code_markup(text, lang)), left=2)]
+            return [code_body(text, lang)]
         return markdown_widgets(text) if answer else [urwid.Text(text)]
 
     for block in split_blocks(clean(message.text)):
@@ -238,7 +237,7 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             shown, hidden, end = fold_middle(block.text)
         folded = hidden > 0 or end != ""
         if block.kind == "code":
-            rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
+            rows.append(code_top(block.lang))
         if hidden and streaming:
             rows.append(urwid.Text(("fold", f"… {hidden} earlier lines")))
         rows.extend(text_rows(shown, block.kind, block.lang))
@@ -247,7 +246,7 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             rows.append(urwid.Text(("fold", f"… {what} (Ctrl-O shows all) …")))
             rows.extend(text_rows(end, block.kind, block.lang))
         if block.kind == "code":
-            rows.append(urwid.Text(("code_label", "└─")))
+            rows.append(code_end())
     if message.status == "streaming":
         rows.append(urwid.Text(("fold", "▌ streaming")))
     elif message.status == "failed":
