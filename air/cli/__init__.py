@@ -46,9 +46,9 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
 
         return lambda a: run_resume(a, runner_factory)
     if name in ("wait", "status", "cancel"):
-        from air.cli import detach
+        from air.cli.detach import run_cancel, run_status, run_wait
 
-        return {"wait": detach.run_wait, "status": detach.run_status}.get(name, detach.run_cancel)
+        return {"wait": run_wait, "status": run_status}.get(name, run_cancel)
     if name == "init":
         from air.cli.init import run_init
 
