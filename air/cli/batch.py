@@ -297,7 +297,7 @@ def load_batch_text(
                 check_agent_tools(spec, where)
             except AirException as exc:
                 line = yaml_line(node_at(root, ["tasks", index, "agent"])[0])
-                raise _fail(path, line, exc.error.message) from None
+                raise _located(exc, path, line) from None
     for index, spec in enumerate(specs):
         size = len(spec.model_dump_json().encode("utf-8"))
         if size > TASK_SPEC_BYTES:
@@ -359,14 +359,20 @@ def _agent_of(
     except ValidationError as exc:
         raise _fail(agent.path, None, describe_error(dict(first_error(exc)))) from None
     except AirException as exc:
-        where = f"{path}:{line}" if line is not None else path
-        raise AirException.of(
-            kind=exc.kind,
-            message=f"{where}: agent: {exc.error.message}",
-            user_action=exc.user_action or "",
-            metadata={**(exc.error.metadata or {}), "file": path, "line": line},
-        ) from None
+        raise _located(exc, path, line, "agent: ") from None
     return agent, skipped
+
+
+def _located(exc: AirException, path: str, line: int | None, what: str = "") -> AirException:
+    """``exc`` (an agent file's problem) with the batch file's line in front, kind and what to
+    do kept."""
+    where = f"{path}:{line}" if line is not None else path
+    return AirException.of(
+        kind=exc.kind,
+        message=f"{where}: {what}{exc.error.message}",
+        user_action=exc.user_action or "",
+        metadata={**(exc.error.metadata or {}), "file": path, "line": line},
+    )
 
 
 def prompt_batch(prompt: str) -> LoadedBatch:

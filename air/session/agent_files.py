@@ -234,7 +234,7 @@ def find_agent(
         if use and source == "project" and project_root is not None:
             from air.session.trust import require_trust
 
-            require_trust(project_root)  # the set as it is now, this file included
+            require_trust(project_root, home=home)  # the set as it is now, this file too
         return parse_agent(text, path, name, source), warnings
     known = sorted(scan_agents(project_root, home=home).agents)
     skipped = f" ({'; '.join(warnings)})" if warnings else ""
