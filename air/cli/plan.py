@@ -21,7 +21,7 @@ import os
 import sys
 from typing import IO, Any, NamedTuple
 
-__all__ = ["make_plan", "plan_json", "plan_text", "run_plan"]
+__all__ = ["console_plan", "make_plan", "plan_json", "plan_text", "run_plan"]
 
 
 def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int:
@@ -45,7 +45,7 @@ def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int
         if problems:
             return CliExit.BAD_INPUT
         prepared, _servers = RuntimeFactory(options).check(warm=False)
-        plan = make_plan(options, batch, prepared)
+        plan = make_plan(options, batch, prepared, git_repo=_git_repo(options.project))
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         return CliExit.BAD_INPUT
@@ -78,23 +78,45 @@ class Plan(NamedTuple):
     warnings: list[str]
 
 
-def make_plan(options: Any, batch: Any, prepared: Any) -> Plan:
-    """The resolved plan of ``batch`` (loaded and checked) for a run with ``options``.
+def _git_repo(root: str) -> bool:
+    """What the run's WorkspaceManager decides workspaces by (``is_git_repo``)."""
+    import trio
+
+    from air.workspace.worktrees import ProjectGit
+
+    return trio.run(ProjectGit(os.path.realpath(root)).is_repo)
+
+
+async def console_plan(options: Any, path: str, runtime: Any) -> str:
+    """``/plan BATCH`` in the console: the batch checked and planned as ``air run --plan``
+    does, with the console's project, options and (already checked) configuration; a refusal
+    is said with its kind and what to do, never raised (the console goes on)."""
+    from air.cli.batch import load_batch
+    from air.contracts.error import AirException
+
+    try:
+        batch = load_batch(os.path.join(os.getcwd(), path), options.project)
+        git_repo = await runtime.workspaces.is_git_repo()
+        return plan_text(make_plan(options, batch, runtime.services, git_repo=git_repo))
+    except AirException as exc:
+        what = f"\n  what to do: {exc.user_action}" if exc.user_action else ""
+        return f"/plan {path}: refused: {exc.kind.value}: {exc.error.message}{what}"
+
+
+def make_plan(options: Any, batch: Any, prepared: Any, *, git_repo: bool) -> Plan:
+    """The resolved plan of ``batch`` (loaded and checked) for a run with ``options``;
+    ``git_repo``: whether the project is a git repository with a commit.
 
     Raises:
         AirException: from the context builder (an unreadable rules file, a document ref
             outside the project), as the real first attempt would meet it.
     """
-    import trio
-
     from air.contracts.task import AGENT_TYPE_FOR_TASK, TaskStatus
     from air.nursery.agent_tools import role_tools
     from air.nursery.graph import TaskGraph
     from air.nursery.planner import ResourceSnapshot, WavePlanner, default_max_workers
-    from air.workspace.worktrees import ProjectGit
 
     root = options.project
-    git_repo = trio.run(ProjectGit(os.path.realpath(root)).is_repo)
     planner = WavePlanner(isolation=options.isolation, git_repo=git_repo)
     slots = options.max_workers or default_max_workers()
     graph = TaskGraph("plan")

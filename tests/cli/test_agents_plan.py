@@ -198,3 +198,53 @@ def test_a_batch_a_run_refuses_is_refused_by_the_plan_with_the_same_error(
     assert "untrusted_config" in run[1]
     assert _refusal(root, home, "--plan") == run
     assert not (root / ".air" / "local").exists()
+
+
+def test_slash_plan_in_the_console_plans_a_batch_and_starts_nothing(
+    project: tuple[Path, Path],
+) -> None:
+    """``/plan BATCH`` in the (plain) console: the same checks and plan as ``air run --plan``,
+    said in the conversation; a refused batch is said with its kind; no task is created."""
+    root, home = project
+    trust_project(root, home)
+    (root / "cas" / "main.jsonl").write_text("")
+    (root / "cycle.yaml").write_text(
+        "tasks:\n  - {id: x, title: X, depends_on: [y]}\n  - {id: y, title: Y, depends_on: [x]}\n"
+    )
+    proc = subprocess.Popen(
+        [*AIR, "run", str(root), "--plain", "--cassette", "cas"],
+        cwd=root,
+        env=_env(home),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    seen: list[str] = []
+
+    def wait_line(text: str) -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            seen.append(line)
+            if text in line:
+                return
+        raise AssertionError(f"never printed {text!r}: {''.join(seen)}")
+
+    try:
+        proc.stdin.write("/plan batch.yaml\n")
+        proc.stdin.flush()
+        wait_line("tools: fs.read, fs.search (narrowed by the agent file)")
+        proc.stdin.write("/plan cycle.yaml\n")
+        proc.stdin.flush()
+        wait_line("dependency cycle: x -> y -> x")
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    out = "".join(seen)
+    assert "4 tasks in 2 waves; nothing was started" in out
+    assert "/plan cycle.yaml: refused: validation_error:" in out
+    from tests.headless import session_events
+
+    assert not [e for e in session_events(root) if e["type"] == "task.created"]
