@@ -356,6 +356,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     """The MainAgent with the stored conversation, started in the root nursery."""
     from air.agents import MainAgent, load_conversation
     from air.contracts.event import EventFilter
+    from air.nursery.task_agents import TaskAgents
 
     session = runtime.session
     models = runtime.services.provider
@@ -378,6 +379,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         compactor=runtime.compactor(models),
         model=_session_model(runtime, models),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
+        agent_files=TaskAgents(runtime.project_root),  # IMPL-AGENTFILE-1
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)

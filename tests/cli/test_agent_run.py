@@ -90,7 +90,7 @@ def _turn(content: list[dict[str, object]], stop: str) -> str:
 
 
 def _tool(n: int, name: str, **args: str) -> str:
-    use = {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
+    use: dict[str, object] = {"type": "tool_use", "id": f"toolu_{n}", "name": name, "input": args}
     return _turn([use], "tool_use")
 
 
@@ -107,3 +107,74 @@ def test_the_parent_denies_a_tool_outside_the_agent_file(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     started = [e["tool_name"] for e in session_events(root) if e["type"] == "tool.started"]
     assert started == ["fs.read"]  # fs.list never reached the ToolRegistry
+
+
+def _main_turn(text: str) -> str:
+    usage = {"input_tokens": 0, "output_tokens": 0}
+    turn = {"v": 1, "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
+    return json.dumps({**turn, "usage": usage}) + "\n"
+
+
+def _plan(agent: str) -> str:
+    task = {
+        "id": "gate",
+        "type": "review",
+        "title": "Review the notes",
+        "description": "Read notes.txt and say whether it is fit to ship.",
+        "agent": {"name": agent},
+        "constraints": {"hard_timeout_ms": 120000},
+    }
+    return json.dumps({"summary": "Review the notes.", "needs_plan": False, "tasks": [task]})
+
+
+@pytest.mark.slow
+def test_the_main_agent_names_an_agent_file_added_mid_session(tmp_path: Path) -> None:
+    """The console's Main Agent plans a task that names an agent: an unknown name goes back to
+    the model in the repair round; a user agent file written after the console started is
+    used (persona, tools, max_turns under the task's own fields)."""
+    root, home = _project(tmp_path)
+    (root / "cas").mkdir()
+    (root / "cas" / "main.jsonl").write_text(
+        _main_turn('{"intent": "task"}') + _main_turn(_plan("nosuch")) + _main_turn(_plan("gate2"))
+    )
+    (root / "cas" / "gate.jsonl").write_text(
+        _turn([{"type": "text", "text": review_verdict()}], "end_turn")
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "HOME"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "air.cli", "run", str(root), "--plain", "--cassette", "cas"],
+        cwd=root,
+        env={**env, "HOME": str(home)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    seen: list[str] = []
+    try:
+        assert proc.stderr is not None
+        opened = proc.stderr.readline()  # said once the session is open: now the file appears
+        assert "the plain console" in opened, opened
+        (home / ".air" / "agents").mkdir(parents=True)
+        (home / ".air" / "agents" / "gate2.md").write_text(
+            "---\nrole: reviewer\ntools: [fs.read]\nmax_turns: 4\n---\nMARK-PERSONA-LATE.\n"
+        )
+        proc.stdin.write("review the notes\n")
+        proc.stdin.close()
+        seen += proc.stdout.readlines()
+        assert proc.wait(timeout=120) == 0, "".join(seen)
+    finally:
+        proc.kill()
+    created = [e for e in session_events(root) if e["type"] == "task.created"]
+    assert len(created) == 1, "".join(seen)
+    spec = created[0]["task_spec"]
+    assert spec["agent"]["name"] == "gate2"
+    assert spec["agent"]["source"] == "user"
+    assert spec["agent"]["tools"] == ["fs.read"]
+    assert spec["agent"]["persona"] == "MARK-PERSONA-LATE."
+    assert spec["constraints"]["max_turns"] == 4  # the file's
+    assert spec["constraints"]["hard_timeout_ms"] == 120000  # the task's own
+    ended = [e["type"] for e in session_events(root) if e["type"].startswith("task.")]
+    assert "task.completed" in ended, "".join(seen)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException
+from air.contracts.runtime import AgentType
 from air.contracts.task import TaskAgent, TaskSpec, TaskType
 from air.nursery.agent_tools import check_agent_tools, role_tools
 from air.session.agent_files import (
@@ -153,9 +154,9 @@ def _spec(task_type: TaskType, tools: list[str]) -> TaskSpec:
 
 
 def test_tools_only_narrow_the_roles_tools() -> None:
-    assert "fs.write" in role_tools("executor")
-    assert "fs.write" not in role_tools("reviewer")
-    assert "git.commit" not in role_tools("reviewer")
+    assert "fs.write" in role_tools(AgentType.EXECUTOR)
+    assert "fs.write" not in role_tools(AgentType.REVIEWER)
+    assert "git.commit" not in role_tools(AgentType.REVIEWER)
     check_agent_tools(_spec(TaskType.REVIEW, ["fs.read", "shell.run"]), "/x/a.md")
     check_agent_tools(_spec(TaskType.EXECUTE, ["fs.write"]), "/x/a.md")
     for task_type, tool, why in (
