@@ -164,6 +164,7 @@ def _refusal(root: Path, home: Path, mode: str) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
+@pytest.mark.slow
 def test_a_batch_a_run_refuses_is_refused_by_the_plan_with_the_same_error(
     project: tuple[Path, Path],
 ) -> None:
