@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +157,55 @@ def test_the_plan_is_resolved_and_nothing_is_created(project: tuple[Path, Path])
     assert "4 tasks in 2 waves; nothing was started" in text.stdout
     assert "r [reviewer] Review a:" in text.stdout
     assert "tools: fs.read, fs.search (narrowed by the agent file)" in text.stdout
+    assert not (root / ".air" / "local").exists()
+
+
+def _descendants(pid: int) -> list[str]:
+    """The command lines of ``pid``'s live descendants (``/proc/PID/task/*/children``)."""
+    found: list[str] = []
+    todo = [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for tid in tasks:
+            try:
+                children = Path(f"/proc/{current}/task/{tid}/children").read_text().split()
+            except OSError:
+                continue
+            for child in map(int, children):
+                try:
+                    found.append(Path(f"/proc/{child}/cmdline").read_text().replace("\0", " "))
+                except OSError:
+                    continue
+                todo.append(child)
+    return found
+
+
+def test_the_plan_starts_no_worker(project: tuple[Path, Path]) -> None:
+    """Every process ``air run --plan`` starts, seen by a scan every few milliseconds: the
+    run's preflights (git, the bubblewrap probe), never a worker (``air.roles``), not even
+    the spare a real run starts first (IMPL-PLAN-1)."""
+    root, home = project
+    trust_project(root, home)
+    proc = subprocess.Popen(
+        [*AIR, "run", "--plan", "batch.yaml", "--cassette", "cas", "--json"],
+        cwd=root,
+        env=_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    seen: set[str] = set()
+    while proc.poll() is None:
+        seen.update(_descendants(proc.pid))
+        time.sleep(0.005)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert json.loads(out)["type"] == "air.plan"
+    assert not [c for c in seen if "air.roles" in c], seen
     assert not (root / ".air" / "local").exists()
 
 
