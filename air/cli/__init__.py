@@ -34,6 +34,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.run import run_headless
 
         def run(a: dict[str, Any]) -> int:
+            if a.get("--plan"):
+                from air.cli.plan import run_plan
+
+                return run_plan(a)  # a run's checks and planners; nothing is started
             if a.get("--detach"):
                 from air.cli.detach import run_detached
 

@@ -177,6 +177,12 @@ class LoadedBatch(NamedTuple):
     warnings: list[str] = []  # noqa: RUF012 (a NamedTuple default, never mutated)
     """Agent files skipped on the way (links, too large), one line each."""
 
+    def warned(self, stream: Any) -> list[TaskSpec]:
+        """The specs, once the ``warnings`` are said on ``stream`` (stderr), one line each."""
+        for line in self.warnings:
+            print(f"air: warning: {line}", file=stream)
+        return self.specs
+
 
 def batch_json_schema() -> dict[str, Any]:
     """The JSON Schema of a batch file (what ``schemas/batch.schema.json`` holds)."""

@@ -37,8 +37,7 @@ def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int
     try:
         options = parse_options(argv_options)
         batch = load_batch(options.batch or "-", options.project)
-        for line in batch.warnings:
-            print(f"air: warning: {line}", file=sys.stderr)
+        batch.warned(sys.stderr)
         problems = refusals(options)
         for each in problems:
             report_bad_input(each, sys.stderr)

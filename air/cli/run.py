@@ -25,10 +25,6 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130).
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
-    if argv_options.get("--plan"):  # the checks and planners of a run, nothing started
-        from air.cli.plan import run_plan
-
-        return run_plan(argv_options)
     # first: the spare imports on the other core (IMPL-START-2)
     spare = _start_up(argv_options, fake=runner_factory is not None)
     try:
@@ -86,9 +82,7 @@ def _run_headless(
         if sandbox is not None:
             sandbox.wait()
         return CliExit.BAD_INPUT
-    for line in batch.warnings:
-        print(f"air: warning: {line}", file=sys.stderr)
-    return run_batch_session(options, batch.specs, sandbox)
+    return run_batch_session(options, batch.warned(sys.stderr), sandbox)
 
 
 def run_batch_session(
