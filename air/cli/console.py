@@ -264,8 +264,15 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
         from air.cli.reopen import reopen_command
 
         reopen = reopen_command(options, runtime.session_id, runtime.project_root)
+
+        async def on_plan(path: str) -> None:
+            from air.cli.plan import console_plan  # IMPL-PLAN-1
+
+            await agent.turns.say(await console_plan(options, path, runtime))
+
+        reporting = _Reporting(channel, on_plan)
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app, reopen, _hud_model(agent))
+            await _front(runtime, store, reporting, plain, app, reopen, _hud_model(agent))
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
@@ -283,14 +290,19 @@ class _Reporting:
     e.g. a permission answer to a prompt that just closed) is told to the person and logged;
     it never ends the console."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, plan: Any = None) -> None:
         self.inner = inner
         self.say: Any = None
+        self.plan = plan
+        """``/plan BATCH`` (``async (path) -> None``): the console's own, not the agent's."""
 
     async def send(self, command: Any) -> None:
         from air.contracts.error import AirException
 
         try:
+            if command.kind == "plan" and self.plan is not None:
+                await self.plan(command.text or "")
+                return
             await self.inner.send(command)
         except AirException as exc:
             log.warning("console command %s refused: %s", command.kind, exc.error.message)
@@ -356,6 +368,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     """The MainAgent with the stored conversation, started in the root nursery."""
     from air.agents import MainAgent, load_conversation
     from air.contracts.event import EventFilter
+    from air.nursery.task_agents import TaskAgents
 
     session = runtime.session
     models = runtime.services.provider
@@ -378,6 +391,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         compactor=runtime.compactor(models),
         model=_session_model(runtime, models),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
+        agent_files=TaskAgents(runtime.project_root),  # IMPL-AGENTFILE-1
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)

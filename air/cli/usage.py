@@ -117,9 +117,12 @@ are written either way).
 Usage:
   air run --headless BATCH [--detach] [--record DIR] {_RUN_ARGS}
   air run -p PROMPT [--headless] [--detach] [--record DIR] {_RUN_ARGS}
+  air run --plan BATCH {_RUN_ARGS}
   air run -h | --help
 
 Options:
+  --plan                  Check BATCH as a run would and print its plan (waves, models, agent
+                          files, tools, workspaces, prompts; --json: one object); start nothing.
   -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
@@ -296,6 +299,23 @@ Options:
   --yes       Trust without asking (for scripts: read what it prints first).
   --revoke    Forget the trust of the project (air asks again).
   -h --help   Show this help.
+""",
+    ),
+    "agents": (
+        "List the named agent files (.air/agents/, ~/.air/agents/) or show one.",
+        """air agents: the named agent files a batch task (`agent: NAME`) can run as.
+
+Project files (.air/agents/NAME.md) hide the user's (~/.air/agents/NAME.md); symbolic links
+and files over 64 KiB are skipped with a warning. Exit 0, 2 for an unknown NAME.
+
+Usage:
+  air agents list [--project PATH]
+  air agents show NAME [--project PATH]
+  air agents -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "mcp": (
