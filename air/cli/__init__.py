@@ -66,6 +66,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "memory":
+        from air.cli.memory import run_memory
+
+        return run_memory
     if name == "mcp":
         from air.cli.mcp import run_mcp
 

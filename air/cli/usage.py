@@ -253,6 +253,26 @@ Options:
   -h --help   Show this help.
 """,
     ),
+    "memory": (
+        "List what air learned (memory candidates too), and promote or reject a candidate.",
+        """air memory: what air learned in this project, and the candidates waiting for you.
+
+An experience_miner task proposes short lessons; each is a candidate until you decide. A
+promoted rule is written to .air/shared/rules/ and reaches every worker's prompt; a rejected
+one is archived and not proposed again. Exit 0, 2 for an unknown id or one that is no candidate.
+
+Usage:
+  air memory list [--project PATH]
+  air memory show ID [--project PATH]
+  air memory promote ID [--project PATH]
+  air memory reject ID [--project PATH]
+  air memory -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
     "mcp": (
         "List the declared MCP servers, or the tools one of them serves.",
         """air mcp: the Model Context Protocol servers whose tools the model gets.
