@@ -66,6 +66,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "capability":
+        from air.cli.capability import run_capability
+
+        return run_capability
     if name == "memory":
         from air.cli.memory import run_memory
 

@@ -69,7 +69,7 @@ BATCH = (
 _USAGE = {"input_tokens": 10, "output_tokens": 10}
 
 
-def _use(i: str, name: str, inp: Mapping[str, object]) -> str:
+def use(i: str, name: str, inp: Mapping[str, object]) -> str:
     content = [{"type": "tool_use", "id": i, "name": name, "input": inp}]
     return json.dumps({"content": content, "stop_reason": "tool_use", "usage": _USAGE})
 
@@ -125,15 +125,15 @@ def scripts(directory: Path, session: int, fix: dict[str, str], diagnosis: str) 
     }
     read = {"path": "calc.py"}
     work = [
-        _use("w0", "fs.read", read),
-        _use("w1", "fs.edit", touch),
-        _use("w2", "shell.run", {"command": TESTS}),
+        use("w0", "fs.read", read),
+        use("w1", "fs.edit", touch),
+        use("w2", "shell.run", {"command": TESTS}),
         claim("Tidied calc.py.", {"changes_made": True}),
     ]
     debug = [
-        _use("d0", "fs.read", read),
-        _use("d1", "fs.edit", {"path": "calc.py", **fix}),
-        _use("d2", "shell.run", {"command": TESTS}),
+        use("d0", "fs.read", read),
+        use("d1", "fs.edit", {"path": "calc.py", **fix}),
+        use("d2", "shell.run", {"command": TESTS}),
         claim(diagnosis, {"diagnosis": diagnosis, "root_cause": diagnosis, "fixed": True}),
     ]
     (directory / "work.jsonl").write_text("\n".join(work) + "\n")
