@@ -11,7 +11,6 @@ changes that (IMPL-CAP-1).
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +29,7 @@ COMMAND_TIMEOUT_S = 120.0
 def fill_command(template: str, values: JsonObject) -> str:
     """``template`` with each ``{name}`` replaced by the shell-quoted input (empty when absent):
     an input is one word of the command, never more shell."""
+    import shlex  # at a capability tool's first call, not before the first request (IMPL-BOOT-8)
 
     def one(match: re.Match[str]) -> str:
         value = values.get(match.group(1))
