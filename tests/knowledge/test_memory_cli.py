@@ -117,3 +117,40 @@ def test_a_promoted_candidate_reaches_the_next_sessions_worker_and_a_rejected_on
     assert bodies
     assert all(KEEP in body for body in bodies)
     assert not any(DROP in body for body in bodies)
+
+
+async def test_a_promotion_from_the_cli_gets_its_event_when_its_session_opens_again(
+    tmp_path: Path,
+) -> None:
+    """The outbox (IMPL-LEARN-2, IMPL-LEARN-6): ``MemoryBook.promote`` writes the row and the
+    rule file at once; the candidate's session records ``memory.promoted`` in its recovery,
+    once, and a promoted or rejected statement is not proposed again."""
+    from air.contracts.artifact_records import MemoryStatus
+    from air.session.knowledge_memory import PROMOTED_BY_USER, MemoryBook
+    from air.session.knowledge_recovery import converge
+    from tests.knowledge import scenario as sc
+
+    sc.seed(tmp_path)
+    db, ledger = sc.open_ledger(tmp_path)
+    service = sc.service_for(tmp_path, ledger)
+    keep, drop = await service.propose([KEEP, DROP], task_id="mine")
+    report = await converge(service)
+    assert sorted(report.awaiting_confirmation) == sorted([keep, drop])
+    book = MemoryBook(tmp_path)
+    promoted = book.promote(keep)
+    book.reject(drop)
+    book.close()
+    assert promoted.status == MemoryStatus.ACTIVE
+    assert KEEP in (tmp_path / str(promoted.target_ref)).read_text()
+    assert await service.propose([KEEP, DROP], task_id="mine") == [keep, drop]
+    await converge(service)
+    await converge(service)
+    history = ledger.history()
+    (event,) = [e.payload for e in history if e.type == "memory.promoted"]
+    assert event["candidate_id"] == keep
+    assert event["promoted_by"] == PROMOTED_BY_USER
+    archived = [e.payload["memory_id"] for e in history if e.type == "memory.archived"]
+    assert [m for m in archived if m != sc.OLD_MEMORY] == ["mem_" + drop.removeprefix("cand_")]
+    assert sum(e.type == "memory.candidate.created" for e in history) == 2
+    service.close()
+    db.close()
