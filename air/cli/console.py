@@ -79,6 +79,14 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
+    from air.ipc.startup import hold_gc, release_gc, skip_ldconfig_probe, skip_pydantic_plugins
+
+    # the start-up shortcuts of `air run --headless` (IMPL-FRAME-4, IMPL-START-2), before any
+    # heavy import: no pydantic plugin lookup, no `ldconfig -p` at Trio's import, no cyclic
+    # collection until the console is ready (_session releases it)
+    hold_gc()
+    skip_pydantic_plugins()
+    skip_ldconfig_probe()
     from air.contracts.error import AirException, CliExit
 
     if args.get("PROJECT") and not args.get("--project"):
@@ -113,6 +121,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         if args.get("--replay"):
             from air.cli.console_replay import replay
 
+            release_gc()  # a replay reads the whole log: collection as usual
             return replay(options)
         create = bool(args.get("PROJECT"))
         note = None if create or options.session_id is not None else first_run(options)
@@ -218,6 +227,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
     from air.cli.checks import refusals
     from air.cli.doctor import setup_logging
     from air.cli.factory import RuntimeFactory
+    from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 
     setup_logging()  # air.log, air.developer.log (its redactor's imports: after the frame)
@@ -232,6 +242,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
         store = _projection(runtime)
         await _settle_stale_state(runtime, store)
         agent = await _main_agent(runtime, options)
+        release_gc()  # the console is ready: what start-up built is frozen, collection resumes
         killed = False
 
         async def on_quit(force: bool) -> None:
