@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -171,22 +172,25 @@ def _start(agent_id: str) -> dict[str, object]:
     }
 
 
-def _noisy_python(host: HostConfig) -> str:
-    """A remote interpreter whose start prints a banner first, as a chatty ~/.bashrc would."""
+@pytest.fixture
+def noisy_python(remote_host: HostConfig) -> Iterator[str]:
+    """A remote interpreter whose start prints a banner first, as a chatty ~/.bashrc would
+    (in a directory the remote user can read, removed after the test)."""
     where = tempfile.mkdtemp(prefix="air-noisy-")
     os.chmod(where, 0o755)
     path = os.path.join(where, "python")
     Path(path).write_text(
-        f"#!/bin/sh\necho 'Welcome to the build box'\nexec {host.python} \"$@\"\n"
+        f"#!/bin/sh\necho 'Welcome to the build box'\nexec {remote_host.python} \"$@\"\n"
     )
     os.chmod(path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
-    return path
+    yield path
+    shutil.rmtree(where)
 
 
 async def test_login_noise_before_ready_is_one_error_quoting_it(
-    rig: Rig, remote_host: HostConfig
+    rig: Rig, remote_host: HostConfig, noisy_python: str
 ) -> None:
-    noisy = remote_host.model_copy(update={"python": _noisy_python(remote_host)})
+    noisy = remote_host.model_copy(update={"python": noisy_python})
     outcome = await rig.manager(noisy, "air.testing.workers.pingpong").supervise(rig.request())
     assert outcome.kind == "protocol_error", outcome
     assert outcome.transient is False
