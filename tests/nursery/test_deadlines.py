@@ -135,3 +135,21 @@ def test_a_retry_whose_deadline_passed_is_not_started(session_db: SessionDB) -> 
     assert kinds == ["task.started", "task.failed"]
     assert len(runner.log.records) == 1
     assert result.status == "blocked"
+
+
+def test_a_passed_deadline_is_never_retried_but_an_attempt_timeout_is() -> None:
+    from air.contracts.error import ErrorKind, make_air_error
+    from air.contracts.task import RetryAction
+    from air.nursery.graph import TaskNode
+    from air.nursery.retry import AttemptSummary, RetryPlanner
+    from air.supervision.deadline import TIMEOUT_PHASES, deadline_error
+
+    node = TaskNode(spec=_spec("t", 10, retries=5))
+    for phase in TIMEOUT_PHASES:
+        error = deadline_error(phase, 10)
+        decision = RetryPlanner().decide(node, [AttemptSummary(1, None, "timeout")], error)
+        assert decision.action == RetryAction.BLOCK, phase
+        assert phase in decision.reason
+    own = make_air_error(kind=ErrorKind.TIMEOUT, message="the task reached its hard timeout")
+    decision = RetryPlanner().decide(node, [AttemptSummary(1, None, "timeout")], own)
+    assert decision.action == RetryAction.RETRY_SERIAL

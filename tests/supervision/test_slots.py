@@ -181,3 +181,21 @@ def test_a_bad_size_is_a_config_error(
         pool_size(str(tmp_path), env)
     assert caught.value.error.kind == ErrorKind.CONFIG_ERROR
     assert caught.value.error.user_action
+
+
+def test_no_slot_is_taken_while_another_process_counts(tmp_path: Path) -> None:
+    """The pool mutex: while another holder of ``slots.lock`` counts, nothing is taken (a
+    count and a take are one step, so two processes cannot both pass the tier rule)."""
+    import fcntl
+
+    pool = SlotPool(str(tmp_path / "slots"), 2)
+    os.makedirs(pool.directory)
+    fd = os.open(os.path.join(pool.directory, "slots.lock"), os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        assert pool.try_acquire(0, OWNER) is None
+    finally:
+        os.close(fd)
+    slot = pool.try_acquire(0, OWNER)
+    assert slot is not None
+    slot.release()
