@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -28,6 +27,7 @@ from air.contracts.event import EventSource, new_event
 from air.contracts.ids import new_id
 from air.contracts.runtime import ContextPack
 from air.contracts.task import AGENT_TYPE_FOR_TASK
+from air.contracts.ui import QUEUED_FOR_SLOT
 from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker
@@ -76,7 +76,7 @@ __all__ = [
     "cap_text",
 ]
 
-QUEUED_MESSAGE = "queued for a slot"
+QUEUED_MESSAGE = QUEUED_FOR_SLOT
 """The ``task.progress`` message of a task waiting for a machine-wide worker slot."""
 
 
@@ -258,16 +258,27 @@ class WorkerManager:
             "project_root": req.project_root,
         }
         deadline = req.deadline_at if req.deadline_at is not None else math.inf
+        since = trio.current_time()
+        queued: list[bool] = []
+
+        async def on_wait() -> None:
+            queued.append(True)
+            await self._progress(run, QUEUED_MESSAGE)
+
         with trio.move_on_at(deadline):
-            return await pool.acquire(req.depth, owner, on_wait=partial(self._queued, run))
+            slot = await pool.acquire(req.depth, owner, on_wait=on_wait)
+            if queued:  # the task view stops showing it queued
+                waited = trio.current_time() - since
+                await self._progress(run, f"got a worker slot after {waited:.1f} s")
+            return slot
         return None
 
-    async def _queued(self, run: WorkerRun) -> None:
-        """Tell the session the task waits for a machine-wide slot (ephemeral, SDD §5.5)."""
+    async def _progress(self, run: WorkerRun, message: str) -> None:
+        """Tell the session how the wait for a machine-wide slot goes (ephemeral, SDD §5.5)."""
         req = run.request
         event = new_event(
             "task.progress",
-            {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": QUEUED_MESSAGE},
+            {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
             session_id=req.session_id,
             project_id=req.project_id,
             source=EventSource(kind="scheduler", id="worker_manager"),
