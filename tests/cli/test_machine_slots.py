@@ -215,3 +215,25 @@ def test_kill_9_of_one_air_frees_its_slots_for_the_other(tmp_path: Path) -> None
                 p.kill()
                 p.wait()
         _kill_leftovers(first, second)
+
+
+def test_a_bad_pool_size_is_refused_with_what_to_do(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / ".air").mkdir(parents=True)
+    (home / ".air" / "config.yaml").write_text("worker_slots: lots\n")
+    root = tmp_path / "a"
+    _project(root, 1, 0.1)
+    env = {k: v for k, v in os.environ.items() if k != "AIR_WORKER_SLOTS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--cassette", "cas"],
+        cwd=root,
+        env={**env, "HOME": str(home)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "config_error: worker_slots" in done.stderr
+    assert "what to do:" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not list((root / ".air" / "local" / "sessions").glob("*/session.db"))
