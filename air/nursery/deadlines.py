@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 import logging
 import math
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 import trio
@@ -44,8 +45,12 @@ def arm(st: RunState, node: TaskNode) -> float:
     return at
 
 
-def arm_all(st: RunState) -> None:
-    """Give every task of the graph that may still run its deadline (before any planning)."""
+def arm_all(st: RunState, resumed: Collection[str] = ()) -> None:
+    """Give every task of the graph that may still run its deadline (before any planning);
+    the ``resumed`` ones (interrupted by an earlier run of this process) get a new one, as
+    they would in a new process."""
+    for task_id in resumed:
+        st.deadlines.pop(task_id, None)
     for node in st.graph.tasks.values():
         if not node.final and node.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
             arm(st, node)
@@ -62,7 +67,9 @@ async def expire_queued(st: RunState, io: Ports) -> None:
     now = trio.current_time()
     heap = st.deadline_heap
     while heap and heap[0][0] <= now:
-        _, task_id = heapq.heappop(heap)
+        at, task_id = heapq.heappop(heap)
+        if st.deadlines.get(task_id) != at:
+            continue  # a deadline made again since (a resumed task)
         node = st.graph.tasks.get(task_id)
         if node is not None and node.status == TaskStatus.PENDING and not node.final:
             await expire(st, io, node)

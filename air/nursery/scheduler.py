@@ -236,7 +236,13 @@ class Scheduler:
         if self.options.recover and (await recover_session(self.ledger, reap=self.reap)).changed:
             log.info("recovered an interrupted run of session %s", self.ledger.session_id)
         self.load_graph()
-        deadlines.arm_all(self.st)  # before any planning: queueing counts (IMPL-DEADLINE-1)
+        resumed = [
+            t
+            for t, task in self.ledger.state().tasks.items()
+            if task.status == TaskStatus.INTERRUPTED
+        ]
+        # before any planning: queueing counts (IMPL-DEADLINE-1)
+        deadlines.arm_all(self.st, resumed)
         await self._block_invalid()
         self._run_scope = trio.CancelScope()
         if self.st.cancel_reason is not None:

@@ -153,3 +153,32 @@ def test_a_passed_deadline_is_never_retried_but_an_attempt_timeout_is() -> None:
     own = make_air_error(kind=ErrorKind.TIMEOUT, message="the task reached its hard timeout")
     decision = RetryPlanner().decide(node, [AttemptSummary(1, None, "timeout")], own)
     assert decision.action == RetryAction.RETRY_SERIAL
+
+
+def test_a_task_resumed_in_the_same_process_gets_a_new_deadline(session_db: SessionDB) -> None:
+    """Cancelled at 2 s (interrupted), continued at 30 s: past its first deadline of 10 s, it
+    runs again with a new one, as it would in a new process (``air resume``)."""
+    runner = FakeTaskRunner({"t": [FakeStep(duration=5), FakeStep(duration=5)]})
+    sched = Scheduler(
+        session_db.ledger, runner, project_root="/x", options=SchedulerOptions(max_workers=1)
+    )
+
+    async def main() -> list[str]:
+        await sched.create_tasks([_spec("t", 10)])
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sched.run_until_idle)
+            await trio.sleep(2)
+            sched.cancel("the person pressed Ctrl-C")
+        await trio.sleep(28)
+        sched.st.cancel_reason = None  # the console's "continue": a new run of the same graph
+        result = await sched.run_until_idle()
+        return [result.status, *(t for t, _ in _events(session_db, "t"))]
+
+    got = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert got == [
+        "completed",
+        "task.started",
+        "task.interrupted",
+        "task.started",
+        "task.completed",
+    ]
