@@ -145,9 +145,9 @@ def _events(out: str) -> list[dict[str, Any]]:
 
 def _kill_leftovers(*roots: Path) -> None:
     for marker in _task_markers(*roots):
-        for ident in find_marked(marker):
+        for pid in find_marked(marker):
             try:
-                os.kill(ident.pid, signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
 

@@ -10,7 +10,7 @@ from air.ui_urwid.views import task_line
 
 
 def _text(markup: urwid.text.Markup) -> str:
-    return urwid.Text(markup).text
+    return str(urwid.Text(markup).text)
 
 
 def _task(progress: str | None) -> TaskProjection:
