@@ -265,13 +265,18 @@ class WorkerManager:
             queued.append(True)
             await self._progress(run, QUEUED_MESSAGE)
 
+        slot: Slot | None = None
         with trio.move_on_at(deadline):
             slot = await pool.acquire(req.depth, owner, on_wait=on_wait)
-            if queued:  # the task view stops showing it queued
-                waited = trio.current_time() - since
-                await self._progress(run, f"got a worker slot after {waited:.1f} s")
+        if slot is None or not queued:
             return slot
-        return None
+        try:  # the task view stops showing it queued
+            waited = trio.current_time() - since
+            await self._progress(run, f"got a worker slot after {waited:.1f} s")
+        except BaseException:
+            slot.release()  # a cancel here must not keep the slot
+            raise
+        return slot
 
     async def _progress(self, run: WorkerRun, message: str) -> None:
         """Tell the session how the wait for a machine-wide slot goes (ephemeral, SDD §5.5)."""

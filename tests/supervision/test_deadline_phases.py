@@ -114,3 +114,36 @@ async def test_the_deadline_ends_a_running_worker_before_its_own_hard_timeout(
     assert outcome.kind == "hard_timeout"
     assert outcome.timeout_phase == "running"
     assert outcome.exit_code == 5
+
+
+async def test_a_cancel_right_after_the_slot_is_taken_gives_it_back(
+    rig: Rig, tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    """The "got a worker slot" notice is the one await between taking the slot and running:
+    a cancel there releases the slot (it would otherwise stay held until air exits)."""
+    from air.testing.workers.harness import RecordingEvents
+
+    class SlowNotices(RecordingEvents):
+        async def ingest_ephemeral(self, event: Any) -> None:
+            await super().ingest_ephemeral(event)
+            if str(event.payload.get("message", "")).startswith("got a worker slot"):
+                await trio.sleep_forever()
+
+    rig.events = SlowNotices()
+    pool = SlotPool(str(tmp_path / "slots"), 1)
+    held = pool.try_acquire(0, {"task_id": "someone else"})
+    assert held is not None
+    async with bounded_nursery() as nursery:
+        manager, launcher = rig.manager(nursery, scripted([{"result": RESULT}]))
+        manager.slots = pool
+
+        async def release_later() -> None:
+            await trio.sleep(5)
+            held.release()
+
+        nursery.start_soon(release_later)
+        with trio.move_on_after(20) as cancelled:
+            await manager.supervise(_with_deadline(rig.request(), 100))
+    assert cancelled.cancelled_caught
+    assert launcher.launches == []
+    assert pool.holders() == []
