@@ -23,6 +23,7 @@ from air.contracts.task import (
     WorkspaceStrategy,
 )
 from air.nursery import deadlines
+from air.nursery.carried import carried_checkpoint
 from air.nursery.facts import end_task, record_end
 from air.supervision.seams import SuperviseRequest
 
@@ -156,6 +157,7 @@ async def run_task(
             deadline_at=deadline_at,
             timeout_s=deadlines.timeout_s(node),
             depth=deadlines.depth(st.graph, node),
+            resume_from=carried_checkpoint(io.ledger, spec.id, attempt_index),
         )
         outcome: TaskOutcome | None = None
         try:

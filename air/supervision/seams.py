@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from air.contracts.ids import AgentID, Contract, SessionID
+from air.contracts.ids import AgentID, Contract, JsonObject, SessionID
 from air.contracts.task import TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
@@ -39,6 +39,8 @@ class SuperviseRequest(Contract):
     """The task's whole timeout the deadline was made from (for the error's message)."""
     depth: int = 0
     """How deep the task sits under top-level tasks (its machine-wide slot tier)."""
+    resume_from: JsonObject | None = None
+    """The last checkpoint of the attempt before, which ended without a result (IMPL-CKPT-1)."""
 
 
 class TaskRunner(Protocol):
