@@ -206,7 +206,6 @@ def test_code_blocks_split_from_markdown() -> None:
     assert blocks[1].text == "make test"
 
 
-
 def test_the_task_tree_builds_again_only_the_rows_that_changed() -> None:
     import urwid
 
@@ -218,7 +217,7 @@ def test_the_task_tree_builds_again_only_the_rows_that_changed() -> None:
         events += ev.task(f"t{n}", f"task {n}") + ev.start(f"t{n}")
         if n:  # t0 keeps running; the others are done
             events += ev.complete(f"t{n}", "done")
-    _app_, store, _ch = _app(events)
+    _, store, _ = _app(events)
     snap = store.snapshot()
     cache: TreeRowCache = {}
 
