@@ -54,8 +54,9 @@ __all__ = [
 ]
 
 KIND = "session_fold"
-CODEC = 1
-"""The codec's version: a snapshot written by another is ignored (the log is folded whole)."""
+CODEC = 2
+"""The codec's version: a snapshot written by another is ignored (the log is folded whole).
+2: an attempt's evidence is dropped at its end also when the end names no agent."""
 SNAPSHOT_EVERY = 2000
 """A reader that folded this many events past the stored snapshot stores a new one."""
 
