@@ -33,11 +33,26 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
     if name == "run":
         from air.cli.run import run_headless
 
-        return lambda a: run_headless(a, runner_factory)
+        def run(a: dict[str, Any]) -> int:
+            if a.get("--plan"):
+                from air.cli.plan import run_plan
+
+                return run_plan(a)  # a run's checks and planners; nothing is started
+            if a.get("--detach"):
+                from air.cli.detach import run_detached
+
+                return run_detached(a)  # the batch runs in a process of its own
+            return run_headless(a, runner_factory)
+
+        return run
     if name == "resume":
         from air.cli.resume import run_resume
 
         return lambda a: run_resume(a, runner_factory)
+    if name in ("wait", "status", "cancel"):
+        from air.cli.detach import run_cancel, run_status, run_wait
+
+        return {"wait": run_wait, "status": run_status}.get(name, run_cancel)
     if name == "init":
         from air.cli.init import run_init
 
@@ -66,6 +81,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "agents":
+        from air.cli.agents import run_agents
+
+        return run_agents
     if name == "mcp":
         from air.cli.mcp import run_mcp
 
@@ -120,8 +139,8 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
         return f"air {name}: {first.split()[0]} needs a value"
     if first.endswith("must not have an argument"):
         return f"air {name}: {first.split()[0]} takes no value"
-    if name == "run" and not {"--headless", "-p", "--prompt"} & set(rest):
-        return "air run: --headless BATCH or -p PROMPT is required"
+    if name == "run" and not {"--headless", "--plan", "-p", "--prompt"} & set(rest):
+        return "air run: --headless BATCH, --plan BATCH or -p PROMPT is required"
     valued = set(re.findall(r"(--?[\w-]+)[ =][A-Z]+", usage))
     positional = [
         token
@@ -204,7 +223,7 @@ def _is_console(argv: list[str]) -> bool:
     if not argv:
         return True
     if argv[0] == "run":
-        headless = ("--headless", "-p", "--prompt")
+        headless = ("--headless", "--plan", "-p", "--prompt")
         return not any(a in ("-h", "--help", *headless) or a.startswith("--prompt=") for a in argv)
     return argv[0].split("=", 1)[0] in CONSOLE_OPTIONS
 
