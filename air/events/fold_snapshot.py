@@ -56,9 +56,9 @@ __all__ = [
 KIND = "session_fold"
 CODEC = 2
 """The codec's version: a snapshot written by another is ignored (the log is folded whole).
-2: an attempt's evidence is dropped at its end also when the end names no agent; a map of one
-kind of fact is stored as rows (a 100k-event session's tool and command runs: a third less
-text, half the memory to read it back)."""
+2 (IMPL-READ-4): an attempt's evidence is dropped at its end also when the end names no
+agent; a map of one kind of fact is stored as rows (``[key, fields...]``: no tagged object per
+fact; at 100k events 10.1 -> 9.0 MB, read back faster and with less peak memory)."""
 SNAPSHOT_EVERY = 2000
 """A reader that folded this many events past the stored snapshot stores a new one."""
 

@@ -23,6 +23,7 @@ def test_an_agents_evidence_is_dropped_when_its_task_ends() -> None:
 
 
 def test_an_end_that_names_no_agent_drops_the_evidence_of_the_tasks_agent() -> None:
+    """IMPL-READ-4: a cancel names no agent; the task's agent of record is dropped too."""
     cursor = FoldCursor()
     dropped = 0
     for event in realistic_sequence("ses_M", "prj_M", 3000, seed=6):
