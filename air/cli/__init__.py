@@ -85,6 +85,14 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.agents import run_agents
 
         return run_agents
+    if name == "capability":
+        from air.cli.capability import run_capability
+
+        return run_capability
+    if name == "memory":
+        from air.cli.memory import run_memory
+
+        return run_memory
     if name == "mcp":
         from air.cli.mcp import run_mcp
 

@@ -237,6 +237,7 @@ def _architecture_gate(
     if models is None:
         return None
     from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
+    from air.agents.architecture_record import RecordingGate
 
     designer = ArchitectureDesigner(
         events=session.ingestor,
@@ -246,4 +247,7 @@ def _architecture_gate(
         project_id=session.project.project_id,
         tools=registry,
     )
-    return SchedulerGate(designer, PromptConfirm(designer, prompts), headless=headless)
+    # a confirmed change is recorded in the architecture document, and not held again
+    return RecordingGate(
+        SchedulerGate(designer, PromptConfirm(designer, prompts), headless=headless)
+    )

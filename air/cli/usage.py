@@ -47,6 +47,7 @@ found, 1 otherwise, 2 for bad input.
 
 Usage:
   air doctor [--fix] [--bundle FILE] [--json] [--project PATH]
+  air doctor --host NAME [--json] [--project PATH]
   air doctor -h | --help
 
 Options:
@@ -58,6 +59,9 @@ Options:
   --bundle FILE   Also write FILE, a local tar.gz for a bug report: the report, versions,
                   configuration and recent air.log with secrets redacted, variable names
                   only. Nothing is uploaded.
+  --host NAME     Check only the remote host NAME (~/.air/hosts.yaml or the project's
+                  .air/shared/hosts.yaml): the ssh connection with strict host keys, no
+                  login-script output, air's version there, git and a bwrap sandbox.
   --json          Print the report as one JSON object.
   --project PATH  The project directory (default: found by walking up from here).
   -h --help       Show this help.
@@ -312,6 +316,48 @@ Usage:
   air agents list [--project PATH]
   air agents show NAME [--project PATH]
   air agents -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "capability": (
+        "List the capabilities (tool packs) and approve, enable or disable one.",
+        """air capability: the tool packs a session may load, and your decisions about them.
+
+Built-in ones (cpp) are enabled unless you disable them; a project's (.air/shared/capabilities/
+*.json, once you trusted the project) or your own (~/.air/capabilities/*.json) waits until you
+approve it (recorded in ~/.air/capabilities.json with a hash of the manifest: a changed one
+asks again) and enable it. Every call of a capability's tool still asks for permission unless
+a rule in permissions.yaml allows it. Exit 0, 2 for bad input.
+
+Usage:
+  air capability list [--project PATH]
+  air capability approve NAME [--project PATH]
+  air capability enable NAME [--project PATH]
+  air capability disable NAME [--project PATH]
+  air capability -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "memory": (
+        "List what air learned (memory candidates too), and promote or reject a candidate.",
+        """air memory: what air learned in this project, and the candidates waiting for you.
+
+An experience_miner task proposes short lessons; each is a candidate until you decide. A
+promoted rule is written to .air/shared/rules/ and reaches every worker's prompt; a rejected
+one is archived and not proposed again. Exit 0, 2 for an unknown id or one that is no candidate.
+
+Usage:
+  air memory list [--project PATH]
+  air memory show ID [--project PATH]
+  air memory promote ID [--project PATH]
+  air memory reject ID [--project PATH]
+  air memory -h | --help
 
 Options:
   --project PATH  The project directory (default: found by walking up from here).
