@@ -8,9 +8,12 @@ the call (forever here; a read timeout in real life), so ``fail_after`` fails th
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -27,6 +30,7 @@ from tests.llm.helpers import models_config
 from tests.workers.conftest import Env, alive, result_text, survivors, text_turn, tool_turn
 
 HOLD = "touch started; while [ ! -e release ]; do sleep 0.05; done; touch sentinel"
+WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]
 FAST: dict[str, Any] = {"kill_grace_s": 0.5, "exit_grace_s": 1.0}
 
 
@@ -41,10 +45,12 @@ async def _kill_when(events: RecordingEvents, agent_id: str, ready: Any) -> int:
     return pid
 
 
-def _assert_crashed_mid_call(env: Env, events: RecordingEvents, outcome: Any, tool: str) -> None:
+def _assert_crashed_mid_call(
+    env: Env, events: RecordingEvents, outcome: Any, tool: str, code: int = -signal.SIGKILL
+) -> None:
     assert outcome.kind == "crashed", outcome
     assert outcome.transient
-    assert outcome.exit_code == -signal.SIGKILL
+    assert outcome.exit_code == code
     assert outcome.error is not None
     assert outcome.error.kind == ErrorKind.WORKER_CRASHED
     assert f"while the parent served its {tool} call" in outcome.error.message
@@ -135,3 +141,22 @@ async def test_worker_killed_mid_model_call_ends_the_attempt_while_the_server_ho
     _assert_crashed_mid_call(env, env.events, outcome, "provider.complete")
     pid = int(env.events.of_type("agent.started", request.agent_id)[0]["pid"])
     assert not alive(pid)
+
+
+async def test_a_call_sent_just_before_the_worker_exits_ends_the_attempt(env: Env) -> None:
+    # The worker floods its pipe, sends a call and exits: the parent may see the exit before
+    # it reads the call (then it serves nothing) or while it serves it (then it cancels it);
+    # either way the held command never holds the attempt.
+    steps = [
+        {"log": "x" * 100, "times": 3000},
+        {"send_call": "shell.run", "input": {"command": HOLD}},
+        {"exit": 1},
+    ]
+    request = env.request()
+    spec = request.task_spec.model_copy(update={"description": json.dumps(steps)})
+    request = request.model_copy(update={"task_spec": spec})
+    manager = env.manager([], command=WORKER, **FAST)
+    with trio.fail_after(15):
+        outcome = await manager.supervise(request)
+    _assert_crashed_mid_call(env, env.events, outcome, "shell.run", code=1)
+    assert not (env.root / "sentinel").exists()
