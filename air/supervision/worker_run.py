@@ -172,6 +172,10 @@ class WorkerRun:
     tasks_scope: trio.CancelScope | None = None
     serving: bool = False
     """A tool call is being served: the worker waits on the parent, it is not silent."""
+    call_scope: trio.CancelScope | None = None
+    """The scope of the call being served; the worker's exit cancels it (IMPL-DEADCALL-1)."""
+    exit_code: int | None = None
+    """The worker process's exit code once ``exit_watch`` saw it end (IMPL-DEADCALL-1)."""
     cancel_reason: str | None = None
     logs: list[str] = field(default_factory=list)
     verified: dict[str, bool] = field(default_factory=dict)
@@ -194,11 +198,14 @@ class WorkerRun:
         return self._source
 
     def arm(self, now: float) -> None:
-        """Set the soft and hard deadlines from the task's limits, counted from ``now``."""
+        """Set the soft and hard deadlines from the task's limits, counted from ``now``; the
+        hard one never later than the task's whole-task deadline (IMPL-DEADLINE-1)."""
         limits = self.request.task_spec.constraints
         self.last_seen = now
-        self.soft_at = now + limits.soft_timeout_ms / 1000
         self.hard_at = now + limits.hard_timeout_ms / 1000
+        if self.request.deadline_at is not None:
+            self.hard_at = min(self.hard_at, self.request.deadline_at)
+        self.soft_at = min(now + limits.soft_timeout_ms / 1000, self.hard_at)
         self.soft_scope.deadline = self.soft_at
         self.hard_scope.deadline = self.hard_at
 
