@@ -82,7 +82,7 @@ class SlotHolder(NamedTuple):
     wrote it (a held lock with a dead recorded owner means the descriptor leaked). A read-only
     record, so a NamedTuple (IMPL-BOOT-9)."""
 
-    index: int
+    slot: int
     record: Mapping[str, Any]
     alive: bool
 
