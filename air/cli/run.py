@@ -77,6 +77,9 @@ def _run_headless(
             batch = prompt_batch(options.prompt)
         else:
             batch = load_batch(options.batch or "-", options.project)
+        from air.cli.hosts_plan import remote_plan
+
+        options.remote = remote_plan(options.project, options.host, batch.specs)
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         if sandbox is not None:
