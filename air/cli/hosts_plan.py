@@ -1,8 +1,9 @@
 """Which host each task of ``air run --headless`` runs on (issue #27; IMPL-REMOTE-6).
 
-Owns ``remote_plan``: the run's ``--host NAME`` and each task's ``host:``, every name checked
-against hosts.yaml before anything is created (an unknown one is exit 2 saying where to declare
-it); ``None`` when every task runs here.
+Owns ``load_run_batch`` (the batch, then its plan) and ``remote_plan``: the run's ``--host
+NAME`` and each task's ``host:``, every name checked against hosts.yaml before anything is
+created (an unknown one is exit 2 saying where to declare it); ``None`` when every task runs
+here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,23 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["remote_plan"]
+__all__ = ["load_run_batch", "remote_plan"]
+
+
+def load_run_batch(options: Any) -> Any:
+    """The run's batch (``-p PROMPT``'s one task, or the file), ``options.remote`` set.
+
+    Raises:
+        AirException: a bad batch file, or as ``remote_plan``.
+    """
+    from air.cli.batch import load_batch, prompt_batch
+
+    if options.prompt is not None:
+        batch = prompt_batch(options.prompt)
+    else:
+        batch = load_batch(options.batch or "-", options.project)
+    options.remote = remote_plan(options.project, options.host, batch.specs)
+    return batch
 
 
 def remote_plan(project: str, default: str | None, specs: Sequence[Any] | None) -> Any:

@@ -37,7 +37,7 @@ from air.contracts.tool import ToolDefinition
 from air.contracts.tool_runs import ToolExecutionContext
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor
-from air.tools.run import ToolRun
+from air.tools.run import ArtifactSink, EventRecorder, ToolRun
 
 __all__ = ["RemoteServices", "main", "provisional_ref", "remote_tool_names", "remote_tools"]
 
@@ -88,8 +88,8 @@ class RemoteServices:
     """What a ``ToolRun`` needs of a registry, as lines to the parent."""
 
     def __init__(self, observations: dict[tuple[str, str], str]) -> None:
-        self.recorder = self
-        self.artifacts = self
+        self.recorder: EventRecorder = self
+        self.artifacts: ArtifactSink = self
         self.redactor = SecretRedactor()
         self.read_observations = observations
         self.count = 0
