@@ -141,6 +141,10 @@ def _session_model(prepared: Any, provider: str | None) -> tuple[str | None, str
 
 def _mcp_config(root: str) -> Any:
     """The MCP servers of ``~/.air/mcp.yaml`` and the (trusted) project's ``mcp.yaml``."""
+    from air.mcp.files import mcp_files
+
+    if not any(os.path.lexists(path) for path in mcp_files(root)):
+        return []  # neither file: no MCP code before the first request (IMPL-BOOT-16)
     from air.mcp.config import load_servers
 
     return load_servers(root)
