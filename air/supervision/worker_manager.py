@@ -56,6 +56,7 @@ from air.supervision.worker_run import (
     err,
     is_cancel,
     new_run,
+    say_progress,
 )
 from air.supervision.worker_start import record_started, start, timeout_of
 from air.supervision.worker_watch import watch
@@ -263,7 +264,7 @@ class WorkerManager:
 
         async def on_wait() -> None:
             queued.append(True)
-            await self._progress(run, QUEUED_MESSAGE)
+            await say_progress(self.events, run, QUEUED_MESSAGE)
 
         slot: Slot | None = None
         with trio.move_on_at(deadline):
@@ -272,24 +273,11 @@ class WorkerManager:
             return slot
         try:  # the task view stops showing it queued
             waited = trio.current_time() - since
-            await self._progress(run, f"got a worker slot after {waited:.1f} s")
+            await say_progress(self.events, run, f"got a worker slot after {waited:.1f} s")
         except BaseException:
             slot.release()  # a cancel here must not keep the slot
             raise
         return slot
-
-    async def _progress(self, run: WorkerRun, message: str) -> None:
-        """Tell the session how the wait for a machine-wide slot goes (ephemeral, SDD §5.5)."""
-        req = run.request
-        event = new_event(
-            "task.progress",
-            {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
-            session_id=req.session_id,
-            project_id=req.project_id,
-            source=EventSource(kind="scheduler", id="worker_manager"),
-            route=["scheduler", "worker_manager"],
-        )
-        await self.events.ingest_ephemeral(event)
 
     async def _attempt(self, run: WorkerRun, records: RunRecordStore) -> TaskOutcome:
         try:

@@ -60,6 +60,7 @@ __all__ = [
     "is_cancel",
     "new_run",
     "redact",
+    "say_progress",
     "send",
     "worker_error",
 ]
@@ -304,3 +305,18 @@ def is_cancel(exc: BaseException) -> bool:
         rest = exc.split(trio.Cancelled)[1]
         return rest is None
     return False
+
+
+async def say_progress(events: EventSink, run: WorkerRun, message: str) -> None:
+    """Tell the session how a wait before the worker runs goes (a machine-wide slot, a Slurm
+    allocation): an ephemeral ``task.progress`` (SDD §5.5)."""
+    req = run.request
+    event = new_event(
+        "task.progress",
+        {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
+        session_id=req.session_id,
+        project_id=req.project_id,
+        source=EventSource(kind="scheduler", id="worker_manager"),
+        route=["scheduler", "worker_manager"],
+    )
+    await events.ingest_ephemeral(event)

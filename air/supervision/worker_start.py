@@ -16,7 +16,6 @@ import math
 import trio
 
 from air.contracts.error import ErrorKind
-from air.contracts.event import EventSource, new_event
 from air.contracts.ipc import AgentStartControl, IpcEnvelope
 from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
@@ -33,6 +32,7 @@ from air.supervision.worker_run import (
     control,
     emit,
     err,
+    say_progress,
     worker_error,
 )
 
@@ -49,7 +49,7 @@ async def start(
     left = deadline - trio.current_time()
 
     async def progress(message: str) -> None:
-        await _progress(sup, run, message)
+        await say_progress(sup.events, run, message)
 
     spec = LaunchSpec(
         agent_id=req.agent_id,
@@ -101,20 +101,6 @@ async def start(
         # the task's deadline passed before the worker was ready (IMPL-DEADLINE-1)
         return End("hard_timeout", deadline_error("starting", timeout_of(req)), False)
     return _check_ready(run, msg)
-
-
-async def _progress(sup: Supervisor, run: WorkerRun, message: str) -> None:
-    """The launcher's word on a wait before the worker runs (ephemeral ``task.progress``)."""
-    req = run.request
-    event = new_event(
-        "task.progress",
-        {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
-        session_id=req.session_id,
-        project_id=req.project_id,
-        source=EventSource(kind="scheduler", id="worker_manager"),
-        route=["scheduler", "worker_manager"],
-    )
-    await sup.events.ingest_ephemeral(event)
 
 
 def timeout_of(req: SuperviseRequest) -> float:
