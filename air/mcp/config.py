@@ -27,6 +27,7 @@ from typing import Any, Literal, NamedTuple
 import yaml
 
 from air.contracts.error import AirException, ErrorKind
+from air.declared import read_declared
 from air.mcp.files import mcp_files
 from air.yamlload import load
 
@@ -164,23 +165,4 @@ def load_servers(project_root: str | None, home: str | None = None) -> list[McpS
     Raises:
         AirException(config_error): a bad file, or a name declared twice.
     """
-    servers: list[McpServer] = []
-    seen: dict[str, str] = {}
-    for path in mcp_files(project_root, home):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _bad(path, "file", f"cannot be read as UTF-8 text ({exc})") from None
-        for server in parse_servers(text, path):
-            if server.name in seen:
-                raise _bad(
-                    path,
-                    f"servers.{server.name}",
-                    f"the name is declared in {seen[server.name]} already",
-                )
-            seen[server.name] = path
-            servers.append(server)
-    return servers
+    return read_declared(mcp_files(project_root, home), parse_servers, _bad, "servers")

@@ -35,6 +35,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from air.contracts.error import AirException, ErrorKind
+from air.declared import read_declared
 from air.yamlload import load
 
 __all__ = ["HostConfig", "find_host", "hosts_files", "load_hosts", "parse_hosts"]
@@ -162,22 +163,7 @@ def load_hosts(project_root: str | None, home: str | None = None) -> list[HostCo
     Raises:
         AirException(config_error): a bad file, or a name declared twice.
     """
-    hosts: list[HostConfig] = []
-    seen: dict[str, str] = {}
-    for path in hosts_files(project_root, home):
-        try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
-        except FileNotFoundError:
-            continue
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _bad(path, "file", f"cannot be read ({exc})") from None
-        for host in parse_hosts(text, path):
-            if host.name in seen:
-                raise _bad(path, f"hosts.{host.name}", f"already declared in {seen[host.name]}")
-            seen[host.name] = path
-            hosts.append(host)
-    return hosts
+    return read_declared(hosts_files(project_root, home), parse_hosts, _bad, "hosts")
 
 
 def find_host(name: str, project_root: str | None, home: str | None = None) -> HostConfig:
