@@ -4,5 +4,7 @@ request without loading the console's contracts (tests/cli/test_first_request_im
 
 from __future__ import annotations
 
+__all__ = ["QUEUED_FOR_SLOT"]
+
 QUEUED_FOR_SLOT = "queued for a slot"
 """A task waits for a machine-wide worker slot (IMPL-SLOT-1)."""
