@@ -14,6 +14,10 @@ read the remote user's processes for the canary).
    runs (every process of the remote user: ``/proc/PID/environ`` and ``cmdline``) and after
    (every file under the remote user's home): found 0 times is the goal.
 
+5. Slurm (with ``--slurm``: ``local-slurm`` of ``.remote/slurm-hosts.yaml``, which
+   ``scripts/slurm_setup.sh`` writes): spawn-to-ready through ``SrunLauncher`` (allocation, step
+   launch, the guard, the worker) and the round trips above over srun's stdio, as ratios to local.
+
 4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
    (``push_base``) for a first and a second run (the second sends only what the host lacks),
    and a result taken back (``fetch_result``); bytes and seconds, against ``git worktree add``
@@ -45,6 +49,7 @@ from air.ipc.launcher import Launcher, LaunchSpec, LocalLauncher  # noqa: E402
 from air.ipc.process import WorkerProcess  # noqa: E402
 from air.ipc.protocol import make_envelope  # noqa: E402
 from air.remote.hosts import HostConfig, find_host, parse_hosts  # noqa: E402
+from air.remote.srun import SrunLauncher  # noqa: E402
 from air.remote.ssh import SshLauncher, open_ssh_master  # noqa: E402
 from air.remote.sync import fetch_result, gc_remote, push_base  # noqa: E402
 from air.supervision.seams import SuperviseRequest  # noqa: E402
@@ -205,6 +210,32 @@ async def sync_figures(host: HostConfig) -> None:
             await gc_remote(remote)
 
 
+async def slurm_figures(rounds: int, trips: int) -> None:
+    path = REPO / ".remote" / "slurm-hosts.yaml"
+    [host] = parse_hosts(path.read_text(), str(path))
+    local, srun = LocalLauncher(), SrunLauncher(host)
+    spawn: dict[str, list[float]] = {"local": [], "srun": []}
+    for _ in range(rounds):
+        spawn["local"].append(await spawn_ready(local))
+        spawn["srun"].append(await spawn_ready(srun))
+    base = statistics.median(spawn["local"])
+    print(f"slurm host {host.name} (srun {' '.join(host.srun_options)}):")
+    for name, times in spawn.items():
+        med = statistics.median(times)
+        print(f"  spawn {name:<6} {med * 1000:7.1f} ms  {med / base:5.2f}x local")
+    with tempfile.TemporaryDirectory() as tmp:
+        for size in SIZES:
+            rates: dict[str, list[float]] = {"local": [], "srun": []}
+            for _ in range(rounds):
+                rates["local"].append(await round_trips(local, trips, size, tmp, {}))
+                rates["srun"].append(await round_trips(srun, trips, size, tmp, {}))
+            loc, rem = statistics.median(rates["local"]), statistics.median(rates["srun"])
+            print(
+                f"  {size:>8} B  local {loc:8.0f}/s  srun {rem:8.0f}/s  {rem / loc:5.2f}x local"
+                f"  (+{(1 / rem - 1 / loc) * 1e6:.0f} us per call)"
+            )
+
+
 def _host(name: str | None) -> HostConfig:
     if name:
         return find_host(name, None)
@@ -257,5 +288,9 @@ if __name__ == "__main__":
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--trips", type=int, default=200)
     parser.add_argument("--host", default=None)
+    parser.add_argument("--slurm", action="store_true", help="only the srun figures (part 5)")
     args = parser.parse_args()
-    trio.run(main, args.rounds, args.trips, _host(args.host))
+    if args.slurm:
+        trio.run(slurm_figures, args.rounds, args.trips)
+    else:
+        trio.run(main, args.rounds, args.trips, _host(args.host))

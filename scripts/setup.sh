@@ -64,3 +64,6 @@ fi
 # the "remote host" of tests/remote (issue #27): sshd on 127.0.0.1, its own user and venv
 # (needs root or passwordless sudo, as CI and the developers' machines have)
 bash scripts/remote_setup.sh
+
+# a single-node Slurm for the srun launcher of tests/remote (issue #27 item 3)
+bash scripts/slurm_setup.sh

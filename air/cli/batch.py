@@ -131,6 +131,8 @@ class BatchTask(Contract):
     output_contract: WorkerOutputContract | None = None
     agent: str | None = Field(default=None, pattern=_ID_PATTERN)
     """The named agent file the task runs as (``.air/agents/NAME.md``, ``~/.air/agents/``)."""
+    host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")
+    """The host (``hosts.yaml``) the task runs on; default here, or the run's ``--host``."""
 
     def to_spec(self, agent: TaskAgent | None = None) -> TaskSpec:
         deps = [
@@ -158,6 +160,7 @@ class BatchTask(Contract):
             context_refs=self.context_refs,
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
             agent=agent,
+            host=self.host,
         )
 
 

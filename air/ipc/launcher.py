@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 import trio
@@ -49,6 +49,8 @@ class LaunchSpec(NamedTuple):
     Args:
         command: ``None``: the standard worker (``worker_command()``), which a spare may serve.
         env: variables set on top of the allowlisted environment (a test's switches).
+        time_s: seconds until the task's deadline (a batch system's time limit).
+        progress: how a launcher that waits (an allocation) reports it (``task.progress``).
     """
 
     agent_id: str
@@ -56,6 +58,8 @@ class LaunchSpec(NamedTuple):
     cwd: str | None = None
     command: Sequence[str] | None = None
     env: dict[str, str] | None = None
+    time_s: float | None = None
+    progress: Callable[[str], Awaitable[None]] | None = None
 
 
 class WorkerHandle(Protocol):

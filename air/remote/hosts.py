@@ -15,7 +15,11 @@ Owns ``HostConfig`` (one host: how to reach it and where air lives there), ``hos
         workdir: /scratch/alice/air       # where runs keep their repositories and worktrees
         keepalive_s: 5                    # ServerAliveInterval
         lease_ttl_s: 30                   # the remote tree ends this long after parent silence
-        # slurm only: partition, time_limit, gres, srun_options
+        # slurm only (srun runs on this machine: a login node of the cluster):
+        partition: gpu                    # srun --partition
+        time_limit: "30:00"               # srun --time when the task has no deadline
+        gres: gpu:1                       # srun --gres
+        srun_options: [--account=proj7]   # more --name=value options (not air's own)
 
 The project's file is read only once the project is trusted (IMPL-TRUST-1: it decides where a
 task's code and model loop go); a name declared in both files is refused, so a project cannot
@@ -28,7 +32,7 @@ import os
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from air.contracts.error import AirException, ErrorKind
 from air.yamlload import load
@@ -36,6 +40,12 @@ from air.yamlload import load
 __all__ = ["HostConfig", "find_host", "hosts_files", "load_hosts", "parse_hosts"]
 
 HOST_NAME = r"^[A-Za-z0-9-]{1,40}$"
+SRUN_OWNED = (
+    "--export", "--job-name", "--time", "--chdir", "--nodes", "--ntasks", "--uid", "--gid",
+    "--input", "--output", "--error", "--pty", "--unbuffered", "--kill-on-bad-exit",
+)  # fmt: skip
+"""What srun gets from air itself: the explicit environment, the job name the sweeper cancels,
+the deadline, one task, the worker's stdio as the channel."""
 
 
 class HostConfig(BaseModel):
@@ -61,10 +71,24 @@ class HostConfig(BaseModel):
     lease_ttl_s: int = Field(default=30, ge=2, le=3600)
     """Without a byte from the parent for this long, the remote worker's tree ends."""
     connect_timeout_s: int = Field(default=10, ge=1, le=300)
-    partition: str | None = None
-    time_limit: str | None = None
-    gres: str | None = None
+    partition: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_.,-]+$")
+    time_limit: str | None = Field(default=None, pattern=r"^\d+(-\d+)?(:\d+){0,2}$")
+    """Slurm's ``--time`` when the task has no deadline (``M``, ``M:S``, ``H:M:S``, ``D-H``...)."""
+    gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_:,.-]+$")
     srun_options: tuple[str, ...] = ()
+    """Extra ``--option[=value]`` for srun; never one air sets itself (``SRUN_OWNED``)."""
+
+    @field_validator("srun_options")
+    @classmethod
+    def _own_options(cls, options: tuple[str, ...]) -> tuple[str, ...]:
+        for option in options:
+            name = option.split("=", 1)[0]
+            if not name.startswith("--") or name in SRUN_OWNED:
+                raise ValueError(
+                    f"{option!r}: give long options as --name[=value], and none of air's own "
+                    f"({', '.join(SRUN_OWNED)}: IMPL-SLURM-2)"
+                )
+        return options
 
     def destination(self) -> str:
         """``user@host`` (or ``host``) for the ssh client."""

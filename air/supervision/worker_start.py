@@ -4,8 +4,9 @@ Owns: ``start`` (through the manager's ``Launcher``; the run record begins as so
 process exists; the handshake is one ``trio.move_on_at`` deadline counted from the launch, so
 a worker that never answers ends the attempt as ``spawn_error`` and one that answers with
 anything else — or a wrong protocol version — as ``protocol_error``; on success the soft and
-hard deadlines are armed) and ``record_started`` (the durable ``agent.started`` with the
-process identity).
+hard deadlines are armed; a launcher's wait before that — a Slurm allocation — is bounded by
+the task's deadline only, reported through ``LaunchSpec.progress``) and ``record_started``
+(the durable ``agent.started`` with the process identity).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import trio
 
 from air.contracts.error import ErrorKind
+from air.contracts.event import EventSource, new_event
 from air.contracts.ipc import AgentStartControl, IpcEnvelope
 from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
@@ -43,22 +45,34 @@ async def start(
     """Launch the worker and complete the handshake; an ``End`` when the attempt cannot run."""
     req = run.request
     cfg = sup.config
-    launched_at = trio.current_time()
+    deadline = req.deadline_at if req.deadline_at is not None else math.inf
+    left = deadline - trio.current_time()
+
+    async def progress(message: str) -> None:
+        await _progress(sup, run, message)
+
     spec = LaunchSpec(
         agent_id=req.agent_id,
         marker=run.marker,
         cwd=req.workspace.path or None,
         command=cfg.command,
         env=cfg.env,
+        time_s=None if math.isinf(left) else max(left, 0.0),
+        progress=progress,
     )
-    try:
-        launched = await sup.launcher.launch(spec)
+    launched = None
+    try:  # a launcher may wait for an allocation first: the task's deadline bounds that wait
+        with trio.move_on_at(deadline):
+            launched = await sup.launcher.launch(spec)
     except OSError as exc:
         return End(
             "spawn_error",
             err(ErrorKind.ENVIRONMENT_ERROR, f"cannot start the worker: {exc}", transient=True),
             True,
         )
+    if launched is None:
+        return End("hard_timeout", deadline_error("queued", timeout_of(req)), False)
+    launched_at = trio.current_time()  # the handshake counts from a running worker (IMPL-SLURM-2)
     run.marker = launched.marker
     run.proc = WorkerProcess(launched, agent_id=req.agent_id, max_line_bytes=cfg.max_line_bytes)
     records.begin(run)
@@ -80,7 +94,6 @@ async def start(
         },
     )
     msg: IpcEnvelope | ProtocolViolation | None = None
-    deadline = req.deadline_at if req.deadline_at is not None else math.inf
     with trio.move_on_at(min(launched_at + cfg.handshake_timeout_s, deadline)):
         await control(run, start_msg.model_dump(mode="json"))
         msg = await run.proc.receive()
@@ -88,6 +101,20 @@ async def start(
         # the task's deadline passed before the worker was ready (IMPL-DEADLINE-1)
         return End("hard_timeout", deadline_error("starting", timeout_of(req)), False)
     return _check_ready(run, msg)
+
+
+async def _progress(sup: Supervisor, run: WorkerRun, message: str) -> None:
+    """The launcher's word on a wait before the worker runs (ephemeral ``task.progress``)."""
+    req = run.request
+    event = new_event(
+        "task.progress",
+        {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
+        session_id=req.session_id,
+        project_id=req.project_id,
+        source=EventSource(kind="scheduler", id="worker_manager"),
+        route=["scheduler", "worker_manager"],
+    )
+    await sup.events.ingest_ephemeral(event)
 
 
 def timeout_of(req: SuperviseRequest) -> float:

@@ -1,0 +1,302 @@
+"""Workers through Slurm: ``SrunLauncher`` behind the Launcher seam (issue #27 item 3).
+
+Owns: ``srun_argv`` (``srun -N1 -n1 --kill-on-bad-exit --export=NONE`` with the job name
+``air-<agent id>``, the time limit from the task's deadline, the host's partition, gres and
+extra options, then ``env -i`` with air's explicit environment and ``air.remote.guard run``
+around the worker), ``time_limit`` (seconds as Slurm's ``M:SS``), ``client_environment`` (what
+the local srun client sees: no API key, no ``SLURM_*`` of an enclosing allocation),
+``scancel`` (the sweeper: cancel the jobs of given attempts, Slurm's kill window ends every
+process of their steps), ``SrunHandle`` (the local srun client as the worker's handle: kill =
+signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own phase:
+``launch`` returns only once the step runs (the guard's first line, ``air-remote {identity}``,
+came), so the handshake timeout counts from there; while Slurm reports the job queued, the
+spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it runs.
+Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
+non-retried ``protocol.error`` quoting it. The worker runs as the user who runs air (``--uid``
+needs root; IMPL-SLURM-2).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import pwd
+import re
+import subprocess
+from collections.abc import Sequence
+from typing import Any
+
+import trio
+
+from air.contracts.error import ErrorKind, make_air_error
+from air.ipc.launcher import Launched, LaunchSpec
+from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
+from air.ipc.protocol import LineEncoder
+from air.remote.hosts import HostConfig
+from air.remote.ssh import IDENTITY_PREFIX, REMOTE_PATH, _remote_worker
+
+__all__ = [
+    "QUEUED_FOR_ALLOCATION",
+    "SrunHandle",
+    "SrunLauncher",
+    "client_environment",
+    "job_name",
+    "scancel",
+    "srun_argv",
+    "time_limit",
+]
+
+QUEUED_FOR_ALLOCATION = "queued for a Slurm allocation"
+"""The ``task.progress`` message of a task whose job waits for resources."""
+CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
+QUEUED_LINE = re.compile(rb"srun: job (\d+) queued and waiting for resources")
+ALLOCATED_LINE = re.compile(rb"srun: job (\d+) has been allocated resources")
+FIRST_LINE_MAX = 4096
+QUOTE_BYTES = 300
+
+
+def job_name(agent_id: str) -> str:
+    """The Slurm job name of one attempt (what ``scancel`` finds it by)."""
+    return f"air-{agent_id}"
+
+
+def time_limit(seconds: float) -> str:
+    """``seconds`` (rounded up, at least one) as Slurm's ``minutes:seconds``."""
+    whole = max(1, math.ceil(seconds))
+    return f"{whole // 60}:{whole % 60:02d}"
+
+
+def client_environment() -> dict[str, str]:
+    """The local srun client's environment: an allowlist of ``os.environ`` (never an API key,
+    never the ``SLURM_JOB_ID`` of an allocation air itself runs in)."""
+    return {k: os.environ[k] for k in CLIENT_ENV if k in os.environ}
+
+
+def srun_argv(
+    host: HostConfig,
+    marker: str,
+    agent_id: str,
+    command: Sequence[str],
+    env: dict[str, str],
+    *,
+    time_s: float | None = None,
+) -> list[str]:
+    """The whole local command line of one worker step on ``host``."""
+    argv = [
+        "srun", "-N1", "-n1", "--kill-on-bad-exit=1", "--export=NONE",
+        f"--job-name={job_name(agent_id)}",
+        f"--chdir={host.workdir}",
+    ]  # fmt: skip
+    if time_s is not None:
+        argv.append(f"--time={time_limit(time_s)}")
+    elif host.time_limit:
+        argv.append(f"--time={host.time_limit}")
+    if host.partition:
+        argv.append(f"--partition={host.partition}")
+    if host.gres:
+        argv.append(f"--gres={host.gres}")
+    argv += host.srun_options
+    home = pwd.getpwuid(os.getuid())
+    variables = {
+        "HOME": home.pw_dir,
+        "USER": home.pw_name,
+        "LOGNAME": home.pw_name,
+        "PATH": REMOTE_PATH,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        **env,
+        MARKER_ENV: marker,
+    }
+    guard = [host.python, "-P", "-m", "air.remote.guard", "run", "--", *command]
+    return [*argv, "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in variables.items()), *guard]
+
+
+async def scancel(names: list[str], *, timeout_s: float = 15.0) -> bool:
+    """Cancel this user's jobs called ``names`` (Slurm signals their steps, then kills what is
+    left after its ``KillWait``); False when Slurm could not be asked."""
+    if not names:
+        return True
+    argv = ["scancel", "--quiet", f"--user={pwd.getpwuid(os.getuid()).pw_name}"]
+    argv.append("--name=" + ",".join(names))
+    with trio.move_on_after(timeout_s):
+        done = await trio.run_process(
+            argv, capture_stdout=True, capture_stderr=True, check=False, env=client_environment()
+        )
+        return done.returncode == 0
+    return False
+
+
+class SrunHandle:
+    """The local srun client of one worker step."""
+
+    def __init__(self, process: trio.Process, host: HostConfig, marker: str, name: str) -> None:
+        self.process = process
+        self.host = host
+        self.marker = marker
+        self.job_name = name
+        self.identity: ProcessIdentity = read_identity(process.pid)
+        self.job_id: int | None = None
+        """Known when srun said the job was queued or allocated."""
+        self.remote: dict[str, Any] | None = None
+        """The guard's identity once the step runs (``air.remote.guard``)."""
+        self.queued = False
+        self.sweep_failed = False
+        """``scancel`` after a kill could not reach Slurm: the next launch cancels first."""
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.returncode
+
+    async def kill_tree(self, grace_s: float) -> bool:
+        """Signal the srun client (srun passes SIGTERM to the step and ends it; SIGKILL after
+        ``grace_s``), then ``scancel`` the job: the sweeper for a client that could not."""
+        killed = await kill_tree(self.identity, marker=None, grace_s=grace_s)
+        self.sweep_failed = not await scancel([self.job_name], timeout_s=grace_s + 10)
+        return killed
+
+    async def wait(self) -> int:
+        return await self.process.wait()
+
+
+class Prefixed(trio.abc.ReceiveStream):
+    """A stream whose first bytes were already read (by the allocation phase)."""
+
+    def __init__(self, stream: trio.abc.ReceiveStream, prefix: bytes) -> None:
+        self.stream = stream
+        self.prefix = prefix
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self.prefix:
+            data, self.prefix = self.prefix, b""
+            return data
+        return await self.stream.receive_some(max_bytes)
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def _tell(spec: LaunchSpec, message: str) -> None:
+    """Report the allocation phase (shielded: a message half-ingested helps nobody)."""
+    if spec.progress is not None:
+        with trio.CancelScope(shield=True):
+            await spec.progress(message)
+
+
+class SrunLauncher:
+    """Workers as Slurm job steps through the local ``srun`` client (IMPL-SLURM-2)."""
+
+    def __init__(self, host: HostConfig) -> None:
+        self.host = host
+        self.handles: list[SrunHandle] = []
+        """Every worker this launcher started (``sweep`` cancels their jobs)."""
+
+    async def sweep(self, *, timeout_s: float = 30.0) -> bool:
+        """Cancel every job of a worker this launcher started (at session end)."""
+        return await scancel([h.job_name for h in self.handles], timeout_s=timeout_s)
+
+    def argv(self, spec: LaunchSpec) -> list[str]:
+        command = _remote_worker(self.host, spec.command)
+        return srun_argv(
+            self.host, spec.marker, spec.agent_id, command, dict(spec.env or {}),
+            time_s=spec.time_s,
+        )  # fmt: skip
+
+    async def launch(self, spec: LaunchSpec) -> Launched:
+        """Start the step and wait for it to run (the allocation phase); cancelled meanwhile
+        (the task's deadline, a cancel), the srun client is killed and the job cancelled."""
+        unswept = [h for h in self.handles if h.sweep_failed]
+        if unswept:  # a task never has two live workers: an earlier cancel must land first
+            if not await scancel([h.job_name for h in unswept]):
+                raise OSError(f"cannot cancel earlier jobs on {self.host.name} before a relaunch")
+            for h in unswept:
+                h.sweep_failed = False
+        process = await trio.lowlevel.open_process(
+            self.argv(spec),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            env=client_environment(),
+        )
+        assert process.stdin is not None
+        assert process.stdout is not None
+        assert process.stderr is not None
+        handle = SrunHandle(process, self.host, spec.marker, job_name(spec.agent_id))
+        self.handles.append(handle)
+        try:
+            out, err = await self._allocation(handle, process.stdout, process.stderr, spec)
+        except BaseException:
+            with trio.CancelScope(shield=True):
+                await handle.kill_tree(1.0)
+                await handle.wait()
+            raise
+        return Launched(
+            send=process.stdin,
+            receive=Prefixed(process.stdout, out),
+            stderr=Prefixed(process.stderr, err),
+            handle=handle,
+            marker=spec.marker,
+        )
+
+    async def _allocation(
+        self,
+        handle: SrunHandle,
+        stdout: trio.abc.ReceiveStream,
+        stderr: trio.abc.ReceiveStream,
+        spec: LaunchSpec,
+    ) -> tuple[bytes, bytes]:
+        """Read srun's stderr (queued / allocated) until the guard's first line on stdout;
+        returns what the worker's stdout and stderr hold after it. A first line that is not
+        the guard's (srun failed) becomes a ``protocol.error`` line."""
+        err = bytearray()
+        out = bytearray()
+        since = trio.current_time()
+
+        async def watch_stderr() -> None:
+            while data := await stderr.receive_some(65536):
+                err.extend(data)
+                queued = QUEUED_LINE.search(err)
+                allocated = ALLOCATED_LINE.search(err)
+                found = queued or allocated
+                if found and handle.job_id is None:
+                    handle.job_id = int(found.group(1))
+                if queued and not handle.queued:
+                    handle.queued = True
+                    await _tell(spec, f"{QUEUED_FOR_ALLOCATION} (job {handle.job_id})")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch_stderr)
+            while b"\n" not in out and len(out) <= FIRST_LINE_MAX:
+                data = await stdout.receive_some(65536)
+                if not data:
+                    break
+                out.extend(data)
+            nursery.cancel_scope.cancel()
+        line, nl, rest = bytes(out).partition(b"\n")
+        if nl and line.startswith(IDENTITY_PREFIX):
+            try:
+                handle.remote = json.loads(line[len(IDENTITY_PREFIX) :])
+            except ValueError:
+                handle.remote = None
+            if handle.remote is not None:
+                if handle.queued:  # the task view stops showing it queued
+                    waited = trio.current_time() - since
+                    await _tell(spec, f"got a Slurm allocation after {waited:.1f} s")
+                return rest, bytes(err)
+        return self._failed(handle, spec.agent_id, bytes(out), bytes(err)), bytes(err)
+
+    def _failed(self, handle: SrunHandle, agent_id: str, out: bytes, err: bytes) -> bytes:
+        """One ``protocol.error`` (never retried) quoting what srun or the step wrote instead
+        of the guard's line."""
+        said = (err or out)[:QUOTE_BYTES].decode("utf-8", "replace").strip()
+        host = self.host
+        error = make_air_error(
+            kind=ErrorKind.ENVIRONMENT_ERROR,
+            message=f"srun on {host.name} did not start the worker: {said or 'no output'!r}",
+            retryability="never",
+            user_action=f"Check `partition`, `gres`, `time_limit`, `srun_options` and `python` "
+            f"of {host.name} in {host.source}; try `srun -N1 -n1 {host.python} -V` by hand.",
+        )
+        encoder = LineEncoder(session_id="", agent_id=agent_id)
+        return encoder.line("protocol.error", {"error": error.model_dump(mode="json")})
