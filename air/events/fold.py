@@ -105,8 +105,29 @@ def apply(
         task = state.tasks.get(str(getattr(x, "task_id", "")))
         for ended in (getattr(x, "agent_id", None), task.agent_id if task else None):
             if ended is not None and ended in state.agent_events:
+                if task is not None and state.forgets_run_of(task.task_id, ended):
+                    state = _forget_ended_runs(state, task.task_id, state.agent_events[ended])
                 state = state._replace(agent_events=state.agent_events.delete(ended))
     return state._replace(applied=state.applied + 1)
+
+
+def _forget_ended_runs(
+    state: SessionState, task_id: str, evidence: tuple[RuntimeEvent, ...]
+) -> SessionState:
+    """``state`` without the ended runs of ``task_id`` its agent started (``evidence``: the
+    agent's events, which hold each run's start); a run still running is dropped at its end
+    (``air.events.fold_agents``). IMPL-MEM-1."""
+    tools, commands = state.tool_runs, state.command_runs
+    for event in evidence:
+        if event.type == "tool.started":
+            run = tools.get(str(event.payload.get("tool_run_id")))
+            if run is not None and run.task_id == task_id and run.status != "running":
+                tools = tools.delete(run.tool_run_id)
+        elif event.type == "command.started":
+            cmd = commands.get(str(event.payload.get("command_run_id")))
+            if cmd is not None and cmd.task_id == task_id and cmd.ended:
+                commands = commands.delete(cmd.command_run_id)
+    return state._replace(tool_runs=tools, command_runs=commands)
 
 
 def _validate(event: RuntimeEvent) -> BaseModel:

@@ -112,6 +112,8 @@ def _tool_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
         raise fold_error(event, f"tool run {x.tool_run_id} does not exist")
     if run.status not in TOOL_FROM:
         raise fold_error(event, f"tool run {x.tool_run_id} is {run.status}, expected running")
+    if state.forgets_run_of(run.task_id, run.agent_id):  # its attempt ended (IMPL-MEM-1)
+        return state._replace(tool_runs=state.tool_runs.delete(x.tool_run_id))
     fact = run._replace(
         status=_TOOL_END[event.type],
         duration_ms=x.duration_ms,
@@ -135,6 +137,8 @@ def _command_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionSta
         raise fold_error(event, f"command run {x.command_run_id} does not exist")
     if run.ended:
         raise fold_error(event, f"command run {x.command_run_id} already ended")
+    if state.forgets_run_of(run.task_id, run.agent_id):  # its attempt ended (IMPL-MEM-1)
+        return state._replace(command_runs=state.command_runs.delete(x.command_run_id))
     fact = run._replace(
         ended=True,
         exit_code=x.exit_code,

@@ -177,6 +177,10 @@ class SessionState(NamedTuple):
     """Scheduler tasks (not compaction tasks) per status."""
     applied: int = 0
     """How many events were applied."""
+    forget_ended_runs: bool = False
+    """The scheduler's fold (IMPL-MEM-1): a tool or command run of a task is dropped once both
+    have ended (nothing the scheduler, recovery or a report reads looks at it again); the
+    console's fold keeps every run (it shows their outcome)."""
 
     def count(self, status: TaskStatus | str) -> int:
         return self.counts.get(str(status), 0)
@@ -193,6 +197,17 @@ class SessionState(NamedTuple):
 
     def events_of_agent(self, agent_id: str) -> tuple[RuntimeEvent, ...]:
         return self.agent_events.get(agent_id, ())
+
+    def forgets_run_of(self, task_id: str | None, agent_id: str | None) -> bool:
+        """Whether an ended run of ``task_id`` by ``agent_id`` is dropped: the scheduler's fold,
+        and the run's attempt ended (its task known and not running, or running another agent's
+        attempt; a run of no task, the main agent's, is kept). IMPL-MEM-1."""
+        if not self.forget_ended_runs or task_id is None:
+            return False
+        task = self.tasks.get(task_id)
+        if task is None:
+            return False
+        return task.status is not TaskStatus.RUNNING or agent_id not in (None, task.agent_id)
 
 
 FoldStep = Callable[[SessionState, RuntimeEvent, Any], SessionState]

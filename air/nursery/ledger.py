@@ -23,7 +23,13 @@ from air.contracts.event import EventFilter, EventSource, RuntimeEvent, new_even
 from air.contracts.ids import utc_now_iso
 from air.contracts.task import TaskSpec, TaskStatus
 from air.events.fold import FoldCursor, replay
-from air.events.fold_snapshot import SNAPSHOT_EVERY, FoldAt, fold_session, save_fold
+from air.events.fold_snapshot import (
+    SCHEDULER_FOLD,
+    SNAPSHOT_EVERY,
+    FoldAt,
+    fold_session,
+    save_fold,
+)
 from air.events.fold_state import DependencyFact, SessionState, TaskFact
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
@@ -242,7 +248,7 @@ class SessionLedger:
         self.project_id = project_id
         self.source = source or EventSource(kind="scheduler")
         self._last_seq = 0
-        self._fold = FoldCursor()
+        self._fold = FoldCursor(SCHEDULER_FOLD)  # ended runs of ended tasks dropped: IMPL-MEM-1
         self._snapshots = snapshots
         self._snapshot_seq = 0
         self._started = False

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from air.contracts.event import EventFilter, EventSource, RuntimeEvent
 from air.events.fold import FoldCursor, replay
 from air.events.fold_snapshot import (
+    SCHEDULER_FOLD,
     SNAPSHOT_EVERY,
     FoldAt,
     check_snapshot,
@@ -23,6 +24,7 @@ from air.events.fold_snapshot import (
     fold_session,
     save_fold,
 )
+from air.events.fold_state import SessionState
 from air.events.store import EventStore
 from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
@@ -40,6 +42,11 @@ def _db(events: list[RuntimeEvent], path: str = ":memory:") -> DatabaseManager:
     return db
 
 
+def _scheduler(events: list[RuntimeEvent]) -> SessionState:
+    """The scheduler's fold of ``events`` (IMPL-MEM-1), what the ledger keeps and snapshots."""
+    return FoldCursor(SCHEDULER_FOLD).feed_all(events)
+
+
 def _stored(db: DatabaseManager) -> list[RuntimeEvent]:
     """The log as stored (payload defaults filled in): what a reader of the database folds."""
     return EventStore(db).query(EventFilter(session_id=SID))
@@ -53,9 +60,10 @@ def test_snapshot_plus_the_fold_from_its_position_is_the_full_fold(
     db = _db(drawn_sequence(data, SID, "prj_snap", 60))
     events = _stored(db)
     k = int(cut * len(events))
-    save_fold(db, SID, FoldAt(replay(events[:k]), k, 0), NOW)  # seq == position: one session
+    fold = _scheduler if data.draw(st.booleans()) else replay  # IMPL-MEM-1's fold or the whole
+    save_fold(db, SID, FoldAt(fold(events[:k]), k, 0), NOW)  # seq == position: one session
     resumed = fold_session(db, SID)
-    assert resumed.state == replay(events)
+    assert resumed.state == fold(events)
     assert (resumed.seq, resumed.snapshot_seq) == (len(events), k)
     assert check_snapshot(db, SID) is None
     db.close()
@@ -91,7 +99,7 @@ def test_the_ledger_starts_from_the_snapshot_and_keeps_it(tmp_path: Path) -> Non
         )
 
     first = ledger()
-    assert first.state() == replay(events)
+    assert first.state() == _scheduler(events)
     stored = load_snapshot(db, f"session_fold:{SID}")
     assert stored is not None
     assert stored.event_seq == len(events)
@@ -115,5 +123,5 @@ def test_a_snapshot_that_differs_from_the_log_is_a_defect(tmp_path: Path) -> Non
     with db.transaction() as conn:
         conn.execute("UPDATE fold_snapshots SET body = 'garbage'")
     assert "cannot be read" in str(check_snapshot(db, SID))
-    assert fold_session(db, SID).state == replay(events)  # a reader falls back to the log
+    assert fold_session(db, SID).state == _scheduler(events)  # a reader falls back to the log
     db.close()
