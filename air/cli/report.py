@@ -30,7 +30,7 @@ from air.cli.session_report import (
     command_outcome,
     summarise,
 )
-from air.contracts.display import shown
+from air.contracts.display import cost_text, shown
 from air.contracts.error import CliExit
 
 INLINE_LIMIT = 64 * 1024
@@ -202,7 +202,7 @@ class _Page:
             f'<tr data-task="{_e(t.task_id)}"><td><a href="#task-{_e(t.task_id)}">'
             f"{_e(t.task_id)}</a></td><td>{_e(t.status)}</td><td>{len(t.attempts)}</td>"
             f"<td>{t.duration_s:.2f}</td><td>{t.tokens}</td><td>{t.turns}</td>"
-            f"<td>{t.cost_usd:.4f}</td></tr>"
+            f"<td>{_e(cost_text(t.cost_usd, 4))}</td></tr>"
             for t in summary.tasks.values()
         )
         counts = summary.counts()
@@ -213,14 +213,40 @@ class _Page:
             f"<p>{_e(summary.started_at)} → {_e(summary.ended_at)} ({summary.duration_s:.2f} s), "
             f"{counts['tasks']} tasks: {counts['completed']} completed, {counts['failed']} failed, "
             f"{counts['blocked']} blocked, {counts['cancelled']} cancelled; {summary.waves} waves; "
-            f"{usage['tokens']} tokens, {usage['turns']} turns, cost ${usage['cost_usd']:.4f}</p>"
+            f"{usage['tokens']} tokens, {usage['turns']} turns, "
+            f"cost {_e(cost_text(usage['cost_usd'], 4))}</p>"
+            f"{_usage_table(usage)}"
             f"<h2>Timeline</h2>{self.timeline()}"
             '<h2>Tasks</h2><table id="tasks"><tr><th>task</th><th>status</th><th>attempts</th>'
-            "<th>seconds</th><th>tokens</th><th>turns</th><th>cost $</th></tr>"
+            "<th>seconds</th><th>tokens</th><th>turns</th><th>cost</th></tr>"
             f"{rows}</table>"
             + "".join(self.task_section(t, artifacts) for t in summary.tasks.values())
             + "</body></html>\n"
         )
+
+
+_PURPOSE_NAMES = {
+    "main_agent": "Main Agent",
+    "designer": "Architecture Designer",
+    "compaction": "compaction",
+    "task": "tasks",
+}
+
+
+def _usage_table(usage: dict[str, Any]) -> str:
+    """Every model call of the session by who made it (the usage ledger, IMPL-USAGE-1)."""
+    rows = "".join(
+        f'<tr data-purpose="{_e(purpose)}"><td>{_e(_PURPOSE_NAMES.get(purpose, purpose))}</td>'
+        f"<td>{part['calls']}</td><td>{part['input_tokens']}</td><td>{part['output_tokens']}</td>"
+        f"<td>{part['cache_read_tokens']}</td><td>{part['cache_write_tokens']}</td>"
+        f"<td>{_e(cost_text(part['cost_usd'], 4))}</td></tr>"
+        for purpose, part in usage["by_purpose"].items()
+    )
+    return (
+        '<h2>Model calls</h2><table id="usage"><tr><th>by</th><th>calls</th><th>tokens in</th>'
+        "<th>tokens out</th><th>cache read</th><th>cache write</th><th>cost</th></tr>"
+        f"{rows}</table>"
+    )
 
 
 def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:

@@ -3,11 +3,11 @@
 Owns model selection against the capability matrix, lazy creation of adapters (the anthropic
 SDK and httpx are imported only when the first adapter of that kind is created, never at
 import time of this module), retries of transient failures (exponential backoff with jitter,
-honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
-the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only,
-and registered by value with the run's redactor when the manager is built (IMPL-API-4).
-Retries are per turn, also in the middle of a stream, and are announced to retry listeners
-(IMPL-API-5).
+honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call,
+the usage accumulator and the usage listeners (IMPL-USAGE-1). API keys are read from
+``auth_ref`` env vars here, in the parent only, and registered by value with the run's
+redactor when the manager is built (IMPL-API-4). Retries are per turn, also in the middle of a
+stream, and are announced to retry listeners (IMPL-API-5).
 ``warm_up`` creates an adapter (its client imported and built) in a background thread, so a run
 can overlap that import with other start-up work; adapter creation is serialised by a lock, and
 the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
@@ -43,11 +43,12 @@ from air.contracts.provider import (
     RetryConfig,
     TextBlock,
     TextDeltaEvent,
+    Usage,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
 from air.llm.config import load_models_config, nothing_configured
 from air.llm.errors import models_reference, retry_after_of
-from air.llm.usage import UsageAccumulator, cost_of
+from air.llm.usage import UsageAccumulator, UsageListener, UsageRecord, cost_of
 
 __all__ = [
     "CallRecord",
@@ -173,6 +174,7 @@ class ProviderManager:
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
         self._retry_listeners: list[RetryListener] = []
+        self._usage_listeners: list[UsageListener] = []
 
     @classmethod
     def load_config(
@@ -445,6 +447,7 @@ class ProviderManager:
                             )
                             record.ok = True
                             event = event.model_copy(update={"usage": usage})
+                            await self._count(request, usage)
                         yield event
                     if failure is not None:
                         break
@@ -478,6 +481,33 @@ class ProviderManager:
     def add_retry_listener(self, listener: RetryListener) -> None:
         """Call ``listener`` (awaited) before each retry of a turn, with its reason."""
         self._retry_listeners.append(listener)
+
+    # --- usage listeners ----------------------------------------------------------------------
+
+    def add_usage_listener(self, listener: UsageListener) -> None:
+        """Await ``listener`` with each completed call's ``UsageRecord`` (IMPL-USAGE-1)."""
+        self._usage_listeners.append(listener)
+
+    def remove_usage_listener(self, listener: UsageListener) -> None:
+        if listener in self._usage_listeners:
+            self._usage_listeners.remove(listener)
+
+    async def _count(self, request: ProviderCompletionInput, usage: Usage) -> None:
+        """Hand one call's usage to the listeners. Shielded and bounded (why: the call is
+        paid for; a turn cancelled now must still leave it in the ledger)."""
+        if not self._usage_listeners:
+            return
+        counted = UsageRecord(
+            provider_id=request.provider_id,
+            model_id=request.model_id,
+            usage=usage,
+            session_id=request.session_id,
+            task_id=request.task_id,
+            agent_id=request.agent_id,
+        )
+        with trio.move_on_after(5, shield=True):
+            for listener in list(self._usage_listeners):
+                await listener(counted)
 
     async def _announce(self, notice: RetryNotice) -> None:
         for listener in list(self._retry_listeners):

@@ -1,16 +1,39 @@
 """Usage and cost: the price of one call, and the accumulator summing per session/task/agent.
 
 Owns ``cost_of`` (tokens x the model's price in models.yaml or the catalogue, USD per million
-tokens; cache writes and cache reads at their own prices) and ``UsageAccumulator`` whose totals
-feed budgets (SDD §12; issue #3 item 7). A model whose price is unknown costs ``None``, and a
+tokens; cache writes and cache reads at their own prices), ``UsageAccumulator`` whose totals
+feed budgets (SDD §12; issue #3 item 7), and ``UsageRecord`` / ``UsageListener``: what the
+ProviderManager hands to its usage listeners after every call, which the runtime records as
+the durable usage ledger (IMPL-USAGE-1). A model whose price is unknown costs ``None``, and a
 sum with an unknown part is unknown: never 0.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
 from air.contracts.provider import ModelPrice, Usage
 
-__all__ = ["UsageAccumulator", "add_usage", "cost_of"]
+__all__ = ["UsageAccumulator", "UsageListener", "UsageRecord", "add_usage", "cost_of"]
+
+
+@dataclass(frozen=True, slots=True)
+class UsageRecord:
+    """One model call that completed: who paid (session, task, agent), the model and its usage
+    (``usage.cost_usd`` from the model's price; ``None`` when the price is unknown)."""
+
+    provider_id: str
+    model_id: str
+    usage: Usage
+    session_id: str | None = None
+    task_id: str | None = None
+    agent_id: str | None = None
+
+
+UsageListener = Callable[[UsageRecord], Awaitable[None]]
+"""Awaited by the ProviderManager after each completed call, before its final event is passed
+on: by the time a caller sees ``message_stop``, the call is in the ledger."""
 
 
 def cost_of(usage: Usage, price: ModelPrice | None) -> float | None:
