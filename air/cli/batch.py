@@ -47,6 +47,7 @@ from air.contracts.task import (
     DependencySource,
     DependencyType,
     TaskConstraints,
+    TaskContextMode,
     TaskContextRefs,
     TaskDependencySpec,
     TaskScope,
@@ -124,6 +125,8 @@ class BatchTask(Contract):
     constraints: BatchConstraints = Field(default_factory=BatchConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract | None = None
+    context: TaskContextMode = "fresh"
+    """``fork``: start from a branched copy of the Main Agent's conversation (IMPL-FORK-1)."""
 
     def to_spec(self) -> TaskSpec:
         deps = [
@@ -150,6 +153,7 @@ class BatchTask(Contract):
             constraints=TaskConstraints.model_validate(self.constraints.model_dump()),
             context_refs=self.context_refs,
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
+            context=self.context,
         )
 
 
@@ -298,6 +302,11 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         for d in s.dependencies
         if d.dependency_type in (DependencyType.HARD, DependencyType.SERIALIZATION)
     ]
+    forks = [i for i, s in enumerate(specs) if s.context == "fork"]
+    if len(forks) > 1:  # one task per batch may fork the conversation (IMPL-FORK-1)
+        node = node_at(root, ["tasks", forks[1], "context"])[0]
+        names = ", ".join(specs[i].id for i in forks)
+        raise _fail(path, yaml_line(node), f"tasks {names} have context: fork; one task may")
     cycle = find_cycle(gating)
     if cycle:
         node = node_at(root, ["tasks", ids[cycle[0]]])[0]

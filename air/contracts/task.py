@@ -37,6 +37,7 @@ __all__ = [
     "SchedulerState",
     "SchedulerWavePlan",
     "TaskConstraints",
+    "TaskContextMode",
     "TaskContextRefs",
     "TaskDependencySpec",
     "TaskScope",
@@ -140,6 +141,9 @@ class TaskContextRefs(Contract):
     artifacts: list[str] | None = None
 
 
+TaskContextMode = Literal["fresh", "fork"]
+"""What a worker's conversation starts from: its task only, or a fork of the Main Agent's."""
+
 WorkerOutputContract = Literal[
     "ExecutorResult", "ReviewerResult", "DebuggerResult", "CompactorResult", "ExperienceMinerResult"
 ]
@@ -178,6 +182,9 @@ class TaskSpec(Contract):
     constraints: TaskConstraints = Field(default_factory=TaskConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract = "ExecutorResult"
+    context: TaskContextMode = "fresh"
+    """``fork``: the worker starts from a branched copy of the Main Agent's conversation, then
+    its task (runner contract ``context: "fork"``; one task per batch or plan, IMPL-FORK-1)."""
 
 
 class WorkspaceStrategy(StrEnum):

@@ -185,7 +185,21 @@ class Runtime:
         return self.session.events
 
     async def submit(self, specs: Sequence[TaskSpec]) -> None:
-        """Create tasks; a new session's ``session.created`` commits with them."""
+        """Create tasks; a new session's ``session.created`` commits with them.
+
+        Raises:
+            AirException: ``validation_error`` before anything is created when more than one
+                task forks the Main Agent's conversation or one does in a session without
+                one (``air.context.fork.fork_refusal``, IMPL-FORK-1).
+        """
+        if any(s.context == "fork" for s in specs):
+            from air.context.fork import fork_refusal, forked_conversation
+            from air.context.session_rows import readers_from_store
+
+            readers = readers_from_store(self.session.store)
+            refusal = fork_refusal(specs, len(forked_conversation(readers, self.session_id)))
+            if refusal is not None:
+                raise refusal
         with self.session.creating():
             await self.scheduler.create_tasks(list(specs))
 
