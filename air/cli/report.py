@@ -233,19 +233,27 @@ _PURPOSE_NAMES = {
 }
 
 
-def _usage_table(usage: dict[str, Any]) -> str:
-    """Every model call of the session by who made it (the usage ledger, IMPL-USAGE-1)."""
-    rows = "".join(
-        f'<tr data-purpose="{_e(purpose)}"><td>{_e(_PURPOSE_NAMES.get(purpose, purpose))}</td>'
+def _usage_rows(attr: str, parts: dict[str, dict[str, Any]], names: dict[str, str]) -> str:
+    return "".join(
+        f'<tr data-{attr}="{_e(key)}"><td>{_e(names.get(key, key))}</td>'
         f"<td>{part['calls']}</td><td>{part['input_tokens']}</td><td>{part['output_tokens']}</td>"
         f"<td>{part['cache_read_tokens']}</td><td>{part['cache_write_tokens']}</td>"
         f"<td>{_e(cost_text(part['cost_usd'], 4))}</td></tr>"
-        for purpose, part in usage["by_purpose"].items()
+        for key, part in parts.items()
     )
+
+
+def _usage_table(usage: dict[str, Any]) -> str:
+    """Every model call of the session by who made it, tasks' calls per wave and the Main
+    Agent's per turn (the usage ledger, IMPL-USAGE-1)."""
+    waves = {w: f"wave {w}" for w in usage["by_wave"]}
+    turns = {m: f"turn {i} ({m})" for i, m in enumerate(usage["by_turn"], 1)}
     return (
         '<h2>Model calls</h2><table id="usage"><tr><th>by</th><th>calls</th><th>tokens in</th>'
         "<th>tokens out</th><th>cache read</th><th>cache write</th><th>cost</th></tr>"
-        f"{rows}</table>"
+        f"{_usage_rows('purpose', usage['by_purpose'], _PURPOSE_NAMES)}"
+        f"{_usage_rows('wave', usage['by_wave'], waves)}"
+        f"{_usage_rows('turn', usage['by_turn'], turns)}</table>"
     )
 
 

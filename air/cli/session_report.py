@@ -2,7 +2,8 @@
 
 Owns: ``summarise(events)`` → ``SessionSummary`` (per task: status, attempts, start/end times
 and duration, the real error, the worker's summary, turns summed over attempts, tokens and cost
-from the usage ledger (every model call, ``air.events.usage_ledger``, IMPL-USAGE-1),
+from the usage ledger (every model call, ``air.events.usage_ledger``, IMPL-USAGE-1; summed per
+task, per wave, per Main Agent turn and per session),
 the agents and workspaces, merges, command runs and how each ended (``command_outcome``),
 artifacts and evidence; an interrupted task is ``interrupted``, as its event says — resumable,
 not "pending") and the waves as the
@@ -21,6 +22,7 @@ from air.events.usage_ledger import PURPOSES, USAGE_EVENT, UsageLedger, UsageSum
 _TERMINAL = ("completed", "failed", "blocked", "cancelled", "interrupted")
 REPORT_TYPES = (
     "session.created",
+    "user.message.created",
     "task.created",
     "task.started",
     *(f"task.{t}" for t in _TERMINAL),
@@ -94,6 +96,10 @@ class SessionSummary:
     waves: int
     ledger: UsageLedger = field(default_factory=UsageLedger)
     """Every model call of the session: tasks, Main Agent, designer, compaction."""
+    by_wave: dict[int, UsageSum] = field(default_factory=dict)
+    """The calls of tasks per wave (the wave of the attempt that made them)."""
+    by_turn: dict[str, UsageSum] = field(default_factory=dict)
+    """The Main Agent's calls per turn: keyed by the person's message that started it."""
 
     def counts(self) -> dict[str, int]:
         counts = {"tasks": len(self.tasks)}
@@ -113,6 +119,8 @@ class SessionSummary:
                 for p in PURPOSES
                 if p in self.ledger.by_purpose
             },
+            "by_wave": {str(w): _sum_record(s) for w, s in sorted(self.by_wave.items())},
+            "by_turn": {m: _sum_record(s) for m, s in self.by_turn.items()},
         }
 
     @property
@@ -137,13 +145,24 @@ def summarise(events: list[Any]) -> SessionSummary:
     session_id = None
     first = last = None
     ledger = UsageLedger()
+    by_wave: dict[int, UsageSum] = {}
+    by_turn: dict[str, UsageSum] = {}
+    turn: str | None = None
     for event in events:
         payload: dict[str, Any] = event.payload
         kind: str = event.type
         session_id = session_id or getattr(event, "session_id", None)
         first = first or event.timestamp
         last = event.timestamp
+        if kind == "user.message.created" and not payload.get("task_id"):
+            turn = str(payload.get("message_id"))
+            continue
         if ledger.feed(event):
+            owner = tasks.get(str(payload.get("task_id")))
+            if owner is not None and owner.attempts:
+                by_wave.setdefault(owner.attempts[-1].wave, UsageSum()).add(payload)
+            elif payload.get("purpose") == "main_agent" and turn is not None:
+                by_turn.setdefault(turn, UsageSum()).add(payload)
             continue
         if kind == "task.created":
             spec = payload["task_spec"]
@@ -225,6 +244,8 @@ def summarise(events: list[Any]) -> SessionSummary:
         tasks=tasks,
         waves=wave,
         ledger=ledger,
+        by_wave=by_wave,
+        by_turn=by_turn,
     )
 
 

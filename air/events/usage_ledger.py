@@ -44,7 +44,7 @@ def purpose_of(agent_id: str | None, task_id: str | None) -> str:
     return "task" if task_id else "main_agent"
 
 
-@dataclass
+@dataclass(eq=False)
 class UsageSum:
     """The sum of some model calls."""
 
@@ -74,7 +74,7 @@ class UsageSum:
         self.cost_usd = None if cost is None or self.cost_usd is None else self.cost_usd + cost
 
 
-@dataclass
+@dataclass(eq=False)
 class UsageLedger:
     """The ledger's sums: in total, per task, per purpose and per agent."""
 

@@ -43,12 +43,11 @@ from air.contracts.provider import (
     RetryConfig,
     TextBlock,
     TextDeltaEvent,
-    Usage,
 )
 from air.llm.adapter import ProviderAdapter, capability_rows
 from air.llm.config import load_models_config, nothing_configured
 from air.llm.errors import models_reference, retry_after_of
-from air.llm.usage import UsageAccumulator, UsageListener, UsageRecord, cost_of
+from air.llm.usage import UsageAccumulator, UsageListener, UsageListeners, cost_of
 
 __all__ = [
     "CallRecord",
@@ -174,7 +173,7 @@ class ProviderManager:
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
         self._retry_listeners: list[RetryListener] = []
-        self._usage_listeners: list[UsageListener] = []
+        self._usage_listeners = UsageListeners()
 
     @classmethod
     def load_config(
@@ -447,7 +446,7 @@ class ProviderManager:
                             )
                             record.ok = True
                             event = event.model_copy(update={"usage": usage})
-                            await self._count(request, usage)
+                            await self._usage_listeners.count(request, usage)
                         yield event
                     if failure is not None:
                         break
@@ -486,28 +485,10 @@ class ProviderManager:
 
     def add_usage_listener(self, listener: UsageListener) -> None:
         """Await ``listener`` with each completed call's ``UsageRecord`` (IMPL-USAGE-1)."""
-        self._usage_listeners.append(listener)
+        self._usage_listeners.add(listener)
 
     def remove_usage_listener(self, listener: UsageListener) -> None:
-        if listener in self._usage_listeners:
-            self._usage_listeners.remove(listener)
-
-    async def _count(self, request: ProviderCompletionInput, usage: Usage) -> None:
-        """Hand one call's usage to the listeners. Shielded and bounded (why: the call is
-        paid for; a turn cancelled now must still leave it in the ledger)."""
-        if not self._usage_listeners:
-            return
-        counted = UsageRecord(
-            provider_id=request.provider_id,
-            model_id=request.model_id,
-            usage=usage,
-            session_id=request.session_id,
-            task_id=request.task_id,
-            agent_id=request.agent_id,
-        )
-        with trio.move_on_after(5, shield=True):
-            for listener in list(self._usage_listeners):
-                await listener(counted)
+        self._usage_listeners.remove(listener)
 
     async def _announce(self, notice: RetryNotice) -> None:
         for listener in list(self._retry_listeners):

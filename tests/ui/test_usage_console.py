@@ -140,3 +140,9 @@ def test_eight_chat_turns_and_two_compactions_are_counted_everywhere(tmp_path: P
     assert f"{tokens} tokens" in page
     assert f'<tr data-purpose="main_agent"><td>Main Agent</td><td>{2 * TURNS}</td>' in page
     assert '<tr data-purpose="compaction"><td>compaction</td><td>2</td>' in page
+    # summed per turn: each of the 8 turns made its classification and its answer
+    assert page.count('<tr data-turn="') == TURNS
+    assert (
+        len(re.findall(r'<tr data-turn="msg_\w+"><td>turn \d \(msg_\w+\)</td><td>2</td>', page))
+        == TURNS
+    )
