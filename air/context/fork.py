@@ -3,10 +3,11 @@
 
 Owns ``forked_conversation`` (the Main Agent's conversation as the session database holds it —
 the latest compaction summary, then the messages after it — as alternating user/assistant
-canonical messages: a copy taken when the task's context is built, which the worker's turns
-never write back), ``fork_messages`` (a forked worker's first messages: that copy, then its
-task) and ``fork_refusal`` (a batch or plan with more than one forking task, or a forking task
-in a session without a persisted conversation, is refused before anything is created).
+canonical messages, cut where the task was created (``fork_point``), so a retried attempt
+starts from the same copy; the worker's turns never write back to it), ``fork_messages`` (a
+forked worker's first messages: that copy, then its task) and ``fork_refusal`` (a batch or plan
+with more than one forking task, or a forking task in a session without a persisted
+conversation, is refused before anything is created).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from air.context.session_rows import SessionReaders, maybe_json, row_value
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import TaskSpec
 
-__all__ = ["FORK_NOTE", "fork_messages", "fork_refusal", "forked_conversation"]
+__all__ = ["FORK_NOTE", "fork_messages", "fork_point", "fork_refusal", "forked_conversation"]
 
 FORK_NOTE = (
     "The messages above are a copy of the Main Agent's conversation with the person, forked "
@@ -52,12 +53,20 @@ def _alternating(turns: Sequence[tuple[str, list[dict[str, Any]]]]) -> list[dict
     return merged
 
 
-def forked_conversation(readers: SessionReaders, session_id: str) -> list[dict[str, Any]]:
-    """A copy of the Main Agent's conversation in ``session_id``: the latest summary (when the
-    session was compacted) and the text of the messages after it; ``[]`` when it has none."""
+def forked_conversation(
+    readers: SessionReaders, session_id: str, until: str | None = None
+) -> list[dict[str, Any]]:
+    """A copy of the Main Agent's conversation in ``session_id`` as it was at ``until`` (the
+    forking task's creation; None: now): the latest summary (when the session was compacted)
+    and the text of the messages after it; ``[]`` when it has none."""
+
+    def then(row: Any) -> bool:
+        return until is None or str(row_value(row, "created_at") or "") <= until
+
     rows = list(readers.messages(session_id)) if readers.messages is not None else []
-    rows = [r for r in rows if not row_value(r, "task_id")]  # the Main Agent's, not a task's
+    rows = [r for r in rows if not row_value(r, "task_id") and then(r)]  # the Main Agent's
     summaries = list(readers.summaries(session_id)) if readers.summaries is not None else []
+    summaries = [s for s in summaries if then(s)]
     turns: list[tuple[str, list[dict[str, Any]]]] = []
     if summaries:
         summary = summaries[-1]
@@ -78,6 +87,14 @@ def _task_message(spec: TaskSpec) -> dict[str, Any]:
     if spec.acceptance_criteria:
         lines += ["", "Acceptance criteria:"] + [f"- {c}" for c in spec.acceptance_criteria]
     return {"role": "user", "content": [{"type": "text", "text": "\n".join(lines)}]}
+
+
+def fork_point(readers: SessionReaders, task_id: str) -> str | None:
+    """When ``task_id`` was created (its row's ``created_at``): where its fork branches off,
+    so every attempt of the task starts from the same copy; None when it is not known."""
+    row = readers.task(task_id) if readers.task is not None else None
+    created = row_value(row, "created_at") if row is not None else None
+    return str(created) if created else None
 
 
 def fork_messages(

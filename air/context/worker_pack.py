@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from air.context.assembler import ArtifactTextReader, ContextAssembler
-from air.context.fork import fork_messages, forked_conversation
+from air.context.fork import fork_messages, fork_point, forked_conversation
 from air.context.loader import PromptLayerLoader
 from air.context.session_rows import SessionReaders, readers_from_store
 from air.contracts.error import AirException
@@ -175,12 +175,18 @@ class WorkerContextBuilder:
             assembled_context_ref=assembled.messages_artifact_id,
             notes=notes or None,
             system_prompt=assembled.system,
-            messages=fork_messages(
-                forked_conversation(self._readers, attempt.session_id), assembled.messages, spec
-            )
+            messages=self._forked(attempt, assembled.messages)
             if spec.context == "fork"
             else assembled.messages,
         )
+
+    def _forked(self, attempt: Attempt, own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A ``context: fork`` task's first messages: the Main Agent's conversation as it was
+        when the task was created, then the task (IMPL-FORK-1)."""
+        spec = attempt.task_spec
+        until = fork_point(self._readers, spec.id)
+        forked = forked_conversation(self._readers, attempt.session_id, until)
+        return fork_messages(forked, own, spec)
 
     async def __call__(self, attempt: Attempt) -> ContextPack:
         return self.build(attempt)

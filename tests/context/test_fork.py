@@ -11,7 +11,13 @@ import pytest
 
 from air.agents.plan import parse_plan
 from air.cli.batch import load_batch_text
-from air.context.fork import FORK_NOTE, fork_messages, fork_refusal, forked_conversation
+from air.context.fork import (
+    FORK_NOTE,
+    fork_messages,
+    fork_point,
+    fork_refusal,
+    forked_conversation,
+)
 from air.context.session_rows import SessionReaders
 from air.contracts.error import AirException
 from air.contracts.task import TaskSpec, TaskType
@@ -19,7 +25,8 @@ from air.contracts.task import TaskSpec, TaskType
 
 def _row(mid: str, role: str, text: str, task_id: str | None = None) -> dict[str, Any]:
     content = json.dumps([{"type": "text", "text": text}])
-    return {"id": mid, "role": role, "content_json": content, "task_id": task_id}
+    at = f"2026-01-01T00:00:0{mid[1]}.000000Z"
+    return {"id": mid, "role": role, "content_json": content, "task_id": task_id, "created_at": at}
 
 
 def _spec(task_id: str, context: str = "fork") -> TaskSpec:
@@ -98,3 +105,15 @@ def test_a_plan_or_a_batch_with_two_forks_is_refused() -> None:
         load_batch_text(batch, "b.yaml")
     assert info.value.kind == "validation_error"
     assert info.value.error.message == "b.yaml:3: tasks a, b have context: fork; one task may"
+
+
+def test_the_copy_is_the_conversation_as_it_was_when_the_task_was_created() -> None:
+    """Every attempt of a forked task starts from the same copy: what was said after the task
+    was created (the plan's answer, later chat) is not in it (``fork_point``)."""
+    task = {"id": "t1", "created_at": "2026-01-01T00:00:04.000000Z"}
+    readers = SessionReaders(messages=lambda _sid: ROWS, task=lambda tid: task)
+    until = fork_point(readers, "t1")
+    assert until == task["created_at"]
+    forked = forked_conversation(readers, "ses", until)
+    assert [b["text"] for m in forked for b in m["content"]] == ["first", "one", "second"]
+    assert fork_point(SessionReaders(), "t1") is None

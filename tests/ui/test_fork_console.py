@@ -95,15 +95,16 @@ def test_a_forked_task_starts_from_the_main_agent_s_conversation(tmp_path: Path)
     assert first[0]["content"][0]["text"] == FACT
     assert first[1]["role"] == "assistant"
     assert first[1]["content"][0]["text"] == ANSWER
-    # then the person's request and the plan's answer; then the note and the task itself
+    # then the person's request (the conversation as it was when the task was created: the
+    # plan's answer came after), the note that this is a fork, and the task itself
+    assert len(first) == 3
     assert first[2]["role"] == "user"
     assert first[2]["content"][0]["text"] == "now write the release name down"
-    assert first[3]["role"] == "assistant"
-    assert "1. [name-it] Write the release name" in first[3]["content"][0]["text"]
-    task = json.dumps(first[4:])
+    task = json.dumps(first[2]["content"][1:])
     assert "copy of the Main Agent's conversation" in task
     assert "Write the release name we agreed on into a.txt." in task
     assert "L7 conversation" not in task  # the fork carries it: not a second time as text
+    assert "Scheduled:" not in json.dumps(first)
 
 
 def _batch_project(tmp_path: Path, url: str, tasks: list[dict[str, Any]]) -> Path:
