@@ -33,11 +33,22 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
     if name == "run":
         from air.cli.run import run_headless
 
-        return lambda a: run_headless(a, runner_factory)
+        def run(a: dict[str, Any]) -> int:
+            if a.get("--detach"):
+                from air.cli.detach import run_detached
+
+                return run_detached(a)  # the batch runs in a process of its own
+            return run_headless(a, runner_factory)
+
+        return run
     if name == "resume":
         from air.cli.resume import run_resume
 
         return lambda a: run_resume(a, runner_factory)
+    if name in ("wait", "status", "cancel"):
+        from air.cli import detach
+
+        return {"wait": detach.run_wait, "status": detach.run_status}.get(name, detach.run_cancel)
     if name == "init":
         from air.cli.init import run_init
 

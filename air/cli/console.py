@@ -34,6 +34,7 @@ import logging
 import os
 import signal
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from air.cli.console_start import first_run, plain_reason, plain_wanted, session_to_reopen
@@ -426,10 +427,12 @@ async def _front(
     person quits or a signal ends it."""
     import trio
 
+    from air.cli.background import watch_background
     from air.projection import InProcessProjectionClient
     from air.ui_urwid import PlainConsole, TuiApp
 
     client = InProcessProjectionClient(store)
+    local = runtime.session.project.local_root  # its background runs (IMPL-DETACH-1)
     async with trio.open_nursery() as nursery:
         if plain:
             if (why := plain_reason()) is not None:  # said once the session is open
@@ -437,6 +440,7 @@ async def _front(
             console = PlainConsole(client, channel, lambda s: print(s, flush=True))
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
             nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)
+            nursery.start_soon(watch_background, local, lambda s: print(f"• {s}", flush=True))
             await console.run(stdin)
         else:
             if app is None:
@@ -447,6 +451,7 @@ async def _front(
             app.hud_extra = hud
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
+            nursery.start_soon(watch_background, local, partial(_notice, app))
             await app.closed.wait()
             _leave_tail(store)
             report = frame_report(app)
@@ -460,6 +465,12 @@ async def _front(
             flush=True,
         )
         nursery.cancel_scope.cancel(reason="the console ended")
+
+
+def _notice(app: Any, text: str) -> None:
+    """A background run's notice joins the conversation (drawn with the next frame)."""
+    app.layout.entries.append(("notice", text))
+    app.pump.mark_dirty()
 
 
 def _leave_tail(store: Any) -> None:

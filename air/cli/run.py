@@ -15,6 +15,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from air.cli.background import DetachedRun
     from air.cli.options import HeadlessOptions, RunnerFactory
 
 __all__ = ["run_batch_session", "run_headless", "run_word"]
@@ -97,6 +98,7 @@ def run_batch_session(
 
     import trio
 
+    from air.cli.background import DetachedRun
     from air.cli.checks import refusals
     from air.cli.options import report_bad_input, reported_exit
     from air.contracts.error import AirException, CliExit
@@ -109,15 +111,18 @@ def run_batch_session(
         report_bad_input(each, options.stderr)
     if problems:
         return CliExit.BAD_INPUT
-    outcome: dict[str, int] = {}
+    outcome: dict[str, int] = {"code": CliExit.FAILED}
+    detached = DetachedRun.from_env(sys.stderr)  # started by `air run --detach`?
     try:
-        trio.run(_main, options, specs, outcome)
+        trio.run(_main, options, specs, outcome, detached)
     except AirException as exc:  # open_runtime's edge made it one (never a group)
-        return reported_exit(exc, options.stderr)
-    return outcome.get("code", CliExit.FAILED)
+        outcome["code"] = reported_exit(exc, options.stderr)
+    return detached.finish(outcome)
 
 
-async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int]) -> None:
+async def _main(
+    options: HeadlessOptions, specs: list[Any] | None, outcome: dict[str, int], bg: DetachedRun
+) -> None:
     from air.cli.factory import RuntimeFactory
     from air.cli.options import bad
     from air.cli.reporter import Progress
@@ -131,6 +136,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
     progress = Progress(options.stderr, options.stdout if options.json_stream else None)
 
     def on_open(session: Any, ledger: Any) -> None:
+        bg.adopt(session.project.local_root, ledger.session_id)  # a detached run: stdio to a log
         print(
             f"air: session {ledger.session_id} in {session.project.project_root}",
             file=options.stderr,
@@ -171,6 +177,7 @@ async def _main(options: HeadlessOptions, specs: list[Any] | None, outcome: dict
         result = await runtime.run_until_idle()
         await runtime.settle()
         done, _running, failed, total = progress.counts()
+        outcome.update(done=done, failed=failed, total=total)
         word = run_word(str(result.status), bool(result.failed_task_ids))
         print(
             f"air [{progress.elapsed()}] {word}: done {done}/{total}, failed {failed}, "

@@ -115,15 +115,60 @@ by SIGTERM (the first signal cancels, a second kills; the --junit file and the -
 are written either way).
 
 Usage:
-  air run --headless BATCH [--record DIR] {_RUN_ARGS}
-  air run -p PROMPT [--headless] [--record DIR] {_RUN_ARGS}
+  air run --headless BATCH [--detach] [--record DIR] {_RUN_ARGS}
+  air run -p PROMPT [--headless] [--detach] [--record DIR] {_RUN_ARGS}
   air run -h | --help
 
 Options:
   -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
+  --detach                Run in the background, beyond this terminal: print the session id
+                          and exit 0 (see `air wait`, `air status`, `air cancel`).
 {_RUN_OPTIONS}
+""",
+    ),
+    "wait": (
+        "Wait for a background run (`air run --headless --detach`) to end; its exit code.",
+        """air wait: wait until the background run of session SID ends; exit with its code.
+
+Ctrl-C stops the waiting only: the run goes on. The result counts as delivered (the console
+does not announce it). Exit 1 when its runtime died before the end (`air resume` finishes it).
+
+Usage:
+  air wait SID [--project PATH]
+  air wait -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "status": (
+        "Show background runs: running, finished or lost, and their tasks done/total.",
+        """air status: the background runs of the project (or of session SID).
+
+Usage:
+  air status [SID] [--project PATH]
+  air status -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "cancel": (
+        "Cancel a background run cooperatively (as its SIGTERM would).",
+        """air cancel: cancel the background run of session SID (tasks end interrupted; `air
+resume --session SID` can finish them). Exit 1 when it is not running.
+
+Usage:
+  air cancel SID [--project PATH]
+  air cancel -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "resume": (

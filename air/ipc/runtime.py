@@ -150,9 +150,21 @@ class WorkerRuntime:
         await self._write("log", {"level": level, "message": message})
 
     async def checkpoint(self, data: dict[str, Any], reason: str | None = None) -> None:
+        """A lightweight checkpoint: turn, state and the usage so far, plus ``data``."""
+        usage = {
+            "tokens": self.tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+            "cost_usd": self.cost_usd if self.cost_known else None,
+        }
         await self._write(
             "worker.checkpoint",
-            {"turn": self.turn, "state": self.state, "reason": reason, "data": data},
+            {
+                "turn": self.turn,
+                "state": self.state,
+                "reason": reason,
+                "data": {"usage": usage, **data},
+            },
         )
 
     async def heartbeat(self) -> None:

@@ -21,6 +21,7 @@ from air.contracts.task import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
+from air.nursery.carried import carried_checkpoint
 from air.nursery.facts import end_task, record_end
 from air.supervision.seams import SuperviseRequest
 
@@ -143,6 +144,7 @@ async def run_task(
             attempt_index=attempt_index,
             workspace=workspace,
             headless=io.options.headless,
+            resume_from=carried_checkpoint(io.ledger, spec.id, attempt_index),
         )
         outcome: TaskOutcome | None = None
         try:

@@ -34,6 +34,7 @@ from air.roles.steering import take_steering
 
 __all__ = [
     "REPAIR_MESSAGE",
+    "RESUME_NOTE",
     "WRAP_UP_MESSAGE",
     "AgentLoopRole",
     "CompactorRole",
@@ -53,6 +54,10 @@ WRAP_UP_MESSAGE = (
 REPAIR_MESSAGE = (
     "Your final answer did not contain a valid ```json:result block ({problem}). Reply again "
     "with only that block, following the output contract."
+)
+RESUME_NOTE = (
+    "An earlier attempt at this task stopped without a result (the runtime stopped) after "
+    "{turn} turns, in state {state}. Check what is already done before you redo it."
 )
 _BLOCK = re.compile(r"```json:result[ \t]*\r?\n(.*?)```", re.S)
 _WRITE_TOOLS = frozenset({"fs.write", "fs.edit", "fs.patch", "fs.delete", "fs.move"})
@@ -84,6 +89,10 @@ def extract_result_block(text: str, contract: str) -> tuple[dict[str, Any] | Non
         return None, f"result does not match {contract}: {exc.errors()[0]['msg']}"
     data["result"] = payload.model_dump(mode="json")
     return data, None
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _text_of(content: list[dict[str, Any]]) -> str:
@@ -122,6 +131,9 @@ class AgentLoopRole:
         self.verification: dict[str, VerificationResult] = {}
         self.changed_files: list[str] = []
         self.evidence: list[Any] = []
+        carried = opts.get("resume_from")
+        self.resumed: dict[str, Any] | None = carried if isinstance(carried, dict) else None
+        """The last checkpoint of an earlier attempt that ended without a result (IMPL-CKPT-1)."""
 
     # -- messages ------------------------------------------------------------------------------
 
@@ -149,6 +161,40 @@ class AgentLoopRole:
         if spec.scope.write_area:
             lines += ["", "Write area: " + ", ".join(spec.scope.write_area)]
         return [{"role": "user", "content": [{"type": "text", "text": "\n".join(lines)}]}]
+
+    def resume(self, runtime: WorkerRuntime, messages: list[dict[str, Any]]) -> None:
+        """Start from an earlier attempt's checkpoint: its usage counts as spent (budgets
+        included; runner invariant 21) and the model is told where that attempt stopped."""
+        cp = self.resumed
+        if cp is None:
+            return
+        carried = cp.get("usage")
+        usage: dict[str, Any] = carried if isinstance(carried, dict) else {}
+        runtime.turn = _count(cp.get("turn"))
+        runtime.tokens = _count(usage.get("tokens"))
+        runtime.cache_read_tokens = _count(usage.get("cache_read_tokens"))
+        runtime.cache_write_tokens = _count(usage.get("cache_write_tokens"))
+        cost = usage.get("cost_usd")
+        runtime.cost_known = isinstance(cost, (int, float))
+        runtime.cost_usd = float(cost) if isinstance(cost, (int, float)) else 0.0
+        files = [f for f in cp.get("changed_files") or [] if isinstance(f, str)]
+        self.changed_files = list(files)
+        note = RESUME_NOTE.format(turn=runtime.turn, state=cp.get("state", "running"))
+        if files:
+            note += " Files it had changed: " + ", ".join(files) + "."
+        first = next((m for m in messages if m.get("role") == "user"), None)
+        if first is None:
+            messages.insert(0, {"role": "user", "content": [{"type": "text", "text": note}]})
+            return
+        content = first.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        first["content"] = [{"type": "text", "text": note}, *(content or [])]
+
+    async def checkpoint(self, runtime: WorkerRuntime) -> None:
+        """A lightweight checkpoint after a turn: the runtime's usage and the changed paths
+        (the parent decides which become durable; ``air.supervision.checkpoints``)."""
+        await runtime.checkpoint({"changed_files": self.changed_files}, "turn")
 
     # -- tool bookkeeping ----------------------------------------------------------------------
 
@@ -227,6 +273,7 @@ class AgentLoopRole:
     async def run(self, spec: TaskSpec, pack: ContextPack, runtime: WorkerRuntime) -> WorkerResult:
         system = self.system_prompt(pack)
         messages = self.first_messages(spec, pack)
+        self.resume(runtime, messages)
         tools = list(pack.tools or [])
         limits = spec.constraints
         deadline: int | None = None
@@ -302,6 +349,7 @@ class AgentLoopRole:
                             {"type": "text", "text": WRAP_UP_MESSAGE.format(reason=breach)}
                         )
                 messages.append({"role": "user", "content": results})
+                await self.checkpoint(runtime)
                 continue
             final, problem = extract_result_block(text, self.output_contract)
             if final is not None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from air.contracts.ids import AgentID, Contract, SessionID
+from air.contracts.ids import AgentID, Contract, JsonObject, SessionID
 from air.contracts.task import TaskSpec, WorkspaceRef
 
 if TYPE_CHECKING:
@@ -31,6 +31,8 @@ class SuperviseRequest(Contract):
     attempt_index: int
     workspace: WorkspaceRef
     headless: bool = True
+    resume_from: JsonObject | None = None
+    """The last checkpoint of the attempt before, which ended without a result (IMPL-CKPT-1)."""
 
 
 class TaskRunner(Protocol):

@@ -23,8 +23,9 @@ from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.ipc import IpcEnvelope, ToolCallPayload
 from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
+from air.supervision.checkpoints import checkpoint_event
 from air.supervision.worker_checks import check_result
-from air.supervision.worker_run import End, Supervisor, WorkerRun, redact, worker_error
+from air.supervision.worker_run import End, Supervisor, WorkerRun, emit, redact, worker_error
 from air.supervision.worker_tools import serve_tool
 
 __all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
@@ -43,7 +44,14 @@ PARENT_OWNED = (
     "debug.",
 )
 PARENT_OWNED_AGENT = frozenset(
-    {"agent.started", "agent.completed", "agent.failed", "agent.lost", "agent.cancelled"}
+    {
+        "agent.started",
+        "agent.completed",
+        "agent.failed",
+        "agent.lost",
+        "agent.cancelled",
+        "agent.checkpointed",  # from worker.checkpoint, paced by the parent (IMPL-CKPT-1)
+    }
 )
 
 
@@ -94,6 +102,16 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
         run.logs.append(redact(sup, str(msg.payload.get("message", ""))[:2000]))
     elif kind == "worker.checkpoint":
         run.checkpoint = dict(msg.payload)
+        ident = run.proc.identity
+        event = checkpoint_event(
+            run.pacer,
+            trio.current_time(),
+            run.checkpoint,
+            attempt_index=run.request.attempt_index,
+            identity=ident,
+        )
+        if event is not None:
+            await emit(sup, run, "agent.checkpointed", event)
     elif kind == "protocol.error":
         run.end = End("protocol_error", worker_error(msg), False)
         return True

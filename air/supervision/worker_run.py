@@ -31,6 +31,7 @@ from air.ipc.launcher import Launcher
 from air.ipc.process import WorkerProcess
 from air.ipc.protocol import LineEncoder
 from air.security.redact import SecretRedactor
+from air.supervision.checkpoints import CheckpointPacer
 from air.supervision.conversation import Conversation
 from air.supervision.seams import SuperviseRequest
 
@@ -175,6 +176,8 @@ class WorkerRun:
     logs: list[str] = field(default_factory=list)
     verified: dict[str, bool] = field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None
+    pacer: CheckpointPacer = field(default_factory=CheckpointPacer)
+    """Which checkpoints become ``agent.checkpointed`` events (``air.supervision.checkpoints``)."""
     started_recorded: bool = False
     ctx: ToolExecutionContext | None = None
     conversation: Conversation | None = None

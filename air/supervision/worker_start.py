@@ -72,6 +72,7 @@ async def start(
             "heartbeat_s": cfg.heartbeat_s,
             "grace_turns": cfg.grace_turns,
             **({"max_tokens": cfg.max_tokens} if cfg.max_tokens else {}),
+            **({"resume_from": req.resume_from} if req.resume_from else {}),
         },
     )
     msg: IpcEnvelope | ProtocolViolation | None = None

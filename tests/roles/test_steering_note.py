@@ -4,9 +4,14 @@ turns a string content into blocks, and stands alone after an assistant message.
 
 from __future__ import annotations
 
-from typing import Any
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, cast
 
+from air.roles.loop import RESUME_NOTE, ReviewerRole
 from air.roles.steering import STEER_MESSAGE, add_note
+
+if TYPE_CHECKING:
+    from air.ipc.runtime import WorkerRuntime
 
 NOTE = STEER_MESSAGE.format(text="use tabs")
 
@@ -36,3 +41,27 @@ def test_after_an_assistant_message_the_note_is_a_user_message_of_its_own() -> N
     messages: list[dict[str, Any]] = [{"role": "assistant", "content": []}]
     add_note(messages, "use tabs")
     assert messages[-1] == {"role": "user", "content": [{"type": "text", "text": NOTE}]}
+
+
+def test_a_resumed_attempt_starts_with_the_checkpoints_usage_and_is_told_its_state() -> None:
+    """IMPL-CKPT-1: the worker's side of a carried checkpoint (the CLI test in
+    tests/cli/test_checkpoint_resume.py shows the usage in the task's result)."""
+    carried = {
+        "turn": 3,
+        "state": "paused",
+        "usage": {"tokens": 45, "cache_read_tokens": 4, "cost_usd": None},
+        "changed_files": ["src/a.py", 7],
+    }
+    role = ReviewerRole({"resume_from": carried})
+    runtime = SimpleNamespace(
+        turn=0, tokens=0, cost_usd=0.0, cache_read_tokens=0, cache_write_tokens=0, cost_known=True
+    )
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "review it"}]
+    role.resume(cast("WorkerRuntime", runtime), messages)
+    assert (runtime.turn, runtime.tokens, runtime.cache_read_tokens) == (3, 45, 4)
+    assert runtime.cost_known is False  # an unknown price stays unknown
+    assert role.changed_files == ["src/a.py"]
+    note = messages[0]["content"][0]["text"]
+    assert note.startswith(RESUME_NOTE.format(turn=3, state="paused"))
+    assert "src/a.py" in note
+    assert messages[0]["content"][1] == {"type": "text", "text": "review it"}

@@ -10,6 +10,7 @@ stdin. A step is one of:
 - ``{"event": type, "payload": {...}}``: an ``event`` message of that type (``"version"``:
   1 unless the step names one; ``null`` leaves the field out).
 - ``{"protocol_error": text}``: a ``protocol.error`` message (its error is not an AirError).
+- ``{"checkpoint": {...}}``: a ``worker.checkpoint`` message with that payload.
 - ``{"log": text}``: a ``log`` message; ``{"exit": code}``: exit now, without a result.
 - ``{"as_agent": id}``: every later message's envelope names agent ``id`` (a worker posing
   as another agent).
@@ -63,6 +64,8 @@ def main() -> None:
             send("event", {**event, "payload": step.get("payload") or {}})
         elif "as_agent" in step:
             _proto._state["agent_id"] = step["as_agent"]
+        elif "checkpoint" in step:
+            send("worker.checkpoint", step["checkpoint"])
         elif "log" in step:
             send("log", {"level": "info", "message": step["log"]})
         elif "protocol_error" in step:

@@ -275,6 +275,7 @@ def forged_events(request: SuperviseRequest) -> dict[str, dict[str, Any]]:
         "agent.failed": {"error": error},
         "agent.lost": {"error": error},
         "agent.cancelled": {},
+        "agent.checkpointed": {"attempt_index": 1, "state": "running", "usage": {"turns": 0}},
     }
 
 

@@ -54,6 +54,10 @@ async def test_soft_timeout_wraps_up_to_partial(env: Env) -> None:
     assert result.status == WorkerStatus.PARTIAL
     assert result.stop_reason == "soft_timeout"
     assert result.result == {"verdict": "approved", "findings": []}
+    # the wrap-up's checkpoint is durable and knows the turn's usage (IMPL-CKPT-1)
+    [checkpoint] = env.events.of_type("agent.checkpointed", request.agent_id)
+    assert checkpoint["reason"] == "soft_timeout"
+    assert checkpoint["usage"]["tokens"] == 15
 
 
 async def test_extend_timeout_defers_the_wrap_up(env: Env) -> None:

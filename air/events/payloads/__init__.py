@@ -47,6 +47,7 @@ _V1: dict[str, tuple[str, str]] = {
     "agent.completed": ("ends", "AgentCompletedPayload"),
     "agent.failed": ("ends", "AgentFailedPayload"),
     "agent.lost": ("ends", "AgentLostPayload"),
+    "agent.checkpointed": ("ends", "AgentCheckpointedPayload"),
     "agent.cancelled": ("ends", "AgentCancelledPayload"),
     "task.created": ("start", "TaskCreatedPayload"),
     "task.dependency.added": ("start", "TaskDependencyAddedPayload"),

@@ -18,10 +18,12 @@ from air.events.payloads.start import EventPayload
 
 __all__ = [
     "AgentCancelledPayload",
+    "AgentCheckpointedPayload",
     "AgentCompletedPayload",
     "AgentFailedPayload",
     "AgentHeartbeatPayload",
     "AgentLostPayload",
+    "CheckpointUsage",
     "ModelUsageRecordedPayload",
     "SessionArchivedPayload",
     "SessionDeletedPayload",
@@ -76,6 +78,38 @@ class AgentFailedPayload(EventPayload):
     task_id: str | None = None
     exit_code: int | None = None
     error: AirError
+
+
+class CheckpointUsage(EventPayload):
+    """What an attempt had spent when it checkpointed (the ``WorkerResult.usage`` counters)."""
+
+    turns: int = Field(default=0, ge=0)
+    tokens: int = Field(default=0, ge=0)
+    cache_read_tokens: int = Field(default=0, ge=0)
+    cache_write_tokens: int = Field(default=0, ge=0)
+    cost_usd: float | None = Field(default=0.0, ge=0)
+    """``None``: a turn's price was unknown (the spend is then not known)."""
+
+
+class AgentCheckpointedPayload(EventPayload):
+    """IMPL-CKPT-1: a worker's lightweight checkpoint, made durable (runner invariant 11).
+
+    State, usage, process identity and pointers only; never the transcript (the terminal
+    event carries the result, once). A retried attempt of the task starts from the last one.
+    """
+
+    agent_id: str
+    task_id: str
+    attempt_index: int = Field(ge=0)
+    turn: int = Field(default=0, ge=0)
+    state: str = Field(max_length=40)
+    reason: str | None = Field(default=None, max_length=80)
+    usage: CheckpointUsage
+    changed_files: list[str] = Field(default_factory=empty_list, max_length=50)
+    """Pointers: the paths the attempt changed so far (at most 50)."""
+    pid: int | None = None
+    pid_start_time: str | None = None
+    """The worker's identity (as ``agent.started`` records it)."""
 
 
 class AgentLostPayload(EventPayload):

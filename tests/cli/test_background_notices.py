@@ -1,0 +1,75 @@
+"""The console's notices of finished background runs (runner invariant 23, IMPL-DETACH-1): once
+per run on the machine, failures at once, successes together after a short window, none for a
+run ``air wait`` consumed; over real record files as the detached runtime writes them."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from air.cli.background import DETACHED_ENV, DetachedRun, Notifier, find_run, list_runs
+from air.ipc.procs import read_identity
+
+
+def _record(local: Path, sid: str, *, end: int | None, start: str | None = None) -> None:
+    """What ``DetachedRun.adopt`` and ``finish`` leave (without moving this test's stdio), for
+    this process (``start``: another start time, as if its pid were reused)."""
+    ident = read_identity(os.getpid())
+    run = DetachedRun(announce=sys.stderr, local_root=str(local), session_id=sid)
+    (local / "background").mkdir(parents=True, exist_ok=True)
+    record = {"session_id": sid, "pid": ident.pid, "pid_start_time": start or ident.start_time}
+    (local / "background" / f"{sid}.json").write_text(json.dumps(record))
+    if end is not None:
+        assert run.finish({"code": end, "done": 1, "total": 2}) == end
+
+
+def test_a_failure_at_once_successes_together_after_the_window_each_once(tmp_path: Path) -> None:
+    _record(tmp_path, "ses_ok1", end=0)
+    _record(tmp_path, "ses_bad", end=1)
+    _record(tmp_path, "ses_live", end=None)  # this process: running
+    notifier = Notifier(str(tmp_path), window_s=3.0)
+    [failed] = notifier.poll(100.0)
+    assert failed == "background session ses_bad failed (exit 1), 1/2 tasks done"
+    _record(tmp_path, "ses_ok2", end=0)  # a second success within the window
+    assert notifier.poll(102.0) == []
+    [together] = notifier.poll(103.0)
+    assert together == "2 background sessions completed: ses_ok1, ses_ok2"
+    assert notifier.poll(200.0) == []
+    # another console (another Notifier) announces none of them again
+    assert Notifier(str(tmp_path), window_s=0.0).poll(0.0) == []
+    assert [r.session_id for r in list_runs(str(tmp_path))] == [
+        "ses_bad",
+        "ses_live",
+        "ses_ok1",
+        "ses_ok2",
+    ]
+
+
+def test_a_run_wait_consumed_is_never_announced(tmp_path: Path) -> None:
+    _record(tmp_path, "ses_a", end=2)
+    run = find_run(str(tmp_path), "ses_a")
+    assert run is not None
+    assert run.state == "finished"
+    run.consume()
+    assert Notifier(str(tmp_path), window_s=0.0).poll(0.0) == []
+
+
+def test_a_dead_runtime_without_an_end_is_lost(tmp_path: Path) -> None:
+    _record(tmp_path, "ses_gone", end=None, start="1")  # this pid, another process's time
+    run = find_run(str(tmp_path), "ses_gone")
+    assert run is not None
+    assert run.state == "lost"
+    # a session id never names a file outside the records (`air cancel ../x` signals nothing)
+    (tmp_path / "x.json").write_text((tmp_path / "background" / "ses_gone.json").read_text())
+    assert find_run(str(tmp_path), "../x") is None
+
+
+def test_the_detached_cue_is_read_once_and_not_inherited(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(DETACHED_ENV, "1")
+    assert DetachedRun.from_env(sys.stderr).active
+    assert DETACHED_ENV not in os.environ  # nothing the runtime starts sees it
+    assert not DetachedRun.from_env(sys.stderr).active

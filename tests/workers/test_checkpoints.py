@@ -1,0 +1,73 @@
+"""A worker's ``worker.checkpoint`` becomes a small durable ``agent.checkpointed`` event, paced
+by the parent (runner invariant 11, IMPL-CKPT-1): the real WorkerManager against
+``tests/workers/scripted_worker.py``, a real subprocess that checkpoints as the test wrote."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from air.events.payloads import PAYLOADS
+from air.supervision.checkpoints import MAX_POINTERS, CheckpointPacer, checkpoint_event
+from tests.workers.conftest import Env
+from tests.workers.test_parent_guards import claim, scripted, supervise
+
+
+def _checkpoint(turn: int, state: str = "running", **data: Any) -> dict[str, Any]:
+    return {"checkpoint": {"turn": turn, "state": state, "reason": "turn", "data": data}}
+
+
+async def test_checkpoints_are_recorded_small_and_paced(env: Env) -> None:
+    request = scripted(
+        env.request(),
+        [
+            _checkpoint(1, usage={"tokens": 15, "cost_usd": 0.5}, changed_files=["a.py"]),
+            _checkpoint(2, usage={"tokens": 30}),  # the same state, at once: not recorded
+            _checkpoint(3, usage={"tokens": 45}),
+            _checkpoint(4, "paused", usage={"tokens": "lots"}),  # a new state: recorded
+            claim(changed_files=[], verification=[]),
+        ],
+    )
+    await supervise(env, request)
+    got = env.events.of_type("agent.checkpointed", request.agent_id)
+    assert [(c["turn"], c["state"]) for c in got] == [(1, "running"), (4, "paused")]
+    first, second = got
+    assert first["usage"] == {
+        "turns": 1,
+        "tokens": 15,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "cost_usd": 0.5,
+    }
+    assert first["changed_files"] == ["a.py"]
+    assert second["usage"]["tokens"] == 0
+    assert second["usage"]["cost_usd"] is None
+    [started] = env.events.of_type("agent.started", request.agent_id)
+    assert first["pid"] == started["pid"]
+    assert first["pid_start_time"] == started["pid_start_time"]
+    model = PAYLOADS[("agent.checkpointed", 1)]
+    for payload in got:
+        model.model_validate(payload)
+
+
+def test_the_pacer_records_a_state_change_at_once_and_the_same_state_once_per_period() -> None:
+    pacer = CheckpointPacer(every_s=10.0)
+    assert pacer.due(0.0, "running")
+    assert not pacer.due(9.9, "running")
+    assert pacer.due(10.0, "running")
+    assert pacer.due(10.1, "paused")
+    assert not pacer.due(10.2, "paused")
+
+
+def test_a_checkpoint_carries_pointers_not_the_transcript() -> None:
+    files = [f"src/f{i}.py" for i in range(MAX_POINTERS + 10)] + ["x" * 600, 7]
+    payload = {
+        "turn": 3,
+        "state": "running",
+        "data": {"changed_files": files, "messages": ["a long transcript"] * 100},
+    }
+    event = checkpoint_event(CheckpointPacer(), 0.0, payload, attempt_index=2, identity=None)
+    assert event is not None
+    assert event["changed_files"] == files[:MAX_POINTERS]
+    assert "messages" not in str(event)
+    assert event["usage"]["turns"] == 3
+    assert event["attempt_index"] == 2
