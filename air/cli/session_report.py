@@ -94,11 +94,12 @@ class SessionSummary:
     ended_at: str | None
     tasks: dict[str, TaskSummary]
     waves: int
-    ledger: UsageLedger = field(default_factory=UsageLedger)
-    """Every model call of the session: tasks, Main Agent, designer, compaction."""
-    by_wave: dict[int, UsageSum] = field(default_factory=dict)
+    ledger: UsageLedger = field(default_factory=UsageLedger, compare=False)
+    """Every model call of the session: tasks, Main Agent, designer, compaction (compared
+    through ``usage()``: the sums are identity-compared records, IMPL-BOOT-14)."""
+    by_wave: dict[int, UsageSum] = field(default_factory=dict, compare=False)
     """The calls of tasks per wave (the wave of the attempt that made them)."""
-    by_turn: dict[str, UsageSum] = field(default_factory=dict)
+    by_turn: dict[str, UsageSum] = field(default_factory=dict, compare=False)
     """The Main Agent's calls per turn: keyed by the person's message that started it."""
 
     def counts(self) -> dict[str, int]:
