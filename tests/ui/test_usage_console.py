@@ -72,14 +72,15 @@ def _chat(tmux: Tmux, first: int) -> None:
 
 
 def _compact(tmux: Tmux, model: Model, n: int) -> None:
-    """``/compact``, then wait for the n-th compactor call's outcome line and IDLE."""
+    """``/compact``, then wait for the n-th compaction to end and the Main Agent to be IDLE."""
     tmux.type("/compact")
     tmux.keys("Enter")
     deadline = time.monotonic() + 30
     while model.compactor_calls < n and time.monotonic() < deadline:
         time.sleep(0.05)
     assert model.compactor_calls == n, tmux.screen()
-    tmux.wait_for("Compacted: summary sum_", timeout=30)
+    # the n-th compaction (a task of its own) has ended: its call is in the ledger by then
+    tmux.wait_for(f"tasks {n}/{n} done", timeout=30)
     tmux.wait_for("· IDLE ·")
 
 
