@@ -45,6 +45,9 @@ from pathlib import Path
 from typing import IO
 
 REPO = Path(__file__).parents[1]
+sys.path.insert(0, str(REPO))
+
+from bench.procstat import TICK_MS, children, cpu_ticks  # noqa: E402
 
 
 class _Tmux:
@@ -139,14 +142,25 @@ class _Tmux:
 
 
 def _first_screen(
-    argv: list[str], markers: list[str], tmp: Path, quit_keys: list[str], cwd: Path = REPO
+    argv: list[str],
+    markers: list[str],
+    tmp: Path,
+    quit_keys: list[str],
+    cwd: Path = REPO,
+    cpu: list[float] | None = None,
 ) -> list[float]:
-    """Seconds from the start to each marker on screen (in order)."""
+    """Seconds from the start to each marker on screen (in order); ``cpu`` gets the CPU time
+    (user + system, seconds) the process had used when each marker was seen."""
     tmux = _Tmux()
     done = tmp / f"{tmux.socket}.done"
     try:
         started = tmux.start(argv, done, cwd)
-        seen = [tmux.wait_for(marker) - started for marker in markers]
+        shell = int(tmux.run("display", "-p", "-t", "b", "#{pane_pid}").strip() or 0)
+        seen = []
+        for marker in markers:
+            seen.append(tmux.wait_for(marker) - started)
+            if cpu is not None:
+                cpu.append(sum(cpu_ticks(pid) for pid in children(shell)) * TICK_MS / 1000)
         for key in quit_keys:
             tmux.run("send-keys", "-t", "b", key)
         deadline = time.monotonic() + 30
@@ -195,6 +209,8 @@ def main() -> None:
         baseline: list[float] = []
         first: list[float] = []
         ready: list[float] = []
+        cpu_first: list[float] = []
+        cpu_ready: list[float] = []
         console: list[float] = []
         other_first: list[float] = []
         other_ready: list[float] = []
@@ -204,9 +220,12 @@ def main() -> None:
                 [sys.executable, "-c", "print(7 * 111111)"], ["777777"], tmp, []
             )
             baseline.append(seen)
-            frame, idle = _first_screen(air, ["air · ", "· IDLE ·"], tmp, ["C-d"])
+            cpu: list[float] = []
+            frame, idle = _first_screen(air, ["air · ", "· IDLE ·"], tmp, ["C-d"], cpu=cpu)
             first.append(frame)
             ready.append(idle)
+            cpu_first.append(cpu[0])
+            cpu_ready.append(cpu[1])
             if other:
                 frame, idle = _first_screen(
                     other, ["air · ", "· IDLE ·"], tmp, ["C-d"], cwd=args.compare
@@ -226,7 +245,15 @@ def main() -> None:
             f"  `air run PROJECT --cassette DIR` first frame: {_ms(first)}; "
             f"{opened / base:.2f}x baseline; goal 300 ms: {opened / 0.3:.2f}x"
         )
-        print(f"  `air run PROJECT --cassette DIR` ready (· IDLE ·): {_ms(ready)}")
+        print(
+            f"  `air run PROJECT --cassette DIR` ready (· IDLE ·): {_ms(ready)}; "
+            f"{statistics.median(ready) / base:.2f}x baseline; goal 600 ms: "
+            f"{statistics.median(ready) / 0.6:.2f}x"
+        )
+        print(
+            f"  CPU time of `air` (user + system) at its first frame: {_ms(cpu_first)}; "
+            f"at ready: {_ms(cpu_ready)} (the clock tick is {TICK_MS:.0f} ms)"
+        )
         if other:
             print(f"  {args.compare} air first frame: {_ms(other_first)}")
             print(f"  {args.compare} air ready (· IDLE ·): {_ms(other_ready)}")

@@ -47,7 +47,7 @@ from air.agents.plan import (
     parse_intent,
     render_plan,
 )
-from air.agents.planning import PlanMaker
+from air.agents.planning import AgentFiles, PlanMaker
 from air.agents.progress import WorkTracker
 from air.agents.state import (
     STATE_EVENT,
@@ -131,6 +131,7 @@ class MainAgent:
         compactor: Compactor | None = None,
         context_budget: int | None = None,
         steering: SteeringPort | None = None,
+        agent_files: AgentFiles | None = None,
     ) -> None:
         self.session_id = session_id
         self.steering = steering
@@ -177,6 +178,7 @@ class MainAgent:
             role_prompt=self.role_prompt,
             messages=self._model_messages,
             known_tasks=self.work.titles,
+            agent_files=agent_files,
         )
         self.conversation: list[ConversationEntry] = list(history)
         self._state = S.IDLE

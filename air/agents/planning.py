@@ -9,15 +9,31 @@ machine that decides when to plan stays with ``air.agents.main.MainAgent``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from typing import Protocol
 
 from air.agents.architecture import ArchitectureChange, ArchitectureDesigner, ArchitectureImpact
 from air.agents.plan import TaskPlan, parse_plan, plan_schema_text
 from air.agents.turns import TurnResult, TurnRunner, turn_error
 from air.contracts.error import ErrorKind, Retryability, make_air_error
 from air.contracts.provider import CanonicalMessage, TextBlock
+from air.contracts.task import TaskSpec
 
-__all__ = ["PlanMaker"]
+__all__ = ["AgentFiles", "PlanMaker"]
+
+
+class AgentFiles(Protocol):
+    """The named agent files a planned task may name (``air.nursery.task_agents.TaskAgents``,
+    injected: the Main Agent reads no project file itself; IMPL-AGENTFILE-1)."""
+
+    def note(self) -> str:
+        """The agents the plan prompt lists (read now; empty: none)."""
+        ...
+
+    def apply(self, specs: Sequence[TaskSpec]) -> tuple[list[TaskSpec], list[str]]:
+        """The specs with their files applied, or the error lines of the repair round."""
+        ...
+
 
 _PLAN = (
     "Turn the person's request into worker tasks. Reply with one JSON object only, matching "
@@ -46,7 +62,9 @@ class PlanMaker:
         role_prompt: str,
         messages: Callable[[], Awaitable[list[CanonicalMessage]]],
         known_tasks: Collection[str],
+        agent_files: AgentFiles | None = None,
     ) -> None:
+        self._agent_files = agent_files
         self._turns = turns
         self._architect = architect
         self._role_prompt = role_prompt
@@ -57,6 +75,8 @@ class PlanMaker:
         """A valid plan, or the failed/interrupted turn (one repair round with the errors);
         ``feedback``: the architecture review the new plan must answer."""
         system = f"{self._role_prompt}\n\n{_PLAN.format(schema=plan_schema_text())}"
+        if self._agent_files is not None and (agents := self._agent_files.note()):
+            system = f"{system}\n\n{agents}"  # read now: a file added mid-session is offered
         messages = await self._messages()
         if feedback is not None:
             note = f"The architecture review requires a new plan: {feedback.summary}"
@@ -67,6 +87,9 @@ class PlanMaker:
             if turn.status != "complete":
                 return turn
             plan, errors = parse_plan(turn.text, self._known_tasks)
+            if plan is not None and self._agent_files is not None:
+                tasks, errors = self._agent_files.apply(plan.tasks)  # IMPL-AGENTFILE-1
+                plan = plan.model_copy(update={"tasks": tasks}) if not errors else None
             if plan is not None:
                 return plan
             if attempt == 1:

@@ -260,7 +260,8 @@ class LearnedMemoryStore(_ProjectDatabase):
     ) -> OutboxRow:
         """One transaction: the external write of a promotion or archival plus its outbox row.
 
-        ``promoted``: insert ``memory`` unless its id exists. ``archived``: set ``memory_id``'s
+        ``promoted``: insert ``memory`` unless its id exists (a ``candidate`` row takes its
+        status). ``archived``: set ``memory_id``'s
         status to archived. Either way the ``memory_outbox`` row (memory, action) is inserted
         unless it exists, and the row that is stored afterwards is returned: its
         ``session_id`` says which session owns the completion event, so a replay or a second
@@ -283,6 +284,11 @@ class LearnedMemoryStore(_ProjectDatabase):
                     f"INSERT OR IGNORE INTO learned_memories ({', '.join(cols)}) "
                     f"VALUES ({', '.join('?' for _ in cols)})",
                     [row[c] for c in cols],
+                )
+                conn.execute(  # a proposed candidate's row becomes the memory (IMPL-LEARN-6)
+                    "UPDATE learned_memories SET status = ?, target_ref = ?, occurrences = ?, "
+                    "updated_at = ? WHERE memory_id = ? AND status = 'candidate'",
+                    (memory.status.value, memory.target_ref, memory.occurrences, now, mid),
                 )
             else:
                 n = conn.execute(

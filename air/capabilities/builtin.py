@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from air.capabilities.command_tools import command_registrar
+from air.capabilities.decisions import CapabilityDecisions
 from air.capabilities.registry import CapabilityRecord, CapabilityRegistry, Registrar
 from air.contracts.capability import CapabilityManifestV1, CapabilityTrust
 from air.contracts.event import RuntimeEvent
@@ -64,12 +66,17 @@ def load_capabilities(
     project_root: str | None = None,
     sandbox: SandboxRunner | None = None,
     user_dir: str | None = None,
+    decisions: CapabilityDecisions | None = None,
 ) -> dict[str, CapabilityRecord]:
-    """Take every capability through discover → ... → active and register its tools."""
+    """Take every capability through discover → ... → active and register its tools; the
+    user's decisions (``~/.air/capabilities.json`` unless given) say which project and user
+    capabilities are enabled (IMPL-CAP-1)."""
     return CapabilityRegistry(
         record=record,
         session_id=session_id,
         builtins=builtin_capabilities(sandbox),
         project_root=project_root,
         user_dir=user_dir,
+        decisions=decisions or CapabilityDecisions(),
+        external=lambda commands: command_registrar(commands, sandbox),
     ).load(registry)

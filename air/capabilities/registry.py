@@ -27,6 +27,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from air.capabilities.decisions import CapabilityDecisions, manifest_digest
 from air.contracts.capability import (
     CapabilityManifestV1,
     CapabilityState,
@@ -39,14 +40,37 @@ from air.contracts.tool import ToolDefinition
 from air.tools.registry import ToolRegistry
 
 __all__ = [
+    "COMMAND_PLACEHOLDER",
     "CapabilityManifestValidator",
     "CapabilityRecord",
     "CapabilityRegistry",
+    "ExternalRegistrar",
     "Registrar",
+    "command_problems",
 ]
 
 Registrar = Callable[[ToolRegistry, Sequence[ToolDefinition]], object]
 """Registers a capability's (doctor-approved) tool definitions with their executors."""
+
+ExternalRegistrar = Callable[[Mapping[str, str]], Registrar]
+"""The Registrar of a project or user manifest, from its tools' commands (tool -> command)."""
+
+COMMAND_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NOT_DEFINITION = ("requires", "command")
+"""Manifest tool keys that are not ToolDefinition fields."""
+
+
+def command_problems(raw: Mapping[str, Any]) -> list[str]:
+    """Why a project or user manifest tool's ``command`` cannot run (empty: it can): it must be
+    a string whose ``{name}`` placeholders are properties of the tool's input schema."""
+    command = raw.get("command")
+    if not isinstance(command, str) or not command.strip():
+        return ["a project or user capability's tool needs a `command` (a string)"]
+    schema = raw.get("input_schema")
+    properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    unknown = [p for p in COMMAND_PLACEHOLDER.findall(command) if p not in properties]
+    return [f"command placeholder {{{p}}} is not an input property" for p in unknown]
+
 
 _ID = re.compile(r"^[a-z][a-z0-9_-]{1,40}$")
 _TOOL = re.compile(r"^[a-z][a-z0-9_]*\.[a-z][a-z0-9_.]*$")
@@ -102,7 +126,9 @@ class CapabilityManifestValidator:
         seen: set[str] = set()
         for i, raw in enumerate(manifest.tools):
             where = f"tools[{i}]"
-            body = {k: v for k, v in raw.items() if k != "requires"}
+            body = {k: v for k, v in raw.items() if k not in _NOT_DEFINITION}
+            if manifest.trust != CapabilityTrust.BUILT_IN:
+                errors += [f"{where}: {p}" for p in command_problems(raw)]
             try:
                 tool = ToolDefinition.model_validate(body)
             except ValidationError as exc:
@@ -153,6 +179,10 @@ class CapabilityRecord:
     """The tools registered (those whose requirements the doctor check found)."""
     skipped_tools: dict[str, str] = field(default_factory=dict)
     """Tool name → why the doctor check left it out."""
+    digest: str | None = None
+    """sha256 of the manifest file's bytes (None for a built-in): the approval key."""
+    approved: bool = False
+    """The user approved exactly this manifest (``~/.air/capabilities.json``, IMPL-CAP-1)."""
 
     @property
     def default_enabled(self) -> bool:
@@ -174,6 +204,9 @@ class CapabilityRegistry:
         project_root: where ``.air/shared/capabilities/*.json`` (project_local) is looked for.
         user_dir: where ``*.json`` (user_installed) is looked for (default ``~/.air/capabilities``).
         which: finds a program on PATH (the doctor check).
+        decisions: the user's approvals and enable/disable switches (none: defaults only).
+        external: builds the Registrar of a project or user manifest (none: such a manifest
+            has no implementation and fails at registration).
     """
 
     def __init__(
@@ -185,6 +218,8 @@ class CapabilityRegistry:
         project_root: str | None = None,
         user_dir: str | None = None,
         which: Callable[[str], str | None] = shutil.which,
+        decisions: CapabilityDecisions | None = None,
+        external: ExternalRegistrar | None = None,
     ) -> None:
         self._record = record
         self.session_id = session_id
@@ -192,6 +227,8 @@ class CapabilityRegistry:
         self.project_root = project_root
         self.user_dir = user_dir or os.path.join(os.path.expanduser("~"), ".air", "capabilities")
         self.which = which
+        self.decisions = decisions
+        self.external = external
         self.validator = CapabilityManifestValidator(frozenset(self._builtins))
         self.records: dict[str, CapabilityRecord] = {}
 
@@ -226,8 +263,9 @@ class CapabilityRegistry:
 
     def _load_file(self, path: str, ceiling: CapabilityTrust) -> list[CapabilityManifestV1]:
         try:
-            with open(path, encoding="utf-8") as f:
-                data = json.loads(f.read(1 << 20))
+            with open(path, "rb") as f:
+                raw = f.read(1 << 20)
+            data = json.loads(raw)
         except (OSError, ValueError) as exc:
             self._event(
                 path, "?", ceiling.value, None, CapabilityState.FAILED, f"unreadable: {exc}"
@@ -253,10 +291,10 @@ class CapabilityRegistry:
                 reason,
             )
             return []
-        return self._discovered(manifest, path)
+        return self._discovered(manifest, path, manifest_digest(raw))
 
     def _discovered(
-        self, manifest: CapabilityManifestV1, source: str
+        self, manifest: CapabilityManifestV1, source: str, digest: str | None = None
     ) -> list[CapabilityManifestV1]:
         cid = manifest.capability_id
         if cid in self.records and self.records[cid].state != CapabilityState.UPDATED:
@@ -271,7 +309,8 @@ class CapabilityRegistry:
                     f"{source}: capability_id already provided by {existing.source}",
                 )
             return []
-        self.records[cid] = CapabilityRecord(manifest, source)
+        approved = self.decisions is not None and self.decisions.approved(digest)
+        self.records[cid] = CapabilityRecord(manifest, source, digest=digest, approved=approved)
         self._move(cid, CapabilityState.DISCOVERED, f"found in {source}")
         return [manifest]
 
@@ -345,17 +384,19 @@ class CapabilityRegistry:
         for cid, rec in self.records.items():
             if rec.state != CapabilityState.ENABLED:
                 continue
-            entry = self._builtins.get(cid)
-            if entry is None or rec.source != "builtin":
+            registrar = self._registrar(rec)
+            if registrar is None:
                 self._move(cid, CapabilityState.FAILED, "no implementation is installed for it")
                 continue
             definitions = [
-                ToolDefinition.model_validate({k: v for k, v in raw.items() if k != "requires"})
+                ToolDefinition.model_validate(
+                    {k: v for k, v in raw.items() if k not in _NOT_DEFINITION}
+                )
                 for raw in rec.manifest.tools
                 if str(raw.get("name")) not in rec.skipped_tools
             ]
             try:
-                entry[1](tool_registry, definitions)
+                registrar(tool_registry, definitions)
             except AirException as exc:
                 self._move(cid, CapabilityState.FAILED, str(exc))
                 continue
@@ -363,8 +404,29 @@ class CapabilityRegistry:
             self._move(cid, CapabilityState.REGISTERED)
             self._move(cid, CapabilityState.ACTIVE)
 
+    def _registrar(self, rec: CapabilityRecord) -> Registrar | None:
+        cid = rec.manifest.capability_id
+        if rec.source == "builtin":
+            entry = self._builtins.get(cid)
+            return entry[1] if entry is not None else None
+        if self.external is None:
+            return None
+        return self.external({str(t["name"]): str(t["command"]) for t in rec.manifest.tools})
+
+    def decided(self, capability_id: str) -> bool:
+        """Whether a doctor-checked capability is enabled in this project: a switch the user
+        set wins (``disabled``; ``enabled`` counts only for an approved manifest where the
+        trust asks), else its trust's default."""
+        rec = self._get(capability_id)
+        switch = self.decisions.switch(self.project_root, capability_id) if self.decisions else None
+        if switch == "disabled":
+            return False
+        if rec.default_enabled:
+            return True
+        return switch == "enabled" and rec.approved
+
     def load(self, tool_registry: ToolRegistry) -> dict[str, CapabilityRecord]:
-        """Discover, validate, doctor-check, enable the default-enabled ones and register.
+        """Discover, validate, doctor-check, enable what ``decided`` says and register.
 
         Returns:
             Every record, by capability id.
@@ -374,9 +436,12 @@ class CapabilityRegistry:
                 continue
             if self.doctor_check(manifest.capability_id):
                 continue
-            rec = self.records[manifest.capability_id]
-            if rec.default_enabled:
-                self.enable(manifest.capability_id)
+            cid = manifest.capability_id
+            rec = self.records[cid]
+            if self.decided(cid):
+                self.enable(cid, approved=not rec.default_enabled)
+            elif self.decisions and self.decisions.switch(self.project_root, cid) == "disabled":
+                self._move(cid, CapabilityState.DISABLED, "disabled by the user")
         self.register_tools(tool_registry)
         return dict(self.records)
 

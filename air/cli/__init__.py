@@ -34,6 +34,10 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.run import run_headless
 
         def run(a: dict[str, Any]) -> int:
+            if a.get("--plan"):
+                from air.cli.plan import run_plan
+
+                return run_plan(a)  # a run's checks and planners; nothing is started
             if a.get("--detach"):
                 from air.cli.detach import run_detached
 
@@ -46,9 +50,9 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
 
         return lambda a: run_resume(a, runner_factory)
     if name in ("wait", "status", "cancel"):
-        from air.cli import detach
+        from air.cli.detach import run_cancel, run_status, run_wait
 
-        return {"wait": detach.run_wait, "status": detach.run_status}.get(name, detach.run_cancel)
+        return {"wait": run_wait, "status": run_status}.get(name, run_cancel)
     if name == "init":
         from air.cli.init import run_init
 
@@ -77,6 +81,18 @@ def _route(name: str, runner_factory: Any) -> Callable[[dict[str, Any]], int]:
         from air.cli.trust import run_trust
 
         return run_trust
+    if name == "agents":
+        from air.cli.agents import run_agents
+
+        return run_agents
+    if name == "capability":
+        from air.cli.capability import run_capability
+
+        return run_capability
+    if name == "memory":
+        from air.cli.memory import run_memory
+
+        return run_memory
     if name == "mcp":
         from air.cli.mcp import run_mcp
 
@@ -131,8 +147,8 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
         return f"air {name}: {first.split()[0]} needs a value"
     if first.endswith("must not have an argument"):
         return f"air {name}: {first.split()[0]} takes no value"
-    if name == "run" and not {"--headless", "-p", "--prompt"} & set(rest):
-        return "air run: --headless BATCH or -p PROMPT is required"
+    if name == "run" and not {"--headless", "--plan", "-p", "--prompt"} & set(rest):
+        return "air run: --headless BATCH, --plan BATCH or -p PROMPT is required"
     valued = set(re.findall(r"(--?[\w-]+)[ =][A-Z]+", usage))
     positional = [
         token
@@ -215,7 +231,7 @@ def _is_console(argv: list[str]) -> bool:
     if not argv:
         return True
     if argv[0] == "run":
-        headless = ("--headless", "-p", "--prompt")
+        headless = ("--headless", "--plan", "-p", "--prompt")
         return not any(a in ("-h", "--help", *headless) or a.startswith("--prompt=") for a in argv)
     return argv[0].split("=", 1)[0] in CONSOLE_OPTIONS
 

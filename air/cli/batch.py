@@ -24,6 +24,8 @@ Format (see ``examples/`` for a commented example)::
         description: ...       # defaults to the title
         scope: {write_area: ["src/tokenizer.py"]}
         depends_on: [other-id] # hard dependencies (shorthand)
+        agent: strict-reviewer # .air/agents/strict-reviewer.md (or ~/.air/agents/): its
+                               # fields go under the task's, over the defaults (IMPL-AGENTFILE-1)
         dependencies:          # any dependency type
           - {depends_on_task_id: other-id, dependency_type: soft}
 """
@@ -46,6 +48,7 @@ from air.contracts.task import (
     OUTPUT_CONTRACT_FOR_TASK,
     DependencySource,
     DependencyType,
+    TaskAgent,
     TaskConstraints,
     TaskContextMode,
     TaskContextRefs,
@@ -57,7 +60,9 @@ from air.contracts.task import (
     WorkerOutputContract,
 )
 from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
+from air.nursery.agent_tools import check_agent_tools
 from air.nursery.graph import find_cycle
+from air.session.agent_files import agent_overlay, find_agent
 from air.yamlload import compose_and_load
 
 __all__ = [
@@ -125,10 +130,12 @@ class BatchTask(Contract):
     constraints: BatchConstraints = Field(default_factory=BatchConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract | None = None
+    agent: str | None = Field(default=None, pattern=_ID_PATTERN)
+    """The named agent file the task runs as (``.air/agents/NAME.md``, ``~/.air/agents/``)."""
     context: TaskContextMode = "fresh"
     """``fork``: start from a branched copy of the Main Agent's conversation (IMPL-FORK-1)."""
 
-    def to_spec(self) -> TaskSpec:
+    def to_spec(self, agent: TaskAgent | None = None) -> TaskSpec:
         deps = [
             TaskDependencySpec(
                 depends_on_task_id=d,
@@ -153,6 +160,7 @@ class BatchTask(Contract):
             constraints=TaskConstraints.model_validate(self.constraints.model_dump()),
             context_refs=self.context_refs,
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
+            agent=agent,
             context=self.context,
         )
 
@@ -170,6 +178,14 @@ class LoadedBatch(NamedTuple):
     path: str
     name: str | None
     specs: list[TaskSpec]
+    warnings: list[str] = []  # noqa: RUF012 (a NamedTuple default, never mutated)
+    """Agent files skipped on the way (links, too large), one line each."""
+
+    def warned(self, stream: Any) -> list[TaskSpec]:
+        """The specs, once the ``warnings`` are said on ``stream`` (stderr), one line each."""
+        for line in self.warnings:
+            print(f"air: warning: {line}", file=stream)
+        return self.specs
 
 
 def batch_json_schema() -> dict[str, Any]:
@@ -202,12 +218,16 @@ def _merge(defaults: dict[str, Any] | None, value: Any) -> Any:
     return value
 
 
-def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
+def load_batch_text(
+    text: str, path: str = "<batch>", project_root: str | None = None
+) -> LoadedBatch:
     """Parse and validate batch text.
 
     Args:
         text: YAML (or JSON) text.
         path: the file name used in messages.
+        project_root: where a task's ``agent:`` is looked up (``.air/agents/``, then
+            ``~/.air/agents/``; None: the user's only).
 
     Returns:
         The batch with its specs in file order.
@@ -239,15 +259,28 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
         raise _fail(path, yaml_line(node), describe_error(dict(err))) from exc
     assert isinstance(raw_tasks, list)
     tasks: list[BatchTask] = []
+    agents: list[TaskAgent | None] = []
+    warnings: list[str] = []
     for index, raw in enumerate(raw_tasks):
         task_loc: list[int | str] = ["tasks", index]
         if not isinstance(raw, dict):
             raise _fail(path, yaml_line(node_at(root, task_loc)[0]), "each task is a mapping")
         merged = dict(raw)
+        agent_line = yaml_line(node_at(root, [*task_loc, "agent"])[0])
+        agent, skipped = _agent_of(raw, path, agent_line, project_root)
+        warnings += skipped
+        overlay = agent_overlay(agent) if agent is not None else {"constraints": {}}
+        if agent is not None:
+            if "type" in overlay and "type" not in raw:  # the task's own type wins
+                merged["type"] = overlay["type"]
         for name in ("constraints", "verification", "scope"):
-            merged[name] = _merge(getattr(header.defaults, name), raw.get(name))
+            under = getattr(header.defaults, name)
+            if name == "constraints" and overlay["constraints"]:
+                under = {**(under or {}), **overlay["constraints"]}  # the file over the defaults
+            merged[name] = _merge(under, raw.get(name))
             if merged[name] is None:
                 del merged[name]
+        agents.append(agent.task_agent() if agent is not None else None)
         try:
             tasks.append(BatchTask.model_validate(merged))
         except ValidationError as exc:
@@ -266,7 +299,15 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
             node = node_at(root, ["tasks", index, "id"])[0]
             raise _fail(path, yaml_line(node), f"duplicate task id {task.id!r}")
         ids[task.id] = index
-    specs = [t.to_spec() for t in tasks]
+    specs = [t.to_spec(a) for t, a in zip(tasks, agents, strict=True)]
+    for index, spec in enumerate(specs):
+        if spec.agent is not None:
+            where = spec.agent.path or path
+            try:
+                check_agent_tools(spec, where)
+            except AirException as exc:
+                line = yaml_line(node_at(root, ["tasks", index, "agent"])[0])
+                raise _located(exc, path, line) from None
     for index, spec in enumerate(specs):
         size = len(spec.model_dump_json().encode("utf-8"))
         if size > TASK_SPEC_BYTES:
@@ -311,7 +352,42 @@ def load_batch_text(text: str, path: str = "<batch>") -> LoadedBatch:
     if cycle:
         node = node_at(root, ["tasks", ids[cycle[0]]])[0]
         raise _fail(path, yaml_line(node), "dependency cycle: " + " -> ".join(cycle))
-    return LoadedBatch(path=path, name=header.name, specs=specs)
+    return LoadedBatch(path=path, name=header.name, specs=specs, warnings=warnings)
+
+
+def _agent_of(
+    raw: dict[str, Any], path: str, line: int | None, root: str | None
+) -> tuple[Any, list[str]]:
+    """The agent file a raw task names (None: none) and the files skipped on the way; the
+    file's own values are checked first (against the batch limits, naming the file).
+
+    Raises:
+        AirException: the file's problem (not found, bad frontmatter, untrusted project,
+            values out of range), its kind kept, the batch file's line in front.
+    """
+    name = raw.get("agent")
+    if not isinstance(name, str):
+        return None, []  # no agent, or a wrong type: BatchTask's validation says so
+    try:
+        agent, skipped = find_agent(name, root)
+        BatchConstraints.model_validate(agent_overlay(agent)["constraints"])
+    except ValidationError as exc:
+        raise _fail(agent.path, None, describe_error(dict(first_error(exc)))) from None
+    except AirException as exc:
+        raise _located(exc, path, line, "agent: ") from None
+    return agent, skipped
+
+
+def _located(exc: AirException, path: str, line: int | None, what: str = "") -> AirException:
+    """``exc`` (an agent file's problem) with the batch file's line in front, kind and what to
+    do kept."""
+    where = f"{path}:{line}" if line is not None else path
+    return AirException.of(
+        kind=exc.kind,
+        message=f"{where}: {what}{exc.error.message}",
+        user_action=exc.user_action or "",
+        metadata={**(exc.error.metadata or {}), "file": path, "line": line},
+    )
 
 
 def prompt_batch(prompt: str) -> LoadedBatch:
@@ -336,8 +412,9 @@ def prompt_batch(prompt: str) -> LoadedBatch:
     return load_batch_text(json.dumps({"tasks": [task]}), "<prompt>")
 
 
-def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
-    """Read and validate a batch file (see ``load_batch_text``); ``-`` reads it from stdin.
+def load_batch(path: str | os.PathLike[str], project_root: str | None = None) -> LoadedBatch:
+    """Read and validate a batch file (see ``load_batch_text``, ``project_root`` too); ``-``
+    reads it from stdin.
 
     Raises:
         AirException: ``validation_error`` for bad content, ``not_found`` for a missing file.
@@ -347,7 +424,7 @@ def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
         text = sys.stdin.read(MAX_BATCH_BYTES + 1)
         if len(text) > MAX_BATCH_BYTES:
             raise _fail("<stdin>", None, f"a batch has at most {MAX_BATCH_BYTES} bytes (8 MiB)")
-        return load_batch_text(text, "<stdin>")
+        return load_batch_text(text, "<stdin>", project_root)
     try:
         text = _read_regular_file(name)
     except FileNotFoundError as exc:
@@ -361,7 +438,7 @@ def load_batch(path: str | os.PathLike[str]) -> LoadedBatch:
         raise _fail(name, None, f"not UTF-8 text (byte {exc.start}): a batch file is YAML") from exc
     except OSError as exc:
         raise _fail(name, None, f"cannot read the file: {exc.strerror or exc}") from exc
-    return load_batch_text(text, name)
+    return load_batch_text(text, name, project_root)
 
 
 def _read_regular_file(name: str) -> str:

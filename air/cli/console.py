@@ -79,6 +79,14 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
 
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
+    from air.ipc.startup import hold_gc, release_gc, skip_ldconfig_probe, skip_pydantic_plugins
+
+    # the start-up shortcuts of `air run --headless` (IMPL-FRAME-4, IMPL-START-2), before any
+    # heavy import: no pydantic plugin lookup, no `ldconfig -p` at Trio's import, no cyclic
+    # collection until the console is ready (_session releases it)
+    hold_gc()
+    skip_pydantic_plugins()
+    skip_ldconfig_probe()
     from air.contracts.error import AirException, CliExit
 
     if args.get("PROJECT") and not args.get("--project"):
@@ -113,6 +121,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
         if args.get("--replay"):
             from air.cli.console_replay import replay
 
+            release_gc()  # a replay reads the whole log: collection as usual
             return replay(options)
         create = bool(args.get("PROJECT"))
         note = None if create or options.session_id is not None else first_run(options)
@@ -218,6 +227,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
     from air.cli.checks import refusals
     from air.cli.doctor import setup_logging
     from air.cli.factory import RuntimeFactory
+    from air.ipc.startup import release_gc
     from air.nursery.runtime import open_runtime
 
     setup_logging()  # air.log, air.developer.log (its redactor's imports: after the frame)
@@ -232,6 +242,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
         store = _projection(runtime)
         await _settle_stale_state(runtime, store)
         agent = await _main_agent(runtime, options)
+        release_gc()  # the console is ready: what start-up built is frozen, collection resumes
         killed = False
 
         async def on_quit(force: bool) -> None:
@@ -253,8 +264,15 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
         from air.cli.reopen import reopen_command
 
         reopen = reopen_command(options, runtime.session_id, runtime.project_root)
+
+        async def on_plan(path: str) -> None:
+            from air.cli.plan import console_plan  # IMPL-PLAN-1
+
+            await agent.turns.say(await console_plan(options, path, runtime))
+
+        reporting = _Reporting(channel, on_plan)
         try:
-            await _front(runtime, store, _Reporting(channel), plain, app, reopen, _hud_model(agent))
+            await _front(runtime, store, reporting, plain, app, reopen, _hud_model(agent))
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
@@ -272,14 +290,19 @@ class _Reporting:
     e.g. a permission answer to a prompt that just closed) is told to the person and logged;
     it never ends the console."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, plan: Any = None) -> None:
         self.inner = inner
         self.say: Any = None
+        self.plan = plan
+        """``/plan BATCH`` (``async (path) -> None``): the console's own, not the agent's."""
 
     async def send(self, command: Any) -> None:
         from air.contracts.error import AirException
 
         try:
+            if command.kind == "plan" and self.plan is not None:
+                await self.plan(command.text or "")
+                return
             await self.inner.send(command)
         except AirException as exc:
             log.warning("console command %s refused: %s", command.kind, exc.error.message)
@@ -345,6 +368,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     """The MainAgent with the stored conversation, started in the root nursery."""
     from air.agents import MainAgent, load_conversation
     from air.contracts.event import EventFilter
+    from air.nursery.task_agents import TaskAgents
 
     session = runtime.session
     models = runtime.services.provider
@@ -367,6 +391,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         compactor=runtime.compactor(models),
         model=_session_model(runtime, models),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
+        agent_files=TaskAgents(runtime.project_root),  # IMPL-AGENTFILE-1
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)

@@ -189,6 +189,12 @@ def _wait(args: dict[str, Any]) -> int:
     local_root, run = _run_of(args)
     sid = run.session_id
     try:
+        if run.state == "running":
+            print(
+                f"air wait: waiting for session {sid} (Ctrl-C stops the waiting, not the run)",
+                file=sys.stderr,
+                flush=True,
+            )
         while True:
             state = run.state
             if state != "running":

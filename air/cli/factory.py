@@ -66,10 +66,7 @@ class RuntimeFactory:
             services = lambda: prepare(options, project.project_root)  # noqa: E731
             servers = None  # read once the session proved to have something to resume
         else:
-            require_trust(options.project)  # before any project file is read (IMPL-TRUST-1)
-            prepared = prepare(options, options.project)
-            _designer_models(options.project, prepared.provider)  # before anything exists
-            servers = _mcp_config(options.project)  # a bad mcp.yaml: refused before anything
+            prepared, servers = self.check()
             project = open_project(ProjectStore(), options.project)
             session_id = None
             services = lambda: prepared  # noqa: E731
@@ -102,6 +99,26 @@ class RuntimeFactory:
             subscribers=subscribers,
             interactive=mode == "interactive",
         )
+
+    def check(self, *, warm: bool = True) -> tuple[Any, Any]:
+        """What a new run checks and reads before anything exists, creating nothing (``air run
+        --plan`` stops here): the project's trust, the policy, the provider and model, the
+        architecture declaration, mcp.yaml.
+
+        Returns:
+            The ``RuntimeServices`` and the declared MCP servers.
+
+        Raises:
+            AirException: the first refusal, as a real run gives it.
+        """
+        from air.session.trust import require_trust
+
+        root = self.options.project
+        require_trust(root)  # before any project file is read (IMPL-TRUST-1)
+        prepared = prepare(self.options, root, warm=warm)
+        _designer_models(root, prepared.provider)  # before anything exists
+        servers = _mcp_config(root)  # a bad mcp.yaml: refused before anything
+        return prepared, servers
 
     def _injected_runner(self) -> Any:
         factory = self.options.runner_factory
@@ -220,6 +237,7 @@ def _architecture_gate(
     if models is None:
         return None
     from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
+    from air.agents.architecture_record import RecordingGate
 
     designer = ArchitectureDesigner(
         events=session.ingestor,
@@ -229,4 +247,7 @@ def _architecture_gate(
         project_id=session.project.project_id,
         tools=registry,
     )
-    return SchedulerGate(designer, PromptConfirm(designer, prompts), headless=headless)
+    # a confirmed change is recorded in the architecture document, and not held again
+    return RecordingGate(
+        SchedulerGate(designer, PromptConfirm(designer, prompts), headless=headless)
+    )

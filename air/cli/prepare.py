@@ -19,8 +19,9 @@ if TYPE_CHECKING:
 __all__ = ["load_models_checked", "prepare"]
 
 
-def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
+def prepare(options: HeadlessOptions, project_root: str, *, warm: bool = True) -> RuntimeServices:
     """Read the permission policy and the provider configuration, and pick the model.
+    ``warm``: start warming up the provider's connection (not for ``air run --plan``).
 
     Raises:
         AirException: a bad permissions.yaml / models.yaml / cassette, an unknown
@@ -69,7 +70,8 @@ def prepare(options: HeadlessOptions, project_root: str) -> RuntimeServices:
         prepared.provider = manager
         prepared.model = _configured_model(manager, wanted)
         prepared.escalation = tuple(manager.config.escalation)
-        manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
+        if warm:
+            manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
         if options.record:
             from air.llm.cassette import TaskRecorder
 

@@ -76,13 +76,13 @@ def _run_headless(
         if options.prompt is not None:
             batch = prompt_batch(options.prompt)
         else:
-            batch = load_batch(options.batch or "-")
+            batch = load_batch(options.batch or "-", options.project)
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         if sandbox is not None:
             sandbox.wait()
         return CliExit.BAD_INPUT
-    return run_batch_session(options, batch.specs, sandbox)
+    return run_batch_session(options, batch.warned(sys.stderr), sandbox)
 
 
 def run_batch_session(

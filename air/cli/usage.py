@@ -117,9 +117,12 @@ are written either way).
 Usage:
   air run --headless BATCH [--detach] [--record DIR] {_RUN_ARGS}
   air run -p PROMPT [--headless] [--detach] [--record DIR] {_RUN_ARGS}
+  air run --plan BATCH {_RUN_ARGS}
   air run -h | --help
 
 Options:
+  --plan                  Check BATCH as a run would and print its plan (waves, models, agent
+                          files, tools, workspaces, prompts; --json: one object); start nothing.
   -p PROMPT --prompt PROMPT  One task: PROMPT is its description, its first line the title.
   --record DIR            Also write every model turn to DIR/<task id>.jsonl (replay them
                           offline with --cassette DIR).
@@ -296,6 +299,65 @@ Options:
   --yes       Trust without asking (for scripts: read what it prints first).
   --revoke    Forget the trust of the project (air asks again).
   -h --help   Show this help.
+""",
+    ),
+    "agents": (
+        "List the named agent files (.air/agents/, ~/.air/agents/) or show one.",
+        """air agents: the named agent files a batch task (`agent: NAME`) can run as.
+
+Project files (.air/agents/NAME.md) hide the user's (~/.air/agents/NAME.md); symbolic links
+and files over 64 KiB are skipped with a warning. Exit 0, 2 for an unknown NAME.
+
+Usage:
+  air agents list [--project PATH]
+  air agents show NAME [--project PATH]
+  air agents -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "capability": (
+        "List the capabilities (tool packs) and approve, enable or disable one.",
+        """air capability: the tool packs a session may load, and your decisions about them.
+
+Built-in ones (cpp) are enabled unless you disable them; a project's (.air/shared/capabilities/
+*.json, once you trusted the project) or your own (~/.air/capabilities/*.json) waits until you
+approve it (recorded in ~/.air/capabilities.json with a hash of the manifest: a changed one
+asks again) and enable it. Every call of a capability's tool still asks for permission unless
+a rule in permissions.yaml allows it. Exit 0, 2 for bad input.
+
+Usage:
+  air capability list [--project PATH]
+  air capability approve NAME [--project PATH]
+  air capability enable NAME [--project PATH]
+  air capability disable NAME [--project PATH]
+  air capability -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
+""",
+    ),
+    "memory": (
+        "List what air learned (memory candidates too), and promote or reject a candidate.",
+        """air memory: what air learned in this project, and the candidates waiting for you.
+
+An experience_miner task proposes short lessons; each is a candidate until you decide. A
+promoted rule is written to .air/shared/rules/ and reaches every worker's prompt; a rejected
+one is archived and not proposed again. Exit 0, 2 for an unknown id or one that is no candidate.
+
+Usage:
+  air memory list [--project PATH]
+  air memory show ID [--project PATH]
+  air memory promote ID [--project PATH]
+  air memory reject ID [--project PATH]
+  air memory -h | --help
+
+Options:
+  --project PATH  The project directory (default: found by walking up from here).
+  -h --help       Show this help.
 """,
     ),
     "mcp": (

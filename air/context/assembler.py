@@ -222,6 +222,11 @@ class ContextAssembler:
             )
         elif input.agent_type is not None:
             layers.append(self._adopt(self._loader.load_role(input.agent_type)))
+        agent = spec.agent if spec is not None else None
+        if agent is not None and agent.persona.strip():  # IMPL-AGENTFILE-1: the file's persona
+            layers.append(
+                self._layer(PromptLayerLevel.ROLE, agent.persona.strip(), f"agent:{agent.name}")
+            )
         layers.append(self._safety_layer(input.agent_type))
         layers.extend(self._adopt(x) for x in self._loader.load_project_rules(self._project))
         if spec is not None:

@@ -36,6 +36,7 @@ __all__ = [
     "RetryAction",
     "SchedulerState",
     "SchedulerWavePlan",
+    "TaskAgent",
     "TaskConstraints",
     "TaskContextMode",
     "TaskContextRefs",
@@ -144,6 +145,22 @@ class TaskContextRefs(Contract):
 TaskContextMode = Literal["fresh", "fork"]
 """What a worker's conversation starts from: its task only, or a fork of the Main Agent's."""
 
+
+class TaskAgent(Contract):
+    """IMPL-AGENTFILE-1: the named agent file (``.air/agents/NAME.md``, ``~/.air/agents/NAME.md``) a
+    task runs as, resolved by the parent (``air.session.agent_files``); a worker never reads one.
+    Its model, turns, timeouts and budget are merged into the spec's constraints already."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    source: Literal["project", "user"] | None = None
+    """Where the file was found (None: named but not resolved yet, e.g. by the Main Agent)."""
+    path: str | None = None
+    persona: str = ""
+    """The file's markdown body: reaches the worker's system prompt after its role prompt."""
+    tools: list[str] | None = None
+    """The only tools the task may use (None: its role's); never more than the role's."""
+
+
 WorkerOutputContract = Literal[
     "ExecutorResult", "ReviewerResult", "DebuggerResult", "CompactorResult", "ExperienceMinerResult"
 ]
@@ -185,6 +202,10 @@ class TaskSpec(Contract):
     context: TaskContextMode = "fresh"
     """``fork``: the worker starts from a branched copy of the Main Agent's conversation, then
     its task (runner contract ``context: "fork"``; one task per batch or plan, IMPL-FORK-1)."""
+
+
+    agent: TaskAgent | None = None
+    """IMPL-AGENTFILE-1: the named agent file the task runs as (None: its role's defaults)."""
 
 
 class WorkspaceStrategy(StrEnum):

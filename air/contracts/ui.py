@@ -279,6 +279,7 @@ UiCommandKind = Literal[
     "direct_done",
     "compact",
     "switch_model",
+    "plan",
     "quit",
     "replay_pause",
     "replay_step",
@@ -296,7 +297,8 @@ class UiCommand(Contract):
     ``confirm`` (``confirmed`` answers the Main Agent's CONFIRMING question); ``direct``
     (``/direct [text]``) and ``direct_done`` (``/done``); ``compact`` (``/compact``: compact the
     session's conversation now); ``switch_model`` (``text``: ``provider/model`` for what comes
-    next); ``quit`` (``force`` when the person confirmed quitting with work running);
+    next); ``plan`` (``text``: a batch file, checked and planned as ``air run --plan``);
+    ``quit`` (``force`` when the person confirmed quitting with work running);
     ``replay_pause`` (toggle), ``replay_step``, ``replay_back`` (one event back) and
     ``replay_speed`` (``speed``) drive a read-only replay player.
     """

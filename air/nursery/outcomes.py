@@ -41,6 +41,7 @@ from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
 from air.session.knowledge import KnowledgeService
+from air.session.knowledge_signature import verification_signature
 from air.supervision.task_outcome import TaskOutcome
 
 if TYPE_CHECKING:
@@ -65,7 +66,7 @@ async def collect(
     outcome = verify(io, node, workspace, outcome)
     result = outcome.result
     if result is None or result.status != WorkerStatus.COMPLETED:
-        await ended_otherwise(io, node, outcome, attempt_index)
+        await ended_otherwise(io, node, outcome, attempt_index, workspace.path)
         return
     if not await gate(io, node, outcome.agent_id, result, attempt_index):
         return
@@ -268,7 +269,16 @@ async def with_evidence(io: Ports, node: TaskNode, outcome: TaskOutcome) -> dict
 # -- 6. learn -------------------------------------------------------------------------------
 async def learn(io: Ports, node: TaskNode, outcome: TaskOutcome) -> None:
     """A debug task's landed fix goes through the knowledge outbox (SDD §18.4): the
-    DebugKnowledgeStore record first, then ``debug.record.created``, then mining."""
+    DebugKnowledgeStore record first, then ``debug.record.created``, then mining. An
+    ExperienceMiner's statements become memory candidates (IMPL-LEARN-6)."""
+    if node.spec.type == TaskType.MINE_EXPERIENCE and outcome.result is not None:
+        statements = (outcome.result.result or {}).get("candidates") or []
+        miner = KnowledgeService.for_project(io.ledger, io.project_root)
+        try:
+            await miner.propose([str(s) for s in statements], task_id=node.task_id)
+        finally:
+            miner.close()
+        return
     if node.spec.type != TaskType.DEBUG or outcome.result is None or not node.parent_task_id:
         return
     parent = io.ledger.state().tasks.get(node.parent_task_id)
@@ -286,7 +296,7 @@ async def learn(io: Ports, node: TaskNode, outcome: TaskOutcome) -> None:
 
 # -- an attempt that did not complete -------------------------------------------------------
 async def ended_otherwise(
-    io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index: int
+    io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index: int, workspace_root: str = ""
 ) -> None:
     """A worker that reported a blocker or cancelled its task ends it so; anything else is a
     failed attempt (the RetryPlanner decides what follows)."""
@@ -335,6 +345,12 @@ async def ended_otherwise(
     }
     if outcome.transient:
         update["retryability"] = Retryability.TRANSIENT
+    cpp = "cpp_failure" in (error.metadata or {})  # the C++ gate names its own (ctest:...)
+    if error.kind == ErrorKind.VERIFICATION_FAILED and not cpp:  # IMPL-LEARN-5
+        events = io.ledger.state().events_of_agent(outcome.agent_id)
+        roots = (workspace_root, io.project_root)
+        found = verification_signature(events, node.spec.verification.commands or [], roots=roots)
+        update["semantic_signature"] = found or error.semantic_signature
     error = error.model_copy(update=update)
     failure: dict[str, Any] = {**base, "error": error.model_dump(mode="json")}
     if result is not None:

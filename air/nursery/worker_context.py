@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from air.context.compaction import CompactionRules
     from air.context.compactor import SessionCompactor
 
-__all__ = ["CompactingContext", "PackBuilder", "session_compactor", "worker_context"]
+__all__ = [
+    "ROLE_PROMPTS",
+    "CompactingContext",
+    "PackBuilder",
+    "model_window",
+    "session_compactor",
+    "worker_context",
+]
 
 
 class PackBuilder(Protocol):
@@ -93,11 +100,8 @@ def worker_context(
     from air.context.compaction import load_compaction_rules
     from air.context.worker_pack import WorkerContextBuilder
 
-    rows: list[Any] = getattr(provider, "list_models", list)()
-    ref = model.partition("/")
-    window = next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
     builder = WorkerContextBuilder.for_session(
-        session, role_prompt_dir=ROLE_PROMPTS, context_window=window
+        session, role_prompt_dir=ROLE_PROMPTS, context_window=model_window(provider, model)
     )
     if not hasattr(provider, "select_model"):
         return builder
@@ -106,6 +110,14 @@ def worker_context(
         builder,
         build_compactor=lambda: session_compactor(session, ledger, provider, lock, rules=rules),
     )
+
+
+def model_window(provider: Any, model: str) -> int | None:
+    """The context window of ``model`` (``provider_id/model_id``) as the provider lists it
+    (None: unknown, e.g. a cassette), which sizes the workers' context (IMPL-CTX-6)."""
+    rows: list[Any] = getattr(provider, "list_models", list)()
+    ref = model.partition("/")
+    return next((r.context_window for r in rows if (r.provider_id, r.model_id) == ref[::2]), None)
 
 
 ROLE_PROMPTS = os.path.join(os.path.dirname(os.path.dirname(__file__)), "roles", "prompts")

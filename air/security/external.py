@@ -28,12 +28,13 @@ def external_item(ctx: PermissionRequestContext) -> Item | None:
         return None
     hint = external == "read_only_hint"
     said = " (the server says it only reads)" if hint else ""
+    whose = "an MCP server's" if ctx.tool_name.startswith("mcp__") else "a capability's"
     return Item(
         "tool",
         ctx.tool_name,
         PermissionAction.ASK_USER,
         "medium",
-        f"{ctx.tool_name} is an MCP server's tool{said}: air cannot see what it does",
+        f"{ctx.tool_name} is {whose} tool{said}: air cannot see what it does",
         "4-risk",
         category=CommandCategory.READ_ONLY if hint else None,
     )

@@ -49,6 +49,7 @@ __all__ = [
     "STALE_AFTER",
     "KnowledgeLedger",
     "KnowledgeService",
+    "own_rule_write",
 ]
 
 EVIDENCE_THRESHOLD = 3
@@ -59,6 +60,22 @@ STALE_AFTER = timedelta(days=90)
 """IMPL-LEARN-3: a repeated-fix memory whose failure has not recurred this long is archived."""
 
 POLICY_PROMOTER = "experience_miner:repeated-evidence"
+
+
+def own_rule_write(shared_root: Path, write: Callable[[], None], memory_id: str) -> None:
+    """air's own write of a learned rule file keeps a trusted project trusted (only when it
+    was trusted just before and nothing else changed: IMPL-TRUST-1)."""
+    from air.session.trust import refresh_trust, trust_scan
+
+    root = str(shared_root.parent.parent)
+    try:
+        before = trust_scan(root)
+    except AirException:  # a link among the project's files: it stays untrusted
+        write()
+        return
+    write()
+    with contextlib.suppress(AirException):
+        refresh_trust(root, before, RuleFiles.target_ref(memory_id))
 
 
 class KnowledgeLedger(Protocol):
@@ -261,8 +278,22 @@ class KnowledgeService:
             if cid in created:
                 continue
             created.append(cid)
-            if self.memory.get(memory_id_for(cid)) is not None:
-                continue
+            stored = self.memory.get(memory_id_for(cid))
+            if stored is not None and stored.status != MemoryStatus.CANDIDATE:
+                continue  # promoted or rejected before: not proposed again
+            if stored is None:  # the row `air memory list` shows (IMPL-LEARN-6)
+                now = self.clock.now_iso()
+                self.memory.insert(
+                    LearnedMemory(
+                        memory_id=memory_id_for(cid),
+                        memory_type=memory_type,
+                        status=MemoryStatus.CANDIDATE,
+                        content=content,
+                        source_session_id=self.ledger.session_id,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                )
             if cid not in self.events("memory.candidate.created", "candidate_id"):
                 await self._candidate(cid, memory_type, content, task_id)
         return created
@@ -315,19 +346,7 @@ class KnowledgeService:
         return row
 
     def _own_write(self, write: Callable[[], None], memory_id: str) -> None:
-        """air's own write of a learned rule file keeps a trusted project trusted (only when it
-        was trusted just before and nothing else changed: IMPL-TRUST-1)."""
-        from air.session.trust import refresh_trust, trust_scan
-
-        root = str(self.shared_root.parent.parent)
-        try:
-            before = trust_scan(root)
-        except AirException:  # a link among the project's files: it stays untrusted
-            write()
-            return
-        write()
-        with contextlib.suppress(AirException):
-            refresh_trust(root, before, RuleFiles.target_ref(memory_id))
+        own_rule_write(self.shared_root, write, memory_id)
 
     async def complete_promotion(self, row: OutboxRow) -> bool:
         """Steps after the DB write: the rule file (while active), then ``memory.promoted``

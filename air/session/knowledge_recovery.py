@@ -65,6 +65,7 @@ async def converge(service: KnowledgeService) -> KnowledgeRecovery:
     Idempotent; ``service`` is the session's KnowledgeService.
     """
     from air.artifacts.knowledge import debug_record_id, memory_id_for
+    from air.contracts.artifact_records import MemoryStatus
     from air.session.knowledge import POLICY_PROMOTER
 
     report = KnowledgeRecovery()
@@ -105,7 +106,8 @@ async def converge(service: KnowledgeService) -> KnowledgeRecovery:
     for cid, event in service.events("memory.candidate.created", "candidate_id").items():
         if cid in promoted:
             continue
-        if service.memory.get(memory_id_for(cid)) is not None:
+        stored = service.memory.get(memory_id_for(cid))
+        if stored is not None and stored.status != MemoryStatus.CANDIDATE:
             report.superseded.append(cid)
         elif cid.startswith("cand_sig_"):
             await service.promote_event(event, POLICY_PROMOTER, occurrences=service.threshold)

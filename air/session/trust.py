@@ -4,7 +4,8 @@ Owns the set of project-scope files that can widen what air does or reach a mode
 (``trust_scan``: ``.air/shared/models.yaml`` providers, ``permissions.yaml`` allow rules and
 ``headless_allow_ask``, ``mcp.yaml`` servers (a command air would run, a URL it would send
 tool calls to), ``architecture.yaml``, ``capabilities/*.json``, ``rules/*.md``,
-``compaction-rules.md``, ``AGENTS.md``, ``CLAUDE.md``), what each one would do (``Finding``),
+``compaction-rules.md``, ``AGENTS.md``, ``CLAUDE.md``, the agent files ``.air/agents/*.md``), what
+each one would do (``Finding``),
 and the user's decision, recorded outside the project in ``~/.air/trust.json``: per project
 realpath, the sha256 over the exact set (relative path + bytes) of the widening files the user
 saw, and when. Any change of that set (a file edited, added, removed, or a file that widened
@@ -55,7 +56,13 @@ _SINGLE_FILES = (
     f"{SHARED}/compaction-rules.md",
     *PROMPT_FILES,
 )
-_DIRECTORIES = ((f"{SHARED}/rules", ".md"), (f"{SHARED}/capabilities", ".json"))
+AGENTS = ".air/agents"
+"""Named agent files (``air.session.agent_files``): a link there is never used, so not read."""
+_DIRECTORIES = (
+    (f"{SHARED}/rules", ".md"),
+    (f"{SHARED}/capabilities", ".json"),
+    (AGENTS, ".md"),
+)
 _PREVIEW_LINES = 3
 
 
@@ -184,6 +191,8 @@ def _paths(root: str) -> Iterator[str]:
             rel = f"{folder}/{name}"
             if not name.endswith(suffix):
                 continue
+            if folder == AGENTS and os.path.islink(os.path.join(root, rel)):
+                continue  # skipped by the agent files' reader: it widens nothing
             entry = _lstat(root, rel)
             if entry is not None and stat.S_ISREG(entry.st_mode):
                 yield rel
@@ -238,6 +247,12 @@ def _findings(rel: str, data: bytes) -> list[Finding]:
         ]
     if rel.endswith(".json"):
         return _capability_findings(rel, data)
+    if rel.startswith(f"{AGENTS}/"):
+        return [
+            Finding(
+                rel, "file", "an agent a task may name (persona, model, budgets): " + _preview(data)
+            )
+        ]
     return [Finding(rel, "file", "reaches the prompts of every agent: " + _preview(data))]
 
 

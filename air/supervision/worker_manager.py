@@ -221,6 +221,10 @@ class WorkerManager:
             return await finish(self, run, End("spawn_error", exc.error), records, started=False)
         if not pack.tools and self.tool_specs:
             pack = pack.model_copy(update={"tools": self.tool_specs})
+        agent = run.request.task_spec.agent
+        if agent is not None and agent.tools is not None:  # IMPL-AGENTFILE-1: only the file's tools
+            offered = [t for t in pack.tools or [] if t.get("name") in agent.tools]
+            pack = pack.model_copy(update={"tools": offered})
         end = await start(self, run, pack, records)
         if end is not None:
             return await finish(self, run, end, records, started=run.proc is not None)

@@ -55,8 +55,11 @@ def _context(run: WorkerRun) -> ToolExecutionContext:
 
 
 async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCallPayload) -> None:
+    agent = run.request.task_spec.agent
     if call.name == "provider.complete":
         env = await _serve_provider(sup, run, call_id, call.input)
+    elif agent is not None and agent.tools is not None and call.name not in agent.tools:
+        env = _outside_agent_tools(call.name, agent.name, agent.tools)
     else:
         env = await _call_tool(sup, run, call_id, call, run.ctx or _context(run))
         if call.name == "shell.run":
@@ -96,6 +99,20 @@ async def _call_tool(
         return ToolResultEnvelope(
             tool_run_id=new_id("tr"), tool_name=call.name, status="error", error=exc.error
         )
+
+
+def _outside_agent_tools(name: str, agent: str, tools: list[str]) -> ToolResultEnvelope:
+    """A call to a tool the task's agent file does not list: denied by the parent, whatever the
+    worker offered its model (IMPL-AGENTFILE-1; the list only narrows the role's tools)."""
+    from air.contracts.tool_runs import ToolResultEnvelope
+
+    error = err(
+        ErrorKind.PERMISSION_DENIED,
+        f"tool {name} is not among the tools of agent {agent!r}: {', '.join(tools) or 'none'}",
+    )
+    return ToolResultEnvelope(
+        tool_run_id=new_id("tr"), tool_name=name, status="denied", error=error
+    )
 
 
 def _provider_error(run_id: str, error: Any) -> ToolResultEnvelope:

@@ -44,6 +44,7 @@ __all__ = [
     "record_command_failed",
     "record_command_started",
     "register_shell_tool",
+    "run_sandboxed_command",
     "store_output_logs",
 ]
 
@@ -92,6 +93,13 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
         return await _run_in(space, command, workspace, cwd, network, run, runner, timeout)
     finally:
         space.close()
+
+
+async def run_sandboxed_command(
+    command: str, run: ToolRun, runner: SandboxRunner, timeout_s: float
+) -> Any:
+    """``shell.run``'s body for a command air built itself (a capability's tool, IMPL-CAP-1)."""
+    return await _shell_run({"command": command, "timeout_s": timeout_s}, run, runner)
 
 
 async def _run_in(

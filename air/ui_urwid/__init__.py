@@ -1,9 +1,10 @@
 """The urwid console: TuiApp and its views (SDD §13.2). Reads projections only.
 
 Owns the full-screen console (``TuiApp``), its components (``views``), the slash-command
-parser (``commands``), the text sanitiser and block splitter (``text``) and the plain
-line-oriented console for screen readers and dumb terminals (``PlainConsole``). Imports
-``air.contracts`` only: it reads a ``ProjectionClient`` and writes a ``UiCommandChannel``.
+parser (``commands``), the text sanitiser and folding (``text``), an answer's Markdown
+(``markdown``, with ``syntax`` colouring its code blocks) and the plain line-oriented console
+for screen readers and dumb terminals (``PlainConsole``). Imports ``air.contracts`` only (and
+markdown-it-py, Pygments): it reads a ``ProjectionClient`` and writes a ``UiCommandChannel``.
 """
 
 from __future__ import annotations

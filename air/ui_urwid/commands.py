@@ -2,8 +2,9 @@
 
 Owns ``SLASH_COMMANDS`` (name → one-line help), ``Parsed`` and ``parse_input``: a line the
 person typed becomes a ``UiCommand`` for the runtime (a message, ``/direct``, ``/done``,
-``/cancel``, ``/compact``, ``/model PROVIDER/MODEL``, ``/quit``), a local ``view`` action
-(``/help``, ``/tasks``, ``/cost``, ``/model``, ``/history``), or an ``error`` to show. Pure.
+``/cancel``, ``/compact``, ``/model PROVIDER/MODEL``, ``/plan BATCH``, ``/quit``), a local
+``view`` action (``/help``, ``/tasks``, ``/cost``, ``/model``, ``/history``), or an ``error``
+to show. Pure.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ SLASH_COMMANDS: dict[str, str] = {
     "/history": "show the whole conversation",
     "/compact": "compact the conversation now (a summary stands for the older messages)",
     "/quit": "quit (asks first when work is running)",
+    "/plan": "/plan BATCH: check a batch file as a run would and show its plan (starts nothing)",
 }
 
 
@@ -67,6 +69,10 @@ def parse_input(text: str, *, selected_task: str | None = None) -> Parsed:
         return Parsed(command=UiCommand(kind="cancel_task", task_id=task))
     if name == "/model" and rest:
         return _switch_model(rest)
+    if name == "/plan":
+        if not rest:
+            return Parsed(error="/plan needs a batch file: /plan BATCH (a YAML file)")
+        return Parsed(command=UiCommand(kind="plan", text=rest))
     if name in ("/help", "/tasks", "/cost", "/model", "/history", "/quit"):
         if rest and name != "/help":
             return Parsed(error=f"{name} takes no argument")

@@ -23,7 +23,7 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     UiCommand,
 )
-from air.ui_urwid.text import split_blocks
+from air.ui_urwid.markdown import split_blocks
 from air.ui_urwid.views import STATUS_MARK, answer_label
 
 __all__ = ["Announcer", "FramePump", "PromptGate", "copy_text", "osc52"]

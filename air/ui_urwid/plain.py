@@ -7,7 +7,8 @@ the person's lines from a byte stream: the same slash commands as the full conso
 prompt. A line that arrives within the prompt guard after a prompt was printed is not taken
 as its answer. At the end of its input it waits for the answers to what it sent (the Main
 Agent settled, no task running) before it quits, unless a permission prompt is open: no
-input is left to answer it. Every projected text passes ``text.clean``; a prompt's command
+input is left to answer it. An answer is printed as plain Markdown lines
+(``markdown.markdown_plain``). Every projected text passes ``text.clean``; a prompt's command
 and segments pass ``air.contracts.display.shown`` (exact text, escaped; IMPL-UI-7).
 """
 
@@ -29,6 +30,7 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.commands import SLASH_COMMANDS, parse_input
 from air.ui_urwid.cost import cost_lines
+from air.ui_urwid.markdown import markdown_plain
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import HIDDEN_WARNING, answer_label
 
@@ -103,7 +105,11 @@ class PlainConsole:
                 continue
             self._printed_messages.add(m.message_id)
             who = "you" if m.role == "user" else "air"
-            text = clean(m.text) if m.status == "complete" else f"(failed: {clean(m.error or '')})"
+            text = clean(m.text)
+            if m.status != "complete":
+                text = f"(failed: {clean(m.error or '')})"
+            elif m.role == "assistant":
+                text = markdown_plain(text)  # the structure without styles (IMPL-UI-9)
             self.write(f"{who}> {text}")
         for i, t in enumerate(snap.tasks, 1):
             if self._task_status.get(t.task_id) == t.status:

@@ -1,31 +1,28 @@
-"""Pure text helpers of the console: sanitising untrusted text, code blocks, folding, diffs.
+"""Pure text helpers of the console: sanitising untrusted text, folding, diffs.
 
 Owns ``clean`` (every text a worker, a command or a model produced passes it before it
 reaches the terminal: escape sequences, C0/C1 controls and bidi overrides are removed, so
 output cannot move the cursor, retitle the window, write the clipboard or reorder what the
 person reads; a command, a path or a tool input never passes it: it is shown as exact text,
-``air.contracts.display.shown``, IMPL-UI-7), ``split_blocks`` (markdown fences into text and
-code blocks), ``fold`` (a streaming block shown as its last lines), ``fold_middle`` (a long
-finished block shown as its head and its end, the middle folded: an answer's last lines, its
-conclusion, are never cut off) and ``diff_markup`` (coloured diff lines).
+``air.contracts.display.shown``, IMPL-UI-7), ``fold`` (a streaming block shown as its last
+lines), ``fold_middle`` (a long finished block shown as its head and its end, the middle
+folded: an answer's last lines, its conclusion, are never cut off) and ``diff_markup``
+(coloured diff lines). Markdown (and its code blocks) is ``markdown``'s.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 __all__ = [
     "FOLD_CHARS",
     "FOLD_HEAD",
     "FOLD_LINES",
     "FOLD_TAIL",
-    "Block",
     "clean",
     "diff_markup",
     "fold",
     "fold_middle",
-    "split_blocks",
 ]
 
 _ESCAPE = re.compile(
@@ -59,40 +56,6 @@ def clean(text: str) -> str:
             for line in text.replace("\r\n", "\n").split("\n")
         )
     return _CONTROLS.sub("", text.expandtabs(4))
-
-
-@dataclass(frozen=True)
-class Block:
-    kind: str
-    """``text`` or ``code``."""
-    text: str
-    lang: str = ""
-
-
-_FENCE = re.compile(r"^\s*```\s*([\w+.-]*)\s*$")
-
-
-def split_blocks(text: str) -> list[Block]:
-    """Split markdown into text and fenced code blocks (an unclosed fence runs to the end)."""
-    blocks: list[Block] = []
-    buf: list[str] = []
-    lang: str | None = None
-    for line in text.split("\n"):
-        m = _FENCE.match(line)
-        if m and lang is None:
-            if buf:
-                blocks.append(Block("text", "\n".join(buf)))
-            buf, lang = [], m.group(1)
-        elif line.strip() == "```" and lang is not None:
-            blocks.append(Block("code", "\n".join(buf), lang))
-            buf, lang = [], None
-        else:
-            buf.append(line)
-    if lang is not None:
-        blocks.append(Block("code", "\n".join(buf), lang))
-    elif buf and (len(buf) > 1 or buf[0]):
-        blocks.append(Block("text", "\n".join(buf)))
-    return blocks
 
 
 def fold(

@@ -28,8 +28,9 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     TaskProjection,
 )
+from air.ui_urwid.markdown import code_body, code_end, code_top, markdown_widgets, split_blocks
 from air.ui_urwid.task_items import TaskItems, group_by_task
-from air.ui_urwid.text import clean, diff_markup, fold, fold_middle, split_blocks
+from air.ui_urwid.text import clean, diff_markup, fold, fold_middle
 
 __all__ = [
     "HIDDEN_WARNING",
@@ -90,11 +91,30 @@ PALETTE: list[tuple[str, str, str]] = [
     ("risk_medium", "yellow,bold", "default"),
     ("risk_low", "light green", "default"),
     ("title", "bold", "default"),
+    ("md_heading", "light blue,bold,underline", "default"),
+    ("md_strong", "bold", "default"),
+    ("md_emph", "italics", "default"),
+    ("md_strike", "strikethrough", "default"),
+    ("md_code", "yellow", "default"),
+    ("md_link", "light blue,underline", "default"),
+    ("md_url", "dark gray", "default"),
+    ("md_quote", "italics", "default"),
+    ("md_rule", "dark gray", "default"),
+    ("md_bullet", "light cyan", "default"),
+    ("md_table_head", "bold", "default"),
+    ("syn_keyword", "light magenta", "default"),
+    ("syn_string", "light green", "default"),
+    ("syn_comment", "dark gray", "default"),
+    ("syn_number", "light cyan", "default"),
+    ("syn_name", "light blue", "default"),
 ]
 """Colour palette; ``MONO_PALETTE`` (``NO_COLOR``) maps every entry to plain/bold/reverse."""
 
 _MONO = {"hud": "standout", "selected": "standout", "prompt": "standout", "user": "bold"}
 _MONO |= {"assistant": "bold", "wave": "bold", "diff_file": "bold", "title": "bold"}
+_MONO |= {"md_heading": "bold,underline", "md_strong": "bold", "md_emph": "italics"}
+_MONO |= {"md_strike": "strikethrough", "md_code": "underline", "md_link": "underline"}
+_MONO |= {"md_quote": "italics", "md_table_head": "bold"}
 _MONO |= {"risk_high": "bold", "risk_medium": "bold", "error": "bold", "status_failed": "bold"}
 MONO_PALETTE: list[tuple[str, str, str, str]] = [
     (name, f"default,{_MONO[name]}" if name in _MONO else "default", "default", _MONO.get(name, ""))
@@ -190,13 +210,24 @@ def _fmt_elapsed(seconds: float | None) -> str:
 
 
 def message_widget(message: MessageProjection, *, expanded: bool = False) -> urwid.Widget:
-    """One message: a role label, text blocks (folded when long) and code blocks."""
+    """One message: a role label beside its blocks (a hanging indent). An answer's text is
+    drawn as Markdown (``markdown``: IMPL-UI-9), a person's as they typed it; each top-level
+    code block is framed with its info string; a long block is folded (its head and its end;
+    while streaming, its last lines)."""
     role = "you" if message.role == "user" else "air"
     attr = "user" if message.role == "user" else "assistant"
-    label = (attr, f"{role}> ")
+    answer = message.role == "assistant"
     rows: list[urwid.Widget] = []
     streaming = message.status == "streaming"
+
+    def text_rows(text: str, kind: str, lang: str) -> list[urwid.Widget]:
+        if kind == "code":
+            return [code_body(text, lang)]
+        return markdown_widgets(text) if answer else [urwid.Text(text)]
+
     for block in split_blocks(clean(message.text)):
+        if rows and answer:
+            rows.append(urwid.Divider())  # blocks apart, as Markdown's own are
         if expanded:
             shown, hidden, end = block.text, 0, ""
         elif streaming:
@@ -206,32 +237,22 @@ def message_widget(message: MessageProjection, *, expanded: bool = False) -> urw
             shown, hidden, end = fold_middle(block.text)
         folded = hidden > 0 or end != ""
         if block.kind == "code":
-            rows.append(urwid.Text(("code_label", f"┌─ {block.lang or 'code'} (Ctrl-Y copies)")))
-            rows.append(urwid.Padding(urwid.Text(("code", shown)), left=2))
-        elif not rows:
-            rows.append(urwid.Text([label, shown]))
-        else:
-            rows.append(urwid.Padding(urwid.Text(shown), left=5))
+            rows.append(code_top(block.lang))
         if hidden and streaming:
-            rows.insert(len(rows) - 1, urwid.Text(("fold", f"     … {hidden} earlier lines")))
-        elif folded:
+            rows.append(urwid.Text(("fold", f"… {hidden} earlier lines")))
+        rows.extend(text_rows(shown, block.kind, block.lang))
+        if folded and not streaming:
             what = f"{hidden} lines folded" if hidden else "folded"
-            rows.append(urwid.Text(("fold", f"     … {what} (Ctrl-O shows all) …")))
-            attr = "code" if block.kind == "code" else "body"
-            rows.append(urwid.Padding(urwid.Text((attr, end)), left=2 if attr == "code" else 5))
+            rows.append(urwid.Text(("fold", f"… {what} (Ctrl-O shows all) …")))
+            rows.extend(text_rows(end, block.kind, block.lang))
         if block.kind == "code":
-            rows.append(urwid.Text(("code_label", "└─")))
-    if (
-        not rows
-        or not isinstance(rows[0], urwid.Text)
-        or rows[0].text[: len(role) + 1] != f"{role}>"
-    ):
-        rows.insert(0, urwid.Text(label))
+            rows.append(code_end())
     if message.status == "streaming":
-        rows.append(urwid.Text(("fold", "  ▌ streaming")))
+        rows.append(urwid.Text(("fold", "▌ streaming")))
     elif message.status == "failed":
-        rows.append(urwid.Text(("error", f"  ✗ {clean(message.error or 'failed')}")))
-    return urwid.Pile(rows)
+        rows.append(urwid.Text(("error", f"✗ {clean(message.error or 'failed')}")))
+    body = urwid.Pile(rows or [urwid.Text("")])
+    return urwid.Columns([(len(role) + 2, urwid.Text((attr, f"{role}> "))), body])
 
 
 def notice_widget(text: str) -> urwid.Widget:

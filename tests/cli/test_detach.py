@@ -97,7 +97,8 @@ def test_a_detached_batch_outlives_its_starter_and_wait_delivers_its_end(tmp_pat
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(1.5)  # let it start waiting; Ctrl-C then stops the waiting only
+    assert waiter.stderr is not None
+    assert "waiting for session" in waiter.stderr.readline()  # it waits; Ctrl-C stops that only
     waiter.send_signal(signal.SIGINT)
     assert waiter.wait(timeout=30) == 130
     assert waiter.stderr is not None

@@ -110,6 +110,7 @@ def test_project_local_manifest_waits_for_approval_and_cannot_claim_more_trust(e
                     "description": "lint",
                     "category": "static_analysis",
                     "input_schema": {"type": "object", "properties": {}},
+                    "command": "true",
                 }
             ],
         },
@@ -126,7 +127,7 @@ def test_project_local_manifest_waits_for_approval_and_cannot_claim_more_trust(e
     assert caught.value.user_action
     reg.enable("lint", approved=True)
     reg.register_tools(env.registry)
-    # a manifest brings no code: without an installed implementation it cannot register
+    # a registry given no command registrar (IMPL-CAP-1) has no implementation to register
     assert reg.state("lint") == CapabilityState.FAILED
     assert "lint.run" not in {d.name for d in env.registry.list()}
     assert _transitions(env, "lint") == [*_ORDER[:4], "failed"]

@@ -114,11 +114,11 @@ def _batch_project(tmp_path: Path, url: str, tasks: list[dict[str, Any]]) -> Pat
     return root
 
 
-def _run(root: Path, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def _run(root: Path, tmp_path: Path, mode: str = "--headless") -> subprocess.CompletedProcess[str]:
     home = tmp_path / "home"
     home.mkdir(exist_ok=True)
     return subprocess.run(
-        _air("run", "--headless", "batch.json", "--project", str(root)),
+        _air("run", mode, "batch.json", "--project", str(root)),
         cwd=root,
         env={**os.environ, "HOME": str(home), "AIR_CONSOLE_KEY": KEY},
         capture_output=True,
@@ -145,6 +145,7 @@ def test_headless_fork_without_a_conversation_or_twice_is_refused(tmp_path: Path
     with StrictServer(api_key=KEY) as server:
         root = _batch_project(tmp_path, server.url, [task])
         alone = _run(root, tmp_path)
+        planned = _run(root, tmp_path, "--plan")  # plan mode refuses what a run refuses
         (root / "batch.json").write_text(json.dumps({"tasks": [task, {**task, "id": "again"}]}))
         twice = _run(root, tmp_path)
     assert server.requests == []  # nothing reached a model
@@ -152,6 +153,8 @@ def test_headless_fork_without_a_conversation_or_twice_is_refused(tmp_path: Path
     assert "task name-it has context: fork, but this session has no persisted" in alone.stderr
     assert "Ask for the task in the console" in alone.stderr
     assert "Traceback" not in alone.stderr
+    assert planned.returncode == 2, planned.stderr
+    assert "task name-it has context: fork, but this session has no persisted" in planned.stderr
     assert twice.returncode == 2, twice.stderr
     assert "tasks name-it, again have context: fork; one task may" in twice.stderr
     assert "Traceback" not in twice.stderr

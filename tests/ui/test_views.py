@@ -13,7 +13,8 @@ from air.projection import InProcessProjectionClient, ProjectionStore
 from air.testing.console_script import ConsoleEvents, RecordingChannel, demo_events
 from air.ui_urwid.app import TuiApp
 from air.ui_urwid.commands import parse_input
-from air.ui_urwid.text import clean, split_blocks
+from air.ui_urwid.markdown import split_blocks
+from air.ui_urwid.text import clean
 from air.ui_urwid.views import MONO_PALETTE, PALETTE, risk_attr
 
 SIZE = (120, 40)
@@ -141,7 +142,7 @@ def test_key_help_lists_keys_and_commands() -> None:
 
 
 def test_no_color_palette_is_monochrome() -> None:
-    settings = {"bold", "standout"}
+    settings = {"bold", "standout", "underline", "italics", "strikethrough"}  # no colours
     for _name, fg, bg, mono in MONO_PALETTE:
         assert fg.split(",")[0] == "default"
         assert set(fg.split(",")[1:]) <= settings
