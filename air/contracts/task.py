@@ -203,7 +203,6 @@ class TaskSpec(Contract):
     """``fork``: the worker starts from a branched copy of the Main Agent's conversation, then
     its task (runner contract ``context: "fork"``; one task per batch or plan, IMPL-FORK-1)."""
 
-
     agent: TaskAgent | None = None
     """IMPL-AGENTFILE-1: the named agent file the task runs as (None: its role's defaults)."""
 
