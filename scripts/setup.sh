@@ -60,3 +60,7 @@ if [ ! -x "$servers/node/node_modules/.bin/mcp-server-everything" ]; then
   npm install --prefix "$servers/node" --no-audit --no-fund --silent \
     "@modelcontextprotocol/server-everything@2026.8.31" >/dev/null
 fi
+
+# the "remote host" of tests/remote (issue #27): sshd on 127.0.0.1, its own user and venv
+# (needs root or passwordless sudo, as CI and the developers' machines have)
+bash scripts/remote_setup.sh

@@ -502,7 +502,13 @@ def run_doctor(args: dict[str, Any]) -> int:
     root = project.project_root if project is not None else None
     pid = project.project_id if project is not None else None
     mode = DoctorMode.FIX if args.get("--fix") else DoctorMode.READ_ONLY
-    service = DoctorService(root, build_checks(root, pid), authorize=make_gate(root))
+    if args.get("--host"):
+        from air.cli.doctor_host import run_host_doctor
+
+        checks = run_host_doctor(args, root)
+    else:
+        checks = build_checks(root, pid)
+    service = DoctorService(root, checks, authorize=make_gate(root))
     report = trio.run(service.run, DoctorRunInput(mode=mode))
     if root is None:
         report.facts["project"] = f"no air project at or above {start}"

@@ -47,6 +47,7 @@ found, 1 otherwise, 2 for bad input.
 
 Usage:
   air doctor [--fix] [--bundle FILE] [--json] [--project PATH]
+  air doctor --host NAME [--json] [--project PATH]
   air doctor -h | --help
 
 Options:
@@ -58,6 +59,9 @@ Options:
   --bundle FILE   Also write FILE, a local tar.gz for a bug report: the report, versions,
                   configuration and recent air.log with secrets redacted, variable names
                   only. Nothing is uploaded.
+  --host NAME     Check only the remote host NAME (~/.air/hosts.yaml or the project's
+                  .air/shared/hosts.yaml): the ssh connection with strict host keys, no
+                  login-script output, air's version there, git and a bwrap sandbox.
   --json          Print the report as one JSON object.
   --project PATH  The project directory (default: found by walking up from here).
   -h --help       Show this help.

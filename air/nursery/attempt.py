@@ -1,9 +1,10 @@
 """DISPATCHING and MONITORING of one task (SDD §7.1, §20.2): one attempt, in its own scope.
 
-Owns ``run_task`` (workspace → ``task.started`` → ``TaskRunner.supervise`` inside the task's
-own ``CancelScope`` → the end event, every record under a bounded shield) and
-``workspace_for``. ``run_task`` is started with ``nursery.start``: it reports started once the
-task holds its slot (status ``running``), so the Scheduler never plans the same task twice.
+Owns ``run_task`` (the task's deadline checked → workspace → ``task.started`` →
+``TaskRunner.supervise`` inside the task's own ``CancelScope`` → the end event, every record
+under a bounded shield) and ``workspace_for``. ``run_task`` is started with ``nursery.start``:
+it reports started once the task holds its slot (status ``running``), so the Scheduler never
+plans the same task twice.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from air.contracts.task import (
     WorkspaceRef,
     WorkspaceStrategy,
 )
+from air.nursery import deadlines
 from air.nursery.carried import carried_checkpoint
 from air.nursery.facts import end_task, record_end
 from air.supervision.seams import SuperviseRequest
@@ -91,6 +93,14 @@ async def run_task(
     if node.status != TaskStatus.PENDING:
         task_status.started()
         return  # cancelled between the planning and this start: nothing to run
+    if deadlines.expired(st, node):
+        # no time is left for this attempt: it never starts (IMPL-DEADLINE-1)
+        task_status.started()
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: the end must be recorded even as the run unwinds
+            await deadlines.expire(st, io, node)
+        return
+    deadline_at = deadlines.arm(st, node)
     spec = node.spec
     attempt_index = node.attempts + 1  # attempts are numbered from 1 (task_attempts)
     agent_id = io.ids.agent_id()
@@ -132,9 +142,9 @@ async def run_task(
                 },
             )
         if io.monitor is not None:
-            io.monitor.watch(
-                agent_id, spec.id, hard_timeout_s=spec.constraints.hard_timeout_ms / 1000
-            )
+            # the safety net fires after the task's own deadline (plus its margin)
+            left = max(0.0, deadline_at - trio.current_time())
+            io.monitor.watch(agent_id, spec.id, hard_timeout_s=left)
         request = SuperviseRequest(
             session_id=io.ledger.session_id,
             project_id=io.ledger.project_id,
@@ -144,6 +154,9 @@ async def run_task(
             attempt_index=attempt_index,
             workspace=workspace,
             headless=io.options.headless,
+            deadline_at=deadline_at,
+            timeout_s=deadlines.timeout_s(node),
+            depth=deadlines.depth(st.graph, node),
             resume_from=carried_checkpoint(io.ledger, spec.id, attempt_index),
         )
         outcome: TaskOutcome | None = None

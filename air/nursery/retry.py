@@ -15,7 +15,8 @@ Rules, in order:
    (``verification.required`` false), else ``block``;
 4. a transient failure (stall, spawn error, provider error, protocol truncation, rate limit)
    → ``retry`` of the same spec (``changed_dimension="none"``);
-5. a hard timeout → ``retry_serial`` (alone in its wave);
+5. a hard timeout → ``retry_serial`` (alone in its wave); the task's whole deadline passed (the
+   error names its ``timeout_phase``) → ``block``: no time is left (IMPL-DEADLINE-1);
 6. an identical failure signature escalates faster: seen on two earlier attempts (a debugger
    already looked) → ``block`` at once, budget or not; seen on one → ``debug``; a failed
    verification → ``debug``;
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from air.contracts.error import AirError, ErrorKind, Retryability
 from air.contracts.task import RetryAction, TaskSpec
 from air.nursery.graph import TaskNode
+from air.supervision.deadline import phase_of
 
 if TYPE_CHECKING:  # built when an attempt has failed (IMPL-BOOT-12)
     from air.contracts.artifact_records import DebugRecord
@@ -130,6 +132,13 @@ class RetryPlanner:
             return RetryDecision(
                 action=RetryAction.BLOCK,
                 reason="architecture/interface mismatch: route to the Architecture Designer",
+            )
+        phase = phase_of(error)
+        if phase is not None:
+            # the whole-task deadline passed: no time is left for a retry (IMPL-DEADLINE-1)
+            return RetryDecision(
+                action=RetryAction.BLOCK,
+                reason=f"the task's deadline passed ({phase}): no time left for a retry",
             )
         if (error.metadata or {}).get("worker_status") == "blocked":
             return RetryDecision(action=RetryAction.BLOCK, reason="the worker reported a blocker")

@@ -417,6 +417,7 @@ def _workers(
     lock: trio.Lock,
 ) -> tuple[TaskRunner, Callable[[], None] | None]:
     """The WorkerManager over the registry and the provider, and the provider's warm-up."""
+    from air.supervision.slots import SlotPool
     from air.supervision.worker_manager import WorkerManager
 
     specs = [
@@ -435,6 +436,7 @@ def _workers(
         state_dir=runs,
         redactor=services.redactor,
         spare=config.spare,
+        slots=SlotPool.for_user(),  # every air process of this user shares it (IMPL-SLOT-1)
     )
     warm_up = services.warm_up
     if warm_up is None:

@@ -42,7 +42,7 @@ from air.contracts.task import (
     TaskSpec,
     TaskStatus,
 )
-from air.nursery import facts
+from air.nursery import deadlines, facts
 from air.nursery.dispatch import plan_next, run_wave
 from air.nursery.graph import TaskGraph
 from air.nursery.ledger import Ledger
@@ -236,6 +236,13 @@ class Scheduler:
         if self.options.recover and (await recover_session(self.ledger, reap=self.reap)).changed:
             log.info("recovered an interrupted run of session %s", self.ledger.session_id)
         self.load_graph()
+        resumed = [
+            t
+            for t, task in self.ledger.state().tasks.items()
+            if task.status == TaskStatus.INTERRUPTED
+        ]
+        # before any planning: queueing counts (IMPL-DEADLINE-1)
+        deadlines.arm_all(self.st, resumed)
         await self._block_invalid()
         self._run_scope = trio.CancelScope()
         if self.st.cancel_reason is not None:
@@ -261,6 +268,7 @@ class Scheduler:
         async with trio.open_nursery() as waves:
             while True:
                 st.wake_event = trio.Event()  # before deciding: a later change wakes us again
+                await deadlines.expire_queued(st, io)
                 io.enter(st, SchedulerState.REPAIRING_OR_CONTINUING)
                 await repair(st, io)
                 io.enter(st, SchedulerState.PLANNING_WAVE)
@@ -273,7 +281,8 @@ class Scheduler:
                     done = self._all_done()
                     io.enter(st, SchedulerState.COMPLETED if done else SchedulerState.BLOCKED)
                     return
-                await st.wake_event.wait()
+                with trio.move_on_at(deadlines.next_at(st)):  # a queued task's deadline
+                    await st.wake_event.wait()
 
     def _all_done(self) -> bool:
         return all(

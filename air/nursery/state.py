@@ -3,7 +3,8 @@ Scheduler object).
 
 Owns ``RunState`` (what a run knows and changes: the TaskGraph, the running tasks' cancel
 scopes and cancel reasons, the shared ``main`` workspace, the solo tasks, the merge lock, the
-wave counters, the run's cancel reason and the dispatch loop's wake-up), ``Ports`` (what a
+wave counters, the run's cancel reason, the dispatch loop's wake-up and the tasks'
+deadlines), ``Ports`` (what a
 task's life calls out to: the ledger, the TaskRunner, the workspaces, the planners, the
 monitor, the architecture gate, the ids, the options, the state display) and
 ``SchedulerOptions``. Every helper of the Scheduler (dispatch, attempt, the outcome pipeline,
@@ -69,6 +70,10 @@ class RunState:
     cancel_reason: str | None = None
     """Why the run was cancelled (None: it was not)."""
     wake_event: trio.Event = field(default_factory=trio.Event)
+    deadlines: dict[str, float] = field(default_factory=dict)
+    """Each task's whole-task deadline on the Trio clock (``air.nursery.deadlines``)."""
+    deadline_heap: list[tuple[float, str]] = field(default_factory=list)
+    """The armed deadlines, earliest first (the dispatch loop wakes at the first)."""
 
     def wake(self) -> None:
         """Something a plan depends on changed: the dispatch loop plans again."""

@@ -52,6 +52,7 @@ _SINGLE_FILES = (
     f"{SHARED}/models.yaml",
     f"{SHARED}/permissions.yaml",
     f"{SHARED}/mcp.yaml",
+    f"{SHARED}/hosts.yaml",
     f"{SHARED}/architecture.yaml",
     f"{SHARED}/compaction-rules.md",
     *PROMPT_FILES,
@@ -245,6 +246,8 @@ def _findings(rel: str, data: bytes) -> list[Finding]:
                 "against (reaches the reviewer's prompt)",
             )
         ]
+    if rel.endswith("hosts.yaml"):
+        return [Finding(rel, "file", "names hosts a task's code may be sent to: " + _preview(data))]
     if rel.endswith(".json"):
         return _capability_findings(rel, data)
     if rel.startswith(f"{AGENTS}/"):

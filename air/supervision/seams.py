@@ -31,6 +31,14 @@ class SuperviseRequest(Contract):
     attempt_index: int
     workspace: WorkspaceRef
     headless: bool = True
+    deadline_at: float | None = None
+    """The task's whole-task deadline on this process's Trio clock (IMPL-DEADLINE-1): waiting
+    for a slot, the start and the running phase end by it; None: the hard timeout counts from
+    the handshake."""
+    timeout_s: float | None = None
+    """The task's whole timeout the deadline was made from (for the error's message)."""
+    depth: int = 0
+    """How deep the task sits under top-level tasks (its machine-wide slot tier)."""
     resume_from: JsonObject | None = None
     """The last checkpoint of the attempt before, which ended without a result (IMPL-CKPT-1)."""
 

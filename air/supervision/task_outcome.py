@@ -12,6 +12,7 @@ from typing import Literal
 from air.contracts.error import AirError
 from air.contracts.ids import AgentID, Contract
 from air.contracts.worker_result import WorkerResult
+from air.supervision.deadline import TimeoutPhase
 
 __all__ = ["OutcomeKind", "TaskOutcome"]
 
@@ -37,3 +38,5 @@ class TaskOutcome(Contract):
     exit_code: int | None = None
     transient: bool = False
     """Runner-contract invariant 21: a retry of the same spec may succeed."""
+    timeout_phase: TimeoutPhase | None = None
+    """Where the task's deadline passed (``hard_timeout`` only; invariants 14-15)."""

@@ -15,6 +15,7 @@ import trio
 
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import ErrorKind, WorkerExit
+from air.supervision.deadline import phase_of
 from air.supervision.runs import RunRecordStore
 from air.supervision.worker_checks import artifact
 from air.supervision.worker_run import End, Supervisor, WorkerRun, dump, emit, err, redact
@@ -127,7 +128,8 @@ def outcome(sup: Supervisor, run: WorkerRun, end: End, code: int | None) -> Task
         else "crashed"
     )
     error = end.error or err(ErrorKind.WORKER_CRASHED, end.kind)
-    return TaskOutcome(kind=kind, error=error, transient=end.transient, **base)
+    phase = phase_of(error) if kind == "hard_timeout" else None
+    return TaskOutcome(kind=kind, error=error, transient=end.transient, timeout_phase=phase, **base)
 
 
 def _stderr_artifact(sup: Supervisor, run: WorkerRun) -> ArtifactRef | None:

@@ -15,6 +15,7 @@ cancellation propagates.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -26,12 +27,15 @@ from air.contracts.event import EventSource, new_event
 from air.contracts.ids import new_id
 from air.contracts.runtime import ContextPack
 from air.contracts.task import AGENT_TYPE_FOR_TASK
+from air.contracts.ui import QUEUED_FOR_SLOT
 from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker
 from air.security.redact import SecretRedactor
+from air.supervision.deadline import deadline_error
 from air.supervision.runs import RunRecordStore
 from air.supervision.seams import SuperviseRequest
+from air.supervision.slots import Slot, SlotPool
 from air.supervision.steering import SteeredTask, steer_runs
 from air.supervision.worker_checks import cap_text
 from air.supervision.worker_finish import finish, reap
@@ -53,7 +57,7 @@ from air.supervision.worker_run import (
     is_cancel,
     new_run,
 )
-from air.supervision.worker_start import record_started, start
+from air.supervision.worker_start import record_started, start, timeout_of
 from air.supervision.worker_watch import watch
 
 if TYPE_CHECKING:
@@ -61,6 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
+    "QUEUED_MESSAGE",
     "ArtifactSink",
     "EventSink",
     "ProviderRouter",
@@ -70,6 +75,23 @@ __all__ = [
     "WorkerManager",
     "cap_text",
 ]
+
+QUEUED_MESSAGE = QUEUED_FOR_SLOT
+"""The ``task.progress`` message of a task waiting for a machine-wide worker slot."""
+
+
+def _queued_out(run: WorkerRun) -> TaskOutcome:
+    """The outcome of an attempt whose task's deadline passed while it waited for a slot."""
+    from air.supervision.task_outcome import TaskOutcome
+
+    req = run.request
+    return TaskOutcome(
+        task_id=req.task_spec.id,
+        agent_id=req.agent_id,
+        kind="hard_timeout",
+        error=deadline_error("queued", timeout_of(req)),
+        timeout_phase="queued",
+    )
 
 
 class WorkerManager:
@@ -94,6 +116,9 @@ class WorkerManager:
             adopts it instead of spawning (IMPL-START-2). Only with the default launcher.
         launcher: how workers start (default ``LocalLauncher(spare)``: local subprocesses;
             ``air.testing.launcher.FakeLauncher`` runs scripted workers over memory streams).
+        slots: the machine-wide worker slot pool (``SlotPool.for_user()``; IMPL-SLOT-1); each
+            attempt holds one from before its launch until its worker is reaped. None: no cap
+            beyond the Scheduler's ``--max-workers``.
     """
 
     def __init__(
@@ -112,6 +137,7 @@ class WorkerManager:
         redactor: SecretRedactor | None = None,
         spare: SpareWorker | None = None,
         launcher: Launcher | None = None,
+        slots: SlotPool | None = None,
     ) -> None:
         self.tools = tools
         self.tool_streams = tool_streams
@@ -129,6 +155,7 @@ class WorkerManager:
         elif spare is not None:
             spare.close()
         self.launcher: Launcher = launcher
+        self.slots = slots
         self._live: dict[str, WorkerRun] = {}
         listen = getattr(provider, "add_retry_listener", None)
         if listen is not None:
@@ -198,21 +225,71 @@ class WorkerManager:
         return run.proc
 
     async def supervise(self, request: SuperviseRequest) -> TaskOutcome:
-        """Run one attempt to its end (see ``TaskRunner.supervise``)."""
+        """Run one attempt to its end (see ``TaskRunner.supervise``): with a slot pool, first
+        wait for a machine-wide slot (``task.progress`` "queued for a slot"), held until the
+        worker is reaped; the task's deadline ends the wait as a ``queued`` timeout."""
         run = new_run(request)
         self._live[request.agent_id] = run
         records = self._records(request)
-        finished = False
+        slot: Slot | None = None
         try:
-            outcome = await self._attempt(run, records)
-            finished = True
-            return outcome
-        except BaseException as exc:
-            if not finished:
+            try:
+                if self.slots is not None:
+                    slot = await self._take_slot(run, self.slots)
+                    if slot is None:
+                        return _queued_out(run)
+                outcome = await self._attempt(run, records)
+            except BaseException as exc:
                 await self._abandon(run, records, exc)
-            raise
+                raise
+            return outcome
         finally:
+            if slot is not None:
+                slot.release()  # after the reap: a slot counts a live worker
             self._live.pop(request.agent_id, None)
+
+    async def _take_slot(self, run: WorkerRun, pool: SlotPool) -> Slot | None:
+        """A machine-wide slot for this attempt; None when the task's deadline passed first."""
+        req = run.request
+        owner = {
+            "session_id": req.session_id,
+            "task_id": req.task_spec.id,
+            "agent_id": req.agent_id,
+            "project_root": req.project_root,
+        }
+        deadline = req.deadline_at if req.deadline_at is not None else math.inf
+        since = trio.current_time()
+        queued: list[bool] = []
+
+        async def on_wait() -> None:
+            queued.append(True)
+            await self._progress(run, QUEUED_MESSAGE)
+
+        slot: Slot | None = None
+        with trio.move_on_at(deadline):
+            slot = await pool.acquire(req.depth, owner, on_wait=on_wait)
+        if slot is None or not queued:
+            return slot
+        try:  # the task view stops showing it queued
+            waited = trio.current_time() - since
+            await self._progress(run, f"got a worker slot after {waited:.1f} s")
+        except BaseException:
+            slot.release()  # a cancel here must not keep the slot
+            raise
+        return slot
+
+    async def _progress(self, run: WorkerRun, message: str) -> None:
+        """Tell the session how the wait for a machine-wide slot goes (ephemeral, SDD §5.5)."""
+        req = run.request
+        event = new_event(
+            "task.progress",
+            {"task_id": req.task_spec.id, "agent_id": req.agent_id, "message": message},
+            session_id=req.session_id,
+            project_id=req.project_id,
+            source=EventSource(kind="scheduler", id="worker_manager"),
+            route=["scheduler", "worker_manager"],
+        )
+        await self.events.ingest_ephemeral(event)
 
     async def _attempt(self, run: WorkerRun, records: RunRecordStore) -> TaskOutcome:
         try:

@@ -194,11 +194,14 @@ class WorkerRun:
         return self._source
 
     def arm(self, now: float) -> None:
-        """Set the soft and hard deadlines from the task's limits, counted from ``now``."""
+        """Set the soft and hard deadlines from the task's limits, counted from ``now``; the
+        hard one never later than the task's whole-task deadline (IMPL-DEADLINE-1)."""
         limits = self.request.task_spec.constraints
         self.last_seen = now
-        self.soft_at = now + limits.soft_timeout_ms / 1000
         self.hard_at = now + limits.hard_timeout_ms / 1000
+        if self.request.deadline_at is not None:
+            self.hard_at = min(self.hard_at, self.request.deadline_at)
+        self.soft_at = min(now + limits.soft_timeout_ms / 1000, self.hard_at)
         self.soft_scope.deadline = self.soft_at
         self.hard_scope.deadline = self.hard_at
 

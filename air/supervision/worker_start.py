@@ -10,6 +10,8 @@ process identity).
 
 from __future__ import annotations
 
+import math
+
 import trio
 
 from air.contracts.error import ErrorKind
@@ -18,7 +20,9 @@ from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
 from air.ipc.launcher import LaunchSpec
 from air.ipc.process import WorkerProcess
+from air.supervision.deadline import deadline_error
 from air.supervision.runs import RunRecordStore
+from air.supervision.seams import SuperviseRequest
 from air.supervision.worker_run import (
     TEMPLATE,
     End,
@@ -30,7 +34,7 @@ from air.supervision.worker_run import (
     worker_error,
 )
 
-__all__ = ["record_started", "start"]
+__all__ = ["record_started", "start", "timeout_of"]
 
 
 async def start(
@@ -76,10 +80,21 @@ async def start(
         },
     )
     msg: IpcEnvelope | ProtocolViolation | None = None
-    with trio.move_on_at(launched_at + cfg.handshake_timeout_s):
+    deadline = req.deadline_at if req.deadline_at is not None else math.inf
+    with trio.move_on_at(min(launched_at + cfg.handshake_timeout_s, deadline)):
         await control(run, start_msg.model_dump(mode="json"))
         msg = await run.proc.receive()
+    if msg is None and trio.current_time() >= deadline:
+        # the task's deadline passed before the worker was ready (IMPL-DEADLINE-1)
+        return End("hard_timeout", deadline_error("starting", timeout_of(req)), False)
     return _check_ready(run, msg)
+
+
+def timeout_of(req: SuperviseRequest) -> float:
+    """The task's whole timeout in seconds (what its deadline was made from)."""
+    if req.timeout_s is not None:
+        return req.timeout_s
+    return req.task_spec.constraints.hard_timeout_ms / 1000
 
 
 def _check_ready(run: WorkerRun, msg: IpcEnvelope | ProtocolViolation | None) -> End | None:

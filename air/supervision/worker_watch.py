@@ -17,7 +17,9 @@ from collections.abc import Awaitable, Callable
 import trio
 
 from air.contracts.error import ErrorKind
+from air.supervision.deadline import deadline_error
 from air.supervision.worker_run import End, Supervisor, WorkerRun, control, err
+from air.supervision.worker_start import timeout_of
 
 __all__ = ["soft_timer", "stall_watch", "watch"]
 
@@ -37,10 +39,14 @@ async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
             await body()
             nursery.cancel_scope.cancel()
     if run.end is None and run.hard_scope.cancelled_caught:
-        run.end = End(
-            "hard_timeout",
-            err(ErrorKind.TIMEOUT, "the task reached its hard timeout", transient=False),
-        )
+        if run.request.deadline_at is not None and run.hard_at >= run.request.deadline_at:
+            # the whole-task deadline, not an attempt's own limit (IMPL-DEADLINE-1)
+            run.end = End("hard_timeout", deadline_error("running", timeout_of(run.request)))
+        else:
+            run.end = End(
+                "hard_timeout",
+                err(ErrorKind.TIMEOUT, "the task reached its hard timeout", transient=False),
+            )
     elif run.end is None and run.grace_scope.cancelled_caught:
         run.end = End("cancelled", None)
 

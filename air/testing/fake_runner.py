@@ -27,6 +27,7 @@ from air.contracts.worker_result import ROLE_RESULT_MODELS, WorkerResult, Worker
 from air.events.fold import FoldCursor
 from air.events.fold_state import SessionState
 from air.events.payloads import PAYLOADS, payload_model
+from air.supervision.deadline import deadline_error
 from air.supervision.seams import SuperviseRequest
 from air.supervision.task_outcome import TaskOutcome
 
@@ -195,7 +196,12 @@ class FakeTaskRunner:
         result: dict[str, Any] | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._worker, request, step, to_parent_send, from_parent)
-            with trio.move_on_after(hard) as hard_scope:
+            hard_at = trio.current_time() + hard
+            by_deadline = request.deadline_at is not None and request.deadline_at <= hard_at
+            if by_deadline:  # the task's whole deadline comes first, as for the real runner
+                assert request.deadline_at is not None
+                hard_at = request.deadline_at
+            with trio.move_on_at(hard_at) as hard_scope:
                 soft_deadline = trio.current_time() + soft
                 wrapped = False
                 async with to_parent:
@@ -221,6 +227,15 @@ class FakeTaskRunner:
                             result = message
                             break
             nursery.cancel_scope.cancel(reason="fake worker ended")
+        if hard_scope.cancelled_caught and by_deadline:
+            return TaskOutcome(
+                task_id=spec.id,
+                agent_id=request.agent_id,
+                kind="hard_timeout",
+                error=deadline_error("running", request.timeout_s or hard),
+                exit_code=5,
+                timeout_phase="running",
+            )
         if hard_scope.cancelled_caught:
             return self._failure(
                 request, "hard_timeout", ErrorKind.TIMEOUT, False, 5, "hard timeout: worker killed"

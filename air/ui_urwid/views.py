@@ -20,6 +20,7 @@ import urwid
 
 from air.contracts.display import cost_text, hides, shown
 from air.contracts.ui import (
+    QUEUED_FOR_SLOT,
     BlockerProjection,
     CommandRunProjection,
     MessageProjection,
@@ -267,10 +268,11 @@ def task_line(task: TaskProjection, index: int, now: float) -> urwid.text.Markup
     attr = _STATUS_ATTR.get(task.status, "status_pending")
     usage = f"{_fmt_elapsed(elapsed_s(task, now))} {task.turns}t {_fmt_tokens(task.tokens)}tok"
     cost = f" {cost_text(task.cost_usd)}" if task.cost_usd != 0 else ""
+    status = QUEUED_FOR_SLOT if task.progress == QUEUED_FOR_SLOT else task.status
     return [
         (attr, f"{mark} #{index} "),
         clean(task.title),
-        (attr, f"  {task.status}"),
+        (attr, f"  {status}"),
         f"  {usage}{cost}",
     ]
 

@@ -1,5 +1,6 @@
 """A well-behaved worker for benchmarks: after the handshake it makes N ``noop`` tool calls
-through the real ``WorkerRuntime`` (N = the task description), then returns a result."""
+through the real ``WorkerRuntime`` (the task description is ``N`` or ``N:SIZE``, SIZE characters
+of padding in each call), then returns a result."""
 
 from __future__ import annotations
 
@@ -30,16 +31,17 @@ def main() -> int:
         )
 
         async def body(rt: WorkerRuntime) -> WorkerResult:
-            n = int(start.task_spec.description)
-            for i in range(n):
-                env = await rt.call_tool("noop", {"i": i})
+            n, _, size = start.task_spec.description.partition(":")
+            pad = "x" * int(size or 0)
+            for i in range(int(n)):
+                env = await rt.call_tool("noop", {"i": i, "pad": pad} if pad else {"i": i})
                 assert env.output == i
             return WorkerResult(
                 task_id=rt.task_id,
                 agent_id=rt.agent_id,
                 agent_type=AgentType.REVIEWER,
                 status=WorkerStatus.COMPLETED,
-                summary=f"{n} round trips",
+                summary=f"{int(n)} round trips",
                 result={"verdict": "approved", "findings": []},
             )
 

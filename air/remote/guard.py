@@ -1,0 +1,165 @@
+"""The remote end of a worker: ``python -P -m air.remote.guard run -- CMD...`` and
+``python -P -m air.remote.guard sweep MARKER...`` (issue #27 item 6; IMPL-REMOTE-3).
+
+Owns: ``sweep_marked`` (SIGTERM every process of this host whose environment carries one of the
+run markers — ``setsid`` escapees included, since the marker travels in the environment — wait
+a grace period, SIGKILL what is left) and the two commands around it. ``run`` first writes one
+line, ``air-remote {identity}`` (host, boot id, its pid and start time, versions), then starts
+the worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF:
+the parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
+marker, so no descendant outlives the worker on this host; with ``--lease TTL_S`` (``Lease``)
+the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent
+(a black-holed link that neither side has noticed) end the worker's tree too. A worker's own
+exit code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client
+failed. ``sweep`` is what the parent runs over a fresh connection before a relaunch or after a
+drop, and prints the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it
+runs on the remote host's air.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+
+import air
+from air.ipc.procs import MARKER_ENV, find_marked, read_identity
+
+__all__ = ["SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
+
+SSH_FAILED = 255
+"""The ssh client's own failure (connection, authentication, host key)."""
+WORKER_255 = 254
+"""What a worker's own exit code 255 is reported as."""
+
+
+def sweep_marked(markers: list[str], grace_s: float = 2.0, poll_s: float = 0.05) -> list[int]:
+    """SIGTERM every process carrying one of ``markers`` (but this one), wait up to
+    ``grace_s`` for them to go, SIGKILL the rest; returns every PID signalled."""
+    me = os.getpid()
+
+    def found() -> set[int]:
+        pids: set[int] = set()
+        for marker in markers:
+            pids.update(p for p in find_marked(marker) if p != me)
+        return pids
+
+    signalled = found()
+    for pid in signalled:
+        _kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    left = signalled
+    while left and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        left = found()
+    for _ in range(3):
+        if not left:
+            break
+        signalled |= left
+        for pid in left:
+            _kill(pid, signal.SIGKILL)
+        time.sleep(poll_s)
+        left = found()
+    return sorted(signalled)
+
+
+def _kill(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+class Lease:
+    """The parent's lease on the worker: every byte the parent sends renews it (the parent sends
+    an empty line, which the worker ignores, when it has nothing else to say). The guard copies
+    its stdin to the worker's and notes when bytes last came."""
+
+    def __init__(self, ttl_s: float, sink: int) -> None:
+        self.ttl_s = ttl_s
+        self.sink = sink
+        self.renewed = time.monotonic()
+        self.ended = False
+
+    def pump(self) -> None:
+        """(A thread.) Copy stdin to the worker until either side ends."""
+        try:
+            while chunk := os.read(0, 65536):
+                self.renewed = time.monotonic()
+                view = memoryview(chunk)
+                while view:
+                    view = view[os.write(self.sink, view) :]
+        except OSError:
+            pass
+        finally:
+            self.ended = True
+            os.close(self.sink)
+
+    def expired(self) -> bool:
+        return not self.ended and time.monotonic() - self.renewed > self.ttl_s
+
+
+def _run(command: list[str], lease_s: float) -> int:
+    marker = os.environ.get(MARKER_ENV, "")
+    if not marker or not command:
+        sys.stderr.write(f"air.remote.guard: needs {MARKER_ENV} and a command\n")
+        return 2
+    me = read_identity(os.getpid())
+    identity = {
+        "host": socket.gethostname(),
+        "boot_id": me.boot_id,
+        "pid": me.pid,
+        "start_time": me.start_time,
+        "python": platform.python_version(),
+        "air": air.__version__,
+    }
+    os.write(1, b"air-remote " + json.dumps(identity).encode() + b"\n")
+    # without a lease the worker reads the connection itself; with one, through the guard
+    child = subprocess.Popen(command, stdin=subprocess.PIPE if lease_s > 0 else None)
+
+    def forward(signum: int, _frame: object) -> None:
+        _kill(child.pid, signal.SIGTERM)
+
+    for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, forward)
+    if lease_s > 0:
+        assert child.stdin is not None
+        lease = Lease(lease_s, os.dup(child.stdin.fileno()))
+        child.stdin.close()
+        threading.Thread(target=lease.pump, daemon=True).start()
+        while child.poll() is None:
+            if lease.expired():
+                sys.stderr.write(f"air.remote.guard: no word from the parent in {lease_s} s\n")
+                break
+            time.sleep(min(0.25, lease_s / 4))
+    expired = child.poll() is None and lease_s > 0
+    code = -signal.SIGKILL if expired else child.wait()
+    sweep_marked([marker])
+    child.wait()
+    if code < 0:
+        return 128 - code
+    return WORKER_255 if code == SSH_FAILED else code
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) >= 2 and argv[0] == "run" and argv[1] == "--":
+        return _run(argv[2:], 0.0)
+    if len(argv) >= 4 and argv[0] == "run" and argv[1] == "--lease" and argv[3] == "--":
+        return _run(argv[4:], float(argv[2]))
+    if argv and argv[0] == "sweep":
+        print(json.dumps({"signalled": sweep_marked(argv[1:])}))
+        return 0
+    sys.stderr.write(
+        "usage: python -m air.remote.guard run [--lease TTL_S] -- CMD... | sweep MARKER...\n"
+    )
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

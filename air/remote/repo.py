@@ -1,0 +1,150 @@
+"""The remote end of workspace sync by git: ``python -P -m air.remote.repo CMD WORKDIR ...``
+(issue #27 item 5; IMPL-REMOTE-4).
+
+Owns the layout under the host's work directory and the commands the parent runs over ssh:
+
+- ``known WORKDIR``: the commits the host's object cache (``cache.git``, bare, no remotes, no
+  credentials) already holds, one per line — the parent leaves them out of the next bundle;
+- ``receive WORKDIR RUN BASE`` (a bundle on stdin): its objects into the cache, then a
+  per-run bare repository ``runs/RUN/repo.git`` (alternates to the cache, no remotes) and the
+  run's worktree ``runs/RUN/wt`` at BASE, detached; prints the worktree's path;
+- ``result WORKDIR RUN``: the worktree's state as one commit on BASE (everything but what
+  ``.gitignore`` ignores) and a bundle ``BASE..result`` on stdout;
+- ``gc WORKDIR RUN``: the run's repository and worktree removed, the cache's refs to it too.
+
+Every git command is air's hardened one (``air.workspace.gitsafe``): a task-written config, hook
+or driver in the worktree runs nothing here either. RUN and BASE are checked before use.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from air.workspace.gitsafe import git_environment, hardened_argv
+
+__all__ = ["RUN_ID", "main"]
+
+RUN_ID = re.compile(r"^[A-Za-z0-9_-]{1,80}$")
+COMMIT = re.compile(r"^[0-9a-f]{40}$")
+IDENTITY = ("-c", "user.name=air", "-c", "user.email=air@localhost")
+
+
+def _git(git_dir: str, *args: str, work_tree: str | None = None, stdin: bytes = b"") -> bytes:
+    env = git_environment()
+    env["GIT_DIR"] = git_dir
+    if work_tree is not None:
+        env["GIT_WORK_TREE"] = work_tree
+    done = subprocess.run(
+        hardened_argv(*args),
+        input=stdin,
+        capture_output=True,
+        env=env,
+        cwd=work_tree or git_dir,
+        check=False,
+    )
+    if done.returncode != 0:
+        sys.stderr.write(done.stderr.decode("utf-8", "replace"))
+        raise SystemExit(f"air.remote.repo: git {args[0]} failed ({done.returncode})")
+    return done.stdout
+
+
+def _cache(workdir: str) -> str:
+    cache = os.path.join(workdir, "cache.git")
+    if not os.path.isdir(cache):
+        os.makedirs(workdir, exist_ok=True)
+        subprocess.run(
+            hardened_argv("init", "-q", "--bare", cache),
+            env=git_environment(),
+            check=True,
+            capture_output=True,
+        )
+    return cache
+
+
+def known(workdir: str) -> str:
+    cache = _cache(workdir)
+    return _git(cache, "for-each-ref", "--format=%(objectname)", "refs/air/").decode()
+
+
+def receive(workdir: str, run: str, base: str, bundle: bytes) -> str:
+    cache = _cache(workdir)
+    run_dir = os.path.join(workdir, "runs", run)
+    os.makedirs(run_dir, exist_ok=True)
+    path = os.path.join(run_dir, "base.bundle")
+    with open(path, "wb") as fh:
+        fh.write(bundle)
+    _git(cache, "bundle", "unbundle", path)
+    os.remove(path)
+    _git(cache, "update-ref", f"refs/air/{run}/base", base)
+    repo = os.path.join(run_dir, "repo.git")
+    if not os.path.isdir(repo):
+        subprocess.run(
+            hardened_argv("init", "-q", "--bare", repo),
+            env=git_environment(),
+            check=True,
+            capture_output=True,
+        )
+        with open(os.path.join(repo, "objects", "info", "alternates"), "w") as fh:
+            fh.write(os.path.join(os.path.abspath(cache), "objects") + "\n")
+    _git(repo, "update-ref", "refs/air/base", base)
+    tree = os.path.join(run_dir, "wt")
+    if not os.path.isdir(tree):
+        _git(repo, "worktree", "add", "-q", "--detach", tree, base)
+    return os.path.abspath(tree)
+
+
+def result(workdir: str, run: str) -> bytes:
+    run_dir = os.path.join(workdir, "runs", run)
+    repo = os.path.join(run_dir, "repo.git")
+    tree = os.path.join(run_dir, "wt")
+    git_dir = os.path.join(repo, "worktrees", "wt")
+    _git(git_dir, "add", "-A", work_tree=tree)
+    _git(
+        git_dir,
+        *IDENTITY,
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "air: remote result",
+        work_tree=tree,
+    )
+    head = _git(git_dir, "rev-parse", "HEAD", work_tree=tree).decode().strip()
+    _git(repo, "update-ref", "refs/air/result", head)
+    return _git(repo, "bundle", "create", "-", "refs/air/base..refs/air/result")
+
+
+def gc(workdir: str, run: str) -> None:
+    cache = _cache(workdir)
+    shutil.rmtree(os.path.join(workdir, "runs", run), ignore_errors=True)
+    _git(cache, "update-ref", "-d", f"refs/air/{run}/base")
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 2:
+        sys.stderr.write("usage: python -m air.remote.repo known|receive|result|gc WORKDIR ...\n")
+        return 2
+    command, workdir, rest = argv[0], argv[1], argv[2:]
+    if rest and not RUN_ID.match(rest[0]):
+        sys.stderr.write(f"air.remote.repo: bad run id {rest[0]!r}\n")
+        return 2
+    if command == "known" and not rest:
+        sys.stdout.write(known(workdir))
+    elif command == "receive" and len(rest) == 2 and COMMIT.match(rest[1]):
+        sys.stdout.write(receive(workdir, rest[0], rest[1], sys.stdin.buffer.read()) + "\n")
+    elif command == "result" and len(rest) == 1:
+        sys.stdout.buffer.write(result(workdir, rest[0]))
+    elif command == "gc" and len(rest) == 1:
+        gc(workdir, rest[0])
+    else:
+        sys.stderr.write(f"air.remote.repo: bad command {argv!r}\n")
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

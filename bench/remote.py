@@ -1,0 +1,261 @@
+"""Remote workers over ssh (issue #27), each figure as a ratio to a local worker in the same run.
+
+Run: ``.venv/bin/python bench/remote.py [--rounds R] [--trips N] [--host NAME]`` (default host:
+``local-ssh`` of ``.remote/hosts.yaml``, which ``scripts/remote_setup.sh`` writes; needs root to
+read the remote user's processes for the canary).
+
+1. Spawn-to-ready: launch, ``agent.start`` sent, until ``worker.ready`` is decoded — the real
+   ``python -m air.roles`` — locally (``LocalLauncher``, no spare), over ssh with a fresh
+   connection ("cold"), and over ssh through a ControlMaster air opened (``open_ssh_master``).
+2. Round trips: the real ``WorkerManager`` serving N ``tool.call`` → ``tool.result`` of the
+   ``pingpong`` worker, each call carrying 256 B, 4 KiB, 64 KiB or 1 MiB of padding; calls per
+   second, remote vs local, and the per-call overhead over ssh (microseconds added per call).
+3. Canary: a secret in the parent's environment is looked for on the remote side while a worker
+   runs (every process of the remote user: ``/proc/PID/environ`` and ``cmdline``) and after
+   (every file under the remote user's home): found 0 times is the goal.
+
+4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
+   (``push_base``) for a first and a second run (the second sends only what the host lacks),
+   and a result taken back (``fetch_result``); bytes and seconds, against ``git worktree add``
+   of the same base locally.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import pwd
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from air.contracts.ids import new_id  # noqa: E402
+from air.contracts.task import TaskSpec, TaskType, WorkspaceRef  # noqa: E402
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope  # noqa: E402
+from air.ipc.launcher import Launcher, LaunchSpec, LocalLauncher  # noqa: E402
+from air.ipc.process import WorkerProcess  # noqa: E402
+from air.ipc.protocol import make_envelope  # noqa: E402
+from air.remote.hosts import HostConfig, find_host, parse_hosts  # noqa: E402
+from air.remote.ssh import SshLauncher, open_ssh_master  # noqa: E402
+from air.remote.sync import fetch_result, gc_remote, push_base  # noqa: E402
+from air.supervision.seams import SuperviseRequest  # noqa: E402
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager  # noqa: E402
+from air.testing.workers import command_for  # noqa: E402
+from air.testing.workers.harness import DirArtifacts, RecordingEvents  # noqa: E402
+from air.workspace.gitsafe import locate_git  # noqa: E402
+from bench.workers import _start  # noqa: E402
+
+CANARY = "sk-ant-bench-canary-5e6f7a8b9c0d"
+SIZES = (256, 4096, 65536, 1 << 20)
+IDENTITY = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+
+
+async def spawn_ready(launcher: Launcher) -> float:
+    agent_id = new_id("agt")
+    t0 = time.perf_counter()
+    launched = await launcher.launch(LaunchSpec(agent_id=agent_id, marker=new_id("m")))
+    proc = WorkerProcess(launched, agent_id=agent_id)
+    start = _start(agent_id).model_dump(mode="json")
+    await proc.send(make_envelope("control", start, session_id="ses_bench", agent_id=agent_id))
+    msg = await proc.receive()
+    elapsed = time.perf_counter() - t0
+    assert msg is not None, msg
+    assert not isinstance(msg, Exception), msg
+    assert msg.payload.get("type") == "worker.ready", msg
+    await proc.close_stdin()
+    await proc.kill_tree(0.5)
+    await proc.wait()
+    return elapsed
+
+
+def remote_processes(user: str) -> list[int]:
+    uid = pwd.getpwnam(user).pw_uid
+    pids = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    pids.append(int(name))
+            except OSError:
+                continue
+    return pids
+
+
+def canary_in_processes(user: str) -> int:
+    found = 0
+    for pid in remote_processes(user):
+        for part in ("environ", "cmdline"):
+            try:
+                found += CANARY.encode() in Path(f"/proc/{pid}/{part}").read_bytes()
+            except OSError:
+                continue
+    return found
+
+
+def canary_in_home(user: str) -> int:
+    found = 0
+    for dirpath, _dirs, files in os.walk(pwd.getpwnam(user).pw_dir):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                if os.path.islink(path) or os.path.getsize(path) > (8 << 20):
+                    continue
+                found += CANARY.encode() in Path(path).read_bytes()
+            except OSError:
+                continue
+    return found
+
+
+async def round_trips(
+    launcher: Launcher, trips: int, size: int, tmp: str, seen: dict[str, int]
+) -> float:
+    marks: dict[str, float] = {}
+
+    async def noop(
+        name: str, input: dict[str, Any], ctx: ToolExecutionContext
+    ) -> ToolResultEnvelope:
+        now = time.perf_counter()
+        marks.setdefault("first", now)
+        marks["last"] = now
+        if input.get("i") == 1 and isinstance(launcher, SshLauncher):
+            user = launcher.host.user or "root"
+            seen["processes"] = seen.get("processes", 0) + canary_in_processes(user)
+        return ToolResultEnvelope(
+            tool_run_id="tr_bench", tool_name=name, status="ok", output=input.get("i")
+        )
+
+    class NoProvider:
+        def complete(self, request: Any) -> Any:
+            raise RuntimeError("the benchmark worker makes no model calls")
+
+    manager = WorkerManager(
+        tools=noop,
+        provider=NoProvider(),
+        events=RecordingEvents(),
+        artifacts=DirArtifacts(os.path.join(tmp, "artifacts")),
+        config=SupervisionConfig(command=command_for("pingpong"), max_line_bytes=8 << 20),
+        state_dir=os.path.join(tmp, "runs"),
+        launcher=launcher,
+    )
+    request = SuperviseRequest(
+        session_id="ses_bench",
+        project_id="p",
+        project_root=tmp,
+        task_spec=TaskSpec(
+            id=new_id("task"), type=TaskType.REVIEW, title="b", description=f"{trips + 1}:{size}"
+        ),
+        agent_id=new_id("agt"),
+        attempt_index=0,
+        workspace=WorkspaceRef(workspace_id="ws", strategy="main", path=tmp),
+    )
+    outcome = await manager.supervise(request)
+    assert outcome.kind == "result", outcome
+    return trips / (marks["last"] - marks["first"])
+
+
+def _make_project(tmp: str) -> tuple[Path, float]:
+    """A generated project (one dirty file) and how long a local worktree of it takes."""
+    repo = Path(tmp, "proj")
+    repo.mkdir()
+    for i in range(400):
+        lines = (f"line {j} of file {i}: {os.urandom(24).hex()}\n" for j in range(60))
+        Path(repo, f"f{i:03}.txt").write_text("".join(lines))
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "bench"]):
+        subprocess.run(["git", *IDENTITY, *argv], cwd=repo, check=True)
+    Path(repo, "f000.txt").write_text("dirty\n")
+    t0 = time.perf_counter()
+    subprocess.run(
+        ["git", "worktree", "add", "-q", "--detach", str(Path(tmp, "wt")), "HEAD"],
+        cwd=repo,
+        check=True,
+    )
+    return repo, time.perf_counter() - t0
+
+
+async def sync_figures(host: HostConfig) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, local = _make_project(tmp)
+        location = locate_git(str(repo), project_root=str(repo))
+        print(f"workspace sync (local `git worktree add`: {local * 1000:.0f} ms):")
+        runs = []
+        for label in ("first run", "second run"):
+            run = "bench_" + os.urandom(4).hex()
+            t0 = time.perf_counter()
+            remote = await push_base(host, location, run)
+            took = time.perf_counter() - t0
+            runs.append(remote)
+            print(
+                f"  {label:<10} push {remote.sent_bytes:>9} B  {took * 1000:6.0f} ms  "
+                f"{took / local:5.1f}x local"
+            )
+        t0 = time.perf_counter()
+        await fetch_result(location, runs[-1])
+        took = time.perf_counter() - t0
+        print(f"  result back          {took * 1000:6.0f} ms  {took / local:5.1f}x local")
+        for remote in runs:
+            await gc_remote(remote)
+
+
+def _host(name: str | None) -> HostConfig:
+    if name:
+        return find_host(name, None)
+    path = REPO / ".remote" / "hosts.yaml"
+    [host] = parse_hosts(path.read_text(), str(path))
+    return host
+
+
+async def main(rounds: int, trips: int, host: HostConfig) -> None:
+    os.environ["ANTHROPIC_API_KEY"] = CANARY
+    local = LocalLauncher()
+    cold = SshLauncher(host)
+    print(f"host {host.name} ({host.destination()}:{host.port}), load {os.getloadavg()[0]:.1f}")
+    async with open_ssh_master(host) as control:
+        master = SshLauncher(host, control_path=control)
+        spawn: dict[str, list[float]] = {"local": [], "ssh cold": [], "ssh master": []}
+        for _ in range(rounds):  # interleaved, so drift hits all three alike
+            spawn["local"].append(await spawn_ready(local))
+            spawn["ssh cold"].append(await spawn_ready(cold))
+            spawn["ssh master"].append(await spawn_ready(master))
+        base = statistics.median(spawn["local"])
+        print("spawn-to-ready (median of", rounds, "):")
+        for name, times in spawn.items():
+            med = statistics.median(times)
+            print(f"  {name:<10} {med * 1000:7.1f} ms  {med / base:5.2f}x local")
+        seen: dict[str, int] = {}
+        print(f"round trips ({trips} calls, median of {rounds}; calls/s, remote over master):")
+        with tempfile.TemporaryDirectory() as tmp:
+            for size in SIZES:
+                rates: dict[str, list[float]] = {"local": [], "ssh": []}
+                for _ in range(rounds):
+                    rates["local"].append(await round_trips(local, trips, size, tmp, seen))
+                    rates["ssh"].append(await round_trips(master, trips, size, tmp, seen))
+                loc, rem = statistics.median(rates["local"]), statistics.median(rates["ssh"])
+                extra_us = (1 / rem - 1 / loc) * 1e6
+                print(
+                    f"  {size:>8} B  local {loc:8.0f}/s  ssh {rem:8.0f}/s  {rem / loc:5.2f}x local"
+                    f"  (+{extra_us:.0f} us per call)"
+                )
+    await sync_figures(host)
+    user = host.user or "root"
+    print(
+        f"canary: {seen.get('processes', 0)} in the remote user's processes while workers ran, "
+        f"{canary_in_home(user)} in its home"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--trips", type=int, default=200)
+    parser.add_argument("--host", default=None)
+    args = parser.parse_args()
+    trio.run(main, args.rounds, args.trips, _host(args.host))

@@ -1,0 +1,122 @@
+"""The remote host of these tests: this machine's sshd on 127.0.0.1 with its own user and venv,
+set up (idempotently) by scripts/remote_setup.sh; the real WorkerManager over the real
+SshLauncher, with file-backed sinks. Needs root (the setup creates a user and starts sshd)."""
+
+from __future__ import annotations
+
+import os
+import pwd
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from air.contracts.ids import new_id
+from air.contracts.task import TaskConstraints, TaskSpec, TaskType, WorkspaceRef
+from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
+from air.ipc.procs import find_marked
+from air.remote.hosts import HostConfig, parse_hosts
+from air.remote.ssh import SshLauncher
+from air.supervision.seams import SuperviseRequest
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
+from air.testing.workers.harness import DirArtifacts, RecordingEvents
+
+CHECKOUT = Path(__file__).resolve().parents[2]
+REMOTE_DIR = CHECKOUT / ".remote"
+REMOTE_USER = "airremote"
+
+
+@pytest.fixture(scope="session")
+def remote_host() -> HostConfig:
+    """``local-ssh`` from .remote/hosts.yaml, after scripts/remote_setup.sh made sure the server,
+    the user and the wheel of this checkout are there (a second run costs under a second)."""
+    done = subprocess.run(
+        ["bash", str(CHECKOUT / "scripts" / "remote_setup.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"scripts/remote_setup.sh failed:\n{done.stderr}"
+    path = REMOTE_DIR / "hosts.yaml"
+    [host] = parse_hosts(path.read_text(), str(path))
+    return host
+
+
+def remote_uid() -> int:
+    return pwd.getpwnam(REMOTE_USER).pw_uid
+
+
+def process_uid(pid: int) -> int | None:
+    try:
+        return os.stat(f"/proc/{pid}").st_uid
+    except OSError:
+        return None
+
+
+def process_environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as fh:
+            return fh.read()
+    except OSError:
+        return b""
+
+
+def remote_marked(marker: str) -> list[int]:
+    """The processes of a run on the "remote" host (its user's, carrying the marker)."""
+    return [p for p in find_marked(marker) if process_uid(p) == remote_uid()]
+
+
+async def noop_tool(
+    name: str, input: dict[str, Any], ctx: ToolExecutionContext
+) -> ToolResultEnvelope:
+    return ToolResultEnvelope(
+        tool_run_id=new_id("tr"), tool_name=name, status="ok", output=input.get("i")
+    )
+
+
+@dataclass
+class Rig:
+    tmp: Path
+    events: RecordingEvents
+    artifacts: DirArtifacts
+
+    def manager(self, host: HostConfig, module: str, **cfg: Any) -> WorkerManager:
+        return WorkerManager(
+            tools=noop_tool,
+            provider=None,  # type: ignore[arg-type]  # these workers make no model calls
+            events=self.events,
+            artifacts=self.artifacts,
+            config=SupervisionConfig(command=[sys.executable, "-P", "-m", module], **cfg),
+            state_dir=str(self.tmp / "runs"),
+            launcher=SshLauncher(host),
+        )
+
+    def request(self, description: str = "3", **constraints: Any) -> SuperviseRequest:
+        root = self.tmp / "proj"
+        root.mkdir(exist_ok=True)
+        return SuperviseRequest(
+            session_id="ses_remote",
+            project_id="proj_remote",
+            project_root=str(root),
+            task_spec=TaskSpec(
+                id=new_id("task"),
+                type=TaskType.REVIEW,
+                title="t",
+                description=description,
+                constraints=TaskConstraints(**constraints),
+            ),
+            agent_id=new_id("agt"),
+            attempt_index=0,
+            workspace=WorkspaceRef(workspace_id="ws", strategy="main", path=str(root)),
+        )
+
+    def types(self) -> list[str]:
+        return [e.type for _, e in self.events.events]
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Rig:
+    return Rig(tmp_path, RecordingEvents(), DirArtifacts(str(tmp_path / "artifacts")))
