@@ -158,13 +158,13 @@ def render_p99_ms(project: Path, sid: str) -> float:
     """The console over the session's projection, scrolled a page at a time (up, then down):
     the 99th percentile of one render at 140x45, in ms."""
     from air.events.store import EventStore
-    from air.projection import InProcessProjectionClient, ProjectionStore
+    from air.projection import InProcessProjectionClient
+    from air.projection.view_snapshot import open_projection
     from air.store.session_db import open_session_database
     from air.ui_urwid import TuiApp
 
     db = open_session_database(project / ".air/local/sessions" / sid / "session.db")
-    store = ProjectionStore()
-    store.hydrate(EventStore(db), sid)
+    store = open_projection(EventStore(db), sid)  # as the console opens it (IMPL-READ-2)
     db.close()
     gc.freeze()  # as the console does after its hydration (air/cli/console.py)
     app = TuiApp(InProcessProjectionClient(store), _NoCommands(), replay=True)

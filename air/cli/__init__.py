@@ -284,10 +284,10 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         return parsed
     name, args = parsed
     command = _route(name, runner_factory)
-    if name not in ("run", "console"):
+    if name not in ("run", "console", "history", "session"):
         # a headless run attaches its logs itself, once its spare worker is started: the
         # redactor's imports must not delay the worker's (IMPL-START-2); the console once
-        # its first frame is drawn (IMPL-FRAME-1)
+        # its first frame is drawn (IMPL-FRAME-1); the readers log nothing (IMPL-READ-3)
         from air.cli.doctor import setup_logging
 
         setup_logging()

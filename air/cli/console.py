@@ -311,11 +311,10 @@ class _Reporting:
 
 
 def _projection(runtime: Any) -> Any:
-    """The ProjectionStore: subscribed first, then hydrated (events seen twice are skipped
-    by id), fed in the root nursery; a lagging console re-reads the store."""
-    from air.projection import ProjectionStore
-
-    store = ProjectionStore(artifact_root=runtime.session.artifacts.root)
+    """The ProjectionStore: subscribed first, then opened from the session's stored view and
+    the events after it (events seen twice are skipped by id, IMPL-READ-2), fed in the root
+    nursery; a lagging console re-reads the store."""
+    from air.projection.view_snapshot import open_projection
 
     def on_lag(sub: Any) -> None:
         def rehydrate() -> None:
@@ -325,7 +324,9 @@ def _projection(runtime: Any) -> Any:
         runtime.nursery.start_soon(_call, rehydrate)
 
     _sub, receive = runtime.bus.subscribe_channel(None, lag="rehydrate", on_lag=on_lag)
-    store.hydrate(runtime.store, runtime.session_id)
+    store = open_projection(
+        runtime.store, runtime.session_id, artifact_root=runtime.session.artifacts.root
+    )
     # what the reopen built stays for the session: later collections do not walk it again
     # (a full collection over a 10k-event projection was a 0.5 s frame; bench/sessions.py)
     gc.freeze()

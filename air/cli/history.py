@@ -5,7 +5,10 @@ each (or JSON lines) as they are read (``stream_events``: the first line is out 
 second row is read), and the task summary of a session (``task_summary`` of a fold,
 ``counts_summary`` of the ``tasks`` projection: the same facts the Scheduler and the reporter
 use). `air history`'s header and `air session list` read the session's summary row
-(``air.store.read_model``), never its events. Every
+(``air.store.read_model``), never its events. Both start without pydantic or Trio (IMPL-READ-3):
+the project is found from its ``project.json`` (``locate_light``; anything unusual goes the full
+way, ``find_project``), and the rows are read as text through a read-only connection; ``--json``
+and a session without a current summary row take the full way. Every
 text taken from an event is shown as exact text (``air.contracts.display.shown``: a command's
 ``\\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
 nothing here appends events.
@@ -16,25 +19,47 @@ from __future__ import annotations
 import json
 import os
 import re
+import sqlite3
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 from air.contracts.display import shown
-from air.contracts.error import AirException
-from air.contracts.event import EventFilter, RuntimeEvent
-from air.contracts.project import ProjectContext
-from air.contracts.task import TaskStatus
-from air.events.fold import FoldCursor
-from air.events.fold_state import SessionState
 
 if TYPE_CHECKING:
+    from air.contracts.event import RuntimeEvent
+    from air.contracts.project import ProjectContext
+    from air.events.fold_state import SessionState
     from air.store.db import DatabaseManager
+
+STATUS_ORDER = ("pending", "running", "completed", "failed", "blocked", "cancelled", "interrupted")
+"""``TaskStatus``'s values in its order, without importing it (a test checks they agree)."""
+PROJECT_SCHEMA = 1
+"""The ``project.json`` schema ``locate_light`` reads (``PROJECT_SCHEMA_VERSION``; a test checks
+they agree); any other goes the full way."""
+
+
+class Project(Protocol):
+    """What these commands need of a project: a ``ProjectContext`` or a ``LightProject``."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def local_root(self) -> str: ...
+
+
+class LightProject(NamedTuple):
+    """A project as ``locate_light`` finds it."""
+
+    name: str
+    local_root: str
 
 
 def find_project(path: str | None) -> ProjectContext:
     """The project at ``path`` (or found by walking up from the current directory)."""
+    from air.contracts.error import AirException
     from air.session.project import ProjectStore
 
     start = os.path.abspath(path or os.getcwd())
@@ -48,33 +73,61 @@ def find_project(path: str | None) -> ProjectContext:
     return project
 
 
-def session_ids(project: ProjectContext) -> list[str]:
-    from air.session.manager import list_session_ids
+def locate_light(path: str | None) -> Project:
+    """``find_project`` without pydantic: the nearest ``.air/shared/project.json`` read as
+    ``ProjectStore.open`` reads it; a file it cannot read as a current project (and no project
+    at all) goes to ``find_project``, which says what is wrong."""
+    current = Path(os.path.abspath(path or os.getcwd()))
+    for candidate in (current, *current.parents):
+        project_json = candidate / ".air" / "shared" / "project.json"
+        if project_json.is_file():
+            try:
+                data = json.loads(project_json.read_text(encoding="utf-8"))
+                str(data["project_id"])
+                known = int(data.get("schema_version", PROJECT_SCHEMA)) == PROJECT_SCHEMA
+            except (OSError, ValueError, KeyError, TypeError):
+                known = False
+            if not known:
+                break
+            name = str(data.get("name") or candidate.name)
+            return LightProject(name, str(candidate / ".air" / "local"))
+    return find_project(path)
 
-    return list_session_ids(project)
+
+def session_ids(project: Project) -> list[str]:
+    """Ids of every session directory of ``project`` (oldest first by ULID), as
+    ``air.session.manager.list_session_ids`` lists them."""
+    root = Path(project.local_root) / "sessions"
+    if not root.is_dir():
+        return []
+    return sorted(p.name for p in root.iterdir() if (p / "session.db").is_file())
 
 
-def resolve_session(project: ProjectContext, session_id: str | None) -> str:
+def resolve_session(project: Project, session_id: str | None) -> str:
     """``session_id`` if it exists, else the most recent session of ``project``."""
     ids = session_ids(project)
     if session_id is None:
         if not ids:
-            raise AirException.of(
-                kind="not_found",
-                message=f"project {project.name!r} has no sessions yet",
-                user_action="Start one with `air run --headless BATCH` or `air demo`.",
+            raise _not_found(
+                f"project {project.name!r} has no sessions yet",
+                "Start one with `air run --headless BATCH` or `air demo`.",
             )
         return ids[-1]
     if session_id not in ids:
-        raise AirException.of(
-            kind="not_found",
-            message=f"no session {session_id!r} in project {project.name!r}",
-            user_action="List the sessions with `air session list`.",
+        raise _not_found(
+            f"no session {session_id!r} in project {project.name!r}",
+            "List the sessions with `air session list`.",
         )
     return session_id
 
 
-def session_db_path(project: ProjectContext, session_id: str) -> Path:
+def _not_found(message: str, user_action: str) -> Exception:
+    from air.contracts.error import AirException  # only when there is something to say
+
+    return AirException.of(kind="not_found", message=message, user_action=user_action)
+
+
+def session_db_path(project: Project, session_id: str) -> Path:
     return Path(project.local_root) / "sessions" / session_id / "session.db"
 
 
@@ -83,6 +136,7 @@ def read_events(
 ) -> list[RuntimeEvent]:
     """The durable events of a session (of ``types`` only, by the type index, when given),
     oldest first."""
+    from air.contracts.event import EventFilter
     from air.events.store import EventStore
     from air.store.session_db import open_session_database
 
@@ -127,8 +181,11 @@ def _short(text: str, width: int = 90, *, exact: bool = False) -> str:
 
 def describe(event: RuntimeEvent) -> str:
     """One human line for an event: the facts a person scans for."""
-    p = event.payload
-    t = event.type
+    return describe_payload(event.type, event.payload)
+
+
+def describe_payload(t: str, p: dict[str, Any]) -> str:
+    """``describe`` of an event of type ``t`` with payload ``p``."""
     if t in ("user.message.created", "assistant.message.created"):
         return _short(_text_of(p.get("content")))
     if t == "task.created":
@@ -183,6 +240,9 @@ def describe(event: RuntimeEvent) -> str:
 def session_state(events: list[RuntimeEvent]) -> SessionState:
     """The fold of a session's events; an event the fold refuses is left out (the history of
     a damaged log still prints; `air doctor` reports the damage)."""
+    from air.contracts.error import AirException
+    from air.events.fold import FoldCursor
+
     cursor = FoldCursor()
     for event in events:
         try:
@@ -195,7 +255,7 @@ def session_state(events: list[RuntimeEvent]) -> SessionState:
 def counts_summary(counts: Mapping[str, int]) -> str:
     """``N tasks`` and, when there are any, how many are in each status (fold order)."""
     tasks = sum(counts.values())
-    parts = [f"{counts[s.value]} {s.value}" for s in TaskStatus if counts.get(s.value)]
+    parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s)]
     return f"{tasks} tasks" + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -213,19 +273,66 @@ def print_history(events: Iterable[RuntimeEvent], out: TextIO, *, as_json: bool 
         out.write(f"{clock}  {event.type:<28} {shown(describe(event))}\n")
 
 
+def _print_rows(path: Path, session_id: str, header: str, out: TextIO) -> bool:
+    """The header, then a line per stored event read as text through a read-only connection
+    (no event model built). False when the database cannot be read that way (nothing was
+    printed then)."""
+    try:
+        conn = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return False
+    try:
+        cursor = conn.execute(
+            "SELECT timestamp, type, payload_json FROM events WHERE session_id = ? ORDER BY seq",
+            (session_id,),
+        )
+        out.write(header + "\n")
+        out.flush()  # the header is out before the first row is read
+        while rows := cursor.fetchmany(256):
+            for timestamp, event_type, payload in rows:
+                line = describe_payload(event_type, json.loads(payload))
+                out.write(f"{timestamp[11:23]}  {event_type:<28} {shown(line)}\n")
+        return True
+    except sqlite3.Error:
+        return False
+    finally:
+        conn.close()
+
+
+def _header(project: Project, session_id: str, events: int, counts: Mapping[str, int]) -> str:
+    return (
+        f"session {session_id} of project {project.name!r}: {events} events, "
+        f"{counts_summary(counts)}"
+    )
+
+
 def run_history(args: dict[str, Any]) -> int:
+    from air.store.read_model import peek_summary
+
+    project = locate_light(args["--project"])
+    session_id = resolve_session(project, args["--session"])
+    path = session_db_path(project, session_id)
+    if not args["--json"]:
+        peeked = peek_summary(path, session_id)
+        if peeked is not None:
+            header = _header(project, session_id, peeked[0].events, peeked[1])
+            if _print_rows(path, session_id, header, sys.stdout):
+                return 0
+    return _history_full(args, project, session_id)
+
+
+def _history_full(args: dict[str, Any], project: Project, session_id: str) -> int:
+    """``air history`` through the database opened (migrated, the summary row rebuilt) and the
+    events as models: ``--json``, and a session without a current summary row."""
     from air.store.read_model import read_summary, scheduler_task_counts
     from air.store.session_db import open_session_database
 
-    project = find_project(args["--project"])
-    session_id = resolve_session(project, args["--session"])
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:
         if not args["--json"]:
             row = read_summary(db, session_id)
-            summary = counts_summary(scheduler_task_counts(db, session_id))
             count = row.events if row is not None else 0
-            print(f"session {session_id} of project {project.name!r}: {count} events, {summary}")
+            print(_header(project, session_id, count, scheduler_task_counts(db, session_id)))
             sys.stdout.flush()  # the header is out before the first row is read
         print_history(stream_events(db, session_id), sys.stdout, as_json=bool(args["--json"]))
     finally:
@@ -233,16 +340,17 @@ def run_history(args: dict[str, Any]) -> int:
     return 0
 
 
-def _listing(project: ProjectContext, sid: str) -> tuple[Any, dict[str, int]]:
+def _listing(project: Project, sid: str) -> tuple[Any, dict[str, int]]:
     """A session's summary row (None: no event) and task counts: read-only when the row is
     there and current, else the database is opened (migrated) and the row rebuilt."""
     from air.store.read_model import peek_summary, read_summary, scheduler_task_counts
-    from air.store.session_db import open_session_database
 
     path = session_db_path(project, sid)
     peeked = peek_summary(path, sid)
     if peeked is not None:
         return peeked
+    from air.store.session_db import open_session_database  # an old or stale one only
+
     db = open_session_database(path, must_exist=True)
     try:
         return read_summary(db, sid), scheduler_task_counts(db, sid)
@@ -251,7 +359,7 @@ def _listing(project: ProjectContext, sid: str) -> tuple[Any, dict[str, int]]:
 
 
 def run_session_list(args: dict[str, Any]) -> int:
-    project = find_project(args["--project"])
+    project = locate_light(args["--project"])
     ids = session_ids(project)
     if not ids:
         print(f"project {project.name!r} has no sessions yet")
@@ -259,7 +367,7 @@ def run_session_list(args: dict[str, Any]) -> int:
     for sid in ids:
         row, counts = _listing(project, sid)
         tasks = sum(counts.values())
-        done = counts.get(TaskStatus.COMPLETED.value, 0)
+        done = counts.get("completed", 0)
         started = row.first_at if row is not None else "?"
         last = row.last_type if row is not None else "-"
         events = row.events if row is not None else 0

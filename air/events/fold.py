@@ -100,10 +100,12 @@ def apply(
             log = state.agent_events.get(agent_id, ())
             state = state._replace(agent_events=state.agent_events.set(agent_id, (*log, event)))
     elif event.type in TASK_ENDS:
-        # the attempt's outcome is recorded: nothing reads its agent's evidence again (issue 28)
-        ended: str | None = getattr(x, "agent_id", None)
-        if ended is not None and ended in state.agent_events:
-            state = state._replace(agent_events=state.agent_events.delete(ended))
+        # the attempt's outcome is recorded: nothing reads its agent's evidence again (IMPL-READ-4);
+        # the end names that agent, or the task still does (a cancel names none)
+        task = state.tasks.get(str(getattr(x, "task_id", "")))
+        for ended in (getattr(x, "agent_id", None), task.agent_id if task else None):
+            if ended is not None and ended in state.agent_events:
+                state = state._replace(agent_events=state.agent_events.delete(ended))
     return state._replace(applied=state.applied + 1)
 
 

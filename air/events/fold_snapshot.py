@@ -54,8 +54,11 @@ __all__ = [
 ]
 
 KIND = "session_fold"
-CODEC = 1
-"""The codec's version: a snapshot written by another is ignored (the log is folded whole)."""
+CODEC = 2
+"""The codec's version: a snapshot written by another is ignored (the log is folded whole).
+2 (IMPL-READ-4): an attempt's evidence is dropped at its end also when the end names no
+agent; a map of one kind of fact is stored as rows (``[key, fields...]``: no tagged object per
+fact; at 100k events 10.1 -> 9.0 MB, read back faster and with less peak memory)."""
 SNAPSHOT_EVERY = 2000
 """A reader that folded this many events past the stored snapshot stores a new one."""
 
@@ -105,6 +108,10 @@ def _enc(value: Any) -> Any:
     if isinstance(value, tuple):
         return {"l": [_enc(v) for v in value]}
     if isinstance(value, Map):
+        kinds = {type(v) for v in value.values()}
+        fact = next(iter(kinds)) if len(kinds) == 1 else None
+        if fact is not None and fact.__name__ in _TUPLES:  # a map of one kind of fact: rows
+            return {"f": fact.__name__, "v": [[k, *map(_enc, v)] for k, v in value.items()]}
         return {"m": [[k, _enc(v)] for k, v in value.items()]}
     if isinstance(value, BaseModel) and type(value).__name__ in _MODELS:
         return {"p": type(value).__name__, "v": value.model_dump(mode="json")}
@@ -122,6 +129,9 @@ def _dec(value: Any) -> Any:
         return tuple(_dec(v) for v in value["l"])
     if "m" in value:
         return Map((k, _dec(v)) for k, v in value["m"])
+    if "f" in value:
+        fact = _TUPLES[value["f"]]
+        return Map((row[0], fact(*[_dec(v) for v in row[1:]])) for row in value["v"])
     if "p" in value:
         return _MODELS[value["p"]]().model_validate(value["v"])
     raise ValueError(f"unknown tag in a fold snapshot: {sorted(value)}")

@@ -6,7 +6,10 @@ the one fold of task, agent, session, tool and command state, the ``TaskView`` a
 ledger) and its
 records ``MessageRecord`` and ``CommandRecord``. Plain mutable dataclasses, so an ephemeral event
 costs a dict lookup and a string append; ``air.projection.snapshot`` turns them into the frozen
-``ProjectionSnapshot``.
+``ProjectionSnapshot``. Each growing list keeps only its newest entries (``WINDOW``,
+``DIFF_WINDOW``: ``keep_newest``, IMPL-READ-2), so what the console holds, stores and renders does
+not grow with the session; the older ones are read from the session database by ``air history``
+and ``air report``.
 """
 
 from __future__ import annotations
@@ -26,7 +29,18 @@ from air.events.fold import FoldCursor
 from air.events.usage_ledger import UsageLedger
 from air.projection.tasks import TaskView
 
-__all__ = ["CommandRecord", "MessageRecord", "ViewState"]
+__all__ = ["DIFF_WINDOW", "WINDOW", "CommandRecord", "MessageRecord", "ViewState", "keep_newest"]
+
+WINDOW = 500
+"""Newest messages, tool runs, command runs, artifacts and evidence kept (each)."""
+DIFF_WINDOW = 32
+"""Newest diffs kept (each holds up to ``DIFF_TEXT_LIMIT`` of text)."""
+
+
+def keep_newest(records: dict[str, Any], limit: int) -> None:
+    """Drop the oldest entries of ``records`` (insertion order) beyond ``limit``."""
+    while len(records) > limit:
+        del records[next(iter(records))]
 
 
 @dataclass

@@ -1,20 +1,23 @@
 """ProjectionStore: the console's view of one session, folded from its events (SDD §13.1).
 
-Owns ``ProjectionStore`` (``hydrate`` from the session's event log, ``apply`` for every
-durable event and the key ephemeral ones, ``snapshot``, ``subscribe``, ``feed`` from a Trio
-receive channel), its per-event handlers and ``StoreSubscription``. State is kept in the plain
-mutable records of ``air.projection.records`` so an ephemeral event costs a dict lookup and a
-string append; the frozen ``ProjectionSnapshot`` is built (``air.projection.snapshot``) only
-when asked for and only once per revision. Unknown event types are ignored.
-Ephemeral events never create records (a delta for an unknown message or command is
-dropped), so an event storm cannot grow memory beyond the bounded tails. The store is never
-a scheduling or recovery source of truth.
+Owns ``ProjectionStore`` (``hydrate`` from the session's event log a page at a time after
+``last_seq``, ``restore`` from a stored view and its event position
+(``air.projection.view_snapshot``), ``apply`` for every durable event and the key ephemeral
+ones, ``snapshot``, ``subscribe``, ``feed`` from a Trio receive channel), its per-event
+handlers and ``StoreSubscription``. State is kept in the plain mutable records of
+``air.projection.records`` (each growing list windowed, IMPL-READ-2) so an ephemeral event
+costs a dict lookup and a string append; the frozen ``ProjectionSnapshot`` is built
+(``air.projection.snapshot``) only when asked for and only once per revision. Unknown event
+types are ignored. Ephemeral events never create records (a delta for an unknown message or
+command is dropped), so an event storm cannot grow memory beyond the bounded tails. The store
+is never a scheduling or recovery source of truth.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from air.contracts.error import AirException
-from air.contracts.event import EventFilter, RuntimeEvent
+from air.contracts.event import RuntimeEvent
 from air.contracts.ui import (
     ArtifactProjection,
     BlockerProjection,
@@ -35,7 +38,14 @@ from air.contracts.ui import (
 )
 from air.events.payloads import EPHEMERAL_TYPES, payload_model
 from air.events.store import record_to_event
-from air.projection.records import CommandRecord, MessageRecord, ViewState
+from air.projection.records import (
+    DIFF_WINDOW,
+    WINDOW,
+    CommandRecord,
+    MessageRecord,
+    ViewState,
+    keep_newest,
+)
 from air.projection.snapshot import build_snapshot
 
 if TYPE_CHECKING:
@@ -43,7 +53,7 @@ if TYPE_CHECKING:
 
     from air.events.store import EventStore
 
-__all__ = ["DIFF_TEXT_LIMIT", "TAIL_LIMIT", "ProjectionStore", "StoreSubscription"]
+__all__ = ["DIFF_TEXT_LIMIT", "PAGE", "TAIL_LIMIT", "ProjectionStore", "StoreSubscription"]
 
 log = logging.getLogger("air.projection")
 
@@ -51,6 +61,11 @@ TAIL_LIMIT = 16 * 1024
 """Characters of a command's live output kept (the newest)."""
 DIFF_TEXT_LIMIT = 256 * 1024
 """Bytes of a diff artifact read for display."""
+PAGE = 512
+"""Events ``hydrate`` reads from SQLite at once."""
+RECENT_READ = 4096
+"""Ids of the newest events ``hydrate`` read that are kept: one of them still queued on the
+live channel is recognised and skipped."""
 
 
 def _text_of(content: Any) -> str:
@@ -101,6 +116,8 @@ class ProjectionStore:
             ``DIFF_TEXT_LIMIT``) only when the real path lies inside this directory; without
             it no file is ever read.
         tail_limit: characters of live command output kept per command.
+        window: newest entries kept of each growing list (``WINDOW``, IMPL-READ-2); diffs keep
+            at most ``DIFF_WINDOW``.
     """
 
     def __init__(
@@ -108,17 +125,24 @@ class ProjectionStore:
         *,
         artifact_root: str | os.PathLike[str] | None = None,
         tail_limit: int = TAIL_LIMIT,
+        window: int = WINDOW,
     ) -> None:
         self._root = Path(artifact_root).resolve() if artifact_root is not None else None
         self._tail_limit = tail_limit
+        self.window = window
+        self._diff_window = min(window, DIFF_WINDOW)
         self._state = ViewState()
         self._revision = 0
         self._cached: ProjectionSnapshot | None = None
         self._subs: list[StoreSubscription] = []
         self.last_seq = 0
         """The highest ``events.seq`` hydrated (for an incremental re-hydrate)."""
-        self._seen: set[str] = set()
-        """Ids of the durable events applied: a re-hydrate after lagging skips them."""
+        self.rows_read = 0
+        """Event rows read from the database, all hydrations together (tests, the bench)."""
+        self._live_ids: set[str] = set()
+        """Ids of the durable events applied live since the last hydration: it skips them."""
+        self._read_ids: OrderedDict[str, None] = OrderedDict()
+        """Ids of the newest events hydrated (``RECENT_READ``): the live feed skips them."""
         self._handlers: dict[str, Callable[[RuntimeEvent, dict[str, Any]], bool]] = {
             "session.created": self._session_created,
             "session.archived": self._session_status,
@@ -159,19 +183,55 @@ class ProjectionStore:
         return self._revision
 
     def hydrate(self, events: EventStore, session_id: str | None = None) -> int:
-        """Rebuild from the session database's event log (only events after ``last_seq``).
+        """Fold the session's events stored after ``last_seq``, read ``PAGE`` rows at a time.
 
-        Called on an empty store it rebuilds everything; called again it catches up (the
-        console re-hydrates after the bus marked it lagging, IMPL-AGENT-6): events already
-        applied live are recognised by id and skipped. Returns the events read.
+        Called on an empty store it rebuilds everything; after ``restore`` it folds the tail;
+        called again it catches up (the console re-hydrates after the bus marked it lagging,
+        IMPL-AGENT-6): events already applied live are recognised by id and skipped. Returns
+        the events read.
         """
-        rows = events.query_records(EventFilter(session_id=session_id, since_seq=self.last_seq))
+        sql = "SELECT * FROM events WHERE seq > ?"
+        params: tuple[Any, ...] = (self.last_seq,)
+        if session_id is not None:
+            sql, params = sql + " AND session_id = ?", (self.last_seq, session_id)
+        cursor = events.db.conn.execute(sql + " ORDER BY seq", params)
+        names = [d[0] for d in cursor.description]
         count = 0
-        for row in rows:
-            self.apply(record_to_event(row))
-            self.last_seq = max(self.last_seq, int(row["seq"]))
-            count += 1
+        while rows := cursor.fetchmany(PAGE):
+            for values in rows:
+                record = dict(zip(names, values, strict=True))
+                event = record_to_event(record)
+                if str(event.id) not in self._live_ids:
+                    self._apply(event)
+                self._note_read(str(event.id))
+                self.last_seq = max(self.last_seq, int(record["seq"]))
+                count += 1
+        self.rows_read += count
+        self._live_ids.clear()  # every event applied live so far was stored by now, and read
         return count
+
+    def restore(self, state: ViewState, revision: int, last_seq: int) -> None:
+        """Start from a stored view: ``state`` after the events up to ``last_seq``, at
+        ``revision`` (``air.projection.opening``); ``hydrate`` then folds what came after."""
+        self._state = state
+        self._revision = revision
+        self.last_seq = last_seq
+        self._cached = None
+
+    @property
+    def artifact_root(self) -> str | None:
+        """The artifact directory diffs and drafts are read in (resolved), or None."""
+        return None if self._root is None else str(self._root)
+
+    @property
+    def view(self) -> ViewState:
+        """The records as they are (for the view's snapshot; never to be changed)."""
+        return self._state
+
+    def _note_read(self, event_id: str) -> None:
+        self._read_ids[event_id] = None
+        if len(self._read_ids) > RECENT_READ:
+            self._read_ids.popitem(last=False)
 
     def hydrate_events(self, events: Iterable[RuntimeEvent]) -> int:
         """Apply already-loaded events in order (a replay, or a test). Returns the count."""
@@ -182,6 +242,16 @@ class ProjectionStore:
         return count
 
     def apply(self, event: RuntimeEvent) -> bool:
+        """Fold one live event in (once: an event a hydration read, or one applied already,
+        is skipped). Returns True when the projection changed (then subscribers run)."""
+        if event.type not in EPHEMERAL_TYPES:
+            key = str(event.id)
+            if key in self._live_ids or key in self._read_ids:
+                return False  # already applied (a re-hydrate overlapping the live feed)
+            self._live_ids.add(key)
+        return self._apply(event)
+
+    def _apply(self, event: RuntimeEvent) -> bool:
         """Fold one event in. Returns True when the projection changed (then subscribers run).
 
         A durable event's payload is read as its registered model dumps it (defaults filled
@@ -191,8 +261,6 @@ class ProjectionStore:
         p = event.payload
         state = self._state
         if event.type not in EPHEMERAL_TYPES:
-            if event.id in self._seen:
-                return False  # already applied (a re-hydrate overlapping the live feed)
             model = payload_model(event.type, event.version)
             if model is not None:
                 try:
@@ -202,7 +270,6 @@ class ProjectionStore:
                     log.warning("ignoring %s %s: %s", event.type, event.id, exc)
                     return False
                 p = x.model_dump(mode="json")
-            self._seen.add(event.id)
         changed = False
         handler = self._handlers.get(event.type)
         if handler is not None:
@@ -294,6 +361,7 @@ class ProjectionStore:
             mid, "user", _text_of(p.get("content")), task_id=p.get("task_id"),
             timestamp=event.timestamp,
         )  # fmt: skip
+        keep_newest(self._state.messages, self.window)
         return True
 
     def _assistant_started(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
@@ -304,6 +372,7 @@ class ProjectionStore:
             mid, "assistant", status="streaming", task_id=p.get("task_id"),
             agent_id=p.get("agent_id"), timestamp=event.timestamp,
         )  # fmt: skip
+        keep_newest(self._state.messages, self.window)
         return True
 
     def _assistant_delta(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
@@ -320,6 +389,7 @@ class ProjectionStore:
             msg = self._state.messages[mid] = MessageRecord(
                 mid, "assistant", timestamp=event.timestamp
             )
+            keep_newest(self._state.messages, self.window)
         msg.text = _text_of(p.get("content"))
         msg.status = "complete"
         msg.task_id = p.get("task_id") or msg.task_id
@@ -333,6 +403,7 @@ class ProjectionStore:
             msg = self._state.messages[mid] = MessageRecord(
                 mid, "assistant", timestamp=event.timestamp
             )
+            keep_newest(self._state.messages, self.window)
         msg.status = "failed"
         msg.error = _error_text(p.get("error"))
         artifact = self._state.artifacts.get(str(p.get("failure_artifact_id")))
@@ -373,6 +444,7 @@ class ProjectionStore:
             "input_summary": _summarise_input(p.get("input")),
             "started_at": event.timestamp,
         }
+        keep_newest(self._state.tool_runs, self.window)
         return True
 
     def _tool_progress(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
@@ -402,6 +474,7 @@ class ProjectionStore:
             cid, str(p.get("command")), task_id=p.get("task_id"),
             tool_run_id=p.get("tool_run_id"), cwd=p.get("cwd"),
         )  # fmt: skip
+        keep_newest(self._state.commands, self.window)
         return True
 
     def _append_tail(self, cmd: CommandRecord, data: str) -> None:
@@ -437,11 +510,13 @@ class ProjectionStore:
             size_bytes=p.get("size_bytes"),
         )
         self._state.artifacts[aid] = art
+        keep_newest(self._state.artifacts, self.window)
         if art.type == "diff":
             text, truncated = self._read_artifact(art.path)
             self._state.diffs[aid] = DiffProjection(
                 artifact_id=aid, path=art.path, text=text, truncated=truncated, task_id=art.task_id
             )
+            keep_newest(self._state.diffs, self._diff_window)
         return True
 
     def _read_artifact(self, path: str) -> tuple[str, bool]:
@@ -474,6 +549,7 @@ class ProjectionStore:
             claim=str(p.get("claim")), entity_type=entity_type, entity_id=entity_id,
             task_id=task_id,
         )  # fmt: skip
+        keep_newest(self._state.evidence, self.window)
         return True
 
     def _prompt_requested(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:

@@ -11,7 +11,8 @@ the last progress line, and the wave (dependency depth).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from air.contracts.event import RuntimeEvent
 from air.contracts.ui import TaskProjection
@@ -39,6 +40,14 @@ class TaskView:
 
     def __init__(self) -> None:
         self._extra: dict[str, _Extra] = {}
+
+    def dump(self) -> dict[str, dict[str, Any]]:
+        """The extras as plain JSON values (``load`` takes them back; the view's snapshot)."""
+        return {task_id: asdict(extra) for task_id, extra in self._extra.items()}
+
+    def load(self, data: dict[str, dict[str, Any]]) -> None:
+        """Replace the extras with what ``dump`` gave."""
+        self._extra = {task_id: _Extra(**extra) for task_id, extra in data.items()}
 
     def after_fold(self, event: RuntimeEvent, state: SessionState) -> None:
         """Record the timing and usage of a task event the fold has just accepted."""

@@ -14,18 +14,20 @@ them when it is next opened):
   to its writer (the fold's codec in ``air.events``).
 
 ``peek_summary`` reads the row (and the task counts) through a read-only connection, for a
-listing of many sessions. ``scheduler_task_counts`` reads the ``tasks`` projection: tasks per
-status, the tasks of ``task.created`` only (as the fold counts them, compaction tasks left
-out).
+listing of many sessions; it needs nothing but ``sqlite3`` (`air session list` and `air
+history` start without pydantic, IMPL-READ-3). ``scheduler_task_counts`` reads the ``tasks``
+projection: tasks per status, the tasks of ``task.created`` only (as the fold counts them,
+compaction tasks left out).
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from air.store.db import DatabaseManager
+if TYPE_CHECKING:
+    from air.store.db import DatabaseManager
 
 __all__ = [
     "READ_MODEL_INDEXES",

@@ -8,7 +8,9 @@ EventIngestor — heartbeats as ephemeral). The read loop is the worker's servin
 ``tool.call`` is served in place (``air.supervision.worker_tools.serve_tool``), one at a time, in
 the order sent — no Trio task per call, nothing unbounded for a worker that floods calls, and
 one scheduler wake-up per round trip (IMPL-LAUNCH-3). While a call is served the worker is
-waiting on the parent, which the stall watch counts as activity (``run.serving``).
+waiting on the parent, which the stall watch counts as activity (``run.serving``). The call runs
+in ``run.call_scope``, which ``exit_watch`` cancels when the worker's process ends meanwhile: the
+attempt ends as a transient crash at once, not when the call returns (IMPL-DEADCALL-1).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import trio
 from pydantic import ValidationError
 
+from air.contracts.error import ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.ipc import IpcEnvelope, ToolCallPayload
@@ -25,7 +28,15 @@ from air.events.payloads import PAYLOADS
 from air.ipc.framing import ProtocolViolation
 from air.supervision.checkpoints import checkpoint_event
 from air.supervision.worker_checks import check_result
-from air.supervision.worker_run import End, Supervisor, WorkerRun, emit, redact, worker_error
+from air.supervision.worker_run import (
+    End,
+    Supervisor,
+    WorkerRun,
+    emit,
+    err,
+    redact,
+    worker_error,
+)
 from air.supervision.worker_tools import serve_tool
 
 __all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
@@ -80,16 +91,37 @@ async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
                 call = proc.protocol.payload(msg)
                 assert isinstance(call, ToolCallPayload)
                 run.serving = True
+                run.call_scope = scope = trio.CancelScope()
+                if run.exit_code is not None:  # it ended after sending the call: serve nothing
+                    scope.cancel()
                 try:
-                    await serve_tool(sup, run, msg.id, call)
+                    with scope:
+                        await serve_tool(sup, run, msg.id, call)
                 finally:
                     run.serving = False
+                    run.call_scope = None
                     run.last_seen = now()
+                if scope.cancelled_caught:
+                    run.end = _died_mid_call(run, call.name)
+                    return
             elif await _handle(sup, run, msg):
                 return
         except ProtocolViolation as exc:
             run.end = End("protocol_error", exc.error, False)
             return
+
+
+def _died_mid_call(run: WorkerRun, tool: str) -> End:
+    """The worker's process ended while the parent served its call: a transient crash."""
+    return End(
+        "crashed",
+        err(
+            ErrorKind.WORKER_CRASHED,
+            f"the worker exited with code {run.exit_code} while the parent served its {tool} call",
+            transient=True,
+        ),
+        True,
+    )
 
 
 async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:

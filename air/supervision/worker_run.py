@@ -172,6 +172,10 @@ class WorkerRun:
     tasks_scope: trio.CancelScope | None = None
     serving: bool = False
     """A tool call is being served: the worker waits on the parent, it is not silent."""
+    call_scope: trio.CancelScope | None = None
+    """The scope of the call being served; the worker's exit cancels it (IMPL-DEADCALL-1)."""
+    exit_code: int | None = None
+    """The worker process's exit code once ``exit_watch`` saw it end (IMPL-DEADCALL-1)."""
     cancel_reason: str | None = None
     logs: list[str] = field(default_factory=list)
     verified: dict[str, bool] = field(default_factory=dict)

@@ -4,9 +4,11 @@ Owns: ``watch`` — the running phase of one attempt under its scopes: ``run.har
 hard timeout; ``extend`` moves its deadline), ``run.grace_scope`` (after ``agent.cancel`` the
 worker has ``exit_grace_s`` to end), and inside them the reader, the stderr pump, the tool
 servers, ``soft_timer`` (``agent.wrap_up`` when ``run.soft_scope``'s deadline passes; an
-extension re-arms it) and ``stall_watch`` (no message for ``stall_after_s`` → an
+extension re-arms it), ``stall_watch`` (no message for ``stall_after_s`` → an
 ``agent.get_state`` probe; still silent ``stall_kill_after_s`` later → the attempt ends as
-``stalled``, transient). Nothing here polls: each waits on a deadline.
+``stalled``, transient) and ``exit_watch`` (the worker's process ends while the parent serves
+its call → the call is cancelled at once; IMPL-DEADCALL-1). Nothing here polls: each waits on a
+deadline or on the process.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from air.supervision.deadline import deadline_error
 from air.supervision.worker_run import End, Supervisor, WorkerRun, control, err
 from air.supervision.worker_start import timeout_of
 
-__all__ = ["soft_timer", "stall_watch", "watch"]
+__all__ = ["exit_watch", "soft_timer", "stall_watch", "watch"]
 
 Body = Callable[[], Awaitable[None]]
 
@@ -36,6 +38,7 @@ async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
             nursery.start_soon(run.proc.pump_stderr)
             nursery.start_soon(soft_timer, run)
             nursery.start_soon(stall_watch, sup, run)
+            nursery.start_soon(exit_watch, run)
             await body()
             nursery.cancel_scope.cancel()
     if run.end is None and run.hard_scope.cancelled_caught:
@@ -49,6 +52,17 @@ async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
             )
     elif run.end is None and run.grace_scope.cancelled_caught:
         run.end = End("cancelled", None)
+
+
+async def exit_watch(run: WorkerRun) -> None:
+    """Wait for the worker's process to end (a pidfd, no polling); if the parent is serving its
+    call then, cancel the call: nobody is left to answer, and the read loop ends the attempt as
+    a crash at once instead of when the call returns (IMPL-DEADCALL-1). Outside a call the read
+    loop reads what the worker wrote before it ended, up to its end of stream."""
+    assert run.proc is not None
+    run.exit_code = await run.proc.wait()
+    if run.call_scope is not None:
+        run.call_scope.cancel()
 
 
 async def soft_timer(run: WorkerRun) -> None:

@@ -27,6 +27,7 @@ from air.ui_urwid.text import clean
 from air.ui_urwid.views import (
     HudPreset,
     SelectableRow,
+    TreeRowCache,
     detail_rows,
     hud_text,
     message_widget,
@@ -90,6 +91,7 @@ class ConsoleLayout:
         self._msg_cache: dict[str, tuple[tuple[Any, ...], urwid.Widget]] = {}
         self._expanded: set[str] = set()
         self._tree_key: tuple[Any, ...] = ()
+        self._tree_rows: TreeRowCache = {}
         self._detail_key: tuple[Any, ...] = ()
         self._conv_key: tuple[Any, ...] = ()
         self._task_index = TaskIndex()
@@ -262,7 +264,7 @@ class ConsoleLayout:
         tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task, second)
         if tree_key != self._tree_key:
             self._tree_key = tree_key
-            rows = task_tree_rows(snap, now, self.selected_task)
+            rows = task_tree_rows(snap, now, self.selected_task, self._tree_rows)
             self.tree_walker[:] = rows
             for i, row in enumerate(rows):
                 inner = row.original_widget if isinstance(row, urwid.AttrMap) else row

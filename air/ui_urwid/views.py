@@ -14,7 +14,7 @@ no I/O, no state.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import urwid
 
@@ -42,6 +42,7 @@ __all__ = [
     "TAIL_LINES",
     "HudPreset",
     "SelectableRow",
+    "TreeRowCache",
     "answer_label",
     "detail_rows",
     "elapsed_s",
@@ -277,10 +278,21 @@ def task_line(task: TaskProjection, index: int, now: float) -> urwid.text.Markup
     ]
 
 
+TreeRowCache = dict[str, tuple[tuple[Any, ...], urwid.Widget]]
+"""Per task: what its row was built from, and the row (``task_tree_rows``)."""
+
+
 def task_tree_rows(
-    snapshot: ProjectionSnapshot, now: float, selected: str | None
+    snapshot: ProjectionSnapshot,
+    now: float,
+    selected: str | None,
+    cache: TreeRowCache | None = None,
 ) -> list[urwid.Widget]:
-    """Waves with their tasks; a task row carries its id as ``SelectableRow.key``."""
+    """Waves with their tasks; a task row carries its id as ``SelectableRow.key``.
+
+    With ``cache``, a task's row is built again only when the task, its number or (while its
+    attempt runs) the second changed: a tree of hundreds of finished tasks costs a lookup each.
+    """
     rows: list[urwid.Widget] = []
     by_id = {t.task_id: t for t in snapshot.tasks}
     index = {t.task_id: i + 1 for i, t in enumerate(snapshot.tasks)}
@@ -288,8 +300,15 @@ def task_tree_rows(
         rows.append(urwid.Text(("wave", f"Wave {wave.index + 1} · {wave.status}")))
         for tid in wave.task_ids:
             task = by_id[tid]
-            row = SelectableRow(task_line(task, index[tid], now), tid)
-            rows.append(urwid.AttrMap(row, None, focus_map=_SELECTED_ROW))
+            ticking = task.started_at is not None and task.ended_at is None
+            key = (task, index[tid], int(now) if ticking else None)
+            cached = cache.get(tid) if cache is not None else None
+            if cached is None or cached[0] != key:
+                row = SelectableRow(task_line(task, index[tid], now), tid)
+                cached = (key, urwid.AttrMap(row, None, focus_map=_SELECTED_ROW))
+                if cache is not None:
+                    cache[tid] = cached
+            rows.append(cached[1])
     t = snapshot.totals
     if snapshot.tasks:
         rows.append(

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from air.contracts.project import ProjectContext
-from air.store import SessionStore, open_session_database
+from air.store.repositories import SessionStore
+from air.store.session_db import open_session_database
 
 
 def make_project(root: Path) -> ProjectContext:

@@ -21,7 +21,7 @@ from air.contracts.ids import new_id
 from air.contracts.project import ProjectContext
 from air.contracts.runtime import AgentType, ContextAssembleInput, PromptLayerLevel
 from air.contracts.task import TaskContextRefs, TaskScope, TaskSpec, TaskType, VerificationPolicy
-from air.store import SessionStore
+from air.store.repositories import SessionStore
 
 SID = "ses_TEST"
 TASK = "task_TEST"

@@ -17,7 +17,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.project import ProjectContext
 from air.contracts.runtime import PromptLayerLevel
 from air.contracts.task import TaskDependencySpec, TaskSpec, TaskType
-from air.store import SessionStore
+from air.store.repositories import SessionStore
 
 SID = "ses_TEST"
 NOW = "2026-01-01T00:00:00.000000Z"

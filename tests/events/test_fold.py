@@ -238,13 +238,18 @@ def test_a_fold_cursor_fed_event_by_event_equals_replay() -> None:
 def test_an_agents_evidence_events_are_indexed_by_agent() -> None:
     events = random_sequence("ses_E", "prj_E", 600, seed=5)
     state = replay(events)
+    running: dict[str, str] = {}  # per task: the agent of its current attempt
+    ends_of: dict[str, list[int]] = {}
+    for i, e in enumerate(events):
+        if e.type == "task.started":
+            running[e.payload["task_id"]] = e.payload["agent_id"]
+        if e.type in TASK_ENDS:
+            for a in {e.payload.get("agent_id"), running.get(e.payload["task_id"])} - {None}:
+                ends_of.setdefault(str(a), []).append(i)
     for agent_id, mine in state.agent_events.items():
-        # kept from the agent's last task end on (the pipeline read the rest before it)
-        ends = [
-            i
-            for i, e in enumerate(events)
-            if e.type in TASK_ENDS and e.payload.get("agent_id") == agent_id
-        ]
+        # kept from the last end of the agent's attempt on (the pipeline read the rest before
+        # it): an end naming the agent, or its task's end naming none
+        ends = ends_of.get(agent_id, [])
         since = events[ends[-1] + 1 :] if ends else events
         runs = {
             e.payload["command_run_id"]

@@ -66,6 +66,9 @@ def test_the_codec_gives_back_an_equal_state() -> None:
     assert state.agent_events
     assert state.tool_runs
     assert decode_state(encode_state(state)) == state
+    # a map of one kind of fact is stored as rows, not a tagged object per fact
+    assert '"f":"ToolRunFact"' in encode_state(state)
+    assert any(run.error is not None for run in state.tool_runs.values())  # models in rows
 
 
 def test_an_unreadable_snapshot_is_refused_not_trusted() -> None:

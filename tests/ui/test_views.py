@@ -205,3 +205,28 @@ def test_code_blocks_split_from_markdown() -> None:
         ("code", ""),
     ]
     assert blocks[1].text == "make test"
+
+
+def test_the_task_tree_builds_again_only_the_rows_that_changed() -> None:
+    import urwid
+
+    from air.ui_urwid.views import TreeRowCache, task_tree_rows
+
+    ev = ConsoleEvents()
+    events = ev.session()
+    for n in range(30):
+        events += ev.task(f"t{n}", f"task {n}") + ev.start(f"t{n}")
+        if n:  # t0 keeps running; the others are done
+            events += ev.complete(f"t{n}", "done")
+    _, store, _ = _app(events)
+    snap = store.snapshot()
+    cache: TreeRowCache = {}
+
+    def rows(now: float) -> dict[str, Any]:
+        built = task_tree_rows(snap, now, None, cache)
+        return {r.original_widget.key: r for r in built if isinstance(r, urwid.AttrMap)}
+
+    first, same_second, later = rows(100.0), rows(100.5), rows(102.0)
+    assert len(first) == 30
+    assert all(same_second[k] is first[k] for k in first)
+    assert [k for k in first if later[k] is not first[k]] == ["t0"]  # its elapsed time ticks

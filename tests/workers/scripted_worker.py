@@ -11,7 +11,8 @@ stdin. A step is one of:
   1 unless the step names one; ``null`` leaves the field out).
 - ``{"protocol_error": text}``: a ``protocol.error`` message (its error is not an AirError).
 - ``{"checkpoint": {...}}``: a ``worker.checkpoint`` message with that payload.
-- ``{"log": text}``: a ``log`` message; ``{"exit": code}``: exit now, without a result.
+- ``{"log": text}``: a ``log`` message (``"times": n``: n of them); ``{"exit": code}``: exit
+  now, without a result; ``{"send_call": name, "input": {...}}``: a ``tool.call`` not waited on.
 - ``{"as_agent": id}``: every later message's envelope names agent ``id`` (a worker posing
   as another agent).
 - ``{"result": {...}}``: a ``worker.result``; ``task_id``, ``agent_id`` and ``agent_type`` are
@@ -67,7 +68,10 @@ def main() -> None:
         elif "checkpoint" in step:
             send("worker.checkpoint", step["checkpoint"])
         elif "log" in step:
-            send("log", {"level": "info", "message": step["log"]})
+            for _ in range(step.get("times", 1)):
+                send("log", {"level": "info", "message": step["log"]})
+        elif "send_call" in step:
+            send("tool.call", {"name": step["send_call"], "input": step.get("input") or {}})
         elif "protocol_error" in step:
             send("protocol.error", {"error": {"message": step["protocol_error"]}})
         elif "exit" in step:
