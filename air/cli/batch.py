@@ -132,6 +132,8 @@ class BatchTask(Contract):
     output_contract: WorkerOutputContract | None = None
     agent: str | None = Field(default=None, pattern=_ID_PATTERN)
     """The named agent file the task runs as (``.air/agents/NAME.md``, ``~/.air/agents/``)."""
+    host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")
+    """The host (``hosts.yaml``) the task runs on; default here, or the run's ``--host``."""
     context: TaskContextMode = "fresh"
     """``fork``: start from a branched copy of the Main Agent's conversation (IMPL-FORK-1)."""
 
@@ -161,6 +163,7 @@ class BatchTask(Contract):
             context_refs=self.context_refs,
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
             agent=agent,
+            host=self.host,
             context=self.context,
         )
 

@@ -39,6 +39,7 @@ _VALUED = (
     "--junit",
     "--record",
     "--prompt",
+    "--host",
 )
 _FLAGS = ("--review", "--json")
 

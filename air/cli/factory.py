@@ -88,7 +88,8 @@ class RuntimeFactory:
             review=options.review,
             allow_ask=options.permission_mode == "allow-ask",
             prompts=asks,
-            spare=options.spare,
+            spare=options.spare if options.remote is None else None,
+            remote=options.remote,
             runner=self._injected_runner(),
             extend_tools=None if options.runner_factory else _load_capabilities,
             tool_sources=None if options.runner_factory else _mcp_servers(servers),
@@ -140,6 +141,10 @@ def _session_model(prepared: Any, provider: str | None) -> tuple[str | None, str
 
 def _mcp_config(root: str) -> Any:
     """The MCP servers of ``~/.air/mcp.yaml`` and the (trusted) project's ``mcp.yaml``."""
+    from air.mcp.files import mcp_files
+
+    if not any(os.path.lexists(path) for path in mcp_files(root)):
+        return []  # neither file: no MCP code before the first request (IMPL-BOOT-16)
     from air.mcp.config import load_servers
 
     return load_servers(root)

@@ -52,6 +52,10 @@ class HeadlessOptions:
     """Builds the TaskRunner instead of the real workers (tests only; never from argv)."""
     spare: Any = None
     """A worker started ahead (``air.ipc.spare.SpareWorker``) for the first task."""
+    host: str | None = None
+    """``--host NAME``: the run's tasks go to that host (IMPL-REMOTE-6)."""
+    remote: Any = None
+    """The run's ``air.nursery.remote_tasks.RemotePlan`` (``air.cli.hosts_plan``), or None."""
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     stdout: IO[str] = field(default_factory=lambda: sys.stdout)
 
@@ -131,6 +135,7 @@ def parse_options(
         junit=args.get("--junit"),
         runner_factory=runner_factory,
         spare=spare,
+        host=args.get("--host"),
     )
 
 

@@ -58,7 +58,7 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
-    from air.cli.batch import load_batch, prompt_batch
+    from air.cli.hosts_plan import load_run_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
     from air.tools.sandbox_check import SandboxProbe
@@ -73,10 +73,7 @@ def _run_headless(
                 "Run `air run --headless BATCH` with a YAML batch file, or `air -p PROMPT`.",
             )
         sandbox = SandboxProbe()  # checked in run_batch_session; bwrap works meanwhile
-        if options.prompt is not None:
-            batch = prompt_batch(options.prompt)
-        else:
-            batch = load_batch(options.batch or "-", options.project)
+        batch = load_run_batch(options)  # and the hosts its tasks run on
     except AirException as exc:
         report_bad_input(exc, sys.stderr)
         if sandbox is not None:

@@ -22,6 +22,7 @@ _RUN_OPTIONS = """\
   --branch NAME           Land the run's merges on branch NAME of the project (made from
                           HEAD when new, and checked out before the first task).
   --review                Review every completed code change (a review task per task).
+  --host NAME             Run the tasks on host NAME of hosts.yaml (a task's `host:` wins).
   --json                  Stream every event as one JSON object per line on stdout (if
                           the reader goes away the stream stops and the run goes on); the
                           last line is one summary record (type "air.summary").
@@ -119,7 +120,7 @@ by SIGTERM (the first signal cancels, a second kills; the --junit file and the -
 are written either way).
 
 Usage:
-  air run --headless BATCH [--detach] [--record DIR] {_RUN_ARGS}
+  air run --headless BATCH [--detach] [--record DIR] [--host NAME] {_RUN_ARGS}
   air run -p PROMPT [--headless] [--detach] [--record DIR] {_RUN_ARGS}
   air run --plan BATCH {_RUN_ARGS}
   air run -h | --help

@@ -205,6 +205,8 @@ class TaskSpec(Contract):
 
     agent: TaskAgent | None = None
     """IMPL-AGENTFILE-1: the named agent file the task runs as (None: its role's defaults)."""
+    host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")
+    """IMPL-REMOTE-6: the hosts.yaml host the task runs on (None: here, or the run's --host)."""
 
 
 class WorkspaceStrategy(StrEnum):

@@ -17,7 +17,6 @@ from air.contracts.ids import Contract, empty_list
 
 __all__ = [
     "PERMISSION_ANSWERS",
-    "QUEUED_FOR_SLOT",
     "AgentProjection",
     "ArtifactProjection",
     "BlockerProjection",
@@ -43,9 +42,6 @@ __all__ = [
     "WaveProjection",
 ]
 
-QUEUED_FOR_SLOT = "queued for a slot"
-"""The ``task.progress`` message of a task waiting for a machine-wide worker slot (IMPL-SLOT-1);
-the task view shows it in place of the task's status until the slot is taken."""
 
 PermissionAnswer = Literal["allow_once", "allow_task", "allow_session", "allow_project", "deny"]
 PERMISSION_ANSWERS: tuple[PermissionAnswer, ...] = (

@@ -31,7 +31,6 @@ from air.contracts.provider import (
 )
 from air.llm.catalogue import complete_model
 from air.llm.errors import models_reference
-from air.llm.local_context import is_local, local_context_length
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
@@ -174,11 +173,11 @@ def with_local_context(config: ModelsConfig) -> ModelsConfig:
     server: unchanged). Its output limit, unless set, is capped to a quarter of that window."""
     providers = dict(config.providers)
     for pid, provider in config.providers.items():
-        if (
-            provider.kind is not ProviderKind.OPENAI_COMPATIBLE
-            or provider.auth_ref
-            or not is_local(provider.base_url)
-        ):
+        if provider.kind is not ProviderKind.OPENAI_COMPATIBLE or provider.auth_ref:
+            continue
+        from air.llm.local_context import is_local, local_context_length  # IMPL-BOOT-16
+
+        if not is_local(provider.base_url):
             continue
         models = dict(provider.models)
         for model_id, model in provider.models.items():
@@ -216,7 +215,11 @@ def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
         )
         sources.append("environment: ANTHROPIC_API_KEY")
     base_url = env.get("OPENAI_BASE_URL") or None
-    local = is_local(base_url)
+    local = False
+    if base_url is not None:
+        from air.llm.local_context import is_local  # IMPL-BOOT-16: only for a URL to judge
+
+        local = is_local(base_url)
     if env.get("OPENAI_API_KEY") or local:
         model = env.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
         keyed = bool(env.get("OPENAI_API_KEY"))

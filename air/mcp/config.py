@@ -1,6 +1,7 @@
 """The MCP server declarations: ``~/.air/mcp.yaml`` and ``<project>/.air/shared/mcp.yaml``.
 
-Owns ``McpServer`` (one declared server), ``mcp_files`` and ``load_servers``. A file::
+Owns ``McpServer`` (one declared server) and ``load_servers`` (where: ``air.mcp.files``).
+A file::
 
     servers:
       time:                        # the server's name: [A-Za-z0-9-], 1-20 characters
@@ -20,16 +21,16 @@ files is refused (a project cannot shadow the user's server). Bad files raise
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Any, Literal, NamedTuple
 
 import yaml
 
 from air.contracts.error import AirException, ErrorKind
+from air.mcp.files import mcp_files
 from air.yamlload import load
 
-__all__ = ["McpServer", "load_servers", "mcp_files", "parse_servers"]
+__all__ = ["McpServer", "load_servers", "parse_servers"]
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
@@ -153,14 +154,6 @@ def parse_servers(text: str, source: str) -> list[McpServer]:
     if not isinstance(servers, dict):
         raise _bad(source, "servers", "must map server names to servers")
     return [_server(source, name, raw) for name, raw in servers.items()]
-
-
-def mcp_files(project_root: str | None, home: str | None = None) -> list[str]:
-    """The files air reads, the user's first."""
-    files = [os.path.join(home or os.path.expanduser("~"), ".air", "mcp.yaml")]
-    if project_root:
-        files.append(os.path.join(project_root, ".air", "shared", "mcp.yaml"))
-    return files
 
 
 def load_servers(project_root: str | None, home: str | None = None) -> list[McpServer]:

@@ -134,6 +134,8 @@ class RuntimeConfig:
     """Called with the open session before anything is recorded; may raise AirException."""
     subscribers: Sequence[Callable[[Any], None]] = field(default_factory=tuple)
     """Bus handlers for every event of the session, subscribed before anything is recorded."""
+    remote: Any = None
+    """``air.nursery.remote_tasks.RemotePlan``: tasks that run on other hosts (IMPL-REMOTE-5)."""
     interactive: bool = False
     """The console: a new session's ``session.created`` is recorded at once (its first events
     are the person's messages, not tasks) and the workers' ``ask_user`` questions go to
@@ -394,12 +396,18 @@ def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeService
         sink=session.ingestor.ingest,
         headless_allow_ask=config.allow_ask,
     )
+    workspace = None
+    if config.remote is not None:  # a remote task's calls run on its host (IMPL-REMOTE-5)
+        from air.remote.workspace import RoutingWorkspaceExecutor
+
+        workspace = RoutingWorkspaceExecutor()
     registry = ToolRegistry(
         engine=engine,
         recorder=session.ingestor,
         artifacts=session.artifacts,
         redactor=services.redactor,
         prompts=config.prompts,
+        workspace=workspace,
     )
     sandbox = register_builtin_tools(registry)
     if config.extend_tools is not None:
@@ -435,14 +443,26 @@ def _workers(
         context=worker_context(session, ledger, services.provider, services.model, lock),
         state_dir=runs,
         redactor=services.redactor,
-        spare=config.spare,
+        spare=config.spare if config.remote is None else None,
         slots=SlotPool.for_user(),  # every air process of this user shares it (IMPL-SLOT-1)
     )
+    if config.remote is not None:
+        runner = _remote(runner, config.remote, registry)
     warm_up = services.warm_up
     if warm_up is None:
         return runner, None
     provider_id = services.model.partition("/")[0]
     return runner, lambda: warm_up(provider_id)
+
+
+def _remote(manager: Any, plan: Any, registry: Any) -> Any:
+    """The runner whose tasks with a host run there (``air.nursery.remote_tasks``)."""
+    from air.ipc.launcher import LocalLauncher
+    from air.nursery.remote_tasks import RemoteTaskRunner, RoutingLauncher
+
+    launcher = RoutingLauncher(LocalLauncher(None))
+    manager.launcher = launcher
+    return RemoteTaskRunner(manager, plan, launcher, registry.workspace)
 
 
 def _reaper(runs: str) -> Reaper:

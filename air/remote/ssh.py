@@ -143,10 +143,11 @@ def remote_command(
     env: dict[str, str],
     *,
     lease_ttl_s: float = 0.0,
+    cwd: str | None = None,
 ) -> str:
-    """The shell line the remote runs: ``cd`` into the work directory, then ``exec env -i`` with
-    only ``HOME``, ``USER``, ``PATH``, the locale, the run marker and ``env``, running the guard
-    around ``command``."""
+    """The shell line the remote runs: ``cd`` into the work directory (or ``cwd``: a task's
+    remote worktree), then ``exec env -i`` with only ``HOME``, ``USER``, ``PATH``, the locale,
+    the run marker and ``env``, running the guard around ``command``."""
     variables = {
         "PATH": REMOTE_PATH,
         "LANG": "C.UTF-8",
@@ -158,8 +159,9 @@ def remote_command(
     lease = ["--lease", str(lease_ttl_s)] if lease_ttl_s > 0 else []
     guard = [host.python, "-P", "-m", "air.remote.guard", "run", *lease, "--", *command]
     workdir = shlex.quote(host.workdir)
+    where = shlex.quote(cwd) if cwd else workdir
     return (
-        f"mkdir -p -- {workdir} && cd -- {workdir} && "
+        f"mkdir -p -- {workdir} && cd -- {where} && "
         f'exec env -i HOME="$HOME" USER="$USER" LOGNAME="$USER" {assigns} '
         + " ".join(shlex.quote(a) for a in guard)
     )
@@ -409,8 +411,12 @@ class SshLauncher:
         host: HostConfig,
         control_path: str | None = None,
         nursery: trio.Nursery | None = None,
+        cwd: str | None = None,
     ) -> None:
         self.host = host
+        self.cwd = cwd
+        """The workers' directory on the host (a task's remote worktree; default the host's
+        work directory). Never the launch spec's: that is a path on this machine."""
         self.control_path = control_path
         self.nursery = nursery
         self.handles: list[SshHandle] = []
@@ -445,7 +451,7 @@ class SshLauncher:
         env = dict(spec.env or {})
         command = _remote_worker(self.host, spec.command)
         ttl = self.host.lease_ttl_s if self.nursery is not None else 0.0
-        line = remote_command(self.host, spec.marker, command, env, lease_ttl_s=ttl)
+        line = remote_command(self.host, spec.marker, command, env, lease_ttl_s=ttl, cwd=self.cwd)
         base = ssh_argv(self.host, control_path=self.control_path)
         return [*base, "--", self.host.destination(), line]
 

@@ -23,7 +23,7 @@ import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import trio
 
@@ -77,12 +77,12 @@ class Slot:
         os.close(fd)  # the lock goes with the last descriptor of the open file
 
 
-@dataclass(frozen=True)
-class SlotHolder:
+class SlotHolder(NamedTuple):
     """Who holds a slot, as its record says, and whether that process is still the one that
-    wrote it (a held lock with a dead recorded owner means the descriptor leaked)."""
+    wrote it (a held lock with a dead recorded owner means the descriptor leaked). A read-only
+    record, so a NamedTuple (IMPL-BOOT-9)."""
 
-    index: int
+    slot: int
     record: Mapping[str, Any]
     alive: bool
 

@@ -25,9 +25,9 @@ import trio
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.event import EventSource, new_event
 from air.contracts.ids import new_id
+from air.contracts.progress import QUEUED_FOR_SLOT
 from air.contracts.runtime import ContextPack
 from air.contracts.task import AGENT_TYPE_FOR_TASK
-from air.contracts.ui import QUEUED_FOR_SLOT
 from air.ipc.launcher import Launcher, LocalLauncher
 from air.ipc.process import WorkerProcess
 from air.ipc.spare import SpareWorker

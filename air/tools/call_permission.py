@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import trio
+
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.permission import PermissionAction, PermissionGrantScope
 from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
@@ -67,19 +69,29 @@ async def ask_person(
     )
     from air.contracts.permission_records import PermissionPromptRequest
 
-    answer = await broker.ask(
-        PermissionPromptRequest(
-            prompt_id=prompt_id,
-            tool_name=request.tool_name,
-            decision=decision,
-            items=items,
-            command=request.command,
-            segments=evaluation.command.segments if evaluation.command else [],
-            risk_level=decision.risk_level,
-            task_id=request.task_id,
-            agent_id=request.agent_id,
+    try:
+        answer = await broker.ask(
+            PermissionPromptRequest(
+                prompt_id=prompt_id,
+                tool_name=request.tool_name,
+                decision=decision,
+                items=items,
+                command=request.command,
+                segments=evaluation.command.segments if evaluation.command else [],
+                risk_level=decision.risk_level,
+                task_id=request.task_id,
+                agent_id=request.agent_id,
+            )
         )
-    )
+    except trio.Cancelled:
+        # the call went away (its worker died, its task was cancelled): the prompt is withdrawn
+        # as a refusal, so no view keeps asking a question nobody waits for
+        with trio.CancelScope(shield=True):
+            await run.record(
+                "permission.prompt.resolved",
+                {"prompt_id": prompt_id, "decision": "deny", "resolved_by": "policy"},
+            )
+        raise
     await run.record(
         "permission.prompt.resolved",
         {

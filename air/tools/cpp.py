@@ -31,18 +31,17 @@ from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolDefinition
 from air.tools.cpp_definitions import CPP_TOOL_DEFINITIONS, permission_command
-from air.tools.cpp_runner import SandboxedCommandRunner, WatchedCommand, sandboxed_spawn
 from air.tools.registry import ToolExecutor, ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.shell import command_space
-from air.tools.task_view import task_view_dir
 
 if TYPE_CHECKING:
     from air.cpp.build import CppBuildInput, CppBuildOutput
     from air.cpp.clangd import ClangdPool
     from air.cpp.testing import CppTestOutput
     from air.cpp.view import OverlayView
+    from air.tools.cpp_runner import SandboxedCommandRunner
 
 # air.cpp (the toolchain: parsers, runners, clangd) is imported by the first cpp.* call, not
 # with the definitions: every run registers these tools, few run them (IMPL-FAST-2).
@@ -108,6 +107,7 @@ async def _detect(input: JsonObject, run: ToolRun) -> Any:
 
 async def _configure(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput
+    from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
     out = await CMakeConfigurator(runner).configure(
@@ -131,6 +131,7 @@ async def run_build(
     """Build through the sandbox with records; returns the output, the runner and the build's
     evidence id."""
     from air.cpp.build import CppBuilder
+    from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
     out = await CppBuilder(runner).build(input, runner.on_diagnostic)
@@ -181,6 +182,7 @@ async def _build(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any
 async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.project import safe_build_dir
     from air.cpp.testing import CppTestInput, CppTestRunner
+    from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
     out: CppTestOutput = await CppTestRunner(runner).run_tests(
@@ -226,6 +228,7 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
 
 async def _cppcheck(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.cppcheck import CppcheckInput, CppcheckRunner
+    from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
     paths = input.get("paths") or []
@@ -262,6 +265,7 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     from air.cpp.clangd import ClangdQueryInput, clangd_command, open_clangd
     from air.cpp.process import is_plain_file
     from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, safe_build_dir
+    from air.tools.cpp_runner import SandboxedCommandRunner, WatchedCommand, sandboxed_spawn
 
     workspace = _workspace(run)
     build_dir = safe_build_dir(workspace, _str(input, "build_dir", "build"))
@@ -320,6 +324,7 @@ def _view(run: ToolRun) -> OverlayView | None:
     if run.context.write_area != []:
         return None
     from air.cpp.view import OverlayView
+    from air.tools.task_view import task_view_dir
 
     ctx = run.context
     view_dir = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)

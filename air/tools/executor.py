@@ -52,6 +52,10 @@ class LocalWorkspaceExecutor:
     def install(self, name: str, fn: WorkspaceToolFn) -> None:
         self._tools[name] = fn
 
+    def names(self) -> list[str]:
+        """The installed tools."""
+        return list(self._tools)
+
     async def execute(self, name: str, input: JsonObject, run: ToolRun) -> Any:
         fn = self._tools.get(name)
         if fn is None:

@@ -26,11 +26,9 @@ from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
 from air.security.redact import SecretRedactor
-from air.tools.git_apply import apply_in_copy
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
-from air.tools.unified_diff import parse_patch
 
 __all__ = ["edit_text", "register_fs_tools"]
 
@@ -286,6 +284,8 @@ _LINK_MODE = re.compile(r"^(?:new file |new |old )?mode 120000\s*$", re.MULTILIN
 
 
 def _patch_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
+    from air.tools.unified_diff import parse_patch  # IMPL-BOOT-16: at the first fs.patch
+
     writes: list[str] = []
     for old, new, _ in parse_patch(input.get("patch", "")):
         for p in (old, new):
@@ -309,6 +309,9 @@ def _patch_targets(files: list[tuple[str | None, str | None, list[list[str]]]]) 
 
 
 async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
+    from air.tools.git_apply import apply_in_copy  # IMPL-BOOT-16: at the first fs.patch
+    from air.tools.unified_diff import parse_patch
+
     root = run.context.workspace_root
     files = parse_patch(input["patch"])
     if not files:

@@ -18,7 +18,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -27,13 +27,13 @@ from air.contracts.error import AirError, AirException, ErrorKind, make_air_erro
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.limits import LimitWatch, load_limits, resource_limit_error
-from air.tools.output import CommandOutput, pump, widen_pipe
 from air.tools.registry import ToolRegistry, is_cancellation
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.sandbox_check import check_sandbox_available
-from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
-from air.tools.task_view import task_view_dir
+
+if TYPE_CHECKING:
+    from air.tools.sandbox_spawn import CommandSpace
 
 __all__ = [
     "SandboxRunner",
@@ -74,6 +74,10 @@ def command_space(run: ToolRun) -> CommandSpace:
         AirException: ``config_error``/``untrusted_config`` from the limits files,
             ``environment_error`` when the read-only view cannot be built.
     """
+    # IMPL-BOOT-16: the spawn, view and output modules load at the first command
+    from air.tools.sandbox_spawn import CommandSpace
+    from air.tools.task_view import task_view_dir
+
     limits = load_limits(run.context.project_root)
     if run.context.write_area != []:
         return CommandSpace(limits)
@@ -113,6 +117,9 @@ async def _run_in(
     seconds: float,
 ) -> Any:
     """Run ``command`` in ``space`` for at most ``seconds``, recorded as one command run."""
+    from air.tools.output import CommandOutput, pump, widen_pipe
+    from air.tools.sandbox_spawn import start_sandboxed
+
     command_run_id = new_id("cr")
     env = sandbox_environment(os.environ)
     await record_command_started(run, command_run_id, command, cwd)

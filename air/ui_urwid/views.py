@@ -19,8 +19,8 @@ from typing import Any, Literal
 import urwid
 
 from air.contracts.display import cost_text, hides, shown
+from air.contracts.progress import QUEUED_FOR_SLOT
 from air.contracts.ui import (
-    QUEUED_FOR_SLOT,
     BlockerProjection,
     CommandRunProjection,
     MessageProjection,

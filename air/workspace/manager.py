@@ -44,7 +44,6 @@ from air.workspace.changes import (
     link_escapes,
     violation_error,
 )
-from air.workspace.copies import copy_back, copy_project, manifest_changes
 from air.workspace.records import RecordStore, WorkspaceRecord, parse_iso, workspace_error
 from air.workspace.worktrees import ProjectGit
 
@@ -154,6 +153,8 @@ class WorkspaceManager:
         elif strategy == WorkspaceStrategy.ISOLATED_COPY:
             rec.path = os.path.join(self.root, wid)
             os.makedirs(self.root, exist_ok=True)
+            from air.workspace.copies import copy_project  # IMPL-BOOT-16
+
             rec.manifest = await trio.to_thread.run_sync(copy_project, self.project_root, rec.path)
         self.records.save(rec)
         await self.record(
@@ -176,6 +177,8 @@ class WorkspaceManager:
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             return await self.git.changed_files(rec)
         if rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
+
             changes = await trio.to_thread.run_sync(manifest_changes, rec.manifest, rec.path)
             return [change.path for change in changes]
         return []
@@ -249,6 +252,8 @@ class WorkspaceManager:
             head = await self.git.commit(rec, message)
             self._check(rec, await self.git.changes(rec, head), guard)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
+
             changes = await trio.to_thread.run_sync(manifest_changes, rec.manifest, rec.path)
             self._check(rec, changes, guard)
         await self.record(
@@ -292,6 +297,7 @@ class WorkspaceManager:
 
     async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
         from air.contracts.task_results import MergeResult
+        from air.workspace.copies import copy_back  # IMPL-BOOT-16
 
         changed = await self.changed_files(rec.workspace_id)
         if not changed:

@@ -19,14 +19,13 @@ from typing import TYPE_CHECKING
 import trio
 
 from air.contracts.error import AirException
-from air.workspace.authorship import Authorship, commit_message, read_authorship
 from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
-from air.workspace.copies import JUNK_DIRS
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
     from air.contracts.task_results import MergeResult
+    from air.workspace.authorship import Authorship
 
 __all__ = ["ProjectGit"]
 
@@ -82,12 +81,16 @@ class ProjectGit:
 
     async def authorship(self) -> Authorship:
         """Who the project's commits name (the user's identity and signing), read once."""
+        from air.workspace.authorship import read_authorship  # IMPL-BOOT-16: at a first commit
+
         if self._authorship is None:
             self._authorship = await read_authorship(self._main_location())
         return self._authorship
 
     async def message(self, rec: WorkspaceRecord, subject: str, body: str | None = None) -> str:
         """A commit message for ``rec``'s task: subject, body, ``Air-*`` trailers."""
+        from air.workspace.authorship import commit_message
+
         trailers = {"Air-Task": str(rec.task_id), "Air-Workspace": rec.workspace_id}
         return commit_message(subject, body, trailers, await self.authorship())
 
@@ -164,6 +167,8 @@ class ProjectGit:
             "-z",
             f"{rec.base_commit}..HEAD",
         )
+        from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
+
         names = _porcelain_paths(status.stdout)
         names.update(n for n in os.fsdecode(committed.stdout).split("\0") if n)
         return sorted(n for n in names if not JUNK_DIRS.intersection(n.split("/")))
@@ -171,6 +176,8 @@ class ProjectGit:
     async def commit(self, rec: WorkspaceRecord, message: str) -> str:
         """Commit everything the task left in its worktree to its branch; returns that commit
         (what the merge check reads and what is merged, nothing later)."""
+        from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
+
         # build/cache directories the task's commands left behind are never merged back
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(JUNK_DIRS)]
         await self.run(rec, "add", "-A", "--", ".", *junk)

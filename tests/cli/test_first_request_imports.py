@@ -67,6 +67,18 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "air.contracts.artifact_records",  # artifact refs and inputs, debug records, memories
     "air.contracts.evidence_records",  # evidence refs and inputs
     "air.contracts.permission_records",  # a permission check's request, analysis, decision
+    # IMPL-BOOT-16: a tool's own machinery loads at its first call, not with its definition
+    "air.tools.cpp_runner",  # the cpp.* tools' recorded, sandboxed commands
+    "air.tools.sandbox_spawn",  # starting bwrap, its seccomp filter, the read-only view
+    "air.tools.seccomp",
+    "air.tools.task_view",
+    "air.tools.output",  # a command's streamed output
+    "air.tools.git_apply",  # fs.patch
+    "air.tools.unified_diff",
+    "air.workspace.authorship",  # a worktree's commits: a main-workspace task makes none
+    "air.workspace.copies",  # an isolated copy's files
+    "air.llm.local_context",  # asked only of a local keyless OpenAI-compatible server
+    "air.mcp.config",  # only when ~/.air/mcp.yaml or the project's mcp.yaml exists
 )
 
 

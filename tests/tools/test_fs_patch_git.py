@@ -272,7 +272,7 @@ async def test_a_symlinked_target_is_refused(env: Env) -> None:
 async def test_a_file_changed_while_git_applies_is_not_overwritten(
     env: Env, monkeypatch: Any
 ) -> None:
-    import air.tools.fs as fs_module
+    import air.tools.git_apply as git_apply_module  # fs.patch imports it at its call (IMPL-BOOT-16)
     from air.tools.git_apply import apply_in_copy as original
 
     def racing(*args: Any) -> Any:
@@ -280,7 +280,7 @@ async def test_a_file_changed_while_git_applies_is_not_overwritten(
         (env.root / "src" / "app.py").write_text("edited meanwhile\n")
         return result
 
-    monkeypatch.setattr(fs_module, "apply_in_copy", racing)
+    monkeypatch.setattr(git_apply_module, "apply_in_copy", racing)
     patch = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-print('hello')\n+print('x')\n"
     res = await env.registry.call("fs.patch", {"patch": patch}, env.ctx())
     assert res.status == "error"

@@ -94,6 +94,38 @@ async def test_ask_user_declined_and_headless_fail_closed(tmp_path: Path) -> Non
         env.close()
 
 
+class SilentPerson:
+    """A person who never answers; says when a question reaches them."""
+
+    def __init__(self) -> None:
+        self.asked = trio.Event()
+
+    async def ask(self, request: PermissionPromptRequest) -> PermissionPromptResponse:
+        self.asked.set()
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_prompt_whose_call_is_cancelled_is_withdrawn(tmp_path: Path) -> None:
+    """The call goes away while its question is open (its worker died, its task was
+    cancelled): the prompt is resolved as a refusal, so no view keeps showing it."""
+    person = SilentPerson()
+    env = Env(tmp_path, prompts=person)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(env.registry.call, "shell.run", {"command": ASKS}, env.ctx())
+            await person.asked.wait()
+            nursery.cancel_scope.cancel()
+        requested = env.payloads("permission.prompt.requested")
+        resolved = env.payloads("permission.prompt.resolved")
+        assert [r["prompt_id"] for r in resolved] == [requested[0]["prompt_id"]]
+        assert (resolved[0]["decision"], resolved[0]["resolved_by"]) == ("deny", "policy")
+        assert env.rows("command_runs") == []
+        assert_payloads_valid(env.events())
+    finally:
+        env.close()
+
+
 async def test_fs_list_project_info_and_artifact_read(env: Env) -> None:
     await trio.Path(env.root / "pyproject.toml").write_text("[project]\nname='p'\n")
     await trio.Path(env.root / "src" / "pkg").mkdir()

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import urwid
 
-from air.contracts.ui import QUEUED_FOR_SLOT, TaskProjection
+from air.contracts.progress import QUEUED_FOR_SLOT
+from air.contracts.ui import TaskProjection
 from air.ui_urwid.views import task_line
 
 
