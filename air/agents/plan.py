@@ -99,6 +99,9 @@ def parse_plan(
         if task_id in known_task_ids:
             errors.append(f"tasks: id {task_id!r} already exists in this session; pick a new id")
         seen.add(task_id)
+    forks = [t.id for t in plan.tasks if t.context == "fork"]
+    if len(forks) > 1:
+        errors.append(f"tasks: {', '.join(forks)} have context fork; at most one task may fork")
     for task in plan.tasks:
         for dep in task.dependencies:
             if dep.depends_on_task_id not in seen and dep.depends_on_task_id not in known_task_ids:

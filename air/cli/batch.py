@@ -50,6 +50,7 @@ from air.contracts.task import (
     DependencyType,
     TaskAgent,
     TaskConstraints,
+    TaskContextMode,
     TaskContextRefs,
     TaskDependencySpec,
     TaskScope,
@@ -133,6 +134,8 @@ class BatchTask(Contract):
     """The named agent file the task runs as (``.air/agents/NAME.md``, ``~/.air/agents/``)."""
     host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")
     """The host (``hosts.yaml``) the task runs on; default here, or the run's ``--host``."""
+    context: TaskContextMode = "fresh"
+    """``fork``: start from a branched copy of the Main Agent's conversation (IMPL-FORK-1)."""
 
     def to_spec(self, agent: TaskAgent | None = None) -> TaskSpec:
         deps = [
@@ -161,6 +164,7 @@ class BatchTask(Contract):
             output_contract=self.output_contract or OUTPUT_CONTRACT_FOR_TASK[self.type],
             agent=agent,
             host=self.host,
+            context=self.context,
         )
 
 
@@ -342,6 +346,11 @@ def load_batch_text(
         for d in s.dependencies
         if d.dependency_type in (DependencyType.HARD, DependencyType.SERIALIZATION)
     ]
+    forks = [i for i, s in enumerate(specs) if s.context == "fork"]
+    if len(forks) > 1:  # one task per batch may fork the conversation (IMPL-FORK-1)
+        node = node_at(root, ["tasks", forks[1], "context"])[0]
+        names = ", ".join(specs[i].id for i in forks)
+        raise _fail(path, yaml_line(node), f"tasks {names} have context: fork; one task may")
     cycle = find_cycle(gating)
     if cycle:
         node = node_at(root, ["tasks", ids[cycle[0]]])[0]

@@ -25,6 +25,11 @@ from air.cli.session_report import SessionSummary, TaskSummary
 from air.contracts.display import shown
 
 
+def _usd(cost: float | None) -> str:
+    """A cost in USD; ``unknown`` when a model's price is not known (never 0)."""
+    return "unknown" if cost is None else f"{cost:.6f}"
+
+
 def _seconds(value: float) -> str:
     return f"{value:.3f}"
 
@@ -33,7 +38,7 @@ def _case_out(task: TaskSummary) -> str:
     lines = [
         f"task {task.task_id}: {shown(task.title)}",
         f"status: {task.status} after {len(task.attempts)} attempt(s)",
-        f"tokens: {task.tokens}, turns: {task.turns}, cost_usd: {task.cost_usd:.6f}",
+        f"tokens: {task.tokens}, turns: {task.turns}, cost_usd: {_usd(task.cost_usd)}",
     ]
     if task.summary:
         lines.append(f"summary: {shown(task.summary, keep_lines=True)}")
@@ -98,7 +103,7 @@ def junit_xml(summary: SessionSummary, hostname: str | None = None) -> ElementTr
     out.text = (
         f"session {summary.session_id}: {counts['completed']}/{counts['tasks']} completed, "
         f"{failures} failed, waves {summary.waves}, tokens {usage['tokens']}, "
-        f"cost_usd {usage['cost_usd']:.6f}\n"
+        f"cost_usd {_usd(usage['cost_usd'])}\n"
     )
     return root
 
@@ -131,7 +136,7 @@ def summary_record(
                 "attempts": len(t.attempts),
                 "duration_s": round(t.duration_s, 3),
                 "tokens": t.tokens,
-                "cost_usd": round(t.cost_usd, 6),
+                "cost_usd": None if t.cost_usd is None else round(t.cost_usd, 6),
                 "error": t.error_message,
             }
             for t in summary.tasks.values()

@@ -38,6 +38,11 @@ def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int
         options = parse_options(argv_options)
         batch = load_batch(options.batch or "-", options.project)
         batch.warned(sys.stderr)
+        from air.context.fork import fork_refusal
+
+        refusal = fork_refusal(batch.specs, 0)  # a run's new session has no conversation
+        if refusal is not None:  # the refusal of Runtime.submit (IMPL-FORK-1)
+            raise refusal
         problems = refusals(options)
         for each in problems:
             report_bad_input(each, sys.stderr)

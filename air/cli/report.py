@@ -30,7 +30,7 @@ from air.cli.session_report import (
     command_outcome,
     summarise,
 )
-from air.contracts.display import shown
+from air.contracts.display import cost_text, shown
 from air.contracts.error import CliExit
 
 INLINE_LIMIT = 64 * 1024
@@ -202,7 +202,7 @@ class _Page:
             f'<tr data-task="{_e(t.task_id)}"><td><a href="#task-{_e(t.task_id)}">'
             f"{_e(t.task_id)}</a></td><td>{_e(t.status)}</td><td>{len(t.attempts)}</td>"
             f"<td>{t.duration_s:.2f}</td><td>{t.tokens}</td><td>{t.turns}</td>"
-            f"<td>{t.cost_usd:.4f}</td></tr>"
+            f"<td>{_e(cost_text(t.cost_usd, 4))}</td></tr>"
             for t in summary.tasks.values()
         )
         counts = summary.counts()
@@ -213,14 +213,48 @@ class _Page:
             f"<p>{_e(summary.started_at)} → {_e(summary.ended_at)} ({summary.duration_s:.2f} s), "
             f"{counts['tasks']} tasks: {counts['completed']} completed, {counts['failed']} failed, "
             f"{counts['blocked']} blocked, {counts['cancelled']} cancelled; {summary.waves} waves; "
-            f"{usage['tokens']} tokens, {usage['turns']} turns, cost ${usage['cost_usd']:.4f}</p>"
+            f"{usage['tokens']} tokens, {usage['turns']} turns, "
+            f"cost {_e(cost_text(usage['cost_usd'], 4))}</p>"
+            f"{_usage_table(usage)}"
             f"<h2>Timeline</h2>{self.timeline()}"
             '<h2>Tasks</h2><table id="tasks"><tr><th>task</th><th>status</th><th>attempts</th>'
-            "<th>seconds</th><th>tokens</th><th>turns</th><th>cost $</th></tr>"
+            "<th>seconds</th><th>tokens</th><th>turns</th><th>cost</th></tr>"
             f"{rows}</table>"
             + "".join(self.task_section(t, artifacts) for t in summary.tasks.values())
             + "</body></html>\n"
         )
+
+
+_PURPOSE_NAMES = {
+    "main_agent": "Main Agent",
+    "designer": "Architecture Designer",
+    "compaction": "compaction",
+    "task": "tasks",
+}
+
+
+def _usage_rows(attr: str, parts: dict[str, dict[str, Any]], names: dict[str, str]) -> str:
+    return "".join(
+        f'<tr data-{attr}="{_e(key)}"><td>{_e(names.get(key, key))}</td>'
+        f"<td>{part['calls']}</td><td>{part['input_tokens']}</td><td>{part['output_tokens']}</td>"
+        f"<td>{part['cache_read_tokens']}</td><td>{part['cache_write_tokens']}</td>"
+        f"<td>{_e(cost_text(part['cost_usd'], 4))}</td></tr>"
+        for key, part in parts.items()
+    )
+
+
+def _usage_table(usage: dict[str, Any]) -> str:
+    """Every model call of the session by who made it, tasks' calls per wave and the Main
+    Agent's per turn (the usage ledger, IMPL-USAGE-1)."""
+    waves = {w: f"wave {w}" for w in usage["by_wave"]}
+    turns = {m: f"turn {i} ({m})" for i, m in enumerate(usage["by_turn"], 1)}
+    return (
+        '<h2>Model calls</h2><table id="usage"><tr><th>by</th><th>calls</th><th>tokens in</th>'
+        "<th>tokens out</th><th>cache read</th><th>cache write</th><th>cost</th></tr>"
+        f"{_usage_rows('purpose', usage['by_purpose'], _PURPOSE_NAMES)}"
+        f"{_usage_rows('wave', usage['by_wave'], waves)}"
+        f"{_usage_rows('turn', usage['by_turn'], turns)}</table>"
+    )
 
 
 def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:

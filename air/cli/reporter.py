@@ -1,8 +1,10 @@
 """The headless reporter: human progress on stderr and the ``--json`` event stream on stdout.
 
 Owns: ``Progress`` (one line per task start, retry and end with the elapsed time and, at an
-end, the attempt's tokens and cost; the run's total cost; the summary counts; the JSONL stream
-that stops quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Statuses
+end, the task's tokens and cost; the run's total cost; the summary counts; the JSONL stream
+that stops quietly when its reader goes away, IMPL-CLI-4) and ``_silence_stdout``. Tokens and
+costs are the usage ledger's (``air.events.usage_ledger``, IMPL-USAGE-1): every model call of
+the run, the designer's and compaction's included. Statuses
 and counts are the fold's (``air.events.fold``): every event the reporter sees is folded once,
 and the counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A
 reason or an error in a line is shown as exact text (``air.contracts.display.shown``,
@@ -22,6 +24,7 @@ from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
 from air.events.transitions import TASK_ENDS
+from air.events.usage_ledger import UsageLedger
 
 __all__ = ["Progress"]
 
@@ -36,10 +39,8 @@ class Progress:
         self.json_out = json_out
         self.started = time.monotonic()
         self._fold = FoldCursor()
-        self.cost_usd = 0.0
-        """What the run's model calls cost so far, over the attempts that ended."""
-        self.cost_unknown = False
-        """An attempt ended whose model has no known price: the total is a lower bound."""
+        self.usage = UsageLedger()
+        """Every model call of the session so far (``model.usage.recorded``)."""
 
     @property
     def status(self) -> Mapping[str, str]:
@@ -63,23 +64,22 @@ class Progress:
         return done, running, failed, sum(state.counts.values())
 
     def cost_text(self) -> str:
-        """The run's total cost so far, as the last line says it."""
-        total = f"${self.cost_usd:.4f}"
-        return f"at least {total} (a model's price is unknown)" if self.cost_unknown else total
+        """The session's total cost so far (every model call), as the last line says it; a
+        model without a price makes it a lower bound, never a silent 0."""
+        total = self.usage.total
+        if total.cost_usd is None:
+            return f"at least ${total.known_cost_usd:.4f} (a model's price is unknown)"
+        return f"${total.cost_usd:.4f}"
 
-    def _spent(self, payload: Mapping[str, Any]) -> str:
-        """Count an ended attempt's usage (from its worker result) and say it: ``, 1200 tok,
-        $0.0012``; nothing when the attempt reported no usage."""
-        usage = (payload.get("worker_result") or {}).get("usage") or {}
-        if not usage:
+    def _spent(self, task_id: str) -> str:
+        """What the task's model calls used so far: ``, 1200 tok, $0.0012``; nothing when it
+        made none."""
+        spent = self.usage.task(task_id)
+        if not spent.calls:
             return ""
-        tokens = int(usage.get("tokens") or 0)
-        cost = usage.get("cost_usd")
-        if cost is None:
-            self.cost_unknown = True
-            return f", {tokens} tok, cost unknown"
-        self.cost_usd += float(cost)
-        return f", {tokens} tok, ${float(cost):.4f}"
+        if spent.cost_usd is None:
+            return f", {spent.tokens} tok, cost unknown"
+        return f", {spent.tokens} tok, ${spent.cost_usd:.4f}"
 
     def stream_line(self, line: str) -> None:
         """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
@@ -109,15 +109,18 @@ class Progress:
         return True
 
     def replay(self, history: Iterable[Any]) -> None:
-        """Take the statuses of a resumed session from its log (printing nothing)."""
+        """Take the statuses and usage of a resumed session from its log (printing nothing)."""
         for event in history:
-            self._fold_in(event)
+            if not self.usage.feed(event):
+                self._fold_in(event)
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
             self.stream_line(event.model_dump_json() + "\n")
         kind: str = event.type
         payload = event.payload
+        if self.usage.feed(event):
+            return
         if kind == "assistant.message.failed":
             meta = (payload.get("error") or {}).get("metadata") or {}
             if meta.get("will_retry"):
@@ -148,7 +151,7 @@ class Progress:
             detail = f": {task.last_error.message}"
         elif payload.get("reason") and new != "completed":
             detail = f": {payload['reason']}"
-        spent = self._spent(payload)
+        spent = self._spent(task_id)
         print(
             f"air [{self.elapsed()}] {task_id} {new}{shown(detail)} "
             f"(done {done}/{total}, running {running}, failed {failed}{spent})",

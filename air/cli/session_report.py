@@ -1,7 +1,9 @@
 """What a session did, per task, read back from its durable events (for reports).
 
 Owns: ``summarise(events)`` → ``SessionSummary`` (per task: status, attempts, start/end times
-and duration, the real error, the worker's summary, tokens/turns/cost summed over attempts,
+and duration, the real error, the worker's summary, turns summed over attempts, tokens and cost
+from the usage ledger (every model call, ``air.events.usage_ledger``, IMPL-USAGE-1; summed per
+task, per wave, per Main Agent turn and per session),
 the agents and workspaces, merges, command runs and how each ended (``command_outcome``),
 artifacts and evidence; an interrupted task is ``interrupted``, as its event says — resumable,
 not "pending") and the waves as the
@@ -15,9 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from air.events.usage_ledger import PURPOSES, USAGE_EVENT, UsageLedger, UsageSum
+
 _TERMINAL = ("completed", "failed", "blocked", "cancelled", "interrupted")
 REPORT_TYPES = (
     "session.created",
+    "user.message.created",
     "task.created",
     "task.started",
     *(f"task.{t}" for t in _TERMINAL),
@@ -29,6 +34,7 @@ REPORT_TYPES = (
     "command.failed",
     "artifact.created",
     "evidence.created",
+    USAGE_EVENT,
 )
 """Every event type ``summarise`` reads: a report reads these by type (an index), not the log."""
 
@@ -66,7 +72,8 @@ class TaskSummary:
     changed_files: list[str] = field(default_factory=list)
     tokens: int = 0
     turns: int = 0
-    cost_usd: float = 0.0
+    cost_usd: float | None = 0.0
+    """``None`` when a call's model has no known price."""
     merges: list[dict[str, Any]] = field(default_factory=list)
     commands: list[dict[str, Any]] = field(default_factory=list)
     artifacts: list[dict[str, Any]] = field(default_factory=list)
@@ -87,6 +94,13 @@ class SessionSummary:
     ended_at: str | None
     tasks: dict[str, TaskSummary]
     waves: int
+    ledger: UsageLedger = field(default_factory=UsageLedger, compare=False)
+    """Every model call of the session: tasks, Main Agent, designer, compaction (compared
+    through ``usage()``: the sums are identity-compared records, IMPL-BOOT-14)."""
+    by_wave: dict[int, UsageSum] = field(default_factory=dict, compare=False)
+    """The calls of tasks per wave (the wave of the attempt that made them)."""
+    by_turn: dict[str, UsageSum] = field(default_factory=dict, compare=False)
+    """The Main Agent's calls per turn: keyed by the person's message that started it."""
 
     def counts(self) -> dict[str, int]:
         counts = {"tasks": len(self.tasks)}
@@ -95,10 +109,19 @@ class SessionSummary:
         return counts
 
     def usage(self) -> dict[str, Any]:
+        """The session's usage (the ledger's total), with its parts per purpose; ``cost_usd``
+        is ``None`` when a model's price is unknown."""
+        total = self.ledger.total
         return {
-            "tokens": sum(t.tokens for t in self.tasks.values()),
+            **_sum_record(total),
             "turns": sum(t.turns for t in self.tasks.values()),
-            "cost_usd": round(sum(t.cost_usd for t in self.tasks.values()), 6),
+            "by_purpose": {
+                p: _sum_record(self.ledger.by_purpose[p])
+                for p in PURPOSES
+                if p in self.ledger.by_purpose
+            },
+            "by_wave": {str(w): _sum_record(s) for w, s in sorted(self.by_wave.items())},
+            "by_turn": {m: _sum_record(s) for m, s in self.by_turn.items()},
         }
 
     @property
@@ -122,12 +145,26 @@ def summarise(events: list[Any]) -> SessionSummary:
     ended_since_start = True
     session_id = None
     first = last = None
+    ledger = UsageLedger()
+    by_wave: dict[int, UsageSum] = {}
+    by_turn: dict[str, UsageSum] = {}
+    turn: str | None = None
     for event in events:
         payload: dict[str, Any] = event.payload
         kind: str = event.type
         session_id = session_id or getattr(event, "session_id", None)
         first = first or event.timestamp
         last = event.timestamp
+        if kind == "user.message.created" and not payload.get("task_id"):
+            turn = str(payload.get("message_id"))
+            continue
+        if ledger.feed(event):
+            owner = tasks.get(str(payload.get("task_id")))
+            if owner is not None and owner.attempts:
+                by_wave.setdefault(owner.attempts[-1].wave, UsageSum()).add(payload)
+            elif payload.get("purpose") == "main_agent" and turn is not None:
+                by_turn.setdefault(turn, UsageSum()).add(payload)
+            continue
         if kind == "task.created":
             spec = payload["task_spec"]
             tasks[spec["id"]] = TaskSummary(task_id=spec["id"], title=spec.get("title", ""))
@@ -198,9 +235,31 @@ def summarise(events: list[Any]) -> SessionSummary:
             owner = tasks.get(str(payload.get("entity_id")))
             if owner is not None:
                 owner.evidence.append(payload)
+    for task in tasks.values():
+        spent = ledger.task(task.task_id)
+        task.tokens, task.cost_usd = spent.tokens, spent.cost_usd
     return SessionSummary(
-        session_id=session_id, started_at=first, ended_at=last, tasks=tasks, waves=wave
+        session_id=session_id,
+        started_at=first,
+        ended_at=last,
+        tasks=tasks,
+        waves=wave,
+        ledger=ledger,
+        by_wave=by_wave,
+        by_turn=by_turn,
     )
+
+
+def _sum_record(s: UsageSum) -> dict[str, Any]:
+    return {
+        "calls": s.calls,
+        "tokens": s.tokens,
+        "input_tokens": s.input_tokens,
+        "output_tokens": s.output_tokens,
+        "cache_read_tokens": s.cache_read_tokens,
+        "cache_write_tokens": s.cache_write_tokens,
+        "cost_usd": None if s.cost_usd is None else round(s.cost_usd, 6),
+    }
 
 
 def command_outcome(command: dict[str, Any]) -> str:
@@ -225,9 +284,7 @@ def _end(task: TaskSummary, outcome: str, at: str, payload: dict[str, Any]) -> N
         task.attempts[-1].outcome = outcome
     result = payload.get("worker_result") or {}
     usage = result.get("usage") or {}
-    task.tokens += int(usage.get("tokens") or 0)
     task.turns += int(usage.get("turns") or 0)
-    task.cost_usd += float(usage.get("cost_usd") or 0.0)
     if result.get("summary"):
         task.summary = str(result["summary"])
     if result.get("changed_files"):

@@ -253,7 +253,8 @@ class ContextAssembler:
                 self._adopt(x) for x in self._loader.load_task_context(spec, spec.context_refs)
             )
             layers.extend(self._evidence_layers(spec, omissions))
-        layers.extend(self._conversation_layers(input.session_id))
+        if spec is None or spec.context != "fork":  # a fork carries the conversation itself
+            layers.extend(self._conversation_layers(input.session_id))
         if spec is not None:
             layers.extend(self._tool_output_layers(spec.id))
         instruction = self._instruction(spec, input.user_instruction)

@@ -30,6 +30,8 @@ class SessionReaders(NamedTuple):
     """The finished and running attempts of a task (``task_attempts.list_by_task``)."""
     summaries: Callable[[SessionID], Sequence[Any]] | None = None
     """The compaction summaries of a session, oldest first (``summaries`` rows)."""
+    task: Callable[[TaskID], Any] | None = None
+    """A task's row (``tasks.get``), or None."""
 
 
 def readers_from_store(store: Any) -> SessionReaders:
@@ -48,6 +50,7 @@ def readers_from_store(store: Any) -> SessionReaders:
     evidence = method("evidence", "list_for_entity")
     attempts = method("task_attempts", "list_by_task")
     summaries = method("summaries", "list_all")
+    task = method("tasks", "get")
     return SessionReaders(
         messages=(lambda sid: list(messages(sid))) if messages else None,
         tool_runs=(lambda tid: list(tool_runs(tid))) if tool_runs else None,
@@ -59,6 +62,7 @@ def readers_from_store(store: Any) -> SessionReaders:
             if summaries
             else None
         ),
+        task=task,
     )
 
 

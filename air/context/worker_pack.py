@@ -4,7 +4,9 @@ Owns ``WorkerContextBuilder``: for one supervised attempt it runs the ContextAss
 budget fitting) with the session's readers (evidence, tool and command runs, earlier failed
 attempts, conversation) and turns the result into the ``ContextPack`` sent in ``agent.start``:
 ``system_prompt`` = L0-L3, ``messages`` = the one user message holding L4-L9, ``notes`` = one
-line per omitted layer (IMPL-CTX-6). ``context_budget`` sizes the budget from the model's window.
+line per omitted layer (IMPL-CTX-6); a ``context: fork`` task's ``messages`` start with a copy of
+the Main Agent's conversation (``air.context.fork``, IMPL-FORK-1). ``context_budget`` sizes the
+budget from the model's window.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from air.context.assembler import ArtifactTextReader, ContextAssembler
+from air.context.fork import fork_messages, fork_point, forked_conversation
 from air.context.loader import PromptLayerLoader
 from air.context.session_rows import SessionReaders, readers_from_store
 from air.contracts.error import AirException
@@ -97,6 +100,7 @@ class WorkerContextBuilder:
     ) -> None:
         self.token_budget = token_budget
         self.last: AssembledContext | None = None
+        self._readers = readers
         self._assembler = ContextAssembler(
             project=project,
             loader=PromptLayerLoader(role_prompt_dir=role_prompt_dir),
@@ -171,8 +175,18 @@ class WorkerContextBuilder:
             assembled_context_ref=assembled.messages_artifact_id,
             notes=notes or None,
             system_prompt=assembled.system,
-            messages=assembled.messages,
+            messages=self._forked(attempt, assembled.messages)
+            if spec.context == "fork"
+            else assembled.messages,
         )
+
+    def _forked(self, attempt: Attempt, own: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A ``context: fork`` task's first messages: the Main Agent's conversation as it was
+        when the task was created, then the task (IMPL-FORK-1)."""
+        spec = attempt.task_spec
+        until = fork_point(self._readers, spec.id)
+        forked = forked_conversation(self._readers, attempt.session_id, until)
+        return fork_messages(forked, own, spec)
 
     async def __call__(self, attempt: Attempt) -> ContextPack:
         return self.build(attempt)

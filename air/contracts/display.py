@@ -5,14 +5,22 @@ characters matter: the console's and ``--plain``'s permission prompt, ``air hist
 report, ``--junit``, the headless progress lines and ``air.log`` (IMPL-UI-7). A terminal (or a
 browser) must never get to render such text: a carriage return would let
 ``rm -rf x;\\recho ok`` look like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite
-it, a bidi override reorder it, a zero-width character hide a difference. Pure; no I/O, no pydantic.
+it, a bidi override reorder it, a zero-width character hide a difference. Also ``cost_text``,
+how a cost (or an unknown one) is shown. Pure; no I/O, no pydantic.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["hides", "shown"]
+__all__ = ["cost_text", "hides", "shown"]
+
+
+def cost_text(cost_usd: float | None, digits: int = 2) -> str:
+    """A cost as every front end shows it: ``$0.12``, or ``unknown`` when a model's price is
+    not known (IMPL-LLM-8: never ``$0.00`` for what was not priced)."""
+    return "unknown" if cost_usd is None else f"${cost_usd:.{digits}f}"
+
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _INVISIBLE = re.compile("[\u115f\u1160\u3164\uffa0\u2800\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]")

@@ -38,6 +38,7 @@ __all__ = [
     "SchedulerWavePlan",
     "TaskAgent",
     "TaskConstraints",
+    "TaskContextMode",
     "TaskContextRefs",
     "TaskDependencySpec",
     "TaskScope",
@@ -141,6 +142,10 @@ class TaskContextRefs(Contract):
     artifacts: list[str] | None = None
 
 
+TaskContextMode = Literal["fresh", "fork"]
+"""What a worker's conversation starts from: its task only, or a fork of the Main Agent's."""
+
+
 class TaskAgent(Contract):
     """IMPL-AGENTFILE-1: the named agent file (``.air/agents/NAME.md``, ``~/.air/agents/NAME.md``) a
     task runs as, resolved by the parent (``air.session.agent_files``); a worker never reads one.
@@ -194,6 +199,10 @@ class TaskSpec(Contract):
     constraints: TaskConstraints = Field(default_factory=TaskConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract = "ExecutorResult"
+    context: TaskContextMode = "fresh"
+    """``fork``: the worker starts from a branched copy of the Main Agent's conversation, then
+    its task (runner contract ``context: "fork"``; one task per batch or plan, IMPL-FORK-1)."""
+
     agent: TaskAgent | None = None
     """IMPL-AGENTFILE-1: the named agent file the task runs as (None: its role's defaults)."""
     host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")

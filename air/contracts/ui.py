@@ -38,6 +38,7 @@ __all__ = [
     "UiCommand",
     "UiCommandChannel",
     "UiCommandKind",
+    "UsagePart",
     "WaveProjection",
 ]
 
@@ -98,7 +99,9 @@ class TaskProjection(Contract):
     """Set when the task reached a terminal (or interrupted) status; elapsed = ended - started."""
     turns: int = 0
     tokens: int = 0
-    cost_usd: float = 0.0
+    """Tokens in and out of every model call of the task (the usage ledger, IMPL-USAGE-1)."""
+    cost_usd: float | None = 0.0
+    """``None`` when a call's model has no known price (shown "unknown", never $0.00)."""
     progress: str | None = None
     summary: str | None = None
     error: str | None = None
@@ -209,6 +212,22 @@ class BlockerProjection(Contract):
     timestamp: str | None = None
 
 
+class UsagePart(Contract):
+    """What one kind of caller's model calls used (a line of ``/cost``)."""
+
+    purpose: str
+    """``main_agent``, ``designer``, ``compaction`` or ``task``."""
+    calls: int = 0
+    tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+
+def list_of_usage_parts() -> list[UsagePart]:
+    return []
+
+
 class TotalsProjection(Contract):
     tasks: int = 0
     running: int = 0
@@ -218,7 +237,15 @@ class TotalsProjection(Contract):
     cancelled: int = 0
     turns: int = 0
     tokens: int = 0
-    cost_usd: float = 0.0
+    """Tokens in and out of every model call of the session: tasks, Main Agent, designer,
+    compaction (the usage ledger, IMPL-USAGE-1)."""
+    cost_usd: float | None = 0.0
+    """``None`` when a call's model has no known price (shown "unknown", never $0.00)."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    calls: int = 0
+    parts: list[UsagePart] = Field(default_factory=list_of_usage_parts)
+    """The sums per purpose (``main_agent``, ``designer``, ``compaction``, ``task``)."""
 
 
 class ProjectionSnapshot(Contract):

@@ -359,6 +359,17 @@ class TaskRecorder:
         if add is not None:
             add(listener)
 
+    def add_usage_listener(self, listener: Any) -> None:
+        """Pass usage listeners on to the real router (the usage ledger, IMPL-USAGE-1)."""
+        add = getattr(self.inner, "add_usage_listener", None)
+        if add is not None:
+            add(listener)
+
+    def remove_usage_listener(self, listener: Any) -> None:
+        remove = getattr(self.inner, "remove_usage_listener", None)
+        if remove is not None:
+            remove(listener)
+
     async def complete(
         self, request: ProviderCompletionInput
     ) -> AsyncGenerator[ProviderStreamEvent, None]:

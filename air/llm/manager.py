@@ -3,11 +3,11 @@
 Owns model selection against the capability matrix, lazy creation of adapters (the anthropic
 SDK and httpx are imported only when the first adapter of that kind is created, never at
 import time of this module), retries of transient failures (exponential backoff with jitter,
-honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call and
-the usage accumulator. API keys are read from ``auth_ref`` env vars here, in the parent only,
-and registered by value with the run's redactor when the manager is built (IMPL-API-4).
-Retries are per turn, also in the middle of a stream, and are announced to retry listeners
-(IMPL-API-5).
+honouring ``retry-after``, bounded attempts and a deadline; IMPL-LLM-3), cost per call,
+the usage accumulator and the usage listeners (IMPL-USAGE-1). API keys are read from
+``auth_ref`` env vars here, in the parent only, and registered by value with the run's
+redactor when the manager is built (IMPL-API-4). Retries are per turn, also in the middle of a
+stream, and are announced to retry listeners (IMPL-API-5).
 ``warm_up`` creates an adapter (its client imported and built) in a background thread, so a run
 can overlap that import with other start-up work; adapter creation is serialised by a lock, and
 the first ``complete`` waits for a warm-up still in progress (IMPL-START-1).
@@ -47,7 +47,7 @@ from air.contracts.provider import (
 from air.llm.adapter import ProviderAdapter, capability_rows
 from air.llm.config import load_models_config, nothing_configured
 from air.llm.errors import models_reference, retry_after_of
-from air.llm.usage import UsageAccumulator, cost_of
+from air.llm.usage import UsageAccumulator, UsageListener, UsageListeners, cost_of
 
 __all__ = [
     "CallRecord",
@@ -173,6 +173,7 @@ class ProviderManager:
         self.usage = UsageAccumulator()
         self.calls: list[CallRecord] = []
         self._retry_listeners: list[RetryListener] = []
+        self._usage_listeners = UsageListeners()
 
     @classmethod
     def load_config(
@@ -445,6 +446,7 @@ class ProviderManager:
                             )
                             record.ok = True
                             event = event.model_copy(update={"usage": usage})
+                            await self._usage_listeners.count(request, usage)
                         yield event
                     if failure is not None:
                         break
@@ -478,6 +480,15 @@ class ProviderManager:
     def add_retry_listener(self, listener: RetryListener) -> None:
         """Call ``listener`` (awaited) before each retry of a turn, with its reason."""
         self._retry_listeners.append(listener)
+
+    # --- usage listeners ----------------------------------------------------------------------
+
+    def add_usage_listener(self, listener: UsageListener) -> None:
+        """Await ``listener`` with each completed call's ``UsageRecord`` (IMPL-USAGE-1)."""
+        self._usage_listeners.add(listener)
+
+    def remove_usage_listener(self, listener: UsageListener) -> None:
+        self._usage_listeners.remove(listener)
 
     async def _announce(self, notice: RetryNotice) -> None:
         for listener in list(self._retry_listeners):

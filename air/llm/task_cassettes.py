@@ -4,7 +4,8 @@
 Owns: ``TaskCassettes``. Concurrent workers share one provider, so a single cassette would be
 answered in whatever order the workers happen to ask; here every agent (one attempt of one
 task) gets its own ScriptedProvider over its task's cassette, replayed from the first turn,
-so a batch with parallel tasks replays deterministically.
+so a batch with parallel tasks replays deterministically. Each replayed call is handed to the
+usage listeners like a real one (IMPL-USAGE-1; a cassette has no price: its cost is unknown).
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import os
 from collections.abc import AsyncGenerator
 
 from air.contracts.error import AirException
-from air.contracts.provider import ProviderCompletionInput, ProviderStreamEvent
+from air.contracts.provider import MessageStopEvent, ProviderCompletionInput, ProviderStreamEvent
 from air.llm.cassette import ScriptedProvider
+from air.llm.usage import UsageListener, UsageListeners
 
 __all__ = ["TaskCassettes"]
 
@@ -38,6 +40,13 @@ class TaskCassettes:
             )
         self.directory = directory
         self._providers: dict[str, ScriptedProvider] = {}
+        self._usage_listeners = UsageListeners()
+
+    def add_usage_listener(self, listener: UsageListener) -> None:
+        self._usage_listeners.add(listener)
+
+    def remove_usage_listener(self, listener: UsageListener) -> None:
+        self._usage_listeners.remove(listener)
 
     def _provider(self, request: ProviderCompletionInput) -> ScriptedProvider:
         key = request.agent_id or request.task_id or ""
@@ -60,4 +69,6 @@ class TaskCassettes:
         """Stream the next turn of this agent's cassette."""
         provider = self._provider(request)
         async for event in provider.complete(request):
+            if isinstance(event, MessageStopEvent):
+                await self._usage_listeners.count(request, event.usage)
             yield event

@@ -1,16 +1,79 @@
 """Usage and cost: the price of one call, and the accumulator summing per session/task/agent.
 
 Owns ``cost_of`` (tokens x the model's price in models.yaml or the catalogue, USD per million
-tokens; cache writes and cache reads at their own prices) and ``UsageAccumulator`` whose totals
-feed budgets (SDD §12; issue #3 item 7). A model whose price is unknown costs ``None``, and a
+tokens; cache writes and cache reads at their own prices), ``UsageAccumulator`` whose totals
+feed budgets (SDD §12; issue #3 item 7), and ``UsageRecord`` / ``UsageListener``: what the
+ProviderManager hands to its usage listeners after every call, which the runtime records as
+the durable usage ledger (IMPL-USAGE-1). A model whose price is unknown costs ``None``, and a
 sum with an unknown part is unknown: never 0.
 """
 
 from __future__ import annotations
 
-from air.contracts.provider import ModelPrice, Usage
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
-__all__ = ["UsageAccumulator", "add_usage", "cost_of"]
+import trio
+
+from air.contracts.provider import ModelPrice, ProviderCompletionInput, Usage
+
+__all__ = [
+    "UsageAccumulator",
+    "UsageListener",
+    "UsageListeners",
+    "UsageRecord",
+    "add_usage",
+    "cost_of",
+]
+
+
+class UsageRecord(NamedTuple):
+    """One model call that completed: who paid (session, task, agent), the model and its usage
+    (``usage.cost_usd`` from the model's price; ``None`` when the price is unknown). A
+    NamedTuple: a read-only record on the way to the first request (IMPL-BOOT-14)."""
+
+    provider_id: str
+    model_id: str
+    usage: Usage
+    session_id: str | None = None
+    task_id: str | None = None
+    agent_id: str | None = None
+
+
+UsageListener = Callable[[UsageRecord], Awaitable[None]]
+"""Awaited by the ProviderManager after each completed call, before its final event is passed
+on: by the time a caller sees ``message_stop``, the call is in the ledger."""
+
+
+class UsageListeners:
+    """The usage listeners of a provider (the ProviderManager, per-task cassettes)."""
+
+    def __init__(self) -> None:
+        self._listeners: list[UsageListener] = []
+
+    def add(self, listener: UsageListener) -> None:
+        self._listeners.append(listener)
+
+    def remove(self, listener: UsageListener) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    async def count(self, request: ProviderCompletionInput, usage: Usage) -> None:
+        """Hand one completed call's usage to every listener. Shielded and bounded (why: the
+        call is paid for; a turn cancelled now must still leave it in the ledger)."""
+        if not self._listeners:
+            return
+        counted = UsageRecord(
+            provider_id=request.provider_id,
+            model_id=request.model_id,
+            usage=usage,
+            session_id=request.session_id,
+            task_id=request.task_id,
+            agent_id=request.agent_id,
+        )
+        with trio.move_on_after(5, shield=True):
+            for listener in list(self._listeners):
+                await listener(counted)
 
 
 def cost_of(usage: Usage, price: ModelPrice | None) -> float | None:

@@ -18,6 +18,8 @@ configuration files) and the handle it yields, ``Runtime``. In order, once each:
    (``air.nursery.worker_context``, IMPL-COMPACT-1) and ``Runtime.compactor`` gives the Main
    Agent its compactor over the same lock; with ``.air/shared/architecture.yaml`` the Scheduler's
    architecture gate is the ArchitectureDesigner's (fail closed headless, IMPL-COMPACT-3);
+   every call of the run's provider is recorded in the session's usage ledger
+   (``air.nursery.usage``, IMPL-USAGE-1);
 5. recover the session once (SDD §16.3: orphans of a dead runtime reaped by their durable run
    records, lost agents, interrupted tasks, FK-off scan, workspace GC) — the Scheduler is told
    it was done (``SchedulerOptions.recover=False``);
@@ -49,6 +51,7 @@ from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_worker
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
 from air.nursery.retry import RetryPlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.nursery.usage import counting_usage
 from air.nursery.worker_context import session_compactor, worker_context
 from air.session.knowledge_recovery import recover_knowledge
 from air.session.manager import OpenSession, SessionManager
@@ -184,7 +187,21 @@ class Runtime:
         return self.session.events
 
     async def submit(self, specs: Sequence[TaskSpec]) -> None:
-        """Create tasks; a new session's ``session.created`` commits with them."""
+        """Create tasks; a new session's ``session.created`` commits with them.
+
+        Raises:
+            AirException: ``validation_error`` before anything is created when more than one
+                task forks the Main Agent's conversation or one does in a session without
+                one (``air.context.fork.fork_refusal``, IMPL-FORK-1).
+        """
+        if any(s.context == "fork" for s in specs):
+            from air.context.fork import fork_refusal, forked_conversation
+            from air.context.session_rows import readers_from_store
+
+            readers = readers_from_store(self.session.store)
+            refusal = fork_refusal(specs, len(forked_conversation(readers, self.session_id)))
+            if refusal is not None:
+                raise refusal
         with self.session.creating():
             await self.scheduler.create_tasks(list(specs))
 
@@ -238,10 +255,12 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
         claim_session(runs, ledger.session_id)
         services = recorded_model(config.services(), session)
         try:
-            async with trio.open_nursery() as nursery:
-                async with session.bus.serving():
-                    yield await _build(config, session, ledger, services, nursery, runs)
-                nursery.cancel_scope.cancel(reason="runtime closed")
+            # every model call of the session is counted in its usage ledger (IMPL-USAGE-1)
+            with counting_usage(services.provider, ledger):
+                async with trio.open_nursery() as nursery:
+                    async with session.bus.serving():
+                        yield await _build(config, session, ledger, services, nursery, runs)
+                    nursery.cancel_scope.cancel(reason="runtime closed")
         except BaseExceptionGroup as group:
             raise one_error(group) from None
     finally:

@@ -2,7 +2,8 @@
 
 Owns ``ViewState`` (what ``ProjectionStore`` keeps between events: messages, live heartbeats,
 tool and command runs with their output tails, artifacts, diffs, evidence, prompts, blockers,
-the one fold of task, agent, session, tool and command state, and the ``TaskView``) and its
+the one fold of task, agent, session, tool and command state, the ``TaskView`` and the usage
+ledger) and its
 records ``MessageRecord`` and ``CommandRecord``. Plain mutable dataclasses, so an ephemeral event
 costs a dict lookup and a string append; ``air.projection.snapshot`` turns them into the frozen
 ``ProjectionSnapshot``. Each growing list keeps only its newest entries (``WINDOW``,
@@ -25,6 +26,7 @@ from air.contracts.ui import (
     SessionProjection,
 )
 from air.events.fold import FoldCursor
+from air.events.usage_ledger import UsageLedger
 from air.projection.tasks import TaskView
 
 __all__ = ["DIFF_WINDOW", "WINDOW", "CommandRecord", "MessageRecord", "ViewState", "keep_newest"]
@@ -89,4 +91,6 @@ class ViewState:
     fold: FoldCursor = field(default_factory=FoldCursor)
     """The one fold of task, agent, session, tool and command state (``air.events.fold``)."""
     tasks: TaskView = field(default_factory=TaskView)
+    usage: UsageLedger = field(default_factory=UsageLedger)
+    """The usage ledger: every model call of the session (IMPL-USAGE-1)."""
     last_event_at: str | None = None

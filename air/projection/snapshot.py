@@ -18,9 +18,11 @@ from air.contracts.ui import (
     ProjectionSnapshot,
     ToolRunProjection,
     TotalsProjection,
+    UsagePart,
     WaveProjection,
 )
 from air.events.fold_state import CommandRunFact
+from air.events.usage_ledger import PURPOSES
 from air.projection.records import ViewState
 
 __all__ = ["build_snapshot"]
@@ -31,7 +33,7 @@ def build_snapshot(s: ViewState, revision: int) -> ProjectionSnapshot:
     session with the fold's status, agents with their last heartbeat, tool and command runs
     with the fold's statuses, and the records as they are."""
     fold = s.fold.state
-    tasks = s.tasks.projections(fold)
+    tasks = s.tasks.projections(fold, s.usage)
     waves: dict[int, list[str]] = {}
     for t in tasks:
         waves.setdefault(t.wave, []).append(t.task_id)
@@ -51,8 +53,23 @@ def build_snapshot(s: ViewState, revision: int) -> ProjectionSnapshot:
         blocked=sum(t.status == "blocked" for t in tasks),
         cancelled=sum(t.status in ("cancelled", "interrupted") for t in tasks),
         turns=sum(t.turns for t in tasks),
-        tokens=sum(t.tokens for t in tasks),
-        cost_usd=sum(t.cost_usd for t in tasks),
+        tokens=s.usage.total.tokens,
+        cost_usd=s.usage.total.cost_usd,
+        cache_read_tokens=s.usage.total.cache_read_tokens,
+        cache_write_tokens=s.usage.total.cache_write_tokens,
+        calls=s.usage.total.calls,
+        parts=[
+            UsagePart(
+                purpose=purpose,
+                calls=part.calls,
+                tokens=part.tokens,
+                cache_read_tokens=part.cache_read_tokens,
+                cache_write_tokens=part.cache_write_tokens,
+                cost_usd=part.cost_usd,
+            )
+            for purpose in PURPOSES
+            if (part := s.usage.by_purpose.get(purpose)) is not None
+        ],
     )
     session = s.session
     if session is not None and fold.session is not None:

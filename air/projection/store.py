@@ -173,6 +173,7 @@ class ProjectionStore:
             "evidence.created": self._evidence_created,
             "permission.prompt.requested": self._prompt_requested,
             "permission.prompt.resolved": self._prompt_resolved,
+            "model.usage.recorded": self._usage,
         }
 
     # --- public --------------------------------------------------------------------------
@@ -422,7 +423,11 @@ class ProjectionStore:
         turn, tokens = int(p.get("turn") or 0), int(p.get("tokens") or 0)
         self._state.agent_live[agent.agent_id] = (turn, tokens, str(p.get("state") or ""))
         if agent.task_id is not None:
-            self._state.tasks.live_usage(agent.task_id, turn, tokens, fold)
+            self._state.tasks.live_usage(agent.task_id, turn, fold)
+        return True
+
+    def _usage(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:
+        self._state.usage.add(p)  # the HUD, /cost and the task rows read the ledger
         return True
 
     def _agent_end(self, event: RuntimeEvent, p: dict[str, Any]) -> bool:

@@ -3,8 +3,9 @@
 Owns ``TaskView``: task status, attempts, agent, dependencies, worker result and errors come
 from the fold's ``SessionState`` (the same transition rules as the Scheduler and the SQL
 projection); this module adds only what a screen needs on top: when the current attempt
-started and ended (event timestamps), usage summed over finished attempts from
-``worker_result.usage`` (tokens, turns, cost_usd) plus the running attempt's last heartbeat,
+started and ended (event timestamps), turns summed over finished attempts from
+``worker_result.usage`` plus the running attempt's last heartbeat, tokens and cost from the
+usage ledger (``air.events.usage_ledger``: every model call of the task, live, IMPL-USAGE-1),
 the last progress line, and the wave (dependency depth).
 """
 
@@ -17,6 +18,7 @@ from air.contracts.event import RuntimeEvent
 from air.contracts.ui import TaskProjection
 from air.events.fold_state import SessionState, TaskFact
 from air.events.transitions import TASK_ENDS
+from air.events.usage_ledger import UsageLedger
 
 __all__ = ["TaskView"]
 
@@ -29,10 +31,7 @@ class _Extra:
     started_at: str | None = None
     ended_at: str | None = None
     done_turns: int = 0
-    done_tokens: int = 0
-    cost_usd: float = 0.0
     live_turns: int = 0
-    live_tokens: int = 0
     progress: str | None = None
 
 
@@ -62,16 +61,14 @@ class TaskView:
         if event.type in _STARTS:
             extra.started_at = event.timestamp
             extra.ended_at = None
-            extra.live_turns = extra.live_tokens = 0
+            extra.live_turns = 0
         elif event.type in _ENDS:
             extra.ended_at = event.timestamp
             extra.progress = None
             result = state.tasks[task_id].worker_result
             usage = (result.usage if result is not None else None) or {}
             extra.done_turns += int(usage.get("turns") or extra.live_turns)
-            extra.done_tokens += int(usage.get("tokens") or extra.live_tokens)
-            extra.cost_usd += float(usage.get("cost_usd") or 0.0)
-            extra.live_turns = extra.live_tokens = 0
+            extra.live_turns = 0
 
     def progress(self, task_id: str, message: str, state: SessionState) -> bool:
         if task_id not in state.tasks:
@@ -79,17 +76,17 @@ class TaskView:
         self._extra.setdefault(task_id, _Extra()).progress = message
         return True
 
-    def live_usage(self, task_id: str, turns: int, tokens: int, state: SessionState) -> bool:
-        """A running attempt's heartbeat counters."""
+    def live_usage(self, task_id: str, turns: int, state: SessionState) -> bool:
+        """A running attempt's heartbeat turn counter (its tokens are the ledger's)."""
         task = state.tasks.get(task_id)
         if task is None or task.status.value != "running":
             return False
         extra = self._extra.setdefault(task_id, _Extra())
-        extra.live_turns, extra.live_tokens = turns, tokens
+        extra.live_turns = turns
         return True
 
-    def projections(self, state: SessionState) -> list[TaskProjection]:
-        """Every task in creation order, with its wave."""
+    def projections(self, state: SessionState, usage: UsageLedger) -> list[TaskProjection]:
+        """Every task in creation order, with its wave and what its model calls used."""
         tasks = sorted(state.tasks.values(), key=lambda t: t.order)
         memo: dict[str, int] = {}
 
@@ -102,10 +99,13 @@ class TaskView:
             memo[task_id] = 1 + max((depth(d, seen | {task_id}) for d in deps), default=-1)
             return memo[task_id]
 
-        return [self._row(t, max(0, depth(t.task_id, frozenset())), state) for t in tasks]
+        return [self._row(t, max(0, depth(t.task_id, frozenset())), state, usage) for t in tasks]
 
-    def _row(self, task: TaskFact, wave: int, state: SessionState) -> TaskProjection:
+    def _row(
+        self, task: TaskFact, wave: int, state: SessionState, usage: UsageLedger
+    ) -> TaskProjection:
         extra = self._extra.get(task.task_id) or _Extra()
+        spent = usage.task(task.task_id)
         result = task.worker_result
         error = task.last_error.message if task.last_error is not None else task.blocked_reason
         return TaskProjection(
@@ -121,8 +121,8 @@ class TaskView:
             started_at=extra.started_at,
             ended_at=extra.ended_at,
             turns=extra.done_turns + extra.live_turns,
-            tokens=extra.done_tokens + extra.live_tokens,
-            cost_usd=extra.cost_usd,
+            tokens=spent.tokens,
+            cost_usd=spent.cost_usd,
             progress=extra.progress,
             summary=(result.summary or None) if result is not None else None,
             error=error,

@@ -185,6 +185,23 @@ class ConsoleEvents:
         }
         return self.event("agent.heartbeat", payload, "agent")
 
+    def usage(
+        self, task_id: str | None, tokens: int, cost: float | None, *, purpose: str = "task"
+    ) -> RuntimeEvent:
+        """One model call of the usage ledger (IMPL-USAGE-1): ``tokens`` in and out (a quarter
+        out), at ``cost`` (``None``: the model's price is unknown)."""
+        payload = {
+            "purpose": purpose,
+            "provider_id": "scripted",
+            "model_id": "scripted-model",
+            "task_id": task_id,
+            "agent_id": self.agent_of.get(task_id or "", "main"),
+            "input_tokens": tokens - tokens // 4,
+            "output_tokens": tokens // 4,
+            "cost_usd": cost,
+        }
+        return self.event("model.usage.recorded", payload, "main")
+
     def progress(self, task_id: str, message: str) -> RuntimeEvent:
         return self.event("task.progress", {"task_id": task_id, "message": message}, "agent")
 
@@ -213,7 +230,11 @@ class ConsoleEvents:
             "attempt_index": self.attempt_of[task_id],
             "worker_result": result,
         }
-        return [self.event("task.completed", payload), self._end_agent(task_id, "completed")]
+        return [
+            self.usage(task_id, tokens, cost),  # the worker's calls, as the parent counts them
+            self.event("task.completed", payload),
+            self._end_agent(task_id, "completed"),
+        ]
 
     def cancel(self, task_id: str, reason: str = "cancelled by the person") -> list[RuntimeEvent]:
         out = []

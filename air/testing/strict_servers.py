@@ -10,8 +10,9 @@ logged in ``rejected``; a valid one is answered by the next queued ``Reply``
 The usage of a scripted model's reply is the server's own: its ``PromptCache`` counts the
 prompt and what each API's cache holds of it. With ``info`` it also answers a local server's
 introspection endpoints (``air.testing.local_info``). A test reads back every request
-received. A fake that is more lenient than the real API is a
-defect (IMPL-API-1): every rule has a test in tests/llm/test_strict_servers.py.
+received and the prompt usage reported with each scripted reply (``usages``). A fake that is
+more lenient than the real API is a defect (IMPL-API-1): every rule has a test in
+tests/llm/test_strict_servers.py.
 """
 
 from __future__ import annotations
@@ -118,6 +119,9 @@ class StrictServer:
         self.model = model
         self.info = info
         self.cache = PromptCache()
+        self.usages: list[dict[str, int]] = []
+        """The prompt usage the server reported with each scripted ``model``'s reply, in the
+        order answered (what the client must count)."""
         self._lock = threading.Lock()
         outer = self
 
@@ -212,7 +216,10 @@ class StrictServer:
             assert isinstance(body, dict)
             try:
                 reply = self.model(wire, body)
-                return self.cache.with_usage(wire, reply, self.cache.usage(wire, body))
+                usage = self.cache.usage(wire, body)
+                with self._lock:
+                    self.usages.append(usage)
+                return self.cache.with_usage(wire, reply, usage)
             except Exception as exc:  # why: a broken script must show in the test, not hang
                 return _error_reply(wire, Problem(500, "api_error", f"scripted model: {exc!r}"))
         return _error_reply(wire, Problem(500, "api_error", "no reply queued"))

@@ -36,6 +36,7 @@ from air.contracts.ui import (
 )
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
+from air.ui_urwid.cost import cost_lines
 from air.ui_urwid.input import InputBox
 from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
 from air.ui_urwid.root import Root
@@ -437,9 +438,7 @@ class TuiApp:
         elif parsed.view == "tasks":
             self.focus("tasks")
         elif parsed.view == "cost":
-            t = self._snapshot.totals
-            per = "; ".join(f"{clean(x.title)} ${x.cost_usd:.2f}" for x in self._snapshot.tasks)
-            self._say(f"total {t.tokens} tokens ${t.cost_usd:.4f}" + (f" — {per}" if per else ""))
+            self._say("\n".join(cost_lines(self._snapshot, clean)))
         elif parsed.view == "model":
             s = self._snapshot.session
             model = f"{s.model_provider_id or '-'} / {s.model_id or '-'}" if s else "-"

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import trio
 
-from air.contracts.display import hides, shown
+from air.contracts.display import cost_text, hides, shown
 from air.contracts.ui import (
     PermissionAnswer,
     PermissionPromptProjection,
@@ -29,6 +29,7 @@ from air.contracts.ui import (
     UiCommandChannel,
 )
 from air.ui_urwid.commands import SLASH_COMMANDS, parse_input
+from air.ui_urwid.cost import cost_lines
 from air.ui_urwid.markdown import markdown_plain
 from air.ui_urwid.text import clean
 from air.ui_urwid.views import HIDDEN_WARNING, answer_label
@@ -175,11 +176,18 @@ class PlainConsole:
         elif parsed.view == "help":
             for name, help_line in SLASH_COMMANDS.items():
                 self.write(f"{name}: {help_line}")
-        elif parsed.view in ("tasks", "cost"):
+        elif parsed.view == "tasks":
             t = self._snapshot.totals
             for i, task in enumerate(self._snapshot.tasks, 1):
-                self.write(f"task #{i} {clean(task.title)}: {task.status} ${task.cost_usd:.2f}")
-            self.write(f"total: {t.completed}/{t.tasks} done, {t.tokens} tokens ${t.cost_usd:.4f}")
+                self.write(
+                    f"task #{i} {clean(task.title)}: {task.status} {cost_text(task.cost_usd)}"
+                )
+            self.write(
+                f"total: {t.completed}/{t.tasks} done, {t.tokens} tokens {cost_text(t.cost_usd, 4)}"
+            )
+        elif parsed.view == "cost":
+            for line in cost_lines(self._snapshot, clean):
+                self.write(line)
         elif parsed.view == "model":
             s = self._snapshot.session
             self.write(f"model: {(s.model_id if s else None) or '-'}")

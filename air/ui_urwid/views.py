@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import urwid
 
-from air.contracts.display import hides, shown
+from air.contracts.display import cost_text, hides, shown
 from air.contracts.progress import QUEUED_FOR_SLOT
 from air.contracts.ui import (
     BlockerProjection,
@@ -268,7 +268,7 @@ def task_line(task: TaskProjection, index: int, now: float) -> urwid.text.Markup
     mark = STATUS_MARK.get(task.status, "?")
     attr = _STATUS_ATTR.get(task.status, "status_pending")
     usage = f"{_fmt_elapsed(elapsed_s(task, now))} {task.turns}t {_fmt_tokens(task.tokens)}tok"
-    cost = f" ${task.cost_usd:.2f}" if task.cost_usd else ""
+    cost = f" {cost_text(task.cost_usd)}" if task.cost_usd != 0 else ""
     status = QUEUED_FOR_SLOT if task.progress == QUEUED_FOR_SLOT else task.status
     return [
         (attr, f"{mark} #{index} "),
@@ -314,7 +314,7 @@ def task_tree_rows(
         rows.append(
             urwid.Text(
                 f"total: {t.completed}/{t.tasks} done, {t.running} running, {t.turns}t "
-                f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f}"
+                f"{_fmt_tokens(t.tokens)}tok {cost_text(t.cost_usd)}"
             )
         )
     else:
@@ -361,7 +361,7 @@ def detail_rows(
         urwid.Text(
             f"{task.task_id} · {task.type} · {task.status} · attempt {task.attempt} · "
             f"{_fmt_elapsed(elapsed_s(task, now))} · {task.turns}t "
-            f"{_fmt_tokens(task.tokens)}tok ${task.cost_usd:.2f}"
+            f"{_fmt_tokens(task.tokens)}tok {cost_text(task.cost_usd)}"
         ),
     ]
     if task.progress:
@@ -457,7 +457,7 @@ def hud_text(
         text = prompts + state
     elif preset == "essential":
         text = f"{prompts}{state} · {t.running} running · {t.completed}/{t.tasks} done · "
-        text += f"${t.cost_usd:.2f}"
+        text += cost_text(t.cost_usd)
     else:
         session = snapshot.session
         sid = session.session_id if session else "-"
@@ -466,7 +466,7 @@ def hud_text(
             f"air · {prompts}{sid} · {model} · {state} · tasks {t.completed}/{t.tasks} done, "
             f"{t.running} running, {t.failed} failed, {t.blocked} blocked, "
             f"{t.cancelled} cancelled · "
-            f"{_fmt_tokens(t.tokens)}tok ${t.cost_usd:.2f} · F1 help"
+            f"{_fmt_tokens(t.tokens)}tok {cost_text(t.cost_usd)} · F1 help"
         )
     return f" {lead} · {text}{extra}" if lead else f" {text}{extra}"
 

@@ -102,9 +102,10 @@ def test_the_html_report_of_the_calc_example(tmp_path: Path) -> None:
             row = re.search(rf'<tr data-task="{event.payload["task_id"]}">(.*?)</tr>', raw)
             assert row is not None
             cells = re.findall(r"<td>([^<]*)</td>", row.group(1))
-            # status, attempts, seconds, tokens, turns, cost
+            # status, attempts, seconds, tokens, turns, cost (the usage ledger's: a cassette
+            # replay has no price, so its cost is unknown, never 0; IMPL-USAGE-1)
             assert cells[0] == "completed"
-            assert cells[3:6] == [str(usage["tokens"]), str(usage["turns"]), "0.0000"]
+            assert cells[3:6] == [str(usage["tokens"]), str(usage["turns"]), "unknown"]
     # links: each task's diff, its command output and evidence, all inside the session dir
     session_dir = db_path.parent.resolve()
     links = [a["href"] for a in page.find("a", href="*") if not a["href"].startswith("#")]

@@ -94,15 +94,35 @@ def test_history_summarises_a_session_from_the_fold_and_skips_what_does_not_fit(
     assert task_summary(session_state([])) == "0 tasks"
 
 
-def test_an_end_line_says_the_attempt_s_tokens_and_cost_and_the_total_is_honest() -> None:
+def _usage(task_id: str | None, cost: float | None, purpose: str = "task") -> RuntimeEvent:
+    return _event(
+        "model.usage.recorded",
+        {
+            "purpose": purpose,
+            "provider_id": "anthropic",
+            "model_id": "m",
+            "task_id": task_id,
+            "input_tokens": 1000,
+            "output_tokens": 200,
+            "cost_usd": cost,
+        },
+    )
+
+
+def test_an_end_line_says_the_task_s_tokens_and_cost_and_the_total_is_honest() -> None:
+    """Tokens and cost come from the usage ledger (IMPL-USAGE-1): the task's calls at its end,
+    every call (the Main Agent's too) in the total."""
     err = io.StringIO()
     progress = Progress(err, None)
     session = _event(
         "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
     )
-    progress.replay([session, _created("a"), _created("b")])
+    first = _usage(None, 0.5, "compaction")
+    progress.replay([session, _created("a"), _created("b"), first])
+    progress.on_event(first)  # the replayed log and the live stream overlap: counted once
     for task_id, cost in (("a", 0.0125), ("b", None)):
         progress.on_event(_started(task_id))
+        progress.on_event(_usage(task_id, cost))
         result = {
             "task_id": task_id,
             "agent_id": f"agt_{task_id}1",
@@ -117,4 +137,4 @@ def test_an_end_line_says_the_attempt_s_tokens_and_cost_and_the_total_is_honest(
     assert lines[1].endswith("failed 0, 1200 tok, $0.0125)")
     assert lines[3].endswith("failed 0, 1200 tok, cost unknown)")
     # a model without a price makes the total a lower bound, never a silent 0
-    assert progress.cost_text() == "at least $0.0125 (a model's price is unknown)"
+    assert progress.cost_text() == "at least $0.5125 (a model's price is unknown)"

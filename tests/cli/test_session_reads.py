@@ -126,6 +126,7 @@ def test_a_report_reads_only_its_event_types_and_gets_the_same_summary() -> None
     typed = summarise([e for e in events if e.type in REPORT_TYPES])
     typed.started_at, typed.ended_at = events[0].timestamp, events[-1].timestamp
     assert typed == whole
+    assert typed.usage() == whole.usage()
     assert sum(e.type in REPORT_TYPES for e in events) < len(events) // 2
 
 

@@ -109,13 +109,13 @@ def test_the_tables_and_the_registry_import_no_model_until_one_is_used() -> None
         from air.events import payloads as p
         from air.events.registry import default_registry
 
-        assert len(p.PAYLOADS) == 66 and ("task.completed", 1) in p.PAYLOADS
+        assert len(p.PAYLOADS) == 67 and ("task.completed", 1) in p.PAYLOADS
         assert sorted(p.PAYLOADS)[0] == ("agent.cancelled", 1)
         assert "task.completed" in p.DURABLE_TYPES and "task.progress" in p.EPHEMERAL_TYPES
         assert p.PERSISTENCE["task.completed"].value == "durable"
         registry = default_registry()
         assert registry.is_durable("task.completed") and not registry.is_durable("task.progress")
-        assert len(registry.list()) == 66
+        assert len(registry.list()) == 67
         import air.events.fold, air.events.projection, air.events.store, air.events.bus
         """
     )

@@ -221,3 +221,15 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
     assert _unittest(replayed).returncode == 0
     assert _trail(second.stdout) == _trail(first.stdout)
     assert len(_trail(first.stdout)["fix-tokenizer"]) > 5
+    # both runs count every model call in the usage ledger (IMPL-USAGE-1): the recorded one
+    # each request the server answered, the replay the same calls with the same tokens
+    calls = [
+        [
+            (e["payload"]["task_id"], e["payload"]["input_tokens"])
+            for e in json_events(run.stdout)
+            if e["type"] == "model.usage.recorded"
+        ]
+        for run in (first, second)
+    ]
+    assert len(calls[0]) == len(server.requests)
+    assert sorted(calls[1]) == sorted(calls[0])

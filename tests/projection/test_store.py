@@ -77,7 +77,9 @@ def test_streaming_message_and_open_prompt() -> None:
     assert store.snapshot().permission_prompts[0].prompt_id == pid
     store.apply(ev.heartbeat("t1", 4, 900))
     assert store.snapshot().tasks[0].turns == 4
+    store.apply(ev.usage("t1", 900, 0.02))  # a running task's calls count at once
     assert store.snapshot().tasks[0].tokens == 900
+    assert store.snapshot().totals.cost_usd == 0.02
     store.hydrate_events(ev.assistant_failed(mid, "interrupted by Esc"))
     assert store.snapshot().messages[0].status == "failed"
 
@@ -283,7 +285,8 @@ def test_an_event_the_fold_refuses_changes_nothing() -> None:
     ev.agent_of["t1"] = "agt_x"
     ev.attempt_of["t1"] = 1
     # completed while still pending: an illegal transition (air.events.transitions.TASK_FROM)
-    assert not store.apply(ev.complete("t1", "too early")[0])
+    [early] = [e for e in ev.complete("t1", "too early") if e.type == "task.completed"]
+    assert not store.apply(early)
     assert not store.apply(ev.event("task.started", {"task_id": "t1"}))  # invalid payload
     assert store.snapshot() is before
     assert store.snapshot().tasks[0].status == "pending"

@@ -243,7 +243,9 @@ def test_view_commands_stay_in_the_console() -> None:
         app, "enter"
     )
     _type(app, "/cost")
-    assert "total 1200 tokens $0.0100" in _press(app, "enter")
+    assert "total: 1 model call, 1200 tokens (cache read 0, cache write 0), cost $0.0100" in (
+        _press(app, "enter")
+    )
     assert app.sent == []  # none of them reached the runtime
 
 

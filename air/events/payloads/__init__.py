@@ -99,6 +99,7 @@ _V1: dict[str, tuple[str, str]] = {
     "debug.record.created": ("knowledge", "DebugRecordCreatedPayload"),
     "capability.state.changed": ("start", "CapabilityStateChangedPayload"),
     "hud.frame.rendered": ("conversation", "HudFrameRenderedPayload"),
+    "model.usage.recorded": ("ends", "ModelUsageRecordedPayload"),
 }
 """Per event type (version 1): the group module that defines its model, and the model's name."""
 

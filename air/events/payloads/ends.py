@@ -2,10 +2,12 @@
 
 What a run records while its work runs and when it ends: an agent's heartbeat and end, a task's
 progress and end (with the ``WorkerResult`` it carries), a workspace's merge, abandonment and
-clean-up, a session archived or deleted.
+clean-up, a session archived or deleted, and each model call's usage (the usage ledger).
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from pydantic import Field
 
@@ -22,6 +24,7 @@ __all__ = [
     "AgentHeartbeatPayload",
     "AgentLostPayload",
     "CheckpointUsage",
+    "ModelUsageRecordedPayload",
     "SessionArchivedPayload",
     "SessionDeletedPayload",
     "TaskBlockedPayload",
@@ -202,3 +205,25 @@ class WorkspaceAbandonedPayload(EventPayload):
 
 class WorkspaceCleanedPayload(EventPayload):
     workspace_id: str
+
+
+# --- usage --------------------------------------------------------------------------------
+
+
+class ModelUsageRecordedPayload(EventPayload):
+    """IMPL-USAGE-1: one model call that completed, whoever made it (the Main Agent, the
+    designer, compaction, a worker's turn served by the parent): the usage ledger every reader
+    sums (HUD, ``/cost``, ``air report``, the headless summary)."""
+
+    purpose: Literal["main_agent", "designer", "compaction", "task"]
+    """``task`` when a task's worker made the call (``task_id`` says which)."""
+    provider_id: str
+    model_id: str
+    agent_id: str | None = None
+    task_id: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+    cost_usd: float | None = None
+    """USD from the model's price; ``None`` when the price is unknown (never 0)."""
