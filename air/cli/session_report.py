@@ -149,6 +149,7 @@ def summarise(events: list[Any]) -> SessionSummary:
     by_wave: dict[int, UsageSum] = {}
     by_turn: dict[str, UsageSum] = {}
     turn: str | None = None
+    before_ledger: list[dict[str, Any]] = []
     for event in events:
         payload: dict[str, Any] = event.payload
         kind: str = event.type
@@ -191,6 +192,9 @@ def summarise(events: list[Any]) -> SessionSummary:
         elif kind.startswith("task.") and kind.split(".", 1)[1] in _TERMINAL and task is not None:
             ended_since_start = True
             _end(task, kind.split(".", 1)[1], event.timestamp, payload)
+            usage = (payload.get("worker_result") or {}).get("usage")
+            if usage:
+                before_ledger.append({**usage, "task_id": task.task_id, "purpose": "task"})
         elif kind == "workspace.created" and payload.get("task_id"):
             by_workspace[payload["workspace_id"]] = payload["task_id"]
         elif kind.startswith("workspace.merge.") and kind != "workspace.merge.started":
@@ -235,6 +239,11 @@ def summarise(events: list[Any]) -> SessionSummary:
             owner = tasks.get(str(payload.get("entity_id")))
             if owner is not None:
                 owner.evidence.append(payload)
+    if not ledger.seen:
+        # a session recorded before the usage ledger (IMPL-USAGE-1) has only its workers' own
+        # totals, one per attempt: they are what it spent, never 0
+        for usage in before_ledger:
+            ledger.add(usage)
     for task in tasks.values():
         spent = ledger.task(task.task_id)
         task.tokens, task.cost_usd = spent.tokens, spent.cost_usd
