@@ -85,3 +85,18 @@ def test_an_unknown_host_is_exit_2_saying_where_to_declare_it(tmp_path: Path) ->
     assert "no-such-host" in done.stderr
     assert "hosts.yaml" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_a_slurm_host_for_batch_tasks_is_exit_2_before_anything_runs(tmp_path: Path) -> None:
+    """Tasks run on ssh hosts; a slurm host named for them is refused, not run another way."""
+    home = _home(tmp_path)
+    (home / ".air" / "hosts.yaml").write_text(
+        "hosts:\n  cluster:\n    launcher: slurm\n    host: localhost\n    partition: air\n"
+    )
+    root = _project(tmp_path, "calc")
+    done = _air(root, home, "--host", "cluster")
+    assert done.returncode == 2, done.stderr
+    assert "slurm host" in done.stderr and "ssh hosts" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not (root / ".air" / "local" / "sessions").exists()
