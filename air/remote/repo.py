@@ -12,12 +12,16 @@ Owns the layout under the host's work directory and the commands the parent runs
   ``.gitignore`` ignores) and a bundle ``BASE..result`` on stdout;
 - ``gc WORKDIR RUN``: the run's repository and worktree removed, the cache's refs to it too.
 
-Every git command is air's hardened one (``air.workspace.gitsafe``): a task-written config, hook
-or driver in the worktree runs nothing here either. RUN and BASE are checked before use.
+Every command holds an exclusive ``flock`` on ``WORKDIR/.lock`` while it runs: the tasks of one
+run (and other air processes) sync to the same host at once, and the cache is created and fed by
+one of them at a time. Every git command is air's hardened one (``air.workspace.gitsafe``): a
+task-written config, hook or driver in the worktree runs nothing here either. RUN and BASE are
+checked before use.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import shutil
@@ -132,6 +136,13 @@ def main(argv: list[str]) -> int:
     if rest and not RUN_ID.match(rest[0]):
         sys.stderr.write(f"air.remote.repo: bad run id {rest[0]!r}\n")
         return 2
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released with the file: at the end of the command
+        return _run(command, workdir, rest, argv)
+
+
+def _run(command: str, workdir: str, rest: list[str], argv: list[str]) -> int:
     if command == "known" and not rest:
         sys.stdout.write(known(workdir))
     elif command == "receive" and len(rest) == 2 and COMMIT.match(rest[1]):

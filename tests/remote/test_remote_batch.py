@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -49,7 +50,12 @@ def _tree(root: Path) -> dict[str, bytes]:
 def _home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
     (home / ".air").mkdir(parents=True)
-    shutil.copy(REMOTE_DIR / "hosts.yaml", home / ".air" / "hosts.yaml")
+    # a work directory of this test's own on the host: its object cache starts empty, as on a
+    # fresh host, where the parallel tasks' first syncs meet
+    text = (REMOTE_DIR / "hosts.yaml").read_text()
+    fresh = re.sub(r"(?m)^(\s*workdir: )(\S+)$", rf"\g<1>\g<2>/{tmp_path.name}", text)
+    assert fresh != text
+    (home / ".air" / "hosts.yaml").write_text(fresh)
     return home
 
 
@@ -97,6 +103,7 @@ def test_a_slurm_host_for_batch_tasks_is_exit_2_before_anything_runs(tmp_path: P
     root = _project(tmp_path, "calc")
     done = _air(root, home, "--host", "cluster")
     assert done.returncode == 2, done.stderr
-    assert "slurm host" in done.stderr and "ssh hosts" in done.stderr
+    assert "slurm host" in done.stderr
+    assert "ssh hosts" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (root / ".air" / "local" / "sessions").exists()
