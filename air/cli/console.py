@@ -9,10 +9,11 @@ store, IMPL-AGENT-6); the MainAgent started in the root nursery with its convers
 from ``messages``/``message_drafts`` and subscribed to the task events; the
 ``MainAgentChannel``; and ``TuiApp`` (or ``PlainConsole`` with ``--plain``) run in the root
 nursery too. ``--replay`` plays the session's log back read-only (no runtime is opened, nothing
-is claimed or written). In a terminal the TuiApp draws its first frame before any of that
-(``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the channel once the
-runtime is open; an answer interrupted mid-stream keeps its text as an artifact (``_Drafts``,
-IMPL-FRAME-3).
+is claimed or written). In a terminal the first frame is drawn before any of that, before
+pydantic, Trio and urwid are imported (``FirstFrame``, IMPL-FRAME-5); the TuiApp takes its
+screen over (``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the
+channel once the runtime is open; an answer interrupted mid-stream keeps its text as an
+artifact (``_Drafts``, IMPL-FRAME-3).
 
 Shutdown (IMPL-CONSOLE-2): quitting, SIGHUP/SIGTERM or the end of the plain console's input
 cancels the running work cooperatively (tasks end cancelled/interrupted, resumable), waits a

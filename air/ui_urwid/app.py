@@ -10,7 +10,8 @@ whatever the event rate). It reads only a ``ProjectionClient``.
 
 A console can open before its session (IMPL-FRAME-1): ``TuiApp.opening(text)`` draws the
 first frame with no projection and no command channel (the HUD says ``text``; commands typed
-meanwhile wait in the outbox), ``attach`` gives it both once the runtime is open.
+meanwhile wait in the outbox), ``attach`` gives it both once the runtime is open; its screen
+draws over the ``first_frame.FirstFrame`` already on the terminal (IMPL-FRAME-5).
 """
 
 from __future__ import annotations
