@@ -7,7 +7,7 @@ Runs the real console in a private tmux server and measures, in the same run:
   interpreter, no terminal) and the same interpreter printing one line in the same tmux
   (``python -c print(...)``): the ratio is what air adds to a bare Python start. Measured for
   the real ``air run PROJECT --cassette DIR`` (on a copy of examples/calc) twice: to its first
-  frame (the HUD ``air · ...``: since IMPL-FRAME-1 drawn while the session opens) and to the
+  frame (the HUD ``air · ...``: since IMPL-FRAME-5 drawn before the runtime's imports) and to the
   ready console (``· IDLE ·``: runtime, recovery, Main Agent, ProjectionStore); and for the
   scripted driver (``python -m air.testing.console_driver``: the console alone). With
   ``--compare TREE`` another checkout's ``air`` (its ``.venv/bin/python``, e.g. main) is timed
@@ -214,6 +214,7 @@ def main() -> None:
         console: list[float] = []
         other_first: list[float] = []
         other_ready: list[float] = []
+        other_cpu: list[float] = []
         for i in range(args.starts):
             bare.append(_bare_start())
             (seen,) = _first_screen(
@@ -227,9 +228,11 @@ def main() -> None:
             cpu_first.append(cpu[0])
             cpu_ready.append(cpu[1])
             if other:
+                cpu = []
                 frame, idle = _first_screen(
-                    other, ["air · ", "· IDLE ·"], tmp, ["C-d"], cwd=args.compare
+                    other, ["air · ", "· IDLE ·"], tmp, ["C-d"], cwd=args.compare, cpu=cpu
                 )
+                other_cpu.append(cpu[0])
                 other_first.append(frame)
                 other_ready.append(idle)
             log = tmp / f"start{i}.jsonl"
@@ -257,6 +260,7 @@ def main() -> None:
         if other:
             print(f"  {args.compare} air first frame: {_ms(other_first)}")
             print(f"  {args.compare} air ready (· IDLE ·): {_ms(other_ready)}")
+            print(f"  {args.compare} air CPU time at its first frame: {_ms(other_cpu)}")
             print(
                 f"  first frame this tree / {args.compare}: "
                 f"{opened / statistics.median(other_first):.2f}x"

@@ -161,7 +161,7 @@ def render_p99_ms(project: Path, sid: str) -> float:
     from air.projection import InProcessProjectionClient
     from air.projection.view_snapshot import open_projection
     from air.store.session_db import open_session_database
-    from air.ui_urwid import TuiApp
+    from air.ui_urwid.app import TuiApp
 
     db = open_session_database(project / ".air/local/sessions" / sid / "session.db")
     store = open_projection(EventStore(db), sid)  # as the console opens it (IMPL-READ-2)

@@ -9,10 +9,11 @@ store, IMPL-AGENT-6); the MainAgent started in the root nursery with its convers
 from ``messages``/``message_drafts`` and subscribed to the task events; the
 ``MainAgentChannel``; and ``TuiApp`` (or ``PlainConsole`` with ``--plain``) run in the root
 nursery too. ``--replay`` plays the session's log back read-only (no runtime is opened, nothing
-is claimed or written). In a terminal the TuiApp draws its first frame before any of that
-(``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the channel once the
-runtime is open; an answer interrupted mid-stream keeps its text as an artifact (``_Drafts``,
-IMPL-FRAME-3).
+is claimed or written). In a terminal the first frame is drawn before any of that, before
+pydantic, Trio and urwid are imported (``FirstFrame``, IMPL-FRAME-5); the TuiApp takes its
+screen over (``TuiApp.opening``, IMPL-FRAME-1) and is attached to the projection and the
+channel once the runtime is open; an answer interrupted mid-stream keeps its text as an
+artifact (``_Drafts``, IMPL-FRAME-3).
 
 Shutdown (IMPL-CONSOLE-2): quitting, SIGHUP/SIGTERM or the end of the plain console's input
 cancels the running work cooperatively (tasks end cancelled/interrupted, resumable), waits a
@@ -37,19 +38,26 @@ import sys
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from air.cli.console_start import first_run, plain_reason, plain_wanted, session_to_reopen
-from air.cli.options import HeadlessOptions, bad, parse_options, reported_exit
+from air.cli.console_start import (
+    MAIN_CASSETTE,
+    checked_options,
+    first_run,
+    opening_text,
+    plain_reason,
+    plain_wanted,
+    session_to_reopen,
+)
+from air.cli.options import HeadlessOptions, bad, reported_exit
 
 if TYPE_CHECKING:
     from air.agents import PendingPrompts
     from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
+    from air.ui_urwid.first_frame import FirstFrame
 
 __all__ = ["MAIN_CASSETTE", "ConsolePrompt", "run_console"]
 
 log = logging.getLogger(__name__)
 
-MAIN_CASSETTE = "main.jsonl"
-"""The Main Agent's cassette in a ``--cassette DIR``."""
 QUIT_GRACE_S = 10.0
 """How long quitting waits for cancelled work to end before it kills the workers."""
 KILL_GRACE_S = 2.0
@@ -87,56 +95,44 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     hold_gc()
     skip_pydantic_plugins()
     skip_ldconfig_probe()
-    from air.contracts.error import AirException, CliExit
-
     if args.get("PROJECT") and not args.get("--project"):
         args = {**args, "--project": args["PROJECT"]}
+    frame: FirstFrame | None = None
     try:
-        project = args.get("PROJECT")
-        if project and not os.path.isdir(project):
-            what = "is a file" if os.path.exists(project) else "does not exist"
-            raise bad(
-                "not_found",
-                f"air run {project}: {what}, not a project directory",
-                f"Open the console with `air run PROJECT_DIR`; run a batch file with "
-                f"`air run --headless {project}`.",
-                field="PROJECT",
-            )
-        options = parse_options(args, runner_factory=runner_factory)
-        if options.cassette and not os.path.isdir(options.cassette):
-            raise bad(
-                "validation_error",
-                f"--cassette {options.cassette}: the console needs a directory",
-                f"Pass --cassette DIR holding {MAIN_CASSETTE} (the Main Agent's turns) and "
-                "<task id>.jsonl per task, e.g. examples/calc/cassettes.",
-                field="--cassette",
-            )
-        if options.cassette and not os.path.isfile(os.path.join(options.cassette, MAIN_CASSETTE)):
-            raise bad(
-                "not_found",
-                f"--cassette {options.cassette}: no {MAIN_CASSETTE} (the Main Agent's turns)",
-                f"Record the Main Agent's turns to {options.cassette}/{MAIN_CASSETTE}.",
-                field="--cassette",
-            )
-        if args.get("--replay"):
-            from air.cli.console_replay import replay
+        try:
+            options = checked_options(args, runner_factory)
+            if args.get("--replay"):
+                from air.cli.console_replay import replay
 
-            release_gc()  # a replay reads the whole log: collection as usual
-            return replay(options)
-        create = bool(args.get("PROJECT"))
-        note = None if create or options.session_id is not None else first_run(options)
-        _trust_or_ask(options, create=create or note is not None)
-        from air.cli.reopen import offer_sessions
+                release_gc()  # a replay reads the whole log: collection as usual
+                return replay(options)
+            create = bool(args.get("PROJECT"))
+            note = None if create or options.session_id is not None else first_run(options)
+            _trust_or_ask(options, create=create or note is not None)
+            from air.cli.reopen import offer_sessions
 
-        if offer_sessions(args, options, sys.stdin, sys.stdout):
-            return CliExit.OK  # the person quit at the list of sessions: nothing was opened
-        import trio
+            if offer_sessions(args, options, sys.stdin, sys.stdout):
+                return 0  # CliExit.OK: the person quit at the list of sessions
+            plain = plain_wanted(bool(args.get("--plain")))
+            if not plain:
+                # everything asked on the terminal is answered: the first frame, before
+                # pydantic, Trio and urwid load (IMPL-FRAME-5)
+                from air.ui_urwid.first_frame import FirstFrame
 
-        plain = plain_wanted(bool(args.get("--plain")))
-        trio.run(_console, options, plain, create or note is not None, note)
-    except AirException as exc:
+                frame = FirstFrame.draw(opening_text(options))
+            import trio
+
+            trio.run(_console, options, plain, create or note is not None, note, frame)
+        finally:
+            if frame is not None:
+                frame.close()  # the console never took it over: the terminal as it was
+    except Exception as exc:
+        from air.contracts.error import AirException  # the checks above load no pydantic
+
+        if not isinstance(exc, AirException):
+            raise
         return reported_exit(exc, sys.stderr)
-    return CliExit.OK
+    return 0  # CliExit.OK
 
 
 def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
@@ -167,10 +163,10 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
 def _project_root(options: HeadlessOptions, *, create: bool) -> str:
     """The project's root: found by walking up (``air``), or PROJECT (``air run``; the
     factory makes it an air project once the configuration proved good)."""
-    from air.session.project import ProjectStore
-
     if create:
         return options.project  # a directory: run_console checked it
+    from air.session.project import ProjectStore
+
     project = ProjectStore().locate(options.project)
     if project is None:
         raise bad(
@@ -183,7 +179,11 @@ def _project_root(options: HeadlessOptions, *, create: bool) -> str:
 
 
 async def _console(
-    options: HeadlessOptions, plain: bool, create: bool, note: str | None = None
+    options: HeadlessOptions,
+    plain: bool,
+    create: bool,
+    note: str | None = None,
+    frame: FirstFrame | None = None,
 ) -> None:
     """Check what is cheap to check, draw the first frame (the HUD says the session is
     opening), then open the runtime and attach the console to it (IMPL-FRAME-1). Without a
@@ -195,16 +195,14 @@ async def _console(
 
     if options.session_id is None:
         options.project = _project_root(options, create=create)
-        opening = "opening the session…"
     else:
         session_to_reopen(options)
-        opening = f"reopening {options.session_id}…"
     if plain:
         await _session(options, plain, None)
         return
-    from air.ui_urwid import TuiApp
+    from air.ui_urwid.app import TuiApp
 
-    app = TuiApp.opening(opening, note=note)
+    app = TuiApp.opening(opening_text(options), note=note, takeover=frame)
     refused: AirException | None = None
     async with trio.open_nursery() as nursery:
         await nursery.start(app.run)  # the first frame is on the screen
@@ -455,7 +453,8 @@ async def _front(
 
     from air.cli.background import watch_background
     from air.projection import InProcessProjectionClient
-    from air.ui_urwid import PlainConsole, TuiApp
+    from air.ui_urwid.app import TuiApp
+    from air.ui_urwid.plain import PlainConsole
 
     client = InProcessProjectionClient(store)
     local = runtime.session.project.local_root  # its background runs (IMPL-DETACH-1)

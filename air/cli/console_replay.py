@@ -37,7 +37,7 @@ def replay(options: HeadlessOptions) -> int:
 
 async def _play(events: Any) -> None:
     from air.projection import ProjectionStore, ReplayPlayer
-    from air.ui_urwid import TuiApp
+    from air.ui_urwid.app import TuiApp
 
     player = ReplayPlayer(events, ProjectionStore())
     app = TuiApp(

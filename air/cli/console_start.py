@@ -1,11 +1,12 @@
 """What the console's start decides before anything opens: the project, and the kind of console.
 
-Owns ``first_run`` (``air`` where no air project is found: inside a git repository its top
-becomes the project, as ``air run TOP`` makes one, said in one line; outside one, what air
+Owns ``checked_options`` (PROJECT and ``--cassette`` checked before anything opens),
+``first_run`` (``air`` where no air project is found: inside a git repository its top becomes
+the project, as ``air run TOP`` makes one, said in one line; outside one, what air
 needs is said, exit 2; IMPL-CONSOLE-4) and ``plain_wanted`` / ``plain_reason`` (the plain
 console when asked for, or when there is no screen to draw on: stdin or stdout is not a
 terminal, or ``TERM=dumb``; IMPL-UI-5) and ``session_to_reopen`` (``--session SID``: its
-project and id, or ``not_found``).
+project and id, or ``not_found``) and ``opening_text`` (what the HUD says meanwhile).
 """
 
 from __future__ import annotations
@@ -14,9 +15,56 @@ import os
 import sys
 from typing import Any
 
-from air.cli.options import HeadlessOptions, bad
+from air.cli.options import HeadlessOptions, bad, parse_options
 
-__all__ = ["first_run", "plain_reason", "plain_wanted", "session_to_reopen"]
+__all__ = [
+    "MAIN_CASSETTE",
+    "checked_options",
+    "first_run",
+    "opening_text",
+    "plain_reason",
+    "plain_wanted",
+    "session_to_reopen",
+]
+
+MAIN_CASSETTE = "main.jsonl"
+"""The Main Agent's cassette in a ``--cassette DIR``."""
+
+
+def checked_options(args: dict[str, Any], runner_factory: Any = None) -> HeadlessOptions:
+    """The console's options, its PROJECT a directory and its ``--cassette`` one holding
+    ``MAIN_CASSETTE`` (checked before anything opens; no pydantic is loaded unless one fails).
+
+    Raises:
+        AirException: ``not_found`` or ``validation_error`` naming the argument.
+    """
+    project = args.get("PROJECT")
+    if project and not os.path.isdir(project):
+        what = "is a file" if os.path.exists(project) else "does not exist"
+        raise bad(
+            "not_found",
+            f"air run {project}: {what}, not a project directory",
+            f"Open the console with `air run PROJECT_DIR`; run a batch file with "
+            f"`air run --headless {project}`.",
+            field="PROJECT",
+        )
+    options = parse_options(args, runner_factory=runner_factory)
+    if options.cassette and not os.path.isdir(options.cassette):
+        raise bad(
+            "validation_error",
+            f"--cassette {options.cassette}: the console needs a directory",
+            f"Pass --cassette DIR holding {MAIN_CASSETTE} (the Main Agent's turns) and "
+            "<task id>.jsonl per task, e.g. examples/calc/cassettes.",
+            field="--cassette",
+        )
+    if options.cassette and not os.path.isfile(os.path.join(options.cassette, MAIN_CASSETTE)):
+        raise bad(
+            "not_found",
+            f"--cassette {options.cassette}: no {MAIN_CASSETTE} (the Main Agent's turns)",
+            f"Record the Main Agent's turns to {options.cassette}/{MAIN_CASSETTE}.",
+            field="--cassette",
+        )
+    return options
 
 
 def first_run(options: HeadlessOptions) -> str | None:
@@ -97,3 +145,10 @@ def session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
             field="--session",
         )
     return project, sid
+
+
+def opening_text(options: HeadlessOptions) -> str:
+    """What the HUD says while the session opens."""
+    if options.session_id is None:
+        return "opening the session…"
+    return f"reopening {options.session_id}…"

@@ -114,12 +114,12 @@ def offer_sessions(
     Returns:
         True when the person quit at the list (nothing is to be opened).
     """
-    from air.session.project import ProjectStore
-
     if args.get("PROJECT") or options.session_id is not None or args.get("--plain"):
         return False
     if not (stdin.isatty() and out.isatty()):
         return False  # a script or a pipe: the console opens a new session as always
+    from air.session.project import ProjectStore  # not before `air run`'s first frame
+
     project = ProjectStore().locate(options.project)
     if project is None:
         return False  # no project: the console says so itself

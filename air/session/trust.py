@@ -26,10 +26,12 @@ import os
 import stat
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from air.contracts.display import shown
-from air.contracts.error import AirException, ErrorKind
+
+if TYPE_CHECKING:  # imported where raised: no pydantic before the console's first frame
+    from air.contracts.error import AirException
 
 __all__ = [
     "PROMPT_FILES",
@@ -124,6 +126,8 @@ def trust_file(home: str | None = None) -> str:
 
 
 def _refuse_link(root: str, rel: str, real: str) -> None:
+    from air.contracts.error import AirException, ErrorKind
+
     raise AirException.of(
         kind=ErrorKind.UNTRUSTED_CONFIG,
         message=f"{rel}: is a symbolic link to {real}, outside the project's own files; air "
@@ -229,7 +233,8 @@ def _air_templates() -> dict[str, bytes]:
 
 
 def _findings(rel: str, data: bytes) -> list[Finding]:
-    if _air_templates().get(rel) == data:
+    # the templates are rules files: other files do not load their module (and pydantic)
+    if rel.startswith(f"{SHARED}/rules/") and _air_templates().get(rel) == data:
         return []
     if rel.endswith("models.yaml"):
         return _models_findings(rel, data)
@@ -379,6 +384,8 @@ def _load_record(home: str | None) -> dict[str, Any]:
     except FileNotFoundError:
         return {"version": 1, "projects": {}}
     except (OSError, ValueError) as exc:
+        from air.contracts.error import AirException, ErrorKind
+
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,
             message=f"{path}: cannot be read as air's trust record ({exc.__class__.__name__})",
@@ -463,6 +470,8 @@ def untrusted_error(config: ConfigSet, *, home: str | None = None) -> AirExcepti
             first = Finding(gone[0], "file", "was removed")
     more = len(config.findings) - 1
     tail = f" (and {more} more: `air trust` lists them)" if more > 0 else ""
+    from air.contracts.error import AirException, ErrorKind
+
     return AirException.of(
         kind=ErrorKind.UNTRUSTED_CONFIG,
         message=f"untrusted project configuration{changed}: {first.line()}{tail}",

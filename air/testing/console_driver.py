@@ -34,7 +34,8 @@ from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPla
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents
-from air.ui_urwid import PlainConsole, TuiApp
+from air.ui_urwid.app import TuiApp
+from air.ui_urwid.plain import PlainConsole
 
 __all__ = ["ScriptedRuntime", "main", "rss_kib"]
 

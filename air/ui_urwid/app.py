@@ -10,7 +10,8 @@ whatever the event rate). It reads only a ``ProjectionClient``.
 
 A console can open before its session (IMPL-FRAME-1): ``TuiApp.opening(text)`` draws the
 first frame with no projection and no command channel (the HUD says ``text``; commands typed
-meanwhile wait in the outbox), ``attach`` gives it both once the runtime is open.
+meanwhile wait in the outbox), ``attach`` gives it both once the runtime is open; its screen
+draws over the ``first_frame.FirstFrame`` already on the terminal (IMPL-FRAME-5).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from air.contracts.ui import (
 from air.ui_urwid.commands import parse_input
 from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
 from air.ui_urwid.cost import cost_lines
+from air.ui_urwid.first_frame import FirstFrame
 from air.ui_urwid.input import InputBox
 from air.ui_urwid.layout import ConsoleLayout, empty_snapshot
 from air.ui_urwid.root import Root
@@ -157,10 +159,20 @@ class TuiApp:
         """Set when ``run`` ended and the terminal was restored."""
 
     @classmethod
-    def opening(cls, text: str, *, note: str | None = None, **options: Any) -> TuiApp:
+    def opening(
+        cls,
+        text: str,
+        *,
+        note: str | None = None,
+        takeover: FirstFrame | None = None,
+        **options: Any,
+    ) -> TuiApp:
         """A console whose session is still opening: it draws at once, shows ``text`` in the
         HUD and keeps the person's commands until ``attach``; ``note`` (e.g. the project was
-        just made) stays on the status line once attached."""
+        just made) stays on the status line once attached; ``takeover``: the first frame
+        already on the terminal (IMPL-FRAME-5), which this console's screen draws over."""
+        if takeover is not None and options.get("screen") is None:
+            options["screen"] = make_screen(takeover)
         app = cls(_NoProjection(), _Unattached(), **options)
         app.opening_text = text
         app._note = note or ""

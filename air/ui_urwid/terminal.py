@@ -1,22 +1,27 @@
 """What the console needs to know about the terminal it draws on, and how it adapts to it.
 
-Owns ``unicode_terminal`` (is the locale UTF-8: Python's coercion of the C locale, PEP 538/540,
-counts as not), ``ConsoleScreen`` / ``make_screen`` (urwid's raw screen with bracketed paste
+Owns ``ConsoleScreen`` / ``make_screen`` (urwid's raw screen with bracketed paste
 and urwid's extended keys, the terminal's CR-to-NL input translation off so Enter, byte 13, and
 Ctrl-J, byte 10, arrive apart; on a terminal that is not UTF-8 every box-drawing line, status
 mark and separator the views draw is written as its ASCII stand-in, at the same width) and
 ``newline_keys`` (the ``input_filter`` that names byte 10 ``ctrl j``: urwid reports both
-bytes as ``enter``).
+bytes as ``enter``). Re-exports ``unicode_terminal`` (``first_frame``'s: is the locale
+UTF-8; Python's coercion of the C locale, PEP 538/540, counts as not).
 """
 
 from __future__ import annotations
 
-import locale
 import os
-import sys
+import select
 import termios
+from typing import TYPE_CHECKING
 
 import urwid
+
+from air.ui_urwid.first_frame import unicode_terminal
+
+if TYPE_CHECKING:
+    from air.ui_urwid.first_frame import FirstFrame
 
 __all__ = ["ASCII_GLYPHS", "ConsoleScreen", "make_screen", "newline_keys", "unicode_terminal"]
 
@@ -43,37 +48,46 @@ ASCII_GLYPHS: dict[str, str] = {
 _TABLE = str.maketrans(ASCII_GLYPHS)
 
 
-def unicode_terminal() -> bool:
-    """True when the locale's encoding is UTF-8.
-
-    Python started in the C or POSIX locale coerces it to C.UTF-8 and turns its UTF-8 mode on
-    (PEP 538/540) without the terminal changing: that is read as not UTF-8, unless the person
-    asked for UTF-8 mode (``PYTHONUTF8=1``)."""
-    if sys.flags.utf8_mode and os.environ.get("PYTHONUTF8") != "1":
-        return False
-    return locale.getpreferredencoding(False).lower().replace("-", "") == "utf8"
-
-
 class ConsoleScreen(urwid.display.raw.Screen):
     """urwid's raw screen, with Enter and Ctrl-J told apart (ICRNL off while it runs: urwid
     restores the terminal's own settings when it stops); ``ascii``: the console's glyphs are
     written as their ASCII stand-ins (``ASCII_GLYPHS``), other text (what a person or a model
-    wrote) as it is."""
+    wrote) as it is; ``takeover``: the ``FirstFrame`` on the terminal, whose screen and
+    settings this one takes over when it starts (it restores the terminal's settings from
+    before that frame, IMPL-FRAME-5)."""
 
-    def __init__(self, *, ascii: bool = False) -> None:
+    def __init__(self, *, ascii: bool = False, takeover: FirstFrame | None = None) -> None:
         super().__init__(bracketed_paste_mode=True, extended_keys=True)
         self.ascii = ascii
+        self.takeover = takeover
         self.enter_apart = False
         """True while the terminal sends Enter as byte 13 and Ctrl-J as byte 10."""
+        self._held: list[int] = []
+        """Bytes typed at the first frame, read before urwid's start, given to it first."""
+
+    def get_available_raw_input(self) -> list[int]:
+        held, self._held = self._held, []
+        return held + super().get_available_raw_input()
 
     def _start(self, alternate_buffer: bool = True) -> None:
-        super()._start(alternate_buffer)
         fd = self._input_fileno()
+        if self.takeover is not None and fd is not None and os.isatty(fd):
+            # what was typed at the first frame: urwid's cbreak (TCSAFLUSH) would drop it
+            self._held = list(_pending_input(fd))
+        super()._start(alternate_buffer)
+        if self._held:
+            self._resize_pipe_wr.send(b"K")  # wakes the loop: it reads the held keys first
         if fd is not None and os.isatty(fd):
             mode = termios.tcgetattr(fd)
             mode[0] &= ~termios.ICRNL  # iflag
             termios.tcsetattr(fd, termios.TCSANOW, mode)
             self.enter_apart = True
+            if self.takeover is not None:
+                # urwid saved the first frame's settings: what it restores is the terminal's own
+                self._old_termios_settings = self.takeover.original
+        if self.takeover is not None:
+            self.takeover.handed_over()
+            self.takeover = None
 
     def _stop(self) -> None:
         self.enter_apart = False
@@ -83,11 +97,22 @@ class ConsoleScreen(urwid.display.raw.Screen):
         super().write(data.translate(_TABLE) if self.ascii else data)
 
 
-def make_screen() -> ConsoleScreen:
+def _pending_input(fd: int) -> bytes:
+    """The bytes waiting in the terminal's input queue, without blocking."""
+    data = b""
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+def make_screen(takeover: FirstFrame | None = None) -> ConsoleScreen:
     """The console's screen (extended keys: Shift+Enter and Ctrl+Enter where the terminal
     reports them through the kitty keyboard protocol or xterm's modifyOtherKeys); ASCII
-    drawing when the terminal is not UTF-8."""
-    return ConsoleScreen(ascii=not unicode_terminal())
+    drawing when the terminal is not UTF-8; ``takeover``: the first frame it draws over."""
+    return ConsoleScreen(ascii=not unicode_terminal(), takeover=takeover)
 
 
 Key = str | tuple[str, int, int, int]
