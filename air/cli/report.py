@@ -1,17 +1,16 @@
 """``air report --html FILE``: one self-contained HTML page of a session.
 
 Owns: rendering ``air.cli.session_report.summarise`` of a session's events (those of
-``REPORT_TYPES``, read as rows by type, ``read_report_events``; the span from the summary
-row) as a page with no network reference, no script and inline CSS (IMPL-REL-7): a timeline
-with one row per worker
-(agent) and one bar per attempt (placed by its start and end, labelled with the task, wave
-and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel is its
-own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
-cost, error, and links to its diffs, command output and evidence (the artifact files under
-the session directory, each also inlined, bounded, in a ``<details>``). Everything from the
-log is escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``,
-escape sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an
-artifact path outside the session's directory is neither linked nor read.
+``REPORT_TYPES``, read as rows by type, ``read_report_events``; the span from the summary row)
+as a page with no network reference, no script and inline CSS (IMPL-REL-7): a timeline with one
+row per worker (agent) and one bar per attempt (placed by its start and end, labelled with the
+task, wave and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
+is its own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
+cost, error, and links to its diffs, command output and evidence (the artifact files under the
+session directory, each also inlined, bounded, in a ``<details>``). Everything from the log is
+escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``, escape
+sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an artifact
+path outside the session's directory is neither linked nor read.
 """
 
 from __future__ import annotations
