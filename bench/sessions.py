@@ -7,7 +7,8 @@ per size, it measures the real commands as a person runs them:
 
 * console reopen: ``air --session SID --cassette DIR`` in a private tmux, seconds until the
   ready console (``· IDLE ·``) is on screen, and the console process's peak RSS then; twice
-  (the first reopen also stores the fold's snapshot, the second starts from it);
+  (the session is written as a headless run records it, so the first reopen already starts
+  from the view the runtime stored, IMPL-READ-7; the second from the one it stored again);
 * ``--replay``: ``air --session SID --replay``, seconds until its first frame (``REPLAY``);
 * render p99 while scrolling: in-process, the console (``TuiApp``) over the session's
   projection, the conversation scrolled a page at a time up and then down, each step rendered
@@ -91,8 +92,13 @@ def session_id(size: int, copy: int = 0) -> str:
 
 
 def write_session(project: Path, project_id: str, sid: str, size: int) -> Path:
-    """A session database of ``size`` realistic events, appended in batches."""
+    """A session database of ``size`` realistic events, appended in batches as a headless run
+    records them: its ledger folds each batch (the scheduler reads the fold), stores the fold's
+    snapshot every ``SNAPSHOT_EVERY`` events and with it the console's view (the runtime's
+    ``on_snapshot``, IMPL-READ-7)."""
     from air.events.store import EventStore
+    from air.nursery.ledger import SessionLedger
+    from air.projection.view_snapshot import ViewKeeper
     from air.store.session_db import open_session_database
     from air.testing.sequences import realistic_sequence
 
@@ -102,8 +108,11 @@ def write_session(project: Path, project_id: str, sid: str, size: int) -> Path:
     db = open_session_database(path)
     try:
         store = EventStore(db)
-        for start in range(0, len(events), 5000):
-            store.append_many(events[start : start + 5000])
+        ledger = SessionLedger(store, session_id=sid, project_id=project_id, snapshots=db)
+        ledger.on_snapshot = ViewKeeper(store, sid, path.parent / "artifacts")
+        for start in range(0, len(events), 500):
+            store.append_many(events[start : start + 500])
+            ledger.state()
     finally:
         db.close()
     return path
@@ -240,7 +249,7 @@ def measure(size: int, tmp: Path, *, console: bool) -> dict[str, float]:
     if console:
         cassette = str(project / "cassettes")
         argv = [sys.executable, "-m", "air", "--session", sid, "--cassette", cassette]
-        # the first reopen folds the log and stores the fold's snapshot; the next starts there
+        # the runtime stored the view as the session grew: the first reopen starts there too
         out["reopen_first_s"], _ = screen_time(argv, "· IDLE ·", project, home, tmp)
         out["reopen_s"], out["reopen_rss_mib"] = screen_time(argv, "· IDLE ·", project, home, tmp)
         replay = [sys.executable, "-m", "air", "--session", sid, "--replay"]

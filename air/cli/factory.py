@@ -27,6 +27,23 @@ from air.cli.prepare import prepare
 __all__ = ["RuntimeFactory"]
 
 
+def _opened(session: Any, ledger: Any, then: Callable[[Any, Any], None] | None) -> None:
+    """The session is open: its console view is stored with each fold snapshot (a reopen after
+    a long run folds a short tail, IMPL-READ-7), then ``then`` (the command's own look)."""
+    keeper: list[Callable[[], None]] = []
+
+    def store_view() -> None:
+        if not keeper:  # imported at the first snapshot, never on the way to the first request
+            from air.projection.view_snapshot import ViewKeeper
+
+            keeper.append(ViewKeeper(session.events, ledger.session_id, session.artifacts.root))
+        keeper[0]()
+
+    ledger.on_snapshot = store_view
+    if then is not None:
+        then(session, ledger)
+
+
 class RuntimeFactory:
     """Builds the ``RuntimeConfig`` of ``air run --headless`` or ``air resume``."""
 
@@ -96,7 +113,7 @@ class RuntimeFactory:
             architecture_gate=lambda session, services, registry: _architecture_gate(
                 session, services, registry, asks, headless=mode != "interactive"
             ),
-            on_open=on_open,
+            on_open=lambda session, ledger: _opened(session, ledger, on_open),
             subscribers=subscribers,
             interactive=mode == "interactive",
         )

@@ -1,16 +1,16 @@
 """``air report --html FILE``: one self-contained HTML page of a session.
 
 Owns: rendering ``air.cli.session_report.summarise`` of a session's events (those of
-``REPORT_TYPES``, read by type; the span from the summary row) as a page with no
-network reference, no script and inline CSS (IMPL-REL-7): a timeline with one row per worker
-(agent) and one bar per attempt (placed by its start and end, labelled with the task, wave
-and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel is its
-own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
-cost, error, and links to its diffs, command output and evidence (the artifact files under
-the session directory, each also inlined, bounded, in a ``<details>``). Everything from the
-log is escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``,
-escape sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an
-artifact path outside the session's directory is neither linked nor read.
+``REPORT_TYPES``, read as rows by type, ``read_report_events``; the span from the summary row)
+as a page with no network reference, no script and inline CSS (IMPL-REL-7): a timeline with one
+row per worker (agent) and one bar per attempt (placed by its start and end, labelled with the
+task, wave and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
+is its own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
+cost, error, and links to its diffs, command output and evidence (the artifact files under the
+session directory, each also inlined, bounded, in a ``<details>``). Everything from the log is
+escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``, escape
+sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an artifact
+path outside the session's directory is neither linked nor read.
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from air.cli.history import find_project, read_events, resolve_session, session_db_path
+from air.cli.history import find_project, resolve_session, session_db_path
 from air.cli.session_report import (
-    REPORT_TYPES,
     SessionSummary,
     TaskSummary,
     command_outcome,
+    read_report_events,
     summarise,
 )
 from air.contracts.display import cost_text, shown
@@ -258,23 +258,30 @@ def _usage_table(usage: dict[str, Any]) -> str:
 
 
 def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:
+    """Write the page of ``session_id`` to ``out``: the events ``summarise`` reads, as rows
+    by the type index (``read_report_events``), and the span from the summary row."""
     from air.store.read_model import read_summary
     from air.store.session_db import open_session_database
 
-    summary = summarise(read_events(project, session_id, types=list(REPORT_TYPES)))
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:
+        summary = summarise(read_report_events(db.conn, session_id))
         row = read_summary(db, session_id)
     finally:
         db.close()
-    if row is not None:  # the session ends with its last event, whatever its type
-        summary.started_at, summary.ended_at = row.first_at, row.last_at
-    session_dir = Path(project.local_root) / "sessions" / session_id
-    page = _Page(summary, session_dir, out).render()
+    page = report_page(summary, row, Path(project.local_root) / "sessions" / session_id, out)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, out)
     return summary
+
+
+def report_page(summary: SessionSummary, row: Any, session_dir: Path, out: Path) -> str:
+    """The page of ``summary``; ``row`` is the session's summary row (or None): the session
+    ends with its last event, whatever its type."""
+    if row is not None:
+        summary.started_at, summary.ended_at = row.first_at, row.last_at
+    return _Page(summary, session_dir, out).render()
 
 
 def run_report(args: dict[str, Any]) -> int:

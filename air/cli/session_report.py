@@ -13,9 +13,10 @@ Scheduler ran them (IMPL-REL-3). The JUnit writer, the ``--json`` summary record
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from air.events.usage_ledger import PURPOSES, USAGE_EVENT, UsageLedger, UsageSum
 
@@ -37,6 +38,31 @@ REPORT_TYPES = (
     USAGE_EVENT,
 )
 """Every event type ``summarise`` reads: a report reads these by type (an index), not the log."""
+
+
+class LoggedEvent(NamedTuple):
+    """What ``summarise`` reads of one stored event: no model built, the payload as stored."""
+
+    id: str
+    type: str
+    timestamp: str
+    session_id: str
+    payload: dict[str, Any]
+
+
+def read_report_events(conn: Any, session_id: str) -> list[LoggedEvent]:
+    """The session's events of ``REPORT_TYPES``, oldest first, read as rows through the type
+    index (``conn``: a sqlite3 connection to the session database); the same payloads a
+    ``RuntimeEvent`` read back holds (``record_to_event`` decodes the same JSON), without a
+    model per event (IMPL-READ-6)."""
+    marks = ", ".join("?" for _ in REPORT_TYPES)
+    cursor = conn.execute(
+        "SELECT id, type, timestamp, session_id, payload_json FROM events "
+        f"WHERE session_id = ? AND type IN ({marks}) ORDER BY seq",
+        (session_id, *REPORT_TYPES),
+    )
+    loads = json.loads
+    return [LoggedEvent(i, t, at, sid, loads(body)) for i, t, at, sid, body in cursor]
 
 
 def _time(stamp: str) -> datetime:

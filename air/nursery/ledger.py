@@ -12,7 +12,7 @@ session's stored snapshot and its event position (``air.events.fold_snapshot``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -252,6 +252,9 @@ class SessionLedger:
         self._snapshots = snapshots
         self._snapshot_seq = 0
         self._started = False
+        self.on_snapshot: Callable[[], None] | None = None
+        """Called after each fold snapshot stored: the client keeps its own read state stored
+        beside it (the console's view, IMPL-READ-7)."""
 
     @classmethod
     def for_session(cls, session: Any) -> SessionLedger:
@@ -297,6 +300,8 @@ class SessionLedger:
             at = FoldAt(self._fold.state, self._last_seq, self._snapshot_seq)
             save_fold(self._snapshots, self.session_id, at, utc_now_iso())
             self._snapshot_seq = self._last_seq
+            if self.on_snapshot is not None:
+                self.on_snapshot()
 
     def history(self) -> list[RuntimeEvent]:
         # read back whole (recovery, reports: a few times a run); the events are not kept in

@@ -6,8 +6,9 @@ JSON of the windowed records, IMPL-READ-2, and of the part of the fold a screen 
 is imported or called by name from the stored text), ``load_view`` / ``save_view`` (one
 ``fold_snapshots`` row per session, kind ``console_view:<session id>``,
 ``air.store.read_model``), ``open_projection`` (the console's open: the stored view, then the
-events after its ``seq`` read a page at a time; a new view is stored when that tail was long)
-and ``check_view`` (the stored view + tail against a fold of the whole log: a difference is a
+events after its ``seq`` read a page at a time; a new view is stored when that tail was long),
+``ViewKeeper`` (the view stored again as the session grows, IMPL-READ-7) and ``check_view``
+(the stored view + tail against a fold of the whole log: a difference is a
 defect, never silently kept). A stored view is a cache made from durable events only (never
 from live ones): deleting it changes nothing but the time the next open takes.
 """
@@ -44,6 +45,7 @@ __all__ = [
     "KIND",
     "DecodedView",
     "StoredView",
+    "ViewKeeper",
     "check_view",
     "decode_view",
     "encode_view",
@@ -215,6 +217,46 @@ def open_projection(
     if tail >= save_after and store.last_seq > 0:
         save_view(events, session_id, store, utc_now_iso())
     return store
+
+
+class ViewKeeper:
+    """The console's view stored as a session grows (IMPL-READ-7): each call folds the events
+    stored since the last (the first starts from the stored view, ``open_projection``) and
+    stores the view at its ``seq``, so any reopen is a view and a short tail, however long the
+    session ran headless. The runtime calls it with each fold snapshot (``SessionLedger``'s
+    ``on_snapshot``). It keeps one windowed store and reads the log only, never live events.
+
+    Args:
+        events: the session database's EventStore.
+        session_id: the session.
+        artifact_root: the session's artifact directory, as the console opens it.
+    """
+
+    def __init__(
+        self,
+        events: EventStore,
+        session_id: str,
+        artifact_root: str | os.PathLike[str] | None = None,
+        *,
+        window: int = WINDOW,
+    ) -> None:
+        self.events = events
+        self.session_id = session_id
+        self.artifact_root = artifact_root
+        self.window = window
+        self._store: ProjectionStore | None = None
+
+    def __call__(self) -> None:
+        if self._store is None:
+            self._store = open_projection(
+                self.events,
+                self.session_id,
+                artifact_root=self.artifact_root,
+                save_after=1,
+                window=self.window,
+            )
+        elif self._store.hydrate(self.events, self.session_id) > 0:
+            save_view(self.events, self.session_id, self._store, utc_now_iso())
 
 
 def check_view(events: EventStore, session_id: str) -> str | None:

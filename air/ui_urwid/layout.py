@@ -8,6 +8,7 @@ permission prompt box, help, history). It knows nothing of keys or commands (``T
 
 from __future__ import annotations
 
+import gc
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from air.ui_urwid.input import InputBox
 from air.ui_urwid.keymap import help_text
 from air.ui_urwid.task_items import TaskIndex
 from air.ui_urwid.text import clean
+from air.ui_urwid.ticking import TickingList
 from air.ui_urwid.views import (
     HudPreset,
     SelectableRow,
@@ -35,7 +37,11 @@ from air.ui_urwid.views import (
     task_tree_rows,
 )
 
-__all__ = ["ConsoleLayout", "empty_snapshot"]
+__all__ = ["FREEZE_AFTER", "ConsoleLayout", "empty_snapshot"]
+
+FREEZE_AFTER = 200
+"""A conversation rebuilt with this many new message widgets (a reopen's first frame) is
+frozen out of the garbage collector's walks (``gc.freeze``), once per console."""
 
 
 def empty_snapshot() -> ProjectionSnapshot:
@@ -91,6 +97,8 @@ class ConsoleLayout:
         self._msg_cache: dict[str, tuple[tuple[Any, ...], urwid.Widget]] = {}
         self._expanded: set[str] = set()
         self._tree_key: tuple[Any, ...] = ()
+        self._second = 0
+        self._frozen = False
         self._tree_rows: TreeRowCache = {}
         self._detail_key: tuple[Any, ...] = ()
         self._conv_key: tuple[Any, ...] = ()
@@ -128,9 +136,9 @@ class ConsoleLayout:
         self.conv_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
         self.conv = _Conversation(self.conv_walker)
         self.tree_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
-        self.tree = urwid.ListBox(self.tree_walker)
+        self.tree = TickingList(self.tree_walker, lambda: self.now())
         self.detail_walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
-        self.detail = urwid.ListBox(self.detail_walker)
+        self.detail = TickingList(self.detail_walker, lambda: self.now())
         self.detail_box = urwid.LineBox(self.detail, title="detail · following")
         self.status = urwid.Text("")
         self.input = InputBox(on_submit)
@@ -224,21 +232,32 @@ class ConsoleLayout:
             self._expanded ^= {message.message_id}
 
     def _conversation_widgets(self) -> list[urwid.Widget]:
+        """The conversation's widgets; a message that left the projection's window leaves the
+        entries and the cache (both stay as long as the window, not the session)."""
         by_id = {m.message_id: m for m in self.snapshot.messages}
+        self.entries = [e for e in self.entries if e[0] == "notice" or e[1] in by_id]
         out: list[urwid.Widget] = []
+        cache: dict[str, tuple[tuple[Any, ...], urwid.Widget]] = {}
+        built = 0
         for kind, ident in self.entries:
             if kind == "notice":
                 out.append(notice_widget(ident))
                 continue
-            message = by_id.get(ident)
-            if message is None:
-                continue
+            message = by_id[ident]
             key = (len(message.text), message.status, ident in self._expanded, message.error)
             cached = self._msg_cache.get(ident)
             if cached is None or cached[0] != key:
                 cached = (key, message_widget(message, expanded=ident in self._expanded))
-                self._msg_cache[ident] = cached
+                built += 1
+            cache[ident] = cached
             out.append(cached[1])
+        self._msg_cache = cache
+        if built >= FREEZE_AFTER and not self._frozen:
+            # a reopen's first frame built the whole window: those widgets stay, so later
+            # full collections need not walk them in every frame that triggers one (that walk
+            # was what grew with the session in a render: IMPL-READ-5)
+            gc.freeze()
+            self._frozen = True
         return out
 
     def refresh(
@@ -259,9 +278,14 @@ class ConsoleLayout:
                 a is not b for a, b in zip(widgets, self.conv_walker, strict=True)
             ):
                 self.conv_walker[:] = widgets
-        # the tree and the detail pane are rebuilt only when what they show changed
+        # the tree and the detail pane are rebuilt only when what they show changed; a second
+        # that passes only redraws their running rows on screen (TickingList, IMPL-READ-5)
         second = int(now) if snap.totals.running else 0
-        tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task, second)
+        if second != self._second:
+            self._second = second
+            urwid.CanvasCache.invalidate(self.tree)
+            urwid.CanvasCache.invalidate(self.detail)
+        tree_key = (tuple(snap.tasks), tuple(snap.waves), self.selected_task)
         if tree_key != self._tree_key:
             self._tree_key = tree_key
             rows = task_tree_rows(snap, now, self.selected_task, self._tree_rows)
@@ -272,9 +296,7 @@ class ConsoleLayout:
                     self.tree.set_focus(i)
         sel = self.selected_task
         items = self._task_index.items(snap, sel)  # grouped once per snapshot
-        detail_key = (
-            sel, second, self.follow, tuple(t for t in snap.tasks if t.task_id == sel), items
-        )  # fmt: skip
+        detail_key = (sel, self.follow, tuple(t for t in snap.tasks if t.task_id == sel), items)
         if detail_key != self._detail_key:
             self._detail_key = detail_key
             position = self.detail.focus_position if self.detail_walker else 0

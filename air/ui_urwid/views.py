@@ -13,7 +13,9 @@ no I/O, no state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from typing import Any, Literal
 
 import urwid
@@ -32,6 +34,7 @@ from air.contracts.ui import (
 from air.ui_urwid.markdown import code_body, code_end, code_top, markdown_widgets, split_blocks
 from air.ui_urwid.task_items import TaskItems, group_by_task
 from air.ui_urwid.text import clean, diff_markup, fold, fold_middle
+from air.ui_urwid.ticking import TickingText
 
 __all__ = [
     "HIDDEN_WARNING",
@@ -166,13 +169,23 @@ _ANSWER_LABEL: dict[PermissionAnswer, tuple[str, str]] = {
 }
 
 
-class SelectableRow(urwid.Text):
-    """A text row that can take focus (task tree entries)."""
+class SelectableRow(TickingText):
+    """A text row that can take focus (task tree entries); with ``markup_at`` its text runs
+    with the clock (``TickingText``: a running task's elapsed time)."""
 
     _selectable = True
 
-    def __init__(self, markup: urwid.text.Markup, key: str) -> None:
-        super().__init__(markup, wrap="ellipsis")
+    def __init__(
+        self,
+        markup: urwid.text.Markup,
+        key: str,
+        *,
+        markup_at: Callable[[float], urwid.text.Markup] | None = None,
+        now: float = 0.0,
+    ) -> None:
+        super().__init__(
+            markup_at or (lambda _now: markup), now, ticking=markup_at is not None, wrap="ellipsis"
+        )
         self.key = key
 
     def keypress(self, size: tuple[()] | tuple[int] | tuple[int, int], key: str) -> str | None:
@@ -290,8 +303,10 @@ def task_tree_rows(
 ) -> list[urwid.Widget]:
     """Waves with their tasks; a task row carries its id as ``SelectableRow.key``.
 
-    With ``cache``, a task's row is built again only when the task, its number or (while its
-    attempt runs) the second changed: a tree of hundreds of finished tasks costs a lookup each.
+    With ``cache``, a task's row is built again only when the task or its number changed: a
+    tree of hundreds of tasks costs a lookup each. A running task's row runs with the clock
+    itself (``TickingText``: ticked only while on screen, ``TickingList``), so a second that
+    passes builds nothing here (IMPL-READ-5).
     """
     rows: list[urwid.Widget] = []
     by_id = {t.task_id: t for t in snapshot.tasks}
@@ -300,11 +315,14 @@ def task_tree_rows(
         rows.append(urwid.Text(("wave", f"Wave {wave.index + 1} · {wave.status}")))
         for tid in wave.task_ids:
             task = by_id[tid]
-            ticking = task.started_at is not None and task.ended_at is None
-            key = (task, index[tid], int(now) if ticking else None)
+            key = (task, index[tid])
             cached = cache.get(tid) if cache is not None else None
             if cached is None or cached[0] != key:
-                row = SelectableRow(task_line(task, index[tid], now), tid)
+                ticking = task.started_at is not None and task.ended_at is None
+                markup_at = partial(task_line, task, index[tid])
+                row = SelectableRow(
+                    markup_at(now), tid, markup_at=markup_at if ticking else None, now=now
+                )
                 cached = (key, urwid.AttrMap(row, None, focus_map=_SELECTED_ROW))
                 if cache is not None:
                     cache[tid] = cached
@@ -348,6 +366,14 @@ def blocker_widget(blocker: BlockerProjection) -> urwid.Widget:
     return urwid.LineBox(urwid.Pile(lines), title="blocker")
 
 
+def _detail_header(task: TaskProjection, now: float) -> str:
+    return (
+        f"{task.task_id} · {task.type} · {task.status} · attempt {task.attempt} · "
+        f"{_fmt_elapsed(elapsed_s(task, now))} · {task.turns}t "
+        f"{_fmt_tokens(task.tokens)}tok {cost_text(task.cost_usd)}"
+    )
+
+
 def detail_rows(
     snapshot: ProjectionSnapshot, task_id: str | None, now: float, items: TaskItems | None = None
 ) -> list[urwid.Widget]:
@@ -358,10 +384,10 @@ def detail_rows(
         return [urwid.Text(("fold", "select a task (Tab, then ↑/↓) to see its details"))]
     rows: list[urwid.Widget] = [
         urwid.Text(("title", clean(task.title))),
-        urwid.Text(
-            f"{task.task_id} · {task.type} · {task.status} · attempt {task.attempt} · "
-            f"{_fmt_elapsed(elapsed_s(task, now))} · {task.turns}t "
-            f"{_fmt_tokens(task.tokens)}tok {cost_text(task.cost_usd)}"
+        TickingText(
+            partial(_detail_header, task),
+            now,
+            ticking=task.started_at is not None and task.ended_at is None,
         ),
     ]
     if task.progress:
