@@ -62,7 +62,7 @@ agent; a map of one kind of fact is stored as rows (``[key, fields...]``: no tag
 fact; at 100k events 10.1 -> 9.0 MB, read back faster and with less peak memory).
 3 (IMPL-MEM-1): the scheduler's fold (``SCHEDULER_FOLD``) drops a run once it and its task
 have ended (at 100k events 10.0 -> 1.3 MB).
-4 (IMPL-MEM-2): a task's spec and worker result are stored as their packed JSON text."""
+4 (IMPL-PACK-1): a task's spec and worker result are stored as their packed JSON text."""
 SCHEDULER_FOLD = SessionState(forget_ended_runs=True)
 """The empty state the scheduler's fold starts from (``fold_session``, ``SessionLedger``)."""
 SNAPSHOT_EVERY = 2000

@@ -71,7 +71,7 @@ class TaskFact(NamedTuple):
     """One task (a ``tasks`` row plus its attempts and failures).
 
     Its spec and worker result are kept as compact JSON text (``air.events.packed``,
-    IMPL-MEM-2) and validated when read (``spec``, ``worker_result``)."""
+    IMPL-PACK-1) and validated when read (``spec``, ``worker_result``)."""
 
     task_id: str
     spec_text: str

@@ -5,7 +5,7 @@ Owns ``pack`` (a model as its JSON with the fields at their defaults left out: a
 ``TaskSpec`` of a packed text, validated on use; the last ``SPEC_CACHE`` decoded are kept, so
 the scheduler's repeated reads of its running tasks' specs cost one validation) and
 ``unpack_result`` (a packed ``WorkerResult``, read rarely: reports, the console's usage).
-The fold's ``TaskFact`` and the graph's ``TaskNode`` hold the text (IMPL-MEM-2): what was
+The fold's ``TaskFact`` and the graph's ``TaskNode`` hold the text (IMPL-PACK-1): what was
 validated when its event was stored is validated again only when read.
 """
 

@@ -39,7 +39,7 @@ _AGENT_TYPES[None] = None
 
 _ROUTES: dict[tuple[str, ...], tuple[str, str]] = {}
 """``route_json`` and ``route_text`` by route: a session's events pass a handful of routes, so
-each is encoded once (IMPL-PERF-5); bounded by ``_ROUTES_MAX``."""
+each is encoded once (IMPL-BATCH-1); bounded by ``_ROUTES_MAX``."""
 _ROUTES_MAX = 256
 
 
@@ -198,7 +198,7 @@ class EventStore:
         return self._store([event], [payload])[0]
 
     def _store(self, events: Sequence[RuntimeEvent], payloads: list[BaseModel]) -> list[int]:
-        """One transaction (IMPL-PERF-5): the events rows with one ``executemany`` and the seqs
+        """One transaction (IMPL-BATCH-1): the events rows with one ``executemany`` and the seqs
         AUTOINCREMENT would give them, each event's projection in order (projections never read
         ``events``), one summary-row update per session; then publish."""
         try:

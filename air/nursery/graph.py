@@ -61,7 +61,7 @@ class TaskNode:
     Setting ``status``, ``final`` or ``skipped`` tells the node's graph (when it has one), which
     re-evaluates only this task and its dependents at the next query (O(changes)).
 
-    The spec is held as its packed JSON text and validated when read (``spec``, IMPL-MEM-2);
+    The spec is held as its packed JSON text and validated when read (``spec``, IMPL-PACK-1);
     what planning reads per decision (``task_id``, ``type``, ``write_area``) is kept beside it.
     """
 
@@ -79,6 +79,7 @@ class TaskNode:
         "write_area",
     )
 
+    _spec_text: str
     task_id: str
     type: TaskType
     write_area: list[str] | None

@@ -99,7 +99,7 @@ class Ledger(Protocol):
 class StoredTask:
     """The Scheduler's view of one task: its spec, status and attempts, folded from the log.
 
-    The spec and the worker result stay the fold's packed text until read (IMPL-MEM-2): a
+    The spec and the worker result stay the fold's packed text until read (IMPL-PACK-1): a
     view of every task (recovery, loading) validates none of them."""
 
     task_id: str
@@ -304,7 +304,7 @@ class SessionLedger:
             start = fold_session(self._snapshots, self.session_id)
             self._fold = FoldCursor(start.state)
             self._last_seq, self._snapshot_seq = start.seq, start.snapshot_seq
-        while True:  # in pages: a long tail is never all in memory at once (IMPL-MEM-2)
+        while True:  # in pages: a long tail is never all in memory at once (IMPL-PACK-1)
             rows = self.events.query_records(
                 EventFilter(session_id=self.session_id, since_seq=self._last_seq, limit=_PAGE)
             )

@@ -116,7 +116,7 @@ def note_events(
 ) -> None:
     """Count ``count`` events of one session, stored in one append (``first``: the first one's
     seq and time; ``last``: the last one's seq, time and type), into its summary row with one
-    statement (IMPL-PERF-5): the row ends as ``count`` calls of ``note_event`` leave it."""
+    statement (IMPL-BATCH-1): the row ends as ``count`` calls of ``note_event`` leave it."""
     conn.execute(_NOTE_MANY, (session_id, count, first[0], last[0], first[1], last[1], last[2]))
 
 

@@ -109,7 +109,7 @@ class EventRepository(Repository):
 
     def insert_records(self, records: Sequence[Mapping[str, Any]]) -> None:
         """Insert events rows that all carry the same columns, ``seq`` included, with one
-        ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-PERF-5)."""
+        ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-BATCH-1)."""
         cols = tuple(records[0])
         self.db.conn.executemany(
             insert_sql("events", cols), [[r[c] for c in cols] for r in records]

@@ -1,4 +1,4 @@
-"""``EventStore.append_many``'s batch path (IMPL-PERF-5): one ``executemany`` of the events rows
+"""``EventStore.append_many``'s batch path (IMPL-BATCH-1): one ``executemany`` of the events rows
 with the seqs AUTOINCREMENT would give, one summary-row statement per session, a duplicate id
 refused by name with nothing stored, against a real session database."""
 
@@ -77,7 +77,7 @@ def test_a_duplicate_id_is_refused_by_name_and_nothing_is_stored(
     with pytest.raises(AirException) as info:
         store.append_many(batch)
     assert info.value.kind is ErrorKind.SYSTEM_ERROR
-    assert info.value.error.metadata["event_id"] == dup.id
+    assert (info.value.error.metadata or {})["event_id"] == dup.id
     assert f"event {dup.id} " in info.value.error.message
     assert store.db.query("SELECT count(*) FROM events")[0][0] == before
     assert store.db.query("SELECT count(*) FROM messages WHERE id = 'm0'")[0][0] == 0

@@ -1,4 +1,4 @@
-"""``air.events.packed`` (IMPL-MEM-2): a spec or worker result packed as compact JSON and
+"""``air.events.packed`` (IMPL-PACK-1): a spec or worker result packed as compact JSON and
 validated again is equal to the model, also with every defaulted field set otherwise."""
 
 from __future__ import annotations

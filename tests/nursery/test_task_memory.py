@@ -1,11 +1,11 @@
-"""What the parent keeps per task (issue 28 item 7, IMPL-MEM-2): review tasks run through the real
+"""What the parent keeps per task (issue 28 item 7, IMPL-PACK-1): review tasks run through the real
 Scheduler, the real WorkerManager and a real session (SQLite file, ingestor, fold), the workers
 FakeLauncher tasks over memory streams; tracemalloc measures what stays allocated per task.
 
 The bound, 4 KiB per task: what the parent must keep of a finished task is its fold facts (the
 task with its packed spec and result, its attempt, its agent, the persistent maps' nodes) and
 its graph node with the graph's indexes: 2.2 KiB measured. A validated ``TaskSpec`` kept per
-task, as before IMPL-MEM-2 in the fold and again in the graph's nodes, is ~5 KiB more.
+task, as before IMPL-PACK-1 in the fold and again in the graph's nodes, is ~5 KiB more.
 """
 
 from __future__ import annotations
