@@ -7,7 +7,8 @@ events (messages, tasks with attempts, agents, tool runs, command runs, artifact
 - ``append_many``  batches of 100 events per transaction;
 - ``raw``          plain sqlite3 doing the SAME row writes into the SAME schema (the events row
                    plus the projection's INSERT/UPDATE/DELETE statements with their parameters,
-                   captured from the store's own run) with the same transaction sizes.
+                   captured from the store's own run; what the store wrote with one
+                   ``executemany`` raw writes with one too) with the same transaction sizes.
 
 It prints events/s and the ratio store/raw for both (goal, issue 28 item 7: ``append_many``
 >= 0.6x), the medians of ``--rounds`` interleaved runs (>= 10), by wall time and by this
@@ -175,7 +176,9 @@ def _each(fn: Callable[[Any], Any], items: list[Any]) -> None:
         fn(item)
 
 
-Write = tuple[str, tuple[Any, ...]]
+Write = tuple[str, tuple[Any, ...], bool]
+"""A write statement, its parameters and whether it was one ``executemany`` (then the
+parameters are its rows, and raw sqlite3 replays it with ``executemany`` too)."""
 
 
 class _Recorder:
@@ -187,8 +190,13 @@ class _Recorder:
 
     def execute(self, sql: str, params: Any = ()) -> sqlite3.Cursor:
         if sql.lstrip()[:6].upper() in ("INSERT", "UPDATE", "DELETE"):
-            self.writes.append((sql, tuple(params)))
+            self.writes.append((sql, tuple(params), False))
         return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        rows = [tuple(r) for r in rows]
+        self.writes.append((sql, tuple(rows), True))
+        return self.conn.executemany(sql, rows)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.conn, name)
@@ -220,8 +228,11 @@ def run_raw(txs: list[list[Write]], path: Path) -> float:
     def go() -> None:
         for statements in txs:
             conn.execute("BEGIN IMMEDIATE")
-            for sql, params in statements:
-                conn.execute(sql, params)
+            for sql, params, many in statements:
+                if many:
+                    conn.executemany(sql, params)
+                else:
+                    conn.execute(sql, params)
             conn.execute("COMMIT")
 
     elapsed = timed(go, f"raw-{len(txs)}")

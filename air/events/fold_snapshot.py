@@ -55,13 +55,14 @@ __all__ = [
 ]
 
 KIND = "session_fold"
-CODEC = 3
+CODEC = 4
 """The codec's version: a snapshot written by another is ignored (the log is folded whole).
 2 (IMPL-READ-4): an attempt's evidence is dropped at its end also when the end names no
 agent; a map of one kind of fact is stored as rows (``[key, fields...]``: no tagged object per
 fact; at 100k events 10.1 -> 9.0 MB, read back faster and with less peak memory).
 3 (IMPL-MEM-1): the scheduler's fold (``SCHEDULER_FOLD``) drops a run once it and its task
-have ended (at 100k events 10.0 -> 1.3 MB)."""
+have ended (at 100k events 10.0 -> 1.3 MB).
+4 (IMPL-PACK-1): a task's spec and worker result are stored as their packed JSON text."""
 SCHEDULER_FOLD = SessionState(forget_ended_runs=True)
 """The empty state the scheduler's fold starts from (``fold_session``, ``SessionLedger``)."""
 SNAPSHOT_EVERY = 2000

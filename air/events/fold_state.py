@@ -19,6 +19,7 @@ from air.contracts.error import AirError, AirException
 from air.contracts.event import RuntimeEvent
 from air.contracts.runtime import AgentType
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus
+from air.events.packed import unpack_result, unpack_spec
 
 if TYPE_CHECKING:
     from air.contracts.worker_result import WorkerResult
@@ -67,9 +68,14 @@ class FailureFact(NamedTuple):
 
 
 class TaskFact(NamedTuple):
-    """One task (a ``tasks`` row plus its attempts and failures)."""
+    """One task (a ``tasks`` row plus its attempts and failures).
 
-    spec: TaskSpec
+    Its spec and worker result are kept as compact JSON text (``air.events.packed``,
+    IMPL-PACK-1) and validated when read (``spec``, ``worker_result``)."""
+
+    task_id: str
+    spec_text: str
+    """``pack(spec)``."""
     status: TaskStatus
     order: int
     """Creation order among the session's tasks."""
@@ -84,13 +90,18 @@ class TaskFact(NamedTuple):
     last_error: AirError | None = None
     """The error of the last ``task.failed`` (cleared by ``task.started``)."""
     blocked_reason: str | None = None
-    worker_result: WorkerResult | None = None
+    result_text: str | None = None
+    """``pack(worker_result)`` of the task's last end."""
     summary_id: str | None = None
     """A compaction task's summary."""
 
     @property
-    def task_id(self) -> str:
-        return self.spec.id
+    def spec(self) -> TaskSpec:
+        return unpack_spec(self.spec_text)
+
+    @property
+    def worker_result(self) -> WorkerResult | None:
+        return unpack_result(self.result_text)
 
     @property
     def attempt_count(self) -> int:

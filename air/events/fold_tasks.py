@@ -25,6 +25,7 @@ from air.events.fold_state import (
     TaskFact,
     fold_error,
 )
+from air.events.packed import pack
 from air.events.transitions import TASK_FROM
 
 if TYPE_CHECKING:
@@ -69,7 +70,7 @@ def _put_task(state: SessionState, old: TaskFact | None, new: TaskFact) -> Sessi
         if old is not None:
             counts = counts.set(old.status.value, counts.get(old.status.value, 0) - 1)
         counts = counts.set(new.status.value, counts.get(new.status.value, 0) + 1)
-    return state._replace(tasks=state.tasks.set(new.spec.id, new), counts=counts)
+    return state._replace(tasks=state.tasks.set(new.task_id, new), counts=counts)
 
 
 def _end_attempt(
@@ -126,7 +127,8 @@ def _new_task(
     if spec.id in state.tasks:
         raise fold_error(event, f"task {spec.id} already exists")
     task = TaskFact(
-        spec=spec,
+        task_id=spec.id,
+        spec_text=pack(spec),
         status=TaskStatus.PENDING,
         order=len(state.tasks),
         compaction=compaction,
@@ -211,7 +213,7 @@ def _task_completed(
         x.task_id,
         x.attempt_index,
         TaskStatus.COMPLETED,
-        worker_result=x.worker_result,
+        result_text=None if x.worker_result is None else pack(x.worker_result),
     )
 
 
@@ -223,7 +225,7 @@ def _task_blocked(state: SessionState, event: RuntimeEvent, x: TaskBlockedPayloa
         x.attempt_index,
         TaskStatus.BLOCKED,
         blocked_reason=x.reason,
-        worker_result=x.worker_result,
+        result_text=None if x.worker_result is None else pack(x.worker_result),
     )
 
 
@@ -242,7 +244,7 @@ def _task_failed(state: SessionState, event: RuntimeEvent, x: TaskFailedPayload)
         TaskStatus.FAILED,
         x.error,
         last_error=x.error,
-        worker_result=x.worker_result,
+        result_text=None if x.worker_result is None else pack(x.worker_result),
         failures=(*task.failures, failure),
     )
 

@@ -24,7 +24,7 @@ from air.contracts.runtime import AgentType
 from air.events.projection import project
 from air.events.registry import EventSchemaRegistry, default_registry
 from air.store.db import DatabaseManager
-from air.store.read_model import note_event
+from air.store.read_model import note_event, note_events
 from air.store.repositories import SessionStore
 
 if TYPE_CHECKING:
@@ -37,11 +37,35 @@ _AGENT_TYPES: dict[AgentType | None, str | None] = {t: t.value for t in AgentTyp
 _AGENT_TYPES[None] = None
 
 
+_ROUTES: dict[tuple[str, ...], tuple[str, str]] = {}
+"""``route_json`` and ``route_text`` by route: a session's events pass a handful of routes, so
+each is encoded once (IMPL-BATCH-1); bounded by ``_ROUTES_MAX``."""
+_ROUTES_MAX = 256
+
+
+def _route(route: list[str]) -> tuple[str, str]:
+    key = tuple(route)
+    found = _ROUTES.get(key)
+    if found is None:
+        found = (pydantic_core.to_json(route).decode(), "/".join(route))
+        if len(_ROUTES) < _ROUTES_MAX:
+            _ROUTES[key] = found
+    return found
+
+
 def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
     """The ``events`` row (without ``seq``) of an envelope and its validated payload."""
     fields = payload.__dict__
     source = event.source
-    row: dict[str, Any] = {
+    route_json, route_text = _route(event.route)
+    ids = [fields.get(column) for column in _ID_COLUMNS]
+    task_id = ids[0]
+    if task_id is None:
+        spec = fields.get("task_spec")
+        if spec is not None:
+            task_id = spec.id
+    agent_id, tool_run_id, command_run_id = ids[1], ids[2], ids[3]
+    return {
         "id": event.id,
         "type": event.type,
         "version": event.version,
@@ -51,18 +75,15 @@ def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
         "source_kind": source.kind,
         "source_id": source.id,
         "source_agent_type": _AGENT_TYPES[source.agent_type],
-        "route_json": pydantic_core.to_json(event.route).decode(),
-        "route_text": "/".join(event.route),
+        "route_json": route_json,
+        "route_text": route_text,
         # model_dump_json's own serializer, called without the wrapper's per-call keywords
         "payload_json": payload.__pydantic_serializer__.to_json(payload).decode(),
+        "task_id": None if task_id is None else str(task_id),
+        "agent_id": None if agent_id is None else str(agent_id),
+        "tool_run_id": None if tool_run_id is None else str(tool_run_id),
+        "command_run_id": None if command_run_id is None else str(command_run_id),
     }
-    for column in _ID_COLUMNS:
-        value = fields.get(column)
-        row[column] = None if value is None else str(value)
-    spec = fields.get("task_spec")
-    if row["task_id"] is None and spec is not None:
-        row["task_id"] = str(spec.id)
-    return row
 
 
 def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> RuntimeEvent:
@@ -177,19 +198,88 @@ class EventStore:
         return self._store([event], [payload])[0]
 
     def _store(self, events: Sequence[RuntimeEvent], payloads: list[BaseModel]) -> list[int]:
-        seqs: list[int] = []
+        """One transaction (IMPL-BATCH-1): the events rows with one ``executemany`` and the seqs
+        AUTOINCREMENT would give them, each event's projection in order (projections never read
+        ``events``), one summary-row update per session; then publish."""
         try:
             with self.db.transaction():
-                for event, payload in zip(events, payloads, strict=True):
-                    seqs.append(self._insert_and_project(event, payload, None))
+                seqs = self._insert_batch(events, payloads)
+                store = self.store
+                for event, payload, seq in zip(events, payloads, seqs, strict=True):
+                    try:
+                        project(store, event, payload, seq)
+                    except AirException:
+                        raise
+                    except Exception as exc:
+                        raise _wrap(event, exc) from exc
+                self._note(events, seqs)
         except AirException:
             raise
         except Exception as exc:
-            raise _wrap(events[min(len(seqs), len(events) - 1)], exc) from exc
+            raise _wrap(events[0], exc) from exc
         if self.bus is not None:
             for event in events:
                 self.bus.publish(event)
         return seqs
+
+    def _insert_batch(self, events: Sequence[RuntimeEvent], payloads: list[BaseModel]) -> list[int]:
+        first = self.store.events.next_seq()
+        seqs = list(range(first, first + len(events)))
+        records = [to_record(e, p) for e, p in zip(events, payloads, strict=True)]
+        for record, seq in zip(records, seqs, strict=True):
+            record["seq"] = seq
+        try:
+            self.store.events.insert_records(records)
+        except sqlite3.IntegrityError as exc:
+            # the rows before the failing one are in the (rolled back) transaction: only rows
+            # older than the batch count as stored before
+            stored = self._stored_ids([e.id for e in events], before=first)
+            seen: set[str] = set()
+            dup = events[0]
+            for event in events:
+                if event.id in stored or event.id in seen:
+                    dup = event
+                    break
+                seen.add(event.id)
+            raise AirException.of(
+                kind="system_error",
+                message=f"event {dup.id} ({dup.type}) is already stored",
+                user_action="Give every event a fresh id (air.contracts.new_event).",
+                metadata={"event_id": dup.id},
+            ) from exc
+        return seqs
+
+    def _stored_ids(self, ids: list[str], *, before: int) -> set[str]:
+        marks = ", ".join("?" for _ in ids)
+        rows = self.db.conn.execute(
+            f"SELECT id FROM events WHERE seq < ? AND id IN ({marks})", [before, *ids]
+        )
+        return {str(r[0]) for r in rows}
+
+    def _note(self, events: Sequence[RuntimeEvent], seqs: list[int]) -> None:
+        """The summary rows of the batch's sessions, one statement per session."""
+        conn = self.db.conn
+        if len(events) == 1:
+            e = events[0]
+            note_event(conn, e.session_id, seqs[0], e.timestamp, e.type)
+            return
+        spans: dict[str, list[int]] = {}  # session -> [first index, last index, count]
+        for i, event in enumerate(events):
+            span = spans.get(event.session_id)
+            if span is None:
+                spans[event.session_id] = [i, i, 1]
+            else:
+                span[1] = i
+                span[2] += 1
+        for session_id, (a, b, count) in spans.items():
+            first, last = events[a], events[b]
+            note_events(
+                conn,
+                session_id,
+                (seqs[a], first.timestamp),
+                (seqs[b], last.timestamp, last.type),
+                count,
+            )
 
     def replay(self, records: Iterable[Mapping[str, Any] | PersistedEventRecord]) -> int:
         """Re-apply stored ``events`` rows (keeping their ``seq``) into this, empty, DB.

@@ -286,6 +286,27 @@ async def kill_tree(
     return True
 
 
+async def _pidfds_gone(pids: list[int]) -> bool:
+    """Wait until each of ``pids`` has exited, woken by its pidfd (no polling: the check that
+    follows runs the moment the last one ends, IMPL-KILL-1); False when no pidfd could be opened
+    (no pids, or a kernel without ``pidfd_open``: the caller polls)."""
+    fds: list[int] = []
+    try:
+        for pid in pids:
+            try:
+                fds.append(os.pidfd_open(pid))
+            except ProcessLookupError:
+                continue  # already gone
+            except (OSError, AttributeError):
+                return False
+        for fd in fds:
+            await trio.lowlevel.wait_readable(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    return bool(fds)
+
+
 async def _gone_within(
     limit_s: float,
     pgid: int | None,
@@ -299,18 +320,21 @@ async def _gone_within(
 ) -> bool:
     """Poll until the group and every marked process are gone; False when ``limit_s`` passes.
 
-    With ``kill_found``, marked processes still found are SIGKILLed too. The first checks
-    come after 1 ms and back off to ``poll_s``: a worker that obeys SIGTERM
-    is usually gone within a few milliseconds. Cheap checks (the known pids, ``killpg(0)``)
+    With ``kill_found``, marked processes still found are SIGKILLed too. The known pids are
+    waited for through their pidfds (IMPL-KILL-1); later checks come after 1 ms and back off to
+    ``poll_s``. Cheap checks (the known pids, ``killpg(0)``)
     come first; ``/proc`` is scanned only when they say gone, through a snapshot taken after
     ``after`` (the signals) and after any snapshot that still showed a process: one the other
     kills of the wave share (IMPL-IPC-6).
     """
     delay = 0.001
     with trio.move_on_after(limit_s):
+        waited = await _pidfds_gone(known)
         while True:
-            await trio.sleep(delay)
-            delay = min(delay * 2, poll_s)
+            if not waited:
+                await trio.sleep(delay)
+                delay = min(delay * 2, poll_s)
+            waited = False
             if any(_alive(p) for p in known):
                 continue
             taken, procs = _snapshot(after, since if marker else _NO_MARKERS)

@@ -68,7 +68,7 @@ async def _fail_unstarted(io: Ports, node: TaskNode, exc: AirException) -> None:
 async def _snapshot_before(io: Ports, node: TaskNode, workspace: WorkspaceRef) -> None:
     """A task that may write in the project itself (``main``) gets a backup snapshot, ignored
     files included, before its worker starts: ``air restore`` can undo it (IMPL-MERGE-1)."""
-    writes = node.write_area != [] and node.spec.type != TaskType.REVIEW
+    writes = node.write_area != [] and node.type != TaskType.REVIEW
     if io.workspaces is not None and workspace.strategy == WorkspaceStrategy.MAIN and writes:
         await io.workspaces.snapshot_before_task(node.task_id, workspace.workspace_id)
 

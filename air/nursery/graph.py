@@ -12,10 +12,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator
 from contextlib import closing
-from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus, TaskType
+from air.events.packed import pack, unpack_spec
 from air.nursery.write_areas import find_cycle, write_areas_overlap
 
 __all__ = [
@@ -52,44 +52,100 @@ class DependencyEdge(NamedTuple):
 _TRACKED = frozenset({"status", "final", "skipped"})
 
 
-@dataclass(eq=False)
+_READ_ONLY = (TaskType.REVIEW, TaskType.MINE_EXPERIENCE, TaskType.COMPACT)
+
+
 class TaskNode:
     """A task as the Scheduler sees it: its spec, status and attempt history summary.
 
     Setting ``status``, ``final`` or ``skipped`` tells the node's graph (when it has one), which
     re-evaluates only this task and its dependents at the next query (O(changes)).
+
+    The spec is held as its packed JSON text and validated when read (``spec``, IMPL-PACK-1);
+    what planning reads per decision (``task_id``, ``type``, ``write_area``) is kept beside it.
     """
 
-    spec: TaskSpec
-    status: TaskStatus = TaskStatus.PENDING
-    attempts: int = 0
-    order: int = 0
+    __slots__ = (
+        "_spec_text",
+        "attempts",
+        "final",
+        "graph",
+        "order",
+        "parent_task_id",
+        "skipped",
+        "status",
+        "task_id",
+        "type",
+        "write_area",
+    )
+
+    _spec_text: str
+    task_id: str
+    type: TaskType
+    write_area: list[str] | None
+    """The globs the task may write; ``[]`` for read-only roles (reviewers)."""
+    status: TaskStatus
+    attempts: int
+    order: int
     """Creation order; ties in planning are broken by it."""
-    skipped: bool = False
+    skipped: bool
     """A failed task whose failure the RetryPlanner allowed to skip (dependents may run)."""
-    final: bool = False
+    final: bool
     """Ended for good: no retry will be made (set by the Scheduler)."""
-    parent_task_id: str | None = None
+    parent_task_id: str | None
     """The task this one was created for (a debug task's failed task)."""
-    graph: TaskGraph | None = field(default=None, repr=False, compare=False)
+    graph: TaskGraph | None
+
+    def __init__(
+        self,
+        spec: TaskSpec,
+        status: TaskStatus = TaskStatus.PENDING,
+        attempts: int = 0,
+        order: int = 0,
+        skipped: bool = False,
+        final: bool = False,
+        parent_task_id: str | None = None,
+        graph: TaskGraph | None = None,
+        *,
+        packed: str | None = None,
+    ) -> None:
+        object.__setattr__(self, "graph", None)
+        self._set_spec(spec, packed)
+        self.status = status
+        self.attempts = attempts
+        self.order = order
+        self.skipped = skipped
+        self.final = final
+        self.parent_task_id = parent_task_id
+        self.graph = graph
 
     def __setattr__(self, name: str, value: object) -> None:
         object.__setattr__(self, name, value)
         if name in _TRACKED:
-            graph = self.__dict__.get("graph")
+            graph = self.graph
             if graph is not None:
                 graph._touch(self)
 
-    @property
-    def task_id(self) -> str:
-        return self.spec.id
+    def __repr__(self) -> str:
+        return (
+            f"TaskNode(task_id={self.task_id!r}, type={self.type.value!r},"
+            f" status={self.status.value!r}, attempts={self.attempts}, order={self.order})"
+        )
+
+    def _set_spec(self, spec: TaskSpec, packed: str | None) -> None:
+        object.__setattr__(self, "_spec_text", packed if packed is not None else pack(spec))
+        object.__setattr__(self, "task_id", spec.id)
+        object.__setattr__(self, "type", spec.type)
+        area = [] if spec.type in _READ_ONLY else spec.scope.write_area
+        object.__setattr__(self, "write_area", area)
 
     @property
-    def write_area(self) -> list[str] | None:
-        """The globs the task may write; ``[]`` for read-only roles (reviewers)."""
-        if self.spec.type in (TaskType.REVIEW, TaskType.MINE_EXPERIENCE, TaskType.COMPACT):
-            return []
-        return self.spec.scope.write_area
+    def spec(self) -> TaskSpec:
+        return unpack_spec(self._spec_text)
+
+    @spec.setter
+    def spec(self, spec: TaskSpec) -> None:
+        self._set_spec(spec, None)
 
 
 class OrphanReport(NamedTuple):
@@ -141,13 +197,17 @@ class TaskGraph:
         status: TaskStatus = TaskStatus.PENDING,
         attempts: int = 0,
         parent_task_id: str | None = None,
+        *,
+        packed: str | None = None,
     ) -> TaskNode:
+        """Add a task (``packed``: ``pack(spec)`` when the caller holds it already)."""
         node = TaskNode(
             spec=spec,
             status=status,
             attempts=attempts,
             order=len(self.tasks),
             parent_task_id=parent_task_id,
+            packed=packed,
         )
         self.tasks[spec.id] = node
         node.graph = self
@@ -190,7 +250,7 @@ class TaskGraph:
 
     # -- change tracking ------------------------------------------------------------------
     def _touch(self, node: TaskNode) -> None:
-        task_id = node.spec.id
+        task_id = node.task_id
         self._dirty.add(task_id)
         if node.status == TaskStatus.RUNNING:
             self._running[task_id] = node
@@ -212,7 +272,7 @@ class TaskGraph:
             for edge in self._in.get(task_id, ()):
                 todo.add(edge.task_id)
             node = self.tasks.get(task_id)
-            if node is not None and node.parent_task_id and node.spec.type == TaskType.DEBUG:
+            if node is not None and node.parent_task_id and node.type == TaskType.DEBUG:
                 todo.add(node.parent_task_id)
         for task_id in todo:
             self._evaluate(task_id)

@@ -31,6 +31,7 @@ from air.events.fold_snapshot import (
     save_fold,
 )
 from air.events.fold_state import DependencyFact, SessionState, TaskFact
+from air.events.packed import unpack_result, unpack_spec
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
 from air.nursery.graph import DependencyEdge
@@ -60,6 +61,10 @@ _LAST_EVENT = {
     "abandoned": "workspace.abandoned",
     "cleaned": "workspace.cleaned",
 }
+
+
+_PAGE = 500
+"""Events read per query when the fold catches up with the log."""
 
 
 class Ledger(Protocol):
@@ -92,9 +97,13 @@ class Ledger(Protocol):
 
 @dataclass
 class StoredTask:
-    """The Scheduler's view of one task: its spec, status and attempts, folded from the log."""
+    """The Scheduler's view of one task: its spec, status and attempts, folded from the log.
 
-    spec: TaskSpec
+    The spec and the worker result stay the fold's packed text until read (IMPL-PACK-1): a
+    view of every task (recovery, loading) validates none of them."""
+
+    task_id: str
+    spec_text: str
     status: TaskStatus = TaskStatus.PENDING
     order: int = 0
     attempts: list[AttemptSummary] = field(default_factory=list)
@@ -103,7 +112,16 @@ class StoredTask:
     parent_task_id: str | None = None
     last_agent_id: str | None = None
     last_workspace_id: str | None = None
-    worker_result: dict[str, Any] | None = None
+    result_text: str | None = None
+
+    @property
+    def spec(self) -> TaskSpec:
+        return unpack_spec(self.spec_text)
+
+    @property
+    def worker_result(self) -> dict[str, Any] | None:
+        result = unpack_result(self.result_text)
+        return None if result is None else result.model_dump(mode="json")
 
 
 @dataclass
@@ -145,7 +163,8 @@ def edge_of(fact: DependencyFact) -> DependencyEdge:
 def stored_task(task: TaskFact) -> StoredTask:
     """The Scheduler's view of one folded task."""
     return StoredTask(
-        spec=task.spec,
+        task_id=task.task_id,
+        spec_text=task.spec_text,
         status=task.status,
         order=task.order,
         attempts=[
@@ -161,9 +180,7 @@ def stored_task(task: TaskFact) -> StoredTask:
         parent_task_id=task.parent_task_id,
         last_agent_id=task.agent_id,
         last_workspace_id=task.workspace_id,
-        worker_result=(
-            None if task.worker_result is None else task.worker_result.model_dump(mode="json")
-        ),
+        result_text=task.result_text,
     )
 
 
@@ -172,8 +189,8 @@ def ledger_view(state: SessionState) -> LedgerState:
     workspaces). O(tasks): for loading and reports, never per decision."""
     view = LedgerState()
     for task in state.scheduler_tasks():
-        view.tasks[task.spec.id] = stored_task(task)
-        view.edges.extend(edge_of(f) for f in state.edges_of(task.spec.id))
+        view.tasks[task.task_id] = stored_task(task)
+        view.edges.extend(edge_of(f) for f in state.edges_of(task.task_id))
     for agent in state.agents.values():
         view.agents[agent.agent_id] = StoredAgent(
             agent_id=agent.agent_id,
@@ -290,12 +307,15 @@ class SessionLedger:
             start = fold_session(self._snapshots, self.session_id)
             self._fold = FoldCursor(start.state)
             self._last_seq, self._snapshot_seq = start.seq, start.snapshot_seq
-        rows = self.events.query_records(
-            EventFilter(session_id=self.session_id, since_seq=self._last_seq)
-        )
-        for row in rows:
-            self._fold.feed(record_to_event(row))
-            self._last_seq = max(self._last_seq, int(row["seq"]))
+        while True:  # in pages: a long tail is never all in memory at once (IMPL-PACK-1)
+            rows = self.events.query_records(
+                EventFilter(session_id=self.session_id, since_seq=self._last_seq, limit=_PAGE)
+            )
+            for row in rows:
+                self._fold.feed(record_to_event(row))
+                self._last_seq = max(self._last_seq, int(row["seq"]))
+            if len(rows) < _PAGE:
+                break
         if self._snapshots is not None and self._last_seq - self._snapshot_seq >= SNAPSHOT_EVERY:
             at = FoldAt(self._fold.state, self._last_seq, self._snapshot_seq)
             save_fold(self._snapshots, self.session_id, at, utc_now_iso())

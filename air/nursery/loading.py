@@ -35,10 +35,11 @@ def graph_from_state(state: SessionState, session_id: str) -> TaskGraph:
             status=status,
             attempts=stored.attempt_count,
             parent_task_id=stored.parent_task_id,
+            packed=stored.spec_text,
         )
         node.final = status in _FINAL
     for stored in tasks:
-        for fact in state.edges_of(stored.spec.id):
+        for fact in state.edges_of(stored.task_id):
             graph.add_edge(edge_of(fact))
     return graph
 

@@ -162,7 +162,7 @@ class WavePlanner:
         outside git, concurrent writers get isolated copies and a lone writer uses ``main``.
         """
         strategy: WorkspaceStrategy
-        if node.write_area == [] or node.spec.type == TaskType.REVIEW:
+        if node.write_area == [] or node.type == TaskType.REVIEW:
             strategy = WorkspaceStrategy.MAIN
         elif self.isolation == "main":
             strategy = WorkspaceStrategy.MAIN

@@ -128,14 +128,14 @@ async def recover_session(
         if task.status != TaskStatus.RUNNING:
             continue
         payload: dict[str, Any] = {
-            "task_id": task.spec.id,
+            "task_id": task.task_id,
             "agent_id": task.last_agent_id,
             "attempt_index": task.started_attempts,
             "reason": "the runtime stopped while the task ran",
             "resumable": True,
         }
         await ledger.record("task.interrupted", payload)
-        report.interrupted_tasks.append(task.spec.id)
+        report.interrupted_tasks.append(task.task_id)
 
     # step 4: keep every workspace that is not merged or cleaned
     report.kept_workspaces = sorted(
@@ -157,12 +157,12 @@ async def recover_session(
     # step 8
     final = ledger_view(ledger.state())  # caught up with what steps 2-7 recorded
     report.pending_tasks = sorted(
-        t.spec.id
+        t.task_id
         for t in final.tasks.values()
         if t.status in (TaskStatus.PENDING, TaskStatus.INTERRUPTED)
     )
     report.retry_candidates = sorted(
-        t.spec.id for t in final.tasks.values() if t.status == TaskStatus.FAILED
+        t.task_id for t in final.tasks.values() if t.status == TaskStatus.FAILED
     )
     return report
 

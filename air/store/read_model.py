@@ -36,6 +36,7 @@ __all__ = [
     "StoredSnapshot",
     "load_snapshot",
     "note_event",
+    "note_events",
     "peek_summary",
     "read_summary",
     "save_snapshot",
@@ -91,11 +92,32 @@ _NOTE = """INSERT INTO session_summary
         last_type = excluded.last_type"""
 
 
+_NOTE_MANY = """INSERT INTO session_summary
+    (session_id, events, first_seq, last_seq, first_at, last_at, last_type)
+    VALUES (?, ?, ?, ?, ?, ?, ?)
+    ON CONFLICT(session_id) DO UPDATE SET
+        events = events + excluded.events, last_seq = excluded.last_seq,
+        last_at = excluded.last_at, last_type = excluded.last_type"""
+
+
 def note_event(
     conn: sqlite3.Connection, session_id: str, seq: int, timestamp: str, event_type: str
 ) -> None:
     """Count one stored event into its session's summary row (inside the append's transaction)."""
     conn.execute(_NOTE, (session_id, seq, seq, timestamp, timestamp, event_type))
+
+
+def note_events(
+    conn: sqlite3.Connection,
+    session_id: str,
+    first: tuple[int, str],
+    last: tuple[int, str, str],
+    count: int,
+) -> None:
+    """Count ``count`` events of one session, stored in one append (``first``: the first one's
+    seq and time; ``last``: the last one's seq, time and type), into its summary row with one
+    statement (IMPL-BATCH-1): the row ends as ``count`` calls of ``note_event`` leave it."""
+    conn.execute(_NOTE_MANY, (session_id, count, first[0], last[0], first[1], last[1], last[2]))
 
 
 _AGGREGATE = """SELECT count(*), min(seq), max(seq) FROM events WHERE session_id = ?"""

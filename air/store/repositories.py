@@ -11,7 +11,7 @@ to write.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar, Literal
 
@@ -106,6 +106,23 @@ class EventRepository(Repository):
         cols = tuple(record)
         cur = self.db.execute_write(insert_sql("events", cols), [record[c] for c in cols])
         return int(cur.lastrowid or 0)
+
+    def insert_records(self, records: Sequence[Mapping[str, Any]]) -> None:
+        """Insert events rows that all carry the same columns, ``seq`` included, with one
+        ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-BATCH-1)."""
+        cols = tuple(records[0])
+        self.db.conn.executemany(
+            insert_sql("events", cols), [[r[c] for c in cols] for r in records]
+        )
+
+    def next_seq(self) -> int:
+        """The ``seq`` SQLite's AUTOINCREMENT would give the next events row: one past both
+        the highest ever handed out (``sqlite_sequence``) and the highest stored."""
+        row = self.db.conn.execute(
+            "SELECT max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'events'), 0),"
+            " coalesce((SELECT max(seq) FROM events), 0))"
+        ).fetchone()
+        return int(row[0]) + 1
 
     def count(self) -> int:
         return int(self.db.conn.execute("SELECT count(*) FROM events").fetchone()[0])

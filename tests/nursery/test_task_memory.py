@@ -1,0 +1,89 @@
+"""What the parent keeps per task (issue 28 item 7, IMPL-PACK-1): review tasks run through the real
+Scheduler, the real WorkerManager and a real session (SQLite file, ingestor, fold), the workers
+FakeLauncher tasks over memory streams; tracemalloc measures what stays allocated per task.
+
+The bound, 4 KiB per task: what the parent must keep of a finished task is its fold facts (the
+task with its packed spec and result, its attempt, its agent, the persistent maps' nodes) and
+its graph node with the graph's indexes: 2.2 KiB measured. A validated ``TaskSpec`` kept per
+task, as before IMPL-PACK-1 in the fold and again in the graph's nodes, is ~5 KiB more.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from pathlib import Path
+
+import trio
+import trio.testing
+
+from air.contracts.task import TaskSpec, TaskType
+from air.events.packed import unpack_spec
+from air.llm.manager import ProviderManager
+from air.nursery.ledger import SessionLedger
+from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.session.manager import SessionManager
+from air.session.project import ProjectStore
+from air.supervision.worker_manager import SupervisionConfig, WorkerManager
+from air.testing.launcher import FakeLauncher, scripted
+
+_APPROVED = {"status": "completed", "summary": "ok", "result": {"verdict": "approved"}}
+BOUND_PER_TASK = 4096
+
+
+def _kept() -> int:
+    """Bytes allocated now, after a full collection, without the bounded spec cache."""
+    unpack_spec.cache_clear()
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    session = SessionManager().open_session(ProjectStore().initialize(str(root)))
+    measured: list[int] = []
+
+    async def no_tools(*args: object) -> object:
+        raise AssertionError("no tool calls")
+
+    async def batch(sched: Scheduler, first: int, count: int) -> None:
+        await sched.create_tasks(
+            [
+                TaskSpec(id=f"t{i}", type=TaskType.REVIEW, title=f"t{i}", description="d")
+                for i in range(first, first + count)
+            ]
+        )
+        result = await sched.run_until_idle()
+        assert result.status == "completed"
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            manager = WorkerManager(
+                tools=no_tools,  # type: ignore[arg-type]
+                provider=ProviderManager.for_cassette(str(tmp_path / "none.jsonl")),
+                events=session.ingestor,
+                artifacts=session.artifacts,
+                config=SupervisionConfig(),
+                state_dir=str(tmp_path / "runs"),
+                launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}]), keep=False),
+            )
+            ledger = SessionLedger.for_session(session)
+            sched = Scheduler(ledger, manager, project_root=str(root), options=SchedulerOptions())
+            await batch(sched, 0, 40)  # everything built once is built
+            tracemalloc.start()
+            try:
+                measured.append(_kept())
+                await batch(sched, 40, 120)
+                measured.append(_kept())
+            finally:
+                tracemalloc.stop()
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        session.close()
+    per_task = (measured[1] - measured[0]) / 120
+    print(f"kept per task: {per_task:.0f} bytes")
+    assert per_task < BOUND_PER_TASK, f"{per_task:.0f} bytes kept per task"
