@@ -29,7 +29,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from air.testing.anthropic_rules import anthropic_problem
+from air.testing.anthropic_rules import MessageMemo, anthropic_problem
 from air.testing.local_info import LocalServerInfo
 from air.testing.openai_rules import openai_problem
 from air.testing.problems import Problem
@@ -119,6 +119,8 @@ class StrictServer:
         self.model = model
         self.info = info
         self.cache = PromptCache()
+        self.memo = MessageMemo()
+        """The messages of the conversation checked last (IMPL-API-7)."""
         self.usages: list[dict[str, int]] = []
         """The prompt usage the server reported with each scripted ``model``'s reply, in the
         order answered (what the client must count)."""
@@ -184,7 +186,9 @@ class StrictServer:
     def _answer(self, path: str, headers: dict[str, str], body: Any) -> Reply:
         wire = "anthropic" if path.endswith("/messages") else "openai"
         if wire == "anthropic":
-            problem = anthropic_problem(headers, body, api_key=self.api_key, ceilings=self.ceilings)
+            problem = anthropic_problem(
+                headers, body, api_key=self.api_key, ceilings=self.ceilings, memo=self.memo
+            )
         else:
             problem = openai_problem(
                 headers,
