@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import re
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, TOOL_USE_ID, Problem, invalid
+
+__all__ = ["ANTHROPIC_VERSION", "MessageMemo", "Resume", "anthropic_problem", "common_prefix"]
 
 ANTHROPIC_VERSION = "2023-06-01"
 _VERSION = re.compile(r"^20\d\d-\d\d-\d\d$")
@@ -80,7 +82,7 @@ def _anthropic_tools(body: dict[str, Any]) -> tuple[set[str], Problem | None]:
     return names, None
 
 
-def _common_prefix(a: list[Any], b: list[Any]) -> int:
+def common_prefix(a: list[Any], b: list[Any]) -> int:
     """How many leading items ``a`` and ``b`` share (equal decoded JSON), found with a few
     slice comparisons (each one C loop) instead of one Python step per item."""
     n = min(len(a), len(b))
@@ -96,57 +98,80 @@ def _common_prefix(a: list[Any], b: list[Any]) -> int:
     return low
 
 
+class Resume(NamedTuple):
+    """Where checking a request's messages starts (``MessageMemo.resume``)."""
+
+    start: int
+    """The first message to check; those before it were checked already."""
+    seen: set[str]
+    """The ``tool_use`` ids of the messages before ``start``."""
+    uses: list[str]
+    """The ``tool_use`` ids of the message just before ``start``."""
+    marks: int
+    """The blocks carrying ``cache_control`` in the messages before ``start``."""
+
+
+def _fresh() -> Resume:
+    return Resume(0, set(), [], 0)
+
+
 class MessageMemo:
     """What the message rules concluded about the conversation of the last valid request, so
     that the next request of the same conversation checks only its new messages (a strict
     server answering a long task: IMPL-API-7).
 
     Holds the messages checked as not the last one (the last message has rules of its own),
-    the ``tool_use`` ids they hold and those of the last of them. A later request resumes after
-    the longest run of leading messages equal (decoded JSON, ``==``) to those; any message that
-    differs, and every one after it, is checked again. Thread-safe.
+    the ``tool_use`` ids they hold and those of the last of them, and how many of their blocks
+    carry ``cache_control`` (all well formed). A later request with the same ``has_tools``
+    resumes after them when it starts with all of them (decoded JSON, ``==``); otherwise it is
+    checked whole. Thread-safe.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._state: tuple[bool, list[Any], frozenset[str], tuple[str, ...]] = (
+        self._state: tuple[bool, list[Any], frozenset[str], tuple[str, ...], int] = (
             False,
             [],
             frozenset(),
             (),
+            0,
         )
 
-    def resume(self, messages: list[Any], has_tools: bool) -> tuple[int, set[str], list[str]]:
-        """Where checking ``messages`` may start: (index, ids seen before it, the ``tool_use``
-        ids of the message before it)."""
+    def resume(self, messages: Any, has_tools: bool) -> Resume:
+        """Where checking ``messages`` may start."""
         with self._lock:
-            tools, checked, seen, uses = self._state
-        if tools != has_tools or not checked:
-            return 0, set(), []
-        if _common_prefix(checked, messages) < len(checked) or len(messages) <= len(checked):
-            return 0, set(), []
-        return len(checked), set(seen), list(uses)
+            tools, checked, seen, uses, marks = self._state
+        if tools != has_tools or not checked or not isinstance(messages, list):
+            return _fresh()
+        if len(messages) <= len(checked) or common_prefix(checked, messages) < len(checked):
+            return _fresh()
+        return Resume(len(checked), set(seen), list(uses), marks)
 
-    def keep(self, messages: list[Any], has_tools: bool, seen: set[str], uses: list[str]) -> None:
-        """Remember ``messages`` (checked, none as the last) and the state after them."""
+    def keep(self, messages: list[Any], has_tools: bool, state: Resume) -> None:
+        """Remember ``messages`` (checked, none as the last) and ``state`` after them."""
         with self._lock:
-            self._state = (has_tools, list(messages), frozenset(seen), tuple(uses))
+            self._state = (
+                has_tools,
+                list(messages),
+                frozenset(state.seen),
+                tuple(state.uses),
+                state.marks,
+            )
 
 
 def _anthropic_messages(
-    messages: Any, has_tools: bool, memo: MessageMemo | None = None
+    messages: Any, has_tools: bool, state: Resume, memo: MessageMemo | None = None
 ) -> Problem | None:
+    """The first problem of ``messages`` from ``state.start`` on (``state.marks``: the
+    ``cache_control`` blocks of every message but the last, for the memo)."""
     if not isinstance(messages, list):
         return invalid("messages: Field required")
     if not messages:
         return invalid("messages: at least one message is required")
-    start, seen_ids, previous_uses = (
-        memo.resume(messages, has_tools) if memo is not None else (0, set(), [])
-    )
-    for i in range(start, len(messages)):
+    for i in range(state.start, len(messages)):
         if i == len(messages) - 1 and memo is not None:
-            memo.keep(messages[:i], has_tools, seen_ids, previous_uses)
-        problem = _message_problem(messages, i, has_tools, previous_uses, seen_ids)
+            memo.keep(messages[:i], has_tools, state)
+        problem = _message_problem(messages, i, has_tools, state.uses, state.seen)
         if problem is not None:
             return problem
     return None
@@ -258,49 +283,64 @@ def _message_problem(
 MAX_CACHE_BREAKPOINTS = 4
 
 
-def _cache_blocks(body: dict[str, Any]) -> list[tuple[str, Any]]:
-    """Every block that may carry ``cache_control``, with where it is."""
-    found: list[tuple[str, Any]] = []
+def _cache_blocks(body: dict[str, Any], start: int = 0) -> list[tuple[str, Any, int]]:
+    """Every block that may carry ``cache_control``, with where it is and the index of its
+    message (-1: none), leaving out the messages before ``start``."""
+    found: list[tuple[str, Any, int]] = []
     system = body.get("system")
     if isinstance(system, list):
-        found += [(f"system.{j}", b) for j, b in enumerate(system)]
+        found += [(f"system.{j}", b, -1) for j, b in enumerate(system)]
     for k, tool in enumerate(body.get("tools") or []):
-        found.append((f"tools.{k}.custom", tool))
-    for i, message in enumerate(body.get("messages") or []):
+        found.append((f"tools.{k}.custom", tool, -1))
+    messages = body.get("messages") or []
+    numbered = (
+        enumerate(messages[start:], start) if isinstance(messages, list) else enumerate(messages)
+    )
+    for i, message in numbered:
         content = message.get("content") if isinstance(message, dict) else None
         for j, block in enumerate(content if isinstance(content, list) else []):
-            found.append((f"messages.{i}.content.{j}", block))
+            found.append((f"messages.{i}.content.{j}", block, i))
             inner = block.get("content") if isinstance(block, dict) else None
             for k, part in enumerate(inner if isinstance(inner, list) else []):
-                found.append((f"messages.{i}.content.{j}.content.{k}", part))
+                found.append((f"messages.{i}.content.{j}.content.{k}", part, i))
     return found
 
 
-def _cache_problem(body: dict[str, Any]) -> Problem | None:
-    """``cache_control`` must be ``{"type": "ephemeral"}`` (``ttl`` 5m or 1h), on at most 4
-    blocks."""
-    marked = 0
-    for where, block in _cache_blocks(body):
+def _control_problem(where: str, control: Any) -> Problem | None:
+    """``cache_control`` must be ``{"type": "ephemeral"}``, ``ttl`` 5m or 1h."""
+    if not isinstance(control, dict) or control.get("type") != "ephemeral":
+        return invalid(f"{where}.cache_control.ephemeral.type: Input should be 'ephemeral'")
+    extra = set(control) - {"type", "ttl"}
+    if extra:
+        return invalid(
+            f"{where}.cache_control.ephemeral.{sorted(extra)[0]}: Extra inputs are not permitted"
+        )
+    if "ttl" in control and control["ttl"] not in ("5m", "1h"):
+        return invalid(f"{where}.cache_control.ephemeral.ttl: Input should be '5m' or '1h'")
+    return None
+
+
+def _cache_problem(body: dict[str, Any], state: Resume) -> tuple[Problem | None, Resume]:
+    """``cache_control`` well formed (``_control_problem``), on at most 4 blocks. The messages
+    before ``state.start`` hold ``state.marks`` of them, well formed; the state returned
+    counts those of every message but the last."""
+    messages = body.get("messages")
+    last = len(messages) - 1 if isinstance(messages, list) else -1
+    marked = kept = state.marks
+    for where, block, i in _cache_blocks(body, state.start):
         if not isinstance(block, dict) or "cache_control" not in block:
             continue
-        control = block["cache_control"]
-        if not isinstance(control, dict) or control.get("type") != "ephemeral":
-            return invalid(f"{where}.cache_control.ephemeral.type: Input should be 'ephemeral'")
-        extra = set(control) - {"type", "ttl"}
-        if extra:
-            return invalid(
-                f"{where}.cache_control.ephemeral.{sorted(extra)[0]}: Extra inputs are not "
-                "permitted"
-            )
-        if "ttl" in control and control["ttl"] not in ("5m", "1h"):
-            return invalid(f"{where}.cache_control.ephemeral.ttl: Input should be '5m' or '1h'")
+        problem = _control_problem(where, block["cache_control"])
+        if problem is not None:
+            return problem, state
         marked += 1
+        kept += 0 <= i < last
     if marked > MAX_CACHE_BREAKPOINTS:
         return invalid(
             f"A maximum of {MAX_CACHE_BREAKPOINTS} blocks with cache_control may be provided. "
             f"Found {marked}."
-        )
-    return None
+        ), state
+    return None, state._replace(marks=kept)
 
 
 def anthropic_problem(
@@ -369,7 +409,9 @@ def anthropic_problem(
     names, problem = _anthropic_tools(body)
     if problem is not None:
         return problem
-    problem = _cache_problem(body)
+    messages = body.get("messages")
+    state = memo.resume(messages, bool(names)) if memo is not None else _fresh()
+    problem, state = _cache_problem(body, state)
     if problem is not None:
         return problem
     choice = body.get("tool_choice")
@@ -393,4 +435,4 @@ def anthropic_problem(
         not isinstance(stops, list) or any(not isinstance(s, str) or not s.strip() for s in stops)
     ):
         return invalid("stop_sequences: each stop sequence must contain non-whitespace")
-    return _anthropic_messages(body.get("messages"), bool(names), memo)
+    return _anthropic_messages(messages, bool(names), state, memo)

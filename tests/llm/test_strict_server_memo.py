@@ -1,7 +1,7 @@
 """The strict Anthropic server checks only the new messages of a growing conversation
 (``MessageMemo``, IMPL-API-7) and is never more lenient for it: a message changed anywhere, the
 last message becoming an earlier one, or the tools going away are checked again, with the verdict
-a fresh check gives."""
+a fresh check gives; the prompt cache counts each message's tokens once (the same total)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from air.testing.anthropic_rules import MessageMemo, anthropic_problem
+from air.testing.prompt_cache import PromptCache
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.servers import LocalServer, Reply, blocks_sse
 
@@ -88,12 +89,26 @@ def test_tool_blocks_are_checked_again_when_the_tools_go_away() -> None:
     assert "must define tools" in refused.message
 
 
+def test_cache_breakpoints_of_checked_messages_still_count() -> None:
+    memo = MessageMemo()
+    body = _conversation(20)
+    for i in (2, 4, 6):
+        body["messages"][i]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    assert anthropic_problem(HEADERS, body, memo=memo) is None
+    body["messages"] += copy.deepcopy(_conversation(22)["messages"][-4:])
+    for i in (-3, -1):
+        body["messages"][i]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    refused = anthropic_problem(HEADERS, body, memo=memo)
+    assert refused is not None
+    assert "A maximum of 4 blocks with cache_control may be provided. Found 5." in refused.message
+
+
 def _mutate(body: dict[str, Any], rng: random.Random) -> None:
     """One random change anywhere in the conversation: some make it invalid."""
     messages = body["messages"]
     i = rng.randrange(len(messages))
     content = messages[i]["content"]
-    match rng.randrange(6):
+    match rng.randrange(7):
         case 0:
             content[0]["type"] = "text" if content[0]["type"] != "text" else "image"
         case 1:
@@ -105,21 +120,33 @@ def _mutate(body: dict[str, Any], rng: random.Random) -> None:
             content[0]["text"] = rng.choice(["", " ", "fine"])
         case 4:
             del messages[i]
+        case 5:
+            ttl = rng.choice(["5m", "1h", "2h"])
+            content[0]["cache_control"] = {"type": "ephemeral", "ttl": ttl}
         case _:
             messages.insert(i, copy.deepcopy(messages[rng.randrange(len(messages))]))
+
+
+def _total(usage: dict[str, int]) -> int:
+    return sum(usage.values())
 
 
 def test_verdicts_with_the_memo_are_those_of_a_fresh_check() -> None:
     rng = random.Random(28)
     memo = MessageMemo()
+    cache = PromptCache()
     refused = 0
     for _ in range(300):
         body = _conversation(rng.randrange(1, 30))
-        if rng.random() < 0.6:
+        for _ in range(rng.choice([0, 0, 1, 1, 2, 3])):
             _mutate(body, rng)
         if rng.random() < 0.1:
             body["tools"] = []
         fresh = anthropic_problem(HEADERS, copy.deepcopy(body))
         assert anthropic_problem(HEADERS, body, memo=memo) == fresh
         refused += fresh is not None
+        if fresh is None:  # the prompt's size, counted once per message, as counted whole
+            assert _total(cache.usage("anthropic", body)) == _total(
+                PromptCache().usage("anthropic", copy.deepcopy(body))
+            )
     assert 30 < refused < 270  # both verdicts were exercised
