@@ -430,11 +430,6 @@ class RedactingStream:
         self._in_key = False
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
 
-    @property
-    def pending(self) -> int:
-        """Characters held back: the unfinished last line (at most ``LINE_MAX``)."""
-        return self._pending_len
-
     def feed_bytes(self, data: bytes) -> str:
         """``feed`` the UTF-8 ``data``."""
         return self.feed(self._decoder.decode(data))

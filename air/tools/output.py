@@ -2,14 +2,14 @@
 
 Owns the output path of ``shell.run`` (IMPL-REDACT-2): the pipes are read in chunks; a batch of
 the chunks that arrived (at most ``BATCH_BYTES``) is redacted, one ``RedactingStream`` per
-stream, in a worker thread, or on the Trio thread when it is under ``INLINE_BYTES`` (a small
-batch costs less than the hand-off: IMPL-OUT-1), so redaction is linear in the output and the
-Trio thread never redacts more than a small batch at once; the redacted text is appended to the
-stream's log artifact as it comes (disk speed, memory bounded whatever the output's size), kept
-as a tail of ``TAIL_CHARS`` for the result the model sees, and streamed live
-(``command.*.delta`` events and ToolEvents, in the order the chunks arrived) up to
-``LIVE_CHARS`` per stream, then one note of what only the artifact holds. At the streams' end
-one worker-thread call redacts what is left and closes (fsyncs) every log artifact.
+stream, in a worker thread, or on the Trio thread while the whole output is under
+``INLINE_BYTES`` (a small output costs less than the hand-offs: IMPL-OUT-1), so redaction is
+linear in the output and the Trio thread never redacts more than a small output; the redacted
+text is appended to the stream's log artifact as it comes (disk speed, memory bounded whatever
+the output's size), kept as a tail of ``TAIL_CHARS`` for the result the model sees, and
+streamed live (``command.*.delta`` events and ToolEvents, in the order the chunks arrived) up
+to ``LIVE_CHARS`` per stream, then one note of what only the artifact holds. At the streams'
+end one worker-thread call redacts what is left and closes (fsyncs) every log artifact.
 """
 
 from __future__ import annotations
@@ -43,8 +43,9 @@ LIVE_CHARS = 1 << 20
 BATCH_BYTES = 1 << 20
 """At most this much output is redacted in one worker-thread call."""
 INLINE_BYTES = 64 << 10
-"""A batch (or the streams' unfinished ends) smaller than this is redacted on the Trio thread:
-at most ~0.5 ms of work, less than the two thread hand-offs it saves (IMPL-OUT-1)."""
+"""While a command's output is under this, its batches are redacted on the Trio thread: at most
+~0.5 ms of work in all, less than the thread hand-offs it saves; past it, every batch goes to a
+worker thread, where the chunks that arrive meanwhile make the next batch large (IMPL-OUT-1)."""
 PIPE_BYTES = 1 << 20
 """The pipes are widened to this (``F_SETPIPE_SZ``): fewer, larger reads."""
 _STREAMS = ("stdout", "stderr")
@@ -99,6 +100,8 @@ class CommandOutput:
     streams: dict[str, _Stream] = field(default_factory=dict)
     ended: bool = False
     """Whether ``forward`` saw both streams end (a timeout cancels it before)."""
+    received: int = 0
+    """Bytes read from both streams so far."""
 
     def __post_init__(self) -> None:
         for name in _STREAMS:
@@ -122,9 +125,8 @@ class CommandOutput:
                     size += len(item[1])
                 for kind, _ in batch:
                     self._open(kind)
-                kinds = {kind for kind, _ in batch}
-                carried = sum(self.streams[kind].redacting.pending for kind in kinds)
-                if size + carried < INLINE_BYTES:
+                self.received += size
+                if self.received < INLINE_BYTES:  # a small output: all of it is under this
                     await self._publish(self._take(batch))
                 else:
                     await self._publish(await trio.to_thread.run_sync(self._take, batch))

@@ -103,9 +103,9 @@ async def test_a_timed_out_command_keeps_its_unfinished_last_line(env: Env) -> N
 
 
 async def test_a_secret_split_between_small_and_large_batches_is_redacted(env: Env) -> None:
-    """Small batches are redacted on the Trio thread, large ones in a worker thread
-    (IMPL-OUT-1): a secret cut between small writes, from a small write into a large one and
-    from a large one into a small one is still redacted, as if the output were redacted whole."""
+    """Until the output reaches 64 KiB it is redacted on the Trio thread, then in a worker
+    thread (IMPL-OUT-1): a secret cut between two small writes, across that switch, and between
+    a large write and a later small one is redacted as if the output were redacted whole."""
     env.redactor.register(SECRET)
     env.engine.headless_allow_ask = True
     head, rest = SECRET[:10], SECRET[10:]
