@@ -9,7 +9,8 @@ starts with it, looked up at most 20 blocks before one of that request's breakpo
 ``cache_read_input_tokens``. OpenAI (automatic): prompts of 1024 tokens or more are cached
 prefix by prefix and a later prompt starting with one reads it in 128-token steps from 1024
 (``usage.prompt_tokens_details.cached_tokens``). Tokens are counted as characters / 4 of each
-block's JSON. ``with_usage`` writes that usage into a streamed reply.
+block's JSON, each message's once per conversation (the messages a prompt shares with the last
+one keep their counts: IMPL-API-7). ``with_usage`` writes that usage into a streamed reply.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+from itertools import chain
 from typing import Any
 
+from air.testing.anthropic_rules import common_prefix
 from air.testing.wire_replies import Reply
 
 __all__ = ["PromptCache"]
@@ -49,20 +52,23 @@ def _plain(block: Any) -> Any:
     return block
 
 
-def _anthropic_blocks(body: dict[str, Any]) -> list[Any]:
+def _head_blocks(body: dict[str, Any]) -> list[Any]:
+    """The prompt's blocks before its messages: the tools, then the system prompt."""
     system = body.get("system")
     blocks: list[Any] = list(body.get("tools") or [])
     if isinstance(system, str):
         blocks.append({"type": "text", "text": system})
     elif isinstance(system, list):
         blocks.extend(system)
-    for message in body.get("messages") or []:
-        content = message.get("content")
-        if isinstance(content, str):
-            blocks.append({"type": "text", "text": content, "role": message.get("role")})
-        else:
-            blocks.extend({**b, "role": message.get("role")} for b in content or [])
     return blocks
+
+
+def _message_blocks(message: Any) -> list[Any]:
+    """The prompt's blocks of one message, each with its role."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return [{"type": "text", "text": content, "role": message.get("role")}]
+    return [{**b, "role": message.get("role")} for b in content or []]
 
 
 class PromptCache:
@@ -71,6 +77,22 @@ class PromptCache:
     def __init__(self) -> None:
         self._keys: set[str] = set()
         self._lock = threading.Lock()
+        self._seen: tuple[list[Any], list[list[Any]], list[list[int]]] = ([], [], [])
+        """The messages of the last Anthropic prompt, with their blocks and token counts: a
+        later prompt counts only the messages after those it shares with it (IMPL-API-7)."""
+
+    def _messages(self, messages: list[Any]) -> tuple[list[Any], list[int]]:
+        """The blocks of ``messages`` and their token counts, counted once per conversation."""
+        with self._lock:
+            seen, seen_blocks, seen_sizes = self._seen
+        same = common_prefix(seen, messages)
+        per_blocks = seen_blocks[:same] + [_message_blocks(m) for m in messages[same:]]
+        per_sizes = seen_sizes[:same] + [
+            [_tokens(_plain(b)) for b in blocks] for blocks in per_blocks[same:]
+        ]
+        with self._lock:
+            self._seen = (list(messages), per_blocks, per_sizes)
+        return list(chain.from_iterable(per_blocks)), list(chain.from_iterable(per_sizes))
 
     @staticmethod
     def _key(model: str, blocks: list[Any]) -> str:
@@ -85,8 +107,11 @@ class PromptCache:
 
     def _anthropic(self, body: dict[str, Any]) -> dict[str, int]:
         model = str(body.get("model"))
-        blocks = _anthropic_blocks(body)
+        blocks = _head_blocks(body)
         sizes = [_tokens(_plain(b)) for b in blocks]
+        message_blocks, message_sizes = self._messages(list(body.get("messages") or []))
+        blocks += message_blocks
+        sizes += message_sizes
         total = sum(sizes)
         marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
         read = written = 0

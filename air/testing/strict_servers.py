@@ -17,6 +17,7 @@ tests/llm/test_strict_servers.py.
 
 from __future__ import annotations
 
+import functools
 import json
 import socket
 import threading
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from air.testing.anthropic_rules import anthropic_problem
+from air.testing.anthropic_rules import MessageMemo, anthropic_problem
 from air.testing.local_info import LocalServerInfo
 from air.testing.openai_rules import openai_problem
 from air.testing.problems import Problem
@@ -41,10 +42,23 @@ __all__ = ["LocalServer", "Model", "Received", "Rejection", "StrictServer"]
 
 @dataclass
 class Received:
+    """One request as it arrived: its body is kept as the bytes received and decoded when a
+    test reads it (a long task's hundreds of decoded conversations would make every garbage
+    collection of the server walk them all: IMPL-API-7)."""
+
     path: str
     headers: dict[str, str]
-    body: dict[str, Any]
+    raw: bytes
     at: float
+
+    @functools.cached_property
+    def body(self) -> dict[str, Any]:
+        """The decoded body (``{}`` when it is no JSON object)."""
+        try:
+            body = json.loads(self.raw or b"{}")
+        except ValueError:
+            return {}
+        return body if isinstance(body, dict) else {}
 
 
 @dataclass
@@ -119,6 +133,8 @@ class StrictServer:
         self.model = model
         self.info = info
         self.cache = PromptCache()
+        self.memo = MessageMemo()
+        """The messages of the conversation checked last (IMPL-API-7)."""
         self.usages: list[dict[str, int]] = []
         """The prompt usage the server reported with each scripted ``model``'s reply, in the
         order answered (what the client must count)."""
@@ -142,7 +158,7 @@ class StrictServer:
                 known = outer.info.answer("POST", self.path, body) if outer.info else None
                 if known is None and not self.path.endswith(("/messages", "/chat/completions")):
                     known = json_reply(404, {"error": {"message": "Not Found"}})
-                self._send(known or outer._answer(self.path, headers, body))
+                self._send(known or outer._answer(self.path, headers, body, raw))
 
             def do_GET(self) -> None:
                 known = outer.info.answer("GET", self.path, None) if outer.info else None
@@ -181,10 +197,12 @@ class StrictServer:
             target=self._server.serve_forever, args=(0.02,), daemon=True
         )
 
-    def _answer(self, path: str, headers: dict[str, str], body: Any) -> Reply:
+    def _answer(self, path: str, headers: dict[str, str], body: Any, raw: bytes) -> Reply:
         wire = "anthropic" if path.endswith("/messages") else "openai"
         if wire == "anthropic":
-            problem = anthropic_problem(headers, body, api_key=self.api_key, ceilings=self.ceilings)
+            problem = anthropic_problem(
+                headers, body, api_key=self.api_key, ceilings=self.ceilings, memo=self.memo
+            )
         else:
             problem = openai_problem(
                 headers,
@@ -194,14 +212,7 @@ class StrictServer:
                 ceilings=self.ceilings,
             )
         with self._lock:
-            self.requests.append(
-                Received(
-                    path=path,
-                    headers=headers,
-                    body=body if isinstance(body, dict) else {},
-                    at=time.monotonic(),
-                )
-            )
+            self.requests.append(Received(path=path, headers=headers, raw=raw, at=time.monotonic()))
             if problem is not None:
                 self.rejected.append(Rejection(path=path, problem=problem, body=body))
                 if self.log is not None:

@@ -100,3 +100,33 @@ async def test_a_timed_out_command_keeps_its_unfinished_last_line(env: Env) -> N
     (row,) = env.rows("command_runs")
     stored = env.session.artifacts.read(row["stdout_artifact_id"]).content.decode()
     assert stored == f"first line\nlast {REDACTED} no newline"
+
+
+async def test_a_secret_split_between_small_and_large_batches_is_redacted(env: Env) -> None:
+    """Until the output reaches 64 KiB it is redacted on the Trio thread, then in a worker
+    thread (IMPL-OUT-1): a secret cut between two small writes, across that switch, and between
+    a large write and a later small one is redacted as if the output were redacted whole."""
+    env.redactor.register(SECRET)
+    env.engine.headless_allow_ask = True
+    head, rest = SECRET[:10], SECRET[10:]
+    big = 3 * 64 * 1024
+    lines = f"yes '{LINE.rstrip()}' | head -c {big}"
+    command = (
+        f"{{ printf -- '{rest} '; {lines} | tr -d '\\n'; printf ' d\\n'; }} > /tmp/one;"
+        f" {{ {lines}; printf -- 'e {head}'; }} > /tmp/two;"
+        f" printf -- 'a {head}'; sleep 0.3; printf -- '{rest} b\\n';"
+        f" printf -- 'c {head}'; sleep 0.3; cat /tmp/one;"
+        f" cat /tmp/two; sleep 0.3; printf -- '{rest} f'"
+    )
+    res = await env.registry.call("shell.run", {"command": command}, env.ctx(headless=True))
+    assert res.status == "ok", res.error
+    block = (LINE * (big // len(LINE) + 1))[:big]
+    raw = (
+        f"a {SECRET} b\n" + f"c {SECRET} {block.replace(chr(10), '')} d\n" + f"{block}e {SECRET} f"
+    )
+    expected = env.redactor.redact(raw)
+    assert expected.startswith(f"a {REDACTED} b\nc {REDACTED} ")
+    assert expected.endswith(f"e {REDACTED} f")
+    (row,) = env.rows("command_runs")
+    stored = env.session.artifacts.read(row["stdout_artifact_id"]).content.decode()
+    assert stored == expected
