@@ -175,6 +175,12 @@ async def record_started(sup: Supervisor, run: WorkerRun, status: str = "running
             "pid": ident.pid,
             "pid_start_time": ident.start_time,
             "boot_id": ident.boot_id,
-            **({"remote": run.remote} if run.remote else {}),
+            **({"remote": _where(run.remote)} if run.remote else {}),
         },
     )
+
+
+def _where(remote: dict[str, Any]) -> dict[str, Any]:
+    """Where a remote worker is, for ``agent.started``: the run record's placement without the
+    host's config (the record keeps that for recovery; the event names the host)."""
+    return {k: v for k, v in remote.items() if k != "config"}

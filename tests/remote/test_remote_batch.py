@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,66 @@ def _remote_run(tmp_path: Path, host: HostConfig, hosts: str) -> tuple[Path, lis
     return remote, events
 
 
+class _ToolCallParents:
+    """While in use, a thread notes the parent (``comm``) of each tool call's guard on this
+    machine: the first process carrying an ``exec_`` run marker (``air.remote.workspace``)
+    whose directory is under ``under`` (other checkouts run remote tests here too)."""
+
+    def __init__(self, under: str) -> None:
+        self.under = os.path.realpath(under) + os.sep
+        self.seen: dict[str, str] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _ToolCallParents:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.02):
+            for marker, pids in _exec_markers(self.under).items():
+                if marker in self.seen:
+                    continue
+                parents = {_stat(p)[1] for p in pids} - pids - {0}
+                if len(parents) == 1:  # the guard: the one whose parent is not marked
+                    self.seen[marker] = _comm(parents.pop())
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    """``comm`` and the parent pid of ``pid`` (("", 0) once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        end = text.rindex(")")
+        return text[text.index("(") + 1 : end], int(text[end + 2 :].split()[1])
+    except (OSError, ValueError):
+        return "", 0
+
+
+def _comm(pid: int) -> str:
+    return _stat(pid)[0]
+
+
+def _exec_markers(under: str) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            if not os.readlink(f"/proc/{name}/cwd").startswith(under):
+                continue
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(b"AIR_WORKER_RUN=exec_"):
+                found.setdefault(item.decode(errors="replace"), set()).add(int(name))
+    return found
+
+
 def test_the_calc_batch_runs_on_the_host_and_merges_as_a_local_run(
     tmp_path: Path, remote_host: HostConfig, local_calc: dict[str, bytes]
 ) -> None:
@@ -106,10 +167,22 @@ def test_the_calc_batch_runs_in_slurm_jobs_and_merges_as_a_local_run(
 ) -> None:
     """A slurm host: the worktree is made in the work directory the job shares, the worker is a
     job step and every tool call one more step of its job (IMPL-SLURM-3)."""
-    remote, events = _remote_run(tmp_path, slurm_host, "slurm-hosts.yaml")
+    with _ToolCallParents(os.path.join(slurm_host.workdir, tmp_path.name)) as parents:
+        remote, events = _remote_run(tmp_path, slurm_host, "slurm-hosts.yaml")
     assert _tree(remote) == local_calc
+    # each call's guard was a task of a step, never a process of the login node (this one)
+    assert len(parents.seen) >= 4
+    assert set(parents.seen.values()) == {"slurmstepd"}, parents.seen
     started = [e["payload"] for e in events if e.get("type") == "agent.started"]
     assert len(started) == 3
+    for payload in started:  # where each worker went, as its run record keeps it
+        where = payload["remote"]
+        assert where["launcher"] == "slurm"
+        assert where["host"] == slurm_host.name
+        assert where["job_id"] > 0
+        assert where["pid"] > 0
+        assert where["boot_id"]
+        assert where["start_time"]
     jobs = subprocess.run(
         ["squeue", "-h", "-o", "%j"], capture_output=True, text=True, check=True
     ).stdout.split()

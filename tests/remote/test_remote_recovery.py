@@ -78,6 +78,12 @@ def _kill_and_recover(parent: subprocess.Popen[bytes], tmp_path: Path) -> None:
     assert "marked 1 run record(s) terminal" in done.stdout + done.stderr, done.stdout
 
 
+def _cancel_all(records: RunRecordStore) -> None:
+    """A failed test leaves no job of its own behind."""
+    for record in records.list():
+        subprocess.run(["scancel", f"--name={job_name(record['agent_id'])}"], check=False)
+
+
 def _placed(records: RunRecordStore, *keys: str) -> dict[str, Any]:
     def found() -> dict[str, Any] | None:
         for record in records.list():
@@ -94,7 +100,6 @@ def test_recovery_cancels_the_slurm_job_of_a_killed_parent(
     tmp_path: Path, slurm_host: HostConfig
 ) -> None:
     parent, records = _parent(tmp_path, "slurm-hosts.yaml")
-    record: dict[str, Any] = {"agent_id": "none"}
     try:
         record = _placed(records, "job_id", "pid", "boot_id", "start_time")
         marker = record["marker"]
@@ -110,7 +115,7 @@ def test_recovery_cancels_the_slurm_job_of_a_killed_parent(
     finally:
         parent.kill()
         parent.wait()
-        subprocess.run(["scancel", f"--name={job_name(record['agent_id'])}"], check=False)
+        _cancel_all(records)
 
 
 def test_recovery_cancels_the_queued_job_of_a_killed_parent(
@@ -118,7 +123,6 @@ def test_recovery_cancels_the_queued_job_of_a_killed_parent(
 ) -> None:
     """Queued: no worker process yet, the record already names the job; recovery cancels it."""
     parent, records = _parent(tmp_path, "slurm-hosts.yaml")
-    record: dict[str, Any] = {"agent_id": "none"}
     try:
         record = _placed(records, "job_id")
         name = job_name(record["agent_id"])
@@ -128,7 +132,7 @@ def test_recovery_cancels_the_queued_job_of_a_killed_parent(
     finally:
         parent.kill()
         parent.wait()
-        subprocess.run(["scancel", f"--name={job_name(record['agent_id'])}"], check=False)
+        _cancel_all(records)
 
 
 def test_recovery_sweeps_the_ssh_run_of_a_killed_parent(
