@@ -63,7 +63,9 @@ class RunRecordsCheck:
         root = self.root
 
         async def reap() -> str:
-            reaped = await reap_orphans(root)
+            from air.remote.recovery import sweep_records
+
+            reaped = await reap_orphans(root, remote=sweep_records)
             return f"marked {len(reaped)} run record(s) terminal: " + ", ".join(
                 f"{r.agent_id} ({r.state})" for r in reaped
             )

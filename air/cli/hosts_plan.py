@@ -50,15 +50,4 @@ def remote_plan(project: str, default: str | None, specs: Sequence[Any] | None) 
         require_trust(project)  # a project's host decides where code goes (IMPL-TRUST-1)
     names = {*tasks.values(), *([default] if default else [])}
     hosts = {name: find_host(name, project) for name in sorted(names)}
-    for name, host in hosts.items():
-        if host.launcher != "ssh":
-            from air.contracts.error import AirException, ErrorKind
-
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=f"host {name!r} is a {host.launcher} host: batch tasks run on ssh hosts",
-                user_action=f"Name an ssh host of hosts.yaml for the tasks (`air doctor --host "
-                f"{name}` checks one), or run them here without --host/host:.",
-                metadata={"host": name, "launcher": host.launcher},
-            )
     return RemotePlan(hosts=hosts, tasks=tasks, default=default)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import trio
 
@@ -51,6 +51,9 @@ class LaunchSpec(NamedTuple):
         env: variables set on top of the allowlisted environment (a test's switches).
         time_s: seconds until the task's deadline (a batch system's time limit).
         progress: how a launcher that waits (an allocation) reports it (``task.progress``).
+        placed: how a launcher that places the worker elsewhere reports where, as soon as it
+            knows (a host's name and config, its boot id, pid and start time, a Slurm job id,
+            also while queued): the run record keeps it for recovery's sweep.
     """
 
     agent_id: str
@@ -60,6 +63,7 @@ class LaunchSpec(NamedTuple):
     env: dict[str, str] | None = None
     time_s: float | None = None
     progress: Callable[[str], Awaitable[None]] | None = None
+    placed: Callable[[dict[str, Any]], None] | None = None
 
 
 class WorkerHandle(Protocol):

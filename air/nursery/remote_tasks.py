@@ -1,8 +1,9 @@
 """Tasks that run on another host (issue #27 items 4 and 5; IMPL-REMOTE-5, IMPL-REMOTE-6).
 
 Owns ``RemotePlan`` (which host each task runs on: its ``host:``, else the run's ``--host``),
-``RoutingLauncher`` (the WorkerManager's launcher: a remote attempt's worker starts over ssh in
-the task's remote worktree, every other one locally) and ``RemoteTaskRunner`` (the TaskRunner
+``RoutingLauncher`` (the WorkerManager's launcher: a remote attempt's worker starts in the
+task's remote worktree — over ssh, or as a Slurm job step whose job also runs the attempt's
+tool calls (IMPL-SLURM-3) — every other one locally) and ``RemoteTaskRunner`` (the TaskRunner
 around the WorkerManager: for a remote attempt the task's workspace goes to the host as a git
 bundle, the attempt's tool calls are routed to that worktree, and a result comes back as a
 bundle, is checked for ancestry and laid into the local workspace, where the same write-area
@@ -20,6 +21,7 @@ import trio
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.launcher import Launched, Launcher, LaunchSpec
 from air.remote.hosts import HostConfig
+from air.remote.srun import SrunLauncher
 from air.remote.ssh import SshLauncher
 from air.remote.sync import RemoteRun, fetch_result, gc_remote, push_base
 from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
@@ -45,11 +47,11 @@ class RemotePlan(NamedTuple):
 
 
 class RoutingLauncher:
-    """Launches a remote attempt's worker through its own ``SshLauncher``."""
+    """Launches a remote attempt's worker through its own ``SshLauncher`` or ``SrunLauncher``."""
 
     def __init__(self, local: Launcher) -> None:
         self.local = local
-        self.remote: dict[str, SshLauncher] = {}
+        self.remote: dict[str, SshLauncher | SrunLauncher] = {}
         """agent id → the launcher of its attempt."""
 
     async def launch(self, spec: LaunchSpec) -> Launched:
@@ -101,9 +103,15 @@ class RemoteTaskRunner:
         self, request: SuperviseRequest, host: HostConfig, remote: RemoteRun
     ) -> TaskOutcome:
         async with trio.open_nursery() as nursery:  # the workers' lease renewals
-            launcher = SshLauncher(host, nursery=nursery, cwd=remote.worktree)
+            target = RemoteTarget(host, remote.worktree)
+            launcher: SshLauncher | SrunLauncher
+            if host.launcher == "slurm":
+                launcher = SrunLauncher(host, cwd=remote.worktree)
+                target = target._replace(job=launcher.job_id)
+            else:
+                launcher = SshLauncher(host, nursery=nursery, cwd=remote.worktree)
             self.launcher.remote[request.agent_id] = launcher
-            self.executor.attach(request.task_spec.id, RemoteTarget(host, remote.worktree))
+            self.executor.attach(request.task_spec.id, target)
             try:
                 return await self.inner.supervise(request)
             finally:

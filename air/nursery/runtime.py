@@ -218,7 +218,7 @@ class Runtime:
             return
         with trio.move_on_after(2.0, shield=True):
             # why shielded: the kill must happen even though the run is unwinding
-            await reap_orphans(self.runs_dir, grace_s=0.0, own=True)
+            await reap_orphans(self.runs_dir, grace_s=0.0, own=True, remote=_sweep_remote)
 
     async def settle(self) -> None:
         """Deliver every event queued on the bus now (bounded), e.g. before a summary."""
@@ -333,7 +333,7 @@ async def _build(
     reap: Reaper | None = None
     if config.runner is None:
         # orphans of a killed runtime, found by their durable run records (and markers)
-        await reap_orphans(runs)
+        await reap_orphans(runs, remote=_sweep_remote)
         reap = _reaper(runs)
     recovery = await recover_session(
         ledger,
@@ -465,11 +465,18 @@ def _remote(manager: Any, plan: Any, registry: Any) -> Any:
     return RemoteTaskRunner(manager, plan, launcher, registry.workspace)
 
 
+async def _sweep_remote(records: list[Any]) -> None:
+    """The runs a dead air process left on other hosts (``air.remote.recovery``)."""
+    from air.remote.recovery import sweep_records
+
+    await sweep_records(records)
+
+
 def _reaper(runs: str) -> Reaper:
     """Recovery's reaper: the orphan reaping over the durable run records."""
 
     async def reap(agent: StoredAgent) -> bool:
-        results = await reap_orphans(runs)
+        results = await reap_orphans(runs, remote=_sweep_remote)
         return any(r.agent_id == agent.agent_id for r in results)
 
     return reap

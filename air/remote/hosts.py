@@ -91,6 +91,25 @@ class HostConfig(BaseModel):
                 )
         return options
 
+    def placement(self, remote: dict[str, Any] | None, **extra: Any) -> dict[str, Any]:
+        """Where a worker on this host is, for its run record and ``agent.started``: the
+        host's name and whole config (recovery sweeps by it without reading hosts.yaml), the
+        guard's identity there (``remote``: host, boot id, pid, start time) and ``extra``."""
+        where: dict[str, Any] = {
+            "launcher": self.launcher,
+            "host": self.name,
+            "config": self.model_dump(mode="json"),
+            **extra,
+        }
+        if remote:
+            where.update(
+                node=remote.get("host"),
+                boot_id=remote.get("boot_id"),
+                pid=remote.get("pid"),
+                start_time=remote.get("start_time"),
+            )
+        return where
+
     def destination(self) -> str:
         """``user@host`` (or ``host``) for the ssh client."""
         return f"{self.user}@{self.host}" if self.user else self.host

@@ -1,17 +1,20 @@
 """Workers through Slurm: ``SrunLauncher`` behind the Launcher seam (issue #27 item 3).
 
 Owns: ``srun_argv`` (``srun -N1 -n1 --kill-on-bad-exit --export=NONE`` with the job name
-``air-<agent id>``, the time limit from the task's deadline, the host's partition, gres and
-extra options, then ``env -i`` with air's explicit environment and ``air.remote.guard run``
-around the worker), ``time_limit`` (seconds as Slurm's ``M:SS``), ``client_environment`` (what
-the local srun client sees: no API key, no ``SLURM_*`` of an enclosing allocation),
-``scancel`` (the sweeper: cancel the jobs of given attempts, Slurm's kill window ends every
-process of their steps), ``SrunHandle`` (the local srun client as the worker's handle: kill =
-signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own phase:
-``launch`` returns only once the step runs (the guard's first line, ``air-remote {identity}``,
-came), so the handshake timeout counts from there; while Slurm reports the job queued, the
-spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it runs.
-Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
+``air-<agent id>``, the time limit from the task's deadline, the host's partition, gres and extra
+options, then ``env -i`` with air's explicit environment and ``air.remote.guard run`` around the
+worker), ``time_limit`` (seconds as Slurm's ``M:SS``), ``client_environment`` (what the local srun
+client sees: no API key, no ``SLURM_*`` of an enclosing allocation), ``scancel`` and
+``scancel_jobs`` (the sweeper, by job name or id:
+cancel the jobs of given attempts, Slurm's kill window ends every process of their steps),
+``job_id_of`` (a job's id by its name, from ``squeue``), ``step_argv`` (one more step in a worker's
+allocation, ``srun --jobid=JOB --overlap``: where a batch task's decided tool calls run, beside the
+worker on its compute node; IMPL-SLURM-3), ``SrunHandle`` (the local srun client as the worker's
+handle: kill = signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own
+phase: ``launch`` returns only once the step runs (the guard's first line, ``air-remote
+{identity}``, came), so the handshake timeout counts from there; while Slurm reports the job
+queued, the spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it
+runs. Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
 non-retried ``protocol.error`` quoting it. The worker runs as the user who runs air (``--uid``
 needs root; IMPL-SLURM-2).
 """
@@ -41,9 +44,12 @@ __all__ = [
     "SrunHandle",
     "SrunLauncher",
     "client_environment",
+    "job_id_of",
     "job_name",
     "scancel",
+    "scancel_jobs",
     "srun_argv",
+    "step_argv",
     "time_limit",
 ]
 
@@ -81,12 +87,14 @@ def srun_argv(
     env: dict[str, str],
     *,
     time_s: float | None = None,
+    cwd: str | None = None,
 ) -> list[str]:
-    """The whole local command line of one worker step on ``host``."""
+    """The whole local command line of one worker step on ``host`` (in ``cwd``: a task's
+    worktree in the host's work directory; default the work directory)."""
     argv = [
         "srun", "-N1", "-n1", "--kill-on-bad-exit=1", "--export=NONE",
         f"--job-name={job_name(agent_id)}",
-        f"--chdir={host.workdir}",
+        f"--chdir={cwd or host.workdir}",
     ]  # fmt: skip
     if time_s is not None:
         argv.append(f"--time={time_limit(time_s)}")
@@ -97,6 +105,25 @@ def srun_argv(
     if host.gres:
         argv.append(f"--gres={host.gres}")
     argv += host.srun_options
+    return [*argv, *_guarded(host, marker, command, env)]
+
+
+def step_argv(
+    host: HostConfig, job_id: int, marker: str, command: Sequence[str], cwd: str
+) -> list[str]:
+    """One more step in the running job ``job_id``, sharing its resources (``--overlap``: the
+    worker's step holds them), in ``cwd``, under the guard with air's explicit environment."""
+    argv = [
+        "srun", f"--jobid={job_id}", "--overlap", "-N1", "-n1", "--kill-on-bad-exit=1",
+        "--export=NONE", f"--chdir={cwd}", "--quiet",
+    ]  # fmt: skip
+    return [*argv, *_guarded(host, marker, command, {})]
+
+
+def _guarded(
+    host: HostConfig, marker: str, command: Sequence[str], env: dict[str, str]
+) -> list[str]:
+    """``env -i`` with air's explicit environment, then the guard around ``command``."""
     home = pwd.getpwuid(os.getuid())
     variables = {
         "HOME": home.pw_dir,
@@ -109,7 +136,21 @@ def srun_argv(
         MARKER_ENV: marker,
     }
     guard = [host.python, "-P", "-m", "air.remote.guard", "run", "--", *command]
-    return [*argv, "/usr/bin/env", "-i", *(f"{k}={v}" for k, v in variables.items()), *guard]
+    return ["/usr/bin/env", "-i", *(f"{k}={v}" for k, v in variables.items()), *guard]
+
+
+async def job_id_of(name: str, *, timeout_s: float = 15.0) -> int | None:
+    """The id of this user's live job called ``name`` (``squeue``), or None."""
+    argv = ["squeue", "-h", f"--user={pwd.getpwuid(os.getuid()).pw_name}", f"--name={name}"]
+    with trio.move_on_after(timeout_s):
+        done = await trio.run_process(
+            [*argv, "-o", "%i"], capture_stdout=True, capture_stderr=True, check=False,
+            env=client_environment(),
+        )  # fmt: skip
+        ids = done.stdout.split()
+        if done.returncode == 0 and len(ids) == 1 and ids[0].isdigit():
+            return int(ids[0])
+    return None
 
 
 async def scancel(names: list[str], *, timeout_s: float = 15.0) -> bool:
@@ -123,6 +164,21 @@ async def scancel(names: list[str], *, timeout_s: float = 15.0) -> bool:
         done = await trio.run_process(
             argv, capture_stdout=True, capture_stderr=True, check=False, env=client_environment()
         )
+        return done.returncode == 0
+    return False
+
+
+async def scancel_jobs(ids: list[int], *, timeout_s: float = 15.0) -> bool:
+    """Cancel this user's jobs ``ids`` (queued or running); False when Slurm could not be
+    asked."""
+    if not ids:
+        return True
+    argv = ["scancel", "--quiet", f"--user={pwd.getpwuid(os.getuid()).pw_name}"]
+    with trio.move_on_after(timeout_s):
+        done = await trio.run_process(
+            [*argv, *map(str, ids)], capture_stdout=True, capture_stderr=True, check=False,
+            env=client_environment(),
+        )  # fmt: skip
         return done.returncode == 0
     return False
 
@@ -159,6 +215,14 @@ class SrunHandle:
         return await self.process.wait()
 
 
+def _place(spec: LaunchSpec, handle: SrunHandle) -> None:
+    """Tell the run record where the worker is: its job (also while queued), then the guard."""
+    if spec.placed is not None:
+        spec.placed(
+            handle.host.placement(handle.remote, job_id=handle.job_id, job_name=handle.job_name)
+        )
+
+
 class Prefixed(trio.abc.ReceiveStream):
     """A stream whose first bytes were already read (by the allocation phase)."""
 
@@ -186,10 +250,20 @@ async def _tell(spec: LaunchSpec, message: str) -> None:
 class SrunLauncher:
     """Workers as Slurm job steps through the local ``srun`` client (IMPL-SLURM-2)."""
 
-    def __init__(self, host: HostConfig) -> None:
+    def __init__(self, host: HostConfig, cwd: str | None = None) -> None:
         self.host = host
+        self.cwd = cwd
+        """The workers' directory (a task's worktree in the host's work directory, which the
+        compute nodes share; default the work directory)."""
         self.handles: list[SrunHandle] = []
         """Every worker this launcher started (``sweep`` cancels their jobs)."""
+
+    def job_id(self) -> int | None:
+        """The job of the latest worker while its step runs (its tool calls run there)."""
+        if not self.handles:
+            return None
+        handle = self.handles[-1]
+        return handle.job_id if handle.remote is not None and handle.returncode is None else None
 
     async def sweep(self, *, timeout_s: float = 30.0) -> bool:
         """Cancel every job of a worker this launcher started (at session end)."""
@@ -199,7 +273,7 @@ class SrunLauncher:
         command = _remote_worker(self.host, spec.command)
         return srun_argv(
             self.host, spec.marker, spec.agent_id, command, dict(spec.env or {}),
-            time_s=spec.time_s,
+            time_s=spec.time_s, cwd=self.cwd,
         )  # fmt: skip
 
     async def launch(self, spec: LaunchSpec) -> Launched:
@@ -226,6 +300,10 @@ class SrunLauncher:
         self.handles.append(handle)
         try:
             out, err = await self._allocation(handle, process.stdout, process.stderr, spec)
+            if handle.job_id is None and handle.remote is not None:  # allocated at once
+                handle.job_id = await job_id_of(handle.job_name)
+            if handle.remote is not None:
+                _place(spec, handle)
         except BaseException:
             with trio.CancelScope(shield=True):
                 await handle.kill_tree(1.0)
@@ -263,6 +341,7 @@ class SrunLauncher:
                     handle.job_id = int(found.group(1))
                 if queued and not handle.queued:
                     handle.queued = True
+                    _place(spec, handle)  # a parent killed while queued: scancel by the record
                     await _tell(spec, f"{QUEUED_FOR_ALLOCATION} (job {handle.job_id})")
 
         async with trio.open_nursery() as nursery:

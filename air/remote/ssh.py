@@ -28,7 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -211,10 +211,17 @@ class NoiseGuard(trio.abc.ReceiveStream):
     End of stream before any byte with the ssh client's exit 255: the connection failed, which
     becomes one ``protocol.error`` with ssh's own message. Neither is retried (IMPL-REMOTE-3)."""
 
-    def __init__(self, stream: trio.abc.ReceiveStream, handle: SshHandle, agent_id: str) -> None:
+    def __init__(
+        self,
+        stream: trio.abc.ReceiveStream,
+        handle: SshHandle,
+        agent_id: str,
+        placed: Callable[[dict[str, Any]], None] | None = None,
+    ) -> None:
         self.stream = stream
         self.handle = handle
         self.agent_id = agent_id
+        self.placed = placed
         self.checked = False
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
@@ -244,6 +251,8 @@ class NoiseGuard(trio.abc.ReceiveStream):
                 self.handle.remote = json.loads(line[len(IDENTITY_PREFIX) :])
             except ValueError:
                 return self._noise(buf)
+            if self.placed is not None:  # the run record: recovery sweeps the marker there
+                self.placed(self.handle.host.placement(self.handle.remote))
             return rest or await self.stream.receive_some(max_bytes)
 
     async def _ended(self) -> bytes:
@@ -478,7 +487,7 @@ class SshLauncher:
             send = sender
         return Launched(
             send=send,
-            receive=NoiseGuard(process.stdout, handle, spec.agent_id),
+            receive=NoiseGuard(process.stdout, handle, spec.agent_id, spec.placed),
             stderr=process.stderr,
             handle=handle,
             marker=spec.marker,

@@ -20,7 +20,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.remote.hosts import HostConfig
-from air.remote.ssh import run_remote
+from air.remote.login import run_on_host
 from air.workspace.gitsafe import GitLocation, run_git
 
 __all__ = ["RemoteRun", "capture_base", "fetch_result", "gc_remote", "push_base"]
@@ -75,7 +75,7 @@ async def push_base(host: HostConfig, location: GitLocation, run: str) -> Remote
         AirException(workspace_error): git or the host failed (nothing local changed).
     """
     base = await capture_base(location)
-    known = await run_remote(host, "air.remote.repo", "known", host.workdir)
+    known = await run_on_host(host, "air.remote.repo", "known", host.workdir)
     if known is None or known.returncode != 0:
         raise _failed(
             f"cannot reach the object cache on {host.name}", known.stderr if known else b""
@@ -98,7 +98,7 @@ async def push_base(host: HostConfig, location: GitLocation, run: str) -> Remote
             )
         finally:
             await _git(location, "update-ref", "-d", ref)
-    done = await run_remote(
+    done = await run_on_host(
         host, "air.remote.repo", "receive", host.workdir, run, base, stdin=bundle, timeout_s=600
     )
     if done is None or done.returncode != 0:
@@ -116,7 +116,7 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
         AirException(workspace_error): the host failed, or what came back does not descend
             from the base (then nothing is kept).
     """
-    done = await run_remote(
+    done = await run_on_host(
         remote.host, "air.remote.repo", "result", remote.host.workdir, remote.run, timeout_s=600
     )
     if done is None or done.returncode != 0:
@@ -141,5 +141,5 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
 
 async def gc_remote(remote: RemoteRun) -> bool:
     """Remove the run's repository and worktree on the host; False when it could not."""
-    done = await run_remote(remote.host, "air.remote.repo", "gc", remote.host.workdir, remote.run)
+    done = await run_on_host(remote.host, "air.remote.repo", "gc", remote.host.workdir, remote.run)
     return done is not None and done.returncode == 0

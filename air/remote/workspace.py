@@ -5,7 +5,9 @@ session registry's ``WorkspaceExecutor``: a call of a task attached to a host go
 other call to the local executor) and ``execute_remote`` (one decided call over ssh to
 ``air.remote.executor`` under the host's guard, its lines replayed through the parent's
 ``ToolRun``: events recorded, progress streamed, artifacts stored — each through the parent's
-redactor — and the remote stand-in artifact ids replaced by the stored ones).
+redactor — and the remote stand-in artifact ids replaced by the stored ones). On a slurm host
+the call is one more step in the worker's job (``srun --jobid --overlap``): it runs on the
+worker's compute node, never on this login node (IMPL-SLURM-3).
 
 A task attached to a host never runs a tool on the parent's disk: a tool the remote end does
 not have is refused (``policy_error``), never run locally.
@@ -17,6 +19,7 @@ import base64
 import json
 import os
 import subprocess
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
@@ -24,7 +27,9 @@ import trio
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.ids import JsonObject
+from air.ipc.procs import kill_tree, read_identity
 from air.remote.hosts import HostConfig
+from air.remote.srun import step_argv
 from air.remote.ssh import client_environment, remote_command, ssh_argv, sweep_remote
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor, WorkspaceToolFn
 
@@ -39,6 +44,8 @@ class RemoteTarget(NamedTuple):
     host: HostConfig
     worktree: str
     """The task's worktree on the host (``air.remote.sync.push_base``)."""
+    job: Callable[[], int | None] | None = None
+    """A slurm host: the running job of the task's worker (``SrunLauncher.job_id``)."""
 
 
 class RoutingWorkspaceExecutor:
@@ -175,8 +182,14 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
     host = target.host
     marker = f"exec_{run.tool_run_id}_{os.urandom(4).hex()}"
     command = [host.python, "-P", "-m", "air.remote.executor"]
-    line = remote_command(host, marker, command, {}, cwd=target.worktree)
-    argv = [*ssh_argv(host), "--", host.destination(), line]
+    if host.launcher == "slurm":
+        job = target.job() if target.job is not None else None
+        if job is None:
+            raise _failed(host, f"{name} has no running Slurm job of its worker to run in")
+        argv = step_argv(host, job, marker, command, target.worktree)
+    else:
+        line = remote_command(host, marker, command, {}, cwd=target.worktree)
+        argv = [*ssh_argv(host), "--", host.destination(), line]
     replay = _Replay(run)
     final: dict[str, Any] | None = None
     process = await trio.lowlevel.open_process(
@@ -187,6 +200,7 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
         start_new_session=True,
         env=client_environment(),
     )
+    identity = read_identity(process.pid)
     assert process.stdin is not None
     assert process.stdout is not None
     assert process.stderr is not None
@@ -212,11 +226,15 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
             await process.stdin.aclose()
         await process.wait()
     except BaseException:
-        process.kill()
         with trio.move_on_after(15, shield=True):
             # why shielded: a cancelled call must not leave its command running there
-            await process.wait()
-            await sweep_remote(host, [marker], timeout_s=10)
+            if host.launcher == "slurm":  # srun passes SIGTERM to the step's guard, which sweeps
+                await kill_tree(identity, marker=None, grace_s=3.0)
+                await process.wait()
+            else:
+                process.kill()
+                await process.wait()
+                await sweep_remote(host, [marker], timeout_s=10)
         raise
     if final is None:
         detail = errors.decode("utf-8", "replace").strip()[-500:]

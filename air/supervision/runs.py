@@ -3,12 +3,14 @@ IMPL-RUN-1).
 
 Owns: ``RunRecordStore`` — one JSON file per worker run under ``.air/local/state/runs/``
 ({agent_id, task_id, session_id, pid, pid_start_time, boot_id, marker, state, started_at,
-updated_at, owner}), written to a temporary file and renamed —; the owner lock
-(``current_owner``: every air process that starts workers holds an exclusive ``flock`` on
-``runs/owners/<pid>-<start time>-<boot>.lock`` for its lifetime and records its pid, ``/proc``
-start time, boot id and lock name as each record's ``owner``); ``claim_session`` (one air
-process per session, by a second lock); and ``reap_orphans``, which kills what a dead air
-process left behind — never a live air process's workers, never a recycled PID.
+updated_at, owner, and for a worker on another host ``remote``: where the launcher placed it —
+host, its boot id, pid and start time, a Slurm job id —, written by ``place`` as soon as the
+launcher knows, also before a process answers), written to a temporary file and renamed —; the
+owner lock (``current_owner``: every air process that starts workers holds an exclusive ``flock``
+on ``runs/owners/<pid>-<start time>-<boot>.lock`` for its lifetime and records its pid, ``/proc``
+start time, boot id and lock name as each record's ``owner``); ``claim_session`` (one air process
+per session, by a second lock); and ``reap_orphans``, which kills what a dead air process left
+behind — never a live air process's workers, never a recycled PID.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import errno
 import fcntl
 import json
 import os
+from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import Any, NamedTuple, Protocol
 
@@ -206,22 +209,37 @@ class RunRecordStore:
         return out
 
     def begin(self, run: Any) -> None:
-        """Record a freshly spawned worker (``run`` has ``request``, ``marker`` and ``proc``)."""
+        """Record a freshly spawned worker (``run`` has ``request``, ``marker`` and ``proc``;
+        ``remote``: where a launcher placed it, or None)."""
         ident = run.proc.identity
+        record = self._new(run)
+        record.update(ident.as_record())
+        self.write(record)
+
+    def place(self, run: Any) -> None:
+        """Record (or update) where a launcher placed ``run``'s worker (``run.remote``): a
+        queued Slurm job has a record before any worker process answers."""
+        record = self.read(run.request.agent_id)
+        if record is None or record.get("marker") != run.marker:
+            record = self._new(run)
+        record.update(remote=run.remote, updated_at=utc_now_iso())
+        self.write(record)
+
+    def _new(self, run: Any) -> dict[str, Any]:
         now = utc_now_iso()
-        self.write(
-            {
-                "agent_id": run.request.agent_id,
-                "task_id": run.request.task_spec.id,
-                "session_id": run.request.session_id,
-                **ident.as_record(),
-                "marker": run.marker,
-                "state": "running",
-                "started_at": now,
-                "updated_at": now,
-                "owner": current_owner(self.root),
-            }
-        )
+        record: dict[str, Any] = {
+            "agent_id": run.request.agent_id,
+            "task_id": run.request.task_spec.id,
+            "session_id": run.request.session_id,
+            "marker": run.marker,
+            "state": "running",
+            "started_at": now,
+            "updated_at": now,
+            "owner": current_owner(self.root),
+        }
+        if getattr(run, "remote", None):
+            record["remote"] = run.remote
+        return record
 
     def finish(self, agent_id: str, state: str) -> None:
         rec = self.read(agent_id)
@@ -237,6 +255,7 @@ async def reap_orphans(
     live_agent_ids: frozenset[str] = frozenset(),
     grace_s: float = 3.0,
     own: bool = False,
+    remote: Callable[[list[dict[str, Any]]], Awaitable[object]] | None = None,
 ) -> list[ReapResult]:
     """Kill the process trees of runs still marked ``running`` whose air process is gone.
 
@@ -247,6 +266,8 @@ async def reap_orphans(
     group is signalled only if its leader is provably the recorded process (same boot id and
     ``/proc`` start time) and carries the run's marker; descendants are found by the marker.
     Each record taken is then marked terminal (``orphaned-dead`` / ``orphaned-killed``).
+    ``remote``: the sweeper of the records taken that name a host (``air.remote.recovery``:
+    the marker over a fresh ssh connection, ``scancel`` of a Slurm job), run beside the kills.
     """
     store = RunRecordStore(root)
     results: list[ReapResult] = []
@@ -279,9 +300,12 @@ async def reap_orphans(
         state = "orphaned-killed" if alive else "orphaned-dead"
         rec.update(state="terminal", terminal_state=state, updated_at=utc_now_iso())
         results.append(ReapResult(agent_id=str(rec.get("agent_id")), state=state))
+    placed = [r for r in taken if isinstance(r.get("remote"), dict)]
     async with trio.open_nursery() as nursery:
         for leader, marker in kills:
             nursery.start_soon(partial(kill_tree, leader, marker=marker, grace_s=grace_s))
+        if remote is not None and placed:
+            nursery.start_soon(remote, placed)
     for rec in taken:
         store.write(rec)
     await trio.lowlevel.checkpoint()

@@ -178,8 +178,13 @@ class WorkerManager:
 
     async def cancel(self, agent_id: str, reason: str) -> None:
         """Ask a live worker to stop (``agent.cancel``); it is killed if it does not end within
-        ``exit_grace_s`` (the run's grace scope gets that deadline)."""
+        ``exit_grace_s`` (the run's grace scope gets that deadline). A worker still being
+        placed (a queued Slurm job: no process yet) stops waiting at once (IMPL-SLURM-4)."""
         run = self._live.get(agent_id)
+        if run is not None and run.proc is None and run.launch_scope is not None:
+            run.cancel_reason = reason
+            run.launch_scope.cancel()
+            return
         if run is None or run.proc is None:
             return
         run.cancel_reason = reason

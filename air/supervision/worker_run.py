@@ -178,6 +178,10 @@ class WorkerRun:
     exit_code: int | None = None
     """The worker process's exit code once ``exit_watch`` saw it end (IMPL-DEADCALL-1)."""
     cancel_reason: str | None = None
+    remote: dict[str, Any] | None = None
+    """Where the launcher placed the worker (``LaunchSpec.placed``): run record, agent.started."""
+    launch_scope: trio.CancelScope | None = None
+    """While the launcher places the worker (a queued Slurm job): a cancel ends the wait."""
     logs: list[str] = field(default_factory=list)
     verified: dict[str, bool] = field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None

@@ -6,12 +6,14 @@ a worker that never answers ends the attempt as ``spawn_error`` and one that ans
 anything else — or a wrong protocol version — as ``protocol_error``; on success the soft and
 hard deadlines are armed; a launcher's wait before that — a Slurm allocation — is bounded by
 the task's deadline only, reported through ``LaunchSpec.progress``) and ``record_started``
-(the durable ``agent.started`` with the process identity).
+(the durable ``agent.started`` with the process identity, and where a launcher placed a
+remote worker: ``remote``, as the run record keeps it).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import trio
 
@@ -51,6 +53,10 @@ async def start(
     async def progress(message: str) -> None:
         await say_progress(sup.events, run, message)
 
+    def placed(where: dict[str, Any]) -> None:
+        run.remote = {**(run.remote or {}), **where}
+        records.place(run)  # a parent killed from here on leaves a record to sweep by
+
     spec = LaunchSpec(
         agent_id=req.agent_id,
         marker=run.marker,
@@ -59,10 +65,14 @@ async def start(
         env=cfg.env,
         time_s=None if math.isinf(left) else max(left, 0.0),
         progress=progress,
+        placed=placed,
     )
     launched = None
-    try:  # a launcher may wait for an allocation first: the task's deadline bounds that wait
-        with trio.move_on_at(deadline):
+    # a launcher may wait for an allocation first: the task's deadline bounds that wait, and a
+    # cancel ends it at once (the launcher cancels the pending job as it unwinds)
+    run.launch_scope = trio.CancelScope(deadline=deadline)
+    try:
+        with run.launch_scope:
             launched = await sup.launcher.launch(spec)
     except OSError as exc:
         return End(
@@ -70,6 +80,10 @@ async def start(
             err(ErrorKind.ENVIRONMENT_ERROR, f"cannot start the worker: {exc}", transient=True),
             True,
         )
+    finally:
+        run.launch_scope = None
+    if launched is None and run.cancel_reason is not None:
+        return End("cancelled", err(ErrorKind.CANCELLED, f"cancelled: {run.cancel_reason}"))
     if launched is None:
         return End("hard_timeout", deadline_error("queued", timeout_of(req)), False)
     launched_at = trio.current_time()  # the handshake counts from a running worker (IMPL-SLURM-2)
@@ -161,5 +175,12 @@ async def record_started(sup: Supervisor, run: WorkerRun, status: str = "running
             "pid": ident.pid,
             "pid_start_time": ident.start_time,
             "boot_id": ident.boot_id,
+            **({"remote": _where(run.remote)} if run.remote else {}),
         },
     )
+
+
+def _where(remote: dict[str, Any]) -> dict[str, Any]:
+    """Where a remote worker is, for ``agent.started``: the run record's placement without the
+    host's config (the record keeps that for recovery; the event names the host)."""
+    return {k: v for k, v in remote.items() if k != "config"}

@@ -8,6 +8,8 @@ import os
 import pwd
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -43,6 +45,55 @@ def remote_host() -> HostConfig:
     path = REMOTE_DIR / "hosts.yaml"
     [host] = parse_hosts(path.read_text(), str(path))
     return host
+
+
+@pytest.fixture(scope="session")
+def slurm_host() -> HostConfig:
+    """``local-slurm`` from .remote/slurm-hosts.yaml, after scripts/slurm_setup.sh made sure
+    munge, slurmctld and slurmd run and the node is idle (a second run costs about a second)."""
+    done = subprocess.run(
+        ["bash", str(CHECKOUT / "scripts" / "slurm_setup.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, f"scripts/slurm_setup.sh failed:\n{done.stderr}"
+    path = REMOTE_DIR / "slurm-hosts.yaml"
+    [host] = parse_hosts(path.read_text(), str(path))
+    return host
+
+
+@pytest.fixture
+def busy_node(slurm_host: HostConfig) -> Iterator[str]:
+    """The node held by a whole-node allocation of its own until the test cancels it (by the
+    name it yields) or ends."""
+    name = "air-test-hold-" + os.urandom(4).hex()
+    hold = subprocess.Popen(
+        ["srun", "-N1", "-n1", "--exclusive", f"--job-name={name}", "sleep", "120"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        for _ in range(300):
+            if any(j.endswith(" RUNNING") for j in _squeue(name)):
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError(f"the holding job {name} never ran")
+        yield name
+    finally:
+        subprocess.run(["scancel", f"--name={name}"], check=False)
+        hold.kill()
+        hold.wait()
+
+
+def _squeue(name: str) -> list[str]:
+    done = subprocess.run(
+        ["squeue", "-h", "-n", name, "-o", "%i %T"], capture_output=True, text=True, check=True
+    )
+    return done.stdout.split("\n")[:-1]
 
 
 def remote_uid() -> int:

@@ -1,7 +1,9 @@
-"""The calc batch over ssh to ``local-ssh`` (issue #27 items 4 and 5; IMPL-REMOTE-5, -6): three
-tasks, two in parallel, replayed from their cassettes with ``air run --headless --host``. Every
-tool ran on the host, in the task's remote worktree, as the remote user; the results came back
-by git and merged into a project identical to a local run's. An unknown host is exit 2."""
+"""The calc batch over ssh to ``local-ssh`` and over srun to ``local-slurm`` (issue #27 items 1, 4
+and 5; IMPL-REMOTE-5, -6, IMPL-SLURM-3): three tasks, two in parallel, replayed from their
+cassettes with ``air run --headless --host``. Every tool ran on the host, in the task's remote
+worktree (over ssh: as the remote user; over srun: as a step of the worker's job); the results
+came back by git and merged into a project identical to a local run's. An unknown host is
+exit 2."""
 
 from __future__ import annotations
 
@@ -11,7 +13,9 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,40 +51,142 @@ def _tree(root: Path) -> dict[str, bytes]:
     }
 
 
-def _home(tmp_path: Path) -> Path:
+def _home(tmp_path: Path, hosts: str = "hosts.yaml") -> Path:
     home = tmp_path / "home"
     (home / ".air").mkdir(parents=True)
     # a work directory of this test's own on the host: its object cache starts empty, as on a
     # fresh host, where the parallel tasks' first syncs meet
-    text = (REMOTE_DIR / "hosts.yaml").read_text()
+    text = (REMOTE_DIR / hosts).read_text()
     fresh = re.sub(r"(?m)^(\s*workdir: )(\S+)$", rf"\g<1>\g<2>/{tmp_path.name}", text)
     assert fresh != text
     (home / ".air" / "hosts.yaml").write_text(fresh)
     return home
 
 
-def test_the_calc_batch_runs_on_the_host_and_merges_as_a_local_run(
-    tmp_path: Path, remote_host: HostConfig
-) -> None:
-    home = _home(tmp_path)
-    local = _project(tmp_path, "local")
+@pytest.fixture(scope="module")
+def local_calc(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The calc batch's merged project after a local run (what a remote run must equal)."""
+    tmp = tmp_path_factory.mktemp("local")
+    home = tmp / "home"
+    (home / ".air").mkdir(parents=True)
+    local = _project(tmp, "local")
     done = _air(local, home)
     assert done.returncode == 0, done.stderr
+    return _tree(local)
+
+
+def _remote_run(tmp_path: Path, host: HostConfig, hosts: str) -> tuple[Path, list[dict[str, Any]]]:
+    """The calc batch with ``--host``: rc 0, all three done, every ``command.started``'s cwd
+    under the host's work directory; the project and the events."""
+    home = _home(tmp_path, hosts)
     remote = _project(tmp_path, "remote")
-    over = _air(remote, home, "--host", remote_host.name)
+    over = _air(remote, home, "--host", host.name)
     assert over.returncode == 0, over.stderr
     assert "completed: done 3/3" in over.stderr
-    assert _tree(remote) == _tree(local)
     events = [json.loads(line) for line in over.stdout.splitlines() if line.startswith("{")]
     started = [e["payload"] for e in events if e.get("type") == "command.started"]
     assert len(started) >= 4
-    work = os.path.realpath(remote_host.workdir)
+    work = os.path.realpath(host.workdir)
     for payload in started:
         assert os.path.realpath(payload["cwd"]).startswith(work + os.sep), payload
-    tools = [e["payload"] for e in events if e.get("type") == "tool.completed"]
-    assert tools
+    assert [e for e in events if e.get("type") == "tool.completed"]
+    return remote, events
+
+
+class _ToolCallParents:
+    """While in use, a thread notes the parent (``comm``) of each tool call's guard on this
+    machine: the first process carrying an ``exec_`` run marker (``air.remote.workspace``)
+    whose directory is under ``under`` (other checkouts run remote tests here too)."""
+
+    def __init__(self, under: str) -> None:
+        self.under = os.path.realpath(under) + os.sep
+        self.seen: dict[str, str] = {}
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._watch, daemon=True)
+
+    def __enter__(self) -> _ToolCallParents:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.done.set()
+        self.thread.join()
+
+    def _watch(self) -> None:
+        while not self.done.wait(0.02):
+            for marker, pids in _exec_markers(self.under).items():
+                if marker in self.seen:
+                    continue
+                parents = {_stat(p)[1] for p in pids} - pids - {0}
+                if len(parents) == 1:  # the guard: the one whose parent is not marked
+                    self.seen[marker] = _comm(parents.pop())
+
+
+def _stat(pid: int) -> tuple[str, int]:
+    """``comm`` and the parent pid of ``pid`` (("", 0) once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+        end = text.rindex(")")
+        return text[text.index("(") + 1 : end], int(text[end + 2 :].split()[1])
+    except (OSError, ValueError):
+        return "", 0
+
+
+def _comm(pid: int) -> str:
+    return _stat(pid)[0]
+
+
+def _exec_markers(under: str) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            environ = Path(f"/proc/{name}/environ").read_bytes()
+            if not os.readlink(f"/proc/{name}/cwd").startswith(under):
+                continue
+        except OSError:
+            continue
+        for item in environ.split(b"\0"):
+            if item.startswith(b"AIR_WORKER_RUN=exec_"):
+                found.setdefault(item.decode(errors="replace"), set()).add(int(name))
+    return found
+
+
+def test_the_calc_batch_runs_on_the_host_and_merges_as_a_local_run(
+    tmp_path: Path, remote_host: HostConfig, local_calc: dict[str, bytes]
+) -> None:
+    remote, _ = _remote_run(tmp_path, remote_host, "hosts.yaml")
+    assert _tree(remote) == local_calc
     # the workers ran as the remote user: their run ids went to its processes only
     assert remote_uid() != os.getuid()
+
+
+def test_the_calc_batch_runs_in_slurm_jobs_and_merges_as_a_local_run(
+    tmp_path: Path, slurm_host: HostConfig, local_calc: dict[str, bytes]
+) -> None:
+    """A slurm host: the worktree is made in the work directory the job shares, the worker is a
+    job step and every tool call one more step of its job (IMPL-SLURM-3)."""
+    with _ToolCallParents(os.path.join(slurm_host.workdir, tmp_path.name)) as parents:
+        remote, events = _remote_run(tmp_path, slurm_host, "slurm-hosts.yaml")
+    assert _tree(remote) == local_calc
+    # each call's guard was a task of a step, never a process of the login node (this one)
+    assert len(parents.seen) >= 4
+    assert set(parents.seen.values()) == {"slurmstepd"}, parents.seen
+    started = [e["payload"] for e in events if e.get("type") == "agent.started"]
+    assert len(started) == 3
+    for payload in started:  # where each worker went, as its run record keeps it
+        where = payload["remote"]
+        assert where["launcher"] == "slurm"
+        assert where["host"] == slurm_host.name
+        assert where["job_id"] > 0
+        assert where["pid"] > 0
+        assert where["boot_id"]
+        assert where["start_time"]
+    jobs = subprocess.run(
+        ["squeue", "-h", "-o", "%j"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert not {f"air-{p['agent_id']}" for p in started} & set(jobs)
 
 
 def test_an_unknown_host_is_exit_2_saying_where_to_declare_it(tmp_path: Path) -> None:
@@ -91,19 +197,3 @@ def test_an_unknown_host_is_exit_2_saying_where_to_declare_it(tmp_path: Path) ->
     assert "no-such-host" in done.stderr
     assert "hosts.yaml" in done.stderr
     assert "Traceback" not in done.stderr
-
-
-@pytest.mark.slow
-def test_a_slurm_host_for_batch_tasks_is_exit_2_before_anything_runs(tmp_path: Path) -> None:
-    """Tasks run on ssh hosts; a slurm host named for them is refused, not run another way."""
-    home = _home(tmp_path)
-    (home / ".air" / "hosts.yaml").write_text(
-        "hosts:\n  cluster:\n    launcher: slurm\n    host: localhost\n    partition: air\n"
-    )
-    root = _project(tmp_path, "calc")
-    done = _air(root, home, "--host", "cluster")
-    assert done.returncode == 2, done.stderr
-    assert "slurm host" in done.stderr
-    assert "ssh hosts" in done.stderr
-    assert "Traceback" not in done.stderr
-    assert not (root / ".air" / "local" / "sessions").exists()

@@ -12,8 +12,7 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,32 +21,16 @@ import trio
 
 from air.ipc.launcher import LaunchSpec
 from air.ipc.procs import find_marked
-from air.remote.hosts import HostConfig, parse_hosts
+from air.remote.hosts import HostConfig
 from air.remote.srun import QUEUED_FOR_ALLOCATION, SrunHandle, SrunLauncher, job_name
 from air.supervision.runs import RunRecordStore
 from air.supervision.worker_manager import WorkerManager
-from tests.remote.conftest import CHECKOUT, REMOTE_DIR, Rig
+from tests.remote.conftest import Rig
 
 HANG = "air.testing.workers.hang_with_grandchild"
 KILL_WINDOW_S = 2  # KillWait in the slurm.conf scripts/slurm_setup.sh writes
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="session")
-def slurm_host() -> HostConfig:
-    """``local-slurm`` from .remote/slurm-hosts.yaml, after scripts/slurm_setup.sh made sure
-    munge, slurmctld and slurmd run and the node is idle (a second run costs about a second)."""
-    done = subprocess.run(
-        ["bash", str(CHECKOUT / "scripts" / "slurm_setup.sh")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, f"scripts/slurm_setup.sh failed:\n{done.stderr}"
-    path = REMOTE_DIR / "slurm-hosts.yaml"
-    [host] = parse_hosts(path.read_text(), str(path))
-    return host
 
 
 def _manager(rig: Rig, host: HostConfig, module: str, **cfg: Any) -> WorkerManager:
@@ -80,32 +63,6 @@ def _comm(pid: int) -> str:
 def _ppid(pid: int) -> int:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return int(stat[stat.rfind(")") + 2 :].split()[1])
-
-
-@pytest.fixture
-def busy_node(slurm_host: HostConfig) -> Iterator[str]:
-    """The node held by a whole-node allocation of its own until the test cancels it (by the
-    name it yields) or ends."""
-    name = "air-test-hold-" + os.urandom(4).hex()
-    hold = subprocess.Popen(
-        ["srun", "-N1", "-n1", "--exclusive", f"--job-name={name}", "sleep", "120"],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        for _ in range(300):
-            if any(j.endswith(" RUNNING") for j in _jobs(name)):
-                break
-            time.sleep(0.1)
-        else:
-            raise AssertionError(f"the holding job {name} never ran")
-        yield name
-    finally:
-        subprocess.run(["scancel", f"--name={name}"], check=False)
-        hold.kill()
-        hold.wait()
 
 
 async def test_a_worker_over_srun_completes(rig: Rig, slurm_host: HostConfig) -> None:
@@ -274,3 +231,28 @@ async def test_srun_failing_before_the_step_is_one_error_quoting_it(
     assert "invalid partition" in outcome.error.message.lower()
     assert outcome.error.user_action
     assert "partition" in outcome.error.user_action
+
+
+async def test_a_cancel_while_queued_cancels_the_pending_job_at_once(
+    rig: Rig, slurm_host: HostConfig, busy_node: str
+) -> None:
+    """No worker process yet (the job waits for the node, the task has no deadline): a cancel
+    ends the wait now, the pending job is cancelled and the task ends cancelled."""
+    manager = _manager(rig, slurm_host, "air.testing.workers.pingpong")
+    request = rig.request("2")
+    name = job_name(request.agent_id)
+    outcome_box = []
+    async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            outcome_box.append(await manager.supervise(request))
+
+        nursery.start_soon(run)
+        await _wait_for(lambda: "task.progress" in rig.types())
+        assert [j.split()[1] for j in _jobs(name)] == ["PENDING"]
+        await manager.cancel(request.agent_id, "test: cancel while queued")
+        await _wait_for(lambda: _jobs(name) == [] and bool(outcome_box), KILL_WINDOW_S + 10)
+    [outcome] = outcome_box
+    assert outcome.error is not None
+    assert outcome.error.kind == "cancelled", outcome
+    assert rig.types() == ["task.progress", "agent.cancelled"]

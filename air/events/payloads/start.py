@@ -7,7 +7,7 @@ loads. Every run builds these; nothing else is imported with them.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -120,6 +120,9 @@ class AgentStartedPayload(EventPayload):
     pid_start_time: str | None = None
     """Process start time as read from /proc, for PID-identity checks at recovery."""
     boot_id: str | None = None
+    remote: dict[str, Any] | None = None
+    """A worker on another host: its host, boot id, pid, start time, a Slurm job id (the run
+    record keeps the same for recovery's sweep)."""
 
 
 # --- capabilities -------------------------------------------------------------------------
