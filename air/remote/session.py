@@ -164,10 +164,11 @@ class SessionPool:
         while idle:
             session = idle.pop()
             fresh = trio.current_time() - session.last_used < idle_seconds(host) / 2
-            if fresh and session.worktree == worktree and session.host == host:
+            alive = session.process is not None and session.process.returncode is None
+            if fresh and alive and session.worktree == worktree and session.host == host:
                 self.busy.setdefault(task_id, set()).add(session)
                 return session
-            await session.close(clean=True)
+            await session.close(clean=alive)  # one that ended while idle: swept
         session = ExecutorSession(host, worktree)
         self.busy.setdefault(task_id, set()).add(session)
         self.opened += 1

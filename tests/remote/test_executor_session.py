@@ -190,3 +190,20 @@ def _exists(pid: int) -> bool:
             return fh.read().split(") ")[-1][0] != "Z"
     except OSError:
         return False
+
+
+async def test_a_session_that_ended_while_idle_is_not_reused(
+    env: Env, remote_host: HostConfig
+) -> None:
+    worktree = make_worktree(remote_host)
+    executor = remote_registry(env, remote_host, worktree)
+    first = await env.registry.call("fs.read", {"path": "src/app.py"}, env.ctx())
+    assert first.status == "ok", first
+    [session] = executor.sessions.idle["task_1"]
+    for pid in remote_marked(session.marker):  # the host ended it (idle, a reboot, the link)
+        os.kill(pid, signal.SIGKILL)
+    await _wait_for(lambda: not _ssh_alive(session))
+    again = await env.registry.call("fs.read", {"path": "src/app.py"}, env.ctx())
+    assert again.status == "ok", again
+    assert executor.sessions.opened == 2
+    await executor.close("task_1")
