@@ -17,7 +17,7 @@ read the remote user's processes for the canary).
 5. Slurm (with ``--slurm``: ``local-slurm`` of ``.remote/slurm-hosts.yaml``, which
    ``scripts/slurm_setup.sh`` writes): spawn-to-ready through ``SrunLauncher`` (allocation, step
    launch, the guard, the worker connecting back) and the round trips above over the worker's
-   side channel (IMPL-SLURM-3; srun's stdio before it), as ratios to local.
+   side channel (IMPL-SLURM-5; srun's stdio before it), as ratios to local.
 
 6. Per-tool-call overhead: ``fs.read`` of one file of the generated project through the real
    ToolRegistry (PermissionEngine, events in a real session), locally and for a task attached

@@ -1,4 +1,4 @@
-"""A worker's protocol lines beside srun's stdio (issue #27 item 3; IMPL-SLURM-3).
+"""A worker's protocol lines beside srun's stdio (issue #27 item 3; IMPL-SLURM-5).
 
 Slurm before 24.05 (this machine's 22.05) forwards a step's stdout from slurmstepd to srun in
 messages of at most 1 KiB, one ``write`` each, on a TCP socket without ``TCP_NODELAY``

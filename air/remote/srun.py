@@ -10,7 +10,7 @@ process of their steps), ``SrunHandle`` (the local srun client as the worker's h
 signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own phase:
 ``launch`` returns only once the step runs (the guard's first line, ``air-remote {identity}``,
 came) and its worker connected back (``air.remote.sidechannel``: the worker's lines never go
-through srun's stdio, IMPL-SLURM-3), so the handshake timeout counts from there; while Slurm
+through srun's stdio, IMPL-SLURM-5), so the handshake timeout counts from there; while Slurm
 reports the job queued, the spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long
 it waited once it runs.
 Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
@@ -288,7 +288,7 @@ class SrunLauncher:
             ),
             retryability="never",
             user_action=f"Set `callback_address` of {host.name} in {host.source} to an address "
-            "of this machine that the compute nodes reach (IMPL-SLURM-3).",
+            "of this machine that the compute nodes reach (IMPL-SLURM-5).",
         )
         encoder = LineEncoder(session_id="", agent_id=agent_id)
         return encoder.line("protocol.error", {"error": error.model_dump(mode="json")})

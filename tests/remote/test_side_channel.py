@@ -1,4 +1,4 @@
-"""The side channel of a worker under srun (IMPL-SLURM-3): its lines go over a TCP connection
+"""The side channel of a worker under srun (IMPL-SLURM-5): its lines go over a TCP connection
 back to the parent instead of srun's stdio. Only a connection presenting the one-time token
 becomes the worker's (anything else is closed at once, and the listener closes once the worker
 is in); the token travels on the step's stdin, never in a command line or an environment; a
