@@ -25,6 +25,7 @@ import os
 import queue
 import sys
 import threading
+import time
 from typing import Any
 
 import trio
@@ -158,11 +159,34 @@ def remote_tool_names() -> frozenset[str]:
     return frozenset(remote_tools().names())
 
 
-def _read_requests(requests: queue.Queue[bytes]) -> None:
-    """(A thread.) Request lines into ``requests``; empty lines are skipped. End of stdin (the
-    parent closed the pipe or the link dropped) ends the process now, mid-call too."""
+class _Lease:
+    """The parent's lease on a running call: every byte from it renews the lease; ``ttl_s``
+    without one while a call runs ends this process (exit 4; the guard kills the rest)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.last = time.monotonic()
+        self.busy = False
+
+    def begin(self) -> None:
+        self.last = time.monotonic()
+        self.busy = True
+
+    def watch(self) -> None:
+        """(A thread.)"""
+        while True:
+            time.sleep(min(0.25, self.ttl_s / 4))
+            if self.busy and time.monotonic() - self.last > self.ttl_s:
+                sys.stderr.write(f"air.remote.executor: parent silent for {self.ttl_s} s\n")
+                os._exit(4)
+
+
+def _read_requests(requests: queue.Queue[bytes], lease: _Lease) -> None:
+    """(A thread.) Request lines into ``requests``; empty lines only renew the lease. End of
+    stdin (the parent closed the pipe or the link dropped) ends the process now, mid-call too."""
     try:
         for line in sys.stdin.buffer:
+            lease.last = time.monotonic()
             if line.strip():
                 requests.put(line)
     except OSError:
@@ -216,11 +240,13 @@ async def _call(request: dict[str, Any]) -> None:
         )
 
 
-def serve(idle_s: float) -> int:
-    """Run the requests on stdin one after another until stdin ends (exit 3) or ``idle_s``
-    seconds pass between calls without one (exit 0)."""
+def serve(idle_s: float, lease_s: float) -> int:
+    """Run the requests on stdin one after another until stdin ends (exit 3), ``idle_s``
+    seconds pass between calls without one (exit 0) or a call's lease runs out (exit 4)."""
     requests: queue.Queue[bytes] = queue.Queue()
-    threading.Thread(target=_read_requests, args=(requests,), daemon=True).start()
+    lease = _Lease(lease_s)
+    threading.Thread(target=_read_requests, args=(requests, lease), daemon=True).start()
+    threading.Thread(target=lease.watch, daemon=True).start()
     while True:
         try:
             line = requests.get(timeout=idle_s)
@@ -232,16 +258,18 @@ def serve(idle_s: float) -> int:
         except (ValueError, KeyError, TypeError):
             sys.stderr.write("air.remote.executor: a request line is not a call\n")
             return 2
+        lease.begin()
         trio.run(_call, request)
+        lease.busy = False
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) == 3 and argv[0] == "serve" and argv[1] == "--idle":
+    if len(argv) == 5 and argv[0] == "serve" and argv[1] == "--idle" and argv[3] == "--lease":
         try:
-            return serve(float(argv[2]))
+            return serve(float(argv[2]), float(argv[4]))
         except ValueError:
             pass
-    sys.stderr.write("usage: python -m air.remote.executor serve --idle SECONDS\n")
+    sys.stderr.write("usage: python -m air.remote.executor serve --idle SECONDS --lease SECONDS\n")
     return 2
 
 

@@ -10,12 +10,15 @@ A session is never left behind. A call that is cancelled or fails mid-way kills 
 (the ssh client, then a sweep of its marker over a fresh connection) — never reused after an
 unclean end; ``SessionPool.close`` (the task's attempt ended) ends every session of the task,
 sweeping any that did not end cleanly; the parent's death closes the pipe, so the remote end
-exits and its guard sweeps; a session idle on the host for ``idle_s`` ends itself there, and
-the parent never sends to one idle for half of that.
+exits and its guard sweeps; while a call runs the parent renews the host's lease (an empty
+line every third of ``lease_ttl_s``), so a black-holed link ends the call's tree there at the
+lease; a session idle on the host for ``idle_s`` ends itself there, and the parent never sends
+to one idle for half of that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -57,8 +60,8 @@ class ExecutorSession:
         """The ssh client's and the remote end's stderr (a local file)."""
 
     async def open(self) -> None:
-        command = [self.host.python, "-P", "-m", "air.remote.executor", "serve", "--idle"]
-        command.append(str(idle_seconds(self.host)))
+        command = [self.host.python, "-P", "-m", "air.remote.executor", "serve"]
+        command += ["--idle", str(idle_seconds(self.host)), "--lease", str(self.host.lease_ttl_s)]
         line = remote_command(self.host, self.marker, command, {}, cwd=self.worktree)
         argv = [*ssh_argv(self.host), "--", self.host.destination(), line]
         fd, self.log = tempfile.mkstemp(prefix="air-exec-", suffix=".log")
@@ -98,6 +101,25 @@ class ExecutorSession:
             await self.process.stdin.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._renew)
+            try:
+                return await self._lines(call_id, line)
+            finally:
+                nursery.cancel_scope.cancel()
+
+    async def _renew(self) -> None:
+        """The host's lease on the running call: an empty line every third of it."""
+        assert self.process is not None
+        assert self.process.stdin is not None
+        with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+            while True:
+                await trio.sleep(self.host.lease_ttl_s / 3)
+                await self.process.stdin.send_all(b"\n")
+
+    async def _lines(self, call_id: int, line: Callable[[dict[str, Any]], Awaitable[bool]]) -> bool:
+        assert self.process is not None
+        assert self.process.stdout is not None
         while True:
             raw, nl, rest = self.buffer.partition(b"\n")
             if not nl:

@@ -207,3 +207,32 @@ async def test_a_session_that_ended_while_idle_is_not_reused(
     assert again.status == "ok", again
     assert executor.sessions.opened == 2
     await executor.close("task_1")
+
+
+async def test_the_lease_keeps_a_long_call_and_ends_a_black_holed_one(
+    env: Env, remote_host: HostConfig
+) -> None:
+    host = remote_host.model_copy(update={"lease_ttl_s": 2})
+    executor = remote_registry(env, host, make_worktree(host))
+    longer = await env.registry.call("shell.run", {"command": "sleep 3.5"}, env.ctx())
+    assert longer.status == "ok", longer  # outlived the lease: the parent renewed it
+    token = f"{41 + int.from_bytes(os.urandom(2), 'big') / 1e5:.5f}"
+    needle = f"sleep\0{token}".encode()
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+
+            async def call() -> None:
+                await env.registry.call("shell.run", {"command": f"sleep {token}"}, env.ctx())
+
+            nursery.start_soon(call)
+            await _wait_for(lambda: bool(_remote_cmdlines(needle)), 30)
+            [session] = executor.sessions.busy["task_1"]
+            assert session.process is not None
+            os.kill(session.process.pid, signal.SIGSTOP)  # the link goes silent, nobody notices
+            try:
+                await _wait_for(lambda: not remote_marked(session.marker), 20)
+                assert _remote_cmdlines(needle) == []
+            finally:
+                os.kill(session.process.pid, signal.SIGCONT)
+    assert not _ssh_alive(session)
+    await executor.close("task_1")
