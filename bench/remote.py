@@ -16,7 +16,14 @@ read the remote user's processes for the canary).
 
 5. Slurm (with ``--slurm``: ``local-slurm`` of ``.remote/slurm-hosts.yaml``, which
    ``scripts/slurm_setup.sh`` writes): spawn-to-ready through ``SrunLauncher`` (allocation, step
-   launch, the guard, the worker) and the round trips above over srun's stdio, as ratios to local.
+   launch, the guard, the worker connecting back) and the round trips above over the worker's
+   side channel (IMPL-SLURM-5; srun's stdio before it), as ratios to local.
+
+6. Per-tool-call overhead: ``fs.read`` of one file of the generated project through the real
+   ToolRegistry (PermissionEngine, events in a real session), locally and for a task attached
+   to the project's worktree on the host: through the task's kept executor session
+   (IMPL-REMOTE-7), and with one connection per call (a fresh session each: what every call
+   cost before the sessions were kept); milliseconds per call and ratios to local.
 
 4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
    (``push_base``) for a first and a second run (the second sends only what the host lacks),
@@ -186,6 +193,74 @@ def _make_project(tmp: str) -> tuple[Path, float]:
     return repo, time.perf_counter() - t0
 
 
+async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
+    from air.contracts.tool_runs import ToolExecutionContext
+    from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
+    from air.security.engine import PermissionEngine
+    from air.session.manager import SessionManager
+    from air.session.project import ProjectStore
+    from air.tools import ToolRegistry, register_builtin_tools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, _ = _make_project(tmp)
+        location = locate_git(str(repo), project_root=str(repo))
+        remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
+        session = SessionManager().open_session(ProjectStore().initialize(repo))
+
+        def registry(workspace: RoutingWorkspaceExecutor | None) -> ToolRegistry:
+            engine = PermissionEngine(sink=session.ingestor.ingest)
+            made = ToolRegistry(
+                engine=engine,
+                recorder=session.ingestor,
+                artifacts=session.artifacts,
+                workspace=workspace,
+            )
+            register_builtin_tools(made)
+            return made
+
+        ctx = ToolExecutionContext(
+            session_id=session.session_id,
+            task_id="task_bench",
+            project_root=str(repo),
+            workspace_root=str(repo),
+        )
+
+        async def per_call(
+            made: ToolRegistry, fresh: RoutingWorkspaceExecutor | None, n: int = calls
+        ) -> float:
+            t0 = time.perf_counter()
+            for _ in range(n):
+                result = await made.call("fs.read", {"path": "f001.txt"}, ctx)
+                assert result.status == "ok", result
+                if fresh is not None:  # one connection per call: the session ends after it
+                    await fresh.close("task_bench")
+            return (time.perf_counter() - t0) / n
+
+        local = registry(None)
+        kept_exec, cold_exec = RoutingWorkspaceExecutor(), RoutingWorkspaceExecutor()
+        for executor in (kept_exec, cold_exec):
+            executor.attach("task_bench", RemoteTarget(host, remote.worktree))
+        kept, cold = registry(kept_exec), registry(cold_exec)
+        await per_call(kept, None)  # the session's one connection, not counted
+        times: dict[str, list[float]] = {"local": [], "kept session": [], "ssh per call": []}
+        for _ in range(rounds):  # the kept session is never idle long enough to retire
+            times["local"].append(await per_call(local, None))
+            times["kept session"].append(await per_call(kept, None))
+        await kept_exec.close("task_bench")
+        for _ in range(rounds):
+            times["ssh per call"].append(await per_call(cold, cold_exec, max(2, calls // 4)))
+        session.close()
+        await gc_remote(remote)
+    base = statistics.median(times["local"])
+    print(f"per tool call (fs.read through the registry, {calls} calls, median of {rounds}):")
+    for name, values in times.items():
+        med = statistics.median(values)
+        print(
+            f"  {name:<13} {med * 1000:8.2f} ms  {med / base:7.1f}x local"
+            f"  (+{(med - base) * 1000:.2f} ms per call)"
+        )
+
+
 async def sync_figures(host: HostConfig) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo, local = _make_project(tmp)
@@ -275,6 +350,7 @@ async def main(rounds: int, trips: int, host: HostConfig) -> None:
                     f"  {size:>8} B  local {loc:8.0f}/s  ssh {rem:8.0f}/s  {rem / loc:5.2f}x local"
                     f"  (+{extra_us:.0f} us per call)"
                 )
+    await tool_call_figures(host, rounds, 20)
     await sync_figures(host)
     user = host.user or "root"
     print(
@@ -289,8 +365,12 @@ if __name__ == "__main__":
     parser.add_argument("--trips", type=int, default=200)
     parser.add_argument("--host", default=None)
     parser.add_argument("--slurm", action="store_true", help="only the srun figures (part 5)")
+    parser.add_argument("--calls", action="store_true", help="only the tool-call figures (part 6)")
     args = parser.parse_args()
-    if args.slurm:
+    if args.calls:
+        print(f"load {os.getloadavg()[0]:.1f}")
+        trio.run(tool_call_figures, _host(args.host), args.rounds, 20)
+    elif args.slurm:
         trio.run(slurm_figures, args.rounds, args.trips)
     else:
         trio.run(main, args.rounds, args.trips, _host(args.host))

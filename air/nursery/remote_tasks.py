@@ -97,6 +97,7 @@ class RemoteTaskRunner:
             self.launcher.remote.pop(request.agent_id, None)
             with trio.move_on_after(30, shield=True):
                 # why shielded: the run's repository on the host goes even as the run unwinds
+                await self.executor.close(task_id)  # its executor sessions first (IMPL-REMOTE-7)
                 await gc_remote(remote)
 
     async def _attempt(

@@ -1,17 +1,20 @@
 """The executor beside a remote workspace, its remote end: ``python -P -m air.remote.executor``
 (issue #27 item 4; IMPL-REMOTE-5).
 
-Owns the remote half of one decided tool call. The parent's ToolRegistry has already checked,
-decided, prompted and recorded ``tool.started``; it sends one JSON request on stdin (the tool,
-its input, the call's context with the workspace root rewritten to the run's remote worktree,
-the task's read-before-edit hashes) and this process runs the same built-in executors as a local
-call (``air.tools``: fs with its ``O_NOFOLLOW`` walk against the remote root, git, shell.run
-under this host's bwrap) against a ``ToolRun`` whose services only write lines to stdout: every
-event, progress item and artifact the tool makes, then ``done`` (output, attached artifacts,
-hashes) or ``error``. The parent records them through its own redactor and stores. Nothing of
-the parent's — keys, permissions, event log — is here; this side's redactor knows only the
-built-in patterns. Stdin closing (the parent or the link went) ends this process at once; the
-guard around it (``air.remote.guard``) then kills what it left.
+Owns the remote half of a task's decided tool calls. One process serves the calls of one remote
+session (``air.remote.session``, IMPL-REMOTE-7), one at a time: the parent's ToolRegistry has
+already checked, decided, prompted and recorded ``tool.started``; it sends one JSON request line
+on stdin per call (its ``id``, the tool, its input, the call's context with the workspace root
+rewritten to the run's remote worktree, the task's read-before-edit hashes) and this process
+runs the same built-in executors as a local call (``air.tools``: fs with its ``O_NOFOLLOW`` walk
+against the remote root, git, shell.run under this host's bwrap) against a ``ToolRun`` whose
+services only write lines to stdout, each carrying the call's ``id``: every event, progress
+item and artifact the tool makes, then ``done`` (output, attached artifacts, hashes) or
+``error``. The parent records them through its own redactor and stores. Nothing of the
+parent's — keys, permissions, event log — is here; this side's redactor knows only the built-in
+patterns. Stdin closing (the parent or the link went) ends this process at once, mid-call too;
+so does ``--idle S`` seconds without a request between calls. The guard around it
+(``air.remote.guard``) then kills what it left.
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from __future__ import annotations
 import base64
 import json
 import os
+import queue
 import sys
 import threading
+import time
 from typing import Any
 
 import trio
@@ -42,8 +47,8 @@ from air.tools.run import ArtifactSink, EventRecorder, ToolRun
 __all__ = ["RemoteServices", "main", "provisional_ref", "remote_tool_names", "remote_tools"]
 
 
-def _emit(line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps(line, separators=(",", ":")) + "\n")
+def _emit(call_id: int, line: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps({"id": call_id, **line}, separators=(",", ":")) + "\n")
     sys.stdout.flush()
 
 
@@ -87,7 +92,8 @@ class _Writer:
 class RemoteServices:
     """What a ``ToolRun`` needs of a registry, as lines to the parent."""
 
-    def __init__(self, observations: dict[tuple[str, str], str]) -> None:
+    def __init__(self, observations: dict[tuple[str, str], str], call_id: int = 0) -> None:
+        self.call_id = call_id
         self.recorder: EventRecorder = self
         self.artifacts: ArtifactSink = self
         self.redactor = SecretRedactor()
@@ -95,15 +101,18 @@ class RemoteServices:
         self.count = 0
 
     async def ingest(self, event: RuntimeEvent) -> None:
-        _emit({"t": "event", "durable": True, "type": event.type, "payload": event.payload})
+        line = {"t": "event", "durable": True, "type": event.type, "payload": event.payload}
+        _emit(self.call_id, line)
 
     async def ingest_ephemeral(self, event: RuntimeEvent) -> None:
-        _emit({"t": "event", "durable": False, "type": event.type, "payload": event.payload})
+        line = {"t": "event", "durable": False, "type": event.type, "payload": event.payload}
+        _emit(self.call_id, line)
 
     def create(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> ArtifactRef:
         self.count += 1
         artifact_id = f"art_remote{os.getpid()}x{self.count}"
         _emit(
+            self.call_id,
             {
                 "t": "artifact",
                 "id": artifact_id,
@@ -112,7 +121,7 @@ class RemoteServices:
                 "extension": data.extension,
                 "command_run_id": ctx.command_run_id,
                 "content": base64.b64encode(data.content).decode(),
-            }
+            },
         )
         return provisional_ref(str(data.type), artifact_id, len(data.content))
 
@@ -150,19 +159,45 @@ def remote_tool_names() -> frozenset[str]:
     return frozenset(remote_tools().names())
 
 
-def _watch_stdin() -> None:
-    """(A thread.) The parent closed the pipe or the link dropped: end now."""
+class _Lease:
+    """The parent's lease on a running call: every byte from it renews the lease; ``ttl_s``
+    without one while a call runs ends this process (exit 4; the guard kills the rest)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self.ttl_s = ttl_s
+        self.last = time.monotonic()
+        self.busy = False
+
+    def begin(self) -> None:
+        self.last = time.monotonic()
+        self.busy = True
+
+    def watch(self) -> None:
+        """(A thread.)"""
+        while True:
+            time.sleep(min(0.25, self.ttl_s / 4))
+            if self.busy and time.monotonic() - self.last > self.ttl_s:
+                sys.stderr.write(f"air.remote.executor: parent silent for {self.ttl_s} s\n")
+                os._exit(4)
+
+
+def _read_requests(requests: queue.Queue[bytes], lease: _Lease) -> None:
+    """(A thread.) Request lines into ``requests``; empty lines only renew the lease. End of
+    stdin (the parent closed the pipe or the link dropped) ends the process now, mid-call too."""
     try:
-        while os.read(0, 4096):
-            pass
+        for line in sys.stdin.buffer:
+            lease.last = time.monotonic()
+            if line.strip():
+                requests.put(line)
     except OSError:
         pass
     os._exit(3)
 
 
 async def _call(request: dict[str, Any]) -> None:
+    call_id = int(request["id"])
     observations = {(o, p): h for o, p, h in request.get("observations", [])}
-    services = RemoteServices(observations)
+    services = RemoteServices(observations, call_id)
     definition = ToolDefinition.model_validate(request["definition"])
     context = ToolExecutionContext.model_validate(request["context"])
     run = ToolRun(
@@ -187,34 +222,56 @@ async def _call(request: dict[str, Any]) -> None:
     async with trio.open_nursery() as nursery:
         nursery.start_soon(work)
         async for item in receive:
-            _emit({"t": "stream", "kind": item.kind, "data": item.data})
+            _emit(call_id, {"t": "stream", "kind": item.kind, "data": item.data})
     outcome = result[0]
     if isinstance(outcome, AirException):
-        _emit({"t": "error", "error": outcome.error.model_dump(mode="json")})
+        _emit(call_id, {"t": "error", "error": outcome.error.model_dump(mode="json")})
     elif isinstance(outcome, OSError):
-        _emit({"t": "oserror", "errno": outcome.errno or 0, "message": str(outcome)})
+        _emit(call_id, {"t": "oserror", "errno": outcome.errno or 0, "message": str(outcome)})
     else:
         _emit(
+            call_id,
             {
                 "t": "done",
                 "output": outcome,
                 "attached": [a.artifact_id for a in run.artifacts],
                 "observations": [[o, p, h] for (o, p), h in observations.items()],
-            }
+            },
         )
 
 
-def main() -> int:
-    line = sys.stdin.buffer.readline()
-    try:
-        request = json.loads(line)
-    except ValueError:
-        sys.stderr.write("air.remote.executor: expected one JSON request on stdin\n")
-        return 2
-    threading.Thread(target=_watch_stdin, daemon=True).start()
-    trio.run(_call, request)
-    return 0
+def serve(idle_s: float, lease_s: float) -> int:
+    """Run the requests on stdin one after another until stdin ends (exit 3), ``idle_s``
+    seconds pass between calls without one (exit 0) or a call's lease runs out (exit 4)."""
+    requests: queue.Queue[bytes] = queue.Queue()
+    lease = _Lease(lease_s)
+    threading.Thread(target=_read_requests, args=(requests, lease), daemon=True).start()
+    threading.Thread(target=lease.watch, daemon=True).start()
+    while True:
+        try:
+            line = requests.get(timeout=idle_s)
+        except queue.Empty:
+            return 0
+        try:
+            request = json.loads(line)
+            int(request["id"])
+        except (ValueError, KeyError, TypeError):
+            sys.stderr.write("air.remote.executor: a request line is not a call\n")
+            return 2
+        lease.begin()
+        trio.run(_call, request)
+        lease.busy = False
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 5 and argv[0] == "serve" and argv[1] == "--idle" and argv[3] == "--lease":
+        try:
+            return serve(float(argv[2]), float(argv[4]))
+        except ValueError:
+            pass
+    sys.stderr.write("usage: python -m air.remote.executor serve --idle SECONDS --lease SECONDS\n")
+    return 2
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

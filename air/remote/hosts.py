@@ -20,6 +20,7 @@ Owns ``HostConfig`` (one host: how to reach it and where air lives there), ``hos
         time_limit: "30:00"               # srun --time when the task has no deadline
         gres: gpu:1                       # srun --gres
         srun_options: [--account=proj7]   # more --name=value options (not air's own)
+        callback_address: 10.0.0.5        # this machine, as the nodes reach it (IMPL-SLURM-5)
 
 The project's file is read only once the project is trusted (IMPL-TRUST-1: it decides where a
 task's code and model loop go); a name declared in both files is refused, so a project cannot
@@ -76,6 +77,9 @@ class HostConfig(BaseModel):
     time_limit: str | None = Field(default=None, pattern=r"^\d+(-\d+)?(:\d+){0,2}$")
     """Slurm's ``--time`` when the task has no deadline (``M``, ``M:S``, ``H:M:S``, ``D-H``...)."""
     gres: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_:,.-]+$")
+    callback_address: str | None = Field(default=None, pattern=r"^[A-Za-z0-9._:-]+$")
+    """Slurm: the address of this machine the compute nodes connect back to (default: what
+    its host name resolves to; IMPL-SLURM-5)."""
     srun_options: tuple[str, ...] = ()
     """Extra ``--option[=value]`` for srun; never one air sets itself (``SRUN_OWNED``)."""
 

@@ -12,7 +12,8 @@ allocation, ``srun --jobid=JOB --overlap``: where a batch task's decided tool ca
 worker on its compute node; IMPL-SLURM-3), ``SrunHandle`` (the local srun client as the worker's
 handle: kill = signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own
 phase: ``launch`` returns only once the step runs (the guard's first line, ``air-remote
-{identity}``, came), so the handshake timeout counts from there; while Slurm reports the job
+{identity}``, came) and its worker connected back (``air.remote.sidechannel``: the worker's lines
+never go through srun's stdio, IMPL-SLURM-5), so the handshake timeout counts from there; while Slurm reports the job
 queued, the spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it
 runs. Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
 non-retried ``protocol.error`` quoting it. The worker runs as the user who runs air (``--uid``
@@ -26,6 +27,7 @@ import math
 import os
 import pwd
 import re
+import socket
 import subprocess
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +39,7 @@ from air.ipc.launcher import Launched, LaunchSpec
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
 from air.remote.hosts import HostConfig
+from air.remote.sidechannel import SideChannel
 from air.remote.ssh import IDENTITY_PREFIX, REMOTE_PATH, _remote_worker
 
 __all__ = [
@@ -59,7 +62,17 @@ CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SLURM_
 QUEUED_LINE = re.compile(rb"srun: job (\d+) queued and waiting for resources")
 ALLOCATED_LINE = re.compile(rb"srun: job (\d+) has been allocated resources")
 FIRST_LINE_MAX = 4096
+SIDE_CHANNEL_WAIT_S = 30.0
+"""From the step running to its worker connecting back (an interpreter start on the node)."""
 QUOTE_BYTES = 300
+
+
+def callback_address(host: HostConfig) -> str:
+    """The address of this machine the step connects back to: the host's ``callback_address``,
+    else what this machine's name resolves to."""
+    if host.callback_address:
+        return host.callback_address
+    return socket.gethostbyname(socket.gethostname())
 
 
 def job_name(agent_id: str) -> str:
@@ -270,7 +283,9 @@ class SrunLauncher:
         return await scancel([h.job_name for h in self.handles], timeout_s=timeout_s)
 
     def argv(self, spec: LaunchSpec) -> list[str]:
-        command = _remote_worker(self.host, spec.command)
+        worker = _remote_worker(self.host, spec.command)
+        command = [self.host.python, "-P", "-m", "air.remote.sidechannel", "connect", "--"]
+        command += worker
         return srun_argv(
             self.host, spec.marker, spec.agent_id, command, dict(spec.env or {}),
             time_s=spec.time_s, cwd=self.cwd,
@@ -285,6 +300,8 @@ class SrunLauncher:
                 raise OSError(f"cannot cancel earlier jobs on {self.host.name} before a relaunch")
             for h in unswept:
                 h.sweep_failed = False
+        side = SideChannel(callback_address(self.host))
+        await side.open()
         process = await trio.lowlevel.open_process(
             self.argv(spec),
             stdin=subprocess.PIPE,
@@ -304,18 +321,54 @@ class SrunLauncher:
                 handle.job_id = await job_id_of(handle.job_name)
             if handle.remote is not None:
                 _place(spec, handle)
+            send, receive = await self._side_channel(handle, side, process.stdin, spec.agent_id)
         except BaseException:
+            side.close()
             with trio.CancelScope(shield=True):
                 await handle.kill_tree(1.0)
                 await handle.wait()
             raise
+        if receive is None:  # srun failed, or the worker did not connect back: one error
+            out = out if handle.remote is None else self._unconnected(side, spec.agent_id)
+            receive = process.stdout
+        else:  # the worker's lines come on the side channel; srun's stdout carries none
+            out = b""
         return Launched(
-            send=process.stdin,
-            receive=Prefixed(process.stdout, out),
+            send=send,
+            receive=Prefixed(receive, out),
             stderr=Prefixed(process.stderr, err),
             handle=handle,
             marker=spec.marker,
         )
+
+    async def _side_channel(
+        self, handle: SrunHandle, side: SideChannel, stdin: trio.abc.SendStream, agent_id: str
+    ) -> tuple[trio.abc.SendStream, trio.abc.ReceiveStream | None]:
+        """The step runs: offer the side channel on its stdin and take its connection (the
+        worker's stdin and stdout); ``None`` when srun failed or nothing connected in time."""
+        if handle.remote is None:
+            side.close()
+            return stdin, None
+        await stdin.send_all(side.offer())
+        with trio.move_on_after(SIDE_CHANNEL_WAIT_S):
+            return await side.accept()
+        side.close()
+        return stdin, None
+
+    def _unconnected(self, side: SideChannel, agent_id: str) -> bytes:
+        host = self.host
+        error = make_air_error(
+            kind=ErrorKind.ENVIRONMENT_ERROR,
+            message=(
+                f"the worker on {host.name} did not connect back to {side.address} within "
+                f"{SIDE_CHANNEL_WAIT_S:.0f} s ({side.refused} connection(s) without the token)"
+            ),
+            retryability="never",
+            user_action=f"Set `callback_address` of {host.name} in {host.source} to an address "
+            "of this machine that the compute nodes reach (IMPL-SLURM-5).",
+        )
+        encoder = LineEncoder(session_id="", agent_id=agent_id)
+        return encoder.line("protocol.error", {"error": error.model_dump(mode="json")})
 
     async def _allocation(
         self,

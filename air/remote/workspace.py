@@ -2,12 +2,13 @@
 
 Owns ``RemoteTarget`` (a task's host and its remote worktree), ``RoutingWorkspaceExecutor`` (the
 session registry's ``WorkspaceExecutor``: a call of a task attached to a host goes there, every
-other call to the local executor) and ``execute_remote`` (one decided call over ssh to
-``air.remote.executor`` under the host's guard, its lines replayed through the parent's
-``ToolRun``: events recorded, progress streamed, artifacts stored — each through the parent's
-redactor — and the remote stand-in artifact ids replaced by the stored ones). On a slurm host
-the call is one more step in the worker's job (``srun --jobid --overlap``): it runs on the
-worker's compute node, never on this login node (IMPL-SLURM-3).
+other call to the local executor) and ``execute_remote`` (one decided call sent to the task's
+``air.remote.executor`` through a kept session, ``air.remote.session``, its lines replayed
+through the parent's ``ToolRun``: events recorded, progress streamed, artifacts stored — each
+through the parent's redactor — and the remote stand-in artifact ids replaced by the stored
+ones). On a slurm host the session is one more step in the worker's job (``srun --jobid
+--overlap``): the calls run on the worker's compute node, never on this login node
+(IMPL-SLURM-3).
 
 A task attached to a host never runs a tool on the parent's disk: a tool the remote end does
 not have is refused (``policy_error``), never run locally.
@@ -17,20 +18,14 @@ from __future__ import annotations
 
 import base64
 import json
-import os
-import subprocess
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
-
-import trio
 
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.ids import JsonObject
-from air.ipc.procs import kill_tree, read_identity
 from air.remote.hosts import HostConfig
-from air.remote.srun import step_argv
-from air.remote.ssh import client_environment, remote_command, ssh_argv, sweep_remote
+from air.remote.session import SessionPool
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor, WorkspaceToolFn
 
 if TYPE_CHECKING:
@@ -56,6 +51,8 @@ class RoutingWorkspaceExecutor:
         self.remote: dict[str, RemoteTarget | None] = {}
         """task id → where its calls run (``None``: a remote task whose worktree is not there
         yet or no longer: its calls are refused)."""
+        self.sessions = SessionPool()
+        """The kept executor sessions of remote tasks (IMPL-REMOTE-7)."""
         self._remote_names: frozenset[str] | None = None
 
     def install(self, name: str, fn: WorkspaceToolFn) -> None:
@@ -63,6 +60,10 @@ class RoutingWorkspaceExecutor:
 
     def attach(self, task_id: str, target: RemoteTarget | None) -> None:
         self.remote[task_id] = target
+
+    async def close(self, task_id: str) -> None:
+        """The task's attempt ended: end its executor sessions on the host (none survives)."""
+        await self.sessions.close(task_id)
 
     async def execute(self, name: str, input: JsonObject, run: ToolRun) -> Any:
         task_id = run.context.task_id
@@ -83,7 +84,7 @@ class RoutingWorkspaceExecutor:
                 ),
                 user_action="Use the fs.*, git.* and shell.run tools, which run on the host.",
             )
-        return await execute_remote(target, name, input, run)
+        return await execute_remote(target, name, input, run, self.sessions)
 
 
 def _failed(host: HostConfig, message: str) -> AirException:
@@ -155,24 +156,26 @@ class _Replay:
         ]
 
 
-def _request(target: RemoteTarget, name: str, input: JsonObject, run: ToolRun) -> bytes:
+def _request(target: RemoteTarget, input: JsonObject, run: ToolRun) -> dict[str, Any]:
     observer = run.context.task_id or run.context.session_id
     seen = run.registry.read_observations
     context = run.context.model_copy(
         update={"workspace_root": target.worktree, "project_root": target.worktree}
     )
-    request = {
+    return {
         "tool_run_id": run.tool_run_id,
         "definition": run.definition.model_dump(mode="json"),
         "context": context.model_dump(mode="json"),
         "input": input,
         "observations": [[o, p, h] for (o, p), h in seen.items() if o == observer],
     }
-    return json.dumps(request).encode() + b"\n"
 
 
-async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run: ToolRun) -> Any:
-    """Run one decided call on ``target``'s host, in its worktree.
+async def execute_remote(
+    target: RemoteTarget, name: str, input: JsonObject, run: ToolRun, sessions: SessionPool
+) -> Any:
+    """Run one decided call on ``target``'s host, in its worktree, through a session of the
+    task's (a cancelled or broken call ends its session: killed and swept).
 
     Raises:
         AirException: the tool's own failure, as the remote end reported it; ``tool_error``
@@ -180,66 +183,33 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
         OSError: the tool's own ``OSError`` there.
     """
     host = target.host
-    marker = f"exec_{run.tool_run_id}_{os.urandom(4).hex()}"
-    command = [host.python, "-P", "-m", "air.remote.executor"]
+    task_id = run.context.task_id or run.context.session_id
+    job: int | None = None
     if host.launcher == "slurm":
         job = target.job() if target.job is not None else None
         if job is None:
             raise _failed(host, f"{name} has no running Slurm job of its worker to run in")
-        argv = step_argv(host, job, marker, command, target.worktree)
-    else:
-        line = remote_command(host, marker, command, {}, cwd=target.worktree)
-        argv = [*ssh_argv(host), "--", host.destination(), line]
     replay = _Replay(run)
-    final: dict[str, Any] | None = None
-    process = await trio.lowlevel.open_process(
-        argv,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-        env=client_environment(),
-    )
-    identity = read_identity(process.pid)
-    assert process.stdin is not None
-    assert process.stdout is not None
-    assert process.stderr is not None
-    errors = bytearray()
+    final: list[dict[str, Any]] = []
+
+    async def line(item: dict[str, Any]) -> bool:
+        done = await replay.line(item)
+        if done is not None:
+            final.append(done)
+        return done is not None
+
+    session = await sessions.take(task_id, host, target.worktree, job)
+    ended, detail = False, ""
     try:
-        async with trio.open_nursery() as nursery:
-
-            async def drain() -> None:
-                assert process.stderr is not None
-                async for chunk in process.stderr:
-                    errors.extend(chunk[: max(0, 4096 - len(errors))])
-
-            nursery.start_soon(drain)
-            await process.stdin.send_all(_request(target, name, input, run))
-            buffer = b""
-            async for chunk in process.stdout:
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for raw in lines:
-                    if not raw.strip() or raw.startswith(b"air-remote "):
-                        continue  # the guard's identity line
-                    final = await replay.line(json.loads(raw)) or final
-            await process.stdin.aclose()
-        await process.wait()
-    except BaseException:
-        with trio.move_on_after(15, shield=True):
-            # why shielded: a cancelled call must not leave its command running there
-            if host.launcher == "slurm":  # srun passes SIGTERM to the step's guard, which sweeps
-                await kill_tree(identity, marker=None, grace_s=3.0)
-                await process.wait()
-            else:
-                process.kill()
-                await process.wait()
-                await sweep_remote(host, [marker], timeout_s=10)
-        raise
-    if final is None:
-        detail = errors.decode("utf-8", "replace").strip()[-500:]
-        raise _failed(host, f"{name} ended without a result (exit {process.returncode}): {detail}")
-    return _finish(replay, final, run)
+        ended = await session.call(_request(target, input, run), line)
+    finally:
+        if not ended:
+            detail = session.errors()
+        await sessions.give_back(task_id, session, clean=ended)
+    if not final:
+        code = session.process.returncode if session.process else None
+        raise _failed(host, f"{name} ended without a result (exit {code}): {detail[-500:]}")
+    return _finish(replay, final[0], run)
 
 
 def _finish(replay: _Replay, final: dict[str, Any], run: ToolRun) -> Any:
