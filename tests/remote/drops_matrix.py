@@ -159,7 +159,8 @@ class Parent:
         nursery.start_soon(self._drain)
 
     async def _read(self) -> None:
-        assert self.process is not None and self.process.stdout is not None
+        assert self.process is not None
+        assert self.process.stdout is not None
         buffer = b""
         async for chunk in self.process.stdout:
             buffer += chunk
@@ -175,12 +176,14 @@ class Parent:
         self.done = True
 
     async def _drain(self) -> None:
-        assert self.process is not None and self.process.stderr is not None
+        assert self.process is not None
+        assert self.process.stderr is not None
         async for chunk in self.process.stderr:
             self.stderr = (self.stderr + chunk)[-20000:]
 
     async def cancel(self, scenario: str) -> None:
-        assert self.process is not None and self.process.stdin is not None
+        assert self.process is not None
+        assert self.process.stdin is not None
         await self.process.stdin.send_all(f"cancel {scenario}\n".encode())
 
     def client_pid(self, scenario: Scenario) -> int | None:
@@ -235,7 +238,7 @@ async def run_matrix(
         proxies: dict[str, int] = {}
         if sshd_port is not None:
             assert known_hosts is not None
-            key = Path(known_hosts).read_text().split(" ", 1)[1]
+            key = Path(known_hosts).read_text().split(" ", 1)[1]  # noqa: ASYNC240 (processes and files of this test)
             for s in scenarios:
                 s.proxy = await nursery.start(_proxy, sshd_port)
                 proxies[s.id] = s.proxy.port
@@ -267,7 +270,7 @@ async def run_matrix(
                     await trio.sleep(0.05)
 
         nursery.start_soon(sample)
-        with trio.fail_after(240):
+        with trio.move_on_after(150) as bounded:
             async with trio.open_nursery() as drivers:
                 for s in scenarios:
                     parent = doomed if s.drop == "parent_kill" else main
@@ -276,6 +279,22 @@ async def run_matrix(
                 assert parent.process is not None
                 await parent.process.wait()
             await trio.sleep(0.2)
+        if bounded.cancelled_caught:
+            left = task_processes(scenarios)
+            stuck = [
+                (
+                    s.id,
+                    s.drop_t is not None,
+                    left[s.id],
+                    [f["ev"] + ":" + str(f.get("kind") or f.get("type") or "") for f in s.facts],
+                )
+                for s in scenarios
+                if s.zero_t is None
+            ]
+            sys.stderr.write(json.dumps(stuck, indent=0) + "\n")
+            for parent in parents:
+                sys.stderr.write(parent.stderr.decode(errors="replace")[-3000:])
+            raise AssertionError(f"{len(stuck)} scenarios never ended: see stderr")
         sampler.cancel()
         nursery.cancel_scope.cancel()
     return scenarios
@@ -312,7 +331,7 @@ async def _drive(scenario: Scenario, parent: Parent, sweep: Any) -> None:
         await parent.cancel(scenario.id)
     elif drop == "parent_kill":
         others = [s for s in parent.scenarios.values() if s is not scenario]
-        while not all([await reached(s) for s in others]):
+        while not all([await reached(s) for s in others]):  # noqa: ASYNC110 (processes and files of this test)
             await trio.sleep(0.05)
         if scenario.state == "turn":  # one of them kills the parent for all
             pid = parent.init_pid()
@@ -333,5 +352,5 @@ async def _drive(scenario: Scenario, parent: Parent, sweep: Any) -> None:
     if drop == "parent_kill" and sweep is not None:
         await trio.sleep(0.5)  # (as the recovering parent would, once it starts)
         await sweep(scenario)
-    while scenario.drop_t is None or scenario.zero_t is None:
+    while scenario.drop_t is None or scenario.zero_t is None:  # noqa: ASYNC110 (processes and files of this test)
         await trio.sleep(0.05)

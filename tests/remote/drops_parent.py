@@ -118,7 +118,7 @@ class Reporting:
 
     async def probe(self, handle: Any, marker: str) -> None:
         """Once the guard named itself: what this namespace sees of it."""
-        while handle.remote is None and handle.returncode is None:
+        while handle.remote is None and handle.returncode is None:  # noqa: ASYNC110 (processes and files of this test)
             await trio.sleep(0.05)
         pid = int((handle.remote or {}).get("pid", 0))
         try:
@@ -133,7 +133,7 @@ class Reporting:
             "probe",
             marker=marker,
             remote_pid=pid,
-            visible=pid > 0 and os.path.exists(f"/proc/{pid}"),
+            visible=pid > 0 and os.path.exists(f"/proc/{pid}"),  # noqa: ASYNC240 (processes and files of this test)
             kill_0=signal_result,
             marked_here=find_marked(marker, max_age_s=0.0),
         )
@@ -146,6 +146,8 @@ async def run_scenario(
     spec: dict[str, Any], sc: dict[str, Any], host: HostConfig, nursery: trio.Nursery
 ) -> None:
     name: str = sc["id"]
+    if name in spec.get("proxy_ports", {}):  # the scenario's own FaultProxy in front of sshd
+        host = host.model_copy(update={"port": spec["proxy_ports"][name]})
     launcher_kind: str = spec["launcher"]
     root = Path(spec["root"]) / name
     root.mkdir(parents=True, exist_ok=True)
@@ -170,7 +172,10 @@ async def run_scenario(
                 run = ToolRun(run_id, shell, context, cast(Any, Services(name, artifacts)))
                 output = await execute_remote(target, "shell.run", input, run)
             else:  # no executor beside a Slurm step: the call is only in progress here
-                await (trio.sleep(1) if complete else trio.sleep_forever())
+                if complete:
+                    await trio.sleep(1)
+                else:
+                    await trio.sleep_forever()
                 output = {"exit_code": 0}
         except AirException as exc:
             return ToolResultEnvelope(
@@ -243,8 +248,8 @@ async def commands() -> None:
 
 
 async def main(path: str) -> None:
-    spec = json.loads(Path(path).read_text())
-    [host] = parse_hosts(Path(spec["hosts_file"]).read_text(), spec["hosts_file"])
+    spec = json.loads(Path(path).read_text())  # noqa: ASYNC240 (processes and files of this test)
+    [host] = parse_hosts(Path(spec["hosts_file"]).read_text(), spec["hosts_file"])  # noqa: ASYNC240 (processes and files of this test)
     host = host.model_copy(update=spec.get("host_overrides", {}))
     say("", "parent", pid=os.getpid(), pid_ns=os.readlink("/proc/self/ns/pid"))
     async with trio.open_nursery() as outer:

@@ -24,7 +24,7 @@ from tests.remote.test_srun_worker import KILL_WINDOW_S, slurm_host  # noqa: F40
 
 pytestmark = pytest.mark.slow
 
-LEASE_TTL_S = 2
+LEASE_TTL_S = 5
 SSH_DROPS = ["client_kill", "reset", "black_hole", "parent_kill", "cancel", "hard_timeout",
              "completion"]  # fmt: skip
 SRUN_DROPS = ["client_kill", "parent_kill", "cancel", "hard_timeout", "completion"]
@@ -56,7 +56,8 @@ def _check(scenarios: list[Scenario], zero_within_s: float, detect_within_s: flo
         assert launched["kill_0"] == "no such process", s.id
         assert launched["marked_here"] == [], s.id
         assert s.ever_seen >= 2, f"{s.id}: never saw the remote processes"
-        assert s.drop_t is not None and s.zero_t is not None
+        assert s.drop_t is not None
+        assert s.zero_t is not None
         assert s.zero_t - s.drop_t <= zero_within_s, f"{s.id}: {s.zero_t - s.drop_t:.2f} s"
         assert s.max_live_attempts <= 1, s.id
         outcomes = [f["kind"] for f in s.facts if f["ev"] == "outcome"]
