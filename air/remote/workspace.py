@@ -14,6 +14,7 @@ not have is refused (``policy_error``), never run locally.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -175,7 +176,10 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
     host = target.host
     marker = f"exec_{run.tool_run_id}_{os.urandom(4).hex()}"
     command = [host.python, "-P", "-m", "air.remote.executor"]
-    line = remote_command(host, marker, command, {}, cwd=target.worktree)
+    # under the host's lease, renewed below: a silent link ends the command there (IMPL-REMOTE-8)
+    line = remote_command(
+        host, marker, command, {}, lease_ttl_s=host.lease_ttl_s, cwd=target.worktree
+    )
     argv = [*ssh_argv(host), "--", host.destination(), line]
     replay = _Replay(run)
     final: dict[str, Any] | None = None
@@ -201,6 +205,8 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
 
             nursery.start_soon(drain)
             await process.stdin.send_all(_request(target, name, input, run))
+            renewal = trio.CancelScope()
+            nursery.start_soon(_renew, process.stdin, host.lease_ttl_s / 3, renewal)
             buffer = b""
             async for chunk in process.stdout:
                 buffer += chunk
@@ -209,6 +215,7 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
                     if not raw.strip() or raw.startswith(b"air-remote "):
                         continue  # the guard's identity line
                     final = await replay.line(json.loads(raw)) or final
+            renewal.cancel()
             await process.stdin.aclose()
         await process.wait()
     except BaseException:
@@ -222,6 +229,14 @@ async def execute_remote(target: RemoteTarget, name: str, input: JsonObject, run
         detail = errors.decode("utf-8", "replace").strip()[-500:]
         raise _failed(host, f"{name} ended without a result (exit {process.returncode}): {detail}")
     return _finish(replay, final, run)
+
+
+async def _renew(stdin: trio.abc.SendStream, every_s: float, scope: trio.CancelScope) -> None:
+    """Renew the executor's lease: an empty line (which it ignores) every ``every_s``."""
+    with scope, contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+        while True:
+            await trio.sleep(every_s)
+            await stdin.send_all(b"\n")
 
 
 def _finish(replay: _Replay, final: dict[str, Any], run: ToolRun) -> Any:

@@ -4,7 +4,10 @@ Owns ``FaultProxy``: it listens on a port of its own and forwards every connecti
 port, until told otherwise: ``reset()`` ends every open connection with an RST on both sides
 (``SO_LINGER`` 0: the ssh client and sshd each see "connection reset", no FIN), ``black_hole()``
 stops forwarding on every open connection and keeps the sockets open (no FIN, no RST: neither
-end can tell, as behind a dead router). Connections opened afterwards pass normally.
+end can tell, as behind a dead router), and holds every connection opened after it (accepted,
+not forwarded: a sweep over a fresh connection cannot get through either) until ``restore()``,
+which forwards those held new connections from then on (the router is back; the connections
+cut by the black hole stay dead).
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ class FaultProxy:
         self.port = 0
         self.links: list[_Link] = []
         self.connections = 0
+        self.restored: trio.Event | None = None
+        """Set while a black hole holds new connections; they pass once it is set."""
         self._nursery: trio.Nursery | None = None
         self._listeners: list[trio.SocketListener] = []
 
@@ -57,6 +62,8 @@ class FaultProxy:
                 stream.socket.close()
 
     async def _serve(self, client: trio.SocketStream) -> None:
+        if self.restored is not None:
+            await self.restored.wait()
         server = await trio.open_tcp_stream(*self.target)
         link = _Link(client, server)
         self.links.append(link)
@@ -93,8 +100,16 @@ class FaultProxy:
         self.links = []
 
     def black_hole(self) -> None:
-        """Stop forwarding on every open connection; both sockets stay open and silent."""
+        """Stop forwarding on every open connection (both sockets stay open and silent); hold
+        new ones until ``restore()``."""
+        self.restored = trio.Event()
         for link in self.links:
             link.held = [link.client, link.server]
             link.scope.cancel()
         self.links = []
+
+    def restore(self) -> None:
+        """Forward new connections again, the held ones too (those cut stay dead)."""
+        if self.restored is not None:
+            self.restored.set()
+            self.restored = None

@@ -345,6 +345,9 @@ async def _drive(scenario: Scenario, parent: Parent, sweep: Any) -> None:
             break
         await trio.sleep(0.05)
     outcome = scenario.fact("outcome", attempt=0)
+    if drop == "black_hole":  # the link comes back once the parent gave the attempt up
+        assert scenario.proxy is not None
+        scenario.proxy.restore()
     if outcome is not None:
         scenario.detect_t = outcome["t"]
         if drop in ("hard_timeout", "completion"):
