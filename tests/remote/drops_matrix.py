@@ -10,7 +10,8 @@ black hole on the scenario's own ``FaultProxy`` between the ssh client and sshd,
 parent, a cancel asked on the parent's stdin; a hard timeout and a completion drop themselves),
 then samples /proc every 50 ms for the task's processes: those whose environment carries one of
 its attempts' markers (the remote executor's ``exec_<tool run>_`` ones included) and the
-scenario's own ``sleep`` of ``shell.run``. It records when the parent noticed, when the last
+scenario's own ``sleep`` of ``shell.run``. It records when the parent noticed
+(cancelled the worker's call in progress or began tearing the worker down), when the last
 process went, and how many attempts of the task were ever alive at once.
 """
 
@@ -49,6 +50,8 @@ class Scenario:
     zero_t: float | None = None
     max_live_attempts: int = 0
     ever_seen: int = 0
+    peak: dict[str, int] = field(default_factory=dict)
+    """The most processes the sampler saw at once, per marker (or ``exec`` / ``shell``)."""
 
     def fact(self, ev: str, **match: Any) -> dict[str, Any] | None:
         for f in self.facts:
@@ -137,6 +140,8 @@ class Parent:
         self.pid_ns = ""
         self.done = False
         self.stderr = b""
+        self.stdin_lock = trio.Lock()
+        """Scenarios cancel at once: one write to the parent's stdin at a time."""
 
     async def start(self, spec: dict[str, Any], where: Path, nursery: trio.Nursery) -> None:
         path = where / f"spec-{self.name}.json"
@@ -184,7 +189,8 @@ class Parent:
     async def cancel(self, scenario: str) -> None:
         assert self.process is not None
         assert self.process.stdin is not None
-        await self.process.stdin.send_all(f"cancel {scenario}\n".encode())
+        async with self.stdin_lock:
+            await self.process.stdin.send_all(f"cancel {scenario}\n".encode())
 
     def client_pid(self, scenario: Scenario) -> int | None:
         launched = scenario.fact("launched")
@@ -208,8 +214,8 @@ async def reached(scenario: Scenario) -> bool:
         if scenario.fact("event", type="command.started") is not None:
             return True
         return scenario.proxy is None  # srun: the call is in progress in the parent
-    counts = task_processes([scenario])[scenario.id]
-    return counts.get(scenario.markers[0], 0) >= 4  # guard, worker, child, setsid grandchild
+    # guard, worker, child, setsid grandchild, as the sampler saw them (one /proc scan for all)
+    return scenario.peak.get(scenario.markers[0], 0) >= 4
 
 
 async def run_matrix(
@@ -263,6 +269,8 @@ async def run_matrix(
                         live = [m for m in s.markers if counts.get(m)]
                         s.max_live_attempts = max(s.max_live_attempts, len(live))
                         s.ever_seen = max(s.ever_seen, sum(counts.values()))
+                        for key, n in counts.items():
+                            s.peak[key] = max(s.peak.get(key, 0), n)
                         if s.drop_t is not None and s.zero_t is None and not dropped:
                             s.zero_t = now
                         if s.drop_t is not None and dropped:
@@ -345,13 +353,16 @@ async def _drive(scenario: Scenario, parent: Parent, sweep: Any) -> None:
             break
         await trio.sleep(0.05)
     outcome = scenario.fact("outcome", attempt=0)
+    # noticed: the parent cancelled the worker's call in progress or began tearing it down
+    noticed = [f["t"] for f in scenario.facts if f["ev"] == "call_cancelled"][:1]
+    noticed += [f["t"] for f in scenario.facts if f["ev"] == "teardown"][:1]
     if drop == "black_hole":  # the link comes back once the parent gave the attempt up
         assert scenario.proxy is not None
         scenario.proxy.restore()
     if outcome is not None:
-        scenario.detect_t = outcome["t"]
+        scenario.detect_t = min(noticed or [outcome["t"]])
         if drop in ("hard_timeout", "completion"):
-            scenario.drop_t = outcome["t"]
+            scenario.drop_t = scenario.detect_t
     if drop == "parent_kill" and sweep is not None:
         await trio.sleep(0.5)  # (as the recovering parent would, once it starts)
         await sweep(scenario)

@@ -29,7 +29,7 @@ from air.contracts.provider import ProviderErrorEvent
 from air.contracts.task import TaskConstraints, TaskSpec, TaskType, WorkspaceRef
 from air.contracts.tool import ToolDefinition
 from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
-from air.ipc.launcher import Launched, Launcher, LaunchSpec
+from air.ipc.launcher import Launched, Launcher, LaunchSpec, WorkerHandle
 from air.ipc.procs import find_marked
 from air.remote.hosts import HostConfig, parse_hosts
 from air.remote.srun import SrunLauncher
@@ -114,7 +114,7 @@ class Reporting:
         launched = await self.inner.launch(spec)
         say(self.sc, "launched", marker=spec.marker, client_pid=launched.handle.identity.pid)
         NURSERY[0].start_soon(self.probe, launched.handle, spec.marker)
-        return launched
+        return launched._replace(handle=ReportingHandle(self.sc, spec.marker, launched.handle))
 
     async def probe(self, handle: Any, marker: str) -> None:
         """Once the guard named itself: what this namespace sees of it."""
@@ -137,6 +137,29 @@ class Reporting:
             kill_0=signal_result,
             marked_here=find_marked(marker, max_age_s=0.0),
         )
+
+
+class ReportingHandle:
+    """The launched worker's handle, reporting when the parent starts tearing the worker down
+    (``kill_tree``: the moment it noticed the drop, or gave up on the cancelled worker)."""
+
+    def __init__(self, sc: str, marker: str, inner: WorkerHandle) -> None:
+        self.sc, self.marker, self.inner = sc, marker, inner
+        self.identity = inner.identity
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    @property
+    def returncode(self) -> int | None:
+        return self.inner.returncode
+
+    async def kill_tree(self, grace_s: float) -> bool:
+        say(self.sc, "teardown", marker=self.marker)
+        return await self.inner.kill_tree(grace_s)
+
+    async def wait(self) -> int:
+        return await self.inner.wait()
 
 
 NURSERY: list[trio.Nursery] = []
@@ -165,21 +188,43 @@ async def run_scenario(
         say(name, "tool_call", tool=tool, tool_run_id=run_id)
         if tool != "shell.run":
             return ToolResultEnvelope(tool_run_id=run_id, tool_name=tool, status="ok")
-        try:
-            if launcher_kind == "ssh":
-                target = RemoteTarget(host, spec["remote_worktree"])
-                context = ctx.model_copy(update={"task_id": task_id})
-                run = ToolRun(run_id, shell, context, cast(Any, Services(name, artifacts)))
-                output = await execute_remote(target, "shell.run", input, run)
-            else:  # no executor beside a Slurm step: the call is only in progress here
-                if complete:
-                    await trio.sleep(1)
-                else:
-                    await trio.sleep_forever()
-                output = {"exit_code": 0}
-        except AirException as exc:
+        ended = False
+
+        async def watch() -> None:
+            """Report the moment the parent cancels the call (the executor's cleanup, shielded,
+            may hold the call's own unwinding for seconds after it)."""
+            try:
+                await trio.sleep_forever()
+            except trio.Cancelled:
+                if not ended:
+                    say(name, "call_cancelled", tool_run_id=run_id)
+                raise
+
+        output: Any = None
+        failure: AirException | None = None
+        async with trio.open_nursery() as watching:
+            watching.start_soon(watch)
+            try:
+                if launcher_kind == "ssh":
+                    target = RemoteTarget(host, spec["remote_worktree"])
+                    context = ctx.model_copy(update={"task_id": task_id})
+                    services = cast(Any, Services(name, artifacts))
+                    run = ToolRun(run_id, shell, context, services)
+                    output = await execute_remote(target, "shell.run", input, run)
+                else:  # no executor beside a Slurm step: the call is only in progress here
+                    if complete:
+                        await trio.sleep(1)
+                    else:
+                        await trio.sleep_forever()
+                    output = {"exit_code": 0}
+            except AirException as exc:
+                failure = exc
+            finally:
+                ended = True
+                watching.cancel_scope.cancel()
+        if failure is not None:
             return ToolResultEnvelope(
-                tool_run_id=run_id, tool_name=tool, status="error", error=exc.error
+                tool_run_id=run_id, tool_name=tool, status="error", error=failure.error
             )
         return ToolResultEnvelope(tool_run_id=run_id, tool_name=tool, status="ok", output=output)
 
@@ -196,7 +241,10 @@ async def run_scenario(
             events=Events(name),
             artifacts=artifacts,
             config=SupervisionConfig(
-                command=[sys.executable, "-P", "-m", WORKER], env=env, kill_grace_s=0.5
+                command=[sys.executable, "-P", "-m", WORKER],
+                env=env,
+                kill_grace_s=0.5,
+                exit_grace_s=1.0,  # the worker ignores agent.cancel: killed a second after it
             ),
             state_dir=str(root / "runs"),
             launcher=cast(Launcher, launcher),
