@@ -3,8 +3,8 @@
 ``run_matrix`` starts the parent side (tests/remote/drops_parent.py) in its own PID namespace
 (``unshare --pid --fork --mount-proc``: root here; unprivileged, ``unshare --user
 --map-root-user`` in front does the same), one process for every scenario but the parent
-SIGKILLs and one for those (killing it must not end the others). This process, root in the
-outer namespace, sees everything: it waits for each scenario's worker to reach its state, drops
+SIGKILLs and one for each of those (killing one must not end the others). This process, root in
+the outer namespace, sees everything: it waits for each scenario's worker to reach its state, drops
 it (SIGKILL of the local ssh/srun client found through the parent's namespace, an RST or a
 black hole on the scenario's own ``FaultProxy`` between the ssh client and sshd, SIGKILL of the
 parent, a cancel asked on the parent's stdin; a hard timeout and a completion drop themselves),
@@ -47,11 +47,20 @@ class Scenario:
     proxy: FaultProxy | None = None
     drop_t: float | None = None
     detect_t: float | None = None
-    zero_t: float | None = None
+    gone_since: float | None = None
+    """The first sample of the current run of samples without the dropped attempt's processes
+    (a completion's or hard timeout's drop time is only known once the outcome came)."""
     max_live_attempts: int = 0
     ever_seen: int = 0
     peak: dict[str, int] = field(default_factory=dict)
     """The most processes the sampler saw at once, per marker (or ``exec`` / ``shell``)."""
+
+    @property
+    def zero_t(self) -> float | None:
+        """When the last process of the dropped attempt was gone (the drop, if before it)."""
+        if self.drop_t is None or self.gone_since is None:
+            return None
+        return max(self.drop_t, self.gone_since)
 
     def fact(self, ev: str, **match: Any) -> dict[str, Any] | None:
         for f in self.facts:
@@ -236,9 +245,11 @@ async def run_matrix(
         Scenario(f"{drop}-{state}", drop, state, i)
         for i, (drop, state) in enumerate((d, s) for d in drops for s in STATES)
     ]
-    doomed = Parent("doomed", [s for s in scenarios if s.drop == "parent_kill"])
+    # one parent of its own for each scenario whose parent is killed: it dies in its own state
+    # (a Slurm node may run fewer workers at once than there are such scenarios)
+    doomed = {s.id: Parent(s.id, [s]) for s in scenarios if s.drop == "parent_kill"}
     main = Parent("main", [s for s in scenarios if s.drop != "parent_kill"])
-    parents = [p for p in (main, doomed) if p.scenarios]
+    parents = [p for p in (main, *doomed.values()) if p.scenarios]
     async with trio.open_nursery() as nursery:
         overrides = dict(host_overrides)
         proxies: dict[str, int] = {}
@@ -271,17 +282,17 @@ async def run_matrix(
                         s.ever_seen = max(s.ever_seen, sum(counts.values()))
                         for key, n in counts.items():
                             s.peak[key] = max(s.peak.get(key, 0), n)
-                        if s.drop_t is not None and s.zero_t is None and not dropped:
-                            s.zero_t = now
-                        if s.drop_t is not None and dropped:
-                            s.zero_t = None
+                        if dropped:
+                            s.gone_since = None
+                        elif s.gone_since is None:
+                            s.gone_since = now
                     await trio.sleep(0.05)
 
         nursery.start_soon(sample)
         with trio.move_on_after(150) as bounded:
             async with trio.open_nursery() as drivers:
                 for s in scenarios:
-                    parent = doomed if s.drop == "parent_kill" else main
+                    parent = doomed.get(s.id, main)
                     drivers.start_soon(_drive, s, parent, sweep)
             for parent in parents:
                 assert parent.process is not None
@@ -338,16 +349,10 @@ async def _drive(scenario: Scenario, parent: Parent, sweep: Any) -> None:
         scenario.drop_t = time.monotonic()
         await parent.cancel(scenario.id)
     elif drop == "parent_kill":
-        others = [s for s in parent.scenarios.values() if s is not scenario]
-        while not all([await reached(s) for s in others]):  # noqa: ASYNC110 (processes and files of this test)
-            await trio.sleep(0.05)
-        if scenario.state == "turn":  # one of them kills the parent for all
-            pid = parent.init_pid()
-            assert pid is not None
-            now = time.monotonic()
-            for s in parent.scenarios.values():
-                s.drop_t = now
-            os.kill(pid, signal.SIGKILL)
+        pid = parent.init_pid()
+        assert pid is not None
+        scenario.drop_t = time.monotonic()
+        os.kill(pid, signal.SIGKILL)
     while scenario.fact("outcome", attempt=0) is None:
         if drop == "parent_kill" and parent.done:
             break
