@@ -1,21 +1,21 @@
 """A remote task's decided calls over kept sessions (issue #27 item 4; IMPL-REMOTE-7).
 
-Owns ``ExecutorSession`` (one ``air.remote.executor serve`` in the task's remote worktree under
-the host's guard, behind one ssh connection — on a slurm host, one more step of the worker's job,
-``srun --jobid --overlap``, so the calls run on its compute node: IMPL-SLURM-3 — serving one call at a time: a request line out,
-the call's lines back until its ``done``/``error``) and ``SessionPool`` (a task's sessions: a
-call takes an idle one or opens one, so the calls of a task pay ssh's connection and the remote
-interpreters' start once, not per call; concurrent calls get sessions of their own).
+Owns ``ExecutorSession`` (one ``air.remote.executor serve`` in the task's remote worktree under the
+host's guard, behind one ssh connection — on a slurm host, one more step of the worker's job,
+``srun --jobid --overlap``, so the calls run on its compute node: IMPL-SLURM-3 — serving one call
+at a time: a request line out, the call's lines back until its ``done``/``error``) and
+``SessionPool`` (a task's sessions: a call takes an idle one or opens one, so the calls of a task
+pay ssh's connection and the remote interpreters' start once, not per call; concurrent calls get
+sessions of their own).
 
-A session is never left behind. A call that is cancelled or fails mid-way kills its session
-(the ssh client, then a sweep of its marker over a fresh connection; a step's srun client is
-signalled, and srun passes the signal to the step's guard, which sweeps) — never reused after an
-unclean end; ``SessionPool.close`` (the task's attempt ended) ends every session of the task,
-sweeping any that did not end cleanly; the parent's death closes the pipe, so the remote end
-exits and its guard sweeps; while a call runs the parent renews the host's lease (an empty
-line every third of ``lease_ttl_s``), so a black-holed link ends the call's tree there at the
-lease; a session idle on the host for ``idle_s`` ends itself there, and the parent never sends
-to one idle for half of that.
+A session is never left behind. A call that is cancelled or fails mid-way kills its session (the
+ssh client, then a sweep of its marker over a fresh connection; a step's srun client is signalled,
+and srun passes the signal to the step's guard, which sweeps) — never reused after an unclean end;
+``SessionPool.close`` (the task's attempt ended) ends every session of the task, sweeping any that
+did not end cleanly; the parent's death closes the pipe, so the remote end exits and its guard
+sweeps; while a call runs the parent renews the host's lease (an empty line every third of
+``lease_ttl_s``), so a black-holed link ends the call's tree there at the lease; a session idle on
+the host for ``idle_s`` ends itself there, and the parent never sends to one idle for half of that.
 """
 
 from __future__ import annotations

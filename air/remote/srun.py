@@ -5,19 +5,19 @@ Owns: ``srun_argv`` (``srun -N1 -n1 --kill-on-bad-exit --export=NONE`` with the 
 options, then ``env -i`` with air's explicit environment and ``air.remote.guard run`` around the
 worker), ``time_limit`` (seconds as Slurm's ``M:SS``), ``client_environment`` (what the local srun
 client sees: no API key, no ``SLURM_*`` of an enclosing allocation), ``scancel`` and
-``scancel_jobs`` (the sweeper, by job name or id:
-cancel the jobs of given attempts, Slurm's kill window ends every process of their steps),
-``job_id_of`` (a job's id by its name, from ``squeue``), ``step_argv`` (one more step in a worker's
-allocation, ``srun --jobid=JOB --overlap``: where a batch task's decided tool calls run, beside the
-worker on its compute node; IMPL-SLURM-3), ``SrunHandle`` (the local srun client as the worker's
-handle: kill = signal the client, then ``scancel``) and ``SrunLauncher``. The allocation is its own
-phase: ``launch`` returns only once the step runs (the guard's first line, ``air-remote
-{identity}``, came) and its worker connected back (``air.remote.sidechannel``: the worker's lines
-never go through srun's stdio, IMPL-SLURM-5), so the handshake timeout counts from there; while Slurm reports the job
-queued, the spec's ``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it
-runs. Whatever srun prints before the step runs (a bad partition, an unknown option) becomes one
-non-retried ``protocol.error`` quoting it. The worker runs as the user who runs air (``--uid``
-needs root; IMPL-SLURM-2).
+``scancel_jobs`` (the sweeper, by job name or id: cancel the jobs of given attempts, Slurm's kill
+window ends every process of their steps), ``job_id_of`` (a job's id by its name, from ``squeue``),
+``step_argv`` (one more step in a worker's allocation, ``srun --jobid=JOB --overlap``: where a
+batch task's decided tool calls run, beside the worker on its compute node; IMPL-SLURM-3),
+``SrunHandle`` (the local srun client as the worker's handle: kill = signal the client, then
+``scancel``) and ``SrunLauncher``. The allocation is its own phase: ``launch`` returns only once
+the step runs (the guard's first line, ``air-remote {identity}``, came) and its worker connected
+back (``air.remote.sidechannel``: the worker's lines never go through srun's stdio, IMPL-SLURM-5),
+so the handshake timeout counts from there; while Slurm reports the job queued, the spec's
+``progress`` hears ``QUEUED_FOR_ALLOCATION``, and how long it waited once it runs. Whatever srun
+prints before the step runs (a bad partition, an unknown option) becomes one non-retried
+``protocol.error`` quoting it. The worker runs as the user who runs air (``--uid`` needs root;
+IMPL-SLURM-2).
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Ending one attempt: the process-tree kill, the outcome value and the durable record.
 
 Owns: ``reap`` (close stdin, kill the worker's tree — SIGTERM to the group, ``kill_grace_s``,
-SIGKILL — and collect its exit code), ``finish`` (under a bounded shield: a worker that sent its
-result gets ``exit_grace_s`` to exit on its own, then is reaped; a hard timeout reports exit
-code 5; the stderr log artifact; ``agent.completed`` / ``agent.failed`` / ``agent.cancelled``;
-the run record's terminal state) and ``outcome`` (how the attempt ended, as a ``TaskOutcome``).
+SIGKILL — and collect its exit code), ``finish`` (under a shield, the reaping bounded: a worker
+that sent its result gets ``exit_grace_s`` to exit on its own, then is reaped; a hard timeout
+reports exit code 5; the stderr log artifact; ``agent.completed`` / ``agent.failed`` /
+``agent.cancelled``; the run record's terminal state) and ``outcome`` (how the attempt ended,
+as a ``TaskOutcome``).
 """
 
 from __future__ import annotations
@@ -47,16 +48,19 @@ async def finish(
     req = run.request
     proc = run.proc
     code: int | None = None
-    with trio.move_on_after(sup.config.kill_grace_s + 10, shield=True):
-        if proc is not None:
-            if end.kind == "result":
-                with trio.move_on_after(sup.config.exit_grace_s):
-                    await proc.close_stdin()
-                    code = await proc.wait()
-            code_after = await reap(sup, run)
-            code = code if code is not None else code_after
-            with trio.move_on_after(0.5):
-                await proc.pump_stderr()
+    with trio.CancelScope(shield=True):
+        # only the reaping is bounded: a sweep of a black-holed host may use all of it, and the
+        # attempt's end is recorded and returned all the same (IMPL-REAP-1)
+        with trio.move_on_after(sup.config.kill_grace_s + 10):
+            if proc is not None:
+                if end.kind == "result":
+                    with trio.move_on_after(sup.config.exit_grace_s):
+                        await proc.close_stdin()
+                        code = await proc.wait()
+                code_after = await reap(sup, run)
+                code = code if code is not None else code_after
+                with trio.move_on_after(0.5):
+                    await proc.pump_stderr()
         if end.kind == "hard_timeout":
             code = HARD_TIMEOUT_EXIT
         log_ref = _stderr_artifact(sup, run)

@@ -143,24 +143,27 @@ class FakeHandle:
     done: trio.Event = field(default_factory=trio.Event)
     code: int | None = None
     kill_code: int = -15
+    sweep_s: float = 0.0
+    """What a sweep of the worker's host takes after the kill (a remote worker's handle sweeps
+    its marker over a fresh connection: up to ``grace_s`` + 10 s to a black-holed host)."""
 
     @property
     def returncode(self) -> int | None:
         return self.code
 
     async def kill_tree(self, grace_s: float) -> bool:
-        if self.done.is_set():
-            return True
-        self.signals.append((trio.current_time(), "SIGTERM"))
-        if not self.ignore_sigterm:
-            self.scope.cancel()
-        with trio.move_on_after(grace_s):
-            await self.done.wait()
+        if not self.done.is_set():
+            self.signals.append((trio.current_time(), "SIGTERM"))
+            if not self.ignore_sigterm:
+                self.scope.cancel()
+            with trio.move_on_after(grace_s):
+                await self.done.wait()
         if not self.done.is_set():
             self.signals.append((trio.current_time(), "SIGKILL"))
             self.kill_code = -9
             self.scope.cancel()
             await self.done.wait()
+        await trio.sleep(self.sweep_s)
         return True
 
     async def wait(self) -> int:
@@ -176,6 +179,7 @@ class FakeLauncher:
         worker: the body every launch runs.
         ignore_sigterm: the workers survive SIGTERM (only SIGKILL after the grace ends them).
         fail: every launch raises this ``OSError`` (a worker that cannot start).
+        sweep_s: each kill then sweeps the worker's host for this long (``FakeHandle.sweep_s``).
         keep: keep every launch in ``launches``; False for a long run measuring the parent's
             memory (the fake workers' own state is no part of it).
     """
@@ -188,8 +192,10 @@ class FakeLauncher:
         ignore_sigterm: bool = False,
         fail: OSError | None = None,
         keep: bool = True,
+        sweep_s: float = 0.0,
     ) -> None:
         self._nursery = nursery
+        self.sweep_s = sweep_s
         self._keep = keep
         self._worker = worker
         self.fail = fail
@@ -207,6 +213,7 @@ class FakeLauncher:
         handle = FakeHandle(
             identity=ProcessIdentity(pid=next(_PIDS), start_time=None, boot_id=FAKE_BOOT_ID),
             ignore_sigterm=self.ignore_sigterm,
+            sweep_s=self.sweep_s,
         )
         self._nursery.start_soon(
             _run, self._worker, io, handle, (worker_in, worker_out, worker_err)
