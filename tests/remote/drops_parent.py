@@ -32,9 +32,9 @@ from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
 from air.ipc.launcher import Launched, Launcher, LaunchSpec, WorkerHandle
 from air.ipc.procs import find_marked
 from air.remote.hosts import HostConfig, parse_hosts
+from air.remote.session import SessionPool
 from air.remote.srun import SrunLauncher
 from air.remote.ssh import SshLauncher
-from air.remote.session import SessionPool
 from air.remote.workspace import RemoteTarget, execute_remote
 from air.security.redact import SecretRedactor
 from air.supervision.seams import SuperviseRequest

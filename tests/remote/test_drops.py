@@ -22,7 +22,7 @@ from air.remote.hosts import HostConfig
 from air.remote.srun import job_name, scancel
 from tests.remote.conftest import REMOTE_DIR, REMOTE_USER
 from tests.remote.drops_matrix import Scenario, run_matrix
-from tests.remote.test_srun_worker import KILL_WINDOW_S, slurm_host  # noqa: F401 (fixture)
+from tests.remote.test_srun_worker import KILL_WINDOW_S
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +119,7 @@ async def test_drops_over_ssh(remote_host: HostConfig, tmp_path: Path) -> None:
     _check(scenarios, LEASE_TTL_S + GUARD_GRACE_S + 1, LEASE_TTL_S)
 
 
-async def test_drops_over_srun(slurm_host: HostConfig, tmp_path: Path) -> None:  # noqa: F811
+async def test_drops_over_srun(slurm_host: HostConfig, tmp_path: Path) -> None:
     async def recovery_sweep(s: Scenario) -> None:
         names = [job_name(f["agent_id"]) for f in s.facts if f["ev"] == "launch"]
         assert await scancel(names)

@@ -19,9 +19,7 @@ import trio
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
 from tests.remote.conftest import Rig
-from tests.remote.test_srun_worker import _manager, slurm_host
-
-__all__ = ["slurm_host"]  # the fixture, shared with test_srun_worker
+from tests.remote.test_srun_worker import _manager
 
 TOKEN = "f00d" * 16
 
