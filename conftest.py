@@ -2,9 +2,27 @@
 
 import os
 
-from pytest_trio.enable_trio_mode import *  # noqa: F403
+import pytest
+from pytest_trio.enable_trio_mode import pytest_fixture_setup
+from pytest_trio.plugin import automark
+
+__all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
 
 # The machine-wide worker slot pool (IMPL-SLOT-1) is sized by the user's setting; the suite's
 # runtimes share this machine with each other, so they get a wide pool unless a test (or the
 # person running it) sets one. Tests of the pool set their own size and their own HOME.
 os.environ.setdefault("AIR_WORKER_SLOTS", "64")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
+    """Slow tests first, so that in one pytest-xdist run their waits overlap the fast tests'
+    work (longest first packs the workers best); the tests on the one-node Slurm share it one
+    at a time (an ``xdist_group`` that ``--dist loadgroup`` keeps on one worker): one of them
+    holds the node busy on purpose (IMPL-SUITE-1). Every async test runs under Trio
+    (pytest-trio's trio mode, whose own hook this one replaces)."""
+    automark(items)
+    for item in items:
+        if "slurm_host" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("slurm"))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

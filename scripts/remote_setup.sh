@@ -18,6 +18,11 @@ PORT=${AIR_REMOTE_PORT:-$((22000 + ID % 1000))}
 RUSER=${AIR_REMOTE_USER:-airremote}
 PY=${PYTHON:-python3}
 BUILD_PY=$PY
+# one set-up at a time per checkout (pytest-xdist workers each run it from the remote_host
+# fixture); tests that build from the checkout (tests/cli/test_release.py) take the same lock
+mkdir -p "$DIR"
+exec 9>"$DIR/build.lock"
+flock 9
 REMOTE_PY=${AIR_REMOTE_PYTHON:-python3}  # found on the remote user's own PATH
 [ ! -x .venv/bin/python ] || BUILD_PY=.venv/bin/python
 
@@ -70,7 +75,7 @@ $SUDO chmod 600 "$RHOME/.ssh/authorized_keys"
 # the remote air: a wheel built from this checkout, in the remote user's own venv
 WHEELS="$DIR/wheel"
 stamp="$DIR/wheel.stamp"
-if [ ! -f "$stamp" ] || [ -n "$(find air setup.cfg pyproject.toml -newer "$stamp" -print -quit)" ]; then
+if [ ! -f "$stamp" ] || [ -n "$(find air setup.cfg pyproject.toml -newer "$stamp" -not -path '*/__pycache__/*' -print -quit)" ]; then
   rm -rf "$WHEELS" && mkdir -p "$WHEELS"
   "$BUILD_PY" -m pip wheel -q --no-deps -w "$WHEELS" . >"$DIR/wheel.log" 2>&1 \
     || { cat "$DIR/wheel.log" >&2; exit 1; }

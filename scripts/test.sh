@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Sets up everything air needs, then runs the whole test suite: ruff, ruff format --check, mypy
 # --strict, import-linter and pytest: first every test not marked slow in two pytest-xdist
-# workers (the fast lane), then the slow ones (real processes for many seconds, timing under
-# load) one at a time (IMPL-SUITE-1).
+# workers (the fast lane), then the slow ones (real processes for many seconds, mostly waiting)
+# in four workers (`--dist loadgroup`: the tests on the one-node Slurm stay on one; IMPL-SUITE-1).
 # `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
-# Without --fast, the lowest-versions job follows: scripts/lowest.sh runs the fast lane again in
-# .venv-lowest, every direct dependency at its declared floor (IMPL-DEP-1).
+# Without --fast, the lowest-versions job runs beside the slow tests (they leave the CPU mostly
+# idle): scripts/lowest.sh runs the fast lane again in .venv-lowest, every direct dependency at
+# its declared floor (IMPL-DEP-1); its output follows the slow tests'.
 # Other arguments go to one serial pytest run instead (e.g. a test file).
 # Exits non-zero when anything fails (pytest's "no tests ran", exit 5, counts as a failure).
 set -uo pipefail
@@ -35,12 +36,20 @@ run_pytest() {
 
 if [ $# -gt 0 ]; then
   run_pytest "$@"
-else
-  run_pytest -m "not slow" -n 2
-  [ $fast -eq 1 ] || run_pytest -m slow
+  [ $fast -eq 1 ] || { echo "== lowest versions (scripts/lowest.sh)"; bash scripts/lowest.sh "$@" || status=1; }
+  exit $status
 fi
+run_pytest -m "not slow" -n 2
 if [ $fast -eq 0 ]; then
-  echo "== lowest versions (scripts/lowest.sh)"
-  bash scripts/lowest.sh "$@" || status=1
+  lowest_log=$(mktemp)
+  bash scripts/lowest.sh >"$lowest_log" 2>&1 &
+  lowest_pid=$!
+  run_pytest -m slow -n 4 --dist loadgroup
+  wait $lowest_pid
+  lowest_rc=$?
+  echo "== lowest versions (scripts/lowest.sh, run beside the slow tests)"
+  cat "$lowest_log"
+  rm -f "$lowest_log"
+  [ $lowest_rc -eq 0 ] || status=1
 fi
 exit $status

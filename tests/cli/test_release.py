@@ -4,6 +4,7 @@ package and the command stay ``air``."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -18,16 +19,30 @@ from air.cli.release import check_sdist, default_source
 
 REPO = Path(__file__).parents[2]
 
+# setuptools builds the sdist in a directory inside the checkout: two builds at once (these
+# tests on two pytest-xdist workers, or scripts/remote_setup.sh's wheel) would delete each
+# other's files; the remote set-up holds .remote/build.lock while it builds
+pytestmark = pytest.mark.xdist_group("checkout-build")
+
+
+def _release(out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``air release --dist OUT`` from this checkout, holding .remote/build.lock."""
+    (REPO / ".remote").mkdir(exist_ok=True)
+    with open(REPO / ".remote" / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return subprocess.run(
+            [sys.executable, "-m", "air", "release", "--dist", str(out)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+
 
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    proc = subprocess.run(
-        [sys.executable, "-m", "air", "release", "--dist", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    proc = _release(out)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.split()) == 3
     return out
@@ -91,12 +106,7 @@ def test_the_sdist_check_names_what_is_missing(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_same_source_builds_the_same_hashes_twice(dist: Path, tmp_path: Path) -> None:
-    again = subprocess.run(
-        [sys.executable, "-m", "air", "release", "--dist", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    again = _release(tmp_path)
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "SHA256SUMS").read_text() == (dist / "SHA256SUMS").read_text()
     with tarfile.open(next(tmp_path.glob("*.tar.gz"))) as archive:
@@ -107,12 +117,6 @@ def test_the_same_source_builds_the_same_hashes_twice(dist: Path, tmp_path: Path
 
 
 def test_a_bad_source_date_epoch_is_refused(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "air", "release", "--dist", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ, "SOURCE_DATE_EPOCH": "yesterday"},
-    )
+    done = _release(tmp_path, env={**os.environ, "SOURCE_DATE_EPOCH": "yesterday"})
     assert done.returncode == 2
     assert "SOURCE_DATE_EPOCH='yesterday' is not a number of seconds" in done.stderr
