@@ -317,9 +317,9 @@ def _report(exc: BaseException) -> int | None:
     if isinstance(exc, AirException):
         import logging
 
-        logging.getLogger("air.cli").warning(
-            "%s: %s (%s)", exc.kind.value, exc.error.message, exc.user_action
-        )
+        logger = logging.getLogger("air.cli")
+        if logger.hasHandlers():  # a run's log file; never logging's last resort on stderr
+            logger.warning("%s: %s (%s)", exc.kind.value, exc.error.message, exc.user_action)
         return reported_exit(exc, sys.stderr)
     if isinstance(exc, OSError) and exc.filename is not None:
         print(f"air: os_error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)

@@ -72,6 +72,8 @@ def test_history_outside_a_project_says_what_to_do(tmp_path: Path) -> None:
     assert proc.returncode == 2
     assert "not_found" in proc.stderr
     assert "air init" in proc.stderr
+    # said once: no copy from logging's last-resort handler before it
+    assert proc.stderr.count("no air project at or above") == 1, proc.stderr
     unknown = _air("init", str(tmp_path))
     assert unknown.returncode == 0
     missing = _air("history", "--session", "ses_nope", cwd=tmp_path)
