@@ -28,11 +28,16 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 
 
 def _air(root: Path, home: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """``air run --headless`` of the calc batch; with ``--host``, the parent runs in a PID
+    namespace of its own (issue #27): it cannot see or kill the "remote" processes itself."""
     env = {**os.environ, "HOME": str(home)}
+    batch, cassettes = str(root / "batch.yaml"), str(root / "cassettes")
+    argv = [sys.executable, "-m", "air.cli", "run", "--headless", batch, "--project", str(root)]
+    argv += ["--cassette", cassettes, "--json", *extra]
+    if "--host" in extra:
+        argv = ["unshare", "--pid", "--fork", "--mount-proc", *argv]
     return subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", str(root / "batch.yaml"),
-         "--project", str(root), "--cassette", str(root / "cassettes"), "--json", *extra],
-        capture_output=True, text=True, timeout=600, env=env, check=False,
+        argv, capture_output=True, text=True, timeout=600, env=env, check=False
     )  # fmt: skip
 
 
