@@ -92,17 +92,17 @@ def test_a_dependency_without_a_floor_is_refused(tmp_path: Path) -> None:
 
 def test_the_full_suite_runs_the_lowest_versions_job_and_the_fast_lane_does_not() -> None:
     test_sh = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
-    # the full run starts the lowest-versions job beside the slow tests and counts its exit
-    full = test_sh.split('run_pytest -m "not slow" -n 2\nif [ $fast -eq 0 ]; then\n', 1)[1]
-    assert full.startswith(
-        '  lowest_log=$(mktemp)\n  bash scripts/lowest.sh >"$lowest_log" 2>&1 &\n'
-    )
-    assert "wait $lowest_pid\n  lowest_rc=$?\n" in full
-    assert "[ $lowest_rc -eq 0 ] || status=1\n" in full
+    # the full run ends with the lowest-versions job, whose exit code counts
+    full = test_sh.split(
+        'run_pytest -m "not slow" -n 2\nreport_checks\nif [ $fast -eq 0 ]; then\n'
+    )[1]
+    assert "  bash scripts/lowest.sh || status=1\nfi\n" in full
     # so does a run of given tests, unless --fast
-    given = test_sh.split('if [ $# -gt 0 ]; then\n  run_pytest "$@"\n', 1)[1].split("\n")[0]
+    given = test_sh.split('if [ $# -gt 0 ]; then\n  run_pytest "$@"\n', 1)[1].split("\n")[1]
     assert given.startswith("  [ $fast -eq 1 ] || {")
     assert 'bash scripts/lowest.sh "$@" || status=1; }' in given
+    # mypy and import-linter (beside the fast lane) count too
+    assert 'grep -q "^mypy failed$\\|^import-linter failed$" "$checks_log" && status=1' in test_sh
     assert "fast=1" in test_sh.split('if [ "${1:-}" = "--fast" ]; then', 1)[1].split("fi")[0]
     assert "exec bash scripts/test.sh\n" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
     lowest = (REPO / "scripts" / "lowest.sh").read_text(encoding="utf-8")
