@@ -1,16 +1,19 @@
 """AnthropicCanonicalConverter: canonical (Anthropic content blocks) <-> OpenAI chat messages.
 
-Owns the conversion of messages, system prompt, tool definitions, tool choice and stop reasons
-between air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently:
-what OpenAI cannot carry (text after a tool call in one assistant turn, an unknown block) is
-an ``AirException(validation_error)``. Tool errors travel as a ``[tool_error]`` prefix the
-model can read (IMPL-LLM-4). ``cache_control`` is a caching hint, not prompt content, and is
-not sent to OpenAI-compatible servers (which cache automatically).
+Owns
+the conversion of messages, system prompt, tool definitions, tool choice and stop reasons between
+air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently: what OpenAI
+cannot carry (text after a tool call in one assistant turn, an unknown block) is an
+``AirException(validation_error)``. Tool errors travel as a ``[tool_error]`` prefix the model can
+read (IMPL-LLM-4); a success whose own text starts so is escaped with ``[tool_result]``.
+``cache_control`` is a caching hint, not prompt content, and is not sent to OpenAI-compatible
+servers (which cache automatically).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from air.contracts.error import AirException
@@ -32,6 +35,10 @@ from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 __all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter", "clean_messages"]
 
 TOOL_ERROR_MARKER = "[tool_error] "
+_ESCAPE = "[tool_result] "
+_MARKED = re.compile(rf"(?:{re.escape(_ESCAPE)})*{re.escape(TOOL_ERROR_MARKER)}")
+"""A successful result whose text itself starts with the marker (after any escapes) gets one
+more ``[tool_result] `` in front, so the wire form stays one-to-one: never read as an error."""
 
 _FINISH_TO_STOP = {
     "stop": StopReason.END_TURN,
@@ -152,11 +159,14 @@ class AnthropicCanonicalConverter:
         content: str | list[dict[str, Any]]
         marker = TOOL_ERROR_MARKER if block.is_error else ""
         if isinstance(block.content, str):
-            content = marker + block.content
+            escape = _ESCAPE if not marker and _MARKED.match(block.content) else ""
+            content = marker + escape + block.content
         else:
             content = [{"type": "text", "text": b.text} for b in block.content]
             if marker:
                 content.insert(0, {"type": "text", "text": marker})
+            elif content and _MARKED.match(content[0]["text"]):
+                content[0]["text"] = _ESCAPE + content[0]["text"]
         return {"role": "tool", "tool_call_id": block.tool_use_id, "content": content}
 
     def tools_to_openai(
@@ -329,11 +339,17 @@ class AnthropicCanonicalConverter:
                     content=content[len(TOOL_ERROR_MARKER) :],
                     is_error=True,
                 )
+            if content.startswith(_ESCAPE) and _MARKED.match(content, len(_ESCAPE)):
+                content = content[len(_ESCAPE) :]
             return ToolResultBlock(tool_use_id=m["tool_call_id"], content=content)
         parts = list(_text_parts(content))
         is_error = bool(parts) and parts[0]["text"] == TOOL_ERROR_MARKER
         if is_error:
             parts = parts[1:]
+        elif parts and parts[0]["text"].startswith(_ESCAPE):
+            first = parts[0]["text"]
+            if _MARKED.match(first, len(_ESCAPE)):
+                parts = [{**parts[0], "text": first[len(_ESCAPE) :]}, *parts[1:]]
         return ToolResultBlock(
             tool_use_id=m["tool_call_id"],
             content=[TextBlock(text=p["text"]) for p in parts],

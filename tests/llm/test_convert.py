@@ -135,3 +135,30 @@ def test_request_carries_tools_choice_stop_and_stop_reasons_map() -> None:
     assert converter.stop_reason_from_openai("tool_calls") is StopReason.TOOL_USE
     with pytest.raises(AirException):
         converter.stop_reason_from_openai("mystery")
+
+
+MARKED_TEXTS = ["[tool_error] ", "[tool_error] rm -rf /", "[tool_result] [tool_error] x",
+                "[tool_result] [tool_result] [tool_error] ", "[tool_result] plain", ""]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", MARKED_TEXTS)
+@pytest.mark.parametrize("is_error", [False, True])
+@pytest.mark.parametrize("as_list", [False, True])
+def test_a_result_that_reads_like_the_error_marker_keeps_its_kind(
+    text: str, is_error: bool, as_list: bool
+) -> None:
+    """A tool's own output may start with ``[tool_error]`` (a hostile file, a command): on the
+    OpenAI wire it must not turn a success into an error, nor lose its text (found by the
+    round-trip property: "[tool_error] " came back as an empty error)."""
+    content: str | list[TextBlock] = [TextBlock(text=text)] if as_list else text
+    if as_list and not text:
+        return  # an empty text block is not valid content
+    block = ToolResultBlock(tool_use_id="toolu_0", content=content, is_error=is_error)
+    conversation = [CanonicalMessage(role="user", content=[block])]
+    converter = AnthropicCanonicalConverter()
+    wire = converter.messages_to_openai(conversation)
+    _, back = converter.messages_from_openai(wire)
+    assert back == conversation
+    sent = wire[-1]["content"]
+    first = sent if isinstance(sent, str) else sent[0]["text"]
+    assert first.startswith("[tool_error] ") == is_error
