@@ -1,9 +1,8 @@
 """AnthropicCanonicalConverter: canonical (Anthropic content blocks) <-> OpenAI chat messages.
 
-Owns
-the conversion of messages, system prompt, tool definitions, tool choice and stop reasons between
-air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently: what OpenAI
-cannot carry (text after a tool call in one assistant turn, an unknown block) is an
+Owns the conversion of messages, system prompt, tool definitions, tool choice and stop reasons
+between air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently: what
+OpenAI cannot carry (text after a tool call in one assistant turn, an unknown block) is an
 ``AirException(validation_error)``. Tool errors travel as a ``[tool_error]`` prefix the model can
 read (IMPL-LLM-4); a success whose own text starts so is escaped with ``[tool_result]``.
 ``cache_control`` is a caching hint, not prompt content, and is not sent to OpenAI-compatible
