@@ -155,12 +155,7 @@ class EventStore:
         try:
             new_seq = self.store.events.insert_record(record)
         except sqlite3.IntegrityError as exc:
-            raise AirException.of(
-                kind="system_error",
-                message=f"event {event.id} ({event.type}) is already stored",
-                user_action="Give every event a fresh id (air.contracts.new_event).",
-                metadata={"event_id": event.id},
-            ) from exc
+            raise _already_stored(event) from exc
         project(self.store, event, payload, new_seq)
         note_event(self.db.conn, event.session_id, new_seq, event.timestamp, event.type)
         return new_seq
@@ -241,12 +236,7 @@ class EventStore:
                     dup = event
                     break
                 seen.add(event.id)
-            raise AirException.of(
-                kind="system_error",
-                message=f"event {dup.id} ({dup.type}) is already stored",
-                user_action="Give every event a fresh id (air.contracts.new_event).",
-                metadata={"event_id": dup.id},
-            ) from exc
+            raise _already_stored(dup) from exc
         return seqs
 
     def _stored_ids(self, ids: list[str], *, before: int) -> set[str]:
@@ -350,3 +340,13 @@ def replay_events(
 ) -> int:
     """Rebuild the domain tables of ``target_db`` (migrated, empty) from stored events rows."""
     return EventStore(target_db, registry=registry).replay(records)
+
+
+def _already_stored(event: RuntimeEvent) -> AirException:
+    """The refusal of an event whose id the log already holds."""
+    return AirException.of(
+        kind="system_error",
+        message=f"event {event.id} ({event.type}) is already stored",
+        user_action="Give every event a fresh id (air.contracts.new_event).",
+        metadata={"event_id": event.id},
+    )

@@ -31,36 +31,28 @@ REMOTE_DIR = CHECKOUT / ".remote"
 REMOTE_USER = "airremote"
 
 
-@pytest.fixture(scope="session")
-def remote_host() -> HostConfig:
-    """``local-ssh`` from .remote/hosts.yaml, after scripts/remote_setup.sh made sure the server,
-    the user and the wheel of this checkout are there (a second run costs under a second)."""
+def _host_after(script: str, hosts: str) -> HostConfig:
+    """The one host of ``.remote/HOSTS`` once ``scripts/SCRIPT`` made sure it is there (the
+    scripts only do what is missing: a second run costs about a second)."""
     done = subprocess.run(
-        ["bash", str(CHECKOUT / "scripts" / "remote_setup.sh")],
-        capture_output=True,
-        text=True,
-        check=False,
+        ["bash", str(CHECKOUT / "scripts" / script)], capture_output=True, text=True, check=False
     )
-    assert done.returncode == 0, f"scripts/remote_setup.sh failed:\n{done.stderr}"
-    path = REMOTE_DIR / "hosts.yaml"
+    assert done.returncode == 0, f"scripts/{script} failed:\n{done.stderr}"
+    path = REMOTE_DIR / hosts
     [host] = parse_hosts(path.read_text(), str(path))
     return host
+
+
+@pytest.fixture(scope="session")
+def remote_host() -> HostConfig:
+    """``local-ssh``: the server, the user and the wheel of this checkout are there."""
+    return _host_after("remote_setup.sh", "hosts.yaml")
 
 
 @pytest.fixture(scope="session")
 def slurm_host() -> HostConfig:
-    """``local-slurm`` from .remote/slurm-hosts.yaml, after scripts/slurm_setup.sh made sure
-    munge, slurmctld and slurmd run and the node is idle (a second run costs about a second)."""
-    done = subprocess.run(
-        ["bash", str(CHECKOUT / "scripts" / "slurm_setup.sh")],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, f"scripts/slurm_setup.sh failed:\n{done.stderr}"
-    path = REMOTE_DIR / "slurm-hosts.yaml"
-    [host] = parse_hosts(path.read_text(), str(path))
-    return host
+    """``local-slurm``: munge, slurmctld and slurmd run and the node is idle."""
+    return _host_after("slurm_setup.sh", "slurm-hosts.yaml")
 
 
 @pytest.fixture
