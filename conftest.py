@@ -1,6 +1,7 @@
 """Root pytest configuration: every async test runs under Trio."""
 
 import os
+import signal
 
 import pytest
 from pytest_trio.enable_trio_mode import pytest_fixture_setup
@@ -12,6 +13,13 @@ __all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
 # runtimes share this machine with each other, so they get a wide pool unless a test (or the
 # person running it) sets one. Tests of the pool set their own size and their own HOME.
 os.environ.setdefault("AIR_WORKER_SLOTS", "64")
+
+# A shell without job control starts a background command (`.ci/run &`, a CI runner's
+# step) with SIGINT ignored, and every process the suite starts would inherit that: a test
+# that presses Ctrl-C on `air wait` or a console would then wait for nothing. The suite's
+# children get the default disposition, as under a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
