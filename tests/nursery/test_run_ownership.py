@@ -82,8 +82,10 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
     wait = "until [ -e go ]; do sleep 0.05; done; echo released"
     (root / "casA" / "a.jsonl").write_text(_command_turn("a", wait) + _result_turn("a"))
     (root / "casB" / "b.jsonl").write_text(_command_turn("b", "echo quick") + _result_turn("b"))
+    # a write area: A's command sees the project itself, where the test's `go` appears (a
+    # task without one reads a view of the project, which never shows a file made later)
     (root / "a.yaml").write_text(
-        "tasks:\n  - id: a\n    title: wait\n    scope: {write_area: []}\n"
+        "tasks:\n  - id: a\n    title: wait\n    scope: {write_area: [out]}\n"
     )
     (root / "b.yaml").write_text(
         "tasks:\n  - id: b\n    title: quick\n    scope: {write_area: []}\n"
@@ -147,6 +149,8 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
             run_a.wait()
     types = [e["type"] for e in events_a]
     assert types.count("task.started") == 1  # the first attempt finished: nothing was retried
+    assert "command.completed" in types  # A's command saw `go` and ended, not its timeout
+    assert "command.failed" not in types
     assert "task.completed" in types
     assert not {"agent.lost", "agent.failed", "task.failed", "task.interrupted"} & set(types)
     stored = [e["type"] for e in _session_events(root, started["session_id"])]
