@@ -9,7 +9,8 @@ the worker as its child with the guard's own stdio, waits for it (the worker end
 the parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
 marker, so no descendant outlives the worker on this host; with ``--lease TTL_S`` (``Lease``)
 the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent
-(a black-holed link that neither side has noticed) end the worker's tree too. A worker's own
+(a black-holed link that neither side has noticed) end the worker's tree too, with a shorter
+grace (``LAPSED_GRACE_S``). A worker's own
 exit code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client
 failed. ``sweep`` is what the parent runs over a fresh connection before a relaunch or after a
 drop, and prints the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it
@@ -31,12 +32,17 @@ import time
 import air
 from air.ipc.procs import MARKER_ENV, find_marked, read_identity
 
-__all__ = ["SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
+__all__ = ["LAPSED_GRACE_S", "SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
 
 SSH_FAILED = 255
 """The ssh client's own failure (connection, authentication, host key)."""
 WORKER_255 = 254
 """What a worker's own exit code 255 is reported as."""
+LAPSED_GRACE_S = 1.0
+"""SIGTERM to SIGKILL when the lease lapsed: the parent is gone, so nothing waits for a
+cooperative wrap-up, and the tree is gone by TTL + about 1.1 s (the issue's TTL + 2 s). A worker
+that ended on its own (stdin EOF, its task done) leaves its descendants the default 2 s."""
+_LEASE_POLL_S = 0.1
 
 
 def sweep_marked(markers: list[str], grace_s: float = 2.0, poll_s: float = 0.05) -> list[int]:
@@ -137,10 +143,10 @@ def _run(command: list[str], lease_s: float) -> int:
             if lease.expired():
                 sys.stderr.write(f"air.remote.guard: no word from the parent in {lease_s} s\n")
                 break
-            time.sleep(min(0.25, lease_s / 4))
+            time.sleep(min(_LEASE_POLL_S, lease_s / 4))
     expired = child.poll() is None and lease_s > 0
     code = -signal.SIGKILL if expired else child.wait()
-    sweep_marked([marker])
+    sweep_marked([marker], grace_s=LAPSED_GRACE_S if expired else 2.0)
     child.wait()
     if code < 0:
         return 128 - code

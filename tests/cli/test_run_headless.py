@@ -176,9 +176,9 @@ def _wait_for(predicate: Any, deadline: float = 30.0) -> None:
     raise AssertionError("timed out waiting")
 
 
-def _start_fake_run(root: Path) -> subprocess.Popen[str]:
+def _start_fake_run(root: Path, *more: str) -> subprocess.Popen[str]:
     """`air run --headless` on the fake workers, streaming JSON events, not waited for."""
-    args = ["run", "--headless", "batch.yaml", "--json", "--isolation", "main"]
+    args = ["run", "--headless", "batch.yaml", "--json", "--isolation", "main", *more]
     return subprocess.Popen(
         [sys.executable, FAKE_AIR, "fake.yaml", *args],
         cwd=root,
@@ -197,13 +197,14 @@ def test_sigint_cancels_cooperatively_and_resume_finishes(tmp_path: Path) -> Non
         script="default: {duration: 0.02}\nb: [{duration: 30}, {duration: 0.02}]\n"
         "d: [{duration: 30}, {duration: 0.02}]\n",
     )
-    proc = _start_fake_run(root)
+    proc = _start_fake_run(root, "--max-workers", "2")  # d runs beside b
     assert proc.stdout is not None
     seen: list[dict[str, Any]] = []
     for line in proc.stdout:
         seen.append(json.loads(line))
-        if any(e["type"] == "task.started" and e["payload"]["task_id"] == "b" for e in seen):
+        if {"b", "d"} <= {e["payload"].get("task_id") for e in seen if e["type"] == "task.started"}:
             break
+    time.sleep(0.5)  # (only speed depends on it: d's worker started, so resume's d is quick)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err

@@ -1,11 +1,11 @@
 """Drops × launchers × worker states (issue #27 item 6, Must show; IMPL-REMOTE-3, IMPL-SLURM-1):
 the parent in its own PID namespace (tests/remote/drops_parent.py) supervises every scenario of
 one launcher at once; the test, root outside, drops each, and finds by their marker the task's
-processes the parent cannot see. For each: 0 of them by the lease TTL + the guard's grace + 1 s
-(ssh) or Slurm's kill window + one sweep (srun); the parent notices a killed client or a reset
-link before the lease would have ended the tree, also in the middle of a model or tool call; a
-black hole mid-``shell.run``, which no sweep can cross, ends the executor's tree there by its
-own lease (IMPL-REMOTE-7); never two live attempts of a task through drop → sweep → retry
+processes the parent cannot see. For each: 0 of them by the lease TTL + 2 s (ssh) or Slurm's
+kill window + one sweep (srun); the parent notices a killed client or a reset link before the
+lease would have ended the tree, also in the middle of a model or tool call; a black hole
+mid-``shell.run``, which no sweep can cross, ends the executor's tree there by its own lease
+(IMPL-REMOTE-7); never two live attempts of a task through drop → sweep → retry
 (tests/remote/drops_matrix.py)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from air.remote.guard import LAPSED_GRACE_S
 from air.remote.hosts import HostConfig
 from air.remote.srun import job_name, scancel
 from tests.remote.conftest import REMOTE_DIR, REMOTE_USER
@@ -30,10 +31,11 @@ LEASE_TTL_S = 5
 SSH_DROPS = ["client_kill", "reset", "black_hole", "parent_kill", "cancel", "hard_timeout",
              "completion"]  # fmt: skip
 SRUN_DROPS = ["client_kill", "parent_kill", "cancel", "hard_timeout", "completion"]
-GUARD_GRACE_S = 2.0
-"""The guard's sweep waits this long after SIGTERM before SIGKILL (``sweep_marked``): the
-TERM-ignoring child of the ``tree`` state needs all of it, so a lapsed lease ends the tree by
-TTL + this + a second of polling on a loaded machine, not by TTL + 2 s."""
+ZERO_AFTER_TTL_S = 2.0
+"""The issue's bound: a lapsed lease leaves 0 processes by TTL + this. The guard's sweep then
+waits ``LAPSED_GRACE_S`` (1 s) after SIGTERM before SIGKILL, which the TERM-ignoring child of the
+``tree`` state needs in full; every other drop ends sooner."""
+assert LAPSED_GRACE_S < ZERO_AFTER_TTL_S
 EXEC_CLEANUP_S = 15.0
 """How long ``execute_remote`` may hold a cancelled call to sweep its executor (its shield)."""
 SWEEP_S = 3.0
@@ -111,12 +113,12 @@ async def test_drops_over_ssh(remote_host: HostConfig, tmp_path: Path) -> None:
             remote_worktree=str(worktree),
             sshd_port=remote_host.port,
             known_hosts=remote_host.known_hosts,
-            zero_within_s=LEASE_TTL_S + GUARD_GRACE_S + 1,
+            zero_within_s=LEASE_TTL_S + ZERO_AFTER_TTL_S,
         )
     finally:
         shutil.rmtree(worktree, ignore_errors=True)
     sys.stderr.write(_table("ssh", scenarios) + "\n")
-    _check(scenarios, LEASE_TTL_S + GUARD_GRACE_S + 1, LEASE_TTL_S)
+    _check(scenarios, LEASE_TTL_S + ZERO_AFTER_TTL_S, LEASE_TTL_S)
 
 
 async def test_drops_over_srun(slurm_host: HostConfig, tmp_path: Path) -> None:
