@@ -67,6 +67,7 @@ class RuntimeFactory:
             AirException: a bad configuration (new run), or no project / no such session
                 (resume), before anything is created.
         """
+        from air.cli.hosts_plan import resumed_plan
         from air.contracts.project import OpenSessionOptions
         from air.contracts.prompt import FailClosedPrompt
         from air.nursery.runtime import RuntimeConfig, RuntimeServices
@@ -80,6 +81,8 @@ class RuntimeFactory:
             # the session is checked first (opening it creates nothing), then the config
             project, session_id = session_to_resume(ProjectStore(), options)
             require_trust(project.project_root)  # before any project file is read
+            # the hosts its tasks ran on, the run's --host too (IMPL-REMOTE-6)
+            options.remote = resumed_plan(project, session_id)
             services = lambda: prepare(options, project.project_root)  # noqa: E731
             servers = None  # read once the session proved to have something to resume
         else:
@@ -96,6 +99,7 @@ class RuntimeFactory:
                 mode=mode,
                 model_provider_id=provider_id,
                 model_id=model_id,
+                host=None if resume else options.host,
             ),
             new_session=not resume,
             services=services,

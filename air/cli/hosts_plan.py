@@ -1,18 +1,22 @@
 """Which host each task of ``air run --headless`` runs on (issue #27; IMPL-REMOTE-6).
 
-Owns ``load_run_batch`` (the batch, then its plan) and ``remote_plan``: the run's ``--host
+Owns ``load_run_batch`` (the batch, then its plan), ``remote_plan``: the run's ``--host
 NAME`` and each task's ``host:``, every name checked against hosts.yaml before anything is
 created (an unknown one is exit 2 saying where to declare it); ``None`` when every task runs
-here.
+here; and ``resumed_plan``: the same plan for ``air resume``, from what the session recorded
+(``session.created``'s ``host``, each ``task.created`` spec's ``host``; IMPL-REMOTE-6).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 from collections.abc import Sequence
+from types import SimpleNamespace
 from typing import Any
 
-__all__ = ["load_run_batch", "remote_plan"]
+__all__ = ["load_run_batch", "remote_plan", "resumed_plan"]
 
 
 def load_run_batch(options: Any) -> Any:
@@ -51,3 +55,39 @@ def remote_plan(project: str, default: str | None, specs: Sequence[Any] | None) 
     names = {*tasks.values(), *([default] if default else [])}
     hosts = {name: find_host(name, project) for name in sorted(names)}
     return RemotePlan(hosts=hosts, tasks=tasks, default=default)
+
+
+def resumed_plan(project: Any, session_id: str) -> Any:
+    """The ``RemotePlan`` of the session ``air resume`` continues (None: every task ran here).
+
+    Args:
+        project: the session's ``ProjectContext`` (``local_root``, ``project_root``).
+
+    Raises:
+        AirException: as ``remote_plan`` (a host the session used is no longer declared).
+    """
+    path = os.path.join(project.local_root, "sessions", session_id, "session.db")
+    default: str | None = None
+    specs: list[Any] = []
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return None  # opening the session reports what is wrong with it
+    try:
+        rows = conn.execute(
+            "SELECT type, payload_json FROM events WHERE session_id = ?"
+            " AND type IN ('session.created', 'task.created') ORDER BY seq",
+            (session_id,),
+        ).fetchall()
+    except sqlite3.Error:
+        return None
+    finally:
+        conn.close()
+    for kind, payload in rows:
+        data = json.loads(payload)
+        if kind == "session.created":
+            default = data.get("host")
+        else:
+            spec = data.get("task_spec") or {}
+            specs.append(SimpleNamespace(id=spec.get("id"), host=spec.get("host")))
+    return remote_plan(project.project_root, default, specs)

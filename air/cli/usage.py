@@ -121,7 +121,7 @@ are written either way).
 
 Usage:
   air run --headless BATCH [--detach] [--record DIR] [--host NAME] {_RUN_ARGS}
-  air run -p PROMPT [--headless] [--detach] [--record DIR] {_RUN_ARGS}
+  air run -p PROMPT [--headless] [--detach] [--record DIR] [--host NAME] {_RUN_ARGS}
   air run --plan BATCH {_RUN_ARGS}
   air run -h | --help
 

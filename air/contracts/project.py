@@ -53,6 +53,8 @@ class OpenSessionOptions(Contract):
     model_id: str | None = None
     mode: str = "interactive"
     """``interactive`` or ``headless``."""
+    host: str | None = None
+    """The run's ``--host NAME``, recorded in ``session.created`` (IMPL-REMOTE-6)."""
 
 
 class SessionContext(Contract):

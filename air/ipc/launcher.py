@@ -1,8 +1,9 @@
 """The Launcher seam: how a worker is started and reached (issue #11 item 3; IMPL-LAUNCH-1).
 
 Owns: ``LaunchSpec`` (what to start: agent, run marker, cwd, command, extra environment),
-``WorkerHandle`` (signal / kill / wait one worker's process group), ``Launched`` (the worker's
-byte streams and its handle), the ``Launcher`` protocol, ``LocalHandle`` and ``LocalLauncher``
+``WorkerHandle`` (signal / kill / wait one worker's process group; close its local client's
+pipes: ``close_pipes``), ``Launched`` (the worker's byte streams and its handle), the
+``Launcher`` protocol, ``LocalHandle`` and ``LocalLauncher``
 — today's subprocess path: ``python -P -m air.roles`` in its own session with the allowlisted
 environment and the run marker (IMPL-SBX-4), adopting the pre-started spare worker
 (``air.ipc.spare``, IMPL-START-2) for the first launch that would start the same command. The
@@ -32,6 +33,7 @@ __all__ = [
     "LocalHandle",
     "LocalLauncher",
     "WorkerHandle",
+    "close_pipes",
     "worker_command",
 ]
 
@@ -80,6 +82,18 @@ class WorkerHandle(Protocol):
 
     async def wait(self) -> int: ...
 
+    async def aclose(self) -> None:
+        """Close what the parent holds of the ended worker's local client (its pipes), at once
+        and without signalling anything: they must not wait for the garbage collector."""
+        ...
+
+
+async def close_pipes(process: trio.Process | PopenProcess) -> None:
+    """Close a local process's stdin, stdout and stderr streams (already closed ones too)."""
+    for stream in (process.stdin, process.stdout, process.stderr):
+        if stream is not None:
+            await trio.aclose_forcefully(stream)
+
 
 class Launched(NamedTuple):
     """A started worker: the parent writes ``send``, reads ``receive`` (NDJSON) and ``stderr``;
@@ -116,6 +130,9 @@ class LocalHandle:
 
     async def wait(self) -> int:
         return await self.process.wait()
+
+    async def aclose(self) -> None:
+        await close_pipes(self.process)
 
 
 def local_launched(process: trio.Process | PopenProcess, marker: str) -> Launched:

@@ -2,10 +2,12 @@
 
 Owns: the channel over a launched worker's streams (``air.ipc.launcher``): sending envelopes,
 receiving decoded envelopes (protocol violations come back as values), capturing stderr
-(bounded tail), and ``kill_tree`` / ``wait`` through the worker's handle. ``spawn`` is the local
-subprocess path (``LocalLauncher``: ``python -P -m air.roles``, ``start_new_session=True``, a run
-marker, an environment built from ``WORKER_ENV_ALLOWLIST``: a worker never holds a credential,
-the parent serves its model calls; IMPL-SBX-4).
+(bounded tail), ``kill_tree`` / ``wait`` through the worker's handle, and ``aclose``: once the
+worker ended, every stream of the channel and of the handle is closed at once (not left to the
+garbage collector, nor to a launcher that keeps its handles for a later sweep). ``spawn`` is the
+local subprocess path (``LocalLauncher``: ``python -P -m air.roles``, ``start_new_session=True``,
+a run marker, an environment built from ``WORKER_ENV_ALLOWLIST``: a worker never holds a
+credential, the parent serves its model calls; IMPL-SBX-4).
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ class WorkerProcess:
         self._eof = False
         self._unyielded = 0
         self._send_lock = trio.Lock()
+        self.closed = False
         self.stderr_tail = bytearray()
         self.stderr_total = 0
 
@@ -204,3 +207,14 @@ class WorkerProcess:
 
     async def wait(self) -> int:
         return await self.handle.wait()
+
+    async def aclose(self) -> None:
+        """Close the channel's streams (stdin, stdout, stderr) and the handle's own pipes, at
+        once; idempotent. Call it once the worker was reaped: a read still pending ends as EOF."""
+        if self.closed:
+            return
+        self.closed = True
+        for stream in (self._stdin, self._stdout, self._stderr):
+            if stream is not None:
+                await trio.aclose_forcefully(stream)
+        await self.handle.aclose()

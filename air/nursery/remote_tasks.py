@@ -83,7 +83,7 @@ class RemoteTaskRunner:
         run = f"{task_id}-{request.agent_id}"[-80:]
         try:  # a workspace not in git cannot travel: the task fails, nothing runs here
             location = locate_git(request.workspace.path, project_root=request.project_root)
-            remote = await push_base(host, location, run)
+            remote = await push_base(host, location, run, _lifetime(request))
         except AirException as exc:
             return _unstarted(request, exc)
         try:
@@ -117,6 +117,14 @@ class RemoteTaskRunner:
                 return await self.inner.supervise(request)
             finally:
                 nursery.cancel_scope.cancel()
+
+
+def _lifetime(request: SuperviseRequest) -> float:
+    """How long the run may live on the host: to the task's deadline (IMPL-DEADLINE-1), else
+    its hard timeout; the host's gc never takes it as stale before (``air.remote.cache_gc``)."""
+    if request.deadline_at is not None:
+        return max(request.deadline_at - trio.current_time(), 0.0)
+    return request.task_spec.constraints.hard_timeout_ms / 1000
 
 
 def _unstarted(request: SuperviseRequest, exc: AirException) -> TaskOutcome:

@@ -5,12 +5,15 @@ Owns the layout under the host's work directory and the commands the parent runs
 
 - ``known WORKDIR``: the commits the host's object cache (``cache.git``, bare, no remotes, no
   credentials) already holds, one per line — the parent leaves them out of the next bundle;
-- ``receive WORKDIR RUN BASE`` (a bundle on stdin): its objects into the cache, then a
-  per-run bare repository ``runs/RUN/repo.git`` (alternates to the cache, no remotes) and the
-  run's worktree ``runs/RUN/wt`` at BASE, detached; prints the worktree's path;
+- ``receive WORKDIR RUN BASE [LIFETIME_S]`` (a bundle on stdin): its objects into the cache,
+  then a per-run bare repository ``runs/RUN/repo.git`` (alternates to the cache, no remotes),
+  the run's worktree ``runs/RUN/wt`` at BASE, detached, and its lease (how long it may live);
+  prints the worktree's path;
 - ``result WORKDIR RUN``: the worktree's state as one commit on BASE (everything but what
   ``.gitignore`` ignores) and a bundle ``BASE..result`` on stdout;
-- ``gc WORKDIR RUN``: the run's repository and worktree removed, the cache's refs to it too.
+- ``gc WORKDIR RUN``: the run's repository and worktree removed and its cache ref retired; then
+  the runs whose lease ran out (their parent died) the same way, and the object cache collected
+  when over its bound (``air.remote.cache_gc``).
 
 Every command holds an exclusive ``flock`` on ``WORKDIR/.lock`` while it runs: the tasks of one
 run (and other air processes) sync to the same host at once, and the cache is created and fed by
@@ -24,10 +27,10 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 import subprocess
 import sys
 
+from air.remote import cache_gc
 from air.workspace.gitsafe import git_environment, hardened_argv
 
 __all__ = ["RUN_ID", "main"]
@@ -74,10 +77,13 @@ def known(workdir: str) -> str:
     return _git(cache, "for-each-ref", "--format=%(objectname)", "refs/air/").decode()
 
 
-def receive(workdir: str, run: str, base: str, bundle: bytes) -> str:
+def receive(
+    workdir: str, run: str, base: str, bundle: bytes, lifetime_s: float | None = None
+) -> str:
     cache = _cache(workdir)
     run_dir = os.path.join(workdir, "runs", run)
     os.makedirs(run_dir, exist_ok=True)
+    cache_gc.declare_lifetime(run_dir, lifetime_s)  # first: a stale-run sweep must see it live
     path = os.path.join(run_dir, "base.bundle")
     with open(path, "wb") as fh:
         fh.write(bundle)
@@ -122,10 +128,24 @@ def result(workdir: str, run: str) -> bytes:
     return _git(repo, "bundle", "create", "-", "refs/air/base..refs/air/result")
 
 
-def gc(workdir: str, run: str) -> None:
+def gc(
+    workdir: str,
+    run: str,
+    *,
+    now: float | None = None,
+    bound: int = cache_gc.CACHE_BOUND_BYTES,
+) -> list[str]:
+    """Remove ``run``, then every stale run, then collect the cache; the stale runs removed.
+    ``now`` and ``bound``: a test's clock and cache bound."""
     cache = _cache(workdir)
-    shutil.rmtree(os.path.join(workdir, "runs", run), ignore_errors=True)
-    _git(cache, "update-ref", "-d", f"refs/air/{run}/base")
+    at = cache_gc.now() if now is None else now
+    stale = [r for r in cache_gc.stale_runs(workdir, at) if r != run and RUN_ID.match(r)]
+    for each in (run, *stale):
+        cache_gc.remove_run(workdir, each)
+        cache_gc.retire(_git, cache, each, at)
+    cache_gc.expire_gone(_git, cache, at)
+    cache_gc.collect_cache(_git, cache, bound)
+    return stale
 
 
 def main(argv: list[str]) -> int:
@@ -145,16 +165,27 @@ def main(argv: list[str]) -> int:
 def _run(command: str, workdir: str, rest: list[str], argv: list[str]) -> int:
     if command == "known" and not rest:
         sys.stdout.write(known(workdir))
-    elif command == "receive" and len(rest) == 2 and COMMIT.match(rest[1]):
-        sys.stdout.write(receive(workdir, rest[0], rest[1], sys.stdin.buffer.read()) + "\n")
+    elif command == "receive" and len(rest) in (2, 3) and COMMIT.match(rest[1]):
+        lifetime = _seconds(rest[2]) if len(rest) == 3 else None
+        if len(rest) == 3 and lifetime is None:
+            sys.stderr.write(f"air.remote.repo: bad lifetime {rest[2]!r}\n")
+            return 2
+        tree = receive(workdir, rest[0], rest[1], sys.stdin.buffer.read(), lifetime)
+        sys.stdout.write(tree + "\n")
     elif command == "result" and len(rest) == 1:
         sys.stdout.buffer.write(result(workdir, rest[0]))
     elif command == "gc" and len(rest) == 1:
-        gc(workdir, rest[0])
+        for stale in gc(workdir, rest[0]):
+            sys.stdout.write(f"removed stale run {stale}\n")
     else:
         sys.stderr.write(f"air.remote.repo: bad command {argv!r}\n")
         return 2
     return 0
+
+
+def _seconds(text: str) -> float | None:
+    """A lifetime in whole seconds (``receive``'s LIFETIME_S), or None when it is not one."""
+    return float(text) if text.isdigit() and len(text) <= 12 else None
 
 
 if __name__ == "__main__":

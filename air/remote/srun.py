@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 from air.contracts.error import ErrorKind, make_air_error
-from air.ipc.launcher import Launched, LaunchSpec
+from air.ipc.launcher import Launched, LaunchSpec, close_pipes
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
 from air.remote.hosts import HostConfig
@@ -226,6 +226,10 @@ class SrunHandle:
 
     async def wait(self) -> int:
         return await self.process.wait()
+
+    async def aclose(self) -> None:
+        """Close the local client's pipes (the handle stays, for a later sweep by marker)."""
+        await close_pipes(self.process)
 
 
 def _place(spec: LaunchSpec, handle: SrunHandle) -> None:

@@ -35,7 +35,7 @@ from typing import Any
 import trio
 
 from air.contracts.error import ErrorKind, make_air_error
-from air.ipc.launcher import Launched, LaunchSpec, worker_command
+from air.ipc.launcher import Launched, LaunchSpec, close_pipes, worker_command
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
 from air.remote.guard import SSH_FAILED
@@ -327,6 +327,10 @@ class SshHandle:
             self.ssh_error = _take_log(self.log)
             self.log = ""
         return code
+
+    async def aclose(self) -> None:
+        """Close the local client's pipes (the handle stays, for a later sweep by marker)."""
+        await close_pipes(self.process)
 
 
 def _take_log(path: str) -> str:

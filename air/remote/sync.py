@@ -12,6 +12,7 @@ task) and ``gc_remote``. Every local git command is air's hardened one.
 
 from __future__ import annotations
 
+import math
 import os
 import tempfile
 from typing import NamedTuple
@@ -68,8 +69,14 @@ async def capture_base(location: GitLocation) -> str:
     return commit.decode().strip()
 
 
-async def push_base(host: HostConfig, location: GitLocation, run: str) -> RemoteRun:
+async def push_base(
+    host: HostConfig, location: GitLocation, run: str, lifetime_s: float | None = None
+) -> RemoteRun:
     """Send the base of ``location`` to ``host`` and make the run's worktree there.
+
+    Args:
+        lifetime_s: how long the run may live (its task's deadline): the host's gc removes it
+            as stale only after that (``air.remote.cache_gc``); None: the host's default bound.
 
     Raises:
         AirException(workspace_error): git or the host failed (nothing local changed).
@@ -98,8 +105,17 @@ async def push_base(host: HostConfig, location: GitLocation, run: str) -> Remote
             )
         finally:
             await _git(location, "update-ref", "-d", ref)
+    lease = [] if lifetime_s is None else [str(max(0, math.ceil(lifetime_s)))]
     done = await run_on_host(
-        host, "air.remote.repo", "receive", host.workdir, run, base, stdin=bundle, timeout_s=600
+        host,
+        "air.remote.repo",
+        "receive",
+        host.workdir,
+        run,
+        base,
+        *lease,
+        stdin=bundle,
+        timeout_s=600,
     )
     if done is None or done.returncode != 0:
         raise _failed(

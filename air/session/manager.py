@@ -219,6 +219,7 @@ class SessionManager:
                     "mode": options.mode,
                     "model_provider_id": options.model_provider_id,
                     "model_id": options.model_id,
+                    **({"host": options.host} if options.host else {}),
                 }
                 if defer_created:
                     opened.pending_created = created

@@ -2,10 +2,10 @@
 
 Owns: ``reap`` (close stdin, kill the worker's tree — SIGTERM to the group, ``kill_grace_s``,
 SIGKILL — and collect its exit code), ``finish`` (under a shield, the reaping bounded: a worker
-that sent its result gets ``exit_grace_s`` to exit on its own, then is reaped; a hard timeout
-reports exit code 5; the stderr log artifact; ``agent.completed`` / ``agent.failed`` /
-``agent.cancelled``; the run record's terminal state) and ``outcome`` (how the attempt ended,
-as a ``TaskOutcome``).
+that sent its result gets ``exit_grace_s`` to exit on its own, then is reaped and every stream
+of it closed; a hard timeout reports exit code 5; the stderr log artifact; ``agent.completed`` /
+``agent.failed`` / ``agent.cancelled``; the run record's terminal state) and ``outcome`` (how
+the attempt ended, as a ``TaskOutcome``).
 """
 
 from __future__ import annotations
@@ -61,6 +61,8 @@ async def finish(
                 code = code if code is not None else code_after
                 with trio.move_on_after(0.5):
                     await proc.pump_stderr()
+        if proc is not None:
+            await proc.aclose()  # its pipes now, not at garbage collection
         if end.kind == "hard_timeout":
             code = HARD_TIMEOUT_EXIT
         log_ref = _stderr_artifact(sup, run)

@@ -226,6 +226,7 @@ class WorkerManager:
                 with trio.move_on_after(self.config.kill_grace_s + 3, shield=True):
                     await run.proc.kill_tree(self.config.kill_grace_s)
                     await run.proc.wait()
+                    await run.proc.aclose()
             raise AirException(end.error or err(ErrorKind.WORKER_CRASHED, "worker start failed"))
         assert run.proc is not None
         return run.proc
@@ -309,6 +310,8 @@ class WorkerManager:
         cancelled = is_cancel(exc)
         with trio.move_on_after(self.config.kill_grace_s + 5, shield=True):
             code = await reap(self, run)
+            if run.proc is not None:
+                await run.proc.aclose()
             reason = run.cancel_reason or "the supervising scope was cancelled"
             if run.proc is not None and not run.started_recorded:
                 await record_started(self, run, "starting")

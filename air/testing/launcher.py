@@ -146,10 +146,16 @@ class FakeHandle:
     sweep_s: float = 0.0
     """What a sweep of the worker's host takes after the kill (a remote worker's handle sweeps
     its marker over a fresh connection: up to ``grace_s`` + 10 s to a black-holed host)."""
+    closed: bool = False
+    """The parent closed what it holds of the worker (``WorkerHandle.aclose``)."""
 
     @property
     def returncode(self) -> int | None:
         return self.code
+
+    async def aclose(self) -> None:
+        await trio.lowlevel.checkpoint()
+        self.closed = True
 
     async def kill_tree(self, grace_s: float) -> bool:
         if not self.done.is_set():

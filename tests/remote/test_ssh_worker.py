@@ -275,3 +275,16 @@ async def test_the_session_end_sweep_kills_what_a_stopped_guard_left(
     swept = await launcher.sweep()
     assert swept is not None
     await _wait_for(lambda: remote_marked(marker) == [], limit_s=10)
+
+
+async def test_ended_remote_workers_leave_no_pipe_open(rig: Rig, remote_host: HostConfig) -> None:
+    """The ssh launcher keeps every handle (for the session's sweep); an ended worker's ssh
+    client pipes are closed all the same, at its end (issue #27)."""
+    manager = rig.manager(remote_host, "air.testing.workers.pingpong")
+    assert (await manager.supervise(rig.request("1"))).kind == "result"
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(3):
+        assert (await manager.supervise(rig.request("1"))).kind == "result"
+    assert isinstance(manager.launcher, SshLauncher)
+    assert len(manager.launcher.handles) == 4
+    assert len(os.listdir("/proc/self/fd")) <= before  # without the close: 2 more per worker

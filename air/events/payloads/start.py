@@ -48,6 +48,9 @@ class SessionCreatedPayload(EventPayload):
     mode: Literal["interactive", "headless"] = "interactive"
     model_provider_id: str | None = None
     model_id: str | None = None
+    host: str | None = None
+    """The run's ``--host NAME``: every task without a ``host:`` runs there, tasks made later
+    too, and ``air resume`` keeps it (IMPL-REMOTE-6)."""
 
 
 # --- tasks --------------------------------------------------------------------------------
