@@ -2,9 +2,10 @@
 
 Owns: rendering the report's fold of a session (``air.cli.report_snapshot.open_report``: the
 fold the runtime stored and the events of ``REPORT_TYPES`` after it, IMPL-READ-8; the span from
-the summary row; the shown commands' output paths from the artifacts table) as a page with no network reference, no script and inline CSS (IMPL-REL-7): a timeline with one
-row per worker (agent) and one bar per attempt (placed by its start and end, labelled with the
-task, wave and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
+the summary row; the shown commands' output paths from the artifacts table) as a page with no
+network reference, no script and inline CSS (IMPL-REL-7): a timeline with one row per worker
+(agent) and one bar per attempt (placed by its start and end, labelled with the task, wave and
+attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
 is its own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
 cost, error, and links to its diffs, command output and evidence (the artifact files under the
 session directory, each also inlined, bounded, in a ``<details>``). Everything from the log is
