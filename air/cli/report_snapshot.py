@@ -61,7 +61,7 @@ class ReportAt(NamedTuple):
 
 
 def _sums(parts: dict[Any, UsageSum]) -> list[list[Any]]:
-    return [[k, asdict(v)] for k, v in parts.items()]
+    return [[k, dict(vars(v))] for k, v in parts.items()]
 
 
 def encode_fold(fold: ReportFold) -> str:
@@ -80,7 +80,7 @@ def encode_fold(fold: ReportFold) -> str:
     tasks = []
     for task in fold.tasks.values():
         row = {f.name: getattr(task, f.name) for f in fields(TaskSummary) if f.name not in _REFS}
-        row["attempts"] = [asdict(a) for a in task.attempts]
+        row["attempts"] = [dict(vars(a)) for a in task.attempts]  # plain fields: no deep copy
         for name in _REFS:
             row[name] = [ref(c) for c in getattr(task, name)]
         tasks.append(row)
