@@ -21,7 +21,10 @@ per size, it measures the real commands as a person runs them:
 Goals (issue 28): at 100k reopen <= 2 s and RSS <= 150 MB; the 100k / 1k ratio <= 3x for every
 figure; render p99 <= 50 ms at every size.
 
-Usage: ``python bench/sessions.py [--sizes 1000,10000,100000] [--skip-console]``.
+Usage: ``python bench/sessions.py [--sizes 1000,10000,100000] [--skip-console] [--only report]
+[--tree PATH]``: ``--only report`` measures ``air report --html`` alone (3 runs, median), ``--tree``
+measures another checkout of air (its sessions written and its commands run by that tree: a
+before/after in one run). The load average is printed with each size.
 """
 
 from __future__ import annotations
@@ -36,11 +39,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).parents[1]
 sys.path.insert(0, str(REPO))
+TREE = REPO
+"""The checkout of air measured (``--tree``): first on sys.path and the commands' PYTHONPATH."""
 
 from bench.console import _Tmux  # noqa: E402  (the tmux harness of bench/console.py)
 
@@ -51,6 +57,7 @@ LIST_SESSIONS = 20
 def _env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIR_", "TMUX"))}
     env["HOME"] = str(home)
+    env["PYTHONPATH"] = str(TREE)
     return env
 
 
@@ -109,7 +116,19 @@ def write_session(project: Path, project_id: str, sid: str, size: int) -> Path:
     try:
         store = EventStore(db)
         ledger = SessionLedger(store, session_id=sid, project_id=project_id, snapshots=db)
-        ledger.on_snapshot = ViewKeeper(store, sid, path.parent / "artifacts")
+        keepers: list[Callable[[], None]] = [ViewKeeper(store, sid, path.parent / "artifacts")]
+        try:  # the report's fold too (IMPL-READ-8), in a tree that has it
+            from air.cli.report_snapshot import ReportKeeper
+
+            keepers.append(ReportKeeper(db, sid))
+        except ImportError:
+            pass
+
+        def keep_all() -> None:
+            for keep in keepers:
+                keep()
+
+        ledger.on_snapshot = keep_all
         for start in range(0, len(events), 500):
             store.append_many(events[start : start + 500])
             ledger.state()
@@ -237,15 +256,20 @@ def list_project(tmp: Path, db: Path, size: int) -> tuple[Path, Path]:
     return project, home
 
 
-def measure(size: int, tmp: Path, *, console: bool) -> dict[str, float]:
+def measure(size: int, tmp: Path, *, console: bool, only: str | None) -> dict[str, float]:
     project, home, project_id = make_project(tmp / f"s{size}")
     sid = session_id(size)
     started = time.monotonic()
     db = write_session(project, project_id, sid, size)
     wrote = time.monotonic() - started
     print(f"  {SIZE_LABEL.get(size, size)}: wrote in {wrote:.1f} s", flush=True)
-    out: dict[str, float] = {}
+    out: dict[str, float] = {"load_1min": os.getloadavg()[0]}
     out["version_s"] = timed(project, home, "--version")
+    if only == "report":
+        out["report_s"] = timed(project, home, "report", "--html", str(tmp / "r.html"),
+                                "--session", sid)  # fmt: skip
+        out["load_1min_after"] = os.getloadavg()[0]
+        return out
     if console:
         cassette = str(project / "cassettes")
         argv = [sys.executable, "-m", "air", "--session", sid, "--cassette", cassette]
@@ -269,12 +293,21 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", default="1000,10000,100000")
     parser.add_argument("--skip-console", action="store_true")
+    parser.add_argument("--only", choices=["report"])
+    parser.add_argument("--tree", type=Path, help="the checkout of air to measure")
     args = parser.parse_args()
+    if args.tree is not None:
+        global TREE
+        TREE = args.tree.resolve()
+        sys.path.insert(0, str(TREE))
+        import air
+
+        print(f"  measuring the tree {TREE}: {air.__file__}", flush=True)
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="air-bench-sessions-") as tmp:
         for size in sizes:
-            results[size] = measure(size, Path(tmp), console=not args.skip_console)
+            results[size] = measure(size, Path(tmp), console=not args.skip_console, only=args.only)
             print(f"  {SIZE_LABEL.get(size, size)}: " + ", ".join(
                 f"{k}={v:.3f}" for k, v in results[size].items()), flush=True)  # fmt: skip
     keys = list(results[sizes[0]])

@@ -28,16 +28,20 @@ __all__ = ["RuntimeFactory"]
 
 
 def _opened(session: Any, ledger: Any, then: Callable[[Any, Any], None] | None) -> None:
-    """The session is open: its console view is stored with each fold snapshot (a reopen after
-    a long run folds a short tail, IMPL-READ-7), then ``then`` (the command's own look)."""
+    """The session is open: its console view and its report's fold are stored with each fold
+    snapshot (a reopen or a report after a long run folds a short tail, IMPL-READ-7,
+    IMPL-READ-8), then ``then`` (the command's own look)."""
     keeper: list[Callable[[], None]] = []
 
     def store_view() -> None:
         if not keeper:  # imported at the first snapshot, never on the way to the first request
+            from air.cli.report_snapshot import ReportKeeper
             from air.projection.view_snapshot import ViewKeeper
 
             keeper.append(ViewKeeper(session.events, ledger.session_id, session.artifacts.root))
-        keeper[0]()
+            keeper.append(ReportKeeper(session.events.db, ledger.session_id))
+        for keep in keeper:
+            keep()
 
     ledger.on_snapshot = store_view
     if then is not None:

@@ -1,16 +1,19 @@
 """``air report --html FILE``: one self-contained HTML page of a session.
 
-Owns: rendering ``air.cli.session_report.summarise`` of a session's events (those of
-``REPORT_TYPES``, read as rows by type, ``read_report_events``; the span from the summary row)
-as a page with no network reference, no script and inline CSS (IMPL-REL-7): a timeline with one
-row per worker (agent) and one bar per attempt (placed by its start and end, labelled with the
-task, wave and attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
+Owns: rendering the report's fold of a session (``air.cli.report_snapshot.open_report``: the
+fold the runtime stored and the events of ``REPORT_TYPES`` after it, IMPL-READ-8; the span from
+the summary row; the shown commands' output paths from the artifacts table) as a page with no
+network reference, no script and inline CSS (IMPL-REL-7): a timeline with one row per worker
+(agent) and one bar per attempt (placed by its start and end, labelled with the task, wave and
+attempt, coloured by outcome: a retry is a second bar of the same task, a cancel
 is its own colour), merge markers, the waves, and per task its status, duration, tokens, turns,
 cost, error, and links to its diffs, command output and evidence (the artifact files under the
 session directory, each also inlined, bounded, in a ``<details>``). Everything from the log is
 escaped: first as exact text (``air.contracts.display.shown``: a command's ``\\r``, escape
 sequences, bidi and zero-width characters made visible, IMPL-UI-7), then for HTML; an artifact
-path outside the session's directory is neither linked nor read.
+path outside the session's directory is neither linked nor read. A long task shows its latest
+10 commands (and latest 5 that did not succeed), diffs and evidence with counts of all and the
+command for the rest: ``--task ID``, that task's page with every one (a fold of the whole log).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from air.cli.session_report import (
     summarise,
 )
 from air.contracts.display import cost_text, shown
-from air.contracts.error import CliExit
+from air.contracts.error import AirException, CliExit
 
 INLINE_LIMIT = 64 * 1024
 """At most this many bytes of one artifact are inlined into the page."""
@@ -71,8 +74,15 @@ def _stamp(text: str) -> datetime:
 
 
 class _Page:
-    def __init__(self, summary: SessionSummary, session_dir: Path, out: Path) -> None:
+    def __init__(
+        self,
+        summary: SessionSummary,
+        session_dir: Path,
+        out: Path,
+        outputs: dict[str, dict[str, Any]] | None = None,
+    ) -> None:
         self.summary = summary
+        self.outputs = outputs or {}
         self.session_dir = session_dir.resolve()
         self.out_dir = out.resolve().parent
         self.start = _stamp(summary.started_at) if summary.started_at else None
@@ -165,15 +175,28 @@ class _Page:
         diffs = [a for a in task.artifacts if a.get("type") == "diff"]
         if diffs:
             parts.append("<h3>Diffs</h3>")
+            parts.append(self.more(len(diffs), task.diff_count, "diffs", task))
             parts += [
                 self.artifact_link(a.get("path"), a.get("slug") or a.get("artifact_id") or "diff")
                 for a in diffs
             ]
-        if task.commands:
-            parts.append("<h3>Commands</h3><ul>")
-            for command in task.commands:
+        if task.command_count:
+            shown_now = task.shown_commands()
+            counts = ", ".join(
+                f"{task.command_counts[k]} {_CLASS_WORDS[k]}"
+                for k in _CLASS_WORDS
+                if task.command_counts.get(k)
+            )
+            parts.append(
+                f'<h3>Commands</h3><p class="counts" data-commands="{task.command_count}">'
+                f"{task.command_count} run: {_e(counts)}</p>"
+            )
+            parts.append(self.more(len(shown_now), task.command_count, "commands", task))
+            parts.append("<ul>")
+            for command in shown_now:
                 parts.append(
-                    f"<li><code>{_exact(command.get('command'))}</code> "
+                    f'<li data-n="{command.get("n")}">#{command.get("n")} '
+                    f"<code>{_exact(command.get('command'))}</code> "
                     f"{_e(command_outcome(command))}"
                 )
                 for stream in ("stdout", "stderr"):
@@ -183,7 +206,9 @@ class _Page:
                 parts.append("</li>")
             parts.append("</ul>")
         if task.evidence:
-            parts.append("<h3>Evidence</h3><ul>")
+            parts.append("<h3>Evidence</h3>")
+            parts.append(self.more(len(task.evidence), task.evidence_count, "evidence items", task))
+            parts.append("<ul>")
             for item in task.evidence:
                 parts.append(
                     f'<li data-evidence="{_e(item.get("evidence_ref_id"))}">'
@@ -192,12 +217,30 @@ class _Page:
             parts.append("</ul>")
         return "".join(parts)
 
-    def render(self) -> str:
+    def more(self, shown_n: int, total: int, what: str, task: TaskSummary | None = None) -> str:
+        """'' when every one is shown; else how many are and where the rest are."""
+        if shown_n >= total or task is None:
+            return ""
+        rest = f"air report --html FILE --task {task.task_id}"
+        return (
+            f'<p class="more" data-shown="{shown_n}" data-total="{total}">{shown_n} of '
+            f"{total} {what} shown (the latest; for commands also the latest that did not "
+            f"succeed); every one: <code>{_exact(rest)}</code></p>"
+        )
+
+    def render(self, only: str | None = None) -> str:
         summary = self.summary
         usage = summary.usage()
         artifacts = {
             str(a.get("artifact_id")): a for t in summary.tasks.values() for a in t.artifacts
-        }
+        } | self.outputs
+        if only is not None:
+            return (
+                '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                f"<title>air task {_e(only)}</title><style>{_CSS}</style></head>"
+                f"<body><h1>air session {_e(summary.session_id)}: task {_e(only)}</h1>"
+                f"{self.task_section(summary.tasks[only], artifacts)}</body></html>\n"
+            )
         rows = "".join(
             f'<tr data-task="{_e(t.task_id)}"><td><a href="#task-{_e(t.task_id)}">'
             f"{_e(t.task_id)}</a></td><td>{_e(t.status)}</td><td>{len(t.attempts)}</td>"
@@ -224,6 +267,15 @@ class _Page:
             + "</body></html>\n"
         )
 
+
+_CLASS_WORDS = {
+    "ok": "exit 0",
+    "nonzero": "another exit code",
+    "failed": "failed to run",
+    "cancelled": "cancelled",
+    "running": "no end recorded",
+}
+"""``command_class`` keys, in the order the page counts them."""
 
 _PURPOSE_NAMES = {
     "main_agent": "Main Agent",
@@ -253,45 +305,103 @@ def _usage_table(usage: dict[str, Any]) -> str:
         "<th>tokens out</th><th>cache read</th><th>cache write</th><th>cost</th></tr>"
         f"{_usage_rows('purpose', usage['by_purpose'], _PURPOSE_NAMES)}"
         f"{_usage_rows('wave', usage['by_wave'], waves)}"
+        f"{_earlier_turns(usage)}"
         f"{_usage_rows('turn', usage['by_turn'], turns)}</table>"
     )
 
 
-def write_report(project: Any, session_id: str, out: Path) -> SessionSummary:
-    """Write the page of ``session_id`` to ``out``: the events ``summarise`` reads, as rows
-    by the type index (``read_report_events``), and the span from the summary row."""
+def _earlier_turns(usage: dict[str, Any]) -> str:
+    earlier = usage.get("earlier_turns")
+    if earlier is None:
+        return ""
+    return _usage_rows("turn", {"earlier": earlier}, {"earlier": "earlier turns, summed"})
+
+
+def write_report(
+    project: Any, session_id: str, out: Path, task: str | None = None
+) -> SessionSummary:
+    """Write the page of ``session_id`` to ``out``: the report's stored fold and the events
+    after it (``open_report``, IMPL-READ-8), the span from the summary row, the paths of the
+    shown commands' output from the artifacts table. With ``task``, that task's page with every
+    command, diff and evidence item (a fold of the whole log, ``read_report_events``).
+
+    Raises:
+        AirException: ``not_found`` when the session has no task ``task``.
+    """
+    from air.cli.report_snapshot import open_report
     from air.store.read_model import read_summary
     from air.store.session_db import open_session_database
 
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:
-        summary = summarise(read_report_events(db.conn, session_id))
+        if task is None:
+            summary = open_report(db, session_id).fold.summary()
+        else:
+            summary = summarise(read_report_events(db.conn, session_id))
+            if task not in summary.tasks:
+                raise AirException.of(
+                    kind="not_found",
+                    message=f"session {session_id} has no task {task!r}",
+                    user_action="Name a task of the session (the page without --task lists them).",
+                )
         row = read_summary(db, session_id)
+        outputs = _outputs(db.conn, summary, task)
     finally:
         db.close()
-    page = report_page(summary, row, Path(project.local_root) / "sessions" / session_id, out)
+    session_dir = Path(project.local_root) / "sessions" / session_id
+    page = report_page(summary, row, session_dir, out, outputs, only=task)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text(page, encoding="utf-8")
     os.replace(tmp, out)
     return summary
 
 
-def report_page(summary: SessionSummary, row: Any, session_dir: Path, out: Path) -> str:
+def _outputs(conn: Any, summary: SessionSummary, task: str | None) -> dict[str, dict[str, Any]]:
+    """The stored artifacts (id -> its ``path``) the page's commands name as their output."""
+    tasks = summary.tasks.values() if task is None else [summary.tasks[task]]
+    wanted = sorted(
+        {
+            str(c[f"{stream}_artifact_id"])
+            for t in tasks
+            for c in t.shown_commands()
+            for stream in ("stdout", "stderr")
+            if c.get(f"{stream}_artifact_id")
+        }
+    )
+    found: dict[str, dict[str, Any]] = {}
+    for start in range(0, len(wanted), 500):
+        part = wanted[start : start + 500]
+        marks = ", ".join("?" for _ in part)
+        rows = conn.execute(
+            f"SELECT artifact_id, path FROM artifacts WHERE artifact_id IN ({marks})", part
+        )
+        found.update({str(i): {"artifact_id": i, "path": p} for i, p in rows})
+    return found
+
+
+def report_page(
+    summary: SessionSummary,
+    row: Any,
+    session_dir: Path,
+    out: Path,
+    outputs: dict[str, dict[str, Any]] | None = None,
+    *,
+    only: str | None = None,
+) -> str:
     """The page of ``summary``; ``row`` is the session's summary row (or None): the session
-    ends with its last event, whatever its type."""
+    ends with its last event, whatever its type. ``outputs``: stored artifacts by id (commands'
+    output), besides the summary's own; ``only``: one task's page."""
     if row is not None:
         summary.started_at, summary.ended_at = row.first_at, row.last_at
-    return _Page(summary, session_dir, out).render()
+    return _Page(summary, session_dir, out, outputs).render(only)
 
 
 def run_report(args: dict[str, Any]) -> int:
     project = find_project(args["--project"])
     session_id = resolve_session(project, args["--session"])
     out = Path(args["--html"])
-    summary = write_report(project, session_id, out)
-    print(
-        f"air: wrote {out} ({len(summary.tasks)} tasks, {summary.waves} waves) "
-        f"for session {session_id}",
-        file=sys.stderr,
-    )
+    task = args.get("--task")
+    summary = write_report(project, session_id, out, task)
+    what = f"task {task}" if task else f"{len(summary.tasks)} tasks, {summary.waves} waves"
+    print(f"air: wrote {out} ({what}) for session {session_id}", file=sys.stderr)
     return CliExit.OK

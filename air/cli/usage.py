@@ -487,14 +487,17 @@ Options:
         """air report: one self-contained HTML page of a session (no network needed to view it).
 
 Shows the tasks on a timeline (waves, which worker ran what when, retries, cancels,
-merges), the cost and tokens per task and, per task, its diff, command output and evidence.
+merges), the cost and tokens per task and, per task, its diffs, commands with their output
+and evidence: of a long task the latest 10 of each (and the latest commands that did not
+succeed) with counts of all; `--task ID` writes one task's page with every one of them.
 
 Usage:
-  air report --html FILE [--session SID] [--project PATH]
+  air report --html FILE [--session SID] [--project PATH] [--task ID]
   air report -h | --help
 
 Options:
   --html FILE     Where to write the page.
+  --task ID       Only this task, with every command, diff and evidence item.
   --session SID   A session id (default: the most recent session).
   --project PATH  The project directory (default: found by walking up from here).
   -h --help       Show this help.
