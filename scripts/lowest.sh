@@ -2,7 +2,7 @@
 # The lowest-versions job (IMPL-DEP-1): a separate virtualenv, .venv-lowest, with every direct
 # dependency pinned to the floor setup.cfg declares (scripts/floors.py writes the pins from the
 # declarations, so they cannot drift), air installed in it, and the fast lane run there:
-# `pytest -m "not slow" -n 2`. scripts/test.sh runs it after the main suite.
+# `pytest -m "not slow" -n 4`. scripts/test.sh runs it after the main suite.
 # Other arguments go to pytest. Exits non-zero when anything fails (pytest's exit 5, "no tests
 # ran", counts as a failure). pip's cache is reused; the venv is rebuilt only when setup.cfg or
 # pyproject.toml changed.
@@ -46,8 +46,8 @@ if wrong:
     sys.exit("lowest versions: not at the floor: " + ", ".join(wrong))
 print("lowest versions:", " ".join(open(sys.argv[1], encoding="utf-8").read().split()))
 EOF
-echo "== pytest -m \"not slow\" -n 2 (lowest versions)"
-"$venv/bin/python" -m pytest -m "not slow" -n 2 "$@"
+echo "== pytest -m \"not slow\" -n 4 (lowest versions)"
+"$venv/bin/python" -m pytest -m "not slow" -n 4 "$@"
 rc=$?
 [ $rc -eq 5 ] && echo "pytest collected no tests: that is a failure" >&2
 [ $rc -eq 0 ] || exit 1

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Sets up everything air needs, then runs the whole test suite: ruff, ruff format --check, mypy
-# --strict, import-linter and pytest: first every test not marked slow in two pytest-xdist
-# workers (the fast lane), then the slow ones (real processes for many seconds, timing under
-# load) one at a time (IMPL-SUITE-1: in four workers they took 312 s instead of 440 s idle, but
-# under CI's load a detached run's `air wait` and a Slurm placement missed their bounds).
+# --strict, import-linter and pytest: first every test not marked slow (the fast lane), then the
+# slow ones (real processes for many seconds), each in four pytest-xdist workers: on two cores
+# their tests wait on processes, disk and timeouts about half the time (IMPL-SUITE-1); the
+# tests on the one-node Slurm share one worker (`--dist loadgroup`, root conftest.py).
 # `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
 # Without --fast, the lowest-versions job follows: scripts/lowest.sh runs the fast lane again in
 # .venv-lowest, every direct dependency at its declared floor (IMPL-DEP-1). (Beside the slow
@@ -22,8 +22,7 @@ export PATH="$PWD/.venv/bin:$PATH"
 status=0
 echo "== ruff"; ruff check . || status=1
 echo "== ruff format --check"; ruff format --check . || status=1
-# mypy and import-linter run beside the fast lane (it leaves about 40 % of two cores idle);
-# their output follows it
+# mypy and import-linter run beside the fast lane; their output follows it
 checks_log=$(mktemp)
 { echo "== mypy --strict"; mypy || echo "mypy failed" >&2
   echo "== import-linter"; lint-imports || echo "import-linter failed" >&2; } >"$checks_log" 2>&1 &
@@ -51,10 +50,10 @@ if [ $# -gt 0 ]; then
   [ $fast -eq 1 ] || { echo "== lowest versions (scripts/lowest.sh)"; bash scripts/lowest.sh "$@" || status=1; }
   exit $status
 fi
-run_pytest -m "not slow" -n 2
+run_pytest -m "not slow" -n 4
 report_checks
 if [ $fast -eq 0 ]; then
-  run_pytest -m slow
+  run_pytest -m slow -n 4 --dist loadgroup
   echo "== lowest versions (scripts/lowest.sh)"
   bash scripts/lowest.sh || status=1
 fi

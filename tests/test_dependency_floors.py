@@ -94,7 +94,7 @@ def test_the_full_suite_runs_the_lowest_versions_job_and_the_fast_lane_does_not(
     test_sh = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
     # the full run ends with the lowest-versions job, whose exit code counts
     full = test_sh.split(
-        'run_pytest -m "not slow" -n 2\nreport_checks\nif [ $fast -eq 0 ]; then\n'
+        'run_pytest -m "not slow" -n 4\nreport_checks\nif [ $fast -eq 0 ]; then\n'
     )[1]
     assert "  bash scripts/lowest.sh || status=1\nfi\n" in full
     # so does a run of given tests, unless --fast
@@ -115,4 +115,4 @@ def test_the_full_suite_runs_the_lowest_versions_job_and_the_fast_lane_does_not(
     parser = configparser.ConfigParser(interpolation=None)
     parser.read(REPO / "setup.cfg", encoding="utf-8")
     assert extras.stdout.split() == [",".join(parser["options.extras_require"])]
-    assert '-m pytest -m "not slow" -n 2' in lowest
+    assert '-m pytest -m "not slow" -n 4' in lowest
