@@ -22,15 +22,11 @@ if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own, which reads the groups
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> None:
     """Slow tests first, so that in one pytest-xdist run their waits overlap the fast tests'
-    work (longest first packs the workers best); the tests on the one-node Slurm share it one
-    at a time (an ``xdist_group`` that ``--dist loadgroup`` keeps on one worker): one of them
-    holds the node busy on purpose (IMPL-SUITE-1). Every async test runs under Trio
-    (pytest-trio's trio mode, whose own hook this one replaces)."""
+    work (longest first packs the workers best). Every async test runs under Trio (pytest-trio's
+    trio mode, whose own hook this one replaces). The tests on the one-node Slurm take turns by
+    a lock (tests/remote/conftest.py)."""
     automark(items)
-    for item in items:
-        if "slurm_host" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("slurm"))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)

@@ -3,7 +3,7 @@
 # --strict, import-linter and pytest: first every test not marked slow (the fast lane), then the
 # slow ones (real processes for many seconds), each in four pytest-xdist workers: on two cores
 # their tests wait on processes, disk and timeouts about half the time (IMPL-SUITE-1); the
-# tests on the one-node Slurm share one worker (`--dist loadgroup`, root conftest.py).
+# tests on the one-node Slurm take turns by a lock (tests/remote/conftest.py).
 # `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
 # Without --fast, the lowest-versions job follows: scripts/lowest.sh runs the fast lane again in
 # .venv-lowest, every direct dependency at its declared floor (IMPL-DEP-1). (Beside the slow
@@ -53,7 +53,7 @@ fi
 run_pytest -m "not slow" -n 4
 report_checks
 if [ $fast -eq 0 ]; then
-  run_pytest -m slow -n 4 --dist loadgroup
+  run_pytest -m slow -n 4
   echo "== lowest versions (scripts/lowest.sh)"
   bash scripts/lowest.sh || status=1
 fi

@@ -21,8 +21,7 @@ REPO = Path(__file__).parents[2]
 
 # setuptools builds the sdist in a directory inside the checkout: two builds at once (these
 # tests on two pytest-xdist workers, or scripts/remote_setup.sh's wheel) would delete each
-# other's files; the remote set-up holds .remote/build.lock while it builds
-pytestmark = pytest.mark.xdist_group("checkout-build")
+# other's files; every build holds .remote/build.lock (scripts/remote_setup.sh too)
 
 
 def _release(out: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
