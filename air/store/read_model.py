@@ -237,7 +237,7 @@ def save_snapshot(
     parts = [body.encode()] if isinstance(body, str) else body
     with db.transaction() as conn:
         row = conn.execute(
-            "INSERT OR REPLACE INTO fold_snapshots VALUES (?, ?, ?, printf('%.*c', ?, ' '), ?)",
+            "INSERT OR REPLACE INTO fold_snapshots VALUES (?, ?, ?, CAST(zeroblob(?) AS TEXT), ?)",
             (kind, event_seq, codec, sum(map(len, parts)), created_at),
         ).lastrowid
         assert row is not None, "an INSERT names its row"

@@ -47,5 +47,7 @@ def test_a_saved_snapshot_body_is_not_kept_in_sqlite_memory(tmp_path: Path) -> N
         assert load_snapshot(db, "k") == ("k", 3, 1, '{"é": 1}', NOW)
         typ = db.conn.execute("SELECT typeof(body) FROM fold_snapshots").fetchone()[0]
         assert typ == "text"
+        save_snapshot(db, "k", 4, 1, [], NOW)  # no parts: an empty text
+        assert load_snapshot(db, "k") == ("k", 4, 1, "", NOW)
     finally:
         db.close()
