@@ -8,6 +8,7 @@ event belongs to. Statuses move only along ``air.events.transitions``.
 
 from __future__ import annotations
 
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from air.contracts.event import RuntimeEvent
@@ -72,15 +73,15 @@ def _agent_started(
         )
     else:
         fact = AgentFact(
-            agent_id=x.agent_id,
-            task_id=x.task_id,
+            agent_id=intern(x.agent_id),  # one object for the key and every fact naming it
+            task_id=None if x.task_id is None else intern(x.task_id),
             agent_type=x.agent_type,
-            status=x.status,
+            status=intern(x.status),
             pid=x.pid,
             pid_start_time=x.pid_start_time,
-            boot_id=x.boot_id,
+            boot_id=None if x.boot_id is None else intern(x.boot_id),
         )
-    return state._replace(agents=state.agents.set(x.agent_id, fact))
+    return state._replace(agents=state.agents.set(fact.agent_id, fact))
 
 
 def _agent_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState:
@@ -96,7 +97,7 @@ def _agent_end(state: SessionState, event: RuntimeEvent, x: Any) -> SessionState
         exit_code=getattr(x, "exit_code", None),
         error=getattr(x, "error", None),
     )
-    return state._replace(agents=state.agents.set(x.agent_id, fact))
+    return state._replace(agents=state.agents.set(agent.agent_id, fact))
 
 
 def _tool_started(state: SessionState, event: RuntimeEvent, x: ToolStartedPayload) -> SessionState:

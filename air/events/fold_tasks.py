@@ -9,6 +9,7 @@ failures are counted for the RetryPlanner, and the scheduler tasks' per-status c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from sys import intern
 from typing import TYPE_CHECKING, Any
 
 from immutables import Map
@@ -171,16 +172,19 @@ def _task_started(state: SessionState, event: RuntimeEvent, x: TaskStartedPayloa
         raise fold_error(
             event, f"attempt_index {x.attempt_index} for {x.task_id}, expected {expected}"
         )
+    # the ids are interned: the agent's fact, its map key and the workspace's share them
+    agent_id = intern(x.agent_id)
+    workspace_id = None if x.workspace_id is None else intern(x.workspace_id)
     attempt = AttemptFact(
         attempt_index=x.attempt_index,
-        agent_id=x.agent_id,
+        agent_id=agent_id,
         agent_type=x.agent_type,
-        workspace_id=x.workspace_id,
+        workspace_id=workspace_id,
     )
     new = task._replace(
         status=TaskStatus.RUNNING,
-        agent_id=x.agent_id,
-        workspace_id=x.workspace_id,
+        agent_id=agent_id,
+        workspace_id=workspace_id,
         attempts=(*task.attempts, attempt),
         blocked_reason=None,
         last_error=None,

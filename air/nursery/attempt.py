@@ -196,6 +196,8 @@ async def run_task(
                 await collect(st, io, node, workspace, outcome, attempt_index, completed)
     finally:
         st.scopes.pop(spec.id, None)
+        if node.final:
+            deadlines.disarm(st, spec.id)
         if io.monitor is not None:
             io.monitor.forget(agent_id)
         st.slot_freed(spec.id)

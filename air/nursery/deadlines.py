@@ -3,6 +3,8 @@
 Owns: ``arm`` (a task's one absolute deadline on the Trio clock, made once from its
 ``hard_timeout_ms`` before it is first planned: queueing for a wave or a slot, start-up,
 running and every retry count against it), ``arm_all`` (every task of a loaded graph),
+``disarm`` (a task that ended for good keeps no deadline: what the run holds is bounded by the
+tasks that may still run, not by the session; IMPL-RSS-1),
 ``next_at`` (when the dispatch loop must look again), ``expire_queued`` (a task still waiting
 for a wave when its deadline passes ends ``task.failed`` with phase ``queued``), ``expired``
 and ``depth``. Reads and changes only the run's state record and records through its ports.
@@ -26,7 +28,16 @@ if TYPE_CHECKING:
     from air.nursery.graph import TaskGraph, TaskNode
     from air.nursery.state import Ports, RunState
 
-__all__ = ["arm", "arm_all", "depth", "expire", "expire_queued", "next_at", "timeout_s"]
+__all__ = [
+    "arm",
+    "arm_all",
+    "depth",
+    "disarm",
+    "expire",
+    "expire_queued",
+    "next_at",
+    "timeout_s",
+]
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +65,20 @@ def arm_all(st: RunState, resumed: Collection[str] = ()) -> None:
     for node in st.graph.tasks.values():
         if not node.final and node.status in (TaskStatus.PENDING, TaskStatus.RUNNING):
             arm(st, node)
+        elif node.final:
+            disarm(st, node.task_id)
+
+
+def disarm(st: RunState, task_id: str) -> None:
+    """Forget the deadline of a task that ended for good (nothing of it runs again; were it
+    ever planned anew, it would get a new deadline, as in a new process). The heap's entries
+    are skipped once their task has no deadline, and dropped together once they outnumber the
+    armed ones: amortised O(1) per task."""
+    st.deadlines.pop(task_id, None)
+    heap = st.deadline_heap
+    if len(heap) > 2 * len(st.deadlines) + 64:
+        heap[:] = [(at, armed) for armed, at in st.deadlines.items()]
+        heapq.heapify(heap)
 
 
 def next_at(st: RunState) -> float:
@@ -78,6 +103,7 @@ async def expire_queued(st: RunState, io: Ports) -> None:
 async def expire(st: RunState, io: Ports, node: TaskNode) -> None:
     """A task that may not start any more: its deadline passed before this attempt began."""
     st.solo.discard(node.task_id)
+    disarm(st, node.task_id)  # it ends for good either way
     stored = io.ledger.state().tasks.get(node.task_id)
     if stored is not None and stored.status != TaskStatus.PENDING:
         # waiting for a retry (or resumed after an interruption): its last end stays recorded,

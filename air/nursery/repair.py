@@ -16,6 +16,7 @@ import trio
 
 from air.contracts.error import AirError, ErrorKind, make_air_error
 from air.contracts.task import DependencyType, RetryAction, TaskSpec, TaskStatus, TaskType
+from air.nursery.deadlines import disarm
 from air.nursery.facts import block, create_tasks
 from air.nursery.graph import TaskNode
 from air.nursery.ledger import stored_task
@@ -79,6 +80,8 @@ async def decide(st: RunState, io: Ports, node: TaskNode) -> None:
         node.final = True
     else:
         node.final = True
+    if node.final:
+        disarm(st, node.task_id)
 
 
 async def known_fixes(io: Ports, signature: str | None) -> list[DebugRecord]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from air.contracts.event import RuntimeEvent
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor, replay
 from air.events.fold_snapshot import SCHEDULER_FOLD
@@ -122,3 +123,25 @@ def test_the_scheduler_fold_shows_its_readers_what_the_whole_fold_does(
         assert dict(kept.command_runs) == {
             k: v for k, v in full.command_runs.items() if k not in dropped
         }
+
+
+def test_an_agents_id_is_one_object_in_every_fact_that_names_it() -> None:
+    """IMPL-RSS-1: the fold interns the ids it keeps from payloads, so a task's agent id in the
+    task, its attempt, the agent's fact and the agents map's key is one string, not one per
+    event that carried it (events decoded from stored JSON, as the ledger reads them)."""
+    events = [
+        RuntimeEvent.model_validate_json(e.model_dump_json())
+        for e in random_sequence("ses_01INTERN00000000000000000A", "prj_i", 3000, seed=7)
+    ]
+    state = replay(events)  # the whole fold keeps the agents of ended tasks
+    keys = {key: key for key in state.agents}
+    checked = 0
+    for task in state.tasks.values():
+        if task.agent_id is None or task.agent_id not in state.agents:
+            continue
+        agent = state.agents[task.agent_id]
+        assert task.agent_id is agent.agent_id is keys[task.agent_id]
+        assert task.attempts[-1].agent_id is agent.agent_id
+        assert agent.task_id is None or agent.task_id == task.task_id
+        checked += 1
+    assert checked >= 5

@@ -6,6 +6,8 @@ generator the tests and ``bench/sessions.py`` share (``air.testing.sequences``).
 
 from __future__ import annotations
 
+import gc
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -20,6 +22,7 @@ from air.events.fold_snapshot import (
     FoldAt,
     check_snapshot,
     decode_state,
+    encode_parts,
     encode_state,
     fold_session,
     save_fold,
@@ -67,6 +70,32 @@ def test_snapshot_plus_the_fold_from_its_position_is_the_full_fold(
     assert (resumed.seq, resumed.snapshot_seq) == (len(events), k)
     assert check_snapshot(db, SID) is None
     db.close()
+
+
+def test_a_snapshot_is_encoded_without_its_whole_tree_in_memory(tmp_path: Path) -> None:
+    """IMPL-RSS-1: storing a snapshot allocates about twice its text, never the tree of JSON
+    values for the whole state (7x the text here, every ``SNAPSHOT_EVERY`` events); the
+    parts join to the very text ``encode_state`` gives."""
+    state = replay(realistic_sequence(SID, "prj_snap", 6000, seed=5))
+    body = encode_state(state)
+    db = open_session_database(tmp_path / "session.db")
+    try:
+        save_fold(db, SID, FoldAt(state, 1, 0), NOW)  # the statements are prepared
+        gc.collect()
+        tracemalloc.start()
+        try:
+            save_fold(db, SID, FoldAt(state, 2, 0), NOW)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        stored = load_snapshot(db, f"session_fold:{SID}")
+        assert stored is not None
+        assert stored.body == body
+    finally:
+        db.close()
+    assert peak < 3 * len(body.encode()), f"{peak} bytes to store {len(body)} characters"
+    assert len(encode_parts(state)) > 1
+    assert b"".join(encode_parts(state)).decode() == body
 
 
 def test_the_codec_gives_back_an_equal_state() -> None:

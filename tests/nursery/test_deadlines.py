@@ -182,3 +182,27 @@ def test_a_task_resumed_in_the_same_process_gets_a_new_deadline(session_db: Sess
         "task.started",
         "task.completed",
     ]
+
+
+def test_a_task_that_ended_for_good_keeps_no_deadline(session_db: SessionDB) -> None:
+    """What a run holds of deadlines is bounded by the tasks that may still run, not by the
+    session (IMPL-RSS-1): after 300 tasks ended, completed or failed at their deadline, none
+    is armed and the heap holds at most its slack of skipped entries."""
+    late = {f"t{i}" for i in range(0, 300, 7)}  # these run out of time, queued or running
+    specs = [_spec(f"t{i}", 10 if f"t{i}" in late else 1000) for i in range(300)]
+    runner = FakeTaskRunner(
+        {t: [FakeStep(duration=20)] * 2 for t in late}, default=FakeStep(duration=1)
+    )
+    sched = Scheduler(
+        session_db.ledger, runner, project_root="/x", options=SchedulerOptions(max_workers=4)
+    )
+
+    async def main() -> SchedulerRunResult:
+        await sched.create_tasks(specs)
+        return await sched.run_until_idle()
+
+    result = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert set(result.failed_task_ids) == late
+    assert len(result.completed_task_ids) == 300 - len(late)
+    assert sched.st.deadlines == {}
+    assert len(sched.st.deadline_heap) <= 64

@@ -4,8 +4,13 @@ FakeLauncher tasks over memory streams; tracemalloc measures what stays allocate
 
 The bound, 4 KiB per task: what the parent must keep of a finished task is its fold facts (the
 task with its packed spec and result, its attempt, its agent, the persistent maps' nodes) and
-its graph node with the graph's indexes: 2.2 KiB measured. A validated ``TaskSpec`` kept per
+its graph node with the graph's indexes: 2.2-2.5 KiB measured. A validated ``TaskSpec`` kept per
 task, as before IMPL-PACK-1 in the fold and again in the graph's nodes, is ~5 KiB more.
+
+tracemalloc sees Python's allocations only, and what stays, not what passes: SQLite's own memory
+(a statement's bound copy of a snapshot: ``tests/store/test_snapshot_memory.py``) and the
+transient peak of storing a fold snapshot (``tests/events/test_fold_snapshot.py``) are bounded by
+their own tests (IMPL-RSS-1); the resident set is measured by ``bench/workers.py --memory``.
 """
 
 from __future__ import annotations
