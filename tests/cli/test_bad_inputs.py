@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -483,12 +483,27 @@ def _subprocess(
         return subprocess.CompletedProcess(command, -9, "", f"timed out: {exc.stderr!r}")
 
 
+class _Outcomes:
+    """Each case's outcome, run when a test first asks for it (so a pytest-xdist worker runs
+    only the cases of its own tests), as a process forked from one warm air
+    (tests/cli/forked_air.py)."""
+
+    def __init__(self, base: Path, run: Runner) -> None:
+        self._base, self._run = base, run
+        self._done: dict[str, Outcome] = {}
+
+    def __getitem__(self, name: str) -> Outcome:
+        if name not in self._done:
+            case = next(c for c in CASES if c.name == name)
+            self._done[name] = _run_case(case, self._base, self._run)
+        return self._done[name]
+
+
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
-    """Every case, each a process forked from one warm air (tests/cli/forked_air.py)."""
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Outcomes]:
     base = tmp_path_factory.mktemp("bad-inputs")
     with ForkedAir() as air:
-        return {c.name: _run_case(c, base, air.run) for c in CASES}
+        yield _Outcomes(base, air.run)
 
 
 PARITY = (
@@ -503,7 +518,7 @@ PARITY = (
 
 @pytest.mark.parametrize("name", PARITY)
 def test_a_forked_air_answers_as_the_air_command_does(
-    name: str, outcomes: dict[str, Outcome], tmp_path: Path
+    name: str, outcomes: _Outcomes, tmp_path: Path
 ) -> None:
     """The table's forked processes stand for the real command: the same case run as
     ``python -m air.cli`` gives the same exit code, stdout and stderr (paths aside)."""
@@ -525,7 +540,7 @@ def test_the_table_is_large_enough() -> None:
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
-def test_bad_input_exits_2_and_says_why(case: Case, outcomes: dict[str, Outcome]) -> None:
+def test_bad_input_exits_2_and_says_why(case: Case, outcomes: _Outcomes) -> None:
     outcome = outcomes[case.name]
     err = outcome.proc.stderr
     assert "Traceback" not in err, err
