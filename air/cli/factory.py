@@ -17,7 +17,7 @@ project file is read, the project's widening configuration must be trusted by th
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from air.cli.checks import open_project, session_to_resume
@@ -187,10 +187,40 @@ def _mcp_servers(servers: Any) -> Any:
         from air.mcp.service import start_servers
 
         await start_servers(
-            nursery, registry, declared, project_root=root, session_id=session.session_id
+            nursery,
+            registry,
+            declared,
+            project_root=root,
+            session_id=session.session_id,
+            track=_mcp_run_records(root, session.session_id),
         )
 
     return start
+
+
+def _mcp_run_records(root: str, session_id: str) -> Any:
+    """A run record per MCP server for as long as it lives (the marker, this process as its
+    owner): the next air's start reaps the tree of a SIGKILLed air's server by it, as it does a
+    worker's (IMPL-MCP-1)."""
+    from contextlib import contextmanager
+
+    from air.supervision.runs import RunRecordStore, current_owner, runs_dir
+
+    @contextmanager
+    def track(marker: str) -> Iterator[None]:
+        runs = runs_dir(root)
+        store = RunRecordStore(runs)
+        owner = current_owner(runs)
+        store.write(
+            {"agent_id": marker, "task_id": None, "session_id": session_id, "pid": 0,
+             "marker": marker, "state": "running", "kind": "mcp_server", "owner": owner}
+        )  # fmt: skip
+        try:
+            yield
+        finally:
+            store.finish(marker, "completed")
+
+    return track
 
 
 def _load_capabilities(registry: Any, session: Any, sandbox: Any) -> None:

@@ -4,16 +4,18 @@ Owns ``start_servers`` (every declared server started at once, each in a task of
 root nursery, its tools registered in the ToolRegistry; IMPL-MCP-1), ``RunningServer`` (one
 server's life: ``serve`` holds the connection until the nursery is cancelled, then kills every
 process carrying the server's run marker, shielded and bounded: 0 orphans even when a
-descendant left the server's process group) and ``list_server_tools`` (start one server, list
-its tools, stop it: ``air mcp tools``). A server that dies during the session leaves its tools
-registered: a call then fails as a tool error that says so, never a crash.
+descendant left the server's process group; a caller's ``Track`` records the marker durably
+for the whole life, for a SIGKILLed air's successor) and ``list_server_tools`` (start one
+server, list its tools, stop it: ``air mcp tools``). A server that dies during the session
+leaves its tools registered: a call then fails as a tool error that says so, never a crash.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any, TextIO
 
 import trio
@@ -25,9 +27,12 @@ from air.mcp.bridge import definition, result_text, tool_names
 from air.mcp.config import McpServer
 from air.mcp.connection import McpConnection, describe_error, open_connection
 
-__all__ = ["RunningServer", "list_server_tools", "log_path", "start_servers"]
+__all__ = ["RunningServer", "Track", "list_server_tools", "log_path", "start_servers"]
 
 log = logging.getLogger(__name__)
+
+Track = Callable[[str], AbstractContextManager[object]]
+"""Given a server's marker: held from before its start until its tree is gone."""
 
 KILL_BOUND_S = 8.0
 """How long stopping one server's tree may take (TERM, 3 s grace, KILL, then the check)."""
@@ -42,9 +47,19 @@ class RunningServer:
     """One server of the session, from its start to the end of its process tree."""
 
     def __init__(
-        self, server: McpServer, *, cwd: str, marker: str, errlog: TextIO, close_log: bool = False
+        self,
+        server: McpServer,
+        *,
+        cwd: str,
+        marker: str,
+        errlog: TextIO,
+        close_log: bool = False,
+        track: Track | None = None,
     ) -> None:
         self.server = server
+        self.track = track
+        """Held from before the server starts until its tree is gone: the caller's durable
+        record of the marker, so the next air reaps the tree of one that was SIGKILLed."""
         self.close_log = close_log
         """Close ``errlog`` when the server is gone (a log file of the session)."""
         self.cwd = cwd
@@ -62,6 +77,10 @@ class RunningServer:
                 ``task_status.started``; after it, a failure is logged and kept as the
                 connection's ``closed`` reason).
         """
+        with self.track(self.marker) if self.track is not None else nullcontext():
+            await self._serve(task_status)
+
+    async def _serve(self, task_status: Any) -> None:
         started = False
         try:
             async with open_connection(
@@ -172,11 +191,14 @@ async def start_servers(
     *,
     project_root: str,
     session_id: str,
+    track: Track | None = None,
 ) -> list[RunningServer]:
     """Start every server in ``nursery`` (all at once) and register their tools.
 
     Each server lives in a task of ``nursery`` until the nursery is cancelled (the session's
-    end); its process tree is killed then.
+    end); its process tree is killed then. Each gets a marker of its own (a resumed session's
+    servers never share one with a killed air's, whose trees the next air reaps by it), held
+    by ``track`` while it lives.
 
     Raises:
         AirException(config_error): a server could not be started (the others are stopped
@@ -188,9 +210,10 @@ async def start_servers(
         RunningServer(
             server,
             cwd=project_root,
-            marker=f"mcp-{session_id}-{server.name}",
+            marker=f"mcp-{new_id(session_id)}-{server.name}",
             errlog=_open_log(project_root, server.name),
             close_log=True,
+            track=track,
         )
         for server in servers
     ]
