@@ -358,6 +358,7 @@ class ArtifactsCheck:
 
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
+    from air.cli.doctor_views import StoredViewsCheck
     from air.cli.prepare import load_models_checked
     from air.doctor.checks import (
         DatabaseCheck,
@@ -430,6 +431,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
             RunRecordsCheck(project_root),
             WorktreeCheck(project_root),
             DatabaseCheck(project_root),
+            StoredViewsCheck(project_root),
         ]
         if project_id is not None:
             checks.append(ArtifactsCheck(project_root, project_id))
