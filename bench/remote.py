@@ -34,6 +34,7 @@ read the remote user's processes for the canary).
 from __future__ import annotations
 
 import argparse
+import fcntl
 import os
 import pwd
 import statistics
@@ -41,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +58,7 @@ from air.ipc.launcher import Launcher, LaunchSpec, LocalLauncher  # noqa: E402
 from air.ipc.process import WorkerProcess  # noqa: E402
 from air.ipc.protocol import make_envelope  # noqa: E402
 from air.remote.hosts import HostConfig, find_host, parse_hosts  # noqa: E402
-from air.remote.srun import SrunLauncher  # noqa: E402
+from air.remote.srun import SrunLauncher, client_environment, job_id_of  # noqa: E402
 from air.remote.ssh import SshLauncher, open_ssh_master  # noqa: E402
 from air.remote.sync import fetch_result, gc_remote, push_base  # noqa: E402
 from air.supervision.seams import SuperviseRequest  # noqa: E402
@@ -174,10 +176,13 @@ async def round_trips(
     return trips / (marks["last"] - marks["first"])
 
 
-def _make_project(tmp: str) -> tuple[Path, float]:
-    """A generated project (one dirty file) and how long a local worktree of it takes."""
+def _make_project(tmp: str, read_size: int = 0) -> tuple[Path, float]:
+    """A generated project (one dirty file; ``read.txt`` of ``read_size`` bytes) and how long a
+    local worktree of it takes."""
     repo = Path(tmp, "proj")
     repo.mkdir()
+    if read_size:
+        Path(repo, "read.txt").write_text(("x" * 63 + "\n") * (read_size // 64))
     for i in range(400):
         lines = (f"line {j} of file {i}: {os.urandom(24).hex()}\n" for j in range(60))
         Path(repo, f"f{i:03}.txt").write_text("".join(lines))
@@ -193,7 +198,40 @@ def _make_project(tmp: str) -> tuple[Path, float]:
     return repo, time.perf_counter() - t0
 
 
+READ_SIZES = {"256 B": 256, "64 KiB": 65536}
+"""The files part 6 reads: a reply under srun's 1 KiB message and one of many."""
+
+
+async def _holding_job(nursery: trio.Nursery) -> int:
+    """A job of this user's on the slurm host to run the sessions' steps in (``--overlap``),
+    cancelled when ``nursery`` is."""
+    name = "air-bench-hold-" + os.urandom(4).hex()
+    argv = ["srun", "-N1", "-n1", f"--job-name={name}", "--time=15:00", "sleep", "900"]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": False}
+    nursery.start_soon(partial(trio.run_process, argv, env=client_environment(), **quiet))
+    while (job := await job_id_of(name)) is None or not await _running(job):  # noqa: ASYNC110
+        await trio.sleep(0.2)
+    return job
+
+
+async def _running(job: int) -> bool:
+    done = await trio.run_process(
+        ["squeue", "-h", "-j", str(job), "-o", "%T"], capture_stdout=True, check=False
+    )
+    return done.stdout.strip() == b"RUNNING"
+
+
 async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
+    async with trio.open_nursery() as nursery:
+        job = await _holding_job(nursery) if host.launcher == "slurm" else None
+        for label, size in READ_SIZES.items():
+            await _tool_call_figures(host, rounds, calls, job, label, size)
+        nursery.cancel_scope.cancel()
+
+
+async def _tool_call_figures(
+    host: HostConfig, rounds: int, calls: int, job: int | None, label: str, size: int
+) -> None:
     from air.contracts.tool_runs import ToolExecutionContext
     from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
     from air.security.engine import PermissionEngine
@@ -202,7 +240,7 @@ async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
     from air.tools import ToolRegistry, register_builtin_tools
 
     with tempfile.TemporaryDirectory() as tmp:
-        repo, _ = _make_project(tmp)
+        repo, _ = _make_project(tmp, read_size=size)
         location = locate_git(str(repo), project_root=str(repo))
         remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
         session = SessionManager().open_session(ProjectStore().initialize(repo))
@@ -230,7 +268,7 @@ async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
         ) -> float:
             t0 = time.perf_counter()
             for _ in range(n):
-                result = await made.call("fs.read", {"path": "f001.txt"}, ctx)
+                result = await made.call("fs.read", {"path": "read.txt"}, ctx)
                 assert result.status == "ok", result
                 if fresh is not None:  # one connection per call: the session ends after it
                     await fresh.close("task_bench")
@@ -239,20 +277,23 @@ async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
         local = registry(None)
         kept_exec, cold_exec = RoutingWorkspaceExecutor(), RoutingWorkspaceExecutor()
         for executor in (kept_exec, cold_exec):
-            executor.attach("task_bench", RemoteTarget(host, remote.worktree))
+            executor.attach("task_bench", RemoteTarget(host, remote.worktree, lambda: job))
         kept, cold = registry(kept_exec), registry(cold_exec)
         await per_call(kept, None)  # the session's one connection, not counted
-        times: dict[str, list[float]] = {"local": [], "kept session": [], "ssh per call": []}
+        times: dict[str, list[float]] = {"local": [], "kept session": [], "fresh session": []}
         for _ in range(rounds):  # the kept session is never idle long enough to retire
             times["local"].append(await per_call(local, None))
             times["kept session"].append(await per_call(kept, None))
         await kept_exec.close("task_bench")
         for _ in range(rounds):
-            times["ssh per call"].append(await per_call(cold, cold_exec, max(2, calls // 4)))
+            times["fresh session"].append(await per_call(cold, cold_exec, max(2, calls // 4)))
         session.close()
         await gc_remote(remote)
     base = statistics.median(times["local"])
-    print(f"per tool call (fs.read through the registry, {calls} calls, median of {rounds}):")
+    print(
+        f"per tool call on {host.name} (fs.read of {label} through the registry, {calls} calls,"
+        f" median of {rounds}):"
+    )
     for name, values in times.items():
         med = statistics.median(values)
         print(
@@ -285,9 +326,14 @@ async def sync_figures(host: HostConfig) -> None:
             await gc_remote(remote)
 
 
-async def slurm_figures(rounds: int, trips: int) -> None:
+def _slurm_host() -> HostConfig:
     path = REPO / ".remote" / "slurm-hosts.yaml"
     [host] = parse_hosts(path.read_text(), str(path))
+    return host
+
+
+async def slurm_figures(rounds: int, trips: int) -> None:
+    host = _slurm_host()
     local, srun = LocalLauncher(), SrunLauncher(host)
     spawn: dict[str, list[float]] = {"local": [], "srun": []}
     for _ in range(rounds):
@@ -367,9 +413,13 @@ if __name__ == "__main__":
     parser.add_argument("--slurm", action="store_true", help="only the srun figures (part 5)")
     parser.add_argument("--calls", action="store_true", help="only the tool-call figures (part 6)")
     args = parser.parse_args()
-    if args.calls:
+    if args.calls:  # with --slurm: on the slurm host, in a job of the bench's
         print(f"load {os.getloadavg()[0]:.1f}")
-        trio.run(tool_call_figures, _host(args.host), args.rounds, 20)
+        host = _slurm_host() if args.slurm else _host(args.host)
+        with open("/tmp/air-tests-slurm.lock", "a") as lock:  # the node is the tests' too
+            if args.slurm:
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            trio.run(tool_call_figures, host, args.rounds, 20)
     elif args.slurm:
         trio.run(slurm_figures, args.rounds, args.trips)
     else:

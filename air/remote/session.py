@@ -2,8 +2,10 @@
 
 Owns ``ExecutorSession`` (one ``air.remote.executor serve`` in the task's remote worktree under the
 host's guard, behind one ssh connection — on a slurm host, one more step of the worker's job,
-``srun --jobid --overlap``, so the calls run on its compute node: IMPL-SLURM-3 — serving one call
-at a time: a request line out, the call's lines back until its ``done``/``error``) and
+``srun --jobid --overlap``, so the calls run on its compute node: IMPL-SLURM-3, its lines on a
+side channel of its own, never srun's stdio, which holds every reply over 1 KiB ~40 ms:
+IMPL-SLURM-6 — serving one call at a time: a request line out, the call's lines back until its
+``done``/``error``) and
 ``SessionPool`` (a task's sessions: a call takes an idle one or opens one, so the calls of a task
 pay ssh's connection and the remote interpreters' start once, not per call; concurrent calls get
 sessions of their own).
@@ -12,10 +14,11 @@ A session is never left behind. A call that is cancelled or fails mid-way kills 
 ssh client, then a sweep of its marker over a fresh connection; a step's srun client is signalled,
 and srun passes the signal to the step's guard, which sweeps) — never reused after an unclean end;
 ``SessionPool.close`` (the task's attempt ended) ends every session of the task, sweeping any that
-did not end cleanly; the parent's death closes the pipe, so the remote end exits and its guard
-sweeps; while a call runs the parent renews the host's lease (an empty line every third of
-``lease_ttl_s``), so a black-holed link ends the call's tree there at the lease; a session idle on
-the host for ``idle_s`` ends itself there, and the parent never sends to one idle for half of that.
+did not end cleanly; the parent's death closes the pipe (a step's socket), so the remote end
+exits and its guard sweeps; while a call runs the parent renews the host's lease (an empty line
+every third of ``lease_ttl_s``), so a black-holed link ends the call's tree there at the lease; a
+session idle on the host for ``idle_s`` ends itself there, and the parent never sends to one idle
+for half of that.
 """
 
 from __future__ import annotations
@@ -33,7 +36,14 @@ import trio
 from air.ipc.procs import ProcessIdentity, kill_tree, read_identity
 from air.remote import srun
 from air.remote.hosts import HostConfig
-from air.remote.ssh import client_environment, remote_command, ssh_argv, sweep_remote
+from air.remote.sidechannel import SideChannel
+from air.remote.ssh import (
+    IDENTITY_PREFIX,
+    client_environment,
+    remote_command,
+    ssh_argv,
+    sweep_remote,
+)
 
 __all__ = ["ExecutorSession", "SessionPool", "idle_seconds"]
 
@@ -59,6 +69,10 @@ class ExecutorSession:
         self.marker = f"exec_{os.urandom(8).hex()}"
         """The run marker of the remote executor's tree (what a sweep kills)."""
         self.process: trio.Process | None = None
+        self.send: trio.abc.SendStream | None = None
+        self.receive: trio.abc.ReceiveStream | None = None
+        """The executor's stdin and stdout: the ssh client's pipes, or a step's side channel
+        (srun's stdout then carries the guard's identity line and nothing else)."""
         self.buffer = b""
         self.next_id = 0
         self.last_used = trio.current_time()
@@ -70,8 +84,12 @@ class ExecutorSession:
     async def open(self) -> None:
         command = [self.host.python, "-P", "-m", "air.remote.executor", "serve"]
         command += ["--idle", str(idle_seconds(self.host)), "--lease", str(self.host.lease_ttl_s)]
+        side: SideChannel | None = None
         if self.host.launcher == "slurm":
             assert self.job is not None
+            side = SideChannel(srun.callback_address(self.host))
+            await side.open()
+            command = srun.connect_back(self.host, command)
             argv = srun.step_argv(self.host, self.job, self.marker, command, self.worktree)
             env = srun.client_environment()
         else:
@@ -89,8 +107,50 @@ class ExecutorSession:
                 env=env,
             )
             self.identity = read_identity(self.process.pid)
+        except BaseException:
+            if side is not None:
+                side.close()
+            raise
         finally:
             os.close(fd)
+        if side is None:
+            self.send, self.receive = self.process.stdin, self.process.stdout
+        else:
+            await self._connect(side)
+
+    async def _connect(self, side: SideChannel) -> None:
+        """A step: the guard's identity line on srun's stdout, then the side channel; when
+        either does not come, the session has no streams (its first call fails, and ends it)
+        and the reason is in its log."""
+        assert self.process is not None
+        assert self.process.stdin is not None
+        assert self.process.stdout is not None
+        try:
+            out = b""
+            with trio.move_on_after(srun.SIDE_CHANNEL_WAIT_S):
+                while b"\n" not in out and len(out) <= srun.FIRST_LINE_MAX:
+                    chunk = await self.process.stdout.receive_some(srun.FIRST_LINE_MAX)
+                    if not chunk:
+                        break
+                    out += chunk
+            first, nl, _ = out.partition(b"\n")
+            if nl and first.startswith(IDENTITY_PREFIX):
+                with contextlib.suppress(ValueError):
+                    self.remote = json.loads(first[len(IDENTITY_PREFIX) :])
+            if self.remote is None:
+                reason = "the step did not start"
+            elif streams := await side.hand_over(self.process.stdin, srun.SIDE_CHANNEL_WAIT_S):
+                self.send, self.receive = streams
+                return
+            else:
+                reason = f"the step did not connect back to {side.address}"
+        finally:
+            side.close()
+        self._note(f"air: {reason} (IMPL-SLURM-5)\n")
+
+    def _note(self, text: str) -> None:
+        with open(self.log, "a") as fh:
+            fh.write(text)
 
     def errors(self) -> str:
         """The tail of the session's stderr."""
@@ -106,39 +166,39 @@ class ExecutorSession:
     ) -> bool:
         """Send one call; hand each of its lines to ``line`` until it returns true (the call's
         last line). False: the session ended first (the link, the host or the executor)."""
-        assert self.process is not None
-        assert self.process.stdin is not None
-        assert self.process.stdout is not None
+        if self.send is None or self.receive is None:
+            return False
         self.next_id += 1
         call_id = self.next_id
         data = json.dumps({**request, "id": call_id}).encode() + b"\n"
         try:
-            await self.process.stdin.send_all(data)
+            await self.send.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._renew)
+            nursery.start_soon(self._renew, self.send)
             try:
-                return await self._lines(call_id, line)
+                return await self._lines(call_id, line, self.receive)
             finally:
                 nursery.cancel_scope.cancel()
 
-    async def _renew(self) -> None:
+    async def _renew(self, send: trio.abc.SendStream) -> None:
         """The host's lease on the running call: an empty line every third of it."""
-        assert self.process is not None
-        assert self.process.stdin is not None
         with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
             while True:
                 await trio.sleep(self.host.lease_ttl_s / 3)
-                await self.process.stdin.send_all(b"\n")
+                await send.send_all(b"\n")
 
-    async def _lines(self, call_id: int, line: Callable[[dict[str, Any]], Awaitable[bool]]) -> bool:
-        assert self.process is not None
-        assert self.process.stdout is not None
+    async def _lines(
+        self,
+        call_id: int,
+        line: Callable[[dict[str, Any]], Awaitable[bool]],
+        receive: trio.abc.ReceiveStream,
+    ) -> bool:
         while True:
             raw, nl, rest = self.buffer.partition(b"\n")
             if not nl:
-                chunk = await self.process.stdout.receive_some(1 << 20)
+                chunk = await receive.receive_some(1 << 20)
                 if not chunk:
                     return False
                 self.buffer += chunk
@@ -164,11 +224,10 @@ class ExecutorSession:
         with trio.CancelScope(shield=True):
             ended = False
             if clean:
-                assert process.stdin is not None
-                try:
-                    await process.stdin.aclose()
-                except (trio.BrokenResourceError, trio.ClosedResourceError):
-                    pass
+                for send in {self.send, process.stdin} - {None}:
+                    assert send is not None
+                    with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
+                        await send.aclose()
                 with trio.move_on_after(CLOSE_WAIT_S):
                     ended = await process.wait() == 0
             if not ended and self.host.launcher == "slurm":
@@ -183,9 +242,9 @@ class ExecutorSession:
                     await process.wait()
                 with trio.move_on_after(15):
                     await sweep_remote(self.host, [self.marker], timeout_s=10)
-            for stream in (process.stdin, process.stdout):
-                if stream is not None:
-                    await stream.aclose()
+            streams = [self.send, self.receive, process.stdin, process.stdout]
+            for stream in dict.fromkeys(s for s in streams if s is not None):
+                await stream.aclose()
         if self.log:
             os.unlink(self.log)
             self.log = ""

@@ -122,6 +122,21 @@ class SideChannel:
                 self.refused += 1
                 stream.socket.close()
 
+    async def hand_over(
+        self, stdin: trio.abc.SendStream, wait_s: float
+    ) -> tuple[trio.abc.SendStream, trio.abc.ReceiveStream] | None:
+        """The step runs: offer the channel on its ``stdin`` (srun's) and take its connection
+        (the step's stdin and stdout); None when nothing connected within ``wait_s``."""
+        try:
+            await stdin.send_all(self.offer())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            self.close()
+            return None
+        with trio.move_on_after(wait_s):
+            return await self.accept()
+        self.close()
+        return None
+
     def close(self) -> None:
         if self.listener is not None:
             self.listener.close()

@@ -46,7 +46,9 @@ __all__ = [
     "QUEUED_FOR_ALLOCATION",
     "SrunHandle",
     "SrunLauncher",
+    "callback_address",
     "client_environment",
+    "connect_back",
     "job_id_of",
     "job_name",
     "scancel",
@@ -119,6 +121,12 @@ def srun_argv(
         argv.append(f"--gres={host.gres}")
     argv += host.srun_options
     return [*argv, *_guarded(host, marker, command, env)]
+
+
+def connect_back(host: HostConfig, command: Sequence[str]) -> list[str]:
+    """``command`` with its stdin and stdout on a side channel back to the parent
+    (``air.remote.sidechannel``: what a step writes never goes through srun's stdio)."""
+    return [host.python, "-P", "-m", "air.remote.sidechannel", "connect", "--", *command]
 
 
 def step_argv(
@@ -287,9 +295,7 @@ class SrunLauncher:
         return await scancel([h.job_name for h in self.handles], timeout_s=timeout_s)
 
     def argv(self, spec: LaunchSpec) -> list[str]:
-        worker = _remote_worker(self.host, spec.command)
-        command = [self.host.python, "-P", "-m", "air.remote.sidechannel", "connect", "--"]
-        command += worker
+        command = connect_back(self.host, _remote_worker(self.host, spec.command))
         return srun_argv(
             self.host, spec.marker, spec.agent_id, command, dict(spec.env or {}),
             time_s=spec.time_s, cwd=self.cwd,
@@ -353,11 +359,8 @@ class SrunLauncher:
         if handle.remote is None:
             side.close()
             return stdin, None
-        await stdin.send_all(side.offer())
-        with trio.move_on_after(SIDE_CHANNEL_WAIT_S):
-            return await side.accept()
-        side.close()
-        return stdin, None
+        streams = await side.hand_over(stdin, SIDE_CHANNEL_WAIT_S)
+        return streams if streams is not None else (stdin, None)
 
     def _unconnected(self, side: SideChannel, agent_id: str) -> bytes:
         host = self.host

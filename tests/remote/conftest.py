@@ -27,6 +27,7 @@ from air.remote.ssh import SshLauncher
 from air.supervision.seams import SuperviseRequest
 from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.workers.harness import DirArtifacts, RecordingEvents
+from tests.tools.conftest import Env
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 REMOTE_DIR = CHECKOUT / ".remote"
@@ -179,3 +180,11 @@ class Rig:
 @pytest.fixture
 def rig(tmp_path: Path) -> Rig:
     return Rig(tmp_path, RecordingEvents(), DirArtifacts(str(tmp_path / "artifacts")))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    """A parent's session, engine and registry (``tests.tools.conftest.Env``)."""
+    made = Env(tmp_path)
+    yield made
+    made.close()

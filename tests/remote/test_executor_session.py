@@ -11,7 +11,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,7 +27,7 @@ from tests.tools.conftest import Env
 pytestmark = pytest.mark.slow
 
 
-async def _wait_for(predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
+async def wait_for(predicate: Callable[[], bool], limit_s: float = 20.0) -> None:
     with trio.fail_after(limit_s):
         while not predicate():  # noqa: ASYNC110 (processes on the remote host)
             await trio.sleep(0.05)
@@ -70,8 +70,11 @@ def make_worktree(host: HostConfig) -> str:
     return str(path)
 
 
-def remote_registry(env: Env, host: HostConfig, worktree: str) -> RoutingWorkspaceExecutor:
-    """The parent's registry with task_1 attached to ``worktree`` on ``host``."""
+def remote_registry(
+    env: Env, host: HostConfig, worktree: str, job: int | None = None
+) -> RoutingWorkspaceExecutor:
+    """The parent's registry with task_1 attached to ``worktree`` on ``host`` (a slurm host:
+    in the running ``job``)."""
     executor = RoutingWorkspaceExecutor()
     env.registry = ToolRegistry(
         engine=env.engine,
@@ -81,15 +84,8 @@ def remote_registry(env: Env, host: HostConfig, worktree: str) -> RoutingWorkspa
         workspace=executor,
     )
     register_builtin_tools(env.registry)
-    executor.attach("task_1", RemoteTarget(host, worktree))
+    executor.attach("task_1", RemoteTarget(host, worktree, None if job is None else lambda: job))
     return executor
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    yield made
-    made.close()
 
 
 async def test_a_tasks_calls_share_one_session_that_closing_ends(
@@ -117,12 +113,13 @@ async def test_a_tasks_calls_share_one_session_that_closing_ends(
     assert not _ssh_alive(session)
 
 
-async def test_a_cancelled_call_ends_its_session_and_its_command(
-    env: Env, remote_host: HostConfig
-) -> None:
-    worktree = make_worktree(remote_host)
-    executor = remote_registry(env, remote_host, worktree)
+async def cancel_a_sleep(
+    env: Env, executor: RoutingWorkspaceExecutor, sleeping: Callable[[bytes], bool]
+) -> tuple[ExecutorSession, bytes]:
+    """Cancel task_1's ``shell.run`` of a ``sleep`` once ``sleeping(its command line)`` sees it
+    run; its session (never reused) and that command line."""
     token = f"{31 + int.from_bytes(os.urandom(2), 'big') / 1e5:.5f}"
+    cmdline = f"sleep\0{token}".encode()
     with trio.move_on_after(60) as waited:
         async with trio.open_nursery() as nursery:
 
@@ -130,13 +127,22 @@ async def test_a_cancelled_call_ends_its_session_and_its_command(
                 await env.registry.call("shell.run", {"command": f"sleep {token}"}, env.ctx())
 
             nursery.start_soon(call)
-            await _wait_for(lambda: bool(_remote_cmdlines(f"sleep\0{token}".encode())), 30)
+            await wait_for(lambda: sleeping(cmdline), 30)
             [session] = executor.sessions.busy["task_1"]
             nursery.cancel_scope.cancel()
     assert not waited.cancelled_caught
     assert executor.sessions.idle.get("task_1", []) == []  # never reused after a cancel
+    return session, cmdline
+
+
+async def test_a_cancelled_call_ends_its_session_and_its_command(
+    env: Env, remote_host: HostConfig
+) -> None:
+    worktree = make_worktree(remote_host)
+    executor = remote_registry(env, remote_host, worktree)
+    session, cmdline = await cancel_a_sleep(env, executor, lambda c: bool(_remote_cmdlines(c)))
     assert remote_marked(session.marker) == []
-    assert _remote_cmdlines(f"sleep\0{token}".encode()) == []
+    assert _remote_cmdlines(cmdline) == []
     assert not _ssh_alive(session)
     await executor.close("task_1")
 
@@ -151,7 +157,8 @@ from air.remote.hosts import parse_hosts
 async def main() -> None:
     [host] = parse_hosts(Path(sys.argv[1]).read_text(), sys.argv[1])
     env = Env(Path(sys.argv[2]))
-    executor = remote_registry(env, host, sys.argv[3])
+    job = int(sys.argv[4]) if len(sys.argv) > 4 else None  # a slurm host's running job
+    executor = remote_registry(env, host, sys.argv[3], job)
     read = await env.registry.call("fs.read", {"path": "src/app.py"}, env.ctx())
     assert read.status == "ok", read
     [session] = executor.sessions.idle["task_1"]
@@ -181,10 +188,10 @@ async def test_the_parents_sigkill_leaves_no_session(
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     # the ssh client is in a session of its own: it ends because its stdin closed
-    await _wait_for(lambda: not remote_marked(marker.decode()) and not _exists(int(ssh_pid)))
+    await wait_for(lambda: not remote_marked(marker.decode()) and not exists(int(ssh_pid)))
 
 
-def _exists(pid: int) -> bool:
+def exists(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as fh:
             return fh.read().split(") ")[-1][0] != "Z"
@@ -202,7 +209,7 @@ async def test_a_session_that_ended_while_idle_is_not_reused(
     [session] = executor.sessions.idle["task_1"]
     for pid in remote_marked(session.marker):  # the host ended it (idle, a reboot, the link)
         os.kill(pid, signal.SIGKILL)
-    await _wait_for(lambda: not _ssh_alive(session))
+    await wait_for(lambda: not _ssh_alive(session))
     again = await env.registry.call("fs.read", {"path": "src/app.py"}, env.ctx())
     assert again.status == "ok", again
     assert executor.sessions.opened == 2
@@ -225,12 +232,12 @@ async def test_the_lease_keeps_a_long_call_and_ends_a_black_holed_one(
                 await env.registry.call("shell.run", {"command": f"sleep {token}"}, env.ctx())
 
             nursery.start_soon(call)
-            await _wait_for(lambda: bool(_remote_cmdlines(needle)), 30)
+            await wait_for(lambda: bool(_remote_cmdlines(needle)), 30)
             [session] = executor.sessions.busy["task_1"]
             assert session.process is not None
             os.kill(session.process.pid, signal.SIGSTOP)  # the link goes silent, nobody notices
             try:
-                await _wait_for(lambda: not remote_marked(session.marker), 20)
+                await wait_for(lambda: not remote_marked(session.marker), 20)
                 assert _remote_cmdlines(needle) == []
             finally:
                 os.kill(session.process.pid, signal.SIGCONT)

@@ -129,11 +129,12 @@ async def test_a_worker_over_srun_talks_on_the_side_channel_and_no_argv_holds_th
     manager = _manager(rig, slurm_host, "air.testing.workers.pingpong")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(watch)
-        outcome = await manager.supervise(rig.request("40:70000"))  # 40 trips of 70 KB
+        # 300 trips of 70 KB: long enough for the watch's samples to see the worker
+        outcome = await manager.supervise(rig.request("300:70000"))
         nursery.cancel_scope.cancel()
     assert outcome.kind == "result", outcome
     assert outcome.result is not None
-    assert outcome.result.summary == "40 round trips"
+    assert outcome.result.summary == "300 round trips"
     assert seen
     assert set(seen) == {0}
     assert stdio == {"socket"}  # not srun's pipe: the worker's stdin is the channel
