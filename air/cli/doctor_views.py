@@ -64,10 +64,12 @@ class StoredViewsCheck:
         return text + (f" ({running} running now, not opened)" if running else "")
 
     def _check_session(self, sid: str, path: str) -> list[Problem]:
-        from air.cli import report_snapshot
+        from air.cli.report_snapshot import KIND as REPORT_KIND
+        from air.cli.report_snapshot import check_report
         from air.contracts.error import AirException
         from air.events.store import EventStore
-        from air.projection import view_snapshot
+        from air.projection.view_snapshot import KIND as VIEW_KIND
+        from air.projection.view_snapshot import check_view
         from air.store.session_db import open_session_database
 
         try:
@@ -75,8 +77,8 @@ class StoredViewsCheck:
         except AirException:
             return []  # the databases check reports a database that cannot be opened
         checks: list[tuple[str, Callable[[], str | None]]] = [
-            (f"{view_snapshot.KIND}:{sid}", lambda: view_snapshot.check_view(EventStore(db), sid)),
-            (f"{report_snapshot.KIND}:{sid}", lambda: report_snapshot.check_report(db, sid)),
+            (f"{VIEW_KIND}:{sid}", lambda: check_view(EventStore(db), sid)),
+            (f"{REPORT_KIND}:{sid}", lambda: check_report(db, sid)),
         ]
         try:
             found = [(kind, defect) for kind, check in checks if (defect := check()) is not None]
