@@ -40,6 +40,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.tool import ToolDefinition
 from air.contracts.tool_runs import ToolExecutionContext
+from air.remote.guard import EXECUTOR_INPUT_ENDED
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor
 from air.tools.run import ArtifactSink, EventRecorder, ToolRun
@@ -191,7 +192,7 @@ def _read_requests(requests: queue.Queue[bytes], lease: _Lease) -> None:
                 requests.put(line)
     except OSError:
         pass
-    os._exit(3)
+    os._exit(EXECUTOR_INPUT_ENDED)
 
 
 async def _call(request: dict[str, Any]) -> None:

@@ -32,12 +32,22 @@ import time
 import air
 from air.ipc.procs import MARKER_ENV, find_marked, read_identity
 
-__all__ = ["LAPSED_GRACE_S", "SSH_FAILED", "WORKER_255", "Lease", "main", "sweep_marked"]
+__all__ = [
+    "EXECUTOR_INPUT_ENDED",
+    "LAPSED_GRACE_S",
+    "SSH_FAILED",
+    "WORKER_255",
+    "Lease",
+    "main",
+    "sweep_marked",
+]
 
 SSH_FAILED = 255
 """The ssh client's own failure (connection, authentication, host key)."""
 WORKER_255 = 254
 """What a worker's own exit code 255 is reported as."""
+EXECUTOR_INPUT_ENDED = 3
+"""``air.remote.executor``'s exit when its stdin ends: between calls, the session's clean end."""
 LAPSED_GRACE_S = 1.0
 """SIGTERM to SIGKILL when the lease lapsed: the parent is gone, so nothing waits for a
 cooperative wrap-up, and the tree is gone by TTL + about 1.1 s (the issue's TTL + 2 s). A worker

@@ -35,6 +35,7 @@ import trio
 
 from air.ipc.procs import ProcessIdentity, kill_tree, read_identity
 from air.remote import srun
+from air.remote.guard import EXECUTOR_INPUT_ENDED
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
 from air.remote.ssh import (
@@ -229,7 +230,8 @@ class ExecutorSession:
                     with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError):
                         await send.aclose()
                 with trio.move_on_after(CLOSE_WAIT_S):
-                    ended = await process.wait() == 0
+                    # the executor exits on its stdin's end; its guard swept its marker
+                    ended = await process.wait() in (0, EXECUTOR_INPUT_ENDED)
             if not ended and self.host.launcher == "slurm":
                 # srun passes SIGTERM to the step's guard, which sweeps the marker there
                 with trio.move_on_after(15):

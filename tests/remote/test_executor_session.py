@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from air.remote.guard import EXECUTOR_INPUT_ENDED
 from air.remote.hosts import HostConfig
 from air.remote.session import ExecutorSession
 from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
@@ -89,8 +90,15 @@ def remote_registry(
 
 
 async def test_a_tasks_calls_share_one_session_that_closing_ends(
-    env: Env, remote_host: HostConfig
+    env: Env, remote_host: HostConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    sweeps: list[list[str]] = []
+
+    async def sweep(host: HostConfig, markers: list[str], timeout_s: float) -> bool:
+        sweeps.append(markers)
+        return True
+
+    monkeypatch.setattr("air.remote.session.sweep_remote", sweep)
     worktree = make_worktree(remote_host)
     executor = remote_registry(env, remote_host, worktree)
     read = await env.registry.call("fs.read", {"path": "src/app.py"}, env.ctx())
@@ -111,6 +119,11 @@ async def test_a_tasks_calls_share_one_session_that_closing_ends(
     await executor.close("task_1")
     assert remote_marked(session.marker) == []
     assert not _ssh_alive(session)
+    # a clean end: the executor ended on its stdin's end and its guard swept there, so the
+    # parent neither killed the client nor swept over a fresh connection
+    assert session.process is not None
+    assert session.process.returncode == EXECUTOR_INPUT_ENDED
+    assert sweeps == []
 
 
 async def cancel_a_sleep(
