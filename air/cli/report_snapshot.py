@@ -29,7 +29,7 @@ from air.cli.session_report import (
 from air.contracts.ids import utc_now_iso
 from air.events.usage_ledger import UsageLedger, UsageSum
 from air.store.db import DatabaseManager
-from air.store.read_model import load_snapshot, save_snapshot
+from air.store.read_model import load_snapshot, save_snapshot, session_last_seq
 
 __all__ = [
     "CODEC",
@@ -163,17 +163,11 @@ def _kind(session_id: str) -> str:
     return f"{KIND}:{session_id}"
 
 
-def _last_seq(db: DatabaseManager, session_id: str) -> int:
-    row = db.conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
-    value = row.fetchone()[0]
-    return int(value) if value is not None else 0
-
-
 def _stored(db: DatabaseManager, session_id: str, keep: int) -> ReportAt | None:
     stored = load_snapshot(db, _kind(session_id))
     if stored is None or stored.codec != CODEC:
         return None
-    if stored.event_seq > _last_seq(db, session_id):
+    if stored.event_seq > session_last_seq(db, session_id):
         return None  # the log was rebuilt shorter: the fold is of another log
     try:
         fold = decode_fold(stored.body)
@@ -259,7 +253,7 @@ def check_report(db: DatabaseManager, session_id: str) -> str | None:
         fold = decode_fold(stored.body)
     except ValueError as exc:
         return f"the report fold at event {stored.event_seq} cannot be read ({exc})"
-    if stored.event_seq > _last_seq(db, session_id):
+    if stored.event_seq > session_last_seq(db, session_id):
         return f"the report fold claims event {stored.event_seq}, past the end of the log"
     resumed = _fold_tail(db, session_id, ReportAt(fold, stored.event_seq))[0].fold.summary()
     whole = summarise(read_report_events(db.conn, session_id), keep=fold.keep)

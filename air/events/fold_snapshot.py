@@ -38,7 +38,7 @@ from air.events.fold_state import (
     WorkspaceFact,
 )
 from air.store.db import DatabaseManager
-from air.store.read_model import load_snapshot, save_snapshot
+from air.store.read_model import load_snapshot, save_snapshot, session_last_seq
 
 __all__ = [
     "CODEC",
@@ -230,12 +230,6 @@ def _rows_after(
             yield record_to_event(record), int(record["seq"])
 
 
-def _last_seq(db: DatabaseManager, session_id: str) -> int:
-    row = db.conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
-    value = row.fetchone()[0]
-    return int(value) if value is not None else 0
-
-
 def _fold_from(
     db: DatabaseManager, session_id: str, state: SessionState, seq: int, *, lenient: bool
 ) -> tuple[SessionState, int]:
@@ -296,7 +290,7 @@ def check_snapshot(db: DatabaseManager, session_id: str) -> str | None:
         state = decode_state(stored.body)
     except ValueError as exc:
         return f"the fold snapshot at event {stored.event_seq} cannot be read ({exc})"
-    if stored.event_seq > _last_seq(db, session_id):
+    if stored.event_seq > session_last_seq(db, session_id):
         return f"the fold snapshot claims event {stored.event_seq}, past the end of the log"
     empty = SessionState(forget_ended_runs=state.forget_ended_runs)  # the same fold, whole
     full, _ = _fold_from(db, session_id, empty, 0, lenient=True)

@@ -38,7 +38,7 @@ from air.events.store import EventStore
 from air.events.transitions import TOOL_FROM
 from air.projection.records import WINDOW, CommandRecord, MessageRecord, ViewState
 from air.projection.store import ProjectionStore
-from air.store.read_model import load_snapshot, save_snapshot
+from air.store.read_model import load_snapshot, save_snapshot, session_last_seq
 
 __all__ = [
     "CODEC",
@@ -158,13 +158,6 @@ def _kind(session_id: str) -> str:
     return f"{KIND}:{session_id}"
 
 
-def _last_seq(events: EventStore, session_id: str) -> int:
-    row = events.db.conn.execute(
-        "SELECT max(seq) FROM events WHERE session_id = ?", (session_id,)
-    ).fetchone()
-    return int(row[0]) if row[0] is not None else 0
-
-
 def load_view(events: EventStore, session_id: str, store: ProjectionStore) -> StoredView | None:
     """The stored view of ``session_id`` when ``store`` can start from it: this codec, read in
     the same artifact root with the same window, and not past the end of the log; else None
@@ -172,7 +165,7 @@ def load_view(events: EventStore, session_id: str, store: ProjectionStore) -> St
     stored = load_snapshot(events.db, _kind(session_id))
     if stored is None or stored.codec != CODEC:
         return None
-    if stored.event_seq > _last_seq(events, session_id):
+    if stored.event_seq > session_last_seq(events.db, session_id):
         return None  # the log was rebuilt shorter: the view is of another log
     try:
         view = decode_view(stored.body)
@@ -269,7 +262,7 @@ def check_view(events: EventStore, session_id: str) -> str | None:
         view = decode_view(stored.body)
     except ValueError as exc:
         return f"the console view at event {stored.event_seq} cannot be read ({exc})"
-    if stored.event_seq > _last_seq(events, session_id):
+    if stored.event_seq > session_last_seq(events.db, session_id):
         return f"the console view claims event {stored.event_seq}, past the end of the log"
     resumed = ProjectionStore(artifact_root=view.root, window=view.window)
     resumed.restore(view.state, view.revision, stored.event_seq)

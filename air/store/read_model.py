@@ -246,6 +246,14 @@ def save_snapshot(
                 blob.write(part)
 
 
+def session_last_seq(db: DatabaseManager, session_id: str) -> int:
+    """The ``seq`` of the session's last event (0 for none): a stored snapshot claiming more is
+    of another, longer log."""
+    row = db.conn.execute("SELECT max(seq) FROM events WHERE session_id = ?", (session_id,))
+    value = row.fetchone()[0]
+    return int(value) if value is not None else 0
+
+
 def load_snapshot(db: DatabaseManager, kind: str) -> StoredSnapshot | None:
     """The stored snapshot of ``kind``, or None."""
     row = db.conn.execute("SELECT * FROM fold_snapshots WHERE kind = ?", (kind,)).fetchone()
