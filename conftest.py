@@ -1,11 +1,14 @@
-"""Root pytest configuration: every async test runs under Trio."""
+"""Root pytest configuration: every async test runs under Trio, slow tests first, the tests on
+the one-node Slurm in turn on one pytest-xdist worker."""
 
 import os
 import signal
+import sys
 
 import pytest
 from pytest_trio.enable_trio_mode import pytest_fixture_setup
 from pytest_trio.plugin import automark
+from xdist.scheduler import LoadScopeScheduling
 
 __all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
 
@@ -13,6 +16,12 @@ __all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
 # runtimes share this machine with each other, so they get a wide pool unless a test (or the
 # person running it) sets one. Tests of the pool set their own size and their own HOME.
 os.environ.setdefault("AIR_WORKER_SLOTS", "64")
+
+# pytest keeps the test modules it rewrote for its assertions as bytecode beside them, unless
+# PYTHONDONTWRITEBYTECODE is set (as it is on the machines this suite runs on): then every
+# pytest-xdist worker of every lane rewrites all ~400 test modules again, ~10 s of CPU each. The
+# suite's own process writes them; the processes it starts keep the setting they were given.
+sys.dont_write_bytecode = False
 
 # A shell without job control starts a background command (`.ci/run &`, a CI runner's
 # step) with SIGINT ignored, and every process the suite starts would inherit that: a test
@@ -30,3 +39,24 @@ def pytest_collection_modifyitems(config: object, items: list[pytest.Item]) -> N
     a lock (tests/remote/conftest.py)."""
     automark(items)
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def on_the_slurm_node(nodeid: str) -> bool:
+    """Whether a test runs on the one-node Slurm, by its node id: pytest-xdist's controller sees
+    no more than that (tests/test_suite_scheduling.py holds every test using ``slurm_host`` to
+    it)."""
+    return nodeid.startswith("tests/remote/") and ("slurm" in nodeid or "srun" in nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScopeScheduling:
+    """The units of work the workers take: every test on the one-node Slurm in one, which a
+    worker runs in turn while the others run the rest (spread over the workers, they would each
+    sit blocked on the Slurm lock); every other test with the rest of its module, so a module's
+    expensive fixture (a built wheel, a built example) is made once, not once per worker. Units
+    with more tests go first."""
+    return _Units(config, log)
+
+
+class _Units(LoadScopeScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        return "slurm" if on_the_slurm_node(nodeid) else nodeid.split("::", 1)[0]

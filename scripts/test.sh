@@ -2,8 +2,8 @@
 # Sets up everything air needs, then runs the whole test suite: ruff, ruff format --check, mypy
 # --strict, import-linter and pytest: first every test not marked slow (the fast lane), then the
 # slow ones (real processes for many seconds), each in four pytest-xdist workers: on two cores
-# their tests wait on processes, disk and timeouts about half the time (IMPL-SUITE-1); the
-# tests on the one-node Slurm take turns by a lock (tests/remote/conftest.py).
+# their tests wait on processes, disk and timeouts about half the time (IMPL-SUITE-1); a worker
+# takes a module at a time, and one takes all the tests on the one-node Slurm (conftest.py).
 # `bash scripts/test.sh --fast` runs the same checks and only the fast lane.
 # Without --fast, the lowest-versions job follows: scripts/lowest.sh runs the fast lane again in
 # .venv-lowest, every direct dependency at its declared floor (IMPL-DEP-1). (Beside the slow
@@ -50,6 +50,9 @@ if [ $# -gt 0 ]; then
   [ $fast -eq 1 ] || { echo "== lowest versions (scripts/lowest.sh)"; bash scripts/lowest.sh "$@" || status=1; }
   exit $status
 fi
+# one process rewrites the test modules' asserts once and keeps them as bytecode (conftest.py),
+# so that the lanes' workers load them instead of each rewriting all of them again
+python -m pytest --collect-only -q >/dev/null 2>&1
 run_pytest -m "not slow" -n 4
 report_checks
 if [ $fast -eq 0 ]; then

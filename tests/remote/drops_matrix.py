@@ -35,6 +35,10 @@ from tests.remote.conftest import CHECKOUT
 RETRIED = {"client_kill", "reset", "black_hole", "hard_timeout"}
 """Drops after which the parent retries the task once (a drop → sweep → retry)."""
 STATES = ("turn", "tree", "shell")
+HARD_TIMEOUT_MS = {"turn": 9000, "tree": 9000, "shell": 20000}
+"""A hard-timeout scenario's limit, counted from ``agent.started``: it must end the attempt in its
+state, so it must outlast the way there. Reaching ``shell`` waits for the remote executor to start
+beside twenty other scenarios' processes: 4-6 s here alone, over 9 s under the slow lane's load."""
 
 
 @dataclass
@@ -156,7 +160,7 @@ class Parent:
         path = where / f"spec-{self.name}.json"
         spec = {**spec, "scenarios": [
             {"id": s.id, "state": s.state, "drop": s.drop, "retry": s.drop in RETRIED,
-             "hard_timeout_ms": 9000, "sleep_arg": s.sleep_arg}
+             "hard_timeout_ms": HARD_TIMEOUT_MS[s.state], "sleep_arg": s.sleep_arg}
             for s in self.scenarios.values()
         ]}  # fmt: skip
         path.write_text(json.dumps(spec))

@@ -118,7 +118,7 @@ def test_recovery_cancels_the_slurm_job_of_a_killed_parent(
         _cancel_all(records)
 
 
-def test_recovery_cancels_the_queued_job_of_a_killed_parent(
+def test_recovery_cancels_the_queued_slurm_job_of_a_killed_parent(
     tmp_path: Path, slurm_host: HostConfig, busy_node: str
 ) -> None:
     """Queued: no worker process yet, the record already names the job; recovery cancels it."""

@@ -57,7 +57,19 @@ class LineReader:
 
 
 def _ack_lines(ack_path: Path) -> list[str]:
-    return ack_path.read_text().splitlines() if ack_path.exists() else []
+    """The whole acknowledgement lines: a SIGKILL in the middle of the writer's ``os.write`` of a
+    batch's lines (the kernel stops a write to a file between pages) leaves a last line without
+    its newline, which acknowledges nothing."""
+    if not ack_path.exists():
+        return []
+    return ack_path.read_text().split("\n")[:-1]
+
+
+def _drop_partial_ack(ack_path: Path) -> None:
+    """Cut a killed writer's unfinished last line, so the next writer's lines start their own."""
+    if ack_path.exists():
+        data = ack_path.read_bytes()
+        ack_path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
 def _wait_for_acks(
@@ -130,8 +142,7 @@ def _verify(db_path: Path, ack_path: Path, checked: set[str], tmp: Path, replay:
         report = store.referential_check()
         assert report.clean, report
         rows = {r["id"]: r for r in store.events.list_all()}
-        acks = ack_path.read_text().splitlines() if ack_path.exists() else []
-        for line in acks:
+        for line in _ack_lines(ack_path):
             if line in checked:
                 continue
             parts = line.split(" ")
@@ -211,6 +222,7 @@ def test_sigkill_at_random_moments_loses_no_acknowledged_event(tmp_path: Path) -
             time.sleep(rnd.uniform(0, 0.030))
             os.kill(pid, signal.SIGKILL)
             assert reader.readline() == "dead"
+            _drop_partial_ack(ack_path)
             kills += 1
             events_seen = _verify(db_path, ack_path, checked, tmp_path, replay=kills % 25 == 0)
     finally:
