@@ -11,6 +11,7 @@ payload models and the projection name every type without emitting it, and ``air
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -36,13 +37,15 @@ SCRIPTED = ("air/cli/demo.py", "air/testing/")
 ENTRY_TITLE = "durable event types not emitted yet"
 
 
-def durable_types() -> set[str]:
+def durable_types() -> frozenset[str]:
     registry = default_registry()
-    return {t for t, _ in registry.list() if registry.is_durable(t)}
+    return frozenset(t for t, _ in registry.list() if registry.is_durable(t))
 
 
-def emitted_types(durable: set[str]) -> dict[str, set[str]]:
-    """Durable type -> the files with an emitting call site of it."""
+@functools.cache
+def emitted_types(durable: frozenset[str]) -> dict[str, set[str]]:
+    """Durable type -> the files with an emitting call site of it (one parse of the tree for
+    both tests of this module)."""
     found: dict[str, set[str]] = {}
     trees = {
         path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(), str(path))
