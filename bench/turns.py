@@ -6,9 +6,11 @@ the real API checks it) answers N turns each calling ``fs.read`` on a small file
 review's result. The server stamps each request as it arrives; the turns of each quarter of the
 task, over the time that quarter took, are its rate. It also prints the CPU time per turn of the
 air parent and its worker (``/proc``, 10 ms ticks) and of the server, by quarter: the server
-parses and checks the whole conversation at every request, a cost that grows with it. The
-baseline is the task's own first quarter: goal, the last quarter >= 0.8x the first (turn 600
-costs what turn 10 costs).
+parses and checks the whole conversation at every request, a cost that grows with it. So it
+also prints air's own wall time per turn (from the end of the server's reply to the next
+request: the parent taking the reply in, the worker's call, the next request) beside the server's
+(handling one request). The baseline is the task's own first quarter: goal, the last quarter
+>= 0.8x the first (turn 600 costs what turn 10 costs).
 
 Run: ``.venv/bin/python bench/turns.py [--turns 600] [--rounds 3] [--profile OUT.prof]``
 (``--profile``: the air parent runs under cProfile and writes its stats to OUT.prof).
@@ -17,6 +19,7 @@ Run: ``.venv/bin/python bench/turns.py [--turns 600] [--rounds 3] [--profile OUT
 from __future__ import annotations
 
 import argparse
+import http.server
 import json
 import os
 import statistics
@@ -95,6 +98,19 @@ def serve(turns: int, stamps: str, ready: str) -> None:
             )
         )
 
+    # when each request's handling began and ended: air's own time per turn is the gap from one
+    # reply's end to the next request (air opens a connection per request: the handling begins as
+    # it sends)
+    spans = open(stamps + ".spans", "a", buffering=1)
+    handle = http.server.BaseHTTPRequestHandler.handle_one_request
+
+    def timed(self: http.server.BaseHTTPRequestHandler) -> None:
+        began = time.monotonic()
+        handle(self)
+        if getattr(self, "raw_requestline", b"") and getattr(self, "command", None) == "POST":
+            spans.write(f"{began} {time.monotonic()}\n")
+
+    http.server.BaseHTTPRequestHandler.handle_one_request = timed  # type: ignore[method-assign]
     server = StrictServer(api_key=KEY, model=model)
     with server:
         Path(ready).write_text(server.url)
@@ -140,25 +156,35 @@ def one_run(turns: int, tmp: Path, profile: str | None) -> list[list[float]]:
     if proc.returncode != 0 or "done 1/1" not in stderr:
         raise SystemExit(f"the run failed ({proc.returncode}):\n{stderr[-3000:]}")
     rows = [[float(x) for x in line.split()] for line in stamps.read_text().splitlines()]
-    if len(rows) != turns + 1:
-        raise SystemExit(f"{len(rows)} requests for {turns} turns + the verdict")
-    return rows
+    spans = [
+        [float(x) for x in line.split()]
+        for line in Path(f"{stamps}.spans").read_text().splitlines()
+    ]
+    if len(rows) != turns + 1 or len(spans) != turns + 1:
+        raise SystemExit(f"{len(rows)} requests ({len(spans)} spans) for {turns} turns + verdict")
+    return [row + span for row, span in zip(rows, spans, strict=True)]
 
 
-def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float]]:
-    """Each quarter of the task (a turn ends at the next request): turns per second, and the
-    CPU ms per turn of the air parent, of its worker and of the server."""
+def quarters(rows: list[list[float]]) -> list[tuple[float, float, float, float, float, float]]:
+    """Each quarter of the task (a turn ends at the next request): turns per second; the CPU ms
+    per turn of the air parent, of its worker and of the server; the wall ms per turn of air
+    (from the server's reply to the next request) and of the server (handling a request)."""
     gaps = len(rows) - 1
     out = []
     for q in range(4):
-        a, b = rows[q * gaps // 4], rows[(q + 1) * gaps // 4]
-        n = (q + 1) * gaps // 4 - q * gaps // 4
+        first, last = q * gaps // 4, (q + 1) * gaps // 4
+        a, b = rows[first], rows[last]
+        n = last - first
+        air = sum(rows[k + 1][4] - rows[k][5] for k in range(first, last))
+        served = sum(rows[k][5] - rows[k][4] for k in range(first, last))
         out.append(
             (
                 n / (b[0] - a[0]),
                 (b[1] - a[1]) * TICK_MS / n,
                 (b[2] - a[2]) * TICK_MS / n,
                 (b[3] - a[3]) * 1000 / n,
+                air * 1000 / n,
+                served * 1000 / n,
             )
         )
     return out
@@ -176,11 +202,13 @@ def main() -> None:
         return
     ratios: list[float] = []
     cpu_ratios: list[float] = []
+    air_ratios: list[float] = []
     print(f"cores: {os.cpu_count()}  turns: {args.turns}  load: {os.getloadavg()[0]:.1f}")
     for number in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:
             qs = quarters(one_run(args.turns, Path(tmp), args.profile))
         ratios.append(qs[3][0] / qs[0][0])
+        air_ratios.append(qs[0][4] / qs[3][4])
         cpu_ratios.append(qs[0][1] / qs[3][1] if qs[3][1] else float("nan"))
         print(
             f"run {number + 1}: turns/s by quarter "
@@ -195,8 +223,15 @@ def main() -> None:
             + "  server: "
             + " -> ".join(f"{q[3]:5.2f}" for q in qs)
         )
+        print(
+            "  wall ms per turn, air (reply to next request): "
+            + " -> ".join(f"{q[4]:5.2f}" for q in qs)
+            + f"  ({air_ratios[-1]:4.2f}x)  server (handling): "
+            + " -> ".join(f"{q[5]:5.2f}" for q in qs)
+        )
     print(
         f"median last/first: turns/s {statistics.median(ratios):4.2f}x (goal >= 0.8x);"
+        f" air's own turns/s (without the server's handling) {statistics.median(air_ratios):4.2f}x;"
         f" parent CPU per turn, first/last {statistics.median(cpu_ratios):4.2f}x"
     )
 
