@@ -432,6 +432,14 @@ def memory(rounds: int, small: int = 1000, large: int = 10_000, before: Path | N
     sizes: dict[tuple[str, int], list[tuple[int, int]]] = {
         (name, n): [] for name in trees for n in (small, large)
     }
+    for tree in trees.values():
+        # every child loads air from bytecode: a module compiled from its source at import
+        # leaves the process ~6 MiB larger, and PYTHONDONTWRITEBYTECODE may be set
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(tree / "air"), str(tree / "bench")],
+            check=True,
+            timeout=600,
+        )
     print(
         f"memory per task: {small} vs {large} tasks, {rounds} rounds, load {os.getloadavg()[0]:.1f}"
     )
@@ -439,6 +447,7 @@ def memory(rounds: int, small: int = 1000, large: int = 10_000, before: Path | N
         for n in (small, large):
             for name, tree in trees.items():
                 sizes[name, n].append(task_memory(n, tree))
+                print(f"    {name} {n}: RSS, peak {sizes[name, n][-1]} KiB", flush=True)
     med = statistics.median
     for name, tree in trees.items():
         rss = {n: med(r for r, _ in sizes[name, n]) for n in (small, large)}
