@@ -26,7 +26,9 @@ Run: ``.venv/bin/python bench/workers.py [--rounds R] [--trips N] [--cancels C] 
    real Scheduler, the real WorkerManager (handshake, read loop, result checks, run records)
    and a real session (SQLite file, ingestor, bus, projections), the workers being FakeLauncher
    tasks over memory streams under Trio's virtual clock; N = 1,000 and 10,000, each in a fresh
-   process. Goal (issue 28 item 7): RSS at 10,000 <= 1.3x RSS at 1,000.
+   process. Goal (issue 28 item 7): RSS at 10,000 <= 1.3x RSS at 1,000. With ``--before TREE``
+   (another checkout of air, e.g. a ``git worktree`` of the base commit) the same children run
+   from that tree too, alternating with this one's round by round, both printed.
 """
 
 from __future__ import annotations
@@ -407,37 +409,57 @@ def memory_child(n: int) -> None:
     print(*measured[0])
 
 
-def task_memory(n: int) -> tuple[int, int]:
-    """(rss, peak) KiB of a fresh process after ``n`` tasks (``memory_child``)."""
+def task_memory(n: int, tree: Path = REPO) -> tuple[int, int]:
+    """(rss, peak) KiB of a fresh process after ``n`` tasks (``memory_child``), its air and
+    this script taken from ``tree``."""
+    env = {**os.environ, "PYTHONPATH": str(tree)}
     out = subprocess.run(
-        [sys.executable, __file__, "--memory-child", str(n)],
+        [sys.executable, str(tree / "bench" / "workers.py"), "--memory-child", str(n)],
         capture_output=True,
         text=True,
         check=True,
         timeout=3600,
+        cwd=tree,
+        env=env,
     ).stdout.split()
     return int(out[-2]), int(out[-1])
 
 
-def memory(rounds: int, small: int = 1000, large: int = 10_000) -> None:
-    """RSS after ``small`` and ``large`` tasks, alternating, the median of ``rounds`` each."""
-    sizes: dict[int, list[tuple[int, int]]] = {small: [], large: []}
+def memory(rounds: int, small: int = 1000, large: int = 10_000, before: Path | None = None) -> None:
+    """RSS after ``small`` and ``large`` tasks, alternating (and alternating with the ``before``
+    tree's children), the median of ``rounds`` each."""
+    trees = {"before": before, "after": REPO} if before is not None else {"this tree": REPO}
+    sizes: dict[tuple[str, int], list[tuple[int, int]]] = {
+        (name, n): [] for name in trees for n in (small, large)
+    }
+    for tree in trees.values():
+        # every child loads air from bytecode: a module compiled from its source at import
+        # leaves the process ~6 MiB larger, and PYTHONDONTWRITEBYTECODE may be set
+        subprocess.run(
+            [sys.executable, "-m", "compileall", "-q", str(tree / "air"), str(tree / "bench")],
+            check=True,
+            timeout=600,
+        )
     print(
         f"memory per task: {small} vs {large} tasks, {rounds} rounds, load {os.getloadavg()[0]:.1f}"
     )
     for _ in range(rounds):
         for n in (small, large):
-            sizes[n].append(task_memory(n))
+            for name, tree in trees.items():
+                sizes[name, n].append(task_memory(n, tree))
+                print(f"    {name} {n}: RSS, peak {sizes[name, n][-1]} KiB", flush=True)
     med = statistics.median
-    rss = {n: med(r for r, _ in got) for n, got in sizes.items()}
-    peak = {n: med(p for _, p in got) for n, got in sizes.items()}
-    for n in (small, large):
-        print(f"  {n:>6} tasks: RSS {rss[n] / 1024:7.1f} MiB  peak {peak[n] / 1024:7.1f} MiB")
-    print(
-        f"  RSS {large} / {small}: {rss[large] / rss[small]:4.2f}x  (goal <= 1.3x);"
-        f" {(rss[large] - rss[small]) / (large - small):5.2f} KiB per task;"
-        f" load {os.getloadavg()[0]:.1f}"
-    )
+    for name, tree in trees.items():
+        rss = {n: med(r for r, _ in sizes[name, n]) for n in (small, large)}
+        peak = {n: med(p for _, p in sizes[name, n]) for n in (small, large)}
+        print(f"  {name} ({tree}):")
+        for n in (small, large):
+            print(f"  {n:>6} tasks: RSS {rss[n] / 1024:7.1f} MiB  peak {peak[n] / 1024:7.1f} MiB")
+        print(
+            f"  RSS {large} / {small}: {rss[large] / rss[small]:4.2f}x  (goal <= 1.3x);"
+            f" {(rss[large] - rss[small]) / (large - small):5.2f} KiB per task;"
+            f" load {os.getloadavg()[0]:.1f}"
+        )
 
 
 if __name__ == "__main__":
@@ -450,12 +472,15 @@ if __name__ == "__main__":
     parser.add_argument(
         "--memory", action="store_true", help="measure the parent's memory per task only"
     )
+    parser.add_argument(
+        "--before", type=Path, help="with --memory: another air checkout measured alternately"
+    )
     parser.add_argument("--memory-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.memory_child:
         memory_child(args.memory_child)
     elif args.memory:
-        memory(args.rounds)
+        memory(args.rounds, before=args.before)
     else:
         if not args.only_cancel:
             trio.run(main, args.rounds, args.trips, not args.no_spawn)

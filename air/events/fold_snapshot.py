@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from enum import Enum
+from sys import intern
 from typing import Any, NamedTuple
 
 from immutables import Map
@@ -56,14 +57,15 @@ __all__ = [
 ]
 
 KIND = "session_fold"
-CODEC = 4
+CODEC = 5
 """The codec's version: a snapshot written by another is ignored (the log is folded whole).
 2 (IMPL-READ-4): an attempt's evidence is dropped at its end also when the end names no
 agent; a map of one kind of fact is stored as rows (``[key, fields...]``: no tagged object per
 fact; at 100k events 10.1 -> 9.0 MB, read back faster and with less peak memory).
 3 (IMPL-MEM-1): the scheduler's fold (``SCHEDULER_FOLD``) drops a run once it and its task
 have ended (at 100k events 10.0 -> 1.3 MB).
-4 (IMPL-PACK-1): a task's spec and worker result are stored as their packed JSON text."""
+4 (IMPL-PACK-1): a task's spec and worker result are stored as their packed JSON text.
+5 (IMPL-RSS-1): a task's worker result leaves out the ids the task holds (``pack_result``)."""
 SCHEDULER_FOLD = SessionState(forget_ended_runs=True)
 """The empty state the scheduler's fold starts from (``fold_session``, ``SessionLedger``)."""
 SNAPSHOT_EVERY = 2000
@@ -144,10 +146,24 @@ def _dec(value: Any) -> Any:
         return Map((k, _dec(v)) for k, v in value["m"])
     if "f" in value:
         fact = _TUPLES[value["f"]]
-        return Map((row[0], fact(*[_dec(v) for v in row[1:]])) for row in value["v"])
+        return Map(
+            (_dec_field(row[0]), fact(*[_dec_field(v) for v in row[1:]])) for row in value["v"]
+        )
     if "p" in value:
         return _MODELS[value["p"]]().model_validate(value["v"])
     raise ValueError(f"unknown tag in a fold snapshot: {sorted(value)}")
+
+
+def _dec_field(value: Any) -> Any:
+    """A fact's field: a short text (an id, a status) interned as the live fold interns its ids,
+    so the facts read back share one string per id as they did (IMPL-RSS-1); packed JSON not."""
+    if isinstance(value, str) and len(value) <= _INTERNED and not value.startswith("{"):
+        return intern(value)
+    return _dec(value)
+
+
+_INTERNED = 80
+"""The longest fact text ``_dec_field`` interns (ids are ~40 characters)."""
 
 
 def _dumps(value: Any) -> bytes:

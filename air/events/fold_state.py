@@ -91,7 +91,8 @@ class TaskFact(NamedTuple):
     """The error of the last ``task.failed`` (cleared by ``task.started``)."""
     blocked_reason: str | None = None
     result_text: str | None = None
-    """``pack(worker_result)`` of the task's last end."""
+    """``pack_result(worker_result, task_id, agent_id)`` of the task's last end: its ids are
+    left out when they are this fact's (IMPL-RSS-1); read it through ``worker_result``."""
     summary_id: str | None = None
     """A compaction task's summary."""
 
@@ -101,7 +102,7 @@ class TaskFact(NamedTuple):
 
     @property
     def worker_result(self) -> WorkerResult | None:
-        return unpack_result(self.result_text)
+        return unpack_result(self.result_text, self.task_id, self.agent_id)
 
     @property
     def attempt_count(self) -> int:

@@ -26,10 +26,11 @@ from air.events.fold_state import (
     TaskFact,
     fold_error,
 )
-from air.events.packed import pack
+from air.events.packed import pack, pack_result, unpack_result
 from air.events.transitions import TASK_FROM
 
 if TYPE_CHECKING:
+    from air.contracts.worker_result import WorkerResult
     from air.events.payloads.ends import (
         TaskBlockedPayload,
         TaskCancelledPayload,
@@ -72,6 +73,21 @@ def _put_task(state: SessionState, old: TaskFact | None, new: TaskFact) -> Sessi
             counts = counts.set(old.status.value, counts.get(old.status.value, 0) - 1)
         counts = counts.set(new.status.value, counts.get(new.status.value, 0) + 1)
     return state._replace(tasks=state.tasks.set(new.task_id, new), counts=counts)
+
+
+def _packed_result(task: TaskFact, result: WorkerResult | None) -> str | None:
+    """The text a task ended by its agent of record keeps of ``result`` (IMPL-RSS-1)."""
+    return None if result is None else pack_result(result, task.task_id, task.agent_id)
+
+
+def _run_by(task: TaskFact, agent_id: str | None) -> TaskFact:
+    """``task`` with ``agent_id`` its agent of record: a result kept without its agent's id
+    (``pack_result``) takes it back first, as the id it is read with changes."""
+    text = task.result_text
+    if agent_id != task.agent_id:
+        result = unpack_result(text, task.task_id, task.agent_id)
+        text = None if result is None else pack(result)
+    return task._replace(agent_id=agent_id, result_text=text)
 
 
 def _end_attempt(
@@ -128,7 +144,7 @@ def _new_task(
     if spec.id in state.tasks:
         raise fold_error(event, f"task {spec.id} already exists")
     task = TaskFact(
-        task_id=spec.id,
+        task_id=intern(spec.id),  # one string for the key, the agents' facts and graph nodes
         spec_text=pack(spec),
         status=TaskStatus.PENDING,
         order=len(state.tasks),
@@ -181,9 +197,8 @@ def _task_started(state: SessionState, event: RuntimeEvent, x: TaskStartedPayloa
         agent_type=x.agent_type,
         workspace_id=workspace_id,
     )
-    new = task._replace(
+    new = _run_by(task, agent_id)._replace(
         status=TaskStatus.RUNNING,
-        agent_id=agent_id,
         workspace_id=workspace_id,
         attempts=(*task.attempts, attempt),
         blocked_reason=None,
@@ -211,17 +226,19 @@ def _end_task(
 def _task_completed(
     state: SessionState, event: RuntimeEvent, x: TaskCompletedPayload
 ) -> SessionState:
+    task = _task(state, event, x.task_id)
     return _end_task(
         state,
         event,
         x.task_id,
         x.attempt_index,
         TaskStatus.COMPLETED,
-        result_text=None if x.worker_result is None else pack(x.worker_result),
+        result_text=_packed_result(task, x.worker_result),
     )
 
 
 def _task_blocked(state: SessionState, event: RuntimeEvent, x: TaskBlockedPayload) -> SessionState:
+    task = _task(state, event, x.task_id)
     return _end_task(
         state,
         event,
@@ -229,7 +246,7 @@ def _task_blocked(state: SessionState, event: RuntimeEvent, x: TaskBlockedPayloa
         x.attempt_index,
         TaskStatus.BLOCKED,
         blocked_reason=x.reason,
-        result_text=None if x.worker_result is None else pack(x.worker_result),
+        result_text=_packed_result(task, x.worker_result),
     )
 
 
@@ -248,7 +265,7 @@ def _task_failed(state: SessionState, event: RuntimeEvent, x: TaskFailedPayload)
         TaskStatus.FAILED,
         x.error,
         last_error=x.error,
-        result_text=None if x.worker_result is None else pack(x.worker_result),
+        result_text=_packed_result(task, x.worker_result),
         failures=(*task.failures, failure),
     )
 
@@ -283,7 +300,8 @@ def _compaction_started(
     state: SessionState, event: RuntimeEvent, x: CompactionStartedPayload
 ) -> SessionState:
     task = _task(state, event, x.task_id)
-    return _put_task(state, task, task._replace(status=TaskStatus.RUNNING, agent_id=x.agent_id))
+    new = _run_by(task, x.agent_id)._replace(status=TaskStatus.RUNNING)
+    return _put_task(state, task, new)
 
 
 def _compaction_completed(

@@ -73,10 +73,12 @@ def disarm(st: RunState, task_id: str) -> None:
     """Forget the deadline of a task that ended for good (nothing of it runs again; were it
     ever planned anew, it would get a new deadline, as in a new process). The heap's entries
     are skipped once their task has no deadline, and dropped together once they outnumber the
-    armed ones: amortised O(1) per task."""
+    armed ones: amortised O(1) per task; the map is copied then too, as a dict keeps the table
+    of its largest size (a batch armed at once) after its entries go (IMPL-RSS-1)."""
     st.deadlines.pop(task_id, None)
     heap = st.deadline_heap
     if len(heap) > 2 * len(st.deadlines) + 64:
+        st.deadlines = dict(st.deadlines)
         heap[:] = [(at, armed) for armed, at in st.deadlines.items()]
         heapq.heapify(heap)
 

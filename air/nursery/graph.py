@@ -12,6 +12,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Generator
 from contextlib import closing
+from sys import intern
 from typing import NamedTuple
 
 from air.contracts.task import DependencySource, DependencyType, TaskSpec, TaskStatus, TaskType
@@ -66,6 +67,7 @@ class TaskNode:
     """
 
     __slots__ = (
+        "_area",
         "_spec_text",
         "attempts",
         "final",
@@ -76,14 +78,15 @@ class TaskNode:
         "status",
         "task_id",
         "type",
-        "write_area",
     )
 
     _spec_text: str
+    _area: list[str] | None
+    """The spec's write area; None for a read-only role too (``write_area`` says ``[]``)."""
     task_id: str
+    """The id, interned: the fold's fact, the agents naming the task and the graph's keys
+    share one string."""
     type: TaskType
-    write_area: list[str] | None
-    """The globs the task may write; ``[]`` for read-only roles (reviewers)."""
     status: TaskStatus
     attempts: int
     order: int
@@ -134,10 +137,17 @@ class TaskNode:
 
     def _set_spec(self, spec: TaskSpec, packed: str | None) -> None:
         object.__setattr__(self, "_spec_text", packed if packed is not None else pack(spec))
-        object.__setattr__(self, "task_id", spec.id)
+        object.__setattr__(self, "task_id", intern(spec.id))
         object.__setattr__(self, "type", spec.type)
-        area = [] if spec.type in _READ_ONLY else spec.scope.write_area
-        object.__setattr__(self, "write_area", area)
+        read_only = spec.type in _READ_ONLY
+        object.__setattr__(self, "_area", None if read_only else spec.scope.write_area)
+
+    @property
+    def write_area(self) -> list[str] | None:
+        """The globs the task may write; ``[]`` for read-only roles (reviewers)."""
+        if self.type in _READ_ONLY:
+            return []
+        return self._area
 
     @property
     def spec(self) -> TaskSpec:
@@ -181,6 +191,8 @@ class TaskGraph:
         self._dirty: set[str] = set()
         self._ready: set[str] = set()
         self._rank: dict[str, tuple[int, int]] = {}
+        self._rank_peak = 0
+        """The most ranks held since ``_rank`` was last copied (``_unready``)."""
         self._heap: list[tuple[int, int, str]] = []
         self._doomed: set[str] = set()
         self._failed_open: set[str] = set()
@@ -209,11 +221,11 @@ class TaskGraph:
             parent_task_id=parent_task_id,
             packed=packed,
         )
-        self.tasks[spec.id] = node
+        self.tasks[node.task_id] = node
         node.graph = self
         self._touch(node)
         if parent_task_id is not None and spec.type == TaskType.DEBUG:
-            self._debug_children.setdefault(parent_task_id, set()).add(spec.id)
+            self._debug_children.setdefault(parent_task_id, set()).add(node.task_id)
             self._dirty.add(parent_task_id)
         for dep in spec.dependencies:
             self.add_edge(
@@ -281,7 +293,7 @@ class TaskGraph:
         self.evaluations += 1
         node = self.tasks.get(task_id)
         if node is None or node.status != TaskStatus.PENDING:
-            self._ready.discard(task_id)
+            self._unready(task_id)
             self._doomed.discard(task_id)
             return
         if any(
@@ -292,13 +304,25 @@ class TaskGraph:
         else:
             self._doomed.discard(task_id)
         if self.waiting_on(node):
-            self._ready.discard(task_id)
+            self._unready(task_id)
             return
         rank = (self._soft_rank(node), node.order)
         if task_id not in self._ready or self._rank.get(task_id) != rank:
             self._ready.add(task_id)
             self._rank[task_id] = rank
+            self._rank_peak = max(self._rank_peak, len(self._rank))
             heapq.heappush(self._heap, (rank[0], rank[1], task_id))
+
+    def _unready(self, task_id: str) -> None:
+        # its rank goes with it: a started or ended task keeps no entry (IMPL-RSS-1); a heap
+        # entry left behind is stale and dropped when popped
+        self._ready.discard(task_id)
+        peak = self._rank_peak
+        if self._rank.pop(task_id, None) is not None and peak > 64 and len(self._rank) * 4 < peak:
+            # a set or dict keeps the table of its largest size (a batch ready at once): copied
+            # when a quarter of it is left, amortised O(1) per task
+            self._rank, self._ready = dict(self._rank), set(self._ready)
+            self._rank_peak = len(self._rank)
 
     # -- queries --------------------------------------------------------------------------
     def edges_of(self, task_id: str) -> list[DependencyEdge]:
@@ -357,6 +381,10 @@ class TaskGraph:
 
     def running_count(self) -> int:
         return len(self._running)
+
+    def ranked(self) -> int:
+        """How many tasks hold a planning rank: the runnable ones only (IMPL-RSS-1)."""
+        return len(self._rank)
 
     def is_ready(self, task_id: str) -> bool:
         """Pending with every gating dependency met (conflicts with running tasks aside)."""

@@ -120,7 +120,7 @@ class StoredTask:
 
     @property
     def worker_result(self) -> dict[str, Any] | None:
-        result = unpack_result(self.result_text)
+        result = unpack_result(self.result_text, self.task_id, self.last_agent_id)
         return None if result is None else result.model_dump(mode="json")
 
 

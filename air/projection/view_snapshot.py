@@ -56,8 +56,9 @@ __all__ = [
 ]
 
 KIND = "console_view"
-CODEC = 1
-"""The codec's version: a view written by another is ignored (the log is folded whole)."""
+CODEC = 2
+"""The codec's version: a view written by another is ignored (the log is folded whole).
+2: the fold's part is ``air.events.fold_snapshot`` codec 5 (IMPL-RSS-1)."""
 
 
 class StoredView(NamedTuple):

@@ -108,6 +108,21 @@ def test_the_codec_gives_back_an_equal_state() -> None:
     assert any(run.error is not None for run in state.tool_runs.values())  # models in rows
 
 
+def test_a_decoded_fold_shares_one_string_per_id() -> None:
+    """IMPL-RSS-1: as in the live fold, a task's key, its fact and the agents naming it hold one
+    id string after a snapshot is read back (not a decoded copy each)."""
+    state = decode_state(encode_state(_scheduler(realistic_sequence(SID, "prj_ids", 800, seed=4))))
+    shared = 0
+    for agent in state.agents.values():
+        key = next(k for k in state.agents if k == agent.agent_id)
+        assert key is agent.agent_id
+        if agent.task_id is not None and agent.task_id in state.tasks:
+            task_key = next(k for k in state.tasks if k == agent.task_id)
+            assert task_key is state.tasks[task_key].task_id is agent.task_id
+            shared += 1
+    assert shared  # not vacuous: agents of known tasks were read back
+
+
 def test_an_unreadable_snapshot_is_refused_not_trusted() -> None:
     for body in ("not json", '{"t": "os.system", "v": []}', '{"p": "TaskSpec", "v": {}}', "[]"):
         with pytest.raises(ValueError, match="fold snapshot"):

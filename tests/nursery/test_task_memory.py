@@ -22,7 +22,7 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from air.contracts.task import TaskSpec, TaskType
+from air.contracts.task import TaskSpec, TaskStatus, TaskType
 from air.events.packed import unpack_spec
 from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
@@ -92,3 +92,51 @@ def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
     per_task = (measured[1] - measured[0]) / 120
     print(f"kept per task: {per_task:.0f} bytes")
     assert per_task < BOUND_PER_TASK, f"{per_task:.0f} bytes kept per task"
+
+
+def test_a_finished_task_holds_one_id_string_no_rank_and_no_area(tmp_path: Path) -> None:
+    """IMPL-RSS-1: the fold's task, the agent that ran it and the graph's node (and its key)
+    share one id string; a finished task keeps no planning rank; a read-only node keeps no
+    write-area list of its own (it still reads ``[]``)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    session = SessionManager().open_session(ProjectStore().initialize(str(root)))
+
+    async def no_tools(*args: object) -> object:
+        raise AssertionError("no tool calls")
+
+    async def main() -> None:
+        async with trio.open_nursery() as nursery:
+            manager = WorkerManager(
+                tools=no_tools,  # type: ignore[arg-type]
+                provider=ProviderManager.for_cassette(str(tmp_path / "none.jsonl")),
+                events=session.ingestor,
+                artifacts=session.artifacts,
+                config=SupervisionConfig(),
+                state_dir=str(tmp_path / "runs"),
+                launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}]), keep=False),
+            )
+            ledger = SessionLedger.for_session(session)
+            sched = Scheduler(ledger, manager, project_root=str(root), options=SchedulerOptions())
+            specs = [
+                TaskSpec(id=f"t{i}", type=TaskType.REVIEW, title=f"t{i}", description="d")
+                for i in range(30)
+            ]
+            await sched.create_tasks(specs)
+            assert (await sched.run_until_idle()).status == "completed"
+            state, graph = ledger.state(), sched.graph
+            agents = {a.task_id: a for a in state.agents.values()}
+            assert len(graph.tasks) == 30
+            for key, node in graph.tasks.items():
+                fact = state.tasks[node.task_id]
+                assert fact.status == node.status == TaskStatus.COMPLETED
+                assert key is node.task_id is fact.task_id is agents[key].task_id
+                assert node.write_area == []
+                assert node._area is None  # no list per read-only node
+            assert graph.ranked() == 0  # ended tasks keep no planning rank
+            nursery.cancel_scope.cancel()
+
+    try:
+        trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    finally:
+        session.close()
