@@ -27,7 +27,7 @@ from air.events.packed import unpack_spec
 from air.llm.manager import ProviderManager
 from air.nursery.ledger import SessionLedger
 from air.nursery.scheduler import Scheduler, SchedulerOptions
-from air.session.manager import SessionManager
+from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.supervision.worker_manager import SupervisionConfig, WorkerManager
 from air.testing.launcher import FakeLauncher, scripted
@@ -43,14 +43,31 @@ def _kept() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
+async def _no_tools(*args: object) -> object:
+    raise AssertionError("no tool calls")
+
+
+def _scheduler(nursery: trio.Nursery, session: OpenSession, tmp_path: Path) -> Scheduler:
+    """A real Scheduler and WorkerManager over ``session`` whose fake workers approve at once."""
+    manager = WorkerManager(
+        tools=_no_tools,  # type: ignore[arg-type]
+        provider=ProviderManager.for_cassette(str(tmp_path / "none.jsonl")),
+        events=session.ingestor,
+        artifacts=session.artifacts,
+        config=SupervisionConfig(),
+        state_dir=str(tmp_path / "runs"),
+        launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}]), keep=False),
+    )
+    ledger = SessionLedger.for_session(session)
+    root = str(tmp_path / "proj")
+    return Scheduler(ledger, manager, project_root=root, options=SchedulerOptions())
+
+
 def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
     root = tmp_path / "proj"
     root.mkdir()
     session = SessionManager().open_session(ProjectStore().initialize(str(root)))
     measured: list[int] = []
-
-    async def no_tools(*args: object) -> object:
-        raise AssertionError("no tool calls")
 
     async def batch(sched: Scheduler, first: int, count: int) -> None:
         await sched.create_tasks(
@@ -64,17 +81,7 @@ def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            manager = WorkerManager(
-                tools=no_tools,  # type: ignore[arg-type]
-                provider=ProviderManager.for_cassette(str(tmp_path / "none.jsonl")),
-                events=session.ingestor,
-                artifacts=session.artifacts,
-                config=SupervisionConfig(),
-                state_dir=str(tmp_path / "runs"),
-                launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}]), keep=False),
-            )
-            ledger = SessionLedger.for_session(session)
-            sched = Scheduler(ledger, manager, project_root=str(root), options=SchedulerOptions())
+            sched = _scheduler(nursery, session, tmp_path)
             await batch(sched, 0, 40)  # everything built once is built
             tracemalloc.start()
             try:
@@ -102,29 +109,16 @@ def test_a_finished_task_holds_one_id_string_no_rank_and_no_area(tmp_path: Path)
     root.mkdir()
     session = SessionManager().open_session(ProjectStore().initialize(str(root)))
 
-    async def no_tools(*args: object) -> object:
-        raise AssertionError("no tool calls")
-
     async def main() -> None:
         async with trio.open_nursery() as nursery:
-            manager = WorkerManager(
-                tools=no_tools,  # type: ignore[arg-type]
-                provider=ProviderManager.for_cassette(str(tmp_path / "none.jsonl")),
-                events=session.ingestor,
-                artifacts=session.artifacts,
-                config=SupervisionConfig(),
-                state_dir=str(tmp_path / "runs"),
-                launcher=FakeLauncher(nursery, scripted([{"result": _APPROVED}]), keep=False),
-            )
-            ledger = SessionLedger.for_session(session)
-            sched = Scheduler(ledger, manager, project_root=str(root), options=SchedulerOptions())
+            sched = _scheduler(nursery, session, tmp_path)
             specs = [
                 TaskSpec(id=f"t{i}", type=TaskType.REVIEW, title=f"t{i}", description="d")
                 for i in range(30)
             ]
             await sched.create_tasks(specs)
             assert (await sched.run_until_idle()).status == "completed"
-            state, graph = ledger.state(), sched.graph
+            state, graph = sched.ledger.state(), sched.graph
             agents = {a.task_id: a for a in state.agents.values()}
             assert len(graph.tasks) == 30
             for key, node in graph.tasks.items():
