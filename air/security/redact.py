@@ -1,19 +1,17 @@
 """SecretRedactor: remove secrets from text before it reaches a log, an event or an artifact.
 
-Owns the provider key patterns (Anthropic, OpenAI, GitHub, GitLab, Slack, Stripe, Google, AWS,
-npm, PyPI, Hugging Face), bearer/basic tokens, private key blocks, ``KEY=value`` lines whose name
-looks secret (``.env`` style) and exact values registered at runtime, e.g. from environment
-variables whose names look secret (``looks_secret_env_name``: ``*_KEY``, ``*_PAT``, ``*_PASS``,
-``*_PWD``, ``*_TOKEN*``, ``*_SECRET*``, providers' names) when the value is no ordinary text
-(``registrable_secret``) (SDD §9.2, §16; baselines §A.11), and ``RedactingStream``, the same
-redaction of a stream fed in chunks (IMPL-REDACT-2).
+Owns the redactor (SDD §9.2, §16; baselines §A.11): the secret shapes of ``air.security.shapes``
+over whole lines, private key blocks, and exact values registered at runtime, e.g. from
+environment variables whose names look secret (``looks_secret_env_name``: ``*_KEY``, ``*_PAT``,
+``*_PASS``, ``*_PWD``, ``*_TOKEN*``, ``*_SECRET*``, providers' names) when the value is no
+ordinary text (``registrable_secret``); and ``RedactingStream``, the same redaction of a stream
+fed in chunks (IMPL-REDACT-2).
 
 Every shape and value lies within one line: registered values are registered line by line, one
-alternation, longest first; the patterns' whitespace never crosses a newline; a private key block
-is a line state (its BEGIN line, then key lines until its END line). A line longer than
-``LINE_MAX`` is redacted in pieces of that size. So text can be redacted a batch of whole lines at
-a time, and only the lines holding a trigger word of some shape (``_Shapes.triggers``, found with
-``str.find`` on the lower-cased batch) are matched against the shapes: linear in the output.
+alternation, longest first (past a few, found in one automaton pass first: IMPL-REDACT-3); the
+patterns' whitespace never crosses a newline; a private key block is a line state (its BEGIN
+line, then key lines until its END line). A line longer than ``LINE_MAX`` is redacted in pieces
+of that size. So text can be redacted a batch of whole lines at a time: linear in the output.
 """
 
 from __future__ import annotations
@@ -24,6 +22,8 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from air.security.shapes import REDACTED, shapes
 
 __all__ = [
     "LINE_MAX",
@@ -36,7 +36,6 @@ __all__ = [
     "registrable_secret",
 ]
 
-REDACTED = "[REDACTED]"
 
 SECRET_NAME_PATTERN = (
     r"(?i)(secret|token|passw(or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|private[_-]?key|"
@@ -63,48 +62,6 @@ _ASCII_SECRET_WORDS = (
 """``SECRET_NAME_PATTERN`` spelled out for lower-case ASCII, but ``auth(?!or)``
 (``_has_auth``); ``client[_-]?secret`` holds ``secret``."""
 
-_PATTERN_SOURCES: tuple[tuple[str, tuple[str, ...]], ...] = (
-    (r"\bsk-ant-[A-Za-z0-9_\-]{16,}", ("sk-",)),
-    (r"\bsk-(proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", ("sk-",)),
-    (r"\b(ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
-    (r"\bgithub_pat_[A-Za-z0-9_]{40,}", ("github_pat_",)),
-    (r"\bglpat-[A-Za-z0-9_\-]{20,}", ("glpat-",)),
-    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", ("xox",)),
-    (r"\b(sk|rk|pk)_(live|test)_[A-Za-z0-9]{16,}", ("k_",)),
-    (r"\bAIza[0-9A-Za-z_\-]{35}", ("AIza",)),
-    (r"\b(AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b", ("AKIA",)),
-    (r"\bnpm_[A-Za-z0-9]{36}\b", ("npm_",)),
-    (r"\bpypi-[A-Za-z0-9_\-]{50,}", ("pypi-",)),
-    (r"\bhf_[A-Za-z0-9]{30,}", ("hf_",)),
-    (r"\beyJ[A-Za-z0-9_\-]{10,}\.eyJ[A-Za-z0-9_\-]{10,}\.[A-Za-z0-9_\-]{10,}", ("eyj",)),
-    (r"(?i)(?<=[a-z]://)[^/\s:@]+:[^/\s@]+(?=@)", ("://",)),
-)
-"""The secret shapes replaced whole, each with the trigger words one of which each of its
-matches holds: lower case, found in the lower-cased text, but the AWS and Google prefixes
-(``_AWS_GOOGLE``, found as written). Compiled at the first redaction: ``_shapes()``."""
-
-_H = r"[^\S\n]"
-"""Whitespace but a newline: no shape crosses a line."""
-_ASSIGN_WORDS = (
-    r"secret|token|passw(?:or)?d|passphrase|api[_-]?key|apikey|access[_-]?key|"
-    r"private[_-]?key|credential|client[_-]?secret"
-)
-_AWS_TRIGGERS = ("key",)
-_BEARER_TRIGGERS = ("bearer", "basic", "token")
-_HEADER_TRIGGERS = ("auth", "key")
-_ASSIGN_TRIGGERS = ("secret", "token", "pass", "key", "credential")
-
-_AWS_GOOGLE = ("AIza", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA")
-_GATES: dict[str, tuple[str, ...]] = {
-    "_": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "k_", "npm_", "hf_"),
-    "-": ("sk-", "glpat-", "pypi-", "xox"),
-    "J": ("eyj",),
-    ":=": ("://", "key", "auth", "secret", "pass", "credential"),
-}
-"""Trigger words looked for only in a text that holds one of the gate's characters (as it is,
-not lower-cased), which every match of their stages holds: one fast search skips the group.
-``token`` is ungated: a bearer token needs no ``:``/``=``."""
-
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*|[A-Za-z][A-Za-z0-9-]*:[^\n]*")
@@ -113,136 +70,10 @@ _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*|[A-Za-z][A-Za-z0-9-]*:[^\n]*")
 _PEM_WORD = "PRIVATE KEY"
 _FEW_VALUES = 8
 """Up to this many registered values, a text is searched for each (``in``, fast) before the
-alternation runs over it (slower per character than a few plain searches)."""
+alternation runs over it; past it, for all at once (``_Values``: one pass of an automaton)."""
 LINE_MAX = 1 << 20
 """A line longer than this many characters is redacted in pieces of this size (a secret across
 such a cut is not seen whole): what bounds a ``RedactingStream``'s memory."""
-
-
-def _keep_label(m: re.Match[str]) -> str:
-    return m.group(1) + m.group(2) + REDACTED
-
-
-def _keep_name(m: re.Match[str]) -> str:
-    return m.group(1) + REDACTED
-
-
-def _header(m: re.Match[str]) -> str:
-    return m.group(0) if m.group(3) == REDACTED else m.group(1) + m.group(2) + REDACTED
-
-
-def _assign(m: re.Match[str]) -> str:
-    return m.group(1) + m.group(2) + (REDACTED if m.group(3) != REDACTED else m.group(3))
-
-
-class _Shapes:
-    """The compiled secret shapes (``_shapes()``: built once, by the first ``redact``; not at
-    import: a run that logs nothing before its first model request does not pay the compiling).
-
-    ``stages`` in their order (the shapes; the AWS secret; bearer/basic tokens before the
-    headers, so "Authorization: Bearer <tok>" loses the token itself; ``KEY=value``), and
-    ``triggers``: each trigger word with the stages one of whose matches may hold it."""
-
-    def __init__(self) -> None:
-        stages: list[tuple[re.Pattern[str], Any, tuple[str, ...]]] = [
-            (re.compile(source), REDACTED, triggers) for source, triggers in _PATTERN_SOURCES
-        ]
-        aws = rf"(?i)(aws_secret_access_key{_H}*[:=]{_H}*)([A-Za-z0-9/+=]{{30,}})"
-        bearer = rf"(?i)\b(bearer|basic|token)({_H}+)([A-Za-z0-9._~+/\-]{{12,}}=*)"
-        header = (
-            rf"(?i)\b(authorization|x-api-key|api-key|x-auth-token)({_H}*[:=]{_H}*)"
-            rf"((?:(?:bearer|basic|token){_H}+)?[^\s\"',]+)"
-        )
-        assign = (
-            rf"(?i)\b([A-Z0-9_.\-]*?(?:{_ASSIGN_WORDS})[A-Z0-9_.\-]*)"
-            rf"({_H}*[:=]{_H}*)(\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'#,;]+)"
-        )
-        stages += [
-            (re.compile(aws), _keep_name, _AWS_TRIGGERS),
-            (re.compile(bearer), _keep_label, _BEARER_TRIGGERS),
-            (re.compile(header), _header, _HEADER_TRIGGERS),
-            (re.compile(assign), _assign, _ASSIGN_TRIGGERS),
-        ]
-        self.stages = [(pattern, repl) for pattern, repl, _ in stages]
-        masks: dict[str, int] = {}
-        for index, (_, _, words) in enumerate(stages):
-            for word in words:
-                masks[word] = masks.get(word, 0) | (1 << index)
-        gated = {word for words in _GATES.values() for word in words} | set(_AWS_GOOGLE)
-        self.aws_google = re.compile("|".join(_AWS_GOOGLE))
-        """The Google and AWS key prefixes, found case-sensitively in the text as it is: one
-        search from their common ``A`` (``re``'s literal prefix), faster than seven."""
-        self.aws_google_mask = masks["AIza"] | masks["AKIA"]
-        self.groups: tuple[tuple[str, tuple[tuple[str, int], ...]], ...] = (
-            ("", tuple((w, m) for w, m in masks.items() if w not in gated)),
-            *((gate, tuple((w, masks[w]) for w in words)) for gate, words in _GATES.items()),
-        )
-        self.all = (1 << len(stages)) - 1
-
-    def apply(self, text: str, mask: int) -> str:
-        """The stages in ``mask``, in order, over ``text``."""
-        for index, (pattern, repl) in enumerate(self.stages):
-            if mask >> index & 1:
-                text = pattern.sub(repl, text)
-        return text
-
-    def apply_to_lines(self, text: str) -> str:
-        """The stages over the lines of ``text`` that hold a trigger word (each line only the
-        stages its trigger words name); the rest as it is.
-
-        Exact because no stage crosses a newline, every match holds one of its stage's trigger
-        words and ``[REDACTED]`` holds none; a text whose lower case has another length (``İ``)
-        gets every stage over all of it."""
-        lower = text.lower()
-        if len(lower) != len(text):
-            return self.apply(text, self.all)
-        spans: dict[int, tuple[int, int]] = {}
-        for gate, triggers in self.groups:
-            if gate and not any(c in text for c in gate):
-                continue
-            self._find(text, lower, triggers, spans)
-        for match in self.aws_google.finditer(text):
-            self._add_line(text, match.start(), self.aws_google_mask, spans)
-        if not spans:
-            return text
-        out: list[str] = []
-        done = 0
-        for start in sorted(spans):
-            end, mask = spans[start]
-            out.append(text[done:start])
-            out.append(self.apply(text[start:end], mask))
-            done = end
-        out.append(text[done:])
-        return "".join(out)
-
-    @staticmethod
-    def _find(
-        text: str,
-        lower: str,
-        triggers: tuple[tuple[str, int], ...],
-        spans: dict[int, tuple[int, int]],
-    ) -> None:
-        """Add the line of each occurrence of a trigger word to ``spans`` (start -> end, mask)."""
-        for word, mask in triggers:
-            at = lower.find(word)
-            while at != -1:
-                end = _Shapes._add_line(text, at, mask, spans)
-                at = lower.find(word, end)
-
-    @staticmethod
-    def _add_line(text: str, at: int, mask: int, spans: dict[int, tuple[int, int]]) -> int:
-        """Add the line holding index ``at`` to ``spans`` with ``mask``; the line's end."""
-        start = text.rfind("\n", 0, at) + 1
-        end = text.find("\n", at)
-        end = len(text) if end == -1 else end
-        known = spans.get(start)
-        spans[start] = (end, mask if known is None else known[1] | mask)
-        return end
-
-
-@functools.cache
-def _shapes() -> _Shapes:
-    return _Shapes()
 
 
 def looks_secret_name(name: str) -> bool:
@@ -318,6 +149,29 @@ def _secret_name() -> re.Pattern[str]:
     return re.compile(SECRET_NAME_PATTERN)
 
 
+class _Values:
+    """Registered values, longest first: their alternation, and whether a text holds any."""
+
+    def __init__(self, ordered: list[str]) -> None:
+        self.pattern = re.compile("|".join(re.escape(v) for v in ordered))
+        self._ordered = ordered
+        self._finder: Any = None
+        """Past ``_FEW_VALUES``: an automaton of them all, built at the first search."""
+
+    def held_by(self, text: str) -> bool:
+        if len(self._ordered) <= _FEW_VALUES:
+            return any(v in text for v in self._ordered)
+        if self._finder is None:
+            from ahocorasick_rs import BytesAhoCorasick, Implementation
+
+            self._finder = BytesAhoCorasick(
+                [v.encode("utf-8", "surrogatepass") for v in self._ordered],
+                implementation=Implementation.DFA,
+            )
+        data = text.encode("utf-8", "surrogatepass")
+        return bool(self._finder.find_matches_as_indexes(data))
+
+
 class SecretRedactor:
     """Replace secrets in text with ``[REDACTED]`` (SDD §9.2 ``SecretRedactor.redact``).
 
@@ -327,9 +181,8 @@ class SecretRedactor:
     def __init__(self, values: Iterable[str] = ()) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
-        self._exact: tuple[re.Pattern[str], tuple[str, ...] | None] | None = None
-        """The values' alternation, and the values while there are few (found with ``in``
-        before the alternation runs); one attribute, replaced whole (read without the lock)."""
+        self._exact: _Values | None = None
+        """The registered values; one attribute, replaced whole (read without the lock)."""
         self.register(*values)
 
     def register(self, *values: str) -> None:
@@ -344,11 +197,7 @@ class SecretRedactor:
                             self._values.add(candidate)
                             changed = True
             if changed:
-                ordered = sorted(self._values, key=len, reverse=True)
-                self._exact = (
-                    re.compile("|".join(re.escape(v) for v in ordered)),
-                    tuple(ordered) if len(ordered) <= _FEW_VALUES else None,
-                )
+                self._exact = _Values(sorted(self._values, key=len, reverse=True))
 
     def register_environment(self, environ: Mapping[str, str]) -> int:
         """Register the values of variables whose names look secret (``looks_secret_env_name``)
@@ -385,9 +234,9 @@ class SecretRedactor:
         """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any
         private key block: registered values, then the shapes on the lines holding a trigger."""
         exact = self._exact
-        if exact is not None and (exact[1] is None or any(v in text for v in exact[1])):
-            text = exact[0].sub(REDACTED, text)
-        return _shapes().apply_to_lines(text)
+        if exact is not None and exact.held_by(text):
+            text = exact.pattern.sub(REDACTED, text)
+        return shapes().apply_to_lines(text)
 
     def stream(self) -> RedactingStream:
         """A ``RedactingStream`` over this redactor's values and shapes."""
