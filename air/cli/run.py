@@ -42,14 +42,18 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
 
 def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
     """Before any heavy import: hold the garbage collector, skip pydantic's plugin lookup and
-    start the spare worker (None for a run with injected fake workers or a bad command line)."""
+    start the spare worker (None for a run with injected fake workers, a bad command line or a
+    batch path that is no regular file)."""
     from air.ipc.startup import hold_gc, skip_ldconfig_probe, skip_pydantic_plugins
 
     hold_gc()  # released once the run is set up (IMPL-START-2)
     skip_pydantic_plugins()
     skip_ldconfig_probe()
-    if fake or not (args.get("BATCH") or args.get("--prompt")):
+    batch = args.get("BATCH")
+    if fake or not (batch or args.get("--prompt")):
         return None
+    if batch and batch != "-" and not os.path.isfile(batch):
+        return None  # refused in a moment (missing, not a regular file): no task to spare it for
     from air.ipc.spare import SpareWorker
 
     return SpareWorker.start(os.path.abspath(args.get("--project") or os.getcwd()))

@@ -27,6 +27,7 @@ def _probe(tmp_path: Path, code: str) -> dict[str, list[str]]:
 
 
 def test_the_spare_starts_before_pydantic_trio_and_the_contracts(tmp_path: Path) -> None:
+    (tmp_path / "bad-batch.yaml").write_text("tasks: [\n")  # refused once parsed, after the start
     seen = _probe(
         tmp_path,
         f"""
@@ -48,15 +49,36 @@ def test_the_spare_starts_before_pydantic_trio_and_the_contracts(tmp_path: Path)
         from air.cli import main
 
         sys.stderr = io.StringIO()
-        code = main(["run", "--headless", "no-such-batch.yaml"])
+        code = main(["run", "--headless", "bad-batch.yaml"])
         seen["code"] = [str(code)]
         seen["after"] = sorted(m for m in sys.modules if m.split(".")[0] == "pydantic")[:1]
         print(json.dumps(seen))
         """,
     )
     assert seen["at_spare_start"] == []
-    assert seen["code"] == ["2"]  # the missing batch file is still refused, after the start
+    assert seen["code"] == ["2"]  # the bad batch file is still refused, after the start
     assert seen["after"] == ["pydantic"]
+
+
+def test_a_batch_path_that_is_no_regular_file_starts_no_spare(tmp_path: Path) -> None:
+    """Refused at once (missing, a directory): a worker started for it would only be killed."""
+    (tmp_path / "a-directory").mkdir()
+    seen = _probe(
+        tmp_path,
+        """
+        import io, json, sys
+        import air.ipc.spare as spare
+
+        started = []
+        spare.SpareWorker.start = staticmethod(lambda cwd, command=None: started.append(cwd))
+        from air.cli import main
+
+        sys.stderr = io.StringIO()
+        codes = [str(main(["run", "--headless", name])) for name in ("missing.yaml", "a-directory")]
+        print(json.dumps({"codes": codes, "started": started}))
+        """,
+    )
+    assert seen == {"codes": ["2", "2"], "started": []}
 
 
 def test_importing_the_run_command_imports_nothing_heavy(tmp_path: Path) -> None:
