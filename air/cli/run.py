@@ -49,10 +49,9 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
     hold_gc()  # released once the run is set up (IMPL-START-2)
     skip_pydantic_plugins()
     skip_ldconfig_probe()
-    batch = args.get("BATCH")
-    if fake or not (batch or args.get("--prompt")):
+    if fake or not (args.get("BATCH") or args.get("--prompt")):
         return None
-    if batch and batch != "-" and not os.path.isfile(batch):
+    if args.get("BATCH") not in (None, "-") and not os.path.isfile(args["BATCH"]):
         return None  # refused in a moment (missing, not a regular file): no task to spare it for
     from air.ipc.spare import SpareWorker
 
