@@ -7,7 +7,8 @@ fold), ``SessionLedger`` (over the SQLite event store; each event is folded once
 scheduling fact is an event first;
 the in-memory graph is rebuilt from the log on every start (SDD §7 intro: "in-memory queues
 rebuild from SQLite"), so a crash loses nothing that was recorded; the fold starts from the
-session's stored snapshot and its event position (``air.events.fold_snapshot``).
+session's stored snapshot and its event position (``air.events.fold_snapshot``), and after each
+snapshot it stores the allocator gives back its free memory (``air.nursery.allocator``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from air.events.fold_state import DependencyFact, SessionState, TaskFact
 from air.events.packed import unpack_result, unpack_spec
 from air.events.payloads import PAYLOADS
 from air.events.store import record_to_event
+from air.nursery.allocator import release_free_memory
 from air.nursery.graph import DependencyEdge
 from air.nursery.retry import AttemptSummary
 
@@ -272,6 +274,9 @@ class SessionLedger:
         self.on_snapshot: Callable[[], None] | None = None
         """Called after each fold snapshot stored: the client keeps its own read state stored
         beside it (the console's view, IMPL-READ-7)."""
+        self.release_memory: Callable[[], object] = release_free_memory
+        """Called after each fold snapshot stored (and ``on_snapshot``): the allocator gives
+        back what was freed (``air.nursery.allocator``, IMPL-RSS-1)."""
 
     @classmethod
     def for_session(cls, session: Any) -> SessionLedger:
@@ -301,7 +306,8 @@ class SessionLedger:
     def _sync(self) -> None:
         """Read the rows appended since the last call (by anyone) and fold each once; the
         first call starts from the stored snapshot, and a snapshot is stored again every
-        ``SNAPSHOT_EVERY`` events folded."""
+        ``SNAPSHOT_EVERY`` events folded, after which the allocator's free pages are given
+        back (``release_memory``)."""
         if self._snapshots is not None and not self._started:
             self._started = True
             start = fold_session(self._snapshots, self.session_id)
@@ -322,6 +328,7 @@ class SessionLedger:
             self._snapshot_seq = self._last_seq
             if self.on_snapshot is not None:
                 self.on_snapshot()
+            self.release_memory()
 
     def history(self) -> list[RuntimeEvent]:
         # read back whole (recovery, reports: a few times a run); the events are not kept in
