@@ -36,7 +36,7 @@ from air.security.commands import CommandRiskAnalyzer
 from air.security.external import external_item
 from air.security.grants import GrantBook, scope_key
 from air.security.items import RISK_ORDER, Evaluation, Item, worse
-from air.security.paths import PathClassifier, in_write_area_entry, is_within
+from air.security.paths import PathClassifier, in_write_area_entry, is_within, resolve_root
 from air.security.policy import PermissionPolicy, load_policy, policy_files
 from air.security.profile import apply_rules
 from air.security.recording import EventSink, record_decision
@@ -136,8 +136,8 @@ class PermissionEngine:
         """Run the six layers and return the decision with every item behind it."""
         items: list[Item] = []
         home = self.classifier.home
-        project = os.path.realpath(ctx.project_root)
-        workspace = os.path.realpath(ctx.workspace_root)
+        project = resolve_root(ctx.project_root)
+        workspace = resolve_root(ctx.workspace_root)
         base = ctx.cwd or workspace
         template = ctx.permission_template
         analysis: CommandRiskAnalysis | None = None

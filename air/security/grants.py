@@ -7,11 +7,11 @@ approves another; ``scope_key`` says where a grant of a given scope is kept.
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import PermissionGrantScope
 from air.security.items import Item
+from air.security.paths import resolve_root
 
 if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
     from air.contracts.permission_records import PermissionRequestContext
@@ -27,7 +27,7 @@ class GrantBook:
 
     @staticmethod
     def _scope_keys(ctx: PermissionRequestContext) -> list[str]:
-        keys = [f"session:{ctx.session_id}", f"project:{os.path.realpath(ctx.project_root)}"]
+        keys = [f"session:{ctx.session_id}", f"project:{resolve_root(ctx.project_root)}"]
         if ctx.task_id:
             keys.append(f"task:{ctx.task_id}")
         return keys
@@ -49,4 +49,4 @@ def scope_key(ctx: PermissionRequestContext, scope: PermissionGrantScope) -> str
         return f"task:{ctx.task_id}"
     if scope == PermissionGrantScope.SESSION:
         return f"session:{ctx.session_id}"
-    return f"project:{os.path.realpath(ctx.project_root)}"
+    return f"project:{resolve_root(ctx.project_root)}"

@@ -196,6 +196,35 @@ def _realpath(path: str) -> str | None:
     return None
 
 
+_ROOTS: dict[str, tuple[int, int, str]] = {}
+"""``resolve_root``'s memory: a root's path -> the device and inode of its realpath, and it."""
+_ROOTS_MAX = 64
+
+
+def resolve_root(path: str) -> str:
+    """``os.path.realpath(path)`` for a root decisions are made against (a project, a workspace),
+    remembered with the identity of the directory it names: while ``path`` still leads to that
+    directory (one ``stat``) the walk is not made again; when it leads elsewhere (a component
+    swapped for a link) the root is resolved anew. A root reachable by two real paths (a bind
+    mount) keeps the first: a target resolved through the other is judged outside it, never in."""
+    try:
+        now = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    known = _ROOTS.get(path)
+    if known is not None and known[:2] == (now.st_dev, now.st_ino):
+        return known[2]
+    real = os.path.realpath(path)
+    try:
+        found = os.stat(real)
+    except OSError:
+        return real
+    if len(_ROOTS) >= _ROOTS_MAX:
+        _ROOTS.clear()
+    _ROOTS[path] = (found.st_dev, found.st_ino, real)
+    return real
+
+
 def _parts_below(path: str, root: str) -> tuple[str, ...]:
     """The components of ``path`` below ``root``: ``PurePosixPath(relpath(path, root)).parts``
     without the two walks, for normalised absolute paths with ``is_within(path, root)``."""
@@ -271,8 +300,8 @@ class PathClassifier:
         """
         from air.contracts.permission_records import PathRiskClassification
 
-        project = os.path.realpath(project_root)
-        workspace = os.path.realpath(workspace_root or project_root)
+        project = resolve_root(project_root)
+        workspace = resolve_root(workspace_root or project_root)
         absolute = self.expand(path, workspace)
         if absolute is None:
             return PathRiskClassification(
