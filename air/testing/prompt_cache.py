@@ -52,6 +52,11 @@ def _plain(block: Any) -> Any:
     return block
 
 
+def _seed(model: str) -> str:
+    """The key of the empty prefix of ``model``'s prompts (prefix keys chain from it)."""
+    return hashlib.sha256(json.dumps(model).encode()).hexdigest()
+
+
 def _head_blocks(body: dict[str, Any]) -> list[Any]:
     """The prompt's blocks before its messages: the tools, then the system prompt."""
     system = body.get("system")
@@ -75,14 +80,18 @@ class PromptCache:
     """One server's caches (per model), shared by its handler threads."""
 
     def __init__(self) -> None:
-        self._keys: set[str] = set()
+        self._known: set[str] = set()
+        """The keys of the prefixes cached so far."""
         self._lock = threading.Lock()
         self._seen: tuple[list[Any], list[list[Any]], list[list[int]]] = ([], [], [])
         """The messages of the last Anthropic prompt, with their blocks and token counts: a
         later prompt counts only the messages after those it shares with it (IMPL-API-7)."""
+        self._chained: tuple[str, list[str]] = ("", [])
+        """The key of the last Anthropic prompt's head, and the keys of its message blocks."""
 
-    def _messages(self, messages: list[Any]) -> tuple[list[Any], list[int]]:
-        """The blocks of ``messages`` and their token counts, counted once per conversation."""
+    def _messages(self, messages: list[Any]) -> tuple[list[Any], list[int], int]:
+        """The blocks of ``messages`` and their token counts, counted once per conversation;
+        and how many of the blocks open the last prompt's messages too."""
         with self._lock:
             seen, seen_blocks, seen_sizes = self._seen
         same = common_prefix(seen, messages)
@@ -92,12 +101,21 @@ class PromptCache:
         ]
         with self._lock:
             self._seen = (list(messages), per_blocks, per_sizes)
-        return list(chain.from_iterable(per_blocks)), list(chain.from_iterable(per_sizes))
+        shared = sum(len(blocks) for blocks in per_blocks[:same])
+        return list(chain.from_iterable(per_blocks)), list(chain.from_iterable(per_sizes)), shared
 
     @staticmethod
-    def _key(model: str, blocks: list[Any]) -> str:
-        text = json.dumps([model, _plain(blocks)], sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+    def _keys(model: str, items: list[Any], start: str = "") -> list[str]:
+        """The key of each prefix of ``items`` (``keys[q]`` names ``items[: q + 1]``), chained
+        from ``start`` (the key of what comes before them; "": nothing but the model): equal
+        prefixes, equal keys, one pass over the items."""
+        keys: list[str] = []
+        key = start or _seed(model)
+        for item in items:
+            text = json.dumps(_plain(item), sort_keys=True)
+            key = hashlib.sha256(f"{key}\n{text}".encode()).hexdigest()
+            keys.append(key)
+        return keys
 
     def usage(self, wire: str, body: dict[str, Any]) -> dict[str, int]:
         """The prompt's token counts as the API reports them, the cache updated."""
@@ -109,7 +127,18 @@ class PromptCache:
         model = str(body.get("model"))
         blocks = _head_blocks(body)
         sizes = [_tokens(_plain(b)) for b in blocks]
-        message_blocks, message_sizes = self._messages(list(body.get("messages") or []))
+        keys = self._keys(model, blocks)
+        message_blocks, message_sizes, shared = self._messages(list(body.get("messages") or []))
+        head = keys[-1] if keys else _seed(model)
+        with self._lock:
+            seen_head, seen_keys = self._chained
+        if seen_head != head:
+            shared = 0
+        kept = seen_keys[:shared]
+        kept += self._keys(model, message_blocks[shared:], kept[-1] if kept else head)
+        with self._lock:
+            self._chained = (head, kept)
+        keys += kept
         blocks += message_blocks
         sizes += message_sizes
         total = sum(sizes)
@@ -122,7 +151,7 @@ class PromptCache:
                     reverse=True,
                 )
                 for q in candidates:
-                    if self._key(model, blocks[: q + 1]) in self._keys:
+                    if keys[q] in self._known:
                         read = sum(sizes[: q + 1])
                         break
                 last = marks[-1]
@@ -131,7 +160,7 @@ class PromptCache:
                     written = upto - read
                     for b in marks:
                         if sum(sizes[: b + 1]) >= _min_tokens(model):
-                            self._keys.add(self._key(model, blocks[: b + 1]))
+                            self._known.add(keys[b])
         return {
             "input_tokens": total - read - written,
             "cache_creation_input_tokens": written,
@@ -146,9 +175,10 @@ class PromptCache:
         fixed = _tokens(head[0]) if head[0] else 0
         total = fixed + sum(sizes)
         cached = 0
+        keys = self._keys(model, head + messages)
         with self._lock:
             for k in range(len(messages), 0, -1):
-                if self._key(model, head + messages[:k]) in self._keys:
+                if keys[k] in self._known:
                     hit = fixed + sum(sizes[:k])
                     cached = _OPENAI_MIN + (hit - _OPENAI_MIN) // _OPENAI_STEP * _OPENAI_STEP
                     cached = cached if hit >= _OPENAI_MIN else 0
@@ -156,7 +186,7 @@ class PromptCache:
             if total >= _OPENAI_MIN:
                 for k in range(1, len(messages) + 1):
                     if fixed + sum(sizes[:k]) >= _OPENAI_MIN:
-                        self._keys.add(self._key(model, head + messages[:k]))
+                        self._known.add(keys[k])
         return {"prompt_tokens": total, "cached_tokens": cached}
 
     @staticmethod

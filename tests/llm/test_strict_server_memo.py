@@ -18,6 +18,7 @@ from tests.llm.servers import LocalServer, Reply, blocks_sse
 
 HEADERS = {"x-api-key": FAKE_KEY, "anthropic-version": "2023-06-01"}
 SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}}
+EPHEMERAL = {"type": "ephemeral"}
 
 
 def _conversation(turns: int) -> dict[str, Any]:
@@ -150,3 +151,30 @@ def test_verdicts_with_the_memo_are_those_of_a_fresh_check() -> None:
                 PromptCache().usage("anthropic", copy.deepcopy(body))
             )
     assert 30 < refused < 270  # both verdicts were exercised
+
+
+def _marked(turns: int) -> dict[str, Any]:
+    """``_conversation`` with a system prompt over every cache minimum and two breakpoints."""
+    body = _conversation(turns)
+    body["system"] = [{"type": "text", "text": "Rules. " * 800, "cache_control": EPHEMERAL}]
+    body["messages"][-1]["content"][-1]["cache_control"] = EPHEMERAL
+    return body
+
+
+def test_cache_usage_with_kept_prefix_keys_is_that_of_keys_made_afresh() -> None:
+    """The prefix keys kept for the messages a prompt shares with the last one (IMPL-API-7)
+    give, turn after turn, the usage of a cache that keys every prompt afresh."""
+    rng = random.Random(26)
+    kept, afresh = PromptCache(), PromptCache()
+    reads = 0
+    for turn in range(1, 150):
+        body = _marked(turn)
+        for _ in range(rng.choice([0, 0, 0, 1, 2])):
+            _mutate(body, rng)
+        if rng.random() < 0.1:
+            body["system"][0]["text"] += " Changed."  # the head before the messages differs
+        afresh._seen, afresh._chained = ([], [], []), ("", [])
+        usage = kept.usage("anthropic", body)
+        assert usage == afresh.usage("anthropic", copy.deepcopy(body)), turn
+        reads += usage["cache_read_input_tokens"] > 0
+    assert reads > 60
