@@ -183,7 +183,9 @@ class PermissionEngine:
 
         # Layers 3-5 for each write path.
         for raw in write_paths:
-            cls = self.classifier.classify(raw, project, workspace_root=workspace, for_write=True)
+            cls = self.classifier.classify(
+                raw, project, workspace_root=workspace, for_write=True, roots_resolved=True
+            )
             # where a build tool works (cmake -B build, make -C sub) inside the workspace is
             # not a source edit: the write area does not bound it, denied paths do (IMPL-CLS-6)
             works_in = raw in tool_targets and cls.category in _WORKSPACE_CATEGORIES
@@ -191,7 +193,9 @@ class PermissionEngine:
                 self._write_item(ctx, cls, template, project, workspace, tool_dir=works_in)
             )
         for raw in read_paths:
-            cls = self.classifier.classify(raw, project, workspace_root=workspace)
+            cls = self.classifier.classify(
+                raw, project, workspace_root=workspace, roots_resolved=True
+            )
             items.append(self._read_item(ctx, cls, project))
         if analysis is not None:
             area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths

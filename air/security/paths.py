@@ -284,6 +284,7 @@ class PathClassifier:
         *,
         workspace_root: str | None = None,
         for_write: bool = False,
+        roots_resolved: bool = False,
     ) -> PathRiskClassification:
         """Classify ``path`` (relative paths are relative to the workspace root).
 
@@ -294,14 +295,16 @@ class PathClassifier:
                 defaults to ``project_root``.
             for_write: also treat hardlinked files as escapes (a write would reach the other
                 name).
+            roots_resolved: the roots are realpaths the caller resolved for this decision.
 
         Returns:
             The category, the realpath, the reason and whether the path escapes the workspace.
         """
         from air.contracts.permission_records import PathRiskClassification
 
-        project = resolve_root(project_root)
-        workspace = resolve_root(workspace_root or project_root)
+        project, workspace = project_root, workspace_root or project_root
+        if not roots_resolved:
+            project, workspace = resolve_root(project), resolve_root(workspace)
         absolute = self.expand(path, workspace)
         if absolute is None:
             return PathRiskClassification(

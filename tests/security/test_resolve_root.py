@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from air.contracts.permission import PathCategory
+from air.contracts.permission_records import PermissionRequestContext
+from air.security.engine import PermissionEngine
 from air.security.paths import PathClassifier, resolve_root
 
 
@@ -51,3 +53,25 @@ def test_an_unchanged_root_is_not_walked_again(
     root.rmdir()
     assert resolve_root(str(root)) == str(root)  # gone: resolved as realpath does
     assert walks == [str(root)]
+
+
+def test_the_engine_judges_paths_against_the_roots_it_resolved(tmp_path: Path) -> None:
+    """A project reached through a link: its files are its own, not outside it."""
+    (tmp_path / "real" / "proj").mkdir(parents=True)
+    (tmp_path / "via").symlink_to(tmp_path / "real")
+    project = str(tmp_path / "via" / "proj")
+    engine = PermissionEngine(classifier=PathClassifier(home=str(tmp_path / "home")))
+    ctx = PermissionRequestContext(
+        session_id="ses_root",
+        tool_name="shell.run",
+        permission_template="executor",
+        project_root=project,
+        workspace_root=project,
+        command="touch made.txt && cat notes.txt",
+    )
+    paths = [i.path for i in engine.explain(ctx).items if i.path is not None]
+    real = tmp_path / "real" / "proj"
+    assert {(p.resolved_path, p.category, p.escapes) for p in paths} == {
+        (str(real / "made.txt"), PathCategory.PROJECT_SOURCE, False),
+        (str(real / "notes.txt"), PathCategory.PROJECT_SOURCE, False),
+    }
