@@ -1,7 +1,7 @@
 """PermissionEngine, PathClassifier, CommandRiskAnalyzer and SecretRedactor (SDD §9.2).
 
-Pure policy code: it imports only ``air.contracts`` and does no I/O beyond ``realpath``/``lstat``
-and reading the two permission policy files.
+Pure policy code: it imports only ``air.contracts`` and does no I/O beyond ``realpath``,
+``lstat``, ``stat`` and reading the two permission policy files.
 
 Re-exports nothing: each name is imported from its module (``air.security.engine``,
 ``air.security.redact``, ...; IMPL-STRUCT-1), so ``air.security.redact``, which the log handler

@@ -2,7 +2,7 @@
 
 Owns the protected-path tables (``.git`` internals, ``.air``, shell rc files, credentials, system
 directories) and the escape checks (``..``, absolute paths, ``~``, symlinks, hardlinks, case and
-trailing-dot tricks) of SDD §9.2 / §18.5. No I/O beyond ``realpath``/``lstat``.
+trailing-dot tricks) of SDD §9.2 / §18.5. No I/O beyond ``realpath``/``lstat``/``stat``.
 """
 
 from __future__ import annotations
