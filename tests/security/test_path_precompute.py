@@ -122,9 +122,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Tree:
 def _same(tree: Tree, path: str, *, in_workspace: bool, for_write: bool) -> None:
     fast = PathClassifier(home=str(tree.home))
     slow = ReferencePathClassifier(home=str(tree.home))
-    kwargs = {"workspace_root": str(tree.workspace)} if in_workspace else {}
-    got = fast.classify(path, str(tree.project), for_write=for_write, **kwargs)
-    want = slow.classify(path, str(tree.project), for_write=for_write, **kwargs)
+    workspace = str(tree.workspace) if in_workspace else None
+    got = fast.classify(path, str(tree.project), for_write=for_write, workspace_root=workspace)
+    want = slow.classify(path, str(tree.project), for_write=for_write, workspace_root=workspace)
     assert got == want, path
 
 
