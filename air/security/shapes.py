@@ -4,9 +4,9 @@ Owns the provider key patterns (Anthropic, OpenAI, GitHub, GitLab, Slack, Stripe
 npm, PyPI, Hugging Face), bearer/basic tokens, secret headers and ``KEY=value`` assignments as
 ordered stages, each with the trigger words one of which its every match holds and the
 characters it needs, and ``shapes()``: the stages compiled once, with the search for the lines
-holding a trigger word (one Aho-Corasick pass over ASCII text of ``_SCAN_MIN`` characters or
-more, ``str.find`` per word otherwise), so that only those lines are matched against the
-stages: linear in the text. ``air.security.redact`` applies them to whole lines.
+holding a trigger word (one Aho-Corasick pass over the UTF-8 of a text of ``_SCAN_MIN``
+characters or more, ``str.find`` per word otherwise), so that only those lines are matched
+against the stages: linear in the text. ``air.security.redact`` applies them to whole lines.
 """
 
 from __future__ import annotations
@@ -64,8 +64,8 @@ _GATES: dict[str, tuple[str, ...]] = {
 not lower-cased), which every match of their stages holds: one fast search skips the group.
 ``token`` is ungated: a bearer token needs no ``:``/``=``."""
 _SCAN_MIN = 4096
-"""From this many characters of ASCII text, its trigger words are found by ``finder``'s one
-pass, not ``str.find`` per word."""
+"""From this many characters, a text's trigger words are found by ``finder``'s one pass over
+its UTF-8, not ``str.find`` per word."""
 
 
 def _keep_label(m: re.Match[str]) -> str:
@@ -160,45 +160,64 @@ class _Shapes:
 
         Exact because no stage crosses a newline, every match holds one of its stage's trigger
         words and ``[REDACTED]`` holds none, and the search finds every trigger word ``(?i)``
-        would match (``_trigger_case``)."""
-        big = len(text) >= _SCAN_MIN and text.isascii()
-        return self.apply_to_spans(text, self._ascii_spans(text) if big else self._spans(text))
+        would match: ``finder`` over the UTF-8 bytes (ASCII words in every case; no other
+        character's bytes can be part of a match) unless the text holds a character ``(?i)``
+        matches as an ASCII letter, ``str.find`` on ``_trigger_case`` otherwise."""
+        if len(text) < _SCAN_MIN or any(odd in text for odd in _ODD_LETTERS):
+            return self.apply_to_spans(text, self._spans(text))
+        if text.isascii():
+            return self.apply_to_spans(text, self._scan(text.encode("ascii")))
+        data = text.encode("utf-8", "surrogatepass")
+        return self.apply_to_spans(text, self._scan(data), data)
 
-    def apply_to_spans(self, text: str, spans: dict[int, tuple[int, int]] | None) -> str:
-        """The stages of each of ``spans`` over its line (None: all stages over all)."""
+    def apply_to_spans(
+        self, text: str, spans: dict[int, tuple[int, int]] | None, data: bytes | None = None
+    ) -> str:
+        """The stages of each of ``spans`` over its line (None: all stages over all); the spans
+        index ``data``, the UTF-8 of ``text``, when it is given, else ``text``."""
         if spans is None:
             return self.apply(text, self.all)
         if not spans:
             return text
+
+        def piece(start: int, end: int) -> str:
+            if data is None:
+                return text[start:end]
+            return data[start:end].decode("utf-8", "surrogatepass")  # whole lines: whole chars
+
         out: list[str] = []
         done = 0
         for start in sorted(spans):
             end, mask = spans[start]
-            line = text[start:end]
+            line = piece(start, end)
             redacted = self.apply(line, mask)
             if redacted != line:
-                out += (text[done:start], redacted)
+                out += (piece(done, start), redacted)
                 done = end
         if not out:  # no line held a secret: the text as it came, not a copy
             return text
-        out.append(text[done:])
+        out.append(piece(done, len(text) if data is None else len(data)))
         return "".join(out)
 
-    def _ascii_spans(self, text: str) -> dict[int, tuple[int, int]]:
-        """The lines of ASCII ``text`` holding a trigger word (start -> end, mask): one pass
-        of ``finder``, every occurrence (overlapping) reported."""
+    def _scan(self, data: bytes) -> dict[int, tuple[int, int]]:
+        """The lines of UTF-8 ``data`` holding a trigger word (start -> end, mask; byte
+        offsets): one pass of ``finder``, every occurrence (overlapping) reported."""
         spans: dict[int, tuple[int, int]] = {}
         start = end = -1
         finder, masks = self.finder
-        for index, at, _ in finder.find_matches_as_indexes(text.encode("ascii"), overlapping=True):
+        for index, at, _ in finder.find_matches_as_indexes(data, overlapping=True):
             if start <= at < end:  # the line of the last match (a start may go back: matches
                 spans[start] = (end, spans[start][1] | masks[index])  # come by their end)
             else:
-                start, end = self._add_line(text, at, masks[index], spans)
+                start = data.rfind(b"\n", 0, at) + 1
+                end = data.find(b"\n", at)
+                end = len(data) if end == -1 else end
+                known = spans.get(start)
+                spans[start] = (end, masks[index] if known is None else known[1] | masks[index])
         return spans
 
     def _spans(self, text: str) -> dict[int, tuple[int, int]] | None:
-        """``_ascii_spans`` for any text: ``str.find`` of each trigger word on the lower case
+        """``_scan`` for any text, by character: ``str.find`` of each trigger word on the lower case
         (a group only where its gate's characters are), the AWS and Google prefixes as
         written; None when no lower case of ``text`` keeps every character's index."""
         lower = _trigger_case(text)
@@ -242,6 +261,9 @@ class _Shapes:
 _CASE_ODD = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 """Characters the shapes' ``(?i)`` matches as ``i`` or ``s`` whose ``str.lower`` is not that
 letter (``İ`` even lowers to two characters); the Kelvin sign lowers to ``k`` already."""
+_ODD_LETTERS = ("\u0130", "\u0131", "\u017f", "\u212a")
+"""Every character but the ASCII letters that ``(?i)`` matches as an ASCII letter: a text
+holding one is searched with ``_trigger_case``, not ``finder``'s ASCII words."""
 
 
 def _cases(word: str) -> list[str]:

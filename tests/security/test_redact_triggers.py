@@ -38,8 +38,8 @@ def test_lines_with_a_trigger_word_redact_like_every_shape_over_all(pieces: list
     shapes = compiled()
     assert text.isascii()
     assert shapes.apply_to_lines(text) == _all_stages(text)
-    assert shapes.apply_to_spans(text, shapes._ascii_spans(text)) == _all_stages(text)
-    found = shapes._ascii_spans(text)
+    assert shapes.apply_to_spans(text, shapes._scan(text.encode())) == _all_stages(text)
+    found = shapes._scan(text.encode())
     for start, (end, mask) in (shapes._spans(text) or {}).items():  # the gated search's lines
         assert found[start][0] == end
         assert mask & ~found[start][1] == 0
@@ -57,11 +57,11 @@ def test_every_trigger_word_is_searched_for_in_any_case_the_key_prefixes_as_writ
     for _, triggers in shapes.groups:
         for word, mask in triggers:
             for variant in (word, word.upper(), word.title()):
-                spans = shapes._ascii_spans(f"x\n.{variant}.\ny")
+                spans = shapes._scan(f"x\n.{variant}.\ny".encode())
                 assert spans.get(2, (0, 0))[1] & mask == mask, variant
     for prefix in ("AIza", "AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA"):
-        assert shapes._ascii_spans(f"x {prefix}") == {0: (6, shapes.aws_google_mask)}
-        assert shapes._ascii_spans(f"x {prefix.lower()}") == {}
+        assert shapes._scan(f"x {prefix}".encode()) == {0: (6, shapes.aws_google_mask)}
+        assert shapes._scan(f"x {prefix.lower()}".encode()) == {}
 
 
 ONE_PER_STAGE = (
@@ -90,14 +90,34 @@ def test_trigger_words_that_overlap_are_both_found() -> None:
     assert redactor.redact("my_secretoken: q1w2e3r4t5y6") == f"my_secretoken: {REDACTED}"
 
 
+WIDE = ("é", "€", "😀", "\u00a0", "\u2028", "\ud800", "ключ", "秘密")
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pieces=st.lists(st.one_of(PIECE, st.sampled_from(WIDE)), min_size=1, max_size=30))
+def test_any_text_searched_in_its_utf8_redacts_like_every_shape_over_all(
+    pieces: list[str],
+) -> None:
+    """The one pass over the UTF-8 of a text with other characters (lone surrogates too)
+    finds the lines every stage would change; long texts take that way by themselves."""
+    text = "".join(pieces)
+    shapes = compiled()
+    data = text.encode("utf-8", "surrogatepass")
+    assert shapes.apply_to_spans(text, shapes._scan(data), data) == _all_stages(text)
+    long = f"{text}\n{'w' * 4096}\n{text}"
+    assert shapes.apply_to_lines(long) == _all_stages(long)
+
+
 def test_a_long_s_or_dotless_i_in_a_secret_name_still_redacts_its_value() -> None:
     redactor = SecretRedactor()
     for line in (
         "db_pa\u017f\u017fword=hunter2hunter2",
         "\u0130NSTANCE_S\u0130GN_SECRET=abc123def",
+        "api_\u212aey=hunter2hunter2",  # the Kelvin sign
     ):
-        out = redactor.redact(line + "\nnext\n")
-        assert out.endswith(f"={REDACTED}\nnext\n"), out
+        for text in (line + "\nnext\n", "é" * 5000 + "\n" + line + "\nnext\n"):
+            out = redactor.redact(text)
+            assert out.endswith(f"={REDACTED}\nnext\n"), out
 
 
 def test_past_a_few_values_one_search_finds_any_of_them_or_none() -> None:
