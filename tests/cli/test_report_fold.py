@@ -33,9 +33,9 @@ from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents
 from air.testing.sequences import realistic_sequence
 from tests.doctor.helpers import air, make_project
+from tests.ledger_feed import BATCH, append_as_the_runtime
 
 SID = "ses_01REPORTFOLD00000000000000"
-BATCH = 500
 
 
 def _events(length: int, seed: int) -> list[Any]:
@@ -110,9 +110,7 @@ def _write_headless(path: Path, events: list[Any]) -> None:
         ledger = SessionLedger(store, session_id=SID, project_id="prj_fold", snapshots=db)
         session = SimpleNamespace(events=store, artifacts=SimpleNamespace(root=path.parent))
         _opened(session, ledger, None)
-        for start in range(0, len(events), BATCH):
-            store.append_many(events[start : start + BATCH])
-            ledger.state()
+        append_as_the_runtime(store, ledger, events)
     finally:
         db.close()
 

@@ -8,17 +8,15 @@ import ctypes
 import sys
 from pathlib import Path
 
-import pytest
-
 from air.events.fold_snapshot import SNAPSHOT_EVERY
 from air.events.store import EventStore
 from air.nursery.allocator import release_free_memory
 from air.nursery.ledger import SessionLedger
 from air.store.session_db import open_session_database
 from air.testing.sequences import realistic_sequence
+from tests.ledger_feed import append_as_the_runtime
 
 SID = "ses_01GIVEBACK0000000000000000"
-BATCH = 500
 GLIBC = sys.platform.startswith("linux") and hasattr(ctypes.CDLL(None), "malloc_trim")
 
 
@@ -31,9 +29,7 @@ def test_the_ledger_releases_memory_after_each_fold_snapshot(tmp_path: Path) -> 
         calls: list[str] = []
         ledger.on_snapshot = lambda: calls.append("snapshot")
         ledger.release_memory = lambda: calls.append("release")
-        for start in range(0, len(events), BATCH):
-            store.append_many(events[start : start + BATCH])
-            ledger.state()
+        append_as_the_runtime(store, ledger, events)
         assert calls == ["snapshot", "release"] * 3  # one give-back per snapshot, after it
         ledger.state()  # no new events, no snapshot: nothing to give back
         assert len(calls) == 6
@@ -60,8 +56,8 @@ def test_a_fold_snapshot_without_a_client_still_releases_memory(tmp_path: Path) 
         db.close()
 
 
-@pytest.mark.skipif(not GLIBC, reason="glibc's malloc_trim")
 def test_a_trim_keeps_every_live_object_intact() -> None:
+    assert GLIBC, "air's supported machines (Debian) have glibc's malloc_trim"
     kept = [bytes([i % 251]) * 4096 for i in range(256)]  # malloc'd, not pymalloc'd
     freed = [b"x" * 8192 for _ in range(1024)]
     del freed

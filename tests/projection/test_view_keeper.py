@@ -12,9 +12,9 @@ from air.projection.store import ProjectionStore
 from air.projection.view_snapshot import ViewKeeper, check_view, load_view
 from air.store.session_db import open_session_database
 from air.testing.sequences import realistic_sequence
+from tests.ledger_feed import BATCH, append_as_the_runtime
 
 SID = "ses_01VIEWKEEPER000000000000000"
-BATCH = 500
 
 
 def test_a_session_written_headless_reopens_from_its_stored_view(tmp_path: Path) -> None:
@@ -25,9 +25,7 @@ def test_a_session_written_headless_reopens_from_its_stored_view(tmp_path: Path)
         # the runtime's ledger: the scheduler reads its fold as events arrive
         ledger = SessionLedger(store, session_id=SID, project_id="prj_keeper", snapshots=db)
         ledger.on_snapshot = ViewKeeper(store, SID, tmp_path / "artifacts")
-        for start in range(0, len(events), BATCH):
-            store.append_many(events[start : start + BATCH])
-            ledger.state()
+        append_as_the_runtime(store, ledger, events)
         reopen = ProjectionStore(artifact_root=tmp_path / "artifacts")
         stored = load_view(store, SID, reopen)
         assert stored is not None  # the console never opened this session: the runtime stored it
