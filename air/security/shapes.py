@@ -90,8 +90,8 @@ class _Shapes:
 
     ``stages`` in their order (the shapes; the AWS secret; bearer/basic tokens before the
     headers, so "Authorization: Bearer <tok>" loses the token itself; ``KEY=value``), and the
-    trigger words, each with the stages one of whose matches may hold it: ``finder`` and
-    ``words`` for ASCII text, ``groups`` (by gate) and ``aws_google`` for any text."""
+    trigger words, each with the stages one of whose matches may hold it: ``finder`` over a
+    long text's UTF-8, ``groups`` (by gate) and ``aws_google`` for any text."""
 
     def __init__(self) -> None:
         stages: list[tuple[re.Pattern[str], Any, tuple[str, ...]]] = [
@@ -135,7 +135,7 @@ class _Shapes:
     @functools.cached_property
     def finder(self) -> tuple[Any, tuple[int, ...]]:
         """Every trigger word in every ASCII case (~1,900 words; the AWS and Google prefixes as
-        written) at once over ASCII text: one pass, linear, the GIL released (IMPL-REDACT-3);
+        written) at once over a text's UTF-8: one pass, linear, the GIL released (IMPL-REDACT-3);
         and the stages of each word. Built (~6 ms) at the first text of ``_SCAN_MIN``
         characters."""
         from ahocorasick_rs import BytesAhoCorasick, Implementation
@@ -261,7 +261,7 @@ class _Shapes:
 _CASE_ODD = (("\u0130", "i"), ("\u0131", "i"), ("\u017f", "s"))
 """Characters the shapes' ``(?i)`` matches as ``i`` or ``s`` whose ``str.lower`` is not that
 letter (``İ`` even lowers to two characters); the Kelvin sign lowers to ``k`` already."""
-_ODD_LETTERS = ("\u0130", "\u0131", "\u017f", "\u212a")
+_ODD_LETTERS = (*(odd for odd, _ in _CASE_ODD), "\u212a")
 """Every character but the ASCII letters that ``(?i)`` matches as an ASCII letter: a text
 holding one is searched with ``_trigger_case``, not ``finder``'s ASCII words."""
 
