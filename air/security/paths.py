@@ -12,7 +12,6 @@ import functools
 import os
 import re
 import stat
-from pathlib import PurePosixPath
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import PathCategory
@@ -182,18 +181,53 @@ def names_credentials(word: str) -> bool:
     return _is_credential_name(name)
 
 
-def _realpath(path: str) -> str | None:
+def _realpath(path: str, roots: tuple[str, ...] = ()) -> str | None:
     """``os.path.realpath`` that survives a link swapped while it walks (None after retries).
 
     ``realpath`` ``lstat``s then ``readlink``s each component; a concurrent swap between the two
-    raises ``EINVAL``/``ENOENT`` instead of returning a path.
+    raises ``EINVAL``/``ENOENT`` instead of returning a path. A path below one of ``roots``
+    (realpaths resolved for this decision) walks only the components below it (``_below``).
     """
+    for root in roots:
+        if path.startswith(root + "/" if root != "/" else root):
+            below = _below(root, path[len(root) :])
+            if below is not None:
+                return below
+            break
     for _ in range(3):
         try:
             return os.path.realpath(path)
         except OSError:
             continue
     return None
+
+
+def _below(root: str, rest: str) -> str | None:
+    """``os.path.realpath(root + rest)`` for a ``root`` that is a realpath, walking only the
+    components of ``rest``; None (the caller walks the whole path) at a ``..`` or a link.
+
+    What ``realpath`` does with a component that is no link: keep it; with one that cannot be
+    ``lstat``ed (missing, no search permission): keep it and every one after it, as it does
+    when it is not strict.
+    """
+    path = root.rstrip("/")
+    parts = rest.split("/")
+    for i, part in enumerate(parts):
+        if part in ("", "."):
+            continue
+        if part == "..":
+            return None
+        path = f"{path}/{part}"
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            tail = [p for p in parts[i + 1 :] if p not in ("", ".")]
+            if ".." in tail:
+                return None
+            return "/".join([path, *tail])
+        if stat.S_ISLNK(mode):
+            return None
+    return path or "/"
 
 
 _ROOTS: dict[str, tuple[int, int, str]] = {}
@@ -315,7 +349,7 @@ class PathClassifier:
                 escapes=True,
             )
         lexical = os.path.normpath(absolute)
-        resolved_or_none = _realpath(absolute)
+        resolved_or_none = _realpath(absolute, (workspace, project))
         if resolved_or_none is None:
             return PathRiskClassification(
                 path=path,
@@ -361,16 +395,17 @@ class PathClassifier:
 
         # Check both the name as given and the target: a link named `notes` pointing at
         # `~/.ssh/id_rsa` is a credential, and a link named `.env` is one too.
-        for candidate in (resolved, lexical):
+        candidates = (resolved,) if lexical == resolved else (resolved, lexical)
+        for candidate in candidates:
             cred = self._credential_reason(candidate)
             if cred:
                 return result(P.CREDENTIALS, cred)
-        for candidate in (resolved, lexical):
+        for candidate in candidates:
             within = is_within(candidate, workspace) or is_within(candidate, project)
             sens = self._system_reason(candidate, within=within)
             if sens:
                 return result(P.SYSTEM_SENSITIVE, sens)
-        for candidate in (resolved, lexical):
+        for candidate in candidates:
             root = workspace if is_within(candidate, workspace) else project
             if not is_within(candidate, root):
                 continue
@@ -407,8 +442,8 @@ class PathClassifier:
                 return why
         if path.startswith("/proc/") and name in ("environ", "mem"):
             return f"{path} holds a process's environment or memory (API keys)"
-        if any(ch in path for ch in "*?["):
-            why = self._glob_reason(PurePosixPath(path).parts)
+        if "*" in path or "?" in path or "[" in path:
+            why = self._glob_reason(("/", *filter(None, path.split("/"))))
             if why:
                 return why
         # the names between the slashes (empty ones at a leading or doubled slash match none)
@@ -423,8 +458,9 @@ class PathClassifier:
     def _tree_reason(self, top: str) -> str:
         """A whole-tree read of ``top`` (``tar czf x ~``) reaches the credentials below it."""
         top = os.path.normpath(top)
+        below = top if top.endswith("/") else top + "/"
         for entry in self._tree_entries:
-            if entry != top and is_within(entry, top):
+            if entry.startswith(below):
                 return f"reading all of {top} includes {entry}"
         return ""
 
@@ -436,7 +472,7 @@ class PathClassifier:
         """
         homes = self._glob_homes
         for i, part in enumerate(parts[1:], start=1):  # parts[0] is "/": paths are absolute
-            if not any(ch in part for ch in "*?["):
+            if "*" not in part and "?" not in part and "[" not in part:
                 continue
             parent = os.path.join(*parts[:i])
             if parent not in homes and os.path.dirname(parent) != "/home":
