@@ -132,17 +132,21 @@ def test_a_second_signal_kills_at_once_and_still_writes_the_reports(tmp_path: Pa
         types = [(e["type"], e["payload"].get("task_id")) for e in seen]
         if ("task.completed", "quick") in types and any(t == "tool.started" for t, _ in types):
             break
-    # both at once: the kernel hands the lower-numbered SIGINT over first, so the run is
-    # cancelled by it and killed by SIGTERM before it could wind down on its own
+    # both at once, so the run is cancelled by one and killed by the other before it could
+    # wind down on its own; which one its handler sees first is the threads' race (a signal
+    # to the process goes to any thread), so the run's own words say which came first
     os.killpg(proc.pid, signal.SIGINT)
     os.killpg(proc.pid, signal.SIGTERM)
     rest, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err  # the first signal says how the run ended
+    first = next(line for line in err.splitlines() if "cancelling the run" in line)
+    assert ("SIGINT" in first) != ("SIGTERM" in first), err
+    code = 130 if "SIGINT" in first else 143
+    assert proc.returncode == code, err  # the first signal says how the run ended
     assert "killing every worker now" in err
     summary = json.loads(rest.strip().splitlines()[-1])
     assert summary["type"] == "air.summary"
     assert summary["status"] == "cancelled"
-    assert summary["exit_code"] == 130
+    assert summary["exit_code"] == code
     assert summary["tasks"]["quick"]["status"] == "completed"
     assert "<testsuite" in (root / "report.xml").read_text()
 
