@@ -98,6 +98,7 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
     if args.get("PROJECT") and not args.get("--project"):
         args = {**args, "--project": args["PROJECT"]}
     frame: FirstFrame | None = None
+    note: str | None = None
     try:
         try:
             options = checked_options(args, runner_factory)
@@ -131,8 +132,20 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
 
         if not isinstance(exc, AirException):
             raise
-        return reported_exit(exc, sys.stderr)
+        code = reported_exit(exc, sys.stderr)
+        if note is not None:
+            _say_if_not_made(options.project)
+        return code
     return 0  # CliExit.OK
+
+
+def _say_if_not_made(root: str) -> None:
+    """After ``first_run`` said it would make ``root`` a project and the start failed first
+    (no provider, refused trust): say that nothing was made, so the note is not left standing."""
+    from air.session.project import ProjectStore
+
+    if ProjectStore().locate(root) is None:
+        print(f"air: {root} is left as it was: no air project was made", file=sys.stderr)
 
 
 def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:

@@ -78,3 +78,24 @@ def test_bare_air_outside_a_git_repository_says_what_it_needs(tmp_path: Path) ->
     assert "run `git init` here" in lines[1]
     assert "Traceback" not in out.stderr
     assert not (bare / ".air").exists()
+
+
+def test_bare_air_with_nothing_configured_says_no_project_was_made(tmp_path: Path) -> None:
+    home, root = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    src = git_repo(root)
+    no_provider = {k: "" for k in os.environ if k.endswith(("_API_KEY", "_BASE_URL", "_MODEL"))}
+    out = subprocess.run(
+        [sys.executable, "-m", "air"],
+        cwd=src, env={**os.environ, **no_provider, "HOME": str(home)}, capture_output=True,
+        text=True, stdin=subprocess.DEVNULL, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.splitlines()
+    assert (
+        lines[0] == f"air: no air project here yet: making {root} one (as `air run {root}` would)"
+    )
+    assert lines[1].startswith("air: config_error: no model provider is configured")
+    assert lines[-1] == f"air: {root} is left as it was: no air project was made"
+    assert "Traceback" not in out.stderr
+    assert not (root / ".air").exists()
