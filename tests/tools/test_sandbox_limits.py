@@ -19,7 +19,7 @@ import pytest
 
 from air.contracts.error import AirException
 from air.contracts.ids import new_id
-from air.tools.limits import PidsCgroup, ResourceLimits, load_limits
+from air.tools.limits import PidsCgroup, ResourceLimits, _own_cgroup, load_limits
 from air.tools.run import ToolRun
 from tests.tools.conftest import Env
 from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
@@ -162,6 +162,33 @@ def test_a_command_cgroup_is_removed_and_a_dead_airs_are_swept() -> None:
     assert again is not None
     again.close()
     assert not os.path.exists(orphan)
+
+
+def test_every_process_of_a_joined_command_counts_in_its_cgroup() -> None:
+    """The shell that joins moves itself (through ``tasks`` on cgroup v1: its one thread), so
+    it and everything it starts are in the command's cgroup and count against ``pids.max``."""
+    made = PidsCgroup.create(50)
+    assert made is not None
+    version = _own_cgroup("pids")
+    assert version is not None
+    assert made.join_file == ("tasks" if version[0] == "1" else "cgroup.procs")
+    script = "sleep 30 & sleep 30 & echo ready; wait"
+    proc = subprocess.Popen(
+        made.join_argv(["/bin/sh", "-c", script]), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline() == "ready\n"
+        with open(f"/proc/{proc.pid}/task/{proc.pid}/children", encoding="ascii") as fh:
+            children = {int(p) for p in fh.read().split()}
+        assert len(children) == 2
+        assert set(made.pids()) == {proc.pid, *children}
+        with open(os.path.join(made.path, "pids.current"), encoding="ascii") as fh:
+            assert fh.read().strip() == "3"
+    finally:
+        made.close()  # kills what is in it
+        proc.wait(timeout=10)
+    assert not os.path.exists(made.path)
 
 
 def test_tmp_and_home_hold_no_more_than_the_memory_limit(box: Sandboxed) -> None:
