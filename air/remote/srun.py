@@ -67,6 +67,9 @@ FIRST_LINE_MAX = 4096
 SIDE_CHANNEL_WAIT_S = 30.0
 """From the step running to its worker connecting back (an interpreter start on the node)."""
 QUOTE_BYTES = 300
+STDERR_DRAIN_S = 2.0
+"""How long what srun wrote on stderr is read on after its stdout ended without the guard's line
+(it says why: an unknown partition, a refused allocation)."""
 
 
 def callback_address(host: HostConfig) -> str:
@@ -390,6 +393,7 @@ class SrunLauncher:
         err = bytearray()
         out = bytearray()
         since = trio.current_time()
+        stderr_ended = trio.Event()
 
         async def watch_stderr() -> None:
             while data := await stderr.receive_some(65536):
@@ -403,12 +407,16 @@ class SrunLauncher:
                     handle.queued = True
                     _place(spec, handle)  # a parent killed while queued: scancel by the record
                     await _tell(spec, f"{QUEUED_FOR_ALLOCATION} (job {handle.job_id})")
+            stderr_ended.set()
 
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch_stderr)
             while b"\n" not in out and len(out) <= FIRST_LINE_MAX:
                 data = await stdout.receive_some(65536)
                 if not data:
+                    # srun ended first: what it wrote on stderr says why (read to its end)
+                    with trio.move_on_after(STDERR_DRAIN_S):
+                        await stderr_ended.wait()
                     break
                 out.extend(data)
             nursery.cancel_scope.cancel()

@@ -4,11 +4,16 @@ step gets air's explicit environment only (issue #27 items 1 and 3; IMPL-SLURM-2
 
 from __future__ import annotations
 
+import json
+from types import SimpleNamespace
+
 import pytest
+import trio
+import trio.testing
 
 from air.contracts.error import AirException, ErrorKind
 from air.remote.hosts import parse_hosts
-from air.remote.srun import client_environment, srun_argv, time_limit
+from air.remote.srun import SrunLauncher, client_environment, srun_argv, time_limit
 
 SECRET = "sk-ant-canary-5a6b7c8d9e0f"
 
@@ -86,3 +91,32 @@ def test_the_step_gets_air_environment_only(monkeypatch: pytest.MonkeyPatch) -> 
     client = client_environment()
     assert "ANTHROPIC_API_KEY" not in client
     assert "SLURM_JOB_ID" not in client
+
+
+async def test_srun_ending_before_the_guard_is_quoted_even_when_its_stderr_comes_last() -> None:
+    """srun refused the step: its stdout ends at once, and why (on stderr) is read to its end
+    before the error is made, even when the stderr reader had not been scheduled yet."""
+    [host] = parse_hosts(_host("    partition: nosuchpartition\n"), "hosts.yaml")
+    out_send, out_receive = trio.testing.memory_stream_one_way_pair()
+    err_send, err_receive = trio.testing.memory_stream_one_way_pair()
+    handle = SimpleNamespace(job_id=None, queued=False, remote=None)
+    spec = SimpleNamespace(agent_id="agt_1", placed=None)
+
+    async def srun() -> None:
+        await out_send.aclose()  # the step never started: nothing on stdout
+        await trio.sleep(0.2)
+        await err_send.send_all(b"srun: error: Unable to allocate resources: Invalid partition\n")
+        await err_send.aclose()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(srun)
+        out, err = await SrunLauncher(host)._allocation(
+            handle,  # type: ignore[arg-type]
+            out_receive,
+            err_receive,
+            spec,  # type: ignore[arg-type]
+        )
+    error = json.loads(out)["payload"]["error"]
+    assert "did not start the worker" in error["message"]
+    assert "Invalid partition" in error["message"]
+    assert b"Invalid partition" in err
