@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 __all__ = ["EventStore", "record_to_event", "replay_events", "to_record"]
 
-_ID_COLUMNS = ("task_id", "agent_id", "tool_run_id", "command_run_id")
 _AGENT_TYPES: dict[AgentType | None, str | None] = {t: t.value for t in AgentType}
 _AGENT_TYPES[None] = None
 
@@ -53,37 +52,67 @@ def _route(route: list[str]) -> tuple[str, str]:
     return found
 
 
-def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
-    """The ``events`` row (without ``seq``) of an envelope and its validated payload."""
+ROW_COLUMNS = (
+    "seq",
+    "id",
+    "type",
+    "version",
+    "timestamp",
+    "session_id",
+    "project_id",
+    "source_kind",
+    "source_id",
+    "source_agent_type",
+    "route_json",
+    "route_text",
+    "payload_json",
+    "task_id",
+    "agent_id",
+    "tool_run_id",
+    "command_run_id",
+)
+"""The ``events`` columns of ``to_row``, in its order."""
+
+
+def to_row(event: RuntimeEvent, payload: BaseModel, seq: int | None) -> tuple[Any, ...]:
+    """The ``events`` row of an envelope and its validated payload, in ``ROW_COLUMNS`` order
+    (a tuple: the batch insert binds it as it is)."""
     fields = payload.__dict__
     source = event.source
     route_json, route_text = _route(event.route)
-    ids = [fields.get(column) for column in _ID_COLUMNS]
-    task_id = ids[0]
+    task_id = fields.get("task_id")
     if task_id is None:
         spec = fields.get("task_spec")
         if spec is not None:
             task_id = spec.id
-    agent_id, tool_run_id, command_run_id = ids[1], ids[2], ids[3]
-    return {
-        "id": event.id,
-        "type": event.type,
-        "version": event.version,
-        "timestamp": event.timestamp,
-        "session_id": event.session_id,
-        "project_id": event.project_id,
-        "source_kind": source.kind,
-        "source_id": source.id,
-        "source_agent_type": _AGENT_TYPES[source.agent_type],
-        "route_json": route_json,
-        "route_text": route_text,
+    agent_id = fields.get("agent_id")
+    tool_run_id = fields.get("tool_run_id")
+    command_run_id = fields.get("command_run_id")
+    return (
+        seq,
+        event.id,
+        event.type,
+        event.version,
+        event.timestamp,
+        event.session_id,
+        event.project_id,
+        source.kind,
+        source.id,
+        _AGENT_TYPES[source.agent_type],
+        route_json,
+        route_text,
         # model_dump_json's own serializer, called without the wrapper's per-call keywords
-        "payload_json": payload.__pydantic_serializer__.to_json(payload).decode(),
-        "task_id": None if task_id is None else str(task_id),
-        "agent_id": None if agent_id is None else str(agent_id),
-        "tool_run_id": None if tool_run_id is None else str(tool_run_id),
-        "command_run_id": None if command_run_id is None else str(command_run_id),
-    }
+        payload.__pydantic_serializer__.to_json(payload).decode(),
+        None if task_id is None else str(task_id),
+        None if agent_id is None else str(agent_id),
+        None if tool_run_id is None else str(tool_run_id),
+        None if command_run_id is None else str(command_run_id),
+    )
+
+
+def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
+    """The ``events`` row (without ``seq``) of an envelope and its validated payload."""
+    return dict(zip(ROW_COLUMNS[1:], to_row(event, payload, None)[1:], strict=True))
 
 
 def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> RuntimeEvent:
@@ -220,11 +249,9 @@ class EventStore:
     def _insert_batch(self, events: Sequence[RuntimeEvent], payloads: list[BaseModel]) -> list[int]:
         first = self.store.events.next_seq()
         seqs = list(range(first, first + len(events)))
-        records = [to_record(e, p) for e, p in zip(events, payloads, strict=True)]
-        for record, seq in zip(records, seqs, strict=True):
-            record["seq"] = seq
+        rows = [to_row(e, p, seq) for e, p, seq in zip(events, payloads, seqs, strict=True)]
         try:
-            self.store.events.insert_records(records)
+            self.store.events.insert_rows(ROW_COLUMNS, rows)
         except sqlite3.IntegrityError as exc:
             # the rows before the failing one are in the (rolled back) transaction: only rows
             # older than the batch count as stored before

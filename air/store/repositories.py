@@ -107,13 +107,10 @@ class EventRepository(Repository):
         cur = self.db.execute_write(insert_sql("events", cols), [record[c] for c in cols])
         return int(cur.lastrowid or 0)
 
-    def insert_records(self, records: Sequence[Mapping[str, Any]]) -> None:
-        """Insert events rows that all carry the same columns, ``seq`` included, with one
-        ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-BATCH-1)."""
-        cols = tuple(records[0])
-        self.db.conn.executemany(
-            insert_sql("events", cols), [[r[c] for c in cols] for r in records]
-        )
+    def insert_rows(self, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> None:
+        """Insert events rows, each holding ``columns`` (``seq`` included) in that order, with
+        one ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-BATCH-1)."""
+        self.db.conn.executemany(insert_sql("events", columns), rows)
 
     def next_seq(self) -> int:
         """The ``seq`` SQLite's AUTOINCREMENT would give the next events row: one past both

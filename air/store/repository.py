@@ -95,9 +95,8 @@ class Repository:
             AirException: ``system_error`` for a bad enum value or a duplicate key.
         """
         self._check(row)
-        cols = tuple(row)
         try:
-            self.db.execute_write(insert_sql(self.table, cols), [row[c] for c in cols])
+            self.db.execute_write(insert_sql(self.table, tuple(row)), list(row.values()))
         except sqlite3.IntegrityError as exc:
             raise AirException.of(
                 kind="system_error",
@@ -114,10 +113,9 @@ class Repository:
             AirException: ``system_error`` for a bad enum value or another constraint.
         """
         self._check(row)
-        cols = tuple(row)
         try:
             cur = self.db.execute_write(
-                _insert_new_sql(self.table, cols, self.pk), [row[c] for c in cols]
+                _insert_new_sql(self.table, tuple(row), self.pk), list(row.values())
             )
         except sqlite3.IntegrityError as exc:
             raise AirException.of(
