@@ -1,6 +1,6 @@
 """EventStore: durable append with projection in one transaction, query, and replay (SDD §5.3).
 
-Owns ``EventStore`` (``append`` / ``append_many`` / ``query`` / ``replay``), ``to_record`` (the
+Owns ``EventStore`` (``append`` / ``append_many`` / ``query`` / ``replay``), ``to_row`` (the
 ``events`` row of an envelope, ``route_text = "/".join(route)``), ``record_to_event`` and
 ``replay_events``. One call = one ``BEGIN IMMEDIATE`` transaction: insert the events rows,
 project each (and count it into the session's summary row, ``air.store.read_model``),
@@ -30,7 +30,7 @@ from air.store.repositories import SessionStore
 if TYPE_CHECKING:
     from air.events.bus import EventBus
 
-__all__ = ["EventStore", "record_to_event", "replay_events", "to_record"]
+__all__ = ["ROW_COLUMNS", "EventStore", "record_to_event", "replay_events", "to_row"]
 
 _AGENT_TYPES: dict[AgentType | None, str | None] = {t: t.value for t in AgentType}
 _AGENT_TYPES[None] = None
@@ -74,7 +74,7 @@ ROW_COLUMNS = (
 """The ``events`` columns of ``to_row``, in its order."""
 
 
-def to_row(event: RuntimeEvent, payload: BaseModel, seq: int | None) -> tuple[Any, ...]:
+def to_row(event: RuntimeEvent, payload: BaseModel, seq: int) -> tuple[Any, ...]:
     """The ``events`` row of an envelope and its validated payload, in ``ROW_COLUMNS`` order
     (a tuple: the batch insert binds it as it is)."""
     fields = payload.__dict__
@@ -108,11 +108,6 @@ def to_row(event: RuntimeEvent, payload: BaseModel, seq: int | None) -> tuple[An
         None if tool_run_id is None else str(tool_run_id),
         None if command_run_id is None else str(command_run_id),
     )
-
-
-def to_record(event: RuntimeEvent, payload: BaseModel) -> dict[str, Any]:
-    """The ``events`` row (without ``seq``) of an envelope and its validated payload."""
-    return dict(zip(ROW_COLUMNS[1:], to_row(event, payload, None)[1:], strict=True))
 
 
 def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> RuntimeEvent:
@@ -177,17 +172,13 @@ class EventStore:
             )
         return payload
 
-    def _insert_and_project(self, event: RuntimeEvent, payload: BaseModel, seq: int | None) -> int:
-        record = to_record(event, payload)
-        if seq is not None:
-            record["seq"] = seq
+    def _insert_and_project(self, event: RuntimeEvent, payload: BaseModel, seq: int) -> None:
         try:
-            new_seq = self.store.events.insert_record(record)
+            self.store.events.insert_rows(ROW_COLUMNS, [to_row(event, payload, seq)])
         except sqlite3.IntegrityError as exc:
             raise _already_stored(event) from exc
-        project(self.store, event, payload, new_seq)
-        note_event(self.db.conn, event.session_id, new_seq, event.timestamp, event.type)
-        return new_seq
+        project(self.store, event, payload, seq)
+        note_event(self.db.conn, event.session_id, seq, event.timestamp, event.type)
 
     def append(self, event: RuntimeEvent) -> int:
         """Store one durable event and its projection in one transaction, then publish it.

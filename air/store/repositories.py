@@ -97,19 +97,13 @@ class EventRepository(Repository):
     pk = ("seq",)
     order_by = "seq"
 
-    def insert_record(self, record: Mapping[str, Any]) -> int:
-        """Insert an events row and return its ``seq``.
-
-        No enum re-check: the row is ``air.events.store.to_record`` of a validated
-        ``RuntimeEvent``, whose ``source.kind`` (the table's one closed-enum column) the
-        contract's ``EventSourceKind`` already guarantees (IMPL-LAUNCH-6)."""
-        cols = tuple(record)
-        cur = self.db.execute_write(insert_sql("events", cols), [record[c] for c in cols])
-        return int(cur.lastrowid or 0)
-
     def insert_rows(self, columns: tuple[str, ...], rows: Sequence[Sequence[Any]]) -> None:
         """Insert events rows, each holding ``columns`` (``seq`` included) in that order, with
-        one ``executemany`` (the batch path of ``EventStore.append_many``, IMPL-BATCH-1)."""
+        one ``executemany`` (``EventStore``'s appends and replay, IMPL-BATCH-1).
+
+        No enum re-check: each row is ``air.events.store.to_row`` of a validated
+        ``RuntimeEvent``, whose ``source.kind`` (the table's one closed-enum column) the
+        contract's ``EventSourceKind`` already guarantees (IMPL-LAUNCH-6)."""
         self.db.conn.executemany(insert_sql("events", columns), rows)
 
     def next_seq(self) -> int:
