@@ -22,6 +22,14 @@ from tests.trusted import trust_project
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "tree_sitter",  # the shell parser: the first shell command builds it
     "tree_sitter_bash",
+    # the command classifier's program handlers: loaded with the parser, at the first command
+    "air.security.command_wrappers",
+    "air.security.command_interpreters",
+    "air.security.command_packages",
+    "air.security.command_files",
+    "air.security.command_text_tools",
+    "air.security.command_git",
+    "air.security.command_builds",
     "air.agents",  # the ArchitectureDesigner: only with .air/shared/architecture.yaml
     "air.contracts.ui",  # the console's projections
     "air.llm.cassette",  # cassette runs only (IMPL-BOOT-4)
