@@ -165,7 +165,7 @@ class WorktreeCheck:
         return await trio.to_thread.run_sync(self._scan, worktrees)
 
     def _scan(self, worktrees: list[dict[str, str]] | None) -> list[Problem]:
-        from air.doctor.checks import quarantine_root
+        from air.doctor.quarantine import quarantine_root
         from air.doctor.service import Fix, Problem, issue
 
         owned = self._owned()
@@ -219,7 +219,7 @@ class WorktreeCheck:
 
     def _orphan(self, path: str, branch: str | None, project: str, qroot: str) -> Problem:
         from air.contracts.error import AirException
-        from air.doctor.checks import quarantine
+        from air.doctor.quarantine import quarantine
         from air.doctor.service import Fix, Problem, issue
 
         async def move() -> str:
@@ -284,7 +284,7 @@ class ArtifactsCheck:
             return None  # the database check reports it
 
     def _scan(self) -> list[Problem]:
-        from air.doctor.checks import session_lock_held
+        from air.doctor.database_check import session_lock_held
         from air.doctor.service import Fix, Problem, issue
 
         problems: list[Problem] = []
@@ -361,14 +361,14 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
     from air.cli.doctor_views import StoredViewsCheck
     from air.cli.prepare import load_models_checked
     from air.doctor.checks import (
-        DatabaseCheck,
         NotApplicable,
         ProbeCheck,
-        ProviderCheck,
         ToolCheck,
         is_cpp_project,
         program_version,
     )
+    from air.doctor.database_check import DatabaseCheck
+    from air.doctor.provider_check import ProviderCheck
     from air.tools.sandbox_check import check_sandbox_available
 
     checks: list[DoctorCheck] = [

@@ -38,7 +38,7 @@ class StoredViewsCheck:
         return await trio.to_thread.run_sync(self.check_all)
 
     def check_all(self) -> list[Problem]:
-        from air.doctor.checks import session_lock_held
+        from air.doctor.database_check import session_lock_held
 
         try:
             names = sorted(os.listdir(self.sessions))

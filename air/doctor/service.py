@@ -8,8 +8,9 @@ problems), the fix gate (every repair names the
 paths it writes; ``authorize`` — the PermissionEngine's path classification, wired by the CLI —
 refuses any that is not air's own state, IMPL-DOC-1) and the ``doctor.*`` events, recorded in
 the project's doctor log ``.air/local/doctor/doctor.db`` (IMPL-DOC-2). The checks themselves are
-passed in: the generic ones live in ``air.doctor.checks``, the ones that need the sandbox, the
-run records or the workspaces are built by ``air.cli.doctor``.
+passed in: the generic ones live in ``air.doctor.checks``, ``provider_check`` and
+``database_check``; the ones that need the sandbox, the run records or the workspaces are built
+by ``air.cli.doctor``.
 """
 
 from __future__ import annotations

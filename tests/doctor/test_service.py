@@ -15,7 +15,8 @@ import pytest
 from air.cli.doctor import build_checks, make_gate
 from air.contracts.doctor_report import DoctorMode, DoctorRunInput
 from air.contracts.provider import ModelsConfig
-from air.doctor.checks import DatabaseCheck, ProviderCheck
+from air.doctor.database_check import DatabaseCheck
+from air.doctor.provider_check import ProviderCheck
 from air.doctor.service import DoctorService, Fix, Problem, issue
 from tests.doctor.helpers import make_project, write_session
 
@@ -185,7 +186,7 @@ def test_a_running_session_is_not_touched(tmp_path: Path) -> None:
 
 def test_quarantine_takes_only_air_state(tmp_path: Path) -> None:
     from air.contracts.error import AirException
-    from air.doctor.checks import quarantine
+    from air.doctor.quarantine import quarantine
 
     project, _ = make_project(tmp_path)
     source = project / "README.md"
