@@ -9,6 +9,7 @@ import pytest
 from pytest_trio.enable_trio_mode import pytest_fixture_setup
 from pytest_trio.plugin import automark
 from xdist.scheduler import LoadScopeScheduling
+from xdist.workermanage import WorkerController
 
 __all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
 
@@ -52,11 +53,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> LoadScope
     """The units of work the workers take: every test on the one-node Slurm in one, which a
     worker runs in turn while the others run the rest (spread over the workers, they would each
     sit blocked on the Slurm lock); every other test with the rest of its module, so a module's
-    expensive fixture (a built wheel, a built example) is made once, not once per worker. Units
-    with more tests go first."""
+    expensive fixture (a built wheel, a built example) is made once, not once per worker. The
+    Slurm unit goes first, then units with more tests."""
     return _Units(config, log)
 
 
 class _Units(LoadScopeScheduling):
     def _split_scope(self, nodeid: str) -> str:
         return "slurm" if on_the_slurm_node(nodeid) else nodeid.split("::", 1)[0]
+
+    def _assign_work_unit(self, node: WorkerController) -> None:
+        # the Slurm unit is the longest chain of the slow lane (~160 s on one worker): it goes
+        # first, or it starts when the units with more tests are done and ends the lane late
+        if "slurm" in self.workqueue:
+            self.workqueue.move_to_end("slurm", last=False)
+        super()._assign_work_unit(node)
