@@ -1,9 +1,10 @@
 """The handlers of programs whose arguments decide what they write: file tools.
 
 Owns ``HANDLERS`` for ``find`` (``-delete``, ``-exec``), ``dd`` (``of=``), ``tar``, ``chmod``,
-``rsync``, ``curl``/``wget`` (their output files), the readers that write with an option
-(``sort -o``-like tools of the output-option table), ``date``/``hostname`` (setting them),
-the pagers and viewers (``less``, ``man``: their shell escapes) and ``zip``. Pure: no I/O.
+``rsync``, ``curl``/``wget`` (their output files), the readers that write a file when given
+an option or a second operand (``shuf -o``, ``tree -o``, ``uniq IN OUT``...), ``date``/
+``hostname`` (setting them is privileged), the pagers and viewers (``less +cmd``, ``man -P``:
+they run programs) and ``zip``. Pure: no I/O.
 """
 
 from __future__ import annotations

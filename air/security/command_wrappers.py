@@ -3,9 +3,10 @@
 Owns ``HANDLERS`` for ``sudo``/``doas``/``pkexec``, ``su``, ``env`` (its options, assignments
 and ``-S``), the simple wrappers (``nice``, ``timeout``, ``nohup``, ``flock``...), ``xargs`` and
 ``parallel``, the shells (``sh -c``...), the multi-call binaries (``busybox X``: classified as
-X), ``kill``, the runners that take a command (``direnv exec``, ``nix-shell --run``...) and the
-programs that run a shell string (``watch``, ``script``, ``hyperfine``). Each classifies the
-wrapped command through the analyzer and adds its own floor. Pure: no I/O.
+X), ``kill``, the runners that take a command (``valgrind``, ``ccache``, ``xvfb-run``,
+``strace``, ``torsocks``, ``runuser``, ``prlimit``...) and the programs that run a shell string
+(``watch``, ``script``, ``hyperfine``). Each classifies the wrapped command through the
+analyzer and adds its own floor. Pure: no I/O.
 """
 
 from __future__ import annotations
