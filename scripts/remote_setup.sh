@@ -127,7 +127,10 @@ mv "$DIR/sshd_config.new" "$DIR/sshd_config"
 $SUDO mkdir -p /run/sshd
 $SUDO /usr/sbin/sshd -t -f "$DIR/sshd_config"
 running=0
-if [ -f "$DIR/sshd.pid" ] && $SUDO kill -0 "$(cat "$DIR/sshd.pid")" 2>/dev/null; then running=1; fi
+# the pid file outlives a reboot, and its number may then name another process (a kernel
+# thread answers kill -0 too): running means that pid is an sshd started with this config
+if [ -f "$DIR/sshd.pid" ] && $SUDO tr '\0' ' ' <"/proc/$(cat "$DIR/sshd.pid")/cmdline" 2>/dev/null \
+  | grep -qF "sshd -f $DIR/sshd_config"; then running=1; fi
 if [ $running -eq 1 ] && [ $changed -eq 1 ]; then
   $SUDO kill "$(cat "$DIR/sshd.pid")"
   for _ in $(seq 50); do $SUDO kill -0 "$(cat "$DIR/sshd.pid")" 2>/dev/null || break; sleep 0.1; done
