@@ -99,17 +99,24 @@ def serve(turns: int, stamps: str, ready: str) -> None:
         )
 
     # when each request's handling began and ended: air's own time per turn is the gap from one
-    # reply's end to the next request (air opens a connection per request: the handling begins as
-    # it sends)
+    # reply's end to the next request. Air keeps its connection, so a handler waits for the next
+    # request line: the handling begins when it arrives (the request is being sent).
     spans = open(stamps + ".spans", "a", buffering=1)
     handle = http.server.BaseHTTPRequestHandler.handle_one_request
+    parse = http.server.BaseHTTPRequestHandler.parse_request
+    began: list[float] = []
+
+    def arrived(self: http.server.BaseHTTPRequestHandler) -> bool:
+        began.append(time.monotonic())
+        return parse(self)
 
     def timed(self: http.server.BaseHTTPRequestHandler) -> None:
-        began = time.monotonic()
+        began.clear()
         handle(self)
-        if getattr(self, "raw_requestline", b"") and getattr(self, "command", None) == "POST":
-            spans.write(f"{began} {time.monotonic()}\n")
+        if began and getattr(self, "command", None) == "POST":
+            spans.write(f"{began[0]} {time.monotonic()}\n")
 
+    http.server.BaseHTTPRequestHandler.parse_request = arrived  # type: ignore[method-assign]
     http.server.BaseHTTPRequestHandler.handle_one_request = timed  # type: ignore[method-assign]
     server = StrictServer(api_key=KEY, model=model)
     with server:

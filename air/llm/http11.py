@@ -5,7 +5,10 @@ HTTP/1.1 state machine): ``stream(method, url, json=..., headers=...)`` opens (o
 connection, sends the request and yields a ``Reply`` (status, case-insensitive headers, the
 body read chunk by chunk, ``aread``); a connection whose reply was read to its end goes back to
 a small idle pool per origin and is reused unless the server closed it (checked before reuse)
-or it idled longer than ``KEEPALIVE_S``. TLS: certificates and host names verified, CAs from
+or it idled longer than ``KEEPALIVE_S``. A caller that leaves the block before the body ended
+(a stream reader stops at the model's final event, before the chunked body's last chunk) gets
+its rest read and dropped, at most ``DRAIN_BYTES`` within ``DRAIN_S``, so that its connection
+can still be reused; failing that it is closed. TLS: certificates and host names verified, CAs from
 ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else certifi's bundle (what httpx loads). Time
 limits: connect and write ``timeout_s``, every read ``read_timeout_s`` (a stalled stream).
 Failures are ``TransportError`` subclasses. Owns ``proxy_configured``: a proxy set in the
@@ -31,6 +34,8 @@ import h11
 import trio
 
 __all__ = [
+    "DRAIN_BYTES",
+    "DRAIN_S",
     "KEEPALIVE_S",
     "ConnectError",
     "Headers",
@@ -48,6 +53,10 @@ KEEPALIVE_S = 5.0
 """An idle connection older than this is closed instead of reused (httpx's default)."""
 
 MAX_IDLE_PER_ORIGIN = 8
+DRAIN_BYTES = 65536
+"""The most of a reply's unread rest read and dropped to keep its connection."""
+DRAIN_S = 0.25
+"""How long the rest of a left reply may take to arrive before its connection is closed."""
 _READ_SIZE = 65536
 _PROXY_VARIABLES = ("https_proxy", "http_proxy", "all_proxy")
 _USER_AGENT = "air (h11)"
@@ -145,6 +154,26 @@ class Reply:
 
     async def aread(self) -> bytes:
         return b"".join([chunk async for chunk in self.aiter_bytes()])
+
+    async def finish(self) -> bool:
+        """Read and drop what is left of the body, at most ``DRAIN_BYTES`` within ``DRAIN_S``;
+        True when the reply ended (its connection may carry another request)."""
+        left = DRAIN_BYTES
+        with trio.move_on_after(DRAIN_S):
+            while not self.complete:
+                try:
+                    event = await _next_event(self._conn, DRAIN_S)
+                except TransportError:
+                    return False
+                if isinstance(event, h11.EndOfMessage):
+                    self.complete = True
+                elif not isinstance(event, h11.Data):
+                    return False
+                else:
+                    left -= len(event.data)
+                    if left < 0:
+                        return False
+        return self.complete
 
 
 def _basic_auth(user: str | None, password: str | None) -> list[tuple[str, str]]:
@@ -255,6 +284,7 @@ class Http11Client:
             raise LocalProtocolError(f"the request cannot be sent: {exc}") from exc
         conn = await self._connection(origin)
         reply: Reply | None = None
+        left = False  # the caller left the block by itself: no failure, no cancellation
         try:
             await self._send(conn, request, h11.Data(data=body), h11.EndOfMessage())
             while True:
@@ -264,9 +294,19 @@ class Http11Client:
                 if not isinstance(event, h11.InformationalResponse):
                     raise RemoteProtocolError(f"unexpected {type(event).__name__} before a reply")
             reply = Reply(conn, event, self.read_timeout_s)
-            yield reply
+            try:
+                yield reply
+            except GeneratorExit:  # the caller's own stream was closed after what it needed
+                left = True
+                raise
+            left = True
         finally:
-            if reply is not None and reply.complete and not self._closed:
+            try:
+                keep = reply is not None and left and not self._closed and await reply.finish()
+            except BaseException:
+                await trio.aclose_forcefully(conn.stream)
+                raise
+            if keep:
                 await self._release(origin, conn)
             else:
                 await trio.aclose_forcefully(conn.stream)

@@ -135,6 +135,8 @@ class StrictServer:
         self.cache = PromptCache()
         self.memo = MessageMemo()
         """The messages of the conversation checked last (IMPL-API-7)."""
+        self.connections = 0
+        """How many connections clients opened (a client that keeps its connection opens one)."""
         self.usages: list[dict[str, int]] = []
         """The prompt usage the server reported with each scripted ``model``'s reply, in the
         order answered (what the client must count)."""
@@ -143,6 +145,13 @@ class StrictServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # as a real API's server: a kept connection's small
+            # writes (headers, then each event) are not held back for the client's delayed ACK
+
+            def setup(self) -> None:
+                super().setup()
+                with outer._lock:
+                    outer.connections += 1
 
             def log_message(self, format: str, *args: Any) -> None:
                 return

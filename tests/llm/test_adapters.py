@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextlib import aclosing
 
 import pytest
 
@@ -93,6 +94,29 @@ async def test_streamed_text_reply(wire: Wire, server: LocalServer) -> None:
         assert sent.body["messages"][0] == {"role": "system", "content": "You are terse."}
         assert sent.body["tools"][0]["function"]["name"] == "read_file"
         assert sent.headers["authorization"] == f"Bearer {FAKE_KEY}"
+
+
+@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+async def test_turns_that_stop_at_the_final_event_keep_one_connection(
+    wire: Wire, server: LocalServer
+) -> None:
+    """As air's turns read a reply: up to the final event, then the stream is closed. The rest
+    of the chunked body is drained, so the next turn reuses the connection (a TLS handshake per
+    turn otherwise) and still gets its own reply whole. (The SDK transport, ``transport: sdk``,
+    is httpx's: it closes a connection whose reply was not read to the end.)"""
+    manager = ProviderManager(models_config(wire, server.url), env=ENV)
+    try:
+        for text in ("one", "two", "three"):
+            server.push(Reply(chunks=sse_for(wire, Turn(text=[text]))))
+            async with aclosing(manager.complete(request())) as stream:
+                async for event in stream:
+                    if isinstance(event, MessageStopEvent):
+                        assert event.content == [TextBlock(text=text)]
+                        break
+    finally:
+        await manager.aclose()
+    assert len(server.requests) == 3
+    assert server.connections == 1
 
 
 @pytest.mark.parametrize("wire", WIRES)

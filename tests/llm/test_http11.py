@@ -25,6 +25,7 @@ from cryptography.x509.oid import NameOID
 
 from air.contracts.provider import ProviderConfig
 from air.llm.http11 import (
+    DRAIN_BYTES,
     ConnectError,
     Http11Client,
     LocalProtocolError,
@@ -34,6 +35,8 @@ from air.llm.http11 import (
 )
 from air.llm.openai_compat import OpenAICompatibleAdapter
 from tests.llm.helpers import request
+
+_BIG = b"x" * (DRAIN_BYTES // 2 + 1)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -56,7 +59,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if mode == "close_early":
             self.close_connection = True
             return
-        if mode == "stall":
+        if mode == "stall" or (mode == "stall_first" and len(type(self).bodies) == 1):
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.send_header("content-length", "100")
@@ -64,6 +67,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(b"data: 1\n\n")
             self.wfile.flush()
             time.sleep(2)
+            return
+        if mode == "big":  # more than DRAIN_BYTES after the first chunk
+            self.send_response(200)
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for part in (b"data: 1\n\n", _BIG, _BIG):
+                self.wfile.write(f"{len(part):x}\r\n".encode() + part + b"\r\n")
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
             return
         if mode == "chunked":
             self.send_response(200)
@@ -150,15 +162,37 @@ async def test_a_connection_the_server_dropped_is_not_reused() -> None:
     await client.aclose()
 
 
-async def test_a_reply_read_halfway_closes_its_connection() -> None:
+async def _leave_after_first_chunk(client: Http11Client, url: str) -> bytes:
+    async with client.stream("POST", url, json={}, headers={}) as reply:
+        async for chunk in reply.aiter_bytes():
+            return chunk
+    raise AssertionError("no chunk")
+
+
+async def test_a_reply_left_halfway_is_drained_and_its_connection_reused() -> None:
     client = _client()
     with _server("chunked") as (url, handler):
         async with client.stream("POST", url, json={}, headers={}) as reply:
             assert reply.headers["X-TWICE"] == "a, b"
-            async for chunk in reply.aiter_bytes():
-                assert chunk == b"data: one\n\n"
-                break
+        assert await _leave_after_first_chunk(client, url) == b"data: one\n\n"
+        # the next reply is whole and its own: nothing of the left one was read as its start
         assert await _post(client, url) == (200, b"data: one\n\ndata: two\n\n")
+    assert len(handler.connections) == 1
+    await client.aclose()
+
+
+@pytest.mark.parametrize("mode", ["stall_first", "big"])
+async def test_a_left_reply_whose_rest_stalls_or_is_large_closes_its_connection(
+    mode: str,
+) -> None:
+    """The rest of a left reply is read only within ``DRAIN_S`` and up to ``DRAIN_BYTES``:
+    past either, the connection is closed, never handed to the next request half-read."""
+    client = _client()
+    with _server(mode) as (url, handler):
+        assert await _leave_after_first_chunk(client, url) == b"data: 1\n\n"
+        status, body = await _post(client, url)
+        assert status == 200
+        assert body == (b'{"ok": true}' if mode == "stall_first" else b"data: 1\n\n" + _BIG + _BIG)
     assert len(handler.connections) == 2
     await client.aclose()
 
