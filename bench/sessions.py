@@ -13,7 +13,8 @@ per size, it measures the real commands as a person runs them:
 * render p99 while scrolling: in-process, the console (``TuiApp``) over the session's
   projection, the conversation scrolled a page at a time up and then down, each step rendered
   at 140x45; the 99th percentile of the render time;
-* ``air history``: seconds to its first line and to its end;
+* ``air history``: seconds to its first line and to its end (it prints the newest 500 events);
+  and to the end of ``air history --all`` (every event: linear in the session, for context);
 * ``air session list`` over 20 sessions of that size (copies of its database);
 * ``air report --html``: seconds to the page;
 * ``air --version``, the baseline of a bare command.
@@ -214,11 +215,11 @@ class _NoCommands:
         raise RuntimeError("the bench sends no command")
 
 
-def history_times(project: Path, home: Path, sid: str) -> tuple[float, float]:
-    """Seconds to the first line of ``air history`` and to its end."""
+def history_times(project: Path, home: Path, sid: str, *flags: str) -> tuple[float, float]:
+    """Seconds to the first line of ``air history`` (with ``flags``) and to its end."""
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "air", "history", "--session", sid],
+        [sys.executable, "-m", "air", "history", "--session", sid, *flags],
         cwd=project, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     assert proc.stdout is not None
@@ -282,6 +283,8 @@ def measure(size: int, tmp: Path, *, console: bool, only: str | None) -> dict[st
         )
     out["render_p99_ms"] = render_p99_ms(project, sid)
     out["history_first_line_s"], out["history_total_s"] = history_times(project, home, sid)
+    if TREE == REPO:  # a tree from before ``--all`` printed every event by default
+        out["history_all_total_s"] = history_times(project, home, sid, "--all")[1]
     out["report_s"] = timed(project, home, "report", "--html", str(tmp / "r.html"), "--session",
                             sid, repeat=1)  # fmt: skip
     many, many_home = list_project(tmp, db, size)

@@ -155,6 +155,9 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
         for i, token in enumerate(rest)
         if not token.startswith("-") and (i == 0 or rest[i - 1] not in valued)
     ]
+    for one, other in re.findall(r"\[(--[\w-]+)(?: [A-Z]+)? \| (--[\w-]+)", usage):
+        if {one, other} <= {token.split("=", 1)[0] for token in rest}:
+            return f"air {name}: {one} and {other} exclude each other"
     if not positional:
         return f"air {name}: a required argument is missing"
     return f"air {name}: these arguments fit none of its usage lines: {' '.join(rest)}"

@@ -2,16 +2,17 @@
 
 Owns: finding the project and session a command means, rendering stored events as one line
 each (or JSON lines) as they are read (``stream_events``: the first line is out before the
-second row is read), and the task summary of a session (``task_summary`` of a fold,
-``counts_summary`` of the ``tasks`` projection: the same facts the Scheduler and the reporter
-use). `air history`'s header and `air session list` read the session's summary row
-(``air.store.read_model``), never its events. Both start without pydantic or Trio (IMPL-READ-3):
-the project is found from its ``project.json`` (``locate_light``; anything unusual goes the full
-way, ``find_project``), and the rows are read as text through a read-only connection; ``--json``
-and a session without a current summary row take the full way. Every
-text taken from an event is shown as exact text (``air.contracts.display.shown``: a command's
-``\\r``, escape sequences, bidi and zero-width characters escaped, IMPL-UI-7). Reads only;
-nothing here appends events.
+second row is read; by default the newest ``DEFAULT_LAST``, read backwards by ``seq``, with a
+line saying how many older ones ``--last N`` / ``--all`` would show), and the task summary of
+a session (``task_summary`` of a fold, ``counts_summary`` of the ``tasks`` projection: the same
+facts the Scheduler and the reporter use). `air history`'s header and `air session list` read
+the session's summary row (``air.store.read_model``), never its events. Both start without
+pydantic or Trio (IMPL-READ-3): the project is found from its ``project.json``
+(``locate_light``; anything unusual goes the full way, ``find_project``), and the rows are read
+as text through a read-only connection; ``--json`` and a session without a current summary row
+take the full way. Every text taken from an event is shown as exact text
+(``air.contracts.display.shown``: a command's ``\\r``, escape sequences, bidi and zero-width
+characters escaped, IMPL-UI-7). Reads only; nothing here appends events.
 """
 
 from __future__ import annotations
@@ -147,17 +148,79 @@ def read_events(
         db.close()
 
 
-def stream_events(db: DatabaseManager, session_id: str) -> Iterator[RuntimeEvent]:
-    """The session's events, oldest first, read row by row as they are consumed."""
+UNREADABLE = "unreadable (a damaged row: `air doctor` reports it)"
+"""What is printed for a stored event that cannot be decoded, in its place."""
+
+DEFAULT_LAST = 500
+"""How many of a session's newest events ``air history`` prints unless told (the console's
+lists keep as many, IMPL-READ-7): a long session's screen, not its whole log."""
+
+
+def window(args: Mapping[str, Any]) -> int | None:
+    """How many of the newest events ``--last N`` / ``--all`` ask for (None: every one).
+
+    Raises:
+        AirException: ``validation_error`` for an ``N`` that is not a positive integer.
+    """
+    if args.get("--all"):
+        return None
+    value = args.get("--last")
+    if value is None:
+        return DEFAULT_LAST
+    try:
+        last = int(value)
+    except ValueError:
+        last = 0
+    if last < 1:
+        from air.contracts.error import AirException
+
+        raise AirException.of(
+            kind="validation_error",
+            message=f"--last must be a positive integer, not {value!r}",
+            user_action="Pass --last N with N >= 1, or --all for every event.",
+        )
+    return last
+
+
+def _rows(columns: str, last: int | None) -> str:
+    """The query of a session's events (its id the first parameter), oldest first: every one,
+    or the newest ``last`` (the second parameter), read backwards by ``seq`` and no further."""
+    if last is None:
+        return f"SELECT {columns} FROM events WHERE session_id = ? ORDER BY seq"
+    newest = "SELECT * FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT ?"
+    return f"SELECT {columns} FROM ({newest}) ORDER BY seq"
+
+
+def _params(session_id: str, last: int | None) -> tuple[Any, ...]:
+    return (session_id,) if last is None else (session_id, last)
+
+
+def left_out(events: int, last: int | None) -> str | None:
+    """The line saying how many older events a ``window`` leaves out (None: none)."""
+    if last is None or events <= last:
+        return None
+    return (
+        f"… {events - last} earlier events not shown (the newest {last}): "
+        "--last N shows more, --all every one"
+    )
+
+
+def stream_events(
+    db: DatabaseManager, session_id: str, last: int | None = None
+) -> Iterator[RuntimeEvent]:
+    """The session's events (or its newest ``last``), oldest first, read row by row as they
+    are consumed."""
     from air.events.store import record_to_event
 
-    cursor = db.conn.execute(
-        "SELECT * FROM events WHERE session_id = ? ORDER BY seq", (session_id,)
-    )
+    cursor = db.conn.execute(_rows("*", last), _params(session_id, last))
     names = [d[0] for d in cursor.description]
     while rows := cursor.fetchmany(256):
         for row in rows:
-            yield record_to_event(dict(zip(names, row, strict=True)))
+            record = dict(zip(names, row, strict=True))
+            try:
+                yield record_to_event(record)
+            except ValueError:  # a damaged row: the rest still prints
+                print(f"air history: event {record['seq']}: {UNREADABLE}", file=sys.stderr)
 
 
 def _text_of(content: Any) -> str:
@@ -270,27 +333,44 @@ def print_history(events: Iterable[RuntimeEvent], out: TextIO, *, as_json: bool 
             out.write(event.model_dump_json() + "\n")
             continue
         clock = event.timestamp[11:23]
-        out.write(f"{clock}  {event.type:<28} {shown(describe(event))}\n")
+        line = _described(event.type, event.payload)
+        out.write(f"{clock}  {event.type:<28} {shown(line)}\n")
 
 
-def _print_rows(path: Path, session_id: str, header: str, out: TextIO) -> bool:
-    """The header, then a line per stored event read as text through a read-only connection
-    (no event model built). False when the database cannot be read that way (nothing was
-    printed then)."""
+def _described(event_type: str, payload: Any) -> str:
+    """``describe_payload``, or ``UNREADABLE`` when ``payload`` is no JSON object or its fields
+    are not what the event type has (a damaged or hand-edited row)."""
+    if not isinstance(payload, dict):
+        return UNREADABLE
+    try:
+        return describe_payload(event_type, payload)
+    except (ValueError, TypeError, AttributeError, KeyError):
+        return UNREADABLE
+
+
+def _print_rows(
+    path: Path, session_id: str, header: list[str], out: TextIO, last: int | None
+) -> bool:
+    """The header lines, then a line per stored event (of the newest ``last``) read as text
+    through a read-only connection (no event model built). False when the database cannot be
+    read that way (nothing was printed then)."""
     try:
         conn = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
     except sqlite3.Error:
         return False
     try:
         cursor = conn.execute(
-            "SELECT timestamp, type, payload_json FROM events WHERE session_id = ? ORDER BY seq",
-            (session_id,),
+            _rows("timestamp, type, payload_json", last), _params(session_id, last)
         )
-        out.write(header + "\n")
+        out.write("".join(f"{line}\n" for line in header))
         out.flush()  # the header is out before the first row is read
         while rows := cursor.fetchmany(256):
             for timestamp, event_type, payload in rows:
-                line = describe_payload(event_type, json.loads(payload))
+                try:
+                    found = json.loads(payload)
+                except ValueError:
+                    found = None
+                line = _described(event_type, found)
                 out.write(f"{timestamp[11:23]}  {event_type:<28} {shown(line)}\n")
         return True
     except sqlite3.Error:
@@ -309,32 +389,42 @@ def _header(project: Project, session_id: str, events: int, counts: Mapping[str,
 def run_history(args: dict[str, Any]) -> int:
     from air.store.read_model import peek_summary
 
+    last = window(args)
     project = locate_light(args["--project"])
     session_id = resolve_session(project, args["--session"])
     path = session_db_path(project, session_id)
     if not args["--json"]:
         peeked = peek_summary(path, session_id)
         if peeked is not None:
-            header = _header(project, session_id, peeked[0].events, peeked[1])
-            if _print_rows(path, session_id, header, sys.stdout):
+            events = peeked[0].events
+            header = [_header(project, session_id, events, peeked[1])]
+            header += filter(None, [left_out(events, last)])
+            if _print_rows(path, session_id, header, sys.stdout, last):
                 return 0
-    return _history_full(args, project, session_id)
+    return _history_full(args, project, session_id, last)
 
 
-def _history_full(args: dict[str, Any], project: Project, session_id: str) -> int:
+def _history_full(args: dict[str, Any], project: Project, session_id: str, last: int | None) -> int:
     """``air history`` through the database opened (migrated, the summary row rebuilt) and the
-    events as models: ``--json``, and a session without a current summary row."""
+    events as models: ``--json`` (what a window leaves out is said on stderr), and a session
+    without a current summary row."""
     from air.store.read_model import read_summary, scheduler_task_counts
     from air.store.session_db import open_session_database
 
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:
-        if not args["--json"]:
-            row = read_summary(db, session_id)
-            count = row.events if row is not None else 0
+        row = read_summary(db, session_id)
+        count = row.events if row is not None else 0
+        note = left_out(count, last)
+        if args["--json"]:
+            if note is not None:
+                print(note, file=sys.stderr)
+        else:
             print(_header(project, session_id, count, scheduler_task_counts(db, session_id)))
+            if note is not None:
+                print(note)
             sys.stdout.flush()  # the header is out before the first row is read
-        print_history(stream_events(db, session_id), sys.stdout, as_json=bool(args["--json"]))
+        print_history(stream_events(db, session_id, last), sys.stdout, as_json=bool(args["--json"]))
     finally:
         db.close()
     return 0

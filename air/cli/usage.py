@@ -224,13 +224,15 @@ Options:
         """air history: print a session's recorded events (default: the most recent session).
 
 Usage:
-  air history [--session SID] [--project PATH] [--json]
+  air history [--session SID] [--project PATH] [--json] [--last N | --all]
   air history -h | --help
 
 Options:
   --session SID   A session id (see `air session list`).
   --project PATH  The project directory (default: found by walking up from here).
   --json          One JSON object per event.
+  --last N        Print the newest N events (without --last or --all: the newest 500).
+  --all           Print every event, however long the session.
   -h --help       Show this help.
 """,
     ),

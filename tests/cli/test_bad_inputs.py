@@ -110,6 +110,8 @@ CASES: list[Case] = [
     Case("isolation-unknown", (*RUN, "--isolation", "sideways"), ("--isolation", "sideways")),
     Case("permission-mode-unknown", (*RUN, "--permission-mode", "yolo"), ("--permission-mode",)),
     Case("history-bad-option", ("history", "--frob"), ("Usage:",)),
+    Case("history-last-zero", ("history", "--last", "0"), ("--last", "positive")),
+    Case("history-last-word", ("history", "--last", "all"), ("--last", "'all'")),
     # -- the batch file ---------------------------------------------------------------------
     Case("batch-missing", ("run", "--headless", "missing.yaml"), ("missing.yaml", "no such")),
     Case("batch-directory", ("run", "--headless", "dir"), ("dir", "a directory"), mkdir=("dir",)),

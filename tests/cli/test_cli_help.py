@@ -49,6 +49,7 @@ CASES = [
     (["run", "--headless", "b.yaml", "--fake-script=x"], "air run: unknown option --fake-script"),
     (["run", "--headless", "b.yaml", "--project"], "air run: --project needs a value"),
     (["history", "--frob"], "air history: unknown option --frob"),
+    (["history", "--last", "3", "--all"], "air history: --last and --all exclude each other"),
     (["provider", "frob"], "air provider: these arguments fit none of its usage lines: frob"),
     (["session"], "air session: a required argument is missing"),
     (["report"], "air report: a required argument is missing"),

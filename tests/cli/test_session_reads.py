@@ -8,12 +8,13 @@ unreadable: a command that parsed the log would fail.
 from __future__ import annotations
 
 import itertools
+import json
 import sqlite3
 from pathlib import Path
 
 import pytest
 
-from air.cli.history import stream_events
+from air.cli.history import DEFAULT_LAST, UNREADABLE, stream_events
 from air.cli.session_report import REPORT_TYPES, summarise
 from air.contracts.error import AirException
 from air.events.fold import replay
@@ -118,6 +119,75 @@ def test_history_prints_the_header_from_the_summary_then_every_event(tmp_path: P
     assert lines[0].startswith(f"session {SID} of project 'proj': {len(events)} events, {tasks}")
     assert len(lines) == 1 + len(events)
     assert lines[1].split()[1] == "session.created"
+
+
+def _line(event: object) -> tuple[str, str]:
+    return event.timestamp[11:23], event.type  # type: ignore[attr-defined]
+
+
+def test_history_of_a_long_session_prints_its_newest_events_and_reads_no_older_one(
+    tmp_path: Path,
+) -> None:
+    """By default the newest ``DEFAULT_LAST`` events, oldest first, after a line saying how
+    many are left out; ``--last N`` and ``--all`` choose. The older rows are never read: their
+    payloads are made unreadable and the default and ``--last`` still print."""
+    project, home = make_project(tmp_path)
+    path, events = _write(project, SID, 1200)
+    shown = DEFAULT_LAST
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "UPDATE events SET payload_json = 'not json' WHERE seq <= ?", (len(events) - shown,)
+        )
+    done = air(project, home, "history")
+    assert done.returncode == 0, done.stderr
+    header, note, *lines = done.stdout.splitlines()
+    assert header.startswith(f"session {SID} of project 'proj': {len(events)} events")
+    assert note.startswith(f"… {len(events) - shown} earlier events not shown")
+    assert [tuple(line.split()[:2]) for line in lines] == [_line(e) for e in events[-shown:]]
+    few = air(project, home, "history", "--last", "7")
+    assert few.returncode == 0, few.stderr
+    assert few.stdout.splitlines()[1].startswith(f"… {len(events) - 7} earlier events")
+    assert [tuple(x.split()[:2]) for x in few.stdout.splitlines()[2:]] == [
+        _line(e) for e in events[-7:]
+    ]
+    as_json = air(project, home, "history", "--json", "--last", "3")
+    assert as_json.returncode == 0, as_json.stderr
+    assert [json.loads(x)["id"] for x in as_json.stdout.splitlines()] == [e.id for e in events[-3:]]
+    assert f"{len(events) - 3} earlier events not shown" in as_json.stderr
+    with sqlite3.connect(path) as conn:  # readable again: --all prints every event
+        for event in events[: len(events) - shown]:
+            conn.execute(
+                "UPDATE events SET payload_json = ? WHERE id = ?",
+                (json.dumps(event.payload), event.id),
+            )
+    every = air(project, home, "history", "--all")
+    assert every.returncode == 0, every.stderr
+    assert [tuple(x.split()[:2]) for x in every.stdout.splitlines()[1:]] == [
+        _line(e) for e in events
+    ]
+
+
+def test_history_prints_around_damaged_rows(tmp_path: Path) -> None:
+    """A row that is no JSON, no object, or holds a field of the wrong type is printed as
+    unreadable in its place (or said on stderr with ``--json``): never a traceback."""
+    project, home = make_project(tmp_path)
+    path, events = _write(project, SID, 60)
+    damage = {2: "not json", 3: "[1]", 4: '{"task_spec": "x"}'}
+    with sqlite3.connect(path) as conn:
+        for seq, payload in damage.items():
+            conn.execute("UPDATE events SET payload_json = ? WHERE seq = ?", (payload, seq))
+        conn.execute("UPDATE events SET type = 'task.created' WHERE seq = 4")
+    text = air(project, home, "history")
+    assert text.returncode == 0, text.stderr
+    assert "Traceback" not in text.stderr
+    lines = text.stdout.splitlines()[1:]
+    assert len(lines) == len(events)
+    assert [n + 1 for n, x in enumerate(lines) if x.endswith(UNREADABLE)] == sorted(damage)
+    as_json = air(project, home, "history", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    assert "Traceback" not in as_json.stderr
+    assert len(as_json.stdout.splitlines()) == len(events) - 2  # the task spec is any JSON
+    assert [f"event {seq}: {UNREADABLE}" in as_json.stderr for seq in (2, 3)] == [True, True]
 
 
 def test_a_report_reads_only_its_event_types_and_gets_the_same_summary() -> None:
