@@ -62,7 +62,7 @@ def read_report_events(conn: Any, session_id: str, after: int = 0) -> list[Logge
     log through the type index, a tail by ``seq``; the same payloads a ``RuntimeEvent`` read
     back holds (``record_to_event`` decodes the same JSON), without a model per event
     (IMPL-READ-6)."""
-    loads = json.loads
+    loads = _decoded
     if after > 0:  # a tail: by seq, the other types' payloads never decoded
         cursor = conn.execute(
             "SELECT id, type, timestamp, session_id, payload_json, seq FROM events "
@@ -71,7 +71,7 @@ def read_report_events(conn: Any, session_id: str, after: int = 0) -> list[Logge
         )
         wanted = _WANTED
         return [
-            LoggedEvent(i, t, at, sid, loads(body), seq)
+            LoggedEvent(i, t, at, sid, loads(body, seq), seq)
             for i, t, at, sid, body, seq in cursor
             if t in wanted
         ]
@@ -81,7 +81,32 @@ def read_report_events(conn: Any, session_id: str, after: int = 0) -> list[Logge
         f"WHERE session_id = ? AND type IN ({marks}) ORDER BY seq",
         (session_id, *REPORT_TYPES),
     )
-    return [LoggedEvent(i, t, at, sid, loads(body), seq) for i, t, at, sid, body, seq in cursor]
+    return [
+        LoggedEvent(i, t, at, sid, loads(body, seq), seq) for i, t, at, sid, body, seq in cursor
+    ]
+
+
+def _decoded(body: str, seq: int) -> dict[str, Any]:
+    """A stored payload's JSON object.
+
+    Raises:
+        AirException: ``validation_error`` naming the row when it holds no JSON object (a
+            damaged row: the report would be wrong without it).
+    """
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict):
+        return payload
+    from air.contracts.error import AirException
+
+    raise AirException.of(
+        kind="validation_error",
+        message=f"stored event {seq} cannot be read: its payload is no JSON object",
+        user_action="Run `air doctor --fix`: it rebuilds the session from the readable events.",
+        metadata={"seq": str(seq)},
+    )
 
 
 def _time(stamp: str) -> datetime:

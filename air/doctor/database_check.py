@@ -202,16 +202,22 @@ class DatabaseCheck:
             shown = ", ".join(
                 f"{v.table}.{v.column}={v.missing_id}" for v in orphans.violations[:5]
             )
+            # a replay of the log gives the same tables: the log itself lacks what they refer to
+            # (a salvaged log), and a rebuild would only make them again
+            futile = not drift
             problems.append(
                 Problem(
                     issue(
                         f"{check}.references",
                         "warning",
                         f"{len(orphans.violations)} dangling reference(s) in {path}: {shown}",
-                        "Run `air doctor --fix` to rebuild the tables from the event log.",
-                        fix="rebuild from the event log",
+                        "The event log itself lacks the events these rows refer to (a damaged "
+                        "log, rebuilt without its unreadable events); they are kept as they are."
+                        if futile
+                        else "Run `air doctor --fix` to rebuild the tables from the event log.",
+                        fix=None if futile else "rebuild from the event log",
                     ),
-                    rebuild,
+                    None if futile else rebuild,
                 )
             )
         if drift:
@@ -286,9 +292,10 @@ def _read_events(path: str) -> list[dict[str, Any]] | None:
 
 
 def rebuild_session_db(project_root: str, path: str) -> str:
-    """Replay the readable events of ``path`` into a new database put in its place; the old
-    file (with its -wal/-shm) goes to quarantine. Returns what was done."""
-    from air.events.store import replay_events
+    """Replay the readable events of ``path`` into a new database put in its place (a row that
+    cannot be read or projected is left out, ``EventStore.salvage``); the old file (with its
+    -wal/-shm) goes to quarantine. Returns what was done."""
+    from air.events.store import EventStore
     from air.store.session_db import open_session_database
 
     records = _read_events(path)
@@ -297,15 +304,17 @@ def rebuild_session_db(project_root: str, path: str) -> str:
         if os.path.exists(leftover):
             os.unlink(leftover)
     replayed: int | None = None
+    skipped: list[int] = []
     if records:
         db = open_session_database(fresh)
         try:
-            replayed = replay_events(records, db)
+            replayed, skipped = EventStore(db).salvage(records)
         except AirException:
             replayed = None
         finally:
             db.close()
-        if replayed is None:
+        if not replayed:
+            replayed = None
             for leftover in (fresh, fresh + "-wal", fresh + "-shm"):
                 if os.path.exists(leftover):
                     os.unlink(leftover)
@@ -317,4 +326,8 @@ def rebuild_session_db(project_root: str, path: str) -> str:
     if replayed is None:
         return f"no readable event log; the damaged file is kept at {kept}"
     os.replace(fresh, path)
-    return f"rebuilt from {replayed} events; the old file is kept at {kept}"
+    left = ""
+    if skipped:
+        seqs = ", ".join(str(seq) for seq in skipped[:10]) + (", …" if len(skipped) > 10 else "")
+        left = f" ({len(skipped)} unreadable or inconsistent left out: seq {seqs})"
+    return f"rebuilt from {replayed} events{left}; the old file is kept at {kept}"

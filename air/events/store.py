@@ -301,7 +301,10 @@ class EventStore:
         with self.db.transaction():
             for record in records:
                 r = record.model_dump() if isinstance(record, PersistedEventRecord) else record
-                event = record_to_event(r)
+                try:
+                    event = record_to_event(r)
+                except (ValueError, TypeError) as exc:  # a damaged row (JSON, envelope)
+                    raise _unreadable(r, exc) from exc
                 payload = self._validate(event)
                 try:
                     self._insert_and_project(event, payload, int(r["seq"]))
@@ -311,6 +314,28 @@ class EventStore:
                     raise _wrap(event, exc) from exc
                 count += 1
         return count
+
+    def salvage(self, records: Iterable[Mapping[str, Any]]) -> tuple[int, list[int]]:
+        """``replay`` of a damaged log: a row that cannot be read, validated or projected is
+        left out (each event in a savepoint of the one transaction), the rest is kept.
+
+        Returns:
+            How many events were replayed, and the ``seq`` of each one left out.
+        """
+        count, skipped = 0, []
+        with self.db.transaction() as conn:
+            for r in records:
+                conn.execute("SAVEPOINT salvage")
+                try:
+                    event = record_to_event(r)
+                    self._insert_and_project(event, self._validate(event), int(r["seq"]))
+                except (AirException, ValueError, TypeError, KeyError, sqlite3.Error):
+                    conn.execute("ROLLBACK TO salvage")
+                    skipped.append(int(r["seq"]))
+                else:
+                    count += 1
+                conn.execute("RELEASE salvage")
+        return count, skipped
 
     def query_records(self, flt: EventFilter | None = None) -> list[dict[str, Any]]:
         """The ``events`` rows matching ``flt`` in ``seq`` order."""
@@ -358,6 +383,16 @@ def replay_events(
 ) -> int:
     """Rebuild the domain tables of ``target_db`` (migrated, empty) from stored events rows."""
     return EventStore(target_db, registry=registry).replay(records)
+
+
+def _unreadable(record: Mapping[str, Any], exc: Exception) -> AirException:
+    return AirException.of(
+        kind="validation_error",
+        message=f"stored event {record.get('seq')} cannot be read: {type(exc).__name__}",
+        detail=str(exc)[:500],
+        user_action="Run `air doctor --fix`: it rebuilds the session from the readable events.",
+        metadata={"seq": str(record.get("seq"))},
+    )
 
 
 def _already_stored(event: RuntimeEvent) -> AirException:
