@@ -1,8 +1,8 @@
 """A session database SQLite still reads whose ``events`` rows are damaged (a payload that is no
 JSON, a task's creation unreadable): `air report` refuses it by name, `air doctor` reports it
-without a traceback, `--fix`
-rebuilds the session from the rows it can still read (the old file quarantined), and what the
-log itself lacks is reported once, with no repair that would only make it again."""
+without a traceback, `--fix` rebuilds the session from the rows it can still read (the old
+file quarantined), and what the log itself lacks is reported once, with no repair that would
+only make it again."""
 
 from __future__ import annotations
 
