@@ -210,6 +210,7 @@ def stream_events(
 ) -> Iterator[RuntimeEvent]:
     """The session's events (or its newest ``last``), oldest first, read row by row as they
     are consumed."""
+    from air.contracts.error import AirException
     from air.events.store import record_to_event
 
     cursor = db.conn.execute(_rows("*", last), _params(session_id, last))
@@ -219,7 +220,7 @@ def stream_events(
             record = dict(zip(names, row, strict=True))
             try:
                 yield record_to_event(record)
-            except ValueError:  # a damaged row: the rest still prints
+            except AirException:  # a damaged row: the rest still prints
                 print(f"air history: event {record['seq']}: {UNREADABLE}", file=sys.stderr)
 
 

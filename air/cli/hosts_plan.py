@@ -9,12 +9,13 @@ here; and ``resumed_plan``: the same plan for ``air resume``, from what the sess
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
+
+from air.store.stored_payloads import stored_payload
 
 __all__ = ["load_run_batch", "remote_plan", "resumed_plan"]
 
@@ -75,7 +76,7 @@ def resumed_plan(project: Any, session_id: str) -> Any:
         return None  # opening the session reports what is wrong with it
     try:
         rows = conn.execute(
-            "SELECT type, payload_json FROM events WHERE session_id = ?"
+            "SELECT type, payload_json, seq FROM events WHERE session_id = ?"
             " AND type IN ('session.created', 'task.created') ORDER BY seq",
             (session_id,),
         ).fetchall()
@@ -83,8 +84,8 @@ def resumed_plan(project: Any, session_id: str) -> Any:
         return None
     finally:
         conn.close()
-    for kind, payload in rows:
-        data = json.loads(payload)
+    for kind, payload, seq in rows:
+        data = stored_payload(payload, seq)
         if kind == "session.created":
             default = data.get("host")
         else:

@@ -16,13 +16,13 @@ and evidence with counts of all, IMPL-READ-8; stored with its position by
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple
 
 from air.events.usage_ledger import PURPOSES, USAGE_EVENT, UsageLedger, UsageSum
+from air.store.stored_payloads import stored_payload
 
 _TERMINAL = ("completed", "failed", "blocked", "cancelled", "interrupted")
 REPORT_TYPES = (
@@ -62,7 +62,7 @@ def read_report_events(conn: Any, session_id: str, after: int = 0) -> list[Logge
     log through the type index, a tail by ``seq``; the same payloads a ``RuntimeEvent`` read
     back holds (``record_to_event`` decodes the same JSON), without a model per event
     (IMPL-READ-6)."""
-    loads = _decoded
+    loads = stored_payload
     if after > 0:  # a tail: by seq, the other types' payloads never decoded
         cursor = conn.execute(
             "SELECT id, type, timestamp, session_id, payload_json, seq FROM events "
@@ -84,29 +84,6 @@ def read_report_events(conn: Any, session_id: str, after: int = 0) -> list[Logge
     return [
         LoggedEvent(i, t, at, sid, loads(body, seq), seq) for i, t, at, sid, body, seq in cursor
     ]
-
-
-def _decoded(body: str, seq: int) -> dict[str, Any]:
-    """A stored payload's JSON object.
-
-    Raises:
-        AirException: ``validation_error`` naming the row when it holds no JSON object (a
-            damaged row: the report would be wrong without it).
-    """
-    try:
-        payload = json.loads(body)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict):
-        return payload
-    from air.contracts.error import AirException
-
-    raise AirException.of(
-        kind="validation_error",
-        message=f"stored event {seq} cannot be read: its payload is no JSON object",
-        user_action="Run `air doctor --fix`: it rebuilds the session from the readable events.",
-        metadata={"seq": str(seq)},
-    )
 
 
 def _time(stamp: str) -> datetime:

@@ -26,6 +26,7 @@ from air.events.registry import EventSchemaRegistry, default_registry
 from air.store.db import DatabaseManager
 from air.store.read_model import note_event, note_events
 from air.store.repositories import SessionStore
+from air.store.stored_payloads import damaged_row
 
 if TYPE_CHECKING:
     from air.events.bus import EventBus
@@ -111,21 +112,29 @@ def to_row(event: RuntimeEvent, payload: BaseModel, seq: int) -> tuple[Any, ...]
 
 
 def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> RuntimeEvent:
-    """Rebuild the RuntimeEvent stored in an ``events`` row."""
+    """Rebuild the RuntimeEvent stored in an ``events`` row.
+
+    Raises:
+        AirException: ``validation_error`` naming the row (``damaged_row``) when it holds no
+            valid envelope (a damaged row: its JSON, its fields).
+    """
     r = record.model_dump() if isinstance(record, PersistedEventRecord) else dict(record)
-    return RuntimeEvent(
-        id=r["id"],
-        type=r["type"],
-        version=r["version"],
-        timestamp=r["timestamp"],
-        session_id=r["session_id"],
-        project_id=r["project_id"],
-        source=EventSource(
-            kind=r["source_kind"], id=r["source_id"], agent_type=r["source_agent_type"]
-        ),
-        route=json.loads(r["route_json"]),
-        payload=json.loads(r["payload_json"]),
-    )
+    try:
+        return RuntimeEvent(
+            id=r["id"],
+            type=r["type"],
+            version=r["version"],
+            timestamp=r["timestamp"],
+            session_id=r["session_id"],
+            project_id=r["project_id"],
+            source=EventSource(
+                kind=r["source_kind"], id=r["source_id"], agent_type=r["source_agent_type"]
+            ),
+            route=json.loads(r["route_json"]),
+            payload=json.loads(r["payload_json"]),
+        )
+    except (ValueError, TypeError) as exc:  # JSON or the envelope's validation
+        raise damaged_row(r.get("seq"), type(exc).__name__, str(exc)[:500]) from exc
 
 
 def _wrap(event: RuntimeEvent, exc: Exception) -> AirException:
@@ -301,10 +310,7 @@ class EventStore:
         with self.db.transaction():
             for record in records:
                 r = record.model_dump() if isinstance(record, PersistedEventRecord) else record
-                try:
-                    event = record_to_event(r)
-                except (ValueError, TypeError) as exc:  # a damaged row (JSON, envelope)
-                    raise _unreadable(r, exc) from exc
+                event = record_to_event(r)
                 payload = self._validate(event)
                 try:
                     self._insert_and_project(event, payload, int(r["seq"]))
@@ -383,16 +389,6 @@ def replay_events(
 ) -> int:
     """Rebuild the domain tables of ``target_db`` (migrated, empty) from stored events rows."""
     return EventStore(target_db, registry=registry).replay(records)
-
-
-def _unreadable(record: Mapping[str, Any], exc: Exception) -> AirException:
-    return AirException.of(
-        kind="validation_error",
-        message=f"stored event {record.get('seq')} cannot be read: {type(exc).__name__}",
-        detail=str(exc)[:500],
-        user_action="Run `air doctor --fix`: it rebuilds the session from the readable events.",
-        metadata={"seq": str(record.get("seq"))},
-    )
 
 
 def _already_stored(event: RuntimeEvent) -> AirException:

@@ -1,8 +1,8 @@
 """A session database SQLite still reads whose ``events`` rows are damaged (a payload that is no
-JSON, a task's creation unreadable): `air report` refuses it by name, `air doctor` reports it
-without a traceback, `--fix` rebuilds the session from the rows it can still read (the old
-file quarantined), and what the log itself lacks is reported once, with no repair that would
-only make it again."""
+JSON, a task's creation unreadable): `air report` and `air resume` refuse it by name, `air
+doctor` reports it without a traceback, `--fix` rebuilds the session from the rows it can still
+read (the old file quarantined), and what the log itself lacks is reported once, with no
+repair that would only make it again."""
 
 from __future__ import annotations
 
@@ -34,6 +34,13 @@ def test_damaged_rows_are_reported_then_the_readable_rest_is_kept(tmp_path: Path
     assert page.returncode == 2, page.stderr
     assert f"stored event {created} cannot be read" in page.stderr
     assert "air doctor --fix" in page.stderr
+
+    # nor is it resumed: refused by name, nothing appended
+    resumed = air(project, home, "resume", "--session", SID)
+    assert resumed.returncode == 2, resumed.stderr
+    assert f"stored event {created} cannot be read" in resumed.stderr
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == total
 
     code, report, done = doctor_json(project, home)
     assert code == 1
