@@ -30,6 +30,10 @@ def replay(options: HeadlessOptions) -> int:
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:  # read a page at a time as the replay reaches it: the first frame waits for none
         trio.run(_play, EventPages(db, session_id))
+    except BaseExceptionGroup as group:  # e.g. a damaged row reached: one error, not a group
+        from air.nursery.runtime import one_error
+
+        raise one_error(group) from None
     finally:
         db.close()
     return CliExit.OK

@@ -4,12 +4,14 @@ drawn or opened (exit 2, no traceback), with a what-to-do that works for the con
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.doctor.helpers import make_project, write_session
 from tests.ui.tmux import Tmux
 
 
@@ -80,3 +82,25 @@ def test_a_bad_configuration_found_after_the_first_frame_is_said_on_the_restored
     finally:
         tmux.close()
     assert not (bare / ".air").exists()
+
+
+def test_a_replay_that_reaches_a_damaged_row_says_which_on_the_restored_terminal(
+    tmp_path: Path,
+) -> None:
+    """The replay reads its log a page at a time inside the console's nursery: a row that
+    holds no JSON ends it with one named error (not a group's traceback), exit 2."""
+    project, home = make_project(tmp_path)
+    path = write_session(project, "ses_replayed", length=30)
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE events SET payload_json = 'not json' WHERE seq = 5")
+    tmux = Tmux(tmp_path)
+    try:
+        argv = ["--session", "ses_replayed", "--replay", "--project", str(project)]
+        tmux.start([sys.executable, "-m", "air", *argv], {"HOME": str(home)})
+        assert tmux.wait_exit(timeout=30) == 2
+        stderr = (tmp_path / "stderr").read_text()
+        assert stderr.startswith("air: validation_error: stored event 5 cannot be read"), stderr
+        assert "air doctor --fix" in stderr
+        assert "Traceback" not in stderr
+    finally:
+        tmux.close()
