@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from pydantic import Field
 
+from air.artifacts.names import NAME, artifact_file, artifact_filename, slug
 from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirException
 from air.contracts.event import EntityType, EventSource, new_event
@@ -50,35 +51,16 @@ __all__ = [
     "ArtifactWriter",
     "EvidenceStore",
     "RecoveryReport",
-    "artifact_filename",
     "artifact_uri",
     "recover_orphan_artifacts",
 ]
 
 TEMP_PREFIX = ".tmp-"
-_SLUG_BAD = re.compile(r"[^a-z0-9._-]+")
 _EXT_OK = re.compile(r"^(\.[A-Za-z0-9]{1,12}){0,2}$")
-_NAME = re.compile(r"^(\d{8}T\d{12}Z)-([A-Za-z0-9_]+)-(.+)$")
 
 
 def artifact_uri(project_id: str, session_id: str, artifact_id: str) -> str:
     return f"artifact://project/{project_id}/session/{session_id}/{artifact_id}"
-
-
-def _compact_ts(iso: str) -> str:
-    digits = re.sub(r"[^0-9T]", "", iso)
-    date, _, time = digits.partition("T")
-    return f"{date[:8]}T{(time + '000000000000')[:12]}Z"
-
-
-def _slug(text: str) -> str:
-    slug = _SLUG_BAD.sub("-", text.lower()).strip("-.")[:60]
-    return slug or "artifact"
-
-
-def artifact_filename(timestamp_iso: str, artifact_id: str, slug: str, extension: str) -> str:
-    """``<timestamp>-<artifact-id>-<slug><extension>`` with a filesystem-safe slug."""
-    return f"{_compact_ts(timestamp_iso)}-{artifact_id}-{_slug(slug)}{extension}"
 
 
 def _fsync_dir(path: Path) -> None:
@@ -89,13 +71,13 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _ref(row: Row) -> ArtifactRef:
+def _ref(row: Row, root: Path) -> ArtifactRef:
     from air.contracts.artifact_records import ArtifactRef
 
     return ArtifactRef(
         artifact_id=row["artifact_id"],
         uri=row["uri"],
-        path=row["path"],
+        path=str(artifact_file(row["path"], root)),  # where it is now (a moved project)
         type=row["type"],
         sha256=row["sha256"],
         size_bytes=row["size_bytes"],
@@ -280,7 +262,7 @@ class ArtifactStore:
         payload = {
             **ref.model_dump(mode="json"),
             "mime_type": data.mime_type,
-            "slug": _slug(data.slug),
+            "slug": slug(data.slug),
             "task_id": ctx.task_id,
             "agent_id": ctx.agent_id,
             "tool_run_id": ctx.tool_run_id,
@@ -305,14 +287,15 @@ class ArtifactStore:
 
     def get(self, artifact_id: str) -> ArtifactRef | None:
         row = self.events.store.artifacts.get(artifact_id)
-        return None if row is None else _ref(row)
+        return None if row is None else _ref(row, self.root)
 
     def get_by_uri(self, uri: str) -> ArtifactRef | None:
         row = self.events.store.artifacts.get_by_uri(uri)
-        return None if row is None else _ref(row)
+        return None if row is None else _ref(row, self.root)
 
     def list_by_entity(self, entity_type: EntityType | str, entity_id: str) -> list[ArtifactRef]:
-        return [_ref(r) for r in self.events.store.artifacts.list_by_entity(entity_type, entity_id)]
+        rows = self.events.store.artifacts.list_by_entity(entity_type, entity_id)
+        return [_ref(r, self.root) for r in rows]
 
     def read(self, artifact_id: str, *, max_bytes: int | None = None) -> ArtifactReadResult:
         """Read an artifact's bytes (up to ``max_bytes``).
@@ -363,16 +346,17 @@ def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> 
     report = RecoveryReport()
     if not store.root.is_dir():
         return report
-    known = {r["path"] for r in store.events.store.artifacts.list_all()}
+    # by name: the recorded paths are where the files were written (a project moved since)
+    known = {artifact_file(r["path"], store.root) for r in store.events.store.artifacts.list_all()}
     quarantine = store.root.parent / "quarantine"
     for path in sorted(store.root.iterdir()):
-        if not path.is_file() or str(path) in known:
+        if not path.is_file() or path in known:
             continue
         if path.name.startswith(TEMP_PREFIX):
             path.unlink(missing_ok=True)
             report.removed_temp.append(str(path))
             continue
-        match = _NAME.match(path.name)
+        match = NAME.match(path.name)
         if register and match is not None and store.get(match.group(2)) is None:
             content = path.read_bytes()
             stem, _ext = os.path.splitext(match.group(3))
@@ -387,7 +371,7 @@ def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> 
                         "type": ArtifactType.OTHER.value,
                         "sha256": hashlib.sha256(content).hexdigest(),
                         "size_bytes": len(content),
-                        "slug": _slug(stem),
+                        "slug": slug(stem),
                         "created_at": store.clock.now_iso(),
                     },
                     session_id=store.session_id,

@@ -271,13 +271,18 @@ class ArtifactsCheck:
 
         return await trio.to_thread.run_sync(self._scan)
 
-    def _known(self, db_path: str) -> set[str] | None:
+    def _known(self, db_path: str, root: str) -> set[str] | None:
+        """The artifact files the session recorded, where they are now (``artifact_file``)."""
         import sqlite3
+        from pathlib import Path
+
+        from air.artifacts.names import artifact_file
 
         try:
             conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
             try:
-                return {str(r[0]) for r in conn.execute("SELECT path FROM artifacts")}
+                rows = conn.execute("SELECT path FROM artifacts")
+                return {str(artifact_file(str(r[0]), Path(root))) for r in rows}
             finally:
                 conn.close()
         except sqlite3.Error:
@@ -297,7 +302,7 @@ class ArtifactsCheck:
             db_path = os.path.join(self.sessions, sid, "session.db")
             if not os.path.isdir(root) or session_lock_held(self.project_root, sid):
                 continue
-            known = self._known(db_path) if os.path.isfile(db_path) else None
+            known = self._known(db_path, root) if os.path.isfile(db_path) else None
             if known is None:
                 continue
             self.scanned += 1

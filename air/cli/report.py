@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from air.artifacts.names import artifact_file
 from air.cli.history import find_project, resolve_session, session_db_path
 from air.cli.session_report import (
     SessionSummary,
@@ -99,7 +100,8 @@ class _Page:
         regular file inside the session directory."""
         if not path:
             return ""
-        real = Path(os.path.realpath(path))
+        # where the file is now (a project moved since it was recorded): by its name
+        real = Path(os.path.realpath(artifact_file(path, self.session_dir / "artifacts")))
         if not real.is_relative_to(self.session_dir) or not real.is_file():
             return f"<span>{_e(label)} (not in the session directory)</span>"
         href = os.path.relpath(real, self.out_dir)
