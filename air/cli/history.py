@@ -156,6 +156,9 @@ DEFAULT_LAST = 500
 lists keep as many, IMPL-READ-7): a long session's screen, not its whole log."""
 
 
+_SQLITE_MAX = (1 << 63) - 1
+
+
 def window(args: Mapping[str, Any]) -> int | None:
     """How many of the newest events ``--last N`` / ``--all`` ask for (None: every one).
 
@@ -171,6 +174,8 @@ def window(args: Mapping[str, Any]) -> int | None:
         last = int(value)
     except ValueError:
         last = 0
+    if last > _SQLITE_MAX:  # more than any session holds: every event (SQLite's LIMIT is 64-bit)
+        return None
     if last < 1:
         from air.contracts.error import AirException
 

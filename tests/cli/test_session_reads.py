@@ -160,11 +160,12 @@ def test_history_of_a_long_session_prints_its_newest_events_and_reads_no_older_o
                 "UPDATE events SET payload_json = ? WHERE id = ?",
                 (json.dumps(event.payload), event.id),
             )
-    every = air(project, home, "history", "--all")
-    assert every.returncode == 0, every.stderr
-    assert [tuple(x.split()[:2]) for x in every.stdout.splitlines()[1:]] == [
-        _line(e) for e in events
-    ]
+    for flags in (["--all"], ["--last", "9" * 30]):  # more than SQLite's LIMIT takes: all
+        every = air(project, home, "history", *flags)
+        assert every.returncode == 0, every.stderr
+        assert [tuple(x.split()[:2]) for x in every.stdout.splitlines()[1:]] == [
+            _line(e) for e in events
+        ]
 
 
 def test_history_prints_around_damaged_rows(tmp_path: Path) -> None:
