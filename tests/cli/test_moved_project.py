@@ -8,31 +8,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from air.artifacts.store import ArtifactStore, recover_orphan_artifacts
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
-
-
-def _air(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home)}
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=cwd,
-        env=env,
-    )
+from tests.doctor.helpers import air
 
 
 def test_a_moved_project_keeps_its_artifacts(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    demo = _air("demo", "--dir", str(tmp_path / "before"), cwd=tmp_path, home=home)
+    demo = air(tmp_path, home, "demo", "--dir", str(tmp_path / "before"))
     assert demo.returncode == 0, demo.stderr
     shutil.move(tmp_path / "before", tmp_path / "after")
     project = tmp_path / "after" / "mathx"
@@ -41,15 +28,15 @@ def test_a_moved_project_keeps_its_artifacts(tmp_path: Path) -> None:
     files = sorted(p.name for p in (session / "artifacts").iterdir())
     assert files
 
-    checked = _air("doctor", "--json", cwd=project, home=home)
+    checked = air(project, home, "doctor", "--json")
     issues = [i for i in json.loads(checked.stdout)["issues"] if i["check"].startswith("artifacts")]
     assert issues == []
-    _air("doctor", "--fix", cwd=project, home=home)
+    air(project, home, "doctor", "--fix")
     assert sorted(p.name for p in (session / "artifacts").iterdir()) == files
     assert not (session / "quarantine").exists()
 
     page = tmp_path / "report.html"
-    made = _air("report", "--html", str(page), cwd=project, home=home)
+    made = air(project, home, "report", "--html", str(page))
     assert made.returncode == 0, made.stderr
     text = page.read_text()
     assert "not in the session directory" not in text
