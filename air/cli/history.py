@@ -248,13 +248,9 @@ def _short(text: str, width: int = 90, *, exact: bool = False) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def describe(event: RuntimeEvent) -> str:
-    """One human line for an event: the facts a person scans for."""
-    return describe_payload(event.type, event.payload)
-
-
 def describe_payload(t: str, p: dict[str, Any]) -> str:
-    """``describe`` of an event of type ``t`` with payload ``p``."""
+    """One human line for an event of type ``t`` with payload ``p``: the facts a person scans
+    for."""
     if t in ("user.message.created", "assistant.message.created"):
         return _short(_text_of(p.get("content")))
     if t == "task.created":
