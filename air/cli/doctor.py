@@ -111,12 +111,16 @@ class WorktreeCheck:
         self.has_git_dir = os.path.isdir(os.path.join(self.project_root, ".git"))
         self.facts: dict[str, Any] = {}
 
-    def _owned(self) -> set[str]:
+    def _owned(self) -> tuple[set[str], dict[str, tuple[str, str]]]:
+        """The directories live workspace records own; and of those, the ones made before the
+        project was moved (recorded elsewhere, found here by their id): here -> (recorded,
+        branch)."""
         owned: set[str] = set()
+        moved: dict[str, tuple[str, str]] = {}
         try:
             names = os.listdir(self.root)
         except OSError:
-            return owned
+            return owned, moved
         for name in names:
             if not name.endswith(".json"):
                 continue
@@ -126,8 +130,13 @@ class WorktreeCheck:
             except (OSError, ValueError):
                 continue
             if isinstance(rec, dict) and rec.get("status") != "cleaned" and rec.get("path"):
-                owned.add(os.path.realpath(str(rec["path"])))
-        return owned
+                recorded = os.path.realpath(str(rec["path"]))
+                here = os.path.realpath(os.path.join(self.root, str(rec.get("workspace_id"))))
+                if recorded != here and not os.path.exists(recorded) and os.path.isdir(here):
+                    moved[here] = (recorded, str(rec.get("branch") or "its branch"))
+                    recorded = here
+                owned.add(recorded)
+        return owned, moved
 
     async def _git_worktrees(self) -> list[dict[str, str]] | None:
         import shutil
@@ -168,14 +177,17 @@ class WorktreeCheck:
         from air.doctor.quarantine import quarantine_root
         from air.doctor.service import Fix, Problem, issue
 
-        owned = self._owned()
-        problems: list[Problem] = []
+        owned, moved = self._owned()
+        problems: list[Problem] = [self._moved(here, *moved[here]) for here in sorted(moved)]
         project, qroot = self.project_root, quarantine_root(self.project_root)
         seen: set[str] = set()
+        was_at = {was for was, _branch in moved.values()}
         if worktrees is not None:
             for entry in worktrees[1:]:  # the first is the project's own work tree
                 path = os.path.realpath(entry["worktree"])
                 seen.add(path)
+                if path in was_at:
+                    continue  # git's entry of a moved worktree: said with it, never pruned
                 if "prunable" in entry:
                     problems.append(
                         Problem(
@@ -216,6 +228,25 @@ class WorktreeCheck:
             return "git worktree prune"
 
         return prune
+
+    def _moved(self, here: str, was: str, branch: str) -> Problem:
+        """A kept worktree made before the project was moved: git's metadata and air's record
+        name the old place. Nothing to repair for air: it will not merge a worktree whose git
+        directory changed (IMPL-GIT-2); the branch keeps its commits, the files stay."""
+        from air.doctor.service import Problem, issue
+
+        return Problem(
+            issue(
+                self.name,
+                "warning",
+                f"worktree {here} was made before the project moved (it was {was}); air will "
+                "not merge it: its git directory changed",
+                f"Its branch {branch} keeps its commits and the files stay. To look at it or "
+                f"merge it yourself: `git worktree repair {here}`. "
+                "`air doctor --fix` leaves it alone.",
+            ),
+            None,
+        )
 
     def _orphan(self, path: str, branch: str | None, project: str, qroot: str) -> Problem:
         from air.contracts.error import AirException
