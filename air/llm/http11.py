@@ -161,8 +161,8 @@ class Reply:
         left = DRAIN_BYTES
         with trio.move_on_after(DRAIN_S):
             while not self.complete:
-                try:
-                    event = await _next_event(self._conn, DRAIN_S)
+                try:  # the one bound is the deadline above (DRAIN_S)
+                    event = await _next_event(self._conn, self._read_timeout_s)
                 except TransportError:
                     return False
                 if isinstance(event, h11.EndOfMessage):
