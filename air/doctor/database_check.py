@@ -291,6 +291,13 @@ def _read_events(path: str) -> list[dict[str, Any]] | None:
         conn.close()
 
 
+def _remove_files(db_path: str) -> None:
+    """A database file with its -wal and -shm, where they exist."""
+    for leftover in (db_path, db_path + "-wal", db_path + "-shm"):
+        if os.path.exists(leftover):
+            os.unlink(leftover)
+
+
 def rebuild_session_db(project_root: str, path: str) -> str:
     """Replay the readable events of ``path`` into a new database put in its place (a row that
     cannot be read or projected is left out, ``EventStore.salvage``); the old file (with its
@@ -300,30 +307,25 @@ def rebuild_session_db(project_root: str, path: str) -> str:
 
     records = _read_events(path)
     fresh = f"{path}.rebuild"
-    for leftover in (fresh, fresh + "-wal", fresh + "-shm"):
-        if os.path.exists(leftover):
-            os.unlink(leftover)
-    replayed: int | None = None
+    _remove_files(fresh)
+    replayed = 0
     skipped: list[int] = []
     if records:
         db = open_session_database(fresh)
         try:
             replayed, skipped = EventStore(db).salvage(records)
-        except AirException:
-            replayed = None
+        except AirException:  # SQLite could not write the new file: nothing of it is kept
+            replayed = 0
         finally:
             db.close()
-        if not replayed:
-            replayed = None
-            for leftover in (fresh, fresh + "-wal", fresh + "-shm"):
-                if os.path.exists(leftover):
-                    os.unlink(leftover)
+    if not replayed:
+        _remove_files(fresh)
     stamp = utc_now_iso().replace(":", "").replace(".", "")
     kept = quarantine(project_root, path, stamp)
     for suffix in ("-wal", "-shm"):
         if os.path.exists(path + suffix):
             quarantine(project_root, path + suffix, stamp)
-    if replayed is None:
+    if not replayed:
         return f"no readable event log; the damaged file is kept at {kept}"
     os.replace(fresh, path)
     left = ""
