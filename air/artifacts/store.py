@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -297,11 +298,25 @@ class ArtifactStore:
         rows = self.events.store.artifacts.list_by_entity(entity_type, entity_id)
         return [_ref(r, self.root) for r in rows]
 
+    def _open(self, path: str) -> int:
+        """A read descriptor of the artifact file ``path``: a regular file directly in this
+        session's artifact directory, never through a link (a row or a file the session did not
+        write, e.g. in a cloned repository's ``.air/local``, cannot point it elsewhere)."""
+        if os.path.dirname(path) != str(self.root):
+            raise OSError(f"{path} is not in the session's artifact directory {self.root}")
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise OSError(f"{path} is not a regular file")
+        return fd
+
     def read(self, artifact_id: str, *, max_bytes: int | None = None) -> ArtifactReadResult:
-        """Read an artifact's bytes (up to ``max_bytes``).
+        """Read an artifact's bytes (up to ``max_bytes``): its file in this session's artifact
+        directory only (``_open``).
 
         Raises:
-            AirException: ``not_found`` for an unknown id or a missing file.
+            AirException: ``not_found`` for an unknown id or a missing file (or one that is no
+                regular file of the artifact directory).
         """
         from air.contracts.artifact_records import ArtifactReadResult
 
@@ -313,7 +328,7 @@ class ArtifactStore:
                 user_action="List the session's artifacts with `air history` and use one of them.",
             )
         try:
-            with open(ref.path, "rb") as fh:
+            with os.fdopen(self._open(ref.path), "rb") as fh:
                 content = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
         except OSError as exc:
             raise AirException.of(

@@ -53,6 +53,31 @@ def test_create_writes_the_file_and_records_the_event(session: OpenSession) -> N
     assert session.artifacts.read(ref.artifact_id).content == content
 
 
+def test_a_read_never_leaves_the_sessions_artifact_directory(
+    session: OpenSession, tmp_path: Path
+) -> None:
+    """What a row or a file of ``.air/local`` names (a cloned repository may ship both) is read
+    only as a regular file directly in the session's artifact directory: a row naming a file
+    elsewhere, or an artifact file that is a link to one, is refused, the secret never read."""
+    secret = tmp_path / "outside" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_bytes(b"PRIVATE KEY\n")
+    ctx = ArtifactContext(session_id=session.session_id, task_id="task_1")
+    planted = ArtifactCreateInput(type="log", slug="x", extension=".log", content=b"fine\n")
+    linked, named = session.artifacts.create(planted, ctx), session.artifacts.create(planted, ctx)
+    Path(linked.path).unlink()
+    Path(linked.path).symlink_to(secret)  # a link under an artifact's own name
+    with session.db.transaction() as conn:  # a row naming a file outside the directory
+        conn.execute(
+            "UPDATE artifacts SET path = ? WHERE artifact_id = ?", (str(secret), named.artifact_id)
+        )
+    for ref in (linked, named):
+        with pytest.raises(AirException) as info:
+            session.artifacts.read(ref.artifact_id)
+        assert info.value.kind == ErrorKind.NOT_FOUND
+        assert "PRIVATE" not in str(info.value.error)
+
+
 def test_bad_artifact_input_is_refused(session: OpenSession) -> None:
     with pytest.raises(AirException) as info:
         session.artifacts.create(
