@@ -356,7 +356,7 @@ def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> 
 
     Stale temp files are deleted (their write never completed). A file named like an artifact
     but unknown to the DB is registered with ``artifact.created`` (type ``other``) when
-    ``register``; any other unknown file is moved to ``<session>/quarantine/``.
+    ``register``; any other unknown file, and any link, is moved to ``<session>/quarantine/``.
     """
     report = RecoveryReport()
     if not store.root.is_dir():
@@ -365,6 +365,11 @@ def recover_orphan_artifacts(store: ArtifactStore, *, register: bool = True) -> 
     known = {artifact_file(r["path"], store.root) for r in store.events.store.artifacts.list_all()}
     quarantine = store.root.parent / "quarantine"
     for path in sorted(store.root.iterdir()):
+        if path.is_symlink():  # never a file air wrote: not registered, not followed
+            quarantine.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(path), quarantine / path.name)
+            report.quarantined.append(str(quarantine / path.name))
+            continue
         if not path.is_file() or path in known:
             continue
         if path.name.startswith(TEMP_PREFIX):

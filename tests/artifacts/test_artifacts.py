@@ -109,11 +109,16 @@ def test_recovery_registers_named_orphans_and_quarantines_the_rest(session: Open
     stray.write_bytes(b"?")
     temp = root / ".tmp-art_01HALFWRITTEN"
     temp.write_bytes(b"half")
+    secret = root.parent / "elsewhere.key"
+    secret.write_bytes(b"PRIVATE")
+    link = root / "20260101T000000000000Z-art_01LINKED00000000000000000000-key.txt"
+    link.symlink_to(secret)  # named like an artifact: still never registered nor read
     report = recover_orphan_artifacts(session.artifacts)
     assert report.registered == ["art_01ORPHAN0000000000000000000"]
     assert report.removed_temp == [str(temp)]
-    assert len(report.quarantined) == 1
-    assert Path(report.quarantined[0]).read_bytes() == b"?"
+    assert len(report.quarantined) == 2
+    assert Path(report.quarantined[0]).is_symlink()
+    assert Path(report.quarantined[1]).read_bytes() == b"?"
     registered = session.artifacts.get("art_01ORPHAN0000000000000000000")
     assert registered is not None
     assert registered.sha256 == hashlib.sha256(b"renamed but never recorded").hexdigest()
