@@ -129,7 +129,7 @@ $SUDO /usr/sbin/sshd -t -f "$DIR/sshd_config"
 running=0
 # the pid file outlives a reboot, and its number may then name another process (a kernel
 # thread answers kill -0 too): running means that pid is an sshd started with this config
-if [ -f "$DIR/sshd.pid" ] && $SUDO tr '\0' ' ' <"/proc/$(cat "$DIR/sshd.pid")/cmdline" 2>/dev/null \
+if [ -f "$DIR/sshd.pid" ] && $SUDO tr '\0' ' ' 2>/dev/null <"/proc/$(cat "$DIR/sshd.pid")/cmdline" \
   | grep -qF "sshd -f $DIR/sshd_config"; then running=1; fi
 if [ $running -eq 1 ] && [ $changed -eq 1 ]; then
   $SUDO kill "$(cat "$DIR/sshd.pid")"
