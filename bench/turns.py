@@ -6,8 +6,8 @@ the real API checks it) answers N turns each calling ``fs.read`` on a small file
 review's result. The server stamps each request as it arrives; the turns of each quarter of the
 task, over the time that quarter took, are its rate. It also prints the CPU time per turn of the
 air parent and its worker (``/proc``, 10 ms ticks) and of the server, by quarter: the server
-parses and checks the whole conversation at every request, a cost that grows with it. So it
-also prints air's own wall time per turn (from the end of the server's reply to the next
+decodes and checks only the messages new to it, but still reads and compares the whole body at
+every request, a cost that grows with the conversation. So it also prints air's own wall time per turn (from the end of the server's reply to the next
 request: the parent taking the reply in, the worker's call, the next request) beside the server's
 (handling one request). The baseline is the task's own first quarter: goal, the last quarter
 >= 0.8x the first (turn 600 costs what turn 10 costs).
@@ -57,6 +57,17 @@ def _models_yaml(url: str) -> str:
     )
 
 
+def _answered(messages: list[Any]) -> int:
+    """How many turns the model answered: the number in its last ``tool_use`` id (read from the
+    end, so that this script's own time per request does not grow with the conversation)."""
+    for message in reversed(messages):
+        if message["role"] == "assistant":
+            for block in message["content"]:
+                if block.get("type") == "tool_use":
+                    return int(block["id"].removeprefix("toolu_")) + 1
+    return 0
+
+
 def serve(turns: int, stamps: str, ready: str) -> None:
     """The server process: answer ``turns`` fs.read turns, then the verdict; append each
     request's arrival time (``time.monotonic``) to ``stamps``; write the URL to ``ready``."""
@@ -76,7 +87,7 @@ def serve(turns: int, stamps: str, ready: str) -> None:
         cpu = f"{cpu_ticks(pids[0])} {sum(cpu_ticks(pid) for pid in pids[1:])}"
         cpu += f" {time.process_time()}"
         out.write(f"{time.monotonic()} {cpu}\n")
-        number = sum(1 for m in body["messages"] if m["role"] == "assistant")
+        number = _answered(body["messages"])
         offered = [t["name"] for t in body.get("tools") or []]
         if number < turns:
             name = next(n for n in offered if n in ("fs.read", "fs_read"))

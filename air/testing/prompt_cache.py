@@ -18,8 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from itertools import chain
-from typing import Any
+from typing import Any, NamedTuple
 
 from air.testing.anthropic_rules import common_prefix
 from air.testing.wire_replies import Reply
@@ -76,6 +75,20 @@ def _message_blocks(message: Any) -> list[Any]:
     return [{**b, "role": message.get("role")} for b in content or []]
 
 
+class _Seen(NamedTuple):
+    """A prompt's messages as the cache counted them."""
+
+    messages: list[Any]
+    starts: list[int]
+    """Where each message's blocks begin in ``blocks``, and (last) how many there are."""
+    blocks: list[Any]
+    """Each message's blocks, in order, each with its role."""
+    sizes: list[int]
+    """The token count of each block."""
+    marks: list[int]
+    """The blocks carrying ``cache_control``."""
+
+
 class PromptCache:
     """One server's caches (per model), shared by its handler threads."""
 
@@ -83,26 +96,32 @@ class PromptCache:
         self._known: set[str] = set()
         """The keys of the prefixes cached so far."""
         self._lock = threading.Lock()
-        self._seen: tuple[list[Any], list[list[Any]], list[list[int]]] = ([], [], [])
+        self._seen = _Seen([], [0], [], [], [])
         """The messages of the last Anthropic prompt, with their blocks and token counts: a
         later prompt counts only the messages after those it shares with it (IMPL-API-7)."""
         self._chained: tuple[str, list[str]] = ("", [])
         """The key of the last Anthropic prompt's head, and the keys of its message blocks."""
 
-    def _messages(self, messages: list[Any]) -> tuple[list[Any], list[int], int]:
-        """The blocks of ``messages`` and their token counts, counted once per conversation;
-        and how many of the blocks open the last prompt's messages too."""
+    def _messages(self, messages: list[Any]) -> tuple[_Seen, int]:
+        """The blocks of ``messages``, their token counts (counted once per conversation) and
+        those carrying ``cache_control``; ``starts[same]``: how many of the blocks open the last
+        prompt's messages too."""
         with self._lock:
-            seen, seen_blocks, seen_sizes = self._seen
-        same = common_prefix(seen, messages)
-        per_blocks = seen_blocks[:same] + [_message_blocks(m) for m in messages[same:]]
-        per_sizes = seen_sizes[:same] + [
-            [_tokens(_plain(b)) for b in blocks] for blocks in per_blocks[same:]
-        ]
+            seen = self._seen
+        same = common_prefix(seen.messages, messages)
+        shared = seen.starts[same]
+        starts, blocks = seen.starts[: same + 1], seen.blocks[:shared]
+        for message in messages[same:]:
+            blocks += _message_blocks(message)
+            starts.append(len(blocks))
+        new = blocks[shared:]
+        marks = [i for i in seen.marks if i < shared]
+        marks += [shared + i for i, b in enumerate(new) if "cache_control" in b]
+        sizes = seen.sizes[:shared] + [_tokens(_plain(b)) for b in new]
+        now = _Seen(list(messages), starts, blocks, sizes, marks)
         with self._lock:
-            self._seen = (list(messages), per_blocks, per_sizes)
-        shared = sum(len(blocks) for blocks in per_blocks[:same])
-        return list(chain.from_iterable(per_blocks)), list(chain.from_iterable(per_sizes)), shared
+            self._seen = now
+        return now, shared
 
     @staticmethod
     def _keys(model: str, items: list[Any], start: str = "") -> list[str]:
@@ -128,21 +147,22 @@ class PromptCache:
         blocks = _head_blocks(body)
         sizes = [_tokens(_plain(b)) for b in blocks]
         keys = self._keys(model, blocks)
-        message_blocks, message_sizes, shared = self._messages(list(body.get("messages") or []))
+        now, shared = self._messages(list(body.get("messages") or []))
         head = keys[-1] if keys else _seed(model)
         with self._lock:
             seen_head, seen_keys = self._chained
         if seen_head != head:
             shared = 0
         kept = seen_keys[:shared]
-        kept += self._keys(model, message_blocks[shared:], kept[-1] if kept else head)
+        kept += self._keys(model, now.blocks[shared:], kept[-1] if kept else head)
         with self._lock:
             self._chained = (head, kept)
-        keys += kept
-        blocks += message_blocks
-        sizes += message_sizes
-        total = sum(sizes)
         marks = [i for i, b in enumerate(blocks) if isinstance(b, dict) and "cache_control" in b]
+        marks += [len(blocks) + i for i in now.marks]
+        keys += kept
+        blocks += now.blocks
+        sizes += now.sizes
+        total = sum(sizes)
         read = written = 0
         with self._lock:
             if marks:

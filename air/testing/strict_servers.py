@@ -35,6 +35,7 @@ from air.testing.local_info import LocalServerInfo
 from air.testing.openai_rules import openai_problem
 from air.testing.problems import Problem
 from air.testing.prompt_cache import PromptCache
+from air.testing.request_decoder import ConversationDecoder
 from air.testing.wire_replies import Reply, json_reply
 
 __all__ = ["LocalServer", "Model", "Received", "Rejection", "StrictServer"]
@@ -133,6 +134,8 @@ class StrictServer:
         self.model = model
         self.info = info
         self.cache = PromptCache()
+        self.decoder = ConversationDecoder()
+        """Decodes each request body, the messages the last one shared taken as decoded."""
         self.memo = MessageMemo()
         """The messages of the conversation checked last (IMPL-API-7)."""
         self.connections = 0
@@ -160,7 +163,7 @@ class StrictServer:
                 length = int(self.headers.get("content-length", "0"))
                 raw = self.rfile.read(length)
                 try:
-                    body: Any = json.loads(raw or b"{}")
+                    body: Any = outer.decoder.decode(raw or b"{}")
                 except ValueError:
                     body = None
                 headers = {k.lower(): v for k, v in self.headers.items()}
