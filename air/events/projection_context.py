@@ -33,8 +33,8 @@ __all__ = [
 
 def to_json(value: Any) -> str:
     """A model or a plain value as the JSON text of a ``*_json`` column."""
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
+    if isinstance(value, BaseModel):  # model_dump_json's serializer, without its keywords
+        return value.__pydantic_serializer__.to_json(value).decode()
     return pydantic_core.to_json(value).decode()
 
 

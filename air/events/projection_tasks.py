@@ -159,10 +159,7 @@ def _end_attempt(
                     ctx, f"attempt {attempt_index} of task {task_id} does not exist"
                 )
         return
-    row = attempts.latest(task_id)
-    if row is None or row["status"] != "running":
-        return
-    attempts.update((task_id, row["attempt_index"]), patch)
+    attempts.update_latest_running(task_id, patch)
 
 
 def _task_completed(ctx: ProjectionCtx, x: TaskCompletedPayload) -> None:

@@ -30,6 +30,8 @@ class EventSchemaRegistry:
         self._seed: Mapping[tuple[str, int], type[BaseModel]] = {}
         """Models registered by ``seeded``, copied into ``_models`` at their first lookup."""
         self._persistence: dict[str, EventPersistence] = {}
+        self._durable: set[str] = set()
+        """The durable types (``is_durable`` of every stored event)."""
 
     @classmethod
     def seeded(cls) -> EventSchemaRegistry:
@@ -38,6 +40,8 @@ class EventSchemaRegistry:
         registry._seed = PAYLOADS
         for event_type, _version in PAYLOADS:
             registry._persistence[event_type] = PERSISTENCE[event_type]
+            if PERSISTENCE[event_type] is EventPersistence.DURABLE:
+                registry._durable.add(event_type)
         return registry
 
     def _model(self, key: tuple[str, int]) -> type[BaseModel] | None:
@@ -70,6 +74,8 @@ class EventSchemaRegistry:
             )
         self._models[key] = model
         self._persistence[event_type] = persistence
+        if persistence is EventPersistence.DURABLE:
+            self._durable.add(event_type)
 
     def list(self) -> list[tuple[str, int]]:
         """Every registered ``(type, version)`` pair, sorted."""
@@ -95,7 +101,11 @@ class EventSchemaRegistry:
         return policy
 
     def is_durable(self, event_type: str) -> bool:
-        return self.persistence(event_type) is EventPersistence.DURABLE
+        """Whether events of the type are stored (raises for an unknown type, as
+        ``persistence``)."""
+        return (
+            event_type in self._durable or self.persistence(event_type) is EventPersistence.DURABLE
+        )
 
     def validate(self, event_type: str, version: int, payload: Any) -> bool:
         """True when ``payload`` is valid for the registered ``(type, version)``."""

@@ -161,6 +161,12 @@ class TaskDependencyRepository(Repository):
         )
 
 
+_LATEST_RUNNING = (
+    "task_id = ? AND status = 'running' AND attempt_index ="
+    " (SELECT max(attempt_index) FROM task_attempts WHERE task_id = ?)"
+)
+
+
 class TaskAttemptRepository(Repository):
     table = "task_attempts"
     pk = ("task_id", "attempt_index")
@@ -173,20 +179,17 @@ class TaskAttemptRepository(Repository):
         ).fetchone()
         return int(row[0]) + 1
 
+    def update_latest_running(self, task_id: str, patch: Mapping[str, Any]) -> int:
+        """``update`` of the task's latest attempt (the highest index) while it is running, in
+        one statement."""
+        return self.update_where(patch, _LATEST_RUNNING, (task_id, task_id))
+
     def list_by_task(self, task_id: str) -> list[Row]:
         return select_rows(
             self.db,
             "SELECT * FROM task_attempts WHERE task_id = ? ORDER BY attempt_index",
             (task_id,),
         )
-
-    def latest(self, task_id: str) -> Row | None:
-        found = select_rows(
-            self.db,
-            "SELECT * FROM task_attempts WHERE task_id = ? ORDER BY attempt_index DESC LIMIT 1",
-            (task_id,),
-        )
-        return found[0] if found else None
 
 
 class AgentRepository(Repository):

@@ -16,7 +16,7 @@ from typing import Any
 
 from air.contracts.error import AirException
 from air.store.db import DatabaseManager
-from air.store.schema import check_row_enums
+from air.store.schema import ENUMS_BY_TABLE, check_row_enums
 
 __all__ = ["Repository", "Row", "insert_sql", "select_rows"]
 
@@ -62,9 +62,12 @@ class Repository:
 
     def __init__(self, db: DatabaseManager) -> None:
         self.db = db
+        self._enums = bool(ENUMS_BY_TABLE.get(self.table))
+        """Whether the table has closed-enum columns to check on each write."""
 
     def _check(self, row: Mapping[str, Any]) -> None:
-        check_row_enums(self.table, row)
+        if self._enums:
+            check_row_enums(self.table, row)
 
     def _where_pk(self, key: Any) -> tuple[str, list[Any]]:
         values = list(key) if isinstance(key, tuple) else [key]
@@ -139,6 +142,13 @@ class Repository:
             return 0
         self._check(patch)
         where, params = self._where_pk(key)
+        sql = _update_sql(self.table, tuple(patch), where)
+        return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
+
+    def update_where(self, patch: Mapping[str, Any], where: str, params: Sequence[Any]) -> int:
+        """Update columns of the rows matching ``where`` (fixed SQL, ``?`` bound to
+        ``params``); return the number of rows changed."""
+        self._check(patch)
         sql = _update_sql(self.table, tuple(patch), where)
         return self.db.execute_write(sql, [*patch.values(), *params]).rowcount
 

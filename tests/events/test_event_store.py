@@ -161,6 +161,24 @@ def test_task_lifecycle_with_retry_attempts(tmp_path: Path) -> None:
         )
 
 
+def test_an_end_without_attempt_index_ends_only_a_running_latest_attempt(tmp_path: Path) -> None:
+    """``task.cancelled`` of an interrupted task (no attempt index) leaves the interrupted
+    attempt as it ended; an end names the latest attempt, never an earlier one."""
+    store, _ = _session(tmp_path)
+    repos = SessionStore(store.db)
+    spec = {"id": "t", "type": "execute", "title": "T", "description": "D"}
+    store.append(ev("task.created", task_spec=spec))
+    started = {"task_id": "t", "agent_type": "executor"}
+    store.append(ev("task.started", agent_id="a1", attempt_index=1, **started))
+    store.append(ev("task.interrupted", task_id="t", reason="parent killed"))
+    store.append(ev("task.cancelled", task_id="t", reason="user cancelled"))
+    attempts = repos.task_attempts.list_by_task("t")
+    assert [(a["attempt_index"], a["status"]) for a in attempts] == [(1, "interrupted")]
+    task = repos.tasks.get("t")
+    assert task is not None
+    assert task["status"] == "cancelled"
+
+
 def test_agent_started_twice_moves_starting_to_running_only(tmp_path: Path) -> None:
     store, _ = _session(tmp_path)
     repos = SessionStore(store.db)
