@@ -19,6 +19,7 @@ from air.contracts.provider import ProviderCompletionInput, ProviderConfig, Prov
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter
 from air.llm.anthropic_wire import anthropic_batches, anthropic_status_error, request_to_anthropic
 from air.llm.config import base_url_of
+from air.llm.http11 import LeftBody
 from air.llm.normalize import AnthropicStreamNormalizer
 from air.llm.tool_names import ToolNameMap
 
@@ -63,12 +64,18 @@ class AnthropicAdapter(ProviderAdapter):
         try:
             async with client.messages.with_streaming_response.create(**params) as response:
                 content_type = response.headers.get("content-type", "")
+                body = LeftBody(response.iter_bytes)  # drained after: httpx keeps the connection
                 reply = anthropic_batches(
-                    normalizer, self.failed, content_type, response.read, response.iter_bytes
+                    normalizer, self.failed, content_type, response.read, body.chunks
                 )
-                async with aclosing(reply) as batches:
-                    async for batch in batches:
-                        yield batch
+                try:
+                    async with aclosing(reply) as batches:
+                        async for batch in batches:
+                            yield batch
+                except GeneratorExit:  # the caller's turn ended at its final event
+                    await body.drain(failures)
+                    raise
+                await body.drain(failures)
         except anthropic.APIStatusError as exc:
             error = anthropic_status_error(
                 self.provider_id,

@@ -8,8 +8,10 @@ a small idle pool per origin and is reused unless the server closed it (checked 
 or it idled longer than ``KEEPALIVE_S``. A caller that leaves the block before the body ended
 (a stream reader stops at the model's final event, before the chunked body's last chunk) gets
 its rest read and dropped, at most ``DRAIN_BYTES`` within ``DRAIN_S``, so that its connection
-can still be reused; failing that it is closed. TLS: certificates and host names verified, CAs from
-``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else certifi's bundle (what httpx loads). Time
+can still be reused; failing that it is closed (``LeftBody`` does the same for a reply of httpx
+or the SDK, which close such a connection themselves). TLS: certificates and host names
+verified, CAs from ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when set, else certifi's bundle (what
+httpx loads). Time
 limits: connect and write ``timeout_s``, every read ``read_timeout_s`` (a stalled stream).
 Failures are ``TransportError`` subclasses. Owns ``proxy_configured``: a proxy set in the
 environment (``HTTP(S)_PROXY``, ``ALL_PROXY``) is httpx's job (the adapter uses httpx then).
@@ -25,7 +27,7 @@ import os
 import select
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,6 +42,7 @@ __all__ = [
     "ConnectError",
     "Headers",
     "Http11Client",
+    "LeftBody",
     "LocalProtocolError",
     "ReadTimeout",
     "RemoteProtocolError",
@@ -174,6 +177,38 @@ class Reply:
                     if left < 0:
                         return False
         return self.complete
+
+
+class LeftBody:
+    """A reply body of httpx or the SDK read through one iterator, so that the rest a reader
+    left at the model's final event can be read and dropped as ``Reply.finish`` does (at most
+    ``DRAIN_BYTES`` within ``DRAIN_S``): a body read to its end lets httpx keep the connection
+    for the next turn (it closes one left halfway)."""
+
+    def __init__(self, chunks: Callable[[], AsyncIterator[bytes]]) -> None:
+        self._open = chunks
+        self._chunks: AsyncIterator[bytes] | None = None
+
+    def chunks(self) -> AsyncIterator[bytes]:
+        """The body as it arrives (the one iterator, however often asked)."""
+        if self._chunks is None:
+            self._chunks = self._open()
+        return self._chunks
+
+    async def drain(self, failures: tuple[type[BaseException], ...]) -> None:
+        """Read and drop the rest of a body a reader began; ``failures`` end it quietly (the
+        connection is then closed, as any left halfway)."""
+        if self._chunks is None:
+            return
+        left = DRAIN_BYTES
+        with trio.move_on_after(DRAIN_S):
+            try:
+                async for chunk in self._chunks:
+                    left -= len(chunk)
+                    if left < 0:
+                        return
+            except failures:
+                return
 
 
 def _basic_auth(user: str | None, password: str | None) -> list[tuple[str, str]]:

@@ -21,7 +21,7 @@ from air.contracts.error import AirError
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
-from air.llm.http11 import Http11Client, TransportError, proxy_configured
+from air.llm.http11 import Http11Client, LeftBody, Reply, TransportError, proxy_configured
 from air.llm.wire_memo import EncodedTurns
 
 __all__ = ["HttpAdapter", "HttpReply", "ReadReply"]
@@ -42,6 +42,28 @@ class HttpReply(Protocol):
 
 
 ReadReply = Callable[[HttpReply], AsyncGenerator[list[ProviderStreamEvent], None]]
+
+
+class _KeptReply:
+    """An httpx reply whose body a reader reads through ``LeftBody`` (drained after)."""
+
+    def __init__(self, reply: HttpReply) -> None:
+        self._reply = reply
+        self.body = LeftBody(reply.aiter_bytes)
+
+    @property
+    def status_code(self) -> int:
+        return self._reply.status_code
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._reply.headers
+
+    async def aread(self) -> bytes:
+        return await self._reply.aread()
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        return self.body.chunks()
 
 
 class HttpAdapter(ProviderAdapter):
@@ -111,9 +133,20 @@ class HttpAdapter(ProviderAdapter):
                     text = (await response.aread()).decode("utf-8", errors="replace")
                     yield [self.failed(self.status_error(response, text))]
                     return
-                async with aclosing(read(response)) as batches:
-                    async for batch in batches:
-                        yield batch
+                if isinstance(response, Reply):  # Http11Client drains what is left itself
+                    async with aclosing(read(response)) as batches:
+                        async for batch in batches:
+                            yield batch
+                    return
+                kept = _KeptReply(response)
+                try:
+                    async with aclosing(read(kept)) as batches:
+                        async for batch in batches:
+                            yield batch
+                except GeneratorExit:  # the caller's turn ended at its final event
+                    await kept.body.drain(self._failures)
+                    raise
+                await kept.body.drain(self._failures)
         except self._failures as exc:
             yield [self.failed(self.failure_of(exc))]
 

@@ -96,14 +96,29 @@ async def test_streamed_text_reply(wire: Wire, server: LocalServer) -> None:
         assert sent.headers["authorization"] == f"Bearer {FAKE_KEY}"
 
 
-@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+@pytest.mark.parametrize(
+    ("wire", "client"),
+    [
+        ("anthropic_http", "h11"),
+        ("openai", "h11"),
+        ("anthropic", "sdk"),
+        ("anthropic_http", "httpx"),
+        ("openai", "httpx"),
+    ],
+)
 async def test_turns_that_stop_at_the_final_event_keep_one_connection(
-    wire: Wire, server: LocalServer
+    wire: Wire, client: str, server: LocalServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As air's turns read a reply: up to the final event, then the stream is closed. The rest
     of the chunked body is drained, so the next turn reuses the connection (a TLS handshake per
-    turn otherwise) and still gets its own reply whole. (The SDK transport, ``transport: sdk``,
-    is httpx's: it closes a connection whose reply was not read to the end.)"""
+    turn otherwise) and still gets its own reply whole: over air's own client, the SDK's
+    (``transport: sdk``) and httpx (what the HTTP adapters use when the environment names a
+    proxy; here one that ``NO_PROXY`` skips for the local server). httpx closes a connection
+    whose reply was not read to its end."""
+    if client == "httpx":
+        monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     manager = ProviderManager(models_config(wire, server.url), env=ENV)
     try:
         for text in ("one", "two", "three"):

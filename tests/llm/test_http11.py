@@ -11,7 +11,7 @@ import ipaddress
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
@@ -26,8 +26,10 @@ from cryptography.x509.oid import NameOID
 from air.contracts.provider import ProviderConfig
 from air.llm.http11 import (
     DRAIN_BYTES,
+    DRAIN_S,
     ConnectError,
     Http11Client,
+    LeftBody,
     LocalProtocolError,
     ReadTimeout,
     RemoteProtocolError,
@@ -293,3 +295,51 @@ async def test_a_refused_connection_is_a_transient_provider_error() -> None:
     assert error.metadata["transport"] is True
     assert "ConnectError" in error.message
     await adapter.aclose()
+
+
+async def _body(sizes: list[int], stall_after: int | None = None) -> AsyncIterator[bytes]:
+    for number, size in enumerate(sizes):
+        if number == stall_after:
+            await trio.sleep(60)
+        yield b"x" * size
+
+
+@pytest.mark.parametrize(
+    ("sizes", "stall_after", "read"),
+    [
+        ([10, 20, 30], None, 3),  # the rest, read to its end
+        ([10] + [DRAIN_BYTES // 2] * 4, None, 4),  # over DRAIN_BYTES: given up after it
+        ([10, 20, 30], 2, 2),  # a rest that stalls: given up at DRAIN_S
+    ],
+)
+async def test_a_left_httpx_or_sdk_body_is_drained_within_the_same_bounds(
+    sizes: list[int], stall_after: int | None, read: int, autojump_clock: trio.abc.Clock
+) -> None:
+    """``LeftBody``: what a reader left of an httpx or SDK reply is read and dropped as
+    ``Reply.finish`` does it: at most ``DRAIN_BYTES``, within ``DRAIN_S``."""
+    taken: list[int] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        async for chunk in _body(sizes, stall_after):
+            taken.append(len(chunk))
+            yield chunk
+
+    body = LeftBody(chunks)
+    first = body.chunks()
+    assert body.chunks() is first  # one iterator, however often asked
+    await first.__anext__()  # the reader's part
+    started = trio.current_time()
+    await body.drain((OSError,))
+    assert len(taken) == read
+    assert trio.current_time() - started <= DRAIN_S
+
+
+async def test_a_body_no_reader_began_is_not_read() -> None:
+    taken: list[bytes] = []
+
+    async def chunks() -> AsyncIterator[bytes]:
+        taken.append(b"read")
+        yield b"x"
+
+    await LeftBody(chunks).drain((OSError,))
+    assert taken == []
