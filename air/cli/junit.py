@@ -150,9 +150,12 @@ def write_reports(junit: str | None, progress: Any, runtime: Any, status: str, c
     with the Scheduler's final word on each task's status; ``status``: how the run ended."""
     if not junit and progress.json_out is None:
         return
-    from air.cli.session_report import summarise
+    from air.cli.session_report import read_report_events, summarise
 
-    summary = summarise(runtime.ledger.history())
+    # the report's events by their type index, no model per event: a long session's end does
+    # not read (and validate) every event it recorded
+    session = runtime.session
+    summary = summarise(read_report_events(session.db.conn, session.session_id))
     for node in runtime.scheduler.graph.tasks.values():  # the Scheduler's word is final
         if node.task_id in summary.tasks:
             summary.tasks[node.task_id].status = node.status.value
