@@ -23,6 +23,7 @@ from air.contracts.display import shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
+from air.events.fold_state import SessionState
 from air.events.transitions import TASK_ENDS
 from air.events.usage_ledger import UsageLedger
 
@@ -108,11 +109,13 @@ class Progress:
             return False
         return True
 
-    def replay(self, history: Iterable[Any]) -> None:
-        """Take the statuses and usage of a resumed session from its log (printing nothing)."""
-        for event in history:
-            if not self.usage.feed(event):
-                self._fold_in(event)
+    def resume(self, state: SessionState, usage: Iterable[Any]) -> None:
+        """Take the statuses of a resumed session from its fold (``state``, kept from its
+        snapshot by the ledger) and its usage from its ``model.usage.recorded`` events, printing
+        nothing: never a read of every event the session recorded."""
+        self._fold = FoldCursor(state)
+        for event in usage:
+            self.usage.feed(event)
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:

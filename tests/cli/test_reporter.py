@@ -9,6 +9,7 @@ from air.cli.history import session_state, task_summary
 from air.cli.reporter import Progress
 from air.contracts.error import make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
+from air.events.fold import FoldCursor
 
 
 def _event(type_: str, payload: dict[str, Any]) -> RuntimeEvent:
@@ -44,7 +45,7 @@ def test_progress_lines_and_counts_come_from_the_fold() -> None:
     session = _event(
         "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
     )
-    progress.replay([session, _created("a"), _created("b")])
+    progress.resume(FoldCursor().feed_all([session, _created("a"), _created("b")]), [])
     assert progress.status == {"a": "pending", "b": "pending"}
     progress.on_event(_started("a"))
     progress.on_event(_event("task.completed", {"task_id": "a", "attempt_index": 1}))
@@ -118,7 +119,7 @@ def test_an_end_line_says_the_task_s_tokens_and_cost_and_the_total_is_honest() -
         "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
     )
     first = _usage(None, 0.5, "compaction")
-    progress.replay([session, _created("a"), _created("b"), first])
+    progress.resume(FoldCursor().feed_all([session, _created("a"), _created("b")]), [first])
     progress.on_event(first)  # the replayed log and the live stream overlap: counted once
     for task_id, cost in (("a", 0.0125), ("b", None)):
         progress.on_event(_started(task_id))
