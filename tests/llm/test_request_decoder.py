@@ -59,7 +59,7 @@ def _same(decoder: ConversationDecoder, raw: bytes) -> Any:
     return got
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     steps=st.lists(
         st.tuples(
