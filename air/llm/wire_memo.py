@@ -4,8 +4,9 @@ Owns ``EncodedTurns``: for each recent conversation (at most ``limit``, least re
 dropped first), its messages cleaned (``air.llm.convert.clean_messages``' rules: blank text left
 out, an emptied turn left out, same-role neighbours joined), converted by the adapter's
 ``encode`` and JSON-encoded, one piece per wire message. A turn of a conversation met before
-encodes only the messages after the longest prefix it shares, by identity, with the last turn
-(the parent keeps its messages as the same objects: ``air.supervision.conversation``), so a
+encodes only the messages after the longest prefix it shares with the last turn (the same
+objects, or equal ones: the parent keeps its messages as the same objects,
+``air.supervision.conversation``), so a
 turn's request costs what its new messages cost plus a join of bytes (IMPL-TURN-1). Also
 ``body_with_messages``: a JSON object with the pieces spliced in as its ``messages`` array.
 """
@@ -31,8 +32,15 @@ def dumps(value: Any) -> bytes:
 
 
 def body_with_messages(head: dict[str, Any], pieces: Sequence[bytes]) -> bytes:
-    """``head`` (a non-empty JSON object without ``messages``) with ``"messages": [pieces]``."""
-    return b"".join((dumps(head)[:-1], b',"messages":[', b",".join(pieces), b"]}"))
+    """``head`` (a non-empty JSON object without ``messages``) with ``"messages": [pieces]``:
+    one join, so the conversation's bytes are copied once (the head goes on the first piece,
+    the end on the last)."""
+    start = dumps(head)[:-1] + b',"messages":['
+    if not pieces:
+        return start + b"]}"
+    if len(pieces) == 1:
+        return start + pieces[0] + b"]}"
+    return b",".join([start + pieces[0], *pieces[1:-1], pieces[-1] + b"]}"])
 
 
 class _Conversation:
@@ -113,11 +121,13 @@ class EncodedTurns:
                 self._recent.popitem(last=False)
         else:
             self._recent.move_to_end(first)
-        kept = 0
-        for old, new in zip(conv.messages, messages, strict=False):
-            if old is not new:
-                break
-            kept += 1
+        kept = len(conv.messages)
+        if kept > len(messages) or conv.messages != messages[:kept]:  # one C loop when grown
+            kept = 0
+            for old, new in zip(conv.messages, messages, strict=False):
+                if old is not new:
+                    break
+                kept += 1
         conv.cut(kept)
         for message in messages[kept:]:
             conv.add(message, encode)
