@@ -7,10 +7,11 @@ review's result. The server stamps each request as it arrives; the turns of each
 task, over the time that quarter took, are its rate. It also prints the CPU time per turn of the
 air parent and its worker (``/proc``, 10 ms ticks) and of the server, by quarter: the server
 decodes and checks only the messages new to it, but still reads and compares the whole body at
-every request, a cost that grows with the conversation. So it also prints air's own wall time per turn (from the end of the server's reply to the next
-request: the parent taking the reply in, the worker's call, the next request) beside the server's
-(handling one request). The baseline is the task's own first quarter: goal, the last quarter
->= 0.8x the first (turn 600 costs what turn 10 costs).
+every request, a cost that grows with the conversation. So it also prints air's own wall time
+per turn (from the end of the server's reply to the next request: the parent taking the reply
+in, the worker's call, the next request) beside the server's (handling one request). The
+baseline is the task's own first quarter: goal, the last quarter >= 0.8x the first (turn 600
+costs what turn 10 costs).
 
 Run: ``.venv/bin/python bench/turns.py [--turns 600] [--rounds 3] [--profile OUT.prof]``
 (``--profile``: the air parent runs under cProfile and writes its stats to OUT.prof).
