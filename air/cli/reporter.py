@@ -16,16 +16,15 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import IO, Any
 
 from air.contracts.display import shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
-from air.events.fold_state import SessionState
 from air.events.transitions import TASK_ENDS
-from air.events.usage_ledger import UsageLedger
+from air.events.usage_ledger import USAGE_EVENT, UsageLedger
 
 __all__ = ["Progress"]
 
@@ -109,12 +108,12 @@ class Progress:
             return False
         return True
 
-    def resume(self, state: SessionState, usage: Iterable[Any]) -> None:
-        """Take the statuses of a resumed session from its fold (``state``, kept from its
-        snapshot by the ledger) and its usage from its ``model.usage.recorded`` events, printing
-        nothing: never a read of every event the session recorded."""
-        self._fold = FoldCursor(state)
-        for event in usage:
+    def resume(self, ledger: Any) -> None:
+        """Take the statuses of a resumed session from its ledger's fold (``state()``, kept
+        from its snapshot) and its usage from its ``model.usage.recorded`` events (read by
+        type), printing nothing: never a read of every event the session recorded."""
+        self._fold = FoldCursor(ledger.state())
+        for event in ledger.history_of(USAGE_EVENT):
             self.usage.feed(event)
 
     def on_event(self, event: Any) -> None:

@@ -144,9 +144,7 @@ async def _main(
         )
         if options.branch:
             print(f"air: merges land on branch {options.branch}", file=options.stderr)
-        from air.events.usage_ledger import USAGE_EVENT  # the reporter's: loaded already
-
-        progress.resume(ledger.state(), ledger.history_of(USAGE_EVENT))
+        progress.resume(ledger)
         if specs is None and not progress.status:
             raise bad(
                 "not_found",

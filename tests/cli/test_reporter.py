@@ -10,6 +10,7 @@ from air.cli.reporter import Progress
 from air.contracts.error import make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.events.fold import FoldCursor
+from air.events.fold_state import SessionState
 
 
 def _event(type_: str, payload: dict[str, Any]) -> RuntimeEvent:
@@ -39,13 +40,26 @@ def _started(task_id: str, attempt: int = 1) -> RuntimeEvent:
     )
 
 
+class _Logged:
+    """A ledger of ``events``: their fold, and those of some types."""
+
+    def __init__(self, events: list[RuntimeEvent]) -> None:
+        self.events = events
+
+    def state(self) -> SessionState:
+        return FoldCursor().feed_all(self.events)
+
+    def history_of(self, *types: str) -> list[RuntimeEvent]:
+        return [e for e in self.events if e.type in types]
+
+
 def test_progress_lines_and_counts_come_from_the_fold() -> None:
     err = io.StringIO()
     progress = Progress(err, None)
     session = _event(
         "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
     )
-    progress.resume(FoldCursor().feed_all([session, _created("a"), _created("b")]), [])
+    progress.resume(_Logged([session, _created("a"), _created("b")]))
     assert progress.status == {"a": "pending", "b": "pending"}
     progress.on_event(_started("a"))
     progress.on_event(_event("task.completed", {"task_id": "a", "attempt_index": 1}))
@@ -119,7 +133,7 @@ def test_an_end_line_says_the_task_s_tokens_and_cost_and_the_total_is_honest() -
         "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
     )
     first = _usage(None, 0.5, "compaction")
-    progress.resume(FoldCursor().feed_all([session, _created("a"), _created("b")]), [first])
+    progress.resume(_Logged([session, _created("a"), _created("b"), first]))
     progress.on_event(first)  # the replayed log and the live stream overlap: counted once
     for task_id, cost in (("a", 0.0125), ("b", None)):
         progress.on_event(_started(task_id))
