@@ -25,7 +25,7 @@ def carried_checkpoint(ledger: Ledger, task_id: str, attempt_index: int) -> dict
     """The checkpoint attempt ``attempt_index`` of ``task_id`` starts from, if any.
 
     Args:
-        ledger: the session's log (an indexed read of two kinds of event).
+        ledger: the session's log (an indexed read of two kinds of the task's events).
         task_id: the task.
         attempt_index: the attempt about to start (from 1).
 
@@ -36,13 +36,13 @@ def carried_checkpoint(ledger: Ledger, task_id: str, attempt_index: int) -> dict
     if attempt_index <= 1:
         return None
     last: dict[str, Any] | None = None
-    for event in ledger.history_of("agent.checkpointed"):
+    for event in ledger.history_of("agent.checkpointed", task_id=task_id):
         p = event.payload
         if p.get("task_id") == task_id and p.get("attempt_index") == attempt_index - 1:
             last = dict(p)
     if last is None:
         return None
-    for event in ledger.history_of(*sorted(TASK_ENDS)):
+    for event in ledger.history_of(*sorted(TASK_ENDS), task_id=task_id):
         p = event.payload
         if p.get("agent_id") == last["agent_id"] and p.get("worker_result"):
             return None

@@ -83,8 +83,9 @@ class Ledger(Protocol):
         """The session's durable events, oldest first."""
         ...
 
-    def history_of(self, *types: str) -> list[RuntimeEvent]:
-        """The session's durable events of ``types`` only, oldest first (an indexed read)."""
+    def history_of(self, *types: str, task_id: str | None = None) -> list[RuntimeEvent]:
+        """The session's durable events of ``types`` only (of one task, when ``task_id`` is
+        given), oldest first (an indexed read)."""
         ...
 
     def knows(self, event_type: str) -> bool:
@@ -338,13 +339,14 @@ class SessionLedger:
             for row in self.events.query_records(EventFilter(session_id=self.session_id))
         ]
 
-    def history_of(self, *types: str) -> list[RuntimeEvent]:
-        """The session's events of ``types`` only, oldest first: an indexed read of the log
-        (``idx_events_type``), so a look-up for a few kinds of event costs what they are, not
-        the session's length (recovery's knowledge look-ups)."""
+    def history_of(self, *types: str, task_id: str | None = None) -> list[RuntimeEvent]:
+        """The session's events of ``types`` only (of one task: ``task_id``), oldest first: an
+        indexed read of the log (``idx_events_type``, ``idx_events_task``), so a look-up for a
+        few kinds of event costs what they are, not the session's length (recovery's knowledge
+        look-ups, a retry's carried checkpoint)."""
         if not types:
             return []
-        flt = EventFilter(session_id=self.session_id, types=list(types))
+        flt = EventFilter(session_id=self.session_id, types=list(types), task_id=task_id)
         return [record_to_event(row) for row in self.events.query_records(flt)]
 
     def state(self) -> SessionState:

@@ -430,11 +430,19 @@ class MemoryLedger:
     def history(self) -> list[RuntimeEvent]:
         return list(self.events)
 
-    def history_of(self, *types: str) -> list[RuntimeEvent]:
-        return [e for e in self.events if e.type in types]
+    def history_of(self, *types: str, task_id: str | None = None) -> list[RuntimeEvent]:
+        return [e for e in self.events if e.type in types and task_id in (None, _task_of(e))]
 
     def state(self) -> SessionState:
         return self._fold.state
 
     def knows(self, event_type: str) -> bool:
         return (event_type, 1) in PAYLOADS
+
+
+def _task_of(event: RuntimeEvent) -> str | None:
+    """The task an event is about, as the ``events`` row's ``task_id`` column has it."""
+    payload = event.payload
+    spec = payload.get("task_spec")
+    found = payload.get("task_id") or (spec.get("id") if isinstance(spec, dict) else None)
+    return None if found is None else str(found)

@@ -143,8 +143,8 @@ class CrashingLedger:
     def history(self) -> list[RuntimeEvent]:
         return self.inner.history()
 
-    def history_of(self, *types: str) -> list[RuntimeEvent]:
-        return self.inner.history_of(*types)
+    def history_of(self, *types: str, task_id: str | None = None) -> list[RuntimeEvent]:
+        return self.inner.history_of(*types, task_id=task_id)
 
     def state(self) -> SessionState:
         return self.inner.state()

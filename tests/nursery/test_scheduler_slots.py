@@ -53,8 +53,8 @@ class CountingLedger:
         self.history_events += len(events)
         return events
 
-    def history_of(self, *types: str) -> list[RuntimeEvent]:
-        events = self.inner.history_of(*types)
+    def history_of(self, *types: str, task_id: str | None = None) -> list[RuntimeEvent]:
+        events = self.inner.history_of(*types, task_id=task_id)
         self.history_events += len(events)
         return events
 
