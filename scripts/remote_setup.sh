@@ -45,6 +45,14 @@ fi
 
 mkdir -p "$DIR"
 chmod 700 "$DIR"
+# a file the tests read while another pytest worker runs this script: replaced by a rename
+# (never seen truncated), and only when its text changes
+replace_file() {
+  local tmp
+  tmp=$(mktemp "$1.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else chmod 644 "$tmp" && mv -f "$tmp" "$1"; fi
+}
 
 # the remote user: no password, no sudo, a home of its own
 if ! id "$RUSER" >/dev/null 2>&1; then
@@ -62,7 +70,8 @@ as_remote() { $SUDO setpriv --reuid="$RUSER" --regid="$RUSER" --init-groups \
   -f "$DIR/ssh_host_ed25519_key"
 [ -f "$DIR/id_ed25519" ] || ssh-keygen -q -t ed25519 -N "" -C air-remote-client -f "$DIR/id_ed25519"
 chmod 600 "$DIR/ssh_host_ed25519_key" "$DIR/id_ed25519"
-echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" >"$DIR/known_hosts"
+echo "[127.0.0.1]:$PORT $(cut -d' ' -f1,2 "$DIR/ssh_host_ed25519_key.pub")" \
+  | replace_file "$DIR/known_hosts"
 $SUDO install -d -m 700 -o "$RUSER" -g "$RUSER" "$RHOME/.ssh"
 # add this checkout's key (other checkouts' keys stay)
 key=$(cut -d' ' -f1,2 "$DIR/id_ed25519.pub")
@@ -138,7 +147,7 @@ if [ $running -eq 1 ] && [ $changed -eq 1 ]; then
 fi
 [ $running -eq 1 ] || $SUDO /usr/sbin/sshd -f "$DIR/sshd_config"
 
-cat >"$DIR/hosts.yaml" <<EOF
+replace_file "$DIR/hosts.yaml" <<EOF
 # written by scripts/remote_setup.sh: this machine's sshd on 127.0.0.1:$PORT as a remote host
 hosts:
   local-ssh:

@@ -151,7 +151,15 @@ timeout 60 srun -N1 -n1 --job-name air-setup-check true \
 
 mkdir -p "$DIR"
 mkdir -p "$DIR/slurm-work"
-cat >"$DIR/slurm-hosts.yaml" <<EOF
+# a file the tests read while another pytest worker runs this script: replaced by a rename
+# (never seen truncated), and only when its text changes
+replace_file() {
+  local tmp
+  tmp=$(mktemp "$1.XXXXXX")
+  cat >"$tmp"
+  if cmp -s "$tmp" "$1"; then rm -f "$tmp"; else chmod 644 "$tmp" && mv -f "$tmp" "$1"; fi
+}
+replace_file "$DIR/slurm-hosts.yaml" <<EOF
 # written by scripts/slurm_setup.sh: this machine's single-node Slurm as a host
 hosts:
   local-slurm:
