@@ -432,7 +432,7 @@ def _history_full(args: dict[str, Any], project: Project, session_id: str, last:
     return 0
 
 
-def _listing(project: Project, sid: str) -> tuple[Any, dict[str, int]]:
+def session_listing(project: Project, sid: str) -> tuple[Any, dict[str, int]]:
     """A session's summary row (None: no event) and task counts: read-only when the row is
     there and current, else the database is opened (migrated) and the row rebuilt."""
     from air.store.read_model import peek_summary, read_summary, scheduler_task_counts
@@ -457,7 +457,7 @@ def run_session_list(args: dict[str, Any]) -> int:
         print(f"project {project.name!r} has no sessions yet")
         return 0
     for sid in ids:
-        row, counts = _listing(project, sid)
+        row, counts = session_listing(project, sid)
         tasks = sum(counts.values())
         done = counts.get("completed", 0)
         started = row.first_at if row is not None else "?"

@@ -1,7 +1,8 @@
 """Finding a session again (issue 24 item 9): what the console offers and leaves behind.
 
 Owns: ``earlier_sessions`` (the newest sessions of a project, read the way ``air session
-list`` reads them: ``air.cli.history``'s session ids, events and fold), ``offer_sessions`` and
+list`` reads them: the summary row and task counts, never the events, and the first thing said
+through the type index), ``offer_sessions`` and
 ``ask_which_session`` (``air`` with no argument in a project with earlier sessions lists them
 and offers to continue one, like ``claude --resume`` / ``codex resume``; Enter starts a new
 session, IMPL-PICK-1), ``reopen_command`` (the exact command that reopens a session as it
@@ -66,23 +67,42 @@ def earlier_sessions(
 
 
 def _describe(project: ProjectContext, sid: str) -> EarlierSession:
-    from air.cli.history import read_events, session_state
-    from air.contracts.task import TaskStatus
+    from air.cli.history import session_listing
 
-    events = read_events(project, sid)
-    state = session_state(events)
-    said = next((e for e in events if e.type == "user.message.created"), None)
-    words = _one_line(_text(said.payload.get("content")) if said is not None else "", 60)
+    _row, counts = session_listing(project, sid)
     db = os.path.join(project.local_root, "sessions", sid, "session.db")
     stamps = [os.path.getmtime(p) for p in (db, db + "-wal") if os.path.exists(p)]
     used = datetime.fromtimestamp(max(stamps), tz=UTC).astimezone() if stamps else None
     return EarlierSession(
         session_id=sid,
         last_used=used.strftime("%Y-%m-%d %H:%M") if used else "?",
-        tasks=sum(state.counts.values()),
-        completed=state.count(TaskStatus.COMPLETED),
-        first_words=words,
+        tasks=sum(counts.values()),
+        completed=counts.get("completed", 0),
+        first_words=_one_line(_text(_first_said(db, sid)), 60),
     )
+
+
+def _first_said(db: str, sid: str) -> Any:
+    """The content of the session's first ``user.message.created`` (None: nothing said, or its
+    row cannot be read), read through the type index and a read-only connection."""
+    import sqlite3
+
+    from air.contracts.error import AirException
+    from air.store.stored_payloads import stored_payload
+
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                "SELECT payload_json, seq FROM events WHERE session_id = ?"
+                " AND type = 'user.message.created' ORDER BY seq LIMIT 1",
+                (sid,),
+            ).fetchone()
+        finally:
+            conn.close()
+        return None if row is None else stored_payload(row[0], row[1]).get("content")
+    except (sqlite3.Error, AirException):
+        return None
 
 
 def _text(content: Any) -> str:

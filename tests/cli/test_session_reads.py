@@ -215,3 +215,26 @@ def test_listing_a_current_session_writes_nothing_to_it(tmp_path: Path) -> None:
     assert listed.returncode == 0, listed.stderr
     assert SID in listed.stdout
     assert stamp() == before  # read through a read-only connection: not even opened for writing
+
+
+def test_the_start_offers_earlier_sessions_without_reading_their_events(tmp_path: Path) -> None:
+    """``air``'s list of earlier sessions (``earlier_sessions``) reads each session's summary
+    row and task counts, and its first message through the type index: every other payload
+    made unreadable, the session is still described, with the fold's counts."""
+    from air.cli.reopen import earlier_sessions
+    from air.session.project import ProjectStore
+
+    project, _home = make_project(tmp_path)
+    path, events = _write(project, SID, 600)
+    counts = dict(replay(events).counts)
+    said = next(e for e in events if e.type == "user.message.created")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE events SET payload_json = 'not json' WHERE id != ?", (said.id,))
+    located = ProjectStore().locate(str(project))
+    assert located is not None
+    listed, total = earlier_sessions(located)
+    assert total == 1
+    [session] = listed
+    assert (session.tasks, session.completed) == (sum(counts.values()), counts.get("completed", 0))
+    text = " ".join(str(block["text"]) for block in said.payload["content"])
+    assert session.first_words == " ".join(text.split())
