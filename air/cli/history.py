@@ -4,13 +4,13 @@ Owns: finding the project and session a command means, rendering stored events a
 each (or JSON lines) as they are read (``stream_events``: the first line is out before the
 second row is read; by default the newest ``DEFAULT_LAST``, read backwards by ``seq``, with a
 line saying how many older ones ``--last N`` / ``--all`` would show), and the task summary of
-a session (``task_summary`` of a fold, ``counts_summary`` of the ``tasks`` projection: the same
-facts the Scheduler and the reporter use). `air history`'s header and `air session list` read
-the session's summary row (``air.store.read_model``), never its events. Both start without
-pydantic or Trio (IMPL-READ-3): the project is found from its ``project.json``
-(``locate_light``; anything unusual goes the full way, ``find_project``), and the rows are read
-as text through a read-only connection; ``--json`` and a session without a current summary row
-take the full way. Every text taken from an event is shown as exact text
+a session (``counts_summary`` of the ``tasks`` projection: the same facts the Scheduler and the
+reporter use). `air history`'s header and `air session list` read the session's summary row
+(``air.store.read_model``), never its events. Both start without pydantic or Trio
+(IMPL-READ-3): the project is found from its ``project.json`` (``locate_light``; anything
+unusual goes the full way, ``find_project``), and the rows are read as text through a
+read-only connection; ``--json`` and a session without a current summary row take the full
+way. Every text taken from an event is shown as exact text
 (``air.contracts.display.shown``: a command's ``\\r``, escape sequences, bidi and zero-width
 characters escaped, IMPL-UI-7). Reads only; nothing here appends events.
 """
@@ -31,7 +31,6 @@ from air.contracts.display import shown
 if TYPE_CHECKING:
     from air.contracts.event import RuntimeEvent
     from air.contracts.project import ProjectContext
-    from air.events.fold_state import SessionState
     from air.store.db import DatabaseManager
 
 STATUS_ORDER = ("pending", "running", "completed", "failed", "blocked", "cancelled", "interrupted")
@@ -130,22 +129,6 @@ def _not_found(message: str, user_action: str) -> Exception:
 
 def session_db_path(project: Project, session_id: str) -> Path:
     return Path(project.local_root) / "sessions" / session_id / "session.db"
-
-
-def read_events(
-    project: ProjectContext, session_id: str, types: list[str] | None = None
-) -> list[RuntimeEvent]:
-    """The durable events of a session (of ``types`` only, by the type index, when given),
-    oldest first."""
-    from air.contracts.event import EventFilter
-    from air.events.store import EventStore
-    from air.store.session_db import open_session_database
-
-    db = open_session_database(session_db_path(project, session_id), must_exist=True)
-    try:
-        return EventStore(db).query(EventFilter(session_id=session_id, types=types))
-    finally:
-        db.close()
 
 
 UNREADABLE = "unreadable (a damaged row: `air doctor` reports it)"
@@ -302,31 +285,11 @@ def describe_payload(t: str, p: dict[str, Any]) -> str:
     return _short(json.dumps(p, default=str), 90)
 
 
-def session_state(events: list[RuntimeEvent]) -> SessionState:
-    """The fold of a session's events; an event the fold refuses is left out (the history of
-    a damaged log still prints; `air doctor` reports the damage)."""
-    from air.contracts.error import AirException
-    from air.events.fold import FoldCursor
-
-    cursor = FoldCursor()
-    for event in events:
-        try:
-            cursor.feed(event)
-        except AirException:
-            continue
-    return cursor.state
-
-
 def counts_summary(counts: Mapping[str, int]) -> str:
     """``N tasks`` and, when there are any, how many are in each status (fold order)."""
     tasks = sum(counts.values())
     parts = [f"{counts[s]} {s}" for s in STATUS_ORDER if counts.get(s)]
     return f"{tasks} tasks" + (f" ({', '.join(parts)})" if parts else "")
-
-
-def task_summary(state: SessionState) -> str:
-    """``counts_summary`` of a fold's scheduler tasks."""
-    return counts_summary(dict(state.counts))
 
 
 def print_history(events: Iterable[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:

@@ -159,23 +159,9 @@ class Reply:
         return b"".join([chunk async for chunk in self.aiter_bytes()])
 
     async def finish(self) -> bool:
-        """Read and drop what is left of the body, at most ``DRAIN_BYTES`` within ``DRAIN_S``;
-        True when the reply ended (its connection may carry another request)."""
-        left = DRAIN_BYTES
-        with trio.move_on_after(DRAIN_S):
-            while not self.complete:
-                try:  # the one bound is the deadline above (DRAIN_S)
-                    event = await _next_event(self._conn, self._read_timeout_s)
-                except TransportError:
-                    return False
-                if isinstance(event, h11.EndOfMessage):
-                    self.complete = True
-                elif not isinstance(event, h11.Data):
-                    return False
-                else:
-                    left -= len(event.data)
-                    if left < 0:
-                        return False
+        """Read and drop what is left of the body, at most ``DRAIN_BYTES`` within ``DRAIN_S``
+        (``_drain``); True when the reply ended (its connection may carry another request)."""
+        await _drain(self.aiter_bytes(), (TransportError,))
         return self.complete
 
 
@@ -196,19 +182,24 @@ class LeftBody:
         return self._chunks
 
     async def drain(self, failures: tuple[type[BaseException], ...]) -> None:
-        """Read and drop the rest of a body a reader began; ``failures`` end it quietly (the
-        connection is then closed, as any left halfway)."""
-        if self._chunks is None:
+        """Read and drop the rest of a body a reader began (``_drain``)."""
+        if self._chunks is not None:
+            await _drain(self._chunks, failures)
+
+
+async def _drain(chunks: AsyncIterator[bytes], failures: tuple[type[BaseException], ...]) -> None:
+    """Read and drop what is left of a reply body, at most ``DRAIN_BYTES`` within ``DRAIN_S``
+    (the one bound on time: each read's own limit is longer); ``failures`` end it quietly, the
+    body then unfinished (its connection is closed, as any left halfway)."""
+    left = DRAIN_BYTES
+    with trio.move_on_after(DRAIN_S):
+        try:
+            async for chunk in chunks:
+                left -= len(chunk)
+                if left < 0:
+                    return
+        except failures:
             return
-        left = DRAIN_BYTES
-        with trio.move_on_after(DRAIN_S):
-            try:
-                async for chunk in self._chunks:
-                    left -= len(chunk)
-                    if left < 0:
-                        return
-            except failures:
-                return
 
 
 def _basic_auth(user: str | None, password: str | None) -> list[tuple[str, str]]:

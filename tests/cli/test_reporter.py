@@ -1,11 +1,10 @@
-"""The headless reporter (air.cli.reporter.Progress) and `air history` read the fold."""
+"""The headless reporter (air.cli.reporter.Progress) reads the fold."""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
-from air.cli.history import session_state, task_summary
 from air.cli.reporter import Progress
 from air.contracts.error import make_air_error
 from air.contracts.event import EventSource, RuntimeEvent, new_event
@@ -94,19 +93,6 @@ def test_the_json_stream_carries_every_event_the_reporter_sees() -> None:
     for event in events:
         progress.on_event(event)
     assert [line for line in out.getvalue().splitlines()] == [e.model_dump_json() for e in events]
-
-
-def test_history_summarises_a_session_from_the_fold_and_skips_what_does_not_fit() -> None:
-    events = [
-        _created("a"),
-        _created("b"),
-        _started("a"),
-        _event("task.completed", {"task_id": "a", "attempt_index": 1}),
-        _event("task.completed", {"task_id": "b"}),  # b never started: the fold refuses it
-    ]
-    state = session_state(events)
-    assert task_summary(state) == "2 tasks (1 pending, 1 completed)"
-    assert task_summary(session_state([])) == "0 tasks"
 
 
 def _usage(task_id: str | None, cost: float | None, purpose: str = "task") -> RuntimeEvent:

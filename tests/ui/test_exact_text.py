@@ -14,6 +14,7 @@ import html
 import json
 import logging
 import os
+import sqlite3
 import subprocess
 import time
 from pathlib import Path
@@ -295,12 +296,17 @@ def test_plain_history_and_report_show_the_exact_command(tmp_path: Path) -> None
     # the JUnit report of the same session is XML, and says the commands exactly
     from xml.etree import ElementTree
 
-    from air.cli.history import find_project, read_events, resolve_session
+    from air.cli.history import find_project, resolve_session, session_db_path
     from air.cli.junit import write_junit
-    from air.cli.session_report import summarise
+    from air.cli.session_report import read_report_events, summarise
 
     project = find_project(str(root))
-    events = read_events(project, resolve_session(project, None))
+    session_id = resolve_session(project, None)
+    conn = sqlite3.connect(session_db_path(project, session_id))
+    try:  # as the end of a run reads them
+        events = read_report_events(conn, session_id)
+    finally:
+        conn.close()
     junit = tmp_path / "junit.xml"
     write_junit(str(junit), summarise(events))
     out_text = ElementTree.parse(junit).getroot().findtext("./testsuite/testcase/system-out")
