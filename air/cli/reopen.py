@@ -49,7 +49,8 @@ class EarlierSession:
 
     session_id: str
     last_used: str
-    """When its database was last written (local time, minutes)."""
+    """When its last event was recorded (local time, minutes; without one, when its database
+    was last written)."""
     tasks: int
     completed: int
     first_words: str
@@ -69,10 +70,14 @@ def earlier_sessions(
 def _describe(project: ProjectContext, sid: str) -> EarlierSession:
     from air.cli.history import session_listing
 
-    _row, counts = session_listing(project, sid)
     db = os.path.join(project.local_root, "sessions", sid, "session.db")
     stamps = [os.path.getmtime(p) for p in (db, db + "-wal") if os.path.exists(p)]
-    used = datetime.fromtimestamp(max(stamps), tz=UTC).astimezone() if stamps else None
+    row, counts = session_listing(project, sid)  # may rebuild a stale summary row: after stamps
+    used: datetime | None = None
+    if row is not None:  # the log says when, not the file (a listing may have written it)
+        used = datetime.fromisoformat(row.last_at.replace("Z", "+00:00")).astimezone()
+    elif stamps:
+        used = datetime.fromtimestamp(max(stamps), tz=UTC).astimezone()
     return EarlierSession(
         session_id=sid,
         last_used=used.strftime("%Y-%m-%d %H:%M") if used else "?",

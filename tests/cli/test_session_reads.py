@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import sqlite3
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -238,3 +239,5 @@ def test_the_start_offers_earlier_sessions_without_reading_their_events(tmp_path
     assert (session.tasks, session.completed) == (sum(counts.values()), counts.get("completed", 0))
     text = " ".join(str(block["text"]) for block in said.payload["content"])
     assert session.first_words == " ".join(text.split())
+    last = datetime.fromisoformat(events[-1].timestamp.replace("Z", "+00:00")).astimezone()
+    assert session.last_used == last.strftime("%Y-%m-%d %H:%M")  # the log's, not the file's
