@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 from air.contracts.display import shown
+from air.session.local_state import local_state_links
 
 if TYPE_CHECKING:
     from air.contracts.event import RuntimeEvent
@@ -81,6 +82,8 @@ def locate_light(path: str | None) -> Project:
     for candidate in (current, *current.parents):
         project_json = candidate / ".air" / "shared" / "project.json"
         if project_json.is_file():
+            if local_state_links(str(candidate)) is not None:
+                break  # find_project refuses it, saying which link
             try:
                 data = json.loads(project_json.read_text(encoding="utf-8"))
                 str(data["project_id"])

@@ -27,6 +27,8 @@ def run_memory(args: dict[str, Any]) -> int:
             that is no candidate).
     """
     from air.session.knowledge_memory import MemoryBook
+    from air.session.local_state import check_local_state
+    from air.workspace.tracked_state import refuse_tracked_state
 
     root = find_project_root(args["--project"])
     if root is None:
@@ -36,6 +38,8 @@ def run_memory(args: dict[str, Any]) -> int:
             user_action="Run it inside a project or pass --project PATH.",
             metadata={"field": "--project"},
         )
+    check_local_state(str(root))  # its knowledge is air's own, not a link's
+    refuse_tracked_state(str(root))  # nor a clone's
     book = MemoryBook(root)
     try:
         if args["list"]:

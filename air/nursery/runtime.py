@@ -60,6 +60,7 @@ from air.supervision.runs import claim_session, reap_orphans, runs_dir
 from air.supervision.seams import TaskRunner
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
+from air.workspace.tracked_state import refuse_tracked_state
 
 if TYPE_CHECKING:
     from air.context.compactor import SessionCompactor
@@ -238,6 +239,8 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
             refusal of ``on_open``, a bad configuration (``services``), or the client's own;
             ``system_error`` listing them when several happened at once.
     """
+    # the sessions and knowledge in .air/local are air's own, never a clone's (IMPL-TRUST-3)
+    refuse_tracked_state(config.project.project_root)
     session = SessionManager().open_session(
         config.project,
         config.session,

@@ -17,18 +17,15 @@ from typing import Any
 from air.contracts.error import AirException
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
+from air.session.local_state import LOCAL_DIRS, SHARED_DIRS, check_local_state
 
 __all__ = [
     "GITIGNORE_ENTRY",
-    "LOCAL_DIRS",
     "PROJECT_RULES",
-    "SHARED_DIRS",
     "TOOLCHAIN_RULES",
     "ProjectStore",
 ]
 
-SHARED_DIRS = ("rules", "plan", "plan/docs")
-LOCAL_DIRS = ("sessions", "state", "backups", "workspaces", "tmp", "locks")
 GITIGNORE_ENTRY = ".air/local/"
 
 _PERMISSIONS_STUB = """\
@@ -89,7 +86,8 @@ class ProjectStore:
 
         Raises:
             AirException: ``not_found`` when the root is not a directory; ``storage_error``
-                when the trees cannot be written.
+                when the trees cannot be written; ``untrusted_config`` when air's own
+                directories are links or git tracks ``.air/local`` (``check_local_state``).
         """
         options = options or ProjectInitOptions()
         root = Path(os.path.abspath(project_root))
@@ -99,6 +97,7 @@ class ProjectStore:
                 message=f"{root} is not a directory",
                 user_action="Create the directory first, or pass an existing one.",
             )
+        check_local_state(str(root))  # before anything is made through a link the project ships
         shared = root / ".air" / "shared"
         local = root / ".air" / "local"
         try:
@@ -137,9 +136,12 @@ class ProjectStore:
 
         Raises:
             AirException: ``not_found`` when ``.air/shared/project.json`` is absent;
-                ``config_error`` when it is unreadable or newer than this air.
+                ``config_error`` when it is unreadable or newer than this air;
+                ``untrusted_config`` when air's own directories are links or git tracks
+                ``.air/local`` (``check_local_state``).
         """
         root = Path(os.path.abspath(project_root))
+        check_local_state(str(root))
         project_json = root / ".air" / "shared" / "project.json"
         if not project_json.is_file():
             raise AirException.of(

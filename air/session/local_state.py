@@ -1,0 +1,72 @@
+"""air's own directories in a project are never links (IMPL-TRUST-3).
+
+Owns ``SHARED_DIRS`` and ``LOCAL_DIRS`` (the folders air keeps in ``.air/shared`` and
+``.air/local``) and ``check_local_state``, which ``ProjectStore`` runs before it creates or opens
+anything under a project's ``.air``: ``.air``, ``.air/shared``, ``.air/local`` and those folders
+must be real directories. A repository that ships ``.air/local -> /elsewhere`` would otherwise
+have air write its session databases, backups of the user's work and worktrees there, and read
+the sessions and knowledge of whatever the link names. (That git tracks nothing under
+``.air/local`` is ``air.workspace.tracked_state``'s check.) Standard library only at import: the
+light readers (``air history``) look for links without pydantic.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+
+__all__ = ["LOCAL_DIRS", "SHARED_DIRS", "check_local_state", "local_state_links"]
+
+SHARED_DIRS = ("rules", "plan", "plan/docs")
+LOCAL_DIRS = ("sessions", "state", "backups", "workspaces", "tmp", "locks")
+
+
+def _own_dirs() -> Iterable[str]:
+    yield ".air"
+    yield ".air/shared"
+    for sub in SHARED_DIRS:
+        yield f".air/shared/{sub}"
+    yield ".air/local"
+    for sub in LOCAL_DIRS:
+        yield f".air/local/{sub}"
+
+
+def local_state_links(root: str) -> str | None:
+    """The first of air's own directories under ``root`` that exists as anything but a real
+    directory (a symbolic link, a file), relative to ``root``; None when there is none."""
+    for rel in _own_dirs():
+        try:
+            mode = os.lstat(os.path.join(root, rel)).st_mode
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISDIR(mode):
+            return rel
+    return None
+
+
+def check_local_state(root: str) -> None:
+    """Refuse a project whose ``.air`` trees a link (or a file) stands in for. ``root``: the
+    project's absolute path.
+
+    Raises:
+        AirException: ``untrusted_config`` naming the link and how to remove it.
+    """
+    link = local_state_links(root)
+    if link is None:
+        return
+    from air.contracts.error import AirException
+
+    where = os.path.join(root, link)
+    target = os.readlink(where) if os.path.islink(where) else "a file"
+    raise AirException.of(
+        kind="untrusted_config",
+        message=(
+            f"{link} is not a directory but {target!r}: air keeps its own state in it and "
+            "never follows what a project put there"
+        ),
+        user_action=(
+            f"Remove it: `rm {where}` (when the repository holds it, `git -C {root} rm -q "
+            f"--cached {link}` and commit that too); air makes the directory on the next run."
+        ),
+    )

@@ -1,0 +1,161 @@
+"""A project that brings its own ``.air/local`` (IMPL-TRUST-3): a cloned repository whose
+``.air/local`` is a link, or whose commit holds files under it, is refused by every command that
+would write or read air's state there, as root and as an unprivileged user, and nothing is
+written through the link; the user's way out works (and a run after it keeps air's state: a
+merge no longer checks the commit's ``.air/local`` out over it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gitrepo import git
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "calc"
+RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
+PROJECT_JSON = '{"project_id": "6f1d0c1e-0000-4000-8000-000000000001", "name": "calc"}\n'
+
+
+def _air(
+    root: Path, home: Path, *args: str, user: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    python = sys.executable if user is None else unprivileged_python()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
+    }
+    return subprocess.run(
+        [python, "-m", "air.cli", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+        check=False,
+    )
+
+
+def _refused(done: subprocess.CompletedProcess[str], said: str) -> None:
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "untrusted_config" in done.stderr, done.stderr
+    assert said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _calc(where: Path) -> Path:
+    shutil.copytree(EXAMPLE, where, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    return where
+
+
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "nobody"])
+def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
+    tmp_path: Path, unprivileged: bool
+) -> None:
+    base = unprivileged_dir() if unprivileged else tmp_path
+    try:
+        # the repository ships an air project whose .air/local links to a directory of the
+        # attacker's choosing
+        src = _calc(base / "src")
+        victim = base / "victim"
+        victim.mkdir()
+        (src / ".air" / "shared").mkdir(parents=True)
+        (src / ".air" / "shared" / "project.json").write_text(PROJECT_JSON)
+        (src / ".air" / "local").symlink_to(victim)
+        git(src, "init", "-q")
+        git(src, "add", "-A")
+        git(src, "commit", "-qm", "calc")
+        clone = base / "clone"
+        git(base, "clone", "-q", str(src), str(clone))
+        assert (clone / ".air" / "local").is_symlink()
+        home = base / "home"
+        home.mkdir()
+        # a tarball's project (no git) with a link one level down: the same refusal
+        tarball = _calc(base / "tarball")
+        (tarball / ".air" / "shared").mkdir(parents=True)
+        (tarball / ".air" / "shared" / "project.json").write_text(PROJECT_JSON)
+        (tarball / ".air" / "local").mkdir(parents=True)
+        (tarball / ".air" / "local" / "backups").symlink_to(victim)
+        user = None
+        if unprivileged:
+            chown_tree(base)
+            user = NOBODY
+
+        for args in (RUN, ("init",), ("memory", "list"), ("history",)):
+            _refused(_air(clone, home, *args, user=user), ".air/local is not a directory")
+        _refused(_air(tarball, home, *RUN, user=user), ".air/local/backups is not a directory")
+        assert list(victim.iterdir()) == []  # nothing was made, written or read there
+
+        # the way out the message gives: remove the link (the repository holds it: from the
+        # index too); air makes its own directory
+        refused = _air(clone, home, *RUN, user=user)
+        assert f"git -C {clone} rm -q --cached .air/local` and commit" in refused.stderr
+        mine = ("-c", "safe.directory=*")  # the test's git, as root, in nobody's clone
+        git(clone, *mine, "rm", "-q", "--cached", ".air/local")
+        git(clone, *mine, "commit", "-qm", "air's state is not ours to ship")
+        (clone / ".air" / "local").unlink()
+        if unprivileged:
+            chown_tree(base)  # what root's git just wrote is nobody's again
+        done = _air(clone, home, *RUN, user=user)
+        assert done.returncode == 0, done.stderr
+        assert (clone / ".air" / "local" / "sessions").is_dir()
+        assert not (clone / ".air" / "local").is_symlink()
+        assert list(victim.iterdir()) == []
+    finally:
+        if unprivileged:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _events(local: Path) -> dict[str, int]:
+    counts = {}
+    for db in sorted(local.glob("sessions/*/session.db")):
+        with sqlite3.connect(db) as conn:
+            counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    return counts
+
+
+def test_an_air_local_that_git_tracks_is_refused_before_a_session_or_knowledge_is_read(
+    tmp_path: Path,
+) -> None:
+    # someone ran the batch and committed air's state: its session and knowledge databases
+    src = _calc(tmp_path / "src")
+    git(src, "init", "-q")
+    git(src, "add", "-A")
+    git(src, "commit", "-qm", "calc")
+    home = tmp_path / "home"
+    home.mkdir()
+    assert _air(src, home, *RUN).returncode == 0
+    (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
+    git(src, "add", "-f", ".air/local")
+    git(src, "commit", "-qm", "ship the sessions")
+    clone = tmp_path / "clone"
+    git(tmp_path, "clone", "-q", str(src), str(clone))
+    shipped = _events(clone / ".air" / "local")
+    assert len(shipped) == 1
+
+    for args in (RUN, ("resume",), ("memory", "list")):
+        _refused(_air(clone, home, *args), "the repository holds .air/local/")
+    assert _events(clone / ".air" / "local") == shipped  # no session opened, nothing appended
+    assert (clone / ".air" / "local" / "debug-records.db").read_bytes() == b"planted"
+
+    # the way out the message gives: untrack it and put it aside
+    git(clone, "rm", "-r", "-q", "--cached", ".air/local")
+    git(clone, "commit", "-qm", "air's state is not ours to ship")
+    (clone / ".air" / "local").rename(clone / ".air" / "local.from-git")
+    done = _air(clone, home, *RUN)
+    assert done.returncode == 0, done.stderr
+    ours = _events(clone / ".air" / "local")
+    assert len(ours) == 1
+    assert ours.keys() != shipped.keys()
