@@ -3,11 +3,12 @@
 Owns ``SHARED_DIRS`` and ``LOCAL_DIRS`` (the folders air keeps in ``.air/shared`` and
 ``.air/local``) and ``check_local_state``, which ``ProjectStore`` runs before it creates or opens
 anything under a project's ``.air``: ``.air``, ``.air/shared``, ``.air/local`` and those folders
-must be real directories. A repository that ships ``.air/local -> /elsewhere`` would otherwise
-have air write its session databases, backups of the user's work and worktrees there, and read
-the sessions and knowledge of whatever the link names. (That git tracks nothing under
-``.air/local`` is ``air.workspace.tracked_state``'s check.) Standard library only at import: the
-light readers (``air history``) look for links without pydantic.
+must be real directories, and no entry of ``.air/local`` or ``.air/local/state`` may be a link.
+A repository that ships ``.air/local -> /elsewhere`` would otherwise have air write its session
+databases, backups of the user's work and worktrees there, and read the sessions and knowledge
+of whatever the link names. (That the commit holds nothing under ``.air/local`` is
+``air.workspace.tracked_state``'s check.) Standard library only at import: the light readers
+(``air history``) look for links without pydantic.
 """
 
 from __future__ import annotations
@@ -32,9 +33,15 @@ def _own_dirs() -> Iterable[str]:
         yield f".air/local/{sub}"
 
 
+_NO_LINKS_IN = (".air/local", ".air/local/state")
+"""Where air makes folders and files as it needs them (``doctor/``, ``quarantine/``, ``mcp/``,
+the knowledge databases, ``state/runs/``): no entry there may be a link."""
+
+
 def local_state_links(root: str) -> str | None:
     """The first of air's own directories under ``root`` that exists as anything but a real
-    directory (a symbolic link, a file), relative to ``root``; None when there is none."""
+    directory (a symbolic link, a file), or the first link among the entries of
+    ``_NO_LINKS_IN``, relative to ``root``; None when there is none."""
     for rel in _own_dirs():
         try:
             mode = os.lstat(os.path.join(root, rel)).st_mode
@@ -42,6 +49,14 @@ def local_state_links(root: str) -> str | None:
             continue
         if not stat.S_ISDIR(mode):
             return rel
+    for rel in _NO_LINKS_IN:
+        try:
+            with os.scandir(os.path.join(root, rel)) as entries:
+                for entry in entries:
+                    if entry.is_symlink():
+                        return f"{rel}/{entry.name}"
+        except (FileNotFoundError, NotADirectoryError):
+            continue
     return None
 
 
@@ -58,12 +73,12 @@ def check_local_state(root: str) -> None:
     from air.contracts.error import AirException
 
     where = os.path.join(root, link)
-    target = os.readlink(where) if os.path.islink(where) else "a file"
+    target = f"a link to {os.readlink(where)!r}" if os.path.islink(where) else "a file"
     raise AirException.of(
         kind="untrusted_config",
         message=(
-            f"{link} is not a directory but {target!r}: air keeps its own state in it and "
-            "never follows what a project put there"
+            f"{link} is {target} where air keeps its own state: air never follows what a "
+            "project put there"
         ),
         user_action=(
             f"Remove it: `rm {where}` (when the repository holds it, `git -C {root} rm -q "

@@ -94,8 +94,11 @@ def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
             user = NOBODY
 
         for args in (RUN, ("init",), ("memory", "list"), ("history",)):
-            _refused(_air(clone, home, *args, user=user), ".air/local is not a directory")
-        _refused(_air(tarball, home, *RUN, user=user), ".air/local/backups is not a directory")
+            _refused(_air(clone, home, *args, user=user), ".air/local is a link to")
+        _refused(_air(tarball, home, *RUN, user=user), ".air/local/backups is a link to")
+        (tarball / ".air" / "local" / "backups").unlink()
+        (tarball / ".air" / "local" / "quarantine").symlink_to(victim)  # made when needed
+        _refused(_air(tarball, home, "doctor", user=user), ".air/local/quarantine is a link")
         assert list(victim.iterdir()) == []  # nothing was made, written or read there
 
         # the way out the message gives: remove the link (the repository holds it: from the
