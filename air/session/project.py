@@ -86,8 +86,8 @@ class ProjectStore:
 
         Raises:
             AirException: ``not_found`` when the root is not a directory; ``storage_error``
-                when the trees cannot be written; ``untrusted_config`` when air's own
-                directories are links or git tracks ``.air/local`` (``check_local_state``).
+                when the trees cannot be written; ``untrusted_config`` when one of air's own
+                directories is a link (``check_local_state``).
         """
         options = options or ProjectInitOptions()
         root = Path(os.path.abspath(project_root))
@@ -137,8 +137,8 @@ class ProjectStore:
         Raises:
             AirException: ``not_found`` when ``.air/shared/project.json`` is absent;
                 ``config_error`` when it is unreadable or newer than this air;
-                ``untrusted_config`` when air's own directories are links or git tracks
-                ``.air/local`` (``check_local_state``).
+                ``untrusted_config`` when one of air's own directories is a link
+                (``check_local_state``).
         """
         root = Path(os.path.abspath(project_root))
         check_local_state(str(root))

@@ -5,8 +5,8 @@ memory`` before it reads the knowledge databases. air makes ``.air/local`` itsel
 (``.gitignore``). One that came with a clone (it is in ``HEAD``) holds session databases air
 never wrote (sessions it never ran, tasks it never planned, offered for resuming) and knowledge
 databases whose "fixes" would reach a debugger's prompt and, repeated, be promoted into a rule
-file air trusts; and every merge of a task checks ``HEAD``'s ``.air/local`` out again over air's
-own (a link there, or a deleted directory: the sessions and worktrees gone mid-run). A project
+file air trusts; and a task's merge can check ``HEAD``'s ``.air/local`` out over air's own
+(seen: the session's worktrees deleted mid-run). A project
 that is no git repository, or has no commit yet, has nothing to ask (its trees are still checked
 for links: ``air.session.local_state``). git is asked once per project and process, through
 air's hardened git (``gitsafe``): a clone's own configuration runs nothing.
@@ -26,7 +26,7 @@ _UNTRACKED: set[str] = set()
 """Project roots (real paths) whose ``HEAD`` held nothing under ``.air/local``, in this process."""
 
 
-def _git(root: str, location: GitLocation, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _git(root: str, location: GitLocation | None, *args: str) -> subprocess.CompletedProcess[bytes]:
     return subprocess.run(
         hardened_argv(*args),
         cwd=root,
@@ -42,12 +42,14 @@ def tracked_state(root: str) -> str | None:
     none, ``root`` holds no repository of its own, or it has no commit yet.
 
     Raises:
-        AirException: ``workspace_error`` when the project's git metadata is not its own
-            (``locate_git``) or git cannot list its files.
+        AirException: ``workspace_error`` when git cannot list the files.
     """
     if not os.path.lexists(os.path.join(root, ".git")):
         return None
-    location = locate_git(root, project_root=root)
+    try:
+        location: GitLocation | None = locate_git(root, project_root=root)
+    except AirException:
+        location = None  # a layout air's worktrees refuse (a submodule's): git finds it, read-only
     done = _git(root, location, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".air/local")
     if (
         done.returncode != 0
