@@ -289,19 +289,16 @@ class ContextAssembler:
             else [root / raw, Path(self._project.shared_root) / "plan" / raw]
         )
         for candidate in candidates:
-            real = Path(os.path.realpath(candidate))
-            if real != root and root not in real.parents:
-                raise AirException.of(
-                    kind=ErrorKind.VALIDATION_ERROR,
-                    message=f"context reference {ref!r} points outside the project",
-                    user_action="Point arc_ref/plan_ref at a document inside the project.",
-                )
+            real = _inside(root, candidate, ref)
             if real.is_file():
                 return os.path.relpath(real, root), read_text_file(real).strip()
             if real.is_dir():
+                # a document of the directory is read where it really is: a link named *.md
+                # that leads out of the project is refused like a reference that does
+                docs = [_inside(root, doc, ref) for doc in sorted(real.rglob("*.md"))]
                 parts = [
                     f"### {os.path.relpath(doc, root)}\n{read_text_file(doc).strip()}"
-                    for doc in sorted(real.rglob("*.md"))
+                    for doc in docs
                     if doc.is_file()
                 ]
                 if parts:
@@ -489,3 +486,15 @@ class ContextAssembler:
         if user_instruction and user_instruction.strip():
             parts.append("Instruction: " + user_instruction.strip())
         return "\n\n".join(part for part in parts if part)
+
+
+def _inside(root: Path, path: Path, ref: str) -> Path:
+    """``path`` resolved (links followed); refused unless it lies in the project ``root``."""
+    real = Path(os.path.realpath(path))
+    if real != root and root not in real.parents:
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"context reference {ref!r} points outside the project ({path} -> {real})",
+            user_action="Point arc_ref/plan_ref at documents inside the project (no links out).",
+        )
+    return real

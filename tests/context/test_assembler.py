@@ -323,6 +323,32 @@ async def test_ref_outside_the_project_is_refused(
         assert info.value.user_action
 
 
+async def test_a_document_of_a_ref_directory_that_links_out_is_refused(
+    project: ProjectContext, home_air: Path, tmp_path: Path
+) -> None:
+    """An architecture directory the project ships may hold ``notes.md -> ~/.aws/credentials``:
+    its text never reaches a prompt."""
+    secret = tmp_path / "credentials"
+    secret.write_text("aws_secret_access_key = planted\n")
+    docs = Path(project.project_root) / "docs" / "arch"
+    docs.mkdir(parents=True)
+    (docs / "overview.md").write_text("Tokenizer -> Parser")
+    (docs / "notes.md").symlink_to(secret)
+    with pytest.raises(AirException) as info:
+        await assembler(project, home_air).assemble(inp(task_spec=spec(arc_ref="docs/arch")))
+    assert info.value.kind is ErrorKind.VALIDATION_ERROR
+    assert "notes.md" in info.value.error.message
+    assert "planted" not in str(info.value.error.model_dump())
+    # a link that stays inside the project is read where it leads
+    (docs / "notes.md").unlink()
+    (docs / "notes.md").symlink_to(Path(project.project_root) / "README.md")
+    (Path(project.project_root) / "README.md").write_text("the readme")
+    ctx = await assembler(project, home_air).assemble(inp(task_spec=spec(arc_ref="docs/arch")))
+    [arch] = [x for x in ctx.layers if x.level is PromptLayerLevel.ARCHITECTURE]
+    assert "the readme" in arch.content
+    assert "Tokenizer -> Parser" in arch.content
+
+
 async def test_large_context_goes_to_a_messages_artifact(
     project: ProjectContext, home_air: Path, tmp_path: Path
 ) -> None:
