@@ -34,7 +34,7 @@ from air.projection import InProcessProjectionClient, ProjectionStore, ReplayPla
 from air.store.db import DatabaseManager
 from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents
-from air.ui_urwid.app import TuiApp
+from air.ui_urwid.app import PROMPT_GUARD_S, TuiApp
 from air.ui_urwid.plain import PlainConsole
 
 __all__ = ["ScriptedRuntime", "main", "rss_kib"]
@@ -252,7 +252,12 @@ async def _run(args: argparse.Namespace, stats: dict[str, Any]) -> int:
             await runtime.quit.wait()
             nursery.cancel_scope.cancel(reason="quit")
             return 0
-        app = TuiApp(InProcessProjectionClient(store), runtime, copy_file=args.copy)
+        app = TuiApp(
+            InProcessProjectionClient(store),
+            runtime,
+            copy_file=args.copy,
+            prompt_guard_s=args.prompt_guard,
+        )
 
         async def quit_when_asked() -> None:
             await runtime.quit.wait()
@@ -315,6 +320,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--storm-rate", type=int, default=0)
     parser.add_argument("--storm-seconds", type=float, default=10.0)
     parser.add_argument("--stats", help="write frame and memory statistics here (JSON)")
+    parser.add_argument(
+        "--prompt-guard",
+        type=float,
+        default=PROMPT_GUARD_S,
+        help="seconds a new permission prompt ignores keys (a test of the guard under load "
+        "widens it: its key must land inside the window however slowly tmux answers)",
+    )
     args = parser.parse_args(argv)
     started = time.monotonic()
     stats: dict[str, Any] = {}
