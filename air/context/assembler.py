@@ -87,6 +87,10 @@ class ContextAssembler:
         tool_output_limit: at most this many recent tool/command runs are candidates for L8.
         inline_limit_tokens: above this estimate the context goes to a messages artifact.
         priorities: overrides of the default priority per level.
+        document_refusal: why a plan/architecture document (its real path in the project) may
+            not reach a prompt (a credential, git's or air's own state), or None when it may;
+            the runtime hands in the permission engine's path classes. Without it, any file of
+            the project may.
     """
 
     def __init__(
@@ -102,8 +106,10 @@ class ContextAssembler:
         tool_output_limit: int = 20,
         inline_limit_tokens: int = 32_000,
         priorities: Mapping[PromptLayerLevel, int] | None = None,
+        document_refusal: Callable[[Path], str | None] | None = None,
     ) -> None:
         self._project = project
+        self._document_refusal = document_refusal
         self._loader = loader or PromptLayerLoader()
         self._readers = readers or SessionReaders()
         self._artifact_reader = artifact_reader
@@ -274,6 +280,17 @@ class ContextAssembler:
         ]
         return self._layer(PromptLayerLevel.SAFETY, safety_text(agent_type, files), "permissions")
 
+    def _may_read(self, real: Path, ref: str) -> Path:
+        """``real`` when ``document_refusal`` lets it reach a prompt; else refused."""
+        why = self._document_refusal(real) if self._document_refusal is not None else None
+        if why is not None:
+            raise AirException.of(
+                kind=ErrorKind.PERMISSION_DENIED,
+                message=f"context reference {ref!r}: {real} is no document for a prompt ({why})",
+                user_action="Point arc_ref/plan_ref at the project's own documents.",
+            )
+        return real
+
     def _resolve_doc(self, ref: str) -> tuple[str, str] | None:
         """Resolve a plan/architecture ref: an artifact, or a file/directory in the project."""
         if ref.startswith(("artifact://", "art_")):
@@ -291,11 +308,15 @@ class ContextAssembler:
         for candidate in candidates:
             real = _inside(root, candidate, ref)
             if real.is_file():
+                self._may_read(real, ref)
                 return os.path.relpath(real, root), read_text_file(real).strip()
             if real.is_dir():
                 # a document of the directory is read where it really is: a link named *.md
                 # that leads out of the project is refused like a reference that does
-                docs = [_inside(root, doc, ref) for doc in sorted(real.rglob("*.md"))]
+                docs = [
+                    self._may_read(_inside(root, doc, ref), ref)
+                    for doc in sorted(real.rglob("*.md"))
+                ]
                 parts = [
                     f"### {os.path.relpath(doc, root)}\n{read_text_file(doc).strip()}"
                     for doc in docs

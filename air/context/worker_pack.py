@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 from air.context.assembler import ArtifactTextReader, ContextAssembler
@@ -97,6 +98,7 @@ class WorkerContextBuilder:
         artifact_reader: ArtifactTextReader | None = None,
         role_prompt_dir: str | os.PathLike[str] | None = None,
         user_air_dir: str | os.PathLike[str] | None = None,
+        document_refusal: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.token_budget = token_budget
         self.last: AssembledContext | None = None
@@ -107,6 +109,7 @@ class WorkerContextBuilder:
             readers=readers,
             artifact_reader=artifact_reader,
             user_air_dir=user_air_dir,
+            document_refusal=document_refusal,
         )
 
     @classmethod
@@ -117,12 +120,14 @@ class WorkerContextBuilder:
         role_prompt_dir: str | os.PathLike[str] | None,
         context_window: int | None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        document_refusal: Callable[[Path], str | None] | None = None,
     ) -> WorkerContextBuilder:
         """A builder over an open session (``store``, ``project``, ``artifacts``).
 
         Args:
             context_window: the window of the run's model; ``None`` (a cassette replay, whose
                 model has none) takes ``DEFAULT_CONTEXT_WINDOW``.
+            document_refusal: ``ContextAssembler``'s check of a plan/architecture document.
         """
         artifacts = getattr(session, "artifacts", None)
         return cls(
@@ -135,6 +140,7 @@ class WorkerContextBuilder:
             if artifacts is not None
             else None,
             role_prompt_dir=role_prompt_dir,
+            document_refusal=document_refusal,
         )
 
     def build(self, attempt: Attempt) -> ContextPack:

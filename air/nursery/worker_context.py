@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
@@ -101,7 +102,10 @@ def worker_context(
     from air.context.worker_pack import WorkerContextBuilder
 
     builder = WorkerContextBuilder.for_session(
-        session, role_prompt_dir=ROLE_PROMPTS, context_window=model_window(provider, model)
+        session,
+        role_prompt_dir=ROLE_PROMPTS,
+        context_window=model_window(provider, model),
+        document_refusal=document_refusal(session.project.project_root),
     )
     if not hasattr(provider, "select_model"):
         return builder
@@ -110,6 +114,28 @@ def worker_context(
         builder,
         build_compactor=lambda: session_compactor(session, ledger, provider, lock, rules=rules),
     )
+
+
+def document_refusal(project_root: str) -> Callable[[Path], str | None]:
+    """Why a plan/architecture document may not reach a worker's prompt: what ``fs.read`` treats
+    as protected (credentials, git's internals, system files, air's local state) stays out of
+    prompts too; the project's sources, build outputs and ``.air/shared`` may go in."""
+    from air.contracts.permission import PathCategory
+    from air.security.paths import PathClassifier
+
+    classifier = PathClassifier()
+    shared = os.path.join(os.path.realpath(project_root), ".air", "shared") + os.sep
+    allowed = (PathCategory.PROJECT_SOURCE, PathCategory.PROJECT_BUILD_OUTPUT)
+
+    def refusal(path: Path) -> str | None:
+        found = classifier.classify(str(path), project_root)
+        if found.category in allowed:
+            return None
+        if found.category is PathCategory.AIR_INTERNAL and str(path).startswith(shared):
+            return None
+        return f"{found.category.value}: {found.reason}"
+
+    return refusal
 
 
 def model_window(provider: Any, model: str) -> int | None:
