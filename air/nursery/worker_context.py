@@ -2,12 +2,13 @@
 
 Owns ``worker_context`` (the ``WorkerContextBuilder`` sized by the model's window, wrapped in
 the compaction trigger), ``CompactingContext`` (that trigger: a task's context past the
-compaction threshold compacts the session once and is built again on the summary) and
+compaction threshold compacts the session once and is built again on the summary),
 ``session_compactor`` (the session's ``SessionCompactor`` over the runtime's compaction lock,
-which the Main Agent shares). ``open_runtime()`` builds them. The compaction rules are read
-(and a bad rules file refused) while the runtime opens, as before; ``air.context.compactor``
-is imported and the compactor built only when a task's context first asks for compaction
-(IMPL-BOOT-8).
+which the Main Agent shares) and ``document_refusal`` (which plan/architecture documents may
+reach a worker's prompt: the PathClassifier's classes, as ``fs.read`` has them).
+``open_runtime()`` builds them. The compaction rules are read (and a bad rules file refused)
+while the runtime opens, as before; ``air.context.compactor`` is imported and the compactor
+built only when a task's context first asks for compaction (IMPL-BOOT-8).
 """
 
 from __future__ import annotations
