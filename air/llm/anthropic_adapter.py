@@ -68,14 +68,9 @@ class AnthropicAdapter(ProviderAdapter):
                 reply = anthropic_batches(
                     normalizer, self.failed, content_type, response.read, body.chunks
                 )
-                try:
-                    async with aclosing(reply) as batches:
-                        async for batch in batches:
-                            yield batch
-                except GeneratorExit:  # the caller's turn ended at its final event
-                    await body.drain(failures)
-                    raise
-                await body.drain(failures)
+                async with aclosing(body.through(reply, failures)) as batches:
+                    async for batch in batches:
+                        yield batch
         except anthropic.APIStatusError as exc:
             error = anthropic_status_error(
                 self.provider_id,

@@ -27,13 +27,15 @@ import os
 import select
 import ssl
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from contextlib import asynccontextmanager
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import aclosing, asynccontextmanager
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import h11
 import trio
+
+_T = TypeVar("_T")
 
 __all__ = [
     "DRAIN_BYTES",
@@ -185,6 +187,20 @@ class LeftBody:
         """Read and drop the rest of a body a reader began (``_drain``)."""
         if self._chunks is not None:
             await _drain(self._chunks, failures)
+
+    async def through(
+        self, reader: AsyncGenerator[_T, None], failures: tuple[type[BaseException], ...]
+    ) -> AsyncGenerator[_T, None]:
+        """What ``reader`` (a reader of this body) yields; then, or when the caller stops early
+        (at the model's final event), the rest of the body read and dropped (``drain``)."""
+        try:
+            async with aclosing(reader) as items:
+                async for item in items:
+                    yield item
+        except GeneratorExit:  # the caller's turn ended at its final event
+            await self.drain(failures)
+            raise
+        await self.drain(failures)
 
 
 async def _drain(chunks: AsyncIterator[bytes], failures: tuple[type[BaseException], ...]) -> None:

@@ -139,14 +139,9 @@ class HttpAdapter(ProviderAdapter):
                             yield batch
                     return
                 kept = _KeptReply(response)
-                try:
-                    async with aclosing(read(kept)) as batches:
-                        async for batch in batches:
-                            yield batch
-                except GeneratorExit:  # the caller's turn ended at its final event
-                    await kept.body.drain(self._failures)
-                    raise
-                await kept.body.drain(self._failures)
+                async with aclosing(kept.body.through(read(kept), self._failures)) as batches:
+                    async for batch in batches:
+                        yield batch
         except self._failures as exc:
             yield [self.failed(self.failure_of(exc))]
 

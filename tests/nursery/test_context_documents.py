@@ -5,18 +5,15 @@ documents and ``.air/shared`` still go in."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from air.nursery.worker_context import document_refusal
+from tests.doctor.helpers import air
 from tests.gitrepo import git
 
 REPO = Path(__file__).resolve().parents[2]
 SECRET = "API_TOKEN=planted-7f3e9a1c5b2d"
-CASSETTE = ("--cassette", "cassettes")
 
 
 def test_a_ref_to_a_credential_file_fails_its_task_and_reaches_no_prompt(tmp_path: Path) -> None:
@@ -37,15 +34,7 @@ def test_a_ref_to_a_credential_file_fails_its_task_and_reaches_no_prompt(tmp_pat
     git(root, "commit", "-qm", "calc")
     home = tmp_path / "home"
     home.mkdir()
-    done = subprocess.run(
-        [sys.executable, "-m", "air.cli", *("run", "--headless", "batch.yaml"), *CASSETTE],
-        cwd=root,
-        env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
+    done = air(root, home, "run", "--headless", "batch.yaml", "--cassette", "cassettes")
     assert done.returncode == 1, done.stderr
     assert "fix-tokenizer failed: context reference '.env'" in done.stderr
     assert "credentials" in done.stderr
