@@ -1,15 +1,16 @@
 """The ArchitectureDesigner: the architecture review gate (SDD §14.2, §19.4).
 
-Owns the project's architecture declaration (``.air/shared/architecture.yaml``: the
-architecture documents and the path globs of contracts, schemas, events, package boundaries,
-security and runtime semantics; built-in defaults without it, IMPL-ARCH-1), ``triggers`` (which
-of a change's paths touch the architecture), ``assess_impact`` (one read-only model call through
-the ProviderManager port with the L4 architecture pack; the answer is one of the four result
-classes, an unreadable or failed answer is ``reject_or_escalate``; the decision is recorded as
-durable ``architecture.impact.completed``), ``update_architecture_docs`` (writes only through the
-ToolRegistry port, inside the declared documents' write area, then ``architecture.plan.updated``)
-and ``SchedulerGate``, the adapter the Scheduler holds a worker result on before merge, with
-``PromptConfirm``: a ``requires_user_confirmation`` asked as a permission prompt (the console's).
+Owns the project's architecture declaration (``.air/shared/architecture.yaml``: the architecture
+documents and the path globs of contracts, schemas, events, package boundaries, security and runtime
+semantics; built-in defaults without it, IMPL-ARCH-1), ``triggers`` (which of a change's paths touch
+the architecture), ``assess_impact`` (one read-only model call through the ProviderManager port with
+the L4 architecture pack, which holds only what ``fs.read`` would let a worker read; the answer is
+one of the four result classes, an unreadable or failed answer is ``reject_or_escalate``; the
+decision is recorded as durable ``architecture.impact.completed``), ``update_architecture_docs``
+(writes only through the ToolRegistry port, inside the declared documents' write area, then
+``architecture.plan.updated``) and ``SchedulerGate``, the adapter the Scheduler holds a worker
+result on before merge, with ``PromptConfirm``: a ``requires_user_confirmation`` asked as a
+permission prompt (the console's).
 """
 
 from __future__ import annotations
@@ -271,6 +272,9 @@ class ArchitectureDesigner:
         session_id / project_id: stamped on every event.
         tools: the ToolRegistry port; None makes ``update_architecture_docs`` refuse.
         model: default ``models.select_model(role="architecture")``.
+        document_refusal: why a document (its real path) may not reach the model, or None when
+            it may: the runtime's ``document_refusal`` (what ``fs.read`` refuses a worker, e.g.
+            a declared document linked to ``.env``); without it, any file of the project may.
     """
 
     def __init__(
@@ -283,11 +287,13 @@ class ArchitectureDesigner:
         project_id: str | None,
         tools: ToolPort | None = None,
         model: ModelAssignment | None = None,
+        document_refusal: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.project_root = project_root
         self.session_id = session_id
         self.tools = tools
         self.declaration = load_declaration(project_root)
+        self._refusal = document_refusal or (lambda path: None)
         assignment = model or models.select_model(ModelRequirement(role="architecture"))
         self.turns = TurnRunner(
             events,
@@ -366,7 +372,11 @@ class ArchitectureDesigner:
             for path in sorted(_doc_files(root, pattern)):
                 if used >= _PACK_CHARS:
                     break
-                text = read_text_file(path)[:_DOC_CHARS]
+                # a task may have merged a link here: what fs.read would refuse a worker
+                # (credentials, git's internals, air's local state) never reaches the model
+                why = self._refusal(path.resolve())
+                left = f"(left out: it leads to a protected file, {why})" if why else None
+                text = left or read_text_file(path)[:_DOC_CHARS]
                 used += len(text)
                 pack.append(f"## {path.relative_to(root).as_posix()}\n{text}")
         docs = "\n\n".join(pack) or "(the project declares no architecture documents yet)"

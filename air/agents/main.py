@@ -31,7 +31,8 @@ through the inbox) compacts at once and says the outcome in the conversation.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -105,12 +106,14 @@ class MainAgent:
         history: the conversation so far (``load_conversation`` on reopen).
         max_direct_turns: model calls one direct-mode message may take.
         architect: the ArchitectureDesigner that gates architecture-level plans (SDD §19.4);
-            default one over the same events, models and tools.
+            default one over the same events, models and tools (and ``document_refusal``).
         compactor: the session's compactor (``SessionCompactor``); None: no compaction.
         context_budget: the tokens the conversation of one request may use; default
             ``conversation_budget(model)``.
         steering: sends a correction to the running workers (the ``WorkerManager``); None:
             a correction reaches no running worker (``air.agents.steering``).
+        agent_files: the named agent files (``.air/agents``, IMPL-AGENTFILE-1).
+        document_refusal: the default architect's check of its documents.
     """
 
     def __init__(
@@ -132,6 +135,7 @@ class MainAgent:
         context_budget: int | None = None,
         steering: SteeringPort | None = None,
         agent_files: AgentFiles | None = None,
+        document_refusal: Callable[[Path], str | None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.steering = steering
@@ -168,6 +172,7 @@ class MainAgent:
             project_id=project_id,
             tools=tools,
             model=assignment,
+            document_refusal=document_refusal,
         )
         self.compactor = compactor
         self.context_budget = context_budget or conversation_budget(assignment)

@@ -381,6 +381,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
     from air.agents import MainAgent, load_conversation
     from air.contracts.event import EventFilter
     from air.nursery.task_agents import TaskAgents
+    from air.nursery.worker_context import document_refusal
 
     session = runtime.session
     models = runtime.services.provider
@@ -404,6 +405,7 @@ async def _main_agent(runtime: Any, options: HeadlessOptions) -> Any:
         model=_session_model(runtime, models),
         steering=runtime.runner if hasattr(runtime.runner, "steer") else None,
         agent_files=TaskAgents(runtime.project_root),  # IMPL-AGENTFILE-1
+        document_refusal=document_refusal(runtime.project_root),
     )
     agent.turns.drafts = _Drafts(session)
     await runtime.nursery.start(agent.run)

@@ -298,6 +298,7 @@ def _architecture_gate(
         return None
     from air.agents.architecture import ArchitectureDesigner, PromptConfirm, SchedulerGate
     from air.agents.architecture_record import RecordingGate
+    from air.nursery.worker_context import document_refusal
 
     designer = ArchitectureDesigner(
         events=session.ingestor,
@@ -306,6 +307,7 @@ def _architecture_gate(
         session_id=session.session_id,
         project_id=session.project.project_id,
         tools=registry,
+        document_refusal=document_refusal(root),
     )
     # a confirmed change is recorded in the architecture document, and not held again
     return RecordingGate(

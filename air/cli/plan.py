@@ -199,7 +199,7 @@ def _prompts(root: str, prepared: Any) -> Any:
         context_budget,
     )
     from air.contracts.project import ProjectContext
-    from air.nursery.worker_context import ROLE_PROMPTS, model_window
+    from air.nursery.worker_context import ROLE_PROMPTS, document_refusal, model_window
     from air.session.project import ProjectStore
 
     project = ProjectStore().locate(root)
@@ -217,6 +217,7 @@ def _prompts(root: str, prepared: Any) -> Any:
         readers=SessionReaders(),
         token_budget=context_budget(window or DEFAULT_CONTEXT_WINDOW, DEFAULT_MAX_OUTPUT_TOKENS),
         role_prompt_dir=ROLE_PROMPTS,
+        document_refusal=document_refusal(root),  # what the run would refuse, refused here
     )
 
     def build(spec: Any) -> tuple[str, str]:

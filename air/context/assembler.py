@@ -87,10 +87,10 @@ class ContextAssembler:
         tool_output_limit: at most this many recent tool/command runs are candidates for L8.
         inline_limit_tokens: above this estimate the context goes to a messages artifact.
         priorities: overrides of the default priority per level.
-        document_refusal: why a plan/architecture document (its real path in the project) may
-            not reach a prompt (a credential, git's or air's own state), or None when it may;
-            the runtime hands in the permission engine's path classes. Without it, any file of
-            the project may.
+        document_refusal: why a plan/architecture document, rules or instruction file (its real
+            path in the project) may not reach a prompt (a credential, git's or air's own
+            state), or None when it may; the runtime hands in the permission engine's path
+            classes. Without it, any file of the project may.
     """
 
     def __init__(
@@ -234,7 +234,8 @@ class ContextAssembler:
                 self._layer(PromptLayerLevel.ROLE, agent.persona.strip(), f"agent:{agent.name}")
             )
         layers.append(self._safety_layer(input.agent_type))
-        layers.extend(self._adopt(x) for x in self._loader.load_project_rules(self._project))
+        rules = self._loader.load_project_rules(self._project, self._document_refusal)
+        layers.extend(self._adopt(x) for x in rules)
         if spec is not None:
             for label, ref in (
                 ("architecture", spec.context_refs.arc_ref),

@@ -195,14 +195,19 @@ class PromptLayerLoader:
         name = f"role-{role.value}.md"
         return _layer(PromptLayerLevel.ROLE, builtin_resource(name).strip(), f"builtin:{name}")
 
-    def load_project_rules(self, project: ProjectContext) -> list[PromptLayer]:
+    def load_project_rules(
+        self,
+        project: ProjectContext,
+        refusal: Callable[[Path], str | None] | None = None,
+    ) -> list[PromptLayer]:
         """L3: one layer per ``<shared_root>/rules/*.md`` file, in name order, then one per
         project instruction file (``AGENTS.md``, ``CLAUDE.md`` at the project root) that
-        exists; empty files are skipped.
+        exists; empty files are skipped. ``refusal`` (the runtime's ``document_refusal``) says
+        why a file's real path may not reach a prompt (``AGENTS.md -> .env``).
 
         Raises:
-            AirException: ``config_error`` when a rules or instruction file cannot be read or
-                resolves outside the project.
+            AirException: ``config_error`` when a rules or instruction file cannot be read,
+                resolves outside the project, or leads to a file ``refusal`` refuses.
         """
         rules_dir = Path(project.shared_root) / "rules"
         paths = sorted(rules_dir.glob("*.md")) if rules_dir.is_dir() else []
@@ -219,6 +224,16 @@ class PromptLayerLoader:
                 raise AirException.of(
                     kind=ErrorKind.CONFIG_ERROR,
                     message=f"{path} points outside the project (to {real})",
+                    user_action=f"Replace the link {path} with a regular file, or remove it.",
+                )
+            # only a link can lead elsewhere (the names themselves are the user's trusted
+            # files); the classes load no pydantic model before the first request otherwise
+            linked = real != root / os.path.relpath(path, project.project_root)
+            why = refusal(real) if refusal is not None and linked else None
+            if why is not None:
+                raise AirException.of(
+                    kind=ErrorKind.CONFIG_ERROR,
+                    message=f"{path} leads to {real}, which may not reach a prompt ({why})",
                     user_action=f"Replace the link {path} with a regular file, or remove it.",
                 )
             text = read_text_file(path).strip()

@@ -26,6 +26,7 @@ from air.agents.architecture import (
 from air.contracts.error import AirException
 from air.contracts.task import TaskSpec
 from air.contracts.task_results import SchedulerRunResult
+from air.nursery.worker_context import document_refusal
 from air.testing.fake_runner import FakeStep
 from air.testing.recording import RecordingProvider
 from tests.agents.conftest import AgentEnv, json_turn, spec, text_turn, wait_until
@@ -61,7 +62,7 @@ def impact(result_class: str, summary: str = "finding") -> Any:
     return json_turn({"result_class": result_class, "summary": summary})
 
 
-def designer(env: AgentEnv, models: Any) -> ArchitectureDesigner:
+def designer(env: AgentEnv, models: Any, **kwargs: Any) -> ArchitectureDesigner:
     return ArchitectureDesigner(
         events=env.session.ingestor,
         models=models,
@@ -69,6 +70,7 @@ def designer(env: AgentEnv, models: Any) -> ArchitectureDesigner:
         session_id=env.session.session_id,
         project_id=env.project.project_id,
         tools=env.registry,
+        **kwargs,
     )
 
 
@@ -147,6 +149,34 @@ async def test_a_document_linked_out_of_the_project_never_reaches_the_model(
     await d.assess_impact(ArchitectureChange(origin="plan", summary="s"))
     assert "# C4 context" in models.text(0)
     assert "TOP-SECRET-KEY" not in models.text(0)
+
+
+async def test_a_document_linked_to_a_protected_file_never_reaches_the_model(
+    env: AgentEnv,
+) -> None:
+    """A task may merge links into the declared docs (``docs/architecture/`` is the project's
+    own): one to ``.env``, one to git's config (a remote URL may hold a token), one into air's
+    local state. The designer reads what ``fs.read`` would let a worker read, nothing else."""
+    (env.root / ".env").write_text("API_TOKEN=TOP-SECRET-ENV\n")
+    git_config = env.root / ".git" / "config"
+    git_config.write_text(git_config.read_text() + "# TOP-SECRET-GIT\n")
+    (env.root / ".air" / "local" / "notes.md").write_text("TOP-SECRET-LOCAL\n")
+    docs = env.root / "docs" / "architecture"
+    docs.mkdir(parents=True)
+    (docs / "env.md").symlink_to("../../.env")
+    (docs / "git.md").symlink_to("../../.git/config")
+    (docs / "local.md").symlink_to("../../.air/local/notes.md")
+    (docs / "c4.md").write_text("# C4 context\n")
+    (docs / "same.md").symlink_to("c4.md")
+    models = Recording(env.cassette(impact("silent_continue")))
+    d = designer(env, models, document_refusal=document_refusal(str(env.root)))
+    await d.assess_impact(ArchitectureChange(origin="plan", summary="s"))
+    seen = models.text(0)
+    assert "# C4 context" in seen
+    assert "## docs/architecture/same.md\n# C4 context" in seen  # a link inside is followed
+    for secret in ("TOP-SECRET-ENV", "TOP-SECRET-GIT", "TOP-SECRET-LOCAL"):
+        assert secret not in seen
+    assert "## docs/architecture/env.md\n(left out: it leads to a protected file" in seen
 
 
 # -- the plan path (Main Agent) -------------------------------------------------------------

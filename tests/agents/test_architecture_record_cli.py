@@ -172,3 +172,61 @@ def test_a_confirmed_change_updates_the_architecture_document_and_is_not_held_ag
     (completed,) = _events(root, "task.completed")
     assert completed["task_id"] == "bump"
     assert (root / "src" / "contracts" / "api.py").read_text() == "VERSION = 2\n"
+
+
+def test_the_console_s_designer_reads_no_protected_file_through_a_declared_document(
+    tmp_path: Path,
+) -> None:
+    """The Main Agent's architect (the plan path, in the console) gets the runtime's document
+    check too: a declared document linked to ``.env`` is named, left out, never sent."""
+    from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
+
+    systems: list[str] = []
+    main_turns = [
+        '{"intent": "task"}',
+        json.dumps({"summary": "Bump the API.", "needs_plan": True, "tasks": [TASK]}),
+    ]
+
+    def model(wire: str, body: dict[str, Any]) -> Reply:
+        system = json.dumps(body.get("system"))
+        if "result_class" in system:
+            systems.append(system)
+            verdict = {"result_class": "reject_or_escalate", "summary": "VERDICT-REJECTED"}
+            return Reply(chunks=anthropic_sse(Turn(text=[json.dumps(verdict)])))
+        return Reply(chunks=anthropic_sse(Turn(text=[main_turns.pop(0)])))
+
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (root / "docs" / "design").mkdir(parents=True)
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / "docs" / "design" / "c4.md").write_text("# C4 context\n")
+    (root / "docs" / "design" / "env.md").symlink_to("../../.env")
+    (root / ".env").write_text("API_TOKEN=planted-c0ffee\n")
+    (root / ".gitignore").write_text(".air/local/\n.env\n")
+    with LocalServer(model=model) as server:
+        (root / ".air" / "shared" / "architecture.yaml").write_text(
+            "docs: [docs/design]\nareas:\n  contracts: ['src/contracts/**']\n"
+        )
+        (root / ".air" / "shared" / "models.yaml").write_text(
+            "default: local/claude-test\nproviders:\n  local:\n    kind: anthropic\n"
+            f"    base_url: {server.url}\n    auth_ref: AIR_TEST_PROVIDER_KEY\n    models:\n"
+            "      claude-test: {context_window: 32768, max_output_tokens: 4096}\n"
+        )
+        git(root, "init", "-q")
+        git(root, "add", "-A")
+        git(root, "commit", "-qm", "design docs")
+        trust_project(root, home)
+        done = subprocess.run(
+            _air("run", str(root), "--plain"),
+            input="bump the API version\n",
+            env={**_env(home), "AIR_TEST_PROVIDER_KEY": "k-test"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "VERDICT-REJECTED" in done.stdout
+    [system] = systems
+    assert "# C4 context" in system
+    assert "## docs/design/env.md\\n(left out: it leads to a protected file" in system
+    assert "planted-c0ffee" not in system

@@ -49,12 +49,14 @@ class Model:
     def __init__(self, verdict: str) -> None:
         self.verdict = verdict
         self.designer_calls = 0
+        self.designer_systems: list[str] = []
         self.worker_tasks: list[str] = []
 
     def __call__(self, wire: str, body: dict[str, Any]) -> Reply:
         system = json.dumps(body.get("system"))
         if "result_class" in system:
             self.designer_calls += 1
+            self.designer_systems.append(system)
             answer = {"result_class": self.verdict, "summary": f"VERDICT-{self.verdict}"}
             return Reply(chunks=anthropic_sse(Turn(text=[json.dumps(answer)])))
         first = json.dumps(body["messages"][0])
@@ -180,6 +182,30 @@ async def test_a_held_verdict_blocks_the_task_unmerged(env: Path, verdict: str, 
         assert changed[0]["requirement_id"] == impact["requirement_id"]
     else:
         assert changed == []
+
+
+async def test_the_designer_reads_no_protected_file_through_a_declared_document(
+    env: Path,
+) -> None:
+    """A declared documents directory holding a link to ``.env`` (a task may merge one): the
+    designer's request names it left out and never carries the file's text."""
+    model = Model("silent_continue")
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=True)
+        (root / ".air" / "shared" / "architecture.yaml").write_text(
+            DECLARATION.replace("[docs/architecture.md]", "[docs/architecture.md, docs/design]")
+        )
+        trust_project(root)
+        (root / ".env").write_text("API_TOKEN=planted-4b1d9e\n")
+        (root / "docs" / "design").mkdir()
+        (root / "docs" / "design" / "env.md").symlink_to("../../.env")
+        (root / "docs" / "design" / "c4.md").write_text("# C4 context\n")
+        result, _, _ = await _run(root, only_first=True)
+    assert str(result.status) == "completed"
+    [system] = model.designer_systems
+    assert "# C4 context" in system
+    assert "## docs/design/env.md\\n(left out: it leads to a protected file" in system
+    assert "planted-4b1d9e" not in system
 
 
 async def test_no_declaration_no_gate_no_extra_model_call(env: Path) -> None:
