@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
 
-from air.contracts.permission import CommandCategory, PermissionAction, RiskLevel
+from air.contracts.permission import CommandCategory, PathCategory, PermissionAction, RiskLevel
 
 if TYPE_CHECKING:  # built at the first permission check (IMPL-BOOT-12)
     from air.contracts.permission_records import (
@@ -53,6 +53,16 @@ class Evaluation(NamedTuple):
     decision: PermissionDecision
     items: list[Item]
     command: CommandRiskAnalysis | None = None
+
+    @property
+    def credential_reads(self) -> tuple[str, ...]:
+        """The credential paths the call reads (resolved; ``DIR/**`` for a tree): once the call
+        is allowed (a sensitive grant or rule), its command may see them (IMPL-SBX-3)."""
+        return tuple(
+            i.key
+            for i in self.items
+            if i.kind == "read" and i.path and i.path.category == PathCategory.CREDENTIALS
+        )
 
     @property
     def pending(self) -> list[Item]:

@@ -22,6 +22,7 @@ import trio
 
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import new_id
+from air.tools.credential_files import hidden_credentials
 from air.tools.limits import LimitWatch, resource_limit_error
 from air.tools.registry import is_cancellation
 from air.tools.run import ToolRun
@@ -128,6 +129,7 @@ class SandboxedCommandRunner:
         watched = WatchedCommand()
         try:
             with command_space(run) as space:
+                space.hidden = await hidden_credentials(workspace, run.revealed)
                 spawn = sandboxed_spawn(
                     self.sandbox, command, workspace, real_cwd, env, space, watched
                 )

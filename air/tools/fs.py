@@ -24,7 +24,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.security.paths import is_within
+from air.security.paths import is_within, names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
@@ -157,10 +157,15 @@ def _search(
         # fwalk never follows a link to a directory and checks each opened directory is the
         # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
         for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
+            # credential files are fs.read's to ask for, never a search's to show (IMPL-SBX-3)
             dirnames[:] = sorted(
-                d for d in dirnames if d not in (".git", ".air", "node_modules", ".venv")
+                d
+                for d in dirnames
+                if d not in (".git", ".air", "node_modules", ".venv") and not names_credentials(d)
             )
             for name in sorted(filenames):
+                if names_credentials(name):
+                    continue
                 full = os.path.normpath(os.path.join(start, dirpath, name))
                 try:
                     fd = os.open(

@@ -222,10 +222,15 @@ class ToolRegistry:
             )
             return
         request = permission_request(definition, entry.paths, input, context)
-        decision = await self.engine.evaluate(request)
+        evaluation = self.engine.explain(request)
+        decision = evaluation.decision
         await self.engine.record(decision, request, tool_run_id=tool_run_id)
         run = ToolRun(
-            tool_run_id=tool_run_id, definition=definition, context=context, registry=self
+            tool_run_id=tool_run_id,
+            definition=definition,
+            context=context,
+            registry=self,
+            revealed=evaluation.credential_reads,
         )
 
         action = decision.action

@@ -101,6 +101,9 @@ class ToolRun:
     """Evidence the executor recorded (``evidence.created``); attached to the result."""
     events: trio.MemorySendChannel[ToolEvent] | None = None
     """Where ``stream`` sends progress (set by the registry for streaming tools)."""
+    revealed: tuple[str, ...] = ()
+    """The credential paths the call's permission decision lets it read (a sensitive grant or
+    rule); every other credential file of the workspace is hidden from its commands."""
 
     @property
     def redactor(self) -> SecretRedactor:

@@ -4,8 +4,9 @@ Owns ``SandboxRunner`` (the bwrap argv of one command: user namespace, every cap
 no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces, the seccomp filter of
 ``air.tools.seccomp``; a filesystem made only of the allowlisted system paths read-only,
 generated ``/etc/passwd``/``/etc/group``, the workspace read-write with its git metadata
-read-only (``pin_protected``) and ``.air`` hidden under an empty read-only tmpfs, a fresh tmpfs
-HOME and a private /tmp; the rlimits of ``air.tools.limits`` set before the command) and
+read-only (``pin_protected``), ``.air`` hidden under an empty read-only tmpfs and the user's
+credential files under ``/dev/null`` (``air.tools.credential_files``), a fresh tmpfs HOME and a
+private /tmp; the rlimits of ``air.tools.limits`` set before the command) and
 ``sandbox_environment`` (the environment allowlist). Whether bwrap works here is
 ``air.tools.sandbox_check``; the spawn is ``air.tools.sandbox_spawn``.
 Decisions: IMPL-SBX-1 .. IMPL-SBX-5, IMPL-SBX-8 in docs/decisions.md.
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from air.security.redact import looks_secret_name
@@ -207,6 +208,25 @@ def _protected_binds(
     return args
 
 
+def _hiding(workspace: str, paths: Sequence[str]) -> list[str]:
+    """The mounts that hide ``paths`` (IMPL-SBX-3); an entry no longer inside ``workspace`` or
+    no longer a plain file or directory (swapped since the scan) is hidden as what it is now or
+    not at all: a link is never a mount point."""
+    args: list[str] = []
+    for path in paths:
+        try:
+            mode = os.lstat(path).st_mode
+        except OSError:
+            continue
+        if not _inside(path, workspace) or path == workspace:
+            continue
+        if stat.S_ISDIR(mode):
+            args += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
+        elif stat.S_ISREG(mode):
+            args += ["--ro-bind", "/dev/null", path]
+    return args
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
 
@@ -265,6 +285,7 @@ class SandboxRunner:
         seccomp_fd: int | None = None,
         limits: ResourceLimits | None = None,
         read_only: bool = False,
+        hidden: Sequence[str] = (),
     ) -> list[str]:
         """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
@@ -278,6 +299,9 @@ class SandboxRunner:
             seccomp_fd: a readable fd holding ``seccomp_program()``.
             limits: the rlimits set before the command (default: ``ResourceLimits()``).
             read_only: the workspace path holds the read-only view (``CommandSpace``).
+            hidden: credential files and directories in the workspace the command may not see
+                (``air.tools.credential_files``): ``/dev/null`` over a file, an empty read-only
+                tmpfs over a directory.
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -332,9 +356,10 @@ class SandboxRunner:
             ws,
         ]
         args += _protected_binds(ws, pinned, read_only=read_only)
-        hidden = os.path.realpath(os.path.join(ws, _HIDDEN))
-        if _inside(hidden, ws) and hidden != ws and os.path.isdir(hidden):
-            args += ["--perms", "0555", "--tmpfs", hidden, "--remount-ro", hidden]
+        state = os.path.realpath(os.path.join(ws, _HIDDEN))
+        if _inside(state, ws) and state != ws and os.path.isdir(state):
+            args += ["--perms", "0555", "--tmpfs", state, "--remount-ro", state]
+        args += _hiding(ws, hidden)
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]

@@ -1,11 +1,11 @@
 """Starting a sandboxed command: what it holds on the host, the spawn, the running process.
 
-Owns ``CommandSpace`` (one command's limits, pids cgroup and, for a task without a write area,
-the read-only view of ``air.tools.task_view``), ``open_sandboxed`` (the synchronous spawn: the
-generated files and the seccomp filter in memfds, the pinned git metadata as O_PATH fds) and
-``SandboxProcess`` with ``start_sandboxed`` (the running command with its output streams, spawned
-on the thread that runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not
-as long as an idle worker thread; IMPL-SBX-2).
+Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see and,
+for a task without a write area, the read-only view of ``air.tools.task_view``), ``open_sandboxed``
+(the synchronous spawn: the generated files and the seccomp filter in memfds, the pinned git
+metadata as O_PATH fds) and ``SandboxProcess`` with ``start_sandboxed`` (the running command with
+its output streams, spawned on the thread that runs the Trio loop so that ``--die-with-parent``
+lasts as long as air and not as long as an idle worker thread; IMPL-SBX-2).
 """
 
 from __future__ import annotations
@@ -42,6 +42,8 @@ class CommandSpace:
     def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
         self.limits = limits
         self.view_dir = view_dir
+        self.hidden: tuple[str, ...] = ()
+        """The credential files and directories the command may not see (IMPL-SBX-3)."""
         self._unshare: str | None = None
         if view_dir is not None:
             self._unshare = check_view_available()
@@ -122,6 +124,7 @@ def open_sandboxed(
             seccomp_fd=seccomp_fd,
             limits=space.limits if space is not None else None,
             read_only=space is not None and space.read_only,
+            hidden=space.hidden if space is not None else (),
         )
         if space is not None:
             argv = space.wrap(argv, os.path.realpath(workspace))

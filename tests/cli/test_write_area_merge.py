@@ -241,14 +241,14 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     (root / "build").mkdir(parents=True)
     home.mkdir()
     git(root, "init", "-q", "-b", "main")
-    (root / ".gitignore").write_text("build/\n.env.local\ncas/\n*.yaml\n.air/local/\n")
+    (root / ".gitignore").write_text("build/\nsettings.local\ncas/\n*.yaml\n.air/local/\n")
     (root / "clean.py").write_text(
-        "import os\nos.unlink('build/cache.bin')\nos.unlink('.env.local')\n"
+        "import os\nos.unlink('build/cache.bin')\nos.unlink('settings.local')\n"
     )
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
     (root / "build" / "cache.bin").write_bytes(b"\x00built\xff" * 100)
-    (root / ".env.local").write_text("LOCAL=1\n")
+    (root / "settings.local").write_text("LOCAL=1\n")
     (root / "batch.yaml").write_text(
         "version: 1\ntasks:\n  - id: clean\n    title: Clean the build\n"
     )
@@ -262,14 +262,14 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     )
     assert proc.returncode == 0, proc.stderr
     assert not (root / "build" / "cache.bin").exists()  # the task deleted them
-    assert not (root / ".env.local").exists()
+    assert not (root / "settings.local").exists()
     listed = _air(root, env, "restore", "--list", "--json")
     snaps = [json.loads(line) for line in listed.stdout.splitlines() if line]
     assert [(s["reason"], s["task_id"]) for s in snaps] == [("before task", "clean")]
-    for rel in ("build/cache.bin", ".env.local"):
+    for rel in ("build/cache.bin", "settings.local"):
         restored = _air(root, env, "restore", rel)
         assert restored.returncode == 0, restored.stderr
     assert (root / "build" / "cache.bin").read_bytes() == b"\x00built\xff" * 100
-    assert (root / ".env.local").read_text() == "LOCAL=1\n"
+    assert (root / "settings.local").read_text() == "LOCAL=1\n"
     # the user's branch and index are untouched (air's own .air/ is new, as in any project)
     assert git(root, "status", "--porcelain", "--", ".", ":(exclude).air") == ""

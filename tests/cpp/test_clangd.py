@@ -161,3 +161,34 @@ async def test_the_memory_bound_applies_and_a_dead_clangd_is_a_clear_error(tmp_p
     assert caught.value.kind == "tool_error"
     assert "exited" in caught.value.error.message
     assert _gone(pids[0])
+
+
+async def test_clangd_and_its_configure_never_read_the_user_s_credential_files(
+    cpp_env: Env,
+) -> None:
+    """IMPL-SBX-3 in both of the tool's sandboxes: cmake's configure and clangd's own reads (an
+    ``#include`` of ``.env``) see an empty file; the file on the host is unchanged."""
+    (cpp_env.root / ".env").write_text("int planted_value = 7;\n")
+    (cpp_env.root / ".gitignore").write_text("build/\n.env\n")
+    cmake = cpp_env.root / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text()
+        + 'file(READ "${CMAKE_SOURCE_DIR}/.env" SEEN)\n'
+        + 'file(WRITE "${CMAKE_BINARY_DIR}/seen.txt" "[${SEEN}]")\n'
+    )
+    (cpp_env.root / "spread" / "leak.cpp").write_text(
+        '#include "../.env"\nint use() { return planted_value; }\n'
+    )
+    with trio.fail_after(120):
+        result = await cpp_env.registry.call(
+            "cpp.clangd",
+            {"file": "spread/leak.cpp", "line": 2, "column": 21},
+            cpp_env.ctx(agent_id="ag_1"),
+        )
+    assert result.status == "ok", result.error
+    out = result.output
+    assert isinstance(out, dict)
+    assert (cpp_env.root / "build" / "seen.txt").read_text() == "[]"  # configure saw nothing
+    assert out["definition"] == [], out  # clangd found no planted_value in an empty .env
+    assert "planted_value" in str(out["diagnostics"])  # ... and says it is undeclared
+    assert (cpp_env.root / ".env").read_text() == "int planted_value = 7;\n"

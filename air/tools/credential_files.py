@@ -1,0 +1,145 @@
+"""The user's credential files in a workspace, which no sandboxed command sees.
+
+Owns ``credential_files`` (the files and directories of a workspace named like credentials by
+the PathClassifier — ``.env``, ``.netrc``, ``*.pem``, ``credentials.json``, ``.aws/`` ... — that
+git does not track: the user's own secrets beside the project) and ``hidden_credentials`` (those
+a command of one tool call may not see: all of them but the ones its permission decision let it
+read, with a sensitive grant or rule). The sandbox binds ``/dev/null`` over each such file and an
+empty read-only tmpfs over each such directory (``SandboxRunner.argv``).
+
+Why: ``fs.read .env`` asks as sensitive, but ``grep -r KEY .``, ``cat .en*``, ``make`` or a test
+read the file without naming it, and the analyzer cannot know; hiding the file is the one check
+that holds for every command. A tracked file is in the repository's history, which any command
+may read with ``git show`` (and builds need their fixtures: ``tests/certs/server.pem``), so it
+stays; a linked worktree holds only tracked files and what its task made, so it hides nothing.
+Package and build trees (``site-packages``, ``node_modules``, a venv, ``build``) are not the
+user's secrets (certifi's ``cacert.pem``) and are not searched. The scan runs in a thread,
+through git's own listing of untracked entries where there is a repository, and is kept for
+``FRESH_S`` per workspace (IMPL-SBX-3).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+
+import trio
+
+from air.contracts.error import AirException
+from air.security.paths import BUILD_DIR_NAMES, is_within, names_credentials
+from air.workspace.gitsafe import git_environment, hardened_argv, locate_git
+
+__all__ = ["FRESH_S", "credential_files", "hidden_credentials"]
+
+FRESH_S = 5.0
+"""How long one scan of a workspace stands (a credential file the user adds mid-task is hidden
+from the next command after this)."""
+
+_PACKAGE_DIRS = frozenset({"site-packages", "dist-packages", ".air", ".git"})
+_found: dict[str, tuple[float, tuple[str, ...]]] = {}
+_lock = threading.Lock()
+
+
+def _skipped(name: str) -> bool:
+    """A directory that holds packages, build outputs or air's and git's own state."""
+    return (
+        name in _PACKAGE_DIRS
+        or name in BUILD_DIR_NAMES
+        or name.startswith(("cmake-build-", "build-"))
+        or name.endswith(".egg-info")
+    )
+
+
+def _walk(top: str, found: list[str]) -> None:
+    """Credential-named files and directories below ``top`` (links are neither followed nor
+    listed: a link's target outside the workspace is not in the sandbox at all)."""
+    for dirpath, dirnames, filenames in os.walk(top):
+        if "pyvenv.cfg" in filenames:  # a virtual environment, whatever its name
+            dirnames[:] = []
+            continue
+        keep = []
+        for name in dirnames:
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full) or _skipped(name):
+                continue
+            if names_credentials(name):
+                found.append(full)
+            else:
+                keep.append(name)
+        dirnames[:] = keep
+        for name in filenames:
+            full = os.path.join(dirpath, name)
+            if names_credentials(name) and not os.path.islink(full):
+                found.append(full)
+
+
+def _untracked(workspace: str) -> list[str] | None:
+    """git's untracked entries of ``workspace`` (ignored ones included; a wholly untracked
+    directory as one ``dir/``), relative; None when git cannot list them here."""
+    try:
+        location = locate_git(workspace, project_root=workspace)
+    except AirException:
+        return None
+    try:
+        done = subprocess.run(
+            hardened_argv("ls-files", "-z", "--others", "--directory", "--no-empty-directory"),
+            cwd=workspace,
+            env=git_environment(location),
+            capture_output=True,
+            timeout=120,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None  # no git here after all, or it hung: the walk finds the same files
+    if done.returncode != 0:
+        return None
+    return [e.decode("utf-8", "surrogateescape") for e in done.stdout.split(b"\0") if e]
+
+
+def _scan(workspace: str) -> tuple[str, ...]:
+    dot_git = os.path.join(workspace, ".git")
+    if os.path.isfile(dot_git) and not os.path.islink(dot_git):
+        return ()  # a linked worktree: tracked files and its task's own
+    entries = _untracked(workspace) if os.path.isdir(dot_git) else None
+    found: list[str] = []
+    if entries is None:
+        _walk(workspace, found)
+        return tuple(found)
+    for entry in entries:
+        full = os.path.join(workspace, entry.rstrip("/"))
+        name = os.path.basename(full)
+        parent = os.path.relpath(os.path.dirname(full), workspace).split(os.sep)
+        if os.path.islink(full) or any(_skipped(p) for p in parent) or _skipped(name):
+            continue
+        if names_credentials(name):
+            found.append(full)
+        elif entry.endswith("/") and not os.path.isfile(os.path.join(full, "pyvenv.cfg")):
+            _walk(full, found)
+    return tuple(found)
+
+
+def credential_files(workspace: str) -> tuple[str, ...]:
+    """The untracked credential files and directories of ``workspace`` (a real path), as real
+    paths; the last scan's answer while it is younger than ``FRESH_S``. Blocking: call it in a
+    thread."""
+    now = time.monotonic()
+    with _lock:
+        kept = _found.get(workspace)
+    if kept is not None and now - kept[0] < FRESH_S:
+        return kept[1]
+    found = _scan(workspace)
+    with _lock:
+        _found[workspace] = (now, found)
+    return found
+
+
+async def hidden_credentials(workspace: str, revealed: Sequence[str] = ()) -> tuple[str, ...]:
+    """What a command in ``workspace`` may not see: its credential files but those ``revealed``
+    (the credential paths the call's permission decision allowed it to read; a tree read
+    ``DIR/**`` reveals what is below ``DIR``)."""
+    found = await trio.to_thread.run_sync(lambda: credential_files(os.path.realpath(workspace)))
+    shown = [r.removesuffix("/**") for r in revealed]
+    return tuple(p for p in found if not any(is_within(p, r) for r in shown))

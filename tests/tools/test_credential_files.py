@@ -1,0 +1,141 @@
+"""The user's credential files beside a project are out of every sandboxed command's sight
+(IMPL-SBX-3): ``fs.read .env`` asks as sensitive, and now ``grep -r``, a glob, ``find -exec``,
+a Makefile or ``fs.search`` cannot read the file without naming it either; a sensitive grant
+shows the command exactly what it granted; tracked fixtures and package trees stay visible.
+Real bubblewrap, real git, a real session."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import trio
+
+from air.security.engine import PermissionEngine
+from air.security.paths import PathClassifier
+from air.security.policy import parse_policy
+from air.tools.credential_files import credential_files, hidden_credentials
+from tests.gitrepo import git
+from tests.tools.conftest import Env
+
+# plain values no redaction pattern knows: only hiding keeps them out
+SECRETS = {
+    ".env": "DEPLOY=planted-env-41\n",
+    ".netrc": "machine example.com login me password planted-netrc-42\n",
+    "config/credentials.json": '{"x": "planted-json-43"}\n',
+    ".aws/config": "[default]\nregion = planted-aws-44\n",
+    "keys/deploy.pem": "planted-pem-45\n",
+}
+TRACKED_FIXTURE = "tests/certs/server.pem"
+
+
+def _plant(root: Path) -> None:
+    for rel, text in SECRETS.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    (root / TRACKED_FIXTURE).parent.mkdir(parents=True)
+    (root / TRACKED_FIXTURE).write_text("fixture-cert-visible\n")
+    venv = root / "venv2"
+    (venv / "lib" / "site-packages" / "certifi").mkdir(parents=True)
+    (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (venv / "lib" / "site-packages" / "certifi" / "cacert.pem").write_text("ca-bundle-visible\n")
+    (root / "walk.py").write_text(
+        "import os\nfor d, _, names in os.walk('.'):\n    for n in names:\n"
+        "        with open(os.path.join(d, n), errors='replace') as f:\n"
+        "            print(f.read())\n"
+    )
+    (root / "Makefile").write_text(
+        "all:\n\t@cat .env config/credentials.json || true\nwalk:\n\t@python3 walk.py\n"
+    )
+    (root / ".gitignore").write_text(".env\n.netrc\nconfig/\n.aws/\nkeys/\nvenv2/\n")
+    git(root, "add", ".gitignore", "Makefile", "walk.py", TRACKED_FIXTURE, "src")
+    git(root, "commit", "-qm", "project")
+
+
+def _planted(text: str) -> list[str]:
+    return [marker for marker in ("planted-",) if marker in text]
+
+
+async def _out(env: Env, command: str, **ctx: object) -> str:
+    envelope = await env.registry.call("shell.run", {"command": command}, env.ctx(**ctx))
+    assert envelope.status == "ok", (command, envelope.error)
+    output = envelope.output
+    assert isinstance(output, dict)
+    return str(output["stdout"]) + str(output["stderr"])
+
+
+@pytest.mark.parametrize("view", [False, True], ids=["writer", "read-only view"])
+async def test_no_command_reads_an_untracked_credential_file(env: Env, view: bool) -> None:
+    _plant(env.root)
+    ctx: dict[str, object] = {"headless": True, "write_area": [] if view else None}
+    for command in (
+        "grep -r planted . || true",
+        "cat .en* .ne* config/* keys/* .a*/* 2>&1 || true",
+        "find . -type f | xargs cat 2>&1 || true",
+        "make -s",  # a build runs what the project says: here, a walk reading every file
+        "make -s walk",
+    ):
+        seen = await _out(env, command, **ctx)
+        assert _planted(seen) == [], (command, seen)
+    everything = await _out(env, "grep -r visible . || true", **ctx)
+    assert "fixture-cert-visible" in everything  # a tracked fixture is in git's history anyway
+    assert "ca-bundle-visible" in everything  # a package tree is nobody's secret
+    listing = await _out(env, "ls -a", **ctx)
+    assert ".env" in listing  # hidden is empty, not gone: the project's layout is unchanged
+    for rel, text in SECRETS.items():  # and nothing was changed on the host
+        assert (env.root / rel).read_text() == text
+    # fs.search shows no credential-named file at all (fs.read asks for each, tracked or not)
+    found = await env.registry.call("fs.search", {"pattern": "planted|hello"}, env.ctx(**ctx))
+    assert found.status == "ok"
+    assert isinstance(found.output, dict)
+    assert [m["path"] for m in found.output["matches"]] == ["src/app.py"]
+
+
+async def test_a_sensitive_grant_shows_the_command_what_it_granted(tmp_path: Path) -> None:
+    rules = "rules:\n  - action: allow\n    path: '.env'\n    sensitive: true\n"
+    engine = PermissionEngine(
+        policy=parse_policy(rules, "permissions.yaml"),
+        classifier=PathClassifier(home=str(tmp_path / "home")),
+    )
+    env = Env(tmp_path, engine=engine)
+    try:
+        _plant(env.root)
+        seen = await _out(env, "cat .env; grep -r planted . || true", headless=True)
+        assert "DEPLOY=planted-env-41" in seen  # named and granted
+        assert seen.count("planted-") == 2  # .env read twice; nothing else
+        refused = await env.registry.call(
+            "shell.run", {"command": "cat .netrc"}, env.ctx(headless=True)
+        )
+        assert refused.status == "denied"  # not granted: asked, and headless fails closed
+        ungranted = await _out(env, "grep -r planted . || true", headless=True)
+        assert _planted(ungranted) == []  # a grant is per call: this one names no file
+    finally:
+        env.close()
+
+
+def test_what_is_hidden_where(tmp_path: Path) -> None:
+    root = tmp_path / "plain"  # no repository: every credential-named file is the user's
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "server.pem").write_text("x")
+    (root / ".env").write_text("x")
+    (root / ".env.example").write_text("x")
+    (root / "node_modules" / "pkg").mkdir(parents=True)
+    (root / "node_modules" / "pkg" / "test.key").write_text("x")
+    (root / "linked.pem").symlink_to(root / "src" / "server.pem")
+    real = os.path.realpath(root)
+    assert sorted(credential_files(real)) == [f"{real}/.env", f"{real}/src/server.pem"]
+    revealed = (f"{real}/src/**",)  # a granted tree read
+    assert trio.run(hidden_credentials, str(root), revealed) == (f"{real}/.env",)
+    # a linked worktree holds tracked files and its task's own: nothing of the user's
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "a.py").write_text("x")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "a")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    (tmp_path / "wt" / ".env").write_text("the task's own")
+    (repo / ".env").write_text("the user's")
+    assert credential_files(os.path.realpath(tmp_path / "wt")) == ()
+    assert credential_files(os.path.realpath(repo)) == (f"{os.path.realpath(repo)}/.env",)
