@@ -67,6 +67,29 @@ def median_s(fn: object, runs: int) -> float:
     return statistics.median(times)
 
 
+def measure(ws: str, runs: int, bwrap: str | None) -> tuple[float, float, float, float]:
+    """(scan, git, bwrap true, cached) medians in seconds for the workspace ``ws``."""
+
+    def scan() -> None:
+        cf._found.clear()
+        found = cf.credential_files(ws)
+        assert len(found) == 3, found
+
+    def git() -> None:
+        listing = ["git", "ls-files", "-z", "--others", "--directory"]
+        subprocess.run(listing, cwd=ws, check=True, capture_output=True)
+
+    def sandbox() -> None:
+        subprocess.run([str(bwrap), "--ro-bind", "/", "/", "true"], check=True)
+
+    return (
+        median_s(scan, runs),
+        median_s(git, runs),
+        median_s(sandbox, runs) if bwrap else float("nan"),
+        median_s(lambda: cf.credential_files(ws), 1000),
+    )
+
+
 def main(sizes: list[int], runs: int) -> None:
     bwrap = shutil.which("bwrap")
     print(f"load average {os.getloadavg()[0]:.2f}  cores {os.cpu_count()}  runs {runs}")
@@ -74,28 +97,7 @@ def main(sizes: list[int], runs: int) -> None:
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp) / "proj"
             make_repo(root, size)
-            ws = os.path.realpath(root)
-
-            def scan() -> None:
-                cf._found.clear()
-                found = cf.credential_files(ws)
-                assert len(found) == 3, found
-
-            def git() -> None:
-                subprocess.run(
-                    ["git", "ls-files", "-z", "--others", "--directory"],
-                    cwd=ws,
-                    check=True,
-                    capture_output=True,
-                )
-
-            def sandbox() -> None:
-                subprocess.run([str(bwrap), "--ro-bind", "/", "/", "true"], check=True)
-
-            t_scan = median_s(scan, runs)
-            t_git = median_s(git, runs)
-            t_bwrap = median_s(sandbox, runs) if bwrap else float("nan")
-            t_cached = median_s(lambda: cf.credential_files(ws), 1000)
+            t_scan, t_git, t_bwrap, t_cached = measure(os.path.realpath(root), runs, bwrap)
             print(
                 f"{size:>7} files: scan {t_scan * 1000:7.1f} ms  git {t_git * 1000:7.1f} ms "
                 f"({t_scan / t_git:4.2f}x)  bwrap true {t_bwrap * 1000:6.1f} ms "
