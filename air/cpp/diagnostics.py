@@ -43,12 +43,16 @@ from air.cpp.parsed_diagnostic import (
 from air.cpp.signatures import make_signature
 
 __all__ = [
+    "LINE_MAX",
     "DiagnosticCollector",
     "DiagnosticParser",
     "DiagnosticSink",
     "DiagnosticStream",
     "strip_ansi",
 ]
+
+LINE_MAX = 1 << 16
+"""The characters of one output line the parser reads (gcc's longest template errors fit)."""
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z@`~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _HEADER = re.compile(
@@ -133,14 +137,21 @@ class DiagnosticStream:
     # -- public ---------------------------------------------------------------------------
 
     def feed(self, chunk: str) -> list[ParsedDiagnostic]:
-        """Parse the complete lines of ``chunk``; return the diagnostics finished by them."""
-        self._buffer += chunk
-        if "\n" not in self._buffer:
+        """Parse the complete lines of ``chunk``; return the diagnostics finished by them.
+
+        A line is parsed from its first ``LINE_MAX`` characters; the rest of a longer one is
+        dropped as it arrives, so output that never ends a line neither grows the parser nor
+        makes each chunk rescan what came before."""
+        *complete, rest = chunk.split("\n")
+        if not complete:
+            if len(self._buffer) < LINE_MAX:
+                self._buffer = (self._buffer + chunk)[:LINE_MAX]
             return []
-        *lines, self._buffer = self._buffer.split("\n")
+        lines = [self._buffer + complete[0][:LINE_MAX], *complete[1:]]
+        self._buffer = rest[:LINE_MAX]
         out: list[ParsedDiagnostic] = []
         for line in lines:
-            out.extend(self._line(line))
+            out.extend(self._line(line[:LINE_MAX]))
         return out
 
     def close(self) -> list[ParsedDiagnostic]:

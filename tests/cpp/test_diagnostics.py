@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,7 @@ from air.contracts.tool import DiagnosticSeverity
 from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.serialized import parse_serialized_diagnostics
+from air.cpp.signatures import normalize_for_signature
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
 
 COMPILED = [k.name for k in KINDS if k.category not in ("linker", "cmake", "cmake-project")]
@@ -342,3 +346,57 @@ def test_whatever_a_build_prints_never_crashes_the_parser(lines: list[str]) -> N
     out = "\n".join(lines)
     for d in DiagnosticParser("/tmp").parse_compiler_output(out):
         assert d.semantic_signature.startswith("cppdiag1:")
+
+
+# -- output a task controls: no line or name makes the parser quadratic or unbounded ----------
+
+_REFERENCE_PATHLIKE = re.compile(  # the pattern as first written (tried at every position)
+    r"(?:[\w.+-]*/)+[\w.+-]+|\b[\w.+-]+\.(?:c|cc|cpp|cxx|h|hh|hpp|hxx|o|a|so|txt|cmake)\b"
+)
+_PIECES = st.sampled_from(
+    [*"ab1_./+-:'\"() é", "cpp", ".h", "/usr/", "txt", ".c", "so", "x.hpp", "lib"]
+)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(_PIECES, max_size=40).map("".join))
+def test_names_and_paths_are_replaced_as_the_first_pattern_replaced_them(text: str) -> None:
+    """The linear pattern changes no signature: same replacements as the reference."""
+    assert normalize_for_signature(text) == _normalize_with(_REFERENCE_PATHLIKE, text)
+
+
+def _normalize_with(pattern: re.Pattern[str], message: str) -> str:
+    from air.cpp import signatures
+
+    text = signatures._QUOTED.sub("<q>", message)
+    text = signatures._LIBRARY.sub("-l<lib>", text)
+    text = pattern.sub("<path>", text)
+    text = signatures._HEX.sub("<n>", text)
+    text = signatures._NUMBER.sub("<n>", text)
+    return signatures._SPACE.sub(" ", text).strip().lower()
+
+
+def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
+    """A task's build can print a 1 MB ``#error`` word or never end a line: the parse finishes
+    (the reference pattern needs ~45 minutes on such a word; run in a child with a generous
+    CPU limit rather than timed) and the parser holds at most ``LINE_MAX`` of a line."""
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+        "from air.cpp.diagnostics import DiagnosticStream\n"
+        "from air.cpp.signatures import normalize_for_signature\n"
+        "word = 'w' * 1_000_000\n"
+        "assert normalize_for_signature(word + ' x.cpp') == word + ' <path>'\n"
+        "p = DiagnosticStream('/w')\n"
+        "out = p.feed('src/a.cpp:1:2: error: #error ' + 'a.' * 400_000 + '\\n')\n"
+        "assert len(out) + len(p.close()) == 1\n"
+        "for _ in range(2_000):\n"
+        "    p.feed('x' * 65_536)\n"
+        "assert len(p._buffer) <= 65_536\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout == "ok\n"
