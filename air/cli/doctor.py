@@ -1,13 +1,13 @@
 """``air doctor [--fix] [--bundle FILE] [--json]``: wires the DoctorService (SDD §16.1, §17).
 
-Owns: the list of checks air's capabilities need (built here because they reach the sandbox,
-the run records and the workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck``
-(stale records of dead air processes; ``--fix`` reaps them with ``reap_orphans``),
-``ArtifactsCheck`` (files in a session's artifact directory no artifact row records),
-``WorktreeCheck`` (worktrees and directories under ``.air/local/workspaces`` that no workspace
-record owns; ``--fix`` quarantines them and prunes git's metadata), the fix gate over the
-PermissionEngine's path classifier (IMPL-DOC-1), the printed report and the exit code (0 when
-no warning or blocking issue was found, 1 otherwise), and ``setup_logging`` used by ``main``.
+Owns: the list of checks air's capabilities need (built here because they reach the sandbox, the run
+records and the workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck`` (stale records
+of dead air processes; ``--fix`` reaps them with ``reap_orphans``), ``ArtifactsCheck`` (files in a
+session's artifact directory no artifact row records), ``TrackedStateCheck`` (a ``HEAD`` that holds
+``.air/local``, which every run refuses), ``WorktreeCheck`` (worktrees and directories under
+``.air/local/workspaces`` that no workspace record owns; ``--fix`` quarantines them and prunes git's
+metadata), the fix gate over the PermissionEngine's path classifier (IMPL-DOC-1), the printed report
+and the exit code (1 on a warning or blocking issue), and ``setup_logging`` used by ``main``.
 """
 
 from __future__ import annotations
@@ -97,6 +97,30 @@ class RunRecordsCheck:
             f"{self.facts.get('records', 0)} worker run record(s), "
             f"{self.facts.get('stale', 0)} left running by a dead air process"
         )
+
+
+class TrackedStateCheck:
+    """A ``HEAD`` holding ``.air/local`` (IMPL-TRUST-3), which every run refuses: said here."""
+
+    name = "tracked_state"
+
+    def __init__(self, project_root: str) -> None:
+        self.project_root = project_root
+
+    async def run(self) -> list[Problem]:
+        import trio
+
+        from air.contracts.error import AirException
+        from air.doctor.service import Problem, issue
+        from air.workspace.tracked_state import refuse_tracked_state
+
+        try:  # no git to ask (OSError): the git check says so
+            await trio.to_thread.run_sync(refuse_tracked_state, self.project_root)
+        except AirException as exc:
+            return [Problem(issue(self.name, "blocking", exc.error.message, exc.error.user_action))]
+        except OSError:
+            pass
+        return []
 
 
 class WorktreeCheck:
@@ -464,6 +488,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
     checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
     if project_root is not None:
         checks += [
+            TrackedStateCheck(project_root),
             RunRecordsCheck(project_root),
             WorktreeCheck(project_root),
             DatabaseCheck(project_root),

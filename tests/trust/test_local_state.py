@@ -150,6 +150,12 @@ def test_an_air_local_that_git_tracks_is_refused_before_a_session_or_knowledge_i
 
     for args in (RUN, ("resume",), ("memory", "list")):
         _refused(_air(clone, home, *args), "the repository holds .air/local/")
+    checked = _air(clone, home, "doctor")  # doctor says so too, with the same way out
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "FAIL" in checked.stdout
+    assert "tracked_state" in checked.stdout
+    assert "the repository holds .air/local/" in checked.stdout
+    assert f"git -C {clone} rm -r -q --cached .air/local" in checked.stdout
     assert _events(clone / ".air" / "local") == shipped  # no session opened, nothing appended
     assert (clone / ".air" / "local" / "debug-records.db").read_bytes() == b"planted"
 
