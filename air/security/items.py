@@ -55,13 +55,15 @@ class Evaluation(NamedTuple):
     command: CommandRiskAnalysis | None = None
 
     @property
-    def credential_reads(self) -> tuple[str, ...]:
-        """The credential paths the call reads (resolved; ``DIR/**`` for a tree): once the call
-        is allowed (a sensitive grant or rule), its command may see them (IMPL-SBX-3)."""
+    def credential_paths(self) -> tuple[str, ...]:
+        """The credential paths the call reads or writes (resolved; ``DIR/**`` for a tree): once
+        the call is allowed (a sensitive grant or rule), it may see and touch them (IMPL-SBX-3)."""
         return tuple(
             i.key
             for i in self.items
-            if i.kind == "read" and i.path and i.path.category == PathCategory.CREDENTIALS
+            if i.kind in ("read", "write")
+            and i.path
+            and i.path.category == PathCategory.CREDENTIALS
         )
 
     @property

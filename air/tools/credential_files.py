@@ -4,8 +4,9 @@ Owns ``credential_files`` (the files and directories of a workspace named like c
 the PathClassifier — ``.env``, ``.netrc``, ``*.pem``, ``credentials.json``, ``.aws/`` ... — that
 git does not track: the user's own secrets beside the project) and ``hidden_credentials`` (those
 a command of one tool call may not see: all of them but the ones its permission decision let it
-read, with a sensitive grant or rule). The sandbox binds ``/dev/null`` over each such file and an
-empty read-only tmpfs over each such directory (``SandboxRunner.argv``).
+read or write, with a sensitive grant or rule). The sandbox binds ``/dev/null`` over each such file
+and an empty read-only tmpfs over each such directory (``SandboxRunner.argv``); ``git.commit``
+takes them back out of what it added.
 
 Why: ``fs.read .env`` asks as sensitive, but ``grep -r KEY .``, ``cat .en*``, ``make`` or a test
 read the file without naming it, and the analyzer cannot know; hiding the file is the one check
@@ -32,7 +33,7 @@ from air.contracts.error import AirException
 from air.security.paths import BUILD_DIR_NAMES, is_within, names_credentials
 from air.workspace.gitsafe import git_environment, hardened_argv, locate_git
 
-__all__ = ["FRESH_S", "credential_files", "hidden_credentials"]
+__all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
 
 FRESH_S = 5.0
 """How long one scan of a workspace stands (a credential file the user adds mid-task is hidden
@@ -134,6 +135,12 @@ def credential_files(workspace: str) -> tuple[str, ...]:
     with _lock:
         _found[workspace] = (now, found)
     return found
+
+
+def forget_scan(workspace: str) -> None:
+    """Drop the kept scan of ``workspace`` (a real path): the next one looks again."""
+    with _lock:
+        _found.pop(workspace, None)
 
 
 async def hidden_credentials(workspace: str, revealed: Sequence[str] = ()) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
+from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.workspace.gitsafe import git_environment, locate_git
@@ -82,13 +83,29 @@ async def _log(input: JsonObject, run: ToolRun) -> Any:
 
 async def _commit(input: JsonObject, run: ToolRun) -> Any:
     paths = input.get("paths") or []
+    # the user's untracked credential files (listed before the add makes them tracked) stay out
+    # of what this call adds (`all`, or a directory holding them) unless its permission
+    # decision named them (IMPL-SBX-3); an exclude pathspec would do it in the add, but git 2.39
+    # then adds no file of an untracked directory that a positive pathspec names
+    kept_out = await _untracked_secrets(run)
     if paths:
         await run_git(run, "add", "--", *paths)
     elif input.get("all", False):
         await run_git(run, "add", "--all")
+    if kept_out and (paths or input.get("all", False)):
+        await run_git(run, "reset", "-q", "--", *kept_out)
     await run_git(run, "commit", "--no-verify", "-m", input["message"])
     head = (await run_git(run, "rev-parse", "HEAD")).strip()
     return {"commit": head}
+
+
+async def _untracked_secrets(run: ToolRun) -> list[str]:
+    """The untracked credential files of the workspace as they are now (no scan kept from an
+    earlier call: one may have been committed since), but those the call may touch; relative."""
+    workspace = run.workspace_realpath
+    forget_scan(workspace)
+    found = await hidden_credentials(workspace, run.revealed)
+    return [path[len(workspace) + 1 :] for path in found]  # each lies below the workspace
 
 
 def _commit_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:

@@ -230,7 +230,7 @@ class ToolRegistry:
             definition=definition,
             context=context,
             registry=self,
-            revealed=evaluation.credential_reads,
+            revealed=evaluation.credential_paths,
         )
 
         action = decision.action

@@ -102,8 +102,9 @@ class ToolRun:
     events: trio.MemorySendChannel[ToolEvent] | None = None
     """Where ``stream`` sends progress (set by the registry for streaming tools)."""
     revealed: tuple[str, ...] = ()
-    """The credential paths the call's permission decision lets it read (a sensitive grant or
-    rule); every other credential file of the workspace is hidden from its commands."""
+    """The credential paths the call's permission decision lets it read or write (a sensitive
+    grant or rule); every other credential file of the workspace is hidden from its commands
+    and kept out of what ``git.commit`` adds."""
 
     @property
     def redactor(self) -> SecretRedactor:

@@ -139,3 +139,47 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
     (repo / ".env").write_text("the user's")
     assert credential_files(os.path.realpath(tmp_path / "wt")) == ()
     assert credential_files(os.path.realpath(repo)) == (f"{os.path.realpath(repo)}/.env",)
+
+
+async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path) -> None:
+    """``git.commit`` with ``all`` (or a directory) in the project itself added an untracked
+    ``.env`` and ``keys/id_rsa`` to history without a question; they stay out now, the rest
+    goes in, and a sensitive grant that names one commits that one."""
+    rules = "rules:\n  - action: allow\n    path: 'config/**'\n    sensitive: true\n"
+    engine = PermissionEngine(
+        policy=parse_policy(rules, "permissions.yaml"),
+        classifier=PathClassifier(home=str(tmp_path / "home")),
+    )
+    env = Env(tmp_path, engine=engine)
+    try:
+        (env.root / ".env").write_text("K=planted\n")
+        (env.root / "keys").mkdir()
+        (env.root / "keys" / "id_rsa").write_text("planted\n")
+        (env.root / "src" / "more.py").write_text("x = 2\n")
+        ctx = env.ctx(headless=True)
+        done = await env.registry.call("git.commit", {"message": "all", "all": True}, ctx)
+        assert done.status == "ok", done.error
+        committed = git(env.root, "show", "--name-only", "--format=", "HEAD").split()
+        assert "src/more.py" in committed
+        assert ".env" not in committed
+        assert "keys/id_rsa" not in committed
+        (env.root / "src" / "third.py").write_text("x = 3\n")
+        done = await env.registry.call("git.commit", {"message": "dot", "paths": ["."]}, ctx)
+        assert done.status == "ok", done.error
+        assert git(env.root, "show", "--name-only", "--format=", "HEAD").split() == ["src/third.py"]
+        (env.root / "config").mkdir()
+        (env.root / "config" / "credentials.json").write_text("{}\n")
+        named = {"message": "granted", "paths": ["config/credentials.json"]}
+        done = await env.registry.call("git.commit", named, ctx)
+        assert done.status == "ok", done.error and done.error.message  # named and granted
+        assert git(env.root, "show", "--name-only", "--format=", "HEAD").split() == [
+            "config/credentials.json"
+        ]
+        assert git(env.root, "status", "--porcelain", "--", ".env", "keys").split() == [
+            "??",
+            ".env",
+            "??",
+            "keys/",
+        ]
+    finally:
+        env.close()
