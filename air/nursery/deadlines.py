@@ -108,10 +108,11 @@ async def expire(st: RunState, io: Ports, node: TaskNode) -> None:
     disarm(st, node.task_id)  # it ends for good either way
     stored = io.ledger.state().tasks.get(node.task_id)
     if stored is not None and stored.status != TaskStatus.PENDING:
-        # waiting for a retry (or resumed after an interruption): its last end stays recorded,
-        # the log has no failed → failed step; nothing more runs
-        log.info("task %s: deadline passed before its retry could start", node.task_id)
-        node.status = TaskStatus.FAILED
+        # waiting for a retry (failed) or resumed after an interruption (interrupted): its last
+        # end stays recorded and is its end (the log has no failed → failed step, and
+        # interrupted → failed is no transition); nothing more runs
+        log.info("task %s: deadline passed before it could run again", node.task_id)
+        node.status = stored.status
         node.final = True
         st.wake()
         return

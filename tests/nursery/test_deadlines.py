@@ -12,6 +12,7 @@ import trio.testing
 
 from air.contracts.task import TaskConstraints, TaskDependencySpec, TaskScope, TaskSpec
 from air.contracts.task_results import SchedulerRunResult
+from air.nursery.ledger import fold_history
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from tests.nursery.conftest import SessionDB
@@ -206,3 +207,44 @@ def test_a_task_that_ended_for_good_keeps_no_deadline(session_db: SessionDB) -> 
     assert len(result.completed_task_ids) == 300 - len(late)
     assert sched.st.deadlines == {}
     assert len(sched.st.deadline_heap) <= 64
+
+
+def test_an_interrupted_task_whose_deadline_passes_before_it_resumes_stays_interrupted(
+    session_db: SessionDB,
+) -> None:
+    """Cancelled mid-run (both tasks interrupted), then resumed by a new Scheduler with one
+    worker: ``b`` waits behind ``a`` past its new 8 s deadline and never runs again. Its end is
+    the recorded one (interrupted → failed is no transition), and the graph says the same as
+    the log; the run said ``failed`` while the log said ``interrupted`` (found by the scheduler
+    property test)."""
+    first = FakeTaskRunner({"a": [FakeStep(duration=20)], "b": [FakeStep(duration=3)]})
+    specs = [_spec("a", 100), _spec("b", 8)]
+
+    async def interrupted() -> None:
+        sched = Scheduler(
+            session_db.ledger, first, project_root="/x", options=SchedulerOptions(max_workers=2)
+        )
+        await sched.create_tasks(specs)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sched.run_until_idle)
+            await trio.sleep(1)
+            sched.cancel("the person pressed Ctrl-C")
+
+    trio.run(interrupted, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [t for t, _ in _events(session_db, "b")] == ["task.started", "task.interrupted"]
+    again = FakeTaskRunner({"a": [FakeStep(duration=20)], "b": [FakeStep(duration=3)]})
+    sched = Scheduler(
+        session_db.ledger, again, project_root="/x", options=SchedulerOptions(max_workers=1)
+    )
+
+    async def resumed() -> None:
+        await sched.create_tasks(specs)
+        await sched.run_until_idle()
+
+    trio.run(resumed, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [r.task_id for r in again.log.records] == ["a"]
+    assert [t for t, _ in _events(session_db, "b")] == ["task.started", "task.interrupted"]
+    node = sched.graph.tasks["b"]
+    assert node.final
+    assert node.status == fold_history(session_db.ledger.history()).tasks["b"].status
+    assert node.status.value == "interrupted"
