@@ -31,7 +31,7 @@ import trio
 
 from air.contracts.error import AirException
 from air.security.paths import BUILD_DIR_NAMES, is_within, names_credentials
-from air.workspace.gitsafe import git_environment, hardened_argv, locate_git
+from air.workspace.gitsafe import GitLocation, git_environment, hardened_argv, locate_git
 
 __all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
 
@@ -79,11 +79,15 @@ def _walk(top: str, found: list[str]) -> None:
 
 def _untracked(workspace: str) -> list[str] | None:
     """git's untracked entries of ``workspace`` (ignored ones included; a wholly untracked
-    directory as one ``dir/``), relative; None when git cannot list them here."""
-    try:
-        location = locate_git(workspace, project_root=workspace)
-    except AirException:
-        return None
+    directory as one ``dir/``), relative; None when git cannot list them here (no repository).
+    A workspace that is a subdirectory of a repository (a monorepo's project) has no ``.git``
+    of its own: git finds the repository itself, read-only, through air's hardened git."""
+    location: GitLocation | None = None
+    if os.path.isdir(os.path.join(workspace, ".git")):
+        try:
+            location = locate_git(workspace, project_root=workspace)
+        except AirException:
+            location = None
     try:
         done = subprocess.run(
             hardened_argv("ls-files", "-z", "--others", "--directory", "--no-empty-directory"),
@@ -104,13 +108,16 @@ def _scan(workspace: str) -> tuple[str, ...]:
     dot_git = os.path.join(workspace, ".git")
     if os.path.isfile(dot_git) and not os.path.islink(dot_git):
         return ()  # a linked worktree: tracked files and its task's own
-    entries = _untracked(workspace) if os.path.isdir(dot_git) else None
+    entries = _untracked(workspace)
     found: list[str] = []
     if entries is None:
         _walk(workspace, found)
         return tuple(found)
     for entry in entries:
-        full = os.path.join(workspace, entry.rstrip("/"))
+        full = os.path.normpath(os.path.join(workspace, entry))
+        if full == workspace:  # the whole workspace is untracked (a repository around it)
+            _walk(workspace, found)
+            continue
         name = os.path.basename(full)
         parent = os.path.relpath(os.path.dirname(full), workspace).split(os.sep)
         if os.path.islink(full) or any(_skipped(p) for p in parent) or _skipped(name):

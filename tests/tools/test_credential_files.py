@@ -139,6 +139,21 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
     (repo / ".env").write_text("the user's")
     assert credential_files(os.path.realpath(tmp_path / "wt")) == ()
     assert credential_files(os.path.realpath(repo)) == (f"{os.path.realpath(repo)}/.env",)
+    # a project that is a subdirectory of a repository: its tracked fixture stays in sight
+    app = repo / "app"
+    (app / "certs").mkdir(parents=True)
+    (app / "certs" / "server.pem").write_text("fixture")
+    git(repo, "add", "app")
+    git(repo, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "app")
+    (app / ".env").write_text("the user's")
+    assert credential_files(os.path.realpath(app)) == (f"{os.path.realpath(app)}/.env",)
+    # a project no repository tracks inside one that does (a home under a dotfiles repository)
+    loose = repo / "loose"
+    (loose / "keys").mkdir(parents=True)
+    (loose / "keys" / "a.pem").write_text("x")
+    (loose / ".env").write_text("x")
+    real = os.path.realpath(loose)
+    assert sorted(credential_files(real)) == [f"{real}/.env", f"{real}/keys/a.pem"]
 
 
 async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path) -> None:
