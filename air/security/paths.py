@@ -19,7 +19,13 @@ from air.contracts.permission import PathCategory
 if TYPE_CHECKING:  # built at the first path checked (IMPL-BOOT-12)
     from air.contracts.permission_records import PathRiskClassification
 
-__all__ = ["PathClassifier", "in_write_area_entry", "is_within", "names_credentials"]
+__all__ = [
+    "PathClassifier",
+    "in_write_area_entry",
+    "is_build_dir_name",
+    "is_within",
+    "names_credentials",
+]
 
 P = PathCategory
 
@@ -167,6 +173,12 @@ def _any_glob(globs: tuple[str, ...]) -> re.Pattern[str]:
 
 def _is_credential_name(name: str) -> bool:
     return name in CREDENTIAL_NAMES or _any_glob(CREDENTIAL_GLOBS).match(name) is not None
+
+
+def is_build_dir_name(name: str) -> bool:
+    """A directory name builds and package managers make (``build``, ``cmake-build-debug``,
+    ``node_modules``, ``x.egg-info``, ...): what is below it is an output, not a source."""
+    return name in BUILD_DIR_NAMES or _any_glob(BUILD_DIR_GLOBS).match(name) is not None
 
 
 def names_credentials(word: str) -> bool:
@@ -422,7 +434,7 @@ class PathClassifier:
         root = workspace if is_within(resolved, workspace) else project
         rel_parts = _parts_below(resolved, root)
         for part in rel_parts[:-1] if rel_parts and not os.path.isdir(resolved) else rel_parts:
-            if part in BUILD_DIR_NAMES or _any_glob(BUILD_DIR_GLOBS).match(part) is not None:
+            if is_build_dir_name(part):
                 return result(P.PROJECT_BUILD_OUTPUT, f"inside the build directory {part}")
         return result(P.PROJECT_SOURCE, "inside the workspace")
 

@@ -30,8 +30,8 @@ from collections.abc import Sequence
 import trio
 
 from air.contracts.error import AirException
-from air.security.paths import BUILD_DIR_NAMES, is_within, names_credentials
-from air.workspace.gitsafe import GitLocation, git_environment, hardened_argv, locate_git
+from air.security.paths import is_build_dir_name, is_within, names_credentials
+from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
 __all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
 
@@ -46,12 +46,7 @@ _lock = threading.Lock()
 
 def _skipped(name: str) -> bool:
     """A directory that holds packages, build outputs or air's and git's own state."""
-    return (
-        name in _PACKAGE_DIRS
-        or name in BUILD_DIR_NAMES
-        or name.startswith(("cmake-build-", "build-"))
-        or name.endswith(".egg-info")
-    )
+    return name in _PACKAGE_DIRS or is_build_dir_name(name)
 
 
 def _walk(top: str, found: list[str]) -> None:
@@ -88,15 +83,9 @@ def _untracked(workspace: str) -> list[str] | None:
             location = locate_git(workspace, project_root=workspace)
         except AirException:
             location = None
+    listing = ("ls-files", "-z", "--others", "--directory", "--no-empty-directory")
     try:
-        done = subprocess.run(
-            hardened_argv("ls-files", "-z", "--others", "--directory", "--no-empty-directory"),
-            cwd=workspace,
-            env=git_environment(location),
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
+        done = list_git(location, *listing, cwd=workspace, timeout=120)
     except (OSError, subprocess.SubprocessError):
         return None  # no git here after all, or it hung: the walk finds the same files
     if done.returncode != 0:

@@ -37,6 +37,7 @@ __all__ = [
     "driver_overrides",
     "git_environment",
     "hardened_argv",
+    "list_git",
     "locate_git",
     "run_git",
     "verify_location",
@@ -319,6 +320,28 @@ async def run_git(
         capture_stdout=True,
         capture_stderr=True,
         stdin=stdin or subprocess.DEVNULL,
+        check=False,
+    )
+
+
+def list_git(
+    location: GitLocation | None, *args: str, cwd: str, timeout: float = 60
+) -> subprocess.CompletedProcess[bytes]:
+    """Run a listing (``ls-tree``, ``ls-files --others``, ``rev-parse``) hardened and blocking,
+    in ``cwd``: for a caller off the loop (a thread, or once before it starts). A listing reads
+    no file's content, so ``run_git``'s driver overrides are not needed. Without a location
+    git finds the repository itself, read-only (a submodule's layout, a project below a
+    repository's top). Never raises for git's exit status.
+
+    Raises:
+        OSError: git cannot be run; ``subprocess.TimeoutExpired`` past ``timeout``.
+    """
+    return subprocess.run(
+        hardened_argv(*args),
+        cwd=cwd,
+        env=git_environment(location),
+        capture_output=True,
+        timeout=timeout,
         check=False,
     )
 

@@ -15,26 +15,14 @@ air's hardened git (``gitsafe``): a clone's own configuration runs nothing.
 from __future__ import annotations
 
 import os
-import subprocess
 
 from air.contracts.error import AirException
-from air.workspace.gitsafe import GitLocation, git_environment, hardened_argv, locate_git
+from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
 __all__ = ["refuse_tracked_state", "tracked_state"]
 
 _UNTRACKED: set[str] = set()
 """Project roots (real paths) whose ``HEAD`` held nothing under ``.air/local``, in this process."""
-
-
-def _git(root: str, location: GitLocation | None, *args: str) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run(
-        hardened_argv(*args),
-        cwd=root,
-        env=git_environment(location),
-        capture_output=True,
-        timeout=60,
-        check=False,
-    )
 
 
 def tracked_state(root: str) -> str | None:
@@ -50,10 +38,11 @@ def tracked_state(root: str) -> str | None:
         location: GitLocation | None = locate_git(root, project_root=root)
     except AirException:
         location = None  # a layout air's worktrees refuse (a submodule's): git finds it, read-only
-    done = _git(root, location, "ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".air/local")
+    listing = ("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".air/local")
+    done = list_git(location, *listing, cwd=root)
     if (
         done.returncode != 0
-        and _git(root, location, "rev-parse", "-q", "--verify", "HEAD").returncode
+        and list_git(location, "rev-parse", "-q", "--verify", "HEAD", cwd=root).returncode
     ):
         return None  # no commit yet: nothing came with it
     if done.returncode != 0:

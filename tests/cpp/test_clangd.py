@@ -8,6 +8,7 @@ import shutil
 import stat
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -128,16 +129,21 @@ def test_lsp_framing_is_bounded_and_strict() -> None:
         LspFraming().feed(b"Content-Length: 2\r\n\r\n[]")
 
 
-async def test_cpp_clangd_tool_configures_and_answers_through_the_sandbox(cpp_env: Env) -> None:
+async def _ask(env: Env, file: str, line: int, column: int) -> dict[str, Any]:
+    """One ``cpp.clangd`` call through the registry; its output, once it succeeded."""
     with trio.fail_after(120):
-        result = await cpp_env.registry.call(
+        result = await env.registry.call(
             "cpp.clangd",
-            {"file": "spread/spread.cpp", "line": 7, "column": 8},
-            cpp_env.ctx(agent_id="ag_1"),
+            {"file": file, "line": line, "column": column},
+            env.ctx(agent_id="ag_1"),
         )
     assert result.status == "ok", result.error
-    out = result.output
-    assert isinstance(out, dict)
+    assert isinstance(result.output, dict)
+    return result.output
+
+
+async def test_cpp_clangd_tool_configures_and_answers_through_the_sandbox(cpp_env: Env) -> None:
+    out = await _ask(cpp_env, "spread/spread.cpp", 7, 8)
     assert out["configured"]["compile_commands"] == "build/compile_commands.json", out
     assert out["definition"] == [{"file": "spread/spread.h", "line": 6, "column": 8}], out
     assert "variance" in (out["hover"] or "")
@@ -179,15 +185,7 @@ async def test_clangd_and_its_configure_never_read_the_user_s_credential_files(
     (cpp_env.root / "spread" / "leak.cpp").write_text(
         '#include "../.env"\nint use() { return planted_value; }\n'
     )
-    with trio.fail_after(120):
-        result = await cpp_env.registry.call(
-            "cpp.clangd",
-            {"file": "spread/leak.cpp", "line": 2, "column": 21},
-            cpp_env.ctx(agent_id="ag_1"),
-        )
-    assert result.status == "ok", result.error
-    out = result.output
-    assert isinstance(out, dict)
+    out = await _ask(cpp_env, "spread/leak.cpp", 2, 21)
     assert (cpp_env.root / "build" / "seen.txt").read_text() == "[]"  # configure saw nothing
     assert out["definition"] == [], out  # clangd found no planted_value in an empty .env
     assert "planted_value" in str(out["diagnostics"])  # ... and says it is undeclared

@@ -53,6 +53,16 @@ def _plant(root: Path) -> None:
     git(root, "commit", "-qm", "project")
 
 
+def _granting(tmp: Path, path: str) -> Env:
+    """An Env whose policy allows the sensitive path ``path`` (the user's rule)."""
+    rules = f"rules:\n  - action: allow\n    path: '{path}'\n    sensitive: true\n"
+    engine = PermissionEngine(
+        policy=parse_policy(rules, "permissions.yaml"),
+        classifier=PathClassifier(home=str(tmp / "home")),
+    )
+    return Env(tmp, engine=engine)
+
+
 def _planted(text: str) -> list[str]:
     return [marker for marker in ("planted-",) if marker in text]
 
@@ -93,12 +103,7 @@ async def test_no_command_reads_an_untracked_credential_file(env: Env, view: boo
 
 
 async def test_a_sensitive_grant_shows_the_command_what_it_granted(tmp_path: Path) -> None:
-    rules = "rules:\n  - action: allow\n    path: '.env'\n    sensitive: true\n"
-    engine = PermissionEngine(
-        policy=parse_policy(rules, "permissions.yaml"),
-        classifier=PathClassifier(home=str(tmp_path / "home")),
-    )
-    env = Env(tmp_path, engine=engine)
+    env = _granting(tmp_path, ".env")
     try:
         _plant(env.root)
         seen = await _out(env, "cat .env; grep -r planted . || true", headless=True)
@@ -160,12 +165,7 @@ async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path)
     """``git.commit`` with ``all`` (or a directory) in the project itself added an untracked
     ``.env`` and ``keys/id_rsa`` to history without a question; they stay out now, the rest
     goes in, and a sensitive grant that names one commits that one."""
-    rules = "rules:\n  - action: allow\n    path: 'config/**'\n    sensitive: true\n"
-    engine = PermissionEngine(
-        policy=parse_policy(rules, "permissions.yaml"),
-        classifier=PathClassifier(home=str(tmp_path / "home")),
-    )
-    env = Env(tmp_path, engine=engine)
+    env = _granting(tmp_path, "config/**")
     try:
         (env.root / ".env").write_text("K=planted\n")
         (env.root / "keys").mkdir()
