@@ -42,6 +42,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from air.cli.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
+from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import Contract, empty_list
 from air.contracts.task import (
@@ -185,9 +186,10 @@ class LoadedBatch(NamedTuple):
     """Agent files skipped on the way (links, too large), one line each."""
 
     def warned(self, stream: Any) -> list[TaskSpec]:
-        """The specs, once the ``warnings`` are said on ``stream`` (stderr), one line each."""
+        """The specs, once the ``warnings`` are said on ``stream`` (stderr), one line each, as
+        exact text (``shown``: they name a project's files)."""
         for line in self.warnings:
-            print(f"air: warning: {line}", file=stream)
+            print(f"air: warning: {shown(line)}", file=stream)
         return self.specs
 
 

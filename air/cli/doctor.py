@@ -1,13 +1,12 @@
 """``air doctor [--fix] [--bundle FILE] [--json]``: wires the DoctorService (SDD §16.1, §17).
 
-Owns: the list of checks air's capabilities need (built here because they reach the sandbox, the run
-records and the workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck`` (stale records
-of dead air processes; ``--fix`` reaps them with ``reap_orphans``), ``ArtifactsCheck`` (files in a
-session's artifact directory no artifact row records), ``TrackedStateCheck`` (a ``HEAD`` that holds
-``.air/local``, which every run refuses), ``WorktreeCheck`` (worktrees and directories under
-``.air/local/workspaces`` that no workspace record owns; ``--fix`` quarantines them and prunes git's
-metadata), the fix gate over the PermissionEngine's path classifier (IMPL-DOC-1), the printed report
-and the exit code (1 on a warning or blocking issue), and ``setup_logging`` used by ``main``.
+Owns: the list of checks air's capabilities need (built here: they reach the sandbox, run records
+and workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck`` (records of dead air
+processes; ``--fix`` reaps them), ``ArtifactsCheck`` (artifact files no row records),
+``TrackedStateCheck`` (a ``HEAD`` holding ``.air/local``, which every run refuses),
+``WorktreeCheck`` (workspaces no record owns; ``--fix`` quarantines them, prunes git's metadata),
+the fix gate over the path classifier (IMPL-DOC-1), the printed report (findings as exact text,
+``shown``), the exit code (1 on a warning or blocking issue) and ``setup_logging``.
 """
 
 from __future__ import annotations
@@ -520,18 +519,20 @@ def make_gate(project_root: str | None) -> Any:
 
 
 def _print(report: DoctorReport, out: Any) -> None:
+    from air.contracts.display import shown  # findings quote project files and hosts' output
+
     marks = {"info": "info", "warning": "WARN", "blocking": "FAIL"}
     results = {"ok": "ok", "skipped": "skip", **marks}
     width = max((len(c.check) for c in report.checks), default=0)
     out.write(f"air doctor: {len(report.checks)} check(s) made\n")
     for made in report.checks:
-        out.write(f"  {results[made.result]:<4}  {made.check:<{width}}  {made.found}\n")
+        out.write(f"  {results[made.result]:<4}  {made.check:<{width}}  {shown(made.found)}\n")
     for found in report.issues:
-        out.write(f"{marks[found.severity]:<4}  {found.check}: {found.message}\n")
+        out.write(f"{marks[found.severity]:<4}  {found.check}: {shown(found.message)}\n")
         if found.user_action:
-            out.write(f"      what to do: {found.user_action}\n")
+            out.write(f"      what to do: {shown(found.user_action)}\n")
     for fix in report.fixes:
-        out.write(f"{fix.status:<7} {fix.check}: {fix.detail}\n")
+        out.write(f"{fix.status:<7} {fix.check}: {shown(fix.detail)}\n")
     if report.facts.get("skipped"):
         out.write("the other checks were skipped: fix the bootstrap problem first\n")
     problems = len(report.problems)
@@ -539,10 +540,8 @@ def _print(report: DoctorReport, out: Any) -> None:
     if not problems:
         out.write(f"air doctor: no problems found ({len(report.checks)} checks, listed above)\n")
     elif report.fixes:
-        out.write(
-            f"air doctor: {problems} problem(s) found, {fixed} repair(s) done; "
-            "run `air doctor` again to see what is left\n"
-        )
+        again = "run `air doctor` again to see what is left"
+        out.write(f"air doctor: {problems} problem(s) found, {fixed} repair(s) done; {again}\n")
     else:
         out.write(f"air doctor: {problems} problem(s) found\n")
 

@@ -12,7 +12,8 @@ unusual goes the full way, ``find_project``), and the rows are read as text thro
 read-only connection; ``--json`` and a session without a current summary row take the full
 way. Every text taken from an event is shown as exact text
 (``air.contracts.display.shown``: a command's ``\\r``, escape sequences, bidi and zero-width
-characters escaped, IMPL-UI-7). Reads only; nothing here appends events.
+characters escaped, IMPL-UI-7); a ``--json`` line writes them as JSON escapes (``json_shown``).
+Reads only; nothing here appends events.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
-from air.contracts.display import shown
+from air.contracts.display import json_shown, shown
 from air.session.local_state import local_state_links
 
 if TYPE_CHECKING:
@@ -298,7 +299,7 @@ def counts_summary(counts: Mapping[str, int]) -> str:
 def print_history(events: Iterable[RuntimeEvent], out: TextIO, *, as_json: bool = False) -> None:
     for event in events:
         if as_json:
-            out.write(event.model_dump_json() + "\n")
+            out.write(json_shown(event.model_dump_json()) + "\n")
             continue
         clock = event.timestamp[11:23]
         line = _described(event.type, event.payload)

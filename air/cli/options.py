@@ -171,12 +171,20 @@ def _check_branch(name: str, project: str) -> None:
 
 
 def report_bad_input(exc: Any, stream: IO[str]) -> None:
-    """Print an AirException as ``air: <message>`` plus what to do (message has file:line)."""
-    print(f"air: {exc.kind.value}: {exc.error.message}", file=stream)
+    """Print an AirException as ``air: <message>`` plus what to do (message has file:line).
+    Each part is exact text (``shown``): a message quotes what a project's file or a task
+    wrote, and a terminal must not render its escape sequences; a later line of a part is
+    indented under it, so no part can forge the next."""
+    from air.contracts.display import shown
+
+    def exact(text: str) -> str:
+        return shown(text, keep_lines=True).replace("\n", "\n    ")
+
+    print(f"air: {exc.kind.value}: {exact(exc.error.message)}", file=stream)
     if exc.error.detail:
-        print(f"  detail: {exc.error.detail}", file=stream)
+        print(f"  detail: {exact(exc.error.detail)}", file=stream)
     if exc.user_action:
-        print(f"  what to do: {exc.user_action}", file=stream)
+        print(f"  what to do: {exact(exc.user_action)}", file=stream)
 
 
 def reported_exit(exc: AirException, stream: IO[str]) -> int:

@@ -4,7 +4,8 @@ Owns the two command bodies: each provider with where its requests go (``base_ur
 models.yaml, ``ANTHROPIC_BASE_URL``/``OPENAI_BASE_URL`` or the default), each model with its
 limits, output-limit parameter, capabilities and prices (``unknown`` when not known).
 Neither switches anything (the provider and model of a session are fixed when it opens, SDD
-§12.1); neither prints a key: only the ``auth_ref`` name and whether that variable is set.
+§12.1); neither prints a key: only the ``auth_ref`` name and whether that variable is set. Every
+line is exact text (``shown``, IMPL-UI-7): ids, URLs and paths come from a project's file.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from air.contracts.display import shown
 from air.contracts.error import CliExit
 
 if TYPE_CHECKING:
@@ -32,19 +34,23 @@ def find_project_root(project_root: str | None) -> str | None:
         probe = parent
 
 
+def _say(line: str) -> None:
+    print(shown(line))
+
+
 def run_provider_list(project_root: str | None) -> int:
     """Print every configured provider and model with capabilities and prices."""
     from air.cli.prepare import load_models_checked
 
     config = load_models_checked(find_project_root(project_root))
     if not config.providers:
-        print(
+        _say(
             "no providers configured: set ANTHROPIC_API_KEY or OPENAI_API_KEY, or create "
             "~/.air/models.yaml or .air/shared/models.yaml (`air init --models`)"
         )
         return CliExit.OK
     for source in config.sources:
-        print(f"# from {source}")
+        _say(f"# from {source}")
     for provider_id, provider in sorted(config.providers.items()):
         auth = "-"
         if provider.auth_ref:
@@ -53,10 +59,10 @@ def run_provider_list(project_root: str | None) -> int:
         kind = provider.kind.value
         if provider.kind.value == "anthropic":
             kind += f" (transport={provider.transport})"
-        print(f"{provider_id}  kind={kind}  auth={auth}  {_where(provider)}")
+        _say(f"{provider_id}  kind={kind}  auth={auth}  {_where(provider)}")
         for model_id, model in sorted(provider.models.items()):
             mark = "*" if config.default == f"{provider_id}/{model_id}" else " "
-            print(f"  {mark} {provider_id}/{model_id}  {_model_line(model)}")
+            _say(f"  {mark} {provider_id}/{model_id}  {_model_line(model)}")
     return CliExit.OK
 
 
@@ -113,23 +119,23 @@ def run_provider_current(project_root: str | None) -> int:
     if not config.providers:
         raise nothing_configured()
     if config.default is None:
-        print("no default model (set `default: provider_id/model_id` in models.yaml)")
+        _say("no default model (set `default: provider_id/model_id` in models.yaml)")
     else:
-        print(f"default: {config.default}")
+        _say(f"default: {config.default}")
         from air.llm.config import base_url_of
 
         provider = config.providers[config.default.partition("/")[0]]
         url, source = base_url_of(provider, os.environ)
-        print(f"  kind: {provider.kind.value}")
-        print(f"  base_url: {url or '-'} ({source})")
+        _say(f"  kind: {provider.kind.value}")
+        _say(f"  base_url: {url or '-'} ({source})")
         if provider.auth_ref:
             state = "set" if os.environ.get(provider.auth_ref) else "NOT SET"
-            print(f"  key: {provider.auth_ref} ({state})")
+            _say(f"  key: {provider.auth_ref} ({state})")
         else:
-            print("  key: none (a local server)")
+            _say("  key: none (a local server)")
     for source in config.sources:
-        print(f"from {source}")
+        _say(f"from {source}")
     for role, ref in sorted(config.roles.items()):
-        print(f"role {role}: {ref}")
-    print("the provider and model of an open session are fixed; no command switches them")
+        _say(f"role {role}: {ref}")
+    _say("the provider and model of an open session are fixed; no command switches them")
     return CliExit.OK

@@ -8,7 +8,7 @@ the run, the designer's and compaction's included. Statuses
 and counts are the fold's (``air.events.fold``): every event the reporter sees is folded once,
 and the counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A
 reason or an error in a line is shown as exact text (``air.contracts.display.shown``,
-IMPL-UI-7).
+IMPL-UI-7); a JSON line holds such characters as JSON escapes (``json_shown``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from air.contracts.display import shown
+from air.contracts.display import json_shown, shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
@@ -118,7 +118,7 @@ class Progress:
 
     def on_event(self, event: Any) -> None:
         if self.json_out is not None:
-            self.stream_line(event.model_dump_json() + "\n")
+            self.stream_line(json_shown(event.model_dump_json()) + "\n")
         kind: str = event.type
         payload = event.payload
         if self.usage.feed(event):

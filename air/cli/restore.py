@@ -3,7 +3,8 @@
 Owns: telling a session id, a time and a file path apart (IMPL-REL-4: a known session id or
 ``ses_…`` is a session; an existing path is a file; an ISO 8601 time is a time; anything else
 is a file path, for a file that no longer exists), and printing what was restored and the
-rescue snapshot. The work is ``air.workspace.backups.BackupRepository``'s.
+rescue snapshot (paths as exact text, ``shown``: a task chose the names). The work is
+``air.workspace.backups.BackupRepository``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 import trio
 
 from air.cli.history import find_project, session_ids
+from air.contracts.display import shown
 from air.contracts.error import CliExit
 from air.workspace.backups import BackupRepository, Snapshot
 
@@ -74,7 +76,7 @@ def run_restore(args: dict[str, Any]) -> int:
             return snap, await backups.restore_file(rel, snap)
 
         snap, rescue = trio.run(restore_file)
-        print(f"air: restored {rel} as it was at {snap.at} (snapshot {snap.commit[:12]})")
+        print(f"air: restored {shown(rel)} as it was at {snap.at} (snapshot {snap.commit[:12]})")
     else:
 
         async def restore_tree() -> tuple[Snapshot, Snapshot, list[str]]:
@@ -92,7 +94,7 @@ def run_restore(args: dict[str, Any]) -> int:
             f"{len(changed)} file(s) changed"
         )
         for rel in changed:
-            print(f"  {rel}")
+            print(f"  {shown(rel)}")
     print(
         f"air: rescue snapshot {rescue.commit[:12]} holds the files as they were before this "
         "restore (`air restore --list`); your git branch and index are untouched"

@@ -5,7 +5,8 @@ characters matter: the console's and ``--plain``'s permission prompt, ``air hist
 report, ``--junit``, the headless progress lines and ``air.log`` (IMPL-UI-7). A terminal (or a
 browser) must never get to render such text: a carriage return would let
 ``rm -rf x;\\recho ok`` look like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite
-it, a bidi override reorder it, a zero-width character hide a difference. Also ``cost_text``,
+it, a bidi override reorder it, a zero-width character hide a difference. ``json_shown`` is the
+same rule for a JSON line printed to a terminal (``--json`` streams). Also ``cost_text``,
 how a cost (or an unknown one) is shown. Pure; no I/O, no pydantic.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["cost_text", "hides", "shown"]
+__all__ = ["cost_text", "hides", "json_shown", "shown"]
 
 
 def cost_text(cost_usd: float | None, digits: int = 2) -> str:
@@ -76,3 +77,23 @@ def shown(text: str, *, keep_lines: bool = False) -> str:
     return "".join(
         "\\\\" if c == "\\" else _escape(c) if _hidden(c, keep_lines) else c for c in text
     )
+
+
+def json_shown(line: str) -> str:
+    """A JSON text with every character ``shown`` would escape written as a JSON escape
+    (``\\u009b``, ``\\u202e``, a surrogate pair above U+FFFF): the same JSON value, which a
+    terminal renders as the characters it holds. JSON's own syntax is ASCII, so such a character
+    can only stand inside a string, where the escape means the same. Serialisers (pydantic,
+    ``json.dumps(ensure_ascii=False)``) escape C0 controls but write C1 controls, bidi overrides
+    and zero-width characters as they are."""
+    if not hides(line):
+        return line
+    return "".join(_json_escape(c) if _hidden(c, False) else c for c in line)
+
+
+def _json_escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"

