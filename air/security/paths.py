@@ -51,6 +51,7 @@ CREDENTIAL_NAMES = frozenset(
 CREDENTIAL_GLOBS = (
     ".env",
     ".env.*",
+    "*.env",  # prod.env, docker/app.env: an env_file of Compose, systemd, a shell's `source`
     "*.pem",
     "*.key",
     "*.p12",
@@ -99,7 +100,9 @@ _GLOB_TARGETS = tuple(
         | {"shadow", "gshadow", "sudoers", "ssh_host_rsa_key", ".env", ".boto", ".s3cfg"}
     )
 )
-NOT_CREDENTIAL = frozenset({".env.example", ".env.sample", ".env.template", ".env.dist"})
+NOT_CREDENTIAL = frozenset(
+    ".env.example .env.sample .env.template .env.dist example.env sample.env template.env".split()
+)
 
 SYSTEM_DIRS = (
     "/etc",

@@ -212,6 +212,10 @@ def test_credential_names_and_not_credentials(tree: dict[str, Path]) -> None:
     project = str(tree["project"])
     assert c.classify("src/server.pem", project).reason == "server.pem holds credentials"
     assert c.classify("src/.env.example", project).category == P.PROJECT_SOURCE
+    # an env_file by any name (Compose's `env_file: prod.env`), but not its example
+    assert c.classify("deploy/prod.env", project).reason == "prod.env holds credentials"
+    assert c.classify("deploy/example.env", project).category == P.PROJECT_SOURCE
+    assert c.classify("src/env.py", project).category == P.PROJECT_SOURCE
     assert c.classify(str(tree["home"] / ".aws" / "config"), project).reason == "inside ~/.aws"
     assert c.classify("/srv/x/.ssh/config", project).reason == "inside a credentials directory"
     assert c.classify("/srv/x/.gnupg/x", project).category == P.CREDENTIALS

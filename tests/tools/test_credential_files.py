@@ -125,13 +125,23 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
     (root / "src" / "server.pem").write_text("x")
     (root / ".env").write_text("x")
     (root / ".env.example").write_text("x")
+    (root / "deploy").mkdir()
+    (root / "deploy" / "prod.env").write_text("x")
+    (root / "deploy" / "example.env").write_text("x")
     (root / "node_modules" / "pkg").mkdir(parents=True)
     (root / "node_modules" / "pkg" / "test.key").write_text("x")
     (root / "linked.pem").symlink_to(root / "src" / "server.pem")
     real = os.path.realpath(root)
-    assert sorted(credential_files(real)) == [f"{real}/.env", f"{real}/src/server.pem"]
+    assert sorted(credential_files(real)) == [
+        f"{real}/.env",
+        f"{real}/deploy/prod.env",
+        f"{real}/src/server.pem",
+    ]
     revealed = (f"{real}/src/**",)  # a granted tree read
-    assert trio.run(hidden_credentials, str(root), revealed) == (f"{real}/.env",)
+    assert sorted(trio.run(hidden_credentials, str(root), revealed)) == [
+        f"{real}/.env",
+        f"{real}/deploy/prod.env",
+    ]
     # a linked worktree holds tracked files and its task's own: nothing of the user's
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
