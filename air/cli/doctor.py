@@ -3,7 +3,7 @@
 Owns: the list of checks air's capabilities need (built here: they reach the sandbox, run records
 and workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck`` (records of dead air
 processes; ``--fix`` reaps them), ``ArtifactsCheck`` (artifact files no row records),
-``TrackedStateCheck`` (a ``HEAD`` holding ``.air/local``, which every run refuses),
+``TrackedStateCheck`` (``.air/local`` in ``HEAD`` or not made here: every run refuses it),
 ``WorktreeCheck`` (workspaces no record owns; ``--fix`` quarantines them, prunes git's metadata),
 the fix gate over the path classifier (IMPL-DOC-1), the printed report (findings as exact text,
 ``shown``), the exit code (1 on a warning or blocking issue) and ``setup_logging``.
@@ -99,7 +99,7 @@ class RunRecordsCheck:
 
 
 class TrackedStateCheck:
-    """A ``HEAD`` holding ``.air/local`` (IMPL-TRUST-3), which every run refuses: said here."""
+    """``.air/local`` in ``HEAD`` or not made here (IMPL-TRUST-3): runs refuse it, said here."""
 
     name = "tracked_state"
 
@@ -111,10 +111,12 @@ class TrackedStateCheck:
 
         from air.contracts.error import AirException
         from air.doctor.service import Problem, issue
+        from air.session.local_owner import refuse_foreign_state
         from air.workspace.tracked_state import refuse_tracked_state
 
         try:  # no git to ask (OSError): the git check says so
             await trio.to_thread.run_sync(refuse_tracked_state, self.project_root)
+            refuse_foreign_state(self.project_root)
         except AirException as exc:
             return [Problem(issue(self.name, "blocking", exc.error.message, exc.error.user_action))]
         except OSError:
@@ -123,8 +125,7 @@ class TrackedStateCheck:
 
 
 class WorktreeCheck:
-    """Worktrees and directories under ``.air/local/workspaces`` that no record owns, and
-    git worktree metadata whose directory is gone."""
+    """Directories under ``.air/local/workspaces`` no record owns; git worktrees gone."""
 
     name = "worktrees"
 

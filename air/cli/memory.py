@@ -27,6 +27,7 @@ def run_memory(args: dict[str, Any]) -> int:
             that is no candidate).
     """
     from air.session.knowledge_memory import MemoryBook
+    from air.session.local_owner import claim_local_state
     from air.session.local_state import check_local_state
     from air.workspace.tracked_state import refuse_tracked_state
 
@@ -40,6 +41,7 @@ def run_memory(args: dict[str, Any]) -> int:
         )
     check_local_state(str(root))  # its knowledge is air's own, not a link's
     refuse_tracked_state(str(root))  # nor a clone's
+    claim_local_state(str(root))  # nor a tarball's or a copy's
     book = MemoryBook(root)
     try:
         if args["list"]:

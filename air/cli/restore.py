@@ -20,6 +20,7 @@ import trio
 from air.cli.history import find_project, session_ids
 from air.contracts.display import shown
 from air.contracts.error import CliExit
+from air.session.local_owner import claim_local_state
 from air.workspace.backups import BackupRepository, Snapshot
 
 
@@ -59,6 +60,7 @@ def run_restore(args: dict[str, Any]) -> int:
                 print(_line(snap))
         return CliExit.OK
     target: str = args["TARGET"]
+    claim_local_state(project.project_root)  # never write another's backups into the tree
     sessions = set(session_ids(project))
     if target in sessions or target.startswith("ses_"):
         kind = "session"

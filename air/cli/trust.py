@@ -5,7 +5,9 @@ Owns the command and ``ask_trust``, the question the console asks in an untruste
 variable sent there, the allow rules, the capabilities, the first lines of every file that
 reaches a prompt), then ask y/N on a terminal; yes records the exact set of files in
 ``~/.air/trust.json`` (``air.session.trust``), so a later change asks again. ``--yes`` records
-without asking (scripts); without a terminal and without ``--yes`` nothing is recorded.
+without asking (scripts); without a terminal and without ``--yes`` nothing is recorded. A
+``.air/local`` air did not make here (``air.session.local_owner``: a copied or unpacked project)
+is shown and, on yes, adopted: marked as the user's own state.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from typing import IO, Any
 
 from air.cli.options import bad
+from air.contracts.display import shown
 
 __all__ = ["ask_trust", "run_trust", "trust_root"]
 
@@ -71,6 +74,7 @@ def ask_trust(config: Any, *, stdin: IO[str], out: IO[str]) -> bool:
 def run_trust(args: dict[str, Any]) -> int:
     """``air trust``. Exit 0 trusted (or nothing to trust, or revoked), 2 not trusted."""
     from air.contracts.error import CliExit
+    from air.session.local_owner import adopt_local_state, foreign_local_state
     from air.session.trust import record_trust, revoke_trust, trust_scan, trusted
 
     root = trust_root(args.get("PATH"))
@@ -80,27 +84,36 @@ def run_trust(args: dict[str, Any]) -> int:
         print(f"air: {said} {root}")
         return CliExit.OK
     config = trust_scan(root)
-    if not config.widens:
+    foreign = foreign_local_state(root)
+    pending = config.widens and not trusted(config)
+    if not config.widens and foreign is None:
         print(f"air: nothing to trust in {root}: its configuration widens nothing air does")
         return CliExit.OK
-    if trusted(config):
+    if config.widens:
         _show(config, sys.stdout)
+    if foreign is not None:
+        print(f"air: {root}/.air/local was not made by air here: {shown(foreign)}", flush=True)
+        print("  trusting adopts its sessions, knowledge and backups as yours", flush=True)
+    if not pending and foreign is None:
         print(f"air: {root} is trusted as it is now")
         return CliExit.OK
-    if args.get("--yes"):
-        _show(config, sys.stdout)
+    if not args.get("--yes"):
+        if not sys.stdin.isatty():
+            raise bad(
+                "untrusted_config",
+                f"air trust {root}: no terminal to ask on, and no --yes",
+                f"Read the lines above, then run `air trust {root} --yes`.",
+                field="--yes",
+            )
+        question = "Trust this configuration? air then uses it until one of these files changes."
+        print(question if pending else "Adopt it as yours?", "[y/N] ", end="", flush=True)
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            print(f"air: {root} stays untrusted", file=sys.stderr)
+            return CliExit.BAD_INPUT
+    if pending:
         record_trust(config)
         print(f"air: trusted {root} (recorded in ~/.air/trust.json)")
-        return CliExit.OK
-    if not sys.stdin.isatty():
-        _show(config, sys.stdout)
-        raise bad(
-            "untrusted_config",
-            f"air trust {root}: no terminal to ask on, and no --yes",
-            f"Read the files above, then run `air trust {root} --yes`.",
-            field="--yes",
-        )
-    if ask_trust(config, stdin=sys.stdin, out=sys.stdout):
-        return CliExit.OK
-    print(f"air: {root} stays untrusted", file=sys.stderr)
-    return CliExit.BAD_INPUT
+    if foreign is not None:
+        adopt_local_state(root)
+        print(f"air: {root}/.air/local is yours now (marked in .air/local/owner)")
+    return CliExit.OK

@@ -54,6 +54,7 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.nursery.usage import counting_usage
 from air.nursery.worker_context import session_compactor, worker_context
 from air.session.knowledge_recovery import recover_knowledge
+from air.session.local_owner import claim_local_state
 from air.session.manager import OpenSession, SessionManager
 from air.supervision.monitor import AgentMonitor
 from air.supervision.runs import claim_session, reap_orphans, runs_dir
@@ -241,6 +242,7 @@ async def open_runtime(config: RuntimeConfig) -> AsyncIterator[Runtime]:
     """
     # the sessions and knowledge in .air/local are air's own, never a clone's (IMPL-TRUST-3)
     refuse_tracked_state(config.project.project_root)
+    claim_local_state(config.project.project_root)  # nor a tarball's or a copy's
     session = SessionManager().open_session(
         config.project,
         config.session,

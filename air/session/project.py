@@ -4,7 +4,8 @@ Owns the ``.air/shared`` (git-shareable: project.json, permissions.yaml, rules/,
 ``.air/local`` (gitignored: sessions/, state/, backups/, workspaces/, tmp/, locks/) trees,
 ``project.json`` (a stable UUID ``project_id`` generated once, never derived from the path) and
 the ``.air/local/`` entry of the project's ``.gitignore``. Initialising records no event: there
-is no session DB until a session opens.
+is no session DB until a session opens. Opening and initialising mark ``.air/local`` as air's own
+here when it is new (``air.session.local_owner``); what uses the state refuses another's.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from air.contracts.error import AirException
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
+from air.session.local_owner import mark_local_state
 from air.session.local_state import LOCAL_DIRS, SHARED_DIRS, check_local_state
 
 __all__ = [
@@ -105,6 +107,7 @@ class ProjectStore:
                 (shared / sub).mkdir(parents=True, exist_ok=True)
             for sub in LOCAL_DIRS:
                 (local / sub).mkdir(parents=True, exist_ok=True)
+            mark_local_state(str(root))  # a new one is air's own; another's is refused by runs
             project_json = shared / "project.json"
             if not project_json.exists():
                 data = {
@@ -166,6 +169,10 @@ class ProjectStore:
                 message=f"{project_json} has schema_version {version}, newer than this air",
                 user_action="Upgrade air to open this project.",
             )
+        try:  # what air writes under .air/local from here on is marked as recorded here
+            mark_local_state(str(root))
+        except OSError:
+            pass  # a read-only project: nothing will be written there either
         return ProjectContext(
             project_id=project_id,
             project_root=str(root),

@@ -1,0 +1,178 @@
+"""Whose ``.air/local`` it is: the state air recorded in this directory, or someone else's.
+
+Owns the owner mark ``.air/local/owner`` (the inode number of the ``.air/local`` directory air
+made, or the user adopted), ``foreign_local_state`` (why a project's ``.air/local`` is not air's
+own here; ``refuse_foreign_state`` raises it, for ``air doctor``), ``mark_local_state``
+(``ProjectStore``: a new or empty one is claimed), ``claim_local_state`` (the runtime, ``air
+memory`` and ``air restore`` before they read or write that state: a foreign one is refused)
+and ``adopt_local_state`` (``air trust``: the user says it is theirs). IMPL-TRUST-3.
+
+A project that came as a tarball, a zip or a copy can hold ``.air/local`` as plain files, which
+no git ``HEAD`` tells of (``air.workspace.tracked_state`` is the check for a clone): sessions
+air never ran, offered for resuming; knowledge whose "fixes" reach a debugger's prompt and,
+repeated, a rule file air trusts; backups ``air restore`` writes into the tree. Unpacking or
+copying makes a new directory with a new inode, which a shipped mark cannot name; moving the
+project within its file system keeps it. A ``.air/local`` that holds no file yet has nothing
+to trust and is claimed as it is. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported where raised: the light readers start without pydantic
+    from air.contracts.error import AirException
+
+__all__ = [
+    "MARK",
+    "adopt_local_state",
+    "claim_local_state",
+    "foreign_local_state",
+    "mark_local_state",
+    "refuse_foreign_state",
+]
+
+MARK = "owner"
+"""The mark's file name in ``.air/local``."""
+_FORMAT = "air-local-owner 1 {inode}\n"
+_MAX_MARK = 100
+
+
+def _local(root: str) -> str:
+    return os.path.join(root, ".air", "local")
+
+
+def _marked_inode(local: str) -> int | None:
+    """The inode the mark names; None when there is no readable mark."""
+    try:
+        fd = os.open(os.path.join(local, MARK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        words = os.read(fd, _MAX_MARK).decode("ascii", "replace").split()
+    finally:
+        os.close(fd)
+    if len(words) != 3 or words[:2] != ["air-local-owner", "1"] or not words[2].isdigit():
+        return None
+    return int(words[2])
+
+
+def _first_file(local: str) -> str | None:
+    """The first file found under ``local`` other than the mark (and a crashed writer's temporary
+    copy of it), relative, without following a link; None when it holds only directories."""
+    for top, dirs, files in os.walk(local):
+        for name in files:
+            if top != local or (name != MARK and not name.startswith(f"{MARK}.")):
+                return os.path.relpath(os.path.join(top, name), local)
+        dirs.sort()
+    return None
+
+
+def _state(root: str) -> tuple[os.stat_result | None, str | None]:
+    """``.air/local``'s own stat (None: absent, or no directory: ``check_local_state`` refuses
+    that) and why it is foreign (None: it is air's own here, or holds nothing)."""
+    local = _local(root)
+    try:
+        info = os.lstat(local)
+    except FileNotFoundError:
+        return None, None
+    if not stat.S_ISDIR(info.st_mode):
+        return None, None
+    marked = _marked_inode(local)
+    if marked == info.st_ino:
+        return info, None
+    found = _first_file(local)
+    if found is None:
+        return info, None
+    if marked is None:
+        return info, f"it has no owner mark and holds {found}"
+    return info, f"it was copied, unpacked or restored from elsewhere and holds {found}"
+
+
+def foreign_local_state(root: str) -> str | None:
+    """Why ``root``'s ``.air/local`` is not the state air recorded here; None when it is (or
+    holds no file, or does not exist)."""
+    return _state(root)[1]
+
+
+def _write_mark(local: str, inode: int) -> None:
+    path = os.path.join(local, MARK)
+    temp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    try:
+        os.write(fd, _FORMAT.format(inode=inode).encode("ascii"))
+    finally:
+        os.close(fd)
+    os.replace(temp, path)
+
+
+def _refusal(root: str, why: str) -> AirException:
+    from air.contracts.error import AirException
+
+    local = _local(root)
+    return AirException.of(
+        kind="untrusted_config",
+        message=(
+            f"{local} was not made by air here ({why}): its sessions, knowledge and backups "
+            "are not ones air recorded, and air neither resumes nor learns from them"
+        ),
+        user_action=(
+            f"If it is your own (you copied, unpacked or restored this project), keep it: "
+            f"`air trust {root}`. Otherwise move it away: `mv {local} {local}.foreign` (air "
+            "makes a new one)."
+        ),
+    )
+
+
+def refuse_foreign_state(root: str) -> None:
+    """Refuse ``root``'s ``.air/local`` when it holds state air did not record here (reads
+    only: ``air doctor``).
+
+    Raises:
+        AirException: ``untrusted_config`` naming a file it holds and the two ways on.
+    """
+    why = foreign_local_state(root)
+    if why is not None:
+        raise _refusal(root, why)
+
+
+def mark_local_state(root: str) -> str | None:
+    """Make ``root``'s ``.air/local`` air's own here when it is absent, holds nothing yet or is
+    marked already (``ProjectStore.open``: before anything of air's writes there); why it is
+    foreign otherwise, leaving it as it is."""
+    info, why = _state(root)
+    if why is not None:
+        return why
+    local = _local(root)
+    if info is None:
+        try:
+            os.mkdir(local)
+        except FileExistsError:  # another process made it, or a link stands there
+            return foreign_local_state(root)
+        info = os.lstat(local)
+    if _marked_inode(local) != info.st_ino:
+        _write_mark(local, info.st_ino)
+    return None
+
+
+def claim_local_state(root: str) -> None:
+    """``mark_local_state``, refusing a ``.air/local`` that holds state air did not record
+    here (the runtime, ``air memory``, ``air restore``).
+
+    Raises:
+        AirException: ``untrusted_config`` naming a file it holds and the two ways on.
+    """
+    why = mark_local_state(root)
+    if why is not None:
+        raise _refusal(root, why)
+
+
+def adopt_local_state(root: str) -> None:
+    """Mark ``root``'s ``.air/local`` as air's own here, whatever it holds (the user's word)."""
+    info, _ = _state(root)
+    if info is not None:
+        _write_mark(_local(root), info.st_ino)

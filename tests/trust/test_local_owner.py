@@ -1,0 +1,175 @@
+"""A project that brings its own ``.air/local`` without git (IMPL-TRUST-3): a tarball, a zip or a
+copy can ship sessions and knowledge databases as plain files, which no ``HEAD`` tells of. Every
+command that would resume, learn from or restore that state refuses it; ``air doctor`` says so;
+``air trust`` adopts it when it is the user's own; a project moved within its file system stays
+the user's; what air makes is marked as its own from the first write.
+
+The owner mark (``air.session.local_owner``) is exercised directly and through the real ``air``
+command over a real run of examples/calc (its cassettes), copied as an unpacked tarball would be.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from air.contracts.error import AirException
+from air.session.local_owner import (
+    MARK,
+    adopt_local_state,
+    claim_local_state,
+    foreign_local_state,
+    mark_local_state,
+)
+from air.session.project import ProjectStore
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "calc"
+RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
+FOREIGN = "was not made by air here"
+
+
+def _air(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "air.cli", *args],
+        cwd=root, env={**os.environ, "HOME": str(home)}, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+
+
+def _events(local: Path) -> dict[str, int]:
+    counts = {}
+    for db in sorted(local.glob("sessions/*/session.db")):
+        with sqlite3.connect(db) as conn:
+            counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    return counts
+
+
+def test_what_air_makes_is_its_own_and_a_copy_is_not(tmp_path: Path) -> None:
+    root = tmp_path / "p"
+    root.mkdir()
+    ProjectStore().initialize(root)
+    local = root / ".air" / "local"
+    assert (local / MARK).read_text() == f"air-local-owner 1 {local.stat().st_ino}\n"
+    (local / "sessions" / "s.db").write_bytes(b"state")
+    assert foreign_local_state(str(root)) is None
+    claim_local_state(str(root))  # its own: nothing to say
+
+    moved = tmp_path / "moved"
+    root.rename(moved)  # within a file system: the same directory
+    claim_local_state(str(moved))
+
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)  # what an unpacked tarball is: another directory
+    why = foreign_local_state(str(copy))
+    assert why is not None
+    assert "sessions/s.db" in why
+    with pytest.raises(AirException) as refused:
+        claim_local_state(str(copy))
+    assert refused.value.kind.value == "untrusted_config"
+    assert FOREIGN in refused.value.error.message
+    assert f"air trust {copy}" in (refused.value.user_action or "")
+    assert mark_local_state(str(copy)) == why  # marking leaves another's state as it is
+    assert (copy / ".air/local" / MARK).read_text() == (moved / ".air/local" / MARK).read_text()
+
+    adopt_local_state(str(copy))  # the user's word
+    claim_local_state(str(copy))
+    assert foreign_local_state(str(copy)) is None
+
+
+def test_a_shipped_mark_names_nothing_here(tmp_path: Path) -> None:
+    """Without a mark, with one naming another inode, one that is a link or no file, or a
+    damaged one: state it holds is another's. A crashed writer's temporary mark is no state, and
+    a ``.air/local`` holding only directories is claimed as it is."""
+    root = tmp_path / "p"
+    local = root / ".air" / "local"
+    (local / "sessions").mkdir(parents=True)
+    (root / ".air" / "shared").mkdir()
+    (local / f"{MARK}.123.tmp").write_text("half")
+    assert mark_local_state(str(root)) is None  # only directories (and a temporary file)
+    inode = local.stat().st_ino
+    (local / "knowledge.db").write_bytes(b"state")
+    for planted in (f"air-local-owner 1 {inode + 1}\n", "air-local-owner 1\n", "x" * 500, ""):
+        (local / MARK).write_text(planted)
+        assert foreign_local_state(str(root)) is not None, planted
+    (local / MARK).unlink()
+    assert "has no owner mark" in (foreign_local_state(str(root)) or "")
+    (tmp_path / "elsewhere").write_text(f"air-local-owner 1 {inode}\n")
+    (local / MARK).symlink_to(tmp_path / "elsewhere")
+    assert foreign_local_state(str(root)) is not None  # a link is never read
+    (local / MARK).unlink()
+    (local / MARK).mkdir()
+    assert foreign_local_state(str(root)) is not None
+
+
+def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
+    tmp_path: Path,
+) -> None:
+    """A cloned air project (``.air/shared`` committed, no ``.air/local``): the first command
+    that opens it makes ``.air/local`` air's own, so what it writes there (doctor's database)
+    is not taken for another's by the next run."""
+    root = tmp_path / "p"
+    (root / ".air" / "shared").mkdir(parents=True)
+    (root / ".air" / "shared" / "project.json").write_text(
+        '{"project_id": "6f1d0c1e-0000-4000-8000-000000000002", "name": "p"}\n'
+    )
+    home = tmp_path / "home"
+    home.mkdir()
+    _air(root, home, "doctor")
+    assert any(p.name != MARK for p in (root / ".air" / "local").rglob("*") if p.is_file())
+    assert foreign_local_state(str(root)) is None
+
+
+def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(tmp_path: Path) -> None:
+    """Someone ran the batch and handed the project over as a tarball, ``.air/local`` and all:
+    sessions, knowledge (a planted debug record) and backups."""
+    src = tmp_path / "src"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    home = tmp_path / "home"
+    home.mkdir()
+    ran = _air(src, home, *RUN)
+    assert ran.returncode == 0, ran.stderr
+    (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
+    copy = tmp_path / "unpacked"
+    shutil.copytree(src, copy, symlinks=True)
+    local = copy / ".air" / "local"
+    shipped = _events(local)
+    assert len(shipped) == 1
+
+    for args in (RUN, ("resume",), ("memory", "list"), ("restore", "2026-01-01T00:00:00Z")):
+        done = _air(copy, home, *args)
+        assert done.returncode == 2, (args, done.stdout, done.stderr)
+        assert "untrusted_config" in done.stderr, done.stderr
+        assert FOREIGN in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    checked = _air(copy, home, "doctor")
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "FAIL  tracked_state" in checked.stdout
+    assert FOREIGN in checked.stdout
+    assert _events(local) == shipped  # no session opened, nothing appended
+    assert (local / "debug-records.db").read_bytes() == b"planted"
+
+    # the other way out the message gives: put it aside; air makes its own
+    aside = tmp_path / "aside"
+    shutil.copytree(src, aside, symlinks=True)
+    (aside / ".air" / "local").rename(aside / ".air" / "local.foreign")
+    done = _air(aside, home, *RUN)
+    assert done.returncode == 0, done.stderr
+    assert len(_events(aside / ".air" / "local")) == 1
+
+    # it was the user's own after all: `air trust` shows it and, told yes, adopts it
+    untold = _air(copy, home, "trust")
+    assert untold.returncode == 2, untold.stdout + untold.stderr
+    assert FOREIGN in untold.stdout
+    adopted = _air(copy, home, "trust", "--yes")
+    assert adopted.returncode == 0, adopted.stderr
+    assert "is yours now" in adopted.stdout
+    listed = _air(copy, home, "memory", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert _air(copy, home, "trust").stdout.startswith("air: nothing to trust")
