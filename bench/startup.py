@@ -171,7 +171,6 @@ FLOOR = (
 """What the parent cannot start without: its dependencies imported, and one pydantic model with a
 ``Field`` built and validated (pydantic's lazy imports: its types, annotated_types, the schema
 generator; a bare ``from pydantic import BaseModel`` leaves out ~25 ms of them)."""
-"""What the parent cannot start without: its chosen dependencies' imports (IMPL-BOOT-10)."""
 
 
 def _python_ms(code: str) -> float:

@@ -89,7 +89,7 @@ def _state(root: str) -> tuple[os.stat_result | None, str | None]:
     if found is None:
         return info, None
     if marked is None:
-        return info, f"it has no owner mark and holds {found}"
+        return info, f"it has no owner mark (an older air's, or unpacked) and holds {found}"
     return info, f"it was copied, unpacked or restored from elsewhere and holds {found}"
 
 
@@ -121,9 +121,9 @@ def _refusal(root: str, why: str) -> AirException:
             "are not ones air recorded, and air neither resumes nor learns from them"
         ),
         user_action=(
-            f"If it is your own (you copied, unpacked or restored this project), keep it: "
-            f"`air trust {root}`. Otherwise move it away: `mv {local} {local}.foreign` (air "
-            "makes a new one)."
+            "If it is your own (an older air made it, or you copied, unpacked or restored the "
+            f"project), keep it: `air trust {root}`. Otherwise move it away: `mv {local} "
+            f"{local}.foreign` (air makes a new one)."
         ),
     )
 

@@ -159,9 +159,10 @@ def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(tmp_path: P
     aside = tmp_path / "aside"
     shutil.copytree(src, aside, symlinks=True)
     (aside / ".air" / "local").rename(aside / ".air" / "local.foreign")
-    done = _air(aside, home, *RUN)
+    done = _air(aside, home, "memory", "list")
     assert done.returncode == 0, done.stderr
-    assert len(_events(aside / ".air" / "local")) == 1
+    assert foreign_local_state(str(aside)) is None
+    assert (aside / ".air" / "local" / MARK).is_file()
 
     # it was the user's own after all: `air trust` shows it and, told yes, adopts it
     untold = _air(copy, home, "trust")
