@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import site
 import sqlite3
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from air.session.local_owner import (
     mark_local_state,
 )
 from air.session.project import ProjectStore
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "calc"
@@ -35,11 +37,16 @@ RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
 FOREIGN = "was not made by air here"
 
 
-def _air(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _air(
+    root: Path, home: Path, *args: str, user: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    python = sys.executable if user is None else unprivileged_python()
+    path = os.pathsep.join([str(REPO), *site.getsitepackages()])
     return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        cwd=root, env={**os.environ, "HOME": str(home)}, capture_output=True, text=True,
-        timeout=120,
+        [python, "-m", "air.cli", *args],
+        cwd=root, env={**os.environ, "HOME": str(home), "PYTHONPATH": path},
+        capture_output=True, text=True, timeout=120,
+        user=user, group=user, extra_groups=[] if user is not None else None,
     )  # fmt: skip
 
 
@@ -126,29 +133,44 @@ def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
     assert foreign_local_state(str(root)) is None
 
 
-def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "nobody"])
+def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(
+    tmp_path: Path, unprivileged: bool
+) -> None:
     """Someone ran the batch and handed the project over as a tarball, ``.air/local`` and all:
-    sessions, knowledge (a planted debug record) and backups."""
+    sessions, knowledge (a planted debug record) and backups; the receiver works as root, or
+    as an unprivileged user owning the unpacked files."""
+    base = unprivileged_dir() if unprivileged else tmp_path
+    try:
+        _refused_then_adopted(tmp_path, base, NOBODY if unprivileged else None)
+    finally:
+        if unprivileged:
+            shutil.rmtree(base, ignore_errors=True)
+
+
+def _refused_then_adopted(tmp_path: Path, base: Path, user: int | None) -> None:
     src = tmp_path / "src"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("__pycache__", ".air"))
-    home = tmp_path / "home"
-    home.mkdir()
-    ran = _air(src, home, *RUN)
+    ran = _air(src, tmp_path, *RUN)
     assert ran.returncode == 0, ran.stderr
     (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
-    copy = tmp_path / "unpacked"
+    copy, aside, home = base / "unpacked", base / "aside", base / "home"
     shutil.copytree(src, copy, symlinks=True)
+    shutil.copytree(src, aside, symlinks=True)
+    home.mkdir()
+    if user is not None:
+        chown_tree(base)
     local = copy / ".air" / "local"
     shipped = _events(local)
     assert len(shipped) == 1
 
     for args in (RUN, ("resume",), ("memory", "list"), ("restore", "2026-01-01T00:00:00Z")):
-        done = _air(copy, home, *args)
+        done = _air(copy, home, *args, user=user)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "untrusted_config" in done.stderr, done.stderr
         assert FOREIGN in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
-    checked = _air(copy, home, "doctor")
+    checked = _air(copy, home, "doctor", user=user)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "FAIL  tracked_state" in checked.stdout
     assert FOREIGN in checked.stdout
@@ -156,21 +178,19 @@ def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(tmp_path: P
     assert (local / "debug-records.db").read_bytes() == b"planted"
 
     # the other way out the message gives: put it aside; air makes its own
-    aside = tmp_path / "aside"
-    shutil.copytree(src, aside, symlinks=True)
     (aside / ".air" / "local").rename(aside / ".air" / "local.foreign")
-    done = _air(aside, home, "memory", "list")
+    done = _air(aside, home, "memory", "list", user=user)
     assert done.returncode == 0, done.stderr
     assert foreign_local_state(str(aside)) is None
     assert (aside / ".air" / "local" / MARK).is_file()
 
     # it was the user's own after all: `air trust` shows it and, told yes, adopts it
-    untold = _air(copy, home, "trust")
+    untold = _air(copy, home, "trust", user=user)
     assert untold.returncode == 2, untold.stdout + untold.stderr
     assert FOREIGN in untold.stdout
-    adopted = _air(copy, home, "trust", "--yes")
+    adopted = _air(copy, home, "trust", "--yes", user=user)
     assert adopted.returncode == 0, adopted.stderr
     assert "is yours now" in adopted.stdout
-    listed = _air(copy, home, "memory", "list")
+    listed = _air(copy, home, "memory", "list", user=user)
     assert listed.returncode == 0, listed.stderr
-    assert _air(copy, home, "trust").stdout.startswith("air: nothing to trust")
+    assert _air(copy, home, "trust", user=user).stdout.startswith("air: nothing to trust")
