@@ -1,8 +1,9 @@
 """The user's credential files in a workspace, which no sandboxed command sees.
 
 Owns ``credential_files`` (the files and directories of a workspace named like credentials by
-the PathClassifier — ``.env``, ``.netrc``, ``*.pem``, ``credentials.json``, ``.aws/`` ... — that
-git does not track: the user's own secrets beside the project) and ``hidden_credentials`` (those
+the PathClassifier — ``.env``, ``.netrc``, ``*.pem``, ``credentials.json``, ``.aws/`` ... — and
+the directories a home keeps credentials in (``.config/gh/``, ``.mozilla/``) that git does not
+track: the user's own secrets beside the project) and ``hidden_credentials`` (those
 a command of one tool call may not see: all of them but the ones its permission decision let it
 read or write, with a sensitive grant or rule). The sandbox binds ``/dev/null`` over each such file
 and an empty read-only tmpfs over each such directory (``SandboxRunner.argv``); ``git.commit``
@@ -30,7 +31,7 @@ from collections.abc import Sequence
 import trio
 
 from air.contracts.error import AirException
-from air.security.paths import is_build_dir_name, is_within, names_credentials
+from air.security.paths import CREDENTIAL_DIRS, is_build_dir_name, is_within, names_credentials
 from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
 __all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
@@ -40,6 +41,8 @@ FRESH_S = 5.0
 from the next command after this)."""
 
 _PACKAGE_DIRS = frozenset({"site-packages", "dist-packages", ".air", ".git"})
+_DIR_TAILS = frozenset(d.rsplit("/", 1)[-1] for d in CREDENTIAL_DIRS)
+"""The last names of a home's credential directories: the walk asks about no other."""
 _found: dict[str, tuple[float, tuple[str, ...]]] = {}
 _lock = threading.Lock()
 
@@ -49,7 +52,15 @@ def _skipped(name: str) -> bool:
     return name in _PACKAGE_DIRS or is_build_dir_name(name)
 
 
-def _walk(top: str, found: list[str]) -> None:
+def _credential_dir(rel: str) -> bool:
+    """``rel`` (relative to the workspace) is, or is inside, a directory a home keeps
+    credentials in (``.config/gh``, ``.local/share/keyrings``, ``.mozilla``), at any depth (a
+    dotfiles repository, a home made a project)."""
+    padded = f"/{rel}/"
+    return any(f"/{d}/" in padded for d in CREDENTIAL_DIRS)
+
+
+def _walk(workspace: str, top: str, found: list[str]) -> None:
     """Credential-named files and directories below ``top`` (links are neither followed nor
     listed: a link's target outside the workspace is not in the sandbox at all)."""
     for dirpath, dirnames, filenames in os.walk(top):
@@ -61,7 +72,9 @@ def _walk(top: str, found: list[str]) -> None:
             full = os.path.join(dirpath, name)
             if os.path.islink(full) or _skipped(name):
                 continue
-            if names_credentials(name):
+            if names_credentials(name) or (
+                name in _DIR_TAILS and _credential_dir(os.path.relpath(full, workspace))
+            ):
                 found.append(full)
             else:
                 keep.append(name)
@@ -100,21 +113,21 @@ def _scan(workspace: str) -> tuple[str, ...]:
     entries = _untracked(workspace)
     found: list[str] = []
     if entries is None:
-        _walk(workspace, found)
+        _walk(workspace, workspace, found)
         return tuple(found)
     for entry in entries:
         full = os.path.normpath(os.path.join(workspace, entry))
         if full == workspace:  # the whole workspace is untracked (a repository around it)
-            _walk(workspace, found)
+            _walk(workspace, workspace, found)
             continue
         name = os.path.basename(full)
         parent = os.path.relpath(os.path.dirname(full), workspace).split(os.sep)
         if os.path.islink(full) or any(_skipped(p) for p in parent) or _skipped(name):
             continue
-        if names_credentials(name):
+        if names_credentials(name) or _credential_dir(os.path.relpath(full, workspace)):
             found.append(full)
         elif entry.endswith("/") and not os.path.isfile(os.path.join(full, "pyvenv.cfg")):
-            _walk(full, found)
+            _walk(workspace, full, found)
     return tuple(found)
 
 

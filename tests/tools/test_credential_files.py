@@ -15,7 +15,7 @@ import trio
 from air.security.engine import PermissionEngine
 from air.security.paths import PathClassifier
 from air.security.policy import parse_policy
-from air.tools.credential_files import credential_files, hidden_credentials
+from air.tools.credential_files import credential_files, forget_scan, hidden_credentials
 from tests.gitrepo import git
 from tests.tools.conftest import Env
 
@@ -169,6 +169,30 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
     (loose / ".env").write_text("x")
     real = os.path.realpath(loose)
     assert sorted(credential_files(real)) == [f"{real}/.env", f"{real}/keys/a.pem"]
+
+
+def test_a_home_made_a_project_hides_what_a_home_keeps_credentials_in(tmp_path: Path) -> None:
+    """A dotfiles repository (or a home made a project): ``.config/gh`` (the GitHub CLI's token),
+    ``.mozilla``, ``.local/share/keyrings`` are no credential names, but a home's credential
+    directories: hidden whole when untracked, file by file when the repository tracks some of
+    their files (those stay in sight); ``.config`` itself and its other folders stay."""
+    home = tmp_path / "dotfiles"
+    for rel in (".config/gh/hosts.yml", ".config/nvim/init.lua", ".mozilla/cookies.sqlite",
+                ".local/share/keyrings/login.keyring", ".config/op/config"):  # fmt: skip
+        (home / rel).parent.mkdir(parents=True, exist_ok=True)
+        (home / rel).write_text("x")
+    real = os.path.realpath(home)
+    expected = [".config/gh", ".config/op", ".local/share/keyrings", ".mozilla"]
+    assert sorted(credential_files(real)) == [f"{real}/{rel}" for rel in expected]  # no git
+    forget_scan(real)
+    git(home, "init", "-q")
+    git(home, "add", ".config/nvim", ".config/gh/hosts.yml")
+    git(home, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "dotfiles")
+    (home / ".config" / "gh" / "token.yml").write_text("planted")
+    assert sorted(credential_files(real)) == [
+        f"{real}/{rel}"
+        for rel in (".config/gh/token.yml", ".config/op", ".local/share/keyrings", ".mozilla")
+    ]
 
 
 async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path) -> None:
