@@ -163,7 +163,7 @@ def ask_which_session(project: ProjectContext, stdin: TextIO, out: TextIO) -> Ch
     shown_sessions, total = earlier_sessions(project)
     if not shown_sessions:
         return Choice()
-    out.write(f"air: earlier sessions of {project.name} (newest first):\n")
+    out.write(f"air: earlier sessions of {shown(project.name)} (newest first):\n")
     for n, s in enumerate(shown_sessions, 1):
         said = f"  “{s.first_words}”" if s.first_words else ""
         out.write(

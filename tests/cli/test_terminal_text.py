@@ -25,10 +25,12 @@ from hypothesis import strategies as st
 from air.cli.batch import LoadedBatch
 from air.cli.history import print_history
 from air.cli.options import report_bad_input
+from air.cli.reopen import ask_which_session
 from air.cli.reporter import Progress
 from air.cli.restore import run_restore
 from air.contracts.display import hides, json_shown
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.project import ProjectInitOptions
 from air.events.store import EventStore
 from air.session.project import ProjectStore
 from air.store.session_db import open_session_database
@@ -122,6 +124,25 @@ def test_a_batchs_warning_names_an_agent_file_exactly() -> None:
     LoadedBatch("batch.yaml", None, [], [f".air/agents/{EVIL}.md is a link: skipped"]).warned(out)
     _clean(out.getvalue())
     assert "x\\x1b]52;c;SGk=\\x07" in out.getvalue()
+
+
+def test_the_start_list_names_a_cloned_project_exactly(tmp_path: Path) -> None:
+    """Bare ``air`` lists a project's earlier sessions under its name, which project.json (a
+    clone's) chose."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    project = ProjectStore().initialize(root, ProjectInitOptions(name=f"calc{EVIL}"))
+    sid = "ses_01TERMINALTEXT0000000000002"
+    path = Path(project.local_root) / "sessions" / sid / "session.db"
+    path.parent.mkdir(parents=True)
+    db = open_session_database(path)
+    EventStore(db).append_many(realistic_sequence(sid, project.project_id, 50, seed=5))
+    db.close()
+    out = io.StringIO()
+    assert ask_which_session(project, io.StringIO("q\n"), out).quit
+    _clean(out.getvalue())
+    assert "earlier sessions of calcx\\x1b]52;c;SGk=" in out.getvalue()
+    assert sid in out.getvalue()
 
 
 def test_an_error_quoting_a_file_is_exact_and_forges_no_line() -> None:
