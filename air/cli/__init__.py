@@ -295,7 +295,12 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
 
         setup_logging()
     try:
-        return command(args)
+        if name == "console":  # urwid writes the terminal's own sequences
+            return command(args)
+        from air.cli.exact_output import exact_output
+
+        with exact_output():
+            return command(args)
     except KeyboardInterrupt:
         print("air: interrupted", file=sys.stderr)
         return EXIT_CANCELLED

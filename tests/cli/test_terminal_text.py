@@ -145,6 +145,23 @@ def test_the_start_list_names_a_cloned_project_exactly(tmp_path: Path) -> None:
     assert sid in out.getvalue()
 
 
+def test_a_directory_an_archive_named_is_printed_exactly(tmp_path: Path) -> None:
+    """An unpacked tarball's top directory has the name its author chose; every command that
+    names the project's path says it as exact text, errors or not (``exact_output``)."""
+    root = tmp_path / f"unpacked{EVIL}"
+    root.mkdir()
+    (tmp_path / "home").mkdir()
+    said = ""
+    for args in (("init",), ("init", "--models"), ("trust",), ("history",), ("session", "list"),
+                 ("status",), ("restore", "--list"), ("doctor",)):  # fmt: skip
+        done = _air(root, *args)
+        assert "Traceback" not in done.stderr, done.stderr
+        _clean(done.stdout + done.stderr)
+        said += done.stdout + done.stderr
+    assert "unpackedx\\x1b]52;c;SGk=\\x07" in said
+    assert (root / ".air" / "shared" / "models.yaml").is_file()  # the commands did their work
+
+
 def test_an_error_quoting_a_file_is_exact_and_forges_no_line() -> None:
     exc = AirException.of(
         kind=ErrorKind.CONFIG_ERROR,
