@@ -204,7 +204,7 @@ def reopen_command(options: HeadlessOptions, session_id: str, project_root: str)
     here, root = os.path.realpath(os.getcwd()), os.path.realpath(project_root)
     if os.path.commonpath([here, root]) != root:
         words += ["--project", root]
-    return shlex.join(words)
+    return shown(shlex.join(words))  # a path an archive named: exact on the terminal
 
 
 def transcript_tail(messages: list[Any], *, width: int = 100) -> str:
@@ -219,7 +219,8 @@ def transcript_tail(messages: list[Any], *, width: int = 100) -> str:
         who = "you" if message.role == "user" else "air"
         lines = [shown(line)[:width] for line in message.text.strip().splitlines()]
         if message.status != "complete":
-            lines.append(f"[{message.status}{': ' + message.error if message.error else ''}]")
+            why = f": {shown(message.error)}" if message.error else ""
+            lines.append(f"[{message.status}{why}]")
         if len(lines) > TAIL_LINES:
             lines = [*lines[: TAIL_LINES - 1], f"[… {len(lines) - TAIL_LINES + 1} more lines]"]
         out.append(f"{who}: {lines[0]}")

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import trio
@@ -25,7 +26,7 @@ from hypothesis import strategies as st
 from air.cli.batch import LoadedBatch
 from air.cli.history import print_history
 from air.cli.options import report_bad_input
-from air.cli.reopen import ask_which_session
+from air.cli.reopen import ask_which_session, reopen_command, transcript_tail
 from air.cli.reporter import Progress
 from air.cli.restore import run_restore
 from air.contracts.display import hides, json_shown
@@ -160,6 +161,21 @@ def test_a_directory_an_archive_named_is_printed_exactly(tmp_path: Path) -> None
         said += done.stdout + done.stderr
     assert "unpackedx\\x1b]52;c;SGk=\\x07" in said
     assert (root / ".air" / "shared" / "models.yaml").is_file()  # the commands did their work
+
+
+def test_what_the_console_leaves_on_the_terminal_is_exact(tmp_path: Path) -> None:
+    """After the console's screen is gone (not wrapped: urwid's), the reopen command names the
+    project's path and the tail quotes a failed message's error: both exact."""
+    root = tmp_path / f"unpacked{EVIL}"
+    root.mkdir()
+    options = SimpleNamespace(cassette=None, provider="anthropic")
+    command = reopen_command(options, "ses_x", str(root))  # type: ignore[arg-type]
+    _clean(command)
+    assert "--project" in command
+    failed = SimpleNamespace(text="partial", role="assistant", status="failed", error=EVIL)
+    tail = transcript_tail([failed])
+    _clean(tail)
+    assert "[failed: x\\x1b]52" in tail
 
 
 def test_an_error_quoting_a_file_is_exact_and_forges_no_line() -> None:
