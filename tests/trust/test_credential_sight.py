@@ -14,7 +14,7 @@ import pytest
 from tests.gitrepo import git
 from tests.knowledge.pyproject_sessions import claim, use
 from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
-from tests.trust.test_local_state import _air
+from tests.trust.calc_runs import air_as
 
 SECRET = "planted-8c41e7"
 TASK = {
@@ -62,7 +62,7 @@ def test_a_task_reads_no_credential_file_beside_the_project(
         if unprivileged:
             chown_tree(base)
             user = NOBODY
-        done = _air(
+        done = air_as(
             root, home, "run", "--headless", "batch.yaml", "--cassette", "cassettes", user=user
         )
         assert done.returncode == 0, done.stdout + done.stderr

@@ -10,12 +10,7 @@ command over a real run of examples/calc (its cassettes), copied as an unpacked 
 
 from __future__ import annotations
 
-import os
 import shutil
-import site
-import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -29,33 +24,10 @@ from air.session.local_owner import (
     mark_local_state,
 )
 from air.session.project import ProjectStore
-from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
+from tests.trust.calc_runs import EXAMPLE, RUN, air_as, session_events
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "calc"
-RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
 FOREIGN = "was not made by air here"
-
-
-def _air(
-    root: Path, home: Path, *args: str, user: int | None = None
-) -> subprocess.CompletedProcess[str]:
-    python = sys.executable if user is None else unprivileged_python()
-    path = os.pathsep.join([str(REPO), *site.getsitepackages()])
-    return subprocess.run(
-        [python, "-m", "air.cli", *args],
-        cwd=root, env={**os.environ, "HOME": str(home), "PYTHONPATH": path},
-        capture_output=True, text=True, timeout=120,
-        user=user, group=user, extra_groups=[] if user is not None else None,
-    )  # fmt: skip
-
-
-def _events(local: Path) -> dict[str, int]:
-    counts = {}
-    for db in sorted(local.glob("sessions/*/session.db")):
-        with sqlite3.connect(db) as conn:
-            counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    return counts
 
 
 def test_what_air_makes_is_its_own_and_a_copy_is_not(tmp_path: Path) -> None:
@@ -128,7 +100,7 @@ def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
     )
     home = tmp_path / "home"
     home.mkdir()
-    _air(root, home, "doctor")
+    air_as(root, home, "doctor")
     assert any(p.name != MARK for p in (root / ".air" / "local").rglob("*") if p.is_file())
     assert foreign_local_state(str(root)) is None
 
@@ -151,7 +123,7 @@ def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(
 def _refused_then_adopted(tmp_path: Path, base: Path, user: int | None) -> None:
     src = tmp_path / "src"
     shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("__pycache__", ".air"))
-    ran = _air(src, tmp_path, *RUN)
+    ran = air_as(src, tmp_path, *RUN)
     assert ran.returncode == 0, ran.stderr
     (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
     copy, aside, home = base / "unpacked", base / "aside", base / "home"
@@ -161,36 +133,36 @@ def _refused_then_adopted(tmp_path: Path, base: Path, user: int | None) -> None:
     if user is not None:
         chown_tree(base)
     local = copy / ".air" / "local"
-    shipped = _events(local)
+    shipped = session_events(local)
     assert len(shipped) == 1
 
     for args in (RUN, ("resume",), ("memory", "list"), ("restore", "2026-01-01T00:00:00Z")):
-        done = _air(copy, home, *args, user=user)
+        done = air_as(copy, home, *args, user=user)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "untrusted_config" in done.stderr, done.stderr
         assert FOREIGN in done.stderr, done.stderr
         assert "Traceback" not in done.stderr
-    checked = _air(copy, home, "doctor", user=user)
+    checked = air_as(copy, home, "doctor", user=user)
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "FAIL  tracked_state" in checked.stdout
     assert FOREIGN in checked.stdout
-    assert _events(local) == shipped  # no session opened, nothing appended
+    assert session_events(local) == shipped  # no session opened, nothing appended
     assert (local / "debug-records.db").read_bytes() == b"planted"
 
     # the other way out the message gives: put it aside; air makes its own
     (aside / ".air" / "local").rename(aside / ".air" / "local.foreign")
-    done = _air(aside, home, "memory", "list", user=user)
+    done = air_as(aside, home, "memory", "list", user=user)
     assert done.returncode == 0, done.stderr
     assert foreign_local_state(str(aside)) is None
     assert (aside / ".air" / "local" / MARK).is_file()
 
     # it was the user's own after all: `air trust` shows it and, told yes, adopts it
-    untold = _air(copy, home, "trust", user=user)
+    untold = air_as(copy, home, "trust", user=user)
     assert untold.returncode == 2, untold.stdout + untold.stderr
     assert FOREIGN in untold.stdout
-    adopted = _air(copy, home, "trust", "--yes", user=user)
+    adopted = air_as(copy, home, "trust", "--yes", user=user)
     assert adopted.returncode == 0, adopted.stderr
     assert "is yours now" in adopted.stdout
-    listed = _air(copy, home, "memory", "list", user=user)
+    listed = air_as(copy, home, "memory", "list", user=user)
     assert listed.returncode == 0, listed.stderr
-    assert _air(copy, home, "trust", user=user).stdout.startswith("air: nothing to trust")
+    assert air_as(copy, home, "trust", user=user).stdout.startswith("air: nothing to trust")

@@ -6,46 +6,17 @@ merge no longer checks the commit's ``.air/local`` out over it)."""
 
 from __future__ import annotations
 
-import os
 import shutil
-import site
-import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.gitrepo import git
-from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
+from tests.trust.calc_runs import EXAMPLE, RUN, air_as, session_events
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLE = REPO / "examples" / "calc"
-RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
 PROJECT_JSON = '{"project_id": "6f1d0c1e-0000-4000-8000-000000000001", "name": "calc"}\n'
-
-
-def _air(
-    root: Path, home: Path, *args: str, user: int | None = None
-) -> subprocess.CompletedProcess[str]:
-    python = sys.executable if user is None else unprivileged_python()
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
-    }
-    return subprocess.run(
-        [python, "-m", "air.cli", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        user=user,
-        group=user,
-        extra_groups=[] if user is not None else None,
-        check=False,
-    )
 
 
 def _refused(done: subprocess.CompletedProcess[str], said: str) -> None:
@@ -94,16 +65,16 @@ def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
             user = NOBODY
 
         for args in (RUN, ("init",), ("memory", "list"), ("history",)):
-            _refused(_air(clone, home, *args, user=user), ".air/local is a link to")
-        _refused(_air(tarball, home, *RUN, user=user), ".air/local/backups is a link to")
+            _refused(air_as(clone, home, *args, user=user), ".air/local is a link to")
+        _refused(air_as(tarball, home, *RUN, user=user), ".air/local/backups is a link to")
         (tarball / ".air" / "local" / "backups").unlink()
         (tarball / ".air" / "local" / "quarantine").symlink_to(victim)  # made when needed
-        _refused(_air(tarball, home, "doctor", user=user), ".air/local/quarantine is a link")
+        _refused(air_as(tarball, home, "doctor", user=user), ".air/local/quarantine is a link")
         assert list(victim.iterdir()) == []  # nothing was made, written or read there
 
         # the way out the message gives: remove the link (the repository holds it: from the
         # index too); air makes its own directory
-        refused = _air(clone, home, *RUN, user=user)
+        refused = air_as(clone, home, *RUN, user=user)
         assert f"git -C {clone} rm -q --cached .air/local` and commit" in refused.stderr
         mine = ("-c", "safe.directory=*")  # the test's git, as root, in nobody's clone
         git(clone, *mine, "rm", "-q", "--cached", ".air/local")
@@ -111,7 +82,7 @@ def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
         (clone / ".air" / "local").unlink()
         if unprivileged:
             chown_tree(base)  # what root's git just wrote is nobody's again
-        done = _air(clone, home, *RUN, user=user)
+        done = air_as(clone, home, *RUN, user=user)
         assert done.returncode == 0, done.stderr
         assert (clone / ".air" / "local" / "sessions").is_dir()
         assert not (clone / ".air" / "local").is_symlink()
@@ -119,14 +90,6 @@ def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
     finally:
         if unprivileged:
             shutil.rmtree(base, ignore_errors=True)
-
-
-def _events(local: Path) -> dict[str, int]:
-    counts = {}
-    for db in sorted(local.glob("sessions/*/session.db")):
-        with sqlite3.connect(db) as conn:
-            counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
-    return counts
 
 
 def test_an_air_local_that_git_tracks_is_refused_before_a_session_or_knowledge_is_read(
@@ -139,32 +102,32 @@ def test_an_air_local_that_git_tracks_is_refused_before_a_session_or_knowledge_i
     git(src, "commit", "-qm", "calc")
     home = tmp_path / "home"
     home.mkdir()
-    assert _air(src, home, *RUN).returncode == 0
+    assert air_as(src, home, *RUN).returncode == 0
     (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
     git(src, "add", "-f", ".air/local")
     git(src, "commit", "-qm", "ship the sessions")
     clone = tmp_path / "clone"
     git(tmp_path, "clone", "-q", str(src), str(clone))
-    shipped = _events(clone / ".air" / "local")
+    shipped = session_events(clone / ".air" / "local")
     assert len(shipped) == 1
 
     for args in (RUN, ("resume",), ("memory", "list")):
-        _refused(_air(clone, home, *args), "the repository holds .air/local/")
-    checked = _air(clone, home, "doctor")  # doctor says so too, with the same way out
+        _refused(air_as(clone, home, *args), "the repository holds .air/local/")
+    checked = air_as(clone, home, "doctor")  # doctor says so too, with the same way out
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "FAIL" in checked.stdout
     assert "tracked_state" in checked.stdout
     assert "the repository holds .air/local/" in checked.stdout
     assert f"git -C {clone} rm -r -q --cached .air/local" in checked.stdout
-    assert _events(clone / ".air" / "local") == shipped  # no session opened, nothing appended
+    assert session_events(clone / ".air" / "local") == shipped  # no session opened, none added
     assert (clone / ".air" / "local" / "debug-records.db").read_bytes() == b"planted"
 
     # the way out the message gives: untrack it and put it aside
     git(clone, "rm", "-r", "-q", "--cached", ".air/local")
     git(clone, "commit", "-qm", "air's state is not ours to ship")
     (clone / ".air" / "local").rename(clone / ".air" / "local.from-git")
-    done = _air(clone, home, *RUN)
+    done = air_as(clone, home, *RUN)
     assert done.returncode == 0, done.stderr
-    ours = _events(clone / ".air" / "local")
+    ours = session_events(clone / ".air" / "local")
     assert len(ours) == 1
     assert ours.keys() != shipped.keys()

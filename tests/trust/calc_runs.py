@@ -1,0 +1,51 @@
+"""The trust tests' way to run ``air``: a fresh interpreter in a project, with its own HOME, as
+root or as an unprivileged user (``user``: its uid and gid, no other group), over examples/calc
+and its cassettes (``RUN``); and how many events each session in a ``.air/local`` holds."""
+
+from __future__ import annotations
+
+import os
+import site
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.tools.sandbox_probe import unprivileged_python
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "calc"
+RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
+
+
+def air_as(
+    root: Path, home: Path, *args: str, user: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``python -m air.cli ARGS`` in ``root`` with ``HOME=home``, as ``user`` (None: this one)."""
+    python = sys.executable if user is None else unprivileged_python()
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
+    }
+    return subprocess.run(
+        [python, "-m", "air.cli", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        user=user,
+        group=user,
+        extra_groups=[] if user is not None else None,
+        check=False,
+    )
+
+
+def session_events(local: Path) -> dict[str, int]:
+    """Session id -> its event count, for every session database under ``local``."""
+    counts = {}
+    for db in sorted(local.glob("sessions/*/session.db")):
+        with sqlite3.connect(db) as conn:
+            counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
+    return counts
