@@ -151,7 +151,9 @@ def _say_if_not_made(root: str) -> None:
 def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     """Before anything reads the project's configuration (and before the first frame): an
     untrusted project that widens what air does is shown and asked about once, on the
-    terminal (IMPL-TRUST-1); yes records the trust, no (or no terminal) refuses.
+    terminal (IMPL-TRUST-1); yes records the trust, no (or no terminal) refuses. So is
+    another's ``.air/local`` (IMPL-TRUST-3): yes adopts it; no leaves it for the runtime to
+    refuse.
 
     Raises:
         AirException(untrusted_config): the person said no, or there is no terminal to ask on.
@@ -162,15 +164,15 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
         root = _project_root(options, create=create)
     else:
         root = str(session_to_reopen(options)[0].project_root)
+    from air.cli.trust import ask_adopt, ask_trust
+
+    if sys.stdin.isatty():  # another's .air/local: adopted, or refused when the session opens
+        ask_adopt(root, stdin=sys.stdin, out=sys.stdout)
     config = trust_scan(root)
     if trusted(config):
         return
-    if sys.stdin.isatty():
-        from air.cli.trust import ask_trust
-
-        if ask_trust(config, stdin=sys.stdin, out=sys.stdout):
-            return
-    raise untrusted_error(config)
+    if not (sys.stdin.isatty() and ask_trust(config, stdin=sys.stdin, out=sys.stdout)):
+        raise untrusted_error(config)
 
 
 def _project_root(options: HeadlessOptions, *, create: bool) -> str:

@@ -1,13 +1,14 @@
 """``air trust [PATH] [--yes]`` and ``air trust --revoke [PATH]``: the user's trust decision.
 
-Owns the command and ``ask_trust``, the question the console asks in an untrusted project
-(IMPL-TRUST-1). Both show what trusting would allow, file by file (the provider URLs with the
-variable sent there, the allow rules, the capabilities, the first lines of every file that
-reaches a prompt), then ask y/N on a terminal; yes records the exact set of files in
-``~/.air/trust.json`` (``air.session.trust``), so a later change asks again. ``--yes`` records
-without asking (scripts); without a terminal and without ``--yes`` nothing is recorded. A
-``.air/local`` air did not make here (``air.session.local_owner``: a copied or unpacked project)
-is shown and, on yes, adopted: marked as the user's own state.
+Owns the command, ``ask_trust``, the question the console asks in an untrusted project
+(IMPL-TRUST-1), and ``ask_adopt``, the one it asks about another's ``.air/local``. Both show
+what trusting would allow, file by file (the provider URLs with the variable sent there, the
+allow rules, the capabilities, the first lines of every file that reaches a prompt), then ask
+y/N on a terminal; yes records the exact set of files in ``~/.air/trust.json``
+(``air.session.trust``), so a later change asks again. ``--yes`` records without asking
+(scripts); without a terminal and without ``--yes`` nothing is recorded. A ``.air/local`` air
+did not make here (``air.session.local_owner``: a copied or unpacked project) is shown and, on
+yes, adopted: marked as the user's own state.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import IO, Any
 from air.cli.options import bad
 from air.contracts.display import shown
 
-__all__ = ["ask_trust", "run_trust", "trust_root"]
+__all__ = ["ask_adopt", "ask_trust", "run_trust", "trust_root"]
 
 
 def trust_root(path: str | None) -> str:
@@ -71,6 +72,26 @@ def ask_trust(config: Any, *, stdin: IO[str], out: IO[str]) -> bool:
     return True
 
 
+def _show_foreign(root: str, why: str, out: IO[str]) -> None:
+    print(f"air: {root}/.air/local was not made by air here: {shown(why)}", file=out)
+    print("  trusting adopts its sessions, knowledge and backups as yours", file=out, flush=True)
+
+
+def ask_adopt(root: str, *, stdin: IO[str], out: IO[str]) -> None:
+    """When ``root``'s ``.air/local`` is not air's own here (``air.session.local_owner``), show
+    why and ask y/N; yes adopts it, no leaves it (the runtime then refuses it)."""
+    from air.session.local_owner import adopt_local_state, foreign_local_state
+
+    why = foreign_local_state(root)
+    if why is None:
+        return
+    _show_foreign(root, why, out)
+    print("Adopt it as yours? [y/N] ", end="", file=out, flush=True)
+    if stdin.readline().strip().lower() in ("y", "yes"):
+        adopt_local_state(root)
+        print(f"air: {root}/.air/local is yours now (marked in .air/local/owner)", file=out)
+
+
 def run_trust(args: dict[str, Any]) -> int:
     """``air trust``. Exit 0 trusted (or nothing to trust, or revoked), 2 not trusted."""
     from air.contracts.error import CliExit
@@ -92,8 +113,7 @@ def run_trust(args: dict[str, Any]) -> int:
     if config.widens:
         _show(config, sys.stdout)
     if foreign is not None:
-        print(f"air: {root}/.air/local was not made by air here: {shown(foreign)}", flush=True)
-        print("  trusting adopts its sessions, knowledge and backups as yours", flush=True)
+        _show_foreign(root, foreign, sys.stdout)
     if not pending and foreign is None:
         print(f"air: {root} is trusted as it is now")
         return CliExit.OK

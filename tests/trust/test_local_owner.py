@@ -10,11 +10,15 @@ command over a real run of examples/calc (its cassettes), copied as an unpacked 
 
 from __future__ import annotations
 
+import io
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
+from air.cli.console import _trust_or_ask
+from air.cli.options import HeadlessOptions
 from air.contracts.error import AirException
 from air.session.local_owner import (
     MARK,
@@ -85,6 +89,38 @@ def test_a_shipped_mark_names_nothing_here(tmp_path: Path) -> None:
     (local / MARK).unlink()
     (local / MARK).mkdir()
     assert foreign_local_state(str(root)) is not None
+
+
+class _Terminal(io.StringIO):
+    """What the person types, on a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_console_asks_before_it_opens_anothers_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bare ``air`` on a terminal: the question before the first frame, with the project's
+    own; no leaves the state as it is (the session's opening refuses it), yes adopts it."""
+    root = tmp_path / "p"
+    root.mkdir()
+    ProjectStore().initialize(root)
+    (root / ".air" / "local" / "sessions" / "s.db").write_bytes(b"state")
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    for answer, adopted in (("n\n", False), ("y\n", True)):
+        said = io.StringIO()
+        monkeypatch.setattr(sys, "stdin", _Terminal(answer))
+        monkeypatch.setattr(sys, "stdout", said)
+        _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
+        assert FOREIGN in said.getvalue()
+        assert "Adopt it as yours? [y/N]" in said.getvalue()
+        assert (foreign_local_state(str(copy)) is None) is adopted
+    said = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", said)
+    _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
+    assert said.getvalue() == ""  # its own now: nothing to ask
 
 
 def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
