@@ -102,6 +102,10 @@ def foreign_local_state(root: str) -> str | None:
 def _write_mark(local: str, inode: int) -> None:
     path = os.path.join(local, MARK)
     temp = f"{path}.{os.getpid()}.tmp"
+    try:  # a crashed writer's, by the pid it reused
+        os.unlink(temp)
+    except FileNotFoundError:
+        pass
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     try:
         os.write(fd, _FORMAT.format(inode=inode).encode("ascii"))
