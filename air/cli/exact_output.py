@@ -15,12 +15,18 @@ themselves (a detached run's announcement) and child processes' output are not c
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
 __all__ = ["exact_output"]
+
+
+_ASCII_HIDDEN = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
+"""The ASCII characters ``shown(keep_lines=True)`` escapes: ASCII text without them is written as
+it is (every line of a long ``air history`` without a call into ``shown``)."""
 
 
 class _Exact:
@@ -28,13 +34,19 @@ class _Exact:
 
     def __init__(self, stream: TextIO) -> None:
         self._stream = stream
+        self._shown: Callable[..., str] | None = None
 
     def write(self, text: str) -> int:
-        # imported at the first write: ``air run`` starts its spare worker before it loads
-        # any of air's contracts (IMPL-BOOT-1)
-        from air.contracts.display import shown
+        if text.isascii() and _ASCII_HIDDEN.search(text) is None:
+            self._stream.write(text)
+            return len(text)
+        if self._shown is None:
+            # imported when first needed: ``air run`` starts its spare worker before it loads
+            # any of air's contracts (IMPL-BOOT-1)
+            from air.contracts.display import shown
 
-        self._stream.write(shown(text, keep_lines=True))
+            self._shown = shown
+        self._stream.write(self._shown(text, keep_lines=True))
         return len(text)
 
     def writelines(self, lines: Any) -> None:
