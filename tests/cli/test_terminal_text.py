@@ -20,16 +20,17 @@ from types import SimpleNamespace
 from typing import Any
 
 import trio
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from air.cli.batch import LoadedBatch
+from air.cli.exact_output import exact_output
 from air.cli.history import print_history
 from air.cli.options import report_bad_input
 from air.cli.reopen import ask_which_session, reopen_command, transcript_tail
 from air.cli.reporter import Progress
 from air.cli.restore import run_restore
-from air.contracts.display import hides, json_shown
+from air.contracts.display import hides, json_shown, shown
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.project import ProjectInitOptions
 from air.events.store import EventStore
@@ -66,6 +67,25 @@ def test_a_json_line_keeps_its_value_and_hides_nothing(value: Any) -> None:
     assert not hides(out)
     if not hides(line):
         assert out == line  # nothing to escape: the line as the serialiser wrote it
+
+
+@given(st.text() | st.text(alphabet=st.characters(max_codepoint=127)))
+@example("del\x7f")
+@example("esc\x1b[2J and a \\ backslash\r")
+@example("a line\n\tand a tab")
+@example("bidi \u202e and C1 \x9b")
+def test_the_exact_stream_writes_what_shown_says(text: str) -> None:
+    """Whatever a command writes (ASCII or not: the ASCII path skips ``shown`` when nothing in
+    it is hidden) comes out as ``shown(text, keep_lines=True)``."""
+    out = io.StringIO()
+    saved = sys.stdout
+    sys.stdout = out
+    try:
+        with exact_output():
+            sys.stdout.write(text)
+    finally:
+        sys.stdout = saved
+    assert out.getvalue() == shown(text, keep_lines=True)
 
 
 def test_history_json_escapes_what_a_task_wrote_and_keeps_the_value(tmp_path: Path) -> None:

@@ -141,27 +141,34 @@ def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
     assert foreign_local_state(str(root)) is None
 
 
+@pytest.fixture(scope="module")
+def handed_over(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/calc after someone ran its batch, with a debug record planted in its knowledge:
+    what they hand over, ``.air/local`` and all (read only: each test copies it)."""
+    src = tmp_path_factory.mktemp("handed") / "src"
+    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    ran = air_as(src, src.parent, *RUN)
+    assert ran.returncode == 0, ran.stderr
+    (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
+    return src
+
+
 @pytest.mark.parametrize("unprivileged", [False, True], ids=["root", "nobody"])
 def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(
-    tmp_path: Path, unprivileged: bool
+    tmp_path: Path, handed_over: Path, unprivileged: bool
 ) -> None:
-    """Someone ran the batch and handed the project over as a tarball, ``.air/local`` and all:
-    sessions, knowledge (a planted debug record) and backups; the receiver works as root, or
-    as an unprivileged user owning the unpacked files."""
+    """The project as a tarball unpacks it: sessions, knowledge (a planted debug record) and
+    backups; the receiver works as root, or as an unprivileged user owning the unpacked
+    files."""
     base = unprivileged_dir() if unprivileged else tmp_path
     try:
-        _refused_then_adopted(tmp_path, base, NOBODY if unprivileged else None)
+        _refused_then_adopted(handed_over, base, NOBODY if unprivileged else None)
     finally:
         if unprivileged:
             shutil.rmtree(base, ignore_errors=True)
 
 
-def _refused_then_adopted(tmp_path: Path, base: Path, user: int | None) -> None:
-    src = tmp_path / "src"
-    shutil.copytree(EXAMPLE, src, ignore=shutil.ignore_patterns("__pycache__", ".air"))
-    ran = air_as(src, tmp_path, *RUN)
-    assert ran.returncode == 0, ran.stderr
-    (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
+def _refused_then_adopted(src: Path, base: Path, user: int | None) -> None:
     copy, aside, home = base / "unpacked", base / "aside", base / "home"
     shutil.copytree(src, copy, symlinks=True)
     shutil.copytree(src, aside, symlinks=True)
