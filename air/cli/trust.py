@@ -77,10 +77,17 @@ def _show_foreign(root: str, why: str, out: IO[str]) -> None:
     print("  trusting adopts its sessions, knowledge and backups as yours", file=out, flush=True)
 
 
+def _adopt(root: str, out: IO[str]) -> None:
+    from air.session.local_owner import adopt_local_state
+
+    adopt_local_state(root)
+    print(f"air: {root}/.air/local is yours now (marked in .air/local/owner)", file=out)
+
+
 def ask_adopt(root: str, *, stdin: IO[str], out: IO[str]) -> None:
     """When ``root``'s ``.air/local`` is not air's own here (``air.session.local_owner``), show
     why and ask y/N; yes adopts it, no leaves it (the runtime then refuses it)."""
-    from air.session.local_owner import adopt_local_state, foreign_local_state
+    from air.session.local_owner import foreign_local_state
 
     why = foreign_local_state(root)
     if why is None:
@@ -88,14 +95,13 @@ def ask_adopt(root: str, *, stdin: IO[str], out: IO[str]) -> None:
     _show_foreign(root, why, out)
     print("Adopt it as yours? [y/N] ", end="", file=out, flush=True)
     if stdin.readline().strip().lower() in ("y", "yes"):
-        adopt_local_state(root)
-        print(f"air: {root}/.air/local is yours now (marked in .air/local/owner)", file=out)
+        _adopt(root, out)
 
 
 def run_trust(args: dict[str, Any]) -> int:
     """``air trust``. Exit 0 trusted (or nothing to trust, or revoked), 2 not trusted."""
     from air.contracts.error import CliExit
-    from air.session.local_owner import adopt_local_state, foreign_local_state
+    from air.session.local_owner import foreign_local_state
     from air.session.trust import record_trust, revoke_trust, trust_scan, trusted
 
     root = trust_root(args.get("PATH"))
@@ -134,6 +140,5 @@ def run_trust(args: dict[str, Any]) -> int:
         record_trust(config)
         print(f"air: trusted {root} (recorded in ~/.air/trust.json)")
     if foreign is not None:
-        adopt_local_state(root)
-        print(f"air: {root}/.air/local is yours now (marked in .air/local/owner)")
+        _adopt(root, sys.stdout)
     return CliExit.OK

@@ -4,8 +4,9 @@ Owns the ``.air/shared`` (git-shareable: project.json, permissions.yaml, rules/,
 ``.air/local`` (gitignored: sessions/, state/, backups/, workspaces/, tmp/, locks/) trees,
 ``project.json`` (a stable UUID ``project_id`` generated once, never derived from the path) and
 the ``.air/local/`` entry of the project's ``.gitignore``. Initialising records no event: there
-is no session DB until a session opens. Opening and initialising mark ``.air/local`` as air's own
-here when it is new (``air.session.local_owner``); what uses the state refuses another's.
+is no session DB until a session opens. Opening (initialising ends with it) marks ``.air/local``
+as air's own here when it is new (``air.session.local_owner``); what uses the state refuses
+another's.
 """
 
 from __future__ import annotations
@@ -107,7 +108,6 @@ class ProjectStore:
                 (shared / sub).mkdir(parents=True, exist_ok=True)
             for sub in LOCAL_DIRS:
                 (local / sub).mkdir(parents=True, exist_ok=True)
-            mark_local_state(str(root))  # a new one is air's own; another's is refused by runs
             project_json = shared / "project.json"
             if not project_json.exists():
                 data = {
