@@ -158,9 +158,26 @@ def _bad_arguments(name: str, usage: str, rest: list[str], docopt_message: str) 
     for one, other in re.findall(r"\[(--[\w-]+)(?: [A-Z]+)? \| (--[\w-]+)", usage):
         if {one, other} <= {token.split("=", 1)[0] for token in rest}:
             return f"air {name}: {one} and {other} exclude each other"
+    apart = _options_apart(usage, rest)
+    if apart:
+        return f"air {name}: {apart[0]} and {apart[1]} exclude each other"
     if not positional:
         return f"air {name}: a required argument is missing"
     return f"air {name}: these arguments fit none of its usage lines: {' '.join(rest)}"
+
+
+def _options_apart(usage: str, rest: list[str]) -> tuple[str, str] | None:
+    """Two given options that no usage line takes together (``--yes`` with ``--revoke``)."""
+    lines = [line for line in _usage_section(usage).splitlines() if line.startswith("  air")]
+    if any("[options]" in line for line in lines):
+        return None  # such a line takes every option its Options section lists
+    takes = [_known_options(line) - {"-h", "--help"} for line in lines]
+    given = sorted({token.split("=", 1)[0] for token in rest if token.startswith("--")})
+    for i, one in enumerate(given):
+        for other in given[i + 1 :]:
+            if not any({one, other} <= line for line in takes):
+                return one, other
+    return None
 
 
 def _is_prompt(arg: str) -> bool:

@@ -51,6 +51,8 @@ CASES = [
     (["history", "--frob"], "air history: unknown option --frob"),
     (["history", "--last", "3", "--all"], "air history: --last and --all exclude each other"),
     (["provider", "frob"], "air provider: these arguments fit none of its usage lines: frob"),
+    (["trust", "--yes", "--revoke"], "air trust: --revoke and --yes exclude each other"),
+    (["trust", "--revoke", ".", "--yes"], "air trust: --revoke and --yes exclude each other"),
     (["session"], "air session: a required argument is missing"),
     (["report"], "air report: a required argument is missing"),
     (["report", "--html"], "air report: --html needs a value"),
