@@ -152,8 +152,7 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     """Before anything reads the project's configuration (and before the first frame): an
     untrusted project that widens what air does is shown and asked about once, on the
     terminal (IMPL-TRUST-1); yes records the trust, no (or no terminal) refuses. So is
-    another's ``.air/local`` (IMPL-TRUST-3): yes adopts it; no leaves it for the runtime to
-    refuse.
+    another's ``.air/local`` (IMPL-TRUST-3): yes adopts it; no refuses it.
 
     Raises:
         AirException(untrusted_config): the person said no, or there is no terminal to ask on.
@@ -165,9 +164,11 @@ def _trust_or_ask(options: HeadlessOptions, *, create: bool) -> None:
     else:
         root = str(session_to_reopen(options)[0].project_root)
     from air.cli.trust import ask_adopt, ask_trust
+    from air.session.local_owner import refuse_foreign_state
 
-    if sys.stdin.isatty():  # another's .air/local: adopted, or refused when the session opens
+    if sys.stdin.isatty():  # another's .air/local: adopted, or refused before it is read
         ask_adopt(root, stdin=sys.stdin, out=sys.stdout)
+    refuse_foreign_state(root)  # not even its sessions listed (offer_sessions)
     config = trust_scan(root)
     if trusted(config):
         return

@@ -122,6 +122,7 @@ def session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
     Raises:
         AirException: ``not_found`` outside a project or for an unknown session.
     """
+    from air.session.local_owner import refuse_foreign_state
     from air.session.manager import list_session_ids
     from air.session.project import ProjectStore
 
@@ -137,6 +138,7 @@ def session_to_reopen(options: HeadlessOptions) -> tuple[Any, str]:
             file=options.project,
             field="--project",
         )
+    refuse_foreign_state(str(project.project_root))  # nor replays another's (IMPL-TRUST-3)
     if sid not in list_session_ids(project):
         raise bad(
             "not_found",

@@ -3,7 +3,6 @@
 Owns: the list of checks air's capabilities need (built here: they reach the sandbox, run records
 and workspaces, which ``air.doctor`` may not import), ``RunRecordsCheck`` (records of dead air
 processes; ``--fix`` reaps them), ``ArtifactsCheck`` (artifact files no row records),
-``TrackedStateCheck`` (``.air/local`` in ``HEAD`` or not made here: every run refuses it),
 ``WorktreeCheck`` (workspaces no record owns; ``--fix`` quarantines them, prunes git's metadata),
 the fix gate over the path classifier (IMPL-DOC-1), the printed report (findings as exact text,
 ``shown``), the exit code (1 on a warning or blocking issue) and ``setup_logging``.
@@ -43,6 +42,7 @@ class RunRecordsCheck:
     """Worker run records still marked running whose air process is provably gone."""
 
     name = "run_records"
+    reads_state = True
 
     def __init__(self, project_root: str) -> None:
         self.root = os.path.join(project_root, ".air", "local", "state", "runs")
@@ -98,36 +98,11 @@ class RunRecordsCheck:
         )
 
 
-class TrackedStateCheck:
-    """``.air/local`` in ``HEAD`` or not made here (IMPL-TRUST-3): runs refuse it, said here."""
-
-    name = "tracked_state"
-
-    def __init__(self, project_root: str) -> None:
-        self.project_root = project_root
-
-    async def run(self) -> list[Problem]:
-        import trio
-
-        from air.contracts.error import AirException
-        from air.doctor.service import Problem, issue
-        from air.session.local_owner import refuse_foreign_state
-        from air.workspace.tracked_state import refuse_tracked_state
-
-        try:  # no git to ask (OSError): the git check says so
-            await trio.to_thread.run_sync(refuse_tracked_state, self.project_root)
-            refuse_foreign_state(self.project_root)
-        except AirException as exc:
-            return [Problem(issue(self.name, "blocking", exc.error.message, exc.error.user_action))]
-        except OSError:
-            pass
-        return []
-
-
 class WorktreeCheck:
     """Directories under ``.air/local/workspaces`` no record owns; git worktrees gone."""
 
     name = "worktrees"
+    reads_state = True
 
     def __init__(self, project_root: str) -> None:
         self.project_root = os.path.realpath(project_root)
@@ -308,6 +283,7 @@ class ArtifactsCheck:
     registered, anything else moved to ``<session>/quarantine/``, stale temp files removed."""
 
     name = "artifacts"
+    reads_state = True
 
     def __init__(self, project_root: str, project_id: str) -> None:
         self.project_root = project_root
@@ -418,6 +394,7 @@ class ArtifactsCheck:
 
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
+    from air.cli.doctor_owner import TrackedStateCheck
     from air.cli.doctor_views import StoredViewsCheck
     from air.cli.prepare import load_models_checked
     from air.doctor.checks import (
@@ -488,7 +465,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
     checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
     if project_root is not None:
         checks += [
-            TrackedStateCheck(project_root),
+            TrackedStateCheck(project_root),  # first: the checks after it read that state
             RunRecordsCheck(project_root),
             WorktreeCheck(project_root),
             DatabaseCheck(project_root),

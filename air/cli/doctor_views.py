@@ -25,6 +25,7 @@ class StoredViewsCheck:
     """Each stored console view and report fold against a fold of its whole log."""
 
     name = "stored_views"
+    reads_state = True
 
     def __init__(self, project_root: str) -> None:
         self.project_root = project_root

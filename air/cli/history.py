@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 from air.contracts.display import json_shown, shown
+from air.session.local_owner import refuse_foreign_state
 from air.session.local_state import local_state_links
 
 if TYPE_CHECKING:
@@ -60,7 +61,9 @@ class LightProject(NamedTuple):
 
 
 def find_project(path: str | None) -> ProjectContext:
-    """The project at ``path`` (or found by walking up from the current directory)."""
+    """The project at ``path`` (or found by walking up from the current directory), whose
+    ``.air/local`` air recorded here: another's (unpacked, copied) is refused before any of
+    its databases is opened, as the runtime refuses it (IMPL-TRUST-3)."""
     from air.contracts.error import AirException
     from air.session.project import ProjectStore
 
@@ -72,6 +75,7 @@ def find_project(path: str | None) -> ProjectContext:
             message=f"no air project at or above {start}",
             user_action="Run `air init` in the project directory, or pass --project PATH.",
         )
+    refuse_foreign_state(str(project.project_root))
     return project
 
 
@@ -94,6 +98,7 @@ def locate_light(path: str | None) -> Project:
             if not known:
                 break
             name = str(data.get("name") or candidate.name)
+            refuse_foreign_state(str(candidate))
             return LightProject(name, str(candidate / ".air" / "local"))
     return find_project(path)
 

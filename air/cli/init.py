@@ -5,6 +5,7 @@ write the commented models.yaml reference (air/llm/resources/models.example.yaml
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 from air.contracts.error import CliExit
@@ -30,6 +31,7 @@ def run_init(args: dict[str, Any]) -> int:
         print(f"project id: {existing.project_id}")
         if args.get("--models"):
             _write_models_template(root)
+        _say_if_foreign(root)
         return CliExit.OK
     project = store.initialize(root, ProjectInitOptions(name=args["--name"]))
     if args.get("--models"):
@@ -38,7 +40,21 @@ def run_init(args: dict[str, Any]) -> int:
     print(f"project id: {project.project_id}")
     print(f"shared (commit it): {project.shared_root}")
     print(f"local (gitignored): {project.local_root}")
+    _say_if_foreign(root)
     return CliExit.OK
+
+
+def _say_if_foreign(root: str) -> None:
+    """The project is air's, but its ``.air/local`` is another's (IMPL-TRUST-3): said now, not
+    first at the run that refuses it."""
+    from air.contracts.error import AirException
+    from air.session.local_owner import refuse_foreign_state
+
+    try:
+        refuse_foreign_state(root)
+    except AirException as exc:
+        print(f"air: but {exc.error.message}", file=sys.stderr)
+        print(f"  what to do: {exc.error.user_action}", file=sys.stderr)
 
 
 def _write_models_template(root: str) -> None:

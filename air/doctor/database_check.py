@@ -51,6 +51,7 @@ class DatabaseCheck:
     """Every session database and project knowledge database of the project."""
 
     name = "databases"
+    reads_state = True
 
     def __init__(self, project_root: str) -> None:
         self.project_root = project_root

@@ -107,7 +107,10 @@ class CheckResult:
 class DoctorCheck(Protocol):
     """One capability check (SDD ``check_capability``). A check may also have
     ``found() -> str``: one line saying what it saw (the version, what it counted), or
-    ``skipped``: why it does not apply here (listed as ``skipped``)."""
+    ``skipped``: why it does not apply here (listed as ``skipped``). A check that reads what
+    ``.air/local`` holds has ``reads_state = True``; one that found that state is not air's own
+    here sets ``refuses_state`` (why): the later state checks are then not run, and nothing
+    is recorded into that state (IMPL-TRUST-3)."""
 
     @property
     def name(self) -> str: ...
@@ -333,7 +336,11 @@ class DoctorService:
             self._record(report)
             return report
         fixes: list[tuple[DoctorIssue, Fix]] = []
+        refused: str | None = None
         for check in self.checks:
+            if refused is not None and getattr(check, "reads_state", False):
+                report.checks.append(CheckResult(check.name, "skipped", f"not run: {refused}"))
+                continue
             try:
                 problems = await check.run()
             except AirException as exc:
@@ -354,6 +361,7 @@ class DoctorService:
             facts = getattr(check, "facts", None)
             if facts:
                 report.facts[check.name] = facts
+            refused = refused or getattr(check, "refuses_state", None)
             skipped = getattr(check, "skipped", None)
             if skipped:
                 report.checks.append(CheckResult(check.name, "skipped", str(skipped)))
@@ -363,7 +371,7 @@ class DoctorService:
         if run_input.mode == DoctorMode.FIX:
             for found, fix in fixes:
                 report.fixes.append(await self._apply(found, fix))
-        self._record(report)
+        self._record(report, refused)
         return report
 
     async def _apply(self, found: DoctorIssue, fix: Fix) -> FixOutcome:
@@ -379,9 +387,10 @@ class DoctorService:
 
     # -- events ---------------------------------------------------------------------------
 
-    def _record(self, report: DoctorReport) -> None:
+    def _record(self, report: DoctorReport, refused: str | None = None) -> None:
         """Log the run, then append ``doctor.run.started``, one ``doctor.issue.found`` per issue and
-        ``doctor.run.completed`` to the doctor log (nothing when ``.air`` is not writable)."""
+        ``doctor.run.completed`` to the doctor log (nothing when ``.air`` is not writable, nor
+        when ``refused`` says ``.air/local`` is not air's own here)."""
         for found in report.issues:
             level = logging.INFO if found.severity == "info" else logging.WARNING
             log.log(level, "doctor %s: %s: %s", found.severity, found.check, found.message)
@@ -393,6 +402,9 @@ class DoctorService:
             return
         if any(i.check == "bootstrap.air_writable" for i in report.issues):
             report.facts["events"] = "not recorded: .air is not writable"
+            return
+        if refused is not None:  # never into another's .air/local
+            report.facts["events"] = f"not recorded: {refused}"
             return
         from air.events.store import EventStore
         from air.store.session_db import open_session_database

@@ -11,13 +11,16 @@ command over a real run of examples/calc (its cassettes), copied as an unpacked 
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import sys
 from pathlib import Path
 
 import pytest
 
+from air.cli import main
 from air.cli.console import _trust_or_ask
+from air.cli.console_start import session_to_reopen
 from air.cli.options import HeadlessOptions
 from air.contracts.error import AirException
 from air.session.local_owner import (
@@ -101,8 +104,9 @@ class _Terminal(io.StringIO):
 def test_the_console_asks_before_it_opens_anothers_state(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Bare ``air`` on a terminal: the question before the first frame, with the project's
-    own; no leaves the state as it is (the session's opening refuses it), yes adopts it."""
+    """Bare ``air`` on a terminal: the question before the first frame (and before its
+    sessions are listed), with the project's own; no refuses it there, leaving it as it is;
+    yes adopts it."""
     root = tmp_path / "p"
     root.mkdir()
     ProjectStore().initialize(root)
@@ -113,7 +117,12 @@ def test_the_console_asks_before_it_opens_anothers_state(
         said = io.StringIO()
         monkeypatch.setattr(sys, "stdin", _Terminal(answer))
         monkeypatch.setattr(sys, "stdout", said)
-        _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
+        if adopted:
+            _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
+        else:
+            with pytest.raises(AirException) as refused:
+                _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
+            assert refused.value.error.kind == "untrusted_config"
         assert FOREIGN in said.getvalue()
         assert "Adopt it as yours? [y/N]" in said.getvalue()
         assert (foreign_local_state(str(copy)) is None) is adopted
@@ -121,6 +130,58 @@ def test_the_console_asks_before_it_opens_anothers_state(
     monkeypatch.setattr(sys, "stdout", said)
     _trust_or_ask(HeadlessOptions(project=str(copy)), create=False)
     assert said.getvalue() == ""  # its own now: nothing to ask
+
+
+def test_the_console_without_a_terminal_and_its_replay_refuse_anothers_state(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No terminal to ask on (``air --plain`` in a script): refused before its sessions are
+    listed or opened; ``air --session SID [--replay]`` refuses it before reading the log."""
+    root = tmp_path / "p"
+    root.mkdir()
+    ProjectStore().initialize(root)
+    sid = "ses_01M916QAXXXVJVX6SPM0T6PHY7"
+    (root / ".air" / "local" / "sessions" / sid).mkdir(parents=True)
+    (root / ".air" / "local" / "sessions" / sid / "session.db").write_bytes(b"state")
+    copy = tmp_path / "copy"
+    shutil.copytree(root, copy)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # not a terminal: nobody to ask
+    for options in (
+        HeadlessOptions(project=str(copy)),
+        HeadlessOptions(project=str(copy), session_id=sid),
+    ):
+        with pytest.raises(AirException) as refused:
+            _trust_or_ask(options, create=False)
+        assert refused.value.error.kind == "untrusted_config"
+        assert FOREIGN in refused.value.error.message
+    with pytest.raises(AirException) as refused:  # the replay's way in
+        session_to_reopen(HeadlessOptions(project=str(copy), session_id=sid))
+    assert FOREIGN in refused.value.error.message
+    assert session_to_reopen(HeadlessOptions(project=str(root), session_id=sid))[1] == sid
+
+
+def test_init_says_the_state_is_anothers_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``air init`` in a copy (or over a ``.air/local`` alone) keeps its word, exit 0, and says
+    the state is another's with both ways on; in the original it says nothing of it."""
+    root = tmp_path / "p"
+    root.mkdir()
+    assert main(["init", str(root)]) == 0
+    (root / ".air" / "local" / "sessions" / "s.db").write_bytes(b"state")
+    shutil.copytree(root, tmp_path / "copy")
+    alone = tmp_path / "alone" / ".air" / "local"
+    alone.mkdir(parents=True)
+    (alone / "s.db").write_bytes(b"state")
+    capsys.readouterr()
+    assert main(["init", str(root)]) == 0
+    assert FOREIGN not in capsys.readouterr().err
+    for project in (tmp_path / "copy", tmp_path / "alone"):
+        assert main(["init", str(project)]) == 0
+        said = capsys.readouterr()
+        assert f"air: but {project}/.air/local {FOREIGN}" in said.err, said
+        assert f"`air trust {project}`" in said.err
+        assert foreign_local_state(str(project)) is not None  # said, not adopted
 
 
 def test_opening_a_project_marks_its_new_state_before_anything_writes_there(
@@ -179,7 +240,11 @@ def _refused_then_adopted(src: Path, base: Path, user: int | None) -> None:
     shipped = session_events(local)
     assert len(shipped) == 1
 
-    for args in (RUN, ("resume",), ("memory", "list"), ("restore", "2026-01-01T00:00:00Z")):
+    handed = _files(local)
+    page = str(base / "report.html")
+    readers = (("history",), ("session", "list"), ("report", "--html", page), ("status",))
+    runs = (RUN, ("resume",), ("memory", "list"), ("restore", "2026-01-01T00:00:00Z"))
+    for args in (*runs, *readers):  # no database of it is opened, to write or to read
         done = air_as(copy, home, *args, user=user)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert "untrusted_config" in done.stderr, done.stderr
@@ -189,8 +254,12 @@ def _refused_then_adopted(src: Path, base: Path, user: int | None) -> None:
     assert checked.returncode == 1, checked.stdout + checked.stderr
     assert "FAIL  tracked_state" in checked.stdout
     assert FOREIGN in checked.stdout
+    for state_check in ("run_records", "worktrees", "databases", "stored_views", "artifacts"):
+        assert f"skip  {state_check}" in checked.stdout, checked.stdout  # they read it
     assert session_events(local) == shipped  # no session opened, nothing appended
+    assert _files(local) == handed  # nor the doctor's log: not a byte written there
     assert (local / "debug-records.db").read_bytes() == b"planted"
+    assert not os.path.exists(page)
 
     # the other way out the message gives: put it aside; air makes its own
     (aside / ".air" / "local").rename(aside / ".air" / "local.foreign")
@@ -206,6 +275,12 @@ def _refused_then_adopted(src: Path, base: Path, user: int | None) -> None:
     adopted = air_as(copy, home, "trust", "--yes", user=user)
     assert adopted.returncode == 0, adopted.stderr
     assert "is yours now" in adopted.stdout
-    listed = air_as(copy, home, "memory", "list", user=user)
-    assert listed.returncode == 0, listed.stderr
+    for args in (("memory", "list"), ("history",)):
+        listed = air_as(copy, home, *args, user=user)
+        assert listed.returncode == 0, listed.stderr
     assert air_as(copy, home, "trust", user=user).stdout.startswith("air: nothing to trust")
+
+
+def _files(local: Path) -> dict[str, bytes]:
+    """Every file under ``local`` and its bytes."""
+    return {str(p.relative_to(local)): p.read_bytes() for p in local.rglob("*") if p.is_file()}
