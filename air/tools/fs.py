@@ -15,7 +15,9 @@ import hashlib
 import os
 import re
 import stat
-from typing import Any
+import threading
+import time
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import trio
 
@@ -29,6 +31,9 @@ from air.security.redact import SecretRedactor
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
+
+if TYPE_CHECKING:
+    import regex
 
 __all__ = ["edit_text", "register_fs_tools"]
 
@@ -144,9 +149,25 @@ async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
     return {"path": input.get("path", "."), "entries": entries[:2000]}
 
 
-def _search(
-    pattern: re.Pattern[str], run: ToolRun, path: str, limit: int, redactor: SecretRedactor
-) -> JsonObject:
+SEARCH_SECONDS = 30.0
+"""How long one fs.search may match: a pattern that backtracks catastrophically ends there."""
+PATTERN_MAX = 1000
+"""The longest fs.search pattern (characters)."""
+
+
+class _Search(NamedTuple):
+    """One fs.search's pattern and bounds, for the thread that walks and matches."""
+
+    pattern: regex.Pattern[str]
+    limit: int
+    deadline: float
+    """``time.monotonic()`` past which it stops with an error."""
+    stop: threading.Event
+    """Set when the call was cancelled: the thread stops at its next line."""
+
+
+def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) -> JsonObject:
+    limit = search.limit
     workspace = run.workspace_realpath
     start = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
     if not is_within(start, workspace):
@@ -181,7 +202,7 @@ def _search(
                     os.set_blocking(fd, True)
                     with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
                         for lineno, line in enumerate(fh, 1):
-                            if pattern.search(line):
+                            if _matches(search, line, full, lineno, workspace):
                                 matches.append(
                                     {
                                         "path": os.path.relpath(full, workspace),
@@ -200,17 +221,48 @@ def _search(
     return {"matches": matches, "truncated": False}
 
 
-async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
+def _matches(search: _Search, line: str, full: str, lineno: int, workspace: str) -> bool:
+    """Whether ``line`` matches, matched without holding the GIL (Python's ``re`` holds it for
+    the whole match: a backtracking pattern froze the parent, its cancellation and Ctrl-C with
+    it) and within what is left of the search's time.
+
+    Raises:
+        AirException: ``tool_error`` once the search's time is up (or it was cancelled).
+    """
+    left = search.deadline - time.monotonic()
+    if search.stop.is_set():
+        raise _bad("fs.search was cancelled", "Nothing to do.")
     try:
-        pattern = re.compile(input["pattern"])
-    except re.error as exc:
+        if left > 0:
+            return search.pattern.search(line, concurrent=True, timeout=left) is not None
+    except TimeoutError:
+        pass  # an OSError: must not be taken for an unreadable file
+    where = f"{os.path.relpath(full, workspace)}:{lineno}"
+    raise _bad(
+        f"fs.search stopped after {SEARCH_SECONDS:g} s (at {where}): the pattern backtracks "
+        "too much for this text",
+        "Simplify the pattern (no nested or overlapping repeats such as (a+)+ or (a|aa)+), "
+        "or search a narrower path.",
+    )
+
+
+async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
+    import regex  # re's syntax, matched with a timeout and without the GIL (IMPL-FS-1)
+
+    try:  # at most PATTERN_MAX characters (the schema): its compilation is short
+        pattern = regex.compile(str(input["pattern"]))
+    except regex.error as exc:
         raise _bad(
             f"invalid regular expression: {exc}", "Fix the pattern (Python re syntax)."
         ) from exc
     limit = int(input.get("max_results", 200))
-    return await trio.to_thread.run_sync(
-        _search, pattern, run, input.get("path", "."), limit, run.redactor
-    )
+    search = _Search(pattern, limit, time.monotonic() + SEARCH_SECONDS, threading.Event())
+    try:  # a cancelled call returns at once; its thread stops at its next line
+        return await trio.to_thread.run_sync(
+            _search, search, run, input.get("path", "."), run.redactor, abandon_on_cancel=True
+        )
+    finally:
+        search.stop.set()
 
 
 def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:
@@ -417,9 +469,13 @@ def register_fs_tools(registry: ToolRegistry) -> None:
     registry.register(
         _def(
             "fs.search",
-            "Search files for a regular expression.",
+            "Search files, line by line, for a regular expression (Python re syntax).",
             _obj(
-                {"pattern": _SP, "path": _S, "max_results": {"type": "integer", "minimum": 1}},
+                {
+                    "pattern": {**_SP, "maxLength": PATTERN_MAX},
+                    "path": _S,
+                    "max_results": {"type": "integer", "minimum": 1},
+                },
                 ["pattern"],
             ),
             write=False,

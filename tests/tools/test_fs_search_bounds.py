@@ -1,0 +1,94 @@
+"""fs.search with a pattern the model chose: a backtracking pattern neither freezes the parent nor
+runs without end (IMPL-FS-1).
+
+Python's ``re`` holds the GIL for a whole match: ``(x|xx)+y`` over a line of 36 ``x`` took every
+thread of the parent — its Trio loop, the cancellation of the call, Ctrl-C — for seconds (at 60
+characters, for days). These run the real registry against a real project: while the search
+matches, another Trio task keeps running; the search ends, as a tool error naming the pattern's
+problem, when its time is up; a cancelled call returns while its matching goes on; an ordinary
+search still finds what it should; a pattern too long or invalid is refused before it runs.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import FrameType
+from typing import Any
+
+import pytest
+import trio
+
+from air.tools import fs
+from tests.tools.conftest import Env
+
+BACKTRACKING = "(x|xx)+y"
+"""Exponential in both engines: ~6 s at 36 characters in ``re``, far more in ``regex``."""
+
+
+async def _search(env: Env, pattern: str, ticks: list[int]) -> Any:
+    """The call's result; ``ticks[0]`` counts how often a sibling task ran meanwhile."""
+
+    async def ticker() -> None:
+        while True:
+            await trio.sleep(0.01)
+            ticks[0] += 1
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ticker)
+        result = await env.registry.call("fs.search", {"pattern": pattern}, env.ctx())
+        nursery.cancel_scope.cancel()
+    return result
+
+
+async def test_a_backtracking_pattern_ends_as_a_tool_error_and_the_loop_runs_meanwhile(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (env.root / "src" / "long.txt").write_text("x" * 36 + "\n")
+    monkeypatch.setattr(fs, "SEARCH_SECONDS", 1.0)
+    ticks = [0]
+    res = await _search(env, BACKTRACKING, ticks)
+    assert res.status == "error", res
+    assert "fs.search stopped after 1 s (at src/long.txt:1)" in res.error.message
+    assert "(a+)+" in (res.error.user_action or "")
+    assert ticks[0] >= 5  # ~100 in that second; none while re held the GIL
+
+
+async def test_a_cancelled_search_returns_while_its_match_goes_on(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (env.root / "src" / "long.txt").write_text("x" * 36 + "\n")
+    monkeypatch.setattr(fs, "SEARCH_SECONDS", 3.0)
+    ticks = [0]
+    with trio.move_on_after(0.2) as scope:
+        await _search(env, BACKTRACKING, ticks)
+    assert scope.cancelled_caught
+    # back while a thread still matches (it stops by itself when its time is up)
+    matching = [f for f in sys._current_frames().values() if _inside(f, fs._matches)]
+    assert matching
+
+
+def _inside(frame: FrameType | None, function: Any) -> bool:
+    while frame is not None:
+        if frame.f_code is function.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+async def test_an_ordinary_search_still_finds_its_lines(env: Env) -> None:
+    (env.root / "src" / "more.py").write_text("def add(a, b):\n    return a + b\n")
+    res = await env.registry.call("fs.search", {"pattern": r"\breturn a \+ b$"}, env.ctx())
+    assert res.status == "ok", res.error
+    assert isinstance(res.output, dict)
+    assert res.output["matches"] == [{"path": "src/more.py", "line": 2, "text": "    return a + b"}]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "said"),
+    [("a" * (fs.PATTERN_MAX + 1), "validation"), ("(unclosed", "invalid regular expression")],
+)
+async def test_a_pattern_too_long_or_invalid_is_refused(env: Env, pattern: str, said: str) -> None:
+    res = await env.registry.call("fs.search", {"pattern": pattern}, env.ctx())
+    assert res.status == "error"
+    assert res.error is not None
+    assert said in f"{res.error.kind} {res.error.message}", res.error
