@@ -12,7 +12,6 @@ wave's completed changes that have none yet). The outcome pipeline (``outcomes``
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -39,6 +38,7 @@ from air.nursery.graph import TaskNode
 from air.security.redact import SecretRedactor
 from air.supervision.task_outcome import TaskOutcome
 from air.tools.safefs import read_beneath
+from air.workspace.file_diff import unified_diff
 
 if TYPE_CHECKING:
     from air.nursery.state import Ports, RunState
@@ -84,35 +84,29 @@ async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
     except AirException:
         return None  # the merge that follows reports the workspace's trouble
     root, path = io.project_root, workspace.path
-
-    def render() -> str:
-        parts: list[str] = []
-        size = 0
-        for name in names:
-            if size > MAX_DIFF_CHARS:
-                parts.append(f"(diff cut: {name} and later files changed too)")
-                break
-            old, new = _text_beneath(root, name), _text_beneath(path, name)
-            if old is None and new is None:
-                parts.append(f"{name}: changed (not a readable regular file)")
-                continue
-            text = "".join(
-                difflib.unified_diff(
-                    (old or "").splitlines(keepends=True),
-                    (new or "").splitlines(keepends=True),
-                    fromfile=f"a/{name}" if old is not None else "/dev/null",
-                    tofile=f"b/{name}" if new is not None else "/dev/null",
-                )
-            )
-            parts.append(text[: max(0, MAX_DIFF_CHARS - size)])
-            size += len(text)
-        return "\n".join(parts)
-
-    text = await trio.to_thread.run_sync(render)
+    parts: list[str] = []
+    size = 0
+    for name in names:
+        if size > MAX_DIFF_CHARS:
+            parts.append(f"(diff cut: {name} and later files changed too)")
+            break
+        old, new = await trio.to_thread.run_sync(_sides, root, path, name)
+        if old is None and new is None:
+            parts.append(f"{name}: changed (not a readable regular file)")
+            continue
+        diff = await unified_diff(old, new, name)  # bounded whatever the text (IMPL-DIFF-1)
+        parts.append(diff[: max(0, MAX_DIFF_CHARS - size)])
+        size += len(diff)
+    text = "\n".join(parts)
     # worker-written text becomes a durable spec and a model request: the run's redactor
     # (the WorkerManager's, applied to everything else a worker produces) applies here too
     redactor = getattr(io.runner, "redactor", None)
     return redactor.redact(text) if isinstance(redactor, SecretRedactor) else text
+
+
+def _sides(root: str, path: str, name: str) -> tuple[str | None, str | None]:
+    """``name`` in the project and in the workspace (None: not a readable regular file)."""
+    return _text_beneath(root, name), _text_beneath(path, name)
 
 
 def _text_beneath(root: str, name: str) -> str | None:

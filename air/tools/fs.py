@@ -58,18 +58,17 @@ def _observer_key(run: ToolRun) -> str:
     return run.context.task_id or run.context.session_id
 
 
-def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: bytes) -> str:
-    import difflib  # at the first edit, not before the first request (IMPL-BOOT-8)
+def _relative(run: ToolRun, path: str) -> str:
+    return os.path.relpath(_resolve(run, path), os.path.realpath(run.context.workspace_root))
 
-    rel = os.path.relpath(_resolve(run, path), os.path.realpath(run.context.workspace_root))
-    diff = "".join(
-        difflib.unified_diff(
-            (before or b"").decode("utf-8", "replace").splitlines(keepends=True),
-            after.decode("utf-8", "replace").splitlines(keepends=True),
-            fromfile=f"a/{rel}" if before is not None else "/dev/null",
-            tofile=f"b/{rel}",
-        )
-    )
+
+async def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: bytes) -> str:
+    # at the first edit, not before the first request (IMPL-BOOT-8)
+    from air.workspace.file_diff import unified_diff
+
+    rel = _relative(run, path)
+    old = None if before is None else before.decode("utf-8", "replace")
+    diff = await unified_diff(old, after.decode("utf-8", "replace"), rel)
     ref = run.add_artifact(
         ArtifactType.DIFF,
         "diff-" + re.sub(r"[^A-Za-z0-9]+", "-", rel)[-40:],
@@ -284,7 +283,7 @@ async def _fs_write(input: JsonObject, run: ToolRun) -> Any:
     return {
         "path": path,
         "sha256": _sha(data),
-        "diff_artifact_id": _diff_artifact(run, path, before, data),
+        "diff_artifact_id": await _diff_artifact(run, path, before, data),
     }
 
 
@@ -332,7 +331,7 @@ async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
     return {
         "path": input["path"],
         "sha256": _sha(after),
-        "diff_artifact_id": _diff_artifact(run, input["path"], before, after),
+        "diff_artifact_id": await _diff_artifact(run, input["path"], before, after),
     }
 
 
@@ -414,7 +413,9 @@ async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
     for rel, (before, after) in changed.items():
         write_beneath(root, rel, after)
         run.registry.read_observations[(_observer_key(run), _resolve(run, rel))] = _sha(after)
-        applied.append({"path": rel, "diff_artifact_id": _diff_artifact(run, rel, before, after)})
+        applied.append(
+            {"path": rel, "diff_artifact_id": await _diff_artifact(run, rel, before, after)}
+        )
     return {"applied": applied, "rejected_paths": sorted(rejects), "rejects_artifact_id": reject_id}
 
 

@@ -6,11 +6,14 @@ with real workers and a model server is ``test_changes_requested_then_approved_e
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
@@ -27,6 +30,7 @@ from air.nursery.reviews import MAX_REVIEW_ROUNDS, change_diff
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.security.redact import SecretRedactor
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
+from air.workspace.file_diff import INLINE_LINES
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
 from tests.headless import json_events, run_batch_json
@@ -137,11 +141,24 @@ def _git_project(root: Path) -> None:
     git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
 
 
-async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: Path) -> None:
+async def test_the_diff_is_read_by_the_parent_without_following_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A worker's symlink to a file outside its workspace is named in the diff, never read; a
-    registered secret a worker wrote into a file is redacted."""
+    registered secret a worker wrote into a file is redacted; a long file's diff is git's, not
+    difflib's (quadratic: 23 s for this one; IMPL-DIFF-1)."""
     root = tmp_path / "proj"
     _git_project(root)
+    (root / "zz-data.txt").write_text("".join(f"line {i}\n" for i in range(20_000)))
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "data")
+    real_unified_diff = difflib.unified_diff
+
+    def short_only(a: list[str], b: list[str], *args: Any, **kwargs: Any) -> Iterator[str]:
+        assert len(a) + len(b) <= INLINE_LINES, "difflib was asked to diff a long file"
+        return real_unified_diff(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(difflib, "unified_diff", short_only)
     secret = tmp_path / "secret.txt"
     secret.write_text("SECRET-MATERIAL-1f0\n")
     records: list[tuple[str, dict[str, Any]]] = []
@@ -159,6 +176,9 @@ async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: 
     os.symlink(secret, Path(ref.path) / "more.txt")
 
     (Path(ref.path) / "env.txt").write_text("token=VALUE-OF-A-SECRET-9q\n")
+    (Path(ref.path) / "zz-data.txt").write_text(
+        "".join(f"line {i}\n" if i % 2 else f"changed {i}\n" for i in range(20_000))
+    )
 
     class Runner:
         redactor = SecretRedactor(["VALUE-OF-A-SECRET-9q"])
@@ -176,6 +196,7 @@ async def test_the_diff_is_read_by_the_parent_without_following_links(tmp_path: 
     assert " draft" in diff
     assert "more.txt: changed (not a readable regular file)" in diff
     assert "SECRET-MATERIAL" not in diff
+    assert "--- a/zz-data.txt\n+++ b/zz-data.txt\n@@ -1," in diff  # cut at MAX_DIFF_CHARS
 
 
 def _final(result: dict[str, Any], summary: str) -> str:

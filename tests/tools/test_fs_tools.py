@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
+from pathlib import Path
+
+import pytest
+import trio
 
 from air.contracts.tool_runs import ToolResultEnvelope
 from tests.tools.conftest import Env, assert_payloads_valid
@@ -110,3 +115,38 @@ async def test_reviewer_cannot_write(env: Env) -> None:
     )
     assert res.status == "denied"
     assert not (env.root / "src" / "n.py").exists()
+
+
+async def test_an_fs_write_of_a_long_file_leaves_the_loop_running(
+    env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its diff is made while other tasks run (git's, in a subprocess), not by difflib on the
+    Trio thread, which held every task for the whole diff: 23 s for this file (IMPL-DIFF-1)."""
+    old = "".join(f"line {i}\n" for i in range(20_000))
+    new = "".join(f"line {i}\n" if i % 2 else f"changed {i}\n" for i in range(20_000))
+    (env.root / "big.txt").write_text(old)
+    await env.registry.call("fs.read", {"path": "big.txt"}, env.ctx())
+    scratch = tmp_path / "scratch"  # where the diff's sides are written, this test's alone
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    during = 0
+
+    async def ticker() -> None:
+        nonlocal during
+        while True:
+            await trio.sleep(0.005)
+            during += any(scratch.iterdir())  # the diff is being made now
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(ticker)
+        res = await env.registry.call("fs.write", {"path": "big.txt", "content": new}, env.ctx())
+        nursery.cancel_scope.cancel()
+    assert during >= 1  # another task ran while the diff was made
+    assert res.status == "ok", res.error
+    assert (env.root / "big.txt").read_text() == new
+    assert isinstance(res.output, dict)
+    diff_id = res.output["diff_artifact_id"]
+    stored = [a for a in env.payloads("artifact.created") if a["artifact_id"] == diff_id]
+    assert stored
+    assert stored[0]["size_bytes"] > 20_000 * 8  # the whole diff, kept
+    assert list(scratch.iterdir()) == []  # and its sides removed
