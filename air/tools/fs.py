@@ -17,7 +17,8 @@ import re
 import stat
 import threading
 import time
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
 
 import trio
 
@@ -30,7 +31,14 @@ from air.security.paths import is_within, names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
-from air.tools.safefs import list_fd, open_beneath, read_beneath, read_fd, write_beneath
+from air.tools.safefs import (
+    READ_MAX,
+    list_fd,
+    open_beneath,
+    read_beneath,
+    read_bounded,
+    write_beneath,
+)
 
 if TYPE_CHECKING:
     import regex
@@ -116,7 +124,7 @@ def _open_checked(run: ToolRun, path: str, *, directory: bool) -> int:
 
 
 def _read_checked(run: ToolRun, path: str) -> bytes:
-    return read_fd(_open_checked(run, path, directory=False))
+    return read_bounded(_open_checked(run, path, directory=False), path)
 
 
 async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
@@ -173,6 +181,7 @@ def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) 
         return {"matches": [], "truncated": False}
     top = _open_checked(run, path, directory=True)
     matches: list[JsonObject] = []
+    too_large: list[str] = []
     try:
         # fwalk never follows a link to a directory and checks each opened directory is the
         # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
@@ -196,11 +205,15 @@ def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) 
                 except OSError:
                     continue
                 try:
-                    if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    info = os.fstat(fd)
+                    if not stat.S_ISREG(info.st_mode):
+                        continue
+                    if info.st_size > READ_MAX:  # never loaded (IMPL-FS-2)
+                        too_large.append(os.path.relpath(full, workspace))
                         continue
                     os.set_blocking(fd, True)
                     with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
-                        for lineno, line in enumerate(fh, 1):
+                        for lineno, line in enumerate(_bounded_lines(fh), 1):
                             if _matches(search, line, full, lineno, workspace):
                                 matches.append(
                                     {
@@ -210,14 +223,32 @@ def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) 
                                     }
                                 )
                                 if len(matches) >= limit:
-                                    return {"matches": matches, "truncated": True}
+                                    return _found(matches, too_large, truncated=True)
                 except (UnicodeDecodeError, OSError):
                     continue
                 finally:
                     os.close(fd)
     finally:
         os.close(top)
-    return {"matches": matches, "truncated": False}
+    return _found(matches, too_large, truncated=False)
+
+
+def _found(matches: list[JsonObject], too_large: list[str], *, truncated: bool) -> JsonObject:
+    found: JsonObject = {"matches": matches, "truncated": truncated}
+    if too_large:  # named, so the model can search them with a command
+        found["not_searched_too_large"] = too_large[:20]
+    return found
+
+
+def _bounded_lines(fh: TextIO) -> Iterator[str]:
+    """``fh``'s lines until ``READ_MAX`` characters were read (a file growing meanwhile)."""
+    left = READ_MAX
+    while left > 0:
+        line = fh.readline(left)
+        if not line:
+            return
+        left -= len(line)
+        yield line
 
 
 def _matches(search: _Search, line: str, full: str, lineno: int, workspace: str) -> bool:

@@ -18,13 +18,21 @@ import stat
 from air.contracts.error import AirException, ErrorKind
 
 __all__ = [
+    "READ_MAX",
     "list_fd",
     "open_beneath",
     "read_beneath",
+    "read_bounded",
     "read_fd",
     "relative_parts",
     "write_beneath",
 ]
+
+READ_MAX = 32 << 20
+"""The most of one file air's file tools read into the parent (fs.read, fs.edit, fs.patch,
+fs.write's diff, a review's diff, fs.search's files): a larger one is refused, never loaded
+(IMPL-FS-2). A task makes an 8 GiB sparse file in a moment; read whole, 1 GiB of it took the
+parent to 2.1 GB."""
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -153,9 +161,35 @@ def read_beneath(root: str, path: str) -> bytes | None:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
             raise _escape(path, "the target is not a regular file")
-        return read_fd(fd)
+        return read_bounded(fd, path)
     finally:
         os.close(dfd)
+
+
+def read_bounded(fd: int, path: str) -> bytes:
+    """``read_fd`` of a regular file of at most ``READ_MAX`` bytes (one growing past it while
+    read is refused too); closes ``fd``.
+
+    Raises:
+        AirException: ``tool_error`` naming the file's size and how to read parts of it.
+    """
+    size = os.fstat(fd).st_size
+    data = b"" if size > READ_MAX else read_fd(fd, READ_MAX + 1)
+    if size > READ_MAX:
+        os.close(fd)
+    if size > READ_MAX or len(data) > READ_MAX:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message=(
+                f"{path} is {max(size, len(data)) / (1 << 20):.0f} MiB: over the "
+                f"{READ_MAX >> 20} MiB air's file tools read"
+            ),
+            user_action=(
+                "Read parts of it with shell.run (head, tail, sed -n 'A,Bp', grep), or change "
+                "it with a command."
+            ),
+        )
+    return data
 
 
 def open_beneath(root: str, path: str, *, directory: bool = False) -> int:
