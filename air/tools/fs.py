@@ -196,6 +196,7 @@ def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) 
                 if names_credentials(name):
                     continue
                 full = os.path.normpath(os.path.join(start, dirpath, name))
+                _in_time(search, full, workspace)
                 try:
                     fd = os.open(
                         name,
@@ -249,6 +250,23 @@ def _bounded_lines(fh: TextIO) -> Iterator[str]:
             return
         left -= len(line)
         yield line
+
+
+def _in_time(search: _Search, full: str, workspace: str) -> None:
+    """Before each file: a cancelled search stops, and so does one whose time is up (a tree of
+    millions of files, none with a line to match).
+
+    Raises:
+        AirException: ``tool_error``.
+    """
+    if search.stop.is_set():
+        raise _bad("fs.search was cancelled", "Nothing to do.")
+    if time.monotonic() > search.deadline:
+        raise _bad(
+            f"fs.search stopped after {SEARCH_SECONDS:g} s (at {os.path.relpath(full, workspace)})"
+            ": too many files to search",
+            "Search a narrower path.",
+        )
 
 
 def _matches(search: _Search, line: str, full: str, lineno: int, workspace: str) -> bool:

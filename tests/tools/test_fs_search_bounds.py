@@ -92,3 +92,15 @@ async def test_a_pattern_too_long_or_invalid_is_refused(env: Env, pattern: str, 
     assert res.status == "error"
     assert res.error is not None
     assert said in f"{res.error.kind} {res.error.message}", res.error
+
+
+async def test_a_search_through_too_many_files_ends_when_its_time_is_up(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(20):  # empty: no line to match, so only the walk can stop it
+        (env.root / "src" / f"empty{i:02}.txt").write_text("")
+    monkeypatch.setattr(fs, "SEARCH_SECONDS", 0.0)
+    res = await env.registry.call("fs.search", {"pattern": "x"}, env.ctx())
+    assert res.status == "error", res
+    assert res.error is not None
+    assert "fs.search stopped after 0 s (at .gitignore): too many files" in res.error.message
