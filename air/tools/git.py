@@ -21,33 +21,48 @@ from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
-from air.workspace.gitsafe import git_environment, locate_git
-from air.workspace.gitsafe import run_git as run_hardened_git
+from air.workspace.gitsafe import git_environment, locate_git, run_git_bounded
 
-__all__ = ["git_environment", "register_git_tools"]
+__all__ = ["OUTPUT_MAX", "git_environment", "register_git_tools"]
+
+OUTPUT_MAX = 1 << 20
+"""The most of git.status, git.diff and git.log's output air reads (the rest is cut)."""
 
 
 async def run_git(run: ToolRun, *args: str) -> str:
+    """git's output, redacted (at most ``OUTPUT_MAX`` bytes of it)."""
+    return (await _bounded(run, *args))[0]
+
+
+async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
+    """git's output, redacted, and whether it was cut: at most ``OUTPUT_MAX`` bytes, never all
+    of what a task's files make any size in the parent (IMPL-FS-2).
+
+    Raises:
+        AirException: ``tool_error`` when git fails.
+    """
     location = await trio.to_thread.run_sync(
         lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
     )
-    proc = await run_hardened_git(location, *args)
-    if proc.returncode != 0:
+    proc, cut = await run_git_bounded(location, *args, limit=OUTPUT_MAX)
+    if proc.returncode != 0 and not cut:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
             message=f"git {args[0]} failed: "
             f"{run.redactor.redact(proc.stderr.decode('utf-8', 'replace').strip()[:500])}",
             user_action="Check the repository state and the arguments.",
         )
-    return run.redactor.redact(proc.stdout.decode("utf-8", "replace"))
+    text = proc.stdout.decode("utf-8", "replace")
+    if len(text) > 1 << 16:  # a long one off the Trio thread
+        return await trio.to_thread.run_sync(run.redactor.redact, text), cut
+    return run.redactor.redact(text), cut
 
 
 async def _status(input: JsonObject, run: ToolRun) -> Any:
-    return {
-        "status": await run_git(
-            run, "status", "--porcelain=v1", "--branch", "--ignore-submodules=all"
-        )
-    }
+    text, cut = await _bounded(
+        run, "status", "--porcelain=v1", "--branch", "--ignore-submodules=all"
+    )
+    return {"status": text, "truncated": cut}
 
 
 async def _diff(input: JsonObject, run: ToolRun) -> Any:
@@ -63,22 +78,22 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
                 user_action="Pass a commit, branch or range such as HEAD~1..HEAD.",
             )
         args.append(rev)
-    return {"diff": await run_git(run, *args, "--", *input.get("paths", []))}
+    text, cut = await _bounded(run, *args, "--", *input.get("paths", []))
+    return {"diff": text, "truncated": cut}
 
 
 async def _log(input: JsonObject, run: ToolRun) -> Any:
     n = int(input.get("max_count", 20))
-    return {
-        "log": await run_git(
-            run,
-            "log",
-            "--no-ext-diff",
-            "--no-textconv",
-            f"--max-count={n}",
-            "--format=%H%x09%an%x09%ad%x09%s",
-            "--date=iso-strict",
-        )
-    }
+    text, cut = await _bounded(
+        run,
+        "log",
+        "--no-ext-diff",
+        "--no-textconv",
+        f"--max-count={n}",
+        "--format=%H%x09%an%x09%ad%x09%s",
+        "--date=iso-strict",
+    )
+    return {"log": text, "truncated": cut}
 
 
 async def _commit(input: JsonObject, run: ToolRun) -> Any:

@@ -40,6 +40,7 @@ __all__ = [
     "list_git",
     "locate_git",
     "run_git",
+    "run_git_bounded",
     "verify_location",
 ]
 
@@ -355,6 +356,59 @@ def _subcommand(args: tuple[str, ...]) -> str | None:
             continue
         return None if args[i].startswith("-") else args[i]
     return None
+
+
+async def run_git_bounded(
+    location: GitLocation | None, *args: str, limit: int
+) -> tuple[subprocess.CompletedProcess[bytes], bool]:
+    """``run_git`` reading at most ``limit`` bytes of git's output: past that git is killed and
+    its output cut there (True), for what a task's files make any size (``git.diff`` of a
+    gigabyte it wrote, ``git.status`` of a million files it made). A cancelled call kills git.
+
+    Raises:
+        AirException: ``workspace_error`` when the repository's config cannot be read.
+    """
+    env = git_environment(location)
+    workdir = location.work_tree if location is not None else None
+    if _subcommand(args) not in DRIVERLESS:
+        env.update(await _driver_overrides(env, workdir))
+    proc = await trio.lowlevel.open_process(
+        hardened_argv(*args),
+        cwd=workdir,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    out, err, cut, read, code = bytearray(), bytearray(), False, False, -1
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(_keep_some, proc.stderr, err)
+            while chunk := await proc.stdout.receive_some(1 << 16):
+                out += chunk
+                if len(out) > limit:
+                    cut = True
+                    proc.kill()  # its stderr ends with it
+                    break
+        read = True
+    finally:
+        with trio.CancelScope(shield=True):
+            if not read:  # cancelled, or failed: git goes with the call
+                proc.kill()
+            code = await proc.wait()
+            await proc.stdout.aclose()
+            await proc.stderr.aclose()
+    done = subprocess.CompletedProcess(list(args), code, bytes(out[:limit]), bytes(err))
+    return done, cut
+
+
+async def _keep_some(stream: trio.abc.ReceiveStream, into: bytearray, keep: int = 1 << 16) -> None:
+    """Read ``stream`` to its end, keeping its first ``keep`` bytes."""
+    while chunk := await stream.receive_some(1 << 16):
+        if len(into) < keep:
+            into += chunk[: keep - len(into)]
 
 
 async def _driver_overrides(env: dict[str, str], workdir: str | None) -> dict[str, str]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from air.contracts.artifact import ArtifactType
@@ -13,6 +14,7 @@ from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 from air.contracts.permission import PermissionGrantScope
 from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
 from air.contracts.tool_runs import ToolResultEnvelope
+from air.tools import git as git_tools
 from tests.gitrepo import git
 from tests.tools.conftest import Env, assert_payloads_valid
 
@@ -163,6 +165,25 @@ async def test_git_status_and_log(env: Env) -> None:
     lines = out(log)["log"].strip().splitlines()
     assert len(lines) == 1
     assert lines[0].endswith("\tfirst commit")
+
+
+async def test_a_git_output_a_task_made_huge_is_cut_not_loaded(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task rewrote a tracked file with megabytes: git.diff reads at most ``OUTPUT_MAX`` of
+    git's output (git is stopped there) and says it was cut (IMPL-FS-2)."""
+    git(env.root, "add", "src/app.py")
+    git(env.root, "commit", "-q", "-m", "first commit")
+    await trio.Path(env.root / "src" / "app.py").write_text("x = 1\n" * 500_000)  # 3 MB
+    monkeypatch.setattr(git_tools, "OUTPUT_MAX", 64 << 10)
+    diff = await env.registry.call("git.diff", {}, env.ctx())
+    assert diff.status == "ok", diff.error
+    assert out(diff)["truncated"] is True
+    assert out(diff)["diff"].startswith("diff --git a/src/app.py b/src/app.py\n")
+    assert len(out(diff)["diff"]) == 64 << 10
+    small = await env.registry.call("git.status", {}, env.ctx())
+    assert out(small)["truncated"] is False
+    assert " M src/app.py\n" in out(small)["status"]
 
 
 def _arm_repository(env: Env, marker: Path) -> None:
