@@ -3,7 +3,7 @@
 Owns: ``GitLocation`` (a work tree and the git directory air verified for it), ``locate_git``
 (find and verify that directory from the structure on disk, never from git's own discovery),
 ``verify_location`` (is it still the one recorded at creation), ``git_environment``,
-``hardened_argv`` and ``run_git``.
+``hardened_argv``, ``run_git`` and ``run_git_bounded`` (at most so much of git's output).
 
 Everything a repository (or a file a task wrote) can name and git would execute is
 neutralised: the environment keeps no ``GIT_*`` variable of the caller, reads no system or
@@ -310,10 +310,7 @@ async def run_git(
     Raises:
         AirException: ``workspace_error`` when the repository's config cannot be read.
     """
-    env = git_environment(location)
-    workdir = cwd or (location.work_tree if location is not None else None)
-    if _subcommand(args) not in DRIVERLESS:
-        env.update(await _driver_overrides(env, workdir))
+    env, workdir = await _prepared(location, args, cwd)
     return await trio.run_process(
         hardened_argv(*args),
         cwd=workdir,
@@ -368,10 +365,7 @@ async def run_git_bounded(
     Raises:
         AirException: ``workspace_error`` when the repository's config cannot be read.
     """
-    env = git_environment(location)
-    workdir = location.work_tree if location is not None else None
-    if _subcommand(args) not in DRIVERLESS:
-        env.update(await _driver_overrides(env, workdir))
+    env, workdir = await _prepared(location, args, None)
     proc = await trio.lowlevel.open_process(
         hardened_argv(*args),
         cwd=workdir,
@@ -402,6 +396,17 @@ async def run_git_bounded(
             await proc.stderr.aclose()
     done = subprocess.CompletedProcess(list(args), code, bytes(out[:limit]), bytes(err))
     return done, cut
+
+
+async def _prepared(
+    location: GitLocation | None, args: tuple[str, ...], cwd: str | None
+) -> tuple[dict[str, str], str | None]:
+    """The environment (drivers made inert unless the subcommand runs none) and directory."""
+    env = git_environment(location)
+    workdir = cwd or (location.work_tree if location is not None else None)
+    if _subcommand(args) not in DRIVERLESS:
+        env.update(await _driver_overrides(env, workdir))
+    return env, workdir
 
 
 async def _keep_some(stream: trio.abc.ReceiveStream, into: bytearray, keep: int = 1 << 16) -> None:
