@@ -129,7 +129,7 @@ class RemoteServices:
     def open_writer(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> _Writer:
         return _Writer(self, data, ctx)
 
-    def read(self, artifact_id: str) -> ArtifactReadResult:
+    def read(self, artifact_id: str, *, max_bytes: int | None = None) -> ArtifactReadResult:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
             message="artifacts are read in the parent, not beside a remote workspace",

@@ -26,7 +26,8 @@ from air.workspace.gitsafe import git_environment, locate_git, run_git_bounded
 __all__ = ["OUTPUT_MAX", "git_environment", "register_git_tools"]
 
 OUTPUT_MAX = 1 << 20
-"""The most of git.status, git.diff and git.log's output air reads (the rest is cut)."""
+"""The most of git.status, git.diff and git.log's output air reads (the rest is cut), and of
+an artifact artifact.read reads."""
 
 
 async def run_git(run: ToolRun, *args: str) -> str:
@@ -162,13 +163,14 @@ async def _project_info(input: JsonObject, run: ToolRun) -> Any:
 
 
 async def _artifact_read(input: JsonObject, run: ToolRun) -> Any:
-    result = run.registry.artifacts.read(input["artifact_id"])
-    limit = int(input.get("max_bytes", 200_000))
+    limit = int(input.get("max_bytes", 200_000))  # at most OUTPUT_MAX (the schema)
+    # only what is asked is read: a command's log can be gigabytes (IMPL-FS-2)
+    result = run.registry.artifacts.read(input["artifact_id"], max_bytes=limit)
     return {
         "artifact_id": input["artifact_id"],
         "uri": result.ref.uri,
-        "content": run.redactor.redact(result.content[:limit].decode("utf-8", "replace")),
-        "truncated": result.truncated or len(result.content) > limit,
+        "content": run.redactor.redact(result.content.decode("utf-8", "replace")),
+        "truncated": result.truncated,
     }
 
 
@@ -253,7 +255,7 @@ def register_git_tools(registry: ToolRegistry) -> None:
                 "required": ["artifact_id"],
                 "properties": {
                     "artifact_id": {"type": "string", "minLength": 1},
-                    "max_bytes": {"type": "integer", "minimum": 1},
+                    "max_bytes": {"type": "integer", "minimum": 1, "maximum": OUTPUT_MAX},
                 },
             },
             ToolCategory.INTERNAL,

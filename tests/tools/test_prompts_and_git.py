@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,29 @@ async def test_fs_list_project_info_and_artifact_read(env: Env) -> None:
     assert "hi" in json.dumps(out(read))
     missing = await env.registry.call("artifact.read", {"artifact_id": "art_nope"}, env.ctx())
     assert missing.status == "error"
+
+
+async def test_artifact_read_reads_only_what_is_asked(env: Env) -> None:
+    """A command's log artifact can be gigabytes: artifact.read loads ``max_bytes`` of it, at
+    most ``OUTPUT_MAX`` (IMPL-FS-2): here 4 GiB (sparse) leave the parent's peak memory as it
+    was."""
+    ref = env.session.artifacts.create(
+        ArtifactCreateInput(type=ArtifactType.LOG, slug="big", extension=".log", content=b"x\n"),
+        ArtifactContext(session_id=env.session_id),
+    )
+    await trio.to_thread.run_sync(os.truncate, ref.path, 4 << 30)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    read = await env.registry.call(
+        "artifact.read", {"artifact_id": ref.artifact_id, "max_bytes": 1000}, env.ctx()
+    )
+    assert read.status == "ok", read.error
+    assert out(read)["content"].startswith("x\n")
+    assert len(out(read)["content"]) == 1000
+    assert out(read)["truncated"] is True
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 256 << 10  # KiB
+    too_much = {"artifact_id": ref.artifact_id, "max_bytes": git_tools.OUTPUT_MAX + 1}
+    refused = await env.registry.call("artifact.read", too_much, env.ctx())
+    assert refused.status == "error"
 
 
 async def test_git_status_and_log(env: Env) -> None:

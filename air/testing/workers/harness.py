@@ -84,7 +84,7 @@ class DirArtifacts:
     def open_writer(self, input: ArtifactCreateInput, context: ArtifactContext) -> DirWriter:
         return DirWriter(self, input, context)
 
-    def read(self, artifact_id: str) -> ArtifactReadResult:
+    def read(self, artifact_id: str, *, max_bytes: int | None = None) -> ArtifactReadResult:
         ref = self.refs.get(artifact_id)
         if ref is None:
             raise AirException.of(
@@ -93,7 +93,11 @@ class DirArtifacts:
                 user_action="Use an artifact id of this session.",
             )
         with open(ref.path, "rb") as fh:
-            return ArtifactReadResult(ref=ref, content=fh.read())
+            content = fh.read() if max_bytes is None else fh.read(max_bytes + 1)
+        truncated = max_bytes is not None and len(content) > max_bytes
+        return ArtifactReadResult(
+            ref=ref, content=content[:max_bytes] if truncated else content, truncated=truncated
+        )
 
 
 class DirWriter:
