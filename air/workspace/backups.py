@@ -349,8 +349,12 @@ class BackupRepository:
             return blob_id(os.fsencode(os.readlink(path)))
         if not stat.S_ISREG(info.st_mode):
             return None
-        with open(path, "rb") as handle:
-            return blob_id(handle.read())
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as handle:  # in pieces: a file can be gigabytes
+            digest = hashlib.sha1(b"blob %d\0" % info.st_size, usedforsecurity=False)
+            while piece := handle.read(1 << 20):
+                digest.update(piece)
+            return digest.hexdigest()
 
     def relative(self, path: str) -> str:
         """``path`` (absolute, or relative to the current directory) inside the project.
