@@ -500,7 +500,8 @@ def register_fs_tools(registry: ToolRegistry) -> None:
     registry.register(
         _def(
             "fs.read",
-            "Read a text file.",
+            f"Read a text file (of at most {READ_MAX >> 20} MiB: parts of a larger one with "
+            "shell.run).",
             _obj(
                 {
                     "path": _SP,
