@@ -1,6 +1,7 @@
 """Filesystem tools: fs.read, fs.list, fs.search, fs.write, fs.edit, fs.patch (SDD §9.4).
 
-Owns the tool definitions and executors, read-before-edit bookkeeping, fs.patch's checks and
+Owns the tool definitions and executors (fs.search's matching: ``air.tools.fs_search``; no
+file over ``READ_MAX`` is loaded, IMPL-FS-2), read-before-edit bookkeeping, fs.patch's checks and
 write-back (the patch is read by ``air.tools.unified_diff`` and applied by ``git apply`` itself,
 hardened, on a private copy: ``air.tools.git_apply``; the results are written back through the
 safe write path) and the diff artifacts every write, edit and patch produces. Writes go through
@@ -14,11 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import stat
-import threading
-import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -27,8 +24,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.security.paths import is_within, names_credentials
-from air.security.redact import SecretRedactor
+from air.security.paths import is_within
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.safefs import (
@@ -41,7 +37,7 @@ from air.tools.safefs import (
 )
 
 if TYPE_CHECKING:
-    import regex
+    from air.tools.fs_search import Search
 
 __all__ = ["edit_text", "register_fs_tools"]
 
@@ -156,161 +152,31 @@ async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
     return {"path": input.get("path", "."), "entries": entries[:2000]}
 
 
-SEARCH_SECONDS = 30.0
-"""How long one fs.search may match: a pattern that backtracks catastrophically ends there."""
 PATTERN_MAX = 1000
 """The longest fs.search pattern (characters)."""
 
 
-class _Search(NamedTuple):
-    """One fs.search's pattern and bounds, for the thread that walks and matches."""
+async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
+    from air.tools.fs_search import compile_search  # regex: at the first search
 
-    pattern: regex.Pattern[str]
-    limit: int
-    deadline: float
-    """``time.monotonic()`` past which it stops with an error."""
-    stop: threading.Event
-    """Set when the call was cancelled: the thread stops at its next line."""
+    search = compile_search(str(input["pattern"]), int(input.get("max_results", 200)))
+    try:  # a cancelled call returns at once; its thread stops at its next line or file
+        return await trio.to_thread.run_sync(
+            _search, search, run, input.get("path", "."), abandon_on_cancel=True
+        )
+    finally:
+        search.stop.set()
 
 
-def _search(search: _Search, run: ToolRun, path: str, redactor: SecretRedactor) -> JsonObject:
-    limit = search.limit
+def _search(search: Search, run: ToolRun, path: str) -> JsonObject:
+    from air.tools.fs_search import search_tree
+
     workspace = run.workspace_realpath
     start = os.path.normpath(path if os.path.isabs(path) else os.path.join(workspace, path))
     if not is_within(start, workspace):
         return {"matches": [], "truncated": False}
     top = _open_checked(run, path, directory=True)
-    matches: list[JsonObject] = []
-    too_large: list[str] = []
-    try:
-        # fwalk never follows a link to a directory and checks each opened directory is the
-        # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
-        for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
-            # credential files are fs.read's to ask for, never a search's to show (IMPL-SBX-3)
-            dirnames[:] = sorted(
-                d
-                for d in dirnames
-                if d not in (".git", ".air", "node_modules", ".venv") and not names_credentials(d)
-            )
-            for name in sorted(filenames):
-                if names_credentials(name):
-                    continue
-                full = os.path.normpath(os.path.join(start, dirpath, name))
-                _in_time(search, full, workspace)
-                try:
-                    fd = os.open(
-                        name,
-                        os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC,
-                        dir_fd=dirfd,
-                    )
-                except OSError:
-                    continue
-                try:
-                    info = os.fstat(fd)
-                    if not stat.S_ISREG(info.st_mode):
-                        continue
-                    if info.st_size > READ_MAX:  # never loaded (IMPL-FS-2)
-                        too_large.append(os.path.relpath(full, workspace))
-                        continue
-                    os.set_blocking(fd, True)
-                    with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
-                        for lineno, line in enumerate(_bounded_lines(fh), 1):
-                            if _matches(search, line, full, lineno, workspace):
-                                matches.append(
-                                    {
-                                        "path": os.path.relpath(full, workspace),
-                                        "line": lineno,
-                                        "text": redactor.redact(line.rstrip("\n")[:400]),
-                                    }
-                                )
-                                if len(matches) >= limit:
-                                    return _found(matches, too_large, truncated=True)
-                except (UnicodeDecodeError, OSError):
-                    continue
-                finally:
-                    os.close(fd)
-    finally:
-        os.close(top)
-    return _found(matches, too_large, truncated=False)
-
-
-def _found(matches: list[JsonObject], too_large: list[str], *, truncated: bool) -> JsonObject:
-    found: JsonObject = {"matches": matches, "truncated": truncated}
-    if too_large:  # named, so the model can search them with a command
-        found["not_searched_too_large"] = too_large[:20]
-    return found
-
-
-def _bounded_lines(fh: TextIO) -> Iterator[str]:
-    """``fh``'s lines until ``READ_MAX`` characters were read (a file growing meanwhile)."""
-    left = READ_MAX
-    while left > 0:
-        line = fh.readline(left)
-        if not line:
-            return
-        left -= len(line)
-        yield line
-
-
-def _in_time(search: _Search, full: str, workspace: str) -> None:
-    """Before each file: a cancelled search stops, and so does one whose time is up (a tree of
-    millions of files, none with a line to match).
-
-    Raises:
-        AirException: ``tool_error``.
-    """
-    if search.stop.is_set():
-        raise _bad("fs.search was cancelled", "Nothing to do.")
-    if time.monotonic() > search.deadline:
-        raise _bad(
-            f"fs.search stopped after {SEARCH_SECONDS:g} s (at {os.path.relpath(full, workspace)})"
-            ": too many files to search",
-            "Search a narrower path.",
-        )
-
-
-def _matches(search: _Search, line: str, full: str, lineno: int, workspace: str) -> bool:
-    """Whether ``line`` matches, matched without holding the GIL (Python's ``re`` holds it for
-    the whole match: a backtracking pattern froze the parent, its cancellation and Ctrl-C with
-    it) and within what is left of the search's time.
-
-    Raises:
-        AirException: ``tool_error`` once the search's time is up (or it was cancelled).
-    """
-    left = search.deadline - time.monotonic()
-    if search.stop.is_set():
-        raise _bad("fs.search was cancelled", "Nothing to do.")
-    try:
-        if left > 0:
-            return search.pattern.search(line, concurrent=True, timeout=left) is not None
-    except TimeoutError:
-        pass  # an OSError: must not be taken for an unreadable file
-    where = f"{os.path.relpath(full, workspace)}:{lineno}"
-    raise _bad(
-        f"fs.search stopped after {SEARCH_SECONDS:g} s (at {where}): the pattern backtracks "
-        "too much for this text",
-        "Simplify the pattern (no nested or overlapping repeats such as (a+)+ or (a|aa)+), "
-        "or search a narrower path.",
-    )
-
-
-async def _fs_search(input: JsonObject, run: ToolRun) -> Any:
-    import regex  # re's syntax, matched with a timeout and without the GIL (IMPL-FS-1)
-
-    try:  # at most PATTERN_MAX characters (the schema): its compilation is short
-        pattern = regex.compile(str(input["pattern"]))
-    except regex.error as exc:
-        raise _bad(
-            f"invalid regular expression: {exc}", "Fix the pattern (Python re syntax)."
-        ) from exc
-    limit = int(input.get("max_results", 200))
-    search = _Search(pattern, limit, time.monotonic() + SEARCH_SECONDS, threading.Event())
-    try:  # a cancelled call returns at once; its thread stops at its next line
-        return await trio.to_thread.run_sync(
-            _search, search, run, input.get("path", "."), run.redactor, abandon_on_cancel=True
-        )
-    finally:
-        search.stop.set()
+    return search_tree(search, top, start, workspace, run.redactor)
 
 
 def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:

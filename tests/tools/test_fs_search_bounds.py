@@ -5,19 +5,25 @@ Python's ``re`` holds the GIL for a whole match: ``(x|xx)+y`` over a line of 36 
 thread of the parent — its Trio loop, the cancellation of the call, Ctrl-C — for seconds (at 60
 characters, for days). These run the real registry against a real project: while the search
 matches, another Trio task keeps running; the search ends, as a tool error naming the pattern's
-problem, when its time is up; a cancelled call returns while its matching goes on; an ordinary
-search still finds what it should; a pattern too long or invalid is refused before it runs.
+problem, when its time is up (in a tree of files with nothing to match too); a cancelled call
+returns while its matching goes on; the whole-file scan finds exactly the lines a line-by-line
+search finds (a property test), and a pattern that sees past its line is matched line by line;
+an ordinary search still finds what it should; a pattern too long or invalid is refused.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
+import regex
 import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from air.tools import fs
+from air.tools import fs, fs_search
 from tests.tools.conftest import Env
 
 BACKTRACKING = "(x|xx)+y"
@@ -43,11 +49,11 @@ async def test_a_backtracking_pattern_ends_as_a_tool_error_and_the_loop_runs_mea
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (env.root / "src" / "long.txt").write_text("x" * 36 + "\n")
-    monkeypatch.setattr(fs, "SEARCH_SECONDS", 1.0)
+    monkeypatch.setattr(fs_search, "SEARCH_SECONDS", 1.0)
     ticks = [0]
     res = await _search(env, BACKTRACKING, ticks)
     assert res.status == "error", res
-    assert "fs.search stopped after 1 s (at src/long.txt:1)" in res.error.message
+    assert "fs.search stopped after 1 s (at src/long.txt)" in res.error.message
     assert "(a+)+" in (res.error.user_action or "")
     assert ticks[0] >= 5  # ~100 in that second; none while re held the GIL
 
@@ -56,21 +62,28 @@ async def test_a_cancelled_search_returns_while_its_match_goes_on(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (env.root / "src" / "long.txt").write_text("x" * 36 + "\n")
-    monkeypatch.setattr(fs, "SEARCH_SECONDS", 2.0)  # how long the left match may go on
+    monkeypatch.setattr(fs_search, "SEARCH_SECONDS", 2.0)  # how long the left match may go on
     token = trio.lowlevel.current_trio_token()
     entered, finished = trio.Event(), threading.Event()
-    real_matches = fs._matches
+    real_find = fs_search._find
 
-    def watched(search: Any, line: str, *rest: Any) -> bool:
-        if not line.startswith("x" * 36):
-            return real_matches(search, line, *rest)
-        trio.from_thread.run_sync(entered.set, trio_token=token)
-        try:
-            return real_matches(search, line, *rest)
-        finally:
-            finished.set()
+    class Watched:  # the pattern, saying when its match of the long line begins and ends
+        def __init__(self, pattern: Any) -> None:
+            self.pattern = pattern
 
-    monkeypatch.setattr(fs, "_matches", watched)
+        def search(self, text: str, *args: Any, **options: Any) -> Any:
+            trio.from_thread.run_sync(entered.set, trio_token=token)
+            try:
+                return self.pattern.search(text, *args, **options)
+            finally:
+                finished.set()
+
+    def watched(search: Any, pattern: Any, text: str, *rest: Any) -> Any:
+        if text.startswith("x" * 36):
+            pattern = Watched(pattern)
+        return real_find(search, pattern, text, *rest)
+
+    monkeypatch.setattr(fs_search, "_find", watched)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(_search, env, BACKTRACKING, [0])
         await entered.wait()  # the thread matches the long line now
@@ -102,8 +115,52 @@ async def test_a_search_through_too_many_files_ends_when_its_time_is_up(
 ) -> None:
     for i in range(20):  # empty: no line to match, so only the walk can stop it
         (env.root / "src" / f"empty{i:02}.txt").write_text("")
-    monkeypatch.setattr(fs, "SEARCH_SECONDS", 0.0)
+    monkeypatch.setattr(fs_search, "SEARCH_SECONDS", 0.0)
     res = await env.registry.call("fs.search", {"pattern": "x"}, env.ctx())
     assert res.status == "error", res
     assert res.error is not None
     assert "fs.search stopped after 0 s (at .gitignore): too many files" in res.error.message
+
+
+PATTERNS = [
+    r"^def \w+", r"x$", r"a.b", r"[^x]+y", r"\bword\b", r"(?i)MiXeD", r"^$", r"\s+$", r"ab|^c",
+    r"\s", r"[^a]", r"(?s)a.*b", r"^\s*$", r"y\b",
+]  # fmt: skip
+"""Patterns the whole-file pass may skip a file for (none of ``fs_search._PER_LINE_ONLY``)."""
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abcxy d\tefw\r", max_size=12), max_size=6),
+    st.booleans(),
+    st.sampled_from(PATTERNS),
+)
+def test_the_lines_found_through_the_whole_file_are_the_lines_that_match(
+    lines: list[str], last_newline: bool, pattern: str
+) -> None:
+    """The whole-file scan finds exactly the lines a line-by-line search finds, numbered
+    alike (a last line with or without its newline, empty lines, matches spanning lines)."""
+    assert not any(mark in pattern for mark in fs_search._PER_LINE_ONLY)
+    text = "\n".join(lines) + ("\n" if last_newline and lines else "")
+    per_line = regex.compile(pattern)
+    search = fs_search.Search(
+        per_line,
+        regex.compile(pattern, regex.MULTILINE),
+        1,
+        time.monotonic() + 60,
+        threading.Event(),
+    )
+    lines_of = fs_search._lines(text)
+    expected = [(n, line) for n, line in enumerate(lines_of, 1) if per_line.search(line)]
+    assert list(fs_search._matching_lines(search, text, "/w/f", "/w")) == expected
+
+
+async def test_a_pattern_that_sees_around_its_line_is_matched_line_by_line(env: Env) -> None:
+    (env.root / "src" / "more.py").write_text("def add(a, b):\n    return a + b\n")
+    for pattern, line in ((r"(?<=def )add", 1), (r"\Areturn", 0), (r"\A    return", 2)):
+        res = await env.registry.call("fs.search", {"pattern": pattern}, env.ctx())
+        assert res.status == "ok", res.error
+        assert isinstance(res.output, dict)
+        assert [m["line"] for m in res.output["matches"] if m["path"] == "src/more.py"] == (
+            [line] if line else []
+        ), pattern
