@@ -540,6 +540,14 @@ def run_doctor(args: dict[str, Any]) -> int:
             message=f"no directory {start}",
             user_action="Pass --project PATH of an air project (see `air init`).",
         )
+    bundle = args.get("--bundle")
+    where = os.path.dirname(os.path.abspath(bundle)) if bundle else None
+    if where is not None and not os.path.isdir(where):  # said before the checks run
+        raise AirException.of(
+            kind="not_found",
+            message=f"--bundle {bundle}: no directory {where} to write it in",
+            user_action="Pass a file in an existing directory, e.g. --bundle air-bundle.tar.gz.",
+        )
     project = ProjectStore().locate(start)
     root = project.project_root if project is not None else None
     pid = project.project_id if project is not None else None
@@ -554,7 +562,6 @@ def run_doctor(args: dict[str, Any]) -> int:
     report = trio.run(service.run, DoctorRunInput(mode=mode))
     if root is None:
         report.facts["project"] = f"no air project at or above {start}"
-    bundle = args.get("--bundle")
     if bundle:
         from air.doctor.bundle import write_bundle
         from air.security.redact import SecretRedactor

@@ -72,6 +72,9 @@ def test_bundle_to_a_missing_directory_is_bad_input(tmp_path: Path) -> None:
     done = air(project, home, "doctor", "--bundle", str(tmp_path / "nope" / "b.tar.gz"))
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+    # said as what was asked, before any check runs (not as a temporary file's os_error)
+    assert done.stderr.startswith(f"air: not_found: --bundle {tmp_path}/nope/b.tar.gz: no dir")
+    assert done.stdout == ""
     assert "what to do" in done.stderr
 
 
