@@ -105,7 +105,10 @@ class CommandRiskAnalyzer:
         """
         from air.contracts.permission_records import CommandRiskAnalysis, CommandSegment
 
-        found = self._segments(command, 0)
+        try:
+            found = self._segments(command, 0)
+        except RecursionError:  # deeper than the walk's stack: `$($($(...)))` x 300 crashed air
+            found = [new_segment(command, None, C.OPAQUE, "nested too deeply to analyze")]
         segments = [s for s in found if not s.hidden]
         category = riskiest(s.category for s in segments)
         writes, reads = resolve_targets(found, cwd)

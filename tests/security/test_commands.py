@@ -153,3 +153,26 @@ def test_reviewer_template_is_read_only(project: Path, engine: PermissionEngine)
             engine.evaluate_sync(_ctx(project, command, template=rev)).action
             == PermissionAction.DENY
         )
+
+
+DEEP = {
+    "substitutions": "echo " + "$(" * 3000 + "x" + ")" * 3000,
+    "subshells": "(" * 3000 + "ls" + ")" * 3000,
+    "and-list": " && ".join(["true"] * 3000),
+    "braces": "{ " * 3000 + "ls; " + "}; " * 3000,
+}
+
+
+@pytest.mark.parametrize("command", DEEP.values(), ids=DEEP.keys())
+def test_a_command_nested_too_deeply_to_walk_is_opaque(
+    project: Path, engine: PermissionEngine, command: str
+) -> None:
+    """A model's `$($($(...)))` 400 deep raised RecursionError out of the permission decision,
+    and the whole run ended with a traceback; now it is a command air cannot analyze: it asks,
+    and a headless run refuses it."""
+    analysis = CommandRiskAnalyzer().analyze(command, str(project))
+    assert analysis.category == CommandCategory.OPAQUE
+    assert analysis.reason == "nested too deeply to analyze"
+    decision = engine.evaluate_sync(_ctx(project, command, headless=True))
+    assert decision.action not in AUTO
+    assert decision.action != PermissionAction.ASK_USER  # headless: refused
