@@ -28,7 +28,7 @@ from air.llm.adapter import StreamEnded
 from air.llm.convert import clean_messages
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
 from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
-from air.llm.sse import SSEDecoder
+from air.llm.sse import SSEDecoder, model_json
 from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
@@ -197,7 +197,7 @@ async def anthropic_batches(
         chunks: the body as it arrives.
     """
     if "json" in content_type:
-        raw = plain_raw_events(json.loads(await read()))
+        raw = plain_raw_events(model_json(await read()))
         yield [event for item in raw for event in normalizer.feed(item)]
         return
     reader = BatchReader(normalizer, failed)

@@ -34,7 +34,7 @@ from air.contracts.provider import (
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
-from air.llm.sse import decode_json_batch
+from air.llm.sse import decode_json_batch, model_json
 from air.llm.tool_names import ToolNameMap
 
 __all__ = [
@@ -56,7 +56,7 @@ def _protocol(provider_id: str, message: str) -> AirException:
 
 def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
     try:
-        value = json.loads(raw) if raw else {}
+        value = model_json(raw) if raw else {}
     except json.JSONDecodeError:
         raise _protocol(provider_id, "tool input is not valid JSON") from None
     if not isinstance(value, dict):

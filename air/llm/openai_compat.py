@@ -9,7 +9,6 @@ lazily by the manager.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
@@ -22,7 +21,7 @@ from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
-from air.llm.sse import SSEDecoder
+from air.llm.sse import SSEDecoder, model_json
 from air.llm.tool_names import ToolNameMap
 
 __all__ = ["OpenAICompatibleAdapter"]
@@ -73,7 +72,7 @@ class OpenAICompatibleAdapter(HttpAdapter):
         """The event batches of one reply; raises ``StreamEnded`` when it stops before [DONE]."""
         if "json" in response.headers.get("content-type", ""):
             # a server that ignored stream=true: one whole completion object
-            yield _plain_events(normalizer, json.loads(await response.aread()))
+            yield _plain_events(normalizer, model_json(await response.aread()))
             return
         reader = BatchReader(normalizer, self.failed)
         decoder = SSEDecoder()

@@ -11,9 +11,34 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from typing import Any
 
-__all__ = ["SSEDecoder", "SSEEvent", "decode_json_batch"]
+__all__ = ["SSEDecoder", "SSEEvent", "decode_json_batch", "model_json"]
+
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def model_json(text: str | bytes) -> Any:
+    """``json.loads`` of what a model's server sent, each unpaired surrogate (JSON's ``\\ud800``,
+    which no UTF-8 can hold) made U+FFFD: as it was, the reply could not be passed on to the
+    worker and the whole run ended with a traceback."""
+    value = json.loads(text)
+    raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
+    return _no_surrogates(value) if _ESCAPED_SURROGATE.search(raw) else value
+
+
+def _no_surrogates(value: Any) -> Any:
+    """``value`` with U+FFFD for each unpaired surrogate of its strings (keys too)."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_no_surrogates(item) for item in value]
+    if isinstance(value, dict):
+        return {_no_surrogates(key): _no_surrogates(item) for key, item in value.items()}
+    return value
+
 
 SSEEvent = tuple[str, str]
 """(event name, data); the name is ``message`` when the server gave none."""
@@ -109,7 +134,7 @@ def decode_json_batch(datas: list[str]) -> tuple[list[dict[str, Any]], str | Non
     if not datas:
         return [], None
     try:
-        values = json.loads("[" + ",".join(datas) + "]")
+        values = model_json("[" + ",".join(datas) + "]")
     except json.JSONDecodeError:
         values = None
     if isinstance(values, list) and len(values) == len(datas):
@@ -118,7 +143,7 @@ def decode_json_batch(datas: list[str]) -> tuple[list[dict[str, Any]], str | Non
     good: list[dict[str, Any]] = []
     for data in datas:
         try:
-            value = json.loads(data)
+            value = model_json(data)
         except json.JSONDecodeError as exc:
             return good, f"not JSON ({exc.msg}): {data[:80]!r}"
         if not isinstance(value, dict):

@@ -78,6 +78,10 @@ def extract_result_block(text: str, contract: str) -> tuple[dict[str, Any] | Non
         return None, f"invalid JSON: {exc}"
     if not isinstance(data, dict):
         return None, "the block is not a JSON object"
+    try:  # JSON's `\ud800` alone is no UTF-8: the result could not be sent to the parent
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return None, "the block holds an unpaired surrogate (\\ud800-\\udfff), which is no text"
     status = data.get("status", "completed")
     if status not in ("completed", "failed", "blocked"):
         return None, f"status {status!r} is not completed, failed or blocked"

@@ -1,16 +1,20 @@
 """The JSON-schema subset that tool inputs are checked against: ``validate_schema``, a pure
-function from (schema, value) to the problems found, and ``integral_input``, which makes an
+function from (schema, value) to the problems found, ``integral_input``, which makes an
 integral float (``3.0``) an int where the schema says ``integer`` (models write JSON numbers,
-and JSON does not tell 3 from 3.0); ``ToolRegistry`` runs both before a call is decided.
+and JSON does not tell 3 from 3.0), and ``text_problems`` (strings that are no text);
+``ToolRegistry`` runs them before a call is decided.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from air.contracts.ids import JsonObject
 
-__all__ = ["integral_input", "validate_schema"]
+__all__ = ["integral_input", "text_problems", "validate_schema"]
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -103,3 +107,26 @@ def integral_input(schema: JsonObject, value: Any) -> Any:
         if any(new is not old for new, old in zip(items, value, strict=True)):
             return items
     return value
+
+
+def text_problems(value: Any, where: str = "input") -> list[str]:
+    """The strings of ``value`` (keys too) no file name, command line or event can hold: a NUL
+    (every system call and argv ends there: a model's ``"cwd": "a\\u0000"`` ended the whole run
+    with a ValueError) or an unpaired surrogate (JSON's ``\\ud800`` is no UTF-8: the run ended
+    storing the call's event). Walked without recursion, in the order found."""
+    problems: list[str] = []
+    todo: list[tuple[str, Any]] = [(where, value)]
+    while todo:
+        at, item = todo.pop()
+        if isinstance(item, dict):
+            for key, sub in reversed(item.items()):
+                todo.append((f"{at}.{key}", sub))
+                todo.append((f"{at} (a key)", key))
+        elif isinstance(item, list):
+            todo.extend((f"{at}[{i}]", sub) for i, sub in reversed(list(enumerate(item))))
+        elif isinstance(item, str):
+            if "\0" in item:
+                problems.append(f"{at} holds a NUL character (U+0000), which is no text")
+            elif not item.isascii() and _SURROGATE.search(item):
+                problems.append(f"{at} holds an unpaired surrogate, which is no text")
+    return problems

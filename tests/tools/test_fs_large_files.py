@@ -47,7 +47,7 @@ async def test_a_huge_file_is_refused_by_every_tool_that_would_load_it(env: Env)
             "fs.edit",
             {
                 "path": "core",
-                "old_string": "\0",
+                "old_string": "x",
                 "new_string": "x",
                 "expected_existing_sha256": "0" * 64,
             },

@@ -1,0 +1,24 @@
+"""What a model's server sends is decoded with each unpaired surrogate made U+FFFD: JSON's
+``\\ud800`` alone is no UTF-8, and the reply could not be passed on (``air.llm.sse``)."""
+
+from __future__ import annotations
+
+import json
+
+from air.llm.sse import decode_json_batch, model_json
+
+
+def test_an_unpaired_surrogate_becomes_u_fffd_and_a_pair_stays_what_it_is() -> None:
+    text = '{"a": "x\\ud800y", "\\udfffk": ["\\ud83d\\ude00", "\\uDC00"], "n": 1}'
+    assert model_json(text) == {"a": "x\ufffdy", "\ufffdk": ["\U0001f600", "\ufffd"], "n": 1}
+    assert model_json(text.encode()) == model_json(text)
+    plain = '{"a": "caf\\u00e9 \\\\ud800 as text"}'  # an escaped backslash: no surrogate
+    assert model_json(plain) == json.loads(plain)
+
+
+def test_every_sse_payload_of_a_read_is_decoded_so() -> None:
+    good, problem = decode_json_batch(['{"t": "a\\ud800"}', '{"t": "b"}'])
+    assert problem is None
+    assert good == [{"t": "a\ufffd"}, {"t": "b"}]
+    for value in good:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")  # what the worker is sent
