@@ -23,10 +23,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 def model_json(text: str | bytes) -> Any:
     """``json.loads`` of what a model's server sent, each unpaired surrogate (JSON's ``\\ud800``,
     which no UTF-8 can hold) made U+FFFD: as it was, the reply could not be passed on to the
-    worker and the whole run ended with a traceback."""
-    value = json.loads(text)
+    worker and the whole run ended with a traceback.
+
+    Raises:
+        json.JSONDecodeError: not JSON, or nested deeper than Python's stack (a model's tool
+            arguments ``[[[...]]]`` 5,000 deep raised RecursionError and ended the run).
+    """
     raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
-    return _no_surrogates(value) if _ESCAPED_SURROGATE.search(raw) else value
+    try:
+        value = json.loads(text)
+        return _no_surrogates(value) if _ESCAPED_SURROGATE.search(raw) else value
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply", raw, 0) from None
 
 
 def _no_surrogates(value: Any) -> Any:

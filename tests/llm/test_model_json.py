@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from air.contracts.error import AirException
+from air.llm.normalize import _parse_tool_input
 from air.llm.sse import decode_json_batch, model_json
 
 
@@ -22,3 +26,19 @@ def test_every_sse_payload_of_a_read_is_decoded_so() -> None:
     assert good == [{"t": "a\ufffd"}, {"t": "b"}]
     for value in good:
         json.dumps(value, ensure_ascii=False).encode("utf-8")  # what the worker is sent
+
+
+def test_json_nested_deeper_than_the_stack_is_not_json_the_run_goes_on_with() -> None:
+    """A model's tool arguments `{"command": [[[...]]]}` 5,000 deep raised RecursionError out of
+    the parser and ended the whole run; now they are malformed arguments (a protocol error the
+    turn is retried for), and an SSE payload so deep is a bad payload."""
+    deep = '{"command": ' + "[" * 5000 + "]" * 5000 + "}"
+    with pytest.raises(json.JSONDecodeError, match="nested too deeply"):
+        model_json(deep)
+    with pytest.raises(AirException) as refused:
+        _parse_tool_input("local", deep)
+    assert refused.value.error.kind == "protocol_error"
+    good, problem = decode_json_batch(['{"t": "a"}', deep])
+    assert good == [{"t": "a"}]
+    assert problem is not None
+    assert "nested too deeply" in problem
