@@ -46,6 +46,16 @@ def review_project(tmp: Path) -> tuple[Path, Path]:
     return root, home
 
 
+def strict_openai_models(root: Path, url: str, auth_ref: str) -> None:
+    """``root``'s ``.air/shared/models.yaml``: one ``openai_compatible`` model ``local/m`` served
+    at ``url`` (a strict local server), its key in the variable ``auth_ref``."""
+    (root / ".air" / "shared" / "models.yaml").write_text(
+        "default: local/m\nproviders:\n  local:\n    kind: openai_compatible\n"
+        f"    base_url: {url}/v1\n    auth_ref: {auth_ref}\n"
+        "    models: {m: {max_output_tokens: 4096}}\n"
+    )
+
+
 def run_batch_json(
     root: Path, env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, openai_sse
-from tests.headless import json_events, run_batch_json
+from tests.headless import json_events, run_batch_json, strict_openai_models
 from tests.trusted import trust_project
 
 BATCH = """version: 1
@@ -46,11 +46,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 def _run(root: Path, home: Path, *replies: Reply) -> tuple[Any, int]:
     """The headless run against a strict server pushed ``replies``: (its process, requests)."""
     with StrictServer(api_key=KEY) as server:
-        (root / ".air" / "shared" / "models.yaml").write_text(
-            "default: local/m\nproviders:\n  local:\n    kind: openai_compatible\n"
-            f"    base_url: {server.url}/v1\n    auth_ref: AIR_DEEP_KEY\n"
-            "    models: {m: {max_output_tokens: 4096}}\n"
-        )
+        strict_openai_models(root, server.url, "AIR_DEEP_KEY")
         trust_project(root, home)
         server.push(*replies)
         env = {

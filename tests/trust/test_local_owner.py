@@ -140,7 +140,7 @@ def test_the_console_without_a_terminal_and_its_replay_refuse_anothers_state(
     root = tmp_path / "p"
     root.mkdir()
     ProjectStore().initialize(root)
-    sid = "ses_01M916QAXXXVJVX6SPM0T6PHY7"
+    sid = "ses_01M916QAB4VJVX6SPM0T6PHY7R"
     (root / ".air" / "local" / "sessions" / sid).mkdir(parents=True)
     (root / ".air" / "local" / "sessions" / sid / "session.db").write_bytes(b"state")
     copy = tmp_path / "copy"
