@@ -19,12 +19,28 @@ def scan_for_key(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and needle in p.read_bytes()]
 
 
+_USED: set[Path] = set()
+"""The tmp dirs the llm tests made (an xdist worker's base holds other packages' too: sparse
+files of GiBs among them, which read whole made this check take 12-21 s)."""
+
+
 @pytest.fixture(scope="session", autouse=True)
-def _no_key_in_any_tmp_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+def _no_key_in_any_tmp_dir() -> Iterator[None]:
     """After the whole llm suite: no file in any tmp dir the tests used holds the key."""
     yield
-    leaked = scan_for_key(tmp_path_factory.getbasetemp())
+    leaked = [path for root in sorted(_USED) for path in scan_for_key(root)]
     assert leaked == [], f"planted key written to {leaked}"
+
+
+@pytest.fixture(autouse=True)
+def _note_tmp_dirs(
+    _no_key_in_any_tmp_dir: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[None]:
+    """Each tmp dir made while an llm test ran is one the key scan reads."""
+    base = tmp_path_factory.getbasetemp()
+    before = set(base.iterdir())
+    yield
+    _USED.update(path for path in set(base.iterdir()) - before if not path.is_symlink())
 
 
 @pytest.fixture
