@@ -28,6 +28,7 @@ from air.contracts.provider import (
     ProviderStreamEvent,
 )
 from air.llm.errors import models_reference, protocol_error, transport_error
+from air.llm.sse import ReplyTooLarge
 
 __all__ = [
     "STREAM_FAILURES",
@@ -58,6 +59,7 @@ class StreamEnded(Exception):
 _SHAPE_ERRORS = (KeyError, IndexError, TypeError, AttributeError)
 STREAM_FAILURES: tuple[type[BaseException], ...] = (
     json.JSONDecodeError,
+    ReplyTooLarge,
     AirException,
     *_SHAPE_ERRORS,
     StreamEnded,
@@ -192,6 +194,8 @@ class ProviderAdapter(ABC):
         """The AirError of an exchange that raised a transport error or a ``STREAM_FAILURES``."""
         if isinstance(exc, json.JSONDecodeError):
             return protocol_error(self.provider_id, "malformed SSE data (not JSON)", str(exc))
+        if isinstance(exc, ReplyTooLarge):
+            return protocol_error(self.provider_id, "reply too large", str(exc))
         if isinstance(exc, AirException):
             return exc.error
         if isinstance(exc, _SHAPE_ERRORS):

@@ -65,9 +65,7 @@ class AnthropicAdapter(ProviderAdapter):
             async with client.messages.with_streaming_response.create(**params) as response:
                 content_type = response.headers.get("content-type", "")
                 body = LeftBody(response.iter_bytes)  # drained after: httpx keeps the connection
-                reply = anthropic_batches(
-                    normalizer, self.failed, content_type, response.read, body.chunks
-                )
+                reply = anthropic_batches(normalizer, self.failed, content_type, body.chunks)
                 async with aclosing(body.through(reply, failures)) as batches:
                     async for batch in batches:
                         yield batch

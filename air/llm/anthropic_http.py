@@ -56,9 +56,7 @@ class AnthropicHttpAdapter(HttpAdapter):
 
         def read(response: HttpReply) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             content_type = response.headers.get("content-type", "")
-            return anthropic_batches(
-                normalizer, self.failed, content_type, response.aread, response.aiter_bytes
-            )
+            return anthropic_batches(normalizer, self.failed, content_type, response.aiter_bytes)
 
         return "/v1/messages", body, headers, read
 

@@ -12,7 +12,7 @@ client.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from typing import Any
 
 from air.contracts.error import AirError
@@ -27,6 +27,7 @@ from air.contracts.provider import (
 from air.llm.adapter import StreamEnded
 from air.llm.convert import clean_messages
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
+from air.llm.http11 import read_body
 from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
 from air.llm.sse import SSEDecoder, model_json
 from air.llm.tool_names import ToolNameMap
@@ -187,17 +188,17 @@ async def anthropic_batches(
     normalizer: AnthropicStreamNormalizer,
     failed: Callable[[AirError], ProviderErrorEvent],
     content_type: str,
-    read: Callable[[], Awaitable[bytes]],
     chunks: Callable[[], AsyncIterator[bytes]],
 ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
-    """The event batches of one reply; raises ``StreamEnded`` when it stops before message_stop.
+    """The event batches of one reply; raises ``StreamEnded`` when it stops before message_stop
+    and ``ReplyTooLarge`` past its bounds (``air.llm.sse``).
 
     Args:
-        read: the whole body (a server that ignored ``stream=true`` sends one JSON Message).
-        chunks: the body as it arrives.
+        chunks: the body as it arrives (a server that ignored ``stream=true`` sends one JSON
+            Message, read whole).
     """
     if "json" in content_type:
-        raw = plain_raw_events(model_json(await read()))
+        raw = plain_raw_events(model_json(await read_body(chunks())))
         yield [event for item in raw for event in normalizer.feed(item)]
         return
     reader = BatchReader(normalizer, failed)

@@ -35,6 +35,8 @@ from urllib.parse import urlsplit
 import h11
 import trio
 
+from air.llm.sse import EVENT_MAX, ReplyTooLarge
+
 _T = TypeVar("_T")
 
 __all__ = [
@@ -52,6 +54,8 @@ __all__ = [
     "TransportError",
     "WriteTimeout",
     "proxy_configured",
+    "read_body",
+    "read_head",
 ]
 
 KEEPALIVE_S = 5.0
@@ -137,7 +141,7 @@ class _Connection:
 
 
 class Reply:
-    """One reply: ``status_code``, ``headers``, and its body (``aiter_bytes`` / ``aread``)."""
+    """One reply: ``status_code``, ``headers``, and its body (``aiter_bytes``)."""
 
     def __init__(self, conn: _Connection, response: h11.Response, read_timeout_s: float) -> None:
         self._conn = conn
@@ -157,14 +161,45 @@ class Reply:
             else:
                 raise RemoteProtocolError(f"unexpected {type(event).__name__} in a reply body")
 
-    async def aread(self) -> bytes:
-        return b"".join([chunk async for chunk in self.aiter_bytes()])
-
     async def finish(self) -> bool:
         """Read and drop what is left of the body, at most ``DRAIN_BYTES`` within ``DRAIN_S``
         (``_drain``); True when the reply ended (its connection may carry another request)."""
         await _drain(self.aiter_bytes(), (TransportError,))
         return self.complete
+
+
+ERROR_HEAD = 64 * 1024
+"""Bytes of an error reply's body read: its JSON error, and more than any page's text shown."""
+
+
+async def read_body(chunks: AsyncIterator[bytes], limit: int = EVENT_MAX) -> bytes:
+    """A whole reply body (a server that ignored ``stream=true``).
+
+    Raises:
+        ReplyTooLarge: past ``limit`` bytes (nothing a model sends is bigger; a server's bug
+            or worse of gigabytes was read whole into the parent).
+    """
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        size += len(chunk)
+        if size > limit:
+            raise ReplyTooLarge(f"a reply body of over {limit} bytes")
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+async def read_head(chunks: AsyncIterator[bytes], limit: int = ERROR_HEAD) -> bytes:
+    """The first ``limit`` bytes of a body, the rest left unread (an error reply's: read whole,
+    a page that never ends held the turn until the read timeout and grew the parent)."""
+    parts: list[bytes] = []
+    size = 0
+    async for chunk in chunks:
+        parts.append(chunk[: limit - size])
+        size += len(chunk)
+        if size >= limit:
+            break
+    return b"".join(parts)
 
 
 class LeftBody:

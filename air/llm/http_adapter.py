@@ -21,7 +21,14 @@ from air.contracts.error import AirError
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after
-from air.llm.http11 import Http11Client, LeftBody, Reply, TransportError, proxy_configured
+from air.llm.http11 import (
+    Http11Client,
+    LeftBody,
+    Reply,
+    TransportError,
+    proxy_configured,
+    read_head,
+)
 from air.llm.wire_memo import EncodedTurns
 
 __all__ = ["HttpAdapter", "HttpReply", "ReadReply"]
@@ -35,8 +42,6 @@ class HttpReply(Protocol):
 
     @property
     def headers(self) -> Mapping[str, str]: ...
-
-    async def aread(self) -> bytes: ...
 
     def aiter_bytes(self) -> AsyncIterator[bytes]: ...
 
@@ -58,9 +63,6 @@ class _KeptReply:
     @property
     def headers(self) -> Mapping[str, str]:
         return self._reply.headers
-
-    async def aread(self) -> bytes:
-        return await self._reply.aread()
 
     def aiter_bytes(self) -> AsyncIterator[bytes]:
         return self.body.chunks()
@@ -130,7 +132,8 @@ class HttpAdapter(ProviderAdapter):
         try:
             async with self._http().stream("POST", url, content=body, headers=headers) as response:
                 if response.status_code >= 400:
-                    text = (await response.aread()).decode("utf-8", errors="replace")
+                    head = await read_head(response.aiter_bytes())
+                    text = head.decode("utf-8", errors="replace")
                     yield [self.failed(self.status_error(response, text))]
                     return
                 if isinstance(response, Reply):  # Http11Client drains what is left itself

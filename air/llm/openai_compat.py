@@ -19,6 +19,7 @@ from air.llm.adapter import StreamEnded
 from air.llm.config import base_url_of
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import models_reference
+from air.llm.http11 import read_body
 from air.llm.http_adapter import HttpAdapter, HttpReply, ReadReply
 from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder, model_json
@@ -72,7 +73,7 @@ class OpenAICompatibleAdapter(HttpAdapter):
         """The event batches of one reply; raises ``StreamEnded`` when it stops before [DONE]."""
         if "json" in response.headers.get("content-type", ""):
             # a server that ignored stream=true: one whole completion object
-            yield _plain_events(normalizer, model_json(await response.aread()))
+            yield _plain_events(normalizer, model_json(await read_body(response.aiter_bytes())))
             return
         reader = BatchReader(normalizer, self.failed)
         decoder = SSEDecoder()

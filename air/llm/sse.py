@@ -4,7 +4,11 @@ Owns the SSE framing shared by the Anthropic and OpenAI-compatible adapters (UTF
 incrementally, a leading BOM dropped; lines split on LF/CRLF/CR; ``event:``/``data:`` fields,
 one space after the colon stripped only when present; blank-line dispatch; ``:`` comments
 ignored) and ``decode_json_batch``. Events are cut at blank lines first, so the common
-one-``data:``-line event costs one slice: this is the hot path of every stream.
+one-``data:``-line event costs one slice: this is the hot path of every stream. An event's
+chunks are kept apart until its blank line arrives (each chunk scanned once: an event of N bytes
+costs O(N), where joining them at each chunk cost O(N²/chunk) on the Trio thread), and an event
+is at most ``EVENT_MAX`` characters (``ReplyTooLarge``): a server that never ends one no longer
+grows the parent without bound.
 """
 
 from __future__ import annotations
@@ -14,7 +18,14 @@ import json
 import re
 from typing import Any
 
-__all__ = ["SSEDecoder", "SSEEvent", "decode_json_batch", "model_json"]
+__all__ = [
+    "EVENT_MAX",
+    "ReplyTooLarge",
+    "SSEDecoder",
+    "SSEEvent",
+    "decode_json_batch",
+    "model_json",
+]
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -48,6 +59,15 @@ def _no_surrogates(value: Any) -> Any:
     return value
 
 
+EVENT_MAX = 32 * 1024 * 1024
+"""Characters one event may have: 8x the largest IPC line (``air.ipc.framing``) a delta of it
+could travel in."""
+
+
+class ReplyTooLarge(ValueError):
+    """What a model's server sent is over its bound (one SSE event, a whole reply body)."""
+
+
 SSEEvent = tuple[str, str]
 """(event name, data); the name is ``message`` when the server gave none."""
 
@@ -56,23 +76,41 @@ class SSEDecoder:
     """Incremental decoder. ``feed`` returns (name, data) pairs; ``feed_data`` only the data."""
 
     def __init__(self) -> None:
-        self._buffer = ""
+        self._parts: list[str] = []
+        """The event begun: its chunks so far (normalized: no CR), none holding a blank line."""
+        self._size = 0
+        self._cr = False
+        """A chunk ended with CR: it may be half of a CRLF the next chunk ends."""
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
 
     def _blocks(self, chunk: bytes) -> list[str]:
         text = self._utf8.decode(chunk)
-        if self._buffer:
-            text = self._buffer + text
+        if self._cr:
+            text = "\r" + text
+            self._cr = False
         if "\r" in text:
-            # a trailing "\r" may be half of "\r\n": keep it for the next feed
-            hold = text.endswith("\r")
-            if hold:
+            if text.endswith("\r"):
+                self._cr = True
                 text = text[:-1]
             text = text.replace("\r\n", "\n").replace("\r", "\n")
-            if hold:
-                text += "\r"
+        parts = self._parts
+        if "\n\n" not in text and not (parts and parts[-1][-1:] == "\n" == text[:1]):
+            if text:
+                self._size += len(text)
+                if self._size > EVENT_MAX:
+                    raise ReplyTooLarge(f"an event of over {EVENT_MAX} characters")
+                parts.append(text)
+            return []
+        if parts:
+            text = "".join(parts) + text
+            parts.clear()
         blocks = text.split("\n\n")
-        self._buffer = blocks.pop()
+        rest = blocks.pop()
+        self._size = len(rest)
+        if rest:
+            if self._size > EVENT_MAX:
+                raise ReplyTooLarge(f"an event of over {EVENT_MAX} characters")
+            parts.append(rest)
         return blocks
 
     def feed_data(self, chunk: bytes) -> list[str]:
@@ -103,8 +141,9 @@ class SSEDecoder:
 
     def close(self) -> list[SSEEvent]:
         """Flush at end of stream (an unterminated final event is dispatched)."""
-        rest = self._buffer + self._utf8.decode(b"", final=True)
-        self._buffer = ""
+        rest = "".join(self._parts) + ("\r" if self._cr else "")
+        rest += self._utf8.decode(b"", final=True)
+        self._parts, self._size, self._cr = [], 0, False
         block = rest.replace("\r", "\n").strip("\n")
         event = _parse_block(block) if block else None
         return [event] if event is not None else []

@@ -34,6 +34,7 @@ from air.llm.http11 import (
     ReadTimeout,
     RemoteProtocolError,
     TransportError,
+    read_body,
 )
 from air.llm.openai_compat import OpenAICompatibleAdapter
 from tests.llm.helpers import request
@@ -130,7 +131,7 @@ def _client(read_timeout_s: float = 5.0, env: dict[str, str] | None = None) -> H
 
 async def _post(client: Http11Client, url: str) -> tuple[int, bytes]:
     async with client.stream("POST", url, json={"q": 1}, headers={"x-api-key": "k"}) as reply:
-        return reply.status_code, await reply.aread()
+        return reply.status_code, await read_body(reply.aiter_bytes())
 
 
 async def test_a_kept_connection_is_reused_and_the_request_is_well_formed() -> None:
