@@ -97,13 +97,17 @@ def check_writable(path: str, option: str) -> None:
 
 
 def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
-    """The project and the session ``air resume`` continues; creates nothing.
+    """The project and the session ``air resume`` continues; creates nothing, and reads nothing
+    of a ``.air/local`` another made (the session's hosts are read next, from its log).
 
     Raises:
         AirException: ``not_found`` outside a project, for an unknown ``--session`` or when
-            the project has no session.
+            the project has no session; ``untrusted_config`` for another's ``.air/local``
+            (a link, a clone's, a copy's).
     """
+    from air.session.local_owner import refuse_foreign_state
     from air.session.manager import list_session_ids
+    from air.workspace.tracked_state import refuse_tracked_state
 
     project = store.locate(options.project)
     if project is None:
@@ -114,6 +118,10 @@ def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
             file=options.project,
             field="--project",
         )
+    # as the runtime does, before its sessions are listed or read: never a clone's nor a copy's
+    # (IMPL-TRUST-3; ``locate`` refused a link)
+    refuse_tracked_state(project.project_root)
+    refuse_foreign_state(project.project_root)
     known = list_session_ids(project)
     if options.session_id is not None:
         if options.session_id not in known:

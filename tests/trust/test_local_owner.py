@@ -13,8 +13,10 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -227,6 +229,36 @@ def test_a_copied_projects_state_is_refused_until_the_user_adopts_it(
     finally:
         if unprivileged:
             shutil.rmtree(base, ignore_errors=True)
+
+
+def test_no_command_opens_a_database_of_anothers_state_before_it_refuses(
+    tmp_path: Path, handed_over: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each SQLite file a refused command opens, seen in process: none under ``.air/local``
+    (``air resume`` read the hosts of the session it would continue first, and left the
+    ``-wal`` a read-only connection does not remove)."""
+    copy = tmp_path / "unpacked"
+    shutil.copytree(handed_over, copy, symlinks=True)
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(copy)
+    opened: list[str] = []
+    connect = sqlite3.connect
+
+    def spy(database: str, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        opened.append(str(database))
+        conn: sqlite3.Connection = connect(database, *args, **kwargs)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", spy)
+    page = str(tmp_path / "report.html")
+    for args in (RUN, ("resume",), ("memory", "list"), ("history",), ("session", "list")):
+        assert main(list(args)) == 2, args
+    assert main(["report", "--html", page]) == 2
+    assert main(["status"]) == 2
+    local = str(copy / ".air" / "local")
+    assert [path for path in opened if local in path] == []
 
 
 def _refused_then_adopted(src: Path, base: Path, user: int | None) -> None:

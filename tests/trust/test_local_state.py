@@ -64,7 +64,7 @@ def test_a_link_where_air_keeps_its_state_is_refused_and_never_written_through(
             chown_tree(base)
             user = NOBODY
 
-        for args in (RUN, ("init",), ("memory", "list"), ("history",)):
+        for args in (RUN, ("init",), ("memory", "list"), ("history",), ("resume",)):
             _refused(air_as(clone, home, *args, user=user), ".air/local is a link to")
         _refused(air_as(tarball, home, *RUN, user=user), ".air/local/backups is a link to")
         (tarball / ".air" / "local" / "backups").unlink()
