@@ -69,6 +69,7 @@ def prepare(options: HeadlessOptions, project_root: str, *, warm: bool = True) -
         manager = ProviderManager(config, redactor=redactor)
         prepared.provider = manager
         prepared.model = _configured_model(manager, wanted)
+        _require_key(manager.config, prepared.model)
         prepared.escalation = tuple(manager.config.escalation)
         if warm:
             manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
@@ -189,6 +190,32 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
             _check_provider_flag(manager.config, wanted)
         raise
     return f"{chosen.provider_id}/{chosen.model_id}"
+
+
+def _require_key(config: Any, model: str) -> None:
+    """The key of the model every task starts with is in the environment before anything
+    exists: without it each task failed at its first turn, after a session was made.
+
+    Raises:
+        AirException(config_error): the variable its provider's ``auth_ref`` names is unset.
+    """
+    provider_id = model.partition("/")[0]
+    provider = config.providers.get(provider_id)
+    ref = provider.auth_ref if provider is not None else None
+    if not ref or os.environ.get(ref):
+        return
+    from air.contracts.error import AirException
+
+    raise AirException.of(
+        kind="config_error",
+        message=f"environment variable {ref} (auth_ref of {provider_id!r}) is not set: {model} "
+        "cannot be called",
+        user_action=(
+            f"Export {ref} with your API key, or pick a configured model whose key is set with "
+            "--model or --provider (`air provider list` shows them)."
+        ),
+        metadata={"field": f"providers.{provider_id}.auth_ref"},
+    )
 
 
 def _check_provider_flag(config: Any, wanted: str) -> None:

@@ -34,6 +34,8 @@ MODELS = (
     "    models:\n"
     "      m: {context_window: 32768, max_output_tokens: 4096}\n"
 )
+KEYLESS = MODELS.replace("    auth_ref: AIR_TEST_NO_SUCH_KEY\n", "")
+"""A local server that needs no key: its run gets past the key's check to the project's."""
 HOME_MODELS = "home/.air/models.yaml"
 HOME_PERMS = "home/.air/permissions.yaml"
 PROJ_PERMS = "proj/.air/shared/permissions.yaml"
@@ -248,7 +250,13 @@ CASES: list[Case] = [
         "project-json-corrupt",
         RUN,
         ("project.json",),
-        {"proj/batch.yaml": BATCH, "proj/.air/shared/project.json": "{nope", HOME_MODELS: MODELS},
+        {"proj/batch.yaml": BATCH, "proj/.air/shared/project.json": "{nope", HOME_MODELS: KEYLESS},
+    ),
+    Case(
+        "model-key-unset",
+        RUN,
+        ("AIR_TEST_NO_SUCH_KEY", "is not set", "local/m"),
+        {"proj/batch.yaml": BATCH, HOME_MODELS: MODELS},
     ),
     Case("resume-outside-a-project", ("resume",), ("no air project", "nothing to resume")),
     Case("resume-no-session", ("resume",), ("no session to resume",), init=True),

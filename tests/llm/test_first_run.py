@@ -154,6 +154,36 @@ def test_nothing_configured_exits_2_without_a_traceback(tmp_path: Path) -> None:
         _assert_reference_exists(proc.stderr.replace("\n", " "))
 
 
+def test_the_default_models_key_unset_exits_2_before_a_session(tmp_path: Path) -> None:
+    """``air init --models`` wrote the template (its default names ANTHROPIC_API_KEY) and the
+    key is not exported: refused before a session exists (each task failed its first turn);
+    ``--model`` of a provider whose key is set runs."""
+    root, home = _project(tmp_path)
+    env = _clean_env(home)
+    assert _air(root, env, "init", "--models").returncode == 0
+    trust_project(root, home)
+    for args in (("run", "--headless", "batch.yaml"), ("run", "-p", "hi", "--headless")):
+        proc = _air(root, env, *args)
+        assert proc.returncode == 2, proc.stdout + proc.stderr
+        assert "config_error: environment variable ANTHROPIC_API_KEY" in proc.stderr
+        assert "--model" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    assert not (root / ".air" / "local" / "sessions").exists() or not any(
+        (root / ".air" / "local" / "sessions").iterdir()
+    )
+    models = root / ".air" / "shared" / "models.yaml"
+    with StrictServer(api_key=KEY) as server:
+        server.push(Reply(chunks=openai_sse(Turn(text=[review_verdict()]))))
+        models.write_text(models.read_text().replace("https://api.openai.com", server.url))
+        trust_project(root, home)
+        chosen = ("--model", "openai/gpt-4.1")
+        proc = _air(
+            root, {**env, "OPENAI_API_KEY": KEY}, "run", "--headless", "batch.yaml", *chosen
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize(
     ("text", "field", "reason"),
     [
