@@ -241,8 +241,13 @@ def find_agent(
     raise AirException.of(
         kind=ErrorKind.NOT_FOUND,
         message=f"no agent file {name!r}{skipped}; known: {', '.join(known) or 'none'}",
-        user_action=f"Create {AGENT_DIR}/{name}.md (or ~/.air/agents/{name}.md), or name one "
-        "that `air agents list` shows.",
+        user_action=(
+            f"Create {AGENT_DIR}/{name}.md (or ~/.air/agents/{name}.md), or name one "
+            if _NAME.match(name)
+            else "An agent's name is its file's, NAME.md: letters, digits, '_', '.' and '-' "
+            "(at most 64, a letter or digit first); name one "
+        )
+        + "that `air agents list` shows.",
         metadata={"agent": name},
     )
 

@@ -114,6 +114,12 @@ def test_agents_list_and_show(project: tuple[Path, Path]) -> None:
     assert "known: helper, strict" in unknown.stderr
     assert "what to do: Create .air/agents/nosuch.md" in unknown.stderr
     assert "Traceback" not in unknown.stderr
+    (root / "far.md").write_text("---\nrole: executor\n---\nOutside.\n")
+    outside = _air(root, home, "agents", "show", "../../far")  # a path, never a name
+    assert outside.returncode == 2
+    assert "Outside" not in outside.stdout
+    assert "An agent's name is its file's, NAME.md" in outside.stderr
+    assert ".air/agents/../" not in outside.stderr
 
 
 def test_the_plan_is_resolved_and_nothing_is_created(project: tuple[Path, Path]) -> None:
