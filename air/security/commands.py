@@ -36,6 +36,7 @@ from air.security.command_targets import (
 from air.security.command_words import (
     DYNAMIC,
     MAX_DEPTH,
+    MAX_NODES,
     HandlerFn,
     Segment,
     Word,
@@ -140,7 +141,8 @@ class CommandRiskAnalyzer:
     def _segments(self, command: str, depth: int) -> list[Segment]:
         if depth > MAX_DEPTH:
             return [new_segment(command, None, C.OPAQUE, "nested shell commands too deep")]
-        for ch in command:
+        printable = command.replace("\n", "").replace("\t", "").isprintable()
+        for ch in () if printable else command:  # no Cc, Cf, Co, Cs in a printable one
             cat = unicodedata.category(ch)
             if (cat == "Cc" and ch not in "\n\t") or cat in ("Cf", "Co", "Cs"):
                 return [
@@ -154,6 +156,9 @@ class CommandRiskAnalyzer:
         root = tree.root_node
         if root.has_error:
             return [new_segment(command, None, C.OPAQUE, "the command does not parse as bash")]
+        if root.descendant_count > MAX_NODES:
+            why = f"over {MAX_NODES:,} words and operators: too long to analyze"
+            return [new_segment(command, None, C.OPAQUE, why)]
         out: list[Segment] = []
         self._walk(root, out, depth)
         return out

@@ -87,8 +87,21 @@ def command_space(run: ToolRun) -> CommandSpace:
     return CommandSpace(limits, view_dir=view)
 
 
+COMMAND_MAX = 131_071
+"""Bytes a command may have: bash gets it as one argument, and Linux passes none longer
+(``MAX_ARG_STRLEN``, 32 pages with its NUL: ``E2BIG`` at exec). The schema says it in characters,
+before the command is analyzed."""
+
+
 async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> Any:
     command: str = input["command"]
+    size = len(command.encode("utf-8", "surrogatepass"))
+    if size > COMMAND_MAX:
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"the command is {size:,} bytes; Linux runs none over {COMMAND_MAX:,}",
+            user_action="Write a long script to a file with fs.write and run that file.",
+        )
     workspace, cwd = _paths(run.context.workspace_root, input.get("cwd", "."))
     timeout = float(input.get("timeout_s", 120))
     network = bool(input.get("network", False)) and run.context.network_granted
@@ -306,7 +319,7 @@ def register_shell_tool(
             "additionalProperties": False,
             "required": ["command"],
             "properties": {
-                "command": {"type": "string", "minLength": 1},
+                "command": {"type": "string", "minLength": 1, "maxLength": COMMAND_MAX},
                 "cwd": {"type": "string"},
                 "timeout_s": {"type": "number", "minimum": 0.1, "maximum": 3600},
                 "network": {"type": "boolean"},

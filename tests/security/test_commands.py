@@ -155,11 +155,11 @@ def test_reviewer_template_is_read_only(project: Path, engine: PermissionEngine)
         )
 
 
-DEEP = {
-    "substitutions": "echo " + "$(" * 3000 + "x" + ")" * 3000,
-    "subshells": "(" * 3000 + "ls" + ")" * 3000,
-    "and-list": " && ".join(["true"] * 3000),
-    "braces": "{ " * 3000 + "ls; " + "}; " * 3000,
+DEEP = {  # deeper than the walk's stack, fewer nodes than MAX_NODES
+    "substitutions": "echo " + "$(" * 1500 + "x" + ")" * 1500,
+    "subshells": "(" * 1500 + "ls" + ")" * 1500,
+    "and-list": " && ".join(["true"] * 1500),
+    "braces": "{ " * 1500 + "ls; " + "}; " * 1500,
 }
 
 
