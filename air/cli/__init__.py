@@ -333,12 +333,14 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
 
 
 def _report(exc: BaseException) -> int | None:
-    """Print a user's problem (an AirException, or an OSError naming a file) as ``air: kind:
-    message`` + what to do; its exit code. None for anything else (a bug, an exception group:
-    its traceback shows; ``open_runtime`` already made a group of user problems one)."""
+    """Print a user's problem (an AirException, a full or failing disk, an OSError naming a
+    file) as ``air: kind: message`` + what to do; its exit code. None for anything else (a
+    bug, an exception group: its traceback shows; ``open_runtime`` already made a group of user
+    problems one)."""
     from air.cli.options import reported_exit
-    from air.contracts.error import AirException, CliExit
+    from air.contracts.error import AirException, CliExit, storage_failure
 
+    exc = storage_failure(exc) or exc
     if isinstance(exc, AirException):
         import logging
 

@@ -11,6 +11,7 @@ command's code (``exit_code_for``: bad input 2, anything else 1).
 
 from __future__ import annotations
 
+import errno
 import functools
 import hashlib
 import re
@@ -34,6 +35,7 @@ __all__ = [
     "make_air_error",
     "normalize_message",
     "semantic_signature_for",
+    "storage_failure",
 ]
 
 
@@ -284,3 +286,35 @@ def first_air_exception(exc: BaseException) -> AirException | None:
             if found is not None:
                 return found
     return None
+
+
+_DISK = {
+    errno.ENOSPC: "no space is left on the device",
+    errno.EDQUOT: "the disk quota is used up",
+    errno.EROFS: "the file system is read-only",
+    errno.EIO: "the disk reported an I/O error",
+}
+_SQLITE_DISK = {13: "no space is left on the device", 10: "the disk reported an I/O error"}
+"""SQLite's primary result codes SQLITE_FULL and SQLITE_IOERR (``sqlite_errorcode & 0xff``)."""
+
+
+def storage_failure(exc: BaseException) -> AirException | None:
+    """A full, read-only or failing disk as the ``storage_error`` the user fixes (the run stops
+    where it was, its log kept; ``air resume`` goes on); None for any other exception. Several
+    tasks write at once, so it reached the command as a group of raw OSErrors, a traceback."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(exc, OSError) and exc.errno in _DISK:
+        what, where = _DISK[exc.errno], exc.filename
+    elif isinstance(code, int) and code & 0xFF in _SQLITE_DISK:
+        what, where = _SQLITE_DISK[code & 0xFF], None
+    else:
+        return None
+    return AirException.of(
+        kind=ErrorKind.STORAGE_ERROR,
+        message=f"air could not write {where or 'a file'}: {what}",
+        user_action=(
+            "Free space on (or repair) that file system (`df -h` shows it), then run the "
+            "command again; `air resume` finishes a run it stopped."
+        ),
+        metadata={"errno": exc.errno} if isinstance(exc, OSError) else {"sqlite": code},
+    )

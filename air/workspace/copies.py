@@ -65,15 +65,35 @@ def tree_manifest(root: str) -> dict[str, str]:
 
 
 def copy_project(project_root: str, dest: str) -> dict[str, str]:
-    """Copy the project to ``dest`` (symlinks as links) and return the copy's manifest."""
-    shutil.copytree(
-        project_root,
-        dest,
-        symlinks=True,
-        ignore=lambda d, names: [
-            n for n in names if (d == project_root and n in _COPY_IGNORE) or n in JUNK_DIRS
-        ],
-    )
+    """Copy the project to ``dest`` (symlinks as links) and return the copy's manifest.
+
+    Raises:
+        OSError: the first file's failure as it was (``copytree`` gathers them as text: a full
+            disk reached the user as a list of strings).
+    """
+    failed: list[OSError] = []
+
+    def copy(src: str, dst: str) -> object:
+        try:
+            return shutil.copy2(src, dst)
+        except OSError as exc:
+            failed.append(exc)
+            raise
+
+    try:
+        shutil.copytree(
+            project_root,
+            dest,
+            symlinks=True,
+            ignore=lambda d, names: [
+                n for n in names if (d == project_root and n in _COPY_IGNORE) or n in JUNK_DIRS
+            ],
+            copy_function=copy,
+        )
+    except shutil.Error:
+        if failed:
+            raise failed[0] from None
+        raise
     return tree_manifest(dest)
 
 

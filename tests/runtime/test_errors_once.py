@@ -5,7 +5,9 @@ session and a session another live air process is running is refused."""
 
 from __future__ import annotations
 
+import errno
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts.error import AirException, ErrorKind
+from air.contracts.error import AirException, ErrorKind, storage_failure
 from air.contracts.project import OpenSessionOptions
 from air.nursery.runtime import RuntimeConfig, RuntimeServices, one_error, open_runtime
 from air.session.manager import SessionManager
@@ -50,6 +52,26 @@ def test_bugs_and_cancellations_propagate_as_themselves() -> None:
     assert one_error(mixed) is mixed  # the bug's traceback shows, not a user message
     interrupted = BaseExceptionGroup("g", [KeyboardInterrupt(), _air_error("not_found", "x")])
     assert one_error(interrupted) is interrupted
+
+
+def test_a_full_or_failing_disk_is_a_storage_error_however_many_tasks_met_it() -> None:
+    """Two tasks writing when the disk filled: two raw OSErrors in a group were a traceback."""
+    full = OSError(errno.ENOSPC, "No space left on device")
+    quota = OSError(errno.EDQUOT, "Disk quota exceeded", "/p/.air/local/x.json")
+    made = one_error(ExceptionGroup("wave", [full, ExceptionGroup("n", [quota])]))
+    assert isinstance(made, AirException)
+    assert "no space is left on the device" in made.error.message
+    assert "could not write /p/.air/local/x.json: the disk quota is used up" in made.error.message
+    single = one_error(ExceptionGroup("g", [OSError(errno.EROFS, "Read-only file system")]))
+    assert isinstance(single, AirException)
+    assert single.kind == ErrorKind.STORAGE_ERROR
+    assert "air resume" in (single.user_action or "")
+    sqlite_full = sqlite3.OperationalError("database or disk is full")
+    sqlite_full.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+    assert storage_failure(sqlite_full) is not None
+    assert storage_failure(OSError(errno.ENOENT, "No such file")) is None  # a path's problem
+    bug = OSError(errno.EBADF, "Bad file descriptor")
+    assert one_error(ExceptionGroup("g", [bug])) is bug  # a bug stays a bug
 
 
 def _config(project: object, session_id: str | None = None) -> RuntimeConfig:
