@@ -67,7 +67,7 @@ def test_a_full_or_failing_disk_is_a_storage_error_however_many_tasks_met_it() -
     assert single.kind == ErrorKind.STORAGE_ERROR
     assert "air resume" in (single.user_action or "")
     sqlite_full = sqlite3.OperationalError("database or disk is full")
-    sqlite_full.sqlite_errorcode = sqlite3.SQLITE_FULL  # type: ignore[attr-defined]
+    sqlite_full.sqlite_errorcode = sqlite3.SQLITE_FULL
     assert storage_failure(sqlite_full) is not None
     assert storage_failure(OSError(errno.ENOENT, "No such file")) is None  # a path's problem
     bug = OSError(errno.EBADF, "Bad file descriptor")
