@@ -338,9 +338,9 @@ def _report(exc: BaseException) -> int | None:
     bug, an exception group: its traceback shows; ``open_runtime`` already made a group of user
     problems one)."""
     from air.cli.options import reported_exit
-    from air.contracts.error import AirException, CliExit, storage_failure
+    from air.contracts.error import AirException, CliExit, machine_failure
 
-    exc = storage_failure(exc) or exc
+    exc = machine_failure(exc) or exc
     if isinstance(exc, AirException):
         import logging
 

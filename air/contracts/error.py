@@ -32,10 +32,10 @@ __all__ = [
     "exit_code_for",
     "first_air_exception",
     "is_bad_input",
+    "machine_failure",
     "make_air_error",
     "normalize_message",
     "semantic_signature_for",
-    "storage_failure",
 ]
 
 
@@ -296,15 +296,35 @@ _DISK = {
 }
 _SQLITE_DISK = {13: "no space is left on the device", 10: "the disk reported an I/O error"}
 """SQLite's primary result codes SQLITE_FULL and SQLITE_IOERR (``sqlite_errorcode & 0xff``)."""
+_MACHINE = {
+    errno.EMFILE: "air has as many files open as it may",
+    errno.ENFILE: "the system has as many files open as it may",
+    errno.ENOMEM: "the machine is out of memory",
+}
 
 
-def storage_failure(exc: BaseException) -> AirException | None:
-    """A full, read-only or failing disk as the ``storage_error`` the user fixes (the run stops
-    where it was, its log kept; ``air resume`` goes on); None for any other exception. Several
-    tasks write at once, so it reached the command as a group of raw OSErrors, a traceback."""
+def machine_failure(exc: BaseException) -> AirException | None:
+    """A full, read-only or failing disk (``storage_error``), or no file descriptor or memory
+    left (``environment_error``), as what the user fixes (the run stops where it was, its log
+    kept; ``air resume`` goes on); None for any other exception. Several tasks meet it at
+    once, so it reached the command as a group of raw OSErrors: a traceback."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(exc, OSError) and exc.errno in _DISK:
-        what, where = _DISK[exc.errno], exc.filename
+    number = exc.errno if isinstance(exc, OSError) else None
+    if number in _MACHINE:
+        import resource
+
+        files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return AirException.of(
+            kind=ErrorKind.ENVIRONMENT_ERROR,
+            message=f"{_MACHINE[number]} (open files: at most {files}, `ulimit -n`)",
+            user_action=(
+                "Raise the limit (`ulimit -n 4096`) or run fewer workers (--max-workers N), "
+                "then run the command again; `air resume` finishes a run it stopped."
+            ),
+            metadata={"errno": number},
+        )
+    if isinstance(exc, OSError) and number in _DISK:
+        what, where = _DISK[number], exc.filename
     elif isinstance(code, int) and code & 0xFF in _SQLITE_DISK:
         what, where = _SQLITE_DISK[code & 0xFF], None
     else:
@@ -316,5 +336,5 @@ def storage_failure(exc: BaseException) -> AirException | None:
             "Free space on (or repair) that file system (`df -h` shows it), then run the "
             "command again; `air resume` finishes a run it stopped."
         ),
-        metadata={"errno": exc.errno} if isinstance(exc, OSError) else {"sqlite": code},
+        metadata={"errno": number} if number is not None else {"sqlite": code},
     )

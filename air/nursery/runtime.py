@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts.error import AirException, ErrorKind, storage_failure
+from air.contracts.error import AirException, ErrorKind, machine_failure
 from air.contracts.event import EventFilter
 from air.contracts.platform import ProcessIdentity
 from air.contracts.project import OpenSessionOptions, ProjectContext
@@ -284,11 +284,11 @@ def recorded_model(services: RuntimeServices, session: OpenSession) -> RuntimeSe
 
 def one_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     """What an exception group leaving the runtime's nurseries becomes at its edge, so that no
-    client unwraps groups: a disk's failure is a ``storage_error`` (``storage_failure``); one
-    ``AirException`` is itself; several (and nothing else) become
+    client unwraps groups: a full disk or no file left to open is the user's to fix
+    (``machine_failure``); one ``AirException`` is itself; several (and nothing else) become
     one ``system_error`` listing them; a single bug is itself; a group holding a bug beside
     anything else, or a cancellation / KeyboardInterrupt, stays the group it was."""
-    leaves = [storage_failure(e) or e for e in _leaves(group)]  # a full disk is no bug
+    leaves = [machine_failure(e) or e for e in _leaves(group)]  # a full disk is no bug
     if any(not isinstance(e, Exception) for e in leaves):
         return group  # Cancelled belongs to its cancel scope, KeyboardInterrupt to trio.run
     errors = [e for e in leaves if isinstance(e, AirException)]

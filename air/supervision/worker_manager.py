@@ -313,7 +313,12 @@ class WorkerManager:
             if run.proc is not None:
                 await run.proc.aclose()
             reason = run.cancel_reason or "the supervising scope was cancelled"
-            if run.proc is not None and not run.started_recorded:
+            if run.proc is None and not run.started_recorded:
+                # never launched: the log holds no agent to end (the task's end says why; an
+                # agent.failed here was refused by the projection: a system_error ended the run)
+                records.finish(run.request.agent_id, "cancelled" if cancelled else "failed")
+                return
+            if not run.started_recorded:
                 await record_started(self, run, "starting")
             if cancelled:
                 await emit(self, run, "agent.cancelled", {"exit_code": code, "reason": reason})

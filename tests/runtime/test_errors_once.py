@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts.error import AirException, ErrorKind, storage_failure
+from air.contracts.error import AirException, ErrorKind, machine_failure
 from air.contracts.project import OpenSessionOptions
 from air.nursery.runtime import RuntimeConfig, RuntimeServices, one_error, open_runtime
 from air.session.manager import SessionManager
@@ -54,7 +54,7 @@ def test_bugs_and_cancellations_propagate_as_themselves() -> None:
     assert one_error(interrupted) is interrupted
 
 
-def test_a_full_or_failing_disk_is_a_storage_error_however_many_tasks_met_it() -> None:
+def test_a_full_disk_or_no_file_left_is_the_users_however_many_tasks_met_it() -> None:
     """Two tasks writing when the disk filled: two raw OSErrors in a group were a traceback."""
     full = OSError(errno.ENOSPC, "No space left on device")
     quota = OSError(errno.EDQUOT, "Disk quota exceeded", "/p/.air/local/x.json")
@@ -68,8 +68,13 @@ def test_a_full_or_failing_disk_is_a_storage_error_however_many_tasks_met_it() -
     assert "air resume" in (single.user_action or "")
     sqlite_full = sqlite3.OperationalError("database or disk is full")
     sqlite_full.sqlite_errorcode = sqlite3.SQLITE_FULL
-    assert storage_failure(sqlite_full) is not None
-    assert storage_failure(OSError(errno.ENOENT, "No such file")) is None  # a path's problem
+    assert machine_failure(sqlite_full) is not None
+    assert machine_failure(OSError(errno.ENOENT, "No such file")) is None  # a path's problem
+    files = machine_failure(OSError(errno.EMFILE, "Too many open files"))
+    assert files is not None
+    assert files.kind == ErrorKind.ENVIRONMENT_ERROR
+    assert "`ulimit -n`" in files.error.message
+    assert "--max-workers" in (files.user_action or "")
     bug = OSError(errno.EBADF, "Bad file descriptor")
     assert one_error(ExceptionGroup("g", [bug])) is bug  # a bug stays a bug
 

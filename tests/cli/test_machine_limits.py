@@ -1,8 +1,12 @@
-"""A disk that fills during a run: ``air run`` stops with a ``storage_error`` saying what to do
-(no traceback: two tasks copying their workspaces at once raised a group of raw OSErrors, and
-``copytree`` gathered each file's as text), nothing recorded is lost, and once there is space
-``air resume`` finishes the batch; a command writing its own file there says the same. A real
-tmpfs of 600 KiB in a mount namespace of its own, grown to 30 MiB in place."""
+"""What the machine runs out of stops a run with what to do, never a traceback, and nothing
+recorded is lost.
+
+A disk that fills during a run: ``air run`` stops with a ``storage_error`` (two tasks copying
+their workspaces at once raised a group of raw OSErrors, and ``copytree`` gathered each file's
+as text), once there is space ``air resume`` finishes the batch, and a command writing its own
+file there says the same: a real tmpfs of 600 KiB in a mount namespace of its own, grown to 30
+MiB in place. Too few file descriptors (``ulimit -n 20``): tasks that cannot start fail, the
+run ends as an ``environment_error`` naming the limit (a git call's EMFILE was a traceback)."""
 
 from __future__ import annotations
 
@@ -67,3 +71,32 @@ def test_a_full_disk_stops_the_run_clearly_and_resume_finishes_it(tmp_path: Path
     assert (out / "resume.rc").read_text().strip() == "0", done
     assert "completed: done 3/3, failed 0" in done, done
     assert len((out / "sessions.out").read_text().splitlines()) == 1  # the one session, resumed
+
+
+def test_too_few_open_files_end_the_run_naming_the_limit(tmp_path: Path) -> None:
+    root, home = tmp_path / "calc", tmp_path / "home"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
+    run = f'ulimit -n 20; exec "{sys.executable}" -m air.cli run --headless batch.yaml '
+    done = subprocess.run(
+        ["sh", "-c", run + "--cassette cassettes"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    assert "air: environment_error:" in done.stderr, done.stderr
+    assert "(open files: at most 20, `ulimit -n`)" in done.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "air.cli", "session", "list"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert len(listed.stdout.splitlines()) == 1, listed  # recorded, to resume
