@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 from air.contracts.display import json_shown, shown
 from air.session.local_owner import refuse_foreign_state
 from air.session.local_state import local_state_links
+from air.store.readonly import read_only_uri
 
 if TYPE_CHECKING:
     from air.contracts.event import RuntimeEvent
@@ -329,7 +330,7 @@ def _print_rows(
     through a read-only connection (no event model built). False when the database cannot be
     read that way (nothing was printed then)."""
     try:
-        conn = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error:
         return False
     try:

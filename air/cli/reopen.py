@@ -93,10 +93,11 @@ def _first_said(db: str, sid: str) -> Any:
     import sqlite3
 
     from air.contracts.error import AirException
+    from air.store.readonly import read_only_uri
     from air.store.stored_payloads import stored_payload
 
     try:
-        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(db), uri=True)
         try:
             row = conn.execute(
                 "SELECT payload_json, seq FROM events WHERE session_id = ?"

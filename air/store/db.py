@@ -57,6 +57,39 @@ def _corrupt(path: str, exc: BaseException) -> AirException:
     )
 
 
+_CANNOT_OPEN = {3, 5, 6, 8, 10, 13, 14}
+"""SQLite's PERM, BUSY, LOCKED, READONLY, IOERR, FULL and CANTOPEN: the file may be sound."""
+
+
+def _unopenable(path: str, exc: sqlite3.Error) -> AirException | None:
+    """A database that cannot be opened for writing where it is (a read-only file system, no
+    write permission, a full disk): ``storage_error``, never ``corrupt_database``, whose advice
+    (move the file aside) a sound database on a read-only mount got. None: it is damaged."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if not isinstance(code, int) or code & 0xFF not in _CANNOT_OPEN:
+        return None
+    directory = os.path.dirname(path) or "."
+    read_only = not os.access(directory, os.W_OK)
+    try:
+        read_only = read_only or bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+    except OSError:
+        pass
+    return AirException.of(
+        kind="storage_error",
+        message=f"cannot open the database {path} to write"
+        + (": its directory is read-only" if read_only else ""),
+        detail=str(exc),
+        user_action=(
+            "air writes beside a session's database as it opens it (SQLite's WAL): make the "
+            "directory writable or copy the project to a writable place; `air history` and "
+            "`air session list` read it where it is."
+            if read_only
+            else "Check that the directory is writable and the disk is not full."
+        ),
+        metadata={"path": path},
+    )
+
+
 class DatabaseManager:
     """One SQLite database file: pragmas on open, explicit write transactions.
 
@@ -139,7 +172,7 @@ class DatabaseManager:
             conn.execute("PRAGMA busy_timeout=5000")
         except sqlite3.DatabaseError as exc:
             conn.close()
-            raise _corrupt(spath, exc) from exc
+            raise _unopenable(spath, exc) or _corrupt(spath, exc) from exc
         db = cls(spath, conn)
         db.created = fresh and create is not None
         return db

@@ -28,6 +28,8 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from air.store.readonly import read_only_uri
+
 if TYPE_CHECKING:
     from air.store.db import DatabaseManager
 
@@ -191,7 +193,7 @@ def peek_summary(
     unreadable file): then open the database (``open_session_database``) and ``read_summary``.
     """
     try:
-        conn = sqlite3.connect(f"file:{os.fspath(path)}?mode=ro", uri=True)
+        conn = sqlite3.connect(read_only_uri(path), uri=True)
     except sqlite3.Error:
         return None
     try:

@@ -6,7 +6,10 @@ their workspaces at once raised a group of raw OSErrors, and ``copytree`` gather
 as text), once there is space ``air resume`` finishes the batch, and a command writing its own
 file there says the same: a real tmpfs of 600 KiB in a mount namespace of its own, grown to 30
 MiB in place. Too few file descriptors (``ulimit -n 20``): tasks that cannot start fail, the
-run ends as an ``environment_error`` naming the limit (a git call's EMFILE was a traceback)."""
+run ends as an ``environment_error`` naming the limit (a git call's EMFILE was a traceback). A
+project on a read-only mount: its sessions are read where they are (SQLite could not make its
+WAL index there: every reader failed, and the database was called corrupt, to be moved aside).
+"""
 
 from __future__ import annotations
 
@@ -100,3 +103,53 @@ def test_too_few_open_files_end_the_run_naming_the_limit(tmp_path: Path) -> None
         timeout=60,
     )
     assert len(listed.stdout.splitlines()) == 1, listed  # recorded, to resume
+
+
+READ_ONLY = """
+set -u
+mount --bind "$ROOT" "$ROOT" && mount -o remount,bind,ro "$ROOT" && cd "$ROOT"
+for args in history "session list" "history --json"; do
+  name=$(echo "$args" | tr ' -' '__')
+  "$PY" -m air.cli $args >"$OUT/$name.out" 2>"$OUT/$name.err"
+  echo $? >"$OUT/$name.rc"
+done
+"""
+
+
+def test_a_project_on_a_read_only_mount_is_read_where_it_is(tmp_path: Path) -> None:
+    root, home, out = tmp_path / "calc", tmp_path / "home", tmp_path / "out"
+    shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
+    home.mkdir()
+    out.mkdir()
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
+    air = [sys.executable, "-m", "air.cli"]
+    ran = subprocess.run(
+        [*air, "run", "--headless", "batch.yaml", "--cassette", "cassettes"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ran.returncode == 0, ran.stderr
+    [db] = (root / ".air" / "local" / "sessions").glob("*/session.db")
+    stored = db.read_bytes()
+    unshare = shutil.which("unshare")
+    assert unshare, "util-linux's unshare is installed by scripts/setup.sh"
+    argv = [unshare, "--mount"] if os.geteuid() == 0 else [unshare, "-r", "--mount"]
+    extra = {"ROOT": str(root), "OUT": str(out), "PY": sys.executable}
+    subprocess.run([*argv, "sh", "-c", READ_ONLY], env={**env, **extra}, check=True, timeout=120)
+
+    history = (out / "history.out").read_text()
+    assert (out / "history.rc").read_text().strip() == "0", (out / "history.err").read_text()
+    assert "task.completed" in history
+    listed = (out / "session_list.out").read_text()
+    assert (out / "session_list.rc").read_text().strip() == "0", listed
+    assert db.parent.name in listed
+    # the full open needs to write beside the database: said so, never "corrupt, move it aside"
+    refused = (out / "history___json.err").read_text()
+    assert (out / "history___json.rc").read_text().strip() == "1", refused
+    assert "air: storage_error: cannot open the database" in refused
+    assert "its directory is read-only" in refused
+    assert "corrupt" not in refused
+    assert db.read_bytes() == stored
