@@ -314,12 +314,15 @@ def machine_failure(exc: BaseException) -> AirException | None:
         import resource
 
         files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        memory = number == errno.ENOMEM
         return AirException.of(
             kind=ErrorKind.ENVIRONMENT_ERROR,
-            message=f"{_MACHINE[number]} (open files: at most {files}, `ulimit -n`)",
+            message=_MACHINE[number]
+            + ("" if memory else f" (open files: at most {files}, `ulimit -n`)"),
             user_action=(
-                "Raise the limit (`ulimit -n 4096`) or run fewer workers (--max-workers N), "
-                "then run the command again; `air resume` finishes a run it stopped."
+                ("Free memory" if memory else "Raise the limit (`ulimit -n 4096`)")
+                + " or run fewer workers (--max-workers N), then run the command again; "
+                "`air resume` finishes a run it stopped."
             ),
             metadata={"errno": number},
         )

@@ -3,7 +3,8 @@
 Owns one streamed request at a time per connection over Trio streams and h11 (httpx's own
 HTTP/1.1 state machine): ``stream(method, url, json=..., headers=...)`` opens (or reuses) a
 connection, sends the request and yields a ``Reply`` (status, case-insensitive headers, the
-body read chunk by chunk, ``aread``); a connection whose reply was read to its end goes back to
+body read chunk by chunk; ``read_body`` / ``read_head`` read it whole or its head, bounded); a
+connection whose reply was read to its end goes back to
 a small idle pool per origin and is reused unless the server closed it (checked before reuse)
 or it idled longer than ``KEEPALIVE_S``. A caller that leaves the block before the body ended
 (a stream reader stops at the model's final event, before the chunked body's last chunk) gets

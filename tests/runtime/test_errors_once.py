@@ -75,6 +75,10 @@ def test_a_full_disk_or_no_file_left_is_the_users_however_many_tasks_met_it() ->
     assert files.kind == ErrorKind.ENVIRONMENT_ERROR
     assert "`ulimit -n`" in files.error.message
     assert "--max-workers" in (files.user_action or "")
+    memory = machine_failure(OSError(errno.ENOMEM, "Cannot allocate memory"))
+    assert memory is not None
+    assert memory.error.message == "the machine is out of memory"
+    assert (memory.user_action or "").startswith("Free memory")
     bug = OSError(errno.EBADF, "Bad file descriptor")
     assert one_error(ExceptionGroup("g", [bug])) is bug  # a bug stays a bug
 
