@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trust.calc_runs import EXAMPLE, REPO
+from tests.trust.calc_runs import EXAMPLE, REPO, RUN, air_as
 
 SCRIPT = """
 set -u
@@ -38,15 +38,20 @@ echo $? >"$OUT/resume.rc"
 """
 
 
+def own_mounts(script: str, env: dict[str, str]) -> None:
+    """Run ``script`` (sh) in a mount namespace of its own: root there, anyone else in a user
+    namespace too; what it mounts is gone after it."""
+    unshare = shutil.which("unshare")
+    assert unshare, "util-linux's unshare is installed by scripts/setup.sh"
+    argv = [unshare, "--mount"] if os.geteuid() == 0 else [unshare, "-r", "--mount"]
+    subprocess.run([*argv, "sh", "-c", script], env=env, check=True, timeout=300)
+
+
 @pytest.mark.slow
 def test_a_full_disk_stops_the_run_clearly_and_resume_finishes_it(tmp_path: Path) -> None:
     disk, out, home = tmp_path / "disk", tmp_path / "out", tmp_path / "home"
     for made in (disk, out, home):
         made.mkdir()
-    unshare = shutil.which("unshare")
-    assert unshare, "util-linux's unshare is installed by scripts/setup.sh"
-    # root mounts in a mount namespace of its own; anyone else in a user namespace too
-    argv = [unshare, "--mount"] if os.geteuid() == 0 else [unshare, "-r", "--mount"]
     env = {
         **os.environ,
         "HOME": str(home),
@@ -56,7 +61,7 @@ def test_a_full_disk_stops_the_run_clearly_and_resume_finishes_it(tmp_path: Path
         "EXAMPLE": str(EXAMPLE),
         "PY": sys.executable,
     }
-    subprocess.run([*argv, "sh", "-c", SCRIPT], env=env, check=True, timeout=300)
+    own_mounts(SCRIPT, env)
 
     err = (out / "run.err").read_text()
     assert (out / "run.rc").read_text().strip() == "1", err
@@ -94,14 +99,7 @@ def test_too_few_open_files_end_the_run_naming_the_limit(tmp_path: Path) -> None
     assert "Traceback" not in done.stderr, done.stderr
     assert "air: environment_error:" in done.stderr, done.stderr
     assert "(open files: at most 20, `ulimit -n`)" in done.stderr
-    listed = subprocess.run(
-        [sys.executable, "-m", "air.cli", "session", "list"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listed = air_as(root, home, "session", "list")
     assert len(listed.stdout.splitlines()) == 1, listed  # recorded, to resume
 
 
@@ -121,24 +119,13 @@ def test_a_project_on_a_read_only_mount_is_read_where_it_is(tmp_path: Path) -> N
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
     home.mkdir()
     out.mkdir()
-    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
-    air = [sys.executable, "-m", "air.cli"]
-    ran = subprocess.run(
-        [*air, "run", "--headless", "batch.yaml", "--cassette", "cassettes"],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    ran = air_as(root, home, *RUN)
     assert ran.returncode == 0, ran.stderr
     [db] = (root / ".air" / "local" / "sessions").glob("*/session.db")
     stored = db.read_bytes()
-    unshare = shutil.which("unshare")
-    assert unshare, "util-linux's unshare is installed by scripts/setup.sh"
-    argv = [unshare, "--mount"] if os.geteuid() == 0 else [unshare, "-r", "--mount"]
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(REPO)}
     extra = {"ROOT": str(root), "OUT": str(out), "PY": sys.executable}
-    subprocess.run([*argv, "sh", "-c", READ_ONLY], env={**env, **extra}, check=True, timeout=120)
+    own_mounts(READ_ONLY, {**env, **extra})
 
     history = (out / "history.out").read_text()
     assert (out / "history.rc").read_text().strip() == "0", (out / "history.err").read_text()
