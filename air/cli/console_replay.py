@@ -1,11 +1,13 @@
 """``air --session SID --replay``: a past session played back in the console, read-only.
 
 Owns ``replay``: the session's log read a page at a time as the player reaches it (the first
-frame waits for one page), elapsed times taken from the log, never the wall clock.
+frame waits for one page), elapsed times taken from the log, never the wall clock; on a
+terminal only (without one urwid's screen ended in a traceback: `air history` prints the log).
 """
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from air.cli.console_start import session_to_reopen
@@ -27,6 +29,18 @@ def replay(options: HeadlessOptions) -> int:
     setup_logging()
 
     project, session_id = session_to_reopen(options)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # urwid's screen needs both
+        from air.contracts.error import AirException
+
+        raise AirException.of(
+            kind="validation_error",
+            message="--replay plays a session in a terminal: stdin or stdout here is not one",
+            user_action=(
+                f"Run it in a terminal, or print the session's events with `air history "
+                f"--session {session_id} --all`."
+            ),
+            metadata={"field": "--replay"},
+        )
     db = open_session_database(session_db_path(project, session_id), must_exist=True)
     try:  # read a page at a time as the replay reaches it: the first frame waits for none
         trio.run(_play, EventPages(db, session_id))

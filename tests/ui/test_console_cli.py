@@ -84,6 +84,20 @@ def test_a_bad_configuration_found_after_the_first_frame_is_said_on_the_restored
     assert not (bare / ".air").exists()
 
 
+def test_a_replay_without_a_terminal_says_to_print_the_history(tmp_path: Path) -> None:
+    """stdin and stdout not a terminal (a pipe, a file, /dev/null): urwid's screen could not
+    watch stdin, and the replay ended in a traceback."""
+    project, home = make_project(tmp_path)
+    write_session(project, "ses_replayed", length=30)
+    argv = ["--session", "ses_replayed", "--replay", "--project", str(project)]
+    out = _air(project, home, *argv)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.startswith("air: validation_error: --replay plays a session in a terminal")
+    assert "`air history --session ses_replayed --all`" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert out.stdout == ""
+
+
 def test_a_replay_that_reaches_a_damaged_row_says_which_on_the_restored_terminal(
     tmp_path: Path,
 ) -> None:
