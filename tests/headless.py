@@ -22,6 +22,15 @@ tasks:
 """
 """A batch of one review task (a project holding ``notes.txt``)."""
 
+LOOK_BATCH = """version: 1
+tasks:
+  - id: look
+    title: Look around
+    description: Look at the project and report.
+    scope: {write_area: ["notes.txt"]}
+"""
+"""A batch of one executor task that may write ``notes.txt`` only (a project holding it)."""
+
 
 def review_verdict() -> str:
     """The model's answer that completes ``REVIEW_BATCH``'s task: an approving result block."""
@@ -35,14 +44,14 @@ def review_verdict() -> str:
     return f"Looks fine.\n```json:result\n{block}\n```\n"
 
 
-def review_project(tmp: Path) -> tuple[Path, Path]:
-    """``tmp/proj`` holding ``notes.txt``, ``REVIEW_BATCH`` as ``batch.yaml`` and an empty
+def review_project(tmp: Path, batch: str = REVIEW_BATCH) -> tuple[Path, Path]:
+    """``tmp/proj`` holding ``notes.txt``, ``batch`` as ``batch.yaml`` and an empty
     ``.air/shared`` (for a models.yaml), and an empty ``tmp/home``: (project root, HOME)."""
     root, home = tmp / "proj", tmp / "home"
     (root / ".air" / "shared").mkdir(parents=True)
     home.mkdir()
     (root / "notes.txt").write_text("ship it\n")
-    (root / "batch.yaml").write_text(REVIEW_BATCH)
+    (root / "batch.yaml").write_text(batch)
     return root, home
 
 

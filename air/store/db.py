@@ -18,6 +18,7 @@ from typing import Any
 from air import __version__
 from air.contracts.error import AirException
 from air.contracts.ids import utc_now_iso
+from air.store.readonly import read_only_mount
 
 __all__ = [
     "DatabaseManager",
@@ -69,11 +70,7 @@ def _unopenable(path: str, exc: sqlite3.Error) -> AirException | None:
     if not isinstance(code, int) or code & 0xFF not in _CANNOT_OPEN:
         return None
     directory = os.path.dirname(path) or "."
-    read_only = not os.access(directory, os.W_OK)
-    try:
-        read_only = read_only or bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
-    except OSError:
-        pass
+    read_only = not os.access(directory, os.W_OK) or read_only_mount(directory)
     return AirException.of(
         kind="storage_error",
         message=f"cannot open the database {path} to write"

@@ -14,18 +14,19 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["read_only_uri"]
+__all__ = ["read_only_mount", "read_only_uri"]
 
 
 def read_only_uri(path: str | os.PathLike[str]) -> str:
     """The ``sqlite3.connect(..., uri=True)`` address of ``path`` for reading only."""
     spath = os.fspath(path)
-    if _read_only_mount(os.path.dirname(spath) or ".") and not os.path.lexists(f"{spath}-wal"):
+    if read_only_mount(os.path.dirname(spath) or ".") and not os.path.lexists(f"{spath}-wal"):
         return f"file:{spath}?immutable=1"
     return f"file:{spath}?mode=ro"
 
 
-def _read_only_mount(directory: str) -> bool:
+def read_only_mount(directory: str) -> bool:
+    """Whether ``directory``'s file system is mounted read-only (nothing can write there)."""
     try:
         return bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
     except OSError:

@@ -174,22 +174,24 @@ def read_bounded(fd: int, path: str) -> bytes:
         AirException: ``tool_error`` naming the file's size and how to read parts of it.
     """
     size = os.fstat(fd).st_size
-    data = b"" if size > READ_MAX else read_fd(fd, READ_MAX + 1)
     if size > READ_MAX:
         os.close(fd)
-    if size > READ_MAX or len(data) > READ_MAX:
-        raise AirException.of(
-            kind=ErrorKind.TOOL_ERROR,
-            message=(
-                f"{path} is {max(size, len(data)) / (1 << 20):.0f} MiB: over the "
-                f"{READ_MAX >> 20} MiB air's file tools read"
-            ),
-            user_action=(
-                "Read parts of it with shell.run (head, tail, sed -n 'A,Bp', grep), or change "
-                "it with a command."
-            ),
-        )
-    return data
+    else:
+        data = read_fd(fd, READ_MAX + 1)
+        if len(data) <= READ_MAX:
+            return data
+        size = len(data)  # it grew while read
+    raise AirException.of(
+        kind=ErrorKind.TOOL_ERROR,
+        message=(
+            f"{path} is {size / (1 << 20):.0f} MiB: over the {READ_MAX >> 20} MiB air's file "
+            "tools read"
+        ),
+        user_action=(
+            "Read parts of it with shell.run (head, tail, sed -n 'A,Bp', grep), or change it "
+            "with a command."
+        ),
+    )
 
 
 def open_beneath(root: str, path: str, *, directory: bool = False) -> int:

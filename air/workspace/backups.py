@@ -79,7 +79,14 @@ def _parse_time(text: str) -> datetime:
 
 def blob_id(data: bytes) -> str:
     """The git blob id of ``data`` (what ``git hash-object`` prints)."""
-    return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
+    digest = _blob_hash(len(data))
+    digest.update(data)
+    return digest.hexdigest()
+
+
+def _blob_hash(size: int) -> hashlib._Hash:
+    """A blob id's hash of ``size`` bytes, its header fed: the content follows."""
+    return hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
 
 
 class BackupRepository:
@@ -351,7 +358,7 @@ class BackupRepository:
             return None
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
         with os.fdopen(fd, "rb") as handle:  # in pieces: a file can be gigabytes
-            digest = hashlib.sha1(b"blob %d\0" % info.st_size, usedforsecurity=False)
+            digest = _blob_hash(info.st_size)
             while piece := handle.read(1 << 20):
                 digest.update(piece)
             return digest.hexdigest()

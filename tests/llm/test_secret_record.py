@@ -14,16 +14,8 @@ from pathlib import Path
 from air.security.redact import SecretRedactor
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, openai_sse
-from tests.headless import run_batch_json
+from tests.headless import LOOK_BATCH, review_project, run_batch_json, strict_openai_models
 from tests.trusted import trust_project
-
-BATCH = """version: 1
-tasks:
-  - id: leak
-    title: Look around
-    description: Look at the project and report.
-    scope: {write_area: ["notes.txt"]}
-"""
 
 
 def _key() -> str:
@@ -55,17 +47,9 @@ def _cells_with(db: Path, needle: str) -> int:
 def test_a_shapeless_key_is_redacted_everywhere(tmp_path: Path) -> None:
     key = _key()
     assert SecretRedactor().redact(key) == key  # no pattern knows this shape
-    root, home = tmp_path / "proj", tmp_path / "home"
-    (root / ".air" / "shared").mkdir(parents=True)
-    home.mkdir()
-    (root / "notes.txt").write_text("hello\n")
-    (root / "batch.yaml").write_text(BATCH)
+    root, home = review_project(tmp_path, LOOK_BATCH)
     with StrictServer(api_key=key) as server:
-        (root / ".air" / "shared" / "models.yaml").write_text(
-            "default: local/m\nproviders:\n  local:\n    kind: openai_compatible\n"
-            f"    base_url: {server.url}/v1\n    auth_ref: AIR_SHAPELESS\n"
-            "    models: {m: {max_output_tokens: 4096}}\n"
-        )
+        strict_openai_models(root, server.url, "AIR_SHAPELESS")
         trust_project(root, home)
         command = json.dumps({"command": f"echo {key}"})
         read = json.dumps({"path": f"{key}.txt"})

@@ -14,16 +14,15 @@ from typing import Any
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, openai_sse
-from tests.headless import json_events, run_batch_json, strict_openai_models
+from tests.headless import (
+    LOOK_BATCH,
+    json_events,
+    review_project,
+    run_batch_json,
+    strict_openai_models,
+)
 from tests.trusted import trust_project
 
-BATCH = """version: 1
-tasks:
-  - id: deep
-    title: Look around
-    description: Look at the project and report.
-    scope: {write_area: ["notes.txt"]}
-"""
 KEY = "k-deep-0123456789abcdef"
 
 
@@ -32,15 +31,6 @@ def _result(summary: str = "looked") -> str:
         {"status": "completed", "summary": summary, "result": {"changes_made": False}}
     )
     return f"Done.\n```json:result\n{block}\n```\n"
-
-
-def _project(tmp_path: Path) -> tuple[Path, Path]:
-    root, home = tmp_path / "proj", tmp_path / "home"
-    (root / ".air" / "shared").mkdir(parents=True)
-    home.mkdir()
-    (root / "notes.txt").write_text("hi\n")
-    (root / "batch.yaml").write_text(BATCH)
-    return root, home
 
 
 def _run(root: Path, home: Path, *replies: Reply) -> tuple[Any, int]:
@@ -58,7 +48,7 @@ def _run(root: Path, home: Path, *replies: Reply) -> tuple[Any, int]:
 
 
 def test_a_command_too_deep_to_analyze_is_refused_and_the_run_goes_on(tmp_path: Path) -> None:
-    root, home = _project(tmp_path)
+    root, home = review_project(tmp_path, LOOK_BATCH)
     deep = json.dumps({"command": "echo " + "$(" * 400 + "x" + ")" * 400})
     done, requests = _run(
         root,
@@ -82,7 +72,7 @@ def test_a_nul_in_an_argument_and_lone_surrogates_in_replies_do_not_end_the_run(
 ) -> None:
     """The NUL is a validation error; a result block holding `\\ud800` is asked for again (the
     worker could not send it on); a lone surrogate in a reply's text becomes U+FFFD."""
-    root, home = _project(tmp_path)
+    root, home = review_project(tmp_path, LOOK_BATCH)
     nul = json.dumps({"command": "ls", "cwd": "src\u0000"})
     done, requests = _run(
         root,
