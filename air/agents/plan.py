@@ -1,11 +1,12 @@
 """The Main Agent's structured model outputs: intent, task plan, requirement change (SDD §14.1).
 
 Owns ``TaskPlan`` (the task specs a task request becomes, validated against ``TaskSpec`` plus
-the plan rules: at least one task, unique ids, every dependency inside the plan or already
-known), ``parse_plan`` (JSON text → plan or the list of validation errors the repair round
-sends back), ``parse_intent`` and ``parse_change`` (the two classifications; anything
-unreadable falls back to the side without side effects, IMPL-AGENT-3) and ``render_plan`` (the
-text shown to the person). Pure functions: no I/O, no Trio.
+the plan rules: at least one task, ids and constraints as a batch file may have them, unique
+ids, every dependency inside the plan or already known), ``parse_plan`` (JSON text → plan or
+the list of validation errors the repair round sends back), ``parse_intent`` and
+``parse_change`` (the two classifications; anything unreadable falls back to the side without
+side effects, IMPL-AGENT-3) and ``render_plan`` (the text shown to the person). Pure
+functions: no I/O, no Trio.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from air.contracts.ids import Contract
-from air.contracts.task import TaskSpec
+from air.contracts.task import TASK_ID_PATTERN, RequestedConstraints, TaskSpec
 
 __all__ = [
     "ChangeClass",
@@ -90,7 +91,7 @@ def parse_plan(
             where = ".".join(str(p) for p in err["loc"]) or "(root)"
             errors.append(f"{where}: {err['msg']}")
         return None, errors
-    errors = []
+    errors = _requested(plan)
     ids = [t.id for t in plan.tasks]
     seen: set[str] = set()
     for task_id in ids:
@@ -111,6 +112,29 @@ def parse_plan(
             if dep.depends_on_task_id == task.id:
                 errors.append(f"tasks.{task.id}.dependencies: a task cannot depend on itself")
     return (None, errors) if errors else (plan, [])
+
+
+_TASK_ID = re.compile(TASK_ID_PATTERN)
+
+
+def _requested(plan: TaskPlan) -> list[str]:
+    """What a batch file could not ask for either: an id that is no plain name (it names
+    branches and commit trailers) and constraints that cannot work (a model's ``"hard_timeout_ms":
+    1e400`` ended the console with an OverflowError)."""
+    errors = []
+    for i, task in enumerate(plan.tasks):
+        if not _TASK_ID.fullmatch(task.id):
+            errors.append(
+                f"tasks.{i}.id: {task.id!r} is no task id: 1-64 letters, digits, '_', '.' and "
+                "'-', a letter or digit first"
+            )
+        try:
+            RequestedConstraints.model_validate(task.constraints.model_dump())
+        except ValidationError as exc:
+            for err in exc.errors()[:5]:
+                where = ".".join(str(p) for p in err["loc"])
+                errors.append(f"tasks.{i}.constraints.{where}: {err['msg']}")
+    return errors
 
 
 def parse_intent(text: str) -> Intent:

@@ -5,7 +5,7 @@ Owns: the batch file models (``BatchFile``, ``BatchTask``, ``BatchDefaults``), `
 ``air/cli/schemas/batch.schema.json``). Every problem — bad YAML, an unknown field, a bad
 value, a duplicate id, a missing dependency, a dependency cycle — is an ``AirException`` of
 kind ``validation_error`` naming the file, the line (from the YAML node marks) and the reason.
-Values that cannot work are refused here, not when a worker meets them (``BatchConstraints``,
+Values that cannot work are refused here, not when a worker meets them (``RequestedConstraints``,
 IMPL-CLI-2): timeouts and ``max_turns`` out of range, a task larger than one IPC line, a batch
 path that is not a regular file (a FIFO would block, a directory cannot be read), YAML nested
 too deeply to parse.
@@ -39,7 +39,7 @@ import sys
 from typing import Any, Literal, NamedTuple
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError
 
 from air.cli.batch_errors import describe_error, first_error, key_node, node_at, yaml_line
 from air.contracts.display import shown
@@ -47,8 +47,10 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import Contract, empty_list
 from air.contracts.task import (
     OUTPUT_CONTRACT_FOR_TASK,
+    TASK_ID_PATTERN,
     DependencySource,
     DependencyType,
+    RequestedConstraints,
     TaskAgent,
     TaskConstraints,
     TaskContextMode,
@@ -67,7 +69,6 @@ from air.session.agent_files import agent_overlay, find_agent
 from air.yamlload import compose_and_load
 
 __all__ = [
-    "BatchConstraints",
     "BatchDefaults",
     "BatchFile",
     "BatchTask",
@@ -77,34 +78,12 @@ __all__ = [
     "load_batch_text",
 ]
 
-_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
-MAX_TURNS = 1000
-"""The most model turns a task may ask for (the default is 20)."""
-MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
-"""The longest soft or hard timeout of a task: one week."""
-MAX_RETRY_BUDGET = 10
 MAX_BATCH_BYTES = 8 * 1024 * 1024
 """The largest batch file air reads (and, in characters, the longest batch text it parses)."""
 TASK_SPEC_BYTES = DEFAULT_MAX_LINE_BYTES - 64 * 1024
 """A task spec as JSON must fit one IPC line (it travels in ``agent.start``) with room left
 for the envelope and the rest of the start request."""
-
-
-class BatchConstraints(TaskConstraints):
-    """``TaskConstraints`` as a batch file may set them: only values that can work."""
-
-    max_turns: int = Field(default=20, ge=1, le=MAX_TURNS)
-    soft_timeout_ms: int = Field(default=600_000, ge=1, le=MAX_TIMEOUT_MS)
-    hard_timeout_ms: int = Field(default=900_000, ge=1, le=MAX_TIMEOUT_MS)
-    retry_budget: int = Field(default=1, ge=0, le=MAX_RETRY_BUDGET)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-
-    @model_validator(mode="after")
-    def _finite_cost(self) -> BatchConstraints:
-        if self.max_cost_usd is not None and self.max_cost_usd == float("inf"):
-            raise ValueError("max_cost_usd must be a finite number")
-        return self
 
 
 class BatchDefaults(Contract):
@@ -118,7 +97,7 @@ class BatchDefaults(Contract):
 class BatchTask(Contract):
     """One task of a batch file; becomes a ``TaskSpec``."""
 
-    id: str = Field(pattern=_ID_PATTERN)
+    id: str = Field(pattern=TASK_ID_PATTERN)
     type: TaskType = TaskType.EXECUTE
     title: str = Field(min_length=1)
     description: str | None = None
@@ -128,10 +107,10 @@ class BatchTask(Contract):
     """Hard dependencies by task id (shorthand for ``dependencies``)."""
     dependencies: list[TaskDependencySpec] = Field(default_factory=empty_list)
     verification: VerificationPolicy = Field(default_factory=VerificationPolicy)
-    constraints: BatchConstraints = Field(default_factory=BatchConstraints)
+    constraints: RequestedConstraints = Field(default_factory=RequestedConstraints)
     context_refs: TaskContextRefs = Field(default_factory=TaskContextRefs)
     output_contract: WorkerOutputContract | None = None
-    agent: str | None = Field(default=None, pattern=_ID_PATTERN)
+    agent: str | None = Field(default=None, pattern=TASK_ID_PATTERN)
     """The named agent file the task runs as (``.air/agents/NAME.md``, ``~/.air/agents/``)."""
     host: str | None = Field(default=None, pattern=r"^[A-Za-z0-9-]{1,40}$")
     """The host (``hosts.yaml``) the task runs on; default here, or the run's ``--host``."""
@@ -375,7 +354,7 @@ def _agent_of(
         return None, []  # no agent, or a wrong type: BatchTask's validation says so
     try:
         agent, skipped = find_agent(name, root)
-        BatchConstraints.model_validate(agent_overlay(agent)["constraints"])
+        RequestedConstraints.model_validate(agent_overlay(agent)["constraints"])
     except ValidationError as exc:
         raise _fail(agent.path, None, describe_error(dict(first_error(exc)))) from None
     except AirException as exc:

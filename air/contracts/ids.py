@@ -59,9 +59,11 @@ JsonObject: TypeAlias = dict[str, Any]
 
 
 class Contract(BaseModel):
-    """Base of every public contract: immutable, and unknown fields are an error."""
+    """Base of every public contract: immutable, unknown fields are an error, and a float field
+    holds a finite number (JSON has no NaN or Infinity: Python's ``json`` and YAML's ``.nan`` /
+    ``.inf`` make them, and one stored would come back ``null``)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True, allow_inf_nan=False)
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"

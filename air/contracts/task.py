@@ -28,11 +28,16 @@ from air.contracts.runtime import AgentType
 
 __all__ = [
     "AGENT_TYPE_FOR_TASK",
+    "MAX_RETRY_BUDGET",
+    "MAX_TIMEOUT_MS",
+    "MAX_TURNS",
     "OUTPUT_CONTRACT_FOR_TASK",
+    "TASK_ID_PATTERN",
     "TERMINAL_TASK_STATUSES",
     "DependencySource",
     "DependencyType",
     "ModelPolicy",
+    "RequestedConstraints",
     "RetryAction",
     "SchedulerState",
     "SchedulerWavePlan",
@@ -135,6 +140,30 @@ class TaskConstraints(Contract):
     """IMPL: cost budget for runner-contract invariant 14 (None = no cost budget)."""
 
 
+TASK_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+"""A task id someone other than air chooses (a batch file, a model's plan): it names branches,
+commit trailers and lines of text, so no path separators, spaces, newlines or leading ``-``."""
+MAX_TURNS = 1000
+"""The most model turns a task may ask for (the default is 20)."""
+MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000
+"""The longest soft or hard timeout of a task: one week."""
+MAX_RETRY_BUDGET = 10
+
+
+class RequestedConstraints(TaskConstraints):
+    """``TaskConstraints`` as someone other than air asks for them — a batch file, an agent
+    file, the Main Agent's model in a plan: only values that can work (a model's
+    ``"hard_timeout_ms": 1e400`` ended the console with an OverflowError; a negative timeout
+    failed the task at once). ``TaskConstraints`` itself stays unbounded: it is also read back
+    from sessions written before these bounds."""
+
+    max_turns: int = Field(default=20, ge=1, le=MAX_TURNS)
+    soft_timeout_ms: int = Field(default=600_000, ge=1, le=MAX_TIMEOUT_MS)
+    hard_timeout_ms: int = Field(default=900_000, ge=1, le=MAX_TIMEOUT_MS)
+    retry_budget: int = Field(default=1, ge=0, le=MAX_RETRY_BUDGET)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+
+
 class TaskContextRefs(Contract):
     plan_ref: str | None = None
     arc_ref: str | None = None
@@ -151,7 +180,7 @@ class TaskAgent(Contract):
     task runs as, resolved by the parent (``air.session.agent_files``); a worker never reads one.
     Its model, turns, timeouts and budget are merged into the spec's constraints already."""
 
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+    name: str = Field(pattern=TASK_ID_PATTERN)
     source: Literal["project", "user"] | None = None
     """Where the file was found (None: named but not resolved yet, e.g. by the Main Agent)."""
     path: str | None = None

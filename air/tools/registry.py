@@ -31,7 +31,7 @@ from air.security.redact import SecretRedactor
 from air.tools.call_permission import PathExtractor, ask_person, permission_request
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
 from air.tools.run import ArtifactSink, EventRecorder, ToolRun
-from air.tools.schema import integral_input, text_problems, validate_schema
+from air.tools.schema import integral_input, validate_schema, value_problems
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
     from air.contracts.artifact_records import (
@@ -207,7 +207,7 @@ class ToolRegistry:
             return
         definition = entry.definition
         input = integral_input(definition.input_schema, input)
-        problems = validate_schema(definition.input_schema, input) or text_problems(input)
+        problems = validate_schema(definition.input_schema, input) or value_problems(input)
         if problems:
             yield self._envelope(
                 tool_run_id,

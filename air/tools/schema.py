@@ -1,18 +1,20 @@
 """The JSON-schema subset that tool inputs are checked against: ``validate_schema``, a pure
 function from (schema, value) to the problems found, ``integral_input``, which makes an
 integral float (``3.0``) an int where the schema says ``integer`` (models write JSON numbers,
-and JSON does not tell 3 from 3.0), and ``text_problems`` (strings that are no text);
+and JSON does not tell 3 from 3.0), and ``value_problems`` (strings that are no text, numbers
+that are no JSON);
 ``ToolRegistry`` runs them before a call is decided.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from air.contracts.ids import JsonObject
 
-__all__ = ["integral_input", "text_problems", "validate_schema"]
+__all__ = ["integral_input", "validate_schema", "value_problems"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -109,11 +111,14 @@ def integral_input(schema: JsonObject, value: Any) -> Any:
     return value
 
 
-def text_problems(value: Any, where: str = "input") -> list[str]:
-    """The strings of ``value`` (keys too) no file name, command line or event can hold: a NUL
-    (every system call and argv ends there: a model's ``"cwd": "a\\u0000"`` ended the whole run
-    with a ValueError) or an unpaired surrogate (JSON's ``\\ud800`` is no UTF-8: the run ended
-    storing the call's event). Walked without recursion, in the order found."""
+def value_problems(value: Any, where: str = "input") -> list[str]:
+    """The values of ``value`` no file name, command line, timer or event can hold: in a string
+    (keys too) a NUL (every system call and argv ends there: a model's ``"cwd": "a\\u0000"``
+    ended the whole run with a ValueError) or an unpaired surrogate (JSON's ``\\ud800`` is no
+    UTF-8: the run ended storing the call's event); a number that is NaN or infinite (no JSON
+    number is, but Python's ``json`` reads ``NaN`` and ``1e999``, and every comparison with NaN
+    is false: a model's ``"timeout_s": NaN`` passed the schema's bounds and ended the console
+    with a ValueError). Walked without recursion, in the order found."""
     problems: list[str] = []
     todo: list[tuple[str, Any]] = [(where, value)]
     while todo:
@@ -129,4 +134,6 @@ def text_problems(value: Any, where: str = "input") -> list[str]:
                 problems.append(f"{at} holds a NUL character (U+0000), which is no text")
             elif not item.isascii() and _SURROGATE.search(item):
                 problems.append(f"{at} holds an unpaired surrogate, which is no text")
+        elif type(item) is float and not math.isfinite(item):
+            problems.append(f"{at} is {item}, which is no JSON number")
     return problems

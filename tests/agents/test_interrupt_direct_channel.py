@@ -144,6 +144,40 @@ async def test_direct_mode_writes_in_the_main_workspace_through_the_registry(
     assert env.assistant_texts() == ["Wrote notes.txt."]
 
 
+async def test_a_number_no_json_holds_in_a_direct_tool_call_is_told_to_the_model(
+    tmp_path: Path,
+) -> None:
+    """The model's server sends ``"timeout_s": NaN`` (Python's json reads it): the registry
+    refuses it as invalid input, the model hears why and answers; it ended the Main Agent (and
+    the console around it) with a ValueError from ``trio.move_on_after`` (IMPL-NUM-1)."""
+    env = AgentEnv(tmp_path, prompts=AllowAll())
+    args = '{"command": "touch ran.txt", "timeout_s": NaN}'
+    try:
+        with StrictServer(api_key=KEY) as server:
+            server.push(
+                Reply(
+                    chunks=anthropic_sse(
+                        Turn(tool=("toolu_1", "shell_run", [args]), stop="tool_use")
+                    )
+                ),
+                Reply(chunks=anthropic_sse(Turn(text=["The timeout was no number."]))),
+            )
+            env.strict_models(server.url)
+            agent = env.agent()
+            async with env.running(agent):
+                await agent.submit("/direct touch a file")
+                await wait_until(lambda: len(env.payloads("assistant.message.created")) == 1)
+                assert agent.state is S.DIRECT_MODE
+            assert server.rejected == []
+            told = json.dumps(server.requests[-1].body["messages"][-1])
+        assert "input.timeout_s is nan, which is no JSON number" in told
+        assert env.assistant_texts() == ["The timeout was no number."]
+        assert not (env.root / "ran.txt").exists()
+        assert env.rows("tool_runs") == []
+    finally:
+        env.close()
+
+
 async def test_direct_mode_cannot_write_outside_the_main_workspace_even_if_approved(
     tmp_path: Path,
 ) -> None:

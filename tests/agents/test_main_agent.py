@@ -108,6 +108,22 @@ async def test_an_invalid_plan_gets_one_repair_round(env: AgentEnv) -> None:
     assert [p["task_spec"]["id"] for p in env.payloads("task.created")] == ["t_x"]
 
 
+async def test_a_plan_with_a_deadline_no_clock_holds_is_repaired_not_run(env: AgentEnv) -> None:
+    """``"hard_timeout_ms": 1e400`` (an int Python's json reads whole) ended the Main Agent with
+    an OverflowError arming the task's deadline; now the repair round names the field."""
+    huge = {**spec("t_x", "X"), "constraints": {"hard_timeout_ms": 10**400}}
+    models = env.cassette(
+        json_turn({"intent": "task"}), json_turn(plan(huge)), json_turn(plan(spec("t_x", "X")))
+    )
+    agent = env.agent()
+    async with env.running(agent):
+        await agent.submit("do x")
+        await wait_until(lambda: env.path()[-1] == "IDLE" and "SUMMARIZING" in env.path())
+    assert len(models.calls) == 3  # the plan, its repair
+    (created,) = env.payloads("task.created")
+    assert created["task_spec"]["constraints"]["hard_timeout_ms"] == 900_000
+
+
 async def test_a_plan_invalid_twice_is_a_clear_failure_and_nothing_runs(env: AgentEnv) -> None:
     bad = plan(spec("t_x", "X"), spec("t_x", "X again"))
     env.cassette(json_turn({"intent": "task"}), json_turn(bad), text_turn("sorry, no JSON"))

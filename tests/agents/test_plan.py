@@ -53,6 +53,38 @@ def test_plan_rules_beyond_the_schema() -> None:
     assert errors == []
 
 
+def test_a_plan_asks_only_what_a_batch_file_may() -> None:
+    """Ids and constraints a model chooses pass the batch file's rules (IMPL-NUM-1): a
+    ``"hard_timeout_ms": 1e400`` ended the console with an OverflowError arming the task's
+    deadline, a NaN budget made every cost comparison false, an id names branches and commit
+    trailers."""
+
+    def with_constraints(task_id: str, **constraints: object) -> dict[str, object]:
+        return {**spec(task_id, task_id), "constraints": constraints}
+
+    for constraints, field, reason in (
+        ({"hard_timeout_ms": 10**400}, "hard_timeout_ms", "less than or equal to 604800000"),
+        ({"soft_timeout_ms": -5}, "soft_timeout_ms", "greater than or equal to 1"),
+        ({"max_turns": 10**9}, "max_turns", "less than or equal to 1000"),
+        ({"retry_budget": 11}, "retry_budget", "less than or equal to 10"),
+        ({"max_cost_usd": 0}, "max_cost_usd", "greater than 0"),
+    ):
+        plan, errors = parse_plan(plan_text(with_constraints("t_a", **constraints)))
+        assert plan is None
+        assert errors == [f"tasks.0.constraints.{field}: Input should be {reason}"]
+    # NaN (Python's json reads it) is no number of any contract (IMPL-NUM-1)
+    text = plan_text(with_constraints("t_a", max_cost_usd=1.5)).replace("1.5", "NaN")
+    plan, errors = parse_plan(text)
+    assert plan is None
+    assert errors == ["tasks.0.constraints.max_cost_usd: Input should be a finite number"]
+    for bad_id in ("../../x", "-rf", "a b", "t\nAir-Task: other", "", "x" * 65):
+        plan, errors = parse_plan(plan_text(spec(bad_id, "A")))
+        assert plan is None
+        assert errors[0].startswith(f"tasks.0.id: {bad_id!r} is no task id"), errors
+    plan, errors = parse_plan(plan_text(with_constraints("t_a", hard_timeout_ms=7 * 24 * 3600_000)))
+    assert errors == []
+
+
 def test_intent_falls_back_to_chat_and_change_to_a_confirmed_replan() -> None:
     assert parse_intent('{"intent": "task"}') == "task"
     assert parse_intent('{"intent": "chat"}') == "chat"

@@ -353,6 +353,22 @@ CASES: list[Case] = [
     _models("models-deep-nesting", DEEP, "file", "nested too deep", "64 levels", BEFORE),
     _models("models-deep-block", DEEP_BLOCK, "file", "nested too deep", "64 levels", BEFORE),
     _models("models-unknown-field", MODELS + "colour: red\n", "colour"),
+    # YAML's .inf and .nan are floats no JSON holds: a timeout that never ends, a price that
+    # every budget comparison passes (IMPL-NUM-1)
+    _models(
+        "models-timeout-infinite",
+        MODELS.replace("    models:\n", "    read_timeout_s: .inf\n    models:\n"),
+        "providers.local.read_timeout_s",
+        "finite",
+    ),
+    _models(
+        "models-price-nan",
+        MODELS.replace(
+            "max_output_tokens: 4096}", "max_output_tokens: 4096, price: {input: .nan}}"
+        ),
+        "price.input",
+        "finite",
+    ),
     _models("models-default-unknown", MODELS.replace("local/m", "local/zzz"), "default", "zzz"),
     _models(
         "models-bad-kind", MODELS.replace("openai_compatible", "telepathy"), "providers.local.kind"
