@@ -27,6 +27,8 @@ from air.contracts.ids import (
 )
 
 __all__ = [
+    "PRICE_MAX",
+    "WINDOW_MAX",
     "CacheControl",
     "CanonicalMessage",
     "ContentBlock",
@@ -136,13 +138,18 @@ class ProviderKind(StrEnum):
     SCRIPTED = "scripted"
 
 
-class ModelPrice(Contract):
-    """USD per million tokens."""
+PRICE_MAX = 1_000_000.0
+"""The highest price air takes (USD per million tokens): with token counts bounded by the
+adapters, a call's cost stays a finite float."""
 
-    input: float = 0.0
-    output: float = 0.0
-    cache_write: float = 0.0
-    cache_read: float = 0.0
+
+class ModelPrice(Contract):
+    """USD per million tokens: never negative (a negative price buys budget back)."""
+
+    input: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    output: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    cache_write: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    cache_read: float = Field(default=0.0, ge=0, le=PRICE_MAX)
 
 
 class ProviderCapabilityMatrix(Contract):
@@ -298,12 +305,17 @@ class RetryConfig(Contract):
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
 
 
+WINDOW_MAX = 100_000_000
+"""The largest context window or output limit air takes, in tokens (the largest served today:
+10 M): a budget of 400 digits overflowed the float of the compaction trigger."""
+
+
 class ModelConfig(Contract):
     """One model of one provider. Fields left out come from the shipped catalogue
     (``air/llm/resources/models.json``) when it knows the model, else these defaults."""
 
-    context_window: int = Field(default=200_000, ge=1)
-    max_output_tokens: int = Field(default=8192, ge=1)
+    context_window: int = Field(default=200_000, ge=1, le=WINDOW_MAX)
+    max_output_tokens: int = Field(default=8192, ge=1, le=WINDOW_MAX)
     supports_tools: bool = True
     supports_prompt_cache: bool = False
     supports_parallel_tool_calls: bool = True

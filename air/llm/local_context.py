@@ -5,7 +5,8 @@ Owns ``local_context_length``: asked only of a server on this machine (127.0.0.1
 expose: vLLM ``GET /v1/models`` (``data[].max_model_len``), Ollama ``POST /api/show``
 (``num_ctx`` among the model's ``parameters``, else ``model_info.<arch>.context_length``) and
 llama.cpp ``GET /props`` (``default_generation_settings.n_ctx``). Each request has a short
-timeout; a server that says nothing leaves the configured value. Standard library only.
+timeout; a server that says nothing, or a window no model has (over ``WINDOW_MAX``), leaves the
+configured value. Standard library and the contracts only.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import re
 from typing import Any
 from urllib.parse import urlsplit
 
+from air.contracts.provider import WINDOW_MAX
+
 __all__ = ["LOCAL_HOSTS", "is_local", "local_context_length"]
 
 LOCAL_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d+)\s*$", re.MULTILINE)
+_NUM_CTX = re.compile(r"^\s*num_ctx\s+(\d{1,12})\s*$", re.MULTILINE)
 
 
 def is_local(base_url: str | None) -> bool:
@@ -42,7 +45,8 @@ def _get(url: str, body: dict[str, Any] | None, timeout_s: float) -> Any:
 
 
 def _positive(value: Any) -> int | None:
-    return value if type(value) is int and value > 0 else None
+    """A window a model can have, else None (a server's 400 digits would end the run)."""
+    return value if type(value) is int and 0 < value <= WINDOW_MAX else None
 
 
 def _vllm(base: str, model: str, timeout_s: float) -> int | None:
@@ -60,7 +64,7 @@ def _ollama(root: str, model: str, timeout_s: float) -> int | None:
     if not isinstance(shown, dict):
         return None
     match = _NUM_CTX.search(str(shown.get("parameters") or ""))
-    if match:
+    if match and _positive(int(match.group(1))):
         return int(match.group(1))
     info = shown.get("model_info")
     if isinstance(info, dict):

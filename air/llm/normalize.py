@@ -12,6 +12,7 @@ turns the SSE payloads of each network read into the event batches an adapter yi
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -52,6 +53,25 @@ def _protocol(provider_id: str, message: str) -> AirException:
         message=f"{provider_id}: {message}",
         user_action="The provider's stream was malformed; retry, or use another model or server.",
     )
+
+
+TOKENS_MAX = 2**53
+"""The largest token count a server may report (JSON's largest exact integer): a count is what
+a call costs, so a negative one would buy budget back and one of 400 digits overflows the
+price's float (it ended the whole run)."""
+
+
+def _tokens(provider_id: str, key: str, value: Any) -> int:
+    """``value`` as a token count; an integral float is its int (JSON does not tell 3 from 3.0).
+
+    Raises:
+        AirException: a protocol error naming the field, for anything but a count.
+    """
+    if type(value) is float and value.is_integer():
+        value = int(value)
+    if type(value) is not int or not 0 <= value <= TOKENS_MAX:
+        raise _protocol(provider_id, f"usage.{key} is no token count: {str(value)[:40]!r}")
+    return value
 
 
 def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
@@ -304,8 +324,8 @@ class AnthropicStreamNormalizer:
             "cache_read_input_tokens",
         ):
             value = usage.get(key)
-            if isinstance(value, int):
-                self._usage[key] = value
+            if value is not None:
+                self._usage[key] = _tokens(self.provider_id, key, value)
 
 
 class OpenAIStreamNormalizer:
@@ -400,11 +420,15 @@ class OpenAIStreamNormalizer:
             )
         usage = chunk.get("usage")
         if usage:
-            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            count = functools.partial(_tokens, self.provider_id)
+            prompt = count("prompt_tokens", usage.get("prompt_tokens") or 0)
+            details = usage.get("prompt_tokens_details") or {}
+            # a part of the prompt: a server's larger figure counts the whole prompt as cached
+            cached = min(prompt, count("cached_tokens", details.get("cached_tokens") or 0))
             self._usage = Usage(
-                input_tokens=int(usage.get("prompt_tokens") or 0) - int(cached),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-                cache_read_input_tokens=int(cached),
+                input_tokens=prompt - cached,
+                output_tokens=count("completion_tokens", usage.get("completion_tokens") or 0),
+                cache_read_input_tokens=cached,
             )
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}

@@ -25,8 +25,8 @@ class LocalServerInfo:
     context_length: int
     """vLLM ``max_model_len``, llama.cpp ``n_ctx``; Ollama: the model's own length
     (``model_info``)."""
-    num_ctx: int | None = None
-    """Ollama: the Modelfile's ``num_ctx`` parameter (``None``: not set)."""
+    num_ctx: int | str | None = None
+    """Ollama: the Modelfile's ``num_ctx`` parameter (``None``: not set; a string: its text)."""
     trained_length: int = 131_072
     """llama.cpp: ``n_ctx_train`` (what the model was trained for, not what is served)."""
 

@@ -369,6 +369,24 @@ CASES: list[Case] = [
         "price.input",
         "finite",
     ),
+    _models(
+        "models-price-negative",
+        MODELS.replace("max_output_tokens: 4096}", "max_output_tokens: 4096, price: {input: -3}}"),
+        "price.input",
+        "greater than or equal to 0",
+    ),
+    _models(
+        "models-window-huge",
+        MODELS.replace("context_window: 32768", "context_window: 1" + "0" * 400),
+        "context_window",
+        "less than or equal to 100000000",
+    ),
+    _models(
+        "models-output-huge",
+        MODELS.replace("max_output_tokens: 4096", "max_output_tokens: 1" + "0" * 400),
+        "max_output_tokens",
+        "less than or equal to 100000000",
+    ),
     _models("models-default-unknown", MODELS.replace("local/m", "local/zzz"), "default", "zzz"),
     _models(
         "models-bad-kind", MODELS.replace("openai_compatible", "telepathy"), "providers.local.kind"

@@ -40,6 +40,23 @@ def test_each_server_is_asked_what_it_says(info: LocalServerInfo) -> None:
         assert other is None
 
 
+@pytest.mark.parametrize(
+    "info",
+    [
+        LocalServerInfo("vllm", MODEL, 10**400),
+        LocalServerInfo("llama.cpp", MODEL, 10**9),
+        LocalServerInfo("ollama", MODEL, 10**400, num_ctx="9" * 5000),
+        LocalServerInfo("ollama", MODEL, 10**400, num_ctx=10**11),
+    ],
+    ids=["vllm", "llama.cpp", "ollama", "ollama-num_ctx"],
+)
+def test_a_window_no_model_has_leaves_the_configuration(info: LocalServerInfo) -> None:
+    """400 digits became the model's window unchecked (``model_copy``) and overflowed the
+    compaction trigger's float at the first request; Ollama's 5,000 digits failed ``int()``."""
+    with StrictServer(openai_keyless=True, info=info) as server:
+        assert local_context_length(f"{server.url}/v1", MODEL) is None
+
+
 def test_a_silent_or_remote_server_leaves_the_configuration() -> None:
     with StrictServer(openai_keyless=True) as server:
         assert local_context_length(f"{server.url}/v1", MODEL) is None
