@@ -176,12 +176,17 @@ class ExecutorSession:
             await self.send.send_all(data)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             return False
+        failed: Exception | None = None
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._renew, self.send)
             try:
                 return await self._lines(call_id, line, self.receive)
+            except Exception as exc:  # raised below, outside the nursery: as it is, no group
+                failed = exc
             finally:
                 nursery.cancel_scope.cancel()
+        assert failed is not None
+        raise failed
 
     async def _renew(self, send: trio.abc.SendStream) -> None:
         """The host's lease on the running call: an empty line every third of it."""

@@ -95,8 +95,25 @@ def _failed(host: HostConfig, message: str) -> AirException:
     )
 
 
+_EVENTS: dict[str, bool] = {
+    "command.started": True,
+    "command.completed": True,
+    "command.failed": True,
+    "diagnostic.created": True,
+    "evidence.created": True,
+    "command.stdout.delta": False,
+    "command.stderr.delta": False,
+}
+"""What a tool run records (``True``: durable) or streams, so all a host's executor may send
+(IMPL-REMOTE-5): the session's other facts are never a host's word — a host that sent
+``user.message.created`` put words in the user's mouth in the Main Agent's conversation."""
+_STREAMS = frozenset({"stdout", "stderr"})
+
+
 class _Replay:
-    """The remote end's lines, through the parent's ``ToolRun``."""
+    """The remote end's lines, through the parent's ``ToolRun``. A line no executor sends —
+    an event no tool records, a field missing or of another type — raises ``ValueError``,
+    ``KeyError`` or ``TypeError``; ``execute_remote`` ends the call and its session on it."""
 
     def __init__(self, run: ToolRun) -> None:
         self.run = run
@@ -115,12 +132,18 @@ class _Replay:
         kind = item.get("t")
         run = self.run
         if kind == "event":
-            payload = self.mapped(item["payload"])
-            if item["durable"]:
-                await run.record(item["type"], payload)
+            etype, durable, payload = item["type"], item["durable"], item["payload"]
+            if type(etype) is not str or _EVENTS.get(etype) is not durable:
+                raise ValueError(f"an event no tool records: {str(etype)[:60]!r}")
+            if type(payload) is not dict:
+                raise TypeError(f"a {etype} event's payload is no object")
+            if durable:
+                await run.record(etype, self.mapped(payload))
             else:
-                await run.emit(item["type"], payload)
+                await run.emit(etype, self.mapped(payload))
         elif kind == "stream":
+            if item["kind"] not in _STREAMS:
+                raise ValueError(f"a stream no tool has: {str(item['kind'])[:60]!r}")
             await run.stream(item["kind"], self.mapped(item["data"]))
         elif kind == "artifact":
             self._store(item)
@@ -202,14 +225,21 @@ async def execute_remote(
     ended, detail = False, ""
     try:
         ended = await session.call(_request(target, input, run), line)
+        if final:
+            return _finish(replay, final[0], run)
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        # what no executor of air's sends: the host is not what it was (its session is killed)
+        ended = False
+        what = f"{type(exc).__name__}: {str(exc)[:200]}"
+        raise _failed(
+            host, f"{name}: the host's executor sent a line no executor sends ({what})"
+        ) from None
     finally:
         if not ended:
             detail = session.errors()
         await sessions.give_back(task_id, session, clean=ended)
-    if not final:
-        code = session.process.returncode if session.process else None
-        raise _failed(host, f"{name} ended without a result (exit {code}): {detail[-500:]}")
-    return _finish(replay, final[0], run)
+    code = session.process.returncode if session.process else None
+    raise _failed(host, f"{name} ended without a result (exit {code}): {detail[-500:]}")
 
 
 def _finish(replay: _Replay, final: dict[str, Any], run: ToolRun) -> Any:
@@ -221,6 +251,8 @@ def _finish(replay: _Replay, final: dict[str, Any], run: ToolRun) -> Any:
         if old in replay.refs:
             run.attach(replay.refs[old])
     seen = run.registry.read_observations
+    mine = run.context.task_id or run.context.session_id
     for observer, path, digest in final["observations"]:
-        seen[(observer, path)] = digest
+        if observer == mine and type(path) is str and type(digest) is str:
+            seen[(observer, path)] = digest  # this task's reads only: never another's
     return replay.mapped(final["output"])

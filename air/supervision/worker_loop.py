@@ -2,9 +2,9 @@
 
 Owns: ``read_loop`` (each decoded message stamps ``run.last_seen`` for the stall watch and goes
 to ``handle``; a protocol violation or the worker's ``worker.result`` ends the running phase)
-and ``worker_event`` (a worker event is checked against the parent-owned types and the payload
-registry, gets the parent's agent and task ids, is redacted, validated once and handed to the
-EventIngestor — heartbeats as ephemeral). The read loop is the worker's serving loop: a
+and ``worker_event`` (a worker event is checked against the types a worker may emit and the
+payload registry, gets the parent's agent and task ids, is redacted, validated once and handed
+to the EventIngestor — heartbeats as ephemeral). The read loop is the worker's serving loop: a
 ``tool.call`` is served in place (``air.supervision.worker_tools.serve_tool``), one at a time, in
 the order sent — no Trio task per call, nothing unbounded for a worker that floods calls, and
 one scheduler wake-up per round trip (IMPL-LAUNCH-3). While a call is served the worker is
@@ -39,31 +39,16 @@ from air.supervision.worker_run import (
 )
 from air.supervision.worker_tools import serve_tool
 
-__all__ = ["PARENT_OWNED", "PARENT_OWNED_AGENT", "read_loop", "worker_event"]
+__all__ = ["WORKER_EVENTS", "read_loop", "worker_event"]
 
-PARENT_OWNED = (
-    "task.",
-    "session.",
-    "tool.",
-    "command.",
-    "permission.",
-    "workspace.",
-    "artifact.",
-    "evidence.",
-    "diagnostic.",
-    "capability.",
-    "debug.",
-)
-PARENT_OWNED_AGENT = frozenset(
-    {
-        "agent.started",
-        "agent.completed",
-        "agent.failed",
-        "agent.lost",
-        "agent.cancelled",
-        "agent.checkpointed",  # from worker.checkpoint, paced by the parent (IMPL-CKPT-1)
-    }
-)
+WORKER_EVENTS = frozenset({"agent.heartbeat"})
+"""The event types a worker may emit: its own liveness (IMPL-IPC-1). Every other fact of a
+session is recorded by the parent — tasks, agents' ends, tools, workspaces, and the session's
+own conversation, knowledge and usage too: a worker's ``user.message.created`` entered the Main
+Agent's conversation when it was next rebuilt, its ``memory.promoted`` the knowledge recovery
+reads, its ``model.usage.recorded`` the session's cost. An allow-list, so a type added later
+is the parent's until it is named here."""
+_KNOWN_TYPES = frozenset(etype for etype, _ in PAYLOADS)
 
 
 async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
@@ -163,13 +148,13 @@ async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> Non
     inner: dict[str, Any] = dict(raw or {})
     if etype == "worker.ready":
         return
-    if etype in PARENT_OWNED_AGENT or etype.startswith(PARENT_OWNED):
+    if etype not in WORKER_EVENTS and etype in _KNOWN_TYPES:
         raise ProtocolViolation(f"a worker may not emit {etype}")
-    if sup.redactor is not None:
-        inner = sup.redactor.redact_obj(inner)
-    model = PAYLOADS.get((etype, version))
+    model = PAYLOADS.get((etype, version)) if etype in WORKER_EVENTS else None
     if model is None:
         raise ProtocolViolation(f"a worker emitted an unknown event type {etype} v{version}")
+    if sup.redactor is not None:
+        inner = sup.redactor.redact_obj(inner)
     # the parent names whose event it is: a worker cannot speak for another agent or task
     if "agent_id" in model.model_fields:
         inner["agent_id"] = run.request.agent_id
@@ -182,10 +167,7 @@ async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> Non
             f"a worker event {etype} has an invalid payload", detail=str(exc)[:300]
         ) from None
     event = _event(run, etype, version, inner)
-    if etype == "agent.heartbeat":
-        await sup.events.ingest_ephemeral(event)
-    else:
-        await sup.events.ingest(event)
+    await sup.events.ingest_ephemeral(event)  # no durable fact is a worker's word
 
 
 def _event(run: WorkerRun, etype: str, version: int, inner: dict[str, Any]) -> RuntimeEvent:
