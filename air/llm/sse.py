@@ -7,8 +7,8 @@ ignored) and ``decode_json_batch``. Events are cut at blank lines first, so the 
 one-``data:``-line event costs one slice: this is the hot path of every stream. An event's
 chunks are kept apart until its blank line arrives (each chunk scanned once: an event of N bytes
 costs O(N), where joining them at each chunk cost O(N²/chunk) on the Trio thread), and an event
-is at most ``EVENT_MAX`` characters (``ReplyTooLarge``): a server that never ends one no longer
-grows the parent without bound.
+is at most ``EVENT_MAX`` characters and a stream at most ``STREAM_MAX`` bytes (``ReplyTooLarge``):
+a server that never ends an event, or a reply, no longer grows the parent without bound.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 __all__ = [
     "EVENT_MAX",
+    "STREAM_MAX",
     "ReplyTooLarge",
     "SSEDecoder",
     "SSEEvent",
@@ -64,6 +65,11 @@ EVENT_MAX = 32 * 1024 * 1024
 could travel in."""
 
 
+STREAM_MAX = 4 * EVENT_MAX
+"""Bytes one streamed reply may have: a model's longest (128k output tokens, one per event of
+~200 bytes) is ~25 MiB; a server that streams on without end no longer grows the parent."""
+
+
 class ReplyTooLarge(ValueError):
     """What a model's server sent is over its bound (one SSE event, a whole reply body)."""
 
@@ -79,11 +85,16 @@ class SSEDecoder:
         self._parts: list[str] = []
         """The event begun: its chunks so far (normalized: no CR), none holding a blank line."""
         self._size = 0
+        self._total = 0
+        """Bytes fed so far (at most ``STREAM_MAX``)."""
         self._cr = False
         """A chunk ended with CR: it may be half of a CRLF the next chunk ends."""
         self._utf8 = codecs.getincrementaldecoder("utf-8-sig")(errors="replace")
 
     def _blocks(self, chunk: bytes) -> list[str]:
+        self._total += len(chunk)
+        if self._total > STREAM_MAX:
+            raise ReplyTooLarge(f"a streamed reply of over {STREAM_MAX} bytes")
         text = self._utf8.decode(chunk)
         if self._cr:
             text = "\r" + text

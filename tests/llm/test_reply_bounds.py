@@ -1,7 +1,8 @@
 """What a model's server sends is bounded before it is held: one SSE event and a whole reply
-body at most ``EVENT_MAX``, the body of an error reply read to 64 KiB only. A server's bug (an
-event never ended, a reply of gigabytes, an error page that never ends) is a protocol error of
-that turn, never a parent that grows without bound or waits for the rest of an error page."""
+body at most ``EVENT_MAX``, a stream at most ``STREAM_MAX`` bytes, the body of an error reply
+read to 64 KiB only. A server's bug (an event never ended, a reply of gigabytes, a stream
+without end, an error page that never ends) is a protocol error of that turn, never a parent
+that grows without bound or waits for the rest of an error page."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import pytest
 
 from air.contracts.error import ErrorKind
 from air.contracts.provider import ProviderErrorEvent
+from air.llm import sse
 from air.llm.manager import ProviderManager
 from air.llm.sse import EVENT_MAX, ReplyTooLarge, SSEDecoder
 from tests.llm.conftest import FAKE_KEY
@@ -110,3 +112,25 @@ async def test_an_error_reply_is_read_to_its_first_64_kib(wire: Wire, server: Lo
     assert "HTTP 400" in error.message
     assert "no such parameter" in error.message
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_stream_that_never_ends_is_a_protocol_error_at_its_bound(
+    wire: Wire, server: LocalServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Valid events, each small, without end: the reply's bytes are bounded too (STREAM_MAX,
+    128 MiB; lowered here to 256 KiB so the test streams only ~2x that): before, a server that
+    streamed on grew the parent for as long as it did."""
+    monkeypatch.setattr(sse, "STREAM_MAX", 256 * 1024)
+    endless = sse_for(wire, Turn(text=["x" * 1000] * 500))  # ~0.5 MB of deltas, then its end
+    server.push(Reply(chunks=endless))
+    error = (await _error_of(wire, server)).error
+    assert error.kind is ErrorKind.PROTOCOL_ERROR, error
+    assert "too large" in error.message
+    server.push(Reply(chunks=sse_for(wire, Turn(text=["x" * 1000] * 100))))  # ~0.1 MB: whole
+    manager = ProviderManager(models_config(wire, server.url), env=ENV)
+    try:
+        got = await collect(manager, request())
+    finally:
+        await manager.aclose()
+    assert got.types[-1] == "message_stop", got.types
