@@ -1,8 +1,8 @@
 """Remote workers over ssh (issue #27), each figure as a ratio to a local worker in the same run.
 
-Run: ``.venv/bin/python bench/remote.py [--rounds R] [--trips N] [--host NAME]`` (default host:
-``local-ssh`` of ``.remote/hosts.yaml``, which ``scripts/remote_setup.sh`` writes; needs root to
-read the remote user's processes for the canary).
+Run: ``.venv/bin/python bench/remote.py [--rounds R] [--trips N] [--host NAME] [--output]``
+(default host: ``local-ssh`` of ``.remote/hosts.yaml``, which ``scripts/remote_setup.sh``
+writes; needs root to read the remote user's processes for the canary).
 
 1. Spawn-to-ready: launch, ``agent.start`` sent, until ``worker.ready`` is decoded — the real
    ``python -m air.roles`` — locally (``LocalLauncher``, no spare), over ssh with a fresh
@@ -24,6 +24,10 @@ read the remote user's processes for the canary).
    to the project's worktree on the host: through the task's kept executor session
    (IMPL-REMOTE-7), and with one connection per call (a fresh session each: what every call
    cost before the sessions were kept); milliseconds per call and ratios to local.
+
+7. Command output (``--output``): ``shell.run`` of a command printing 10, 80 and 200 MB, locally
+   and for a task on the host (a kept session); seconds, the ratio to local, and the longest the
+   parent's Trio loop went without running meanwhile.
 
 4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
    (``push_base``) for a first and a second run (the second sends only what the host lacks),
@@ -302,6 +306,89 @@ async def _tool_call_figures(
         )
 
 
+OUTPUT_MB = (10, 80, 200)
+"""Part 7's command outputs, in MB."""
+
+
+async def output_figures(host: HostConfig, rounds: int) -> None:
+    """Part 7: ``shell.run`` of a command printing N MB, locally and for a task on the host
+    (its kept session); seconds, ratio to local and the longest the parent's Trio loop went
+    without running (a 10 ms ticker beside the call)."""
+    from air.contracts.tool_runs import ToolExecutionContext
+    from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
+    from air.security.engine import PermissionEngine
+    from air.session.manager import SessionManager
+    from air.session.project import ProjectStore
+    from air.tools import ToolRegistry, register_builtin_tools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, _ = _make_project(tmp)
+        location = locate_git(str(repo), project_root=str(repo))
+        remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
+        session = SessionManager().open_session(ProjectStore().initialize(repo))
+
+        def registry(workspace: RoutingWorkspaceExecutor | None) -> ToolRegistry:
+            engine = PermissionEngine(sink=session.ingestor.ingest)
+            made = ToolRegistry(
+                engine=engine,
+                recorder=session.ingestor,
+                artifacts=session.artifacts,
+                workspace=workspace,
+            )
+            register_builtin_tools(made)
+            return made
+
+        ctx = ToolExecutionContext(
+            session_id=session.session_id,
+            task_id="task_bench",
+            project_root=str(repo),
+            workspace_root=str(repo),
+        )
+        executor = RoutingWorkspaceExecutor()
+        executor.attach("task_bench", RemoteTarget(host, remote.worktree, None))
+        where = {"local": registry(None), "remote": registry(executor)}
+
+        async def timed(made: ToolRegistry, mb: int) -> tuple[float, float]:
+            gaps = [0.0]
+
+            async def ticker() -> None:
+                last = time.perf_counter()
+                while True:
+                    await trio.sleep(0.01)
+                    now = time.perf_counter()
+                    gaps.append(now - last - 0.01)
+                    last = now
+
+            command = f"head -c {mb}000000 /dev/zero | tr '\\0' a"
+            t0 = time.perf_counter()
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(ticker)
+                result = await made.call("shell.run", {"command": command}, ctx)
+                nursery.cancel_scope.cancel()
+            assert result.status == "ok", result
+            return time.perf_counter() - t0, max(gaps)
+
+        await timed(where["remote"], 1)  # the session's connection, not counted
+        print(f"shell.run output on {host.name} (median of {rounds}; loop gap: the longest):")
+        for mb in OUTPUT_MB:
+            secs: dict[str, list[float]] = {"local": [], "remote": []}
+            gap: dict[str, float] = {"local": 0.0, "remote": 0.0}
+            for _ in range(rounds):
+                for name, made in where.items():
+                    took, longest = await timed(made, mb)
+                    secs[name].append(took)
+                    gap[name] = max(gap[name], longest)
+            loc, rem = statistics.median(secs["local"]), statistics.median(secs["remote"])
+            print(
+                f"  {mb:>4} MB  local {loc:6.2f} s  remote {rem:6.2f} s  {loc / rem:5.2f}x local"
+                f"  loop gap local {gap['local'] * 1000:.0f} ms,"
+                f" remote {gap['remote'] * 1000:.0f} ms"
+            )
+        await executor.close("task_bench")
+        session.close()
+        await gc_remote(remote)
+
+
 async def sync_figures(host: HostConfig) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         repo, local = _make_project(tmp)
@@ -412,8 +499,12 @@ if __name__ == "__main__":
     parser.add_argument("--host", default=None)
     parser.add_argument("--slurm", action="store_true", help="only the srun figures (part 5)")
     parser.add_argument("--calls", action="store_true", help="only the tool-call figures (part 6)")
+    parser.add_argument("--output", action="store_true", help="only the output figures (part 7)")
     args = parser.parse_args()
-    if args.calls:  # with --slurm: on the slurm host, in a job of the bench's
+    if args.output:
+        print(f"load {os.getloadavg()[0]:.1f}")
+        trio.run(output_figures, _host(args.host), args.rounds)
+    elif args.calls:  # with --slurm: on the slurm host, in a job of the bench's
         print(f"load {os.getloadavg()[0]:.1f}")
         host = _slurm_host() if args.slurm else _host(args.host)
         with open("/tmp/air-tests-slurm.lock", "a") as lock:  # the node is the tests' too

@@ -40,6 +40,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.tool import ToolDefinition
 from air.contracts.tool_runs import ToolExecutionContext
+from air.remote.artifacts import PART_BYTES
 from air.remote.guard import EXECUTOR_INPUT_ENDED
 from air.security.redact import SecretRedactor
 from air.tools.executor import LocalWorkspaceExecutor
@@ -48,9 +49,16 @@ from air.tools.run import ArtifactSink, EventRecorder, ToolRun
 __all__ = ["RemoteServices", "main", "provisional_ref", "remote_tool_names", "remote_tools"]
 
 
+_EMITTING = threading.Lock()
+"""One line at a time: a command's log is written from a worker thread (``air.tools.output``)
+while the loop sends its progress."""
+
+
 def _emit(call_id: int, line: dict[str, Any]) -> None:
-    sys.stdout.write(json.dumps({"id": call_id, **line}, separators=(",", ":")) + "\n")
-    sys.stdout.flush()
+    text = json.dumps({"id": call_id, **line}, separators=(",", ":")) + "\n"
+    with _EMITTING:
+        sys.stdout.write(text)
+        sys.stdout.flush()
 
 
 def provisional_ref(type: str, artifact_id: str, size: int) -> ArtifactRef:
@@ -68,26 +76,39 @@ def provisional_ref(type: str, artifact_id: str, size: int) -> ArtifactRef:
 
 
 class _Writer:
-    """An artifact written in pieces; sent whole on ``commit``."""
+    """An artifact sent as it is written: ``artifact.open``, its bytes in ``artifact.part``
+    lines of at most ``PART_BYTES``, then ``artifact.commit`` (or ``artifact.discard``); the
+    parent stores each piece as it comes (``air.remote.artifacts``), neither side holds it
+    whole."""
 
     def __init__(self, services: RemoteServices, data: ArtifactCreateInput, ctx: ArtifactContext):
-        self.services, self.data, self.ctx = services, data, ctx
-        self.parts: list[bytes] = []
+        services.count += 1
+        self.services, self.type = services, str(data.type)
+        self.artifact_id = f"art_remote{os.getpid()}x{services.count}"
         self.size = 0
+        opened = {"t": "artifact.open", "id": self.artifact_id, "type": self.type}
+        opened |= {"slug": data.slug, "extension": data.extension}
+        _emit(services.call_id, {**opened, "command_run_id": ctx.command_run_id})
+        self.write(data.content)
 
     def write(self, content: bytes) -> None:
-        self.parts.append(content)
+        for at in range(0, len(content), PART_BYTES):
+            piece = base64.b64encode(content[at : at + PART_BYTES]).decode()
+            _emit(
+                self.services.call_id,
+                {"t": "artifact.part", "id": self.artifact_id, "content": piece},
+            )
         self.size += len(content)
 
     def close(self) -> None:
         return None
 
     def commit(self) -> ArtifactRef:
-        data = self.data.model_copy(update={"content": b"".join(self.parts)})
-        return self.services.create(data, self.ctx)
+        _emit(self.services.call_id, {"t": "artifact.commit", "id": self.artifact_id})
+        return provisional_ref(self.type, self.artifact_id, self.size)
 
     def discard(self) -> None:
-        self.parts = []
+        _emit(self.services.call_id, {"t": "artifact.discard", "id": self.artifact_id})
 
 
 class RemoteServices:
@@ -110,21 +131,7 @@ class RemoteServices:
         _emit(self.call_id, line)
 
     def create(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> ArtifactRef:
-        self.count += 1
-        artifact_id = f"art_remote{os.getpid()}x{self.count}"
-        _emit(
-            self.call_id,
-            {
-                "t": "artifact",
-                "id": artifact_id,
-                "type": str(data.type),
-                "slug": data.slug,
-                "extension": data.extension,
-                "command_run_id": ctx.command_run_id,
-                "content": base64.b64encode(data.content).decode(),
-            },
-        )
-        return provisional_ref(str(data.type), artifact_id, len(data.content))
+        return _Writer(self, data, ctx).commit()
 
     def open_writer(self, data: ArtifactCreateInput, ctx: ArtifactContext) -> _Writer:
         return _Writer(self, data, ctx)

@@ -74,7 +74,9 @@ class ExecutorSession:
         self.receive: trio.abc.ReceiveStream | None = None
         """The executor's stdin and stdout: the ssh client's pipes, or a step's side channel
         (srun's stdout then carries the guard's identity line and nothing else)."""
-        self.buffer = b""
+        self.buffer: bytes | bytearray = b""
+        self.at = 0
+        """Where the unread part of ``buffer`` (the last chunk read) starts."""
         self.next_id = 0
         self.last_used = trio.current_time()
         self.remote: dict[str, Any] | None = None
@@ -202,23 +204,45 @@ class ExecutorSession:
         receive: trio.abc.ReceiveStream,
     ) -> bool:
         while True:
-            raw, nl, rest = self.buffer.partition(b"\n")
-            if not nl:
-                chunk = await receive.receive_some(1 << 20)
-                if not chunk:
-                    return False
-                self.buffer += chunk
-                continue
-            self.buffer = rest
+            raw = await self._line(receive)
+            if raw is None:
+                return False
             if raw.startswith(b"air-remote "):  # the guard's identity line, first
                 self.remote = json.loads(raw[len(b"air-remote ") :])
                 continue
             if not raw.strip():
                 continue
-            item = json.loads(raw)
+            # a line of a large artifact is parsed beside the loop, not on it
+            item = (
+                json.loads(raw)
+                if len(raw) < 1 << 20
+                else await trio.to_thread.run_sync(json.loads, raw)
+            )
             if item.pop("id", None) == call_id and await line(item):
                 self.last_used = trio.current_time()
                 return True
+
+    async def _line(self, receive: trio.abc.ReceiveStream) -> bytes | None:
+        """The next line without its newline; None when the stream ends first. Each byte is
+        scanned and copied once (a line of a large artifact, 1 MiB per read, was joined and
+        scanned again at every read: 80 MB of output took 49 s of the Trio thread)."""
+        at = self.buffer.find(b"\n", self.at)
+        if at >= 0:
+            raw, self.at = bytes(self.buffer[self.at : at]), at + 1
+            return raw
+        parts: list[bytes | bytearray] = [self.buffer[self.at :]]
+        self.buffer, self.at = b"", 0
+        while True:
+            chunk = await receive.receive_some(1 << 20)
+            if not chunk:
+                self.buffer = b"".join(parts)
+                return None
+            at = chunk.find(b"\n")
+            if at >= 0:
+                parts.append(chunk[:at])
+                self.buffer, self.at = chunk, at + 1
+                return b"".join(parts)
+            parts.append(chunk)
 
     async def close(self, *, clean: bool) -> None:
         """End the session: its stdin closes (the remote executor exits, its guard sweeps);

@@ -16,20 +16,18 @@ not have is refused (``policy_error``), never run locally.
 
 from __future__ import annotations
 
-import base64
 import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind
 from air.contracts.ids import JsonObject
+from air.remote.artifacts import RemoteArtifacts
 from air.remote.hosts import HostConfig
 from air.remote.session import SessionPool
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor, WorkspaceToolFn
 
 if TYPE_CHECKING:
-    from air.contracts.artifact_records import ArtifactRef
     from air.tools.run import ToolRun
 
 __all__ = ["RemoteTarget", "RoutingWorkspaceExecutor", "execute_remote"]
@@ -108,6 +106,9 @@ _EVENTS: dict[str, bool] = {
 (IMPL-REMOTE-5): the session's other facts are never a host's word — a host that sent
 ``user.message.created`` put words in the user's mouth in the Main Agent's conversation."""
 _STREAMS = frozenset({"stdout", "stderr"})
+_ARTIFACT_LINES = frozenset(
+    {"artifact", "artifact.open", "artifact.part", "artifact.commit", "artifact.discard"}
+)
 
 
 class _Replay:
@@ -117,7 +118,7 @@ class _Replay:
 
     def __init__(self, run: ToolRun) -> None:
         self.run = run
-        self.refs: dict[str, ArtifactRef] = {}
+        self.artifacts = RemoteArtifacts(run)
         self.swaps: list[tuple[str, str]] = []
 
     def mapped(self, value: Any) -> Any:
@@ -145,38 +146,18 @@ class _Replay:
             if item["kind"] not in _STREAMS:
                 raise ValueError(f"a stream no tool has: {str(item['kind'])[:60]!r}")
             await run.stream(item["kind"], self.mapped(item["data"]))
-        elif kind == "artifact":
-            self._store(item)
+        elif kind in _ARTIFACT_LINES:
+            ref = await self.artifacts.line(kind, item)
+            if ref is not None:
+                old = item["id"]
+                self.swaps += [
+                    (f"air-remote-artifact://{old}", ref.uri),
+                    (f"air-remote-artifact/{old}", ref.path),
+                    (old, ref.artifact_id),
+                ]
         elif kind in {"done", "error", "oserror"}:
             return item
         return None
-
-    def _store(self, item: dict[str, Any]) -> None:
-        from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
-
-        run = self.run
-        ref = run.registry.artifacts.create(
-            ArtifactCreateInput(
-                type=ArtifactType(item["type"]),
-                slug=item["slug"],
-                extension=item["extension"],
-                content=run.redactor.redact_bytes(base64.b64decode(item["content"])),
-            ),
-            ArtifactContext(
-                session_id=run.context.session_id,
-                task_id=run.context.task_id,
-                agent_id=run.context.agent_id,
-                tool_run_id=run.tool_run_id,
-                command_run_id=item.get("command_run_id"),
-            ),
-        )
-        old = item["id"]
-        self.refs[old] = ref
-        self.swaps += [
-            (f"air-remote-artifact://{old}", ref.uri),
-            (f"air-remote-artifact/{old}", ref.path),
-            (old, ref.artifact_id),
-        ]
 
 
 def _request(target: RemoteTarget, input: JsonObject, run: ToolRun) -> dict[str, Any]:
@@ -235,6 +216,7 @@ async def execute_remote(
             host, f"{name}: the host's executor sent a line no executor sends ({what})"
         ) from None
     finally:
+        replay.artifacts.discard_open()
         if not ended:
             detail = session.errors()
         await sessions.give_back(task_id, session, clean=ended)
@@ -248,8 +230,8 @@ def _finish(replay: _Replay, final: dict[str, Any], run: ToolRun) -> Any:
     if final["t"] == "oserror":
         raise OSError(int(final["errno"]), str(final["message"]))
     for old in final["attached"]:
-        if old in replay.refs:
-            run.attach(replay.refs[old])
+        if old in replay.artifacts.stored:
+            run.attach(replay.artifacts.stored[old])
     seen = run.registry.read_observations
     mine = run.context.task_id or run.context.session_id
     for observer, path, digest in final["observations"]:
