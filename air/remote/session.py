@@ -48,6 +48,9 @@ from air.remote.ssh import (
 
 __all__ = ["ExecutorSession", "SessionPool", "idle_seconds"]
 
+LINE_MAX = 64 * 1024 * 1024
+"""The longest line a host's executor may send: its lines are events, progress and 512 KiB
+pieces of artifacts (an executor from before the pieces sent an artifact whole, in one line)."""
 CLOSE_WAIT_S = 5.0
 """How long a closing session may take to end on its own before it is killed and swept."""
 
@@ -231,6 +234,7 @@ class ExecutorSession:
             raw, self.at = bytes(self.buffer[self.at : at]), at + 1
             return raw
         parts: list[bytes | bytearray] = [self.buffer[self.at :]]
+        size = len(parts[0])
         self.buffer, self.at = b"", 0
         while True:
             chunk = await receive.receive_some(1 << 20)
@@ -243,6 +247,9 @@ class ExecutorSession:
                 self.buffer, self.at = chunk, at + 1
                 return b"".join(parts)
             parts.append(chunk)
+            size += len(chunk)
+            if size > LINE_MAX:  # no executor's line is: a host that never ends one
+                raise ValueError(f"a line of over {LINE_MAX} bytes")
 
     async def close(self, *, clean: bool) -> None:
         """End the session: its stdin closes (the remote executor exits, its guard sweeps);

@@ -115,3 +115,14 @@ async def test_the_line_reader_takes_each_line_whatever_the_reads() -> None:
             await send.aclose()
         assert got == lines[:-1], cut
         assert session.buffer == b"tail without newline"
+
+
+async def test_a_line_that_never_ends_is_refused_at_its_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("air.remote.session.LINE_MAX", 100_000)
+    session = ExecutorSession(HostConfig(name="h", source="test", host="127.0.0.1"), "/w")
+    send, receive = trio.testing.memory_stream_pair()
+    await send.send_all(b"x" * 120_000)  # and no newline: held in memory until its bound
+    with trio.fail_after(10), pytest.raises(ValueError, match="a line of over 100000 bytes"):
+        await session._line(receive)  # without the bound: waits for its newline
