@@ -46,6 +46,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -206,6 +208,47 @@ READ_SIZES = {"256 B": 256, "64 KiB": 65536}
 """The files part 6 reads: a reply under srun's 1 KiB message and one of many."""
 
 
+@asynccontextmanager
+async def _bench_project(host: HostConfig, read_size: int = 0) -> AsyncIterator[Any]:
+    """A generated project sent to ``host``: its remote run, a maker of registries on its
+    session (local, or through a workspace executor) and a task's call context; the session is
+    closed and the host's run collected after."""
+    from air.remote.workspace import RoutingWorkspaceExecutor
+    from air.security.engine import PermissionEngine
+    from air.session.manager import SessionManager
+    from air.session.project import ProjectStore
+    from air.tools import ToolRegistry, register_builtin_tools
+
+    with tempfile.TemporaryDirectory() as tmp:
+        repo, _ = _make_project(tmp, read_size=read_size)
+        location = locate_git(str(repo), project_root=str(repo))
+        remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
+        session = SessionManager().open_session(ProjectStore().initialize(repo))
+
+        def registry(workspace: RoutingWorkspaceExecutor | None) -> ToolRegistry:
+            engine = PermissionEngine(sink=session.ingestor.ingest)
+            made = ToolRegistry(
+                engine=engine,
+                recorder=session.ingestor,
+                artifacts=session.artifacts,
+                workspace=workspace,
+            )
+            register_builtin_tools(made)
+            return made
+
+        ctx = ToolExecutionContext(
+            session_id=session.session_id,
+            task_id="task_bench",
+            project_root=str(repo),
+            workspace_root=str(repo),
+        )
+        try:
+            yield remote, registry, ctx
+        finally:
+            session.close()
+            await gc_remote(remote)
+
+
 async def _holding_job(nursery: trio.Nursery) -> int:
     """A job of this user's on the slurm host to run the sessions' steps in (``--overlap``),
     cancelled when ``nursery`` is."""
@@ -236,36 +279,10 @@ async def tool_call_figures(host: HostConfig, rounds: int, calls: int) -> None:
 async def _tool_call_figures(
     host: HostConfig, rounds: int, calls: int, job: int | None, label: str, size: int
 ) -> None:
-    from air.contracts.tool_runs import ToolExecutionContext
     from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
-    from air.security.engine import PermissionEngine
-    from air.session.manager import SessionManager
-    from air.session.project import ProjectStore
-    from air.tools import ToolRegistry, register_builtin_tools
+    from air.tools import ToolRegistry
 
-    with tempfile.TemporaryDirectory() as tmp:
-        repo, _ = _make_project(tmp, read_size=size)
-        location = locate_git(str(repo), project_root=str(repo))
-        remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
-        session = SessionManager().open_session(ProjectStore().initialize(repo))
-
-        def registry(workspace: RoutingWorkspaceExecutor | None) -> ToolRegistry:
-            engine = PermissionEngine(sink=session.ingestor.ingest)
-            made = ToolRegistry(
-                engine=engine,
-                recorder=session.ingestor,
-                artifacts=session.artifacts,
-                workspace=workspace,
-            )
-            register_builtin_tools(made)
-            return made
-
-        ctx = ToolExecutionContext(
-            session_id=session.session_id,
-            task_id="task_bench",
-            project_root=str(repo),
-            workspace_root=str(repo),
-        )
+    async with _bench_project(host, size) as (remote, registry, ctx):
 
         async def per_call(
             made: ToolRegistry, fresh: RoutingWorkspaceExecutor | None, n: int = calls
@@ -291,8 +308,6 @@ async def _tool_call_figures(
         await kept_exec.close("task_bench")
         for _ in range(rounds):
             times["fresh session"].append(await per_call(cold, cold_exec, max(2, calls // 4)))
-        session.close()
-        await gc_remote(remote)
     base = statistics.median(times["local"])
     print(
         f"per tool call on {host.name} (fs.read of {label} through the registry, {calls} calls,"
@@ -314,36 +329,10 @@ async def output_figures(host: HostConfig, rounds: int) -> None:
     """Part 7: ``shell.run`` of a command printing N MB, locally and for a task on the host
     (its kept session); seconds, ratio to local and the longest the parent's Trio loop went
     without running (a 10 ms ticker beside the call)."""
-    from air.contracts.tool_runs import ToolExecutionContext
     from air.remote.workspace import RemoteTarget, RoutingWorkspaceExecutor
-    from air.security.engine import PermissionEngine
-    from air.session.manager import SessionManager
-    from air.session.project import ProjectStore
-    from air.tools import ToolRegistry, register_builtin_tools
+    from air.tools import ToolRegistry
 
-    with tempfile.TemporaryDirectory() as tmp:
-        repo, _ = _make_project(tmp)
-        location = locate_git(str(repo), project_root=str(repo))
-        remote = await push_base(host, location, "bench_" + os.urandom(4).hex())
-        session = SessionManager().open_session(ProjectStore().initialize(repo))
-
-        def registry(workspace: RoutingWorkspaceExecutor | None) -> ToolRegistry:
-            engine = PermissionEngine(sink=session.ingestor.ingest)
-            made = ToolRegistry(
-                engine=engine,
-                recorder=session.ingestor,
-                artifacts=session.artifacts,
-                workspace=workspace,
-            )
-            register_builtin_tools(made)
-            return made
-
-        ctx = ToolExecutionContext(
-            session_id=session.session_id,
-            task_id="task_bench",
-            project_root=str(repo),
-            workspace_root=str(repo),
-        )
+    async with _bench_project(host) as (remote, registry, ctx):
         executor = RoutingWorkspaceExecutor()
         executor.attach("task_bench", RemoteTarget(host, remote.worktree, None))
         where = {"local": registry(None), "remote": registry(executor)}
@@ -385,8 +374,6 @@ async def output_figures(host: HostConfig, rounds: int) -> None:
                 f" remote {gap['remote'] * 1000:.0f} ms"
             )
         await executor.close("task_bench")
-        session.close()
-        await gc_remote(remote)
 
 
 async def sync_figures(host: HostConfig) -> None:
