@@ -8,7 +8,8 @@ test that fails when it is removed:
 
 - verification is re-checked from the parent's own record of ``shell.run`` results;
 - a role payload that does not match its contract downgrades ``completed`` to ``partial``;
-- a worker may not emit parent-owned event types (``task.*``, ``agent.completed``, ...);
+- a worker emits only ``agent.heartbeat``: every other registered type (``task.*``,
+  ``agent.completed``, ``user.message.created``, ...) is refused;
 - a result must name this attempt's task and agent.
 """
 
@@ -238,7 +239,7 @@ async def test_payload_contract_is_the_agent_types_and_failures_stay_failures(en
     assert outcomes["valid"].result.error is None
 
 
-# -- parent-owned event types -------------------------------------------------------------------
+# -- event types a worker may not emit -----------------------------------------------------------
 
 
 def forged_events(request: SuperviseRequest) -> dict[str, dict[str, Any]]:
