@@ -56,7 +56,7 @@ LINE_MAX = 1 << 16
 
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z@`~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
 _HEADER = re.compile(
-    r"^(?P<file>[^\s:][^:]*?):(?P<line>\d+):(?:(?P<col>\d+):)?\s"
+    r"^(?P<file>[^\s:][^:]*?):(?P<line>\d{1,9}):(?:(?P<col>\d{1,9}):)?\s"
     r"(?P<sev>fatal error|error|warning|note|remark):\s(?P<msg>.*)$"
 )
 _DRIVER = re.compile(
@@ -65,7 +65,7 @@ _DRIVER = re.compile(
     r"(?P<msg>.*)$"
 )
 _LINKER_REF = re.compile(
-    r"^(?P<file>[^\s:][^:]*?):(?:\((?P<section>[^)]*)\)|(?P<line>\d+))?:\s"
+    r"^(?P<file>[^\s:][^:]*?):(?:\((?P<section>[^)]*)\)|(?P<line>\d{1,9}))?:\s"
     r"(?P<msg>(?:undefined reference to|multiple definition of) .*)$"
 )
 _LINKER_PLAIN = re.compile(
@@ -75,7 +75,7 @@ _LINKER_PLAIN = re.compile(
 _LINKER_CONTEXT = re.compile(r"^(?:[\w./-]*/)?ld(?:\.\w+)?: .*: in function .*:$")
 _CMAKE = re.compile(
     r"^CMake (?P<sev>Error|Warning|Deprecation Warning|Deprecation Error)(?: \(dev\))?"
-    r"(?: at (?P<file>.+?):(?P<line>\d+)(?: \((?P<cmd>[^)]*)\))?| in (?P<file2>.+?))?:\s*"
+    r"(?: at (?P<file>.+?):(?P<line>\d{1,9})(?: \((?P<cmd>[^)]*)\))?| in (?P<file2>.+?))?:\s*"
     r"(?P<rest>.*)$"
 )
 _CONTEXT = re.compile(

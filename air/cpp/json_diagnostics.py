@@ -20,6 +20,7 @@ from air.cpp.parsed_diagnostic import (
     ParsedDiagnostic,
     new_diagnostic,
     norm_file,
+    position,
     split_option,
 )
 from air.cpp.signatures import make_signature
@@ -57,7 +58,8 @@ def _gcc_location(
     for loc in item.get("locations") or []:
         caret = loc.get("caret") or {}
         if "file" in caret:
-            return norm_file(str(caret["file"]), root), caret.get("line"), caret.get("column")
+            file = norm_file(str(caret["file"]), root)
+            return file, position(caret.get("line")), position(caret.get("column"))
     return None, None, None
 
 
@@ -138,5 +140,6 @@ def _sarif_location(
         region = phys.get("region") or {}
         if uri:
             path = uri.removeprefix("file://")
-            return norm_file(path, root), region.get("startLine"), region.get("startColumn")
+            line, column = position(region.get("startLine")), position(region.get("startColumn"))
+            return norm_file(path, root), line, column
     return None, None, None

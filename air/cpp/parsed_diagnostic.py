@@ -3,7 +3,8 @@
 Owns the record (with its notes, collapsed backtrace and semantic signature; its contracts §21
 form and JSON summary) and the field normalisation the text and structured parsers share so
 their forms of one build agree: the severity words compilers print (``SEVERITY``), the trailing
-``[-Woption]`` (``split_option``), workspace-relative paths (``norm_file``) and
+``[-Woption]`` (``split_option``), workspace-relative paths (``norm_file``), a line or column
+a build printed (``position``: what a build prints is the task's, not trusted) and
 ``new_diagnostic``.
 """
 
@@ -18,7 +19,25 @@ from air.contracts.tool import DiagnosticSeverity
 from air.contracts.tool_runs import Diagnostic
 from air.cpp.signatures import option_family
 
-__all__ = ["SEVERITY", "ParsedDiagnostic", "new_diagnostic", "norm_file", "split_option"]
+__all__ = [
+    "POSITION_MAX",
+    "SEVERITY",
+    "ParsedDiagnostic",
+    "new_diagnostic",
+    "norm_file",
+    "position",
+    "split_option",
+]
+
+POSITION_MAX = 999_999_999
+"""The largest line or column air takes from a build's output (the text parsers read at most 9
+digits): a build that printed a line number of 30 digits ended the run storing it."""
+
+
+def position(value: Any) -> int | None:
+    """``value`` if it is a line or column (an int, 0 to ``POSITION_MAX``), else None."""
+    return value if type(value) is int and 0 <= value <= POSITION_MAX else None
+
 
 _OPTION = re.compile(r"\s\[(?P<opt>-[A-Za-z][^\]]*)\]$")
 SEVERITY = {

@@ -132,7 +132,7 @@ def parse_junit(xml: bytes) -> list[CppTestCase]:
     return cases
 
 
-_GTEST_FAILURE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): Failure$")
+_GTEST_FAILURE = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d{1,9}): Failure$")
 _GTEST_RESULT = re.compile(r"^\[\s+(?P<res>OK|FAILED|SKIPPED)\s+\] (?P<test>[\w/.<>:-]+)(?: \(|$)")
 _GTEST_RUN = re.compile(r"^\[ RUN\s+\] (?P<test>[\w/.<>:-]+)$")
 
@@ -165,7 +165,7 @@ def parse_gtest_output(text: str) -> list[dict[str, Any]]:
     return failures
 
 
-_CATCH_FAILED = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+): FAILED:$")
+_CATCH_FAILED = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d{1,9}): FAILED:$")
 _CATCH_RULE = re.compile(r"^-{20,}$")
 
 

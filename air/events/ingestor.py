@@ -18,7 +18,7 @@ from air.contracts.error import AirException
 from air.contracts.event import EventPersistence, RuntimeEvent
 from air.events.bus import EventBus
 from air.events.registry import EventSchemaRegistry
-from air.events.store import EventStore
+from air.events.store import EventStore, too_large
 
 __all__ = ["EventIngestor"]
 
@@ -61,13 +61,16 @@ class EventIngestor:
         from air.events.payloads.ends import AgentHeartbeatPayload  # loaded: payload is its
 
         if isinstance(payload, AgentHeartbeatPayload):
-            self.store.store.agents.update_heartbeat(
-                payload.agent_id,
-                at=event.timestamp,
-                state=payload.state,
-                turn=payload.turn,
-                tokens=payload.tokens,
-            )
+            try:
+                self.store.store.agents.update_heartbeat(
+                    payload.agent_id,
+                    at=event.timestamp,
+                    state=payload.state,
+                    turn=payload.turn,
+                    tokens=payload.tokens,
+                )
+            except OverflowError:
+                raise too_large(event) from None
 
     async def ingest(self, event: RuntimeEvent) -> int | None:
         """Validate and route one event (durable → stored + published; ephemeral → published).

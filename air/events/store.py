@@ -31,7 +31,7 @@ from air.store.stored_payloads import damaged_row
 if TYPE_CHECKING:
     from air.events.bus import EventBus
 
-__all__ = ["ROW_COLUMNS", "EventStore", "record_to_event", "replay_events", "to_row"]
+__all__ = ["ROW_COLUMNS", "EventStore", "record_to_event", "replay_events", "to_row", "too_large"]
 
 _AGENT_TYPES: dict[AgentType | None, str | None] = {t: t.value for t in AgentType}
 _AGENT_TYPES[None] = None
@@ -140,11 +140,25 @@ def record_to_event(record: Mapping[str, Any] | PersistedEventRecord) -> Runtime
 def _wrap(event: RuntimeEvent, exc: Exception) -> AirException:
     if isinstance(exc, AirException):
         return exc
+    if isinstance(exc, OverflowError):
+        return too_large(event)
     return AirException.of(
         kind="system_error",
         message=f"storing event {event.type} failed: {exc}",
         detail=type(exc).__name__,
         user_action="Nothing was recorded; run `air doctor` and report the bug with its bundle.",
+        metadata={"event_id": event.id, "event_type": event.type},
+    )
+
+
+def too_large(event: RuntimeEvent) -> AirException:
+    """An event holding a number SQLite's 64-bit INTEGER cannot store (its projection's
+    ``OverflowError``): the event is invalid, whoever sent it (a worker's heartbeat, a host's
+    command record); nothing of it is recorded."""
+    return AirException.of(
+        kind="validation_error",
+        message=f"event {event.type} holds a number past SQLite's 64-bit integers",
+        user_action="Nothing was recorded; the event's source sent a number no count reaches.",
         metadata={"event_id": event.id, "event_type": event.type},
     )
 

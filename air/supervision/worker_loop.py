@@ -20,7 +20,7 @@ from typing import Any
 import trio
 from pydantic import ValidationError
 
-from air.contracts.error import ErrorKind
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.ipc import IpcEnvelope, ToolCallPayload
@@ -167,7 +167,15 @@ async def worker_event(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> Non
             f"a worker event {etype} has an invalid payload", detail=str(exc)[:300]
         ) from None
     event = _event(run, etype, version, inner)
-    await sup.events.ingest_ephemeral(event)  # no durable fact is a worker's word
+    try:
+        await sup.events.ingest_ephemeral(event)  # no durable fact is a worker's word
+    except AirException as exc:
+        if exc.error.kind != ErrorKind.VALIDATION_ERROR:
+            raise
+        # e.g. a heartbeat of 10**30 tokens, which no column holds: the worker's fault
+        raise ProtocolViolation(
+            f"a worker event {etype} has an invalid payload", detail=exc.error.message
+        ) from None
 
 
 def _event(run: WorkerRun, etype: str, version: int, inner: dict[str, Any]) -> RuntimeEvent:

@@ -23,13 +23,18 @@ from typing import Any
 import trio
 
 from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.event import RuntimeEvent
 from air.contracts.ids import new_id
 from air.contracts.runtime import AgentType
 from air.contracts.task import TaskType
 from air.contracts.worker_result import WorkerStatus
+from air.events.ingestor import EventIngestor
 from air.events.payloads import PAYLOADS
+from air.session.manager import SessionManager
+from air.session.project import ProjectStore
 from air.supervision.seams import SuperviseRequest
 from air.supervision.task_outcome import TaskOutcome
+from air.testing.workers.harness import RecordingEvents
 from tests.workers.conftest import Env, read_text, text_turn
 
 WORKER = [sys.executable, str(Path(__file__).with_name("scripted_worker.py"))]
@@ -411,6 +416,35 @@ async def test_worker_events_are_checked_then_recorded_as_the_agents(env: Env) -
     assert detail is not None
     assert "turn" in detail
     assert len(detail) <= 300
+
+
+class _StoredHeartbeats(RecordingEvents):
+    """The parent's records kept in memory, but heartbeats through a real session's ingestor,
+    which folds them into the agents table of its SQLite file (IMPL-EVT-4)."""
+
+    def __init__(self, ingestor: EventIngestor) -> None:
+        super().__init__()
+        self.ingestor = ingestor
+
+    async def ingest_ephemeral(self, event: RuntimeEvent) -> None:
+        await self.ingestor.ingest_ephemeral(event)
+        await super().ingest_ephemeral(event)
+
+
+async def test_a_heartbeat_no_column_holds_is_a_protocol_error(env: Env) -> None:
+    """``"tokens": 10**30`` (a valid int to pydantic) raised sqlite3's OverflowError folding
+    the heartbeat, which no caller took: the whole run ended. Now the worker's protocol error."""
+    session = SessionManager().open_session(ProjectStore().initialize(env.root))
+    env.events = _StoredHeartbeats(session.ingestor)
+    beat = {"event": "agent.heartbeat", "payload": {"state": "running", "tokens": 10**30}}
+    try:
+        outcome = await supervise(env, scripted(env.request(), [beat, claim(changed_files=[])]))
+    finally:
+        session.close()
+    assert outcome.kind == "protocol_error", outcome
+    assert outcome.error is not None
+    assert "a worker event agent.heartbeat has an invalid payload" in outcome.error.message
+    assert "64-bit" in str(outcome.error.detail)
 
 
 # -- a result names this attempt ----------------------------------------------------------------
