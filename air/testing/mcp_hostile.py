@@ -7,7 +7,9 @@ Owns a minimal, strict MCP server (newline-delimited JSON-RPC 2.0: ``initialize`
 terminal must never render (ESC sequences, a bidi override, a carriage return) and names that
 collide once made API-legal (``a.b`` and ``a_b``), and whose calls fail as real servers fail:
 ``fail`` answers ``isError``, ``rpc_error`` a JSON-RPC error, ``hang`` never answers, ``die``
-exits. Not a fake of a server air depends on: the client under test speaks to it as to any.
+exits; ``shapes`` has a schema in JSON Schema's less common legal forms, and with
+``--broken-schema`` a tool ``broken`` one no validator can read. Not a fake of a server air
+depends on: the client under test speaks to it as to any.
 """
 
 from __future__ import annotations
@@ -31,7 +33,25 @@ TOOLS = [
     {"name": "rpc_error", "description": "JSON-RPC error.", "inputSchema": {"type": "object"}},
     {"name": "hang", "description": "Never answers.", "inputSchema": {"type": "object"}},
     {"name": "die", "description": "Exits.", "inputSchema": {"type": "object"}},
+    {
+        "name": "shapes",
+        "description": "JSON Schema's other legal forms: boolean subschemas, draft 4's items list.",
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "anything": True,
+                "nothing": False,
+                "pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]},
+            },
+        },
+    },
 ]
+BROKEN = {
+    "name": "broken",
+    "description": "A schema no validator can read.",
+    "inputSchema": {"type": "object", "properties": {"n": {"type": "string", "maxLength": "ten"}}},
+}
+"""Listed too with ``--broken-schema``."""
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -79,7 +99,8 @@ def main() -> None:
             }
             _send({"jsonrpc": "2.0", "id": ident, "result": result})
         elif method == "tools/list":
-            _send({"jsonrpc": "2.0", "id": ident, "result": {"tools": TOOLS}})
+            tools = [*TOOLS, BROKEN] if "--broken-schema" in sys.argv else TOOLS
+            _send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
         elif method == "tools/call":
             _call(ident, message.get("params") or {})
         elif method == "ping":

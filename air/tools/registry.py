@@ -31,7 +31,7 @@ from air.security.redact import SecretRedactor
 from air.tools.call_permission import PathExtractor, ask_person, permission_request
 from air.tools.executor import LocalWorkspaceExecutor, WorkspaceExecutor
 from air.tools.run import ArtifactSink, EventRecorder, ToolRun
-from air.tools.schema import integral_input, validate_schema, value_problems
+from air.tools.schema import integral_input, schema_problems, validate_schema, value_problems
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
     from air.contracts.artifact_records import (
@@ -145,11 +145,22 @@ class ToolRegistry:
         self._add(_Entry(definition.model_copy(update={"streaming": True}), executor, paths))
 
     def _add(self, entry: _Entry) -> None:
-        if entry.definition.name in self._tools:
+        name = entry.definition.name
+        if name in self._tools:
             raise AirException.of(
                 kind=ErrorKind.SYSTEM_ERROR,
-                message=f"tool {entry.definition.name} is registered twice",
+                message=f"tool {name} is registered twice",
                 user_action="Register each tool name once.",
+            )
+        # an MCP server's or a capability's schema is theirs: read before any call is checked
+        problems = schema_problems(entry.definition.input_schema)
+        if problems:
+            raise AirException.of(
+                kind=ErrorKind.CONFIG_ERROR,
+                message=f"tool {name} has an input schema air cannot check: "
+                + "; ".join(problems[:3]),
+                user_action="Fix the tool's input schema where it is declared (its MCP server "
+                "or capability manifest), or remove that server or capability.",
             )
         self._tools[entry.definition.name] = entry
         self.workspace.install(entry.definition.name, entry.executor)

@@ -14,7 +14,7 @@ from typing import Any
 
 from air.contracts.ids import JsonObject
 
-__all__ = ["integral_input", "validate_schema", "value_problems"]
+__all__ = ["SCHEMA_DEPTH", "integral_input", "schema_problems", "validate_schema", "value_problems"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -29,12 +29,16 @@ _JSON_TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> list[str]:
+def validate_schema(schema: JsonObject | bool, value: Any, where: str = "input") -> list[str]:
     """Check ``value`` against the JSON-schema subset tools use; return the problems found.
 
-    Supports type (one or a list), properties, required, additionalProperties (bool), items,
-    enum, minimum, maximum, minLength, maxLength and minItems.
+    Supports type (one or a list), properties, required, additionalProperties (bool), items
+    (one schema; draft 4's list form is not checked), enum, minimum, maximum, minLength,
+    maxLength and minItems, and the boolean schemas ``true`` / ``false``. The schema is one
+    ``schema_problems`` finds nothing in (an MCP server's is checked when it is registered).
     """
+    if isinstance(schema, bool):
+        return [] if schema else [f"{where} is not allowed"]
     problems: list[str] = []
     expected = schema.get("type")
     if expected is not None:
@@ -75,19 +79,69 @@ def validate_schema(schema: JsonObject, value: Any, where: str = "input") -> lis
     if isinstance(value, list):
         if len(value) < schema.get("minItems", 0):
             problems.append(f"{where} needs at least {schema['minItems']} items")
-        if "items" in schema:
+        items = schema.get("items")
+        if isinstance(items, dict | bool):
             for i, item in enumerate(value):
-                problems.extend(validate_schema(schema["items"], item, f"{where}[{i}]"))
+                problems.extend(validate_schema(items, item, f"{where}[{i}]"))
     return problems
 
 
-def integral_input(schema: JsonObject, value: Any) -> Any:
+SCHEMA_DEPTH = 32
+"""How deeply a tool's input schema may nest (properties and items)."""
+_COUNTS = ("minLength", "maxLength", "minItems")
+_BOUNDS = ("minimum", "maximum")
+
+
+def schema_problems(schema: Any, where: str = "input_schema", depth: int = 0) -> list[str]:
+    """What in ``schema`` ``validate_schema`` could not read: a keyword it reads holding a value
+    of another kind (``"maxLength": "ten"``, ``"properties": [...]``, ``"required": 5``), a
+    subschema that is no object or boolean, nesting past ``SCHEMA_DEPTH``. Keywords it does not
+    read are not looked at. An MCP server chooses its tools' schemas: one of these raised
+    TypeError or AttributeError in the registry at the first call, which no caller took."""
+    if isinstance(schema, bool):
+        return []
+    if not isinstance(schema, dict):
+        return [f"{where} is no schema (an object or a boolean)"]
+    if depth > SCHEMA_DEPTH:
+        return [f"{where} nests deeper than {SCHEMA_DEPTH}"]
+    problems: list[str] = []
+    kind = schema.get("type")
+    names = kind if isinstance(kind, list) else [kind]
+    if kind is not None and not all(type(name) is str for name in names):
+        problems.append(f"{where}.type is no type name or list of them")
+    if "enum" in schema and type(schema["enum"]) is not list:
+        problems.append(f"{where}.enum is no list")
+    required = schema.get("required", [])
+    if type(required) is not list or not all(type(name) is str for name in required):
+        problems.append(f"{where}.required is no list of names")
+    for key in _COUNTS:
+        if key in schema and (type(schema[key]) is not int or schema[key] < 0):
+            problems.append(f"{where}.{key} is no count")
+    for key in _BOUNDS:
+        if key in schema and type(schema[key]) not in (int, float):
+            problems.append(f"{where}.{key} is no number")
+    props = schema.get("properties", {})
+    if type(props) is not dict:
+        problems.append(f"{where}.properties is no object")
+    else:
+        for name, sub in props.items():
+            problems += schema_problems(sub, f"{where}.properties.{name}", depth + 1)
+    items = schema.get("items", True)
+    for i, sub in enumerate(items) if type(items) is list else [(None, items)]:
+        at = f"{where}.items" if i is None else f"{where}.items[{i}]"
+        problems += schema_problems(sub, at, depth + 1)
+    return problems
+
+
+def integral_input(schema: JsonObject | bool, value: Any) -> Any:
     """``value`` with every integral float where ``schema`` says ``integer`` made an int.
 
     The value itself when nothing changes (no copy on the common path); a changed object or
     array is a new one, the caller's is never modified. ``3.5`` stays a float, for
     ``validate_schema`` to refuse; ``True`` is never a number.
     """
+    if isinstance(schema, bool):
+        return value
     if type(value) is float:
         expected = schema.get("type")
         names = expected if isinstance(expected, list) else [expected]

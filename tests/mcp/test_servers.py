@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
+from air.contracts.error import AirException
 from air.contracts.permission import PermissionGrantScope
 from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
 from air.ipc.procs import find_marked
@@ -146,6 +147,32 @@ async def test_server_failures_are_tool_errors_never_a_crash(mcp_env: McpEnv) ->
         after = await mcp_env.registry.call("mcp__bad__echo", {}, mcp_env.ctx())
         assert after.status == "error"
     assert len(mcp_env.payloads("tool.failed")) == 5
+
+
+async def test_a_schema_in_legal_forms_is_checked_and_one_air_cannot_read_is_refused(
+    mcp_env: McpEnv,
+) -> None:
+    """An MCP server chooses its tools' schemas. A boolean subschema (``"anything": true``) or
+    draft 4's ``items`` list raised AttributeError in the registry at the first call, as did
+    ``"maxLength": "ten"`` (TypeError): no caller took them. Now the legal forms are checked
+    and a schema air cannot read is a config error naming the tool when the server starts."""
+    async with _serving(mcp_env, _stdio("bad", hostile_server(), timeout_s=5.0)):
+        args = {"anything": {"x": [1]}, "pair": ["a", 1]}
+        ok = await mcp_env.registry.call("mcp__bad__shapes", args, mcp_env.ctx())
+        assert ok.status == "ok", ok.error
+        refused = await mcp_env.registry.call("mcp__bad__shapes", {"nothing": 1}, mcp_env.ctx())
+        assert refused.status == "error"
+        assert refused.error is not None
+        assert "input.nothing is not allowed" in refused.error.message
+
+    def naming(exc: AirException) -> bool:
+        said = "tool mcp__odd__broken has an input schema air cannot check"
+        return exc.kind == "config_error" and said in exc.error.message
+
+    odd = _stdio("odd", [*hostile_server(), "--broken-schema"], timeout_s=5.0)
+    with pytest.RaisesGroup(pytest.RaisesExc(AirException, check=naming)):
+        async with _serving(mcp_env, odd):
+            pass
 
 
 def _alive_with(tag: str) -> list[str]:
