@@ -19,6 +19,7 @@ from enum import IntEnum, StrEnum
 from typing import Any
 
 from air.contracts.ids import UUID, Contract, JsonObject, new_uuid
+from air.contracts.utf8 import utf8_safe
 
 __all__ = [
     "BAD_INPUT_KINDS",
@@ -171,8 +172,11 @@ def make_air_error(
         message: one line for people; the signature is derived from it when not given.
 
     Returns:
-        A frozen AirError with a fresh ``error_id``.
+        A frozen AirError with a fresh ``error_id``; its text UTF-8 can hold (a message naming a
+        file whose name is no UTF-8 has U+FFFD there: the record must be storable).
     """
+    message, detail, user_action = utf8_safe(message), utf8_safe(detail), utf8_safe(user_action)
+    metadata = utf8_safe(metadata)
     return AirError(
         error_id=new_uuid(),
         kind=ErrorKind(kind),

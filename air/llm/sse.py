@@ -18,6 +18,8 @@ import json
 import re
 from typing import Any
 
+from air.contracts.utf8 import utf8_safe
+
 __all__ = [
     "EVENT_MAX",
     "STREAM_MAX",
@@ -29,7 +31,6 @@ __all__ = [
 ]
 
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def model_json(text: str | bytes) -> Any:
@@ -44,20 +45,9 @@ def model_json(text: str | bytes) -> Any:
     raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
     try:
         value = json.loads(text)
-        return _no_surrogates(value) if _ESCAPED_SURROGATE.search(raw) else value
+        return utf8_safe(value) if _ESCAPED_SURROGATE.search(raw) else value
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", raw, 0) from None
-
-
-def _no_surrogates(value: Any) -> Any:
-    """``value`` with U+FFFD for each unpaired surrogate of its strings (keys too)."""
-    if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
-    if isinstance(value, list):
-        return [_no_surrogates(item) for item in value]
-    if isinstance(value, dict):
-        return {_no_surrogates(key): _no_surrogates(item) for key, item in value.items()}
-    return value
 
 
 EVENT_MAX = 32 * 1024 * 1024

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from air.contracts.display import shown
 from air.contracts.error import AirException
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
@@ -60,6 +61,21 @@ def _write_new(path: Path, text: str) -> None:
         path.write_text(text, encoding="utf-8")
 
 
+def _text_root(root: Path) -> None:
+    """Refuse a project whose path is no UTF-8 text: air records paths as text (events, IPC,
+    logs), and a directory named in Latin-1 ended ``air doctor`` and ``air demo`` with a
+    traceback (its bytes decode to surrogates nothing can encode)."""
+    try:
+        str(root).encode("utf-8")
+    except UnicodeEncodeError:
+        raise AirException.of(
+            kind="validation_error",
+            message=f"the project's path {shown(str(root))} is not UTF-8 text",
+            user_action="Rename the directory (or the one above it whose name is not UTF-8) to "
+            "a UTF-8 name, then run air again.",
+        ) from None
+
+
 class ProjectStore:
     """Locate, initialise and open air projects (see the module docstring)."""
 
@@ -94,6 +110,7 @@ class ProjectStore:
         """
         options = options or ProjectInitOptions()
         root = Path(os.path.abspath(project_root))
+        _text_root(root)
         if not root.is_dir():
             raise AirException.of(
                 kind="not_found",
@@ -144,6 +161,7 @@ class ProjectStore:
                 (``check_local_state``).
         """
         root = Path(os.path.abspath(project_root))
+        _text_root(root)
         check_local_state(str(root))
         project_json = root / ".air" / "shared" / "project.json"
         if not project_json.is_file():

@@ -26,6 +26,7 @@ from air.contracts.ids import JsonObject, new_id
 from air.contracts.permission import PermissionAction
 from air.contracts.prompt import FailClosedPrompt, PermissionPrompt
 from air.contracts.tool import ToolDefinition
+from air.contracts.utf8 import utf8_safe
 from air.security.engine import PermissionEngine
 from air.security.redact import SecretRedactor
 from air.tools.call_permission import PathExtractor, ask_person, permission_request
@@ -382,7 +383,9 @@ class ToolRegistry:
                     },
                 )
             raise
-        redacted = self.redactor.redact_obj(output)
+        # a file name that is no UTF-8 (a repository's Latin-1 one) comes from os.listdir
+        # with surrogates no event or IPC line can encode: listing it ended the whole run
+        redacted = utf8_safe(self.redactor.redact_obj(output))
         await run.record(
             "tool.completed",
             {

@@ -34,6 +34,7 @@ def test_naming_a_contract_imports_its_own_module_and_what_that_imports() -> Non
         "air.contracts.error",
         "air.contracts.ids",
         "air.contracts.provider",
+        "air.contracts.utf8",
     ]
 
 
