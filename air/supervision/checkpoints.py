@@ -40,15 +40,21 @@ class CheckpointPacer:
         return True
 
 
+COUNT_MAX = 2**53
+"""The largest turn or token count a checkpoint records (JSON's largest exact integer): a
+worker's 10**30 would not fit the agents table's INTEGER column."""
+
+
 def _count(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    return value if type(value) is int and 0 <= value <= COUNT_MAX else 0
 
 
 def _usage(data: dict[str, Any], turn: int) -> dict[str, Any]:
     usage = data.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     cost = usage.get("cost_usd")
-    known = isinstance(cost, (int, float)) and not isinstance(cost, bool) and cost >= 0
+    # a worker's JSON may say Infinity or NaN (Python's json reads both): no cost of a call
+    known = isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost <= COUNT_MAX
     return {
         "turns": turn,
         "tokens": _count(usage.get("tokens")),

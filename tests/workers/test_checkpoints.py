@@ -71,3 +71,26 @@ def test_a_checkpoint_carries_pointers_not_the_transcript() -> None:
     assert "messages" not in str(event)
     assert event["usage"]["turns"] == 3
     assert event["attempt_index"] == 2
+
+
+def test_a_checkpoints_figures_are_counts_the_store_holds() -> None:
+    """A worker's checkpoint said ``"turn": 10**30`` or ``"cost_usd": Infinity`` (Python's json
+    reads it): the turn did not fit the agents table's INTEGER, the cost failed the payload's
+    finite floats (IMPL-NUM-1), and the parent's read loop ended on the store's error. Figures
+    that are no counts are recorded as 0 (a cost as unknown)."""
+    model = PAYLOADS[("agent.checkpointed", 1)]
+    for turn, tokens, cost in (
+        (10**30, 10**30, float("inf")),
+        (-1, -5, float("nan")),
+        (True, "7", -1.0),
+    ):
+        data = {"usage": {"tokens": tokens, "cost_usd": cost}}
+        payload = {"turn": turn, "state": "running", "data": data}
+        event = checkpoint_event(CheckpointPacer(), 0.0, payload, attempt_index=1, identity=None)
+        assert event is not None
+        assert (event["turn"], event["usage"]["tokens"], event["usage"]["cost_usd"]) == (0, 0, None)
+        model.model_validate({**event, "agent_id": "agt_x", "task_id": "t"})
+    kept = {"turn": 2**53, "state": "running", "data": {"usage": {"tokens": 5, "cost_usd": 0.25}}}
+    event = checkpoint_event(CheckpointPacer(), 0.0, kept, attempt_index=1, identity=None)
+    assert event is not None
+    assert (event["turn"], event["usage"]["tokens"], event["usage"]["cost_usd"]) == (2**53, 5, 0.25)
