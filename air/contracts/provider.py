@@ -28,6 +28,7 @@ from air.contracts.ids import (
 
 __all__ = [
     "PRICE_MAX",
+    "TOKENS_MAX",
     "WINDOW_MAX",
     "CacheControl",
     "CanonicalMessage",
@@ -305,6 +306,10 @@ class RetryConfig(Contract):
 ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
 
 
+TOKENS_MAX = 2**53
+"""The largest token count air records (JSON's largest exact integer): a count is what a call
+costs, so a negative one would buy budget back and one of 400 digits overflows a price's float
+or a column's INTEGER. A server's usage and a worker's checkpoint are held to it."""
 WINDOW_MAX = 100_000_000
 """The largest context window or output limit air takes, in tokens (the largest served today:
 10 M): a budget of 400 digits overflowed the float of the compaction trigger."""

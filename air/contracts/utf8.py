@@ -13,18 +13,21 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["utf8_safe"]
+__all__ = ["holds_surrogate", "utf8_safe"]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def holds_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (ASCII text is answered at C speed)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
 
 
 def utf8_safe(value: Any) -> Any:
     """``value`` itself when it holds no lone surrogate (ASCII text is checked at C speed),
     else a copy with U+FFFD for each."""
     if isinstance(value, str):
-        if value.isascii() or _SURROGATE.search(value) is None:
-            return value
-        return _SURROGATE.sub("\ufffd", value)
+        return _SURROGATE.sub("\ufffd", value) if holds_surrogate(value) else value
     if isinstance(value, list):
         items = [utf8_safe(item) for item in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items

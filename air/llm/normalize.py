@@ -19,6 +19,7 @@ from typing import Any
 
 from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.provider import (
+    TOKENS_MAX,
     ContentBlock,
     MessageStartEvent,
     MessageStopEvent,
@@ -53,12 +54,6 @@ def _protocol(provider_id: str, message: str) -> AirException:
         message=f"{provider_id}: {message}",
         user_action="The provider's stream was malformed; retry, or use another model or server.",
     )
-
-
-TOKENS_MAX = 2**53
-"""The largest token count a server may report (JSON's largest exact integer): a count is what
-a call costs, so a negative one would buy budget back and one of 400 digits overflows the
-price's float (it ended the whole run)."""
 
 
 def _tokens(provider_id: str, key: str, value: Any) -> int:

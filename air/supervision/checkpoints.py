@@ -14,6 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from air.contracts.provider import TOKENS_MAX
 from air.ipc.procs import ProcessIdentity
 
 __all__ = ["CHECKPOINT_EVERY_S", "MAX_POINTERS", "CheckpointPacer", "checkpoint_event"]
@@ -40,13 +41,8 @@ class CheckpointPacer:
         return True
 
 
-COUNT_MAX = 2**53
-"""The largest turn or token count a checkpoint records (JSON's largest exact integer): a
-worker's 10**30 would not fit the agents table's INTEGER column."""
-
-
 def _count(value: Any) -> int:
-    return value if type(value) is int and 0 <= value <= COUNT_MAX else 0
+    return value if type(value) is int and 0 <= value <= TOKENS_MAX else 0
 
 
 def _usage(data: dict[str, Any], turn: int) -> dict[str, Any]:
@@ -54,7 +50,7 @@ def _usage(data: dict[str, Any], turn: int) -> dict[str, Any]:
     usage = usage if isinstance(usage, dict) else {}
     cost = usage.get("cost_usd")
     # a worker's JSON may say Infinity or NaN (Python's json reads both): no cost of a call
-    known = isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost <= COUNT_MAX
+    known = isinstance(cost, int | float) and not isinstance(cost, bool) and 0 <= cost <= TOKENS_MAX
     return {
         "turns": turn,
         "tokens": _count(usage.get("tokens")),

@@ -9,14 +9,13 @@ that are no JSON);
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 from air.contracts.ids import JsonObject
+from air.contracts.utf8 import holds_surrogate
 
 __all__ = ["SCHEMA_DEPTH", "integral_input", "schema_problems", "validate_schema", "value_problems"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
     "string": (str,),
@@ -186,7 +185,7 @@ def value_problems(value: Any, where: str = "input") -> list[str]:
         elif isinstance(item, str):
             if "\0" in item:
                 problems.append(f"{at} holds a NUL character (U+0000), which is no text")
-            elif not item.isascii() and _SURROGATE.search(item):
+            elif holds_surrogate(item):
                 problems.append(f"{at} holds an unpaired surrogate, which is no text")
         elif type(item) is float and not math.isfinite(item):
             problems.append(f"{at} is {item}, which is no JSON number")

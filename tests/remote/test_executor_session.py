@@ -34,7 +34,7 @@ async def wait_for(predicate: Callable[[], bool], limit_s: float = 20.0) -> None
             await trio.sleep(0.05)
 
 
-def _remote_cmdlines(needle: bytes) -> list[int]:
+def remote_cmdlines(needle: bytes) -> list[int]:
     """Processes of the remote user whose command line carries ``needle``."""
     found = []
     uid = remote_uid()
@@ -153,9 +153,9 @@ async def test_a_cancelled_call_ends_its_session_and_its_command(
 ) -> None:
     worktree = make_worktree(remote_host)
     executor = remote_registry(env, remote_host, worktree)
-    session, cmdline = await cancel_a_sleep(env, executor, lambda c: bool(_remote_cmdlines(c)))
+    session, cmdline = await cancel_a_sleep(env, executor, lambda c: bool(remote_cmdlines(c)))
     assert remote_marked(session.marker) == []
-    assert _remote_cmdlines(cmdline) == []
+    assert remote_cmdlines(cmdline) == []
     assert not _ssh_alive(session)
     await executor.close("task_1")
 
@@ -245,13 +245,13 @@ async def test_the_lease_keeps_a_long_call_and_ends_a_black_holed_one(
                 await env.registry.call("shell.run", {"command": f"sleep {token}"}, env.ctx())
 
             nursery.start_soon(call)
-            await wait_for(lambda: bool(_remote_cmdlines(needle)), 30)
+            await wait_for(lambda: bool(remote_cmdlines(needle)), 30)
             [session] = executor.sessions.busy["task_1"]
             assert session.process is not None
             os.kill(session.process.pid, signal.SIGSTOP)  # the link goes silent, nobody notices
             try:
                 await wait_for(lambda: not remote_marked(session.marker), 20)
-                assert _remote_cmdlines(needle) == []
+                assert remote_cmdlines(needle) == []
             finally:
                 os.kill(session.process.pid, signal.SIGCONT)
     assert not _ssh_alive(session)

@@ -18,7 +18,7 @@ import pytest
 
 from air.remote.hosts import HostConfig
 from tests.remote.conftest import remote_uid
-from tests.remote.test_executor_session import _remote_cmdlines, make_worktree, remote_registry
+from tests.remote.test_executor_session import make_worktree, remote_cmdlines, remote_registry
 from tests.tools.conftest import Env
 
 pytestmark = pytest.mark.slow
@@ -109,7 +109,7 @@ async def test_a_line_no_executor_sends_ends_the_call_and_its_session(
     assert "tool.failed" in env.types()  # the call itself is on record, as failed
     assert executor.sessions.idle.get("task_1", []) == []  # the session is never reused
     await executor.close("task_1")
-    assert _remote_cmdlines(str(script).encode()) == []  # killed and swept there
+    assert remote_cmdlines(str(script).encode()) == []  # killed and swept there
 
 
 async def test_a_hosts_word_on_other_tasks_reads_is_not_taken(
