@@ -215,12 +215,7 @@ class ExecutorSession:
                 continue
             if not raw.strip():
                 continue
-            # a line of a large artifact is parsed beside the loop, not on it
-            item = (
-                json.loads(raw)
-                if len(raw) < 1 << 20
-                else await trio.to_thread.run_sync(json.loads, raw)
-            )
+            item = json.loads(raw)
             if item.pop("id", None) == call_id and await line(item):
                 self.last_used = trio.current_time()
                 return True
