@@ -5,6 +5,7 @@ Owns: reading a ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id
 ``is_same_process`` (never signal a recycled PID), ``find_marked`` (every process whose
 environment carries a worker's run marker — the way to find descendants that double-forked and
 called ``setsid``; one ``/proc`` snapshot shared by the kills of a cancelled wave, IMPL-IPC-6),
+``find_marked_or_below`` (those and everything below a child subreaper, marked or not),
 ``kill_sandboxes`` (the sandboxed commands of given workspaces that a dead runtime left,
 IMPL-SBX-7), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace period,
 then SIGKILL). Linux ``/proc`` only; elsewhere the group kill still works.
@@ -28,6 +29,7 @@ __all__ = [
     "boot_id",
     "find_marked",
     "find_marked_many",
+    "find_marked_or_below",
     "is_same_process",
     "kill_sandboxes",
     "kill_tree",
@@ -85,6 +87,7 @@ def is_same_process(identity: ProcessIdentity) -> bool:
 class _Proc(NamedTuple):
     pid: int
     state: str
+    ppid: int
     pgid: int
     marker: bytes | None
     start: int
@@ -162,7 +165,7 @@ def _snapshot(fresh_after: float, started_since: int = 0) -> tuple[float, list[_
         if at >= 0 and (at == 0 or env[at - 1] == 0):
             end = env.find(b"\0", at)
             marker = env[at + len(_MARKER_PREFIX) : end if end >= 0 else len(env)]
-        procs.append(_Proc(int(name), fields[0], int(fields[2]), marker, start))
+        procs.append(_Proc(int(name), fields[0], int(fields[1]), int(fields[2]), marker, start))
     _snapshot_cache = (taken, started_since, procs)
     return taken, procs
 
@@ -182,6 +185,27 @@ def find_marked(marker: str, *, max_age_s: float = 0.0, started_since: int = 0) 
     its descendants cannot be older); ``max_age_s``: a snapshot that old may serve."""
     _, procs = _snapshot(time.monotonic() - max_age_s, started_since)
     return _marked(procs, marker, started_since)
+
+
+def find_marked_or_below(markers: list[str], root: int) -> list[int]:
+    """From one fresh scan: live processes that carry one of ``markers`` or descend from
+    ``root`` (not ``root`` itself). A child subreaper's descendants include every orphan of its
+    tree, marked or not: a sandboxed command (its environment is the sandbox's own allowlist)
+    whose spawner died before bwrap's parent-death signal was armed (IMPL-REMOTE-3)."""
+    _, procs = _snapshot(time.monotonic())
+    found = {pid for marker in markers for pid in _marked(procs, marker)}
+    children: dict[int, list[int]] = {}
+    for p in procs:
+        if p.state not in ("Z", "X"):
+            children.setdefault(p.ppid, []).append(p.pid)
+    seen = {root}
+    below = list(children.get(root, ()))
+    while below:
+        pid = below.pop()
+        if pid not in seen:
+            seen.add(pid)
+            below += children.get(pid, ())
+    return sorted((found | seen) - {root})
 
 
 def find_marked_many(markers: list[str]) -> dict[str, list[int]]:

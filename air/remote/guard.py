@@ -7,14 +7,15 @@ a grace period, SIGKILL what is left) and the two commands around it. ``run`` fi
 line, ``air-remote {identity}`` (host, boot id, its pid and start time, versions), then starts
 the worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF:
 the parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
-marker, so no descendant outlives the worker on this host; with ``--lease TTL_S`` (``Lease``)
-the worker's stdin passes through the guard, and TTL_S seconds without a byte from the parent
-(a black-holed link that neither side has noticed) end the worker's tree too, with a shorter
-grace (``LAPSED_GRACE_S``). A worker's own
-exit code 255 is reported as 254, so 255 on the parent's side only ever means the ssh client
-failed. ``sweep`` is what the parent runs over a fresh connection before a relaunch or after a
-drop, and prints the PIDs it signalled as JSON. Standard library and ``air.ipc.procs`` only: it
-runs on the remote host's air.
+marker and everything below the guard (``become_subreaper``: orphans without the marker are
+reparented to it), so no descendant outlives the worker on this host; with ``--lease TTL_S``
+(``Lease``) the worker's stdin passes through the guard, and TTL_S seconds without a byte from
+the parent (a black-holed link that neither side has noticed) end the worker's tree too, with a
+shorter grace (``LAPSED_GRACE_S``). A worker's own exit code 255 is reported as 254, so 255 on
+the parent's side only ever means the ssh client failed. ``sweep`` is what the parent runs over a
+fresh connection before a relaunch or after a drop, and prints the PIDs it signalled as JSON.
+Standard library (``ctypes`` for ``prctl``) and ``air.ipc.procs`` only: it runs on the remote
+host's air.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import threading
 import time
 
 import air
-from air.ipc.procs import MARKER_ENV, find_marked, read_identity
+from air.ipc.procs import MARKER_ENV, find_marked, find_marked_or_below, read_identity
 
 __all__ = [
     "EXECUTOR_INPUT_ENDED",
@@ -38,6 +39,7 @@ __all__ = [
     "SSH_FAILED",
     "WORKER_255",
     "Lease",
+    "become_subreaper",
     "main",
     "sweep_marked",
 ]
@@ -53,14 +55,20 @@ LAPSED_GRACE_S = 1.0
 cooperative wrap-up, and the tree is gone by TTL + about 1.1 s (the issue's TTL + 2 s). A worker
 that ended on its own (stdin EOF, its task done) leaves its descendants the default 2 s."""
 _LEASE_POLL_S = 0.1
+_PR_SET_CHILD_SUBREAPER = 36
 
 
-def sweep_marked(markers: list[str], grace_s: float = 2.0, poll_s: float = 0.05) -> list[int]:
-    """SIGTERM every process carrying one of ``markers`` (but this one), wait up to
-    ``grace_s`` for them to go, SIGKILL the rest; returns every PID signalled."""
+def sweep_marked(
+    markers: list[str], grace_s: float = 2.0, poll_s: float = 0.05, *, descendants: bool = False
+) -> list[int]:
+    """SIGTERM every process carrying one of ``markers`` (but this one) and, with
+    ``descendants``, every process below this one, wait up to ``grace_s`` for them to go,
+    SIGKILL the rest; returns every PID signalled."""
     me = os.getpid()
 
     def found() -> set[int]:
+        if descendants:
+            return set(find_marked_or_below(markers, me))
         pids: set[int] = set()
         for marker in markers:
             pids.update(p for p in find_marked(marker) if p != me)
@@ -121,11 +129,26 @@ class Lease:
         return not self.ended and time.monotonic() - self.renewed > self.ttl_s
 
 
+def become_subreaper() -> bool:
+    """Make this process the child subreaper of its tree (``PR_SET_CHILD_SUBREAPER``): an
+    orphan below it is reparented here, not to init, so the sweep after the worker finds it even
+    without the marker — a sandboxed command whose executor died between forking bwrap and
+    bwrap's own ``prctl(PR_SET_PDEATHSIG)`` (IMPL-REMOTE-3). False where Linux refuses."""
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
 def _run(command: list[str], lease_s: float) -> int:
     marker = os.environ.get(MARKER_ENV, "")
     if not marker or not command:
         sys.stderr.write(f"air.remote.guard: needs {MARKER_ENV} and a command\n")
         return 2
+    become_subreaper()
     me = read_identity(os.getpid())
     identity = {
         "host": socket.gethostname(),
@@ -156,7 +179,7 @@ def _run(command: list[str], lease_s: float) -> int:
             time.sleep(min(_LEASE_POLL_S, lease_s / 4))
     expired = child.poll() is None and lease_s > 0
     code = -signal.SIGKILL if expired else child.wait()
-    sweep_marked([marker], grace_s=LAPSED_GRACE_S if expired else 2.0)
+    sweep_marked([marker], grace_s=LAPSED_GRACE_S if expired else 2.0, descendants=True)
     child.wait()
     if code < 0:
         return 128 - code
