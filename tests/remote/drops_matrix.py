@@ -86,7 +86,9 @@ class Scenario:
 
     @property
     def sleep_arg(self) -> str:
-        return f"600.{self.index:03d}"
+        """Its own among every matrix running on this machine: the ssh and srun matrices run at
+        once under xdist, and a scenario counts every ``sleep`` of its argument as its own."""
+        return f"600.{os.getpid()}{self.index:03d}"
 
 
 def _environ(pid: str) -> bytes:
