@@ -3,8 +3,9 @@
 
 Owns: ``sweep_marked`` (SIGTERM every process of this host whose environment carries one of the
 run markers — ``setsid`` escapees included, since the marker travels in the environment — wait
-a grace period, SIGKILL what is left) and the two commands around it. ``run`` first writes one
-line, ``air-remote {identity}`` (host, boot id, its pid and start time, versions), then starts
+a grace period, SIGKILL what is left), the two commands around it, and ``parse_identity`` (the
+parent's reading of the identity line). ``run`` first writes one line, ``air-remote {identity}``
+(host, boot id, its pid and start time, versions), then starts
 the worker as its child with the guard's own stdio, waits for it (the worker ends on stdin EOF:
 the parent closed the pipe, or the connection dropped and sshd closed it) and then sweeps its
 marker and everything below the guard (``become_subreaper``: orphans without the marker are
@@ -29,18 +30,21 @@ import subprocess
 import sys
 import threading
 import time
+from typing import Any
 
 import air
 from air.ipc.procs import MARKER_ENV, find_marked, find_marked_or_below, read_identity
 
 __all__ = [
     "EXECUTOR_INPUT_ENDED",
+    "IDENTITY_PREFIX",
     "LAPSED_GRACE_S",
     "SSH_FAILED",
     "WORKER_255",
     "Lease",
     "become_subreaper",
     "main",
+    "parse_identity",
     "sweep_marked",
 ]
 
@@ -143,6 +147,41 @@ def become_subreaper() -> bool:
         return False
 
 
+IDENTITY_PREFIX = b"air-remote "
+"""The guard's first line on stdout: ``air-remote {json identity}``, before the worker's."""
+_PID_MAX = 1 << 22
+"""Linux's highest ``pid_max``."""
+
+
+def parse_identity(line: bytes) -> dict[str, Any] | None:
+    """The identity a guard's first line names, held to what ``run`` writes (the host chose
+    it): a JSON object whose ``host`` is a name, ``pid`` a Linux PID, ``boot_id``, ``start_time``
+    (digits), ``python`` and ``air`` short strings or null; None for anything else. The parent
+    records it in the run record and ``agent.started`` and recovery reads it back."""
+    if not line.startswith(IDENTITY_PREFIX) or len(line) > 4096:
+        return None
+    try:
+        data = json.loads(line[len(IDENTITY_PREFIX) :])
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    pid, host, start = data.get("pid"), data.get("host"), data.get("start_time")
+    if type(pid) is not int or not 0 < pid <= _PID_MAX:
+        return None
+    if not isinstance(host, str) or not 0 < len(host) <= 253 or not host.isprintable():
+        return None
+    if start is not None and not (isinstance(start, str) and start.isdigit() and len(start) <= 20):
+        return None
+    texts = {k: data.get(k) for k in ("boot_id", "python", "air")}
+    for value in texts.values():
+        if value is not None and not (
+            isinstance(value, str) and len(value) <= 64 and value.isprintable()
+        ):
+            return None
+    return {"host": host, "pid": pid, "start_time": start, **texts}
+
+
 def _run(command: list[str], lease_s: float) -> int:
     marker = os.environ.get(MARKER_ENV, "")
     if not marker or not command:
@@ -158,7 +197,7 @@ def _run(command: list[str], lease_s: float) -> int:
         "python": platform.python_version(),
         "air": air.__version__,
     }
-    os.write(1, b"air-remote " + json.dumps(identity).encode() + b"\n")
+    os.write(1, IDENTITY_PREFIX + json.dumps(identity).encode() + b"\n")
     # without a lease the worker reads the connection itself; with one, through the guard
     child = subprocess.Popen(command, stdin=subprocess.PIPE if lease_s > 0 else None)
 

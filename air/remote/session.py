@@ -35,11 +35,10 @@ import trio
 
 from air.ipc.procs import ProcessIdentity, kill_tree, read_identity
 from air.remote import srun
-from air.remote.guard import EXECUTOR_INPUT_ENDED
+from air.remote.guard import EXECUTOR_INPUT_ENDED, IDENTITY_PREFIX, parse_identity
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
 from air.remote.ssh import (
-    IDENTITY_PREFIX,
     client_environment,
     remote_command,
     ssh_argv,
@@ -140,9 +139,8 @@ class ExecutorSession:
                         break
                     out += chunk
             first, nl, _ = out.partition(b"\n")
-            if nl and first.startswith(IDENTITY_PREFIX):
-                with contextlib.suppress(ValueError):
-                    self.remote = json.loads(first[len(IDENTITY_PREFIX) :])
+            if nl:
+                self.remote = parse_identity(first)
             if self.remote is None:
                 reason = "the step did not start"
             elif streams := await side.hand_over(self.process.stdin, srun.SIDE_CHANNEL_WAIT_S):
@@ -210,8 +208,10 @@ class ExecutorSession:
             raw = await self._line(receive)
             if raw is None:
                 return False
-            if raw.startswith(b"air-remote "):  # the guard's identity line, first
-                self.remote = json.loads(raw[len(b"air-remote ") :])
+            if raw.startswith(IDENTITY_PREFIX):  # the guard's identity line, first
+                self.remote = parse_identity(raw)
+                if self.remote is None:
+                    raise ValueError("not the identity air's guard names")
                 continue
             if not raw.strip():
                 continue

@@ -22,7 +22,6 @@ IMPL-SLURM-2).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import pwd
@@ -38,9 +37,10 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
+from air.remote.guard import parse_identity
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
-from air.remote.ssh import IDENTITY_PREFIX, REMOTE_PATH, _remote_worker
+from air.remote.ssh import REMOTE_PATH, _remote_worker
 
 __all__ = [
     "QUEUED_FOR_ALLOCATION",
@@ -421,11 +421,8 @@ class SrunLauncher:
                 out.extend(data)
             nursery.cancel_scope.cancel()
         line, nl, rest = bytes(out).partition(b"\n")
-        if nl and line.startswith(IDENTITY_PREFIX):
-            try:
-                handle.remote = json.loads(line[len(IDENTITY_PREFIX) :])
-            except ValueError:
-                handle.remote = None
+        if nl:
+            handle.remote = parse_identity(line)
             if handle.remote is not None:
                 if handle.queued:  # the task view stops showing it queued
                     waited = trio.current_time() - since

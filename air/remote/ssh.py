@@ -38,7 +38,7 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes, worker_command
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
-from air.remote.guard import SSH_FAILED
+from air.remote.guard import IDENTITY_PREFIX, SSH_FAILED, parse_identity
 from air.remote.hosts import HostConfig
 
 __all__ = [
@@ -61,8 +61,6 @@ CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SSH_AU
 """The ssh client's own environment: enough to find its config and (locally) an agent; the
 agent is never forwarded (``ForwardAgent=no``) and nothing is sent (``SendEnv`` is cleared)."""
 NOISE_QUOTE_BYTES = 120
-IDENTITY_PREFIX = b"air-remote "
-"""The guard's first line on stdout: ``air-remote {json identity}``, before the worker's."""
 
 
 def ssh_argv(host: HostConfig, *, control_path: str | None = None) -> list[str]:
@@ -247,10 +245,9 @@ class NoiseGuard(trio.abc.ReceiveStream):
                     return self._noise(buf)
                 continue
             self.checked = True
-            try:
-                self.handle.remote = json.loads(line[len(IDENTITY_PREFIX) :])
-            except ValueError:
-                return self._noise(buf)
+            self.handle.remote = parse_identity(line)
+            if self.handle.remote is None:
+                return self._forged(line)
             if self.placed is not None:  # the run record: recovery sweeps the marker there
                 self.placed(self.handle.host.placement(self.handle.remote))
             return rest or await self.stream.receive_some(max_bytes)
@@ -273,6 +270,15 @@ class NoiseGuard(trio.abc.ReceiveStream):
             f"{quoted!r}",
             f"Make the login scripts of {host.destination()} (~/.bashrc, ~/.profile) print "
             f"nothing when stdin is not a terminal; check with `air doctor --host {host.name}`.",
+        )
+
+    def _forged(self, line: bytes) -> bytes:
+        host = self.handle.host
+        quoted = line[:NOISE_QUOTE_BYTES].decode("utf-8", "replace")
+        return self._error(
+            f"the guard on {host.name} named itself in a way air's guard never does: {quoted!r}",
+            f"Reinstall air on {host.destination()} and check the host with "
+            f"`air doctor --host {host.name}`.",
         )
 
     def _error(self, message: str, user_action: str) -> bytes:

@@ -54,6 +54,10 @@ for raw in sys.stdin:
     elif scenario == "unknown-stream":
         out({"t": "stream", "kind": "keystrokes", "data": "x"})
         out(done)
+    elif scenario == "forged-identity":
+        sys.stdout.write("air-remote [1]\\n")
+        sys.stdout.flush()
+        out(done)
     elif scenario == "others-reads":
         seen = [["task_other", "src/app.py", "0" * 64], ["task_1", "src/mine.py", "1" * 64]]
         out({**done, "observations": seen})
@@ -90,6 +94,7 @@ def _hostile_host(host: HostConfig, scenario: str) -> tuple[HostConfig, Path]:
         ("no-json", "JSONDecodeError"),
         ("missing-field", "KeyError"),
         ("unknown-stream", "a stream no tool has: 'keystrokes'"),
+        ("forged-identity", "not the identity air's guard names"),
     ],
 )
 async def test_a_line_no_executor_sends_ends_the_call_and_its_session(
