@@ -37,7 +37,7 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
-from air.remote.guard import parse_identity
+from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
 from air.remote.ssh import REMOTE_PATH, _remote_worker
@@ -432,15 +432,27 @@ class SrunLauncher:
 
     def _failed(self, handle: SrunHandle, agent_id: str, out: bytes, err: bytes) -> bytes:
         """One ``protocol.error`` (never retried) quoting what srun or the step wrote instead
-        of the guard's line."""
-        said = (err or out)[:QUOTE_BYTES].decode("utf-8", "replace").strip()
+        of the guard's line (a guard's line air cannot read: that line)."""
         host = self.host
-        error = make_air_error(
-            kind=ErrorKind.ENVIRONMENT_ERROR,
-            message=f"srun on {host.name} did not start the worker: {said or 'no output'!r}",
-            retryability="never",
-            user_action=f"Check `partition`, `gres`, `time_limit`, `srun_options` and `python` "
-            f"of {host.name} in {host.source}; try `srun -N1 -n1 {host.python} -V` by hand.",
-        )
+        if out.startswith(IDENTITY_PREFIX):
+            line = out.partition(b"\n")[0][:QUOTE_BYTES].decode("utf-8", "replace")
+            error = make_air_error(
+                kind=ErrorKind.ENVIRONMENT_ERROR,
+                message=f"the guard on {host.name} named itself in a way air's guard never "
+                f"does: {line!r}",
+                retryability="never",
+                user_action=f"Reinstall air for {host.python} on {host.name}'s nodes and check "
+                f"the host with `air doctor --host {host.name}`.",
+            )
+        else:
+            said = (err or out)[:QUOTE_BYTES].decode("utf-8", "replace").strip()
+            error = make_air_error(
+                kind=ErrorKind.ENVIRONMENT_ERROR,
+                message=f"srun on {host.name} did not start the worker: {said or 'no output'!r}",
+                retryability="never",
+                user_action=f"Check `partition`, `gres`, `time_limit`, `srun_options` and "
+                f"`python` of {host.name} in {host.source}; try `srun -N1 -n1 {host.python} -V` "
+                "by hand.",
+            )
         encoder = LineEncoder(session_id="", agent_id=agent_id)
         return encoder.line("protocol.error", {"error": error.model_dump(mode="json")})

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trio
 
 from air.remote.guard import parse_identity
 from air.remote.hosts import HostConfig
@@ -116,15 +117,25 @@ async def test_a_forged_identity_ends_the_attempt_with_one_error(
 
 @pytest.mark.slow
 async def test_a_forged_identity_ends_a_slurm_step_with_one_error(
-    rig: Rig, slurm_host: HostConfig, tmp_path: Path
+    rig: Rig, slurm_host: HostConfig, busy_node: str, tmp_path: Path
 ) -> None:
+    """Queued first (the node is busy for a second), as on a loaded cluster: srun's notices on
+    stderr do not hide the forged line."""
     path = tmp_path / "python"
     path.write_text(FORGE.format(line=FORGED_LINES[0], python=slurm_host.python))
     path.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
     manager = rig.manager(slurm_host, "air.testing.workers.pingpong")
     manager.launcher = SrunLauncher(slurm_host.model_copy(update={"python": str(path)}))
-    outcome = await manager.supervise(rig.request())
+
+    async def release() -> None:
+        await trio.sleep(1)
+        await trio.run_process(["scancel", f"--name={busy_node}"], check=False)
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(release)
+        outcome = await manager.supervise(rig.request())
     assert outcome.kind == "protocol_error", outcome
     assert outcome.error is not None
+    assert "named itself in a way air's guard never does" in outcome.error.message
     assert FORGED_LINES[0] in outcome.error.message, outcome.error.message
     assert "remote" not in rig.events.events[0][1].payload
