@@ -286,6 +286,7 @@ class SandboxRunner:
         limits: ResourceLimits | None = None,
         read_only: bool = False,
         hidden: Sequence[str] = (),
+        life_fd: int | None = None,
     ) -> list[str]:
         """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
@@ -302,6 +303,8 @@ class SandboxRunner:
             hidden: credential files and directories in the workspace the command may not see
                 (``air.tools.credential_files``): ``/dev/null`` over a file, an empty read-only
                 tmpfs over a directory.
+            life_fd: the read end of ``air.tools.sandbox_spawn``'s life pipe, open in the
+                sandbox: the command runs only if its write end (air's alone) is still open.
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -364,4 +367,8 @@ class SandboxRunner:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
         script = limits_script(limits)
+        if life_fd is not None:
+            # EOF (every writer gone) reads as input: air died before bwrap armed its
+            # parent-death signal, so nothing would end the command once it started
+            script = f"read -t 0 -u {life_fd} && exit 125; exec {life_fd}<&-; {script}"
         return [*args, "/bin/bash", "--noprofile", "--norc", "-c", script, "air", command]

@@ -3,9 +3,10 @@
 Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see and,
 for a task without a write area, the read-only view of ``air.tools.task_view``), ``open_sandboxed``
 (the synchronous spawn: the generated files and the seccomp filter in memfds, the pinned git
-metadata as O_PATH fds) and ``SandboxProcess`` with ``start_sandboxed`` (the running command with
-its output streams, spawned on the thread that runs the Trio loop so that ``--die-with-parent``
-lasts as long as air and not as long as an idle worker thread; IMPL-SBX-2).
+metadata as O_PATH fds, and this process's life pipe: ``life_fd``) and ``SandboxProcess`` with
+``start_sandboxed`` (the running command with its output streams, spawned on the thread that
+runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not as long as an idle
+worker thread; IMPL-SBX-2).
 """
 
 from __future__ import annotations
@@ -22,7 +23,22 @@ from air.tools.sandbox import SandboxRunner, pin_protected
 from air.tools.seccomp import seccomp_program
 from air.tools.task_view import check_view_available, view_argv
 
-__all__ = ["CommandSpace", "SandboxProcess", "open_sandboxed", "start_sandboxed"]
+__all__ = ["CommandSpace", "SandboxProcess", "life_fd", "open_sandboxed", "start_sandboxed"]
+
+_life: tuple[int, int] | None = None
+
+
+def life_fd() -> int:
+    """The read end of this process's life pipe, whose write end no other process ever holds
+    (both ends are non-inheritable; only the read end is passed, to each sandbox), so it reads
+    EOF exactly when this process is gone. A sandbox checks it once bwrap armed its
+    parent-death signal (``SandboxRunner.argv``): a runtime killed between forking bwrap and
+    bwrap's own ``prctl`` (a few ms; the remote executor on a dropped link) no longer leaves
+    the command running on, unmarked, until recovery (IMPL-SBX-2)."""
+    global _life
+    if _life is None:
+        _life = os.pipe()
+    return _life[0]
 
 
 class CommandSpace:
@@ -125,6 +141,7 @@ def open_sandboxed(
             limits=space.limits if space is not None else None,
             read_only=space is not None and space.read_only,
             hidden=space.hidden if space is not None else (),
+            life_fd=life_fd(),
         )
         if space is not None:
             argv = space.wrap(argv, os.path.realpath(workspace))
@@ -135,7 +152,7 @@ def open_sandboxed(
             stderr=stderr,
             env=dict(env),
             start_new_session=True,
-            pass_fds=tuple(opened),
+            pass_fds=(*opened, life_fd()),
         )
     finally:
         for fd in opened:

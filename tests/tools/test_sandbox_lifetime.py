@@ -9,8 +9,10 @@ the air process still leaves none of its processes.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -20,7 +22,13 @@ from pathlib import Path
 import pytest
 
 from tests.tools.conftest import Env
-from tests.tools.sandbox_probe import REPO
+from tests.tools.sandbox_probe import (
+    IDENTITIES,
+    NOBODY,
+    REPO,
+    unprivileged_dir,
+    unprivileged_python,
+)
 
 
 async def _shell(env: Env, command: str, timeout_s: float) -> dict[str, object]:
@@ -96,3 +104,58 @@ def test_kill_9_of_air_during_a_long_command_leaves_no_process(tmp_path: Path) -
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+
+
+SPAWN_AND_DIE = """
+import os, sys, trio
+from air.tools.limits import ResourceLimits
+from air.tools.sandbox import SandboxRunner, sandbox_environment
+from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
+
+async def main():
+    here = os.getcwd()
+    proc = start_sandboxed(SandboxRunner(), sys.argv[1], workspace=here, cwd=here,
+                           network=False, env=sandbox_environment(os.environ),
+                           space=CommandSpace(ResourceLimits()))
+    os.write(1, b"%d\\n" % proc.pid)
+    os._exit(0)  # killed right after the fork, before bwrap armed its parent-death signal
+
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("identity", IDENTITIES)
+def test_a_command_whose_air_died_at_the_fork_never_runs_on(identity: str, tmp_path: Path) -> None:
+    """Before the life pipe, 4 runs of 4 left bwrap and ``sleep 600`` running for good (until
+    the next ``air`` start's recovery), unmarked; over a dropped link, the remote executor's."""
+    unprivileged = identity == "nobody"
+    where = unprivileged_dir() if unprivileged else tmp_path
+    python = unprivileged_python() if unprivileged else sys.executable
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
+        "HOME": str(where),
+    }
+    setpriv = [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
+    args = [f"600.{os.getpid()}{int(unprivileged)}{n}" for n in range(6)]
+    try:
+        for arg in args:
+            argv = [python, "-c", SPAWN_AND_DIE, f"sleep {arg}"]
+            done = subprocess.run(
+                ["setpriv", *setpriv, *argv] if unprivileged else argv,
+                cwd=where,
+                env=env,
+                capture_output=True,
+                check=False,
+                timeout=60,
+            )
+            assert done.returncode == 0, done.stderr
+            assert int(done.stdout) > 0  # bwrap was forked
+        deadline = time.monotonic() + 5
+        while any(_marked(a) for a in args) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert [a for a in args if _marked(a)] == []  # neither bwrap nor its sleep
+    finally:
+        for pid in (p for arg in args for p in _marked(arg)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
