@@ -5,7 +5,9 @@ A sandboxed command's environment is the sandbox's allowlist, so the marker swee
 bwrap's parent-death signal ends it with its spawner, except when the spawner (the remote
 executor, on its stdin's end: a dropped link) dies before bwrap armed that signal. Such a
 command then ran on for good (``sleep 600`` of the drops matrix, 2 of 21 scenarios in a loaded
-CI run). The guard is its tree's child subreaper and sweeps everything below it."""
+CI run). The guard is its tree's child subreaper and sweeps everything below it; the sandbox
+itself now also declines to run once its spawner is gone (the life pipe,
+tests/tools/test_sandbox_lifetime.py), so ``env_i_setsid`` is what shows the guard's sweep."""
 
 from __future__ import annotations
 
