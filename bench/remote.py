@@ -32,7 +32,8 @@ writes; needs root to read the remote user's processes for the canary).
 4. Workspace sync: a generated project (400 files, ~1.6 MiB, one dirty file) sent to the host
    (``push_base``) for a first and a second run (the second sends only what the host lacks),
    and a result taken back (``fetch_result``); bytes and seconds, against ``git worktree add``
-   of the same base locally.
+   of the same base locally; then a result of 200 MB that does not compress: seconds against
+   the small one and the parent's peak RSS growth (``--sync``: this part only).
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import argparse
 import fcntl
 import os
 import pwd
+import resource
 import statistics
 import subprocess
 import sys
@@ -396,8 +398,30 @@ async def sync_figures(host: HostConfig) -> None:
         await fetch_result(location, runs[-1])
         took = time.perf_counter() - t0
         print(f"  result back          {took * 1000:6.0f} ms  {took / local:5.1f}x local")
+        # a result of BIG_RESULT_MB new bytes that do not compress: time and the parent's peak
+        # RSS growth (a result bundle used to be read whole into memory, then written)
+        big = Path(runs[-1].worktree, "big.bin")
+        big.write_bytes(os.urandom(BIG_RESULT_MB << 20))  # noqa: ASYNC240 (the bench's files)
+        os.chown(big, *_owner(runs[-1].worktree))
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        t0 = time.perf_counter()
+        await fetch_result(location, runs[-1])
+        big_took = time.perf_counter() - t0
+        grew = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak) / 1024
+        print(
+            f"  result of {BIG_RESULT_MB} MB    {big_took * 1000:6.0f} ms  "
+            f"{big_took / took:5.1f}x the small one; parent peak RSS +{grew:.0f} MiB"
+        )
         for remote in runs:
             await gc_remote(remote)
+
+
+BIG_RESULT_MB = 200
+
+
+def _owner(path: str) -> tuple[int, int]:
+    st = os.stat(path)
+    return st.st_uid, st.st_gid
 
 
 def _slurm_host() -> HostConfig:
@@ -487,6 +511,7 @@ if __name__ == "__main__":
     parser.add_argument("--slurm", action="store_true", help="only the srun figures (part 5)")
     parser.add_argument("--calls", action="store_true", help="only the tool-call figures (part 6)")
     parser.add_argument("--output", action="store_true", help="only the output figures (part 7)")
+    parser.add_argument("--sync", action="store_true", help="only the sync figures (part 4)")
     args = parser.parse_args()
     if args.output:
         print(f"load {os.getloadavg()[0]:.1f}")
@@ -500,5 +525,8 @@ if __name__ == "__main__":
             trio.run(tool_call_figures, host, args.rounds, 20)
     elif args.slurm:
         trio.run(slurm_figures, args.rounds, args.trips)
+    elif args.sync:
+        print(f"load {os.getloadavg()[0]:.1f}")
+        trio.run(sync_figures, _host(args.host))
     else:
         trio.run(main, args.rounds, args.trips, _host(args.host))

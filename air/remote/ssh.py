@@ -38,6 +38,7 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes, worker_command
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
+from air.remote.bounded import STDOUT_MAX, run_bounded
 from air.remote.guard import IDENTITY_PREFIX, SSH_FAILED, parse_identity
 from air.remote.hosts import HostConfig
 
@@ -351,23 +352,28 @@ def _take_log(path: str) -> str:
 
 
 async def run_remote(
-    host: HostConfig, module: str, *args: str, stdin: bytes = b"", timeout_s: float = 60.0
+    host: HostConfig,
+    module: str,
+    *args: str,
+    stdin: bytes = b"",
+    timeout_s: float = 60.0,
+    max_stdout: int = STDOUT_MAX,
+    stdout_path: str | None = None,
 ) -> subprocess.CompletedProcess[bytes] | None:
     """``python -P -m MODULE ARGS`` on ``host`` over a fresh connection, with air's explicit
-    environment only; ``None`` when it did not end within ``timeout_s``."""
+    environment only, its output bounded (``air.remote.bounded``); ``None`` when it did not end
+    within ``timeout_s``."""
     line = " ".join(shlex.quote(a) for a in [host.python, "-P", "-m", module, *args])
     remote = f'exec env -i HOME="$HOME" PATH={REMOTE_PATH} LANG=C.UTF-8 {line}'
     argv = [*ssh_argv(host), "--", host.destination(), remote]
-    with trio.move_on_after(timeout_s):
-        return await trio.run_process(
-            argv,
-            stdin=stdin or subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            env=client_environment(),
-        )
-    return None
+    return await run_bounded(
+        argv,
+        env=client_environment(),
+        timeout_s=timeout_s,
+        stdin=stdin,
+        max_stdout=max_stdout,
+        stdout_path=stdout_path,
+    )
 
 
 async def sweep_remote(

@@ -17,8 +17,6 @@ import os
 import tempfile
 from typing import NamedTuple
 
-import trio
-
 from air.contracts.error import AirException, ErrorKind
 from air.remote.hosts import HostConfig
 from air.remote.login import run_on_host
@@ -27,6 +25,8 @@ from air.workspace.gitsafe import GitLocation, run_git
 __all__ = ["RemoteRun", "capture_base", "fetch_result", "gc_remote", "push_base"]
 
 IDENTITY = ("-c", "user.name=air", "-c", "user.email=air@localhost")
+RESULT_MAX = 4 << 30
+"""The largest result bundle taken from a host (written to a file as it comes, never held)."""
 
 
 class RemoteRun(NamedTuple):
@@ -121,8 +121,21 @@ async def push_base(
         raise _failed(
             f"cannot make the run's worktree on {host.name}", done.stderr if done else b""
         )
-    worktree = done.stdout.decode().strip().splitlines()[-1]
+    worktree = _worktree(done.stdout)
+    if worktree is None:
+        raise _failed(f"{host.name} named no worktree for the run", done.stdout[-2000:])
     return RemoteRun(host, run, base, worktree, len(bundle))
+
+
+def _worktree(stdout: bytes) -> str | None:
+    """The run's worktree as ``air.remote.repo receive`` names it (its last line): an absolute
+    path of printable UTF-8, as the host chose it."""
+    lines = stdout.strip().splitlines()
+    try:
+        path = lines[-1].decode() if lines else ""
+    except UnicodeDecodeError:
+        return None
+    return path if path.startswith("/") and path.isprintable() and len(path) <= 4096 else None
 
 
 async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
@@ -132,16 +145,22 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
         AirException(workspace_error): the host failed, or what came back does not descend
             from the base (then nothing is kept).
     """
-    done = await run_on_host(
-        remote.host, "air.remote.repo", "result", remote.host.workdir, remote.run, timeout_s=600
-    )
-    if done is None or done.returncode != 0:
-        raise _failed(
-            f"cannot take the result from {remote.host.name}", done.stderr if done else b""
-        )
     with tempfile.TemporaryDirectory(prefix="air-sync-") as tmp:
         path = os.path.join(tmp, "result.bundle")
-        await trio.Path(path).write_bytes(done.stdout)
+        done = await run_on_host(
+            remote.host,
+            "air.remote.repo",
+            "result",
+            remote.host.workdir,
+            remote.run,
+            timeout_s=600,
+            max_stdout=RESULT_MAX,
+            stdout_path=path,
+        )
+        if done is None or done.returncode != 0:
+            raise _failed(
+                f"cannot take the result from {remote.host.name}", done.stderr if done else b""
+            )
         await _git(location, "bundle", "verify", "-q", path)
         heads = (await _git(location, "bundle", "list-heads", path)).decode().split()
         result = heads[0] if heads else ""
