@@ -388,7 +388,9 @@ async def sweep_remote(
         pids = json.loads(done.stdout.decode().strip().splitlines()[-1])["signalled"]
     except (ValueError, KeyError, IndexError, TypeError):
         return None
-    return [int(p) for p in pids]
+    if not isinstance(pids, list) or not all(type(p) is int and 0 < p < 1 << 22 for p in pids):
+        return None  # not what air's guard reports: as if the host could not be reached
+    return pids
 
 
 class LeaseSender(trio.abc.SendStream):

@@ -2,10 +2,11 @@
 over this machine's sshd as the remote user (tests/remote/conftest.py).
 
 The host's ``python`` here is a wrapper that runs air's commands as they are, but one of them
-(``air.remote.repo known``, ``result`` or ``receive``) replaced. Before, the parent read a host
-command's whole stdout and stderr into memory until it ended or 60-600 s passed: a host printing
-without end grew the parent by what ssh carried (100+ MB/s here), and ``receive`` naming its
-worktree in bytes that are no UTF-8 ended ``air run`` with a UnicodeDecodeError."""
+(``air.remote.repo known``, ``result`` or ``receive``, ``air.remote.guard sweep``) replaced.
+Before, the parent read a host command's whole stdout and stderr into memory until it ended or
+60-600 s passed: a host printing without end grew the parent by what ssh carried (100+ MB/s
+here), and ``receive`` naming its worktree in bytes that are no UTF-8 ended ``air run`` with a
+UnicodeDecodeError."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from air.contracts.error import AirException
 from air.remote import sync
 from air.remote.bounded import STDERR_MAX, STDOUT_MAX
 from air.remote.hosts import HostConfig
+from air.remote.ssh import sweep_remote
 from air.remote.sync import fetch_result, gc_remote, push_base
 from air.workspace.gitsafe import locate_git
 from tests.gitrepo import git, init_repo
@@ -31,7 +33,7 @@ pytestmark = pytest.mark.slow
 WRAPPER = """\
 #!/bin/sh
 # the host's own python; one of air's host commands replaced
-if [ "$1 $2 $3 $4" = "-P -m air.remote.repo {command}" ]; then
+if [ "$1 $2 $3 $4" = "-P -m {command}" ]; then
   {replacement}
 fi
 exec {python} "$@"
@@ -71,7 +73,7 @@ async def test_a_host_command_printing_without_end_is_ended_at_its_bound(
     remote_host: HostConfig, project: Path, stream: str, bound: int
 ) -> None:
     endless = ENDLESS if stream == "stdout" else ENDLESS + " >&2"
-    for host in _host(remote_host, "known", endless):
+    for host in _host(remote_host, "air.remote.repo known", endless):
         location = locate_git(str(project), project_root=str(project))
         with trio.fail_after(50), pytest.raises(AirException) as info:  # the call's own 60 s
             await push_base(host, location, "run_endless_" + os.urandom(4).hex())
@@ -87,7 +89,7 @@ async def test_a_result_over_its_bound_is_refused_and_nothing_kept(
     location = locate_git(str(project), project_root=str(project))
     remote = await push_base(remote_host, location, "run_big_" + os.urandom(4).hex())
     try:
-        for host in _host(remote_host, "result", ENDLESS):
+        for host in _host(remote_host, "air.remote.repo result", ENDLESS):
             with trio.fail_after(50), pytest.raises(AirException) as info:
                 await fetch_result(location, remote._replace(host=host))
         assert info.value.kind == "workspace_error"
@@ -103,9 +105,29 @@ async def test_a_result_over_its_bound_is_refused_and_nothing_kept(
 async def test_a_worktree_the_host_cannot_name_is_one_error(
     remote_host: HostConfig, project: Path, named: str
 ) -> None:
-    for host in _host(remote_host, "receive", f"cat > /dev/null; {named}; exit 0"):
+    for host in _host(remote_host, "air.remote.repo receive", f"cat > /dev/null; {named}; exit 0"):
         location = locate_git(str(project), project_root=str(project))
         with pytest.raises(AirException) as info:
             await push_base(host, location, "run_named_" + os.urandom(4).hex())
         assert info.value.kind == "workspace_error"
         assert "named no worktree for the run" in info.value.error.message
+
+
+@pytest.mark.parametrize(
+    "report",
+    [
+        '{"signalled": ["x"]}',
+        '{"signalled": 5}',
+        '{"signalled": {"1": 2}}',
+        '{"signalled": [1e400]}',
+    ],
+    ids=["str", "int", "dict", "inf"],
+)
+async def test_a_sweep_report_unlike_the_guards_is_no_report(
+    remote_host: HostConfig, report: str
+) -> None:
+    """Before, ``int()`` of each entry ran outside the parse: a ValueError or TypeError out of
+    the session's close or the recovery sweep."""
+    for host in _host(remote_host, "air.remote.guard sweep", f"echo '{report}'; exit 0"):
+        assert await sweep_remote(host, ["no-such-marker"]) is None
+    assert await sweep_remote(remote_host, ["no-such-marker"]) == []
