@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import json
 import shlex
-import subprocess
 from typing import NamedTuple
 
-import trio
-
+from air.remote.bounded import run_bounded
 from air.remote.hosts import HostConfig
 from air.remote.ssh import REMOTE_PATH, classify_ssh_failure, client_environment, ssh_argv
 
@@ -69,16 +67,7 @@ async def probe_host(
     """Connect to ``host`` once and say what works there and what to fix."""
     remote = f"exec env -i PATH={REMOTE_PATH} LANG=C.UTF-8 {shlex.quote(host.python)} -P -c "
     argv = [*ssh_argv(host), "--", host.destination(), remote + shlex.quote(PROBE_SCRIPT)]
-    done = None
-    with trio.move_on_after(timeout_s):
-        done = await trio.run_process(
-            argv,
-            stdin=subprocess.DEVNULL,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-            env=client_environment(),
-        )
+    done = await run_bounded(argv, env=client_environment(), timeout_s=timeout_s)
     if done is None:
         return [
             HostFinding(
@@ -108,6 +97,8 @@ async def probe_host(
     try:
         facts = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
+        facts = None
+    if not isinstance(facts, dict):  # no line, or not the probe's: the host chose it
         found.append(
             HostFinding(
                 "python",
@@ -159,7 +150,9 @@ def _facts(host: HostConfig, facts: dict[str, object], local_air: str) -> list[H
                 )
             )
             continue
-        version_line = " ".join(info.get("version") or []) or "unknown version"
+        said = info.get("version")
+        words = [str(w) for w in said] if isinstance(said, list) else [str(said or "")]
+        version_line = " ".join(words).strip() or "unknown version"
         if tool == "bwrap" and not info.get("sandbox"):
             found.append(
                 HostFinding(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from air.remote.hosts import HostConfig
+from tests.remote.conftest import remote_uid
 
 pytestmark = pytest.mark.slow
 
@@ -54,3 +55,51 @@ def test_doctor_host_names_an_unknown_host_key_and_its_fix(
     assert problem["severity"] == "blocking"
     assert "host key" in problem["message"]
     assert "known_hosts" in problem["user_action"]
+
+
+FORGED_PROBE = {
+    "list": '{"air": "0.1.0"}\n[1]',  # the last line is read: a list
+    "odd-versions": json.dumps(
+        {
+            "air": "0.1.0",
+            "protocol": 1,
+            "git": {"path": "/usr/bin/git", "version": [1, None]},
+            "bwrap": {"path": "/usr/bin/bwrap", "version": "one string", "sandbox": True},
+        }
+    ),
+}
+
+
+@pytest.mark.parametrize("forged", sorted(FORGED_PROBE))
+def test_doctor_host_reads_a_probe_answer_it_did_not_write(
+    tmp_path: Path, remote_host: HostConfig, forged: str
+) -> None:
+    """The host answers the probe (the host chose the answer): before, ``[1]`` ended ``air
+    doctor --host`` with an AttributeError, a version list of numbers with a TypeError."""
+    where = Path(remote_host.workdir, f"probe-{os.urandom(4).hex()}")
+    where.mkdir()
+    wrapper = where / "python"
+    answer = FORGED_PROBE[forged].replace("'", "'\\''")
+    wrapper.write_text(
+        f'#!/bin/sh\nif [ "$1 $2" = "-P -c" ]; then echo \'{answer}\'; exit 0; fi\n'
+        f'exec {remote_host.python} "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    for path in (where, wrapper):
+        os.chown(path, remote_uid(), remote_uid())
+    try:
+        done = _doctor(tmp_path, remote_host, python=str(wrapper))
+    finally:
+        wrapper.unlink()
+        where.rmdir()
+    assert "Traceback" not in done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    if forged == "list":
+        assert done.returncode == 1, done.stdout + done.stderr
+        [problem] = report["issues"]
+        assert problem["check"] == "host.box.python"
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        [check] = [c for c in report["checks"] if c["check"] == "host.box"]
+        assert "git: 1 None (/usr/bin/git)" in check["found"], check
+        assert "bwrap: one string (/usr/bin/bwrap)" in check["found"], check
