@@ -25,27 +25,9 @@ from air.remote.hosts import HostConfig
 from air.remote.ssh import client_environment, remote_command, ssh_argv
 from tests.remote.conftest import CHECKOUT, process_uid, remote_uid
 from tests.remote.test_executor_session import make_worktree
+from tests.tools.sandbox_probe import SPAWN_AND_DIE
 
 pytestmark = pytest.mark.slow
-
-SPAWN_AND_DIE = """
-import os, sys, trio
-from air.tools.limits import ResourceLimits
-from air.tools.sandbox import SandboxRunner, sandbox_environment
-from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
-
-async def main():
-    here = os.getcwd()
-    proc = start_sandboxed(SandboxRunner(), sys.argv[1], workspace=here, cwd=here,
-                           network=False, env=sandbox_environment(os.environ),
-                           space=CommandSpace(ResourceLimits()))
-    os.write(1, b"%d\\n" % proc.pid)
-    os._exit(0)  # as the executor does when its stdin ends, before bwrap's prctl
-
-trio.run(main)
-"""
-"""The remote executor's death right after it started a sandboxed command (bwrap's PID on
-stdout)."""
 
 
 def _orphan(kind: str, python: str, sleep: str) -> list[str]:

@@ -191,6 +191,26 @@ class Probe:
         self.proc.wait(timeout=30)
 
 
+SPAWN_AND_DIE = """
+import os, sys, trio
+from air.tools.limits import ResourceLimits
+from air.tools.sandbox import SandboxRunner, sandbox_environment
+from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
+
+async def main():
+    here = os.getcwd()
+    proc = start_sandboxed(SandboxRunner(), sys.argv[1], workspace=here, cwd=here,
+                           network=False, env=sandbox_environment(os.environ),
+                           space=CommandSpace(ResourceLimits()))
+    os.write(1, b"%d\\n" % proc.pid)
+    os._exit(0)  # right after the fork, before bwrap armed its parent-death signal
+
+trio.run(main)
+"""
+"""``python -c SPAWN_AND_DIE COMMAND``: a runtime (air, the remote executor on its stdin's end)
+killed right after it started a sandboxed command in its working directory; prints bwrap's PID."""
+
+
 IDENTITIES = ["self", "nobody"] if os.geteuid() == 0 else ["self"]
 """Who runs air in the sandbox tests: the suite's own user, and ``nobody`` when that is root."""
 

@@ -26,6 +26,7 @@ from tests.tools.sandbox_probe import (
     IDENTITIES,
     NOBODY,
     REPO,
+    SPAWN_AND_DIE,
     unprivileged_dir,
     unprivileged_python,
 )
@@ -104,24 +105,6 @@ def test_kill_9_of_air_during_a_long_command_leaves_no_process(tmp_path: Path) -
         if driver.poll() is None:
             driver.kill()
             driver.wait()
-
-
-SPAWN_AND_DIE = """
-import os, sys, trio
-from air.tools.limits import ResourceLimits
-from air.tools.sandbox import SandboxRunner, sandbox_environment
-from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
-
-async def main():
-    here = os.getcwd()
-    proc = start_sandboxed(SandboxRunner(), sys.argv[1], workspace=here, cwd=here,
-                           network=False, env=sandbox_environment(os.environ),
-                           space=CommandSpace(ResourceLimits()))
-    os.write(1, b"%d\\n" % proc.pid)
-    os._exit(0)  # killed right after the fork, before bwrap armed its parent-death signal
-
-trio.run(main)
-"""
 
 
 @pytest.mark.parametrize("identity", IDENTITIES)
