@@ -34,18 +34,24 @@ async def run_bounded(
 ) -> subprocess.CompletedProcess[bytes] | None:
     """Run ``argv``; its stdout (empty when written to ``stdout_path``), stderr and exit code,
     or ``None`` when it did not end within ``timeout_s`` (it is killed)."""
-    process = await trio.lowlevel.open_process(
-        list(argv),
-        stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env,
-        cwd=cwd,
-    )
+    sink = None if stdout_path is None else await trio.open_file(stdout_path, "wb")
+    try:
+        process = await trio.lowlevel.open_process(
+            list(argv),
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            cwd=cwd,
+        )
+    except BaseException:
+        if sink is not None:
+            with trio.CancelScope(shield=True):
+                await sink.aclose()
+        raise
     out: list[bytes] = []
     err: list[bytes] = []
     over: list[str] = []
-    sink = None if stdout_path is None else await trio.open_file(stdout_path, "wb")
 
     async def keep_out(chunk: bytes) -> None:
         if sink is None:
