@@ -5,26 +5,29 @@ as one commit on HEAD; untracked files, ``.env`` among them, are never part of i
 ``RemoteRun`` (where a run's worktree is on the host), ``push_base`` (a bundle of the base
 without the commits the host's cache already has, sent over ssh to ``air.remote.repo receive``:
 a per-run bare repository and worktree there, no remotes, no credentials), ``fetch_result``
-(the remote worktree as a commit, back as a bundle, unbundled here and refused unless it
-descends from the base; the caller then runs the same write-area check and merge as for a local
-task) and ``gc_remote``. Every local git command is air's hardened one.
+(the remote worktree as a commit, back as a bundle of one head, unbundled here and refused
+unless it descends from the base; the caller then runs the same write-area check and merge as
+for a local task) and ``gc_remote``. Every local git command is air's hardened one.
 """
 
 from __future__ import annotations
 
 import math
 import os
+import re
 import tempfile
 from typing import NamedTuple
 
 from air.contracts.error import AirException, ErrorKind
 from air.remote.hosts import HostConfig
 from air.remote.login import run_on_host
-from air.workspace.gitsafe import GitLocation, run_git
+from air.workspace.gitsafe import GitLocation, run_git, run_git_bounded
 
 __all__ = ["RemoteRun", "capture_base", "fetch_result", "gc_remote", "push_base"]
 
 IDENTITY = ("-c", "user.name=air", "-c", "user.email=air@localhost")
+_HEAD = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) refs/air/result")
+"""The one head of a result bundle as ``air.remote.repo result`` makes it."""
 RESULT_MAX = 4 << 30
 """The largest result bundle taken from a host (written to a file as it comes, never held)."""
 
@@ -162,11 +165,15 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
                 f"cannot take the result from {remote.host.name}", done.stderr if done else b""
             )
         await _git(location, "bundle", "verify", "-q", path)
-        heads = (await _git(location, "bundle", "list-heads", path)).decode().split()
-        result = heads[0] if heads else ""
+        # air's host makes one head (refs/air/result); a bundle may carry any number of refs
+        listed, cut = await run_git_bounded(location, "bundle", "list-heads", path, limit=4096)
+        heads = listed.stdout.splitlines()
+        if cut or len(heads) != 1 or not _HEAD.fullmatch(heads[0]):
+            raise _failed(f"the result from {remote.host.name} is not one commit", listed.stdout)
+        result = heads[0].split()[0].decode()
         await _git(location, "bundle", "unbundle", path)
     ancestry = await run_git(location, "merge-base", "--is-ancestor", remote.base, result)
-    if len(result) != 40 or ancestry.returncode != 0:
+    if ancestry.returncode != 0:
         raise _failed(
             f"the result from {remote.host.name} does not descend from the base {remote.base[:12]}"
         )

@@ -131,3 +131,31 @@ async def test_a_sweep_report_unlike_the_guards_is_no_report(
     for host in _host(remote_host, "air.remote.guard sweep", f"echo '{report}'; exit 0"):
         assert await sweep_remote(host, ["no-such-marker"]) is None
     assert await sweep_remote(remote_host, ["no-such-marker"]) == []
+
+
+TWO_HEADS = (
+    'repo="$5/runs/$6/repo.git"; {python} -P -m air.remote.repo result "$5" "$6" >/dev/null '
+    '&& exec git -C "$repo" bundle create -q - refs/air/result refs/air/base'
+)
+
+
+async def test_a_result_bundle_of_more_than_one_head_is_refused(
+    remote_host: HostConfig, project: Path
+) -> None:
+    """air's host makes one head (``refs/air/result``); before, the parent took the first of
+    any number (every ref's line read into memory, then unbundled)."""
+    location = locate_git(str(project), project_root=str(project))
+    remote = await push_base(remote_host, location, "run_heads_" + os.urandom(4).hex())
+    try:
+        replacement = TWO_HEADS.format(python=remote_host.python)
+        for host in _host(remote_host, "air.remote.repo result", replacement):
+            with pytest.raises(AirException) as info:
+                await fetch_result(location, remote._replace(host=host))
+        assert info.value.kind == "workspace_error"
+        assert "is not one commit" in info.value.error.message
+        assert git(project, "for-each-ref", "refs/air/remote/") == ""
+        assert (await fetch_result(location, remote)) == git(  # air's own host: taken
+            project, "rev-parse", f"refs/air/remote/{remote.run}"
+        )
+    finally:
+        assert await gc_remote(remote)
