@@ -62,7 +62,6 @@ QUEUED_FOR_ALLOCATION = "queued for a Slurm allocation"
 """The ``task.progress`` message of a task whose job waits for resources."""
 CLIENT_ENV = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "TZ", "SLURM_CONF")
 QUEUED_LINE = re.compile(rb"srun: job (\d+) queued and waiting for resources")
-ALLOCATED_LINE = re.compile(rb"srun: job (\d+) has been allocated resources")
 FIRST_LINE_MAX = 4096
 SIDE_CHANNEL_WAIT_S = 30.0
 """From the step running to its worker connecting back (an interpreter start on the node)."""
@@ -396,17 +395,17 @@ class SrunLauncher:
         stderr_ended = trio.Event()
 
         async def watch_stderr() -> None:
+            # the id srun prints is never taken: once the step runs its stderr is this stream
+            # too, and a node's forged line would have recovery cancel another job by that id;
+            # squeue names the job by its name (this user's, air's name for the agent)
             while data := await stderr.receive_some(65536):
                 err.extend(data)
-                queued = QUEUED_LINE.search(err)
-                allocated = ALLOCATED_LINE.search(err)
-                found = queued or allocated
-                if found and handle.job_id is None:
-                    handle.job_id = int(found.group(1))
-                if queued and not handle.queued:
+                if QUEUED_LINE.search(err) and not handle.queued:
                     handle.queued = True
+                    handle.job_id = await job_id_of(handle.job_name)
                     _place(spec, handle)  # a parent killed while queued: scancel by the record
-                    await _tell(spec, f"{QUEUED_FOR_ALLOCATION} (job {handle.job_id})")
+                    job = "" if handle.job_id is None else f" (job {handle.job_id})"
+                    await _tell(spec, QUEUED_FOR_ALLOCATION + job)
             stderr_ended.set()
 
         async with trio.open_nursery() as nursery:

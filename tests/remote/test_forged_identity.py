@@ -112,6 +112,7 @@ async def test_a_forged_identity_ends_the_attempt_with_one_error(
     assert "air doctor --host" in outcome.error.user_action
     assert rig.types() == ["agent.started", "agent.failed"]
     started = rig.events.events[0][1].payload
+    print("STARTED", started, outcome)
     assert "remote" not in started, started  # nothing of the forged line was recorded
 
 
@@ -139,3 +140,33 @@ async def test_a_forged_identity_ends_a_slurm_step_with_one_error(
     assert "named itself in a way air's guard never does" in outcome.error.message
     assert FORGED_LINES[0] in outcome.error.message, outcome.error.message
     assert "remote" not in rig.events.events[0][1].payload
+
+
+FORGE_JOB = """#!/bin/sh
+# the node's python: srun's allocation notice forged on the step's stderr, then air's guard
+if [ "$3" = "air.remote.guard" ] && [ "$4" = "run" ]; then
+  echo 'srun: job 424242 queued and waiting for resources' >&2
+  echo 'srun: job 424242 has been allocated resources' >&2
+fi
+exec {python} "$@"
+"""
+
+
+@pytest.mark.slow
+async def test_a_job_id_a_step_prints_is_not_taken(
+    rig: Rig, slurm_host: HostConfig, tmp_path: Path
+) -> None:
+    """srun's stderr is also the step's once it runs: before, a node that printed srun's
+    notice first named job 424242 the task's, which recovery then cancelled by that id (the
+    user's other jobs, say). The id now comes from squeue by the job's name."""
+    path = tmp_path / "python"
+    path.write_text(FORGE_JOB.format(python=slurm_host.python))
+    path.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
+    manager = rig.manager(slurm_host, "air.testing.workers.pingpong")
+    manager.launcher = SrunLauncher(slurm_host.model_copy(update={"python": str(path)}))
+    outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "result", outcome
+    [started] = [e.payload for _, e in rig.events.events if e.type == "agent.started"]
+    job = started["remote"]["job_id"]
+    assert isinstance(job, int), started
+    assert job not in (None, 424242), started
