@@ -4,6 +4,7 @@ and its cassettes (``RUN``); and how many events each session in a ``.air/local`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import site
 import sqlite3
@@ -46,6 +47,8 @@ def session_events(local: Path) -> dict[str, int]:
     """Session id -> its event count, for every session database under ``local``."""
     counts = {}
     for db in sorted(local.glob("sessions/*/session.db")):
-        with sqlite3.connect(db) as conn:
+        # closed here, not whenever the garbage collector gets to it (``with`` on a connection
+        # only commits): its close removes the WAL file, which tests compare byte for byte
+        with contextlib.closing(sqlite3.connect(db)) as conn:
             counts[db.parent.name] = conn.execute("SELECT count(*) FROM events").fetchone()[0]
     return counts
