@@ -153,7 +153,7 @@ exec {python} "$@"
 
 
 @pytest.mark.slow
-async def test_a_job_id_a_step_prints_is_not_taken(
+async def test_a_slurm_job_id_a_step_prints_is_not_taken(
     rig: Rig, slurm_host: HostConfig, tmp_path: Path
 ) -> None:
     """srun's stderr is also the step's once it runs: before, a node that printed srun's
