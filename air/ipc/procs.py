@@ -187,13 +187,16 @@ def find_marked(marker: str, *, max_age_s: float = 0.0, started_since: int = 0) 
     return _marked(procs, marker, started_since)
 
 
-def find_marked_or_below(markers: list[str], root: int) -> list[int]:
+def find_marked_or_below(markers: list[str], root: int | None) -> list[int]:
     """From one fresh scan: live processes that carry one of ``markers`` or descend from
-    ``root`` (not ``root`` itself). A child subreaper's descendants include every orphan of its
-    tree, marked or not: a sandboxed command (its environment is the sandbox's own allowlist)
-    whose spawner died before bwrap's parent-death signal was armed (IMPL-REMOTE-3)."""
+    ``root`` (not ``root`` itself; None: the marked ones only). A child subreaper's descendants
+    include every orphan of its tree, marked or not: a sandboxed command (its environment is
+    the sandbox's own allowlist) whose spawner died before bwrap's parent-death signal was
+    armed (IMPL-REMOTE-3)."""
     _, procs = _snapshot(time.monotonic())
     found = {pid for marker in markers for pid in _marked(procs, marker)}
+    if root is None:
+        return sorted(found)
     children: dict[int, list[int]] = {}
     for p in procs:
         if p.state not in ("Z", "X"):

@@ -33,7 +33,7 @@ import time
 from typing import Any
 
 import air
-from air.ipc.procs import MARKER_ENV, find_marked, find_marked_or_below, read_identity
+from air.ipc.procs import MARKER_ENV, find_marked_or_below, read_identity
 
 __all__ = [
     "EXECUTOR_INPUT_ENDED",
@@ -70,13 +70,8 @@ def sweep_marked(
     SIGKILL the rest; returns every PID signalled."""
     me = os.getpid()
 
-    def found() -> set[int]:
-        if descendants:
-            return set(find_marked_or_below(markers, me))
-        pids: set[int] = set()
-        for marker in markers:
-            pids.update(p for p in find_marked(marker) if p != me)
-        return pids
+    def found() -> set[int]:  # one /proc scan (it never lists this process)
+        return set(find_marked_or_below(markers, me if descendants else None))
 
     signalled = found()
     for pid in signalled:

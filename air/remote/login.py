@@ -16,7 +16,7 @@ import subprocess
 
 from air.remote.bounded import STDOUT_MAX, run_bounded
 from air.remote.hosts import HostConfig
-from air.remote.ssh import REMOTE_PATH, run_remote
+from air.remote.ssh import REMOTE_PATH, client_environment, module_argv
 
 __all__ = ["run_on_host"]
 
@@ -34,23 +34,18 @@ async def run_on_host(
     (``air.remote.bounded``: ``max_stdout`` bytes, in memory or in ``stdout_path``); ``None``
     when it did not end within ``timeout_s``."""
     if host.launcher != "slurm":
-        return await run_remote(
-            host,
-            module,
-            *args,
-            stdin=stdin,
-            timeout_s=timeout_s,
-            max_stdout=max_stdout,
-            stdout_path=stdout_path,
-        )
-    home = pwd.getpwuid(os.getuid()).pw_dir
-    env = {"HOME": home, "PATH": REMOTE_PATH, "LANG": "C.UTF-8"}
+        argv, env, cwd = module_argv(host, module, *args), client_environment(), None
+    else:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+        argv = [host.python, "-P", "-m", module, *args]
+        env = {"HOME": home, "PATH": REMOTE_PATH, "LANG": "C.UTF-8"}
+        cwd = home  # a relative work directory is the home's, as over ssh
     return await run_bounded(
-        [host.python, "-P", "-m", module, *args],
+        argv,
         env=env,
         timeout_s=timeout_s,
         stdin=stdin,
-        cwd=home,  # a relative work directory is the home's, as over ssh
+        cwd=cwd,
         max_stdout=max_stdout,
         stdout_path=stdout_path,
     )

@@ -40,7 +40,7 @@ from air.ipc.protocol import LineEncoder
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
-from air.remote.ssh import REMOTE_PATH, _remote_worker
+from air.remote.ssh import REMOTE_PATH, _remote_worker, forged_identity
 
 __all__ = [
     "QUEUED_FOR_ALLOCATION",
@@ -434,14 +434,12 @@ class SrunLauncher:
         of the guard's line (a guard's line air cannot read: that line)."""
         host = self.host
         if out.startswith(IDENTITY_PREFIX):
-            line = out.partition(b"\n")[0][:QUOTE_BYTES].decode("utf-8", "replace")
+            problem, action = forged_identity(host, out.partition(b"\n")[0][:QUOTE_BYTES])
             error = make_air_error(
                 kind=ErrorKind.ENVIRONMENT_ERROR,
-                message=f"the guard on {host.name} named itself in a way air's guard never "
-                f"does: {line!r}",
+                message=problem,
                 retryability="never",
-                user_action=f"Reinstall air for {host.python} on {host.name}'s nodes and check "
-                f"the host with `air doctor --host {host.name}`.",
+                user_action=action,
             )
         else:
             said = (err or out)[:QUOTE_BYTES].decode("utf-8", "replace").strip()

@@ -12,8 +12,9 @@ line — a login script's output — become one non-retried ``protocol.error`` q
 been silent for a third of the lease), ``SshHandle`` (the local ssh client as the worker's
 handle: killing it closes the connection, so the remote guard ends the worker's tree; then a
 sweep over a fresh connection; ssh's own messages go to a log of their own, ``-E``),
-``run_remote`` (one air module run on the host over a fresh connection),
-``classify_ssh_failure`` (ssh's message as a cause and a fix) and ``sweep_remote`` (the
+``module_argv`` and ``run_remote`` (one air module run on the host over a fresh connection),
+``classify_ssh_failure`` (ssh's message as a cause and a fix), ``forged_identity`` (a guard's
+line air cannot read, as a cause and a fix) and ``sweep_remote`` (the
 sweeper: after every kill, before a launch when an earlier sweep could not reach the host, and
 ``SshLauncher.sweep`` at session end). The run marker travels in the remote environment, as
 locally.
@@ -38,7 +39,7 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes, worker_command
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
-from air.remote.bounded import STDOUT_MAX, run_bounded
+from air.remote.bounded import run_bounded
 from air.remote.guard import IDENTITY_PREFIX, SSH_FAILED, parse_identity
 from air.remote.hosts import HostConfig
 
@@ -50,6 +51,8 @@ __all__ = [
     "SshLauncher",
     "classify_ssh_failure",
     "client_environment",
+    "forged_identity",
+    "module_argv",
     "open_ssh_master",
     "remote_command",
     "run_remote",
@@ -189,6 +192,16 @@ def classify_ssh_failure(host: HostConfig, stderr: str) -> tuple[str, str]:
     )
 
 
+def forged_identity(host: HostConfig, line: bytes) -> tuple[str, str]:
+    """A guard's first line that ``parse_identity`` refused, as what went wrong and what to do."""
+    quoted = line.decode("utf-8", "replace")
+    return (
+        f"the guard on {host.name} named itself in a way air's guard never does: {quoted!r}",
+        f"Reinstall air for {host.python} on {host.name} and check the host with "
+        f"`air doctor --host {host.name}`.",
+    )
+
+
 def client_environment() -> dict[str, str]:
     """The environment of the local ssh client (an allowlist of ``os.environ``)."""
     return {k: os.environ[k] for k in CLIENT_ENV if k in os.environ}
@@ -274,13 +287,7 @@ class NoiseGuard(trio.abc.ReceiveStream):
         )
 
     def _forged(self, line: bytes) -> bytes:
-        host = self.handle.host
-        quoted = line[:NOISE_QUOTE_BYTES].decode("utf-8", "replace")
-        return self._error(
-            f"the guard on {host.name} named itself in a way air's guard never does: {quoted!r}",
-            f"Reinstall air on {host.destination()} and check the host with "
-            f"`air doctor --host {host.name}`.",
-        )
+        return self._error(*forged_identity(self.handle.host, line[:NOISE_QUOTE_BYTES]))
 
     def _error(self, message: str, user_action: str) -> bytes:
         error = make_air_error(
@@ -351,29 +358,21 @@ def _take_log(path: str) -> str:
         shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
-async def run_remote(
-    host: HostConfig,
-    module: str,
-    *args: str,
-    stdin: bytes = b"",
-    timeout_s: float = 60.0,
-    max_stdout: int = STDOUT_MAX,
-    stdout_path: str | None = None,
-) -> subprocess.CompletedProcess[bytes] | None:
-    """``python -P -m MODULE ARGS`` on ``host`` over a fresh connection, with air's explicit
-    environment only, its output bounded (``air.remote.bounded``); ``None`` when it did not end
-    within ``timeout_s``."""
+def module_argv(host: HostConfig, module: str, *args: str) -> list[str]:
+    """The ssh client's argv running ``python -P -m MODULE ARGS`` on ``host`` over a fresh
+    connection, with air's explicit environment only."""
     line = " ".join(shlex.quote(a) for a in [host.python, "-P", "-m", module, *args])
     remote = f'exec env -i HOME="$HOME" PATH={REMOTE_PATH} LANG=C.UTF-8 {line}'
-    argv = [*ssh_argv(host), "--", host.destination(), remote]
-    return await run_bounded(
-        argv,
-        env=client_environment(),
-        timeout_s=timeout_s,
-        stdin=stdin,
-        max_stdout=max_stdout,
-        stdout_path=stdout_path,
-    )
+    return [*ssh_argv(host), "--", host.destination(), remote]
+
+
+async def run_remote(
+    host: HostConfig, module: str, *args: str, timeout_s: float = 60.0
+) -> subprocess.CompletedProcess[bytes] | None:
+    """``module_argv`` run, its output bounded (``air.remote.bounded``); ``None`` when it did
+    not end within ``timeout_s``."""
+    argv = module_argv(host, module, *args)
+    return await run_bounded(argv, env=client_environment(), timeout_s=timeout_s)
 
 
 async def sweep_remote(
