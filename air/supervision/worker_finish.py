@@ -143,7 +143,10 @@ def _stderr_artifact(sup: Supervisor, run: WorkerRun) -> ArtifactRef | None:
         return None
     text = bytes(run.proc.stderr_tail).decode("utf-8", "replace")
     if run.logs:
-        text = "\n".join(run.logs) + ("\n--- stderr ---\n" + text if text else "")
+        logs = "\n".join(run.logs)
+        if run.logs_dropped:
+            logs = f"[{run.logs_dropped} earlier log messages not kept]\n{logs}"
+        text = logs + ("\n--- stderr ---\n" + text if text else "")
     if not text.strip():
         return None
     return artifact(sup, run, "worker-stderr", text, artifact_type=ArtifactType.LOG)

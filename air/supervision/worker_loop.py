@@ -34,6 +34,7 @@ from air.supervision.worker_run import (
     WorkerRun,
     emit,
     err,
+    keep_log,
     redact,
     worker_error,
 )
@@ -116,7 +117,7 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
     if kind == "event":
         await worker_event(sup, run, msg)
     elif kind == "log":
-        run.logs.append(redact(sup, str(msg.payload.get("message", ""))[:2000]))
+        keep_log(run, redact(sup, str(msg.payload.get("message", ""))[:2000]))
     elif kind == "worker.checkpoint":
         run.checkpoint = dict(msg.payload)
         ident = run.proc.identity

@@ -11,6 +11,7 @@ running phase ended) and the plumbing every part uses: ``send`` / ``control`` to
 from __future__ import annotations
 
 import math
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ if TYPE_CHECKING:  # built once a worker calls a tool or sends its result (IMPL-
 
 __all__ = [
     "CONTRACT",
+    "LOG_KEEP_BYTES",
     "TEMPLATE",
     "ArtifactSink",
     "ContextProvider",
@@ -58,6 +60,7 @@ __all__ = [
     "emit",
     "err",
     "is_cancel",
+    "keep_log",
     "new_run",
     "redact",
     "say_progress",
@@ -182,7 +185,15 @@ class WorkerRun:
     """Where the launcher placed the worker (``LaunchSpec.placed``): run record, agent.started."""
     launch_scope: trio.CancelScope | None = None
     """While the launcher places the worker (a queued Slurm job): a cancel ends the wait."""
-    logs: list[str] = field(default_factory=list)
+    logs: deque[str] = field(default_factory=deque)
+    """The worker's ``log`` messages, the newest ``LOG_KEEP_BYTES`` of them (``keep_log``)."""
+    log_bytes: int = 0
+    logs_dropped: int = 0
+    model_turns: int = 0
+    """The ``provider.complete`` calls the parent served this attempt (``worker_tools``)."""
+    model_cost_usd: float = 0.0
+    cost_reached_at: int | None = None
+    """The served turn whose cost reached the task's ``max_cost_usd``, if one did."""
     verified: dict[str, bool] = field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None
     pacer: CheckpointPacer = field(default_factory=CheckpointPacer)
@@ -227,6 +238,20 @@ class WorkerRun:
             self.end = end
         if self.tasks_scope is not None:
             self.tasks_scope.cancel()
+
+
+LOG_KEEP_BYTES = 1024 * 1024
+"""How much of a worker's ``log`` messages the parent keeps for its stderr artifact: the newest
+(a worker that logs without end never grows the parent; a log line is cut at 2,000 characters)."""
+
+
+def keep_log(run: WorkerRun, text: str) -> None:
+    """Keep ``text`` as the worker's newest log message, dropping the oldest past the bound."""
+    run.logs.append(text)
+    run.log_bytes += len(text)
+    while run.log_bytes > LOG_KEEP_BYTES:
+        run.log_bytes -= len(run.logs.popleft())
+        run.logs_dropped += 1
 
 
 def new_run(request: SuperviseRequest) -> WorkerRun:

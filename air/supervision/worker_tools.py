@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from air.contracts.error import AirException, ErrorKind
+from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.ids import new_id
 from air.contracts.ipc import ToolCallPayload
 from air.supervision.conversation import Conversation, ConversationError
 from air.supervision.worker_checks import artifact, cap_text
-from air.supervision.worker_run import TEMPLATE, Supervisor, WorkerRun, err, send
+from air.supervision.worker_run import TEMPLATE, End, Supervisor, WorkerRun, err, send
 
 if TYPE_CHECKING:
     from air.contracts.tool_runs import ToolExecutionContext, ToolResultEnvelope
 
-__all__ = ["cap", "serve_tool"]
+__all__ = ["cap", "serve_tool", "turn_budget_breach"]
 
 
 def _context(run: WorkerRun) -> ToolExecutionContext:
@@ -147,10 +147,48 @@ def _conversation(sup: Supervisor, run: WorkerRun) -> Conversation:
     return run.conversation
 
 
+def turn_budget_breach(run: WorkerRun, grace_turns: int) -> AirError | None:
+    """Why the worker may not have another model turn this attempt, or None while it may.
+
+    The worker stops itself at its task's budget (``max_turns``, ``max_cost_usd``), then takes
+    at most ``grace_turns`` more to wrap up and one round to repair an invalid final answer
+    (``air.roles.loop``; runner-contract invariants 14 and 20). The parent, which makes the
+    calls and pays for them, holds every worker to that (IMPL-BUDGET-1): a worker whose loop
+    runs away — or that never counted — is ended, not served, past it.
+    """
+    limits = run.request.task_spec.constraints
+    allowed = limits.max_turns + grace_turns + 1
+    why = f"max_turns {limits.max_turns}"
+    if run.cost_reached_at is not None and run.cost_reached_at + grace_turns + 1 < allowed:
+        allowed = run.cost_reached_at + grace_turns + 1
+        why = f"max_cost_usd {limits.max_cost_usd} reached at turn {run.cost_reached_at}"
+    if run.model_turns < allowed:
+        return None
+    return make_air_error(
+        kind=ErrorKind.BUDGET_EXCEEDED,
+        message=f"the worker asked for model turn {run.model_turns + 1}; its task allows "
+        f"{allowed} ({why}, then {grace_turns} grace turns and one repair)",
+        retryability=Retryability.NEVER,
+        user_action="The worker did not stop at its budget: see its stderr log artifact.",
+    )
+
+
+def _count_turn(run: WorkerRun, cost_usd: float | None) -> None:
+    run.model_cost_usd += cost_usd or 0.0
+    max_cost = run.request.task_spec.constraints.max_cost_usd
+    if run.cost_reached_at is None and max_cost is not None and run.model_cost_usd >= max_cost:
+        run.cost_reached_at = run.model_turns
+
+
 async def _serve_provider(
     sup: Supervisor, run: WorkerRun, call_id: str, input: dict[str, Any]
 ) -> ToolResultEnvelope:
     run_id = new_id("tr")
+    breach = turn_budget_breach(run, sup.config.grace_turns)
+    if breach is not None:
+        run.stop(End("protocol_error", breach, False))  # ends the read loop: nothing served
+        return _provider_error(run_id, breach)
+    run.model_turns += 1
     try:
         request = _conversation(sup, run).turn(input)
     except ValidationError as exc:
@@ -168,6 +206,7 @@ async def _serve_provider(
     try:
         async for ev in sup.provider.complete(request):
             if ev.type == "message_stop":
+                _count_turn(run, ev.usage.cost_usd)
                 # imported once the first reply is in, not before the first request (IMPL-BOOT-12)
                 from air.contracts.tool_runs import ToolResultEnvelope
 
