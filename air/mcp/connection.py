@@ -3,10 +3,11 @@
 Owns ``open_connection`` (an async context manager: start or reach the server, ``initialize``)
 and ``McpConnection`` (``list_tools`` with pagination, ``call`` bounded by the server's
 ``timeout_s``). The SDK (``mcp``, anyio) runs under Trio (IMPL-MCP-1). A stdio server is
-started by the SDK in a session of its own (``start_new_session``) with a minimal environment
-plus the server's ``env`` and air's run marker (``air.ipc.procs.MARKER_ENV``), so the whole tree
-can be found and killed even when a descendant left the group (``air.mcp.service``); its
-stderr goes to ``errlog``, never to the terminal. Everything the SDK or the transport raises
+started by ``air.mcp.stdio`` (its messages bounded: IMPL-MCP-3) in a session of its own with a
+minimal environment plus the server's ``env`` and air's run marker
+(``air.ipc.procs.MARKER_ENV``), so the whole tree can be found and killed even when a
+descendant left the group (``air.mcp.service``); its stderr goes to ``errlog``, never to the
+terminal. Everything the SDK or the transport raises
 crosses this edge as an ``AirException``: ``config_error`` when the server cannot be started or
 initialised, ``tool_error`` / ``timeout`` for a call; a JSON-RPC error, a dead server and a hung
 one are values for the caller, never a crash.
@@ -25,6 +26,7 @@ from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
+from air.mcp.stdio import StdioLink, open_stdio
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -61,9 +63,13 @@ def _sdk() -> Any:
 class McpConnection:
     """An initialised session with ``server``: list its tools, call one."""
 
-    def __init__(self, server: McpServer, session: ClientSession) -> None:
+    def __init__(
+        self, server: McpServer, session: ClientSession, link: StdioLink | None = None
+    ) -> None:
         self.server = server
         self.session = session
+        self.link = link
+        """A stdio server's link (``air.mcp.stdio``): why air closed it, if it did."""
         self.closed: str | None = None
         """Why the connection is gone (None while it is open)."""
 
@@ -120,9 +126,11 @@ class McpConnection:
                 f"{self.server.source}.",
             ) from None
         except Exception as exc:  # JSON-RPC errors, a closed stream, HTTP failures
+            why = self.link.problem if self.link is not None else None
             raise AirException.of(
                 kind=ErrorKind.TOOL_ERROR,
-                message=f"MCP server {self.server.name}: {name} failed: {describe_error(exc)}",
+                message=f"MCP server {self.server.name}: {name} failed: "
+                f"{why or describe_error(exc)}",
                 user_action="Check the arguments against the tool's schema, or the server.",
             ) from None
 
@@ -167,17 +175,21 @@ async def open_connection(
     connection: McpConnection | None = None
     async with AsyncExitStack() as stack:
         try:
+            link: StdioLink | None = None
+            read: Any
+            write: Any
             if server.transport == "stdio":
                 assert server.command is not None
-                params = mcp.StdioServerParameters(
-                    command=server.command,
-                    args=list(server.args),
-                    env=_environment(server, marker),
-                    cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
+                link = await stack.enter_async_context(
+                    open_stdio(
+                        server.command,
+                        server.args,
+                        env=_environment(server, marker),
+                        cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
+                        errlog=errlog,
+                    )
                 )
-                read, write = await stack.enter_async_context(
-                    mcp.stdio_client(params, errlog=errlog)
-                )
+                read, write = link.read, link.write
             else:
                 import httpx2
                 from mcp.client.streamable_http import streamable_http_client
@@ -196,7 +208,7 @@ async def open_connection(
             session = await stack.enter_async_context(mcp.ClientSession(read, write))
             with trio.fail_after(START_TIMEOUT_S):  # not around the contexts: they
                 await session.initialize()  # open task groups of their own
-            connection = McpConnection(server, session)
+            connection = McpConnection(server, session, link)
         except trio.TooSlowError:
             raise AirException.of(
                 kind=ErrorKind.CONFIG_ERROR,

@@ -8,7 +8,8 @@ terminal must never render (ESC sequences, a bidi override, a carriage return) a
 collide once made API-legal (``a.b`` and ``a_b``), and whose calls fail as real servers fail:
 ``fail`` answers ``isError``, ``rpc_error`` a JSON-RPC error, ``hang`` never answers, ``die``
 exits; ``shapes`` has a schema in JSON Schema's less common legal forms, and with
-``--broken-schema`` a tool ``broken`` one no validator can read. Not a fake of a server air
+``--broken-schema`` a tool ``broken`` one no validator can read; with ``--floods`` the tools
+``flood`` and ``huge`` answer without end or over air's bound. Not a fake of a server air
 depends on: the client under test speaks to it as to any.
 """
 
@@ -52,6 +53,12 @@ BROKEN = {
     "inputSchema": {"type": "object", "properties": {"n": {"type": "string", "maxLength": "ten"}}},
 }
 """Listed too with ``--broken-schema``."""
+FLOODS = [
+    {"name": "flood", "description": "Never ends its answer.", "inputSchema": {"type": "object"}},
+    {"name": "huge", "description": "An answer of mib MiB.", "inputSchema": {"type": "object"}},
+]
+"""Listed too with ``--floods``: ``flood`` writes one line that never ends, ``huge`` one valid
+answer of ``mib`` MiB (40 unless the call says)."""
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -78,6 +85,15 @@ def _call(ident: Any, params: dict[str, Any]) -> None:
         return
     elif name == "die":
         os._exit(7)
+    elif name in ("flood", "huge"):
+        head = {"jsonrpc": "2.0", "id": ident, "result": {"content": [{"type": "text"}]}}
+        opened = json.dumps(head)[: -len("}]}}")] + ', "text": "'
+        sys.stdout.write(opened)
+        chunk = "x" * (1 << 20)
+        for _ in range(int(args.get("mib", 40))) if name == "huge" else iter(int, 1):
+            sys.stdout.write(chunk)  # until air ends it (a broken pipe)
+        sys.stdout.write('"}]}}\n')
+        sys.stdout.flush()
     else:
         text = json.dumps({"tool": name, "arguments": args}, sort_keys=True)
         _send(
@@ -100,6 +116,7 @@ def main() -> None:
             _send({"jsonrpc": "2.0", "id": ident, "result": result})
         elif method == "tools/list":
             tools = [*TOOLS, BROKEN] if "--broken-schema" in sys.argv else TOOLS
+            tools = [*tools, *FLOODS] if "--floods" in sys.argv else tools
             _send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
         elif method == "tools/call":
             _call(ident, message.get("params") or {})

@@ -1,0 +1,81 @@
+"""What a stdio MCP server sends is read once and bounded (IMPL-MCP-3): one that never ends its
+answer, or answers over 32 MiB, has the connection closed at once with that reason, its process
+ended, and every later call says why; an answer under the bound arrives whole. A real session's
+ToolRegistry and PermissionEngine, the real SDK's ClientSession, ``air.testing.mcp_hostile`` as
+the server (before the bound, ``flood`` kept the parent's loop busy joining one line for the
+call's whole timeout, and a 30 MiB answer never arrived)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import trio
+
+from air.mcp.service import RunningServer
+from air.mcp.stdio import MAX_MESSAGE_BYTES
+from tests.mcp.conftest import McpEnv
+from tests.mcp.servers import hostile_server
+from tests.mcp.test_servers import _Answer, _serving, _stdio
+from tests.workers.conftest import alive
+
+BOUND = f"sent a message over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB"
+
+
+@asynccontextmanager
+async def _flooding(tmp_path: Path) -> AsyncIterator[tuple[McpEnv, RunningServer]]:
+    env = McpEnv(tmp_path, prompts=_Answer(True))
+    try:
+        # a timeout far past the test's own: only the bound can end these calls in time
+        server = _stdio("bad", [*hostile_server(), "--floods"], timeout_s=600.0)
+        async with _serving(env, server) as [running]:
+            yield env, running
+    finally:
+        env.session.close()
+
+
+def _server_pid(running: RunningServer) -> int:
+    assert running.connection is not None
+    link = running.connection.link
+    assert link is not None
+    return link.pid
+
+
+async def test_an_answer_that_never_ends_closes_the_connection_with_its_reason(
+    tmp_path: Path,
+) -> None:
+    async with _flooding(tmp_path) as (env, running):
+        pid = _server_pid(running)
+        with trio.fail_after(60):
+            flood = await env.registry.call("mcp__bad__flood", {}, env.ctx())
+        assert flood.status == "error"
+        assert flood.error is not None
+        assert flood.error.kind == "tool_error"
+        assert BOUND in flood.error.message
+        with trio.fail_after(10):
+            while alive(pid):  # noqa: ASYNC110 (a process of another session: no pidfd here)
+                await trio.sleep(0.05)
+        with trio.fail_after(60):
+            after = await env.registry.call("mcp__bad__echo", {}, env.ctx())
+        assert after.status == "error"
+        assert after.error is not None
+        assert BOUND in after.error.message  # later calls say why, at once
+
+
+async def test_an_answer_over_the_bound_is_refused_and_one_under_it_arrives_whole(
+    tmp_path: Path,
+) -> None:
+    async with _flooding(tmp_path) as (env, _):
+        with trio.fail_after(60):
+            whole = await env.registry.call("mcp__bad__huge", {"mib": 30}, env.ctx())
+        assert whole.status == "ok", whole.error
+        assert isinstance(whole.output, str)  # the bridge's own cap says what it cut
+        assert whole.output.endswith(" more characters cut)")
+        kept, cut = whole.output.split("\n… (")
+        assert len(kept) + int(cut.split()[0]) == 30 * 1024 * 1024
+        with trio.fail_after(60):
+            over = await env.registry.call("mcp__bad__huge", {"mib": 40}, env.ctx())
+        assert over.status == "error"
+        assert over.error is not None
+        assert BOUND in over.error.message
