@@ -1,17 +1,18 @@
-"""Shared by the tests (and bench/startup.py) that run ``air run --headless`` as a real
-subprocess: a one-review batch and the reply that completes it, the ``batch.yaml --json`` run
-itself, the JSON event lines it prints and the events its session database recorded."""
+"""Shared by the tests (and bench/startup.py) that run ``air run --headless``: a one-review
+batch and the reply that completes it, the ``batch.yaml --json`` run itself (a process forked
+from the warm air, tests/forked_air.py), the JSON event lines it prints and the events its
+session database recorded."""
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
+from tests.forked_air import air_cli
 
 REVIEW_BATCH = """version: 1
 tasks:
@@ -69,13 +70,8 @@ def run_batch_json(
     root: Path, env: dict[str, str], *args: str, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """``air run --headless batch.yaml --json *args`` in ``root`` with exactly ``env``."""
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", "--json", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
+    return air_cli(
+        ["run", "--headless", "batch.yaml", "--json", *args], cwd=root, env=env, timeout=timeout
     )
 
 

@@ -10,13 +10,13 @@ import json
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from air.testing.cassette_model import CassetteModel
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.knowledge.pyproject_sessions import claim, run_session, use
 from tests.trusted import trust_project
@@ -67,11 +67,10 @@ def _project(tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def _air(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", "capability", *args, "--project", str(root)],
+    return air_cli(
+        ["capability", *args, "--project", str(root)],
+        cwd=os.getcwd(),
         env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
         timeout=60,
     )
 

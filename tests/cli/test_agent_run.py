@@ -15,6 +15,7 @@ import pytest
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, anthropic_sse
+from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
 from tests.headless import review_verdict, session_events
 from tests.trusted import trust_project
@@ -57,12 +58,10 @@ def _run(root: Path, home: Path, *args: str, **extra: str) -> subprocess.Complet
         for k, v in os.environ.items()
         if not k.startswith(("ANTHROPIC_", "OPENAI_", "AIR_")) and k != "HOME"
     }
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", *args],
+    return air_cli(
+        ["run", "--headless", "batch.yaml", *args],
         cwd=root,
         env={**env, "HOME": str(home), **extra},
-        capture_output=True,
-        text=True,
         timeout=180,
     )
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
 from tests.trusted import trust_project
 
@@ -60,14 +61,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _air(root: Path, home: Path, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [*AIR, *args],
-        cwd=root,
-        env=_env(home, **extra),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return air_cli(args, cwd=root, env=_env(home, **extra))
 
 
 @pytest.fixture

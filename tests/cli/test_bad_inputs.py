@@ -3,7 +3,7 @@
 Every case runs the ``air`` command as a real process in a fresh directory with an empty HOME
 and no provider keys in the environment. Each must exit 2, print no traceback, name the file /
 field / reason (the case's ``expect`` strings) and say what to do, and create no session. The
-processes are forked from one warm air (tests/cli/forked_air.py: a new interpreter per case cost
+processes are forked from one warm air (tests/forked_air.py: a new interpreter per case cost
 ~0.8 s of CPU each); a parity test runs a few cases as ``python -m air.cli`` too and compares.
 """
 
@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
 import pytest
 
-from tests.cli.forked_air import ForkedAir
+from tests.forked_air import shared
 
 BATCH = "version: 1\ntasks:\n  - id: a\n    title: Fix the tokenizer\n"
 RUN = ("run", "--headless", "batch.yaml")
@@ -538,7 +538,7 @@ def _subprocess(
 class _Outcomes:
     """Each case's outcome, run when a test first asks for it (so a pytest-xdist worker runs
     only the cases of its own tests), as a process forked from one warm air
-    (tests/cli/forked_air.py)."""
+    (tests/forked_air.py)."""
 
     def __init__(self, base: Path, run: Runner) -> None:
         self._base, self._run = base, run
@@ -552,10 +552,9 @@ class _Outcomes:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[_Outcomes]:
+def outcomes(tmp_path_factory: pytest.TempPathFactory) -> _Outcomes:
     base = tmp_path_factory.mktemp("bad-inputs")
-    with ForkedAir() as air:
-        yield _Outcomes(base, air.run)
+    return _Outcomes(base, shared().run)
 
 
 PARITY = (

@@ -5,15 +5,15 @@ headless run replaying a cassette."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.gitrepo import git, init_repo
 from tests.headless import write_file_cassette
 
-AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml")
+AIR_RUN = ("run", "--headless", "batch.yaml")
 
 
 def _project(tmp_path: Path) -> Path:
@@ -31,11 +31,9 @@ def _project(tmp_path: Path) -> Path:
 
 
 def _run(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return air_cli(
         [*AIR_RUN, "--cassette", "cas", "--isolation", "worktree", *extra],
         cwd=root,
-        capture_output=True,
-        text=True,
         timeout=180,
     )
 
@@ -79,8 +77,6 @@ def test_branch_outside_a_repository_is_refused(tmp_path: Path) -> None:
     root = tmp_path / "plain"
     root.mkdir()
     (root / "batch.yaml").write_text("tasks:\n  - id: w\n    title: Write\n")
-    done = subprocess.run(
-        [*AIR_RUN, "--branch", "x"], cwd=root, capture_output=True, text=True, timeout=60
-    )
+    done = air_cli([*AIR_RUN, "--branch", "x"], cwd=root, timeout=60)
     assert done.returncode == 2
     assert "--branch needs a git repository" in done.stderr

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.headless import session_events
 
 USAGE = {"input_tokens": 10, "output_tokens": 5}
@@ -81,13 +82,7 @@ def test_sigkill_after_a_checkpoint_then_resume_carries_its_usage_and_state(
     assert not any(e["type"] == "task.completed" for e in before)
 
     (root / "resumed").write_text("")
-    again = subprocess.run(
-        [sys.executable, "-m", "air.cli", "resume", *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    again = air_cli(["resume", *args], cwd=root)
     assert again.returncode == 0, again.stderr
     after = session_events(root)
     [done] = [e for e in after if e["type"] == "task.completed"]

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
 from tests.headless import session_events
 
@@ -47,13 +48,7 @@ def test_air_dash_p_runs_one_task_from_the_prompt(tmp_path: Path) -> None:
         _write("NOTES.md", "fixed\n") + _answer("completed", "Wrote the notes.")
     )
     prompt = "Write the notes file\n\nIt should say that the test is fixed."
-    done = subprocess.run(
-        [*AIR, "-p", prompt, "--cassette", "cas", "--json"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = air_cli(["-p", prompt, "--cassette", "cas", "--json"], cwd=root)
     assert done.returncode == 0, done.stderr
     assert (root / "NOTES.md").read_text() == "fixed\n"
     created = [e for e in session_events(root) if e["type"] == "task.created"]
@@ -98,7 +93,7 @@ def test_a_batch_from_stdin_and_a_failed_run_says_failed(tmp_path: Path) -> None
 
 def test_bad_one_shot_input_is_refused_with_exit_2(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    empty = subprocess.run([*AIR, "-p", "  "], cwd=root, capture_output=True, text=True, timeout=60)
+    empty = air_cli(["-p", "  "], cwd=root, timeout=60)
     assert empty.returncode == 2
     assert "the prompt is empty" in empty.stderr
     assert "Traceback" not in empty.stderr

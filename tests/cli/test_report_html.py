@@ -16,6 +16,7 @@ import pytest
 
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
@@ -50,9 +51,7 @@ def _parse(path: Path) -> Page:
 
 
 def _air(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args], cwd=cwd, capture_output=True, text=True, timeout=180
-    )
+    return air_cli(args, cwd=cwd, timeout=180)
 
 
 def _assert_self_contained(page: Page) -> None:

@@ -10,20 +10,18 @@ import datetime
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
 
 
 def _air(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args], cwd=cwd, capture_output=True, text=True, timeout=180
-    )
+    return air_cli(args, cwd=cwd, timeout=180)
 
 
 @pytest.fixture

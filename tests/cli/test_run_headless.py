@@ -19,6 +19,7 @@ from xml.etree import ElementTree
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.headless import session_events
 
 BATCH = """\
@@ -42,6 +43,8 @@ tasks:
 def _run(
     module: str, *args: str, cwd: Path, timeout: float = 60
 ) -> subprocess.CompletedProcess[str]:
+    if module == "air.cli":
+        return air_cli(args, cwd=cwd, timeout=timeout)
     return subprocess.run(
         [sys.executable, "-m", module, *args],
         cwd=cwd,

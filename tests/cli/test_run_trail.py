@@ -4,8 +4,6 @@ log replays into an empty database to the same domain tables."""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from air.contracts.event import EventFilter
 from air.events.store import EventStore, replay_events
 from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "calc"
@@ -42,13 +41,7 @@ def test_batch_trail_has_evidence_and_replays_to_the_same_tables(tmp_path: Path)
     git(root, "init", "-q")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "before")
-    proc = subprocess.run(
-        [sys.executable, "-m", "air.cli", *RUN],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    proc = air_cli(RUN, cwd=root, timeout=180)
     assert proc.returncode == 0, proc.stderr
     (session_dir,) = (root / ".air" / "local" / "sessions").iterdir()
     db = open_session_database(session_dir / "session.db", must_exist=True)

@@ -7,13 +7,12 @@ did: ``timeout`` → retry alone)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.headless import session_events
 
 
@@ -43,13 +42,7 @@ def test_the_deadline_ends_a_stuck_task_once_with_its_phase(tmp_path: Path) -> N
         "    scope: {write_area: []}\n"
         "    constraints: {soft_timeout_ms: 8000, hard_timeout_ms: 10000, retry_budget: 2}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", *ARGS],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = air_cli(["run", "--headless", "batch.yaml", *ARGS], cwd=root, timeout=240)
     assert done.returncode != 0
     events = [e for e in session_events(root) if e["type"].startswith("task.")]
     kinds = [e["type"] for e in events if e["type"] != "task.created"]

@@ -38,6 +38,7 @@ from air.session.project import ProjectStore
 from air.store.session_db import open_session_database
 from air.testing.sequences import realistic_sequence
 from air.workspace.backups import BackupRepository
+from tests.forked_air import air_cli
 from tests.trusted import trust_project
 
 EVIL = "x\x1b]52;c;SGk=\x07\x1b[2J\u202e\x9b31m\u200b\x7f"
@@ -51,10 +52,7 @@ def _clean(text: str) -> None:
 
 def _air(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(root.parent / "home")}
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=root, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+    return air_cli(args, cwd=root, env=env)
 
 
 @given(

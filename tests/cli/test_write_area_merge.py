@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, anthropic_sse
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import REVIEW_BATCH, review_verdict, session_events
 from tests.trusted import trust_project
@@ -78,14 +78,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _air(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return air_cli(args, cwd=root, env=env, timeout=180)
 
 
 def _turn(content: list[dict[str, object]], stop: str) -> str:

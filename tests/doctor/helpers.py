@@ -14,6 +14,7 @@ from typing import Any
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
 from air.testing.sequences import SessionSimulator
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 
 
@@ -39,7 +40,9 @@ def air(
     env["HOME"] = str(home)
     if path is not None:
         env["PATH"] = path
-    argv = [*(prefix or []), sys.executable, "-m", "air.cli", *args]
+    if prefix is None:
+        return air_cli(args, cwd=cwd, env=env)
+    argv = [*prefix, sys.executable, "-m", "air.cli", *args]
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
 
 

@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from air.testing.cassette_model import CassetteModel
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.knowledge.pyproject_sessions import claim, run_session
 
@@ -49,11 +49,10 @@ def _project(tmp: Path) -> tuple[Path, Path, Path]:
 
 
 def _memory(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", "memory", *args, "--project", str(root)],
+    return air_cli(
+        ["memory", *args, "--project", str(root)],
+        cwd=os.getcwd(),
         env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
         timeout=60,
     )
 

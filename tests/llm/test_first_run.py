@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ from air.llm.config import env_models_config
 from air.llm.manager import ProviderManager
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, anthropic_sse, openai_sse
+from tests.forked_air import air_cli
 from tests.headless import REVIEW_BATCH, review_verdict
 from tests.trusted import trust_project
 
@@ -37,14 +37,7 @@ def _clean_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def _air(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return air_cli(args, cwd=root, env=env)
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path]:

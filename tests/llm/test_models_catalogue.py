@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ from air.llm.config import base_url_of, env_models_config, load_models_config
 from air.llm.manager import ProviderManager
 from air.llm.model_choice import with_model
 from air.llm.usage import UsageAccumulator, cost_of
+from tests.forked_air import air_cli
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, request
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
@@ -163,14 +163,7 @@ def test_model_flag_routes_a_name_to_the_provider_that_serves_it() -> None:
 
 
 def _air(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        env={**os.environ, **env, "PYTHONPATH": str(REPO)},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return air_cli(args, cwd=cwd, env={**os.environ, **env, "PYTHONPATH": str(REPO)}, timeout=60)
 
 
 def test_model_flag_errors_exit_2_with_what_to_do(tmp_path: Path) -> None:

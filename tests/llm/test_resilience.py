@@ -19,6 +19,7 @@ from air.contracts.provider import (
     ToolUseBlock,
 )
 from air.llm.manager import ProviderManager, RetryNotice
+from tests.forked_air import air_cli
 from tests.headless import run_batch_json
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import WIRES, Collected, Wire, collect, models_config, request, sse_for
@@ -247,8 +248,6 @@ async def test_interleaved_parallel_tool_call_deltas_assemble(server: LocalServe
 
 def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) -> None:
     import os
-    import subprocess
-    import sys
     from pathlib import Path
 
     from air.testing.strict_servers import StrictServer
@@ -278,14 +277,7 @@ def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) 
         trust_project(root, home)
         env = {**os.environ, "HOME": str(home), "AIR_TEST_KEY": FAKE_KEY}
         run = run_batch_json(root, env)
-        history = subprocess.run(
-            [sys.executable, "-m", "air.cli", "history", "--json"],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
+        history = air_cli(["history", "--json"], cwd=root, env=env, timeout=60)
     assert run.returncode == 0, run.stderr
     assert len(server.requests) == 2
     assert "look model turn retried" in run.stderr

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ import pytest
 
 from air.contracts.provider import TextBlock, ToolUseBlock
 from air.llm.cassette import CassetteTurn
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import session_events
 from tests.mcp.servers import hostile_server, time_server
@@ -32,14 +32,7 @@ tasks:
 def _air(*args: str, cwd: Path, home: Path) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIR_")}
     env["HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
+    return air_cli(args, cwd=cwd, env=env, timeout=180)
 
 
 def _cassette(directory: Path) -> None:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,6 +26,7 @@ from air.contracts.task import TaskSpec
 from air.llm.task_cassettes import TaskCassettes
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.llm.servers import LocalServer, Reply, Turn, anthropic_sse
 from tests.trusted import trust_project
@@ -254,14 +253,11 @@ def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -
     )
     git(proj, "init", "-q")
     trust_project(proj, home)
-    done = subprocess.run(
-        [sys.executable, "-m", "air", "run", "--headless", "batch.yaml", "--cassette", "cassettes"],
+    done = air_cli(
+        ["run", "--headless", "batch.yaml", "--cassette", "cassettes"],
         cwd=proj,
         env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
         timeout=60,
-        check=False,
     )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,6 +29,7 @@ from air.nursery.ledger import SessionLedger
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.testing.recording import RecordingProvider
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.trusted import trust_project
 
@@ -262,21 +261,11 @@ def test_air_compact_runs_on_the_latest_session(env: Env, tmp_path: Path) -> Non
     home.mkdir(exist_ok=True)
     trust_project(env.root, home)
     run_env = {**os.environ, "HOME": str(home)}
-    done = subprocess.run(
-        [sys.executable, "-m", "air", "compact", "--project", str(env.root)],
-        capture_output=True,
-        text=True,
-        env=run_env,
-        check=False,
-    )
+    done = air_cli(["compact", "--project", str(env.root)], cwd=env.root, env=run_env)
     assert done.returncode == 0, done.stderr
     assert "24 messages summarised" in done.stdout
-    bad = subprocess.run(
-        [sys.executable, "-m", "air", "compact", "--project", str(env.root), "--session", "nope"],
-        capture_output=True,
-        text=True,
-        env=run_env,
-        check=False,
+    bad = air_cli(
+        ["compact", "--project", str(env.root), "--session", "nope"], cwd=env.root, env=run_env
     )
     assert bad.returncode == 2
     assert "Traceback" not in bad.stderr

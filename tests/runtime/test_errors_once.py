@@ -21,6 +21,7 @@ from air.nursery.runtime import RuntimeConfig, RuntimeServices, one_error, open_
 from air.session.manager import SessionManager
 from air.session.project import ProjectStore
 from air.supervision.runs import runs_dir
+from tests.forked_air import air_cli
 from tests.trusted import trust_project
 
 
@@ -131,14 +132,7 @@ time.sleep(60)
 def _compact(root: Path, home: Path, session_id: str) -> subprocess.CompletedProcess[str]:
     keep = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "AIR_"))}
     env = {**keep, "HOME": str(home), "ANTHROPIC_API_KEY": "sk-test-not-used"}
-    return subprocess.run(
-        [sys.executable, "-m", "air", "compact", "--session", session_id],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return air_cli(["compact", "--session", session_id], cwd=root, env=env)
 
 
 def test_compact_refuses_a_session_another_live_air_process_runs(tmp_path: Path) -> None:

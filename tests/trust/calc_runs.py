@@ -9,9 +9,9 @@ import os
 import site
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.forked_air import shared
 from tests.tools.sandbox_probe import unprivileged_python
 
 REPO = Path(__file__).resolve().parents[2]
@@ -22,15 +22,17 @@ RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
 def air_as(
     root: Path, home: Path, *args: str, user: int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m air.cli ARGS`` in ``root`` with ``HOME=home``, as ``user`` (None: this one)."""
-    python = sys.executable if user is None else unprivileged_python()
+    """``python -m air.cli ARGS`` in ``root`` with ``HOME=home``, as ``user`` (None: this one,
+    forked from the shared warm air: tests/forked_air.py)."""
     env = {
         **os.environ,
         "HOME": str(home),
         "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
     }
+    if user is None:
+        return shared().run(args, cwd=root, env=env, timeout=120)
     return subprocess.run(
-        [python, "-m", "air.cli", *args],
+        [unprivileged_python(), "-m", "air.cli", *args],
         cwd=root,
         env=env,
         capture_output=True,
@@ -38,7 +40,7 @@ def air_as(
         timeout=120,
         user=user,
         group=user,
-        extra_groups=[] if user is not None else None,
+        extra_groups=[],
         check=False,
     )
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, anthropic_sse
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import REVIEW_BATCH, review_verdict
 
@@ -67,14 +67,7 @@ def _env(home: Path) -> dict[str, str]:
 
 
 def _air(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return air_cli(args, cwd=cwd, env=env)
 
 
 def test_headless_refuses_the_untrusted_clone_and_no_key_leaves(tmp_path: Path) -> None:

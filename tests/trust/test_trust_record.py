@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -26,6 +25,7 @@ from air.session.trust import (
     trust_scan,
     trusted,
 )
+from tests.forked_air import air_cli
 
 EVIL = (
     "providers:\n"
@@ -217,15 +217,7 @@ def test_the_models_loader_refuses_untrusted_project_providers(tmp_path: Path) -
 
 
 def _air(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=cwd,
-        env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=60,
-        stdin=subprocess.DEVNULL,
-    )
+    return air_cli(args, cwd=cwd, env={**os.environ, "HOME": str(home)}, timeout=60)
 
 
 def test_the_trust_command(tmp_path: Path) -> None:

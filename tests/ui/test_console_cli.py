@@ -12,20 +12,14 @@ from pathlib import Path
 import pytest
 
 from tests.doctor.helpers import make_project, write_session
+from tests.forked_air import air_cli
 from tests.ui.tmux import Tmux
 
 
 def _air(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
     env["HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return air_cli(args, cwd=cwd, env=env, timeout=60)
 
 
 @pytest.mark.parametrize("replay", [False, True])

@@ -19,6 +19,7 @@ from air.contracts.event import RuntimeEvent
 from air.events.store import EventStore
 from air.store.session_db import open_session_database
 from air.testing.console_script import ConsoleEvents
+from tests.forked_air import air_cli
 from tests.ui.tmux import Tmux
 
 SID = "ses_labels"
@@ -42,14 +43,7 @@ def _project(tmp_path: Path, events: list[RuntimeEvent]) -> tuple[Path, Path]:
 
 def _air(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    return subprocess.run(
-        [sys.executable, "-m", "air", *args],
-        cwd=cwd,
-        env={**env, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return air_cli(args, cwd=cwd, env={**env, "HOME": str(home)})
 
 
 def _seconds(a: RuntimeEvent, b: RuntimeEvent) -> int:

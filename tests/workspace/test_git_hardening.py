@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,12 +26,13 @@ from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.gitsafe import driver_overrides, git_environment, locate_git
 from air.workspace.manager import WorkspaceManager
+from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import write_file_cassette
 from tests.nursery.conftest import SessionDB, open_session_db
 from tests.workspace.recorder import Events
 
-_AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless")
+_AIR_RUN = ("run", "--headless")
 HOOKS = (
     "pre-commit",
     "prepare-commit-msg",
@@ -373,12 +373,8 @@ def test_a_real_headless_run_in_a_poisoned_repository_runs_none_of_it(
     (root / "batch.yaml").write_text(
         "tasks:\n  - id: w\n    title: write\n    scope: {write_area: [out.txt]}\n"
     )
-    done = subprocess.run(
-        [*_AIR_RUN, "batch.yaml", "--cassette", "cas", "--isolation", "worktree"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = air_cli(
+        [*_AIR_RUN, "batch.yaml", "--cassette", "cas", "--isolation", "worktree"], cwd=root
     )
     assert done.returncode == 0, done.stderr
     assert (root / "out.txt").read_text() == "hello\n"  # created in a worktree, merged back

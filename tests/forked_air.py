@@ -1,5 +1,5 @@
-"""The real ``air`` command (``air.cli.main``) forked from one warm interpreter, for tables of
-cases that each run the command once (tests/cli/test_bad_inputs.py).
+"""The real ``air`` command (``air.cli.main``) forked from one warm interpreter, for the tests
+that run the command to completion (``air_cli``; tests/cli/test_bad_inputs.py's table).
 
 Starting ``python -m air.cli`` costs ~0.8 s of CPU per case (the interpreter, trio, pydantic
 and air's modules); a table of a hundred cases spent most of its time there. The server
@@ -9,7 +9,7 @@ exit code from ``main`` exactly as ``python -m air.cli`` derives it (an uncaught
 prints its traceback and exits 1). test_bad_inputs.py checks that a few cases give the same
 output both ways.
 
-Protocol (``python -m tests.cli.forked_air``): one JSON request per stdin line,
+Protocol (``python -m tests.forked_air``): one JSON request per stdin line,
 ``{"argv": [...], "cwd": ..., "env": {...}, "timeout": s}``; one JSON line back,
 ``{"returncode": n, "stdout": ..., "stderr": ...}`` (returncode -9 after a timeout).
 """
@@ -128,8 +128,8 @@ class ForkedAir:
 
     def __init__(self) -> None:
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.cli.forked_air"],
-            cwd=Path(__file__).parents[2],
+            [sys.executable, "-m", "tests.forked_air"],
+            cwd=Path(__file__).parents[1],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -161,6 +161,34 @@ class ForkedAir:
         assert self._proc.stdin is not None
         self._proc.stdin.close()
         self._proc.wait(timeout=60)
+
+
+_SHARED: list[ForkedAir] = []
+
+
+def shared() -> ForkedAir:
+    """This test process's server, started at its first use and stopped at the process's exit
+    (one per pytest-xdist worker: its tests call it one at a time)."""
+    if not _SHARED:
+        _SHARED.append(ForkedAir())
+        atexit.register(_SHARED[0].__exit__, None, None, None)
+    return _SHARED[0]
+
+
+def air_cli(
+    args: Sequence[str],
+    *,
+    cwd: str | Path,
+    env: Mapping[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    """``python -m air.cli ARGS`` in ``cwd`` with exactly ``env`` (None: this process's),
+    stdin from /dev/null, forked from the shared warm air: what a test of the command's
+    behaviour needs, at a fraction of a fresh interpreter's start. (Tests of the start itself,
+    of signals, of a running ``air`` or of what it reads on stdin start the real command.)"""
+    return shared().run(
+        args, cwd=Path(cwd), env=dict(os.environ if env is None else env), timeout=timeout
+    )
 
 
 if __name__ == "__main__":
