@@ -26,6 +26,7 @@ from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
+from air.mcp.http_bound import bounded_transport
 from air.mcp.stdio import StdioLink, open_stdio
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ async def open_connection(
                     httpx2.AsyncClient(
                         headers=dict(server.headers),
                         timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
+                        transport=bounded_transport(),
                     )
                 )
                 assert server.url is not None

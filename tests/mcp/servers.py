@@ -67,3 +67,29 @@ def everything_http() -> Iterator[str]:
     finally:
         os.killpg(proc.pid, 9)
         proc.wait()
+
+
+@contextmanager
+def hostile_http() -> Iterator[str]:
+    """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "air.testing.mcp_hostile_http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"the hostile HTTP server did not listen on {port}")
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()

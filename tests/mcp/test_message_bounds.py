@@ -1,6 +1,7 @@
-"""What a stdio MCP server sends is read once and bounded (IMPL-MCP-3): one that never ends its
-answer, or answers over 32 MiB, has the connection closed at once with that reason, its process
-ended, and every later call says why; an answer under the bound arrives whole. A real session's
+"""What an MCP server sends is read once and bounded (IMPL-MCP-3). Over stdio, one that never
+ends its answer, or answers over 32 MiB, has the connection closed at once with that reason, its
+process ended, and every later call says why; an answer under the bound arrives whole. Over
+HTTP, such an answer ends as the call's error and the next call is served. A real session's
 ToolRegistry and PermissionEngine, the real SDK's ClientSession, ``air.testing.mcp_hostile`` as
 the server (before the bound, ``flood`` kept the parent's loop busy joining one line for the
 call's whole timeout, and a 30 MiB answer never arrived)."""
@@ -13,10 +14,11 @@ from pathlib import Path
 
 import trio
 
+from air.mcp.config import McpServer
 from air.mcp.service import RunningServer
 from air.mcp.stdio import MAX_MESSAGE_BYTES
 from tests.mcp.conftest import McpEnv
-from tests.mcp.servers import hostile_server
+from tests.mcp.servers import hostile_http, hostile_server
 from tests.mcp.test_servers import _Answer, _serving, _stdio
 from tests.workers.conftest import alive
 
@@ -79,3 +81,28 @@ async def test_an_answer_over_the_bound_is_refused_and_one_under_it_arrives_whol
         assert over.status == "error"
         assert over.error is not None
         assert BOUND in over.error.message
+
+
+async def test_an_http_server_s_answer_is_bounded_as_it_arrives(tmp_path: Path) -> None:
+    # plain JSON answers, which the SDK's client reads whole: over the bound, or without end
+    env = McpEnv(tmp_path, prompts=_Answer(True))
+    try:
+        with hostile_http() as url:
+            server = McpServer(
+                name="web", transport="http", source="mcp.yaml", url=url, timeout_s=600.0
+            )
+            async with _serving(env, server):
+                with trio.fail_after(60):
+                    whole = await env.registry.call("mcp__web__huge", {"mib": 30}, env.ctx())
+                assert whole.status == "ok", whole.error
+                for name in ("huge", "flood"):
+                    with trio.fail_after(60):
+                        over = await env.registry.call(f"mcp__web__{name}", {}, env.ctx())
+                    assert over.status == "error", name
+                    assert over.error is not None
+                    assert "its answer is over 32 MiB" in over.error.message, over.error.message
+                with trio.fail_after(60):
+                    after = await env.registry.call("mcp__web__echo", {"a": 1}, env.ctx())
+                assert after.status == "ok", after.error  # one answer's end, not the server's
+    finally:
+        env.session.close()
