@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -45,9 +45,25 @@ def everything_http() -> Iterator[str]:
     program = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-everything"
     if not os.access(program, os.X_OK):
         pytest.fail(f"{program} is missing: run scripts/setup.sh (it installs server-everything)")
+    with _http_server(lambda port: [str(program), "streamableHttp"], "server-everything") as url:
+        yield url
+
+
+@contextmanager
+def hostile_http() -> Iterator[str]:
+    """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
+    argv = [sys.executable, "-m", "air.testing.mcp_hostile_http"]
+    with _http_server(lambda port: [*argv, str(port)], "the hostile HTTP server") as url:
+        yield url
+
+
+@contextmanager
+def _http_server(argv: Callable[[int], list[str]], what: str) -> Iterator[str]:
+    """Start ``argv(port)`` (``PORT`` in its environment too) and yield its ``/mcp`` URL once it
+    listens; its session is killed afterwards."""
     port = _free_port()
     proc = subprocess.Popen(
-        [str(program), "streamableHttp"],
+        argv(port),
         env={**os.environ, "PORT": str(port)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -61,33 +77,7 @@ def everything_http() -> Iterator[str]:
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"server-everything did not listen on {port}")
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        os.killpg(proc.pid, 9)
-        proc.wait()
-
-
-@contextmanager
-def hostile_http() -> Iterator[str]:
-    """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "air.testing.mcp_hostile_http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"the hostile HTTP server did not listen on {port}")
+                    pytest.fail(f"{what} did not listen on {port}")
                 time.sleep(0.05)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
