@@ -5,7 +5,8 @@ serving loop (no Trio task per call; IMPL-LAUNCH-3): the run's hard, grace or st
 cancels the call in flight, which answers nothing more. Serving:
 ``provider.complete`` (the internal streaming tool: a ``ProviderCompletionInput`` the parent
 builds from the run's ``Conversation``, which keeps the turns so far and takes only what is new
-— model, limits and identity are the parent's — streamed as ``tool.stream``) or the
+— model, limits and identity are the parent's — streamed as ``tool.stream``; past the task's
+budget, ``turn_budget_breach``, the attempt ends instead: IMPL-BUDGET-1) or the
 tool router (``ToolRegistry.call`` / ``call_streaming``), a ``shell.run`` verification record
 (runner invariant 25), then the output cap (50 KB / 2,000 lines, the full text in an artifact)
 before ``tool.result`` goes back.
