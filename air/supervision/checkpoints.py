@@ -1,7 +1,8 @@
 """A worker's ``worker.checkpoint``, made durable as ``agent.checkpointed`` (runner invariant 11).
 
 Owns: ``CheckpointPacer`` (which checkpoints are written: the first of an attempt, any that
-changes its state, and otherwise at most one per ``every_s``; IMPL-CKPT-1) and
+changes its state — at most ``MAX_STATE_CHANGES`` a window — and otherwise at most one per
+``every_s``; IMPL-CKPT-1) and
 ``checkpoint_event``, which turns the worker's message into the small event: state, usage,
 process identity and pointers (changed paths), never the transcript. The worker's numbers are
 its own claim about itself, read defensively (a malformed field counts as zero or absent); a
@@ -17,12 +18,23 @@ from typing import Any
 from air.contracts.provider import TOKENS_MAX
 from air.ipc.procs import ProcessIdentity
 
-__all__ = ["CHECKPOINT_EVERY_S", "MAX_POINTERS", "CheckpointPacer", "checkpoint_event"]
+__all__ = [
+    "CHECKPOINT_EVERY_S",
+    "MAX_POINTERS",
+    "MAX_STATE_CHANGES",
+    "CheckpointPacer",
+    "checkpoint_event",
+]
 
 CHECKPOINT_EVERY_S = 15.0
 """At most one durable checkpoint per attempt in this many seconds, state changes aside."""
 MAX_POINTERS = 50
 """At most this many changed paths a checkpoint carries (each at most 512 characters)."""
+
+
+MAX_STATE_CHANGES = 8
+"""State changes recorded at once per ``every_s`` window; past them a change waits its period
+like any checkpoint (a worker flipping its state word cannot make every message durable)."""
 
 
 @dataclass(eq=False)
@@ -32,10 +44,19 @@ class CheckpointPacer:
     every_s: float = CHECKPOINT_EVERY_S
     last_at: float = -math.inf
     last_state: str | None = None
+    window_at: float = -math.inf
+    changes: int = 0
 
     def due(self, now: float, state: str) -> bool:
         """True when the checkpoint at ``now`` in ``state`` is to be recorded (and notes it)."""
-        if state == self.last_state and now - self.last_at < self.every_s:
+        if state != self.last_state:
+            if now - self.window_at >= self.every_s:
+                self.window_at, self.changes = now, 0
+            if self.changes < MAX_STATE_CHANGES:
+                self.changes += 1
+                self.last_at, self.last_state = now, state
+                return True
+        if now - self.last_at < self.every_s:
             return False
         self.last_at, self.last_state = now, state
         return True

@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from air.events.payloads import PAYLOADS
-from air.supervision.checkpoints import MAX_POINTERS, CheckpointPacer, checkpoint_event
+from air.supervision.checkpoints import (
+    MAX_POINTERS,
+    MAX_STATE_CHANGES,
+    CheckpointPacer,
+    checkpoint_event,
+)
 from tests.workers.conftest import Env
 from tests.workers.test_parent_guards import claim, scripted, supervise
 
@@ -56,6 +61,17 @@ def test_the_pacer_records_a_state_change_at_once_and_the_same_state_once_per_pe
     assert pacer.due(10.0, "running")
     assert pacer.due(10.1, "paused")
     assert not pacer.due(10.2, "paused")
+
+
+def test_a_worker_flipping_its_state_gets_a_few_changes_a_period_recorded() -> None:
+    # a state word is the worker's to choose: alternating two of them on every message made
+    # every checkpoint a durable event
+    pacer = CheckpointPacer(every_s=10.0)
+    flips = [pacer.due(i / 1000, "running" if i % 2 else "paused") for i in range(30_000)]
+    assert sum(flips) == 3 * MAX_STATE_CHANGES  # of 30,000 over 30 s: a window's allowance each
+    assert flips[:MAX_STATE_CHANGES] == [True] * MAX_STATE_CHANGES  # a change counts at once
+    assert not pacer.due(29.9995, "stopping")  # past the allowance, a change waits its period
+    assert pacer.due(40.0, "stopping")
 
 
 def test_a_checkpoint_carries_pointers_not_the_transcript() -> None:
