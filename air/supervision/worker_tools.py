@@ -63,9 +63,11 @@ async def serve_tool(sup: Supervisor, run: WorkerRun, call_id: str, call: ToolCa
         env = _outside_agent_tools(call.name, agent.name, agent.tools)
     else:
         env = await _call_tool(sup, run, call_id, call, run.ctx or _context(run))
-        if call.name == "shell.run":
+        command = str(call.input.get("command", "")) if call.name == "shell.run" else None
+        if command is not None and command in (run.request.task_spec.verification.commands or ()):
+            # only what the verification check reads: a worker's other commands (as many as it
+            # sends, each up to 128 KiB) are not the parent's to keep (IMPL-BUDGET-1)
             out = env.output if isinstance(env.output, dict) else {}
-            command = str(call.input.get("command", ""))
             run.verified[command] = env.status == "ok" and out.get("exit_code") == 0
         env = cap(sup, run, env)
     await send(run, "tool.result", env, correlation_id=call_id)

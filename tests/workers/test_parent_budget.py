@@ -1,4 +1,5 @@
-"""The parent holds a worker to its budget and bounds what it keeps of its logs (IMPL-BUDGET-1).
+"""The parent holds a worker to its budget and bounds what it keeps of its logs and commands
+(IMPL-BUDGET-1).
 
 The real worker (``air.roles``) stops itself at its task's ``max_turns`` / ``max_cost_usd``, so
 a test driving it cannot tell whether the parent checks anything. These tests run
@@ -14,10 +15,12 @@ from typing import Any
 import trio
 
 from air.contracts.error import ErrorKind
+from air.contracts.ipc import ToolCallPayload
 from air.contracts.provider import ModelPrice
-from air.supervision.worker_run import LOG_KEEP_BYTES
+from air.supervision.worker_run import LOG_KEEP_BYTES, new_run
+from air.supervision.worker_tools import serve_tool
 from tests.workers.conftest import Env, read_text, text_turn
-from tests.workers.test_parent_guards import FAST, WORKER, claim, scripted
+from tests.workers.test_parent_guards import FAST, VERIFY, WORKER, claim, scripted
 
 ASK = {
     "call": "provider.complete",
@@ -106,3 +109,15 @@ async def test_a_worker_that_logs_without_end_costs_the_parent_a_bounded_tail(en
     dropped = int(lines[0][1:].split()[0])
     assert dropped + len(lines) - 1 == 3001
     assert len(text) <= LOG_KEEP_BYTES + 3000
+
+
+async def test_the_parent_keeps_the_outcome_of_the_verification_commands_only(env: Env) -> None:
+    # what the verification check reads; a worker's other commands (each up to 128 KiB, as many
+    # as it sends) would otherwise all be kept for the attempt's life
+    manager = env.manager([])
+    run = new_run(env.request(commands=[VERIFY]))  # no process: nothing is sent back
+    for n, command in enumerate(["true", "echo " + "x" * 1000, VERIFY, "false"]):
+        call = ToolCallPayload(name="shell.run", input={"command": command})
+        with trio.fail_after(60):
+            await serve_tool(manager, run, f"msg_{n}", call)
+    assert run.verified == {VERIFY: False}  # it ran and failed: VALUE is still 1
