@@ -17,6 +17,7 @@ Protocol (``python -m tests.forked_air``): one JSON request per stdin line,
 from __future__ import annotations
 
 import atexit
+import functools
 import importlib
 import json
 import os
@@ -163,32 +164,29 @@ class ForkedAir:
         self._proc.wait(timeout=60)
 
 
-_SHARED: list[ForkedAir] = []
-
-
+@functools.cache
 def shared() -> ForkedAir:
     """This test process's server, started at its first use and stopped at the process's exit
     (one per pytest-xdist worker: its tests call it one at a time)."""
-    if not _SHARED:
-        _SHARED.append(ForkedAir())
-        atexit.register(_SHARED[0].__exit__, None, None, None)
-    return _SHARED[0]
+    server = ForkedAir()
+    atexit.register(server.__exit__, None, None, None)
+    return server
 
 
 def air_cli(
     args: Sequence[str],
     *,
-    cwd: str | Path,
+    cwd: str | Path | None = None,
     env: Mapping[str, str] | None = None,
     timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m air.cli ARGS`` in ``cwd`` with exactly ``env`` (None: this process's),
+    """``python -m air.cli ARGS`` in ``cwd`` with exactly ``env`` (None: this process's own),
     stdin from /dev/null, forked from the shared warm air: what a test of the command's
     behaviour needs, at a fraction of a fresh interpreter's start. (Tests of the start itself,
     of signals, of a running ``air`` or of what it reads on stdin start the real command.)"""
-    return shared().run(
-        args, cwd=Path(cwd), env=dict(os.environ if env is None else env), timeout=timeout
-    )
+    where = Path.cwd() if cwd is None else Path(cwd)
+    environment = dict(os.environ if env is None else env)
+    return shared().run(args, cwd=where, env=environment, timeout=timeout)
 
 
 if __name__ == "__main__":

@@ -26,7 +26,6 @@ from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
-from air.mcp.http_bound import bounded_transport
 from air.mcp.stdio import StdioLink, open_stdio
 
 if TYPE_CHECKING:
@@ -195,11 +194,13 @@ async def open_connection(
                 import httpx2
                 from mcp.client.streamable_http import streamable_http_client
 
+                from air.mcp.http_bound import BoundedTransport
+
                 client = await stack.enter_async_context(
                     httpx2.AsyncClient(
                         headers=dict(server.headers),
                         timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
-                        transport=bounded_transport(),
+                        transport=BoundedTransport(),
                     )
                 )
                 assert server.url is not None

@@ -28,13 +28,18 @@ if TYPE_CHECKING:
     from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
     from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_MESSAGE_BYTES", "STOP_GRACE_S", "StdioLink", "open_stdio"]
+__all__ = ["MAX_MESSAGE_BYTES", "STOP_GRACE_S", "StdioLink", "open_stdio", "over_the_bound"]
 
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 """The longest message (one line) a stdio server may send, as a model server's plain reply."""
 STOP_GRACE_S = 2.0
 """How long a server may take to exit once its stdin is closed (the SDK's own grace)."""
 _READ = 1 << 20
+
+
+def over_the_bound() -> str:
+    """How a refusal past ``MAX_MESSAGE_BYTES`` says it (stdio and HTTP alike)."""
+    return f"over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB (air's bound for one MCP message)"
 
 
 class StdioLink:
@@ -129,10 +134,7 @@ async def _read_lines(proc: trio.Process, to_session: Any, link: StdioLink) -> N
                     return  # the session is gone
                 end = buf.find(b"\n")
             if end > MAX_MESSAGE_BYTES or (end < 0 and len(buf) > MAX_MESSAGE_BYTES):
-                link.problem = (
-                    f"sent a message over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB (air's bound "
-                    "for one MCP message); the connection is closed"
-                )
+                link.problem = f"sent a message {over_the_bound()}; the connection is closed"
                 _kill_group(proc)
                 return
 

@@ -69,7 +69,6 @@ def _project(tmp: Path) -> tuple[Path, Path, Path]:
 def _air(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return air_cli(
         ["capability", *args, "--project", str(root)],
-        cwd=os.getcwd(),
         env={**os.environ, "HOME": str(home)},
         timeout=60,
     )

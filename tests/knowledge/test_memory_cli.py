@@ -51,7 +51,6 @@ def _project(tmp: Path) -> tuple[Path, Path, Path]:
 def _memory(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return air_cli(
         ["memory", *args, "--project", str(root)],
-        cwd=os.getcwd(),
         env={**os.environ, "HOME": str(home)},
         timeout=60,
     )
