@@ -221,10 +221,11 @@ async def open_connection(
                 f"{server.source}.",
             ) from None
         except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
+            why = link.problem if link is not None and link.problem else describe_error(exc)
             raise AirException.of(
                 kind=ErrorKind.CONFIG_ERROR,
                 message=f"MCP server {server.name} ({server.source}) could not be started: "
-                f"{describe_error(exc)} ({shown(server.describe())})",
+                f"{why} ({shown(server.describe())})",
                 user_action=f"Check the server ({_try(server)}), or remove it from "
                 f"{server.source}.",
             ) from None

@@ -8,14 +8,17 @@ call's whole timeout, and a 30 MiB answer never arrived)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 import trio
 
+from air.contracts.error import AirException
 from air.mcp.config import McpServer
-from air.mcp.service import RunningServer
+from air.mcp.service import RunningServer, list_server_tools
 from air.mcp.stdio import MAX_MESSAGE_BYTES
 from tests.mcp.conftest import McpEnv
 from tests.mcp.servers import hostile_http, hostile_server
@@ -106,3 +109,15 @@ async def test_an_http_server_s_answer_is_bounded_as_it_arrives(tmp_path: Path) 
                 assert after.status == "ok", after.error  # one answer's end, not the server's
     finally:
         env.session.close()
+
+
+async def test_a_server_that_floods_before_it_is_ready_is_refused_with_the_reason(
+    tmp_path: Path,
+) -> None:
+    # `air mcp tools NAME`'s path: the start itself says why
+    flood = "import sys\nwhile True: sys.stdout.write('x' * 1048576)"
+    server = _stdio("flooder", [sys.executable, "-c", flood])
+    with trio.fail_after(60), pytest.raises(AirException) as refused:
+        await list_server_tools(server, cwd=str(tmp_path))
+    assert refused.value.error.kind == "config_error"
+    assert f"could not be started: {BOUND}" in refused.value.error.message
