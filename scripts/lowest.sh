@@ -46,8 +46,10 @@ if wrong:
     sys.exit("lowest versions: not at the floor: " + ", ".join(wrong))
 print("lowest versions:", " ".join(open(sys.argv[1], encoding="utf-8").read().split()))
 EOF
-# its pytest keeps its own rewritten test modules: one process writes them first (scripts/test.sh)
-[ $# -gt 0 ] || "$venv/bin/python" -m pytest --collect-only -q >/dev/null 2>&1
+# its pytest keeps its own rewritten test modules and plugins: one process writes them first
+# (scripts/test.sh)
+[ $# -gt 0 ] || env -u PYTHONDONTWRITEBYTECODE "$venv/bin/python" -m pytest --collect-only -q \
+  >/dev/null 2>&1
 echo "== pytest -m \"not slow\" -n 4 (lowest versions)"
 "$venv/bin/python" -m pytest -m "not slow" -n 4 "$@"
 rc=$?
