@@ -94,14 +94,18 @@ def test_the_full_suite_runs_the_lowest_versions_job_and_the_fast_lane_does_not(
     test_sh = (REPO / "scripts" / "test.sh").read_text(encoding="utf-8")
     # the full run ends with the lowest-versions job, whose exit code counts
     full = test_sh.split(
-        'run_pytest -m "not slow" -n 4\nreport_checks\nif [ $fast -eq 0 ]; then\n'
+        'else\n  run_pytest -m "not slow" -n 4\n  start_checks\n  run_pytest -m slow -n 4\n'
+        "  report_checks\n"
     )[1]
+    assert full.startswith('  echo "== lowest versions (scripts/lowest.sh)"\n')
     assert "  bash scripts/lowest.sh || status=1\nfi\n" in full
+    # the fast lane alone checks too
+    assert 'if [ $fast -eq 1 ]; then\n  start_checks\n  run_pytest -m "not slow" -n 4\n' in test_sh
     # so does a run of given tests, unless --fast
-    given = test_sh.split('if [ $# -gt 0 ]; then\n  run_pytest "$@"\n', 1)[1].split("\n")[1]
-    assert given.startswith("  [ $fast -eq 1 ] || {")
-    assert 'bash scripts/lowest.sh "$@" || status=1; }' in given
-    # mypy and import-linter (beside the fast lane) count too
+    given = test_sh.split('if [ $# -gt 0 ]; then\n  start_checks\n  run_pytest "$@"\n', 1)[1]
+    assert given.startswith("  report_checks\n  [ $fast -eq 1 ] || {")
+    assert 'bash scripts/lowest.sh "$@" || status=1; }' in given.split("\n")[1]
+    # mypy and import-linter (beside a pytest run: the slow lane in a full run) count too
     assert 'grep -q "^mypy failed$\\|^import-linter failed$" "$checks_log" && status=1' in test_sh
     assert "fast=1" in test_sh.split('if [ "${1:-}" = "--fast" ]; then', 1)[1].split("fi")[0]
     assert "exec bash scripts/test.sh\n" in (REPO / ".ci" / "run").read_text(encoding="utf-8")
