@@ -4,7 +4,8 @@ Owns: telling a session id, a time and a file path apart (IMPL-REL-4: a known se
 ``ses_…`` is a session; an existing path is a file; an ISO 8601 time is a time; anything else
 is a file path, for a file that no longer exists), and printing what was restored and the
 rescue snapshot (paths as exact text, ``shown``: a task chose the names). The work is
-``air.workspace.backups.BackupRepository``'s.
+``air.workspace.backups.BackupRepository``'s, under the project's ``TREE`` lock: a merge of
+another air process in the project and a restore take turns.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from air.contracts.display import shown
 from air.contracts.error import CliExit
 from air.session.local_owner import claim_local_state
 from air.workspace.backups import BackupRepository, Snapshot
+from air.workspace.tree_lock import TREE, hold
 
 
 def _is_time(text: str) -> bool:
@@ -75,7 +77,8 @@ def run_restore(args: dict[str, Any]) -> int:
 
         async def restore_file() -> tuple[Snapshot, Snapshot]:
             snap = await backups.pick_for_file(rel)
-            return snap, await backups.restore_file(rel, snap)
+            async with hold(backups.project_root, TREE):  # never amid another air's merge
+                return snap, await backups.restore_file(rel, snap)
 
         snap, rescue = trio.run(restore_file)
         print(f"air: restored {shown(rel)} as it was at {snap.at} (snapshot {snap.commit[:12]})")
@@ -86,7 +89,8 @@ def run_restore(args: dict[str, Any]) -> int:
                 snap = await backups.pick_for_session(target)
             else:
                 snap = await backups.pick_for_time(target)
-            rescue, changed = await backups.restore_tree(snap)
+            async with hold(backups.project_root, TREE):
+                rescue, changed = await backups.restore_tree(snap)
             return snap, rescue, changed
 
         snap, rescue, changed = trio.run(restore_tree)

@@ -9,10 +9,12 @@ project itself, its git-ignored files too, bounded by ``IGNORED_BOUND``), ``snap
 snapshot a file, a time or a session means). IMPL-REL-4.
 
 Every git command goes through ``air.workspace.gitsafe.run_git`` with ``GIT_DIR`` pinned to the
-backup repository. Restore writes only regular files and symlinks at paths git accepted, never
-under ``.air/`` or ``.git``, and never through a symlink: a parent component that is a symlink
-or a file is removed first (it is in the rescue snapshot). The user's branch, index, HEAD and
-history are never read or written.
+backup repository; every write of it (a snapshot, a restore) holds the project's ``BACKUPS``
+lock (``air.workspace.tree_lock``), so air processes in one project take turns, and the
+snapshot ref moves only from the parent its commit was made on. Restore writes only regular
+files and symlinks at paths git accepted, never under ``.air/`` or ``.git``, and never through a
+symlink: a parent component that is a symlink or a file is removed first (it is in the rescue
+snapshot). The user's branch, index, HEAD and history are never read or written.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple
@@ -29,6 +33,7 @@ import trio
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
 from air.workspace.gitsafe import GitLocation, run_git
+from air.workspace.tree_lock import BACKUPS, hold
 
 __all__ = ["IGNORED_BOUND", "BackupRepository", "IgnoredBound", "Snapshot"]
 
@@ -156,35 +161,49 @@ class BackupRepository:
                 build caches or nested repositories), within ``IGNORED_BOUND``; an ignored
                 file once taken stays in every later snapshot while it exists.
         """
-        async with self._lock:
-            await self._ensure()
-            await self._git("add", "--all", "--", ".")
-            skipped = await self._add_ignored(IGNORED_BOUND) if include_ignored else 0
-            tree = (await self._git("write-tree")).decode().strip()
-            at = utc_now_iso()
-            lines = [f"air: {reason}", "", f"Air-Time: {at}", f"Air-Reason: {reason}"]
-            if skipped:
-                lines.append(f"Air-Skipped-Ignored: {skipped}")
-            if self.session_id:
-                lines.append(f"Air-Session: {self.session_id}")
-            if task_id:
-                lines.append(f"Air-Task: {task_id}")
-            if workspace_id:
-                lines.append(f"Air-Workspace: {workspace_id}")
-            parent = await run_git(self._location, "rev-parse", "--verify", "--quiet", _REF)
-            argv = ["commit-tree", tree, "-m", "\n".join(lines)]
-            if parent.returncode == 0:
-                argv += ["-p", parent.stdout.decode().strip()]
-            commit = (await self._git(*argv)).decode().strip()
-            await self._git("update-ref", _REF, commit)
-            return Snapshot(
-                commit=commit,
-                at=at,
-                reason=reason,
-                session_id=self.session_id,
-                task_id=task_id,
-                workspace_id=workspace_id,
-            )
+        async with self._writing():
+            return await self._snapshot(reason, task_id, workspace_id, include_ignored)
+
+    @asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """This process's turn, then the project's (``BACKUPS``): one writer of the backup
+        index and ref at a time, across air processes too."""
+        async with self._lock, hold(self.project_root, BACKUPS):
+            yield
+
+    async def _snapshot(
+        self, reason: str, task_id: str | None, workspace_id: str | None, include_ignored: bool
+    ) -> Snapshot:
+        await self._ensure()
+        await self._git("add", "--all", "--", ".")
+        skipped = await self._add_ignored(IGNORED_BOUND) if include_ignored else 0
+        tree = (await self._git("write-tree")).decode().strip()
+        at = utc_now_iso()
+        lines = [f"air: {reason}", "", f"Air-Time: {at}", f"Air-Reason: {reason}"]
+        if skipped:
+            lines.append(f"Air-Skipped-Ignored: {skipped}")
+        if self.session_id:
+            lines.append(f"Air-Session: {self.session_id}")
+        if task_id:
+            lines.append(f"Air-Task: {task_id}")
+        if workspace_id:
+            lines.append(f"Air-Workspace: {workspace_id}")
+        parent = await run_git(self._location, "rev-parse", "--verify", "--quiet", _REF)
+        previous = parent.stdout.decode().strip() if parent.returncode == 0 else ""
+        argv = ["commit-tree", tree, "-m", "\n".join(lines)]
+        if previous:
+            argv += ["-p", previous]
+        commit = (await self._git(*argv)).decode().strip()
+        # only over the parent it was made on: a snapshot is never dropped from the chain
+        await self._git("update-ref", _REF, commit, previous)
+        return Snapshot(
+            commit=commit,
+            at=at,
+            reason=reason,
+            session_id=self.session_id,
+            task_id=task_id,
+            workspace_id=workspace_id,
+        )
 
     async def _add_ignored(self, bound: IgnoredBound) -> int:
         """Stage the project's git-ignored files within ``bound``; returns how many were left
@@ -384,28 +403,30 @@ class BackupRepository:
         """Bring ``rel`` back as it was in ``snap`` (removed if it did not exist then).
 
         Returns the rescue snapshot taken first."""
-        rescue = await self.snapshot("rescue before restore")
-        entry = (await self._entries(snap.commit)).get(rel)
-        await self._put(rel, entry)
-        return rescue
+        async with self._writing():
+            rescue = await self._snapshot("rescue before restore", None, None, False)
+            entry = (await self._entries(snap.commit)).get(rel)
+            await self._put(rel, entry)
+            return rescue
 
     async def restore_tree(self, snap: Snapshot) -> tuple[Snapshot, list[str]]:
         """Make the work tree's snapshotted files those of ``snap``: files it has are written,
         files snapshotted now but absent from it are removed; ignored files are left alone.
 
         Returns the rescue snapshot taken first and the paths changed."""
-        rescue = await self.snapshot("rescue before restore")
-        now = await self._entries(rescue.commit)
-        then = await self._entries(snap.commit)
-        changed = []
-        for rel in sorted(set(now) - set(then), reverse=True):
-            await self._put(rel, None)
-            changed.append(rel)
-        for rel, entry in sorted(then.items()):
-            if now.get(rel) != entry:
-                await self._put(rel, entry)
+        async with self._writing():
+            rescue = await self._snapshot("rescue before restore", None, None, False)
+            now = await self._entries(rescue.commit)
+            then = await self._entries(snap.commit)
+            changed = []
+            for rel in sorted(set(now) - set(then), reverse=True):
+                await self._put(rel, None)
                 changed.append(rel)
-        return rescue, sorted(changed)
+            for rel, entry in sorted(then.items()):
+                if now.get(rel) != entry:
+                    await self._put(rel, entry)
+                    changed.append(rel)
+            return rescue, sorted(changed)
 
     async def _put(self, rel: str, entry: tuple[str, str] | None) -> None:
         parts = rel.split("/")

@@ -12,7 +12,8 @@ record of each workspace is a sidecar (``air.workspace.records``). Retention (GC
 
 With a ``BackupRepository`` the project's files are snapshotted before every merge into it
 and before a task that writes in the project itself starts (``air restore``, IMPL-REL-4,
-IMPL-MERGE-1).
+IMPL-MERGE-1). A merge (its snapshot included) and that snapshot hold the project's ``TREE``
+lock (``air.workspace.tree_lock``): two air processes in one project merge one at a time.
 
 Before a merge every path the workspace changed is listed from git (or the copy's manifest),
 never from the worker's word, and checked: a symlink whose target leaves the project is never
@@ -45,6 +46,7 @@ from air.workspace.changes import (
     violation_error,
 )
 from air.workspace.records import RecordStore, WorkspaceRecord, parse_iso, workspace_error
+from air.workspace.tree_lock import TREE, hold
 from air.workspace.worktrees import ProjectGit
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
@@ -209,9 +211,10 @@ class WorkspaceManager:
         writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-1).
         Nothing without a ``BackupRepository``."""
         if self.backups is not None:
-            await self.backups.snapshot(
-                "before task", task_id=task_id, workspace_id=workspace_id, include_ignored=True
-            )
+            async with hold(self.project_root, TREE):  # never a tree another air merges into
+                await self.backups.snapshot(
+                    "before task", task_id=task_id, workspace_id=workspace_id, include_ignored=True
+                )
 
     async def merge_workspace(
         self,
@@ -260,20 +263,24 @@ class WorkspaceManager:
             "workspace.merge.started",
             {"workspace_id": workspace_id, "target_ref": None},
         )
-        if self.backups is not None and rec.strategy != WorkspaceStrategy.MAIN.value:
-            # the project as it is before this merge, for `air restore` (IMPL-REL-4)
-            await self.backups.snapshot(
-                "before merge", task_id=rec.task_id, workspace_id=workspace_id
-            )
         result: MergeResult
         if rec.strategy == WorkspaceStrategy.MAIN.value:
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
-        elif rec.strategy == WorkspaceStrategy.WORKTREE.value:
-            assert head is not None
-            merge_message = await self.git.message(rec, f"Merge task {rec.task_id}: {subject}")
-            result = await self.git.merge(rec, head, merge_message)
         else:
-            result = await self._merge_copy(rec)
+            # one air process at a time changes the project's files (IMPL-REL-4)
+            async with hold(self.project_root, TREE):
+                if self.backups is not None:
+                    # the project as it is before this merge, for `air restore`
+                    await self.backups.snapshot(
+                        "before merge", task_id=rec.task_id, workspace_id=workspace_id
+                    )
+                if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+                    assert head is not None
+                    subject_line = f"Merge task {rec.task_id}: {subject}"
+                    merge_message = await self.git.message(rec, subject_line)
+                    result = await self.git.merge(rec, head, merge_message)
+                else:
+                    result = await self._merge_copy(rec)
         if result.status == "conflicted":
             rec.status = WorkspaceStatus.CONFLICTED.value
             self.records.save(rec)

@@ -14,19 +14,6 @@ from tests.gitrepo import git
 from tests.workspace.recorder import Events
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "a.txt").write_text("one\ntwo\nthree\n")
-    (root / "b.txt").write_text("b\n")
-    (root / ".gitignore").write_text(".air/local/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
-
-
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)

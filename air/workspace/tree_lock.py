@@ -1,0 +1,60 @@
+"""One air process at a time changes a project's files or its backups (IMPL-REL-4).
+
+Owns ``hold``: an exclusive ``flock`` on ``<project>/.air/local/locks/<name>.lock`` for the
+length of an ``async with``, and the two names. ``TREE`` is held by whatever changes the
+project's files for air — a merge, a restore, and the snapshot before a task that writes in
+the project itself (so that it never reads a tree another process is merging into); ``BACKUPS``
+by every write of the backup repository (its index and its one ref). Two air processes may run
+in one project (their workers never touch each other's); without these, a merge of one failed
+at the pre-merge snapshot while the other held the backup index, and two snapshots taken at
+once read the same parent, so one of them left the chain ``air restore`` reads. A holder that
+takes both takes ``TREE`` first.
+
+The lock is taken without blocking the Trio loop: a non-blocking ``flock`` retried after a
+short sleep (2 ms, doubling to 50 ms), so a cancelled waiter leaves at once. It is released
+when the block ends, or by the kernel when the holder dies. Each ``hold`` opens the file
+anew (a ``flock`` belongs to an open file), so two tasks of one process also take turns; a
+task never takes a name it already holds.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import trio
+
+__all__ = ["BACKUPS", "TREE", "hold"]
+
+TREE = "tree"
+BACKUPS = "backups"
+_FIRST_WAIT_S = 0.002
+_LONGEST_WAIT_S = 0.05
+
+
+@asynccontextmanager
+async def hold(project_root: str, name: str) -> AsyncIterator[None]:
+    """Hold the project's lock ``name`` (``TREE`` or ``BACKUPS``) for the block.
+
+    Raises:
+        OSError: the lock file cannot be made or opened (a link in its place is refused:
+            ``O_NOFOLLOW``).
+    """
+    directory = os.path.join(project_root, ".air", "local", "locks")
+    os.makedirs(directory, exist_ok=True)
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(os.path.join(directory, f"{name}.lock"), flags, 0o600)
+    try:
+        wait = _FIRST_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await trio.sleep(wait)
+                wait = min(wait * 2, _LONGEST_WAIT_S)
+        yield
+    finally:
+        os.close(fd)
