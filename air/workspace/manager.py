@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from air.contracts.error import AirException
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id, utc_now_iso
 from air.contracts.task import WorkspacePlan, WorkspaceRef, WorkspaceStatus, WorkspaceStrategy
 from air.workspace.backups import BackupRepository
@@ -97,6 +97,8 @@ class WorkspaceManager:
         self.now = now
         self.records = RecordStore(self.root)
         self.git = ProjectGit(self.project_root)
+        self.branch: str | None = None
+        """The branch ``--branch`` named (``use_branch``): a merge lands there or nowhere."""
 
     def get(self, workspace_id: str) -> WorkspaceRecord:
         return self.records.get(workspace_id)
@@ -112,6 +114,7 @@ class WorkspaceManager:
             AirException: ``workspace_error`` when git refuses (e.g. local changes in the way).
         """
         await self.git.use_branch(name)
+        self.branch = name
 
     async def is_git_repo(self) -> bool:
         """True when the project root holds its own repository with at least one commit."""
@@ -259,16 +262,17 @@ class WorkspaceManager:
 
             changes = await trio.to_thread.run_sync(manifest_changes, rec.manifest, rec.path)
             self._check(rec, changes, guard)
-        await self.record(
-            "workspace.merge.started",
-            {"workspace_id": workspace_id, "target_ref": None},
-        )
+        started = {"workspace_id": workspace_id, "target_ref": None}
         result: MergeResult
         if rec.strategy == WorkspaceStrategy.MAIN.value:
+            await self.record("workspace.merge.started", started)
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
         else:
             # one air process at a time changes the project's files (IMPL-REL-4)
             async with hold(self.project_root, TREE):
+                if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+                    await self._check_head(rec)
+                await self.record("workspace.merge.started", started)
                 if self.backups is not None:
                     # the project as it is before this merge, for `air restore`
                     await self.backups.snapshot(
@@ -301,6 +305,32 @@ class WorkspaceManager:
                 {"workspace_id": workspace_id, "merge_commit": result.merge_commit},
             )
         return result
+
+    async def _check_head(self, rec: WorkspaceRecord) -> None:
+        """A task's merge commit lands on a branch: the one ``--branch`` named, else the one
+        checked out. On a detached HEAD it would be reachable from nothing once the user
+        checks out again (the task branch is deleted after a merge); on another branch than
+        ``--branch`` named, it would land where the run promised it would not. Either way
+        nothing is merged and the task's branch keeps its work.
+
+        Raises:
+            AirException: ``workspace_error`` naming the branch to check out and the kept one.
+        """
+        on = await self.git.head_branch()
+        wanted = None if self.branch is None else f"refs/heads/{self.branch}"
+        if on is not None and wanted in (None, on):
+            return
+        where = "a detached HEAD" if on is None else f"branch {on.removeprefix('refs/heads/')}"
+        promised = "a branch" if wanted is None else f"branch {self.branch} (--branch)"
+        back = "a branch" if self.branch is None else self.branch
+        raise AirException.of(
+            kind=ErrorKind.WORKSPACE_ERROR,
+            message=(
+                f"the project is on {where}, not on {promised}: task {rec.task_id} was not "
+                f"merged; its work is kept on branch {rec.branch}"
+            ),
+            user_action=f"Check out {back} (git switch), then merge it: git merge {rec.branch}",
+        )
 
     async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
         from air.contracts.task_results import MergeResult

@@ -144,6 +144,12 @@ class ProjectGit:
         create = [] if known.returncode == 0 else ["-c"]
         await self.run(None, "switch", "--quiet", *create, name)
 
+    async def head_branch(self) -> str | None:
+        """The branch the project has checked out (``refs/heads/...``); None when its HEAD is
+        detached."""
+        head = await self.run(None, "symbolic-ref", "--quiet", "HEAD", check=False)
+        return head.stdout.decode().strip() or None if head.returncode == 0 else None
+
     async def add(self, rec: WorkspaceRecord, base: str) -> None:
         """Make ``rec``'s worktree at ``rec.path`` on ``rec.branch`` from ``base``, and record
         its base commit and verified git directory."""
