@@ -113,7 +113,8 @@ class WorkspaceManager:
         Raises:
             AirException: ``workspace_error`` when git refuses (e.g. local changes in the way).
         """
-        await self.git.use_branch(name)
+        async with hold(self.project_root, TREE):  # a checkout changes the project's files
+            await self.git.use_branch(name)
         self.branch = name
 
     async def is_git_repo(self) -> bool:

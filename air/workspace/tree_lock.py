@@ -2,8 +2,9 @@
 
 Owns ``hold``: an exclusive ``flock`` on ``<project>/.air/local/locks/<name>.lock`` for the
 length of an ``async with``, and the two names. ``TREE`` is held by whatever changes the
-project's files for air — a merge, a restore, and the snapshot before a task that writes in
-the project itself (so that it never reads a tree another process is merging into); ``BACKUPS``
+project's files for air — a merge, a restore, the checkout of ``--branch`` — and the snapshot
+before a task that writes in the project itself (so that it never reads a tree another process
+is merging into); ``BACKUPS``
 by every write of the backup repository (its index and its one ref). Two air processes may run
 in one project (their workers never touch each other's); without these, a merge of one failed
 at the pre-merge snapshot while the other held the backup index, and two snapshots taken at

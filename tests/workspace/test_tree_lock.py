@@ -28,6 +28,7 @@ from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 from air.workspace.tree_lock import BACKUPS, TREE
 from tests.forked_air import air_cli
+from tests.gitrepo import git
 from tests.workspace.recorder import Events
 
 PROCESSES = 4
@@ -185,3 +186,15 @@ async def test_the_snapshot_before_a_task_waits_for_another_airs_merge(repo: Pat
     assert [snap.reason for snap in await BackupRepository(str(repo)).snapshots()] == [
         "before task"
     ]
+
+
+async def test_a_branch_is_checked_out_after_another_airs_merge(repo: Path) -> None:
+    mgr = WorkspaceManager(str(repo), Events())
+    holder = _Holder(repo, TREE)
+    with trio.move_on_after(0.5) as waited:
+        await mgr.use_branch("air-run")
+    assert waited.cancelled_caught
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "main"
+    await trio.to_thread.run_sync(holder.release)
+    await mgr.use_branch("air-run")
+    assert git(repo, "symbolic-ref", "--short", "HEAD") == "air-run"
