@@ -4,12 +4,11 @@ Owns ``hold``: an exclusive ``flock`` on ``<project>/.air/local/locks/<name>.loc
 length of an ``async with``, and the two names. ``TREE`` is held by whatever changes the
 project's files for air — a merge, a restore, the checkout of ``--branch`` — and the snapshot
 before a task that writes in the project itself (so that it never reads a tree another process
-is merging into); ``BACKUPS``
-by every write of the backup repository (its index and its one ref). Two air processes may run
-in one project (their workers never touch each other's); without these, a merge of one failed
-at the pre-merge snapshot while the other held the backup index, and two snapshots taken at
-once read the same parent, so one of them left the chain ``air restore`` reads. A holder that
-takes both takes ``TREE`` first.
+is merging into); ``BACKUPS`` by every write of the backup repository (its index and its one
+ref). Two air processes may run in one project (their workers never touch each other's);
+without these, a merge of one failed at the pre-merge snapshot while the other held the backup
+index, and two snapshots taken at once read the same parent, so one of them left the chain
+``air restore`` reads. A holder that takes both takes ``TREE`` first.
 
 The lock is taken without blocking the Trio loop: a non-blocking ``flock`` retried after a
 short sleep (2 ms, doubling to 50 ms), so a cancelled waiter leaves at once. It is released
