@@ -26,6 +26,8 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from air.contracts.error import AirException, ErrorKind
+
 __all__ = ["BACKUPS", "TREE", "hold"]
 
 TREE = "tree"
@@ -39,13 +41,21 @@ async def hold(project_root: str, name: str) -> AsyncIterator[None]:
     """Hold the project's lock ``name`` (``TREE`` or ``BACKUPS``) for the block.
 
     Raises:
-        OSError: the lock file cannot be made or opened (a link in its place is refused:
-            ``O_NOFOLLOW``).
+        AirException: ``workspace_error`` when the lock file cannot be made or opened (a link
+            in its place is refused: ``O_NOFOLLOW``).
     """
     directory = os.path.join(project_root, ".air", "local", "locks")
-    os.makedirs(directory, exist_ok=True)
-    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(os.path.join(directory, f"{name}.lock"), flags, 0o600)
+    path = os.path.join(directory, f"{name}.lock")
+    try:
+        os.makedirs(directory, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise AirException.of(
+            kind=ErrorKind.WORKSPACE_ERROR,
+            message=f"cannot open air's lock {path}: {exc.strerror or exc}",
+            user_action=f"Make {directory} a directory air can write (not a link), or remove "
+            "what is in the lock's place; then run air again.",
+        ) from None
     try:
         wait = _FIRST_WAIT_S
         while True:

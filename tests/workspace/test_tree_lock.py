@@ -198,3 +198,14 @@ async def test_a_branch_is_checked_out_after_another_airs_merge(repo: Path) -> N
     await trio.to_thread.run_sync(holder.release)
     await mgr.use_branch("air-run")
     assert git(repo, "symbolic-ref", "--short", "HEAD") == "air-run"
+
+
+async def test_a_link_in_the_locks_place_is_a_clear_error(repo: Path, tmp_path: Path) -> None:
+    locks = repo / ".air" / "local" / "locks"
+    locks.mkdir(parents=True)
+    (locks / "backups.lock").symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(AirException) as raised:
+        await BackupRepository(str(repo)).snapshot("x")
+    assert raised.value.error.kind == ErrorKind.WORKSPACE_ERROR
+    assert "cannot open air's lock" in raised.value.error.message
+    assert not (tmp_path / "elsewhere").exists()
