@@ -36,6 +36,15 @@ def _is_time(text: str) -> bool:
     return True
 
 
+def _waiting() -> None:
+    print(
+        "air: another air process is changing the project's files (a merge or a restore); "
+        "waiting for it",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def _line(snap: Snapshot) -> str:
     where = " ".join(
         part
@@ -77,7 +86,7 @@ def run_restore(args: dict[str, Any]) -> int:
 
         async def restore_file() -> tuple[Snapshot, Snapshot]:
             snap = await backups.pick_for_file(rel)
-            async with hold(backups.project_root, TREE):  # never amid another air's merge
+            async with hold(backups.project_root, TREE, waiting=_waiting):  # never mid-merge
                 return snap, await backups.restore_file(rel, snap)
 
         snap, rescue = trio.run(restore_file)
@@ -89,7 +98,7 @@ def run_restore(args: dict[str, Any]) -> int:
                 snap = await backups.pick_for_session(target)
             else:
                 snap = await backups.pick_for_time(target)
-            async with hold(backups.project_root, TREE):
+            async with hold(backups.project_root, TREE, waiting=_waiting):
                 rescue, changed = await backups.restore_tree(snap)
             return snap, rescue, changed
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import fcntl
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
@@ -37,8 +37,11 @@ _LONGEST_WAIT_S = 0.05
 
 
 @asynccontextmanager
-async def hold(project_root: str, name: str) -> AsyncIterator[None]:
-    """Hold the project's lock ``name`` (``TREE`` or ``BACKUPS``) for the block.
+async def hold(
+    project_root: str, name: str, *, waiting: Callable[[], None] | None = None
+) -> AsyncIterator[None]:
+    """Hold the project's lock ``name`` (``TREE`` or ``BACKUPS``) for the block; ``waiting``
+    is called once if another holds it first (a command says why it pauses).
 
     Raises:
         AirException: ``workspace_error`` when the lock file cannot be made or opened (a link
@@ -63,6 +66,8 @@ async def hold(project_root: str, name: str) -> AsyncIterator[None]:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if waiting is not None and wait == _FIRST_WAIT_S:
+                    waiting()
                 await trio.sleep(wait)
                 wait = min(wait * 2, _LONGEST_WAIT_S)
         yield

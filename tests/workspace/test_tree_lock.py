@@ -172,6 +172,7 @@ def test_air_restore_waits_for_a_merge_of_another_air(repo: Path) -> None:
     restore.join(60)
     [done] = ended
     assert done.returncode == 0, done.stderr
+    assert done.stderr.startswith("air: another air process is changing the project's files")
     assert (repo / "a.txt").read_text() == "one\ntwo\nthree\n"
 
 
