@@ -8,7 +8,8 @@ tool calls to), ``architecture.yaml``, ``capabilities/*.json``, ``rules/*.md``,
 each one would do (``Finding``),
 and the user's decision, recorded outside the project in ``~/.air/trust.json``: per project
 realpath, the sha256 over the exact set (relative path + bytes) of the widening files the user
-saw, and when. Any change of that set (a file edited, added, removed, or a file that widened
+saw, and when (read, changed and written under ``trust.json.lock``: air processes of several
+projects update it). Any change of that set (a file edited, added, removed, or a file that widened
 nothing now widening) makes the project untrusted again.
 ``require_trust`` is the check every front end makes before it reads the project's
 configuration; it raises ``AirException(untrusted_config)`` naming the file and the field. A
@@ -20,11 +21,13 @@ files widen nothing needs no trust (IMPL-TRUST-1).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
 import stat
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -419,22 +422,39 @@ def trusted(config: ConfigSet, *, home: str | None = None) -> bool:
     return isinstance(entry, dict) and entry.get("sha256") == config.digest
 
 
+@contextmanager
+def _updating(home: str | None) -> Iterator[None]:
+    """The record read, changed and written by one air process at a time (an exclusive
+    ``flock`` on ``trust.json.lock`` beside it): air processes of other projects refresh it
+    after their own writes, and two read-modify-writes at once lost one's projects."""
+    path = trust_file(home) + ".lock"
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def record_trust(config: ConfigSet, *, home: str | None = None) -> None:
     """Record that the user trusts ``config`` (this exact set of files) for its project."""
-    data = _load_record(home)
-    data["projects"][config.root] = {
-        "sha256": config.digest,
-        "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in config.files},
-        "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-    _save_record(data, home)
+    with _updating(home):
+        data = _load_record(home)
+        data["projects"][config.root] = {
+            "sha256": config.digest,
+            "files": {rel: hashlib.sha256(data).hexdigest() for rel, data in config.files},
+            "trusted_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
+        _save_record(data, home)
 
 
 def revoke_trust(project_root: str, *, home: str | None = None) -> bool:
     """Forget the trust of the project; True when there was one."""
-    data = _load_record(home)
-    gone = data["projects"].pop(os.path.realpath(project_root), None)
-    _save_record(data, home)
+    with _updating(home):
+        data = _load_record(home)
+        gone = data["projects"].pop(os.path.realpath(project_root), None)
+        _save_record(data, home)
     return gone is not None
 
 

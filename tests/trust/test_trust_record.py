@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -289,3 +290,44 @@ def test_what_trusting_allows_is_shown_with_hidden_characters_escaped(tmp_path: 
         require_trust(str(root), home=str(home))
     assert "\x1b" not in refused.value.error.message
     assert "\\x1b[2K" in refused.value.error.message
+
+
+_TRUSTS = """
+import os, sys
+from air.session.trust import record_trust, trust_scan
+home, base, name = sys.argv[1], sys.argv[2], sys.argv[3]
+for i in range(10):
+    root = os.path.join(base, f"{name}-{i}")
+    os.makedirs(os.path.join(root, ".air", "shared"))
+    with open(os.path.join(root, ".air", "shared", "mcp.yaml"), "w") as handle:
+        handle.write("servers:\\n  t: {command: [x]}\\n")
+    record_trust(trust_scan(root), home=home)
+"""
+
+
+def test_air_processes_of_several_projects_trusting_at_once_keep_every_record(
+    tmp_path: Path,
+) -> None:
+    """Air processes of other projects update the record after their own writes
+    (``refresh_trust``); two read-modify-writes at once lost one's projects (30 of 60 kept)."""
+    home, base = tmp_path / "home", tmp_path / "projects"
+    home.mkdir()
+    base.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    names = "abcdef"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _TRUSTS, str(home), str(base), name],
+            env=env,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name in names
+    ]
+    errors = [proc.communicate(timeout=120)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * len(names), errors
+    kept = json.loads(Path(trust_file(str(home))).read_text())["projects"]
+    expected = {str(base / f"{name}-{i}") for name in names for i in range(10)}
+    assert set(kept) == expected
+    for root in expected:
+        assert trusted(trust_scan(root), home=str(home))
