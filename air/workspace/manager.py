@@ -70,6 +70,12 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+TREE_PATIENCE_S = 60.0
+"""How long a merge (or the snapshot before a task) waits for another air process that holds
+the project's files: within the merge's own grace (``MERGE_GRACE``, 120 s), so a stopped or
+hung holder fails the task with what to do, not a run that ends blocked without a word."""
+
+
 class WorkspaceManager:
     """Creates, merges and cleans workspaces for one project.
 
@@ -113,7 +119,8 @@ class WorkspaceManager:
         Raises:
             AirException: ``workspace_error`` when git refuses (e.g. local changes in the way).
         """
-        async with hold(self.project_root, TREE):  # a checkout changes the project's files
+        # a checkout changes the project's files
+        async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
             await self.git.use_branch(name)
         self.branch = name
 
@@ -215,7 +222,8 @@ class WorkspaceManager:
         writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-1).
         Nothing without a ``BackupRepository``."""
         if self.backups is not None:
-            async with hold(self.project_root, TREE):  # never a tree another air merges into
+            # never a tree another air merges into
+            async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 await self.backups.snapshot(
                     "before task", task_id=task_id, workspace_id=workspace_id, include_ignored=True
                 )
@@ -270,7 +278,7 @@ class WorkspaceManager:
             result = MergeResult(workspace_id=workspace_id, status="nothing_to_merge")
         else:
             # one air process at a time changes the project's files (IMPL-REL-4)
-            async with hold(self.project_root, TREE):
+            async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 if rec.strategy == WorkspaceStrategy.WORKTREE.value:
                     await self._check_head(rec)
                 await self.record("workspace.merge.started", started)

@@ -11,7 +11,9 @@ index, and two snapshots taken at once read the same parent, so one of them left
 ``air restore`` reads. A holder that takes both takes ``TREE`` first.
 
 The lock is taken without blocking the Trio loop: a non-blocking ``flock`` retried after a
-short sleep (2 ms, doubling to 50 ms), so a cancelled waiter leaves at once. It is released
+short sleep (2 ms, doubling to 50 ms), so a cancelled waiter leaves at once; a waiter with
+``patience`` gives up after it with the holder's pid (written in the file), so one stopped
+(Ctrl-Z) or hung while it changed the project's files costs a task, not a whole run. It is released
 when the block ends, or by the kernel when the holder dies. Each ``hold`` opens the file
 anew (a ``flock`` belongs to an open file), so two tasks of one process also take turns; a
 task never takes a name it already holds.
@@ -38,14 +40,20 @@ _LONGEST_WAIT_S = 0.05
 
 @asynccontextmanager
 async def hold(
-    project_root: str, name: str, *, waiting: Callable[[], None] | None = None
+    project_root: str,
+    name: str,
+    *,
+    waiting: Callable[[], None] | None = None,
+    patience: float | None = None,
 ) -> AsyncIterator[None]:
     """Hold the project's lock ``name`` (``TREE`` or ``BACKUPS``) for the block; ``waiting``
-    is called once if another holds it first (a command says why it pauses).
+    is called once if another holds it first (a command says why it pauses). The holder's pid
+    is written in the file, for the error of a waiter that runs out of ``patience``.
 
     Raises:
         AirException: ``workspace_error`` when the lock file cannot be made or opened (a link
-            in its place is refused: ``O_NOFOLLOW``).
+            in its place is refused: ``O_NOFOLLOW``), or another process held the lock for
+            ``patience`` seconds (one stopped or hung while it changed the project's files).
     """
     directory = os.path.join(project_root, ".air", "local", "locks")
     path = os.path.join(directory, f"{name}.lock")
@@ -61,6 +69,7 @@ async def hold(
         ) from None
     try:
         wait = _FIRST_WAIT_S
+        deadline = None if patience is None else trio.current_time() + patience
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -68,8 +77,28 @@ async def hold(
             except BlockingIOError:
                 if waiting is not None and wait == _FIRST_WAIT_S:
                     waiting()
+                if deadline is not None and trio.current_time() >= deadline:
+                    raise _held_too_long(fd, path, patience or 0.0) from None
                 await trio.sleep(wait)
                 wait = min(wait * 2, _LONGEST_WAIT_S)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         yield
     finally:
         os.close(fd)
+
+
+def _held_too_long(fd: int, path: str, patience: float) -> AirException:
+    holder = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    who = f"air process {holder}" if holder.isdigit() else "air process"
+    return AirException.of(
+        kind=ErrorKind.WORKSPACE_ERROR,
+        message=(
+            f"another {who} has held the project's files for over {patience:.0f} s (a merge, a "
+            f"restore or a snapshot; {path}): nothing was changed"
+        ),
+        user_action=(
+            f"If that air is stopped (Ctrl-Z) or hung, resume or end it (kill {holder or 'PID'}); "
+            "a task's work is kept in its workspace (git worktree list) to merge by hand."
+        ),
+    )

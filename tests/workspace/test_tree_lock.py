@@ -51,6 +51,8 @@ _HOLDER = """
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
 fcntl.flock(fd, fcntl.LOCK_EX)
+os.ftruncate(fd, 0)
+os.pwrite(fd, f"{os.getpid()}\\n".encode(), 0)  # as air's own holder does
 print("held", flush=True)
 sys.stdin.readline()
 """
@@ -210,3 +212,32 @@ async def test_a_link_in_the_locks_place_is_a_clear_error(repo: Path, tmp_path: 
     assert raised.value.error.kind == ErrorKind.WORKSPACE_ERROR
     assert "cannot open air's lock" in raised.value.error.message
     assert not (tmp_path / "elsewhere").exists()
+
+
+async def test_a_merge_waits_for_a_stopped_holder_only_so_long(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A holder stopped (Ctrl-Z) or hung mid-merge: the merge gives up after its patience with
+    the holder's pid and what to do, within its grace; found as a run that ended "blocked"
+    after 120 s without a word."""
+    monkeypatch.setattr("air.workspace.manager.TREE_PATIENCE_S", 0.5)
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events, backups=BackupRepository(str(repo)))
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    _write(Path(ref.path, "new.txt"), "new\n")
+    holder = _Holder(repo, TREE)
+    try:
+        with trio.fail_after(30), pytest.raises(AirException) as raised:
+            await mgr.merge_workspace(ref.workspace_id)
+    finally:
+        await trio.to_thread.run_sync(holder.release)
+    error = raised.value.error
+    assert error.kind == ErrorKind.WORKSPACE_ERROR
+    assert f"another air process {holder.proc.pid} has held the project's files" in error.message
+    assert f"kill {holder.proc.pid}" in error.user_action
+    assert not _exists(repo / "new.txt")
+    assert "workspace.merge.started" not in events.types()
+    # the holder gone, the kept workspace merges
+    assert (await mgr.merge_workspace(ref.workspace_id)).status == "merged"
