@@ -24,7 +24,7 @@ from air.contracts.task import (
 )
 from air.nursery import deadlines
 from air.nursery.carried import carried_checkpoint
-from air.nursery.facts import end_task, record_end
+from air.nursery.facts import RECORD_GRACE, end_task, record_end
 from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:
@@ -32,9 +32,7 @@ if TYPE_CHECKING:
     from air.nursery.state import Ports, RunState
     from air.supervision.task_outcome import TaskOutcome
 
-__all__ = ["RECORD_GRACE", "run_task", "workspace_for"]
-
-RECORD_GRACE = 10.0  # seconds a shielded outcome write may take before we give up on it
+__all__ = ["run_task", "workspace_for"]
 
 
 async def workspace_for(st: RunState, io: Ports, entry: WavePlanEntry) -> WorkspaceRef:

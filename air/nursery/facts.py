@@ -4,7 +4,8 @@ depends on it.
 Owns ``create_tasks`` (``task.created``, idempotent), ``add_dependency``
 (``task.dependency.added`` and the graph's edge), ``record_end`` (a task's end event, with its
 attempt index) and ``end_task`` (that event and the node's new status together), ``block``
-(``task.blocked``). They take the ledger and the graph, never the Scheduler.
+(``task.blocked``). They take the ledger and the graph, never the Scheduler. ``RECORD_GRACE``
+bounds a record written under a shield as the run unwinds.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 if TYPE_CHECKING:
     from air.nursery.ledger import Ledger
 
-__all__ = ["add_dependency", "block", "create_tasks", "end_task", "record_end"]
+__all__ = ["RECORD_GRACE", "add_dependency", "block", "create_tasks", "end_task", "record_end"]
+
+RECORD_GRACE = 10.0  # seconds a shielded outcome write may take before we give up on it
 
 
 async def create_tasks(

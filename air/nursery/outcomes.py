@@ -36,7 +36,7 @@ from air.context.compactor import record_worker_summary
 from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.task import SchedulerState, TaskStatus, TaskType, WorkspaceRef, WorkspaceStrategy
 from air.contracts.worker_result import WorkerResult, WorkerStatus
-from air.nursery.facts import end_task
+from air.nursery.facts import RECORD_GRACE, end_task
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
@@ -73,17 +73,31 @@ async def collect(
     if workspace.strategy == WorkspaceStrategy.MAIN or io.workspaces is None:
         await land(st, io, node, outcome, attempt_index, completed, None)
         return  # made in place: nothing to merge
+    merged: bool | None = None  # None until the merge decided
     with trio.move_on_after(MERGE_GRACE, shield=True):
         # why shielded: a half-done git merge, or a merged change without its end, must not be
         # left behind by a cancel
         diff = await change_diff(io, workspace) if io.options.review == "wave" else None
         async with st.merge_lock:
             io.enter(st, SchedulerState.MERGING)
-            if await merge(st, io, node, workspace, outcome, attempt_index):
+            merged = await merge(st, io, node, workspace, outcome, attempt_index)
+            if merged:
                 await land(st, io, node, outcome, attempt_index, completed, diff)
                 # landed: its commits are in the project's history; the worktree and its
                 # branch go now, not after the retention (IMPL-GIT-4)
                 await io.workspaces.cleanup_workspace(workspace.workspace_id)
+    if merged is None:
+        # the grace ran out before the merge decided (git hung): the task's end is recorded,
+        # never a run that ends blocked without a word
+        overran = AirException.of(
+            kind=ErrorKind.WORKSPACE_ERROR,
+            message=f"the merge of task {node.task_id} did not end within {MERGE_GRACE:g} s",
+            user_action="Check the project's git state (git status; a merge in progress is "
+            "ended with git merge --abort); the task's work is kept in its workspace.",
+        )
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: the end must be recorded even as the run unwinds
+            await _unmergeable(io, node, workspace, outcome, overran, attempt_index)
 
 
 async def land(

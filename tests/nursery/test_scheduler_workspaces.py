@@ -6,8 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import trio
 
 from air.contracts.task import TaskScope, TaskSpec
+from air.contracts.task_results import MergeResult
 from air.nursery.planner import WavePlanner
 from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.supervision.seams import SuperviseRequest
@@ -90,3 +92,38 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
     branches = git(repo, "branch", "--list", "air/ws/*").split()
     assert len([b for b in branches if b.startswith("air/ws/")]) == 1
     assert session_db.replay_matches(str(repo.parent / "replay.db"))
+
+
+class _HungMerge(WorkspaceManager):
+    """A merge that never ends (git hung on a network file system, say)."""
+
+    async def merge_workspace(self, workspace_id: str, **kwargs: object) -> MergeResult:
+        await trio.sleep_forever()
+        raise AssertionError("unreachable")
+
+
+async def test_a_merge_past_its_grace_fails_its_task_in_words(
+    repo: Path, session_db: SessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found as a run that ended "blocked: done 0/1, failed 0" without a word once a merge
+    took its whole grace: the task's end was never recorded."""
+    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 0.5)
+    ledger = session_db.ledger
+    runner = FakeTaskRunner({"a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))]})
+    sched = Scheduler(
+        ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=_HungMerge(str(repo), ledger.record),
+        planner=WavePlanner(git_repo=True),
+        options=SchedulerOptions(max_workers=1),
+    )
+    await sched.create_tasks([_spec("a", ["a.txt"])])
+    with trio.fail_after(30):
+        result = await sched.run_until_idle()
+    assert result.status == "blocked"  # not every task completed
+    [failed] = [e.payload for e in ledger.history() if e.type == "task.failed"]
+    assert failed["error"]["kind"] == "workspace_error"
+    assert failed["error"]["message"] == "the merge of task a did not end within 0.5 s"
+    assert failed["error"]["retryability"] == "never"
+    assert not (repo / "a.txt").exists()
