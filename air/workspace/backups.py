@@ -4,7 +4,9 @@ Owns: ``BackupRepository`` over ``<project>/.air/local/backups/repo.git`` (a bar
 of air's own; the project's ``.git`` is never used), ``snapshot`` (one commit on
 ``refs/heads/snapshots`` of the whole work tree — tracked and untracked files, minus what the
 project's ignore rules, ``.air/`` and build caches exclude; before a task that writes in the
-project itself, its git-ignored files too, bounded by ``IGNORED_BOUND``), ``snapshots``,
+project itself, its git-ignored files too, bounded by ``IGNORED_BOUND``, but no tree a tool
+makes again: a CMake build directory, a virtualenv, ``node_modules``, a tagged cache),
+``snapshots``,
 ``restore_file`` / ``restore_tree`` (with a rescue snapshot taken first) and ``pick`` (which
 snapshot a file, a time or a session means). IMPL-REL-4.
 
@@ -43,7 +45,10 @@ _EXCLUDE = (
     "/.air/\n.git\n__pycache__/\n.pytest_cache/\n.mypy_cache/\n.ruff_cache/\n*.air-merge.tmp\n"
 )
 _NEVER = (".air", ".git")
-_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
+_CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"})
+_CACHEDIR_TAG = b"Signature: 8a477f597d28d172789f06886806bc55"
+"""The first bytes of a ``CACHEDIR.TAG`` (the Cache Directory Tagging Specification: Cargo's
+``target/``, and other tools' caches)."""
 _OURS = (".air-merge.tmp", ".air-restore.tmp")
 
 
@@ -92,6 +97,22 @@ def blob_id(data: bytes) -> str:
 def _blob_hash(size: int) -> hashlib._Hash:
     """A blob id's hash of ``size`` bytes, its header fed: the content follows."""
     return hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
+
+
+def _regenerable(dirpath: str, filenames: list[str]) -> bool:
+    """A tree its tool makes again, left out of the snapshot of ignored files: a CMake build
+    directory (``CMakeCache.txt``), a Python virtualenv (``pyvenv.cfg``) or a directory tagged
+    as a cache (``CACHEDIR.TAG``). Every rebuild would otherwise add its objects again, up to
+    ``IGNORED_BOUND`` a task, to a repository nothing prunes."""
+    if "CMakeCache.txt" in filenames or "pyvenv.cfg" in filenames:
+        return True
+    if "CACHEDIR.TAG" not in filenames:
+        return False
+    try:
+        with open(os.path.join(dirpath, "CACHEDIR.TAG"), "rb") as tag:
+            return tag.read(len(_CACHEDIR_TAG)) == _CACHEDIR_TAG
+    except OSError:
+        return False
 
 
 class BackupRepository:
@@ -276,6 +297,9 @@ class BackupRepository:
             for dirpath, dirnames, filenames in os.walk(top):
                 if ".git" in dirnames or ".git" in filenames:
                     dirnames[:] = []  # a repository of its own: not ours to snapshot
+                    continue
+                if _regenerable(dirpath, filenames):
+                    dirnames[:] = []  # a build tree, a venv, a tagged cache: made again
                     continue
                 dirnames[:] = sorted(d for d in dirnames if d not in _CACHES)
                 rel_dir = os.path.relpath(dirpath, self.project_root).replace(os.sep, "/")

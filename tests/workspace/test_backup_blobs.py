@@ -7,6 +7,8 @@ import os
 import subprocess
 from pathlib import Path
 
+import trio
+
 from air.workspace.backups import BackupRepository
 from tests.gitrepo import git
 
@@ -22,3 +24,51 @@ def test_a_files_blob_id_is_gits_for_a_file_of_many_pieces_and_a_link(tmp_path: 
     )
     assert backups._current_blob("link") == link.stdout.decode().strip()
     assert backups._current_blob("missing") is None
+
+
+def test_the_ignored_files_snapshot_leaves_out_trees_their_tools_make_again(
+    tmp_path: Path,
+) -> None:
+    """Before a task that writes in the project itself the git-ignored files are snapshotted,
+    but no CMake build tree, virtualenv, node_modules or tagged cache: a rebuild of 2,000
+    objects (40 MiB) added 39 MiB to the backup repository at every task, which nothing
+    prunes."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / ".gitignore").write_text("*\n!.gitignore\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    files = {
+        "settings.local": "LOCAL=1\n",  # the user's: kept
+        "build/cache.bin": "no marker: kept\n",
+        "cmake-build/CMakeCache.txt": "CMAKE_BUILD_TYPE:STRING=Debug\n",
+        "cmake-build/CMakeFiles/app.dir/main.o": "object\n",
+        "out/x64/CMakeCache.txt": "\n",
+        "out/x64/app": "binary\n",
+        "out/notes.txt": "kept beside a nested build tree\n",
+        ".venv/pyvenv.cfg": "home = /usr/bin\n",
+        ".venv/lib/site.py": "x\n",
+        "node_modules/left/index.js": "x\n",
+        "target/CACHEDIR.TAG": "Signature: 8a477f597d28d172789f06886806bc55\n",
+        "target/debug/app": "binary\n",
+        "fake/CACHEDIR.TAG": "not the signature\n",
+        "fake/data.bin": "kept: the tag is no real one\n",
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    backups = BackupRepository(str(root))
+
+    async def snapshot_and_list() -> list[str]:
+        snap = await backups.snapshot("before task", include_ignored=True)
+        return sorted(await backups._entries(snap.commit))
+
+    assert trio.run(snapshot_and_list) == [
+        ".gitignore",
+        "build/cache.bin",
+        "fake/CACHEDIR.TAG",
+        "fake/data.bin",
+        "out/notes.txt",
+        "settings.local",
+    ]
