@@ -88,6 +88,16 @@ def _exists(path: Path) -> bool:
     return path.exists()
 
 
+async def _a_change_to_merge(repo: Path, events: Events) -> tuple[WorkspaceManager, str]:
+    """A manager with backups and a worktree task that wrote ``new.txt``: (it, the workspace)."""
+    mgr = WorkspaceManager(str(repo), events, backups=BackupRepository(str(repo)))
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    _write(Path(ref.path, "new.txt"), "new\n")
+    return mgr, ref.workspace_id
+
+
 class _Holder:
     """Another process holding one of the project's locks until ``release``."""
 
@@ -112,17 +122,13 @@ class _Holder:
 @pytest.mark.parametrize("name", [TREE, BACKUPS])
 async def test_a_merge_waits_while_another_process_holds_a_lock(repo: Path, name: str) -> None:
     events = Events()
-    mgr = WorkspaceManager(str(repo), events, backups=BackupRepository(str(repo)))
-    ref = await mgr.create_workspace(
-        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
-    )
-    _write(Path(ref.path, "new.txt"), "new\n")
+    mgr, workspace_id = await _a_change_to_merge(repo, events)
     holder = _Holder(repo, name)
     done: list[str] = []
     async with trio.open_nursery() as nursery:
 
         async def merge() -> None:
-            done.append((await mgr.merge_workspace(ref.workspace_id)).status)
+            done.append((await mgr.merge_workspace(workspace_id)).status)
 
         nursery.start_soon(merge)
         started = time.monotonic()
@@ -222,15 +228,11 @@ async def test_a_merge_waits_for_a_stopped_holder_only_so_long(
     after 120 s without a word."""
     monkeypatch.setattr("air.workspace.manager.TREE_PATIENCE_S", 0.5)
     events = Events()
-    mgr = WorkspaceManager(str(repo), events, backups=BackupRepository(str(repo)))
-    ref = await mgr.create_workspace(
-        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
-    )
-    _write(Path(ref.path, "new.txt"), "new\n")
+    mgr, workspace_id = await _a_change_to_merge(repo, events)
     holder = _Holder(repo, TREE)
     try:
         with trio.fail_after(30), pytest.raises(AirException) as raised:
-            await mgr.merge_workspace(ref.workspace_id)
+            await mgr.merge_workspace(workspace_id)
     finally:
         await trio.to_thread.run_sync(holder.release)
     error = raised.value.error
@@ -240,4 +242,4 @@ async def test_a_merge_waits_for_a_stopped_holder_only_so_long(
     assert not _exists(repo / "new.txt")
     assert "workspace.merge.started" not in events.types()
     # the holder gone, the kept workspace merges
-    assert (await mgr.merge_workspace(ref.workspace_id)).status == "merged"
+    assert (await mgr.merge_workspace(workspace_id)).status == "merged"
