@@ -9,8 +9,8 @@ each one would do (``Finding``),
 and the user's decision, recorded outside the project in ``~/.air/trust.json``: per project
 realpath, the sha256 over the exact set (relative path + bytes) of the widening files the user
 saw, and when (read, changed and written under ``trust.json.lock``: air processes of several
-projects update it). Any change of that set (a file edited, added, removed, or a file that widened
-nothing now widening) makes the project untrusted again.
+projects update it). Any change of that set (a file edited, added, removed, or a file that
+widened nothing now widening) makes the project untrusted again.
 ``require_trust`` is the check every front end makes before it reads the project's
 configuration; it raises ``AirException(untrusted_config)`` naming the file and the field. A
 symbolic link where one of these files (or their directories) should be is followed only when it

@@ -6,9 +6,8 @@ of air's own; the project's ``.git`` is never used), ``snapshot`` (one commit on
 project's ignore rules, ``.air/`` and build caches exclude; before a task that writes in the
 project itself, its git-ignored files too, bounded by ``IGNORED_BOUND``, but no tree a tool
 makes again: a CMake build directory, a virtualenv, ``node_modules``, a tagged cache),
-``snapshots``,
-``restore_file`` / ``restore_tree`` (with a rescue snapshot taken first) and ``pick`` (which
-snapshot a file, a time or a session means). IMPL-REL-4.
+``snapshots``, ``restore_file`` / ``restore_tree`` (with a rescue snapshot taken first) and
+``pick`` (which snapshot a file, a time or a session means). IMPL-REL-4.
 
 Every git command goes through ``air.workspace.gitsafe.run_git`` with ``GIT_DIR`` pinned to the
 backup repository; every write of it (a snapshot, a restore) holds the project's ``BACKUPS``
