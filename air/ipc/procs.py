@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Collection
 from functools import cache
 from typing import NamedTuple
 
@@ -217,19 +218,21 @@ def find_marked_many(markers: list[str]) -> dict[str, list[int]]:
     return {marker: _marked(procs, marker) for marker in markers}
 
 
-def kill_sandboxes(workspaces: list[str]) -> list[int]:
+def kill_sandboxes(workspaces: list[str], spare_parents: Collection[int] = ()) -> list[int]:
     """SIGKILL every live sandbox (a ``bwrap`` that leads its own session, as the runtime starts
-    them) whose command line binds one of ``workspaces``, except this process's children;
-    return their PIDs. Killing bwrap ends its PID namespace: the command and all it started.
+    them, and the bwrap inside it that leads its PID namespace) whose command line binds one of
+    ``workspaces``, except those this process or one of ``spare_parents`` started (live air
+    processes: the project itself is every session's ``main`` workspace); return their PIDs.
+    Killing bwrap ends its PID namespace: the command and all it started.
 
     For recovery (IMPL-SBX-7): bwrap's parent-death signal misses a runtime that died between
-    forking bwrap and bwrap's own ``prctl``, so such a command outlives it.
+    forking bwrap and bwrap's own ``prctl``, so such a command outlives it (reparented: its
+    parent is no air process then).
     """
     wanted = {os.path.realpath(w) for w in workspaces if w}
     if not wanted:
         return []
-    me = os.getpid()
-    killed: list[int] = []
+    leaders: dict[int, int] = {}  # a bwrap that leads its session: its parent
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -242,9 +245,15 @@ def kill_sandboxes(workspaces: list[str]) -> list[int]:
             continue
         if not argv or os.path.basename(argv[0]) != "bwrap" or not fields or len(fields) < 4:
             continue
-        ppid, session = int(fields[1]), int(fields[3])
-        if session != pid or ppid == me or not wanted.intersection(argv):
-            continue
+        if int(fields[3]) == pid and wanted.intersection(argv):
+            leaders[pid] = int(fields[1])
+    # a live runtime's sandbox: its outer bwrap is that runtime's child, the inner one the
+    # outer one's
+    spared = {os.getpid(), *spare_parents}
+    while grown := {pid for pid, ppid in leaders.items() if ppid in spared} - spared:
+        spared |= grown
+    killed: list[int] = []
+    for pid in sorted(set(leaders) - spared):
         try:
             os.killpg(pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):

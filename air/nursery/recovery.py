@@ -25,7 +25,7 @@ changes nothing; a crash in the middle and a second run converge on the same sta
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,6 +72,7 @@ async def recover_session(
     artifact_scan: Callable[[], Any] | None = None,
     referential_check: Callable[[], Any] | None = None,
     alive: Callable[[StoredAgent], bool] | None = None,
+    live_runtimes: Collection[int] = (),
 ) -> RecoveryReport:
     """Bring a session's log back to a consistent, resumable state (SDD §16.3).
 
@@ -82,6 +83,8 @@ async def recover_session(
         artifact_scan: the orphan-artifact scanner (step 5); optional.
         referential_check: the FK-off checker (step 6); optional.
         alive: liveness probe (default: PID + start time through ``/proc``).
+        live_runtimes: pids of the project's live air processes, whose sandboxes step 2 spares
+            (the project itself is every session's ``main`` workspace).
 
     Returns:
         What was found and done.
@@ -116,10 +119,11 @@ async def recover_session(
         )
         report.lost_agents.append(agent.agent_id)
 
-    # step 2, the sandboxes: this process claimed the session, so no live runtime owns its
-    # workspaces; a bwrap still running in one lost its runtime (IMPL-SBX-7)
+    # step 2, the sandboxes: this process claimed the session, so a bwrap still running in one
+    # of its workspaces lost its runtime (IMPL-SBX-7) — unless a live air process of the
+    # project started it: the project itself is every session's `main` workspace
     paths = [str(rec["path"]) for rec in state.workspaces.values() if rec.get("path")]
-    report.reaped_commands = kill_sandboxes(paths)
+    report.reaped_commands = kill_sandboxes(paths, spare_parents=live_runtimes)
     for pid in report.reaped_commands:
         log.warning("killed sandboxed command %s that outlived its runtime", pid)
 

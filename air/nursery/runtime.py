@@ -57,7 +57,7 @@ from air.session.knowledge_recovery import recover_knowledge
 from air.session.local_owner import claim_local_state
 from air.session.manager import OpenSession, SessionManager
 from air.supervision.monitor import AgentMonitor
-from air.supervision.runs import claim_session, reap_orphans, runs_dir
+from air.supervision.runs import claim_session, live_owners, reap_orphans, runs_dir
 from air.supervision.seams import TaskRunner
 from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
@@ -346,6 +346,7 @@ async def _build(
         workspaces=workspaces,
         reap=reap,
         referential_check=getattr(session.store, "referential_check", None),
+        live_runtimes=live_owners(runs),
     )
     # the project's knowledge stores converge with this log (outbox, SDD §18.4)
     await recover_knowledge(ledger, root)

@@ -37,6 +37,7 @@ __all__ = [
     "claim_session",
     "current_owner",
     "is_mine",
+    "live_owners",
     "owner_alive",
     "reap_orphans",
     "runs_dir",
@@ -144,6 +145,21 @@ def _lock_held(root: str, name: str) -> bool:
     finally:
         os.close(fd)
     return False
+
+
+def live_owners(root: str) -> set[int]:
+    """The pids of the air processes that hold an owner lock under ``root`` now: the live
+    runtimes of the project (their sandboxes are theirs, whatever they bind)."""
+    try:
+        names = os.listdir(os.path.join(root, OWNERS_DIR))
+    except OSError:
+        return set()
+    pids = set()
+    for name in names:
+        pid, _, rest = name.partition("-")
+        if pid.isdigit() and rest.endswith(".lock") and _lock_held(root, name):
+            pids.add(int(pid))
+    return pids
 
 
 def owner_alive(root: str, record: dict[str, Any]) -> bool | None:

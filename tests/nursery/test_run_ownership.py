@@ -48,6 +48,9 @@ def _command_turn(task_id: str, command: str) -> str:
     return _turn([{**use, "input": {"command": command}}], "tool_use")
 
 
+_RESUME = [sys.executable, "-m", "air.cli", "resume"]
+
+
 def _air(root: Path, batch: str, cassettes: str) -> list[str]:
     return [
         sys.executable,
@@ -138,6 +141,19 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         assert "running in another air process" in resume.stderr
         assert "Traceback" not in resume.stderr
         assert alive(worker)
+        # resuming B (ended) recovers it: its workspace is the project itself, as A's is, and
+        # its recovery kills only the sandboxes a dead runtime left there, never A's command
+        # (found: A's `sleep 15` ended -9 after 4 s, killed by B's recovery)
+        session_b = json.loads(run_b.stdout.splitlines()[0])["session_id"]
+        resume_b = subprocess.run(
+            [*_RESUME, "--session", session_b, "--cassette", "casB", "--isolation", "main"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert resume_b.returncode == 0, resume_b.stderr
+        assert alive(worker)
         assert run_a.poll() is None
         (root / "go").write_text("")
         for line in run_a.stdout:
@@ -149,7 +165,9 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
             run_a.wait()
     types = [e["type"] for e in events_a]
     assert types.count("task.started") == 1  # the first attempt finished: nothing was retried
-    assert "command.completed" in types  # A's command saw `go` and ended, not its timeout
+    # A's command saw `go` and ended by itself: not its timeout, not a kill
+    [ended] = [e["payload"] for e in events_a if e["type"] == "command.completed"]
+    assert ended["exit_code"] == 0, ended
     assert "command.failed" not in types
     assert "task.completed" in types
     assert not {"agent.lost", "agent.failed", "task.failed", "task.interrupted"} & set(types)
