@@ -139,7 +139,12 @@ def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
             "Start one with `air run --headless BATCH`.",
             field="--session",
         )
-    return project, known[-1]
+    # the latest session no live air process runs (the one that stopped, not another air's
+    # that is running now); if every one runs, the latest, whose claim then says so
+    from air.doctor.database_check import session_lock_held
+
+    idle = [sid for sid in known if not session_lock_held(project.project_root, sid)]
+    return project, (idle or known)[-1]
 
 
 def open_project(store: Any, root: str) -> Any:

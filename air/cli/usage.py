@@ -188,7 +188,8 @@ Usage:
   air resume -h | --help
 
 Options:
-  --session SID           The session to resume (default: the most recent one).
+  --session SID           The session to resume (default: the most recent one no air
+                          process is running).
 {_RUN_OPTIONS}
 """,
     ),

@@ -141,18 +141,20 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         assert "running in another air process" in resume.stderr
         assert "Traceback" not in resume.stderr
         assert alive(worker)
-        # resuming B (ended) recovers it: its workspace is the project itself, as A's is, and
-        # its recovery kills only the sandboxes a dead runtime left there, never A's command
-        # (found: A's `sleep 15` ended -9 after 4 s, killed by B's recovery)
+        # `air resume` takes the latest session no live air runs: B's, not A's. Resuming B
+        # recovers it: its workspace is the project itself, as A's is, and its recovery kills
+        # only the sandboxes a dead runtime left there, never A's command (found: A's `sleep
+        # 15` ended -9 after 4 s, killed by B's recovery)
         session_b = json.loads(run_b.stdout.splitlines()[0])["session_id"]
         resume_b = subprocess.run(
-            [*_RESUME, "--session", session_b, "--cassette", "casB", "--isolation", "main"],
+            [*_RESUME, "--cassette", "casB", "--isolation", "main"],
             cwd=root,
             capture_output=True,
             text=True,
             timeout=120,
         )
         assert resume_b.returncode == 0, resume_b.stderr
+        assert resume_b.stderr.startswith(f"air: session {session_b} in "), resume_b.stderr
         assert alive(worker)
         assert run_a.poll() is None
         (root / "go").write_text("")
@@ -454,3 +456,44 @@ async def test_reaping_reads_the_run_records_once(tmp_path: Path, monkeypatch: A
     monkeypatch.setattr(RunRecordStore, "list", counted)
     assert await reap_orphans(root) == []
     assert calls == [root]
+
+
+def test_air_resume_takes_the_latest_session_no_live_air_runs(tmp_path: Path) -> None:
+    """A run that stopped, then another air's run started in the project: `air resume` takes
+    the stopped one, not the other's that is running (found: it took the latest, and refused
+    it as running in another air process)."""
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    wait = "until [ -e go ]; do sleep 0.05; done"
+    (root / "cas" / "a.jsonl").write_text(_command_turn("a", wait) + _result_turn("a"))
+    (root / "cas" / "b.jsonl").write_text(_command_turn("b", "echo quick") + _result_turn("b"))
+    (root / "a.yaml").write_text("tasks:\n  - id: a\n    title: w\n    scope: {write_area: [o]}\n")
+    (root / "b.yaml").write_text("tasks:\n  - id: b\n    title: quick\n")
+    run_b = subprocess.run(
+        _air(root, "b.yaml", "cas"), cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert run_b.returncode == 0, run_b.stderr
+    session_b = json.loads(run_b.stdout.splitlines()[0])["session_id"]
+    run_a = subprocess.Popen(
+        _air(root, "a.yaml", "cas"), cwd=root, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert run_a.stdout is not None
+        for line in run_a.stdout:
+            if json.loads(line)["type"] == "command.started":
+                break  # A's session, the latest, is running
+        resume = subprocess.run(
+            [*_RESUME, "--cassette", "cas", "--isolation", "main"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert resume.returncode == 0, resume.stderr
+        assert resume.stderr.startswith(f"air: session {session_b} in "), resume.stderr
+        (root / "go").write_text("")
+        assert run_a.wait(timeout=60) == 0
+    finally:
+        if run_a.poll() is None:
+            run_a.kill()
+            run_a.wait()
