@@ -48,7 +48,17 @@ def _command_turn(task_id: str, command: str) -> str:
     return _turn([{**use, "input": {"command": command}}], "tool_use")
 
 
-_RESUME = [sys.executable, "-m", "air.cli", "resume"]
+def _resumes(root: Path, cassettes: str, session_id: str) -> None:
+    """`air resume` (no --session) in ``root`` resumes ``session_id`` to its end."""
+    resume = subprocess.run(
+        [sys.executable, "-m", "air.cli", "resume", "--cassette", cassettes, "--isolation", "main"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert resume.returncode == 0, resume.stderr
+    assert resume.stderr.startswith(f"air: session {session_id} in "), resume.stderr
 
 
 def _air(root: Path, batch: str, cassettes: str) -> list[str]:
@@ -146,15 +156,7 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         # only the sandboxes a dead runtime left there, never A's command (found: A's `sleep
         # 15` ended -9 after 4 s, killed by B's recovery)
         session_b = json.loads(run_b.stdout.splitlines()[0])["session_id"]
-        resume_b = subprocess.run(
-            [*_RESUME, "--cassette", "casB", "--isolation", "main"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert resume_b.returncode == 0, resume_b.stderr
-        assert resume_b.stderr.startswith(f"air: session {session_b} in "), resume_b.stderr
+        _resumes(root, "casB", session_b)
         assert alive(worker)
         assert run_a.poll() is None
         (root / "go").write_text("")
@@ -482,15 +484,7 @@ def test_air_resume_takes_the_latest_session_no_live_air_runs(tmp_path: Path) ->
         for line in run_a.stdout:
             if json.loads(line)["type"] == "command.started":
                 break  # A's session, the latest, is running
-        resume = subprocess.run(
-            [*_RESUME, "--cassette", "cas", "--isolation", "main"],
-            cwd=root,
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-        assert resume.returncode == 0, resume.stderr
-        assert resume.stderr.startswith(f"air: session {session_b} in "), resume.stderr
+        _resumes(root, "cas", session_b)
         (root / "go").write_text("")
         assert run_a.wait(timeout=60) == 0
     finally:
