@@ -133,9 +133,16 @@ class ProjectStore:
                     "schema_version": PROJECT_SCHEMA_VERSION,
                     "created_at": utc_now_iso(),
                 }
-                tmp = project_json.with_suffix(".json.tmp")
+                tmp = project_json.with_name(f".project.json.{os.getpid()}.tmp")
                 tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-                os.replace(tmp, project_json)
+                try:
+                    # made whole or not at all, and only once: of two airs starting in a new
+                    # project at once, the second keeps the first's id (its sessions' ids)
+                    os.link(tmp, project_json)
+                except FileExistsError:
+                    pass
+                finally:
+                    tmp.unlink()
             _write_new(shared / "permissions.yaml", _PERMISSIONS_STUB)
             if options.default_rules:
                 _write_new(shared / "rules" / "project-rules.md", PROJECT_RULES)

@@ -194,3 +194,25 @@ def test_the_fk_off_check_at_open_runs_only_for_a_file_that_existed(
     assert not again.db.created
     assert calls == [again.db.path]
     again.close()
+
+
+def test_two_airs_initialising_a_project_at_once_keep_one_id(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another air made project.json between this one's look and its write (8 processes
+    initialising one new folder at once: two ids in use, one of them no longer the project's).
+    The first one made stays; nothing is left beside it."""
+    shared = tmp_path / ".air" / "shared"
+    shared.mkdir(parents=True)
+    first = {"project_id": "the-first", "name": "p", "schema_version": 1, "created_at": "x"}
+    (shared / "project.json").write_text(json.dumps(first))
+    real_exists = Path.exists
+
+    def looked_before_it_was_made(path: Path) -> bool:
+        return False if path.name == "project.json" else real_exists(path)
+
+    monkeypatch.setattr(Path, "exists", looked_before_it_was_made)
+    project = ProjectStore().initialize(tmp_path)
+    assert project.project_id == "the-first"
+    assert json.loads((shared / "project.json").read_text())["project_id"] == "the-first"
+    assert sorted(p.name for p in shared.iterdir() if p.name.endswith(".tmp")) == []
