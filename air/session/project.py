@@ -141,8 +141,11 @@ class ProjectStore:
                     os.link(tmp, project_json)
                 except FileExistsError:
                     pass
+                except OSError:  # no hard links on this file system (FAT, some mounts)
+                    if not project_json.exists():
+                        os.replace(tmp, project_json)
                 finally:
-                    tmp.unlink()
+                    tmp.unlink(missing_ok=True)
             _write_new(shared / "permissions.yaml", _PERMISSIONS_STUB)
             if options.default_rules:
                 _write_new(shared / "rules" / "project-rules.md", PROJECT_RULES)

@@ -216,3 +216,16 @@ def test_two_airs_initialising_a_project_at_once_keep_one_id(
     assert project.project_id == "the-first"
     assert json.loads((shared / "project.json").read_text())["project_id"] == "the-first"
     assert sorted(p.name for p in shared.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def test_a_project_on_a_file_system_without_hard_links_is_initialised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def no_links(src: object, dst: object) -> None:
+        raise PermissionError(1, "Operation not permitted")  # as FAT and some mounts answer
+
+    monkeypatch.setattr("air.session.project.os.link", no_links)
+    project = ProjectStore().initialize(tmp_path)
+    stored = json.loads((tmp_path / ".air" / "shared" / "project.json").read_text())
+    assert stored["project_id"] == project.project_id
+    assert [p.name for p in (tmp_path / ".air" / "shared").glob("*.tmp")] == []
