@@ -141,7 +141,7 @@ def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
         )
     # the latest session no live air process runs (the one that stopped, not another air's
     # that is running now); if every one runs, the latest, whose claim then says so
-    from air.doctor.database_check import session_lock_held
+    from air.supervision.runs import session_lock_held
 
     idle = [sid for sid in known if not session_lock_held(project.project_root, sid)]
     return project, (idle or known)[-1]

@@ -41,6 +41,7 @@ __all__ = [
     "owner_alive",
     "reap_orphans",
     "runs_dir",
+    "session_lock_held",
 ]
 
 OWNERS_DIR = "owners"
@@ -101,12 +102,12 @@ def claim_session(root: str, session_id: str) -> None:
         AirException: ``validation_error`` when another live process holds the session.
     """
     owners = os.path.join(root, OWNERS_DIR)
-    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
-    key = (os.getpid(), os.path.join(os.path.realpath(owners), f"session-{safe}"))
+    name = _session_lock(session_id)
+    key = (os.getpid(), os.path.join(os.path.realpath(owners), name.removesuffix(".lock")))
     if key in _held:
         return
     os.makedirs(owners, exist_ok=True)
-    path = os.path.join(owners, f"session-{safe}.lock")
+    path = os.path.join(owners, name)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -123,6 +124,17 @@ def claim_session(root: str, session_id: str) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     _held[key] = {"fd": fd}
+
+
+def _session_lock(session_id: str) -> str:
+    """The name of a session's lock under ``owners/``."""
+    safe = "".join(c if c.isalnum() or c in "-_" else "_" for c in session_id)
+    return f"session-{safe}.lock"
+
+
+def session_lock_held(project_root: str, session_id: str) -> bool:
+    """True when a live air process holds the session's lock (it is running now)."""
+    return _lock_held(runs_dir(project_root), _session_lock(session_id))
 
 
 def _lock_held(root: str, name: str) -> bool:
