@@ -176,7 +176,7 @@ async def run_task(
             raise
         # the outcome's checks (evidence, gates, reviews, merge) are imported once a worker
         # has returned, not before the first request (IMPL-BOOT-8)
-        from air.nursery.outcomes import collect
+        from air.nursery.outcomes import collect, set_aside
 
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: a finished task's outcome is never lost to a late cancel
@@ -190,6 +190,7 @@ async def run_task(
                     TaskStatus.CANCELLED,
                     attempt_index=attempt_index,
                 )
+                await set_aside(io, workspace, f"attempt {attempt_index} was cancelled")
             else:
                 await collect(st, io, node, workspace, outcome, attempt_index, completed)
     finally:

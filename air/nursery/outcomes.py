@@ -47,7 +47,7 @@ from air.supervision.task_outcome import TaskOutcome
 if TYPE_CHECKING:
     from air.nursery.state import Ports, RunState
 
-__all__ = ["MERGE_GRACE", "collect"]
+__all__ = ["MERGE_GRACE", "collect", "set_aside"]
 
 MERGE_GRACE = 120.0  # seconds a shielded merge may take
 
@@ -67,8 +67,10 @@ async def collect(
     result = outcome.result
     if result is None or result.status != WorkerStatus.COMPLETED:
         await ended_otherwise(io, node, outcome, attempt_index, workspace.path)
+        await set_aside(io, workspace, f"attempt {attempt_index} did not complete")
         return
     if not await gate(io, node, outcome.agent_id, result, attempt_index):
+        await set_aside(io, workspace, "held at the architecture gate")
         return
     if workspace.strategy == WorkspaceStrategy.MAIN or io.workspaces is None:
         await land(st, io, node, outcome, attempt_index, completed, None)
@@ -309,6 +311,21 @@ async def learn(io: Ports, node: TaskNode, outcome: TaskOutcome) -> None:
 
 
 # -- an attempt that did not complete -------------------------------------------------------
+async def set_aside(io: Ports, workspace: WorkspaceRef, reason: str) -> None:
+    """An attempt's own workspace that will not be merged is abandoned: its work is committed
+    to its branch (kept), its files stay for the retention (3 days) and then go at a session's
+    start (SDD §20.5: active until merge or cancel). A retry gets a new workspace, so without
+    this every failed attempt kept a whole checkout forever. A workspace git refuses to touch
+    (tampered with, IMPL-GIT-2) is left exactly as it is."""
+    if io.workspaces is None or workspace.strategy == WorkspaceStrategy.MAIN:
+        return
+    try:
+        await io.workspaces.abandon_workspace(workspace.workspace_id, reason)
+    except AirException as exc:
+        if exc.kind != ErrorKind.WORKSPACE_ERROR:
+            raise
+
+
 async def ended_otherwise(
     io: Ports, node: TaskNode, outcome: TaskOutcome, attempt_index: int, workspace_root: str = ""
 ) -> None:

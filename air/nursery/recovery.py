@@ -11,7 +11,9 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
    session's workspaces and that outlived it is killed (IMPL-SBX-7);
 3. every task the log still shows running is marked ``task.interrupted`` (resumable: it runs
    again from pending; a completed task is never touched, so it never runs twice);
-4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here);
+4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here); an
+   interrupted attempt's own workspace is abandoned (its retry gets a new one), and what
+   another session's GC cleaned meanwhile is recorded in this session's log;
 5. the orphan-artifact scan runs when a scanner is given;
 6. the FK-off orphan scan runs when a checker is given (its report is kept);
 7. workspace GC applies retention (merged 7 days, abandoned 3 days);
@@ -29,7 +31,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts.error import ErrorKind, make_air_error
+from air.contracts.error import AirException, ErrorKind, make_air_error
 from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, ledger_view
@@ -141,7 +143,22 @@ async def recover_session(
         await ledger.record("task.interrupted", payload)
         report.interrupted_tasks.append(task.task_id)
 
-    # step 4: keep every workspace that is not merged or cleaned
+    # step 4: keep every workspace that is not merged or cleaned; an interrupted attempt's
+    # own workspace is set aside (abandoned: its work committed to its branch, its files kept
+    # for the retention), as its retry gets a new one; what another session's GC cleaned
+    # meanwhile is recorded here, in this session's own log
+    if workspaces is not None:
+        for wid, rec in state.workspaces.items():
+            if rec.get("status") != "active" or rec.get("strategy") == "main":
+                continue
+            try:
+                await workspaces.abandon_workspace(wid, "its attempt was interrupted")
+            except AirException as exc:
+                if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.NOT_FOUND):
+                    raise  # a tampered workspace, or one without its sidecar, stays as it is
+        await workspaces.record_cleaned_elsewhere(
+            {wid: str(rec.get("status")) for wid, rec in state.workspaces.items()}
+        )
     report.kept_workspaces = sorted(
         wid
         for wid, rec in state.workspaces.items()
@@ -156,7 +173,7 @@ async def recover_session(
 
     # step 7
     if workspaces is not None:
-        report.cleaned_workspaces = await workspaces.gc()
+        report.cleaned_workspaces = await workspaces.gc(own=state.workspaces.keys())
 
     # step 8
     final = ledger_view(ledger.state())  # caught up with what steps 2-7 recorded

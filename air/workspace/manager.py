@@ -26,10 +26,12 @@ exactly as it is (never merged, committed or cleaned: IMPL-GIT-2).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from datetime import timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -64,6 +66,10 @@ ABANDONED_RETENTION = timedelta(days=3)
 
 Recorder = Callable[[str, dict[str, Any]], Awaitable[object]]
 """``await record(event_type, payload)``: ingest one durable event."""
+
+
+def _lexists(path: str) -> bool:
+    return os.path.lexists(path)
 
 
 def _is_dir(path: str) -> bool:
@@ -158,31 +164,56 @@ class WorkspaceManager:
             agent_id=agent_id,
             created_at=self.now(),
         )
-        if strategy == WorkspaceStrategy.WORKTREE:
-            rec.branch = f"air/ws/{wid}"
+        if strategy != WorkspaceStrategy.MAIN:
             rec.path = os.path.join(self.root, wid)
             os.makedirs(self.root, exist_ok=True)
-            await self.git.add(rec, plan.base_ref or "HEAD")
-        elif strategy == WorkspaceStrategy.ISOLATED_COPY:
-            rec.path = os.path.join(self.root, wid)
-            os.makedirs(self.root, exist_ok=True)
-            from air.workspace.copies import copy_project  # IMPL-BOOT-16
+            if _lexists(rec.path):
+                raise workspace_error(f"workspace {wid} exists already", detail=rec.path)
+        try:
+            if strategy == WorkspaceStrategy.WORKTREE:
+                rec.branch = f"air/ws/{wid}"
+                await self.git.add(rec, plan.base_ref or "HEAD")
+            elif strategy == WorkspaceStrategy.ISOLATED_COPY:
+                from air.workspace.copies import copy_project  # IMPL-BOOT-16
 
-            rec.manifest = await trio.to_thread.run_sync(copy_project, self.project_root, rec.path)
-        self.records.save(rec)
-        await self.record(
-            "workspace.created",
-            {
-                "workspace_id": wid,
-                "task_id": rec.task_id,
-                "agent_id": agent_id,
-                "strategy": strategy.value,
-                "path": rec.path,
-                "branch": rec.branch,
-                "base_commit": rec.base_commit,
-            },
-        )
+                rec.manifest = await trio.to_thread.run_sync(
+                    copy_project, self.project_root, rec.path
+                )
+            self.records.save(rec)
+            await self.record(
+                "workspace.created",
+                {
+                    "workspace_id": wid,
+                    "task_id": rec.task_id,
+                    "agent_id": agent_id,
+                    "strategy": strategy.value,
+                    "path": rec.path,
+                    "branch": rec.branch,
+                    "base_commit": rec.base_commit,
+                },
+            )
+        except Exception:
+            await self._unmake(rec)
+            raise
         return rec.ref()
+
+    async def _unmake(self, rec: WorkspaceRecord) -> None:
+        """Take back a workspace whose making or recording failed (a full disk, git refusing):
+        it is new (its path did not exist), holds no work yet and nothing durable names it, so
+        nothing is left that ``air doctor`` would find unowned: its files, its git worktree, its
+        branch (only while it is still at the base commit: no work is ever deleted), its
+        sidecar. Best effort: the error to report is the one that got here."""
+        with contextlib.suppress(Exception):
+            if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+                await self.git.run(None, "worktree", "remove", "--force", rec.path, check=False)
+                await self.git.run(None, "worktree", "prune", check=False)
+                ref = f"refs/heads/{rec.branch}"
+                at = await self.git.run(None, "rev-parse", "--verify", "-q", ref, check=False)
+                if rec.base_commit and at.stdout.decode().strip() == rec.base_commit:
+                    await self.git.run(None, "branch", "-D", "-q", str(rec.branch), check=False)
+            if rec.strategy != WorkspaceStrategy.MAIN.value:
+                await trio.to_thread.run_sync(partial(shutil.rmtree, rec.path, ignore_errors=True))
+            self.records.forget(rec.workspace_id)
 
     async def changed_files(self, workspace_id: str) -> list[str]:
         """Files the workspace changed relative to its base (uncommitted and committed)."""
@@ -373,12 +404,15 @@ class WorkspaceManager:
             {"workspace_id": workspace_id, "reason": reason, "kept_branch": rec.branch},
         )
 
-    async def cleanup_workspace(self, workspace_id: str) -> None:
+    async def cleanup_workspace(self, workspace_id: str, *, record: bool = True) -> None:
         """Delete the workspace's files (never the DB row) and record ``workspace.cleaned``.
 
         A worktree's changes are committed to its branch first and the branch is kept, unless
         the workspace was merged and the project's HEAD holds all of it (``git branch -d``):
         then the branch goes too. An isolated copy holding unmerged changes is refused.
+        ``record=False``: another session's workspace (its log is that session's): only the
+        sidecar says cleaned, and that session records it when it is next opened
+        (``record_cleaned_elsewhere``).
 
         Raises:
             AirException: ``workspace_error`` when deleting would lose changes.
@@ -402,14 +436,36 @@ class WorkspaceManager:
                 await trio.to_thread.run_sync(shutil.rmtree, rec.path)
         rec.status = WorkspaceStatus.CLEANED.value
         self.records.save(rec)
-        await self.record(
-            "workspace.cleaned",
-            {"workspace_id": workspace_id},
-        )
+        if record:
+            await self.record("workspace.cleaned", {"workspace_id": workspace_id})
 
-    async def gc(self, *, live_task_ids: Sequence[str] = ()) -> list[str]:
+    async def record_cleaned_elsewhere(self, statuses: Mapping[str, str]) -> list[str]:
+        """Record ``workspace.cleaned`` for this session's workspaces (``statuses``: id ->
+        status in this session's log) that another session's GC cleaned meanwhile.
+
+        Returns:
+            The ids recorded now.
+        """
+        recorded: list[str] = []
+        for workspace_id, status in statuses.items():
+            if status not in (WorkspaceStatus.MERGED.value, WorkspaceStatus.ABANDONED.value):
+                continue
+            try:
+                rec = self.get(workspace_id)
+            except AirException:
+                continue  # no sidecar: nothing says it was cleaned
+            if rec.status == WorkspaceStatus.CLEANED.value:
+                await self.record("workspace.cleaned", {"workspace_id": workspace_id})
+                recorded.append(workspace_id)
+        return recorded
+
+    async def gc(
+        self, *, live_task_ids: Sequence[str] = (), own: Container[str] | None = None
+    ) -> list[str]:
         """Apply retention: merged workspaces older than 7 days and abandoned ones older than
         3 days are cleaned. Active workspaces and those of live tasks are never touched.
+        ``own``: the ids this session's log knows (None: all); another session's workspace is
+        cleaned without an event here (``cleanup_workspace(record=False)``).
 
         Returns:
             The ids cleaned now.
@@ -429,8 +485,9 @@ class WorkspaceManager:
                 due = now - parse_iso(rec.abandoned_at) >= ABANDONED_RETENTION
             if not due:
                 continue
+            mine = own is None or rec.workspace_id in own
             try:
-                await self.cleanup_workspace(rec.workspace_id)
+                await self.cleanup_workspace(rec.workspace_id, record=mine)
             except AirException:
                 continue  # kept: it holds changes that have no branch
             cleaned.append(rec.workspace_id)

@@ -9,6 +9,7 @@ records' timestamps, read back for retention).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -78,12 +79,24 @@ class RecordStore:
         """Write ``rec`` atomically (temporary file, fsync, rename)."""
         os.makedirs(self.root, exist_ok=True)
         tmp = self._sidecar(rec.workspace_id) + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(asdict(rec), handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, self._sidecar(rec.workspace_id))
+        try:
+            with open(tmp, "w", encoding="utf-8") as handle:
+                json.dump(asdict(rec), handle)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self._sidecar(rec.workspace_id))
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)  # a full disk leaves no half-written sidecar behind
+            raise
         self._records[rec.workspace_id] = rec
+
+    def forget(self, workspace_id: str) -> None:
+        """Delete ``workspace_id``'s sidecar: a workspace taken back before anything durable
+        named it (``WorkspaceManager.create_workspace``)."""
+        self._records.pop(workspace_id, None)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._sidecar(workspace_id))
 
     def get(self, workspace_id: str) -> WorkspaceRecord:
         """The record of ``workspace_id``.

@@ -1,10 +1,12 @@
-"""Shared fixtures: a real session database with its event store, as the Scheduler uses it."""
+"""Shared fixtures: a real session database with its event store, as the Scheduler uses it;
+a project that is a real git repository (``shared.txt`` committed on ``main``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +16,7 @@ from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
+from tests.gitrepo import git
 
 
 @dataclass
@@ -49,6 +52,18 @@ def open_session_db(directory: str, session_id: str = "ses_test") -> SessionDB:
     )
     ledger = SessionLedger(events, session_id=session_id, project_id="prj_test")
     return SessionDB(os.path.join(directory, "session.db"), db, events, ledger)
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "shared.txt").write_text("base\n")
+    (root / ".gitignore").write_text(".air/\n")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    return root
 
 
 @pytest.fixture

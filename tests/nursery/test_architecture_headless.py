@@ -173,6 +173,9 @@ async def test_a_held_verdict_blocks_the_task_unmerged(env: Path, verdict: str, 
     ]
     assert blocked["reason"].startswith(f"architecture gate ({verdict}): VERDICT-{verdict}")
     assert says in blocked["reason"]
+    # the held change stays on its branch; its worktree is set aside for the retention
+    set_aside = [e.payload["reason"] for e in events if e.type == "workspace.abandoned"]
+    assert set_aside == ["held at the architecture gate"]
     [impact] = [e.payload for e in events if e.type == "architecture.impact.completed"]
     assert impact["result_class"] == verdict
     changed = [e.payload for e in events if e.type == "requirement.changed"]

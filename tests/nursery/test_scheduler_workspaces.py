@@ -19,18 +19,6 @@ from tests.gitrepo import git
 from tests.nursery.conftest import SessionDB
 
 
-@pytest.fixture
-def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    git(root, "init", "-q", "-b", "main")
-    (root / "shared.txt").write_text("base\n")
-    (root / ".gitignore").write_text(".air/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
-
-
 def _spec(tid: str, area: list[str]) -> TaskSpec:
     return TaskSpec(
         id=tid, type="execute", title=tid, description=tid, scope=TaskScope(write_area=area)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from air.contracts.error import AirException
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
+from air.workspace.records import RecordStore, WorkspaceRecord
 from tests.gitrepo import git
 from tests.workspace.recorder import Events
 
@@ -190,3 +192,84 @@ async def test_gc_retention_merged_7_days_abandoned_3_days(repo: Path) -> None:
     # a fresh manager reads the durable sidecars
     again = WorkspaceManager(str(repo), events, now=clock)
     assert {r.status for r in again.list_records()} == {"cleaned", "active"}
+
+
+class FailingRecorder(Events):
+    """A session ledger that cannot write (its disk is full) when ``workspace.created`` comes."""
+
+    async def __call__(self, kind: str, payload: dict[str, Any]) -> None:
+        if kind == "workspace.created":
+            raise AirException.of(
+                kind=ErrorKind.STORAGE_ERROR,
+                message="SQLite could not commit: database or disk is full",
+                user_action="Free space on that file system.",
+            )
+        await super().__call__(kind, payload)
+
+
+def _leftovers(repo: Path) -> dict[str, list[str]]:
+    """What a failed workspace could leave for `air doctor` to find unowned."""
+    area = repo / ".air" / "local" / "workspaces"
+    return {
+        "worktrees": git(repo, "worktree", "list").splitlines()[1:],
+        "branches": git(repo, "branch", "--list", "air/ws/*").split(),
+        "files": sorted(p.name for p in area.iterdir()) if area.is_dir() else [],
+    }
+
+
+@pytest.mark.parametrize("strategy", [WorkspaceStrategy.WORKTREE, WorkspaceStrategy.ISOLATED_COPY])
+async def test_a_workspace_that_cannot_be_recorded_leaves_nothing_behind(
+    repo: Path, strategy: WorkspaceStrategy
+) -> None:
+    # found with a full disk: the worktree was made, its record could not be written, and
+    # `air doctor` then reported an orphan worktree after `air resume` had finished the batch
+    mgr = WorkspaceManager(str(repo), FailingRecorder())
+    with pytest.raises(AirException) as caught:
+        await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=strategy))
+    assert caught.value.error.kind == ErrorKind.STORAGE_ERROR  # the cause, not a cleanup error
+    assert _leftovers(repo) == {"worktrees": [], "branches": [], "files": []}
+    assert git(repo, "status", "--porcelain") == ""
+
+
+async def test_a_sidecar_that_cannot_be_written_leaves_no_worktree(repo: Path) -> None:
+    area = repo / ".air" / "local" / "workspaces"
+    (area / "ws_fixed.json.tmp").mkdir(parents=True)  # the sidecar's temporary file cannot be made
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events)
+    with pytest.raises(IsADirectoryError):
+        await mgr.create_workspace(
+            WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE),
+            workspace_id="ws_fixed",
+        )
+    assert _leftovers(repo) == {"worktrees": [], "branches": [], "files": ["ws_fixed.json.tmp"]}
+    assert events.items == []
+
+
+async def test_taking_a_workspace_back_never_deletes_a_branch_with_work(repo: Path) -> None:
+    # a branch of that name already holding a commit (a workspace id given twice): the make
+    # fails at git, and the branch and its commit stay
+    git(repo, "branch", "air/ws/ws_given")
+    git(repo, "checkout", "-q", "air/ws/ws_given")
+    _write(repo / "work.txt", "work\n")
+    git(repo, "add", "work.txt")
+    git(repo, "commit", "-q", "-m", "work")
+    work = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "main")
+    mgr = WorkspaceManager(str(repo), Events())
+    with pytest.raises(AirException):
+        await mgr.create_workspace(
+            WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE),
+            workspace_id="ws_given",
+        )
+    assert git(repo, "rev-parse", "air/ws/ws_given") == work
+
+
+def test_a_sidecar_that_fails_midway_leaves_no_temporary_file(repo: Path) -> None:
+    store = RecordStore(str(repo / ".air" / "local" / "workspaces"))
+    rec = WorkspaceRecord(
+        workspace_id="ws_x", strategy="isolated_copy", path=str(repo), created_at="t"
+    )
+    rec.manifest = {"a.txt": object()}  # type: ignore[dict-item]  # not JSON: json.dump fails
+    with pytest.raises(TypeError):
+        store.save(rec)
+    assert os.listdir(repo / ".air" / "local" / "workspaces") == []

@@ -1,0 +1,173 @@
+"""Workspaces that will never be merged are abandoned, and the retention then takes their files
+(SDD §20.5: active until merge or cancel; abandoned 3 days), across sessions too. Real git
+worktrees, real session databases, the real Scheduler and recovery.
+
+Found: a retry gets a new workspace, but the failed attempt's stayed ``active`` forever (only a
+merge conflict abandoned one), so every failed, blocked or cancelled attempt kept a whole
+checkout of the project and its branch; and the retention run by a later session failed on a
+workspace of an earlier one (its ``workspace.cleaned`` named a workspace that session's log
+does not know), after the files were already gone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from air.contracts.task import TaskConstraints, TaskScope, TaskSpec, WorkspacePlan
+from air.nursery.planner import WavePlanner
+from air.nursery.recovery import recover_session
+from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.supervision.seams import SuperviseRequest
+from air.testing.fake_runner import FakeEnding, FakeStep, FakeTaskRunner
+from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git
+from tests.nursery.conftest import SessionDB, open_session_db
+
+
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+def _exists(path: Path) -> bool:
+    return path.exists()
+
+
+class Clock:
+    """The workspaces' wall clock, moved by the test (the retention counts days)."""
+
+    def __init__(self) -> None:
+        self.value = "2026-01-01T00:00:00.000000Z"
+
+    def __call__(self) -> str:
+        return self.value
+
+
+async def _scheduler(
+    repo: Path, sdb: SessionDB, workspaces: WorkspaceManager, runner: FakeTaskRunner
+) -> Scheduler:
+    """A Scheduler holding task ``t`` (writes ``shared.txt``; one attempt: the one looked at)."""
+    sched = Scheduler(
+        sdb.ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=workspaces,
+        planner=WavePlanner(git_repo=True),
+        options=SchedulerOptions(max_workers=1),
+    )
+    spec = TaskSpec(
+        id="t",
+        type="execute",
+        title="t",
+        description="t",
+        scope=TaskScope(write_area=["shared.txt"]),
+        constraints=TaskConstraints(retry_budget=0),
+    )
+    await sched.create_tasks([spec])
+    return sched
+
+
+async def _one_attempt(
+    repo: Path, sdb: SessionDB, clock: Clock, ending: FakeEnding
+) -> tuple[WorkspaceManager, str]:
+    """Run task ``t`` once in its own worktree, writing ``shared.txt``, ending ``ending``."""
+    workspaces = WorkspaceManager(str(repo), sdb.ledger.record, now=clock)
+
+    def works(request: SuperviseRequest) -> None:  # the worker's edit, before it ends
+        Path(request.workspace.path, "shared.txt").write_text("work\n")
+
+    runner = FakeTaskRunner({"t": [FakeStep(0.01, ending)]}, on_start=works)
+    sched = await _scheduler(repo, sdb, workspaces, runner)
+    await sched.run_until_idle()
+    created = [e for e in sdb.ledger.history() if e.type == "workspace.created"]
+    return workspaces, created[0].payload["workspace_id"]
+
+
+@pytest.mark.parametrize("ending", ["failed", "blocked", "verification_failed"])
+async def test_an_attempt_that_does_not_land_sets_its_workspace_aside(
+    repo: Path, session_db: SessionDB, ending: FakeEnding
+) -> None:
+    clock = Clock()
+    workspaces, wid = await _one_attempt(repo, session_db, clock, ending)
+    abandoned = [e for e in session_db.ledger.history() if e.type == "workspace.abandoned"]
+    assert [e.payload["workspace_id"] for e in abandoned] == [wid]
+    assert abandoned[0].payload["reason"] == "attempt 1 did not complete"
+    rec = workspaces.get(wid)
+    assert rec.status == "abandoned"
+    # its work is on its branch, and its files stay for the retention
+    assert git(repo, "show", f"{rec.branch}:shared.txt") == "work"
+    assert _read(Path(rec.path, "shared.txt")) == "work\n"
+    assert _read(repo / "shared.txt") == "base\n"
+    # three days on, a session's start takes the files; the branch (the work) stays
+    clock.value = "2026-01-04T00:00:01.000000Z"
+    report = await recover_session(session_db.ledger, workspaces=workspaces)
+    assert report.cleaned_workspaces == [wid]
+    assert not _exists(Path(rec.path))
+    assert git(repo, "show", f"{rec.branch}:shared.txt") == "work"
+    assert session_db.replay_matches(str(repo.parent / "replay.db"))
+
+
+async def test_a_cancelled_attempt_sets_its_workspace_aside(
+    repo: Path, session_db: SessionDB
+) -> None:
+    workspaces = WorkspaceManager(str(repo), session_db.ledger.record, now=Clock())
+    started = trio.Event()
+    runner = FakeTaskRunner({"t": [FakeStep(60, "hang")]}, on_start=lambda _: started.set())
+    sched = await _scheduler(repo, session_db, workspaces, runner)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(sched.run_until_idle)
+        await started.wait()
+        await sched.cancel_task("t", "the user changed their mind")
+    kinds = [e.type for e in session_db.ledger.history()]
+    assert "task.cancelled" in kinds
+    abandoned = [e for e in session_db.ledger.history() if e.type == "workspace.abandoned"]
+    assert [e.payload["reason"] for e in abandoned] == ["attempt 1 was cancelled"]
+
+
+async def test_an_interrupted_attempt_is_set_aside_when_its_session_recovers(
+    repo: Path, tmp_path: Path
+) -> None:
+    sdb = open_session_db(str(tmp_path / "s"), "ses_a")
+    workspaces = WorkspaceManager(str(repo), sdb.ledger.record, now=Clock())
+    ref = await workspaces.create_workspace(WorkspacePlan(task_id="t", strategy="worktree"))
+    _write(Path(ref.path, "shared.txt"), "half done\n")  # the runtime died here
+    await recover_session(sdb.ledger, workspaces=workspaces)
+    abandoned = [e for e in sdb.ledger.history() if e.type == "workspace.abandoned"]
+    assert [e.payload["reason"] for e in abandoned] == ["its attempt was interrupted"]
+    assert git(repo, "show", f"{ref.branch}:shared.txt") == "half done"
+    # the recovery is idempotent: a second one records nothing more
+    before = len(sdb.ledger.history())
+    await recover_session(sdb.ledger, workspaces=workspaces)
+    assert len(sdb.ledger.history()) == before
+    sdb.db.close()
+
+
+async def test_a_later_session_cleans_an_earlier_ones_workspace_and_it_learns_of_it(
+    repo: Path, tmp_path: Path
+) -> None:
+    clock = Clock()
+    first = open_session_db(str(tmp_path / "a"), "ses_a")
+    mine, wid = await _one_attempt(repo, first, clock, "failed")
+    assert mine.get(wid).status == "abandoned"
+    clock.value = "2026-01-05T00:00:00.000000Z"
+    second = open_session_db(str(tmp_path / "b"), "ses_b")
+    theirs = WorkspaceManager(str(repo), second.ledger.record, now=clock)
+    report = await recover_session(second.ledger, workspaces=theirs)
+    assert report.cleaned_workspaces == [wid]
+    assert not _exists(Path(mine.get(wid).path))
+    assert WorkspaceManager(str(repo), second.ledger.record).get(wid).status == "cleaned"
+    assert "workspace.cleaned" not in [e.type for e in second.ledger.history()]
+    # the first session, opened again, records the cleaning in its own log
+    again = WorkspaceManager(str(repo), first.ledger.record, now=clock)
+    await recover_session(first.ledger, workspaces=again)
+    cleaned = [e for e in first.ledger.history() if e.type == "workspace.cleaned"]
+    assert [e.payload["workspace_id"] for e in cleaned] == [wid]
+    assert first.replay_matches(str(tmp_path / "replay_a.db"))
+    assert second.replay_matches(str(tmp_path / "replay_b.db"))
+    first.db.close()
+    second.db.close()
