@@ -34,6 +34,7 @@ import trio
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
 from air.workspace.gitsafe import GitLocation, run_git
+from air.workspace.regenerable import regenerable
 from air.workspace.tree_lock import BACKUPS, hold
 
 __all__ = ["IGNORED_BOUND", "BackupRepository", "IgnoredBound", "Snapshot"]
@@ -45,9 +46,6 @@ _EXCLUDE = (
 )
 _NEVER = (".air", ".git")
 _CACHES = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache", "node_modules"})
-_CACHEDIR_TAG = b"Signature: 8a477f597d28d172789f06886806bc55"
-"""The first bytes of a ``CACHEDIR.TAG`` (the Cache Directory Tagging Specification: Cargo's
-``target/``, and other tools' caches)."""
 _OURS = (".air-merge.tmp", ".air-restore.tmp")
 
 
@@ -96,22 +94,6 @@ def blob_id(data: bytes) -> str:
 def _blob_hash(size: int) -> hashlib._Hash:
     """A blob id's hash of ``size`` bytes, its header fed: the content follows."""
     return hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
-
-
-def _regenerable(dirpath: str, filenames: list[str]) -> bool:
-    """A tree its tool makes again, left out of the snapshot of ignored files: a CMake build
-    directory (``CMakeCache.txt``), a Python virtualenv (``pyvenv.cfg``) or a directory tagged
-    as a cache (``CACHEDIR.TAG``). Every rebuild would otherwise add its objects again, up to
-    ``IGNORED_BOUND`` a task, to a repository nothing prunes."""
-    if "CMakeCache.txt" in filenames or "pyvenv.cfg" in filenames:
-        return True
-    if "CACHEDIR.TAG" not in filenames:
-        return False
-    try:
-        with open(os.path.join(dirpath, "CACHEDIR.TAG"), "rb") as tag:
-            return tag.read(len(_CACHEDIR_TAG)) == _CACHEDIR_TAG
-    except OSError:
-        return False
 
 
 class BackupRepository:
@@ -297,7 +279,7 @@ class BackupRepository:
                 if ".git" in dirnames or ".git" in filenames:
                     dirnames[:] = []  # a repository of its own: not ours to snapshot
                     continue
-                if _regenerable(dirpath, filenames):
+                if regenerable(dirpath, filenames):
                     dirnames[:] = []  # a build tree, a venv, a tagged cache: made again
                     continue
                 dirnames[:] = sorted(d for d in dirnames if d not in _CACHES)

@@ -14,6 +14,7 @@ import os
 import shutil
 
 from air.workspace.changes import SYMLINK, PathChange
+from air.workspace.regenerable import regenerable
 
 __all__ = [
     "JUNK_DIRS",
@@ -48,9 +49,12 @@ def entry_hash(path: str) -> str | None:
 
 def tree_manifest(root: str) -> dict[str, str]:
     """Every file under ``root`` (relative path -> ``entry_hash``), without ``.git``/``.air``
-    at the top, build caches and bytecode."""
+    at the top, build caches, regenerable trees (``air.workspace.regenerable``) and bytecode."""
     manifest: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
+        if dirpath != root and regenerable(dirpath, filenames):
+            dirnames[:] = []  # a build tree, virtualenv or tagged cache: never merged back
+            continue
         rel_dir = os.path.relpath(dirpath, root)
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames if d not in _COPY_IGNORE]

@@ -22,6 +22,7 @@ from air.contracts.error import AirException
 from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
+from air.workspace.regenerable import untracked_regenerable
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
     from air.contracts.task_results import MergeResult
@@ -184,8 +185,17 @@ class ProjectGit:
         (what the merge check reads and what is merged, nothing later)."""
         from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
 
-        # build/cache directories the task's commands left behind are never merged back
+        # build/cache directories the task's commands left behind are never merged back: by
+        # name, and a build tree, virtualenv or tagged cache it made where nothing ignores it
         junk = [f":(exclude,glob)**/{name}/**" for name in sorted(JUNK_DIRS)]
+        untracked = await self.run(
+            rec, "ls-files", "-z", "--others", "--directory", "--exclude-standard"
+        )
+        dirs = [e for e in untracked.stdout.decode(errors="surrogateescape").split("\0") if e]
+        made = await trio.to_thread.run_sync(
+            untracked_regenerable, rec.path, [d for d in dirs if d.endswith("/")]
+        )
+        junk += [f":(exclude,literal){rel}" for rel in made]
         await self.run(rec, "add", "-A", "--", ".", *junk)
         staged = await self.run(
             rec,
