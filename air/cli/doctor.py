@@ -175,6 +175,7 @@ class WorktreeCheck:
     def _scan(self, worktrees: list[dict[str, str]] | None) -> list[Problem]:
         from air.doctor.quarantine import quarantine_root
         from air.doctor.service import Fix, Problem, issue
+        from air.workspace.records import CLEANED_DIR
 
         owned, moved = self._owned()
         problems: list[Problem] = [self._moved(here, *moved[here]) for here in sorted(moved)]
@@ -208,7 +209,9 @@ class WorktreeCheck:
             names = []
         for name in names:
             path = os.path.realpath(os.path.join(self.root, name))
-            if name.endswith((".json", ".tmp")) or path in owned or path in seen:
+            if name.endswith((".json", ".tmp")) or name == CLEANED_DIR:
+                continue  # the records, and the records of cleaned workspaces
+            if path in owned or path in seen:
                 continue
             if os.path.isdir(path):
                 problems.append(self._orphan(path, None, project, qroot))

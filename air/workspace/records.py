@@ -65,30 +65,45 @@ def workspace_error(message: str, detail: str | None = None) -> AirException:
     )
 
 
+CLEANED_DIR = "cleaned"
+"""Where a cleaned workspace's sidecar goes (below the workspaces root), out of what every
+start lists: the retention reads only the workspaces it may still clean, not the project's
+whole history."""
+
+
 class RecordStore:
-    """The sidecars under ``root``, with the records read so far cached by id."""
+    """The sidecars under ``root``, with the records read so far cached by id. A cleaned
+    workspace's sidecar is kept in ``CLEANED_DIR``, where ``get`` still finds it."""
 
     def __init__(self, root: str) -> None:
         self.root = root
         self._records: dict[str, WorkspaceRecord] = {}
 
-    def _sidecar(self, workspace_id: str) -> str:
+    def _sidecar(self, workspace_id: str, *, cleaned: bool = False) -> str:
+        if cleaned:
+            return os.path.join(self.root, CLEANED_DIR, f"{workspace_id}.json")
         return os.path.join(self.root, f"{workspace_id}.json")
 
     def save(self, rec: WorkspaceRecord) -> None:
-        """Write ``rec`` atomically (temporary file, fsync, rename)."""
-        os.makedirs(self.root, exist_ok=True)
-        tmp = self._sidecar(rec.workspace_id) + ".tmp"
+        """Write ``rec`` atomically (temporary file, fsync, rename); a cleaned one moves to
+        ``CLEANED_DIR``."""
+        cleaned = rec.status == WorkspaceStatus.CLEANED.value
+        target = self._sidecar(rec.workspace_id, cleaned=cleaned)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        tmp = target + ".tmp"
         try:
             with open(tmp, "w", encoding="utf-8") as handle:
                 json.dump(asdict(rec), handle)
                 handle.flush()
                 os.fsync(handle.fileno())
-            os.replace(tmp, self._sidecar(rec.workspace_id))
+            os.replace(tmp, target)
         except BaseException:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)  # a full disk leaves no half-written sidecar behind
             raise
+        if cleaned:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self._sidecar(rec.workspace_id))
         self._records[rec.workspace_id] = rec
 
     def forget(self, workspace_id: str) -> None:
@@ -99,7 +114,7 @@ class RecordStore:
             os.unlink(self._sidecar(workspace_id))
 
     def get(self, workspace_id: str) -> WorkspaceRecord:
-        """The record of ``workspace_id``.
+        """The record of ``workspace_id`` (a cleaned one too).
 
         Raises:
             AirException: ``not_found`` when this project has no such workspace.
@@ -107,27 +122,37 @@ class RecordStore:
         rec = self._records.get(workspace_id)
         if rec is not None:
             return rec
-        try:
-            with open(self._sidecar(workspace_id), encoding="utf-8") as handle:
-                rec = WorkspaceRecord(**json.load(handle))
-        except FileNotFoundError as exc:
+        for cleaned in (False, True):
+            try:
+                with open(self._sidecar(workspace_id, cleaned=cleaned), encoding="utf-8") as f:
+                    rec = WorkspaceRecord(**json.load(f))
+                break
+            except FileNotFoundError:
+                continue
+        else:
             raise AirException.of(
                 kind=ErrorKind.NOT_FOUND,
                 message=f"unknown workspace {workspace_id}",
                 user_action="List workspaces with `air history`; the id may be another project's.",
-            ) from exc
+            )
         self._records[workspace_id] = rec
         return rec
 
     def list(self) -> list[WorkspaceRecord]:
-        """Every record under the root, by id."""
+        """Every record under the root that is not cleaned, by id (a cleaned one found there,
+        written before ``CLEANED_DIR``, is moved into it)."""
         if not os.path.isdir(self.root):
             return []
-        return [
-            self.get(name[: -len(".json")])
-            for name in sorted(os.listdir(self.root))
-            if name.endswith(".json")
-        ]
+        found = []
+        for name in sorted(os.listdir(self.root)):
+            if not name.endswith(".json"):
+                continue
+            rec = self.get(name[: -len(".json")])
+            if rec.status == WorkspaceStatus.CLEANED.value:
+                self.save(rec)
+            else:
+                found.append(rec)
+        return found
 
 
 _ISO_UTC = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{1,6}Z")

@@ -189,9 +189,14 @@ async def test_gc_retention_merged_7_days_abandoned_3_days(repo: Path) -> None:
     assert await mgr.gc() == [merged.workspace_id]
     assert _exists(active.path)
     assert not _exists(merged.path)
-    # a fresh manager reads the durable sidecars
+    # a fresh manager reads the durable sidecars; each start lists only what it may still
+    # clean (a project's whole history would make every start slower), and finds the rest
     again = WorkspaceManager(str(repo), events, now=clock)
-    assert {r.status for r in again.list_records()} == {"cleaned", "active"}
+    assert [r.workspace_id for r in again.list_records()] == [active.workspace_id]
+    assert again.get(merged.workspace_id).status == "cleaned"
+    assert again.get(abandoned.workspace_id).status == "cleaned"
+    area = repo / ".air" / "local" / "workspaces"
+    assert sorted(p.name for p in area.glob("*.json")) == [f"{active.workspace_id}.json"]
 
 
 class FailingRecorder(Events):
@@ -273,3 +278,35 @@ def test_a_sidecar_that_fails_midway_leaves_no_temporary_file(repo: Path) -> Non
     with pytest.raises(TypeError):
         store.save(rec)
     assert os.listdir(repo / ".air" / "local" / "workspaces") == []
+
+
+async def test_the_doctor_finds_no_orphan_in_the_cleaned_records(repo: Path) -> None:
+    from air.cli.doctor import WorktreeCheck
+
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    _write(Path(ref.path, "new.txt"), "new\n")
+    await mgr.merge_workspace(ref.workspace_id)
+    await mgr.cleanup_workspace(ref.workspace_id)
+    assert _exists(repo / ".air" / "local" / "workspaces" / "cleaned")
+    check = WorktreeCheck(str(repo))
+    assert await check.run() == []
+    assert check.found() == "0 workspace(s) with a record; 0 git worktree(s)"
+
+
+async def test_a_cleaned_record_from_before_the_archive_moves_there_once(repo: Path) -> None:
+    # a project whose cleaned sidecars were written beside the live ones (air before this)
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    await mgr.abandon_workspace(ref.workspace_id, "test")
+    await mgr.cleanup_workspace(ref.workspace_id)
+    area = repo / ".air" / "local" / "workspaces"
+    os.replace(area / "cleaned" / f"{ref.workspace_id}.json", area / f"{ref.workspace_id}.json")
+    again = WorkspaceManager(str(repo), Events())
+    assert again.list_records() == []
+    assert not _exists(area / f"{ref.workspace_id}.json")
+    assert WorkspaceManager(str(repo), Events()).get(ref.workspace_id).status == "cleaned"
