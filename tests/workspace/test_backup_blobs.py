@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import pytest
 import trio
 
 from air.workspace.backups import BackupRepository
@@ -72,3 +73,38 @@ def test_the_ignored_files_snapshot_leaves_out_trees_their_tools_make_again(
         "out/notes.txt",
         "settings.local",
     ]
+
+
+def _objects(git_dir: Path) -> dict[str, int]:
+    out = subprocess.run(
+        ["git", "--git-dir", str(git_dir), "count-objects", "-v"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return {k: int(v) for k, v in (line.split(": ") for line in out.splitlines())}
+
+
+def test_the_backup_repository_packs_itself_and_every_snapshot_still_restores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: each snapshot left ~6 loose objects, each a file of at least a disk block, and
+    nothing packed them (air's git runs with gc.auto=0): 600 snapshots of a small project,
+    3,649 loose objects in 16 MiB (packed: 0.2 MiB)."""
+    monkeypatch.setattr("air.workspace.backups.LOOSE_LIMIT", 40)
+    root = tmp_path / "proj"
+    (root / "src" / "deep").mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    backups = BackupRepository(str(root))
+    for k in range(24):
+        (root / "src" / "deep" / f"f{k % 5}.c").write_text(f"int v = {k};\n")
+        trio.run(backups.snapshot, f"s{k}")
+    objects = _objects(Path(backups.git_dir))
+    assert objects["packs"] >= 1
+    assert objects["in-pack"] > 0
+    assert objects["count"] <= 40 + 8  # the loose ones since the last packing
+    history = trio.run(backups.snapshots)
+    assert len(history) == 24
+    trio.run(backups.restore_tree, history[0])  # the oldest, from the pack
+    assert (root / "src" / "deep" / "f0.c").read_text() == "int v = 0;\n"
+    assert not (root / "src" / "deep" / "f1.c").exists()
