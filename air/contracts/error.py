@@ -307,11 +307,12 @@ _MACHINE = {
 }
 
 
-def machine_failure(exc: BaseException) -> AirException | None:
+def machine_failure(exc: BaseException, path: str | None = None) -> AirException | None:
     """A full, read-only or failing disk (``storage_error``), or no file descriptor or memory
     left (``environment_error``), as what the user fixes (the run stops where it was, its log
     kept; ``air resume`` goes on); None for any other exception. Several tasks meet it at
-    once, so it reached the command as a group of raw OSErrors: a traceback."""
+    once, so it reached the command as a group of raw OSErrors: a traceback. ``path``: the
+    file written, when the exception does not name it (SQLite's never do)."""
     code = getattr(exc, "sqlite_errorcode", None)
     number = exc.errno if isinstance(exc, OSError) else None
     if number in _MACHINE:
@@ -331,9 +332,9 @@ def machine_failure(exc: BaseException) -> AirException | None:
             metadata={"errno": number},
         )
     if isinstance(exc, OSError) and number in _DISK:
-        what, where = _DISK[number], exc.filename
+        what, where = _DISK[number], exc.filename or path
     elif isinstance(code, int) and code & 0xFF in _SQLITE_DISK:
-        what, where = _SQLITE_DISK[code & 0xFF], None
+        what, where = _SQLITE_DISK[code & 0xFF], path
     else:
         return None
     return AirException.of(

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from air import __version__
-from air.contracts.error import AirException
+from air.contracts.error import AirException, machine_failure
 from air.contracts.ids import utc_now_iso
 from air.store.readonly import read_only_mount
 
@@ -229,6 +229,9 @@ class DatabaseManager:
     def _storage_error(self, phase: str, exc: sqlite3.Error) -> AirException:
         if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):
             return _corrupt(self.path, exc)
+        full = machine_failure(exc, self.path)  # a full or failing disk: what the user fixes
+        if full is not None:
+            return full
         return AirException.of(
             kind="storage_error",
             message=f"SQLite could not {phase} a transaction on {self.path}",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +196,44 @@ def test_missing_database_with_must_exist_is_not_found(tmp_path: Path) -> None:
         open_session_database(tmp_path / "nope.db", must_exist=True)
     assert info.value.kind is ErrorKind.NOT_FOUND
     assert not os.path.exists(tmp_path / "nope.db")
+
+
+FILE_LIMIT = """
+import os, resource, signal, sys
+from air.contracts.error import AirException
+from air.store.session_db import open_session_database
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+db = open_session_database(sys.argv[1])
+limit = os.path.getsize(sys.argv[1]) + 200_000
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+try:
+    for i in range(1000):
+        with db.transaction() as conn:
+            conn.execute("CREATE TABLE IF NOT EXISTS t (x BLOB)")
+            conn.execute("INSERT INTO t VALUES (?)", (os.urandom(20000),))
+except AirException as exc:
+    print(exc.kind, exc.error.message, "|", exc.user_action)
+"""
+
+
+def test_a_commit_the_disk_refuses_says_which_file_and_that_resume_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Found filling the disk mid-run: a commit SQLite could not write said only "SQLite could
+    not commit a transaction" with "check free disk space and that no other program holds the
+    database", where every other write the full disk stopped said so and that `air resume`
+    finishes the run. A real write refused by the kernel (a file size limit) at the commit."""
+    db = tmp_path / "session.db"
+    done = subprocess.run(
+        [sys.executable, "-c", FILE_LIMIT, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+    )
+    assert done.stderr == ""
+    kind, _, rest = done.stdout.partition(" ")
+    message, _, action = rest.partition(" | ")
+    assert kind == "storage_error"
+    assert message == f"air could not write {db}: the disk reported an I/O error"
+    assert "`air resume` finishes a run it stopped" in action
