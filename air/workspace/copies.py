@@ -47,15 +47,19 @@ def entry_hash(path: str) -> str | None:
     return _hash_file(path) if os.path.isfile(path) else None
 
 
-def tree_manifest(root: str) -> dict[str, str]:
+def tree_manifest(root: str, known: dict[str, str] | None = None) -> dict[str, str]:
     """Every file under ``root`` (relative path -> ``entry_hash``), without ``.git``/``.air``
-    at the top, build caches, regenerable trees (``air.workspace.regenerable``) and bytecode."""
+    at the top, build caches, bytecode and the trees a tool makes again below the top
+    (``air.workspace.regenerable``) — unless ``known`` (the manifest the copy was made with)
+    has a file there: a marker a task planted in a directory of the project never hides that
+    directory's files (they would read as deleted, and a merge would delete them)."""
+    held = _directories_of(known or {})
     manifest: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
-        if dirpath != root and regenerable(dirpath, filenames):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir != "." and rel_dir not in held and regenerable(dirpath, filenames):
             dirnames[:] = []  # a build tree, virtualenv or tagged cache: never merged back
             continue
-        rel_dir = os.path.relpath(dirpath, root)
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames if d not in _COPY_IGNORE]
         dirnames[:] = [d for d in dirnames if d not in JUNK_DIRS]
@@ -66,6 +70,17 @@ def tree_manifest(root: str) -> dict[str, str]:
             if digest is not None:
                 manifest[os.path.normpath(os.path.join(rel_dir, name))] = digest
     return manifest
+
+
+def _directories_of(manifest: dict[str, str]) -> set[str]:
+    """Every directory (relative, ``os.sep``-separated) holding a file of ``manifest``."""
+    held: set[str] = set()
+    for rel in manifest:
+        parent = os.path.dirname(rel)
+        while parent and parent not in held:
+            held.add(parent)
+            parent = os.path.dirname(parent)
+    return held
 
 
 def copy_project(project_root: str, dest: str) -> dict[str, str]:
@@ -110,7 +125,7 @@ def _mode(digest: str | None) -> str:
 def manifest_changes(manifest: dict[str, str], path: str) -> list[PathChange]:
     """The copy at ``path`` against its ``manifest``: added, deleted and modified paths (a
     symlink is reported as one, with its target)."""
-    now = tree_manifest(path)
+    now = tree_manifest(path, manifest)
     changes = []
     for rel in sorted(set(now) | set(manifest)):
         old, new = manifest.get(rel), now.get(rel)

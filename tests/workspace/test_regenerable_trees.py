@@ -48,6 +48,10 @@ def _write_all(root: str, files: dict[str, str]) -> None:
         path.write_text(text)
 
 
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
 def _files(root: Path) -> set[str]:
     return {
         str(p.relative_to(root))
@@ -94,3 +98,21 @@ async def test_a_project_built_in_its_own_source_tree_still_merges(repo: Path) -
     result = await mgr.merge_workspace(ref.workspace_id)
     assert result.status == "merged"
     assert git(repo, "diff", "--name-only") == "a.txt"  # copied back, left for the user
+
+
+@pytest.mark.parametrize("strategy", [WorkspaceStrategy.WORKTREE, WorkspaceStrategy.ISOLATED_COPY])
+async def test_a_marker_planted_in_a_project_directory_hides_none_of_its_files(
+    repo: Path, strategy: WorkspaceStrategy
+) -> None:
+    # the attack: a marker in a directory of the project, so that its files read as deleted
+    _write_all(str(repo), {"lib/x.c": "int x;\n", "lib/y.c": "int y;\n"})
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "lib")
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=strategy))
+    _write_all(ref.path, {"lib/CMakeCache.txt": "planted\n", "lib/x.c": "int x = 1;\n"})
+    result = await mgr.merge_workspace(ref.workspace_id)
+    assert result.status == "merged"
+    assert _read(repo / "lib" / "y.c") == "int y;\n"
+    assert _read(repo / "lib" / "x.c") == "int x = 1;\n"
+    assert _read(repo / "lib" / "CMakeCache.txt") == "planted\n"  # a file of the change
