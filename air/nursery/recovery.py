@@ -144,15 +144,15 @@ async def recover_session(
         report.interrupted_tasks.append(task.task_id)
 
     # step 4: keep every workspace that is not merged or cleaned; an interrupted attempt's
-    # own workspace is set aside (abandoned: its work committed to its branch, its files kept
-    # for the retention), as its retry gets a new one; what another session's GC cleaned
+    # own workspace is set aside (abandoned: its files kept for the retention, which commits
+    # its work to its branch), as its retry gets a new one; what another session's GC cleaned
     # meanwhile is recorded here, in this session's own log
     if workspaces is not None:
         for wid, rec in state.workspaces.items():
             if rec.get("status") != "active" or rec.get("strategy") == "main":
                 continue
             try:
-                await workspaces.abandon_workspace(wid, "its attempt was interrupted")
+                await workspaces.abandon_workspace(wid, "its attempt was interrupted", commit=False)
             except AirException as exc:
                 if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.NOT_FOUND):
                     raise  # a tampered workspace, or one without its sidecar, stays as it is

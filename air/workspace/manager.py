@@ -388,12 +388,16 @@ class WorkspaceManager:
             )
         return MergeResult(workspace_id=rec.workspace_id, status="merged")
 
-    async def abandon_workspace(self, workspace_id: str, reason: str) -> None:
-        """Mark the workspace abandoned (kept on disk until GC); records ``workspace.abandoned``."""
+    async def abandon_workspace(
+        self, workspace_id: str, reason: str, *, commit: bool = True
+    ) -> None:
+        """Mark the workspace abandoned (kept on disk until GC); records ``workspace.abandoned``.
+        A worktree's work is committed to its branch now, or with ``commit=False`` when the
+        retention takes its files (``cleanup_workspace``): no git work where time is short."""
         rec = self.get(workspace_id)
         if rec.status in (WorkspaceStatus.ABANDONED.value, WorkspaceStatus.CLEANED.value):
             return
-        if rec.strategy == WorkspaceStrategy.WORKTREE.value and _is_dir(rec.path):
+        if commit and rec.strategy == WorkspaceStrategy.WORKTREE.value and _is_dir(rec.path):
             wip = f"WIP: task {rec.task_id}, abandoned ({reason})"
             await self.git.commit(rec, await self.git.message(rec, wip))
         rec.status = WorkspaceStatus.ABANDONED.value

@@ -99,11 +99,10 @@ async def test_an_attempt_that_does_not_land_sets_its_workspace_aside(
     assert abandoned[0].payload["reason"] == "attempt 1 did not complete"
     rec = workspaces.get(wid)
     assert rec.status == "abandoned"
-    # its work is on its branch, and its files stay for the retention
-    assert git(repo, "show", f"{rec.branch}:shared.txt") == "work"
+    # its files stay for the retention (no git work in the outcome's short grace)
     assert _read(Path(rec.path, "shared.txt")) == "work\n"
     assert _read(repo / "shared.txt") == "base\n"
-    # three days on, a session's start takes the files; the branch (the work) stays
+    # three days on, a session's start commits the work to the branch (kept), takes the files
     clock.value = "2026-01-04T00:00:01.000000Z"
     report = await recover_session(session_db.ledger, workspaces=workspaces)
     assert report.cleaned_workspaces == [wid]
@@ -139,7 +138,8 @@ async def test_an_interrupted_attempt_is_set_aside_when_its_session_recovers(
     await recover_session(sdb.ledger, workspaces=workspaces)
     abandoned = [e for e in sdb.ledger.history() if e.type == "workspace.abandoned"]
     assert [e.payload["reason"] for e in abandoned] == ["its attempt was interrupted"]
-    assert git(repo, "show", f"{ref.branch}:shared.txt") == "half done"
+    assert _read(Path(ref.path, "shared.txt")) == "half done\n"  # kept for the retention
+    assert workspaces.get(ref.workspace_id).status == "abandoned"
     # the recovery is idempotent: a second one records nothing more
     before = len(sdb.ledger.history())
     await recover_session(sdb.ledger, workspaces=workspaces)
