@@ -22,10 +22,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 __all__ = [
     "DETACHED_ENV",
@@ -43,6 +44,8 @@ DETACHED_ENV = "AIR_DETACHED"
 """Set to ``1`` by ``air run --detach`` for the runtime it starts (the runtime's only cue)."""
 SUCCESS_WINDOW_S = 3.0
 """Finished successes are announced together once the first has waited this long."""
+_COARSE_S = 2.0
+"""How recent a directory change is not taken as settled by its mtime (``Notifier``)."""
 
 
 _WORDS = {0: "completed", 1: "failed", 2: "was refused", 130: "was cancelled", 143: "was cancelled"}
@@ -215,16 +218,37 @@ def find_run(local_root: str, session_id: str) -> BackgroundRun | None:
 def list_runs(local_root: str) -> list[BackgroundRun]:
     """Every detached run of the project, oldest session first."""
     directory = background_dir(local_root)
-    try:
-        names = sorted(p.name for p in directory.iterdir())
-    except OSError:
-        return []
-    runs = [_load(directory, n[: -len(".json")]) for n in names if _is_record(n)]
+    runs = [_load(directory, sid) for sid in sorted(_names(directory).records)]
     return [r for r in runs if r is not None]
 
 
-def _is_record(name: str) -> bool:
-    return name.endswith(".json") and not name.endswith(".end.json") and not name.startswith(".")
+class _Names(NamedTuple):
+    """The session ids the background directory's file names tell of, by kind of file."""
+
+    records: set[str]
+    ends: set[str]
+    settled: set[str]
+    """Consumed by ``air wait`` or announced: no notice is ever due for them."""
+
+
+def _names(directory: Path) -> _Names:
+    """One listing of ``directory``: which runs have a record, an end, a settled notice; no
+    file is opened (a project's finished runs are read once, never at every poll)."""
+    names = _Names(set(), set(), set())
+    try:
+        listed = os.listdir(directory)
+    except OSError:
+        return names
+    for name in listed:
+        if name.startswith("."):
+            continue
+        if name.endswith(".end.json"):
+            names.ends.add(name[: -len(".end.json")])
+        elif name.endswith(".json"):
+            names.records.add(name[: -len(".json")])
+        elif name.endswith((".consumed", ".notified")):
+            names.settled.add(name.rpartition(".")[0])
+    return names
 
 
 @dataclass(eq=False)
@@ -236,13 +260,32 @@ class Notifier:
     local_root: str
     window_s: float = SUCCESS_WINDOW_S
     _waiting: dict[str, float] = field(default_factory=dict)
+    _listed: tuple[int, list[str]] | None = None
+    """The directory's mtime at the last listing, and the runs then without a settled notice."""
+
+    def _unsettled(self, directory: Path) -> list[str]:
+        """The runs without a settled notice: listed again only when the directory changed
+        (a new record, an end, a marker are each a new name in it), and whenever it changed
+        within the last ``_COARSE_S`` (an mtime is as coarse as the kernel's clock tick: a
+        file made in the same tick after the listing leaves it unchanged)."""
+        try:
+            mtime = os.stat(directory).st_mtime_ns
+        except OSError:
+            return []
+        fresh = time.time_ns() - mtime < _COARSE_S * 1e9
+        if self._listed is None or self._listed[0] != mtime or fresh:
+            names = _names(directory)
+            self._listed = (mtime, sorted(names.records - names.settled))
+        return self._listed[1]
 
     def poll(self, now: float) -> list[str]:
         """The notices due at ``now`` (monotonic seconds); each is claimed durably."""
         notices: list[str] = []
         successes: list[BackgroundRun] = []
-        for run in list_runs(self.local_root):
-            if run.consumed or run.notified:
+        directory = background_dir(self.local_root)
+        for sid in self._unsettled(directory):  # only the runs a notice may be due for
+            run = _load(directory, sid)
+            if run is None or run.consumed or run.notified:
                 continue
             state = run.state
             if state == "running":
@@ -285,8 +328,18 @@ def _success_text(runs: list[BackgroundRun]) -> str:
     return f"{len(runs)} background sessions completed: {ids}"
 
 
-def _listing(runs: list[BackgroundRun]) -> str:
-    states = [r.state for r in runs]
+def _listing(local_root: str) -> str | None:
+    """How many background runs are running, finished or lost (None: there are none); only
+    the runs without an end are read."""
+    directory = background_dir(local_root)
+    names = _names(directory)
+    states = ["finished"] * len(names.records & names.ends)
+    for sid in sorted(names.records - names.ends):
+        run = _load(directory, sid)
+        if run is not None:
+            states.append(run.state)
+    if not states:
+        return None
     parts = [f"{states.count(s)} {s}" for s in ("running", "finished", "lost") if s in states]
     return f"background sessions: {', '.join(parts)} (`air status`)"
 
@@ -298,9 +351,9 @@ async def watch_background(
     notice as it falls due. Never returns; cancelled with the console."""
     import trio
 
-    runs = list_runs(local_root)
-    if runs:
-        say(_listing(runs))
+    listing = _listing(local_root)
+    if listing:
+        say(listing)
     notifier = Notifier(local_root)
     while True:
         for text in notifier.poll(trio.current_time()):
