@@ -95,6 +95,11 @@ def blob_id(data: bytes) -> str:
     return digest.hexdigest()
 
 
+def _blob_or_none(blob: str) -> str | None:
+    """A raw diff's blob id, None for git's all-zero "no file"."""
+    return None if blob.strip("0") == "" else blob
+
+
 def _blob_hash(size: int) -> hashlib._Hash:
     """A blob id's hash of ``size`` bytes, its header fed: the content follows."""
     return hashlib.sha1(b"blob %d\0" % size, usedforsecurity=False)
@@ -359,15 +364,51 @@ class BackupRepository:
             entries[os.fsdecode(path)] = (mode, blob)
         return entries
 
+    async def _changes_of(self, rel: str) -> list[tuple[str, str | None, str | None]]:
+        """``(commit, blob before, blob after)`` of each snapshot that changed ``rel``, newest
+        first (None: the file was not there)."""
+        out = await self._git(
+            "log",
+            "--root",
+            "--raw",
+            "--no-abbrev",
+            "--no-renames",
+            "--format=@%H",
+            _REF,
+            "--",
+            ":(literal)" + rel,
+        )
+        changes: list[tuple[str, str | None, str | None]] = []
+        commit = ""
+        for line in out.decode("utf-8", "replace").splitlines():
+            if line.startswith("@"):
+                commit = line[1:]
+            elif line.startswith(":") and commit:
+                _old_mode, _new_mode, before, after = line[1:].split("\t", 1)[0].split()[:4]
+                changes.append((commit, _blob_or_none(before), _blob_or_none(after)))
+                commit = ""
+        return changes
+
     # -- which snapshot ------------------------------------------------------------------
 
     async def pick_for_file(self, rel: str) -> Snapshot:
-        """The newest snapshot whose version of ``rel`` differs from the file now."""
+        """The newest snapshot whose version of ``rel`` differs from the file now.
+
+        Read from the commits of the chain that changed ``rel`` (one ``git log``), each with
+        its version before and after: a snapshot's version is that of the newest change at or
+        before it. Not by listing every snapshot's tree, one git process each: 300 snapshots
+        took 1.1 s, and a project's history only grows."""
         current = self._current_blob(rel)
-        for snap in reversed(await self.snapshots()):
-            entry = (await self._entries(snap.commit)).get(rel)
-            if (entry[1] if entry else None) != current:
-                return snap
+        snaps = await self.snapshots()
+        place = {snap.commit: index for index, snap in enumerate(snaps)}
+        changes = await self._changes_of(rel) if snaps else []
+        newest = changes[0][2] if changes else None
+        if snaps and newest != current:
+            return snaps[-1]
+        for commit, before, _after in changes:
+            index = place.get(commit, 0)
+            if before != current and index > 0:
+                return snaps[index - 1]  # the newest snapshot holding the version before it
         raise _fail(
             f"no backup of {rel} differs from the file as it is now",
             "See `air restore --list`; only files air merged into have backups.",

@@ -4,12 +4,14 @@ file is hashed in pieces (it can be gigabytes), and the id is git's own (``git h
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 from pathlib import Path
 
 import pytest
 import trio
 
+from air.contracts.error import AirException
 from air.workspace.backups import BackupRepository
 from tests.gitrepo import git
 
@@ -108,3 +110,60 @@ def test_the_backup_repository_packs_itself_and_every_snapshot_still_restores(
     trio.run(backups.restore_tree, history[0])  # the oldest, from the pack
     assert (root / "src" / "deep" / "f0.c").read_text() == "int v = 0;\n"
     assert not (root / "src" / "deep" / "f1.c").exists()
+
+
+async def _newest_differing(backups: BackupRepository, rel: str) -> str | None:
+    """The reference: every snapshot's whole tree, newest first (what ``pick_for_file`` did,
+    one git process per snapshot)."""
+    current = backups._current_blob(rel)
+    for snap in reversed(await backups.snapshots()):
+        entry = (await backups._entries(snap.commit)).get(rel)
+        if (entry[1] if entry else None) != current:
+            return snap.commit
+    return None
+
+
+async def _picked(backups: BackupRepository, rel: str) -> str | None:
+    try:
+        return (await backups.pick_for_file(rel)).commit
+    except AirException:
+        return None
+
+
+def test_the_snapshot_a_file_is_restored_from_is_the_one_every_tree_says(tmp_path: Path) -> None:
+    """``air restore FILE`` reads which snapshot to take from the file's changes along the
+    chain (one git log), not from every snapshot's tree: 300 snapshots took 1.1 s that way.
+    Random histories of changes, deletions, a content coming back, a mode and a link, each file
+    then set to each version it had, a new one and none: the snapshot every tree says."""
+    rng = random.Random(7)
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    backups = BackupRepository(str(root))
+    names, texts = ["a.txt", "d/b.txt", "c.txt"], ["one\n", "two\n", "three\n"]
+    for step in range(14):
+        for rel in names:
+            path = root / rel
+            roll = rng.random()
+            if roll < 0.3:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.unlink(missing_ok=True)
+                path.write_text(rng.choice(texts))
+            elif roll < 0.4:
+                path.unlink(missing_ok=True)
+            elif roll < 0.45:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.unlink(missing_ok=True)
+                path.symlink_to(rng.choice(texts).strip())
+            elif roll < 0.6 and path.is_file() and not path.is_symlink():
+                path.chmod(path.stat().st_mode ^ 0o111)  # its mode changes, not its content
+        trio.run(backups.snapshot, f"s{step}")
+    for rel in names:
+        path = root / rel
+        for now in [*texts, "new\n", None]:
+            path.unlink(missing_ok=True)
+            if now is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(now)
+            want = trio.run(_newest_differing, backups, rel)
+            assert trio.run(_picked, backups, rel) == want, (rel, now)
