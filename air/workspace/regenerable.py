@@ -27,11 +27,19 @@ def regenerable(dirpath: str, filenames: list[str]) -> bool:
         return True
     if "CACHEDIR.TAG" not in filenames:
         return False
+    # a task chose what is there: a FIFO would block the open (and the merge) until a writer
+    # came (opened without blocking, it reads as empty), a link could name anything
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        with open(os.path.join(dirpath, "CACHEDIR.TAG"), "rb") as tag:
-            return tag.read(len(CACHEDIR_TAG)) == CACHEDIR_TAG
+        fd = os.open(os.path.join(dirpath, "CACHEDIR.TAG"), flags)
     except OSError:
         return False
+    try:
+        return os.read(fd, len(CACHEDIR_TAG)) == CACHEDIR_TAG
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def untracked_regenerable(root: str, untracked_dirs: list[str]) -> list[str]:

@@ -10,13 +10,15 @@ history (the ``cpp.*`` tools' own build directory carries a ``.gitignore`` of ``
 
 from __future__ import annotations
 
+import os
+import threading
 from pathlib import Path
 
 import pytest
 
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
-from air.workspace.regenerable import CACHEDIR_TAG
+from air.workspace.regenerable import CACHEDIR_TAG, untracked_regenerable
 from tests.gitrepo import git
 from tests.workspace.recorder import Events
 
@@ -116,3 +118,23 @@ async def test_a_marker_planted_in_a_project_directory_hides_none_of_its_files(
     assert _read(repo / "lib" / "y.c") == "int y;\n"
     assert _read(repo / "lib" / "x.c") == "int x = 1;\n"
     assert _read(repo / "lib" / "CMakeCache.txt") == "planted\n"  # a file of the change
+
+
+def test_a_tag_that_is_a_fifo_or_a_link_never_blocks_or_leads_the_merge(tmp_path: Path) -> None:
+    """A task makes what a merge looks at: ``mkfifo out/CACHEDIR.TAG`` blocked the merge's
+    open of the tag until a writer came (for ever: a thread the run's cancel cannot stop);
+    a link could name any file. Neither is a tag."""
+    fifo_dir, link_dir = tmp_path / "out", tmp_path / "linked"
+    fifo_dir.mkdir()
+    link_dir.mkdir()
+    os.mkfifo(fifo_dir / "CACHEDIR.TAG")
+    (tmp_path / "real.tag").write_text(CACHEDIR_TAG.decode() + "\n")
+    (link_dir / "CACHEDIR.TAG").symlink_to(tmp_path / "real.tag")
+    answers: list[list[str]] = []
+    looking = threading.Thread(
+        target=lambda: answers.append(untracked_regenerable(str(tmp_path), ["out/", "linked/"])),
+        daemon=True,  # if it blocks, the test fails instead of hanging
+    )
+    looking.start()
+    looking.join(timeout=10)
+    assert answers == [[]]
