@@ -16,7 +16,8 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
    another session's GC cleaned meanwhile is recorded in this session's log;
 5. the orphan-artifact scan runs when a scanner is given;
 6. the FK-off orphan scan runs when a checker is given (its report is kept);
-7. workspace GC applies retention (merged 7 days, abandoned 3 days);
+7. workspace GC applies retention (merged 7 days, abandoned 3 days), at most
+   ``GC_PER_START`` workspaces a start, the oldest first;
 8. the scheduler queue is rebuilt: the report lists pending tasks and failed tasks that the
    RetryPlanner will look at again.
 
@@ -36,7 +37,7 @@ from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, ledger_view
 from air.supervision.monitor import process_alive
-from air.workspace.manager import WorkspaceManager
+from air.workspace.manager import GC_PER_START, WorkspaceManager
 
 __all__ = ["Reaper", "RecoveryReport", "recover_session"]
 
@@ -173,7 +174,9 @@ async def recover_session(
 
     # step 7
     if workspaces is not None:
-        report.cleaned_workspaces = await workspaces.gc(own=state.workspaces.keys())
+        report.cleaned_workspaces = await workspaces.gc(
+            own=state.workspaces.keys(), limit=GC_PER_START
+        )
 
     # step 8
     final = ledger_view(ledger.state())  # caught up with what steps 2-7 recorded

@@ -171,3 +171,24 @@ async def test_a_later_session_cleans_an_earlier_ones_workspace_and_it_learns_of
     assert second.replay_matches(str(tmp_path / "replay_b.db"))
     first.db.close()
     second.db.close()
+
+
+async def test_a_start_cleans_a_few_due_workspaces_the_oldest_first(
+    repo: Path, session_db: SessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # after days away every attempt that failed meanwhile is due at once, and each costs a
+    # commit and a worktree removal: a start takes its share, the next start the rest
+    monkeypatch.setattr("air.nursery.recovery.GC_PER_START", 2)
+    clock = Clock()
+    workspaces = WorkspaceManager(str(repo), session_db.ledger.record, now=clock)
+    made = []
+    for task in ("t1", "t2", "t3"):
+        ref = await workspaces.create_workspace(WorkspacePlan(task_id=task, strategy="worktree"))
+        await workspaces.abandon_workspace(ref.workspace_id, "failed", commit=False)
+        made.append(ref.workspace_id)
+    clock.value = "2026-01-05T00:00:00.000000Z"
+    made.sort()  # ids sort by the time they were made
+    first = await recover_session(session_db.ledger, workspaces=workspaces)
+    assert first.cleaned_workspaces == made[:2]
+    second = await recover_session(session_db.ledger, workspaces=workspaces)
+    assert second.cleaned_workspaces == made[2:]
