@@ -148,10 +148,11 @@ class RecordStore:
             if not name.endswith(".json"):
                 continue
             rec = self.get(name[: -len(".json")])
-            if rec.status == WorkspaceStatus.CLEANED.value:
-                self.save(rec)
-            else:
+            if rec.status != WorkspaceStatus.CLEANED.value:
                 found.append(rec)
+                continue
+            with contextlib.suppress(OSError):
+                self.save(rec)  # moved once; where the disk refuses, read again next time
         return found
 
 

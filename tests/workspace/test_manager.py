@@ -310,3 +310,20 @@ async def test_a_cleaned_record_from_before_the_archive_moves_there_once(repo: P
     assert again.list_records() == []
     assert not _exists(area / f"{ref.workspace_id}.json")
     assert WorkspaceManager(str(repo), Events()).get(ref.workspace_id).status == "cleaned"
+
+
+async def test_a_cleaned_record_that_cannot_move_is_still_left_out(repo: Path) -> None:
+    # the move is maintenance: where the disk refuses it (here a file stands where the
+    # directory goes), a start still reads on, and the record moves another time
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    await mgr.abandon_workspace(ref.workspace_id, "test")
+    await mgr.cleanup_workspace(ref.workspace_id)
+    area = repo / ".air" / "local" / "workspaces"
+    os.replace(area / "cleaned" / f"{ref.workspace_id}.json", area / f"{ref.workspace_id}.json")
+    os.rmdir(area / "cleaned")
+    _write(area / "cleaned", "not a directory\n")
+    assert WorkspaceManager(str(repo), Events()).list_records() == []
+    assert _exists(area / f"{ref.workspace_id}.json")
