@@ -37,6 +37,7 @@ __all__ = [
     "background_dir",
     "find_run",
     "list_runs",
+    "recent_runs",
     "watch_background",
 ]
 
@@ -220,6 +221,18 @@ def list_runs(local_root: str) -> list[BackgroundRun]:
     directory = background_dir(local_root)
     runs = [_load(directory, sid) for sid in sorted(_names(directory).records)]
     return [r for r in runs if r is not None]
+
+
+def recent_runs(local_root: str, finished: int) -> tuple[list[BackgroundRun], int]:
+    """The detached runs without an end (running or lost) and the newest ``finished`` finished
+    ones, oldest session first; and how many older finished runs were left out (unread: a
+    project's history of runs is not loaded to show what is going on)."""
+    directory = background_dir(local_root)
+    names = _names(directory)
+    ended = sorted(names.records & names.ends)
+    shown = ended[len(ended) - finished :] if finished > 0 else []
+    runs = [_load(directory, sid) for sid in sorted((names.records - names.ends) | set(shown))]
+    return [r for r in runs if r is not None], len(ended) - len(shown)
 
 
 class _Names(NamedTuple):

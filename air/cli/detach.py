@@ -20,13 +20,15 @@ import sys
 import time
 from typing import Any
 
-from air.cli.background import DETACHED_ENV, BackgroundRun, find_run, list_runs
+from air.cli.background import DETACHED_ENV, BackgroundRun, find_run, list_runs, recent_runs
 from air.cli.history import counts_summary, find_project
 
 __all__ = ["child_argv", "run_cancel", "run_detached", "run_status", "run_wait"]
 
 _ANNOUNCED = re.compile(r"^air: detached session (\S+) log (.+)$")
 _WAIT_POLL_S = 0.2
+FINISHED_SHOWN = 10
+"""Finished background runs ``air status`` shows without ``--all`` (the newest)."""
 _VALUED = (
     "--project",
     "--provider",
@@ -171,16 +173,23 @@ def _status(args: dict[str, Any]) -> int:
         print(_describe(local_root, run))
         return 0
     project = find_project(args.get("--project"))
-    runs = list_runs(project.local_root)
+    if args.get("--all"):
+        runs, older = list_runs(project.local_root), 0
+    else:
+        runs, older = recent_runs(project.local_root, FINISHED_SHOWN)
     if not runs:
         print(f"project {project.name!r} has no background sessions")
     for run in runs:
         print(_describe(project.local_root, run), flush=True)
+    if older:
+        print(f"({older} older finished background sessions: `air status --all`)")
     return 0
 
 
 def run_status(args: dict[str, Any]) -> int:
-    """``air status [SID]``: each background run, running/finished/lost, tasks done/total."""
+    """``air status [SID] [--all]``: the background runs, running/finished/lost, tasks
+    done/total (without ``--all``: those without an end and the newest ``FINISHED_SHOWN``
+    finished; each shown one opens its session database)."""
     return _guarded(_status, args)
 
 

@@ -157,11 +157,13 @@ Options:
         """air status: the background runs of the project (or of session SID).
 
 Usage:
-  air status [SID] [--project PATH]
+  air status [SID] [--project PATH] [--all]
   air status -h | --help
 
 Options:
   --project PATH  The project directory (default: found by walking up from here).
+  --all           Every background run the project had (without it: those running or lost,
+                  and the newest 10 finished).
   -h --help       Show this help.
 """,
     ),

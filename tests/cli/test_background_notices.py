@@ -15,6 +15,7 @@ import pytest
 from air.cli import background
 from air.cli.background import DETACHED_ENV, DetachedRun, Notifier, find_run, list_runs
 from air.ipc.procs import read_identity
+from tests.forked_air import air_cli
 
 
 def _record(local: Path, sid: str, *, end: int | None, start: str | None = None) -> None:
@@ -127,3 +128,31 @@ def test_a_run_recorded_in_the_same_clock_tick_as_the_listing_is_not_missed(
     _record(tmp_path, "ses_b", end=1)
     os.utime(directory, ns=(listed_at, listed_at))  # as if in the same tick
     assert notifier.poll(1.0) == ["background session ses_b failed (exit 1), 1/2 tasks done"]
+
+
+def test_air_status_shows_what_is_going_on_and_the_newest_finished(tmp_path: Path) -> None:
+    """`air status` listed every detached run the project ever had, opening each one's
+    session database; it shows the runs without an end and the newest 10 finished, and says
+    how to see the rest (`--all`)."""
+    project, home = tmp_path / "p", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home)}
+    assert air_cli(["init", str(project)], env=env).returncode == 0
+    local = project / ".air" / "local"
+    for i in range(14):
+        _record(local, f"ses_{i:02d}", end=0)
+    _record(local, "ses_00live", end=None)  # the oldest session, still running (this process)
+    shown = air_cli(["status"], cwd=project, env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert [line.split()[0] for line in lines[:-1]] == [
+        "ses_00live",
+        *(f"ses_{i:02d}" for i in range(4, 14)),
+    ]
+    assert "ses_00live  running" in lines[0]
+    assert lines[-1] == "(4 older finished background sessions: `air status --all`)"
+    every = air_cli(["status", "--all"], cwd=project, env=env)
+    assert [line.split()[0] for line in every.stdout.splitlines()] == sorted(
+        ["ses_00live", *(f"ses_{i:02d}" for i in range(14))]
+    )
