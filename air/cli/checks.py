@@ -143,8 +143,10 @@ def session_to_resume(store: Any, options: HeadlessOptions) -> tuple[Any, str]:
     # that is running now); if every one runs, the latest, whose claim then says so
     from air.supervision.runs import session_lock_held
 
-    idle = [sid for sid in known if not session_lock_held(project.project_root, sid)]
-    return project, (idle or known)[-1]
+    for sid in reversed(known):  # newest first: a project's older sessions are not probed
+        if not session_lock_held(project.project_root, sid):
+            return project, sid
+    return project, known[-1]
 
 
 def open_project(store: Any, root: str) -> Any:
