@@ -16,7 +16,7 @@ from air.nursery.ledger import SessionLedger
 from air.store.db import DatabaseManager
 from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
-from tests.gitrepo import git
+from tests.gitrepo import init_repo
 
 
 @dataclass
@@ -58,12 +58,9 @@ def open_session_db(directory: str, session_id: str = "ses_test") -> SessionDB:
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    git(root, "init", "-q", "-b", "main")
     (root / "shared.txt").write_text("base\n")
     (root / ".gitignore").write_text(".air/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+    return init_repo(root, message="init")
 
 
 @pytest.fixture

@@ -296,8 +296,9 @@ async def test_the_doctor_finds_no_orphan_in_the_cleaned_records(repo: Path) -> 
     assert check.found() == "0 workspace(s) with a record; 0 git worktree(s)"
 
 
-async def test_a_cleaned_record_from_before_the_archive_moves_there_once(repo: Path) -> None:
-    # a project whose cleaned sidecars were written beside the live ones (air before this)
+async def _cleaned_beside_the_live_ones(repo: Path) -> tuple[Path, str]:
+    """A project whose cleaned workspace's record was written beside the live ones (air
+    before ``cleaned/``): the workspaces' directory and that workspace's id."""
     mgr = WorkspaceManager(str(repo), Events())
     ref = await mgr.create_workspace(
         WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
@@ -306,24 +307,22 @@ async def test_a_cleaned_record_from_before_the_archive_moves_there_once(repo: P
     await mgr.cleanup_workspace(ref.workspace_id)
     area = repo / ".air" / "local" / "workspaces"
     os.replace(area / "cleaned" / f"{ref.workspace_id}.json", area / f"{ref.workspace_id}.json")
+    return area, ref.workspace_id
+
+
+async def test_a_cleaned_record_from_before_the_archive_moves_there_once(repo: Path) -> None:
+    area, wid = await _cleaned_beside_the_live_ones(repo)
     again = WorkspaceManager(str(repo), Events())
     assert again.list_records() == []
-    assert not _exists(area / f"{ref.workspace_id}.json")
-    assert WorkspaceManager(str(repo), Events()).get(ref.workspace_id).status == "cleaned"
+    assert not _exists(area / f"{wid}.json")
+    assert WorkspaceManager(str(repo), Events()).get(wid).status == "cleaned"
 
 
 async def test_a_cleaned_record_that_cannot_move_is_still_left_out(repo: Path) -> None:
     # the move is maintenance: where the disk refuses it (here a file stands where the
     # directory goes), a start still reads on, and the record moves another time
-    mgr = WorkspaceManager(str(repo), Events())
-    ref = await mgr.create_workspace(
-        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
-    )
-    await mgr.abandon_workspace(ref.workspace_id, "test")
-    await mgr.cleanup_workspace(ref.workspace_id)
-    area = repo / ".air" / "local" / "workspaces"
-    os.replace(area / "cleaned" / f"{ref.workspace_id}.json", area / f"{ref.workspace_id}.json")
+    area, wid = await _cleaned_beside_the_live_ones(repo)
     os.rmdir(area / "cleaned")
     _write(area / "cleaned", "not a directory\n")
     assert WorkspaceManager(str(repo), Events()).list_records() == []
-    assert _exists(area / f"{ref.workspace_id}.json")
+    assert _exists(area / f"{wid}.json")
