@@ -312,18 +312,12 @@ async def learn(io: Ports, node: TaskNode, outcome: TaskOutcome) -> None:
 
 # -- an attempt that did not complete -------------------------------------------------------
 async def set_aside(io: Ports, workspace: WorkspaceRef, reason: str) -> None:
-    """An attempt's own workspace that will not be merged is abandoned: its files stay for the
-    retention (3 days), then a session's start commits its work to its branch (kept) and
-    takes the files (SDD §20.5: active until merge or cancel). A retry gets a new workspace, so
-    without this every failed attempt kept a whole checkout forever. No git work here: this
-    runs in the outcome's short shielded grace."""
-    if io.workspaces is None or workspace.strategy == WorkspaceStrategy.MAIN:
-        return
-    try:
-        await io.workspaces.abandon_workspace(workspace.workspace_id, reason, commit=False)
-    except AirException as exc:
-        if exc.kind != ErrorKind.WORKSPACE_ERROR:
-            raise
+    """An attempt's own workspace that will not be merged is set aside (abandoned: its files
+    stay for the retention, 3 days; ``WorkspaceManager.set_aside``). Without this every failed
+    attempt kept a whole checkout forever. No git work: this runs in the outcome's short
+    shielded grace."""
+    if io.workspaces is not None and workspace.strategy != WorkspaceStrategy.MAIN:
+        await io.workspaces.set_aside(workspace.workspace_id, reason)
 
 
 async def ended_otherwise(

@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
-from air.contracts.error import AirException, ErrorKind, make_air_error
+from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
 from air.nursery.ledger import Ledger, StoredAgent, ledger_view
@@ -150,13 +150,8 @@ async def recover_session(
     # meanwhile is recorded here, in this session's own log
     if workspaces is not None:
         for wid, rec in state.workspaces.items():
-            if rec.get("status") != "active" or rec.get("strategy") == "main":
-                continue
-            try:
-                await workspaces.abandon_workspace(wid, "its attempt was interrupted", commit=False)
-            except AirException as exc:
-                if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.NOT_FOUND):
-                    raise  # a tampered workspace, or one without its sidecar, stays as it is
+            if rec.get("status") == "active" and rec.get("strategy") != "main":
+                await workspaces.set_aside(wid, "its attempt was interrupted")
         await workspaces.record_cleaned_elsewhere(
             {wid: str(rec.get("status")) for wid, rec in state.workspaces.items()}
         )

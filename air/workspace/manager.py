@@ -411,6 +411,17 @@ class WorkspaceManager:
             {"workspace_id": workspace_id, "reason": reason, "kept_branch": rec.branch},
         )
 
+    async def set_aside(self, workspace_id: str, reason: str) -> None:
+        """Abandon an attempt's workspace that will never be merged (a retry gets a new one),
+        without git work now: the retention commits its work to its branch when it takes the
+        files (SDD §20.5: active until merge or cancel). One git refuses to touch (tampered
+        with, IMPL-GIT-2) or without its sidecar is left exactly as it is."""
+        try:
+            await self.abandon_workspace(workspace_id, reason, commit=False)
+        except AirException as exc:
+            if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.NOT_FOUND):
+                raise
+
     async def cleanup_workspace(self, workspace_id: str, *, record: bool = True) -> None:
         """Delete the workspace's files (never the DB row) and record ``workspace.cleaned``.
 

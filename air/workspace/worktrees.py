@@ -191,7 +191,7 @@ class ProjectGit:
         untracked = await self.run(
             rec, "ls-files", "-z", "--others", "--directory", "--exclude-standard"
         )
-        dirs = [e for e in untracked.stdout.decode(errors="surrogateescape").split("\0") if e]
+        dirs = [os.fsdecode(e) for e in untracked.stdout.split(b"\0") if e]
         made = await trio.to_thread.run_sync(
             untracked_regenerable, rec.path, [d for d in dirs if d.endswith("/")]
         )

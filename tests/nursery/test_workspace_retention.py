@@ -192,3 +192,19 @@ async def test_a_start_cleans_a_few_due_workspaces_the_oldest_first(
     assert first.cleaned_workspaces == made[:2]
     second = await recover_session(session_db.ledger, workspaces=workspaces)
     assert second.cleaned_workspaces == made[2:]
+
+
+async def test_a_workspace_without_its_record_is_left_as_it_is_and_recovery_goes_on(
+    repo: Path, tmp_path: Path
+) -> None:
+    sdb = open_session_db(str(tmp_path / "s"), "ses_a")
+    workspaces = WorkspaceManager(str(repo), sdb.ledger.record, now=Clock())
+    ref = await workspaces.create_workspace(WorkspacePlan(task_id="t", strategy="worktree"))
+    (repo / ".air" / "local" / "workspaces" / f"{ref.workspace_id}.json").unlink()
+    report = await recover_session(
+        sdb.ledger, workspaces=WorkspaceManager(str(repo), sdb.ledger.record, now=Clock())
+    )
+    assert report.kept_workspaces == [ref.workspace_id]
+    assert "workspace.abandoned" not in [e.type for e in sdb.ledger.history()]
+    assert _exists(Path(ref.path))
+    sdb.db.close()

@@ -8,17 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import git
+from tests.gitrepo import init_repo
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()
-    git(root, "init", "-q", "-b", "main")
     (root / "a.txt").write_text("one\ntwo\nthree\n")
     (root / "b.txt").write_text("b\n")
     (root / ".gitignore").write_text(".air/local/\n")
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+    return init_repo(root, message="init")
