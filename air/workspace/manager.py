@@ -21,7 +21,8 @@ merged, and the caller's ``MergeGuard`` (the task's write area) judges every pat
 offending path and nothing is merged: the workspace is kept as it is (still ``active``, so GC
 never takes it) and ``write_area_violation`` is raised (IMPL-MERGE-1). A worktree merges the
 exact commit that was checked. A tampered worktree raises ``workspace_error`` and is left
-exactly as it is (never merged, committed or cleaned: IMPL-GIT-2).
+exactly as it is (never merged, committed or cleaned: IMPL-GIT-2). Nothing is merged into a
+merge, rebase or cherry-pick of the user's under way, nor onto a detached HEAD (IMPL-GIT-4).
 """
 
 from __future__ import annotations
@@ -314,7 +315,7 @@ class WorkspaceManager:
             # one air process at a time changes the project's files (IMPL-REL-4)
             async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 if rec.strategy == WorkspaceStrategy.WORKTREE.value:
-                    await self._check_head(rec)
+                    await self._check_project(rec)
                 await self.record("workspace.merge.started", started)
                 if self.backups is not None:
                     # the project as it is before this merge, for `air restore`
@@ -349,16 +350,32 @@ class WorkspaceManager:
             )
         return result
 
-    async def _check_head(self, rec: WorkspaceRecord) -> None:
-        """A task's merge commit lands on a branch: the one ``--branch`` named, else the one
-        checked out. On a detached HEAD it would be reachable from nothing once the user
-        checks out again (the task branch is deleted after a merge); on another branch than
-        ``--branch`` named, it would land where the run promised it would not. Either way
-        nothing is merged and the task's branch keeps its work.
+    async def _check_project(self, rec: WorkspaceRecord) -> None:
+        """A task merges into a project whose git is not in the middle of something of the
+        user's (a merge, a rebase, ...: merging then would end theirs or mix with it), and its
+        merge commit lands on a branch: the one ``--branch`` named, else the one checked out.
+        On a detached HEAD it would be reachable from nothing once the user checks out again
+        (the task branch is deleted after a merge); on another branch than ``--branch`` named,
+        it would land where the run promised it would not. Either way nothing is merged and
+        the task's branch keeps its work.
 
         Raises:
-            AirException: ``workspace_error`` naming the branch to check out and the kept one.
+            AirException: ``workspace_error`` naming what to finish or check out, and the
+                kept branch.
         """
+        doing = self.git.under_way()
+        if doing is not None:
+            raise AirException.of(
+                kind=ErrorKind.WORKSPACE_ERROR,
+                message=(
+                    f"the project's git is in the middle of {doing}: task {rec.task_id} was not "
+                    f"merged; its work is kept on branch {rec.branch}"
+                ),
+                user_action=(
+                    f"Finish or abort {doing} (git status says how), then merge it: "
+                    f"git merge {rec.branch}"
+                ),
+            )
         on = await self.git.head_branch()
         wanted = None if self.branch is None else f"refs/heads/{self.branch}"
         if on is not None and wanted in (None, on):

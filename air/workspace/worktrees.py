@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from air.contracts.error import AirException
+from air.contracts.error import AirException, ErrorKind
 from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
@@ -53,9 +53,61 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+_UNDER_WAY = (
+    ("MERGE_HEAD", "a merge"),
+    ("CHERRY_PICK_HEAD", "a cherry-pick"),
+    ("REVERT_HEAD", "a revert"),
+    ("rebase-merge", "a rebase"),
+    ("rebase-apply", "a rebase or `git am`"),
+    ("BISECT_LOG", "a bisect"),
+)
+"""What a git directory holds while the user's git is in the middle of something (git's own
+state files), and what to call it."""
+INDEX_LOCK_PATIENCE_S = 10.0
+"""How long a merge waits for another git command's ``index.lock`` in the project (an editor's
+``git status`` holds it for milliseconds at a time) before it gives up."""
+
+
 def _has_dot_git(root: str) -> bool:
     """Whether ``root`` has a ``.git`` entry at all (one ``lstat``)."""
     return os.path.lexists(os.path.join(root, ".git"))
+
+
+def _gist(said: str) -> str:
+    """Git's refusal in one line: its first line and the paths it lists below it."""
+    lines = said.splitlines()
+    if not lines:
+        return "it gave no reason"
+    paths = [line.strip() for line in lines[1:] if line[:1] in ("\t", " ") and line.strip()]
+    gist = lines[0].rstrip().rstrip(".")
+    if paths:
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+        gist += " " + ", ".join(paths[:5]) + more
+    return gist
+
+
+def _not_merged(
+    rec: WorkspaceRecord, why: str, make_way: str, detail: str | None = None
+) -> AirException:
+    """The ``workspace_error`` of a task not merged because of the project's git state."""
+    return AirException.of(
+        kind=ErrorKind.WORKSPACE_ERROR,
+        message=(
+            f"task {rec.task_id} was not merged into the project: {why}; its work is kept on "
+            f"branch {rec.branch}"
+        ),
+        detail=detail,
+        user_action=f"{make_way}, then merge it: git merge {rec.branch}",
+    )
+
+
+def _locked_out(rec: WorkspaceRecord) -> AirException:
+    return _not_merged(
+        rec,
+        "another git command held the project's index (.git/index.lock) for "
+        f"{INDEX_LOCK_PATIENCE_S:g} s",
+        "When no git command runs in the project, remove .git/index.lock if it is still there",
+    )
 
 
 class ProjectGit:
@@ -246,10 +298,63 @@ class ProjectGit:
             changes.append(change)
         return changes
 
+    def under_way(self) -> str | None:
+        """What the user's git is in the middle of in the project (a merge, a rebase, ...:
+        ``_UNDER_WAY``), None when nothing. A merge then would end theirs or mix with it."""
+        git_dir = self._main_location().git_dir
+        for name, what in _UNDER_WAY:
+            if os.path.lexists(os.path.join(git_dir, name)):
+                return what
+        return None
+
+    def _merging(self, head: str) -> bool:
+        """Whether the project's git is in the middle of merging ``head`` (air's own merge
+        stopped), read from its ``MERGE_HEAD``."""
+        try:
+            with open(os.path.join(self._main_location().git_dir, "MERGE_HEAD"), "rb") as fh:
+                return fh.read(200).split(b"\n", 1)[0].decode("ascii", "replace") == head
+        except OSError:
+            return False
+
+    def _locked(self) -> bool:
+        """Whether another git command holds the project's index (its ``index.lock``)."""
+        return os.path.lexists(os.path.join(self._main_location().git_dir, "index.lock"))
+
+    async def _wait_unlocked(self, deadline: float) -> bool:
+        """Wait until no other git command holds the project's ``index.lock``; False when one
+        still does at ``deadline``."""
+        delay = 0.02
+        while self._locked():
+            if trio.current_time() + delay > deadline:
+                return False
+            await trio.sleep(delay)
+            delay = min(delay * 2, 0.5)
+        return True
+
+    async def _end_own_merge(self, head: str, deadline: float) -> None:
+        """End air's stopped merge of ``head``: ``--abort`` (which puts back what it changed)
+        once no other git command holds the index; ``--quit`` (which forgets the merge and
+        changes nothing) when one held it throughout, so that the merge could write nothing."""
+        while self._merging(head):
+            if not await self._wait_unlocked(deadline):
+                await self.run(None, "merge", "--quit", check=False)
+                return
+            await self.run(None, "merge", "--abort", check=False)
+            if trio.current_time() >= deadline and self._merging(head):
+                await self.run(None, "merge", "--quit", check=False)
+                return
+
     async def merge(self, rec: WorkspaceRecord, head: str, message: str) -> MergeResult:
         """Merge exactly ``head`` (the commit that was checked) into the project with
         ``--no-ff`` and ``message``; a conflict is aborted and reported with its paths. A
-        merged task branch is deleted (its commits are in the project's history now)."""
+        merged task branch is deleted (its commits are in the project's history now).
+
+        Only air's own merge of ``head`` is ever aborted (never one of the user's). While
+        another git command holds the project's ``index.lock`` (an editor's ``git status``)
+        the merge waits, and tries again, for up to ``INDEX_LOCK_PATIENCE_S``. When git will
+        not merge for another reason (the user's uncommitted changes or unmerged files in the
+        way) nothing in the project is changed and ``workspace_error`` quotes git; the task's
+        work stays on its branch either way."""
         from air.contracts.task_results import MergeResult
 
         assert rec.branch is not None
@@ -259,33 +364,54 @@ class ProjectGit:
                 workspace_id=rec.workspace_id, status="nothing_to_merge", kept_branch=rec.branch
             )
         who = await self.authorship()
-        merged = await self.run(
-            None,
-            "merge",
-            "--no-ff",
-            "--no-edit",
-            "--no-stat",
-            "--no-verify",
-            *who.merge_args(),
-            "-m",
-            message,
-            head,  # the commit that was checked, not whatever the branch holds by now
-            check=False,
-            config=who.config(),
-        )
-        if merged.returncode != 0:
-            unmerged = await self.out(
-                None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
+        deadline = trio.current_time() + INDEX_LOCK_PATIENCE_S
+        while True:
+            if not await self._wait_unlocked(deadline):
+                raise _locked_out(rec)
+            merged = await self.run(
+                None,
+                "merge",
+                "--no-ff",
+                "--no-edit",
+                "--no-stat",
+                "--no-verify",
+                *who.merge_args(),
+                "-m",
+                message,
+                head,  # the commit that was checked, not whatever the branch holds by now
+                check=False,
+                config=who.config(),
             )
-            paths = [p for p in unmerged.splitlines() if p]
-            if not paths:
-                paths = await self.changed_files(rec)
-            await self.run(None, "merge", "--abort", check=False)
-            return MergeResult(
-                workspace_id=rec.workspace_id,
-                status="conflicted",
-                kept_branch=rec.branch,
-                conflicted_paths=sorted(paths),
+            if merged.returncode == 0:
+                break
+            locked = self._locked() or any(
+                said in merged.stderr for said in (b"index.lock", b"Unable to write index")
+            )
+            began = self._merging(head)
+            if began:
+                unmerged = await self.out(
+                    None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"
+                )
+                await self._end_own_merge(head, deadline)
+                paths = [p for p in unmerged.splitlines() if p]
+                if paths:
+                    return MergeResult(
+                        workspace_id=rec.workspace_id,
+                        status="conflicted",
+                        kept_branch=rec.branch,
+                        conflicted_paths=sorted(paths),
+                    )
+            if locked:
+                if trio.current_time() < deadline:
+                    continue
+                raise _locked_out(rec)
+            said = merged.stderr.decode("utf-8", "replace").strip()
+            raise _not_merged(
+                rec,
+                f"git would not {'finish' if began else 'begin'} it: {_gist(said)}",
+                "Make way for it where git says (commit or stash your changes, finish what git "
+                "is doing)",
+                detail=said[:2000],
             )
         return MergeResult(
             workspace_id=rec.workspace_id,

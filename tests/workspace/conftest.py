@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import init_repo
 
 
@@ -19,3 +21,17 @@ def repo(tmp_path: Path) -> Path:
     (root / "b.txt").write_text("b\n")
     (root / ".gitignore").write_text(".air/local/\n")
     return init_repo(root, message="init")
+
+
+def _write(path: Path, text: str) -> None:
+    path.write_text(text)
+
+
+async def task_with_new_file(mgr: WorkspaceManager) -> tuple[str, str]:
+    """A worktree for task ``t1`` whose task wrote ``new.txt``: (workspace id, its branch)."""
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    _write(Path(ref.path, "new.txt"), "new\n")
+    assert ref.branch is not None
+    return ref.workspace_id, ref.branch

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
+from tests.workspace.conftest import task_with_new_file
 from tests.workspace.recorder import Events
 
 
@@ -22,20 +22,11 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-async def _task_with_a_change(mgr: WorkspaceManager) -> tuple[str, str]:
-    ref = await mgr.create_workspace(
-        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
-    )
-    _write(Path(ref.path, "new.txt"), "new\n")
-    assert ref.branch is not None
-    return ref.workspace_id, ref.branch
-
-
 async def test_a_merge_lands_on_the_branch_the_run_named(repo: Path) -> None:
     events = Events()
     mgr = WorkspaceManager(str(repo), events)
     await mgr.use_branch("air-run")
-    workspace_id, kept = await _task_with_a_change(mgr)
+    workspace_id, kept = await task_with_new_file(mgr)
     git(repo, "switch", "-q", "-c", "other")  # another air's --branch, or the user
     other_head = git(repo, "rev-parse", "HEAD")
     with pytest.raises(AirException) as raised:
@@ -59,7 +50,7 @@ async def test_a_merge_lands_on_the_branch_the_run_named(repo: Path) -> None:
 
 async def test_no_merge_on_a_detached_head(repo: Path) -> None:
     mgr = WorkspaceManager(str(repo), Events())
-    workspace_id, kept = await _task_with_a_change(mgr)
+    workspace_id, kept = await task_with_new_file(mgr)
     git(repo, "switch", "-q", "--detach", "HEAD")
     detached = git(repo, "rev-parse", "HEAD")
     with pytest.raises(AirException) as raised:
