@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
 from air.contracts.display import json_shown, shown
 from air.session.local_owner import refuse_foreign_state
-from air.session.local_state import local_state_links
+from air.session.local_state import home_or_above, local_state_links
 from air.store.readonly import read_only_uri
 
 if TYPE_CHECKING:
@@ -86,6 +86,8 @@ def locate_light(path: str | None) -> Project:
     at all) goes to ``find_project``, which says what is wrong."""
     current = Path(os.path.abspath(path or os.getcwd()))
     for candidate in (current, *current.parents):
+        if home_or_above(str(candidate)) is not None:
+            break  # no project's place (find_project says so, or that there is none)
         project_json = candidate / ".air" / "shared" / "project.json"
         if project_json.is_file():
             if local_state_links(str(candidate)) is not None:

@@ -7,8 +7,9 @@ must be real directories, and no entry of ``.air/local`` or ``.air/local/state``
 A repository that ships ``.air/local -> /elsewhere`` would otherwise have air write its session
 databases, backups of the user's work and worktrees there, and read the sessions and knowledge
 of whatever the link names. (That the commit holds nothing under ``.air/local`` is
-``air.workspace.tracked_state``'s check.) Standard library only at import: the light readers
-(``air history``) look for links without pydantic.
+``air.workspace.tracked_state``'s check.) Also owns ``home_or_above``: the user's home
+directory and those above it are never a project's place (``ProjectStore`` refuses them).
+Standard library only at import: the light readers (``air history``) look without pydantic.
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ import os
 import stat
 from collections.abc import Iterable
 
-__all__ = ["LOCAL_DIRS", "SHARED_DIRS", "check_local_state", "local_state_links"]
+__all__ = ["LOCAL_DIRS", "SHARED_DIRS", "check_local_state", "home_or_above", "local_state_links"]
 
 SHARED_DIRS = ("rules", "plan", "plan/docs")
 LOCAL_DIRS = ("sessions", "state", "backups", "workspaces", "tmp", "locks")
+
+
+def home_or_above(path: str) -> str | None:
+    """The user's home directory (real path) when ``path`` is it or a directory above it;
+    None for any other directory."""
+    home = os.path.realpath(os.path.expanduser("~"))
+    real = os.path.realpath(path)
+    return home if home == real or home.startswith(real.rstrip("/") + "/") else None
 
 
 def _own_dirs() -> Iterable[str]:

@@ -21,7 +21,7 @@ from air.contracts.error import AirException
 from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
 from air.session.local_owner import mark_local_state
-from air.session.local_state import LOCAL_DIRS, SHARED_DIRS, check_local_state
+from air.session.local_state import LOCAL_DIRS, SHARED_DIRS, check_local_state, home_or_above
 
 __all__ = [
     "GITIGNORE_ENTRY",
@@ -76,11 +76,35 @@ def _text_root(root: Path) -> None:
         ) from None
 
 
+def _below_home(root: Path) -> None:
+    """Refuse the user's home directory, or a directory above it, as a project. air keeps its
+    own settings in ``~/.air`` (a home's project state would share that directory with the
+    trust list and the models' configuration), and a task's workspace is the project: in a
+    home every task would work among the user's keys and tokens, and a writer in a folder
+    without git would copy the whole home into its workspace."""
+    home = home_or_above(str(root))
+    if home is None:
+        return
+    real = os.path.realpath(root)
+    where = "your home directory" if real == home else f"above your home directory ({home})"
+    raise AirException.of(
+        kind="validation_error",
+        message=f"{shown(str(root))} is {where}: air does not take it as a project",
+        user_action=(
+            "Run air in a project's own folder (cd into it, or pass --project PATH). An earlier "
+            "air's .air/shared and .air/local there are not air's settings and can be removed."
+        ),
+    )
+
+
 class ProjectStore:
     """Locate, initialise and open air projects (see the module docstring)."""
 
     def locate(self, start_path: str | os.PathLike[str]) -> ProjectContext | None:
         """Walk up from ``start_path`` to the nearest directory with ``.air/shared/project.json``.
+
+        The walk stops below the user's home directory (which is no project's place: started
+        there, ``open`` refuses it).
 
         Returns:
             Its ProjectContext, or None when no ancestor is an air project.
@@ -92,6 +116,8 @@ class ProjectStore:
         if current.is_file():
             current = current.parent
         for candidate in (current, *current.parents):
+            if candidate != current and home_or_above(str(candidate)) is not None:
+                return None  # the walk ends below the home: never every folder's project
             if (candidate / ".air" / "shared" / "project.json").is_file():
                 return self.open(candidate)
         return None
@@ -111,6 +137,7 @@ class ProjectStore:
         options = options or ProjectInitOptions()
         root = Path(os.path.abspath(project_root))
         _text_root(root)
+        _below_home(root)
         if not root.is_dir():
             raise AirException.of(
                 kind="not_found",
@@ -172,6 +199,7 @@ class ProjectStore:
         """
         root = Path(os.path.abspath(project_root))
         _text_root(root)
+        _below_home(root)
         check_local_state(str(root))
         project_json = root / ".air" / "shared" / "project.json"
         if not project_json.is_file():
