@@ -1,7 +1,9 @@
 """What a headless run or resume checks before it creates anything, and where it runs.
 
 Owns: ``refusals`` (git on PATH, the bubblewrap sandbox, an existing ``--project``, a writable
-``--junit``: every missing piece is said, never a silent unsandboxed mode), ``check_git``,
+``--junit``: every missing piece is said, never a silent unsandboxed mode), ``say_uncommitted``
+(the warning that a run's worktree tasks will not see the project's uncommitted changes),
+``check_git``,
 ``check_writable``, ``session_to_resume`` (the project and session ``air resume`` continues;
 creates nothing) and ``open_project`` (the project a new run uses, initialised on first use).
 """
@@ -9,11 +11,23 @@ creates nothing) and ``open_project`` (the project a new run uses, initialised o
 from __future__ import annotations
 
 import os
+import subprocess
 from typing import Any
 
 from air.cli.options import HeadlessOptions, bad
 
-__all__ = ["check_git", "check_writable", "open_project", "refusals", "session_to_resume"]
+__all__ = [
+    "check_git",
+    "check_writable",
+    "open_project",
+    "refusals",
+    "say_uncommitted",
+    "session_to_resume",
+    "uncommitted_warning",
+]
+
+UNCOMMITTED_LISTED = 5
+"""How many of the uncommitted files the warning names."""
 
 
 def refusals(options: HeadlessOptions, sandbox: Any = None) -> list[Any]:
@@ -35,6 +49,66 @@ def refusals(options: HeadlessOptions, sandbox: Any = None) -> list[Any]:
         except AirException as refused:
             problems.append(refused)
     return problems
+
+
+def say_uncommitted(options: HeadlessOptions, specs: list[Any]) -> list[Any]:
+    """Say ``uncommitted_warning`` on the run's stderr when one of ``specs`` writes (a reviewer
+    or a task with an empty write area runs in the project itself and sees everything);
+    returns ``specs``."""
+    from air.contracts.task import TaskType
+
+    read_only = (TaskType.REVIEW, TaskType.MINE_EXPERIENCE, TaskType.COMPACT)
+    if any(s.type not in read_only and s.scope.write_area != [] for s in specs):
+        warning = uncommitted_warning(options.project, options.isolation)
+        if warning is not None:
+            print(f"air: warning: {warning}", file=options.stderr)
+    return specs
+
+
+def uncommitted_warning(project: str, isolation: str) -> str | None:
+    """What to say when writers work in worktrees (a git project, ``--isolation`` auto or
+    worktree) and the project has uncommitted changes (tracked files changed, files git does
+    not ignore and does not track yet; not air's own ``.air/``): a worktree starts from the
+    last commit, so its task does not see them, and a task that changes one of them is not
+    merged until they are committed or stashed (git refuses to overwrite them). None when
+    there is nothing to say or git cannot tell (no commit yet, no git). Blocking: runs git."""
+    from air.contracts.display import shown
+    from air.workspace.gitsafe import list_git
+
+    if isolation not in ("auto", "worktree") or not os.path.lexists(os.path.join(project, ".git")):
+        return None
+    try:
+        status = list_git(
+            None,
+            "status",
+            "--porcelain=v1",
+            "-z",
+            "--untracked-files=normal",
+            "--ignore-submodules=all",
+            cwd=project,
+            timeout=30,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if status.returncode != 0:
+        return None
+    names, entries = [], iter(os.fsdecode(status.stdout).split("\0"))
+    for entry in entries:
+        if len(entry) > 3:
+            if entry[3:] != ".air/" and not entry[3:].startswith(".air/"):  # air's own
+                names.append(entry[3:])
+            if entry[0] in "RC":
+                next(entries, None)  # a rename's or copy's source follows its entry
+    if not names:
+        return None
+    listed = ", ".join(shown(n) for n in names[:UNCOMMITTED_LISTED])
+    more = f" and {len(names) - UNCOMMITTED_LISTED} more" if len(names) > UNCOMMITTED_LISTED else ""
+    count = f"{len(names)} file{'s' if len(names) != 1 else ''}"
+    return (
+        f"the project has uncommitted changes ({count}: {listed}{more}); its tasks start from "
+        "the last commit and do not see them, and a task that changes one of them is not "
+        "merged until they are committed or stashed"
+    )
 
 
 def check_git() -> None:

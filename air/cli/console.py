@@ -70,8 +70,7 @@ class ConsolePrompt:
 
     The ToolRegistry records ``permission.prompt.requested`` (the projection shows it); the
     answer arrives as a ``permission_response`` UiCommand through ``MainAgentChannel`` into
-    ``PendingPrompts``, which this awaits.
-    """
+    ``PendingPrompts``, which this awaits."""
 
     def __init__(self, pending: PendingPrompts) -> None:
         self.pending = pending
@@ -84,14 +83,12 @@ class ConsolePrompt:
 
 
 def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
-    """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``. Returns the exit code.
-
+    """``air``, ``air run [PROJECT]``, ``air --session SID [--replay]``: the exit code.
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
     from air.ipc.startup import hold_gc, release_gc, skip_ldconfig_probe, skip_pydantic_plugins
 
-    # the start-up shortcuts of `air run --headless` (IMPL-FRAME-4, IMPL-START-2), before any
-    # heavy import: no pydantic plugin lookup, no `ldconfig -p` at Trio's import, no cyclic
-    # collection until the console is ready (_session releases it)
+    # `air run --headless`'s start-up shortcuts (IMPL-FRAME-4, IMPL-START-2) before any heavy
+    # import: no plugin lookup, no `ldconfig -p`, no cyclic GC until ready (_session's release)
     hold_gc()
     skip_pydantic_plugins()
     skip_ldconfig_probe()
@@ -238,7 +235,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
     import trio
 
     from air.agents import MainAgentChannel, PendingPrompts
-    from air.cli.checks import refusals
+    from air.cli.checks import refusals, uncommitted_warning
     from air.cli.doctor import setup_logging
     from air.cli.factory import RuntimeFactory
     from air.ipc.startup import release_gc
@@ -285,8 +282,10 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
             await agent.turns.say(await console_plan(options, path, runtime))
 
         reporting = _Reporting(channel, on_plan)
+        root, isolation = runtime.project_root, options.isolation
+        warning = await trio.to_thread.run_sync(uncommitted_warning, root, isolation)
         try:
-            await _front(runtime, store, reporting, plain, app, reopen, _hud_model(agent))
+            await _front(runtime, store, reporting, plain, app, reopen, _hud_model(agent), warning)
         finally:
             with trio.CancelScope(shield=True):
                 await _shut_down(runtime, store, agent, killed=killed)
@@ -464,9 +463,10 @@ async def _front(
     app: Any,
     reopen: str,
     hud: Any = None,
+    warning: str | None = None,
 ) -> None:
     """Run the TuiApp (``app``: attach the one on the screen) or the plain console until the
-    person quits or a signal ends it."""
+    person quits or a signal ends it; ``warning`` is its first notice."""
     import trio
 
     from air.cli.background import watch_background
@@ -481,6 +481,8 @@ async def _front(
             if (why := plain_reason()) is not None:  # said once the session is open
                 print(f"air: {why}: the plain console (--plain)", file=sys.stderr, flush=True)
             console = PlainConsole(client, channel, lambda s: print(s, flush=True))
+            if warning is not None:
+                print(f"• {warning}", flush=True)
             stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
             nursery.start_soon(_watch_signals, runtime, nursery.cancel_scope.cancel)
             nursery.start_soon(watch_background, local, lambda s: print(f"• {s}", flush=True))
@@ -495,6 +497,8 @@ async def _front(
             channel.say = app.layout.say
             nursery.start_soon(_watch_signals, runtime, app.stop)
             nursery.start_soon(watch_background, local, partial(_notice, app))
+            if warning is not None:
+                _notice(app, warning)
             await app.closed.wait()
             _leave_tail(store)
             report = frame_report(app)
@@ -511,7 +515,7 @@ async def _front(
 
 
 def _notice(app: Any, text: str) -> None:
-    """A background run's notice joins the conversation (drawn with the next frame)."""
+    """A notice (a background run's, the start's warning) joins the next frame's talk."""
     app.layout.entries.append(("notice", text))
     app.pump.mark_dirty()
 

@@ -28,7 +28,7 @@ def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int
     """``air run --plan BATCH``. Returns 0 (the plan is printed) or 2 (a real run would refuse:
     the same message and kind)."""
     from air.cli.batch import load_batch
-    from air.cli.checks import refusals
+    from air.cli.checks import refusals, say_uncommitted
     from air.cli.factory import RuntimeFactory
     from air.cli.options import parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
@@ -37,7 +37,7 @@ def run_plan(argv_options: dict[str, Any], stdout: IO[str] | None = None) -> int
     try:
         options = parse_options(argv_options)
         batch = load_batch(options.batch or "-", options.project)
-        batch.warned(sys.stderr)
+        say_uncommitted(options, batch.warned(sys.stderr))
         from air.context.fork import fork_refusal
 
         refusal = fork_refusal(batch.specs, 0)  # a run's new session has no conversation

@@ -23,7 +23,6 @@ __all__ = ["run_batch_session", "run_headless", "run_word"]
 
 def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | None = None) -> int:
     """``air run --headless BATCH``. Returns the exit code (0, 1, 2 or 130).
-
     ``runner_factory`` replaces the real workers (tests only, see ``air.cli.main``)."""
     # first: the spare imports on the other core (IMPL-START-2)
     spare = _start_up(argv_options, fake=runner_factory is not None)
@@ -61,6 +60,7 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
 def _run_headless(
     argv_options: dict[str, Any], spare: Any, runner_factory: RunnerFactory | None
 ) -> int:
+    from air.cli.checks import say_uncommitted
     from air.cli.hosts_plan import load_run_batch
     from air.cli.options import bad, parse_options, report_bad_input
     from air.contracts.error import AirException, CliExit
@@ -82,7 +82,7 @@ def _run_headless(
         if sandbox is not None:
             sandbox.wait()
         return CliExit.BAD_INPUT
-    return run_batch_session(options, batch.warned(sys.stderr), sandbox)
+    return run_batch_session(options, say_uncommitted(options, batch.warned(sys.stderr)), sandbox)
 
 
 def run_batch_session(
