@@ -11,7 +11,6 @@ creates nothing) and ``open_project`` (the project a new run uses, initialised o
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any
 
 from air.cli.options import HeadlessOptions, bad
@@ -59,36 +58,39 @@ def say_uncommitted(options: HeadlessOptions, specs: list[Any]) -> list[Any]:
 
     read_only = (TaskType.REVIEW, TaskType.MINE_EXPERIENCE, TaskType.COMPACT)
     if any(s.type not in read_only and s.scope.write_area != [] for s in specs):
-        warning = uncommitted_warning(options.project, options.isolation)
+        import trio
+
+        warning = trio.run(uncommitted_warning, options.project, options.isolation)
         if warning is not None:
             print(f"air: warning: {warning}", file=options.stderr)
     return specs
 
 
-def uncommitted_warning(project: str, isolation: str) -> str | None:
+async def uncommitted_warning(project: str, isolation: str) -> str | None:
     """What to say when writers work in worktrees (a git project, ``--isolation`` auto or
     worktree) and the project has uncommitted changes (tracked files changed, files git does
     not ignore and does not track yet; not air's own ``.air/``): a worktree starts from the
     last commit, so its task does not see them, and a task that changes one of them is not
     merged until they are committed or stashed (git refuses to overwrite them). None when
-    there is nothing to say or git cannot tell (no commit yet, no git). Blocking: runs git."""
+    there is nothing to say or git cannot tell (no commit yet, no git). ``git status`` may
+    read files through the repository's filters: it runs as every air git does, hardened, its
+    drivers made inert (a poisoned repository runs nothing of its own here)."""
     from air.contracts.display import shown
-    from air.workspace.gitsafe import list_git
+    from air.contracts.error import AirException
+    from air.workspace.gitsafe import locate_git, run_git
 
-    if isolation not in ("auto", "worktree") or not os.path.lexists(os.path.join(project, ".git")):
+    if isolation not in ("auto", "worktree") or not _has_git(project):
         return None
     try:
-        status = list_git(
-            None,
+        status = await run_git(
+            locate_git(project, project_root=project),
             "status",
             "--porcelain=v1",
             "-z",
             "--untracked-files=normal",
             "--ignore-submodules=all",
-            cwd=project,
-            timeout=30,
         )
-    except (OSError, subprocess.SubprocessError):
+    except (AirException, OSError):
         return None
     if status.returncode != 0:
         return None
@@ -109,6 +111,10 @@ def uncommitted_warning(project: str, isolation: str) -> str | None:
         "the last commit and do not see them, and a task that changes one of them is not "
         "merged until they are committed or stashed"
     )
+
+
+def _has_git(project: str) -> bool:
+    return os.path.lexists(os.path.join(project, ".git"))
 
 
 def check_git() -> None:

@@ -282,8 +282,7 @@ async def _session(options: HeadlessOptions, plain: bool, app: Any) -> None:
             await agent.turns.say(await console_plan(options, path, runtime))
 
         reporting = _Reporting(channel, on_plan)
-        root, isolation = runtime.project_root, options.isolation
-        warning = await trio.to_thread.run_sync(uncommitted_warning, root, isolation)
+        warning = await uncommitted_warning(runtime.project_root, options.isolation)
         try:
             await _front(runtime, store, reporting, plain, app, reopen, _hud_model(agent), warning)
         finally:

@@ -19,9 +19,7 @@ import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
 
-import trio
-
-from air.workspace.gitsafe import GitLocation, git_environment
+from air.workspace.gitsafe import GitLocation, git_environment, run_own_group
 
 __all__ = ["AIR_AUTHOR", "Authorship", "commit_message", "read_authorship"]
 
@@ -94,7 +92,7 @@ async def _get(location: GitLocation, key: str, *, scope: str) -> str | None:
     env = git_environment(location)
     del env["GIT_CONFIG_GLOBAL"]  # the user's own ~/.gitconfig: read, never executed
     includes = "--includes" if scope == "global" else "--no-includes"
-    done = await trio.run_process(
+    done = await run_own_group(
         ["git", "config", f"--{scope}", includes, "--get", key],
         cwd=location.work_tree,
         env=env,

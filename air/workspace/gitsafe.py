@@ -3,7 +3,8 @@
 Owns: ``GitLocation`` (a work tree and the git directory air verified for it), ``locate_git``
 (find and verify that directory from the structure on disk, never from git's own discovery),
 ``verify_location`` (is it still the one recorded at creation), ``git_environment``,
-``hardened_argv``, ``run_git`` and ``run_git_bounded`` (at most so much of git's output).
+``hardened_argv``, ``run_git``, ``run_git_bounded`` (at most so much of git's output) and
+``run_own_group``.
 
 Everything a repository (or a file a task wrote) can name and git would execute is
 neutralised: the environment keeps no ``GIT_*`` variable of the caller, reads no system or
@@ -14,17 +15,22 @@ gpg, external diff, protocols, auto-gc and submodule recursion to inert values; 
 ``filter.*`` / ``diff.*`` / ``merge.*`` driver the repository's config defines (includes
 followed) is overridden through ``GIT_CONFIG_KEY_n`` (command-line scope, wins over the
 repository; keys travel in their own variables so a driver name holding ``=`` cannot break
-the override) before each command.
+the override) before each command. Every git runs in a process group of its own: a Ctrl-C
+at the terminal (SIGINT to the foreground group) reaches air, which ends its work
+cooperatively, never a git command halfway through a merge or a checkout of the user's files.
+One that the terminal's signal ended in the instant before it could leave air's group (between
+the fork and its exec, which the default action ends) never ran, and is started again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import signal
 import stat
 import subprocess
 from collections.abc import Mapping
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import trio
 
@@ -41,6 +47,7 @@ __all__ = [
     "locate_git",
     "run_git",
     "run_git_bounded",
+    "run_own_group",
     "verify_location",
 ]
 
@@ -96,6 +103,23 @@ _DRIVER_KEYS = {
     # a merge driver cannot be undefined: make it report a conflict without running anything
     "merge": {"driver": "exit 1"},
 }
+
+
+OWN_GROUP = 0
+"""``process_group`` for every git air runs (see the module docstring)."""
+_NEVER_RAN = (-signal.SIGINT, -signal.SIGQUIT)
+"""Exit statuses of a git that a terminal's signal ended before its exec (see the module
+docstring): run it again, at most ``_STARTS`` times in all."""
+_STARTS = 8
+
+
+async def run_own_group(argv: list[str], **options: Any) -> subprocess.CompletedProcess[bytes]:
+    """``trio.run_process`` in git's own process group, started again if it never ran."""
+    for _ in range(_STARTS - 1):
+        done = await trio.run_process(argv, process_group=OWN_GROUP, **options)
+        if done.returncode not in _NEVER_RAN:
+            return done
+    return await trio.run_process(argv, process_group=OWN_GROUP, **options)
 
 
 class GitLocation(NamedTuple):
@@ -311,7 +335,7 @@ async def run_git(
         AirException: ``workspace_error`` when the repository's config cannot be read.
     """
     env, workdir = await _prepared(location, args, cwd)
-    return await trio.run_process(
+    return await run_own_group(
         hardened_argv(*args),
         cwd=workdir,
         env=env,
@@ -334,14 +358,19 @@ def list_git(
     Raises:
         OSError: git cannot be run; ``subprocess.TimeoutExpired`` past ``timeout``.
     """
-    return subprocess.run(
-        hardened_argv(*args),
-        cwd=cwd,
-        env=git_environment(location),
-        capture_output=True,
-        timeout=timeout,
-        check=False,
-    )
+    for _ in range(_STARTS):
+        done = subprocess.run(
+            hardened_argv(*args),
+            cwd=cwd,
+            env=git_environment(location),
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+            process_group=OWN_GROUP,
+        )
+        if done.returncode not in _NEVER_RAN:
+            break
+    return done
 
 
 def _subcommand(args: tuple[str, ...]) -> str | None:
@@ -373,6 +402,7 @@ async def run_git_bounded(
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        process_group=OWN_GROUP,
     )
     assert proc.stdout is not None
     assert proc.stderr is not None
@@ -417,7 +447,7 @@ async def _keep_some(stream: trio.abc.ReceiveStream, into: bytearray, keep: int 
 
 
 async def _driver_overrides(env: dict[str, str], workdir: str | None) -> dict[str, str]:
-    listing = await trio.run_process(
+    listing = await run_own_group(
         hardened_argv(
             "config", "--null", "--name-only", "--get-regexp", r"^(filter|diff|merge)\..*\."
         ),
