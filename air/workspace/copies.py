@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import stat
 
 from air.workspace.changes import SYMLINK, PathChange
 from air.workspace.regenerable import regenerable
@@ -84,7 +85,9 @@ def _directories_of(manifest: dict[str, str]) -> set[str]:
 
 
 def copy_project(project_root: str, dest: str) -> dict[str, str]:
-    """Copy the project to ``dest`` (symlinks as links) and return the copy's manifest.
+    """Copy the project to ``dest`` (symlinks as links; a FIFO, socket or device is left out:
+    opening a FIFO waits for a writer, a socket cannot be opened) and return the copy's
+    manifest.
 
     Raises:
         OSError: the first file's failure as it was (``copytree`` gathers them as text: a full
@@ -94,6 +97,8 @@ def copy_project(project_root: str, dest: str) -> dict[str, str]:
 
     def copy(src: str, dst: str) -> object:
         try:
+            if not stat.S_ISREG(os.lstat(src).st_mode):
+                return dst  # a FIFO, socket or device holds no file's content (nor merges back)
             return shutil.copy2(src, dst)
         except OSError as exc:
             failed.append(exc)

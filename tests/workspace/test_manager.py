@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import socket
+import stat
 from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
@@ -326,3 +329,39 @@ async def test_a_cleaned_record_that_cannot_move_is_still_left_out(repo: Path) -
     _write(area / "cleaned", "not a directory\n")
     assert WorkspaceManager(str(repo), Events()).list_records() == []
     assert _exists(area / f"{wid}.json")
+
+
+def _lexists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def _special_files(root: Path) -> None:
+    """What a development tool leaves in a project: a FIFO, a server's socket."""
+    os.mkfifo(root / "pipe")
+    (root / "tmp" / "sockets").mkdir(parents=True)
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(root / "tmp" / "sockets" / "dev.sock"))
+    server.close()
+
+
+async def test_an_isolated_copy_leaves_fifos_and_sockets_out(tmp_path: Path) -> None:
+    """Found with a FIFO in a project without git: every isolated copy failed ("`pipe` is a
+    named pipe"), so no writer could run beside another; a socket failed it the same way."""
+    root = tmp_path / "plain"
+    root.mkdir()
+    _write(root / "a.txt", "a\n")
+    _special_files(root)
+    mgr = WorkspaceManager(str(root), Events())
+    with trio.fail_after(30):
+        ref = await mgr.create_workspace(
+            WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.ISOLATED_COPY)
+        )
+    assert _read(Path(ref.path, "a.txt")) == "a\n"
+    assert not _lexists(Path(ref.path, "pipe"))
+    assert not _lexists(Path(ref.path, "tmp", "sockets", "dev.sock"))
+    _write(Path(ref.path, "b.txt"), "b\n")
+    assert await mgr.changed_files(ref.workspace_id) == ["b.txt"]
+    assert (await mgr.merge_workspace(ref.workspace_id)).status == "merged"
+    assert _read(root / "b.txt") == "b\n"
+    assert stat.S_ISFIFO(os.lstat(root / "pipe").st_mode)
+    assert stat.S_ISSOCK(os.lstat(root / "tmp" / "sockets" / "dev.sock").st_mode)
