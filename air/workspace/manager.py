@@ -232,10 +232,15 @@ class WorkspaceManager:
         return []
 
     def _check(
-        self, rec: WorkspaceRecord, changes: list[PathChange], guard: MergeGuard | None
+        self,
+        rec: WorkspaceRecord,
+        changes: list[PathChange],
+        guard: MergeGuard | None,
+        found_first: Sequence[WriteAreaViolation] = (),
     ) -> None:
-        """Raise ``write_area_violation`` when one changed path may not be merged."""
-        found: dict[str, WriteAreaViolation] = {}
+        """Raise ``write_area_violation`` when one changed path may not be merged (or
+        ``found_first`` names one)."""
+        found: dict[str, WriteAreaViolation] = {v.path: v for v in found_first}
         for change in changes:
             if change.link_target is not None:
                 why = link_escapes(change.path, change.link_target)
@@ -300,7 +305,11 @@ class WorkspaceManager:
             subject = title or f"task {rec.task_id}"
             message = await self.git.message(rec, subject, summary)
             head = await self.git.commit(rec, message)
-            self._check(rec, await self.git.changes(rec, head), guard)
+            inside = [
+                WriteAreaViolation(path, f"inside submodule {link} (never merged by air)")
+                for path, link in await self.git.submodule_writes(rec)
+            ]
+            self._check(rec, await self.git.changes(rec, head), guard, inside)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
 

@@ -68,6 +68,28 @@ INDEX_LOCK_PATIENCE_S = 10.0
 ``git status`` holds it for milliseconds at a time) before it gives up."""
 
 
+SUBMODULE_LISTED = 100
+"""How many entries ``submodule_writes`` names at most."""
+
+
+def _entries_below(root: str, gitlinks: list[str]) -> list[tuple[str, str]]:
+    """Every file, link or other entry below each of ``gitlinks`` (relative to ``root``), as
+    (path, gitlink); a link or a file in a gitlink's own place is one entry."""
+    found: list[tuple[str, str]] = []
+    for link in gitlinks:
+        top = os.path.join(root, link)
+        if os.path.islink(top) or (os.path.lexists(top) and not os.path.isdir(top)):
+            found.append((link, link))
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            for name in sorted(names):
+                found.append((os.path.relpath(os.path.join(dirpath, name), root), link))
+            if len(found) >= SUBMODULE_LISTED:
+                return found[:SUBMODULE_LISTED]
+    return found
+
+
 def _has_dot_git(root: str) -> bool:
     """Whether ``root`` has a ``.git`` entry at all (one ``lstat``)."""
     return os.path.lexists(os.path.join(root, ".git"))
@@ -273,6 +295,22 @@ class ProjectGit:
                 config=who.config(),
             )
         return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
+
+    async def submodule_writes(self, rec: WorkspaceRecord) -> list[tuple[str, str]]:
+        """What the task left inside its worktree's submodules, as (path, submodule): a
+        worktree never checks a submodule out (each starts as an empty directory) and git's
+        commit passes over what is put there, so a merge would drop it without a word and the
+        worktree's removal would lose it. Each submodule the base commit records is looked in,
+        never through a link (one in a submodule's place is reported itself)."""
+        listed = await self.run(rec, "ls-tree", "-r", "-z", "--full-tree", str(rec.base_commit))
+        gitlinks = [
+            os.fsdecode(entry).split("\t", 1)[1]
+            for entry in listed.stdout.split(b"\0")
+            if entry.startswith(b"160000 ") and b"\t" in entry
+        ]
+        if not gitlinks:
+            return []
+        return await trio.to_thread.run_sync(_entries_below, rec.path, gitlinks)
 
     async def changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
         """Every path ``head`` changed relative to the base: added, deleted, modified, mode
