@@ -2,7 +2,8 @@
 
 Owns: ``HeadlessOptions`` (docopt's dict after translation), ``parse_options`` (a bad
 ``--max-workers``/``--isolation``/``--permission-mode`` or ``--record`` with ``--cassette`` is
-refused here, before anything exists), ``RunnerFactory`` (how tests inject a fake TaskRunner),
+refused here, before anything exists), ``project_root_for`` (which project a command run in a
+subdirectory works on), ``RunnerFactory`` (how tests inject a fake TaskRunner),
 ``bad`` (an ``AirException`` for the user's input) and ``report_bad_input``.
 """
 
@@ -17,7 +18,14 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from air.contracts.error import AirException
 
-__all__ = ["HeadlessOptions", "RunnerFactory", "bad", "parse_options", "report_bad_input"]
+__all__ = [
+    "HeadlessOptions",
+    "RunnerFactory",
+    "bad",
+    "parse_options",
+    "project_root_for",
+    "report_bad_input",
+]
 
 
 RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], None] | None]]
@@ -67,6 +75,27 @@ def bad(kind: str, message: str, user_action: str, **metadata: Any) -> Any:
     return AirException.of(kind=kind, message=message, user_action=user_action, metadata=metadata)
 
 
+def project_root_for(explicit: str | None) -> str:
+    """``--project`` as given; without it, the project a command run here works on, as git
+    finds its repository from a subdirectory: the nearest directory at or above the current
+    one holding an air project or a git repository, below the home directory (which is no
+    project's place: started there, the project store refuses it); else the current one."""
+    from air.session.local_state import home_or_above
+
+    if explicit:
+        return os.path.abspath(explicit)
+    start = current = os.getcwd()
+    while not (
+        os.path.isfile(os.path.join(current, ".air", "shared", "project.json"))
+        or os.path.lexists(os.path.join(current, ".git"))
+    ):
+        parent = os.path.dirname(current)
+        if parent == current or home_or_above(parent) is not None:
+            return start
+        current = parent
+    return current
+
+
 def parse_options(
     args: dict[str, Any], *, runner_factory: RunnerFactory | None = None, spare: Any = None
 ) -> HeadlessOptions:
@@ -97,7 +126,7 @@ def parse_options(
         )
     branch = args.get("--branch")
     if branch is not None:
-        _check_branch(str(branch), os.path.abspath(args.get("--project") or os.getcwd()))
+        _check_branch(str(branch), project_root_for(args.get("--project")))
     if args.get("--record") and args.get("--cassette"):
         raise bad(
             "validation_error",
@@ -118,7 +147,7 @@ def parse_options(
             "Pick default (a question fails closed) or allow-ask.",
         )
     return HeadlessOptions(
-        project=os.path.abspath(args.get("--project") or os.getcwd()),
+        project=project_root_for(args.get("--project")),
         batch=args.get("BATCH"),
         prompt=args.get("--prompt"),
         session_id=args.get("--session"),

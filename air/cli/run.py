@@ -40,9 +40,8 @@ def run_headless(argv_options: dict[str, Any], runner_factory: RunnerFactory | N
 
 
 def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
-    """Before any heavy import: hold the garbage collector, skip pydantic's plugin lookup and
-    start the spare worker (None for a run with injected fake workers, a bad command line or a
-    batch path that is no regular file)."""
+    """Before any heavy import: hold the GC, skip pydantic's plugin lookup, start the spare
+    worker (None: injected fake workers, a bad command line, a batch that is no regular file)."""
     from air.ipc.startup import hold_gc, skip_ldconfig_probe, skip_pydantic_plugins
 
     hold_gc()  # released once the run is set up (IMPL-START-2)
@@ -52,9 +51,10 @@ def _start_up(args: dict[str, Any], *, fake: bool) -> Any:
         return None
     if args.get("BATCH") not in (None, "-") and not os.path.isfile(args["BATCH"]):
         return None  # refused in a moment (missing, not a regular file): no task to spare it for
+    from air.cli.options import project_root_for
     from air.ipc.spare import SpareWorker
 
-    return SpareWorker.start(os.path.abspath(args.get("--project") or os.getcwd()))
+    return SpareWorker.start(project_root_for(args.get("--project")))
 
 
 def _run_headless(
