@@ -76,18 +76,24 @@ async def collect(
         await land(st, io, node, outcome, attempt_index, completed, None)
         return  # made in place: nothing to merge
     merged: bool | None = None  # None until the merge decided
-    with trio.move_on_after(MERGE_GRACE, shield=True):
+    with trio.CancelScope(shield=True):
         # why shielded: a half-done git merge, or a merged change without its end, must not be
         # left behind by a cancel
-        diff = await change_diff(io, workspace) if io.options.review == "wave" else None
-        async with st.merge_lock:
-            io.enter(st, SchedulerState.MERGING)
-            merged = await merge(st, io, node, workspace, outcome, attempt_index)
-            if merged:
-                await land(st, io, node, outcome, attempt_index, completed, diff)
-                # landed: its commits are in the project's history; the worktree and its
-                # branch go now, not after the retention (IMPL-GIT-4)
-                await io.workspaces.cleanup_workspace(workspace.workspace_id)
+        diff: str | None = None
+        with trio.move_on_after(MERGE_GRACE) as diffing:
+            diff = await change_diff(io, workspace) if io.options.review == "wave" else None
+        if not diffing.cancelled_caught:
+            # the wait for other tasks' merges is not this one's grace (each has its own): the
+            # last of a few long merges ending at once failed "did not end" without a try
+            async with st.merge_lock:
+                with trio.move_on_after(MERGE_GRACE):
+                    io.enter(st, SchedulerState.MERGING)
+                    merged = await merge(st, io, node, workspace, outcome, attempt_index)
+                    if merged:
+                        await land(st, io, node, outcome, attempt_index, completed, diff)
+                        # landed: its commits are in the project's history; the worktree and
+                        # its branch go now, not after the retention (IMPL-GIT-4)
+                        await io.workspaces.cleanup_workspace(workspace.workspace_id)
     if merged is None:
         # the grace ran out before the merge decided (git hung): the task's end is recorded,
         # never a run that ends blocked without a word

@@ -4,6 +4,7 @@ merge conflict becomes a failed attempt that is retried alone on top of the merg
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -115,3 +116,42 @@ async def test_a_merge_past_its_grace_fails_its_task_in_words(
     assert failed["error"]["message"] == "the merge of task a did not end within 0.5 s"
     assert failed["error"]["retryability"] == "never"
     assert not (repo / "a.txt").exists()
+
+
+class _SlowMerge(WorkspaceManager):
+    """A merge that takes 0.35 s (a large change, a slow disk)."""
+
+    async def merge_workspace(self, workspace_id: str, **kwargs: Any) -> MergeResult:
+        await trio.sleep(0.35)
+        return await super().merge_workspace(workspace_id, **kwargs)
+
+
+async def test_waiting_for_another_tasks_merge_is_not_this_ones_grace(
+    repo: Path, session_db: SessionDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Merges take turns: the wait for the one before is not counted against a merge's own
+    grace. Found with a few long merges ending at once: the last failed "did not end within"
+    (for good) before its own merge had begun."""
+    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 0.5)
+    ledger = session_db.ledger
+    runner = FakeTaskRunner(
+        {
+            "a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))],
+            "b": [FakeStep(0.01, writes=(("b.txt", "from b\n"),))],
+        }
+    )
+    sched = Scheduler(
+        ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=_SlowMerge(str(repo), ledger.record),
+        planner=WavePlanner(git_repo=True),
+        options=SchedulerOptions(max_workers=2),
+    )
+    await sched.create_tasks([_spec("a", ["a.txt"]), _spec("b", ["b.txt"])])
+    with trio.fail_after(30):
+        result = await sched.run_until_idle()
+    failed = [e.payload for e in ledger.history() if e.type == "task.failed"]
+    assert result.status == "completed", failed
+    assert (repo / "a.txt").read_text() == "from a\n"
+    assert (repo / "b.txt").read_text() == "from b\n"
