@@ -80,6 +80,22 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+MERGE_FILE_MAX_MB = 100
+"""The largest file a merge lands in the project (git hosts refuse larger ones, and once merged
+a file stays in the history): a core dump, a dataset or a binary a task's commands left
+where nothing ignores it is a ``write_area_violation``, its workspace kept."""
+
+
+def _file_size(workspace: str, change: PathChange) -> int:
+    """The size of the regular file ``change`` leaves in ``workspace`` (0 for anything else)."""
+    if change.new_mode not in ("100644", "100755"):
+        return 0
+    try:
+        return os.lstat(os.path.join(workspace, change.path)).st_size
+    except OSError:
+        return 0
+
+
 TREE_PATIENCE_S = 60.0
 """How long a merge (or the snapshot before a task) waits for another air process that holds
 the project's files: within the merge's own grace (``MERGE_GRACE``, 120 s), so a stopped or
@@ -242,6 +258,10 @@ class WorkspaceManager:
         ``found_first`` names one)."""
         found: dict[str, WriteAreaViolation] = {v.path: v for v in found_first}
         for change in changes:
+            size = _file_size(rec.path, change)
+            if size > MERGE_FILE_MAX_MB << 20:
+                big = f"a {size >> 20} MiB file (a merge takes files up to {MERGE_FILE_MAX_MB} MiB)"
+                found.setdefault(change.path, WriteAreaViolation(change.path, big))
             if change.link_target is not None:
                 why = link_escapes(change.path, change.link_target)
                 if why is not None:
