@@ -26,6 +26,7 @@ __all__ = [
     "WriteAreaViolation",
     "link_escapes",
     "parse_raw_diff",
+    "porcelain_paths",
     "violation_error",
 ]
 
@@ -144,3 +145,21 @@ def violation_error(
             "kept_branch": branch,
         },
     )
+
+
+def porcelain_paths(raw: bytes) -> set[str]:
+    """Every path in ``git status --porcelain -z`` output (both sides of a rename)."""
+    names: set[str] = set()
+    entries = os.fsdecode(raw).split("\0")
+    i = 0
+    while i < len(entries):
+        entry = entries[i]
+        i += 1
+        if len(entry) < 4:
+            continue
+        names.add(entry[3:])
+        if "R" in entry[:2] or "C" in entry[:2]:
+            if i < len(entries) and entries[i]:
+                names.add(entries[i])
+            i += 1
+    return names

@@ -3,8 +3,9 @@
 Owns: ``GitLocation`` (a work tree and the git directory air verified for it), ``locate_git``
 (find and verify that directory from the structure on disk, never from git's own discovery),
 ``verify_location`` (is it still the one recorded at creation), ``git_environment``,
-``hardened_argv``, ``run_git``, ``run_git_bounded`` (at most so much of git's output) and
-``run_own_group``.
+``hardened_argv``, ``run_git``, ``run_git_bounded`` (at most so much of git's output),
+``run_own_group``, and the verified locations of a project's submodule checkouts
+(``submodule_location``) and of their worktrees (``linked_location``).
 
 Everything a repository (or a file a task wrote) can name and git would execute is
 neutralised: the environment keeps no ``GIT_*`` variable of the caller, reads no system or
@@ -43,11 +44,13 @@ __all__ = [
     "driver_overrides",
     "git_environment",
     "hardened_argv",
+    "linked_location",
     "list_git",
     "locate_git",
     "run_git",
     "run_git_bounded",
     "run_own_group",
+    "submodule_location",
     "verify_location",
 ]
 
@@ -235,6 +238,47 @@ def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
     if tree == root:
         return main
     return _linked(tree, main.common_dir)
+
+
+def linked_location(tree: str, common_dir: str) -> GitLocation:
+    """Verify ``tree`` as a linked worktree of the repository whose git directory is
+    ``common_dir`` (a submodule's, say), as ``locate_git`` verifies a task's worktree.
+
+    Raises:
+        AirException: ``workspace_error`` for anything else.
+    """
+    return _linked(os.path.realpath(tree), common_dir)
+
+
+def submodule_location(project_root: str, rel: str) -> GitLocation | None:
+    """The project's own checkout of its submodule at ``rel`` and that submodule's git
+    directory, verified without asking git: a ``.git`` file naming a real git directory under
+    the project's ``<common dir>/modules/`` (or a real ``.git`` directory in the checkout),
+    with no ``commondir`` redirect. None when the submodule is not checked out there or its
+    layout is anything else (never followed).
+
+    Raises:
+        AirException: ``workspace_error`` as ``locate_git`` for the project itself.
+    """
+    main = locate_git(project_root, project_root=project_root)
+    tree = os.path.join(os.path.realpath(project_root), rel)
+    if os.path.realpath(tree) != tree or not _is_real_dir(tree):
+        return None
+    git_dir = os.path.join(tree, ".git")
+    if not _is_real_dir(git_dir):
+        try:
+            text = _read_small(git_dir).decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        if not text.startswith("gitdir: ") or text.count("\n") > 1:
+            return None
+        git_dir = os.path.realpath(os.path.join(tree, text[len("gitdir: ") :].strip()))
+        if not git_dir.startswith(os.path.join(main.common_dir, "modules") + os.sep):
+            return None
+    if not _is_real_dir(git_dir) or os.path.lexists(os.path.join(git_dir, "commondir")):
+        return None
+    digest = hashlib.sha256(b"submodule\0" + git_dir.encode()).hexdigest()
+    return GitLocation(tree, git_dir, git_dir, digest)
 
 
 def verify_location(

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from air.contracts.error import AirException, ErrorKind
-from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff
+from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff, porcelain_paths
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
 from air.workspace.regenerable import untracked_regenerable
@@ -29,24 +29,6 @@ if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
     from air.workspace.authorship import Authorship
 
 __all__ = ["ProjectGit"]
-
-
-def _porcelain_paths(raw: bytes) -> set[str]:
-    """Every path in ``git status --porcelain -z`` output (both sides of a rename)."""
-    names: set[str] = set()
-    entries = os.fsdecode(raw).split("\0")
-    i = 0
-    while i < len(entries):
-        entry = entries[i]
-        i += 1
-        if len(entry) < 4:
-            continue
-        names.add(entry[3:])
-        if "R" in entry[:2] or "C" in entry[:2]:
-            if i < len(entries) and entries[i]:
-                names.add(entries[i])
-            i += 1
-    return names
 
 
 def _is_dir(path: str) -> bool:
@@ -66,28 +48,6 @@ state files), and what to call it."""
 INDEX_LOCK_PATIENCE_S = 10.0
 """How long a merge waits for another git command's ``index.lock`` in the project (an editor's
 ``git status`` holds it for milliseconds at a time) before it gives up."""
-
-
-SUBMODULE_LISTED = 100
-"""How many entries ``submodule_writes`` names at most."""
-
-
-def _entries_below(root: str, gitlinks: list[str]) -> list[tuple[str, str]]:
-    """Every file, link or other entry below each of ``gitlinks`` (relative to ``root``), as
-    (path, gitlink); a link or a file in a gitlink's own place is one entry."""
-    found: list[tuple[str, str]] = []
-    for link in gitlinks:
-        top = os.path.join(root, link)
-        if os.path.islink(top) or (os.path.lexists(top) and not os.path.isdir(top)):
-            found.append((link, link))
-            continue
-        for dirpath, dirnames, filenames in os.walk(top):
-            names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-            for name in sorted(names):
-                found.append((os.path.relpath(os.path.join(dirpath, name), root), link))
-            if len(found) >= SUBMODULE_LISTED:
-                return found[:SUBMODULE_LISTED]
-    return found
 
 
 def _has_dot_git(root: str) -> bool:
@@ -233,6 +193,11 @@ class ProjectGit:
         await self.run(None, "worktree", "add", "-q", "-b", rec.branch, rec.path, rec.base_commit)
         created = locate_git(rec.path, project_root=self.project_root)
         rec.git_dir, rec.git_fingerprint = created.git_dir, created.fingerprint
+        if await self._has_gitlinks(rec.base_commit):
+            from air.workspace import submodules
+
+            links = await submodules.gitlinks(self._main_location(), rec.base_commit)
+            await submodules.populate(self.project_root, rec, links, self._worktree_lock)
 
     async def changed_files(self, rec: WorkspaceRecord) -> list[str]:
         """Files the worktree changed relative to its base (uncommitted and committed)."""
@@ -250,7 +215,7 @@ class ProjectGit:
         )
         from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
 
-        names = _porcelain_paths(status.stdout)
+        names = porcelain_paths(status.stdout)
         names.update(n for n in os.fsdecode(committed.stdout).split("\0") if n)
         return sorted(n for n in names if not JUNK_DIRS.intersection(n.split("/")))
 
@@ -297,20 +262,12 @@ class ProjectGit:
         return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
 
     async def submodule_writes(self, rec: WorkspaceRecord) -> list[tuple[str, str]]:
-        """What the task left inside its worktree's submodules, as (path, submodule): a
-        worktree never checks a submodule out (each starts as an empty directory) and git's
-        commit passes over what is put there, so a merge would drop it without a word and the
-        worktree's removal would lose it. Each submodule the base commit records is looked in,
-        never through a link (one in a submodule's place is reported itself)."""
-        listed = await self.run(rec, "ls-tree", "-r", "-z", "--full-tree", str(rec.base_commit))
-        gitlinks = [
-            os.fsdecode(entry).split("\t", 1)[1]
-            for entry in listed.stdout.split(b"\0")
-            if entry.startswith(b"160000 ") and b"\t" in entry
-        ]
-        if not gitlinks:
-            return []
-        return await trio.to_thread.run_sync(_entries_below, rec.path, gitlinks)
+        """What the task left inside its worktree's submodules, as (path, submodule):
+        ``air.workspace.submodules.writes`` over the submodules its base records."""
+        from air.workspace import submodules  # IMPL-BOOT-16: at a merge
+
+        links = await submodules.gitlinks(self._main_location(), str(rec.base_commit))
+        return await submodules.writes(self.project_root, rec, links) if links else []
 
     async def changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
         """Every path ``head`` changed relative to the base: added, deleted, modified, mode
@@ -467,8 +424,19 @@ class ProjectGit:
         return done.returncode == 0
 
     async def remove(self, rec: WorkspaceRecord) -> None:
-        """Commit what is left to the worktree's branch (kept), remove the worktree, prune."""
+        """Commit what is left to the worktree's branch (kept), remove the worktree, prune
+        (the submodules' worktree records too)."""
         if _is_dir(rec.path):
             await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
             await self.run(None, "worktree", "remove", "--force", rec.path)
         await self.run(None, "worktree", "prune", check=False)
+        if rec.base_commit is not None and await self._has_gitlinks(rec.base_commit):
+            from air.workspace import submodules
+
+            links = await submodules.gitlinks(self._main_location(), rec.base_commit)
+            await submodules.prune(self.project_root, links, self._worktree_lock)
+
+    async def _has_gitlinks(self, commit: str) -> bool:
+        """Whether ``commit`` records a submodule (its ``.gitmodules`` is the cheap sign)."""
+        probe = await self.run(None, "cat-file", "-e", f"{commit}:.gitmodules", check=False)
+        return probe.returncode == 0

@@ -119,10 +119,10 @@ async def test_a_merge_past_its_grace_fails_its_task_in_words(
 
 
 class _SlowMerge(WorkspaceManager):
-    """A merge that takes 0.35 s (a large change, a slow disk)."""
+    """A merge that takes a second (a large change, a slow disk)."""
 
     async def merge_workspace(self, workspace_id: str, **kwargs: Any) -> MergeResult:
-        await trio.sleep(0.35)
+        await trio.sleep(1.0)
         return await super().merge_workspace(workspace_id, **kwargs)
 
 
@@ -132,7 +132,7 @@ async def test_waiting_for_another_tasks_merge_is_not_this_ones_grace(
     """Merges take turns: the wait for the one before is not counted against a merge's own
     grace. Found with a few long merges ending at once: the last failed "did not end within"
     (for good) before its own merge had begun."""
-    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 0.5)
+    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 1.5)
     ledger = session_db.ledger
     runner = FakeTaskRunner(
         {

@@ -1,11 +1,13 @@
-"""What a task writes inside a submodule's path is never dropped without a word.
+"""A project's submodules in a task's worktree: there, and never dropped.
 
-A worktree never checks a submodule out: its path starts as an empty directory, and git's
-commit passes over whatever is put there. Found with a C++ project vendoring a library as a
-submodule: a task added a header under it, the merge reported ``merged``, and the header was
-in neither the merge nor anywhere once the landed task's worktree was removed. Now such a
-write is a ``write_area_violation`` naming it: nothing merges and the worktree (with the
-file) is kept."""
+Found with a C++ project vendoring a library as a submodule: a task's worktree had an empty
+directory in the submodule's place (``git worktree add`` checks no submodule out), so its build
+could not find the library; and a header the task added there was passed over by git's commit,
+the merge said ``merged`` without it, and the landed worktree's removal lost it. Now each
+submodule the project has checked out is checked out in the worktree too (a linked worktree
+of the submodule's own repository, at the commit the base records), and whatever a task
+changes inside a submodule is a ``write_area_violation`` naming it: nothing merges, the
+worktree is kept."""
 
 from __future__ import annotations
 
@@ -20,14 +22,20 @@ from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git, init_repo
 from tests.workspace.recorder import Events
 
+SUB = "third_party/lib"
+
 
 def _write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
 
 
-def _exists(path: Path) -> bool:
-    return os.path.lexists(path)
+def _read(path: Path) -> str:
+    return path.read_text()
+
+
+def _listing(path: Path) -> list[str]:
+    return sorted(os.listdir(path))
 
 
 @pytest.fixture
@@ -41,59 +49,78 @@ def project(tmp_path: Path) -> Path:
     (root / "a.txt").write_text("a\n")
     (root / ".gitignore").write_text(".air/local/\n")
     init_repo(root)
-    git(
-        root,
-        "-c",
-        "protocol.file.allow=always",
-        "submodule",
-        "add",
-        "-q",
-        str(lib),
-        "third_party/lib",
-    )
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), SUB)
     git(root, "add", "-A")
     git(root, "commit", "-q", "-m", "init")
     return root
 
 
 async def _task(project: Path) -> tuple[WorkspaceManager, str, Path]:
-    events = Events()
-    mgr = WorkspaceManager(str(project), events)
+    mgr = WorkspaceManager(str(project), Events())
     ref = await mgr.create_workspace(
         WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
     )
     return mgr, ref.workspace_id, Path(ref.path)
 
 
-async def test_a_file_written_inside_a_submodule_is_named_and_kept(project: Path) -> None:
-    mgr, workspace_id, path = await _task(project)
-    assert os.listdir(path / "third_party" / "lib") == []  # a worktree has no submodule files
-    _write(path / "third_party" / "lib" / "include" / "new.h", "int g();\n")
-    _write(path / "b.txt", "b\n")
-    head = git(project, "rev-parse", "HEAD")
+async def _refused(mgr: WorkspaceManager, workspace_id: str) -> str:
     with pytest.raises(AirException) as raised:
         await mgr.merge_workspace(workspace_id)
-    error = raised.value.error
-    assert error.kind == ErrorKind.WRITE_AREA_VIOLATION
-    assert "third_party/lib/include/new.h (inside submodule third_party/lib" in error.message
+    assert raised.value.error.kind == ErrorKind.WRITE_AREA_VIOLATION
+    return raised.value.error.message
+
+
+async def test_a_checked_out_submodule_is_there_and_a_task_leaving_it_alone_merges(
+    project: Path,
+) -> None:
+    mgr, workspace_id, path = await _task(project)
+    assert _read(path / SUB / "f.h") == "int f();\n"  # the build finds it
+    _write(path / "b.txt", "b\n")
+    assert (await mgr.merge_workspace(workspace_id)).status == "merged"
+    assert _read(project / "b.txt") == "b\n"
+    assert git(project, "status", "--porcelain") == ""
+    await mgr.cleanup_workspace(workspace_id)
+    listed = git(project / SUB, "worktree", "list", "--porcelain")
+    assert str(path) not in listed  # its record went with it
+
+
+async def test_changes_inside_a_checked_out_submodule_are_named_and_kept(project: Path) -> None:
+    mgr, workspace_id, path = await _task(project)
+    _write(path / SUB / "include" / "new.h", "int g();\n")
+    _write(path / SUB / "f.h", "int f(int);\n")
+    _write(path / "b.txt", "b\n")
+    head = git(project, "rev-parse", "HEAD")
+    said = await _refused(mgr, workspace_id)
+    assert f"{SUB}/include/new.h (inside submodule {SUB}" in said
+    assert f"{SUB}/f.h (inside submodule {SUB}" in said
     assert git(project, "rev-parse", "HEAD") == head  # nothing merged, b.txt neither
-    assert not _exists(project / "b.txt")
-    assert (path / "third_party" / "lib" / "include" / "new.h").read_text() == "int g();\n"
+    assert not (project / "b.txt").exists()
+    assert _read(project / SUB / "f.h") == "int f();\n"
+    assert _read(path / SUB / "include" / "new.h") == "int g();\n"
     assert mgr.get(workspace_id).status == "active"  # kept: the retention never takes it
 
 
-async def test_a_link_in_a_submodules_place_is_named(project: Path) -> None:
+async def test_a_rewritten_submodule_link_is_never_followed(project: Path) -> None:
     mgr, workspace_id, path = await _task(project)
-    (path / "third_party" / "lib").rmdir()
-    (path / "third_party" / "lib").symlink_to("../a.txt")  # stays inside the project
+    _write(path / SUB / ".git", f"gitdir: {project / '.git'}\n")
     with pytest.raises(AirException) as raised:
         await mgr.merge_workspace(workspace_id)
-    assert "third_party/lib (inside submodule third_party/lib" in raised.value.error.message
+    assert raised.value.error.kind == ErrorKind.WORKSPACE_ERROR
 
 
-async def test_a_task_that_leaves_the_submodule_alone_merges(project: Path) -> None:
+async def test_a_submodule_the_project_has_not_checked_out_stays_empty(project: Path) -> None:
+    git(project, "submodule", "deinit", "-q", "-f", SUB)
     mgr, workspace_id, path = await _task(project)
-    _write(path / "b.txt", "b\n")
-    assert (await mgr.merge_workspace(workspace_id)).status == "merged"
-    assert (project / "b.txt").read_text() == "b\n"
-    assert (project / "third_party" / "lib" / "f.h").read_text() == "int f();\n"
+    assert _listing(path / SUB) == []
+    _write(path / SUB / "include" / "new.h", "int g();\n")
+    said = await _refused(mgr, workspace_id)
+    assert f"{SUB}/include/new.h (inside submodule {SUB}" in said
+
+
+async def test_a_link_in_an_empty_submodules_place_is_named(project: Path) -> None:
+    git(project, "submodule", "deinit", "-q", "-f", SUB)
+    mgr, workspace_id, path = await _task(project)
+    (path / SUB).rmdir()
+    (path / SUB).symlink_to("../a.txt")  # stays inside the project
+    said = await _refused(mgr, workspace_id)
+    assert f"{SUB} (inside submodule {SUB}" in said

@@ -1,0 +1,129 @@
+"""The project's submodules in a task's worktree.
+
+Owns: ``gitlinks`` (the submodules a commit records: path and commit), ``populate`` (each one
+the project has checked out becomes, in a new worktree, a linked worktree of the submodule's
+own repository at the commit the base records, detached: a C++ task's build finds its vendored
+libraries; one the project has not checked out, or whose repository lacks that commit, stays
+an empty directory, as ``git worktree add`` leaves every submodule), ``writes`` (what a task
+left inside them, which a merge never takes: a checked-out submodule's changes, untracked files
+and moved HEAD as its own hardened ``git status`` reads them, after its git link was verified
+as air made it; an empty one's every entry) and ``prune`` (the submodules' worktree records
+once a task's worktree is gone). Every git runs through ``air.workspace.gitsafe``.
+"""
+
+from __future__ import annotations
+
+import os
+
+import trio
+
+from air.workspace.changes import porcelain_paths
+from air.workspace.gitsafe import GitLocation, linked_location, run_git, submodule_location
+from air.workspace.records import WorkspaceRecord
+
+__all__ = ["LISTED", "gitlinks", "populate", "prune", "writes"]
+
+LISTED = 100
+"""How many entries ``writes`` names at most."""
+
+
+async def gitlinks(project: GitLocation, commit: str) -> list[tuple[str, str]]:
+    """The submodules ``commit`` records: (path, commit) each."""
+    listed = await run_git(project, "ls-tree", "-r", "-z", "--full-tree", commit)
+    found = []
+    for entry in listed.stdout.split(b"\0"):
+        if entry.startswith(b"160000 ") and b"\t" in entry:
+            meta, path = entry.split(b"\t", 1)
+            found.append((os.fsdecode(path), meta.split()[2].decode("ascii")))
+    return found
+
+
+async def populate(
+    project_root: str, rec: WorkspaceRecord, links: list[tuple[str, str]], lock: trio.Lock
+) -> list[str]:
+    """Check each submodule of ``links`` the project has checked out out in ``rec``'s new
+    worktree (see the module docstring); returns the paths so made. ``lock``: one ``git
+    worktree`` command at a time, as for the project's own."""
+    made = []
+    for path, commit in links:
+        sub = submodule_location(project_root, path)
+        if sub is None:
+            continue
+        known = await run_git(sub, "cat-file", "-e", f"{commit}^{{commit}}")
+        if known.returncode != 0:
+            continue
+        target = os.path.join(rec.path, path)
+        async with lock:
+            added = await run_git(sub, "worktree", "add", "--detach", "-q", target, commit)
+        if added.returncode == 0:
+            made.append(path)
+    return made
+
+
+async def writes(
+    project_root: str, rec: WorkspaceRecord, links: list[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """What the task left inside its worktree's submodules, as (path, submodule).
+
+    Raises:
+        AirException: ``workspace_error`` when a checked-out submodule's git link is no longer
+            the one air made (never followed).
+    """
+    found: list[tuple[str, str]] = []
+    empty = []
+    for path, commit in links:
+        tree = os.path.join(rec.path, path)
+        if not _has_git_link(tree):
+            empty.append(path)
+            continue
+        sub = submodule_location(project_root, path)
+        if sub is None:  # the project's own checkout went meanwhile: nothing to verify against
+            found.append((path, path))
+            continue
+        here = linked_location(tree, sub.common_dir)
+        status = await run_git(
+            here, "status", "--porcelain", "-z", "--untracked-files=all", "--ignore-submodules=all"
+        )
+        head = await run_git(here, "rev-parse", "--verify", "-q", "HEAD")
+        found += [(f"{path}/{name}", path) for name in sorted(porcelain_paths(status.stdout))]
+        if head.stdout.decode().strip() != commit:
+            found.append((path, path))
+    found += await trio.to_thread.run_sync(_entries_below, rec.path, empty)
+    return found[:LISTED]
+
+
+async def prune(project_root: str, links: list[tuple[str, str]], lock: trio.Lock) -> None:
+    """Drop the records of submodule worktrees whose directories are gone."""
+    for path, _commit in links:
+        sub = submodule_location(project_root, path)
+        if sub is not None:
+            async with lock:
+                await run_git(sub, "worktree", "prune")
+
+
+def _has_git_link(tree: str) -> bool:
+    """Whether ``tree`` (a submodule's path in a worktree) holds a ``.git`` file, not a link."""
+    try:
+        return os.path.isfile(os.path.join(tree, ".git")) and not os.path.islink(
+            os.path.join(tree, ".git")
+        )
+    except OSError:
+        return False
+
+
+def _entries_below(root: str, paths: list[str]) -> list[tuple[str, str]]:
+    """Every file, link or other entry below each of ``paths`` (relative to ``root``), as
+    (path, submodule); a link or a file in a submodule's own place is one entry."""
+    found: list[tuple[str, str]] = []
+    for link in paths:
+        top = os.path.join(root, link)
+        if os.path.islink(top) or (os.path.lexists(top) and not os.path.isdir(top)):
+            found.append((link, link))
+            continue
+        for dirpath, dirnames, filenames in os.walk(top):
+            names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+            for name in sorted(names):
+                found.append((os.path.relpath(os.path.join(dirpath, name), root), link))
+            if len(found) >= LISTED:
+                return found[:LISTED]
+    return found
