@@ -335,9 +335,12 @@ class ProjectGit:
                 await self.run(None, "merge", "--quit", check=False)
                 return
             await self.run(None, "merge", "--abort", check=False)
-            if trio.current_time() >= deadline and self._merging(head):
+            if not self._merging(head):
+                return
+            if trio.current_time() >= deadline:
                 await self.run(None, "merge", "--quit", check=False)
                 return
+            await trio.sleep(0.05)  # the lock was taken again before the abort took it
 
     async def merge(self, rec: WorkspaceRecord, head: str, message: str) -> MergeResult:
         """Merge exactly ``head`` (the commit that was checked) into the project with
