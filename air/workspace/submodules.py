@@ -102,13 +102,12 @@ async def prune(project_root: str, links: list[tuple[str, str]], lock: trio.Lock
 
 
 def _has_git_link(tree: str) -> bool:
-    """Whether ``tree`` (a submodule's path in a worktree) holds a ``.git`` file, not a link."""
-    try:
-        return os.path.isfile(os.path.join(tree, ".git")) and not os.path.islink(
-            os.path.join(tree, ".git")
-        )
-    except OSError:
+    """Whether ``tree`` (a submodule's path in a worktree) is a directory holding a ``.git``
+    file, neither of them a link (a link in a submodule's place is never followed)."""
+    dot_git = os.path.join(tree, ".git")
+    if os.path.islink(tree) or os.path.islink(dot_git):
         return False
+    return os.path.isfile(dot_git)
 
 
 def _entries_below(root: str, paths: list[str]) -> list[tuple[str, str]]:

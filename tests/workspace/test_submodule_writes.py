@@ -124,3 +124,25 @@ async def test_a_link_in_an_empty_submodules_place_is_named(project: Path) -> No
     (path / SUB).symlink_to("../a.txt")  # stays inside the project
     said = await _refused(mgr, workspace_id)
     assert f"{SUB} (inside submodule {SUB}" in said
+
+
+async def test_a_link_in_a_checked_out_submodules_place_is_named_not_followed(
+    project: Path, tmp_path: Path
+) -> None:
+    """The task swaps the submodule's checkout for a link to another checkout of it (one with
+    a valid git link): the link is what is reported; nothing there is read."""
+    elsewhere = tmp_path / "elsewhere"
+    git(project / SUB, "worktree", "add", "-q", "--detach", str(elsewhere))
+    _write(elsewhere / "spy.txt", "read through the link\n")
+    mgr, workspace_id, path = await _task(project)
+    _remove_tree(path / SUB)
+    (path / SUB).symlink_to(elsewhere)
+    said = await _refused(mgr, workspace_id)
+    assert f"{SUB} (" in said  # the link itself
+    assert "spy.txt" not in said  # nothing behind it was read
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path)
