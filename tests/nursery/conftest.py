@@ -7,15 +7,19 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from air.contracts.event import EventSource, new_event
 from air.events.store import EventStore, replay_events
 from air.nursery.ledger import SessionLedger
+from air.nursery.planner import WavePlanner
+from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.store.db import DatabaseManager
 from air.store.integrity import dump_tables
 from air.store.session_db import open_session_database
+from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import init_repo
 
 
@@ -52,6 +56,24 @@ def open_session_db(directory: str, session_id: str = "ses_test") -> SessionDB:
     )
     ledger = SessionLedger(events, session_id=session_id, project_id="prj_test")
     return SessionDB(os.path.join(directory, "session.db"), db, events, ledger)
+
+
+def git_scheduler(
+    repo: Path,
+    ledger: SessionLedger,
+    runner: Any,
+    workspaces: WorkspaceManager,
+    workers: int = 1,
+) -> Scheduler:
+    """The real Scheduler over ``repo`` (a git project: its writers get worktrees)."""
+    return Scheduler(
+        ledger,
+        runner,
+        project_root=str(repo),
+        workspaces=workspaces,
+        planner=WavePlanner(git_repo=True),
+        options=SchedulerOptions(max_workers=workers),
+    )
 
 
 @pytest.fixture

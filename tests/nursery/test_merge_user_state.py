@@ -10,13 +10,11 @@ import subprocess
 from pathlib import Path
 
 from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
-from air.nursery.planner import WavePlanner
-from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import IDENTITY, git
-from tests.nursery.conftest import SessionDB
+from tests.nursery.conftest import SessionDB, git_scheduler
 
 
 def _users_merge_with_a_conflict(repo: Path) -> None:
@@ -41,14 +39,7 @@ async def test_a_task_meeting_the_users_merge_fails_once_and_keeps_its_work(
         _users_merge_with_a_conflict(repo)
 
     runner = FakeTaskRunner({"t": [FakeStep(0.01, "completed")]}, on_start=works)
-    sched = Scheduler(
-        session_db.ledger,
-        runner,
-        project_root=str(repo),
-        workspaces=workspaces,
-        planner=WavePlanner(git_repo=True),
-        options=SchedulerOptions(max_workers=1),
-    )
+    sched = git_scheduler(repo, session_db.ledger, runner, workspaces)
     await sched.create_tasks(
         [
             TaskSpec(

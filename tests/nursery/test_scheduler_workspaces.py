@@ -11,27 +11,11 @@ import trio
 
 from air.contracts.task import TaskScope, TaskSpec
 from air.contracts.task_results import MergeResult
-from air.nursery.planner import WavePlanner
-from air.nursery.scheduler import Scheduler, SchedulerOptions
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
-from tests.nursery.conftest import SessionDB
-
-
-def _scheduler(
-    repo: Path, ledger: Any, runner: FakeTaskRunner, workspaces: WorkspaceManager, workers: int
-) -> Scheduler:
-    """The real Scheduler over ``repo`` (a git project: worktrees), ``workers`` at once."""
-    return Scheduler(
-        ledger,
-        runner,
-        project_root=str(repo),
-        workspaces=workspaces,
-        planner=WavePlanner(git_repo=True),
-        options=SchedulerOptions(max_workers=workers),
-    )
+from tests.nursery.conftest import SessionDB, git_scheduler
 
 
 def _spec(tid: str, area: list[str]) -> TaskSpec:
@@ -66,7 +50,7 @@ async def test_concurrent_writers_merge_and_conflicts_are_retried_serially(
         },
         on_start=user_edits_shared,
     )
-    sched = _scheduler(repo, ledger, runner, workspaces, 3)
+    sched = git_scheduler(repo, ledger, runner, workspaces, 3)
     await sched.create_tasks(
         [_spec("a", ["a.txt"]), _spec("x", ["x/**"]), _spec("y", ["shared.txt"])]
     )
@@ -106,7 +90,7 @@ async def test_a_merge_past_its_grace_fails_its_task_in_words(
     monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 0.5)
     ledger = session_db.ledger
     runner = FakeTaskRunner({"a": [FakeStep(0.01, writes=(("a.txt", "from a\n"),))]})
-    sched = _scheduler(repo, ledger, runner, _HungMerge(str(repo), ledger.record), 1)
+    sched = git_scheduler(repo, ledger, runner, _HungMerge(str(repo), ledger.record), 1)
     await sched.create_tasks([_spec("a", ["a.txt"])])
     with trio.fail_after(30):
         result = await sched.run_until_idle()
@@ -140,7 +124,7 @@ async def test_waiting_for_another_tasks_merge_is_not_this_ones_grace(
             "b": [FakeStep(0.01, writes=(("b.txt", "from b\n"),))],
         }
     )
-    sched = _scheduler(repo, ledger, runner, _SlowMerge(str(repo), ledger.record), 2)
+    sched = git_scheduler(repo, ledger, runner, _SlowMerge(str(repo), ledger.record), 2)
     await sched.create_tasks([_spec("a", ["a.txt"]), _spec("b", ["b.txt"])])
     with trio.fail_after(30):
         result = await sched.run_until_idle()

@@ -16,14 +16,13 @@ import pytest
 import trio
 
 from air.contracts.task import TaskConstraints, TaskScope, TaskSpec, WorkspacePlan
-from air.nursery.planner import WavePlanner
 from air.nursery.recovery import recover_session
-from air.nursery.scheduler import Scheduler, SchedulerOptions
+from air.nursery.scheduler import Scheduler
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeEnding, FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
-from tests.nursery.conftest import SessionDB, open_session_db
+from tests.nursery.conftest import SessionDB, git_scheduler, open_session_db
 
 
 def _read(path: Path) -> str:
@@ -52,14 +51,7 @@ async def _scheduler(
     repo: Path, sdb: SessionDB, workspaces: WorkspaceManager, runner: FakeTaskRunner
 ) -> Scheduler:
     """A Scheduler holding task ``t`` (writes ``shared.txt``; one attempt: the one looked at)."""
-    sched = Scheduler(
-        sdb.ledger,
-        runner,
-        project_root=str(repo),
-        workspaces=workspaces,
-        planner=WavePlanner(git_repo=True),
-        options=SchedulerOptions(max_workers=1),
-    )
+    sched = git_scheduler(repo, sdb.ledger, runner, workspaces)
     spec = TaskSpec(
         id="t",
         type="execute",
