@@ -7,7 +7,9 @@ libraries; one the project has not checked out, or whose repository lacks that c
 an empty directory, as ``git worktree add`` leaves every submodule), ``writes`` (what a task
 left inside them, which a merge never takes: a checked-out submodule's changes, untracked files
 and moved HEAD as its own hardened ``git status`` reads them, after its git link was verified
-as air made it; an empty one's every entry) and ``prune`` (the submodules' worktree records
+as air made it; an empty one's every entry), ``keep`` (before a task's worktree goes, what it
+changed in a checked-out submodule is committed there and kept on a branch of the
+submodule's repository named as the task's) and ``prune`` (the submodules' worktree records
 once a task's worktree is gone). Every git runs through ``air.workspace.gitsafe``.
 """
 
@@ -17,11 +19,12 @@ import os
 
 import trio
 
+from air.contracts.error import AirException
 from air.workspace.changes import porcelain_paths
 from air.workspace.gitsafe import GitLocation, linked_location, run_git, submodule_location
 from air.workspace.records import WorkspaceRecord
 
-__all__ = ["LISTED", "gitlinks", "populate", "prune", "writes"]
+__all__ = ["LISTED", "gitlinks", "keep", "populate", "prune", "writes"]
 
 LISTED = 100
 """How many entries ``writes`` names at most."""
@@ -90,6 +93,39 @@ async def writes(
             found.append((path, path))
     found += await trio.to_thread.run_sync(_entries_below, rec.path, empty)
     return found[:LISTED]
+
+
+async def keep(
+    project_root: str,
+    rec: WorkspaceRecord,
+    links: list[tuple[str, str]],
+    commit_args: list[str],
+    message: str,
+) -> list[str]:
+    """Commit what the task changed in each checked-out submodule of its worktree and point
+    the branch ``rec.branch`` of that submodule's repository at it (``commit_args``: the
+    ``-c`` options and identity arguments of the project's commits); returns the submodules
+    so kept. A submodule whose git link is no longer air's is left as it is (never followed):
+    its files go with the worktree."""
+    kept = []
+    for path, _commit in links:
+        tree = os.path.join(rec.path, path)
+        sub = submodule_location(project_root, path) if _has_git_link(tree) else None
+        if sub is None or rec.branch is None:
+            continue
+        try:
+            here = linked_location(tree, sub.common_dir)
+        except AirException:
+            continue
+        status = await run_git(here, "status", "--porcelain", "-z", "--untracked-files=all")
+        if not porcelain_paths(status.stdout):
+            continue
+        await run_git(here, "add", "-A")
+        done = await run_git(here, *commit_args, "-m", message)
+        if done.returncode == 0:
+            await run_git(here, "branch", "-f", rec.branch, "HEAD")
+            kept.append(path)
+    return kept
 
 
 async def prune(project_root: str, links: list[tuple[str, str]], lock: trio.Lock) -> None:

@@ -431,6 +431,7 @@ class ProjectGit:
         (the submodules' worktree records too)."""
         if _is_dir(rec.path):
             await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
+            await self._keep_submodule_work(rec)
             await self.run(None, "worktree", "remove", "--force", rec.path)
         await self.run(None, "worktree", "prune", check=False)
         if rec.base_commit is not None and await self._has_gitlinks(rec.base_commit):
@@ -438,6 +439,19 @@ class ProjectGit:
 
             links = await submodules.gitlinks(self._main_location(), rec.base_commit)
             await submodules.prune(self.project_root, links, self._worktree_lock)
+
+    async def _keep_submodule_work(self, rec: WorkspaceRecord) -> None:
+        """What the task changed in the worktree's submodules, committed there and kept on
+        the branch ``rec.branch`` of each submodule's repository (``submodules.keep``)."""
+        if rec.base_commit is None or not await self._has_gitlinks(rec.base_commit):
+            return
+        from air.workspace import submodules
+
+        who = await self.authorship()
+        commit = [*who.config(), "commit", "-q", "--no-verify", *who.commit_args()]
+        message = await self.message(rec, f"WIP: work of task {rec.task_id} in a submodule")
+        links = await submodules.gitlinks(self._main_location(), rec.base_commit)
+        await submodules.keep(self.project_root, rec, links, commit, message)
 
     async def _has_gitlinks(self, commit: str) -> bool:
         """Whether ``commit`` records a submodule (its ``.gitmodules`` is the cheap sign)."""

@@ -146,3 +146,31 @@ def _remove_tree(path: Path) -> None:
     import shutil
 
     shutil.rmtree(path)
+
+
+async def test_a_submodules_changes_are_kept_on_a_branch_when_the_worktree_goes(
+    project: Path,
+) -> None:
+    """A failed attempt's worktree is committed to its branch and removed at the retention:
+    what it changed in a submodule is committed there too, on the branch of the same name in
+    the submodule's repository, before the files go."""
+    mgr, workspace_id, path = await _task(project)
+    _write(path / SUB / "f.h", "int f(int);\n")
+    _write(path / SUB / "include" / "new.h", "int g();\n")
+    branch = mgr.get(workspace_id).branch
+    assert branch is not None
+    await mgr.abandon_workspace(workspace_id, "attempt 1 did not complete")
+    await mgr.cleanup_workspace(workspace_id)
+    assert not path.exists()
+    assert git(project / SUB, "show", f"{branch}:f.h") == "int f(int);"
+    assert git(project / SUB, "show", f"{branch}:include/new.h") == "int g();"
+    assert _read(project / SUB / "f.h") == "int f();\n"  # the project's checkout untouched
+    assert str(path) not in git(project / SUB, "worktree", "list", "--porcelain")
+
+
+async def test_a_submodule_left_alone_gets_no_branch(project: Path) -> None:
+    mgr, workspace_id, _path = await _task(project)
+    branch = mgr.get(workspace_id).branch
+    await mgr.abandon_workspace(workspace_id, "cancelled")
+    await mgr.cleanup_workspace(workspace_id)
+    assert git(project / SUB, "branch", "--list", str(branch)) == ""
