@@ -382,11 +382,13 @@ class WorkspaceManager:
     async def _check_project(self, rec: WorkspaceRecord) -> None:
         """A task merges into a project whose git is not in the middle of something of the
         user's (a merge, a rebase, ...: merging then would end theirs or mix with it), and its
-        merge commit lands on a branch: the one ``--branch`` named, else the one checked out.
-        On a detached HEAD it would be reachable from nothing once the user checks out again
-        (the task branch is deleted after a merge); on another branch than ``--branch`` named,
-        it would land where the run promised it would not. Either way nothing is merged and
-        the task's branch keeps its work.
+        merge commit lands on a branch: the one ``--branch`` named, else the one checked out,
+        and one that holds the commit the task started from. On a detached HEAD it would be
+        reachable from nothing once the user checks out again (the task branch is deleted
+        after a merge); on another branch than ``--branch`` named, it would land where the run
+        promised it would not; on a branch without its base (the user switched to another
+        line of work meanwhile) it would bring the base's whole history into that branch.
+        Either way nothing is merged and the task's branch keeps its work.
 
         Raises:
             AirException: ``workspace_error`` naming what to finish or check out, and the
@@ -408,7 +410,22 @@ class WorkspaceManager:
         on = await self.git.head_branch()
         wanted = None if self.branch is None else f"refs/heads/{self.branch}"
         if on is not None and wanted in (None, on):
-            return
+            if rec.base_commit is None or await self.git.holds(rec.base_commit):
+                return
+            base, branch = rec.base_commit[:12], on.removeprefix("refs/heads/")
+            raise AirException.of(
+                kind=ErrorKind.WORKSPACE_ERROR,
+                message=(
+                    f"the project is on branch {branch}, which does not hold the commit task "
+                    f"{rec.task_id} started from ({base}): merged there it would bring that "
+                    f"commit's history along; it was not merged; its work is kept on branch "
+                    f"{rec.branch}"
+                ),
+                user_action=(
+                    f"Check out the branch the task started from (git branch --contains {base}),"
+                    f" then merge it: git merge {rec.branch}"
+                ),
+            )
         where = "a detached HEAD" if on is None else f"branch {on.removeprefix('refs/heads/')}"
         promised = "a branch" if wanted is None else f"branch {self.branch} (--branch)"
         back = "a branch" if self.branch is None else self.branch

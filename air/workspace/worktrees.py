@@ -179,6 +179,16 @@ class ProjectGit:
         create = [] if known.returncode == 0 else ["-c"]
         await self.run(None, "switch", "--quiet", *create, name)
 
+    async def holds(self, commit: str) -> bool:
+        """Whether the project's HEAD holds ``commit`` in its history."""
+        done = await self.run(None, "merge-base", "--is-ancestor", commit, "HEAD", check=False)
+        if done.returncode not in (0, 1):
+            raise workspace_error(
+                f"git merge-base failed in {self.project_root}",
+                detail=done.stderr.decode("utf-8", "replace").strip()[:2000],
+            )
+        return done.returncode == 0
+
     async def head_branch(self) -> str | None:
         """The branch the project has checked out (``refs/heads/...``); None when its HEAD is
         detached."""

@@ -65,3 +65,37 @@ async def test_no_merge_on_a_detached_head(repo: Path) -> None:
     git(repo, "switch", "-q", "-c", "elsewhere")
     assert (await mgr.merge_workspace(workspace_id)).status == "merged"
     assert git(repo, "show", "elsewhere:new.txt") == "new"
+
+
+async def test_no_merge_onto_a_branch_without_the_tasks_base(repo: Path) -> None:
+    """The user switched to another line of work while the task ran: merged there, the task's
+    branch would bring its base (and all of main's history since the two parted) into it."""
+    git(repo, "switch", "-q", "-c", "feature")
+    _write(repo / "feature.txt", "feature\n")
+    git(repo, "add", "feature.txt")
+    git(repo, "commit", "-q", "-m", "feature work")
+    git(repo, "switch", "-q", "main")
+    _write(repo / "main.txt", "main\n")
+    git(repo, "add", "main.txt")
+    git(repo, "commit", "-q", "-m", "main moves on")
+    mgr = WorkspaceManager(str(repo), Events())
+    workspace_id, kept = await task_with_new_file(mgr)  # based on main's head
+    base = git(repo, "rev-parse", "main")
+    git(repo, "switch", "-q", "feature")
+    feature_head = git(repo, "rev-parse", "HEAD")
+    with pytest.raises(AirException) as raised:
+        await mgr.merge_workspace(workspace_id)
+    error = raised.value.error
+    assert error.kind == ErrorKind.WORKSPACE_ERROR
+    assert (
+        f"the project is on branch feature, which does not hold the commit task t1 started "
+        f"from ({base[:12]})"
+    ) in error.message
+    assert error.user_action == (
+        f"Check out the branch the task started from (git branch --contains {base[:12]}), then "
+        f"merge it: git merge {kept}"
+    )
+    assert git(repo, "rev-parse", "HEAD") == feature_head
+    assert not (repo / "main.txt").exists()  # main's history stayed out of feature
+    git(repo, "switch", "-q", "main")
+    assert (await mgr.merge_workspace(workspace_id)).status == "merged"
