@@ -1,6 +1,7 @@
 """A host's command with bounded output, the parent's side (IMPL-REMOTE-4).
 
-Owns ``run_bounded``: a command's stdout read into memory up to ``max_stdout`` bytes, or written
+Owns ``run_bounded``: a command, in a process group of its own (a terminal's Ctrl-C never ends
+it halfway), its stdout read into memory up to ``max_stdout`` bytes, or written
 to a file up to that many, and its stderr up to ``STDERR_MAX``. A stream over its bound kills the
 command, which then ends as exit -9 with a stderr line naming the bound: what a host prints (a
 result bundle it made, a listing, a sweep's report) costs the parent bounded memory and disk,
@@ -9,6 +10,7 @@ whatever the host chose to send.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -22,6 +24,11 @@ STDERR_MAX = 1 << 20
 """What a host command's stderr may hold (quoted in errors: the last 2,000 characters)."""
 
 
+_NEVER_RAN = (-signal.SIGINT, -signal.SIGQUIT)
+"""Exit statuses of a command a terminal's signal ended before its exec (see ``run_bounded``)."""
+_STARTS = 8
+
+
 async def run_bounded(
     argv: Sequence[str],
     *,
@@ -33,7 +40,28 @@ async def run_bounded(
     stdout_path: str | None = None,
 ) -> subprocess.CompletedProcess[bytes] | None:
     """Run ``argv``; its stdout (empty when written to ``stdout_path``), stderr and exit code,
-    or ``None`` when it did not end within ``timeout_s`` (it is killed)."""
+    or ``None`` when it did not end within ``timeout_s`` (it is killed).
+
+    The command runs in a process group of its own: a Ctrl-C at the terminal (SIGINT to the
+    foreground group) reaches air, which ends its work itself, never a host command halfway
+    (a result's transfer, a ``scancel``). One the signal ended in the instant before it could
+    leave air's group (before its exec: nothing printed) never ran, and is started again."""
+    for _ in range(_STARTS - 1):
+        done = await _run_once(argv, env, timeout_s, stdin, cwd, max_stdout, stdout_path)
+        if done is None or done.returncode not in _NEVER_RAN or done.stdout or done.stderr:
+            return done
+    return await _run_once(argv, env, timeout_s, stdin, cwd, max_stdout, stdout_path)
+
+
+async def _run_once(
+    argv: Sequence[str],
+    env: dict[str, str],
+    timeout_s: float,
+    stdin: bytes,
+    cwd: str | None,
+    max_stdout: int,
+    stdout_path: str | None,
+) -> subprocess.CompletedProcess[bytes] | None:
     sink = None if stdout_path is None else await trio.open_file(stdout_path, "wb")
     try:
         process = await trio.lowlevel.open_process(
@@ -43,6 +71,7 @@ async def run_bounded(
             stderr=subprocess.PIPE,
             env=env,
             cwd=cwd,
+            process_group=0,
         )
     except BaseException:
         if sink is not None:

@@ -37,6 +37,7 @@ from air.contracts.error import ErrorKind, make_air_error
 from air.ipc.launcher import Launched, LaunchSpec, close_pipes
 from air.ipc.procs import MARKER_ENV, ProcessIdentity, kill_tree, read_identity
 from air.ipc.protocol import LineEncoder
+from air.remote.bounded import run_bounded
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
@@ -165,14 +166,10 @@ def _guarded(
 async def job_id_of(name: str, *, timeout_s: float = 15.0) -> int | None:
     """The id of this user's live job called ``name`` (``squeue``), or None."""
     argv = ["squeue", "-h", f"--user={pwd.getpwuid(os.getuid()).pw_name}", f"--name={name}"]
-    with trio.move_on_after(timeout_s):
-        done = await trio.run_process(
-            [*argv, "-o", "%i"], capture_stdout=True, capture_stderr=True, check=False,
-            env=client_environment(),
-        )  # fmt: skip
-        ids = done.stdout.split()
-        if done.returncode == 0 and len(ids) == 1 and ids[0].isdigit():
-            return int(ids[0])
+    done = await run_bounded([*argv, "-o", "%i"], env=client_environment(), timeout_s=timeout_s)
+    ids = done.stdout.split() if done is not None else []
+    if done is not None and done.returncode == 0 and len(ids) == 1 and ids[0].isdigit():
+        return int(ids[0])
     return None
 
 
@@ -183,12 +180,8 @@ async def scancel(names: list[str], *, timeout_s: float = 15.0) -> bool:
         return True
     argv = ["scancel", "--quiet", f"--user={pwd.getpwuid(os.getuid()).pw_name}"]
     argv.append("--name=" + ",".join(names))
-    with trio.move_on_after(timeout_s):
-        done = await trio.run_process(
-            argv, capture_stdout=True, capture_stderr=True, check=False, env=client_environment()
-        )
-        return done.returncode == 0
-    return False
+    done = await run_bounded(argv, env=client_environment(), timeout_s=timeout_s)
+    return done is not None and done.returncode == 0
 
 
 async def scancel_jobs(ids: list[int], *, timeout_s: float = 15.0) -> bool:
@@ -197,13 +190,8 @@ async def scancel_jobs(ids: list[int], *, timeout_s: float = 15.0) -> bool:
     if not ids:
         return True
     argv = ["scancel", "--quiet", f"--user={pwd.getpwuid(os.getuid()).pw_name}"]
-    with trio.move_on_after(timeout_s):
-        done = await trio.run_process(
-            [*argv, *map(str, ids)], capture_stdout=True, capture_stderr=True, check=False,
-            env=client_environment(),
-        )  # fmt: skip
-        return done.returncode == 0
-    return False
+    done = await run_bounded([*argv, *map(str, ids)], env=client_environment(), timeout_s=timeout_s)
+    return done is not None and done.returncode == 0
 
 
 class SrunHandle:

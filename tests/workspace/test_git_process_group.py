@@ -10,45 +10,36 @@ own: the same barrage of SIGINTs at air's group leaves a whole merge."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
-CHILD = textwrap.dedent(
-    """
-    import os, signal, sys, trio
-    from pathlib import Path
-    from air.contracts.task import WorkspacePlan, WorkspaceStrategy
-    from air.workspace.manager import WorkspaceManager
+from tests.barrage import under_barrage
 
-    root = sys.argv[1]
+CHILD = """
+import sys
+from pathlib import Path
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.workspace.manager import WorkspaceManager
 
-    async def nothing(kind, payload):
-        pass
+root = sys.argv[1]
 
-    async def barrage():  # a terminal's Ctrl-C, again and again, to air's process group
-        while True:
-            os.killpg(os.getpgrp(), signal.SIGINT)
-            await trio.sleep(0.005)
+async def nothing(kind, payload):
+    pass
 
-    async def main():
-        signal.signal(signal.SIGINT, lambda *_: None)  # air itself ends its work cooperatively
-        mgr = WorkspaceManager(root, nothing)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(barrage)
-            ref = await mgr.create_workspace(
-                WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
-            )
-            for n in range(600):
-                Path(ref.path, "files", f"{n}.txt").write_text("the task's\\n" * 200)
-            result = await mgr.merge_workspace(ref.workspace_id)
-            print(result.status)
-            nursery.cancel_scope.cancel()
+async def main():
+    mgr = WorkspaceManager(root, nothing)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(barrage)
+        ref = await mgr.create_workspace(
+            WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+        )
+        for n in range(600):
+            Path(ref.path, "files", f"{n}.txt").write_text("the task's\\n" * 200)
+        result = await mgr.merge_workspace(ref.workspace_id)
+        print(result.status)
+        nursery.cancel_scope.cancel()
 
-    trio.run(main)
-    """
-)
+trio.run(main)
+"""
 
 
 def test_sigint_to_airs_process_group_never_reaches_its_git(tmp_path: Path) -> None:
@@ -60,16 +51,7 @@ def test_sigint_to_airs_process_group_never_reaches_its_git(tmp_path: Path) -> N
     from tests.gitrepo import git, init_repo
 
     init_repo(root, message="init")
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        start_new_session=True,  # its own group: the barrage stays there
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.strip() == "merged"
+    assert under_barrage(CHILD, str(root)) == "merged"
     assert git(root, "status", "--porcelain") == ""
     assert (root / "files" / "599.txt").read_text() == "the task's\n" * 200
     assert git(root, "log", "-1", "--format=%s").startswith("Merge task t1")
