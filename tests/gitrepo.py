@@ -43,3 +43,26 @@ def init_repo(root: Path, *, message: str | None = None, branch: str = "main") -
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", message)
     return root
+
+
+def git_stops(cwd: Path | str, *args: str) -> None:
+    """Run ``git ARGS`` that is meant to stop (a conflict).
+
+    Raises:
+        AssertionError: git exited 0.
+    """
+    done = subprocess.run(
+        ["git", *IDENTITY, *args], cwd=cwd, capture_output=True, timeout=120, check=False
+    )
+    assert done.returncode != 0, f"git {' '.join(args)} in {cwd} did not stop: {done.stdout!r}"
+
+
+def diverge(repo: Path, name: str, ours: str, theirs: str) -> None:
+    """Branch ``theirs`` (from ``main``) and ``main`` each commit their own ``name``: merging
+    one into the other conflicts there. ``repo`` is left on ``main``."""
+    git(repo, "switch", "-q", "-c", "theirs")
+    (repo / name).write_text(theirs)
+    git(repo, "commit", "-q", "-am", "theirs")
+    git(repo, "switch", "-q", "main")
+    (repo / name).write_text(ours)
+    git(repo, "commit", "-q", "-am", "ours")

@@ -203,10 +203,10 @@ class ProjectGit:
         await self.run(None, "worktree", "add", "-q", "-b", rec.branch, rec.path, rec.base_commit)
         created = locate_git(rec.path, project_root=self.project_root)
         rec.git_dir, rec.git_fingerprint = created.git_dir, created.fingerprint
-        if await self._has_gitlinks(rec.base_commit):
+        links = await self._checked_out_links(rec.base_commit)
+        if links:
             from air.workspace import submodules
 
-            links = await submodules.gitlinks(self._main_location(), rec.base_commit)
             await submodules.populate(self.project_root, rec, links, self._worktree_lock)
 
     async def changed_files(self, rec: WorkspaceRecord) -> list[str]:
@@ -437,33 +437,31 @@ class ProjectGit:
         return done.returncode == 0
 
     async def remove(self, rec: WorkspaceRecord) -> None:
-        """Commit what is left to the worktree's branch (kept), remove the worktree, prune
-        (the submodules' worktree records too)."""
-        if _is_dir(rec.path):
-            await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
-            await self._keep_submodule_work(rec)
-            await self.run(None, "worktree", "remove", "--force", rec.path)
-        await self.run(None, "worktree", "prune", check=False)
-        if rec.base_commit is not None and await self._has_gitlinks(rec.base_commit):
-            from air.workspace import submodules
-
-            links = await submodules.gitlinks(self._main_location(), rec.base_commit)
-            await submodules.prune(self.project_root, links, self._worktree_lock)
-
-    async def _keep_submodule_work(self, rec: WorkspaceRecord) -> None:
-        """What the task changed in the worktree's submodules, committed there and kept on
-        the branch ``rec.branch`` of each submodule's repository (``submodules.keep``)."""
-        if rec.base_commit is None or not await self._has_gitlinks(rec.base_commit):
-            return
+        """Commit what is left to the worktree's branch (kept) and what it changed in its
+        submodules to theirs (``submodules.keep``), remove the worktree, prune (the
+        submodules' worktree records too)."""
         from air.workspace import submodules
 
-        who = await self.authorship()
-        commit = [*who.config(), "commit", "-q", "--no-verify", *who.commit_args()]
-        message = await self.message(rec, f"WIP: work of task {rec.task_id} in a submodule")
-        links = await submodules.gitlinks(self._main_location(), rec.base_commit)
-        await submodules.keep(self.project_root, rec, links, commit, message)
+        links = await self._checked_out_links(rec.base_commit)
+        if _is_dir(rec.path):
+            await self.commit(rec, await self.message(rec, f"WIP: work of task {rec.task_id}"))
+            if links:
+                who = await self.authorship()
+                commit = [*who.config(), "commit", "-q", "--no-verify", *who.commit_args()]
+                message = await self.message(rec, f"WIP: work of task {rec.task_id} in a submodule")
+                await submodules.keep(self.project_root, rec, links, commit, message)
+            await self.run(None, "worktree", "remove", "--force", rec.path)
+        await self.run(None, "worktree", "prune", check=False)
+        await submodules.prune(self.project_root, links, self._worktree_lock)
 
-    async def _has_gitlinks(self, commit: str) -> bool:
-        """Whether ``commit`` records a submodule (its ``.gitmodules`` is the cheap sign)."""
+    async def _checked_out_links(self, commit: str | None) -> list[tuple[str, str]]:
+        """The submodules ``commit`` records that git checks out (listed in its
+        ``.gitmodules``: the cheap sign, read first); none for no commit."""
+        if commit is None:
+            return []
         probe = await self.run(None, "cat-file", "-e", f"{commit}:.gitmodules", check=False)
-        return probe.returncode == 0
+        if probe.returncode != 0:
+            return []
+        from air.workspace import submodules
+
+        return await submodules.gitlinks(self._main_location(), commit)

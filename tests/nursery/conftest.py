@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from air.contracts.event import EventSource, new_event
+from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
 from air.events.store import EventStore, replay_events
 from air.nursery.ledger import SessionLedger
 from air.nursery.planner import WavePlanner
@@ -73,6 +74,18 @@ def git_scheduler(
         workspaces=workspaces,
         planner=WavePlanner(git_repo=True),
         options=SchedulerOptions(max_workers=workers),
+    )
+
+
+def task_writing(path: str, retry_budget: int) -> TaskSpec:
+    """Task ``t``, an executor that may write ``path`` only, with ``retry_budget`` retries."""
+    return TaskSpec(
+        id="t",
+        type="execute",
+        title="t",
+        description="t",
+        scope=TaskScope(write_area=[path]),
+        constraints=TaskConstraints(retry_budget=retry_budget),
     )
 
 

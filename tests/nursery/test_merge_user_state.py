@@ -6,26 +6,18 @@ cases)."""
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
-from air.contracts.task import TaskConstraints, TaskScope, TaskSpec
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import IDENTITY, git
-from tests.nursery.conftest import SessionDB, git_scheduler
+from tests.gitrepo import diverge, git, git_stops
+from tests.nursery.conftest import SessionDB, git_scheduler, task_writing
 
 
 def _users_merge_with_a_conflict(repo: Path) -> None:
-    git(repo, "switch", "-q", "-c", "theirs")
-    (repo / "shared.txt").write_text("theirs\n")
-    git(repo, "commit", "-q", "-am", "theirs")
-    git(repo, "switch", "-q", "main")
-    (repo / "shared.txt").write_text("ours\n")
-    git(repo, "commit", "-q", "-am", "ours")
-    stopped = subprocess.run(["git", *IDENTITY, "merge", "theirs"], cwd=repo, capture_output=True)
-    assert stopped.returncode == 1, stopped
+    diverge(repo, "shared.txt", "ours\n", "theirs\n")
+    git_stops(repo, "merge", "theirs")
     (repo / "shared.txt").write_text("the user's resolution, half done\n")
 
 
@@ -40,18 +32,7 @@ async def test_a_task_meeting_the_users_merge_fails_once_and_keeps_its_work(
 
     runner = FakeTaskRunner({"t": [FakeStep(0.01, "completed")]}, on_start=works)
     sched = git_scheduler(repo, session_db.ledger, runner, workspaces)
-    await sched.create_tasks(
-        [
-            TaskSpec(
-                id="t",
-                type="execute",
-                title="t",
-                description="t",
-                scope=TaskScope(write_area=["task.txt"]),
-                constraints=TaskConstraints(retry_budget=2),
-            )
-        ]
-    )
+    await sched.create_tasks([task_writing("task.txt", retry_budget=2)])
     await sched.run_until_idle()
     history = session_db.ledger.history()
     assert [e.type for e in history].count("workspace.created") == 1  # one attempt

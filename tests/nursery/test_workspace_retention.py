@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 import trio
 
-from air.contracts.task import TaskConstraints, TaskScope, TaskSpec, WorkspacePlan
+from air.contracts.task import WorkspacePlan
 from air.nursery.recovery import recover_session
 from air.nursery.scheduler import Scheduler
 from air.supervision.seams import SuperviseRequest
 from air.testing.fake_runner import FakeEnding, FakeStep, FakeTaskRunner
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
-from tests.nursery.conftest import SessionDB, git_scheduler, open_session_db
+from tests.nursery.conftest import SessionDB, git_scheduler, open_session_db, task_writing
 
 
 def _read(path: Path) -> str:
@@ -52,15 +52,7 @@ async def _scheduler(
 ) -> Scheduler:
     """A Scheduler holding task ``t`` (writes ``shared.txt``; one attempt: the one looked at)."""
     sched = git_scheduler(repo, sdb.ledger, runner, workspaces)
-    spec = TaskSpec(
-        id="t",
-        type="execute",
-        title="t",
-        description="t",
-        scope=TaskScope(write_area=["shared.txt"]),
-        constraints=TaskConstraints(retry_budget=0),
-    )
-    await sched.create_tasks([spec])
+    await sched.create_tasks([task_writing("shared.txt", retry_budget=0)])
     return sched
 
 

@@ -14,7 +14,6 @@ what git refused; the task's work is kept on its branch each time.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -25,17 +24,11 @@ from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace import worktrees
 from air.workspace.manager import WorkspaceManager
 from air.workspace.worktrees import ProjectGit
-from tests.gitrepo import IDENTITY, git
+from tests.gitrepo import diverge, git, git_stops
 from tests.workspace.conftest import task_with_new_file
 from tests.workspace.recorder import Events
 
 RESOLVING = "resolved by hand, half done\n"
-
-
-def _git_fails(cwd: Path, *args: str) -> None:
-    """Run a git command that is meant to stop (a conflict)."""
-    done = subprocess.run(["git", *IDENTITY, *args], cwd=cwd, capture_output=True, check=False)
-    assert done.returncode != 0, done
 
 
 def _write(path: Path, text: str) -> None:
@@ -44,34 +37,29 @@ def _write(path: Path, text: str) -> None:
 
 def _diverge(repo: Path) -> None:
     """Branch ``theirs`` and ``main`` each change a.txt's first line."""
-    git(repo, "switch", "-q", "-c", "theirs")
-    (repo / "a.txt").write_text("uno\ntwo\nthree\n")
-    git(repo, "commit", "-q", "-am", "theirs")
-    git(repo, "switch", "-q", "main")
-    (repo / "a.txt").write_text("eins\ntwo\nthree\n")
-    git(repo, "commit", "-q", "-am", "ours")
+    diverge(repo, "a.txt", "eins\ntwo\nthree\n", "uno\ntwo\nthree\n")
 
 
 def _start_merge(repo: Path) -> str:
-    _git_fails(repo, "merge", "theirs")
+    git_stops(repo, "merge", "theirs")
     return "a merge"
 
 
 def _start_cherry_pick(repo: Path) -> str:
-    _git_fails(repo, "cherry-pick", "theirs")
+    git_stops(repo, "cherry-pick", "theirs")
     return "a cherry-pick"
 
 
 def _start_revert(repo: Path) -> str:
     (repo / "a.txt").write_text("EINS\ntwo\nthree\n")
     git(repo, "commit", "-q", "-am", "ours again")
-    _git_fails(repo, "revert", "--no-edit", "HEAD~1")
+    git_stops(repo, "revert", "--no-edit", "HEAD~1")
     return "a revert"
 
 
 def _start_rebase(repo: Path) -> str:
     git(repo, "switch", "-q", "theirs")
-    _git_fails(repo, "rebase", "main")
+    git_stops(repo, "rebase", "main")
     return "a rebase"
 
 
@@ -194,7 +182,7 @@ async def test_unmerged_files_of_a_stash_pop_are_left_as_they_are(repo: Path) ->
     git(repo, "stash", "-q")
     (repo / "a.txt").write_text("committed\ntwo\nthree\n")
     git(repo, "commit", "-q", "-am", "meanwhile")
-    _git_fails(repo, "stash", "pop")
+    git_stops(repo, "stash", "pop")
     conflicted = (repo / "a.txt").read_text()
     assert "<<<<<<<" in conflicted
     with pytest.raises(AirException) as raised:
