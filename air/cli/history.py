@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 
-from air.contracts.display import json_shown, shown
+from air.contracts.display import json_shown, left_out_text, shown
 from air.session.local_owner import refuse_foreign_state
 from air.session.local_state import home_or_above, local_state_links
 from air.store.readonly import read_only_uri
@@ -289,7 +289,9 @@ def describe_payload(t: str, p: dict[str, Any]) -> str:
         return f"{p.get('kind')}: {_short(str(p.get('claim')), 70)}"
     if t.startswith("workspace."):
         parts = [p.get("workspace_id"), p.get("strategy"), p.get("merge_commit")]
-        return " ".join(str(x) for x in parts if x)
+        line = " ".join(str(x) for x in parts if x)
+        note = left_out_text(p.get("left_out") or [], int(p.get("left_out_count") or 0))
+        return f"{line}; {note if len(note) <= 160 else note[:159] + '…'}" if note else line
     if t.startswith("permission."):
         return _short(json.dumps(p, default=str), 90)
     if t == "session.created":

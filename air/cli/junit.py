@@ -44,6 +44,8 @@ def _case_out(task: TaskSummary) -> str:
         lines.append(f"summary: {shown(task.summary, keep_lines=True)}")
     if task.changed_files:
         lines.append("changed: " + ", ".join(shown(f) for f in task.changed_files))
+    if task.left_out():
+        lines.append(task.left_out())
     for command in task.commands:
         exact = shown(str(command.get("command")))
         lines.append(f"command (exit {command.get('exit_code')}): {exact}")

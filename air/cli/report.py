@@ -170,6 +170,8 @@ class _Page:
         if task.summary:
             parts.append(f" — {_e(task.summary)}")
         parts.append("</p>")
+        if task.left_out():
+            parts.append(f'<p class="left-out">{_e(task.left_out())}</p>')
         if task.error_message:
             parts.append(
                 f'<p class="error">error {_e(task.error_kind)}: {_e(task.error_message)}</p>'

@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
-from air.contracts.display import json_shown, shown
+from air.contracts.display import json_shown, left_out_text, shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
 from air.events.fold import FoldCursor
@@ -136,6 +136,9 @@ class Progress:
             return
         if not self._fold_in(event):
             return
+        if kind == "workspace.merge.completed" and payload.get("left_out_count"):
+            self._left_out(payload)
+            return
         if kind == "task.started":
             attempt = int(payload.get("attempt_index") or 1)
             what = "started" if attempt <= 1 else f"retried (attempt {attempt})"
@@ -157,6 +160,21 @@ class Progress:
         print(
             f"air [{self.elapsed()}] {task_id} {new}{shown(detail)} "
             f"(done {done}/{total}, running {running}, failed {failed}{spent})",
+            file=self.stream,
+            flush=True,
+        )
+
+    def _left_out(self, payload: Mapping[str, Any]) -> None:
+        """A merge that left out what git ignores: say what, and where it still is."""
+        from air.workspace.manager import MERGED_RETENTION  # loaded by the runtime already
+
+        workspace = self._fold.state.workspaces.get(str(payload["workspace_id"]))
+        if workspace is None:
+            return
+        text = left_out_text(payload.get("left_out") or [], int(payload["left_out_count"]))
+        print(
+            f"air [{self.elapsed()}] {workspace.task_id} merged; {text} (still in its "
+            f"worktree {shown(workspace.path)} for {MERGED_RETENTION.days} days)",
             file=self.stream,
             flush=True,
         )

@@ -136,6 +136,15 @@ class TaskSummary:
     """Every evidence item of the task (a report's fold: its last ``keep``)."""
     evidence_count: int = 0
 
+    def left_out(self) -> str:
+        """What its merge left out because git ignores it (``left_out_text``), or ""."""
+        from air.contracts.display import left_out_text
+
+        for merge in self.merges:
+            if merge.get("left_out_count"):
+                return left_out_text(merge.get("left_out") or [], int(merge["left_out_count"]))
+        return ""
+
     def shown_commands(self) -> list[dict[str, Any]]:
         """The commands a page lists: those kept, once each, in the order they started."""
         seen: dict[int, dict[str, Any]] = {}

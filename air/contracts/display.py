@@ -7,20 +7,35 @@ browser) must never get to render such text: a carriage return would let
 ``rm -rf x;\\recho ok`` look like ``echo ok``, ``ESC[2K`` would erase it, a backspace overwrite
 it, a bidi override reorder it, a zero-width character hide a difference. ``json_shown`` is the
 same rule for a JSON line printed to a terminal (``--json`` streams). Also ``cost_text``,
-how a cost (or an unknown one) is shown. Pure; no I/O, no pydantic.
+how a cost (or an unknown one) is shown, and ``left_out_text``, how a merge's left-out files
+are. Pure; no I/O, no pydantic.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["cost_text", "hides", "json_shown", "shown"]
+__all__ = ["cost_text", "hides", "json_shown", "left_out_text", "shown"]
 
 
 def cost_text(cost_usd: float | None, digits: int = 2) -> str:
     """A cost as every front end shows it: ``$0.12``, or ``unknown`` when a model's price is
     not known (IMPL-LLM-8: never ``$0.00`` for what was not priced)."""
     return "unknown" if cost_usd is None else f"${cost_usd:.{digits}f}"
+
+
+def left_out_text(names: Sequence[str], count: int) -> str:
+    """What a task left that git ignores, which its merge therefore did not take, as every
+    front end says it: ``not merged, git ignores it: .env``, ``not merged, git ignores them
+    (23): .env, build/, ... and 3 more``; empty when nothing was left out. Each name is a
+    task's choice: ``shown``."""
+    if count <= 0:
+        return ""
+    listed = ", ".join(shown(name) for name in names)
+    if count > len(names):
+        listed += f" and {count - len(names)} more"
+    return f"not merged, git ignores {'it' if count == 1 else f'them ({count})'}: {listed}"
 
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}

@@ -14,7 +14,11 @@ from pydantic import Field
 from air.contracts.ids import Contract, SessionID, TaskID, WorkspaceID, empty_list
 from air.contracts.task import RetryAction
 
-__all__ = ["MergeResult", "RetryDecision", "SchedulerRunResult"]
+__all__ = ["LEFT_OUT_NAMES", "MergeResult", "RetryDecision", "SchedulerRunResult"]
+
+LEFT_OUT_NAMES = 20
+"""How many of the entries a merge left out because git ignores them are named (all are
+counted)."""
 
 
 class MergeResult(Contract):
@@ -23,6 +27,10 @@ class MergeResult(Contract):
     merge_commit: str | None = None
     kept_branch: str | None = None
     conflicted_paths: list[str] = Field(default_factory=empty_list)
+    left_out: list[str] = Field(default_factory=empty_list, max_length=LEFT_OUT_NAMES)
+    """What the task left in its worktree that git ignores, so nothing merged it (a ``.env``,
+    a log, ``dir/``): the first ``LEFT_OUT_NAMES``; it stays in the kept worktree."""
+    left_out_count: int = 0
 
 
 class SchedulerRunResult(Contract):

@@ -106,6 +106,9 @@ class TaskProjection(Contract):
     summary: str | None = None
     error: str | None = None
     changed_files: list[str] = Field(default_factory=empty_list)
+    left_out: list[str] = Field(default_factory=empty_list)
+    """What the task left that git ignores, so its merge did not take it (the first 20)."""
+    left_out_count: int = 0
 
 
 class WaveProjection(Contract):

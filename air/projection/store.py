@@ -284,6 +284,8 @@ class ProjectionStore:
                 self._blocked(event, p)
             elif event.type == "task.started":
                 state.blockers.pop(str(p.get("task_id")), None)
+        elif event.type == "workspace.merge.completed":
+            changed = state.tasks.merged(p, state.fold.state)
         elif event.type.startswith("main_agent."):
             changed = self._main_agent(p)
         if not changed:

@@ -6,12 +6,14 @@ projection); this module adds only what a screen needs on top: when the current 
 started and ended (event timestamps), turns summed over finished attempts from
 ``worker_result.usage`` plus the running attempt's last heartbeat, tokens and cost from the
 usage ledger (``air.events.usage_ledger``: every model call of the task, live, IMPL-USAGE-1),
-the last progress line, and the wave (dependency depth).
+the last progress line, the wave (dependency depth) and what git ignores that the task left
+unmerged (``workspace.merge.completed``).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.event import RuntimeEvent
@@ -33,6 +35,8 @@ class _Extra:
     done_turns: int = 0
     live_turns: int = 0
     progress: str | None = None
+    left_out: list[str] = field(default_factory=list)
+    left_out_count: int = 0
 
 
 class TaskView:
@@ -69,6 +73,17 @@ class TaskView:
             usage = (result.usage if result is not None else None) or {}
             extra.done_turns += int(usage.get("turns") or extra.live_turns)
             extra.live_turns = 0
+
+    def merged(self, payload: Mapping[str, Any], state: SessionState) -> bool:
+        """A task's workspace merged (``workspace.merge.completed``): keep what git ignores
+        that the task left and nothing merged. False when it left nothing such."""
+        count = int(payload.get("left_out_count") or 0)
+        workspace = state.workspaces.get(str(payload.get("workspace_id")))
+        if not count or workspace is None or workspace.task_id not in state.tasks:
+            return False
+        extra = self._extra.setdefault(str(workspace.task_id), _Extra())
+        extra.left_out, extra.left_out_count = list(payload.get("left_out") or []), count
+        return True
 
     def progress(self, task_id: str, message: str, state: SessionState) -> bool:
         if task_id not in state.tasks:
@@ -127,4 +142,6 @@ class TaskView:
             summary=(result.summary or None) if result is not None else None,
             error=error,
             changed_files=list(result.changed_files) if result is not None else [],
+            left_out=extra.left_out,
+            left_out_count=extra.left_out_count,
         )

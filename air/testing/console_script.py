@@ -298,6 +298,26 @@ class ConsoleEvents:
     def tool_cancelled(self, tool_run_id: str) -> list[RuntimeEvent]:
         return [self.event("tool.cancelled", {"tool_run_id": tool_run_id}, "tool")]
 
+    def merged(self, task_id: str, *, left_out: list[str] | None = None) -> list[RuntimeEvent]:
+        """The task's worktree made and merged; ``left_out``: what git ignores that it left."""
+        wid = self.next_id("ws")
+        created = {
+            "workspace_id": wid,
+            "task_id": task_id,
+            "agent_id": self.agent_of.get(task_id),
+            "strategy": "worktree",
+            "path": f"/tmp/air-worktrees/{wid}",
+            "branch": f"air/ws/{wid}",
+        }
+        completed: dict[str, Any] = {"workspace_id": wid, "merge_commit": "0" * 40}
+        if left_out:
+            completed.update(left_out=left_out[:20], left_out_count=len(left_out))
+        return [
+            self.event("workspace.created", created),
+            self.event("workspace.merge.started", {"workspace_id": wid}),
+            self.event("workspace.merge.completed", completed),
+        ]
+
     def artifact(self, task_id: str, path: str, *, type_: str = "diff") -> list[RuntimeEvent]:
         aid = self.next_id("art")
         payload = {

@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 import trio
 
+from air.contracts.display import left_out_text
 from air.contracts.ui import (
     MessageProjection,
     PermissionAnswer,
@@ -99,6 +100,8 @@ class Announcer:
                 line += f" — {task.summary}"
             elif task.error:
                 line += f" — {task.error}"
+            if task.status == "completed" and task.left_out_count:
+                line += f" — {left_out_text(task.left_out, task.left_out_count)}"
             out.append(line)
         for blocker in snap.blockers:
             key = (blocker.task_id, blocker.reason)

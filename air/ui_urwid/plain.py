@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 import trio
 
-from air.contracts.display import cost_text, hides, shown
+from air.contracts.display import cost_text, hides, left_out_text, shown
 from air.contracts.ui import (
     PermissionAnswer,
     PermissionPromptProjection,
@@ -120,6 +120,8 @@ class PlainConsole:
                 line += f" — {clean(t.summary)}"
             elif t.error and t.status != "running":
                 line += f" — {clean(t.error)}"
+            if t.status == "completed" and t.left_out_count:
+                line += f" — {left_out_text(t.left_out, t.left_out_count)}"
             self.write(line)
         for b in snap.blockers:
             if (b.task_id, b.reason) not in self._blockers:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import urwid
 
-from air.contracts.display import cost_text, hides, shown
+from air.contracts.display import cost_text, hides, left_out_text, shown
 from air.contracts.progress import QUEUED_FOR_SLOT
 from air.contracts.ui import (
     BlockerProjection,
@@ -396,6 +396,8 @@ def detail_rows(
         rows.append(urwid.Text(("error", clean(task.error))))
     if task.summary:
         rows.append(urwid.Text(clean(task.summary)))
+    if task.left_out_count:
+        rows.append(urwid.Text(("notice", left_out_text(task.left_out, task.left_out_count))))
     mine = items if items is not None else group_by_task(snapshot).get(task.task_id, TaskItems())
     for blocker in mine.blockers:
         rows.append(blocker_widget(blocker))

@@ -299,7 +299,8 @@ class WorkspaceManager:
         """Merge the workspace back into the project root.
 
         Every changed path is checked first (symlinks out of the project, then ``guard``);
-        then records ``workspace.merge.started`` and ``workspace.merge.completed`` or
+        then records ``workspace.merge.started`` and ``workspace.merge.completed`` (naming
+        what git ignores that a worktree's task left, never merged: ``left_out``) or
         ``workspace.merge.conflicted``. On a conflict the project root is left as it was and
         the workspace (with its branch) is kept for the Scheduler to decide.
 
@@ -314,12 +315,13 @@ class WorkspaceManager:
                 workspace kept as it is); ``workspace_error`` when git fails or the worktree
                 was tampered with.
         """
-        from air.contracts.task_results import MergeResult
+        from air.contracts.task_results import LEFT_OUT_NAMES, MergeResult
 
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
             raise workspace_error(f"workspace {workspace_id} is {rec.status}, not active")
         head: str | None = None
+        left_out: list[str] = []
         if rec.strategy == WorkspaceStrategy.WORKTREE.value:
             self.git.verify(rec)  # a tampered workspace is refused before anything is recorded
             subject = title or f"task {rec.task_id}"
@@ -330,6 +332,7 @@ class WorkspaceManager:
                 for path, link in await self.git.submodule_writes(rec)
             ]
             self._check(rec, await self.git.changes(rec, head), guard, inside)
+            left_out = await self.git.ignored(rec)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
 
@@ -373,10 +376,17 @@ class WorkspaceManager:
             rec.status = WorkspaceStatus.MERGED.value
             rec.merged_at = self.now()
             self.records.save(rec)
-            await self.record(
-                "workspace.merge.completed",
-                {"workspace_id": workspace_id, "merge_commit": result.merge_commit},
-            )
+            completed: dict[str, Any] = {
+                "workspace_id": workspace_id,
+                "merge_commit": result.merge_commit,
+            }
+            if left_out:
+                # said, never merged: what git ignores is the user's choice to keep out of the
+                # project's history, and a file no review saw (it stays in the kept worktree)
+                named = {"left_out": left_out[:LEFT_OUT_NAMES], "left_out_count": len(left_out)}
+                result = result.model_copy(update=named)
+                completed.update(named)
+            await self.record("workspace.merge.completed", completed)
         return result
 
     async def _check_project(self, rec: WorkspaceRecord) -> None:

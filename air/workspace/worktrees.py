@@ -4,7 +4,8 @@ Owns: ``ProjectGit`` — every git command the workspace manager runs, each thro
 ``air.workspace.gitsafe`` and, for a worktree, only after its git directory was verified to be
 the one recorded at creation (IMPL-GIT-2); worktree commands one at a time; and the worktree
 operations built on it: add a worktree on ``air/ws/<id>``, list its changed files, commit what
-the task left (build caches excluded), list that commit's changes as git's raw diff (renames as
+the task left (build caches excluded), name what git ignores that it left (never committed:
+its merge says so), list that commit's changes as git's raw diff (renames as
 deletion and addition, gitlinks, symlink targets), merge exactly that commit with ``--no-ff``
 (a conflict is aborted and reported, never resolved) and remove the worktree.
 """
@@ -270,6 +271,43 @@ class ProjectGit:
                 config=who.config(),
             )
         return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
+
+    async def ignored(self, rec: WorkspaceRecord) -> list[str]:
+        """What the task left in its worktree that git ignores, so its commit did not take it
+        (a ``.env``, a log; a directory as ``dir/``), in git's order: not air's own ``.air/``
+        nor a build or cache tree a tool makes again (``JUNK_DIRS``, ``regenerable`` by the
+        markers at its top)."""
+        from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
+        from air.workspace.regenerable import regenerable
+
+        # what a pattern matched: a file, or a directory a pattern names as a whole
+        listed = await self.run(
+            rec,
+            "status",
+            "--porcelain",
+            "-z",
+            "--ignored=matching",
+            "--untracked-files=all",
+            "--ignore-submodules=all",
+        )
+        names = [
+            n
+            for entry in listed.stdout.split(b"\0")
+            if entry.startswith(b"!! ")
+            and not (n := os.fsdecode(entry[3:])).startswith(".air/")
+            and not JUNK_DIRS.intersection(n.rstrip("/").split("/"))
+        ]
+
+        def made_again(name: str) -> bool:
+            top = os.path.join(rec.path, name)
+            try:
+                return regenerable(top, os.listdir(top))
+            except OSError:
+                return False
+
+        dirs = [n for n in names if n.endswith("/")]
+        made = {d for d in dirs if await trio.to_thread.run_sync(made_again, d)}
+        return [n for n in names if n not in made]
 
     async def submodule_writes(self, rec: WorkspaceRecord) -> list[tuple[str, str]]:
         """What the task left inside its worktree's submodules, as (path, submodule):

@@ -187,6 +187,9 @@ class WorkspaceMergeStartedPayload(EventPayload):
 class WorkspaceMergeCompletedPayload(EventPayload):
     workspace_id: str
     merge_commit: str | None = None
+    left_out: list[str] = Field(default_factory=empty_list, max_length=20)
+    """What git ignores that the task left in its worktree: not merged (``MergeResult``)."""
+    left_out_count: int = Field(default=0, ge=0)
 
 
 class WorkspaceMergeConflictedPayload(EventPayload):

@@ -1,0 +1,83 @@
+"""End to end: a real ``air run --headless`` whose worker (a cassette through the real tools and
+sandbox) writes a tracked file and one the project's ``.gitignore`` names. The tracked change
+merges; the ignored file does not, and every front end of a run says so and where it still is:
+the progress line, ``--json``'s ``workspace.merge.completed``, ``--junit``, ``air history`` and
+``air report``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.forked_air import air_cli
+from tests.gitrepo import git
+from tests.headless import json_events
+from tests.trusted import trust_project
+
+BATCH = """version: 1
+tasks:
+  - id: settings
+    title: Write the settings
+    scope: {write_area: ["conf/**"]}
+"""
+NOTE = "not merged, git ignores it: conf/local.cfg"
+
+
+def _turn(content: list[dict[str, object]], stop: str) -> str:
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
+
+
+def _write(n: int, path: str, content: str) -> str:
+    use = {"type": "tool_use", "id": f"toolu_settings_{n}", "name": "fs.write"}
+    return _turn([{**use, "input": {"path": path, "content": content}}], "tool_use")
+
+
+def _done() -> str:
+    block = json.dumps({"status": "completed", "summary": "done", "result": {"changes_made": True}})
+    return _turn([{"type": "text", "text": f"ok\n```json:result\n{block}\n```\n"}], "end_turn")
+
+
+@pytest.mark.slow
+def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (root / "conf").mkdir(parents=True)
+    home.mkdir()
+    (root / "conf" / "app.cfg").write_text("a = 1\n")
+    (root / ".gitignore").write_text("cas/\n*.yaml\n.air/local/\nlocal.cfg\nreport.*\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    (root / "batch.yaml").write_text(BATCH)
+    (root / "cas").mkdir()
+    turns = [_write(1, "conf/app.cfg", "a = 2\n"), _write(2, "conf/local.cfg", "key = mine\n")]
+    (root / "cas" / "settings.jsonl").write_text("\n".join([*turns, _done()]) + "\n")
+    trust_project(root, home)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env = {k: v for k, v in env.items() if not k.startswith("AIR_")}
+    env["HOME"] = str(home)
+    args = ["run", "--headless", "batch.yaml", "--cassette", "cas", "--json"]
+    proc = air_cli([*args, "--junit", "report.xml"], cwd=root, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+
+    # merged: the tracked change; not merged: the ignored file, still in the kept worktree
+    assert (root / "conf" / "app.cfg").read_text() == "a = 2\n"
+    assert not (root / "conf" / "local.cfg").exists()
+    (completed,) = [e for e in json_events(proc.stdout) if e["type"] == "workspace.merge.completed"]
+    assert completed["payload"]["left_out"] == ["conf/local.cfg"]
+    assert completed["payload"]["left_out_count"] == 1
+    (created,) = [e for e in json_events(proc.stdout) if e["type"] == "workspace.created"]
+    worktree = Path(created["payload"]["path"])
+    assert (worktree / "conf" / "local.cfg").read_text() == "key = mine\n"
+
+    assert f"settings merged; {NOTE} (still in its worktree {worktree} for 7 days)" in proc.stderr
+    assert NOTE in (root / "report.xml").read_text()
+    history = air_cli(["history", "--all"], cwd=root, env=env)
+    assert history.returncode == 0, history.stderr
+    assert NOTE in history.stdout
+    report = air_cli(["report", "--html", "report.html"], cwd=root, env=env)
+    assert report.returncode == 0, report.stderr
+    assert f'<p class="left-out">{NOTE}</p>' in (root / "report.html").read_text()
