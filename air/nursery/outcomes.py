@@ -182,6 +182,7 @@ async def merge(
             guard=merge_guard(node.spec.scope.write_area, io.project_root),
             title=node.spec.title,
             summary=outcome.result.summary if outcome.result is not None else None,
+            wrote=outcome.result.changed_files if outcome.result is not None else (),
         )
     except AirException as exc:
         if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):

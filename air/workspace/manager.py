@@ -295,12 +295,13 @@ class WorkspaceManager:
         guard: MergeGuard | None = None,
         title: str | None = None,
         summary: str | None = None,
+        wrote: Sequence[str] = (),
     ) -> MergeResult:
         """Merge the workspace back into the project root.
 
         Every changed path is checked first (symlinks out of the project, then ``guard``);
         then records ``workspace.merge.started`` and ``workspace.merge.completed`` (naming
-        what git ignores that a worktree's task left, never merged: ``left_out``) or
+        the files of ``wrote`` git ignores, never merged: ``left_out``) or
         ``workspace.merge.conflicted``. On a conflict the project root is left as it was and
         the workspace (with its branch) is kept for the Scheduler to decide.
 
@@ -309,6 +310,8 @@ class WorkspaceManager:
             guard: the caller's judgement of every changed path (the task's write area).
             title: the task's title: the subject of its commit and of the merge.
             summary: the worker's summary: the body of the task's commit.
+            wrote: the files the task's file tools wrote (its result's ``changed_files``):
+                those git ignores are named in ``left_out``.
 
         Raises:
             AirException: ``write_area_violation`` (nothing merged, nothing recorded, the
@@ -332,7 +335,7 @@ class WorkspaceManager:
                 for path, link in await self.git.submodule_writes(rec)
             ]
             self._check(rec, await self.git.changes(rec, head), guard, inside)
-            left_out = await self.git.ignored(rec)
+            left_out = await self.git.ignored(rec, wrote)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
 

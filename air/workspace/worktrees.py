@@ -4,8 +4,8 @@ Owns: ``ProjectGit`` — every git command the workspace manager runs, each thro
 ``air.workspace.gitsafe`` and, for a worktree, only after its git directory was verified to be
 the one recorded at creation (IMPL-GIT-2); worktree commands one at a time; and the worktree
 operations built on it: add a worktree on ``air/ws/<id>``, list its changed files, commit what
-the task left (build caches excluded), name what git ignores that it left (never committed:
-its merge says so), list that commit's changes as git's raw diff (renames as
+the task left (build caches excluded), name the files its tools wrote that git ignores
+(never committed: its merge says so), list that commit's changes as git's raw diff (renames as
 deletion and addition, gitlinks, symlink targets), merge exactly that commit with ``--no-ff``
 (a conflict is aborted and reported, never resolved) and remove the worktree.
 """
@@ -272,42 +272,40 @@ class ProjectGit:
             )
         return await self.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
 
-    async def ignored(self, rec: WorkspaceRecord) -> list[str]:
-        """What the task left in its worktree that git ignores, so its commit did not take it
-        (a ``.env``, a log; a directory as ``dir/``), in git's order: not air's own ``.air/``
-        nor a build or cache tree a tool makes again (``JUNK_DIRS``, ``regenerable`` by the
-        markers at its top)."""
+    async def ignored(self, rec: WorkspaceRecord, wrote: Sequence[str]) -> list[str]:
+        """Which of ``wrote`` (the files the task's file tools wrote, as it named them) git
+        ignores and its worktree still holds, so its commit did not take them (a ``.env``, a
+        local settings file): relative, in ``wrote``'s order; never air's own ``.air/`` or a
+        cache directory (``JUNK_DIRS``). What its commands left that git ignores (a build's
+        output, a test's log, ``node_modules/``) is not named: made again, not the task's
+        writing, and in nearly every worktree that ran a test."""
         from air.workspace.copies import JUNK_DIRS  # IMPL-BOOT-16
-        from air.workspace.regenerable import regenerable
 
-        # what a pattern matched: a file, or a directory a pattern names as a whole
-        listed = await self.run(
-            rec,
-            "status",
-            "--porcelain",
-            "-z",
-            "--ignored=matching",
-            "--untracked-files=all",
-            "--ignore-submodules=all",
-        )
-        names = [
-            n
-            for entry in listed.stdout.split(b"\0")
-            if entry.startswith(b"!! ")
-            and not (n := os.fsdecode(entry[3:])).startswith(".air/")
-            and not JUNK_DIRS.intersection(n.rstrip("/").split("/"))
-        ]
+        def still_here() -> list[str]:
+            names: list[str] = []
+            for path in wrote:
+                rel = os.path.relpath(path, rec.path) if os.path.isabs(path) else path
+                parts = os.path.normpath(rel).split(os.sep)
+                if parts[0] in ("..", ".", ".air", ".git") or JUNK_DIRS.intersection(parts):
+                    continue
+                rel = "/".join(parts)
+                if rel not in names and os.path.lexists(os.path.join(rec.path, rel)):
+                    names.append(rel)
+            return names
 
-        def made_again(name: str) -> bool:
-            top = os.path.join(rec.path, name)
-            try:
-                return regenerable(top, os.listdir(top))
-            except OSError:
-                return False
-
-        dirs = [n for n in names if n.endswith("/")]
-        made = {d for d in dirs if await trio.to_thread.run_sync(made_again, d)}
-        return [n for n in names if n not in made]
+        names = await trio.to_thread.run_sync(still_here)
+        if not names:
+            return []
+        # a tracked file is never "ignored" here: its change is committed like any other
+        paths = b"".join(os.fsencode(n) + b"\0" for n in names)
+        listed = await run_git(self.verify(rec), "check-ignore", "-z", "--stdin", stdin=paths)
+        if listed.returncode not in (0, 1):
+            raise workspace_error(
+                f"git check-ignore failed in {rec.path}",
+                detail=listed.stderr.decode("utf-8", "replace").strip()[:2000],
+            )
+        found = {os.fsdecode(e) for e in listed.stdout.split(b"\0") if e}
+        return [n for n in names if n in found]
 
     async def submodule_writes(self, rec: WorkspaceRecord) -> list[tuple[str, str]]:
         """What the task left inside its worktree's submodules, as (path, submodule):

@@ -1,8 +1,9 @@
-"""End to end: a real ``air run --headless`` whose worker (a cassette through the real tools and
-sandbox) writes a tracked file and one the project's ``.gitignore`` names. The tracked change
-merges; the ignored file does not, and every front end of a run says so and where it still is:
-the progress line, ``--json``'s ``workspace.merge.completed``, ``--junit``, ``air history`` and
-``air report``."""
+"""End to end: a real ``air run --headless`` whose workers (cassettes through the real tools and
+sandbox) write tracked files, and one of them a file the project's ``.gitignore`` names. The
+tracked changes merge; the ignored file does not, and every front end of a run says so and
+where it still is: the progress line, ``--json``'s ``workspace.merge.completed``, ``--junit``,
+``air history`` and ``air report``; its worktree stays. The other task's command left an
+ignored log: nothing is said of it, and its worktree goes as a landed one does."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ tasks:
   - id: settings
     title: Write the settings
     scope: {write_area: ["conf/**"]}
+  - id: checks
+    title: Run the checks
+    scope: {write_area: ["conf/**"]}
+    depends_on: [settings]
 """
 NOTE = "not merged, git ignores it: conf/local.cfg"
 
@@ -31,9 +36,9 @@ def _turn(content: list[dict[str, object]], stop: str) -> str:
     return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
 
 
-def _write(n: int, path: str, content: str) -> str:
-    use = {"type": "tool_use", "id": f"toolu_settings_{n}", "name": "fs.write"}
-    return _turn([{**use, "input": {"path": path, "content": content}}], "tool_use")
+def _tool(n: int, name: str, **args: str) -> str:
+    use = {"type": "tool_use", "id": f"toolu_{n}", "name": name}
+    return _turn([{**use, "input": args}], "tool_use")
 
 
 def _done() -> str:
@@ -47,14 +52,17 @@ def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) ->
     (root / "conf").mkdir(parents=True)
     home.mkdir()
     (root / "conf" / "app.cfg").write_text("a = 1\n")
-    (root / ".gitignore").write_text("cas/\n*.yaml\n.air/local/\nlocal.cfg\nreport.*\n")
+    (root / ".gitignore").write_text("cas/\n*.yaml\n.air/local/\nlocal.cfg\n*.log\nreport.*\n")
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "base")
     (root / "batch.yaml").write_text(BATCH)
     (root / "cas").mkdir()
-    turns = [_write(1, "conf/app.cfg", "a = 2\n"), _write(2, "conf/local.cfg", "key = mine\n")]
+    turns = [_tool(1, "fs.write", path="conf/app.cfg", content="a = 2\n")]
+    turns += [_tool(2, "fs.write", path="conf/local.cfg", content="key = mine\n")]
     (root / "cas" / "settings.jsonl").write_text("\n".join([*turns, _done()]) + "\n")
+    turns = [_tool(3, "shell.run", command="echo checked > conf/local.cfg.log; touch conf/b")]
+    (root / "cas" / "checks.jsonl").write_text("\n".join([*turns, _done()]) + "\n")
     trust_project(root, home)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     env = {k: v for k, v in env.items() if not k.startswith("AIR_")}
@@ -66,12 +74,19 @@ def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) ->
     # merged: the tracked change; not merged: the ignored file, still in the kept worktree
     assert (root / "conf" / "app.cfg").read_text() == "a = 2\n"
     assert not (root / "conf" / "local.cfg").exists()
-    (completed,) = [e for e in json_events(proc.stdout) if e["type"] == "workspace.merge.completed"]
-    assert completed["payload"]["left_out"] == ["conf/local.cfg"]
-    assert completed["payload"]["left_out_count"] == 1
-    (created,) = [e for e in json_events(proc.stdout) if e["type"] == "workspace.created"]
-    worktree = Path(created["payload"]["path"])
+    assert (root / "conf" / "b").exists()
+    assert not (root / "conf" / "local.cfg.log").exists()
+    events = json_events(proc.stdout)
+    completed = [e["payload"] for e in events if e["type"] == "workspace.merge.completed"]
+    assert completed[0]["left_out"] == ["conf/local.cfg"]
+    assert completed[0]["left_out_count"] == 1
+    assert "left_out" not in completed[1]  # its command's log: not its tools' writing
+    worktree, checks = [
+        Path(e["payload"]["path"]) for e in events if e["type"] == "workspace.created"
+    ]
     assert (worktree / "conf" / "local.cfg").read_text() == "key = mine\n"
+    assert not checks.exists()  # landed: gone at once, as ever
+    assert "checks merged" not in proc.stderr
 
     assert f"settings merged; {NOTE} (still in its worktree {worktree} for 7 days)" in proc.stderr
     assert NOTE in (root / "report.xml").read_text()

@@ -1,11 +1,12 @@
 """What git ignores is never merged, and the merge says so. Found: a task asked to write a
 ``.env`` (or a log, a local settings file) the project's ``.gitignore`` names wrote it in its
 worktree, its result listed it as changed, and the merge said ``merged`` without it: the file
-never reached the project and nothing said where it had gone. Now the merge names what it left
-out (``MergeResult.left_out``, ``workspace.merge.completed``), still never merging it (the user
-chose to keep it out of the history, and no review saw it), and it stays in the kept worktree.
-Air's own ``.air/`` and the trees a tool makes again (a CMake build directory, ``__pycache__``)
-are not named."""
+never reached the project and nothing said where it had gone. Now the merge names the files
+the task's tools wrote that it left out (``MergeResult.left_out``,
+``workspace.merge.completed``), still never merging them (the user chose to keep them out of
+the history, and no review saw them). What its commands left that git ignores (a build's
+output, a log), air's own ``.air/`` and cache directories are not named; a tracked file an
+ignore pattern matches is merged as any other."""
 
 from __future__ import annotations
 
@@ -16,10 +17,10 @@ from air.contracts.display import left_out_text
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.events.payloads import PAYLOADS
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import init_repo
+from tests.gitrepo import git, init_repo
 from tests.workspace.recorder import Events
 
-IGNORE = ".air/local/\n.env\n*.log\nbuild/\ncmake-out/\nout/\n__pycache__/\n"
+IGNORE = ".air/local/\n.env\n*.log\nbuild/\n__pycache__/\n*.local\n"
 
 
 def _project(tmp_path: Path) -> Path:
@@ -27,7 +28,11 @@ def _project(tmp_path: Path) -> Path:
     root.mkdir()
     (root / "a.txt").write_text("a\n")
     (root / ".gitignore").write_text(IGNORE)
-    return init_repo(root, message="init")
+    (root / "kept.log").write_text("tracked\n")
+    init_repo(root, message="init")
+    git(root, "add", "-f", "kept.log")
+    git(root, "commit", "-qm", "a tracked log")
+    return root
 
 
 def _put(root: Path, rel: str, text: str = "x\n") -> None:
@@ -52,35 +57,37 @@ def _completed(events: Events) -> dict[str, Any]:
     return payload
 
 
-async def test_what_git_ignores_is_named_never_merged_and_kept_in_the_worktree(
+async def test_the_ignored_files_its_tools_wrote_are_named_and_never_merged(
     tmp_path: Path,
 ) -> None:
     root = _project(tmp_path)
-    made = ["a.txt", ".env", "run.log", "build/app.o", "src/x.log"]
-    made += ["cmake-out/CMakeCache.txt", "cmake-out/main.o", "__pycache__/m.pyc"]
-    made += [".air/local/scratch", "out/tool/CMakeCache.txt"]
-    mgr, events, workspace_id, kept = await _task(root, made)
-    result = await mgr.merge_workspace(workspace_id)
+    made = ["a.txt", "kept.log", ".env", "keys.local", "logs/run.log", ".air/local/scratch"]
+    made += ["build/app.o", "test.log", "__pycache__/m.pyc"]  # a command's, not its tools'
+    mgr, events, workspace_id, worktree = await _task(root, made)
+    wrote = ["a.txt", "kept.log", "./.env", str(worktree / "keys.local"), "logs/run.log"]
+    wrote += ["gone.log", ".air/local/scratch", "__pycache__/m.pyc", "../x.log", "/etc/passwd"]
+    wrote += [".env"]
+    result = await mgr.merge_workspace(workspace_id, wrote=wrote)
     assert result.status == "merged"
-    # git's order; a directory as dir/; the CMake tree at the top and air's own left unnamed
-    # (a build tree deeper down is not looked for: out/ is named)
-    named = [".env", "build/", "out/", "run.log", "src/x.log"]
+    named = [".env", "keys.local", "logs/run.log"]
     assert result.left_out == named
     assert result.left_out_count == len(named)
     payload = _completed(events)
     assert payload["left_out"] == named
     assert payload["left_out_count"] == len(named)
     PAYLOADS[("workspace.merge.completed", 1)].model_validate(payload)
-    assert (root / "a.txt").read_text() == "x\n"  # the tracked change merged
-    for rel in (".env", "run.log", "build", "src"):
-        assert not (root / rel).exists()  # never merged ...
-    assert (kept / ".env").read_text() == "x\n"  # ... and still in the kept worktree
+    # the tracked changes merged, the tracked log too; nothing ignored did
+    assert (root / "a.txt").read_text() == "x\n"
+    assert (root / "kept.log").read_text() == "x\n"
+    for rel in (".env", "keys.local", "logs", "build", "test.log"):
+        assert not (root / rel).exists()
+    assert (worktree / ".env").read_text() == "x\n"
 
 
 async def test_nothing_ignored_leaves_the_event_as_it_was(tmp_path: Path) -> None:
     root = _project(tmp_path)
-    mgr, events, workspace_id, _ = await _task(root, ["a.txt", "new.txt", "__pycache__/m.pyc"])
-    result = await mgr.merge_workspace(workspace_id)
+    mgr, events, workspace_id, _ = await _task(root, ["a.txt", "new.txt", "build/app.o"])
+    result = await mgr.merge_workspace(workspace_id, wrote=["a.txt", "new.txt"])
     assert result.left_out == []
     assert result.left_out_count == 0
     assert set(_completed(events)) == {"workspace_id", "merge_commit"}
@@ -90,7 +97,7 @@ async def test_many_are_counted_and_the_first_twenty_named(tmp_path: Path) -> No
     root = _project(tmp_path)
     logs = [f"log{n:02d}.log" for n in range(25)]
     mgr, events, workspace_id, _ = await _task(root, ["a.txt", *logs])
-    result = await mgr.merge_workspace(workspace_id)
+    result = await mgr.merge_workspace(workspace_id, wrote=logs)
     assert result.left_out == logs[:20]
     assert result.left_out_count == 25
     text = left_out_text(result.left_out, result.left_out_count)
@@ -103,7 +110,7 @@ async def test_a_hostile_name_is_shown_as_exact_text(tmp_path: Path) -> None:
     root = _project(tmp_path)
     name = "\x1b]0;owned\x07\u202ex.log"
     mgr, _, workspace_id, _ = await _task(root, ["a.txt", name])
-    result = await mgr.merge_workspace(workspace_id)
+    result = await mgr.merge_workspace(workspace_id, wrote=[name])
     assert result.left_out == [name]
     assert left_out_text(result.left_out, 1) == (
         "not merged, git ignores it: \\x1b]0;owned\\x07\\u202ex.log"
