@@ -36,6 +36,12 @@ def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
 
 
+def _sparse(git_dir: str) -> bool:
+    """Whether the worktree of ``git_dir`` is a sparse checkout (the patterns ``git worktree
+    add`` copied from the project's)."""
+    return os.path.isfile(os.path.join(git_dir, "info", "sparse-checkout"))
+
+
 _UNDER_WAY = (
     ("MERGE_HEAD", "a merge"),
     ("CHERRY_PICK_HEAD", "a cherry-pick"),
@@ -246,7 +252,10 @@ class ProjectGit:
             untracked_regenerable, rec.path, [d for d in dirs if d.endswith("/")]
         )
         junk += [f":(exclude,literal){rel}" for rel in made]
-        await self.run(rec, "add", "-A", "--", ".", *junk)
+        # a sparse checkout's worktree has its patterns: what the task wrote outside them is
+        # its work too (git add refuses it without --sparse, git before 2.34 has no --sparse)
+        sparse = ("--sparse",) if _sparse(str(rec.git_dir)) else ()
+        await self.run(rec, "add", "-A", *sparse, "--", ".", *junk)
         staged = await self.run(
             rec,
             "diff",
