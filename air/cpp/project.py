@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.search_path import installed
 from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
@@ -39,9 +40,7 @@ _SKIP_DIRS = {".git", ".air", "build", "node_modules", ".venv"}
 
 
 def _default_which(name: str) -> str | None:
-    import shutil
-
-    return shutil.which(name)
+    return installed(name)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import subprocess
 import tempfile
 
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.search_path import absolute_search_path
 from air.tools.safefs import read_beneath
 
 __all__ = ["apply_in_copy", "git_apply_command"]
@@ -29,7 +30,7 @@ def _bad(message: str, action: str) -> AirException:
 def _git_apply_env(home: str) -> dict[str, str]:
     """No system/global config, an empty HOME, no repository discovery above the copy."""
     return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PATH": absolute_search_path(os.environ.get("PATH")),
         "HOME": home,
         "XDG_CONFIG_HOME": home,
         "GIT_CONFIG_NOSYSTEM": "1",

@@ -15,11 +15,11 @@ Decisions: IMPL-SBX-1 .. IMPL-SBX-5, IMPL-SBX-8 in docs/decisions.md.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from air.contracts.search_path import installed
 from air.security.redact import looks_secret_name
 from air.tools.limits import ResourceLimits, limits_script
 from air.tools.sandbox_check import (
@@ -252,7 +252,7 @@ class SandboxRunner:
             is refused (``check_available``), never run unsandboxed.
     """
 
-    bwrap_path: str | None = field(default_factory=lambda: shutil.which("bwrap"))
+    bwrap_path: str | None = field(default_factory=lambda: installed("bwrap"))
     _checked: bool = field(default=False, init=False, repr=False)
 
     def check_available(self) -> str:

@@ -11,11 +11,11 @@ IMPL-BOOT-11).
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.search_path import installed
 
 __all__ = [
     "SYSTEM_PATHS",
@@ -80,7 +80,7 @@ def check_sandbox_available(bwrap_path: str | None = None, *, probe: bool = True
     Raises:
         AirException: ``environment_error`` when bwrap is missing or cannot build a sandbox.
     """
-    path = bwrap_path if bwrap_path is not None else shutil.which("bwrap")
+    path = bwrap_path if bwrap_path is not None else installed("bwrap")
     if path is None:
         raise missing_bwrap()
     if not probe:

@@ -16,6 +16,7 @@ import subprocess
 import threading
 
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.search_path import installed
 
 __all__ = ["check_view_available", "task_view_dir", "view_argv"]
 
@@ -147,8 +148,8 @@ def check_view_available() -> str:
     with _view_lock:
         if _view_checked:
             return _view_checked[0]
-        unshare = shutil.which("unshare")
-        if unshare is None or shutil.which("mount") is None:
+        unshare = installed("unshare")
+        if unshare is None or installed("mount") is None:
             raise _view_problem("unshare or mount (util-linux) is missing")
         import tempfile
 

@@ -36,6 +36,7 @@ from typing import Any, NamedTuple
 import trio
 
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.search_path import absolute_search_path
 
 __all__ = [
     "DRIVERLESS",
@@ -311,6 +312,8 @@ def git_environment(
     """
     source = os.environ if environ is None else environ
     env = {k: source[k] for k in _KEEP_ENV if k in source}
+    # git is found, and finds its helpers, only where installed: never in the work tree
+    env["PATH"] = absolute_search_path(source.get("PATH"))
     env.update(
         {
             "GIT_CONFIG_NOSYSTEM": "1",

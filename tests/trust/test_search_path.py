@@ -1,0 +1,126 @@
+"""A relative ``PATH`` entry never runs a project's file as air's own program. Found: with
+``PATH=:/usr/bin`` (an unset variable before a colon, a common slip; ``.`` does the same) air's
+own ``git``, run in the project or a task's worktree, executed a ``git`` file a cloned
+repository shipped at its top (or a task wrote), outside the sandbox and as the user, at the
+first git command; ``bwrap`` was looked up the same way, so a shipped ``bwrap`` would have
+run every tool call unsandboxed. Now air drops relative entries from its ``PATH`` first thing
+(``air.contracts.search_path``), git's environment never has one, and bwrap, unshare and the
+C++ tools are looked up on absolute entries only."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from air.contracts.search_path import absolute_search_path, installed
+from air.cpp.project import CppProjectDetector
+from air.tools import task_view
+from air.tools.sandbox import SandboxRunner
+from air.workspace.gitsafe import git_environment, locate_git, run_git
+from tests.forked_air import air_cli
+from tests.gitrepo import git
+from tests.trusted import trust_project
+
+PLANT = "#!/bin/sh\ntouch {marker}\nexit 0\n"
+
+
+def _plant(where: Path, marker: Path, *names: str) -> None:
+    for name in names:
+        program = where / name
+        program.write_text(PLANT.format(marker=marker))
+        program.chmod(0o755)
+
+
+@pytest.mark.parametrize(
+    ("path", "kept"),
+    [
+        (":/usr/bin:/bin", "/usr/bin:/bin"),
+        ("/usr/bin::/bin:", "/usr/bin:/bin"),
+        (".:/usr/bin:bin:./tools", "/usr/bin"),
+        ("/usr/local/bin:/usr/bin", "/usr/local/bin:/usr/bin"),
+    ],
+)
+def test_only_absolute_entries_are_kept(path: str, kept: str) -> None:
+    assert absolute_search_path(path) == kept
+
+
+def test_nothing_absolute_falls_back_to_the_default() -> None:
+    for path in (None, "", ":", ".:bin"):
+        found = absolute_search_path(path).split(os.pathsep)
+        assert found
+        assert all(os.path.isabs(entry) for entry in found)
+
+
+async def test_git_and_bwrap_are_never_found_in_the_work_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    git(root, "init", "-q")
+    marker = tmp_path / "ran"
+    _plant(root, marker, "git", "bwrap", "unshare", "cmake")
+    monkeypatch.chdir(root)
+    monkeypatch.setenv("PATH", ":" + os.environ["PATH"])
+    assert git_environment()["PATH"] == absolute_search_path(os.environ["PATH"])
+    done = await run_git(locate_git(str(root), project_root=str(root)), "status", "--short")
+    assert done.returncode == 0
+    assert b"?? bwrap" in done.stdout  # the real git ran
+    assert installed("bwrap") != "bwrap"
+    assert SandboxRunner().bwrap_path == installed("bwrap")
+    cmake = CppProjectDetector().detect(str(root)).tools["cmake"]
+    assert cmake is not None
+    assert os.path.isabs(cmake)  # what the C++ tools run (in the sandbox) is the installed one
+    monkeypatch.setattr(task_view, "_view_checked", [])  # looked up again, here
+    assert task_view.check_view_available() == installed("unshare")
+    assert os.path.isabs(str(installed("unshare")))
+    assert not marker.exists()
+
+
+def _turn(content: list[dict[str, object]], stop: str) -> str:
+    usage = {"input_tokens": 10, "output_tokens": 5}
+    return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
+
+
+def test_a_run_in_a_repository_shipping_git_and_bwrap_runs_neither(tmp_path: Path) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    root.mkdir()
+    home.mkdir()
+    marker = tmp_path / "ran"
+    (root / ".gitignore").write_text("cas/\n*.yaml\n.air/local/\n")
+    _plant(root, marker, "git", "bwrap", "ssh", "cmake")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "a repository that ships its own git")
+    (root / "batch.yaml").write_text(
+        "version: 1\ntasks:\n  - id: t\n    title: Note it\n    scope: {write_area: ['notes/**']}\n"
+    )
+    (root / "cas").mkdir()
+    use = {"type": "tool_use", "name": "shell.run", "id": "toolu_1"}
+    run = _turn(
+        [
+            {
+                **use,
+                "input": {
+                    "command": "mkdir -p notes && echo ok > notes/a.txt && echo $PATH > notes/path"
+                },
+            }
+        ],
+        "tool_use",
+    )
+    block = json.dumps({"status": "completed", "summary": "done", "result": {"changes_made": True}})
+    done = _turn([{"type": "text", "text": f"ok\n```json:result\n{block}\n```\n"}], "end_turn")
+    (root / "cas" / "t.jsonl").write_text(f"{run}\n{done}\n")
+    trust_project(root, home)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    env = {k: v for k, v in env.items() if not k.startswith("AIR_")}
+    env.update(HOME=str(home), PATH=":" + os.environ["PATH"])
+    proc = air_cli(["run", "--headless", "batch.yaml", "--cassette", "cas"], cwd=root, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert (root / "notes" / "a.txt").read_text() == "ok\n"  # the real git merged it
+    # what air starts inherits its PATH without the empty entry
+    assert (root / "notes" / "path").read_text().strip() == absolute_search_path(env["PATH"])
+    assert git(root, "log", "-1", "--format=%s").startswith("Merge task t")
+    assert not marker.exists()
