@@ -10,7 +10,6 @@ Trio, pydantic, httpx nor anthropic.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 from air import __version__
 from air.cli.usage import COMMANDS, CONSOLE_OPTIONS, CONSOLE_USAGE, USAGE
+from air.search_path import own_search_paths
 
 # The codes this module returns before any contract is imported (``air --help`` loads no
 # pydantic): the same values as ``air.contracts.error.CliExit``, the one table (a test checks).
@@ -291,17 +291,6 @@ def _parse_console(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     return "console", dict(args)
 
 
-def _absolute_search_path() -> None:
-    """Drop the relative entries of air's ``PATH`` before anything is started or looked up:
-    every program air runs outside the sandbox (git, bwrap, ssh, srun) and every child it
-    starts find programs only where the user installed them (IMPL-PATH-1)."""
-    from air.contracts.search_path import absolute_search_path
-
-    path = os.environ.get("PATH")
-    if path is not None and absolute_search_path(path) != path:
-        os.environ["PATH"] = absolute_search_path(path)
-
-
 def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
     """Run the ``air`` command. Returns the process exit code.
 
@@ -311,7 +300,9 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
             TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
             ``air.cli.options.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
-    _absolute_search_path()
+    # before anything is imported, started or looked up: programs and modules only from
+    # where the user installed them, never the project's top (IMPL-PATH-1)
+    own_search_paths()
     parsed = _parse(list(sys.argv[1:] if argv is None else argv))
     if isinstance(parsed, int):
         return parsed

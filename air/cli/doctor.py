@@ -406,6 +406,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
         ToolCheck,
         is_cpp_project,
         program_version,
+        search_paths,
     )
     from air.doctor.database_check import DatabaseCheck
     from air.doctor.provider_check import ProviderCheck
@@ -428,6 +429,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
                 "its own user namespace, no network and no capabilities started"
             ),
         ),
+        ProbeCheck("search_paths", search_paths, severity="warning"),
         ToolCheck(
             "tmux",
             "tmux",

@@ -10,5 +10,5 @@ Seven more modules hold the models a run builds only after its first model reque
 (IMPL-BOOT-12): ``ipc_messages``, ``task_results``, ``doctor_report``, ``tool_runs``,
 ``artifact_records``, ``evidence_records`` and ``permission_records``; the code that needs one
 imports it where it is used. ``display`` holds no model: the one rule for showing untrusted
-exact text (IMPL-UI-7); nor does ``search_path``: where programs are found (IMPL-PATH-1).
+exact text (IMPL-UI-7).
 """

@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.search_path import installed
 from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 from air.cpp.view import active_view
+from air.search_path import installed
 
 __all__ = [
     "CMakeConfigurator",

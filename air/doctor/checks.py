@@ -3,9 +3,10 @@ does not apply here.
 
 Owns ``ToolCheck`` (a program on PATH and its version: ``program_version``), ``ProbeCheck`` (a
 callable that raises ``AirException`` when the capability is missing), ``NotApplicable`` (listed
-with why it was left out) and ``is_cpp_project``. Each check's ``found()`` says what it saw (the
-version, what it counted), for the report's list of checks made. The provider and database
-checks have modules of their own (``provider_check``, ``database_check``).
+with why it was left out), ``is_cpp_project`` and ``search_paths`` (relative ``PATH`` or
+``PYTHONPATH`` entries in the user's environment, IMPL-PATH-1). Each check's ``found()`` says
+what it saw (the version, what it counted), for the report's list of checks made. The provider
+and database checks have modules of their own (``provider_check``, ``database_check``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,39 @@ from typing import Any
 from air.contracts.error import AirException
 from air.doctor.service import Problem, Severity, issue
 
-__all__ = ["NotApplicable", "ProbeCheck", "ToolCheck", "is_cpp_project", "program_version"]
+__all__ = [
+    "NotApplicable",
+    "ProbeCheck",
+    "ToolCheck",
+    "is_cpp_project",
+    "program_version",
+    "search_paths",
+]
+
+
+def search_paths() -> str:
+    """What ``PATH`` and ``PYTHONPATH`` air found: only absolute entries, or an
+    ``environment_error`` naming the relative ones (air ignores them, other programs do not).
+    """
+    from air.contracts.error import ErrorKind
+    from air.search_path import dropped
+
+    found = dropped()
+    if not found:
+        return "PATH and PYTHONPATH hold absolute directories only"
+    named = "; ".join(f"{name}={value!r}" for name, value in sorted(found.items()))
+    raise AirException.of(
+        kind=ErrorKind.ENVIRONMENT_ERROR,
+        message=(
+            f"relative or empty entries in {named}: each names the directory a program starts "
+            "in. air ignores them, but any other program, and Python before air starts (a "
+            "project's sitecustomize.py), runs or imports a cloned project's files from there"
+        ),
+        user_action=(
+            "Remove the empty (leading, trailing or doubled ':') and relative entries from "
+            "your shell profile, e.g. export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/opt/lib"
+        ),
+    )
 
 
 def is_cpp_project(project_root: str) -> bool:

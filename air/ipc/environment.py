@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from air.search_path import absolute_python_path, absolute_search_path
+
 __all__ = ["WORKER_ENV_ALLOWLIST", "worker_environment"]
 
 WORKER_ENV_ALLOWLIST = (
@@ -46,4 +48,11 @@ socket: workers reach the model only through the parent (IMPL-SBX-4)."""
 def worker_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The allowlisted part of ``environ`` (default ``os.environ``) a worker starts with."""
     source = os.environ if environ is None else environ
-    return {k: source[k] for k in WORKER_ENV_ALLOWLIST if k in source}
+    env = {k: source[k] for k in WORKER_ENV_ALLOWLIST if k in source}
+    # started in its task's worktree: a relative entry would import the task's files
+    if "PATH" in env:
+        env["PATH"] = absolute_search_path(env["PATH"])
+    python_path = absolute_python_path(env.pop("PYTHONPATH", None))
+    if python_path is not None:
+        env["PYTHONPATH"] = python_path
+    return env

@@ -15,7 +15,7 @@ import subprocess
 import tempfile
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.search_path import absolute_search_path
+from air.search_path import absolute_search_path
 from air.tools.safefs import read_beneath
 
 __all__ = ["apply_in_copy", "git_apply_command"]

@@ -19,7 +19,7 @@ import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from air.contracts.search_path import installed
+from air.search_path import installed
 from air.security.redact import looks_secret_name
 from air.tools.limits import ResourceLimits, limits_script
 from air.tools.sandbox_check import (

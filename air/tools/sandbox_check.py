@@ -15,7 +15,7 @@ import subprocess
 import threading
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.search_path import installed
+from air.search_path import installed
 
 __all__ = [
     "SYSTEM_PATHS",

@@ -36,7 +36,7 @@ from typing import Any, NamedTuple
 import trio
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.search_path import absolute_search_path
+from air.search_path import absolute_search_path
 
 __all__ = [
     "DRIVERLESS",

@@ -1,0 +1,82 @@
+"""Where air and everything it starts outside the sandbox find programs and Python modules.
+
+Owns ``absolute_search_path`` (``PATH`` without its empty, ``.`` or other relative entries),
+``installed`` (a program looked up on it), ``absolute_python_path`` (the same for
+``PYTHONPATH``), ``own_search_paths`` (both applied to air's own process) and ``dropped``
+(what it left out, for ``air doctor``). A relative entry
+names the directory a program is started in: ``PATH=:/usr/bin`` (an unset variable before a
+colon, a common slip) made air's own ``git``, run in a task's worktree or in a cloned
+project, execute a ``git`` file the task or the repository put there, outside the sandbox and
+as the user; ``shutil.which("bwrap")`` found a planted ``bwrap`` the same way; and
+``PYTHONPATH=:/opt/lib`` made a worker, started in its task's worktree, import a ``trio.py``
+an earlier task had written there. Standard library only: the ``air`` command applies
+``own_search_paths`` first thing (IMPL-PATH-1), ``air.workspace.gitsafe`` the first to every
+git environment, ``air.ipc.environment`` both to every worker's.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+__all__ = [
+    "absolute_python_path",
+    "absolute_search_path",
+    "dropped",
+    "installed",
+    "own_search_paths",
+]
+
+_DROPPED: dict[str, str] = {}
+
+
+def _absolute(value: str | None) -> list[str]:
+    return [e for e in (value or "").split(os.pathsep) if os.path.isabs(e)]
+
+
+def absolute_search_path(path: str | None) -> str:
+    """``path`` (a ``PATH`` value) with only its absolute entries, in order; ``os.defpath``'s
+    absolute entries when none is left (or ``path`` is None)."""
+    return os.pathsep.join(_absolute(path) or _absolute(os.defpath))
+
+
+def absolute_python_path(value: str | None) -> str | None:
+    """``value`` (a ``PYTHONPATH``) with only its absolute entries; None when none is left."""
+    return os.pathsep.join(_absolute(value)) or None
+
+
+def installed(program: str) -> str | None:
+    """The absolute path of ``program`` on ``absolute_search_path(PATH)``, or None."""
+    import shutil  # not at ``air --version``'s start
+
+    return shutil.which(program, path=absolute_search_path(os.environ.get("PATH")))
+
+
+def own_search_paths() -> None:
+    """Keep only absolute ``PATH`` and ``PYTHONPATH`` entries in this process's environment
+    (what every child inherits), and drop from ``sys.path`` the directories the interpreter
+    made of ``PYTHONPATH``'s relative entries (the start directory: a project's top), so no
+    module air imports from here on comes from there. What Python imported before air ran
+    (a ``sitecustomize.py`` there) is beyond air: ``air doctor`` says so."""
+    path = os.environ.get("PATH")
+    if path is not None and absolute_search_path(path) != path:
+        _DROPPED.setdefault("PATH", path)
+        os.environ["PATH"] = absolute_search_path(path)
+    value = os.environ.get("PYTHONPATH")
+    if value is None or absolute_python_path(value) == value:
+        return
+    _DROPPED.setdefault("PYTHONPATH", value)
+    entries = value.split(os.pathsep)
+    made = {os.path.abspath(e) for e in entries if not os.path.isabs(e)}
+    made -= {os.path.normpath(e) for e in entries if os.path.isabs(e)}
+    sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) not in made]
+    kept = absolute_python_path(value)
+    if kept is None:
+        del os.environ["PYTHONPATH"]
+    else:
+        os.environ["PYTHONPATH"] = kept
+
+
+def dropped() -> dict[str, str]:
+    """Each variable ``own_search_paths`` changed in this process, with its value before."""
+    return dict(_DROPPED)
