@@ -1,17 +1,17 @@
-"""Where air and everything it starts outside the sandbox find programs and Python modules.
+"""Where air and everything it starts outside the sandbox find programs, modules, libraries.
 
 Owns ``absolute_search_path`` (``PATH`` without its empty, ``.`` or other relative entries),
 ``installed`` (a program looked up on it), ``absolute_python_path`` (the same for
-``PYTHONPATH``), ``own_search_paths`` (both applied to air's own process) and ``dropped``
-(what it left out, for ``air doctor``). A relative entry
-names the directory a program is started in: ``PATH=:/usr/bin`` (an unset variable before a
-colon, a common slip) made air's own ``git``, run in a task's worktree or in a cloned
-project, execute a ``git`` file the task or the repository put there, outside the sandbox and
-as the user; ``shutil.which("bwrap")`` found a planted ``bwrap`` the same way; and
-``PYTHONPATH=:/opt/lib`` made a worker, started in its task's worktree, import a ``trio.py``
-an earlier task had written there. Standard library only: the ``air`` command applies
-``own_search_paths`` first thing (IMPL-PATH-1), ``air.workspace.gitsafe`` the first to every
-git environment, ``air.ipc.environment`` both to every worker's.
+``PYTHONPATH`` and ``LD_LIBRARY_PATH``), ``own_search_paths`` (applied to air's own process)
+and ``dropped`` (what it left out, for ``air doctor``). A relative entry names the directory
+a program is started in: ``PATH=:/usr/bin`` (an unset variable before a colon, a common slip)
+made air's own ``git``, run in a task's worktree or in a cloned project, execute a ``git``
+file the task or the repository put there, outside the sandbox and as the user;
+``shutil.which("bwrap")`` found a planted ``bwrap`` the same way; and ``PYTHONPATH=:/opt/lib``
+made a worker, started in its task's worktree, import a ``trio.py`` an earlier task had
+written there. Standard library only: the ``air`` command applies ``own_search_paths`` first
+thing (IMPL-PATH-1), ``air.workspace.gitsafe`` the first to every git environment,
+``air.ipc.environment`` both to every worker's.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ def absolute_search_path(path: str | None) -> str:
 
 
 def absolute_python_path(value: str | None) -> str | None:
-    """``value`` (a ``PYTHONPATH``) with only its absolute entries; None when none is left."""
+    """``value`` (a ``PYTHONPATH``, an ``LD_LIBRARY_PATH``) with only its absolute entries;
+    None when none is left."""
     return os.pathsep.join(_absolute(value)) or None
 
 
@@ -53,15 +54,26 @@ def installed(program: str) -> str | None:
 
 
 def own_search_paths() -> None:
-    """Keep only absolute ``PATH`` and ``PYTHONPATH`` entries in this process's environment
-    (what every child inherits), and drop from ``sys.path`` the directories the interpreter
-    made of ``PYTHONPATH``'s relative entries (the start directory: a project's top), so no
-    module air imports from here on comes from there. What Python imported before air ran
-    (a ``sitecustomize.py`` there) is beyond air: ``air doctor`` says so."""
+    """Keep only absolute ``PATH``, ``LD_LIBRARY_PATH`` and ``PYTHONPATH`` entries in this
+    process's environment (what every child inherits), and drop from ``sys.path`` the
+    directories the interpreter made of ``PYTHONPATH``'s relative entries (the start
+    directory: a project's top), so no module air imports from here on comes from there. What
+    Python imported, and the loader loaded, before air ran (a ``sitecustomize.py`` there) is
+    beyond air: ``air doctor`` says so."""
     path = os.environ.get("PATH")
     if path is not None and absolute_search_path(path) != path:
         _DROPPED.setdefault("PATH", path)
         os.environ["PATH"] = absolute_search_path(path)
+    libraries = os.environ.get("LD_LIBRARY_PATH")
+    if libraries is not None and absolute_python_path(libraries) != libraries:
+        # the loader read it when this process started (said by the doctor); its children
+        # (an MCP server, a hook) never get a library from the directory they start in
+        _DROPPED.setdefault("LD_LIBRARY_PATH", libraries)
+        kept = absolute_python_path(libraries)
+        if kept is None:
+            del os.environ["LD_LIBRARY_PATH"]
+        else:
+            os.environ["LD_LIBRARY_PATH"] = kept
     value = os.environ.get("PYTHONPATH")
     if value is None or absolute_python_path(value) == value:
         return

@@ -46,7 +46,8 @@ def search_paths() -> str:
         message=(
             f"relative or empty entries in {named}: each names the directory a program starts "
             "in. air ignores them, but any other program, and Python before air starts (a "
-            "project's sitecustomize.py), runs or imports a cloned project's files from there"
+            "project's sitecustomize.py, a library the loader finds there), runs or loads a "
+            "cloned project's files from there"
         ),
         user_action=(
             "Remove the empty (leading, trailing or doubled ':') and relative entries from "

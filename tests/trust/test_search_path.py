@@ -89,8 +89,13 @@ def test_what_air_starts_inherits_absolute_entries_only(
     assert str(tmp_path) not in sys.path
     assert str(tmp_path / "lib") not in sys.path
     monkeypatch.setenv("PYTHONPATH", ".")
+    monkeypatch.setenv("LD_LIBRARY_PATH", f"/opt/ssl{os.pathsep}")
     own_search_paths()
     assert "PYTHONPATH" not in os.environ
+    assert os.environ["LD_LIBRARY_PATH"] == "/opt/ssl"
+    monkeypatch.setenv("LD_LIBRARY_PATH", ".")
+    own_search_paths()
+    assert "LD_LIBRARY_PATH" not in os.environ
 
 
 def test_nothing_absolute_falls_back_to_the_default() -> None:
@@ -183,9 +188,10 @@ def test_the_doctor_names_the_relative_entries_it_found(tmp_path: Path) -> None:
     clean = air_cli(["doctor"], cwd=tmp_path, env=env)
     assert "ok    search_paths" in clean.stdout, clean.stdout
     env["PYTHONPATH"] = f"{os.pathsep}/opt/x"
+    env["LD_LIBRARY_PATH"] = f"/opt/y{os.pathsep}"
     warned = air_cli(["doctor"], cwd=tmp_path, env=env)
     assert "WARN  search_paths" in warned.stdout
-    assert "PYTHONPATH=':/opt/x'" in warned.stdout
+    assert "LD_LIBRARY_PATH='/opt/y:'; PYTHONPATH=':/opt/x'" in warned.stdout
     assert "export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}/opt/lib" in warned.stdout
     assert clean.returncode == 0
     assert warned.returncode == 1  # a problem found, as every warning is
