@@ -3,7 +3,8 @@
 Owns the owner mark ``.air/local/owner`` (the inode number of the ``.air/local`` directory air
 made, or the user adopted), ``foreign_local_state`` (why a project's ``.air/local`` is not air's
 own here; ``refuse_foreign_state`` raises it, for ``air doctor``), ``mark_local_state``
-(``ProjectStore``: a new or empty one is claimed), ``claim_local_state`` (the runtime, ``air
+(``ProjectStore``: a new or empty one is claimed, and kept its owner's alone:
+``keep_private``), ``claim_local_state`` (the runtime, ``air
 memory`` and ``air restore`` before they read or write that state: a foreign one is refused)
 and ``adopt_local_state`` (``air trust``: the user says it is theirs). IMPL-TRUST-3.
 
@@ -30,12 +31,15 @@ __all__ = [
     "adopt_local_state",
     "claim_local_state",
     "foreign_local_state",
+    "keep_private",
     "mark_local_state",
     "refuse_foreign_state",
 ]
 
 MARK = "owner"
 """The mark's file name in ``.air/local``."""
+PRIVATE = 0o700
+"""``.air/local``'s mode: its owner's alone (``keep_private``)."""
 _FORMAT = "air-local-owner 1 {inode}\n"
 _MAX_MARK = 100
 
@@ -154,13 +158,28 @@ def mark_local_state(root: str) -> str | None:
     local = _local(root)
     if info is None:
         try:
-            os.mkdir(local)
+            os.mkdir(local, PRIVATE)
         except FileExistsError:  # another process made it, or a link stands there
             return foreign_local_state(root)
         info = os.lstat(local)
     if _marked_inode(local) != info.st_ino:
         _write_mark(local, info.st_ino)
+    keep_private(local, info)
     return None
+
+
+def keep_private(local: str, info: os.stat_result) -> None:
+    """``local`` (a real directory, ``info`` its ``lstat``) open to its owner only when this
+    process's user owns it: it holds the conversations, command output, knowledge and backups
+    (the project's ``.env`` among a snapshot's ignored files), which another user of a shared
+    machine must not read through a project directory they can enter."""
+    if info.st_uid != os.geteuid() or not stat.S_IMODE(info.st_mode) & 0o077:
+        return
+    fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & PRIVATE)
+    finally:
+        os.close(fd)
 
 
 def claim_local_state(root: str) -> None:
