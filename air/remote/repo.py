@@ -30,7 +30,7 @@ import re
 import subprocess
 import sys
 
-from air.remote import cache_gc
+from air.remote import PRIVATE_UMASK, cache_gc
 from air.workspace.gitsafe import git_environment, hardened_argv
 
 __all__ = ["RUN_ID", "main"]
@@ -189,4 +189,5 @@ def _seconds(text: str) -> float | None:
 
 
 if __name__ == "__main__":
+    os.umask(PRIVATE_UMASK)  # what air makes on a shared host is the user's alone
     sys.exit(main(sys.argv[1:]))

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -84,6 +85,8 @@ def _remote_run(tmp_path: Path, host: HostConfig, hosts: str) -> tuple[Path, lis
     """The calc batch with ``--host``: rc 0, all three done, every ``command.started``'s cwd
     under the host's work directory; the project and the events."""
     home = _home(tmp_path, hosts)
+    # fresh: an earlier run of this test (the same name) left its work directory there
+    shutil.rmtree(os.path.join(host.workdir, tmp_path.name), ignore_errors=True)
     remote = _project(tmp_path, "remote")
     over = _air(remote, home, "--host", host.name)
     assert over.returncode == 0, over.stderr
@@ -158,11 +161,28 @@ def _exec_markers(under: str) -> dict[str, set[int]]:
     return found
 
 
+def _open_to_others(top: str) -> list[str]:
+    """What air made under ``top`` (a host's work directory) that another user of the host
+    could read or enter (the directory itself included)."""
+    found = []
+    for here, dirs, files in os.walk(top):
+        for path in [here, *(os.path.join(here, name) for name in files)]:
+            info = os.lstat(path)
+            if not stat.S_ISLNK(info.st_mode) and info.st_mode & 0o077:
+                found.append(f"{oct(stat.S_IMODE(info.st_mode))} {path}")
+        dirs.sort()
+    return found
+
+
 def test_the_calc_batch_runs_on_the_host_and_merges_as_a_local_run(
     tmp_path: Path, remote_host: HostConfig, local_calc: dict[str, bytes]
 ) -> None:
     remote, _ = _remote_run(tmp_path, remote_host, "hosts.yaml")
     assert _tree(remote) == local_calc
+    # the repositories, worktrees and locks air made on the host are the remote user's alone
+    made = os.path.join(remote_host.workdir, tmp_path.name)
+    assert os.path.isdir(os.path.join(made, "cache.git"))
+    assert _open_to_others(made) == []
     # the workers ran as the remote user: their run ids went to its processes only
     assert remote_uid() != os.getuid()
 
@@ -176,6 +196,7 @@ def test_the_calc_batch_runs_in_slurm_jobs_and_merges_as_a_local_run(
     with _ToolCallParents(os.path.join(slurm_host.workdir, tmp_path.name)) as parents:
         remote, events = _remote_run(tmp_path, slurm_host, "slurm-hosts.yaml")
     assert _tree(remote) == local_calc
+    assert _open_to_others(os.path.join(slurm_host.workdir, tmp_path.name)) == []
     # each session's guard was a task of a step, never a process of the login node (this one);
     # the three tasks each ran tools, each in a session of its own
     assert len(parents.seen) >= 3
