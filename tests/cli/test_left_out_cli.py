@@ -7,12 +7,12 @@ ignored log: nothing is said of it, and its worktree goes as a landed one does."
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
+from tests.cassette_turns import done_turn, tool_turn
 from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import json_events
@@ -31,21 +31,6 @@ tasks:
 NOTE = "not merged, git ignores it: conf/local.cfg"
 
 
-def _turn(content: list[dict[str, object]], stop: str) -> str:
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
-
-
-def _tool(n: int, name: str, **args: str) -> str:
-    use = {"type": "tool_use", "id": f"toolu_{n}", "name": name}
-    return _turn([{**use, "input": args}], "tool_use")
-
-
-def _done() -> str:
-    block = json.dumps({"status": "completed", "summary": "done", "result": {"changes_made": True}})
-    return _turn([{"type": "text", "text": f"ok\n```json:result\n{block}\n```\n"}], "end_turn")
-
-
 @pytest.mark.slow
 def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) -> None:
     root, home = tmp_path / "proj", tmp_path / "home"
@@ -58,11 +43,11 @@ def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) ->
     git(root, "commit", "-qm", "base")
     (root / "batch.yaml").write_text(BATCH)
     (root / "cas").mkdir()
-    turns = [_tool(1, "fs.write", path="conf/app.cfg", content="a = 2\n")]
-    turns += [_tool(2, "fs.write", path="conf/local.cfg", content="key = mine\n")]
-    (root / "cas" / "settings.jsonl").write_text("\n".join([*turns, _done()]) + "\n")
-    turns = [_tool(3, "shell.run", command="echo checked > conf/local.cfg.log; touch conf/b")]
-    (root / "cas" / "checks.jsonl").write_text("\n".join([*turns, _done()]) + "\n")
+    turns = [tool_turn("1", "fs.write", path="conf/app.cfg", content="a = 2\n")]
+    turns += [tool_turn("2", "fs.write", path="conf/local.cfg", content="key = mine\n")]
+    (root / "cas" / "settings.jsonl").write_text("\n".join([*turns, done_turn()]) + "\n")
+    turns = [tool_turn("3", "shell.run", command="echo checked > conf/local.cfg.log; touch conf/b")]
+    (root / "cas" / "checks.jsonl").write_text("\n".join([*turns, done_turn()]) + "\n")
     trust_project(root, home)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
     env = {k: v for k, v in env.items() if not k.startswith("AIR_")}

@@ -20,6 +20,7 @@ import pytest
 
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Reply, Turn, anthropic_sse
+from tests.cassette_turns import done_turn, tool_turn
 from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import REVIEW_BATCH, review_verdict, session_events
@@ -81,19 +82,8 @@ def _air(root: Path, env: dict[str, str], *args: str) -> subprocess.CompletedPro
     return air_cli(args, cwd=root, env=env, timeout=180)
 
 
-def _turn(content: list[dict[str, object]], stop: str) -> str:
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
-
-
 def _tool(task_id: str, name: str, **args: str) -> str:
-    use = {"type": "tool_use", "id": f"toolu_{task_id}_{len(args)}", "name": name}
-    return _turn([{**use, "input": args}], "tool_use")
-
-
-def _done() -> str:
-    block = json.dumps({"status": "completed", "summary": "done", "result": {"changes_made": True}})
-    return _turn([{"type": "text", "text": f"ok\n```json:result\n{block}\n```\n"}], "end_turn")
+    return tool_turn(f"{task_id}_{len(args)}", name, **args)
 
 
 def _cassettes(root: Path, ssh: Path) -> None:
@@ -105,7 +95,7 @@ def _cassettes(root: Path, ssh: Path) -> None:
             [
                 _tool("bad", "fs.write", path="docs/plant.py", content=plant),
                 _tool("bad", "shell.run", command="python3 docs/plant.py"),
-                _done(),
+                done_turn(),
             ]
         )
         + "\n"
@@ -113,11 +103,14 @@ def _cassettes(root: Path, ssh: Path) -> None:
     (cas / "named.jsonl").write_text(
         _tool("named", "fs.write", path="AGENTS.md", content="MARK-NAMED: keep lines short\n")
         + "\n"
-        + _done()
+        + done_turn()
         + "\n"
     )
     (cas / "fine.jsonl").write_text(
-        _tool("fine", "fs.write", path="guide/intro.md", content="intro\n") + "\n" + _done() + "\n"
+        _tool("fine", "fs.write", path="guide/intro.md", content="intro\n")
+        + "\n"
+        + done_turn()
+        + "\n"
     )
 
 
@@ -247,7 +240,7 @@ def test_a_git_ignored_file_a_main_task_deletes_comes_back_with_air_restore(
     )
     (root / "cas").mkdir()
     (root / "cas" / "clean.jsonl").write_text(
-        _tool("clean", "shell.run", command="python3 clean.py") + "\n" + _done() + "\n"
+        _tool("clean", "shell.run", command="python3 clean.py") + "\n" + done_turn() + "\n"
     )
     env = _env(home)
     proc = _air(

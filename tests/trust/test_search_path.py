@@ -11,7 +11,6 @@ bwrap, unshare and the C++ tools are looked up on absolute entries only."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from air.search_path import absolute_search_path, installed, own_search_paths
 from air.tools import task_view
 from air.tools.sandbox import SandboxRunner
 from air.workspace.gitsafe import git_environment, locate_git, run_git
+from tests.cassette_turns import done_turn, tool_turn
 from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.trusted import trust_project
@@ -130,11 +130,6 @@ async def test_git_and_bwrap_are_never_found_in_the_work_tree(
     assert not marker.exists()
 
 
-def _turn(content: list[dict[str, object]], stop: str) -> str:
-    usage = {"input_tokens": 10, "output_tokens": 5}
-    return json.dumps({"content": content, "stop_reason": stop, "usage": usage})
-
-
 def test_a_run_in_a_repository_shipping_git_and_bwrap_runs_neither(tmp_path: Path) -> None:
     root, home = tmp_path / "proj", tmp_path / "home"
     root.mkdir()
@@ -150,20 +145,9 @@ def test_a_run_in_a_repository_shipping_git_and_bwrap_runs_neither(tmp_path: Pat
         "version: 1\ntasks:\n  - id: t\n    title: Note it\n    scope: {write_area: ['notes/**']}\n"
     )
     (root / "cas").mkdir()
-    use = {"type": "tool_use", "name": "shell.run", "id": "toolu_1"}
-    run = _turn(
-        [
-            {
-                **use,
-                "input": {
-                    "command": "mkdir -p notes && echo ok > notes/a.txt && echo $PATH > notes/path"
-                },
-            }
-        ],
-        "tool_use",
-    )
-    block = json.dumps({"status": "completed", "summary": "done", "result": {"changes_made": True}})
-    done = _turn([{"type": "text", "text": f"ok\n```json:result\n{block}\n```\n"}], "end_turn")
+    command = "mkdir -p notes && echo ok > notes/a.txt && echo $PATH > notes/path"
+    run = tool_turn("1", "shell.run", command=command)
+    done = done_turn()
     (root / "cas" / "t.jsonl").write_text(f"{run}\n{done}\n")
     trust_project(root, home)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
