@@ -3,10 +3,11 @@
 Owns the owner mark ``.air/local/owner`` (the inode number of the ``.air/local`` directory air
 made, or the user adopted), ``foreign_local_state`` (why a project's ``.air/local`` is not air's
 own here; ``refuse_foreign_state`` raises it, for ``air doctor``), ``mark_local_state``
-(``ProjectStore``: a new or empty one is claimed, and kept its owner's alone:
-``keep_private``), ``claim_local_state`` (the runtime, ``air
-memory`` and ``air restore`` before they read or write that state: a foreign one is refused)
-and ``adopt_local_state`` (``air trust``: the user says it is theirs). IMPL-TRUST-3.
+(``ProjectStore``: a new or empty one is claimed, kept its owner's alone, ``keep_private``,
+and out of the user's ``git clean -fdx``, ``keep_out_of_git_clean``), ``claim_local_state``
+(the runtime, ``air memory`` and ``air restore`` before they read or write that state: a
+foreign one is refused) and ``adopt_local_state`` (``air trust``: the user says it is
+theirs). IMPL-TRUST-3.
 
 A project that came as a tarball, a zip or a copy can hold ``.air/local`` as plain files, which
 no git ``HEAD`` tells of (``air.workspace.tracked_state`` is the check for a clone): sessions
@@ -31,6 +32,7 @@ __all__ = [
     "adopt_local_state",
     "claim_local_state",
     "foreign_local_state",
+    "keep_out_of_git_clean",
     "keep_private",
     "mark_local_state",
     "refuse_foreign_state",
@@ -40,6 +42,9 @@ MARK = "owner"
 """The mark's file name in ``.air/local``."""
 PRIVATE = 0o700
 """``.air/local``'s mode: its owner's alone (``keep_private``)."""
+_GUARD_HEAD = b"ref: refs/heads/air-local-state\n"
+_GUARD = os.path.join(".git", "HEAD")
+"""The one file of ``keep_out_of_git_clean``'s git directory: not state (``_first_file``)."""
 _FORMAT = "air-local-owner 1 {inode}\n"
 _MAX_MARK = 100
 
@@ -70,8 +75,11 @@ def _first_file(local: str) -> str | None:
     copy of it), relative, without following a link; None when it holds only directories."""
     for top, dirs, files in os.walk(local):
         for name in files:
+            found = os.path.relpath(os.path.join(top, name), local)
+            if found == _GUARD:
+                continue
             if top != local or (name != MARK and not name.startswith(f"{MARK}.")):
-                return os.path.relpath(os.path.join(top, name), local)
+                return found
         dirs.sort()
     return None
 
@@ -165,7 +173,36 @@ def mark_local_state(root: str) -> str | None:
     if _marked_inode(local) != info.st_ino:
         _write_mark(local, info.st_ino)
     keep_private(local, info)
+    keep_out_of_git_clean(local)
     return None
+
+
+def keep_out_of_git_clean(local: str) -> None:
+    """Give ``local`` a git directory of its own (``HEAD``, ``objects/``, ``refs/``; nothing is
+    ever committed there): the user's ``git clean -fdx`` and ``git stash --all`` take the
+    ignored directories of their project with them, and ``.air/local`` is one (its sessions,
+    knowledge, a task's worktree), but leave a directory git sees as another repository alone.
+    A ``.git`` that is anything else (a file, a link) is left as it is."""
+    guard = os.path.join(local, ".git")
+    try:
+        os.mkdir(guard, PRIVATE)
+    except FileExistsError:
+        if not stat.S_ISDIR(os.lstat(guard).st_mode):
+            return
+    for sub in ("objects", "refs"):
+        try:
+            os.mkdir(os.path.join(guard, sub), PRIVATE)
+        except FileExistsError:
+            pass
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(os.path.join(guard, "HEAD"), flags, 0o600)
+    except FileExistsError:
+        return
+    try:
+        os.write(fd, _GUARD_HEAD)
+    finally:
+        os.close(fd)
 
 
 def keep_private(local: str, info: os.stat_result) -> None:

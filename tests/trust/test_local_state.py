@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitrepo import git
+from tests.gitrepo import git, git_stops
 from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
 from tests.trust.calc_runs import EXAMPLE, RUN, air_as, session_events
 
@@ -104,6 +104,10 @@ def test_an_air_local_that_git_tracks_is_refused_before_a_session_or_knowledge_i
     home.mkdir()
     assert air_as(src, home, *RUN).returncode == 0
     (src / ".air" / "local" / "debug-records.db").write_bytes(b"planted")
+    # git itself refuses to add air's state now (it is a repository of its own to git,
+    # keep_out_of_git_clean); a repository crafted without that, or by an older air:
+    git_stops(src, "add", "-f", ".air/local")
+    shutil.rmtree(src / ".air" / "local" / ".git")
     git(src, "add", "-f", ".air/local")
     git(src, "commit", "-qm", "ship the sessions")
     clone = tmp_path / "clone"
