@@ -4,7 +4,8 @@ Owns: ``GitLocation`` (a work tree and the git directory air verified for it), `
 (find and verify that directory from the structure on disk, never from git's own discovery),
 ``verify_location`` (is it still the one recorded at creation), ``git_environment``,
 ``hardened_argv``, ``run_git``, ``run_git_bounded`` (at most so much of git's output),
-``run_own_group``, and the verified locations of a project's submodule checkouts
+``run_own_group``, ``user_excludes`` (the user's own ignore file, the one thing of their
+global config air's git reads), and the verified locations of a project's submodule checkouts
 (``submodule_location``) and of their worktrees (``linked_location``).
 
 Everything a repository (or a file a task wrote) can name and git would execute is
@@ -25,6 +26,7 @@ the fork and its exec, which the default action ends) never ran, and is started 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import signal
@@ -52,6 +54,7 @@ __all__ = [
     "run_git_bounded",
     "run_own_group",
     "submodule_location",
+    "user_excludes",
     "verify_location",
 ]
 
@@ -336,11 +339,62 @@ def git_environment(
 
 
 def hardened_argv(*args: str) -> list[str]:
-    """``git --no-pager -c <neutral>... args``."""
+    """``git --no-pager -c <neutral>... args``, and the user's own ignore file
+    (``user_excludes``)."""
     argv = ["git", "--no-pager"]
     for item in NEUTRAL_CONFIG:
         argv += ["-c", item]
+    excludes = user_excludes()
+    if excludes is not None:
+        argv += ["-c", f"core.excludesFile={excludes}"]
     return [*argv, *args]
+
+
+def user_excludes() -> str | None:
+    """``_user_excludes`` for this process's ``HOME`` and ``XDG_CONFIG_HOME`` (read once each)."""
+    return _user_excludes(os.environ.get("HOME"), os.environ.get("XDG_CONFIG_HOME"))
+
+
+@functools.cache
+def _user_excludes(home: str | None, xdg_config: str | None) -> str | None:
+    """The ignore file the user's own git reads beside a project's ``.gitignore``: the
+    ``core.excludesFile`` of their global config (``$XDG_CONFIG_HOME/git/config``, then
+    ``~/.gitconfig``, the later winning as in git), else git's default
+    ``$XDG_CONFIG_HOME/git/ignore``; an absolute path only, None without one. Air's git reads
+    no global config, and without this a ``.env`` or ``*.log`` the user ignores everywhere was
+    committed from a task's worktree into their history. Patterns only: nothing it names runs;
+    the config file is read by ``git config --file`` (no include followed)."""
+    if not home or not os.path.isabs(home):
+        return None
+    xdg = xdg_config or os.path.join(home, ".config")
+    found = None
+    for config in (os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")):
+        try:
+            with open(config, "rb") as handle:
+                if b"excludesfile" not in handle.read(1 << 20).lower():
+                    continue
+        except OSError:
+            continue
+        env = {"HOME": home, "PATH": absolute_search_path(os.environ.get("PATH"))}
+        env.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null")
+        try:
+            done = subprocess.run(
+                ["git", "config", "--file", config, "--path", "--get", "core.excludesFile"],
+                env=env,
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=30,
+                check=False,
+            )
+        except (OSError, subprocess.SubprocessError):
+            continue
+        value = done.stdout.decode("utf-8", "surrogateescape").strip()
+        if done.returncode == 0 and os.path.isabs(value):
+            found = value
+    default = os.path.join(xdg, "git", "ignore")
+    if found is None and os.path.isabs(default) and os.path.isfile(default):
+        found = default
+    return found
 
 
 def driver_overrides(listing: bytes) -> dict[str, str]:
