@@ -23,6 +23,17 @@ def repo(tmp_path: Path) -> Path:
     return init_repo(root, message="init")
 
 
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of the test's own: git reads the user's global config and ignore file from it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    return home
+
+
 def _write(path: Path, text: str) -> None:
     path.write_text(text)
 

@@ -25,16 +25,6 @@ _AIR_RUN = (sys.executable, "-m", "air.cli", "run", "--headless")
 
 
 @pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A HOME of the test's own: git reads the user's global config from it."""
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
-    return home
-
-
-@pytest.fixture
 def repo(tmp_path: Path) -> Path:
     root = tmp_path / "proj"
     root.mkdir()

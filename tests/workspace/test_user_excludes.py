@@ -10,22 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace import gitsafe
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git, init_repo
 from tests.workspace.recorder import Events
-
-
-@pytest.fixture
-def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    home = tmp_path / "home"
-    home.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
-    return home
 
 
 def _project(tmp_path: Path) -> Path:
