@@ -54,12 +54,12 @@ def installed(program: str) -> str | None:
 
 
 def own_search_paths() -> None:
-    """Keep only absolute ``PATH``, ``LD_LIBRARY_PATH`` and ``PYTHONPATH`` entries in this
-    process's environment (what every child inherits), and drop from ``sys.path`` the
-    directories the interpreter made of ``PYTHONPATH``'s relative entries (the start
-    directory: a project's top), so no module air imports from here on comes from there. What
-    Python imported, and the loader loaded, before air ran (a ``sitecustomize.py`` there) is
-    beyond air: ``air doctor`` says so."""
+    """Keep only absolute ``PATH``, ``LD_LIBRARY_PATH`` and ``PYTHONPATH`` entries (and an
+    absolute ``TMPDIR``) in this process's environment (what every child inherits), and drop
+    from ``sys.path`` the directories the interpreter made of ``PYTHONPATH``'s relative entries
+    (the start directory: a project's top), so no module air imports from here on comes from
+    there. What Python imported, and the loader loaded, before air ran (a
+    ``sitecustomize.py`` there) is beyond air: ``air doctor`` says so."""
     path = os.environ.get("PATH")
     if path is not None and absolute_search_path(path) != path:
         _DROPPED.setdefault("PATH", path)
@@ -74,6 +74,12 @@ def own_search_paths() -> None:
             del os.environ["LD_LIBRARY_PATH"]
         else:
             os.environ["LD_LIBRARY_PATH"] = kept
+    temporary = os.environ.get("TMPDIR")
+    if temporary is not None and not os.path.isabs(temporary):
+        # a relative one is the directory air starts in: its temporary files (an ssh control
+        # socket) would be made in the project
+        _DROPPED.setdefault("TMPDIR", temporary)
+        del os.environ["TMPDIR"]
     value = os.environ.get("PYTHONPATH")
     if value is None or absolute_python_path(value) == value:
         return

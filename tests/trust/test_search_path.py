@@ -94,8 +94,10 @@ def test_what_air_starts_inherits_absolute_entries_only(
     assert "PYTHONPATH" not in os.environ
     assert os.environ["LD_LIBRARY_PATH"] == "/opt/ssl"
     monkeypatch.setenv("LD_LIBRARY_PATH", ".")
+    monkeypatch.setenv("TMPDIR", "tmp")
     own_search_paths()
     assert "LD_LIBRARY_PATH" not in os.environ
+    assert "TMPDIR" not in os.environ  # Python's own choice then: never the project's tmp/
 
 
 def test_nothing_absolute_falls_back_to_the_default() -> None:
