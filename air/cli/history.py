@@ -291,7 +291,10 @@ def describe_payload(t: str, p: dict[str, Any]) -> str:
         parts = [p.get("workspace_id"), p.get("strategy"), p.get("merge_commit")]
         line = " ".join(str(x) for x in parts if x)
         note = left_out_text(p.get("left_out") or [], int(p.get("left_out_count") or 0))
-        return f"{line}; {note if len(note) <= 160 else note[:159] + '…'}" if note else line
+        note = note if len(note) <= 160 else note[:159] + "…"
+        if note and p.get("left_out_dir"):
+            note += f" (a copy: {shown(str(p['left_out_dir']))})"
+        return f"{line}; {note}" if note else line
     if t.startswith("permission."):
         return _short(json.dumps(p, default=str), 90)
     if t == "session.created":

@@ -165,19 +165,18 @@ class Progress:
         )
 
     def _left_out(self, payload: Mapping[str, Any]) -> None:
-        """A merge that left out what git ignores: say what, and where it still is."""
+        """A merge that left out what git ignores: say what, and where a copy is."""
         from air.workspace.manager import MERGED_RETENTION  # loaded by the runtime already
 
         workspace = self._fold.state.workspaces.get(str(payload["workspace_id"]))
         if workspace is None:
             return
         text = left_out_text(payload.get("left_out") or [], int(payload["left_out_count"]))
-        print(
-            f"air [{self.elapsed()}] {workspace.task_id} merged; {text} (still in its "
-            f"worktree {shown(workspace.path)} for {MERGED_RETENTION.days} days)",
-            file=self.stream,
-            flush=True,
-        )
+        kept = payload.get("left_out_dir")
+        if kept:
+            text += f" (a copy is in {shown(kept)} for {MERGED_RETENTION.days} days)"
+        line = f"air [{self.elapsed()}] {workspace.task_id} merged; {text}"
+        print(line, file=self.stream, flush=True)
 
 
 def _silence_stdout() -> None:

@@ -28,9 +28,11 @@ class MergeResult(Contract):
     kept_branch: str | None = None
     conflicted_paths: list[str] = Field(default_factory=empty_list)
     left_out: list[str] = Field(default_factory=empty_list, max_length=LEFT_OUT_NAMES)
-    """What the task left in its worktree that git ignores, so nothing merged it (a ``.env``,
-    a log, ``dir/``): the first ``LEFT_OUT_NAMES``; it stays in the kept worktree."""
+    """The files the task's tools wrote that git ignores, so nothing merged them (a ``.env``,
+    a local settings file): the first ``LEFT_OUT_NAMES``."""
     left_out_count: int = 0
+    left_out_dir: str | None = None
+    """Where a copy of them is kept (``air.workspace.left_out``)."""
 
 
 class SchedulerRunResult(Contract):

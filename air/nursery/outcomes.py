@@ -45,7 +45,6 @@ from air.session.knowledge_signature import verification_signature
 from air.supervision.task_outcome import TaskOutcome
 
 if TYPE_CHECKING:
-    from air.contracts.task_results import MergeResult
     from air.nursery.state import Ports, RunState
 
 __all__ = ["MERGE_GRACE", "collect", "set_aside"]
@@ -76,7 +75,7 @@ async def collect(
     if workspace.strategy == WorkspaceStrategy.MAIN or io.workspaces is None:
         await land(st, io, node, outcome, attempt_index, completed, None)
         return  # made in place: nothing to merge
-    decided = False  # until the merge decided
+    merged: bool | None = None  # None until the merge decided
     with trio.CancelScope(shield=True):
         # why shielded: a half-done git merge, or a merged change without its end, must not be
         # left behind by a cancel
@@ -90,15 +89,12 @@ async def collect(
                 with trio.move_on_after(MERGE_GRACE):
                     io.enter(st, SchedulerState.MERGING)
                     merged = await merge(st, io, node, workspace, outcome, attempt_index)
-                    decided = True
-                    if merged is not None:
+                    if merged:
                         await land(st, io, node, outcome, attempt_index, completed, diff)
                         # landed: its commits are in the project's history; the worktree and
-                        # its branch go now, not after the retention (IMPL-GIT-4), unless it
-                        # holds what git ignores: nothing merged that, the retention keeps it
-                        if not merged.left_out_count:
-                            await io.workspaces.cleanup_workspace(workspace.workspace_id)
-    if not decided:
+                        # its branch go now, not after the retention (IMPL-GIT-4)
+                        await io.workspaces.cleanup_workspace(workspace.workspace_id)
+    if merged is None:
         # the grace ran out before the merge decided (git hung): the task's end is recorded,
         # never a run that ends blocked without a word
         overran = AirException.of(
@@ -172,8 +168,8 @@ async def merge(
     workspace: WorkspaceRef,
     outcome: TaskOutcome,
     attempt_index: int,
-) -> MergeResult | None:
-    """Merge the attempt's workspace into the project (under the merge lock). None: it did
+) -> bool:
+    """Merge the attempt's workspace into the project (under the merge lock). False: it did
     not land, and the attempt's failure is recorded."""
     assert io.workspaces is not None
     try:
@@ -188,9 +184,9 @@ async def merge(
         if exc.kind not in (ErrorKind.WORKSPACE_ERROR, ErrorKind.WRITE_AREA_VIOLATION):
             raise
         await _unmergeable(io, node, workspace, outcome, exc, attempt_index)
-        return None
+        return False
     if merged.status != "conflicted":
-        return merged
+        return True
     error = make_air_error(
         kind=ErrorKind.MERGE_CONFLICT,
         message=f"merge conflict in {', '.join(merged.conflicted_paths)}",
@@ -201,7 +197,7 @@ async def merge(
     payload = {"agent_id": outcome.agent_id, "error": error.model_dump(mode="json")}
     await _failed(io, node, payload, attempt_index, final=False)
     st.solo.add(node.task_id)  # its retry runs alone
-    return None
+    return False
 
 
 async def _unmergeable(

@@ -48,6 +48,7 @@ from air.workspace.changes import (
     link_escapes,
     violation_error,
 )
+from air.workspace.left_out import LEFT_OUT, kept_out, prune
 from air.workspace.records import RecordStore, WorkspaceRecord, parse_iso, workspace_error
 from air.workspace.tree_lock import TREE, hold
 from air.workspace.worktrees import ProjectGit
@@ -318,7 +319,7 @@ class WorkspaceManager:
                 workspace kept as it is); ``workspace_error`` when git fails or the worktree
                 was tampered with.
         """
-        from air.contracts.task_results import LEFT_OUT_NAMES, MergeResult
+        from air.contracts.task_results import MergeResult
 
         rec = self.get(workspace_id)
         if rec.status != WorkspaceStatus.ACTIVE.value:
@@ -379,14 +380,12 @@ class WorkspaceManager:
             rec.status = WorkspaceStatus.MERGED.value
             rec.merged_at = self.now()
             self.records.save(rec)
-            completed: dict[str, Any] = {
-                "workspace_id": workspace_id,
-                "merge_commit": result.merge_commit,
-            }
-            if left_out:
-                # said, never merged: what git ignores is the user's choice to keep out of the
-                # project's history, and a file no review saw (it stays in the kept worktree)
-                named = {"left_out": left_out[:LEFT_OUT_NAMES], "left_out_count": len(left_out)}
+            completed = {"workspace_id": workspace_id, "merge_commit": result.merge_commit}
+            if left_out:  # never merged, said, and a copy kept (air.workspace.left_out)
+                into = os.path.join(os.path.dirname(self.root), LEFT_OUT, workspace_id)
+                named = await trio.to_thread.run_sync(
+                    kept_out, rec.path, left_out, into, MERGE_FILE_MAX_MB << 20
+                )
                 result = result.model_copy(update=named)
                 completed.update(named)
             await self.record("workspace.merge.completed", completed)
@@ -560,16 +559,19 @@ class WorkspaceManager:
         own: Container[str] | None = None,
         limit: int | None = None,
     ) -> list[str]:
-        """Apply retention: merged workspaces older than 7 days and abandoned ones older than
-        3 days are cleaned, the oldest first. Active workspaces and those of live tasks are
-        never touched. ``own``: the ids this session's log knows (None: all); another
-        session's workspace is cleaned without an event here (``cleanup_workspace(record=
-        False)``). ``limit``: at most that many now (a start's share; the rest wait for later
-        starts: each is a commit and a worktree removal, ~50 ms in a small project).
+        """Apply retention: merged workspaces (and left-out copies) older than 7 days and
+        abandoned ones older than 3 days are cleaned, the oldest first. Active workspaces and
+        those of live tasks are never touched. ``own``: the ids this session's log knows
+        (None: all); another session's workspace is cleaned without an event here
+        (``cleanup_workspace(record=False)``). ``limit``: at most that many now (a start's
+        share; the rest wait for later starts: each is a commit and a worktree removal, ~50 ms
+        in a small project).
 
         Returns:
             The ids cleaned now.
         """
+        left_out = os.path.join(os.path.dirname(self.root), LEFT_OUT)
+        await trio.to_thread.run_sync(prune, left_out, MERGED_RETENTION.total_seconds())
         now = parse_iso(self.now())
         cleaned: list[str] = []
         for rec in self.list_records():

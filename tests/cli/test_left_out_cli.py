@@ -1,9 +1,9 @@
 """End to end: a real ``air run --headless`` whose workers (cassettes through the real tools and
 sandbox) write tracked files, and one of them a file the project's ``.gitignore`` names. The
-tracked changes merge; the ignored file does not, and every front end of a run says so and
-where it still is: the progress line, ``--json``'s ``workspace.merge.completed``, ``--junit``,
-``air history`` and ``air report``; its worktree stays. The other task's command left an
-ignored log: nothing is said of it, and its worktree goes as a landed one does."""
+tracked changes merge; the ignored file does not, and every front end of a run says so (the
+progress line, ``--json``'s ``workspace.merge.completed``, ``--junit``, ``air history`` and
+``air report``); a copy of it is kept in ``.air/local/left-out`` and the worktree goes. The
+other task's command left an ignored log: nothing is said of it."""
 
 from __future__ import annotations
 
@@ -56,7 +56,7 @@ def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) ->
     proc = air_cli([*args, "--junit", "report.xml"], cwd=root, env=env, timeout=180)
     assert proc.returncode == 0, proc.stderr
 
-    # merged: the tracked change; not merged: the ignored file, still in the kept worktree
+    # merged: the tracked change; not merged: the ignored file
     assert (root / "conf" / "app.cfg").read_text() == "a = 2\n"
     assert not (root / "conf" / "local.cfg").exists()
     assert (root / "conf" / "b").exists()
@@ -66,14 +66,14 @@ def test_every_front_end_says_what_git_ignores_was_not_merged(tmp_path: Path) ->
     assert completed[0]["left_out"] == ["conf/local.cfg"]
     assert completed[0]["left_out_count"] == 1
     assert "left_out" not in completed[1]  # its command's log: not its tools' writing
-    worktree, checks = [
-        Path(e["payload"]["path"]) for e in events if e["type"] == "workspace.created"
-    ]
-    assert (worktree / "conf" / "local.cfg").read_text() == "key = mine\n"
-    assert not checks.exists()  # landed: gone at once, as ever
+    worktrees = [Path(e["payload"]["path"]) for e in events if e["type"] == "workspace.created"]
+    assert not any(w.exists() for w in worktrees)  # landed: gone at once, as ever
+    kept = Path(completed[0]["left_out_dir"])
+    assert kept.parent == root / ".air" / "local" / "left-out"
+    assert (kept / "conf" / "local.cfg").read_text() == "key = mine\n"  # a copy for the user
     assert "checks merged" not in proc.stderr
 
-    assert f"settings merged; {NOTE} (still in its worktree {worktree} for 7 days)" in proc.stderr
+    assert f"settings merged; {NOTE} (a copy is in {kept} for 7 days)" in proc.stderr
     assert NOTE in (root / "report.xml").read_text()
     history = air_cli(["history", "--all"], cwd=root, env=env)
     assert history.returncode == 0, history.stderr

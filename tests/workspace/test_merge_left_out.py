@@ -4,18 +4,22 @@ worktree, its result listed it as changed, and the merge said ``merged`` without
 never reached the project and nothing said where it had gone. Now the merge names the files
 the task's tools wrote that it left out (``MergeResult.left_out``,
 ``workspace.merge.completed``), still never merging them (the user chose to keep them out of
-the history, and no review saw them). What its commands left that git ignores (a build's
-output, a log), air's own ``.air/`` and cache directories are not named; a tracked file an
-ignore pattern matches is merged as any other."""
+the history, and no review saw them), and a copy is kept in ``.air/local/left-out/<workspace>``
+for the merged retention (never a file reached through a link, nor a pipe). What its commands
+left that git ignores (a build's output, a log), air's own ``.air/`` and cache directories are
+not named; a tracked file an ignore pattern matches is merged as any other."""
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
 from air.contracts.display import left_out_text
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.events.payloads import PAYLOADS
+from air.workspace.left_out import keep, kept_out, prune
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git, init_repo
 from tests.workspace.recorder import Events
@@ -81,7 +85,11 @@ async def test_the_ignored_files_its_tools_wrote_are_named_and_never_merged(
     assert (root / "kept.log").read_text() == "x\n"
     for rel in (".env", "keys.local", "logs", "build", "test.log"):
         assert not (root / rel).exists()
-    assert (worktree / ".env").read_text() == "x\n"
+    # a copy kept for the user, the worktree free to go as a landed one does
+    kept = root / ".air" / "local" / "left-out" / workspace_id
+    assert payload["left_out_dir"] == result.left_out_dir == str(kept)
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*") if p.is_file()) == named
+    assert (kept / ".env").read_text() == "x\n"
 
 
 async def test_nothing_ignored_leaves_the_event_as_it_was(tmp_path: Path) -> None:
@@ -91,6 +99,7 @@ async def test_nothing_ignored_leaves_the_event_as_it_was(tmp_path: Path) -> Non
     assert result.left_out == []
     assert result.left_out_count == 0
     assert set(_completed(events)) == {"workspace_id", "merge_commit"}
+    assert not (root / ".air" / "local" / "left-out").exists()
 
 
 async def test_many_are_counted_and_the_first_twenty_named(tmp_path: Path) -> None:
@@ -115,3 +124,47 @@ async def test_a_hostile_name_is_shown_as_exact_text(tmp_path: Path) -> None:
     assert left_out_text(result.left_out, 1) == (
         "not merged, git ignores it: \\x1b]0;owned\\x07\\u202ex.log"
     )
+
+
+def test_a_copy_never_goes_through_a_link_nor_copies_a_pipe_or_a_big_file(tmp_path: Path) -> None:
+    worktree, into, outside = tmp_path / "wt", tmp_path / "kept", tmp_path / "outside"
+    for made in (worktree, outside):
+        made.mkdir()
+    (outside / "id_rsa").write_text("SECRET\n")
+    (worktree / "keys").symlink_to(outside)  # a component the task made a link
+    (worktree / "key.local").symlink_to(outside / "id_rsa")  # the file itself a link
+    os.mkfifo(worktree / "pipe.local")
+    (worktree / "big.local").write_bytes(b"x" * 2048)
+    (worktree / "ok.local").write_text("fine\n")
+    names = ["keys/id_rsa", "key.local", "pipe.local", "big.local", "ok.local", "gone.local"]
+    assert keep(str(worktree), names, str(into), max_bytes=1024) == ["ok.local"]
+    assert [p.name for p in into.rglob("*")] == ["ok.local"]
+    assert kept_out(str(worktree), ["keys/id_rsa"], str(tmp_path / "none"), 1024) == {
+        "left_out": ["keys/id_rsa"],
+        "left_out_count": 1,
+        "left_out_dir": None,
+    }
+
+
+def test_copies_older_than_the_retention_are_pruned(tmp_path: Path) -> None:
+    for name, age in (("ws_old", 8 * 86400), ("ws_new", 3600)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / ".env").write_text("x\n")
+        stamp = time.time() - age
+        os.utime(tmp_path / name, (stamp, stamp))
+    assert prune(str(tmp_path), keep_s=7 * 86400) == ["ws_old"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ws_new"]
+
+
+async def test_the_retention_prunes_old_copies(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    mgr, _, workspace_id, _ = await _task(root, ["a.txt", ".env"])
+    await mgr.merge_workspace(workspace_id, wrote=[".env"])
+    kept = root / ".air" / "local" / "left-out" / workspace_id
+    assert kept.is_dir()
+    await mgr.gc()
+    assert kept.is_dir()  # a day old, say: kept
+    stamp = time.time() - 8 * 86400
+    os.utime(kept, (stamp, stamp))
+    await mgr.gc()
+    assert not kept.exists()

@@ -190,6 +190,8 @@ class WorkspaceMergeCompletedPayload(EventPayload):
     left_out: list[str] = Field(default_factory=empty_list, max_length=20)
     """What git ignores that the task left in its worktree: not merged (``MergeResult``)."""
     left_out_count: int = Field(default=0, ge=0)
+    left_out_dir: str | None = None
+    """Where a copy of them is kept (``air.workspace.left_out``), None when none could be."""
 
 
 class WorkspaceMergeConflictedPayload(EventPayload):
