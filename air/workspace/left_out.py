@@ -11,6 +11,7 @@ these in a thread.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -65,8 +66,14 @@ def keep(worktree: str, names: Sequence[str], into: str, max_bytes: int) -> list
                 continue
             target = os.path.join(into, name)
             os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
-            with open(fd, "rb", closefd=False) as src, open(target, "xb") as dst:
-                shutil.copyfileobj(src, dst)
+            with open(target, "xb") as dst:
+                try:
+                    with open(fd, "rb", closefd=False) as src:
+                        shutil.copyfileobj(src, dst)
+                except OSError:
+                    with contextlib.suppress(OSError):  # a full disk: no half copy is left
+                        os.unlink(target)
+                    raise
             os.chmod(target, stat.S_IMODE(info.st_mode) & 0o700)
             kept.append(name)
         except OSError:

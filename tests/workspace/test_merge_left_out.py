@@ -11,10 +11,14 @@ not named; a tracked file an ignore pattern matches is merged as any other."""
 
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from air.contracts.display import left_out_text
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
@@ -168,3 +172,19 @@ async def test_the_retention_prunes_old_copies(tmp_path: Path) -> None:
     os.utime(kept, (stamp, stamp))
     await mgr.gc()
     assert not kept.exists()
+
+
+def test_a_copy_cut_short_leaves_no_half_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worktree, into = tmp_path / "wt", tmp_path / "kept"
+    worktree.mkdir()
+    (worktree / "a.local").write_text("a\n")
+    (worktree / "b.local").write_text("b\n")
+
+    def full_disk(src: object, dst: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(shutil, "copyfileobj", full_disk)  # what left_out copies with
+    assert keep(str(worktree), ["a.local", "b.local"], str(into), max_bytes=1024) == []
+    assert [p for p in into.rglob("*") if p.is_file()] == []
