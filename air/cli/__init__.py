@@ -10,6 +10,10 @@ Trio, pydantic, httpx nor anthropic.
 
 from __future__ import annotations
 
+# isort: off
+import air.cli.first  # noqa: F401  (before any other import: IMPL-PATH-1)
+
+# isort: on
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -300,9 +304,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
             TaskRunner of ``run``/``resume`` instead of the real WorkerManager (see
             ``air.cli.options.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
-    # before anything is imported, started or looked up: programs and modules only from
-    # where the user installed them, never the project's top (IMPL-PATH-1)
-    own_search_paths()
+    own_search_paths()  # again: a process forked from a warm air (IMPL-PATH-1, air.cli.first)
     parsed = _parse(list(sys.argv[1:] if argv is None else argv))
     if isinstance(parsed, int):
         return parsed

@@ -68,7 +68,7 @@ def test_a_workers_environment_keeps_absolute_entries_only() -> None:
 
 def test_air_imports_nothing_from_its_start_directory(tmp_path: Path) -> None:
     marker = tmp_path / "imported"
-    _modules(tmp_path, marker, "docopt", "trio", "yaml")
+    _modules(tmp_path, marker, "re", "typing", "docopt", "trio", "yaml")
     for python_path in (":", f".{os.pathsep}/nonexistent", ""):
         env = {**os.environ, "PYTHONPATH": python_path}
         done = subprocess.run([AIR, "--help"], cwd=tmp_path, env=env, capture_output=True)
