@@ -3,8 +3,8 @@ does not apply here.
 
 Owns ``ToolCheck`` (a program on PATH and its version: ``program_version``), ``ProbeCheck`` (a
 callable that raises ``AirException`` when the capability is missing), ``NotApplicable`` (listed
-with why it was left out), ``is_cpp_project`` and ``search_paths`` (relative ``PATH`` or
-``PYTHONPATH`` entries in the user's environment, IMPL-PATH-1). Each check's ``found()`` says
+with why it was left out), ``is_cpp_project`` and ``search_paths`` (relative ``PATH``,
+``PYTHONPATH``... entries in the user's environment, IMPL-PATH-1). Each check's ``found()`` says
 what it saw (the version, what it counted), for the report's list of checks made. The provider
 and database checks have modules of their own (``provider_check``, ``database_check``).
 """
@@ -31,15 +31,15 @@ __all__ = [
 
 
 def search_paths() -> str:
-    """What ``PATH`` and ``PYTHONPATH`` air found: only absolute entries, or an
-    ``environment_error`` naming the relative ones (air ignores them, other programs do not).
-    """
+    """What air's search paths (``PATH``, ``PYTHONPATH``, ``LD_LIBRARY_PATH``, ``TMPDIR``)
+    held: only absolute entries, or an ``environment_error`` naming the relative ones (air
+    ignores them, other programs do not)."""
     from air.contracts.error import ErrorKind
     from air.search_path import dropped
 
     found = dropped()
     if not found:
-        return "PATH and PYTHONPATH hold absolute directories only"
+        return "PATH, PYTHONPATH, LD_LIBRARY_PATH and TMPDIR: absolute directories only"
     named = "; ".join(f"{name}={value!r}" for name, value in sorted(found.items()))
     raise AirException.of(
         kind=ErrorKind.ENVIRONMENT_ERROR,
