@@ -20,6 +20,7 @@ to trust and is claimed as it is. Standard library only.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from typing import TYPE_CHECKING
@@ -183,17 +184,19 @@ def keep_out_of_git_clean(local: str) -> None:
     ignored directories of their project with them, and ``.air/local`` is one (its sessions,
     knowledge, a task's worktree), but leave a directory git sees as another repository alone.
     A ``.git`` that is anything else (a file, a link) is left as it is."""
-    guard = os.path.join(local, ".git")
+    with contextlib.suppress(OSError):  # a file system that refuses: no guard, nothing lost
+        _git_dir_of_its_own(os.path.join(local, ".git"))
+
+
+def _git_dir_of_its_own(guard: str) -> None:
     try:
         os.mkdir(guard, PRIVATE)
     except FileExistsError:
         if not stat.S_ISDIR(os.lstat(guard).st_mode):
             return
     for sub in ("objects", "refs"):
-        try:
+        with contextlib.suppress(FileExistsError):
             os.mkdir(os.path.join(guard, sub), PRIVATE)
-        except FileExistsError:
-            pass
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(os.path.join(guard, "HEAD"), flags, 0o600)
@@ -212,11 +215,14 @@ def keep_private(local: str, info: os.stat_result) -> None:
     machine must not read through a project directory they can enter."""
     if info.st_uid != os.geteuid() or not stat.S_IMODE(info.st_mode) & 0o077:
         return
-    fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
-        os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & PRIVATE)
-    finally:
-        os.close(fd)
+        fd = os.open(local, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.fchmod(fd, stat.S_IMODE(os.fstat(fd).st_mode) & PRIVATE)
+        finally:
+            os.close(fd)
+    except OSError:  # a file system without Unix modes (vfat, an SMB share): as it allows
+        pass
 
 
 def claim_local_state(root: str) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from air.session.local_owner import keep_private
+from air.session.local_owner import claim_local_state, keep_private
 from air.session.project import ProjectStore
 from tests.forked_air import air_cli
 from tests.tools.sandbox_probe import unprivileged_dir, unprivileged_python
@@ -126,3 +126,30 @@ def test_an_unprivileged_users_project_is_theirs_alone() -> None:
         assert _mode(local) == 0o700
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_file_system_without_unix_modes_still_opens_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """vfat, an SMB share: chmod and a directory named .git refused (EPERM), the project opens
+    as before, with neither."""
+    ProjectStore().initialize(tmp_path)
+    local = tmp_path / ".air" / "local"
+    shutil.rmtree(local / ".git")
+    local.chmod(0o755)
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "fchmod", refused)
+    real_mkdir = os.mkdir
+
+    def no_git_dir(path: str, *args: object, **kwargs: object) -> None:
+        if str(path).endswith(".git"):
+            refused()
+        real_mkdir(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "mkdir", no_git_dir)
+    claim_local_state(str(tmp_path))  # what the runtime, air memory and air restore do first
+    assert _mode(local) == 0o755
+    assert not (local / ".git").exists()
