@@ -74,7 +74,8 @@ def keep(worktree: str, names: Sequence[str], into: str, max_bytes: int) -> list
                     with contextlib.suppress(OSError):  # a full disk: no half copy is left
                         os.unlink(target)
                     raise
-            os.chmod(target, stat.S_IMODE(info.st_mode) & 0o700)
+            with contextlib.suppress(OSError):  # a file system without Unix modes
+                os.chmod(target, stat.S_IMODE(info.st_mode) & 0o700)
             kept.append(name)
         except OSError:
             continue
