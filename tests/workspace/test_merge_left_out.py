@@ -188,3 +188,18 @@ def test_a_copy_cut_short_leaves_no_half_file(
     monkeypatch.setattr(shutil, "copyfileobj", full_disk)  # what left_out copies with
     assert keep(str(worktree), ["a.local", "b.local"], str(into), max_bytes=1024) == []
     assert [p for p in into.rglob("*") if p.is_file()] == []
+
+
+def test_a_copy_is_kept_where_chmod_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    worktree, into = tmp_path / "wt", tmp_path / "kept"
+    worktree.mkdir()
+    (worktree / "a.local").write_text("a\n")
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise PermissionError(1, "Operation not permitted")  # vfat, an SMB share
+
+    monkeypatch.setattr(os, "chmod", refused)
+    assert keep(str(worktree), ["a.local"], str(into), max_bytes=1024) == ["a.local"]
+    assert (into / "a.local").read_text() == "a\n"
