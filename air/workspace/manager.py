@@ -331,10 +331,7 @@ class WorkspaceManager:
             subject = title or f"task {rec.task_id}"
             message = await self.git.message(rec, subject, summary)
             head = await self.git.commit(rec, message)
-            inside = [
-                WriteAreaViolation(path, f"inside submodule {link} (never merged by air)")
-                for path, link in await self.git.submodule_writes(rec)
-            ]
+            inside = await self.git.unmergeable(rec, head)
             self._check(rec, await self.git.changes(rec, head), guard, inside)
             left_out = await self.git.ignored(rec, wrote)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:

@@ -5,9 +5,10 @@ Owns: ``ProjectGit`` — every git command the workspace manager runs, each thro
 the one recorded at creation (IMPL-GIT-2); worktree commands one at a time; and the worktree
 operations built on it: add a worktree on ``air/ws/<id>``, list its changed files, commit what
 the task left (build caches excluded), name the files its tools wrote that git ignores
-(never committed: its merge says so), list that commit's changes as git's raw diff (renames as
-deletion and addition, gitlinks, symlink targets), merge exactly that commit with ``--no-ff``
-(a conflict is aborted and reported, never resolved) and remove the worktree.
+(never committed: its merge says so), find what it changed that air never merges (a
+submodule's files, an LFS file stored whole), list that commit's changes as git's raw diff
+(renames as deletion and addition, gitlinks, symlink targets), merge exactly that commit with
+``--no-ff`` (a conflict is aborted and reported, never resolved) and remove the worktree.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ from typing import TYPE_CHECKING
 import trio
 
 from air.contracts.error import AirException, ErrorKind
-from air.workspace.changes import SYMLINK, PathChange, parse_raw_diff, porcelain_paths
+from air.workspace.changes import (
+    SYMLINK,
+    PathChange,
+    WriteAreaViolation,
+    parse_raw_diff,
+    porcelain_paths,
+)
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
 from air.workspace.regenerable import untracked_regenerable
@@ -316,13 +323,37 @@ class ProjectGit:
         found = {os.fsdecode(e) for e in listed.stdout.split(b"\0") if e}
         return [n for n in names if n in found]
 
-    async def submodule_writes(self, rec: WorkspaceRecord) -> list[tuple[str, str]]:
-        """What the task left inside its worktree's submodules, as (path, submodule):
-        ``air.workspace.submodules.writes`` over the submodules its base records."""
-        from air.workspace import submodules  # IMPL-BOOT-16: at a merge
+    async def unmergeable(self, rec: WorkspaceRecord, head: str) -> list[WriteAreaViolation]:
+        """What ``head`` changed that air never merges, whatever the write area: a write inside
+        a submodule (``air.workspace.submodules.writes`` over the ones its base records) and
+        a file git LFS tracks stored whole (``air.workspace.lfs``)."""
+        from air.workspace import lfs, submodules  # IMPL-BOOT-16: at a merge
 
         links = await submodules.gitlinks(self._main_location(), str(rec.base_commit))
-        return await submodules.writes(self.project_root, rec, links) if links else []
+        writes = await submodules.writes(self.project_root, rec, links) if links else []
+        found = [
+            WriteAreaViolation(path, f"inside submodule {link} (never merged by air)")
+            for path, link in writes
+        ]
+
+        async def git(*args: str, stdin: bytes = b"") -> bytes:
+            done = await run_git(self.verify(rec), *args, stdin=stdin)
+            if done.returncode != 0:
+                detail = done.stderr.decode("utf-8", "replace")[:2000]
+                raise workspace_error(f"git {args[0]} failed in {rec.path}", detail=detail)
+            return done.stdout
+
+        base = str(rec.base_commit)
+        listed = await git(
+            "diff", "--name-only", "-z", "--no-renames", "--diff-filter=AMT", base, head
+        )
+        changed = [os.fsdecode(p) for p in listed.split(b"\0") if p]
+        whole = (
+            "tracked by git LFS, changed without git-lfs (air runs none): merged, its whole "
+            "content would enter the history where every clone expects a pointer"
+        )
+        stored = await lfs.stored_whole(git, head, changed)
+        return found + [WriteAreaViolation(path, whole) for path in stored]
 
     async def changes(self, rec: WorkspaceRecord, head: str) -> list[PathChange]:
         """Every path ``head`` changed relative to the base: added, deleted, modified, mode
