@@ -19,6 +19,10 @@ from __future__ import annotations
 import os
 import sys
 
+TYPE_CHECKING = False  # not typing's: nothing is imported before own_search_paths runs
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = [
     "absolute_python_path",
     "absolute_search_path",
@@ -60,39 +64,36 @@ def own_search_paths() -> None:
     (the start directory: a project's top), so no module air imports from here on comes from
     there. What Python imported, and the loader loaded, before air ran (a
     ``sitecustomize.py`` there) is beyond air: ``air doctor`` says so."""
-    path = os.environ.get("PATH")
-    if path is not None and absolute_search_path(path) != path:
-        _DROPPED.setdefault("PATH", path)
-        os.environ["PATH"] = absolute_search_path(path)
-    libraries = os.environ.get("LD_LIBRARY_PATH")
-    if libraries is not None and absolute_python_path(libraries) != libraries:
-        # the loader read it when this process started (said by the doctor); its children
-        # (an MCP server, a hook) never get a library from the directory they start in
-        _DROPPED.setdefault("LD_LIBRARY_PATH", libraries)
-        kept = absolute_python_path(libraries)
-        if kept is None:
-            del os.environ["LD_LIBRARY_PATH"]
-        else:
-            os.environ["LD_LIBRARY_PATH"] = kept
-    temporary = os.environ.get("TMPDIR")
-    if temporary is not None and not os.path.isabs(temporary):
-        # a relative one is the directory air starts in: its temporary files (an ssh control
-        # socket) would be made in the project
-        _DROPPED.setdefault("TMPDIR", temporary)
-        del os.environ["TMPDIR"]
+    _narrow("PATH", absolute_search_path)
+    # the loader read LD_LIBRARY_PATH when this process started (said by the doctor); its
+    # children (an MCP server, a hook) never get a library from the directory they start in
+    _narrow("LD_LIBRARY_PATH", absolute_python_path)
+    # a relative TMPDIR is the start directory: an ssh control socket would be made there
+    _narrow("TMPDIR", lambda value: value if os.path.isabs(value) else None)
     value = os.environ.get("PYTHONPATH")
-    if value is None or absolute_python_path(value) == value:
+    if value is None or not _narrow("PYTHONPATH", absolute_python_path):
         return
-    _DROPPED.setdefault("PYTHONPATH", value)
     entries = value.split(os.pathsep)
     made = {os.path.abspath(e) for e in entries if not os.path.isabs(e)}
     made -= {os.path.normpath(e) for e in entries if os.path.isabs(e)}
     sys.path[:] = [p for p in sys.path if not p or os.path.abspath(p) not in made]
-    kept = absolute_python_path(value)
+
+
+def _narrow(name: str, narrowed: Callable[[str], str | None]) -> bool:
+    """Replace the variable ``name`` with ``narrowed`` of it (None: unset it), noting its
+    value before in ``dropped``; False when it is unset or already narrow."""
+    value = os.environ.get(name)
+    if value is None:
+        return False
+    kept = narrowed(value)
+    if kept == value:
+        return False
+    _DROPPED.setdefault(name, value)
     if kept is None:
-        del os.environ["PYTHONPATH"]
+        del os.environ[name]
     else:
-        os.environ["PYTHONPATH"] = kept
+        os.environ[name] = kept
+    return True
 
 
 def dropped() -> dict[str, str]:

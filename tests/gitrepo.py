@@ -1,4 +1,5 @@
-"""The suite's one git helper: runs the real git for a test's set-up and its reads.
+"""The suite's one git helper: runs the real git for a test's set-up and its reads, and writes
+the files a test's project is made of (``write_files``, ``commit_files``).
 
 Every call passes a fixed identity and no signing (``-c``), so a commit works on a machine
 with no git configuration and never picks up the user's; a failing command fails the test
@@ -43,6 +44,27 @@ def init_repo(root: Path, *, message: str | None = None, branch: str = "main") -
         git(root, "add", "-A")
         git(root, "commit", "-q", "-m", message)
     return root
+
+
+def commit_files(
+    root: Path, files: Mapping[str, str | bytes], *, message: str = "init", branch: str = "main"
+) -> Path:
+    """``root`` (created if missing) holding ``files`` (``write_files``), made a repository on
+    ``branch`` with them committed (``init_repo``). Returns ``root``."""
+    write_files(root, files)
+    return init_repo(root, message=message, branch=branch)
+
+
+def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
+    """Write each of ``files`` (relative path -> text, UTF-8, or bytes) under ``root``, making
+    the directories on the way."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content, encoding="utf-8")
 
 
 def git_stops(cwd: Path | str, *args: str) -> None:

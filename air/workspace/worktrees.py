@@ -149,16 +149,19 @@ class ProjectGit:
         *args: str,
         check: bool = True,
         config: Sequence[str] = (),
+        stdin: bytes = b"",
+        ok: Sequence[int] = (0,),
     ) -> subprocess.CompletedProcess[bytes]:
         """Run one hardened git command in ``where`` (None: the project root), verifying its
-        git directory right before (IMPL-GIT-2); ``config``: ``-c`` options before it."""
+        git directory right before (IMPL-GIT-2); ``config``: ``-c`` options before it,
+        ``stdin`` its input, ``ok`` the exit statuses that are no failure."""
         location = self._main_location() if where is None else self.verify(where)
         if args[0] == "worktree":
             async with self._worktree_lock:
-                result = await run_git(location, *config, *args)
+                result = await run_git(location, *config, *args, stdin=stdin)
         else:
-            result = await run_git(location, *config, *args)
-        if check and result.returncode != 0:
+            result = await run_git(location, *config, *args, stdin=stdin)
+        if check and result.returncode not in ok:
             raise workspace_error(
                 f"git {args[0]} failed in {location.work_tree}",
                 detail=result.stderr.decode("utf-8", "replace").strip()[:2000],
@@ -314,12 +317,8 @@ class ProjectGit:
             return []
         # a tracked file is never "ignored" here: its change is committed like any other
         paths = b"".join(os.fsencode(n) + b"\0" for n in names)
-        listed = await run_git(self.verify(rec), "check-ignore", "-z", "--stdin", stdin=paths)
-        if listed.returncode not in (0, 1):
-            raise workspace_error(
-                f"git check-ignore failed in {rec.path}",
-                detail=listed.stderr.decode("utf-8", "replace").strip()[:2000],
-            )
+        # exit 1: none of them is ignored
+        listed = await self.run(rec, "check-ignore", "-z", "--stdin", stdin=paths, ok=(0, 1))
         found = {os.fsdecode(e) for e in listed.stdout.split(b"\0") if e}
         return [n for n in names if n in found]
 
@@ -337,11 +336,7 @@ class ProjectGit:
         ]
 
         async def git(*args: str, stdin: bytes = b"") -> bytes:
-            done = await run_git(self.verify(rec), *args, stdin=stdin)
-            if done.returncode != 0:
-                detail = done.stderr.decode("utf-8", "replace")[:2000]
-                raise workspace_error(f"git {args[0]} failed in {rec.path}", detail=detail)
-            return done.stdout
+            return (await self.run(rec, *args, stdin=stdin)).stdout
 
         base = str(rec.base_commit)
         listed = await git(

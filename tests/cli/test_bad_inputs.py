@@ -20,6 +20,7 @@ from typing import Protocol
 import pytest
 
 from tests.forked_air import shared
+from tests.gitrepo import write_files
 
 BATCH = "version: 1\ntasks:\n  - id: a\n    title: Fix the tokenizer\n"
 RUN = ("run", "--headless", "batch.yaml")
@@ -482,16 +483,6 @@ class Runner(Protocol):
     ) -> subprocess.CompletedProcess[str]: ...
 
 
-def _write(root: Path, files: Mapping[str, str | bytes]) -> None:
-    for rel, content in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            path.write_bytes(content)
-        else:
-            path.write_text(content, encoding="utf-8")
-
-
 def _run_case(case: Case, base: Path, run: Runner) -> Outcome:
     root = base / case.name
     home, proj, empty_bin = root / "home", root / "proj", root / "empty-bin"
@@ -500,7 +491,7 @@ def _run_case(case: Case, base: Path, run: Runner) -> Outcome:
     # air's own state is written once `air init` made .air/local (a state it did not make
     # there is another's, refused: air.session.local_owner)
     local = {rel: data for rel, data in case.files.items() if rel.startswith("proj/.air/local/")}
-    _write(root, {rel: data for rel, data in case.files.items() if rel not in local})
+    write_files(root, {rel: data for rel, data in case.files.items() if rel not in local})
     for rel in case.mkdir:
         (root / rel if rel.startswith(("home/", "proj/")) else proj / rel).mkdir(parents=True)
     if case.fifo:
@@ -516,7 +507,7 @@ def _run_case(case: Case, base: Path, run: Runner) -> Outcome:
     if case.init:
         done = run(["init"], cwd=proj, env=env, timeout=60)
         assert done.returncode == 0, done.stderr
-    _write(root, local)
+    write_files(root, local)
     before = _sessions(proj)
     proc = run(case.args, cwd=proj, env=env, timeout=60)  # a hang (-9) fails this case only
     return Outcome(proc, before, _sessions(proj), base)

@@ -18,7 +18,7 @@ from air.cli.checks import say_uncommitted
 from air.cli.options import HeadlessOptions
 from air.contracts.task import TaskScope, TaskSpec, TaskType
 from tests.forked_air import air_cli
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git
 from tests.trusted import trust_project
 
 WARNING = "air: warning: the project has uncommitted changes ("
@@ -30,12 +30,8 @@ def _spec(kind: TaskType = TaskType.EXECUTE, area: list[str] | None = None) -> T
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    for name in ("a.py", "b.py", "c.py"):
-        (root / name).write_text(f"# {name}\n")
-    (root / ".gitignore").write_text("build/\n")
-    return init_repo(root, message="init")
+    files = {name: f"# {name}\n" for name in ("a.py", "b.py", "c.py")}
+    return commit_files(tmp_path / "proj", {**files, ".gitignore": "build/\n"})
 
 
 def _said(project: Path, specs: list[TaskSpec], isolation: str = "auto") -> str:

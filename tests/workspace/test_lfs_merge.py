@@ -16,7 +16,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.lfs import POINTER_PREFIX
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git
 from tests.workspace.recorder import Events
 
 ATTRIBUTES = "*.bin filter=lfs diff=lfs merge=lfs -text\n"
@@ -28,14 +28,9 @@ def _pointer(oid: str, size: int) -> bytes:
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / ".gitattributes").write_text(ATTRIBUTES)
-    (root / ".gitignore").write_text(".air/local/\n")
-    (root / "asset.bin").write_bytes(_pointer("a", 5_000_000))
-    (root / "old.bin").write_bytes(_pointer("b", 1234))
-    (root / "notes.txt").write_text("notes\n")
-    return init_repo(root, message="an LFS project")
+    files: dict[str, str | bytes] = {".gitattributes": ATTRIBUTES, ".gitignore": ".air/local/\n"}
+    files |= {"asset.bin": _pointer("a", 5_000_000), "old.bin": _pointer("b", 1234)}
+    return commit_files(tmp_path / "proj", {**files, "notes.txt": "notes\n"}, message="LFS")
 
 
 def _put(path: Path, data: bytes) -> None:

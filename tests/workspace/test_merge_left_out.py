@@ -15,6 +15,7 @@ import errno
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +26,15 @@ from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.events.payloads import PAYLOADS
 from air.workspace.left_out import keep, kept_out, prune
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git
 from tests.workspace.recorder import Events
 
 IGNORE = ".air/local/\n.env\n*.log\nbuild/\n__pycache__/\n*.local\n"
 
 
 def _project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    (root / ".gitignore").write_text(IGNORE)
-    (root / "kept.log").write_text("tracked\n")
-    init_repo(root, message="init")
+    files = {"a.txt": "a\n", ".gitignore": IGNORE, "kept.log": "tracked\n"}
+    root = commit_files(tmp_path / "proj", files)
     git(root, "add", "-f", "kept.log")
     git(root, "commit", "-qm", "a tracked log")
     return root
@@ -174,18 +171,30 @@ async def test_the_retention_prunes_old_copies(tmp_path: Path) -> None:
     assert not kept.exists()
 
 
+def _worktree(tmp_path: Path, *names: str) -> tuple[Path, Path]:
+    """A worktree holding ``names`` (each its own name as text), and where copies go."""
+    worktree = tmp_path / "wt"
+    worktree.mkdir()
+    for name in names:
+        (worktree / name).write_text(f"{name[0]}\n")
+    return worktree, tmp_path / "kept"
+
+
+def _refusing(error: OSError) -> Callable[..., None]:
+    """A stand-in for a file operation the file system refuses with ``error``."""
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise error
+
+    return refused
+
+
 def test_a_copy_cut_short_leaves_no_half_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worktree, into = tmp_path / "wt", tmp_path / "kept"
-    worktree.mkdir()
-    (worktree / "a.local").write_text("a\n")
-    (worktree / "b.local").write_text("b\n")
-
-    def full_disk(src: object, dst: object) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(shutil, "copyfileobj", full_disk)  # what left_out copies with
+    worktree, into = _worktree(tmp_path, "a.local", "b.local")
+    refused = _refusing(OSError(errno.ENOSPC, "No space left on device"))
+    monkeypatch.setattr(shutil, "copyfileobj", refused)  # what left_out copies with
     assert keep(str(worktree), ["a.local", "b.local"], str(into), max_bytes=1024) == []
     assert [p for p in into.rglob("*") if p.is_file()] == []
 
@@ -193,13 +202,8 @@ def test_a_copy_cut_short_leaves_no_half_file(
 def test_a_copy_is_kept_where_chmod_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    worktree, into = tmp_path / "wt", tmp_path / "kept"
-    worktree.mkdir()
-    (worktree / "a.local").write_text("a\n")
-
-    def refused(*args: object, **kwargs: object) -> None:
-        raise PermissionError(1, "Operation not permitted")  # vfat, an SMB share
-
+    worktree, into = _worktree(tmp_path, "a.local")
+    refused = _refusing(PermissionError(errno.EPERM, "Operation not permitted"))  # vfat, SMB
     monkeypatch.setattr(os, "chmod", refused)
     assert keep(str(worktree), ["a.local"], str(into), max_bytes=1024) == ["a.local"]
     assert (into / "a.local").read_text() == "a\n"

@@ -12,18 +12,14 @@ from pathlib import Path
 
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git
 from tests.workspace.recorder import Events
 
 
 def _sparse_clone(tmp_path: Path) -> Path:
     """A partial clone (no blobs) of a three-file repository, its checkout only ``a.txt``."""
-    src = tmp_path / "src"
-    src.mkdir()
-    for name in ("a.txt", "b.txt", "c.txt"):
-        (src / name).write_text(f"{name}\n")
-    (src / ".gitignore").write_text(".air/local/\n")
-    init_repo(src, message="init")
+    files = {name: f"{name}\n" for name in ("a.txt", "b.txt", "c.txt")}
+    src = commit_files(tmp_path / "src", {**files, ".gitignore": ".air/local/\n"})
     git(src, "config", "uploadpack.allowFilter", "true")
     root = tmp_path / "proj"
     git(tmp_path, "clone", "-q", "--filter=blob:none", "--no-checkout", f"file://{src}", "proj")

@@ -13,16 +13,12 @@ from pathlib import Path
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace import gitsafe
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git
 from tests.workspace.recorder import Events
 
 
 def _project(tmp_path: Path) -> Path:
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    (root / ".gitignore").write_text(".air/local/\n")
-    return init_repo(root, message="init")
+    return commit_files(tmp_path / "proj", {"a.txt": "a\n", ".gitignore": ".air/local/\n"})
 
 
 def _write(path: Path) -> None:
