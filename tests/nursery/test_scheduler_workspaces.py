@@ -115,8 +115,10 @@ async def test_waiting_for_another_tasks_merge_is_not_this_ones_grace(
 ) -> None:
     """Merges take turns: the wait for the one before is not counted against a merge's own
     grace. Found with a few long merges ending at once: the last failed "did not end within"
-    (for good) before its own merge had begun."""
-    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 1.5)
+    (for good) before its own merge had begun. Each merge takes 1 s and its git's time (a
+    loaded machine's git can take most of a second): counted with the wait, the second's is
+    over 2 s."""
+    monkeypatch.setattr("air.nursery.outcomes.MERGE_GRACE", 1.95)
     ledger = session_db.ledger
     runner = FakeTaskRunner(
         {
