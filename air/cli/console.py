@@ -118,9 +118,9 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
                 from air.ui_urwid.first_frame import FirstFrame
 
                 frame = FirstFrame.draw(opening_text(options))
-            import trio
+            from air.ipc.suspend import run_stoppable  # Ctrl-Z: IMPL-STOP-1
 
-            trio.run(_console, options, plain, create or note is not None, note, frame)
+            run_stoppable(_console, options, plain, create or note is not None, note, frame)
         finally:
             if frame is not None:
                 frame.close()  # the console never took it over: the terminal as it was

@@ -96,12 +96,11 @@ def run_batch_session(
     """
     import importlib
 
-    import trio
-
     from air.cli.background import DetachedRun
     from air.cli.checks import refusals
     from air.cli.options import report_bad_input, reported_exit
     from air.contracts.error import AirException, CliExit
+    from air.ipc.suspend import run_stoppable
 
     # what _main needs, imported while the sandbox probe's bwrap runs (IMPL-BOOT-11)
     for name in ("air.cli.factory", "air.cli.reporter", "air.cli.signals", "air.nursery.runtime"):
@@ -114,7 +113,8 @@ def run_batch_session(
     outcome: dict[str, int] = {"code": CliExit.FAILED}
     detached = DetachedRun.from_env(sys.stderr)  # started by `air run --detach`?
     try:
-        trio.run(_main, options, specs, outcome, detached)
+        # Ctrl-Z stops the workers and sandboxed commands too, off the deadlines (IMPL-STOP-1)
+        run_stoppable(_main, options, specs, outcome, detached, stderr=options.stderr)
     except AirException as exc:  # open_runtime's edge made it one (never a group)
         outcome["code"] = reported_exit(exc, options.stderr)
     return detached.finish(outcome)

@@ -6,6 +6,7 @@ Owns: reading a ``ProcessIdentity`` (pid, ``/proc/PID/stat`` start time, boot id
 environment carries a worker's run marker — the way to find descendants that double-forked and
 called ``setsid``; one ``/proc`` snapshot shared by the kills of a cancelled wave, IMPL-IPC-6),
 ``find_marked_or_below`` (those and everything below a child subreaper, marked or not),
+``hold_below`` / ``release`` (stop and continue everything below a process: a Ctrl-Z of a run),
 ``kill_sandboxes`` (the sandboxed commands of given workspaces that a dead runtime left,
 IMPL-SBX-7), and ``kill_tree`` (SIGTERM to the group and the marked processes, a grace period,
 then SIGKILL). Linux ``/proc`` only; elsewhere the group kill still works.
@@ -31,10 +32,12 @@ __all__ = [
     "find_marked",
     "find_marked_many",
     "find_marked_or_below",
+    "hold_below",
     "is_same_process",
     "kill_sandboxes",
     "kill_tree",
     "read_identity",
+    "release",
     "scans_done",
 ]
 
@@ -198,6 +201,11 @@ def find_marked_or_below(markers: list[str], root: int | None) -> list[int]:
     found = {pid for marker in markers for pid in _marked(procs, marker)}
     if root is None:
         return sorted(found)
+    return sorted(found | _below(procs, root))
+
+
+def _below(procs: list[_Proc], root: int) -> set[int]:
+    """The live descendants of ``root`` in ``procs`` (not ``root`` itself)."""
     children: dict[int, list[int]] = {}
     for p in procs:
         if p.state not in ("Z", "X"):
@@ -209,7 +217,40 @@ def find_marked_or_below(markers: list[str], root: int | None) -> list[int]:
         if pid not in seen:
             seen.add(pid)
             below += children.get(pid, ())
-    return sorted((found | seen) - {root})
+    return seen - {root}
+
+
+def hold_below(root: int) -> list[ProcessIdentity]:
+    """SIGSTOP every running process below ``root`` (a run's workers, sandboxed commands and
+    servers lead sessions of their own: a terminal's Ctrl-Z stops none of them), scanning again
+    until none is left running (one forked before its parent stopped is found by the next
+    scan); what it stopped, for ``release``. One stopped already (a debugger's) is left as it
+    is."""
+    held: dict[int, ProcessIdentity] = {}
+    for _ in range(5):
+        _, procs = _snapshot(time.monotonic(), _NO_MARKERS)
+        state = {p.pid: p.state for p in procs}
+        running = [pid for pid in _below(procs, root) if pid not in held and state[pid] not in "Tt"]
+        if not running:
+            break
+        for pid in running:
+            identity = read_identity(pid)
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except (ProcessLookupError, PermissionError):
+                continue
+            held[pid] = identity
+    return list(held.values())
+
+
+def release(held: list[ProcessIdentity]) -> None:
+    """SIGCONT what ``hold_below`` stopped (each only if it is still that process)."""
+    for identity in held:
+        if is_same_process(identity):
+            try:
+                os.kill(identity.pid, signal.SIGCONT)
+            except (ProcessLookupError, PermissionError):
+                pass
 
 
 def find_marked_many(markers: list[str]) -> dict[str, list[int]]:

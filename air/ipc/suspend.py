@@ -1,0 +1,100 @@
+"""What a Ctrl-Z does to a run (IMPL-STOP-1).
+
+The terminal stops its foreground process group: air alone. Its workers, sandboxed commands and
+servers lead sessions of their own, so a build went on using the machine while the user thought
+everything waited, and the time stopped counted against every task's deadline: after ``fg``
+the tasks failed ``timeout``.
+
+Owns: ``RunClock`` (Trio's clock without the time this process spent stopped: a task's
+deadline, a command's timeout, a worker's silence count only time the run could work) and
+``run_stoppable`` (a Trio run on it whose SIGTSTP handler holds every process below this one,
+stops as the terminal asked, and on ``fg`` / ``bg`` continues them, the pause off the clock).
+Under the console, urwid's own handler restores the terminal first and then passes the signal
+on to this one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from types import FrameType
+from typing import IO, TypeVar
+
+import trio
+
+from air.ipc.procs import hold_below, release
+
+__all__ = ["RunClock", "run_stoppable"]
+
+T = TypeVar("T")
+
+
+class RunClock(trio.abc.Clock):
+    """Trio's clock, less the time this process was stopped (``exclude``)."""
+
+    def __init__(self) -> None:
+        self._stopped = 0.0
+
+    def start_clock(self) -> None:
+        return None
+
+    def current_time(self) -> float:
+        return time.perf_counter() - self._stopped
+
+    def deadline_to_sleep_time(self, deadline: float) -> float:
+        return deadline - self.current_time()
+
+    def exclude(self, seconds: float) -> None:
+        """Leave ``seconds`` (a stop) off the clock from now on."""
+        self._stopped += max(0.0, seconds)
+
+
+def run_stoppable(
+    fn: Callable[..., Awaitable[T]], *args: object, stderr: IO[str] | None = None
+) -> T:
+    """``trio.run(fn, *args)`` on a ``RunClock``, stopping with the run on SIGTSTP (Ctrl-Z,
+    ``kill -TSTP``): hold every process below this one, stop this one as the terminal asked
+    (where no shell could continue it, an orphaned process group, the kernel discards the stop:
+    the run goes on), then continue what it held and leave the time stopped off the clock.
+    ``stderr``: where it says so, one line each way (None: ``sys.stderr`` at the time)."""
+    clock = RunClock()
+
+    async def stoppable() -> T:
+        _stop_with_the_run(clock, stderr)  # in the main thread: the handler runs there
+        return await fn(*args)
+
+    return trio.run(stoppable, clock=clock)
+
+
+def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
+    busy = False
+
+    def say(line: str) -> None:
+        print(line, file=stderr or sys.stderr, flush=True)
+
+    def on_stop(signum: int, frame: FrameType | None) -> None:
+        nonlocal busy
+        if busy:  # a second Ctrl-Z while the first is handled
+            return
+        busy = True
+        try:
+            held = hold_below(os.getpid())
+            say(
+                f"air: stopped with its {len(held)} processes; the time stopped does not count "
+                "against the tasks' deadlines (`fg` continues)"
+            )
+            before = time.perf_counter()
+            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTSTP)  # stops here until SIGCONT
+            signal.signal(signal.SIGTSTP, on_stop)
+            stopped = time.perf_counter() - before
+            clock.exclude(stopped)
+            release(held)
+            say(f"air: continued after {stopped:.1f} s stopped")
+        finally:
+            busy = False
+
+    signal.signal(signal.SIGTSTP, on_stop)

@@ -1,0 +1,141 @@
+"""Ctrl-Z of a real ``air run --headless`` at a real shell's prompt (IMPL-STOP-1).
+
+Found: the terminal stopped air alone; its worker and the sandboxed command (sessions of their
+own) went on, the build used the machine while the user thought everything waited, and the
+time stopped counted against the task's deadline: after ``fg`` the task failed ``timeout``.
+Now the worker and the command stop with air, continue with it, and a 10-second stop of a task
+with an 8-second deadline ends it completed. The console (urwid restores the terminal, then
+passes the signal on) stops and comes back the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from air.supervision.runs import RunRecordStore
+from air.testing.strict_servers import StrictServer
+from tests.cassette_turns import done_turn, tool_turn
+from tests.gitrepo import init_repo
+from tests.headless import session_events
+from tests.ui.real_air import KEY, ChatModel, _q, git_repo, key_env
+from tests.ui.tmux import Tmux
+
+BATCH = """\
+tasks:
+  - id: build
+    title: a long build
+    scope: {write_area: []}
+    constraints: {soft_timeout_ms: 7000, hard_timeout_ms: 8000, retry_budget: 0}
+"""
+COMMAND = "sleep 4.3219"  # its argument names it among the machine's processes
+
+
+def _states(argv: str) -> list[str]:
+    """The states of live processes whose command line is ``argv``."""
+    states = []
+    for name in Path("/proc").iterdir():
+        if not name.name.isdigit():
+            continue
+        try:
+            cmdline = (name / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
+            stat = (name / "stat").read_text()
+        except OSError:
+            continue
+        if cmdline == argv:
+            states.append(stat.rsplit(")", 1)[1].split()[0])
+    return states
+
+
+def _shell(tmp_path: Path, env: dict[str, str] | None = None) -> Tmux:
+    """An interactive bash (job control, its prompt and air's words on the terminal)."""
+    term = Tmux(tmp_path, cols=160, rows=30)
+    term.start(
+        ["sh", "-c", "exec bash --norc --noprofile -i 2>/dev/tty"], {"PS1": "$ ", **(env or {})}
+    )
+    term.wait_for("$")
+    return term
+
+
+def _wait(check: object, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"never: {what}")
+
+
+@pytest.mark.slow
+def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadline(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "build.jsonl").write_text(
+        tool_turn("b", "shell.run", command=COMMAND) + "\n" + done_turn() + "\n"
+    )
+    (root / "batch.yaml").write_text(BATCH)
+    init_repo(root, message="start")
+    events = tmp_path / "events.jsonl"
+    rc = tmp_path / "rc"
+    term = _shell(tmp_path)
+    try:
+        air = f"{_q(sys.executable)} -m air run --headless batch.yaml --cassette cas --json"
+        term.type(f"cd {_q(str(root))} && {air} > {_q(str(events))}")
+        term.keys("Enter")
+        _wait(lambda: _states(COMMAND) == ["S"], "the task's command ran")
+        term.keys("C-z")
+        term.wait_for("Stopped")
+        screen = term.wait_for("air: stopped with its")
+        assert _states(COMMAND) == ["T"]  # the sandboxed command waits too
+        [run] = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
+        with open(f"/proc/{run['pid']}/stat") as fh:
+            assert fh.read().rsplit(")", 1)[1].split()[0] == "T"  # and the worker
+        time.sleep(10)  # longer than the task's whole deadline
+        assert _states(COMMAND) == ["T"]
+        term.type(f"fg; echo $? > {_q(str(rc))}")
+        term.keys("Enter")
+        _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)
+        screen = term.screen()
+    finally:
+        term.close()
+    assert rc.read_text().strip() == "0", screen
+    assert "air: continued after 1" in screen  # ten-odd seconds stopped
+    ends = [e for e in session_events(root) if e["type"] in ("task.completed", "task.failed")]
+    assert [e["type"] for e in ends] == ["task.completed"], ends
+    streamed = [json.loads(line)["type"] for line in events.read_text().splitlines()]
+    assert "tool.completed" in streamed
+
+
+@pytest.mark.slow
+def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: Path) -> None:
+    home, root = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    git_repo(root)
+    with StrictServer(api_key=KEY, model=ChatModel("Hello again.")) as server:
+        term = _shell(tmp_path, key_env(home, server.url))
+        try:
+            term.type(f"cd {_q(str(root))} && {_q(sys.executable)} -m air")
+            term.keys("Enter")
+            term.wait_for("· IDLE ·", timeout=30)
+            term.keys("C-z")
+            screen = term.wait_for("Stopped")
+            assert "air: stopped with its" in screen  # said on the shell's screen, not over
+            assert "· IDLE ·" not in screen  # the console's frame: urwid restored the terminal
+            term.type("fg")
+            term.keys("Enter")
+            term.wait_for("· IDLE ·")  # drawn again
+            term.type("hello")
+            term.keys("Enter")
+            term.wait_for("air> Hello again.", timeout=30)
+            term.keys("C-d")
+            term.type("echo ended-$?")  # read by the shell once the console has ended
+            term.keys("Enter")
+            term.wait_for("ended-0", timeout=30)
+        finally:
+            term.close()

@@ -1,0 +1,145 @@
+"""A Ctrl-Z of a run (IMPL-STOP-1): everything below air stops with it and continues with it,
+and the time stopped is off the run's clock. Real processes, real signals, real ``/proc``
+(the whole thing at a real terminal: tests/cli/test_ctrl_z_tmux.py)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from air.ipc.procs import hold_below, release
+
+# a run whose one task sleeps 1 s on the run's clock: what it says is the Trio time and the
+# wall time that sleep took
+RUN = """
+import sys, time, trio
+from air.ipc.suspend import run_stoppable
+async def main():
+    print("ready", flush=True)
+    t0, w0 = trio.current_time(), time.monotonic()
+    await trio.sleep(1.0)
+    return trio.current_time() - t0, time.monotonic() - w0
+trio_s, wall_s = run_stoppable(main)
+print(f"{trio_s} {wall_s}", flush=True)
+"""
+
+
+def _state(pid: int) -> str:
+    with open(f"/proc/{pid}/stat") as fh:
+        return fh.read().rsplit(")", 1)[1].split()[0]
+
+
+def _wait_state(pid: int, want: str) -> None:
+    for _ in range(500):
+        if _state(pid) == want:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} is {_state(pid)}, not {want}")
+
+
+def _tree(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
+    """A shell with two children in groups and sessions of their own (as a worker and a
+    sandbox), one with a grandchild: the PIDs below the shell."""
+    pids = tmp_path / "pids"
+    script = (
+        f"setsid sleep 60 & echo $! >> {pids}; "
+        f"setsid sh -c 'sleep 60 & echo $! >> {pids}; wait' & echo $! >> {pids}; wait"
+    )
+    shell = subprocess.Popen(["sh", "-c", script])
+    for _ in range(500):
+        if pids.exists() and len(pids.read_text().split()) == 3:
+            break
+        time.sleep(0.01)
+    return shell, sorted(int(p) for p in pids.read_text().split())
+
+
+def test_everything_below_is_held_and_continued_and_nothing_else(tmp_path: Path) -> None:
+    shell, below = _tree(tmp_path)
+    bystander = subprocess.Popen(["sleep", "60"])  # this process's, not below the shell
+    try:
+        held = hold_below(shell.pid)
+        assert sorted(h.pid for h in held) == below
+        for pid in below:
+            _wait_state(pid, "T")  # a signal is taken when its process next runs
+        assert _state(shell.pid) != "T"  # the root stops itself, as the terminal asked
+        assert _state(bystander.pid) != "T"
+        release(held)
+        for pid in below:
+            _wait_state(pid, "S")
+    finally:
+        for pid in below:
+            os.kill(pid, signal.SIGKILL)
+        bystander.kill()
+        shell.wait()
+        bystander.wait()
+
+
+def test_what_was_stopped_before_stays_stopped(tmp_path: Path) -> None:
+    """A process someone else stopped (a debugger's) is not continued by the run's ``fg``."""
+    shell, below = _tree(tmp_path)
+    try:
+        os.kill(below[0], signal.SIGSTOP)
+        _wait_state(below[0], "T")
+        held = hold_below(shell.pid)
+        assert sorted(h.pid for h in held) == below[1:]
+        release(held)
+        for pid in below[1:]:
+            _wait_state(pid, "S")
+        assert _state(below[0]) == "T"
+    finally:
+        for pid in below:
+            os.kill(pid, signal.SIGKILL)
+        shell.wait()
+
+
+def _start_run(*, own_session: bool) -> subprocess.Popen[str]:
+    """The run: its own session (no shell could continue it) or, as a shell starts a job, its
+    own process group in this session."""
+    run = subprocess.Popen(
+        [sys.executable, "-c", RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=own_session, process_group=None if own_session else 0,
+    )  # fmt: skip
+    assert run.stdout is not None
+    assert run.stdout.readline() == "ready\n"
+    return run
+
+
+def test_the_time_stopped_is_off_the_runs_clock() -> None:
+    """Stopped for 1.5 s in the middle of a 1 s sleep on the run's clock: the sleep took 1 s
+    of the run's time and over 2.5 s of the wall's."""
+    run = _start_run(own_session=False)
+    try:
+        time.sleep(0.3)
+        os.kill(run.pid, signal.SIGTSTP)
+        _wait_state(run.pid, "T")
+        time.sleep(1.5)
+        os.kill(run.pid, signal.SIGCONT)
+        out, err = run.communicate(timeout=30)
+    finally:
+        run.kill()
+    trio_s, wall_s = (float(x) for x in out.split())
+    assert wall_s > 2.3
+    assert 1.0 <= trio_s < 1.5, (trio_s, wall_s)
+    assert "air: stopped with its 0 processes" in err
+    assert "air: continued after" in err
+
+
+def test_a_stop_no_shell_could_continue_is_not_taken() -> None:
+    """In an orphaned process group (no shell of its session to say ``fg``: a run started with
+    setsid, its terminal gone) the kernel discards the stop: the run goes on."""
+    run = _start_run(own_session=True)
+    try:
+        os.kill(run.pid, signal.SIGTSTP)
+        out, err = run.communicate(timeout=30)
+    finally:
+        run.kill()
+    trio_s, wall_s = (float(x) for x in out.split())
+    assert run.returncode == 0, err
+    assert trio_s == pytest.approx(wall_s, abs=0.2)
+    assert "air: continued after 0.0 s stopped" in err
