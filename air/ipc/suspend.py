@@ -73,15 +73,19 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
     busy = False
 
     def say(line: str) -> None:
-        print(line, file=stderr or sys.stderr, flush=True)
+        try:
+            print(line, file=stderr or sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass  # stderr closed (`2>&1 | head -1`): raised here, it would end whatever ran
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         nonlocal busy
         if busy:  # a second Ctrl-Z while the first is handled
             return
         busy = True
+        held = hold_below(os.getpid())
+        before = time.perf_counter()
         try:
-            held = hold_below(os.getpid())
             say(
                 f"air: stopped with its {len(held)} processes; the time stopped does not count "
                 "against the tasks' deadlines (`fg` continues)"
@@ -89,12 +93,12 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             before = time.perf_counter()
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)  # stops here until SIGCONT
+        finally:
             signal.signal(signal.SIGTSTP, on_stop)
             stopped = time.perf_counter() - before
             clock.exclude(stopped)
-            release(held)
-            say(f"air: continued after {stopped:.1f} s stopped")
-        finally:
+            release(held)  # whatever happened, nothing is left stopped
             busy = False
+        say(f"air: continued after {stopped:.1f} s stopped")
 
     signal.signal(signal.SIGTSTP, on_stop)

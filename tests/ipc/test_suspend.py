@@ -143,3 +143,21 @@ def test_a_stop_no_shell_could_continue_is_not_taken() -> None:
     assert run.returncode == 0, err
     assert trio_s == pytest.approx(wall_s, abs=0.2)
     assert "air: continued after 0.0 s stopped" in err
+
+
+def test_a_closed_stderr_neither_ends_the_run_nor_leaves_it_stopped() -> None:
+    """``air run ... 2>&1 | head -1``: the words cannot be written; raised in the handler, that
+    would end whatever the run was doing at the signal."""
+    run = _start_run(own_session=False)
+    assert run.stderr is not None
+    run.stderr.close()  # the reader is gone: a write gets EPIPE
+    try:
+        os.kill(run.pid, signal.SIGTSTP)
+        _wait_state(run.pid, "T")
+        os.kill(run.pid, signal.SIGCONT)
+        out = run.stdout.read() if run.stdout else ""
+        assert run.wait(timeout=30) == 0
+    finally:
+        run.kill()
+    trio_s, _wall_s = (float(x) for x in out.split())
+    assert 1.0 <= trio_s < 1.5
