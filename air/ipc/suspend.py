@@ -8,7 +8,8 @@ the tasks failed ``timeout``.
 Owns: ``RunClock`` (Trio's clock without the time this process spent stopped: a task's
 deadline, a command's timeout, a worker's silence count only time the run could work) and
 ``run_stoppable`` (a Trio run on it whose SIGTSTP handler holds every process below this one,
-stops as the terminal asked, and on ``fg`` / ``bg`` continues them, the pause off the clock).
+stops as the terminal asked, and on ``fg`` / ``bg`` continues them, the pause off the clock;
+a watcher process continues them if air is killed while stopped).
 Under the console, urwid's own handler restores the terminal first and then passes the signal
 on to this one.
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -84,6 +86,7 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             return
         busy = True
         held = hold_below(os.getpid())
+        watcher = _watch([h.pid for h in held])
         before = time.perf_counter()
         try:
             say(
@@ -98,7 +101,52 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             stopped = time.perf_counter() - before
             clock.exclude(stopped)
             release(held)  # whatever happened, nothing is left stopped
+            if watcher is not None:
+                watcher.kill()
+                watcher.wait()
             busy = False
         say(f"air: continued after {stopped:.1f} s stopped")
 
     signal.signal(signal.SIGTSTP, on_stop)
+
+
+# Continues the held processes once air is gone: a `kill -9 %1` of the stopped run would
+# leave them stopped for good (a stopped worker never reads the end of its stdin). Run with
+# -I -S: nothing of the user's site or the project's directory is imported.
+_WATCH = """\
+import os, select, signal, sys, time
+air = int(sys.argv[1])
+try:
+    select.select([os.pidfd_open(air)], [], [])
+except OSError:
+    def gone():
+        try:
+            with open(f"/proc/{air}/stat") as fh:
+                return fh.read().rsplit(")", 1)[1].split()[0] in "ZX"
+        except OSError:
+            return True
+    while not gone():
+        time.sleep(0.2)
+for pid in sys.argv[2:]:
+    try:
+        os.kill(int(pid), signal.SIGCONT)
+    except OSError:
+        pass
+"""
+
+
+def _watch(pids: list[int]) -> subprocess.Popen[bytes] | None:
+    """A process of its own session (the terminal's stop does not reach it) that continues
+    ``pids`` if this one dies while stopped (None: nothing held, or it could not start)."""
+    if not pids:
+        return None
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", _WATCH, str(os.getpid()), *map(str, pids)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    except OSError:
+        return None  # no process left to start: the stop goes on without it

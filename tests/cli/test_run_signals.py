@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import pytest
 from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
 from tests.headless import session_events
+from tests.ui.tmux import processes_with
 
 BATCH = """\
 tasks:
@@ -177,3 +179,50 @@ def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Pa
     assert "completed: done 2/2, failed 0" in err  # the summary counts every task
     assert _final(session_events(root)) == {"quick": "task.completed", "slow": "task.completed"}
     assert (root / "report.xml").is_file()
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def test_a_run_killed_while_stopped_leaves_nothing_stopped_behind(tmp_path: Path) -> None:
+    """Ctrl-Z holds the run's worker and sandboxed command (IMPL-STOP-1); a ``kill -9 %1`` of
+    the stopped run then would have left them stopped for good: a stopped worker never reads
+    the end of its input. A watcher continues them once air is gone, and they end."""
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", None))
+    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 30"))
+    (root / "batch.yaml").write_text(BATCH)
+    proc = subprocess.Popen(
+        [*AIR_RUN, "--cassette", "cas", "--json", "--max-workers", "2"],
+        cwd=root,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        process_group=0,  # a job of this session, as a shell starts it: its stop is taken
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if json.loads(line)["type"] == "tool.started":
+            break  # slow's `sleep 30` runs
+    records = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
+    markers = [str(r["marker"]) for r in records if r.get("marker")]
+    workers = [pid for marker in markers for pid in find_marked(marker)]
+    assert workers  # slow's, at least
+    os.kill(proc.pid, signal.SIGTSTP)
+    deadline = time.monotonic() + 30
+    while {_state(pid) for pid in [proc.pid, *workers]} - {None} != {"T"}:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    proc.kill()
+    proc.wait(timeout=30)
+    # no worker (marked), no sandbox (its command line binds the project) is left
+    while any(find_marked(m) for m in markers) or processes_with(str(root)):
+        stuck = {pid: _state(pid) for m in markers for pid in find_marked(m)}
+        assert time.monotonic() < deadline, f"left behind: {stuck} {processes_with(str(root))}"
+        time.sleep(0.05)
