@@ -107,6 +107,9 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             busy = False
         say(f"air: continued after {stopped:.1f} s stopped")
 
+    # SIGTTIN / SIGTTOU (the terminal wanted in the background, after `bg`) keep their default
+    # action: caught, they make the read or mode change that raised them fail (EINTR: urwid's
+    # tcsetattr ended the console) instead of waiting for `fg`
     signal.signal(signal.SIGTSTP, on_stop)
 
 
