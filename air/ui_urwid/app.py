@@ -17,6 +17,7 @@ draws over the ``first_frame.FirstFrame`` already on the terminal (IMPL-FRAME-5)
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections import deque
 from collections.abc import Callable
@@ -293,6 +294,8 @@ class TuiApp:
             return False  # the input deletes the character under the cursor
         elif key == "ctrl d":
             self._ask_quit()
+        elif key == "ctrl z":  # a terminal with extended keys sends it as a key, not SIGTSTP
+            os.kill(os.getpid(), signal.SIGTSTP)  # urwid restores the terminal, then stops
         elif self.replay:
             return self._replay_key(key)
         elif key == "esc":

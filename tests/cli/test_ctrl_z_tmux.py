@@ -130,6 +130,15 @@ def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: P
             term.type("fg")
             term.keys("Enter")
             term.wait_for("· IDLE ·")  # drawn again
+            # a terminal with extended keys (the kitty keyboard protocol: kitty, foot, WezTerm,
+            # Alacritty) sends Ctrl-Z as a key report, not the byte the line discipline turns
+            # into SIGTSTP: the console stops all the same
+            term.raw(b"\x1b[122;5u")
+            screen = term.wait_for("Stopped")
+            assert screen.count("air: stopped with its") == 2
+            term.type("fg")
+            term.keys("Enter")
+            term.wait_for("· IDLE ·")
             term.type("hello")
             term.keys("Enter")
             term.wait_for("air> Hello again.", timeout=30)
