@@ -2,8 +2,9 @@
 
 Owns ``ConsoleScreen`` / ``make_screen`` (urwid's raw screen with bracketed paste
 and urwid's extended keys, the terminal's CR-to-NL input translation off so Enter, byte 13, and
-Ctrl-J, byte 10, arrive apart; on a terminal that is not UTF-8 every box-drawing line, status
-mark and separator the views draw is written as its ASCII stand-in, at the same width) and
+Ctrl-J, byte 10, arrive apart, its flow control off so Ctrl-S freezes nothing; on a terminal
+that is not UTF-8 every box-drawing line, status mark and separator the views draw is written
+as its ASCII stand-in, at the same width) and
 ``newline_keys`` (the ``input_filter`` that names byte 10 ``ctrl j``: urwid reports both
 bytes as ``enter``). Re-exports ``unicode_terminal`` (``first_frame``'s: is the locale
 UTF-8; Python's coercion of the C locale, PEP 538/540, counts as not).
@@ -49,12 +50,12 @@ _TABLE = str.maketrans(ASCII_GLYPHS)
 
 
 class ConsoleScreen(urwid.display.raw.Screen):
-    """urwid's raw screen, with Enter and Ctrl-J told apart (ICRNL off while it runs: urwid
-    restores the terminal's own settings when it stops); ``ascii``: the console's glyphs are
-    written as their ASCII stand-ins (``ASCII_GLYPHS``), other text (what a person or a model
-    wrote) as it is; ``takeover``: the ``FirstFrame`` on the terminal, whose screen and
-    settings this one takes over when it starts (it restores the terminal's settings from
-    before that frame, IMPL-FRAME-5)."""
+    """urwid's raw screen, with Enter and Ctrl-J told apart and Ctrl-S a key (ICRNL and IXON
+    off while it runs: urwid restores the terminal's own settings when it stops); ``ascii``:
+    the console's glyphs are written as their ASCII stand-ins (``ASCII_GLYPHS``), other text
+    (what a person or a model wrote) as it is; ``takeover``: the ``FirstFrame`` on the
+    terminal, whose screen and settings this one takes over when it starts (it restores the
+    terminal's settings from before that frame, IMPL-FRAME-5)."""
 
     def __init__(self, *, ascii: bool = False, takeover: FirstFrame | None = None) -> None:
         super().__init__(bracketed_paste_mode=True, extended_keys=True)
@@ -79,7 +80,9 @@ class ConsoleScreen(urwid.display.raw.Screen):
             self._resize_pipe_wr.send(b"K")  # wakes the loop: it reads the held keys first
         if fd is not None and os.isatty(fd):
             mode = termios.tcgetattr(fd)
-            mode[0] &= ~termios.ICRNL  # iflag
+            # iflag: Enter and Ctrl-J apart; no flow control (Ctrl-S, a save reflex, stopped
+            # every byte the console wrote until a Ctrl-Q: it looked hung)
+            mode[0] &= ~(termios.ICRNL | termios.IXON)
             termios.tcsetattr(fd, termios.TCSANOW, mode)
             self.enter_apart = True
             if self.takeover is not None:

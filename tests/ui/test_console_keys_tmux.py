@@ -109,3 +109,28 @@ def test_the_keys_of_a_readline_and_chat_user(tmp_path: Path) -> None:
         finally:
             tmux.close()
     assert server.rejected == [], [r.problem for r in server.rejected]
+
+
+@pytest.mark.slow
+def test_ctrl_s_does_not_freeze_the_console(tmp_path: Path) -> None:
+    """Ctrl-S (a save reflex) was the terminal's XOFF: the line discipline stopped every
+    byte the console wrote until a Ctrl-Q the person did not know to press; the console
+    looked hung. Flow control is off while it runs (the terminal's settings come back at its
+    end)."""
+    home, root = tmp_path / "home", tmp_path / "proj"
+    home.mkdir()
+    src = git_repo(root)
+    with StrictServer(api_key=KEY, model=ChatModel("Hi.")) as server:
+        tmux = Tmux(tmp_path, cols=100, rows=22)
+        try:
+            start(tmux, src, key_env(home, server.url))
+            tmux.wait_for(" IDLE ", timeout=30)
+            tmux.keys("C-s")
+            tmux.type("still drawn")
+            tmux.wait_for("> still drawn", timeout=5)
+            tmux.keys("Enter")
+            tmux.wait_for("air> Hi.", timeout=30)
+            tmux.keys("C-d")
+            assert tmux.wait_exit(timeout=30) == 0
+        finally:
+            tmux.close()
