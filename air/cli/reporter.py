@@ -19,6 +19,7 @@ import time
 from collections.abc import Mapping
 from typing import IO, Any
 
+from air.cli.outlet import LIMIT
 from air.contracts.display import json_shown, left_out_text, shown
 from air.contracts.error import AirException
 from air.contracts.task import TaskStatus
@@ -82,18 +83,22 @@ class Progress:
         return f", {spent.tokens} tok, ${spent.cost_usd:.4f}"
 
     def stream_line(self, line: str) -> None:
-        """Write one JSON line; when the reader has gone (``air run --json | head -1``) stop
-        the stream for good, point stdout at /dev/null (so no later flush fails) and say so
-        once on stderr. The run itself goes on."""
+        """Write one JSON line; when the reader has gone (``air run --json | head -1``) or fell
+        too far behind (``air.cli.outlet``) stop the stream for good, point stdout at
+        /dev/null (so no later flush fails) and say so once on stderr. The run goes on."""
         assert self.json_out is not None
         try:
             self.json_out.write(line)
             self.json_out.flush()
-        except (BrokenPipeError, ValueError, OSError):
+        except (BrokenPipeError, ValueError, OSError) as exc:
             self.json_out = None
-            _silence_stdout()
+            why = "stdout closed"
+            if getattr(exc, "lagged", False):  # an OutletStopped (air.cli.outlet)
+                why = f"stdout's reader fell {LIMIT >> 20} MiB behind"  # it gets whole lines
+            else:
+                _silence_stdout()
             print(
-                "air: stdout closed: the --json stream stops, the run goes on "
+                f"air: {why}: the --json stream stops, the run goes on "
                 "(`air history` shows every event)",
                 file=self.stream,
                 flush=True,

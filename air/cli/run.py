@@ -99,24 +99,24 @@ def run_batch_session(
     from air.cli.background import DetachedRun
     from air.cli.checks import refusals
     from air.cli.options import report_bad_input, reported_exit
+    from air.cli.outlet import outlets
     from air.contracts.error import AirException, CliExit
-    from air.ipc.suspend import run_stoppable
+    from air.ipc.suspend import run_stoppable  # Ctrl-Z stops its work too (IMPL-STOP-1)
 
     # what _main needs, imported while the sandbox probe's bwrap runs (IMPL-BOOT-11)
     for name in ("air.cli.factory", "air.cli.reporter", "air.cli.signals", "air.nursery.runtime"):
         importlib.import_module(name)
-    problems = refusals(options, sandbox)
-    for each in problems:
-        report_bad_input(each, options.stderr)
-    if problems:
+    if problems := refusals(options, sandbox):
+        for each in problems:
+            report_bad_input(each, options.stderr)
         return CliExit.BAD_INPUT
     outcome: dict[str, int] = {"code": CliExit.FAILED}
     detached = DetachedRun.from_env(sys.stderr)  # started by `air run --detach`?
-    try:
-        # Ctrl-Z stops the workers and sandboxed commands too, off the deadlines (IMPL-STOP-1)
-        run_stoppable(_main, options, specs, outcome, detached, stderr=options.stderr)
-    except AirException as exc:  # open_runtime's edge made it one (never a group)
-        outcome["code"] = reported_exit(exc, options.stderr)
+    with outlets(options):  # the run never waits on its output's reader (IMPL-OUT-2)
+        try:
+            run_stoppable(_main, options, specs, outcome, detached, stderr=options.stderr)
+        except AirException as exc:  # open_runtime's edge made it one (never a group)
+            outcome["code"] = reported_exit(exc, options.stderr)
     return detached.finish(outcome)
 
 

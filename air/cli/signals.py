@@ -13,6 +13,7 @@ import signal
 from collections.abc import Callable
 from typing import IO, Any
 
+from air.cli.outlet import drain_outlets
 from air.contracts.error import CliExit
 
 __all__ = ["SignalState", "watch_signals"]
@@ -60,5 +61,5 @@ async def watch_signals(
             try:
                 write_reports(state.code)
             finally:
-                stderr.flush()
+                drain_outlets(timeout=2.0)  # what a thread writes (IMPL-OUT-2), then the exit
                 os._exit(state.code)

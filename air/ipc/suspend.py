@@ -75,10 +75,14 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
     busy = False
 
     def say(line: str) -> None:
+        out = stderr or sys.stderr
         try:
-            print(line, file=stderr or sys.stderr, flush=True)
+            print(line, file=out, flush=True)
         except (OSError, ValueError):
             pass  # stderr closed (`2>&1 | head -1`): raised here, it would end whatever ran
+        settle = getattr(out, "settle", None)  # a stream a thread writes (air.cli.outlet)
+        if settle is not None:
+            settle(1.0)  # written before the whole process stops
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         nonlocal busy

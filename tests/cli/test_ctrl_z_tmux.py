@@ -134,8 +134,8 @@ def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: P
             # Alacritty) sends Ctrl-Z as a key report, not the byte the line discipline turns
             # into SIGTSTP: the console stops all the same
             term.raw(b"\x1b[122;5u")
-            screen = term.wait_for("Stopped")
-            assert screen.count("air: stopped with its") == 2
+            _wait(lambda: term.screen().count("air: stopped with its") == 2, "stopped again")
+            _wait(lambda: term.screen().count("Stopped ") == 2, "the shell took it as a stop")
             term.type("fg")
             term.keys("Enter")
             term.wait_for("· IDLE ·")
