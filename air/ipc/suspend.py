@@ -125,7 +125,7 @@ import os, select, signal, sys, time
 air = int(sys.argv[1])
 try:
     select.select([os.pidfd_open(air)], [], [])
-except OSError:
+except (AttributeError, OSError):  # no pidfd (a kernel before 5.3): /proc, five times a second
     def gone():
         try:
             with open(f"/proc/{air}/stat") as fh:

@@ -161,3 +161,27 @@ def test_a_closed_stderr_neither_ends_the_run_nor_leaves_it_stopped() -> None:
         run.kill()
     trio_s, _wall_s = (float(x) for x in out.split())
     assert 1.0 <= trio_s < 1.5
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_the_watcher_continues_what_was_held_once_air_is_gone(pidfd: bool) -> None:
+    """What ``kill -9`` of a stopped run leaves: the watcher sees air gone (by a pidfd, or
+    where the kernel has none by ``/proc``) and continues what was held."""
+    from air.ipc.suspend import _WATCH
+
+    air = subprocess.Popen(["sleep", "0.5"])  # stands for air: gone in half a second
+    held = subprocess.Popen(["sleep", "60"])
+    try:
+        os.kill(held.pid, signal.SIGSTOP)
+        _wait_state(held.pid, "T")
+        code = ("import os\ndel os.pidfd_open\n" if not pidfd else "") + _WATCH
+        watcher = subprocess.Popen(
+            [sys.executable, "-I", "-S", "-c", code, str(air.pid), str(held.pid)]
+        )
+        assert _state(held.pid) == "T"
+        air.wait()  # reaped: gone for the pidfd and for /proc alike
+        assert watcher.wait(timeout=30) == 0
+        _wait_state(held.pid, "S")
+    finally:
+        held.kill()
+        held.wait()
