@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import site
 import subprocess
 import sys
 import time
@@ -24,7 +26,9 @@ import pytest
 
 from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
+from tests.gitrepo import init_repo
 from tests.headless import session_events
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
 from tests.ui.tmux import processes_with
 
 BATCH = """\
@@ -226,3 +230,49 @@ def test_a_run_killed_while_stopped_leaves_nothing_stopped_behind(tmp_path: Path
         stuck = {pid: _state(pid) for m in markers for pid in find_marked(m)}
         assert time.monotonic() < deadline, f"left behind: {stuck} {processes_with(str(root))}"
         time.sleep(0.05)
+
+
+def test_ctrl_z_of_an_unprivileged_users_run_holds_its_worker_and_sandbox() -> None:
+    """As ``nobody``: air may stop what it started (the sandbox's processes are the user's own
+    in their user namespace), and continues them; the task completes."""
+    base = unprivileged_dir()
+    try:
+        home, root = base / "home", base / "proj"
+        (root / "cas").mkdir(parents=True)
+        home.mkdir()
+        (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 2.7182"))
+        (root / "batch.yaml").write_text(BATCH.split("  - id: slow")[0].replace("quick", "slow"))
+        init_repo(root, message="start")
+        chown_tree(base)
+        env = {**os.environ, "HOME": str(home)}
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(Path(__file__).parents[2]), *site.getsitepackages()]
+        )
+        argv = ["run", "--headless", "batch.yaml", "--cassette", "cas", "--json"]
+        proc = subprocess.Popen(
+            [unprivileged_python(), "-m", "air.cli", *argv],
+            cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            user=NOBODY, group=NOBODY, extra_groups=[], process_group=0,
+        )  # fmt: skip
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            if json.loads(line)["type"] == "tool.started":
+                break
+        deadline = time.monotonic() + 30
+        while not [p for p in processes_with("sleep 2.7182") if " S" in p[:14]]:
+            assert time.monotonic() < deadline, "the command never ran"
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGTSTP)
+        while not (
+            _state(proc.pid) == "T"
+            and [p for p in processes_with("sleep 2.7182") if " T" in p[:14]]
+        ):
+            assert time.monotonic() < deadline, processes_with("sleep 2.7182")
+            time.sleep(0.02)
+        os.kill(proc.pid, signal.SIGCONT)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "air: stopped with its" in err
+        assert _final(session_events(root)) == {"slow": "task.completed"}
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
