@@ -22,6 +22,7 @@ from air.testing.strict_servers import StrictServer
 from tests.cassette_turns import done_turn, tool_turn
 from tests.gitrepo import init_repo
 from tests.headless import session_events
+from tests.processes import process_state, states_of
 from tests.ui.real_air import KEY, ChatModel, _q, git_repo, key_env
 from tests.ui.tmux import Tmux
 
@@ -33,22 +34,6 @@ tasks:
     constraints: {soft_timeout_ms: 7000, hard_timeout_ms: 8000, retry_budget: 0}
 """
 COMMAND = "sleep 4.3219"  # its argument names it among the machine's processes
-
-
-def _states(argv: str) -> list[str]:
-    """The states of live processes whose command line is ``argv``."""
-    states = []
-    for name in Path("/proc").iterdir():
-        if not name.name.isdigit():
-            continue
-        try:
-            cmdline = (name / "cmdline").read_bytes().replace(b"\0", b" ").decode().strip()
-            stat = (name / "stat").read_text()
-        except OSError:
-            continue
-        if cmdline == argv:
-            states.append(stat.rsplit(")", 1)[1].split()[0])
-    return states
 
 
 def _shell(tmp_path: Path, env: dict[str, str] | None = None) -> Tmux:
@@ -88,16 +73,15 @@ def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadl
         air = f"{_q(sys.executable)} -m air run --headless batch.yaml --cassette cas --json"
         term.type(f"cd {_q(str(root))} && {air} > {_q(str(events))}")
         term.keys("Enter")
-        _wait(lambda: _states(COMMAND) == ["S"], "the task's command ran")
+        _wait(lambda: states_of(COMMAND) == ["S"], "the task's command ran")
         term.keys("C-z")
         term.wait_for("Stopped")
         screen = term.wait_for("air: stopped with its")
-        assert _states(COMMAND) == ["T"]  # the sandboxed command waits too
+        assert states_of(COMMAND) == ["T"]  # the sandboxed command waits too
         [run] = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
-        with open(f"/proc/{run['pid']}/stat") as fh:
-            assert fh.read().rsplit(")", 1)[1].split()[0] == "T"  # and the worker
+        assert process_state(int(run["pid"])) == "T"  # and the worker
         time.sleep(10)  # longer than the task's whole deadline
-        assert _states(COMMAND) == ["T"]
+        assert states_of(COMMAND) == ["T"]
         term.type(f"fg; echo $? > {_q(str(rc))}")
         term.keys("Enter")
         _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)

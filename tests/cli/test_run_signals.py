@@ -28,6 +28,7 @@ from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
 from tests.gitrepo import init_repo
 from tests.headless import session_events
+from tests.processes import process_state
 from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir, unprivileged_python
 from tests.ui.tmux import processes_with
 
@@ -58,6 +59,14 @@ def _cassette(task_id: str, command: str | None) -> str:
         return answer
     call = {"type": "tool_use", "id": f"toolu_{task_id}", "name": "shell.run"}
     return _turn([{**call, "input": {"command": command}}], "tool_use") + answer
+
+
+def _project(root: Path, slow: str | None, quick: str | None = None) -> None:
+    """The batch with its cassettes in ``root/cas``: ``slow``, ``quick``: their commands."""
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", quick))
+    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", slow))
+    (root / "batch.yaml").write_text(BATCH)
 
 
 def _final(events: list[dict[str, Any]]) -> dict[str, str]:
@@ -119,10 +128,7 @@ def test_signal_cancels_cooperatively_and_resume_finishes(
 
 def test_a_second_signal_kills_at_once_and_still_writes_the_reports(tmp_path: Path) -> None:
     root = tmp_path / "proj"
-    (root / "cas").mkdir(parents=True)
-    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", None))
-    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 30"))
-    (root / "batch.yaml").write_text(BATCH)
+    _project(root, "sleep 30")
     proc = subprocess.Popen(
         [*AIR_RUN, "--cassette", "cas", "--json", "--junit", "report.xml", "--max-workers", "2"],
         cwd=root,
@@ -159,10 +165,7 @@ def test_a_second_signal_kills_at_once_and_still_writes_the_reports(tmp_path: Pa
 
 def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Path) -> None:
     root = tmp_path / "proj"
-    (root / "cas").mkdir(parents=True)
-    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", "sleep 0.3"))
-    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 0.3"))
-    (root / "batch.yaml").write_text(BATCH)
+    _project(root, "sleep 0.3", "sleep 0.3")
     proc = subprocess.Popen(
         [*AIR_RUN, "--cassette", "cas", "--json", "--junit", "report.xml"],
         cwd=root,
@@ -185,23 +188,12 @@ def test_closed_stdout_stops_the_stream_quietly_and_the_run_goes_on(tmp_path: Pa
     assert (root / "report.xml").is_file()
 
 
-def _state(pid: int) -> str | None:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return None
-
-
 def test_a_run_killed_while_stopped_leaves_nothing_stopped_behind(tmp_path: Path) -> None:
     """Ctrl-Z holds the run's worker and sandboxed command (IMPL-STOP-1); a ``kill -9 %1`` of
     the stopped run then would have left them stopped for good: a stopped worker never reads
     the end of its input. A watcher continues them once air is gone, and they end."""
     root = tmp_path / "proj"
-    (root / "cas").mkdir(parents=True)
-    (root / "cas" / "quick.jsonl").write_text(_cassette("quick", None))
-    (root / "cas" / "slow.jsonl").write_text(_cassette("slow", "sleep 30"))
-    (root / "batch.yaml").write_text(BATCH)
+    _project(root, "sleep 30")
     proc = subprocess.Popen(
         [*AIR_RUN, "--cassette", "cas", "--json", "--max-workers", "2"],
         cwd=root,
@@ -220,14 +212,14 @@ def test_a_run_killed_while_stopped_leaves_nothing_stopped_behind(tmp_path: Path
     assert workers  # slow's, at least
     os.kill(proc.pid, signal.SIGTSTP)
     deadline = time.monotonic() + 30
-    while {_state(pid) for pid in [proc.pid, *workers]} - {None} != {"T"}:
+    while {process_state(pid) for pid in [proc.pid, *workers]} - {None} != {"T"}:
         assert time.monotonic() < deadline
         time.sleep(0.02)
     proc.kill()
     proc.wait(timeout=30)
     # no worker (marked), no sandbox (its command line binds the project) is left
     while any(find_marked(m) for m in markers) or processes_with(str(root)):
-        stuck = {pid: _state(pid) for m in markers for pid in find_marked(m)}
+        stuck = {pid: process_state(pid) for m in markers for pid in find_marked(m)}
         assert time.monotonic() < deadline, f"left behind: {stuck} {processes_with(str(root))}"
         time.sleep(0.05)
 
@@ -264,7 +256,7 @@ def test_ctrl_z_of_an_unprivileged_users_run_holds_its_worker_and_sandbox() -> N
             time.sleep(0.02)
         os.kill(proc.pid, signal.SIGTSTP)
         while not (
-            _state(proc.pid) == "T"
+            process_state(proc.pid) == "T"
             and [p for p in processes_with("sleep 2.7182") if " T" in p[:14]]
         ):
             assert time.monotonic() < deadline, processes_with("sleep 2.7182")

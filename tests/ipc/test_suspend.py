@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from air.ipc.procs import hold_below, release
+from tests.processes import process_state
 
 # a run whose one task sleeps 1 s on the run's clock: what it says is the Trio time and the
 # wall time that sleep took
@@ -30,17 +31,12 @@ print(f"{trio_s} {wall_s}", flush=True)
 """
 
 
-def _state(pid: int) -> str:
-    with open(f"/proc/{pid}/stat") as fh:
-        return fh.read().rsplit(")", 1)[1].split()[0]
-
-
 def _wait_state(pid: int, want: str) -> None:
     for _ in range(500):
-        if _state(pid) == want:
+        if process_state(pid) == want:
             return
         time.sleep(0.01)
-    raise AssertionError(f"{pid} is {_state(pid)}, not {want}")
+    raise AssertionError(f"{pid} is {process_state(pid)}, not {want}")
 
 
 def _tree(tmp_path: Path) -> tuple[subprocess.Popen[bytes], list[int]]:
@@ -67,8 +63,8 @@ def test_everything_below_is_held_and_continued_and_nothing_else(tmp_path: Path)
         assert sorted(h.pid for h in held) == below
         for pid in below:
             _wait_state(pid, "T")  # a signal is taken when its process next runs
-        assert _state(shell.pid) != "T"  # the root stops itself, as the terminal asked
-        assert _state(bystander.pid) != "T"
+        assert process_state(shell.pid) != "T"  # the root stops itself, as the terminal asked
+        assert process_state(bystander.pid) != "T"
         release(held)
         for pid in below:
             _wait_state(pid, "S")
@@ -91,7 +87,7 @@ def test_what_was_stopped_before_stays_stopped(tmp_path: Path) -> None:
         release(held)
         for pid in below[1:]:
             _wait_state(pid, "S")
-        assert _state(below[0]) == "T"
+        assert process_state(below[0]) == "T"
     finally:
         for pid in below:
             os.kill(pid, signal.SIGKILL)
@@ -178,7 +174,7 @@ def test_the_watcher_continues_what_was_held_once_air_is_gone(pidfd: bool) -> No
         watcher = subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", code, str(air.pid), str(held.pid)]
         )
-        assert _state(held.pid) == "T"
+        assert process_state(held.pid) == "T"
         air.wait()  # reaped: gone for the pidfd and for /proc alike
         assert watcher.wait(timeout=30) == 0
         _wait_state(held.pid, "S")
