@@ -30,6 +30,10 @@ sys.dont_write_bytecode = False
 # children get the default disposition, as under a terminal.
 if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
+# The same for Ctrl-Z: air keeps a SIGTSTP that whoever started it ignored (IMPL-STOP-1), and
+# the tests of its stop start it as a terminal's shell would.
+if signal.getsignal(signal.SIGTSTP) == signal.SIG_IGN:
+    signal.signal(signal.SIGTSTP, signal.SIG_DFL)
 
 
 @pytest.hookimpl(tryfirst=True)

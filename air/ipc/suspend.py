@@ -114,7 +114,8 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
     # SIGTTIN / SIGTTOU (the terminal wanted in the background, after `bg`) keep their default
     # action: caught, they make the read or mode change that raised them fail (EINTR: urwid's
     # tcsetattr ended the console) instead of waiting for `fg`
-    signal.signal(signal.SIGTSTP, on_stop)
+    if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:  # whoever started air ignored it:
+        signal.signal(signal.SIGTSTP, on_stop)  # kept so, as job control's convention is
 
 
 # Continues the held processes once air is gone: a `kill -9 %1` of the stopped run would

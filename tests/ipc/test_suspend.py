@@ -94,12 +94,14 @@ def test_what_was_stopped_before_stays_stopped(tmp_path: Path) -> None:
         shell.wait()
 
 
-def _start_run(*, own_session: bool) -> subprocess.Popen[str]:
+def _start_run(*, own_session: bool, stop_ignored: bool = False) -> subprocess.Popen[str]:
     """The run: its own session (no shell could continue it) or, as a shell starts a job, its
-    own process group in this session."""
+    own process group in this session; ``stop_ignored``: started with SIGTSTP ignored."""
     run = subprocess.Popen(
         [sys.executable, "-c", RUN], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=own_session, process_group=None if own_session else 0,
+        preexec_fn=(lambda: signal.signal(signal.SIGTSTP, signal.SIG_IGN)) if stop_ignored
+        else None,
     )  # fmt: skip
     assert run.stdout is not None
     assert run.stdout.readline() == "ready\n"
@@ -139,6 +141,21 @@ def test_a_stop_no_shell_could_continue_is_not_taken() -> None:
     assert run.returncode == 0, err
     assert trio_s == pytest.approx(wall_s, abs=0.2)
     assert "air: continued after 0.0 s stopped" in err
+
+
+def test_a_stop_ignored_by_whoever_started_air_stays_ignored() -> None:
+    """A supervisor that starts air with SIGTSTP ignored keeps it so (job control's
+    convention): a SIGTSTP neither stops the run nor holds anything."""
+    run = _start_run(own_session=False, stop_ignored=True)
+    try:
+        os.kill(run.pid, signal.SIGTSTP)
+        out, err = run.communicate(timeout=30)
+    finally:
+        run.kill()
+    assert run.returncode == 0, err
+    trio_s, wall_s = (float(x) for x in out.split())
+    assert trio_s == pytest.approx(wall_s, abs=0.2)
+    assert "air: stopped" not in err
 
 
 def test_a_closed_stderr_neither_ends_the_run_nor_leaves_it_stopped() -> None:
