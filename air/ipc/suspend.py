@@ -91,7 +91,7 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
         busy = True
         held = hold_below(os.getpid())
         watcher = _watch([h.pid for h in held])
-        before = time.perf_counter()
+        stopped = 0.0
         try:
             say(
                 f"air: stopped with its {len(held)} processes; the time stopped does not count "
@@ -100,9 +100,9 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             before = time.perf_counter()
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)  # stops here until SIGCONT
+            stopped = time.perf_counter() - before
         finally:
             signal.signal(signal.SIGTSTP, on_stop)
-            stopped = time.perf_counter() - before
             clock.exclude(stopped)
             release(held)  # whatever happened, nothing is left stopped
             if watcher is not None:
