@@ -3,7 +3,10 @@
 Owns ``write_bundle``: ``report.json`` (the doctor report), ``versions.json`` (air, Python,
 SQLite, the platform, each tool the doctor found), ``environment.json`` (variable NAMES only,
 never values), ``config/`` (user and project configuration files: models.yaml, config.yaml,
-permissions.yaml, project.json) and ``logs/`` (the newest ``air.log`` files and the encrypted
+permissions.yaml, project.json; a project's file is read only where it is, never through a
+symbolic link, which a cloned repository could point at any file the user can read, and
+none over ``MAX_CONFIG_BYTES``: what is left out is named in ``config/left-out.txt``) and
+``logs/`` (the newest ``air.log`` files and the encrypted
 ``air.developer.log``, which only the developer key opens). Every text member passes through
 the SecretRedactor first; values of secret-looking keys in the configuration and of
 secret-looking environment variables are registered with it before anything is written
@@ -12,10 +15,12 @@ secret-looking environment variables are registered with it before anything is w
 
 from __future__ import annotations
 
+import errno
 import io
 import json
 import os
 import platform
+import stat
 import sys
 import tarfile
 import time
@@ -25,10 +30,12 @@ from typing import Protocol
 from air.doctor.logs import AIR_LOG, DEVELOPER_LOG, air_home, log_dir
 from air.doctor.service import DoctorReport
 
-__all__ = ["MAX_LOG_BYTES", "write_bundle"]
+__all__ = ["MAX_CONFIG_BYTES", "MAX_LOG_BYTES", "write_bundle"]
 
 MAX_LOG_BYTES = 2 * 1024 * 1024
 """At most this much of the newest log lines goes into the bundle per log."""
+MAX_CONFIG_BYTES = 1 << 20
+"""A configuration file larger than this is left out (air's YAML loader refuses it unread)."""
 
 _SECRET_KEY_WORDS = (
     "secret",
@@ -54,17 +61,63 @@ class BundleRedactor(Protocol):
     def register_environment(self, environ: Mapping[str, str]) -> int: ...
 
 
-def _config_files(project_root: str | None, home: str) -> list[tuple[str, str]]:
-    """(archive name, path) of every configuration file that exists."""
-    out = []
+def _config_files(project_root: str | None, home: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """(archive name, text) of every configuration file there is, and a line for each one
+    left out."""
+    found: list[tuple[str, str]] = []
+    left_out: list[str] = []
     user = air_home(home)
-    for name in ("models.yaml", "config.yaml", "permissions.yaml"):
-        out.append((f"config/user/{name}", os.path.join(user, name)))
+    names = ("models.yaml", "config.yaml", "permissions.yaml")
+    places = [(f"user/{name}", user, [name]) for name in names]
     if project_root is not None:
-        shared = os.path.join(project_root, ".air", "shared")
-        for name in ("models.yaml", "config.yaml", "permissions.yaml", "project.json"):
-            out.append((f"config/project/{name}", os.path.join(shared, name)))
-    return [(n, p) for n, p in out if os.path.isfile(p)]
+        for name in (*names, "project.json"):
+            places.append((f"project/{name}", project_root, [".air", "shared", name]))
+    for label, top, parts in places:
+        # the user's own files are theirs to link (a dotfiles manager); a project's are not
+        data, why = _read_config(top, parts, follow=label.startswith("user/"))
+        if why is not None:
+            left_out.append(f"{label}: {why}")
+        elif data is not None:
+            found.append((f"config/{label}", data.decode("utf-8", "replace")))
+    return found, left_out
+
+
+def _read_config(top: str, parts: list[str], *, follow: bool) -> tuple[bytes | None, str | None]:
+    """The bytes of ``top/parts...`` (None: there is none) or why they are left out. Unless
+    ``follow``, every name below ``top`` is opened without following a link (a cloned
+    repository's ``.air/shared/config.yaml -> ~/.netrc`` would carry that file into a bundle
+    meant for a bug report)."""
+    nofollow = 0 if follow else os.O_NOFOLLOW
+    link = "a symbolic link (air never follows a project's links into a bundle)"
+    opened: list[int] = []
+    try:
+        fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        opened.append(fd)
+        for part in parts[:-1]:
+            fd = os.open(part, os.O_PATH | os.O_CLOEXEC | nofollow, dir_fd=fd)
+            opened.append(fd)
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISLNK(mode):
+                return None, link
+            if not stat.S_ISDIR(mode):
+                return None, None
+        flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | nofollow
+        fd = os.open(parts[-1], flags, dir_fd=fd)
+        opened.append(fd)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None, "not a regular file"
+        if info.st_size > MAX_CONFIG_BYTES:
+            return None, f"larger than {MAX_CONFIG_BYTES} bytes"
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_CONFIG_BYTES), None
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        return None, link if exc.errno == errno.ELOOP and not follow else exc.strerror
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 def _register_config_secrets(text: str, redactor: BundleRedactor) -> None:
@@ -119,12 +172,9 @@ def write_bundle(
     """
     home = home or os.path.expanduser("~")
     redactor.register_environment(environ)
-    configs = []
-    for name, cfg in _config_files(project_root, home):
-        with open(cfg, encoding="utf-8", errors="replace") as handle:
-            text = handle.read()
+    configs, left_out = _config_files(project_root, home)
+    for _, text in configs:
         _register_config_secrets(text, redactor)
-        configs.append((name, text))
 
     def clean(text: str) -> bytes:
         return redactor.redact(text).encode("utf-8")
@@ -152,6 +202,8 @@ def write_bundle(
         ("environment.json", clean(json.dumps({"names": sorted(environ)}, indent=2))),
     ]
     members += [(name, clean(text)) for name, text in configs]
+    if left_out:
+        members.append(("config/left-out.txt", clean("\n".join(left_out) + "\n")))
     logs = log_dir(home)
     for base in (AIR_LOG, f"{AIR_LOG}.1"):
         log_path = os.path.join(logs, base)

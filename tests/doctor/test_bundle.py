@@ -100,3 +100,67 @@ def test_extracted_archive_is_plain_tar_gz(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout
     with tarfile.open(fileobj=io.BytesIO(bundle.read_bytes()), mode="r:gz") as tar:
         assert all(m.name.startswith("air-doctor/") for m in tar.getmembers())
+
+
+PRIVATE = "zq9-private-notes-0b7e4c1a: nothing a secret pattern knows"
+
+
+def _members(bundle: Path) -> dict[str, bytes]:
+    with tarfile.open(bundle, "r:gz") as tar:
+        return {
+            m.name: handle.read()
+            for m in tar.getmembers()
+            if (handle := tar.extractfile(m)) is not None
+        }
+
+
+def test_a_cloned_projects_links_carry_no_file_into_the_bundle(tmp_path: Path) -> None:
+    """Found: a repository shipping ``.air/shared/config.yaml -> <a file of the user's>``
+    (``~/.netrc``, notes, ``/etc/passwd``) put that file into the bundle a person attaches to
+    a bug report; the redactor knows secrets by their shape, not private text. A project's
+    files are read where they are now, never through a link, and what is left out is named."""
+    project, home = make_project(tmp_path)
+    private = tmp_path / "private.txt"
+    private.write_text(PRIVATE + "\n")
+    shared = project / ".air" / "shared"
+    (shared / "config.yaml").symlink_to(private)
+    (shared / "permissions.yaml").unlink()  # air init's
+    (shared / "permissions.yaml").symlink_to("/etc/passwd")
+    (shared / "models.yaml").write_text("default: none\n")  # a regular file is still there
+    (home / ".air" / "config.yaml").symlink_to(tmp_path / "dotfiles.yaml")  # the user's own
+    (tmp_path / "dotfiles.yaml").write_text("theme: linked-by-the-user\n")
+    bundle = tmp_path / "b.tgz"
+    done = air(project, home, "doctor", "--bundle", str(bundle))
+    assert done.returncode in (0, 1), done.stderr
+    members = _members(bundle)
+    everything = b"".join(members.values())
+    assert PRIVATE.encode() not in everything
+    assert b"root:x:0:0" not in everything
+    assert "air-doctor/config/project/config.yaml" not in members
+    left = members["air-doctor/config/left-out.txt"].decode()
+    assert "project/config.yaml: a symbolic link" in left
+    assert "project/permissions.yaml: a symbolic link" in left
+    assert members["air-doctor/config/project/models.yaml"] == b"default: none\n"
+    assert b"linked-by-the-user" in members["air-doctor/config/user/config.yaml"]
+
+
+def test_odd_configuration_files_are_left_out_and_named(tmp_path: Path) -> None:
+    """A directory where a file should be, a file past ``MAX_CONFIG_BYTES`` (air's YAML loader
+    refuses it unread) and a project's link that stays inside it (still a link: left out)."""
+    from air.doctor.bundle import MAX_CONFIG_BYTES
+
+    project, home = make_project(tmp_path)
+    (project / "notes.yaml").write_text(PRIVATE + "\n")
+    (project / ".air" / "shared" / "config.yaml").symlink_to("../../notes.yaml")
+    (home / ".air" / "models.yaml").mkdir()
+    (home / ".air" / "config.yaml").write_text("x" * (MAX_CONFIG_BYTES + 1))
+    bundle = tmp_path / "b.tgz"
+    done = air(project, home, "doctor", "--bundle", str(bundle))
+    assert "Traceback" not in done.stderr, done.stderr
+    members = _members(bundle)
+    assert PRIVATE.encode() not in b"".join(members.values())
+    left = members["air-doctor/config/left-out.txt"].decode()
+    assert "project/config.yaml: a symbolic link" in left
+    assert "user/models.yaml: not a regular file" in left
+    assert f"user/config.yaml: larger than {MAX_CONFIG_BYTES} bytes" in left
+    assert "air-doctor/config/user/config.yaml" not in members
