@@ -11,6 +11,7 @@ another's.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
@@ -56,9 +57,19 @@ How to build and test this project (commands, environment, known quirks).
 """
 
 
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
 def _write_new(path: Path, text: str) -> None:
-    if not path.exists():
-        path.write_text(text, encoding="utf-8")
+    """``text`` as a new file at ``path``; whatever is there already is kept and never followed
+    (a repository's ``.air/shared/permissions.yaml -> ~/.bash_profile``, dangling, had air
+    create that file)."""
+    try:
+        fd = os.open(path, _NEW, 0o644)
+    except FileExistsError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
 
 
 def _text_root(root: Path) -> None:
@@ -161,7 +172,8 @@ class ProjectStore:
                     "created_at": utc_now_iso(),
                 }
                 tmp = project_json.with_name(f".project.json.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+                tmp.unlink(missing_ok=True)  # a crashed init's (or a link a repository put)
+                _write_new(tmp, json.dumps(data, indent=2) + "\n")
                 try:
                     # made whole or not at all, and only once: of two airs starting in a new
                     # project at once, the second keeps the first's id (its sessions' ids)
@@ -240,11 +252,21 @@ class ProjectStore:
 
     @staticmethod
     def _ensure_gitignore(root: Path) -> None:
-        path = root / ".gitignore"
-        text = path.read_text(encoding="utf-8") if path.exists() else ""
-        lines = {line.strip() for line in text.splitlines()}
-        if {GITIGNORE_ENTRY, "/.air/local/", ".air/local"} & lines:
-            return
-        if text and not text.endswith("\n"):
-            text += "\n"
-        path.write_text(text + GITIGNORE_ENTRY + "\n", encoding="utf-8")
+        """``GITIGNORE_ENTRY`` added to the project's ``.gitignore`` (made if there is none). A
+        link there is left alone: git never follows one (2.32+), and air would append to the
+        file it names."""
+        flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(root / ".gitignore", flags, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return
+            raise
+        with os.fdopen(fd, "r+", encoding="utf-8") as handle:
+            text = handle.read()
+            lines = {line.strip() for line in text.splitlines()}
+            if {GITIGNORE_ENTRY, "/.air/local/", ".air/local"} & lines:
+                return
+            handle.write(
+                ("\n" if text and not text.endswith("\n") else "") + GITIGNORE_ENTRY + "\n"
+            )
