@@ -1,11 +1,11 @@
 """What a headless run or resume checks before it creates anything, and where it runs.
 
-Owns: ``refusals`` (git on PATH, the bubblewrap sandbox, an existing ``--project``, a writable
-``--junit``: every missing piece is said, never a silent unsandboxed mode), ``say_uncommitted``
-(the warning that a run's worktree tasks will not see the project's uncommitted changes),
-``check_git``,
-``check_writable``, ``session_to_resume`` (the project and session ``air resume`` continues;
-creates nothing) and ``open_project`` (the project a new run uses, initialised on first use).
+Owns: ``refusals`` (git on PATH, the bubblewrap sandbox, a writable ``~/.air``, an existing
+``--project``, a writable ``--junit``: every missing piece is said, never a silent unsandboxed
+mode), ``say_uncommitted`` (the warning that a run's worktree tasks will not see the project's
+uncommitted changes), ``check_git``, ``check_air_home``, ``check_writable``,
+``session_to_resume`` (the project and session ``air resume`` continues; creates nothing) and
+``open_project`` (the project a new run uses, initialised on first use).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 from air.cli.options import HeadlessOptions, bad
 
 __all__ = [
+    "check_air_home",
     "check_git",
     "check_writable",
     "open_project",
@@ -131,8 +132,10 @@ def check_git() -> None:
 
 
 def _check_environment(options: HeadlessOptions) -> None:
-    """git on PATH, an existing ``--project`` directory, a writable ``--junit`` path."""
+    """git on PATH, a writable ``~/.air``, an existing ``--project`` directory, a writable
+    ``--junit`` path."""
     check_git()
+    check_air_home()
     if not os.path.isdir(options.project):
         what = "is not a directory" if os.path.exists(options.project) else "does not exist"
         raise bad(
@@ -144,6 +147,30 @@ def _check_environment(options: HeadlessOptions) -> None:
         )
     if options.junit:
         check_writable(options.junit, "--junit")
+
+
+def check_air_home() -> None:
+    """``~/.air`` (the worker slots, trust decisions, logs every project shares) is a directory
+    air can write, made if missing. Found: with ``HOME=/nonexistent`` (a service account's,
+    ``nobody``'s) a run recorded its session and first task, then ended ``os_error:
+    /nonexistent: Permission denied`` at the task's worker."""
+    home = os.path.expanduser("~")
+    path = os.path.join(home, ".air")
+    try:
+        os.makedirs(path, exist_ok=True)
+        reason = None if os.access(path, os.W_OK | os.X_OK) else "it is not writable"
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    if reason is not None:
+        raise bad(
+            "environment_error",
+            f"air keeps what all projects share (worker slots, trust, logs) in {path} "
+            f"(HOME={home}), and cannot use it: {reason}",
+            f"Set HOME to a directory you can write (a service account: one kept between runs), "
+            f"or make {path} a directory you can write, and run again.",
+            file=path,
+            field="HOME",
+        )
 
 
 def check_writable(path: str, option: str) -> None:
