@@ -156,11 +156,16 @@ def check_air_home() -> None:
     /nonexistent: Permission denied`` at the task's worker."""
     home = os.path.expanduser("~")
     path = os.path.join(home, ".air")
-    try:
-        os.makedirs(path, exist_ok=True)
-        reason = None if os.access(path, os.W_OK | os.X_OK) else "it is not writable"
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
+    reason = None
+    if not os.path.isabs(os.environ.get("HOME", "/")):  # to Python "" is "/": /.air
+        home, reason = repr(os.environ["HOME"]), "HOME is not an absolute path"
+    else:
+        try:
+            os.makedirs(path, exist_ok=True)
+            if not os.access(path, os.W_OK | os.X_OK):
+                reason = "it is not writable"
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
     if reason is not None:
         raise bad(
             "environment_error",

@@ -30,6 +30,8 @@ def setup_logging() -> list[str]:
     from air.doctor.logs import configure_logging
     from air.security.redact import SecretRedactor
 
+    if not os.path.isabs(os.environ.get("HOME", "/")):
+        return []  # "" or a relative HOME: ~/.air/logs would be made where air was started
     redactor = SecretRedactor()
     redactor.register_environment(os.environ)
     try:

@@ -9,10 +9,12 @@ is made. As ``nobody`` (a HOME it cannot write) and as root (a HOME that is a fi
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
 from tests.headless import REVIEW_BATCH
 from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
@@ -43,3 +45,20 @@ def test_a_run_without_a_usable_air_home_is_refused_before_its_session(
         assert f"in {home}/.air (HOME={home}), and cannot use it" in done.stderr
         assert "what to do: Set HOME to a directory you can write" in done.stderr
     assert not list(root.glob(".air/local/sessions/*/session.db"))  # nothing recorded
+
+
+@pytest.mark.parametrize("home", ["", "rel/home"], ids=["empty", "relative"])
+def test_an_empty_or_relative_home_is_refused_and_nothing_lands_here(
+    tmp_path: Path, home: str
+) -> None:
+    """``HOME=`` is ``/`` to Python (air made ``/.air``); a relative HOME put ``.air/logs``
+    where air was started (the project)."""
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / "notes.txt").write_text("ship it\n")
+    init_repo(root, message="start")
+    done = air_cli(["run", "-p", "say hi"], cwd=root, env={**os.environ, "HOME": home})
+    assert done.returncode == 2, done.stderr
+    assert f"(HOME={home!r}), and cannot use it: HOME is not an absolute path" in done.stderr
+    assert not (root / "rel").exists()
+    assert not list(root.glob(".air/local/sessions/*/session.db"))
