@@ -51,9 +51,10 @@ class CapabilityDecisions:
         return {"approved": approved, "switches": switches}
 
     def _save(self, data: dict[str, Any]) -> None:
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
         temp = f"{self.path}.{os.getpid()}.tmp"
-        with open(temp, "w", encoding="utf-8") as f:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, sort_keys=True)
             f.flush()
             os.fsync(f.fileno())

@@ -318,6 +318,8 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
 
         setup_logging()
     try:
+        if name not in ("doctor", "help", "completion"):  # the doctor reports it instead
+            _refuse_open_air_home()
         if name == "console":  # urwid writes the terminal's own sequences
             return command(args)
         from air.cli.exact_output import exact_output
@@ -336,6 +338,26 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         if code is None:
             raise
         return code
+
+
+def _refuse_open_air_home() -> None:
+    """No command acts on a ``~/.air`` another user could change (``air.air_home``)."""
+    from air.air_home import open_to_others
+
+    found = open_to_others()
+    if found is None:
+        return
+    from air.contracts.error import AirException
+
+    path, why = found
+    raise AirException.of(
+        kind="untrusted_config",
+        message=f"{path}: {why}, and air acts on what is there (where your keys go, what runs "
+        "as you): it reads none of it",
+        user_action=f"Make it yours alone: `chmod go-w {path}` (owned by another user: `chown "
+        f"$USER {path}`, or remove it), then run air again.",
+        metadata={"file": path, "reason": why},
+    )
 
 
 def _report(exc: BaseException) -> int | None:

@@ -160,8 +160,10 @@ def check_air_home() -> None:
     if not os.path.isabs(os.environ.get("HOME", "/")):  # to Python "" is "/": /.air
         home, reason = repr(os.environ["HOME"]), "HOME is not an absolute path"
     else:
+        from air.air_home import make_air_home
+
         try:
-            os.makedirs(path, exist_ok=True)
+            make_air_home()
             if not os.access(path, os.W_OK | os.X_OK):
                 reason = "it is not writable"
         except OSError as exc:

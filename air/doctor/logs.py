@@ -316,6 +316,7 @@ def configure_logging(
             handler.close()
     root = log_dir(home)
     try:
+        os.makedirs(os.path.dirname(root), mode=0o700, exist_ok=True)  # ~/.air: the user's alone
         os.makedirs(root, mode=0o700, exist_ok=True)
     except OSError:
         return []

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from air.air_home import open_to_others
 from air.contracts.doctor_report import (
     DoctorIssue,
     DoctorMode,
@@ -260,6 +261,18 @@ class DoctorService:
                         "system read-write); air keeps its sessions and logs there.",
                     )
                 )
+        opened = open_to_others(os.path.join(self.home, ".air"))
+        if opened is not None:
+            path, why = opened
+            found.append(
+                issue(
+                    "bootstrap.air_private",
+                    "blocking",
+                    f"{path}: {why}; every other air command refuses to act on it",
+                    f"Make it yours alone: `chmod go-w {path}` (owned by another user: `chown "
+                    f"$USER {path}`, or remove it).",
+                )
+            )
         return found
 
     def bootstrap_found(self) -> list[tuple[str, str]]:
@@ -273,6 +286,7 @@ class DoctorService:
             ),
             ("bootstrap.shell", f"{shell} -c 'exit 0'"),
             ("bootstrap.air_writable", ", ".join(self.air_dirs())),
+            ("bootstrap.air_private", f"who can change {self.air_dirs()[0]} and its configuration"),
         ]
 
     def _check_sqlite(self) -> list[DoctorIssue]:

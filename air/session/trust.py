@@ -402,7 +402,7 @@ def _load_record(home: str | None) -> dict[str, Any]:
 
 def _save_record(data: dict[str, Any], home: str | None) -> None:
     path = trust_file(home)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # ~/.air: the user's alone
     # projects that are gone (temporary directories) leave the record
     data["projects"] = {k: v for k, v in data["projects"].items() if os.path.isdir(k)}
     temp = f"{path}.{os.getpid()}.tmp"
@@ -428,7 +428,7 @@ def _updating(home: str | None) -> Iterator[None]:
     ``flock`` on ``trust.json.lock`` beside it): air processes of other projects refresh it
     after their own writes, and two read-modify-writes at once lost one's projects."""
     path = trust_file(home) + ".lock"
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)  # ~/.air: the user's alone
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
