@@ -1,13 +1,14 @@
 """What the console needs to know about the terminal it draws on, and how it adapts to it.
 
-Owns ``ConsoleScreen`` / ``make_screen`` (urwid's raw screen with bracketed paste
-and urwid's extended keys, the terminal's CR-to-NL input translation off so Enter, byte 13, and
-Ctrl-J, byte 10, arrive apart, its flow control off so Ctrl-S freezes nothing; on a terminal
-that is not UTF-8 every box-drawing line, status mark and separator the views draw is written
-as its ASCII stand-in, at the same width) and
-``newline_keys`` (the ``input_filter`` that names byte 10 ``ctrl j``: urwid reports both
-bytes as ``enter``). Re-exports ``unicode_terminal`` (``first_frame``'s: is the locale
-UTF-8; Python's coercion of the C locale, PEP 538/540, counts as not).
+Owns ``ConsoleScreen`` / ``make_screen`` (urwid's raw screen with bracketed paste and urwid's
+extended keys, the terminal's CR-to-NL input translation off so Enter, byte 13, and Ctrl-J,
+byte 10, arrive apart, its flow control off so Ctrl-S freezes nothing, its frames written by a
+thread of their own (``TerminalWriter``: a terminal that reads nothing never stalls the run);
+on a terminal that is not UTF-8 every box-drawing line, status mark and separator the views
+draw is written as its ASCII stand-in, at the same width) and ``newline_keys`` (the
+``input_filter`` that names byte 10 ``ctrl j``: urwid reports both bytes as ``enter``).
+Re-exports ``unicode_terminal`` (``first_frame``'s: is the locale UTF-8; Python's coercion of
+the C locale, PEP 538/540, counts as not).
 """
 
 from __future__ import annotations
@@ -15,11 +16,12 @@ from __future__ import annotations
 import os
 import select
 import termios
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import urwid
 
 from air.ui_urwid.first_frame import unicode_terminal
+from air.ui_urwid.terminal_writer import TerminalWriter
 
 if TYPE_CHECKING:
     from air.ui_urwid.first_frame import FirstFrame
@@ -65,6 +67,9 @@ class ConsoleScreen(urwid.display.raw.Screen):
         """True while the terminal sends Enter as byte 13 and Ctrl-J as byte 10."""
         self._held: list[int] = []
         """Bytes typed at the first frame, read before urwid's start, given to it first."""
+        self._writer: TerminalWriter | None = None
+        self._pending: list[str] = []
+        self._encoding, self._errors = "utf-8", "strict"
 
     def get_available_raw_input(self) -> list[int]:
         held, self._held = self._held, []
@@ -91,13 +96,59 @@ class ConsoleScreen(urwid.display.raw.Screen):
         if self.takeover is not None:
             self.takeover.handed_over()
             self.takeover = None
+        self._start_writer()
+
+    def _start_writer(self) -> None:
+        """From here on a thread writes to the terminal (``TerminalWriter``); urwid's own start
+        and stop write synchronously, so the terminal is set up and restored in order."""
+        out: Any = self._term_output_file
+        try:
+            fd = out.fileno()
+        except (AttributeError, OSError, ValueError):
+            return  # not a terminal's file (a test's StringIO): urwid writes it itself
+        out.flush()
+        self._encoding = getattr(out, "encoding", None) or "utf-8"
+        self._errors = getattr(out, "errors", None) or "strict"
+        self._writer = TerminalWriter(fd, self._draw_all)
+
+    def _draw_all(self) -> None:
+        """The terminal read all that was queued: the next frame is drawn whole, as after a
+        resize (the writer's thread: only a flag and the loop's wake-up, as urwid's SIGWINCH
+        handler does)."""
+        self._resized = True
+        self._wake_input_loop()
 
     def _stop(self) -> None:
         self.enter_apart = False
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            self._put(writer)
+            writer.close()  # written out before urwid restores the terminal
         super()._stop()
 
+    def draw_screen(self, size: tuple[int, int], canvas: urwid.Canvas) -> None:
+        if self._writer is not None and self._writer.behind():
+            return  # the terminal reads nothing now: drawn whole once it caught up
+        super().draw_screen(size, canvas)
+
     def write(self, data: str) -> None:
-        super().write(data.translate(_TABLE) if self.ascii else data)
+        text = data.translate(_TABLE) if self.ascii else data
+        if self._writer is None:
+            super().write(text)
+        else:
+            self._pending.append(text)
+
+    def flush(self) -> None:
+        if self._writer is None:
+            super().flush()
+        else:
+            self._put(self._writer)
+
+    def _put(self, writer: TerminalWriter) -> None:
+        if self._pending:
+            data = "".join(self._pending).encode(self._encoding, self._errors)
+            self._pending.clear()
+            writer.put(data)
 
 
 def _pending_input(fd: int) -> bytes:
