@@ -4,21 +4,21 @@ A pager nobody scrolls (``air run --json | less``), a terminal stopped by Ctrl-S
 reader filled the pipe, and the run's next ``print`` blocked its Trio thread: no tool call
 served, no worker read, while every task's deadline ran on; the tasks failed ``timeout``.
 
-Owns ``Outlet`` (a text stream whose lines a thread of its own writes to the real one: a write
-only queues; past ``LIMIT`` bytes behind, the human progress drops lines and says how many
-once the reader catches up, the ``--json`` stream stops as for a closed stdout) and
-``outlets`` (the headless run's stdout and stderr as outlets for the length of a block, drained
-at its end; ``drain_outlets`` before an ``os._exit``).
+Owns ``Outlet`` (a text stream whose lines a thread of its own writes to the real one,
+``air.write_behind``: a write only queues; past ``LIMIT`` bytes behind, the human progress
+drops lines and says how many once the reader catches up, the ``--json`` stream stops as for a
+closed stdout) and ``outlets`` (the headless run's stdout and stderr as outlets for the length
+of a block, drained at its end; ``drain_outlets`` before an ``os._exit``).
 """
 
 from __future__ import annotations
 
 import sys
-import threading
-from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Any
+
+from air.write_behind import WriteBehind
 
 __all__ = ["LIMIT", "Outlet", "OutletStopped", "drain_outlets", "outlets"]
 
@@ -34,7 +34,7 @@ class OutletStopped(OSError):
         self.lagged = lagged
 
 
-class Outlet:
+class Outlet(WriteBehind[str]):
     """``target``'s lines, written by a thread of their own. ``strict`` (the ``--json``
     stream): past the limit, or once the target failed, a write raises ``OutletStopped``;
     otherwise (the human progress) such lines are dropped and counted."""
@@ -43,15 +43,9 @@ class Outlet:
         self.target = target
         self.strict = strict
         self.limit = limit
-        self._queue: deque[str] = deque()
-        self._held = 0  # characters queued or being written
         self._dropped = 0
         self._stopped: bool | None = None  # None: writing; else whether it fell behind
-        self._closing = False
-        # reentrant: a signal handler's line (Ctrl-Z) may arrive inside a write
-        self._turn = threading.Condition(threading.RLock())
-        self._thread = threading.Thread(target=self._write_out, name="air-outlet", daemon=True)
-        self._thread.start()
+        super().__init__("air-outlet", "")
 
     def write(self, text: str) -> int:
         with self._turn:
@@ -59,23 +53,18 @@ class Outlet:
                 if self.strict:
                     raise OutletStopped(bool(self._stopped))
                 return len(text)
-            if self._held + len(text) > self.limit:
+            if self.held + len(text) > self.limit:
                 if self.strict:
                     self._stopped = True
                     raise OutletStopped(True)
                 self._dropped += 1
                 return len(text)
-            if self._dropped and self._held <= self.limit // 2:
+            if self._dropped and self.held <= self.limit // 2:
                 note = f"air: {self._dropped} lines not shown: this output's reader fell behind "
                 self._put(note + "(`air history` has every event)\n")
                 self._dropped = 0
             self._put(text)
         return len(text)
-
-    def _put(self, text: str) -> None:
-        self._queue.append(text)
-        self._held += len(text)
-        self._turn.notify_all()
 
     def flush(self) -> None:
         """Nothing to wait for: the outlet's thread writes and flushes what is queued."""
@@ -84,41 +73,17 @@ class Outlet:
         """Wait until what is queued is written, at most ``timeout`` seconds (before the whole
         process stops: Ctrl-Z)."""
         with self._turn:
-            self._turn.wait_for(lambda: not self._held or self._stopped is not None, timeout)
+            self._turn.wait_for(lambda: not self.held or self._stopped is not None, timeout)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)  # isatty, fileno, encoding: the real stream's
 
-    def _write_out(self) -> None:
-        while True:
-            with self._turn:
-                while not self._queue and not self._closing:
-                    self._turn.wait()
-                if not self._queue:
-                    return
-                text = "".join(self._queue)
-                self._queue.clear()
-            try:
-                self.target.write(text)
-                self.target.flush()
-            except (OSError, ValueError):
-                with self._turn:
-                    self._stopped = False
-                    self._queue.clear()
-                    self._held = 0
-                    self._turn.notify_all()
-                return
-            with self._turn:
-                self._held -= len(text)
-                self._turn.notify_all()
+    def _emit(self, chunk: str) -> None:
+        self.target.write(chunk)
+        self.target.flush()
 
-    def close(self, timeout: float | None = None) -> None:
-        """Write out what is queued (waiting as long as the reader takes; ``timeout``: at most
-        that long), then end the thread."""
-        with self._turn:
-            self._closing = True
-            self._turn.notify_all()
-        self._thread.join(timeout)
+    def _failed(self, exc: OSError | ValueError) -> None:
+        self._stopped = False
 
 
 @contextmanager

@@ -122,7 +122,7 @@ def test_the_progress_drops_lines_past_the_limit_and_says_how_many() -> None:
     reader = threading.Thread(target=lambda: got.append(_read_all(read)))
     reader.start()
     deadline = time.monotonic() + 30
-    while outlet._held and time.monotonic() < deadline:  # the reader catches up
+    while outlet.held and time.monotonic() < deadline:  # the reader catches up
         time.sleep(0.01)
     outlet.write("after\n")
     outlet.close()
