@@ -120,7 +120,8 @@ def run_console(args: dict[str, Any], runner_factory: Any = None) -> int:
                 frame = FirstFrame.draw(opening_text(options))
             from air.ipc.suspend import run_stoppable  # Ctrl-Z: IMPL-STOP-1
 
-            run_stoppable(_console, options, plain, create or note is not None, note, frame)
+            made = create or note is not None
+            run_stoppable(_console, options, plain, made, note, frame, foreground=True)
         finally:
             if frame is not None:
                 frame.close()  # the console never took it over: the terminal as it was

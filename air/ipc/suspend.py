@@ -9,7 +9,8 @@ Owns: ``RunClock`` (Trio's clock without the time this process spent stopped: a 
 deadline, a command's timeout, a worker's silence count only time the run could work) and
 ``run_stoppable`` (a Trio run on it whose SIGTSTP handler holds every process below this one,
 stops as the terminal asked, and on ``fg`` / ``bg`` continues them, the pause off the clock;
-a watcher process continues them if air is killed while stopped).
+the console, continued in the background, stops again still holding until ``fg``; a watcher
+process continues them if air is killed while stopped).
 Under the console, urwid's own handler restores the terminal first and then passes the signal
 on to this one.
 """
@@ -55,23 +56,43 @@ class RunClock(trio.abc.Clock):
 
 
 def run_stoppable(
-    fn: Callable[..., Awaitable[T]], *args: object, stderr: IO[str] | None = None
+    fn: Callable[..., Awaitable[T]],
+    *args: object,
+    stderr: IO[str] | None = None,
+    foreground: bool = False,
 ) -> T:
     """``trio.run(fn, *args)`` on a ``RunClock``, stopping with the run on SIGTSTP (Ctrl-Z,
     ``kill -TSTP``): hold every process below this one, stop this one as the terminal asked
     (where no shell could continue it, an orphaned process group, the kernel discards the stop:
     the run goes on), then continue what it held and leave the time stopped off the clock.
-    ``stderr``: where it says so, one line each way (None: ``sys.stderr`` at the time)."""
+    ``stderr``: where it says so, one line each way (None: ``sys.stderr`` at the time).
+    ``foreground``: the run draws on its terminal (the console): continued in the background
+    (``bg``), where its first read or mode change would stop it again holding nothing, it stops
+    again itself, still holding, until ``fg``."""
     clock = RunClock()
 
     async def stoppable() -> T:
-        _stop_with_the_run(clock, stderr)  # in the main thread: the handler runs there
+        _stop_with_the_run(clock, stderr, foreground)  # the main thread's: the handler's
         return await fn(*args)
 
     return trio.run(stoppable, clock=clock)
 
 
-def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
+def _in_background() -> bool:
+    """Whether another process group than this one has the controlling terminal."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDONLY | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return False  # no terminal: nothing to wait for
+    try:
+        return os.tcgetpgrp(fd) != os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool) -> None:
     busy = False
 
     def say(line: str) -> None:
@@ -100,6 +121,12 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
             before = time.perf_counter()
             signal.signal(signal.SIGTSTP, signal.SIG_DFL)
             os.kill(os.getpid(), signal.SIGTSTP)  # stops here until SIGCONT
+            while foreground and _in_background():  # `bg`: the console waits for `fg`
+                say("air: the console runs in the foreground only: it waits, stopped (`fg`)")
+                again = time.perf_counter()
+                os.kill(os.getpid(), signal.SIGTSTP)
+                if time.perf_counter() - again < 0.05:
+                    break  # not stopped: no shell can continue this process group
             stopped = time.perf_counter() - before
         finally:
             signal.signal(signal.SIGTSTP, on_stop)
@@ -113,7 +140,7 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None) -> None:
 
     # SIGTTIN / SIGTTOU (the terminal wanted in the background, after `bg`) keep their default
     # action: caught, they make the read or mode change that raised them fail (EINTR: urwid's
-    # tcsetattr ended the console) instead of waiting for `fg`
+    # tcsetattr ended the console) instead of waiting for `fg` (``foreground`` waits first)
     if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:  # whoever started air ignored it:
         signal.signal(signal.SIGTSTP, on_stop)  # kept so, as job control's convention is
 

@@ -22,6 +22,7 @@ from air.testing.strict_servers import StrictServer
 from tests.cassette_turns import done_turn, tool_turn
 from tests.gitrepo import init_repo
 from tests.headless import session_events
+from tests.mcp.servers import time_server
 from tests.processes import process_state, states_of
 from tests.ui.real_air import KEY, ChatModel, _q, git_repo, key_env
 from tests.ui.tmux import Tmux
@@ -130,5 +131,59 @@ def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: P
             term.type("echo ended-$?")  # read by the shell once the console has ended
             term.keys("Enter")
             term.wait_for("ended-0", timeout=30)
+        finally:
+            term.close()
+
+
+def _clock() -> list[str]:
+    """The states of the MCP time server's processes (started by the console)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and b"mcp-server-time" in (entry / "cmdline").read_bytes():
+                found.append(process_state(int(entry.name)) or "gone")
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.slow
+def test_the_console_sent_to_the_background_waits_stopped_still_holding(tmp_path: Path) -> None:
+    """Found: Ctrl-Z, then `bg` (to have the shell back while it "works") continued what the
+    stop held (here the MCP server the console started), and the console stopped again at its
+    first terminal write (SIGTTOU) holding nothing, the time counted against the deadlines.
+    Now it stops again itself, still holding, says it waits for `fg`, and `fg` brings it
+    back."""
+    home, root = tmp_path / "home", tmp_path / "proj"
+    (home / ".air").mkdir(parents=True)
+    (home / ".air" / "mcp.yaml").write_text(
+        f"servers:\n  clock: {{command: {time_server()}, args: [--local-timezone, UTC]}}\n"
+    )
+    git_repo(root)
+    with StrictServer(api_key=KEY, model=ChatModel("Back in front.")) as server:
+        term = _shell(tmp_path, key_env(home, server.url))
+        try:
+            term.type(f"cd {_q(str(root))} && {_q(sys.executable)} -m air")
+            term.keys("Enter")
+            term.wait_for("· IDLE ·", timeout=30)
+            _wait(lambda: _clock() == ["S"], "the MCP server started")
+            term.keys("C-z")
+            term.wait_for("Stopped")
+            assert _clock() == ["T"]
+            term.type("bg")
+            term.keys("Enter")
+            term.wait_for("the console runs in the foreground only")
+            time.sleep(2)
+            assert _clock() == ["T"]  # still held
+            term.keys("Enter")  # the shell reports the job at its next prompt
+            _wait(lambda: term.screen().count("Stopped") >= 2, "the shell saw it stop again")
+            term.type("fg")
+            term.keys("Enter")
+            term.wait_for("· IDLE ·")
+            assert _clock() == ["S"]
+            term.type("hello")
+            term.keys("Enter")
+            term.wait_for("air> Back in front.", timeout=30)
+            term.keys("C-d")
         finally:
             term.close()

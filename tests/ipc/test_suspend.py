@@ -198,3 +198,64 @@ def test_the_watcher_continues_what_was_held_once_air_is_gone(pidfd: bool) -> No
     finally:
         held.kill()
         held.wait()
+
+
+# the console's run (``foreground``) in an orphaned process group of a session whose terminal
+# has another group in front: its stop is discarded, so is every stop it tries to wait in
+LEADER = """
+import fcntl, os, subprocess, sys, termios, time
+slave, run, out = sys.argv[1:4]
+os.setsid()
+fcntl.ioctl(os.open(slave, os.O_RDWR), termios.TIOCSCTTY, 0)  # this session's terminal
+middle = os.fork()
+if middle == 0:  # a group of its own: the run's parent until it leaves
+    os.setpgid(0, 0)
+    with open(out, "w") as fh:
+        subprocess.Popen([sys.executable, "-c", run], stdout=fh, stderr=fh)
+    os._exit(0)
+os.waitpid(middle, 0)  # gone: the run's group has no parent in the session, orphaned
+time.sleep(60)  # the leader stays: the terminal stays the session's, its own group in front
+"""
+
+
+def test_the_console_waits_for_fg_only_where_a_shell_could_say_it(tmp_path: Path) -> None:
+    import pty
+
+    master, slave = pty.openpty()
+    out = tmp_path / "out"
+    run = RUN.replace("run_stoppable(main)", "run_stoppable(main, foreground=True)")
+    leader = subprocess.Popen(
+        [sys.executable, "-c", LEADER, os.ttyname(slave), run, str(out)], stdin=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while "ready" not in (out.read_text() if out.exists() else ""):
+            assert time.monotonic() < deadline, "the run never started"
+            time.sleep(0.05)
+        [pid] = [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and _runs(p)]
+        os.kill(pid, signal.SIGTSTP)
+        while not _times(out.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the run's last line: it ended
+    finally:
+        leader.kill()
+        leader.wait()
+        os.close(master)
+        os.close(slave)
+    said = out.read_text()
+    assert said.count("the console runs in the foreground only") == 1, said
+    assert "air: continued after 0.0 s stopped" in said
+    [times] = _times(said)
+    trio_s, wall_s = (float(x) for x in times.split())
+    assert trio_s == pytest.approx(wall_s, abs=0.2)  # it went on, not stopped
+
+
+def _runs(proc: Path) -> bool:
+    try:
+        argv = (proc / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"foreground=True" in argv and b"TIOCSCTTY" not in argv  # the run, not its leader
+
+
+def _times(said: str) -> list[str]:
+    return [line for line in said.splitlines() if line[:1].isdigit()]
