@@ -15,7 +15,6 @@ hide a part of it, or make the file no XML at all.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import time
 from typing import Any
@@ -111,12 +110,16 @@ def junit_xml(summary: SessionSummary, hostname: str | None = None) -> ElementTr
 
 
 def write_junit(path: str, summary: SessionSummary) -> None:
-    """Write the report to ``path`` (through ``path.tmp`` and a rename)."""
+    """Write the report to ``path``, whole (``air.cli.whole_file``)."""
+    import io
+
+    from air.cli.whole_file import write_whole
+
     tree = ElementTree.ElementTree(junit_xml(summary))
     ElementTree.indent(tree)
-    tmp = path + ".tmp"
-    tree.write(tmp, encoding="utf-8", xml_declaration=True)
-    os.replace(tmp, path)
+    data = io.BytesIO()
+    tree.write(data, encoding="utf-8", xml_declaration=True)
+    write_whole(path, data.getvalue())
 
 
 def summary_record(

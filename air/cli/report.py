@@ -354,9 +354,9 @@ def write_report(
         db.close()
     session_dir = Path(project.local_root) / "sessions" / session_id
     page = report_page(summary, row, session_dir, out, outputs, only=task)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out)
+    from air.cli.whole_file import write_whole
+
+    write_whole(out, page.encode("utf-8"))
     return summary
 
 

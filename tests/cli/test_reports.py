@@ -37,6 +37,10 @@ ARGS = ["run", "--headless", "batch.yaml", "--json", "--junit", "report.xml", "-
 def _run(tmp_path: Path, script: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     root = tmp_path / "proj"
     root.mkdir()
+    return _run_in(root, script)
+
+
+def _run_in(root: Path, script: str) -> tuple[subprocess.CompletedProcess[str], Path]:
     (root / "batch.yaml").write_text(BATCH)
     (root / "fake.yaml").write_text(script)
     proc = subprocess.run(
@@ -131,3 +135,33 @@ def test_the_checker_rejects_the_old_report_shape(tmp_path: Path) -> None:
     problems = XSD.validate(wrapped)
     assert any("'time'" in p for p in problems)
     assert any("'type'" in p for p in problems)
+
+
+def test_both_reports_are_written_through_no_link_put_beside_them(tmp_path: Path) -> None:
+    """Found: ``--junit report.xml`` and ``air report --html page.html`` wrote through the
+    fixed ``report.xml.tmp`` / ``page.html.tmp``, so a link there (a task's merged file in the
+    project, another user's in a shared directory) had the report overwrite the file it named,
+    and the report became that link. Now the temporary file is this process's own, made with
+    O_EXCL | O_NOFOLLOW, and the report a regular file."""
+    victim = tmp_path / "victim.c"
+    victim.write_text("int precious;\n")
+    root = tmp_path / "proj"
+    root.mkdir()
+    for name in ("report.xml", "page.html"):
+        (root / f"{name}.tmp").symlink_to(victim)
+    proc, root = _run_in(root, "default: {duration: 0.05}\n")
+    assert proc.returncode == 0, proc.stderr
+    done = subprocess.run(
+        [sys.executable, "-m", "air.cli", "report", "--html", "page.html"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "int precious;\n"
+    for name in ("report.xml", "page.html"):
+        assert (root / name).is_file()
+        assert not (root / name).is_symlink()
+    assert XSD.validate(root / "report.xml") == []
+    assert "<!DOCTYPE html>" in (root / "page.html").read_text()
