@@ -190,7 +190,7 @@ def check_writable(path: str, option: str) -> None:
     elif not os.access(parent, os.W_OK):
         reason = f"its directory {parent} is not writable"
     else:
-        probe = path + ".tmp"  # a file beside it: the report is written beside it, then renamed
+        probe = path + ".tmp"  # a file can be made beside it (the report is, then renamed)
         try:
             with open(probe, "x", encoding="utf-8"):
                 pass

@@ -9,8 +9,9 @@ Owns: ``RunClock`` (Trio's clock without the time this process spent stopped: a 
 deadline, a command's timeout, a worker's silence count only time the run could work) and
 ``run_stoppable`` (a Trio run on it whose SIGTSTP handler holds every process below this one,
 stops as the terminal asked, and on ``fg`` / ``bg`` continues them, the pause off the clock;
-the console, continued in the background, stops again still holding until ``fg``; a watcher
-process continues them if air is killed while stopped).
+the console, continued in the background, stops again still holding until ``fg``; a headless
+run's stop by its own output in the background under ``stty tostop`` (SIGTTOU) holds the same
+way; a watcher process continues them if air is killed while stopped).
 Under the console, urwid's own handler restores the terminal first and then passes the signal
 on to this one.
 """
@@ -95,7 +96,7 @@ def _in_background() -> bool:
 def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool) -> None:
     busy = False
 
-    def say(line: str) -> None:
+    def say(line: str, settle_s: float = 1.0) -> None:
         out = stderr or sys.stderr
         try:
             print(line, file=out, flush=True)
@@ -103,7 +104,7 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool
             pass  # stderr closed (`2>&1 | head -1`): raised here, it would end whatever ran
         settle = getattr(out, "settle", None)  # a stream a thread writes (air.cli.outlet)
         if settle is not None:
-            settle(1.0)  # written before the whole process stops
+            settle(settle_s)  # written before the whole process stops
 
     def on_stop(signum: int, frame: FrameType | None) -> None:
         nonlocal busy
@@ -116,11 +117,12 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool
         try:
             say(
                 f"air: stopped with its {len(held)} processes; the time stopped does not count "
-                "against the tasks' deadlines (`fg` continues)"
+                "against the tasks' deadlines (`fg` continues)",
+                0.0 if signum == signal.SIGTTOU else 1.0,  # it cannot be written before `fg`
             )
             before = time.perf_counter()
-            signal.signal(signal.SIGTSTP, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGTSTP)  # stops here until SIGCONT
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)  # stops here until SIGCONT
             while foreground and _in_background():  # `bg`: the console waits for `fg`
                 say("air: the console runs in the foreground only: it waits, stopped (`fg`)")
                 again = time.perf_counter()
@@ -129,7 +131,7 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool
                     break  # not stopped: no shell can continue this process group
             stopped = time.perf_counter() - before
         finally:
-            signal.signal(signal.SIGTSTP, on_stop)
+            signal.signal(signum, on_stop)
             clock.exclude(stopped)
             release(held)  # whatever happened, nothing is left stopped
             if watcher is not None:
@@ -138,11 +140,13 @@ def _stop_with_the_run(clock: RunClock, stderr: IO[str] | None, foreground: bool
             busy = False
         say(f"air: continued after {stopped:.1f} s stopped")
 
-    # SIGTTIN / SIGTTOU (the terminal wanted in the background, after `bg`) keep their default
-    # action: caught, they make the read or mode change that raised them fail (EINTR: urwid's
-    # tcsetattr ended the console) instead of waiting for `fg` (``foreground`` waits first)
-    if signal.getsignal(signal.SIGTSTP) != signal.SIG_IGN:  # whoever started air ignored it:
-        signal.signal(signal.SIGTSTP, on_stop)  # kept so, as job control's convention is
+    # SIGTTOU: a headless run's output in the background under `stty tostop` stopped it
+    # holding nothing; it stops it as Ctrl-Z does now. The console keeps SIGTTIN / SIGTTOU's
+    # default action: caught, they make the read or mode change that raised them fail (EINTR:
+    # urwid's tcsetattr ended the console) instead of waiting (``foreground`` waits first)
+    for signum in (signal.SIGTSTP,) if foreground else (signal.SIGTSTP, signal.SIGTTOU):
+        if signal.getsignal(signum) != signal.SIG_IGN:  # whoever started air ignored it:
+            signal.signal(signum, on_stop)  # kept so, as job control's convention is
 
 
 # Continues the held processes once air is gone: a `kill -9 %1` of the stopped run would
@@ -175,6 +179,10 @@ def _watch(pids: list[int]) -> subprocess.Popen[bytes] | None:
     ``pids`` if this one dies while stopped (None: nothing held, or it could not start)."""
     if not pids:
         return None
+    # a stop by its own output (SIGTTOU, tostop) goes on reaching this process group until it
+    # stops: the child, ours until its setsid, would stop on it before its exec while this
+    # process waits for that exec (vfork): both for ever. Blocked, it never reaches the child.
+    keep = signal.pthread_sigmask(signal.SIG_BLOCK, _JOB_SIGNALS)
     try:
         return subprocess.Popen(
             [sys.executable, "-I", "-S", "-c", _WATCH, str(os.getpid()), *map(str, pids)],
@@ -185,3 +193,8 @@ def _watch(pids: list[int]) -> subprocess.Popen[bytes] | None:
         )
     except OSError:
         return None  # no process left to start: the stop goes on without it
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, keep)
+
+
+_JOB_SIGNALS = {signal.SIGTSTP, signal.SIGTTIN, signal.SIGTTOU}

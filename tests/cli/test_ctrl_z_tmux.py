@@ -187,3 +187,50 @@ def test_the_console_sent_to_the_background_waits_stopped_still_holding(tmp_path
             term.keys("C-d")
         finally:
             term.close()
+
+
+@pytest.mark.slow
+def test_a_headless_run_sent_to_the_background_under_tostop_waits_holding(
+    tmp_path: Path,
+) -> None:
+    """Found: under `stty tostop` (a background job may not write to the terminal) Ctrl-Z
+    then `bg` continued the run, its next line of progress stopped it (SIGTTOU) holding
+    nothing: the command went on, and the time stopped counted against the deadline (a 10 s
+    wait failed the task `timeout`). Now that stop holds and is off the clock like Ctrl-Z's."""
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "cas" / "build.jsonl").write_text(
+        tool_turn("b", "shell.run", command=COMMAND) + "\n" + done_turn() + "\n"
+    )
+    (root / "batch.yaml").write_text(BATCH)
+    init_repo(root, message="start")
+    rc = tmp_path / "rc"
+    term = _shell(tmp_path)
+    try:
+        term.type("stty tostop")
+        term.keys("Enter")
+        air = f"{_q(sys.executable)} -m air run --headless batch.yaml --cassette cas"
+        term.type(f"cd {_q(str(root))} && {air}")
+        term.keys("Enter")
+        _wait(lambda: states_of(COMMAND) == ["S"], "the task's command ran")
+        term.keys("C-z")
+        term.wait_for("Stopped")
+        term.type("bg")
+        term.keys("Enter")
+        time.sleep(2)
+        term.type("jobs -l")  # the shell says how the job is
+        term.keys("Enter")
+        _wait(lambda: "Stopped (tty output)" in term.screen(), "stopped: " + term.screen())
+        time.sleep(10)  # longer than the task's whole deadline
+        assert states_of(COMMAND) == ["T"]  # held
+        term.type(f"fg; echo $? > {_q(str(rc))}")
+        term.keys("Enter")
+        _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)
+        screen = term.screen()
+    finally:
+        term.close()
+    assert rc.read_text().strip() == "0", screen
+    ends = [
+        e["type"] for e in session_events(root) if e["type"] in ("task.completed", "task.failed")
+    ]
+    assert ends == ["task.completed"], screen
