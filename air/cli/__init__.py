@@ -321,7 +321,10 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         if name not in ("doctor", "help", "completion"):  # the doctor reports it instead
             _refuse_open_air_home()
         if name == "console":  # urwid writes the terminal's own sequences
-            return command(args)
+            from air.cli.outlet import piped_stdout
+
+            with piped_stdout():  # the plain console into a pipe nobody reads (`air | less`)
+                return command(args)
         from air.cli.exact_output import exact_output
 
         with exact_output():

@@ -7,8 +7,9 @@ served, no worker read, while every task's deadline ran on; the tasks failed ``t
 Owns ``Outlet`` (a text stream whose lines a thread of its own writes to the real one,
 ``air.write_behind``: a write only queues; past ``LIMIT`` bytes behind, the human progress
 drops lines and says how many once the reader catches up, the ``--json`` stream stops as for a
-closed stdout) and ``outlets`` (the headless run's stdout and stderr as outlets for the length
-of a block, drained at its end; ``drain_outlets`` before an ``os._exit``).
+closed stdout), ``outlets`` (the headless run's stdout and stderr as outlets for the length
+of a block, drained at its end; ``drain_outlets`` before an ``os._exit``) and ``piped_stdout``
+(the console's stdout the same way when it is a pipe: the plain console).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import IO, Any
 
 from air.write_behind import WriteBehind
 
-__all__ = ["LIMIT", "Outlet", "OutletStopped", "drain_outlets", "outlets"]
+__all__ = ["LIMIT", "Outlet", "OutletStopped", "drain_outlets", "outlets", "piped_stdout"]
 
 LIMIT = 32 << 20
 """The most characters an outlet holds for its reader."""
@@ -112,8 +113,28 @@ def outlets(options: Any) -> Iterator[list[Outlet]]:
         options.stderr, options.stdout, sys.stderr, sys.stdout = real
 
 
+@contextmanager
+def piped_stdout() -> Iterator[None]:
+    """``sys.stdout`` as an outlet for the block when it is no terminal: the plain console's
+    lines into a pipe (``air --plain | less`` nobody scrolls) never wait on its reader; they
+    are written out at its pace when the block ends."""
+    if sys.stdout.isatty():
+        yield
+        return
+    real = sys.stdout
+    outlet = Outlet(real, strict=False)
+    sys.stdout = outlet
+    _open.append(outlet)
+    try:
+        yield
+    finally:
+        outlet.close()
+        _open.remove(outlet)
+        sys.stdout = real
+
+
 _open: list[Outlet] = []
-"""The outlets of the run under way (``outlets``)."""
+"""The outlets of the run under way (``outlets``, ``piped_stdout``)."""
 
 
 def drain_outlets(timeout: float) -> None:
