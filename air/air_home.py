@@ -18,7 +18,14 @@ from __future__ import annotations
 import os
 import stat
 
-__all__ = ["CONFIG_ENTRIES", "air_home", "make_air_home", "open_to_others"]
+__all__ = [
+    "CONFIG_ENTRIES",
+    "air_home",
+    "home_is_relative",
+    "make_air_home",
+    "mend_open",
+    "open_to_others",
+]
 
 CONFIG_ENTRIES = (
     "models.yaml",
@@ -39,6 +46,20 @@ CONFIG_ENTRIES = (
 def air_home() -> str:
     """``~/.air``."""
     return os.path.join(os.path.expanduser("~"), ".air")
+
+
+def home_is_relative() -> bool:
+    """Whether HOME is set but no absolute path: ``""`` is ``/`` to Python (``/.air``), a
+    relative one names the directory air was started in (the project)."""
+    return not os.path.isabs(os.environ.get("HOME", "/"))
+
+
+def mend_open(path: str) -> str:
+    """What the user does about ``path``, which ``open_to_others`` named."""
+    return (
+        f"Make it yours alone: `chmod go-w {path}` (owned by another user: `chown $USER "
+        f"{path}`, or remove it)"
+    )
 
 
 def make_air_home() -> str:

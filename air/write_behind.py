@@ -3,8 +3,9 @@
 Owns ``WriteBehind``, the queue and thread under the headless run's outlets
 (``air.cli.outlet``: a pager nobody scrolls) and the console's terminal
 (``air.ui_urwid.terminal_writer``: a terminal that reads nothing): a reader that stops never
-blocks the Trio thread. A subclass writes one chunk (``_emit``) and says what a failed write
-means (``_failed``); what a chunk counts (``held``) is read and kept under ``_turn``.
+blocks the Trio thread. It is given what writes one chunk whole (``emit``); a subclass says
+what a failed write means (``_failed``); what a chunk counts (``held``) is read and kept under
+``_turn``.
 Standard library only.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 __all__ = ["WriteBehind"]
@@ -20,11 +22,13 @@ Chunk = TypeVar("Chunk", str, bytes)
 
 
 class WriteBehind(Generic[Chunk]):
-    """Chunks written in order by a thread named ``name``; ``empty`` joins them (``""`` or
-    ``b""``). ``_turn`` is reentrant: a signal handler's line may arrive inside a write."""
+    """Chunks written in order by a thread named ``name``, each by ``emit`` (whole; raising
+    OSError or ValueError when the reader is gone); ``empty`` joins them (``""`` or ``b""``).
+    ``_turn`` is reentrant: a signal handler's line may arrive inside a write."""
 
-    def __init__(self, name: str, empty: Chunk) -> None:
+    def __init__(self, name: str, empty: Chunk, emit: Callable[[Chunk], object]) -> None:
         self._empty: Chunk = empty
+        self._emit: Callable[[Chunk], object] = emit
         self._queue: deque[Chunk] = deque()
         self.held = 0
         """Characters or bytes queued or being written."""
@@ -38,14 +42,6 @@ class WriteBehind(Generic[Chunk]):
         self._queue.append(chunk)
         self.held += len(chunk)
         self._turn.notify_all()
-
-    def _emit(self, chunk: Chunk) -> None:
-        """Write ``chunk`` whole (the writer's thread).
-
-        Raises:
-            OSError, ValueError: the reader is gone.
-        """
-        raise NotImplementedError
 
     def _failed(self, exc: OSError | ValueError) -> None:
         """A write failed: nothing more is written (called holding ``_turn``)."""

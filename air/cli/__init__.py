@@ -345,7 +345,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
 
 def _refuse_open_air_home() -> None:
     """No command acts on a ``~/.air`` another user could change (``air.air_home``)."""
-    from air.air_home import open_to_others
+    from air.air_home import mend_open, open_to_others
 
     found = open_to_others()
     if found is None:
@@ -357,8 +357,7 @@ def _refuse_open_air_home() -> None:
         kind="untrusted_config",
         message=f"{path}: {why}, and air acts on what is there (where your keys go, what runs "
         "as you): it reads none of it",
-        user_action=f"Make it yours alone: `chmod go-w {path}` (owned by another user: `chown "
-        f"$USER {path}`, or remove it), then run air again.",
+        user_action=f"{mend_open(path)}, then run air again.",
         metadata={"file": path, "reason": why},
     )
 

@@ -154,14 +154,13 @@ def check_air_home() -> None:
     air can write, made if missing. Found: with ``HOME=/nonexistent`` (a service account's,
     ``nobody``'s) a run recorded its session and first task, then ended ``os_error:
     /nonexistent: Permission denied`` at the task's worker."""
-    home = os.path.expanduser("~")
-    path = os.path.join(home, ".air")
+    from air.air_home import air_home, home_is_relative, make_air_home
+
+    home, path = os.path.expanduser("~"), air_home()
     reason = None
-    if not os.path.isabs(os.environ.get("HOME", "/")):  # to Python "" is "/": /.air
+    if home_is_relative():
         home, reason = repr(os.environ["HOME"]), "HOME is not an absolute path"
     else:
-        from air.air_home import make_air_home
-
         try:
             make_air_home()
             if not os.access(path, os.W_OK | os.X_OK):

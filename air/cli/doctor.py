@@ -27,11 +27,12 @@ FIXABLE_CATEGORIES = frozenset({"air_internal"})
 def setup_logging() -> list[str]:
     """Attach ``air.log`` and ``air.developer.log`` (SDD §16.2) with a SecretRedactor that
     knows the secret-looking environment variables. Never fails a command."""
+    from air.air_home import home_is_relative
     from air.doctor.logs import configure_logging
     from air.security.redact import SecretRedactor
 
-    if not os.path.isabs(os.environ.get("HOME", "/")):
-        return []  # "" or a relative HOME: ~/.air/logs would be made where air was started
+    if home_is_relative():
+        return []  # ~/.air/logs would be made at / or where air was started
     redactor = SecretRedactor()
     redactor.register_environment(os.environ)
     try:

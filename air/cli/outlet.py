@@ -46,7 +46,7 @@ class Outlet(WriteBehind[str]):
         self.limit = limit
         self._dropped = 0
         self._stopped: bool | None = None  # None: writing; else whether it fell behind
-        super().__init__("air-outlet", "")
+        super().__init__("air-outlet", "", self._write_chunk)
 
     def write(self, text: str) -> int:
         with self._turn:
@@ -79,7 +79,7 @@ class Outlet(WriteBehind[str]):
     def __getattr__(self, name: str) -> Any:
         return getattr(self.target, name)  # isatty, fileno, encoding: the real stream's
 
-    def _emit(self, chunk: str) -> None:
+    def _write_chunk(self, chunk: str) -> None:
         self.target.write(chunk)
         self.target.flush()
 

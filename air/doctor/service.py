@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from air.air_home import open_to_others
+from air.air_home import mend_open, open_to_others
 from air.contracts.doctor_report import (
     DoctorIssue,
     DoctorMode,
@@ -269,8 +269,7 @@ class DoctorService:
                     "bootstrap.air_private",
                     "blocking",
                     f"{path}: {why}; every other air command refuses to act on it",
-                    f"Make it yours alone: `chmod go-w {path}` (owned by another user: `chown "
-                    f"$USER {path}`, or remove it).",
+                    f"{mend_open(path)}.",
                 )
             )
         return found

@@ -34,7 +34,7 @@ class TerminalWriter(WriteBehind[bytes]):
         self.limit = limit
         self._owed = False  # a frame was not drawn while behind: draw all once caught up
         self._error: OSError | ValueError | None = None
-        super().__init__("air-terminal", b"")
+        super().__init__("air-terminal", b"", self._write_chunk)
 
     def put(self, data: bytes) -> None:
         """Queue ``data``.
@@ -57,7 +57,7 @@ class TerminalWriter(WriteBehind[bytes]):
                 return True
             return False
 
-    def _emit(self, chunk: bytes) -> None:
+    def _write_chunk(self, chunk: bytes) -> None:
         view = memoryview(chunk)
         while view:
             view = view[os.write(self.fd, view) :]

@@ -56,10 +56,26 @@ def _wait(check: object, what: str, timeout: float = 30.0) -> None:
     raise AssertionError(f"never: {what}")
 
 
-@pytest.mark.slow
-def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadline(
-    tmp_path: Path,
-) -> None:
+def _held_past_the_deadline_then_fg(term: Tmux, rc: Path) -> str:
+    """Longer than the task's whole deadline the command stays stopped; then `fg` and the
+    run's end (its exit code in ``rc``): the screen then."""
+    time.sleep(10)
+    assert states_of(COMMAND) == ["T"]  # held
+    term.type(f"fg; echo $? > {_q(str(rc))}")
+    term.keys("Enter")
+    _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)
+    return term.screen()
+
+
+def _open_console(term: Tmux, root: Path) -> None:
+    """The real console on ``root`` at the shell's prompt, ready."""
+    term.type(f"cd {_q(str(root))} && {_q(sys.executable)} -m air")
+    term.keys("Enter")
+    term.wait_for("· IDLE ·", timeout=30)
+
+
+def _build_project(tmp_path: Path) -> Path:
+    """A git project whose one task (``BATCH``) runs ``COMMAND``, then completes."""
     root = tmp_path / "proj"
     (root / "cas").mkdir(parents=True)
     (root / "cas" / "build.jsonl").write_text(
@@ -67,6 +83,14 @@ def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadl
     )
     (root / "batch.yaml").write_text(BATCH)
     init_repo(root, message="start")
+    return root
+
+
+@pytest.mark.slow
+def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadline(
+    tmp_path: Path,
+) -> None:
+    root = _build_project(tmp_path)
     events = tmp_path / "events.jsonl"
     rc = tmp_path / "rc"
     term = _shell(tmp_path)
@@ -81,12 +105,7 @@ def test_ctrl_z_stops_the_workers_and_commands_too_and_the_stop_is_off_the_deadl
         assert states_of(COMMAND) == ["T"]  # the sandboxed command waits too
         [run] = RunRecordStore(str(root / ".air" / "local" / "state" / "runs")).list()
         assert process_state(int(run["pid"])) == "T"  # and the worker
-        time.sleep(10)  # longer than the task's whole deadline
-        assert states_of(COMMAND) == ["T"]
-        term.type(f"fg; echo $? > {_q(str(rc))}")
-        term.keys("Enter")
-        _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)
-        screen = term.screen()
+        screen = _held_past_the_deadline_then_fg(term, rc)
     finally:
         term.close()
     assert rc.read_text().strip() == "0", screen
@@ -105,9 +124,7 @@ def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: P
     with StrictServer(api_key=KEY, model=ChatModel("Hello again.")) as server:
         term = _shell(tmp_path, key_env(home, server.url))
         try:
-            term.type(f"cd {_q(str(root))} && {_q(sys.executable)} -m air")
-            term.keys("Enter")
-            term.wait_for("· IDLE ·", timeout=30)
+            _open_console(term, root)
             term.keys("C-z")
             screen = term.wait_for("Stopped")
             assert "air: stopped with its" in screen  # said on the shell's screen, not over
@@ -163,9 +180,7 @@ def test_the_console_sent_to_the_background_waits_stopped_still_holding(tmp_path
     with StrictServer(api_key=KEY, model=ChatModel("Back in front.")) as server:
         term = _shell(tmp_path, key_env(home, server.url))
         try:
-            term.type(f"cd {_q(str(root))} && {_q(sys.executable)} -m air")
-            term.keys("Enter")
-            term.wait_for("· IDLE ·", timeout=30)
+            _open_console(term, root)
             _wait(lambda: _clock() == ["S"], "the MCP server started")
             term.keys("C-z")
             term.wait_for("Stopped")
@@ -197,13 +212,7 @@ def test_a_headless_run_sent_to_the_background_under_tostop_waits_holding(
     then `bg` continued the run, its next line of progress stopped it (SIGTTOU) holding
     nothing: the command went on, and the time stopped counted against the deadline (a 10 s
     wait failed the task `timeout`). Now that stop holds and is off the clock like Ctrl-Z's."""
-    root = tmp_path / "proj"
-    (root / "cas").mkdir(parents=True)
-    (root / "cas" / "build.jsonl").write_text(
-        tool_turn("b", "shell.run", command=COMMAND) + "\n" + done_turn() + "\n"
-    )
-    (root / "batch.yaml").write_text(BATCH)
-    init_repo(root, message="start")
+    root = _build_project(tmp_path)
     rc = tmp_path / "rc"
     term = _shell(tmp_path)
     try:
@@ -221,12 +230,7 @@ def test_a_headless_run_sent_to_the_background_under_tostop_waits_holding(
         term.type("jobs -l")  # the shell says how the job is
         term.keys("Enter")
         _wait(lambda: "Stopped (tty output)" in term.screen(), "stopped: " + term.screen())
-        time.sleep(10)  # longer than the task's whole deadline
-        assert states_of(COMMAND) == ["T"]  # held
-        term.type(f"fg; echo $? > {_q(str(rc))}")
-        term.keys("Enter")
-        _wait(lambda: rc.exists() and rc.read_text().strip(), "the run ended", timeout=60)
-        screen = term.screen()
+        screen = _held_past_the_deadline_then_fg(term, rc)
     finally:
         term.close()
     assert rc.read_text().strip() == "0", screen
