@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
 from air.contracts.error import AirException
+from air.small_file import read_small
 
 __all__ = ["read_declared"]
 
@@ -42,8 +43,7 @@ def read_declared(
     seen: dict[str, str] = {}
     for path in paths:
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_small(path).decode("utf-8")
         except FileNotFoundError:
             continue
         except (OSError, UnicodeDecodeError) as exc:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, TextIO
 from air.contracts.display import json_shown, left_out_text, shown
 from air.session.local_owner import refuse_foreign_state
 from air.session.local_state import home_or_above, local_state_links
+from air.small_file import read_small
 from air.store.readonly import read_only_uri
 
 if TYPE_CHECKING:
@@ -93,7 +94,7 @@ def locate_light(path: str | None) -> Project:
             if local_state_links(str(candidate)) is not None:
                 break  # find_project refuses it, saying which link
             try:
-                data = json.loads(project_json.read_text(encoding="utf-8"))
+                data = json.loads(read_small(project_json))
                 str(data["project_id"])
                 known = int(data.get("schema_version", PROJECT_SCHEMA)) == PROJECT_SCHEMA
             except (OSError, ValueError, KeyError, TypeError):

@@ -70,11 +70,11 @@ def _read_file(path: str) -> tuple[ModelsConfig, set[str]] | None:
         return None
     import yaml
 
+    from air.small_file import read_small
     from air.yamlload import load
 
     try:
-        with open(path, encoding="utf-8") as handle:
-            raw: Any = load(handle.read(), name=handle.name)
+        raw: Any = load(read_small(path).decode("utf-8"), name=path)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "file"

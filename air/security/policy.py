@@ -26,6 +26,7 @@ import yaml
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.permission import CommandCategory
+from air.small_file import read_small
 from air.yamlload import load
 
 __all__ = ["PermissionPolicy", "PolicyRule", "glob_match", "load_policy", "policy_files"]
@@ -171,8 +172,7 @@ def load_policy(files: Iterable[str]) -> PermissionPolicy:
     policy = PermissionPolicy()
     for path in files:
         try:
-            with open(path, encoding="utf-8") as fh:
-                text = fh.read()
+            text = read_small(path).decode("utf-8")
         except FileNotFoundError:
             continue
         except UnicodeDecodeError as exc:

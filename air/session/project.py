@@ -14,6 +14,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from air.contracts.ids import new_uuid, utc_now_iso
 from air.contracts.project import PROJECT_SCHEMA_VERSION, ProjectContext, ProjectInitOptions
 from air.session.local_owner import mark_local_state
 from air.session.local_state import LOCAL_DIRS, SHARED_DIRS, check_local_state, home_or_above
+from air.small_file import MAX_BYTES, read_small
 
 __all__ = [
     "GITIGNORE_ENTRY",
@@ -221,7 +223,7 @@ class ProjectStore:
                 user_action="Run `air init` in the project directory first.",
             )
         try:
-            data: Any = json.loads(project_json.read_text(encoding="utf-8"))
+            data: Any = json.loads(read_small(project_json))
             project_id = str(data["project_id"])
             version = int(data.get("schema_version", PROJECT_SCHEMA_VERSION))
         except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -262,7 +264,16 @@ class ProjectStore:
             if exc.errno == errno.ELOOP:
                 return
             raise
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            os.close(fd)  # a FIFO would never end a read: left alone
+            return
         with os.fdopen(fd, "r+", encoding="utf-8") as handle:
+            if info.st_size > MAX_BYTES:  # appended to unread (IMPL-TRUST-5)
+                last = os.pread(fd, 1, info.st_size - 1)
+                handle.seek(0, os.SEEK_END)
+                handle.write(("" if last == b"\n" else "\n") + GITIGNORE_ENTRY + "\n")
+                return
             text = handle.read()
             lines = {line.strip() for line in text.splitlines()}
             if {GITIGNORE_ENTRY, "/.air/local/", ".air/local"} & lines:

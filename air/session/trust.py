@@ -32,6 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from air.contracts.display import shown
+from air.small_file import NotRegular, TooLarge, read_small
 
 if TYPE_CHECKING:  # imported where raised: no pydantic before the console's first frame
     from air.contracts.error import AirException
@@ -179,9 +180,18 @@ def _read(root: str, rel: str) -> tuple[bytes, bytes]:
     real = os.path.realpath(os.path.join(root, rel))
     if not _inside(root, real):  # re-pointed since _lstat looked
         _refuse_link(root, rel, real)
-    fd = os.open(real, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as fh:
-        data = fh.read()  # whole: the hash covers every byte a loader reads
+    try:  # whole: the hash covers every byte a loader reads (IMPL-TRUST-5: up to 4 MiB)
+        data = read_small(real, follow=False)
+    except OSError as exc:
+        if not isinstance(exc, (NotRegular, TooLarge)):
+            raise
+        from air.contracts.error import AirException
+
+        raise AirException.of(
+            kind="config_error",
+            message=f"{shown(rel)}: {exc.strerror}",
+            user_action=f"Make {os.path.join(root, rel)} a small text file, or remove it.",
+        ) from None
     target = os.path.relpath(real, root)
     return data, (data if target == rel else f"-> {target}\n".encode() + data)
 
@@ -211,7 +221,9 @@ def trust_scan(project_root: str) -> ConfigSet:
 
     Raises:
         AirException(untrusted_config): one of them (or its directory) is a symbolic link that
-            leads out of the project, into its ``.git`` or into ``.air/local``.
+            leads out of the project, into its ``.git`` or into ``.air/local``;
+        AirException(config_error): one of them is larger than air reads (4 MiB), or no
+            regular file once opened.
     """
     root = os.path.realpath(project_root)
     files: list[tuple[str, bytes]] = []
@@ -512,7 +524,8 @@ def require_trust(project_root: str, *, home: str | None = None) -> ConfigSet:
 
     Raises:
         AirException(untrusted_config): a widening file the user has not trusted as it is now
-            (the message names the file and the field), or a symbolic link among them.
+            (the message names the file and the field), or a symbolic link among them;
+        AirException(config_error): one of them is larger than air reads.
     """
     config = trust_scan(project_root)
     if not trusted(config, home=home):

@@ -31,6 +31,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
 from air.contracts.platform import ProcessIdentity
 from air.ipc.procs import is_same_process, read_identity
+from air.small_file import read_small
 
 __all__ = [
     "MAX_TASK_DEPTH",
@@ -276,8 +277,7 @@ def _from_config(path: str) -> Any:
     from air.yamlload import load
 
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
+        text = read_small(path).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
