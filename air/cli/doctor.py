@@ -400,6 +400,7 @@ class ArtifactsCheck:
 
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
+    from air.cli.doctor_config import load_configuration
     from air.cli.doctor_owner import TrackedStateCheck
     from air.cli.doctor_views import StoredViewsCheck
     from air.cli.prepare import load_models_checked
@@ -471,6 +472,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
             )
         )
     checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
+    checks.append(ProbeCheck("config", lambda: load_configuration(project_root)))
     if project_root is not None:
         checks += [
             TrackedStateCheck(project_root),  # first: the checks after it read that state

@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 import trio
 
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
+from air.small_file import read_small
 
 __all__ = [
     "LimitWatch",
@@ -86,8 +87,7 @@ def _bad(source: str, message: str) -> AirException:
 
 def _read(path: str) -> dict[str, int] | None:
     try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read(64 * 1024)
+        text = read_small(path, 64 * 1024).decode("utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 from air.small_file import MAX_BYTES, NotRegular, TooLarge, open_regular, read_small
 from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
+from tests.trust.calc_runs import EXAMPLE, RUN
 
 CASSETTE = str(
     Path(__file__).parents[2] / "examples" / "calc" / "cassettes" / "fix-evaluator.jsonl"
@@ -93,6 +95,28 @@ def test_a_named_pipe_in_air_home_is_refused_not_waited_on(tmp_path: Path, name:
     assert code == 2, err
     assert f".air/{name}" in err
     assert "a named pipe, not a regular file; none of it was read" in err
+
+
+def test_a_named_pipe_for_sandbox_yaml_fails_each_command_and_the_run_goes_on(
+    tmp_path: Path,
+) -> None:
+    """Read at each ``shell.run`` on the Trio thread: waiting on the pipe stopped the whole run,
+    its deadlines too."""
+    root, home = tmp_path / "calc", tmp_path / "home"
+    shutil.copytree(EXAMPLE, root)
+    init_repo(root, message="calc")
+    (home / ".air").mkdir(parents=True)
+    os.mkfifo(home / ".air" / "sandbox.yaml")
+    env = {**os.environ, "HOME": str(home)}
+    run = air_cli(list(RUN), cwd=root, env=env, timeout=60)
+    assert run.returncode == 1, run.stderr  # its tasks' verifications failed; not killed, -9
+    history = air_cli(["history", "--all", "--json"], cwd=root, env=env, timeout=60).stdout
+    failed = [line for line in history.splitlines() if '"tool.failed"' in line]
+    assert failed
+    assert all(
+        f"{home}/.air/sandbox.yaml: cannot be read (a named pipe, not a regular file" in line
+        for line in failed
+    )
 
 
 def test_a_named_pipe_for_models_yaml_is_reported_by_the_doctor(tmp_path: Path) -> None:
