@@ -16,7 +16,6 @@ import gzip
 import hashlib
 import io
 import os
-import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +24,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from air.cli.whole_file import write_whole
 from air.contracts.error import AirException, CliExit
 
 _SDIST = (
@@ -201,14 +201,12 @@ def build_release(source: Path, dist: Path) -> list[Path]:
                 "Check setup.cfg's packages, package_data and entry_points.",
             )
         built = []
-        for artefact in (sdist, wheel):
+        for artefact in (sdist, wheel):  # through no link put in DIR (air.cli.whole_file)
             target = dist / artefact.name
-            shutil.copyfile(artefact, target)
+            write_whole(target, artefact.read_bytes())
             built.append(target)
     sums = dist / "SHA256SUMS"
-    tmp_sums = sums.with_suffix(".tmp")
-    tmp_sums.write_text("".join(f"{sha256(p)}  {p.name}\n" for p in built), encoding="utf-8")
-    os.replace(tmp_sums, sums)
+    write_whole(sums, "".join(f"{sha256(p)}  {p.name}\n" for p in built).encode())
     return [*built, sums]
 
 

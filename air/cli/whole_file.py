@@ -1,10 +1,12 @@
-"""A report file written whole or not at all, and through no link (``--junit``, ``--html``).
+"""A file air writes for the user written whole or not at all, and through no link (``--junit``,
+``--html``, ``air release``'s artefacts and ``SHA256SUMS``).
 
 Owns ``write_whole``: the bytes go to a temporary file of this process beside the target, made
 with ``O_EXCL | O_NOFOLLOW``, then renamed over the target (a link there is replaced, never
 followed). Found: the fixed ``FILE.tmp`` both reports were written through followed a link
 someone had put there (in a project, a task's merged file; in a shared directory, another
-user), and the report overwrote the file it named.
+user), and the report overwrote the file it named; ``air release`` copied its artefacts through
+links put in ``DIR``.
 """
 
 from __future__ import annotations

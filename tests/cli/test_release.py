@@ -38,13 +38,32 @@ def _release(out: Path, env: dict[str, str] | None = None) -> subprocess.Complet
         )
 
 
+PLANTED = ("aircoding-0.1.0.tar.gz", "aircoding-0.1.0-py3-none-any.whl", "SHA256SUMS.tmp")
+"""Links put in DIR before the build (a task's merged files, another user's in a shared
+directory), each to a file of its own outside DIR: the release replaces them, never writes
+through them."""
+
+
 @pytest.fixture(scope="module")
 def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    for name in PLANTED:
+        victim = out.parent / f"victim-{name}"
+        victim.write_text("the user's own file\n")
+        (out / name).symlink_to(victim)
     proc = _release(out)
     assert proc.returncode == 0, proc.stderr
     assert len(proc.stdout.split()) == 3
     return out
+
+
+@pytest.mark.slow
+def test_the_release_writes_through_no_link_put_in_its_directory(dist: Path) -> None:
+    for name in PLANTED:
+        assert (dist.parent / f"victim-{name}").read_text() == "the user's own file\n"
+    for name in PLANTED[:2]:
+        assert not (dist / name).is_symlink()
+        assert (dist / name).stat().st_size > 10_000
 
 
 @pytest.mark.slow
