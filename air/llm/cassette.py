@@ -54,6 +54,7 @@ __all__ = [
     "cassette_json_schema",
     "cassette_line",
     "load_cassette",
+    "write_turn",
 ]
 
 
@@ -278,6 +279,22 @@ class ScriptedProvider(ProviderAdapter):
             )
 
 
+def write_turn(path: str, line: str, append: bool) -> None:
+    """``line`` as the next turn of the cassette at ``path`` (``append=False``: its first, the
+    file started again), through no link: a link there (a cloned repository's, a task's merged
+    file in a ``--record`` folder inside the project) is replaced, never written through."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+    if append:
+        flags |= os.O_APPEND
+    else:
+        flags |= os.O_TRUNC
+        if os.path.islink(path):
+            os.unlink(path)
+    fd = os.open(path, flags, 0o644)  # a link put there since: ELOOP, the turn fails
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(line + "\n")
+
+
 class RecordingProvider(ProviderAdapter):
     """Wraps any adapter; every completed turn is appended to a cassette (record mode)."""
 
@@ -321,11 +338,10 @@ class RecordingProvider(ProviderAdapter):
         chunks: dict[int, list[str]],
     ) -> None:
         line = cassette_line(request, start, stop, chunks, self.secrets())
-        mode = "a" if self._started else "w"
+        append = self._started
         self._started = True
         await trio.Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        async with await trio.open_file(self.path, mode, encoding="utf-8") as handle:
-            await handle.write(line + "\n")
+        await trio.to_thread.run_sync(write_turn, self.path, line, append)
 
     async def aclose(self) -> None:
         await self.inner.aclose()
@@ -394,9 +410,8 @@ class TaskRecorder:
     async def _write(self, request: ProviderCompletionInput, line: str) -> None:
         task = request.task_id or "session"
         agent = request.agent_id or task
-        mode = "a" if self._agent_of_task.get(task) == agent else "w"
+        append = self._agent_of_task.get(task) == agent
         self._agent_of_task[task] = agent
-        directory = trio.Path(self.directory)
-        await directory.mkdir(parents=True, exist_ok=True)
-        async with await (directory / f"{task}.jsonl").open(mode, encoding="utf-8") as handle:
-            await handle.write(line + "\n")
+        await trio.Path(self.directory).mkdir(parents=True, exist_ok=True)
+        path = os.path.join(self.directory, f"{task}.jsonl")
+        await trio.to_thread.run_sync(write_turn, path, line, append)

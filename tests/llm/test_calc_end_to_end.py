@@ -197,6 +197,11 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("__pycache__", ".air"))
         shutil.rmtree(root / "cassettes")
     record_dir = tmp_path / "tape"
+    record_dir.mkdir()
+    victim = tmp_path / "victim.txt"  # links a cloned repository (or a task) put there
+    victim.write_text("the user's own file\n")
+    for name in ("changelog.jsonl", "fix-evaluator.jsonl"):
+        (record_dir / name).symlink_to(victim)
     env = {**os.environ, "HOME": str(home), "AIR_E2E_KEY": KEY}
     with StrictServer(
         api_key=KEY, ceilings=CEILINGS, model=CassetteModel(EXAMPLE / "cassettes")
@@ -214,6 +219,8 @@ def test_record_then_replay_offline_gives_the_same_trail(tmp_path: Path) -> None
         "fix-tokenizer.jsonl",
     ]
     assert KEY not in "".join(p.read_text() for p in record_dir.iterdir())
+    assert victim.read_text() == "the user's own file\n"  # the links replaced, not written
+    assert not any(p.is_symlink() for p in record_dir.iterdir())
     second = run_batch_json(
         replayed, {**env, "AIR_E2E_KEY": ""}, "--cassette", str(record_dir), timeout=300
     )

@@ -71,6 +71,10 @@ async def test_recorded_cassette_replays_to_identical_event_stream(
     wire: Wire, server: LocalServer, tmp_path: Path
 ) -> None:
     cassette = tmp_path / "rec" / "task.jsonl"
+    cassette.parent.mkdir()
+    victim = tmp_path / "victim.txt"  # a link where the turns go: replaced, not written through
+    victim.write_text("the user's own file\n")
+    cassette.symlink_to(victim)
     server.push(
         Reply(
             chunks=sse_for(
@@ -90,6 +94,8 @@ async def test_recorded_cassette_replays_to_identical_event_stream(
     finally:
         await recorder.aclose()
     assert len(load_cassette(str(cassette))) == 2
+    assert victim.read_text() == "the user's own file\n"
+    assert not cassette.is_symlink()
 
     replayer = ProviderManager(_replay_config(cassette))
     try:
