@@ -91,6 +91,9 @@ class ContextAssembler:
             path in the project) may not reach a prompt (a credential, git's or air's own
             state), or None when it may; the runtime hands in the permission engine's path
             classes. Without it, any file of the project may.
+        rules_check: called before each read of the rules and instruction files; raises when
+            they may not reach a prompt as they are now (the runtime's trust check: a file
+            changed since the user trusted the project, IMPL-TRUST-1).
     """
 
     def __init__(
@@ -107,9 +110,11 @@ class ContextAssembler:
         inline_limit_tokens: int = 32_000,
         priorities: Mapping[PromptLayerLevel, int] | None = None,
         document_refusal: Callable[[Path], str | None] | None = None,
+        rules_check: Callable[[], object] | None = None,
     ) -> None:
         self._project = project
         self._document_refusal = document_refusal
+        self._rules_check = rules_check
         self._loader = loader or PromptLayerLoader()
         self._readers = readers or SessionReaders()
         self._artifact_reader = artifact_reader
@@ -234,6 +239,8 @@ class ContextAssembler:
                 self._layer(PromptLayerLevel.ROLE, agent.persona.strip(), f"agent:{agent.name}")
             )
         layers.append(self._safety_layer(input.agent_type))
+        if self._rules_check is not None:
+            self._rules_check()
         rules = self._loader.load_project_rules(self._project, self._document_refusal)
         layers.extend(self._adopt(x) for x in rules)
         if spec is not None:

@@ -99,6 +99,7 @@ class WorkerContextBuilder:
         role_prompt_dir: str | os.PathLike[str] | None = None,
         user_air_dir: str | os.PathLike[str] | None = None,
         document_refusal: Callable[[Path], str | None] | None = None,
+        rules_check: Callable[[], object] | None = None,
     ) -> None:
         self.token_budget = token_budget
         self.last: AssembledContext | None = None
@@ -110,6 +111,7 @@ class WorkerContextBuilder:
             artifact_reader=artifact_reader,
             user_air_dir=user_air_dir,
             document_refusal=document_refusal,
+            rules_check=rules_check,
         )
 
     @classmethod
@@ -121,6 +123,7 @@ class WorkerContextBuilder:
         context_window: int | None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         document_refusal: Callable[[Path], str | None] | None = None,
+        rules_check: Callable[[], object] | None = None,
     ) -> WorkerContextBuilder:
         """A builder over an open session (``store``, ``project``, ``artifacts``).
 
@@ -128,6 +131,7 @@ class WorkerContextBuilder:
             context_window: the window of the run's model; ``None`` (a cassette replay, whose
                 model has none) takes ``DEFAULT_CONTEXT_WINDOW``.
             document_refusal: ``ContextAssembler``'s check of a plan/architecture document.
+            rules_check: ``ContextAssembler``'s check before it reads the rules files.
         """
         artifacts = getattr(session, "artifacts", None)
         return cls(
@@ -141,6 +145,7 @@ class WorkerContextBuilder:
             else None,
             role_prompt_dir=role_prompt_dir,
             document_refusal=document_refusal,
+            rules_check=rules_check,
         )
 
     def build(self, attempt: Attempt) -> ContextPack:
