@@ -51,6 +51,7 @@ def _show(config: Any, out: IO[str]) -> None:
     print(f"air: the project {config.root} has configuration that widens what air does:", file=out)
     for line in config.summary():
         print(f"  {line}", file=out)
+    out.flush()  # before a refusal on stderr: one pipe gets them in order
 
 
 def ask_trust(config: Any, *, stdin: IO[str], out: IO[str]) -> bool:

@@ -267,7 +267,7 @@ def _findings(rel: str, data: bytes) -> list[Finding]:
             )
         ]
     if rel.endswith("hosts.yaml"):
-        return [Finding(rel, "file", "names hosts a task's code may be sent to: " + _preview(data))]
+        return _hosts_findings(rel, data)
     if rel.endswith(".json"):
         return _capability_findings(rel, data)
     if rel.startswith(f"{AGENTS}/"):
@@ -376,6 +376,47 @@ def _mcp_findings(rel: str, data: bytes) -> list[Finding]:
                 out.append(Finding(rel, f"{where}.{key}", f"sets {named}"))
         if entry.get("command") is None and entry.get("url") is None:
             out.append(Finding(rel, where, "declares an MCP server"))
+    return out
+
+
+_HOST_FIELDS = (
+    ("identity", "opens it with the key"),
+    ("known_hosts", "takes its host key from"),
+    ("python", "runs air there with"),
+    ("workdir", "keeps the code there in"),
+    ("srun_options", "passes srun"),
+)
+
+
+def _hosts_findings(rel: str, data: bytes) -> list[Finding]:
+    """Every host widens: where a task's code and model loop go (``user@host:port``), which of
+    the user's keys opens it, whose host key is believed, what runs there (IMPL-REMOTE-2). Found:
+    the first three lines were all the user saw, and a file could name its host on the fifth."""
+    raw = _yaml(data)
+    hosts = raw.get("hosts") if isinstance(raw, dict) else None
+    if not isinstance(hosts, dict):  # refused when read; said as it is
+        return [Finding(rel, "file", "names hosts a task's code may be sent to: " + _preview(data))]
+    out: list[Finding] = []
+    for name, entry in hosts.items():
+        where = f"hosts.{name}"
+        if not isinstance(entry, dict):
+            out.append(Finding(rel, where, "declares a host"))
+            continue
+        user = f"{entry['user']}@" if entry.get("user") else ""
+        port = f":{entry['port']}" if entry.get("port") else ""
+        via = entry.get("launcher") or "ssh"
+        out.append(
+            Finding(
+                rel,
+                f"{where}.host",
+                f"would send a task's code to {user}{entry.get('host')}{port} ({via})",
+            )
+        )
+        for key, says in _HOST_FIELDS:
+            value = entry.get(key)
+            if value:
+                shown_value = " ".join(map(str, value)) if isinstance(value, list) else value
+                out.append(Finding(rel, f"{where}.{key}", f"{says} {shown_value}"))
     return out
 
 
