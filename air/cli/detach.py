@@ -59,7 +59,9 @@ def child_argv(args: dict[str, Any]) -> list[str]:
         AirException: ``validation_error`` when the batch is read from stdin (a detached run
             has none).
     """
-    argv = [sys.executable, "-m", "air.cli", "run", "--headless"]
+    # -P: the directory it starts in (the project) is not on sys.path: a cloned repository's
+    # top-level `air/` package would run as the user, outside any sandbox (IMPL-CTX-7)
+    argv = [sys.executable, "-P", "-m", "air.cli", "run", "--headless"]
     batch = args.get("BATCH")
     if batch == "-":
         raise _bad(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,9 @@ import pytest
 from air.cli.background import Notifier, find_run
 from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
+from tests.gitrepo import init_repo
 from tests.headless import session_events
+from tests.trust.calc_runs import EXAMPLE
 
 VERDICT = {"verdict": "approved", "findings": []}
 WAIT_FOR_GO = "until test -f go; do sleep 0.1; done"
@@ -203,3 +206,31 @@ def test_wait_status_and_cancel_name_an_unknown_session_clearly(tmp_path: Path) 
     listed = _air(root, "status")
     assert listed.returncode == 0
     assert "no background sessions" in listed.stdout
+
+
+def test_a_planted_air_package_in_the_project_never_runs(tmp_path: Path) -> None:
+    """Found: the background run was started as ``python -m air.cli`` in the directory the user
+    ran ``air`` in, which Python puts first on ``sys.path``: a project (a cloned repository)
+    with a top-level ``air/`` package had its ``__init__.py`` run as the user, outside any
+    sandbox. Now ``-P``, as the workers are started (IMPL-CTX-7)."""
+    root, home = tmp_path / "calc", tmp_path / "home"
+    shutil.copytree(EXAMPLE, root)
+    home.mkdir()
+    marker = tmp_path / "planted-ran"
+    (root / "air" / "cli").mkdir(parents=True)
+    (root / "air" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    (root / "air" / "cli" / "__init__.py").write_text("")
+    init_repo(root, message="calc with a package named air")
+    air = Path(sys.executable).with_name("air")  # the installed command: sys.path[0] is bin/
+    env = {**os.environ, "HOME": str(home)}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(air), *args], cwd=root, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    started = run("run", "--headless", "batch.yaml", "--cassette", "cassettes", "--detach")
+    assert started.returncode == 0, started.stderr
+    waited = run("wait", started.stdout.strip())
+    assert waited.returncode == 0, waited.stdout + waited.stderr
+    assert not marker.exists()
