@@ -145,7 +145,10 @@ def test_the_console_stops_with_its_terminal_restored_and_comes_back(tmp_path: P
             term.keys("Enter")
             term.wait_for("air> Hello again.", timeout=30)
             term.keys("C-d")
-            term.type("echo ended-$?")  # read by the shell once the console has ended
+            # typed once the console has restored the terminal (which discards what was typed
+            # ahead) and printed its last line: then the shell reads it
+            term.wait_for("Reopen it with", timeout=30)
+            term.type("echo ended-$?")
             term.keys("Enter")
             term.wait_for("ended-0", timeout=30)
         finally:
