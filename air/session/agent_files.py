@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from typing import Any, Literal, NamedTuple
 
 import yaml
@@ -30,6 +29,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import Contract
 from air.contracts.runtime import AgentType
 from air.contracts.task import TaskAgent, TaskType
+from air.small_file import NotRegular, TooLarge, read_small
 
 __all__ = [
     "AGENT_DIR",
@@ -153,22 +153,15 @@ def parse_agent(text: str, path: str, name: str, source: Source) -> AgentFile:
 
 def _read(path: str) -> tuple[str | None, str | None]:
     """(text, None) for a usable file; (None, why it is skipped) otherwise. The file is opened
-    without following a link and checked on the open descriptor."""
+    without following a link and checked on the open descriptor (``air.small_file``)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        data = read_small(path, MAX_AGENT_BYTES, follow=False)
+    except (NotRegular, TooLarge) as exc:
+        return None, f"is {exc.strerror}"
     except OSError as exc:
         if os.path.islink(path):
             return None, "is a symbolic link (never followed)"
         return None, f"cannot be read ({exc.strerror or exc})"
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            return None, "is not a regular file"
-        if info.st_size > MAX_AGENT_BYTES:
-            return None, f"has {info.st_size} bytes, over the {MAX_AGENT_BYTES} (64 KiB) limit"
-        data = handle.read(MAX_AGENT_BYTES + 1)
-    if len(data) > MAX_AGENT_BYTES:
-        return None, f"has over {MAX_AGENT_BYTES} bytes (64 KiB)"
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError:
