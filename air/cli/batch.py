@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import sys
 from typing import Any, Literal, NamedTuple
 
@@ -66,6 +65,7 @@ from air.ipc.framing import DEFAULT_MAX_LINE_BYTES
 from air.nursery.agent_tools import check_agent_tools
 from air.nursery.graph import find_cycle
 from air.session.agent_files import agent_overlay, find_agent
+from air.small_file import read_small
 from air.yamlload import compose_and_load
 
 __all__ = [
@@ -410,7 +410,8 @@ def load_batch(path: str | os.PathLike[str], project_root: str | None = None) ->
             raise _fail("<stdin>", None, f"a batch has at most {MAX_BATCH_BYTES} bytes (8 MiB)")
         return load_batch_text(text, "<stdin>", project_root)
     try:
-        text = _read_regular_file(name)
+        # a regular file only (a FIFO would block the read forever), at most 8 MiB, unread else
+        text = read_small(name, MAX_BATCH_BYTES).decode("utf-8")
     except FileNotFoundError as exc:
         raise AirException.of(
             kind=ErrorKind.NOT_FOUND,
@@ -423,28 +424,6 @@ def load_batch(path: str | os.PathLike[str], project_root: str | None = None) ->
     except OSError as exc:
         raise _fail(name, None, f"cannot read the file: {exc.strerror or exc}") from exc
     return load_batch_text(text, name, project_root)
-
-
-def _read_regular_file(name: str) -> str:
-    """The text of ``name`` if it is a regular file of at most ``MAX_BATCH_BYTES``.
-
-    Opened non-blocking and checked with ``fstat`` on the open descriptor, so a FIFO (which
-    would block the read forever) or a directory swapped in after a check is still refused.
-    """
-    fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise OSError(f"{kind}: a batch file is a regular YAML file")
-        if info.st_size > MAX_BATCH_BYTES:
-            limit = f"{MAX_BATCH_BYTES} (8 MiB)"
-            raise OSError(f"{info.st_size} bytes: a batch file has at most {limit}; not read")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, encoding="utf-8", closefd=False) as handle:
-            return handle.read(MAX_BATCH_BYTES + 1)
-    finally:
-        os.close(fd)
 
 
 def schema_text() -> str:

@@ -123,7 +123,7 @@ CASES: list[Case] = [
     Case(
         "batch-too-large",
         ("run", "--headless", "big.yaml"),
-        ("big.yaml", "a batch file has at most"),
+        ("big.yaml", "65.0 MiB, more than the 8.0 MiB air reads"),
         sparse=("big.yaml", 65 * 1024 * 1024),
     ),
     _batch("batch-binary", b"\x00\xff\xfe\x89PNG\r\n", "not UTF-8"),
@@ -137,7 +137,7 @@ CASES: list[Case] = [
     Case(
         "batch-50-mib",
         ("run", "--headless", "big.yaml"),
-        ("big.yaml", "a batch file has at most", "not read"),
+        ("big.yaml", "more than the 8.0 MiB air reads", "none of it was read"),
         repeated=("big.yaml", "  - {id: a, title: Fix the tokenizer}\n", 50 * 1024 * 1024),
     ),
     _batch(
