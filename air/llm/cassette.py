@@ -44,6 +44,7 @@ from air.contracts.provider import (
 )
 from air.llm.adapter import ProviderAdapter
 from air.llm.errors import models_reference
+from air.small_file import read_small
 
 __all__ = [
     "CassetteExpect",
@@ -95,16 +96,21 @@ def _bad(path: str, line: int, message: str) -> AirException:
     )
 
 
+MAX_CASSETTE_BYTES = 64 * 1024 * 1024
+"""The largest cassette read (a cassette holds model turns only: 600 long turns are ~10 MiB).
+Found: a repository's 2 GiB cassette took 18 s and 4 GiB of memory to refuse."""
+
+
 def load_cassette(path: str) -> list[CassetteTurn]:
     """Read and validate a cassette; AirException naming file and line on any problem."""
     try:
-        with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+        lines = read_small(path, MAX_CASSETTE_BYTES).decode("utf-8").splitlines()
     except OSError as exc:
         raise AirException.of(
             kind="not_found",
             message=f"cannot read cassette {path}: {exc.strerror}",
-            user_action="Check the cassette path in models.yaml (providers.<id>.cassette).",
+            user_action="Check the cassette: --cassette's path, or providers.<id>.cassette in "
+            "models.yaml.",
         ) from None
     turns: list[CassetteTurn] = []
     for number, text in enumerate(lines, start=1):

@@ -119,6 +119,20 @@ def test_a_named_pipe_for_sandbox_yaml_fails_each_command_and_the_run_goes_on(
     )
 
 
+def test_a_huge_cassette_a_repository_ships_is_refused_unread(tmp_path: Path) -> None:
+    """A repository's recorded turns replayed with ``--cassette`` (examples/calc ships its own):
+    a 2 GiB one took 18 s and 4 GiB of memory to refuse."""
+    root, home = tmp_path / "calc", tmp_path / "home"
+    shutil.copytree(EXAMPLE, root)
+    init_repo(root, message="calc")
+    home.mkdir()
+    with open(root / "cassettes" / "fix-tokenizer.jsonl", "r+b") as fh:
+        fh.truncate(65 << 20)
+    run = air_cli(list(RUN), cwd=root, env={**os.environ, "HOME": str(home)}, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert "fix-tokenizer.jsonl: 65.0 MiB, more than the 64.0 MiB air reads" in run.stderr
+
+
 def test_a_named_pipe_for_models_yaml_is_reported_by_the_doctor(tmp_path: Path) -> None:
     root, env = _project(tmp_path)
     os.mkfifo(Path(env["HOME"]) / ".air" / "models.yaml")
