@@ -6,8 +6,9 @@ kind and size it did not choose: a project's ``.air/shared/project.json``, its t
 files (``models.yaml``, ``permissions.yaml``, ``AGENTS.md``, rules), the user's ``~/.air``
 configuration, agent files, a batch file. Found: a cloned repository's 3 GiB ``project.json``
 (or ``AGENTS.md``) was read whole by every command: ~30 s and 6 GiB of memory to refuse it, the
-kernel's OOM killer on a smaller machine; a named pipe made where ``~/.air/models.yaml`` was (``mkfifo``, a process
-substitution a dotfiles script left) had every command, ``air doctor`` too, wait forever.
+kernel's OOM killer on a smaller machine; a named pipe made where ``~/.air/models.yaml`` was
+(``mkfifo``, a process substitution a dotfiles script left) had every command, ``air doctor``
+too, wait forever.
 
 The file is opened with ``O_NONBLOCK`` (a FIFO opens at once instead of waiting for a writer)
 and ``O_NOCTTY``, and ``fstat`` of what was opened decides: anything but a regular file (a
