@@ -60,6 +60,32 @@ def _own_private_dir(path: str) -> None:
     os.chmod(path, 0o700)
 
 
+_taken_root: dict[str, str] = {}
+"""TMPDIR -> this process's own views directory, once another user held the shared name."""
+
+
+def _views_root(base: str) -> str:
+    """``TMPDIR/air-views-<uid>``, this user's; when another user made that name first (a
+    shared /tmp on a login node: every read-only task of this user failed), a directory of this
+    process made under a random name nobody could take first (``mkdtemp``).
+
+    Raises:
+        OSError: neither can be made.
+    """
+    import tempfile
+
+    root = os.path.join(base, f"{_VIEW_ROOT_PREFIX}{os.getuid()}")
+    try:
+        _own_private_dir(root)
+    except AirException:
+        if base not in _taken_root:
+            _taken_root[base] = tempfile.mkdtemp(
+                prefix=f"{_VIEW_ROOT_PREFIX}{os.getuid()}-", dir=base
+            )
+        return _taken_root[base]
+    return root
+
+
 def _prune_views(root: str, keep: str) -> None:
     """Remove the view directories under ``root`` not used for ``_VIEW_TTL_S``."""
     import time
@@ -91,7 +117,8 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
     """The view directory of one task's read-only view of ``workspace`` (made on first use):
     ``u`` holds what the task's commands wrote, ``w`` is overlay's work dir, ``l`` the mount
     point of the workspace. It lives outside the project (overlayfs refuses an upper dir inside
-    its lower), under ``$TMPDIR/air-views-<uid>``; one not used for a day is removed.
+    its lower), under ``$TMPDIR/air-views-<uid>`` (another user's by that name: one of this
+    process's, ``_views_root``); one not used for a day is removed.
 
     Raises:
         AirException: ``environment_error`` when the directory cannot be made safely.
@@ -104,11 +131,10 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
         raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
     if _inside(base, os.path.realpath(workspace)):
         raise _view_problem(f"TMPDIR {base!r} is inside the workspace (overlayfs refuses it)")
-    root = os.path.join(base, f"{_VIEW_ROOT_PREFIX}{os.getuid()}")
     key = f"{os.path.realpath(workspace)}\0{session_id}\0{task_id or ''}".encode()
-    path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
     try:
-        _own_private_dir(root)
+        root = _views_root(base)
+        path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
         _prune_views(root, path)
         _own_private_dir(path)
         for sub in ("u", "w", "l"):

@@ -202,6 +202,23 @@ def own_box(tmp_path: Path) -> Iterator[Sandboxed]:
     made.close()
 
 
+def test_a_views_directory_another_user_made_first_is_left_to_them(own_box: Sandboxed) -> None:
+    """Found: on a shared /tmp (a login node), another user who made ``air-views-<uid>`` first
+    had every read-only task of this user fail (environment_error). Now the process makes a
+    directory of its own under a random name, and the other user's is left as it is."""
+    taken = own_box.base / f"air-views-{os.getuid()}"
+    taken.mkdir(mode=0o755)
+    os.chown(taken, NOBODY, NOBODY)
+    done = own_box.run("mkdir -p build && echo x > build/out && cat build/out", read_only="t-1")
+    assert done["exit_code"] == 0, done
+    assert "x" in str(done["stdout"])
+    assert taken.stat().st_uid == NOBODY
+    assert list(taken.iterdir()) == []
+    [own] = own_box.base.glob(f"air-views-{os.getuid()}-*")
+    assert own.stat().st_uid == os.getuid()
+    assert own.stat().st_mode & 0o777 == 0o700
+
+
 def test_the_parent_finds_what_the_view_holds(
     own_box: Sandboxed, monkeypatch: pytest.MonkeyPatch
 ) -> None:
