@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from air.contracts.display import shown
-from air.small_file import NotRegular, TooLarge, read_small
+from air.small_file import read_small
 
 if TYPE_CHECKING:  # imported where raised: no pydantic before the console's first frame
     from air.contracts.error import AirException
@@ -180,18 +180,7 @@ def _read(root: str, rel: str) -> tuple[bytes, bytes]:
     real = os.path.realpath(os.path.join(root, rel))
     if not _inside(root, real):  # re-pointed since _lstat looked
         _refuse_link(root, rel, real)
-    try:  # whole: the hash covers every byte a loader reads (IMPL-TRUST-5: up to 4 MiB)
-        data = read_small(real, follow=False)
-    except OSError as exc:
-        if not isinstance(exc, (NotRegular, TooLarge)):
-            raise
-        from air.contracts.error import AirException
-
-        raise AirException.of(
-            kind="config_error",
-            message=f"{shown(rel)}: {exc.strerror}",
-            user_action=f"Make {os.path.join(root, rel)} a small text file, or remove it.",
-        ) from None
+    data = read_small(real, follow=False)  # whole: the hash covers every byte a loader reads
     target = os.path.relpath(real, root)
     return data, (data if target == rel else f"-> {target}\n".encode() + data)
 
@@ -222,19 +211,35 @@ def trust_scan(project_root: str) -> ConfigSet:
     Raises:
         AirException(untrusted_config): one of them (or its directory) is a symbolic link that
             leads out of the project, into its ``.git`` or into ``.air/local``;
-        AirException(config_error): one of them is larger than air reads (4 MiB), or no
-            regular file once opened.
+        AirException(config_error): one of them cannot be read, is larger than air reads
+            (4 MiB), or no regular file once opened.
     """
     root = os.path.realpath(project_root)
     files: list[tuple[str, bytes]] = []
     findings: list[Finding] = []
-    for rel in sorted(set(_paths(root))):
-        data, hashed = _read(root, rel)
-        found = _findings(rel, data)
-        if found:  # a file that widens nothing (a deny-only policy, air's stubs) is not asked
-            files.append((rel, hashed))
-            findings += found
+    try:
+        for rel in sorted(set(_paths(root))):
+            data, hashed = _read(root, rel)
+            found = _findings(rel, data)
+            if found:  # a file that widens nothing (a deny-only policy, air's stubs): not asked
+                files.append((rel, hashed))
+                findings += found
+    except OSError as exc:  # also mid-run, where only an AirException fails just the task
+        raise _unreadable(root, exc) from None
     return ConfigSet(root=root, files=tuple(files), findings=tuple(findings))
+
+
+def _unreadable(root: str, exc: OSError) -> AirException:
+    """A trust-relevant file that cannot be read (unreadable, no regular file, over 4 MiB:
+    IMPL-TRUST-5), as a ``config_error`` naming it."""
+    from air.contracts.error import AirException
+
+    where = os.fsdecode(exc.filename) if exc.filename is not None else root
+    return AirException.of(
+        kind="config_error",
+        message=f"{shown(os.path.relpath(where, root))}: {exc.strerror or exc}",
+        user_action=f"Make {where} a small readable text file, or remove it.",
+    )
 
 
 def _air_templates() -> dict[str, bytes]:

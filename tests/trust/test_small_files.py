@@ -21,7 +21,8 @@ import pytest
 from air.small_file import MAX_BYTES, NotRegular, TooLarge, open_regular, read_small
 from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
-from tests.trust.calc_runs import EXAMPLE, RUN
+from tests.tools.sandbox_probe import NOBODY, chown_tree, unprivileged_dir
+from tests.trust.calc_runs import EXAMPLE, RUN, air_as
 
 CASSETTE = str(
     Path(__file__).parents[2] / "examples" / "calc" / "cassettes" / "fix-evaluator.jsonl"
@@ -84,6 +85,26 @@ def test_a_huge_project_json_is_refused_unread(tmp_path: Path) -> None:
         done = _limited(args, root, env)
         assert done.returncode == 2, done.stderr
         assert "3.0 GiB, more than the 4.0 MiB air reads of such a file" in done.stderr
+
+
+def test_an_unreadable_instruction_file_is_a_config_error_naming_it() -> None:
+    """As ``nobody``, an AGENTS.md it may not read: a config_error naming the file, which a
+    run's trust check mid-run (each worker attempt) turns into that task's failure; an
+    ``OSError`` there would have escaped the attempt."""
+    top = unprivileged_dir()
+    try:
+        root, home = top / "calc", top / "home"
+        shutil.copytree(EXAMPLE, root)
+        (root / "AGENTS.md").write_text("hello\n")
+        init_repo(root, message="calc")
+        home.mkdir()
+        chown_tree(top)
+        (root / "AGENTS.md").chmod(0o000)
+        run = air_as(root, home, *RUN, user=NOBODY)
+        assert run.returncode == 2, run.stderr
+        assert "config_error: AGENTS.md: Permission denied" in run.stderr
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @pytest.mark.parametrize("name", ["permissions.yaml", "mcp.yaml", "config.yaml"])
