@@ -91,9 +91,8 @@ class ContextAssembler:
             path in the project) may not reach a prompt (a credential, git's or air's own
             state), or None when it may; the runtime hands in the permission engine's path
             classes. Without it, any file of the project may.
-        rules_check: called before each read of the rules and instruction files; raises when
-            they may not reach a prompt as they are now (the runtime's trust check: a file
-            changed since the user trusted the project, IMPL-TRUST-1).
+    The rules and instruction files are read for each context, or once for all with
+    ``fix_rules`` (a run's: as the user trusted them when it began, IMPL-TRUST-1).
     """
 
     def __init__(
@@ -110,11 +109,10 @@ class ContextAssembler:
         inline_limit_tokens: int = 32_000,
         priorities: Mapping[PromptLayerLevel, int] | None = None,
         document_refusal: Callable[[Path], str | None] | None = None,
-        rules_check: Callable[[], object] | None = None,
     ) -> None:
         self._project = project
         self._document_refusal = document_refusal
-        self._rules_check = rules_check
+        self._rules: list[PromptLayer] | AirException | None = None
         self._loader = loader or PromptLayerLoader()
         self._readers = readers or SessionReaders()
         self._artifact_reader = artifact_reader
@@ -127,6 +125,17 @@ class ContextAssembler:
         self._inline_limit_tokens = inline_limit_tokens
         self._priorities = {**DEFAULT_LAYER_PRIORITIES, **(priorities or {})}
         self._compaction_rules: CompactionRules | None = None
+
+    def fix_rules(self) -> None:
+        """Read the rules and instruction files now and give every later context these layers
+        (or this read's error). Found: read again for every worker attempt, a file changed
+        while the run went on (a `git pull` in another terminal, a task allowed to edit
+        AGENTS.md) reached the next prompts untrusted; a change now waits for the next run,
+        whose trust check asks about it."""
+        try:
+            self._rules = self._loader.load_project_rules(self._project, self._document_refusal)
+        except AirException as exc:
+            self._rules = exc
 
     async def assemble(self, input: ContextAssembleInput) -> AssembledContext:
         """Assemble, fit and render the context (SDD §10.1). See ``assemble_now``."""
@@ -239,9 +248,11 @@ class ContextAssembler:
                 self._layer(PromptLayerLevel.ROLE, agent.persona.strip(), f"agent:{agent.name}")
             )
         layers.append(self._safety_layer(input.agent_type))
-        if self._rules_check is not None:
-            self._rules_check()
-        rules = self._loader.load_project_rules(self._project, self._document_refusal)
+        rules = self._rules
+        if rules is None:
+            rules = self._loader.load_project_rules(self._project, self._document_refusal)
+        elif isinstance(rules, AirException):
+            raise rules.with_traceback(None)  # as each context raised it: every attempt fails
         layers.extend(self._adopt(x) for x in rules)
         if spec is not None:
             for label, ref in (

@@ -99,7 +99,7 @@ class WorkerContextBuilder:
         role_prompt_dir: str | os.PathLike[str] | None = None,
         user_air_dir: str | os.PathLike[str] | None = None,
         document_refusal: Callable[[Path], str | None] | None = None,
-        rules_check: Callable[[], object] | None = None,
+        fixed_rules: bool = False,
     ) -> None:
         self.token_budget = token_budget
         self.last: AssembledContext | None = None
@@ -111,8 +111,9 @@ class WorkerContextBuilder:
             artifact_reader=artifact_reader,
             user_air_dir=user_air_dir,
             document_refusal=document_refusal,
-            rules_check=rules_check,
         )
+        if fixed_rules:
+            self._assembler.fix_rules()
 
     @classmethod
     def for_session(
@@ -123,7 +124,7 @@ class WorkerContextBuilder:
         context_window: int | None,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
         document_refusal: Callable[[Path], str | None] | None = None,
-        rules_check: Callable[[], object] | None = None,
+        fixed_rules: bool = False,
     ) -> WorkerContextBuilder:
         """A builder over an open session (``store``, ``project``, ``artifacts``).
 
@@ -131,7 +132,8 @@ class WorkerContextBuilder:
             context_window: the window of the run's model; ``None`` (a cassette replay, whose
                 model has none) takes ``DEFAULT_CONTEXT_WINDOW``.
             document_refusal: ``ContextAssembler``'s check of a plan/architecture document.
-            rules_check: ``ContextAssembler``'s check before it reads the rules files.
+            fixed_rules: the rules files read once, now, for every attempt
+                (``ContextAssembler.fix_rules``).
         """
         artifacts = getattr(session, "artifacts", None)
         return cls(
@@ -145,7 +147,7 @@ class WorkerContextBuilder:
             else None,
             role_prompt_dir=role_prompt_dir,
             document_refusal=document_refusal,
-            rules_check=rules_check,
+            fixed_rules=fixed_rules,
         )
 
     def build(self, attempt: Attempt) -> ContextPack:

@@ -58,7 +58,6 @@ _IMPOSSIBLE = frozenset(
         ErrorKind.PERMISSION_DENIED,
         ErrorKind.AUTH_ERROR,
         ErrorKind.CONFIG_ERROR,
-        ErrorKind.UNTRUSTED_CONFIG,  # a retry meets the same files until the user trusts them
         ErrorKind.POLICY_ERROR,
     }
 )

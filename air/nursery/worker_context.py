@@ -101,17 +101,15 @@ def worker_context(
     for a provider that cannot choose a compactor model, e.g. per-task cassettes)."""
     from air.context.compaction import load_compaction_rules
     from air.context.worker_pack import WorkerContextBuilder
-    from air.session.trust import require_trust
 
-    root = session.project.project_root
     builder = WorkerContextBuilder.for_session(
         session,
         role_prompt_dir=ROLE_PROMPTS,
         context_window=model_window(provider, model),
-        document_refusal=document_refusal(root),
-        # AGENTS.md and the rules are read again for every attempt: changed since the user
-        # trusted them (a `git pull` meanwhile), they reach no prompt (IMPL-TRUST-1)
-        rules_check=lambda: require_trust(root),
+        document_refusal=document_refusal(session.project.project_root),
+        # AGENTS.md and the rules as the run's trust check just passed them, for every attempt
+        # (IMPL-TRUST-1): a change while it goes on waits for the next run's check
+        fixed_rules=True,
     )
     if not hasattr(provider, "select_model"):
         return builder

@@ -203,8 +203,8 @@ def test_an_instruction_file_changed_mid_run_reaches_no_prompt_until_trusted(
     tmp_path: Path,
 ) -> None:
     """AGENTS.md changed while the run goes on (the user's `git pull` in another terminal):
-    the rules are read again for every attempt, and the next worker's context is refused
-    (untrusted_config, not retried) instead of carrying the untrusted text to the model."""
+    found, the next worker's prompt carried the pulled, untrusted text; now every attempt of the
+    run gets the rules as they were trusted when it began, and the next run asks."""
     root, home = tmp_path / "proj", tmp_path / "home"
     with LocalServer() as server:
         _project(root, home, server, "anthropic")
@@ -225,8 +225,11 @@ def test_an_instruction_file_changed_mid_run_reaches_no_prompt_until_trusted(
         env = {**os.environ, "HOME": str(home), "AIR_TEST_PROVIDER_KEY": "k-test"}
         proc = run_batch_json(root, env, timeout=180)
         requests = list(server.requests)
-    assert proc.returncode == 1, proc.stderr
-    assert len(requests) == 2  # list-files' two turns; review-notes sent nothing
+    assert proc.returncode == 0, proc.stderr
+    assert len(requests) == 3
     assert not any(INJECTED in json.dumps(r.body) for r in requests)
-    assert "review-notes failed: untrusted project configuration (changed since you" in proc.stderr
-    assert "review-notes retried" not in proc.stderr
+    assert AGENTS in json.dumps(requests[2].body)  # the review's: AGENTS.md as trusted
+    again = run_batch_json(root, env, timeout=180)
+    assert again.returncode == 2, again.stderr
+    assert "untrusted_config" in again.stderr
+    assert "AGENTS.md" in again.stderr
