@@ -110,10 +110,10 @@ def junit_xml(summary: SessionSummary, hostname: str | None = None) -> ElementTr
 
 
 def write_junit(path: str, summary: SessionSummary) -> None:
-    """Write the report to ``path``, whole (``air.cli.whole_file``)."""
+    """Write the report to ``path``, whole (``air.whole_file``)."""
     import io
 
-    from air.cli.whole_file import write_whole
+    from air.whole_file import write_whole
 
     tree = ElementTree.ElementTree(junit_xml(summary))
     ElementTree.indent(tree)

@@ -24,8 +24,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from air.cli.whole_file import write_whole
 from air.contracts.error import AirException, CliExit
+from air.whole_file import write_whole
 
 _SDIST = (
     "import sys\nfrom setuptools import build_meta\nprint(build_meta.build_sdist(sys.argv[1]))\n"
@@ -201,7 +201,7 @@ def build_release(source: Path, dist: Path) -> list[Path]:
                 "Check setup.cfg's packages, package_data and entry_points.",
             )
         built = []
-        for artefact in (sdist, wheel):  # through no link put in DIR (air.cli.whole_file)
+        for artefact in (sdist, wheel):  # through no link put in DIR (air.whole_file)
             target = dist / artefact.name
             write_whole(target, artefact.read_bytes())
             built.append(target)

@@ -354,7 +354,7 @@ def write_report(
         db.close()
     session_dir = Path(project.local_root) / "sessions" / session_id
     page = report_page(summary, row, session_dir, out, outputs, only=task)
-    from air.cli.whole_file import write_whole
+    from air.whole_file import write_whole
 
     write_whole(out, page.encode("utf-8"))
     return summary

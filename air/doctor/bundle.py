@@ -10,7 +10,7 @@ none over ``MAX_CONFIG_BYTES``: what is left out is named in ``config/left-out.t
 ``air.developer.log``, which only the developer key opens). Every text member passes through
 the SecretRedactor first; values of secret-looking keys in the configuration and of
 secret-looking environment variables are registered with it before anything is written
-(IMPL-DOC-4). The archive is written to a temporary file and renamed, mode 0600.
+(IMPL-DOC-4). The archive is written whole, mode 0600, through no link (``air.whole_file``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from typing import Protocol
 
 from air.doctor.logs import AIR_LOG, DEVELOPER_LOG, air_home, log_dir
 from air.doctor.service import DoctorReport
+from air.whole_file import whole_file
 
 __all__ = ["MAX_CONFIG_BYTES", "MAX_LOG_BYTES", "write_bundle"]
 
@@ -214,18 +215,7 @@ def write_bundle(
     if os.path.isfile(dev):
         # sealed records (base64 lines) — redacting them is a no-op; only the key opens them
         members.append((f"logs/{DEVELOPER_LOG}", _tail(dev, MAX_LOG_BYTES)))
-    directory = os.path.dirname(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    if os.path.lexists(tmp):
-        os.unlink(tmp)  # left by a crashed run of this pid; never followed
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
-            for name, data in members:
-                _add(tar, f"air-doctor/{name}", data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with whole_file(path, 0o600) as raw, tarfile.open(fileobj=raw, mode="w:gz") as tar:
+        for name, data in members:
+            _add(tar, f"air-doctor/{name}", data)
     return [f"air-doctor/{name}" for name, _ in members]

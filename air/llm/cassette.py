@@ -287,8 +287,10 @@ class ScriptedProvider(ProviderAdapter):
 
 def write_turn(path: str, line: str, append: bool) -> None:
     """``line`` as the next turn of the cassette at ``path`` (``append=False``: its first, the
-    file started again), through no link: a link there (a cloned repository's, a task's merged
-    file in a ``--record`` folder inside the project) is replaced, never written through."""
+    file started again; its folder made if missing), through no link: a link there (a cloned
+    repository's, a task's merged file in a ``--record`` folder inside the project) is
+    replaced, never written through."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
     if append:
         flags |= os.O_APPEND
@@ -346,7 +348,6 @@ class RecordingProvider(ProviderAdapter):
         line = cassette_line(request, start, stop, chunks, self.secrets())
         append = self._started
         self._started = True
-        await trio.Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         await trio.to_thread.run_sync(write_turn, self.path, line, append)
 
     async def aclose(self) -> None:
@@ -418,6 +419,5 @@ class TaskRecorder:
         agent = request.agent_id or task
         append = self._agent_of_task.get(task) == agent
         self._agent_of_task[task] = agent
-        await trio.Path(self.directory).mkdir(parents=True, exist_ok=True)
         path = os.path.join(self.directory, f"{task}.jsonl")
         await trio.to_thread.run_sync(write_turn, path, line, append)
