@@ -5,8 +5,8 @@ Owns the SDK client (created on first use; the SDK is imported only then, it cos
 second of CPU) and the SDK's error and connection-failure types. The request, the SSE reading
 through ``AnthropicStreamNormalizer`` and the error mapping are shared with the plain-httpx
 transport (air.llm.anthropic_wire). The SDK's own retries are off (``max_retries=0``): the
-ProviderManager retries. ``aclose`` closes the client explicitly (its automatic cleanup
-assumes asyncio; under Trio it runs through anyio).
+ProviderManager retries; no redirect is followed (IMPL-LLM-7). ``aclose`` closes the client
+explicitly (its automatic cleanup assumes asyncio; under Trio it runs through anyio).
 """
 
 from __future__ import annotations
@@ -46,6 +46,10 @@ class AnthropicAdapter(ProviderAdapter):
             }
             # the same endpoint as the HTTP transport (not the SDK's own reading of the env)
             kwargs["base_url"] = base_url_of(self.config, self._env)[0]
+            # no redirect followed: the SDK's own client follows them, and at the floor this
+            # project declares (0.46) took the x-api-key header to any origin a reply named;
+            # a 3xx is an error here as over the HTTP transport (IMPL-LLM-7)
+            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(follow_redirects=False)
             self._client = anthropic.AsyncAnthropic(**kwargs)
         return self._client
 

@@ -26,7 +26,7 @@ from air.contracts.provider import (
 )
 from air.llm.adapter import StreamEnded
 from air.llm.convert import clean_messages
-from air.llm.errors import api_error_of, error_for_status, parse_retry_after
+from air.llm.errors import api_error_of, error_for_status, parse_retry_after, redirect_target
 from air.llm.http11 import read_body
 from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
 from air.llm.sse import SSEDecoder, model_json
@@ -181,6 +181,7 @@ def anthropic_status_error(
         retry_after=parse_retry_after(headers),
         error_type=error_type,
         api_message=message,
+        location=redirect_target(headers),
     )
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "models_reference",
     "parse_retry_after",
     "protocol_error",
+    "redirect_target",
     "retry_after_of",
     "transport_error",
 ]
@@ -57,6 +58,14 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return None
 
 
+def redirect_target(headers: Mapping[str, str]) -> str | None:
+    """Where a redirect reply points (its ``location`` header), if it names anything."""
+    for key, value in headers.items():
+        if key.lower() == "location":
+            return value
+    return None
+
+
 def error_for_status(
     status: int,
     body: str,
@@ -65,6 +74,7 @@ def error_for_status(
     retry_after: float | None = None,
     error_type: str | None = None,
     api_message: str | None = None,
+    location: str | None = None,
 ) -> AirError:
     """Map an HTTP failure (or a provider ``error`` event) to a typed AirError.
 
@@ -74,8 +84,11 @@ def error_for_status(
         error_type: the provider's error type, e.g. ``overloaded_error``.
         api_message: the provider's ``error.message``; it ends the AirError's message, so the
             user reads why the provider refused (IMPL-API-2).
+        location: where a 3xx reply points.
 
     Returns:
+        config_error, never retried, for a redirect (3xx: no transport follows one, it would
+        take the key along; IMPL-LLM-7);
         rate_limited/provider_error (transient) for 429, 5xx, 529 and ``overloaded``;
         auth_error for 401/403; context_overflow for too-long prompts; provider_error that is
         never retried otherwise (400, 404, 413, 422...).
@@ -88,6 +101,24 @@ def error_for_status(
     if error_type:
         meta["error_type"] = error_type
     lowered = text.lower()
+    if 300 <= status < 400:
+        from air.contracts.display import shown
+
+        where = shown(location[:300]) if location else "nowhere it names"
+        return make_air_error(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=(
+                f"{provider_id}: the server redirected the request (HTTP {status}) to {where}; "
+                "air follows no redirect, which would take the API key along"
+            ),
+            detail=text,
+            retryability=Retryability.NEVER,
+            user_action=(
+                "If that is the provider's endpoint, put it in base_url in models.yaml; "
+                f"otherwise check base_url (reference: {models_reference()})."
+            ),
+            metadata=meta,
+        )
     if status == 429 or error_type == "rate_limit_error":
         return make_air_error(
             kind=ErrorKind.RATE_LIMITED,

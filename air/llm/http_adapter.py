@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from air.contracts.error import AirError
 from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
 from air.llm.adapter import STREAM_FAILURES, ProviderAdapter, skip_httpx_cli
-from air.llm.errors import api_error_of, error_for_status, parse_retry_after
+from air.llm.errors import api_error_of, error_for_status, parse_retry_after, redirect_target
 from air.llm.http11 import (
     Http11Client,
     LeftBody,
@@ -131,7 +131,7 @@ class HttpAdapter(ProviderAdapter):
         url = f"{self._base_url}{path}"
         try:
             async with self._http().stream("POST", url, content=body, headers=headers) as response:
-                if response.status_code >= 400:
+                if response.status_code >= 300:  # no redirect is followed (IMPL-LLM-7)
                     head = await read_head(response.aiter_bytes())
                     text = head.decode("utf-8", errors="replace")
                     yield [self.failed(self.status_error(response, text))]
@@ -149,7 +149,8 @@ class HttpAdapter(ProviderAdapter):
             yield [self.failed(self.failure_of(exc))]
 
     def status_error(self, response: HttpReply, text: str) -> AirError:
-        """The AirError of an error reply (HTTP status >= 400) whose body is ``text``."""
+        """The AirError of an error or redirect reply (HTTP status >= 300) whose body is
+        ``text``."""
         try:
             body: object = json.loads(text)
         except json.JSONDecodeError:
@@ -162,6 +163,7 @@ class HttpAdapter(ProviderAdapter):
             retry_after=parse_retry_after(response.headers),
             error_type=error_type,
             api_message=message,
+            location=redirect_target(response.headers),
         )
 
     async def aclose(self) -> None:

@@ -322,6 +322,29 @@ async def test_401_is_auth_error_not_retried_and_key_not_echoed(
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize("status", [307, 301])
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_redirect_is_not_followed_and_the_key_goes_nowhere(
+    wire: Wire, status: int, server: LocalServer
+) -> None:
+    """A reply that points elsewhere (the configured endpoint moved, a gateway, a captive
+    portal) ends the turn: config_error naming where, never retried. Followed, the SDK at its
+    declared floor (0.46, httpx 0.27) sent the x-api-key header to the other origin."""
+    path = "/v1/chat/completions" if wire == "openai" else "/v1/messages"
+    with LocalServer() as elsewhere:
+        elsewhere.push(Reply(chunks=sse_for(wire, Turn(text=["moved"]))))
+        moved = json_reply(status, {}, {"location": elsewhere.url + path})
+        server.push(moved, moved)
+        got, _ = await _complete(wire, server)
+        assert elsewhere.requests == []
+    error = _error(got.events).error
+    assert error.kind is ErrorKind.CONFIG_ERROR
+    assert error.retryability is Retryability.NEVER
+    assert f"(HTTP {status}) to {elsewhere.url}{path}" in error.message
+    assert "base_url" in (error.user_action or "")
+    assert len(server.requests) == 1
+
+
 @pytest.mark.parametrize("wire", WIRES)
 async def test_missing_key_raises_before_sending(wire: Wire, server: LocalServer) -> None:
     from air.contracts.error import AirException
