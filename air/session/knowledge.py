@@ -354,7 +354,12 @@ class KnowledgeService:
         memory = self.memory.get(row.memory_id)
         assert memory is not None  # the outbox row and the memory commit together
         if memory.status == MemoryStatus.ACTIVE and memory.memory_type == MemoryType.RULE:
-            self._own_write(lambda: self.rules.write(memory), memory.memory_id)
+            if (row.detail or POLICY_PROMOTER) == POLICY_PROMOTER:
+                # a rule no person read (its text is a debugger's, which a task's output can
+                # steer): the next run's trust check shows it and asks (IMPL-LEARN-1)
+                self.rules.write(memory)
+            else:
+                self._own_write(lambda: self.rules.write(memory), memory.memory_id)
         if str(row.candidate_id) in self.events("memory.promoted", "candidate_id"):
             return False
         await self.ledger.record(
