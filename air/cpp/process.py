@@ -322,17 +322,12 @@ def parse_tool_xml(
     """The root element of XML a tool wrote (``report`` names it in messages).
 
     A tool under a workspace command's control may write anything: a DTD or an entity
-    declaration is refused before expat sees it (``writer`` never writes one).
+    declaration is refused before any entity is expanded (``writer`` never writes one).
 
     Raises:
         AirException(tool_error): the XML declares a DTD or entities, or does not parse.
     """
-    declares = (
-        b"<!ENTITY" in xml or b"<!DOCTYPE" in xml
-        if isinstance(xml, bytes)
-        else "<!ENTITY" in xml or "<!DOCTYPE" in xml
-    )
-    if declares:
+    if _declares_dtd(xml):
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
             message=f"{report} declares a DTD or entities; {writer} never writes one",
@@ -340,12 +335,38 @@ def parse_tool_xml(
         )
     try:
         return ET.fromstring(xml)
-    except ET.ParseError as exc:
+    except (ET.ParseError, ValueError) as exc:  # ValueError: a multi-byte codec expat lacks
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
             message=f"{report} does not parse: {exc}",
             user_action=parse_action,
         ) from exc
+
+
+class _Declared(Exception):
+    pass
+
+
+def _declares_dtd(xml: str | bytes) -> bool:
+    """Whether expat meets a document type declaration (where entities are declared) in
+    ``xml``, stopping there: in any encoding the XML declares (a byte search for
+    ``<!DOCTYPE`` missed one in UTF-16). A document that does not parse says False here and
+    fails the real parse after."""
+    from xml.parsers import expat
+
+    def declared(*_: object) -> None:
+        raise _Declared
+
+    scan = expat.ParserCreate()
+    scan.StartDoctypeDeclHandler = declared
+    scan.EntityDeclHandler = declared
+    try:
+        scan.Parse(xml, True)
+    except _Declared:
+        return True
+    except (expat.ExpatError, ValueError):  # ValueError: an encoding pyexpat cannot read
+        return False
+    return False
 
 
 def _refuse(message: str) -> AirException:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from air.contracts.error import AirException
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool_runs import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
@@ -202,10 +202,27 @@ def test_tool_output_files_are_read_without_following_symlinks(tmp_path: Path) -
     assert read_workspace_file(str(ws), "build/none.xml") is None
 
 
-def test_junit_with_entities_is_refused() -> None:
-    bomb = b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaa">]><testsuite>&a;</testsuite>'
-    with pytest.raises(Exception, match="DTD or entities"):
-        parse_junit(bomb)
+@pytest.mark.parametrize(
+    ("codec", "declared"), [("utf-8", "UTF-8"), ("utf-16", "UTF-16"), ("utf-16-be", "UTF-16BE")]
+)
+def test_junit_with_entities_is_refused(codec: str, declared: str) -> None:
+    """In any encoding expat reads: a byte search for ``<!DOCTYPE`` missed a UTF-16 one, whose
+    entities then expanded up to expat's own limit (8 MiB of text from a few hundred bytes)."""
+    entities = '<!ENTITY a "aaaa">' + "".join(
+        f'<!ENTITY {b} "{("&" + a + ";") * 10}">' for a, b in zip("abcdef", "bcdefg", strict=True)
+    )
+    bomb = f'<?xml version="1.0" encoding="{declared}"?><!DOCTYPE x [{entities}]>'
+    bomb += '<testsuite name="&g;"/>'
+    with pytest.raises(AirException, match="DTD or entities"):
+        parse_junit(bomb.encode(codec))
+
+
+def test_junit_in_an_encoding_expat_cannot_read_is_a_tool_error() -> None:
+    """A multi-byte codec pyexpat has no decoder for raised ValueError, no AirException."""
+    doc = '<?xml version="1.0" encoding="UTF-16-BE"?><testsuite name="x"/>'
+    with pytest.raises(AirException, match="does not parse") as refused:
+        parse_junit(doc.encode("utf-16-be"))
+    assert refused.value.kind is ErrorKind.TOOL_ERROR
 
 
 def test_gtest_and_catch2_outputs_are_understood() -> None:
