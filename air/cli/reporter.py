@@ -8,7 +8,8 @@ the run, the designer's and compaction's included. Statuses
 and counts are the fold's (``air.events.fold``): every event the reporter sees is folded once,
 and the counts it prints are the fold's per-status counters, O(1) per line (IMPL-CORE-5). A
 reason or an error in a line is shown as exact text (``air.contracts.display.shown``,
-IMPL-UI-7); a JSON line holds such characters as JSON escapes (``json_shown``).
+IMPL-UI-7); a JSON line holds such characters as JSON escapes (``json_shown``). A rule air
+learned on its own is announced with what to do (it is used once trusted).
 """
 
 from __future__ import annotations
@@ -144,6 +145,15 @@ class Progress:
         if kind == "workspace.merge.completed" and payload.get("left_out_count"):
             self._left_out(payload)
             return
+        if kind == "memory.promoted" and _learned_on_its_own(payload):
+            print(
+                f"air [{self.elapsed()}] learned a rule from tasks fixed the same way: "
+                f"{shown(str(payload.get('target_ref')))}; the next run asks you to trust it "
+                "(`air trust` shows it)",
+                file=self.stream,
+                flush=True,
+            )
+            return
         if kind == "task.started":
             attempt = int(payload.get("attempt_index") or 1)
             what = "started" if attempt <= 1 else f"retried (attempt {attempt})"
@@ -182,6 +192,13 @@ class Progress:
             text += f" (a copy is in {shown(kept)} for {MERGED_RETENTION.days} days)"
         line = f"air [{self.elapsed()}] {workspace.task_id} merged; {text}"
         print(line, file=self.stream, flush=True)
+
+
+def _learned_on_its_own(payload: Mapping[str, Any]) -> bool:
+    """A rule air promoted from repeated fixes, which no person read (IMPL-LEARN-1)."""
+    from air.session.knowledge import POLICY_PROMOTER  # a promotion's: late, rare
+
+    return payload.get("promoted_by") == POLICY_PROMOTER
 
 
 def _silence_stdout() -> None:

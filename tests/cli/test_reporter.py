@@ -139,3 +139,29 @@ def test_an_end_line_says_the_task_s_tokens_and_cost_and_the_total_is_honest() -
     assert lines[3].endswith("failed 0, 1200 tok, cost unknown)")
     # a model without a price makes the total a lower bound, never a silent 0
     assert progress.cost_text() == "at least $0.5125 (a model's price is unknown)"
+
+
+def test_a_rule_learned_on_its_own_is_announced_with_what_to_do() -> None:
+    """A rule air promoted from repeated fixes is used only once trusted (IMPL-LEARN-1): the
+    run that learned it says so, and where it is; one a person promoted prints nothing."""
+    from air.session.knowledge import POLICY_PROMOTER
+
+    err = io.StringIO()
+    progress = Progress(err, None)
+    session = _event(
+        "session.created", {"session_id": "ses_r", "project_id": "prj_r", "mode": "headless"}
+    )
+    progress.resume(_Logged([session]))
+    for by, target in ((POLICY_PROMOTER, "auto"), ("user:air memory promote", "person")):
+        payload = {
+            "candidate_id": f"cand_{target}",
+            "target_ref": f".air/shared/rules/learned-mem_{target}.md",
+            "promoted_by": by,
+            "summary": "run make first",
+        }
+        progress.on_event(_event("memory.promoted", payload))
+    (line,) = err.getvalue().splitlines()
+    assert line.endswith(
+        "learned a rule from tasks fixed the same way: .air/shared/rules/learned-mem_auto.md; "
+        "the next run asks you to trust it (`air trust` shows it)"
+    )
