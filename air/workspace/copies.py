@@ -3,16 +3,20 @@
 Owns: the hash manifest of a tree (sha256 per regular file, ``link:<target>`` per symlink,
 never followed), the copy of a project without ``.git``/``.air`` and build caches
 (``JUNK_DIRS``, which no strategy ever merges back), the copy's changes against its manifest,
-and the file-by-file copy back, where a file changed on both sides is a conflict and nothing
-is written. Blocking file work: callers run these in a thread.
+and the file-by-file copy back, where a file changed on both sides (or one below a directory
+link of the project) is a conflict and nothing is written; what it writes it writes under
+names of its own and without set-id bits. Blocking file work: callers run these in a thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
+import secrets
 import shutil
 import stat
+import tempfile
 
 from air.workspace.changes import SYMLINK, PathChange
 from air.workspace.regenerable import regenerable
@@ -145,14 +149,21 @@ def manifest_changes(manifest: dict[str, str], path: str) -> list[PathChange]:
 def copy_back(
     project_root: str, copy: str, manifest: dict[str, str], changed: list[str]
 ) -> list[str]:
-    """Copy the ``changed`` paths from ``copy`` into the project, each by an atomic rename.
+    """Copy the ``changed`` paths from ``copy`` into the project, each by an atomic rename
+    from a temporary name of this process's own (``O_EXCL``: never a link someone planted by
+    a predictable name). A file keeps its permission bits but never a set-user-ID,
+    set-group-ID or sticky bit: a task's command run as root writes root's files.
 
     Returns:
-        The conflicts (a path the project changed too since the copy was made); when there
-        is one, nothing was written.
+        The conflicts (a path the project changed too since the copy was made, or one below a
+        directory of the project that is a link: written there, it would land elsewhere);
+        when there is one, nothing was written.
     """
     conflicts = []
     for rel in changed:
+        if _below_a_link(project_root, rel):
+            conflicts.append(rel)
+            continue
         current = entry_hash(os.path.join(project_root, rel))
         if current != manifest.get(rel) and current != entry_hash(os.path.join(copy, rel)):
             conflicts.append(rel)
@@ -163,14 +174,62 @@ def copy_back(
         source = os.path.join(copy, rel)
         if os.path.islink(source):  # checked: it stays inside the project
             os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-            tmp = target + ".air-merge.tmp"
-            os.symlink(os.readlink(source), tmp)
-            os.replace(tmp, target)
+            _link_over(os.readlink(source), target)
         elif os.path.isfile(source):
             os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
-            tmp = target + ".air-merge.tmp"
-            shutil.copy2(source, tmp)
-            os.replace(tmp, target)
+            _copy_over(source, target)
         elif os.path.lexists(target) and not os.path.isdir(target):
             os.unlink(target)
     return []
+
+
+def _below_a_link(root: str, rel: str) -> bool:
+    """Whether a directory on the way to ``rel`` in ``root`` is a symbolic link."""
+    parent = os.path.dirname(rel)
+    while parent:
+        if os.path.islink(os.path.join(root, parent)):
+            return True
+        parent = os.path.dirname(parent)
+    return False
+
+
+def _temporary(target: str) -> tuple[int, str]:
+    """A new file beside ``target`` under a name of this process's own, open for writing."""
+    return tempfile.mkstemp(prefix=".air-merge-", dir=os.path.dirname(target) or ".")
+
+
+def _copy_over(source: str, target: str) -> None:
+    """``source``'s bytes, modes (but the set-id and sticky bits) and times over ``target``."""
+    src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        info = os.fstat(src)
+        fd, tmp = _temporary(target)
+        try:
+            with open(fd, "wb") as out, open(src, "rb", closefd=False) as data:
+                shutil.copyfileobj(data, out)
+                os.fchmod(out.fileno(), stat.S_IMODE(info.st_mode) & 0o777)
+            os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+    finally:
+        os.close(src)
+
+
+def _link_over(link_target: str, target: str) -> None:
+    """A symbolic link to ``link_target`` over ``target``."""
+    while True:
+        tmp = os.path.join(os.path.dirname(target) or ".", f".air-merge-{secrets.token_hex(8)}")
+        try:
+            os.symlink(link_target, tmp)
+        except FileExistsError:
+            continue
+        break
+    try:
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

@@ -1,0 +1,95 @@
+"""An isolated copy's merge writes only the paths it names, where they are (IMPL-MERGE-1):
+never through a link (a directory of the project that is one, a temporary name a task
+planted as one), and never with a set-user-ID or set-group-ID bit: a task's
+build as root made a set-user-ID root copy of a shell, which the merge took into the project.
+Real files, the real ``WorkspaceManager`` and the Scheduler's write-area guard."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.nursery.write_areas import merge_guard
+from air.workspace.manager import WorkspaceManager
+from tests.workspace.recorder import Events
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "proj"
+    for d in ("docs", "config"):
+        (root / d).mkdir(parents=True)
+    (root / "docs" / "guide.md").write_text("guide\n")
+    (root / "config" / "app.yaml").write_text("debug: false\n")
+    (root / "AGENTS.md").write_text("be careful\n")
+    return root
+
+
+async def _copies(mgr: WorkspaceManager, *task_ids: str) -> list[tuple[str, Path]]:
+    made = []
+    for task_id in task_ids:
+        ref = await mgr.create_workspace(
+            WorkspacePlan(task_id=task_id, strategy=WorkspaceStrategy.ISOLATED_COPY)
+        )
+        made.append((ref.workspace_id, Path(ref.path)))
+    return made
+
+
+async def test_a_directory_link_of_the_project_is_not_written_through(project: Path) -> None:
+    """The project holds ``docs/lib -> ../config`` (the user's link); a task held to docs/
+    replaced it in its copy by a directory with a file. The merge wrote
+    ``config/settings.yaml``, outside the task's area, through the project's link."""
+    os.symlink("../config", project / "docs" / "lib")
+    mgr = WorkspaceManager(str(project), Events())
+    ((copy, ws),) = await _copies(mgr, "t1")
+    os.unlink(ws / "docs" / "lib")
+    (ws / "docs" / "lib").mkdir()
+    (ws / "docs" / "lib" / "settings.yaml").write_text("debug: true\n")
+    result = await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))
+    assert result.status == "conflicted"
+    assert result.conflicted_paths == ["docs/lib/settings.yaml"]
+    assert not (project / "config" / "settings.yaml").exists()
+    assert os.readlink(project / "docs" / "lib") == "../config"
+
+
+async def test_a_link_at_the_merge_s_temporary_name_is_not_written_through(
+    project: Path,
+) -> None:
+    """The copy back wrote each file to ``<path>.air-merge.tmp`` and renamed it: a task that
+    merged a link by that name (pointing inside the project) had the next merge of ``<path>``
+    write AGENTS.md, and ``<path>`` become that link."""
+    mgr = WorkspaceManager(str(project), Events())
+    guard = merge_guard(["docs"], str(project))
+    (first, first_ws), (second, second_ws) = await _copies(mgr, "t1", "t2")
+    os.symlink("../AGENTS.md", first_ws / "docs" / "guide.md.air-merge.tmp")
+    assert (await mgr.merge_workspace(first, guard=guard)).status == "merged"
+    (second_ws / "docs" / "guide.md").write_text("guide, improved\n")
+    assert (await mgr.merge_workspace(second, guard=guard)).status == "merged"
+    assert (project / "AGENTS.md").read_text() == "be careful\n"
+    merged = project / "docs" / "guide.md"
+    assert not merged.is_symlink()
+    assert merged.read_text() == "guide, improved\n"
+    assert sorted(os.listdir(project / "docs")) == ["guide.md", "guide.md.air-merge.tmp"]
+
+
+async def test_a_merged_file_keeps_no_set_id_bit(project: Path) -> None:
+    """A sandboxed command of a task run as root writes root's files: a ``chmod 4755`` copy
+    of a shell in its copy was merged set-user-ID root. The permission bits are kept, the
+    set-user-ID, set-group-ID and sticky bits are not."""
+    mgr = WorkspaceManager(str(project), Events())
+    ((copy, ws),) = await _copies(mgr, "t1")
+    for name, mode in (("suid", 0o4755), ("sgid", 0o2750), ("sticky", 0o1644)):
+        (ws / "docs" / name).write_bytes(b"#!/bin/sh\n")
+        os.chmod(ws / "docs" / name, mode)
+    assert (await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))).status == (
+        "merged"
+    )
+    modes = {
+        name: stat.S_IMODE(os.stat(project / "docs" / name).st_mode)
+        for name in ("suid", "sgid", "sticky")
+    }
+    assert modes == {"suid": 0o755, "sgid": 0o750, "sticky": 0o644}
