@@ -5,7 +5,8 @@ never followed), the copy of a project without ``.git``/``.air`` and build cache
 (``JUNK_DIRS``, which no strategy ever merges back), the copy's changes against its manifest,
 and the file-by-file copy back, where a file changed on both sides (or one below a directory
 link of the project) is a conflict and nothing is written; what it writes it writes under
-names of its own and without set-id bits. Blocking file work: callers run these in a thread.
+names of its own, with the modes git gives (0755 or 0644). Blocking file work: callers run
+these in a thread.
 """
 
 from __future__ import annotations
@@ -151,8 +152,9 @@ def copy_back(
 ) -> list[str]:
     """Copy the ``changed`` paths from ``copy`` into the project, each by an atomic rename
     from a temporary name of this process's own (``O_EXCL``: never a link someone planted by
-    a predictable name). A file keeps its permission bits but never a set-user-ID,
-    set-group-ID or sticky bit: a task's command run as root writes root's files.
+    a predictable name). A file's mode is what a git merge gives it, 0755 when its owner may
+    execute it, else 0644: never a set-id bit (a task's command run as root writes root's
+    files), nor one that lets others write.
 
     Returns:
         The conflicts (a path the project changed too since the copy was made, or one below a
@@ -199,7 +201,7 @@ def _temporary(target: str) -> tuple[int, str]:
 
 
 def _copy_over(source: str, target: str) -> None:
-    """``source``'s bytes, modes (but the set-id and sticky bits) and times over ``target``."""
+    """``source``'s bytes and times over ``target``, 0755 or 0644 as git would make it."""
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         info = os.fstat(src)
@@ -207,7 +209,7 @@ def _copy_over(source: str, target: str) -> None:
         try:
             with open(fd, "wb") as out, open(src, "rb", closefd=False) as data:
                 shutil.copyfileobj(data, out)
-                os.fchmod(out.fileno(), stat.S_IMODE(info.st_mode) & 0o777)
+                os.fchmod(out.fileno(), 0o755 if info.st_mode & stat.S_IXUSR else 0o644)
             os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
             os.replace(tmp, target)
         except BaseException:

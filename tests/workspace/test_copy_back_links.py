@@ -1,7 +1,7 @@
 """An isolated copy's merge writes only the paths it names, where they are (IMPL-MERGE-1):
 never through a link (a directory of the project that is one, a temporary name a task
-planted as one), and never with a set-user-ID or set-group-ID bit: a task's
-build as root made a set-user-ID root copy of a shell, which the merge took into the project.
+planted as one), and with the modes a git merge gives (no set-user-ID bit: a task's build as
+root made a set-user-ID root copy of a shell, which the merge took into the project).
 Real files, the real ``WorkspaceManager`` and the Scheduler's write-area guard."""
 
 from __future__ import annotations
@@ -76,20 +76,17 @@ async def test_a_link_at_the_merge_s_temporary_name_is_not_written_through(
     assert sorted(os.listdir(project / "docs")) == ["guide.md", "guide.md.air-merge.tmp"]
 
 
-async def test_a_merged_file_keeps_no_set_id_bit(project: Path) -> None:
+async def test_a_merged_file_gets_the_mode_a_git_merge_gives(project: Path) -> None:
     """A sandboxed command of a task run as root writes root's files: a ``chmod 4755`` copy
-    of a shell in its copy was merged set-user-ID root. The permission bits are kept, the
-    set-user-ID, set-group-ID and sticky bits are not."""
+    of a shell in its copy was merged set-user-ID root, and a ``chmod 666`` file writable by
+    every local user. As a git merge does, only whether its owner may execute it is kept."""
     mgr = WorkspaceManager(str(project), Events())
     ((copy, ws),) = await _copies(mgr, "t1")
-    for name, mode in (("suid", 0o4755), ("sgid", 0o2750), ("sticky", 0o1644)):
+    modes = {"suid": 0o4755, "sgid": 0o2750, "sticky": 0o1644, "shared": 0o666, "mine": 0o700}
+    for name, mode in modes.items():
         (ws / "docs" / name).write_bytes(b"#!/bin/sh\n")
         os.chmod(ws / "docs" / name, mode)
-    assert (await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))).status == (
-        "merged"
-    )
-    modes = {
-        name: stat.S_IMODE(os.stat(project / "docs" / name).st_mode)
-        for name in ("suid", "sgid", "sticky")
-    }
-    assert modes == {"suid": 0o755, "sgid": 0o750, "sticky": 0o644}
+    result = await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))
+    assert result.status == "merged"
+    merged = {name: stat.S_IMODE(os.stat(project / "docs" / name).st_mode) for name in modes}
+    assert merged == {"suid": 0o755, "sgid": 0o755, "sticky": 0o644, "shared": 0o644, "mine": 0o755}
