@@ -1,7 +1,8 @@
 """The seccomp filter of every sandboxed command: a classic BPF program, built once, that makes
 ``ptrace`` and ``process_vm_writev`` of PID 1 (bwrap's init) fail with EPERM (IMPL-SBX-2), and
 any set-user-ID or set-group-ID bit a command would give a file (``chmod`` and its kin, a file
-made by ``open``/``creat``/``mknod`` with such a mode) fail with EPERM (IMPL-SBX-1).
+made by ``open``/``creat``/``mknod`` with such a mode) fail with EPERM, and the kernel's
+keyrings unknown (ENOSYS) (IMPL-SBX-1).
 
 A pure function of the architecture table; bwrap reads it from a memfd
 (``air.tools.sandbox_spawn``).
@@ -26,7 +27,9 @@ _CREATES = 0o100 | 0o20000000
 # What each checked system call is, by architecture: ("pid", (arg,)) denies PID 1 in that
 # argument; ("mode", (arg,)) a set-id bit in it; ("create", (flags, mode)) one in ``mode``
 # when ``flags`` create a file; ("enosys", ()) makes the call unknown: openat2 takes its mode
-# in a struct a filter cannot read, io_uring opens files without a system call of its own.
+# in a struct a filter cannot read, io_uring opens files without a system call of its own, and
+# the keyrings (add_key, request_key, keyctl) are not namespaced: a command inherited air's
+# session keyring, and could read what the user's session keeps there.
 _SYSCALLS: tuple[tuple[int, dict[int, tuple[str, tuple[int, ...]]]], ...] = (
     (
         0xC000003E,  # x86_64
@@ -44,6 +47,9 @@ _SYSCALLS: tuple[tuple[int, dict[int, tuple[str, tuple[int, ...]]]], ...] = (
             452: ("mode", (2,)),  # fchmodat2
             425: ("enosys", ()),  # io_uring_setup
             437: ("enosys", ()),  # openat2
+            248: ("enosys", ()),  # add_key
+            249: ("enosys", ()),  # request_key
+            250: ("enosys", ()),  # keyctl
         },
     ),
     (
@@ -62,6 +68,9 @@ _SYSCALLS: tuple[tuple[int, dict[int, tuple[str, tuple[int, ...]]]], ...] = (
             452: ("mode", (2,)),
             425: ("enosys", ()),
             437: ("enosys", ()),
+            286: ("enosys", ()),
+            287: ("enosys", ()),
+            288: ("enosys", ()),
         },
     ),
     (
@@ -76,6 +85,9 @@ _SYSCALLS: tuple[tuple[int, dict[int, tuple[str, tuple[int, ...]]]], ...] = (
             452: ("mode", (2,)),
             425: ("enosys", ()),
             437: ("enosys", ()),
+            217: ("enosys", ()),
+            218: ("enosys", ()),
+            219: ("enosys", ()),
         },
     ),
 )
