@@ -37,7 +37,7 @@ from air.contracts.ui import (
     UiCommandChannel,
 )
 from air.ui_urwid.commands import parse_input
-from air.ui_urwid.concerns import Announcer, FramePump, PromptGate, copy_text, osc52
+from air.ui_urwid.concerns import Announcer, Copy, FramePump, PromptGate, copy_text, osc52
 from air.ui_urwid.cost import cost_lines
 from air.ui_urwid.first_frame import FirstFrame
 from air.ui_urwid.input import InputBox
@@ -462,8 +462,8 @@ class TuiApp:
 
     # --- copy ----------------------------------------------------------------------------
 
-    def copy_source(self) -> str | None:
-        """The source text Ctrl-Y copies for the current focus."""
+    def copy_source(self) -> Copy | None:
+        """What Ctrl-Y copies for the current focus."""
         in_tasks = self.focus_name() in ("tasks", "detail") and self.selected_task is not None
         return copy_text(
             self._snapshot,
@@ -472,17 +472,19 @@ class TuiApp:
         )
 
     def _copy(self) -> None:
-        text = self.copy_source()
-        if text is None:
+        copy = self.copy_source()
+        if copy is None:
             self._say("nothing to copy here")
             return
+        text = copy.text
         self.last_copy = text
         if self.screen is not None and getattr(self.screen, "_started", False):
             self.screen.write(osc52(text))
             self.screen.flush()
         if self.copy_file is not None:
             self.copy_file.write_text(text, encoding="utf-8")
-        self._say(f"copied {len(text.splitlines()) or 1} line(s) of source text")
+        hidden = " as shown (its hidden characters left out)" if copy.left_out else ""
+        self._say(f"copied {len(text.splitlines()) or 1} line(s) of source text{hidden}")
 
     # --- projection → widgets ------------------------------------------------------------
 

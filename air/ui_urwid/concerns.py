@@ -3,7 +3,8 @@
 Owns ``PromptGate`` (which permission prompt is open, when it first appeared, the guard that
 ignores keys for a moment, the key → answer mapping), ``Announcer`` (a task's end and a blocker
 announced once), ``FramePump`` (redraws at a bounded rate on a fixed grid, frame statistics)
-and ``copy_text`` / ``osc52`` (the source text Ctrl-Y copies and its terminal sequence).
+and ``copy_text`` / ``osc52`` (the text Ctrl-Y copies, as the console shows it, and its
+terminal sequence).
 No urwid widgets here.
 """
 
@@ -13,10 +14,11 @@ import base64
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import NamedTuple
 
 import trio
 
-from air.contracts.display import left_out_text
+from air.contracts.display import left_out_text, shown
 from air.contracts.ui import (
     MessageProjection,
     PermissionAnswer,
@@ -25,9 +27,10 @@ from air.contracts.ui import (
     UiCommand,
 )
 from air.ui_urwid.markdown import split_blocks
+from air.ui_urwid.text import seen
 from air.ui_urwid.views import STATUS_MARK, answer_label
 
-__all__ = ["Announcer", "FramePump", "PromptGate", "copy_text", "osc52"]
+__all__ = ["Announcer", "Copy", "FramePump", "PromptGate", "copy_text", "osc52"]
 
 _TERMINAL = frozenset({"completed", "failed", "blocked", "cancelled", "interrupted"})
 
@@ -113,21 +116,35 @@ class Announcer:
         return [] if first else out
 
 
+class Copy(NamedTuple):
+    """What Ctrl-Y copies: ``text`` as the console shows it, and whether its source held
+    more (escape sequences, a line hidden by a carriage return, control characters)."""
+
+    text: str
+    left_out: bool
+
+
 def copy_text(
     snap: ProjectionSnapshot, *, task_id: str | None, message: MessageProjection | None
-) -> str | None:
-    """The source text to copy: the task's diff (else its last command) when ``task_id`` is
-    given, else the message's last code block (else its whole text)."""
+) -> Copy | None:
+    """The text to copy: the task's diff (else its last command) when ``task_id`` is given,
+    else the message's last code block (else its whole text) — each as it is shown: a block
+    as drawn (``seen``), a command as exact text (``shown``)."""
     if task_id is not None:
         diff = next((d for d in snap.diffs if d.task_id == task_id), None)
         if diff is not None and diff.text:
-            return diff.text
+            return _as_shown(diff.text, seen(diff.text))
         commands = [c for c in snap.command_runs if c.task_id == task_id]
-        return commands[-1].command if commands else None
+        return _as_shown(commands[-1].command, shown(commands[-1].command)) if commands else None
     if message is None:
         return None
     code = [b for b in split_blocks(message.text) if b.kind == "code"]
-    return code[-1].text if code else message.text
+    source = code[-1].text if code else message.text
+    return _as_shown(source, seen(source))
+
+
+def _as_shown(source: str, text: str) -> Copy:
+    return Copy(text, text != source)
 
 
 def osc52(text: str) -> str:

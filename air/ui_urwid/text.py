@@ -7,7 +7,8 @@ person reads; a command, a path or a tool input never passes it: it is shown as 
 ``air.contracts.display.shown``, IMPL-UI-7), ``fold`` (a streaming block shown as its last
 lines), ``fold_middle`` (a long finished block shown as its head and its end, the middle
 folded: an answer's last lines, its conclusion, are never cut off) and ``diff_markup``
-(coloured diff lines). Markdown (and its code blocks) is ``markdown``'s.
+(coloured diff lines), and ``seen`` (what ``clean`` draws, tabs kept: the text a copy takes).
+Markdown (and its code blocks) is ``markdown``'s.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ __all__ = [
     "diff_markup",
     "fold",
     "fold_middle",
+    "seen",
 ]
 
 _ESCAPE = re.compile(
@@ -43,19 +45,32 @@ FOLD_CHARS = 2000
 """Characters of a block still shown (a block of very long lines folds by characters)."""
 
 
-def clean(text: str) -> str:
-    """``text`` safe to draw: no escapes or control characters; tabs become spaces.
-
-    A carriage return keeps only what follows it on its line (progress bars), as a terminal
-    would show it.
-    """
+def _as_drawn(text: str) -> str:
+    """``text`` without escape sequences, and with only what follows a carriage return on its
+    line (progress bars), as a terminal would show it."""
     text = _ESCAPE.sub("", text)
     if "\r" in text:
         text = "\n".join(
             line.rsplit("\r", 1)[-1] if line.rstrip("\r") else ""
             for line in text.replace("\r\n", "\n").split("\n")
         )
-    return _CONTROLS.sub("", text.expandtabs(4))
+    return text
+
+
+def clean(text: str) -> str:
+    """``text`` safe to draw: no escapes or control characters; tabs become spaces.
+
+    A carriage return keeps only what follows it on its line (progress bars), as a terminal
+    would show it.
+    """
+    return _CONTROLS.sub("", _as_drawn(text).expandtabs(4))
+
+
+def seen(text: str) -> str:
+    """What ``clean`` draws of ``text``, its tabs kept: the text Ctrl-Y copies of a block. The
+    clipboard never holds what the person was not shown: a hidden line before a carriage
+    return, or an escape that ends a shell's bracketed paste, would run when pasted."""
+    return _CONTROLS.sub("", _as_drawn(text))
 
 
 def fold(

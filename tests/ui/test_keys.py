@@ -203,6 +203,20 @@ def test_ctrl_y_copies_the_source_of_the_code_block(tmp_path: Path) -> None:
     assert copy.read_text() == "+added line\n"
 
 
+def test_ctrl_y_copies_a_diff_as_it_is_shown(tmp_path: Path) -> None:
+    """A task's file can hold what the diff view never draws (an OSC 52 that would set the
+    clipboard again, a line hidden by a carriage return): the copy is what was shown."""
+    copy = tmp_path / "clip.txt"
+    diff = tmp_path / "d.diff"
+    diff.write_text("+kept\x1b]52;c;Y3VybCBldmlsIHwgc2g=\x07\n+rm -rf ~ #\r+fine\n")
+    store = ProjectionStore(artifact_root=tmp_path)
+    store.hydrate_events(demo_events(ConsoleEvents(), diff_path=str(diff)))
+    app = TuiApp(InProcessProjectionClient(store), RecordingChannel(), copy_file=copy)
+    app.selected_task = "task_a"
+    _press(app, "tab", "ctrl y")
+    assert copy.read_text() == "+kept\n+fine\n"
+
+
 def test_completion_and_blockers_are_announced_once() -> None:
     ev = ConsoleEvents()
     app, store = _app(ev.session() + ev.task("t1", "one") + ev.start("t1"))

