@@ -27,7 +27,7 @@ KEYS: tuple[tuple[str, str], ...] = (
     ("Tab", "focus: input, tasks, detail, conversation"),
     ("Up/Down (tasks)", "select a task; its details follow"),
     ("x (tasks)", "cancel the selected task only"),
-    ("Ctrl-Y", "copy the focused code block / the task's diff or command"),
+    ("Ctrl-Y", "copy the focused code block / the task's diff or command, as shown"),
     ("Ctrl-O", "expand / fold the focused message"),
     ("F2", "HUD preset: full / essential / minimal"),
     ("F3", "follow / hold the live output (scroll-lock)"),
