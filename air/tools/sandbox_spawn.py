@@ -129,7 +129,7 @@ def open_sandboxed(
         pinned = pin_protected(os.path.realpath(workspace))
         opened += pinned.values()
         data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
-        seccomp_fd = memfd(seccomp_program())
+        seccomp_fd = memfd(seccomp_program(network))
         argv = runner.argv(
             command,
             workspace=workspace,

@@ -2,7 +2,7 @@
 
 ``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
 optionally ``"workspace"``, ``"read_only"`` — a task id whose view to use —, ``"limits"`` —
-``ResourceLimits`` fields) on stdin
+``ResourceLimits`` fields, ``"network"`` — granted the host's network) on stdin
 and answers each with ``{"exit_code", "stdout", "stderr", "limit"}``, spawning through the same
 ``open_sandboxed`` (argv, memfds, environment allowlist, ``CommandSpace``) and ``LimitWatch``
 that shell.run uses; ``limit`` names the resource limit that ended the command, if one did.
@@ -58,7 +58,7 @@ async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) ->
                 request["command"],
                 workspace=where,
                 cwd=where,
-                network=False,
+                network=bool(request.get("network")),
                 env=sandbox_environment(os.environ),
                 stdout=out_w,
                 stderr=err_w,
@@ -167,6 +167,7 @@ class Probe:
         *,
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
+        network: bool = False,
     ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
@@ -175,6 +176,7 @@ class Probe:
             **({"workspace": str(workspace)} if workspace else {}),
             **({"read_only": read_only} if read_only else {}),
             **({"limits": limits} if limits else {}),
+            **({"network": True} if network else {}),
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -250,10 +252,13 @@ class Sandboxed:
         *,
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
+        network: bool = False,
     ) -> dict[str, object]:
         """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
-        ``ResourceLimits`` fields."""
-        return self.probe.run(command, workspace, read_only=read_only, limits=limits)
+        ``ResourceLimits`` fields; ``network``: granted the host's network."""
+        return self.probe.run(
+            command, workspace, read_only=read_only, limits=limits, network=network
+        )
 
     def close(self) -> None:
         self.probe.close()
