@@ -35,6 +35,7 @@ from air.contracts.runtime import PermissionTemplate
 from air.contracts.task import TaskSpec
 from air.contracts.tool_runs import ToolExecutionContext
 from air.contracts.worker_result import WorkerResult
+from air.tree_walk import walk_files
 
 __all__ = [
     "ARCHITECTURE_FILE",
@@ -453,7 +454,7 @@ def _doc_files(root: Path, pattern: str) -> list[Path]:
         if target.is_file():
             found = [target]
         elif target.is_dir():
-            found = [p for p in target.rglob("*.md") if p.is_file()]
+            found = [p for p in map(Path, walk_files(str(target), ".md")) if p.is_file()]
         else:
             found = []
     else:

@@ -49,6 +49,7 @@ from air.contracts.runtime import (
     PromptLayerLevel,
 )
 from air.contracts.task import TaskSpec
+from air.tree_walk import walk_files
 
 __all__ = ["SYSTEM_LEVELS", "ArtifactTextReader", "ArtifactWriter", "ContextAssembler"]
 
@@ -334,7 +335,7 @@ class ContextAssembler:
                 # that leads out of the project is refused like a reference that does
                 docs = [
                     self._may_read(_inside(root, doc, ref), ref)
-                    for doc in sorted(real.rglob("*.md"))
+                    for doc in sorted(map(Path, walk_files(str(real), ".md")))
                 ]
                 parts = [
                     f"### {os.path.relpath(doc, root)}\n{read_text_file(doc).strip()}"

@@ -22,6 +22,7 @@ from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 from air.cpp.view import active_view
 from air.search_path import installed
+from air.tree_walk import walk
 
 __all__ = [
     "CMakeConfigurator",
@@ -108,7 +109,7 @@ class CppProjectDetector:
 
 def _count_sources(root: str, cap: int = 10_000) -> int:
     count = 0
-    for _dirpath, dirnames, filenames in os.walk(root):
+    for _dirpath, dirnames, filenames in walk(root):
         dirnames[:] = [d for d in dirnames if d not in _SKIP_DIRS]
         count += sum(
             1 for f in filenames if f.endswith((".c", ".cc", ".cpp", ".cxx", ".h", ".hpp"))

@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import time
 from collections.abc import Callable
+
+from air.tree_walk import remove_tree
 
 __all__ = [
     "CACHE_BOUND_BYTES",
@@ -137,7 +138,7 @@ def collect_cache(git: Git, cache: str, bound: int = CACHE_BOUND_BYTES) -> bool:
 
 def remove_run(workdir: str, run: str) -> None:
     """The run's directory (repository, worktree, lease) removed."""
-    shutil.rmtree(os.path.join(workdir, "runs", run), ignore_errors=True)
+    remove_tree(os.path.join(workdir, "runs", run), ignore_errors=True)
 
 
 def now() -> float:

@@ -25,6 +25,8 @@ import os
 import stat
 from typing import TYPE_CHECKING
 
+from air.tree_walk import walk
+
 if TYPE_CHECKING:  # imported where raised: the light readers start without pydantic
     from air.contracts.error import AirException
 
@@ -74,7 +76,7 @@ def _marked_inode(local: str) -> int | None:
 def _first_file(local: str) -> str | None:
     """The first file found under ``local`` other than the mark (and a crashed writer's temporary
     copy of it), relative, without following a link; None when it holds only directories."""
-    for top, dirs, files in os.walk(local):
+    for top, dirs, files in walk(local):
         for name in files:
             found = os.path.relpath(os.path.join(top, name), local)
             if found == _GUARD:

@@ -32,6 +32,7 @@ import trio
 
 from air.contracts.error import AirException
 from air.security.paths import CREDENTIAL_DIRS, is_build_dir_name, is_within, names_credentials
+from air.tree_walk import walk
 from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
 __all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
@@ -63,7 +64,7 @@ def _credential_dir(rel: str) -> bool:
 def _walk(workspace: str, top: str, found: list[str]) -> None:
     """Credential-named files and directories below ``top`` (links are neither followed nor
     listed: a link's target outside the workspace is not in the sandbox at all)."""
-    for dirpath, dirnames, filenames in os.walk(top):
+    for dirpath, dirnames, filenames in walk(top):
         if "pyvenv.cfg" in filenames:  # a virtual environment, whatever its name
             dirnames[:] = []
             continue

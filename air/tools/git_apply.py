@@ -17,6 +17,7 @@ import tempfile
 from air.contracts.error import AirException, ErrorKind
 from air.search_path import absolute_search_path
 from air.tools.safefs import read_beneath
+from air.tree_walk import make_dirs, walk
 
 __all__ = ["apply_in_copy", "git_apply_command"]
 
@@ -83,7 +84,7 @@ def _run_git_apply(work: str, home: str, patch: bytes, *extra: str) -> tuple[boo
 def _snapshot_tree(work: str) -> dict[str, tuple[bytes | None, int]]:
     """Every entry under ``work``: regular files' bytes and modes (None for anything else)."""
     out: dict[str, tuple[bytes | None, int]] = {}
-    for dirpath, dirnames, filenames in os.walk(work):
+    for dirpath, dirnames, filenames in walk(work):
         for name in [
             *filenames,
             *(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))),
@@ -127,7 +128,7 @@ def apply_in_copy(
             if data is None:
                 continue
             dest = os.path.join(work, rel)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            make_dirs(os.path.dirname(dest))
             with open(dest, "wb") as fh:
                 fh.write(data)
             os.chmod(dest, 0o644)

@@ -10,13 +10,13 @@ pruned), the mount script and the ``unshare`` command line that puts a command b
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 import subprocess
 import threading
 
 from air.contracts.error import AirException, ErrorKind
 from air.search_path import installed
+from air.tree_walk import remove_tree
 
 __all__ = ["check_view_available", "task_view_dir", "view_argv"]
 
@@ -100,7 +100,7 @@ def _prune_views(root: str, keep: str) -> None:
         if path == keep or now - info.st_mtime <= _VIEW_TTL_S or not stat.S_ISDIR(info.st_mode):
             continue
         _open_work_dir(path)
-        shutil.rmtree(path, ignore_errors=True)  # never follows a link a command left
+        remove_tree(path, ignore_errors=True)  # never follows a link a command left
 
 
 def _open_work_dir(view_dir: str) -> None:

@@ -33,6 +33,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
+from air.tree_walk import walk
 from air.workspace.gitsafe import GitLocation, run_git
 from air.workspace.regenerable import regenerable
 from air.workspace.tree_lock import BACKUPS, hold
@@ -306,7 +307,7 @@ class BackupRepository:
                 consider(entry)
                 continue
             top = os.path.join(self.project_root, entry)
-            for dirpath, dirnames, filenames in os.walk(top):
+            for dirpath, dirnames, filenames in walk(top):
                 if ".git" in dirnames or ".git" in filenames:
                     dirnames[:] = []  # a repository of its own: not ours to snapshot
                     continue
@@ -319,7 +320,7 @@ class BackupRepository:
                     consider(f"{rel_dir}/{name}")
                 for name in dirnames:
                     if os.path.islink(os.path.join(dirpath, name)):
-                        consider(f"{rel_dir}/{name}")  # os.walk does not descend into it
+                        consider(f"{rel_dir}/{name}")  # walk does not descend into it
         return chosen, skipped
 
     async def snapshots(self) -> list[Snapshot]:

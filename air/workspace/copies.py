@@ -19,6 +19,7 @@ import shutil
 import stat
 import tempfile
 
+from air.tree_walk import make_dirs, walk
 from air.workspace.changes import SYMLINK, PathChange
 from air.workspace.regenerable import regenerable
 
@@ -61,7 +62,7 @@ def tree_manifest(root: str, known: dict[str, str] | None = None) -> dict[str, s
     directory's files (they would read as deleted, and a merge would delete them)."""
     held = _directories_of(known or {})
     manifest: dict[str, str] = {}
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in walk(root):
         rel_dir = os.path.relpath(dirpath, root)
         if rel_dir != "." and rel_dir not in held and regenerable(dirpath, filenames):
             dirnames[:] = []  # a build tree, virtualenv or tagged cache: never merged back
@@ -92,37 +93,37 @@ def _directories_of(manifest: dict[str, str]) -> set[str]:
 def copy_project(project_root: str, dest: str) -> dict[str, str]:
     """Copy the project to ``dest`` (symlinks as links; a FIFO, socket or device is left out:
     opening a FIFO waits for a writer, a socket cannot be opened) and return the copy's
-    manifest.
+    manifest. Directories are made a level at a time (``copytree`` recursed once per level: a
+    tree a task had merged 1,500 deep ended the next copy with ``RecursionError``).
 
     Raises:
-        OSError: the first file's failure as it was (``copytree`` gathers them as text: a full
-            disk reached the user as a list of strings).
+        OSError: the first file's failure as it was.
     """
-    failed: list[OSError] = []
-
-    def copy(src: str, dst: str) -> object:
-        try:
-            if not stat.S_ISREG(os.lstat(src).st_mode):
-                return dst  # a FIFO, socket or device holds no file's content (nor merges back)
-            return shutil.copy2(src, dst)
-        except OSError as exc:
-            failed.append(exc)
-            raise
-
-    try:
-        shutil.copytree(
-            project_root,
-            dest,
-            symlinks=True,
-            ignore=lambda d, names: [
-                n for n in names if (d == project_root and n in _COPY_IGNORE) or n in JUNK_DIRS
-            ],
-            copy_function=copy,
-        )
-    except shutil.Error:
-        if failed:
-            raise failed[0] from None
-        raise
+    made: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in walk(project_root):
+        rel = os.path.relpath(dirpath, project_root)
+        target = dest if rel == "." else os.path.join(dest, rel)
+        if rel == ".":
+            os.makedirs(target)
+        else:
+            os.mkdir(target)
+        made.append((dirpath, target))
+        dirnames[:] = [
+            d for d in dirnames if not ((rel == "." and d in _COPY_IGNORE) or d in JUNK_DIRS)
+        ]
+        for name in sorted(filenames) + [
+            d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
+        ]:
+            if rel == "." and name in _COPY_IGNORE:
+                continue
+            source = os.path.join(dirpath, name)
+            info = os.lstat(source)
+            if stat.S_ISLNK(info.st_mode):
+                os.symlink(os.readlink(source), os.path.join(target, name))
+            elif stat.S_ISREG(info.st_mode):  # a FIFO, socket or device holds no content
+                shutil.copy2(source, os.path.join(target, name))
+    for source, target in reversed(made):  # as copytree: modes and times once filled
+        shutil.copystat(source, target)
     return tree_manifest(dest)
 
 
@@ -175,10 +176,10 @@ def copy_back(
         target = os.path.join(project_root, rel)
         source = os.path.join(copy, rel)
         if os.path.islink(source):  # checked: it stays inside the project
-            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            make_dirs(os.path.dirname(target) or ".")
             _link_over(os.readlink(source), target)
         elif os.path.isfile(source):
-            os.makedirs(os.path.dirname(target) or ".", exist_ok=True)
+            make_dirs(os.path.dirname(target) or ".")
             _copy_over(source, target)
         elif os.path.lexists(target) and not os.path.isdir(target):
             os.unlink(target)

@@ -19,6 +19,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from air.tree_walk import make_dirs, remove_tree
+
 __all__ = ["LEFT_OUT", "keep", "kept_out", "prune"]
 
 LEFT_OUT = "left-out"
@@ -65,7 +67,7 @@ def keep(worktree: str, names: Sequence[str], into: str, max_bytes: int) -> list
             if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
                 continue
             target = os.path.join(into, name)
-            os.makedirs(os.path.dirname(target), mode=0o700, exist_ok=True)
+            make_dirs(os.path.dirname(target), mode=0o700)
             with open(target, "xb") as dst:
                 try:
                     with open(fd, "rb", closefd=False) as src:
@@ -95,6 +97,6 @@ def prune(root: str, keep_s: float, now: float | None = None) -> list[str]:
     removed = []
     for entry in entries:
         if entry.is_dir(follow_symlinks=False) and now - entry.stat().st_mtime > keep_s:
-            shutil.rmtree(entry.path, ignore_errors=True)
+            remove_tree(entry.path, ignore_errors=True)
             removed.append(entry.name)
     return removed

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 from collections.abc import Awaitable, Callable, Container, Mapping, Sequence
 from datetime import timedelta
 from functools import partial
@@ -40,6 +39,7 @@ import trio
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id, utc_now_iso
 from air.contracts.task import WorkspacePlan, WorkspaceRef, WorkspaceStatus, WorkspaceStrategy
+from air.tree_walk import remove_tree
 from air.workspace.backups import BackupRepository
 from air.workspace.changes import (
     MergeGuard,
@@ -233,7 +233,7 @@ class WorkspaceManager:
                 if rec.base_commit and at.stdout.decode().strip() == rec.base_commit:
                     await self.git.run(None, "branch", "-D", "-q", str(rec.branch), check=False)
             if rec.strategy != WorkspaceStrategy.MAIN.value:
-                await trio.to_thread.run_sync(partial(shutil.rmtree, rec.path, ignore_errors=True))
+                await trio.to_thread.run_sync(partial(remove_tree, rec.path, ignore_errors=True))
             self.records.forget(rec.workspace_id)
 
     async def changed_files(self, workspace_id: str) -> list[str]:
@@ -523,7 +523,7 @@ class WorkspaceManager:
                         f"workspace {workspace_id} has unmerged changes and no branch to keep them",
                         detail=rec.path,
                     )
-                await trio.to_thread.run_sync(shutil.rmtree, rec.path)
+                await trio.to_thread.run_sync(remove_tree, rec.path)
         rec.status = WorkspaceStatus.CLEANED.value
         self.records.save(rec)
         if record:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 
+from air.tree_walk import walk
+
 __all__ = ["CACHEDIR_TAG", "regenerable", "untracked_regenerable"]
 
 CACHEDIR_TAG = b"Signature: 8a477f597d28d172789f06886806bc55"
@@ -48,7 +50,7 @@ def untracked_regenerable(root: str, untracked_dirs: list[str]) -> list[str]:
     A nested repository is not looked into (git keeps it as a gitlink)."""
     found: list[str] = []
     for top in untracked_dirs:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(root, top)):
+        for dirpath, dirnames, filenames in walk(os.path.join(root, top)):
             if regenerable(dirpath, filenames):
                 dirnames[:] = []
                 found.append(os.path.relpath(dirpath, root).replace(os.sep, "/"))

@@ -20,6 +20,7 @@ import os
 import trio
 
 from air.contracts.error import AirException
+from air.tree_walk import walk
 from air.workspace.changes import porcelain_paths
 from air.workspace.gitsafe import GitLocation, linked_location, run_git, submodule_location
 from air.workspace.records import WorkspaceRecord
@@ -155,7 +156,7 @@ def _entries_below(root: str, paths: list[str]) -> list[tuple[str, str]]:
         if os.path.islink(top) or (os.path.lexists(top) and not os.path.isdir(top)):
             found.append((link, link))
             continue
-        for dirpath, dirnames, filenames in os.walk(top):
+        for dirpath, dirnames, filenames in walk(top):
             names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
             for name in sorted(names):
                 found.append((os.path.relpath(os.path.join(dirpath, name), root), link))
