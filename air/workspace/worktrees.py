@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from air.contracts.error import AirException, ErrorKind
+from air.tree_walk import remove_tree
 from air.workspace.changes import (
     SYMLINK,
     PathChange,
@@ -521,7 +522,9 @@ class ProjectGit:
                 commit = [*who.config(), "commit", "-q", "--no-verify", *who.commit_args()]
                 message = await self.message(rec, f"WIP: work of task {rec.task_id} in a submodule")
                 await submodules.keep(self.project_root, rec, links, commit, message)
-            await self.run(None, "worktree", "remove", "--force", rec.path)
+            removed = await self.run(None, "worktree", "remove", "--force", rec.path, check=False)
+            if removed.returncode != 0:  # e.g. a tree deeper than PATH_MAX: committed above
+                await trio.to_thread.run_sync(remove_tree, rec.path)
         await self.run(None, "worktree", "prune", check=False)
         await submodules.prune(self.project_root, links, self._worktree_lock)
 
