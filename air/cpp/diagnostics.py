@@ -365,7 +365,7 @@ class DiagnosticParser:
         if stripped.startswith("{") and '"runs"' in stripped[:4000]:
             try:
                 log = json.loads(stripped)
-            except ValueError:
+            except (ValueError, RecursionError):  # output is not trusted: its depth neither
                 log = None
             if isinstance(log, dict):
                 try:

@@ -39,7 +39,7 @@ def parse_json_line(text: str, root: str | None) -> list[ParsedDiagnostic] | Non
     """The diagnostics of one printed gcc JSON or SARIF line; None when it is neither."""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # a line a build printed: [[[... 3,000 deep
         return None
     try:
         if isinstance(data, dict) and "runs" in data:

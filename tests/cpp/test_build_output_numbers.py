@@ -1,6 +1,7 @@
 """A build's output is the task's: the line and column numbers it prints are taken only when they
 are numbers a file has (IMPL-NUM-1), and an event holding a number SQLite's INTEGER cannot store
-is a validation error, never the parent's OverflowError.
+is a validation error, never the parent's OverflowError; a printed JSON line of any depth is
+text, never the decoder's RecursionError.
 
 A build that printed ``a.cpp:<30 digits>:1: error: x`` became a ``diagnostic.created`` whose
 line sqlite3 could not bind: the OverflowError ended the whole run; 5,000 digits failed
@@ -29,6 +30,19 @@ def test_a_line_number_no_file_has_is_no_diagnostic(digits: int) -> None:
     printed += "src/a.cpp:4:2: error: real one\n"
     found = parser.parse_compiler_output(printed)
     assert [(d.line, d.column, d.message) for d in found] == [(4, 2, "real one")]
+
+
+def test_a_printed_json_line_of_any_depth_is_text() -> None:
+    """A build may print ``[{"kind": ...`` and 3,000 nested brackets (a line of 6 KB): the
+    decoder's RecursionError left the parser, and a cpp tool's stream ended the run."""
+    nested = "[" * 3000 + "]" * 3000
+    gcc = f'[{{"kind": "error", "message": "m", "x": {nested}}}]'
+    sarif = f'{{"runs": {nested}}}'
+    assert parse_json_line(gcc, "/w") is None
+    parser = DiagnosticParser("/w")
+    assert parser.parse_compiler_output(sarif) == []
+    found = parser.parse_compiler_output(f"{gcc}\nsrc/a.cpp:4:2: error: after it\n")
+    assert [(d.line, d.message) for d in found] == [(4, "after it")]
 
 
 @pytest.mark.parametrize(("line", "found"), [("9" * 5000, 0), ("12", 2)])
