@@ -65,7 +65,7 @@ def extract_json(text: str) -> Any:
     for candidate in candidates:
         try:
             return json.loads(candidate)
-        except ValueError:
+        except (ValueError, RecursionError):  # a model's text: any depth
             continue
     raise ValueError("the reply holds no JSON object")
 

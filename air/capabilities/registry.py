@@ -266,7 +266,7 @@ class CapabilityRegistry:
             with open(path, "rb") as f:
                 raw = f.read(1 << 20)
             data = json.loads(raw)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:
             self._event(
                 path, "?", ceiling.value, None, CapabilityState.FAILED, f"unreadable: {exc}"
             )

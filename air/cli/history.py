@@ -97,7 +97,7 @@ def locate_light(path: str | None) -> Project:
                 data = json.loads(read_small(project_json))
                 str(data["project_id"])
                 known = int(data.get("schema_version", PROJECT_SCHEMA)) == PROJECT_SCHEMA
-            except (OSError, ValueError, KeyError, TypeError):
+            except (OSError, ValueError, KeyError, TypeError, RecursionError):
                 known = False
             if not known:
                 break

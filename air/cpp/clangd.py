@@ -87,7 +87,7 @@ class LspFraming:
             del self._buf[: start + length]
             try:
                 message = json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise _protocol("an LSP body that is not JSON") from None
             if not isinstance(message, dict):
                 raise _protocol("an LSP body that is not an object")

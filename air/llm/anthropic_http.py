@@ -63,7 +63,7 @@ class AnthropicHttpAdapter(HttpAdapter):
     def status_error(self, response: HttpReply, text: str) -> AirError:
         try:
             body: object = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a server's: [[[... 30,000 deep
             body = None
         return anthropic_status_error(
             self.provider_id, response.status_code, text, response.headers, body

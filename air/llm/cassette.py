@@ -139,7 +139,7 @@ def _check_chunks(path: str, number: int, turn: CassetteTurn) -> None:
         if isinstance(block, ToolUseBlock):
             try:
                 parsed = json.loads(joined) if joined else {}
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 raise _bad(path, number, "tool_use chunks are not valid JSON") from None
             if parsed != block.input:
                 raise _bad(path, number, "tool_use chunks do not join to the block's input")

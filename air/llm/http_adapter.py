@@ -153,7 +153,7 @@ class HttpAdapter(ProviderAdapter):
         ``text``."""
         try:
             body: object = json.loads(text)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # a server's: [[[... 30,000 deep
             body = None
         error_type, message = api_error_of(body)
         return error_for_status(

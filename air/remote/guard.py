@@ -157,7 +157,7 @@ def parse_identity(line: bytes) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(line[len(IDENTITY_PREFIX) :])
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(data, dict):
         return None

@@ -96,7 +96,7 @@ async def probe_host(
         return found
     try:
         facts = json.loads(stdout.strip().splitlines()[-1])
-    except (ValueError, IndexError):
+    except (ValueError, IndexError, RecursionError):
         facts = None
     if not isinstance(facts, dict):  # no line, or not the probe's: the host chose it
         found.append(

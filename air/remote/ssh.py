@@ -385,7 +385,7 @@ async def sweep_remote(
         return None
     try:
         pids = json.loads(done.stdout.decode().strip().splitlines()[-1])["signalled"]
-    except (ValueError, KeyError, IndexError, TypeError):
+    except (ValueError, KeyError, IndexError, TypeError, RecursionError):
         return None
     if not isinstance(pids, list) or not all(type(p) is int and 0 < p < 1 << 22 for p in pids):
         return None  # not what air's guard reports: as if the host could not be reached

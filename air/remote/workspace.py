@@ -208,7 +208,7 @@ async def execute_remote(
         ended = await session.call(_request(target, input, run), line)
         if final:
             return _finish(replay, final[0], run)
-    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         # what no executor of air's sends: the host is not what it was (its session is killed)
         ended = False
         what = f"{type(exc).__name__}: {str(exc)[:200]}"

@@ -76,6 +76,8 @@ def extract_result_block(text: str, contract: str) -> tuple[dict[str, Any] | Non
         data = json.loads(blocks[-1])
     except ValueError as exc:
         return None, f"invalid JSON: {exc}"
+    except RecursionError:
+        return None, "the block nests deeper than JSON air reads"
     if not isinstance(data, dict):
         return None, "the block is not a JSON object"
     try:  # JSON's `\ud800` alone is no UTF-8: the result could not be sent to the parent

@@ -226,7 +226,7 @@ class ProjectStore:
             data: Any = json.loads(read_small(project_json))
             project_id = str(data["project_id"])
             version = int(data.get("schema_version", PROJECT_SCHEMA_VERSION))
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
             raise AirException.of(
                 kind="config_error",
                 message=f"{project_json} is not a valid project file",

@@ -1,0 +1,86 @@
+"""JSON someone else wrote is read at any depth (``[[[[...`` 100,000 deep): a refusal in the
+reader's own words, never the decoder's ``RecursionError`` (which ``except ValueError`` let
+through). Found: a cloned repository's ``.air/shared/project.json`` made ``air session list``
+and ``air history`` end in a traceback; a model's plan, a model server's error body, a
+repository's cassette, a remote host's identity line and a worker's result block did the same
+in the parent (or killed the worker). Real commands where there is one, real readers else."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from air.agents.plan import extract_json
+from air.contracts.error import AirException, ErrorKind
+from air.llm.cassette import load_cassette
+from air.remote.guard import IDENTITY_PREFIX, parse_identity
+from air.roles.loop import extract_result_block
+from tests.forked_air import air_cli
+from tests.gitrepo import git
+from tests.llm.conftest import FAKE_KEY
+from tests.llm.helpers import Wire, collect, models_config, request
+from tests.llm.servers import LocalServer, Reply
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("command", [["session", "list"], ["history"]])
+def test_a_repository_s_deep_project_file_is_a_config_error(
+    command: list[str], tmp_path: Path
+) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (root / ".air" / "shared").mkdir(parents=True)
+    home.mkdir()
+    (root / ".air" / "shared" / "project.json").write_text(f'{{"project_id": {DEEP}}}')
+    (root / "README").write_text("x\n")
+    git(root, "init", "-q")
+    done = air_cli(command, cwd=root, env={**os.environ, "HOME": str(home)}, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "project.json is not a valid project file" in done.stderr
+
+
+def test_a_model_s_deep_text_is_no_plan_and_no_result() -> None:
+    with pytest.raises(ValueError, match="no JSON object"):
+        extract_json(f'{{"tasks": {DEEP}}}')
+    data, problem = extract_result_block(f'```json:result\n{{"a": {DEEP}}}\n```', "x")
+    assert data is None
+    assert problem is not None
+    assert "deeper" in problem
+
+
+@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+async def test_a_server_s_deep_error_body_is_its_error(wire: Wire) -> None:
+    from air.llm.manager import ProviderManager
+
+    with LocalServer(api_key=FAKE_KEY) as server:
+        body = f'{{"error": {DEEP[:60_000]}}}'.encode()  # within the 64 KiB air reads of one
+        server.push(Reply(status=400, headers={"content-type": "application/json"}, chunks=[body]))
+        manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
+        try:
+            got = await collect(manager, request())
+        finally:
+            await manager.aclose()
+    error = got.events[-1].error  # type: ignore[attr-defined]
+    assert error.kind is ErrorKind.PROVIDER_ERROR
+    assert "HTTP 400" in error.message
+
+
+def test_a_repository_s_deep_cassette_chunks_name_the_line(tmp_path: Path) -> None:
+    line = {
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "fs.read", "input": {}}],
+        "stop_reason": "tool_use",
+        "chunks": [[DEEP]],
+    }
+    cassette = tmp_path / "task.jsonl"
+    cassette.write_text(json.dumps(line) + "\n")
+    with pytest.raises(AirException, match=f"{cassette}:1.*not valid JSON"):
+        load_cassette(str(cassette))
+
+
+def test_a_host_s_deep_identity_line_is_not_air_s() -> None:
+    deep = "[" * 2_000 + "]" * 2_000  # the 4,096 bytes an identity line may have
+    assert parse_identity(IDENTITY_PREFIX + f'{{"pid": {deep}}}'.encode()) is None
