@@ -15,6 +15,7 @@ import pytest
 
 from air.agents.plan import extract_json
 from air.contracts.error import AirException, ErrorKind
+from air.contracts.provider import ProviderErrorEvent
 from air.llm.cassette import load_cassette
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.roles.loop import extract_result_block
@@ -64,7 +65,9 @@ async def test_a_server_s_deep_error_body_is_its_error(wire: Wire) -> None:
             got = await collect(manager, request())
         finally:
             await manager.aclose()
-    error = got.events[-1].error  # type: ignore[attr-defined]
+    last = got.events[-1]
+    assert isinstance(last, ProviderErrorEvent), last
+    error = last.error
     assert error.kind is ErrorKind.PROVIDER_ERROR
     assert "HTTP 400" in error.message
 
