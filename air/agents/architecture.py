@@ -451,12 +451,9 @@ def _doc_files(root: Path, pattern: str) -> list[Path]:
     """The files of a doc pattern that really lie inside the project (no link out of it)."""
     target = root / pattern
     if "*" not in pattern and "?" not in pattern:
-        if target.is_file():
-            found = [target]
-        elif target.is_dir():
+        found = [target] if target.is_file() else []
+        if target.is_dir():
             found = [p for p in map(Path, walk_files(str(target), ".md")) if p.is_file()]
-        else:
-            found = []
     else:
         found = [p for p in root.glob(pattern) if p.is_file()]
     real_root = root.resolve()
