@@ -22,6 +22,7 @@ from air.contracts.utf8 import utf8_safe
 
 __all__ = [
     "EVENT_MAX",
+    "MODEL_JSON_DEPTH",
     "STREAM_MAX",
     "ReplyTooLarge",
     "SSEDecoder",
@@ -33,21 +34,42 @@ __all__ = [
 _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
+MODEL_JSON_DEPTH = 64
+"""The deepest nesting of arrays and objects air takes from a model's server: a tool input
+nested 300 deep parsed, then passed pydantic's serialisation limit (254) on its way to the
+worker: ``ValueError`` ended the whole run with a traceback. Real tool inputs nest a few
+levels."""
+
+
 def model_json(text: str | bytes) -> Any:
     """``json.loads`` of what a model's server sent, each unpaired surrogate (JSON's ``\\ud800``,
     which no UTF-8 can hold) made U+FFFD: as it was, the reply could not be passed on to the
     worker and the whole run ended with a traceback.
 
     Raises:
-        json.JSONDecodeError: not JSON, or nested deeper than Python's stack (a model's tool
-            arguments ``[[[...]]]`` 5,000 deep raised RecursionError and ended the run).
+        json.JSONDecodeError: not JSON, or nested deeper than ``MODEL_JSON_DEPTH`` (a model's
+            tool arguments ``[[[...]]]`` 5,000 deep raised RecursionError and ended the run).
     """
     raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
     try:
         value = json.loads(text)
-        return utf8_safe(value) if _ESCAPED_SURROGATE.search(raw) else value
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", raw, 0) from None
+    if raw.count("[") + raw.count("{") > MODEL_JSON_DEPTH and _deeper(value, MODEL_JSON_DEPTH):
+        raise json.JSONDecodeError(f"nested deeper than {MODEL_JSON_DEPTH} levels", raw, 0)
+    return utf8_safe(value) if _ESCAPED_SURROGATE.search(raw) else value
+
+
+def _deeper(value: Any, limit: int) -> bool:
+    """Whether arrays and objects nest in ``value`` more than ``limit`` deep (no recursion)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, dict | list))
+    return False
 
 
 EVENT_MAX = 32 * 1024 * 1024

@@ -3,7 +3,8 @@ reader's own words, never the decoder's ``RecursionError`` (which ``except Value
 through). Found: a cloned repository's ``.air/shared/project.json`` made ``air session list``
 and ``air history`` end in a traceback; a model's plan, a model server's error body, a
 repository's cassette, a remote host's identity line and a worker's result block did the same
-in the parent (or killed the worker). Real commands where there is one, real readers else."""
+in the parent (or killed the worker); a model's tool input 300 deep passed pydantic's limit on
+its way to the worker. Real commands where there is one, real readers else."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from air.agents.plan import extract_json
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.provider import ProviderErrorEvent
 from air.llm.cassette import load_cassette
+from air.llm.sse import model_json
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.roles.loop import extract_result_block
 from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.llm.conftest import FAKE_KEY
-from tests.llm.helpers import Wire, collect, models_config, request
-from tests.llm.servers import LocalServer, Reply
+from tests.llm.helpers import Wire, collect, models_config, request, sse_for
+from tests.llm.servers import LocalServer, Reply, Turn
 
 DEEP = "[" * 100_000 + "]" * 100_000
 
@@ -87,3 +89,31 @@ def test_a_repository_s_deep_cassette_chunks_name_the_line(tmp_path: Path) -> No
 def test_a_host_s_deep_identity_line_is_not_air_s() -> None:
     deep = "[" * 2_000 + "]" * 2_000  # the 4,096 bytes an identity line may have
     assert parse_identity(IDENTITY_PREFIX + f'{{"pid": {deep}}}'.encode()) is None
+
+
+def test_a_model_s_json_nests_at_most_64_levels() -> None:
+    """Parsed, a tool input 300 deep passed pydantic's serialisation limit (254) on its way to
+    the worker: ``ValueError`` ended the whole run. Brackets inside strings are no nesting."""
+    assert model_json("[" * 64 + "]" * 64) is not None
+    with pytest.raises(json.JSONDecodeError, match="deeper than 64"):
+        model_json("[" * 65 + "]" * 65)
+    assert model_json(json.dumps({"text": "[" * 500})) == {"text": "[" * 500}
+
+
+@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+async def test_a_model_s_deep_tool_input_is_a_protocol_error(wire: Wire) -> None:
+    from air.llm.manager import ProviderManager
+
+    deep = "[" * 300 + "]" * 300
+    turn = Turn(tool=("call_1", "read_file", [f'{{"path": "x", "n": {deep}}}']), stop="tool_use")
+    with LocalServer(api_key=FAKE_KEY) as server:
+        server.push(*[Reply(chunks=sse_for(wire, turn))] * 3)
+        manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
+        try:
+            got = await collect(manager, request())
+        finally:
+            await manager.aclose()
+    last = got.events[-1]
+    assert isinstance(last, ProviderErrorEvent), last
+    assert last.error.kind is ErrorKind.PROTOCOL_ERROR
+    assert "tool input of read_file is not valid JSON" in last.error.message
