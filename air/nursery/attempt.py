@@ -108,8 +108,10 @@ async def run_task(
     node.attempts += 1
     task_status.started()
     try:
-        with trio.move_on_after(RECORD_GRACE, shield=True):
-            # why shielded: a run cancel must not leave a workspace without its event
+        with trio.CancelScope(shield=True):
+            # why shielded: a run cancel must not leave a workspace without its event; why no
+            # deadline: making one is work (a checkout of 100,000 files), not a record: past
+            # RECORD_GRACE it left ``workspace`` unset and the run ended in UnboundLocalError
             try:
                 workspace = await workspace_for(st, io, entry)
             except AirException as exc:
