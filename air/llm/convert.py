@@ -28,7 +28,7 @@ from air.contracts.provider import (
     ToolSpec,
     ToolUseBlock,
 )
-from air.llm.sse import model_json
+from air.llm.sse import MODEL_JSON_DEPTH, model_json
 from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
@@ -372,7 +372,7 @@ def _text_parts(content: Any) -> list[dict[str, Any]]:
 
 def _parse_args(arguments: str) -> dict[str, Any]:
     try:
-        value = model_json(arguments) if arguments else {}
+        value = model_json(arguments, max_depth=MODEL_JSON_DEPTH) if arguments else {}
     except json.JSONDecodeError as exc:
         raise AirException.of(
             kind="protocol_error",

@@ -36,7 +36,7 @@ from air.contracts.provider import (
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
-from air.llm.sse import decode_json_batch, model_json
+from air.llm.sse import MODEL_JSON_DEPTH, decode_json_batch, model_json
 from air.llm.tool_names import ToolNameMap
 
 __all__ = [
@@ -71,7 +71,7 @@ def _tokens(provider_id: str, key: str, value: Any) -> int:
 
 def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
     try:
-        value = model_json(raw) if raw else {}
+        value = model_json(raw, max_depth=MODEL_JSON_DEPTH) if raw else {}
     except json.JSONDecodeError:
         raise _protocol(provider_id, "tool input is not valid JSON") from None
     if not isinstance(value, dict):

@@ -35,28 +35,30 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 MODEL_JSON_DEPTH = 64
-"""The deepest nesting of arrays and objects air takes from a model's server: a tool input
-nested 300 deep parsed, then passed pydantic's serialisation limit (254) on its way to the
-worker: ``ValueError`` ended the whole run with a traceback. Real tool inputs nest a few
-levels."""
+"""The deepest nesting of arrays and objects air takes in a model's tool input: one nested 300
+deep parsed, then passed pydantic's serialisation limit (254) on its way to the worker:
+``ValueError`` ended the whole run with a traceback. Real tool inputs nest a few levels. (Other
+values of a reply are read by key and dropped: the stream's events are not walked.)"""
 
 
-def model_json(text: str | bytes) -> Any:
+def model_json(text: str | bytes, *, max_depth: int | None = None) -> Any:
     """``json.loads`` of what a model's server sent, each unpaired surrogate (JSON's ``\\ud800``,
     which no UTF-8 can hold) made U+FFFD: as it was, the reply could not be passed on to the
     worker and the whole run ended with a traceback.
 
     Raises:
-        json.JSONDecodeError: not JSON, or nested deeper than ``MODEL_JSON_DEPTH`` (a model's
-            tool arguments ``[[[...]]]`` 5,000 deep raised RecursionError and ended the run).
+        json.JSONDecodeError: not JSON, nested deeper than Python's stack (a model's tool
+            arguments ``[[[...]]]`` 5,000 deep raised RecursionError and ended the run) or than
+            ``max_depth``.
     """
     raw = text if isinstance(text, str) else text.decode("utf-8", "replace")
     try:
         value = json.loads(text)
     except RecursionError:
         raise json.JSONDecodeError("nested too deeply", raw, 0) from None
-    if raw.count("[") + raw.count("{") > MODEL_JSON_DEPTH and _deeper(value, MODEL_JSON_DEPTH):
-        raise json.JSONDecodeError(f"nested deeper than {MODEL_JSON_DEPTH} levels", raw, 0)
+    if max_depth is not None and raw.count("[") + raw.count("{") > max_depth:
+        if _deeper(value, max_depth):
+            raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", raw, 0)
     return utf8_safe(value) if _ESCAPED_SURROGATE.search(raw) else value
 
 

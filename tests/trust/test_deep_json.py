@@ -18,7 +18,7 @@ from air.agents.plan import extract_json
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.provider import ProviderErrorEvent
 from air.llm.cassette import load_cassette
-from air.llm.sse import model_json
+from air.llm.sse import MODEL_JSON_DEPTH, model_json
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
 from air.roles.loop import extract_result_block
 from tests.forked_air import air_cli
@@ -94,10 +94,11 @@ def test_a_host_s_deep_identity_line_is_not_air_s() -> None:
 def test_a_model_s_json_nests_at_most_64_levels() -> None:
     """Parsed, a tool input 300 deep passed pydantic's serialisation limit (254) on its way to
     the worker: ``ValueError`` ended the whole run. Brackets inside strings are no nesting."""
-    assert model_json("[" * 64 + "]" * 64) is not None
+    assert model_json("[" * 64 + "]" * 64, max_depth=MODEL_JSON_DEPTH) is not None
     with pytest.raises(json.JSONDecodeError, match="deeper than 64"):
-        model_json("[" * 65 + "]" * 65)
-    assert model_json(json.dumps({"text": "[" * 500})) == {"text": "[" * 500}
+        model_json("[" * 65 + "]" * 65, max_depth=MODEL_JSON_DEPTH)
+    text = json.dumps({"text": "[" * 500})
+    assert model_json(text, max_depth=MODEL_JSON_DEPTH) == {"text": "[" * 500}
 
 
 @pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
