@@ -24,6 +24,7 @@ from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.tools import PromptBroker, SandboxRunner, ToolRegistry, register_builtin_tools
 from tests.gitrepo import git
+from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
 
 
 class Env:
@@ -119,5 +120,14 @@ def assert_payloads_valid(events: list[RuntimeEvent]) -> None:
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
     made = Env(tmp_path)
+    yield made
+    made.close()
+
+
+@pytest.fixture(params=IDENTITIES)
+def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
+    """A sandbox probe as the suite's user, and as ``nobody`` when that is root (a test module
+    with its own ``box`` overrides it)."""
+    made = Sandboxed(tmp_path, request.param, {})
     yield made
     made.close()

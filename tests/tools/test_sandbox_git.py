@@ -10,23 +10,13 @@ that does not lead to a real worktree of a repository exposes nothing.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 from tests.gitrepo import git
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed, chown_tree
+from tests.tools.sandbox_probe import Sandboxed, chown_tree
 
 _SAFE = ("-c", "safe.directory=*")
 """The trees are chowned to the sandbox's user; root's own git calls must still read them."""
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
 
 
 def _fails(box: Sandboxed, command: str, workspace: Path | None = None) -> None:

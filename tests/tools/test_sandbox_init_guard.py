@@ -9,12 +9,7 @@ still works. Run as root and as nobody.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+from tests.tools.sandbox_probe import Sandboxed
 
 TAMPER = r"""python3 - <<'PY'
 import ctypes, os, time
@@ -43,13 +38,6 @@ print("ptrace-child", result(libc.ptrace(PTRACE_SEIZE, child, None, None)))
 os.kill(child, 9)
 os.waitpid(child, 0)
 PY"""
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
 
 
 def test_the_init_cannot_be_traced_or_written_but_children_can(box: Sandboxed) -> None:

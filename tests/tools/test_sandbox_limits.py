@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from air.contracts.ids import new_id
 from air.tools.limits import PidsCgroup, ResourceLimits, _own_cgroup, load_limits
 from air.tools.run import ToolRun
 from tests.tools.conftest import Env
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+from tests.tools.sandbox_probe import Sandboxed
 
 FORK_BOMB = "bomb() { while :; do bomb & done; }; bomb"
 """Every process forks forever; refused forks are retried, so it never ends by itself."""
@@ -31,13 +30,6 @@ MEMORY_HOG = (
     'print("allocated", len(chunks))\''
 )
 """Tries to hold 2 GiB, 16 MiB at a time, every page written (untouched pages cost nothing)."""
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
 
 
 def test_a_fork_bomb_is_ended_as_over_its_process_limit(box: Sandboxed) -> None:

@@ -9,19 +9,8 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
+from tests.tools.sandbox_probe import Sandboxed
 
 
 def _status(box: Sandboxed) -> dict[str, str]:

@@ -14,12 +14,8 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+from tests.tools.sandbox_probe import Sandboxed
 
 ATTEMPTS = r"""cp /bin/sh shell
 install -m 4755 /bin/sh installed 2>/dev/null; echo "install $?"
@@ -55,13 +51,6 @@ print("openat2", res(libc.syscall(437, AT_FDCWD, b"shell", None, 0)))
 print("io_uring_setup", res(libc.syscall(425, 1, None)))
 PY
 """
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
 
 
 def test_no_file_gets_a_set_id_bit(box: Sandboxed) -> None:

@@ -13,12 +13,8 @@ from __future__ import annotations
 import os
 import socket
 import threading
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
-
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+from tests.tools.sandbox_probe import Sandboxed
 
 TRY = r"""python3 - <<'PY'
 import os, socket
@@ -66,13 +62,6 @@ class Listener:
     def close(self) -> None:
         for sock in (self.unix, self.tcp):
             sock.close()
-
-
-@pytest.fixture(params=IDENTITIES)
-def box(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandboxed]:
-    made = Sandboxed(tmp_path, request.param, {})
-    yield made
-    made.close()
 
 
 def test_a_command_granted_the_network_reaches_no_host_unix_socket(box: Sandboxed) -> None:

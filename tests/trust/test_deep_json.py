@@ -55,13 +55,12 @@ def test_a_model_s_deep_text_is_no_plan_and_no_result() -> None:
     assert "deeper" in problem
 
 
-@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
-async def test_a_server_s_deep_error_body_is_its_error(wire: Wire) -> None:
+async def _last_event(wire: Wire, *replies: Reply) -> ProviderErrorEvent:
+    """The error event a turn against a strict local server answering ``replies`` ends with."""
     from air.llm.manager import ProviderManager
 
     with LocalServer(api_key=FAKE_KEY) as server:
-        body = f'{{"error": {DEEP[:60_000]}}}'.encode()  # within the 64 KiB air reads of one
-        server.push(Reply(status=400, headers={"content-type": "application/json"}, chunks=[body]))
+        server.push(*replies)
         manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
         try:
             got = await collect(manager, request())
@@ -69,9 +68,16 @@ async def test_a_server_s_deep_error_body_is_its_error(wire: Wire) -> None:
             await manager.aclose()
     last = got.events[-1]
     assert isinstance(last, ProviderErrorEvent), last
-    error = last.error
-    assert error.kind is ErrorKind.PROVIDER_ERROR
-    assert "HTTP 400" in error.message
+    return last
+
+
+@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+async def test_a_server_s_deep_error_body_is_its_error(wire: Wire) -> None:
+    body = f'{{"error": {DEEP[:60_000]}}}'.encode()  # within the 64 KiB air reads of one
+    json_body = {"content-type": "application/json"}
+    last = await _last_event(wire, Reply(status=400, headers=json_body, chunks=[body]))
+    assert last.error.kind is ErrorKind.PROVIDER_ERROR
+    assert "HTTP 400" in last.error.message
 
 
 def test_a_repository_s_deep_cassette_chunks_name_the_line(tmp_path: Path) -> None:
@@ -103,18 +109,8 @@ def test_a_model_s_json_nests_at_most_64_levels() -> None:
 
 @pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
 async def test_a_model_s_deep_tool_input_is_a_protocol_error(wire: Wire) -> None:
-    from air.llm.manager import ProviderManager
-
     deep = "[" * 300 + "]" * 300
     turn = Turn(tool=("call_1", "read_file", [f'{{"path": "x", "n": {deep}}}']), stop="tool_use")
-    with LocalServer(api_key=FAKE_KEY) as server:
-        server.push(*[Reply(chunks=sse_for(wire, turn))] * 3)
-        manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
-        try:
-            got = await collect(manager, request())
-        finally:
-            await manager.aclose()
-    last = got.events[-1]
-    assert isinstance(last, ProviderErrorEvent), last
+    last = await _last_event(wire, *[Reply(chunks=sse_for(wire, turn))] * 3)
     assert last.error.kind is ErrorKind.PROTOCOL_ERROR
     assert "tool input of read_file is not valid JSON" in last.error.message
