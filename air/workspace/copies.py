@@ -33,6 +33,8 @@ __all__ = [
 ]
 
 _COPY_IGNORE = (".git", ".air")
+_TEMP = ".air-merge.tmp"
+"""How a merge's temporary files end (``air.workspace.backups`` leaves them out)."""
 JUNK_DIRS = frozenset({"__pycache__", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 """Build/cache directories an isolated copy neither copies nor merges back, and that a
 worktree's commit leaves out."""
@@ -198,7 +200,7 @@ def _below_a_link(root: str, rel: str) -> bool:
 
 def _temporary(target: str) -> tuple[int, str]:
     """A new file beside ``target`` under a name of this process's own, open for writing."""
-    return tempfile.mkstemp(prefix=".air-merge-", dir=os.path.dirname(target) or ".")
+    return tempfile.mkstemp(prefix=".", suffix=_TEMP, dir=os.path.dirname(target) or ".")
 
 
 def _copy_over(source: str, target: str) -> None:
@@ -224,7 +226,7 @@ def _copy_over(source: str, target: str) -> None:
 def _link_over(link_target: str, target: str) -> None:
     """A symbolic link to ``link_target`` over ``target``."""
     while True:
-        tmp = os.path.join(os.path.dirname(target) or ".", f".air-merge-{secrets.token_hex(8)}")
+        tmp = os.path.join(os.path.dirname(target) or ".", f".{secrets.token_hex(8)}{_TEMP}")
         try:
             os.symlink(link_target, tmp)
         except FileExistsError:
