@@ -59,7 +59,12 @@ def model_json(text: str | bytes, *, max_depth: int | None = None) -> Any:
     if max_depth is not None and raw.count("[") + raw.count("{") > max_depth:
         if _deeper(value, max_depth):
             raise json.JSONDecodeError(f"nested deeper than {max_depth} levels", raw, 0)
-    return utf8_safe(value) if _ESCAPED_SURROGATE.search(raw) else value
+    if not _ESCAPED_SURROGATE.search(raw):
+        return value
+    try:
+        return utf8_safe(value)
+    except RecursionError:  # utf8_safe descends a level per call: 500 deep was enough
+        raise json.JSONDecodeError("nested too deeply", raw, 0) from None
 
 
 def _deeper(value: Any, limit: int) -> bool:

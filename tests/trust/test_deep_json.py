@@ -114,3 +114,13 @@ async def test_a_model_s_deep_tool_input_is_a_protocol_error(wire: Wire) -> None
     last = await _last_event(wire, *[Reply(chunks=sse_for(wire, turn))] * 3)
     assert last.error.kind is ErrorKind.PROTOCOL_ERROR
     assert "tool input of read_file is not valid JSON" in last.error.message
+
+
+@pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
+async def test_a_server_s_deep_event_holding_a_lone_surrogate_ends_the_turn(wire: Wire) -> None:
+    """An event 600 deep parsed, then the pass that makes a lone surrogate (JSON's ``\\ud800``)
+    U+FFFD descended a level per call: ``RecursionError`` left the stream reader."""
+    deep = "[" * 600 + '"\\ud800"' + "]" * 600
+    event = f'data: {{"type": "ping", "x": {deep}}}\n\n'.encode()
+    last = await _last_event(wire, *[Reply(chunks=[event, *sse_for(wire, Turn(text=["hi"]))])] * 3)
+    assert last.error.kind is ErrorKind.PROTOCOL_ERROR
