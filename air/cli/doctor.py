@@ -538,10 +538,10 @@ def run_doctor(args: dict[str, Any]) -> int:
     import trio
 
     from air import __version__
+    from air.cli.doctor_config import locate_project
     from air.contracts.doctor_report import DoctorMode, DoctorRunInput
     from air.contracts.error import AirException, CliExit
-    from air.doctor.service import DoctorService
-    from air.session.project import ProjectStore
+    from air.doctor.service import DoctorService, issue
 
     start = os.path.abspath(args.get("--project") or os.getcwd())
     if args.get("--project") and not os.path.isdir(start):
@@ -558,7 +558,7 @@ def run_doctor(args: dict[str, Any]) -> int:
             message=f"--bundle {bundle}: no directory {where} to write it in",
             user_action="Pass a file in an existing directory, e.g. --bundle air-bundle.tar.gz.",
         )
-    project = ProjectStore().locate(start)
+    project, unreadable = locate_project(start)
     root = project.project_root if project is not None else None
     pid = project.project_id if project is not None else None
     mode = DoctorMode.FIX if args.get("--fix") else DoctorMode.READ_ONLY
@@ -570,6 +570,9 @@ def run_doctor(args: dict[str, Any]) -> int:
         checks = build_checks(root, pid)
     service = DoctorService(root, checks, authorize=make_gate(root))
     report = trio.run(service.run, DoctorRunInput(mode=mode))
+    if unreadable is not None:
+        error = unreadable.error
+        report.issues.append(issue("project", "blocking", error.message, error.user_action))
     if root is None:
         report.facts["project"] = f"no air project at or above {start}"
     if bundle:

@@ -4,12 +4,31 @@ Owns ``load_configuration``: ``~/.air``'s ``permissions.yaml``, ``mcp.yaml``, ``
 ``sandbox.yaml`` and ``config.yaml`` (the worker slots), and the project's own once the user
 trusted it (IMPL-TRUST-1), each through the reader the run uses. Found: a ``permissions.yaml``
 that is no YAML (or a named pipe, or over 4 MiB) made every ``air run`` exit 2 while ``air
-doctor`` said "no problems found". ``models.yaml`` is the providers check's.
+doctor`` said "no problems found". ``models.yaml`` is the providers check's. Also
+``locate_project``: the project the doctor looks at, or why its project file cannot be read
+(``air doctor`` exited 2 on it, as every other command does, instead of saying so among its
+findings).
 """
 
 from __future__ import annotations
 
-__all__ = ["load_configuration"]
+from typing import Any
+
+__all__ = ["load_configuration", "locate_project"]
+
+
+def locate_project(start: str) -> tuple[Any, Any]:
+    """The air project at or above ``start`` (None: there is none), and the ``AirException``
+    of a project file no command can read (None: it reads), as the doctor reports it."""
+    from air.contracts.error import AirException, ErrorKind
+    from air.session.project import ProjectStore
+
+    try:
+        return ProjectStore().locate(start), None
+    except AirException as exc:
+        if exc.kind != ErrorKind.CONFIG_ERROR:
+            raise
+        return None, exc
 
 
 def load_configuration(project_root: str | None) -> str:

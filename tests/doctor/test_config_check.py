@@ -53,3 +53,21 @@ def test_a_trusted_projects_broken_permissions_are_a_blocking_problem(tmp_path: 
     run = air_cli(["run", "-p", "hi", "--headless"], cwd=root, env=env, timeout=60)
     assert run.returncode == 2  # what the doctor said is what the run refuses
     assert f"{root}/.air/shared/permissions.yaml" in run.stderr
+
+
+@pytest.mark.parametrize("text", ["{", '{"project_id": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+def test_a_project_file_no_command_reads_is_a_finding_not_a_refusal(
+    tmp_path: Path, text: str
+) -> None:
+    """Every command refuses a project whose ``.air/shared/project.json`` does not read (exit
+    2, ``config_error``); ``air doctor``, which a user runs when something is broken, did the
+    same instead of checking the rest and saying what is wrong with it."""
+    root, _home, env = _project(tmp_path)
+    (root / ".air" / "shared" / "project.json").write_text(text)
+    assert air_cli(["history"], cwd=root, env=env, timeout=60).returncode == 2
+    done = air_cli(["doctor"], cwd=root, env=env, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    assert "FAIL  project: " in done.stdout
+    assert "project.json is not a valid project file" in done.stdout
+    assert "  ok    config" in done.stdout  # the other checks still ran
