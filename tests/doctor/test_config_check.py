@@ -55,7 +55,11 @@ def test_a_trusted_projects_broken_permissions_are_a_blocking_problem(tmp_path: 
     assert f"{root}/.air/shared/permissions.yaml" in run.stderr
 
 
-@pytest.mark.parametrize("text", ["{", '{"project_id": ' + "[" * 100_000 + "]" * 100_000 + "}"])
+@pytest.mark.parametrize(
+    "text",
+    ["{", '{"project_id": ' + "[" * 100_000 + "]" * 100_000 + "}"],
+    ids=["not-json", "100000-deep"],  # a test's id reaches its children's environment
+)
 def test_a_project_file_no_command_reads_is_a_finding_not_a_refusal(
     tmp_path: Path, text: str
 ) -> None:
