@@ -12,12 +12,16 @@ findings).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from air.contracts.error import AirException
+    from air.contracts.project import ProjectContext
 
 __all__ = ["load_configuration", "locate_project"]
 
 
-def locate_project(start: str) -> tuple[Any, Any]:
+def locate_project(start: str) -> tuple[ProjectContext | None, AirException | None]:
     """The air project at or above ``start`` (None: there is none), and the ``AirException``
     of a project file no command can read (None: it reads), as the doctor reports it."""
     from air.contracts.error import AirException, ErrorKind

@@ -40,16 +40,20 @@ _TRANSIENT_TYPES = frozenset({"overloaded_error", "api_error", "server_error", "
 _CONTEXT_MARKERS = ("prompt is too long", "context length", "context_length", "maximum context")
 
 
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """The value of header ``name`` (lower case) whatever case the reply wrote it in."""
+    return next((value for key, value in headers.items() if key.lower() == name), None)
+
+
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """Return the server's requested wait in seconds (``retry-after-ms`` or ``retry-after``)."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    ms = lowered.get("retry-after-ms")
+    ms = _header(headers, "retry-after-ms")
     if ms is not None:
         try:
             return max(0.0, float(ms) / 1000.0)
         except ValueError:
             pass
-    seconds = lowered.get("retry-after")
+    seconds = _header(headers, "retry-after")
     if seconds is not None:
         try:
             return max(0.0, float(seconds))
@@ -60,10 +64,7 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
 
 def redirect_target(headers: Mapping[str, str]) -> str | None:
     """Where a redirect reply points (its ``location`` header), if it names anything."""
-    for key, value in headers.items():
-        if key.lower() == "location":
-            return value
-    return None
+    return _header(headers, "location")
 
 
 def error_for_status(
