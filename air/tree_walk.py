@@ -3,14 +3,16 @@ recursion.
 
 Owns ``walk`` (``os.walk(top)``: top-down, links to directories listed among the directories
 but not entered, unreadable directories skipped, ``dirnames`` prunable in place) on an explicit
-stack; ``walk_files`` (``rglob("*" + suffix)``'s files); ``make_dirs`` (``os.makedirs(path,
-exist_ok=True)``, a level at a time) and ``remove_tree`` (``shutil.rmtree``, one directory
-descriptor open at a time, each step down and up checked: it never follows a link, and a
-tree deeper than ``PATH_MAX`` goes too). Python 3.11's ``os.walk``, ``os.makedirs``,
-``shutil.rmtree``, ``copytree`` and ``Path.rglob`` recurse once per level: a task's command
-that made a tree 1,500 directories deep (``mkdir d; cd d`` in a loop) had the parent's next
-walk of it (a merge, a credential scan, a backup, the cleanup) raise ``RecursionError`` and end
-the run with a traceback. Standard library only.
+stack; ``walk_fd`` (the same as ``os.fwalk``, one directory descriptor open at a time: down by
+``openat``, up by ``..``, each step up checked); ``walk_files`` (``rglob("*" + suffix)``'s
+files); ``make_dirs`` (``os.makedirs(path, exist_ok=True)``, a level at a time) and
+``remove_tree`` (``shutil.rmtree``, one directory descriptor open at a time, each step down
+and up checked: it never follows a link, and a tree deeper than ``PATH_MAX`` goes too).
+Python 3.11's ``os.walk``, ``os.fwalk``, ``os.makedirs``, ``shutil.rmtree``, ``copytree`` and
+``Path.rglob`` recurse once per level: a task's command that made a tree 1,500 directories
+deep (``mkdir d; cd d`` in a loop) had the parent's next walk of it (a merge, a credential
+scan, a backup, fs.search, the cleanup) raise ``RecursionError`` and end the run with a
+traceback. Standard library only.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 
-__all__ = ["make_dirs", "remove_tree", "walk", "walk_files"]
+__all__ = ["make_dirs", "remove_tree", "walk", "walk_fd", "walk_files"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -29,16 +31,8 @@ def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
     stack = [os.fspath(top)]
     while stack:
         where = stack.pop()
-        dirs: list[str] = []
-        files: list[str] = []
         try:
-            with os.scandir(where) as entries:
-                for entry in entries:
-                    try:
-                        is_dir = entry.is_dir()
-                    except OSError:
-                        is_dir = False
-                    (dirs if is_dir else files).append(entry.name)
+            dirs, files = _listed(where)
         except OSError:
             continue
         yield where, dirs, files
@@ -46,6 +40,79 @@ def walk(top: str) -> Iterator[tuple[str, list[str], list[str]]]:
             path = os.path.join(where, name)
             if not os.path.islink(path):
                 stack.append(path)
+
+
+def walk_fd(top: int) -> Iterator[tuple[str, list[str], list[str], int]]:
+    """``os.fwalk(".", dir_fd=top)``: ``(dirpath, dirnames, filenames, dirfd)`` top-down, paths
+    from ``"."``; a link to a directory is listed among the directories but never entered;
+    ``dirnames`` may be pruned in place. ``dirfd`` is valid until the next step; ``top`` stays
+    open (the caller's). The walk ends where a directory it left was moved meanwhile (its way
+    back up no longer leads where it came from)."""
+    fd = os.open(".", _DIR, dir_fd=top)
+    # one frame per directory on the way down: its (device, inode), its path and the names
+    # of the directories in it still to enter
+    frames: list[tuple[tuple[int, int], str, list[str]]] = []
+    path = "."
+    try:
+        while True:
+            info = os.fstat(fd)
+            try:
+                dirs, files = _listed(fd)
+            except OSError:  # unreadable: not listed, as os.fwalk skips it
+                dirs = []
+            else:
+                yield path, dirs, files, fd
+            frames.append(((info.st_dev, info.st_ino), path, dirs[::-1]))
+            while frames:
+                _, here, pending = frames[-1]
+                down = _enter(fd, pending)
+                if down is not None:
+                    os.close(fd)
+                    fd, path = down
+                    path = os.path.join(here, path)
+                    break
+                frames.pop()
+                if not frames:
+                    return
+                up = os.open("..", _DIR, dir_fd=fd)
+                os.close(fd)
+                fd = up
+                above = os.fstat(fd)
+                if (above.st_dev, above.st_ino) != frames[-1][0]:
+                    return  # moved while it was walked: the rest is not where it was
+    finally:
+        os.close(fd)
+
+
+def _listed(where: int | str) -> tuple[list[str], list[str]]:
+    """The names in the directory ``where`` (a path or an open descriptor): its directories
+    (links to them too), then the rest.
+
+    Raises:
+        OSError: it cannot be listed.
+    """
+    dirs: list[str] = []
+    files: list[str] = []
+    with os.scandir(where) as entries:
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir()
+            except OSError:
+                is_dir = False
+            (dirs if is_dir else files).append(entry.name)
+    return dirs, files
+
+
+def _enter(fd: int, pending: list[str]) -> tuple[int, str] | None:
+    """The next of ``pending`` (names in ``fd``, last first) that opens as a directory without
+    following a link: its descriptor and name; None when none is left."""
+    while pending:
+        name = pending.pop()
+        try:
+            return os.open(name, _DIR, dir_fd=fd), name
+        except OSError:  # a link (O_NOFOLLOW), gone, unreadable
+            continue
+    return None
 
 
 def walk_files(top: str, suffix: str) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from air.tree_walk import make_dirs, remove_tree, walk, walk_files
+from air.tree_walk import make_dirs, remove_tree, walk, walk_fd, walk_files
 from tests.tools.sandbox_probe import IDENTITIES, NOBODY, unprivileged_dir, unprivileged_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,6 +68,83 @@ def test_walk_is_os_walk_with_links_listed_not_entered_and_pruning(tmp_path: Pat
         str(p) for p in root.rglob("*.md") if not p.is_dir()
     )
     assert str(outside / "inner" / "secret.md") not in walk_files(str(root), ".md")
+
+
+def _fwalked(walker: Iterator[tuple[str, list[str], list[str], int]]) -> list[tuple[str, ...]]:
+    """What a walk of descriptors saw, ``skip`` pruned; each file read through its dirfd."""
+    seen: list[tuple[str, ...]] = []
+    for dirpath, dirnames, filenames, dirfd in walker:
+        dirnames[:] = [d for d in dirnames if d != "skip"]
+        texts = []
+        for name in sorted(filenames):
+            try:
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=dirfd)
+            except OSError:  # a link
+                texts.append(f"{name}: link")
+                continue
+            with os.fdopen(fd) as handle:
+                texts.append(f"{name}: {handle.read().strip()}")
+        seen.append((dirpath, *sorted(dirnames), "|", *texts))
+    return sorted(seen)
+
+
+def test_walk_fd_is_os_fwalk_one_descriptor_at_a_time(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    (outside / "inner").mkdir(parents=True)
+    (outside / "inner" / "secret.md").write_text("no\n")
+    root = tmp_path / "root"
+    for d in ("a/b/c", "a/skip/deeper", "e"):
+        (root / d).mkdir(parents=True)
+    for f in ("a/one.md", "a/b/two.md", "a/b/c/three.txt", "a/skip/deeper/four.md", "top.md"):
+        (root / f).write_text(f + "\n")
+    os.symlink(outside, root / "a" / "linked")
+    os.symlink(root / "top.md", root / "e" / "file-link.md")
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert _fwalked(walk_fd(top)) == _fwalked(os.fwalk(".", dir_fd=top))
+        assert _fwalked(walk_fd(top))[0] == (".", "a", "e", "|", "top.md: top.md")
+        os.fstat(top)  # still the caller's, open
+    finally:
+        os.close(top)
+    depth = 2_200  # past PATH_MAX and the recursion limit
+    _deep(tmp_path, depth)
+    top = os.open(tmp_path / "d", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(RecursionError):
+            list(os.fwalk(".", dir_fd=top))
+        descriptors = set()
+        files: list[list[str]] = []
+        for _, _, filenames, _ in walk_fd(top):
+            files.append(filenames)
+            descriptors.add(len(os.listdir("/proc/self/fd")))
+        assert len(files) == depth
+        assert files[-1] == ["f"]
+        assert max(descriptors) - min(descriptors) <= 1  # not one per level
+    finally:
+        os.close(top)
+
+
+def test_walk_fd_stops_where_a_directory_it_left_was_moved(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    (root / "a" / "b" / "c").mkdir(parents=True)
+    (root / "a" / "z").mkdir()
+    (root / "a" / "z" / "mine.txt").write_text("mine\n")
+    elsewhere = tmp_path / "elsewhere"  # same names, not below root
+    (elsewhere / "z").mkdir(parents=True)
+    (elsewhere / "z" / "secret.txt").write_text("secret\n")
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    seen: list[tuple[str, list[str]]] = []
+    try:
+        for dirpath, dirnames, filenames, _ in walk_fd(top):
+            if dirpath == "./a":
+                dirnames[:] = ["b", "z"]  # b first: z is entered after coming back up
+            if dirpath == "./a/b/c":  # a command moves b away while the walk is below it
+                os.rename(root / "a" / "b", elsewhere / "b")
+            seen.append((dirpath, sorted(filenames)))
+    finally:
+        os.close(top)
+    assert ("./a/z", ["secret.txt"]) not in seen
+    assert [p for p, _ in seen] == [".", "./a", "./a/b", "./a/b/c"]
 
 
 def test_a_tree_past_the_recursion_limit_is_walked_made_and_removed(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 from air.agents.direct import ToolPort
+from air.agents.doc_globs import doc_files, matches
 from air.agents.plan import extract_json
 from air.agents.turns import EventSink, ModelPort, TurnRunner
 from air.context.loader import builtin_resource, read_text_file, read_yaml_file
@@ -35,7 +36,6 @@ from air.contracts.runtime import PermissionTemplate
 from air.contracts.task import TaskSpec
 from air.contracts.tool_runs import ToolExecutionContext
 from air.contracts.worker_result import WorkerResult
-from air.tree_walk import walk_files
 
 __all__ = [
     "ARCHITECTURE_FILE",
@@ -102,30 +102,6 @@ class ArchitectureDeclaration:
             if literal and literal not in roots:
                 roots.append(literal)
         return roots
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``**/`` any directories, ``*`` / ``?`` within one name; a match also covers whatever
-    lies below it (``a/**`` and ``a`` both match the directory ``a`` and its files)."""
-    pattern = pattern.removesuffix("/**")
-    out = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out + r"(?:/.*)?\Z")
-
-
-def _matches(path: str, pattern: str) -> bool:
-    return _glob_regex(pattern).match(path.strip().lstrip("./")) is not None
 
 
 def architecture_reference() -> str:
@@ -311,10 +287,10 @@ class ArchitectureDesigner:
         """Each ``area: path`` of the change that touches the architecture (docs included)."""
         found: list[str] = []
         for path in change.paths:
-            if any(_matches(path, d) for d in self.declaration.docs):
+            if any(matches(path, d) for d in self.declaration.docs):
                 found.append(f"architecture docs: {path}")
             for area, globs in self.declaration.areas.items():
-                if any(_matches(path, g) for g in globs):
+                if any(matches(path, g) for g in globs):
                     found.append(f"{area}: {path}")
         return found
 
@@ -370,7 +346,7 @@ class ArchitectureDesigner:
         used = 0
         root = Path(self.project_root)
         for pattern in self.declaration.docs:
-            for path in sorted(_doc_files(root, pattern)):
+            for path in sorted(doc_files(root, pattern)):
                 if used >= _PACK_CHARS:
                     break
                 # a task may have merged a link here: what fs.read would refuse a worker
@@ -445,19 +421,6 @@ class ArchitectureDesigner:
             },
         )
         return envelope.tool_run_id
-
-
-def _doc_files(root: Path, pattern: str) -> list[Path]:
-    """The files of a doc pattern that really lie inside the project (no link out of it)."""
-    target = root / pattern
-    if "*" not in pattern and "?" not in pattern:
-        found = [target] if target.is_file() else []
-        if target.is_dir():
-            found = [p for p in map(Path, walk_files(str(target), ".md")) if p.is_file()]
-    else:
-        found = [p for p in root.glob(pattern) if p.is_file()]
-    real_root = root.resolve()
-    return [p for p in found if p.resolve().is_relative_to(real_root)]
 
 
 @dataclass(frozen=True)

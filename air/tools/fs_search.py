@@ -8,8 +8,8 @@ search stops at its next one. A file is searched whole first, each line only whe
 begins (a line's own match is a match of the whole file, line anchors per line), unless the
 pattern can see past its line (``_PER_LINE_ONLY``); lines are matched without their newline,
 as grep matches them. Files over ``READ_MAX`` are named, never loaded; credential files and
-air's, git's and package trees are never searched; no link is followed (``os.fwalk`` and
-``O_NOFOLLOW`` opens relative to each directory).
+air's, git's and package trees are never searched; no link is followed (``walk_fd``, at any
+depth, and ``O_NOFOLLOW`` opens relative to each directory).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from air.contracts.ids import JsonObject
 from air.security.paths import names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.safefs import READ_MAX
+from air.tree_walk import walk_fd
 
 __all__ = ["SEARCH_SECONDS", "Search", "compile_search", "search_tree"]
 
@@ -66,9 +67,9 @@ def search_tree(
     matches: list[JsonObject] = []
     too_large: list[str] = []
     try:
-        # fwalk never follows a link to a directory and checks each opened directory is the
-        # one it listed; files are opened with O_NOFOLLOW relative to their directory's fd.
-        for dirpath, dirnames, filenames, dirfd in os.fwalk(".", dir_fd=top):
+        # walk_fd never follows a link to a directory (nor recurses: a tree a task made 1,500
+        # deep); files are opened with O_NOFOLLOW relative to their directory's fd.
+        for dirpath, dirnames, filenames, dirfd in walk_fd(top):
             # credential files are fs.read's to ask for, never a search's to show (IMPL-SBX-3)
             dirnames[:] = sorted(
                 d

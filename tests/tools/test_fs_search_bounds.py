@@ -13,6 +13,7 @@ an ordinary search still finds what it should; a pattern too long or invalid is 
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -24,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from air.tools import fs, fs_search
+from air.tree_walk import remove_tree
 from tests.tools.conftest import Env
 
 BACKTRACKING = "(x|xx)+y"
@@ -97,6 +99,32 @@ async def test_an_ordinary_search_still_finds_its_lines(env: Env) -> None:
     assert res.status == "ok", res.error
     assert isinstance(res.output, dict)
     assert res.output["matches"] == [{"path": "src/more.py", "line": 2, "text": "    return a + b"}]
+
+
+async def test_a_tree_a_task_made_deeper_than_path_max_is_searched_to_its_bottom(env: Env) -> None:
+    depth = 2_200  # os.fwalk recursed a level a frame: RecursionError out of the registry
+    fd = os.open(env.root / "src", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir("d", dir_fd=fd)
+            down = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = down
+        with os.fdopen(os.open("deep.txt", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w") as f:
+            f.write("needle at the bottom\n")
+    finally:
+        os.close(fd)
+    (env.root / "src" / "top.txt").write_text("needle on top\n")
+    try:
+        res = await env.registry.call("fs.search", {"pattern": "needle"}, env.ctx())
+    finally:
+        remove_tree(str(env.root / "src" / "d"))
+    assert res.status == "ok", res.error
+    assert isinstance(res.output, dict)
+    assert [(m["path"].count("/"), m["text"]) for m in res.output["matches"]] == [
+        (1, "needle on top"),
+        (depth + 1, "needle at the bottom"),
+    ]
 
 
 @pytest.mark.parametrize(
