@@ -180,9 +180,9 @@ async def run_task(
         # has returned, not before the first request (IMPL-BOOT-8)
         from air.nursery.outcomes import collect, set_aside
 
-        with trio.move_on_after(RECORD_GRACE, shield=True):
-            # why shielded: a finished task's outcome is never lost to a late cancel
-            if outcome is None:
+        if outcome is None:
+            with trio.move_on_after(RECORD_GRACE, shield=True):
+                # why shielded: a cancelled task's end is recorded even as the run unwinds
                 reason = st.cancel_reasons.get(spec.id, "cancelled by request")
                 await end_task(
                     io.ledger,
@@ -193,8 +193,10 @@ async def run_task(
                     attempt_index=attempt_index,
                 )
                 await set_aside(io, workspace, f"attempt {attempt_index} was cancelled")
-            else:
-                await collect(st, io, node, workspace, outcome, attempt_index, completed)
+        else:
+            # not under a record's grace as a whole: its steps are work (the architecture
+            # gate's model call, a merge with its own grace), each shielded as it needs
+            await collect(st, io, node, workspace, outcome, attempt_index, completed)
     finally:
         st.scopes.pop(spec.id, None)
         if node.final:

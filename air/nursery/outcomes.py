@@ -36,7 +36,7 @@ from air.context.compactor import record_worker_summary
 from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.task import SchedulerState, TaskStatus, TaskType, WorkspaceRef, WorkspaceStrategy
 from air.contracts.worker_result import WorkerResult, WorkerStatus
-from air.nursery.facts import RECORD_GRACE, end_task
+from air.nursery.facts import RECORD_GRACE, end_task, record_end
 from air.nursery.graph import TaskNode
 from air.nursery.reviews import change_diff, gate_on_review, route_verdict
 from air.nursery.write_areas import merge_guard
@@ -62,18 +62,25 @@ async def collect(
     completed: list[str],
 ) -> None:
     """Record the end of one attempt from its outcome, step by step (``completed`` gets the
-    task id when it completed)."""
+    task id when it completed). Called unshielded: each step is shielded where a cancel must
+    not cut it; the architecture gate (a model call, maybe the person) is work, and a cancel
+    there records the task ``interrupted``."""
     outcome = verify(io, node, workspace, outcome)
     result = outcome.result
     if result is None or result.status != WorkerStatus.COMPLETED:
-        await ended_otherwise(io, node, outcome, attempt_index, workspace.path)
-        await set_aside(io, workspace, f"attempt {attempt_index} did not complete")
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: a finished attempt's end is never lost to a late cancel
+            await ended_otherwise(io, node, outcome, attempt_index, workspace.path)
+            await set_aside(io, workspace, f"attempt {attempt_index} did not complete")
         return
     if not await gate(io, node, outcome.agent_id, result, attempt_index):
-        await set_aside(io, workspace, "held at the architecture gate")
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            await set_aside(io, workspace, "held at the architecture gate")
         return
     if workspace.strategy == WorkspaceStrategy.MAIN or io.workspaces is None:
-        await land(st, io, node, outcome, attempt_index, completed, None)
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: a change made in place is kept: its end is recorded
+            await land(st, io, node, outcome, attempt_index, completed, None)
         return  # made in place: nothing to merge
     merged: bool | None = None  # None until the merge decided
     with trio.CancelScope(shield=True):
@@ -140,6 +147,9 @@ def verify(io: Ports, node: TaskNode, workspace: WorkspaceRef, outcome: TaskOutc
     return outcome.model_copy(update={"error": missing, "result": failed})
 
 
+_AT_THE_GATE = "cancelled while its change was at the architecture gate"
+
+
 # -- 2. gate --------------------------------------------------------------------------------
 async def gate(
     io: Ports, node: TaskNode, agent_id: str, result: WorkerResult, attempt_index: int
@@ -149,14 +159,30 @@ async def gate(
     architecture = io.architecture_gate
     if architecture is None:
         return True
-    decision = await architecture.review(node.spec, result)
+    try:
+        # not under a record's grace: the designer's model call (and a confirmation the
+        # person may take minutes over) ended there, and with it the task, which never ended
+        decision = await architecture.review(node.spec, result)
+    except* trio.Cancelled:
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: the interruption must be recorded even as the run unwinds
+            said = {"agent_id": agent_id, "reason": _AT_THE_GATE}
+            await record_end(io.ledger, node, "task.interrupted", said, attempt_index=attempt_index)
+        node.status = TaskStatus.INTERRUPTED
+        raise
     if decision.proceed:
         return True
     reason = f"architecture gate ({decision.result_class}): {decision.reason}"
     payload = {"agent_id": agent_id, "reason": reason, "worker_result": _dump(result)}
-    await end_task(
-        io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
-    )
+    with trio.move_on_after(RECORD_GRACE, shield=True):
+        await end_task(
+            io.ledger,
+            node,
+            "task.blocked",
+            payload,
+            TaskStatus.BLOCKED,
+            attempt_index=attempt_index,
+        )
     return False
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import threading
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ from air.contracts.error import AirException
 from air.contracts.prompt import FailClosedPrompt
 from air.contracts.task import TaskSpec
 from air.llm.task_cassettes import TaskCassettes
+from air.nursery import attempt, outcomes
 from air.nursery.ledger import fold_history
 from air.nursery.runtime import open_runtime
 from tests.forked_air import air_cli
@@ -269,3 +271,59 @@ def test_air_run_headless_refuses_cassettes_without_the_review(tmp_path: Path) -
     assert not (proj / ".air" / "local" / "sessions").exists() or not os.listdir(
         proj / ".air" / "local" / "sessions"
     )
+
+
+class SlowDesigner(Model):
+    """The designer answers only after ``delay_s`` (a large model reading the documents), or
+    when ``released`` is set."""
+
+    def __init__(self, verdict: str, delay_s: float) -> None:
+        super().__init__(verdict)
+        self.delay_s = delay_s
+        self.asked = threading.Event()
+        self.released = threading.Event()
+
+    def __call__(self, wire: str, body: dict[str, Any]) -> Reply:
+        if "result_class" in json.dumps(body.get("system")):
+            self.asked.set()
+            self.released.wait(self.delay_s)
+        return super().__call__(wire, body)
+
+
+async def test_a_designer_slower_than_a_record_still_lands_the_change(
+    env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate ran under the shielded grace of a record (10 s): a designer that took longer
+    had its call cut, and the task never ended — no end event, its change never merged."""
+    monkeypatch.setattr(attempt, "RECORD_GRACE", 1.0)  # records take milliseconds
+    monkeypatch.setattr(outcomes, "RECORD_GRACE", 1.0)
+    model = SlowDesigner("silent_continue", delay_s=3.0)
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=True)
+        result, events, _ = await _run(root, only_first=True)
+    assert str(result.status) == "completed"
+    assert (root / CONTRACT).read_text() == "API_VERSION = 2\n"  # merged
+    ends = [e.type for e in events if e.type.startswith("task.") and e.type != "task.created"]
+    assert ends == ["task.started", "task.completed"]
+
+
+async def test_a_run_cancelled_at_the_gate_records_the_task_interrupted(env: Path) -> None:
+    model = SlowDesigner("silent_continue", delay_s=60.0)
+    with LocalServer(model=model) as server:
+        root = _project(env, server.url, declare=True)
+        options = HeadlessOptions(project=str(root), stderr=io.StringIO(), max_workers=1)
+        try:
+            with trio.fail_after(60):  # the designer's 60 s are never waited for
+                async with open_runtime(RuntimeFactory(options).create(resume=False)) as rt:
+                    await rt.submit(_specs()[:1])
+                    async with trio.open_nursery() as nursery:
+                        nursery.start_soon(rt.run_until_idle)
+                        await trio.to_thread.run_sync(model.asked.wait)
+                        rt.cancel("the person pressed Ctrl-C")
+                    events = rt.ledger.history()
+        finally:
+            model.released.set()
+    [ended] = [e for e in events if e.type == "task.interrupted"]
+    assert ended.payload["reason"] == "cancelled while its change was at the architecture gate"
+    assert fold_history(events).tasks["t_api"].status.value == "interrupted"
+    assert (root / CONTRACT).read_text() == "API_VERSION = 1\n"  # nothing merged
