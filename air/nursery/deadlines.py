@@ -2,7 +2,8 @@
 
 Owns: ``arm`` (a task's one absolute deadline on the Trio clock, made once from its
 ``hard_timeout_ms`` before it is first planned: queueing for a wave or a slot, start-up,
-running and every retry count against it), ``arm_all`` (every task of a loaded graph),
+running and every retry count against it; ``move`` puts it later by the time the person was
+waited for), ``arm_all`` (every task of a loaded graph),
 ``disarm`` (a task that ended for good keeps no deadline: what the run holds is bounded by the
 tasks that may still run, not by the session; IMPL-RSS-1),
 ``next_at`` (when the dispatch loop must look again), ``expire_queued`` (a task still waiting
@@ -35,6 +36,7 @@ __all__ = [
     "disarm",
     "expire",
     "expire_queued",
+    "move",
     "next_at",
     "timeout_s",
 ]
@@ -48,12 +50,21 @@ def timeout_s(node: TaskNode) -> float:
 
 
 def arm(st: RunState, node: TaskNode) -> float:
-    """The task's deadline, made now if it has none yet (never moved once made)."""
+    """The task's deadline, made now if it has none yet (moved only by ``move``)."""
     at = st.deadlines.get(node.task_id)
     if at is None:
         at = st.deadlines[node.task_id] = trio.current_time() + timeout_s(node)
         heapq.heappush(st.deadline_heap, (at, node.task_id))
     return at
+
+
+def move(st: RunState, task_id: str, waited_s: float) -> None:
+    """The person was waited for ``waited_s`` on one of the task's calls: its deadline moves
+    by as much (the heap's earlier entry is skipped as a stale one)."""
+    at = st.deadlines.get(task_id)
+    if at is not None and waited_s > 0:
+        at = st.deadlines[task_id] = at + waited_s
+        heapq.heappush(st.deadline_heap, (at, task_id))
 
 
 def arm_all(st: RunState, resumed: Collection[str] = ()) -> None:

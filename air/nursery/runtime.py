@@ -47,6 +47,7 @@ from air.contracts.project import OpenSessionOptions, ProjectContext
 from air.contracts.prompt import PermissionPrompt
 from air.contracts.task import TaskSpec
 from air.nursery.ledger import SessionLedger, StoredAgent
+from air.nursery.person_waits import OffTheClock
 from air.nursery.planner import IsolationPolicy, WavePlanner, default_max_workers
 from air.nursery.recovery import Reaper, RecoveryReport, recover_session
 from air.nursery.retry import RetryPlanner
@@ -374,6 +375,8 @@ async def _build(
             else None
         ),
     )
+    if registry is not None and isinstance(registry.prompts, OffTheClock):
+        registry.prompts.scheduler = scheduler  # a prompt's wait: off its task's clock
     return Runtime(
         session=session,
         ledger=ledger,
@@ -413,13 +416,20 @@ def _tools(config: RuntimeConfig, session: OpenSession, services: RuntimeService
         recorder=session.ingestor,
         artifacts=session.artifacts,
         redactor=services.redactor,
-        prompts=config.prompts,
+        prompts=_prompts(config),
         workspace=workspace,
     )
     sandbox = register_builtin_tools(registry)
     if config.extend_tools is not None:
         config.extend_tools(registry, session, sandbox)
     return registry, engine
+
+
+def _prompts(config: RuntimeConfig) -> PermissionPrompt | None:
+    """The person's prompt, its wait off the asking task's clock (headless: nobody waits)."""
+    if config.interactive and config.prompts is not None:
+        return OffTheClock(config.prompts)
+    return config.prompts
 
 
 def _workers(

@@ -54,6 +54,8 @@ class WatchedAgent:
     last_flush: float | None = None
     pending: Mapping[str, Any] | None = None
     flagged: bool = False
+    held: bool = False
+    """The person is being asked about one of its calls: not overdue meanwhile."""
 
 
 class AgentLost(NamedTuple):
@@ -126,6 +128,16 @@ class AgentMonitor:
         self.agents[agent_id] = agent
         return agent
 
+    def hold(self, agent_id: str, held: bool, waited_s: float = 0.0) -> None:
+        """The person is being asked about one of ``agent_id``'s calls (``held``), or answered
+        after ``waited_s``: its hard deadline moves by the wait."""
+        agent = self.agents.get(agent_id)
+        if agent is None:
+            return
+        agent.held = held
+        if agent.hard_deadline is not None:
+            agent.hard_deadline += waited_s
+
     def forget(self, agent_id: str) -> None:
         """Stop watching; a pending coalesced heartbeat is flushed first."""
         agent = self.agents.pop(agent_id, None)
@@ -193,7 +205,7 @@ class AgentMonitor:
         overdue = [
             a
             for a in self.agents.values()
-            if a.hard_deadline is not None and now >= a.hard_deadline + self.margin
+            if a.hard_deadline is not None and not a.held and now >= a.hard_deadline + self.margin
         ]
         for agent in overdue:
             agent.hard_deadline = None  # once

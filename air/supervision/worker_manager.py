@@ -199,6 +199,18 @@ class WorkerManager:
         run.extend(extra_ms / 1000)
         await control(run, {"type": "agent.extend_timeout", "extra_ms": extra_ms, "reason": reason})
 
+    def hold_clock(self, agent_id: str) -> None:
+        """A permission prompt for ``agent_id``'s call is open: its deadlines stand still."""
+        run = self._live.get(agent_id)
+        if run is not None:
+            run.hold()
+
+    def release_clock(self, agent_id: str, waited_s: float) -> None:
+        """The person answered after ``waited_s``: ``agent_id``'s deadlines move by it."""
+        run = self._live.get(agent_id)
+        if run is not None:
+            run.release(waited_s)
+
     async def pause(self, agent_id: str, reason: str) -> None:
         run = self._live.get(agent_id)
         if run is not None:

@@ -159,7 +159,8 @@ class End(NamedTuple):
 class WorkerRun:
     """One supervised attempt. Its deadlines are cancel scopes (IMPL-LAUNCH-2): ``hard_scope``
     (the hard timeout), ``soft_scope`` (when to ask for a wrap-up), ``grace_scope`` (how long a
-    cancelled worker may take to end); ``extend`` moves the first two."""
+    cancelled worker may take to end); ``extend`` moves the first two, ``hold`` stops them while
+    the person is asked and ``release`` moves them by the wait."""
 
     request: SuperviseRequest
     agent_type: AgentType
@@ -203,6 +204,10 @@ class WorkerRun:
     conversation: Conversation | None = None
     """The model turns so far, kept by the parent (``air.supervision.conversation``)."""
     encoder: LineEncoder | None = None
+    holds: int = 0
+    """Permission prompts open for this attempt's calls (its deadlines stand still meanwhile)."""
+    held_s: float = 0.0
+    """How long the person was waited for so far: the whole-task deadline moved by as much."""
     _source: EventSource | None = field(default=None, repr=False)
 
     @property
@@ -231,6 +236,22 @@ class WorkerRun:
         self.hard_at += extra_s
         self.soft_scope.deadline = self.soft_at
         self.hard_scope.deadline = self.hard_at
+
+    def hold(self) -> None:
+        """Stop both deadlines while the person is asked (IMPL-DEADLINE-1: the wait for them
+        is not the task's time)."""
+        self.holds += 1
+        self.soft_scope.deadline = self.hard_scope.deadline = math.inf
+
+    def release(self, waited_s: float) -> None:
+        """The person answered after ``waited_s``: both deadlines move by it and run again."""
+        self.holds = max(0, self.holds - 1)
+        self.held_s += waited_s
+        self.soft_at += waited_s
+        self.hard_at += waited_s
+        if not self.holds:
+            self.soft_scope.deadline = self.soft_at
+            self.hard_scope.deadline = self.hard_at
 
     def stop(self, end: End) -> None:
         """End the running phase with ``end`` (the first reason wins)."""

@@ -42,7 +42,8 @@ async def watch(sup: Supervisor, run: WorkerRun, body: Body) -> None:
             await body()
             nursery.cancel_scope.cancel()
     if run.end is None and run.hard_scope.cancelled_caught:
-        if run.request.deadline_at is not None and run.hard_at >= run.request.deadline_at:
+        whole = run.request.deadline_at
+        if whole is not None and run.hard_at >= whole + run.held_s:
             # the whole-task deadline, not an attempt's own limit (IMPL-DEADLINE-1)
             run.end = End("hard_timeout", deadline_error("running", timeout_of(run.request)))
         else:
