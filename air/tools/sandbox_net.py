@@ -39,6 +39,8 @@ SANDBOX_RESOLV_CONF = b"nameserver 10.0.2.3\n"
 
 _NS_GET_USERNS = 0xB701
 """ioctl on a namespace fd: an fd of the user namespace that owns it (linux/nsfs.h)."""
+_ending: list[subprocess.Popen[bytes]] = []
+"""slirp4netns processes killed, not yet reaped (a zombie at most; never waited for)."""
 _CONNECT_S = 10.0
 """How long bwrap's setup plus slirp4netns's may take before the command is refused."""
 
@@ -138,7 +140,8 @@ class NetworkLink:
         os.write(self._go_w, b"1")
 
     def close(self) -> None:
-        """Close air's ends (slirp4netns reads EOF on its exit fd and ends) and reap it."""
+        """Close air's ends (its exit fd's EOF ends slirp4netns if air dies before this) and
+        kill slirp4netns; reap those killed before that have ended."""
         for fd in (
             self._info_r,
             self._hello_r,
@@ -152,12 +155,11 @@ class NetworkLink:
         self._info_r = self._hello_r = self._go_w = self._exit_r = self._exit_w = -1
         self.info_w = self.hello_w = self.go_r = -1
         if self._slirp is not None:
-            try:
-                self._slirp.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self._slirp.kill()
-                self._slirp.wait()
+            # its exit tears its tap down, which takes the kernel ~20-30 ms: reaped later
+            self._slirp.kill()
+            _ending.append(self._slirp)
             self._slirp = None
+        _ending[:] = [slirp for slirp in _ending if slirp.poll() is None]
 
 
 def _sandboxing() -> list[str]:
