@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 need_apt=()
 command -v git >/dev/null 2>&1 || need_apt+=(git)
 command -v bwrap >/dev/null 2>&1 || need_apt+=(bubblewrap)
+command -v slirp4netns >/dev/null 2>&1 || need_apt+=(slirp4netns)
 command -v tmux >/dev/null 2>&1 || need_apt+=(tmux)
 command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
 command -v ninja >/dev/null 2>&1 || need_apt+=(ninja-build)
@@ -30,6 +31,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: installing ${need_apt[*]} with apt-get" >&2
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+# slirp4netns opens /dev/net/tun as whoever runs air: udev makes it 0666 on Debian, a bare
+# container or VM may leave it 0600
+if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
+  [ "$(id -u)" -eq 0 ] && chmod 0666 /dev/net/tun || sudo chmod 0666 /dev/net/tun
 fi
 
 "$PY" -c 'import sys; assert sys.version_info >= (3, 11), "air needs Python 3.11 or newer"'

@@ -433,6 +433,13 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
                 "its own user namespace, no network and no capabilities started"
             ),
         ),
+        ToolCheck(
+            "sandbox.network",
+            "slirp4netns",
+            severity="warning",
+            why="a command granted the network runs in a network namespace it connects",
+            user_action="Install slirp4netns (apt-get install slirp4netns).",
+        ),
         ProbeCheck("search_paths", search_paths, severity="warning"),
         ToolCheck(
             "tmux",

@@ -1,7 +1,8 @@
 """The shell sandbox's bubblewrap command line, built from allowlists.
 
 Owns ``SandboxRunner`` (the bwrap argv of one command: user namespace, every capability dropped,
-no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces, the seccomp filter of
+no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces (a granted command's joined to the
+world by ``air.tools.sandbox_net``), the seccomp filter of
 ``air.tools.seccomp``; a filesystem made only of the allowlisted system paths read-only,
 generated ``/etc/passwd``/``/etc/group``, the workspace read-write with its git metadata
 read-only (``pin_protected``), ``.air`` hidden under an empty read-only tmpfs and the user's
@@ -9,7 +10,7 @@ credential files under ``/dev/null`` (``air.tools.credential_files``), a fresh t
 private /tmp; the rlimits of ``air.tools.limits`` set before the command) and
 ``sandbox_environment`` (the environment allowlist). Whether bwrap works here is
 ``air.tools.sandbox_check``; the spawn is ``air.tools.sandbox_spawn``.
-Decisions: IMPL-SBX-1 .. IMPL-SBX-5, IMPL-SBX-8 in docs/decisions.md.
+Decisions: IMPL-SBX-1 .. IMPL-SBX-5, IMPL-SBX-8, IMPL-SBX-9 in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from air.tools.sandbox_check import (
     missing_bwrap,
     sandbox_ids,
 )
+from air.tools.sandbox_net import SANDBOX_RESOLV_CONF
 
 __all__ = [
     "SANDBOX_HOME",
@@ -64,9 +66,6 @@ _ETC_PATHS = (
     "/etc/perl",
 )
 """The /etc entries toolchains read (IMPL-SBX-3); nothing else of /etc exists in the sandbox."""
-
-_NETWORK_ETC_PATHS = ("/etc/resolv.conf",)
-"""Only bound when the command was granted the network."""
 
 _ENV_KEEP = (
     "PATH",
@@ -268,10 +267,14 @@ class SandboxRunner:
         self._checked = True
         return path
 
-    def generated_files(self) -> dict[str, bytes]:
-        """Files made up for the sandbox (destination -> content), bound read-only."""
+    def generated_files(self, network: bool = False) -> dict[str, bytes]:
+        """Files made up for the sandbox (destination -> content), bound read-only; with
+        ``network``, a resolv.conf naming slirp4netns's DNS forwarder."""
         uid, gid = sandbox_ids()
-        return {"/etc/passwd": _passwd(uid, gid), "/etc/group": _group(gid)}
+        files = {"/etc/passwd": _passwd(uid, gid), "/etc/group": _group(gid)}
+        if network:
+            files["/etc/resolv.conf"] = SANDBOX_RESOLV_CONF
+        return files
 
     def argv(
         self,
@@ -287,6 +290,7 @@ class SandboxRunner:
         read_only: bool = False,
         hidden: Sequence[str] = (),
         life_fd: int | None = None,
+        network_fds: tuple[int, int, int] | None = None,
     ) -> list[str]:
         """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
@@ -294,7 +298,8 @@ class SandboxRunner:
             command: the shell command.
             workspace: the workspace root (bound read-write).
             cwd: the working directory inside the workspace.
-            network: keep the host network (otherwise a new, empty network namespace).
+            network: granted the network: its own namespace waits, after bwrap's setup, until
+                ``air.tools.sandbox_net`` has connected it (``network_fds``).
             pinned: ``pin_protected(workspace)`` of the real workspace path.
             data_fds: readable fds holding ``generated_files()``, keyed by destination.
             seccomp_fd: a readable fd holding ``seccomp_program()``.
@@ -305,12 +310,17 @@ class SandboxRunner:
                 tmpfs over a directory.
             life_fd: the read end of ``air.tools.sandbox_spawn``'s life pipe, open in the
                 sandbox: the command runs only if its write end (air's alone) is still open.
+            network_fds: ``NetworkLink.sandbox_fds`` (bwrap's info fd, the script's ``hello``
+                and ``go``), required with ``network``.
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
+            ValueError: ``network`` without ``network_fds``.
         """
         if self.bwrap_path is None:
             raise missing_bwrap()
+        if network and network_fds is None:
+            raise ValueError("a command granted the network needs its NetworkLink's fds")
         ws = os.path.realpath(workspace)
         limits = limits or ResourceLimits()
         tmpfs_bytes = limits.memory_mb << 20
@@ -324,16 +334,17 @@ class SandboxRunner:
             "--hostname",
             "air-sandbox",
             "--new-session",
+            "--unshare-net",
         ]
-        if not network:
-            args.append("--unshare-net")
+        if network_fds is not None:
+            args += ["--info-fd", str(network_fds[0])]
         args += ["--perms", "0755", "--dir", "/etc"]
         for path in SYSTEM_PATHS:
             if os.path.islink(path):
                 args += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 args += ["--ro-bind", path, path]
-        for path in (*_ETC_PATHS, *(_NETWORK_ETC_PATHS if network else ())):
+        for path in _ETC_PATHS:
             if os.path.exists(path):
                 args += ["--ro-bind", path, path]
         args += ["--symlink", "/proc/self/mounts", "/etc/mtab"]
@@ -367,6 +378,13 @@ class SandboxRunner:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]
         script = limits_script(limits)
+        if network and network_fds is not None:
+            # bwrap's setup is over (its loopback made): slirp4netns may join; then wait for it
+            _, hello, go = network_fds
+            script = (
+                f"printf 1 >&{hello}; exec {hello}>&-; read -r -N 1 -u {go} || exit 125; "
+                f"exec {go}<&-; {script}"
+            )
         if life_fd is not None:
             # EOF (every writer gone) reads as input: air died before bwrap armed its
             # parent-death signal, so nothing would end the command once it started

@@ -1,9 +1,11 @@
 """Starting a sandboxed command: what it holds on the host, the spawn, the running process.
 
-Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see and,
-for a task without a write area, the read-only view of ``air.tools.task_view``), ``open_sandboxed``
+Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see,
+for a task without a write area the read-only view of ``air.tools.task_view``, and for a command
+granted the network its ``air.tools.sandbox_net.NetworkLink``), ``open_sandboxed``
 (the synchronous spawn: the generated files and the seccomp filter in memfds, the pinned git
-metadata as O_PATH fds, and this process's life pipe: ``life_fd``) and ``SandboxProcess`` with
+metadata as O_PATH fds, and this process's life pipe: ``life_fd``; a granted command's network
+connected before it starts) and ``SandboxProcess`` with
 ``start_sandboxed`` (the running command with its output streams, spawned on the thread that
 runs the Trio loop so that ``--die-with-parent`` lasts as long as air and not as long as an idle
 worker thread; IMPL-SBX-2).
@@ -12,6 +14,7 @@ worker thread; IMPL-SBX-2).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Mapping
 from typing import IO
@@ -20,6 +23,7 @@ import trio
 
 from air.tools.limits import PidsCgroup, ResourceLimits
 from air.tools.sandbox import SandboxRunner, pin_protected
+from air.tools.sandbox_net import NetworkLink
 from air.tools.seccomp import seccomp_program
 from air.tools.task_view import check_view_available, view_argv
 
@@ -60,6 +64,8 @@ class CommandSpace:
         self.view_dir = view_dir
         self.hidden: tuple[str, ...] = ()
         """The credential files and directories the command may not see (IMPL-SBX-3)."""
+        self.network: NetworkLink | None = None
+        """A granted command's network (``open_sandboxed`` makes it; IMPL-SBX-9)."""
         self._unshare: str | None = None
         if view_dir is not None:
             self._unshare = check_view_available()
@@ -78,7 +84,10 @@ class CommandSpace:
         return argv
 
     def close(self) -> None:
-        """Remove the cgroup, killing what is left in it."""
+        """End the command's slirp4netns; remove the cgroup, killing what is left in it."""
+        if self.network is not None:
+            self.network.close()
+            self.network = None
         if self.cgroup is not None:
             self.cgroup.close()
             self.cgroup = None
@@ -106,17 +115,25 @@ def open_sandboxed(
     """Spawn ``command`` in the sandbox on the CALLING thread (synchronous, a few ms).
 
     ``space`` holds the command's limits, pids cgroup and read-only view (None: the default
-    limits' rlimits only, the workspace writable; the caller closes it after the command).
+    limits' rlimits only, the workspace writable; the caller closes it after the command), and
+    with ``network`` (which needs a ``space``) the command's ``NetworkLink``: this call returns
+    once slirp4netns has connected the sandbox's namespace and the command runs.
     bwrap's ``--die-with-parent`` (PR_SET_PDEATHSIG) fires when the thread that forked bwrap
     exits, so the caller's thread must live as long as the command should (IMPL-SBX-2).
     The generated files and the seccomp filter travel in memfds, the protected workspace
     entries as O_PATH fds (``pin_protected``); all are closed here once bwrap has them.
 
     Raises:
-        AirException: ``environment_error`` when bubblewrap is missing.
+        AirException: ``environment_error`` when bubblewrap is missing, or with ``network``
+            when slirp4netns is missing or cannot connect the sandbox (the command never ran).
         OSError: when bwrap cannot be started.
     """
     opened: list[int] = []
+    link: NetworkLink | None = None
+    if network:
+        if space is None:
+            raise ValueError("a command granted the network needs a CommandSpace")
+        link = space.network = NetworkLink()
 
     def memfd(content: bytes) -> int:
         fd = os.memfd_create("air-sandbox")
@@ -128,8 +145,9 @@ def open_sandboxed(
     try:
         pinned = pin_protected(os.path.realpath(workspace))
         opened += pinned.values()
-        data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
-        seccomp_fd = memfd(seccomp_program(network))
+        files = runner.generated_files(network)
+        data_fds = {dest: memfd(content) for dest, content in files.items()}
+        seccomp_fd = memfd(seccomp_program())
         argv = runner.argv(
             command,
             workspace=workspace,
@@ -142,21 +160,31 @@ def open_sandboxed(
             read_only=space is not None and space.read_only,
             hidden=space.hidden if space is not None else (),
             life_fd=life_fd(),
+            network_fds=link.sandbox_fds if link is not None else None,
         )
         if space is not None:
             argv = space.wrap(argv, os.path.realpath(workspace))
-        return subprocess.Popen(
+        popen = subprocess.Popen(
             argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
             env=dict(env),
             start_new_session=True,
-            pass_fds=(*opened, life_fd()),
+            pass_fds=(*opened, life_fd(), *(link.sandbox_fds if link is not None else ())),
         )
     finally:
         for fd in opened:
             os.close(fd)
+    if link is not None:
+        link.spawned()
+        try:
+            link.connect()
+        except BaseException:
+            os.killpg(popen.pid, signal.SIGKILL)
+            popen.wait()
+            raise
+    return popen
 
 
 class SandboxProcess:

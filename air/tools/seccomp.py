@@ -2,7 +2,7 @@
 ``ptrace`` and ``process_vm_writev`` of PID 1 (bwrap's init) fail with EPERM (IMPL-SBX-2), and
 any set-user-ID or set-group-ID bit a command would give a file (``chmod`` and its kin, a file
 made by ``open``/``creat``/``mknod`` with such a mode) fail with EPERM, and the kernel's
-keyrings unknown (ENOSYS); a command granted the network opens no Unix socket (IMPL-SBX-1).
+keyrings unknown (ENOSYS).
 
 A pure function of the architecture table; bwrap reads it from a memfd
 (``air.tools.sandbox_spawn``).
@@ -91,16 +91,6 @@ _SYSCALLS: tuple[tuple[int, dict[int, tuple[str, tuple[int, ...]]]], ...] = (
         },
     ),
 )
-_AF_UNIX = 1
-_WITH_NETWORK: dict[int, dict[int, tuple[str, tuple[int, ...]]]] = {
-    0xC000003E: {41: ("unix", (0,))},  # socket
-    0x40000003: {359: ("unix", (0,)), 102: ("enosys", ())},  # socket; socketcall hides it
-    0xC00000B7: {198: ("unix", (0,))},
-}
-"""What a command granted the network may not do more: open a Unix socket. It shares the host's
-network namespace, where abstract sockets have no file permissions: an X server that admits
-the user's uid, an older D-Bus session bus (a command ran as the user outside the sandbox) and
-once containerd's shims listen there (IMPL-SBX-1)."""
 _Insn = tuple[int, str | None, str | None, int]
 
 
@@ -110,10 +100,9 @@ def _arg(index: int) -> _Insn:
 
 
 @functools.cache
-def seccomp_program(network: bool = False) -> bytes:
+def seccomp_program() -> bytes:
     """A seccomp filter: ``ptrace`` and ``process_vm_writev`` of PID 1 fail with EPERM, and
-    so does any call that would give a file a set-user-ID or set-group-ID bit; with
-    ``network`` (the host's network namespace), opening a Unix socket too.
+    so does any call that would give a file a set-user-ID or set-group-ID bit.
 
     PID 1 is bwrap's init, which holds the parent-death signal that ends the sandbox with air;
     a command of the same uid could otherwise ptrace it and clear that signal. Other pids
@@ -128,8 +117,7 @@ def seccomp_program(network: bool = False) -> bytes:
     items: list[str | _Insn] = [(_LD_ABS, None, None, 4)]
     items += [(_JEQ, f"arch{i}", None, arch) for i, (arch, _) in enumerate(_SYSCALLS)]
     items.append((_RET, None, None, _ALLOW))
-    for i, (arch, checked) in enumerate(_SYSCALLS):
-        calls = {**checked, **(_WITH_NETWORK[arch] if network else {})}
+    for i, (arch, calls) in enumerate(_SYSCALLS):
         items += [f"arch{i}", (_LD_ABS, None, None, 0)]
         if arch == 0xC000003E:
             items.append((_JGE, f"deny{i}", None, _X32_BIT))
@@ -141,8 +129,6 @@ def seccomp_program(network: bool = False) -> bytes:
                 items += [_arg(args[0]), (_JEQ, f"deny{i}", f"allow{i}", 1)]
             elif kind == "mode":
                 items += [_arg(args[0]), (_JSET, f"deny{i}", f"allow{i}", _SET_ID)]
-            elif kind == "unix":
-                items += [_arg(args[0]), (_JEQ, f"deny{i}", f"allow{i}", _AF_UNIX)]
             elif kind == "create":
                 items += [_arg(args[0]), (_JSET, None, f"allow{i}", _CREATES)]
                 items += [_arg(args[1]), (_JSET, f"deny{i}", f"allow{i}", _SET_ID)]

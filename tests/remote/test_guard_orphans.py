@@ -25,7 +25,7 @@ from air.remote.hosts import HostConfig
 from air.remote.ssh import client_environment, remote_command, ssh_argv
 from tests.remote.conftest import CHECKOUT, process_uid, remote_uid
 from tests.remote.test_executor_session import make_worktree
-from tests.tools.sandbox_probe import SPAWN_AND_DIE
+from tests.tools.sandbox_probe import SPAWN_AND_DIE, process_table
 
 pytestmark = pytest.mark.slow
 
@@ -41,17 +41,7 @@ ORPHANS = ["env_i_setsid", "sandboxed"]
 
 
 def _sleeps(arg: str) -> list[int]:
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                if fh.read() == f"sleep\0{arg}\0".encode():
-                    found.append(int(name))
-        except OSError:
-            continue
-    return found
+    return [pid for pid, argv, _ in process_table() if argv == [b"sleep", arg.encode(), b""]]
 
 
 async def _gone(stdout: bytes, arg: str, limit_s: float = 10.0) -> bool:

@@ -91,6 +91,25 @@ async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) ->
     }
 
 
+def process_table(*, environ: bool = False) -> list[tuple[int, list[bytes], list[bytes]]]:
+    """Every process this user may read: its pid, argv and (with ``environ``) environment."""
+    table = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+            env: list[bytes] = []
+            if environ:
+                with open(f"/proc/{name}/environ", "rb") as fh:
+                    env = fh.read().split(b"\0")
+        except OSError:
+            continue
+        table.append((int(name), argv, env))
+    return table
+
+
 def _world_executable(path: str) -> bool:
     real = os.path.realpath(path)
     parts = Path(real).parents

@@ -27,6 +27,7 @@ from tests.tools.sandbox_probe import (
     NOBODY,
     REPO,
     SPAWN_AND_DIE,
+    process_table,
     unprivileged_dir,
     unprivileged_python,
 )
@@ -64,18 +65,11 @@ async def test_sleep_12_then_echo_runs_to_completion(env: Env) -> None:
 def _marked(token: str, *, sleepers: bool = False) -> list[int]:
     """PIDs whose command line holds ``token`` (bwrap's too); ``sleepers``: the python3 ones."""
     pids = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as fh:
-                argv = fh.read().split(b"\0")
-        except OSError:
-            continue
+    for pid, argv, _ in process_table():
         if any(token.encode() in a for a in argv) and (
             not sleepers or argv[0].endswith(b"python3")
         ):
-            pids.append(int(name))
+            pids.append(pid)
     return pids
 
 

@@ -1,0 +1,216 @@
+"""A command granted the network reaches the network, not the host's own services (IMPL-SBX-9).
+
+Granted the network, a command shared the host's network namespace: it reached every service
+on the host's 127.0.0.1 (databases, dev servers, air's own) and, until seccomp refused
+``socket(AF_UNIX)``, the host's abstract Unix sockets. Now it runs in a namespace of its own
+that slirp4netns connects: a TCP server on the host's own non-loopback address answers it, one
+on 127.0.0.1 does not (nor through slirp4netns's gateway 10.0.2.2), an abstract Unix socket of
+the host is not there; a command not granted the network reaches none of them; and neither
+the command's slirp4netns nor its sandbox outlives the command, or air killed mid-command.
+Run as root and as nobody, through the real sandbox.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tools.sandbox_probe import IDENTITIES, Sandboxed, process_table
+
+TRY = r"""python3 - <<'PY'
+import socket
+def attempt(name, family, address):
+    try:
+        s = socket.socket(family, socket.SOCK_STREAM)
+        s.settimeout(10)
+        s.connect(address)
+        s.sendall(name.encode())
+        print(name, "connected")
+    except OSError as exc:
+        print(name, exc.strerror or exc)
+attempt("abstract", socket.AF_UNIX, "\0NAME_HERE")
+attempt("loopback", socket.AF_INET, ("127.0.0.1", LOOP_PORT))
+attempt("gateway", socket.AF_INET, ("10.0.2.2", LOOP_PORT))
+attempt("outside", socket.AF_INET, ("HOST_ADDR", OUT_PORT))
+a, b = socket.socketpair()
+a.sendall(b"x")
+print("socketpair", b.recv(1).decode())
+PY"""
+
+
+def host_address() -> str:
+    """The host's own non-loopback IPv4 address: the source of its route to the world."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("198.51.100.1", 9))  # UDP: no packet is sent
+        address: str = probe.getsockname()[0]
+    except OSError as exc:
+        raise AssertionError(f"no IPv4 route here to test the network with: {exc}") from exc
+    finally:
+        probe.close()
+    assert not address.startswith("127."), address
+    return address
+
+
+class Listener:
+    """An abstract Unix socket, a TCP port on 127.0.0.1 and one on the host's own address,
+    recording the name each connection sends."""
+
+    def __init__(self, name: str, address: str) -> None:
+        self.reached: list[str] = []
+        self.unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.unix.bind("\0" + name)
+        self.loop = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.loop.bind(("127.0.0.1", 0))
+        self.out = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.out.bind((address, 0))
+        for sock in (self.unix, self.loop, self.out):
+            sock.listen(8)
+            threading.Thread(target=self._accept, args=(sock,), daemon=True).start()
+
+    def _accept(self, sock: socket.socket) -> None:
+        while True:
+            try:
+                conn, _ = sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(5)
+                with contextlib.suppress(OSError):
+                    self.reached.append(conn.recv(16).decode())
+
+    def close(self) -> None:
+        for sock in (self.unix, self.loop, self.out):
+            sock.close()
+
+
+MARK = "AIR_NETWORK_TEST_MARK"
+
+
+@pytest.fixture(params=IDENTITIES)
+def marked(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[Sandboxed, str]]:
+    """A sandbox probe whose environment (which its slirp4netns inherits) holds a token."""
+    token = uuid.uuid4().hex
+    made = Sandboxed(tmp_path, request.param, {MARK: token})
+    yield made, token
+    made.close()
+
+
+def _holding(token: str, program: bytes) -> list[int]:
+    """PIDs of ``program`` whose environment holds ``MARK=token`` (air's slirp4netns) or whose
+    argv holds ``_seconds(token)`` (the marked command, its bwrap)."""
+    seconds = _seconds(token).encode()
+    found = []
+    for pid, argv, environ in process_table(environ=True):
+        mine = f"{MARK}={token}".encode() in environ or any(seconds in a for a in argv)
+        if mine and os.path.basename(argv[0]) == program:
+            found.append(pid)
+    return found
+
+
+def _seconds(token: str) -> str:
+    """A ``sleep`` argument unique to ``token``."""
+    return f"600.{int(token[:8], 16)}"
+
+
+def _gone(token: str, programs: tuple[bytes, ...]) -> list[int]:
+    """Waits up to 10 s for every marked process of ``programs`` to end; those left."""
+    deadline = time.monotonic() + 10
+    while True:
+        left = [pid for program in programs for pid in _holding(token, program)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.05)
+
+
+def test_a_granted_command_reaches_the_network_not_the_host(
+    marked: tuple[Sandboxed, str],
+) -> None:
+    box, token = marked
+    address = host_address()
+    listener = Listener(f"air-sandbox-test-{token}", address)
+    try:
+        command = (
+            TRY.replace("NAME_HERE", f"air-sandbox-test-{token}")
+            .replace("LOOP_PORT", str(listener.loop.getsockname()[1]))
+            .replace("HOST_ADDR", address)
+            .replace("OUT_PORT", str(listener.out.getsockname()[1]))
+        )
+        granted = box.run(command, network=True)
+        assert granted["exit_code"] == 0, granted
+        host = ["abstract Connection refused", "loopback Connection refused"]
+        host.append("gateway Network is unreachable")  # slirp4netns's way to the host's lo
+        assert str(granted["stdout"]).splitlines() == [*host, "outside connected", "socketpair x"]
+        alone = box.run(command)
+        assert alone["exit_code"] == 0, alone
+        unreachable = "outside Network is unreachable"
+        assert str(alone["stdout"]).splitlines() == [*host, unreachable, "socketpair x"], alone
+        deadline = time.monotonic() + 5
+        while not listener.reached and time.monotonic() < deadline:
+            time.sleep(0.02)
+    finally:
+        listener.close()
+    assert listener.reached == ["outside"]
+    assert _gone(token, (b"slirp4netns",)) == []  # the command's ended with it
+
+
+def test_killing_air_during_a_granted_command_leaves_no_process(
+    marked: tuple[Sandboxed, str],
+) -> None:
+    box, token = marked
+    probe = box.probe.proc
+    assert probe.stdin is not None
+    request = {"command": f"exec sleep {_seconds(token)}", "network": True}
+    probe.stdin.write(json.dumps(request) + "\n")
+    probe.stdin.flush()
+    try:
+        deadline = time.monotonic() + 60
+        while not (_holding(token, b"slirp4netns") and _holding(token, b"sleep")):
+            assert probe.poll() is None, probe.stderr.read() if probe.stderr else ""
+            assert time.monotonic() < deadline, "the granted command never started"
+            time.sleep(0.05)
+        os.kill(probe.pid, signal.SIGKILL)
+        probe.wait(timeout=10)
+        assert _gone(token, (b"slirp4netns", b"bwrap", b"sleep")) == []
+    finally:
+        for program in (b"slirp4netns", b"bwrap", b"sleep"):
+            for pid in _holding(token, program):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+
+def test_without_slirp4netns_a_granted_command_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from air.contracts.error import AirException, ErrorKind
+    from air.tools.sandbox_net import NetworkLink
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # bwrap's and slirp4netns's directory gone
+    with pytest.raises(AirException) as raised:
+        NetworkLink()
+    assert raised.value.error.kind == ErrorKind.ENVIRONMENT_ERROR
+    assert "slirp4netns" in (raised.value.error.user_action or "")
+
+
+async def test_air_doctor_says_slirp4netns_is_missing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from air.cli.doctor import build_checks
+
+    (check,) = [c for c in build_checks(None) if c.name == "sandbox.network"]
+    assert await check.run() == []  # installed here (scripts/setup.sh)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    (problem,) = await check.run()
+    assert problem.issue.severity == "warning"
+    assert "slirp4netns" in problem.issue.message
+    assert "apt-get install slirp4netns" in (problem.issue.user_action or "")
