@@ -34,6 +34,9 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # slirp4netns opens /dev/net/tun as whoever runs air: udev makes it 0666 on Debian, a bare
 # container or VM may leave it 0600
+if [ ! -e /dev/net/tun ] && [ "$(id -u)" -eq 0 ]; then
+  mkdir -p /dev/net && mknod -m 0666 /dev/net/tun c 10 200  # a container without its node
+fi
 if [ -c /dev/net/tun ] && [ "$(stat -c %a /dev/net/tun)" != 666 ]; then
   [ "$(id -u)" -eq 0 ] && chmod 0666 /dev/net/tun || sudo chmod 0666 /dev/net/tun
 fi
