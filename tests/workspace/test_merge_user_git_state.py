@@ -238,15 +238,24 @@ async def test_a_lock_taken_as_git_merges_leaves_no_half_merge(
     real_run = ProjectGit.run
     merges = []
 
+    first_ended = trio.Event()
+
     async def run(self: ProjectGit, where, *args: str, **kw):  # type: ignore[no-untyped-def]
         if args[:2] == ("merge", "--no-ff"):
             merges.append(args)
             if len(merges) == 1:
                 lock.write_text("")
+                try:
+                    return await real_run(self, where, *args, **kw)
+                finally:
+                    first_ended.set()
         return await real_run(self, where, *args, **kw)
 
     async def release() -> None:
-        await trio.sleep(0.5)
+        # after the first merge met the lock (a fixed 0.5 s let a loaded machine's first
+        # merge start after the release: it merged at once, and the test saw one merge)
+        await first_ended.wait()
+        await trio.sleep(0.2)
         lock.unlink()
 
     monkeypatch.setattr(ProjectGit, "run", run)
