@@ -215,7 +215,7 @@ async def test_a_bad_models_file_is_blocking_with_what_to_do() -> None:
 
 
 async def test_a_planted_link_in_workspaces_never_moves_what_it_points_to(tmp_path: Path) -> None:
-    from air.cli.doctor import WorktreeCheck
+    from air.cli.doctor_worktrees import WorktreeCheck
 
     project, home = make_project(tmp_path)
     precious = tmp_path / "precious"

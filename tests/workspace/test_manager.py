@@ -284,7 +284,7 @@ def test_a_sidecar_that_fails_midway_leaves_no_temporary_file(repo: Path) -> Non
 
 
 async def test_the_doctor_finds_no_orphan_in_the_cleaned_records(repo: Path) -> None:
-    from air.cli.doctor import WorktreeCheck
+    from air.cli.doctor_worktrees import WorktreeCheck
 
     mgr = WorkspaceManager(str(repo), Events())
     ref = await mgr.create_workspace(
