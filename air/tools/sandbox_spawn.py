@@ -18,6 +18,7 @@ from typing import IO
 
 import trio
 
+from air.tools.build_dirs import pin_build_dirs
 from air.tools.limits import PidsCgroup, ResourceLimits
 from air.tools.sandbox import SandboxRunner, pin_protected
 from air.tools.seccomp import seccomp_program
@@ -60,6 +61,8 @@ class CommandSpace:
         self.view_dir = view_dir
         self.hidden: tuple[str, ...] = ()
         """The credential files and directories the command may not see (IMPL-SBX-3)."""
+        self.guard_build_dirs = False
+        """Not a cpp tool's command: the cpp tools' build dirs are read-only (IMPL-CPP-5)."""
         self._unshare: str | None = None
         if view_dir is not None:
             self._unshare = check_view_available()
@@ -128,6 +131,9 @@ def open_sandboxed(
     try:
         pinned = pin_protected(os.path.realpath(workspace))
         opened += pinned.values()
+        guarded = space is not None and space.guard_build_dirs and not space.read_only
+        build_dirs = pin_build_dirs(workspace) if guarded else []
+        opened += [fd for _path, fd, _ro in build_dirs]
         data_fds = {dest: memfd(content) for dest, content in runner.generated_files().items()}
         seccomp_fd = memfd(seccomp_program(network))
         argv = runner.argv(
@@ -142,6 +148,7 @@ def open_sandboxed(
             read_only=space is not None and space.read_only,
             hidden=space.hidden if space is not None else (),
             life_fd=life_fd(),
+            build_dirs=build_dirs,
         )
         if space is not None:
             argv = space.wrap(argv, os.path.realpath(workspace))

@@ -2,7 +2,8 @@
 
 ``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
 optionally ``"workspace"``, ``"read_only"`` — a task id whose view to use —, ``"limits"`` —
-``ResourceLimits`` fields, ``"network"`` — granted the host's network) on stdin
+``ResourceLimits`` fields, ``"network"`` — granted the host's network, ``"claim"`` — build dirs
+the probe's cpp tools make first, ``"guard"`` — a non-cpp command: they are read-only) on stdin
 and answers each with ``{"exit_code", "stdout", "stderr", "limit"}``, spawning through the same
 ``open_sandboxed`` (argv, memfds, environment allowlist, ``CommandSpace``) and ``LimitWatch``
 that shell.run uses; ``limit`` names the resource limit that ended the command, if one did.
@@ -25,6 +26,7 @@ from typing import Any
 
 import trio
 
+from air.tools.build_dirs import claim_build_dir
 from air.tools.limits import LimitWatch, ResourceLimits
 from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.sandbox_spawn import CommandSpace, open_sandboxed
@@ -49,7 +51,10 @@ def main() -> int:
 async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) -> dict[str, Any]:
     limits = ResourceLimits(**request.get("limits", {}))
     view = task_view_dir(where, "probe", request["read_only"]) if request.get("read_only") else None
+    for build_dir in request.get("claim", ()):
+        claim_build_dir(where, build_dir)  # this process's cpp tools made it (IMPL-CPP-5)
     with CommandSpace(limits, view_dir=view) as space:
+        space.guard_build_dirs = bool(request.get("guard"))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
@@ -168,6 +173,8 @@ class Probe:
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
         network: bool = False,
+        claim: tuple[str, ...] = (),
+        guard: bool = False,
     ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
@@ -177,6 +184,8 @@ class Probe:
             **({"read_only": read_only} if read_only else {}),
             **({"limits": limits} if limits else {}),
             **({"network": True} if network else {}),
+            **({"claim": list(claim)} if claim else {}),
+            **({"guard": True} if guard else {}),
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -253,11 +262,20 @@ class Sandboxed:
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
         network: bool = False,
+        claim: tuple[str, ...] = (),
+        guard: bool = False,
     ) -> dict[str, object]:
         """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
-        ``ResourceLimits`` fields; ``network``: granted the host's network."""
+        ``ResourceLimits`` fields; ``network``: granted the host's network; ``claim``: build dirs
+        the cpp tools make first; ``guard``: as shell.run, with them read-only."""
         return self.probe.run(
-            command, workspace, read_only=read_only, limits=limits, network=network
+            command,
+            workspace,
+            read_only=read_only,
+            limits=limits,
+            network=network,
+            claim=claim,
+            guard=guard,
         )
 
     def close(self) -> None:

@@ -1,0 +1,173 @@
+"""IMPL-CPP-5: the cpp tools' build dirs are theirs. fs.write never writes in one (a command
+sees them read-only: tests/tools/test_sandbox_build_dirs.py), and a build dir the cpp
+tools did not make (shipped by the repository, prepared by a command) is made afresh: `air run
+--headless` refuses a change whose real tests fail however the build dir was forged, and accepts
+the honest fix whose agent runs a test binary through shell.run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from air.tools.build_dirs import claim_build_dir
+from tests.cpp.test_example import _air, _claim, _db, _project, _use
+from tests.tools.conftest import Env
+
+B = {"source_dir": "spread", "build_dir": "build/spread"}
+T = {"build_dir": "build/spread"}
+COMMENT = {
+    "path": "spread/spread.cpp",
+    "old_string": "double squares = 0.0;",
+    "new_string": "double squares = 0.0;  // sum of squared deviations",
+}
+FORGE = 'file(WRITE build/spread/CTestTestfile.cmake "add_test(ok /bin/true)\\n")\n'
+
+
+def test_a_build_dir_the_cpp_tools_did_not_make_is_made_afresh(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    planted = ws / "build"
+    planted.mkdir(parents=True)
+    (planted / "CMakeCache.txt").write_text("CMAKE_CXX_COMPILER_LAUNCHER:STRING=/bin/true\n")
+    assert claim_build_dir(str(ws), "build") is False
+    assert list(planted.iterdir()) == []
+    (planted / "CMakeCache.txt").write_text("by cmake\n")
+    assert claim_build_dir(str(ws), "build") is True  # its own: kept
+    assert (planted / "CMakeCache.txt").exists()
+    planted.rename(ws / "aside")
+    (ws / "aside").rename(planted)  # the same inode back: still its own
+    assert claim_build_dir(str(ws), "build") is True
+    subprocess.run(["rm", "-rf", str(planted)], check=True)
+    planted.mkdir()  # another dir at the same path
+    (planted / "CTestTestfile.cmake").write_text("add_test(ok /bin/true)\n")
+    assert claim_build_dir(str(ws), "build") is False
+    assert not (planted / "CTestTestfile.cmake").exists()
+
+
+@pytest.mark.slow
+async def test_fs_write_refuses_a_cpp_build_dir(cpp_env: Env) -> None:
+    ctx = cpp_env.ctx(agent_id="ag_1")
+    built = await cpp_env.registry.call("cpp.build", {"source_dir": "spread"}, ctx)
+    assert built.status == "ok", built.error
+    forged = {"path": "build/CTestTestfile.cmake", "content": "add_test(ok /bin/true)\n"}
+    out = await cpp_env.registry.call("fs.write", forged, ctx)
+    assert out.error is not None, out
+    assert out.error.kind == "policy_error"
+    assert "only the cpp tools write" in out.error.message
+    assert "add_test(ok" not in (cpp_env.root / "build/CTestTestfile.cmake").read_text()
+
+
+def _batch(tmp_path: Path, turns: list[str]) -> tuple[Path, Path]:
+    batch = tmp_path / "batch.yaml"
+    batch.write_text(
+        "version: 1\nname: forged\ndefaults: {constraints: "
+        "{max_turns: 10, retry_budget: 0, hard_timeout_ms: 120000}}\n"
+        "tasks:\n"
+        "  - id: fix-spread\n    title: claims a fix\n    description: d\n"
+        "    scope: {write_area: ['spread/spread.cpp']}\n"
+    )
+    cassettes = tmp_path / "cassettes"
+    cassettes.mkdir()
+    read = _use("t0", "fs.read", {"path": "spread/spread.cpp"})
+    done = _claim("All good.", {"changes_made": True})
+    (cassettes / "fix-spread.jsonl").write_text("\n".join([read, *turns, done]) + "\n")
+    return batch, cassettes
+
+
+def _outcome(root: Path) -> tuple[str, dict[str, object] | None]:
+    conn = _db(root)
+    (status,) = conn.execute("SELECT status FROM tasks WHERE id = 'fix-spread'").fetchone()
+    failed = conn.execute("SELECT payload_json FROM events WHERE type = 'task.failed'").fetchone()
+    return status, json.loads(failed[0])["error"] if failed else None
+
+
+@pytest.mark.slow
+def test_a_ctest_file_forged_by_a_command_does_not_complete_the_task(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    fixed = (
+        (root / "spread/spread.cpp")
+        .read_text()
+        .replace(COMMENT["old_string"], COMMENT["new_string"])
+    )
+    batch, cassettes = _batch(
+        tmp_path,
+        [
+            _use("t1", "fs.edit", COMMENT),
+            _use("t2", "cpp.build", B),
+            _use("t3", "fs.write", {"path": "spread/spread.cpp", "content": FORGE}),
+            _use("t4", "shell.run", {"command": "cmake -P spread/spread.cpp"}),
+            _use("t5", "fs.write", {"path": "spread/spread.cpp", "content": fixed}),
+            _use("t6", "cpp.build", B),
+            _use("t7", "cpp.test", T),
+        ],
+    )
+    proc = _air(root, batch, cassettes)
+    assert proc.returncode != 0, proc.stderr
+    status, error = _outcome(root)
+    assert status == "failed"
+    assert error is not None
+    assert error["kind"] == "verification_failed"
+    assert error["semantic_signature"] == "ctest:spread.variance"
+    (exit_code,) = (
+        _db(root)
+        .execute("SELECT exit_code FROM command_runs WHERE command = 'cmake -P spread/spread.cpp'")
+        .fetchone()
+    )
+    assert exit_code != 0  # file(WRITE) in the build dir: a read-only file system
+
+
+@pytest.mark.slow
+def test_a_build_dir_the_repository_ships_does_not_complete_the_task(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    shipped = root / "build" / "spread"
+    shipped.mkdir(parents=True)
+    (shipped / "CMakeCache.txt").write_text(
+        "CMAKE_GENERATOR:INTERNAL=Unix Makefiles\nCMAKE_MAKE_PROGRAM:FILEPATH=/usr/bin/make\n"
+        "CMAKE_PROJECT_NAME:STATIC=spread\n"
+    )
+    (shipped / "Makefile").write_text("all:\n\t@true\n")
+    (shipped / "CTestTestfile.cmake").write_text("add_test(ok /bin/true)\n")
+    subprocess.run(["git", "-C", str(root), "add", "-f", "build"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "ship a build dir"], check=True)
+    batch, cassettes = _batch(
+        tmp_path,
+        [_use("t1", "fs.edit", COMMENT), _use("t2", "cpp.build", B), _use("t3", "cpp.test", T)],
+    )
+    proc = _air(root, batch, cassettes)
+    assert proc.returncode != 0, proc.stderr
+    status, error = _outcome(root)
+    assert status == "failed"
+    assert error is not None
+    assert error["semantic_signature"] == "ctest:spread.variance"
+
+
+@pytest.mark.slow
+def test_the_honest_fix_with_a_test_binary_run_by_shell_completes(tmp_path: Path) -> None:
+    root = _project(tmp_path)
+    fix = {
+        "path": "spread/spread.cpp",
+        "old_string": "return squares / (values.size() - 1);",
+        "new_string": "return squares / values.size();",
+    }
+    batch, cassettes = _batch(
+        tmp_path,
+        [
+            _use("t1", "fs.edit", fix),
+            _use("t2", "cpp.build", B),
+            _use("t3", "shell.run", {"command": "./build/spread/spread_test variance"}),
+            _use("t4", "cpp.build", B),
+            _use("t5", "cpp.test", T),
+        ],
+    )
+    proc = _air(root, batch, cassettes)
+    assert proc.returncode == 0, proc.stderr
+    status, _ = _outcome(root)
+    assert status == "completed"
+    (exit_code,) = (
+        _db(root)
+        .execute("SELECT exit_code FROM command_runs WHERE command LIKE '%spread_test variance%'")
+        .fetchone()
+    )
+    assert exit_code == 0
