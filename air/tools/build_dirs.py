@@ -56,16 +56,17 @@ def _identity(workspace: str, rel: str) -> tuple[int, int] | None:
             os.close(fd)
 
 
-def _remove(path: str) -> None:
-    """Remove what is at ``path`` without following a link (``shutil.rmtree`` works by fds)."""
+def _remove(name: str, parent_fd: int) -> None:
+    """Remove ``name`` in the directory ``parent_fd`` without following a link
+    (``shutil.rmtree`` works by fds)."""
     try:
-        mode = os.lstat(path).st_mode
+        mode = os.lstat(name, dir_fd=parent_fd).st_mode
     except FileNotFoundError:
         return
     if stat.S_ISDIR(mode):
-        shutil.rmtree(path)
+        shutil.rmtree(name, dir_fd=parent_fd)
     else:
-        os.unlink(path)
+        os.unlink(name, dir_fd=parent_fd)
 
 
 def claim_build_dir(workspace: str, build_dir: str) -> bool:
@@ -77,7 +78,7 @@ def claim_build_dir(workspace: str, build_dir: str) -> bool:
 
     Raises:
         AirException: ``tool_error`` when it cannot be made; ``policy_error`` when a link
-            leads through the path, or something reappears at it while it is being made.
+            leads through the path.
     """
     try:
         return _claim(workspace, build_dir)
@@ -97,36 +98,25 @@ def _claim(workspace: str, build_dir: str) -> bool:
         return True
     if rel in owned:
         os.close(owned.pop(rel)[2])
-    parent = os.path.dirname(rel)
+    parent, name = os.path.split(rel)
     if parent:
         os.makedirs(os.path.join(ws, parent), exist_ok=True)
-    if parent and os.path.realpath(os.path.join(ws, parent)) != os.path.join(ws, parent):
+    fds = _open_walk(ws, parent) if parent else [os.open(ws, _DIR_FLAGS)]
+    if not fds:
         raise AirException.of(
             kind=ErrorKind.POLICY_ERROR,
             message=f"a symlink leads through the build directory {build_dir}",
             user_action="Remove the symlink or choose another build_dir.",
         )
-    full = os.path.join(ws, rel)
-    _remove(full)
     try:
-        os.mkdir(full, 0o755)
-    except FileExistsError:
-        raise AirException.of(
-            kind=ErrorKind.POLICY_ERROR,
-            message=f"{build_dir} reappeared while the cpp tools made it afresh",
-            user_action="Do not prepare build directories with shell commands; run cpp.build.",
-        ) from None
-    fds = _open_walk(ws, rel)
-    if not fds:
-        raise AirException.of(
-            kind=ErrorKind.POLICY_ERROR,
-            message=f"{build_dir} changed while the cpp tools made it afresh",
-            user_action="Do not prepare build directories with shell commands; run cpp.build.",
-        )
-    for fd in fds[:-1]:
-        os.close(fd)
-    st = os.fstat(fds[-1])
-    owned[rel] = (st.st_dev, st.st_ino, fds[-1])
+        _remove(name, fds[-1])  # whatever is there, never through a link
+        os.mkdir(name, 0o755, dir_fd=fds[-1])  # never one that reappeared since
+        made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    st = os.fstat(made)
+    owned[rel] = (st.st_dev, st.st_ino, made)
     return False
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from air.contracts.error import AirException
 from air.tools.build_dirs import claim_build_dir
 from tests.cpp.test_example import _air, _claim, _db, _project, _use
 from tests.tools.conftest import Env
@@ -44,6 +45,13 @@ def test_a_build_dir_the_cpp_tools_did_not_make_is_made_afresh(tmp_path: Path) -
     (planted / "CTestTestfile.cmake").write_text("add_test(ok /bin/true)\n")
     assert claim_build_dir(str(ws), "build") is False
     assert not (planted / "CTestTestfile.cmake").exists()
+    (ws / "src" / "b").mkdir(parents=True)
+    (ws / "src" / "b" / "main.cpp").write_text("int main() {}\n")
+    (ws / "out").symlink_to("src")
+    with pytest.raises(AirException) as caught:
+        claim_build_dir(str(ws), "out/b")  # never a dir reached through a link
+    assert caught.value.error.kind == "policy_error"
+    assert (ws / "src" / "b" / "main.cpp").exists()  # nothing removed through it
 
 
 @pytest.mark.slow
