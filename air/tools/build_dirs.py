@@ -90,14 +90,25 @@ def claim_build_dir(workspace: str, build_dir: str) -> bool:
         ) from exc
 
 
+def _forget_gone() -> None:
+    """Drop (and close the fd of) every owned dir no longer at its path: a removed worktree's
+    dirs would otherwise hold an fd each for the life of the process."""
+    for ws, owned in list(_OWNED.items()):
+        for rel, (dev, ino, fd) in list(owned.items()):
+            if _identity(ws, rel) != (dev, ino):
+                os.close(fd)
+                del owned[rel]
+        if not owned:
+            del _OWNED[ws]
+
+
 def _claim(workspace: str, build_dir: str) -> bool:
+    _forget_gone()
     ws = os.path.realpath(workspace)
     rel = os.path.normpath(build_dir)
     owned = _OWNED.setdefault(ws, {})
-    if rel in owned and _identity(ws, rel) == owned[rel][:2]:
-        return True
     if rel in owned:
-        os.close(owned.pop(rel)[2])
+        return True
     parent, name = os.path.split(rel)
     if parent:
         os.makedirs(os.path.join(ws, parent), exist_ok=True)

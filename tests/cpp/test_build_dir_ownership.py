@@ -7,6 +7,8 @@ the honest fix whose agent runs a test binary through shell.run."""
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -52,6 +54,20 @@ def test_a_build_dir_the_cpp_tools_did_not_make_is_made_afresh(tmp_path: Path) -
         claim_build_dir(str(ws), "out/b")  # never a dir reached through a link
     assert caught.value.error.kind == "policy_error"
     assert (ws / "src" / "b" / "main.cpp").exists()  # nothing removed through it
+
+
+def test_the_dirs_of_a_removed_workspace_hold_no_fd(tmp_path: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    for i in range(40):
+        (tmp_path / f"ws{i}").mkdir()
+    claim_build_dir(str(tmp_path / "ws0"), "build")
+    before = open_fds()
+    for i in range(1, 40):
+        claim_build_dir(str(tmp_path / f"ws{i}"), "build")
+        shutil.rmtree(tmp_path / f"ws{i}")
+    assert open_fds() <= before + 1
 
 
 @pytest.mark.slow
