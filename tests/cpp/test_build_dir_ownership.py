@@ -107,6 +107,16 @@ def _outcome(root: Path) -> tuple[str, dict[str, object] | None]:
     return status, json.loads(failed[0])["error"] if failed else None
 
 
+def _refused_with_the_real_failure(root: Path, batch: Path, cassettes: Path) -> None:
+    proc = _air(root, batch, cassettes)
+    assert proc.returncode != 0, proc.stderr
+    status, error = _outcome(root)
+    assert status == "failed"
+    assert error is not None
+    assert error["kind"] == "verification_failed"
+    assert error["semantic_signature"] == "ctest:spread.variance"
+
+
 @pytest.mark.slow
 def test_a_ctest_file_forged_by_a_command_does_not_complete_the_task(tmp_path: Path) -> None:
     root = _project(tmp_path)
@@ -127,13 +137,7 @@ def test_a_ctest_file_forged_by_a_command_does_not_complete_the_task(tmp_path: P
             _use("t7", "cpp.test", T),
         ],
     )
-    proc = _air(root, batch, cassettes)
-    assert proc.returncode != 0, proc.stderr
-    status, error = _outcome(root)
-    assert status == "failed"
-    assert error is not None
-    assert error["kind"] == "verification_failed"
-    assert error["semantic_signature"] == "ctest:spread.variance"
+    _refused_with_the_real_failure(root, batch, cassettes)
     (exit_code,) = (
         _db(root)
         .execute("SELECT exit_code FROM command_runs WHERE command = 'cmake -P spread/spread.cpp'")
@@ -159,12 +163,7 @@ def test_a_build_dir_the_repository_ships_does_not_complete_the_task(tmp_path: P
         tmp_path,
         [_use("t1", "fs.edit", COMMENT), _use("t2", "cpp.build", B), _use("t3", "cpp.test", T)],
     )
-    proc = _air(root, batch, cassettes)
-    assert proc.returncode != 0, proc.stderr
-    status, error = _outcome(root)
-    assert status == "failed"
-    assert error is not None
-    assert error["semantic_signature"] == "ctest:spread.variance"
+    _refused_with_the_real_failure(root, batch, cassettes)
 
 
 @pytest.mark.slow
