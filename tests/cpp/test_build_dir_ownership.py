@@ -75,11 +75,20 @@ async def test_fs_write_refuses_a_cpp_build_dir(cpp_env: Env) -> None:
     ctx = cpp_env.ctx(agent_id="ag_1")
     built = await cpp_env.registry.call("cpp.build", {"source_dir": "spread"}, ctx)
     assert built.status == "ok", built.error
-    forged = {"path": "build/CTestTestfile.cmake", "content": "add_test(ok /bin/true)\n"}
-    out = await cpp_env.registry.call("fs.write", forged, ctx)
-    assert out.error is not None, out
-    assert out.error.kind == "policy_error"
-    assert "only the cpp tools write" in out.error.message
+    path = "build/CTestTestfile.cmake"
+    read = await cpp_env.registry.call("fs.read", {"path": path}, ctx)
+    assert read.status == "ok", read.error
+    first = (cpp_env.root / path).read_text().splitlines()[0]
+    patch = f"--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-{first}\n+add_test(ok /bin/true)\n"
+    for tool, forged in (
+        ("fs.write", {"path": path, "content": "add_test(ok /bin/true)\n"}),
+        ("fs.edit", {"path": path, "old_string": first, "new_string": "add_test(ok /bin/true)"}),
+        ("fs.patch", {"patch": patch}),
+    ):
+        out = await cpp_env.registry.call(tool, forged, ctx)
+        assert out.error is not None, (tool, out)
+        assert out.error.kind == "policy_error", (tool, out.error)
+        assert "only the cpp tools write" in out.error.message
     assert "add_test(ok" not in (cpp_env.root / "build/CTestTestfile.cmake").read_text()
 
 
