@@ -11,8 +11,10 @@ For a task without a write area, the task's read-only view (IMPL-SBX-3) is also 
 toolchain's own reads of build files go (``air.cpp.view``).
 
 Before configure, build and test use a build dir it is claimed (``air.tools.build_dirs``): one
-these tools did not make (shipped, or prepared by a command) is made afresh, and other commands
-see theirs read-only, so the evidence never rests on a build file a command wrote (IMPL-CPP-5).
+these tools did not make (shipped, or prepared by a command) is made afresh, other commands
+see theirs read-only, and cpp.test's tests (code the agent may change next) see it behind an
+overlay whose writes are thrown away: the evidence never rests on a build file that a command
+or an earlier version of the code wrote (IMPL-CPP-5).
 
 Every build and test run also records ``evidence.created`` for its command run (``build_output``
 / ``test_output`` pointing at the output artifact); the Scheduler's own evidence for a task is
@@ -202,17 +204,29 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.project import safe_build_dir
     from air.cpp.testing import CppTestInput, CppTestRunner
     from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
+    from air.tools.task_view import remove_scratch_dir, scratch_dir
 
+    build_dir = _str(input, "build_dir", "build")
+    await _claim(run, build_dir)
+    # the tests run code the agent may change next: what they write never outlives the run
+    scratch = None if _view(run) is not None else scratch_dir()
     runner = SandboxedCommandRunner(run, sandbox)
-    await _claim(run, _str(input, "build_dir", "build"))
-    out: CppTestOutput = await CppTestRunner(runner).run_tests(
-        CppTestInput(
-            workspace=_workspace(run),
-            build_dir=_str(input, "build_dir", "build"),
-            regex=input.get("regex"),
-            timeout_s=float(input.get("timeout_s", 600)),
+    if scratch is not None:
+        target = os.path.join(_workspace(run), safe_build_dir(_workspace(run), build_dir))
+        runner.scratch = (scratch, target)
+    try:
+        out: CppTestOutput = await CppTestRunner(runner).run_tests(
+            CppTestInput(
+                workspace=_workspace(run),
+                build_dir=build_dir,
+                regex=input.get("regex"),
+                timeout_s=float(input.get("timeout_s", 600)),
+                results_dir=os.path.join(scratch, "u") if scratch is not None else None,
+            )
         )
-    )
+    finally:
+        if scratch is not None:
+            remove_scratch_dir(scratch)
     uri = None
     if out.junit_xml is not None:
         uri = run.add_artifact(

@@ -1,7 +1,8 @@
 """Starting a sandboxed command: what it holds on the host, the spawn, the running process.
 
-Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see and,
-for a task without a write area, the read-only view of ``air.tools.task_view``), ``open_sandboxed``
+Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see,
+for a task without a write area the read-only view of ``air.tools.task_view``, and for cpp.test
+its build dir behind a scratch overlay), ``open_sandboxed``
 (the synchronous spawn: the generated files and the seccomp filter in memfds, the pinned git
 metadata as O_PATH fds, and this process's life pipe: ``life_fd``) and ``SandboxProcess`` with
 ``start_sandboxed`` (the running command with its output streams, spawned on the thread that
@@ -59,6 +60,9 @@ class CommandSpace:
     def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
         self.limits = limits
         self.view_dir = view_dir
+        self.scratch: tuple[str, str] | None = None
+        """(``scratch_dir``, a directory in the workspace): the command sees that directory under
+        an overlay whose writes land in the scratch dir, never in it (``cover``)."""
         self.hidden: tuple[str, ...] = ()
         """The credential files and directories the command may not see (IMPL-SBX-3)."""
         self.guard_build_dirs = False
@@ -72,10 +76,22 @@ class CommandSpace:
     def read_only(self) -> bool:
         return self.view_dir is not None
 
+    def cover(self, scratch: str, target: str) -> None:
+        """Run the command with ``target`` behind an overlay whose writes land in ``scratch``
+        (a ``scratch_dir``): cpp.test's tests never change the build dir (IMPL-CPP-5).
+
+        Raises:
+            AirException: ``environment_error`` when an overlay cannot be mounted here.
+        """
+        self._unshare = check_view_available()
+        self.scratch = (scratch, target)
+
     def wrap(self, argv: list[str], workspace: str) -> list[str]:
         """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
         if self._unshare is not None and self.view_dir is not None:
             argv = view_argv(self._unshare, self.view_dir, workspace, argv)
+        elif self._unshare is not None and self.scratch is not None:
+            argv = view_argv(self._unshare, *self.scratch, argv)
         if self.cgroup is not None:
             argv = self.cgroup.join_argv(argv)
         return argv

@@ -1,8 +1,9 @@
 """IMPL-CPP-5: the cpp tools' build dirs are theirs. fs.write never writes in one (a command
-sees them read-only: tests/tools/test_sandbox_build_dirs.py), and a build dir the cpp
-tools did not make (shipped by the repository, prepared by a command) is made afresh: `air run
---headless` refuses a change whose real tests fail however the build dir was forged, and accepts
-the honest fix whose agent runs a test binary through shell.run."""
+sees them read-only, cpp.test's tests write them only behind a throwaway overlay:
+tests/tools/test_sandbox_build_dirs.py), and one the cpp tools did not make (shipped by the
+repository, prepared by a command) is made afresh: `air run --headless` refuses a change whose
+real tests fail however the build dir was forged, and accepts the honest fix whose agent runs a
+test binary through shell.run."""
 
 from __future__ import annotations
 
@@ -153,6 +154,33 @@ def test_a_ctest_file_forged_by_a_command_does_not_complete_the_task(tmp_path: P
         .fetchone()
     )
     assert exit_code != 0  # file(WRITE) in the build dir: a read-only file system
+
+
+@pytest.mark.slow
+def test_a_ctest_file_forged_by_the_tests_own_code_does_not_complete_the_task(
+    tmp_path: Path,
+) -> None:
+    root = _project(tmp_path)
+    original = (root / "spread/spread.cpp").read_text()
+    fixed = original.replace(COMMENT["old_string"], COMMENT["new_string"])
+    forging = original + (
+        "\n#include <cstdio>\nstatic int forged = [] {\n"
+        '  if (FILE* f = std::fopen("CTestTestfile.cmake", "w")) {\n'
+        '    std::fputs("add_test(ok /bin/true)\\n", f);\n    std::fclose(f);\n  }\n'
+        "  return 0;\n}();\n"
+    )
+    batch, cassettes = _batch(
+        tmp_path,
+        [
+            _use("t1", "fs.write", {"path": "spread/spread.cpp", "content": forging}),
+            _use("t2", "cpp.build", B),
+            _use("t3", "cpp.test", T),  # spread_test rewrites its CTestTestfile.cmake
+            _use("t4", "fs.write", {"path": "spread/spread.cpp", "content": fixed}),
+            _use("t5", "cpp.build", B),
+            _use("t6", "cpp.test", T),
+        ],
+    )
+    _refused_with_the_real_failure(root, batch, cassettes)
 
 
 @pytest.mark.slow
