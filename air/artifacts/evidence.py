@@ -11,7 +11,8 @@ Also owns ``cpp_evidence_gate`` (IMPL-CPP-5): an executor's change to a CMake pr
 accepted only when the parent's own records hold a passing ``cpp.build`` and, after it, a
 passing unfiltered ``cpp.test`` of the same build directory, both run by the attempt's agent
 after its last edit or shell command; ``collect_evidence`` then adds the ``build_output`` and
-``test_output`` evidence of the latest passing runs.
+``test_output`` evidence of the latest passing runs. That build directory is one the cpp tools
+made and no other command could write (``air.tools.build_dirs``).
 """
 
 from __future__ import annotations

@@ -56,6 +56,9 @@ class CppTestInput:
     """ctest ``-R``: only matching tests (a filtered run proves nothing about the others)."""
     timeout_s: float = 600.0
     per_test_timeout_s: float = 120.0
+    results_dir: str | None = None
+    """Where what ctest writes in the build dir is found instead (the upper dir of an overlay
+    the tests run behind, IMPL-CPP-5); None: in the build dir."""
 
 
 @dataclass(frozen=True)
@@ -247,10 +250,13 @@ class CppTestRunner:
             self.argv(input, build_dir, name), cwd=input.workspace, timeout_s=input.timeout_s
         )
         rel = os.path.join(build_dir, name)
-        xml = read_workspace_file(input.workspace, rel)
+        if input.results_dir is not None:
+            xml = read_workspace_file(input.results_dir, name)
+        else:
+            xml = read_workspace_file(input.workspace, rel)
+            if xml is not None:
+                remove_written_file(input.workspace, rel)
         tests = parse_junit(xml) if xml else []
-        if xml is not None:
-            remove_written_file(input.workspace, rel)
         ok = (
             result.exit_code == 0
             and not result.timed_out

@@ -10,6 +10,12 @@ capability manifest's registrar calls, through ``air.capabilities``). The defini
 For a task without a write area, the task's read-only view (IMPL-SBX-3) is also where the
 toolchain's own reads of build files go (``air.cpp.view``).
 
+Before configure, build and test use a build dir it is claimed (``air.tools.build_dirs``): one
+these tools did not make (shipped, or prepared by a command) is made afresh, other commands
+see theirs read-only, and cpp.test's tests (code the agent may change next) see it behind an
+overlay whose writes are thrown away: the evidence never rests on a build file that a command
+or an earlier version of the code wrote (IMPL-CPP-5).
+
 Every build and test run also records ``evidence.created`` for its command run (``build_output``
 / ``test_output`` pointing at the output artifact); the Scheduler's own evidence for a task is
 derived from these records (``air.artifacts.evidence``), never from what a worker says.
@@ -30,6 +36,7 @@ from air.contracts.event import EntityType
 from air.contracts.evidence import EvidenceKind
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolDefinition
+from air.tools.build_dirs import claim_build_dir
 from air.tools.cpp_definitions import CPP_TOOL_DEFINITIONS, permission_command
 from air.tools.credential_files import hidden_credentials
 from air.tools.registry import ToolExecutor, ToolRegistry
@@ -100,6 +107,17 @@ def _str(input: JsonObject, name: str, default: str) -> str:
     return value if isinstance(value, str) else default
 
 
+async def _claim(run: ToolRun, build_dir: str) -> bool:
+    """``claim_build_dir`` of the build dir a cpp tool is about to use (IMPL-CPP-5); in a task's
+    read-only view nothing reaches the project and it is left as it is."""
+    from air.cpp.project import safe_build_dir
+
+    if _view(run) is not None:
+        return True
+    rel = safe_build_dir(_workspace(run), build_dir)
+    return await trio.to_thread.run_sync(claim_build_dir, _workspace(run), rel)
+
+
 async def _detect(input: JsonObject, run: ToolRun) -> Any:
     from air.cpp.project import CppProjectDetector
 
@@ -111,6 +129,7 @@ async def _configure(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) ->
     from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
+    await _claim(run, _str(input, "build_dir", "build"))
     out = await CMakeConfigurator(runner).configure(
         CppCmakeConfigureInput(
             workspace=_workspace(run),
@@ -135,6 +154,7 @@ async def run_build(
     from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
 
     runner = SandboxedCommandRunner(run, sandbox)
+    await _claim(run, input.build_dir)
     out = await CppBuilder(runner).build(input, runner.on_diagnostic)
     artifact = next((a.uri for a in reversed(run.artifacts) if a.type == ArtifactType.LOG), None)
     errors = len(out.errors)
@@ -184,16 +204,29 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.cpp.project import safe_build_dir
     from air.cpp.testing import CppTestInput, CppTestRunner
     from air.tools.cpp_runner import SandboxedCommandRunner  # IMPL-BOOT-16: at the first call
+    from air.tools.task_view import remove_scratch_dir, scratch_dir
 
+    build_dir = _str(input, "build_dir", "build")
+    await _claim(run, build_dir)
+    # the tests run code the agent may change next: what they write never outlives the run
+    scratch = None if _view(run) is not None else scratch_dir()
     runner = SandboxedCommandRunner(run, sandbox)
-    out: CppTestOutput = await CppTestRunner(runner).run_tests(
-        CppTestInput(
-            workspace=_workspace(run),
-            build_dir=_str(input, "build_dir", "build"),
-            regex=input.get("regex"),
-            timeout_s=float(input.get("timeout_s", 600)),
+    if scratch is not None:
+        target = os.path.join(_workspace(run), safe_build_dir(_workspace(run), build_dir))
+        runner.scratch = (scratch, target)
+    try:
+        out: CppTestOutput = await CppTestRunner(runner).run_tests(
+            CppTestInput(
+                workspace=_workspace(run),
+                build_dir=build_dir,
+                regex=input.get("regex"),
+                timeout_s=float(input.get("timeout_s", 600)),
+                results_dir=os.path.join(scratch, "u") if scratch is not None else None,
+            )
         )
-    )
+    finally:
+        if scratch is not None:
+            remove_scratch_dir(scratch)
     uri = None
     if out.junit_xml is not None:
         uri = run.add_artifact(

@@ -54,6 +54,8 @@ class SandboxedCommandRunner:
     diagnostics: list[tuple[str, ParsedDiagnostic]] = field(default_factory=list)
     """(diagnostic_id, diagnostic) in the order they were recorded."""
     command_runs: list[str] = field(default_factory=list)
+    scratch: tuple[str, str] | None = None
+    """``CommandSpace.cover``'s (scratch dir, workspace dir) for every command it runs."""
 
     async def on_diagnostic(self, diagnostic: ParsedDiagnostic) -> None:
         """The DiagnosticSink the builder and configurator stream into."""
@@ -129,6 +131,8 @@ class SandboxedCommandRunner:
         watched = WatchedCommand()
         try:
             with command_space(run) as space:
+                if self.scratch is not None:
+                    space.cover(*self.scratch)
                 space.hidden = await hidden_credentials(workspace, run.revealed)
                 spawn = sandboxed_spawn(
                     self.sandbox, command, workspace, real_cwd, env, space, watched

@@ -25,6 +25,7 @@ from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
 from air.security.paths import is_within
+from air.tools.build_dirs import refuse_build_dir_write
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.safefs import (
@@ -56,6 +57,14 @@ def _resolve(run: ToolRun, path: str) -> str:
     root = os.path.realpath(run.context.workspace_root)
     absolute = path if os.path.isabs(path) else os.path.join(root, path)
     return os.path.realpath(absolute)
+
+
+def _writable(run: ToolRun, path: str) -> str:
+    """``_resolve`` of a path fs.write/edit/patch will write: never in a cpp tool's build dir
+    (IMPL-CPP-5)."""
+    resolved = _resolve(run, path)
+    refuse_build_dir_write(run.context.workspace_root, resolved)
+    return resolved
 
 
 def _observer_key(run: ToolRun) -> str:
@@ -190,7 +199,7 @@ def _check_expected(before: bytes | None, expected: str | None, path: str) -> No
 async def _fs_write(input: JsonObject, run: ToolRun) -> Any:
     root = run.context.workspace_root
     path = input["path"]
-    before = read_beneath(root, _resolve(run, path))
+    before = read_beneath(root, _writable(run, path))
     _check_expected(before, input.get("expected_existing_sha256"), path)
     data = input["content"].encode("utf-8")
     write_beneath(root, _resolve(run, path), data)
@@ -227,7 +236,7 @@ def edit_file(
 
 
 async def _fs_edit(input: JsonObject, run: ToolRun) -> Any:
-    path = _resolve(run, input["path"])
+    path = _writable(run, input["path"])
     expected = input.get("expected_existing_sha256")
     observed = run.registry.read_observations.get((_observer_key(run), path))
     if expected is None and observed is None:
@@ -288,6 +297,8 @@ async def _fs_patch(input: JsonObject, run: ToolRun) -> Any:
     if not files:
         raise _bad("the patch holds no file sections", "Send a unified diff with ---/+++ headers.")
     paths = _patch_targets(files)
+    for rel in paths:
+        _writable(run, rel)
     if _LINK_MODE.search(input["patch"]):
         raise _bad(
             "the patch makes a symlink; fs.patch writes file contents only",

@@ -5,7 +5,8 @@ no-new-privileges, own PID/IPC/UTS/cgroup/network namespaces (a granted command'
 world by ``air.tools.sandbox_net``), the seccomp filter of
 ``air.tools.seccomp``; a filesystem made only of the allowlisted system paths read-only,
 generated ``/etc/passwd``/``/etc/group``, the workspace read-write with its git metadata
-read-only (``pin_protected``), ``.air`` hidden under an empty read-only tmpfs and the user's
+read-only (``pin_protected``), for shell.run the cpp tools' build dirs read-only
+(``air.tools.build_dirs``), ``.air`` hidden under an empty read-only tmpfs and the user's
 credential files under ``/dev/null`` (``air.tools.credential_files``), a fresh tmpfs HOME and a
 private /tmp; the rlimits of ``air.tools.limits`` set before the command) and
 ``sandbox_environment`` (the environment allowlist). Whether bwrap works here is
@@ -291,6 +292,7 @@ class SandboxRunner:
         hidden: Sequence[str] = (),
         life_fd: int | None = None,
         network_fds: tuple[int, int, int] | None = None,
+        build_dirs: Sequence[tuple[str, int, bool]] = (),
     ) -> list[str]:
         """The full argv: ``bwrap <namespaces> <filesystem> -- /bin/bash -c <limits> command``.
 
@@ -312,6 +314,8 @@ class SandboxRunner:
                 sandbox: the command runs only if its write end (air's alone) is still open.
             network_fds: ``NetworkLink.sandbox_fds`` (bwrap's info fd, the script's ``hello``
                 and ``go``), required with ``network``.
+            build_dirs: ``air.tools.build_dirs.pin_build_dirs``: the cpp tools' build dirs,
+                bound read-only, and their parents, bound onto themselves (IMPL-CPP-5).
 
         Raises:
             AirException: ``environment_error`` when bubblewrap is missing.
@@ -370,6 +374,8 @@ class SandboxRunner:
             ws,
         ]
         args += _protected_binds(ws, pinned, read_only=read_only)
+        for path, fd, ro in build_dirs:
+            args += ["--ro-bind-fd" if ro else "--bind-fd", str(fd), path]
         state = os.path.realpath(os.path.join(ws, _HIDDEN))
         if _inside(state, ws) and state != ws and os.path.isdir(state):
             args += ["--perms", "0555", "--tmpfs", state, "--remount-ro", state]

@@ -1,8 +1,9 @@
 """Starting a sandboxed command: what it holds on the host, the spawn, the running process.
 
 Owns ``CommandSpace`` (one command's limits, pids cgroup, the credential files it may not see,
-for a task without a write area the read-only view of ``air.tools.task_view``, and for a command
-granted the network its ``air.tools.sandbox_net.NetworkLink``), ``open_sandboxed``
+for a task without a write area the read-only view of ``air.tools.task_view``, for cpp.test
+its build dir behind a scratch overlay, and for a command granted the network its
+``air.tools.sandbox_net.NetworkLink``), ``open_sandboxed``
 (the synchronous spawn: the generated files and the seccomp filter in memfds, the pinned git
 metadata as O_PATH fds, and this process's life pipe: ``life_fd``; a granted command's network
 connected before it starts) and ``SandboxProcess`` with
@@ -21,6 +22,7 @@ from typing import IO
 
 import trio
 
+from air.tools.build_dirs import pin_build_dirs
 from air.tools.limits import PidsCgroup, ResourceLimits
 from air.tools.sandbox import SandboxRunner, pin_protected
 from air.tools.sandbox_net import NetworkLink
@@ -62,10 +64,15 @@ class CommandSpace:
     def __init__(self, limits: ResourceLimits, *, view_dir: str | None = None) -> None:
         self.limits = limits
         self.view_dir = view_dir
+        self.scratch: tuple[str, str] | None = None
+        """(``scratch_dir``, a directory in the workspace): the command sees that directory under
+        an overlay whose writes land in the scratch dir, never in it (``cover``)."""
         self.hidden: tuple[str, ...] = ()
         """The credential files and directories the command may not see (IMPL-SBX-3)."""
         self.network: NetworkLink | None = None
         """A granted command's network (``open_sandboxed`` makes it; IMPL-SBX-9)."""
+        self.guard_build_dirs = False
+        """Not a cpp tool's command: the cpp tools' build dirs are read-only (IMPL-CPP-5)."""
         self._unshare: str | None = None
         if view_dir is not None:
             self._unshare = check_view_available()
@@ -75,10 +82,22 @@ class CommandSpace:
     def read_only(self) -> bool:
         return self.view_dir is not None
 
+    def cover(self, scratch: str, target: str) -> None:
+        """Run the command with ``target`` behind an overlay whose writes land in ``scratch``
+        (a ``scratch_dir``): cpp.test's tests never change the build dir (IMPL-CPP-5).
+
+        Raises:
+            AirException: ``environment_error`` when an overlay cannot be mounted here.
+        """
+        self._unshare = check_view_available()
+        self.scratch = (scratch, target)
+
     def wrap(self, argv: list[str], workspace: str) -> list[str]:
         """``argv`` (a bwrap command line) behind the view's mounts and the cgroup's join."""
         if self._unshare is not None and self.view_dir is not None:
             argv = view_argv(self._unshare, self.view_dir, workspace, argv)
+        elif self._unshare is not None and self.scratch is not None:
+            argv = view_argv(self._unshare, *self.scratch, argv)
         if self.cgroup is not None:
             argv = self.cgroup.join_argv(argv)
         return argv
@@ -145,6 +164,9 @@ def open_sandboxed(
     try:
         pinned = pin_protected(os.path.realpath(workspace))
         opened += pinned.values()
+        guarded = space is not None and space.guard_build_dirs and not space.read_only
+        build_dirs = pin_build_dirs(workspace) if guarded else []
+        opened += [fd for _path, fd, _ro in build_dirs]
         files = runner.generated_files(network)
         data_fds = {dest: memfd(content) for dest, content in files.items()}
         seccomp_fd = memfd(seccomp_program())
@@ -161,6 +183,7 @@ def open_sandboxed(
             hidden=space.hidden if space is not None else (),
             life_fd=life_fd(),
             network_fds=link.sandbox_fds if link is not None else None,
+            build_dirs=build_dirs,
         )
         if space is not None:
             argv = space.wrap(argv, os.path.realpath(workspace))

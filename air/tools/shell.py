@@ -107,6 +107,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
     network = bool(input.get("network", False)) and run.context.network_granted
     runner.check_available()
     space = command_space(run)
+    space.guard_build_dirs = True
     try:
         space.hidden = await hidden_credentials(workspace, run.revealed)
         return await _run_in(space, command, workspace, cwd, network, run, runner, timeout)

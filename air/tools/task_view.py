@@ -3,8 +3,10 @@ whose writes land in the task's view directory, so builds work, later commands o
 their outputs, and nothing reaches the project.
 
 Owns ``task_view_dir`` (the view directory of one task: made safely under ``$TMPDIR``, old ones
-pruned), the mount script and the ``unshare`` command line that puts a command behind the view
-(``view_argv``), and ``check_view_available`` (the view's mounts proved to work here, cached).
+pruned), ``scratch_dir`` / ``remove_scratch_dir`` (one command's view directory: cpp.test's
+build dir behind an overlay whose writes are thrown away, IMPL-CPP-5), the mount script and the
+``unshare`` command line that puts a command behind the view (``view_argv``), and
+``check_view_available`` (the view's mounts proved to work here, cached).
 """
 
 from __future__ import annotations
@@ -18,7 +20,13 @@ from air.contracts.error import AirException, ErrorKind
 from air.search_path import installed
 from air.tree_walk import remove_tree
 
-__all__ = ["check_view_available", "task_view_dir", "view_argv"]
+__all__ = [
+    "check_view_available",
+    "remove_scratch_dir",
+    "scratch_dir",
+    "task_view_dir",
+    "view_argv",
+]
 
 _VIEW_SCRIPT = (
     'mount --bind "$1" "$0/l" '
@@ -143,6 +151,34 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
     except OSError as exc:
         raise _view_problem(str(exc)) from exc
     return path
+
+
+def scratch_dir() -> str:
+    """A new view directory (``u``, ``w``, ``l``) for one command only, under the same root as
+    the task views: what the command writes under the overlay it backs lands in ``u`` and is
+    gone with ``remove_scratch_dir``.
+
+    Raises:
+        AirException: ``environment_error`` when it cannot be made safely.
+    """
+    import tempfile
+
+    base = os.path.realpath(tempfile.gettempdir())
+    if not set(base) <= _SAFE_PATH:
+        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    try:
+        path = tempfile.mkdtemp(prefix="scratch-", dir=_views_root(base))
+        for sub in ("u", "w", "l"):
+            _own_private_dir(os.path.join(path, sub))
+    except OSError as exc:
+        raise _view_problem(str(exc)) from exc
+    return path
+
+
+def remove_scratch_dir(path: str) -> None:
+    """Remove a ``scratch_dir`` and all a command left in it (never following a link)."""
+    _open_work_dir(path)
+    remove_tree(path, ignore_errors=True)
 
 
 _view_checked: list[str] = []

@@ -2,10 +2,13 @@
 
 ``python -m tests.tools.sandbox_probe WORKSPACE`` reads JSON lines ``{"command": ...}`` (and
 optionally ``"workspace"``, ``"read_only"`` — a task id whose view to use —, ``"limits"`` —
-``ResourceLimits`` fields, ``"network"`` — granted the host's network) on stdin
-and answers each with ``{"exit_code", "stdout", "stderr", "limit"}``, spawning through the same
-``open_sandboxed`` (argv, memfds, environment allowlist, ``CommandSpace``) and ``LimitWatch``
-that shell.run uses; ``limit`` names the resource limit that ended the command, if one did.
+``ResourceLimits`` fields, ``"network"`` — granted the host's network, ``"claim"`` — build dirs
+the probe's cpp tools make first, ``"guard"`` — a non-cpp command: they are read-only,
+``"cover"`` — a dir the command sees behind a scratch overlay) on stdin and answers each with
+``{"exit_code", "stdout", "stderr", "limit", "thrown_away"}`` (what the overlay caught),
+spawning through the same ``open_sandboxed`` (argv, memfds, environment allowlist,
+``CommandSpace``) and ``LimitWatch`` that shell.run uses; ``limit`` names the resource limit
+that ended the command, if one did.
 The tests run it under ``setpriv`` to prove the sandbox as an unprivileged user when the suite
 runs as root.
 
@@ -25,10 +28,11 @@ from typing import Any
 
 import trio
 
+from air.tools.build_dirs import claim_build_dir
 from air.tools.limits import LimitWatch, ResourceLimits
 from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.sandbox_spawn import CommandSpace, open_sandboxed
-from air.tools.task_view import task_view_dir
+from air.tools.task_view import remove_scratch_dir, scratch_dir, task_view_dir
 from tests.gitrepo import git
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,7 +53,13 @@ def main() -> int:
 async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) -> dict[str, Any]:
     limits = ResourceLimits(**request.get("limits", {}))
     view = task_view_dir(where, "probe", request["read_only"]) if request.get("read_only") else None
+    for build_dir in request.get("claim", ()):
+        claim_build_dir(where, build_dir)  # this process's cpp tools made it (IMPL-CPP-5)
     with CommandSpace(limits, view_dir=view) as space:
+        space.guard_build_dirs = bool(request.get("guard"))
+        scratch = scratch_dir() if request.get("cover") else None
+        if scratch is not None:
+            space.cover(scratch, os.path.join(where, request["cover"]))
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         try:
@@ -83,7 +93,11 @@ async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) ->
                     readers.start_soon(read, err_r)
                 await trio.to_thread.run_sync(proc.wait)
                 nursery.cancel_scope.cancel()
+    thrown_away = sorted(os.listdir(os.path.join(scratch, "u"))) if scratch else []
+    if scratch is not None:
+        remove_scratch_dir(scratch)
     return {
+        "thrown_away": thrown_away,
         "exit_code": proc.returncode,
         "stdout": b"".join(chunks[out_r]).decode("utf-8", "replace"),
         "stderr": b"".join(chunks[err_r]).decode("utf-8", "replace"),
@@ -187,6 +201,9 @@ class Probe:
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
         network: bool = False,
+        claim: tuple[str, ...] = (),
+        guard: bool = False,
+        cover: str | None = None,
     ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
@@ -196,6 +213,9 @@ class Probe:
             **({"read_only": read_only} if read_only else {}),
             **({"limits": limits} if limits else {}),
             **({"network": True} if network else {}),
+            **({"claim": list(claim)} if claim else {}),
+            **({"guard": True} if guard else {}),
+            **({"cover": cover} if cover else {}),
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -272,11 +292,23 @@ class Sandboxed:
         read_only: str | None = None,
         limits: dict[str, int] | None = None,
         network: bool = False,
+        claim: tuple[str, ...] = (),
+        guard: bool = False,
+        cover: str | None = None,
     ) -> dict[str, object]:
         """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
-        ``ResourceLimits`` fields; ``network``: granted the host's network."""
+        ``ResourceLimits`` fields; ``network``: granted the host's network; ``claim``: build dirs
+        the cpp tools make first; ``guard``: as shell.run, with them read-only; ``cover``: this
+        workspace dir behind a scratch overlay, as cpp.test's build dir."""
         return self.probe.run(
-            command, workspace, read_only=read_only, limits=limits, network=network
+            command,
+            workspace,
+            read_only=read_only,
+            limits=limits,
+            network=network,
+            claim=claim,
+            guard=guard,
+            cover=cover,
         )
 
     def close(self) -> None:
