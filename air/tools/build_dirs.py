@@ -8,16 +8,19 @@ workspace, for a non-cpp command's sandbox: the directories bound read-only, the
 onto themselves so that no command renames them away) and ``refuse_build_dir_write`` (fs.write,
 fs.edit and fs.patch never write inside one). A directory is owned by identity (device, inode),
 never by name: one swapped in at its path is not owned. Ownership lives in this process; a new
-process configures afresh. Decision IMPL-CPP-5 in docs/decisions.md.
+process configures afresh. In the project itself (a task without a workspace of its own) a build
+directory already there is the person's: it is adopted as it is (its configuration and its
+hours of objects kept), never removed. Removal walks no deeper than one directory at a time
+(``air.tree_walk``). Decision IMPL-CPP-5 in docs/decisions.md.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 
 from air.contracts.error import AirException, ErrorKind
+from air.tree_walk import make_dirs, remove_tree
 
 __all__ = ["claim_build_dir", "pin_build_dirs", "refuse_build_dir_write"]
 
@@ -57,31 +60,32 @@ def _identity(workspace: str, rel: str) -> tuple[int, int] | None:
 
 
 def _remove(name: str, parent_fd: int) -> None:
-    """Remove ``name`` in the directory ``parent_fd`` without following a link
-    (``shutil.rmtree`` works by fds)."""
+    """Remove ``name`` in the directory ``parent_fd`` without following a link (the tree by
+    ``remove_tree`` under the descriptor's own path: a planted tree may be 1,500 deep)."""
     try:
         mode = os.lstat(name, dir_fd=parent_fd).st_mode
     except FileNotFoundError:
         return
     if stat.S_ISDIR(mode):
-        shutil.rmtree(name, dir_fd=parent_fd)
+        remove_tree(f"/proc/self/fd/{parent_fd}/{name}")
     else:
         os.unlink(name, dir_fd=parent_fd)
 
 
-def claim_build_dir(workspace: str, build_dir: str) -> bool:
-    """Make ``build_dir`` (``safe_build_dir``'s result) one the cpp tools own.
+def claim_build_dir(workspace: str, build_dir: str, *, adopt: bool = False) -> bool:
+    """Make ``build_dir`` (``safe_build_dir``'s result) one the cpp tools own; with ``adopt``
+    (the workspace is the person's project) a directory already there is owned as it is.
 
     Returns:
-        True when it was already owned (its state is the cpp tools' own); False when an empty
-        directory was made for it, after removing whatever was there.
+        True when it was already owned (its state is the cpp tools' own) or was adopted as it
+        is; False when an empty directory was made for it, after removing whatever was there.
 
     Raises:
         AirException: ``tool_error`` when it cannot be made; ``policy_error`` when a link
             leads through the path.
     """
     try:
-        return _claim(workspace, build_dir)
+        return _claim(workspace, build_dir, adopt)
     except OSError as exc:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
@@ -102,7 +106,7 @@ def _forget_gone() -> None:
             del _OWNED[ws]
 
 
-def _claim(workspace: str, build_dir: str) -> bool:
+def _claim(workspace: str, build_dir: str, adopt: bool) -> bool:
     _forget_gone()
     ws = os.path.realpath(workspace)
     rel = os.path.normpath(build_dir)
@@ -111,7 +115,7 @@ def _claim(workspace: str, build_dir: str) -> bool:
         return True
     parent, name = os.path.split(rel)
     if parent:
-        os.makedirs(os.path.join(ws, parent), exist_ok=True)
+        make_dirs(os.path.join(ws, parent))
     fds = _open_walk(ws, parent) if parent else [os.open(ws, _DIR_FLAGS)]
     if not fds:
         raise AirException.of(
@@ -120,15 +124,26 @@ def _claim(workspace: str, build_dir: str) -> bool:
             user_action="Remove the symlink or choose another build_dir.",
         )
     try:
-        _remove(name, fds[-1])  # whatever is there, never through a link
-        os.mkdir(name, 0o755, dir_fd=fds[-1])  # never one that reappeared since
-        made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+        made = _adopted(name, fds[-1]) if adopt else None
+        kept = made is not None
+        if made is None:
+            _remove(name, fds[-1])  # whatever is there, never through a link
+            os.mkdir(name, 0o755, dir_fd=fds[-1])  # never one that reappeared since
+            made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
     finally:
         for fd in fds:
             os.close(fd)
     st = os.fstat(made)
     owned[rel] = (st.st_dev, st.st_ino, made)
-    return False
+    return kept
+
+
+def _adopted(name: str, parent_fd: int) -> int | None:
+    """An O_PATH fd of the directory ``name`` in ``parent_fd`` (never a link), or None."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+    except OSError:
+        return None
 
 
 def pin_build_dirs(workspace: str) -> list[tuple[str, int, bool]]:

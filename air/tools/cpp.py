@@ -45,6 +45,7 @@ from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.shell import command_space
 
 if TYPE_CHECKING:
+    from air.contracts.tool_runs import ToolExecutionContext
     from air.cpp.build import CppBuildInput, CppBuildOutput
     from air.cpp.clangd import ClangdPool
     from air.cpp.testing import CppTestOutput
@@ -115,7 +116,13 @@ async def _claim(run: ToolRun, build_dir: str) -> bool:
     if _view(run) is not None:
         return True
     rel = safe_build_dir(_workspace(run), build_dir)
-    return await trio.to_thread.run_sync(claim_build_dir, _workspace(run), rel)
+    return await trio.to_thread.run_sync(_claim_in, run.context, _workspace(run), rel)
+
+
+def _claim_in(ctx: ToolExecutionContext, workspace: str, rel: str) -> bool:
+    # in the project itself the build dir there is the person's: adopted, never removed
+    theirs = os.path.realpath(ctx.workspace_root) == os.path.realpath(ctx.project_root)
+    return claim_build_dir(workspace, rel, adopt=theirs)
 
 
 async def _detect(input: JsonObject, run: ToolRun) -> Any:

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException
-from air.tools.build_dirs import claim_build_dir
+from air.tools.build_dirs import claim_build_dir, refuse_build_dir_write
+from air.tree_walk import make_dirs, remove_tree
 from tests.cpp.test_example import _air, _claim, _db, _project, _use
 from tests.tools.conftest import Env
 
@@ -55,6 +56,62 @@ def test_a_build_dir_the_cpp_tools_did_not_make_is_made_afresh(tmp_path: Path) -
         claim_build_dir(str(ws), "out/b")  # never a dir reached through a link
     assert caught.value.error.kind == "policy_error"
     assert (ws / "src" / "b" / "main.cpp").exists()  # nothing removed through it
+
+
+def test_the_persons_build_dir_in_the_project_itself_is_adopted_never_removed(
+    tmp_path: Path,
+) -> None:
+    """A task without a workspace of its own (``main`` isolation, a lone non-git writer) works
+    in the person's project: the build dir there holds their configuration and hours of
+    objects. It was removed at the first cpp tool call; it is now owned as it is."""
+    project = tmp_path / "project"
+    build = project / "build"
+    build.mkdir(parents=True)
+    (build / "CMakeCache.txt").write_text("CMAKE_BUILD_TYPE:STRING=RelWithDebInfo\n")
+    (build / "big.o").write_bytes(b"\x7fELF")
+    assert claim_build_dir(str(project), "build", adopt=True) is True
+    assert sorted(p.name for p in build.iterdir()) == ["CMakeCache.txt", "big.o"]
+    with pytest.raises(AirException):  # adopted: the cpp tools' from now on
+        refuse_build_dir_write(str(project), str(build / "CMakeCache.txt"))
+    assert claim_build_dir(str(project), "fresh", adopt=True) is False  # none there: made
+    assert (project / "fresh").is_dir()
+    (project / "elsewhere").mkdir()
+    (project / "linked").symlink_to("elsewhere")
+    with pytest.raises(AirException) as caught:
+        claim_build_dir(str(project), "linked/b", adopt=True)  # never through a link
+    assert caught.value.error.kind == "policy_error"
+
+
+def test_a_planted_build_dir_1500_deep_is_removed(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    deep = ws / "build" / os.path.join(*["d"] * 1_500)
+    make_dirs(str(deep))
+    (deep / "CTestTestfile.cmake").write_text("add_test(ok /bin/true)\n")
+    try:
+        assert claim_build_dir(str(ws), "build") is False  # shutil.rmtree: RecursionError
+        assert list((ws / "build").iterdir()) == []
+    finally:
+        remove_tree(str(ws), ignore_errors=True)  # pytest's own cleanup recurses
+
+
+def test_the_cpp_tools_adopt_only_in_the_project_itself(tmp_path: Path) -> None:
+    from air.contracts.tool_runs import ToolExecutionContext
+    from air.tools.cpp import _claim_in
+
+    project, worktree = tmp_path / "project", tmp_path / "worktree"
+    for root in (project, worktree):
+        (root / "build").mkdir(parents=True)
+        (root / "build" / "CMakeCache.txt").write_text("theirs\n")
+
+    def ctx(workspace: Path) -> ToolExecutionContext:
+        return ToolExecutionContext.model_validate(
+            {"session_id": "s", "project_root": str(project), "workspace_root": str(workspace)}
+        )
+
+    assert _claim_in(ctx(project), str(project), "build") is True
+    assert (project / "build" / "CMakeCache.txt").exists()
+    assert _claim_in(ctx(worktree), str(worktree), "build") is False  # a task's own: afresh
+    assert not (worktree / "build" / "CMakeCache.txt").exists()
 
 
 def test_the_dirs_of_a_removed_workspace_hold_no_fd(tmp_path: Path) -> None:
