@@ -74,11 +74,8 @@ def walk_fd(top: int) -> Iterator[tuple[str, list[str], list[str], int]]:
                 frames.pop()
                 if not frames:
                     return
-                up = os.open("..", _DIR, dir_fd=fd)
-                os.close(fd)
-                fd = up
-                above = os.fstat(fd)
-                if (above.st_dev, above.st_ino) != frames[-1][0]:
+                fd, above = _up(fd)
+                if above != frames[-1][0]:
                     return  # moved while it was walked: the rest is not where it was
     finally:
         os.close(fd)
@@ -101,6 +98,15 @@ def _listed(where: int | str) -> tuple[list[str], list[str]]:
                 is_dir = False
             (dirs if is_dir else files).append(entry.name)
     return dirs, files
+
+
+def _up(fd: int) -> tuple[int, tuple[int, int]]:
+    """The parent of the open directory ``fd`` (closed here) and its (device, inode): the
+    caller checks it is the directory it came down from."""
+    up = os.open("..", _DIR, dir_fd=fd)
+    os.close(fd)
+    above = os.fstat(up)
+    return up, (above.st_dev, above.st_ino)
 
 
 def _enter(fd: int, pending: list[str]) -> tuple[int, str] | None:
@@ -195,11 +201,8 @@ def _remove_tree(path: str) -> None:
             frames.pop()
             if not frames:
                 break
-            up = os.open("..", _DIR, dir_fd=fd)
-            os.close(fd)
-            fd = up
-            above = os.fstat(fd)
-            if (above.st_dev, above.st_ino) != frames[-1][0]:
+            fd, above = _up(fd)
+            if above != frames[-1][0]:
                 raise _Moved(f"{path}: a directory below it was moved while it was removed")
             os.rmdir(name, dir_fd=fd)
     finally:

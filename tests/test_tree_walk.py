@@ -44,7 +44,9 @@ def _deep(top: Path, depth: int, name: str = "d") -> None:
         os.close(fd)
 
 
-def test_walk_is_os_walk_with_links_listed_not_entered_and_pruning(tmp_path: Path) -> None:
+def _linked_tree(tmp_path: Path) -> tuple[Path, Path]:
+    """``root`` with files, a ``skip`` directory, a link to ``outside`` (a directory with a
+    secret) and a link to a file; each file holds its own path."""
     outside = tmp_path / "outside"
     (outside / "inner").mkdir(parents=True)
     (outside / "inner" / "secret.md").write_text("no\n")
@@ -52,9 +54,14 @@ def test_walk_is_os_walk_with_links_listed_not_entered_and_pruning(tmp_path: Pat
     for d in ("a/b/c", "a/skip/deeper", "e"):
         (root / d).mkdir(parents=True)
     for f in ("a/one.md", "a/b/two.md", "a/b/c/three.txt", "a/skip/deeper/four.md", "top.md"):
-        (root / f).write_text("x\n")
+        (root / f).write_text(f + "\n")
     os.symlink(outside, root / "a" / "linked")
     os.symlink(root / "top.md", root / "e" / "file-link.md")
+    return root, outside
+
+
+def test_walk_is_os_walk_with_links_listed_not_entered_and_pruning(tmp_path: Path) -> None:
+    root, outside = _linked_tree(tmp_path)
 
     def pruned(walker: object) -> list[tuple[str, list[str], list[str]]]:
         seen = []
@@ -89,16 +96,7 @@ def _fwalked(walker: Iterator[tuple[str, list[str], list[str], int]]) -> list[tu
 
 
 def test_walk_fd_is_os_fwalk_one_descriptor_at_a_time(tmp_path: Path) -> None:
-    outside = tmp_path / "outside"
-    (outside / "inner").mkdir(parents=True)
-    (outside / "inner" / "secret.md").write_text("no\n")
-    root = tmp_path / "root"
-    for d in ("a/b/c", "a/skip/deeper", "e"):
-        (root / d).mkdir(parents=True)
-    for f in ("a/one.md", "a/b/two.md", "a/b/c/three.txt", "a/skip/deeper/four.md", "top.md"):
-        (root / f).write_text(f + "\n")
-    os.symlink(outside, root / "a" / "linked")
-    os.symlink(root / "top.md", root / "e" / "file-link.md")
+    root, _ = _linked_tree(tmp_path)
     top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         assert _fwalked(walk_fd(top)) == _fwalked(os.fwalk(".", dir_fd=top))

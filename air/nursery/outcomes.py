@@ -173,16 +173,8 @@ async def gate(
     if decision.proceed:
         return True
     reason = f"architecture gate ({decision.result_class}): {decision.reason}"
-    payload = {"agent_id": agent_id, "reason": reason, "worker_result": _dump(result)}
     with trio.move_on_after(RECORD_GRACE, shield=True):
-        await end_task(
-            io.ledger,
-            node,
-            "task.blocked",
-            payload,
-            TaskStatus.BLOCKED,
-            attempt_index=attempt_index,
-        )
+        await _end_blocked(io, node, agent_id, reason, result, attempt_index)
     return False
 
 
@@ -270,15 +262,18 @@ async def review(
     if refusal is None:
         return True
     assert outcome.result is not None
-    payload = {
-        "agent_id": outcome.agent_id,
-        "reason": refusal,
-        "worker_result": _dump(outcome.result),
-    }
+    await _end_blocked(io, node, outcome.agent_id, refusal, outcome.result, attempt_index)
+    return False
+
+
+async def _end_blocked(
+    io: Ports, node: TaskNode, agent_id: str, reason: str, result: WorkerResult, attempt_index: int
+) -> None:
+    """End the task ``task.blocked`` with ``reason``, the worker's result kept."""
+    payload = {"agent_id": agent_id, "reason": reason, "worker_result": _dump(result)}
     await end_task(
         io.ledger, node, "task.blocked", payload, TaskStatus.BLOCKED, attempt_index=attempt_index
     )
-    return False
 
 
 # -- 5. record ------------------------------------------------------------------------------
@@ -362,15 +357,7 @@ async def ended_otherwise(
     base = {"agent_id": outcome.agent_id}
     if result is not None and result.status == WorkerStatus.BLOCKED:
         reason = result.summary or "the worker reported a blocker"
-        payload = {**base, "reason": reason, "worker_result": _dump(result)}
-        await end_task(
-            io.ledger,
-            node,
-            "task.blocked",
-            payload,
-            TaskStatus.BLOCKED,
-            attempt_index=attempt_index,
-        )
+        await _end_blocked(io, node, outcome.agent_id, reason, result, attempt_index)
         return
     if result is not None and result.status == WorkerStatus.CANCELLED:
         payload = {**base, "reason": result.summary or "the worker cancelled the task"}
