@@ -16,6 +16,7 @@ their own tests (IMPL-RSS-1); the resident set is measured by ``bench/workers.py
 from __future__ import annotations
 
 import gc
+import itertools
 import tracemalloc
 from pathlib import Path
 
@@ -34,6 +35,7 @@ from air.testing.launcher import FakeLauncher, scripted
 
 _APPROVED = {"status": "completed", "summary": "ok", "result": {"verdict": "approved"}}
 BOUND_PER_TASK = 4096
+WINDOW = 120
 
 
 def _kept() -> int:
@@ -68,6 +70,7 @@ def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
     root.mkdir()
     session = SessionManager().open_session(ProjectStore().initialize(str(root)))
     measured: list[int] = []
+    grown: list[list[tracemalloc.StatisticDiff]] = []
 
     async def batch(sched: Scheduler, first: int, count: int) -> None:
         await sched.create_tasks(
@@ -83,11 +86,14 @@ def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             sched = _scheduler(nursery, session, tmp_path)
             await batch(sched, 0, 40)  # everything built once is built
-            tracemalloc.start()
+            tracemalloc.start(8)
             try:
                 measured.append(_kept())
-                await batch(sched, 40, 120)
-                measured.append(_kept())
+                for window in range(2):
+                    before = tracemalloc.take_snapshot()
+                    await batch(sched, 40 + window * WINDOW, WINDOW)
+                    measured.append(_kept())
+                    grown.append(tracemalloc.take_snapshot().compare_to(before, "traceback")[:4])
             finally:
                 tracemalloc.stop()
             nursery.cancel_scope.cancel()
@@ -96,9 +102,14 @@ def test_a_finished_task_costs_the_parent_a_few_kib(tmp_path: Path) -> None:
         trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     finally:
         session.close()
-    per_task = (measured[1] - measured[0]) / 120
-    print(f"kept per task: {per_task:.0f} bytes")
-    assert per_task < BOUND_PER_TASK, f"{per_task:.0f} bytes kept per task"
+    # two windows, the smaller: what each task keeps shows in both; what a thread another
+    # test left in this process happened to hold at one measurement (once 33 KB "a task" in
+    # the fast lane, 1.8 KB alone) in one only
+    kept = [(after - start) / WINDOW for start, after in itertools.pairwise(measured)]
+    per_task, i = min((k, i) for i, k in enumerate(kept))
+    print(f"kept per task: {kept[0]:.0f} / {kept[1]:.0f} bytes")
+    where = "\n".join(f"{d.size_diff} B:\n" + "\n".join(d.traceback.format()) for d in grown[i])
+    assert per_task < BOUND_PER_TASK, f"{per_task:.0f} bytes kept per task, most by\n{where}"
 
 
 def test_a_finished_task_holds_one_id_string_no_rank_and_no_area(tmp_path: Path) -> None:
