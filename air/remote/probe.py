@@ -4,8 +4,9 @@ Owns: ``HostFinding`` (one aspect of the host: ``ok`` or what is wrong and what 
 ``probe_host`` (one ssh connection with the host's own options — strict host keys, batch mode —
 that runs a short script on the remote interpreter and prints one JSON line: air's version
 there, the worker protocol version, ``bwrap`` (found, and a user-namespace sandbox actually
-started) and ``git``; bytes before that line are a login script's output, which would break the
-worker protocol).
+started), ``git``, and ``slirp4netns`` with a ``/dev/net/tun`` the user may open (a command
+granted the network needs both: a warning); bytes before that line are a login script's
+output, which would break the worker protocol).
 The doctor check around it is built by the CLI (``air.cli.doctor_host``).
 """
 
@@ -37,7 +38,8 @@ def run(argv):
         return p.returncode, (p.stdout + p.stderr).strip()
     except (OSError, subprocess.TimeoutExpired) as exc:
         return -1, str(exc)
-for tool in ("git", "bwrap"):
+out["tun"] = os.access("/dev/net/tun", os.R_OK | os.W_OK)
+for tool in ("git", "bwrap", "slirp4netns"):
     path = shutil.which(tool)
     out[tool] = {"path": path}
     if path:
@@ -165,4 +167,21 @@ def _facts(host: HostConfig, facts: dict[str, object], local_air: str) -> list[H
             )
             continue
         found.append(HostFinding(tool, f"{version_line} ({info['path']})"))
-    return found
+    return [*found, _network(facts)]
+
+
+def _network(facts: dict[str, object]) -> HostFinding:
+    """Whether a command granted the network can run there (IMPL-SBX-9): slirp4netns, and a
+    ``/dev/net/tun`` the user may open. Without them only such commands are refused."""
+    info = facts.get("slirp4netns")
+    path = info.get("path") if isinstance(info, dict) else None
+    if path and facts.get("tun") is True:
+        return HostFinding("network", f"slirp4netns ({path})")
+    return HostFinding(
+        "network",
+        "no /dev/net/tun it may open" if path else "no slirp4netns",
+        "a command granted the network is refused there: it runs in a network namespace "
+        "of its own that slirp4netns connects through /dev/net/tun",
+        "Install slirp4netns there (apt-get install slirp4netns) and make /dev/net/tun mode 0666.",
+        severity="warning",
+    )

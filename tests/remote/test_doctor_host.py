@@ -39,7 +39,7 @@ def test_doctor_host_passes_a_ready_host(tmp_path: Path, remote_host: HostConfig
     report = json.loads(done.stdout)
     [check] = [c for c in report["checks"] if c["check"] == "host.box"]
     assert check["result"] == "ok"
-    for part in ("strict host key", "air 0.1.0, protocol 1", "git version", "bubblewrap"):
+    for part in ("strict host key", "air 0.1.0, protocol 1", "git version", "bubblewrap", "slirp"):
         assert part in check["found"], check
 
 
@@ -65,6 +65,18 @@ FORGED_PROBE = {
             "protocol": 1,
             "git": {"path": "/usr/bin/git", "version": [1, None]},
             "bwrap": {"path": "/usr/bin/bwrap", "version": "one string", "sandbox": True},
+            "slirp4netns": {"path": "/usr/bin/slirp4netns"},
+            "tun": True,
+        }
+    ),
+    "no-network": json.dumps(
+        {
+            "air": "0.1.0",
+            "protocol": 1,
+            "git": {"path": "/usr/bin/git"},
+            "bwrap": {"path": "/usr/bin/bwrap", "sandbox": True},
+            "slirp4netns": {"path": "/usr/bin/slirp4netns"},
+            "tun": False,
         }
     ),
 }
@@ -98,6 +110,12 @@ def test_doctor_host_reads_a_probe_answer_it_did_not_write(
         assert done.returncode == 1, done.stdout + done.stderr
         [problem] = report["issues"]
         assert problem["check"] == "host.box.python"
+    elif forged == "no-network":  # only a command granted the network would be refused
+        assert done.returncode == 1, done.stdout + done.stderr
+        [problem] = report["issues"]
+        assert problem["check"] == "host.box.network"
+        assert problem["severity"] == "warning"
+        assert "/dev/net/tun" in problem["user_action"]
     else:
         assert done.returncode == 0, done.stdout + done.stderr
         [check] = [c for c in report["checks"] if c["check"] == "host.box"]
