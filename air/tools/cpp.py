@@ -108,15 +108,17 @@ def _str(input: JsonObject, name: str, default: str) -> str:
     return value if isinstance(value, str) else default
 
 
-async def _claim(run: ToolRun, build_dir: str) -> bool:
-    """``claim_build_dir`` of the build dir a cpp tool is about to use (IMPL-CPP-5); in a task's
-    read-only view nothing reaches the project and it is left as it is."""
+async def _claim(run: ToolRun, build_dir: str) -> str | None:
+    """``claim_build_dir`` of the build dir a cpp tool is about to use (IMPL-CPP-5): its path
+    in the workspace; None in a task's read-only view, where nothing reaches the project and
+    it is left as it is."""
     from air.cpp.project import safe_build_dir
 
     if _view(run) is not None:
-        return True
+        return None
     rel = safe_build_dir(_workspace(run), build_dir)
-    return await trio.to_thread.run_sync(_claim_in, run.context, _workspace(run), rel)
+    await trio.to_thread.run_sync(_claim_in, run.context, _workspace(run), rel)
+    return rel
 
 
 def _claim_in(ctx: ToolExecutionContext, workspace: str, rel: str) -> bool:
@@ -214,13 +216,12 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     from air.tools.task_view import remove_scratch_dir, scratch_dir
 
     build_dir = _str(input, "build_dir", "build")
-    await _claim(run, build_dir)
+    claimed = await _claim(run, build_dir)
     # the tests run code the agent may change next: what they write never outlives the run
-    scratch = None if _view(run) is not None else scratch_dir()
+    scratch = None if claimed is None else scratch_dir()
     runner = SandboxedCommandRunner(run, sandbox)
-    if scratch is not None:
-        target = os.path.join(_workspace(run), safe_build_dir(_workspace(run), build_dir))
-        runner.scratch = (scratch, target)
+    if scratch is not None and claimed is not None:
+        runner.scratch = (scratch, os.path.join(_workspace(run), claimed))
     try:
         out: CppTestOutput = await CppTestRunner(runner).run_tests(
             CppTestInput(

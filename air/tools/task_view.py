@@ -121,6 +121,27 @@ def _open_work_dir(view_dir: str) -> None:
             pass
 
 
+def _tmp_base() -> str:
+    """``$TMPDIR``'s real path, where view directories are made.
+
+    Raises:
+        AirException: ``environment_error`` when overlayfs options cannot carry it.
+    """
+    import tempfile  # at the first read-only command, not at start-up
+
+    base = os.path.realpath(tempfile.gettempdir())
+    if not set(base) <= _SAFE_PATH:
+        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    return base
+
+
+def _own_view_parts(path: str) -> None:
+    """The view directory's ``u`` (the overlay's upper), ``w`` (its work) and ``l`` (the
+    mount point of what it covers), each this user's alone."""
+    for sub in ("u", "w", "l"):
+        _own_private_dir(os.path.join(path, sub))
+
+
 def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
     """The view directory of one task's read-only view of ``workspace`` (made on first use):
     ``u`` holds what the task's commands wrote, ``w`` is overlay's work dir, ``l`` the mount
@@ -132,11 +153,8 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
         AirException: ``environment_error`` when the directory cannot be made safely.
     """
     import hashlib
-    import tempfile  # at the first read-only command, not at start-up
 
-    base = os.path.realpath(tempfile.gettempdir())
-    if not set(base) <= _SAFE_PATH:
-        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    base = _tmp_base()
     if _inside(base, os.path.realpath(workspace)):
         raise _view_problem(f"TMPDIR {base!r} is inside the workspace (overlayfs refuses it)")
     key = f"{os.path.realpath(workspace)}\0{session_id}\0{task_id or ''}".encode()
@@ -145,8 +163,7 @@ def task_view_dir(workspace: str, session_id: str, task_id: str | None) -> str:
         path = os.path.join(root, hashlib.sha256(key).hexdigest()[:32])
         _prune_views(root, path)
         _own_private_dir(path)
-        for sub in ("u", "w", "l"):
-            _own_private_dir(os.path.join(path, sub))
+        _own_view_parts(path)
         os.utime(path)
     except OSError as exc:
         raise _view_problem(str(exc)) from exc
@@ -163,13 +180,10 @@ def scratch_dir() -> str:
     """
     import tempfile
 
-    base = os.path.realpath(tempfile.gettempdir())
-    if not set(base) <= _SAFE_PATH:
-        raise _view_problem(f"TMPDIR {base!r} has characters overlayfs options cannot carry")
+    base = _tmp_base()
     try:
         path = tempfile.mkdtemp(prefix="scratch-", dir=_views_root(base))
-        for sub in ("u", "w", "l"):
-            _own_private_dir(os.path.join(path, sub))
+        _own_view_parts(path)
     except OSError as exc:
         raise _view_problem(str(exc)) from exc
     return path
