@@ -3,9 +3,11 @@
 Owns the two command bodies. ``list`` reads ``~/.air/mcp.yaml`` and the project's
 ``.air/shared/mcp.yaml`` (only once the project is trusted: ``require_trust``) and starts
 nothing. ``tools`` starts the one server as a session would (its own process group, the run
-marker, stderr to a temporary file), lists its tools with the API names the model gets and the
-server's read-only hint, and stops its whole tree. Everything a server says is shown through
-``air.contracts.display.shown``: a hostile name or description cannot rewrite the terminal.
+marker, stderr to a temporary file), lists its tools with the API names the model gets, the
+server's read-only hint and those its ``tools:`` leaves out, and stops its whole tree (then a
+``tools:`` naming a tool the server does not list is the ``config_error`` a session would
+meet). Everything a server says is shown through ``air.contracts.display.shown``: a hostile
+name or description cannot rewrite the terminal.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ def run_mcp(args: dict[str, Any]) -> int:
         for server in servers:
             print(f"{server.name}  {server.transport}  {shown(server.describe())}")
             print(f"  from {shown(server.source)}  timeout {server.timeout_s:g} s")
+            if server.tools is not None:
+                print(f"  offers only: {shown(', '.join(server.tools))}")
         return CliExit.OK
     name = args["SERVER"]
     server = next((s for s in servers if s.name == name), None)
@@ -60,19 +64,23 @@ def run_mcp(args: dict[str, Any]) -> int:
     import trio
 
     from air.mcp.bridge import read_only_hint, tool_names
-    from air.mcp.service import list_server_tools
+    from air.mcp.service import list_server_tools, offered_tools
 
     tools = trio.run(lambda: list_server_tools(server, cwd=root or os.getcwd()))
     by_name = {t.name: t for t in tools}
     names = tool_names(server.name, by_name)
-    print(f"{server.name}: {len(names)} tool(s)")
+    offered = set(by_name if server.tools is None else server.tools) & set(by_name)
+    told = "" if server.tools is None else f", {len(offered)} offered (its `tools:`)"
+    print(f"{server.name}: {len(names)} tool(s){told}")
     for air_name, original in names.items():
         tool = by_name[original]
         hint = "  [read-only hint]" if read_only_hint(tool) else ""
-        print(f"{air_name}  (the server's name: {shown(original)}){hint}")
+        left = "" if original in offered else "  [not offered]"
+        print(f"{air_name}  (the server's name: {shown(original)}){hint}{left}")
         text = " ".join((tool.description or "").split())
         if len(text) > _DESCRIPTION_SHOWN:
             text = text[:_DESCRIPTION_SHOWN] + "…"
         if text:
             print(f"  {shown(text)}")
+    offered_tools(server, tools)  # `tools:` naming a tool it does not list: config_error
     return CliExit.OK

@@ -71,6 +71,7 @@ def prepare(options: HeadlessOptions, project_root: str, *, warm: bool = True) -
         prepared.model = _configured_model(manager, wanted)
         _require_key(manager.config, prepared.model)
         prepared.escalation = tuple(manager.config.escalation)
+        prepared.tool_bound = manager.tool_bound
         if warm:
             manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
         if options.record:

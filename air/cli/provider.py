@@ -96,6 +96,8 @@ def _model_line(model: ModelConfig) -> str:
     ]
     if model.reasoning_efforts:
         able.append("reasoning_effort=" + "|".join(model.reasoning_efforts))
+    if model.supports_tools and model.max_tools is not None:
+        able[0] = f"tools<={model.max_tools}"
     text = (
         f"ctx={model.context_window}  out={model.max_output_tokens} ({model.max_tokens_param})"
         f"  tier={model.tier}  {' '.join(able) or 'no tools'}  $/Mtok {prices}"

@@ -169,6 +169,8 @@ class ProviderCapabilityMatrix(Contract):
     tier: Literal["small", "medium", "large"] = "medium"
     price: ModelPrice | None = None
     """``None``: the price is unknown (never taken as free)."""
+    max_tools: int | None = None
+    """``ModelConfig.max_tools``."""
 
 
 class ModelRequirement(Contract):
@@ -339,6 +341,9 @@ class ModelConfig(Contract):
     """Sent as ``reasoning_effort`` (one of ``reasoning_efforts``)."""
     params: JsonObject = Field(default_factory=dict)
     """More request fields, sent as they are (e.g. ``top_p``)."""
+    max_tools: int | None = Field(default=None, ge=1)
+    """The most tools one request may offer, where the API sets a bound (OpenAI's chat
+    completions: 128); ``None``: none known."""
 
 
 class ProviderConfig(Contract):

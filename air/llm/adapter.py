@@ -81,6 +81,7 @@ def capability_rows(provider_id: str, config: ProviderConfig) -> list[ProviderCa
             supports_parallel_tool_calls=m.supports_parallel_tool_calls,
             tier=m.tier,
             price=m.price,
+            max_tools=m.max_tools,
         )
         for model_id, m in config.models.items()
     ]

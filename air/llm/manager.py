@@ -56,6 +56,7 @@ __all__ = [
     "RetryNotice",
     "SecretSink",
     "scripted_models_config",
+    "too_many_tools",
 ]
 
 
@@ -133,6 +134,21 @@ def _asked_again(
     else:
         messages.append(CanonicalMessage(role="user", content=[note]))
     return request.model_copy(update={"messages": messages})
+
+
+def too_many_tools(ref: str, offered: int, bound: int) -> AirException:
+    """The refusal of a request (or a session) that would offer ``ref`` more tools than its API
+    takes in one request (``ModelConfig.max_tools``): air's own words, before anything is sent,
+    never the provider's 400 in the middle of a task."""
+    return AirException.of(
+        kind="config_error",
+        message=f"{offered} tools would be offered to {ref}, whose API takes at most {bound} "
+        "in one request",
+        user_action="Offer fewer tools: list the ones you use under `tools:` of each MCP server "
+        "in mcp.yaml (`air mcp tools SERVER` names them) or remove a server; or pick another "
+        "model (`air run --model`).",
+        metadata={"model": ref, "tools": offered, "max_tools": bound},
+    )
 
 
 def scripted_models_config(
@@ -222,6 +238,14 @@ class ProviderManager:
         return list(self._keys().values())
 
     # --- selection ----------------------------------------------------------------------------
+
+    def tool_bound(self, ref: str) -> int | None:
+        """The most tools one request to ``ref`` (``provider_id/model_id``) may offer; ``None``:
+        no bound known, or ``ref`` is not configured (its own check says so)."""
+        provider_id, _, model_id = ref.partition("/")
+        provider = self.config.providers.get(provider_id)
+        model = provider.models.get(model_id) if provider is not None else None
+        return model.max_tools if model is not None else None
 
     def list_models(self) -> list[ProviderCapabilityMatrix]:
         rows: list[ProviderCapabilityMatrix] = []
@@ -409,7 +433,8 @@ class ProviderManager:
 
         Raises:
             AirException: bad input (unknown provider/model, unconvertible conversation,
-                missing key, exhausted cassette) — nothing was sent.
+                missing key, exhausted cassette, more tools than the model takes) — nothing was
+                sent.
         """
         if request.provider_id not in self._adapters:
             for thread in self._warming:  # wait off the event loop for a warm-up in progress
@@ -417,6 +442,9 @@ class ProviderManager:
                     await trio.to_thread.run_sync(thread.join, abandon_on_cancel=True)
         adapter = self.adapter_for(request.provider_id)
         row = adapter.validate_model(request.model_id)
+        if row.max_tools is not None and len(request.tools) > row.max_tools:
+            ref = f"{request.provider_id}/{request.model_id}"
+            raise too_many_tools(ref, len(request.tools), row.max_tools)
         attempt = _sized(request, row)
         retry = self.config.retry
         record = CallRecord(provider_id=request.provider_id, model_id=request.model_id)

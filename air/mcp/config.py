@@ -9,6 +9,7 @@ A file::
         args: ["--local-timezone", "UTC"]
         env: {TZ: UTC}             # added to a minimal environment (no credentials of air's)
         timeout_s: 30              # one call's bound (default 60)
+        tools: [get_current_time]  # only these of its tools are offered (default: all)
       docs:
         url: http://127.0.0.1:3001/mcp   # streamable HTTP
         headers: {X-Team: air}
@@ -36,7 +37,7 @@ __all__ = ["McpServer", "load_servers", "parse_servers"]
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
 (the separator) and short enough to leave room for the tool's own name."""
-_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s"}
+_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s", "tools"}
 DEFAULT_TIMEOUT_S = 60.0
 
 
@@ -54,6 +55,8 @@ class McpServer(NamedTuple):
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     timeout_s: float = DEFAULT_TIMEOUT_S
+    tools: tuple[str, ...] | None = None
+    """The server's names of the tools offered; ``None``: every tool it lists."""
 
     def describe(self) -> str:
         """What it runs or where it connects, in one line (unescaped: ``shown`` it)."""
@@ -100,6 +103,11 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
     timeout = raw.get("timeout_s", DEFAULT_TIMEOUT_S)
     if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
         raise _bad(source, f"{where}.timeout_s", "must be a positive number of seconds")
+    tools = None
+    if "tools" in raw:
+        tools = _strings(source, f"{where}.tools", raw["tools"])
+        if not tools:
+            raise _bad(source, f"{where}.tools", "lists no tool (leave it out to offer them all)")
     if url is not None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise _bad(source, f"{where}.url", "must be an http:// or https:// URL")
@@ -113,6 +121,7 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
             url=url,
             headers=_mapping(source, f"{where}.headers", raw.get("headers", {})),
             timeout_s=float(timeout),
+            tools=tools,
         )
     if not isinstance(command, str) or not command.strip():
         raise _bad(source, f"{where}.command", "must be a program name or path")
@@ -130,6 +139,7 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
         env=_mapping(source, f"{where}.env", raw.get("env", {})),
         cwd=cwd,
         timeout_s=float(timeout),
+        tools=tools,
     )
 
 

@@ -1,12 +1,13 @@
 """The session's MCP servers: started by the parent, their tools registered, their trees killed.
 
 Owns ``start_servers`` (every declared server started at once, each in a task of the runtime's
-root nursery, its tools registered in the ToolRegistry; IMPL-MCP-1), ``RunningServer`` (one
-server's life: ``serve`` holds the connection until the nursery is cancelled, then kills every
-process carrying the server's run marker, shielded and bounded: 0 orphans even when a
-descendant left the server's process group; a caller's ``Track`` records the marker durably
-for the whole life, for a SIGKILLed air's successor) and ``list_server_tools`` (start one
-server, list its tools, stop it: ``air mcp tools``). A server that dies during the session
+root nursery, the tools its ``tools:`` offers registered in the ToolRegistry; IMPL-MCP-1),
+``RunningServer`` (one server's life: ``serve`` holds the connection until the nursery is
+cancelled, then kills every process carrying the server's run marker, shielded and bounded: 0
+orphans even when a descendant left the server's process group; a caller's ``Track`` records
+the marker durably for the whole life, for a SIGKILLed air's successor), ``offered_tools``
+(what ``tools:`` picks) and ``list_server_tools`` (start one server, list its tools, stop it:
+``air mcp tools``). A server that dies during the session
 leaves its tools registered: a call then fails as a tool error that says so, never a crash.
 """
 
@@ -20,6 +21,7 @@ from typing import Any, TextIO
 
 import trio
 
+from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
 from air.ipc.procs import kill_tree
@@ -27,7 +29,14 @@ from air.mcp.bridge import definition, result_text, tool_names
 from air.mcp.config import McpServer
 from air.mcp.connection import McpConnection, describe_error, open_connection
 
-__all__ = ["RunningServer", "Track", "list_server_tools", "log_path", "start_servers"]
+__all__ = [
+    "RunningServer",
+    "Track",
+    "list_server_tools",
+    "log_path",
+    "offered_tools",
+    "start_servers",
+]
 
 log = logging.getLogger(__name__)
 
@@ -160,15 +169,39 @@ def _one(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return group
 
 
+def offered_tools(server: McpServer, tools: Sequence[Any]) -> dict[str, Any]:
+    """``{the server's name: tool}`` of the tools ``server``'s ``tools:`` offers (all when it
+    lists none), in the server's order.
+
+    Raises:
+        AirException(config_error): ``tools:`` names a tool the server does not list.
+    """
+    by_name = {t.name: t for t in tools}
+    if server.tools is None:
+        return by_name
+    missing = [name for name in server.tools if name not in by_name]
+    if missing:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"{server.source}: servers.{server.name}.tools: the server lists no tool "
+            f"named {shown(missing[0])} ({len(by_name)} listed)",
+            user_action=f"Name tools from `air mcp tools {server.name}` (the server's names).",
+            metadata={"file": server.source, "field": f"servers.{server.name}.tools"},
+        )
+    wanted = set(server.tools)
+    return {name: tool for name, tool in by_name.items() if name in wanted}
+
+
 def register_tools(registry: Any, running: RunningServer) -> list[str]:
-    """Register the tools of ``running`` in ``registry``; returns their air names.
+    """Register the tools of ``running`` its ``tools:`` offers in ``registry``; returns their
+    air names.
 
     Raises:
         AirException(config_error): a name is taken already (only another source's tool
-            named ``mcp__...`` could).
+            named ``mcp__...`` could), or ``tools:`` names a tool the server does not list.
     """
     taken = {d.name for d in registry.list()}
-    by_name = {t.name: t for t in running.tools}
+    by_name = offered_tools(running.server, running.tools)
     names = tool_names(running.server.name, by_name)
     for air_name, original in names.items():
         if air_name in taken:
@@ -256,8 +289,6 @@ async def list_server_tools(server: McpServer, *, cwd: str) -> list[Any]:
             tail = errlog.read()[-600:].strip()
             if not tail:
                 raise
-            from air.contracts.display import shown
-
             raise AirException(
                 exc.error.model_copy(
                     update={"detail": "its stderr ended with: " + shown(tail, keep_lines=False)}

@@ -104,6 +104,8 @@ class RuntimeServices:
     """Builds the provider's adapter (``warm_up(provider_id)``, in a thread of its own)."""
     escalation: tuple[str, ...] = ()
     """models.yaml ``escalation``: the model ladder the RetryPlanner climbs (IMPL-REVIEW-2)."""
+    tool_bound: Callable[[str], int | None] | None = None
+    """The most tools one request to a model may offer (``ProviderManager.tool_bound``)."""
 
 
 @dataclass(repr=False, eq=False)
@@ -432,6 +434,24 @@ def _prompts(config: RuntimeConfig) -> PermissionPrompt | None:
     return config.prompts
 
 
+def _check_tool_count(services: RuntimeServices, offered: int) -> None:
+    """Refuse, before any task runs, a session whose workers would offer the session's model,
+    or a model of its escalation ladder, more tools than its API takes in one request (MCP
+    servers' tools add up): every request of theirs would be refused mid-task (IMPL-LLM-8).
+
+    Raises:
+        AirException(config_error): ``too_many_tools``.
+    """
+    if services.tool_bound is None:
+        return
+    from air.llm.manager import too_many_tools
+
+    for ref in dict.fromkeys((services.model, *services.escalation)):
+        bound = services.tool_bound(ref)
+        if bound is not None and offered > bound:
+            raise too_many_tools(ref, offered, bound)
+
+
 def _workers(
     config: RuntimeConfig,
     session: OpenSession,
@@ -449,6 +469,7 @@ def _workers(
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
     ]
+    _check_tool_count(services, len(specs))
     runner = WorkerManager(
         tools=registry.call,
         tool_streams=registry.call_streaming,

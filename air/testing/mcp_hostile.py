@@ -9,7 +9,8 @@ collide once made API-legal (``a.b`` and ``a_b``), and whose calls fail as real 
 ``fail`` answers ``isError``, ``rpc_error`` a JSON-RPC error, ``hang`` never answers, ``die``
 exits; ``shapes`` has a schema in JSON Schema's less common legal forms, and with
 ``--broken-schema`` a tool ``broken`` one no validator can read; with ``--floods`` the tools
-``flood`` and ``huge`` answer without end or over air's bound. Not a fake of a server air
+``flood`` and ``huge`` answer without end or over air's bound; with ``--many N``, N more tools
+``t0`` ... (each answering as ``echo``). Not a fake of a server air
 depends on: the client under test speaks to it as to any.
 """
 
@@ -59,6 +60,15 @@ FLOODS = [
 ]
 """Listed too with ``--floods``: ``flood`` writes one line that never ends, ``huge`` one valid
 answer of ``mib`` MiB (40 unless the call says)."""
+
+
+def _many(argv: list[str]) -> list[dict[str, Any]]:
+    """The tools ``--many N`` adds."""
+    count = int(argv[argv.index("--many") + 1]) if "--many" in argv else 0
+    return [
+        {"name": f"t{i}", "description": f"Echo {i}.", "inputSchema": {"type": "object"}}
+        for i in range(count)
+    ]
 
 
 def _send(message: dict[str, Any]) -> None:
@@ -117,6 +127,7 @@ def main() -> None:
         elif method == "tools/list":
             tools = [*TOOLS, BROKEN] if "--broken-schema" in sys.argv else TOOLS
             tools = [*tools, *FLOODS] if "--floods" in sys.argv else tools
+            tools = [*tools, *_many(sys.argv)]
             _send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
         elif method == "tools/call":
             _call(ident, message.get("params") or {})

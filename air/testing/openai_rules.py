@@ -1,11 +1,11 @@
 """OpenAI chat completions' request rules, as the real API documents and enforces them.
 
 Owns: ``openai_problem`` — the bearer key (or a keyless local server), the known fields,
-``max_tokens`` within the model's ceiling, function tool names and object schemas, message
-roles and content shapes, ``tool_calls`` ids and the ``tool`` messages answering them; the
-reasoning models (gpt-5*, o1/o3/o4*) refuse ``max_tokens`` and a temperature other than 1,
-and ``reasoning_effort`` is taken only by the models and values that take it. A rule
-more lenient than the real API is a defect (IMPL-API-1).
+``max_tokens`` within the model's ceiling, at most ``MAX_TOOLS`` function tools, their names
+and object schemas, message roles and content shapes, ``tool_calls`` ids and the ``tool``
+messages answering them; the reasoning models (gpt-5*, o1/o3/o4*) refuse ``max_tokens`` and
+a temperature other than 1, and ``reasoning_effort`` is taken only by the models and values
+that take it. A rule more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -43,6 +43,9 @@ _OPENAI_FIELDS = {
     "service_tier",
 }
 
+MAX_TOOLS = 128
+"""The API reference's bound on ``tools`` ("A max of 128 functions are supported")."""
+
 
 def _openai_tools(body: dict[str, Any]) -> tuple[set[str], Problem | None]:
     tools = body.get("tools")
@@ -50,6 +53,13 @@ def _openai_tools(body: dict[str, Any]) -> tuple[set[str], Problem | None]:
         return set(), None
     if not isinstance(tools, list):
         return set(), invalid("Invalid type for 'tools': expected an array.", "invalid_type")
+    if len(tools) > MAX_TOOLS:
+        return set(), invalid(
+            f"Invalid 'tools': array too long. Expected an array with maximum length "
+            f"{MAX_TOOLS}, but got an array with length {len(tools)} instead.",
+            "array_above_max_length",
+            param="tools",
+        )
     names: set[str] = set()
     for k, tool in enumerate(tools):
         if not isinstance(tool, dict) or tool.get("type") != "function":

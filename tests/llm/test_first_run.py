@@ -247,6 +247,8 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert (root / ".air" / "shared" / "models.yaml").read_text() == shipped
     listed = _air(root, _clean_env(tmp_path), "provider", "list")
     assert "anthropic/claude-sonnet-4-5" in listed.stdout
+    gpt = next(line for line in listed.stdout.splitlines() if "openai/gpt-4.1 " in line)
+    assert " tools<=128 " in gpt  # the bound the example and the catalogue give
 
 
 def test_every_provider_config_error_points_at_the_installed_reference() -> None:

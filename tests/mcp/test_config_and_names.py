@@ -33,6 +33,9 @@ def test_both_files_are_read_the_user_s_first(tmp_path: Path) -> None:
     assert servers[0].args == ("--local-timezone", "UTC")
     assert servers[1].headers == (("X-A", "b"),)
     assert servers[1].timeout_s == 5
+    assert servers[0].tools is None
+    named = parse_servers("servers:\n  a: {command: x, tools: [b, c]}\n", "mcp.yaml")
+    assert named[0].tools == ("b", "c")
 
 
 @pytest.mark.parametrize(
@@ -47,6 +50,8 @@ def test_both_files_are_read_the_user_s_first(tmp_path: Path) -> None:
         ("servers:\n  a: {command: x, timeout_s: 0}\n", "servers.a.timeout_s"),
         ("servers:\n  a: {command: x, colour: red}\n", "servers.a"),
         ("servers:\n  a: {url: 'http://h/', env: {A: b}}\n", "servers.a.env"),
+        ("servers:\n  a: {command: x, tools: echo}\n", "servers.a.tools"),
+        ("servers:\n  a: {url: 'http://h/', tools: []}\n", "servers.a.tools"),
         ("servers: {a: [\n", "line 2"),
     ],
 )
