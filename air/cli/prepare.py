@@ -71,6 +71,7 @@ def prepare(options: HeadlessOptions, project_root: str, *, warm: bool = True) -
         prepared.model = _configured_model(manager, wanted)
         _require_key(manager.config, prepared.model)
         prepared.escalation = tuple(manager.config.escalation)
+        _refuse_retired(manager.config, (prepared.model, *prepared.escalation))
         prepared.tool_bound = manager.tool_bound
         if warm:
             manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
@@ -191,6 +192,20 @@ def _configured_model(manager: Any, wanted: str | None) -> str:
             _check_provider_flag(manager.config, wanted)
         raise
     return f"{chosen.provider_id}/{chosen.model_id}"
+
+
+def _refuse_retired(config: Any, refs: tuple[str, ...]) -> None:
+    """No task starts on a model its vendor retired (``air.llm.lifecycle``).
+
+    Raises:
+        AirException(config_error): the first retired one, with the model to use instead.
+    """
+    from air.llm.lifecycle import retired_refusal
+
+    for ref in refs:
+        refusal = retired_refusal(config, ref)
+        if refusal is not None:
+            raise refusal
 
 
 def _require_key(config: Any, model: str) -> None:

@@ -39,8 +39,10 @@ def _say(line: str) -> None:
 
 
 def run_provider_list(project_root: str | None) -> int:
-    """Print every configured provider and model with capabilities and prices."""
+    """Print every configured provider and model with capabilities and prices (and RETIRED
+    with the day, for a model its vendor retired)."""
     from air.cli.prepare import load_models_checked
+    from air.llm.lifecycle import retired_refusal
 
     config = load_models_checked(find_project_root(project_root))
     if not config.providers:
@@ -61,8 +63,11 @@ def run_provider_list(project_root: str | None) -> int:
             kind += f" (transport={provider.transport})"
         _say(f"{provider_id}  kind={kind}  auth={auth}  {_where(provider)}")
         for model_id, model in sorted(provider.models.items()):
-            mark = "*" if config.default == f"{provider_id}/{model_id}" else " "
-            _say(f"  {mark} {provider_id}/{model_id}  {_model_line(model)}")
+            ref = f"{provider_id}/{model_id}"
+            mark = "*" if config.default == ref else " "
+            gone = retired_refusal(config, ref)
+            said = f"  RETIRED {(gone.error.metadata or {})['retired_on']}" if gone else ""
+            _say(f"  {mark} {ref}  {_model_line(model)}{said}")
     return CliExit.OK
 
 

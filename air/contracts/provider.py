@@ -33,6 +33,7 @@ __all__ = [
     "CacheControl",
     "CanonicalMessage",
     "ContentBlock",
+    "LongPromptPrice",
     "MessageStartEvent",
     "MessageStopEvent",
     "ModelAssignment",
@@ -144,6 +145,17 @@ PRICE_MAX = 1_000_000.0
 adapters, a call's cost stays a finite float."""
 
 
+class LongPromptPrice(Contract):
+    """The rates of a call whose prompt (input, cache reads and cache writes) is over
+    ``threshold_tokens``, on every token of that call, output included (Claude Haiku 5.5)."""
+
+    threshold_tokens: int = Field(ge=1)
+    input: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    output: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    cache_write: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    cache_read: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+
+
 class ModelPrice(Contract):
     """USD per million tokens: never negative (a negative price buys budget back)."""
 
@@ -151,6 +163,8 @@ class ModelPrice(Contract):
     output: float = Field(default=0.0, ge=0, le=PRICE_MAX)
     cache_write: float = Field(default=0.0, ge=0, le=PRICE_MAX)
     cache_read: float = Field(default=0.0, ge=0, le=PRICE_MAX)
+    long_prompt: LongPromptPrice | None = None
+    """Other rates past a prompt length (``None``: the same rates at every length)."""
 
 
 class ProviderCapabilityMatrix(Contract):
@@ -305,7 +319,7 @@ class RetryConfig(Contract):
     """Fraction of each backoff delay that is randomised away (0 = none)."""
 
 
-ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high"]
+ReasoningEffort: TypeAlias = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
 
 
 TOKENS_MAX = 2**53

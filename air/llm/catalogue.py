@@ -1,11 +1,11 @@
 """The model catalogue: what air knows of each current model, shipped as data.
 
 Owns reading ``air/llm/resources/models.json`` (context window, output limit, USD per million
-tokens, the output-limit parameter's name, capabilities) and ``complete_model``: a models.yaml
-entry whose fields are taken from the catalogue where the entry leaves them out (a field the
-entry sets always wins; a price is merged field by field). Dated ids (``-20250929``,
-``-2025-08-07``) and ``-latest`` resolve to their entry. A model the catalogue does not know
-keeps ``price: None`` (unknown, never free). Pure: no network, no YAML.
+tokens, the output-limit parameter's name, capabilities, and when its vendor retired a model)
+and ``complete_model``: a models.yaml entry whose fields are taken from the catalogue where the
+entry leaves them out (a field the entry sets always wins; a price is merged field by field).
+Dated ids (``-20250929``, ``-2025-08-07``) and ``-latest`` resolve to their entry. A model the
+catalogue does not know keeps ``price: None`` (unknown, never free). Pure: no network, no YAML.
 """
 
 from __future__ import annotations
@@ -18,9 +18,16 @@ from typing import Any, NamedTuple
 
 from air.contracts.provider import ModelConfig
 
-__all__ = ["CatalogueEntry", "catalogue", "complete_model", "lookup"]
+__all__ = ["CatalogueEntry", "Retirement", "catalogue", "complete_model", "lookup"]
 
 _SUFFIX = re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2}|latest)$")
+
+
+class Retirement(NamedTuple):
+    on: str
+    """The day its vendor retired it (ISO date): requests to it fail since."""
+    use: str
+    """The current model to use instead."""
 
 
 class CatalogueEntry(NamedTuple):
@@ -28,6 +35,8 @@ class CatalogueEntry(NamedTuple):
     """The provider kind that serves it (``anthropic`` | ``openai_compatible``)."""
     fields: dict[str, Any]
     """``ModelConfig`` fields."""
+    retired: Retirement | None = None
+    """Set when its vendor retired it (on the vendor's own API)."""
 
 
 @functools.cache
@@ -39,7 +48,12 @@ def catalogue() -> dict[str, CatalogueEntry]:
     out: dict[str, CatalogueEntry] = {}
     for model_id, entry in data["models"].items():
         ModelConfig.model_validate(entry["model"])  # the shipped data is checked when read
-        item = CatalogueEntry(kind=str(entry["kind"]), fields=dict(entry["model"]))
+        gone = entry.get("retired")
+        item = CatalogueEntry(
+            kind=str(entry["kind"]),
+            fields=dict(entry["model"]),
+            retired=Retirement(str(gone["on"]), str(gone["use"])) if gone else None,
+        )
         for name in (model_id, *entry.get("aliases", [])):
             out[name] = item
     return out

@@ -15,7 +15,7 @@ from typing import NamedTuple
 
 import trio
 
-from air.contracts.provider import ModelPrice, ProviderCompletionInput, Usage
+from air.contracts.provider import LongPromptPrice, ModelPrice, ProviderCompletionInput, Usage
 
 __all__ = [
     "UsageAccumulator",
@@ -77,14 +77,20 @@ class UsageListeners:
 
 
 def cost_of(usage: Usage, price: ModelPrice | None) -> float | None:
-    """USD for one call; ``None`` when the price is unknown."""
+    """USD for one call; ``None`` when the price is unknown. A prompt past the price's
+    ``long_prompt`` threshold pays its rates on every token of the call."""
     if price is None:
         return None
+    long = price.long_prompt
+    prompt = usage.input_tokens + usage.cache_creation_input_tokens + usage.cache_read_input_tokens
+    rates: ModelPrice | LongPromptPrice = (
+        long if long is not None and prompt > long.threshold_tokens else price
+    )
     return (
-        usage.input_tokens * price.input
-        + usage.output_tokens * price.output
-        + usage.cache_creation_input_tokens * price.cache_write
-        + usage.cache_read_input_tokens * price.cache_read
+        usage.input_tokens * rates.input
+        + usage.output_tokens * rates.output
+        + usage.cache_creation_input_tokens * rates.cache_write
+        + usage.cache_read_input_tokens * rates.cache_read
     ) / 1_000_000
 
 

@@ -3,9 +3,10 @@
 Owns: ``openai_problem`` — the bearer key (or a keyless local server), the known fields,
 ``max_tokens`` within the model's ceiling, at most ``MAX_TOOLS`` function tools, their names
 and object schemas, message roles and content shapes, ``tool_calls`` ids and the ``tool``
-messages answering them; the reasoning models (gpt-5*, o1/o3/o4*) refuse ``max_tokens`` and
-a temperature other than 1, and ``reasoning_effort`` is taken only by the models and values
-that take it. A rule more lenient than the real API is a defect (IMPL-API-1).
+messages answering them; the reasoning models (gpt-6*, gpt-5*, o1/o3/o4*) refuse
+``max_tokens`` and a temperature other than 1, ``reasoning_effort`` is taken only by the models
+and values that take it, and gpt-6* call function tools here only at effort none. A rule
+more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -193,14 +194,21 @@ def _openai_messages(messages: Any) -> Problem | None:
     return None
 
 
-_REASONING = re.compile(r"^(?:gpt-5|o1|o3|o4)")
+_REASONING = re.compile(r"^(?:gpt-6|gpt-5|o1|o3|o4)")
 """The models that refuse ``max_tokens`` (reasoning models: ``max_completion_tokens`` only)."""
+_CHAT_TOOLS_AT_NONE = re.compile(r"^gpt-6")
+"""The models whose Chat Completions call function tools only at ``reasoning_effort`` none
+(their model pages: "Use the Responses API for built-in tools and function calling")."""
 
 
 def _efforts(model: str) -> tuple[str, ...]:
     """The ``reasoning_effort`` values ``model`` takes (empty: the parameter is refused)."""
     if not _REASONING.match(model) or model.startswith("gpt-5-chat"):
         return ()
+    if model.startswith(("gpt-6.1-sol", "gpt-6-astra")):
+        return ("low", "medium", "high", "xhigh")  # no none; max only on Responses
+    if model.startswith("gpt-6"):
+        return ("none", "low", "medium", "high", "xhigh", "max")
     if model.startswith("gpt-5."):
         return ("none", "low", "medium", "high")
     if model.startswith("gpt-5"):
@@ -229,6 +237,15 @@ def _reasoning_problem(model: str, body: dict[str, Any]) -> Problem | None:
                 "model. Only the default (1) value is supported.",
                 "unsupported_value",
                 param="temperature",
+            )
+    if _CHAT_TOOLS_AT_NONE.match(model) and body.get("tools"):
+        effort = body.get("reasoning_effort", "medium")
+        if effort != "none":
+            return _unsupported(
+                "tools",
+                f"Function tools are not supported in Chat Completions with reasoning_effort "
+                f"'{effort}' for this model. Set reasoning_effort to 'none', or use the "
+                "Responses API.",
             )
     if "reasoning_effort" not in body:
         return None

@@ -1,0 +1,180 @@
+"""The models current in December 2026 (their vendors' model pages): the catalogue's Claude 5.x
+and GPT-6 entries, Haiku 5.5's price past a 100K-token prompt, models their vendor retired
+refused before anything runs (exit 2, the model to use instead) unless a gateway serves them,
+and GPT-6 in Chat Completions calling tools only at reasoning effort none (the strict server
+refuses any other effort with tools; air sends none from the catalogue)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from air.contracts.error import AirException
+from air.contracts.provider import (
+    ModelConfig,
+    ModelRequirement,
+    ModelsConfig,
+    ProviderConfig,
+    ProviderKind,
+    ToolSpec,
+    Usage,
+)
+from air.llm.catalogue import catalogue, complete_model
+from air.llm.lifecycle import retired_refusal
+from air.llm.manager import ProviderManager
+from air.llm.usage import cost_of
+from air.testing.openai_rules import openai_problem
+from tests.forked_air import air_cli
+from tests.llm.conftest import FAKE_KEY
+from tests.llm.helpers import collect, request
+from tests.llm.servers import LocalServer, Reply, Turn, openai_sse
+
+HEADERS = {"authorization": f"Bearer {FAKE_KEY}"}
+
+
+def test_the_current_claude_and_gpt_models_are_in_the_catalogue() -> None:
+    known = catalogue()
+    for model, (price_in, price_out, read) in {
+        "claude-opus-5-5": (4.0, 20.0, 0.2),
+        "claude-sonnet-5-5": (2.0, 10.0, 0.1),
+        "claude-haiku-5-5": (0.1, 0.5, 0.01),
+        "claude-fable-5-2": (8.0, 40.0, 0.2),
+        "claude-opus-5": (5.0, 25.0, 0.5),
+        "gpt-6-sol": (2.0, 10.0, 0.2),
+        "gpt-6.1-sol": (2.0, 10.0, 0.1),
+        "gpt-6-luna": (0.1, 0.5, 0.01),
+    }.items():
+        config = ModelConfig.model_validate(known[model].fields)
+        assert config.price is not None
+        assert (config.price.input, config.price.output, config.price.cache_read) == (
+            price_in,
+            price_out,
+            read,
+        ), model
+        assert config.context_window >= 1_000_000, model
+        assert config.max_output_tokens == 128_000, model
+        assert known[model].retired is None
+    sol = complete_model("gpt-6-sol", ModelConfig())
+    assert (sol.reasoning_effort, sol.max_tokens_param) == ("none", "max_completion_tokens")
+    assert complete_model("gpt-6.1-sol", ModelConfig()).supports_tools is False
+
+
+def test_haiku_5_5_past_100k_prompt_tokens_pays_the_long_rates_on_every_token() -> None:
+    price = complete_model("claude-haiku-5-5", ModelConfig()).price
+    short = Usage(input_tokens=60_000, cache_read_input_tokens=40_000, output_tokens=1_000)
+    long = short.model_copy(update={"input_tokens": 60_001})
+    assert cost_of(short, price) == pytest.approx(
+        (60_000 * 0.1 + 40_000 * 0.01 + 1_000 * 0.5) / 1e6
+    )
+    assert cost_of(long, price) == pytest.approx((60_001 * 0.5 + 40_000 * 0.05 + 1_000 * 2.5) / 1e6)
+
+
+def _anthropic(model: str, base_url: str | None = None) -> ModelsConfig:
+    provider = ProviderConfig(
+        kind=ProviderKind.ANTHROPIC,
+        base_url=base_url,
+        auth_ref="AIR_TEST_KEY",
+        models={model: complete_model(model, ModelConfig())},
+    )
+    return ModelsConfig(default=f"anthropic/{model}", providers={"anthropic": provider})
+
+
+def test_a_retired_model_is_refused_with_the_day_and_the_model_to_use() -> None:
+    refusal = retired_refusal(_anthropic("claude-opus-4-1"), "anthropic/claude-opus-4-1", env={})
+    assert refusal is not None
+    assert refusal.kind == "config_error"
+    assert "retired by its vendor on 2026-08-05" in refusal.error.message
+    assert "claude-opus-5-5" in (refusal.user_action or "")
+    dated = _anthropic("claude-sonnet-4-20250514")
+    assert retired_refusal(dated, "anthropic/claude-sonnet-4-20250514", env={}) is not None
+    assert (
+        retired_refusal(_anthropic("claude-opus-5-5"), "anthropic/claude-opus-5-5", env={}) is None
+    )
+    # a gateway keeps its own schedule: its endpoint answers for itself
+    gateway = _anthropic("claude-opus-4-1", base_url="https://gateway.example/anthropic")
+    assert retired_refusal(gateway, "anthropic/claude-opus-4-1", env={}) is None
+    via_env = {"ANTHROPIC_BASE_URL": "http://127.0.0.1:9/"}
+    assert (
+        retired_refusal(_anthropic("claude-opus-4-1"), "anthropic/claude-opus-4-1", via_env) is None
+    )
+
+
+def test_air_refuses_a_retired_model_before_a_session_and_lists_it_retired(tmp_path: Path) -> None:
+    root, home = tmp_path / "proj", tmp_path / "home"
+    root.mkdir()
+    (home / ".air").mkdir(parents=True)
+    (home / ".air" / "models.yaml").write_text(
+        "default: anthropic/claude-opus-4-1\nescalation: []\nproviders:\n  anthropic:\n"
+        "    kind: anthropic\n    auth_ref: AIR_TEST_KEY\n    models:\n"
+        "      claude-opus-4-1: {}\n      claude-opus-5-5: {}\n"
+    )
+    (root / "batch.yaml").write_text("version: 1\ntasks:\n  - {id: a, title: A}\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIR_", "ANTHROPIC_"))}
+    env.update(HOME=str(home), AIR_TEST_KEY=FAKE_KEY)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    run = air_cli(["run", "--headless", "batch.yaml"], cwd=root, env=env, timeout=60)
+    assert run.returncode == 2, run.stderr
+    assert "anthropic/claude-opus-4-1 was retired by its vendor on 2026-08-05" in run.stderr
+    assert "--model claude-opus-5-5" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (root / ".air" / "local" / "sessions").exists()
+    listed = air_cli(["provider", "list"], cwd=root, env=env, timeout=60)
+    assert listed.returncode == 0, listed.stderr
+    line = next(x for x in listed.stdout.splitlines() if "anthropic/claude-opus-4-1" in x)
+    assert line.endswith("RETIRED 2026-08-05")
+    current = next(x for x in listed.stdout.splitlines() if "anthropic/claude-opus-5-5" in x)
+    assert "RETIRED" not in current
+
+
+def _chat(model: str, **extra: object) -> dict[str, object]:
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    return {
+        "model": model,
+        "messages": [{"role": "user", "content": "hi"}],
+        "tools": [tool],
+    } | extra
+
+
+def test_gpt_6_chat_completions_call_tools_only_at_effort_none() -> None:
+    refused = openai_problem(HEADERS, _chat("gpt-6-sol"))  # the default effort is medium
+    assert refused is not None
+    assert (refused.status, refused.param) == (400, "tools")
+    assert openai_problem(HEADERS, _chat("gpt-6-sol", reasoning_effort="high")) is not None
+    assert openai_problem(HEADERS, _chat("gpt-6-sol", reasoning_effort="none")) is None
+    assert openai_problem(HEADERS, _chat("gpt-6-luna", reasoning_effort="none")) is None
+    no_none = openai_problem(HEADERS, _chat("gpt-6.1-sol", reasoning_effort="none"))
+    assert no_none is not None
+    assert no_none.param == "reasoning_effort"
+    assert openai_problem(HEADERS, _chat("gpt-6-sol", max_tokens=10)) is not None
+
+
+async def test_air_calls_gpt_6_sol_with_tools_at_effort_none_and_refuses_6_1_sol_tools(
+    server: LocalServer,
+) -> None:
+    provider = ProviderConfig(
+        kind=ProviderKind.OPENAI_COMPATIBLE,
+        base_url=server.url + "/v1",
+        auth_ref="AIR_TEST_KEY",
+        models={m: complete_model(m, ModelConfig()) for m in ("gpt-6-sol", "gpt-6.1-sol")},
+    )
+    config = ModelsConfig(default="openai/gpt-6-sol", providers={"openai": provider})
+    manager = ProviderManager(config, env={"AIR_TEST_KEY": FAKE_KEY})
+    try:
+        server.push(Reply(chunks=openai_sse(Turn(text=["ok"]))))
+        tool = ToolSpec(name="f", description="f", input_schema={"type": "object"})
+        got = await collect(
+            manager, request(provider_id="openai", model_id="gpt-6-sol", tools=[tool])
+        )
+        assert got.types[-1] == "message_stop"
+    finally:
+        await manager.aclose()
+    assert [r.problem for r in server.rejected] == []
+    body = server.requests[0].body
+    assert (body["reasoning_effort"], "max_tokens" in body) == ("none", False)
+    assert body["max_completion_tokens"] > 0
+    with pytest.raises(AirException) as refused:
+        manager.select_model(ModelRequirement(model="openai/gpt-6.1-sol"))
+    assert "no tool use" in str(refused.value)
