@@ -23,6 +23,8 @@ command -v zsh >/dev/null 2>&1 || need_apt+=(zsh)
 command -v fish >/dev/null 2>&1 || need_apt+=(fish)
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+# the network tests give the host a link-local address and try to lift a sandbox's routes
+command -v ip >/dev/null 2>&1 || need_apt+=(iproute2)
 PY=${PYTHON:-python3}
 "$PY" -c 'import venv, ensurepip' >/dev/null 2>&1 || need_apt+=(python3-venv)
 if [ ${#need_apt[@]} -gt 0 ]; then
