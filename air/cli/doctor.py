@@ -255,7 +255,9 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
             "sandbox.network",
             "slirp4netns",
             severity="warning",
-            why="a command granted the network runs in a network namespace it connects",
+            why="a command granted the network runs in a network namespace it connects, which "
+            "reaches neither the host's 127.0.0.1 nor a cloud's metadata service "
+            "(169.254.0.0/16, 100.100.100.200)",
             user_action="Install slirp4netns (apt-get install slirp4netns).",
         ),
         ProbeCheck("search_paths", search_paths, severity="warning"),

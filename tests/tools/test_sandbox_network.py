@@ -234,6 +234,7 @@ async def test_air_doctor_says_slirp4netns_is_missing(
     (problem,) = await check.run()
     assert problem.issue.severity == "warning"
     assert "slirp4netns" in problem.issue.message
+    assert "nor a cloud's metadata service (169.254.0.0/16" in problem.issue.message
     assert "apt-get install slirp4netns" in (problem.issue.user_action or "")
 
 
