@@ -15,6 +15,7 @@ import pytest
 from air.agents.turns import TurnResult
 from air.contracts.provider import (
     CanonicalMessage,
+    ContentBlock,
     ProviderCapabilityMatrix,
     ProviderKind,
     RedactedThinkingBlock,
@@ -190,6 +191,8 @@ def test_only_the_preserved_thinking_models_check_the_prefix() -> None:
 
 def test_a_block_of_another_model_is_dropped_without_an_error() -> None:
     _, second = _tool_loop("claude-fable-5-1")
+    second["system"] = "Be brief."  # bound to another prefix too: dropped all the same
+    assert anthropic_problem(HEADERS, second) is not None
     assert anthropic_problem(HEADERS, {**second, "model": "claude-opus-5-5"}) is None
 
 
@@ -366,6 +369,6 @@ def test_asked_again_keeps_the_prefix_of_every_block() -> None:
 
 
 def test_thinking_is_never_the_answer() -> None:
-    content = [THOUGHT, HIDDEN, TextBlock(text="The answer.")]
+    content: list[ContentBlock] = [THOUGHT, HIDDEN, TextBlock(text="The answer.")]
     assert TurnResult(status="complete", content=content).text == "The answer."
     assert _text_of([b.model_dump() for b in content]) == "The answer."
