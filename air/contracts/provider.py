@@ -2,7 +2,8 @@
 completion input and the normalised stream events, usage, and the models.yaml config shape.
 
 Owns: the canonical message format (Anthropic content blocks: ``text``, ``tool_use``,
-``tool_result``; the system prompt separate; tools as Anthropic tool definitions), the
+``tool_result``, and the model's ``thinking`` / ``redacted_thinking``, kept to be sent back
+unchanged; the system prompt separate; tools as Anthropic tool definitions), the
 ``ProviderStreamEvent`` union every adapter yields, ``Usage`` with cost, and the
 ``ModelsConfig`` tree loaded from ``~/.air/models.yaml`` + ``<project>/.air/shared/models.yaml``.
 Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
@@ -48,10 +49,12 @@ __all__ = [
     "ProviderKind",
     "ProviderStreamEvent",
     "ReasoningEffort",
+    "RedactedThinkingBlock",
     "RetryConfig",
     "StopReason",
     "TextBlock",
     "TextDeltaEvent",
+    "ThinkingBlock",
     "ToolChoice",
     "ToolResultBlock",
     "ToolSpec",
@@ -94,13 +97,32 @@ class ToolResultBlock(Contract):
     cache_control: CacheControl | None = None
 
 
+class ThinkingBlock(Contract):
+    """The model's reasoning (empty ``thinking`` at the API's default display) and the
+    ``signature`` the API checks when the block comes back: air never shows it, and sends it
+    back unchanged, in place, within the conversation that produced it (IMPL-THINK-1)."""
+
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    signature: str
+
+
+class RedactedThinkingBlock(Contract):
+    """Reasoning the API sends encrypted (``data``): kept and sent back like ``ThinkingBlock``."""
+
+    type: Literal["redacted_thinking"] = "redacted_thinking"
+    data: str
+
+
 ContentBlock: TypeAlias = Annotated[
-    TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")
+    TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
+    Field(discriminator="type"),
 ]
 
 
 class CanonicalMessage(Contract):
-    """One conversation turn. Assistant turns hold text/tool_use; user turns text/tool_result."""
+    """One conversation turn. Assistant turns hold text/tool_use and the model's thinking
+    blocks; user turns text/tool_result."""
 
     role: Literal["user", "assistant"]
     content: list[ContentBlock]

@@ -3,10 +3,11 @@
 Owns the conversion of messages, system prompt, tool definitions, tool choice and stop reasons
 between air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently: what
 OpenAI cannot carry (text after a tool call in one assistant turn, an unknown block) is an
-``AirException(validation_error)``. Tool errors travel as a ``[tool_error]`` prefix the model can
-read (IMPL-LLM-4); a success whose own text starts so is escaped with ``[tool_result]``.
-``cache_control`` is a caching hint, not prompt content, and is not sent to OpenAI-compatible
-servers (which cache automatically).
+``AirException(validation_error)``; an Anthropic model's thinking blocks are the exception:
+bound to that model's conversation, they are left out (IMPL-THINK-1). Tool errors travel as a
+``[tool_error]`` prefix the model can read (IMPL-LLM-4); a success whose own text starts so is
+escaped with ``[tool_result]``. ``cache_control`` is a caching hint, not prompt content, and is
+not sent to OpenAI-compatible servers (which cache automatically).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from air.contracts.provider import (
     ContentBlock,
     ModelConfig,
     ProviderCompletionInput,
+    RedactedThinkingBlock,
     StopReason,
     TextBlock,
+    ThinkingBlock,
     ToolChoice,
     ToolResultBlock,
     ToolSpec,
@@ -129,7 +132,7 @@ class AnthropicCanonicalConverter:
                         },
                     }
                 )
-            else:
+            elif not isinstance(block, ThinkingBlock | RedactedThinkingBlock):
                 raise _lossy("tool_result block in an assistant turn")
         entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
         if calls:

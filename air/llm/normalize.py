@@ -5,9 +5,11 @@ Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNor
 assemble the final content blocks for ``message_stop`` (tool names mapped back through the
 request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``) and raise
 ``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
-block type. A message cut off by ``max_tokens`` inside a tool call ends in a transient error
-event instead (``cut_in_tool``; the manager asks again). ``BatchReader``
-turns the SSE payloads of each network read into the event batches an adapter yields.
+block type. ``thinking`` and ``redacted_thinking`` blocks (text, ``thinking_delta``,
+``signature_delta``) are kept in the final content exactly as sent, and yield no stream event:
+never shown (IMPL-THINK-1). A message cut off by ``max_tokens`` inside a tool call ends in a
+transient error event instead (``cut_in_tool``; the manager asks again). ``BatchReader`` turns
+the SSE payloads of each network read into the event batches an adapter yields.
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from air.contracts.provider import (
     MessageStopEvent,
     ProviderErrorEvent,
     ProviderStreamEvent,
+    RedactedThinkingBlock,
     StopReason,
     TextBlock,
     TextDeltaEvent,
+    ThinkingBlock,
     ToolUseBlock,
     ToolUseInputDeltaEvent,
     ToolUseStartEvent,
@@ -66,6 +70,14 @@ def _tokens(provider_id: str, key: str, value: Any) -> int:
         value = int(value)
     if type(value) is not int or not 0 <= value <= TOKENS_MAX:
         raise _protocol(provider_id, f"usage.{key} is no token count: {str(value)[:40]!r}")
+    return value
+
+
+def _string(provider_id: str, data: dict[str, Any], key: str, default: str | None = None) -> str:
+    """``data[key]`` as it came (a thinking block's text, signature or data): a string."""
+    value = data.get(key, default)
+    if type(value) is not str:
+        raise _protocol(provider_id, f"{data.get('type')} without a string {key}")
     return value
 
 
@@ -129,6 +141,27 @@ class _Assembler:
         self.inputs: dict[int, dict[str, Any]] = {}
         self.broken: dict[int, str] = {}
         """Tool blocks whose input is not valid JSON (judged at the end of the message)."""
+        self.thinking: dict[int, tuple[list[str], list[str]]] = {}
+        """Thinking blocks: their text and signature pieces."""
+        self.redacted: dict[int, str] = {}
+
+    def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
+        """Open a ``thinking`` or ``redacted_thinking`` block (its start may hold it whole)."""
+        self.order.append(index)
+        if block.get("type") == "redacted_thinking":
+            self.redacted[index] = _string(provider_id, block, "data")
+            return
+        text = _string(provider_id, block, "thinking", "")
+        signature = _string(provider_id, block, "signature", "")
+        self.thinking[index] = ([text] if text else [], [signature] if signature else [])
+
+    def more_thinking(self, provider_id: str, index: int, delta: dict[str, Any]) -> None:
+        """A ``thinking_delta`` or ``signature_delta`` of an open thinking block."""
+        texts, signature = self.thinking[index]
+        if delta.get("type") == "thinking_delta":
+            texts.append(_string(provider_id, delta, "thinking"))
+        else:
+            signature.append(_string(provider_id, delta, "signature"))
 
     def start_text(self, index: int) -> None:
         self.texts[index] = []
@@ -178,6 +211,11 @@ class _Assembler:
         for index in self.order:
             if index in self.texts:
                 blocks.append(TextBlock(text="".join(self.texts[index])))
+            elif index in self.thinking:
+                texts, signature = self.thinking[index]
+                blocks.append(ThinkingBlock(thinking="".join(texts), signature="".join(signature)))
+            elif index in self.redacted:
+                blocks.append(RedactedThinkingBlock(data=self.redacted[index]))
             else:
                 tool_id, name, _ = self.tools[index]
                 blocks.append(ToolUseBlock(id=tool_id, name=name, input=self.inputs[index]))
@@ -240,6 +278,9 @@ class AnthropicStreamNormalizer:
             if dtype == "input_json_delta":
                 asm.tools[index][2].append(delta["partial_json"])
                 return [ToolUseInputDeltaEvent(index=index, partial_json=delta["partial_json"])]
+            if dtype in ("thinking_delta", "signature_delta"):
+                asm.more_thinking(self.provider_id, index, delta)
+                return []
             raise _protocol(self.provider_id, f"unsupported content delta {dtype!r}")
         if kind == "message_start":
             message = event["message"]
@@ -266,6 +307,9 @@ class AnthropicStreamNormalizer:
                 name = self.names.internal(name) if self.names else name
                 asm.start_tool(index, str(block["id"]), name)
                 return [ToolUseStartEvent(index=index, id=str(block["id"]), name=name)]
+            if btype in ("thinking", "redacted_thinking"):
+                asm.start_thinking(self.provider_id, index, block)
+                return []
             raise _protocol(self.provider_id, f"unsupported content block {btype!r}")
         if kind == "content_block_stop":
             index = int(event["index"])

@@ -3,7 +3,9 @@
 Owns: ``anthropic_problem`` — the auth and ``anthropic-version`` headers, the known fields,
 ``max_tokens`` present and within the model's ceiling, tool names, object input schemas,
 alternating roles, no empty text, every ``tool_result`` answering a ``tool_use`` of the turn
-just before, ``cache_control`` well formed on at most 4 blocks — and ``MessageMemo``, with
+just before, ``cache_control`` well formed on at most 4 blocks, thinking blocks only in
+assistant turns and the thinking models' own rules (``air.testing.anthropic_thinking``) — and
+``MessageMemo``, with
 which a server checks only the new messages of a growing conversation (IMPL-API-7). A rule
 more lenient than the real API is a defect (IMPL-API-1).
 """
@@ -14,6 +16,7 @@ import re
 import threading
 from typing import Any, NamedTuple
 
+from air.testing.anthropic_thinking import thinking_problem
 from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, TOOL_USE_ID, Problem, invalid
 
 __all__ = ["ANTHROPIC_VERSION", "MessageMemo", "Resume", "anthropic_problem", "common_prefix"]
@@ -36,6 +39,7 @@ _ANTHROPIC_FIELDS = {
     "stream",
     "metadata",
     "thinking",
+    "output_config",
     "service_tier",
 }
 
@@ -262,6 +266,13 @@ def _message_problem(
             elif not isinstance(inner, str):
                 return invalid(f"{where}.content: Input should be a valid string or list")
             answered.append(use_id)
+        elif kind in ("thinking", "redacted_thinking"):
+            if role != "assistant":
+                return invalid(f"{where}: {kind} blocks may only appear in assistant turns")
+            fields = ("thinking", "signature") if kind == "thinking" else ("data",)
+            for name in fields:
+                if not isinstance(block.get(name), str):
+                    return invalid(f"{where}.{name}: Input should be a valid string")
         else:
             return invalid(f"{where}.type: unknown content block type {kind!r}")
     if (uses or answered) and not has_tools:
@@ -435,4 +446,6 @@ def anthropic_problem(
         not isinstance(stops, list) or any(not isinstance(s, str) or not s.strip() for s in stops)
     ):
         return invalid("stop_sequences: each stop sequence must contain non-whitespace")
-    return _anthropic_messages(messages, bool(names), state, memo)
+    return _anthropic_messages(messages, bool(names), state, memo) or thinking_problem(
+        headers, body
+    )

@@ -2,7 +2,11 @@
 
 Owns: finding the task a request belongs to (the ``# Task <id>:`` line of its first user
 message) and the turn (assistant turns so far), and answering it with that cassette turn as
-server-sent events, calling each tool by the name the request offered for it.
+server-sent events, calling each tool by the name the request offered for it. Over the
+Anthropic wire a thinking model (``air.testing.anthropic_thinking.thinks``) starts every reply
+with a signed thinking block, puts one more between a turn's text and its tool call (text
+between tool calls) and a redacted one in a task's first reply; the server checks each one
+when it comes back.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from air.testing.anthropic_thinking import redact, sign, thinks
 from air.testing.wire_replies import Block, Reply, blocks_sse
 
 _TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
@@ -77,6 +82,8 @@ class CassetteModel:
                 if name is None:
                     raise ValueError(f"task {task_id}: tool {block.name!r} was not offered")
                 blocks.append(("tool_use", (block.id, name, [json.dumps(block.input)])))
+        if wire == "anthropic" and thinks(str(body.get("model"))):
+            blocks = _with_thinking(body, blocks, f"{task_id} turn {number + 1}", number == 0)
         with self._lock:
             self.served.append((task_id, number))
         return Reply(
@@ -90,3 +97,44 @@ class CassetteModel:
                 message_id=f"msg_{task_id}_{number + 1}".replace("-", "_"),
             )
         )
+
+
+THOUGHT = "(thinking about {where}, never shown)"
+"""The text of each thinking block the fake sends (a test looks for it where it must not be)."""
+
+
+def _wire_block(kind: str, value: Any) -> dict[str, Any]:
+    """A reply block as the client sends it back (``sign`` covers the blocks before one)."""
+    if kind == "text":
+        return {"type": "text", "text": "".join(value)}
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": "".join(value[0]), "signature": value[1]}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": value}
+    tool_id, name, pieces = value
+    return {"type": "tool_use", "id": tool_id, "name": name, "input": json.loads("".join(pieces))}
+
+
+def _with_thinking(
+    body: dict[str, Any], blocks: list[Block], where: str, redacted: bool
+) -> list[Block]:
+    """``blocks`` as a thinking model sends them: a thinking block first, a redacted one after
+    it when ``redacted``, one more before a tool call that follows text; each signed."""
+    out: list[Block] = []
+    sent: list[dict[str, Any]] = []
+
+    def think(text: str) -> None:
+        block: Block = ("thinking", ([text], sign(body, sent, text)))
+        out.append(block)
+        sent.append(_wire_block(*block))
+
+    think(THOUGHT.format(where=where))
+    if redacted:
+        out.append(("redacted_thinking", redact(body, sent, f"redacted {where}")))
+        sent.append(_wire_block(*out[-1]))
+    for kind, value in blocks:
+        if kind == "tool_use" and out[-1][0] == "text":
+            think(THOUGHT.format(where=f"{where}, between the text and the call"))
+        out.append((kind, value))
+        sent.append(_wire_block(kind, value))
+    return out

@@ -44,7 +44,25 @@ def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
 
 
 Block = tuple[str, Any]
-"""("text", [pieces]) or ("tool_use", (id, name, [partial JSON pieces]))."""
+"""("text", [pieces]), ("tool_use", (id, name, [partial JSON pieces])), ("thinking", ([text
+pieces], signature)) or ("redacted_thinking", data); the OpenAI wire leaves thinking out."""
+
+
+def _anthropic_block(kind: str, value: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The ``content_block_start`` block of one block and its deltas."""
+    if kind == "text":
+        return {"type": "text", "text": ""}, [{"type": "text_delta", "text": p} for p in value]
+    if kind == "thinking":
+        pieces, signature = value
+        deltas = [{"type": "thinking_delta", "thinking": p} for p in pieces]
+        return {"type": "thinking", "thinking": "", "signature": ""}, [
+            *deltas,
+            {"type": "signature_delta", "signature": signature},
+        ]
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": value}, []
+    start = {"type": "tool_use", "id": value[0], "name": value[1], "input": {}}
+    return start, [{"type": "input_json_delta", "partial_json": p} for p in value[2]]
 
 
 def _turn_blocks(turn: Turn) -> list[Block]:
@@ -82,10 +100,7 @@ def _anthropic_blocks_sse(
     }
     out = [_sse("message_start", {"type": "message_start", "message": start})]
     for index, (kind, value) in enumerate(blocks):
-        if kind == "text":
-            block: dict[str, Any] = {"type": "text", "text": ""}
-        else:
-            block = {"type": "tool_use", "id": value[0], "name": value[1], "input": {}}
+        block, deltas = _anthropic_block(kind, value)
         out.append(
             _sse(
                 "content_block_start",
@@ -94,12 +109,7 @@ def _anthropic_blocks_sse(
         )
         if index == 0:
             out.append(_sse("ping", {"type": "ping"}))
-        for piece in value if kind == "text" else value[2]:
-            delta = (
-                {"type": "text_delta", "text": piece}
-                if kind == "text"
-                else {"type": "input_json_delta", "partial_json": piece}
-            )
+        for delta in deltas:
             out.append(
                 _sse(
                     "content_block_delta",
@@ -149,6 +159,8 @@ def _openai_blocks_sse(
     for kind, value in blocks:
         if kind == "text":
             out.extend(chunk({"content": piece}) for piece in value)
+            continue
+        if kind != "tool_use":
             continue
         tool_id, name, pieces = value
         first = {
