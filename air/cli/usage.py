@@ -11,7 +11,7 @@ from __future__ import annotations
 _RUN_OPTIONS = """\
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
-  -m NAME --model NAME    The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+  -m NAME --model NAME    The model: an id (claude-opus-5-5, gpt-6-sol, qwen2.5-coder:7b) or
                           provider/id; one models.yaml does not list is taken with what
                           air's model catalogue knows of it (`air provider list`).
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
@@ -92,7 +92,7 @@ Options:
   --plain           Line-oriented console (screen readers, dumb terminals): one line per fact.
   --project PATH    The project directory (default: found by walking up from here).
   --provider NAME   The model provider from models.yaml (e.g. anthropic, openai).
-  -m NAME --model NAME  The model: an id (claude-sonnet-4-5, gpt-5, qwen2.5-coder:7b) or
+  -m NAME --model NAME  The model: an id (claude-opus-5-5, gpt-6-sol, qwen2.5-coder:7b) or
                     provider/id; one models.yaml does not list is taken with what air's
                     model catalogue knows of it (`air provider list`).
   --cassette DIR    Offline: replay the Main Agent's turns from DIR/main.jsonl and each task's

@@ -44,8 +44,8 @@ __all__ = [
     "with_local_context",
 ]
 
-DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"
-DEFAULT_OPENAI_MODEL = "gpt-4.1"
+DEFAULT_ANTHROPIC_MODEL = "claude-opus-5-5"
+DEFAULT_OPENAI_MODEL = "gpt-6-sol"
 
 
 def user_models_path(home: str | None = None) -> str:
@@ -198,8 +198,8 @@ def env_models_config(env: Mapping[str, str]) -> ModelsConfig:
     """The configuration of a first run without models.yaml, from the environment.
 
     ``ANTHROPIC_API_KEY`` -> provider ``anthropic`` (model ``ANTHROPIC_MODEL`` or
-    claude-sonnet-4-5, endpoint ``ANTHROPIC_BASE_URL``); ``OPENAI_API_KEY`` -> provider
-    ``openai`` (model ``OPENAI_MODEL`` or gpt-4.1, endpoint ``OPENAI_BASE_URL`` or OpenAI's);
+    claude-opus-5-5, endpoint ``ANTHROPIC_BASE_URL``); ``OPENAI_API_KEY`` -> provider
+    ``openai`` (model ``OPENAI_MODEL`` or gpt-6-sol, endpoint ``OPENAI_BASE_URL`` or OpenAI's);
     ``OPENAI_BASE_URL`` on 127.0.0.1/localhost alone -> ``openai`` with no key. The default is
     Anthropic when both are set. Empty when nothing is set.
     """

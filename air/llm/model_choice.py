@@ -24,7 +24,7 @@ def _bad(name: str, reason: str) -> AirException:
         kind="config_error",
         message=f"--model {name}: {reason}",
         user_action=(
-            "Pass --model with a model id (e.g. claude-sonnet-4-5, gpt-5) or provider/model "
+            "Pass --model with a model id (e.g. claude-opus-5-5, gpt-6-sol) or provider/model "
             f"from `air provider list`, or configure its provider (reference: "
             f"{models_reference()})."
         ),

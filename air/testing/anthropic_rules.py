@@ -17,7 +17,7 @@ import threading
 from typing import Any, NamedTuple
 
 from air.testing.anthropic_thinking import thinking_problem
-from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, TOOL_USE_ID, Problem, invalid
+from air.testing.problems import TOOL_NAME, TOOL_USE_ID, Problem, ceiling, invalid
 
 __all__ = ["ANTHROPIC_VERSION", "MessageMemo", "Resume", "anthropic_problem", "common_prefix"]
 
@@ -394,15 +394,15 @@ def anthropic_problem(
         return invalid("model: Field required")
     if ceilings is not None and model not in ceilings:
         return Problem(404, "not_found_error", f"model: {model}")
-    ceiling = (ceilings or {}).get(model, DEFAULT_CEILING)
+    most = ceiling(model, ceilings)
     max_tokens = body.get("max_tokens")
     if max_tokens is None:
         return invalid("max_tokens: Field required")
     if type(max_tokens) is not int or max_tokens < 1:
         return invalid("max_tokens: Input should be a valid integer greater than or equal to 1")
-    if max_tokens > ceiling:
+    if max_tokens > most:
         return invalid(
-            f"max_tokens: {max_tokens} > {ceiling}, which is the maximum allowed number of "
+            f"max_tokens: {max_tokens} > {most}, which is the maximum allowed number of "
             f"output tokens for {model}"
         )
     if "stream" in body and not isinstance(body["stream"], bool):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from air.testing.problems import DEFAULT_CEILING, TOOL_NAME, Problem, invalid
+from air.testing.problems import TOOL_NAME, Problem, ceiling, invalid
 
 _OPENAI_FIELDS = {
     "model",
@@ -311,7 +311,7 @@ def openai_problem(
     problem = _reasoning_problem(model, body)
     if problem is not None:
         return problem
-    ceiling = (ceilings or {}).get(model, DEFAULT_CEILING)
+    most = ceiling(model, ceilings)
     for name in ("max_tokens", "max_completion_tokens"):
         value = body.get(name)
         if value is None:
@@ -320,9 +320,9 @@ def openai_problem(
             return invalid(
                 f"Invalid '{name}': integer below minimum value.", "integer_below_min_value"
             )
-        if value > ceiling:
+        if value > most:
             return invalid(
-                f"{name} is too large: {value}. This model supports at most {ceiling} "
+                f"{name} is too large: {value}. This model supports at most {most} "
                 f"completion tokens, whereas you provided {value}.",
                 "invalid_value",
             )

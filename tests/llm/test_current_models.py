@@ -27,6 +27,7 @@ from air.llm.lifecycle import retired_refusal
 from air.llm.manager import ProviderManager
 from air.llm.usage import cost_of
 from air.testing.openai_rules import openai_problem
+from air.testing.problems import DEFAULT_CEILING, ceiling
 from tests.forked_air import air_cli
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, request
@@ -178,3 +179,14 @@ async def test_air_calls_gpt_6_sol_with_tools_at_effort_none_and_refuses_6_1_sol
     with pytest.raises(AirException) as refused:
         manager.select_model(ModelRequirement(model="openai/gpt-6.1-sol"))
     assert "no tool use" in str(refused.value)
+
+
+def test_the_strict_servers_know_the_current_models_output_ceiling() -> None:
+    for model in ("claude-opus-5-5", "claude-haiku-5-5", "claude-fable-5-2", "gpt-6.1-sol"):
+        assert ceiling(model, None) == 128_000
+    assert ceiling("claude-sonnet-4-5", None) == DEFAULT_CEILING
+    assert ceiling("gpt-6-sol", {"gpt-6-sol": 10}) == 10
+    over = _chat("gpt-6-sol", reasoning_effort="none", max_completion_tokens=128_001)
+    assert openai_problem(HEADERS, over) is not None
+    fits = _chat("gpt-6-sol", reasoning_effort="none", max_completion_tokens=128_000)
+    assert openai_problem(HEADERS, fits) is None

@@ -51,16 +51,16 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_environment_selects_the_provider() -> None:
     anthropic = env_models_config({"ANTHROPIC_API_KEY": KEY})
-    assert anthropic.default == "anthropic/claude-sonnet-4-5"
+    assert anthropic.default == "anthropic/claude-opus-5-5"
     provider = anthropic.providers["anthropic"]
     assert provider.kind is ProviderKind.ANTHROPIC
     assert provider.auth_ref == "ANTHROPIC_API_KEY"
-    assert provider.models["claude-sonnet-4-5"].max_output_tokens == 64_000
+    assert provider.models["claude-opus-5-5"].max_output_tokens == 128_000
     openai = env_models_config({"OPENAI_API_KEY": KEY, "OPENAI_BASE_URL": "https://x.test/v1"})
-    assert openai.default == "openai/gpt-4.1"
+    assert openai.default == "openai/gpt-6-sol"
     assert openai.providers["openai"].base_url == "https://x.test/v1"
     both = env_models_config({"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": KEY})
-    assert both.default == "anthropic/claude-sonnet-4-5"
+    assert both.default == "anthropic/claude-opus-5-5"
     assert set(both.providers) == {"anthropic", "openai"}
     local = env_models_config({"OPENAI_BASE_URL": "http://127.0.0.1:8080/v1", "OPENAI_MODEL": "q"})
     assert local.default == "openai/q"
@@ -117,7 +117,7 @@ def test_a_key_in_the_environment_is_enough(wire: str, tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert rejected == []
     assert len(requests) == 1
-    model = "claude-sonnet-4-5" if wire == "anthropic" else "gpt-4.1"
+    model = "claude-opus-5-5" if wire == "anthropic" else "gpt-6-sol"
     assert requests[0].body["model"] == model
 
 
