@@ -72,7 +72,7 @@ def prepare(options: HeadlessOptions, project_root: str, *, warm: bool = True) -
         _require_key(manager.config, prepared.model)
         prepared.escalation = tuple(manager.config.escalation)
         _refuse_retired(manager.config, (prepared.model, *prepared.escalation))
-        prepared.tool_bound = manager.tool_bound
+        prepared.tool_room = manager.tool_room
         if warm:
             manager.warm_up(prepared.model.partition("/")[0])  # now: a thread (IMPL-FAST-3)
         if options.record:

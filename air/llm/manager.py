@@ -55,8 +55,10 @@ __all__ = [
     "RetryListener",
     "RetryNotice",
     "SecretSink",
+    "ToolRoom",
     "scripted_models_config",
     "too_many_tools",
+    "tools_too_large",
 ]
 
 
@@ -136,6 +138,34 @@ def _asked_again(
     return request.model_copy(update={"messages": messages})
 
 
+class ToolRoom(NamedTuple):
+    """What tools one request to a model has room for."""
+
+    max_tools: int | None
+    """``ModelConfig.max_tools`` (``None``: no bound known)."""
+    tokens: int
+    """Half of what the window leaves after the reply: the definitions past it leave a
+    worker's first context (the other half, IMPL-CTX-6) no room."""
+
+
+_OFFER_ONLY = (
+    "list the ones you use under `tools:` of each MCP server in mcp.yaml (`air mcp tools "
+    "SERVER` names them) or remove a server; or pick another model (`air run --model`)."
+)
+
+
+def tools_too_large(ref: str, tokens: int, room: int) -> AirException:
+    """The refusal of a session whose tool definitions alone would fill the room a request to
+    ``ref`` has for them (``ToolRoom.tokens``)."""
+    return AirException.of(
+        kind="config_error",
+        message=f"the tools' definitions take ~{tokens} tokens of every request to {ref}, "
+        f"which leaves a worker's context no room (at most ~{room})",
+        user_action=f"Offer less: {_OFFER_ONLY}",
+        metadata={"model": ref, "tokens": tokens, "room": room},
+    )
+
+
 def too_many_tools(ref: str, offered: int, bound: int) -> AirException:
     """The refusal of a request (or a session) that would offer ``ref`` more tools than its API
     takes in one request (``ModelConfig.max_tools``): air's own words, before anything is sent,
@@ -144,9 +174,7 @@ def too_many_tools(ref: str, offered: int, bound: int) -> AirException:
         kind="config_error",
         message=f"{offered} tools would be offered to {ref}, whose API takes at most {bound} "
         "in one request",
-        user_action="Offer fewer tools: list the ones you use under `tools:` of each MCP server "
-        "in mcp.yaml (`air mcp tools SERVER` names them) or remove a server; or pick another "
-        "model (`air run --model`).",
+        user_action=f"Offer fewer tools: {_OFFER_ONLY}",
         metadata={"model": ref, "tools": offered, "max_tools": bound},
     )
 
@@ -239,13 +267,16 @@ class ProviderManager:
 
     # --- selection ----------------------------------------------------------------------------
 
-    def tool_bound(self, ref: str) -> int | None:
-        """The most tools one request to ``ref`` (``provider_id/model_id``) may offer; ``None``:
-        no bound known, or ``ref`` is not configured (its own check says so)."""
+    def tool_room(self, ref: str) -> ToolRoom | None:
+        """What tools one request to ``ref`` (``provider_id/model_id``) has room for; ``None``:
+        ``ref`` is not configured (its own check says so)."""
         provider_id, _, model_id = ref.partition("/")
         provider = self.config.providers.get(provider_id)
         model = provider.models.get(model_id) if provider is not None else None
-        return model.max_tools if model is not None else None
+        if model is None:
+            return None
+        tokens = (model.context_window - model.max_output_tokens) // 2
+        return ToolRoom(max_tools=model.max_tools, tokens=max(tokens, 0))
 
     def list_models(self) -> list[ProviderCapabilityMatrix]:
         rows: list[ProviderCapabilityMatrix] = []

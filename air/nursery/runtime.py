@@ -104,8 +104,8 @@ class RuntimeServices:
     """Builds the provider's adapter (``warm_up(provider_id)``, in a thread of its own)."""
     escalation: tuple[str, ...] = ()
     """models.yaml ``escalation``: the model ladder the RetryPlanner climbs (IMPL-REVIEW-2)."""
-    tool_bound: Callable[[str], int | None] | None = None
-    """The most tools one request to a model may offer (``ProviderManager.tool_bound``)."""
+    tool_room: Callable[[str], Any] | None = None
+    """What tools one request to a model has room for (``ProviderManager.tool_room``)."""
 
 
 @dataclass(repr=False, eq=False)
@@ -434,22 +434,29 @@ def _prompts(config: RuntimeConfig) -> PermissionPrompt | None:
     return config.prompts
 
 
-def _check_tool_count(services: RuntimeServices, offered: int) -> None:
+def _check_tools_fit(services: RuntimeServices, specs: list[dict[str, Any]]) -> None:
     """Refuse, before any task runs, a session whose workers would offer the session's model,
-    or a model of its escalation ladder, more tools than its API takes in one request (MCP
-    servers' tools add up): every request of theirs would be refused mid-task (IMPL-LLM-8).
+    or a model of its escalation ladder, more tools than its API takes in one request, or tool
+    definitions that alone fill the room its requests have for them (MCP servers' tools add
+    up): every request of theirs would be refused mid-task, or leave no room (IMPL-LLM-8).
 
     Raises:
-        AirException(config_error): ``too_many_tools``.
+        AirException(config_error): ``too_many_tools`` or ``tools_too_large``.
     """
-    if services.tool_bound is None:
+    if services.tool_room is None:
         return
-    from air.llm.manager import too_many_tools
+    from air.context.tokens import estimate_tokens
+    from air.llm.manager import too_many_tools, tools_too_large
 
+    tokens = estimate_tokens(specs)
     for ref in dict.fromkeys((services.model, *services.escalation)):
-        bound = services.tool_bound(ref)
-        if bound is not None and offered > bound:
-            raise too_many_tools(ref, offered, bound)
+        room = services.tool_room(ref)
+        if room is None:
+            continue
+        if room.max_tools is not None and len(specs) > room.max_tools:
+            raise too_many_tools(ref, len(specs), room.max_tools)
+        if tokens > room.tokens:
+            raise tools_too_large(ref, tokens, room.tokens)
 
 
 def _workers(
@@ -469,7 +476,7 @@ def _workers(
         {"name": d.name, "description": d.description, "input_schema": d.input_schema}
         for d in registry.list()
     ]
-    _check_tool_count(services, len(specs))
+    _check_tools_fit(services, specs)
     runner = WorkerManager(
         tools=registry.call,
         tool_streams=registry.call_streaming,

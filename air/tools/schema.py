@@ -2,19 +2,28 @@
 function from (schema, value) to the problems found, ``integral_input``, which makes an
 integral float (``3.0``) an int where the schema says ``integer`` (models write JSON numbers,
 and JSON does not tell 3 from 3.0), and ``value_problems`` (strings that are no text, numbers
-that are no JSON);
-``ToolRegistry`` runs them before a call is decided.
+that are no JSON); ``ToolRegistry`` runs them before a call is decided. ``schema_problems``
+refuses a schema air cannot read, or one too long or deep to send (``SCHEMA_BYTES``), when a
+tool is registered.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
 from air.contracts.ids import JsonObject
 from air.contracts.utf8 import holds_surrogate
 
-__all__ = ["SCHEMA_DEPTH", "integral_input", "schema_problems", "validate_schema", "value_problems"]
+__all__ = [
+    "SCHEMA_BYTES",
+    "SCHEMA_DEPTH",
+    "integral_input",
+    "schema_problems",
+    "validate_schema",
+    "value_problems",
+]
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {
@@ -87,8 +96,22 @@ def validate_schema(schema: JsonObject | bool, value: Any, where: str = "input")
 
 SCHEMA_DEPTH = 32
 """How deeply a tool's input schema may nest (properties and items)."""
+SCHEMA_BYTES = 64 * 1024
+"""How long a tool's input schema may be (compact JSON): every request carries it."""
 _COUNTS = ("minLength", "maxLength", "minItems")
 _BOUNDS = ("minimum", "maximum")
+
+
+def _size_problem(schema: Any, where: str) -> list[str]:
+    """``schema`` longer than ``SCHEMA_BYTES``, or nesting past what JSON can write, in keys
+    ``schema_problems`` does not read."""
+    try:
+        size = len(json.dumps(schema, separators=(",", ":"), default=str))
+    except (RecursionError, ValueError):
+        return [f"{where} nests too deeply to be sent"]
+    if size > SCHEMA_BYTES:
+        return [f"{where} is {size} bytes of JSON (air sends at most {SCHEMA_BYTES})"]
+    return []
 
 
 def schema_problems(schema: Any, where: str = "input_schema", depth: int = 0) -> list[str]:
@@ -129,6 +152,8 @@ def schema_problems(schema: Any, where: str = "input_schema", depth: int = 0) ->
     for i, sub in enumerate(items) if type(items) is list else [(None, items)]:
         at = f"{where}.items" if i is None else f"{where}.items[{i}]"
         problems += schema_problems(sub, at, depth + 1)
+    if depth == 0 and not problems:
+        problems += _size_problem(schema, where)
     return problems
 
 

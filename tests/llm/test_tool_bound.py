@@ -66,5 +66,33 @@ async def test_a_request_over_the_model_s_bound_is_refused_before_it_is_sent(
         assert len(server.requests) == 1
     finally:
         await manager.aclose()
-    assert manager.tool_bound("p/m1") == 2
-    assert manager.tool_bound("p/nope") is None
+    room = manager.tool_room("p/m1")
+    assert room is not None
+    assert room.max_tools == 2
+    assert manager.tool_room("p/nope") is None
+
+
+def test_tool_definitions_past_a_requests_room_are_refused_before_any_task() -> None:
+    from air.nursery.runtime import RuntimeServices, _check_tools_fit
+
+    config = models_config("openai", "http://127.0.0.1:9")
+    model = config.providers["p"].models["m1"]
+    small = model.model_copy(update={"context_window": 20_000, "max_output_tokens": 4_000})
+    config.providers["p"].models["m1"] = small  # room: (20,000 - 4,000) / 2 tokens
+    manager = ProviderManager(config, env={"AIR_TEST_KEY": FAKE_KEY})
+    services = RuntimeServices(provider=manager, model="p/m1", tool_room=manager.tool_room)
+
+    def specs(n: int, size: int) -> list[dict[str, object]]:
+        schema = {"type": "object"}
+        return [
+            {"name": f"t{i}", "description": "x" * size, "input_schema": schema} for i in range(n)
+        ]
+
+    _check_tools_fit(services, specs(20, 1_000))  # ~5,300 tokens
+    with pytest.raises(AirException) as refused:
+        _check_tools_fit(services, specs(20, 2_000))  # ~10,300 tokens
+    assert refused.value.error.kind == "config_error"
+    assert "of every request to p/m1, which leaves a worker's context no room (at most ~8000)" in (
+        refused.value.error.message
+    )
+    assert "`tools:`" in (refused.value.error.user_action or "")

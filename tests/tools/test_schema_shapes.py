@@ -65,3 +65,20 @@ def test_a_schema_nested_past_its_depth_is_refused() -> None:
         schema = {"type": "object", "properties": {"x": schema}}
     (problem,) = schema_problems(schema)
     assert f"nests deeper than {SCHEMA_DEPTH}" in problem
+
+
+def test_a_schema_too_long_or_deep_to_send_is_refused() -> None:
+    """Every request carries every tool's schema: an MCP server's (or a capability's) of 10
+    MB made each request of a session 10 MB (past 32 MB, the Messages API's 413); one nesting
+    100,000 deep under a keyword the reader skips could not be written as JSON at all."""
+    listed = {"type": "object", "properties": {"x": {"enum": ["v" * 10] * 6_000}}}
+    (said,) = schema_problems(listed)
+    assert said.startswith("input_schema is ")
+    assert "air sends at most 65536" in said
+    assert schema_problems({"type": "object", "properties": {"x": {"enum": ["v"] * 100}}}) == []
+    deep: dict[str, Any] = {}
+    for _ in range(100_000):
+        deep = {"anyOf": [deep]}
+    assert schema_problems({"type": "object", "properties": {"x": deep}}) == [
+        "input_schema nests too deeply to be sent"
+    ]
