@@ -168,7 +168,7 @@ def test_the_users_own_provider_works_where_the_project_widens_nothing(tmp_path:
     (root / ".air" / "shared").mkdir(parents=True)
     (root / "notes.txt").write_text("ship it\n")
     (root / "batch.yaml").write_text(REVIEW_BATCH)
-    (root / ".air" / "shared" / "models.yaml").write_text("default: anthropic/claude-sonnet-4-5\n")
+    (root / ".air" / "shared" / "models.yaml").write_text("default: anthropic/claude-opus-5-5\n")
     (root / ".air" / "shared" / "permissions.yaml").write_text(
         "rules:\n  - action: deny\n    path: 'secrets/**'\n"
     )
