@@ -2,9 +2,10 @@
 completion input and the normalised stream events, usage, and the models.yaml config shape.
 
 Owns: the canonical message format (Anthropic content blocks: ``text``, ``tool_use``,
-``tool_result``; the system prompt separate; tools as Anthropic tool definitions), the
-``ProviderStreamEvent`` union every adapter yields, ``Usage`` with cost, and the
-``ModelsConfig`` tree loaded from ``~/.air/models.yaml`` + ``<project>/.air/shared/models.yaml``.
+``tool_result``, and ``openai_reasoning``: an OpenAI reasoning item; the system prompt
+separate; tools as Anthropic tool definitions), the ``ProviderStreamEvent`` union every adapter
+yields, ``Usage`` with cost, and the ``ModelsConfig`` tree loaded from ``~/.air/models.yaml`` +
+``<project>/.air/shared/models.yaml``.
 Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
 """
 
@@ -41,6 +42,7 @@ __all__ = [
     "ModelPrice",
     "ModelRequirement",
     "ModelsConfig",
+    "OpenAIReasoningBlock",
     "ProviderCapabilityMatrix",
     "ProviderCompletionInput",
     "ProviderConfig",
@@ -94,8 +96,22 @@ class ToolResultBlock(Contract):
     cache_control: CacheControl | None = None
 
 
+class OpenAIReasoningBlock(Contract):
+    """A reasoning item of OpenAI's Responses API, kept to be replayed (``store: false``) and
+    never shown: only that wire sends it; the others leave it out."""
+
+    type: Literal["openai_reasoning"] = "openai_reasoning"
+    id: str
+    encrypted_content: str | None = None
+    summary: list[str] = Field(default_factory=empty_list)
+    """The reasoning summary's texts (replayed as they came)."""
+    next_item_ids: list[str] = Field(default_factory=empty_list)
+    """The ids of the output items that followed it, in order (one per text or tool_use block
+    after it): the API refuses those items replayed without it, and it without them."""
+
+
 ContentBlock: TypeAlias = Annotated[
-    TextBlock | ToolUseBlock | ToolResultBlock, Field(discriminator="type")
+    TextBlock | ToolUseBlock | ToolResultBlock | OpenAIReasoningBlock, Field(discriminator="type")
 ]
 
 
@@ -358,6 +374,9 @@ class ModelConfig(Contract):
     max_tools: int | None = Field(default=None, ge=1)
     """The most tools one request may offer, where the API sets a bound (OpenAI's chat
     completions: 128); ``None``: none known."""
+    api: Literal["chat_completions", "responses"] = "chat_completions"
+    """``openai_compatible`` only: the wire the model is called on (``responses``: OpenAI's
+    Responses API, for models that call tools while reasoning only there)."""
 
 
 class ProviderConfig(Contract):

@@ -20,6 +20,7 @@ from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
     ModelConfig,
+    OpenAIReasoningBlock,
     ProviderCompletionInput,
     StopReason,
     TextBlock,
@@ -129,7 +130,7 @@ class AnthropicCanonicalConverter:
                         },
                     }
                 )
-            else:
+            elif not isinstance(block, OpenAIReasoningBlock):  # only the Responses wire's
                 raise _lossy("tool_result block in an assistant turn")
         entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
         if calls:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.provider import (
@@ -494,11 +494,20 @@ class OpenAIStreamNormalizer:
         return out
 
 
-StreamNormalizer = AnthropicStreamNormalizer | OpenAIStreamNormalizer
+class StreamNormalizer(Protocol):
+    """What ``drain`` and ``BatchReader`` feed (both normalisers here, and
+    ``air.llm.responses_stream.ResponsesStreamNormalizer``)."""
+
+    provider_id: str
+    done: bool
+
+    def feed_many(
+        self, values: list[dict[str, Any]], out: list[ProviderStreamEvent]
+    ) -> AirError | None: ...
 
 
 def drain(
-    normalizer: AnthropicStreamNormalizer | OpenAIStreamNormalizer, datas: list[str]
+    normalizer: StreamNormalizer, datas: list[str]
 ) -> tuple[list[ProviderStreamEvent], AirError | None]:
     """Decode and normalise the SSE payloads of one network read.
 
