@@ -250,8 +250,8 @@ class _Input:
         item_id = item.get("id")
         owner = REASONED.match(item_id) if isinstance(item_id, str) else None
         if self.needs_next is not None:
-            tok = self.needs_next[3:]
-            if owner is None or owner.group(1) != tok:
+            first = (f"msg_{self.needs_next[3:]}_0", f"fc_{self.needs_next[3:]}_0")
+            if item_id not in first:  # the item that came right after it
                 return _param(
                     f"Item '{self.needs_next}' of type 'reasoning' was provided without its "
                     "required following item.",
