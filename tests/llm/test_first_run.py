@@ -238,6 +238,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
         "cassette:",
         "record_to",
         "auth_ref",
+        "api: responses",
     ):
         assert word in shipped
     root = tmp_path / "proj"
@@ -249,6 +250,14 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert "anthropic/claude-sonnet-4-5" in listed.stdout
     gpt = next(line for line in listed.stdout.splitlines() if "openai/gpt-4.1 " in line)
     assert " tools<=128 " in gpt  # the bound the example and the catalogue give
+    # the wire of each OpenAI model: gpt-6.1-sol on the Responses API, tools at any effort
+    assert "api=chat_completions " in gpt
+    sol = next(line for line in listed.stdout.splitlines() if "openai/gpt-6.1-sol " in line)
+    assert "api=responses " in sol
+    assert "(max_output_tokens)" in sol
+    assert " tools<=128 " in sol
+    claude = next(line for line in listed.stdout.splitlines() if "claude-sonnet-4-5 " in line)
+    assert "api=" not in claude
 
 
 def test_every_provider_config_error_points_at_the_installed_reference() -> None:
