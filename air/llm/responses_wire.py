@@ -22,7 +22,6 @@ from typing import Any
 
 from air.contracts.error import AirError, AirException
 from air.contracts.provider import (
-    CanonicalMessage,
     ContentBlock,
     ModelConfig,
     OpenAIReasoningBlock,
@@ -43,7 +42,7 @@ from air.llm.sse import SSEDecoder, model_json
 from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
-__all__ = ["responses_batches", "responses_body", "responses_items"]
+__all__ = ["responses_batches", "responses_body"]
 
 _CONVERTER = AnthropicCanonicalConverter()
 
@@ -118,20 +117,6 @@ def _user_items(blocks: list[ContentBlock]) -> list[dict[str, Any]]:
             raise _lossy("a tool_use block in a user turn")
     if parts:
         items.append({"type": "message", "role": "user", "content": parts})
-    return items
-
-
-def responses_items(
-    messages: list[CanonicalMessage], names: ToolNameMap | None = None
-) -> list[dict[str, Any]]:
-    """The input items of ``messages`` (as they are: not cleaned)."""
-    names = names if names is not None else ToolNameMap([])
-    items: list[dict[str, Any]] = []
-    for message in messages:
-        if message.role == "assistant":
-            items.extend(_assistant_items(message.content, names))
-        else:
-            items.extend(_user_items(message.content))
     return items
 
 
