@@ -17,7 +17,7 @@ from air.contracts.display import shown
 from air.contracts.error import CliExit
 
 if TYPE_CHECKING:
-    from air.contracts.provider import ModelConfig, ProviderConfig
+    from air.contracts.provider import ModelConfig, ProviderConfig, ProviderKind
 
 
 def find_project_root(project_root: str | None) -> str | None:
@@ -67,7 +67,7 @@ def run_provider_list(project_root: str | None) -> int:
             mark = "*" if config.default == ref else " "
             gone = retired_refusal(config, ref)
             said = f"  RETIRED {(gone.error.metadata or {})['retired_on']}" if gone else ""
-            _say(f"  {mark} {ref}  {_model_line(model)}{said}")
+            _say(f"  {mark} {ref}  {_model_line(model, provider.kind)}{said}")
     return CliExit.OK
 
 
@@ -81,8 +81,9 @@ def _where(provider: ProviderConfig) -> str:
     return f"base_url={url or 'NOT SET'} ({source})"
 
 
-def _model_line(model: ModelConfig) -> str:
-    """A model's limits, parameters, capabilities and prices (``unknown`` when not known)."""
+def _model_line(model: ModelConfig, kind: ProviderKind) -> str:
+    """A model's wire (``openai_compatible``: ``api=``), limits, parameters, capabilities and
+    prices (``unknown`` when not known)."""
     price = model.price
     prices = (
         f"in={price.input:g} out={price.output:g} cache_w={price.cache_write:g}"
@@ -103,8 +104,10 @@ def _model_line(model: ModelConfig) -> str:
         able.append("reasoning_effort=" + "|".join(model.reasoning_efforts))
     if model.supports_tools and model.max_tools is not None:
         able[0] = f"tools<={model.max_tools}"
+    limit = "max_output_tokens" if model.api == "responses" else model.max_tokens_param
+    wire = f"api={model.api}  " if kind.value == "openai_compatible" else ""
     text = (
-        f"ctx={model.context_window}  out={model.max_output_tokens} ({model.max_tokens_param})"
+        f"{wire}ctx={model.context_window}  out={model.max_output_tokens} ({limit})"
         f"  tier={model.tier}  {' '.join(able) or 'no tools'}  $/Mtok {prices}"
     )
     if model.reasoning_effort:

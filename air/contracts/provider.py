@@ -2,10 +2,11 @@
 completion input and the normalised stream events, usage, and the models.yaml config shape.
 
 Owns: the canonical message format (Anthropic content blocks: ``text``, ``tool_use``,
-``tool_result``, and the model's ``thinking`` / ``redacted_thinking``, kept to be sent back
-unchanged; the system prompt separate; tools as Anthropic tool definitions), the
-``ProviderStreamEvent`` union every adapter yields, ``Usage`` with cost, and the
-``ModelsConfig`` tree loaded from ``~/.air/models.yaml`` + ``<project>/.air/shared/models.yaml``.
+``tool_result``, the model's ``thinking`` / ``redacted_thinking`` and OpenAI's
+``openai_reasoning`` items, kept to be sent back unchanged on their own wire; the system
+prompt separate; tools as Anthropic tool definitions), the ``ProviderStreamEvent`` union every
+adapter yields, ``Usage`` with cost, and the ``ModelsConfig`` tree loaded from
+``~/.air/models.yaml`` + ``<project>/.air/shared/models.yaml``.
 Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
 """
 
@@ -42,6 +43,7 @@ __all__ = [
     "ModelPrice",
     "ModelRequirement",
     "ModelsConfig",
+    "OpenAIReasoningBlock",
     "ProviderCapabilityMatrix",
     "ProviderCompletionInput",
     "ProviderConfig",
@@ -114,8 +116,27 @@ class RedactedThinkingBlock(Contract):
     data: str
 
 
+class OpenAIReasoningBlock(Contract):
+    """A reasoning item of OpenAI's Responses API, kept to be replayed (``store: false``) and
+    never shown: only that wire sends it; the others leave it out."""
+
+    type: Literal["openai_reasoning"] = "openai_reasoning"
+    id: str
+    encrypted_content: str | None = None
+    summary: list[str] = Field(default_factory=empty_list)
+    """The reasoning summary's texts (replayed as they came)."""
+    next_item_ids: list[str] = Field(default_factory=empty_list)
+    """The ids of the output items that followed it, in order (one per text or tool_use block
+    after it): the API refuses those items replayed without it, and it without them."""
+
+
 ContentBlock: TypeAlias = Annotated[
-    TextBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock | RedactedThinkingBlock,
+    TextBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | OpenAIReasoningBlock,
     Field(discriminator="type"),
 ]
 
@@ -380,6 +401,9 @@ class ModelConfig(Contract):
     max_tools: int | None = Field(default=None, ge=1)
     """The most tools one request may offer, where the API sets a bound (OpenAI's chat
     completions: 128); ``None``: none known."""
+    api: Literal["chat_completions", "responses"] = "chat_completions"
+    """``openai_compatible`` only: the wire the model is called on (``responses``: OpenAI's
+    Responses API, for models that call tools while reasoning only there)."""
 
 
 class ProviderConfig(Contract):

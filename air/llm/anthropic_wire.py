@@ -51,6 +51,11 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
     return data
 
 
+def _sent(blocks: list[ContentBlock]) -> list[ContentBlock]:
+    """``blocks`` without OpenAI reasoning items (only the Responses wire replays them)."""
+    return [b for b in blocks if b.type != "openai_reasoning"]
+
+
 def request_to_anthropic(
     request: ProviderCompletionInput,
     api_model: str,
@@ -65,7 +70,7 @@ def request_to_anthropic(
     """
     names = names if names is not None else ToolNameMap(t.name for t in request.tools)
     messages = [
-        {"role": message.role, "content": [_block(b, names) for b in message.content]}
+        {"role": message.role, "content": [_block(b, names) for b in _sent(message.content)]}
         for message in clean_messages(request.messages)
     ]
     params = {**_head(request, api_model, names, model), "messages": messages}
@@ -86,7 +91,7 @@ def anthropic_body(
     decoded again, to carry its breakpoint; the memo keeps the unmarked piece."""
 
     def encode(role: str, blocks: list[ContentBlock]) -> bytes:
-        return dumps({"role": role, "content": [_block(b, names) for b in blocks]})
+        return dumps({"role": role, "content": [_block(b, names) for b in _sent(blocks)]})
 
     tool_names = tuple(t.name for t in request.tools)
     pieces = memo.pieces(request.messages, encode, tool_names)

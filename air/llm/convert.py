@@ -21,6 +21,7 @@ from air.contracts.provider import (
     CanonicalMessage,
     ContentBlock,
     ModelConfig,
+    OpenAIReasoningBlock,
     ProviderCompletionInput,
     RedactedThinkingBlock,
     StopReason,
@@ -132,7 +133,9 @@ class AnthropicCanonicalConverter:
                         },
                     }
                 )
-            elif not isinstance(block, ThinkingBlock | RedactedThinkingBlock):
+            elif not isinstance(
+                block, ThinkingBlock | RedactedThinkingBlock | OpenAIReasoningBlock
+            ):
                 raise _lossy("tool_result block in an assistant turn")
         entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
         if calls:

@@ -1,8 +1,9 @@
 """StreamNormalizer: provider stream chunks -> ``ProviderStreamEvent`` (sans-IO).
 
 Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNormalizer``
-(Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks). Both
-assemble the final content blocks for ``message_stop`` (tool names mapped back through the
+(Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks), and the
+``StreamNormalizer`` protocol every wire's normaliser meets. Both assemble the final content
+blocks for ``message_stop`` (``air.llm.stream_assembly``; tool names mapped back through the
 request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``) and raise
 ``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
 block type. ``thinking`` and ``redacted_thinking`` blocks (text, ``thinking_delta``,
@@ -15,32 +16,31 @@ the SSE payloads of each network read into the event batches an adapter yields.
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
-from air.contracts.error import AirError, AirException, ErrorKind, Retryability, make_air_error
+from air.contracts.error import AirError, AirException
 from air.contracts.provider import (
-    TOKENS_MAX,
-    ContentBlock,
     MessageStartEvent,
     MessageStopEvent,
     ProviderErrorEvent,
     ProviderStreamEvent,
-    RedactedThinkingBlock,
     StopReason,
-    TextBlock,
     TextDeltaEvent,
-    ThinkingBlock,
-    ToolUseBlock,
     ToolUseInputDeltaEvent,
     ToolUseStartEvent,
-    ToolUseStopEvent,
     Usage,
 )
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
-from air.llm.sse import MODEL_JSON_DEPTH, decode_json_batch, model_json
+from air.llm.sse import decode_json_batch
+from air.llm.stream_assembly import (
+    Assembler,
+    malformed,
+    split_error,
+    text_delta,
+    token_count,
+)
 from air.llm.tool_names import ToolNameMap
 
 __all__ = [
@@ -52,176 +52,6 @@ __all__ = [
 ]
 
 
-def _protocol(provider_id: str, message: str) -> AirException:
-    return AirException.of(
-        kind="protocol_error",
-        message=f"{provider_id}: {message}",
-        user_action="The provider's stream was malformed; retry, or use another model or server.",
-    )
-
-
-def _tokens(provider_id: str, key: str, value: Any) -> int:
-    """``value`` as a token count; an integral float is its int (JSON does not tell 3 from 3.0).
-
-    Raises:
-        AirException: a protocol error naming the field, for anything but a count.
-    """
-    if type(value) is float and value.is_integer():
-        value = int(value)
-    if type(value) is not int or not 0 <= value <= TOKENS_MAX:
-        raise _protocol(provider_id, f"usage.{key} is no token count: {str(value)[:40]!r}")
-    return value
-
-
-def _string(provider_id: str, data: dict[str, Any], key: str, default: str | None = None) -> str:
-    """``data[key]`` as it came (a thinking block's text, signature or data): a string."""
-    value = data.get(key, default)
-    if type(value) is not str:
-        raise _protocol(provider_id, f"{data.get('type')} without a string {key}")
-    return value
-
-
-def _parse_tool_input(provider_id: str, raw: str) -> dict[str, Any]:
-    try:
-        value = model_json(raw, max_depth=MODEL_JSON_DEPTH) if raw else {}
-    except json.JSONDecodeError:
-        raise _protocol(provider_id, "tool input is not valid JSON") from None
-    if not isinstance(value, dict):
-        raise _protocol(provider_id, "tool input is not a JSON object")
-    return value
-
-
-_new = object.__new__
-
-
-def _slot_setter(cls: type, name: str) -> Callable[[object, object], None]:
-    """The ``__set__`` of the descriptor behind ``cls``'s instance attribute ``name`` (what
-    ``object.__setattr__`` looks up along the MRO on every call)."""
-    descriptor = next(c.__dict__[name] for c in cls.__mro__ if name in c.__dict__)
-    setter: Callable[[object, object], None] = descriptor.__set__
-    return setter
-
-
-_set_dict = _slot_setter(TextDeltaEvent, "__dict__")
-_set_fields = _slot_setter(TextDeltaEvent, "__pydantic_fields_set__")
-_set_extra = _slot_setter(TextDeltaEvent, "__pydantic_extra__")
-_set_private = _slot_setter(TextDeltaEvent, "__pydantic_private__")
-
-
-def _text_delta(index: int, text: str) -> TextDeltaEvent:
-    """A TextDeltaEvent without re-validating values the normaliser just type-checked.
-
-    The hot path of every stream (one per delta); equal to ``TextDeltaEvent(index=, text=)``
-    (the state pydantic's own ``__init__`` leaves, set through the slot descriptors directly).
-    """
-    event: TextDeltaEvent = _new(TextDeltaEvent)
-    _set_dict(event, {"type": "text_delta", "index": index, "text": text})
-    _set_fields(event, {"index", "text"})
-    _set_extra(event, None)
-    _set_private(event, None)
-    return event
-
-
-def _split_error(events: list[ProviderStreamEvent], out: list[ProviderStreamEvent]) -> AirError:
-    """Put the events before a batch's final ``error`` event in ``out``; return its error."""
-    last = events[-1]
-    assert isinstance(last, ProviderErrorEvent)
-    out.extend(events[:-1])
-    return last.error
-
-
-class _Assembler:
-    """Accumulates blocks by index; shared by both normalisers."""
-
-    def __init__(self, provider_id: str) -> None:
-        self.provider_id = provider_id
-        self.texts: dict[int, list[str]] = {}
-        self.tools: dict[int, tuple[str, str, list[str]]] = {}
-        self.order: list[int] = []
-        self.inputs: dict[int, dict[str, Any]] = {}
-        self.broken: dict[int, str] = {}
-        """Tool blocks whose input is not valid JSON (judged at the end of the message)."""
-        self.thinking: dict[int, tuple[list[str], list[str]]] = {}
-        """Thinking blocks: their text and signature pieces."""
-        self.redacted: dict[int, str] = {}
-
-    def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
-        """Open a ``thinking`` or ``redacted_thinking`` block (its start may hold it whole)."""
-        self.order.append(index)
-        if block.get("type") == "redacted_thinking":
-            self.redacted[index] = _string(provider_id, block, "data")
-            return
-        text = _string(provider_id, block, "thinking", "")
-        signature = _string(provider_id, block, "signature", "")
-        self.thinking[index] = ([text] if text else [], [signature] if signature else [])
-
-    def more_thinking(self, provider_id: str, index: int, delta: dict[str, Any]) -> None:
-        """A ``thinking_delta`` or ``signature_delta`` of an open thinking block."""
-        texts, signature = self.thinking[index]
-        if delta.get("type") == "thinking_delta":
-            texts.append(_string(provider_id, delta, "thinking"))
-        else:
-            signature.append(_string(provider_id, delta, "signature"))
-
-    def start_text(self, index: int) -> None:
-        self.texts[index] = []
-        self.order.append(index)
-
-    def start_tool(self, index: int, tool_id: str, name: str) -> None:
-        self.tools[index] = (tool_id, name, [])
-        self.order.append(index)
-
-    def stop_tool(self, index: int) -> list[ProviderStreamEvent]:
-        raw = "".join(self.tools[index][2])
-        try:
-            parsed = _parse_tool_input(self.provider_id, raw)
-        except AirException:
-            self.broken[index] = raw  # cut off by max_tokens, or malformed: see ``ending``
-            return []
-        self.inputs[index] = parsed
-        return [ToolUseStopEvent(index=index, input=parsed)]
-
-    def ending(self, reason: StopReason) -> ProviderErrorEvent | None:
-        """The failure of a message whose tool input did not parse, if any (IMPL-API-5).
-
-        Cut off by ``max_tokens`` inside a tool call: a transient error the manager answers by
-        asking again. Otherwise the input is malformed: a protocol error.
-        """
-        if not self.broken:
-            return None
-        index = min(self.broken)
-        name = self.tools[index][1]
-        if reason is not StopReason.MAX_TOKENS:
-            raise _protocol(self.provider_id, f"tool input of {name} is not valid JSON")
-        return ProviderErrorEvent(
-            error=make_air_error(
-                kind=ErrorKind.PROVIDER_ERROR,
-                message=(
-                    f"{self.provider_id}: the reply was cut off by max_tokens inside a call of "
-                    f"tool {name}"
-                ),
-                retryability=Retryability.TRANSIENT,
-                user_action="air asks the model again (more tokens, or smaller tool input).",
-                metadata={"provider_id": self.provider_id, "cut_in_tool": name},
-            )
-        )
-
-    def content(self) -> list[ContentBlock]:
-        blocks: list[ContentBlock] = []
-        for index in self.order:
-            if index in self.texts:
-                blocks.append(TextBlock(text="".join(self.texts[index])))
-            elif index in self.thinking:
-                texts, signature = self.thinking[index]
-                blocks.append(ThinkingBlock(thinking="".join(texts), signature="".join(signature)))
-            elif index in self.redacted:
-                blocks.append(RedactedThinkingBlock(data=self.redacted[index]))
-            else:
-                tool_id, name, _ = self.tools[index]
-                blocks.append(ToolUseBlock(id=tool_id, name=name, input=self.inputs[index]))
-        return blocks
-
-
 class AnthropicStreamNormalizer:
     """Feed each Messages-API SSE event (decoded JSON); get the normalised events back."""
 
@@ -229,7 +59,7 @@ class AnthropicStreamNormalizer:
         self.provider_id = provider_id
         self.model_id = model_id
         self.names = names
-        self._asm = _Assembler(provider_id)
+        self._asm = Assembler(provider_id)
         self._usage: dict[str, int] = {}
         self._stop_reason: StopReason | None = None
         self.done = False
@@ -249,14 +79,14 @@ class AnthropicStreamNormalizer:
                 if delta.get("type") == "text_delta":
                     text = delta["text"]
                     if type(text) is not str:
-                        raise _protocol(self.provider_id, "text_delta without a string text")
+                        raise malformed(self.provider_id, "text_delta without a string text")
                     index = int(event["index"])
                     texts[index].append(text)
-                    append(_text_delta(index, text))
+                    append(text_delta(index, text))
                     continue
             events = self.feed(event)
             if events and events[-1].type == "error":
-                return _split_error(events, out)
+                return split_error(events, out)
             out.extend(events)
             if self.done:
                 return None
@@ -272,16 +102,16 @@ class AnthropicStreamNormalizer:
             if dtype == "text_delta":
                 text = delta["text"]
                 if type(text) is not str:
-                    raise _protocol(self.provider_id, "text_delta without a string text")
+                    raise malformed(self.provider_id, "text_delta without a string text")
                 asm.texts[index].append(text)
-                return [_text_delta(index, text)]
+                return [text_delta(index, text)]
             if dtype == "input_json_delta":
                 asm.tools[index][2].append(delta["partial_json"])
                 return [ToolUseInputDeltaEvent(index=index, partial_json=delta["partial_json"])]
             if dtype in ("thinking_delta", "signature_delta"):
                 asm.more_thinking(self.provider_id, index, delta)
                 return []
-            raise _protocol(self.provider_id, f"unsupported content delta {dtype!r}")
+            raise malformed(self.provider_id, f"unsupported content delta {dtype!r}")
         if kind == "message_start":
             message = event["message"]
             self._merge_usage(message.get("usage") or {})
@@ -310,7 +140,7 @@ class AnthropicStreamNormalizer:
             if btype in ("thinking", "redacted_thinking"):
                 asm.start_thinking(self.provider_id, index, block)
                 return []
-            raise _protocol(self.provider_id, f"unsupported content block {btype!r}")
+            raise malformed(self.provider_id, f"unsupported content block {btype!r}")
         if kind == "content_block_stop":
             index = int(event["index"])
             if index in asm.tools:
@@ -322,7 +152,7 @@ class AnthropicStreamNormalizer:
                 try:
                     self._stop_reason = StopReason(reason)
                 except ValueError:
-                    raise _protocol(self.provider_id, f"unknown stop_reason {reason!r}") from None
+                    raise malformed(self.provider_id, f"unknown stop_reason {reason!r}") from None
             self._merge_usage(event.get("usage") or {})
             return []
         if kind == "message_stop":
@@ -353,7 +183,7 @@ class AnthropicStreamNormalizer:
                     )
                 )
             ]
-        raise _protocol(self.provider_id, f"unknown stream event {kind!r}")
+        raise malformed(self.provider_id, f"unknown stream event {kind!r}")
 
     def _merge_usage(self, usage: dict[str, Any]) -> None:
         for key in (
@@ -364,7 +194,7 @@ class AnthropicStreamNormalizer:
         ):
             value = usage.get(key)
             if value is not None:
-                self._usage[key] = _tokens(self.provider_id, key, value)
+                self._usage[key] = token_count(self.provider_id, key, value)
 
 
 class OpenAIStreamNormalizer:
@@ -374,7 +204,7 @@ class OpenAIStreamNormalizer:
         self.provider_id = provider_id
         self.model_id = model_id
         self.names = names
-        self._asm = _Assembler(provider_id)
+        self._asm = Assembler(provider_id)
         self._converter = AnthropicCanonicalConverter()
         self._started = False
         self._text_index: int | None = None
@@ -399,11 +229,11 @@ class OpenAIStreamNormalizer:
                 index = self._text_index
                 assert index is not None
                 texts[index].append(text)
-                append(_text_delta(index, text))
+                append(text_delta(index, text))
                 continue
             events = feed(chunk)
             if events and events[-1].type == "error":
-                return _split_error(events, out)
+                return split_error(events, out)
             out.extend(events)
             if self.done:
                 return None
@@ -430,7 +260,7 @@ class OpenAIStreamNormalizer:
             index = self._text_index
             assert index is not None
             self._asm.texts[index].append(text)
-            return [_text_delta(index, text)]
+            return [text_delta(index, text)]
         out: list[ProviderStreamEvent] = []
         if "error" in chunk and not chunk.get("choices"):
             err: dict[str, Any] = (
@@ -459,7 +289,7 @@ class OpenAIStreamNormalizer:
             )
         usage = chunk.get("usage")
         if usage:
-            count = functools.partial(_tokens, self.provider_id)
+            count = functools.partial(token_count, self.provider_id)
             prompt = count("prompt_tokens", usage.get("prompt_tokens") or 0)
             details = usage.get("prompt_tokens_details") or {}
             # a part of the prompt: a server's larger figure counts the whole prompt as cached
@@ -483,7 +313,7 @@ class OpenAIStreamNormalizer:
             for call in delta.get("tool_calls") or []:
                 out.extend(self._tool_delta(call))
             if delta.get("function_call"):
-                raise _protocol(self.provider_id, "legacy function_call deltas are not supported")
+                raise malformed(self.provider_id, "legacy function_call deltas are not supported")
             if choice.get("finish_reason"):
                 self._finish = choice["finish_reason"]
         return out
@@ -494,7 +324,7 @@ class OpenAIStreamNormalizer:
         fn = call.get("function") or {}
         if key not in self._tool_index:
             if not call.get("id") or not fn.get("name"):
-                raise _protocol(self.provider_id, "tool call started without id or name")
+                raise malformed(self.provider_id, "tool call started without id or name")
             index = self._next
             self._next += 1
             self._tool_index[key] = index
@@ -506,7 +336,7 @@ class OpenAIStreamNormalizer:
             self._open_tools.append(index)
         index = self._tool_index[key]
         if index not in self._open_tools:
-            raise _protocol(self.provider_id, "arguments for a tool call that already ended")
+            raise malformed(self.provider_id, "arguments for a tool call that already ended")
         args = fn.get("arguments")
         if args:
             self._asm.tools[index][2].append(args)
@@ -523,7 +353,7 @@ class OpenAIStreamNormalizer:
     def finish(self) -> list[ProviderStreamEvent]:
         """Close the open tool block and emit ``message_stop``."""
         if not self._started:
-            raise _protocol(self.provider_id, "the stream ended before any chunk")
+            raise malformed(self.provider_id, "the stream ended before any chunk")
         self.done = True
         out: list[ProviderStreamEvent] = self._close_tools()
         reason = self._converter.stop_reason_from_openai(self._finish)
@@ -538,11 +368,20 @@ class OpenAIStreamNormalizer:
         return out
 
 
-StreamNormalizer = AnthropicStreamNormalizer | OpenAIStreamNormalizer
+class StreamNormalizer(Protocol):
+    """What ``drain`` and ``BatchReader`` feed (both normalisers here, and
+    ``air.llm.responses_stream.ResponsesStreamNormalizer``)."""
+
+    provider_id: str
+    done: bool
+
+    def feed_many(
+        self, values: list[dict[str, Any]], out: list[ProviderStreamEvent]
+    ) -> AirError | None: ...
 
 
 def drain(
-    normalizer: AnthropicStreamNormalizer | OpenAIStreamNormalizer, datas: list[str]
+    normalizer: StreamNormalizer, datas: list[str]
 ) -> tuple[list[ProviderStreamEvent], AirError | None]:
     """Decode and normalise the SSE payloads of one network read.
 

@@ -1,10 +1,11 @@
 """OpenAICompatibleAdapter: any ``/v1/chat/completions`` server over httpx (OpenAI, OpenRouter,
-Ollama, llama.cpp, vLLM), streamed with SSE.
+Ollama, llama.cpp, vLLM), streamed with SSE; a model with ``api: responses`` is called on
+OpenAI's ``/v1/responses`` instead (``air.llm.responses_wire``).
 
-Owns the chat-completions exchange: the bearer key from ``auth_ref``, the request body (through
-``AnthropicCanonicalConverter``) and feeding the SSE stream, ended by ``[DONE]``, through
-``OpenAIStreamNormalizer``. The client and the error mapping are ``HttpAdapter``'s. Imported
-lazily by the manager.
+Owns choosing the wire per model and the chat-completions exchange: the bearer key from
+``auth_ref``, the request body (through ``AnthropicCanonicalConverter``) and feeding the SSE
+stream, ended by ``[DONE]``, through ``OpenAIStreamNormalizer``. The client and the error
+mapping are ``HttpAdapter``'s. Imported lazily by the manager.
 """
 
 from __future__ import annotations
@@ -14,7 +15,12 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from air.contracts.error import AirException
-from air.contracts.provider import ProviderCompletionInput, ProviderConfig, ProviderStreamEvent
+from air.contracts.provider import (
+    ModelConfig,
+    ProviderCompletionInput,
+    ProviderConfig,
+    ProviderStreamEvent,
+)
 from air.llm.adapter import StreamEnded
 from air.llm.config import base_url_of
 from air.llm.convert import AnthropicCanonicalConverter
@@ -49,23 +55,40 @@ class OpenAICompatibleAdapter(HttpAdapter):
         self, request: ProviderCompletionInput
     ) -> tuple[str, bytes, dict[str, str], ReadReply]:
         names = ToolNameMap(t.name for t in request.tools)
-        body = self.converter.request_to_openai_body(
-            request,
-            self.api_model(request.model_id),
-            names,
-            self.turns,
-            self.model_config(request.model_id),
-        )
+        model = self.model_config(request.model_id)
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
         key = self.api_key(required=False) if self.config.auth_ref else None
         if key:
             headers["authorization"] = f"Bearer {key}"
+        if model is not None and model.api == "responses":
+            return self._responses(request, model, names, headers)
+        body = self.converter.request_to_openai_body(
+            request, self.api_model(request.model_id), names, self.turns, model
+        )
         normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id, names)
 
         def read(response: HttpReply) -> AsyncGenerator[list[ProviderStreamEvent], None]:
             return self._read(normalizer, response)
 
         return "/chat/completions", body, headers, read
+
+    def _responses(
+        self,
+        request: ProviderCompletionInput,
+        model: ModelConfig,
+        names: ToolNameMap,
+        headers: dict[str, str],
+    ) -> tuple[str, bytes, dict[str, str], ReadReply]:
+        from air.llm.responses_stream import ResponsesStreamNormalizer
+        from air.llm.responses_wire import responses_batches, responses_body
+
+        body = responses_body(request, self.api_model(request.model_id), names, self.turns, model)
+        normalizer = ResponsesStreamNormalizer(self.provider_id, request.model_id, names)
+
+        def read(response: HttpReply) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+            return responses_batches(normalizer, self.failed, response)
+
+        return "/responses", body, headers, read
 
     async def _read(
         self, normalizer: OpenAIStreamNormalizer, response: HttpReply

@@ -31,11 +31,13 @@ def dumps(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def body_with_messages(head: dict[str, Any], pieces: Sequence[bytes]) -> bytes:
-    """``head`` (a non-empty JSON object without ``messages``) with ``"messages": [pieces]``:
-    one join, so the conversation's bytes are copied once (the head goes on the first piece,
-    the end on the last)."""
-    start = dumps(head)[:-1] + b',"messages":['
+def body_with_messages(
+    head: dict[str, Any], pieces: Sequence[bytes], key: str = "messages"
+) -> bytes:
+    """``head`` (a non-empty JSON object without ``key``) with ``"messages": [pieces]`` (or
+    ``key``: the Responses API's ``input``): one join, so the conversation's bytes are copied
+    once (the head goes on the first piece, the end on the last)."""
+    start = dumps(head)[:-1] + b',"' + key.encode() + b'":['
     if not pieces:
         return start + b"]}"
     if len(pieces) == 1:

@@ -1,4 +1,5 @@
-"""``CassetteModel``: a scripted model that plays per-task cassettes over either wire.
+"""``CassetteModel``: a scripted model that plays per-task cassettes over any of the three wires
+(Anthropic, chat completions, OpenAI's Responses API).
 
 Owns: finding the task a request belongs to (the ``# Task <id>:`` line of its first user
 message) and the turn (assistant turns so far), and answering it with that cassette turn as
@@ -18,27 +19,45 @@ from pathlib import Path
 from typing import Any
 
 from air.testing.anthropic_thinking import redact, sign, thinks
+from air.testing.responses_rules import reasons
 from air.testing.wire_replies import Block, Reply, blocks_sse
 
 _TASK_LINE = re.compile(r"^(?:# )?Task (\S+?)(?::| \()", re.MULTILINE)
 
 
+def _messages(wire: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request's turns: its messages, or (Responses) its input items, each run of the
+    model's items (reasoning, function calls, assistant messages) as one assistant turn."""
+    if wire != "responses":
+        return list(body.get("messages") or [])
+    turns: list[dict[str, Any]] = []
+    for item in body.get("input") or []:
+        kind = item.get("type", "message")
+        mine = kind in ("reasoning", "function_call") or item.get("role") == "assistant"
+        if mine and turns and turns[-1].get("role") == "assistant":
+            continue
+        turns.append({"role": "assistant"} if mine else item)
+    return turns
+
+
 def _first_user_text(wire: str, body: dict[str, Any]) -> str:
-    for message in body.get("messages") or []:
+    for message in _messages(wire, body):
         if message.get("role") != "user":
             continue
         content = message.get("content")
         if isinstance(content, str):
             return content
         return "\n".join(
-            str(part.get("text", "")) for part in content or [] if part.get("type") == "text"
+            str(part.get("text", ""))
+            for part in content or []
+            if part.get("type") in ("text", "input_text")
         )
     return ""
 
 
 def _offered(wire: str, body: dict[str, Any]) -> list[str]:
     tools = body.get("tools") or []
-    if wire == "anthropic":
+    if wire in ("anthropic", "responses"):
         return [str(t.get("name")) for t in tools]
     return [str((t.get("function") or {}).get("name")) for t in tools]
 
@@ -66,7 +85,7 @@ class CassetteModel:
             raise ValueError("no '# Task <id>:' line in the first user message")
         task_id = match.group(1)
         turns = load_cassette(str(self.directory / f"{task_id}.jsonl"))
-        number = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
+        number = sum(1 for m in _messages(wire, body) if m.get("role") == "assistant")
         if number >= len(turns):
             raise ValueError(f"task {task_id}: no turn {number + 1} in its cassette")
         turn = turns[number]
@@ -95,6 +114,7 @@ class CassetteModel:
                 output_tokens=turn.usage.output_tokens,
                 model=str(body.get("model")),
                 message_id=f"msg_{task_id}_{number + 1}".replace("-", "_"),
+                reasoning=wire == "responses" and reasons(body),
             )
         )
 

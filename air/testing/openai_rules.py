@@ -266,19 +266,10 @@ def _reasoning_problem(model: str, body: dict[str, Any]) -> Problem | None:
     return None
 
 
-def openai_problem(
-    headers: dict[str, str],
-    body: Any,
-    *,
-    api_key: str | None = None,
-    keyless: bool = False,
-    ceilings: dict[str, int] | None = None,
+def bearer_problem(
+    headers: dict[str, str], *, api_key: str | None, keyless: bool = False
 ) -> Problem | None:
-    """Why chat completions would refuse this request, or ``None`` when it is valid.
-
-    Args:
-        keyless: accept a request without ``Authorization`` (a local server such as Ollama).
-    """
+    """The 401 of a request without a valid bearer key (both OpenAI wires)."""
     auth = headers.get("authorization", "")
     if not auth and not keyless:
         return Problem(
@@ -293,6 +284,25 @@ def openai_problem(
             return Problem(
                 401, "invalid_request_error", "Incorrect API key provided.", "invalid_api_key"
             )
+    return None
+
+
+def openai_problem(
+    headers: dict[str, str],
+    body: Any,
+    *,
+    api_key: str | None = None,
+    keyless: bool = False,
+    ceilings: dict[str, int] | None = None,
+) -> Problem | None:
+    """Why chat completions would refuse this request, or ``None`` when it is valid.
+
+    Args:
+        keyless: accept a request without ``Authorization`` (a local server such as Ollama).
+    """
+    problem = bearer_problem(headers, api_key=api_key, keyless=keyless)
+    if problem is not None:
+        return problem
     if not isinstance(body, dict):
         return invalid("We could not parse the JSON body of your request.")
     extra = set(body) - _OPENAI_FIELDS

@@ -1,18 +1,20 @@
-"""Strict local model servers on 127.0.0.1: the Anthropic Messages API (``POST /v1/messages``)
-and OpenAI chat completions (``POST /v1/chat/completions``), for tests of the real anthropic
-SDK and real httpx (no client mocking).
+"""Strict local model servers on 127.0.0.1: the Anthropic Messages API (``POST /v1/messages``),
+OpenAI chat completions (``POST /v1/chat/completions``) and OpenAI's Responses API
+(``POST /v1/responses``), for tests of the real anthropic SDK and real httpx (no client
+mocking).
 
 Owns ``StrictServer`` (``http.server`` in a thread; ``LocalServer`` is the same class): every
 request is checked by the rules of its API (``air.testing.anthropic_rules``,
-``air.testing.openai_rules``), a refusal answered with the API's own error JSON shape and
-logged in ``rejected``; a valid one is answered by the next queued ``Reply``
-(``air.testing.wire_replies``) or the server's ``model`` (e.g. ``air.testing.cassette_model``).
-The usage of a scripted model's reply is the server's own: its ``PromptCache`` counts the
-prompt and what each API's cache holds of it. With ``info`` it also answers a local server's
-introspection endpoints (``air.testing.local_info``). A test reads back every request
-received and the prompt usage reported with each scripted reply (``usages``). A fake that is
-more lenient than the real API is a defect (IMPL-API-1): every rule has a test in
-tests/llm/test_strict_servers.py.
+``air.testing.openai_rules``, ``air.testing.responses_rules``), a refusal answered with the
+API's own error JSON shape and logged in ``rejected``; a valid one is answered by the next
+queued ``Reply`` (``air.testing.wire_replies``) or the server's ``model`` (e.g.
+``air.testing.cassette_model``). The usage of a scripted model's reply is the server's own: its
+``PromptCache`` counts the prompt and what each API's cache holds of it (a Responses prompt as
+a chat one). With ``info`` it also answers a local server's introspection endpoints
+(``air.testing.local_info``). A test reads back every request received and the prompt usage
+reported with each scripted reply (``usages``). A fake that is more lenient than the real API is
+a defect (IMPL-API-1): every rule has a test in tests/llm/test_strict_servers.py (the Responses
+API's in tests/llm/test_responses_rules.py).
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ from air.testing.openai_rules import openai_problem
 from air.testing.problems import Problem
 from air.testing.prompt_cache import PromptCache
 from air.testing.request_decoder import ConversationDecoder
+from air.testing.responses_replies import with_prompt_usage
+from air.testing.responses_rules import responses_problem
 from air.testing.wire_replies import Reply, json_reply
 
 __all__ = ["LocalServer", "Model", "Received", "Rejection", "StrictServer"]
@@ -70,7 +74,8 @@ class Rejection:
 
 
 Model = Callable[[str, dict[str, Any]], Reply]
-"""A scripted model: (wire ``anthropic`` | ``openai``, request body) -> its reply."""
+"""A scripted model: (wire ``anthropic`` | ``openai`` | ``responses``, request body) -> its
+reply."""
 
 
 # --- the server ------------------------------------------------------------------------------
@@ -100,6 +105,21 @@ def _error_reply(wire: str, problem: Problem) -> Reply:
             }
         }
     return json_reply(problem.status, body)
+
+
+def _counted(wire: str, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The wire and body whose prompt the cache counts: a Responses prompt (instructions,
+    tools, input items) is cached as chat completions' is (automatically, by prefix)."""
+    if wire != "responses":
+        return wire, body
+    items = body.get("input")
+    items = [{"role": "user", "content": items}] if isinstance(items, str) else items or []
+    system = [{"role": "system", "content": body["instructions"]}] if "instructions" in body else []
+    return "openai", {
+        "model": body.get("model"),
+        "tools": body.get("tools"),
+        "messages": system + items,
+    }
 
 
 class StrictServer:
@@ -168,7 +188,9 @@ class StrictServer:
                     body = None
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 known = outer.info.answer("POST", self.path, body) if outer.info else None
-                if known is None and not self.path.endswith(("/messages", "/chat/completions")):
+                if known is None and not self.path.endswith(
+                    ("/messages", "/chat/completions", "/responses")
+                ):
                     known = json_reply(404, {"error": {"message": "Not Found"}})
                 self._send(known or outer._answer(self.path, headers, body, raw))
 
@@ -211,12 +233,13 @@ class StrictServer:
 
     def _answer(self, path: str, headers: dict[str, str], body: Any, raw: bytes) -> Reply:
         wire = "anthropic" if path.endswith("/messages") else "openai"
+        wire = "responses" if path.endswith("/responses") else wire
         if wire == "anthropic":
             problem = anthropic_problem(
                 headers, body, api_key=self.api_key, ceilings=self.ceilings, memo=self.memo
             )
         else:
-            problem = openai_problem(
+            problem = (responses_problem if wire == "responses" else openai_problem)(
                 headers,
                 body,
                 api_key=self.api_key,
@@ -239,9 +262,12 @@ class StrictServer:
             assert isinstance(body, dict)
             try:
                 reply = self.model(wire, body)
-                usage = self.cache.usage(wire, body)
+                usage = self.cache.usage(*_counted(wire, body))
                 with self._lock:
                     self.usages.append(usage)
+                if wire == "responses":
+                    reply.chunks = with_prompt_usage(reply.chunks, usage)
+                    return reply
                 return self.cache.with_usage(wire, reply, usage)
             except Exception as exc:  # why: a broken script must show in the test, not hang
                 return _error_reply(wire, Problem(500, "api_error", f"scripted model: {exc!r}"))

@@ -3,7 +3,8 @@
 Owns: ``Reply`` (status, headers, body chunks sent with chunked transfer encoding, an optional
 drop or stall mid-stream), ``Turn`` (a model turn independent of wire format) and the builders
 of both wires' bodies: ``anthropic_sse``, ``openai_sse``, ``blocks_sse``, ``turn_sse`` (server-sent
-event streams) and ``json_reply``.
+event streams; ``blocks_sse`` also the Responses API's, built by
+``air.testing.responses_replies``) and ``json_reply``.
 """
 
 from __future__ import annotations
@@ -204,8 +205,22 @@ def blocks_sse(
     output_tokens: int = 7,
     model: str | None = None,
     message_id: str | None = None,
+    reasoning: bool = False,
 ) -> list[bytes]:
-    """The streamed body of one turn of ``blocks`` in ``wire`` (``anthropic`` | ``openai``)."""
+    """The streamed body of one turn of ``blocks`` in ``wire`` (``anthropic`` | ``openai`` |
+    ``responses``: after a reasoning item when ``reasoning``)."""
+    if wire == "responses":
+        from air.testing.responses_replies import responses_sse
+
+        return responses_sse(
+            blocks,
+            stop,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            model=model or "gpt-test",
+            message_id=message_id or "resp_1",
+            reasoning=reasoning,
+        )
     if wire == "anthropic":
         return _anthropic_blocks_sse(
             blocks,

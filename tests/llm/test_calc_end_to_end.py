@@ -1,7 +1,9 @@
 """examples/calc end to end with no cassette in air: real workers, the real ProviderManager and
 the real anthropic SDK / httpx against the strict local servers, which play the calc fixes as a
 scripted model over the wire (air.testing.strict_servers.CassetteModel) while checking every
-request the way the real APIs do. Exit 0, the project's tests pass, 0 rejected requests."""
+request the way the real APIs do, on all three wires (the Anthropic Messages API, chat
+completions, and OpenAI's Responses API with gpt-6.1-sol, reasoning between tool calls). Exit 0,
+the project's tests pass, 0 rejected requests."""
 
 from __future__ import annotations
 
@@ -44,8 +46,18 @@ MODELS = {
         "    models:\n"
         "      gpt-4.1: {{context_window: 1047576, max_output_tokens: 32768}}\n"
     ),
+    "responses": (
+        "default: openai/gpt-6.1-sol\n"
+        "providers:\n"
+        "  openai:\n"
+        "    kind: openai_compatible\n"
+        "    base_url: {url}/v1\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      gpt-6.1-sol: {{}}\n"
+    ),
 }
-CEILINGS = {"claude-sonnet-4-5": 64_000, "gpt-4.1": 32_768}
+CEILINGS = {"claude-sonnet-4-5": 64_000, "gpt-4.1": 32_768, "gpt-6.1-sol": 128_000}
 
 
 def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
@@ -58,7 +70,7 @@ def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses"])
 def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None:
     root = tmp_path / "calc"
     home = tmp_path / "home"
@@ -104,6 +116,8 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     sent = json.dumps([r.body for r in requests])
     assert "fs.read" not in sent
     assert "fs_read" in sent
+    if wire == "responses":
+        _assert_reasoning_replayed([r.body for r in requests])
     events = json_events(proc.stdout)
     completed = [e for e in events if e["type"] == "task.completed"]
     assert len(completed) == 3
@@ -116,7 +130,10 @@ def _assert_prompt_caching(wire: str, requests: list[Any], completed: list[dict[
     the cached input tokens the server reported. OpenAI caches by itself: the same count."""
     by_task: dict[str, list[dict[str, Any]]] = {}
     for r in requests:
-        first = r.body["messages"][0 if wire == "anthropic" else 1]["content"]
+        if wire == "responses":
+            first = r.body["input"][0]["content"]
+        else:
+            first = r.body["messages"][0 if wire == "anthropic" else 1]["content"]
         text = first if isinstance(first, str) else first[0]["text"]
         by_task.setdefault(text, []).append(r.body)
     for bodies in by_task.values():
@@ -138,6 +155,26 @@ def _assert_prompt_caching(wire: str, requests: list[Any], completed: list[dict[
         assert usage["cache_read_tokens"] > 0, usage
         assert usage["cost_usd"] is not None
         assert usage["cost_usd"] > 0
+
+
+def _assert_reasoning_replayed(bodies: list[dict[str, Any]]) -> None:
+    """Each earlier turn of a task is replayed as its reasoning item (with its encrypted
+    content) and then the items that followed it, carrying their ids: the reasoning is kept
+    between tool calls, at the API's default effort (the catalogue sets none)."""
+    for body in bodies:
+        assert body["store"] is False
+        assert body["include"] == ["reasoning.encrypted_content"]
+        assert "reasoning" not in body
+        items = body["input"]
+        for k, item in enumerate(items):
+            if item["type"] == "reasoning":
+                assert item["encrypted_content"].startswith("gAAAA")
+                assert items[k + 1]["type"] in ("message", "function_call")
+                assert items[k + 1]["id"]
+            elif item["type"] == "function_call" or item.get("role") == "assistant":
+                assert items[k - 1]["type"] not in ("function_call_output",)
+                assert items[k - 1].get("role") != "user"
+    assert max(sum(i["type"] == "reasoning" for i in b["input"]) for b in bodies) == 3
 
 
 def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:

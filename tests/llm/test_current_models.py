@@ -2,7 +2,8 @@
 and GPT-6 entries, Haiku 5.5's price past a 100K-token prompt, models their vendor retired
 refused before anything runs (exit 2, the model to use instead) unless a gateway serves them,
 and GPT-6 in Chat Completions calling tools only at reasoning effort none (the strict server
-refuses any other effort with tools; air sends none from the catalogue)."""
+refuses any other effort with tools), so the catalogue calls every GPT-6 model on the Responses
+API, tools at any effort."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts.error import AirException
 from air.contracts.provider import (
     ModelConfig,
     ModelRequirement,
@@ -28,6 +28,8 @@ from air.llm.manager import ProviderManager
 from air.llm.usage import cost_of
 from air.testing.openai_rules import openai_problem
 from air.testing.problems import DEFAULT_CEILING, ceiling
+from air.testing.responses_rules import responses_problem
+from air.testing.wire_replies import blocks_sse
 from tests.forked_air import air_cli
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, request
@@ -58,9 +60,14 @@ def test_the_current_claude_and_gpt_models_are_in_the_catalogue() -> None:
         assert config.context_window >= 1_000_000, model
         assert config.max_output_tokens == 128_000, model
         assert known[model].retired is None
-    sol = complete_model("gpt-6-sol", ModelConfig())
-    assert (sol.reasoning_effort, sol.max_tokens_param) == ("none", "max_completion_tokens")
-    assert complete_model("gpt-6.1-sol", ModelConfig()).supports_tools is False
+    for model in ("gpt-6-sol", "gpt-6-luna", "gpt-6.1-sol"):
+        config = complete_model(model, ModelConfig())
+        assert (config.api, config.reasoning_effort, config.supports_tools) == (
+            "responses",
+            None,
+            True,
+        ), model
+    assert complete_model("gpt-6.1-sol", ModelConfig()).reasoning_efforts[-1] == "max"
 
 
 def test_haiku_5_5_past_100k_prompt_tokens_pays_the_long_rates_on_every_token() -> None:
@@ -152,33 +159,43 @@ def test_gpt_6_chat_completions_call_tools_only_at_effort_none() -> None:
     assert openai_problem(HEADERS, _chat("gpt-6-sol", max_tokens=10)) is not None
 
 
-async def test_air_calls_gpt_6_sol_with_tools_at_effort_none_and_refuses_6_1_sol_tools(
+async def test_air_calls_gpt_6_with_tools_on_responses_and_on_chat_only_at_effort_none(
     server: LocalServer,
 ) -> None:
+    """The catalogue's gpt-6.1-sol (no effort none) calls tools on the Responses API at the
+    API's default effort; gpt-6-sol set to the chat wire does at effort none only."""
+    chat_sol = ModelConfig(api="chat_completions", reasoning_effort="none")
     provider = ProviderConfig(
         kind=ProviderKind.OPENAI_COMPATIBLE,
         base_url=server.url + "/v1",
         auth_ref="AIR_TEST_KEY",
-        models={m: complete_model(m, ModelConfig()) for m in ("gpt-6-sol", "gpt-6.1-sol")},
+        models={
+            "gpt-6-sol": complete_model("gpt-6-sol", chat_sol),
+            "gpt-6.1-sol": complete_model("gpt-6.1-sol", ModelConfig()),
+        },
     )
     config = ModelsConfig(default="openai/gpt-6-sol", providers={"openai": provider})
     manager = ProviderManager(config, env={"AIR_TEST_KEY": FAKE_KEY})
+    tool = ToolSpec(name="f", description="f", input_schema={"type": "object"})
     try:
         server.push(Reply(chunks=openai_sse(Turn(text=["ok"]))))
-        tool = ToolSpec(name="f", description="f", input_schema={"type": "object"})
-        got = await collect(
-            manager, request(provider_id="openai", model_id="gpt-6-sol", tools=[tool])
-        )
-        assert got.types[-1] == "message_stop"
+        server.push(Reply(chunks=blocks_sse("responses", [("text", ["ok"])], "end_turn")))
+        for model in ("gpt-6-sol", "gpt-6.1-sol"):
+            got = await collect(
+                manager, request(provider_id="openai", model_id=model, tools=[tool])
+            )
+            assert got.types[-1] == "message_stop", got.events[-1]
+        assert manager.select_model(ModelRequirement(model="openai/gpt-6.1-sol")).model_id
     finally:
         await manager.aclose()
     assert [r.problem for r in server.rejected] == []
-    body = server.requests[0].body
-    assert (body["reasoning_effort"], "max_tokens" in body) == ("none", False)
-    assert body["max_completion_tokens"] > 0
-    with pytest.raises(AirException) as refused:
-        manager.select_model(ModelRequirement(model="openai/gpt-6.1-sol"))
-    assert "no tool use" in str(refused.value)
+    chat, responses = (r.body for r in server.requests)
+    assert [r.path for r in server.requests] == ["/v1/chat/completions", "/v1/responses"]
+    assert (chat["reasoning_effort"], "max_tokens" in chat) == ("none", False)
+    assert "reasoning" not in responses
+    assert responses["tools"][0]["name"] == "f"
+    assert responses["max_output_tokens"] > 0
+    assert responses_problem(HEADERS, {**responses, "reasoning": {"effort": "none"}}) is not None
 
 
 def test_the_strict_servers_know_the_current_models_output_ceiling() -> None:

@@ -18,7 +18,7 @@ from air.contracts.provider import ModelRequirement, ModelsConfig, ProviderKind
 from air.llm.config import env_models_config
 from air.llm.manager import ProviderManager
 from air.testing.strict_servers import StrictServer
-from air.testing.wire_replies import Reply, Turn, anthropic_sse, openai_sse
+from air.testing.wire_replies import Reply, Turn, anthropic_sse, blocks_sse, openai_sse
 from tests.forked_air import air_cli
 from tests.headless import REVIEW_BATCH, review_verdict
 from tests.trusted import trust_project
@@ -105,7 +105,9 @@ def test_a_key_in_the_environment_is_enough(wire: str, tmp_path: Path) -> None:
             server.push(Reply(chunks=anthropic_sse(Turn(text=[review_verdict()]))))
         else:
             env = _clean_env(home, OPENAI_API_KEY=KEY, OPENAI_BASE_URL=server.url + "/v1")
-            server.push(Reply(chunks=openai_sse(Turn(text=[review_verdict()]))))
+            # gpt-6-sol, the default, is on the Responses API
+            verdict = blocks_sse("responses", [("text", [review_verdict()])], "end_turn")
+            server.push(Reply(chunks=verdict))
         current = _air(root, env, "provider", "current")
         proc = _air(root, env, "run", "--headless", "batch.yaml")
         requests, rejected = list(server.requests), list(server.rejected)
@@ -238,6 +240,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
         "cassette:",
         "record_to",
         "auth_ref",
+        "api: responses",
     ):
         assert word in shipped
     root = tmp_path / "proj"
@@ -249,6 +252,14 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert "anthropic/claude-sonnet-4-5" in listed.stdout
     gpt = next(line for line in listed.stdout.splitlines() if "openai/gpt-4.1 " in line)
     assert " tools<=128 " in gpt  # the bound the example and the catalogue give
+    # the wire of each OpenAI model: gpt-6.1-sol on the Responses API, tools at any effort
+    assert "api=chat_completions " in gpt
+    sol = next(line for line in listed.stdout.splitlines() if "openai/gpt-6.1-sol " in line)
+    assert "api=responses " in sol
+    assert "(max_output_tokens)" in sol
+    assert " tools<=128 " in sol
+    claude = next(line for line in listed.stdout.splitlines() if "claude-sonnet-4-5 " in line)
+    assert "api=" not in claude
 
 
 def test_every_provider_config_error_points_at_the_installed_reference() -> None:

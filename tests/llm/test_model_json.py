@@ -8,8 +8,8 @@ import json
 import pytest
 
 from air.contracts.error import AirException
-from air.llm.normalize import _parse_tool_input
 from air.llm.sse import decode_json_batch, model_json
+from air.llm.stream_assembly import parse_tool_input
 
 
 def test_an_unpaired_surrogate_becomes_u_fffd_and_a_pair_stays_what_it_is() -> None:
@@ -36,7 +36,7 @@ def test_json_nested_deeper_than_the_stack_is_not_json_the_run_goes_on_with() ->
     with pytest.raises(json.JSONDecodeError, match="nested too deeply"):
         model_json(deep)
     with pytest.raises(AirException) as refused:
-        _parse_tool_input("local", deep)
+        parse_tool_input("local", deep)
     assert refused.value.error.kind == "protocol_error"
     good, problem = decode_json_batch(['{"t": "a"}', deep])
     assert good == [{"t": "a"}]

@@ -1,4 +1,4 @@
-"""The per-read fast path of the stream normalisers (``feed_many``, ``_text_delta``) is the
+"""The per-read fast path of the stream normalisers (``feed_many``, ``text_delta``) is the
 same stream as feeding every payload one by one through ``feed``: same events, same failure,
 same end — for any mix of text deltas, tool calls, pings and provider errors."""
 
@@ -12,12 +12,8 @@ from hypothesis import strategies as st
 
 from air.contracts.error import AirError
 from air.contracts.provider import ProviderErrorEvent, ProviderStreamEvent, TextDeltaEvent
-from air.llm.normalize import (
-    AnthropicStreamNormalizer,
-    OpenAIStreamNormalizer,
-    _text_delta,
-    drain,
-)
+from air.llm.normalize import AnthropicStreamNormalizer, OpenAIStreamNormalizer, drain
+from air.llm.stream_assembly import text_delta
 from air.llm.tool_names import ToolNameMap
 
 _TEXT = st.text(min_size=1, max_size=12)
@@ -187,7 +183,7 @@ def test_a_text_delta_with_a_number_for_text_is_a_protocol_error_on_the_fast_pat
 
 
 def test_a_fast_text_delta_is_the_validated_event() -> None:
-    fast = _text_delta(3, "héllo")
+    fast = text_delta(3, "héllo")
     slow = TextDeltaEvent(index=3, text="héllo")
     assert type(fast) is TextDeltaEvent
     assert fast == slow
@@ -197,4 +193,4 @@ def test_a_fast_text_delta_is_the_validated_event() -> None:
     copied = fast.model_copy(update={"text": "x"})
     assert copied.text == "x"
     assert fast.text == "héllo"
-    assert _text_delta(0, "a").model_fields_set is not _text_delta(0, "a").model_fields_set
+    assert text_delta(0, "a").model_fields_set is not text_delta(0, "a").model_fields_set
