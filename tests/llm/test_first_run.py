@@ -228,7 +228,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     doc = (REPO / "docs" / "models.md").read_text()
     assert f"```yaml\n{shipped}```" in doc
     config = ModelsConfig.model_validate(yaml.safe_load(shipped))
-    assert config.default == "anthropic/claude-sonnet-4-5"
+    assert config.default == "anthropic/claude-opus-5-5"
     assert {p.kind for p in config.providers.values()} == set(ProviderKind)
     # what `air init --models` writes uses the fast transport, not the SDK (issue 26)
     assert config.providers["anthropic"].transport == "http"
@@ -249,7 +249,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert proc.returncode == 0, proc.stderr
     assert (root / ".air" / "shared" / "models.yaml").read_text() == shipped
     listed = _air(root, _clean_env(tmp_path), "provider", "list")
-    assert "anthropic/claude-sonnet-4-5" in listed.stdout
+    assert "anthropic/claude-opus-5-5" in listed.stdout
     gpt = next(line for line in listed.stdout.splitlines() if "openai/gpt-4.1 " in line)
     assert " tools<=128 " in gpt  # the bound the example and the catalogue give
     # the wire of each OpenAI model: gpt-6.1-sol on the Responses API, tools at any effort
@@ -258,7 +258,7 @@ def test_the_reference_is_complete_shipped_and_what_init_writes(tmp_path: Path) 
     assert "api=responses " in sol
     assert "(max_output_tokens)" in sol
     assert " tools<=128 " in sol
-    claude = next(line for line in listed.stdout.splitlines() if "claude-sonnet-4-5 " in line)
+    claude = next(line for line in listed.stdout.splitlines() if "claude-opus-5-5 " in line)
     assert "api=" not in claude
 
 
