@@ -60,6 +60,8 @@ class AnthropicAdapter(ProviderAdapter):
         params = request_to_anthropic(
             request, self.api_model(request.model_id), names, self.model_config(request.model_id)
         )
+        if "output_config" in params:  # newer than the SDK this project declares (0.46)
+            params["extra_body"] = {"output_config": params.pop("output_config")}
         client = self._sdk()
         import anthropic
 

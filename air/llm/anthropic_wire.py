@@ -141,6 +141,12 @@ def _head(
         params["temperature"] = request.temperature
     if request.stop_sequences:
         params["stop_sequences"] = list(request.stop_sequences)
+    if model is not None and model.reasoning_effort is not None:
+        output = params.get("output_config")
+        params["output_config"] = {
+            **(output if isinstance(output, dict) else {}),
+            "effort": model.reasoning_effort,
+        }
     return params
 
 

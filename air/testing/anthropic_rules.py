@@ -44,6 +44,31 @@ _ANTHROPIC_FIELDS = {
 }
 
 
+_EFFORTS = ("low", "medium", "high", "xhigh", "max")
+_TAKES_EFFORT = re.compile(
+    r"^claude-(?:opus-4-[5-9]|sonnet-4-[6-9]|(?:opus|sonnet|haiku|fable|mythos)-5)(?:$|[-@])"
+)
+"""The models that take ``output_config.effort`` (Opus 4.5 and later, Sonnet 4.6 and later,
+every Claude 5.x; not Haiku 4.5 or Sonnet 4.5)."""
+
+
+def _effort_problem(body: dict[str, Any], model: str) -> Problem | None:
+    config = body.get("output_config")
+    if config is None:
+        return None
+    if not isinstance(config, dict):
+        return invalid("output_config: Input should be a valid dictionary")
+    if "effort" not in config:
+        return None
+    if not _TAKES_EFFORT.match(model):
+        return invalid(f"output_config.effort: effort is not supported for {model}")
+    if config["effort"] not in _EFFORTS:
+        return invalid(
+            "output_config.effort: Input should be 'low', 'medium', 'high', 'xhigh' or 'max'"
+        )
+    return None
+
+
 def _text_problem(where: str, block: dict[str, Any]) -> Problem | None:
     text = block.get("text")
     if not isinstance(text, str):
@@ -446,6 +471,9 @@ def anthropic_problem(
         not isinstance(stops, list) or any(not isinstance(s, str) or not s.strip() for s in stops)
     ):
         return invalid("stop_sequences: each stop sequence must contain non-whitespace")
+    problem = _effort_problem(body, str(model))
+    if problem is not None:
+        return problem
     return _anthropic_messages(messages, bool(names), state, memo) or thinking_problem(
         headers, body
     )

@@ -207,3 +207,55 @@ def test_the_strict_servers_know_the_current_models_output_ceiling() -> None:
     assert openai_problem(HEADERS, over) is not None
     fits = _chat("gpt-6-sol", reasoning_effort="none", max_completion_tokens=128_000)
     assert openai_problem(HEADERS, fits) is None
+
+
+def _messages_body(model: str, **extra: object) -> dict[str, object]:
+    return {
+        "model": model,
+        "max_tokens": 100,
+        "messages": [{"role": "user", "content": "hi"}],
+    } | extra
+
+
+def test_claude_s_effort_is_output_config_effort_where_the_model_takes_it() -> None:
+    from air.testing.anthropic_rules import anthropic_problem
+
+    anthropic = {"x-api-key": FAKE_KEY, "anthropic-version": "2023-06-01"}
+    for effort in ("low", "xhigh", "max"):
+        body = _messages_body("claude-opus-5-5", output_config={"effort": effort})
+        assert anthropic_problem(anthropic, body, api_key=FAKE_KEY) is None
+    wrong = _messages_body("claude-opus-5-5", output_config={"effort": "minimal"})
+    refused = anthropic_problem(anthropic, wrong, api_key=FAKE_KEY)
+    assert refused is not None
+    assert "output_config.effort" in refused.message
+    older = _messages_body("claude-haiku-4-5", output_config={"effort": "high"})
+    assert anthropic_problem(anthropic, older, api_key=FAKE_KEY) is not None
+    assert complete_model("claude-opus-5-5", ModelConfig(reasoning_effort="max")).reasoning_effort
+    with pytest.raises(ValueError, match="does not take 'high'"):
+        complete_model("claude-haiku-4-5", ModelConfig(reasoning_effort="high"))
+
+
+@pytest.mark.parametrize("transport", ["http", "sdk"])
+async def test_air_sends_claude_s_effort_on_both_transports(
+    transport: str, server: LocalServer
+) -> None:
+    model = complete_model("claude-opus-5-5", ModelConfig(reasoning_effort="high"))
+    provider = ProviderConfig(
+        kind=ProviderKind.ANTHROPIC,
+        base_url=server.url,
+        auth_ref="AIR_TEST_KEY",
+        transport=transport,
+        models={"claude-opus-5-5": model},
+    )
+    config = ModelsConfig(default="anthropic/claude-opus-5-5", providers={"anthropic": provider})
+    manager = ProviderManager(config, env={"AIR_TEST_KEY": FAKE_KEY})
+    try:
+        server.push(Reply(chunks=blocks_sse("anthropic", [("text", ["ok"])], "end_turn")))
+        got = await collect(
+            manager, request(provider_id="anthropic", model_id="claude-opus-5-5", tools=[])
+        )
+        assert got.types[-1] == "message_stop", got.events[-1]
+    finally:
+        await manager.aclose()
+    assert [r.problem for r in server.rejected] == []
+    assert server.requests[0].body["output_config"] == {"effort": "high"}
