@@ -298,7 +298,13 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
                 "sources)",
             )
         )
-    checks.append(ProviderCheck(lambda: load_models_checked(project_root), os.environ))
+    from air.llm.lifecycle import retired_refusal
+
+    checks.append(
+        ProviderCheck(
+            lambda: load_models_checked(project_root), os.environ, retired=retired_refusal
+        )
+    )
     checks.append(ProbeCheck("config", lambda: load_configuration(project_root)))
     if project_root is not None:
         checks += [

@@ -1,8 +1,9 @@
 """The doctor's provider check: the model configuration loads, keys are set, local servers answer.
 
 Owns ``ProviderCheck``: models.yaml loads (``load`` raises ``config_error``), each provider's
-``auth_ref`` names a set variable (the value is never read into the report), and a local
-``base_url`` (127.0.0.1, localhost) answers HTTP; ``found()`` lists each provider's state and
+``auth_ref`` names a set variable (the value is never read into the report), a local
+``base_url`` (127.0.0.1, localhost) answers HTTP, and no configured model is one its vendor
+retired (``retired``, given by the CLI); ``found()`` lists each provider's state and
 the client libraries' versions.
 """
 
@@ -15,7 +16,7 @@ from urllib.parse import urlparse
 
 from air.contracts.error import AirException
 from air.contracts.provider import ModelsConfig
-from air.doctor.service import Problem, issue
+from air.doctor.service import Problem, Severity, issue
 
 __all__ = ["ProviderCheck"]
 
@@ -43,10 +44,14 @@ class ProviderCheck:
         environ: Mapping[str, str],
         *,
         timeout_s: float = 3.0,
+        retired: Callable[[ModelsConfig, str], AirException | None] | None = None,
     ) -> None:
         self.load = load
         self.environ = environ
         self.timeout_s = timeout_s
+        self.retired = retired
+        """Why a configured model cannot be called, its vendor having retired it (the CLI
+        passes ``air.llm.lifecycle.retired_refusal``)."""
         self.facts: dict[str, Any] = {}
 
     async def run(self) -> list[Problem]:
@@ -101,6 +106,29 @@ class ProviderCheck:
                         )
                     )
             self.facts["providers"][pid] = seen
+        return problems + self._retired(config)
+
+    def _retired(self, config: ModelsConfig) -> list[Problem]:
+        """A retired model as the default (blocking: every run is refused), a role's or a rung
+        of the escalation ladder (a warning)."""
+        if self.retired is None:
+            return []
+        refs = [config.default, *config.roles.values(), *config.escalation]
+        problems = []
+        for ref in dict.fromkeys(r for r in refs if r):
+            refusal = self.retired(config, ref)
+            if refusal is not None:
+                severity: Severity = "blocking" if ref == config.default else "warning"
+                problems.append(
+                    Problem(
+                        issue(
+                            f"{self.name}.retired",
+                            severity,
+                            refusal.error.message,
+                            refusal.user_action or "",
+                        )
+                    )
+                )
         return problems
 
     def found(self) -> str:

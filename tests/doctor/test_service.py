@@ -119,6 +119,44 @@ async def test_local_base_url_reachability(http_server: str) -> None:
     assert check.facts["providers"]["up"]["reachable"] is True
 
 
+RETIRED, FAILS = "was retired by its vendor on", ": every request to it fails"
+
+
+async def test_a_retired_model_in_the_configuration_is_reported() -> None:
+    """The default being one its vendor retired blocks every run (air run refuses it); a role's
+    or a ladder rung's is a warning; a gateway's (its own base_url) is not air's to judge."""
+    from air.llm.lifecycle import retired_refusal
+
+    models: dict[str, dict[str, object]] = {
+        "claude-opus-4-1": {},
+        "claude-sonnet-4": {},
+        "claude-opus-5-5": {},
+    }
+    config = ModelsConfig.model_validate(
+        {
+            "default": "a/claude-opus-4-1",
+            "roles": {"reviewer": "a/claude-sonnet-4"},
+            "escalation": ["a/claude-opus-5-5"],
+            "providers": {"a": {"kind": "anthropic", "models": models}},
+        }
+    )
+    problems = await ProviderCheck(lambda: config, {}, retired=retired_refusal).run()
+    said = [(p.issue.check, p.issue.severity, p.issue.message) for p in problems]
+    assert said == [
+        ("providers.retired", "blocking", f"a/claude-opus-4-1 {RETIRED} 2026-08-05{FAILS}"),
+        ("providers.retired", "warning", f"a/claude-sonnet-4 {RETIRED} 2026-06-15{FAILS}"),
+    ]
+    assert "claude-opus-5-5" in (problems[0].issue.user_action or "")
+    url = "https://gateway.example/anthropic"
+    gateway = ModelsConfig.model_validate(
+        {
+            **config.model_dump(exclude={"providers"}),
+            "providers": {"a": {"kind": "anthropic", "base_url": url, "models": models}},
+        }
+    )
+    assert await ProviderCheck(lambda: gateway, {}, retired=retired_refusal).run() == []
+
+
 async def test_auth_ref_unset_is_reported_without_the_value() -> None:
     config = ModelsConfig.model_validate(
         {"providers": {"a": {"kind": "anthropic", "auth_ref": "AIR_T_K", "models": {}}}}
