@@ -102,7 +102,7 @@ class CassetteModel:
                     raise ValueError(f"task {task_id}: tool {block.name!r} was not offered")
                 blocks.append(("tool_use", (block.id, name, [json.dumps(block.input)])))
         if wire == "anthropic" and thinks(str(body.get("model"))):
-            blocks = _with_thinking(body, blocks, f"{task_id} turn {number + 1}", number == 0)
+            blocks = with_thinking(body, blocks, f"{task_id} turn {number + 1}", number == 0)
         with self._lock:
             self.served.append((task_id, number))
         return Reply(
@@ -135,7 +135,7 @@ def _wire_block(kind: str, value: Any) -> dict[str, Any]:
     return {"type": "tool_use", "id": tool_id, "name": name, "input": json.loads("".join(pieces))}
 
 
-def _with_thinking(
+def with_thinking(
     body: dict[str, Any], blocks: list[Block], where: str, redacted: bool
 ) -> list[Block]:
     """``blocks`` as a thinking model sends them: a thinking block first, a redacted one after
