@@ -42,7 +42,10 @@ from air.testing.responses_replies import with_prompt_usage
 from air.testing.responses_rules import responses_problem
 from air.testing.wire_replies import Reply, json_reply
 
-__all__ = ["LocalServer", "Model", "Received", "Rejection", "StrictServer"]
+__all__ = ["MESSAGES_MAX_BYTES", "LocalServer", "Model", "Received", "Rejection", "StrictServer"]
+
+MESSAGES_MAX_BYTES = 32_000_000
+"""The Messages API's request size limit (32 MB; Cloudflare answers 413 past it)."""
 
 
 @dataclass
@@ -234,7 +237,14 @@ class StrictServer:
     def _answer(self, path: str, headers: dict[str, str], body: Any, raw: bytes) -> Reply:
         wire = "anthropic" if path.endswith("/messages") else "openai"
         wire = "responses" if path.endswith("/responses") else wire
-        if wire == "anthropic":
+        if wire == "anthropic" and len(raw) > MESSAGES_MAX_BYTES:
+            problem: Problem | None = Problem(
+                413,
+                "request_too_large",
+                "Request exceeds the maximum allowed number of bytes. The maximum request size "
+                "is 32 MB for standard API endpoints.",
+            )
+        elif wire == "anthropic":
             problem = anthropic_problem(
                 headers, body, api_key=self.api_key, ceilings=self.ceilings, memo=self.memo
             )

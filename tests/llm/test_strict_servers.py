@@ -373,3 +373,24 @@ async def test_a_400_is_not_retried_and_carries_the_api_message(
     assert len(server.requests) == 1
     assert len(server.rejected) == 1
     server.rejected.clear()
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "anthropic_http"])
+async def test_a_messages_request_over_32_mb_is_a_413_air_does_not_retry(
+    wire: Wire, server: LocalServer
+) -> None:
+    """The Messages API takes at most 32 MB a request (its errors page: 413
+    ``request_too_large``, from Cloudflare before the API); the fake refuses the same."""
+    manager = ProviderManager(models_config(wire, server.url), env=ENV)
+    big = TextBlock(text="x" * 32_500_000)
+    huge = request().model_copy(update={"messages": [CanonicalMessage(role="user", content=[big])]})
+    try:
+        got = await collect(manager, huge)
+    finally:
+        await manager.aclose()
+    last = got.events[-1]
+    assert isinstance(last, ProviderErrorEvent)
+    assert last.error.retryability is Retryability.NEVER
+    assert "maximum allowed number of bytes" in last.error.message
+    assert [r.problem.status for r in server.rejected] == [413]
+    server.rejected.clear()
