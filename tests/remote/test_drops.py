@@ -22,7 +22,7 @@ from air.remote.guard import LAPSED_GRACE_S
 from air.remote.hosts import HostConfig
 from air.remote.srun import job_name, scancel
 from tests.remote.conftest import REMOTE_DIR, REMOTE_USER
-from tests.remote.drops_matrix import Scenario, run_matrix
+from tests.remote.drops_matrix import Scenario, run_matrix_reaching
 from tests.remote.test_srun_worker import KILL_WINDOW_S
 
 pytestmark = pytest.mark.slow
@@ -111,7 +111,7 @@ async def test_drops_over_ssh(remote_host: HostConfig, tmp_path: Path) -> None:
     worktree.mkdir()
     os.chown(worktree, remote.pw_uid, remote.pw_gid)
     try:
-        scenarios = await run_matrix(
+        scenarios = await run_matrix_reaching(
             "ssh",
             REMOTE_DIR / "hosts.yaml",
             SSH_DROPS,
@@ -133,7 +133,7 @@ async def test_drops_over_srun(slurm_host: HostConfig, tmp_path: Path) -> None:
         names = [job_name(f["agent_id"]) for f in s.facts if f["ev"] == "launch"]
         assert await scancel(names)
 
-    scenarios = await run_matrix(
+    scenarios = await run_matrix_reaching(
         "srun",
         REMOTE_DIR / "slurm-hosts.yaml",
         SRUN_DROPS,
