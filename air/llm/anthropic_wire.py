@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from contextlib import aclosing
 from typing import Any
 
 from air.contracts.error import AirError
@@ -24,12 +25,11 @@ from air.contracts.provider import (
     ProviderStreamEvent,
     ToolUseBlock,
 )
-from air.llm.adapter import StreamEnded
 from air.llm.convert import clean_messages
 from air.llm.errors import api_error_of, error_for_status, parse_retry_after, redirect_target
 from air.llm.http11 import read_body
-from air.llm.normalize import AnthropicStreamNormalizer, BatchReader
-from air.llm.sse import SSEDecoder, model_json
+from air.llm.normalize import AnthropicStreamNormalizer, sse_batches
+from air.llm.sse import model_json
 from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
@@ -213,20 +213,9 @@ async def anthropic_batches(
         raw = plain_raw_events(model_json(await read_body(chunks())))
         yield [event for item in raw for event in normalizer.feed(item)]
         return
-    reader = BatchReader(normalizer, failed)
-    decoder = SSEDecoder()
-    async for chunk in chunks():
-        datas = decoder.feed_data(chunk)
-        if not datas:
-            continue
-        for batch in reader.batches(datas):
+    async with aclosing(sse_batches(normalizer, failed, chunks(), "message_stop")) as batches:
+        async for batch in batches:
             yield batch
-        if reader.over:
-            return
-    for batch in reader.batches([data for _name, data in decoder.close()], split=False):
-        yield batch
-    if not reader.over:
-        raise StreamEnded("message_stop")
 
 
 def plain_raw_events(message: dict[str, Any]) -> list[dict[str, Any]]:

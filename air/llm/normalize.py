@@ -16,7 +16,7 @@ the SSE payloads of each network read into the event batches an adapter yields.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 from air.contracts.error import AirError, AirException
@@ -31,9 +31,10 @@ from air.contracts.provider import (
     ToolUseStartEvent,
     Usage,
 )
+from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.errors import error_for_status, protocol_error
-from air.llm.sse import decode_json_batch
+from air.llm.sse import SSEDecoder, decode_json_batch
 from air.llm.stream_assembly import (
     Assembler,
     malformed,
@@ -49,6 +50,7 @@ __all__ = [
     "OpenAIStreamNormalizer",
     "StreamNormalizer",
     "drain",
+    "sse_batches",
 ]
 
 
@@ -439,3 +441,31 @@ class BatchReader:
             if self.normalizer.done:
                 self.over = True
                 return
+
+
+async def sse_batches(
+    normalizer: StreamNormalizer,
+    failed: Callable[[AirError], ProviderErrorEvent],
+    chunks: AsyncIterator[bytes],
+    final: str,
+) -> AsyncGenerator[list[ProviderStreamEvent], None]:
+    """The event batches of a server-sent-event stream (``BatchReader`` over an
+    ``SSEDecoder``), one network read at a time.
+
+    Raises:
+        StreamEnded: the body ended before the stream's ``final`` event.
+    """
+    reader = BatchReader(normalizer, failed)
+    decoder = SSEDecoder()
+    async for chunk in chunks:
+        datas = decoder.feed_data(chunk)
+        if not datas:
+            continue
+        for batch in reader.batches(datas):
+            yield batch
+        if reader.over:
+            return
+    for batch in reader.batches([data for _name, data in decoder.close()], split=False):
+        yield batch
+    if not reader.over:
+        raise StreamEnded(final)

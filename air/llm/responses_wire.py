@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
 from typing import Any
 
 from air.contracts.error import AirError, AirException
@@ -32,13 +33,12 @@ from air.contracts.provider import (
     ToolResultBlock,
     ToolUseBlock,
 )
-from air.llm.adapter import StreamEnded
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.http11 import read_body
 from air.llm.http_adapter import HttpReply
-from air.llm.normalize import BatchReader
+from air.llm.normalize import sse_batches
 from air.llm.responses_stream import ResponsesStreamNormalizer
-from air.llm.sse import SSEDecoder, model_json
+from air.llm.sse import model_json
 from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
@@ -217,17 +217,7 @@ async def responses_batches(
         whole = model_json(await read_body(response.aiter_bytes()))
         yield [event for raw in _plain_events(whole) for event in normalizer.feed(raw)]
         return
-    reader = BatchReader(normalizer, failed)
-    decoder = SSEDecoder()
-    async for chunk in response.aiter_bytes():
-        datas = decoder.feed_data(chunk)
-        if not datas:
-            continue
-        for batch in reader.batches(datas):
+    final = "response.completed"
+    async with aclosing(sse_batches(normalizer, failed, response.aiter_bytes(), final)) as batches:
+        async for batch in batches:
             yield batch
-        if reader.over:
-            return
-    for batch in reader.batches([data for _name, data in decoder.close()], split=False):
-        yield batch
-    if not reader.over:
-        raise StreamEnded("response.completed")
