@@ -1,17 +1,28 @@
 """Root pytest configuration: every async test runs under Trio, slow tests first, the tests on
-the one-node Slurm in turn on one pytest-xdist worker."""
+the one-node Slurm in turn on one pytest-xdist worker; Hypothesis judges what a property holds,
+not how fast this machine makes inputs."""
 
 import os
 import signal
 import sys
 
 import pytest
+from hypothesis import HealthCheck, settings
 from pytest_trio.enable_trio_mode import pytest_fixture_setup
 from pytest_trio.plugin import automark
 from xdist.scheduler import LoadScopeScheduling
 from xdist.workermanage import WorkerController
 
 __all__ = ["pytest_collection_modifyitems", "pytest_fixture_setup"]
+
+# Hypothesis's input-generation speed check and per-example deadline measure the machine, not
+# the property: on a loaded 2-core runner one draw of a clean-clone run took 1.6 s (a pause the
+# test did not cause) and failed tests/cli/test_terminal_text.py's property with
+# FailedHealthCheck. Every property still runs its examples and asserts what it asserts.
+settings.register_profile(
+    "air", suppress_health_check=[HealthCheck.too_slow], deadline=None, print_blob=True
+)
+settings.load_profile("air")
 
 # The machine-wide worker slot pool (IMPL-SLOT-1) is sized by the user's setting; the suite's
 # runtimes share this machine with each other, so they get a wide pool unless a test (or the
