@@ -55,7 +55,6 @@ __all__ = [
     "RetryListener",
     "RetryNotice",
     "SecretSink",
-    "ToolRoom",
     "scripted_models_config",
     "too_many_tools",
     "tools_too_large",
@@ -138,16 +137,6 @@ def _asked_again(
     return request.model_copy(update={"messages": messages})
 
 
-class ToolRoom(NamedTuple):
-    """What tools one request to a model has room for."""
-
-    max_tools: int | None
-    """``ModelConfig.max_tools`` (``None``: no bound known)."""
-    tokens: int
-    """Half of what the window leaves after the reply: the definitions past it leave a
-    worker's first context (the other half, IMPL-CTX-6) no room."""
-
-
 _OFFER_ONLY = (
     "list the ones you use under `tools:` of each MCP server in mcp.yaml (`air mcp tools "
     "SERVER` names them) or remove a server; or pick another model (`air run --model`)."
@@ -156,7 +145,8 @@ _OFFER_ONLY = (
 
 def tools_too_large(ref: str, tokens: int, room: int) -> AirException:
     """The refusal of a session whose tool definitions alone would fill the room a request to
-    ``ref`` has for them (``ToolRoom.tokens``)."""
+    ``ref`` has for them: what a worker's first context leaves of the window
+    (``air.context.worker_pack.context_budget``, IMPL-CTX-6)."""
     return AirException.of(
         kind="config_error",
         message=f"the tools' definitions take ~{tokens} tokens of every request to {ref}, "
@@ -267,16 +257,15 @@ class ProviderManager:
 
     # --- selection ----------------------------------------------------------------------------
 
-    def tool_room(self, ref: str) -> ToolRoom | None:
-        """What tools one request to ``ref`` (``provider_id/model_id``) has room for; ``None``:
-        ``ref`` is not configured (its own check says so)."""
+    def tool_room(self, ref: str) -> ProviderCapabilityMatrix | None:
+        """What bounds the tools of one request to ``ref`` (``provider_id/model_id``): its
+        ``max_tools``, its window and the reply's share of it; ``None``: ``ref`` is not
+        configured (its own check says so)."""
         provider_id, _, model_id = ref.partition("/")
-        provider = self.config.providers.get(provider_id)
-        model = provider.models.get(model_id) if provider is not None else None
-        if model is None:
-            return None
-        tokens = (model.context_window - model.max_output_tokens) // 2
-        return ToolRoom(max_tools=model.max_tools, tokens=max(tokens, 0))
+        for row in self.list_models():
+            if row.provider_id == provider_id and row.model_id == model_id:
+                return row
+        return None
 
     def list_models(self) -> list[ProviderCapabilityMatrix]:
         rows: list[ProviderCapabilityMatrix] = []

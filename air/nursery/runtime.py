@@ -105,7 +105,7 @@ class RuntimeServices:
     escalation: tuple[str, ...] = ()
     """models.yaml ``escalation``: the model ladder the RetryPlanner climbs (IMPL-REVIEW-2)."""
     tool_room: Callable[[str], Any] | None = None
-    """What tools one request to a model has room for (``ProviderManager.tool_room``)."""
+    """What bounds the tools of one request to a model (``ProviderManager.tool_room``)."""
 
 
 @dataclass(repr=False, eq=False)
@@ -446,17 +446,20 @@ def _check_tools_fit(services: RuntimeServices, specs: list[dict[str, Any]]) -> 
     if services.tool_room is None:
         return
     from air.context.tokens import estimate_tokens
+    from air.context.worker_pack import context_budget
     from air.llm.manager import too_many_tools, tools_too_large
 
     tokens = estimate_tokens(specs)
     for ref in dict.fromkeys((services.model, *services.escalation)):
-        room = services.tool_room(ref)
-        if room is None:
+        model = services.tool_room(ref)
+        if model is None:
             continue
-        if room.max_tools is not None and len(specs) > room.max_tools:
-            raise too_many_tools(ref, len(specs), room.max_tools)
-        if tokens > room.tokens:
-            raise tools_too_large(ref, tokens, room.tokens)
+        if model.max_tools is not None and len(specs) > model.max_tools:
+            raise too_many_tools(ref, len(specs), model.max_tools)
+        # a worker's first context takes its budget (IMPL-CTX-6): the tools get the rest
+        room = context_budget(model.context_window, model.max_output_tokens)
+        if tokens > room:
+            raise tools_too_large(ref, tokens, room)
 
 
 def _workers(
