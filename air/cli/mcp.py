@@ -47,7 +47,8 @@ def run_mcp(args: dict[str, Any]) -> int:
             print("no MCP servers declared (~/.air/mcp.yaml, .air/shared/mcp.yaml)")
         for server in servers:
             print(f"{server.name}  {server.transport}  {shown(server.describe())}")
-            print(f"  from {shown(server.source)}  timeout {server.timeout_s:g} s")
+            pinned = "" if server.protocol == "auto" else f"  MCP {server.protocol} only"
+            print(f"  from {shown(server.source)}  timeout {server.timeout_s:g} s{pinned}")
             if server.tools is not None:
                 print(f"  offers only: {shown(', '.join(server.tools))}")
         return CliExit.OK
@@ -66,12 +67,12 @@ def run_mcp(args: dict[str, Any]) -> int:
     from air.mcp.bridge import read_only_hint, tool_names
     from air.mcp.service import list_server_tools, offered_tools
 
-    tools = trio.run(lambda: list_server_tools(server, cwd=root or os.getcwd()))
+    tools, protocol = trio.run(lambda: list_server_tools(server, cwd=root or os.getcwd()))
     by_name = {t.name: t for t in tools}
     names = tool_names(server.name, by_name)
     offered = set(by_name if server.tools is None else server.tools) & set(by_name)
     told = "" if server.tools is None else f", {len(offered)} offered (its `tools:`)"
-    print(f"{server.name}: {len(names)} tool(s){told}")
+    print(f"{server.name}: {len(names)} tool(s){told}; MCP {shown(protocol or '?')}")
     for air_name, original in names.items():
         tool = by_name[original]
         hint = "  [read-only hint]" if read_only_hint(tool) else ""

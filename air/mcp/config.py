@@ -10,6 +10,7 @@ A file::
         env: {TZ: UTC}             # added to a minimal environment (no credentials of air's)
         timeout_s: 30              # one call's bound (default 60)
         tools: [get_current_time]  # only these of its tools are offered (default: all)
+        protocol: auto             # auto (default), legacy or 2026-07-28: IMPL-MCP-4
       docs:
         url: http://127.0.0.1:3001/mcp   # streamable HTTP
         headers: {X-Team: air}
@@ -22,6 +23,7 @@ files is refused (a project cannot shadow the user's server). Bad files raise
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any, Literal, NamedTuple
 
@@ -37,8 +39,14 @@ __all__ = ["McpServer", "load_servers", "parse_servers"]
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
 (the separator) and short enough to leave room for the tool's own name."""
-_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s", "tools"}
+_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s", "tools", "protocol"}
 DEFAULT_TIMEOUT_S = 60.0
+PROTOCOLS = ("auto", "legacy", "2026-07-28")
+"""How air opens a session with a server (IMPL-MCP-4): ``auto`` asks ``server/discover`` at the
+current revision and falls back to the ``initialize`` handshake of 2025-11-25 and earlier when
+the server does not speak it; ``legacy`` only the handshake; ``2026-07-28`` only the current
+revision."""
+Protocol = Literal["auto", "legacy", "2026-07-28"]
 
 
 class McpServer(NamedTuple):
@@ -57,6 +65,8 @@ class McpServer(NamedTuple):
     timeout_s: float = DEFAULT_TIMEOUT_S
     tools: tuple[str, ...] | None = None
     """The server's names of the tools offered; ``None``: every tool it lists."""
+    protocol: Protocol = "auto"
+    """Which MCP revisions air speaks with it (``PROTOCOLS``)."""
 
     def describe(self) -> str:
         """What it runs or where it connects, in one line (unescaped: ``shown`` it)."""
@@ -108,6 +118,11 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
         tools = _strings(source, f"{where}.tools", raw["tools"])
         if not tools:
             raise _bad(source, f"{where}.tools", "lists no tool (leave it out to offer them all)")
+    protocol = raw.get("protocol", "auto")
+    if isinstance(protocol, datetime.date):  # YAML reads an unquoted 2026-07-28 as a date
+        protocol = protocol.isoformat()
+    if protocol not in PROTOCOLS:
+        raise _bad(source, f"{where}.protocol", f"must be one of {', '.join(PROTOCOLS)}")
     if url is not None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise _bad(source, f"{where}.url", "must be an http:// or https:// URL")
@@ -122,6 +137,7 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
             headers=_mapping(source, f"{where}.headers", raw.get("headers", {})),
             timeout_s=float(timeout),
             tools=tools,
+            protocol=protocol,
         )
     if not isinstance(command, str) or not command.strip():
         raise _bad(source, f"{where}.command", "must be a program name or path")
@@ -140,6 +156,7 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
         cwd=cwd,
         timeout_s=float(timeout),
         tools=tools,
+        protocol=protocol,
     )
 
 

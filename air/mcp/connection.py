@@ -1,20 +1,21 @@
 """One open MCP session with one server, over the official SDK (``pip install aircoding[mcp]``).
 
-Owns ``open_connection`` (an async context manager: start or reach the server, ``initialize``)
-and ``McpConnection`` (``list_tools`` with pagination, ``call`` bounded by the server's
-``timeout_s``). The SDK (``mcp``, anyio) runs under Trio (IMPL-MCP-1). A stdio server is
-started by ``air.mcp.stdio`` (its messages bounded: IMPL-MCP-3) in a session of its own with a
-minimal environment plus the server's ``env`` and air's run marker
+Owns ``open_connection`` (an async context manager: start or reach the server, negotiate the
+MCP revision: IMPL-MCP-4) and ``McpConnection`` (``list_tools`` with pagination, ``call``
+bounded by the server's ``timeout_s``). The SDK (``mcp``, anyio) runs under Trio (IMPL-MCP-1).
+A stdio server is started by ``air.mcp.stdio`` (its messages bounded: IMPL-MCP-3) in a session
+of its own with a minimal environment plus the server's ``env`` and air's run marker
 (``air.ipc.procs.MARKER_ENV``), so the whole tree can be found and killed even when a
 descendant left the group (``air.mcp.service``); its stderr goes to ``errlog``, never to the
-terminal. Everything the SDK or the transport raises
-crosses this edge as an ``AirException``: ``config_error`` when the server cannot be started or
-initialised, ``tool_error`` / ``timeout`` for a call; a JSON-RPC error, a dead server and a hung
-one are values for the caller, never a crash.
+terminal. Everything the SDK or the transport raises crosses this edge as an ``AirException``:
+``config_error`` when the server cannot be started or no session opens, ``tool_error`` /
+``timeout`` for a call; a JSON-RPC error, a dead server and a hung one are values for the
+caller, never a crash.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -35,7 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["McpConnection", "describe_error", "open_connection"]
 
 START_TIMEOUT_S = 30.0
-"""How long a server may take to start and answer ``initialize``."""
+"""How long a server may take to start and open a session (``server/discover`` or
+``initialize``)."""
 _MAX_PAGES = 50
 """tools/list pages read at most (a server that pages forever is cut off)."""
 
@@ -72,6 +74,8 @@ class McpConnection:
         """A stdio server's link (``air.mcp.stdio``): why air closed it, if it did."""
         self.closed: str | None = None
         """Why the connection is gone (None while it is open)."""
+        self.protocol: str | None = None
+        """The MCP revision spoken (``2026-07-28``, or the handshake's: ``2025-11-25`` ...)."""
 
     async def list_tools(self) -> list[Tool]:
         """Every tool the server offers (all pages).
@@ -156,10 +160,22 @@ def _environment(server: McpServer, marker: str) -> dict[str, str]:
 
 
 @asynccontextmanager
+async def _streams(link: StdioLink) -> AsyncIterator[tuple[Any, Any]]:
+    """A stdio link as the SDK's ``Transport`` (its streams; the link is closed by its owner)."""
+    yield link.read, link.write
+
+
+@asynccontextmanager
 async def open_connection(
     server: McpServer, *, cwd: str, marker: str, errlog: TextIO
 ) -> AsyncIterator[McpConnection]:
-    """Start (stdio) or reach (HTTP) ``server`` and initialise an MCP session with it.
+    """Start (stdio) or reach (HTTP) ``server`` and open an MCP session with it.
+
+    The SDK's ``Client`` negotiates the revision (IMPL-MCP-4): with ``protocol: auto`` it asks
+    ``server/discover`` at 2026-07-28 and falls back to the ``initialize`` handshake when the
+    server answers as one of the handshake era does; ``legacy`` and ``2026-07-28`` speak only
+    that. Nothing is cached between calls (``cache=None``), and a tool call that asks for input
+    (2026-07-28's ``input_required``) is a tool error: air answers no server's requests.
 
     Args:
         server: the declaration.
@@ -169,67 +185,67 @@ async def open_connection(
 
     Raises:
         AirException(config_error): the SDK is missing, or the server cannot be started or did
-            not initialise within ``START_TIMEOUT_S``.
+            not open a session within ``START_TIMEOUT_S``.
     """
     mcp = _sdk()
     connection: McpConnection | None = None
-    async with AsyncExitStack() as stack:
-        try:
+    # the SDK's contexts open task groups of their own: the start's bound is a scope around
+    # them all, lifted once the session is open
+    with trio.CancelScope(deadline=trio.current_time() + START_TIMEOUT_S) as starting:
+        async with AsyncExitStack() as stack:
             link: StdioLink | None = None
-            read: Any
-            write: Any
-            if server.transport == "stdio":
-                assert server.command is not None
-                link = await stack.enter_async_context(
-                    open_stdio(
-                        server.command,
-                        server.args,
-                        env=_environment(server, marker),
-                        cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
-                        errlog=errlog,
+            try:
+                transport: Any
+                if server.transport == "stdio":
+                    assert server.command is not None
+                    link = await stack.enter_async_context(
+                        open_stdio(
+                            server.command,
+                            server.args,
+                            env=_environment(server, marker),
+                            cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
+                            errlog=errlog,
+                        )
                     )
-                )
-                read, write = link.read, link.write
-            else:
-                import httpx2
-                from mcp.client.streamable_http import streamable_http_client
+                    transport = _streams(link)
+                else:
+                    import httpx2
+                    from mcp.client.streamable_http import streamable_http_client
 
-                from air.mcp.http_bound import BoundedTransport
+                    from air.mcp.http_bound import BoundedTransport
 
-                client = await stack.enter_async_context(
-                    httpx2.AsyncClient(
-                        headers=dict(server.headers),
-                        timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
-                        transport=BoundedTransport(),
+                    client = await stack.enter_async_context(
+                        httpx2.AsyncClient(
+                            headers=dict(server.headers),
+                            timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
+                            transport=BoundedTransport(),
+                        )
                     )
+                    assert server.url is not None
+                    transport = streamable_http_client(server.url, http_client=client)
+                opened = await stack.enter_async_context(
+                    mcp.Client(transport, mode=server.protocol, cache=None)
                 )
-                assert server.url is not None
-                streams = await stack.enter_async_context(
-                    streamable_http_client(server.url, http_client=client)
-                )
-                read, write = streams[0], streams[1]
-            session = await stack.enter_async_context(mcp.ClientSession(read, write))
-            with trio.fail_after(START_TIMEOUT_S):  # not around the contexts: they
-                await session.initialize()  # open task groups of their own
-            connection = McpConnection(server, session, link)
-        except trio.TooSlowError:
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=f"MCP server {server.name} ({server.source}) did not start and "
-                f"initialise within {START_TIMEOUT_S:g} s ({shown(server.describe())})",
-                user_action=f"Check the server ({_try(server)}), or remove it from "
-                f"{server.source}.",
-            ) from None
-        except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
-            why = link.problem if link is not None and link.problem else describe_error(exc)
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=f"MCP server {server.name} ({server.source}) could not be started: "
-                f"{why} ({shown(server.describe())})",
-                user_action=f"Check the server ({_try(server)}), or remove it from "
-                f"{server.source}.",
-            ) from None
-        try:
-            yield connection
-        finally:
-            connection.closed = "the session ended"
+                connection = McpConnection(server, opened.session, link)
+                connection.protocol = opened.protocol_version
+            except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
+                why = link.problem if link is not None and link.problem else describe_error(exc)
+                raise AirException.of(
+                    kind=ErrorKind.CONFIG_ERROR,
+                    message=f"MCP server {server.name} ({server.source}) could not be started: "
+                    f"{why} ({shown(server.describe())})",
+                    user_action=f"Check the server ({_try(server)}), or remove it from "
+                    f"{server.source}.",
+                ) from None
+            starting.deadline = math.inf
+            try:
+                yield connection
+            finally:
+                connection.closed = "the session ended"
+    if starting.cancelled_caught:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"MCP server {server.name} ({server.source}) did not start and "
+            f"open a session within {START_TIMEOUT_S:g} s ({shown(server.describe())})",
+            user_action=f"Check the server ({_try(server)}), or remove it from {server.source}.",
+        )

@@ -82,9 +82,9 @@ class RunningServer:
         """Start the server, list its tools, report ready; hold it until cancelled.
 
         Raises:
-            AirException(config_error): it could not be started, initialised or listed (before
-                ``task_status.started``; after it, a failure is logged and kept as the
-                connection's ``closed`` reason).
+            AirException(config_error): it could not be started, open a session or list its
+                tools (before ``task_status.started``; after it, a failure is logged and kept
+                as the connection's ``closed`` reason).
         """
         with self.track(self.marker) if self.track is not None else nullcontext():
             await self._serve(task_status)
@@ -265,11 +265,12 @@ async def start_servers(
     return running
 
 
-async def list_server_tools(server: McpServer, *, cwd: str) -> list[Any]:
-    """Start ``server``, list its tools, stop it (its whole tree): ``air mcp tools``.
+async def list_server_tools(server: McpServer, *, cwd: str) -> tuple[list[Any], str | None]:
+    """Start ``server``, list its tools, stop it (its whole tree): ``air mcp tools``. Returns
+    the tools and the MCP revision the session spoke.
 
     Raises:
-        AirException(config_error): it could not be started, initialised or listed.
+        AirException(config_error): it could not be started, open a session or list its tools.
     """
     import tempfile
 
@@ -294,4 +295,5 @@ async def list_server_tools(server: McpServer, *, cwd: str) -> list[Any]:
                     update={"detail": "its stderr ended with: " + shown(tail, keep_lines=False)}
                 )
             ) from None
-        return running.tools
+        assert running.connection is not None
+        return running.tools, running.connection.protocol

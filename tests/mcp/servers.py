@@ -2,7 +2,9 @@
 
 ``time_server()``: ``mcp-server-time`` from PyPI (stdio). ``everything_http()``: the reference
 ``@modelcontextprotocol/server-everything`` from npm, serving streamable HTTP on a free port of
-127.0.0.1 for the test's duration. A missing server fails the test loudly, never skips it.
+127.0.0.1 for the test's duration (mcp-server-time speaks both MCP eras, server-everything only
+the handshake's; ``modern_stdio`` / ``modern_http``: the SDK's servers speaking only 2026-07-28).
+A missing server fails the test loudly, never skips it.
 """
 
 from __future__ import annotations
@@ -54,6 +56,20 @@ def hostile_http() -> Iterator[str]:
     """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
     argv = [sys.executable, "-m", "air.testing.mcp_hostile_http"]
     with _http_server(lambda port: [*argv, str(port)], "the hostile HTTP server") as url:
+        yield url
+
+
+def modern_stdio(argv: list[str]) -> list[str]:
+    """``argv`` (a dual-era stdio server) behind ``air.testing.mcp_modern``: 2026-07-28 only."""
+    return [sys.executable, "-m", "air.testing.mcp_modern", "stdio", "--", *argv]
+
+
+@contextmanager
+def modern_http() -> Iterator[str]:
+    """The URL of a running ``air.testing.mcp_modern http`` (2026-07-28 only), stopped
+    afterwards."""
+    argv = [sys.executable, "-m", "air.testing.mcp_modern", "http"]
+    with _http_server(lambda port: [*argv, str(port)], "the modern-only HTTP server") as url:
         yield url
 
 

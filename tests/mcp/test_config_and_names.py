@@ -127,3 +127,23 @@ def test_results_are_text_capped_and_errors_raise() -> None:
         result_text("s", "t", [SimpleNamespace(type="text", text="nope")], None, True)
     assert caught.value.kind == "tool_error"
     assert "nope" in caught.value.error.message
+
+
+@pytest.mark.parametrize(
+    ("value", "expect"),
+    [("auto", "auto"), ("legacy", "legacy"), ("2026-07-28", "2026-07-28"), ("'2026-07-28'", None)],
+)
+def test_the_protocol_field_takes_the_three_choices(value: str, expect: str | None) -> None:
+    text = f"servers:\n  s:\n    command: srv\n    protocol: {value}\n"
+    assert parse_servers(text, "mcp.yaml")[0].protocol == (expect or "2026-07-28")
+
+
+@pytest.mark.parametrize("value", ["2025-11-25", "modern", "[auto]", "2026-07-29"])
+def test_a_protocol_air_does_not_speak_is_refused_naming_the_field(value: str) -> None:
+    text = f"servers:\n  s:\n    command: srv\n    protocol: {value}\n"
+    with pytest.raises(AirException) as refused:
+        parse_servers(text, "mcp.yaml")
+    assert refused.value.error.kind == "config_error"
+    assert "servers.s.protocol: must be one of auto, legacy, 2026-07-28" in (
+        refused.value.error.message
+    )
