@@ -27,7 +27,7 @@ from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
-from air.mcp.stdio import StdioLink, open_stdio
+from air.mcp.stdio import MAX_MESSAGE_BYTES, StdioLink, open_stdio, over_the_bound
 
 if TYPE_CHECKING:
     from mcp import ClientSession
@@ -39,7 +39,8 @@ START_TIMEOUT_S = 30.0
 """How long a server may take to start and open a session (``server/discover`` or
 ``initialize``)."""
 _MAX_PAGES = 50
-"""tools/list pages read at most (a server that pages forever is cut off)."""
+"""tools/list pages read at most (a server that pages forever is cut off); the tools of all
+pages together weigh at most ``MAX_MESSAGE_BYTES`` (as JSON), or the server is refused."""
 
 
 def describe_error(exc: BaseException) -> str:
@@ -87,15 +88,21 @@ class McpConnection:
 
         tools: list[Tool] = []
         cursor: str | None = None
+        listed = 0
         try:
             with trio.fail_after(self.server.timeout_s):
                 for _ in range(_MAX_PAGES):
                     params = PaginatedRequestParams(cursor=cursor) if cursor else None
                     page = await self.session.list_tools(params=params)
+                    listed += sum(len(tool.model_dump_json()) for tool in page.tools)
+                    if listed > MAX_MESSAGE_BYTES:
+                        raise self._refused(f"lists tools {over_the_bound('all its tools')}")
                     tools.extend(page.tools)
                     cursor = page.next_cursor
                     if not cursor:
                         break
+        except AirException:
+            raise
         except trio.TooSlowError:
             raise self._refused(
                 f"did not list its tools within {self.server.timeout_s:g} s"

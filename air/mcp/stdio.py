@@ -37,9 +37,9 @@ STOP_GRACE_S = 2.0
 _READ = 1 << 20
 
 
-def over_the_bound() -> str:
+def over_the_bound(what: str = "one MCP message") -> str:
     """How a refusal past ``MAX_MESSAGE_BYTES`` says it (stdio and HTTP alike)."""
-    return f"over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB (air's bound for one MCP message)"
+    return f"over {MAX_MESSAGE_BYTES // (1024 * 1024)} MiB (air's bound for {what})"
 
 
 class StdioLink:

@@ -10,7 +10,8 @@ collide once made API-legal (``a.b`` and ``a_b``), and whose calls fail as real 
 exits; ``shapes`` has a schema in JSON Schema's less common legal forms, and with
 ``--broken-schema`` a tool ``broken`` one no validator can read; with ``--floods`` the tools
 ``flood`` and ``huge`` answer without end or over air's bound; with ``--many N``, N more tools
-``t0`` ... (each answering as ``echo``). Not a fake of a server air
+``t0`` ... (each answering as ``echo``); with ``--pages``, tools/list answers pages of 8 MiB
+each with a cursor to the next, without end. Not a fake of a server air
 depends on: the client under test speaks to it as to any.
 """
 
@@ -60,6 +61,10 @@ FLOODS = [
 ]
 """Listed too with ``--floods``: ``flood`` writes one line that never ends, ``huge`` one valid
 answer of ``mib`` MiB (40 unless the call says)."""
+
+
+BIG = {"description": "d" * (1 << 20), "inputSchema": {"type": "object"}}
+"""A tool of 1 MiB (its description): ``--pages`` lists pages of them without end."""
 
 
 def _many(argv: list[str]) -> list[dict[str, Any]]:
@@ -128,6 +133,12 @@ def main() -> None:
             tools = [*TOOLS, BROKEN] if "--broken-schema" in sys.argv else TOOLS
             tools = [*tools, *FLOODS] if "--floods" in sys.argv else tools
             tools = [*tools, *_many(sys.argv)]
+            if "--pages" in sys.argv:  # every page 8 MiB of tools, and another page after it
+                cursor = int((message.get("params") or {}).get("cursor") or 0)
+                tools = [{**BIG, "name": f"p{cursor}_{i}"} for i in range(8)]
+                page = {"tools": tools, "nextCursor": str(cursor + 1)}
+                _send({"jsonrpc": "2.0", "id": ident, "result": page})
+                continue
             _send({"jsonrpc": "2.0", "id": ident, "result": {"tools": tools}})
         elif method == "tools/call":
             _call(ident, message.get("params") or {})

@@ -121,3 +121,16 @@ async def test_a_server_that_floods_before_it_is_ready_is_refused_with_the_reaso
         await list_server_tools(server, cwd=str(tmp_path))
     assert refused.value.error.kind == "config_error"
     assert f"could not be started: {BOUND}" in refused.value.error.message
+
+
+@pytest.mark.slow  # reads 40 MiB of tool list
+async def test_a_tool_list_over_the_bound_in_all_its_pages_is_refused(tmp_path: Path) -> None:
+    # each page under the message bound, the pages together over it: before, 50 pages were
+    # kept (400 MiB of tools, the parent at 533 MB), now the listing stops past 32 MiB
+    server = _stdio("pager", [*hostile_server(), "--pages"])
+    with trio.fail_after(120), pytest.raises(AirException) as refused:
+        await list_server_tools(server, cwd=str(tmp_path))
+    assert refused.value.error.kind == "config_error"
+    assert "lists tools over 32 MiB (air's bound for all its tools)" in (
+        refused.value.error.message
+    )
