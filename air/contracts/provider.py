@@ -172,6 +172,9 @@ class StopReason(StrEnum):
     STOP_SEQUENCE = "stop_sequence"
     PAUSE_TURN = "pause_turn"
     REFUSAL = "refusal"
+    MODEL_CONTEXT_WINDOW_EXCEEDED = "model_context_window_exceeded"
+    """Claude's (Sonnet 4.5 and later): the reply filled the context window; cut as by
+    ``max_tokens``."""
 
 
 # --- capability, requirement, assignment ----------------------------------------------------

@@ -41,6 +41,7 @@ from air.contracts.provider import (
     ProviderKind,
     ProviderStreamEvent,
     RetryConfig,
+    StopReason,
     TextBlock,
     TextDeltaEvent,
 )
@@ -97,7 +98,7 @@ class RetryNotice(NamedTuple):
 RetryListener = Callable[[RetryNotice], Awaitable[None]]
 
 ASK_AGAIN = (
-    "[air] Your previous reply was cut off by the output limit (max_tokens) while writing the "
+    "[air] Your previous reply was cut off by the output limit while writing the "
     "input of a call of tool {tool}. Call it again with smaller input, e.g. split the change "
     "into several calls."
 )
@@ -118,11 +119,12 @@ def _sized(
 
 
 def _asked_again(
-    request: ProviderCompletionInput, row: ProviderCapabilityMatrix, tool: str
+    request: ProviderCompletionInput, row: ProviderCapabilityMatrix, tool: str, by: str
 ) -> ProviderCompletionInput:
     """The request that follows a reply cut off inside a call of ``tool``: twice the tokens
-    (up to the model's ceiling), or at the ceiling the same conversation with a note."""
-    if request.max_tokens < row.max_output_tokens:
+    (up to the model's ceiling), or at the ceiling, or when the context window cut it (``by``:
+    the stop reason; more tokens cannot help then), the same conversation with a note."""
+    if request.max_tokens < row.max_output_tokens and by == StopReason.MAX_TOKENS:
         more = min(row.max_output_tokens, request.max_tokens * 2)
         return request.model_copy(update={"max_tokens": more})
     note = TextBlock(text=ASK_AGAIN.format(tool=tool))
@@ -517,7 +519,8 @@ class ProviderManager:
                 return
             record.waits.append(delay)
             if cut:
-                attempt = _asked_again(attempt, row, str(cut))
+                by = str((failure.metadata or {}).get("cut_by", StopReason.MAX_TOKENS))
+                attempt = _asked_again(attempt, row, str(cut), by)
             await self._announce(
                 RetryNotice(request=request, error=failure, attempt=record.attempts, wait_s=delay)
             )

@@ -42,6 +42,13 @@ __all__ = [
     "token_count",
 ]
 
+CUT_BY = {
+    StopReason.MAX_TOKENS: "max_tokens",
+    StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED: "the model's context window",
+}
+"""The stop reasons that cut a reply short, and how a refusal names them: a tool call cut by
+one is asked again (IMPL-API-5)."""
+
 
 def malformed(provider_id: str, message: str) -> AirException:
     return AirException.of(
@@ -184,18 +191,22 @@ class Assembler:
             return None
         index = min(self.broken)
         name = self.tools[index][1]
-        if reason is not StopReason.MAX_TOKENS:
+        if reason not in CUT_BY:
             raise malformed(self.provider_id, f"tool input of {name} is not valid JSON")
         return ProviderErrorEvent(
             error=make_air_error(
                 kind=ErrorKind.PROVIDER_ERROR,
                 message=(
-                    f"{self.provider_id}: the reply was cut off by max_tokens inside a call of "
-                    f"tool {name}"
+                    f"{self.provider_id}: the reply was cut off by {CUT_BY[reason]} inside a "
+                    f"call of tool {name}"
                 ),
                 retryability=Retryability.TRANSIENT,
                 user_action="air asks the model again (more tokens, or smaller tool input).",
-                metadata={"provider_id": self.provider_id, "cut_in_tool": name},
+                metadata={
+                    "provider_id": self.provider_id,
+                    "cut_in_tool": name,
+                    "cut_by": reason.value,
+                },
             )
         )
 

@@ -15,6 +15,7 @@ from air.contracts.provider import (
     CanonicalMessage,
     MessageStopEvent,
     ProviderCompletionInput,
+    StopReason,
     TextBlock,
     ToolUseBlock,
 )
@@ -27,6 +28,7 @@ from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, json_reply
 from tests.trusted import trust_project
 
 ENV = {"AIR_TEST_KEY": FAKE_KEY}
+WINDOW = "model_context_window_exceeded"
 
 
 def _api(wire: Wire) -> str:
@@ -205,6 +207,40 @@ async def test_cut_again_at_the_ceiling_asks_once_then_gives_up(server: LocalSer
     assert len(notices) == 2
     bodies = [json.dumps(r.body["messages"][-1]) for r in server.requests]
     assert [b.count("cut off by the output limit") for b in bodies] == [0, 1, 1]
+
+
+ANTHROPIC_WIRES = [w for w in WIRES if w != "openai"]
+
+
+@pytest.mark.parametrize("wire", ANTHROPIC_WIRES)
+async def test_a_reply_the_context_window_ended_is_kept_as_a_cut_reply(
+    wire: Wire, server: LocalServer
+) -> None:
+    # Claude's stop reason since Sonnet 4.5 (before: "unknown stop_reason", a protocol error)
+    server.push(Reply(chunks=blocks_sse("anthropic", [("text", ["half a"])], WINDOW)))
+    got, _, notices = await _run(wire, server, request())
+    stop = _stop(got)
+    assert stop.stop_reason == StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED
+    assert stop.content == [TextBlock(text="half a")]
+    assert notices == []
+
+
+@pytest.mark.parametrize("wire", ANTHROPIC_WIRES)
+async def test_a_tool_call_the_context_window_cut_is_asked_again_with_the_note_at_once(
+    wire: Wire, server: LocalServer
+) -> None:
+    cut = [("tool_use", ("toolu_1", "read_file", ['{"path": "src/ve']))]
+    whole = [("tool_use", ("toolu_2", "read_file", ['{"path": "a"}']))]
+    server.push(
+        Reply(chunks=blocks_sse("anthropic", cut, WINDOW)),
+        Reply(chunks=blocks_sse("anthropic", whole, "tool_use")),
+    )
+    got, _, notices = await _run(wire, server, request(max_tokens=256))
+    assert _stop(got).content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
+    assert _max_tokens(server) == [256, 256]  # more tokens cannot help a full window
+    assert "the model's context window inside a call of tool read_file" in notices[0].reason
+    assert "cut off by the output limit" in json.dumps(server.requests[1].body["messages"][-1])
+    assert server.rejected == []
 
 
 async def test_interleaved_parallel_tool_call_deltas_assemble(server: LocalServer) -> None:

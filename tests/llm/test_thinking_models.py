@@ -361,7 +361,7 @@ def test_asked_again_keeps_the_prefix_of_every_block() -> None:
         context_window=1000,
         max_output_tokens=100,
     )
-    again = _asked_again(req, row, "read_file")
+    again = _asked_again(req, row, "read_file", "max_tokens")
     assert again.messages[-1].content[-1] != req.messages[-1].content[-1]
     for sent in (req, again):
         body = request_to_anthropic(sent, "claude-opus-5-5")
