@@ -264,7 +264,7 @@ class OpenAIStreamNormalizer:
             self._asm.texts[index].append(text)
             return [text_delta(index, text)]
         out: list[ProviderStreamEvent] = []
-        if "error" in chunk and not chunk.get("choices"):
+        if chunk.get("error"):  # OpenAI: alone; OpenRouter: beside a choice ending in "error"
             err: dict[str, Any] = (
                 chunk["error"] if isinstance(chunk["error"], dict) else {"message": str(chunk)}
             )
@@ -275,7 +275,7 @@ class OpenAIStreamNormalizer:
                         int(code) if code.isdigit() else 0,
                         str(err.get("message", "")),
                         provider_id=self.provider_id,
-                        error_type=str(err.get("type") or ""),
+                        error_type=str(err.get("type") or ("" if code.isdigit() else code)),
                         api_message=str(err.get("message") or "") or None,
                     )
                 )
@@ -357,6 +357,12 @@ class OpenAIStreamNormalizer:
         if not self._started:
             raise malformed(self.provider_id, "the stream ended before any chunk")
         self.done = True
+        if self._finish == "error":  # a gateway's reply that failed without saying why
+            said = "the reply ended with finish_reason error"
+            failed = error_for_status(
+                0, said, provider_id=self.provider_id, error_type="server_error", api_message=said
+            )
+            return [ProviderErrorEvent(error=failed)]
         out: list[ProviderStreamEvent] = self._close_tools()
         reason = self._converter.stop_reason_from_openai(self._finish)
         cut = self._asm.ending(reason)

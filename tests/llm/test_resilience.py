@@ -327,3 +327,34 @@ def test_a_retried_turn_is_visible_on_stderr_json_and_history(tmp_path: object) 
     assert "assistant.message.failed" in history.stdout
     # one task attempt: the turn was retried, not the task
     assert sum(e["type"] == "task.started" for e in streamed) == 1
+
+
+def _chunk(body: dict[str, object]) -> bytes:
+    return f"data: {json.dumps(body)}\n\n".encode()
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        # OpenRouter: the error beside a choice that ends in "error"
+        {"error": {"code": "server_error", "message": "Provider disconnected unexpectedly"}},
+        {"error": {"code": 502, "message": "Provider returned error"}},
+        {},  # a choice ending in "error" alone
+    ],
+    ids=["named", "status", "bare"],
+)
+async def test_a_gateway_s_error_inside_the_stream_retries_the_turn(
+    server: LocalServer, ending: dict[str, object]
+) -> None:
+    choice = {"index": 0, "delta": {"content": ""}, "finish_reason": "error"}
+    failed = [
+        _chunk({"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "par"}}]}),
+        _chunk({"id": "c", "model": "m", **ending, "choices": [choice]}),
+        b"data: [DONE]\n\n",
+    ]
+    server.push(Reply(chunks=failed), Reply(chunks=sse_for("openai", Turn(text=["whole"]))))
+    got, manager, notices = await _run("openai", server, request())
+    assert _stop(got).content == [TextBlock(text="whole")]
+    assert manager.calls[-1].attempts == 2
+    assert "provider unavailable or overloaded" in notices[0].reason
+    assert len(server.requests) == 2
