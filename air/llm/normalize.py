@@ -4,12 +4,14 @@ Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNor
 (Messages API SSE events) and ``OpenAIStreamNormalizer`` (chat-completions chunks), and the
 ``StreamNormalizer`` protocol every wire's normaliser meets. Both assemble the final content
 blocks for ``message_stop`` (``air.llm.stream_assembly``; tool names mapped back through the
-request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``) and raise
+request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``, and by ``id``
+where a server reuses one index) and raise
 ``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
 block type. ``thinking`` and ``redacted_thinking`` blocks (text, ``thinking_delta``,
 ``signature_delta``) are kept in the final content exactly as sent, and yield no stream event:
 never shown (IMPL-THINK-1). A message cut off by ``max_tokens`` inside a tool call ends in a
-transient error event instead (``cut_in_tool``; the manager asks again). ``BatchReader`` turns
+transient error event instead (``cut_in_tool``; the manager asks again), as does a gateway's
+error inside an OpenAI-compatible stream (retried). ``BatchReader`` turns
 the SSE payloads of each network read into the event batches an adapter yields.
 """
 
@@ -324,6 +326,14 @@ class OpenAIStreamNormalizer:
         out: list[ProviderStreamEvent] = []
         key = int(call.get("index", 0))
         fn = call.get("function") or {}
+        known = self._tool_index.get(key)
+        if known is not None and call.get("id") and call["id"] != self._asm.tools[known][0]:
+            # another call at an index already taken: Ollama numbers every call 0, some
+            # proxies send no index; the call before it at that index is whole
+            del self._tool_index[key]
+            if known in self._open_tools:
+                self._open_tools.remove(known)
+                out.extend(self._asm.stop_tool(known))
         if key not in self._tool_index:
             if not call.get("id") or not fn.get("name"):
                 raise malformed(self.provider_id, "tool call started without id or name")

@@ -358,3 +358,29 @@ async def test_a_gateway_s_error_inside_the_stream_retries_the_turn(
     assert manager.calls[-1].attempts == 2
     assert "provider unavailable or overloaded" in notices[0].reason
     assert len(server.requests) == 2
+
+
+@pytest.mark.parametrize("index", [{"index": 0}, {}], ids=["all-zero", "none"])
+async def test_calls_at_one_reused_index_are_told_apart_by_their_ids(
+    server: LocalServer, index: dict[str, int]
+) -> None:
+    # Ollama numbers every call of a reply 0 (ollama#15457, #15497); some proxies send no index
+    def call(ident: str, path: str) -> bytes:
+        item = {**index, "id": ident, "type": "function"}
+        item["function"] = {"name": "read_file", "arguments": json.dumps({"path": path})}
+        delta = {"role": "assistant", "tool_calls": [item]}
+        return _chunk({"id": "c", "model": "m", "choices": [{"index": 0, "delta": delta}]})
+
+    end = {"index": 0, "delta": {}, "finish_reason": "tool_calls"}
+    chunks = [
+        call("call_a", "a.py"),
+        call("call_b", "b.py"),
+        _chunk({"id": "c", "model": "m", "choices": [end]}),
+        b"data: [DONE]\n\n",
+    ]
+    server.push(Reply(chunks=chunks))
+    got, _, _ = await _run("openai", server, request())
+    assert _stop(got).content == [
+        ToolUseBlock(id="call_a", name="read_file", input={"path": "a.py"}),
+        ToolUseBlock(id="call_b", name="read_file", input={"path": "b.py"}),
+    ]
