@@ -62,7 +62,7 @@ def render_blocks(content: Any) -> str:
             text = render_blocks(inner) if isinstance(inner, list) else str(inner)
             flag = " error" if block.get("is_error") else ""
             parts.append(f"[tool_result{flag} for {block.get('tool_use_id')}] " + cut_text(text))
-        elif kind in ("thinking", "redacted_thinking", "openai_reasoning"):
+        elif kind in ("thinking", "redacted_thinking", "openai_reasoning", "reasoning_content"):
             continue  # the model's own reasoning, bound to its conversation: never re-read
         else:
             parts.append(cut_text(json_text(block)))

@@ -50,6 +50,7 @@ __all__ = [
     "ProviderErrorEvent",
     "ProviderKind",
     "ProviderStreamEvent",
+    "ReasoningContentBlock",
     "ReasoningEffort",
     "RedactedThinkingBlock",
     "RetryConfig",
@@ -116,6 +117,16 @@ class RedactedThinkingBlock(Contract):
     data: str
 
 
+class ReasoningContentBlock(Contract):
+    """The reasoning an OpenAI-compatible chat server streams as ``reasoning_content``
+    (DeepSeek's thinking mode, vLLM, Kimi), kept to go back on that wire's assistant message:
+    DeepSeek refuses a tool-call turn sent back without it. Never shown; the other wires leave
+    it out (IMPL-THINK-1)."""
+
+    type: Literal["reasoning_content"] = "reasoning_content"
+    text: str
+
+
 class OpenAIReasoningBlock(Contract):
     """A reasoning item of OpenAI's Responses API, kept to be replayed (``store: false``) and
     never shown: only that wire sends it; the others leave it out."""
@@ -136,7 +147,8 @@ ContentBlock: TypeAlias = Annotated[
     | ToolResultBlock
     | ThinkingBlock
     | RedactedThinkingBlock
-    | OpenAIReasoningBlock,
+    | OpenAIReasoningBlock
+    | ReasoningContentBlock,
     Field(discriminator="type"),
 ]
 

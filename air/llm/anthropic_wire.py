@@ -52,8 +52,9 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
 
 
 def _sent(blocks: list[ContentBlock]) -> list[ContentBlock]:
-    """``blocks`` without OpenAI reasoning items (only the Responses wire replays them)."""
-    return [b for b in blocks if b.type != "openai_reasoning"]
+    """``blocks`` without another vendor's reasoning (OpenAI's reasoning items, a chat server's
+    ``reasoning_content``): only their own wires send them back."""
+    return [b for b in blocks if b.type not in ("openai_reasoning", "reasoning_content")]
 
 
 def request_to_anthropic(

@@ -23,6 +23,7 @@ from air.contracts.provider import (
     ModelConfig,
     OpenAIReasoningBlock,
     ProviderCompletionInput,
+    ReasoningContentBlock,
     RedactedThinkingBlock,
     StopReason,
     TextBlock,
@@ -117,6 +118,7 @@ class AnthropicCanonicalConverter:
     ) -> dict[str, Any]:
         texts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
+        reasoning: list[str] = []
         for block in message.content:
             if isinstance(block, TextBlock):
                 if calls:
@@ -133,11 +135,15 @@ class AnthropicCanonicalConverter:
                         },
                     }
                 )
+            elif isinstance(block, ReasoningContentBlock):
+                reasoning.append(block.text)
             elif not isinstance(
                 block, ThinkingBlock | RedactedThinkingBlock | OpenAIReasoningBlock
             ):
                 raise _lossy("tool_result block in an assistant turn")
         entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
+        if reasoning:  # back where it came from (DeepSeek refuses a tool-call turn without it)
+            entry["reasoning_content"] = "".join(reasoning)
         if calls:
             entry["tool_calls"] = calls
         return entry
@@ -313,6 +319,8 @@ class AnthropicCanonicalConverter:
                 blocks: list[ContentBlock] = [
                     TextBlock(text=p["text"]) for p in _text_parts(m.get("content"))
                 ]
+                if isinstance(m.get("reasoning_content"), str):
+                    blocks.insert(0, ReasoningContentBlock(text=m["reasoning_content"]))
                 for call in m.get("tool_calls") or []:
                     fn = call["function"]
                     blocks.append(

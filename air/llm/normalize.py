@@ -9,10 +9,11 @@ where a server reuses one index) and raise
 ``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
 block type. ``thinking`` and ``redacted_thinking`` blocks (text, ``thinking_delta``,
 ``signature_delta``) are kept in the final content exactly as sent, and yield no stream event:
-never shown (IMPL-THINK-1). A message cut off by ``max_tokens`` inside a tool call ends in a
-transient error event instead (``cut_in_tool``; the manager asks again), as does a gateway's
-error inside an OpenAI-compatible stream (retried). ``BatchReader`` turns
-the SSE payloads of each network read into the event batches an adapter yields.
+never shown (IMPL-THINK-1); so is a chat stream's ``reasoning_content`` (one block). A message
+cut off by ``max_tokens`` inside a tool call ends in a transient error event instead
+(``cut_in_tool``; the manager asks again), as does a gateway's error inside an
+OpenAI-compatible stream (retried). ``BatchReader`` turns the SSE payloads of each network read
+into the event batches an adapter yields.
 """
 
 from __future__ import annotations
@@ -212,6 +213,7 @@ class OpenAIStreamNormalizer:
         self._converter = AnthropicCanonicalConverter()
         self._started = False
         self._text_index: int | None = None
+        self._reasoning_index: int | None = None
         self._tool_index: dict[int, int] = {}
         self._open_tools: list[int] = []
         """Tool blocks still receiving argument deltas (parallel calls may interleave)."""
@@ -305,6 +307,14 @@ class OpenAIStreamNormalizer:
             )
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            reasoning = delta.get("reasoning_content")
+            if type(reasoning) is str:  # kept whole, to go back; never an event (never shown)
+                if self._reasoning_index is None:
+                    self._reasoning_index = self._next
+                    self._next += 1
+                    self._asm.reasoning[self._reasoning_index] = []
+                    self._asm.order.append(self._reasoning_index)
+                self._asm.reasoning[self._reasoning_index].append(reasoning)
             text = delta.get("content")
             if text:
                 out.extend(self._close_tools())

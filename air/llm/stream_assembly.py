@@ -21,6 +21,7 @@ from air.contracts.provider import (
     ContentBlock,
     ProviderErrorEvent,
     ProviderStreamEvent,
+    ReasoningContentBlock,
     RedactedThinkingBlock,
     StopReason,
     TextBlock,
@@ -144,6 +145,8 @@ class Assembler:
         self.thinking: dict[int, tuple[list[str], list[str]]] = {}
         """Thinking blocks: their text and signature pieces."""
         self.redacted: dict[int, str] = {}
+        self.reasoning: dict[int, list[str]] = {}
+        """``reasoning_content`` blocks of an OpenAI-compatible stream: their text pieces."""
 
     def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
         """Open a ``thinking`` or ``redacted_thinking`` block (its start may hold it whole)."""
@@ -220,6 +223,8 @@ class Assembler:
                 blocks.append(ThinkingBlock(thinking="".join(texts), signature="".join(signature)))
             elif index in self.redacted:
                 blocks.append(RedactedThinkingBlock(data=self.redacted[index]))
+            elif index in self.reasoning:
+                blocks.append(ReasoningContentBlock(text="".join(self.reasoning[index])))
             else:
                 tool_id, name, _ = self.tools[index]
                 blocks.append(ToolUseBlock(id=tool_id, name=name, input=self.inputs[index]))

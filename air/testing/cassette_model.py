@@ -7,7 +7,8 @@ server-sent events, calling each tool by the name the request offered for it. Ov
 Anthropic wire a thinking model (``air.testing.anthropic_thinking.thinks``) starts every reply
 with a signed thinking block, puts one more between a turn's text and its tool call (text
 between tool calls) and a redacted one in a task's first reply; the server checks each one
-when it comes back.
+when it comes back. Over chat completions DeepSeek's V4 models start every reply with
+``reasoning_content``, which a tool-call turn must bring back.
 """
 
 from __future__ import annotations
@@ -103,6 +104,9 @@ class CassetteModel:
                 blocks.append(("tool_use", (block.id, name, [json.dumps(block.input)])))
         if wire == "anthropic" and thinks(str(body.get("model"))):
             blocks = with_thinking(body, blocks, f"{task_id} turn {number + 1}", number == 0)
+        if wire == "openai" and str(body.get("model")).startswith("deepseek-v4"):
+            where = f"{task_id} turn {number + 1}"
+            blocks = [("reasoning_content", [THOUGHT.format(where=where)]), *blocks]
         with self._lock:
             self.served.append((task_id, number))
         return Reply(

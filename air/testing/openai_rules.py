@@ -5,8 +5,9 @@ Owns: ``openai_problem`` — the bearer key (or a keyless local server), the kno
 and object schemas, message roles and content shapes, ``tool_calls`` ids and the ``tool``
 messages answering them; the reasoning models (gpt-6*, gpt-5*, o1/o3/o4*) refuse
 ``max_tokens`` and a temperature other than 1, ``reasoning_effort`` is taken only by the models
-and values that take it, and gpt-6* call function tools here only at effort none. A rule
-more lenient than the real API is a defect (IMPL-API-1).
+and values that take it, and gpt-6* call function tools here only at effort none; DeepSeek's
+V4 models (thinking by default) refuse a tool-call turn sent back without its
+``reasoning_content``. A rule more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -201,8 +202,33 @@ _CHAT_TOOLS_AT_NONE = re.compile(r"^gpt-6")
 (their model pages: "Use the Responses API for built-in tools and function calling")."""
 
 
+_DEEPSEEK_THINKING = re.compile(r"^deepseek-v4")
+"""DeepSeek's V4 models, thinking by default: a turn that called tools must come back with its
+``reasoning_content`` (their thinking-mode guide: "the reasoning_content must be fully passed
+back to the API in all subsequent requests ... the API will return a 400 error")."""
+
+
+def _deepseek_problem(model: str, body: dict[str, Any]) -> Problem | None:
+    if not _DEEPSEEK_THINKING.match(model):
+        return None
+    for message in body.get("messages") or []:
+        if (
+            isinstance(message, dict)
+            and message.get("role") == "assistant"
+            and message.get("tool_calls")
+            and not isinstance(message.get("reasoning_content"), str)
+        ):
+            return invalid(
+                "The reasoning_content in the thinking mode must be passed back to the API.",
+                "invalid_request_error",
+            )
+    return None
+
+
 def _efforts(model: str) -> tuple[str, ...]:
     """The ``reasoning_effort`` values ``model`` takes (empty: the parameter is refused)."""
+    if _DEEPSEEK_THINKING.match(model):  # mapped to low, high or max
+        return ("minimal", "low", "medium", "high", "xhigh", "max", "ultra")
     if not _REASONING.match(model) or model.startswith("gpt-5-chat"):
         return ()
     if model.startswith(("gpt-6.1-sol", "gpt-6-astra")):
@@ -318,7 +344,7 @@ def openai_problem(
             f"The model `{model}` does not exist or you do not have access to it.",
             "model_not_found",
         )
-    problem = _reasoning_problem(model, body)
+    problem = _reasoning_problem(model, body) or _deepseek_problem(model, body)
     if problem is not None:
         return problem
     most = ceiling(model, ceilings)

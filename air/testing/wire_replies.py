@@ -46,7 +46,8 @@ def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
 
 Block = tuple[str, Any]
 """("text", [pieces]), ("tool_use", (id, name, [partial JSON pieces])), ("thinking", ([text
-pieces], signature)) or ("redacted_thinking", data); the OpenAI wire leaves thinking out."""
+pieces], signature)), ("redacted_thinking", data) or ("reasoning_content", [pieces]); the
+OpenAI chat wire leaves thinking out, the others ``reasoning_content`` (a chat server's)."""
 
 
 def _anthropic_block(kind: str, value: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -160,6 +161,9 @@ def _openai_blocks_sse(
     for kind, value in blocks:
         if kind == "text":
             out.extend(chunk({"content": piece}) for piece in value)
+            continue
+        if kind == "reasoning_content":  # as DeepSeek streams it: beside a null content
+            out.extend(chunk({"content": None, "reasoning_content": p}) for p in value)
             continue
         if kind != "tool_use":
             continue

@@ -2,8 +2,9 @@
 the real anthropic SDK / httpx against the strict local servers, which play the calc fixes as a
 scripted model over the wire (air.testing.strict_servers.CassetteModel) while checking every
 request the way the real APIs do, on all three wires (the Anthropic Messages API, chat
-completions, and OpenAI's Responses API with gpt-6.1-sol, reasoning between tool calls). Exit 0,
-the project's tests pass, 0 rejected requests."""
+completions, and OpenAI's Responses API with gpt-6.1-sol, reasoning between tool calls), and
+chat completions with DeepSeek's V4 (reasoning_content kept between tool calls). Exit 0, the
+project's tests pass, 0 rejected requests."""
 
 from __future__ import annotations
 
@@ -46,6 +47,19 @@ MODELS = {
         "    models:\n"
         "      gpt-4.1: {{context_window: 1047576, max_output_tokens: 32768}}\n"
     ),
+    "deepseek": (
+        "default: deepseek/deepseek-v4-pro\n"
+        "providers:\n"
+        "  deepseek:\n"
+        "    kind: openai_compatible\n"
+        "    base_url: {url}/v1\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      deepseek-v4-pro:\n"
+        "        context_window: 1000000\n"
+        "        max_output_tokens: 65536\n"
+        "        price: {{input: 0.5, output: 2.0, cache_read: 0.05}}\n"
+    ),
     "responses": (
         "default: openai/gpt-6.1-sol\n"
         "providers:\n"
@@ -57,7 +71,12 @@ MODELS = {
         "      gpt-6.1-sol: {{}}\n"
     ),
 }
-CEILINGS = {"claude-sonnet-4-5": 64_000, "gpt-4.1": 32_768, "gpt-6.1-sol": 128_000}
+CEILINGS = {
+    "claude-sonnet-4-5": 64_000,
+    "gpt-4.1": 32_768,
+    "gpt-6.1-sol": 128_000,
+    "deepseek-v4-pro": 65_536,
+}
 
 
 def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
@@ -70,7 +89,7 @@ def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses"])
+@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses", "deepseek"])
 def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None:
     root = tmp_path / "calc"
     home = tmp_path / "home"
@@ -118,6 +137,9 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     assert "fs_read" in sent
     if wire == "responses":
         _assert_reasoning_replayed([r.body for r in requests])
+    if wire == "deepseek":
+        _assert_reasoning_content_replayed([r.body for r in requests])
+        assert "(thinking about" not in proc.stdout + proc.stderr  # never shown
     events = json_events(proc.stdout)
     completed = [e for e in events if e["type"] == "task.completed"]
     assert len(completed) == 3
@@ -175,6 +197,15 @@ def _assert_reasoning_replayed(bodies: list[dict[str, Any]]) -> None:
                 assert items[k - 1]["type"] not in ("function_call_output",)
                 assert items[k - 1].get("role") != "user"
     assert max(sum(i["type"] == "reasoning" for i in b["input"]) for b in bodies) == 3
+
+
+def _assert_reasoning_content_replayed(bodies: list[dict[str, Any]]) -> None:
+    """Every earlier turn of a task goes back with the reasoning_content it came with (DeepSeek
+    refuses a tool-call turn without it), as it came."""
+    turns = [m for b in bodies for m in b["messages"] if m["role"] == "assistant"]
+    assert turns
+    for turn in turns:
+        assert turn["reasoning_content"].startswith("(thinking about "), turn
 
 
 def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
