@@ -90,6 +90,10 @@ class ToolUseBlock(Contract):
     id: str
     name: str
     input: JsonObject
+    extra_content: JsonObject | None = None
+    """What an OpenAI-compatible chat server put beside the call (``extra_content``: Gemini's
+    ``google.thought_signature``, which it refuses the call back without): sent back with it on
+    that wire only (IMPL-THINK-1)."""
 
 
 class ToolResultBlock(Contract):

@@ -48,6 +48,7 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
     data = block.model_dump(mode="json", exclude_none=True)
     if isinstance(block, ToolUseBlock):
         data["name"] = names.wire(block.name)
+        data.pop("extra_content", None)  # a chat server's: only its own wire sends it back
     return data
 
 

@@ -125,16 +125,17 @@ class AnthropicCanonicalConverter:
                     raise _lossy("assistant text after a tool_use block in the same turn")
                 texts.append({"type": "text", "text": block.text})
             elif isinstance(block, ToolUseBlock):
-                calls.append(
-                    {
-                        "id": block.id,
-                        "type": "function",
-                        "function": {
-                            "name": names.wire(block.name) if names else block.name,
-                            "arguments": json.dumps(block.input, ensure_ascii=False),
-                        },
-                    }
-                )
+                call: dict[str, Any] = {
+                    "id": block.id,
+                    "type": "function",
+                    "function": {
+                        "name": names.wire(block.name) if names else block.name,
+                        "arguments": json.dumps(block.input, ensure_ascii=False),
+                    },
+                }
+                if block.extra_content is not None:  # as the server sent it
+                    call["extra_content"] = block.extra_content
+                calls.append(call)
             elif isinstance(block, ReasoningContentBlock):
                 reasoning.append(block.text)
             elif not isinstance(
@@ -325,7 +326,10 @@ class AnthropicCanonicalConverter:
                     fn = call["function"]
                     blocks.append(
                         ToolUseBlock(
-                            id=call["id"], name=fn["name"], input=_parse_args(fn["arguments"])
+                            id=call["id"],
+                            name=fn["name"],
+                            input=_parse_args(fn["arguments"]),
+                            extra_content=call.get("extra_content"),
                         )
                     )
                 out.append(CanonicalMessage(role="assistant", content=blocks))

@@ -359,6 +359,8 @@ class OpenAIStreamNormalizer:
         index = self._tool_index[key]
         if index not in self._open_tools:
             raise malformed(self.provider_id, "arguments for a tool call that already ended")
+        if isinstance(call.get("extra_content"), dict):  # Gemini: its thought signature
+            self._asm.tool_extra[index] = call["extra_content"]
         args = fn.get("arguments")
         if args:
             self._asm.tools[index][2].append(args)

@@ -146,6 +146,8 @@ class Assembler:
         """Thinking blocks: their text and signature pieces."""
         self.redacted: dict[int, str] = {}
         self.reasoning: dict[int, list[str]] = {}
+        self.tool_extra: dict[int, dict[str, Any]] = {}
+        """A chat server's ``extra_content`` beside a tool call, by block index."""
         """``reasoning_content`` blocks of an OpenAI-compatible stream: their text pieces."""
 
     def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
@@ -227,5 +229,10 @@ class Assembler:
                 blocks.append(ReasoningContentBlock(text="".join(self.reasoning[index])))
             else:
                 tool_id, name, _ = self.tools[index]
-                blocks.append(ToolUseBlock(id=tool_id, name=name, input=self.inputs[index]))
+                extra = self.tool_extra.get(index)
+                blocks.append(
+                    ToolUseBlock(
+                        id=tool_id, name=name, input=self.inputs[index], extra_content=extra
+                    )
+                )
         return blocks

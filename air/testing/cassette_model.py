@@ -8,7 +8,8 @@ Anthropic wire a thinking model (``air.testing.anthropic_thinking.thinks``) star
 with a signed thinking block, puts one more between a turn's text and its tool call (text
 between tool calls) and a redacted one in a task's first reply; the server checks each one
 when it comes back. Over chat completions DeepSeek's V4 models start every reply with
-``reasoning_content``, which a tool-call turn must bring back.
+``reasoning_content``, which a tool-call turn must bring back, and Gemini 3+ sign a reply's
+first tool call (``extra_content``), which must come back with it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from air.testing.anthropic_thinking import redact, sign, thinks
+from air.testing.openai_rules import GEMINI_SIGNS, thought_signature
 from air.testing.responses_rules import reasons
 from air.testing.wire_replies import Block, Reply, blocks_sse
 
@@ -107,6 +109,8 @@ class CassetteModel:
         if wire == "openai" and str(body.get("model")).startswith("deepseek-v4"):
             where = f"{task_id} turn {number + 1}"
             blocks = [("reasoning_content", [THOUGHT.format(where=where)]), *blocks]
+        if wire == "openai" and GEMINI_SIGNS.match(str(body.get("model"))):
+            blocks = _signed_first_call(blocks)
         with self._lock:
             self.served.append((task_id, number))
         return Reply(
@@ -121,6 +125,17 @@ class CassetteModel:
                 reasoning=wire == "responses" and reasons(body),
             )
         )
+
+
+def _signed_first_call(blocks: list[Block]) -> list[Block]:
+    """``blocks`` with the first tool call carrying its thought signature (Gemini 3+)."""
+    out: list[Block] = []
+    for kind, value in blocks:
+        if kind == "tool_use" and not any(k == "tool_use" for k, _ in out):
+            extra = {"google": {"thought_signature": thought_signature(value[0])}}
+            value = (*value, extra)
+        out.append((kind, value))
+    return out
 
 
 THOUGHT = "(thinking about {where}, never shown)"

@@ -7,11 +7,14 @@ messages answering them; the reasoning models (gpt-6*, gpt-5*, o1/o3/o4*) refuse
 ``max_tokens`` and a temperature other than 1, ``reasoning_effort`` is taken only by the models
 and values that take it, and gpt-6* call function tools here only at effort none; DeepSeek's
 V4 models (thinking by default) refuse a tool-call turn sent back without its
-``reasoning_content``. A rule more lenient than the real API is a defect (IMPL-API-1).
+``reasoning_content``, Gemini 3+ a reply's first tool call without its thought signature. A
+rule more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import re
 from typing import Any
 
@@ -225,6 +228,40 @@ def _deepseek_problem(model: str, body: dict[str, Any]) -> Problem | None:
     return None
 
 
+GEMINI_SIGNS = re.compile(r"^gemini-(?:3|4)")
+"""Gemini 3 and later on Google's OpenAI-compatible endpoint: the first call of each reply
+carries ``extra_content.google.thought_signature``, which must come back unchanged ("Function
+call is missing a thought_signature in functionCall parts", their thought-signatures guide)."""
+
+
+def thought_signature(call_id: str) -> str:
+    """The signature this server gives the call ``call_id`` (and expects back)."""
+    return base64.b64encode(hashlib.sha256(f"air-fake:{call_id}".encode()).digest()).decode()
+
+
+def _gemini_problem(model: str, body: dict[str, Any]) -> Problem | None:
+    if not GEMINI_SIGNS.match(model):
+        return None
+    for message in body.get("messages") or []:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        first = (message.get("tool_calls") or [None])[0]
+        if not isinstance(first, dict):
+            continue
+        extra = first.get("extra_content")
+        google = extra.get("google") if isinstance(extra, dict) else None
+        signed = google.get("thought_signature") if isinstance(google, dict) else None
+        if signed is None:
+            return invalid(
+                "Function call is missing a thought_signature in functionCall parts. This is "
+                "required for tools to work correctly, and missing thought_signature may lead "
+                "to degraded model performance."
+            )
+        if signed != thought_signature(str(first.get("id"))):
+            return invalid("Corrupted thought signature.")
+    return None
+
+
 def _efforts(model: str) -> tuple[str, ...]:
     """The ``reasoning_effort`` values ``model`` takes (empty: the parameter is refused)."""
     if _DEEPSEEK_THINKING.match(model):  # mapped to low, high or max
@@ -344,7 +381,11 @@ def openai_problem(
             f"The model `{model}` does not exist or you do not have access to it.",
             "model_not_found",
         )
-    problem = _reasoning_problem(model, body) or _deepseek_problem(model, body)
+    problem = (
+        _reasoning_problem(model, body)
+        or _deepseek_problem(model, body)
+        or _gemini_problem(model, body)
+    )
     if problem is not None:
         return problem
     most = ceiling(model, ceilings)

@@ -45,7 +45,8 @@ def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
 
 
 Block = tuple[str, Any]
-"""("text", [pieces]), ("tool_use", (id, name, [partial JSON pieces])), ("thinking", ([text
+"""("text", [pieces]), ("tool_use", (id, name, [partial JSON pieces][, the chat wire's
+extra_content])), ("thinking", ([text
 pieces], signature)), ("redacted_thinking", data) or ("reasoning_content", [pieces]); the
 OpenAI chat wire leaves thinking out, the others ``reasoning_content`` (a chat server's)."""
 
@@ -167,12 +168,13 @@ def _openai_blocks_sse(
             continue
         if kind != "tool_use":
             continue
-        tool_id, name, pieces = value
+        tool_id, name, pieces, *extra = value
         first = {
             "index": call,
             "id": tool_id,
             "type": "function",
             "function": {"name": name, "arguments": ""},
+            **({"extra_content": extra[0]} if extra else {}),
         }
         out.append(chunk({"tool_calls": [first]}))
         for piece in pieces:

@@ -3,8 +3,8 @@ the real anthropic SDK / httpx against the strict local servers, which play the 
 scripted model over the wire (air.testing.strict_servers.CassetteModel) while checking every
 request the way the real APIs do, on all three wires (the Anthropic Messages API, chat
 completions, and OpenAI's Responses API with gpt-6.1-sol, reasoning between tool calls), and
-chat completions with DeepSeek's V4 (reasoning_content kept between tool calls). Exit 0, the
-project's tests pass, 0 rejected requests."""
+chat completions with DeepSeek's V4 (reasoning_content kept between tool calls) and Gemini 3.8
+(each reply's first call signed). Exit 0, the project's tests pass, 0 rejected requests."""
 
 from __future__ import annotations
 
@@ -60,6 +60,19 @@ MODELS = {
         "        max_output_tokens: 65536\n"
         "        price: {{input: 0.5, output: 2.0, cache_read: 0.05}}\n"
     ),
+    "gemini": (
+        "default: gemini/gemini-3.8-flash\n"
+        "providers:\n"
+        "  gemini:\n"
+        "    kind: openai_compatible\n"
+        "    base_url: {url}/v1\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      gemini-3.8-flash:\n"
+        "        context_window: 1048576\n"
+        "        max_output_tokens: 65536\n"
+        "        price: {{input: 0.3, output: 2.5, cache_read: 0.03}}\n"
+    ),
     "responses": (
         "default: openai/gpt-6.1-sol\n"
         "providers:\n"
@@ -76,6 +89,7 @@ CEILINGS = {
     "gpt-4.1": 32_768,
     "gpt-6.1-sol": 128_000,
     "deepseek-v4-pro": 65_536,
+    "gemini-3.8-flash": 65_536,
 }
 
 
@@ -89,7 +103,7 @@ def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses", "deepseek"])
+@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses", "deepseek", "gemini"])
 def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None:
     root = tmp_path / "calc"
     home = tmp_path / "home"
@@ -140,6 +154,14 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
     if wire == "deepseek":
         _assert_reasoning_content_replayed([r.body for r in requests])
         assert "(thinking about" not in proc.stdout + proc.stderr  # never shown
+    if wire == "gemini":
+        signed = [
+            m["tool_calls"][0]["extra_content"]["google"]["thought_signature"]
+            for r in requests
+            for m in r.body["messages"]
+            if m.get("tool_calls")
+        ]
+        assert len(signed) >= 9  # every earlier call of a task came back signed
     events = json_events(proc.stdout)
     completed = [e for e in events if e["type"] == "task.completed"]
     assert len(completed) == 3

@@ -1,8 +1,10 @@
-"""A chat server's ``reasoning_content`` (DeepSeek's V4, thinking by default; vLLM; Kimi): read
-from the stream into one block, never a stream event (never shown), sent back on that turn's
-assistant message, left out by the other wires and by what air re-reads; the strict server
-refuses a DeepSeek V4 tool-call turn sent back without it, as the API does. The whole batch on
-deepseek-v4-pro: tests/llm/test_calc_end_to_end.py."""
+"""What a chat server asks to get back with a turn: ``reasoning_content`` (DeepSeek's V4,
+thinking by default; vLLM; Kimi), read from the stream into one block, never a stream event
+(never shown), sent back on that turn's assistant message; a call's ``extra_content`` (Gemini
+3+'s thought signature), sent back with the call. The other wires and what air re-reads leave
+both out; the strict server refuses a DeepSeek V4 tool-call turn without its reasoning and a
+Gemini call without its signature, as the APIs do. Whole batches on deepseek-v4-pro and
+gemini-3.8-flash: tests/llm/test_calc_end_to_end.py."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ from air.contracts.provider import (
 from air.llm.anthropic_wire import request_to_anthropic
 from air.llm.convert import AnthropicCanonicalConverter
 from air.llm.manager import ProviderManager
-from air.testing.openai_rules import openai_problem
+from air.testing.openai_rules import openai_problem, thought_signature
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import collect, models_config, request
 from tests.llm.servers import LocalServer, Reply, blocks_sse
@@ -98,3 +100,43 @@ def test_the_strict_server_refuses_a_deepseek_tool_turn_without_its_reasoning() 
     kept = {"reasoning_content": "first the tokenizer"}
     assert openai_problem(headers, _body("deepseek-v4-flash", kept)) is None
     assert openai_problem(headers, _body("gpt-4.1", {})) is None  # not a thinking model
+
+
+SIGNED = ToolUseBlock(
+    id="call_1",
+    name="read_file",
+    input={"path": "a.py"},
+    extra_content={"google": {"thought_signature": thought_signature("call_1")}},
+)
+
+
+def test_a_call_s_extra_content_goes_back_with_it_on_its_own_wire_only() -> None:
+    sent = CONVERT.messages_to_openai(_conversation([SIGNED]))
+    assert sent[1]["tool_calls"][0]["extra_content"] == SIGNED.extra_content
+    _, back = CONVERT.messages_from_openai(sent)
+    assert back[1].content == [SIGNED]
+    req = ProviderCompletionInput(
+        provider_id="p", model_id="claude-test", messages=_conversation([SIGNED])
+    )
+    anthropic = request_to_anthropic(req, "claude-test")
+    assert anthropic["messages"][1]["content"] == [
+        {"type": "tool_use", "id": "call_1", "name": "read_file", "input": {"path": "a.py"}}
+    ]
+
+
+def test_the_strict_server_refuses_a_gemini_call_back_without_its_signature() -> None:
+    headers = {"authorization": f"Bearer {FAKE_KEY}"}
+    bare = openai_problem(headers, _body("gemini-3.8-flash", {}))
+    assert bare is not None
+    assert bare.message.startswith("Function call is missing a thought_signature")
+    forged = _body("gemini-3.8-flash", {})
+    forged["messages"][1]["tool_calls"][0]["extra_content"] = {
+        "google": {"thought_signature": thought_signature("call_2")}
+    }
+    corrupted = openai_problem(headers, forged)
+    assert corrupted is not None
+    assert corrupted.message == "Corrupted thought signature."
+    kept = _body("gemini-3.8-flash", {})
+    kept["messages"][1]["tool_calls"][0]["extra_content"] = SIGNED.extra_content
+    assert openai_problem(headers, kept) is None
+    assert openai_problem(headers, _body("gemini-2.5-flash", {})) is None  # signs nothing here
