@@ -51,7 +51,11 @@ _FINISH_TO_STOP = {
     "tool_calls": StopReason.TOOL_USE,
     "function_call": StopReason.TOOL_USE,
     "content_filter": StopReason.REFUSAL,
+    "model_length": StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED,  # Mistral's
 }
+"""Chat completions' finish reasons (and compatible servers'); the server failures some of them
+name (``error``, DeepSeek's ``insufficient_system_resource``, vLLM's ``abort``) are retried by
+the normaliser, and one added since is read as ``end_turn``."""
 
 
 def _lossy(message: str) -> AirException:
@@ -280,16 +284,7 @@ class AnthropicCanonicalConverter:
     # --- OpenAI -> canonical ------------------------------------------------------------------
 
     def stop_reason_from_openai(self, finish_reason: str | None) -> StopReason:
-        if finish_reason is None:
-            return StopReason.END_TURN
-        try:
-            return _FINISH_TO_STOP[finish_reason]
-        except KeyError:
-            raise AirException.of(
-                kind="protocol_error",
-                message=f"unknown OpenAI finish_reason {finish_reason!r}",
-                user_action="Use a server that reports a standard finish_reason.",
-            ) from None
+        return _FINISH_TO_STOP.get(finish_reason or "stop", StopReason.END_TURN)
 
     def messages_from_openai(
         self, messages: list[dict[str, Any]]

@@ -5,13 +5,14 @@ Owns two normalisers fed one decoded JSON object at a time: ``AnthropicStreamNor
 ``StreamNormalizer`` protocol every wire's normaliser meets. Both assemble the final content
 blocks for ``message_stop`` (``air.llm.stream_assembly``; tool names mapped back through the
 request's ``ToolNameMap``; interleaved parallel OpenAI tool calls by ``index``, and by ``id``
-where a server reuses one index) and raise
-``AirException`` (protocol error) on anything they cannot carry over, e.g. an unknown content
-block type. ``thinking`` and ``redacted_thinking`` blocks (text, ``thinking_delta``,
-``signature_delta``) are kept in the final content exactly as sent, and yield no stream event:
-never shown (IMPL-THINK-1); so is a chat stream's ``reasoning_content`` (one block). A message
-cut off by ``max_tokens`` inside a tool call ends in a transient error event instead
-(``cut_in_tool``; the manager asks again), as does a gateway's error inside an
+where a server reuses one index) and raise ``AirException`` (protocol error) on anything they
+cannot carry over, e.g. an unknown content block type; an event type, delta kind or stop
+reason added since (Anthropic's versioning policy allows new variants of these) is passed over
+or read as ``end_turn``. ``thinking`` and ``redacted_thinking`` blocks (text,
+``thinking_delta``, ``signature_delta``) are kept in the final content exactly as sent, and
+yield no stream event: never shown (IMPL-THINK-1); so is a chat stream's ``reasoning_content``
+(one block). A message cut off by ``max_tokens`` inside a tool call ends in a transient error
+event instead (``cut_in_tool``; the manager asks again), as does a gateway's error inside an
 OpenAI-compatible stream (retried). ``BatchReader`` turns the SSE payloads of each network read
 into the event batches an adapter yields.
 """
@@ -19,6 +20,7 @@ into the event batches an adapter yields.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
@@ -55,6 +57,11 @@ __all__ = [
     "drain",
     "sse_batches",
 ]
+
+log = logging.getLogger(__name__)
+
+SERVER_FAILED = frozenset({"error", "insufficient_system_resource", "abort"})
+"""Finish reasons of a reply the server failed (OpenRouter, DeepSeek, vLLM): retried."""
 
 
 class AnthropicStreamNormalizer:
@@ -116,7 +123,7 @@ class AnthropicStreamNormalizer:
             if dtype in ("thinking_delta", "signature_delta"):
                 asm.more_thinking(self.provider_id, index, delta)
                 return []
-            raise malformed(self.provider_id, f"unsupported content delta {dtype!r}")
+            return []  # a delta kind added since (citations_delta ...): nothing air keeps
         if kind == "message_start":
             message = event["message"]
             self._merge_usage(message.get("usage") or {})
@@ -156,8 +163,9 @@ class AnthropicStreamNormalizer:
             if reason is not None:
                 try:
                     self._stop_reason = StopReason(reason)
-                except ValueError:
-                    raise malformed(self.provider_id, f"unknown stop_reason {reason!r}") from None
+                except ValueError:  # a value added since (new variants are allowed): the
+                    log.warning("%s: stop_reason %r read as end_turn", self.provider_id, reason)
+                    self._stop_reason = StopReason.END_TURN  # reply is kept as it came
             self._merge_usage(event.get("usage") or {})
             return []
         if kind == "message_stop":
@@ -188,7 +196,7 @@ class AnthropicStreamNormalizer:
                     )
                 )
             ]
-        raise malformed(self.provider_id, f"unknown stream event {kind!r}")
+        return []  # an event type added since: the versioning policy allows new ones
 
     def _merge_usage(self, usage: dict[str, Any]) -> None:
         for key in (
@@ -379,8 +387,8 @@ class OpenAIStreamNormalizer:
         if not self._started:
             raise malformed(self.provider_id, "the stream ended before any chunk")
         self.done = True
-        if self._finish == "error":  # a gateway's reply that failed without saying why
-            said = "the reply ended with finish_reason error"
+        if self._finish in SERVER_FAILED:  # a reply the server gave up on, saying no more
+            said = f"the reply ended with finish_reason {self._finish}"
             failed = error_for_status(
                 0, said, provider_id=self.provider_id, error_type="server_error", api_message=said
             )

@@ -8,7 +8,8 @@ it; ``message`` -> text; ``function_call`` -> tool use, its name mapped back thr
 request's ``ToolNameMap``), ``response.completed`` / ``response.incomplete`` end the message
 (usage with cached and cache-written input tokens; the stop reason from the function calls and
 ``incomplete_details``), ``response.failed`` and ``error`` end it as the chat wire's errors do.
-An item or event air cannot carry over is a protocol error, never dropped.
+An output item air cannot carry over is a protocol error, never dropped; an event type it does
+not know (OpenAI adds them) carries nothing the items lack, and is passed over.
 """
 
 from __future__ import annotations
@@ -35,27 +36,6 @@ from air.llm.stream_assembly import Assembler, malformed, split_error, text_delt
 from air.llm.tool_names import ToolNameMap
 
 __all__ = ["ResponsesStreamNormalizer", "responses_error"]
-
-_QUIET = frozenset(
-    {
-        "response.queued",
-        "response.in_progress",
-        "response.content_part.added",
-        "response.content_part.done",
-        "response.output_text.done",
-        "response.output_text.annotation.added",
-        "response.refusal.done",
-        "response.function_call_arguments.done",
-        "response.reasoning_summary_part.added",
-        "response.reasoning_summary_part.done",
-        "response.reasoning_summary_text.delta",
-        "response.reasoning_summary_text.done",
-        "response.reasoning_text.delta",
-        "response.reasoning_text.done",
-    }
-)
-"""Events that carry nothing the final message lacks (reasoning is kept from its item's
-``response.output_item.done``; text and arguments from their deltas)."""
 
 _STATUS_OF_CODE = {"rate_limit_exceeded": 429, "server_error": 500}
 
@@ -159,9 +139,12 @@ class ResponsesStreamNormalizer:
         if kind == "error":
             self.done = True
             return [ProviderErrorEvent(error=responses_error(self.provider_id, event))]
-        if kind in _QUIET:
-            return []
-        raise malformed(self.provider_id, f"unknown stream event {kind!r}")
+        if str(kind).startswith("response.audio"):  # content air would drop: refused
+            raise malformed(self.provider_id, f"unsupported stream event {kind!r}")
+        # the others (in_progress, content_part.*, *.done, reasoning summaries, annotations,
+        # and event types added since) carry nothing the final message lacks: reasoning is
+        # kept from its output_item.done, text and arguments from their deltas
+        return []
 
     def _added(self, output_index: int, item: dict[str, Any]) -> list[ProviderStreamEvent]:
         kind = item.get("type")

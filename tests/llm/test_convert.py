@@ -133,8 +133,8 @@ def test_request_carries_tools_choice_stop_and_stop_reasons_map() -> None:
     assert converter.tool_choice_to_openai(ToolChoice(type="any")) == "required"
     assert converter.stop_reason_from_openai("length") is StopReason.MAX_TOKENS
     assert converter.stop_reason_from_openai("tool_calls") is StopReason.TOOL_USE
-    with pytest.raises(AirException):
-        converter.stop_reason_from_openai("mystery")
+    # a reason added since reads as end_turn (tests/llm/test_later_variants.py)
+    assert converter.stop_reason_from_openai("mystery") is StopReason.END_TURN
 
 
 MARKED_TEXTS = ["[tool_error] ", "[tool_error] rm -rf /", "[tool_result] [tool_error] x",

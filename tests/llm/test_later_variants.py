@@ -1,0 +1,123 @@
+"""What a provider adds to its stream after air was written. Anthropic's versioning policy keeps
+an API version's fields but "may add new variants to enum-like output values (for example,
+streaming event types)"; OpenAI adds Responses events; OpenAI-compatible servers have finish
+reasons of their own. An event type or delta kind air does not know is passed over (the reply
+completes, its text whole), an unknown stop or finish reason reads as ``end_turn``, Mistral's
+``model_length`` as a context-window cut, and a finish reason that names a server failure
+(DeepSeek's ``insufficient_system_resource``, vLLM's ``abort``) retries the turn. Before, each
+failed the turn as a protocol error."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from air.contracts.provider import (
+    MessageStopEvent,
+    ModelConfig,
+    ModelsConfig,
+    ProviderConfig,
+    ProviderKind,
+    StopReason,
+    TextBlock,
+)
+from air.llm.catalogue import complete_model
+from air.llm.manager import ProviderManager
+from tests.llm.conftest import FAKE_KEY
+from tests.llm.helpers import FAST_RETRY, Collected, collect, models_config, request
+from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, openai_sse
+
+ENV = {"AIR_TEST_KEY": FAKE_KEY}
+
+
+def _event(name: str, body: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(body)}\n\n".encode()
+
+
+async def _run(manager: ProviderManager, model_id: str | None = None) -> Collected:
+    try:
+        return await collect(manager, request(model_id=model_id) if model_id else request())
+    finally:
+        await manager.aclose()
+
+
+def _stop(got: Collected) -> MessageStopEvent:
+    last = got.events[-1]
+    assert isinstance(last, MessageStopEvent), last
+    return last
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "anthropic_http"])
+async def test_an_anthropic_event_delta_or_stop_reason_added_since_is_passed_over(
+    wire: str, server: LocalServer
+) -> None:
+    chunks = blocks_sse("anthropic", [("text", ["half", " whole"])], "a_reason_from_later")
+    later = [
+        _event("content_block_annotation", {"type": "content_block_annotation", "index": 0}),
+        _event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "citations_delta"}},
+        ),
+    ]
+    chunks = [*chunks[:3], *later, *chunks[3:]]
+    server.push(Reply(chunks=chunks))
+    manager = ProviderManager(models_config(wire, server.url), env=ENV)  # type: ignore[arg-type]
+    stop = _stop(await _run(manager))
+    assert stop.content == [TextBlock(text="half whole")]
+    assert stop.stop_reason == StopReason.END_TURN
+
+
+async def test_a_responses_event_added_since_is_passed_over(server: LocalServer) -> None:
+    model = "gpt-6.1-sol"
+    chunks = blocks_sse("responses", [("text", ["all", " of it"])], "end_turn", model=model)
+    name = "response.something_new.delta"
+    later = {"type": name, "sequence_number": 3, "delta": "x"}
+    chunks = [*chunks[:2], _event(name, later), *chunks[2:]]
+    server.push(Reply(chunks=chunks))
+    provider = ProviderConfig(
+        kind=ProviderKind.OPENAI_COMPATIBLE,
+        base_url=server.url + "/v1",
+        auth_ref="AIR_TEST_KEY",
+        models={model: complete_model(model, ModelConfig())},
+    )
+    config = ModelsConfig(default=f"p/{model}", retry=FAST_RETRY, providers={"p": provider})
+    stop = _stop(await _run(ProviderManager(config, env=ENV), model))
+    assert stop.content == [TextBlock(text="all of it")]
+
+
+def _finishing(reason: str) -> list[bytes]:
+    chunks = openai_sse(Turn(text=["cut sh"]))
+    stop, other = b'"finish_reason": "stop"', f'"finish_reason": "{reason}"'.encode()
+    at = next(i for i, c in enumerate(chunks) if stop in c)
+    chunks[at] = chunks[at].replace(stop, other)
+    return chunks
+
+
+@pytest.mark.parametrize(
+    ("reason", "expect"),
+    [
+        ("model_length", StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED),
+        ("a_reason_from_later", StopReason.END_TURN),
+    ],
+)
+async def test_a_compatible_server_s_finish_reason_is_read(
+    server: LocalServer, reason: str, expect: StopReason
+) -> None:
+    server.push(Reply(chunks=_finishing(reason)))
+    manager = ProviderManager(models_config("openai", server.url), env=ENV)
+    stop = _stop(await _run(manager))
+    assert stop.stop_reason == expect
+    assert stop.content == [TextBlock(text="cut sh")]
+
+
+@pytest.mark.parametrize("reason", ["insufficient_system_resource", "abort"])
+async def test_a_finish_reason_naming_a_server_failure_retries_the_turn(
+    server: LocalServer, reason: str
+) -> None:
+    server.push(Reply(chunks=_finishing(reason)), Reply(chunks=openai_sse(Turn(text=["whole"]))))
+    manager = ProviderManager(models_config("openai", server.url), env=ENV)
+    stop = _stop(await _run(manager))
+    assert stop.content == [TextBlock(text="whole")]
+    assert len(server.requests) == 2
