@@ -379,7 +379,8 @@ trusted it: `air trust`); a session starts them and stops their processes when i
 call of their tools asks you first unless a rule in permissions.yaml allows it.
 
   list   List the declared servers (starts nothing).
-  tools  Start SERVER, list its tools with the names the model sees, stop it.
+  tools  Start SERVER, list its tools with the names the model sees and the MCP revision it
+         spoke (2026-07-28, else the initialize handshake's; `protocol:` pins one), stop it.
 
 Usage:
   air mcp list [--project PATH]
