@@ -371,7 +371,7 @@ import sys
 import trio
 sys.path.insert(0, {repo!r})
 from contextlib import aclosing
-from air.contracts import (  # noqa: E402
+from air.contracts.provider import (  # noqa: E402
     CanonicalMessage, ModelConfig, ModelsConfig, ProviderCompletionInput, ProviderConfig,
     RetryConfig, TextBlock,
 )
