@@ -9,6 +9,7 @@ from typing import Literal
 
 from air.contracts.provider import (
     CanonicalMessage,
+    MessageStopEvent,
     ModelConfig,
     ModelPrice,
     ModelsConfig,
@@ -89,6 +90,13 @@ class Collected:
     @property
     def types(self) -> list[str]:
         return [e.type for e in self.events]
+
+    @property
+    def stop(self) -> MessageStopEvent:
+        """The message the stream ended with (it must end with one)."""
+        last = self.events[-1]
+        assert isinstance(last, MessageStopEvent), last
+        return last
 
 
 async def collect(manager: ProviderManager, req: ProviderCompletionInput) -> Collected:

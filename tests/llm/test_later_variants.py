@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from air.contracts.provider import (
-    MessageStopEvent,
     ModelConfig,
     ModelsConfig,
     ProviderConfig,
@@ -43,12 +42,6 @@ async def _run(manager: ProviderManager, model_id: str | None = None) -> Collect
         await manager.aclose()
 
 
-def _stop(got: Collected) -> MessageStopEvent:
-    last = got.events[-1]
-    assert isinstance(last, MessageStopEvent), last
-    return last
-
-
 @pytest.mark.parametrize("wire", ["anthropic", "anthropic_http"])
 async def test_an_anthropic_event_delta_or_stop_reason_added_since_is_passed_over(
     wire: str, server: LocalServer
@@ -64,7 +57,7 @@ async def test_an_anthropic_event_delta_or_stop_reason_added_since_is_passed_ove
     chunks = [*chunks[:3], *later, *chunks[3:]]
     server.push(Reply(chunks=chunks))
     manager = ProviderManager(models_config(wire, server.url), env=ENV)  # type: ignore[arg-type]
-    stop = _stop(await _run(manager))
+    stop = (await _run(manager)).stop
     assert stop.content == [TextBlock(text="half whole")]
     assert stop.stop_reason == StopReason.END_TURN
 
@@ -83,7 +76,7 @@ async def test_a_responses_event_added_since_is_passed_over(server: LocalServer)
         models={model: complete_model(model, ModelConfig())},
     )
     config = ModelsConfig(default=f"p/{model}", retry=FAST_RETRY, providers={"p": provider})
-    stop = _stop(await _run(ProviderManager(config, env=ENV), model))
+    stop = (await _run(ProviderManager(config, env=ENV), model)).stop
     assert stop.content == [TextBlock(text="all of it")]
 
 
@@ -107,7 +100,7 @@ async def test_a_compatible_server_s_finish_reason_is_read(
 ) -> None:
     server.push(Reply(chunks=_finishing(reason)))
     manager = ProviderManager(models_config("openai", server.url), env=ENV)
-    stop = _stop(await _run(manager))
+    stop = (await _run(manager)).stop
     assert stop.stop_reason == expect
     assert stop.content == [TextBlock(text="cut sh")]
 
@@ -118,6 +111,6 @@ async def test_a_finish_reason_naming_a_server_failure_retries_the_turn(
 ) -> None:
     server.push(Reply(chunks=_finishing(reason)), Reply(chunks=openai_sse(Turn(text=["whole"]))))
     manager = ProviderManager(models_config("openai", server.url), env=ENV)
-    stop = _stop(await _run(manager))
+    stop = (await _run(manager)).stop
     assert stop.content == [TextBlock(text="whole")]
     assert len(server.requests) == 2

@@ -13,7 +13,6 @@ import pytest
 from air.contracts.error import ErrorKind
 from air.contracts.provider import (
     CanonicalMessage,
-    MessageStopEvent,
     ProviderCompletionInput,
     StopReason,
     TextBlock,
@@ -51,12 +50,6 @@ async def _run(
         await manager.aclose()
 
 
-def _stop(got: Collected) -> MessageStopEvent:
-    last = got.events[-1]
-    assert isinstance(last, MessageStopEvent), last
-    return last
-
-
 def _error_body(wire: Wire, kind: str, message: str) -> dict[str, object]:
     if wire != "openai":
         return {"type": "error", "error": {"type": kind, "message": message}}
@@ -88,7 +81,7 @@ async def test_429_with_retry_after_retries_the_turn(wire: Wire, server: LocalSe
         Reply(chunks=sse_for(wire, Turn(text=["ok"]))),
     )
     got, manager, notices = await _run(wire, server, request())
-    assert _stop(got).content == [TextBlock(text="ok")]
+    assert got.stop.content == [TextBlock(text="ok")]
     assert len(server.requests) == 2
     assert server.requests[0].body == server.requests[1].body
     assert manager.calls[-1].waits[0] >= 0.05  # the server's wait, not the 10 ms backoff cap
@@ -104,7 +97,7 @@ async def test_529_retries_the_turn(wire: Wire, server: LocalServer) -> None:
         Reply(chunks=sse_for(wire, Turn(text=["fine"]))),
     )
     got, _, notices = await _run(wire, server, request())
-    assert _stop(got).content == [TextBlock(text="fine")]
+    assert got.stop.content == [TextBlock(text="fine")]
     assert len(server.requests) == 2
     assert "HTTP 529" in notices[0].reason
     assert "Overloaded" in notices[0].reason
@@ -130,7 +123,7 @@ async def test_overloaded_inside_a_stream_retries_that_turn(
     server.push(Reply(chunks=bad), Reply(chunks=sse_for(wire, Turn(text=["whole"]))))
     got, _, notices = await _run(wire, server, request(messages=history))
     assert "text_delta" in got.types[: got.types.index("message_start", 1)]
-    assert _stop(got).content == [TextBlock(text="whole")]
+    assert got.stop.content == [TextBlock(text="whole")]
     # the retry asked for this turn (turn 2) again, not for the task from turn 1
     assert len(server.requests) == 2
     assert server.requests[1].body == server.requests[0].body
@@ -147,7 +140,7 @@ async def test_a_read_stall_times_out_and_retries_the_turn(wire: Wire, server: L
         Reply(chunks=sse_for(wire, Turn(text=["fast"]))),
     )
     got, manager, notices = await _run(wire, server, request(), read_timeout_s=0.3)
-    assert _stop(got).content == [TextBlock(text="fast")]
+    assert got.stop.content == [TextBlock(text="fast")]
     assert manager.calls[-1].attempts == 2
     assert "connection failed" in notices[0].reason
     assert len(server.requests) == 2
@@ -164,7 +157,7 @@ async def test_cut_inside_a_tool_call_is_asked_again_with_more_tokens(
         Reply(chunks=blocks_sse(_api(wire), whole, "tool_use")),
     )
     got, _, notices = await _run(wire, server, request(max_tokens=256))
-    assert _stop(got).content == [
+    assert got.stop.content == [
         ToolUseBlock(id="toolu_2", name="read_file", input={"path": "src/very/long.py"})
     ]
     assert _max_tokens(server) == [256, 512]
@@ -186,7 +179,7 @@ async def test_cut_inside_a_tool_call_at_the_ceiling_asks_for_smaller_input(
         provider_id="p", model_id="m1", messages=request().messages, tools=request().tools
     )
     got, _, _ = await _run(wire, server, at_ceiling, max_output_tokens=1024)
-    assert _stop(got).content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
+    assert got.stop.content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
     assert _max_tokens(server) == [1024, 1024]
     last = json.dumps(server.requests[1].body["messages"][-1])
     assert "cut off by the output limit" in last
@@ -219,7 +212,7 @@ async def test_a_reply_the_context_window_ended_is_kept_as_a_cut_reply(
     # Claude's stop reason since Sonnet 4.5 (before: "unknown stop_reason", a protocol error)
     server.push(Reply(chunks=blocks_sse("anthropic", [("text", ["half a"])], WINDOW)))
     got, _, notices = await _run(wire, server, request())
-    stop = _stop(got)
+    stop = got.stop
     assert stop.stop_reason == StopReason.MODEL_CONTEXT_WINDOW_EXCEEDED
     assert stop.content == [TextBlock(text="half a")]
     assert notices == []
@@ -236,7 +229,7 @@ async def test_a_tool_call_the_context_window_cut_is_asked_again_with_the_note_a
         Reply(chunks=blocks_sse("anthropic", whole, "tool_use")),
     )
     got, _, notices = await _run(wire, server, request(max_tokens=256))
-    assert _stop(got).content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
+    assert got.stop.content == [ToolUseBlock(id="toolu_2", name="read_file", input={"path": "a"})]
     assert _max_tokens(server) == [256, 256]  # more tokens cannot help a full window
     assert "the model's context window inside a call of tool read_file" in notices[0].reason
     assert "cut off by the output limit" in json.dumps(server.requests[1].body["messages"][-1])
@@ -274,7 +267,7 @@ async def test_interleaved_parallel_tool_call_deltas_assemble(server: LocalServe
     ]
     server.push(Reply(chunks=chunks))
     got, _, _ = await _run("openai", server, request())
-    assert _stop(got).content == [
+    assert got.stop.content == [
         ToolUseBlock(id="call_a", name="read_file", input={"path": "a.py"}),
         ToolUseBlock(id="call_b", name="read_file", input={"path": "b.py"}),
     ]
@@ -354,7 +347,7 @@ async def test_a_gateway_s_error_inside_the_stream_retries_the_turn(
     ]
     server.push(Reply(chunks=failed), Reply(chunks=sse_for("openai", Turn(text=["whole"]))))
     got, manager, notices = await _run("openai", server, request())
-    assert _stop(got).content == [TextBlock(text="whole")]
+    assert got.stop.content == [TextBlock(text="whole")]
     assert manager.calls[-1].attempts == 2
     assert "provider unavailable or overloaded" in notices[0].reason
     assert len(server.requests) == 2
@@ -380,7 +373,7 @@ async def test_calls_at_one_reused_index_are_told_apart_by_their_ids(
     ]
     server.push(Reply(chunks=chunks))
     got, _, _ = await _run("openai", server, request())
-    assert _stop(got).content == [
+    assert got.stop.content == [
         ToolUseBlock(id="call_a", name="read_file", input={"path": "a.py"}),
         ToolUseBlock(id="call_b", name="read_file", input={"path": "b.py"}),
     ]
