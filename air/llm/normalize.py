@@ -210,6 +210,19 @@ class AnthropicStreamNormalizer:
                 self._usage[key] = token_count(self.provider_id, key, value)
 
 
+def _chunk_text(provider_id: str, parts: list[Any]) -> str:
+    """The text of a delta's content given as typed chunks: ``text`` chunks' text; a
+    ``thinking`` chunk (the model's reasoning) is passed over, never shown."""
+    texts: list[str] = []
+    for part in parts:
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind == "text" and type(part.get("text")) is str:
+            texts.append(part["text"])
+        elif kind != "thinking":
+            raise malformed(provider_id, f"unsupported content chunk {kind!r}")
+    return "".join(texts)
+
+
 class OpenAIStreamNormalizer:
     """Feed each chat-completions chunk (decoded JSON); ``finish()`` at ``[DONE]``/EOF."""
 
@@ -324,6 +337,10 @@ class OpenAIStreamNormalizer:
                     self._asm.order.append(self._reasoning_index)
                 self._asm.reasoning[self._reasoning_index].append(reasoning)
             text = delta.get("content")
+            if isinstance(text, list):  # typed chunks (Mistral's thinking models)
+                text = _chunk_text(self.provider_id, text)
+            elif text is not None and type(text) is not str:
+                raise malformed(self.provider_id, "content that is neither text nor chunks")
             if text:
                 out.extend(self._close_tools())
                 if self._text_index is None:

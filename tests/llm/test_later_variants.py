@@ -4,8 +4,9 @@ streaming event types)"; OpenAI adds Responses events; OpenAI-compatible servers
 reasons of their own. An event type or delta kind air does not know is passed over (the reply
 completes, its text whole), an unknown stop or finish reason reads as ``end_turn``, Mistral's
 ``model_length`` as a context-window cut, and a finish reason that names a server failure
-(DeepSeek's ``insufficient_system_resource``, vLLM's ``abort``) retries the turn. Before, each
-failed the turn as a protocol error."""
+(DeepSeek's ``insufficient_system_resource``, vLLM's ``abort``) retries the turn; content given
+as typed chunks (Mistral's thinking models) gives its text, its thinking never shown. Before,
+each failed the turn as a protocol error."""
 
 from __future__ import annotations
 
@@ -114,3 +115,33 @@ async def test_a_finish_reason_naming_a_server_failure_retries_the_turn(
     stop = (await _run(manager)).stop
     assert stop.content == [TextBlock(text="whole")]
     assert len(server.requests) == 2
+
+
+def _delta(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    choice = {"index": 0, "delta": delta, "finish_reason": finish}
+    return f"data: {json.dumps({'id': 'c', 'model': 'm', 'choices': [choice]})}\n\n".encode()
+
+
+async def test_content_as_typed_chunks_reads_its_text_and_passes_over_thinking(
+    server: LocalServer,
+) -> None:
+    # Mistral's thinking models (Magistral): delta.content is a list of thinking / text chunks
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "(weighing it)"}]}
+    chunks = [
+        _delta({"role": "assistant", "content": [thinking]}),
+        _delta({"content": [{"type": "text", "text": "Hello"}]}),
+        _delta({"content": " there"}, "stop"),
+        b"data: [DONE]\n\n",
+    ]
+    server.push(Reply(chunks=chunks))
+    got = await _run(ProviderManager(models_config("openai", server.url), env=ENV))
+    assert got.stop.content == [TextBlock(text="Hello there")]
+    assert "weighing" not in str(got.events)
+
+
+async def test_content_of_another_shape_is_a_protocol_error(server: LocalServer) -> None:
+    server.push(Reply(chunks=[_delta({"content": [{"type": "image", "url": "x"}]}, "stop")]))
+    got = await _run(ProviderManager(models_config("openai", server.url), env=ENV))
+    last = got.events[-1]
+    assert last.type == "error"
+    assert "unsupported content chunk 'image'" in str(last)
