@@ -439,6 +439,9 @@ class ProviderConfig(Contract):
     """The longest silence while a reply streams; a stalled stream is retried as a turn."""
     transport: Literal["sdk", "http"] = "http"
     """``anthropic`` only: plain HTTP (default; IMPL-BOOT-10) or the official SDK (``sdk``)."""
+    stream_usage: bool | None = None
+    """``openai_compatible`` only: ask for the usage chunk (``stream_options``); ``None``: yes,
+    but for ``api.mistral.ai``, which refuses the field and sends usage unasked."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
 
 

@@ -241,9 +241,11 @@ class AnthropicCanonicalConverter:
         names: ToolNameMap,
         memo: EncodedTurns,
         model: ModelConfig | None = None,
+        stream_usage: bool = True,
     ) -> bytes:
         """``request_to_openai``'s body as JSON bytes, its messages encoded through ``memo``
-        (each once per conversation: IMPL-TURN-1)."""
+        (each once per conversation: IMPL-TURN-1); ``stream_options`` only with
+        ``stream_usage``."""
 
         def encode(role: str, blocks: list[ContentBlock]) -> bytes:
             turn = CanonicalMessage(role=role, content=blocks)
@@ -254,6 +256,8 @@ class AnthropicCanonicalConverter:
         pieces += memo.pieces(request.messages, encode, tool_names)
         head = {**self._head(request, names, model), "model": api_model}
         head.pop("messages", None)
+        if not stream_usage:
+            head.pop("stream_options")
         return body_with_messages(head, pieces)
 
     def _head(

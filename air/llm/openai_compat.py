@@ -3,9 +3,10 @@ Ollama, llama.cpp, vLLM), streamed with SSE; a model with ``api: responses`` is 
 OpenAI's ``/v1/responses`` instead (``air.llm.responses_wire``).
 
 Owns choosing the wire per model and the chat-completions exchange: the bearer key from
-``auth_ref``, the request body (through ``AnthropicCanonicalConverter``) and feeding the SSE
-stream, ended by ``[DONE]``, through ``OpenAIStreamNormalizer``. The client and the error
-mapping are ``HttpAdapter``'s. Imported lazily by the manager.
+``auth_ref``, the request body (through ``AnthropicCanonicalConverter``; ``stream_options``
+asked for unless the provider's ``stream_usage`` or its host says no: Mistral's refuses it) and
+feeding the SSE stream, ended by ``[DONE]``, through ``OpenAIStreamNormalizer``. The client
+and the error mapping are ``HttpAdapter``'s. Imported lazily by the manager.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncGenerator, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from air.contracts.error import AirException
 from air.contracts.provider import (
@@ -31,7 +33,11 @@ from air.llm.normalize import BatchReader, OpenAIStreamNormalizer, drain
 from air.llm.sse import SSEDecoder, model_json
 from air.llm.tool_names import ToolNameMap
 
-__all__ = ["OpenAICompatibleAdapter"]
+__all__ = ["REFUSE_STREAM_OPTIONS", "OpenAICompatibleAdapter"]
+
+REFUSE_STREAM_OPTIONS = frozenset({"api.mistral.ai"})
+"""Hosts that refuse ``stream_options`` (422 "Extra inputs are not permitted") and send the
+usage chunk unasked: Mistral's API."""
 
 
 class OpenAICompatibleAdapter(HttpAdapter):
@@ -50,6 +56,9 @@ class OpenAICompatibleAdapter(HttpAdapter):
             )
         super().__init__(provider_id, config, url, env=env)
         self.converter = AnthropicCanonicalConverter()
+        refuses = urlsplit(url).hostname in REFUSE_STREAM_OPTIONS
+        self.stream_usage = config.stream_usage if config.stream_usage is not None else not refuses
+        """Whether requests ask for the usage chunk (``stream_options``)."""
 
     def exchange(
         self, request: ProviderCompletionInput
@@ -63,7 +72,7 @@ class OpenAICompatibleAdapter(HttpAdapter):
         if model is not None and model.api == "responses":
             return self._responses(request, model, names, headers)
         body = self.converter.request_to_openai_body(
-            request, self.api_model(request.model_id), names, self.turns, model
+            request, self.api_model(request.model_id), names, self.turns, model, self.stream_usage
         )
         normalizer = OpenAIStreamNormalizer(self.provider_id, request.model_id, names)
 

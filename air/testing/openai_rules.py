@@ -7,8 +7,9 @@ messages answering them; the reasoning models (gpt-6*, gpt-5*, o1/o3/o4*) refuse
 ``max_tokens`` and a temperature other than 1, ``reasoning_effort`` is taken only by the models
 and values that take it, and gpt-6* call function tools here only at effort none; DeepSeek's
 V4 models (thinking by default) refuse a tool-call turn sent back without its
-``reasoning_content``, Gemini 3+ a reply's first tool call without its thought signature. A
-rule more lenient than the real API is a defect (IMPL-API-1).
+``reasoning_content``, Gemini 3+ a reply's first tool call without its thought signature,
+Mistral's models ``stream_options``. A rule more lenient than the real API is a defect
+(IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -262,6 +263,21 @@ def _gemini_problem(model: str, body: dict[str, Any]) -> Problem | None:
     return None
 
 
+_MISTRAL = re.compile(r"^(?:mistral|magistral|devstral|codestral|ministral)-")
+"""Mistral's models on its own API, which refuses a field it does not document (422
+``extra_forbidden``, "Extra inputs are not permitted"): ``stream_options``,
+``max_completion_tokens``, ``reasoning_effort`` on a model without it."""
+
+
+def _mistral_problem(model: str, body: dict[str, Any]) -> Problem | None:
+    if not _MISTRAL.match(model):
+        return None
+    for name in ("stream_options", "max_completion_tokens"):
+        if name in body:
+            return Problem(422, "invalid_request_error", "Extra inputs are not permitted", None)
+    return None
+
+
 def _efforts(model: str) -> tuple[str, ...]:
     """The ``reasoning_effort`` values ``model`` takes (empty: the parameter is refused)."""
     if _DEEPSEEK_THINKING.match(model):  # mapped to low, high or max
@@ -385,6 +401,7 @@ def openai_problem(
         _reasoning_problem(model, body)
         or _deepseek_problem(model, body)
         or _gemini_problem(model, body)
+        or _mistral_problem(model, body)
     )
     if problem is not None:
         return problem

@@ -6,7 +6,8 @@ completes, its text whole), an unknown stop or finish reason reads as ``end_turn
 ``model_length`` as a context-window cut, and a finish reason that names a server failure
 (DeepSeek's ``insufficient_system_resource``, vLLM's ``abort``) retries the turn; content given
 as typed chunks (Mistral's thinking models) gives its text, its thinking never shown. Before,
-each failed the turn as a protocol error."""
+each failed the turn as a protocol error. Mistral's API refuses ``stream_options``: its host is
+not sent them (``stream_usage`` in models.yaml decides for any provider)."""
 
 from __future__ import annotations
 
@@ -25,9 +26,10 @@ from air.contracts.provider import (
 )
 from air.llm.catalogue import complete_model
 from air.llm.manager import ProviderManager
+from air.llm.openai_compat import OpenAICompatibleAdapter
 from tests.llm.conftest import FAKE_KEY
 from tests.llm.helpers import FAST_RETRY, Collected, collect, models_config, request
-from tests.llm.servers import LocalServer, Reply, Turn, blocks_sse, openai_sse
+from tests.llm.servers import LocalServer, Reply, StrictServer, Turn, blocks_sse, openai_sse
 
 ENV = {"AIR_TEST_KEY": FAKE_KEY}
 
@@ -145,3 +147,40 @@ async def test_content_of_another_shape_is_a_protocol_error(server: LocalServer)
     last = got.events[-1]
     assert last.type == "error"
     assert "unsupported content chunk 'image'" in str(last)
+
+
+def _mistral(url: str, **fields: Any) -> ModelsConfig:
+    model = "mistral-medium-latest"
+    provider = ProviderConfig(
+        kind=ProviderKind.OPENAI_COMPATIBLE,
+        base_url=url,
+        auth_ref="AIR_TEST_KEY",
+        models={model: ModelConfig()},
+        **fields,
+    )
+    return ModelsConfig(default=f"p/{model}", retry=FAST_RETRY, providers={"p": provider})
+
+
+async def test_a_provider_that_refuses_stream_options_is_not_sent_them() -> None:
+    # Mistral's API: 422 "Extra inputs are not permitted" for stream_options; usage comes unasked
+    with StrictServer(api_key=FAKE_KEY) as server:
+        server.push(Reply(chunks=openai_sse(Turn(text=["bonjour"]))))
+        asking = ProviderManager(_mistral(server.url + "/v1"), env=ENV)
+        refused = await _run(asking, "mistral-medium-latest")
+        assert refused.events[-1].type == "error"
+        assert "Extra inputs are not permitted" in str(refused.events[-1])
+        quiet = _mistral(server.url + "/v1", stream_usage=False)
+        got = await _run(ProviderManager(quiet, env=ENV), "mistral-medium-latest")
+        assert got.stop.content == [TextBlock(text="bonjour")]
+        assert got.stop.usage.output_tokens > 0  # the usage chunk, unasked
+        assert "stream_options" not in server.requests[-1].body
+        assert [r.problem.status for r in server.rejected] == [422]
+
+
+def test_mistral_s_own_host_is_not_asked_for_stream_options() -> None:
+    by_host = OpenAICompatibleAdapter("p", _mistral("https://api.mistral.ai/v1").providers["p"])
+    assert by_host.stream_usage is False
+    elsewhere = OpenAICompatibleAdapter("p", _mistral("http://127.0.0.1:8000/v1").providers["p"])
+    assert elsewhere.stream_usage is True
+    asked = _mistral("https://api.mistral.ai/v1", stream_usage=True).providers["p"]
+    assert OpenAICompatibleAdapter("p", asked).stream_usage is True
