@@ -13,6 +13,7 @@ not sent to OpenAI-compatible servers (which cache automatically).
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -38,6 +39,8 @@ from air.llm.tool_names import ToolNameMap
 from air.llm.wire_memo import EncodedTurns, body_with_messages, dumps
 
 __all__ = ["TOOL_ERROR_MARKER", "AnthropicCanonicalConverter", "clean_messages"]
+
+log = logging.getLogger(__name__)
 
 TOOL_ERROR_MARKER = "[tool_error] "
 _ESCAPE = "[tool_result] "
@@ -254,25 +257,29 @@ class AnthropicCanonicalConverter:
         tool_names = tuple(t.name for t in request.tools)
         pieces = [dumps(m) for m in self.system_to_openai(request.system)]
         pieces += memo.pieces(request.messages, encode, tool_names)
-        head = {**self._head(request, names, model), "model": api_model}
+        head = {**self._head(request, names, model, stream_usage), "model": api_model}
         head.pop("messages", None)
-        if not stream_usage:
-            head.pop("stream_options")
         return body_with_messages(head, pieces)
 
     def _head(
-        self, request: ProviderCompletionInput, names: ToolNameMap, model: ModelConfig | None
+        self,
+        request: ProviderCompletionInput,
+        names: ToolNameMap,
+        model: ModelConfig | None,
+        stream_usage: bool = True,
     ) -> dict[str, Any]:
         """Every field of the body but ``model`` and ``messages``: the model's ``params``
         first (the fields air sets win), the output limit by the model's parameter name
-        (``max_completion_tokens`` for reasoning models) and its ``reasoning_effort``."""
+        (``max_completion_tokens`` for reasoning models), its ``reasoning_effort``, and
+        ``stream_options`` asking for the usage chunk unless ``stream_usage`` is off."""
         model = model or ModelConfig()
         body: dict[str, Any] = {
             **model.params,
             model.max_tokens_param: request.max_tokens,
             "stream": True,
-            "stream_options": {"include_usage": True},
         }
+        if stream_usage:
+            body["stream_options"] = {"include_usage": True}
         if model.reasoning_effort is not None:
             body["reasoning_effort"] = model.reasoning_effort
         if request.tools:
@@ -288,7 +295,11 @@ class AnthropicCanonicalConverter:
     # --- OpenAI -> canonical ------------------------------------------------------------------
 
     def stop_reason_from_openai(self, finish_reason: str | None) -> StopReason:
-        return _FINISH_TO_STOP.get(finish_reason or "stop", StopReason.END_TURN)
+        reason = _FINISH_TO_STOP.get(finish_reason or "stop")
+        if reason is None:  # a value added since: the reply is kept as it came
+            log.warning("finish_reason %r read as end_turn", finish_reason)
+            return StopReason.END_TURN
+        return reason
 
     def messages_from_openai(
         self, messages: list[dict[str, Any]]

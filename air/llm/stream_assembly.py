@@ -146,9 +146,9 @@ class Assembler:
         """Thinking blocks: their text and signature pieces."""
         self.redacted: dict[int, str] = {}
         self.reasoning: dict[int, list[str]] = {}
+        """``reasoning_content`` blocks of an OpenAI-compatible stream: their text pieces."""
         self.tool_extra: dict[int, dict[str, Any]] = {}
         """A chat server's ``extra_content`` beside a tool call, by block index."""
-        """``reasoning_content`` blocks of an OpenAI-compatible stream: their text pieces."""
 
     def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
         """Open a ``thinking`` or ``redacted_thinking`` block (its start may hold it whole)."""

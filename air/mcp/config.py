@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import datetime
 import re
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 import yaml
 
@@ -41,12 +41,12 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 (the separator) and short enough to leave room for the tool's own name."""
 _SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s", "tools", "protocol"}
 DEFAULT_TIMEOUT_S = 60.0
-PROTOCOLS = ("auto", "legacy", "2026-07-28")
+Protocol = Literal["auto", "legacy", "2026-07-28"]
 """How air opens a session with a server (IMPL-MCP-4): ``auto`` asks ``server/discover`` at the
 current revision and falls back to the ``initialize`` handshake of 2025-11-25 and earlier when
 the server does not speak it; ``legacy`` only the handshake; ``2026-07-28`` only the current
 revision."""
-Protocol = Literal["auto", "legacy", "2026-07-28"]
+PROTOCOLS: tuple[Protocol, ...] = get_args(Protocol)
 
 
 class McpServer(NamedTuple):
