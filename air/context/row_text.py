@@ -24,6 +24,15 @@ __all__ = [
     "render_command_run",
 ]
 
+_REASONING = (
+    "thinking",
+    "redacted_thinking",
+    "openai_reasoning",
+    "reasoning_content",
+    "reasoning_details",
+)
+"""The model's own reasoning blocks: bound to its conversation, never re-read as text."""
+
 BLOCK_TEXT_LIMIT = 4_000
 """A single tool_use input / tool_result shown in the conversation layer is cut here."""
 
@@ -62,7 +71,7 @@ def render_blocks(content: Any) -> str:
             text = render_blocks(inner) if isinstance(inner, list) else str(inner)
             flag = " error" if block.get("is_error") else ""
             parts.append(f"[tool_result{flag} for {block.get('tool_use_id')}] " + cut_text(text))
-        elif kind in ("thinking", "redacted_thinking", "openai_reasoning", "reasoning_content"):
+        elif kind in _REASONING:
             continue  # the model's own reasoning, bound to its conversation: never re-read
         else:
             parts.append(cut_text(json_text(block)))

@@ -51,6 +51,7 @@ __all__ = [
     "ProviderKind",
     "ProviderStreamEvent",
     "ReasoningContentBlock",
+    "ReasoningDetailsBlock",
     "ReasoningEffort",
     "RedactedThinkingBlock",
     "RetryConfig",
@@ -131,6 +132,16 @@ class ReasoningContentBlock(Contract):
     text: str
 
 
+class ReasoningDetailsBlock(Contract):
+    """The ``reasoning_details`` OpenRouter streams (its items of one reasoning text merged, as
+    its own client merges them), kept to go back unchanged on that wire's assistant message:
+    Gemini behind it refuses a tool call back without them. Never shown; the other wires leave
+    it out (IMPL-THINK-1)."""
+
+    type: Literal["reasoning_details"] = "reasoning_details"
+    details: list[JsonObject]
+
+
 class OpenAIReasoningBlock(Contract):
     """A reasoning item of OpenAI's Responses API, kept to be replayed (``store: false``) and
     never shown: only that wire sends it; the others leave it out."""
@@ -152,7 +163,8 @@ ContentBlock: TypeAlias = Annotated[
     | ThinkingBlock
     | RedactedThinkingBlock
     | OpenAIReasoningBlock
-    | ReasoningContentBlock,
+    | ReasoningContentBlock
+    | ReasoningDetailsBlock,
     Field(discriminator="type"),
 ]
 

@@ -52,10 +52,13 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
     return data
 
 
+_NOT_SENT = ("openai_reasoning", "reasoning_content", "reasoning_details")
+
+
 def _sent(blocks: list[ContentBlock]) -> list[ContentBlock]:
     """``blocks`` without another vendor's reasoning (OpenAI's reasoning items, a chat server's
-    ``reasoning_content``): only their own wires send them back."""
-    return [b for b in blocks if b.type not in ("openai_reasoning", "reasoning_content")]
+    ``reasoning_content`` or ``reasoning_details``): only their own wires send them back."""
+    return [b for b in blocks if b.type not in _NOT_SENT]
 
 
 def request_to_anthropic(

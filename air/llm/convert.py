@@ -4,10 +4,11 @@ Owns the conversion of messages, system prompt, tool definitions, tool choice an
 between air's canonical format and ``/v1/chat/completions``. Nothing is dropped silently: what
 OpenAI cannot carry (text after a tool call in one assistant turn, an unknown block) is an
 ``AirException(validation_error)``; an Anthropic model's thinking blocks are the exception:
-bound to that model's conversation, they are left out (IMPL-THINK-1). Tool errors travel as a
-``[tool_error]`` prefix the model can read (IMPL-LLM-4); a success whose own text starts so is
-escaped with ``[tool_result]``. ``cache_control`` is a caching hint, not prompt content, and is
-not sent to OpenAI-compatible servers (which cache automatically).
+bound to that model's conversation, they are left out (IMPL-THINK-1). A chat server's own
+``reasoning_content`` and ``reasoning_details`` go back on the turn they came with. Tool errors
+travel as a ``[tool_error]`` prefix the model can read (IMPL-LLM-4); a success whose own text
+starts so is escaped with ``[tool_result]``. ``cache_control`` is a caching hint, not prompt
+content, and is not sent to OpenAI-compatible servers (which cache automatically).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from air.contracts.provider import (
     OpenAIReasoningBlock,
     ProviderCompletionInput,
     ReasoningContentBlock,
+    ReasoningDetailsBlock,
     RedactedThinkingBlock,
     StopReason,
     TextBlock,
@@ -126,6 +128,7 @@ class AnthropicCanonicalConverter:
         texts: list[dict[str, Any]] = []
         calls: list[dict[str, Any]] = []
         reasoning: list[str] = []
+        details: list[dict[str, Any]] | None = None
         for block in message.content:
             if isinstance(block, TextBlock):
                 if calls:
@@ -145,6 +148,8 @@ class AnthropicCanonicalConverter:
                 calls.append(call)
             elif isinstance(block, ReasoningContentBlock):
                 reasoning.append(block.text)
+            elif isinstance(block, ReasoningDetailsBlock):
+                details = [*(details or []), *block.details]
             elif not isinstance(
                 block, ThinkingBlock | RedactedThinkingBlock | OpenAIReasoningBlock
             ):
@@ -152,6 +157,8 @@ class AnthropicCanonicalConverter:
         entry: dict[str, Any] = {"role": "assistant", "content": texts or None}
         if reasoning:  # back where it came from (DeepSeek refuses a tool-call turn without it)
             entry["reasoning_content"] = "".join(reasoning)
+        if details is not None:  # OpenRouter's, as merged (Gemini behind it refuses without)
+            entry["reasoning_details"] = details
         if calls:
             entry["tool_calls"] = calls
         return entry
@@ -330,6 +337,8 @@ class AnthropicCanonicalConverter:
                 blocks: list[ContentBlock] = [
                     TextBlock(text=p["text"]) for p in _text_parts(m.get("content"))
                 ]
+                if isinstance(m.get("reasoning_details"), list):
+                    blocks.insert(0, ReasoningDetailsBlock(details=m["reasoning_details"]))
                 if isinstance(m.get("reasoning_content"), str):
                     blocks.insert(0, ReasoningContentBlock(text=m["reasoning_content"]))
                 for call in m.get("tool_calls") or []:

@@ -11,10 +11,11 @@ reason added since (Anthropic's versioning policy allows new variants of these) 
 or read as ``end_turn``. ``thinking`` and ``redacted_thinking`` blocks (text,
 ``thinking_delta``, ``signature_delta``) are kept in the final content exactly as sent, and
 yield no stream event: never shown (IMPL-THINK-1); so is a chat stream's ``reasoning_content``
-(one block). A message cut off by ``max_tokens`` inside a tool call ends in a transient error
-event instead (``cut_in_tool``; the manager asks again), as does a gateway's error inside an
-OpenAI-compatible stream (retried). ``BatchReader`` turns the SSE payloads of each network read
-into the event batches an adapter yields.
+(one block), and OpenRouter's ``reasoning_details`` (one block, merged). A message cut off by
+``max_tokens`` inside a tool call ends in a transient error event instead (``cut_in_tool``; the
+manager asks again), as does a gateway's error inside an OpenAI-compatible stream (retried).
+``BatchReader`` turns the SSE payloads of each network read into the event batches an adapter
+yields.
 """
 
 from __future__ import annotations
@@ -235,6 +236,7 @@ class OpenAIStreamNormalizer:
         self._started = False
         self._text_index: int | None = None
         self._reasoning_index: int | None = None
+        self._details_index: int | None = None
         self._tool_index: dict[int, int] = {}
         self._open_tools: list[int] = []
         """Tool blocks still receiving argument deltas (parallel calls may interleave)."""
@@ -336,6 +338,14 @@ class OpenAIStreamNormalizer:
                     self._asm.reasoning[self._reasoning_index] = []
                     self._asm.order.append(self._reasoning_index)
                 self._asm.reasoning[self._reasoning_index].append(reasoning)
+            details = delta.get("reasoning_details")
+            if details is not None:  # OpenRouter's: kept merged, to go back; never an event
+                if self._details_index is None:
+                    self._details_index = self._next
+                    self._next += 1
+                    self._asm.details[self._details_index] = []
+                    self._asm.order.append(self._details_index)
+                self._asm.more_details(self._details_index, details)
             text = delta.get("content")
             if isinstance(text, list):  # typed chunks (Mistral's thinking models)
                 text = _chunk_text(self.provider_id, text)

@@ -1,12 +1,13 @@
 """The pieces every stream normaliser assembles a model's message from (sans-IO).
 
 Owns ``Assembler`` (the content blocks of one message by index: text, tool calls with their
-input parsed at the end, and the model's thinking blocks kept exactly as sent; a tool input
-cut off by ``max_tokens`` becomes the transient ``cut_in_tool`` error) and the checks and
-builders the Anthropic, Chat Completions and Responses normalisers share: ``malformed`` (the
-protocol error of a stream air cannot carry over), ``token_count``, ``string_field``,
-``parse_tool_input``, ``text_delta`` (a ``TextDeltaEvent`` built without re-validation, the hot
-path) and ``split_error``.
+input parsed at the end, and the model's thinking blocks kept exactly as sent; OpenRouter's
+``reasoning_details`` merged by the rule of its own client, ``more_details``, and bounded by
+``DETAILS_MAX``; a tool input cut off by ``max_tokens`` becomes the transient ``cut_in_tool``
+error) and the checks and builders the Anthropic, Chat Completions and Responses normalisers
+share: ``malformed`` (the protocol error of a stream air cannot carry over), ``token_count``,
+``string_field``, ``parse_tool_input``, ``text_delta`` (a ``TextDeltaEvent`` built without
+re-validation, the hot path) and ``split_error``.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from air.contracts.provider import (
     ProviderErrorEvent,
     ProviderStreamEvent,
     ReasoningContentBlock,
+    ReasoningDetailsBlock,
     RedactedThinkingBlock,
     StopReason,
     TextBlock,
@@ -30,9 +32,10 @@ from air.contracts.provider import (
     ToolUseBlock,
     ToolUseStopEvent,
 )
-from air.llm.sse import MODEL_JSON_DEPTH, model_json
+from air.llm.sse import EVENT_MAX, MODEL_JSON_DEPTH, model_json
 
 __all__ = [
+    "DETAILS_MAX",
     "Assembler",
     "malformed",
     "parse_tool_input",
@@ -49,6 +52,11 @@ CUT_BY = {
 }
 """The stop reasons that cut a reply short, and how a refusal names them: a tool call cut by
 one is asked again (IMPL-API-5)."""
+
+
+DETAILS_MAX = EVENT_MAX
+"""The most ``reasoning_details`` one reply keeps, counted as their JSON's characters: what one
+event may hold, so a server's endless details cost no more memory than one event decoded."""
 
 
 def malformed(provider_id: str, message: str) -> AirException:
@@ -149,6 +157,41 @@ class Assembler:
         """``reasoning_content`` blocks of an OpenAI-compatible stream: their text pieces."""
         self.tool_extra: dict[int, dict[str, Any]] = {}
         """A chat server's ``extra_content`` beside a tool call, by block index."""
+        self.details: dict[int, list[tuple[dict[str, Any], list[str]]]] = {}
+        """``reasoning_details`` blocks: each item (a ``reasoning.text`` with its text pieces)."""
+        self._details_size = 0
+
+    def more_details(self, index: int, items: Any) -> None:
+        """One delta's ``reasoning_details`` into block ``index``, by the rule of OpenRouter's
+        own client (``@openrouter/ai-sdk-provider``): a ``reasoning.text`` right after another
+        continues it (texts joined; its signature and format the first given), any other item
+        is kept as it came, in order."""
+        if not isinstance(items, list):
+            raise malformed(self.provider_id, "reasoning_details that is not a list")
+        kept = self.details[index]
+        for item in items:
+            kind = item.get("type") if isinstance(item, dict) else None
+            if type(kind) is not str:
+                raise malformed(self.provider_id, "a reasoning_details item without a type")
+            text = item.get("text")
+            if text is not None and type(text) is not str:
+                raise malformed(self.provider_id, f"{kind} without a string text")
+            last = kept[-1][0] if kept else None
+            if kind == "reasoning.text" and last is not None and last["type"] == kind:
+                self._count(len(text or ""))
+                kept[-1][1].append(text or "")
+                for key in ("signature", "format"):
+                    if not last.get(key) and item.get(key):
+                        self._count(len(str(item[key])))
+                        last[key] = item[key]
+            else:
+                self._count(len(json.dumps(item)))
+                kept.append((dict(item), [text] if text is not None else []))
+
+    def _count(self, size: int) -> None:
+        self._details_size += size
+        if self._details_size > DETAILS_MAX:
+            raise malformed(self.provider_id, f"reasoning_details past {DETAILS_MAX} characters")
 
     def start_thinking(self, provider_id: str, index: int, block: dict[str, Any]) -> None:
         """Open a ``thinking`` or ``redacted_thinking`` block (its start may hold it whole)."""
@@ -215,6 +258,11 @@ class Assembler:
             )
         )
 
+    @staticmethod
+    def _merged(kept: list[tuple[dict[str, Any], list[str]]]) -> list[dict[str, Any]]:
+        """The items of a ``reasoning_details`` block, each text item's pieces joined."""
+        return [{**item, "text": "".join(pieces)} if pieces else item for item, pieces in kept]
+
     def content(self) -> list[ContentBlock]:
         blocks: list[ContentBlock] = []
         for index in self.order:
@@ -227,6 +275,8 @@ class Assembler:
                 blocks.append(RedactedThinkingBlock(data=self.redacted[index]))
             elif index in self.reasoning:
                 blocks.append(ReasoningContentBlock(text="".join(self.reasoning[index])))
+            elif index in self.details:
+                blocks.append(ReasoningDetailsBlock(details=self._merged(self.details[index])))
             else:
                 tool_id, name, _ = self.tools[index]
                 extra = self.tool_extra.get(index)

@@ -8,8 +8,9 @@ Anthropic wire a thinking model (``air.testing.anthropic_thinking.thinks``) star
 with a signed thinking block, puts one more between a turn's text and its tool call (text
 between tool calls) and a redacted one in a task's first reply; the server checks each one
 when it comes back. Over chat completions DeepSeek's V4 models start every reply with
-``reasoning_content``, which a tool-call turn must bring back, and Gemini 3+ sign a reply's
-first tool call (``extra_content``), which must come back with it.
+``reasoning_content``, which a tool-call turn must bring back, Gemini 3+ sign a reply's
+first tool call (``extra_content``), which must come back with it, and OpenRouter's Gemini 3+
+and Claude start every reply with ``reasoning_details``, which must come back merged.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 from air.testing.anthropic_thinking import redact, sign, thinks
 from air.testing.openai_rules import GEMINI_SIGNS, thought_signature
+from air.testing.openrouter_rules import OPENROUTER_REASONS, reasoning_stream
 from air.testing.responses_rules import reasons
 from air.testing.wire_replies import Block, Reply, blocks_sse
 
@@ -111,6 +113,11 @@ class CassetteModel:
             blocks = [("reasoning_content", [THOUGHT.format(where=where)]), *blocks]
         if wire == "openai" and GEMINI_SIGNS.match(str(body.get("model"))):
             blocks = _signed_first_call(blocks)
+        if wire == "openai" and OPENROUTER_REASONS.match(str(body.get("model"))):
+            first = next((v[0] for k, v in blocks if k == "tool_use"), None)
+            thought = THOUGHT.format(where=f"{task_id} turn {number + 1}")
+            details = reasoning_stream(str(body.get("model")), thought, first)
+            blocks = [("reasoning_details", details), *blocks]
         with self._lock:
             self.served.append((task_id, number))
         return Reply(

@@ -8,8 +8,9 @@ messages answering them; the reasoning models (gpt-6*, gpt-5*, o1/o3/o4*) refuse
 and values that take it, and gpt-6* call function tools here only at effort none; DeepSeek's
 V4 models (thinking by default) refuse a tool-call turn sent back without its
 ``reasoning_content``, Gemini 3+ a reply's first tool call without its thought signature,
-Mistral's models ``stream_options``. A rule more lenient than the real API is a defect
-(IMPL-API-1).
+Mistral's models ``stream_options``; OpenRouter's ``google/gemini-3*`` and ``anthropic/claude-*``
+a turn without the ``reasoning_details`` it came with (``air.testing.openrouter_rules``). A rule
+more lenient than the real API is a defect (IMPL-API-1).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import hashlib
 import re
 from typing import Any
 
+from air.testing.openrouter_rules import openrouter_problem
 from air.testing.problems import TOOL_NAME, Problem, ceiling, invalid
 
 _OPENAI_FIELDS = {
@@ -402,6 +404,7 @@ def openai_problem(
         or _deepseek_problem(model, body)
         or _gemini_problem(model, body)
         or _mistral_problem(model, body)
+        or openrouter_problem(model, body)
     )
     if problem is not None:
         return problem

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 """Both APIs: a tool (function) name."""
@@ -38,6 +39,8 @@ class Problem:
     code: str | None = None
     param: str | None = None
     """OpenAI: the request field at fault."""
+    metadata: dict[str, Any] | None = None
+    """OpenRouter: the upstream's own error (``raw``) and its name (``provider_name``)."""
 
 
 def invalid(message: str, code: str | None = None, *, param: str | None = None) -> Problem:

@@ -98,6 +98,14 @@ def _error_reply(wire: str, problem: Problem) -> Reply:
             "type": "error",
             "error": {"type": problem.type, "message": problem.message},
         }
+    elif problem.metadata is not None:  # OpenRouter's: the upstream's error in metadata
+        body = {
+            "error": {
+                "message": problem.message,
+                "code": problem.status,
+                "metadata": problem.metadata,
+            }
+        }
     else:
         body = {
             "error": {

@@ -47,8 +47,9 @@ def _sse(event: str | None, data: dict[str, Any] | str) -> bytes:
 Block = tuple[str, Any]
 """("text", [pieces]), ("tool_use", (id, name, [partial JSON pieces][, the chat wire's
 extra_content])), ("thinking", ([text
-pieces], signature)), ("redacted_thinking", data) or ("reasoning_content", [pieces]); the
-OpenAI chat wire leaves thinking out, the others ``reasoning_content`` (a chat server's)."""
+pieces], signature)), ("redacted_thinking", data), ("reasoning_content", [pieces]) or
+("reasoning_details", [each delta's items]); the OpenAI chat wire leaves thinking out, the others
+``reasoning_content`` and ``reasoning_details`` (a chat server's)."""
 
 
 def _anthropic_block(kind: str, value: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -165,6 +166,16 @@ def _openai_blocks_sse(
             continue
         if kind == "reasoning_content":  # as DeepSeek streams it: beside a null content
             out.extend(chunk({"content": None, "reasoning_content": p}) for p in value)
+            continue
+        if kind == "reasoning_details":  # as OpenRouter streams them: each delta's items
+            for items in value:  # beside their text as ``reasoning``
+                texts = (
+                    [i.get("text") for i in items if isinstance(i, dict)]
+                    if isinstance(items, list)
+                    else []
+                )
+                said = "".join(t for t in texts if isinstance(t, str))
+                out.append(chunk({"content": None, "reasoning": said, "reasoning_details": items}))
             continue
         if kind != "tool_use":
             continue

@@ -3,8 +3,9 @@ the real anthropic SDK / httpx against the strict local servers, which play the 
 scripted model over the wire (air.testing.strict_servers.CassetteModel) while checking every
 request the way the real APIs do, on all three wires (the Anthropic Messages API, chat
 completions, and OpenAI's Responses API with gpt-6.1-sol, reasoning between tool calls), and
-chat completions with DeepSeek's V4 (reasoning_content kept between tool calls) and Gemini 3.8
-(each reply's first call signed). Exit 0, the project's tests pass, 0 rejected requests."""
+chat completions with DeepSeek's V4 (reasoning_content kept between tool calls), Gemini 3.8
+(each reply's first call signed) and Gemini 3 behind OpenRouter (reasoning_details kept
+merged). Exit 0, the project's tests pass, 0 rejected requests."""
 
 from __future__ import annotations
 
@@ -73,6 +74,19 @@ MODELS = {
         "        max_output_tokens: 65536\n"
         "        price: {{input: 0.3, output: 2.5, cache_read: 0.03}}\n"
     ),
+    "openrouter": (
+        "default: openrouter/google/gemini-3-flash-preview\n"
+        "providers:\n"
+        "  openrouter:\n"
+        "    kind: openai_compatible\n"
+        "    base_url: {url}/api/v1\n"
+        "    auth_ref: AIR_E2E_KEY\n"
+        "    models:\n"
+        "      google/gemini-3-flash-preview:\n"
+        "        context_window: 1048576\n"
+        "        max_output_tokens: 65536\n"
+        "        price: {{input: 0.5, output: 3.0, cache_read: 0.05}}\n"
+    ),
     "responses": (
         "default: openai/gpt-6.1-sol\n"
         "providers:\n"
@@ -90,6 +104,7 @@ CEILINGS = {
     "gpt-6.1-sol": 128_000,
     "deepseek-v4-pro": 65_536,
     "gemini-3.8-flash": 65_536,
+    "google/gemini-3-flash-preview": 65_536,
 }
 
 
@@ -103,7 +118,9 @@ def _unittest(root: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.mark.parametrize("wire", ["anthropic", "openai", "responses", "deepseek", "gemini"])
+@pytest.mark.parametrize(
+    "wire", ["anthropic", "openai", "responses", "deepseek", "gemini", "openrouter"]
+)
 def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None:
     root = tmp_path / "calc"
     home = tmp_path / "home"
@@ -162,6 +179,9 @@ def test_calc_batch_against_the_strict_server(wire: str, tmp_path: Path) -> None
             if m.get("tool_calls")
         ]
         assert len(signed) >= 9  # every earlier call of a task came back signed
+    if wire == "openrouter":
+        _assert_details_replayed([r.body for r in requests])
+        assert "(thinking about" not in proc.stdout + proc.stderr  # never shown
     events = json_events(proc.stdout)
     completed = [e for e in events if e["type"] == "task.completed"]
     assert len(completed) == 3
@@ -228,6 +248,19 @@ def _assert_reasoning_content_replayed(bodies: list[dict[str, Any]]) -> None:
     assert turns
     for turn in turns:
         assert turn["reasoning_content"].startswith("(thinking about "), turn
+
+
+def _assert_details_replayed(bodies: list[dict[str, Any]]) -> None:
+    """Every earlier turn of a task goes back with its reasoning_details as merged: one text
+    (the pieces it streamed in) and, on a turn that called a tool, that call's signature."""
+    turns = [m for b in bodies for m in b["messages"] if m["role"] == "assistant"]
+    assert len(turns) == 18  # 3 tasks, 4 requests each: 0 + 1 + 2 + 3 earlier turns
+    for turn in turns:
+        kinds = [d["type"] for d in turn["reasoning_details"]]
+        assert (
+            kinds == ["reasoning.text", "reasoning.encrypted"][: 1 + bool(turn.get("tool_calls"))]
+        )
+        assert turn["reasoning_details"][0]["text"].startswith("(thinking about "), turn
 
 
 def test_a_refused_request_reaches_the_user_once(tmp_path: Path) -> None:
