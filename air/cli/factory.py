@@ -193,6 +193,7 @@ def _mcp_servers(servers: Any) -> Any:
             project_root=root,
             session_id=session.session_id,
             track=_mcp_run_records(root, session.session_id),
+            register=registry.redactor.register,  # the run's: a value never reaches a record
         )
 
     return start

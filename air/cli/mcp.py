@@ -51,6 +51,8 @@ def run_mcp(args: dict[str, Any]) -> int:
             print(f"  from {shown(server.source)}  timeout {server.timeout_s:g} s{pinned}")
             if server.tools is not None:
                 print(f"  offers only: {shown(', '.join(server.tools))}")
+            for where, ref in server.credentials():
+                print(f"  its {where}: ${ref} of air's environment")
         return CliExit.OK
     name = args["SERVER"]
     server = next((s for s in servers if s.name == name), None)
@@ -66,8 +68,23 @@ def run_mcp(args: dict[str, Any]) -> int:
 
     from air.mcp.bridge import read_only_hint, tool_names
     from air.mcp.service import list_server_tools, offered_tools
+    from air.security.redact import SecretRedactor
 
-    tools, protocol = trio.run(lambda: list_server_tools(server, cwd=root or os.getcwd()))
+    redactor = SecretRedactor()  # what it takes from air's environment is never printed
+    try:
+        tools, protocol = trio.run(
+            lambda: list_server_tools(server, cwd=root or os.getcwd(), register=redactor.register)
+        )
+    except AirException as exc:
+        error = exc.error
+        raise AirException(
+            error.model_copy(
+                update={
+                    "message": redactor.redact(error.message),
+                    "detail": redactor.redact(error.detail) if error.detail else error.detail,
+                }
+            )
+        ) from None
     by_name = {t.name: t for t in tools}
     names = tool_names(server.name, by_name)
     offered = set(by_name if server.tools is None else server.tools) & set(by_name)
@@ -78,7 +95,7 @@ def run_mcp(args: dict[str, Any]) -> int:
         hint = "  [read-only hint]" if read_only_hint(tool) else ""
         left = "" if original in offered else "  [not offered]"
         print(f"{air_name}  (the server's name: {shown(original)}){hint}{left}")
-        text = " ".join((tool.description or "").split())
+        text = " ".join(redactor.redact(tool.description or "").split())
         if len(text) > _DESCRIPTION_SHOWN:
             text = text[:_DESCRIPTION_SHOWN] + "…"
         if text:

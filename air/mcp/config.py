@@ -8,17 +8,23 @@ A file::
         command: mcp-server-time   # stdio: the program, started by air (never by a worker)
         args: ["--local-timezone", "UTC"]
         env: {TZ: UTC}             # added to a minimal environment (no credentials of air's)
+        env_refs: {GITHUB_TOKEN: GH_PAT}   # its GITHUB_TOKEN: the value of air's $GH_PAT
         timeout_s: 30              # one call's bound (default 60)
         tools: [get_current_time]  # only these of its tools are offered (default: all)
         protocol: auto             # auto (default), legacy or 2026-07-28: IMPL-MCP-4
       docs:
         url: http://127.0.0.1:3001/mcp   # streamable HTTP
         headers: {X-Team: air}
+        auth_ref: DOCS_TOKEN       # sent as ``Authorization: Bearer <$DOCS_TOKEN>``
+        header_refs: {X-Api-Key: DOCS_KEY}   # a header: the value of air's $DOCS_KEY
 
 A server has either ``command`` or ``url``. The project's file is read only once the project is
 trusted (``air.session.trust``: it lists what each server would run); a name declared in both
 files is refused (a project cannot shadow the user's server). Bad files raise
-``AirException(config_error)`` naming the file and the field.
+``AirException(config_error)`` naming the file and the field. The ``*_ref*`` fields name
+variables of air's environment, read when the server starts (``air.mcp.credentials``); a file
+never holds their values, and a credential goes to an HTTP server only over https or on this
+machine (IMPL-MCP-5).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 import yaml
 
+from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.declared import read_declared
 from air.mcp.files import mcp_files
@@ -39,7 +46,15 @@ __all__ = ["McpServer", "load_servers", "parse_servers"]
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
 (the separator) and short enough to leave room for the tool's own name."""
-_SERVER_KEYS = {"command", "args", "env", "cwd", "url", "headers", "timeout_s", "tools", "protocol"}
+_SERVER_KEYS = {
+    *("command", "args", "env", "env_refs", "cwd", "url", "headers", "header_refs", "auth_ref"),
+    *("timeout_s", "tools", "protocol"),
+}
+_VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+"""A variable's name in ``env`` / ``env_refs`` (either side) and in ``auth_ref``."""
+_HEADER = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+"""A header's name (RFC 9110's token)."""
+
 DEFAULT_TIMEOUT_S = 60.0
 Protocol = Literal["auto", "legacy", "2026-07-28"]
 """How air opens a session with a server (IMPL-MCP-4): ``auto`` asks ``server/discover`` at the
@@ -62,6 +77,12 @@ class McpServer(NamedTuple):
     cwd: str | None = None
     url: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    env_refs: tuple[tuple[str, str], ...] = ()
+    """(the server's variable, the name of air's variable whose value it gets)."""
+    header_refs: tuple[tuple[str, str], ...] = ()
+    """(a header, the name of air's variable whose value it carries)."""
+    auth_ref: str | None = None
+    """The name of air's variable whose value is sent as ``Authorization: Bearer``."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     tools: tuple[str, ...] | None = None
     """The server's names of the tools offered; ``None``: every tool it lists."""
@@ -73,6 +94,13 @@ class McpServer(NamedTuple):
         if self.transport == "http":
             return f"connects to {self.url}"
         return "runs " + " ".join([self.command or "", *self.args])
+
+    def credentials(self) -> list[tuple[str, str]]:
+        """(where it goes, the name of air's variable) of every value it takes from air's
+        environment: ``env GITHUB_TOKEN``, ``header X-Api-Key``, ``bearer token``."""
+        out = [(f"env {name}", ref) for name, ref in self.env_refs]
+        out += [(f"header {name}", ref) for name, ref in self.header_refs]
+        return out + ([("bearer token", self.auth_ref)] if self.auth_ref else [])
 
 
 def _bad(source: str, field: str, message: str) -> AirException:
@@ -96,6 +124,50 @@ def _mapping(source: str, field: str, value: Any) -> tuple[tuple[str, str], ...]
     ):
         raise _bad(source, field, "must map names to strings")
     return tuple(sorted(value.items()))
+
+
+def _refs(source: str, field: str, raw: dict[str, Any], names: re.Pattern[str]) -> Any:
+    """A ``*_refs`` mapping: names (``names``) to names of air's variables."""
+    refs = _mapping(source, field, raw.get(field.rsplit(".", 1)[1], {}))
+    for key, ref in refs:
+        if not names.match(key):
+            raise _bad(source, field, f"{shown(key)} is not a name it can set")
+        if not _VARIABLE.match(ref):
+            raise _bad(source, f"{field}.{key}", "must name a variable of air's environment")
+    return refs
+
+
+def _loopback(url: str) -> bool:
+    """Whether ``url``'s host is this machine by its address (``localhost``, 127.0.0.0/8,
+    ``::1``); a name that only begins like one (``127.example.com``) is not."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    try:
+        host = urlsplit(url).hostname or ""
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _http_refs(source: str, where: str, raw: dict[str, Any], url: str) -> Any:
+    """``header_refs`` and ``auth_ref`` of an HTTP server, checked against its ``headers``
+    and its URL: a credential never goes over plain HTTP to another machine."""
+    refs = _refs(source, f"{where}.header_refs", raw, _HEADER)
+    auth = raw.get("auth_ref")
+    if auth is not None and (not isinstance(auth, str) or not _VARIABLE.match(auth)):
+        raise _bad(source, f"{where}.auth_ref", "must name a variable of air's environment")
+    literal = {k.lower() for k in raw.get("headers", {})}
+    for key, _ in refs:
+        if key.lower() in literal:
+            raise _bad(source, f"{where}.header_refs.{key}", "is set in `headers` too")
+    named = literal | {k.lower() for k, _ in refs}
+    if auth is not None and "authorization" in named:
+        raise _bad(source, f"{where}.auth_ref", "and an Authorization header: keep one")
+    if (refs or auth) and url.startswith("http://") and not _loopback(url):
+        field = f"{where}.auth_ref" if auth else f"{where}.header_refs"
+        raise _bad(source, field, "a credential would cross the network unencrypted: use https://")
+    return refs, auth
 
 
 def _server(source: str, name: Any, raw: Any) -> McpServer:
@@ -126,33 +198,44 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
     if url is not None:
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise _bad(source, f"{where}.url", "must be an http:// or https:// URL")
-        for key in ("args", "env", "cwd"):
+        for key in ("args", "env", "env_refs", "cwd"):
             if key in raw:
                 raise _bad(source, f"{where}.{key}", "is for a stdio server (`command`)")
+        headers = _mapping(source, f"{where}.headers", raw.get("headers", {}))
+        header_refs, auth_ref = _http_refs(source, where, raw, url)
         return McpServer(
             name=name,
             transport="http",
             source=source,
             url=url,
-            headers=_mapping(source, f"{where}.headers", raw.get("headers", {})),
+            headers=headers,
+            header_refs=header_refs,
+            auth_ref=auth_ref,
             timeout_s=float(timeout),
             tools=tools,
             protocol=protocol,
         )
     if not isinstance(command, str) or not command.strip():
         raise _bad(source, f"{where}.command", "must be a program name or path")
-    if "headers" in raw:
-        raise _bad(source, f"{where}.headers", "is for an HTTP server (`url`)")
+    for key in ("headers", "header_refs", "auth_ref"):
+        if key in raw:
+            raise _bad(source, f"{where}.{key}", "is for an HTTP server (`url`)")
     cwd = raw.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise _bad(source, f"{where}.cwd", "must be a directory path")
+    env = _mapping(source, f"{where}.env", raw.get("env", {}))
+    env_refs = _refs(source, f"{where}.env_refs", raw, _VARIABLE)
+    for key, _ in env_refs:
+        if key in dict(env):
+            raise _bad(source, f"{where}.env_refs.{key}", "is set in `env` too")
     return McpServer(
         name=name,
         transport="stdio",
         source=source,
         command=command,
         args=_strings(source, f"{where}.args", raw.get("args", [])),
-        env=_mapping(source, f"{where}.env", raw.get("env", {})),
+        env=env,
+        env_refs=env_refs,
         cwd=cwd,
         timeout_s=float(timeout),
         tools=tools,

@@ -27,6 +27,7 @@ from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
+from air.mcp.credentials import Credentials
 from air.mcp.stdio import MAX_MESSAGE_BYTES, StdioLink, open_stdio, over_the_bound
 
 if TYPE_CHECKING:
@@ -158,10 +159,11 @@ def _try(server: McpServer) -> str:
     return f"`air mcp tools {server.name}` starts it alone"
 
 
-def _environment(server: McpServer, marker: str) -> dict[str, str]:
+def _environment(server: McpServer, marker: str, taken: dict[str, str]) -> dict[str, str]:
     """The server's environment on top of the SDK's minimal one (HOME, PATH, USER, ...):
-    its declared variables and air's run marker, which every descendant inherits."""
-    env = dict(server.env)
+    its declared variables, those it takes from air's (``env_refs``) and air's run marker,
+    which every descendant inherits."""
+    env = dict(server.env) | taken
     env[MARKER_ENV] = marker
     return env
 
@@ -174,7 +176,12 @@ async def _streams(link: StdioLink) -> AsyncIterator[tuple[Any, Any]]:
 
 @asynccontextmanager
 async def open_connection(
-    server: McpServer, *, cwd: str, marker: str, errlog: TextIO
+    server: McpServer,
+    *,
+    cwd: str,
+    marker: str,
+    errlog: TextIO,
+    credentials: Credentials | None = None,
 ) -> AsyncIterator[McpConnection]:
     """Start (stdio) or reach (HTTP) ``server`` and open an MCP session with it.
 
@@ -189,12 +196,14 @@ async def open_connection(
         cwd: where a stdio server runs unless it declares ``cwd`` (relative to this).
         marker: the value of air's run marker in a stdio server's environment.
         errlog: where a stdio server's stderr goes (a real file).
+        credentials: what it takes from air's environment (``air.mcp.credentials.resolve``).
 
     Raises:
         AirException(config_error): the SDK is missing, or the server cannot be started or did
             not open a session within ``START_TIMEOUT_S``.
     """
     mcp = _sdk()
+    taken = credentials or Credentials(env={}, headers={})
     connection: McpConnection | None = None
     # the SDK's contexts open task groups of their own: the start's bound is a scope around
     # them all, lifted once the session is open
@@ -209,7 +218,7 @@ async def open_connection(
                         open_stdio(
                             server.command,
                             server.args,
-                            env=_environment(server, marker),
+                            env=_environment(server, marker, taken.env),
                             cwd=os.path.join(cwd, server.cwd) if server.cwd else cwd,
                             errlog=errlog,
                         )
@@ -223,7 +232,7 @@ async def open_connection(
 
                     client = await stack.enter_async_context(
                         httpx2.AsyncClient(
-                            headers=dict(server.headers),
+                            headers=dict(server.headers) | taken.headers,
                             timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
                             transport=BoundedTransport(),
                         )

@@ -28,8 +28,10 @@ from air.ipc.procs import kill_tree
 from air.mcp.bridge import definition, result_text, tool_names
 from air.mcp.config import McpServer
 from air.mcp.connection import McpConnection, describe_error, open_connection
+from air.mcp.credentials import resolve
 
 __all__ = [
+    "Register",
     "RunningServer",
     "Track",
     "list_server_tools",
@@ -42,6 +44,9 @@ log = logging.getLogger(__name__)
 
 Track = Callable[[str], AbstractContextManager[object]]
 """Given a server's marker: held from before its start until its tree is gone."""
+Register = Callable[..., None]
+"""Given the values a server takes from air's environment (the run's redactor's
+``register``), before the server starts."""
 
 KILL_BOUND_S = 8.0
 """How long stopping one server's tree may take (TERM, 3 s grace, KILL, then the check)."""
@@ -64,8 +69,11 @@ class RunningServer:
         errlog: TextIO,
         close_log: bool = False,
         track: Track | None = None,
+        register: Register | None = None,
     ) -> None:
         self.server = server
+        self.register = register
+        """Given every value the server takes from air's environment, before it starts."""
         self.track = track
         """Held from before the server starts until its tree is gone: the caller's durable
         record of the marker, so the next air reaps the tree of one that was SIGKILLed."""
@@ -92,8 +100,13 @@ class RunningServer:
     async def _serve(self, task_status: Any) -> None:
         started = False
         try:
+            credentials = resolve(self.server, os.environ, self.register)
             async with open_connection(
-                self.server, cwd=self.cwd, marker=self.marker, errlog=self.errlog
+                self.server,
+                cwd=self.cwd,
+                marker=self.marker,
+                errlog=self.errlog,
+                credentials=credentials,
             ) as connection:
                 self.connection = connection
                 self.tools = await connection.list_tools()
@@ -225,13 +238,15 @@ async def start_servers(
     project_root: str,
     session_id: str,
     track: Track | None = None,
+    register: Register | None = None,
 ) -> list[RunningServer]:
     """Start every server in ``nursery`` (all at once) and register their tools.
 
     Each server lives in a task of ``nursery`` until the nursery is cancelled (the session's
     end); its process tree is killed then. Each gets a marker of its own (a resumed session's
     servers never share one with a killed air's, whose trees the next air reaps by it), held
-    by ``track`` while it lives.
+    by ``track`` while it lives. ``register`` is given every value a server takes from air's
+    environment before it starts (IMPL-MCP-5).
 
     Raises:
         AirException(config_error): a server could not be started (the others are stopped
@@ -247,6 +262,7 @@ async def start_servers(
             errlog=_open_log(project_root, server.name),
             close_log=True,
             track=track,
+            register=register,
         )
         for server in servers
     ]
@@ -265,7 +281,9 @@ async def start_servers(
     return running
 
 
-async def list_server_tools(server: McpServer, *, cwd: str) -> tuple[list[Any], str | None]:
+async def list_server_tools(
+    server: McpServer, *, cwd: str, register: Register | None = None
+) -> tuple[list[Any], str | None]:
     """Start ``server``, list its tools, stop it (its whole tree): ``air mcp tools``. Returns
     the tools and the MCP revision the session spoke.
 
@@ -275,9 +293,8 @@ async def list_server_tools(server: McpServer, *, cwd: str) -> tuple[list[Any], 
     import tempfile
 
     with tempfile.TemporaryFile("w+", encoding="utf-8") as errlog:
-        running = RunningServer(
-            server, cwd=cwd, marker=f"mcp-{new_id('probe')}-{server.name}", errlog=errlog
-        )
+        marker = f"mcp-{new_id('probe')}-{server.name}"
+        running = RunningServer(server, cwd=cwd, marker=marker, errlog=errlog, register=register)
         try:
             try:
                 async with trio.open_nursery() as nursery:

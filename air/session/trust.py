@@ -379,8 +379,26 @@ def _mcp_findings(rel: str, data: bytes) -> list[Finding]:
             if isinstance(entry.get(key), dict) and entry[key]:
                 named = ", ".join(str(k) for k in entry[key])
                 out.append(Finding(rel, f"{where}.{key}", f"sets {named}"))
+        out += _mcp_credentials(rel, where, entry)
         if entry.get("command") is None and entry.get("url") is None:
             out.append(Finding(rel, where, "declares an MCP server"))
+    return out
+
+
+def _mcp_credentials(rel: str, where: str, entry: dict[str, Any]) -> list[Finding]:
+    """What a server would take from the user's environment, and where it would go
+    (IMPL-MCP-5): the finding names the variable, so `air trust` shows whose key leaves."""
+    target = f"to {entry['url']}" if entry.get("url") is not None else "to the program"
+    out: list[Finding] = []
+    for key, how in (("env_refs", "as its variable"), ("header_refs", "as the header")):
+        refs = entry.get(key)
+        if isinstance(refs, dict):
+            for name, ref in refs.items():
+                what = f"would give ${ref} of your environment {target} {how} {name}"
+                out.append(Finding(rel, f"{where}.{key}.{name}", what))
+    if entry.get("auth_ref") is not None:
+        what = f"would send ${entry['auth_ref']} of your environment {target} as a bearer token"
+        out.append(Finding(rel, f"{where}.auth_ref", what))
     return out
 
 

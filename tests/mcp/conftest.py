@@ -6,13 +6,16 @@ ingestor and artifact store, and an optional prompt; ``ctx`` is a tool call's co
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from air.contracts.provider import TextBlock, ToolUseBlock
 from air.contracts.tool_runs import ToolExecutionContext
+from air.llm.cassette import CassetteTurn
 from air.security.engine import PermissionEngine
 from air.security.paths import PathClassifier
 from air.security.policy import PermissionPolicy, parse_policy
@@ -62,3 +65,16 @@ def mcp_env(tmp_path: Path) -> Iterator[McpEnv]:
     env = McpEnv(tmp_path, rules="rules:\n  - {action: allow, tool: 'mcp__*'}\n")
     yield env
     env.session.close()
+
+
+def one_call_cassette(path: Path, call: ToolUseBlock) -> None:
+    """A task's cassette at ``path``: the model makes ``call``, then reports it done."""
+    result = {"status": "completed", "summary": "Done.", "result": {"changes_made": False}}
+    turns = [
+        CassetteTurn(content=[call], stop_reason="tool_use"),
+        CassetteTurn(
+            content=[TextBlock(text=f"Done.\n```json:result\n{json.dumps(result)}\n```\n")],
+            stop_reason="end_turn",
+        ),
+    ]
+    path.write_text("".join(t.model_dump_json(exclude_none=True) + "\n" for t in turns))

@@ -51,6 +51,25 @@ def everything_http() -> Iterator[str]:
         yield url
 
 
+def everything_stdio() -> list[str]:
+    """The argv of server-everything over stdio (its ``get-env`` tool answers with its whole
+    environment)."""
+    program = SERVERS / "node" / "node_modules" / ".bin" / "mcp-server-everything"
+    if not os.access(program, os.X_OK):
+        pytest.fail(f"{program} is missing: run scripts/setup.sh (it installs server-everything)")
+    return [str(program), "stdio"]
+
+
+@contextmanager
+def bearer_http(token: str, key: str | None = None) -> Iterator[str]:
+    """The URL of a running ``air.testing.mcp_bearer`` (the SDK's server requiring the bearer
+    ``token``, and ``key`` as ``X-Api-Key`` when given), stopped afterwards."""
+    argv = [sys.executable, "-m", "air.testing.mcp_bearer"]
+    env = {"MCP_EXPECTED_TOKEN": token} | ({"MCP_EXPECTED_KEY": key} if key else {})
+    with _http_server(lambda port: [*argv, str(port)], "the bearer server", env) as url:
+        yield url
+
+
 @contextmanager
 def hostile_http() -> Iterator[str]:
     """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
@@ -74,13 +93,15 @@ def modern_http() -> Iterator[str]:
 
 
 @contextmanager
-def _http_server(argv: Callable[[int], list[str]], what: str) -> Iterator[str]:
-    """Start ``argv(port)`` (``PORT`` in its environment too) and yield its ``/mcp`` URL once it
-    listens; its session is killed afterwards."""
+def _http_server(
+    argv: Callable[[int], list[str]], what: str, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """Start ``argv(port)`` (``PORT`` and ``env`` in its environment too) and yield its ``/mcp``
+    URL once it listens; its session is killed afterwards."""
     port = _free_port()
     proc = subprocess.Popen(
         argv(port),
-        env={**os.environ, "PORT": str(port)},
+        env={**os.environ, "PORT": str(port), **(env or {})},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         start_new_session=True,

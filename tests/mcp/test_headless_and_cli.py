@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from air.contracts.provider import TextBlock, ToolUseBlock
-from air.llm.cassette import CassetteTurn
+from air.contracts.provider import ToolUseBlock
 from tests.forked_air import air_cli
 from tests.gitrepo import git
 from tests.headless import session_events
+from tests.mcp.conftest import one_call_cassette
 from tests.mcp.servers import hostile_server, time_server
 from tests.trusted import trust_project
 
@@ -40,16 +40,7 @@ def _cassette(directory: Path) -> None:
     call = ToolUseBlock(
         id="toolu_t1", name="mcp__time__get_current_time", input={"timezone": "UTC"}
     )
-    result = {"status": "completed", "summary": "Told the time.", "result": {"changes_made": False}}
-    turns = [
-        CassetteTurn(content=[call], stop_reason="tool_use"),
-        CassetteTurn(
-            content=[TextBlock(text=f"Done.\n```json:result\n{json.dumps(result)}\n```\n")],
-            stop_reason="end_turn",
-        ),
-    ]
-    lines = "".join(t.model_dump_json(exclude_none=True) + "\n" for t in turns)
-    (directory / "ask-time.jsonl").write_text(lines)
+    one_call_cassette(directory / "ask-time.jsonl", call)
 
 
 def _project(tmp_path: Path) -> tuple[Path, Path, str]:
