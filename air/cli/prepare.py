@@ -213,24 +213,30 @@ def _require_key(config: Any, model: str) -> None:
     exists: without it each task failed at its first turn, after a session was made.
 
     Raises:
-        AirException(config_error): the variable its provider's ``auth_ref`` names is unset.
+        AirException(config_error): a variable its provider's ``auth_ref`` or ``header_refs``
+            names is unset.
     """
     provider_id = model.partition("/")[0]
     provider = config.providers.get(provider_id)
-    ref = provider.auth_ref if provider is not None else None
-    if not ref or os.environ.get(ref):
+    if provider is None:
+        return
+    refs = [("auth_ref", provider.auth_ref)] if provider.auth_ref else []
+    refs += [(f"header_refs.{name}", ref) for name, ref in provider.header_refs.items()]
+    unset = [(field, ref) for field, ref in refs if not os.environ.get(ref)]
+    if not unset:
         return
     from air.contracts.error import AirException
 
+    field, ref = unset[0]
     raise AirException.of(
         kind="config_error",
-        message=f"environment variable {ref} (auth_ref of {provider_id!r}) is not set: {model} "
+        message=f"environment variable {ref} ({field} of {provider_id!r}) is not set: {model} "
         "cannot be called",
         user_action=(
-            f"Export {ref} with your API key, or pick a configured model whose key is set with "
+            f"Export {ref}, or pick a configured model whose keys are set with "
             "--model or --provider (`air provider list` shows them)."
         ),
-        metadata={"field": f"providers.{provider_id}.auth_ref"},
+        metadata={"field": f"providers.{provider_id}.{field}"},
     )
 
 

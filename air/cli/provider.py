@@ -62,6 +62,11 @@ def run_provider_list(project_root: str | None) -> int:
         if provider.kind.value == "anthropic":
             kind += f" (transport={provider.transport})"
         _say(f"{provider_id}  kind={kind}  auth={auth}  {_where(provider)}")
+        for name, ref in sorted(provider.header_refs.items()):
+            state = "set" if os.environ.get(ref) else "NOT SET"
+            _say(f"  header {name}: {ref} ({state})")
+        if provider.headers:
+            _say(f"  headers: {', '.join(sorted(provider.headers))}")
         for model_id, model in sorted(provider.models.items()):
             ref = f"{provider_id}/{model_id}"
             mark = "*" if config.default == ref else " "

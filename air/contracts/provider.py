@@ -12,10 +12,11 @@ Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 from typing import Annotated, Literal, TypeAlias
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from air.contracts.error import AirError
 from air.contracts.ids import (
@@ -437,6 +438,16 @@ class ModelConfig(Contract):
     Responses API, for models that call tools while reasoning only there)."""
 
 
+HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$")
+"""A header's name (RFC 9110's token)."""
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+AIR_HEADERS = frozenset(
+    {"host", "content-type", "content-length", "transfer-encoding", "connection", "accept"}
+    | {"authorization", "x-api-key", "anthropic-version"}
+)
+"""Headers air sets itself on a model request: models.yaml cannot replace them."""
+
+
 class ProviderConfig(Contract):
     kind: ProviderKind
     base_url: str | None = None
@@ -454,7 +465,35 @@ class ProviderConfig(Contract):
     stream_usage: bool | None = None
     """``openai_compatible`` only: ask for the usage chunk (``stream_options``); ``None``: yes,
     but for ``api.mistral.ai``, which refuses the field and sends usage unasked."""
+    headers: dict[str, str] = Field(default_factory=dict)
+    """Sent with every request beside air's own (a beta's ``anthropic-beta``, a gateway's
+    routing header); never a key: that is ``header_refs``."""
+    header_refs: dict[str, str] = Field(default_factory=dict)
+    """A header whose value is the named environment variable's (a gateway's own key, e.g.
+    ``cf-aig-authorization``), read when a request is sent and redacted like ``auth_ref``'s."""
     models: dict[str, ModelConfig] = Field(default_factory=dict)
+
+    @field_validator("headers", "header_refs")
+    @classmethod
+    def _header_names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, text in value.items():
+            if not HEADER_NAME.match(name):
+                raise ValueError(f"{name!r} is not a header name")
+            if name.lower() in AIR_HEADERS:
+                raise ValueError(f"{name} is air's own header (a key goes in auth_ref)")
+            if any(c in text for c in "\r\n\0"):
+                raise ValueError(f"the value of {name} holds a line break")
+        return value
+
+    @model_validator(mode="after")
+    def _header_sources(self) -> ProviderConfig:
+        both = {n.lower() for n in self.headers} & {n.lower() for n in self.header_refs}
+        if both:
+            raise ValueError(f"{sorted(both)[0]} is in both headers and header_refs")
+        for name, ref in self.header_refs.items():
+            if not ENV_NAME.match(ref):
+                raise ValueError(f"header_refs.{name} must name an environment variable")
+        return self
 
 
 class ModelsConfig(Contract):

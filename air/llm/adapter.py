@@ -163,11 +163,28 @@ class ProviderAdapter(ABC):
             )
         return value
 
+    def extra_headers(self) -> dict[str, str]:
+        """models.yaml's ``headers`` and ``header_refs`` (each read from the environment now),
+        sent beside air's own headers (which they cannot name)."""
+        out = dict(self.config.headers)
+        for name, ref in self.config.header_refs.items():
+            value = self._env.get(ref)
+            if not value or any(c in value for c in "\r\n\0") or not value.isascii():
+                problem = "is not set" if not value else "holds no header value"
+                raise AirException.of(
+                    kind="auth_error",
+                    message=f"environment variable {ref} (header_refs.{name} of "
+                    f"{self.provider_id!r}) {problem}",
+                    retryability="after_change",
+                    user_action=f"Export {ref} (one line of ASCII) before starting air.",
+                )
+            out[name] = value
+        return out
+
     def secrets(self) -> list[str]:
         """Values that must never leave the process (for redaction)."""
-        ref = self.config.auth_ref
-        value = self._env.get(ref) if ref else None
-        return [value] if value else []
+        refs = [self.config.auth_ref, *self.config.header_refs.values()]
+        return [value for ref in refs if ref and (value := self._env.get(ref))]
 
     @abstractmethod
     def complete_batches(

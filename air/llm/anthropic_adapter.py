@@ -50,6 +50,7 @@ class AnthropicAdapter(ProviderAdapter):
             # project declares (0.46) took the x-api-key header to any origin a reply named;
             # a 3xx is an error here as over the HTTP transport (IMPL-LLM-7)
             kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient(follow_redirects=False)
+            kwargs["default_headers"] = self.extra_headers()
             self._client = anthropic.AsyncAnthropic(**kwargs)
         return self._client
 

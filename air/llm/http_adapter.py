@@ -128,6 +128,7 @@ class HttpAdapter(ProviderAdapter):
         self, request: ProviderCompletionInput
     ) -> AsyncGenerator[list[ProviderStreamEvent], None]:
         path, body, headers, read = self.exchange(request)
+        headers |= self.extra_headers()
         url = f"{self._base_url}{path}"
         try:
             async with self._http().stream("POST", url, content=body, headers=headers) as response:

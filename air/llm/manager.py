@@ -240,14 +240,16 @@ class ProviderManager:
         env = os.environ if self._env is None else self._env
         found: dict[str, str] = {}
         for provider in self.config.providers.values():
-            value = env.get(provider.auth_ref) if provider.auth_ref else None
-            if value and provider.auth_ref:
-                found[provider.auth_ref] = value
+            for ref in (provider.auth_ref, *provider.header_refs.values()):
+                value = env.get(ref) if ref else None
+                if value and ref:
+                    found[ref] = value
         return found
 
     def register_keys(self) -> list[str]:
-        """Register the value of every provider's ``auth_ref`` with the redactor, whatever its
-        shape, before any request (IMPL-API-4). Returns the names of the variables found."""
+        """Register the value of every provider's ``auth_ref`` and ``header_refs`` with the
+        redactor, whatever its shape, before any request (IMPL-API-4). Returns the names of the
+        variables found."""
         found = self._keys()
         if self.redactor is not None and found:
             self.redactor.register(*found.values())

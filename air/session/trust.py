@@ -332,7 +332,18 @@ def _models_findings(rel: str, data: bytes) -> list[Finding]:
         for key in ("record_to", "cassette"):
             if entry.get(key):
                 out.append(Finding(rel, f"{where}.{key}", f"uses the file {entry[key]}"))
+        target = url or f"the {kind} default endpoint"
+        for name, ref in _dict(entry.get("header_refs")).items():
+            what = f"would send ${ref} of your environment to {target} as the header {name}"
+            out.append(Finding(rel, f"{where}.header_refs.{name}", what))
+        if _dict(entry.get("headers")):
+            named = ", ".join(str(k) for k in _dict(entry.get("headers")))
+            out.append(Finding(rel, f"{where}.headers", f"sends {named} to {target}"))
     return out
+
+
+def _dict(value: Any) -> dict[Any, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _policy_findings(rel: str, data: bytes) -> list[Finding]:
