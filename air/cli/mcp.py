@@ -1,13 +1,14 @@
 """``air mcp list`` and ``air mcp tools SERVER``: the declared MCP servers and their tools.
 
-Owns the two command bodies. ``list`` reads ``~/.air/mcp.yaml`` and the project's
-``.air/shared/mcp.yaml`` (only once the project is trusted: ``require_trust``) and starts
-nothing. ``tools`` starts the one server as a session would (its own process group, the run
-marker, stderr to a temporary file), lists its tools with the API names the model gets, the
-server's read-only hint and those its ``tools:`` leaves out, and stops its whole tree (then a
-``tools:`` naming a tool the server does not list is the ``config_error`` a session would
-meet). Everything a server says is shown through ``air.contracts.display.shown``: a hostile
-name or description cannot rewrite the terminal.
+Owns the two command bodies (``login`` and ``logout``: ``air.cli.mcp_login``). ``list`` reads
+``~/.air/mcp.yaml`` and the project's ``.air/shared/mcp.yaml`` (only once the project is
+trusted: ``require_trust``), starts nothing, and says whether an ``oauth`` server is logged
+in. ``tools`` starts the one server as a session would (its own process group, the run marker,
+stderr to a temporary file), lists its tools with the API names the model gets, the server's
+read-only hint and those its ``tools:`` leaves out, and stops its whole tree (then a ``tools:``
+naming a tool the server does not list is the ``config_error`` a session would meet).
+Everything a server says is shown through ``air.contracts.display.shown``: a hostile name or
+description cannot rewrite the terminal.
 """
 
 from __future__ import annotations
@@ -34,8 +35,20 @@ def _servers(project: str | None) -> tuple[str | None, list[Any]]:
     return root, load_servers(root)
 
 
+def _logged_in(server: Any) -> str:
+    from air.mcp.oauth_store import load_login
+
+    try:
+        found = load_login(server.url)
+    except OSError as exc:
+        return f"its login cannot be read ({shown(str(exc))})"
+    if found is None:
+        return f"not logged in (`air mcp login {server.name}`)"
+    return "logged in (`air mcp logout` forgets it)"
+
+
 def run_mcp(args: dict[str, Any]) -> int:
-    """``air mcp list`` / ``air mcp tools SERVER``.
+    """``air mcp list`` / ``tools`` / ``login`` / ``logout SERVER``.
 
     Raises:
         AirException: ``untrusted_config``, ``config_error`` (a bad file, a server that cannot
@@ -53,6 +66,8 @@ def run_mcp(args: dict[str, Any]) -> int:
                 print(f"  offers only: {shown(', '.join(server.tools))}")
             for where, ref in server.credentials():
                 print(f"  its {where}: ${ref} of air's environment")
+            if server.oauth:
+                print(f"  OAuth: {_logged_in(server)}")
         return CliExit.OK
     name = args["SERVER"]
     server = next((s for s in servers if s.name == name), None)
@@ -64,6 +79,10 @@ def run_mcp(args: dict[str, Any]) -> int:
             user_action="Pick a server from `air mcp list`.",
             metadata={"field": "SERVER"},
         )
+    if args["login"] or args["logout"]:
+        from air.cli.mcp_login import run_login, run_logout
+
+        return run_login(server) if args["login"] else run_logout(server)
     import trio
 
     from air.mcp.bridge import read_only_hint, tool_names

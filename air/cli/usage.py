@@ -371,7 +371,7 @@ Options:
 """,
     ),
     "mcp": (
-        "List the declared MCP servers, or the tools one of them serves.",
+        "List the declared MCP servers or one's tools; log in to an OAuth server, log out.",
         """air mcp: the Model Context Protocol servers whose tools the model gets.
 
 Servers are declared in ~/.air/mcp.yaml and .air/shared/mcp.yaml (the project's only once you
@@ -381,10 +381,16 @@ call of their tools asks you first unless a rule in permissions.yaml allows it.
   list   List the declared servers (starts nothing).
   tools  Start SERVER, list its tools with the names the model sees and the MCP revision it
          spoke (2026-07-28, else the initialize handshake's; `protocol:` pins one), stop it.
+  login  Log in to SERVER (declared `oauth: true`): prints the URL to open in a browser,
+         waits up to 5 min for its redirect to 127.0.0.1, keeps the tokens in ~/.air/mcp-auth
+         for the server's URL. A session uses them (refreshed) and never logs in itself.
+  logout Forget SERVER's login.
 
 Usage:
   air mcp list [--project PATH]
   air mcp tools SERVER [--project PATH]
+  air mcp login SERVER [--project PATH]
+  air mcp logout SERVER [--project PATH]
   air mcp -h | --help
 
 Options:

@@ -17,6 +17,9 @@ A file::
         headers: {X-Team: air}
         auth_ref: DOCS_TOKEN       # sent as ``Authorization: Bearer <$DOCS_TOKEN>``
         header_refs: {X-Api-Key: DOCS_KEY}   # a header: the value of air's $DOCS_KEY
+      linear:
+        url: https://mcp.linear.app/mcp
+        oauth: true                # OAuth 2.1: tokens of `air mcp login linear` (air.mcp.oauth)
 
 A server has either ``command`` or ``url``. The project's file is read only once the project is
 trusted (``air.session.trust``: it lists what each server would run); a name declared in both
@@ -24,7 +27,8 @@ files is refused (a project cannot shadow the user's server). Bad files raise
 ``AirException(config_error)`` naming the file and the field. The ``*_ref*`` fields name
 variables of air's environment, read when the server starts (``air.mcp.credentials``); a file
 never holds their values, and a credential goes to an HTTP server only over https or on this
-machine (IMPL-MCP-5).
+machine (IMPL-MCP-5); so does an ``oauth`` server's token, which replaces any other
+``Authorization``.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 (the separator) and short enough to leave room for the tool's own name."""
 _SERVER_KEYS = {
     *("command", "args", "env", "env_refs", "cwd", "url", "headers", "header_refs", "auth_ref"),
-    *("timeout_s", "tools", "protocol"),
+    *("timeout_s", "tools", "protocol", "oauth"),
 }
 _VARIABLE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 """A variable's name in ``env`` / ``env_refs`` (either side) and in ``auth_ref``."""
@@ -88,6 +92,8 @@ class McpServer(NamedTuple):
     """The server's names of the tools offered; ``None``: every tool it lists."""
     protocol: Protocol = "auto"
     """Which MCP revisions air speaks with it (``PROTOCOLS``)."""
+    oauth: bool = False
+    """It authorises with OAuth: the tokens ``air mcp login`` stored for its URL."""
 
     def describe(self) -> str:
         """What it runs or where it connects, in one line (unescaped: ``shown`` it)."""
@@ -164,10 +170,15 @@ def _http_refs(source: str, where: str, raw: dict[str, Any], url: str) -> Any:
     named = literal | {k.lower() for k, _ in refs}
     if auth is not None and "authorization" in named:
         raise _bad(source, f"{where}.auth_ref", "and an Authorization header: keep one")
-    if (refs or auth) and url.startswith("http://") and not _loopback(url):
-        field = f"{where}.auth_ref" if auth else f"{where}.header_refs"
+    oauth = raw.get("oauth", False)
+    if not isinstance(oauth, bool):
+        raise _bad(source, f"{where}.oauth", "must be true or false")
+    if oauth and (auth is not None or "authorization" in named):
+        raise _bad(source, f"{where}.oauth", "and another Authorization (auth_ref, a header)")
+    if (refs or auth or oauth) and url.startswith("http://") and not _loopback(url):
+        field = f"{where}.{'oauth' if oauth else 'auth_ref' if auth else 'header_refs'}"
         raise _bad(source, field, "a credential would cross the network unencrypted: use https://")
-    return refs, auth
+    return refs, auth, oauth
 
 
 def _server(source: str, name: Any, raw: Any) -> McpServer:
@@ -202,7 +213,7 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
             if key in raw:
                 raise _bad(source, f"{where}.{key}", "is for a stdio server (`command`)")
         headers = _mapping(source, f"{where}.headers", raw.get("headers", {}))
-        header_refs, auth_ref = _http_refs(source, where, raw, url)
+        header_refs, auth_ref, oauth = _http_refs(source, where, raw, url)
         return McpServer(
             name=name,
             transport="http",
@@ -211,13 +222,14 @@ def _server(source: str, name: Any, raw: Any) -> McpServer:
             headers=headers,
             header_refs=header_refs,
             auth_ref=auth_ref,
+            oauth=oauth,
             timeout_s=float(timeout),
             tools=tools,
             protocol=protocol,
         )
     if not isinstance(command, str) or not command.strip():
         raise _bad(source, f"{where}.command", "must be a program name or path")
-    for key in ("headers", "header_refs", "auth_ref"):
+    for key in ("headers", "header_refs", "auth_ref", "oauth"):
         if key in raw:
             raise _bad(source, f"{where}.{key}", "is for an HTTP server (`url`)")
     cwd = raw.get("cwd")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import trio
 
 from air.contracts.display import shown
-from air.contracts.error import AirException, ErrorKind
+from air.contracts.error import AirException, ErrorKind, first_air_exception
 from air.ipc.procs import MARKER_ENV
 from air.mcp.config import McpServer
 from air.mcp.credentials import Credentials
@@ -182,6 +182,8 @@ async def open_connection(
     marker: str,
     errlog: TextIO,
     credentials: Credentials | None = None,
+    auth: Any = None,
+    start_s: float = START_TIMEOUT_S,
 ) -> AsyncIterator[McpConnection]:
     """Start (stdio) or reach (HTTP) ``server`` and open an MCP session with it.
 
@@ -197,17 +199,20 @@ async def open_connection(
         marker: the value of air's run marker in a stdio server's environment.
         errlog: where a stdio server's stderr goes (a real file).
         credentials: what it takes from air's environment (``air.mcp.credentials.resolve``).
+        auth: an HTTP server's ``httpx2.Auth`` (``air.mcp.oauth``): what it raises as an
+            ``AirException`` crosses as it is.
+        start_s: how long it may take to open a session (a login waits for a person).
 
     Raises:
         AirException(config_error): the SDK is missing, or the server cannot be started or did
-            not open a session within ``START_TIMEOUT_S``.
+            not open a session within ``start_s``.
     """
     mcp = _sdk()
     taken = credentials or Credentials(env={}, headers={})
     connection: McpConnection | None = None
     # the SDK's contexts open task groups of their own: the start's bound is a scope around
     # them all, lifted once the session is open
-    with trio.CancelScope(deadline=trio.current_time() + START_TIMEOUT_S) as starting:
+    with trio.CancelScope(deadline=trio.current_time() + start_s) as starting:
         async with AsyncExitStack() as stack:
             link: StdioLink | None = None
             try:
@@ -235,6 +240,7 @@ async def open_connection(
                             headers=dict(server.headers) | taken.headers,
                             timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
                             transport=BoundedTransport(),
+                            auth=auth,
                         )
                     )
                     assert server.url is not None
@@ -245,6 +251,9 @@ async def open_connection(
                 connection = McpConnection(server, opened.session, link)
                 connection.protocol = opened.protocol_version
             except Exception as exc:  # spawn failures, HTTP errors, JSON-RPC errors, groups
+                own = first_air_exception(exc)  # what air's auth refused, said its own way
+                if own is not None:
+                    raise own from None
                 why = link.problem if link is not None and link.problem else describe_error(exc)
                 raise AirException.of(
                     kind=ErrorKind.CONFIG_ERROR,

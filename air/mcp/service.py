@@ -7,7 +7,8 @@ cancelled, then kills every process carrying the server's run marker, shielded a
 orphans even when a descendant left the server's process group; a caller's ``Track`` records
 the marker durably for the whole life, for a SIGKILLed air's successor), ``offered_tools``
 (what ``tools:`` picks) and ``list_server_tools`` (start one server, list its tools, stop it:
-``air mcp tools``). A server that dies during the session
+``air mcp tools``). An ``oauth`` server starts with its kept login
+(``air.mcp.oauth.session_auth``), never a new one. A server that dies during the session
 leaves its tools registered: a call then fails as a tool error that says so, never a crash.
 """
 
@@ -29,6 +30,7 @@ from air.mcp.bridge import definition, result_text, tool_names
 from air.mcp.config import McpServer
 from air.mcp.connection import McpConnection, describe_error, open_connection
 from air.mcp.credentials import resolve
+from air.mcp.oauth import session_auth
 
 __all__ = [
     "Register",
@@ -101,12 +103,14 @@ class RunningServer:
         started = False
         try:
             credentials = resolve(self.server, os.environ, self.register)
+            auth = session_auth(self.server, self.register) if self.server.oauth else None
             async with open_connection(
                 self.server,
                 cwd=self.cwd,
                 marker=self.marker,
                 errlog=self.errlog,
                 credentials=credentials,
+                auth=auth,
             ) as connection:
                 self.connection = connection
                 self.tools = await connection.list_tools()

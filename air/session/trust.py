@@ -367,50 +367,10 @@ def _policy_findings(rel: str, data: bytes) -> list[Finding]:
 
 
 def _mcp_findings(rel: str, data: bytes) -> list[Finding]:
-    """Every server widens: a stdio server is a command the parent runs (with its ``env``), an
-    HTTP one a URL that tool calls (and ``headers``) are sent to (IMPL-MCP-1)."""
-    raw = _yaml(data)
-    servers = raw.get("servers") if isinstance(raw, dict) else None
-    if not isinstance(servers, dict):
-        return []
-    out: list[Finding] = []
-    for name, entry in servers.items():
-        where = f"servers.{name}"
-        if not isinstance(entry, dict):
-            out.append(Finding(rel, where, "declares an MCP server"))
-            continue
-        if entry.get("command") is not None:
-            argv = [str(entry["command"])]
-            args = entry.get("args")
-            argv += [str(a) for a in args] if isinstance(args, list) else []
-            out.append(Finding(rel, f"{where}.command", "would run " + " ".join(argv)))
-        if entry.get("url") is not None:
-            out.append(Finding(rel, f"{where}.url", f"would send tool calls to {entry['url']}"))
-        for key in ("env", "headers"):
-            if isinstance(entry.get(key), dict) and entry[key]:
-                named = ", ".join(str(k) for k in entry[key])
-                out.append(Finding(rel, f"{where}.{key}", f"sets {named}"))
-        out += _mcp_credentials(rel, where, entry)
-        if entry.get("command") is None and entry.get("url") is None:
-            out.append(Finding(rel, where, "declares an MCP server"))
-    return out
+    """What each server of a project's mcp.yaml widens (``air.session.trust_mcp``)."""
+    from air.session.trust_mcp import mcp_widenings
 
-
-def _mcp_credentials(rel: str, where: str, entry: dict[str, Any]) -> list[Finding]:
-    """What a server would take from the user's environment, and where it would go
-    (IMPL-MCP-5): the finding names the variable, so `air trust` shows whose key leaves."""
-    target = f"to {entry['url']}" if entry.get("url") is not None else "to the program"
-    out: list[Finding] = []
-    for key, how in (("env_refs", "as its variable"), ("header_refs", "as the header")):
-        refs = entry.get(key)
-        if isinstance(refs, dict):
-            for name, ref in refs.items():
-                what = f"would give ${ref} of your environment {target} {how} {name}"
-                out.append(Finding(rel, f"{where}.{key}.{name}", what))
-    if entry.get("auth_ref") is not None:
-        what = f"would send ${entry['auth_ref']} of your environment {target} as a bearer token"
-        out.append(Finding(rel, f"{where}.auth_ref", what))
-    return out
+    return [Finding(rel, field, detail) for field, detail in mcp_widenings(_yaml(data))]
 
 
 _HOST_FIELDS = (

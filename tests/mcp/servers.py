@@ -71,6 +71,16 @@ def bearer_http(token: str, key: str | None = None) -> Iterator[str]:
 
 
 @contextmanager
+def oauth_http(control: Path, log: Path) -> Iterator[str]:
+    """The URL of a running ``air.testing.mcp_oauth`` (the SDK's authorization and resource
+    server, behaviour read from ``control``, grants appended to ``log``), stopped afterwards."""
+    argv = [sys.executable, "-m", "air.testing.mcp_oauth"]
+    env = {"MCP_OAUTH_CONTROL": str(control), "MCP_OAUTH_LOG": str(log)}
+    with _http_server(lambda port: [*argv, str(port)], "the OAuth server", env) as url:
+        yield url
+
+
+@contextmanager
 def hostile_http() -> Iterator[str]:
     """The URL of a running ``air.testing.mcp_hostile_http``, stopped afterwards."""
     argv = [sys.executable, "-m", "air.testing.mcp_hostile_http"]
