@@ -173,8 +173,10 @@ def _http_refs(source: str, where: str, raw: dict[str, Any], url: str) -> Any:
     oauth = raw.get("oauth", False)
     if not isinstance(oauth, bool):
         raise _bad(source, f"{where}.oauth", "must be true or false")
-    if oauth and (auth is not None or "authorization" in named):
-        raise _bad(source, f"{where}.oauth", "and another Authorization (auth_ref, a header)")
+    if oauth and (auth is not None or refs or "authorization" in named):
+        # the SDK's client sends every header to the authorization server it discovers too
+        why = "and a credential beside it (auth_ref, header_refs, an Authorization header)"
+        raise _bad(source, f"{where}.oauth", why)
     if (refs or auth or oauth) and url.startswith("http://") and not _loopback(url):
         field = f"{where}.{'oauth' if oauth else 'auth_ref' if auth else 'header_refs'}"
         raise _bad(source, field, "a credential would cross the network unencrypted: use https://")

@@ -42,8 +42,9 @@ from tests.mcp.servers import oauth_http
         "{url: 'http://10.0.0.5/mcp', oauth: true}",
         "{url: 'http://127.evil.example/mcp', oauth: true}",
         "{url: 'https://x.example/', oauth: 'yes'}",
+        "{url: 'https://x.example/', oauth: true, header_refs: {X-Api-Key: T}}",
     ],
-    ids=[f"o{i}" for i in range(7)],
+    ids=[f"o{i}" for i in range(8)],
 )
 def test_oauth_is_refused_where_a_token_would_be_misused(server: str) -> None:
     with pytest.raises(AirException) as caught:
