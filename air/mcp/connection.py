@@ -183,7 +183,7 @@ async def open_connection(
     errlog: TextIO,
     credentials: Credentials | None = None,
     auth: Any = None,
-    start_s: float = START_TIMEOUT_S,
+    start_s: float | None = None,
 ) -> AsyncIterator[McpConnection]:
     """Start (stdio) or reach (HTTP) ``server`` and open an MCP session with it.
 
@@ -201,7 +201,8 @@ async def open_connection(
         credentials: what it takes from air's environment (``air.mcp.credentials.resolve``).
         auth: an HTTP server's ``httpx2.Auth`` (``air.mcp.oauth``): what it raises as an
             ``AirException`` crosses as it is.
-        start_s: how long it may take to open a session (a login waits for a person).
+        start_s: how long it may take to open a session (a login waits for a person;
+            default ``START_TIMEOUT_S``).
 
     Raises:
         AirException(config_error): the SDK is missing, or the server cannot be started or did
@@ -212,7 +213,8 @@ async def open_connection(
     connection: McpConnection | None = None
     # the SDK's contexts open task groups of their own: the start's bound is a scope around
     # them all, lifted once the session is open
-    with trio.CancelScope(deadline=trio.current_time() + start_s) as starting:
+    bound = START_TIMEOUT_S if start_s is None else start_s
+    with trio.CancelScope(deadline=trio.current_time() + bound) as starting:
         async with AsyncExitStack() as stack:
             link: StdioLink | None = None
             try:
@@ -271,6 +273,6 @@ async def open_connection(
         raise AirException.of(
             kind=ErrorKind.CONFIG_ERROR,
             message=f"MCP server {server.name} ({server.source}) did not start and "
-            f"open a session within {START_TIMEOUT_S:g} s ({shown(server.describe())})",
+            f"open a session within {bound:g} s ({shown(server.describe())})",
             user_action=f"Check the server ({_try(server)}), or remove it from {server.source}.",
         )
