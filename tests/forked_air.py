@@ -131,9 +131,9 @@ class ForkedAir:
     answered one at a time."""
 
     def __init__(self, user: int | None = None) -> None:
-        """``user``: a server of that uid and gid (no other group), started as a fresh
-        ``python -m air.cli`` of that user is (tests/trust/calc_runs.py), with an interpreter
-        the user may run; None: this process's user and interpreter."""
+        """``user``: a server running as that uid and gid, with no other group, on an
+        interpreter that user may run (``unprivileged_python``); None: this process's user
+        and interpreter."""
         argv = [sys.executable, "-m", "tests.forked_air"]
         as_user: dict[str, Any] = {}
         if user is not None:

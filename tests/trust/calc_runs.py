@@ -1,6 +1,7 @@
-"""The trust tests' way to run ``air``: a fresh interpreter in a project, with its own HOME, as
-root or as an unprivileged user (``user``: its uid and gid, no other group), over examples/calc
-and its cassettes (``RUN``); and how many events each session in a ``.air/local`` holds."""
+"""The trust tests' way to run ``air``: in a project, with its own HOME, as root or as an
+unprivileged user (``user``: its uid and gid, no other group), forked from that user's warm air
+(tests/forked_air.py), over examples/calc and its cassettes (``RUN``); and how many events each
+session in a ``.air/local`` holds."""
 
 from __future__ import annotations
 
