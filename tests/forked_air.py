@@ -7,7 +7,8 @@ imports every air module once; each request is a fresh process forked from it: i
 cwd, environment (replaced whole), stdin from /dev/null, stdout and stderr to files, and an
 exit code from ``main`` exactly as ``python -m air.cli`` derives it (an uncaught exception
 prints its traceback and exits 1). test_bad_inputs.py checks that a few cases give the same
-output both ways.
+output both ways. ``shared(user)`` is a server of its own started as that user (the trust tests'
+runs as ``nobody``), whose children are that user's from their start.
 
 Protocol (``python -m tests.forked_air``): one JSON request per stdin line,
 ``{"argv": [...], "cwd": ..., "env": {...}, "timeout": s}``; one JSON line back,
@@ -23,6 +24,7 @@ import json
 import os
 import pkgutil
 import signal
+import site
 import subprocess
 import sys
 import tempfile
@@ -36,6 +38,7 @@ from typing import IO, Any
 import air
 import air.cli
 
+REPO = Path(__file__).resolve().parents[1]
 MAIN = str(Path(air.cli.__file__).with_name("__main__.py"))
 """``sys.argv[0]`` as ``python -m air.cli`` sets it."""
 
@@ -127,13 +130,21 @@ class ForkedAir:
     """A client of one server process (``with ForkedAir() as air: air.run(...)``); calls are
     answered one at a time."""
 
-    def __init__(self) -> None:
+    def __init__(self, user: int | None = None) -> None:
+        """``user``: a server running as that uid and gid, with no other group, on an
+        interpreter that user may run (``unprivileged_python``); None: this process's user
+        and interpreter."""
+        argv = [sys.executable, "-m", "tests.forked_air"]
+        as_user: dict[str, Any] = {}
+        if user is not None:
+            from tests.tools.sandbox_probe import unprivileged_python
+
+            paths = [str(REPO), *site.getsitepackages()]
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(paths)}
+            argv[0] = unprivileged_python()
+            as_user = {"env": env, "user": user, "group": user, "extra_groups": []}
         self._proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.forked_air"],
-            cwd=Path(__file__).parents[1],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
+            argv, cwd=REPO, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, **as_user
         )
 
     def run(
@@ -165,10 +176,11 @@ class ForkedAir:
 
 
 @functools.cache
-def shared() -> ForkedAir:
-    """This test process's server, started at its first use and stopped at the process's exit
-    (one per pytest-xdist worker: its tests call it one at a time)."""
-    server = ForkedAir()
+def shared(user: int | None = None) -> ForkedAir:
+    """This test process's server (of ``user``: ``ForkedAir``), started at its first use and
+    stopped at the process's exit (one per pytest-xdist worker: its tests call it one at a
+    time)."""
+    server = ForkedAir(user)
     atexit.register(server.__exit__, None, None, None)
     return server
 

@@ -21,6 +21,7 @@ import pytest
 from air.cli.background import Notifier, find_run
 from air.ipc.procs import find_marked
 from air.supervision.runs import RunRecordStore
+from tests.forked_air import air_cli
 from tests.gitrepo import init_repo
 from tests.headless import session_events
 from tests.trust.calc_runs import EXAMPLE
@@ -221,13 +222,12 @@ def test_a_planted_air_package_in_the_project_never_runs(tmp_path: Path) -> None
     (root / "air" / "__init__.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
     (root / "air" / "cli" / "__init__.py").write_text("")
     init_repo(root, message="calc with a package named air")
-    air = Path(sys.executable).with_name("air")  # the installed command: sys.path[0] is bin/
     env = {**os.environ, "HOME": str(home)}
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(air), *args], cwd=root, env=env, capture_output=True, text=True, timeout=120
-        )
+        # forked from the warm air, which imported air before it entered root (as the
+        # installed command, whose sys.path[0] is bin/): only the background run starts anew
+        return air_cli(args, cwd=root, env=env, timeout=120)
 
     started = run("run", "--headless", "batch.yaml", "--cassette", "cassettes", "--detach")
     assert started.returncode == 0, started.stderr

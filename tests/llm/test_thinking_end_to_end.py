@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ import pytest
 
 from air.testing.cassette_model import THOUGHT, CassetteModel
 from air.testing.strict_servers import StrictServer
+from tests.forked_air import air_cli
 from tests.headless import json_events
 from tests.trusted import trust_project
 
@@ -43,13 +43,9 @@ MODELS = (
 
 
 def _air(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", *args],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """``air ARGS`` to its end, forked from the warm air (tests/forked_air.py); the workers
+    it starts are real processes."""
+    return air_cli(args, env=env, timeout=300)
 
 
 def _thinking(body: dict[str, Any]) -> list[tuple[int, int, str]]:

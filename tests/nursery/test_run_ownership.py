@@ -28,6 +28,7 @@ from air.supervision.runs import (
     owner_alive,
     reap_orphans,
 )
+from tests.forked_air import air_cli
 from tests.workers.conftest import alive
 
 
@@ -50,31 +51,25 @@ def _command_turn(task_id: str, command: str) -> str:
 
 def _resumes(root: Path, cassettes: str, session_id: str) -> None:
     """`air resume` (no --session) in ``root`` resumes ``session_id`` to its end."""
-    resume = subprocess.run(
-        [sys.executable, "-m", "air.cli", "resume", "--cassette", cassettes, "--isolation", "main"],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    resume = air_cli(
+        ["resume", "--cassette", cassettes, "--isolation", "main"], cwd=root, timeout=120
     )
     assert resume.returncode == 0, resume.stderr
     assert resume.stderr.startswith(f"air: session {session_id} in "), resume.stderr
 
 
+def _args(batch: str, cassettes: str) -> list[str]:
+    return ["run", "--headless", batch, "--cassette", cassettes, "--isolation", "main", "--json"]
+
+
 def _air(root: Path, batch: str, cassettes: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "air.cli",
-        "run",
-        "--headless",
-        batch,
-        "--cassette",
-        cassettes,
-        "--isolation",
-        "main",
-        "--json",
-    ]
+    """A run of its own, for the run another air process holds while the test acts."""
+    return [sys.executable, "-m", "air.cli", *_args(batch, cassettes)]
+
+
+def _ran(root: Path, batch: str, cassettes: str) -> subprocess.CompletedProcess[str]:
+    """A run to its end, forked from the warm air (tests/forked_air.py)."""
+    return air_cli(_args(batch, cassettes), cwd=root, timeout=120)
 
 
 def _session_events(root: Path, session_id: str) -> list[dict[str, Any]]:
@@ -121,9 +116,7 @@ def test_a_second_run_in_the_same_project_leaves_the_first_runs_worker_alone(
         worker = int(started["payload"]["pid"])
         assert alive(worker)
 
-        run_b = subprocess.run(
-            _air(root, "b.yaml", "casB"), cwd=root, capture_output=True, text=True, timeout=120
-        )
+        run_b = _ran(root, "b.yaml", "casB")
         assert run_b.returncode == 0, run_b.stderr
         assert '"task.completed"' in run_b.stdout
 
@@ -472,9 +465,7 @@ def test_air_resume_takes_the_latest_session_no_live_air_runs(tmp_path: Path) ->
     (root / "a.yaml").write_text("tasks:\n  - id: a\n    title: w\n    scope: {write_area: [o]}\n")
     (root / "b.yaml").write_text("tasks:\n  - id: b\n    title: quick\n")
     for _older_then_b in range(2):  # two stopped sessions: the newer one is taken
-        run_b = subprocess.run(
-            _air(root, "b.yaml", "cas"), cwd=root, capture_output=True, text=True, timeout=120
-        )
+        run_b = _ran(root, "b.yaml", "cas")
         assert run_b.returncode == 0, run_b.stderr
     session_b = json.loads(run_b.stdout.splitlines()[0])["session_id"]
     run_a = subprocess.Popen(

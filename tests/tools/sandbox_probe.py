@@ -232,24 +232,41 @@ class Probe:
         self.proc.wait(timeout=30)
 
 
-SPAWN_AND_DIE = """
+_SPAWN = """
 import os, sys, trio
 from air.tools.limits import ResourceLimits
 from air.tools.sandbox import SandboxRunner, sandbox_environment
 from air.tools.sandbox_spawn import CommandSpace, start_sandboxed
 
-async def main():
+async def main(command):
     here = os.getcwd()
-    proc = start_sandboxed(SandboxRunner(), sys.argv[1], workspace=here, cwd=here,
+    proc = start_sandboxed(SandboxRunner(), command, workspace=here, cwd=here,
                            network=False, env=sandbox_environment(os.environ),
                            space=CommandSpace(ResourceLimits()))
     os.write(1, b"%d\\n" % proc.pid)
     os._exit(0)  # right after the fork, before bwrap armed its parent-death signal
-
-trio.run(main)
 """
+
+SPAWN_AND_DIE = _SPAWN + "trio.run(main, sys.argv[1])\n"
 """``python -c SPAWN_AND_DIE COMMAND``: a runtime (air, the remote executor on its stdin's end)
 killed right after it started a sandboxed command in its working directory; prints bwrap's PID."""
+
+SPAWN_EACH_AND_DIE = (
+    _SPAWN
+    + """
+for command in sys.argv[1:]:
+    child = os.fork()
+    if child == 0:
+        try:
+            trio.run(main, command)
+        finally:
+            os._exit(1)
+    assert os.waitpid(child, 0)[1] == 0, command
+"""
+)
+"""``python -c SPAWN_EACH_AND_DIE COMMAND...``: ``SPAWN_AND_DIE`` once per command, each in a
+process forked from this one after the imports (a fresh runtime that dies right after its
+fork of bwrap, without an interpreter start each); prints one bwrap PID a line."""
 
 
 IDENTITIES = ["self", "nobody"] if os.geteuid() == 0 else ["self"]

@@ -26,7 +26,7 @@ from tests.tools.sandbox_probe import (
     IDENTITIES,
     NOBODY,
     REPO,
-    SPAWN_AND_DIE,
+    SPAWN_EACH_AND_DIE,
     process_table,
     unprivileged_dir,
     unprivileged_python,
@@ -116,18 +116,18 @@ def test_a_command_whose_air_died_at_the_fork_never_runs_on(identity: str, tmp_p
     setpriv = [f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups"]
     args = [f"600.{os.getpid()}{int(unprivileged)}{n}" for n in range(6)]
     try:
-        for arg in args:
-            argv = [python, "-c", SPAWN_AND_DIE, f"sleep {arg}"]
-            done = subprocess.run(
-                ["setpriv", *setpriv, *argv] if unprivileged else argv,
-                cwd=where,
-                env=env,
-                capture_output=True,
-                check=False,
-                timeout=60,
-            )
-            assert done.returncode == 0, done.stderr
-            assert int(done.stdout) > 0  # bwrap was forked
+        argv = [python, "-c", SPAWN_EACH_AND_DIE, *(f"sleep {arg}" for arg in args)]
+        done = subprocess.run(
+            ["setpriv", *setpriv, *argv] if unprivileged else argv,
+            cwd=where,
+            env=env,
+            capture_output=True,
+            check=False,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert len(pids := done.stdout.split()) == len(args), done.stdout
+        assert all(int(pid) > 0 for pid in pids)  # bwrap was forked, each time
         deadline = time.monotonic() + 5
         while any(_marked(a) for a in args) and time.monotonic() < deadline:
             time.sleep(0.05)

@@ -1,6 +1,7 @@
-"""The trust tests' way to run ``air``: a fresh interpreter in a project, with its own HOME, as
-root or as an unprivileged user (``user``: its uid and gid, no other group), over examples/calc
-and its cassettes (``RUN``); and how many events each session in a ``.air/local`` holds."""
+"""The trust tests' way to run ``air``: in a project, with its own HOME, as root or as an
+unprivileged user (``user``: its uid and gid, no other group), forked from that user's warm air
+(tests/forked_air.py), over examples/calc and its cassettes (``RUN``); and how many events each
+session in a ``.air/local`` holds."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import subprocess
 from pathlib import Path
 
 from tests.forked_air import shared
-from tests.tools.sandbox_probe import unprivileged_python
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "calc"
@@ -22,27 +22,15 @@ RUN = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
 def air_as(
     root: Path, home: Path, *args: str, user: int | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m air.cli ARGS`` in ``root`` with ``HOME=home``, as ``user`` (None: this one,
-    forked from the shared warm air: tests/forked_air.py)."""
+    """``python -m air.cli ARGS`` in ``root`` with ``HOME=home``, as ``user`` (None: this one),
+    forked from that user's shared warm air (tests/forked_air.py): the refusals under test are
+    the command's, not its interpreter's start."""
     env = {
         **os.environ,
         "HOME": str(home),
         "PYTHONPATH": os.pathsep.join([str(REPO), *site.getsitepackages()]),
     }
-    if user is None:
-        return shared().run(args, cwd=root, env=env, timeout=120)
-    return subprocess.run(
-        [unprivileged_python(), "-m", "air.cli", *args],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        user=user,
-        group=user,
-        extra_groups=[],
-        check=False,
-    )
+    return shared(user).run(args, cwd=root, env=env, timeout=120)
 
 
 def session_events(local: Path) -> dict[str, int]:
