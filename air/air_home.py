@@ -1,9 +1,10 @@
 """``~/.air``: what all of a user's projects share, and who may change it.
 
 It holds the configuration air acts on for every project (providers and the keys they get,
-permission rules, hosts, MCP servers it starts, agent files, capabilities, sandbox limits), the
-trust decisions, worker slots and logs. Another local user who could write it would choose
-where the user's keys go (``models.yaml``) or what runs as the user (``mcp.yaml``).
+permission rules, hosts, MCP servers it starts and their logins, agent files, capabilities,
+sandbox limits), the trust decisions, worker slots and logs. Another local user who could
+write it would choose where the user's keys go (``models.yaml``) or what runs as the user
+(``mcp.yaml``).
 
 Owns ``make_air_home`` (the directory made 0700 whatever the umask: made as the parent of
 ``~/.air/logs`` it was 0777 under ``umask 000``, group-writable under 002) and
@@ -39,6 +40,7 @@ CONFIG_ENTRIES = (
     "developer-log.pub",
     "agents",
     "capabilities",
+    "mcp-auth",
 )
 """What air reads from ``~/.air`` and acts on (a folder: it and each entry in it)."""
 
@@ -85,7 +87,7 @@ def open_to_others(top: str | None = None) -> tuple[str, str] | None:
     for name in CONFIG_ENTRIES:
         path = os.path.join(top, name)
         paths.append(path)
-        if name in ("agents", "capabilities") and os.path.isdir(path):
+        if name in ("agents", "capabilities", "mcp-auth") and os.path.isdir(path):
             try:
                 paths += [os.path.join(path, entry) for entry in sorted(os.listdir(path))]
             except OSError:

@@ -115,3 +115,18 @@ def test_a_users_own_private_group_may_write_it(tmp_path: Path) -> None:
     os.chmod(models, 0o664)
     done = air_as(root, home, "history")
     assert "untrusted_config" not in done.stderr, done.stderr
+
+
+def test_an_mcp_login_another_user_could_change_is_named(tmp_path: Path) -> None:
+    """A login file of ``air mcp login`` is configuration air acts on (the tokens it sends)."""
+    from air.air_home import open_to_others
+
+    air = tmp_path / ".air"
+    (air / "mcp-auth").mkdir(parents=True, mode=0o700)
+    air.chmod(0o700)
+    login = air / "mcp-auth" / "0f.json"
+    login.write_text("{}")
+    login.chmod(0o600)
+    assert open_to_others(str(air)) is None
+    os.chown(login, OTHER_UID, OTHER_UID)
+    assert open_to_others(str(air)) == (str(login), f"it is owned by uid {OTHER_UID}")
