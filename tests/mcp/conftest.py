@@ -23,7 +23,7 @@ from air.security.redact import SecretRedactor
 from air.session.manager import OpenSession, SessionManager
 from air.session.project import ProjectStore
 from air.tools import PromptBroker, ToolRegistry
-from tests.gitrepo import git
+from tests.gitrepo import git, init_repo
 
 
 class McpEnv:
@@ -78,3 +78,16 @@ def one_call_cassette(path: Path, call: ToolUseBlock) -> None:
         ),
     ]
     path.write_text("".join(t.model_dump_json(exclude_none=True) + "\n" for t in turns))
+
+
+def one_call_project(root: Path, task_id: str, call: ToolUseBlock) -> None:
+    """A committed git project at ``root`` (made) with ``batch.yaml``: one task ``task_id``
+    whose cassette (``cassettes/<task_id>.jsonl``) makes ``call``, then reports it done."""
+    (root / "cassettes").mkdir(parents=True)
+    (root / "notes.txt").write_text("notes\n")
+    (root / "batch.yaml").write_text(
+        f"version: 1\ntasks:\n  - id: {task_id}\n    title: Call {call.name}\n"
+        "    scope: {write_area: [notes.txt]}\n"
+    )
+    one_call_cassette(root / "cassettes" / f"{task_id}.jsonl", call)
+    init_repo(root, message="start")

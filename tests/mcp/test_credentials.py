@@ -22,9 +22,8 @@ from air.mcp.credentials import resolve
 from air.mcp.service import start_servers
 from air.session.trust import trust_scan
 from tests.forked_air import air_cli
-from tests.gitrepo import git
 from tests.headless import session_events
-from tests.mcp.conftest import McpEnv, one_call_cassette
+from tests.mcp.conftest import McpEnv, one_call_project
 from tests.mcp.servers import bearer_http, everything_stdio
 
 TOKEN = "tok-7d1c0a9e52f3b8"
@@ -206,27 +205,12 @@ def test_air_mcp_tools_reaches_a_bearer_server_only_with_its_variable(tmp_path: 
         assert TOKEN not in out + err
 
 
-BATCH = """version: 1
-tasks:
-  - id: show-env
-    title: Show the server's environment
-    scope: {write_area: ["notes.txt"]}
-"""
-
-
 @pytest.mark.slow
 def test_a_headless_run_stores_nothing_of_what_a_server_took(tmp_path: Path) -> None:
     root, home = tmp_path / "proj", tmp_path / "home"
     (home / ".air").mkdir(parents=True)
-    root.mkdir()
-    (root / "notes.txt").write_text("notes\n")
-    (root / "batch.yaml").write_text(BATCH)
-    (root / "cassettes").mkdir()
     call = ToolUseBlock(id="toolu_e1", name="mcp__every__get-env", input={})
-    one_call_cassette(root / "cassettes" / "show-env.jsonl", call)
-    for args in (["init", "-q"], ["add", "-A"]):
-        git(root, *args)
-    git(root, "-c", "user.email=t@e", "-c", "user.name=T", "commit", "-qm", "start")
+    one_call_project(root, "show-env", call)
     argv = everything_stdio()
     (home / ".air" / "mcp.yaml").write_text(
         f"servers:\n  every: {{command: {json.dumps(argv[0])}, args: {json.dumps(argv[1:])},"

@@ -26,9 +26,8 @@ from air.mcp.config import parse_servers
 from air.mcp.oauth_store import auth_file
 from air.session.trust import trust_scan
 from tests.forked_air import air_cli
-from tests.gitrepo import git
 from tests.headless import session_events
-from tests.mcp.conftest import one_call_cassette
+from tests.mcp.conftest import one_call_project
 from tests.mcp.servers import oauth_http
 
 
@@ -214,23 +213,8 @@ def test_a_login_refused_forged_or_interrupted_stores_nothing(tmp_path: Path) ->
         assert not grants.exists()  # no code was ever exchanged
 
 
-BATCH = """version: 1
-tasks:
-  - id: leak
-    title: Ask the server which token it got
-    scope: {write_area: ["notes.txt"]}
-"""
-
-
 def _project(root: Path) -> None:
-    (root / "notes.txt").write_text("notes\n")
-    (root / "batch.yaml").write_text(BATCH)
-    (root / "cassettes").mkdir()
-    call = ToolUseBlock(id="toolu_o1", name="mcp__docs__leak", input={})
-    one_call_cassette(root / "cassettes" / "leak.jsonl", call)
-    for args in (["init", "-q"], ["add", "-A"]):
-        git(root, *args)
-    git(root, "-c", "user.email=t@e", "-c", "user.name=T", "commit", "-qm", "start")
+    one_call_project(root, "leak", ToolUseBlock(id="toolu_o1", name="mcp__docs__leak", input={}))
 
 
 @pytest.mark.slow
