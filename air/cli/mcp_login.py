@@ -4,8 +4,9 @@ Owns the two command bodies. ``login`` runs the server's OAuth flow (``air.mcp.o
 the authorization URL is printed for the user to open in any browser, the redirect awaited on
 127.0.0.1, the tokens kept in ``~/.air/mcp-auth`` for the server's exact URL. Ctrl-C (or
 SIGTERM, SIGHUP) ends the wait: nothing is stored, exit 130 (143 for SIGTERM), as every air
-command's interruption. ``logout`` removes what is kept (the tokens stay valid at the server
-until they expire).
+command's interruption. ``logout`` asks the authorization server to revoke the tokens (RFC
+7009, where it names a revocation endpoint; ``air.mcp.oauth.revoke``), then removes what is
+kept, and says whether the server confirmed.
 """
 
 from __future__ import annotations
@@ -89,10 +90,26 @@ def run_logout(server: Any) -> int:
         AirException(config_error): not an ``oauth`` server.
     """
     _oauth_only(server, "forget")
-    from air.mcp.oauth_store import remove_login
+    import trio
 
-    if remove_login(server.url):
-        print(f"{server.name}: logged out (its tokens are removed from this machine)")
-    else:
+    from air.mcp.oauth import revoke
+    from air.mcp.oauth_store import load_login, remove_login
+
+    login = load_login(server.url)
+    if login is None:
+        remove_login(server.url)  # a file of another URL's, or none
         print(f"{server.name}: was not logged in")
+        return CliExit.OK
+    revoked = trio.run(revoke, login)  # before the tokens are gone: they are what it names
+    remove_login(server.url)
+    said = {
+        "revoked": "the server revoked its tokens",
+        "refused": "the server refused to revoke them",
+        "unreachable": "the server could not be reached to revoke them",
+        "no endpoint": "the server offers no revocation",
+        "not over https": "its revocation endpoint is not https: nothing was sent to it",
+    }[revoked]
+    if revoked != "revoked":
+        said += "; they stay valid until they expire"
+    print(f"{server.name}: logged out ({said}; removed from this machine)")
     return CliExit.OK

@@ -384,7 +384,8 @@ call of their tools asks you first unless a rule in permissions.yaml allows it.
   login  Log in to SERVER (declared `oauth: true`): prints the URL to open in a browser,
          waits up to 5 min for its redirect to 127.0.0.1, keeps the tokens in ~/.air/mcp-auth
          for the server's URL. A session uses them (refreshed) and never logs in itself.
-  logout Forget SERVER's login.
+  logout Revoke SERVER's tokens at its authorization server (where it offers revocation)
+         and forget them.
 
 Usage:
   air mcp list [--project PATH]

@@ -45,7 +45,7 @@ from air.declared import read_declared
 from air.mcp.files import mcp_files
 from air.yamlload import load
 
-__all__ = ["McpServer", "load_servers", "parse_servers"]
+__all__ = ["McpServer", "load_servers", "loopback", "parse_servers"]
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
@@ -143,7 +143,7 @@ def _refs(source: str, field: str, raw: dict[str, Any], names: re.Pattern[str]) 
     return refs
 
 
-def _loopback(url: str) -> bool:
+def loopback(url: str) -> bool:
     """Whether ``url``'s host is this machine by its address (``localhost``, 127.0.0.0/8,
     ``::1``); a name that only begins like one (``127.example.com``) is not."""
     import ipaddress
@@ -177,7 +177,7 @@ def _http_refs(source: str, where: str, raw: dict[str, Any], url: str) -> Any:
         # the SDK's client sends every header to the authorization server it discovers too
         why = "and a credential beside it (auth_ref, header_refs, an Authorization header)"
         raise _bad(source, f"{where}.oauth", why)
-    if (refs or auth or oauth) and url.startswith("http://") and not _loopback(url):
+    if (refs or auth or oauth) and url.startswith("http://") and not loopback(url):
         field = f"{where}.{'oauth' if oauth else 'auth_ref' if auth else 'header_refs'}"
         raise _bad(source, field, "a credential would cross the network unencrypted: use https://")
     return refs, auth, oauth

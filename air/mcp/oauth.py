@@ -23,14 +23,14 @@ import secrets
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, urlsplit
 
 import trio
 
 from air.contracts.display import shown
 from air.contracts.error import AirException, ErrorKind
-from air.mcp.config import McpServer
+from air.mcp.config import McpServer, loopback
 from air.mcp.connection import START_TIMEOUT_S, open_connection
 from air.mcp.oauth_store import Login, load_login, save_login
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from mcp.client.auth import OAuthClientProvider
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthToken
 
-__all__ = ["LOGIN_WAIT_S", "login", "session_auth"]
+__all__ = ["LOGIN_WAIT_S", "Revoked", "login", "revoke", "session_auth"]
 
 LOGIN_WAIT_S = 300.0
 """How long ``air mcp login`` waits for the browser's redirect."""
@@ -290,3 +290,47 @@ async def login(server: McpServer, show: Callable[[str], None]) -> tuple[str, st
 
 def _dumped(model: Any) -> dict[str, Any] | None:
     return None if model is None else dict(model.model_dump(mode="json", exclude_none=True))
+
+
+Revoked = Literal["revoked", "refused", "unreachable", "no endpoint", "not over https"]
+"""What ``revoke`` did."""
+
+
+async def revoke(login: Login) -> Revoked:
+    """Ask the authorization server to revoke ``login``'s tokens (RFC 7009), the refresh token
+    first (revoking it ends the grant): ``revoked`` when it accepted every one, ``refused`` when
+    it answered another status, ``unreachable`` when a request failed (10 s each), ``no
+    endpoint`` when its metadata names none, ``not over https`` when it names one that is
+    neither https nor on this machine (nothing sent). The request authenticates the client as
+    it registered (``client_secret_basic``, ``_post`` or none) and follows no redirect."""
+    endpoint = (login.oauth_metadata or {}).get("revocation_endpoint")
+    if not isinstance(endpoint, str) or not endpoint:
+        return "no endpoint"
+    if not endpoint.startswith("https://") and not loopback(endpoint):
+        return "not over https"
+    import httpx2
+
+    client_id = str(login.client.get("client_id") or "")
+    secret = login.client.get("client_secret")
+    basic = isinstance(secret, str) and login.client.get("token_endpoint_auth_method") == (
+        "client_secret_basic"
+    )
+    form = {"client_id": client_id}
+    if not basic:  # a public client's is "" (RFC 6749 2.3.1 lets it be sent so): the SDK's
+        form["client_secret"] = secret if isinstance(secret, str) else ""  # endpoint needs it
+    outcome: Revoked = "revoked"
+    auth = httpx2.BasicAuth(client_id, str(secret)) if basic else None
+    async with httpx2.AsyncClient(timeout=10.0, follow_redirects=False, auth=auth) as client:
+        for hint in ("refresh_token", "access_token"):
+            token = login.tokens.get(hint)
+            if not isinstance(token, str) or not token:
+                continue
+            try:
+                reply = await client.post(
+                    endpoint, data={**form, "token": token, "token_type_hint": hint}
+                )
+            except httpx2.HTTPError:
+                return "unreachable"
+            if reply.status_code != 200:
+                outcome = "refused"
+    return outcome

@@ -10,7 +10,8 @@ tokens live in this process, and ``/authorize`` approves at once, redirecting to
 read from ``$MCP_OAUTH_CONTROL`` (a file, read at each request; missing: none of these): a line
 ``deny`` makes ``/authorize`` redirect with ``error=access_denied``, ``refuse-refresh`` makes a
 refresh ``invalid_grant``, ``expires-in N`` issues access tokens valid N seconds (default
-3600). Every grant is appended to ``$MCP_OAUTH_LOG`` as one line (``code`` or ``refresh``).
+3600). Every grant is appended to ``$MCP_OAUTH_LOG`` as one line (``code`` or ``refresh``), every
+revoked token as ``revoke`` (its revocation endpoint is on).
 Tools: ``echo``, and ``leak``, which answers with the access token it was called with (a
 server that echoes what it got: what air stores must not hold it).
 """
@@ -61,7 +62,7 @@ def main() -> None:
         TokenError,
         construct_redirect_uri,
     )
-    from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions
+    from mcp.server.auth.settings import AuthSettings, ClientRegistrationOptions, RevocationOptions
     from mcp.server.mcpserver import MCPServer
     from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
@@ -164,6 +165,7 @@ def main() -> None:
             return found
 
         async def revoke_token(self, token: Any) -> None:
+            _logged("revoke")
             self.access.pop(token.token, None)
             self.refresh.pop(token.token, None)
 
@@ -177,6 +179,7 @@ def main() -> None:
             issuer_url=url,
             resource_server_url=f"{url}/mcp",
             client_registration_options=ClientRegistrationOptions(enabled=True),
+            revocation_options=RevocationOptions(enabled=True),
         ),
     )
 

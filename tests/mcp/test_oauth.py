@@ -23,7 +23,8 @@ import pytest
 from air.contracts.error import AirException
 from air.contracts.provider import ToolUseBlock
 from air.mcp.config import parse_servers
-from air.mcp.oauth_store import auth_file
+from air.mcp.oauth import revoke
+from air.mcp.oauth_store import Login, auth_file
 from air.session.trust import trust_scan
 from tests.forked_air import air_cli
 from tests.headless import session_events
@@ -182,9 +183,12 @@ def test_login_then_tools_then_a_refresh_stored_back(
         (home / ".air" / "mcp.yaml").write_text(
             f"servers:\n  docs: {{url: '{url}', oauth: true}}\n"
         )
+        refresh = json.loads(kept.read_text())["tokens"]["refresh_token"]
         code, out, err = _air(("mcp", "logout", "docs"), root, home)
-        assert code == 0
-        assert "logged out" in out
+        assert code == 0, err
+        assert "logged out (the server revoked its tokens" in out, err
+        assert grants.read_text().split()[-1] == "revoke"  # the refresh token: the grant ended
+        assert refresh not in out + err
         assert not kept.exists()
         assert _air(("mcp", "tools", "docs"), root, home)[0] == 2
 
@@ -245,3 +249,21 @@ def test_a_headless_run_uses_the_login_and_stores_no_token(tmp_path: Path) -> No
             if path.is_file() and any(s.encode() in path.read_bytes() for s in secrets)
         ]
         assert held == []  # the session's SQLite, its artifacts, the logs
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "outcome"),
+    [(None, "no endpoint"), ("http://10.0.0.5/revoke", "not over https")],
+    ids=["none", "plain"],
+)
+async def test_a_logout_sends_no_token_where_it_cannot_be_revoked_safely(
+    endpoint: str | None, outcome: str
+) -> None:
+    metadata = {"revocation_endpoint": endpoint} if endpoint else {}
+    login = Login(
+        url="https://x.example/mcp",
+        client={"client_id": "c", "token_endpoint_auth_method": "none"},
+        tokens={"access_token": "a-1", "refresh_token": "r-1", "token_type": "Bearer"},
+        oauth_metadata=metadata,
+    )
+    assert await revoke(login) == outcome
