@@ -1,7 +1,7 @@
 """The doctor's provider check: the model configuration loads, keys are set, local servers answer.
 
 Owns ``ProviderCheck``: models.yaml loads (``load`` raises ``config_error``), each provider's
-``auth_ref`` names a set variable (the value is never read into the report), a local
+``auth_ref`` and ``header_refs`` name set variables (no value is read into the report), a local
 ``base_url`` (127.0.0.1, localhost) answers HTTP, and no configured model is one its vendor
 retired (``retired``, given by the CLI); ``found()`` lists each provider's state and
 the client libraries' versions.
@@ -33,7 +33,8 @@ def _is_local(url: str) -> bool:
 
 class ProviderCheck:
     """Provider configuration: models.yaml loads (``load`` raises ``config_error``), each
-    ``auth_ref`` names a set variable (the value is never read into the report), and a local
+    ``auth_ref`` and ``header_refs`` names a set variable (no value is read into the report),
+    and a local
     ``base_url`` (127.0.0.1, localhost) answers HTTP."""
 
     name = "providers"
@@ -77,17 +78,21 @@ class ProviderCheck:
         for pid, provider in config.providers.items():
             seen: dict[str, Any] = {"kind": str(provider.kind), "base_url": provider.base_url}
             if provider.auth_ref:
-                present = bool(self.environ.get(provider.auth_ref))
                 seen["auth_ref"] = provider.auth_ref
-                seen["auth_ref_set"] = present
-                if not present:
+                seen["auth_ref_set"] = bool(self.environ.get(provider.auth_ref))
+            if provider.header_refs:
+                seen["header_refs"] = dict(provider.header_refs)
+            refs = [("auth_ref", provider.auth_ref)] if provider.auth_ref else []
+            refs += [(f"header_refs.{name}", ref) for name, ref in provider.header_refs.items()]
+            for field, ref in refs:
+                if not self.environ.get(ref):
                     problems.append(
                         Problem(
                             issue(
                                 f"{self.name}.{pid}",
                                 "warning",
-                                f"provider {pid}: the variable {provider.auth_ref} is not set",
-                                f"Export {provider.auth_ref} with the API key before `air run`.",
+                                f"provider {pid}: the variable {ref} ({field}) is not set",
+                                f"Export {ref} before `air run`.",
                             )
                         )
                     )

@@ -115,5 +115,5 @@ def test_the_cli_writes_air_log_without_secrets(tmp_path: Path) -> None:
     done = air(project, home, "doctor")
     assert done.returncode == 1
     log = (home / ".air" / "logs" / "air.log").read_text()
-    assert "AIR_T_KEY is not set" in log
+    assert "AIR_T_KEY (auth_ref) is not set" in log
     assert (home / ".air" / "logs").stat().st_mode & 0o077 == 0

@@ -163,7 +163,15 @@ async def test_auth_ref_unset_is_reported_without_the_value() -> None:
     )
     assert await ProviderCheck(lambda: config, {"AIR_T_K": "sk-ant-xyzxyzxyzxyz"}).run() == []
     problems = await ProviderCheck(lambda: config, {}).run()
-    assert "AIR_T_K is not set" in problems[0].issue.message
+    assert "AIR_T_K (auth_ref) is not set" in problems[0].issue.message
+    gateway = ModelsConfig.model_validate(
+        {"providers": {"g": {"kind": "anthropic", "header_refs": {"X-Gw": "AIR_T_GW"}}}}
+    )
+    problems = await ProviderCheck(lambda: gateway, {}).run()
+    assert [p.issue.message for p in problems] == [
+        "provider g: the variable AIR_T_GW (header_refs.X-Gw) is not set"
+    ]
+    assert await ProviderCheck(lambda: gateway, {"AIR_T_GW": "gw-1"}).run() == []
 
 
 def test_cpp_tools_are_checked_only_for_a_cpp_project(tmp_path: Path) -> None:
