@@ -218,6 +218,7 @@ class ArtifactsCheck:
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
     from air.cli.doctor_config import load_configuration
+    from air.cli.doctor_mcp import mcp_checks
     from air.cli.doctor_owner import TrackedStateCheck
     from air.cli.doctor_views import StoredViewsCheck
     from air.cli.doctor_worktrees import WorktreeCheck
@@ -306,6 +307,7 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
         )
     )
     checks.append(ProbeCheck("config", lambda: load_configuration(project_root)))
+    checks += mcp_checks(project_root)
     if project_root is not None:
         checks += [
             TrackedStateCheck(project_root),  # first: the checks after it read that state
