@@ -6,8 +6,9 @@ check reports a file that does not load, and an untrusted project's servers are 
 server's check fails as its start would: a variable its ``env_refs``, ``auth_ref`` or
 ``header_refs`` names is unset or cannot be sent (``air.mcp.credentials.resolve``, with nothing
 registered and no value in the report), or an ``oauth`` server has no login kept for its URL
-(run ``air mcp login NAME``). Found: the start names each of these (exit 2), but ``air doctor``,
-where a user looks first, said nothing of MCP servers.
+(run ``air mcp login NAME``), each checked by what the start calls. Found: the start names
+each of these (exit 2), but ``air doctor``, where a user looks first, said nothing of MCP
+servers.
 """
 
 from __future__ import annotations
@@ -28,28 +29,14 @@ def _ready(server: McpServer) -> str:
     Raises:
         AirException(config_error): what its start would refuse.
     """
-    from air.contracts.display import shown
-    from air.contracts.error import AirException, ErrorKind
     from air.mcp.credentials import resolve
 
     resolve(server, os.environ)
     taken = [f"${ref} as its {where}" for where, ref in server.credentials()]
     if server.oauth:
-        from air.mcp.oauth_store import load_login
+        from air.mcp.oauth import session_auth
 
-        assert server.url is not None
-        try:
-            login = load_login(server.url)
-        except OSError as exc:
-            login, why = None, f"its login cannot be read ({exc.strerror})"
-        else:
-            why = f"not logged in to {shown(server.url)}"
-        if login is None or not login.tokens:
-            raise AirException.of(
-                kind=ErrorKind.CONFIG_ERROR,
-                message=f"MCP server {server.name} ({server.source}): {why}",
-                user_action=f"Run `air mcp login {server.name}`.",
-            )
+        session_auth(server, None)  # no login kept, or a damaged one: as the start refuses it
         taken.append("an OAuth login")
     return f"{server.describe()}: " + (", ".join(taken) if taken else "takes nothing of yours")
 

@@ -220,9 +220,7 @@ def _require_key(config: Any, model: str) -> None:
     provider = config.providers.get(provider_id)
     if provider is None:
         return
-    refs = [("auth_ref", provider.auth_ref)] if provider.auth_ref else []
-    refs += [(f"header_refs.{name}", ref) for name, ref in provider.header_refs.items()]
-    unset = [(field, ref) for field, ref in refs if not os.environ.get(ref)]
+    unset = [(field, ref) for field, ref in provider.credential_refs() if not os.environ.get(ref)]
     if not unset:
         return
     from air.contracts.error import AirException

@@ -485,6 +485,12 @@ class ProviderConfig(Contract):
                 raise ValueError(f"the value of {name} holds a line break")
         return value
 
+    def credential_refs(self) -> list[tuple[str, str]]:
+        """(field, variable) of every environment variable whose value this provider sends:
+        ``auth_ref`` first, then each of ``header_refs`` (``header_refs.NAME``)."""
+        refs = [("auth_ref", self.auth_ref)] if self.auth_ref else []
+        return refs + [(f"header_refs.{name}", ref) for name, ref in self.header_refs.items()]
+
     @model_validator(mode="after")
     def _header_sources(self) -> ProviderConfig:
         both = {n.lower() for n in self.headers} & {n.lower() for n in self.header_refs}

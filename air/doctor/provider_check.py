@@ -82,9 +82,7 @@ class ProviderCheck:
                 seen["auth_ref_set"] = bool(self.environ.get(provider.auth_ref))
             if provider.header_refs:
                 seen["header_refs"] = dict(provider.header_refs)
-            refs = [("auth_ref", provider.auth_ref)] if provider.auth_ref else []
-            refs += [(f"header_refs.{name}", ref) for name, ref in provider.header_refs.items()]
-            for field, ref in refs:
+            for field, ref in provider.credential_refs():
                 if not self.environ.get(ref):
                     problems.append(
                         Problem(

@@ -183,8 +183,8 @@ class ProviderAdapter(ABC):
 
     def secrets(self) -> list[str]:
         """Values that must never leave the process (for redaction)."""
-        refs = [self.config.auth_ref, *self.config.header_refs.values()]
-        return [value for ref in refs if ref and (value := self._env.get(ref))]
+        refs = self.config.credential_refs()
+        return [value for _, ref in refs if (value := self._env.get(ref))]
 
     @abstractmethod
     def complete_batches(

@@ -240,9 +240,9 @@ class ProviderManager:
         env = os.environ if self._env is None else self._env
         found: dict[str, str] = {}
         for provider in self.config.providers.values():
-            for ref in (provider.auth_ref, *provider.header_refs.values()):
-                value = env.get(ref) if ref else None
-                if value and ref:
+            for _, ref in provider.credential_refs():
+                value = env.get(ref)
+                if value:
                     found[ref] = value
         return found
 

@@ -101,6 +101,16 @@ class McpServer(NamedTuple):
             return f"connects to {self.url}"
         return "runs " + " ".join([self.command or "", *self.args])
 
+    def refusal(self, problem: str, user_action: str, field: str) -> AirException:
+        """A ``config_error`` about this server at its start: ``MCP server NAME (SOURCE):
+        problem``, naming ``servers.NAME.<field>`` of its file."""
+        return AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"MCP server {self.name} ({self.source}): {problem}",
+            user_action=user_action,
+            metadata={"file": self.source, "field": f"servers.{self.name}.{field}"},
+        )
+
     def credentials(self) -> list[tuple[str, str]]:
         """(where it goes, the name of air's variable) of every value it takes from air's
         environment: ``env GITHUB_TOKEN``, ``header X-Api-Key``, ``bearer token``."""

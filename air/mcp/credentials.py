@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import NamedTuple, NoReturn
 
-from air.contracts.error import AirException, ErrorKind
 from air.mcp.config import McpServer
 
 __all__ = ["Credentials", "resolve"]
@@ -44,13 +43,11 @@ def _value(
 
 
 def _refuse(server: McpServer, field: str, problem: str, ref: str) -> NoReturn:
-    raise AirException.of(
-        kind=ErrorKind.CONFIG_ERROR,
-        message=f"MCP server {server.name} ({server.source}): servers.{server.name}.{field}: "
-        f"{problem}",
-        user_action=f"Set {ref} in the environment you start air from, or remove the field "
-        f"from {server.source}.",
-        metadata={"file": server.source, "field": f"servers.{server.name}.{field}"},
+    raise server.refusal(
+        f"servers.{server.name}.{field}: {problem}",
+        f"Set {ref} in the environment you start air from, or remove the field from "
+        f"{server.source}.",
+        field,
     )
 
 

@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlsplit
 import trio
 
 from air.contracts.display import shown
-from air.contracts.error import AirException, ErrorKind
+from air.contracts.error import AirException
 from air.mcp.config import McpServer, loopback
 from air.mcp.connection import START_TIMEOUT_S, open_connection
 from air.mcp.oauth_store import Login, load_login, save_login
@@ -48,11 +48,8 @@ _REQUEST_BYTES = 16 * 1024
 
 
 def _refused(server: McpServer, problem: str, action: str | None = None) -> AirException:
-    return AirException.of(
-        kind=ErrorKind.CONFIG_ERROR,
-        message=f"MCP server {server.name} ({server.source}): {problem}",
-        user_action=action or f"Run `air mcp login {server.name}`, then retry.",
-        metadata={"file": server.source, "field": f"servers.{server.name}.oauth"},
+    return server.refusal(
+        problem, action or f"Run `air mcp login {server.name}`, then retry.", "oauth"
     )
 
 
