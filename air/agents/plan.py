@@ -9,8 +9,6 @@ side effects, IMPL-AGENT-3) and ``render_plan`` (the text shown to the person). 
 functions: no I/O, no Trio.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from collections.abc import Collection

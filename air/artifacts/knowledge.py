@@ -8,8 +8,6 @@ first, then its caller ingests the session-side completion event (``debug.record
 ``memory.promoted``, ``memory.archived``); nothing in this module touches a session DB.
 """
 
-from __future__ import annotations
-
 import hashlib
 import json
 import os

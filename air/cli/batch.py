@@ -30,8 +30,6 @@ Format (see ``examples/`` for a commented example)::
           - {depends_on_task_id: other-id, dependency_type: soft}
 """
 
-from __future__ import annotations
-
 import json
 import os
 import sys

@@ -6,8 +6,6 @@ Its users import it where they use one of its models; a run builds none of them 
 model request (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 
 from air.contracts.artifact import ArtifactType

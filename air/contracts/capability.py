@@ -3,8 +3,6 @@
 Owns: ``CapabilityTrust``, ``CapabilityState``, ``CapabilityManifestV1``, ``ValidationResult``.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Any, Literal
 

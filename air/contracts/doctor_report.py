@@ -5,8 +5,6 @@ Its users import it where they use one of its models, so a process that only nam
 ``ProcessIdentity`` builds none of these (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Literal
 

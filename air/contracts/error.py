@@ -9,14 +9,12 @@ Also owns the one table of exit codes (IMPL-SPINE-3): ``CliExit`` (the ``air`` c
 command's code (``exit_code_for``: bad input 2, anything else 1).
 """
 
-from __future__ import annotations
-
 import errno
 import functools
 import hashlib
 import re
 from enum import IntEnum, StrEnum
-from typing import Any
+from typing import Any, Self
 
 from air.contracts.ids import UUID, Contract, JsonObject, new_uuid
 from air.contracts.utf8 import utf8_safe
@@ -204,7 +202,7 @@ class AirException(Exception):
         self.error = error
 
     @classmethod
-    def of(cls, **kwargs: Any) -> AirException:
+    def of(cls, **kwargs: Any) -> Self:
         """Build the record with ``make_air_error(**kwargs)`` and wrap it."""
         return cls(make_air_error(**kwargs))
 

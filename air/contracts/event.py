@@ -5,8 +5,6 @@ never an AgentType), ``RuntimeEvent``, ``EventPersistence``, ``EventFilter`` and
 ``PersistedEventRecord`` row shape (contracts §5, §7; SDD §5).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Literal
 

@@ -5,8 +5,6 @@ Owns: the ID aliases of the contracts (SessionID, TaskID, ...), the ``Contract``
 timestamps. No I/O beyond reading the clock and the OS random source.
 """
 
-from __future__ import annotations
-
 import os
 import time
 import uuid

@@ -11,8 +11,6 @@ The controls after ``agent.start``, ``ControlPayload`` and the worker's payloads
 (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -9,8 +9,6 @@ IMPL-BOOT-12): the controls after ``agent.start`` (``agent.cancel`` / ``pause`` 
 Its users import it where they use one of its models.
 """
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field

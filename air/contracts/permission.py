@@ -12,8 +12,6 @@ builds the records at its first permission check, not before its first model req
 (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Literal
 

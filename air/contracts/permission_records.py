@@ -7,7 +7,7 @@ Its users import it where they use one of its models; a run builds none of them 
 model request (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
+from typing import Self
 
 from pydantic import Field
 
@@ -154,7 +154,7 @@ class PermissionPromptResponse(Contract):
     scope: PermissionGrantScope = PermissionGrantScope.ONCE
 
     @classmethod
-    def of(cls, answer: PermissionAnswer) -> PermissionPromptResponse:
+    def of(cls, answer: PermissionAnswer) -> Self:
         """The response for one of the console's answers."""
         if answer == "deny":
             return cls(approved=False)

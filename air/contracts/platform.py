@@ -7,10 +7,8 @@ events, recovery and the monitor. Reading it from ``/proc`` lives in ``air/ipc/p
 are ``air.contracts.doctor_report``'s (only ``air doctor`` uses them; IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Self
 
 from air.contracts.ids import Contract
 
@@ -28,7 +26,7 @@ class ProcessIdentity(Contract):
     """``/proc/sys/kernel/random/boot_id`` when the process was recorded."""
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any]) -> ProcessIdentity | None:
+    def from_record(cls, record: Mapping[str, Any]) -> Self | None:
         """Read ``pid`` / ``pid_start_time`` / ``boot_id`` of a run record, an owner record or
         an ``agent.started`` payload; None without a usable pid."""
         pid = record.get("pid")

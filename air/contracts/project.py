@@ -4,8 +4,6 @@ Owns: ``ProjectContext``, ``ProjectInitOptions``, ``SessionContext``, ``OpenSess
 ``SessionStatus`` (contracts §8; layout baselines §A.1).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 
 from air.contracts.ids import Contract, ProjectID, SessionID

@@ -10,11 +10,9 @@ adapter yields, ``Usage`` with cost, and the ``ModelsConfig`` tree loaded from
 Pure pydantic; no I/O (IMPL-LLM-1 in docs/decisions.md).
 """
 
-from __future__ import annotations
-
 import re
 from enum import StrEnum
-from typing import Annotated, Literal, TypeAlias
+from typing import Annotated, Literal, Self, TypeAlias
 
 from pydantic import Field, field_validator, model_validator
 
@@ -492,7 +490,7 @@ class ProviderConfig(Contract):
         return refs + [(f"header_refs.{name}", ref) for name, ref in self.header_refs.items()]
 
     @model_validator(mode="after")
-    def _header_sources(self) -> ProviderConfig:
+    def _header_sources(self) -> Self:
         both = {n.lower() for n in self.headers} & {n.lower() for n in self.header_refs}
         if both:
             raise ValueError(f"{sorted(both)[0]} is in both headers and header_refs")

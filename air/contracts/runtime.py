@@ -5,8 +5,6 @@ Owns: ``AgentType`` (worker roles only), ``PermissionTemplate``, ``AgentRuntimeC
 ``PromptLayer``, ``ContextAssembleInput``, ``AssembledContext``, ``CompactionResult``).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Any, Literal
 

@@ -8,8 +8,6 @@ here by SDD §3 (``SchedulerState``, ``SchedulerWavePlan``, ``SchedulerRunResult
 them, so a run builds them only once a task ends (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Literal
 

@@ -5,8 +5,6 @@ workspace merged back).
 Its users import it where they use one of its models (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -5,8 +5,6 @@ Owns: ``ToolCategory``, ``ToolPermissionSpec``, ``ToolDefinition``, ``ToolRunSta
 ``ToolEvent`` and ``Diagnostic`` are ``air.contracts.tool_runs``' (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Literal
 

@@ -6,8 +6,6 @@ notification, in process in v1) and ``UiCommandChannel`` (where UiCommands go). 
 (``air.ui_urwid``) imports only this module's shapes; it never reads the database or the bus.
 """
 
-from __future__ import annotations
-
 from collections.abc import Callable
 from typing import Literal, Protocol
 

@@ -6,8 +6,6 @@ Owns: ``WorkerStatus``, ``WorkerResult``, ``VerificationResult``, ``Risk``, ``Fo
 is silent, see docs/decisions.md).
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 from typing import Any, Literal
 

@@ -7,13 +7,11 @@ deterministic: turn i answers the i-th ``complete`` call, re-emitting the record
 a recorded stream replays to the identical event stream. A cassette never holds credentials.
 """
 
-from __future__ import annotations
-
 import json
 import os
 from collections.abc import AsyncGenerator, Mapping
 from contextlib import aclosing
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 import trio
 from pydantic import Field, ValidationError
@@ -229,7 +227,7 @@ class ScriptedProvider(ProviderAdapter):
     @classmethod
     def from_cassette(
         cls, path: str, *, provider_id: str = "scripted", model_id: str = "scripted"
-    ) -> ScriptedProvider:
+    ) -> Self:
         """A ScriptedProvider for ``path`` without any models.yaml."""
         config = ProviderConfig(
             kind=ProviderKind.SCRIPTED,

@@ -27,8 +27,6 @@ task's code and model loop go); a name declared in both files is refused, so a p
 shadow the user's host. Bad files raise ``AirException(config_error)`` naming file and field.
 """
 
-from __future__ import annotations
-
 import os
 from typing import Any, Literal
 

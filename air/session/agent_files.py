@@ -16,8 +16,6 @@ experience_miner), ``model``, ``tools`` (narrows the role's tools; checked by
 ``max_cost_usd``. Any other field is refused (fail closed).
 """
 
-from __future__ import annotations
-
 import os
 import re
 from typing import Any, Literal, NamedTuple

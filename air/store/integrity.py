@@ -6,8 +6,6 @@ every row of the named tables in a fixed order, so two databases (a live one and
 compare exactly. Read-only: repair is the recovery service's decision.
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterable
 from typing import Any
 

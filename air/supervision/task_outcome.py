@@ -5,8 +5,6 @@ that a process builds the model (and imports ``WorkerResult``, which its ``resul
 when pydantic builds it) only when an attempt ends, not when it imports the seam (IMPL-BOOT-12).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from air.contracts.error import AirError

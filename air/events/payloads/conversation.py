@@ -4,8 +4,6 @@ What the Main Agent and the console record: messages, the Main Agent's state, re
 changes and the architecture plan, and the console's frames.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

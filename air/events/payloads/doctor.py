@@ -3,8 +3,6 @@
 What ``air doctor`` records (IMPL names): a run, the issues it found, its end.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

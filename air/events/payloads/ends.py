@@ -5,8 +5,6 @@ progress and end (with the ``WorkerResult`` it carries), a workspace's merge, ab
 clean-up, a session archived or deleted, and each model call's usage (the usage ledger).
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

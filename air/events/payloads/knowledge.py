@@ -4,8 +4,6 @@ What a session learns and keeps: context compaction and summaries, memory candid
 promotions, debug records.
 """
 
-from __future__ import annotations
-
 from air.contracts.artifact_records import MemoryType
 from air.contracts.error import AirError
 from air.contracts.task import (

@@ -5,9 +5,7 @@ dependency edges, a task's start, its workspace, the agent, and the capabilities
 loads. Every run builds these; nothing else is imported with them.
 """
 
-from __future__ import annotations
-
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field
 
@@ -65,7 +63,7 @@ class DependencyPayload(EventPayload):
     source: DependencySource = DependencySource.SCHEDULER
 
     @classmethod
-    def from_spec(cls, spec: TaskDependencySpec) -> DependencyPayload:
+    def from_spec(cls, spec: TaskDependencySpec) -> Self:
         """Build a dependency row from a TaskSpec's dependency entry."""
         return cls(
             depends_on_task_id=spec.depends_on_task_id,

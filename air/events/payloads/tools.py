@@ -4,8 +4,6 @@ What tools and commands do: tool runs, command runs and their streams, the permi
 decisions and prompts around them, and the artifacts, diagnostics and evidence they leave.
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field
