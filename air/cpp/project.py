@@ -246,7 +246,7 @@ class CMakeConfigurator:
         if cache:
             m = re.search(rb"^CMAKE_GENERATOR:INTERNAL=(.+)$", cache, re.M)
             if m:
-                return m.group(1).decode().strip()
+                return m.group(1).decode("utf-8", "replace").strip()
         if self.which("ninja"):
             return "Ninja"
         if self.which("make"):

@@ -36,11 +36,12 @@ from air.tools.safefs import (
     read_bounded,
     write_beneath,
 )
+from air.tools.text_form import form_of, replace_in, written
 
 if TYPE_CHECKING:
     from air.tools.fs_search import Search
 
-__all__ = ["edit_text", "register_fs_tools"]
+__all__ = ["register_fs_tools"]
 
 _MAX_READ = 256_000
 
@@ -91,23 +92,6 @@ async def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: b
     return ref.artifact_id
 
 
-def edit_text(text: str, old: str, new: str, *, replace_all: bool) -> str:
-    """Replace ``old`` by ``new`` exactly; fail when absent, or ambiguous without replace_all."""
-    if old == "":
-        raise _bad("old_string is empty", "Give the exact text to replace, copied from fs.read.")
-    count = text.count(old)
-    if count == 0:
-        raise _bad(
-            "old_string was not found (exact match, no indentation guessing)",
-            "Read the file again and copy old_string exactly.",
-        )
-    if count > 1 and not replace_all:
-        raise _bad(
-            f"old_string occurs {count} times", "Add context to make it unique or set replace_all."
-        )
-    return text.replace(old, new) if replace_all else text.replace(old, new, 1)
-
-
 def _open_checked(run: ToolRun, path: str, *, directory: bool) -> int:
     """Open the lexical path the permission engine judged, once, following no link.
 
@@ -142,13 +126,29 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     limit = int(input.get("limit", len(lines)))
     chunk = "".join(lines[offset : offset + limit])
     truncated = len(chunk) > _MAX_READ
-    return {
+    found: JsonObject = {
         "path": input["path"],
         "content": run.redactor.redact(chunk[:_MAX_READ]),
         "sha256": _sha(data),
         "lines": len(lines),
         "truncated": truncated,
     }
+    return found | _form_notes(data)
+
+
+def _form_notes(data: bytes) -> JsonObject:
+    """What the model should know of a file's form (IMPL-FS-5): only what is not plain UTF-8
+    with LF line breaks, so an ordinary file's result is unchanged."""
+    form = form_of(data)
+    notes: JsonObject = {}
+    if form.line_breaks in ("crlf", "mixed"):
+        notes["line_breaks"] = form.line_breaks
+    if form.undecodable is not None:
+        notes["not_utf8"] = (
+            f"byte 0x{data[form.undecodable]:02x} at offset {form.undecodable} and maybe others "
+            "are no UTF-8: shown as U+FFFD; fs.edit keeps them and adds only ASCII beside them"
+        )
+    return notes
 
 
 def _list_entries(run: ToolRun, path: str) -> list[JsonObject]:
@@ -201,14 +201,14 @@ async def _fs_write(input: JsonObject, run: ToolRun) -> Any:
     path = input["path"]
     before = read_beneath(root, _writable(run, path))
     _check_expected(before, input.get("expected_existing_sha256"), path)
-    data = input["content"].encode("utf-8")
+    data = written(before, input["content"])
     write_beneath(root, _resolve(run, path), data)
     run.registry.read_observations[(_observer_key(run), _resolve(run, path))] = _sha(data)
     return {
         "path": path,
         "sha256": _sha(data),
         "diff_artifact_id": await _diff_artifact(run, path, before, data),
-    }
+    } | _form_notes(data)
 
 
 def edit_file(
@@ -230,7 +230,7 @@ def edit_file(
         raise _bad(f"{path} does not exist", "Create it with fs.write.")
     if observed_sha is not None and _sha(before) != observed_sha:
         raise _bad(f"{path} changed since it was read", "Read the file again, then edit.")
-    after = edit_text(before.decode("utf-8"), old, new, replace_all=replace_all).encode("utf-8")
+    after = replace_in(path, before, old, new, replace_all=replace_all)
     write_beneath(root, path, after, create_parents=False)
     return before, after
 

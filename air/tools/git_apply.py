@@ -2,9 +2,10 @@
 
 Owns ``git_apply_command`` (git with hooks, fsmonitor and attributes switched off), the
 environment it runs in (no system or global config, an empty HOME, no repository discovery) and
-``apply_in_copy`` (copy the checked paths out of the workspace through the O_NOFOLLOW walk, let
-git apply the patch there, and return what it changed, refusing any change outside the checked
-paths, a deletion, a rename, a mode or a link). Writing the result back is ``air.tools.fs``'s.
+``apply_in_copy`` (copy the checked paths out of the workspace through the O_NOFOLLOW walk, a
+CRLF file with LF line breaks when the patch has none, let git apply the patch there, and return
+what it changed, refusing any change outside the checked paths, a deletion, a rename, a mode or
+a link). Writing the result back is ``air.tools.fs``'s.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import tempfile
 from air.contracts.error import AirException, ErrorKind
 from air.search_path import absolute_search_path
 from air.tools.safefs import read_beneath
+from air.tools.text_form import crlf_bytes, form_of, to_lf
 from air.tree_walk import make_dirs, walk
 
 __all__ = ["apply_in_copy", "git_apply_command"]
@@ -122,11 +124,16 @@ def apply_in_copy(
         home = os.path.join(tmp, "home")
         os.mkdir(work, 0o700)
         os.mkdir(home, 0o700)
+        lf_copies: set[str] = set()
         for rel in paths:
             data = read_beneath(root, rel)
             originals[rel] = data
             if data is None:
                 continue
+            if "\r" not in patch and form_of(data).line_breaks == "crlf":
+                # a patch written with LF line breaks, a file with CRLF ones (IMPL-FS-5)
+                data = to_lf(data)
+                lf_copies.add(rel)
             dest = os.path.join(work, rel)
             make_dirs(os.path.dirname(dest))
             with open(dest, "wb") as fh:
@@ -168,5 +175,7 @@ def apply_in_copy(
                 f"{rel}: fs.patch writes file contents only (no links, no mode changes)",
                 "Drop the mode/symlink change from the patch; use shell.run chmod (asks).",
             )
+        if rel in lf_copies:
+            content = crlf_bytes(content)
         changed[rel] = (originals.get(rel), content)
     return changed, rejected

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import logging
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -52,6 +53,11 @@ __all__ = [
 ]
 
 
+log = logging.getLogger(__name__)
+_DEFECT_CHARS = 500
+"""At most this much of an unexpected exception's text reaches the error (a message may quote
+whatever the tool was reading)."""
+
 PromptBroker = PermissionPrompt
 """Answers permission prompts (``air.contracts.permission``): the console implements it;
 ``None`` means headless."""
@@ -80,6 +86,34 @@ def is_cancellation(exc: BaseException) -> bool:
     if isinstance(exc, BaseExceptionGroup):
         return all(is_cancellation(e) for e in exc.exceptions)
     return False
+
+
+def failure(name: str, exc: BaseException, redact: Callable[[str], str]) -> AirError:
+    """What a call whose executor raised ``exc`` reports: every started call ends recorded
+    (SDD §9.1). Air's own refusal as it is; an OSError as the tool's; any other exception is a
+    defect of air's, which ends this call, never the run (editing a Latin-1 file once ended a
+    whole batch with a traceback), its traceback kept in air.log. A BaseException that is no
+    Exception (KeyboardInterrupt, SystemExit) is raised again."""
+    if isinstance(exc, AirException):
+        return exc.error
+    if isinstance(exc, OSError):
+        return make_air_error(
+            kind=ErrorKind.TOOL_ERROR,
+            message=redact(f"{name} failed: {exc.strerror or exc}"),
+            user_action="Check the path and try again.",
+        )
+    if not isinstance(exc, Exception):
+        raise exc
+    log.error("%s failed on a defect of air", name, exc_info=exc)
+    what = redact(f"{type(exc).__name__}: {exc}")
+    return make_air_error(
+        kind=ErrorKind.SYSTEM_ERROR,
+        message=f"{name} failed on a defect of air ({what[:_DEFECT_CHARS]})",
+        user_action=(
+            "Go on without this call; report the defect with `air doctor --bundle FILE` "
+            "(air.log holds its traceback)."
+        ),
+    )
 
 
 def _summary(output: Any, limit: int = 2000) -> str:
@@ -321,35 +355,23 @@ class ToolRegistry:
                     async with receive:
                         async for item in receive:
                             yield item
-                if isinstance(result[0], AirException | OSError):
+                if isinstance(result[0], Exception):
                     raise result[0]
                 output = result[0]
-        except AirException as exc:
-            await run.record(
-                "tool.failed",
-                {
-                    "tool_run_id": tool_run_id,
-                    "error": exc.error.model_dump(mode="json"),
-                    "artifact_ids": [a.artifact_id for a in run.artifacts],
-                    "duration_ms": self._ms(started),
-                },
-            )
-            yield self._envelope(
-                tool_run_id,
-                name,
-                "error",
-                started,
-                decision=decision,
-                error=exc.error,
-                artifacts=run.artifacts,
-            )
-            return
-        except OSError as exc:
-            error = make_air_error(
-                kind=ErrorKind.TOOL_ERROR,
-                message=f"{name} failed: {exc.strerror or exc}",
-                user_action="Check the path and try again.",
-            )
+        except BaseException as exc:
+            if is_cancellation(exc):
+                # Shielded and bounded: the record must land even though the caller is cancelled.
+                with trio.move_on_after(5, shield=True):
+                    await run.record(
+                        "tool.cancelled",
+                        {
+                            "tool_run_id": tool_run_id,
+                            "reason": "the caller was cancelled",
+                            "duration_ms": self._ms(started),
+                        },
+                    )
+                raise
+            error = failure(name, exc, self.redactor.redact)
             await run.record(
                 "tool.failed",
                 {
@@ -369,20 +391,6 @@ class ToolRegistry:
                 artifacts=run.artifacts,
             )
             return
-        except BaseException as exc:
-            if not is_cancellation(exc):
-                raise
-            # Shielded and bounded: the record must land even though the caller is cancelled.
-            with trio.move_on_after(5, shield=True):
-                await run.record(
-                    "tool.cancelled",
-                    {
-                        "tool_run_id": tool_run_id,
-                        "reason": "the caller was cancelled",
-                        "duration_ms": self._ms(started),
-                    },
-                )
-            raise
         # a file name that is no UTF-8 (a repository's Latin-1 one) comes from os.listdir
         # with surrogates no event or IPC line can encode: listing it ended the whole run
         redacted = utf8_safe(self.redactor.redact_obj(output))
@@ -418,7 +426,7 @@ class ToolRegistry:
         async with run.events:
             try:
                 result.append(await self.workspace.execute(name, input, run))
-            except (AirException, OSError) as exc:
+            except Exception as exc:
                 result.append(exc)  # re-raised outside the nursery, where it is reported
 
     def _envelope(
