@@ -7,7 +7,8 @@ cancellation and Ctrl-C with it), checked again before each file and each match;
 search stops at its next one. A file is searched whole first, each line only where a match
 begins (a line's own match is a match of the whole file, line anchors per line), unless the
 pattern can see past its line (``_PER_LINE_ONLY``); lines are matched without their newline,
-as grep matches them. Files over ``READ_MAX`` are named, never loaded; credential files and
+as grep matches them; binary files (a NUL early) are passed over, bytes that are no UTF-8 read as
+U+FFFD. Files over ``READ_MAX`` are named, never loaded; credential files and
 air's, git's and package trees are never searched; no link is followed (``walk_fd``, at any
 depth, and ``O_NOFOLLOW`` opens relative to each directory).
 """
@@ -36,6 +37,8 @@ _PER_LINE_ONLY = ("\\A", "\\Z", "\\z", "\\G", "(?<", "(?=", "(?!", "(?|", "(?(")
 """What in a pattern can match within one line and not in the whole file (anchors at the text's
 ends, lookarounds seeing the lines around, branch resets and conditionals to be safe)."""
 SEARCH_SECONDS = 30.0
+_BINARY_PROBE = 8192
+"""A file with a NUL byte in its first this many bytes is binary and not searched (grep's test)."""
 """How long one fs.search may match: a pattern that backtracks catastrophically ends there."""
 
 
@@ -97,7 +100,11 @@ def search_tree(
                         too_large.append(os.path.relpath(full, workspace))
                         continue
                     os.set_blocking(fd, True)
-                    with os.fdopen(os.dup(fd), encoding="utf-8") as fh:
+                    if b"\0" in os.pread(fd, _BINARY_PROBE, 0):
+                        continue  # binary, as grep judges it
+                    # bytes that are no UTF-8 (a Latin-1 source file) read as U+FFFD, as fs.read
+                    # shows them: skipping such a file hid every match in it (IMPL-FS-5)
+                    with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
                         text = fh.read(READ_MAX)  # a file growing meanwhile: that much
                     for lineno, line in _matching_lines(search, text, full, workspace):
                         matches.append(
@@ -109,7 +116,7 @@ def search_tree(
                         )
                         if len(matches) >= limit:
                             return _found(matches, too_large, truncated=True)
-                except (UnicodeDecodeError, OSError):
+                except OSError:
                     continue
                 finally:
                     os.close(fd)

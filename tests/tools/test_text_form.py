@@ -105,6 +105,18 @@ async def test_a_latin1_file_refuses_utf8_beside_its_bytes_and_copied_fffd(env: 
     assert [p["error"]["kind"] for p in env.payloads("tool.failed")] == ["tool_error"] * 2
 
 
+async def test_a_latin1_file_is_searched_and_a_binary_one_is_not(env: Env) -> None:
+    (env.root / "src" / "legacy.cpp").write_bytes(LATIN1)
+    (env.root / "src" / "blob.o").write_bytes(b"\x7fELF\0\0int y = 2;\n")
+    done = await env.registry.call("fs.search", {"pattern": r"int y = \d"}, env.ctx())
+    assert done.status == "ok", done.error
+    assert isinstance(done.output, dict)
+    assert done.output["matches"] == [{"path": "src/legacy.cpp", "line": 3, "text": "int y = 2;"}]
+    named = await env.registry.call("fs.search", {"pattern": "M.ller"}, env.ctx())
+    assert isinstance(named.output, dict)
+    assert [m["text"] for m in named.output["matches"]] == ["// (c) M\ufffdller GmbH"]
+
+
 async def test_a_rewrite_keeps_crlf_and_the_byte_order_mark(env: Env) -> None:
     (env.root / "src" / "win.cpp").write_bytes(CRLF)
     (env.root / "src" / "bom.cpp").write_bytes(b"\xef\xbb\xbfint u = 1;\n")
