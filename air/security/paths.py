@@ -312,8 +312,12 @@ class PathClassifier:
         return self._home
 
     def expand(self, path: str, base: str) -> str | None:
-        """Expand ``~`` and make ``path`` absolute against ``base``; None for dynamic paths."""
-        if "\x00" in path or "$" in path or "`" in path:
+        """Expand ``~`` and make ``path`` absolute against ``base``; None for dynamic paths.
+        Only what follows ``base`` is looked at for ``$`` and backquotes: a command's relative
+        target arrives joined to the directory it runs in, whose name the user chose (a
+        project in ``a $b`` had every command with a relative path refused)."""
+        own = path[len(base) :] if path.startswith(base.rstrip("/") + "/") else path
+        if "\x00" in path or "$" in own or "`" in own:
             return None
         if path == "~" or path.startswith("~/"):
             path = self._home + path[1:]

@@ -67,8 +67,10 @@ class ReferencePathClassifier:
         return self._home
 
     def expand(self, path: str, base: str) -> str | None:
-        """Expand ``~`` and make ``path`` absolute against ``base``; None for dynamic paths."""
-        if "\x00" in path or "$" in path or "`" in path:
+        """Expand ``~`` and make ``path`` absolute against ``base``; None for dynamic paths
+        (``$`` or a backquote after ``base``, or a NUL anywhere)."""
+        own = path[len(base) :] if path.startswith(base.rstrip("/") + "/") else path
+        if "\x00" in path or "$" in own or "`" in own:
             return None
         if path == "~" or path.startswith("~/"):
             path = self._home + path[1:]

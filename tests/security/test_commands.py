@@ -98,6 +98,23 @@ def test_ordinary_commands_are_never_denied_and_mostly_allowed(
     assert len(prompted) <= len(ORDINARY) * 0.05, prompted
 
 
+def test_a_project_whose_path_holds_shell_characters_runs_its_commands(
+    tmp_path: Path, engine: PermissionEngine
+) -> None:
+    """The directory a command runs in is the user's choice, not the model's: a project in
+    ``a'b "c" $d `e``` had every command with a relative path refused as an expansion."""
+    root = tmp_path / 'a\'b "c" $HOME `e`'
+    (root / "src").mkdir(parents=True)
+    (root / "notes.txt").write_text("x\n")
+    for command in ("cat notes.txt", "grep -rn x src notes.txt", "wc -l < notes.txt"):
+        decision = engine.evaluate_sync(_ctx(root, command))
+        assert decision.action in AUTO, (command, decision.reason)
+    # a write the model's own words expand still asks, wherever the project is
+    for command in ('echo x > "$X"', 'cp notes.txt "$X/y"', "echo x > `cat notes.txt`"):
+        decision = engine.evaluate_sync(_ctx(root, command))
+        assert decision.action not in AUTO, command
+
+
 @pytest.mark.parametrize(
     ("command", "segments"),
     [
