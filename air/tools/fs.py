@@ -413,7 +413,8 @@ def register_fs_tools(registry: ToolRegistry) -> None:
     registry.register(
         _def(
             "fs.write",
-            "Create or replace a file.",
+            "Create or replace a file (an existing one keeps its CRLF line breaks and its byte "
+            "order mark; change those with shell.run).",
             _obj({"path": _SP, "content": _S, "expected_existing_sha256": _S}, ["path", "content"]),
             write=True,
         ),
@@ -422,7 +423,8 @@ def register_fs_tools(registry: ToolRegistry) -> None:
     registry.register(
         _def(
             "fs.edit",
-            "Replace exact text in a file read earlier.",
+            "Replace exact text in a file read earlier (in a CRLF file, line breaks in "
+            "old_string and new_string may be LF).",
             _obj(
                 {
                     "path": _SP,
