@@ -36,7 +36,7 @@ from air.tools.safefs import (
     read_bounded,
     write_beneath,
 )
-from air.tools.text_form import form_of, replace_in, written
+from air.tools.text_form import form_of, replace_in, shown, written
 
 if TYPE_CHECKING:
     from air.tools.fs_search import Search
@@ -81,8 +81,8 @@ async def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: b
     from air.workspace.file_diff import unified_diff
 
     rel = _relative(run, path)
-    old = None if before is None else before.decode("utf-8", "replace")
-    diff = await unified_diff(old, after.decode("utf-8", "replace"), rel)
+    old = None if before is None else shown(before)
+    diff = await unified_diff(old, shown(after), rel)
     ref = run.add_artifact(
         ArtifactType.DIFF,
         "diff-" + re.sub(r"[^A-Za-z0-9]+", "-", rel)[-40:],
@@ -120,7 +120,7 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     path = _resolve(run, input["path"])
     data = await trio.to_thread.run_sync(_read_checked, run, input["path"])
     run.registry.read_observations[(_observer_key(run), path)] = _sha(data)
-    text = data.decode("utf-8", "replace")
+    text = shown(data)
     lines = text.splitlines(keepends=True)
     offset = int(input.get("offset", 0))
     limit = int(input.get("limit", len(lines)))
@@ -143,6 +143,8 @@ def _form_notes(data: bytes) -> JsonObject:
     notes: JsonObject = {}
     if form.line_breaks in ("crlf", "mixed"):
         notes["line_breaks"] = form.line_breaks
+    if form.utf16 is not None:
+        notes["encoding"] = form.utf16.upper().replace("-LE", "LE").replace("-BE", "BE")
     if form.undecodable is not None:
         notes["not_utf8"] = (
             f"byte 0x{data[form.undecodable]:02x} at offset {form.undecodable} and maybe others "

@@ -8,9 +8,9 @@ search stops at its next one. A file is searched whole first, each line only whe
 begins (a line's own match is a match of the whole file, line anchors per line), unless the
 pattern can see past its line (``_PER_LINE_ONLY``); lines are matched without their newline,
 as grep matches them; binary files (a NUL early) are passed over, bytes that are no UTF-8 read as
-U+FFFD. Files over ``READ_MAX`` are named, never loaded; credential files and
-air's, git's and package trees are never searched; no link is followed (``walk_fd``, at any
-depth, and ``O_NOFOLLOW`` opens relative to each directory).
+U+FFFD, a UTF-16 file by its byte order mark. Files over ``READ_MAX`` are named, never loaded;
+credential files and air's, git's and package trees are never searched; no link is followed
+(``walk_fd``, at any depth, and ``O_NOFOLLOW`` opens relative to each directory).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from air.contracts.ids import JsonObject
 from air.security.paths import names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.safefs import READ_MAX
+from air.tools.text_form import UTF16_MARKS, shown
 from air.tree_walk import walk_fd
 
 __all__ = ["SEARCH_SECONDS", "Search", "compile_search", "search_tree"]
@@ -100,12 +101,17 @@ def search_tree(
                         too_large.append(os.path.relpath(full, workspace))
                         continue
                     os.set_blocking(fd, True)
-                    if b"\0" in os.pread(fd, _BINARY_PROBE, 0):
+                    head = os.pread(fd, _BINARY_PROBE, 0)
+                    if head.startswith(UTF16_MARKS):  # its text, as fs.read shows it
+                        with os.fdopen(os.dup(fd), "rb") as raw:
+                            text = _universal(shown(raw.read(READ_MAX)))
+                    elif b"\0" in head:
                         continue  # binary, as grep judges it
-                    # bytes that are no UTF-8 (a Latin-1 source file) read as U+FFFD, as fs.read
-                    # shows them: skipping such a file hid every match in it (IMPL-FS-5)
-                    with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
-                        text = fh.read(READ_MAX)  # a file growing meanwhile: that much
+                    else:
+                        # bytes that are no UTF-8 (a Latin-1 source) read as U+FFFD, as fs.read
+                        # shows them: skipping such a file hid every match in it (IMPL-FS-5)
+                        with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
+                            text = fh.read(READ_MAX)  # a file growing meanwhile: that much
                     for lineno, line in _matching_lines(search, text, full, workspace):
                         matches.append(
                             {
@@ -123,6 +129,11 @@ def search_tree(
     finally:
         os.close(top)
     return _found(matches, too_large, truncated=False)
+
+
+def _universal(text: str) -> str:
+    """Line breaks as a text-mode read gives them (CRLF and CR as LF)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def _found(matches: list[JsonObject], too_large: list[str], *, truncated: bool) -> JsonObject:

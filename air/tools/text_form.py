@@ -1,7 +1,8 @@
 """A file's text as the project holds it: line breaks, a UTF-8 byte order mark and bytes that
 are no UTF-8 (IMPL-FS-5).
 
-Owns ``TextForm`` / ``form_of`` (what fs.read tells the model of a file's form), ``replace_in``
+Owns ``TextForm`` / ``form_of`` (what fs.read tells the model of a file's form), ``as_text`` /
+``shown`` (a file's text, UTF-16 by its byte order mark), ``replace_in``
 (fs.edit's exact replacement, in the file's own line breaks and bytes), ``written`` (fs.write's
 bytes: an existing file keeps its CRLF line breaks and its byte order mark) and ``to_lf`` /
 ``crlf_bytes`` (fs.patch applies a patch written with LF line breaks to a CRLF file).
@@ -16,23 +17,76 @@ mix two encodings in one file).
 
 from __future__ import annotations
 
+import codecs
 from typing import NamedTuple
 
 from air.contracts.error import AirException, ErrorKind
 
-__all__ = ["TextForm", "crlf_bytes", "form_of", "replace_in", "to_crlf", "to_lf", "written"]
+__all__ = [
+    "UTF16_MARKS",
+    "TextForm",
+    "as_text",
+    "crlf_bytes",
+    "form_of",
+    "replace_in",
+    "shown",
+    "to_crlf",
+    "to_lf",
+    "written",
+]
 
 BOM = "\ufeff"
+_UTF16 = ((codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be"))
+UTF16_MARKS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)
+"""What a UTF-16 file starts with (``bytes.startswith`` takes the tuple)."""
+
+
+def _utf16(data: bytes) -> str | None:
+    """The codec of a UTF-16 file with its byte order mark (a Windows resource script), when
+    all of it decodes; else None (read as UTF-8)."""
+    for mark, codec in _UTF16:
+        if data.startswith(mark) and not data.startswith(codecs.BOM_UTF32_LE):
+            try:
+                data[2:].decode(codec)
+            except UnicodeDecodeError:
+                return None
+            return codec
+    return None
+
+
+def as_text(data: bytes) -> str:
+    """A file's text: UTF-16 by its byte order mark, else UTF-8 with the bytes that are no
+    UTF-8 kept as surrogates (``surrogateescape``: written back unchanged)."""
+    codec = _utf16(data)
+    if codec is not None:
+        return data[2:].decode(codec)
+    return data.decode("utf-8", "surrogateescape")
+
+
+def shown(data: bytes) -> str:
+    """A file's text as the model and a diff see it: UTF-16 by its byte order mark, else
+    UTF-8 with each undecodable sequence as U+FFFD."""
+    codec = _utf16(data)
+    return data.decode("utf-8", "replace") if codec is None else data[2:].decode(codec)
+
+
+def _as_bytes(text: str, codec: str | None) -> bytes:
+    if codec is None:
+        return text.encode("utf-8", "surrogateescape")
+    mark = codecs.BOM_UTF16_LE if codec == "utf-16-le" else codecs.BOM_UTF16_BE
+    return mark + text.encode(codec)
 
 
 class TextForm(NamedTuple):
     """``line_breaks``: ``crlf`` (every line break is CRLF), ``lf``, ``mixed`` or ``none``;
     ``bom``: the text starts with a UTF-8 byte order mark; ``undecodable``: the offset of the
-    first byte that is no UTF-8 (None: all of it is)."""
+    first byte that is no UTF-8 (None: all of it is); ``utf16``: the UTF-16 codec of a file
+    that starts with its byte order mark (None: UTF-8)."""
 
     line_breaks: str
     bom: bool
     undecodable: int | None
+    utf16: str | None = None
 
 
 def _breaks(text: str) -> str:
@@ -45,6 +99,9 @@ def _breaks(text: str) -> str:
 
 def form_of(data: bytes) -> TextForm:
     """The form of ``data``, a file's bytes."""
+    codec = _utf16(data)
+    if codec is not None:
+        return TextForm(_breaks(data[2:].decode(codec)), False, None, codec)
     try:
         data.decode("utf-8")
         undecodable = None
@@ -87,7 +144,7 @@ def replace_in(path: str, data: bytes, old: str, new: str, *, replace_all: bool)
     UTF-8."""
     if old == "":
         raise _bad("old_string is empty", "Give the exact text to replace, copied from fs.read.")
-    text = data.decode("utf-8", "surrogateescape")
+    text = as_text(data)
     form = form_of(data)
     if form.undecodable is not None and not new.isascii():
         raise _bad(
@@ -123,14 +180,15 @@ def replace_in(path: str, data: bytes, old: str, new: str, *, replace_all: bool)
             f"old_string occurs {count} times", "Add context to make it unique or set replace_all."
         )
     after = text.replace(old, new) if replace_all else text.replace(old, new, 1)
-    return after.encode("utf-8", "surrogateescape")
+    return _as_bytes(after, form.utf16)
 
 
 def written(before: bytes | None, content: str) -> bytes:
-    """The bytes fs.write writes for ``content``: a new file as given; an existing one whose
-    line breaks are all CRLF keeps them, and one that starts with a byte order mark keeps it,
-    when ``content`` has neither (a model writes LF and drops the mark: rewriting a file must
-    not change every line of it, nor what MSVC reads its encoding by)."""
+    """The bytes fs.write writes for ``content``: a new file as given (UTF-8); an existing one
+    whose line breaks are all CRLF keeps them, one that starts with a byte order mark keeps it,
+    a UTF-16 one stays UTF-16, when ``content`` has neither (a model writes LF and drops the
+    mark: rewriting a file must not change every line of it, nor what MSVC reads its encoding
+    by)."""
     if before is None:
         return content.encode("utf-8")
     form = form_of(before)
@@ -138,4 +196,6 @@ def written(before: bytes | None, content: str) -> bytes:
         content = to_crlf(content)
     if form.bom and not content.startswith(BOM):
         content = BOM + content
+    if form.utf16 is not None:
+        return _as_bytes(content.removeprefix(BOM), form.utf16)
     return content.encode("utf-8")

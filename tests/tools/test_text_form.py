@@ -117,6 +117,33 @@ async def test_a_latin1_file_is_searched_and_a_binary_one_is_not(env: Env) -> No
     assert [m["text"] for m in named.output["matches"]] == ["// (c) M\ufffdller GmbH"]
 
 
+async def test_a_utf16_resource_script_reads_edits_searches_and_stays_utf16(env: Env) -> None:
+    """A Windows resource script is UTF-16 with a byte order mark and CRLF line breaks: read as
+    its text, edited and rewritten in its own encoding, searched like any text."""
+    script = '\ufeffSTRINGTABLE\r\nBEGIN\r\n  1 "Grüße"\r\nEND\r\n'.encode("utf-16-le")
+    (env.root / "src" / "app.rc").write_bytes(script)
+    read = await _read(env, "src/app.rc")
+    assert read["content"] == 'STRINGTABLE\r\nBEGIN\r\n  1 "Grüße"\r\nEND\r\n'
+    assert read["encoding"] == "UTF-16LE"
+    assert read["line_breaks"] == "crlf"
+    assert "not_utf8" not in read
+    done = await _edit(env, "src/app.rc", 'BEGIN\n  1 "Grüße"', 'BEGIN\n  1 "Grüße"\n  2 "Tschüs"')
+    assert done.status == "ok", done.error
+    edited = '\ufeffSTRINGTABLE\r\nBEGIN\r\n  1 "Grüße"\r\n  2 "Tschüs"\r\nEND\r\n'
+    assert (env.root / "src" / "app.rc").read_bytes() == edited.encode("utf-16-le")
+    found = await env.registry.call("fs.search", {"pattern": "Tsch.s"}, env.ctx())
+    assert isinstance(found.output, dict)
+    assert found.output["matches"] == [{"path": "src/app.rc", "line": 4, "text": '  2 "Tschüs"'}]
+    await _read(env, "src/app.rc")
+    rewrite = await env.registry.call(
+        "fs.write", {"path": "src/app.rc", "content": "STRINGTABLE\nEND\n"}, env.ctx()
+    )
+    assert rewrite.status == "ok", rewrite.error
+    assert (env.root / "src" / "app.rc").read_bytes() == (
+        "\ufeffSTRINGTABLE\r\nEND\r\n".encode("utf-16-le")
+    )
+
+
 async def test_a_rewrite_keeps_crlf_and_the_byte_order_mark(env: Env) -> None:
     (env.root / "src" / "win.cpp").write_bytes(CRLF)
     (env.root / "src" / "bom.cpp").write_bytes(b"\xef\xbb\xbfint u = 1;\n")
