@@ -244,7 +244,7 @@ def test_written_keeps_a_new_files_text_and_an_old_files_form() -> None:
     assert written(b"\xef\xbb\xbfx\n", "\ufeffa\n") == b"\xef\xbb\xbfa\n"  # one mark, not two
 
 
-def test_a_run_edits_a_crlf_and_a_latin1_file_and_merges_only_the_edits(tmp_path: Path) -> None:
+def test_a_run_edits_crlf_latin1_and_utf16_files_and_merges_only_the_edits(tmp_path: Path) -> None:
     """Through a worker, the parent's tools and the merge: the project's files change only
     where the model's LF edits said (editing the Latin-1 file once ended the run with a
     traceback)."""
@@ -253,15 +253,18 @@ def test_a_run_edits_a_crlf_and_a_latin1_file_and_merges_only_the_edits(tmp_path
     (root / "cassettes").mkdir(parents=True)
     (root / "win.cpp").write_bytes(CRLF)
     (root / "legacy.cpp").write_bytes(LATIN1)
+    (root / "app.rc").write_bytes("\ufeffBEGIN\r\nEND\r\n".encode("utf-16-le"))
     (root / "batch.yaml").write_text(
-        "version: 1\ntasks:\n  - id: fix\n    title: Fix both\n"
-        "    scope: {write_area: [win.cpp, legacy.cpp]}\n"
+        "version: 1\ntasks:\n  - id: fix\n    title: Fix all\n"
+        "    scope: {write_area: [win.cpp, legacy.cpp, app.rc]}\n"
     )
     calls = [
         ("fs.read", {"path": "win.cpp"}),
         ("fs.edit", {"path": "win.cpp", "old_string": "int a;\nint b;", "new_string": "int b;"}),
         ("fs.read", {"path": "legacy.cpp"}),
         ("fs.edit", {"path": "legacy.cpp", "old_string": "int x = 1;", "new_string": "int x;"}),
+        ("fs.read", {"path": "app.rc"}),
+        ("fs.edit", {"path": "app.rc", "old_string": "BEGIN\n", "new_string": "BEGIN\n  ü\n"}),
     ]
     result = {"status": "completed", "summary": "Done.", "result": {"changes_made": True}}
     turns = [
@@ -286,7 +289,8 @@ def test_a_run_edits_a_crlf_and_a_latin1_file_and_merges_only_the_edits(tmp_path
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     ends = [json.loads(line)["type"] for line in done.stdout.splitlines()]
-    assert ends.count("tool.completed") == 4
+    assert ends.count("tool.completed") == 6
     assert "tool.failed" not in ends
     assert (root / "win.cpp").read_bytes() == b"#include <cstdio>\r\nint b;\r\nint c;\r\n"
     assert (root / "legacy.cpp").read_bytes() == LATIN1.replace(b"int x = 1;", b"int x;")
+    assert (root / "app.rc").read_bytes() == "\ufeffBEGIN\r\n  ü\r\nEND\r\n".encode("utf-16-le")
