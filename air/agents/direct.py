@@ -23,6 +23,7 @@ from air.contracts.provider import (
     ToolResultBlock,
     ToolSpec,
     ToolUseBlock,
+    unparsed_call,
 )
 from air.contracts.runtime import PermissionTemplate
 from air.contracts.tool import ToolCategory, ToolDefinition
@@ -154,6 +155,10 @@ class DirectMode:
         if use.name not in allowed:
             return ToolResultBlock(
                 tool_use_id=use.id, content=f"unknown tool {use.name}", is_error=True
+            )
+        if use.input_error is not None:  # never made: the model mends it (IMPL-API-8)
+            return ToolResultBlock(
+                tool_use_id=use.id, content=unparsed_call(use.name, use.input_error), is_error=True
             )
         envelope = await self.tools.call(use.name, dict(use.input), self.context(message_id))
         if envelope.status == "ok":

@@ -66,6 +66,7 @@ __all__ = [
     "ToolUseStartEvent",
     "ToolUseStopEvent",
     "Usage",
+    "unparsed_call",
 ]
 
 
@@ -94,6 +95,19 @@ class ToolUseBlock(Contract):
     """What an OpenAI-compatible chat server put beside the call (``extra_content``: Gemini's
     ``google.thought_signature``, which it refuses the call back without): sent back with it on
     that wire only (IMPL-THINK-1)."""
+    input_error: str | None = None
+    """Why the model's input did not parse (a finished reply's, not one cut off): the call
+    keeps ``{}`` and is answered with this error, never made, so the model can call again
+    (IMPL-API-8); sent on no wire."""
+
+
+def unparsed_call(name: str, problem: str) -> str:
+    """The answer to a call whose input did not parse (``ToolUseBlock.input_error``), as the
+    worker and the Main Agent give it to the model (IMPL-API-8)."""
+    return (
+        f"The call of {name} was not made: {problem}. Call {name} again with its input as one "
+        "JSON object (double-quoted keys and strings, no trailing commas)."
+    )
 
 
 class ToolResultBlock(Contract):

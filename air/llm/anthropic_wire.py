@@ -49,6 +49,7 @@ def _block(block: ContentBlock, names: ToolNameMap) -> dict[str, Any]:
     if isinstance(block, ToolUseBlock):
         data["name"] = names.wire(block.name)
         data.pop("extra_content", None)  # a chat server's: only its own wire sends it back
+        data.pop("input_error", None)  # air's own note (IMPL-API-8)
     return data
 
 

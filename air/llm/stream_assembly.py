@@ -139,6 +139,15 @@ def split_error(events: list[ProviderStreamEvent], out: list[ProviderStreamEvent
     return last.error
 
 
+def _input_problem(raw: str) -> str:
+    """What is wrong with a tool input that did not parse, as the model is told it."""
+    try:
+        model_json(raw, max_depth=MODEL_JSON_DEPTH)
+    except json.JSONDecodeError as exc:
+        return f"its input is not valid JSON ({exc})"
+    return "its input is not a JSON object"
+
+
 class Assembler:
     """Accumulates blocks by index; shared by both normalisers."""
 
@@ -150,6 +159,8 @@ class Assembler:
         self.inputs: dict[int, dict[str, Any]] = {}
         self.broken: dict[int, str] = {}
         """Tool blocks whose input is not valid JSON (judged at the end of the message)."""
+        self.input_errors: dict[int, str] = {}
+        """Why a finished reply's tool input did not parse, by block index (IMPL-API-8)."""
         self.thinking: dict[int, tuple[list[str], list[str]]] = {}
         """Thinking blocks: their text and signature pieces."""
         self.redacted: dict[int, str] = {}
@@ -233,14 +244,20 @@ class Assembler:
         """The failure of a message whose tool input did not parse, if any (IMPL-API-5).
 
         Cut off by ``max_tokens`` inside a tool call: a transient error the manager answers by
-        asking again. Otherwise the input is malformed: a protocol error.
+        asking again. Otherwise the model wrote it so (a small local model's single quotes, a
+        trailing comma): no failure; the call keeps ``{}`` and its ``input_error``, answered to
+        the model, which can mend it (IMPL-API-8).
         """
         if not self.broken:
             return None
+        if reason not in CUT_BY:
+            for broken, raw in self.broken.items():
+                self.inputs[broken] = {}
+                self.input_errors[broken] = _input_problem(raw)
+            self.broken.clear()
+            return None
         index = min(self.broken)
         name = self.tools[index][1]
-        if reason not in CUT_BY:
-            raise malformed(self.provider_id, f"tool input of {name} is not valid JSON")
         return ProviderErrorEvent(
             error=make_air_error(
                 kind=ErrorKind.PROVIDER_ERROR,
@@ -282,7 +299,11 @@ class Assembler:
                 extra = self.tool_extra.get(index)
                 blocks.append(
                     ToolUseBlock(
-                        id=tool_id, name=name, input=self.inputs[index], extra_content=extra
+                        id=tool_id,
+                        name=name,
+                        input=self.inputs[index],
+                        extra_content=extra,
+                        input_error=self.input_errors.get(index),
                     )
                 )
         return blocks

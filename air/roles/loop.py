@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from air.contracts.error import AirError, ErrorKind, make_air_error
 from air.contracts.ipc import AgentStartControl
+from air.contracts.provider import unparsed_call
 from air.contracts.runtime import AgentType, ContextPack
 from air.contracts.task import TaskSpec, TaskType
 from air.contracts.tool_runs import ToolResultEnvelope
@@ -333,14 +334,18 @@ class AgentLoopRole:
                 results: list[dict[str, Any]] = []
                 for block in tool_uses:
                     name, tin = str(block.get("name")), dict(block.get("input") or {})
-                    res = await runtime.call_tool(name, tin)
-                    self.observe_tool(name, tin, res)
+                    if block.get("input_error"):  # never made: the model mends it (IMPL-API-8)
+                        answer, failed = unparsed_call(name, str(block["input_error"])), True
+                    else:
+                        res = await runtime.call_tool(name, tin)
+                        self.observe_tool(name, tin, res)
+                        answer, failed = _tool_result_text(res), res.status != "ok"
                     results.append(
                         {
                             "type": "tool_result",
                             "tool_use_id": block.get("id"),
-                            "content": _tool_result_text(res),
-                            "is_error": res.status != "ok",
+                            "content": answer,
+                            "is_error": failed,
                         }
                     )
                 if deadline is not None and runtime.turn >= deadline:

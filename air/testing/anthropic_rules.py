@@ -52,6 +52,10 @@ _TAKES_EFFORT = re.compile(
 every Claude 5.x; not Haiku 4.5 or Sonnet 4.5)."""
 
 
+_TOOL_USE_FIELDS = frozenset({"type", "id", "name", "input", "cache_control"})
+"""What a ``tool_use`` block of a request may hold (the Messages API refuses any other field)."""
+
+
 def _effort_problem(body: dict[str, Any], model: str) -> Problem | None:
     config = body.get("output_config")
     if config is None:
@@ -264,6 +268,11 @@ def _message_problem(
                 )
             if not isinstance(block.get("input"), dict):
                 return invalid(f"{where}.input: Input should be a valid dictionary")
+            extra = set(block) - _TOOL_USE_FIELDS
+            if extra:
+                return invalid(
+                    f"{where}.tool_use.{sorted(extra)[0]}: Extra inputs are not permitted"
+                )
             uses.append(tool_id)
         elif kind == "tool_result":
             if role != "user":

@@ -163,6 +163,12 @@ ANTHROPIC_CASES: list[tuple[str, Any, int, str]] = [
     ),
     ("bad tool_use id", _set("messages.1.content.1.id", "toolu 1"), 400, "pattern"),
     ("dotted tool_use name", _set("messages.1.content.1.name", "fs.read"), 400, "pattern"),
+    (
+        "unknown tool_use field",
+        _set("messages.1.content.1.input_error", "x"),
+        400,
+        "tool_use.input_error: Extra inputs are not permitted",
+    ),
     ("tool blocks without tools", _set("tools", _DELETE), 400, "must define tools"),
     ("max_tokens missing", _set("max_tokens", _DELETE), 400, "max_tokens: Field required"),
     ("max_tokens zero", _set("max_tokens", 0), 400, "max_tokens"),

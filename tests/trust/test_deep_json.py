@@ -16,7 +16,7 @@ import pytest
 
 from air.agents.plan import extract_json
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.provider import ProviderErrorEvent
+from air.contracts.provider import MessageStopEvent, ProviderErrorEvent, ToolUseBlock
 from air.llm.cassette import load_cassette
 from air.llm.sse import MODEL_JSON_DEPTH, model_json
 from air.remote.guard import IDENTITY_PREFIX, parse_identity
@@ -108,12 +108,27 @@ def test_a_model_s_json_nests_at_most_64_levels() -> None:
 
 
 @pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
-async def test_a_model_s_deep_tool_input_is_a_protocol_error(wire: Wire) -> None:
+async def test_a_model_s_deep_tool_input_is_never_parsed_and_answered(wire: Wire) -> None:
+    """Too deep to parse: the call keeps ``{}`` and the reason, which the model is answered
+    (IMPL-API-8); nothing of the 300 levels reaches a model of air's."""
+    from air.llm.manager import ProviderManager
+
     deep = "[" * 300 + "]" * 300
     turn = Turn(tool=("call_1", "read_file", [f'{{"path": "x", "n": {deep}}}']), stop="tool_use")
-    last = await _last_event(wire, *[Reply(chunks=sse_for(wire, turn))] * 3)
-    assert last.error.kind is ErrorKind.PROTOCOL_ERROR
-    assert "tool input of read_file is not valid JSON" in last.error.message
+    with LocalServer(api_key=FAKE_KEY) as server:
+        server.push(Reply(chunks=sse_for(wire, turn)))
+        manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
+        try:
+            got = await collect(manager, request())
+        finally:
+            await manager.aclose()
+    last = got.events[-1]
+    assert isinstance(last, MessageStopEvent), last
+    [call] = [b for b in last.content if isinstance(b, ToolUseBlock)]
+    assert call.input == {}
+    assert call.input_error is not None
+    assert "not valid JSON" in call.input_error
+    assert "deeper than 64" in call.input_error
 
 
 @pytest.mark.parametrize("wire", ["anthropic_http", "openai"])
