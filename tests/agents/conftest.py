@@ -10,11 +10,12 @@ and a real ``Scheduler`` whose TaskRunner is the scripted ``FakeTaskRunner``. Th
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
 import trio
 
 from air.agents import MainAgent, PendingPrompts, PromptAnswer
@@ -226,3 +227,36 @@ async def wait_until(check: Callable[[], bool], *, limit: float = 15.0) -> None:
             if check():
                 return
             await trio.sleep(0.01)
+
+
+def serve_anthropic(env: AgentEnv, url: str, model: str, **fields: Any) -> None:
+    """``env``'s models: one Anthropic provider ``p`` at ``url`` (a strict server), ``model``
+    (its ``ModelConfig`` ``fields`` besides 4,096 output tokens) the default."""
+    provider = ProviderConfig(
+        kind=ProviderKind.ANTHROPIC,
+        base_url=url,
+        auth_ref="AIR_AGENT_TEST_KEY",
+        models={model: ModelConfig(max_output_tokens=4096, **fields)},
+    )
+    config = ModelsConfig(default=f"p/{model}", providers={"p": provider})
+    env.models = ProviderManager(config, env={"AIR_AGENT_TEST_KEY": KEY})
+
+
+async def one_direct_message(env: AgentEnv, text: str) -> None:
+    """A Main Agent on ``env`` answers ``/direct text`` once, then leaves direct mode."""
+    from air.agents import MainAgentState
+
+    agent = env.agent()
+    async with env.running(agent):
+        await agent.submit(f"/direct {text}")
+        await wait_until(lambda: len(env.payloads("assistant.message.created")) == 1)
+        await agent.submit("/done")
+        await wait_until(lambda: agent.state is MainAgentState.IDLE)
+
+
+@pytest.fixture
+def direct_env(tmp_path: Path) -> Iterator[AgentEnv]:
+    """An ``AgentEnv`` for a direct-mode test, closed after it."""
+    e = AgentEnv(tmp_path)
+    yield e
+    e.close()

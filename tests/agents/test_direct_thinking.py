@@ -5,28 +5,14 @@ the strict server checks by their signatures (IMPL-THINK-1), and never shows the
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from air.agents import MainAgentState
-from air.contracts.provider import ModelConfig, ModelsConfig, ProviderConfig, ProviderKind
-from air.llm.manager import ProviderManager
 from air.testing.cassette_model import THOUGHT, with_thinking
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Block, Reply, blocks_sse
-from tests.agents.conftest import KEY, AgentEnv, wait_until
+from tests.agents.conftest import KEY, AgentEnv, one_direct_message, serve_anthropic
 
 MODEL = "claude-opus-5-5"
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[AgentEnv]:
-    e = AgentEnv(tmp_path)
-    yield e
-    e.close()
 
 
 def _model(wire: str, body: dict[str, Any]) -> Reply:
@@ -39,29 +25,17 @@ def _model(wire: str, body: dict[str, Any]) -> Reply:
     return Reply(chunks=blocks_sse(wire, thought, stop, model=MODEL))
 
 
-async def test_direct_mode_sends_the_thinking_back_and_shows_none(env: AgentEnv) -> None:
+async def test_direct_mode_sends_the_thinking_back_and_shows_none(direct_env: AgentEnv) -> None:
     with StrictServer(api_key=KEY, model=_model) as server:
-        provider = ProviderConfig(
-            kind=ProviderKind.ANTHROPIC,
-            base_url=server.url,
-            auth_ref="AIR_AGENT_TEST_KEY",
-            models={MODEL: ModelConfig(max_output_tokens=4096, supports_prompt_cache=True)},
-        )
-        config = ModelsConfig(default=f"p/{MODEL}", providers={"p": provider})
-        env.models = ProviderManager(config, env={"AIR_AGENT_TEST_KEY": KEY})
-        agent = env.agent()
-        async with env.running(agent):
-            await agent.submit("/direct write the notes")
-            await wait_until(lambda: len(env.payloads("assistant.message.created")) == 1)
-            await agent.submit("/done")
-            await wait_until(lambda: agent.state is MainAgentState.IDLE)
+        serve_anthropic(direct_env, server.url, MODEL, supports_prompt_cache=True)
+        await one_direct_message(direct_env, "write the notes")
         bodies = [r.body for r in server.requests]
         rejected = [r.problem for r in server.rejected]
     assert rejected == []
-    assert (env.root / "notes.txt").read_text() == "direct\n"
+    assert (direct_env.root / "notes.txt").read_text() == "direct\n"
     assert len(bodies) == 2
     replayed = [b for m in bodies[1]["messages"] if m["role"] == "assistant" for b in m["content"]]
     assert [b["type"] for b in replayed] == ["thinking", "redacted_thinking", "tool_use"]
-    assert env.assistant_texts() == ["Wrote notes.txt."]
-    shown = json.dumps([e.payload for e in env.events()])
+    assert direct_env.assistant_texts() == ["Wrote notes.txt."]
+    shown = json.dumps([e.payload for e in direct_env.events()])
     assert THOUGHT.split("{")[0] not in shown

@@ -5,27 +5,13 @@ server, which refuses any field of a ``tool_use`` the Messages API does not know
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
-import pytest
-
-from air.agents import MainAgentState
-from air.contracts.provider import ModelConfig, ModelsConfig, ProviderConfig, ProviderKind
-from air.llm.manager import ProviderManager
 from air.testing.strict_servers import StrictServer
 from air.testing.wire_replies import Block, Reply, blocks_sse
-from tests.agents.conftest import KEY, AgentEnv, wait_until
+from tests.agents.conftest import KEY, AgentEnv, one_direct_message, serve_anthropic
 
 MODEL = "claude-sonnet-5"
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[AgentEnv]:
-    e = AgentEnv(tmp_path)
-    yield e
-    e.close()
 
 
 def _model(wire: str, body: dict[str, Any]) -> Reply:
@@ -42,28 +28,16 @@ def _model(wire: str, body: dict[str, Any]) -> Reply:
 
 
 async def test_direct_mode_answers_an_unparsed_call_and_runs_the_mended_one(
-    env: AgentEnv,
+    direct_env: AgentEnv,
 ) -> None:
     with StrictServer(api_key=KEY, model=_model) as server:
-        provider = ProviderConfig(
-            kind=ProviderKind.ANTHROPIC,
-            base_url=server.url,
-            auth_ref="AIR_AGENT_TEST_KEY",
-            models={MODEL: ModelConfig(max_output_tokens=4096)},
-        )
-        config = ModelsConfig(default=f"p/{MODEL}", providers={"p": provider})
-        env.models = ProviderManager(config, env={"AIR_AGENT_TEST_KEY": KEY})
-        agent = env.agent()
-        async with env.running(agent):
-            await agent.submit("/direct write the notes")
-            await wait_until(lambda: len(env.payloads("assistant.message.created")) == 1)
-            await agent.submit("/done")
-            await wait_until(lambda: agent.state is MainAgentState.IDLE)
+        serve_anthropic(direct_env, server.url, MODEL)
+        await one_direct_message(direct_env, "write the notes")
         bodies = [r.body for r in server.requests]
         rejected = [r.problem for r in server.rejected]
     assert rejected == []
     assert len(bodies) == 3
     answer = json.dumps(bodies[1]["messages"][-1])
     assert "The call of fs.write was not made: its input is not valid JSON" in answer
-    assert (env.root / "notes.txt").read_text() == "direct\n"
-    assert [p["input"]["content"] for p in env.payloads("tool.started")] == ["direct\n"]
+    assert (direct_env.root / "notes.txt").read_text() == "direct\n"
+    assert [p["input"]["content"] for p in direct_env.payloads("tool.started")] == ["direct\n"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,8 +56,8 @@ def test_a_model_s_deep_text_is_no_plan_and_no_result() -> None:
     assert "deeper" in problem
 
 
-async def _last_event(wire: Wire, *replies: Reply) -> ProviderErrorEvent:
-    """The error event a turn against a strict local server answering ``replies`` ends with."""
+async def _turn_end(wire: Wire, *replies: Reply) -> Any:
+    """The event a turn against a strict local server answering ``replies`` ends with."""
     from air.llm.manager import ProviderManager
 
     with LocalServer(api_key=FAKE_KEY) as server:
@@ -66,7 +67,12 @@ async def _last_event(wire: Wire, *replies: Reply) -> ProviderErrorEvent:
             got = await collect(manager, request())
         finally:
             await manager.aclose()
-    last = got.events[-1]
+    return got.events[-1]
+
+
+async def _last_event(wire: Wire, *replies: Reply) -> ProviderErrorEvent:
+    """The error event a turn against a strict local server answering ``replies`` ends with."""
+    last = await _turn_end(wire, *replies)
     assert isinstance(last, ProviderErrorEvent), last
     return last
 
@@ -111,18 +117,9 @@ def test_a_model_s_json_nests_at_most_64_levels() -> None:
 async def test_a_model_s_deep_tool_input_is_never_parsed_and_answered(wire: Wire) -> None:
     """Too deep to parse: the call keeps ``{}`` and the reason, which the model is answered
     (IMPL-API-8); nothing of the 300 levels reaches a model of air's."""
-    from air.llm.manager import ProviderManager
-
     deep = "[" * 300 + "]" * 300
     turn = Turn(tool=("call_1", "read_file", [f'{{"path": "x", "n": {deep}}}']), stop="tool_use")
-    with LocalServer(api_key=FAKE_KEY) as server:
-        server.push(Reply(chunks=sse_for(wire, turn)))
-        manager = ProviderManager(models_config(wire, server.url), env={"AIR_TEST_KEY": FAKE_KEY})
-        try:
-            got = await collect(manager, request())
-        finally:
-            await manager.aclose()
-    last = got.events[-1]
+    last = await _turn_end(wire, Reply(chunks=sse_for(wire, turn)))
     assert isinstance(last, MessageStopEvent), last
     [call] = [b for b in last.content if isinstance(b, ToolUseBlock)]
     assert call.input == {}
