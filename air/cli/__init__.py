@@ -14,6 +14,7 @@ from __future__ import annotations
 import air.cli.first  # noqa: F401  (before any other import: IMPL-PATH-1)
 
 # isort: on
+import os
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -320,6 +321,8 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
     try:
         if name not in ("doctor", "help", "completion"):  # the doctor reports it instead
             _refuse_open_air_home()
+        if name not in ("help", "completion", "e2e", "demo"):
+            _refuse_undecodable_paths(args)
         if name == "console":  # urwid writes the terminal's own sequences
             from air.cli.outlet import piped_stdout
 
@@ -360,6 +363,41 @@ def _refuse_open_air_home() -> None:
         user_action=f"{mend_open(path)}, then run air again.",
         metadata={"file": path, "reason": why},
     )
+
+
+def _refuse_undecodable_paths(args: dict[str, Any]) -> None:
+    """A project (or home) whose path holds bytes that are no UTF-8 (a directory an old
+    archive named in Latin-1) is refused before anything is written: air records paths as text
+    in its events, git's files and JSON, and such a path ended a run with a traceback midway.
+    So is a current directory removed since the shell entered it (a traceback too)."""
+    project = args.get("--project") or args.get("PROJECT") or args.get("PATH")
+    try:
+        here = os.path.abspath(str(project)) if project else os.getcwd()
+    except FileNotFoundError:  # the shell is in a directory removed since (a worktree's)
+        from air.contracts.error import AirException
+
+        raise AirException.of(
+            kind="not_found",
+            message="the current directory no longer exists",
+            user_action="cd to the project (or pass --project PATH), then run air again.",
+        ) from None
+    for what, path in (("the project", here), ("your home directory", os.path.expanduser("~"))):
+        if any("\udc80" <= c <= "\udcff" for c in path):  # undecodable bytes, as os shows them
+            from air.contracts.error import AirException
+
+            raw = os.fsencode(path)
+            try:
+                raw.decode("utf-8")
+                at = 0
+            except UnicodeDecodeError as exc:
+                at = exc.start
+            raise AirException.of(
+                kind="validation_error",
+                message=f"the path of {what}, {raw.decode('utf-8', 'replace')}, is not UTF-8 "
+                f"(byte 0x{raw[at]:02x}): air records paths as UTF-8 text",
+                user_action="Rename the directory to a UTF-8 name (convmv -f latin1 -t utf8 "
+                "renames it), then run air again.",
+            )
 
 
 def _report(exc: BaseException) -> int | None:
