@@ -381,23 +381,14 @@ def _refuse_undecodable_paths(args: dict[str, Any]) -> None:
             message="the current directory no longer exists",
             user_action="cd to the project (or pass --project PATH), then run air again.",
         ) from None
-    for what, path in (("the project", here), ("your home directory", os.path.expanduser("~"))):
+    for what, path in (
+        ("the project's path", here),
+        ("your home directory's path", os.path.expanduser("~")),
+    ):
         if any("\udc80" <= c <= "\udcff" for c in path):  # undecodable bytes, as os shows them
-            from air.contracts.error import AirException
+            from air.session.project import not_text_path
 
-            raw = os.fsencode(path)
-            try:
-                raw.decode("utf-8")
-                at = 0
-            except UnicodeDecodeError as exc:
-                at = exc.start
-            raise AirException.of(
-                kind="validation_error",
-                message=f"the path of {what}, {raw.decode('utf-8', 'replace')}, is not UTF-8 "
-                f"(byte 0x{raw[at]:02x}): air records paths as UTF-8 text",
-                user_action="Rename the directory to a UTF-8 name (convmv -f latin1 -t utf8 "
-                "renames it), then run air again.",
-            )
+            raise not_text_path(what, path)
 
 
 def _report(exc: BaseException) -> int | None:

@@ -31,6 +31,7 @@ __all__ = [
     "PROJECT_RULES",
     "TOOLCHAIN_RULES",
     "ProjectStore",
+    "not_text_path",
 ]
 
 GITIGNORE_ENTRY = ".air/local/"
@@ -81,12 +82,17 @@ def _text_root(root: Path) -> None:
     try:
         str(root).encode("utf-8")
     except UnicodeEncodeError:
-        raise AirException.of(
-            kind="validation_error",
-            message=f"the project's path {shown(str(root))} is not UTF-8 text",
-            user_action="Rename the directory (or the one above it whose name is not UTF-8) to "
-            "a UTF-8 name, then run air again.",
-        ) from None
+        raise not_text_path("the project's path", str(root)) from None
+
+
+def not_text_path(what: str, path: str) -> AirException:
+    """The refusal of ``path`` (``what`` it is), which holds bytes that are no UTF-8."""
+    return AirException.of(
+        kind="validation_error",
+        message=f"{what} {shown(path)} is not UTF-8 text",
+        user_action="Rename the directory (or the one above it whose name is not UTF-8) to "
+        "a UTF-8 name (convmv -f latin1 -t utf8 renames it), then run air again.",
+    )
 
 
 def _below_home(root: Path) -> None:

@@ -51,7 +51,8 @@ def test_a_project_whose_path_is_not_utf8_is_refused_first(
     done = air_cli(args, cwd=latin1_project, env=_env(home))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
-    assert "caf\ufffd, is not UTF-8 (byte 0xe9)" in done.stderr
+    assert "the project's path" in done.stderr
+    assert "caf\\udce9 is not UTF-8 text" in done.stderr  # the name, shown exactly
     assert "what to do: Rename the directory" in done.stderr
     assert not (latin1_project / ".air").exists()  # nothing written
 
@@ -63,14 +64,14 @@ def test_project_and_home_paths_are_checked_wherever_air_runs(
     home.mkdir()
     elsewhere = air_cli(("status", "--project", str(latin1_project)), cwd=tmp_path, env=_env(home))
     assert elsewhere.returncode == 2
-    assert "the path of the project" in elsewhere.stderr
+    assert "the project's path" in elsewhere.stderr
     odd_home = Path(os.fsdecode(bytes(tmp_path) + b"/h\xf6me"))
     odd_home.mkdir()
     fine = tmp_path / "fine"
     fine.mkdir()
     done = air_cli(("status",), cwd=fine, env=_env(odd_home))
     assert done.returncode == 2
-    assert "the path of your home directory" in done.stderr
+    assert "your home directory's path" in done.stderr
     assert "Traceback" not in elsewhere.stderr + done.stderr
 
 
