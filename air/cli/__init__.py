@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
         if name not in ("doctor", "help", "completion"):  # the doctor reports it instead
             _refuse_open_air_home()
         if name not in ("help", "completion", "e2e", "demo"):
-            _refuse_undecodable_paths(args)
+            _refuse_unusable_directory(args)
         if name == "console":  # urwid writes the terminal's own sequences
             from air.cli.outlet import piped_stdout
 
@@ -365,7 +365,7 @@ def _refuse_open_air_home() -> None:
     )
 
 
-def _refuse_undecodable_paths(args: dict[str, Any]) -> None:
+def _refuse_unusable_directory(args: dict[str, Any]) -> None:
     """A project (or home) whose path holds bytes that are no UTF-8 (a directory an old
     archive named in Latin-1) is refused before anything is written: air records paths as text
     in its events, git's files and JSON, and such a path ended a run with a traceback midway.

@@ -36,7 +36,7 @@ from air.tools.safefs import (
     read_bounded,
     write_beneath,
 )
-from air.tools.text_form import form_of, replace_in, shown, written
+from air.tools.text_form import file_text, form_of, replace_in, written
 
 if TYPE_CHECKING:
     from air.tools.fs_search import Search
@@ -81,8 +81,8 @@ async def _diff_artifact(run: ToolRun, path: str, before: bytes | None, after: b
     from air.workspace.file_diff import unified_diff
 
     rel = _relative(run, path)
-    old = None if before is None else shown(before)
-    diff = await unified_diff(old, shown(after), rel)
+    old = None if before is None else file_text(before)
+    diff = await unified_diff(old, file_text(after), rel)
     ref = run.add_artifact(
         ArtifactType.DIFF,
         "diff-" + re.sub(r"[^A-Za-z0-9]+", "-", rel)[-40:],
@@ -120,7 +120,7 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     path = _resolve(run, input["path"])
     data = await trio.to_thread.run_sync(_read_checked, run, input["path"])
     run.registry.read_observations[(_observer_key(run), path)] = _sha(data)
-    text = shown(data)
+    text = file_text(data)
     lines = text.splitlines(keepends=True)
     offset = int(input.get("offset", 0))
     limit = int(input.get("limit", len(lines)))

@@ -29,7 +29,7 @@ from air.contracts.ids import JsonObject
 from air.security.paths import names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.safefs import READ_MAX
-from air.tools.text_form import UTF16_MARKS, shown
+from air.tools.text_form import UTF16_MARKS, file_text
 from air.tree_walk import walk_fd
 
 __all__ = ["SEARCH_SECONDS", "Search", "compile_search", "search_tree"]
@@ -104,7 +104,7 @@ def search_tree(
                     head = os.pread(fd, _BINARY_PROBE, 0)
                     if head.startswith(UTF16_MARKS):  # its text, as fs.read shows it
                         with os.fdopen(os.dup(fd), "rb") as raw:
-                            text = _universal(shown(raw.read(READ_MAX)))
+                            text = _universal(file_text(raw.read(READ_MAX)))
                     elif b"\0" in head:
                         continue  # binary, as grep judges it
                     else:

@@ -88,7 +88,7 @@ def is_cancellation(exc: BaseException) -> bool:
     return False
 
 
-def failure(name: str, exc: BaseException, redact: Callable[[str], str]) -> AirError:
+def _failure(name: str, exc: BaseException, redact: Callable[[str], str]) -> AirError:
     """What a call whose executor raised ``exc`` reports: every started call ends recorded
     (SDD §9.1). Air's own refusal as it is; an OSError as the tool's; any other exception is a
     defect of air's, which ends this call, never the run (editing a Latin-1 file once ended a
@@ -371,7 +371,7 @@ class ToolRegistry:
                         },
                     )
                 raise
-            error = failure(name, exc, self.redactor.redact)
+            error = _failure(name, exc, self.redactor.redact)
             await run.record(
                 "tool.failed",
                 {

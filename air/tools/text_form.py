@@ -1,8 +1,8 @@
 """A file's text as the project holds it: line breaks, a UTF-8 byte order mark and bytes that
 are no UTF-8 (IMPL-FS-5).
 
-Owns ``TextForm`` / ``form_of`` (what fs.read tells the model of a file's form), ``as_text`` /
-``shown`` (a file's text, UTF-16 by its byte order mark), ``replace_in``
+Owns ``TextForm`` / ``form_of`` (what fs.read tells the model of a file's form), ``file_text`` (a
+file's text as the model and a diff see it, UTF-16 by its byte order mark), ``replace_in``
 (fs.edit's exact replacement, in the file's own line breaks and bytes), ``written`` (fs.write's
 bytes: an existing file keeps its CRLF line breaks and its byte order mark) and ``to_lf`` /
 ``crlf_bytes`` (fs.patch applies a patch written with LF line breaks to a CRLF file).
@@ -25,12 +25,10 @@ from air.contracts.error import AirException, ErrorKind
 __all__ = [
     "UTF16_MARKS",
     "TextForm",
-    "as_text",
     "crlf_bytes",
+    "file_text",
     "form_of",
     "replace_in",
-    "shown",
-    "to_crlf",
     "to_lf",
     "written",
 ]
@@ -54,7 +52,7 @@ def _utf16(data: bytes) -> str | None:
     return None
 
 
-def as_text(data: bytes) -> str:
+def _as_text(data: bytes) -> str:
     """A file's text: UTF-16 by its byte order mark, else UTF-8 with the bytes that are no
     UTF-8 kept as surrogates (``surrogateescape``: written back unchanged)."""
     codec = _utf16(data)
@@ -63,7 +61,7 @@ def as_text(data: bytes) -> str:
     return data.decode("utf-8", "surrogateescape")
 
 
-def shown(data: bytes) -> str:
+def file_text(data: bytes) -> str:
     """A file's text as the model and a diff see it: UTF-16 by its byte order mark, else
     UTF-8 with each undecodable sequence as U+FFFD."""
     codec = _utf16(data)
@@ -111,7 +109,7 @@ def form_of(data: bytes) -> TextForm:
     return TextForm(_breaks(text), text.startswith(BOM), undecodable)
 
 
-def to_crlf(text: str) -> str:
+def _to_crlf(text: str) -> str:
     """LF line breaks as CRLF (text with no CR: what a model wrote)."""
     return text.replace("\n", "\r\n")
 
@@ -144,7 +142,7 @@ def replace_in(path: str, data: bytes, old: str, new: str, *, replace_all: bool)
     UTF-8."""
     if old == "":
         raise _bad("old_string is empty", "Give the exact text to replace, copied from fs.read.")
-    text = as_text(data)
+    text = _as_text(data)
     form = form_of(data)
     if form.undecodable is not None and not new.isascii():
         raise _bad(
@@ -156,14 +154,14 @@ def replace_in(path: str, data: bytes, old: str, new: str, *, replace_all: bool)
         )
     crlf = form.line_breaks == "crlf"
     if crlf and "\r" not in old:
-        old = to_crlf(old)
+        old = _to_crlf(old)
     count = text.count(old)
     if count == 0 and form.line_breaks == "mixed" and "\n" in old and "\r" not in old:
-        count = text.count(to_crlf(old))
+        count = text.count(_to_crlf(old))
         if count:
-            old, crlf = to_crlf(old), True
+            old, crlf = _to_crlf(old), True
     if crlf and "\r" not in new:
-        new = to_crlf(new)
+        new = _to_crlf(new)
     if count == 0:
         if form.undecodable is not None and "\ufffd" in old:
             raise _bad(
@@ -193,7 +191,7 @@ def written(before: bytes | None, content: str) -> bytes:
         return content.encode("utf-8")
     form = form_of(before)
     if form.line_breaks == "crlf" and "\r" not in content:
-        content = to_crlf(content)
+        content = _to_crlf(content)
     if form.bom and not content.startswith(BOM):
         content = BOM + content
     if form.utf16 is not None:
