@@ -87,11 +87,17 @@ class TextForm(NamedTuple):
     utf16: str | None = None
 
 
-def _breaks(text: str) -> str:
-    lf = text.count("\n")
+def _breaks(text: str | bytes) -> str:
+    """Counted on the bytes of a UTF-8 file (a byte 0x0a or 0x0d is only ever that character
+    there: no decode), on the text of a UTF-16 one."""
+    if isinstance(text, bytes):
+        if b"\r" not in text:  # memchr: a file with no CR (most) is not counted
+            return "lf" if b"\n" in text else "none"
+        lf, crlf = text.count(b"\n"), text.count(b"\r\n")
+    else:
+        lf, crlf = text.count("\n"), text.count("\r\n")
     if lf == 0:
         return "none"
-    crlf = text.count("\r\n")
     return "crlf" if crlf == lf else "lf" if crlf == 0 else "mixed"
 
 
@@ -100,13 +106,13 @@ def form_of(data: bytes) -> TextForm:
     codec = _utf16(data)
     if codec is not None:
         return TextForm(_breaks(data[2:].decode(codec)), False, None, codec)
-    try:
-        data.decode("utf-8")
-        undecodable = None
-    except UnicodeDecodeError as exc:
-        undecodable = exc.start
-    text = data.decode("utf-8", "surrogateescape")
-    return TextForm(_breaks(text), text.startswith(BOM), undecodable)
+    undecodable = None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            undecodable = exc.start
+    return TextForm(_breaks(data), data.startswith(codecs.BOM_UTF8), undecodable)
 
 
 def _to_crlf(text: str) -> str:
