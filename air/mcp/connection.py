@@ -241,7 +241,7 @@ async def open_connection(
                         httpx2.AsyncClient(
                             headers=dict(server.headers) | taken.headers,
                             timeout=httpx2.Timeout(30.0, read=server.timeout_s + 5.0),
-                            transport=BoundedTransport(),
+                            transport=BoundedTransport(server),
                             auth=auth,
                         )
                     )

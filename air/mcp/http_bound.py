@@ -1,11 +1,16 @@
-"""The HTTP client side of an MCP session: what a server's answer may weigh.
+"""The HTTP client side of an MCP session: where its requests may go, what an answer may weigh.
 
-Owns ``BoundedTransport``: the HTTP transport air gives the SDK's streamable HTTP client, which
-reads a JSON answer whole (``aread``) however long the server sends; here any answer but an
-event stream ends at ``MAX_MESSAGE_BYTES`` (IMPL-MCP-3), read as it arrives, and the call fails
-with that reason instead of the parent growing until the call's timeout. An event stream is left
-to the SDK, which bounds each event (1 MiB) itself. Imported with the SDK (``httpx2``), when a
-session reaches an HTTP server.
+Owns ``BoundedTransport``: the HTTP transport air gives the SDK's streamable HTTP client for one
+server. A request in plain HTTP goes only to the server's own origin or to this machine: the
+SDK's OAuth flow follows whatever the server's metadata names (its authorization server, their
+token and registration endpoints) and would post the authorization code, the PKCE verifier and
+later the refresh token over plain HTTP across the network; such a request is refused before
+it is sent (IMPL-MCP-5; OAuth 2.1 and MCP's authorization spec require https). The SDK's
+client reads a JSON answer whole (``aread``) however long the server sends; here any answer but
+an event stream ends at ``MAX_MESSAGE_BYTES`` (IMPL-MCP-3), read as it arrives, and the call
+fails with that reason instead of the parent growing until the call's timeout. An event stream
+is left to the SDK, which bounds each event (1 MiB) itself. Imported with the SDK (``httpx2``),
+when a session reaches an HTTP server.
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from collections.abc import AsyncIterator
 
 import httpx2
 
+from air.contracts.display import shown
+from air.mcp.config import McpServer, loopback
 from air.mcp.stdio import MAX_MESSAGE_BYTES, over_the_bound
 
 __all__ = ["BoundedTransport"]
@@ -35,13 +42,32 @@ class _BoundedStream(httpx2.AsyncByteStream):
         await self.inner.aclose()
 
 
-class BoundedTransport(httpx2.AsyncBaseTransport):
-    """httpx2's own transport, every answer but an event stream bounded as it is read."""
+def _origin(url: httpx2.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port
 
-    def __init__(self) -> None:
+
+class BoundedTransport(httpx2.AsyncBaseTransport):
+    """httpx2's own transport for ``server``: plain HTTP only to its origin or this machine,
+    every answer but an event stream bounded as it is read."""
+
+    def __init__(self, server: McpServer) -> None:
+        assert server.url is not None
+        self.server = server
+        self.origin = _origin(httpx2.URL(server.url))
         self.inner = httpx2.AsyncHTTPTransport()
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        url = request.url
+        if url.scheme != "https" and _origin(url) != self.origin and not loopback(str(url)):
+            where = shown(str(url.copy_with(query=None, fragment=None)))
+            raise self.server.refusal(
+                f"its OAuth login would send a request in plain HTTP to {where}, another "
+                "machine than this one: nothing was sent (its authorization server must be "
+                "served over https)",
+                "Ask the server's operator for https endpoints in its OAuth metadata, or remove "
+                f"the server from {self.server.source}.",
+                "oauth",
+            )
         response = await self.inner.handle_async_request(request)
         if response.headers.get("content-type", "").startswith("text/event-stream"):
             return response

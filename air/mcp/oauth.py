@@ -248,6 +248,15 @@ async def login(server: McpServer, show: Callable[[str], None]) -> tuple[str, st
     sent: list[str] = []
 
     async def open_url(url: str) -> None:
+        if not url.startswith("https://") and not loopback(url):
+            raise _refused(
+                server,
+                f"its authorization server's login page {shown(url.split('?', 1)[0])} is not "
+                "served over https: a person's password would cross the network unencrypted; "
+                "nothing was shown or stored",
+                "Ask the server's operator for https endpoints in its OAuth metadata, or remove "
+                f"the server from {server.source}.",
+            )
         sent.append(parse_qs(urlsplit(url).query).get("state", [""])[0])
         show(url)
 

@@ -10,8 +10,11 @@ tokens live in this process, and ``/authorize`` approves at once, redirecting to
 read from ``$MCP_OAUTH_CONTROL`` (a file, read at each request; missing: none of these): a line
 ``deny`` makes ``/authorize`` redirect with ``error=access_denied``, ``refuse-refresh`` makes a
 refresh ``invalid_grant``, ``expires-in N`` issues access tokens valid N seconds (default
-3600). Every grant is appended to ``$MCP_OAUTH_LOG`` as one line (``code`` or ``refresh``), every
-revoked token as ``revoke`` (its revocation endpoint is on).
+3600), ``metadata FIELD URL`` names ``URL`` as ``FIELD`` of its authorization server metadata
+(``token_endpoint``, ``authorization_endpoint``: a server whose metadata points elsewhere; the
+SDK's own settings refuse a plain-HTTP issuer). Every grant is appended to ``$MCP_OAUTH_LOG``
+as one line (``code`` or ``refresh``), every revoked token as ``revoke`` (its revocation
+endpoint is on).
 Tools: ``echo``, and ``leak``, which answers with the access token it was called with (a
 server that echoes what it got: what air stores must not hold it).
 """
@@ -46,6 +49,51 @@ def _logged(what: str) -> None:
     if path:
         with open(path, "a", encoding="utf-8") as handle:
             handle.write(what + "\n")
+
+
+def _metadata_overrides() -> dict[str, str]:
+    found = {}
+    for line in _control():
+        words = line.split()
+        if len(words) == 3 and words[0] == "metadata":
+            found[words[1]] = words[2]
+    return found
+
+
+def _with_metadata(app: Any) -> Any:
+    """``app`` whose authorization server metadata carries ``_metadata_overrides()``."""
+    import json
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        overrides = _metadata_overrides()
+        if (
+            scope["type"] != "http"
+            or not overrides
+            or not scope["path"].startswith("/.well-known/oauth-authorization-server")
+        ):
+            await app(scope, receive, send)
+            return
+        started: dict[str, Any] = {}
+        body = b""
+
+        async def hold(message: Any) -> None:
+            nonlocal body
+            if message["type"] == "http.response.start":
+                started.update(message)
+                return
+            body += message.get("body", b"")
+            if message.get("more_body"):
+                return
+            document = json.loads(body) | overrides
+            out = json.dumps(document).encode()
+            headers = [(k, v) for k, v in started["headers"] if k.lower() != b"content-length"]
+            headers.append((b"content-length", str(len(out)).encode()))
+            await send({**started, "headers": headers})
+            await send({"type": "http.response.body", "body": out})
+
+        await app(scope, receive, hold)
+
+    return wrapped
 
 
 def main() -> None:
@@ -194,7 +242,8 @@ def main() -> None:
         token = get_access_token()
         return f"called with {token.token if token else None}"
 
-    uvicorn.run(server.streamable_http_app(), host="127.0.0.1", port=port, log_level="error")
+    app = _with_metadata(server.streamable_http_app())
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
 
 
 if __name__ == "__main__":

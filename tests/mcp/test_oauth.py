@@ -8,13 +8,18 @@ once: the test plays the browser by GETting the URL air prints), over real HTTP 
 
 from __future__ import annotations
 
+import http.server
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -83,7 +88,7 @@ def _air(args: tuple[str, ...], cwd: Path, home: Path) -> tuple[int, str, str]:
 def _login(cwd: Path, home: Path, browse: str = "follow") -> tuple[int, str, str]:
     """``air mcp login docs`` as a real process; the test is the browser: it GETs the printed
     URL and then the redirect (``browse``: ``follow``, ``forge`` its state, ``interrupt`` air
-    with SIGINT instead)."""
+    with SIGINT instead; ``none``: no URL is expected)."""
     argv = [sys.executable, "-m", "air.cli", "mcp", "login", "docs"]
     proc = subprocess.Popen(
         argv, cwd=cwd, env=_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -93,6 +98,7 @@ def _login(cwd: Path, home: Path, browse: str = "follow") -> tuple[int, str, str
     for line in proc.stdout:
         seen += line
         if line.startswith("  http"):
+            assert browse != "none", f"air showed a URL to open: {line}"
             if browse == "interrupt":
                 proc.send_signal(signal.SIGINT)
                 break
@@ -215,6 +221,74 @@ def test_a_login_refused_forged_or_interrupted_stores_nothing(tmp_path: Path) ->
             (home / ".air" / "mcp-auth").iterdir()
         )
         assert not grants.exists()  # no code was ever exchanged
+
+
+@contextmanager
+def _another_machine() -> Iterator[tuple[str, list[str]]]:
+    """An HTTP server at this machine's host name (to air: another machine, as no address
+    tells it otherwise) and the requests it got (each answered 400)."""
+    name = socket.gethostname()
+    got: list[str] = []
+
+    class Record(http.server.BaseHTTPRequestHandler):
+        def _any(self) -> None:
+            got.append(f"{self.command} {self.path}")
+            self.send_response(400)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        do_GET = do_POST = _any
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    try:
+        address = socket.gethostbyname(name)
+    except OSError:  # a name this machine cannot resolve: air must refuse it all the same
+        address = "127.0.0.1"
+    server = http.server.ThreadingHTTPServer((address, 0), Record)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{name}:{server.server_address[1]}", got
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.slow
+def test_a_login_sends_nothing_to_an_endpoint_its_metadata_names_in_plain_http(
+    tmp_path: Path,
+) -> None:
+    """OAuth 2.1 wants every authorization server endpoint over https: the SDK's flow follows
+    whatever the server's metadata names, so air's transport refuses a plain-HTTP request off
+    this machine before it is sent (the code and the PKCE verifier never reach the token
+    endpoint), and a login page in plain HTTP is never shown."""
+    control, grants = tmp_path / "control", tmp_path / "grants"
+    with oauth_http(control, grants) as url, _another_machine() as (elsewhere, got):
+        home, root = _setup(tmp_path, url)
+        control.write_text(f"metadata token_endpoint {elsewhere}/token\n")
+        code, out, err = _login(root, home)
+        assert code == 2, out + err
+        assert f"plain HTTP to {elsewhere}/token" in err
+        assert "nothing was sent" in err
+        assert "Traceback" not in err
+        assert got == []  # the code never went there
+        assert not grants.exists()
+        assert not (home / ".air" / "mcp-auth").exists() or not list(
+            (home / ".air" / "mcp-auth").iterdir()
+        )
+        control.write_text(f"metadata authorization_endpoint {elsewhere}/authorize\n")
+        code, out, err = _login(root, home, browse="none")
+        assert code == 2, out + err
+        assert f"login page {elsewhere}/authorize is not served over https" in err
+        assert "  http" not in out  # no URL to open was printed
+        assert "Traceback" not in err
+        # the same server with its own endpoints: the login completes
+        control.write_text("")
+        assert _login(root, home)[0] == 0
+        assert grants.read_text().split() == ["code"]
+        assert got == []
 
 
 def _project(root: Path) -> None:
