@@ -21,6 +21,7 @@ from air.security.command_words import (
     new_segment,
     positional_args,
 )
+from air.security.options import option_spec
 
 __all__ = [
     "HANDLERS",
@@ -144,17 +145,48 @@ def _h_interpreter(
     return [new_segment(text, prog, C.BUILD_TEST, f"{prog} runs the workspace script {script}")]
 
 
+_PROFILER = option_spec("os", ("--outfile", "--sort"))
+"""cProfile's and profile's own options: ``-o/--outfile FILE`` (written), ``-s/--sort KEY``."""
+
+
+def _profiler_options(args: list[str | None]) -> tuple[list[str], list[str | None]]:
+    """The files cProfile's (or profile's) options write and what follows its options (``-m
+    MODULE ...`` or a script and its arguments). Its parser takes no option after the first
+    operand, and ``-oFILE``, ``--outfile=FILE``, ``--outfile FILE`` and abbreviations such as
+    ``--out`` all name the file."""
+    writes: list[str] = []
+    i, n = 0, len(args)
+    while i < n:
+        arg = args[i]
+        if arg is None or arg in ("-", "-m") or not arg.startswith("-"):
+            break
+        i += 1
+        if arg == "--":
+            break
+        if arg.startswith("--"):
+            typed, eq, value = arg.partition("=")
+            name = _PROFILER.prefixes.get(typed, typed)
+            given: str | None = value
+            if name in _PROFILER.long_valued and not eq:
+                given = args[i] if i < n else ""
+                i += 1
+        else:
+            name = arg[:2]
+            given = arg[2:]
+            if arg[1] in _PROFILER.short_valued and not given:
+                given = args[i] if i < n else ""
+                i += 1
+        if name in ("-o", "--outfile"):
+            writes.append(given or DYNAMIC)
+    return writes, list(args[i:])
+
+
 def _h_profiler(
     a: Analyzer, text: str, prog: str, args: list[str | None], depth: int
 ) -> list[Segment]:
     """``python -m cProfile [-o FILE] [-s KEY] (-m MODULE | SCRIPT) ...`` is ``python`` running
     that module or script; ``-o FILE`` is written."""
-    rest = list(args)
-    writes: list[str] = []
-    while len(rest) >= 2 and rest[0] in ("-o", "-s"):
-        if rest[0] == "-o":
-            writes.append(rest[1] or DYNAMIC)
-        rest = rest[2:]
+    writes, rest = _profiler_options(args)
     if depth > MAX_DEPTH:
         return [new_segment(text, prog, C.OPAQUE, "wrapped commands nested too deep")]
     segs = _h_interpreter(a, text, prog, rest, depth + 1)

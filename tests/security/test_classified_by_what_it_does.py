@@ -154,6 +154,12 @@ ATTACKS: list[Case] = [
     Case("python -m pytest -p evil", C.OPAQUE, False),
     Case("python3 -m timeit 'import shutil; shutil.rmtree(\"src\")'", C.OPAQUE, False),
     Case("python -m cProfile -m pytest -p evil", C.OPAQUE, False),
+    # the profile's file, however its option is spelled
+    Case(
+        "python -m cProfile --outfile=src/app.py script.py", C.FILE_MUTATION, False, ("src/app.py",)
+    ),
+    Case("python -m cProfile -osrc/app.py script.py", C.FILE_MUTATION, False, ("src/app.py",)),
+    Case("python -m profile --out src/app.py script.py", C.FILE_MUTATION, False, ("src/app.py",)),
     Case("python -m evilmodule", C.OPAQUE, False),
     # find
     Case("find . -fprint notes/list", C.FILE_MUTATION, False, ("notes/list",)),
@@ -285,6 +291,7 @@ LOOK_ALIKES: list[Case] = [
     Case("pytest -p no:cacheprovider -o xfail_strict=true", C.BUILD_TEST, True),
     Case("python -m pytest tests -q", C.BUILD_TEST, True),
     Case("python -m cProfile script.py", C.BUILD_TEST, True),
+    Case("python -m cProfile script.py -o report.txt", C.BUILD_TEST, True),
     Case("timeout 60 make test", C.BUILD_TEST, True),
     Case("echo x | tee /dev/null", C.READ_ONLY, True),
     Case("xargs -n1 echo", C.READ_ONLY, True),
