@@ -362,9 +362,9 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
 
 
 def _view(run: ToolRun) -> OverlayView | None:
-    """The task's read-only view (IMPL-SBX-3) when it has no write area: the toolchain's own
-    reads and marks of build dirs go where the view's commands wrote."""
-    if run.context.write_area != []:
+    """The task's read-only view (IMPL-SBX-3) when it may change nothing (``ToolRun.read_only``):
+    the toolchain's own reads and marks of build dirs go where the view's commands wrote."""
+    if not run.read_only:
         return None
     from air.cpp.view import OverlayView
     from air.tools.task_view import task_view_dir

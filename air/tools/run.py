@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 from air.contracts.artifact import ArtifactType
 from air.contracts.event import EventSource, RuntimeEvent, new_event
 from air.contracts.ids import JsonObject
+from air.contracts.runtime import PermissionTemplate
 from air.contracts.tool import ToolDefinition
 
 if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
@@ -114,6 +115,15 @@ class ToolRun:
     def workspace_realpath(self) -> str:
         """The workspace root with symlinks resolved."""
         return os.path.realpath(self.context.workspace_root)
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the task may change no file of its workspace: it has no write area, or it
+        works under the reviewer template (a review, a compaction). Its commands run behind
+        the read-only view (IMPL-SBX-3): what they write never reaches the workspace, whatever
+        the command's analysis missed."""
+        ctx = self.context
+        return ctx.write_area == [] or ctx.permission_template == PermissionTemplate.REVIEWER
 
     async def stream(self, kind: ToolEventKind, data: Any, *, redacted: bool = False) -> None:
         """Hand one progress item (redacted; ``redacted``: already, by this run's redactor, as

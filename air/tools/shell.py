@@ -68,8 +68,8 @@ def _paths(workspace_root: str, cwd: str) -> tuple[str, str]:
 
 
 def command_space(run: ToolRun) -> CommandSpace:
-    """The host side of one command of ``run``: the project's limits and, when the task has no
-    write area (``write_area == []``), the read-only view of the workspace.
+    """The host side of one command of ``run``: the project's limits and, when the task may
+    change nothing (``ToolRun.read_only``), the read-only view of the workspace.
 
     Raises:
         AirException: ``config_error``/``untrusted_config`` from the limits files,
@@ -80,7 +80,7 @@ def command_space(run: ToolRun) -> CommandSpace:
     from air.tools.task_view import task_view_dir
 
     limits = load_limits(run.context.project_root)
-    if run.context.write_area != []:
+    if not run.read_only:
         return CommandSpace(limits)
     ctx = run.context
     view = task_view_dir(ctx.workspace_root, ctx.session_id, ctx.task_id)

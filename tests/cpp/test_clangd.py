@@ -129,13 +129,13 @@ def test_lsp_framing_is_bounded_and_strict() -> None:
         LspFraming().feed(b"Content-Length: 2\r\n\r\n[]")
 
 
-async def _ask(env: Env, file: str, line: int, column: int) -> dict[str, Any]:
+async def _ask(env: Env, file: str, line: int, column: int, **ctx: Any) -> dict[str, Any]:
     """One ``cpp.clangd`` call through the registry; its output, once it succeeded."""
     with trio.fail_after(120):
         result = await env.registry.call(
             "cpp.clangd",
             {"file": file, "line": line, "column": column},
-            env.ctx(agent_id="ag_1"),
+            env.ctx(agent_id="ag_1", **ctx),
         )
     assert result.status == "ok", result.error
     assert isinstance(result.output, dict)
@@ -151,6 +151,20 @@ async def test_cpp_clangd_tool_configures_and_answers_through_the_sandbox(cpp_en
         "cpp.clangd", {"file": "../outside.cpp"}, cpp_env.ctx(agent_id="ag_1")
     )
     assert bad.status in ("error", "denied")
+
+
+async def test_a_reviews_clangd_configures_in_its_view_only(
+    cpp_env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (the reviewer template, write area None) may ask clangd; the CMake configure
+    the call needs writes the task's read-only view, never the project (IMPL-SBX-3)."""
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(cpp_env.tmp))  # the view goes with the test
+    before = sorted(p.name for p in cpp_env.root.iterdir())
+    out = await _ask(cpp_env, "spread/spread.cpp", 7, 8, permission_template="reviewer")
+    assert out["definition"] == [{"file": "spread/spread.h", "line": 6, "column": 8}], out
+    assert sorted(p.name for p in cpp_env.root.iterdir()) == before  # no build/ in the project
 
 
 async def test_the_memory_bound_applies_and_a_dead_clangd_is_a_clear_error(tmp_path: Path) -> None:

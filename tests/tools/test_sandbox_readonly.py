@@ -193,6 +193,35 @@ async def test_shell_run_of_a_task_without_a_write_area_leaves_the_project_alone
     assert (env.root / "src" / "new.txt").read_text() == "x\n"
 
 
+async def test_a_reviewers_commands_leave_the_project_alone_whatever_they_write(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review (the reviewer template) has a write area of None, yet may change nothing: its
+    commands run behind the read-only view as a task without a write area's do, so a command
+    whose writes the analysis does not see (an option spelled another way, the project's own
+    test script) changes nothing of the project."""
+    monkeypatch.setattr(tempfile, "tempdir", str(env.tmp))
+    (env.root / "notes.txt").write_text("ship it\n")
+
+    def project() -> dict[str, tuple[int, str]]:  # air's own state (.air) aside
+        return {k: v for k, v in _snapshot(env.root).items() if not k.startswith(".air")}
+
+    before = project()
+    reviewer = {"permission_template": "reviewer"}
+    for attack in (
+        "tar -cfnotes.txt src",
+        "echo pwned > src/app.py; rm -rf src/sub",
+        "mkdir out && echo built > out/result",
+    ):
+        assert (await _decided(env, attack, **reviewer))["exit_code"] == 0, attack
+    out = await _decided(env, "cat out/result; head -c 3 notes.txt", **reviewer)
+    assert out["stdout"] == "built\nsrc", out  # the review's later commands see its writes
+    assert project() == before
+    # an executor of the same project, write area None: its command writes the project
+    assert (await _decided(env, "echo x > notes.txt"))["exit_code"] == 0
+    assert (env.root / "notes.txt").read_text() == "x\n"
+
+
 @pytest.fixture
 def own_box(tmp_path: Path) -> Iterator[Sandboxed]:
     """A box run by the suite's own user: the parent reads the view it made."""
