@@ -21,6 +21,7 @@ from air.security.command_words import (
     option_values,
     positional_args,
 )
+from air.security.options import option_spec, scan
 
 __all__ = [
     "HANDLERS",
@@ -90,61 +91,75 @@ def _h_dd(a: Analyzer, text: str, prog: str, args: list[str | None], depth: int)
     return [new_segment(text, prog, C.READ_ONLY, "dd copies to stdout")]
 
 
+_TAR = option_spec(
+    "bCfFgHIKLNTVX",
+    (
+        "--file", "--directory", "--to-command", "--use-compress-program", "--checkpoint-action",
+        "--info-script", "--new-volume-script", "--rsh-command", "--rmt-command", "--files-from",
+        "--exclude-from", "--listed-incremental", "--label", "--newer", "--starting-file",
+        "--blocking-factor", "--format", "--owner", "--group", "--mode", "--transform",
+        "--xform", "--exclude", "--suffix", "--volno-file", "--index-file", "--tape-length",
+        "--after-date", "--newer-mtime", "--mtime", "--record-size", "--strip-components",
+    ),
+    (
+        "--list", "--extract", "--get", "--create", "--append", "--update", "--delete",
+        "--diff", "--compare", "--concatenate", "--catenate", "--remove-files", "--verbose",
+        "--to-stdout", "--gzip", "--bzip2", "--xz", "--zstd", "--auto-compress",
+    ),
+)  # fmt: skip
+"""GNU tar's options: the short ones taking a value, the long ones (abbreviations resolve)."""
+_TAR_PROGRAMS = frozenset(
+    """-I -F --use-compress-program --info-script --new-volume-script --to-command --rsh-command
+    --rmt-command --checkpoint-action""".split()
+)
+_TAR_WRITES = frozenset("-c --create -r --append -u --update --delete -A --catenate".split())
+_TAR_WRITES |= {"--concatenate"}
+
+
+def _tar_words(args: list[str | None]) -> list[str | None]:
+    """``args`` with an old-style first word (``czf out.tgz``: letters whose values follow in
+    order) spelled as options (``-c -z -f out.tgz``)."""
+    first = args[0] if args else None
+    if first is None or not first.isalpha():
+        return list(args)
+    words: list[str | None] = []
+    rest = list(args[1:])
+    for letter in first:
+        words.append("-" + letter)
+        if letter in _TAR.short_valued:
+            words.append(rest.pop(0) if rest else "")
+    return words + rest
+
+
 def h_tar(a: Analyzer, text: str, prog: str, args: list[str | None], depth: int) -> list[Segment]:
     """``tar``: the options that run a program (opaque), a listing (read-only), or what it
-    extracts or creates, below the directories ``-C`` moves it to."""
-    first = next((x for x in args if x is not None), "")
-    flags = first.lstrip("-") if first and not first.startswith("--") else ""
-    long_flags = {x for x in args if x is not None and x.startswith("--")}
-    if (
-        any(
-            f.startswith(
-                (
-                    "--to-command",
-                    "--use-compress-program",
-                    "--checkpoint-action",
-                    "--info-script",
-                    "--new-volume-script",
-                    "--rsh-command",
-                    "--rmt-command",
-                )
-            )
-            for f in long_flags
-        )
-        or "-I" in args
-        or "-F" in args
-    ):
+    extracts or creates, below the directories ``-C`` moves it to. Its options are read as tar
+    reads them: clusters with an attached value (``-cfout.tar``), long options abbreviated or
+    with ``=``, an old-style first word."""
+    opts, operands = scan(_tar_words(args), _TAR)
+    names = {o.name for o in opts}
+    if names & _TAR_PROGRAMS:
         return [new_segment(text, prog, C.OPAQUE, "tar runs an external program")]
-    bases = option_values(args, ("-C", "--directory"))
-    if "t" in flags or "--list" in long_flags:
-        return [new_segment(text, prog, C.READ_ONLY, "tar lists an archive")]
-    if "x" in flags or "--extract" in long_flags or "--get" in long_flags:
+    bases = [o.value or DYNAMIC for o in opts if o.name in ("-C", "--directory")]
+    files = [o.value or DYNAMIC for o in opts if o.name in ("-f", "--file")]
+    if names & {"-x", "--extract", "--get"}:
         seg = new_segment(text, prog, C.FILE_MUTATION, "tar extracts files")
-        seg.write_targets.extend(bases)
-        if not seg.write_targets:
-            seg.write_targets.append(".")
+        seg.write_targets.extend(bases or ["."])
         return [seg]
-    seg = new_segment(text, prog, C.FILE_MUTATION, "tar writes an archive")
+    if not names & _TAR_WRITES and names & {"-t", "--list", "-d", "--diff", "--compare"}:
+        return [new_segment(text, prog, C.READ_ONLY, "tar lists an archive")]
+    if "--remove-files" in names:
+        seg = new_segment(text, prog, C.DESTRUCTIVE, "tar removes the files it archives")
+        seg.write_targets.extend(o if o is not None else DYNAMIC for o in operands)
+    else:
+        seg = new_segment(text, prog, C.FILE_MUTATION, "tar writes an archive")
     seg.bases.extend(bases)
-    for i, x in enumerate(args):
-        if x in ("-f", "--file") and i + 1 < len(args):
-            seg.write_targets.append(args[i + 1] or "$dynamic")
-        elif (
-            x is not None
-            and x.startswith("-")
-            and not x.startswith("--")
-            and x.endswith("f")
-            and i + 1 < len(args)
-        ):
-            seg.write_targets.append(args[i + 1] or "$dynamic")
-        elif (
-            i == 0
-            and x is not None
-            and not x.startswith("-")
-            and x.endswith("f")
-            and i + 1 < len(args)
-        ):
-            seg.write_targets.append(args[i + 1] or "$dynamic")
+    seg.write_targets.extend(files)
+    seg.write_targets.extend(
+        o.value or DYNAMIC
+        for o in opts
+        if o.name in ("-g", "--listed-incremental", "--index-file", "--volno-file")
+    )
     return [seg]
 
 

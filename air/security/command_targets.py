@@ -23,6 +23,7 @@ from air.security.command_words import (
     options_before_dashdash,
     positional_args,
 )
+from air.security.options import option_spec, scan
 from air.security.paths import names_credentials
 
 __all__ = [
@@ -37,6 +38,20 @@ __all__ = [
 C = CommandCategory
 
 
+_COPIERS = {
+    "cp": option_spec("tS", ("--target-directory", "--suffix", "--sparse", "--no-preserve")),
+    "mv": option_spec("tS", ("--target-directory", "--suffix")),
+    "install": option_spec(
+        "tSmogC", ("--target-directory", "--suffix", "--mode", "--owner", "--group")
+    ),
+    "ln": option_spec("tS", ("--target-directory", "--suffix")),
+}
+"""How ``cp``, ``mv``, ``install`` and ``ln`` spell their options (GNU): the directory ``-t``
+names, however written, holds what they write."""
+_OUTPUT_OPTION = {"unzip": ("-d",), "patch": ("-o", "--output")}
+"""Programs whose option names where they write besides their operands."""
+
+
 def program_writes(prog: str, args: Sequence[str | None]) -> list[str]:
     """What a file-mutating or destructive ``prog`` writes: its operands (``ln -s``: all of
     them; ``cp``/``mv``/``install``/``ln``: ``-t``'s directory or the last one; ``tee``: those
@@ -48,14 +63,14 @@ def program_writes(prog: str, args: Sequence[str | None]) -> list[str]:
         for a in options_before_dashdash(args)
     ):
         return [p if p is not None else "$dynamic" for p in pos]
-    if prog in ("cp", "mv", "install", "ln"):
-        for i, a in enumerate(args):
-            if a in ("-t", "--target-directory") and i + 1 < len(args):
-                nxt = args[i + 1]
-                return [nxt if nxt is not None else "$dynamic"]
-            if a is not None and a.startswith("--target-directory="):
-                return [a.split("=", 1)[1]]
-        pos = pos[-1:] if len(pos) >= 2 else pos
+    if prog in _COPIERS:
+        opts, operands = scan(args, _COPIERS[prog])
+        into = [o.value for o in opts if o.name in ("-t", "--target-directory") and o.value != ""]
+        if into:  # every operand is a source (``-tDIR``, ``-vt DIR``, ``--target=DIR`` too)
+            return [into[-1] if into[-1] is not None else DYNAMIC]
+        pos = operands[-1:] if len(operands) >= 2 else operands
+    elif prog in _OUTPUT_OPTION:
+        pos = [*pos, *option_values(args, _OUTPUT_OPTION[prog])]
     if prog == "tee":
         pos = [p for p in pos if p not in NULL_TARGETS]
     return [p if p is not None else "$dynamic" for p in pos]
@@ -255,7 +270,7 @@ _MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
     "make": ("-C", "--directory", "-f", "--file", "--makefile", "-o", "--old-file"),
     "ninja": ("-C", "-f"),
     "cmake": ("-S", "-B", "--build", "--install", "-P", "-C", "--toolchain", "--install-prefix"),
-    "ctest": ("--test-dir", "-S", "--build-dir", "-O", "--output-log"),
+    "ctest": ("--test-dir", "-S", "--build-dir", "-O", "--output-log", "--output-junit"),
     "meson": ("-C", "--prefix"),
     "npm": ("--prefix", "-C", "--cache", "--userconfig", "--globalconfig"),
     "pnpm": ("-C", "--dir", "--store-dir", "--config-dir"),
@@ -274,7 +289,7 @@ _MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
     "tox": ("-c", "--conf", "--workdir", "--root"),
     "nox": ("-f", "--noxfile", "--envdir"),
     "pip": ("--target", "-t", "--prefix", "--root", "--src", "-e", "--editable", "--cache-dir"),
-    "gcc": ("-o", "-MF", "-MJ"),
+    "gcc": ("-o", "--output", "-MF", "-MJ"),
     "mvn": ("-f", "--file", "-s", "--settings", "-gs", "--global-settings"),
     "gradle": ("-b", "--build-file", "-p", "--project-dir", "-c", "--settings-file", "-I"),
     "pre-commit": ("-c", "--config"),
@@ -285,6 +300,7 @@ _MOVED_OPTIONS: dict[str, tuple[str, ...]] = {
     "sphinx-build": ("-c", "-d"),
     "bazel": ("--output_base", "--output_user_root", "--bazelrc"),
     "dotnet": ("--project", "-o", "--output"),
+    "cppcheck": ("--output-file", "--cppcheck-build-dir", "--plist-output"),
     "deno": ("--config", "-c", "--import-map"),
 }
 for _alias, _of in (
@@ -300,6 +316,18 @@ for _alias, _of in (
     ("bazelisk", "bazel"),
 ):
     _MOVED_OPTIONS[_alias] = _MOVED_OPTIONS[_of]
+
+
+_IN_PLACE: dict[str, frozenset[str]] = {
+    "clang-format": frozenset({"-i"}),
+    "clang-tidy": frozenset(
+        f"{dash}{name}" for dash in ("-", "--") for name in ("fix", "fix-errors", "fix-notes")
+    ),
+    "cppcheck": frozenset({"--dump"}),
+}
+"""Formatters, fixers and checkers that, so told, write their operands (or files beside them)."""
+_LLVM_OUTPUTS = ("-export-fixes", "--export-fixes")
+"""clang-tidy's file of fixes: LLVM options take ``-name=value`` with one dash too."""
 
 
 # Compilers and checkers only read their operands (`gcc -I /usr/include x.c`); their outputs
@@ -326,6 +354,12 @@ def add_moved_targets(seg: Segment, prog: str, args: Sequence[str | None]) -> No
     """
     options = _MOVED_OPTIONS.get(prog)
     found: list[str] = option_values(args, options) if options else []
+    words = options_before_dashdash(args)
+    if prog in _IN_PLACE and _IN_PLACE[prog].intersection(w for w in words if w is not None):
+        found.extend(w if w is not None else DYNAMIC for w in positional_args(words))
+    if prog == "clang-tidy":
+        found.extend(option_values(words, _LLVM_OUTPUTS))
+        found.extend(w.split("=", 1)[1] for w in words if w and w.startswith("-export-fixes="))
     if prog in _CWD_CODE_TOOLS and seg.category == C.BUILD_TEST:
         found.append(_CWD)  # its makefile / conftest.py / tox.ini are read where it runs
     if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (

@@ -146,7 +146,7 @@ def _h_simple_wrapper(
         "timeout": ("-s", "--signal", "-k", "--kill-after"),
         "stdbuf": ("-i", "-o", "-e"),
         "ionice": ("-c", "-n", "-p"),
-        "time": ("-f", "-o"),
+        "time": ("-f", "--format", "-o", "--output"),
         "flock": ("-w", "-E"),
     }.get(prog, ())  # the other wrappers' options take no value
     rest = skip_options(args, valued)
@@ -167,7 +167,12 @@ def _h_simple_wrapper(
                 text, prog, floor if prog != "time" else C.READ_ONLY, f"{prog} without a command"
             )
         ]
-    return a.wrapped_command(text, rest, depth, floor, prog, f"{prog} wrapper")
+    segs = a.wrapped_command(text, rest, depth, floor, prog, f"{prog} wrapper")
+    if prog == "time":  # GNU time writes its figures to -o FILE
+        segs[0].write_targets.extend(
+            option_values(args[: len(args) - len(rest)], ("-o", "--output"))
+        )
+    return segs
 
 
 def _h_xargs(
@@ -297,7 +302,7 @@ def _h_runner(
     rest = rest[skip:]
     if prog == "perf":
         rest = skip_options(rest, valued)
-    outputs = option_values(args, ("-o", "--output", "--log-file"))
+    outputs = option_values(args, ("-o", "--output", "--log-file", "--xml-file"))
     segs = a.wrapped_command(text, rest, depth, floor, prog, f"{prog} runs a command")
     segs[0].write_targets.extend(outputs)
     return segs

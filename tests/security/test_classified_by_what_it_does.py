@@ -154,6 +154,19 @@ ATTACKS: list[Case] = [
     Case("python -m pytest -p evil", C.OPAQUE, False),
     Case("python3 -m timeit 'import shutil; shutil.rmtree(\"src\")'", C.OPAQUE, False),
     Case("python -m cProfile -m pytest -p evil", C.OPAQUE, False),
+    # a write however its option is spelled: attached, clustered, abbreviated, `=`
+    Case("tar -cfsrc/app.py notes", C.FILE_MUTATION, False, ("src/app.py",)),
+    Case("tar -czfsrc/app.py notes", C.FILE_MUTATION, False, ("src/app.py",)),
+    Case("tar -xfa.tar -Csrc", C.FILE_MUTATION, False, ("src",)),
+    Case("tar -xIrm -f a.tar", C.OPAQUE, False),
+    Case("tar --use-comp=rm -xf a.tar", C.OPAQUE, False),
+    Case("tar -cf a.tar --remove-files src", C.DESTRUCTIVE, False, ("src", "a.tar")),
+    Case("cp --target src x", C.FILE_MUTATION, False, ("src",)),
+    Case("mv -tsrc x", C.FILE_MUTATION, False, ("src",)),
+    Case("unzip -dsrc a.zip", C.FILE_MUTATION, False, ("src",)),
+    Case("patch --output=src/app.py", C.FILE_MUTATION, False, ("src/app.py",)),
+    Case("/usr/bin/time -o src/app.py make", C.BUILD_TEST, False, ("src/app.py",)),
+    Case("valgrind --xml-file=src/app.py ./x", C.BUILD_TEST, False, ("src/app.py",)),
     # the profile's file, however its option is spelled
     Case(
         "python -m cProfile --outfile=src/app.py script.py", C.FILE_MUTATION, False, ("src/app.py",)
@@ -292,6 +305,18 @@ LOOK_ALIKES: list[Case] = [
     Case("python -m pytest tests -q", C.BUILD_TEST, True),
     Case("python -m cProfile script.py", C.BUILD_TEST, True),
     Case("python -m cProfile script.py -o report.txt", C.BUILD_TEST, True),
+    Case("clang-format src/app.py", C.BUILD_TEST, True),
+    Case("clang-tidy src/app.py -- -Isrc", C.BUILD_TEST, True),
+    Case("cppcheck src", C.BUILD_TEST, True),
+    Case("tar -tvfa.tar", C.READ_ONLY, True),
+    # a build or check tool's own outputs, however spelled, are its targets (outside the project
+    # they ask); in the task's read-only view they are allowed (IMPL-CLS-6)
+    Case("clang --output=src/app.py -c x.c", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("ctest --output-junit src/app.py", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("clang-format -i src/app.py", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("clang-tidy --fix src/app.py", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("clang-tidy -export-fixes=src/app.py x.c", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("cppcheck --output-file=src/app.py .", C.BUILD_TEST, True, ("src/app.py",)),
     Case("timeout 60 make test", C.BUILD_TEST, True),
     Case("echo x | tee /dev/null", C.READ_ONLY, True),
     Case("xargs -n1 echo", C.READ_ONLY, True),
