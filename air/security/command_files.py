@@ -193,13 +193,16 @@ def _h_rsync(
         return [new_segment(text, prog, C.OPAQUE, "rsync runs a remote shell command")]
     if any(":" in (p or "") for p in pos):
         return [new_segment(text, prog, C.NETWORK, "rsync to or from a remote host")]
+    removes = any(x.startswith(("--remove-source", "--remove-sent")) for x in args if x)
     cat = (
         C.DESTRUCTIVE
-        if any(x is not None and x.startswith("--delete") for x in args)
+        if removes or any(x.startswith("--del") for x in args if x)  # --del: --delete-during
         else C.FILE_MUTATION
     )
     seg = new_segment(text, prog, cat, "rsync copies files")
     seg.write_targets.extend(p for p in pos[-1:] if p is not None)
+    if removes:  # the sources go once copied
+        seg.write_targets.extend(p for p in pos[:-1] if p is not None)
     return [seg]
 
 

@@ -164,6 +164,8 @@ ATTACKS: list[Case] = [
     Case("cp --target src x", C.FILE_MUTATION, False, ("src",)),
     Case("mv -tsrc x", C.FILE_MUTATION, False, ("src",)),
     Case("unzip -dsrc a.zip", C.FILE_MUTATION, False, ("src",)),
+    Case("rsync -a --remove-source-files src out", C.DESTRUCTIVE, False, ("src", "out")),
+    Case("rsync -a --del x src", C.DESTRUCTIVE, False, ("src",)),
     Case("patch --output=src/app.py", C.FILE_MUTATION, False, ("src/app.py",)),
     Case("/usr/bin/time -o src/app.py make", C.BUILD_TEST, False, ("src/app.py",)),
     Case("valgrind --xml-file=src/app.py ./x", C.BUILD_TEST, False, ("src/app.py",)),
