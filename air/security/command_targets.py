@@ -42,7 +42,7 @@ _COPIERS = {
     "cp": option_spec("tS", ("--target-directory", "--suffix", "--sparse", "--no-preserve")),
     "mv": option_spec("tS", ("--target-directory", "--suffix")),
     "install": option_spec(
-        "tSmogC", ("--target-directory", "--suffix", "--mode", "--owner", "--group")
+        "tSmog", ("--target-directory", "--suffix", "--mode", "--owner", "--group")
     ),
     "ln": option_spec("tS", ("--target-directory", "--suffix")),
 }
