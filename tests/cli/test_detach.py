@@ -27,7 +27,16 @@ from tests.headless import session_events
 from tests.trust.calc_runs import EXAMPLE
 
 VERDICT = {"verdict": "approved", "findings": []}
-WAIT_FOR_GO = "until test -f go; do sleep 0.1; done"
+WAIT_FOR_GO = "until grep -qs go flag; do sleep 0.1; done"
+"""The review's command waits until the project's ``flag`` says ``go`` (``go()``). A review's
+commands see the project through its read-only view (IMPL-SBX-3): a file that appears in the
+project while a command runs may stay unseen there (the overlay keeps what it looked up), a
+file's new content is read through."""
+
+
+def go(root: Path, now: bool = True) -> None:
+    """Let the waiting review's command end (``now=False``: make it wait again)."""
+    (root / "flag").write_text("go\n" if now else "wait\n")
 
 
 def _turn(content: list[dict[str, Any]], stop: str) -> str:
@@ -36,7 +45,7 @@ def _turn(content: list[dict[str, Any]], stop: str) -> str:
 
 
 def _project(tmp: Path) -> Path:
-    """A project whose one review task waits (in its sandbox) until the file ``go`` exists."""
+    """A project whose one review task waits (in its sandbox) until ``go(root)``."""
     root = tmp / "proj"
     (root / "cas").mkdir(parents=True)
     use = {"type": "tool_use", "id": "toolu_1", "name": "shell.run"}
@@ -48,6 +57,7 @@ def _project(tmp: Path) -> Path:
     (root / "batch.yaml").write_text(
         "tasks:\n  - id: t0\n    type: review\n    title: look\n    description: look around\n"
     )
+    go(root, now=False)
     return root
 
 
@@ -109,7 +119,7 @@ def test_a_detached_batch_outlives_its_starter_and_wait_delivers_its_end(tmp_pat
     assert "runs on" in waiter.stderr.read()
     assert f"{sid}  running" in _air(root, "status").stdout  # the run was not cancelled
 
-    (root / "go").write_text("")
+    go(root)
     waited = _air(root, "wait", sid)
     assert waited.returncode == 0, waited.stderr
     assert "finished (exit 0)  1/1 done" in waited.stderr
@@ -169,7 +179,7 @@ def test_a_killed_detached_runtime_is_lost_then_recovered_with_no_orphan(tmp_pat
     [notice] = notifier.poll(time.monotonic())  # a lost run is announced at once
     assert "stopped without finishing" in notice
 
-    (root / "go").write_text("")
+    go(root)
     resumed = _air(root, "resume", "--session", sid, "--cassette", "cas")
     assert resumed.returncode == 0, resumed.stderr
     types = [e["type"] for e in session_events(root)]

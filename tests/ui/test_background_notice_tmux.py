@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli.test_detach import _detach, _project
+from tests.cli.test_detach import _detach, _project, go
 from tests.ui.real_air import air_in
 from tests.ui.tmux import Tmux
 
@@ -23,12 +23,12 @@ def test_the_console_lists_background_runs_and_announces_a_finished_one_once(
     root = _project(tmp_path)
     (root / "cas" / "main.jsonl").write_text("")  # the Main Agent is never asked here
     waited = _detach(root)
-    (root / "go").write_text("")
+    go(root)
     done = subprocess.run(
         [sys.executable, "-m", "air.cli", "wait", waited], cwd=root, capture_output=True
     )
     assert done.returncode == 0
-    (root / "go").unlink()
+    go(root, now=False)
     sid = _detach(root)
     tmux = Tmux(tmp_path)
     try:
@@ -36,7 +36,7 @@ def test_the_console_lists_background_runs_and_announces_a_finished_one_once(
         tmux.wait_for("Enter", timeout=60)  # the earlier sessions are listed first
         tmux.keys("Enter")
         tmux.wait_for("background sessions: 1 running, 1 finished", timeout=60)
-        (root / "go").write_text("")
+        go(root)
         screen = tmux.wait_for(f"background session {sid} completed, 1/1 tasks done", timeout=60)
         assert waited not in screen  # consumed by air wait: never announced
         time.sleep(2.5)  # more polls: still once
