@@ -112,8 +112,9 @@ _TAR_PROGRAMS = frozenset(
     """-I -F --use-compress-program --info-script --new-volume-script --to-command --rsh-command
     --rmt-command --checkpoint-action""".split()
 )
-_TAR_WRITES = frozenset("-c --create -r --append -u --update --delete -A --catenate".split())
-_TAR_WRITES |= {"--concatenate"}
+_TAR_WRITES = frozenset(
+    "-c --create -r --append -u --update --delete -A --catenate --concatenate".split()
+)
 
 
 def _tar_words(args: list[str | None]) -> list[str | None]:
