@@ -142,7 +142,7 @@ def h_tar(a: Analyzer, text: str, prog: str, args: list[str | None], depth: int)
     if names & _TAR_PROGRAMS:
         return [new_segment(text, prog, C.OPAQUE, "tar runs an external program")]
     bases = [o.value or DYNAMIC for o in opts if o.name in ("-C", "--directory")]
-    files = [o.value or DYNAMIC for o in opts if o.name in ("-f", "--file")]
+    files = [o.value or DYNAMIC for o in opts if o.name in ("-f", "--file") and o.value != "-"]
     if names & {"-x", "--extract", "--get"}:
         seg = new_segment(text, prog, C.FILE_MUTATION, "tar extracts files")
         seg.write_targets.extend(bases or ["."])

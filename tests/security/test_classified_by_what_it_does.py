@@ -311,6 +311,7 @@ LOOK_ALIKES: list[Case] = [
     Case("clang-tidy src/app.py -- -Isrc", C.BUILD_TEST, True),
     Case("cppcheck src", C.BUILD_TEST, True),
     Case("tar -tvfa.tar", C.READ_ONLY, True),
+    Case("tar -czf - src | wc -c", C.FILE_MUTATION, True),  # the archive goes to stdout
     # a build or check tool's own outputs, however spelled, are its targets (outside the project
     # they ask); in the task's read-only view they are allowed (IMPL-CLS-6)
     Case("clang --output=src/app.py -c x.c", C.BUILD_TEST, True, ("src/app.py",)),
