@@ -273,7 +273,36 @@ def kill_sandboxes(workspaces: list[str], spare_parents: Collection[int] = ()) -
     wanted = {os.path.realpath(w) for w in workspaces if w}
     if not wanted:
         return []
-    leaders: dict[int, int] = {}  # a bwrap that leads its session: its parent
+    killed: list[int] = []
+    # a bwrap still setting up leads its own session (setsid) only after it forked: one that did
+    # so between a scan and the kill of its parent's group outlives that kill, and the next scan
+    # finds it (its parent gone: no air process's)
+    for _ in range(_SANDBOX_SCANS):
+        leaders = _sandbox_leaders(wanted)
+        # a live runtime's sandbox: its outer bwrap is that runtime's child, the inner one the
+        # outer one's
+        spared = {os.getpid(), *spare_parents}
+        while grown := {pid for pid, ppid in leaders.items() if ppid in spared} - spared:
+            spared |= grown
+        fresh = sorted(set(leaders) - spared - set(killed))
+        if not fresh:
+            break
+        for pid in fresh:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            killed.append(pid)
+    return killed
+
+
+_SANDBOX_SCANS = 3
+"""Scans of /proc a recovery's sandbox kill makes at most (each after the last one's kills)."""
+
+
+def _sandbox_leaders(wanted: set[str]) -> dict[int, int]:
+    """Every live ``bwrap`` that leads its session and binds one of ``wanted``: its parent."""
+    leaders: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -288,19 +317,7 @@ def kill_sandboxes(workspaces: list[str], spare_parents: Collection[int] = ()) -
             continue
         if int(fields[3]) == pid and wanted.intersection(argv):
             leaders[pid] = int(fields[1])
-    # a live runtime's sandbox: its outer bwrap is that runtime's child, the inner one the
-    # outer one's
-    spared = {os.getpid(), *spare_parents}
-    while grown := {pid for pid, ppid in leaders.items() if ppid in spared} - spared:
-        spared |= grown
-    killed: list[int] = []
-    for pid in sorted(set(leaders) - spared):
-        try:
-            os.killpg(pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            continue
-        killed.append(pid)
-    return killed
+    return leaders
 
 
 def _signal_all(pgid: int | None, pids: list[int], sig: int) -> None:
