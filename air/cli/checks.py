@@ -72,8 +72,10 @@ async def uncommitted_warning(project: str, isolation: str) -> str | None:
     worktree) and the project has uncommitted changes (tracked files changed, files git does
     not ignore and does not track yet; not air's own ``.air/``): a worktree starts from the
     last commit, so its task does not see them, and a task that changes one of them is not
-    merged until they are committed or stashed (git refuses to overwrite them). None when
-    there is nothing to say or git cannot tell (no commit yet, no git). ``git status`` may
+    merged until they are committed or stashed (git refuses to overwrite them). In a
+    repository with no commit yet there is no worktree to give: a writer works in the project
+    itself (or a copy), and the warning says that and how to have worktrees. None when there
+    is nothing to say or git cannot tell (no git). ``git status`` may
     read files through the repository's filters: it runs as every air git does, hardened, its
     drivers made inert (a poisoned repository runs nothing of its own here)."""
     from air.contracts.display import shown
@@ -87,6 +89,7 @@ async def uncommitted_warning(project: str, isolation: str) -> str | None:
             locate_git(project, project_root=project),
             "status",
             "--porcelain=v1",
+            "--branch",
             "-z",
             "--untracked-files=normal",
             "--ignore-submodules=all",
@@ -96,6 +99,12 @@ async def uncommitted_warning(project: str, isolation: str) -> str | None:
     if status.returncode != 0:
         return None
     names, entries = [], iter(os.fsdecode(status.stdout).split("\0"))
+    if next(entries, "").startswith("## No commits yet"):
+        return (
+            "the project's git repository has no commit yet, so its tasks get no worktree: a "
+            "task that writes works in the project itself (outside its write area too, where a "
+            "command writes there) or in a copy; commit once to give each task a worktree"
+        )
     for entry in entries:
         if len(entry) > 3:
             if entry[3:] != ".air/" and not entry[3:].startswith(".air/"):  # air's own
