@@ -5,10 +5,13 @@ bwrap's own ``prctl``, so such a command would otherwise outlive it. Real bwrap,
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from air.nursery.recovery import recover_session
 from air.tools.sandbox import SandboxRunner
@@ -97,6 +100,83 @@ async def test_a_sandbox_that_outlived_its_runtime_is_killed_and_another_is_not(
     finally:
         sdb.db.close()
         for pid in _with(mine) + _with(other):
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+
+
+_SETTING_UP = """
+import os, signal, subprocess, sys, time
+workspace, role = sys.argv[1], sys.argv[2]
+if role == "outer":  # a sandbox's outer bwrap: leads its session, forks the inner one
+    os.setsid()
+    inner = subprocess.Popen(
+        [sys.orig_argv[0], __file__, workspace, "inner"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    print(os.getpid(), inner.pid, flush=True)
+else:  # the inner bwrap, still setting up: it leads its own session once told to
+    def lead(*_: object) -> None:
+        os.setsid()
+        open(os.path.join(workspace, "leads"), "w").close()
+    signal.signal(signal.SIGUSR1, lead)
+    open(os.path.join(workspace, "ready"), "w").close()
+time.sleep(60)
+"""
+
+
+def test_a_sandbox_that_leads_its_session_only_after_the_scan_is_killed_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dead runtime's bwrap still setting up: its inner bwrap is not yet a session leader when
+    recovery scans /proc, and becomes one (leaving the outer one's group) before the kill of that
+    group. The next scan finds it: nothing of the sandbox survives the recovery."""
+    from air.ipc import procs
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    script = tmp_path / "bwrap_like.py"
+    script.write_text(_SETTING_UP)
+    bwrap = tmp_path / "bin" / "bwrap"  # a Python named bwrap, as recovery finds sandboxes
+    bwrap.parent.mkdir()
+    bwrap.symlink_to(os.path.realpath(sys.executable))
+    launcher = (
+        "import subprocess, sys\n"
+        "outer = subprocess.Popen([sys.argv[1], sys.argv[2], sys.argv[3], 'outer'],"
+        " stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)\n"
+        "print(outer.stdout.readline(), end='', flush=True)\n"
+    )
+    out = subprocess.run(  # the launcher exits: the sandbox's parent is no air process
+        [sys.executable, "-c", launcher, str(bwrap), str(script), str(workspace)],
+        capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    outer, inner = (int(pid) for pid in out.stdout.split())
+    deadline = time.monotonic() + 30
+    while not (workspace / "ready").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the inner one can be told to lead its session
+    scan = procs._sandbox_leaders
+    scans: list[dict[int, int]] = []
+
+    def scan_then_inner_leads(wanted: set[str]) -> dict[int, int]:
+        found = scan(wanted)
+        if not scans:  # between the first scan and its kill, the inner bwrap leads its session
+            os.kill(inner, signal.SIGUSR1)
+            deadline = time.monotonic() + 10
+            while not (workspace / "leads").exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+        scans.append(found)
+        return found
+
+    monkeypatch.setattr(procs, "_sandbox_leaders", scan_then_inner_leads)
+    try:
+        killed = procs.kill_sandboxes([str(workspace)])
+        assert list(scans[0]) == [outer]  # the first scan saw the outer bwrap only
+        assert killed == [outer, inner]
+        assert _gone(outer)
+        assert _gone(inner)
+    finally:
+        for pid in (outer, inner):
             try:
                 os.kill(pid, 9)
             except ProcessLookupError:
