@@ -21,7 +21,7 @@ from air.security.command_words import (
     new_segment,
     positional_args,
 )
-from air.security.options import option_spec
+from air.security.options import Opt, option_spec, scan
 
 __all__ = [
     "HANDLERS",
@@ -154,31 +154,9 @@ def _profiler_options(args: list[str | None]) -> tuple[list[str], list[str | Non
     MODULE ...`` or a script and its arguments). Its parser takes no option after the first
     operand, and ``-oFILE``, ``--outfile=FILE``, ``--outfile FILE`` and abbreviations such as
     ``--out`` all name the file."""
-    writes: list[str] = []
-    i, n = 0, len(args)
-    while i < n:
-        arg = args[i]
-        if arg is None or arg in ("-", "-m") or not arg.startswith("-"):
-            break
-        i += 1
-        if arg == "--":
-            break
-        if arg.startswith("--"):
-            typed, eq, value = arg.partition("=")
-            name = _PROFILER.prefixes.get(typed, typed)
-            given: str | None = value
-            if name in _PROFILER.long_valued and not eq:
-                given = args[i] if i < n else ""
-                i += 1
-        else:
-            name = arg[:2]
-            given = arg[2:]
-            if arg[1] in _PROFILER.short_valued and not given:
-                given = args[i] if i < n else ""
-                i += 1
-        if name in ("-o", "--outfile"):
-            writes.append(given or DYNAMIC)
-    return writes, list(args[i:])
+    opts, operands = scan(args, _PROFILER, interspersed=False)
+    writes = [o.value or DYNAMIC for o in opts if o.name in ("-o", "--outfile")]
+    return writes, (["-m", *operands] if Opt("-m", "") in opts else operands)
 
 
 def _h_profiler(

@@ -66,15 +66,20 @@ DYNAMIC = "$dynamic"
 """The value the analyzer gives an option whose value is an expansion (``--pre=$X``)."""
 
 
-def scan(args: Sequence[str | None], spec: OptionSpec) -> tuple[list[Opt], list[str | None]]:
+def scan(
+    args: Sequence[str | None], spec: OptionSpec, *, interspersed: bool = True
+) -> tuple[list[Opt], list[str | None]]:
     """Split ``args`` into options and operands the way GNU ``getopt_long`` does (options may
-    follow operands; ``--`` ends them; a dynamic word is an operand; a ``$dynamic`` value is
-    returned as None)."""
-    opts = _scan(args, spec)
+    follow operands unless ``interspersed`` is False: then the first operand ends them, as
+    optparse's ``disable_interspersed_args`` and ``python -m`` modules do; ``--`` ends them; a
+    dynamic word is an operand; a ``$dynamic`` value is returned as None)."""
+    opts = _scan(args, spec, interspersed)
     return [o if o.value != DYNAMIC else Opt(o.name, None) for o in opts[0]], opts[1]
 
 
-def _scan(args: Sequence[str | None], spec: OptionSpec) -> tuple[list[Opt], list[str | None]]:
+def _scan(
+    args: Sequence[str | None], spec: OptionSpec, interspersed: bool
+) -> tuple[list[Opt], list[str | None]]:
     opts: list[Opt] = []
     operands: list[str | None] = []
     i, n = 0, len(args)
@@ -82,6 +87,9 @@ def _scan(args: Sequence[str | None], spec: OptionSpec) -> tuple[list[Opt], list
         arg = args[i]
         i += 1
         if arg is None or arg == "-" or not arg.startswith("-"):
+            if not interspersed:
+                operands.extend(args[i - 1 :])
+                break
             operands.append(arg)
             continue
         if arg == "--":
