@@ -359,7 +359,6 @@ def add_moved_targets(seg: Segment, prog: str, args: Sequence[str | None]) -> No
         found.extend(w if w is not None else DYNAMIC for w in positional_args(words))
     if prog == "clang-tidy":
         found.extend(option_values(words, _LLVM_OUTPUTS))
-        found.extend(w.split("=", 1)[1] for w in words if w and w.startswith("-export-fixes="))
     if prog in _CWD_CODE_TOOLS and seg.category == C.BUILD_TEST:
         found.append(_CWD)  # its makefile / conftest.py / tox.ini are read where it runs
     if seg.category in (C.BUILD_TEST, C.PACKAGE_INSTALL) and not (

@@ -221,7 +221,9 @@ def hidden_targets(text: str, *, read_targets: list[str]) -> Segment:
 
 
 def option_values(args: Sequence[str | None], options: Iterable[str]) -> list[str]:
-    """Values of ``options`` in ``args``: ``-C dir``, ``-Cdir``, ``--directory=dir``."""
+    """Values of ``options`` in ``args``: ``-C dir``, ``-Cdir``, ``--directory=dir``, and the
+    single-dash long options of Go and LLVM tools with ``=`` (``-modfile=x``,
+    ``-export-fixes=x``)."""
     wanted = set(options)
     out: list[str] = []
     i = 0
@@ -238,8 +240,9 @@ def option_values(args: Sequence[str | None], options: Iterable[str]) -> list[st
                 out.append(value if value is not None else DYNAMIC)
                 i += 1
             continue
-        if arg.startswith("--") and "=" in arg and arg.split("=", 1)[0] in wanted:
-            out.append(arg.split("=", 1)[1])
+        name, eq, value = arg.partition("=")
+        if eq and name in wanted and (name.startswith("--") or len(name) > 2):
+            out.append(value)
         elif not arg.startswith("--") and len(arg) > 2 and arg[:2] in wanted:
             out.append(arg[2:])
     return [v for v in out if v and v not in NULL_TARGETS]

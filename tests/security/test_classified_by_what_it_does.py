@@ -320,6 +320,8 @@ LOOK_ALIKES: list[Case] = [
     Case("clang-tidy --fix src/app.py", C.BUILD_TEST, True, ("src/app.py",)),
     Case("clang-tidy -export-fixes=src/app.py x.c", C.BUILD_TEST, True, ("src/app.py",)),
     Case("cppcheck --output-file=src/app.py .", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("go build -modfile=src/app.py .", C.BUILD_TEST, True, ("src/app.py",)),
+    Case("go build -overlay=src/app.py .", C.BUILD_TEST, True, ("src/app.py",)),
     Case("timeout 60 make test", C.BUILD_TEST, True),
     Case("echo x | tee /dev/null", C.READ_ONLY, True),
     Case("xargs -n1 echo", C.READ_ONLY, True),
