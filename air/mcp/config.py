@@ -45,7 +45,7 @@ from air.declared import read_declared
 from air.mcp.files import mcp_files
 from air.yamlload import load
 
-__all__ = ["McpServer", "load_servers", "loopback", "parse_servers"]
+__all__ = ["McpServer", "load_servers", "loopback", "parse_servers", "private_way"]
 
 SERVER_NAME = re.compile(r"^[A-Za-z0-9-]{1,20}$")
 """A server's name: it becomes part of its tools' API names (``mcp__NAME__tool``), so no ``_``
@@ -164,6 +164,11 @@ def loopback(url: str) -> bool:
         return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def private_way(url: str) -> bool:
+    """Whether what is sent to ``url`` stays unread on the way: https, or this machine."""
+    return url.startswith("https://") or loopback(url)
 
 
 def _http_refs(source: str, where: str, raw: dict[str, Any], url: str) -> Any:

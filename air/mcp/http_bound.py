@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator
 import httpx2
 
 from air.contracts.display import shown
-from air.mcp.config import McpServer, loopback
+from air.mcp.config import McpServer, private_way
 from air.mcp.stdio import MAX_MESSAGE_BYTES, over_the_bound
 
 __all__ = ["BoundedTransport"]
@@ -58,7 +58,7 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         url = request.url
-        if url.scheme != "https" and _origin(url) != self.origin and not loopback(str(url)):
+        if _origin(url) != self.origin and not private_way(str(url)):
             where = shown(str(url.copy_with(query=None, fragment=None)))
             raise self.server.refusal(
                 f"its OAuth login would send a request in plain HTTP to {where}, another "

@@ -30,7 +30,7 @@ import trio
 
 from air.contracts.display import shown
 from air.contracts.error import AirException
-from air.mcp.config import McpServer, loopback
+from air.mcp.config import McpServer, private_way
 from air.mcp.connection import START_TIMEOUT_S, open_connection
 from air.mcp.oauth_store import Login, load_login, save_login
 
@@ -248,7 +248,7 @@ async def login(server: McpServer, show: Callable[[str], None]) -> tuple[str, st
     sent: list[str] = []
 
     async def open_url(url: str) -> None:
-        if not url.startswith("https://") and not loopback(url):
+        if not private_way(url):
             raise _refused(
                 server,
                 f"its authorization server's login page {shown(url.split('?', 1)[0])} is not "
@@ -312,7 +312,7 @@ async def revoke(login: Login) -> Revoked:
     endpoint = (login.oauth_metadata or {}).get("revocation_endpoint")
     if not isinstance(endpoint, str) or not endpoint:
         return "no endpoint"
-    if not endpoint.startswith("https://") and not loopback(endpoint):
+    if not private_way(endpoint):
         return "not over https"
     import httpx2
 
