@@ -40,7 +40,6 @@ from air.contracts.tool import ToolDefinition
 from air.tools.registry import ToolRegistry
 
 __all__ = [
-    "COMMAND_PLACEHOLDER",
     "CapabilityManifestValidator",
     "CapabilityRecord",
     "CapabilityRegistry",
@@ -55,21 +54,24 @@ Registrar = Callable[[ToolRegistry, Sequence[ToolDefinition]], object]
 ExternalRegistrar = Callable[[Mapping[str, str]], Registrar]
 """The Registrar of a project or user manifest, from its tools' commands (tool -> command)."""
 
-COMMAND_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NOT_DEFINITION = ("requires", "command")
 """Manifest tool keys that are not ToolDefinition fields."""
 
 
 def command_problems(raw: Mapping[str, Any]) -> list[str]:
     """Why a project or user manifest tool's ``command`` cannot run (empty: it can): it must be
-    a string whose ``{name}`` placeholders are properties of the tool's input schema."""
+    a string whose ``{name}`` placeholders are properties of the tool's input schema, each a
+    plain word where bash reads an input's quotes (``read_template``, IMPL-CAP-2)."""
+    from air.capabilities.command_template import read_template  # a manifest with commands only
+
     command = raw.get("command")
     if not isinstance(command, str) or not command.strip():
         return ["a project or user capability's tool needs a `command` (a string)"]
     schema = raw.get("input_schema")
     properties = schema.get("properties", {}) if isinstance(schema, dict) else {}
-    unknown = [p for p in COMMAND_PLACEHOLDER.findall(command) if p not in properties]
-    return [f"command placeholder {{{p}}} is not an input property" for p in unknown]
+    slots, problems = read_template(command)
+    unknown = dict.fromkeys(s.name for s in slots if s.name not in properties)
+    return [f"command placeholder {{{p}}} is not an input property" for p in unknown] + problems
 
 
 _ID = re.compile(r"^[a-z][a-z0-9_-]{1,40}$")

@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # built at the first tool call (IMPL-BOOT-12)
 __all__ = ["PathExtractor", "ask_person", "permission_request"]
 
 PathExtractor = Callable[[JsonObject], tuple[list[str], list[str], str | None]]
-"""input → (read paths, write paths, command) for the permission request."""
+"""input → (read paths, write paths, command) for the permission request; it may refuse an
+input its schema allows (``AirException``: the call ends with that error, nothing is asked)."""
 
 _RESOLVED: dict[PermissionGrantScope, str] = {
     PermissionGrantScope.ONCE: "allow_once",

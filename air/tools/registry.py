@@ -267,7 +267,11 @@ class ToolRegistry:
                 ),
             )
             return
-        request = permission_request(definition, entry.paths, input, context)
+        try:
+            request = permission_request(definition, entry.paths, input, context)
+        except AirException as exc:  # the tool's extractor refuses what the schema allows
+            yield self._envelope(tool_run_id, name, "error", started, error=exc.error)
+            return
         evaluation = self.engine.explain(request)
         decision = evaluation.decision
         await self.engine.record(decision, request, tool_run_id=tool_run_id)

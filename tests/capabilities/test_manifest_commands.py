@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
-from air.capabilities.command_tools import fill_command
+from air.capabilities.command_template import fill, read_template
 from air.capabilities.registry import CapabilityManifestValidator
 from air.contracts.capability import CapabilityTrust
 
@@ -39,5 +39,6 @@ def test_a_project_tool_needs_a_command_with_known_placeholders() -> None:
 
 
 def test_an_input_fills_one_shell_word() -> None:
-    command = fill_command("wc -l {path} {absent}", {"path": "a b; rm -rf ~ $(id)"})
+    template = "wc -l {path} {absent}"
+    command = fill(template, read_template(template)[0], {"path": "a b; rm -rf ~ $(id)"})
     assert shlex.split(command) == ["wc", "-l", "a b; rm -rf ~ $(id)", ""]
