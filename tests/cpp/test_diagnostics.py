@@ -17,9 +17,9 @@ from air.contracts.error import AirException
 from air.contracts.tool import DiagnosticSeverity
 from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
-from air.cpp.serialized import parse_serialized_diagnostics
 from air.cpp.signatures import normalize_for_signature
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
+from tests.cpp.serialized import parse_serialized_diagnostics
 
 COMPILED = [k.name for k in KINDS if k.category not in ("linker", "cmake", "cmake-project")]
 

@@ -1,4 +1,5 @@
-"""clang's structured diagnostics: the ``--serialize-diagnostics`` file (LLVM bitstream) read.
+"""clang's structured diagnostics: the ``--serialize-diagnostics`` file (LLVM bitstream) read,
+the oracle the corpus tests hold air's text parser against (air reads no such file itself).
 
 Owns ``parse_serialized_diagnostics``: a small LLVM bitstream reader (abbreviations, the
 BLOCKINFO block, fixed/VBR/array/char6/blob operands) and the clang serialized-diagnostics
