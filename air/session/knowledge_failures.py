@@ -6,15 +6,20 @@ jest -> its failing tests; the runner is recognised by its own markers) and
 ``signature_of_failures`` (``<runner>:<test ids>:<digest>`` over every failure's id,
 exception type, normalised message and file, IMPL-LEARN-5). Line numbers and absolute
 directories are left out of the digest: an edit above the test or another workspace directory
-is not another failure. Pure code: no I/O.
+is not another failure. What a task's tests print is the task's to choose, and the parent reads
+it on its event loop: every parser costs time linear in the output, whatever it holds (at most
+``_FAILURES_MAX`` failures, ``_SCAN_MAX`` lines read around each, patterns that never go back
+over a line from each place in it). Pure code: no I/O.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from air.contracts.error import normalize_message
 
@@ -22,6 +27,21 @@ __all__ = ["TestFailure", "parse_test_failures", "signature_of_failures"]
 
 _IDS_MAX = 160
 """The test ids in a signature are cut to this many characters (the digest covers them all)."""
+_FAILURES_MAX = 200
+"""At most this many failing tests are read from one output, the first printed."""
+_SCAN_MAX = 1_000
+"""At most this many lines after a failing test's head are read for its details (a pytest
+section: its first and last so many)."""
+
+
+def _after(lines: list[str], i: int) -> Iterator[str]:
+    """The lines after ``lines[i]``, at most ``_SCAN_MAX`` of them (no copy of the rest)."""
+    return islice(lines, i + 1, i + 1 + _SCAN_MAX)
+
+
+def _before(lines: list[str], i: int) -> Iterator[str]:
+    """The lines before ``lines[i]``, nearest first (no copy of them)."""
+    return (lines[j] for j in range(i - 1, -1, -1))
 
 
 @dataclass(frozen=True)
@@ -67,16 +87,31 @@ _PYTEST_HEADER = re.compile(r"^_{3,} (.+?) _{3,}$")
 _PYTEST_WHERE = re.compile(r"^(\S+?\.py):\d+: (.*)$")
 
 
-def _pytest_sections(lines: list[str]) -> dict[str, list[str]]:
-    sections: dict[str, list[str]] = {}
-    current: list[str] | None = None
+class _Section:
+    """A pytest failure section as far as it is read: its first and its last ``_SCAN_MAX``
+    lines (the first ``E`` line and the last ``file.py:N:`` line are in one or the other)."""
+
+    def __init__(self) -> None:
+        self.head: list[str] = []
+        self.tail: deque[str] = deque(maxlen=_SCAN_MAX)
+
+    def add(self, line: str) -> None:
+        (self.head if len(self.head) < _SCAN_MAX else self.tail).append(line)
+
+    def lines(self) -> list[str]:
+        return [*self.head, *self.tail]
+
+
+def _pytest_sections(lines: list[str]) -> dict[str, _Section]:
+    sections: dict[str, _Section] = {}
+    current: _Section | None = None
     for line in lines:
         if m := _PYTEST_HEADER.match(line):
-            current = sections.setdefault(m.group(1).replace("ERROR at setup of ", ""), [])
+            current = sections.setdefault(m.group(1).replace("ERROR at setup of ", ""), _Section())
         elif line.startswith("=") and line.endswith("="):
             current = None
         elif current is not None:
-            current.append(line)
+            current.add(line)
     return sections
 
 
@@ -92,9 +127,9 @@ def _pytest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
             continue
         test_id, summary = m.group(2), (m.group(3) or "").removesuffix("...")
         name = test_id.split("::", 1)[-1].replace("::", ".")
-        body = sections.get(name, [])
-        e_lines = [s[1:].strip() for s in body if s.startswith("E ")]
-        message = e_lines[0] if e_lines else summary
+        section = sections.get(name)
+        body = section.lines() if section is not None else []
+        message = next((s[1:].strip() for s in body if s.startswith("E ")), summary)
         exception, location = _exception_of(message), None
         for s in reversed(body):
             if w := _PYTEST_WHERE.match(s):
@@ -102,6 +137,8 @@ def _pytest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
                 exception = exception or _exception_of(w.group(2))
                 break
         found.append(TestFailure("pytest", test_id, exception, message, _relative(location, roots)))
+        if len(found) == _FAILURES_MAX:
+            break
     return found
 
 
@@ -117,9 +154,11 @@ def _unittest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
         m = _UNITTEST_HEAD.match(line)
         if m is None:
             continue
+        if len(found) == _FAILURES_MAX:
+            break
         test_id = m.group(3) if m.group(3).endswith(m.group(2)) else f"{m.group(3)}.{m.group(2)}"
         location, message = None, ""
-        for s in lines[i + 1 :]:
+        for s in _after(lines, i):
             if s.startswith(("=" * 10, "-" * 10)) and message:
                 break
             if f := _UNITTEST_FILE.match(s):
@@ -147,6 +186,8 @@ def _ctest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
     for line in rest.splitlines():
         if m := _CTEST_LIST.match(line):
             found.append(TestFailure("ctest", m.group(1), m.group(2), m.group(2)))
+            if len(found) == _FAILURES_MAX:
+                break
     return found
 
 
@@ -162,8 +203,10 @@ def _cargo(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
         m = _CARGO_HEAD.match(line)
         if m is None:
             continue
+        if len(found) == _FAILURES_MAX:
+            break
         location, message = None, ""
-        for j, s in enumerate(lines[i + 1 :], start=i + 1):
+        for j, s in enumerate(_after(lines, i), start=i + 1):
             if _CARGO_HEAD.match(s) or s.startswith("failures:"):
                 break
             if p := _CARGO_PANIC.match(s):
@@ -186,26 +229,35 @@ _GO_PANIC = re.compile(r"^panic: (.*?)(?: \[recovered\])?$")
 def _go(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
     lines = text.splitlines()
     heads = [(i, m) for i, line in enumerate(lines) if (m := _GO_FAIL.match(line))]
-    names = {m.group(2) for _, m in heads}
+    heads = heads[: _FAILURES_MAX * 4]  # the first (a parent's head is passed over, uncounted)
+    # the parents of a failing subtest (``TestA`` and ``TestA/b`` of ``TestA/b/c``)
+    names = [m.group(2) for _, m in heads]
+    parents = {name[:k] for name in names for k, c in enumerate(name) if c == "/"}
+    ran: dict[str, int] = {}  # ``=== RUN   name`` -> its last line
+    for j, s in enumerate(lines):
+        if s.startswith("=== RUN"):
+            ran[s.strip()] = j
     found: list[TestFailure] = []
     for i, m in heads:
         name = m.group(2)
-        if any(other.startswith(name + "/") for other in names):
+        if name in parents:
             continue  # the parent of a failing subtest: the subtest says what failed
+        if len(found) == _FAILURES_MAX:
+            break
         # a test's log lines follow its ``--- FAIL`` line, or come before it under -v
         after = []
-        for s in lines[i + 1 :]:
+        for s in _after(lines, i):
             if s.lstrip().startswith(("--- ", "=== ")) or s.startswith(("FAIL", "ok ", "PASS")):
                 break
             after.append(s)
         before = []
-        for s in reversed(lines[:i]):
+        for s in _before(lines, i):
             if s.lstrip().startswith(("--- ", "=== ")):
                 break
             before.append(s)
-        ran = [j for j, s in enumerate(lines) if s.strip() == f"=== RUN   {name}".strip()]
+        at = ran.get(f"=== RUN   {name}".strip())
         log = []
-        for s in lines[ran[-1] + 1 :] if ran else []:
+        for s in _after(lines, at) if at is not None else ():
             if s.lstrip().startswith(("--- ", "=== ")):
                 break
             log.append(s)
@@ -223,7 +275,20 @@ def _go(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
 
 # -- jest --------------------------------------------------------------------------------------
 _JEST_HEAD = re.compile(r"^\s*● (.+)$")
-_JEST_AT = re.compile(r"^\s+at .*?\(?([^\s()]+\.[cm]?[jt]sx?):\d+:\d+\)?$")
+_JEST_SOURCE = re.compile(r"^\s*(?:>\s*)?\d+ \|")
+"""A line of the source listing jest prints under a failure (``  > 12 | expect(...)``)."""
+_JEST_FILE = re.compile(r"([^\s()]+\.[cm]?[jt]sx?):\d+:\d+")
+_TOKENS = re.compile(r"[\s(]")
+
+
+def _jest_at(line: str) -> str | None:
+    """The file of a stack line ``  at fn (src/a.test.js:5:17)`` or ``  at src/a.js:5:17``: its
+    last word, whole (a pattern that searched the line for it backtracked over it again from
+    each place: quadratic in a long line)."""
+    if not line[:1].isspace() or not line.lstrip().startswith("at "):
+        return None
+    m = _JEST_FILE.fullmatch(_TOKENS.split(line.rstrip().removesuffix(")"))[-1])
+    return m.group(1) if m else None
 
 
 def _jest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
@@ -235,14 +300,16 @@ def _jest(text: str, roots: tuple[str, ...]) -> list[TestFailure]:
         m = _JEST_HEAD.match(line)
         if m is None or m.group(1).startswith("Test suite failed to run"):
             continue
+        if len(found) == _FAILURES_MAX:
+            break
         message, location = "", None
-        for s in lines[i + 1 :]:
+        for s in _after(lines, i):
             if _JEST_HEAD.match(s) or s.startswith(("Test Suites:", "FAIL ", "PASS ")):
                 break
-            if not message and s.strip() and not re.match(r"^\s*>?\s*\d+ \|", s):
+            if not message and s.strip() and not _JEST_SOURCE.match(s):
                 message = s.strip()
-            if location is None and (a := _JEST_AT.match(s)):
-                location = a.group(1)
+            if location is None:
+                location = _jest_at(s)
         test_id = " > ".join(part.strip() for part in m.group(1).split("›"))
         found.append(
             TestFailure(

@@ -7,17 +7,22 @@ not installed here, so their samples are written in the tools' documented format
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from air.session.knowledge_failures import (
+    _FAILURES_MAX,
+    _SCAN_MAX,
     TestFailure,
     parse_test_failures,
     signature_of_failures,
 )
 
 SAMPLES = Path(__file__).parent / "samples"
+MIB = 1 << 20
 
 
 def _parse(name: str, *roots: str) -> list[TestFailure]:
@@ -109,3 +114,69 @@ def test_the_signature_ignores_line_numbers_and_workspace_directories() -> None:
     assert base == moved != other
     assert base is not None
     assert base.startswith("pytest:t.py::test_a:")
+
+
+# What a task's tests print is the task's to choose, and the parent parses it on its event loop:
+# each of these outputs (1 MiB, the most of one log air reads) once held it for minutes to hours
+# (a pattern going back over a long line from each place in it; a section or a log read again
+# for every failure naming it). They run in a child with a generous CPU limit rather than
+# timed (about a second now); the counts are the bounds below.
+HOSTILE = {
+    "jest_stack_line": "Tests: 1 failed\n  ● t\n    at " + "a.js" * (MIB // 4) + "\n",
+    "jest_blank_line": "Tests: 1 failed\n  ● t\n" + " " * MIB + "x\n",
+    "pytest_one_section": "= FAILURES =\n___ t ___\n"
+    + "x\n" * (MIB // 4)
+    + "===\n"
+    + "FAILED a.py::t\n" * (MIB // 16),
+    "go_one_log": "=== RUN   T\n"
+    + "    x.go:1: y\n" * (MIB // 28)
+    + "--- FAIL: T (0.0s)\n" * (MIB // 38),
+}
+
+
+def test_hostile_output_is_read_in_bounded_time(tmp_path: Path) -> None:
+    files = []
+    for name, text in HOSTILE.items():
+        (tmp_path / name).write_text(text)
+        files.append(str(tmp_path / name))
+    script = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+        "from air.session.knowledge_failures import parse_test_failures, signature_of_failures\n"
+        "for name in sys.argv[1:]:\n"
+        "    found = parse_test_failures(open(name).read())\n"
+        "    assert signature_of_failures(found)\n"
+        "    print(len(found), found[0].test_id, found[0].location)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *files],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "1 t None",
+        "1 t None",
+        f"{_FAILURES_MAX} a.py::t None",
+        f"{_FAILURES_MAX} T x.go",
+    ]
+
+
+def test_at_most_so_many_failures_are_read_and_so_many_lines_around_each() -> None:
+    many = "".join(f"FAIL: test_{i} (m.T)\nValueError: {i}\n" for i in range(_FAILURES_MAX + 50))
+    found = parse_test_failures(many)
+    assert [f.test_id for f in found] == [f"m.T.test_{i}" for i in range(_FAILURES_MAX)]
+    assert found[-1].exception == "ValueError"
+    near = "FAIL: test_a (m.T)\n" + '  File "a.py", line 1\n' * (_SCAN_MAX - 2) + "KeyError: k\n"
+    assert parse_test_failures(near)[0].exception == "KeyError"
+    beyond = "FAIL: test_a (m.T)\n" + '  File "a.py", line 1\n' * _SCAN_MAX + "KeyError: k\n"
+    assert parse_test_failures(beyond)[0].exception is None
+    # a pytest section: its first and its last so many lines are read, never its middle
+    section = ["x"] * (3 * _SCAN_MAX)
+    for at, read in ((_SCAN_MAX - 1, True), (_SCAN_MAX + 5, False), (-_SCAN_MAX, True)):
+        lines = [*section]
+        lines[at] = "E   KeyError: k"
+        text = "= FAILURES =\n___ t ___\n" + "\n".join(lines) + "\n===\nFAILED a.py::t - s\n"
+        assert parse_test_failures(text)[0].message == ("KeyError: k" if read else "s"), at
