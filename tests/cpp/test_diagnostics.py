@@ -17,7 +17,7 @@ from air.contracts.error import AirException
 from air.contracts.tool import DiagnosticSeverity
 from air.cpp.diagnostics import DiagnosticParser, DiagnosticStream
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
-from air.cpp.signatures import normalize_for_signature
+from air.cpp.signatures import _unquoted, normalize_for_signature
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
 from tests.cpp.serialized import parse_serialized_diagnostics
 
@@ -350,6 +350,7 @@ def test_whatever_a_build_prints_never_crashes_the_parser(lines: list[str]) -> N
 
 # -- output a task controls: no line or name makes the parser quadratic or unbounded ----------
 
+_QUOTED_AS_IT_WAS = re.compile(r"‘[^’]*’|“[^”]*”|`[^'`]*'|'[^']*'|\"[^\"]*\"")
 _REFERENCE_PATHLIKE = re.compile(  # the pattern as first written (tried at every position)
     r"(?:[\w.+-]*/)+[\w.+-]+|\b[\w.+-]+\.(?:c|cc|cpp|cxx|h|hh|hpp|hxx|o|a|so|txt|cmake)\b"
 )
@@ -368,7 +369,7 @@ def test_names_and_paths_are_replaced_as_the_first_pattern_replaced_them(text: s
 def _normalize_with(pattern: re.Pattern[str], message: str) -> str:
     from air.cpp import signatures
 
-    text = signatures._QUOTED.sub("<q>", message)
+    text = _QUOTED_AS_IT_WAS.sub("<q>", message)
     text = signatures._LIBRARY.sub("-l<lib>", text)
     text = pattern.sub("<path>", text)
     text = signatures._HEX.sub("<n>", text)
@@ -377,9 +378,10 @@ def _normalize_with(pattern: re.Pattern[str], message: str) -> str:
 
 
 def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
-    """A task's build can print a 1 MB ``#error`` word or never end a line: the parse finishes
-    (the reference pattern needs ~45 minutes on such a word; run in a child with a generous
-    CPU limit rather than timed) and the parser holds at most ``LINE_MAX`` of a line."""
+    """A task's build can print a 1 MB ``#error`` word (or one of open quotes) or never end a
+    line: the parse finishes (the reference patterns need ~45 and ~10 minutes on such words;
+    run in a child with a generous CPU limit rather than timed) and the parser holds at most
+    ``LINE_MAX`` of a line."""
     script = (
         "import resource, sys\n"
         "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
@@ -387,6 +389,8 @@ def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
         "from air.cpp.signatures import normalize_for_signature\n"
         "word = 'w' * 1_000_000\n"
         "assert normalize_for_signature(word + ' x.cpp') == word + ' <path>'\n"
+        "assert normalize_for_signature('“' * 1_000_000) == '“' * 1_000_000\n"
+        "assert normalize_for_signature('x “' * 300_000 + '”') == 'x <q>'\n"
         "p = DiagnosticStream('/w')\n"
         "out = p.feed('src/a.cpp:1:2: error: #error ' + 'a.' * 400_000 + '\\n')\n"
         "assert len(out) + len(p.close()) == 1\n"
@@ -400,3 +404,9 @@ def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "ok\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="‘’“”`'\"a "))
+def test_quoted_parts_are_replaced_as_the_first_pattern_replaced_them(message: str) -> None:
+    assert _unquoted(message) == _QUOTED_AS_IT_WAS.sub("<q>", message)
