@@ -141,30 +141,37 @@ _GTEST_RUN = re.compile(r"^\[ RUN\s+\] (?P<test>[\w/.<>:-]+)$")
 
 
 def parse_gtest_output(text: str) -> list[dict[str, Any]]:
-    """GoogleTest failures: ``file:line: Failure`` and the message lines until the result."""
+    """GoogleTest failures: ``file:line: Failure`` and the message lines until the result.
+
+    A message's lines are joined once at the end: a test prints what it likes, and growing the
+    message a line at a time copied it again for every line (quadratic in a long output)."""
     failures: list[dict[str, Any]] = []
+    messages: list[list[str]] = []
     current_test: str | None = None
-    open_failure: dict[str, Any] | None = None
+    open_message: list[str] | None = None
     for line in text.splitlines():
         if m := _GTEST_RUN.match(line):
-            current_test, open_failure = m.group("test"), None
+            current_test, open_message = m.group("test"), None
             continue
         if m := _GTEST_FAILURE.match(line):
-            open_failure = {
-                "framework": "gtest",
-                "test": current_test,
-                "file": m.group("file"),
-                "line": int(m.group("line")),
-                "message": "",
-            }
-            failures.append(open_failure)
+            open_message = []
+            messages.append(open_message)
+            failures.append(
+                {
+                    "framework": "gtest",
+                    "test": current_test,
+                    "file": m.group("file"),
+                    "line": int(m.group("line")),
+                }
+            )
             continue
         if _GTEST_RESULT.match(line):
-            open_failure = None
+            open_message = None
             continue
-        if open_failure is not None and line.strip():
-            sep = "\n" if open_failure["message"] else ""
-            open_failure["message"] += sep + line.strip()
+        if open_message is not None and line.strip():
+            open_message.append(line.strip())
+    for failure, message in zip(failures, messages, strict=True):
+        failure["message"] = "\n".join(message)
     return failures
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -259,6 +261,25 @@ def test_gtest_and_catch2_outputs_are_understood() -> None:
     (c,) = parse_catch2_output(catch)
     assert (c["test"], c["file"], c["line"]) == ("divides evenly", "/src/math_test.cpp", 11)
     assert "REQUIRE( divide(6, 3) == 2 )" in c["message"]
+
+
+def test_a_tests_long_output_is_read_in_time_linear_in_it() -> None:
+    """A test prints what it likes into ctest's JUnit file (up to the 16 MiB air reads): 4 Mi
+    lines under one GoogleTest failure grew its message a line at a time, copying it again for
+    each (hours); read in a child with a generous CPU limit rather than timed."""
+    script = (
+        "import resource\n"
+        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+        "from air.cpp.testing import parse_catch2_output, parse_gtest_output\n"
+        "(f,) = parse_gtest_output('a.cc:1: Failure\\n' + 'x\\n' * 4_000_000)\n"
+        "(c,) = parse_catch2_output('a.cc:1: FAILED:\\n' + 'x\\n' * 4_000_000)\n"
+        "print(len(f['message']), len(c['message']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["7999999", "7999999"]
 
 
 async def test_cppcheck_uses_the_compile_database_when_configured(cpp_env: Env) -> None:
