@@ -14,6 +14,7 @@ from __future__ import annotations
 import air.cli.first  # noqa: F401  (before any other import: IMPL-PATH-1)
 
 # isort: on
+import io
 import os
 import re
 import sys
@@ -296,6 +297,15 @@ def _parse_console(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     return "console", dict(args)
 
 
+def _lenient_streams() -> None:
+    """Standard output and error write a character their encoding lacks escaped (``\\u2014``)
+    instead of raising: in a terminal of a non-UTF-8 locale (or ``PYTHONIOENCODING=ascii``)
+    ``air --help`` and ``air history`` ended in a traceback at their first dash or quote."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
     """Run the ``air`` command. Returns the process exit code.
 
@@ -306,6 +316,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
             ``air.cli.options.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
     own_search_paths()  # again: a process forked from a warm air (IMPL-PATH-1, air.cli.first)
+    _lenient_streams()
     parsed = _parse(list(sys.argv[1:] if argv is None else argv))
     if isinstance(parsed, int):
         return parsed

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -26,6 +27,21 @@ def test_help_lists_only_commands_with_routes() -> None:
     assert proc.returncode == 0
     assert "Usage:" in proc.stdout
     assert "air init" in proc.stdout
+
+
+def test_a_terminal_that_cannot_show_a_character_gets_it_escaped() -> None:
+    """A non-UTF-8 locale's terminal (here ``PYTHONIOENCODING=ascii``): the help's dash, as any
+    character the terminal lacks, is written escaped, never a traceback."""
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "air.cli", "--help"],
+        capture_output=True,
+        env=env,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert proc.stdout.startswith(b"air \\u2014 a local AI coding-agent runtime.")
+    assert proc.stderr == b""
 
 
 def test_bad_arguments_exit_2_with_usage() -> None:
