@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -42,6 +43,21 @@ def test_a_terminal_that_cannot_show_a_character_gets_it_escaped() -> None:
     assert proc.returncode == 0, proc.stderr.decode()
     assert proc.stdout.startswith(b"air \\u2014 a local AI coding-agent runtime.")
     assert proc.stderr == b""
+
+
+def test_a_command_started_with_its_output_closed_writes_nowhere_and_succeeds() -> None:
+    """``air ... >&-`` (a job with no output): the stream was ``None`` and the first write a
+    traceback (exit 1); the closed descriptors are ``/dev/null`` now."""
+    air = f"{shlex.quote(sys.executable)} -m air.cli completion bash"
+    for closed in (">&-", ">&- 2>&- <&-"):
+        proc = subprocess.run(
+            ["sh", "-c", f"( {air} {closed} ); echo rc=$?"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert proc.stdout == "rc=0\n", (closed, proc.stderr)
+        assert proc.stderr == ""
 
 
 def test_bad_arguments_exit_2_with_usage() -> None:
