@@ -5,8 +5,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.signatures import _unquoted, normalize_for_signature
 from tests.cpp.corpus import KINDS, CorpusEntry, build_corpus
 from tests.cpp.serialized import parse_serialized_diagnostics
+from tests.cpu_limited import run_cpu_limited
 
 COMPILED = [k.name for k in KINDS if k.category not in ("linker", "cmake", "cmake-project")]
 
@@ -382,9 +381,7 @@ def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
     line: the parse finishes (the reference patterns need ~45 and ~10 minutes on such words;
     run in a child with a generous CPU limit rather than timed) and the parser holds at most
     ``LINE_MAX`` of a line."""
-    script = (
-        "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+    done = run_cpu_limited(
         "from air.cpp.diagnostics import DiagnosticStream\n"
         "from air.cpp.signatures import normalize_for_signature\n"
         "word = 'w' * 1_000_000\n"
@@ -398,9 +395,6 @@ def test_a_hostile_diagnostic_line_costs_what_its_length_does() -> None:
         "    p.feed('x' * 65_536)\n"
         "assert len(p._buffer) <= 65_536\n"
         "print('ok')\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout == "ok\n"

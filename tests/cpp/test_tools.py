@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
 from tests.cpp.conftest import EXAMPLE
+from tests.cpu_limited import run_cpu_limited
 from tests.gitrepo import git
 from tests.tools.conftest import Env, assert_payloads_valid
 
@@ -267,16 +266,11 @@ def test_a_tests_long_output_is_read_in_time_linear_in_it() -> None:
     """A test prints what it likes into ctest's JUnit file (up to the 16 MiB air reads): 4 Mi
     lines under one GoogleTest failure grew its message a line at a time, copying it again for
     each (hours); read in a child with a generous CPU limit rather than timed."""
-    script = (
-        "import resource\n"
-        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+    done = run_cpu_limited(
         "from air.cpp.testing import parse_catch2_output, parse_gtest_output\n"
         "(f,) = parse_gtest_output('a.cc:1: Failure\\n' + 'x\\n' * 4_000_000)\n"
         "(c,) = parse_catch2_output('a.cc:1: FAILED:\\n' + 'x\\n' * 4_000_000)\n"
         "print(len(f['message']), len(c['message']))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["7999999", "7999999"]

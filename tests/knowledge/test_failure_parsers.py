@@ -7,8 +7,6 @@ not installed here, so their samples are written in the tools' documented format
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from air.session.knowledge_failures import (
     parse_test_failures,
     signature_of_failures,
 )
+from tests.cpu_limited import run_cpu_limited
 
 SAMPLES = Path(__file__).parent / "samples"
 MIB = 1 << 20
@@ -139,21 +138,14 @@ def test_hostile_output_is_read_in_bounded_time(tmp_path: Path) -> None:
     for name, text in HOSTILE.items():
         (tmp_path / name).write_text(text)
         files.append(str(tmp_path / name))
-    script = (
-        "import resource, sys\n"
-        "resource.setrlimit(resource.RLIMIT_CPU, (60, 60))\n"
+    done = run_cpu_limited(
+        "import sys\n"
         "from air.session.knowledge_failures import parse_test_failures, signature_of_failures\n"
         "for name in sys.argv[1:]:\n"
         "    found = parse_test_failures(open(name).read())\n"
         "    assert signature_of_failures(found)\n"
-        "    print(len(found), found[0].test_id, found[0].location)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, *files],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=Path(__file__).resolve().parents[2],
+        "    print(len(found), found[0].test_id, found[0].location)\n",
+        *files,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
