@@ -2,7 +2,8 @@
 
 Owns ``PLACEHOLDER`` (a ``{name}`` in a template), ``read_template`` (where each placeholder
 stands: a plain word of its own, or somewhere an input would be read as shell code or as an
-option) and ``fill`` (the command a call runs: each input shell-quoted into its placeholder).
+option) and ``fill`` (the command a call runs: each input shell-quoted into its placeholder;
+``OptionInput`` when an input would be an option).
 
 A quoted input is one shell word only where bash reads the quotes: not inside the template's
 own quotes (``"{p}"`` ends the template's quote with the input's), after a backslash or a ``$``
@@ -21,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import NamedTuple
 
-__all__ = ["PLACEHOLDER", "Slot", "fill", "read_template"]
+__all__ = ["PLACEHOLDER", "OptionInput", "Slot", "fill", "read_template"]
 
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _OPERATORS = frozenset(";&|()<>")
