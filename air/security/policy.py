@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import fnmatch
 import os
-import re
 from collections.abc import Iterable
 from typing import Any, Literal, NamedTuple
 
@@ -26,10 +25,11 @@ import yaml
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.permission import CommandCategory
+from air.security.path_glob import glob_match
 from air.small_file import read_small
 from air.yamlload import load
 
-__all__ = ["PermissionPolicy", "PolicyRule", "glob_match", "load_policy", "policy_files"]
+__all__ = ["PermissionPolicy", "PolicyRule", "load_policy", "policy_files"]
 
 RuleAction = Literal["allow", "ask", "deny"]
 _FIELDS = {"action", "tool", "path", "command", "category", "sensitive", "reason"}
@@ -66,29 +66,6 @@ class PermissionPolicy(NamedTuple):
             headless_allow_ask=self.headless_allow_ask or other.headless_allow_ask,
             sources=self.sources + other.sources,
         )
-
-
-def glob_match(pattern: str, path: str) -> bool:
-    """Match a path glob where ``**`` spans directories and ``*`` stays inside one."""
-    regex = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            regex += "(?:.*/)?"
-            i += 3
-        elif pattern.startswith("**", i):
-            regex += ".*"
-            i += 2
-        elif pattern[i] == "*":
-            regex += "[^/]*"
-            i += 1
-        elif pattern[i] == "?":
-            regex += "[^/]"
-            i += 1
-        else:
-            regex += re.escape(pattern[i])
-            i += 1
-    return re.fullmatch(regex, path) is not None
 
 
 def _bad(source: str, message: str) -> AirException:

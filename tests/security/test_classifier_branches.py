@@ -20,8 +20,9 @@ from air.contracts.permission import CommandCategory, PathCategory, PermissionAc
 from air.contracts.permission_records import PermissionRequestContext
 from air.security.commands import CommandRiskAnalyzer
 from air.security.engine import PermissionEngine
+from air.security.path_glob import glob_match
 from air.security.paths import PathClassifier, names_credentials
-from air.security.policy import PolicyRule, glob_match, parse_policy, rule_matches_path
+from air.security.policy import PolicyRule, parse_policy, rule_matches_path
 
 C = CommandCategory
 P = PathCategory
