@@ -1,10 +1,10 @@
 """The architecture declaration's path globs: which paths they match, which files they name.
 
-Owns ``matches`` (``**/`` any directories, ``*`` / ``?`` within one name; a match covers
-whatever lies below it) and ``doc_files`` (the files of a documents pattern that really lie
-inside the project). The files are found by ``air.tree_walk``, never by ``Path.glob``: its
-``**`` recursed a frame a level, and a tree a task made 1,500 directories deep under the
-documents ended the architecture review in ``RecursionError``.
+Owns ``matches`` (``air.path_glob``'s globs; a match covers whatever lies below it) and
+``doc_files`` (the files of a documents pattern that really lie inside the project). The files
+are found by ``air.tree_walk``, never by ``Path.glob``: its ``**`` recursed a frame a level, and
+a tree a task made 1,500 directories deep under the documents ended the architecture review in
+``RecursionError``.
 """
 
 from __future__ import annotations
@@ -13,34 +13,18 @@ import os
 import re
 from pathlib import Path
 
+from air.path_glob import glob_match
 from air.tree_walk import walk_files
 
 __all__ = ["doc_files", "matches"]
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    """``**/`` any directories, ``*`` / ``?`` within one name; a match also covers whatever
-    lies below it (``a/**`` and ``a`` both match the directory ``a`` and its files)."""
-    pattern = pattern.removesuffix("/**")
-    out = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out + r"(?:/.*)?\Z")
-
-
 def matches(path: str, pattern: str) -> bool:
-    """Whether the project-relative ``path`` is (or lies below) what ``pattern`` names."""
-    return _glob_regex(pattern).match(path.strip().lstrip("./")) is not None
+    """Whether the project-relative ``path`` is (or lies below) what ``pattern`` names (``a/**``
+    and ``a`` both name the directory ``a`` and its files)."""
+    path = path.strip().lstrip("./")
+    named = pattern.removesuffix("/**")
+    return glob_match(named, path) or glob_match(named + "/**", path)
 
 
 def doc_files(root: Path, pattern: str) -> list[Path]:

@@ -25,7 +25,7 @@ import yaml
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.permission import CommandCategory
-from air.security.path_glob import glob_match
+from air.path_glob import glob_match
 from air.small_file import read_small
 from air.yamlload import load
 

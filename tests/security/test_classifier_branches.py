@@ -18,9 +18,9 @@ import pytest
 from air.contracts.error import AirException
 from air.contracts.permission import CommandCategory, PathCategory, PermissionAction
 from air.contracts.permission_records import PermissionRequestContext
+from air.path_glob import glob_match
 from air.security.commands import CommandRiskAnalyzer
 from air.security.engine import PermissionEngine
-from air.security.path_glob import glob_match
 from air.security.paths import PathClassifier, names_credentials
 from air.security.policy import PolicyRule, parse_policy, rule_matches_path
 

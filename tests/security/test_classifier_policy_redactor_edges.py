@@ -11,7 +11,7 @@ import pytest
 
 from air.contracts.error import AirException
 from air.contracts.permission import CommandCategory, PathCategory
-from air.security.path_glob import glob_match
+from air.path_glob import glob_match
 from air.security.paths import PathClassifier, is_within
 from air.security.policy import (
     PermissionPolicy,

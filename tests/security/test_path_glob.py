@@ -1,4 +1,5 @@
-"""A permission rule's path glob is matched in time linear in the path (air.security.path_glob).
+"""A path glob (a permission rule's, the architecture declaration's) is matched in time linear
+in the path (air.path_glob).
 
 The glob is the user's, the path the model's: a rule such as ``**/*secret*`` read as a regular
 expression went back over a long path from each place in it (quadratic; more wildcards, worse).
@@ -14,7 +15,7 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from air.security.path_glob import _automaton, glob_match
+from air.path_glob import _automaton, glob_match
 from tests.cpu_limited import run_cpu_limited
 
 
@@ -47,7 +48,8 @@ def test_the_automaton_matches_what_the_expression_matches(glob: str, path: str)
 
 def test_a_long_path_against_rules_with_several_wildcards_ends() -> None:
     done = run_cpu_limited(
-        "from air.security.path_glob import glob_match\n"
+        "from air.agents.doc_globs import matches\n"
+        "from air.path_glob import glob_match\n"
         "from air.security.policy import PolicyRule, rule_matches_path\n"
         "for glob, word in (('**/*secret*', 'secret'), ('src/**/*_test_*.py', '_test_'),\n"
         "                   ('**/*.min.*', '.min')):\n"
@@ -55,6 +57,7 @@ def test_a_long_path_against_rules_with_several_wildcards_ends() -> None:
         "    rule = PolicyRule(action='deny', path=glob)\n"
         "    covered = rule_matches_path(rule, '/w/' + path, '/w', '/home/u')\n"
         "    named = glob_match(glob, path[:-2] + ('x.py' if glob.endswith('.py') else 'x'))\n"
+        "    assert matches(path, glob) is covered\n"
         "    print(glob_match(glob, path), covered, named)\n"
     )
     assert done.returncode == 0, done.stderr[-2000:]

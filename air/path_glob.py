@@ -1,8 +1,10 @@
-"""The path globs of permission rules, matched in time linear in the path.
+"""The path globs of permission rules and of the architecture declaration, matched in time
+linear in the path.
 
 Owns ``glob_match``: ``**/`` is any run of whole directories (or none), ``**`` anything, ``*``
-anything inside one name, ``?`` one character of a name; the rest is literal. A rule's glob is
-the user's, the path the model's (any length: a word of a command is up to 128 KiB). Read as a
+anything inside one name, ``?`` one character of a name; the rest is literal. A glob is the
+user's, the path the model's or a task's (any length: a word of a command is up to 128 KiB,
+a tool's path argument more; a file a task made, 4 KiB). Read as a
 regular expression, a glob with two wildcards is quadratic in the path and one with more is
 worse (``**/*secret*`` over ``secret`` 20,000 times took seconds on the parent's event loop,
 for each rule and each path of a call), so a path longer than ``_REGEX_PATH_MAX`` or a glob
