@@ -4,13 +4,12 @@ linear in the path.
 Owns ``glob_match``: ``**/`` is any run of whole directories (or none), ``**`` anything, ``*``
 anything inside one name, ``?`` one character of a name; the rest is literal. A glob is the
 user's, the path the model's or a task's (any length: a word of a command is up to 128 KiB,
-a tool's path argument more; a file a task made, 4 KiB). Read as a
-regular expression, a glob with two wildcards is quadratic in the path and one with more is
-worse (``**/*secret*`` over ``secret`` 20,000 times took seconds on the parent's event loop,
-for each rule and each path of a call), so a path longer than ``_REGEX_PATH_MAX`` or a glob
-with more than two wildcards is matched by ``_Automaton``, which reads each character once
-for all the places the glob can be at (the same matches: a property test holds it to the
-expression). Pure.
+a tool's path argument more; a file a task made, 4 KiB). Read as a regular expression, a glob
+with two wildcards is quadratic in the path and one with more is worse (``**/*secret*`` over
+``secret`` 20,000 times took seconds on the parent's event loop, for each rule and each path
+of a call), so a path longer than ``_REGEX_PATH_MAX`` or a glob with more than two wildcards
+is matched by ``_Automaton``, which reads each character once for all the places the glob can
+be at (the same matches: a property test holds it to the expression). Pure.
 """
 
 from __future__ import annotations
