@@ -14,7 +14,6 @@ from __future__ import annotations
 import air.cli.first  # noqa: F401  (before any other import: IMPL-PATH-1)
 
 # isort: on
-import io
 import os
 import re
 import sys
@@ -22,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from air import __version__
+from air.cli.first import standard_streams
 from air.cli.usage import COMMANDS, CONSOLE_OPTIONS, CONSOLE_USAGE, USAGE
 from air.search_path import own_search_paths
 
@@ -297,15 +297,6 @@ def _parse_console(argv: list[str]) -> tuple[str, dict[str, Any]] | int:
     return "console", dict(args)
 
 
-def _lenient_streams() -> None:
-    """Standard output and error write a character their encoding lacks escaped (``\\u2014``)
-    instead of raising: in a terminal of a non-UTF-8 locale (or ``PYTHONIOENCODING=ascii``)
-    ``air --help`` and ``air history`` ended in a traceback at their first dash or quote."""
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper) and stream.errors == "strict":
-            stream.reconfigure(errors="backslashreplace")
-
-
 def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> int:
     """Run the ``air`` command. Returns the process exit code.
 
@@ -316,7 +307,7 @@ def main(argv: Sequence[str] | None = None, *, runner_factory: Any = None) -> in
             ``air.cli.options.RunnerFactory``). ``None`` (the ``air`` command) runs real workers.
     """
     own_search_paths()  # again: a process forked from a warm air (IMPL-PATH-1, air.cli.first)
-    _lenient_streams()
+    standard_streams()  # its streams too
     parsed = _parse(list(sys.argv[1:] if argv is None else argv))
     if isinstance(parsed, int):
         return parsed
