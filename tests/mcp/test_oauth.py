@@ -157,6 +157,9 @@ def test_login_then_tools_then_a_refresh_stored_back(
         control.write_text("expires-in 1\n")
         assert _login(root, home)[0] == 0
         before = json.loads(kept.read_text())["tokens"]
+        # the refreshed token lives long enough for the call that refreshes it: the server cuts
+        # a lifetime to whole seconds, and one of 1 s could end before the call's next request
+        control.write_text("expires-in 5\n")
         time.sleep(1.5)  # past its expiry
         code, out, err = _air(("mcp", "tools", "docs"), root, home)
         assert code == 0, err
@@ -167,7 +170,7 @@ def test_login_then_tools_then_a_refresh_stored_back(
         assert stat.S_IMODE(kept.stat().st_mode) == 0o600
         # a refresh refused: the start says to log in again, and waits for no one
         control.write_text("expires-in 1\nrefuse-refresh\n")
-        time.sleep(1.5)
+        time.sleep(5.5)  # past the refreshed token's expiry
         code, out, err = _air(("mcp", "tools", "docs"), root, home)
         assert code == 2
         assert "its login was refused" in err
