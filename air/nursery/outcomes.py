@@ -47,7 +47,7 @@ from air.supervision.task_outcome import TaskOutcome
 if TYPE_CHECKING:
     from air.nursery.state import Ports, RunState
 
-__all__ = ["MERGE_GRACE", "collect", "set_aside"]
+__all__ = ["MERGE_GRACE", "collect", "collect_returned", "set_aside"]
 
 MERGE_GRACE = 120.0  # seconds a shielded merge may take
 
@@ -113,6 +113,53 @@ async def collect(
         with trio.move_on_after(RECORD_GRACE, shield=True):
             # why shielded: the end must be recorded even as the run unwinds
             await _unmergeable(io, node, workspace, outcome, overran, attempt_index)
+
+
+async def collect_returned(st: RunState, io: Ports, node: TaskNode) -> None:
+    """Collect the outcome of an attempt whose worker had returned its result when the runtime
+    stopped (recovery left its task running: ``air.nursery.recovery``, step 3), from where the
+    pipeline had got: a change that landed goes on to review → record → learn, and its
+    workspace goes; any other from verify (a merge the crash stopped was ended by recovery).
+    Without that result (a log from before ``agent.completed`` kept it) the attempt is
+    interrupted: the task runs again."""
+    from air.nursery.recovery import returned_result  # after a crash only
+
+    state = io.ledger.state()
+    fact = state.tasks[node.task_id]
+    space = state.workspaces.get(fact.workspace_id or "")
+    returned = returned_result(io.ledger, node.task_id, fact.agent_id)
+    attempt_index = fact.attempt_count
+    if returned is None or space is None or fact.agent_id is None:
+        said = {"agent_id": fact.agent_id, "reason": "its worker's result was not kept"}
+        with trio.move_on_after(RECORD_GRACE, shield=True):
+            # why shielded: the interruption must be recorded even as the run unwinds
+            await record_end(io.ledger, node, "task.interrupted", said, attempt_index=attempt_index)
+        node.status = TaskStatus.PENDING  # interrupted ──resume──▶ pending
+        return
+    workspace = WorkspaceRef(
+        workspace_id=space.workspace_id,
+        task_id=space.task_id,
+        agent_id=space.agent_id,
+        strategy=WorkspaceStrategy(space.strategy),
+        path=space.path,
+        branch=space.branch,
+        base_commit=space.base_commit,
+    )
+    outcome = TaskOutcome(
+        task_id=node.task_id,
+        agent_id=fact.agent_id,
+        kind="result",
+        result=WorkerResult.model_validate(returned),
+    )
+    if space.status != "merged" or io.workspaces is None:
+        await collect(st, io, node, workspace, outcome, attempt_index, [])
+        return
+    with trio.CancelScope(shield=True):
+        # why shielded: as in ``collect``, a merged change is not left without its end
+        async with st.merge_lock:
+            with trio.move_on_after(MERGE_GRACE):
+                await land(st, io, node, outcome, attempt_index, [], None)
+                await io.workspaces.cleanup_workspace(workspace.workspace_id)
 
 
 async def land(

@@ -10,7 +10,13 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
    ``agent.lost`` is recorded; a sandboxed command the dead runtime started in one of the
    session's workspaces and that outlived it is killed (IMPL-SBX-7);
 3. every task the log still shows running is marked ``task.interrupted`` (resumable: it runs
-   again from pending; a completed task is never touched, so it never runs twice);
+   again from pending; a completed task is never touched, so it never runs twice) — but one
+   whose worker had returned its result (``agent.completed`` holds it) stays running: its
+   outcome is collected from there (``air.nursery.outcomes.collect_returned``), never run
+   again, for its change may be in the project already: a merge the crash cut short is
+   settled first (``WorkspaceManager.settle_merge``: landed, or air's own stopped merge
+   ended, a copy back's temporary files dropped); one that cannot be (no manager, a tampered
+   worktree) is interrupted;
 4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here); an
    interrupted attempt's own workspace is abandoned (its retry gets a new one), and what
    another session's GC cleaned meanwhile is recorded in this session's log;
@@ -35,11 +41,11 @@ from typing import Any
 from air.contracts.error import ErrorKind, make_air_error
 from air.contracts.task import TaskStatus
 from air.ipc.procs import kill_sandboxes
-from air.nursery.ledger import Ledger, StoredAgent, ledger_view
+from air.nursery.ledger import Ledger, LedgerState, StoredAgent, ledger_view
 from air.supervision.monitor import process_alive
 from air.workspace.manager import GC_PER_START, WorkspaceManager
 
-__all__ = ["Reaper", "RecoveryReport", "recover_session"]
+__all__ = ["Reaper", "RecoveryReport", "recover_session", "returned_result"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +61,8 @@ class RecoveryReport:
     reaped_agents: list[str] = field(default_factory=list)
     reaped_commands: list[int] = field(default_factory=list)
     interrupted_tasks: list[str] = field(default_factory=list)
+    returned_tasks: list[str] = field(default_factory=list)
+    """Left running: their workers' results are collected, never run again (step 3)."""
     kept_workspaces: list[str] = field(default_factory=list)
     cleaned_workspaces: list[str] = field(default_factory=list)
     artifact_scan: Any = None
@@ -131,8 +139,12 @@ async def recover_session(
         log.warning("killed sandboxed command %s that outlived its runtime", pid)
 
     # step 3: tasks the log says are running
+    returned = await _returned(ledger, state, workspaces)
     for task in state.tasks.values():
         if task.status != TaskStatus.RUNNING:
+            continue
+        if task.task_id in returned:
+            report.returned_tasks.append(task.task_id)
             continue
         payload: dict[str, Any] = {
             "task_id": task.task_id,
@@ -151,7 +163,8 @@ async def recover_session(
     if workspaces is not None:
         for wid, rec in state.workspaces.items():
             if rec.get("status") == "active" and rec.get("strategy") != "main":
-                await workspaces.set_aside(wid, "its attempt was interrupted")
+                if rec.get("task_id") not in returned:
+                    await workspaces.set_aside(wid, "its attempt was interrupted")
         await workspaces.record_cleaned_elsewhere(
             {wid: str(rec.get("status")) for wid, rec in state.workspaces.items()}
         )
@@ -184,6 +197,50 @@ async def recover_session(
         t.task_id for t in final.tasks.values() if t.status == TaskStatus.FAILED
     )
     return report
+
+
+async def _returned(
+    ledger: Ledger, state: LedgerState, workspaces: WorkspaceManager | None
+) -> set[str]:
+    """The running tasks whose last attempt's worker returned its result (step 3), with the
+    merge of each settled: one whose workspace is merged, not yet merging, or whose stopped
+    merge ``settle_merge`` could settle. Read by event type, only after a crash left some."""
+    waiting = {
+        t.task_id: t
+        for t in state.tasks.values()
+        if t.status == TaskStatus.RUNNING
+        and t.last_agent_id in state.agents
+        and state.agents[t.last_agent_id].status == "completed"
+    }
+    if not waiting:
+        return set()
+    merging = {e.payload.get("workspace_id") for e in ledger.history_of("workspace.merge.started")}
+    found: set[str] = set()
+    for task_id, task in waiting.items():
+        result = returned_result(ledger, task_id, task.last_agent_id)
+        workspace = state.workspaces.get(task.last_workspace_id or "")
+        if result is None or workspace is None:
+            continue
+        wid, status = str(task.last_workspace_id), workspace.get("status")
+        if status == "merged" or (
+            status == "active" and (workspace.get("strategy") == "main" or wid not in merging)
+        ):
+            found.add(task_id)  # landed, or not merging yet: its outcome goes on from there
+        elif status == "active" and workspaces is not None:
+            wrote = result.get("changed_files") or []
+            if await workspaces.settle_merge(wid, wrote=wrote) is not None:
+                found.add(task_id)  # landed now, or its stopped merge ended
+    return found
+
+
+def returned_result(ledger: Ledger, task_id: str, agent_id: str | None) -> dict[str, Any] | None:
+    """The result ``agent_id``'s worker returned for ``task_id`` (its ``agent.completed``), or
+    None (a log of before it was kept there)."""
+    for event in reversed(ledger.history_of("agent.completed", task_id=task_id)):
+        if event.payload.get("agent_id") == agent_id:
+            result = event.payload.get("worker_result")
+            return result if isinstance(result, dict) else None
+    return None
 
 
 def _start_time(value: Any) -> int | None:

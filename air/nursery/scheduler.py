@@ -258,6 +258,7 @@ class Scheduler:
                             period=self.options.monitor_period,
                         )
                     )
+                await self._collect_returned()
                 await self._loop()
                 services.cancel_scope.cancel(reason="scheduler idle")
         return self._result()
@@ -283,6 +284,19 @@ class Scheduler:
                     return
                 with trio.move_on_at(deadlines.next_at(st)):  # a queued task's deadline
                     await st.wake_event.wait()
+
+    async def _collect_returned(self) -> None:
+        """A task still running when the run starts had its worker's result when the last
+        runtime stopped (recovery left it so): its outcome is collected before any planning,
+        so its dependents see it end first (``outcomes.collect_returned``)."""
+        running = [n for n in self.st.graph.tasks.values() if n.status == TaskStatus.RUNNING]
+        if running:
+            from air.nursery.outcomes import collect_returned  # after a crash only
+
+            for node in running:
+                await collect_returned(self.st, self.io, node)
+                if node.final:
+                    deadlines.disarm(self.st, node.task_id)
 
     def _all_done(self) -> bool:
         return all(

@@ -93,7 +93,8 @@ async def _record_end(
         await emit(sup, run, "agent.cancelled", {"exit_code": code, "reason": run.cancel_reason})
         return "cancelled", result
     if result.kind == "result":
-        await emit(sup, run, "agent.completed", {"exit_code": code})
+        returned = None if result.result is None else result.result.model_dump(mode="json")
+        await emit(sup, run, "agent.completed", {"exit_code": code, "worker_result": returned})
         return "completed", result
     if started:
         if not run.started_recorded:

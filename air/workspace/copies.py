@@ -5,8 +5,9 @@ never followed), the copy of a project without ``.git``/``.air`` and build cache
 (``JUNK_DIRS``, which no strategy ever merges back), the copy's changes against its manifest,
 and the file-by-file copy back, where a file changed on both sides (or one below a directory
 link of the project) is a conflict and nothing is written; what it writes it writes under
-names of its own, with the modes git gives (0755 or 0644). Blocking file work: callers run
-these in a thread.
+names of its own, with the modes git gives (0755 or 0644), and a copy back a crash cut short
+can be done again (a file already copied is no conflict) once its temporary files are
+dropped. Blocking file work: callers run these in a thread.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ __all__ = [
     "JUNK_DIRS",
     "copy_back",
     "copy_project",
+    "drop_copy_back_temps",
     "entry_hash",
     "manifest_changes",
     "tree_manifest",
@@ -186,6 +188,24 @@ def copy_back(
         elif os.path.lexists(target) and not os.path.isdir(target):
             os.unlink(target)
     return []
+
+
+def drop_copy_back_temps(project_root: str, changed: list[str]) -> list[str]:
+    """Remove the temporary files a copy back cut short (a crash) left beside the ``changed``
+    paths in the project (names of air's own: ``.<random>.air-merge.tmp``), none below a
+    directory link; the caller holds the project's ``TREE`` lock, so no copy back is under
+    way. Returns what it removed (relative paths)."""
+    removed = []
+    for parent in sorted({os.path.dirname(rel) for rel in changed}):
+        here = os.path.join(project_root, parent)
+        if _below_a_link(project_root, os.path.join(parent, "x")):  # ``parent`` itself too
+            continue
+        with contextlib.suppress(OSError):
+            for name in os.listdir(here or "."):
+                if name.startswith(".") and name.endswith(_TEMP):
+                    os.unlink(os.path.join(here, name))
+                    removed.append(os.path.join(parent, name))
+    return removed
 
 
 def _below_a_link(root: str, rel: str) -> bool:

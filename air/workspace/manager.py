@@ -49,6 +49,7 @@ from air.workspace.changes import (
     violation_error,
 )
 from air.workspace.left_out import LEFT_OUT, kept_out, prune
+from air.workspace.merge_target import check_merge_target
 from air.workspace.records import RecordStore, WorkspaceRecord, parse_iso, workspace_error
 from air.workspace.tree_lock import TREE, hold
 from air.workspace.worktrees import ProjectGit
@@ -348,7 +349,7 @@ class WorkspaceManager:
             # one air process at a time changes the project's files (IMPL-REL-4)
             async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 if rec.strategy == WorkspaceStrategy.WORKTREE.value:
-                    await self._check_project(rec)
+                    await check_merge_target(self.git, rec, self.branch)
                 await self.record("workspace.merge.started", started)
                 if self.backups is not None:
                     # the project as it is before this merge, for `air restore`
@@ -374,78 +375,72 @@ class WorkspaceManager:
                 },
             )
         else:
-            rec.status = WorkspaceStatus.MERGED.value
-            rec.merged_at = self.now()
-            self.records.save(rec)
-            completed = {"workspace_id": workspace_id, "merge_commit": result.merge_commit}
-            if left_out:  # never merged, said, and a copy kept (air.workspace.left_out)
-                into = os.path.join(os.path.dirname(self.root), LEFT_OUT, workspace_id)
-                named = await trio.to_thread.run_sync(
-                    kept_out, rec.path, left_out, into, MERGE_FILE_MAX_MB << 20
-                )
-                result = result.model_copy(update=named)
-                completed.update(named)
-            await self.record("workspace.merge.completed", completed)
+            result = await self._merged(rec, result, left_out)
         return result
 
-    async def _check_project(self, rec: WorkspaceRecord) -> None:
-        """A task merges into a project whose git is not in the middle of something of the
-        user's (a merge, a rebase, ...: merging then would end theirs or mix with it), and its
-        merge commit lands on a branch: the one ``--branch`` named, else the one checked out,
-        and one that holds the commit the task started from. On a detached HEAD it would be
-        reachable from nothing once the user checks out again (the task branch is deleted
-        after a merge); on another branch than ``--branch`` named, it would land where the run
-        promised it would not; on a branch without its base (the user switched to another
-        line of work meanwhile) it would bring the base's whole history into that branch.
-        Either way nothing is merged and the task's branch keeps its work.
+    async def _merged(
+        self, rec: WorkspaceRecord, result: MergeResult, left_out: Sequence[str]
+    ) -> MergeResult:
+        """The sidecar says merged, what git ignores of ``left_out`` is kept aside, then
+        ``workspace.merge.completed``; ``result`` with what was left out."""
+        rec.status = WorkspaceStatus.MERGED.value
+        rec.merged_at = rec.merged_at or self.now()
+        self.records.save(rec)
+        completed = {"workspace_id": rec.workspace_id, "merge_commit": result.merge_commit}
+        if left_out:  # never merged, said, and a copy kept (air.workspace.left_out)
+            into = os.path.join(os.path.dirname(self.root), LEFT_OUT, rec.workspace_id)
+            named = await trio.to_thread.run_sync(
+                kept_out, rec.path, left_out, into, MERGE_FILE_MAX_MB << 20
+            )
+            result = result.model_copy(update=named)
+            completed.update(named)
+        await self.record("workspace.merge.completed", completed)
+        return result
 
-        Raises:
-            AirException: ``workspace_error`` naming what to finish or check out, and the
-                kept branch.
+    async def settle_merge(self, workspace_id: str, *, wrote: Sequence[str] = ()) -> bool | None:
+        """After a crash in the middle of the merge of ``workspace_id`` (its last event
+        ``workspace.merge.started``): whether its change is in the project.
+
+        True: the sidecar says merged, or (a worktree) git finished the merge: the project's
+        HEAD holds the worktree's commit; ``workspace.merge.completed`` is recorded now as the
+        merge would have (``wrote``: as for ``merge_workspace``). False: it can be merged
+        again: git did not finish it and air's own stopped merge of that commit is ended
+        (``git merge --abort``, never one of the user's); an isolated copy's copy back, which
+        goes on where it stopped, has its temporary files dropped. None: not known (a tampered
+        worktree: IMPL-GIT-2).
         """
-        doing = self.git.under_way()
-        if doing is not None:
-            raise AirException.of(
-                kind=ErrorKind.WORKSPACE_ERROR,
-                message=(
-                    f"the project's git is in the middle of {doing}: task {rec.task_id} was not "
-                    f"merged; its work is kept on branch {rec.branch}"
-                ),
-                user_action=(
-                    f"Finish or abort {doing} (git status says how), then merge it: "
-                    f"git merge {rec.branch}"
-                ),
-            )
-        on = await self.git.head_branch()
-        wanted = None if self.branch is None else f"refs/heads/{self.branch}"
-        if on is not None and wanted in (None, on):
-            if rec.base_commit is None or await self.git.holds(rec.base_commit):
-                return
-            base, branch = rec.base_commit[:12], on.removeprefix("refs/heads/")
-            raise AirException.of(
-                kind=ErrorKind.WORKSPACE_ERROR,
-                message=(
-                    f"the project is on branch {branch}, which does not hold the commit task "
-                    f"{rec.task_id} started from ({base}): merged there it would bring that "
-                    f"commit's history along; it was not merged; its work is kept on branch "
-                    f"{rec.branch}"
-                ),
-                user_action=(
-                    f"Check out the branch the task started from (git branch --contains {base}),"
-                    f" then merge it: git merge {rec.branch}"
-                ),
-            )
-        where = "a detached HEAD" if on is None else f"branch {on.removeprefix('refs/heads/')}"
-        promised = "a branch" if wanted is None else f"branch {self.branch} (--branch)"
-        back = "a branch" if self.branch is None else self.branch
-        raise AirException.of(
-            kind=ErrorKind.WORKSPACE_ERROR,
-            message=(
-                f"the project is on {where}, not on {promised}: task {rec.task_id} was not "
-                f"merged; its work is kept on branch {rec.branch}"
-            ),
-            user_action=f"Check out {back} (git switch), then merge it: git merge {rec.branch}",
-        )
+        from air.contracts.task_results import MergeResult
+
+        rec = self.get(workspace_id)
+        worktree = rec.strategy == WorkspaceStrategy.WORKTREE.value
+        merged = rec.status == WorkspaceStatus.MERGED.value  # then only its event is missing
+        if not merged and rec.status != WorkspaceStatus.ACTIVE.value:
+            return None
+        if not merged and rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+            from air.workspace.copies import drop_copy_back_temps  # IMPL-BOOT-16
+
+            changed = await self.changed_files(workspace_id)
+            async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
+                await trio.to_thread.run_sync(drop_copy_back_temps, self.project_root, changed)
+            return False
+        if not merged and not worktree:
+            return None
+        try:
+            if worktree:
+                self.git.verify(rec)
+            if not merged:
+                head = await self.git.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
+                async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
+                    if not await self.git.landed(head, rec.base_commit or ""):
+                        await self.git.end_own_merge(head)
+                        return False
+            left_out = await self.git.ignored(rec, wrote) if worktree else []
+        except AirException as exc:
+            if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                raise
+            return None
+        await self._merged(rec, MergeResult(workspace_id=workspace_id, status="merged"), left_out)
+        return True
 
     async def _merge_copy(self, rec: WorkspaceRecord) -> MergeResult:
         from air.contracts.task_results import MergeResult

@@ -197,15 +197,21 @@ class ProjectGit:
         create = [] if known.returncode == 0 else ["-c"]
         await self.run(None, "switch", "--quiet", *create, name)
 
-    async def holds(self, commit: str) -> bool:
-        """Whether the project's HEAD holds ``commit`` in its history."""
-        done = await self.run(None, "merge-base", "--is-ancestor", commit, "HEAD", check=False)
+    async def holds(self, commit: str, head: str = "HEAD") -> bool:
+        """Whether ``head`` (the project's HEAD) holds ``commit`` in its history."""
+        done = await self.run(None, "merge-base", "--is-ancestor", commit, head, check=False)
         if done.returncode not in (0, 1):
             raise workspace_error(
                 f"git merge-base failed in {self.project_root}",
                 detail=done.stderr.decode("utf-8", "replace").strip()[:2000],
             )
         return done.returncode == 0
+
+    async def landed(self, head: str, base: str) -> bool:
+        """Whether ``head``, a worktree's commit on ``base``, is in the project: it is ``base``
+        itself (nothing to merge), or it descends from ``base`` and the project's HEAD holds it
+        (a merge of it finished)."""
+        return head == base or (await self.holds(base, head) and await self.holds(head))
 
     async def head_branch(self) -> str | None:
         """The branch the project has checked out (``refs/heads/...``); None when its HEAD is
@@ -407,6 +413,10 @@ class ProjectGit:
             await trio.sleep(delay)
             delay = min(delay * 2, 0.5)
         return True
+
+    async def end_own_merge(self, head: str) -> None:
+        """End air's merge of ``head`` that a crash stopped (never one of the user's)."""
+        await self._end_own_merge(head, trio.current_time() + INDEX_LOCK_PATIENCE_S)
 
     async def _end_own_merge(self, head: str, deadline: float) -> None:
         """End air's stopped merge of ``head``: ``--abort`` (which puts back what it changed)

@@ -1,7 +1,8 @@
 """The payload models load by group, on first use, and are the models they were (IMPL-BOOT-7).
 
 ``payload_schemas.json`` was written from ``air/events/payloads.py`` at ba9668b (before the split):
-per ``(type, version)`` the model's name, its persistence and its ``model_json_schema()``. The
+per ``(type, version)`` the model's name, its persistence and its ``model_json_schema()`` (one
+entry changed on purpose since: ``agent.completed`` keeps the worker's result, IMPL-RESUME-1). The
 laziness is checked in fresh interpreters (``sys.modules`` after the code ran).
 """
 

@@ -1,6 +1,7 @@
 """Recovery (SDD §16.3) over a real session DB: orphan agents reaped or recorded lost, running
 tasks interrupted, completed tasks untouched; idempotent, also across a crash mid-recovery;
-and the Scheduler resumes what recovery left pending without rerunning completed work."""
+and the Scheduler resumes what recovery left pending without rerunning completed work, nor a
+task whose worker had returned its result (collected from the log: IMPL-RESUME-1)."""
 
 from __future__ import annotations
 
@@ -210,3 +211,50 @@ async def test_recovery_goes_by_the_ledgers_fold_not_the_whole_log(session_db: S
     assert report.pending_tasks == ["b", "c", "d"]
     # what that rests on: the incremental fold is the pure fold of the whole log
     assert ledger_view(ledger.state()) == fold_history(ledger.history())
+
+
+async def _returned_run(ledger: Ledger, *, keeps_result: bool) -> None:
+    """A log whose runtime died after task ``e``'s worker returned its result (made in place,
+    in the project itself) and before ``e`` ended; an older air kept no result there."""
+    await ledger.record("task.created", {"task_spec": _spec("e")})
+    await ledger.record(
+        "workspace.created",
+        {"workspace_id": "ws_main", "task_id": None, "strategy": "main", "path": "/nonexistent"},
+    )
+    await ledger.record(
+        "task.started",
+        {
+            "task_id": "e",
+            "agent_id": "agt_e",
+            "agent_type": "executor",
+            "attempt_index": 1,
+            "workspace_id": "ws_main",
+        },
+    )
+    started = {"agent_id": "agt_e", "task_id": "e", "agent_type": "executor", "status": "running"}
+    await ledger.record("agent.started", started)
+    result = {"task_id": "e", "agent_id": "agt_e", "agent_type": "executor"}
+    result |= {"status": "completed", "summary": "done in place"}
+    ended: dict[str, Any] = {"agent_id": "agt_e", "task_id": "e", "exit_code": 0}
+    await ledger.record(
+        "agent.completed", ended | ({"worker_result": result} if keeps_result else {})
+    )
+
+
+@pytest.mark.parametrize("keeps_result", [True, False])
+async def test_a_task_whose_worker_returned_is_collected_not_run_again(
+    session_db: SessionDB, autojump_clock: trio.testing.MockClock, keeps_result: bool
+) -> None:
+    ledger = session_db.ledger
+    await _returned_run(ledger, keeps_result=keeps_result)
+    report = await recover_session(ledger)
+    assert report.returned_tasks == (["e"] if keeps_result else [])
+    assert report.interrupted_tasks == ([] if keeps_result else ["e"])
+    runner = FakeTaskRunner(default=FakeStep(duration=2))
+    sched = Scheduler(ledger, runner, project_root="/nonexistent", options=SchedulerOptions(4))
+    assert (await sched.run_until_idle()).status == "completed"
+    assert [r.task_id for r in runner.log.records] == ([] if keeps_result else ["e"])
+    [end] = ledger.history_of("task.completed", task_id="e")
+    said = "done in place" if keeps_result else "fake completed after 2s"
+    assert end.payload["worker_result"]["summary"] == said
+    assert end.payload["attempt_index"] == (1 if keeps_result else 2)

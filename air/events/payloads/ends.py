@@ -69,6 +69,9 @@ class AgentCompletedPayload(EventPayload):
     agent_id: str
     task_id: str | None = None
     exit_code: int | None = None
+    worker_result: WorkerResult | None = None
+    """The result the worker returned (checked and redacted): durable before anything is done
+    with it, so a crash before its task's end collects it instead of running the task again."""
 
 
 class AgentFailedPayload(EventPayload):

@@ -1,0 +1,108 @@
+"""``settle_merge``: after a crash in the middle of a merge, is the task's change in the project?
+
+Real git: a worktree's commit counts as landed only when it is its base (nothing to merge) or
+descends from its base and the project's HEAD holds it; a worktree whose HEAD was moved back
+to an older commit of the project is not landed, however much HEAD holds it. A stopped merge of
+air's own is ended, one of the user's never is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.workspace.manager import WorkspaceManager
+from tests.gitrepo import git, git_stops
+from tests.workspace.conftest import task_with_new_file
+from tests.workspace.recorder import Events
+
+
+async def _committed(mgr: WorkspaceManager) -> tuple[str, str]:
+    """A worktree whose task wrote ``new.txt``, committed as a merge commits it: (id, head)."""
+    wid, _ = await task_with_new_file(mgr)
+    rec = mgr.get(wid)
+    return wid, await mgr.git.commit(rec, "task t1")
+
+
+async def test_a_merge_git_finished_is_landed_and_recorded(repo: Path) -> None:
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events)
+    wid, head = await _committed(mgr)
+    git(repo, "merge", "--no-ff", "-q", "-m", "Merge task t1", head)  # git ended; air died
+    assert await mgr.settle_merge(wid, wrote=["new.txt"]) is True
+    assert events.types()[-1] == "workspace.merge.completed"
+    assert mgr.get(wid).status == "merged"
+
+
+async def test_a_merge_that_never_ran_is_not_landed(repo: Path) -> None:
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events)
+    wid, _ = await _committed(mgr)
+    assert await mgr.settle_merge(wid) is False
+    assert events.types() == ["workspace.created"]
+    assert mgr.get(wid).status == "active"
+
+
+async def test_a_worktree_moved_back_to_an_older_commit_is_not_landed(repo: Path) -> None:
+    first = git(repo, "rev-parse", "HEAD")
+    (repo / "b.txt").write_text("b2\n")
+    git(repo, "commit", "-qam", "second")  # the base of the task below
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    git(ref.path, "reset", "-q", "--hard", first)  # HEAD holds it; it is not the task's work
+    assert await mgr.settle_merge(ref.workspace_id) is False
+
+
+async def test_a_task_that_changed_nothing_is_landed(repo: Path) -> None:
+    mgr = WorkspaceManager(str(repo), Events())
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    assert await mgr.settle_merge(ref.workspace_id) is True
+
+
+async def test_air_s_own_stopped_merge_is_ended_and_the_user_s_kept(repo: Path) -> None:
+    mgr = WorkspaceManager(str(repo), Events())
+    wid, head = await _committed(mgr)
+    (repo / "new.txt").write_text("the user's\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-qm", "the user's new.txt")
+    git_stops(repo, "merge", head)  # conflicted, and air died before it ended its merge
+    assert (repo / ".git" / "MERGE_HEAD").read_text().strip() == head
+    assert await mgr.settle_merge(wid) is False
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+    assert (repo / "new.txt").read_text() == "the user's\n"
+
+    # a merge of the user's own, stopped the same way, is theirs to end
+    git(repo, "checkout", "-q", "-b", "theirs", "HEAD~1")
+    (repo / "new.txt").write_text("theirs\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-qm", "theirs")
+    git(repo, "checkout", "-q", "main")
+    git_stops(repo, "merge", "theirs")
+    assert await mgr.settle_merge(wid) is False
+    assert (repo / ".git" / "MERGE_HEAD").exists()
+
+
+async def test_an_isolated_copy_cut_short_goes_on_where_it_stopped(repo: Path) -> None:
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events)
+    ref = await mgr.create_workspace(
+        WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.ISOLATED_COPY)
+    )
+    (Path(ref.path) / "a.txt").write_text("one\nTWO\nthree\n")
+    (Path(ref.path) / "sub").mkdir()
+    (Path(ref.path) / "sub" / "c.txt").write_text("c\n")
+    # the crash: a.txt copied back, sub/c.txt's temporary file written, not yet renamed
+    (repo / "a.txt").write_text("one\nTWO\nthree\n")
+    (repo / "sub").mkdir()
+    (repo / "sub" / ".0123abcd.air-merge.tmp").write_text("c")
+    (repo / "sub" / ".keep.tmp").write_text("the user's")
+    assert await mgr.settle_merge(ref.workspace_id) is False
+    assert sorted(p.name for p in (repo / "sub").iterdir()) == [".keep.tmp"]
+    merged = await mgr.merge_workspace(ref.workspace_id)  # no conflict: a.txt is the copy's
+    assert merged.status == "merged"
+    assert (repo / "sub" / "c.txt").read_text() == "c\n"
+    assert (repo / "a.txt").read_text() == "one\nTWO\nthree\n"
