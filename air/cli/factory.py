@@ -72,6 +72,7 @@ class RuntimeFactory:
                 (resume), before anything is created.
         """
         from air.cli.hosts_plan import resumed_plan
+        from air.cli.resumed import keep_run_options, recorded_run
         from air.contracts.project import OpenSessionOptions
         from air.contracts.prompt import FailClosedPrompt
         from air.nursery.runtime import RuntimeConfig, RuntimeServices
@@ -85,8 +86,11 @@ class RuntimeFactory:
             # the session is checked first (opening it creates nothing), then the config
             project, session_id = session_to_resume(ProjectStore(), options)
             require_trust(project.project_root)  # before any project file is read
-            # the hosts its tasks ran on, the run's --host too (IMPL-REMOTE-6)
-            options.remote = resumed_plan(project, session_id)
+            # the hosts its tasks ran on, the run's --host too (IMPL-REMOTE-6), and what the
+            # run's own options were (IMPL-RESUME-2)
+            recorded = recorded_run(project, session_id)
+            options.remote = resumed_plan(project, recorded)
+            keep_run_options(options, recorded.created)
             services = lambda: prepare(options, project.project_root)  # noqa: E731
             servers = None  # read once the session proved to have something to resume
         else:
@@ -104,6 +108,10 @@ class RuntimeFactory:
                 model_provider_id=provider_id,
                 model_id=model_id,
                 host=None if resume else options.host,
+                isolation=options.isolation,
+                permission_mode=options.permission_mode,
+                branch=options.branch,
+                review=options.review,
             ),
             new_session=not resume,
             services=services,

@@ -4,18 +4,15 @@ Owns ``load_run_batch`` (the batch, then its plan), ``remote_plan``: the run's `
 NAME`` and each task's ``host:``, every name checked against hosts.yaml before anything is
 created (an unknown one is exit 2 saying where to declare it); ``None`` when every task runs
 here; and ``resumed_plan``: the same plan for ``air resume``, from what the session recorded
-(``session.created``'s ``host``, each ``task.created`` spec's ``host``; IMPL-REMOTE-6).
+(``session.created``'s ``host``, each ``task.created`` spec's ``host``, read by
+``air.cli.resumed``; IMPL-REMOTE-6).
 """
 
 from __future__ import annotations
 
 import os
-import sqlite3
 from collections.abc import Sequence
-from types import SimpleNamespace
 from typing import Any
-
-from air.store.stored_payloads import stored_payload
 
 __all__ = ["load_run_batch", "remote_plan", "resumed_plan"]
 
@@ -58,37 +55,14 @@ def remote_plan(project: str, default: str | None, specs: Sequence[Any] | None) 
     return RemotePlan(hosts=hosts, tasks=tasks, default=default)
 
 
-def resumed_plan(project: Any, session_id: str) -> Any:
+def resumed_plan(project: Any, recorded: Any) -> Any:
     """The ``RemotePlan`` of the session ``air resume`` continues (None: every task ran here).
 
     Args:
-        project: the session's ``ProjectContext`` (``local_root``, ``project_root``).
+        project: the session's ``ProjectContext`` (``project_root``).
+        recorded: what the session recorded (``air.cli.resumed.RecordedRun``).
 
     Raises:
         AirException: as ``remote_plan`` (a host the session used is no longer declared).
     """
-    path = os.path.join(project.local_root, "sessions", session_id, "session.db")
-    default: str | None = None
-    specs: list[Any] = []
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return None  # opening the session reports what is wrong with it
-    try:
-        rows = conn.execute(
-            "SELECT type, payload_json, seq FROM events WHERE session_id = ?"
-            " AND type IN ('session.created', 'task.created') ORDER BY seq",
-            (session_id,),
-        ).fetchall()
-    except sqlite3.Error:
-        return None
-    finally:
-        conn.close()
-    for kind, payload, seq in rows:
-        data = stored_payload(payload, seq)
-        if kind == "session.created":
-            default = data.get("host")
-        else:
-            spec = data.get("task_spec") or {}
-            specs.append(SimpleNamespace(id=spec.get("id"), host=spec.get("host")))
-    return remote_plan(project.project_root, default, specs)
+    return remote_plan(project.project_root, recorded.created.get("host"), recorded.specs)

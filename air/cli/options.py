@@ -28,6 +28,10 @@ __all__ = [
 ]
 
 
+KEPT_OPTIONS = ("--isolation", "--permission-mode", "--branch", "--review")
+"""The run options ``session.created`` records and ``air resume`` keeps unless given again
+(``air.cli.resumed``, IMPL-RESUME-2)."""
+
 RunnerFactory = Callable[["HeadlessOptions", Any, str], tuple[Any, Callable[[], None] | None]]
 """``factory(options, session, project_root) -> (runner, warm_up)``: how tests inject a fake
 ``TaskRunner`` through ``air.cli.main(argv, runner_factory=...)``. A runner so made keeps no
@@ -54,6 +58,9 @@ class HeadlessOptions:
     branch: str | None = None
     """``--branch NAME``: the run's merges land on this branch of the project."""
     review: bool = False
+    given: frozenset[str] = frozenset()
+    """Which of ``KEPT_OPTIONS`` the command line gave: for ``air resume`` those win over what
+    the run recorded."""
     json_stream: bool = False
     junit: str | None = None
     runner_factory: RunnerFactory | None = None
@@ -160,6 +167,7 @@ def parse_options(
         isolation=isolation,
         branch=branch,
         review=bool(args.get("--review")),
+        given=frozenset(name for name in KEPT_OPTIONS if args.get(name)),
         json_stream=bool(args.get("--json")),
         junit=args.get("--junit"),
         runner_factory=runner_factory,

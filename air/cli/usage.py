@@ -8,7 +8,7 @@ built from them). Plain text: importing it imports nothing, so ``air --help`` st
 
 from __future__ import annotations
 
-_RUN_OPTIONS = """\
+_OPTIONS = """\
   --project PATH          The project directory (default: found by walking up from here).
   --provider NAME         The model provider from models.yaml (e.g. anthropic, openai).
   -m NAME --model NAME    The model: an id (claude-opus-5-5, gpt-6-sol, qwen2.5-coder:7b) or
@@ -17,17 +17,32 @@ _RUN_OPTIONS = """\
   --cassette PATH         Replay model turns from a cassette file, or from DIR/<task id>.jsonl.
   --max-workers N         At most N workers at once (default: the CPU count, at most 16).
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
-                          question about a non-sensitive item is announced and run).
-  --isolation MODE        auto | main | worktree | isolated_copy [default: auto].
+                          question about a non-sensitive item is announced and run){kept}.
+  --isolation MODE        auto | main | worktree | isolated_copy (default: {isolation}).
   --branch NAME           Land the run's merges on branch NAME of the project (made from
-                          HEAD when new, and checked out before the first task).
-  --review                Review every completed code change (a review task per task).
-  --host NAME             Run the tasks on host NAME of hosts.yaml (a task's `host:` wins).
-  --json                  Stream every event as one JSON object per line on stdout (if
+                          HEAD when new, and checked out before the first task){kept}.
+  --review                Review every completed code change (a review task per task){review}.
+{host}  --json                  Stream every event as one JSON object per line on stdout (if
                           the reader goes away the stream stops and the run goes on); the
                           last line is one summary record (type "air.summary").
   --junit FILE            Write a JUnit XML report of the tasks to FILE.
   -h --help               Show this help."""
+_KEPT = "\n                          (default: the run's)"
+_RUN_OPTIONS = _OPTIONS.format(
+    kept="",
+    isolation="auto",
+    review="",
+    host="  --host NAME             Run the tasks on host NAME of hosts.yaml"
+    " (a task's `host:` wins).\n",
+)
+_RESUME_OPTIONS = _OPTIONS.format(
+    kept=_KEPT,
+    isolation="the run's",
+    review="\n                          (also without it when the run had it)",
+    host="",
+)
+"""``air resume`` keeps the run's ``--isolation``, ``--permission-mode``, ``--branch``,
+``--review`` and ``--host`` unless given (IMPL-RESUME-2, IMPL-REMOTE-6)."""
 
 _RUN_ARGS = (
     "[--project PATH] [--provider NAME] [--model NAME] [--cassette PATH] [--max-workers N] "
@@ -192,7 +207,7 @@ Usage:
 Options:
   --session SID           The session to resume (default: the most recent one no air
                           process is running).
-{_RUN_OPTIONS}
+{_RESUME_OPTIONS}
 """,
     ),
     "init": (

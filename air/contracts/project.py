@@ -53,6 +53,15 @@ class OpenSessionOptions(Contract):
     """``interactive`` or ``headless``."""
     host: str | None = None
     """The run's ``--host NAME``, recorded in ``session.created`` (IMPL-REMOTE-6)."""
+    isolation: str | None = None
+    """The run's ``--isolation``, recorded unless ``auto``; ``air resume`` keeps it, as the
+    three below (IMPL-RESUME-2)."""
+    permission_mode: str | None = None
+    """The run's ``--permission-mode``, recorded unless ``default``."""
+    branch: str | None = None
+    """The run's ``--branch NAME``."""
+    review: bool = False
+    """The run's ``--review``."""
 
 
 class SessionContext(Contract):

@@ -220,6 +220,7 @@ class SessionManager:
                     "model_provider_id": options.model_provider_id,
                     "model_id": options.model_id,
                     **({"host": options.host} if options.host else {}),
+                    **_run_options(options),
                 }
                 if defer_created:
                     opened.pending_created = created
@@ -275,3 +276,18 @@ def list_session_ids(project: ProjectContext) -> list[str]:
     if not root.is_dir():
         return []
     return sorted(p.name for p in root.iterdir() if (p / "session.db").is_file())
+
+
+def _run_options(options: OpenSessionOptions) -> JsonObject:
+    """The run options ``session.created`` records, those not at their default
+    (IMPL-RESUME-2): what ``air resume`` keeps."""
+    recorded: JsonObject = {}
+    if options.isolation not in (None, "auto"):
+        recorded["isolation"] = options.isolation
+    if options.permission_mode not in (None, "default"):
+        recorded["permission_mode"] = options.permission_mode
+    if options.branch:
+        recorded["branch"] = options.branch
+    if options.review:
+        recorded["review"] = True
+    return recorded

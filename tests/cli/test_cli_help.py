@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from air.cli import main
-from air.cli.usage import USAGE
+from air.cli.usage import COMMANDS, USAGE
 
 
 def _listed_commands() -> list[str]:
@@ -95,3 +95,22 @@ def test_python_dash_m_air_is_the_air_command() -> None:
     )
     assert bad.returncode == 2
     assert bad.stderr.splitlines()[0] == "air: unknown command 'frobnicate' (see `air --help`)"
+
+
+def _options_listed(doc: str) -> list[set[str]]:
+    """The options a usage text's ``Options:`` section defines (its left column), each as its
+    spellings (``-m NAME --model NAME``: ``{"-m", "--model"}``)."""
+    section = doc.split("Options:", 1)[1]
+    heads = [re.split(r"\s{2,}", line.strip(), maxsplit=1)[0] for line in section.splitlines()]
+    return [set(re.findall(r"--?[\w-]+", head)) for head in heads if head.startswith("-")]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_option_a_help_lists_is_one_its_usage_takes(name: str) -> None:
+    doc = COMMANDS[name][1]
+    if "Options:" not in doc:
+        return
+    usage = doc.split("Usage:", 1)[1].split("Options:", 1)[0]
+    taken = set(re.findall(r"(?<![\w-])--?[\w-]+", usage))
+    refused = [sorted(names) for names in _options_listed(doc) if not names & taken]
+    assert refused == [], f"air {name} --help lists options its usage refuses"

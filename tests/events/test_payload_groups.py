@@ -1,8 +1,9 @@
 """The payload models load by group, on first use, and are the models they were (IMPL-BOOT-7).
 
 ``payload_schemas.json`` was written from ``air/events/payloads.py`` at ba9668b (before the split):
-per ``(type, version)`` the model's name, its persistence and its ``model_json_schema()`` (one
-entry changed on purpose since: ``agent.completed`` keeps the worker's result, IMPL-RESUME-1). The
+per ``(type, version)`` the model's name, its persistence and its ``model_json_schema()`` (two
+entries changed on purpose since: ``agent.completed`` keeps the worker's result, IMPL-RESUME-1;
+``session.created`` the run's options, IMPL-RESUME-2). The
 laziness is checked in fresh interpreters (``sys.modules`` after the code ran).
 """
 

@@ -49,6 +49,15 @@ class SessionCreatedPayload(EventPayload):
     host: str | None = None
     """The run's ``--host NAME``: every task without a ``host:`` runs there, tasks made later
     too, and ``air resume`` keeps it (IMPL-REMOTE-6)."""
+    isolation: Literal["main", "worktree", "isolated_copy"] | None = None
+    """The run's ``--isolation`` (``auto``: none); ``air resume`` keeps it, as the three below
+    (IMPL-RESUME-2)."""
+    permission_mode: Literal["allow-ask"] | None = None
+    """The run's ``--permission-mode`` (``default``: none)."""
+    branch: str | None = None
+    """The run's ``--branch NAME``: its merges land there."""
+    review: bool = False
+    """The run's ``--review``."""
 
 
 # --- tasks --------------------------------------------------------------------------------
