@@ -222,6 +222,8 @@ class SessionSimulator:
         agent_payload: dict[str, Any] = {"agent_id": aid, "task_id": tid, "exit_code": 0}
         if agent_end == "agent.failed":
             agent_payload["error"] = err.model_dump(mode="json")
+        if outcome == "completed":  # the result the worker returned, kept (IMPL-RESUME-1)
+            agent_payload["worker_result"] = payloads["completed"]["worker_result"]
         return [
             self.event(f"task.{outcome}", payloads[outcome]),
             self.event(agent_end, agent_payload),
