@@ -16,7 +16,8 @@ Owns: ``recover_session`` and ``RecoveryReport``. Steps:
    again, for its change may be in the project already: a merge the crash cut short is
    settled first (``WorkspaceManager.settle_merge``: landed, or air's own stopped merge
    ended, a copy back's temporary files dropped); one that cannot be (no manager, a tampered
-   worktree) is interrupted;
+   worktree) is interrupted, as is one that ran on another host and had not begun its merge
+   (its files reach the local workspace after its end);
 4. workspaces are preserved until a merge or cleanup decision (nothing is deleted here); an
    interrupted attempt's own workspace is abandoned (its retry gets a new one), and what
    another session's GC cleaned meanwhile is recorded in this session's log;
@@ -222,8 +223,11 @@ async def _returned(
         if result is None or workspace is None:
             continue
         wid, status = str(task.last_workspace_id), workspace.get("status")
+        began = status == "merged" or wid in merging
+        if not began and _remote(ledger, task_id, task.last_agent_id):
+            continue  # its files may not have reached the local workspace
         if status == "merged" or (
-            status == "active" and (workspace.get("strategy") == "main" or wid not in merging)
+            status == "active" and (workspace.get("strategy") == "main" or not began)
         ):
             found.add(task_id)  # landed, or not merging yet: its outcome goes on from there
         elif status == "active" and workspaces is not None:
@@ -231,6 +235,16 @@ async def _returned(
             if await workspaces.settle_merge(wid, wrote=wrote) is not None:
                 found.add(task_id)  # landed now, or its stopped merge ended
     return found
+
+
+def _remote(ledger: Ledger, task_id: str, agent_id: str | None) -> bool:
+    """Whether ``agent_id`` worked on another host: its result's files are laid into the local
+    workspace after its end (``air.nursery.remote_tasks``), before its merge begins: a task
+    whose merge had not begun runs again."""
+    return any(
+        e.payload.get("agent_id") == agent_id and e.payload.get("remote")
+        for e in ledger.history_of("agent.started", task_id=task_id)
+    )
 
 
 def returned_result(ledger: Ledger, task_id: str, agent_id: str | None) -> dict[str, Any] | None:

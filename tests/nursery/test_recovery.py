@@ -213,7 +213,7 @@ async def test_recovery_goes_by_the_ledgers_fold_not_the_whole_log(session_db: S
     assert ledger_view(ledger.state()) == fold_history(ledger.history())
 
 
-async def _returned_run(ledger: Ledger, *, keeps_result: bool) -> None:
+async def _returned_run(ledger: Ledger, *, keeps_result: bool, remote: bool = False) -> None:
     """A log whose runtime died after task ``e``'s worker returned its result (made in place,
     in the project itself) and before ``e`` ended; an older air kept no result there."""
     await ledger.record("task.created", {"task_spec": _spec("e")})
@@ -232,7 +232,7 @@ async def _returned_run(ledger: Ledger, *, keeps_result: bool) -> None:
         },
     )
     started = {"agent_id": "agt_e", "task_id": "e", "agent_type": "executor", "status": "running"}
-    await ledger.record("agent.started", started)
+    await ledger.record("agent.started", started | ({"remote": {"host": "h"}} if remote else {}))
     result = {"task_id": "e", "agent_id": "agt_e", "agent_type": "executor"}
     result |= {"status": "completed", "summary": "done in place"}
     ended: dict[str, Any] = {"agent_id": "agt_e", "task_id": "e", "exit_code": 0}
@@ -258,3 +258,19 @@ async def test_a_task_whose_worker_returned_is_collected_not_run_again(
     said = "done in place" if keeps_result else "fake completed after 2s"
     assert end.payload["worker_result"]["summary"] == said
     assert end.payload["attempt_index"] == (1 if keeps_result else 2)
+
+
+@pytest.mark.parametrize("merging", [False, True])
+async def test_a_remote_task_is_collected_only_once_its_merge_began(
+    session_db: SessionDB, merging: bool
+) -> None:
+    """A worker on another host: its result's files reach the local workspace after its end,
+    before its merge begins; a crash in between leaves nothing to collect (interrupted), one
+    after the merge began leaves a change that may have landed (collected)."""
+    ledger = session_db.ledger
+    await _returned_run(ledger, keeps_result=True, remote=True)
+    if merging:
+        await ledger.record("workspace.merge.started", {"workspace_id": "ws_main"})
+    report = await recover_session(ledger)
+    assert report.returned_tasks == (["e"] if merging else [])
+    assert report.interrupted_tasks == ([] if merging else ["e"])
