@@ -413,32 +413,33 @@ class WorkspaceManager:
 
         rec = self.get(workspace_id)
         worktree = rec.strategy == WorkspaceStrategy.WORKTREE.value
-        merged = rec.status == WorkspaceStatus.MERGED.value  # then only its event is missing
-        if not merged and rec.status != WorkspaceStatus.ACTIVE.value:
-            return None
-        if not merged and rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
+        if rec.status == WorkspaceStatus.ACTIVE.value and not worktree:
+            if rec.strategy != WorkspaceStrategy.ISOLATED_COPY.value:
+                return None
             from air.workspace.copies import drop_copy_back_temps  # IMPL-BOOT-16
 
             changed = await self.changed_files(workspace_id)
             async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 await trio.to_thread.run_sync(drop_copy_back_temps, self.project_root, changed)
             return False
-        if not merged and not worktree:
-            return None
-        try:
-            if worktree:
+        if rec.status == WorkspaceStatus.ACTIVE.value:
+            try:
                 self.git.verify(rec)
-            if not merged:
                 head = await self.git.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
                 async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                     if not await self.git.landed(head, rec.base_commit or ""):
                         await self.git.end_own_merge(head)
                         return False
-            left_out = await self.git.ignored(rec, wrote) if worktree else []
-        except AirException as exc:
-            if exc.kind != ErrorKind.WORKSPACE_ERROR:
-                raise
-            return None
+            except AirException as exc:
+                if exc.kind != ErrorKind.WORKSPACE_ERROR:
+                    raise
+                return None
+        elif rec.status != WorkspaceStatus.MERGED.value:
+            return None  # the sidecar says merged once git merged: then only the event is missing
+        left_out: list[str] = []
+        if worktree:
+            with contextlib.suppress(AirException):  # none when its files cannot be read
+                left_out = await self.git.ignored(rec, wrote)
         await self._merged(rec, MergeResult(workspace_id=workspace_id, status="merged"), left_out)
         return True
 

@@ -106,3 +106,18 @@ async def test_an_isolated_copy_cut_short_goes_on_where_it_stopped(repo: Path) -
     assert merged.status == "merged"
     assert (repo / "sub" / "c.txt").read_text() == "c\n"
     assert (repo / "a.txt").read_text() == "one\nTWO\nthree\n"
+
+
+async def test_a_merge_the_sidecar_calls_merged_is_landed_even_without_its_files(
+    repo: Path,
+) -> None:
+    events = Events()
+    mgr = WorkspaceManager(str(repo), events)
+    wid, head = await _committed(mgr)
+    git(repo, "merge", "--no-ff", "-q", "-m", "Merge task t1", head)
+    rec = mgr.get(wid)
+    rec.status = "merged"  # what the merge saves right after git merged, before its event
+    mgr.records.save(rec)
+    git(repo, "worktree", "remove", "--force", rec.path)  # and then its files went
+    assert await mgr.settle_merge(wid, wrote=["new.txt"]) is True
+    assert events.types()[-1] == "workspace.merge.completed"
