@@ -1,8 +1,10 @@
 """The doctor's word on the workspaces under ``.air/local/workspaces``.
 
 Owns ``WorktreeCheck`` (``worktrees``): directories no workspace record owns, records whose
-workspace moved, git worktrees whose directory is gone; ``--fix`` quarantines the first and
-prunes git's metadata of the last. Built here because ``air.doctor`` may not import the
+workspace moved, air's git worktrees whose directory is gone; ``--fix`` quarantines the first
+and forgets git's record of the last (only those: never ``git worktree prune``, which also
+forgets the user's own worktrees whose directories are away for now, with their staged work;
+``air.workspace.worktree_records``). Built here because ``air.doctor`` may not import the
 workspace manager's records or its git runner.
 """
 
@@ -80,12 +82,6 @@ class WorktreeCheck:
                 entries.append(entry)
         return entries
 
-    async def _prune(self) -> None:
-        from air.workspace.gitsafe import locate_git, run_git
-
-        location = locate_git(self.project_root, project_root=self.project_root)
-        await run_git(location, "worktree", "prune")
-
     async def run(self) -> list[Problem]:
         import trio
 
@@ -108,20 +104,22 @@ class WorktreeCheck:
                 seen.add(path)
                 if path in was_at:
                     continue  # git's entry of a moved worktree: said with it, never pruned
-                if "prunable" in entry:
+                ours = os.path.dirname(path) == os.path.realpath(self.root)
+                if "prunable" in entry and ours:
                     problems.append(
                         Problem(
                             issue(
                                 self.name,
                                 "warning",
                                 f"git still lists the worktree {path}, whose directory is gone",
-                                "Run `air doctor --fix` (git worktree prune); branches stay.",
-                                fix="git worktree prune",
+                                "Run `air doctor --fix` (forgets git's record of it); its "
+                                "branch stays.",
+                                fix="forget git's record of the worktree",
                             ),
-                            Fix("prune stale worktree metadata", (qroot,), self._prune_fix()),
+                            Fix("forget a gone worktree", (qroot,), self._forget_fix(path)),
                         )
                     )
-                elif os.path.dirname(path) == os.path.realpath(self.root) and path not in owned:
+                elif ours and "prunable" not in entry and path not in owned:
                     problems.append(self._orphan(path, entry.get("branch"), project, qroot))
         try:
             names = sorted(os.listdir(self.root))
@@ -144,12 +142,22 @@ class WorktreeCheck:
         git = self.facts.get("git") or f"{self.facts.get('git_worktrees', 0)} git worktree(s)"
         return f"{self.facts.get('owned', 0)} workspace(s) with a record; {git}"
 
-    def _prune_fix(self) -> Any:
-        async def prune() -> str:
-            await self._prune()
-            return "git worktree prune"
+    def _forget_fix(self, path: str) -> Any:
+        async def forget() -> str:
+            await self._forget(path)
+            return f"forgot git's record of {path}"
 
-        return prune
+        return forget
+
+    async def _forget(self, path: str) -> None:
+        """git's record of air's worktree ``path`` (gone), only that one."""
+        import trio
+
+        from air.workspace.gitsafe import locate_git
+        from air.workspace.worktree_records import forget_worktree
+
+        location = locate_git(self.project_root, project_root=self.project_root)
+        await trio.to_thread.run_sync(forget_worktree, location.common_dir, path)
 
     def _moved(self, here: str, was: str, branch: str) -> Problem:
         """A kept worktree made before the project was moved: git's metadata and air's record
@@ -181,9 +189,9 @@ class WorktreeCheck:
             kept = await trio.to_thread.run_sync(quarantine, project, path)
             if self.has_git_dir:
                 try:
-                    await self._prune()
+                    await self._forget(path)
                 except (AirException, OSError):
-                    pass  # no git now: the metadata is pruned by the next `air doctor --fix`
+                    pass  # no git now: its record is forgotten by the next `air doctor --fix`
             return f"moved {path} to {kept}"
 
         what = f"worktree on {branch.removeprefix('refs/heads/')}" if branch else "directory"

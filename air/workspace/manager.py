@@ -228,13 +228,14 @@ class WorkspaceManager:
         with contextlib.suppress(Exception):
             if rec.strategy == WorkspaceStrategy.WORKTREE.value:
                 await self.git.run(None, "worktree", "remove", "--force", rec.path, check=False)
-                await self.git.run(None, "worktree", "prune", check=False)
+            if rec.strategy != WorkspaceStrategy.MAIN.value:
+                await trio.to_thread.run_sync(partial(remove_tree, rec.path, ignore_errors=True))
+            if rec.strategy == WorkspaceStrategy.WORKTREE.value:
+                await self.git.forget(rec)
                 ref = f"refs/heads/{rec.branch}"
                 at = await self.git.run(None, "rev-parse", "--verify", "-q", ref, check=False)
                 if rec.base_commit and at.stdout.decode().strip() == rec.base_commit:
                     await self.git.run(None, "branch", "-D", "-q", str(rec.branch), check=False)
-            if rec.strategy != WorkspaceStrategy.MAIN.value:
-                await trio.to_thread.run_sync(partial(remove_tree, rec.path, ignore_errors=True))
             self.records.forget(rec.workspace_id)
 
     async def changed_files(self, workspace_id: str) -> list[str]:

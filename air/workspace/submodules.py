@@ -24,6 +24,7 @@ from air.tree_walk import walk
 from air.workspace.changes import porcelain_paths
 from air.workspace.gitsafe import GitLocation, linked_location, run_git, submodule_location
 from air.workspace.records import WorkspaceRecord
+from air.workspace.worktree_records import forget_worktree
 
 __all__ = ["LISTED", "gitlinks", "keep", "populate", "prune", "writes"]
 
@@ -129,13 +130,14 @@ async def keep(
     return kept
 
 
-async def prune(project_root: str, links: list[tuple[str, str]], lock: trio.Lock) -> None:
-    """Drop the records of submodule worktrees whose directories are gone."""
+async def prune(project_root: str, rec: WorkspaceRecord, links: list[tuple[str, str]]) -> None:
+    """Drop the submodules' records of the worktrees ``populate`` made in ``rec``'s worktree,
+    now gone (only those: ``air.workspace.worktree_records``)."""
     for path, _commit in links:
         sub = submodule_location(project_root, path)
         if sub is not None:
-            async with lock:
-                await run_git(sub, "worktree", "prune")
+            target = os.path.join(rec.path, path)
+            await trio.to_thread.run_sync(forget_worktree, sub.common_dir, target)
 
 
 def _has_git_link(tree: str) -> bool:

@@ -32,6 +32,7 @@ from air.workspace.changes import (
 from air.workspace.gitsafe import GitLocation, locate_git, run_git, verify_location
 from air.workspace.records import WorkspaceRecord, workspace_error
 from air.workspace.regenerable import untracked_regenerable
+from air.workspace.worktree_records import forget_worktree
 
 if TYPE_CHECKING:  # built when a workspace is merged (IMPL-BOOT-12)
     from air.contracts.task_results import MergeResult
@@ -521,7 +522,7 @@ class ProjectGit:
     async def remove(self, rec: WorkspaceRecord) -> None:
         """Commit what is left to the worktree's branch (kept) and what it changed in its
         submodules to theirs (``submodules.keep``), remove the worktree, prune (the
-        submodules' worktree records too)."""
+        submodules' worktree records too: only this worktree's, never by ``git worktree prune``)."""
         from air.workspace import submodules
 
         links = await self._checked_out_links(rec.base_commit)
@@ -535,8 +536,14 @@ class ProjectGit:
             removed = await self.run(None, "worktree", "remove", "--force", rec.path, check=False)
             if removed.returncode != 0:  # e.g. a tree deeper than PATH_MAX: committed above
                 await trio.to_thread.run_sync(remove_tree, rec.path)
-        await self.run(None, "worktree", "prune", check=False)
-        await submodules.prune(self.project_root, links, self._worktree_lock)
+        await self.forget(rec)
+        await submodules.prune(self.project_root, rec, links)
+
+    async def forget(self, rec: WorkspaceRecord) -> None:
+        """git's record of ``rec``'s worktree, gone with its directory; the user's worktrees'
+        records are never touched (``air.workspace.worktree_records``)."""
+        common = self._main_location().common_dir
+        await trio.to_thread.run_sync(forget_worktree, common, rec.path, rec.git_dir)
 
     async def _checked_out_links(self, commit: str | None) -> list[tuple[str, str]]:
         """The submodules ``commit`` records that git checks out (listed in its
