@@ -115,6 +115,9 @@ class ExecutorSession:
         except BaseException:
             if side is not None:
                 side.close()
+            if self.process is None:  # nothing ran: its empty log goes (close needs a process)
+                os.unlink(self.log)
+                self.log = ""
             raise
         finally:
             os.close(fd)

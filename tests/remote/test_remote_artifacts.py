@@ -10,6 +10,7 @@ stores equals redacting the whole, however the pieces were cut."""
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import pytest
@@ -126,3 +127,15 @@ async def test_a_line_that_never_ends_is_refused_at_its_bound(
     await send.send_all(b"x" * 120_000)  # and no newline: held in memory until its bound
     with trio.fail_after(10), pytest.raises(ValueError, match="a line of over 100000 bytes"):
         await session._line(receive)  # without the bound: waits for its newline
+
+
+async def test_a_session_whose_client_cannot_start_leaves_no_log(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr("tempfile.tempdir", None)
+    monkeypatch.setenv("PATH", str(tmp_path / "no-ssh-here"))  # the ssh client is not found
+    session = ExecutorSession(HostConfig(name="h", source="test", host="127.0.0.1"), "/w")
+    with pytest.raises(FileNotFoundError):
+        await session.open()
+    assert os.listdir(tmp_path) == []  # its log went with it (close() needs a process)
