@@ -105,10 +105,10 @@ def _air(root: Path, *args: str, crash_at: str | None = None, **kw: Any) -> Any:
     )
 
 
-def _crash_then_resume(root: Path, crash_at: str) -> list[dict[str, Any]]:
-    """Run the batch until the hook kills it at ``crash_at``, then ``air resume`` it to its end;
-    the events of the session."""
-    crashed = _air(root, "run", "--headless", "batch.yaml", crash_at=crash_at)
+def _crash_then_resume(root: Path, crash_at: str, *options: str) -> list[dict[str, Any]]:
+    """Run the batch (with ``options``) until the hook kills it at ``crash_at``, then ``air
+    resume`` it to its end (the run's options kept); the events of the session."""
+    crashed = _air(root, "run", "--headless", "batch.yaml", *options, crash_at=crash_at)
     assert crashed.returncode == -9, crashed.stderr  # the hook's SIGKILL, not an end
     before = session_events(root)
     assert not any(e["type"] == "task.completed" and e["task_id"] == "t0" for e in before)
@@ -214,3 +214,29 @@ def test_killed_in_a_conflicted_merge_air_ends_its_own_merge_and_retries(tmp_pat
     conflicted = [e for e in events if e["type"] == "workspace.merge.conflicted"]
     assert len(conflicted) == 1  # merged again after recovery ended it: the conflict is seen
     assert git(root, "log", "-1", "--format=%s").startswith("Merge task t1")
+
+
+def test_killed_after_a_copy_back_before_its_record_the_copy_lands_once(
+    tmp_path: Path,
+) -> None:
+    """Isolated copies (a project without git), copied back file by file: killed after the
+    copy back, before its record, the resume copies back again (what is there already is no
+    conflict) and does not run the task again."""
+    root = tmp_path / "proj"
+    (root / "cas").mkdir(parents=True)
+    (root / "f0.txt").write_text("zero\n")
+    (root / "f1.txt").write_text("one\n")
+    (root / "cas" / "t0.jsonl").write_text(_cassette("echo appended >> f0.txt"))
+    (root / "cas" / "t1.jsonl").write_text(_cassette("echo appended >> f1.txt"))
+    (root / "batch.yaml").write_text(
+        "version: 1\ntasks:\n"
+        "  - {id: t0, title: append to f0, scope: {write_area: [f0.txt]}}\n"
+        "  - {id: t1, title: append to f1, scope: {write_area: [f1.txt]}, depends_on: [t0]}\n"
+    )
+    crash_at = "air.workspace.manager:WorkspaceManager._merge_copy:after:"
+    events = _crash_then_resume(root, crash_at, "--isolation", "isolated_copy")
+    assert (root / "f0.txt").read_text() == "zero\nappended\n"
+    assert (root / "f1.txt").read_text() == "one\nappended\n"
+    assert [e["task_id"] for e in events if e["type"] == "task.started"] == ["t0", "t1"]
+    strategies = {e["strategy"] for e in events if e["type"] == "workspace.created"}
+    assert strategies == {"isolated_copy"}
