@@ -409,6 +409,11 @@ class WorkspaceManager:
         (``git merge --abort``, never one of the user's); an isolated copy's copy back, which
         goes on where it stopped, has its temporary files dropped. None: not known (a tampered
         worktree: IMPL-GIT-2).
+
+        Raises:
+            AirException: ``workspace_error`` when another air process holds the project's
+                files past ``TREE_PATIENCE_S`` or git cannot tell (never taken for "not landed":
+                the task would run again on a change that may have landed).
         """
         from air.contracts.task_results import MergeResult
 
@@ -426,15 +431,15 @@ class WorkspaceManager:
         if rec.status == WorkspaceStatus.ACTIVE.value:
             try:
                 self.git.verify(rec)
-                head = await self.git.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
-                async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
-                    if not await self.git.landed(head, rec.base_commit or ""):
-                        await self.git.end_own_merge(head)
-                        return False
             except AirException as exc:
                 if exc.kind != ErrorKind.WORKSPACE_ERROR:
                     raise
                 return None
+            head = await self.git.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
+            async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
+                if not await self.git.landed(head, rec.base_commit or ""):
+                    await self.git.end_own_merge(head)
+                    return False
         elif rec.status != WorkspaceStatus.MERGED.value:
             return None  # the sidecar says merged once git merged: then only the event is missing
         left_out: list[str] = []

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+import trio
+
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
+from air.workspace.tree_lock import TREE
 from tests.gitrepo import git, git_stops
 from tests.workspace.conftest import task_with_new_file
 from tests.workspace.recorder import Events
+from tests.workspace.test_tree_lock import LockHolder
 
 
 async def _committed(mgr: WorkspaceManager) -> tuple[str, str]:
@@ -121,3 +127,21 @@ async def test_a_merge_the_sidecar_calls_merged_is_landed_even_without_its_files
     git(repo, "worktree", "remove", "--force", rec.path)  # and then its files went
     assert await mgr.settle_merge(wid, wrote=["new.txt"]) is True
     assert events.types()[-1] == "workspace.merge.completed"
+
+
+async def test_held_out_by_another_air_it_says_so_rather_than_guess(
+    repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another air process holding the project's files past the patience: the settling fails
+    (the resume is run again), never "not landed", which would run the task a second time."""
+    monkeypatch.setattr("air.workspace.manager.TREE_PATIENCE_S", 0.3)
+    mgr = WorkspaceManager(str(repo), Events())
+    wid, _ = await _committed(mgr)
+    holder = LockHolder(repo, TREE)
+    try:
+        with pytest.raises(AirException) as raised:
+            await mgr.settle_merge(wid)
+        assert raised.value.error.kind == ErrorKind.WORKSPACE_ERROR
+    finally:
+        await trio.to_thread.run_sync(holder.release)
+    assert await mgr.settle_merge(wid) is False  # once it let go: not merged, to merge again

@@ -98,7 +98,7 @@ async def _a_change_to_merge(repo: Path, events: Events) -> tuple[WorkspaceManag
     return mgr, ref.workspace_id
 
 
-class _Holder:
+class LockHolder:
     """Another process holding one of the project's locks until ``release``."""
 
     def __init__(self, repo: Path, name: str) -> None:
@@ -123,7 +123,7 @@ class _Holder:
 async def test_a_merge_waits_while_another_process_holds_a_lock(repo: Path, name: str) -> None:
     events = Events()
     mgr, workspace_id = await _a_change_to_merge(repo, events)
-    holder = _Holder(repo, name)
+    holder = LockHolder(repo, name)
     done: list[str] = []
     async with trio.open_nursery() as nursery:
 
@@ -167,7 +167,7 @@ def test_air_restore_waits_for_a_merge_of_another_air(repo: Path) -> None:
     assert air_cli(["init"], cwd=repo).returncode == 0
     trio.run(BackupRepository(str(repo)).snapshot, "before")
     (repo / "a.txt").write_text("changed\n")
-    holder = _Holder(repo, TREE)  # another air process amid a merge
+    holder = LockHolder(repo, TREE)  # another air process amid a merge
     ended: list[Any] = []
     restore = threading.Thread(
         target=lambda: ended.append(air_cli(["restore", "a.txt"], cwd=repo, timeout=60))
@@ -186,7 +186,7 @@ def test_air_restore_waits_for_a_merge_of_another_air(repo: Path) -> None:
 
 async def test_the_snapshot_before_a_task_waits_for_another_airs_merge(repo: Path) -> None:
     mgr = WorkspaceManager(str(repo), Events(), backups=BackupRepository(str(repo)))
-    holder = _Holder(repo, TREE)
+    holder = LockHolder(repo, TREE)
     with trio.move_on_after(0.5) as waited:
         await mgr.snapshot_before_task("t1", "ws1")
     assert waited.cancelled_caught  # it never read a tree another air was merging into
@@ -199,7 +199,7 @@ async def test_the_snapshot_before_a_task_waits_for_another_airs_merge(repo: Pat
 
 async def test_a_branch_is_checked_out_after_another_airs_merge(repo: Path) -> None:
     mgr = WorkspaceManager(str(repo), Events())
-    holder = _Holder(repo, TREE)
+    holder = LockHolder(repo, TREE)
     with trio.move_on_after(0.5) as waited:
         await mgr.use_branch("air-run")
     assert waited.cancelled_caught
@@ -229,7 +229,7 @@ async def test_a_merge_waits_for_a_stopped_holder_only_so_long(
     monkeypatch.setattr("air.workspace.manager.TREE_PATIENCE_S", 0.5)
     events = Events()
     mgr, workspace_id = await _a_change_to_merge(repo, events)
-    holder = _Holder(repo, TREE)
+    holder = LockHolder(repo, TREE)
     try:
         with trio.fail_after(30), pytest.raises(AirException) as raised:
             await mgr.merge_workspace(workspace_id)
