@@ -16,8 +16,9 @@ IMPL-MERGE-1). A merge (its snapshot included) and that snapshot hold the projec
 lock (``air.workspace.tree_lock``): two air processes in one project merge one at a time.
 
 Before a merge every path the workspace changed is listed from git (or the copy's manifest),
-never from the worker's word, and checked: a symlink whose target leaves the project is never
-merged, and the caller's ``MergeGuard`` (the task's write area) judges every path. One
+never from the worker's word, and checked (``air.workspace.merge_checks``): a symlink whose
+target leaves the project is never merged, and the caller's ``MergeGuard`` (the task's write
+area) judges every path. One
 offending path and nothing is merged: the workspace is kept as it is (still ``active``, so GC
 never takes it) and ``write_area_violation`` is raised (IMPL-MERGE-1). A worktree merges the
 exact commit that was checked. A tampered worktree raises ``workspace_error`` and is left
@@ -40,16 +41,13 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id, utc_now_iso
 from air.contracts.task import WorkspacePlan, WorkspaceRef, WorkspaceStatus, WorkspaceStrategy
 from air.tree_walk import remove_tree
+from air.workspace import merge_checks
 from air.workspace.backups import BackupRepository
 from air.workspace.changes import (
     MergeGuard,
-    PathChange,
-    WriteAreaViolation,
-    link_escapes,
-    violation_error,
 )
 from air.workspace.left_out import LEFT_OUT, kept_out, prune
-from air.workspace.merge_target import check_merge_target
+from air.workspace.merge_checks import check_changes, check_merge_target
 from air.workspace.records import RecordStore, WorkspaceRecord, parse_iso, workspace_error
 from air.workspace.tree_lock import TREE, hold
 from air.workspace.worktrees import ProjectGit
@@ -80,22 +78,6 @@ def _lexists(path: str) -> bool:
 
 def _is_dir(path: str) -> bool:
     return os.path.isdir(path)
-
-
-MERGE_FILE_MAX_MB = 100
-"""The largest file a merge lands in the project (git hosts refuse larger ones, and once merged
-a file stays in the history): a core dump, a dataset or a binary a task's commands left
-where nothing ignores it is a ``write_area_violation``, its workspace kept."""
-
-
-def _file_size(workspace: str, change: PathChange) -> int:
-    """The size of the regular file ``change`` leaves in ``workspace`` (0 for anything else)."""
-    if change.new_mode not in ("100644", "100755"):
-        return 0
-    try:
-        return os.lstat(os.path.join(workspace, change.path)).st_size
-    except OSError:
-        return 0
 
 
 TREE_PATIENCE_S = 60.0
@@ -250,36 +232,6 @@ class WorkspaceManager:
             return [change.path for change in changes]
         return []
 
-    def _check(
-        self,
-        rec: WorkspaceRecord,
-        changes: list[PathChange],
-        guard: MergeGuard | None,
-        found_first: Sequence[WriteAreaViolation] = (),
-    ) -> None:
-        """Raise ``write_area_violation`` when one changed path may not be merged (or
-        ``found_first`` names one)."""
-        found: dict[str, WriteAreaViolation] = {v.path: v for v in found_first}
-        for change in changes:
-            size = _file_size(rec.path, change)
-            if size > MERGE_FILE_MAX_MB << 20:
-                big = f"a {size >> 20} MiB file (a merge takes files up to {MERGE_FILE_MAX_MB} MiB)"
-                found.setdefault(change.path, WriteAreaViolation(change.path, big))
-            if change.link_target is not None:
-                why = link_escapes(change.path, change.link_target)
-                if why is not None:
-                    found[change.path] = WriteAreaViolation(change.path, why)
-        for violation in guard(changes) if guard is not None else []:
-            found.setdefault(violation.path, violation)
-        if found:
-            raise violation_error(
-                [found[p] for p in sorted(found)],
-                task_id=rec.task_id,
-                workspace_path=rec.path,
-                branch=rec.branch,
-                base_commit=rec.base_commit,
-            )
-
     async def snapshot_before_task(self, task_id: str, workspace_id: str) -> None:
         """Snapshot the project (git-ignored files included, bounded) before a task that
         writes in the project itself starts, so ``air restore`` can undo it (IMPL-MERGE-1).
@@ -334,13 +286,13 @@ class WorkspaceManager:
             message = await self.git.message(rec, subject, summary)
             head = await self.git.commit(rec, message)
             inside = await self.git.unmergeable(rec, head)
-            self._check(rec, await self.git.changes(rec, head), guard, inside)
+            check_changes(rec, await self.git.changes(rec, head), guard, inside)
             left_out = await self.git.ignored(rec, wrote)
         elif rec.strategy == WorkspaceStrategy.ISOLATED_COPY.value:
             from air.workspace.copies import manifest_changes  # IMPL-BOOT-16
 
             changes = await trio.to_thread.run_sync(manifest_changes, rec.manifest, rec.path)
-            self._check(rec, changes, guard)
+            check_changes(rec, changes, guard)
         started = {"workspace_id": workspace_id, "target_ref": None}
         result: MergeResult
         if rec.strategy == WorkspaceStrategy.MAIN.value:
@@ -391,7 +343,7 @@ class WorkspaceManager:
         if left_out:  # never merged, said, and a copy kept (air.workspace.left_out)
             into = os.path.join(os.path.dirname(self.root), LEFT_OUT, rec.workspace_id)
             named = await trio.to_thread.run_sync(
-                kept_out, rec.path, left_out, into, MERGE_FILE_MAX_MB << 20
+                kept_out, rec.path, left_out, into, merge_checks.MERGE_FILE_MAX_MB << 20
             )
             result = result.model_copy(update=named)
             completed.update(named)
@@ -406,9 +358,10 @@ class WorkspaceManager:
         HEAD holds the worktree's commit; ``workspace.merge.completed`` is recorded now as the
         merge would have (``wrote``: as for ``merge_workspace``). False: it can be merged
         again: git did not finish it and air's own stopped merge of that commit is ended
-        (``git merge --abort``, never one of the user's); an isolated copy's copy back, which
-        goes on where it stopped, has its temporary files dropped. None: not known (a tampered
-        worktree: IMPL-GIT-2).
+        (``git merge --abort``, never one of the user's; with backups, the project is
+        snapshotted first: what a person resolved meanwhile is kept); an isolated copy's copy
+        back, which goes on where it stopped, has its temporary files dropped. None: not known
+        (a tampered worktree: IMPL-GIT-2).
 
         Raises:
             AirException: ``workspace_error`` when another air process holds the project's
@@ -438,6 +391,13 @@ class WorkspaceManager:
             head = await self.git.out(rec, "rev-parse", "--verify", "HEAD^{commit}")
             async with hold(self.project_root, TREE, patience=TREE_PATIENCE_S):
                 if not await self.git.landed(head, rec.base_commit or ""):
+                    if self.backups is not None and self.git.merging(head):
+                        # the person may have begun resolving it by hand since: kept first
+                        await self.backups.snapshot(
+                            "before ending a stopped merge",
+                            task_id=rec.task_id,
+                            workspace_id=workspace_id,
+                        )
                     await self.git.end_own_merge(head)
                     return False
         elif rec.status != WorkspaceStatus.MERGED.value:

@@ -391,7 +391,7 @@ class ProjectGit:
                 return what
         return None
 
-    def _merging(self, head: str) -> bool:
+    def merging(self, head: str) -> bool:
         """Whether the project's git is in the middle of merging ``head`` (air's own merge
         stopped), read from its ``MERGE_HEAD``."""
         try:
@@ -423,12 +423,12 @@ class ProjectGit:
         """End air's stopped merge of ``head``: ``--abort`` (which puts back what it changed)
         once no other git command holds the index; ``--quit`` (which forgets the merge and
         changes nothing) when one held it throughout, so that the merge could write nothing."""
-        while self._merging(head):
+        while self.merging(head):
             if not await self._wait_unlocked(deadline):
                 await self.run(None, "merge", "--quit", check=False)
                 return
             await self.run(None, "merge", "--abort", check=False)
-            if not self._merging(head):
+            if not self.merging(head):
                 return
             if trio.current_time() >= deadline:
                 await self.run(None, "merge", "--quit", check=False)
@@ -478,7 +478,7 @@ class ProjectGit:
             locked = self._locked() or any(
                 said in merged.stderr for said in (b"index.lock", b"Unable to write index")
             )
-            began = self._merging(head)
+            began = self.merging(head)
             if began:
                 unmerged = await self.out(
                     None, "diff", "--no-ext-diff", "--no-textconv", "--name-only", "--diff-filter=U"

@@ -14,7 +14,7 @@ import pytest
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
-from air.workspace import manager as manager_module
+from air.workspace import merge_checks
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git
 from tests.workspace.recorder import Events
@@ -33,7 +33,7 @@ def _sized(path: Path, size: int) -> None:
 async def test_a_file_over_the_limit_is_never_merged(
     repo: Path, monkeypatch: pytest.MonkeyPatch, strategy: WorkspaceStrategy
 ) -> None:
-    monkeypatch.setattr(manager_module, "MERGE_FILE_MAX_MB", 1)
+    monkeypatch.setattr(merge_checks, "MERGE_FILE_MAX_MB", 1)
     mgr = WorkspaceManager(str(repo), Events())
     ref = await mgr.create_workspace(WorkspacePlan(task_id="t1", strategy=strategy))
     _sized(Path(ref.path, "core"), (2 << 20) + 5)
@@ -52,7 +52,7 @@ async def test_a_file_over_the_limit_is_never_merged(
 
 
 async def test_files_at_the_limit_merge(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(manager_module, "MERGE_FILE_MAX_MB", 1)
+    monkeypatch.setattr(merge_checks, "MERGE_FILE_MAX_MB", 1)
     mgr = WorkspaceManager(str(repo), Events())
     ref = await mgr.create_workspace(
         WorkspacePlan(task_id="t1", strategy=WorkspaceStrategy.WORKTREE)

@@ -15,6 +15,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.workspace.backups import BackupRepository
 from air.workspace.manager import WorkspaceManager
 from air.workspace.tree_lock import TREE
 from tests.gitrepo import git, git_stops
@@ -145,3 +146,22 @@ async def test_held_out_by_another_air_it_says_so_rather_than_guess(
     finally:
         await trio.to_thread.run_sync(holder.release)
     assert await mgr.settle_merge(wid) is False  # once it let go: not merged, to merge again
+
+
+async def test_what_a_person_resolved_meanwhile_is_kept_in_the_backups(repo: Path) -> None:
+    """The crash left air's merge stopped in conflict and the person began resolving it by
+    hand; the resume ends air's merge, but a snapshot holds their resolution first."""
+    backups = BackupRepository(str(repo))
+    mgr = WorkspaceManager(str(repo), Events(), backups=backups)
+    wid, head = await _committed(mgr)
+    (repo / "new.txt").write_text("the user's\n")
+    git(repo, "add", "new.txt")
+    git(repo, "commit", "-qm", "the user's new.txt")
+    git_stops(repo, "merge", head)
+    (repo / "new.txt").write_text("resolved by hand\n")  # not yet added or committed
+    assert await mgr.settle_merge(wid) is False
+    assert not (repo / ".git" / "MERGE_HEAD").exists()
+    assert (repo / "new.txt").read_text() == "the user's\n"  # the merge was ended
+    [kept] = [s for s in await backups.snapshots() if s.reason == "before ending a stopped merge"]
+    await backups.restore_file("new.txt", kept)
+    assert (repo / "new.txt").read_text() == "resolved by hand\n"
