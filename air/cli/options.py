@@ -61,6 +61,9 @@ class HeadlessOptions:
     given: frozenset[str] = frozenset()
     """Which of ``KEPT_OPTIONS`` the command line gave: for ``air resume`` those win over what
     the run recorded."""
+    kept: tuple[str, ...] = ()
+    """What ``air resume`` took from the run (``--review``, ``--branch NAME``, ...): said at
+    its start."""
     json_stream: bool = False
     junit: str | None = None
     runner_factory: RunnerFactory | None = None

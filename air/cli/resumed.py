@@ -67,13 +67,20 @@ def recorded_run(project: Any, session_id: str) -> RecordedRun:
 def keep_run_options(options: Any, created: Mapping[str, Any]) -> None:
     """Give ``options`` (``HeadlessOptions`` of ``air resume``) the run's recorded options
     (``air.cli.options.KEPT_OPTIONS``) where its own command line (``options.given``) did not
-    name them."""
+    name them; ``options.kept`` says which, as options, for the resume to say."""
     given = options.given
+    kept: list[str] = []
     if "--isolation" not in given:
         options.isolation = created.get("isolation") or "auto"
+        kept += ["--isolation", options.isolation] if options.isolation != "auto" else []
     if "--permission-mode" not in given:
         options.permission_mode = created.get("permission_mode") or "default"
+        allow = options.permission_mode != "default"
+        kept += ["--permission-mode", options.permission_mode] if allow else []
     if "--branch" not in given:
         options.branch = created.get("branch")
+        kept += ["--branch", options.branch] if options.branch else []
     if "--review" not in given:
         options.review = bool(created.get("review"))
+        kept += ["--review"] if options.review else []
+    options.kept = tuple(kept)

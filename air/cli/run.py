@@ -142,6 +142,8 @@ async def _main(
             file=options.stderr,
             flush=True,
         )
+        if options.kept:
+            print(f"air: as the run was: {' '.join(options.kept)}", file=options.stderr)
         if options.branch:
             print(f"air: merges land on branch {options.branch}", file=options.stderr)
         progress.resume(ledger)

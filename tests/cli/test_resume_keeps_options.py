@@ -80,7 +80,7 @@ def _killed_after_the_first_task(root: Path, *options: str) -> None:
     assert proc.wait(timeout=60) == -signal.SIGKILL
 
 
-def _resume(root: Path, *options: str) -> list[dict[str, Any]]:
+def _resume(root: Path, *options: str, says: str) -> list[dict[str, Any]]:
     env = {**os.environ, "HOME": str(root.parent / "home")}
     done = subprocess.run(
         _air(root, "resume", *options),
@@ -91,6 +91,8 @@ def _resume(root: Path, *options: str) -> list[dict[str, Any]]:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
+    # what it took from the run is said before the first task (nothing when nothing was)
+    assert says in done.stderr if says else "as the run was" not in done.stderr
     return session_events(root)
 
 
@@ -100,7 +102,8 @@ def test_a_resumed_run_lands_on_its_branch_reviewed_and_asks_as_it_did(tmp_path:
     run = ("--branch", "feature", "--review", "--permission-mode", "allow-ask")
     _killed_after_the_first_task(root, *run)
     git(root, "checkout", "-q", "main")  # the person went back to their own work
-    events = _resume(root)
+    kept = "air: as the run was: --permission-mode allow-ask --branch feature --review\n"
+    events = _resume(root, says=kept)
     assert git(root, "rev-parse", "main") == base  # the run's promise: nothing lands on main
     assert git(root, "branch", "--show-current") == "feature"
     landed = git(root, "log", "--format=%s", "feature").splitlines()
@@ -122,7 +125,8 @@ def test_a_resumed_run_keeps_its_isolation_unless_told(
 ) -> None:
     root = _project(tmp_path)
     _killed_after_the_first_task(root, "--isolation", "isolated_copy")
-    events = _resume(root, *override)
+    says = "" if override else "air: as the run was: --isolation isolated_copy\n"
+    events = _resume(root, *override, says=says)
     strategies = [e["strategy"] for e in events if e["type"] == "workspace.created"]
     later = "worktree" if override else "isolated_copy"
     assert strategies == ["isolated_copy", later, later]
