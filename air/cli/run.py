@@ -137,15 +137,10 @@ async def _main(
 
     def on_open(session: Any, ledger: Any) -> None:
         bg.adopt(session.project.local_root, ledger.session_id)  # a detached run: stdio to a log
-        print(
-            f"air: session {ledger.session_id} in {session.project.project_root}",
-            file=options.stderr,
-            flush=True,
-        )
-        if options.kept:
-            print(f"air: as the run was: {' '.join(options.kept)}", file=options.stderr)
-        if options.branch:
-            print(f"air: merges land on branch {options.branch}", file=options.stderr)
+        said = [f"air: session {ledger.session_id} in {session.project.project_root}"]
+        said += [f"air: as the run was: {' '.join(options.kept)}"] if options.kept else []
+        said += [f"air: merges land on branch {options.branch}"] if options.branch else []
+        print("\n".join(said), file=options.stderr, flush=True)
         progress.resume(ledger)
         if specs is None and not progress.status:
             raise bad(
