@@ -136,14 +136,8 @@ async def collect_returned(st: RunState, io: Ports, node: TaskNode) -> None:
             await record_end(io.ledger, node, "task.interrupted", said, attempt_index=attempt_index)
         node.status = TaskStatus.PENDING  # interrupted ──resume──▶ pending
         return
-    workspace = WorkspaceRef(
-        workspace_id=space.workspace_id,
-        task_id=space.task_id,
-        agent_id=space.agent_id,
-        strategy=WorkspaceStrategy(space.strategy),
-        path=space.path,
-        branch=space.branch,
-        base_commit=space.base_commit,
+    workspace = WorkspaceRef.model_validate(
+        {k: getattr(space, k) for k in WorkspaceRef.model_fields}
     )
     outcome = TaskOutcome(
         task_id=node.task_id,

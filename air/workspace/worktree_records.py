@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import stat
 
+from air.small_file import read_small
 from air.tree_walk import remove_tree
 
 __all__ = ["forget_worktree"]
@@ -21,16 +22,14 @@ _GITDIR_MAX = 4096
 
 
 def _points_at(record: str) -> str | None:
-    """The worktree path a record names (its ``gitdir`` file holds ``<worktree>/.git``)."""
+    """The worktree path a record names (its ``gitdir`` file holds ``<worktree>/.git``); None
+    when it names none (no such file, not a small regular one)."""
     try:
-        fd = os.open(os.path.join(record, "gitdir"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        text = read_small(os.path.join(record, "gitdir"), _GITDIR_MAX, follow=False)
     except OSError:
         return None
-    try:
-        text = os.read(fd, _GITDIR_MAX).decode("utf-8", "surrogateescape").strip()
-    finally:
-        os.close(fd)
-    return os.path.dirname(os.path.normpath(text)) if text else None
+    path = text.decode("utf-8", "surrogateescape").strip()
+    return os.path.dirname(os.path.normpath(path)) if path else None
 
 
 def forget_worktree(common_dir: str, worktree: str, known: str | None = None) -> list[str]:

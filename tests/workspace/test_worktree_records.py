@@ -87,3 +87,14 @@ def test_the_doctor_forgets_air_s_gone_worktree_not_the_user_s(tmp_path: Path) -
     assert str(usb) in listed
     assert git(project, "rev-parse", "--verify", "air/ws/ws_gone")  # its branch stays
     _still_there(usb, away)
+
+
+def test_a_record_whose_gitdir_is_a_named_pipe_is_passed_over(tmp_path: Path) -> None:
+    """Read as air reads any file it did not make (``air.small_file``): a FIFO in a record's
+    place is no worktree's path, and reading it does not wait for a writer."""
+    common = tmp_path / "git"
+    record = common / "worktrees" / "odd"
+    record.mkdir(parents=True)
+    os.mkfifo(record / "gitdir")
+    assert forget_worktree(str(common), str(tmp_path / "gone")) == []
+    assert record.is_dir()
