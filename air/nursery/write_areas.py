@@ -64,6 +64,67 @@ def _glob_match(path: str, pattern: str) -> bool:
     return False
 
 
+def _glob_tokens(pattern: str) -> list[str]:
+    """``pattern`` as ``fnmatch`` reads it: one token per ``*``, ``?``, ``[...]`` set or literal
+    character (a ``[`` without its ``]`` is a literal)."""
+    tokens: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        ch = pattern[i]
+        if ch == "[":
+            j = i + 1
+            if j < n and pattern[j] == "!":
+                j += 1
+            if j < n and pattern[j] == "]":
+                j += 1
+            end = pattern.find("]", j)
+            if end >= 0:
+                tokens.append(pattern[i : end + 1])
+                i = end + 1
+                continue
+        tokens.append(ch)
+        i += 1
+    return tokens
+
+
+def _reaches_below(pattern: str, literal: str) -> bool:
+    """Whether glob ``pattern`` matches some path below ``literal`` with every wildcard kept
+    within one path segment (a ``*`` standing for ``v1.2`` in ``lib/*/x.c``; ``**`` is two such
+    stars). Whether a wildcard crossing a ``/`` (``fnmatch``'s ``src/*.h`` also matches
+    ``src/main.c/x.h``) reaches below a dotted name is not asked: such a name is taken for a
+    file, with nothing below it."""
+    tokens = _glob_tokens(pattern)
+
+    def closure(states: set[int]) -> set[int]:
+        todo, seen = list(states), set(states)
+        while todo:
+            i = todo.pop()
+            if i < len(tokens) and tokens[i] == "*" and i + 1 not in seen:
+                seen.add(i + 1)
+                todo.append(i + 1)
+        return seen
+
+    states = closure({0})
+    for ch in literal + "/":
+        moved: set[int] = set()
+        for i in states:
+            if i >= len(tokens):
+                continue
+            token = tokens[i]
+            if token == "*":
+                if ch != "/":
+                    moved.add(i)
+            elif token == "?" or len(token) > 1:
+                if ch != "/" and fnmatch.fnmatchcase(ch, token):
+                    moved.add(i + 1)
+            elif token == ch:
+                moved.add(i + 1)
+        states = closure(moved)
+        if not states:
+            return False
+    return any(i < len(tokens) for i in states)
+
+
 def _pair_overlaps(a: str, b: str) -> bool:
     a, b = _norm(a), _norm(b)
     a_glob = any(ch in a for ch in _GLOB_CHARS)
@@ -74,7 +135,9 @@ def _pair_overlaps(a: str, b: str) -> bool:
         if _glob_match(a, b):
             return True
         if "." in a.rsplit("/", 1)[-1]:
-            return False  # a single file that the glob does not match
+            # most likely a file, but a directory may have a dot too (``.github``,
+            # ``conf.d``, ``v1.2``): the glob overlaps when its own segments reach below it
+            return _reaches_below(b, a)
         # ``a`` may be a directory: uncertain unless the glob lives elsewhere.
         return _segment_prefix(a, _dir_prefix(b)) or _segment_prefix(_dir_prefix(b), a)
     if not b_glob:

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import fnmatch
+import re
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from air.contracts.error import ErrorKind, Retryability, make_air_error
 from air.contracts.task import (
@@ -54,11 +59,60 @@ def spec(
         (None, ["anything"], True),
         ([], None, False),
         (["docs/**"], ["*.md"], True),
+        (["src/main.c"], ["src/*.h"], False),
+        # a directory may have a dot in its name: a glob of its own reaching below it overlaps
+        ([".github"], [".github/workflows/*.yml"], True),
+        (["conf.d"], ["conf.d/*.conf"], True),
+        (["lib/v1.2"], ["lib/*/x.c"], True),
+        (["docs/v2.0"], ["docs/**/*.md"], True),
+        (["a.py"], ["[ab].py/x"], True),
+        (["a.py"], ["[!a].py/x"], False),
     ],
 )
 def test_write_area_overlap(a: list[str] | None, b: list[str] | None, overlap: bool) -> None:
     assert write_areas_overlap(a, b) is overlap
     assert write_areas_overlap(b, a) is overlap
+
+
+_SEGMENTS = ["a", "b", "c.d", ".e"]
+_GLOB_SEGMENTS = [*_SEGMENTS, "*", "?", "*.d", "[ab]", "**"]
+
+
+def _shell_covers(path: str, entry: str) -> bool:
+    """Whether a write-area entry covers ``path`` with each wildcard kept within one segment
+    (as ``in_write_area_entry`` rules, ``dir/**`` covering ``dir`` and all below it): the
+    coverage ``write_areas_overlap`` answers for (a dotted literal is taken for a file only
+    for wildcards crossing a ``/``)."""
+    if path == entry or path.startswith(entry + "/"):
+        return True
+    if entry.endswith("/**") and (path == entry[:-3] or path.startswith(entry[:-2])):
+        return True
+    if not any(ch in entry for ch in "*?["):
+        return False
+    parts = [fnmatch.translate(p).replace(".*", "[^/]*") for p in entry.split("/")]
+    whole = "/".join(re.sub(r"^\(\?s:(.*)\)\\Z$", r"\1", part) for part in parts)
+    return re.fullmatch(whole.replace("(?s:.)", "[^/]"), path) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(_GLOB_SEGMENTS), min_size=1, max_size=3).map("/".join),
+    st.lists(st.sampled_from(_GLOB_SEGMENTS), min_size=1, max_size=3).map("/".join),
+)
+def test_two_areas_that_can_write_one_path_overlap(a: str, b: str) -> None:
+    """For every path of up to four segments both areas may write, the planner's overlap test
+    says they overlap (two such tasks never share a wave)."""
+    paths = ["/".join(p) for n in range(1, 5) for p in _paths(n)]
+    shared = [p for p in paths if _shell_covers(p, a) and _shell_covers(p, b)]
+    if shared:
+        assert write_areas_overlap([a], [b]), (a, b, shared[0])
+        assert write_areas_overlap([b], [a]), (a, b, shared[0])
+
+
+def _paths(n: int) -> list[tuple[str, ...]]:
+    if n == 0:
+        return [()]
+    return [(*rest, seg) for rest in _paths(n - 1) for seg in _SEGMENTS]
 
 
 def test_plan_gates_orders_serializes_and_caps() -> None:
@@ -161,3 +215,19 @@ def test_same_failure_signature_escalates_to_debug() -> None:
     # a different first failure retries with a changed dimension instead
     first = RetryPlanner().decide(node, attempts[:1], error)
     assert (first.action, first.changed_dimension) == (RetryAction.RETRY, "context")
+
+
+def test_a_dotted_directory_and_a_glob_below_it_never_share_a_wave() -> None:
+    """``conf.d`` is a directory: a task writing it and one writing ``conf.d/*.conf`` may write
+    the same file, so the second waits for the first (a conflict edge), as two worktrees
+    changing one file would otherwise end in a merge conflict and a retry."""
+    graph = TaskGraph("s")
+    graph.add_task(spec("all", area=["conf.d"]))
+    graph.add_task(spec("confs", area=["conf.d/*.conf"]))
+    decision = WavePlanner(git_repo=True).plan(
+        graph, ResourceSnapshot(max_workers=4), wave_index=0, planned_at="t"
+    )
+    assert [e.task_id for e in decision.plan.entries] == ["all"]
+    assert decision.plan.serialized_task_ids == ["confs"]
+    [edge] = decision.inferred_edges
+    assert (edge.task_id, edge.depends_on_task_id) == ("confs", "all")
