@@ -97,18 +97,25 @@ def write_file_cassette(
 ) -> None:
     """A two-turn cassette at ``path``: ``fs.write`` of ``content`` to ``file``, then a completed
     result (``changes_made``) with ``summary``."""
+    tool_calls_cassette(path, [("fs.write", {"path": file, "content": content})], summary, tool_id)
+
+
+def tool_calls_cassette(
+    path: Path, calls: list[tuple[str, dict[str, Any]]], summary: str = "done", tool_id: str = "t"
+) -> None:
+    """A cassette at ``path``: one turn per ``(tool, input)`` of ``calls``, then a completed
+    result (``changes_made``) with ``summary``, whatever the calls answered."""
     result = json.dumps(
         {"status": "completed", "summary": summary, "result": {"changes_made": True}}
     )
     usage = {"input_tokens": 10, "output_tokens": 5}
-    write = {"type": "tool_use", "id": tool_id, "name": "fs.write"}
-    turns: list[dict[str, Any]] = [
-        {"content": [{**write, "input": {"path": file, "content": content}}]},
-        {"content": [{"type": "text", "text": f"ok\n```json:result\n{result}\n```\n"}]},
+    turns = [
+        {
+            "content": [{"type": "tool_use", "id": f"{tool_id}{n}", "name": tool, "input": args}],
+            "stop_reason": "tool_use",
+        }
+        for n, (tool, args) in enumerate(calls)
     ]
-    path.write_text(
-        "".join(
-            json.dumps({**t, "stop_reason": stop, "usage": usage}) + "\n"
-            for t, stop in zip(turns, ("tool_use", "end_turn"), strict=True)
-        )
-    )
+    text = f"ok\n```json:result\n{result}\n```\n"
+    turns.append({"content": [{"type": "text", "text": text}], "stop_reason": "end_turn"})
+    path.write_text("".join(json.dumps({**t, "usage": usage}) + "\n" for t in turns))

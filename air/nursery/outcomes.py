@@ -234,7 +234,7 @@ async def merge(
     try:
         merged = await io.workspaces.merge_workspace(
             workspace.workspace_id,
-            guard=merge_guard(node.spec.scope.write_area, io.project_root),
+            guard=merge_guard(node.spec.scope, io.project_root),
             title=node.spec.title,
             summary=outcome.result.summary if outcome.result is not None else None,
             wrote=outcome.result.changed_files if outcome.result is not None else (),

@@ -16,6 +16,7 @@ import os
 import posixpath
 from collections.abc import Iterable, Sequence
 
+from air.contracts.task import TaskScope
 from air.security.paths import PathClassifier, in_write_area_entry
 from air.workspace.changes import GITLINK, MergeGuard, PathChange, WriteAreaViolation
 
@@ -232,28 +233,25 @@ def _literal_parts(entry: str, project_root: str) -> list[str] | None:
     return literal
 
 
-def merge_guard(area: Sequence[str] | None, project_root: str) -> MergeGuard:
-    """The check a task's merge passes: ``area`` is its ``TaskScope.write_area`` (None: the
-    whole project).
+def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
+    """The check a task's merge passes, from its scope: the write area is ``write_area``, or
+    ``allowed_paths`` when that is None (as the PermissionEngine takes it; both None: the whole
+    project), less ``denied_paths``.
 
     A changed path (either side of a rename, a deletion, a mode or type change alike) must
-    lie in an area entry (expanded against the project root as the PermissionEngine expands
-    it, compared lexically: the path is git's, and nothing in the workspace is followed). A
-    protected path (``_protected_part``) needs an entry whose literal components reach the
-    protected one: ``AGENTS.md`` or ``.air/shared/rules`` name it, ``.``, ``**`` or ``docs``
-    do not. A nested repository (gitlink) is never merged.
+    lie in an area entry and in no denied one (each expanded against the project root as the
+    PermissionEngine expands it, compared lexically: the path is git's, and nothing in the
+    workspace is followed): what a command wrote that the PermissionEngine did not see (a
+    program writing files itself) is judged here. A protected path (``_protected_part``) needs
+    an entry whose literal components reach the protected one: ``AGENTS.md`` or
+    ``.air/shared/rules`` name it, ``.``, ``**`` or ``docs`` do not. A nested repository
+    (gitlink) is never merged.
     """
     root = os.path.realpath(project_root)
     classifier = PathClassifier()
-    entries: list[str] = []
-    for raw in [root] if area is None else area:
-        expanded = classifier.expand(raw, root)
-        if expanded is None:
-            continue  # a dynamic entry ($VAR, `cmd`) names nothing
-        # an absolute entry may name the project through a symlinked path; a relative one is
-        # taken as written (nothing in the workspace is followed)
-        absolute = os.path.isabs(raw) or raw.startswith("~")
-        entries.append(os.path.realpath(expanded) if absolute else posixpath.normpath(expanded))
+    area = scope.write_area if scope.write_area is not None else scope.allowed_paths
+    entries = _entries([root] if area is None else area, root, classifier)
+    denied = _entries(scope.denied_paths or [], root, classifier)
 
     def judge(changes: Sequence[PathChange]) -> list[WriteAreaViolation]:
         found = []
@@ -263,6 +261,8 @@ def merge_guard(area: Sequence[str] | None, project_root: str) -> MergeGuard:
             holding = [e for e in entries if in_write_area_entry(path, e)]
             if GITLINK in (change.old_mode, change.new_mode):
                 found.append(WriteAreaViolation(change.path, "a nested repository (gitlink)"))
+            elif any(in_write_area_entry(path, d) for d in denied):
+                found.append(WriteAreaViolation(change.path, "in the task's denied paths"))
             elif not holding:
                 found.append(WriteAreaViolation(change.path, "outside the write area"))
             else:
@@ -281,3 +281,17 @@ def merge_guard(area: Sequence[str] | None, project_root: str) -> MergeGuard:
         return found
 
     return judge
+
+
+def _entries(raws: Sequence[str], root: str, classifier: PathClassifier) -> list[str]:
+    """Scope entries as absolute paths: a dynamic one (``$VAR``, a backquote) names nothing;
+    an absolute one may name the project through a symlinked path; a relative one is taken as
+    written (nothing in the workspace is followed)."""
+    entries: list[str] = []
+    for raw in raws:
+        expanded = classifier.expand(raw, root)
+        if expanded is None:
+            continue
+        absolute = os.path.isabs(raw) or raw.startswith("~")
+        entries.append(os.path.realpath(expanded) if absolute else posixpath.normpath(expanded))
+    return entries

@@ -21,7 +21,6 @@ segment of a compound command never approves another. Recording a decision is
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import (
@@ -196,7 +195,7 @@ class PermissionEngine:
             cls = self.classifier.classify(
                 raw, project, workspace_root=workspace, roots_resolved=True
             )
-            items.append(self._read_item(ctx, cls, project))
+            items.append(self._read_item(ctx, cls, project, workspace))
         if analysis is not None:
             area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
             for seg in analysis.segments:
@@ -281,8 +280,10 @@ class PermissionEngine:
         resolved = cls.resolved_path
         # Layer 3: task scope.
         for denied in ctx.denied_paths or []:
-            d = self._scope_path(denied, workspace)
-            if is_within(resolved, d):
+            if any(
+                is_within(resolved, d)
+                for d in self.classifier.scope_places(denied, project, workspace)
+            ):
                 return Item(
                     "write",
                     key,
@@ -296,7 +297,11 @@ class PermissionEngine:
         if (
             area is not None
             and not tool_dir
-            and not any(in_write_area_entry(resolved, self._scope_path(a, workspace)) for a in area)
+            and not any(
+                in_write_area_entry(resolved, place)
+                for a in area
+                for place in self.classifier.scope_places(a, project, workspace, as_written=False)
+            )
         ):
             return Item(
                 "write",
@@ -334,12 +339,17 @@ class PermissionEngine:
         )
 
     def _read_item(
-        self, ctx: PermissionRequestContext, cls: PathRiskClassification, project: str
+        self,
+        ctx: PermissionRequestContext,
+        cls: PathRiskClassification,
+        project: str,
+        workspace: str,
     ) -> Item:
         key = cls.resolved_path or cls.path
         for denied in ctx.denied_paths or []:
-            if cls.resolved_path and is_within(
-                cls.resolved_path, self._scope_path(denied, project)
+            if cls.resolved_path and any(
+                is_within(cls.resolved_path, d)
+                for d in self.classifier.scope_places(denied, project, workspace)
             ):
                 return Item(
                     "read",
@@ -368,10 +378,6 @@ class PermissionEngine:
         return Item(
             "read", key, A.ALLOW, "none", f"{cls.path}: reads are allowed", "4-risk", path=cls
         )
-
-    def _scope_path(self, value: str, base: str) -> str:
-        expanded = self.classifier.expand(value, base) or value
-        return os.path.realpath(expanded)
 
     def _finish(
         self, ctx: PermissionRequestContext, items: list[Item], analysis: CommandRiskAnalysis | None

@@ -330,6 +330,24 @@ class PathClassifier:
             path = os.path.join(base, path)
         return path
 
+    def scope_places(
+        self, value: str, project: str, workspace: str, *, as_written: bool = True
+    ) -> tuple[str, ...]:
+        """Where a task-scope entry (``write_area``, ``allowed_paths``, ``denied_paths``) is,
+        resolved. It names a path of the project, and a task in a worktree or a copy has that
+        path at the same place below its workspace: a relative entry there, an absolute one
+        inside the project (``/home/me/proj/secrets``, ``~/proj/secrets``) mapped there and kept
+        as written. A relative denied entry (``as_written``) names the project's own copy too;
+        a relative write-area entry only the workspace's. A dynamic entry is taken as written."""
+        relative = not (os.path.isabs(value) or value.startswith("~"))
+        if workspace == project or (relative and not as_written):
+            return (os.path.realpath(self.expand(value, workspace) or value),)
+        written = os.path.realpath(self.expand(value, project) or value)
+        inside = os.path.relpath(written, project)
+        if inside == ".." or inside.startswith("../"):
+            return (written,)  # outside the project: nothing of it is in the workspace
+        return (os.path.normpath(os.path.join(workspace, inside)), written)
+
     def classify(
         self,
         path: str,

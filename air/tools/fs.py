@@ -187,7 +187,7 @@ def _search(search: Search, run: ToolRun, path: str) -> JsonObject:
     if not is_within(start, workspace):
         return {"matches": [], "truncated": False}
     top = _open_checked(run, path, directory=True)
-    return search_tree(search, top, start, workspace, run.redactor)
+    return search_tree(search, top, start, workspace, run.redactor, denied=run.denied)
 
 
 def _check_expected(before: bytes | None, expected: str | None, path: str) -> None:

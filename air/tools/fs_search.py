@@ -26,7 +26,7 @@ import regex
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
-from air.security.paths import names_credentials
+from air.security.paths import is_within, names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.safefs import READ_MAX
 from air.tools.text_form import UTF16_MARKS, file_text
@@ -59,10 +59,18 @@ class Search(NamedTuple):
 
 
 def search_tree(
-    search: Search, top: int, start: str, workspace: str, redactor: SecretRedactor
+    search: Search,
+    top: int,
+    start: str,
+    workspace: str,
+    redactor: SecretRedactor,
+    *,
+    denied: tuple[str, ...] = (),
 ) -> JsonObject:
     """Search the tree of the directory ``top`` (an fd at ``start``, in ``workspace``; closed
-    here): the matching lines, redacted, and the files too large to search.
+    here): the matching lines, redacted, and the files too large to search. Nothing at or
+    below a ``denied`` path (the task's ``denied_paths``, resolved) is searched: fs.read
+    refuses it, and a search would show its lines.
 
     Raises:
         AirException: ``tool_error`` when the search's time is up or it was cancelled.
@@ -75,15 +83,18 @@ def search_tree(
         # deep); files are opened with O_NOFOLLOW relative to their directory's fd.
         for dirpath, dirnames, filenames, dirfd in walk_fd(top):
             # credential files are fs.read's to ask for, never a search's to show (IMPL-SBX-3)
+            here = os.path.normpath(os.path.join(start, dirpath))
             dirnames[:] = sorted(
                 d
                 for d in dirnames
-                if d not in (".git", ".air", "node_modules", ".venv") and not names_credentials(d)
+                if d not in (".git", ".air", "node_modules", ".venv")
+                and not names_credentials(d)
+                and not _denied(os.path.join(here, d), denied)
             )
             for name in sorted(filenames):
-                if names_credentials(name):
+                full = os.path.join(here, name)
+                if names_credentials(name) or _denied(full, denied):
                     continue
-                full = os.path.normpath(os.path.join(start, dirpath, name))
                 _in_time(search, full, workspace)
                 try:
                     fd = os.open(
@@ -129,6 +140,10 @@ def search_tree(
     finally:
         os.close(top)
     return _found(matches, too_large, truncated=False)
+
+
+def _denied(path: str, denied: tuple[str, ...]) -> bool:
+    return any(is_within(path, d) for d in denied)
 
 
 def _universal(text: str) -> str:

@@ -117,6 +117,23 @@ class ToolRun:
         return os.path.realpath(self.context.workspace_root)
 
     @property
+    def denied(self) -> tuple[str, ...]:
+        """The task's ``denied_paths``, resolved where they are for this call: below its
+        workspace and in the project (``PathClassifier.scope_places``)."""
+        ctx = self.context
+        if not ctx.denied_paths:
+            return ()
+        from air.security.paths import PathClassifier  # only for a task that denies paths
+
+        project, workspace = os.path.realpath(ctx.project_root), self.workspace_realpath
+        classifier = PathClassifier()
+        return tuple(
+            place
+            for entry in ctx.denied_paths
+            for place in classifier.scope_places(entry, project, workspace)
+        )
+
+    @property
     def read_only(self) -> bool:
         """Whether the task may change no file of its workspace: it has no write area, or it
         works under the reviewer template (a review, a compaction). Its commands run behind

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.contracts.task import TaskScope, WorkspacePlan, WorkspaceStrategy
 from air.nursery.write_areas import merge_guard
 from air.workspace.manager import WorkspaceManager
 from tests.workspace.recorder import Events
@@ -49,7 +49,9 @@ async def test_a_directory_link_of_the_project_is_not_written_through(project: P
     os.unlink(ws / "docs" / "lib")
     (ws / "docs" / "lib").mkdir()
     (ws / "docs" / "lib" / "settings.yaml").write_text("debug: true\n")
-    result = await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))
+    result = await mgr.merge_workspace(
+        copy, guard=merge_guard(TaskScope(write_area=["docs"]), str(project))
+    )
     assert result.status == "conflicted"
     assert result.conflicted_paths == ["docs/lib/settings.yaml"]
     assert not (project / "config" / "settings.yaml").exists()
@@ -63,7 +65,7 @@ async def test_a_link_at_the_merge_s_temporary_name_is_not_written_through(
     merged a link by that name (pointing inside the project) had the next merge of ``<path>``
     write AGENTS.md, and ``<path>`` become that link."""
     mgr = WorkspaceManager(str(project), Events())
-    guard = merge_guard(["docs"], str(project))
+    guard = merge_guard(TaskScope(write_area=["docs"]), str(project))
     (first, first_ws), (second, second_ws) = await _copies(mgr, "t1", "t2")
     os.symlink("../AGENTS.md", first_ws / "docs" / "guide.md.air-merge.tmp")
     assert (await mgr.merge_workspace(first, guard=guard)).status == "merged"
@@ -86,7 +88,9 @@ async def test_a_merged_file_gets_the_mode_a_git_merge_gives(project: Path) -> N
     for name, mode in modes.items():
         (ws / "docs" / name).write_bytes(b"#!/bin/sh\n")
         os.chmod(ws / "docs" / name, mode)
-    result = await mgr.merge_workspace(copy, guard=merge_guard(["docs"], str(project)))
+    result = await mgr.merge_workspace(
+        copy, guard=merge_guard(TaskScope(write_area=["docs"]), str(project))
+    )
     assert result.status == "merged"
     merged = {name: stat.S_IMODE(os.stat(project / "docs" / name).st_mode) for name in modes}
     assert merged == {"suid": 0o755, "sgid": 0o755, "sticky": 0o644, "shared": 0o644, "mine": 0o755}

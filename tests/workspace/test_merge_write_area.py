@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException, ErrorKind
-from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.contracts.task import TaskScope, WorkspacePlan, WorkspaceStrategy
 from air.nursery.write_areas import merge_guard
 from air.workspace.changes import MAX_LISTED, PathChange
 from air.workspace.manager import WorkspaceManager
@@ -94,7 +94,9 @@ async def test_a_docs_task_that_writes_everywhere_merges_nothing(repo: Path) -> 
     _plant(ws, repo.parent / "home")
     before, head = _tree(repo), git(repo, "rev-parse", "HEAD")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ws.name, guard=merge_guard(["docs"], str(repo)))
+        await mgr.merge_workspace(
+            ws.name, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+        )
     error = caught.value.error
     assert error.kind == ErrorKind.WRITE_AREA_VIOLATION
     offending = {
@@ -141,7 +143,9 @@ async def test_a_broad_area_merges_ordinary_paths_but_never_protected_ones(repo:
         (ws / "docs" / ".gitattributes").write_text("*.md filter=evil\n")
         (ws / "docs" / "CLAUDE.md").write_text("MARK-NESTED\n")
         with pytest.raises(AirException) as caught:
-            await mgr.merge_workspace(ws.name, guard=merge_guard(area, str(repo)))
+            await mgr.merge_workspace(
+                ws.name, guard=merge_guard(TaskScope(write_area=area), str(repo))
+            )
         assert caught.value.error.metadata is not None
         assert set(caught.value.error.metadata["paths"]) == {
             ".air/shared/rules/style.md",
@@ -160,7 +164,9 @@ async def test_a_scope_that_names_a_protected_path_may_change_it(repo: Path) -> 
     (ws / ".air" / "shared" / "rules" / "style.md").write_text("long lines are fine\n")
     (ws / "docs" / "guide.md").write_text("guide 2\n")
     area = ["docs", "AGENTS.md", ".air/shared/rules/**"]
-    result = await mgr.merge_workspace(ws.name, guard=merge_guard(area, str(repo)))
+    result = await mgr.merge_workspace(
+        ws.name, guard=merge_guard(TaskScope(write_area=area), str(repo))
+    )
     assert result.status == "merged"
     assert (repo / "AGENTS.md").read_text() == "new rules for agents\n"
     assert (repo / ".air" / "shared" / "rules" / "style.md").read_text() == "long lines are fine\n"
@@ -177,7 +183,9 @@ async def test_an_in_area_change_still_merges_with_renames_modes_and_inner_links
     os.rename(ws / "docs" / "guide.md", ws / "docs" / "handbook.md")
     os.chmod(ws / "docs" / "new.md", 0o755)
     os.symlink("handbook.md", ws / "docs" / "latest.md")  # stays inside the project
-    result = await mgr.merge_workspace(ws.name, guard=merge_guard(["docs/**"], str(repo)))
+    result = await mgr.merge_workspace(
+        ws.name, guard=merge_guard(TaskScope(write_area=["docs/**"]), str(repo))
+    )
     assert result.status == "merged"
     assert (repo / "docs" / "handbook.md").read_text() == "guide 2\n"
     assert not (repo / "docs" / "guide.md").exists()
@@ -195,7 +203,7 @@ async def test_a_symlink_out_of_the_project_never_merges_even_in_a_whole_project
     ws = await _worktree(mgr)
     os.symlink(target, ws / "docs" / "link")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ws.name, guard=merge_guard(None, str(repo)))
+        await mgr.merge_workspace(ws.name, guard=merge_guard(TaskScope(write_area=None), str(repo)))
     assert caught.value.kind == ErrorKind.WRITE_AREA_VIOLATION
     assert "docs/link (a symlink" in caught.value.error.message
     assert not _lexists(repo / "docs" / "link")
@@ -224,7 +232,9 @@ async def test_a_file_turned_symlink_in_an_isolated_copy_does_not_leak_its_targe
     os.unlink(ws / "docs" / "guide.md")
     os.symlink(str(repo.parent / "home" / ".ssh" / "id_rsa"), ws / "docs" / "guide.md")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ref.workspace_id, guard=merge_guard(["docs"], str(repo)))
+        await mgr.merge_workspace(
+            ref.workspace_id, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+        )
     assert caught.value.kind == ErrorKind.WRITE_AREA_VIOLATION
     assert (repo / "docs" / "guide.md").read_text() == "guide\n"
 
@@ -238,12 +248,16 @@ async def test_an_isolated_copy_is_held_to_its_write_area(repo: Path) -> None:
     (ws / "docs" / "guide.md").write_text("guide 2\n")
     (ws / "src" / "app.py").write_text("import os\n")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ref.workspace_id, guard=merge_guard(["docs"], str(repo)))
+        await mgr.merge_workspace(
+            ref.workspace_id, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+        )
     assert caught.value.error.metadata is not None
     assert caught.value.error.metadata["paths"] == ["src/app.py"]
     assert (repo / "docs" / "guide.md").read_text() == "guide\n"  # all or nothing
     (ws / "src" / "app.py").write_text("print('app')\n")
-    result = await mgr.merge_workspace(ref.workspace_id, guard=merge_guard(["docs"], str(repo)))
+    result = await mgr.merge_workspace(
+        ref.workspace_id, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+    )
     assert result.status == "merged"
     assert (repo / "docs" / "guide.md").read_text() == "guide 2\n"
 
@@ -258,7 +272,9 @@ async def test_a_nested_repository_is_never_merged(repo: Path) -> None:
     git(nested, "add", "x")
     git(nested, "commit", "-q", "-m", "x")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ws.name, guard=merge_guard(["docs"], str(repo)))
+        await mgr.merge_workspace(
+            ws.name, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+        )
     assert "docs/vendor (a nested repository (gitlink))" in caught.value.error.message
 
 
@@ -268,7 +284,9 @@ async def test_many_offending_paths_are_capped_with_a_count(repo: Path) -> None:
     for i in range(MAX_LISTED + 7):
         (ws / "src" / f"f{i:02d}.py").write_text("x\n")
     with pytest.raises(AirException) as caught:
-        await mgr.merge_workspace(ws.name, guard=merge_guard(["docs"], str(repo)))
+        await mgr.merge_workspace(
+            ws.name, guard=merge_guard(TaskScope(write_area=["docs"]), str(repo))
+        )
     message = caught.value.error.message
     assert f"changed {MAX_LISTED + 7} path(s)" in message
     assert "and 7 more" in message
@@ -282,7 +300,7 @@ def test_the_guard_reads_the_area_as_the_permission_engine_does(tmp_path: Path) 
 
     def offending(area: list[str] | None, *paths: str) -> list[str]:
         changes = [PathChange(p, "M", "100644", "100644") for p in paths]
-        return [v.path for v in merge_guard(area, root)(changes)]
+        return [v.path for v in merge_guard(TaskScope(write_area=area), root)(changes)]
 
     assert offending(["docs"], "docs/a.md", "docs/x/y.md", "docsx/a.md") == ["docsx/a.md"]
     assert offending(["docs/a.md"], "docs/a.md", "docs/b.md") == ["docs/b.md"]
