@@ -43,10 +43,16 @@ def _dir_prefix(pattern: str) -> str:
 
 
 def _norm(pattern: str) -> str:
+    """An entry as the PermissionEngine takes it (``..``, ``.`` and doubled slashes folded:
+    ``src/../lib`` is ``lib``); a relative one without its leading ``./`` (``""``: the whole
+    project), an absolute one (``/``, ``~``) still absolute."""
     text = pattern.strip().replace("\\", "/")
-    while text.startswith("./"):
-        text = text[2:]
-    return text.strip("/") if text not in ("", "/") else ""
+    if text.startswith("~"):
+        return text
+    if text.startswith("/"):
+        return posixpath.normpath(text)
+    text = posixpath.normpath(text) if text else "."
+    return "" if text == "." else text
 
 
 def _segment_prefix(a: str, b: str) -> bool:
@@ -128,6 +134,8 @@ def _reaches_below(pattern: str, literal: str) -> bool:
 
 def _pair_overlaps(a: str, b: str) -> bool:
     a, b = _norm(a), _norm(b)
+    if a.startswith(("/", "~")) != b.startswith(("/", "~")):
+        return True  # a path of the project by its absolute name, or one outside it: uncertain
     a_glob = any(ch in a for ch in _GLOB_CHARS)
     b_glob = any(ch in b for ch in _GLOB_CHARS)
     if not a_glob and not b_glob:

@@ -67,6 +67,15 @@ def spec(
         (["docs/v2.0"], ["docs/**/*.md"], True),
         (["a.py"], ["[ab].py/x"], True),
         (["a.py"], ["[!a].py/x"], False),
+        # entries as the PermissionEngine folds them; an absolute one against a relative one
+        # may name the same file
+        (["src/../lib"], ["lib/x.c"], True),
+        (["src//x.c"], ["src/x.c"], True),
+        (["./src/./x.c"], ["src/x.c"], True),
+        (["/p/src"], ["src/x.c"], True),
+        (["/p/src"], ["/p/src/../src/x.c"], True),
+        (["/p/src"], ["/p/lib"], False),
+        (["."], ["src/x.c"], True),
     ],
 )
 def test_write_area_overlap(a: list[str] | None, b: list[str] | None, overlap: bool) -> None:
