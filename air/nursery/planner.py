@@ -25,6 +25,7 @@ from air.contracts.task import (
     WorkspaceStrategy,
 )
 from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode, write_areas_overlap
+from air.nursery.write_areas import narrows_project
 
 __all__ = [
     "IsolationPolicy",
@@ -159,7 +160,10 @@ class WavePlanner:
     def assign_workspace(self, node: TaskNode, *, concurrent_writers: int) -> WorkspacePlan:
         """Where the task runs. Read-only roles use the project root (``main``). Under ``auto``
         every writer in a git project gets a worktree (its work lands as a merge commit);
-        outside git, concurrent writers get isolated copies and a lone writer uses ``main``.
+        outside git, concurrent writers get isolated copies, and so does a lone writer whose
+        scope narrows the project (a write area, ``allowed_paths``, ``denied_paths``): only a
+        merge checks what its commands wrote (a build's own writes, which no analysis of a
+        command sees); a lone writer of the whole project uses ``main``.
         """
         strategy: WorkspaceStrategy
         if node.write_area == [] or node.type == TaskType.REVIEW:
@@ -174,7 +178,7 @@ class WavePlanner:
             strategy = WorkspaceStrategy.ISOLATED_COPY
         elif self.git_repo:
             strategy = WorkspaceStrategy.WORKTREE
-        elif concurrent_writers > 1:
+        elif concurrent_writers > 1 or narrows_project(node.spec.scope):
             strategy = WorkspaceStrategy.ISOLATED_COPY
         else:
             strategy = WorkspaceStrategy.MAIN

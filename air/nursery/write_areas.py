@@ -3,8 +3,9 @@ and the one a task's merge passes (IMPL-MERGE-1).
 
 Owns ``write_areas_overlap``, the conservative overlap test of ``TaskScope.write_area`` globs
 (``None`` is the whole project, ``[]`` writes nothing; an uncertain pair overlaps),
-``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do not recurse),
-and ``merge_guard``: every path a task's workspace changed must lie in its write area (the
+``narrows_project`` (a writer's scope less than the whole project: it runs where a merge
+checks it), ``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do not
+recurse), and ``merge_guard``: every path a task's workspace changed must lie in its write area (the
 PermissionEngine's own rule, ``in_write_area_entry``), and air's state, git's files and the
 files air reads as instructions are merged only when the scope names them.
 """
@@ -20,7 +21,13 @@ from air.contracts.task import TaskScope
 from air.security.paths import PathClassifier, in_write_area_entry
 from air.workspace.changes import GITLINK, MergeGuard, PathChange, WriteAreaViolation
 
-__all__ = ["PROTECTED_NAMES", "find_cycle", "merge_guard", "write_areas_overlap"]
+__all__ = [
+    "PROTECTED_NAMES",
+    "find_cycle",
+    "merge_guard",
+    "narrows_project",
+    "write_areas_overlap",
+]
 
 PROTECTED_NAMES = frozenset({"AGENTS.md", "CLAUDE.md"})
 """Instruction files other agents (and air's L3 at the root) read: protected at any depth."""
@@ -154,6 +161,15 @@ def _pair_overlaps(a: str, b: str) -> bool:
     # Both globs: overlap is uncertain unless their literal directory prefixes diverge.
     pa, pb = _dir_prefix(a), _dir_prefix(b)
     return _segment_prefix(pa, pb) or _segment_prefix(pb, pa)
+
+
+def narrows_project(scope: TaskScope) -> bool:
+    """Whether a writer's scope is less than the whole project: a write area (or
+    ``allowed_paths``) without an entry naming the whole of it, or ``denied_paths``."""
+    if scope.denied_paths:
+        return True
+    area = scope.write_area if scope.write_area is not None else scope.allowed_paths
+    return area is not None and not any(_norm(entry) == "" for entry in area)
 
 
 def write_areas_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> bool:

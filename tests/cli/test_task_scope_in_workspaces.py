@@ -27,15 +27,18 @@ SECRET = "TOPSECRET-b2c4e6"
 CASSETTE = ("--cassette", "cas")
 
 
-def _project(tmp: Path, scope: str, calls: list[tuple[str, dict[str, Any]]]) -> Path:
-    root = commit_files(
-        tmp / "proj",
-        {
-            "secrets/key": f"{SECRET}\n",
-            "src/a.txt": "a\n",
-            ".gitignore": "cas/\nbatch.yaml\n.air/local/\n",
-        },
-    )
+def _project(
+    tmp: Path, scope: str, calls: list[tuple[str, dict[str, Any]]], *, git: bool = True
+) -> Path:
+    files = {
+        "secrets/key": f"{SECRET}\n",
+        "src/a.txt": "a\n",
+        ".gitignore": "cas/\nbatch.yaml\n.air/local/\n",
+    }
+    root = commit_files(tmp / "proj", files) if git else tmp / "proj"
+    for name, text in files.items() if not git else ():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
     (root / "cas").mkdir()
     tool_calls_cassette(root / "cas" / "t0.jsonl", calls)
     (root / "batch.yaml").write_text(
@@ -137,20 +140,25 @@ def test_an_absolute_write_area_is_the_worktrees_place_too(tmp_path: Path) -> No
     assert (project / "src" / "a.txt").read_text() == "b\n"
 
 
+@pytest.mark.parametrize("git", [True, False], ids=["git", "no-git"])
 @pytest.mark.parametrize(
     "scope",
     ["{denied_paths: [secrets]}", "{allowed_paths: [src, Makefile]}"],
     ids=["denied", "allowed"],
 )
-def test_what_a_build_wrote_outside_the_scope_never_merges(tmp_path: Path, scope: str) -> None:
+def test_what_a_build_wrote_outside_the_scope_never_merges(
+    tmp_path: Path, scope: str, git: bool
+) -> None:
     """A Makefile the task wrote changes ``secrets/key`` when ``make`` runs it (no analysis of
     the command sees that). The merge refuses the change: a denied path, or one outside the
-    ``allowed_paths`` that stand for the write area when it is not given (both were merged)."""
+    ``allowed_paths`` that stand for the write area when it is not given (both were merged).
+    Outside git the lone task works in a copy, not in place (in place, it wrote the project)."""
     recipe = "all:\n\techo changed > secrets/key\n\techo b > src/a.txt\n"
     root = _project(
         tmp_path,
         scope,
         [("fs.write", {"path": "Makefile", "content": recipe}), ("shell.run", {"command": "make"})],
+        git=git,
     )
     run = _run(root)
     assert (root / "secrets" / "key").read_text() == f"{SECRET}\n"

@@ -161,7 +161,7 @@ def test_plan_gates_orders_serializes_and_caps() -> None:
 
 def test_lone_writer_outside_git_runs_in_main_and_conflict_edges_serialize() -> None:
     graph = TaskGraph("s")
-    graph.add_task(spec("a", area=["x"]))
+    graph.add_task(spec("a", area=None))
     graph.add_task(spec("b", area=["y"], deps=(("a", DependencyType.CONFLICT),)))
     decision = WavePlanner(git_repo=False).plan(
         graph, ResourceSnapshot(max_workers=4), wave_index=0, planned_at="t"
@@ -169,6 +169,30 @@ def test_lone_writer_outside_git_runs_in_main_and_conflict_edges_serialize() -> 
     assert [e.task_id for e in decision.plan.entries] == ["a"]
     assert decision.plan.entries[0].workspace.strategy == WorkspaceStrategy.MAIN
     assert decision.inferred_edges == []  # an explicit edge needs no inference
+
+
+@pytest.mark.parametrize(
+    ("scope", "strategy"),
+    [
+        ({}, WorkspaceStrategy.MAIN),
+        ({"write_area": ["."]}, WorkspaceStrategy.MAIN),
+        ({"write_area": ["src"]}, WorkspaceStrategy.ISOLATED_COPY),
+        ({"allowed_paths": ["src"]}, WorkspaceStrategy.ISOLATED_COPY),
+        ({"denied_paths": ["secrets"]}, WorkspaceStrategy.ISOLATED_COPY),
+    ],
+)
+def test_a_lone_writer_outside_git_works_in_place_only_with_the_whole_project(
+    scope: dict[str, list[str]], strategy: WorkspaceStrategy
+) -> None:
+    """Outside git a scoped writer gets a copy even alone: only a merge checks what its
+    commands wrote (in place, a build's own writes went anywhere in the project)."""
+    task = TaskSpec(id="a", type="execute", title="a", description="a", scope=TaskScope(**scope))
+    graph = TaskGraph("s")
+    graph.add_task(task)
+    decision = WavePlanner(git_repo=False).plan(
+        graph, ResourceSnapshot(max_workers=4), wave_index=0, planned_at="t"
+    )
+    assert [e.workspace.strategy for e in decision.plan.entries] == [strategy]
 
 
 def test_cycles_and_missing_refs_are_reported() -> None:
