@@ -19,6 +19,8 @@ _OPTIONS = """\
   --permission-mode MODE  default (a permission question fails closed) | allow-ask (a
                           question about a non-sensitive item is announced and run){kept}.
   --isolation MODE        auto | main | worktree | isolated_copy (default: {isolation}).
+                          main: in the project itself, where no merge checks what a
+                          command wrote against the task's scope.
   --branch NAME           Land the run's merges on branch NAME of the project (made from
                           HEAD when new, and checked out before the first task){kept}.
   --review                Review every completed code change (a review task per task){review}.
