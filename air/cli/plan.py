@@ -123,7 +123,7 @@ def make_plan(options: Any, batch: Any, prepared: Any, *, git_repo: bool) -> Pla
     root = options.project
     planner = WavePlanner(isolation=options.isolation, git_repo=git_repo)
     slots = options.max_workers or default_max_workers()
-    graph = TaskGraph("plan")
+    graph = TaskGraph("plan", project_root=root)
     for spec in batch.specs:
         graph.add_task(spec)
     prompts = _prompts(root, prepared)

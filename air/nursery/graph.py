@@ -179,8 +179,10 @@ class TaskGraph:
     query re-evaluates it and its dependents only, never every task.
     """
 
-    def __init__(self, session_id: str) -> None:
+    def __init__(self, session_id: str, *, project_root: str | None = None) -> None:
         self.session_id = session_id
+        self.project_root = project_root
+        """Where the tasks' write areas are: an absolute entry inside it names the relative one."""
         self.tasks: dict[str, TaskNode] = {}
         self.dependencies: list[DependencyEdge] = []
         self._keys: set[tuple[str, str, DependencyType]] = set()
@@ -374,7 +376,11 @@ class TaskGraph:
         """Whether two tasks must not run at the same time (conflict edge or write overlap)."""
         if frozenset((a.task_id, b.task_id)) in self._pairs:
             return True
-        return write_areas_overlap(a.write_area, b.write_area)
+        return self.areas_overlap(a, b)
+
+    def areas_overlap(self, a: TaskNode, b: TaskNode) -> bool:
+        """Whether two tasks' write areas may touch one file (``write_areas_overlap``)."""
+        return write_areas_overlap(a.write_area, b.write_area, root=self.project_root)
 
     def running(self) -> list[TaskNode]:
         return sorted(self._running.values(), key=lambda n: n.order)

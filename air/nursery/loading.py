@@ -22,9 +22,11 @@ __all__ = ["graph_from_state", "invalid_refs", "run_result"]
 _FINAL = (TaskStatus.COMPLETED, TaskStatus.BLOCKED, TaskStatus.CANCELLED)
 
 
-def graph_from_state(state: SessionState, session_id: str) -> TaskGraph:
+def graph_from_state(
+    state: SessionState, session_id: str, *, project_root: str | None = None
+) -> TaskGraph:
     """The TaskGraph of a session's folded tasks and edges (O(tasks + edges), once a run)."""
-    graph = TaskGraph(session_id)
+    graph = TaskGraph(session_id, project_root=project_root)
     tasks = state.scheduler_tasks()
     for stored in tasks:
         status = stored.status

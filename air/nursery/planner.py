@@ -24,7 +24,7 @@ from air.contracts.task import (
     WorkspacePlan,
     WorkspaceStrategy,
 )
-from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode, write_areas_overlap
+from air.nursery.graph import DependencyEdge, TaskGraph, TaskNode
 from air.nursery.write_areas import narrows_project
 
 __all__ = [
@@ -142,9 +142,9 @@ class WavePlanner:
             serialized.append(node)
             # one stored edge per (task, depends_on) pair: a soft edge in the same direction
             # already holds the pair, and the overlap is re-inferred each wave
-            if write_areas_overlap(
-                node.write_area, blocker.write_area
-            ) and not graph.has_edge_between(node.task_id, blocker.task_id):
+            if graph.areas_overlap(node, blocker) and not graph.has_edge_between(
+                node.task_id, blocker.task_id
+            ):
                 edges.append(
                     DependencyEdge(
                         task_id=node.task_id,

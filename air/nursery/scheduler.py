@@ -113,7 +113,7 @@ class Scheduler:
             on_state=on_state,
         )
         """The ports every helper calls out to."""
-        self.st = RunState(graph=TaskGraph(ledger.session_id))
+        self.st = RunState(graph=TaskGraph(ledger.session_id, project_root=project_root))
         """The run's state record every helper reads and changes."""
         self.reap = reap
         self._run_scope: trio.CancelScope | None = None
@@ -190,7 +190,9 @@ class Scheduler:
 
     def load_graph(self) -> TaskGraph:
         """Rebuild the TaskGraph from the ledger's fold (interrupted tasks become pending)."""
-        self.st.graph = graph_from_state(self.ledger.state(), self.ledger.session_id)
+        self.st.graph = graph_from_state(
+            self.ledger.state(), self.ledger.session_id, project_root=self.io.project_root
+        )
         return self.st.graph
 
     async def cancel_task(self, task_id: str, reason: str = "cancelled by request") -> None:

@@ -49,15 +49,22 @@ def _dir_prefix(pattern: str) -> str:
     return literal.rsplit("/", 1)[0] if "/" in literal else ""
 
 
-def _norm(pattern: str) -> str:
+def _norm(pattern: str, root: str | None = None) -> str:
     """An entry as the PermissionEngine takes it (``..``, ``.`` and doubled slashes folded:
     ``src/../lib`` is ``lib``); a relative one without its leading ``./`` (``""``: the whole
-    project), an absolute one (``/``, ``~``) still absolute."""
+    project); an absolute one (``/``, ``~``) still absolute, but relative when it names a path
+    inside ``root``, the project."""
     text = pattern.strip().replace("\\", "/")
     if text.startswith("~"):
-        return text
+        text = os.path.expanduser(text)
+        if text.startswith("~"):
+            return text
     if text.startswith("/"):
-        return posixpath.normpath(text)
+        text = posixpath.normpath(text)
+        inside = posixpath.relpath(text, root) if root else ".."
+        if inside == ".." or inside.startswith("../"):
+            return text
+        text = inside
     text = posixpath.normpath(text) if text else "."
     return "" if text == "." else text
 
@@ -139,8 +146,8 @@ def _reaches_below(pattern: str, literal: str) -> bool:
     return any(i < len(tokens) for i in states)
 
 
-def _pair_overlaps(a: str, b: str) -> bool:
-    a, b = _norm(a), _norm(b)
+def _pair_overlaps(a: str, b: str, root: str | None = None) -> bool:
+    a, b = _norm(a, root), _norm(b, root)
     if a.startswith(("/", "~")) != b.startswith(("/", "~")):
         return True  # a path of the project by its absolute name, or one outside it: uncertain
     a_glob = any(ch in a for ch in _GLOB_CHARS)
@@ -157,7 +164,7 @@ def _pair_overlaps(a: str, b: str) -> bool:
         # ``a`` may be a directory: uncertain unless the glob lives elsewhere.
         return _segment_prefix(a, _dir_prefix(b)) or _segment_prefix(_dir_prefix(b), a)
     if not b_glob:
-        return _pair_overlaps(b, a)
+        return _pair_overlaps(b, a)  # both normalised already
     # Both globs: overlap is uncertain unless their literal directory prefixes diverge.
     pa, pb = _dir_prefix(a), _dir_prefix(b)
     return _segment_prefix(pa, pb) or _segment_prefix(pb, pa)
@@ -172,7 +179,9 @@ def narrows_project(scope: TaskScope) -> bool:
     return area is not None and not any(_norm(entry) == "" for entry in area)
 
 
-def write_areas_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> bool:
+def write_areas_overlap(
+    a: Sequence[str] | None, b: Sequence[str] | None, *, root: str | None = None
+) -> bool:
     """Whether two write areas may touch the same file.
 
     ``None`` is the whole project and overlaps every area except the empty (read-only) one.
@@ -182,6 +191,8 @@ def write_areas_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> boo
     Args:
         a: the first task's ``TaskScope.write_area`` (or ``[]`` for read-only tasks).
         b: the second task's.
+        root: the project directory: an absolute entry inside it is taken for the relative
+            one (without it, an absolute entry against a relative one is uncertain).
 
     Returns:
         True when the two tasks must not run concurrently.
@@ -192,7 +203,7 @@ def write_areas_overlap(a: Sequence[str] | None, b: Sequence[str] | None) -> boo
         return False
     if a is None or b is None:
         return True
-    return any(_pair_overlaps(x, y) for x in a for y in b)
+    return any(_pair_overlaps(x, y, root) for x in a for y in b)
 
 
 def find_cycle(edges: Iterable[tuple[str, str]]) -> list[str]:

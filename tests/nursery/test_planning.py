@@ -83,6 +83,29 @@ def test_write_area_overlap(a: list[str] | None, b: list[str] | None, overlap: b
     assert write_areas_overlap(b, a) is overlap
 
 
+@pytest.mark.parametrize(
+    ("a", "b", "overlap"),
+    [
+        (["/p/docs"], ["src"], False),
+        (["/p/src"], ["src/x.c"], True),
+        (["/p/src/../docs/*.md"], ["docs/a.md"], True),
+        (["/p"], ["src/x.c"], True),
+        (["/elsewhere/src"], ["src/x.c"], True),  # outside the project: uncertain
+    ],
+)
+def test_an_absolute_entry_inside_the_project_is_its_relative_one(
+    a: list[str], b: list[str], overlap: bool
+) -> None:
+    """With the project's root known (the Scheduler's, ``air run --plan``'s), an absolute entry
+    naming a path of the project is compared as the relative one: ``/p/docs`` and ``src`` run
+    side by side (without the root such a pair is uncertain, so serialised)."""
+    assert write_areas_overlap(a, b, root="/p") is overlap
+    assert write_areas_overlap(b, a, root="/p") is overlap
+    graph = TaskGraph("s", project_root="/p")
+    first, second = graph.add_task(spec("a", area=a)), graph.add_task(spec("b", area=b))
+    assert graph.conflicts_with(first, second) is overlap
+
+
 _SEGMENTS = ["a", "b", "c.d", ".e"]
 _GLOB_SEGMENTS = [*_SEGMENTS, "*", "?", "*.d", "[ab]", "**"]
 
