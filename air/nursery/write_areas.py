@@ -4,10 +4,11 @@ and the one a task's merge passes (IMPL-MERGE-1).
 Owns ``write_areas_overlap``, the conservative overlap test of ``TaskScope.write_area`` globs
 (``None`` is the whole project, ``[]`` writes nothing; an uncertain pair overlaps),
 ``narrows_project`` (a writer's scope less than the whole project: it runs where a merge
-checks it), ``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do not
-recurse), and ``merge_guard``: every path a task's workspace changed must lie in its write area (the
-PermissionEngine's own rule, ``in_write_area_entry``), and air's state, git's files and the
-files air reads as instructions are merged only when the scope names them.
+checks it), ``find_cycle``, one cycle of a dependency relation (iterative, so deep chains do
+not recurse), and ``merge_guard``: every path a task's workspace changed must lie in its write
+area and outside its denied paths (the PermissionEngine's own rule, ``in_write_area_entry``),
+and air's state, git's files and the files air reads as instructions are merged only when the
+scope names them.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ The layers, in order:
 1. tool capability declaration (a tool writing without declaring writes → ``refuse``);
 2. permission profile: the role's template plus the policy files' allow/ask/deny rules
    (``air.security.profile``);
-3. task scope: ``denied_paths`` → ``deny``, outside ``write_area``/``allowed_paths`` → ``block``;
+3. task scope: ``denied_paths`` → ``deny``, outside ``write_area``/``allowed_paths`` → ``block``
+   (an entry is the project's path and its place in the task's worktree or copy,
+   ``PathClassifier.scope_places``);
 4. path / command / network risk classification;
 5. credential / system-sensitive override (only a specific ``sensitive: true`` rule allows);
 6. the user prompt: grants already given (``air.security.grants``), ``ask_user``, or headless
