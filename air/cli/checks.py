@@ -102,8 +102,8 @@ async def uncommitted_warning(project: str, isolation: str) -> str | None:
     if next(entries, "").startswith("## No commits yet"):
         return (
             "the project's git repository has no commit yet, so its tasks get no worktree: a "
-            "task that writes works in the project itself (outside its write area too, where a "
-            "command writes there) or in a copy; commit once to give each task a worktree"
+            "task that writes works in a copy, or in the project itself when it may write all of "
+            "it; commit once to give each task a worktree"
         )
     for entry in entries:
         if len(entry) > 3:

@@ -139,8 +139,9 @@ def test_the_console_says_it_first(project: Path, tmp_path: Path) -> None:
 
 
 def test_a_repository_with_no_commit_says_its_writers_get_no_worktree(tmp_path: Path) -> None:
-    """No commit, no worktree: a writer works in the project itself (or a copy); the run says
-    so and how to have worktrees, instead of speaking of a last commit there is not."""
+    """No commit, no worktree: a writer works in a copy (in the project itself when it may write
+    all of it); the run says so and how to have worktrees, instead of speaking of a last commit
+    there is not."""
     root = tmp_path / "fresh"
     root.mkdir()
     git(root, "init", "-q")
@@ -148,7 +149,7 @@ def test_a_repository_with_no_commit_says_its_writers_get_no_worktree(tmp_path: 
     said = _said(root, [_spec()])
     assert said == (
         "air: warning: the project's git repository has no commit yet, so its tasks get no "
-        "worktree: a task that writes works in the project itself (outside its write area too, "
-        "where a command writes there) or in a copy; commit once to give each task a worktree\n"
+        "worktree: a task that writes works in a copy, or in the project itself when it may "
+        "write all of it; commit once to give each task a worktree\n"
     )
     assert _said(root, [_spec(TaskType.REVIEW)]) == ""  # a review writes nothing
