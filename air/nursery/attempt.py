@@ -25,6 +25,7 @@ from air.contracts.task import (
 from air.nursery import deadlines
 from air.nursery.carried import carried_checkpoint
 from air.nursery.facts import RECORD_GRACE, end_task, record_end
+from air.nursery.write_areas import denied_in
 from air.supervision.seams import SuperviseRequest
 
 if TYPE_CHECKING:
@@ -40,7 +41,9 @@ async def workspace_for(st: RunState, io: Ports, entry: WavePlanEntry) -> Worksp
     strategy = WorkspaceStrategy(entry.workspace.strategy)
     if io.workspaces is not None and strategy != WorkspaceStrategy.MAIN:
         # no agent id yet: the agent row appears only when the runner records agent.started
-        return await io.workspaces.create_workspace(entry.workspace)
+        scope = st.graph.tasks[entry.task_id].spec.scope
+        leave_out = denied_in(scope, io.project_root)  # a copy holds no denied path
+        return await io.workspaces.create_workspace(entry.workspace, leave_out=leave_out)
     if st.main_workspace is None:
         main_id = f"ws_main_{io.ledger.session_id}"
         if io.workspaces is None:

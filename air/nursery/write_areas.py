@@ -16,7 +16,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from air.contracts.task import TaskScope
 from air.security.paths import PathClassifier, in_write_area_entry
@@ -24,6 +24,7 @@ from air.workspace.changes import GITLINK, MergeGuard, PathChange, WriteAreaViol
 
 __all__ = [
     "PROTECTED_NAMES",
+    "denied_in",
     "find_cycle",
     "merge_guard",
     "narrows_project",
@@ -315,6 +316,21 @@ def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
                         )
                     )
         return found
+
+    return judge
+
+
+def denied_in(scope: TaskScope, project_root: str) -> Callable[[str], bool] | None:
+    """Whether a project-relative path (``/``-separated) lies in the scope's ``denied_paths``,
+    as the merge judges it; None without any."""
+    if not scope.denied_paths:
+        return None
+    root = os.path.realpath(project_root)
+    denied = _entries(scope.denied_paths, root, PathClassifier())
+
+    def judge(rel: str) -> bool:
+        path = posixpath.join(root, rel)
+        return any(in_write_area_entry(path, d) for d in denied)
 
     return judge
 

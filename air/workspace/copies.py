@@ -19,6 +19,7 @@ import secrets
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable
 
 from air.tree_walk import make_dirs, walk
 from air.workspace.changes import SYMLINK, PathChange
@@ -94,11 +95,15 @@ def _directories_of(manifest: dict[str, str]) -> set[str]:
     return held
 
 
-def copy_project(project_root: str, dest: str) -> dict[str, str]:
+def copy_project(
+    project_root: str, dest: str, *, leave_out: Callable[[str], bool] | None = None
+) -> dict[str, str]:
     """Copy the project to ``dest`` (symlinks as links; a FIFO, socket or device is left out:
     opening a FIFO waits for a writer, a socket cannot be opened) and return the copy's
     manifest. Directories are made a level at a time (``copytree`` recursed once per level: a
-    tree a task had merged 1,500 deep ended the next copy with ``RecursionError``).
+    tree a task had merged 1,500 deep ended the next copy with ``RecursionError``). A path
+    ``leave_out`` names (relative, ``/``-separated: the task's denied paths) is not copied, nor
+    anything below it: no command of the task reads it, and nothing of it is merged back.
 
     Raises:
         OSError: the first file's failure as it was.
@@ -113,12 +118,17 @@ def copy_project(project_root: str, dest: str) -> dict[str, str]:
             os.mkdir(target)
         made.append((dirpath, target))
         dirnames[:] = [
-            d for d in dirnames if not ((rel == "." and d in _COPY_IGNORE) or d in JUNK_DIRS)
+            d
+            for d in dirnames
+            if not ((rel == "." and d in _COPY_IGNORE) or d in JUNK_DIRS)
+            and not (leave_out and leave_out(_posix(rel, d)))
         ]
         for name in sorted(filenames) + [
             d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
         ]:
             if rel == "." and name in _COPY_IGNORE:
+                continue
+            if leave_out and leave_out(_posix(rel, name)):
                 continue
             source = os.path.join(dirpath, name)
             info = os.lstat(source)
@@ -129,6 +139,11 @@ def copy_project(project_root: str, dest: str) -> dict[str, str]:
     for source, target in reversed(made):  # as copytree: modes and times once filled
         shutil.copystat(source, target)
     return tree_manifest(dest)
+
+
+def _posix(rel_dir: str, name: str) -> str:
+    """``name`` in the directory ``rel_dir`` (relative to the project), ``/``-separated."""
+    return name if rel_dir == "." else "/".join([*rel_dir.split(os.sep), name])
 
 
 def _mode(digest: str | None) -> str:

@@ -146,6 +146,7 @@ class WorkspaceManager:
         agent_id: str | None = None,
         workspace_id: str | None = None,
         shared: bool = False,
+        leave_out: Callable[[str], bool] | None = None,
     ) -> WorkspaceRef:
         """Materialise the workspace the Scheduler planned and record ``workspace.created``.
 
@@ -154,6 +155,8 @@ class WorkspaceManager:
             agent_id: the agent that will work there.
             workspace_id: a fixed id (default: a new ``ws_`` id).
             shared: a ``main`` workspace shared by many tasks (recorded without a task id).
+            leave_out: what an isolated copy does not copy (a project-relative path: the task's
+                denied paths, ``copy_project``).
 
         Raises:
             AirException: ``workspace_error`` when git or the copy fails.
@@ -181,7 +184,7 @@ class WorkspaceManager:
                 from air.workspace.copies import copy_project  # IMPL-BOOT-16
 
                 rec.manifest = await trio.to_thread.run_sync(
-                    copy_project, self.project_root, rec.path
+                    partial(copy_project, self.project_root, rec.path, leave_out=leave_out)
                 )
             self.records.save(rec)
             await self.record(

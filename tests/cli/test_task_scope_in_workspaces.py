@@ -153,7 +153,7 @@ def test_what_a_build_wrote_outside_the_scope_never_merges(
     the command sees that). The merge refuses the change: a denied path, or one outside the
     ``allowed_paths`` that stand for the write area when it is not given (both were merged).
     Outside git the lone task works in a copy, not in place (in place, it wrote the project)."""
-    recipe = "all:\n\techo changed > secrets/key\n\techo b > src/a.txt\n"
+    recipe = "all:\n\tmkdir -p secrets\n\techo changed > secrets/key\n\techo b > src/a.txt\n"
     root = _project(
         tmp_path,
         scope,
@@ -168,3 +168,23 @@ def test_what_a_build_wrote_outside_the_scope_never_merges(
     assert failed["error"]["kind"] == "write_area_violation", failed
     assert "secrets/key" in failed["error"]["message"] + str(failed["error"]["detail"])
     assert run.returncode != 0
+
+
+def test_a_copy_holds_no_denied_path(tmp_path: Path) -> None:
+    """Outside git the task works in a copy, which leaves its denied paths out: a recursive
+    read (``grep -r``, which names no path the analysis could refuse) finds nothing there (it
+    printed the secret's line). The project's own file is untouched."""
+    root = _project(
+        tmp_path,
+        "{denied_paths: [secrets]}",
+        [("shell.run", {"command": "grep -r TOPSECRET . ; ls"})],
+        git=False,
+    )
+    run = _run(root)
+    assert run.returncode == 0, run.stderr
+    [end] = [e for e in session_events(root) if e["type"] == "tool.completed"]
+    shown = json.loads(end["output_summary"])
+    assert "src" in shown["stdout"]  # the command ran, in the copy
+    assert "secrets" not in shown["stdout"]
+    assert SECRET.encode() not in _recorded(root)
+    assert (root / "secrets" / "key").read_text() == f"{SECRET}\n"
