@@ -14,14 +14,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.gitrepo import commit_files
-from tests.headless import session_events, tool_calls_cassette
+from tests.headless import run_batch_json, session_events, tool_calls_cassette
 
 SECRET = "TOPSECRET-b2c4e6"
 CASSETTE = ("--cassette", "cas")
@@ -50,14 +49,7 @@ def _project(
 def _run(root: Path, *options: str) -> subprocess.CompletedProcess[str]:
     home = root.parent / "home"
     home.mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "air.cli", "run", "--headless", "batch.yaml", *CASSETTE, *options],
-        cwd=root,
-        env={**os.environ, "HOME": str(home)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_batch_json(root, {**os.environ, "HOME": str(home)}, *CASSETTE, *options)
 
 
 def _recorded(root: Path) -> bytes:
