@@ -5,6 +5,8 @@
 #   bash scripts/mutation.sh ipc        # air/ipc/*.py         against tests/ipc
 #   bash scripts/mutation.sh guards     # the parent-side guard functions of
 #                                       # air/supervision/worker_manager.py against tests/workers
+#   bash scripts/mutation.sh merge      # what decides a task's merge back (write areas, the
+#                                       # merge's checks, left-out files) against their tests
 #   bash scripts/mutation.sh security air/security/engine.py   # one file of an area
 #
 # It installs mutmut into .venv if missing, copies the working tree (tracked and untracked,
@@ -42,6 +44,10 @@ case "$area" in
     mutate=${only:-"air/ipc/*.py"}
     tests="tests/ipc"
     ;;
+  merge)
+    mutate=${only:-"air/nursery/write_areas.py air/workspace/merge_checks.py air/workspace/changes.py air/workspace/left_out.py"}
+    tests="tests/nursery/test_planning.py tests/workspace/test_merge_rules.py tests/workspace/test_merge_write_area.py tests/workspace/test_merge_file_size.py tests/workspace/test_copy_back_links.py tests/workspace/test_merge_left_out.py tests/workspace/test_merge_target.py tests/workspace/test_merge_user_git_state.py"
+    ;;
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
     mutate="air/supervision/worker_manager.py"
@@ -54,7 +60,7 @@ case "$area" in
     )
     ;;
   *)
-    echo "usage: bash scripts/mutation.sh security|ipc|guards [file]" >&2
+    echo "usage: bash scripts/mutation.sh security|ipc|merge|guards [file]" >&2
     exit 2
     ;;
 esac
@@ -65,11 +71,29 @@ mkdir -p "$dest"
 git ls-files -z --cached --others --exclude-standard |
   while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf - | tar -xf - -C "$dest"
+# The suite's forked air (tests/forked_air.py) is a server started in the repository whose
+# children run in a test's project directory, where mutmut cannot find its configuration
+# (their trampolines read it): in the copy, the server loads it at its start.
+"$repo/.venv/bin/python" - "$dest/tests/forked_air.py" <<'PY'
+import pathlib, sys
+path = pathlib.Path(sys.argv[1])
+text = path.read_text()
+hook = (
+    "\ntry:  # added by scripts/mutation.sh in its scratch copy only\n"
+    "    from mutmut.configuration import config as _mutmut_config\n\n"
+    "    _mutmut_config()\n"
+    "except ImportError:\n"
+    "    pass\n"
+)
+if hook not in text:
+    path.write_text(text.replace("\nimport air.cli\n", "\nimport air.cli\n" + hook, 1))
+PY
 {
   echo
   echo "[mutmut]"
   echo "source_paths = air"
-  echo "only_mutate = $mutate"
+  echo "only_mutate ="
+  for m in $mutate; do echo "    $m"; done
   echo "also_copy ="
   echo "    conftest.py"
   echo "pytest_add_cli_args_test_selection ="
@@ -138,7 +162,7 @@ if [ "$checked" -gt 0 ]; then
 fi
 # Per file: checked, killed (timeouts included), survived, no tests, equivalent.
 printf '%s\n' "$results" | awk -F': ' '/__mutmut_/ {
-  split($1, part, "."); f = part[3]; v = $2
+  key = $1; sub(/\.x(_|ǁ).*/, "", key); last = split(key, part, "."); f = part[last]; v = $2
   if (v == "not checked") next
   if (v == "equivalent") { eq[f]++; next }
   n[f]++; if (v == "killed" || v == "timeout") k[f]++; else if (v == "survived") s[f]++; else o[f]++
