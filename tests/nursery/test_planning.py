@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -24,6 +25,7 @@ from air.contracts.task import (
 from air.nursery.graph import TaskGraph, write_areas_overlap
 from air.nursery.planner import ResourceSnapshot, WavePlanner, default_max_workers
 from air.nursery.retry import AttemptSummary, RetryPlanner
+from air.nursery.write_areas import find_cycle
 
 
 def spec(
@@ -67,6 +69,17 @@ def spec(
         (["docs/v2.0"], ["docs/**/*.md"], True),
         (["a.py"], ["[ab].py/x"], True),
         (["a.py"], ["[!a].py/x"], False),
+        (["conf.d"], ["conf[.]d/x"], True),
+        (["conf.d"], ["conf[!.]d/x"], False),
+        (["x.y"], ["x[!]a]y/z"], True),  # a set's first ] is one of its characters
+        (["x]y.c"], ["x[]]y.c/z"], True),
+        (["x.y"], ["x[.y/z"], False),  # a [ without its ] is itself
+        (["x.y"], ["x.y/["], True),
+        (["x.y"], ["x.y/[!"], True),
+        (["a.b"], ["a[.]b/[c]"], True),
+        (["a.b"], ["a[.]b[c]/x"], False),
+        (["a.b.c"], ["a*c/x"], True),
+        (["a.b"], ["a?b/x"], True),
         # entries as the PermissionEngine folds them; an absolute one against a relative one
         # may name the same file
         (["src/../lib"], ["lib/x.c"], True),
@@ -104,6 +117,35 @@ def test_an_absolute_entry_inside_the_project_is_its_relative_one(
     graph = TaskGraph("s", project_root="/p")
     first, second = graph.add_task(spec("a", area=a)), graph.add_task(spec("b", area=b))
     assert graph.conflicts_with(first, second) is overlap
+
+
+def test_a_cycle_is_found_and_a_shared_dependency_is_none() -> None:
+    """A task two others depend on (a diamond) is no cycle; a cycle behind a task that leads
+    into it is found, as is one through a node's later edge, one in a part of the graph apart
+    from the first and one that does not pass through where the search began."""
+    assert find_cycle([("d", "b"), ("d", "c"), ("b", "a"), ("c", "a")]) == []
+    assert find_cycle([("x", "a"), ("a", "b"), ("b", "c"), ("c", "a")]) == ["a", "b", "c", "a"]
+    assert find_cycle([("a", "b"), ("b", "e"), ("a", "c"), ("c", "a")]) == ["a", "c", "a"]
+    assert find_cycle([("a", "b"), ("c", "d"), ("d", "c")]) == ["c", "d", "c"]  # a later part
+    assert find_cycle([("a", "b"), ("b", "c"), ("c", "b")]) == ["b", "c", "b"]  # not the root
+
+
+def test_entries_are_read_as_written_by_a_person(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``~`` is the user's home (and inside the project, the relative path); a home that cannot
+    be known, a backslash (a path written on Windows) and a name with a dot in an inner segment
+    (``fnmatch``'s ``*`` crosses a ``/``: ``a/*.h`` writes ``a/b.c/d/x.h``) are read so that a
+    pair that may write one file overlaps; ``""`` is the whole project."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    root = str(tmp_path / "proj")
+    assert write_areas_overlap(["~/proj/src"], ["lib"], root=root) is False
+    assert write_areas_overlap(["~/proj/src"], ["src/x.c"], root=root) is True
+    assert write_areas_overlap(["~nosuchuser/x"], ["y"], root=root) is True
+    assert write_areas_overlap(["y"], ["~nosuchuser/x"], root=root) is True
+    assert write_areas_overlap(["src\\a.c"], ["src/**"]) is True
+    assert write_areas_overlap(["a/b.c/d"], ["a/*.h"]) is True
+    assert write_areas_overlap([""], ["src"]) is True
 
 
 _SEGMENTS = ["a", "b", "c.d", ".e"]

@@ -445,4 +445,5 @@ def test_wildcards_that_cannot_match_a_credential(tmp_path: Path) -> None:
     for path in (f"{home}/s*", f"{home}/*", "/etc/.*", "/etc/X11/*"):
         got = classifier.classify(path, str(project))
         assert got.category != P.CREDENTIALS, got
-    assert classifier.classify(f"{home}/.s*", str(project)).category == P.CREDENTIALS
+    for path in (f"{home}/.s*", f"{home}/.[s]sh", f"{home}/.s?h"):
+        assert classifier.classify(path, str(project)).category == P.CREDENTIALS, path
