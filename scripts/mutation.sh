@@ -7,6 +7,8 @@
 #                                       # air/supervision/worker_manager.py against tests/workers
 #   bash scripts/mutation.sh merge      # what decides a task's merge back (write areas, the
 #                                       # merge's checks, left-out files) against their tests
+#   bash scripts/mutation.sh trust      # which project files need the user's trust, and how
+#                                       # they are read, against their tests
 #   bash scripts/mutation.sh security air/security/engine.py   # one file of an area
 #
 # It installs mutmut into .venv if missing, copies the working tree (tracked and untracked,
@@ -48,6 +50,10 @@ case "$area" in
     mutate=${only:-"air/nursery/write_areas.py air/workspace/merge_checks.py air/workspace/changes.py air/workspace/left_out.py"}
     tests="tests/nursery/test_planning.py tests/workspace/test_merge_rules.py tests/workspace/test_merge_write_area.py tests/workspace/test_merge_file_size.py tests/workspace/test_copy_back_links.py tests/workspace/test_merge_left_out.py tests/workspace/test_merge_target.py tests/workspace/test_merge_user_git_state.py"
     ;;
+  trust)
+    mutate=${only:-"air/session/trust.py air/session/trust_mcp.py air/small_file.py"}
+    tests="tests/trust tests/session/test_agent_files.py tests/mcp/test_config_and_names.py"
+    ;;
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
     mutate="air/supervision/worker_manager.py"
@@ -60,7 +66,7 @@ case "$area" in
     )
     ;;
   *)
-    echo "usage: bash scripts/mutation.sh security|ipc|merge|guards [file]" >&2
+    echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|guards [file]" >&2
     exit 2
     ;;
 esac
@@ -96,6 +102,7 @@ PY
   for m in $mutate; do echo "    $m"; done
   echo "also_copy ="
   echo "    conftest.py"
+  echo "    examples"
   echo "pytest_add_cli_args_test_selection ="
   for t in $tests; do echo "    $t"; done
   echo "pytest_add_cli_args = -p no:cacheprovider -q"

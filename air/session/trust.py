@@ -323,7 +323,9 @@ def _models_findings(rel: str, data: bytes) -> list[Finding]:
             out.append(Finding(rel, f"{where}.base_url", f"would send {ref} to {url}"))
         elif ref:
             out.append(
-                Finding(rel, f"{where}.auth_ref", f"reads {ref} as the key of a {kind} provider")
+                Finding(
+                    rel, f"{where}.auth_ref", f"reads {ref} as the key of a provider of kind {kind}"
+                )
             )
         elif url:
             out.append(Finding(rel, f"{where}.base_url", f"sends the prompts to {url}"))
