@@ -60,8 +60,8 @@ def entry_hash(path: str) -> str | None:
 
 
 def tree_manifest(root: str, known: dict[str, str] | None = None) -> dict[str, str]:
-    """Every file under ``root`` (relative path -> ``entry_hash``), without ``.git``/``.air``
-    at the top, build caches, bytecode and the trees a tool makes again below the top
+    """Every file and link under ``root`` (relative path -> ``entry_hash``), without ``.git`` and
+    ``.air`` at the top, build caches, bytecode and the trees a tool makes again below the top
     (``air.workspace.regenerable``) — unless ``known`` (the manifest the copy was made with)
     has a file there: a marker a task planted in a directory of the project never hides that
     directory's files (they would read as deleted, and a merge would delete them)."""
@@ -75,7 +75,10 @@ def tree_manifest(root: str, known: dict[str, str] | None = None) -> dict[str, s
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames if d not in _COPY_IGNORE]
         dirnames[:] = [d for d in dirnames if d not in JUNK_DIRS]
-        for name in filenames:
+        # a link to a directory is listed among the directories (never entered): it is an
+        # entry of its own, as git keeps it, or one a task made would never be merged back
+        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in [*filenames, *links]:
             if name.endswith((".pyc", ".pyo")):
                 continue
             digest = entry_hash(os.path.join(dirpath, name))
@@ -200,8 +203,8 @@ def copy_back(
         elif os.path.isfile(source):
             make_dirs(os.path.dirname(target) or ".")
             _copy_over(source, target)
-        elif os.path.lexists(target) and not os.path.isdir(target):
-            os.unlink(target)
+        elif os.path.islink(target) or (os.path.lexists(target) and not os.path.isdir(target)):
+            os.unlink(target)  # a link to a directory too: the link goes, never what it names
     return []
 
 
