@@ -129,7 +129,10 @@ def test_a_resumed_run_keeps_its_isolation_unless_told(
     events = _resume(root, *override, says=says)
     strategies = [e["strategy"] for e in events if e["type"] == "workspace.created"]
     later = "worktree" if override else "isolated_copy"
-    assert strategies == ["isolated_copy", later, later]
+    # t0's, and t1's too when it began before the kill landed (the kill races the run on a
+    # loaded machine), then the resumed t1's and t2's
+    assert set(strategies[:-2]) == {"isolated_copy"}
+    assert strategies[-2:] == [later, later]
     # the run asked nothing of the person (default mode): t1's question failed closed, as it
     # would have in the run, and the other changes landed
     texts = [(root / f"f{i}.txt").read_text() for i in range(3)]
