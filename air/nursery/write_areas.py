@@ -288,7 +288,7 @@ def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
     classifier = PathClassifier()
     area = scope.write_area if scope.write_area is not None else scope.allowed_paths
     entries = _entries([root] if area is None else area, root, classifier)
-    denied = _entries(scope.denied_paths or [], root, classifier)
+    denied = denied_in(scope, root)
 
     def judge(changes: Sequence[PathChange]) -> list[WriteAreaViolation]:
         found = []
@@ -298,7 +298,7 @@ def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
             holding = [e for e in entries if in_write_area_entry(path, e)]
             if GITLINK in (change.old_mode, change.new_mode):
                 found.append(WriteAreaViolation(change.path, "a nested repository (gitlink)"))
-            elif any(in_write_area_entry(path, d) for d in denied):
+            elif denied is not None and denied(change.path):
                 found.append(WriteAreaViolation(change.path, "in the task's denied paths"))
             elif not holding:
                 found.append(WriteAreaViolation(change.path, "outside the write area"))

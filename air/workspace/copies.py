@@ -77,14 +77,18 @@ def tree_manifest(root: str, known: dict[str, str] | None = None) -> dict[str, s
         dirnames[:] = [d for d in dirnames if d not in JUNK_DIRS]
         # a link to a directory is listed among the directories (never entered): it is an
         # entry of its own, as git keeps it, or one a task made would never be merged back
-        links = [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
-        for name in [*filenames, *links]:
+        for name in [*filenames, *_dir_links(dirpath, dirnames)]:
             if name.endswith((".pyc", ".pyo")):
                 continue
             digest = entry_hash(os.path.join(dirpath, name))
             if digest is not None:
                 manifest[os.path.normpath(os.path.join(rel_dir, name))] = digest
     return manifest
+
+
+def _dir_links(dirpath: str, dirnames: list[str]) -> list[str]:
+    """The links among a walk's ``dirnames`` (listed there, never entered): entries of their own."""
+    return [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
 
 
 def _directories_of(manifest: dict[str, str]) -> set[str]:
@@ -126,9 +130,7 @@ def copy_project(
             if not ((rel == "." and d in _COPY_IGNORE) or d in JUNK_DIRS)
             and not (leave_out and leave_out(_posix(rel, d)))
         ]
-        for name in sorted(filenames) + [
-            d for d in dirnames if os.path.islink(os.path.join(dirpath, d))
-        ]:
+        for name in sorted(filenames) + _dir_links(dirpath, dirnames):
             if rel == "." and name in _COPY_IGNORE:
                 continue
             if leave_out and leave_out(_posix(rel, name)):
