@@ -9,6 +9,8 @@
 #                                       # merge's checks, left-out files) against their tests
 #   bash scripts/mutation.sh trust      # which project files need the user's trust, and how
 #                                       # they are read, against their tests
+#   bash scripts/mutation.sh git        # how air runs git on a repository it does not trust
+#                                       # (hardening, submodules, LFS) and walks a tree
 #   bash scripts/mutation.sh security air/security/engine.py   # one file of an area
 #
 # It installs mutmut into .venv if missing, copies the working tree (tracked and untracked,
@@ -37,6 +39,7 @@ if ! .venv/bin/python -c "import mutmut" >/dev/null 2>&1; then
 fi
 
 names=()
+deselect=
 case "$area" in
   security)
     mutate=${only:-"air/security/*.py"}
@@ -54,6 +57,12 @@ case "$area" in
     mutate=${only:-"air/session/trust.py air/session/trust_mcp.py air/small_file.py"}
     tests="tests/trust tests/session/test_agent_files.py tests/mcp/test_config_and_names.py"
     ;;
+  git)
+    mutate=${only:-"air/workspace/gitsafe.py air/workspace/submodules.py air/workspace/lfs.py air/tree_walk.py"}
+    tests="tests/workspace/test_gitsafe_rules.py tests/workspace/test_git_hardening.py tests/workspace/test_git_process_group.py tests/workspace/test_user_excludes.py tests/test_tree_walk.py tests/workspace/test_submodule_writes.py tests/workspace/test_lfs_merge.py tests/workspace/test_sparse_project.py"
+    # runs the tree walk under another user's python, which cannot import mutmut's trampolines
+    deselect="tests/test_tree_walk.py::test_directories_their_owner_locked_are_removed"
+    ;;
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
     mutate="air/supervision/worker_manager.py"
@@ -66,7 +75,7 @@ case "$area" in
     )
     ;;
   *)
-    echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|guards [file]" >&2
+    echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|git|guards [file]" >&2
     exit 2
     ;;
 esac
@@ -105,7 +114,10 @@ PY
   echo "    examples"
   echo "pytest_add_cli_args_test_selection ="
   for t in $tests; do echo "    $t"; done
-  echo "pytest_add_cli_args = -p no:cacheprovider -q"
+  # one argument a line (mutmut splits this list at newlines only)
+  echo "pytest_add_cli_args ="
+  printf '    %s\n' -p no:cacheprovider -q
+  [ -z "$deselect" ] || printf '    --deselect=%s\n' $deselect
 } >>"$dest/setup.cfg"
 
 if [ -n "${MUTATION_NAMES_FILE:-}" ]; then

@@ -229,3 +229,45 @@ def test_directories_their_owner_locked_are_removed(identity: str, tmp_path: Pat
     if identity == "nobody":
         os.rmdir(top)
     assert sys.getrecursionlimit() < 1_900  # the depth the tests above go past
+
+
+def test_a_directory_gone_or_a_link_is_passed_over_and_the_walk_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory a command removed between its listing and its turn, or a link among the
+    directories, is passed over; its siblings after it are still walked (a credential scan or
+    a merge that stopped there would miss the rest of the tree)."""
+    root = tmp_path / "root"
+    for d in ("gone", "kept"):
+        (root / d).mkdir(parents=True)
+    (root / "kept" / "f").write_text("f\n")
+    os.symlink(tmp_path, root / "link")
+    seen = []
+    for dirpath, dirnames, _ in walk(str(root)):
+        if dirpath == str(root):
+            (root / "gone").rmdir()
+            dirnames[:] = ["gone", "link", "kept"]
+        seen.append(dirpath)
+    assert seen == [str(root), str(root / "kept")]
+    (root / "gone").mkdir()
+    top = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        walked = []
+        for dirpath, dirnames, filenames, _ in walk_fd(top):
+            if dirpath == ".":
+                (root / "gone").rmdir()
+                dirnames[:] = ["gone", "link", "kept"]
+            walked.append((dirpath, filenames))
+    finally:
+        os.close(top)
+    assert walked == [(".", []), ("./kept", ["f"])]
+    monkeypatch.chdir(tmp_path)
+    make_dirs("made/below", 0o700)  # relative to the working directory, with its mode
+    assert (tmp_path / "made" / "below").is_dir()
+    assert (tmp_path / "made" / "below").stat().st_mode & 0o777 == 0o700 & ~_umask()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -197,7 +197,9 @@ def _linked(tree: str, common: str | None) -> GitLocation:
         raise _tampered(f"{dot_git} names a git directory outside {resolved}/worktrees", named)
     if not _is_real_dir(resolved) or os.path.lexists(os.path.join(resolved, "commondir")):
         raise _tampered(f"{resolved} is not a repository's own git directory")
-    if os.path.realpath(back) != dot_git:
+    # git >= 2.48 may write both links relative (worktree.useRelativePaths): the back-pointer
+    # relative to the worktree's git directory
+    if os.path.realpath(os.path.join(git_dir, back)) != dot_git:
         raise _tampered(f"{git_dir}/gitdir does not point back at {dot_git}", detail=back)
     digest = hashlib.sha256()
     for part in (b"worktree", content, git_dir.encode(), commondir.encode(), back.encode()):

@@ -45,11 +45,10 @@ async def gitlinks(project: GitLocation, commit: str) -> list[tuple[str, str]]:
 
 async def populate(
     project_root: str, rec: WorkspaceRecord, links: list[tuple[str, str]], lock: trio.Lock
-) -> list[str]:
+) -> None:
     """Check each submodule of ``links`` the project has checked out out in ``rec``'s new
-    worktree (see the module docstring); returns the paths so made. ``lock``: one ``git
-    worktree`` command at a time, as for the project's own."""
-    made = []
+    worktree (see the module docstring; one git could not add stays empty too). ``lock``: one
+    ``git worktree`` command at a time, as for the project's own."""
     for path, commit in links:
         sub = submodule_location(project_root, path)
         if sub is None:
@@ -59,10 +58,7 @@ async def populate(
             continue
         target = os.path.join(rec.path, path)
         async with lock:
-            added = await run_git(sub, "worktree", "add", "--detach", "-q", target, commit)
-        if added.returncode == 0:
-            made.append(path)
-    return made
+            await run_git(sub, "worktree", "add", "--detach", "-q", target, commit)
 
 
 async def writes(

@@ -22,14 +22,15 @@ _GITDIR_MAX = 4096
 
 
 def _points_at(record: str) -> str | None:
-    """The worktree path a record names (its ``gitdir`` file holds ``<worktree>/.git``); None
-    when it names none (no such file, not a small regular one)."""
+    """The worktree path a record names (its ``gitdir`` file holds ``<worktree>/.git``, or
+    git >= 2.48's path relative to the record); None when it names none (no such file, not a
+    small regular one)."""
     try:
         text = read_small(os.path.join(record, "gitdir"), _GITDIR_MAX, follow=False)
     except OSError:
         return None
     path = text.decode("utf-8", "surrogateescape").strip()
-    return os.path.dirname(os.path.normpath(path)) if path else None
+    return os.path.dirname(os.path.normpath(os.path.join(record, path))) if path else None
 
 
 def forget_worktree(common_dir: str, worktree: str, known: str | None = None) -> list[str]:

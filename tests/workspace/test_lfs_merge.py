@@ -62,8 +62,9 @@ async def _task(
         b"x" * 5000,
         POINTER_PREFIX[:-1] + b" but not one\n",
         POINTER_PREFIX + b"x" * 5000,  # a pointer's start, a whole file's size
+        POINTER_PREFIX + b"x" * (1024 - len(POINTER_PREFIX)),  # a pointer is under 1024 bytes
     ],
-    ids=["small", "big", "almost-a-pointer", "pointer-sized-no-more"],
+    ids=["small", "big", "almost-a-pointer", "pointer-sized-no-more", "exactly-1024-bytes"],
 )
 async def test_a_whole_file_in_place_of_a_pointer_is_never_merged(repo: Path, data: bytes) -> None:
     head = git(repo, "rev-parse", "HEAD")

@@ -18,6 +18,8 @@ import pytest
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
+from air.workspace import submodules
+from air.workspace.gitsafe import locate_git
 from air.workspace.manager import WorkspaceManager
 from tests.gitrepo import git, init_repo
 from tests.workspace.recorder import Events
@@ -38,12 +40,17 @@ def _listing(path: Path) -> list[str]:
     return sorted(os.listdir(path))
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
+def _library(tmp_path: Path) -> Path:
+    """The vendored library's own repository (one header, committed)."""
     lib = tmp_path / "lib"
     lib.mkdir()
     (lib / "f.h").write_text("int f();\n")
-    init_repo(lib, message="lib")
+    return init_repo(lib, message="lib")
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    lib = _library(tmp_path)
     root = tmp_path / "proj"
     root.mkdir()
     (root / "a.txt").write_text("a\n")
@@ -174,3 +181,82 @@ async def test_a_submodule_left_alone_gets_no_branch(project: Path) -> None:
     await mgr.abandon_workspace(workspace_id, "cancelled")
     await mgr.cleanup_workspace(workspace_id)
     assert git(project / SUB, "branch", "--list", str(branch)) == ""
+
+
+@pytest.fixture
+def four_submodules(tmp_path: Path) -> Path:
+    """Two the project has not checked out (listed first), then two it has."""
+    lib = _library(tmp_path)
+    root = tmp_path / "proj"
+    root.mkdir()
+    (root / ".gitignore").write_text(".air/local/\n")
+    init_repo(root)
+    for place in ("aa/empty", "ab/empty", SUB, "third_party/more"):
+        git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), place)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    for place in ("aa/empty", "ab/empty"):
+        git(root, "submodule", "deinit", "-q", "-f", place)
+    return root
+
+
+async def test_every_submodule_is_read_whichever_came_before(
+    four_submodules: Path, tmp_path: Path
+) -> None:
+    """Each submodule's writes are named, not only the first's: an empty one listed before a
+    checked-out one, a link in an empty one's place before another empty one, two checked-out
+    ones, a link to a directory inside an empty one (named, not entered)."""
+    mgr, workspace_id, path = await _task(four_submodules)
+    # each one the project checked out is there, whatever came before it
+    assert _listing(path / "aa" / "empty") == _listing(path / "ab" / "empty") == []
+    assert _read(path / SUB / "f.h") == _read(path / "third_party" / "more" / "f.h")
+    (path / "aa" / "empty").rmdir()
+    (path / "aa" / "empty").symlink_to("../ab")
+    _write(path / "ab" / "empty" / "inc" / "x.h", "x\n")
+    (path / "ab" / "empty" / "up").symlink_to("../../third_party")
+    _write(path / SUB / "new.h", "n\n")
+    _write(path / "third_party" / "more" / "more.h", "m\n")
+    record = mgr.get(workspace_id)
+    project = locate_git(str(four_submodules), project_root=str(four_submodules))
+    links = await submodules.gitlinks(project, str(record.base_commit))
+    found = await submodules.writes(str(four_submodules), record, links)
+    assert sorted(found) == [
+        ("aa/empty", "aa/empty"),
+        ("ab/empty/inc/x.h", "ab/empty"),
+        ("ab/empty/up", "ab/empty"),
+        (f"{SUB}/new.h", SUB),
+        ("third_party/more/more.h", "third_party/more"),
+    ]
+    said = await _refused(mgr, workspace_id)
+    for name, _ in found:
+        assert f"{name} (inside submodule" in said
+
+
+async def test_every_submodules_changes_are_kept_whichever_came_before(
+    four_submodules: Path,
+) -> None:
+    mgr, workspace_id, path = await _task(four_submodules)
+    _write(path / SUB / "f.h", "int f(int);\n")
+    _write(path / "third_party" / "more" / "more.h", "int m();\n")
+    branch = mgr.get(workspace_id).branch
+    await mgr.abandon_workspace(workspace_id, "attempt 1 did not complete")
+    await mgr.cleanup_workspace(workspace_id)
+    assert git(four_submodules / SUB, "show", f"{branch}:f.h") == "int f(int);"
+    assert git(four_submodules / "third_party" / "more", "show", f"{branch}:more.h") == "int m();"
+
+
+async def test_the_worktree_holds_the_commit_the_base_records_and_a_moved_head_is_named(
+    project: Path,
+) -> None:
+    """The project's checkout of the submodule has moved on (a commit the project has not
+    recorded): a task's worktree holds the recorded one, the version its build is meant for.
+    A task that commits inside its submodule is named by the submodule's path."""
+    _write(project / SUB / "f.h", "int f(long);\n")
+    git(project / SUB, "commit", "-q", "-am", "not recorded by the project")
+    mgr, workspace_id, path = await _task(project)
+    assert _read(path / SUB / "f.h") == "int f();\n"
+    _write(path / SUB / "g.h", "int g();\n")
+    git(path / SUB, "add", "g.h")
+    git(path / SUB, "commit", "-q", "-m", "the task's commit")
+    said = await _refused(mgr, workspace_id)
+    assert f"{SUB} (inside submodule {SUB}" in said
