@@ -27,6 +27,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.cpp.view import active_view
 
 __all__ = [
+    "KEPT_BYTES",
     "Child",
     "CommandResult",
     "CommandRunner",
@@ -72,16 +73,34 @@ class CommandRunner(Protocol):
     ) -> CommandResult: ...
 
 
+KEPT_BYTES = 64 << 20
+"""The most of each stream ``run_argv`` keeps: a build's diagnostics come first, and a runaway
+step's output past this is counted, not held (the parent's memory stays bounded)."""
+
+
 async def _pump(
-    stream: trio.abc.ReceiveStream, name: str, sink: list[bytes], cb: OutputSink | None
+    stream: trio.abc.ReceiveStream,
+    name: str,
+    sink: list[bytes],
+    cb: OutputSink | None,
+    keep: int = KEPT_BYTES,
 ) -> None:
     decoder = _Decoder()
+    kept = dropped = 0
     async for chunk in stream:
-        sink.append(bytes(chunk))
+        room = keep - kept
+        if room > 0:
+            sink.append(bytes(chunk[:room]))
+            kept += min(room, len(chunk))
+        dropped += max(0, len(chunk) - max(room, 0))
         if cb is not None:
             text = decoder.feed(bytes(chunk))
             if text:
                 await cb(name, text)
+    if dropped:
+        sink.append(
+            f"\n[air kept the first {keep:,} bytes: {dropped:,} more were not kept]\n".encode()
+        )
     if cb is not None:
         rest = decoder.flush()
         if rest:
@@ -184,11 +203,13 @@ async def run_argv(
     env: dict[str, str] | None = None,
     on_output: OutputSink | None = None,
     spawn: Spawn | None = None,
+    keep: int = KEPT_BYTES,
 ) -> tuple[int | None, bytes, bytes, bool]:
     """Run ``argv`` in its own process group; TERM → KILL on timeout or cancellation.
 
     Returns:
-        (exit code or None when killed, stdout, stderr, timed out).
+        (exit code or None when killed, stdout, stderr, timed out): of each stream its first
+        ``keep`` bytes, and a line saying how many more there were (``on_output`` sees all).
     """
     out: list[bytes] = []
     err: list[bytes] = []
@@ -199,8 +220,8 @@ async def run_argv(
             assert proc.stdout is not None
             assert proc.stderr is not None
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_pump, proc.stdout, "stdout", out, on_output)
-                nursery.start_soon(_pump, proc.stderr, "stderr", err, on_output)
+                nursery.start_soon(_pump, proc.stdout, "stdout", out, on_output, keep)
+                nursery.start_soon(_pump, proc.stderr, "stderr", err, on_output, keep)
             await proc.wait()
         timed_out = scope.cancelled_caught
     finally:

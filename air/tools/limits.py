@@ -174,11 +174,13 @@ def limits_script(limits: ResourceLimits) -> str:
     )
 
 
-def resource_limit_error(name: str, limits: ResourceLimits) -> AirError:
-    """The ``resource_limit`` error of a command ended for going over limit ``name``."""
+def resource_limit_error(name: str, limits: ResourceLimits, *, what: str = "") -> AirError:
+    """The ``resource_limit`` error of a command ended for going over limit ``name``
+    (``what``: what went over it, when not the command's processes themselves)."""
+    went = f"the command's {what}" if what else "the command"
     return make_air_error(
         kind=ErrorKind.RESOURCE_LIMIT,
-        message=(f"the command went over its {name} limit ({limits.describe(name)}) and was ended"),
+        message=f"{went} went over its {name} limit ({limits.describe(name)}) and was ended",
         user_action=(
             f"Make the command use less, or raise limits.{name} in "
             f"{limits_file('~', user=True)} (IMPL-SBX-8)."
@@ -394,12 +396,17 @@ class LimitWatch:
             await trio.sleep(_POLL_S)
             over = self.check()
             if over is not None:
-                self.exceeded = over
-                try:
-                    os.killpg(self.pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                self.end(over)
                 return
+
+    def end(self, over: str) -> None:
+        """End the command's group as over limit ``over`` (its ``verdict`` from now on)."""
+        if self.exceeded is None:
+            self.exceeded = over
+        try:
+            os.killpg(self.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
     def verdict(self, returncode: int | None) -> str | None:
         """The limit that ended the command: the watch's, or an rlimit's signal (SIGXCPU,

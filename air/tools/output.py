@@ -6,15 +6,18 @@ stream, in a worker thread, or on the Trio thread while the whole output is unde
 ``INLINE_BYTES`` (a small output costs less than the hand-offs: IMPL-OUT-1), so redaction is
 linear in the output and the Trio thread never redacts more than a small output; the redacted
 text is appended to the stream's log artifact as it comes (disk speed, memory bounded whatever
-the output's size), kept as a tail of ``TAIL_CHARS`` for the result the model sees, and
-streamed live (``command.*.delta`` events and ToolEvents, in the order the chunks arrived) up
-to ``LIVE_CHARS`` per stream, then one note of what only the artifact holds. At the streams'
-end one worker-thread call redacts what is left and closes (fsyncs) every log artifact.
+the output's size; a log is a file the command writes, so past its file size limit, ``cap``,
+the command is ended as over it: a runaway ``yes`` never fills the disk the session is on),
+kept as a tail of ``TAIL_CHARS`` for the result the model sees, and streamed live
+(``command.*.delta`` events and ToolEvents, in the order the chunks arrived) up to
+``LIVE_CHARS`` per stream, then one note of what only the artifact holds. At the streams' end
+one worker-thread call redacts what is left and closes (fsyncs) every log artifact.
 """
 
 from __future__ import annotations
 
 import fcntl
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -80,13 +83,26 @@ class _Stream:
     """Characters not sent live."""
     size: int = 0
     """Characters of redacted output."""
+    cap: int | None = None
+    """The most bytes its log artifact holds (the command's file size limit)."""
+    stored: int = 0
+    """Bytes in its log artifact."""
+    over: bool = False
+    """Whether the output went past ``cap`` (what came after is not in the artifact)."""
 
     def keep(self, text: str) -> None:
-        """Append redacted ``text`` to the artifact and the tail (a worker thread)."""
+        """Append redacted ``text`` to the artifact (up to ``cap``) and the tail (a worker
+        thread)."""
         if not text:
             return
-        if self.writer is not None:
-            self.writer.write(text.encode("utf-8"))
+        if self.writer is not None and not self.over:
+            data = text.encode("utf-8")
+            if self.cap is not None and self.stored + len(data) > self.cap:
+                # cut on a character's boundary
+                data = data[: self.cap - self.stored].decode("utf-8", "ignore").encode("utf-8")
+                self.over = True
+            self.writer.write(data)
+            self.stored += len(data)
         self.size += len(text)
         self.tail = (self.tail + text[-TAIL_CHARS:])[-TAIL_CHARS:]
 
@@ -97,6 +113,10 @@ class CommandOutput:
 
     run: ToolRun
     command_run_id: str
+    cap: int | None = None
+    """The most bytes each stream's log artifact holds (``_Stream.cap``)."""
+    on_over: Callable[[], object] | None = None
+    """Called once, on the Trio thread, when a stream went past ``cap``: ends the command."""
     streams: dict[str, _Stream] = field(default_factory=dict)
     ended: bool = False
     """Whether ``forward`` saw both streams end (a timeout cancels it before)."""
@@ -105,7 +125,7 @@ class CommandOutput:
 
     def __post_init__(self) -> None:
         for name in _STREAMS:
-            self.streams[name] = _Stream(self.run.redactor.stream())
+            self.streams[name] = _Stream(self.run.redactor.stream(), cap=self.cap)
 
     async def forward(self, receive: trio.MemoryReceiveChannel[tuple[str, bytes]]) -> None:
         """Redact, store and stream every chunk ``receive`` yields, then the streams' ends."""
@@ -130,6 +150,9 @@ class CommandOutput:
                     await self._publish(self._take(batch))
                 else:
                     await self._publish(await trio.to_thread.run_sync(self._take, batch))
+                if self.on_over is not None and any(s.over for s in self.streams.values()):
+                    self.on_over()
+                    self.on_over = None
         if any(stream.writer is not None for stream in self.streams.values()):
             await self._publish(await trio.to_thread.run_sync(self._finish))
         else:  # no output at all: nothing to redact or fsync

@@ -159,7 +159,13 @@ async def _run_in(
         raise AirException(error) from exc
     failure: BaseException | None = None
     watch = LimitWatch(space.limits, proc.pid, space.cgroup)
-    output = CommandOutput(run, command_run_id)
+    # its output logs are files it writes: the file size limit bounds them too
+    output = CommandOutput(
+        run,
+        command_run_id,
+        cap=space.limits.file_size_mb << 20,
+        on_over=lambda: watch.end("file_size_mb"),
+    )
     widen_pipe(proc.stdout)
     widen_pipe(proc.stderr)
     try:
@@ -199,7 +205,9 @@ async def _run_in(
     refs = await output.store()
     over = None if timed_out else watch.verdict(proc.returncode)
     if over is not None:
-        error = resource_limit_error(over, space.limits)
+        overflowed = [name for name, stream in output.streams.items() if stream.over]
+        what = f"{overflowed[0]} (its log)" if overflowed else ""
+        error = resource_limit_error(over, space.limits, what=what)
         await record_command_failed(run, command_run_id, started, error, refs=refs)
         raise AirException(error)
     if timed_out:

@@ -352,6 +352,28 @@ async def test_a_sandboxed_command_outlives_an_idle_trio_worker_thread(
     assert (code, out, timed_out) == (0, b"done\n", False)
 
 
+async def test_a_runaway_output_is_kept_to_its_bound_and_counted(tmp_path: Path) -> None:
+    """The toolchain holds each stream's first ``keep`` bytes (64 MiB in use) and counts the
+    rest: a build step that prints without end (a Makefile's, which passes it on as it comes)
+    no longer grows the parent's memory with it; before, every byte was held until the command
+    ended. What streams live still sees all of it."""
+    from air.cpp.process import run_argv
+
+    seen = {"stdout": 0, "stderr": 0}
+
+    async def live(name: str, text: str) -> None:
+        seen[name] += len(text)
+
+    script = "head -c 3000000 /dev/zero | tr '\\0' x; echo err >&2"
+    code, out, err, timed_out = await run_argv(
+        ["sh", "-c", script], cwd=str(tmp_path), timeout_s=60, on_output=live, keep=1_000_000
+    )
+    assert (code, timed_out, err) == (0, False, b"err\n")
+    note = b"\n[air kept the first 1,000,000 bytes: 2,000,000 more were not kept]\n"
+    assert out == b"x" * 1_000_000 + note
+    assert seen == {"stdout": 3_000_000, "stderr": 4}
+
+
 async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
     (cpp_env.root / ".gitignore").unlink()  # a project that ignores nothing
     _fix_summary(cpp_env.root)

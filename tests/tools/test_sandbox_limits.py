@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -63,15 +64,21 @@ def test_a_command_within_its_limits_is_not_named(box: Sandboxed) -> None:
     assert (out["stdout"], out["limit"]) == ("done\n", None), out
 
 
-async def test_shell_run_reports_resource_limit_and_records_it(env: Env) -> None:
+def _shell_runs(env: Env, sandbox_yaml: str) -> Callable[[], ToolRun]:
+    """The project's ``sandbox.yaml`` written; a new headless shell.run's ``ToolRun`` a call."""
     shared = env.root / ".air" / "shared"
     shared.mkdir(parents=True, exist_ok=True)
-    (shared / "sandbox.yaml").write_text("limits:\n  processes: 48\n  cpu_seconds: 1\n")
+    (shared / "sandbox.yaml").write_text(sandbox_yaml)
     definition = next(d for d in env.registry.list() if d.name == "shell.run")
 
     def run() -> ToolRun:
         return ToolRun(new_id("tr"), definition, env.ctx(headless=True), env.registry)
 
+    return run
+
+
+async def test_shell_run_reports_resource_limit_and_records_it(env: Env) -> None:
+    run = _shell_runs(env, "limits:\n  processes: 48\n  cpu_seconds: 1\n")
     with pytest.raises(AirException) as caught:
         await env.registry.workspace.execute("shell.run", {"command": FORK_BOMB}, run())
     assert caught.value.error.kind == "resource_limit"
@@ -85,6 +92,34 @@ async def test_shell_run_reports_resource_limit_and_records_it(env: Env) -> None
     assert caught.value.error.metadata == {"limit": "cpu_seconds", "value": 1}
     out = await env.registry.workspace.execute("shell.run", {"command": "echo alive"}, run())
     assert out["stdout"] == "alive\n"
+
+
+async def test_a_runaway_output_is_ended_at_the_file_size_limit(env: Env) -> None:
+    """A command's log is a file it writes: one printing 64 MiB (``yes`` for a while) is ended
+    as over the file size limit once its output passes it; the log holds the limit's first
+    bytes and the next command runs. Found: a runaway output's log grew at pipe speed until
+    the command's timeout (up to an hour of it), filling the disk the session's own database
+    is on."""
+    run = _shell_runs(env, "limits:\n  file_size_mb: 1\n")
+    with pytest.raises(AirException) as caught:
+        await env.registry.workspace.execute(
+            "shell.run", {"command": "yes | head -c 64M", "timeout_s": 3600}, run()
+        )
+    assert caught.value.error.metadata == {"limit": "file_size_mb", "value": 1}
+    assert caught.value.error.message == (
+        "the command's stdout (its log) went over its file_size_mb limit "
+        "(1 MiB per file written) and was ended"
+    )
+    failed = env.payloads("command.failed")[-1]
+    stored = env.session.artifacts.read(failed["stdout_artifact_id"]).content
+    assert len(stored) == 1 << 20
+    assert set(stored.split(b"\n")) == {b"y", b""}
+    out = await env.registry.workspace.execute(
+        "shell.run", {"command": "head -c 900000 /dev/zero | tr '\\0' x; echo"}, run()
+    )
+    assert (out["exit_code"], len(out["stdout"])) == (0, 20_000)  # under it: a normal run
+    done = env.payloads("command.completed")[-1]
+    assert len(env.session.artifacts.read(done["stdout_artifact_id"]).content) == 900_001
 
 
 def _write(path: Path, text: str) -> None:
