@@ -50,6 +50,8 @@ class CppBuildOutput:
     stdout: str = ""
     stderr: str = ""
     argv: list[str] = field(default_factory=list)
+    not_kept: dict[str, int] = field(default_factory=dict)
+    """Diagnostics past the ones kept (``DiagnosticCollector``): severity -> how many."""
 
     @property
     def errors(self) -> list[ParsedDiagnostic]:
@@ -65,10 +67,9 @@ class CppBuildOutput:
             "ok": self.ok,
             "exit_code": self.exit_code,
             "build_dir": self.build_dir,
-            "errors": len(self.errors),
-            "warnings": sum(
-                1 for d in self.diagnostics if d.severity == DiagnosticSeverity.WARNING
-            ),
+            "errors": len(self.errors) + self.not_kept.get(DiagnosticSeverity.ERROR.value, 0),
+            "warnings": sum(1 for d in self.diagnostics if d.severity == DiagnosticSeverity.WARNING)
+            + self.not_kept.get(DiagnosticSeverity.WARNING.value, 0),
             "diagnostics": [d.summary() for d in self.diagnostics[:50]],
             "command_run_id": self.command_run_id,
             "configure": self.configure.to_json() if self.configure else None,
@@ -155,4 +156,5 @@ class CppBuilder:
             stdout=result.stdout,
             stderr=result.stderr,
             argv=argv,
+            not_kept=collector.not_kept,
         )

@@ -43,6 +43,7 @@ from air.cpp.parsed_diagnostic import (
 from air.cpp.signatures import make_signature
 
 __all__ = [
+    "DIAGNOSTICS_KEPT",
     "LINE_MAX",
     "DiagnosticCollector",
     "DiagnosticParser",
@@ -106,15 +107,29 @@ DiagnosticSink = Callable[[ParsedDiagnostic], Awaitable[None]]
 """Receives each finished diagnostic as soon as it is parsed."""
 
 
+DIAGNOSTICS_KEPT = 1000
+"""The most diagnostics one command's collector keeps and hands on (each one a durable
+``diagnostic.created``); the rest are counted by severity."""
+
+
 @dataclass
 class DiagnosticCollector:
-    """Keeps every diagnostic of one command and hands each on to ``on_diagnostic`` at once."""
+    """Keeps the first ``DIAGNOSTICS_KEPT`` diagnostics of one command and hands each on to
+    ``on_diagnostic`` at once; counts the rest (``not_kept``: severity -> how many). A build
+    step that prints diagnostics without end (a generator gone wrong, a task's loop) no longer
+    grows the session's event log and the parent with them."""
 
     on_diagnostic: DiagnosticSink | None = None
     diagnostics: list[ParsedDiagnostic] = field(default_factory=list)
+    not_kept: dict[str, int] = field(default_factory=dict)
+    limit: int = DIAGNOSTICS_KEPT
 
     async def deliver(self, found: Iterable[ParsedDiagnostic]) -> None:
         for d in found:
+            if len(self.diagnostics) >= self.limit:
+                severity = d.severity.value
+                self.not_kept[severity] = self.not_kept.get(severity, 0) + 1
+                continue
             self.diagnostics.append(d)
             if self.on_diagnostic is not None:
                 await self.on_diagnostic(d)

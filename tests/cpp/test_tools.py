@@ -374,6 +374,72 @@ async def test_a_runaway_output_is_kept_to_its_bound_and_counted(tmp_path: Path)
     assert seen == {"stdout": 3_000_000, "stderr": 4}
 
 
+async def test_a_runaway_stream_of_diagnostics_is_kept_to_its_bound_and_counted(
+    tmp_path: Path,
+) -> None:
+    """Each kept diagnostic is a durable ``diagnostic.created``: a step printing them without
+    end grew the session's event log with every one. The first ``DIAGNOSTICS_KEPT`` are kept and
+    handed on; the rest are counted, and the build's summary counts them all."""
+    from air.cpp.build import CppBuildOutput
+    from air.cpp.diagnostics import DIAGNOSTICS_KEPT, DiagnosticCollector, DiagnosticStream
+    from air.cpp.process import run_argv
+
+    handed: list[str] = []
+
+    async def record(diagnostic: Any) -> None:
+        handed.append(diagnostic.message)
+
+    stream, collector = DiagnosticStream(str(tmp_path)), DiagnosticCollector(record)
+
+    async def parse(_name: str, text: str) -> None:
+        await collector.deliver(stream.feed(text) if text else [])
+
+    errors, warnings = DIAGNOSTICS_KEPT + 300, 200
+    script = (
+        f'for i in $(seq {errors}); do echo "a.cpp:$i:1: error: e$i"; done; '
+        f'for i in $(seq {warnings}); do echo "a.cpp:$i:1: warning: w$i"; done'
+    )
+    await run_argv(["sh", "-c", script], cwd=str(tmp_path), timeout_s=60, on_output=parse)
+    await collector.deliver(stream.close())
+    assert len(handed) == len(collector.diagnostics) == DIAGNOSTICS_KEPT
+    assert handed[0] == "e1"
+    assert collector.not_kept == {"error": 300, "warning": warnings}
+    summary = CppBuildOutput(
+        ok=False,
+        exit_code=2,
+        diagnostics=collector.diagnostics,
+        build_dir="build",
+        not_kept=collector.not_kept,
+    ).to_json()
+    assert (summary["errors"], summary["warnings"]) == (errors, warnings)
+
+
+async def test_a_build_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) -> None:
+    """A real CMake build whose step prints 1,100 errors: 1,000 handed on, all counted."""
+    from air.cpp.build import CppBuilder, CppBuildInput
+
+    root = tmp_path / "noisy"
+    root.mkdir()
+    (root / "noisy.sh").write_text(
+        'for i in $(seq 1100); do echo "a.cpp:$i:1: error: e$i"; done; exit 1\n'
+    )
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(noisy NONE)\n"
+        "add_custom_target(noisy ALL COMMAND sh ${CMAKE_SOURCE_DIR}/noisy.sh)\n"
+    )
+    handed: list[object] = []
+
+    async def record(diagnostic: object) -> None:
+        handed.append(diagnostic)
+
+    built = await CppBuilder(LocalCommandRunner()).build(
+        CppBuildInput(workspace=str(root), timeout_s=120), record
+    )
+    assert not built.ok
+    assert len(handed) == 1000
+    assert built.to_json()["errors"] == 1100
+
+
 async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:
     (cpp_env.root / ".gitignore").unlink()  # a project that ignores nothing
     _fix_summary(cpp_env.root)
