@@ -55,6 +55,21 @@ def commit_files(
     return init_repo(root, message=message, branch=branch)
 
 
+def with_submodules(
+    root: Path, library: Path, places: tuple[str, ...], files: Mapping[str, str | bytes]
+) -> Path:
+    """``root`` (created if missing) holding ``files`` and the repository ``library`` as a
+    checked-out submodule at each of ``places``, made a repository on ``main`` with all of it
+    committed. Returns ``root``."""
+    write_files(root, files)
+    init_repo(root)
+    for place in places:
+        git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(library), place)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "init")
+    return root
+
+
 def write_files(root: Path, files: Mapping[str, str | bytes]) -> None:
     """Write each of ``files`` (relative path -> text, UTF-8, or bytes) under ``root``, making
     the directories on the way."""

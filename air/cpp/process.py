@@ -88,11 +88,11 @@ async def _pump(
     decoder = _Decoder()
     kept = dropped = 0
     async for chunk in stream:
-        room = keep - kept
-        if room > 0:
-            sink.append(bytes(chunk[:room]))
-            kept += min(room, len(chunk))
-        dropped += max(0, len(chunk) - max(room, 0))
+        take = min(keep - kept, len(chunk))
+        if take:
+            sink.append(bytes(chunk[:take]))
+            kept += take
+        dropped += len(chunk) - take
         if cb is not None:
             text = decoder.feed(bytes(chunk))
             if text:

@@ -150,7 +150,7 @@ class CommandOutput:
                     await self._publish(self._take(batch))
                 else:
                     await self._publish(await trio.to_thread.run_sync(self._take, batch))
-                if self.on_over is not None and any(s.over for s in self.streams.values()):
+                if self.on_over is not None and self.over_cap() is not None:
                     self.on_over()
                     self.on_over = None
         if any(stream.writer is not None for stream in self.streams.values()):
@@ -244,6 +244,10 @@ class CommandOutput:
             writer, stream.writer = stream.writer, None
             if writer is not None:
                 writer.discard()
+
+    def over_cap(self) -> str | None:
+        """The stream whose output went past ``cap`` (first in order), if one did."""
+        return next((name for name, stream in self.streams.items() if stream.over), None)
 
     def result(self, name: str) -> str:
         """The end of stream ``name``, redacted (the whole of it when it is short)."""

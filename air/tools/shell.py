@@ -205,8 +205,8 @@ async def _run_in(
     refs = await output.store()
     over = None if timed_out else watch.verdict(proc.returncode)
     if over is not None:
-        overflowed = [name for name, stream in output.streams.items() if stream.over]
-        what = f"{overflowed[0]} (its log)" if overflowed else ""
+        stream = output.over_cap()
+        what = f"{stream} (its log)" if stream else ""
         error = resource_limit_error(over, space.limits, what=what)
         await record_command_failed(run, command_run_id, started, error, refs=refs)
         raise AirException(error)

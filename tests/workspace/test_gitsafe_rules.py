@@ -37,7 +37,7 @@ from air.workspace.gitsafe import (
     verify_location,
 )
 from air.workspace.worktree_records import forget_worktree
-from tests.gitrepo import commit_files, git, init_repo
+from tests.gitrepo import commit_files, git, with_submodules
 
 SUB = "third_party/lib"
 EMPTY_BLOB = b"e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
@@ -170,12 +170,7 @@ def test_a_worktree_of_another_repository_is_not_this_ones(tmp_path: Path) -> No
 @pytest.fixture
 def with_submodule(tmp_path: Path) -> Path:
     lib = commit_files(tmp_path / "lib", {"f.h": "int f();\n"})
-    root = init_repo(tmp_path / "proj")
-    (root / "a.txt").write_text("a\n")
-    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), SUB)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+    return with_submodules(tmp_path / "proj", lib, (SUB,), {"a.txt": "a\n"})
 
 
 def test_a_submodule_checkout_is_located_in_the_projects_modules(with_submodule: Path) -> None:

@@ -21,7 +21,7 @@ from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace import submodules
 from air.workspace.gitsafe import locate_git
 from air.workspace.manager import WorkspaceManager
-from tests.gitrepo import git, init_repo
+from tests.gitrepo import commit_files, git, with_submodules
 from tests.workspace.recorder import Events
 
 SUB = "third_party/lib"
@@ -42,24 +42,13 @@ def _listing(path: Path) -> list[str]:
 
 def _library(tmp_path: Path) -> Path:
     """The vendored library's own repository (one header, committed)."""
-    lib = tmp_path / "lib"
-    lib.mkdir()
-    (lib / "f.h").write_text("int f();\n")
-    return init_repo(lib, message="lib")
+    return commit_files(tmp_path / "lib", {"f.h": "int f();\n"}, message="lib")
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    lib = _library(tmp_path)
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / "a.txt").write_text("a\n")
-    (root / ".gitignore").write_text(".air/local/\n")
-    init_repo(root)
-    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), SUB)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
-    return root
+    files = {"a.txt": "a\n", ".gitignore": ".air/local/\n"}
+    return with_submodules(tmp_path / "proj", _library(tmp_path), (SUB,), files)
 
 
 async def _task(project: Path) -> tuple[WorkspaceManager, str, Path]:
@@ -186,15 +175,9 @@ async def test_a_submodule_left_alone_gets_no_branch(project: Path) -> None:
 @pytest.fixture
 def four_submodules(tmp_path: Path) -> Path:
     """Two the project has not checked out (listed first), then two it has."""
-    lib = _library(tmp_path)
-    root = tmp_path / "proj"
-    root.mkdir()
-    (root / ".gitignore").write_text(".air/local/\n")
-    init_repo(root)
-    for place in ("aa/empty", "ab/empty", SUB, "third_party/more"):
-        git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(lib), place)
-    git(root, "add", "-A")
-    git(root, "commit", "-q", "-m", "init")
+    places = ("aa/empty", "ab/empty", SUB, "third_party/more")
+    files = {".gitignore": ".air/local/\n"}
+    root = with_submodules(tmp_path / "proj", _library(tmp_path), places, files)
     for place in ("aa/empty", "ab/empty"):
         git(root, "submodule", "deinit", "-q", "-f", place)
     return root
