@@ -3,8 +3,9 @@
 Owns ``SandboxedCommandRunner`` (the ``air.cpp`` CommandRunner that runs every command with
 ``open_sandboxed`` — the same bubblewrap sandbox, allowlisted environment and no-sandbox-no-run
 rule as ``shell.run`` — and records ``command.started`` / ``command.completed`` /
-``command.failed``, the output as log artifacts and each parsed diagnostic as
-``diagnostic.created`` while the command still runs), ``sandboxed_spawn`` (the spawn it hands
+``command.failed``, the output as log artifacts (redacted in a worker thread), streamed live
+redacted up to ``LIVE_CHARS`` a stream, and each parsed diagnostic as ``diagnostic.created``
+while the command still runs), ``sandboxed_spawn`` (the spawn it hands
 the toolchain: bwrap started on the Trio loop's thread, inside the command's ``CommandSpace``)
 and ``WatchedCommand`` (the ``LimitWatch`` of the command that spawn starts: going over a limit
 is a ``resource_limit`` error).
@@ -24,6 +25,7 @@ from air.contracts.error import AirError, AirException, ErrorKind, make_air_erro
 from air.contracts.ids import new_id
 from air.tools.credential_files import hidden_credentials
 from air.tools.limits import LimitWatch, resource_limit_error
+from air.tools.output import LiveBudget
 from air.tools.registry import is_cancellation
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
@@ -111,17 +113,26 @@ class SandboxedCommandRunner:
         self.command_runs.append(command_run_id)
         await record_command_started(run, command_run_id, command, real_cwd)
 
-        # one RedactingStream per stream: a secret split between two chunks is still caught
+        # one RedactingStream per stream: a secret split between two chunks is still caught;
+        # past a stream's live budget nothing more of it is redacted or sent (its log has it)
         redacting = {"stdout": run.redactor.stream(), "stderr": run.redactor.stream()}
+        live = {"stdout": LiveBudget(), "stderr": LiveBudget()}
+
+        async def send(name: str, text: str) -> None:
+            payload = {"command_run_id": command_run_id, "data": text}
+            await run.emit(f"command.{name}.delta", payload, redacted=True)
+            await run.stream("stdout" if name == "stdout" else "stderr", text, redacted=True)
 
         async def forward(name: str, text: str) -> None:
-            # the end of the stream (an empty chunk) flushes its last line
-            redacted = redacting[name].feed(text) if text else redacting[name].finish()
-            if redacted:
-                await run.emit(
-                    f"command.{name}.delta", {"command_run_id": command_run_id, "data": redacted}
-                )
-                await run.stream("stdout" if name == "stdout" else "stderr", redacted)
+            budget = live[name]
+            if text and budget.left <= 0:
+                budget.held_back += len(text)
+            else:  # the end of the stream (an empty chunk) flushes its last line
+                redacted = redacting[name].feed(text) if text else redacting[name].finish()
+                if shown := budget.take(redacted):
+                    await send(name, shown)
+                if not text and (note := budget.note(name)):
+                    await send(name, note)
             if on_output is not None:
                 await on_output(name, text)
 
@@ -155,7 +166,7 @@ class SandboxedCommandRunner:
                 # why shielded: the command run must be closed even as the caller unwinds
                 await self._failed(command_run_id, started, error, cancelled=cancelled)
             raise
-        refs = store_output_logs(run, command_run_id, out, err)
+        refs = await store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
         over = None if timed_out else watched.verdict(code)
         if over is not None:

@@ -35,6 +35,7 @@ __all__ = [
     "LIVE_CHARS",
     "TAIL_CHARS",
     "CommandOutput",
+    "LiveBudget",
     "pump",
     "widen_pipe",
 ]
@@ -72,15 +73,36 @@ async def pump(
 
 
 @dataclass(eq=False)
+class LiveBudget:
+    """How much more of one stream is sent live (``LIVE_CHARS`` in all), and how much was not."""
+
+    left: int = LIVE_CHARS
+    held_back: int = 0
+    """Characters not sent live."""
+
+    def take(self, text: str) -> str:
+        """The part of ``text`` still sent live; the rest is counted as held back."""
+        live = text[: max(self.left, 0)]
+        self.left -= len(live)
+        self.held_back += len(text) - len(live)
+        return live
+
+    def note(self, name: str) -> str:
+        """What the stream ``name`` ends with live: how much of it was not sent, if any was."""
+        if not self.held_back:
+            return ""
+        sent = "were not streamed: see its log artifact"
+        return f"\n[{self.held_back} more characters of {name} {sent}]\n"
+
+
+@dataclass(eq=False)
 class _Stream:
     """One stream's redactor, log artifact, tail and live budget."""
 
     redacting: RedactingStream
     writer: ArtifactWriting | None = None
     tail: str = ""
-    live_left: int = LIVE_CHARS
-    held_back: int = 0
-    """Characters not sent live."""
+    live: LiveBudget = field(default_factory=LiveBudget)
     size: int = 0
     """Characters of redacted output."""
     cap: int | None = None
@@ -159,8 +181,7 @@ class CommandOutput:
             await self._publish(self._finish())
         self.ended = True
         for name, stream in self.streams.items():
-            if stream.held_back:
-                note = f"\n[{stream.held_back} more characters of {name} are in its log artifact]\n"
+            if note := stream.live.note(name):
                 await self._send(name, note)
 
     def _open(self, kind: str) -> None:
@@ -206,11 +227,7 @@ class CommandOutput:
 
     async def _publish(self, texts: list[tuple[str, str]]) -> None:
         for kind, text in texts:
-            stream = self.streams[kind]
-            live = text[: stream.live_left]
-            stream.live_left -= len(live)
-            stream.held_back += len(text) - len(live)
-            if live:
+            if live := self.streams[kind].live.take(text):
                 await self._send(kind, live)
 
     async def _send(self, kind: str, text: str) -> None:

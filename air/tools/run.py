@@ -175,8 +175,10 @@ class ToolRun:
         *,
         extension: str = ".txt",
         command_run_id: str | None = None,
+        redacted: bool = False,
     ) -> ArtifactRef:
-        """Store a redacted artifact attributed to this run and attach it to the result."""
+        """Store a redacted artifact attributed to this run and attach it to the result
+        (``redacted``: ``content`` already is, by this run's redactor)."""
         from air.contracts.artifact_records import ArtifactContext, ArtifactCreateInput
 
         ref = self.registry.artifacts.create(
@@ -184,7 +186,7 @@ class ToolRun:
                 type=type,
                 slug=slug,
                 extension=extension,
-                content=self.redactor.redact_bytes(content),
+                content=content if redacted else self.redactor.redact_bytes(content),
             ),
             ArtifactContext(
                 session_id=self.context.session_id,

@@ -264,14 +264,25 @@ async def record_command_started(run: ToolRun, command_run_id: str, command: str
     )
 
 
-def store_output_logs(run: ToolRun, command_run_id: str, out: bytes, err: bytes) -> dict[str, str]:
-    """Store each stream that wrote anything as a log artifact; stream name -> artifact id."""
+async def store_output_logs(
+    run: ToolRun, command_run_id: str, out: bytes, err: bytes
+) -> dict[str, str]:
+    """Store each stream that wrote anything as a log artifact; stream name -> artifact id.
+    Redacted in a worker thread: a stream may be tens of MiB, too much for the Trio thread."""
+    streams = [(name, data) for name, data in (("stdout", out), ("stderr", err)) if data]
+    redacted = await trio.to_thread.run_sync(
+        lambda: [run.redactor.redact_bytes(data) for _, data in streams]
+    )
     refs: dict[str, str] = {}
-    for name, data in (("stdout", out), ("stderr", err)):
-        if data:
-            refs[name] = run.add_artifact(
-                ArtifactType.LOG, name, data, extension=".log", command_run_id=command_run_id
-            ).artifact_id
+    for (name, _), data in zip(streams, redacted, strict=True):
+        refs[name] = run.add_artifact(
+            ArtifactType.LOG,
+            name,
+            data,
+            extension=".log",
+            command_run_id=command_run_id,
+            redacted=True,
+        ).artifact_id
     return refs
 
 

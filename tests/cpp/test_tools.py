@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from air.contracts.tool_runs import ToolResultEnvelope
 from air.cpp.process import LocalCommandRunner, read_workspace_file
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput, CppProjectDetector
 from air.cpp.testing import parse_catch2_output, parse_gtest_output, parse_junit
+from air.security.redact import REDACTED
 from tests.cpp.conftest import EXAMPLE
 from tests.cpu_limited import run_cpu_limited
 from tests.gitrepo import git
@@ -438,6 +440,53 @@ async def test_a_build_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) ->
     assert not built.ok
     assert len(handed) == 1000
     assert built.to_json()["errors"] == 1100
+
+
+async def test_a_builds_live_output_is_redacted_and_kept_to_its_live_budget(
+    tmp_path: Path,
+) -> None:
+    """A build step's output streams live (``command.*.delta`` events, tool events) redacted,
+    up to ``LIVE_CHARS`` a stream, then one note: before, every chunk of a step printing without
+    end was redacted on the Trio thread and sent live, three times over. The log artifact holds
+    all of it, redacted."""
+    from air.tools.cpp import register_cpp_tools
+    from air.tools.output import LIVE_CHARS
+
+    env = Env(tmp_path)
+    register_cpp_tools(env.registry, env.runner)
+    secret = "cpp-live-secret-XYZ"
+    env.redactor.register(secret)
+    line = f"step {secret} " + "x" * 60 + "\n"
+    lines = 3 * LIVE_CHARS // len(line)
+    (env.root / "noisy.sh").write_text(f"yes '{line.rstrip()}' | head -n {lines}\n")
+    (env.root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(noisy NONE)\n"
+        "add_custom_target(noisy ALL COMMAND sh ${CMAKE_SOURCE_DIR}/noisy.sh)\n"
+    )
+    try:
+        built = await _call(env, "cpp.build", timeout_s=120)
+        assert _o(built)["ok"] is True, built
+        (run,) = [r for r in env.rows("command_runs") if r["command"].startswith("cmake --build")]
+        stored = env.session.artifacts.read(run["stdout_artifact_id"]).content.decode()
+        assert secret not in stored
+        assert stored.count(REDACTED) >= lines
+        live = "".join(
+            e.payload["data"]
+            for e in await env.published()
+            if e.type == "command.stdout.delta" and e.payload["command_run_id"] == run["id"]
+        )
+        assert secret not in live
+        assert live.startswith(stored[:LIVE_CHARS])
+        shown, note = live[:LIVE_CHARS], live[LIVE_CHARS:]
+        assert shown == stored[:LIVE_CHARS]
+        # past the budget the output is counted as printed, not redacted (a secret is longer)
+        found = re.fullmatch(
+            r"\n\[(\d+) more characters of stdout were not streamed: see its log artifact\]\n", note
+        )
+        assert found is not None, note
+        assert len(stored) - LIVE_CHARS <= int(found[1]) <= lines * len(line) - LIVE_CHARS
+    finally:
+        env.close()
 
 
 async def test_build_outputs_never_show_up_in_git(cpp_env: Env) -> None:

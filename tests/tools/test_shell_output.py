@@ -52,7 +52,7 @@ async def test_output_over_the_cap_is_stored_whole_and_redacted(env: Env) -> Non
     live = await _deltas(env, out["command_run_id"])
     held = len(expected) - LIVE_CHARS
     assert live == expected[:LIVE_CHARS] + (
-        f"\n[{held} more characters of stdout are in its log artifact]\n"
+        f"\n[{held} more characters of stdout were not streamed: see its log artifact]\n"
     )
 
 
