@@ -14,7 +14,12 @@ from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.tool import DiagnosticSeverity
-from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
+from air.cpp.diagnostics import (
+    DiagnosticCollector,
+    DiagnosticSink,
+    DiagnosticStream,
+    severity_counts,
+)
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file
 from air.cpp.project import (
@@ -67,9 +72,7 @@ class CppBuildOutput:
             "ok": self.ok,
             "exit_code": self.exit_code,
             "build_dir": self.build_dir,
-            "errors": len(self.errors) + self.not_kept.get(DiagnosticSeverity.ERROR.value, 0),
-            "warnings": sum(1 for d in self.diagnostics if d.severity == DiagnosticSeverity.WARNING)
-            + self.not_kept.get(DiagnosticSeverity.WARNING.value, 0),
+            **severity_counts(self.diagnostics, self.not_kept),
             "diagnostics": [d.summary() for d in self.diagnostics[:50]],
             "command_run_id": self.command_run_id,
             "configure": self.configure.to_json() if self.configure else None,

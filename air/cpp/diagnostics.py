@@ -49,6 +49,7 @@ __all__ = [
     "DiagnosticParser",
     "DiagnosticSink",
     "DiagnosticStream",
+    "severity_counts",
     "strip_ansi",
 ]
 
@@ -133,6 +134,21 @@ class DiagnosticCollector:
             self.diagnostics.append(d)
             if self.on_diagnostic is not None:
                 await self.on_diagnostic(d)
+
+
+def severity_counts(
+    diagnostics: Iterable[ParsedDiagnostic], not_kept: dict[str, int]
+) -> dict[str, int]:
+    """A command's ``errors`` and ``warnings``: the kept ``diagnostics`` and the ones counted in
+    ``not_kept`` (``DiagnosticCollector``)."""
+    counts = {"errors": 0, "warnings": 0}
+    names = {DiagnosticSeverity.ERROR: "errors", DiagnosticSeverity.WARNING: "warnings"}
+    for d in diagnostics:
+        if d.severity in names:
+            counts[names[d.severity]] += 1
+    for severity, name in names.items():
+        counts[name] += not_kept.get(severity.value, 0)
+    return counts
 
 
 class DiagnosticStream:

@@ -17,7 +17,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from air.contracts.error import AirException, ErrorKind
-from air.cpp.diagnostics import DiagnosticCollector, DiagnosticSink, DiagnosticStream
+from air.cpp.diagnostics import (
+    DiagnosticCollector,
+    DiagnosticSink,
+    DiagnosticStream,
+    severity_counts,
+)
 from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 from air.cpp.view import active_view
@@ -209,6 +214,8 @@ class CppCmakeConfigureOutput:
     diagnostics: list[ParsedDiagnostic]
     command_run_id: str | None = None
     argv: list[str] = field(default_factory=list)
+    not_kept: dict[str, int] = field(default_factory=dict)
+    """Diagnostics past the ones kept (``DiagnosticCollector``): severity -> how many."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -217,6 +224,7 @@ class CppCmakeConfigureOutput:
             "generator": self.generator,
             "build_dir": self.build_dir,
             "compile_commands": self.compile_commands,
+            **severity_counts(self.diagnostics, self.not_kept),
             "diagnostics": [d.summary() for d in self.diagnostics[:50]],
             "command_run_id": self.command_run_id,
         }
@@ -320,4 +328,5 @@ class CMakeConfigurator:
             diagnostics=diagnostics,
             command_run_id=result.command_run_id,
             argv=argv,
+            not_kept=collector.not_kept,
         )

@@ -442,6 +442,27 @@ async def test_a_build_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) ->
     assert built.to_json()["errors"] == 1100
 
 
+async def test_a_configure_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) -> None:
+    """A CMakeLists.txt printing 1,100 warnings: 1,000 handed on, all counted in the summary."""
+    root = tmp_path / "loud"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(loud NONE)\n"
+        'foreach(i RANGE 1 1100)\n  message(WARNING "w${i}")\nendforeach()\n'
+    )
+    handed: list[object] = []
+
+    async def record(diagnostic: object) -> None:
+        handed.append(diagnostic)
+
+    configured = await CMakeConfigurator(LocalCommandRunner()).configure(
+        CppCmakeConfigureInput(workspace=str(root), timeout_s=120), record
+    )
+    assert configured.ok
+    assert len(handed) == 1000
+    assert (configured.to_json()["warnings"], configured.to_json()["errors"]) == (1100, 0)
+
+
 async def test_a_builds_live_output_is_redacted_and_kept_to_its_live_budget(
     tmp_path: Path,
 ) -> None:
