@@ -339,7 +339,9 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     async with _clangd_pool().lock(workspace):
         # one server per workspace; started, asked and reaped (TERM → KILL) within the call
         with trio.fail_after(timeout * 4 + 10), command_space(run) as space:
-            space.hidden = await hidden_credentials(workspace, run.revealed)
+            space.hidden = await hidden_credentials(
+                workspace, run.context.project_root, run.revealed
+            )
             spawn = sandboxed_spawn(sandbox, command, workspace, workspace, env, space, watched)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watched.run)

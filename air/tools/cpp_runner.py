@@ -144,7 +144,9 @@ class SandboxedCommandRunner:
             with command_space(run) as space:
                 if self.scratch is not None:
                     space.cover(*self.scratch)
-                space.hidden = await hidden_credentials(workspace, run.revealed)
+                space.hidden = await hidden_credentials(
+                    workspace, run.context.project_root, run.revealed
+                )
                 spawn = sandboxed_spawn(
                     self.sandbox, command, workspace, real_cwd, env, space, watched
                 )

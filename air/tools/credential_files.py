@@ -13,7 +13,9 @@ Why: ``fs.read .env`` asks as sensitive, but ``grep -r KEY .``, ``cat .en*``, ``
 read the file without naming it, and the analyzer cannot know; hiding the file is the one check
 that holds for every command. A tracked file is in the repository's history, which any command
 may read with ``git show`` (and builds need their fixtures: ``tests/certs/server.pem``), so it
-stays; a linked worktree holds only tracked files and what its task made, so it hides nothing.
+stays; a task's linked worktree holds only tracked files and what its task made, so it hides
+nothing (the project itself may be a linked worktree, the user's own, or a submodule's checkout:
+its untracked files are the user's).
 Package and build trees (``site-packages``, ``node_modules``, a venv, ``build``) are not the
 user's secrets (certifi's ``cacert.pem``) and are not searched. The scan runs in a thread,
 through git's own listing of untracked entries where there is a repository, and is kept for
@@ -44,7 +46,7 @@ from the next command after this)."""
 _PACKAGE_DIRS = frozenset({"site-packages", "dist-packages", ".air", ".git"})
 _DIR_TAILS = frozenset(d.rsplit("/", 1)[-1] for d in CREDENTIAL_DIRS)
 """The last names of a home's credential directories: the walk asks about no other."""
-_found: dict[str, tuple[float, tuple[str, ...]]] = {}
+_found: dict[tuple[str, bool], tuple[float, tuple[str, ...]]] = {}
 _lock = threading.Lock()
 
 
@@ -107,10 +109,10 @@ def _untracked(workspace: str) -> list[str] | None:
     return [e.decode("utf-8", "surrogateescape") for e in done.stdout.split(b"\0") if e]
 
 
-def _scan(workspace: str) -> tuple[str, ...]:
+def _scan(workspace: str, task_worktree: bool) -> tuple[str, ...]:
     dot_git = os.path.join(workspace, ".git")
-    if os.path.isfile(dot_git) and not os.path.islink(dot_git):
-        return ()  # a linked worktree: tracked files and its task's own
+    if task_worktree and os.path.isfile(dot_git) and not os.path.islink(dot_git):
+        return ()  # a task's linked worktree: tracked files and its task's own
     entries = _untracked(workspace)
     found: list[str] = []
     if entries is None:
@@ -132,31 +134,41 @@ def _scan(workspace: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-def credential_files(workspace: str) -> tuple[str, ...]:
+def credential_files(workspace: str, project_root: str | None = None) -> tuple[str, ...]:
     """The untracked credential files and directories of ``workspace`` (a real path), as real
-    paths; the last scan's answer while it is younger than ``FRESH_S``. Blocking: call it in a
-    thread."""
+    paths; the last scan's answer while it is younger than ``FRESH_S``. A linked worktree
+    that is not ``project_root`` is a task's (tracked files and its own): nothing is hidden
+    there; the project itself may be the user's own linked worktree or a submodule's checkout
+    (a ``.git`` file too), which holds the user's untracked files like any project. Blocking:
+    call it in a thread."""
+    task_worktree = project_root is not None and os.path.realpath(project_root) != workspace
+    key = (workspace, task_worktree)
     now = time.monotonic()
     with _lock:
-        kept = _found.get(workspace)
+        kept = _found.get(key)
     if kept is not None and now - kept[0] < FRESH_S:
         return kept[1]
-    found = _scan(workspace)
+    found = _scan(workspace, task_worktree)
     with _lock:
-        _found[workspace] = (now, found)
+        _found[key] = (now, found)
     return found
 
 
 def forget_scan(workspace: str) -> None:
     """Drop the kept scan of ``workspace`` (a real path): the next one looks again."""
     with _lock:
-        _found.pop(workspace, None)
+        for task_worktree in (False, True):
+            _found.pop((workspace, task_worktree), None)
 
 
-async def hidden_credentials(workspace: str, revealed: Sequence[str] = ()) -> tuple[str, ...]:
-    """What a command in ``workspace`` may not see: its credential files but those ``revealed``
-    (the credential paths the call's permission decision allowed it to read; a tree read
-    ``DIR/**`` reveals what is below ``DIR``)."""
-    found = await trio.to_thread.run_sync(lambda: credential_files(os.path.realpath(workspace)))
+async def hidden_credentials(
+    workspace: str, project_root: str, revealed: Sequence[str] = ()
+) -> tuple[str, ...]:
+    """What a command in ``workspace`` (of the project at ``project_root``) may not see: its
+    credential files but those ``revealed`` (the credential paths the call's permission
+    decision allowed it to read; a tree read ``DIR/**`` reveals what is below ``DIR``)."""
+    found = await trio.to_thread.run_sync(
+        lambda: credential_files(os.path.realpath(workspace), project_root)
+    )
     shown = [r.removesuffix("/**") for r in revealed]
     return tuple(p for p in found if not any(is_within(p, r) for r in shown))

@@ -120,7 +120,7 @@ async def _untracked_secrets(run: ToolRun) -> list[str]:
     earlier call: one may have been committed since), but those the call may touch; relative."""
     workspace = run.workspace_realpath
     forget_scan(workspace)
-    found = await hidden_credentials(workspace, run.revealed)
+    found = await hidden_credentials(workspace, run.context.project_root, run.revealed)
     return [path[len(workspace) + 1 :] for path in found]  # each lies below the workspace
 
 

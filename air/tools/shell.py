@@ -109,7 +109,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
     space = command_space(run)
     space.guard_build_dirs = True
     try:
-        space.hidden = await hidden_credentials(workspace, run.revealed)
+        space.hidden = await hidden_credentials(workspace, run.context.project_root, run.revealed)
         return await _run_in(space, command, workspace, cwd, network, run, runner, timeout)
     finally:
         space.close()

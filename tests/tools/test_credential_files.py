@@ -138,11 +138,11 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
         f"{real}/src/server.pem",
     ]
     revealed = (f"{real}/src/**",)  # a granted tree read
-    assert sorted(trio.run(hidden_credentials, str(root), revealed)) == [
+    assert sorted(trio.run(hidden_credentials, str(root), str(root), revealed)) == [
         f"{real}/.env",
         f"{real}/deploy/prod.env",
     ]
-    # a linked worktree holds tracked files and its task's own: nothing of the user's
+    # a task's linked worktree holds tracked files and its task's own: nothing of the user's
     repo = tmp_path / "repo"
     (repo / "src").mkdir(parents=True)
     (repo / "src" / "a.py").write_text("x")
@@ -150,10 +150,13 @@ def test_what_is_hidden_where(tmp_path: Path) -> None:
     git(repo, "add", "-A")
     git(repo, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "a")
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"))
+    wt = os.path.realpath(tmp_path / "wt")
     (tmp_path / "wt" / ".env").write_text("the task's own")
     (repo / ".env").write_text("the user's")
-    assert credential_files(os.path.realpath(tmp_path / "wt")) == ()
+    assert credential_files(wt, str(repo)) == ()
     assert credential_files(os.path.realpath(repo)) == (f"{os.path.realpath(repo)}/.env",)
+    # a project that is itself a linked worktree (the user's own): its untracked files are hers
+    assert credential_files(wt, str(tmp_path / "wt")) == (f"{wt}/.env",)
     # a project that is a subdirectory of a repository: its tracked fixture stays in sight
     app = repo / "app"
     (app / "certs").mkdir(parents=True)
@@ -232,3 +235,49 @@ async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path)
         ]
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("kind", ["linked worktree", "submodule"])
+async def test_a_project_with_a_git_file_hides_the_user_s_credential_files(
+    env: Env, kind: str
+) -> None:
+    """A project whose ``.git`` is a file — the user's own linked worktree (``git worktree add
+    ../feature``, her ``.env`` copied in) or a submodule's checkout — was taken for a task's
+    worktree, where nothing is the user's: every command read her untracked ``.env`` and
+    ``git.commit all`` put it in history. A task's worktree still hides nothing."""
+    git(env.root, "add", "-A")
+    git(env.root, "commit", "-qm", "project")
+    if kind == "linked worktree":
+        project = env.tmp / "feature"
+        git(env.root, "worktree", "add", "-q", str(project))
+    else:
+        outer = env.tmp / "outer"
+        outer.mkdir()
+        git(outer, "init", "-q")
+        git(
+            outer,
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            str(env.root),
+            "lib",
+        )
+        project = outer / "lib"
+    assert (project / ".git").is_file()
+    (project / ".env").write_text("DEPLOY=planted-env-41\n")
+    (project / "src" / "more.py").write_text("x = 2\n")
+    ctx = env.ctx(headless=True, project_root=str(project), workspace_root=str(project))
+    seen = await env.registry.call("shell.run", {"command": "grep -r planted . || true"}, ctx)
+    assert seen.status == "ok", seen.error
+    assert _planted(str(seen.output)) == []
+    if kind == "linked worktree":  # (air's git tools take no submodule's checkout for a project)
+        done = await env.registry.call("git.commit", {"message": "all", "all": True}, ctx)
+        assert done.status == "ok", done.error
+        committed = git(project, "show", "--name-only", "--format=", "HEAD").split()
+        assert committed == ["src/more.py"]
+    # the same checkout as a task's worktree of that project: the task's own files, all in sight
+    task = env.ctx(headless=True, workspace_root=str(project))
+    own = await env.registry.call("shell.run", {"command": "grep -r planted . || true"}, task)
+    assert _planted(str(own.output)) == ["planted-"]
