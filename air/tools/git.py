@@ -132,14 +132,15 @@ def _commit_paths(input: JsonObject) -> tuple[list[str], list[str], str | None]:
     return [], paths, command
 
 
-def project_facts(workspace_root: str) -> JsonObject:
-    """Name, git-ness and build files of the workspace (sync core of project.info)."""
+def project_facts(workspace_root: str, project_root: str) -> JsonObject:
+    """Name, git-ness and build files of the workspace (sync core of project.info): the name is
+    the project's, and a task's worktree (whose ``.git`` is a file) is in git too."""
     root = os.path.realpath(workspace_root)
     markers = [m for m in _BUILD_MARKERS if os.path.exists(os.path.join(root, m))]
     return {
         "workspace_root": root,
-        "name": os.path.basename(root),
-        "is_git": os.path.isdir(os.path.join(root, ".git")),
+        "name": os.path.basename(os.path.realpath(project_root)),
+        "is_git": os.path.lexists(os.path.join(root, ".git")),
         "build_files": markers,
     }
 
@@ -158,7 +159,10 @@ _BUILD_MARKERS = (
 
 
 async def _project_info(input: JsonObject, run: ToolRun) -> Any:
-    facts = await trio.to_thread.run_sync(project_facts, run.context.workspace_root)
+    context = run.context
+    facts = await trio.to_thread.run_sync(
+        project_facts, context.workspace_root, context.project_root
+    )
     return {"project_root": run.context.project_root, **facts}
 
 

@@ -144,6 +144,14 @@ async def test_fs_list_project_info_and_artifact_read(env: Env) -> None:
     assert out(info)["is_git"] is True
     assert out(info)["build_files"] == ["pyproject.toml"]
     assert out(info)["name"] == "proj"
+    # in a task's worktree (its .git a file): in git, and the project's name, not the worktree's
+    git(env.root, "add", "-A")
+    git(env.root, "commit", "-qm", "project")
+    worktree = env.tmp / "ws_01"
+    git(env.root, "worktree", "add", "-q", "--detach", str(worktree))
+    info = await env.registry.call("project.info", {}, env.ctx(workspace_root=str(worktree)))
+    assert (out(info)["is_git"], out(info)["name"]) == (True, "proj")
+    assert out(info)["workspace_root"] == str(worktree.resolve())
     ref = env.session.artifacts.create(
         ArtifactCreateInput(type=ArtifactType.LOG, slug="note", extension=".txt", content=b"hi\n"),
         ArtifactContext(session_id=env.session_id),
