@@ -29,7 +29,7 @@ class WorktreeCheck:
     def __init__(self, project_root: str) -> None:
         self.project_root = os.path.realpath(project_root)
         self.root = os.path.join(self.project_root, ".air", "local", "workspaces")
-        self.has_git_dir = os.path.isdir(os.path.join(self.project_root, ".git"))
+        self.has_git_dir = os.path.lexists(os.path.join(self.project_root, ".git"))
         self.facts: dict[str, Any] = {}
 
     def _owned(self) -> tuple[set[str], dict[str, tuple[str, str]]]:

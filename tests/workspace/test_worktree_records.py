@@ -15,7 +15,7 @@ from pathlib import Path
 from air.contracts.task import WorkspacePlan, WorkspaceStrategy
 from air.workspace.manager import WorkspaceManager
 from air.workspace.worktree_records import forget_worktree
-from tests.doctor.helpers import doctor_json, make_project
+from tests.doctor.helpers import air, doctor_json, make_project
 from tests.gitrepo import git
 from tests.workspace.recorder import Events
 
@@ -98,3 +98,26 @@ def test_a_record_whose_gitdir_is_a_named_pipe_is_passed_over(tmp_path: Path) ->
     os.mkfifo(record / "gitdir")
     assert forget_worktree(str(common), str(tmp_path / "gone")) == []
     assert record.is_dir()
+
+
+def test_the_doctor_checks_air_s_worktrees_of_a_project_that_is_a_linked_worktree(
+    tmp_path: Path,
+) -> None:
+    """A project checked out with ``git worktree add`` (its ``.git`` a file): the doctor took it
+    for no repository and never saw air's gone worktree there."""
+    main, home = make_project(tmp_path)
+    project = tmp_path / "feature"
+    git(main, "worktree", "add", "-q", "-b", "feature", str(project))
+    assert air(project, home, "init", ".").returncode == 0
+    gone = project / ".air" / "local" / "workspaces" / "ws_gone"
+    gone.parent.mkdir(parents=True, exist_ok=True)
+    git(project, "worktree", "add", "-q", "-b", "air/ws/ws_gone", str(gone))
+    os.rename(gone, tmp_path / "gone-too")
+
+    _, report, _ = doctor_json(project, home)
+    said = [i["message"] for i in report["issues"] if i["check"] == "worktrees"]
+    assert said == [f"git still lists the worktree {gone}, whose directory is gone"]
+    _, report, _ = doctor_json(project, home, "--fix")
+    assert [f["check"] for f in report["fixes"]] == ["worktrees"]
+    assert str(gone) not in git(main, "worktree", "list")
+    assert str(project) in git(main, "worktree", "list")
