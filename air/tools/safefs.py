@@ -144,7 +144,7 @@ def read_beneath(root: str, path: str) -> bytes | None:
     """
     parts = relative_parts(root, path)
     try:
-        dfd = _open_parent(root, parts, create=False, path=path)
+        dfd = _open_parent(root, parts, create=False, path=path, verb="read")
     except FileNotFoundError:
         return None
     try:
@@ -156,11 +156,11 @@ def read_beneath(root: str, path: str) -> bytes | None:
             return None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
-                raise _escape(path, "the target is a symlink") from exc
+                raise _escape(path, "the target is a symlink", "read") from exc
             raise
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             os.close(fd)
-            raise _escape(path, "the target is not a regular file")
+            raise _escape(path, "the target is not a regular file", "read")
         return read_bounded(fd, path)
     finally:
         os.close(dfd)
