@@ -416,51 +416,48 @@ async def test_a_runaway_stream_of_diagnostics_is_kept_to_its_bound_and_counted(
     assert (summary["errors"], summary["warnings"]) == (errors, warnings)
 
 
-async def test_a_build_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) -> None:
-    """A real CMake build whose step prints 1,100 errors: 1,000 handed on, all counted."""
+def _cmake_step(root: Path, script: str) -> None:
+    """``root`` a CMake project (no language) whose one target runs ``script`` with sh."""
+    root.mkdir(exist_ok=True)
+    (root / "step.sh").write_text(script)
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(step NONE)\n"
+        "add_custom_target(step ALL COMMAND sh ${CMAKE_SOURCE_DIR}/step.sh)\n"
+    )
+
+
+@pytest.mark.parametrize("tool", ["cpp.build", "cpp.cmake_configure"])
+async def test_a_command_counts_the_diagnostics_it_did_not_keep(tmp_path: Path, tool: str) -> None:
+    """A real CMake build whose step prints 1,100 errors, a CMakeLists.txt printing 1,100
+    warnings: 1,000 handed on, all counted in the summary."""
     from air.cpp.build import CppBuilder, CppBuildInput
 
     root = tmp_path / "noisy"
-    root.mkdir()
-    (root / "noisy.sh").write_text(
-        'for i in $(seq 1100); do echo "a.cpp:$i:1: error: e$i"; done; exit 1\n'
-    )
-    (root / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(noisy NONE)\n"
-        "add_custom_target(noisy ALL COMMAND sh ${CMAKE_SOURCE_DIR}/noisy.sh)\n"
-    )
+    _cmake_step(root, 'for i in $(seq 1100); do echo "a.cpp:$i:1: error: e$i"; done; exit 1\n')
     handed: list[object] = []
 
     async def record(diagnostic: object) -> None:
         handed.append(diagnostic)
 
-    built = await CppBuilder(LocalCommandRunner()).build(
-        CppBuildInput(workspace=str(root), timeout_s=120), record
-    )
-    assert not built.ok
+    summary: dict[str, Any]
+    if tool == "cpp.build":
+        built = await CppBuilder(LocalCommandRunner()).build(
+            CppBuildInput(workspace=str(root), timeout_s=120), record
+        )
+        assert not built.ok
+        summary = built.to_json()
+        counted = {"errors": 1100, "warnings": 0}
+    else:
+        with (root / "CMakeLists.txt").open("a") as f:
+            f.write('foreach(i RANGE 1 1100)\n  message(WARNING "w${i}")\nendforeach()\n')
+        configured = await CMakeConfigurator(LocalCommandRunner()).configure(
+            CppCmakeConfigureInput(workspace=str(root), timeout_s=120), record
+        )
+        assert configured.ok
+        summary = configured.to_json()
+        counted = {"errors": 0, "warnings": 1100}
     assert len(handed) == 1000
-    assert built.to_json()["errors"] == 1100
-
-
-async def test_a_configure_counts_the_diagnostics_it_did_not_keep(tmp_path: Path) -> None:
-    """A CMakeLists.txt printing 1,100 warnings: 1,000 handed on, all counted in the summary."""
-    root = tmp_path / "loud"
-    root.mkdir()
-    (root / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(loud NONE)\n"
-        'foreach(i RANGE 1 1100)\n  message(WARNING "w${i}")\nendforeach()\n'
-    )
-    handed: list[object] = []
-
-    async def record(diagnostic: object) -> None:
-        handed.append(diagnostic)
-
-    configured = await CMakeConfigurator(LocalCommandRunner()).configure(
-        CppCmakeConfigureInput(workspace=str(root), timeout_s=120), record
-    )
-    assert configured.ok
-    assert len(handed) == 1000
-    assert (configured.to_json()["warnings"], configured.to_json()["errors"]) == (1100, 0)
+    assert {k: summary[k] for k in counted} == counted
 
 
 async def test_a_builds_live_output_is_redacted_and_kept_to_its_live_budget(
@@ -479,11 +476,7 @@ async def test_a_builds_live_output_is_redacted_and_kept_to_its_live_budget(
     env.redactor.register(secret)
     line = f"step {secret} " + "x" * 60 + "\n"
     lines = 3 * LIVE_CHARS // len(line)
-    (env.root / "noisy.sh").write_text(f"yes '{line.rstrip()}' | head -n {lines}\n")
-    (env.root / "CMakeLists.txt").write_text(
-        "cmake_minimum_required(VERSION 3.16)\nproject(noisy NONE)\n"
-        "add_custom_target(noisy ALL COMMAND sh ${CMAKE_SOURCE_DIR}/noisy.sh)\n"
-    )
+    _cmake_step(env.root, f"yes '{line.rstrip()}' | head -n {lines}\n")
     try:
         built = await _call(env, "cpp.build", timeout_s=120)
         assert _o(built)["ok"] is True, built
