@@ -94,7 +94,7 @@ def _untracked(workspace: str) -> list[str] | None:
     A workspace that is a subdirectory of a repository (a monorepo's project) has no ``.git``
     of its own: git finds the repository itself, read-only, through air's hardened git."""
     location: GitLocation | None = None
-    if os.path.isdir(os.path.join(workspace, ".git")):
+    if os.path.lexists(os.path.join(workspace, ".git")):  # a directory, or a worktree's file
         try:
             location = locate_git(workspace, project_root=workspace)
         except AirException:
