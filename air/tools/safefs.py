@@ -45,7 +45,7 @@ def _escape(path: str, why: str, verb: str = "write") -> AirException:
     )
 
 
-def relative_parts(root: str, path: str) -> list[str]:
+def relative_parts(root: str, path: str, verb: str = "write") -> list[str]:
     """Split ``path`` (absolute, or relative to ``root``) into components below ``root``.
 
     Raises:
@@ -56,7 +56,7 @@ def relative_parts(root: str, path: str) -> list[str]:
     rel = os.path.relpath(os.path.normpath(absolute), root_real)
     parts = [p for p in rel.split(os.sep) if p not in ("", ".")]
     if not parts or parts[0] == ".." or ".." in parts:
-        raise _escape(path, "it is not inside the workspace")
+        raise _escape(path, "it is not inside the workspace", verb)
     return parts
 
 
@@ -142,7 +142,7 @@ def read_beneath(root: str, path: str) -> bytes | None:
         AirException: ``permission_denied`` for a link, or anything but a regular file (a FIFO
             would block the reader forever).
     """
-    parts = relative_parts(root, path)
+    parts = relative_parts(root, path, "read")
     try:
         dfd = _open_parent(root, parts, create=False, path=path, verb="read")
     except FileNotFoundError:
@@ -213,7 +213,7 @@ def open_beneath(root: str, path: str, *, directory: bool = False) -> int:
         if not directory:
             raise _escape(path, "it is a directory", "read")
         return os.open(root_real, _DIR_FLAGS)
-    parts = relative_parts(root_real, path)
+    parts = relative_parts(root_real, path, "read")
     dfd = _open_parent(root_real, parts, create=False, path=path, verb="read")
     try:
         flags = _DIR_FLAGS if directory else os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -55,14 +55,21 @@ def test_a_write_refuses_a_link_a_special_file_and_a_file_with_other_names(tmp_p
     assert outside.read_text() == OUTSIDE
     assert (root / "link").is_symlink()
     assert sorted(os.listdir(root)) == ["fifo", "hard", "link", "up"]  # no temporary file left
+    for where in ("../outside.txt", "a/../../outside.txt", str(tmp_path / "outside.txt"), "."):
+        assert _refusal(write_beneath, str(root), where, b"new\n") == (
+            f"refused to write {where}: it is not inside the workspace"
+        )
+    assert outside.read_text() == OUTSIDE
 
 
-def test_a_write_keeps_a_files_mode_and_makes_new_files_0644(tmp_path: Path) -> None:
+def test_a_write_keeps_a_files_mode_and_makes_new_files_0644_and_directories_0755(
+    tmp_path: Path,
+) -> None:
     root = tmp_path / "ws"
     root.mkdir()
     (root / "run.sh").write_text("#!/bin/sh\n")
     os.chmod(root / "run.sh", 0o750)
-    umask = os.umask(0o022)
+    umask = os.umask(0o002)  # a group-writable umask: the modes are air's
     try:
         write_beneath(str(root), "run.sh", b"#!/bin/sh\necho hi\n")
         write_beneath(str(root), "new/deep.txt", b"deep\n")
@@ -104,6 +111,9 @@ def test_a_read_refuses_a_link_and_a_special_file(tmp_path: Path) -> None:
     assert _refusal(read_beneath, str(root), "up/outside.txt") == (
         "refused to read up/outside.txt: 'up' is a symlink or not a directory"
     )
+    assert _refusal(read_beneath, str(root), "/etc/passwd") == (
+        "refused to read /etc/passwd: it is not inside the workspace"
+    )
     assert read_beneath(str(root), "missing.txt") is None
     assert read_beneath(str(root), "missing/a.txt") is None
     assert not (root / "missing").exists()  # a read makes no directory
@@ -132,6 +142,10 @@ def test_a_file_of_exactly_the_read_limit_is_read_one_byte_more_is_refused(tmp_p
         read_beneath(str(root), "edge.bin")
     assert caught.value.error.kind == ErrorKind.TOOL_ERROR
     assert caught.value.error.message.startswith("edge.bin is 32 MiB: over the 32 MiB")
+    assert caught.value.error.user_action == (
+        "Read parts of it with shell.run (head, tail, sed -n 'A,Bp', grep), or change it with "
+        "a command."
+    )
 
 
 def test_a_listing_passes_over_an_entry_gone_since_the_directory_was_read(
