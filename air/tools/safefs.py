@@ -96,6 +96,7 @@ def write_beneath(root: str, path: str, data: bytes, *, create_parents: bool = T
     name = parts[-1]
     dfd = _open_parent(root, parts, create=create_parents, path=path)
     tmp = f".{name}.air-{secrets.token_hex(6)}.tmp"
+    created = False  # only the temporary file this call created is removed on failure
     try:
         mode = 0o644
         try:
@@ -116,6 +117,7 @@ def write_beneath(root: str, path: str, data: bytes, *, create_parents: bool = T
             mode,
             dir_fd=dfd,
         )
+        created = True
         try:
             view = memoryview(data)
             while view:
@@ -126,10 +128,11 @@ def write_beneath(root: str, path: str, data: bytes, *, create_parents: bool = T
             os.close(fd)
         os.rename(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
     except BaseException:
-        try:
-            os.unlink(tmp, dir_fd=dfd)
-        except OSError:
-            pass
+        if created:
+            try:
+                os.unlink(tmp, dir_fd=dfd)
+            except OSError:
+                pass
         raise
     finally:
         os.close(dfd)

@@ -100,6 +100,23 @@ def test_a_failed_write_leaves_the_file_as_it_was_and_no_temporary_file(
     assert (root / "a.txt").read_text() == "before\n"
 
 
+def test_a_link_planted_at_the_temporary_name_is_never_written_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The temporary file is created, never opened: a link in its place (its name guessed)
+    makes the write fail instead of writing where the link points."""
+    import air.tools.safefs as safefs
+
+    root, outside = _workspace(tmp_path)
+    monkeypatch.setattr(safefs.secrets, "token_hex", lambda n: "guessed")
+    (root / ".a.txt.air-guessed.tmp").symlink_to(outside)
+    with pytest.raises(FileExistsError):
+        write_beneath(str(root), "a.txt", b"new\n")
+    assert outside.read_text() == OUTSIDE
+    assert not (root / "a.txt").exists()
+    assert (root / ".a.txt.air-guessed.tmp").is_symlink()
+
+
 def test_a_read_refuses_a_link_and_a_special_file(tmp_path: Path) -> None:
     root, _ = _workspace(tmp_path)
     assert _refusal(read_beneath, str(root), "link") == (
