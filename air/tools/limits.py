@@ -30,6 +30,7 @@ __all__ = [
     "limits_script",
     "load_limits",
     "resource_limit_error",
+    "within_inherited",
 ]
 
 _MIB = 1 << 20
@@ -115,6 +116,34 @@ def _read(path: str) -> dict[str, int] | None:
     return out
 
 
+def _inherited(which: int) -> int | None:
+    """air's own hard limit ``which`` (a sandbox inherits it: no command may go above it);
+    None when unlimited."""
+    import resource
+
+    hard = resource.getrlimit(which)[1]
+    return None if hard == resource.RLIM_INFINITY else hard
+
+
+def within_inherited(limits: ResourceLimits) -> ResourceLimits:
+    """``limits`` lowered to the hard limits air itself runs under (an HPC login node's
+    ``ulimit -t``, a batch system's): a command can set no rlimit above them, and asking made
+    every command fail (``ulimit: cannot modify limit``, exit 125)."""
+    import resource
+
+    changes: dict[str, int] = {}
+    processes = _inherited(resource.RLIMIT_NPROC)
+    if processes is not None and limits.processes > processes:
+        changes["processes"] = max(processes, 1)
+    size = _inherited(resource.RLIMIT_FSIZE)
+    if size is not None and limits.file_size_mb > size // _MIB:
+        changes["file_size_mb"] = max(size // _MIB, 1)
+    cpu = _inherited(resource.RLIMIT_CPU)
+    if cpu is not None and limits.cpu_seconds + 1 > cpu:  # its hard limit is one second more
+        changes["cpu_seconds"] = max(cpu - 1, 1)
+    return limits._replace(**changes) if changes else limits
+
+
 def load_limits(
     project_root: str | None, *, home: str | None = None, trusted: bool = False
 ) -> ResourceLimits:
@@ -136,11 +165,11 @@ def load_limits(
     if user:
         limits = limits._replace(**user)
     if project_root is None:
-        return limits
+        return within_inherited(limits)
     path = limits_file(project_root, user=False)
     project = _read(path)
     if not project:
-        return limits
+        return within_inherited(limits)
     raised = sorted(k for k, v in project.items() if v > getattr(limits, k))
     if raised and not trusted:
         raise AirException.of(
@@ -154,23 +183,32 @@ def load_limits(
                 f"{limits_file('~', user=True)} instead, or trust the project."
             ),
         )
-    return limits._replace(**project)
+    return within_inherited(limits._replace(**project))
 
 
 def limits_script(limits: ResourceLimits) -> str:
     """The shell line that sets the per-process rlimits, then runs the command (``$1``).
 
     Hard and soft limits both: a command cannot raise them again (it holds no capability).
+    Never above air's own hard limits (``within_inherited``).
     RLIMIT_NPROC is set too: for an unprivileged air it bounds the sandbox's own user
     namespace; the kernel exempts root (IMPL-SBX-8), for which ``PidsCgroup``/``LimitWatch``
     hold the process limit.
     """
+    import resource
+
+    limits = within_inherited(limits)
     blocks = limits.file_size_mb * 1024  # bash counts -f in 1024-byte blocks
+    size = _inherited(resource.RLIMIT_FSIZE)
+    if size is not None:  # under one MiB, or not a whole number of them
+        blocks = min(blocks, size // 1024)
     cpu = limits.cpu_seconds
+    inherited_cpu = _inherited(resource.RLIMIT_CPU)
+    cpu_hard = cpu + 1 if inherited_cpu is None else min(cpu + 1, inherited_cpu)
     # CPU: SIGXCPU at the soft limit (exit 152, attributed), SIGKILL a second later if ignored
     return (
         f"ulimit -H -S -u {limits.processes} -f {blocks} && ulimit -S -t {cpu} "
-        f'&& ulimit -H -t {cpu + 1} || exit 125; exec /bin/bash --noprofile --norc -c "$1"'
+        f'&& ulimit -H -t {cpu_hard} || exit 125; exec /bin/bash --noprofile --norc -c "$1"'
     )
 
 

@@ -105,10 +105,10 @@ def test_a_link_planted_at_the_temporary_name_is_never_written_through(
 ) -> None:
     """The temporary file is created, never opened: a link in its place (its name guessed)
     makes the write fail instead of writing where the link points."""
-    import air.tools.safefs as safefs
+    import secrets
 
     root, outside = _workspace(tmp_path)
-    monkeypatch.setattr(safefs.secrets, "token_hex", lambda n: "guessed")
+    monkeypatch.setattr(secrets, "token_hex", lambda n: "guessed")
     (root / ".a.txt.air-guessed.tmp").symlink_to(outside)
     with pytest.raises(FileExistsError):
         write_beneath(str(root), "a.txt", b"new\n")

@@ -10,8 +10,10 @@ it is trusted.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -227,3 +229,36 @@ def test_tmp_and_home_hold_no_more_than_the_memory_limit(box: Sandboxed) -> None
         )
         assert out["exit_code"] == 7, out
         assert "No space left on device" in str(out["stderr"]), out
+
+
+def test_air_under_lower_hard_limits_runs_commands_within_them(tmp_path: Path) -> None:
+    """air run under a lower hard limit than its own (an HPC login node's ``ulimit -t``, a
+    batch system's file size limit): every command failed (``ulimit: cpu time: cannot modify
+    limit``, exit 125) as air asked for more than it held. Now a command runs within the
+    stricter of the two, and the limit air reports is the one that holds."""
+    script = f"""
+import json, resource, sys, trio
+resource.setrlimit(resource.RLIMIT_CPU, (1000, 1000))
+resource.setrlimit(resource.RLIMIT_FSIZE, ((2 << 20) + 512, (2 << 20) + 512))
+from pathlib import Path
+from air.tools.limits import load_limits
+from tests.tools.conftest import Env
+
+async def main():
+    env = Env(Path({str(tmp_path)!r}))
+    env.engine.headless_allow_ask = True
+    command = {{"command": "ulimit -S -t; ulimit -H -t; ulimit -f; echo ran"}}
+    done = await env.registry.call("shell.run", command, env.ctx(headless=True))
+    env.close()
+    print(json.dumps([done.output, list(load_limits(None, home={str(tmp_path)!r}))]))
+
+trio.run(main)
+"""
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=repo, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    output, limits = json.loads(done.stdout.splitlines()[-1])
+    assert (output["exit_code"], output["stdout"]) == (0, "999\n1000\n2048\nran\n"), output
+    assert limits == [1024, 8192, 2, 999]  # processes, memory_mb, file_size_mb, cpu_seconds
