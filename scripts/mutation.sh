@@ -11,6 +11,10 @@
 #                                       # they are read, against their tests
 #   bash scripts/mutation.sh git        # how air runs git on a repository it does not trust
 #                                       # (hardening, submodules, LFS) and walks a tree
+#   bash scripts/mutation.sh tools      # the file tools' walk below a checked path and the
+#                                       # credential files no command sees, against their tests
+#   bash scripts/mutation.sh sandbox    # the sandbox's bubblewrap command line (binds, hidden
+#                                       # state, environment) against the sandbox's tests
 #   bash scripts/mutation.sh security air/security/engine.py   # one file of an area
 #
 # It installs mutmut into .venv if missing, copies the working tree (tracked and untracked,
@@ -63,6 +67,17 @@ case "$area" in
     # runs the tree walk under another user's python, which cannot import mutmut's trampolines
     deselect="tests/test_tree_walk.py::test_directories_their_owner_locked_are_removed"
     ;;
+  tools)
+    mutate=${only:-"air/tools/safefs.py air/tools/credential_files.py"}
+    tests="tests/tools/test_safefs.py tests/tools/test_fs_tools.py tests/tools/test_escapes.py tests/tools/test_fs_read_race.py tests/tools/test_fs_large_files.py tests/tools/test_credential_files.py tests/tools/test_sandbox_secrets.py tests/tools/test_undecodable_names.py tests/tools/test_fs_search_bounds.py tests/tools/test_fs_patch_git.py"
+    ;;
+  sandbox)
+    mutate=${only:-"air/tools/sandbox.py"}
+    # not the network's tests: mutmut collects its stats in its own process, where the last
+    # network command leaves its killed slirp4netns for the next one to reap (IMPL-SBX-9), and
+    # mutmut's os.wait() for a mutant's run then reaps that one instead
+    tests="tests/tools/test_sandbox_readonly.py tests/tools/test_sandbox_secrets.py tests/tools/test_sandbox_privilege.py tests/tools/test_sandbox_git.py tests/tools/test_sandbox_pinning.py tests/tools/test_sandbox_set_id.py tests/tools/test_sandbox_keyring.py tests/tools/test_sandbox_required.py tests/tools/test_sandbox_init_guard.py tests/tools/test_sandbox_build_dirs.py tests/tools/test_escapes.py tests/tools/test_shell_and_secrets.py tests/tools/test_credential_files.py"
+    ;;
   guards)
     # mutmut mutates whole files; only the guard functions' mutants are run and counted.
     mutate="air/supervision/worker_manager.py"
@@ -75,7 +90,7 @@ case "$area" in
     )
     ;;
   *)
-    echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|git|guards [file]" >&2
+    echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|git|tools|sandbox|guards [file]" >&2
     exit 2
     ;;
 esac
@@ -87,21 +102,32 @@ git ls-files -z --cached --others --exclude-standard |
   while IFS= read -r -d '' f; do [ -e "$f" ] && printf '%s\0' "$f"; done |
   tar --null -T - -cf - | tar -xf - -C "$dest"
 # The suite's forked air (tests/forked_air.py) is a server started in the repository whose
-# children run in a test's project directory, where mutmut cannot find its configuration
-# (their trampolines read it): in the copy, the server loads it at its start.
-"$repo/.venv/bin/python" - "$dest/tests/forked_air.py" <<'PY'
+# children run in a test's project directory, and the sandbox tests' probe
+# (tests/tools/sandbox_probe.py) runs in a workspace, maybe as another user: there mutmut cannot
+# find its configuration (their trampolines read it), so in the copy each loads it at its start
+# from the copy's directory.
+"$repo/.venv/bin/python" - "$dest/tests/forked_air.py" "$dest/tests/tools/sandbox_probe.py" <<'PY'
 import pathlib, sys
-path = pathlib.Path(sys.argv[1])
-text = path.read_text()
-hook = (
+load = (
     "\ntry:  # added by scripts/mutation.sh in its scratch copy only\n"
     "    from mutmut.configuration import config as _mutmut_config\n\n"
-    "    _mutmut_config()\n"
+    "{call}"
     "except ImportError:\n"
     "    pass\n"
 )
-if hook not in text:
-    path.write_text(text.replace("\nimport air.cli\n", "\nimport air.cli\n" + hook, 1))
+hooks = {
+    sys.argv[1]: ("\nimport air.cli\n", "    _mutmut_config()\n"),
+    sys.argv[2]: (
+        "\nREPO = Path(__file__).resolve().parents[2]\n",
+        "    _cwd = os.getcwd()\n    os.chdir(REPO)\n    _mutmut_config()\n    os.chdir(_cwd)\n",
+    ),
+}
+for name, (anchor, call) in hooks.items():
+    path = pathlib.Path(name)
+    text = path.read_text()
+    hook = load.format(call=call)
+    if hook not in text:
+        path.write_text(text.replace(anchor, anchor + hook, 1))
 PY
 {
   echo
@@ -129,19 +155,22 @@ export PATH="$repo/.venv/bin:$PATH"
 if [ "${MUTATION_RETEST:-0}" = 1 ] && [ -d mutants ]; then
   # After adding tests: test again every mutant that was not killed (killed ones stay killed,
   # tests are only ever added) and let mutmut map the tests to functions anew.
-  python - <<'PY'
-import json, pathlib
+  # MUTATION_RESET_FILE names killed mutants to test again too (one a line): those a broken
+  # run of their tests had killed.
+  python - "${MUTATION_RESET_FILE:-}" <<'PY'
+import json, pathlib, sys
+again = set(pathlib.Path(sys.argv[1]).read_text().split()) if sys.argv[1] else set()
 reset = 0
 for meta in pathlib.Path("mutants").rglob("*.py.meta"):
     data = json.loads(meta.read_text())
     codes = data.get("exit_code_by_key", {})
     for key, code in codes.items():
-        if code in (0, 5, 33):
+        if code in (0, 5, 33) or key in again:
             codes[key] = None
             reset += 1
     meta.write_text(json.dumps(data, indent=4))
 pathlib.Path("mutants/mutmut-stats.json").unlink(missing_ok=True)
-print(f"mutation: {reset} surviving mutants will be tested again")
+print(f"mutation: {reset} mutants will be tested again")
 PY
 fi
 status=0

@@ -281,3 +281,26 @@ async def test_a_project_with_a_git_file_hides_the_user_s_credential_files(
     task = env.ctx(headless=True, workspace_root=str(project))
     own = await env.registry.call("shell.run", {"command": "grep -r planted . || true"}, task)
     assert _planted(str(own.output)) == ["planted-"]
+
+
+def test_the_scan_walks_past_a_virtual_environment_and_scans_the_workspace_it_is_given(
+    tmp_path: Path,
+) -> None:
+    """A venv is passed over whole, and the walk goes on after it (a `break` there left every
+    credential file after the first venv in sight); a task's copy of the project is scanned
+    itself, not the project it was copied from."""
+    project = tmp_path / "project"
+    for name in ("aaa-venv", "zzz-venv"):  # one is walked before mmm, whatever the order
+        venv = project / name
+        (venv / "lib").mkdir(parents=True)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "lib" / "test.pem").write_text("x")
+    (project / "mmm").mkdir()
+    (project / "mmm" / ".env").write_text("K=v\n")
+    real = os.path.realpath(project)
+    assert credential_files(real) == (f"{real}/mmm/.env",)
+    copy = tmp_path / "copy"
+    (copy / "deploy").mkdir(parents=True)
+    (copy / "deploy" / "prod.env").write_text("K=v\n")
+    found = trio.run(hidden_credentials, str(copy), str(project))
+    assert found == (f"{os.path.realpath(copy)}/deploy/prod.env",)

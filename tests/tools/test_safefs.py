@@ -9,12 +9,13 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from functools import partial
 from pathlib import Path
 
 import pytest
 
 from air.contracts.error import AirException, ErrorKind
-from air.tools.safefs import READ_MAX, list_fd, read_beneath, read_fd, write_beneath
+from air.tools.safefs import READ_MAX, list_fd, open_beneath, read_beneath, read_fd, write_beneath
 
 OUTSIDE = "kept outside\n"
 
@@ -183,3 +184,45 @@ def test_a_listing_passes_over_an_entry_gone_since_the_directory_was_read(
     monkeypatch.setattr(os, "stat", gone_b)
     listed = list_fd(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
     assert listed == [("a", "dir"), ("c", "dir"), ("link", "link")]
+
+
+def test_open_beneath_opens_what_was_checked_and_refuses_the_rest_by_name(tmp_path: Path) -> None:
+    """fs.read's and fs.list's walk: the workspace itself as a directory, a file read whole by
+    an absolute path too; a link, a linked parent, a file listed, a FIFO and the workspace read
+    as a file are refused by name, no descriptor left open; a missing path makes nothing."""
+    root, _ = _workspace(tmp_path)
+    (root / "a.txt").write_text("a\n")
+    (root / "sub").mkdir()
+    (root / "sub" / "b.txt").write_text("b\n")
+    (root / "dirlink").symlink_to(root / "sub")
+    before = len(os.listdir("/proc/self/fd"))
+    assert [n for n, _ in list_fd(open_beneath(str(root), str(root), directory=True))] == [
+        "a.txt",
+        "dirlink",
+        "fifo",
+        "hard",
+        "link",
+        "sub",
+        "up",
+    ]
+    assert list_fd(open_beneath(str(root), "sub", directory=True)) == [("b.txt", "file")]
+    assert read_fd(open_beneath(str(root), str(root / "sub" / "b.txt"))) == b"b\n"
+    for call, where, message in (
+        (False, str(root), f"refused to read {root}: it is a directory"),
+        (False, "link", "refused to read link: the target is a symlink"),
+        (
+            False,
+            "up/outside.txt",
+            "refused to read up/outside.txt: 'up' is a symlink or not a directory",
+        ),
+        (True, "a.txt", "refused to list a.txt: it is a symlink or not a directory"),
+        (True, "dirlink", "refused to list dirlink: it is a symlink or not a directory"),
+        (False, "fifo", "refused to read fifo: it is not a regular file"),
+        (False, "sub", "refused to read sub: it is not a regular file"),
+        (False, "../outside.txt", "refused to read ../outside.txt: it is not inside the workspace"),
+    ):
+        assert _refusal(partial(open_beneath, str(root), directory=call), where) == message
+    with pytest.raises(FileNotFoundError):
+        open_beneath(str(root), "missing/c.txt")
+    assert not (root / "missing").exists()
+    assert len(os.listdir("/proc/self/fd")) == before
