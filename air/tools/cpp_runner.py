@@ -25,7 +25,7 @@ from air.contracts.error import AirError, AirException, ErrorKind, make_air_erro
 from air.contracts.ids import new_id
 from air.tools.credential_files import hidden_credentials
 from air.tools.limits import LimitWatch, resource_limit_error
-from air.tools.output import LiveBudget
+from air.tools.output import LiveBudget, send_live
 from air.tools.registry import is_cancellation
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
@@ -118,11 +118,6 @@ class SandboxedCommandRunner:
         redacting = {"stdout": run.redactor.stream(), "stderr": run.redactor.stream()}
         live = {"stdout": LiveBudget(), "stderr": LiveBudget()}
 
-        async def send(name: str, text: str) -> None:
-            payload = {"command_run_id": command_run_id, "data": text}
-            await run.emit(f"command.{name}.delta", payload, redacted=True)
-            await run.stream("stdout" if name == "stdout" else "stderr", text, redacted=True)
-
         async def forward(name: str, text: str) -> None:
             budget = live[name]
             if text and budget.left <= 0:
@@ -130,9 +125,9 @@ class SandboxedCommandRunner:
             else:  # the end of the stream (an empty chunk) flushes its last line
                 redacted = redacting[name].feed(text) if text else redacting[name].finish()
                 if shown := budget.take(redacted):
-                    await send(name, shown)
+                    await send_live(run, command_run_id, name, shown)
                 if not text and (note := budget.note(name)):
-                    await send(name, note)
+                    await send_live(run, command_run_id, name, note)
             if on_output is not None:
                 await on_output(name, text)
 

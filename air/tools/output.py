@@ -37,6 +37,7 @@ __all__ = [
     "CommandOutput",
     "LiveBudget",
     "pump",
+    "send_live",
     "widen_pipe",
 ]
 
@@ -70,6 +71,14 @@ async def pump(
     async with sink:
         while chunk := await stream.receive_some(PIPE_BYTES):
             await sink.send((kind, bytes(chunk)))
+
+
+async def send_live(run: ToolRun, command_run_id: str, kind: str, text: str) -> None:
+    """Stream ``text`` of stream ``kind`` of a command run (a ``command.*.delta`` event and a
+    tool event), which a ``RedactingStream`` of the run's redactor produced."""
+    payload = {"command_run_id": command_run_id, "data": text}
+    await run.emit(f"command.{kind}.delta", payload, redacted=True)
+    await run.stream("stdout" if kind == "stdout" else "stderr", text, redacted=True)
 
 
 @dataclass(eq=False)
@@ -231,10 +240,7 @@ class CommandOutput:
                 await self._send(kind, live)
 
     async def _send(self, kind: str, text: str) -> None:
-        """Stream ``text``, which a ``RedactingStream`` of the run's redactor produced."""
-        payload = {"command_run_id": self.command_run_id, "data": text}
-        await self.run.emit(f"command.{kind}.delta", payload, redacted=True)
-        await self.run.stream("stdout" if kind == "stdout" else "stderr", text, redacted=True)
+        await send_live(self.run, self.command_run_id, kind, text)
 
     async def store(self) -> dict[str, str]:
         """Store each stream that wrote anything as its log artifact; stream name -> id. After
