@@ -27,7 +27,6 @@ import contextlib
 import json
 import os
 import subprocess
-import tempfile
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,9 +39,11 @@ from air.remote.hosts import HostConfig
 from air.remote.sidechannel import SideChannel
 from air.remote.ssh import (
     client_environment,
+    log_text,
     remote_command,
     ssh_argv,
     sweep_remote,
+    unlinked_log,
 )
 
 __all__ = ["ExecutorSession", "SessionPool", "idle_seconds"]
@@ -83,8 +84,9 @@ class ExecutorSession:
         self.last_used = trio.current_time()
         self.remote: dict[str, Any] | None = None
         """The guard's identity line (host, pid, ...), once read."""
-        self.log = ""
-        """The ssh client's and the remote end's stderr (a local file)."""
+        self.log = -1
+        """The ssh client's and the remote end's stderr: a descriptor of an unlinked local
+        file (``unlinked_log``), -1 when closed."""
 
     async def open(self) -> None:
         command = [self.host.python, "-P", "-m", "air.remote.executor", "serve"]
@@ -101,13 +103,13 @@ class ExecutorSession:
             line = remote_command(self.host, self.marker, command, {}, cwd=self.worktree)
             argv = [*ssh_argv(self.host), "--", self.host.destination(), line]
             env = client_environment()
-        fd, self.log = tempfile.mkstemp(prefix="air-exec-", suffix=".log")
+        self.log = unlinked_log()
         try:
             self.process = await trio.lowlevel.open_process(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=fd,
+                stderr=self.log,
                 start_new_session=True,
                 env=env,
             )
@@ -115,12 +117,10 @@ class ExecutorSession:
         except BaseException:
             if side is not None:
                 side.close()
-            if self.process is None:  # nothing ran: its empty log goes (close needs a process)
-                os.unlink(self.log)
-                self.log = ""
+            if self.process is None:  # nothing ran: its log goes (close needs a process)
+                os.close(self.log)
+                self.log = -1
             raise
-        finally:
-            os.close(fd)
         if side is None:
             self.send, self.receive = self.process.stdin, self.process.stdout
         else:
@@ -156,17 +156,11 @@ class ExecutorSession:
         self._note(f"air: {reason} (IMPL-SLURM-5)\n")
 
     def _note(self, text: str) -> None:
-        with open(self.log, "a") as fh:
-            fh.write(text)
+        os.write(self.log, text.encode())  # at the offset the process's stderr shares
 
     def errors(self) -> str:
         """The tail of the session's stderr."""
-        try:
-            with open(self.log, "rb") as fh:
-                fh.seek(max(0, os.path.getsize(self.log) - 500))
-                return fh.read().decode("utf-8", "replace").strip()
-        except OSError:
-            return ""
+        return log_text(self.log, 500, tail=True).strip() if self.log >= 0 else ""
 
     async def call(
         self, request: dict[str, Any], line: Callable[[dict[str, Any]], Awaitable[bool]]
@@ -281,9 +275,9 @@ class ExecutorSession:
             streams = [self.send, self.receive, process.stdin, process.stdout]
             for stream in dict.fromkeys(s for s in streams if s is not None):
                 await stream.aclose()
-        if self.log:
-            os.unlink(self.log)
-            self.log = ""
+        if self.log >= 0:
+            os.close(self.log)
+            self.log = -1
 
 
 class SessionPool:

@@ -52,12 +52,14 @@ __all__ = [
     "classify_ssh_failure",
     "client_environment",
     "forged_identity",
+    "log_text",
     "module_argv",
     "open_ssh_master",
     "remote_command",
     "run_remote",
     "ssh_argv",
     "sweep_remote",
+    "unlinked_log",
 ]
 
 REMOTE_PATH = "/usr/local/bin:/usr/bin:/bin"
@@ -306,12 +308,13 @@ class NoiseGuard(trio.abc.ReceiveStream):
 class SshHandle:
     """The local ssh client of one remote worker."""
 
-    def __init__(self, process: trio.Process, host: HostConfig, marker: str, log: str) -> None:
+    def __init__(self, process: trio.Process, host: HostConfig, marker: str, log: int) -> None:
         self.process = process
         self.host = host
         self.marker = marker
         self.log = log
-        """The ssh client's own messages (``-E``), apart from the worker's stderr."""
+        """The ssh client's own messages (``-E``), apart from the worker's stderr: a descriptor
+        of an unlinked file (``unlinked_log``), -1 once read."""
         self.ssh_error = ""
         self.identity: ProcessIdentity = read_identity(process.pid)
         self.swept: list[int] | None = None
@@ -337,9 +340,10 @@ class SshHandle:
 
     async def wait(self) -> int:
         code = await self.process.wait()
-        if self.log:
-            self.ssh_error = _take_log(self.log)
-            self.log = ""
+        if self.log >= 0:
+            self.ssh_error = log_text(self.log, 4096, tail=False)
+            os.close(self.log)
+            self.log = -1
         return code
 
     async def aclose(self) -> None:
@@ -347,15 +351,22 @@ class SshHandle:
         await close_pipes(self.process)
 
 
-def _take_log(path: str) -> str:
-    """The ssh client's messages (a small local file, read once), its directory removed."""
+def unlinked_log() -> int:
+    """A read-write descriptor of a new local file that no name leads to: a client's stderr or
+    log, which nothing outlives (a killed air leaves no file behind in the temporary directory).
+    Another program opens it by ``/proc/AIR_PID/fd/N`` while air runs."""
+    fd, path = tempfile.mkstemp(prefix="air-log-")
+    os.unlink(path)
+    return fd
+
+
+def log_text(fd: int, limit: int, *, tail: bool) -> str:
+    """The first (or, with ``tail``, the last) ``limit`` bytes of ``fd``'s file, as text."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as fh:
-            return fh.read(4096)
+        start = max(0, os.fstat(fd).st_size - limit) if tail else 0
+        return os.pread(fd, limit, start).decode("utf-8", "replace")
     except OSError:
         return ""
-    finally:
-        shutil.rmtree(os.path.dirname(path), ignore_errors=True)
 
 
 def module_argv(host: HostConfig, module: str, *args: str) -> list[str]:
@@ -483,16 +494,22 @@ class SshLauncher:
 
     async def launch(self, spec: LaunchSpec) -> Launched:
         await self._sweep_unswept()
-        log = os.path.join(tempfile.mkdtemp(prefix="air-ssh-"), "ssh.log")
         argv = self.argv(spec)
-        process = await trio.lowlevel.open_process(
-            [argv[0], "-E", log, *argv[1:]],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            env=client_environment(),
-        )
+        log = unlinked_log()
+        try:
+            process = await trio.lowlevel.open_process(
+                # ssh closes every inherited descriptor past stderr at its start: it opens
+                # air's own, which lives as long as air does
+                [argv[0], "-E", f"/proc/{os.getpid()}/fd/{log}", *argv[1:]],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                env=client_environment(),
+            )
+        except BaseException:
+            os.close(log)
+            raise
         assert process.stdin is not None
         assert process.stdout is not None
         handle = SshHandle(process, self.host, spec.marker, log)

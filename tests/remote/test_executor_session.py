@@ -187,21 +187,27 @@ async def test_the_parents_sigkill_leaves_no_session(
 ) -> None:
     worktree = make_worktree(remote_host)
     (tmp_path / "env").mkdir()
+    (tmp_path / "tmp").mkdir()
     parent = subprocess.Popen(  # noqa: ASYNC220 (read from a thread below)
         [sys.executable, "-c", PARENT, str(CHECKOUT / ".remote" / "hosts.yaml"),
          str(tmp_path / "env"), worktree],
         cwd=CHECKOUT,
         stdout=subprocess.PIPE,
+        env={**os.environ, "TMPDIR": str(tmp_path / "tmp")},
     )  # fmt: skip
     try:
         assert parent.stdout is not None
         marker, ssh_pid = (await trio.to_thread.run_sync(parent.stdout.readline)).split()
         assert remote_marked(marker.decode())
+        # the session's stderr is a file no name leads to: a killed parent leaves no log
+        assert os.listdir(tmp_path / "tmp") == []
+        assert os.readlink(f"/proc/{ssh_pid.decode()}/fd/2").endswith(" (deleted)")
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
     # the ssh client is in a session of its own: it ends because its stdin closed
     await wait_for(lambda: not remote_marked(marker.decode()) and not exists(int(ssh_pid)))
+    assert os.listdir(tmp_path / "tmp") == []
 
 
 def exists(pid: int) -> bool:

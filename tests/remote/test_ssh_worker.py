@@ -232,6 +232,15 @@ async def test_workers_share_a_master_connection_that_air_closes(
     assert not Path(control).parent.exists()
 
 
+def _ssh_log(client: int) -> str:
+    """What the ssh client ``client``'s ``-E`` log is, once the client opened it."""
+    argv = Path(f"/proc/{client}/cmdline").read_bytes().split(b"\0")
+    log = os.readlink(argv[argv.index(b"-E") + 1].decode())
+    fds = Path(f"/proc/{client}/fd")
+    assert log in [os.readlink(fd) for fd in fds.iterdir()]
+    return log
+
+
 def _with_argument(text: str) -> list[int]:
     """Local processes whose command line mentions ``text``."""
     found = []
@@ -245,11 +254,13 @@ def _with_argument(text: str) -> list[int]:
 
 
 async def test_the_session_end_sweep_kills_what_a_stopped_guard_left(
-    remote_host: HostConfig,
+    remote_host: HostConfig, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The remote guard stopped (SIGSTOP: layer 1 cannot act) and the local client killed: the
     worker's setsid grandchild that ignores SIGTERM stays on the host until the launcher's sweep
-    over a fresh connection kills every process of the runs it started."""
+    over a fresh connection kills every process of the runs it started. The client's own log is
+    a file no name leads to (a killed air leaves none behind)."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     launcher = SshLauncher(remote_host)
     marker = "run_sweep_" + os.urandom(6).hex()
     launched = await launcher.launch(
@@ -266,6 +277,9 @@ async def test_the_session_end_sweep_kills_what_a_stopped_guard_left(
     assert b"worker.ready" in first
     await _wait_for(lambda: len(remote_marked(marker)) >= 3)
     assert isinstance(launched.handle, SshHandle)
+    assert os.listdir(tmp_path) == []
+    log = _ssh_log(launched.handle.identity.pid)
+    assert log.endswith(" (deleted)")
     assert launched.handle.remote is not None
     os.kill(launched.handle.remote["pid"], signal.SIGSTOP)  # the guard
     os.kill(launched.handle.identity.pid, signal.SIGKILL)

@@ -140,10 +140,13 @@ def unprivileged_python() -> str:
 
 
 def unprivileged_dir(parent: str = "/tmp") -> Path:
-    """A fresh directory owned by ``nobody`` in a place ``nobody`` can reach."""
+    """A fresh directory owned by ``nobody`` in a place ``nobody`` can reach, removed when the
+    test process ends (outside pytest's temporary directories, which ``nobody`` cannot reach)."""
+    import atexit
     import tempfile
 
     path = Path(tempfile.mkdtemp(prefix="air-sbx-", dir=parent))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
     path.chmod(0o755)
     os.chown(path, NOBODY, NOBODY)
     return path
