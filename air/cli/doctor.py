@@ -217,7 +217,7 @@ class ArtifactsCheck:
 
 def build_checks(project_root: str | None, project_id: str | None = None) -> list[DoctorCheck]:
     """Every capability air uses, in the order they are checked."""
-    from air.cli.doctor_config import load_configuration
+    from air.cli.doctor_config import command_limits, load_configuration
     from air.cli.doctor_mcp import mcp_checks
     from air.cli.doctor_owner import TrackedStateCheck
     from air.cli.doctor_views import StoredViewsCheck
@@ -307,6 +307,9 @@ def build_checks(project_root: str | None, project_id: str | None = None) -> lis
         )
     )
     checks.append(ProbeCheck("config", lambda: load_configuration(project_root)))
+    checks.append(
+        ProbeCheck("sandbox.limits", lambda: command_limits(project_root), severity="warning")
+    )
     checks += mcp_checks(project_root)
     if project_root is not None:
         checks += [

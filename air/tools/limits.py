@@ -29,6 +29,7 @@ __all__ = [
     "limits_file",
     "limits_script",
     "load_limits",
+    "lowered",
     "resource_limit_error",
     "within_inherited",
 ]
@@ -144,32 +145,46 @@ def within_inherited(limits: ResourceLimits) -> ResourceLimits:
     return limits._replace(**changes) if changes else limits
 
 
+def lowered(limits: ResourceLimits) -> dict[str, tuple[int, int]]:
+    """The limits air's own hard limits lower (``within_inherited``): name -> (asked, held)."""
+    held = within_inherited(limits)
+    pairs = ((n, getattr(limits, n), getattr(held, n)) for n in _NAMES)
+    return {n: (asked, got) for n, asked, got in pairs if asked != got}
+
+
 def load_limits(
-    project_root: str | None, *, home: str | None = None, trusted: bool = False
+    project_root: str | None,
+    *,
+    home: str | None = None,
+    trusted: bool = False,
+    inherited: bool = True,
 ) -> ResourceLimits:
     """The limits of a command in ``project_root``: defaults, then the user's file, then the
-    project's.
+    project's, lowered to air's own hard limits.
 
     Args:
         project_root: the project (None: the user's limits only).
         home: the user's HOME (default ``~``).
         trusted: the user trusted this project's configuration; an untrusted project may only
             lower a limit (a cloned repository must not lift the bounds the user chose).
+        inherited: False: as configured, not lowered to air's hard limits (what ``air
+            doctor`` compares them with).
 
     Raises:
         AirException: ``config_error`` for a malformed file; ``untrusted_config`` when an
             untrusted project raises a limit.
     """
+    held = within_inherited if inherited else _as_asked
     limits = ResourceLimits()
     user = _read(limits_file(home or os.path.expanduser("~"), user=True))
     if user:
         limits = limits._replace(**user)
     if project_root is None:
-        return within_inherited(limits)
+        return held(limits)
     path = limits_file(project_root, user=False)
     project = _read(path)
     if not project:
-        return within_inherited(limits)
+        return held(limits)
     raised = sorted(k for k, v in project.items() if v > getattr(limits, k))
     if raised and not trusted:
         raise AirException.of(
@@ -183,7 +198,11 @@ def load_limits(
                 f"{limits_file('~', user=True)} instead, or trust the project."
             ),
         )
-    return within_inherited(limits._replace(**project))
+    return held(limits._replace(**project))
+
+
+def _as_asked(limits: ResourceLimits) -> ResourceLimits:
+    return limits
 
 
 def limits_script(limits: ResourceLimits) -> str:

@@ -8,6 +8,8 @@ and ``config.yaml`` (the worker slots), and a trusted project's own files.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +77,37 @@ def test_a_project_file_no_command_reads_is_a_finding_not_a_refusal(
     assert "FAIL  project: " in done.stdout
     assert "project.json is not a valid project file" in done.stdout
     assert "  ok    config" in done.stdout  # the other checks still ran
+
+
+def test_hard_limits_below_the_sandbox_limits_are_a_warning(tmp_path: Path) -> None:
+    """air lowers every command's limits to the hard limits it runs under (an HPC login node's
+    ``ulimit -t``; IMPL-SBX-8) without a word: a build then ended at 999 s of CPU under a
+    configured 3600. The doctor names each limit that is lowered, and only those."""
+    root, home, env = _project(tmp_path)
+    (home / ".air" / "sandbox.yaml").write_text(
+        "limits:\n  cpu_seconds: 500\n  file_size_mb: 4096\n"
+    )
+    healthy = air_cli(["doctor"], cwd=root, env=env, timeout=60)
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert (
+        "  ok    sandbox.limits          1024 processes and threads, 8192 MiB of memory, "
+        "4096 MiB per file written, 500 s of CPU time per process\n"
+    ) in healthy.stdout
+    limited = ["prlimit", "--cpu=1000:1000", f"--fsize={3 << 20}:{3 << 20}", "--"]
+    done = subprocess.run(
+        [*limited, sys.executable, "-m", "air.cli", "doctor"],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    # 500 s of CPU is below the 1000 s hard limit: only the file size is lowered
+    assert (
+        "WARN  sandbox.limits: air's own hard limits are below its sandbox limits "
+        "(file_size_mb 3, not 4096): every command gets the lower limit"
+    ) in done.stdout
+    assert "ulimit -H -a" in done.stdout
+    assert "  ok    config" in done.stdout
