@@ -181,3 +181,15 @@ def test_generated_paths_classify_as_the_straightforward_computation(
 ) -> None:
     path = data.draw(paths(tree))
     _same(tree, path, in_workspace=in_workspace, for_write=for_write)
+
+
+def test_a_home_at_the_root_keeps_its_credential_directories(tree: Tree) -> None:
+    """A home of ``/`` (a container's root, a service account): the shortcut that passes over
+    paths outside the home must take every path for one inside it (``//`` as its prefix left
+    ``/.ssh/id_rsa`` an ordinary file)."""
+    fast = PathClassifier(home="/")
+    slow = ReferencePathClassifier(home="/")
+    for path in ("/.ssh/id_rsa", "/.aws/credentials", "/.config/gh/hosts.yml", "~/.kube/config"):
+        got = fast.classify(path, str(tree.project))
+        assert got == slow.classify(path, str(tree.project)), path
+        assert got.category.value == "credentials", (path, got)
