@@ -3,8 +3,8 @@
 #
 #   bash scripts/mutation.sh security   # air/security/*.py    against tests/security
 #   bash scripts/mutation.sh ipc        # air/ipc/*.py         against tests/ipc
-#   bash scripts/mutation.sh guards     # the parent-side guard functions of
-#                                       # air/supervision/worker_manager.py against tests/workers
+#   bash scripts/mutation.sh guards     # the parent-side guards over a worker (air/supervision/
+#                                       # worker_{checks,loop,tools}.py) against tests/workers
 #   bash scripts/mutation.sh merge      # what decides a task's merge back (write areas, the
 #                                       # merge's checks, left-out files) against their tests
 #   bash scripts/mutation.sh trust      # which project files need the user's trust, and how
@@ -79,15 +79,10 @@ case "$area" in
     tests="tests/tools/test_sandbox_readonly.py tests/tools/test_sandbox_secrets.py tests/tools/test_sandbox_privilege.py tests/tools/test_sandbox_git.py tests/tools/test_sandbox_pinning.py tests/tools/test_sandbox_set_id.py tests/tools/test_sandbox_keyring.py tests/tools/test_sandbox_required.py tests/tools/test_sandbox_init_guard.py tests/tools/test_sandbox_build_dirs.py tests/tools/test_escapes.py tests/tools/test_shell_and_secrets.py tests/tools/test_credential_files.py"
     ;;
   guards)
-    # mutmut mutates whole files; only the guard functions' mutants are run and counted.
-    mutate="air/supervision/worker_manager.py"
-    tests="tests/workers/test_parent_guards.py"
-    names=(
-      "air.supervision.worker_manager.xǁWorkerManagerǁ_check_result__mutmut_*"
-      "air.supervision.worker_manager.xǁWorkerManagerǁ_worker_event__mutmut_*"
-      "air.supervision.worker_manager.xǁWorkerManagerǁ_handle__mutmut_*"
-      "air.supervision.worker_manager.xǁWorkerManagerǁ_serve_tool__mutmut_*"
-    )
+    # the parent-side guards over a worker: its result's checks, its events and messages, the
+    # tool and model calls it asks for (budgets, the agent's tool list, output caps)
+    mutate=${only:-"air/supervision/worker_checks.py air/supervision/worker_loop.py air/supervision/worker_tools.py"}
+    tests="tests/workers tests/supervision"
     ;;
   *)
     echo "usage: bash scripts/mutation.sh security|ipc|merge|trust|git|tools|sandbox|guards [file]" >&2
@@ -189,10 +184,6 @@ for meta in sorted(pathlib.Path("mutants").rglob("*.py.meta")):
         print(f"{key}: {'equivalent' if verdict == 'survived' and key in equivalent else verdict}")
 PY
 )
-if [ ${#names[@]} -gt 0 ] && [ "$area" = guards ]; then
-  results=$(printf '%s\n' "$results" |
-    grep -E "ǁ(_check_result|_worker_event|_handle|_serve_tool)__mutmut_" || true)
-fi
 count() { printf '%s\n' "$results" | grep -c ": $1\$" || true; }
 total=$(printf '%s\n' "$results" | grep -c "__mutmut_" || true)
 killed=$(count killed)

@@ -257,7 +257,8 @@ def scripted(
     """A worker following ``steps`` after the handshake, then reading until stdin closes.
 
     Steps (those of ``tests/workers/scripted_worker.py``, plus timing): ``{"call": name,
-    "input": {...}}`` (a ``tool.call``, waiting for its ``tool.result``), ``{"event": type,
+    "input": {...}}`` (a ``tool.call``, waiting for its ``tool.result``; ``"into": a_list``
+    keeps every message that answers it, its ``tool.stream`` ones and the result), ``{"event": type,
     "payload": {...}}``, ``{"log": text}``, ``{"stderr": text}``, ``{"exit": code}``,
     ``{"result": {...}}`` (``task_id`` / ``agent_id`` / ``agent_type`` default to the start
     message's), ``{"sleep": seconds}`` (virtual time), ``{"until": control_type}`` (read until
@@ -297,7 +298,11 @@ async def _step(
             "tool.call", {"name": step["call"], "input": step.get("input") or {}}, id=call_id
         )
         while (msg := await io.read()) is not None:
-            if msg.get("kind") == "tool.result" and msg.get("correlation_id") == call_id:
+            if msg.get("correlation_id") != call_id:
+                continue
+            if "into" in step:  # a list the test reads: every message answering the call
+                step["into"].append(msg)
+            if msg.get("kind") == "tool.result":
                 return None
         return 1
     if "until" in step:
