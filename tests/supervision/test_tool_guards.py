@@ -9,15 +9,17 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
+from uuid import UUID
 
 import pytest
 import trio
 import trio.testing
 
 from air.contracts.error import AirException, ErrorKind, make_air_error
-from air.contracts.ids import new_id
+from air.contracts.ids import new_id, utc_now_iso
 from air.contracts.task import TaskAgent
 from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultEnvelope
+from air.security.redact import REDACTED, SecretRedactor
 from air.supervision.seams import SuperviseRequest
 from air.testing.launcher import FakeIO, scripted
 from tests.supervision.conftest import Rig, bounded_nursery
@@ -272,3 +274,49 @@ async def test_a_worker_that_exits_while_its_call_is_served_crashed(
         "the worker exited with code 3 while the parent served its slow.tool call"
     )
     assert outcome.error.retryability.value == "transient"
+
+
+# -- what a worker sends is redacted before the parent keeps it -------------------------------
+
+SECRET = "hunter2-registered-value"
+
+
+async def test_a_secret_in_what_a_worker_sends_is_redacted_before_it_is_kept(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A registered secret the model saw (a key in a file it read) comes back in the worker's
+    heartbeat, in the tool output the parent keeps as an artifact and in its result's summary;
+    none of them keeps it."""
+    beat = {"state": f"reading {SECRET}", "turn": 2}
+    result = {
+        "status": "completed",
+        "summary": f"the key is {SECRET}",
+        "result": {"verdict": "approved", "findings": []},
+    }
+    answers: list[dict[str, Any]] = []
+    steps: list[dict[str, Any]] = [
+        {"event": "agent.heartbeat", "payload": beat},
+        {"call": "t.x", "input": {}, "into": answers},
+        {"result": result},
+    ]
+    tools = Tools({"t.x": f"{SECRET}\n" * 10})
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted(steps), max_result_lines=5)
+        manager.tools, manager.tool_streams = tools, None
+        manager.redactor = SecretRedactor([SECRET])
+        before = utc_now_iso()
+        request = rig.request()
+        outcome = await manager.supervise(request)
+    assert outcome.kind == "result", outcome
+    assert outcome.result is not None
+    assert outcome.result.summary == f"the key is {REDACTED}"
+    [kept] = [e for _, e in rig.events.events if e.type == "agent.heartbeat"]
+    assert kept.payload["state"] == f"reading {REDACTED}"
+    assert kept.payload["turn"] == 2
+    # the parent's own envelope: a fresh id, its clock, the version the worker named
+    assert UUID(str(kept.id)).version in (4, 7)
+    assert kept.version == 1
+    assert before <= kept.timestamp <= utc_now_iso()
+    assert (kept.session_id, kept.project_id) == (request.session_id, request.project_id)
+    [ref] = _result(answers)["artifacts"]
+    assert rig.artifacts.read(ref["artifact_id"]).content == f"{REDACTED}\n".encode() * 10
