@@ -93,3 +93,21 @@ class Rig:
 @pytest.fixture
 def rig(tmp_path: Path) -> Rig:
     return Rig(tmp_path, RecordingEvents(), DirArtifacts(str(tmp_path / "artifacts")))
+
+
+REVIEWED = {
+    "result": {
+        "status": "completed",
+        "summary": "ok",
+        "result": {"verdict": "approved", "findings": []},
+    }
+}
+"""A reviewer's ``worker.result`` step that passes the parent's checks."""
+
+
+def tool_result(answer: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``tool.result`` payload that ended ``answer`` (the messages answering one call)."""
+    assert answer, "the call was never answered"
+    assert answer[-1]["kind"] == "tool.result", answer
+    payload: dict[str, Any] = answer[-1]["payload"]
+    return payload

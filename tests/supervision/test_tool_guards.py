@@ -22,15 +22,7 @@ from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultE
 from air.security.redact import REDACTED, SecretRedactor
 from air.supervision.seams import SuperviseRequest
 from air.testing.launcher import FakeIO, scripted
-from tests.supervision.conftest import Rig, bounded_nursery
-
-REVIEWED = {
-    "result": {
-        "status": "completed",
-        "summary": "ok",
-        "result": {"verdict": "approved", "findings": []},
-    }
-}
+from tests.supervision.conftest import REVIEWED, Rig, bounded_nursery, tool_result
 
 
 class Tools:
@@ -75,12 +67,6 @@ async def _serve(
     return answers, outcome, request
 
 
-def _result(answer: list[dict[str, Any]]) -> dict[str, Any]:
-    assert answer[-1]["kind"] == "tool.result", answer
-    payload: dict[str, Any] = answer[-1]["payload"]
-    return payload
-
-
 # -- the agent file's tool list --------------------------------------------------------------
 
 
@@ -94,7 +80,7 @@ async def test_a_tool_the_agent_does_not_list_is_denied_and_never_runs(
     assert outcome.kind == "result", outcome
     assert tools.ran == ["fs.read"]  # the parent ran only the listed tool
     for answer, name in ((answers[0], "shell.run"), (answers[2], "git.commit")):
-        denied = _result(answer)
+        denied = tool_result(answer)
         assert denied["status"] == "denied"
         assert denied["tool_name"] == name
         assert denied["tool_run_id"].startswith("tr_")
@@ -102,8 +88,8 @@ async def test_a_tool_the_agent_does_not_list_is_denied_and_never_runs(
         assert denied["error"]["message"] == (
             f"tool {name} is not among the tools of agent 'reader': fs.read, fs.list"
         )
-    assert _result(answers[1])["status"] == "ok"
-    assert _result(answers[1])["output"] == "text"
+    assert tool_result(answers[1])["status"] == "ok"
+    assert tool_result(answers[1])["output"] == "text"
 
 
 async def test_an_agent_that_lists_no_tools_runs_none_and_one_without_a_list_runs_any(
@@ -113,14 +99,14 @@ async def test_an_agent_that_lists_no_tools_runs_none_and_one_without_a_list_run
     answers, _, _ = await _serve(
         rig, [("fs.read", {"path": "a"})], tools, request=_as_agent(rig.request(), [])
     )
-    assert _result(answers[0])["error"]["message"] == (
+    assert tool_result(answers[0])["error"]["message"] == (
         "tool fs.read is not among the tools of agent 'reader': none"
     )
     assert tools.ran == []
     answers, _, _ = await _serve(
         rig, [("fs.read", {"path": "a"})], tools, request=_as_agent(rig.request(), None)
     )
-    assert _result(answers[0])["status"] == "ok"
+    assert tool_result(answers[0])["status"] == "ok"
     assert tools.ran == ["fs.read"]
 
 
@@ -145,7 +131,7 @@ async def test_output_within_the_cap_goes_back_as_it_is(
     answers, _, _ = await _serve(
         rig, [("t.x", {})], tools, max_result_bytes=100, max_result_lines=5
     )
-    result = _result(answers[0])
+    result = tool_result(answers[0])
     assert result["output"] == kept
     assert result["truncated"] is False
     assert result["artifacts"] == []
@@ -169,7 +155,7 @@ async def test_output_over_the_cap_is_cut_and_kept_whole_in_an_artifact(
     answers, _, request = await _serve(
         rig, [("t.x", {})], tools, max_result_bytes=100, max_result_lines=5
     )
-    result = _result(answers[0])
+    result = tool_result(answers[0])
     assert result["output"] == kept
     assert result["truncated"] is True
     [ref] = result["artifacts"]
@@ -200,7 +186,7 @@ def _streaming(items: list[Any], fail: AirException | None = None) -> Any:
     return router
 
 
-async def test_a_streaming_tools_progress_reaches_the_worker_before_its_result(
+async def test_a_streaming_tools_progress_reaches_the_worker_before_itstool_result(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     items = [
@@ -217,7 +203,10 @@ async def test_a_streaming_tools_progress_reaches_the_worker_before_its_result(
         {"tool_run_id": "tr_s", "kind": "stdout", "data": "line 1\n"},
         {"tool_run_id": "tr_s", "kind": "progress", "data": {"done": 1}},
     ]
-    assert (_result(answers[0])["tool_run_id"], _result(answers[0])["output"]) == ("tr_s", "x")
+    assert (tool_result(answers[0])["tool_run_id"], tool_result(answers[0])["output"]) == (
+        "tr_s",
+        "x",
+    )
 
 
 async def test_a_stream_without_a_result_or_that_raises_answers_an_error(
@@ -225,7 +214,7 @@ async def test_a_stream_without_a_result_or_that_raises_answers_an_error(
 ) -> None:
     progress = ToolEvent(tool_run_id="tr_s", kind="progress", data=1)
     answers, _, _ = await _serve(rig, [("cpp.build", {})], Tools(), streams=_streaming([progress]))
-    ended = _result(answers[0])
+    ended = tool_result(answers[0])
     assert (ended["status"], ended["tool_name"]) == ("error", "cpp.build")
     assert ended["error"]["kind"] == ErrorKind.TOOL_ERROR.value
     assert ended["error"]["message"] == "tool cpp.build ended without a result"
@@ -234,7 +223,7 @@ async def test_a_stream_without_a_result_or_that_raises_answers_an_error(
         rig, [("cpp.build", {})], Tools(), streams=_streaming([progress], refused)
     )
     assert outcome.kind == "result", outcome  # the worker goes on after an error answer
-    failed = _result(answers[0])
+    failed = tool_result(answers[0])
     assert (failed["status"], failed["tool_name"]) == ("error", "cpp.build")
     assert failed["tool_run_id"].startswith("tr_")
     assert failed["error"]["kind"] == ErrorKind.PERMISSION_DENIED.value
@@ -318,5 +307,5 @@ async def test_a_secret_in_what_a_worker_sends_is_redacted_before_it_is_kept(
     assert kept.version == 1
     assert before <= kept.timestamp <= utc_now_iso()
     assert (kept.session_id, kept.project_id) == (request.session_id, request.project_id)
-    [ref] = _result(answers)["artifacts"]
+    [ref] = tool_result(answers)["artifacts"]
     assert rig.artifacts.read(ref["artifact_id"]).content == f"{REDACTED}\n".encode() * 10
