@@ -81,8 +81,15 @@ async def _turns(
         ("prov/default-model", "other/m-2", ("other", "m-2")),
         ("prov/default-model", "bare-model", ("prov", "bare-model")),
         ("prov/default-model", "gw/vendor/m-3", ("gw", "vendor/m-3")),
+        ("gw/vendor/m-3", "bare-model", ("gw", "bare-model")),
     ],
-    ids=["session-model", "task-model", "task-model-without-provider", "model-with-a-slash"],
+    ids=[
+        "session-model",
+        "task-model",
+        "task-model-without-provider",
+        "model-with-a-slash",
+        "session-model-with-a-slash",
+    ],
 )
 async def test_the_parent_names_the_model_its_limit_and_who_pays(
     rig: Rig,
@@ -187,6 +194,9 @@ async def test_a_turn_past_max_turns_and_its_grace_ends_the_attempt(
         "the worker asked for model turn 5; its task allows 4 (max_turns 1, then 2 grace "
         "turns and one repair)"
     )
+    assert outcome.error.user_action == (
+        "The worker did not stop at its budget: see its stderr log artifact."
+    )
     assert [tool_result(a)["status"] for a in answers[:4]] == ["ok"] * 4
     assert answers[4] == []  # the refused turn is answered by the attempt's end
 
@@ -223,3 +233,43 @@ async def test_a_cost_reached_on_the_first_turn_counts_from_it(
     assert len(provider.requests) == 3
     assert outcome.error is not None
     assert "max_cost_usd 2.0 reached at turn 1" in outcome.error.message
+
+
+@pytest.mark.parametrize(
+    ("budget", "served", "why"),
+    [
+        # $1 a turn: $2.5 is reached at turn 3, past max_turns 2, whose limit holds
+        ({"max_turns": 2, "max_cost_usd": 2.5}, 4, "max_turns 2"),
+        # $2.0 is reached at turn 2, max_turns itself: the turn limit is named
+        ({"max_turns": 2, "max_cost_usd": 2.0}, 4, "max_turns 2"),
+        ({"max_turns": 3, "max_cost_usd": 2.0}, 4, "max_cost_usd 2.0 reached at turn 2"),
+        ({"max_turns": 3, "max_cost_usd": 1.0}, 3, "max_cost_usd 1.0 reached at turn 1"),
+    ],
+    ids=["cost-after-max-turns", "cost-at-max-turns", "cost-one-before", "cost-first"],
+)
+async def test_the_budget_that_holds_first_is_the_one_named(
+    rig: Rig,
+    autojump_clock: trio.testing.MockClock,
+    budget: dict[str, Any],
+    served: int,
+    why: str,
+) -> None:
+    provider = Provider([_stop(cost=1.0)])
+    _, outcome, _ = await _turns(rig, provider, [ASK] * 6, constraints=budget, grace_turns=1)
+    assert len(provider.requests) == served
+    assert outcome.error is not None
+    assert outcome.error.message == (
+        f"the worker asked for model turn {served + 1}; its task allows {served} ({why}, then 1 "
+        "grace turns and one repair)"
+    )
+
+
+async def test_turns_of_unknown_cost_never_reach_a_cost_budget(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    provider = Provider([_stop(cost=None)])
+    answers, outcome, _ = await _turns(
+        rig, provider, [ASK] * 6, constraints={"max_turns": 10, "max_cost_usd": 0.5}
+    )
+    assert outcome.kind == "result", outcome
+    assert [tool_result(a)["status"] for a in answers] == ["ok"] * 6

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import PurePosixPath
 from typing import Any
 from uuid import UUID
 
@@ -17,8 +18,9 @@ import trio.testing
 
 from air.contracts.error import AirException, ErrorKind, make_air_error
 from air.contracts.ids import new_id, utc_now_iso
-from air.contracts.task import TaskAgent
+from air.contracts.task import TaskAgent, TaskType, VerificationPolicy
 from air.contracts.tool_runs import ToolEvent, ToolExecutionContext, ToolResultEnvelope
+from air.contracts.worker_result import WorkerStatus
 from air.security.redact import REDACTED, SecretRedactor
 from air.supervision.seams import SuperviseRequest
 from air.testing.launcher import FakeIO, scripted
@@ -31,12 +33,14 @@ class Tools:
     def __init__(self, outputs: dict[str, Any] | None = None) -> None:
         self.outputs = outputs or {}
         self.ran: list[str] = []
+        self.inputs: list[dict[str, Any]] = []
         self.contexts: list[ToolExecutionContext] = []
 
     async def __call__(
         self, name: str, input: dict[str, Any], ctx: ToolExecutionContext
     ) -> ToolResultEnvelope:
         self.ran.append(name)
+        self.inputs.append(input)
         self.contexts.append(ctx)
         return ToolResultEnvelope(
             tool_run_id=new_id("tr"), tool_name=name, status="ok", output=self.outputs.get(name)
@@ -90,6 +94,16 @@ async def test_a_tool_the_agent_does_not_list_is_denied_and_never_runs(
         )
     assert tool_result(answers[1])["status"] == "ok"
     assert tool_result(answers[1])["output"] == "text"
+    # the tool ran with the worker's input, in this attempt's context
+    assert tools.inputs == [{"path": "a"}]
+    [ctx] = tools.contexts
+    assert (ctx.task_id, ctx.agent_id, ctx.session_id) == (
+        request.task_spec.id,
+        request.agent_id,
+        request.session_id,
+    )
+    assert ctx.headless is True
+    assert ctx.workspace_root == request.workspace.path
 
 
 async def test_an_agent_that_lists_no_tools_runs_none_and_one_without_a_list_runs_any(
@@ -145,8 +159,10 @@ async def test_output_within_the_cap_goes_back_as_it_is(
         ("é" * 60, "é" * 50),  # 120 bytes: cut at 100, never inside a character
         ("b" * 101, "b" * 100),
         ({"k": "v" * 200}, '{"k": "' + "v" * 93),
+        ({"k": "é" * 100}, '{"k": "' + "é" * 46),  # as UTF-8, not \u escapes
+        ({"p": PurePosixPath("/x"), "v": "v" * 200}, '{"p": "/x", "v": "' + "v" * 82),
     ],
-    ids=["six-lines", "multibyte", "one-byte-over", "json"],
+    ids=["six-lines", "multibyte", "one-byte-over", "json", "json-multibyte", "json-path"],
 )
 async def test_output_over_the_cap_is_cut_and_kept_whole_in_an_artifact(
     rig: Rig, autojump_clock: trio.testing.MockClock, output: Any, kept: str
@@ -159,7 +175,9 @@ async def test_output_over_the_cap_is_cut_and_kept_whole_in_an_artifact(
     assert result["output"] == kept
     assert result["truncated"] is True
     [ref] = result["artifacts"]
-    whole = output if isinstance(output, str) else json.dumps(output, ensure_ascii=False)
+    whole = (
+        output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    )
     assert rig.artifacts.read(ref["artifact_id"]).content == whole.encode()
     assert ref["path"].endswith("-t.x-output.txt")
     context = rig.artifacts.contexts[ref["artifact_id"]]
@@ -309,3 +327,43 @@ async def test_a_secret_in_what_a_worker_sends_is_redacted_before_it_is_kept(
     assert (kept.session_id, kept.project_id) == (request.session_id, request.project_id)
     [ref] = tool_result(answers)["artifacts"]
     assert rig.artifacts.read(ref["artifact_id"]).content == f"{REDACTED}\n".encode() * 10
+
+
+# -- the result's verification is the parent's record, not the worker's claim ----------------
+
+
+async def test_each_verification_command_is_named_as_it_failed_or_never_ran(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    commands = ["make a", "make b", "make c", "make d"]
+    tools = Tools({"shell.run": {"exit_code": 1, "stdout": "", "stderr": "no"}})
+    request = rig.request(TaskType.EXECUTE)
+    spec = request.task_spec.model_copy(
+        update={"verification": VerificationPolicy(commands=commands)}
+    )
+    request = request.model_copy(update={"task_spec": spec})
+    claim = {
+        "status": "completed",
+        "summary": "fixed",
+        "changed_files": ["x.py"],
+        "result": {"changes_made": True},
+        "verification": [{"name": c, "status": "passed"} for c in commands],
+    }
+    steps: list[dict[str, Any]] = [
+        {"call": "shell.run", "input": {"command": "make a"}},
+        {"call": "shell.run", "input": {"command": "make b"}},
+        {"result": claim},
+    ]
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted(steps))
+        manager.tools, manager.tool_streams = tools, None
+        outcome = await manager.supervise(request)
+    assert outcome.kind == "result", outcome
+    assert outcome.result is not None
+    assert outcome.result.status == WorkerStatus.FAILED
+    assert outcome.result.error is not None
+    assert outcome.result.error.kind == ErrorKind.VERIFICATION_FAILED
+    assert outcome.result.error.message == (
+        "verification failed in shell.run: make a, make b; "
+        "never ran through shell.run: make c, make d"
+    )
