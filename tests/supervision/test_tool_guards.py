@@ -127,6 +127,14 @@ async def test_an_agent_that_lists_no_tools_runs_none_and_one_without_a_list_run
 # -- the output cap (runner invariant 6) ------------------------------------------------------
 
 
+async def _through_the_cap(rig: Rig, output: Any) -> tuple[dict[str, Any], SuperviseRequest]:
+    """The ``tool.result`` of a tool answering ``output`` under a cap of 100 bytes, 5 lines."""
+    calls: list[tuple[str, dict[str, Any]]] = [("t.x", {})]
+    tools = Tools({"t.x": output})
+    answers, _, request = await _serve(rig, calls, tools, max_result_bytes=100, max_result_lines=5)
+    return tool_result(answers[0]), request
+
+
 @pytest.mark.parametrize(
     ("output", "kept"),
     [
@@ -141,11 +149,7 @@ async def test_an_agent_that_lists_no_tools_runs_none_and_one_without_a_list_run
 async def test_output_within_the_cap_goes_back_as_it_is(
     rig: Rig, autojump_clock: trio.testing.MockClock, output: Any, kept: Any
 ) -> None:
-    tools = Tools({"t.x": output})
-    answers, _, _ = await _serve(
-        rig, [("t.x", {})], tools, max_result_bytes=100, max_result_lines=5
-    )
-    result = tool_result(answers[0])
+    result, _ = await _through_the_cap(rig, output)
     assert result["output"] == kept
     assert result["truncated"] is False
     assert result["artifacts"] == []
@@ -167,11 +171,7 @@ async def test_output_within_the_cap_goes_back_as_it_is(
 async def test_output_over_the_cap_is_cut_and_kept_whole_in_an_artifact(
     rig: Rig, autojump_clock: trio.testing.MockClock, output: Any, kept: str
 ) -> None:
-    tools = Tools({"t.x": output})
-    answers, _, request = await _serve(
-        rig, [("t.x", {})], tools, max_result_bytes=100, max_result_lines=5
-    )
-    result = tool_result(answers[0])
+    result, request = await _through_the_cap(rig, output)
     assert result["output"] == kept
     assert result["truncated"] is True
     [ref] = result["artifacts"]
