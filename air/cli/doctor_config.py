@@ -84,8 +84,8 @@ def command_limits(project_root: str | None) -> str:
     trusted = _trusted_root(project_root) is not None
     try:
         asked = load_limits(project_root, trusted=trusted, inherited=False)
-    except AirException as exc:
-        return f"not read: {exc.error.message[:200]} (the config check reports it)"
+    except AirException:
+        return "not read: a limits file does not load (the config check says which and why)"
     held = lowered(asked)
     if not held:
         return ", ".join(asked.describe(name) for name in asked._fields)

@@ -67,6 +67,16 @@ class ResourceLimits(NamedTuple):
 
 
 _NAMES = ResourceLimits._fields
+_MOST = {
+    "processes": 1 << 22,
+    "memory_mb": 1 << 32,
+    "file_size_mb": 1 << 32,
+    "cpu_seconds": 1 << 32,
+}
+"""The largest value of each limit (the kernel's most PIDs; 4 PiB of memory or a file; 136
+years of CPU). Above them the shell's ``ulimit`` (1024-byte blocks) and bwrap's tmpfs ``--size``
+(bytes) overflowed: every command failed (``limit out of range``, exit 125) or ran under a
+wrapped value."""
 
 
 def limits_file(root: str, *, user: bool) -> str:
@@ -113,6 +123,8 @@ def _read(path: str) -> dict[str, int] | None:
             raise _bad(path, f"unknown limit {key!r}")
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise _bad(path, f"{key} must be a positive integer, not {value!r}")
+        if value > _MOST[key]:
+            raise _bad(path, f"{key} must be at most {_MOST[key]}, not {value}")
         out[str(key)] = value
     return out
 

@@ -161,6 +161,10 @@ def test_an_untrusted_project_cannot_raise_a_limit(tmp_path: Path) -> None:
         "limits: [1]\n",
         "other: 1\n",
         "limits: {processes: [\n",
+        "limits: {processes: 4194305}\n",
+        "limits: {memory_mb: 4294967297}\n",
+        "limits: {file_size_mb: 99999999999999}\n",
+        "limits: {cpu_seconds: 99999999999999999999999}\n",
     ],
 )
 def test_a_malformed_limits_file_is_a_config_error(tmp_path: Path, text: str) -> None:
@@ -170,6 +174,31 @@ def test_a_malformed_limits_file_is_a_config_error(tmp_path: Path, text: str) ->
     assert caught.value.error.kind == "config_error"
     assert "sandbox.yaml" in caught.value.error.message
     assert caught.value.error.user_action
+
+
+async def test_each_limit_at_its_most_still_runs_a_command(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found: a user's "unlimited" ``file_size_mb: 99999999999999`` overflowed the shell's
+    ``ulimit -f`` and every command ended ``limit out of range`` (exit 125); a huge
+    ``memory_mb`` overflowed bwrap's tmpfs ``--size`` (exit 1). Such a file is refused at load
+    now (above); at the most it allows, a command runs under what it asked."""
+    monkeypatch.setenv("HOME", str(env.home))
+    most = "limits:\n  processes: 4194304\n  memory_mb: 4294967296\n"
+    most += "  file_size_mb: 4294967296\n  cpu_seconds: 4294967296\n"
+    _write(env.home / ".air" / "sandbox.yaml", most)
+    run = _shell_runs(env, "")
+    command = {"command": "ulimit -f; ulimit -t; echo ran"}
+    out = await env.registry.workspace.execute("shell.run", command, run())
+    assert out["stderr"] == ""
+    assert (out["exit_code"], out["stdout"]) == (0, f"{4294967296 * 1024}\n4294967296\nran\n")
+    _write(env.home / ".air" / "sandbox.yaml", "limits:\n  file_size_mb: 4294967297\n")
+    with pytest.raises(AirException) as caught:
+        await env.registry.workspace.execute("shell.run", command, run())
+    assert caught.value.error.kind == "config_error"
+    assert caught.value.error.message.endswith(
+        "file_size_mb must be at most 4294967296, not 4294967297"
+    )
 
 
 def test_a_command_cgroup_is_removed_and_a_dead_airs_are_swept() -> None:
