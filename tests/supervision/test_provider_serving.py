@@ -13,7 +13,7 @@ import pytest
 import trio
 import trio.testing
 
-from air.contracts.error import ErrorKind, Retryability, make_air_error
+from air.contracts.error import AirException, ErrorKind, Retryability, make_air_error
 from air.contracts.provider import (
     MessageStopEvent,
     ProviderCompletionInput,
@@ -41,6 +41,8 @@ class Provider:
         self.requests.append(request)
         reply = self.replies[min(len(self.requests), len(self.replies)) - 1]
         for event in reply:
+            if isinstance(event, AirException):
+                raise event
             yield event
 
 
@@ -158,6 +160,20 @@ async def test_a_providers_error_and_a_stream_cut_short_answer_an_error(
     assert second["error"]["kind"] == ErrorKind.PROVIDER_ERROR.value
     assert second["error"]["message"] == "the provider stream ended without message_stop"
     assert second["error"]["retryability"] == Retryability.TRANSIENT.value
+
+
+async def test_a_provider_that_raises_answers_its_error(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    refused = make_air_error(kind=ErrorKind.AUTH_ERROR, message="the key was refused")
+    provider = Provider([TextDeltaEvent(index=0, text="x"), AirException(refused)])
+    answers, outcome, _ = await _turns(rig, provider, [ASK])
+    assert outcome.kind == "result", outcome
+    reply = tool_result(answers[0])
+    assert (reply["status"], reply["tool_name"]) == ("error", "provider.complete")
+    assert reply["tool_run_id"].startswith("tr_")
+    assert reply["error"]["error_id"] == str(refused.error_id)
+    assert reply["error"]["message"] == "the key was refused"
 
 
 async def test_an_invalid_turn_is_refused_before_any_request(

@@ -136,21 +136,22 @@ async def _through_the_cap(rig: Rig, output: Any) -> tuple[dict[str, Any], Super
 
 
 @pytest.mark.parametrize(
-    ("output", "kept"),
+    "output",
     [
-        ("five\nlines\nat\nthe\ncap", "five\nlines\nat\nthe\ncap"),
-        ("a" * 100, "a" * 100),  # 100 bytes: at the cap, though four bytes a character is not
-        (7, 7),
-        (True, True),
-        (None, None),
+        "line one\nline two\nline three\nline four\nline five",
+        "a" * 100,  # 100 bytes: at the cap, though four bytes a character is not
+        "one line of many words, not many lines",
+        7,
+        True,
+        None,
     ],
-    ids=["lines-at-cap", "bytes-at-cap", "int", "bool", "none"],
+    ids=["lines-at-cap", "bytes-at-cap", "words", "int", "bool", "none"],
 )
 async def test_output_within_the_cap_goes_back_as_it_is(
-    rig: Rig, autojump_clock: trio.testing.MockClock, output: Any, kept: Any
+    rig: Rig, autojump_clock: trio.testing.MockClock, output: Any
 ) -> None:
     result, _ = await _through_the_cap(rig, output)
-    assert result["output"] == kept
+    assert result["output"] == output
     assert result["truncated"] is False
     assert result["artifacts"] == []
     assert rig.artifacts.refs == {}
@@ -367,3 +368,25 @@ async def test_each_verification_command_is_named_as_it_failed_or_never_ran(
         "verification failed in shell.run: make a, make b; "
         "never ran through shell.run: make c, make d"
     )
+
+
+async def test_a_summary_and_a_raw_text_over_the_cap_are_each_kept_whole(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    summary, raw = "s" * 150, "r\n" * 10
+    result = {**REVIEWED["result"], "summary": summary, "raw_text": raw}
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(
+            nursery, scripted([{"result": result}]), max_result_bytes=100, max_result_lines=5
+        )
+        outcome = await manager.supervise(rig.request())
+    assert outcome.result is not None
+    first, second = outcome.result.artifacts
+    assert outcome.result.summary == "s" * 100 + (
+        f"\n[truncated; full text in artifact {first.artifact_id}]"
+    )
+    assert outcome.result.raw_text == "r\n" * 4 + "r" + (
+        f"\n[truncated; full text in artifact {second.artifact_id}]"
+    )
+    assert rig.artifacts.read(first.artifact_id).content == summary.encode()
+    assert rig.artifacts.read(second.artifact_id).content == raw.encode()
