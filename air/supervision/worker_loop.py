@@ -50,6 +50,8 @@ Agent's conversation when it was next rebuilt, its ``memory.promoted`` the knowl
 reads, its ``model.usage.recorded`` the session's cost. An allow-list, so a type added later
 is the parent's until it is named here."""
 _KNOWN_TYPES = frozenset(etype for etype, _ in PAYLOADS)
+LOG_CUT = 2000
+"""The characters of one worker ``log`` message the parent keeps (``LOG_KEEP_BYTES`` in all)."""
 
 
 async def read_loop(sup: Supervisor, run: WorkerRun) -> None:
@@ -117,7 +119,9 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
     if kind == "event":
         await worker_event(sup, run, msg)
     elif kind == "log":
-        keep_log(run, redact(sup, str(msg.payload.get("message", ""))[:2000]))
+        # redacted before the cut, which left the first characters of a secret across it
+        # (twice the cut: every registered value and shape is far shorter than that)
+        keep_log(run, redact(sup, str(msg.payload.get("message", ""))[: 2 * LOG_CUT])[:LOG_CUT])
     elif kind == "worker.checkpoint":
         run.checkpoint = dict(msg.payload)
         ident = run.proc.identity

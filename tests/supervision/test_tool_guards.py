@@ -390,3 +390,89 @@ async def test_a_summary_and_a_raw_text_over_the_cap_are_each_kept_whole(
     )
     assert rig.artifacts.read(first.artifact_id).content == summary.encode()
     assert rig.artifacts.read(second.artifact_id).content == raw.encode()
+
+
+async def test_a_workers_log_is_kept_cut_redacted_and_bounded_in_its_stderr_artifact(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Each log message is cut at 2,000 characters and redacted; one without a message is an
+    empty line; past 1 MiB the oldest go, and the artifact says how many."""
+
+    async def worker(io: FakeIO) -> int:
+        await io.handshake(1)
+        await io.send("log", {"level": "info", "message": SECRET + "x" * 3000})
+        await io.send("log", {"level": "info"})
+        for i in range(600):  # 600 x 2,000 characters: over the 1 MiB kept
+            await io.send("log", {"level": "info", "message": f"{i:04d}" + "y" * 2000})
+        await io.send("worker.result", _reviewed(io))
+        await io.drain()
+        return 0
+
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, worker)
+        manager.redactor = SecretRedactor([SECRET])
+        outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "result", outcome
+    text = _stderr_log(rig)
+    lines = text.split("\n")
+    assert SECRET not in text
+    dropped = int(lines[0].removeprefix("[").split()[0])
+    assert lines[0] == f"[{dropped} earlier log messages not kept]"
+    assert len(text) <= (1 << 20) + 100
+    kept = lines[1:]
+    assert [len(line) for line in kept] == [2000] * len(kept)
+    assert kept[-1] == "0599" + "y" * 1996
+    assert len(kept) == 602 - dropped
+
+
+async def test_the_first_log_messages_are_kept_as_they_came(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    async def worker(io: FakeIO) -> int:
+        await io.handshake(1)
+        await io.send("log", {"level": "info", "message": SECRET + "x" * 3000})
+        await io.send("log", {"level": "info"})
+        await io.send("log", {"level": "info", "message": "last"})
+        await io.send("worker.result", _reviewed(io))
+        await io.drain()
+        return 0
+
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, worker)
+        manager.redactor = SecretRedactor([SECRET])
+        outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "result", outcome
+    first = (SECRET + "x" * 3000).replace(SECRET, REDACTED)[:2000]
+    assert _stderr_log(rig) == first + "\n\nlast"
+
+
+async def test_a_secret_across_a_log_messages_cut_leaves_none_of_it(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Found: a message was cut at 2,000 characters, then redacted: a registered value that
+    began at character 1,990 was no longer whole, and its first ten characters were kept."""
+    message = "x" * 1990 + SECRET + "after"
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted([{"log": message}, REVIEWED]))
+        manager.redactor = SecretRedactor([SECRET])
+        outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "result", outcome
+    assert _stderr_log(rig) == ("x" * 1990 + REDACTED)[:2000]
+    assert SECRET[:10] not in _stderr_log(rig)
+
+
+def _stderr_log(rig: Rig) -> str:
+    """The text of the one worker-stderr artifact the attempt left."""
+    [ref] = [r for r in rig.artifacts.refs.values() if r.path.endswith("-worker-stderr.txt")]
+    return rig.artifacts.read(ref.artifact_id).content.decode()
+
+
+def _reviewed(io: FakeIO) -> dict[str, Any]:
+    """The ``worker.result`` of ``io``'s task that passes the parent's checks."""
+    spec, runtime = io.start["task_spec"], io.start["runtime"]
+    return {
+        "task_id": spec["id"],
+        "agent_id": runtime["agent_id"],
+        "agent_type": "reviewer",
+        **REVIEWED["result"],
+    }
