@@ -26,6 +26,7 @@ from typing import Any
 from air.security.shapes import REDACTED, shapes
 
 __all__ = [
+    "CUT_MARGIN",
     "LINE_MAX",
     "REDACTED",
     "WELL_KNOWN_SECRET_NAMES",
@@ -74,6 +75,9 @@ alternation runs over it; past it, for all at once (``_Values``: one pass of an 
 LINE_MAX = 1 << 20
 """A line longer than this many characters is redacted in pieces of this size (a secret across
 such a cut is not seen whole): what bounds a ``RedactingStream``'s memory."""
+CUT_MARGIN = 4096
+"""How far past a cut ``SecretRedactor.redact_cut`` reads at least (a private key block longer
+than this past the cut is still redacted: its lines are key material to the end of the text)."""
 
 
 def looks_secret_name(name: str) -> bool:
@@ -155,6 +159,7 @@ class _Values:
     def __init__(self, ordered: list[str]) -> None:
         self.pattern = re.compile("|".join(re.escape(v) for v in ordered))
         self._ordered = ordered
+        self.longest = len(ordered[0]) if ordered else 0
         self._finder: Any = None
         """Past ``_FEW_VALUES``: an automaton of them all, built at the first search."""
 
@@ -229,6 +234,15 @@ class SecretRedactor:
             return self.redact_lines(text)
         stream = RedactingStream(self)
         return stream.feed(text) + stream.finish()
+
+    def redact_cut(self, text: str, limit: int) -> str:
+        """The first ``limit`` characters of ``text`` redacted: redacted before the cut, as
+        cutting first left a secret across the cut no longer whole and its first characters
+        kept. What follows the cut is read as far as the longest registered value (at least
+        ``CUT_MARGIN`` characters, longer than any shape the redactor knows)."""
+        exact = self._exact
+        margin = max(CUT_MARGIN, exact.longest if exact is not None else 0)
+        return self.redact(text[: limit + margin])[:limit]
 
     def redact_lines(self, text: str) -> str:
         """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any

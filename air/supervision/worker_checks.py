@@ -83,6 +83,11 @@ def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> Worke
     spec = run.request.task_spec
     if result.task_id != spec.id or result.agent_id != run.request.agent_id:
         raise ProtocolViolation("a worker result names another task or agent")
+    if sup.redactor is not None:
+        # what the model wrote may hold a key it saw: redacted before anything is cut or
+        # recorded (cut first, a secret across the cut was no longer whole)
+        dumped = sup.redactor.redact_obj(result.model_dump(mode="json"))
+        result = WorkerResult.model_validate(dumped)
     update: dict[str, Any] = {}
     contract = CONTRACT[run.agent_type]
     if result.result is not None:
@@ -93,7 +98,8 @@ def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> Worke
                 update["status"] = WorkerStatus.PARTIAL
                 update["error"] = err(
                     ErrorKind.VALIDATION_ERROR,
-                    f"the result does not match {contract}: " + str(exc.errors()[0]["msg"]),
+                    f"the result does not match {contract}: "
+                    + redact(sup, str(exc.errors()[0]["msg"])),
                 )
     missing = _missing_verification(run, result)
     if missing:
@@ -108,11 +114,7 @@ def check_result(sup: Supervisor, run: WorkerRun, result: WorkerResult) -> Worke
                 ref = artifact(sup, run, f"result-{name}", value)
                 update[name] = capped + f"\n[truncated; full text in artifact {ref.artifact_id}]"
                 update["artifacts"] = [*result.artifacts, *update.get("artifacts", []), ref]
-    checked = result.model_copy(update=update) if update else result
-    if sup.redactor is None:
-        return checked
-    # what the model wrote may hold a key it saw: redact before anything records it
-    return WorkerResult.model_validate(sup.redactor.redact_obj(checked.model_dump(mode="json")))
+    return result.model_copy(update=update) if update else result
 
 
 def artifact(

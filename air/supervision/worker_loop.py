@@ -35,7 +35,6 @@ from air.supervision.worker_run import (
     emit,
     err,
     keep_log,
-    redact,
     worker_error,
 )
 from air.supervision.worker_tools import serve_tool
@@ -119,9 +118,8 @@ async def _handle(sup: Supervisor, run: WorkerRun, msg: IpcEnvelope) -> bool:
     if kind == "event":
         await worker_event(sup, run, msg)
     elif kind == "log":
-        # redacted before the cut, which left the first characters of a secret across it
-        # (twice the cut: every registered value and shape is far shorter than that)
-        keep_log(run, redact(sup, str(msg.payload.get("message", ""))[: 2 * LOG_CUT])[:LOG_CUT])
+        text = str(msg.payload.get("message", ""))
+        keep_log(run, sup.redactor.redact_cut(text, LOG_CUT) if sup.redactor else text[:LOG_CUT])
     elif kind == "worker.checkpoint":
         run.checkpoint = dict(msg.payload)
         ident = run.proc.identity

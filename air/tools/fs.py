@@ -128,7 +128,7 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     truncated = len(chunk) > _MAX_READ
     found: JsonObject = {
         "path": input["path"],
-        "content": run.redactor.redact(chunk[:_MAX_READ]),
+        "content": run.redactor.redact_cut(chunk, _MAX_READ),
         "sha256": _sha(data),
         "lines": len(lines),
         "truncated": truncated,

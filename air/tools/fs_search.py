@@ -128,7 +128,7 @@ def search_tree(
                             {
                                 "path": os.path.relpath(full, workspace),
                                 "line": lineno,
-                                "text": redactor.redact(line[:400]),
+                                "text": redactor.redact_cut(line, 400),
                             }
                         )
                         if len(matches) >= limit:

@@ -50,7 +50,7 @@ async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
             message=f"git {args[0]} failed: "
-            f"{run.redactor.redact(proc.stderr.decode('utf-8', 'replace').strip()[:500])}",
+            f"{run.redactor.redact_cut(proc.stderr.decode('utf-8', 'replace').strip(), 500)}",
             user_action="Check the repository state and the arguments.",
         )
     text = proc.stdout.decode("utf-8", "replace")

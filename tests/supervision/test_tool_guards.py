@@ -476,3 +476,21 @@ def _reviewed(io: FakeIO) -> dict[str, Any]:
         "agent_type": "reviewer",
         **REVIEWED["result"],
     }
+
+
+async def test_a_summary_cut_at_the_result_cap_keeps_no_part_of_a_secret(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """Found: the summary was cut at the cap, then redacted: a registered value across the cut
+    kept its first characters in the recorded result."""
+    result = {**REVIEWED["result"], "summary": "s" * 95 + SECRET}
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted([{"result": result}]), max_result_bytes=100)
+        manager.redactor = SecretRedactor([SECRET])
+        outcome = await manager.supervise(rig.request())
+    assert outcome.result is not None
+    [ref] = outcome.result.artifacts
+    assert outcome.result.summary == (
+        "s" * 95 + REDACTED[:5] + f"\n[truncated; full text in artifact {ref.artifact_id}]"
+    )
+    assert rig.artifacts.read(ref.artifact_id).content == ("s" * 95 + REDACTED).encode()

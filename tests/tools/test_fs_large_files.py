@@ -19,6 +19,7 @@ import pytest
 
 from air.contracts.error import AirException
 from air.nursery.reviews import _sides
+from air.security.redact import REDACTED
 from air.tools.safefs import READ_MAX, read_beneath
 from tests.tools.conftest import Env
 
@@ -91,3 +92,38 @@ def test_a_file_growing_past_the_bound_while_read_is_refused(
     monkeypatch.setattr(os, "fstat", small_at_first)
     with pytest.raises(AirException, match="over the 32 MiB"):
         read_beneath(str(tmp_path), str(big))
+
+
+CUT_SECRET = "hunter2-registered-value"
+
+
+async def test_fs_read_and_fs_search_keep_no_part_of_a_secret_across_their_cut(env: Env) -> None:
+    """Found: the content was cut at 256,000 characters (a match's line at 400), then
+    redacted: a registered value that began just before the cut kept its first characters."""
+    env.redactor.register(CUT_SECRET)
+    (env.root / "src" / "big.txt").write_text("y" * 255_990 + CUT_SECRET + "\n")
+    (env.root / "src" / "line.txt").write_text("needle " + "z" * 390 + CUT_SECRET + "\n")
+    read = await env.registry.call("fs.read", {"path": "src/big.txt"}, env.ctx())
+    assert read.status == "ok", read.error
+    assert isinstance(read.output, dict)
+    assert read.output["truncated"] is True
+    assert read.output["content"] == "y" * 255_990 + REDACTED[:10]
+    found = await env.registry.call("fs.search", {"pattern": "needle"}, env.ctx())
+    assert found.status == "ok", found.error
+    assert isinstance(found.output, dict)
+    [match] = found.output["matches"]
+    assert CUT_SECRET[:3] not in match["text"]
+    assert match["text"] == ("needle " + "z" * 390 + REDACTED)[:400]
+
+
+async def test_a_git_error_cut_at_500_characters_keeps_no_part_of_a_secret(env: Env) -> None:
+    """git's stderr is cut at 500 characters in the error: redacted first, as the two above."""
+    env.redactor.register(CUT_SECRET)
+    name = "d/" * 230 + CUT_SECRET  # git echoes the pathspec: the secret across the cut
+    done = await env.registry.call("git.commit", {"message": "m", "paths": [name]}, env.ctx())
+    assert done.status == "error", done
+    assert done.error is not None
+    message = done.error.message
+    assert "did not match any files" not in message  # cut before it
+    assert CUT_SECRET[:3] not in message
+    assert REDACTED[:3] in message

@@ -1,0 +1,62 @@
+"""Text cut to a bound is redacted before the cut (``SecretRedactor.redact_cut``).
+
+Found: ``fs.read``'s 256,000 characters, ``fs.search``'s 400 characters a line, a failed
+``git.commit``'s 500 characters of git's stderr, a worker's summary over the result cap and its
+log messages were each cut, then redacted: a secret that began just before the cut was no
+longer whole when the redactor saw it, so its first characters were kept, and shown to the
+model or recorded. Here the function itself, with registered values, a token shape and a private
+key block across the cut; each place in its own tests (``tests/tools/test_fs_large_files.py``,
+``tests/supervision/test_tool_guards.py``).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from air.security.redact import CUT_MARGIN, REDACTED, SecretRedactor
+
+SECRET = "hunter2-registered-value"
+TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0" * 2  # a GitHub token's shape, registered nowhere
+PEM = (
+    "-----BEGIN RSA PRIVATE KEY-----\n"
+    + "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC\n" * 40
+    + "-----END RSA PRIVATE KEY-----\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("secret", "registered"), [(SECRET, True), (TOKEN, False)], ids=["value", "shape"]
+)
+@pytest.mark.parametrize("before_cut", [1, 5, len(SECRET) - 1])
+def test_a_secret_across_the_cut_leaves_none_of_it(
+    secret: str, registered: bool, before_cut: int
+) -> None:
+    redactor = SecretRedactor([secret] if registered else [])
+    prefix = "x" * (99 - before_cut) + " "
+    text = prefix + secret + " and after"
+    cut = redactor.redact_cut(text, 100)
+    assert cut == (prefix + REDACTED + " and after")[:100]
+    assert secret[:before_cut] not in cut
+    # what cutting first kept
+    assert secret[:before_cut] in redactor.redact(text[:100])
+
+
+def test_a_value_longer_than_the_margin_is_still_seen_whole() -> None:
+    long_value = "v" * (CUT_MARGIN + 500)
+    redactor = SecretRedactor([long_value])
+    cut = redactor.redact_cut("a" * 10 + long_value, 20)
+    assert cut == "a" * 10 + REDACTED
+
+
+def test_a_private_key_block_across_the_cut_is_redacted() -> None:
+    redactor = SecretRedactor()
+    text = "config follows\n" + PEM
+    cut = redactor.redact_cut(text, 200)
+    assert "key0material" not in cut
+    assert len(cut) <= 200
+
+
+def test_text_within_the_bound_is_redacted_whole() -> None:
+    redactor = SecretRedactor([SECRET])
+    assert redactor.redact_cut(f"a {SECRET} b", 1000) == f"a {REDACTED} b"
+    assert redactor.redact_cut("", 10) == ""
