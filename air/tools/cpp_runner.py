@@ -74,7 +74,7 @@ class SandboxedCommandRunner:
             {
                 "diagnostic_id": diagnostic_id,
                 "severity": diagnostic.severity.value,
-                "message": diagnostic.message[:4000],
+                "message": run.redactor.redact_cut(diagnostic.message, 4000),
                 "file": diagnostic.file,
                 "line": diagnostic.line,
                 "column": diagnostic.column,

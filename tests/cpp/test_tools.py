@@ -534,3 +534,19 @@ async def test_a_task_without_a_write_area_builds_and_tests_in_its_view_only(
     assert _o(tested)["passed"] >= 2
     assert sorted(p.name for p in cpp_env.root.iterdir()) == before
     assert git(cpp_env.root, "status", "--porcelain", "--ignored", "--", ".", ":!.air") == ""
+
+
+async def test_a_long_diagnostic_keeps_no_part_of_a_secret_across_its_cut(cpp_env: Env) -> None:
+    """A diagnostic's message is kept to 4,000 characters: redacted before the cut (cut first,
+    a registered value that began just before it kept its first characters in the event)."""
+    secret = "hunter2-registered-value"
+    cpp_env.redactor.register(secret)
+    src = cpp_env.root / "summary" / "summary.cpp"
+    src.write_text(f"#error {'x' * 3983}{secret} after\n" + src.read_text())
+    result = await _call(cpp_env, "cpp.build")
+    assert _o(result)["ok"] is False
+    [message] = [
+        d["message"] for d in cpp_env.payloads("diagnostic.created") if "#error" in d["message"]
+    ]
+    assert message == ("#error " + "x" * 3983 + REDACTED)[:4000]
+    assert secret[:5] not in message
