@@ -494,3 +494,92 @@ async def test_a_summary_cut_at_the_result_cap_keeps_no_part_of_a_secret(
         "s" * 95 + REDACTED[:5] + f"\n[truncated; full text in artifact {ref.artifact_id}]"
     )
     assert rig.artifacts.read(ref.artifact_id).content == ("s" * 95 + REDACTED).encode()
+
+
+# -- a call the parent serves is the worker's activity; silence after it is not ---------------
+
+STALL: dict[str, Any] = {"stall_after_s": 10.0, "stall_kill_after_s": 5.0}
+
+
+async def _slow_tool(name: str, input: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+    await trio.sleep(55)  # past the stall window and its probe: the worker waits on the parent
+    return ToolResultEnvelope(tool_run_id=new_id("tr"), tool_name=name, status="ok", output=1)
+
+
+async def test_a_long_call_is_no_stall_and_the_window_starts_again_after_it(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    steps: list[dict[str, Any]] = [{"call": "slow.tool", "input": {}}, {"sleep": 9}, REVIEWED]
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted(steps, answer_probes=False), **STALL)
+        manager.tools, manager.tool_streams = _slow_tool, None
+        outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "result", outcome
+
+
+async def test_a_worker_silent_after_a_call_is_stalled(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    steps: list[dict[str, Any]] = [{"call": "slow.tool", "input": {}}, {"hang": True}]
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted(steps), kill_grace_s=1.0, **STALL)
+        manager.tools, manager.tool_streams = _slow_tool, None
+        start = trio.current_time()
+        outcome = await manager.supervise(rig.request())
+    assert outcome.kind == "stalled", outcome
+    assert outcome.transient is True
+    # stalled once the call ended (55 s) and a window and the probe's wait passed, not later
+    assert trio.current_time() - start < 55 + 10 + 5 + 10
+
+
+async def test_a_protocol_violation_is_never_transient(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A worker that breaks the protocol does so again: its attempt is not retried as a
+    transient failure would be."""
+    for steps in (
+        [{"event": "agent.completed", "payload": {}}],  # a parent-owned event
+        [{"result": {**REVIEWED["result"], "task_id": "task_other"}}],  # another task's
+    ):
+        async with bounded_nursery() as nursery:
+            manager, _ = rig.manager(nursery, scripted(steps))
+            outcome = await manager.supervise(rig.request())
+        assert outcome.kind == "protocol_error", outcome
+        assert outcome.transient is False
+
+
+async def test_a_verification_command_whose_call_failed_is_not_verified(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """A shell.run of a verification command that ends in an error (no output at all) counts
+    as a failed run."""
+
+    async def failing(name: str, input: dict[str, Any], ctx: ToolExecutionContext) -> Any:
+        error = make_air_error(kind=ErrorKind.TIMEOUT, message="took too long")
+        return ToolResultEnvelope(
+            tool_run_id=new_id("tr"), tool_name=name, status="error", error=error
+        )
+
+    request = rig.request(TaskType.EXECUTE)
+    spec = request.task_spec.model_copy(
+        update={"verification": VerificationPolicy(commands=["make check"])}
+    )
+    claim = {
+        "status": "completed",
+        "summary": "fixed",
+        "changed_files": ["x.py"],
+        "result": {"changes_made": True},
+        "verification": [{"name": "make check", "status": "passed"}],
+    }
+    steps: list[dict[str, Any]] = [
+        {"call": "shell.run", "input": {"command": "make check"}},
+        {"result": claim},
+    ]
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, scripted(steps))
+        manager.tools, manager.tool_streams = failing, None
+        outcome = await manager.supervise(request.model_copy(update={"task_spec": spec}))
+    assert outcome.kind == "result", outcome
+    assert outcome.result is not None
+    assert outcome.result.error is not None
+    assert outcome.result.error.message == "verification failed in shell.run: make check"
