@@ -532,17 +532,25 @@ async def test_a_worker_silent_after_a_call_is_stalled(
     assert trio.current_time() - start < 55 + 10 + 5 + 10
 
 
+async def _garbled(io: FakeIO) -> int:
+    await io.handshake(1)
+    await io.write(b"this is not an envelope\n")
+    await io.drain()
+    return 0
+
+
 async def test_a_protocol_violation_is_never_transient(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
     """A worker that breaks the protocol does so again: its attempt is not retried as a
     transient failure would be."""
-    for steps in (
-        [{"event": "agent.completed", "payload": {}}],  # a parent-owned event
-        [{"result": {**REVIEWED["result"], "task_id": "task_other"}}],  # another task's
+    for worker in (
+        scripted([{"event": "agent.completed", "payload": {}}]),  # a parent-owned event
+        scripted([{"result": {**REVIEWED["result"], "task_id": "task_other"}}]),  # another's
+        _garbled,  # a line that is no envelope
     ):
         async with bounded_nursery() as nursery:
-            manager, _ = rig.manager(nursery, scripted(steps))
+            manager, _ = rig.manager(nursery, worker)
             outcome = await manager.supervise(rig.request())
         assert outcome.kind == "protocol_error", outcome
         assert outcome.transient is False
