@@ -87,13 +87,23 @@ def capability_rows(provider_id: str, config: ProviderConfig) -> list[ProviderCa
     ]
 
 
+def _cut_secret(text: str, secret: str) -> str:
+    """``text`` with a tail that is the first 6 or more characters of ``secret`` redacted."""
+    for length in range(len(secret) - 1, 5, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + "[redacted]"
+    return text
+
+
 def redact_error(error: AirError, secrets: list[str]) -> AirError:
-    """Return ``error`` with every secret replaced by ``[redacted]`` in message and detail."""
+    """Return ``error`` with every secret replaced by ``[redacted]`` in message and detail, and
+    so is the start of one that ends either: both end in the reply's text, cut to a bound
+    (``error_for_status``), which a secret the reply echoed may cross."""
     message, detail = error.message, error.detail
     for secret in secrets:
         if secret:
-            message = message.replace(secret, "[redacted]")
-            detail = detail.replace(secret, "[redacted]") if detail else detail
+            message = _cut_secret(message.replace(secret, "[redacted]"), secret)
+            detail = _cut_secret(detail.replace(secret, "[redacted]"), secret) if detail else detail
     if message == error.message and detail == error.detail:
         return error
     return error.model_copy(update={"message": message, "detail": detail})

@@ -93,6 +93,29 @@ async def test_every_wire_sends_them_and_what_the_server_echoes_is_redacted(
         assert got.events[-1].type == "message_stop"
 
 
+async def test_a_key_the_server_echoes_across_a_cut_is_redacted(server: LocalServer) -> None:
+    """Found: an error keeps 300 characters of the server's message and 500 of its reply, cut
+    before the key was redacted: a key the reply echoed across either cut kept its first
+    characters in the error, which is recorded."""
+    env = {"AIR_TEST_KEY": FAKE_KEY, "GATEWAY_CRED": GATEWAY_KEY}
+    for wire in WIRES:
+        for pad in (290, 440):  # across the message's cut, then across the reply's
+            body = {"error": {"type": "rate_limit_error", "message": "x" * pad + GATEWAY_KEY}}
+            server.push(json_reply(429, body), Reply(chunks=sse_for(wire, Turn(text=["ok"]))))
+            manager = ProviderManager(_configured(wire, server.url), env=env)  # type: ignore[arg-type]
+            manager.register_keys()
+            try:
+                got = await collect(manager, request())
+            finally:
+                await manager.aclose()
+            assert got.events[-1].type == "message_stop"
+            errors = [e for c in manager.calls for e in c.errors]
+            assert errors, wire
+            text = json.dumps([e.model_dump(mode="json") for e in errors])
+            assert GATEWAY_KEY[:6] not in text, (wire, pad, text)
+            assert "[redacted]" in text
+
+
 @pytest.mark.parametrize("wire", WIRES)
 async def test_an_unset_reference_fails_before_sending_naming_it(
     wire: str, server: LocalServer
