@@ -297,6 +297,13 @@ def test_the_scan_walks_past_a_virtual_environment_and_scans_the_workspace_it_is
         (venv / "lib" / "test.pem").write_text("x")
     (project / "mmm").mkdir()
     (project / "mmm" / ".env").write_text("K=v\n")
+    # the walk goes on past what it does not enter, too: links and package or build trees (a
+    # `break` there left every directory listed after the first of them unscanned)
+    for name in ("node_modules", "build", "site-packages"):
+        (project / name).mkdir()
+        (project / name / "cacert.pem").write_text("x")  # not the user's: not scanned
+    for i in range(8):
+        os.symlink(tmp_path, project / f"link{i}")
     real = os.path.realpath(project)
     assert credential_files(real) == (f"{real}/mmm/.env",)
     copy = tmp_path / "copy"
