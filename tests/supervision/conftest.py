@@ -111,3 +111,23 @@ def tool_result(answer: list[dict[str, Any]]) -> dict[str, Any]:
     assert answer[-1]["kind"] == "tool.result", answer
     payload: dict[str, Any] = answer[-1]["payload"]
     return payload
+
+
+class Tools:
+    """A tool router that answers each call with ``outputs[name]`` and keeps what it ran."""
+
+    def __init__(self, outputs: dict[str, Any] | None = None) -> None:
+        self.outputs = outputs or {}
+        self.ran: list[str] = []
+        self.inputs: list[dict[str, Any]] = []
+        self.contexts: list[ToolExecutionContext] = []
+
+    async def __call__(
+        self, name: str, input: dict[str, Any], ctx: ToolExecutionContext
+    ) -> ToolResultEnvelope:
+        self.ran.append(name)
+        self.inputs.append(input)
+        self.contexts.append(ctx)
+        return ToolResultEnvelope(
+            tool_run_id=new_id("tr"), tool_name=name, status="ok", output=self.outputs.get(name)
+        )
