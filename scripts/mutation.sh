@@ -76,7 +76,7 @@ case "$area" in
     # not the network's tests: mutmut collects its stats in its own process, where the last
     # network command leaves its killed slirp4netns for the next one to reap (IMPL-SBX-9), and
     # mutmut's os.wait() for a mutant's run then reaps that one instead
-    tests="tests/tools/test_sandbox_readonly.py tests/tools/test_sandbox_secrets.py tests/tools/test_sandbox_privilege.py tests/tools/test_sandbox_git.py tests/tools/test_sandbox_pinning.py tests/tools/test_sandbox_set_id.py tests/tools/test_sandbox_keyring.py tests/tools/test_sandbox_required.py tests/tools/test_sandbox_init_guard.py tests/tools/test_sandbox_build_dirs.py tests/tools/test_escapes.py tests/tools/test_shell_and_secrets.py tests/tools/test_credential_files.py"
+    tests="tests/tools/test_sandbox_argv.py tests/tools/test_sandbox_readonly.py tests/tools/test_sandbox_secrets.py tests/tools/test_sandbox_privilege.py tests/tools/test_sandbox_git.py tests/tools/test_sandbox_pinning.py tests/tools/test_sandbox_set_id.py tests/tools/test_sandbox_keyring.py tests/tools/test_sandbox_required.py tests/tools/test_sandbox_init_guard.py tests/tools/test_sandbox_build_dirs.py tests/tools/test_escapes.py tests/tools/test_shell_and_secrets.py tests/tools/test_credential_files.py"
     ;;
   guards)
     # the parent-side guards over a worker: its result's checks, its events and messages, the

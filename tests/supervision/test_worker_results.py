@@ -135,20 +135,9 @@ async def test_a_workers_log_is_kept_cut_redacted_and_bounded_in_its_stderr_arti
     """Each log message is cut at 2,000 characters and redacted; one without a message is an
     empty line; past 1 MiB the oldest go, and the artifact says how many."""
 
-    async def worker(io: FakeIO) -> int:
-        await io.handshake(1)
-        await io.send("log", {"level": "info", "message": SECRET + "x" * 3000})
-        await io.send("log", {"level": "info"})
-        for i in range(600):  # 600 x 2,000 characters: over the 1 MiB kept
-            await io.send("log", {"level": "info", "message": f"{i:04d}" + "y" * 2000})
-        await io.send("worker.result", _reviewed(io))
-        await io.drain()
-        return 0
-
-    async with bounded_nursery() as nursery:
-        manager, _ = rig.manager(nursery, worker)
-        manager.redactor = SecretRedactor([SECRET])
-        outcome = await manager.supervise(rig.request())
+    logs = [{"message": SECRET + "x" * 3000}, {}]
+    logs += [{"message": f"{i:04d}" + "y" * 2000} for i in range(600)]  # over the 1 MiB kept
+    outcome = await _logging(rig, logs)
     assert outcome.kind == "result", outcome
     text = _stderr_log(rig)
     lines = text.split("\n")
@@ -165,19 +154,7 @@ async def test_a_workers_log_is_kept_cut_redacted_and_bounded_in_its_stderr_arti
 async def test_the_first_log_messages_are_kept_as_they_came(
     rig: Rig, autojump_clock: trio.testing.MockClock
 ) -> None:
-    async def worker(io: FakeIO) -> int:
-        await io.handshake(1)
-        await io.send("log", {"level": "info", "message": SECRET + "x" * 3000})
-        await io.send("log", {"level": "info"})
-        await io.send("log", {"level": "info", "message": "last"})
-        await io.send("worker.result", _reviewed(io))
-        await io.drain()
-        return 0
-
-    async with bounded_nursery() as nursery:
-        manager, _ = rig.manager(nursery, worker)
-        manager.redactor = SecretRedactor([SECRET])
-        outcome = await manager.supervise(rig.request())
+    outcome = await _logging(rig, [{"message": SECRET + "x" * 3000}, {}, {"message": "last"}])
     assert outcome.kind == "result", outcome
     first = (SECRET + "x" * 3000).replace(SECRET, REDACTED)[:2000]
     assert _stderr_log(rig) == first + "\n\nlast"
@@ -196,6 +173,24 @@ async def test_a_secret_across_a_log_messages_cut_leaves_none_of_it(
     assert outcome.kind == "result", outcome
     assert _stderr_log(rig) == ("x" * 1990 + REDACTED)[:2000]
     assert SECRET[:10] not in _stderr_log(rig)
+
+
+async def _logging(rig: Rig, logs: list[dict[str, Any]]) -> Any:
+    """A worker sending each of ``logs`` (a ``log`` message's fields but its level), then a
+    result, under a redactor that knows ``SECRET``: its outcome."""
+
+    async def worker(io: FakeIO) -> int:
+        await io.handshake(1)
+        for fields in logs:
+            await io.send("log", {"level": "info", **fields})
+        await io.send("worker.result", _reviewed(io))
+        await io.drain()
+        return 0
+
+    async with bounded_nursery() as nursery:
+        manager, _ = rig.manager(nursery, worker)
+        manager.redactor = SecretRedactor([SECRET])
+        return await manager.supervise(rig.request())
 
 
 def _stderr_log(rig: Rig) -> str:
