@@ -146,6 +146,16 @@ def test_a_worktrees_repository_is_bound_read_only_beside_its_git_file(
     assert ["--ro-bind", str(common), str(common)] in _binds(view, "--ro-bind")
 
 
+def test_a_worktree_with_a_relative_pointer_is_bound_the_same(
+    worktree: tuple[Path, Path],
+) -> None:
+    """git 2.48 and later may write the pointer relative (``worktree.useRelativePaths``): it is
+    read from the worktree, not from air's working directory."""
+    wt, common = worktree
+    (wt / ".git").write_text(f"gitdir: {os.path.relpath(common / 'worktrees' / 'wt', wt)}\n")
+    assert ["--ro-bind", str(common), str(common)] in _binds(_argv(wt), "--ro-bind")
+
+
 @pytest.mark.parametrize(
     "tamper",
     [
