@@ -79,11 +79,11 @@ def command_limits(project_root: str | None) -> str:
             (a warning: commands run, under the lower limit).
     """
     from air.contracts.error import AirException, ErrorKind
-    from air.tools.limits import load_limits, lowered
+    from air.tools.limits import configured_limits, lowered
 
     trusted = _trusted_root(project_root) is not None
     try:
-        asked = load_limits(project_root, trusted=trusted, inherited=False)
+        asked = configured_limits(project_root, trusted=trusted)
     except AirException:
         return "not read: a limits file does not load (the config check says which and why)"
     held = lowered(asked)

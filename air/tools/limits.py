@@ -1,13 +1,15 @@
 """Resource limits of sandboxed commands: what they are, where they come from, how they hold.
 
 Owns ``ResourceLimits`` (processes, memory, file size, CPU time; the defaults a real C++ build
-fits in), ``load_limits`` (``~/.air/sandbox.yaml`` then ``<project>/.air/shared/sandbox.yaml``:
-a project may only lower a limit unless it is trusted), ``limits_script`` (the ``ulimit`` line
-the sandbox's shell runs before the command: RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_CPU),
-``PidsCgroup`` (a per-command pids cgroup, v1 or v2, nested in air's own, when air may make
-one: the process limit that also holds for root), ``LimitWatch`` (polls the command's processes,
-ends the whole tree when it goes over its process or memory limit, and names the limit that
-ended it) and ``resource_limit_error``. Decision: IMPL-SBX-8 in docs/decisions.md.
+fits in), ``configured_limits`` (``~/.air/sandbox.yaml`` then the project's
+``.air/shared/sandbox.yaml``: a project may only lower a limit unless it is trusted),
+``load_limits`` (those, within the hard limits air runs under), ``limits_script`` (the
+``ulimit`` line the sandbox's shell runs before the command: RLIMIT_NPROC, RLIMIT_FSIZE,
+RLIMIT_CPU), ``PidsCgroup`` (a per-command pids cgroup, v1 or v2, nested in air's own, when
+air may make one: the process limit that also holds for root), ``LimitWatch`` (polls the
+command's processes, ends the whole tree when it goes over its process or memory limit, and
+names the limit that ended it) and ``resource_limit_error``.
+Decision: IMPL-SBX-8 in docs/decisions.md.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ __all__ = [
     "LimitWatch",
     "PidsCgroup",
     "ResourceLimits",
+    "configured_limits",
     "limits_file",
     "limits_script",
     "load_limits",
@@ -165,38 +168,43 @@ def lowered(limits: ResourceLimits) -> dict[str, tuple[int, int]]:
 
 
 def load_limits(
-    project_root: str | None,
-    *,
-    home: str | None = None,
-    trusted: bool = False,
-    inherited: bool = True,
+    project_root: str | None, *, home: str | None = None, trusted: bool = False
 ) -> ResourceLimits:
-    """The limits of a command in ``project_root``: defaults, then the user's file, then the
-    project's, lowered to air's own hard limits.
+    """The limits of a command in ``project_root``: ``configured_limits``, lowered to the hard
+    limits air itself runs under (``within_inherited``).
+
+    Raises:
+        AirException: as ``configured_limits``.
+    """
+    return within_inherited(configured_limits(project_root, home=home, trusted=trusted))
+
+
+def configured_limits(
+    project_root: str | None, *, home: str | None = None, trusted: bool = False
+) -> ResourceLimits:
+    """The limits the configuration asks for: defaults, then the user's file, then the
+    project's (what ``air doctor`` compares with what holds).
 
     Args:
         project_root: the project (None: the user's limits only).
         home: the user's HOME (default ``~``).
         trusted: the user trusted this project's configuration; an untrusted project may only
             lower a limit (a cloned repository must not lift the bounds the user chose).
-        inherited: False: as configured, not lowered to air's hard limits (what ``air
-            doctor`` compares them with).
 
     Raises:
         AirException: ``config_error`` for a malformed file; ``untrusted_config`` when an
             untrusted project raises a limit.
     """
-    held = within_inherited if inherited else _as_asked
     limits = ResourceLimits()
     user = _read(limits_file(home or os.path.expanduser("~"), user=True))
     if user:
         limits = limits._replace(**user)
     if project_root is None:
-        return held(limits)
+        return limits
     path = limits_file(project_root, user=False)
     project = _read(path)
     if not project:
-        return held(limits)
+        return limits
     raised = sorted(k for k, v in project.items() if v > getattr(limits, k))
     if raised and not trusted:
         raise AirException.of(
@@ -210,11 +218,7 @@ def load_limits(
                 f"{limits_file('~', user=True)} instead, or trust the project."
             ),
         )
-    return held(limits._replace(**project))
-
-
-def _as_asked(limits: ResourceLimits) -> ResourceLimits:
-    return limits
+    return limits._replace(**project)
 
 
 def limits_script(limits: ResourceLimits) -> str:
