@@ -54,7 +54,7 @@ def load_configuration(project_root: str | None) -> str:
     load_policy(policy_files(trusted_root))
     servers = load_servers(trusted_root)
     hosts = load_hosts(trusted_root)
-    load_limits(project_root, trusted=trusted_root is not None)
+    load_limits(project_root)  # as a command loads them: a project only lowers a limit
     slots = pool_size()
     return (
         f"permissions, {len(servers)} MCP server(s), {len(hosts)} host(s), sandbox limits and "
@@ -81,9 +81,8 @@ def command_limits(project_root: str | None) -> str:
     from air.contracts.error import AirException, ErrorKind
     from air.tools.limits import configured_limits, lowered
 
-    trusted = _trusted_root(project_root) is not None
     try:
-        asked = configured_limits(project_root, trusted=trusted)
+        asked = configured_limits(project_root)  # as a command reads them (``load_limits``)
     except AirException:
         return "not read: a limits file does not load (the config check says which and why)"
     held = lowered(asked)

@@ -2,7 +2,7 @@
 
 Owns ``ResourceLimits`` (processes, memory, file size, CPU time; the defaults a real C++ build
 fits in), ``configured_limits`` (``~/.air/sandbox.yaml`` then the project's
-``.air/shared/sandbox.yaml``: a project may only lower a limit unless it is trusted),
+``.air/shared/sandbox.yaml``: a project may only lower a limit),
 ``load_limits`` (those, within the hard limits air runs under), ``limits_script`` (the
 ``ulimit`` line the sandbox's shell runs before the command: RLIMIT_NPROC, RLIMIT_FSIZE,
 RLIMIT_CPU), ``PidsCgroup`` (a per-command pids cgroup, v1 or v2, nested in air's own, when
@@ -167,33 +167,28 @@ def lowered(limits: ResourceLimits) -> dict[str, tuple[int, int]]:
     return {n: (asked, got) for n, asked, got in pairs if asked != got}
 
 
-def load_limits(
-    project_root: str | None, *, home: str | None = None, trusted: bool = False
-) -> ResourceLimits:
+def load_limits(project_root: str | None, *, home: str | None = None) -> ResourceLimits:
     """The limits of a command in ``project_root``: ``configured_limits``, lowered to the hard
     limits air itself runs under (``within_inherited``).
 
     Raises:
         AirException: as ``configured_limits``.
     """
-    return within_inherited(configured_limits(project_root, home=home, trusted=trusted))
+    return within_inherited(configured_limits(project_root, home=home))
 
 
-def configured_limits(
-    project_root: str | None, *, home: str | None = None, trusted: bool = False
-) -> ResourceLimits:
+def configured_limits(project_root: str | None, *, home: str | None = None) -> ResourceLimits:
     """The limits the configuration asks for: defaults, then the user's file, then the
     project's (what ``air doctor`` compares with what holds).
 
     Args:
         project_root: the project (None: the user's limits only).
         home: the user's HOME (default ``~``).
-        trusted: the user trusted this project's configuration; an untrusted project may only
-            lower a limit (a cloned repository must not lift the bounds the user chose).
 
     Raises:
-        AirException: ``config_error`` for a malformed file; ``untrusted_config`` when an
-            untrusted project raises a limit.
+        AirException: ``config_error`` for a malformed file; ``untrusted_config`` when the
+            project raises a limit (a cloned repository must not lift the bounds the user
+            chose; trusting it does not either: the trust scan does not read this file).
     """
     limits = ResourceLimits()
     user = _read(limits_file(home or os.path.expanduser("~"), user=True))
@@ -206,16 +201,16 @@ def configured_limits(
     if not project:
         return limits
     raised = sorted(k for k, v in project.items() if v > getattr(limits, k))
-    if raised and not trusted:
+    if raised:
         raise AirException.of(
             kind=ErrorKind.UNTRUSTED_CONFIG,
             message=(
-                f"{path} raises {', '.join(raised)} above the user's limits, and this project's "
-                "configuration is not trusted"
+                f"{path} raises {', '.join(raised)} above the user's limits: a project may "
+                "only lower them"
             ),
             user_action=(
-                f"Lower those values in {path}, set them in "
-                f"{limits_file('~', user=True)} instead, or trust the project."
+                f"Lower those values in {path}, or set them in "
+                f"{limits_file('~', user=True)} instead."
             ),
         )
     return limits._replace(**project)

@@ -111,3 +111,21 @@ def test_hard_limits_below_the_sandbox_limits_are_a_warning(tmp_path: Path) -> N
     ) in done.stdout
     assert "ulimit -H -a" in done.stdout
     assert "  ok    config" in done.stdout
+
+
+def test_a_project_raising_a_limit_fails_the_doctor_as_it_fails_every_command(
+    tmp_path: Path,
+) -> None:
+    """Found: a project's sandbox.yaml raising a limit widens nothing the trust scan names, so
+    the doctor took the project for trusted and said "ok, 9000 s of CPU", while every command
+    was refused (``untrusted_config``): limits are read as a command reads them (a project only
+    lowers a limit)."""
+    root, _home, env = _project(tmp_path)
+    (root / ".air" / "shared" / "sandbox.yaml").write_text("limits:\n  cpu_seconds: 9000\n")
+    done = air_cli(["doctor"], cwd=root, env=env, timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert (
+        f"FAIL  config: {root}/.air/shared/sandbox.yaml raises cpu_seconds above the user's limits"
+    ) in done.stdout
+    assert "9000 s of CPU" not in done.stdout
+    assert "  ok    sandbox.limits          not read" in done.stdout
