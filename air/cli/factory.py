@@ -192,17 +192,22 @@ def _mcp_servers(servers: Any) -> Any:
         declared = servers if servers is not None else _mcp_config(root)
         if not declared:
             return
+        from air.contracts.error import AirException
+        from air.mcp.connection import redacted
         from air.mcp.service import start_servers
 
-        await start_servers(
-            nursery,
-            registry,
-            declared,
-            project_root=root,
-            session_id=session.session_id,
-            track=_mcp_run_records(root, session.session_id),
-            register=registry.redactor.register,  # the run's: a value never reaches a record
-        )
+        try:
+            await start_servers(
+                nursery,
+                registry,
+                declared,
+                project_root=root,
+                session_id=session.session_id,
+                track=_mcp_run_records(root, session.session_id),
+                register=registry.redactor.register,  # the run's: a value never reaches a record
+            )
+        except AirException as exc:  # a server's words, as every reader gets them
+            raise redacted(exc, registry.redactor) from None
 
     return start
 

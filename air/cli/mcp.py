@@ -86,6 +86,7 @@ def run_mcp(args: dict[str, Any]) -> int:
     import trio
 
     from air.mcp.bridge import read_only_hint, tool_names
+    from air.mcp.connection import redacted
     from air.mcp.service import list_server_tools, offered_tools
     from air.security.redact import SecretRedactor
 
@@ -95,15 +96,7 @@ def run_mcp(args: dict[str, Any]) -> int:
             lambda: list_server_tools(server, cwd=root or os.getcwd(), register=redactor.register)
         )
     except AirException as exc:
-        error = exc.error
-        raise AirException(
-            error.model_copy(
-                update={
-                    "message": redactor.redact(error.message),
-                    "detail": redactor.redact(error.detail) if error.detail else error.detail,
-                }
-            )
-        ) from None
+        raise redacted(exc, redactor) from None
     by_name = {t.name: t for t in tools}
     names = tool_names(server.name, by_name)
     offered = set(by_name if server.tools is None else server.tools) & set(by_name)

@@ -19,7 +19,7 @@ import math
 import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any, Protocol, TextIO
 
 import trio
 
@@ -34,7 +34,31 @@ if TYPE_CHECKING:
     from mcp import ClientSession
     from mcp.types import CallToolResult, Tool
 
-__all__ = ["McpConnection", "describe_error", "open_connection"]
+__all__ = [
+    "ERROR_SHOWN",
+    "McpConnection",
+    "Redactor",
+    "describe_error",
+    "open_connection",
+    "redacted",
+]
+
+ERROR_SHOWN = 800
+"""How many characters of a message holding a server's, the SDK's or the transport's words its
+reader sees: cut where it is redacted (``redacted``), never before. Cut first, a secret across
+the cut kept its first characters and lost the end by which the redactor knows it."""
+_DESCRIBED_MAX = ERROR_SHOWN + 8192
+"""What ``describe_error`` keeps of an error's text: a bound, past the cut by more than any
+secret's length, so that the redactor still sees one across the cut whole."""
+
+
+class Redactor(Protocol):
+    """The run's redactor (``air.security.redact.SecretRedactor``), as ``redacted`` uses it."""
+
+    def redact(self, text: str) -> str: ...
+
+    def redact_cut(self, text: str, limit: int) -> str: ...
+
 
 START_TIMEOUT_S = 30.0
 """How long a server may take to start and open a session (``server/discover`` or
@@ -47,9 +71,20 @@ pages together weigh at most ``MAX_MESSAGE_BYTES`` (as JSON), or the server is r
 def describe_error(exc: BaseException) -> str:
     """One line for what the SDK or the transport raised (the leaves of a group, joined)."""
     if isinstance(exc, BaseExceptionGroup):
-        return "; ".join(dict.fromkeys(describe_error(e) for e in exc.exceptions))
+        joined = "; ".join(dict.fromkeys(describe_error(e) for e in exc.exceptions))
+        return joined[:_DESCRIBED_MAX]
     text = str(exc).strip() or exc.__class__.__name__
-    return shown(text[:300])
+    return shown(text[:_DESCRIBED_MAX])  # bounded; cut when redacted
+
+
+def redacted(exc: AirException, redactor: Redactor) -> AirException:
+    """``exc`` as each reader gets it (the model from a failed call, ``air mcp tools``, a
+    session whose server did not start): message redacted, then cut to ``ERROR_SHOWN``; detail
+    redacted."""
+    error = exc.error
+    detail = redactor.redact(error.detail) if error.detail else error.detail
+    message = redactor.redact_cut(error.message, ERROR_SHOWN)
+    return AirException(error.model_copy(update={"message": message, "detail": detail}))
 
 
 def _sdk() -> Any:

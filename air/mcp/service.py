@@ -28,7 +28,7 @@ from air.contracts.ids import new_id
 from air.ipc.procs import kill_tree
 from air.mcp.bridge import definition, result_text, tool_names
 from air.mcp.config import McpServer
-from air.mcp.connection import McpConnection, describe_error, open_connection
+from air.mcp.connection import McpConnection, describe_error, open_connection, redacted
 from air.mcp.credentials import resolve
 from air.mcp.oauth import session_auth
 
@@ -158,9 +158,7 @@ def _executor(running: RunningServer, original: str) -> Any:
                 server, original, result.content, result.structured_content, result.is_error
             )
         except AirException as exc:  # the server's words reach the model: redacted first
-            raise AirException(
-                exc.error.model_copy(update={"message": run.redactor.redact(exc.error.message)})
-            ) from None
+            raise redacted(exc, run.redactor) from None
 
     return execute
 

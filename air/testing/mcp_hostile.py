@@ -6,13 +6,14 @@ Owns a minimal, strict MCP server (newline-delimited JSON-RPC 2.0: ``initialize`
 ``tools/list``, ``tools/call``, ``ping``) whose tools' names and descriptions carry what a
 terminal must never render (ESC sequences, a bidi override, a carriage return) and names that
 collide once made API-legal (``a.b`` and ``a_b``), and whose calls fail as real servers fail:
-``fail`` answers ``isError``, ``rpc_error`` a JSON-RPC error, ``hang`` never answers, ``die``
-exits; ``shapes`` has a schema in JSON Schema's less common legal forms, and with
-``--broken-schema`` a tool ``broken`` one no validator can read; with ``--floods`` the tools
-``flood`` and ``huge`` answer without end or over air's bound; with ``--many N``, N more tools
-``t0`` ... (each answering as ``echo``); with ``--pages``, tools/list answers pages of 8 MiB
-each with a cursor to the next, without end. Not a fake of a server air
-depends on: the client under test speaks to it as to any.
+``fail`` answers ``isError``, ``rpc_error`` a JSON-RPC error (its ``message`` argument, if
+given), ``hang`` never answers, ``die`` exits; ``shapes`` has a schema in JSON Schema's less
+common legal forms, and with ``--broken-schema`` a tool ``broken`` one no validator can read;
+with ``--floods`` the tools ``flood`` and ``huge`` answer without end or over air's bound; with
+``--many N``, N more tools ``t0`` ... (each answering as ``echo``); with ``--pages``, tools/list
+answers pages of 8 MiB each with a cursor to the next, without end; with ``--refuse``,
+``initialize`` fails naming the server's ``GITHUB_TOKEN``. Not a fake of a server air depends
+on: the client under test speaks to it as to any.
 """
 
 from __future__ import annotations
@@ -93,9 +94,8 @@ def _call(ident: Any, params: dict[str, Any]) -> None:
             }
         )
     elif name == "rpc_error":
-        _send(
-            {"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": "bad arguments"}}
-        )
+        said = str(args.get("message", "bad arguments"))
+        _send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32602, "message": said}})
     elif name == "hang":
         return
     elif name == "die":
@@ -122,7 +122,10 @@ def main() -> None:
         ident, method = message.get("id"), message.get("method")
         if ident is None:
             continue  # notifications
-        if method == "initialize":
+        if method == "initialize" and "--refuse" in sys.argv:  # naming what it was given
+            said = f"refused: this server holds {os.environ.get('GITHUB_TOKEN')}"
+            _send({"jsonrpc": "2.0", "id": ident, "error": {"code": -32600, "message": said}})
+        elif method == "initialize":
             result = {
                 "protocolVersion": message["params"]["protocolVersion"],
                 "capabilities": {"tools": {}},

@@ -24,7 +24,7 @@ from air.session.trust import trust_scan
 from tests.forked_air import air_cli
 from tests.headless import session_events
 from tests.mcp.conftest import McpEnv, one_call_project
-from tests.mcp.servers import bearer_http, everything_stdio
+from tests.mcp.servers import bearer_http, everything_stdio, hostile_server
 
 TOKEN = "tok-7d1c0a9e52f3b8"
 """A token of no known shape, in a variable of no secret-looking name (``MCP_TEST_CRED``): only
@@ -232,3 +232,31 @@ def test_a_headless_run_stores_nothing_of_what_a_server_took(tmp_path: Path) -> 
         if path.is_file() and TOKEN.encode() in path.read_bytes()
     ]
     assert held == []  # the session's SQLite, its artifacts, the logs
+
+
+@pytest.mark.slow
+def test_a_server_naming_what_it_took_as_it_fails_to_start_is_redacted(tmp_path: Path) -> None:
+    """A server that fails to start may say anything, the value it took included: the run's
+    refusal and ``air mcp tools`` show its words redacted, and no file of the session holds
+    it (a session's start failure was printed as the server said it)."""
+    root, home = tmp_path / "proj", tmp_path / "home"
+    (home / ".air").mkdir(parents=True)
+    call = ToolUseBlock(id="toolu_e1", name="mcp__bad__echo", input={})
+    one_call_project(root, "refused", call)
+    argv = [*hostile_server(), "--refuse"]
+    (home / ".air" / "mcp.yaml").write_text(
+        f"servers:\n  bad: {{command: {json.dumps(argv[0])}, args: {json.dumps(argv[1:])},"
+        " env_refs: {GITHUB_TOKEN: MCP_TEST_CRED}}\n"
+    )
+    run = ("run", "--headless", "batch.yaml", "--cassette", "cassettes")
+    for args in (run, ("mcp", "tools", "bad")):
+        code, out, err = _air(args, root, home, MCP_TEST_CRED=TOKEN)
+        assert code == 2, err
+        assert "refused: this server holds" in err
+        assert TOKEN not in out + err
+    held = [
+        str(path)
+        for path in (root / ".air").rglob("*")
+        if path.is_file() and TOKEN.encode() in path.read_bytes()
+    ]
+    assert held == []

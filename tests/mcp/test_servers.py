@@ -18,6 +18,7 @@ from air.contracts.permission import PermissionGrantScope
 from air.contracts.permission_records import PermissionPromptRequest, PermissionPromptResponse
 from air.ipc.procs import find_marked
 from air.mcp.config import McpServer
+from air.mcp.connection import ERROR_SHOWN
 from air.mcp.service import RunningServer, start_servers
 from tests.mcp.conftest import McpEnv
 from tests.mcp.servers import everything_http, hostile_server, time_server
@@ -148,6 +149,33 @@ async def test_server_failures_are_tool_errors_never_a_crash(mcp_env: McpEnv) ->
         after = await mcp_env.registry.call("mcp__bad__echo", {}, mcp_env.ctx())
         assert after.status == "error"
     assert len(mcp_env.payloads("tool.failed")) == 5
+
+
+async def test_a_secret_across_the_cut_of_a_server_s_error_is_redacted_before_the_cut(
+    mcp_env: McpEnv,
+) -> None:
+    """A server's error is cut to ``ERROR_SHOWN`` characters for the model. Cut before it was
+    redacted (at 300 characters of the error), a registered value across the cut was no longer
+    whole: its first characters reached the model and the session's events."""
+    secret = "val-5b8e1f0c37d94a26"
+    mcp_env.registry.redactor.register(secret)
+    head = "MCP server bad: rpc_error failed: "
+    across = (300 - 10, ERROR_SHOWN - len(head) - 10)  # the old cut, of the error; the new one
+    async with _serving(mcp_env, _stdio("bad", hostile_server(), timeout_s=5.0)):
+        for before in across:
+            said = "x" * before + secret + "y" * 400
+            rpc = await mcp_env.registry.call(
+                "mcp__bad__rpc_error", {"message": said}, mcp_env.ctx()
+            )
+            assert rpc.status == "error"
+            assert rpc.error is not None
+            message = rpc.error.message
+            assert message.startswith(head + "x" * before)
+            assert len(message) <= ERROR_SHOWN
+            assert secret[:6] not in message  # redacted whole, then cut
+    stored = "".join(str(e.model_dump(mode="json")) for e in mcp_env.session.events.query())
+    assert "x" * 300 in stored
+    assert secret[:6] not in stored
 
 
 async def test_a_schema_in_legal_forms_is_checked_and_one_air_cannot_read_is_refused(
