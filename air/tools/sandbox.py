@@ -134,8 +134,8 @@ def _worktree_common_dir(dot_git: str, source: str) -> str | None:
 
     ``source`` is where to read the file (its pinned fd). Only a structurally valid worktree
     is exposed: the file names ``<common>/worktrees/<name>`` whose ``commondir`` leads back to
-    ``<common>``, and ``<common>`` holds ``objects`` and ``HEAD``. Anything else (a tampered or
-    foreign pointer) exposes nothing.
+    ``<common>`` and whose ``gitdir`` names ``dot_git``, and ``<common>`` holds ``objects`` and
+    ``HEAD``. Anything else (a tampered or foreign pointer) exposes nothing.
     """
     try:
         with open(source, encoding="utf-8") as fh:
@@ -153,9 +153,16 @@ def _worktree_common_dir(dot_git: str, source: str) -> str | None:
     try:
         with open(os.path.join(gitdir, "commondir"), encoding="utf-8") as fh:
             pointer = fh.read(4096).strip()
+        with open(os.path.join(gitdir, "gitdir"), encoding="utf-8") as fh:
+            back = fh.read(4096).strip()
     except (OSError, UnicodeDecodeError):
         return None
     if os.path.realpath(os.path.join(gitdir, pointer)) != common:
+        return None
+    # the record names this workspace's .git back (relative to the record with git >= 2.48's
+    # worktree.useRelativePaths): a .git a task wrote, naming another repository's worktree
+    # record, exposes nothing of that repository
+    if os.path.realpath(os.path.join(gitdir, back)) != os.path.realpath(dot_git):
         return None
     if not (os.path.isdir(os.path.join(common, "objects")) and os.path.isfile(f"{common}/HEAD")):
         return None

@@ -167,6 +167,8 @@ def test_a_worktree_with_a_relative_pointer_is_bound_the_same(
         "no HEAD",
         "undecodable",
         "inside the workspace",
+        "another repository's worktree",
+        "another worktree of it",
     ],
 )
 def test_a_git_file_not_in_gits_own_shape_exposes_no_repository(
@@ -192,6 +194,15 @@ def test_a_git_file_not_in_gits_own_shape_exposes_no_repository(
         os.rename(common / "HEAD", common / "HEAD.away")
     elif tamper == "undecodable":
         dot_git.write_bytes(b"gitdir: \xff\xfe\n")
+    elif tamper == "another repository's worktree":  # a .git file a task wrote in a copy
+        other = tmp_path / "other"
+        git(tmp_path, "init", "-q", "other")
+        git(other, "commit", "-q", "--allow-empty", "-m", "o")
+        git(other, "worktree", "add", "-q", "--detach", str(tmp_path / "other-wt"))
+        dot_git.write_text(f"gitdir: {other / '.git' / 'worktrees' / 'other-wt'}\n")
+    elif tamper == "another worktree of it":  # a sibling task's record names its own back
+        git(common.parent, "worktree", "add", "-q", "--detach", str(tmp_path / "sibling"))
+        dot_git.write_text(f"gitdir: {common / 'worktrees' / 'sibling'}\n")
     else:  # the repository inside the workspace is bound with it already
         inner = wt / "inner"
         git(inner.parent, "init", "-q", "inner")

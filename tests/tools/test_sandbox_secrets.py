@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.gitrepo import git
 from tests.tools.conftest import Env
-from tests.tools.sandbox_probe import IDENTITIES, Sandboxed
+from tests.tools.sandbox_probe import IDENTITIES, Sandboxed, chown_tree
 
 PLANTED_ENV = {
     "FOO_API_KEY": "AIRSBXENVFOOKEY",
@@ -68,6 +69,29 @@ def test_credentials_are_not_there_whatever_reads_them(box: Sandboxed) -> None:
     assert str(box.run("ls -A ~")["stdout"]) == ""  # a fresh, empty HOME
     top = set(str(box.run("ls -A /")["stdout"]).split())
     assert not top & {"root", "var", "srv", "opt", "mnt", "media", "boot", "sys", "run"}
+
+
+def test_a_git_file_a_task_writes_never_mounts_another_repository(box: Sandboxed) -> None:
+    """A task in a copy (no repository of its own) writes a ``.git`` naming the worktree record
+    of another repository on the machine: its next command saw that repository's whole git
+    directory (history, objects), bound read-only because the record was in git's shape. Now
+    the record must name this workspace's ``.git`` back (``air.tools.sandbox``)."""
+    other, copy = box.base / "other", box.base / "copy"
+    git(box.base, "init", "-q", "other")
+    (other / "secret.txt").write_text("AIRSBXSECRETGIT\n")
+    git(other, "add", "secret.txt")
+    git(other, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "s")
+    git(other, "worktree", "add", "-q", "--detach", str(box.base / "other-wt"))
+    copy.mkdir()
+    if box.unprivileged:
+        chown_tree(box.base)
+    record = other / ".git" / "worktrees" / "other-wt"
+    planted = box.run(f"printf 'gitdir: {record}\\n' > .git && echo planted", copy)
+    assert planted["stdout"] == "planted\n", planted
+    out = box.run(f"git --git-dir={other / '.git'} show HEAD:secret.txt; ls {other}/.git", copy)
+    text = f"{out['stdout']}{out['stderr']}"
+    assert "AIRSBXSECRET" not in text, out
+    assert "No such file or directory" in text, out
 
 
 def test_only_allowlisted_etc_entries_exist(box: Sandboxed) -> None:
