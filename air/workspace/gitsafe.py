@@ -213,15 +213,44 @@ def _linked(tree: str, common: str | None) -> GitLocation:
     return GitLocation(tree, git_dir, resolved, digest.hexdigest())
 
 
+def _named_git_dir(tree: str) -> str | None:
+    """The directory ``tree``'s ``.git`` file names (``gitdir: <path>``, relative to ``tree``
+    or absolute); None when ``.git`` is no regular file in git's form."""
+    try:
+        text = _read_small(os.path.join(tree, ".git")).decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir: ") or text.count("\n") > 1:
+        return None
+    return os.path.realpath(os.path.join(tree, text[len("gitdir: ") :].strip()))
+
+
+def _own_git_dir_elsewhere(root: str) -> GitLocation | None:
+    """The project's own repository kept outside its checkout (a submodule's checkout naming
+    ``<superproject>/.git/modules/<name>``, ``git init --separate-git-dir``): a git directory
+    with ``objects`` and ``HEAD`` and no ``commondir`` (a linked worktree's has one)."""
+    git_dir = _named_git_dir(root)
+    if git_dir is None or not _is_real_dir(os.path.join(git_dir, "objects")):
+        return None
+    if os.path.lexists(os.path.join(git_dir, "commondir")) or not os.path.isfile(
+        os.path.join(git_dir, "HEAD")
+    ):
+        return None
+    digest = hashlib.sha256(b"main\0" + git_dir.encode()).hexdigest()
+    return GitLocation(root, git_dir, git_dir, digest)
+
+
 def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
     """Find and verify the git directory of ``work_tree`` without asking git.
 
     The project root must hold its own repository: a real ``.git`` directory without a
-    ``commondir`` redirect, or a ``.git`` file of a linked worktree (a project checked out
-    with ``git worktree add``) verified as below. ``work_tree`` is the project root itself or
-    a linked worktree whose ``.git`` is a regular file naming a directory directly under the
-    project's common ``<git dir>/worktrees/``, whose ``commondir`` leads back to that common
-    dir and whose ``gitdir`` points back at this ``.git`` file.
+    ``commondir`` redirect, a ``.git`` file naming a repository's own git directory kept
+    elsewhere (a submodule's checkout, ``--separate-git-dir``), or a ``.git`` file of a linked
+    worktree (a project checked out with ``git worktree add``) verified as below.
+    ``work_tree`` is the project root itself or a linked worktree whose ``.git`` is a regular
+    file naming a directory directly under the project's common ``<git dir>/worktrees/``,
+    whose ``commondir`` leads back to that common dir and whose ``gitdir`` points back at this
+    ``.git`` file.
 
     Raises:
         AirException: ``workspace_error`` for anything else (a symlink, a ``.git`` file that
@@ -240,7 +269,7 @@ def locate_git(work_tree: str, *, project_root: str) -> GitLocation:
             hashlib.sha256(b"main\0" + project_git.encode()).hexdigest(),
         )
     else:
-        main = _linked(root, None)
+        main = _own_git_dir_elsewhere(root) or _linked(root, None)
     if tree == root:
         return main
     return _linked(tree, main.common_dir)
@@ -270,16 +299,12 @@ def submodule_location(project_root: str, rel: str) -> GitLocation | None:
     tree = os.path.join(os.path.realpath(project_root), rel)
     if os.path.realpath(tree) != tree or not _is_real_dir(tree):
         return None
-    git_dir = os.path.join(tree, ".git")
+    git_dir: str | None = os.path.join(tree, ".git")
     if not _is_real_dir(git_dir):
-        try:
-            text = _read_small(git_dir).decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
-        if not text.startswith("gitdir: ") or text.count("\n") > 1:
-            return None
-        git_dir = os.path.realpath(os.path.join(tree, text[len("gitdir: ") :].strip()))
-        if not git_dir.startswith(os.path.join(main.common_dir, "modules") + os.sep):
+        git_dir = _named_git_dir(tree)
+        if git_dir is None or not git_dir.startswith(
+            os.path.join(main.common_dir, "modules") + os.sep
+        ):
             return None
     if not _is_real_dir(git_dir) or os.path.lexists(os.path.join(git_dir, "commondir")):
         return None

@@ -113,6 +113,30 @@ def test_a_common_dir_that_redirects_again_is_refused(tmp_path: Path) -> None:
     assert "not a repository's own git directory" in said
 
 
+@pytest.mark.parametrize("how", ["kept", "no objects", "no HEAD", "a commondir"])
+def test_a_project_whose_own_git_dir_is_kept_elsewhere_is_located_there(
+    tmp_path: Path, how: str
+) -> None:
+    """``git init --separate-git-dir`` (as a submodule's checkout has it): the project's
+    ``.git`` file names a repository's own git directory, which is the project's; one naming a
+    directory without ``objects`` or ``HEAD``, or with a ``commondir`` redirect, is refused."""
+    root, kept = tmp_path / "proj", tmp_path / "kept.git"
+    root.mkdir()
+    git(root, "init", "-q", "--separate-git-dir", str(kept))
+    if how == "no objects":
+        shutil.rmtree(kept / "objects")
+    elif how == "no HEAD":
+        (kept / "HEAD").unlink()
+    elif how == "a commondir":
+        (kept / "commondir").write_text(".\n")
+    if how == "kept":
+        found = locate_git(str(root), project_root=str(root))
+        assert found.git_dir == found.common_dir == str(kept)
+        assert found.work_tree == str(root)
+    else:
+        _refused(lambda: locate_git(str(root), project_root=str(root)))
+
+
 def test_a_worktree_git_linked_with_relative_paths_is_located_and_forgotten(
     tmp_path: Path,
 ) -> None:

@@ -243,3 +243,27 @@ async def test_the_worktree_holds_the_commit_the_base_records_and_a_moved_head_i
     git(path / SUB, "commit", "-q", "-m", "the task's commit")
     said = await _refused(mgr, workspace_id)
     assert f"{SUB} (inside submodule {SUB}" in said
+
+
+async def test_a_submodule_checkout_as_the_project_merges_as_commits_of_its_own(
+    project: Path,
+) -> None:
+    """air run in the submodule's checkout itself (to change the library): its ``.git`` names
+    the superproject's ``.git/modules/<name>``, a repository's own git directory kept
+    elsewhere, which air took for no repository at all: a task got a copy, and what it did
+    landed in the files with no commit. Now that directory is the project's, as git has it: a
+    task's worktree is the library's, and its change lands as a commit of the library."""
+    lib = project / SUB
+    before, superproject = git(lib, "rev-parse", "HEAD"), git(project, "rev-parse", "HEAD")
+    mgr, workspace_id, path = await _task(lib)
+    assert await mgr.is_git_repo()
+    assert locate_git(str(path), project_root=str(lib)).common_dir == str(
+        project / ".git" / "modules" / SUB
+    )
+    _write(path / "g.h", "int g();\n")
+    assert (await mgr.merge_workspace(workspace_id)).status == "merged"
+    assert _read(lib / "g.h") == "int g();\n"
+    assert git(lib, "rev-parse", "HEAD^1") == before  # the task's commit, merged on top
+    assert "g.h" in git(lib, "show", "--name-only", "--format=", "HEAD^2")
+    assert git(lib, "status", "--porcelain", "--", ".", ":!.air") == ""
+    assert git(project, "rev-parse", "HEAD") == superproject  # its own history untouched
