@@ -299,13 +299,12 @@ def submodule_location(project_root: str, rel: str) -> GitLocation | None:
     tree = os.path.join(os.path.realpath(project_root), rel)
     if os.path.realpath(tree) != tree or not _is_real_dir(tree):
         return None
-    git_dir: str | None = os.path.join(tree, ".git")
+    git_dir = os.path.join(tree, ".git")
     if not _is_real_dir(git_dir):
-        git_dir = _named_git_dir(tree)
-        if git_dir is None or not git_dir.startswith(
-            os.path.join(main.common_dir, "modules") + os.sep
-        ):
+        named = _named_git_dir(tree)
+        if named is None or not named.startswith(os.path.join(main.common_dir, "modules") + os.sep):
             return None
+        git_dir = named
     if not _is_real_dir(git_dir) or os.path.lexists(os.path.join(git_dir, "commondir")):
         return None
     digest = hashlib.sha256(b"submodule\0" + git_dir.encode()).hexdigest()
