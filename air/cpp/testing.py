@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import new_id
@@ -224,8 +227,11 @@ def parse_catch2_output(text: str) -> list[dict[str, Any]]:
 class CppTestRunner:
     """Runs ctest in a built workspace and reads every test's result (SDD §15)."""
 
-    def __init__(self, runner: CommandRunner) -> None:
+    def __init__(self, runner: CommandRunner, redact: Callable[[bytes], bytes]) -> None:
         self.runner = runner
+        self.redact = redact
+        """The run's redactor: ctest's JUnit file is redacted whole before it is read (its
+        tests' output is cut to a tail, which, cut first, could begin inside a key block)."""
 
     def argv(self, input: CppTestInput, build_dir: str, junit: str) -> list[str]:
         args = [
@@ -263,6 +269,8 @@ class CppTestRunner:
             xml = read_workspace_file(input.workspace, rel)
             if xml is not None:
                 remove_written_file(input.workspace, rel)
+        if xml:
+            xml = await trio.to_thread.run_sync(self.redact, xml)  # up to 16 MiB
         tests = parse_junit(xml) if xml else []
         ok = (
             result.exit_code == 0

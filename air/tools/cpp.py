@@ -223,7 +223,7 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
     if scratch is not None and claimed is not None:
         runner.scratch = (scratch, os.path.join(_workspace(run), claimed))
     try:
-        out: CppTestOutput = await CppTestRunner(runner).run_tests(
+        out: CppTestOutput = await CppTestRunner(runner, run.redactor.redact_bytes).run_tests(
             CppTestInput(
                 workspace=_workspace(run),
                 build_dir=build_dir,
@@ -243,6 +243,7 @@ async def _test(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> Any:
             out.junit_xml,
             extension=".xml",
             command_run_id=out.command_run_id,
+            redacted=True,
         ).uri
     failed = [t.name for t in out.failed]
     claim = (

@@ -163,7 +163,7 @@ class SandboxedCommandRunner:
                 # why shielded: the command run must be closed even as the caller unwinds
                 await self._failed(command_run_id, started, error, cancelled=cancelled)
             raise
-        refs = await store_output_logs(run, command_run_id, out, err)
+        refs, out, err = await store_output_logs(run, command_run_id, out, err)
         duration = int((time.monotonic() - started) * 1000)
         over = None if timed_out else watched.verdict(code)
         if over is not None:

@@ -266,13 +266,17 @@ async def record_command_started(run: ToolRun, command_run_id: str, command: str
 
 async def store_output_logs(
     run: ToolRun, command_run_id: str, out: bytes, err: bytes
-) -> dict[str, str]:
-    """Store each stream that wrote anything as a log artifact; stream name -> artifact id.
-    Redacted in a worker thread: a stream may be tens of MiB, too much for the Trio thread."""
+) -> tuple[dict[str, str], bytes, bytes]:
+    """Store each stream that wrote anything as a log artifact. Returns stream name ->
+    artifact id, and stdout and stderr as stored: redacted whole, what a caller parses and cuts
+    (a tail of the raw output, cut first, began inside a private key block whose first line
+    it lost, and kept the key). Redacted in a worker thread: a stream may be tens of MiB, too
+    much for the Trio thread."""
     streams = [(name, data) for name, data in (("stdout", out), ("stderr", err)) if data]
     redacted = await trio.to_thread.run_sync(
         lambda: [run.redactor.redact_bytes(data) for _, data in streams]
     )
+    stored = dict(zip((name for name, _ in streams), redacted, strict=True))
     refs: dict[str, str] = {}
     for (name, _), data in zip(streams, redacted, strict=True):
         refs[name] = run.add_artifact(
@@ -283,7 +287,7 @@ async def store_output_logs(
             command_run_id=command_run_id,
             redacted=True,
         ).artifact_id
-    return refs
+    return refs, stored.get("stdout", b""), stored.get("stderr", b"")
 
 
 def interrupted_error(exc: BaseException) -> AirError:

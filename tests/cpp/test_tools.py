@@ -550,3 +550,38 @@ async def test_a_long_diagnostic_keeps_no_part_of_a_secret_across_its_cut(cpp_en
     ]
     assert message == ("#error " + "x" * 3983 + REDACTED)[:4000]
     assert secret[:5] not in message
+
+
+async def test_a_key_printed_by_a_build_or_a_test_keeps_no_line_in_their_tails(
+    tmp_path: Path,
+) -> None:
+    """A build step and a test that print a private key longer than the tails their results
+    keep (the build's 4,000 characters, ctest's 3,000, a test's own 2,000): the tails were cut
+    from the raw output and redacted afterwards, so they began inside the key block, without
+    its first line, and kept its lines. Now the output is redacted whole, then cut."""
+    from air.tools.cpp import register_cpp_tools
+
+    body = [f"{i:02d}" + "Kq9" * 20 + "x" for i in range(90)]  # 64 characters a line
+    key = "\n".join(["-----BEGIN PRIVATE KEY-----", *body, "-----END PRIVATE KEY-----"])
+    env = Env(tmp_path)
+    register_cpp_tools(env.registry, env.runner)
+    root = env.root
+    (root / "key.txt").write_text(key + "\n")
+    (root / "CMakeLists.txt").write_text(
+        "cmake_minimum_required(VERSION 3.16)\nproject(leak NONE)\nenable_testing()\n"
+        "add_custom_target(step ALL COMMAND cat ${CMAKE_SOURCE_DIR}/key.txt)\n"
+        "add_test(NAME leak COMMAND sh -c \"cat ${CMAKE_SOURCE_DIR}/key.txt; exit 1\")\n"
+    )
+    try:
+        built = await _call(env, "cpp.build", timeout_s=120)
+        assert _o(built)["ok"] is True, built
+        tested = await _call(env, "cpp.test", timeout_s=120)
+        out = _o(tested)
+        assert out["failed"] == ["leak"]
+        shown = json.dumps([_o(built), out])
+        stored = json.dumps([e.model_dump(mode="json") for e in env.events()])
+    finally:
+        env.close()
+    assert "Kq9Kq9" not in shown
+    assert "Kq9Kq9" not in stored
+    assert REDACTED in out["tests"][0]["output"]
