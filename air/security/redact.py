@@ -235,14 +235,26 @@ class SecretRedactor:
         stream = RedactingStream(self)
         return stream.feed(text) + stream.finish()
 
-    def redact_cut(self, text: str, limit: int) -> str:
-        """The first ``limit`` characters of ``text`` redacted: redacted before the cut, as
-        cutting first left a secret across the cut no longer whole and its first characters
-        kept. What follows the cut is read as far as the longest registered value (at least
-        ``CUT_MARGIN`` characters, longer than any shape the redactor knows)."""
+    def redact_cut(self, text: str, limit: int, *, start: int = 0, end: int | None = None) -> str:
+        """The first ``limit`` characters of ``text[start:end]`` redacted: redacted before the
+        cut, as cutting first left a secret across the cut no longer whole and its first
+        characters kept. What follows the cut is read as far as the longest registered value
+        (at least ``CUT_MARGIN`` characters, longer than any shape the redactor knows).
+
+        As the part reads within ``text``: from a ``start`` (a line's first character) inside
+        a private key block whose BEGIN line lies before it, the block's lines are redacted
+        too. Redacted alone, a part without that line held no key to the redactor."""
         exact = self._exact
         margin = max(CUT_MARGIN, exact.longest if exact is not None else 0)
-        return self.redact(text[: limit + margin])[:limit]
+        stop = start + limit + margin
+        part = text[start : stop if end is None else min(end, stop)]
+        opening = text.rfind(_PEM_WORD, 0, start) if start else -1
+        if opening == -1:
+            return self.redact(part)[:limit]
+        stream = RedactingStream(self)
+        # the block's state where the part begins: read from the line of the last mention
+        stream.feed(text[text.rfind("\n", 0, opening) + 1 : text.rfind("\n", 0, start) + 1])
+        return (stream.feed(part) + stream.finish())[:limit]
 
     def redact_lines(self, text: str) -> str:
         """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any

@@ -124,11 +124,13 @@ async def _fs_read(input: JsonObject, run: ToolRun) -> Any:
     lines = text.splitlines(keepends=True)
     offset = int(input.get("offset", 0))
     limit = int(input.get("limit", len(lines)))
-    chunk = "".join(lines[offset : offset + limit])
-    truncated = len(chunk) > _MAX_READ
+    start = sum(map(len, lines[:offset]))
+    end = start + sum(map(len, lines[offset : offset + limit]))
+    truncated = end - start > _MAX_READ
     found: JsonObject = {
         "path": input["path"],
-        "content": run.redactor.redact_cut(chunk, _MAX_READ),
+        # as the lines read within the file: from inside a key block, its lines are redacted
+        "content": run.redactor.redact_cut(text, _MAX_READ, start=start, end=end),
         "sha256": _sha(data),
         "lines": len(lines),
         "truncated": truncated,

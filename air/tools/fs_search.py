@@ -123,12 +123,14 @@ def search_tree(
                         # shows them: skipping such a file hid every match in it (IMPL-FS-5)
                         with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
                             text = fh.read(READ_MAX)  # a file growing meanwhile: that much
-                    for lineno, line in _matching_lines(search, text, full, workspace):
+                    for lineno, at, to in _matching_lines(search, text, full, workspace):
+                        # redacted as the line reads within the file (a key block's line)
+                        shown = redactor.redact_cut(text, 400, start=at, end=to)
                         matches.append(
                             {
                                 "path": os.path.relpath(full, workspace),
                                 "line": lineno,
-                                "text": redactor.redact_cut(line, 400),
+                                "text": shown,
                             }
                         )
                         if len(matches) >= limit:
@@ -160,15 +162,18 @@ def _found(matches: list[JsonObject], too_large: list[str], *, truncated: bool) 
 
 def _matching_lines(
     search: Search, text: str, full: str, workspace: str
-) -> Iterator[tuple[int, str]]:
+) -> Iterator[tuple[int, int, int]]:
     """The lines of ``text`` (without their newline, as grep matches them) the pattern matches:
-    (number, line). With a whole-file pattern only the line where its next match begins is
-    tried, then the search goes on from the next line: sound, as a line's own match is a match
-    of the whole file; lines between matches cost nothing of Python's."""
+    (number, where the line begins and ends in ``text``). With a whole-file pattern only the
+    line where its next match begins is tried, then the search goes on from the next line:
+    sound, as a line's own match is a match of the whole file; lines between matches cost
+    nothing of Python's."""
     if search.whole is None:
+        at = 0
         for lineno, line in enumerate(_lines(text), 1):
             if _find(search, search.pattern, line, full, lineno, workspace):
-                yield lineno, line
+                yield lineno, at, at + len(line)
+            at += len(line) + 1
         return
     pos, lineno, counted = 0, 1, 0
     while (found := _find(search, search.whole, text, full, 0, workspace, pos)) is not None:
@@ -180,7 +185,7 @@ def _matching_lines(
         lineno += text.count("\n", counted, start)
         counted = start
         if _find(search, search.pattern, text[start:end], full, lineno, workspace):
-            yield lineno, text[start:end]
+            yield lineno, start, end
         pos = end + 1
 
 

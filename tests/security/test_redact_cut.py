@@ -60,3 +60,28 @@ def test_text_within_the_bound_is_redacted_whole() -> None:
     redactor = SecretRedactor([SECRET])
     assert redactor.redact_cut(f"a {SECRET} b", 1000) == f"a {REDACTED} b"
     assert redactor.redact_cut("", 10) == ""
+
+
+@pytest.mark.parametrize("line", [2, 3, 21, 41])
+def test_a_part_from_inside_a_key_block_is_redacted_as_within_it(line: int) -> None:
+    """A part that begins after a key's BEGIN line (an fs.read from line N, a search's
+    matching line) held no key to the redactor when redacted alone: its key lines were kept."""
+    redactor = SecretRedactor()
+    text = "config follows\n" + PEM + "after: plain\n"
+    lines = text.splitlines(keepends=True)
+    start = sum(map(len, lines[:line]))
+    part = redactor.redact_cut(text, 10_000, start=start)
+    assert "key0material" in redactor.redact(text[start:])  # what redacting it alone kept
+    assert "key0material" not in part
+    assert part.endswith("after: plain\n")
+    end = start + len(lines[line])
+    assert redactor.redact_cut(text, 400, start=start, end=end) in (REDACTED + "\n", REDACTED)
+
+
+def test_a_part_after_a_closed_block_or_outside_one_is_kept() -> None:
+    redactor = SecretRedactor()
+    text = "a line\n" + PEM + "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC\n"
+    last = text.rindex("MIIE")  # looks like key material, but the block ended before it
+    assert redactor.redact_cut(text, 400, start=last) == text[last:]
+    assert redactor.redact_cut(text, 400, start=0, end=7) == "a line\n"
+    assert redactor.redact_cut("a\nb\nc\n", 400, start=2, end=4) == "b\n"

@@ -116,6 +116,28 @@ async def test_fs_read_and_fs_search_keep_no_part_of_a_secret_across_their_cut(e
     assert match["text"] == ("needle " + "z" * 390 + REDACTED)[:400]
 
 
+async def test_fs_read_from_a_line_and_fs_search_show_no_line_of_a_key(env: Env) -> None:
+    """A file holding a private key block (a fixture, a config): read whole its key lines are
+    redacted, but read from a line after BEGIN (``offset``), or found by a search matching a
+    key line, each part was redacted alone, without the BEGIN line, and kept the key."""
+    body = "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC\n" * 20
+    pem = f"-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\n"
+    (env.root / "src" / "conf.txt").write_text("name: x\n" + pem + "port: 80\n")
+    ctx = env.ctx()
+    shown = []
+    for offset in (0, 2, 10):
+        read = await env.registry.call("fs.read", {"path": "src/conf.txt", "offset": offset}, ctx)
+        assert isinstance(read.output, dict), read.error
+        shown.append(read.output["content"])
+    assert shown[2].startswith(REDACTED + "\n")
+    assert all(text.endswith("port: 80\n") for text in shown)
+    found = await env.registry.call("fs.search", {"pattern": "key0material|port"}, ctx)
+    assert isinstance(found.output, dict), found.error
+    matches = found.output["matches"]
+    assert [m["text"] for m in matches] == [REDACTED] * 20 + ["port: 80"]
+    assert not [text for text in shown if "key0material" in text]
+
+
 async def test_a_git_error_cut_at_500_characters_keeps_no_part_of_a_secret(env: Env) -> None:
     """git's stderr is cut at 500 characters in the error: redacted first, as the two above."""
     env.redactor.register(CUT_SECRET)

@@ -166,8 +166,9 @@ PATTERNS = [
 def test_the_lines_found_through_the_whole_file_are_the_lines_that_match(
     lines: list[str], last_newline: bool, pattern: str
 ) -> None:
-    """The whole-file scan finds exactly the lines a line-by-line search finds, numbered
-    alike (a last line with or without its newline, empty lines, matches spanning lines)."""
+    """The whole-file scan finds exactly the lines a line-by-line search finds, numbered and
+    placed alike (a last line with or without its newline, empty lines, matches spanning
+    lines)."""
     assert not any(mark in pattern for mark in fs_search._PER_LINE_ONLY)
     text = "\n".join(lines) + ("\n" if last_newline and lines else "")
     per_line = regex.compile(pattern)
@@ -180,7 +181,9 @@ def test_the_lines_found_through_the_whole_file_are_the_lines_that_match(
     )
     lines_of = fs_search._lines(text)
     expected = [(n, line) for n, line in enumerate(lines_of, 1) if per_line.search(line)]
-    assert list(fs_search._matching_lines(search, text, "/w/f", "/w")) == expected
+    for how in (search, search._replace(whole=None)):  # through the whole file, line by line
+        found = list(fs_search._matching_lines(how, text, "/w/f", "/w"))
+        assert [(n, text[a:b]) for n, a, b in found] == expected  # where each is in the file
 
 
 async def test_a_pattern_that_sees_around_its_line_is_matched_line_by_line(env: Env) -> None:
