@@ -18,6 +18,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
+from air.security.paths import is_within, names_credentials
 from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
@@ -79,8 +80,39 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
                 user_action="Pass a commit, branch or range such as HEAD~1..HEAD.",
             )
         args.append(rev)
-    text, cut = await _bounded(run, *args, "--", *input.get("paths", []))
-    return {"diff": text, "truncated": cut}
+    paths = [str(p) for p in input.get("paths", [])]
+    withheld = await _withheld(run, args, paths)
+    kept_out = [f":(exclude,literal){path}" for path in withheld]
+    text, cut = await _bounded(run, *args, "--", *paths, *kept_out)
+    found: JsonObject = {"diff": text, "truncated": cut}
+    return found | ({"withheld": withheld} if withheld else {})
+
+
+async def _withheld(run: ToolRun, args: list[str], paths: list[str]) -> list[str]:
+    """What of the diff ``args`` the model may not read through it: the credential files
+    (fs.read asks for one; IMPL-SBX-3) and the task's denied paths. A diff showed their lines,
+    and from the empty tree (``rev`` 4b825dc) every tracked file's whole content."""
+    location = await trio.to_thread.run_sync(
+        lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
+    )
+    listing = [*args, "--name-only", "-z", "--no-renames", "--", *paths]
+    proc, cut = await run_git_bounded(location, *listing, limit=OUTPUT_MAX)
+    if cut:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message="git.diff: the diff names too many files to check which may be shown",
+            user_action="Name the paths to diff (paths), or a narrower rev.",
+        )
+    workspace, denied = run.workspace_realpath, run.denied
+    return sorted(
+        name
+        for name in proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+        if name
+        and (
+            any(names_credentials(part) for part in name.split("/"))
+            or any(is_within(os.path.join(workspace, name), d) for d in denied)
+        )
+    )
 
 
 async def _log(input: JsonObject, run: ToolRun) -> Any:

@@ -570,7 +570,7 @@ async def test_a_key_printed_by_a_build_or_a_test_keeps_no_line_in_their_tails(
     (root / "CMakeLists.txt").write_text(
         "cmake_minimum_required(VERSION 3.16)\nproject(leak NONE)\nenable_testing()\n"
         "add_custom_target(step ALL COMMAND cat ${CMAKE_SOURCE_DIR}/key.txt)\n"
-        "add_test(NAME leak COMMAND sh -c \"cat ${CMAKE_SOURCE_DIR}/key.txt; exit 1\")\n"
+        'add_test(NAME leak COMMAND sh -c "cat ${CMAKE_SOURCE_DIR}/key.txt; exit 1")\n'
     )
     try:
         built = await _call(env, "cpp.build", timeout_s=120)

@@ -219,6 +219,57 @@ async def test_a_git_output_a_task_made_huge_is_cut_not_loaded(
     assert " M src/app.py\n" in out(small)["status"]
 
 
+EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+
+
+@pytest.mark.parametrize("how", ["from the empty tree", "a change", "named"])
+async def test_git_diff_shows_no_credential_file_and_no_denied_path(env: Env, how: str) -> None:
+    """fs.read asks before it reads a credential file, and never reads a task's denied path;
+    git.diff showed both: their changed lines, and from the empty tree (``rev``) every tracked
+    file whole. Now they are left out of the diff and named as withheld."""
+    files = {
+        "config/server.pem": "PEMKEYCONTENT\n",
+        "deploy/.ssh/config": "SSHCONFIGCONTENT\n",
+        "secrets/plan.txt": "DENIEDCONTENT\n",
+        "src/ok.txt": "OKCONTENT\n",
+    }
+    for rel, text in files.items():
+        (env.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (env.root / rel).write_text(text)
+    git(env.root, "add", *files)
+    git(env.root, "commit", "-q", "-m", "files")
+    input: dict[str, Any] = {"rev": EMPTY_TREE} if how == "from the empty tree" else {}
+    if how != "from the empty tree":
+        for rel in files:
+            (env.root / rel).write_text(files[rel].replace("CONTENT", "CHANGED"))
+    if how == "named":
+        input["paths"] = list(files)
+    diff = await env.registry.call("git.diff", input, env.ctx(denied_paths=["secrets"]))
+    shown = out(diff)
+    assert "OKC" in shown["diff"]
+    for hidden in ("PEMKEY", "SSHCONFIG", "DENIED"):
+        assert hidden not in shown["diff"], hidden
+    assert shown["withheld"] == ["config/server.pem", "deploy/.ssh/config", "secrets/plan.txt"]
+
+
+async def test_git_diff_whose_file_list_is_cut_shows_nothing(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which files a diff may show is decided on the whole list of its files: one cut (past
+    ``OUTPUT_MAX``) could leave a credential file off the withheld list."""
+    for i in range(20):
+        (env.root / f"file-{i:02d}.txt").write_text(f"TEXT{i}\n")
+    (env.root / "zz-server.pem").write_text("PEMKEYCONTENT\n")
+    git(env.root, "add", "-A")
+    git(env.root, "commit", "-q", "-m", "files")
+    monkeypatch.setattr(git_tools, "OUTPUT_MAX", 200)  # the listing: 20 names, 16 bytes each
+    diff = await env.registry.call("git.diff", {"rev": EMPTY_TREE}, env.ctx())
+    assert diff.status == "error"
+    assert diff.error is not None
+    assert "too many files" in diff.error.message
+    assert "PEMKEY" not in json.dumps(env.payloads("tool.failed"))
+
+
 def _arm_repository(env: Env, marker: Path) -> None:
     """Point every git extension point of the repository at a script that leaves a marker."""
     script = env.tmp / "evil.sh"
