@@ -37,7 +37,7 @@ def tracked_state(root: str) -> str | None:
     try:
         location: GitLocation | None = locate_git(root, project_root=root)
     except AirException:
-        location = None  # a layout air's worktrees refuse (a submodule's): git finds it, read-only
+        location = None  # a layout air's worktrees refuse: git finds it, read-only
     listing = ("ls-tree", "-r", "-z", "--name-only", "HEAD", "--", ".air/local")
     done = list_git(location, *listing, cwd=root)
     if (
