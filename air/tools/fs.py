@@ -155,14 +155,19 @@ def _form_notes(data: bytes) -> JsonObject:
     return notes
 
 
-def _list_entries(run: ToolRun, path: str) -> list[JsonObject]:
-    listed = list_fd(_open_checked(run, path, directory=True))
-    return [{"name": name, "type": kind} for name, kind in listed]
+LIST_MAX = 2000
+"""The most entries fs.list shows (the first by name); it says how many there are."""
+
+
+def _list_entries(run: ToolRun, path: str) -> JsonObject:
+    listed, total = list_fd(_open_checked(run, path, directory=True), LIST_MAX)
+    entries = [{"name": name, "type": kind} for name, kind in listed]
+    return {"entries": entries} | ({"total": total, "truncated": True} if total > LIST_MAX else {})
 
 
 async def _fs_list(input: JsonObject, run: ToolRun) -> Any:
-    entries = await trio.to_thread.run_sync(_list_entries, run, input.get("path", "."))
-    return {"path": input.get("path", "."), "entries": entries[:2000]}
+    listed = await trio.to_thread.run_sync(_list_entries, run, input.get("path", "."))
+    return {"path": input.get("path", ".")} | listed
 
 
 PATTERN_MAX = 1000

@@ -11,9 +11,11 @@ and read from that descriptor, so what is read is what was checked (issue #9 ite
 from __future__ import annotations
 
 import errno
+import heapq
 import os
 import secrets
 import stat
+from collections.abc import Iterator
 
 from air.contracts.error import AirException, ErrorKind
 
@@ -256,15 +258,28 @@ def read_fd(fd: int, limit: int | None = None) -> bytes:
         os.close(fd)
 
 
-def list_fd(fd: int) -> list[tuple[str, str]]:
-    """List an open directory as sorted (name, ``file``/``dir``/``link``) pairs and close it.
+def list_fd(fd: int, limit: int | None = None) -> tuple[list[tuple[str, str]], int]:
+    """List an open directory and close it: its first ``limit`` entries by name (all without
+    a limit) as sorted (name, ``file``/``dir``/``link``) pairs, and how many it holds.
 
-    Entry types come from ``lstat`` relative to the directory descriptor, so a link is reported
-    as a link and never followed.
+    A directory of millions of entries costs one read of its names and ``limit`` of them kept:
+    sorting all of them and ``lstat``-ing each to show 2,000 held them all in the parent (500k:
+    1.2 s, 69 MiB). Entry types come from ``lstat`` relative to the directory descriptor, so a
+    link is reported as a link and never followed.
     """
     try:
+        total = 0
+
+        def names() -> Iterator[str]:
+            nonlocal total
+            with os.scandir(fd) as entries:
+                for entry in entries:
+                    total += 1
+                    yield entry.name
+
+        chosen = sorted(names()) if limit is None else heapq.nsmallest(limit, names())
         out: list[tuple[str, str]] = []
-        for name in sorted(os.listdir(fd)):
+        for name in chosen:
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
@@ -276,6 +291,6 @@ def list_fd(fd: int) -> list[tuple[str, str]]:
             else:
                 kind = "file"
             out.append((name, kind))
-        return out
+        return out, total
     finally:
         os.close(fd)

@@ -149,3 +149,35 @@ async def test_a_git_error_cut_at_500_characters_keeps_no_part_of_a_secret(env: 
     assert "did not match any files" not in message  # cut before it
     assert CUT_SECRET[:3] not in message
     assert REDACTED[:3] in message
+
+
+async def test_fs_list_of_a_huge_directory_keeps_the_first_entries_and_counts_the_rest(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A task can make a directory of millions of entries: fs.list sorted and ``lstat``-ed all
+    of them to show 2,000 (500k entries: 1.2 s and 69 MiB held in the parent, silently cut).
+    Now it keeps the first ``LIST_MAX`` by name, looks at only those, and says how many."""
+    from air.tools import fs
+
+    big = env.root / "big"
+    big.mkdir()
+    for i in reversed(range(fs.LIST_MAX + 50)):
+        (big / f"f{i:05d}").touch()
+    looked: list[object] = []
+    real_stat = os.stat
+
+    def counted(path: object, *args: object, **kw: object) -> os.stat_result:
+        looked.append(path)
+        return real_stat(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", counted)
+    listed = await env.registry.call("fs.list", {"path": "big"}, env.ctx())
+    monkeypatch.setattr(os, "stat", real_stat)
+    assert isinstance(listed.output, dict), listed.error
+    names = [e["name"] for e in listed.output["entries"]]
+    assert names == [f"f{i:05d}" for i in range(fs.LIST_MAX)]
+    assert (listed.output["total"], listed.output["truncated"]) == (fs.LIST_MAX + 50, True)
+    assert len([p for p in looked if str(p).startswith("f")]) == fs.LIST_MAX
+    small = await env.registry.call("fs.list", {"path": "src"}, env.ctx())
+    assert isinstance(small.output, dict), small.error
+    assert "truncated" not in small.output
