@@ -256,6 +256,15 @@ class SecretRedactor:
         stream.feed(text[text.rfind("\n", 0, opening) + 1 : text.rfind("\n", 0, start) + 1])
         return (stream.feed(part) + stream.finish())[:limit]
 
+    def redacted_lines(self, text: str) -> list[str] | None:
+        """``text`` redacted whole, split at its newlines (redaction keeps every newline), for
+        a caller showing many of its lines; None when no private key block can make a line's
+        redaction depend on the lines before it: each line then redacts alone (``redact_cut``).
+        One pass a text: per line, from the block's last mention, costs the text per line."""
+        if _PEM_WORD not in text:
+            return None
+        return self.redact(text).split("\n")
+
     def redact_lines(self, text: str) -> str:
         """Redact ``text``, whole lines (or a piece of a line of ``LINE_MAX``) outside any
         private key block: registered values, then the shapes on the lines holding a trigger."""

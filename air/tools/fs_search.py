@@ -123,9 +123,15 @@ def search_tree(
                         # shows them: skipping such a file hid every match in it (IMPL-FS-5)
                         with os.fdopen(os.dup(fd), encoding="utf-8", errors="replace") as fh:
                             text = fh.read(READ_MAX)  # a file growing meanwhile: that much
+                    keyed: list[str] | None = None  # the file redacted whole, once
                     for lineno, at, to in _matching_lines(search, text, full, workspace):
                         # redacted as the line reads within the file (a key block's line)
-                        shown = redactor.redact_cut(text, 400, start=at, end=to)
+                        if keyed is None:
+                            keyed = redactor.redacted_lines(text) or []
+                        if keyed:
+                            shown = keyed[lineno - 1][:400]
+                        else:  # no key block: each line alone (its copy: a line's length)
+                            shown = redactor.redact_cut(text[at:to], 400)
                         matches.append(
                             {
                                 "path": os.path.relpath(full, workspace),

@@ -12,6 +12,8 @@ key block across the cut; each place in its own tests (``tests/tools/test_fs_lar
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from air.security.redact import CUT_MARGIN, REDACTED, SecretRedactor
 
@@ -85,3 +87,32 @@ def test_a_part_after_a_closed_block_or_outside_one_is_kept() -> None:
     assert redactor.redact_cut(text, 400, start=last) == text[last:]
     assert redactor.redact_cut(text, 400, start=0, end=7) == "a line\n"
     assert redactor.redact_cut("a\nb\nc\n", 400, start=2, end=4) == "b\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "-----BEGIN RSA PRIVATE KEY-----",
+                "-----END RSA PRIVATE KEY-----",
+                "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC",
+                "Proc-Type: 4,ENCRYPTED",
+                f"password = {SECRET}",
+                f"token {TOKEN} and PRIVATE KEY",
+                "",
+                "plain text\r",
+                "x" * 70_000,  # past LINE_MAX: redacted in pieces
+            ]
+        ),
+        max_size=12,
+    )
+)
+def test_redaction_keeps_every_newline_so_a_line_is_found_by_its_number(lines: list[str]) -> None:
+    """``redacted_lines``: a search shows the redacted line of the number it matched."""
+    redactor = SecretRedactor([SECRET])
+    text = "\n".join(lines)
+    shown = redactor.redacted_lines(text)
+    whole = redactor.redact(text).split("\n")
+    assert len(whole) == len(text.split("\n"))
+    assert shown is None or shown == whole

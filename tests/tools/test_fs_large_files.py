@@ -181,3 +181,29 @@ async def test_fs_list_of_a_huge_directory_keeps_the_first_entries_and_counts_th
     small = await env.registry.call("fs.list", {"path": "src"}, env.ctx())
     assert isinstance(small.output, dict), small.error
     assert "truncated" not in small.output
+
+
+async def test_a_search_redacts_a_file_with_a_key_block_once_whatever_its_matches(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each matching line is redacted as it reads within its file (after a key's BEGIN line,
+    as key material): read from the block's last mention for each match, a file of many
+    matching lines cost its length once per match (max_results has no bound)."""
+    body = "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC\n" * 5
+    pem = f"-----BEGIN PRIVATE KEY-----\n{body}-----END PRIVATE KEY-----\n"
+    text = pem + "needle here\n" * 300
+    (env.root / "src" / "keyed.txt").write_text(text)
+    passes: list[int] = []
+    real = env.redactor.redact
+
+    def counted(text: str) -> str:
+        passes.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(env.redactor, "redact", counted)
+    found = await env.registry.call(
+        "fs.search", {"pattern": "needle|key0", "max_results": 1000}, env.ctx()
+    )
+    assert isinstance(found.output, dict), found.error
+    assert [m["text"] for m in found.output["matches"]] == [REDACTED] * 5 + ["needle here"] * 300
+    assert passes.count(len(text)) == 1  # the file, whole, once
