@@ -82,7 +82,7 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
         args.append(rev)
     paths = [str(p) for p in input.get("paths", [])]
     withheld = await _withheld(run, args, paths)
-    kept_out = [f":(exclude,literal){path}" for path in withheld]
+    kept_out = [f":(top,exclude,literal){path}" for path in withheld]
     text, cut = await _bounded(run, *args, "--", *paths, *kept_out)
     found: JsonObject = {"diff": text, "truncated": cut}
     return found | ({"withheld": withheld} if withheld else {})
