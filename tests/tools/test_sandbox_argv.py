@@ -149,10 +149,14 @@ def test_a_worktrees_repository_is_bound_read_only_beside_its_git_file(
 def test_a_worktree_with_a_relative_pointer_is_bound_the_same(
     worktree: tuple[Path, Path],
 ) -> None:
-    """git 2.48 and later may write the pointer relative (``worktree.useRelativePaths``): it is
-    read from the worktree, not from air's working directory."""
+    """git 2.48 and later may write both pointers relative (``worktree.useRelativePaths``): each
+    is read from where it is (the worktree, the record), not from air's working directory."""
     wt, common = worktree
-    (wt / ".git").write_text(f"gitdir: {os.path.relpath(common / 'worktrees' / 'wt', wt)}\n")
+    record = common / "worktrees" / "wt"
+    (wt / ".git").write_text(f"gitdir: {os.path.relpath(record, wt)}\n")
+    assert ["--ro-bind", str(common), str(common)] in _binds(_argv(wt), "--ro-bind")
+    # and the record's own pointer back, relative to the record
+    (record / "gitdir").write_text(os.path.relpath(wt / ".git", record) + "\n")
     assert ["--ro-bind", str(common), str(common)] in _binds(_argv(wt), "--ro-bind")
 
 
