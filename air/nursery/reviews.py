@@ -84,6 +84,11 @@ async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
     except AirException:
         return None  # the merge that follows reports the workspace's trouble
     root, path = io.project_root, workspace.path
+    # worker-written text becomes a durable spec and a model request: the run's redactor
+    # (the WorkerManager's, applied to everything else a worker produces) applies here too,
+    # to each file's diff whole (as a diff: a hunk inside a key block), then cut
+    found = getattr(io.runner, "redactor", None)
+    redactor = found if isinstance(found, SecretRedactor) else None
     parts: list[str] = []
     size = 0
     for name in names:
@@ -95,13 +100,14 @@ async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
             parts.append(f"{name}: changed (not a readable regular file)")
             continue
         diff = await unified_diff(old, new, name)  # bounded whatever the text (IMPL-DIFF-1)
-        parts.append(diff[: max(0, MAX_DIFF_CHARS - size)])
+        keep = max(0, MAX_DIFF_CHARS - size)
+        if redactor is None:
+            parts.append(diff[:keep])
+        else:
+            parts.append(await trio.to_thread.run_sync(redactor.redact_diff, diff, keep))
         size += len(diff)
     text = "\n".join(parts)
-    # worker-written text becomes a durable spec and a model request: the run's redactor
-    # (the WorkerManager's, applied to everything else a worker produces) applies here too
-    redactor = getattr(io.runner, "redactor", None)
-    return redactor.redact(text) if isinstance(redactor, SecretRedactor) else text
+    return redactor.redact(text) if redactor is not None else text
 
 
 def _sides(root: str, path: str, name: str) -> tuple[str | None, str | None]:

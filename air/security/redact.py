@@ -66,6 +66,9 @@ _ASCII_SECRET_WORDS = (
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*|[A-Za-z][A-Za-z0-9-]*:[^\n]*")
+_DIFF_KEY_LINE = re.compile(r"^([-+ ]|@@ [^@\n]* @@ )([A-Za-z0-9+/]{40,}={0,2})$", re.MULTILINE)
+"""A unified diff's line that holds only 40 or more base64 characters behind its marker, or
+a hunk header whose context (git's function line: the last before the hunk) is such a line."""
 """A line inside a private key block: key material (base64, blank) or a header
 (``Proc-Type: 4,ENCRYPTED``). Any other line ends a block that has no END line."""
 _PEM_WORD = "PRIVATE KEY"
@@ -244,9 +247,7 @@ class SecretRedactor:
         As the part reads within ``text``: from a ``start`` (a line's first character) inside
         a private key block whose BEGIN line lies before it, the block's lines are redacted
         too. Redacted alone, a part without that line held no key to the redactor."""
-        exact = self._exact
-        margin = max(CUT_MARGIN, exact.longest if exact is not None else 0)
-        stop = start + limit + margin
+        stop = start + limit + self._margin()
         part = text[start : stop if end is None else min(end, stop)]
         opening = text.rfind(_PEM_WORD, 0, start) if start else -1
         if opening == -1:
@@ -255,6 +256,23 @@ class SecretRedactor:
         # the block's state where the part begins: read from the line of the last mention
         stream.feed(text[text.rfind("\n", 0, opening) + 1 : text.rfind("\n", 0, start) + 1])
         return (stream.feed(part) + stream.finish())[:limit]
+
+    def redact_diff(self, text: str, limit: int | None = None) -> str:
+        """A unified diff redacted as any text, then each line that holds only 40 or more
+        base64 characters, capitals, small letters and digits among them (key material; a hex
+        digest has no capitals), and a hunk header's context that is one: a hunk inside a
+        private key block shows its lines without the BEGIN line that makes them key to the
+        redactor, and a removed line's ``-`` ended a block whose BEGIN it showed. With
+        ``limit``: its first ``limit`` characters, redacted before the cut (``redact_cut``)."""
+        if limit is None:
+            return _DIFF_KEY_LINE.sub(_key_material, self.redact(text))
+        return self.redact_diff(text[: limit + self._margin()])[:limit]
+
+    def _margin(self) -> int:
+        """How far past a cut the redactor reads: the longest registered value, at least
+        ``CUT_MARGIN`` characters."""
+        exact = self._exact
+        return max(CUT_MARGIN, exact.longest if exact is not None else 0)
 
     def redacted_lines(self, text: str) -> list[str] | None:
         """``text`` redacted whole, split at its newlines (redaction keeps every newline), for
@@ -296,6 +314,12 @@ class SecretRedactor:
         if isinstance(value, list | tuple):
             return [self.redact_obj(v) for v in value]
         return value
+
+
+def _key_material(line: re.Match[str]) -> str:
+    body = line[2]
+    mixed = any(c.isupper() for c in body) and any(c.islower() for c in body)
+    return line[1] + REDACTED if mixed and any(c.isdigit() for c in body) else line[0]
 
 
 class RedactingStream:

@@ -37,8 +37,9 @@ async def run_git(run: ToolRun, *args: str) -> str:
 
 
 async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
-    """git's output, redacted, and whether it was cut: at most ``OUTPUT_MAX`` bytes, never all
-    of what a task's files make any size in the parent (IMPL-FS-2).
+    """git's output, redacted (a diff as a diff: ``SecretRedactor.redact_diff``), and whether
+    it was cut: at most ``OUTPUT_MAX`` bytes, never all of what a task's files make any size in
+    the parent (IMPL-FS-2).
 
     Raises:
         AirException: ``tool_error`` when git fails.
@@ -55,9 +56,10 @@ async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
             user_action="Check the repository state and the arguments.",
         )
     text = proc.stdout.decode("utf-8", "replace")
+    redact = run.redactor.redact_diff if args[0] == "diff" else run.redactor.redact
     if len(text) > 1 << 16:  # a long one off the Trio thread
-        return await trio.to_thread.run_sync(run.redactor.redact, text), cut
-    return run.redactor.redact(text), cut
+        return await trio.to_thread.run_sync(redact, text), cut
+    return redact(text), cut
 
 
 async def _status(input: JsonObject, run: ToolRun) -> Any:

@@ -199,6 +199,42 @@ async def test_the_diff_is_read_by_the_parent_without_following_links(
     assert "--- a/zz-data.txt\n+++ b/zz-data.txt\n@@ -1," in diff  # cut at MAX_DIFF_CHARS
 
 
+async def test_a_reviewed_change_inside_a_key_block_shows_no_key_line(tmp_path: Path) -> None:
+    """A task changed a key inside a config's private key block: the review's diff showed the
+    hunk's key lines, without the BEGIN line the redactor needs (and git's function line in
+    the hunk header is one of them)."""
+    root = tmp_path / "proj"
+    _git_project(root)
+    key = [f"MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64x{i:03d}Z" for i in range(9)]
+    block = "\n".join(["-----BEGIN PRIVATE KEY-----", *key, "-----END PRIVATE KEY-----"])
+    (root / "app.yaml").write_text(f"name: app\ntls: |\n{block}\nport: 80\n")
+    git(root, "add", "-A")
+    git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "conf")
+
+    async def record(type: str, payload: dict[str, Any]) -> None:
+        return None
+
+    manager = WorkspaceManager(str(root), record)
+    ref: WorkspaceRef = await manager.create_workspace(
+        WorkspacePlan(task_id="t", strategy=WorkspaceStrategy.WORKTREE)
+    )
+    conf = Path(ref.path) / "app.yaml"
+    conf.write_text(conf.read_text().replace(key[5], key[5].replace("Z", "Y")))
+
+    class Runner:
+        redactor = SecretRedactor()
+
+    class S:
+        workspaces = manager
+        project_root = str(root)
+        runner = Runner()
+
+    diff = await change_diff(S(), ref)  # type: ignore[arg-type]
+    assert diff is not None
+    assert "@@" in diff
+    assert "key0material" not in diff, diff
+
+
 def _final(result: dict[str, Any], summary: str) -> str:
     block = json.dumps({"status": "completed", "summary": summary, "result": result})
     return f"Done.\n```json:result\n{block}\n```\n"

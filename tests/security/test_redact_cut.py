@@ -119,3 +119,23 @@ def test_redaction_keeps_every_newline_so_a_line_is_found_by_its_number(lines: l
     keyed = redactor.redacted_lines(text)
     shown = keyed or [redactor.redact_cut(line, 10**6) for line in text.split("\n")]
     assert shown == whole
+
+
+def test_a_diff_inside_a_key_block_shows_no_key_line() -> None:
+    """A hunk inside a private key block shows its lines without the BEGIN line the redactor
+    needs, and a removed key line's ``-`` ended a block whose BEGIN it showed: each line of
+    only base64 (mixed case and digits, 40 or more) is key material in a diff."""
+    redactor = SecretRedactor([SECRET])
+    key = "MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64xyzABC"
+    inside = f"@@ -3,3 +3,3 @@ {key}\n {key}\n-{key}\n+{key.lower()}9Q\n {key}==\n"
+    around = f"@@ -1,3 +1,3 @@\n -----BEGIN PRIVATE KEY-----\n-{key}\n+{key}Z\n"
+    digest = "ab12" * 16  # a hex digest: no capitals
+    other = f"@@ -1 +1 @@\n-{digest}\n+sha: {digest}\n+{'A' * 44}\n token {SECRET}\n"
+    shown = redactor.redact_diff(inside + around + other)
+    assert "key0material" not in shown
+    assert f"-{digest}\n+sha: {digest}\n+{'A' * 44}\n token {REDACTED}\n" in shown
+    assert shown.count(REDACTED) == 9
+    assert shown.startswith(f"@@ -3,3 +3,3 @@ {REDACTED}\n")
+    assert redactor.redact(inside).count("key0material") == 5  # what redacting as text kept
+    cut = redactor.redact_diff("x" * 90 + " " + SECRET, 100)
+    assert cut == ("x" * 90 + " " + REDACTED)[:100]

@@ -252,6 +252,23 @@ async def test_git_diff_shows_no_credential_file_and_no_denied_path(env: Env, ho
     assert shown["withheld"] == ["config/server.pem", "deploy/.ssh/config", "secrets/plan.txt"]
 
 
+async def test_git_diff_inside_a_key_block_shows_no_key_line(env: Env) -> None:
+    """A config holding a private key block (not named as a credential) whose key changed:
+    the hunk showed the changed key lines, without the BEGIN line the redactor needs."""
+    key = [f"MIIEowIBAAKCAQEA7bq98example0key0material0line0of0base64x{i:03d}Z" for i in range(9)]
+    block = "\n".join(["-----BEGIN PRIVATE KEY-----", *key, "-----END PRIVATE KEY-----"])
+    conf = env.root / "conf" / "app.yaml"
+    conf.parent.mkdir()
+    conf.write_text(f"name: app\ntls: |\n{block}\nport: 80\n")
+    git(env.root, "add", "conf/app.yaml")
+    git(env.root, "commit", "-q", "-m", "conf")
+    conf.write_text(conf.read_text().replace(key[5], key[5].replace("Z", "Y")))
+    diff = await env.registry.call("git.diff", {}, env.ctx())
+    shown = out(diff)["diff"]
+    assert "@@" in shown
+    assert "key0material" not in shown, shown
+
+
 async def test_git_diff_whose_file_list_is_cut_shows_nothing(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
