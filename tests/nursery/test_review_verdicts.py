@@ -11,6 +11,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -141,6 +142,16 @@ def _git_project(root: Path) -> None:
     git(root, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init")
 
 
+async def _diff_for_review(
+    manager: WorkspaceManager, root: Path, ref: WorkspaceRef, redactor: SecretRedactor
+) -> str | None:
+    """``change_diff`` of ``ref`` with the ports it reads: the workspaces, the project, the
+    run's redactor."""
+    runner = SimpleNamespace(redactor=redactor)
+    ports = SimpleNamespace(workspaces=manager, project_root=str(root), runner=runner)
+    return await change_diff(ports, ref)  # type: ignore[arg-type]
+
+
 async def test_the_diff_is_read_by_the_parent_without_following_links(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -180,15 +191,7 @@ async def test_the_diff_is_read_by_the_parent_without_following_links(
         "".join(f"line {i}\n" if i % 2 else f"changed {i}\n" for i in range(20_000))
     )
 
-    class Runner:
-        redactor = SecretRedactor(["VALUE-OF-A-SECRET-9q"])
-
-    class S:
-        workspaces = manager
-        project_root = str(root)
-        runner = Runner()
-
-    diff = await change_diff(S(), ref)  # type: ignore[arg-type]
+    diff = await _diff_for_review(manager, root, ref, SecretRedactor(["VALUE-OF-A-SECRET-9q"]))
     assert diff is not None
     assert "+token=" in diff
     assert "VALUE-OF-A-SECRET-9q" not in diff  # the run's redactor applies
@@ -221,15 +224,7 @@ async def test_a_reviewed_change_inside_a_key_block_shows_no_key_line(tmp_path: 
     conf = Path(ref.path) / "app.yaml"
     conf.write_text(conf.read_text().replace(key[5], key[5].replace("Z", "Y")))
 
-    class Runner:
-        redactor = SecretRedactor()
-
-    class S:
-        workspaces = manager
-        project_root = str(root)
-        runner = Runner()
-
-    diff = await change_diff(S(), ref)  # type: ignore[arg-type]
+    diff = await _diff_for_review(manager, root, ref, SecretRedactor())
     assert diff is not None
     assert "@@" in diff
     assert "key0material" not in diff, diff
