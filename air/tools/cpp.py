@@ -38,7 +38,7 @@ from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolDefinition
 from air.tools.build_dirs import claim_build_dir
 from air.tools.cpp_definitions import CPP_TOOL_DEFINITIONS, permission_command
-from air.tools.credential_files import hidden_credentials
+from air.tools.credential_files import hidden_from_commands
 from air.tools.registry import ToolExecutor, ToolRegistry
 from air.tools.run import ToolRun
 from air.tools.sandbox import SandboxRunner, sandbox_environment
@@ -340,9 +340,7 @@ async def _clangd(input: JsonObject, run: ToolRun, sandbox: SandboxRunner) -> An
     async with _clangd_pool().lock(workspace):
         # one server per workspace; started, asked and reaped (TERM → KILL) within the call
         with trio.fail_after(timeout * 4 + 10), command_space(run) as space:
-            space.hidden = await hidden_credentials(
-                workspace, run.context.project_root, run.revealed
-            )
+            space.hidden = await hidden_from_commands(run)
             spawn = sandboxed_spawn(sandbox, command, workspace, workspace, env, space, watched)
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(watched.run)

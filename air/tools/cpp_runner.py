@@ -23,7 +23,7 @@ import trio
 
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import new_id
-from air.tools.credential_files import hidden_credentials
+from air.tools.credential_files import hidden_from_commands
 from air.tools.limits import LimitWatch, resource_limit_error
 from air.tools.output import LiveBudget, send_live
 from air.tools.registry import is_cancellation
@@ -139,9 +139,7 @@ class SandboxedCommandRunner:
             with command_space(run) as space:
                 if self.scratch is not None:
                     space.cover(*self.scratch)
-                space.hidden = await hidden_credentials(
-                    workspace, run.context.project_root, run.revealed
-                )
+                space.hidden = await hidden_from_commands(run)
                 spawn = sandboxed_spawn(
                     self.sandbox, command, workspace, real_cwd, env, space, watched
                 )

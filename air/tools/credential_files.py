@@ -1,13 +1,14 @@
-"""The user's credential files in a workspace, which no sandboxed command sees.
+"""The user's credential files in a workspace and a task's denied paths: no command sees them.
 
 Owns ``credential_files`` (the files and directories of a workspace named like credentials by
 the PathClassifier — ``.env``, ``.netrc``, ``*.pem``, ``credentials.json``, ``.aws/`` ... — and
 the directories a home keeps credentials in (``.config/gh/``, ``.mozilla/``) that git does not
 track: the user's own secrets beside the project) and ``hidden_credentials`` (those
 a command of one tool call may not see: all of them but the ones its permission decision let it
-read or write, with a sensitive grant or rule). The sandbox binds ``/dev/null`` over each such file
-and an empty read-only tmpfs over each such directory (``SandboxRunner.argv``); ``git.commit``
-takes them back out of what it added.
+read or write, with a sensitive grant or rule), and ``hidden_from_commands`` (those and the
+task's denied paths below its workspace: all a command may not see). The sandbox binds
+``/dev/null`` over each such file and an empty read-only tmpfs over each such directory
+(``SandboxRunner.argv``); ``git.commit`` takes the credential files back out of what it added.
 
 Why: ``fs.read .env`` asks as sensitive, but ``grep -r KEY .``, ``cat .en*``, ``make`` or a test
 read the file without naming it, and the analyzer cannot know; hiding the file is the one check
@@ -29,6 +30,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -37,7 +39,16 @@ from air.security.paths import CREDENTIAL_DIRS, is_build_dir_name, is_within, na
 from air.tree_walk import walk
 from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
-__all__ = ["FRESH_S", "credential_files", "forget_scan", "hidden_credentials"]
+if TYPE_CHECKING:
+    from air.tools.run import ToolRun
+
+__all__ = [
+    "FRESH_S",
+    "credential_files",
+    "forget_scan",
+    "hidden_credentials",
+    "hidden_from_commands",
+]
 
 FRESH_S = 5.0
 """How long one scan of a workspace stands (a credential file the user adds mid-task is hidden
@@ -172,3 +183,30 @@ async def hidden_credentials(
     )
     shown = [r.removesuffix("/**") for r in revealed]
     return tuple(p for p in found if not any(is_within(p, r) for r in shown))
+
+
+async def hidden_from_commands(run: ToolRun) -> tuple[str, ...]:
+    """What a command of ``run`` may not see: its workspace's credential files but those its
+    permission decision revealed (``hidden_credentials``), and the task's denied paths below
+    the workspace (a glob's matches). The analyzer refuses a command naming a denied path, but
+    not ``cat */*``, ``grep -r``, or a build that reads one: hidden, none of them sees it."""
+    workspace = run.workspace_realpath
+    found = await hidden_credentials(workspace, run.context.project_root, run.revealed)
+    denied = run.denied
+    if not denied:
+        return found
+    present = await trio.to_thread.run_sync(_present, workspace, denied)
+    return tuple(dict.fromkeys((*found, *present)))
+
+
+def _present(workspace: str, places: Sequence[str]) -> list[str]:
+    """The entries ``places`` (resolved denied paths, globs allowed) name below ``workspace``."""
+    import glob
+
+    found: list[str] = []
+    for place in places:
+        if place == workspace or not is_within(place, workspace):
+            continue
+        names = glob.glob(place, recursive=True) if glob.has_magic(place) else [place]
+        found.extend(n for n in names if os.path.lexists(n) and is_within(n, workspace))
+    return found

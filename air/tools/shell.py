@@ -26,7 +26,7 @@ from air.contracts.artifact import ArtifactType
 from air.contracts.error import AirError, AirException, ErrorKind, make_air_error
 from air.contracts.ids import JsonObject, new_id
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.tools.credential_files import hidden_credentials
+from air.tools.credential_files import hidden_from_commands
 from air.tools.limits import LimitWatch, load_limits, resource_limit_error
 from air.tools.registry import ToolRegistry, is_cancellation
 from air.tools.run import ToolRun
@@ -109,7 +109,7 @@ async def _shell_run(input: JsonObject, run: ToolRun, runner: SandboxRunner) -> 
     space = command_space(run)
     space.guard_build_dirs = True
     try:
-        space.hidden = await hidden_credentials(workspace, run.context.project_root, run.revealed)
+        space.hidden = await hidden_from_commands(run)
         return await _run_in(space, command, workspace, cwd, network, run, runner, timeout)
     finally:
         space.close()

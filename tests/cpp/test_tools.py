@@ -585,3 +585,23 @@ async def test_a_key_printed_by_a_build_or_a_test_keeps_no_line_in_their_tails(
     assert "Kq9Kq9" not in shown
     assert "Kq9Kq9" not in stored
     assert REDACTED in out["tests"][0]["output"]
+
+
+async def test_a_build_never_reads_the_task_s_denied_paths(tmp_path: Path) -> None:
+    """A build runs what the project says, which may read any file: the task's denied paths
+    are hidden from it as from every command (a build step printing them shows nothing)."""
+    from air.tools.cpp import register_cpp_tools
+
+    env = Env(tmp_path)
+    register_cpp_tools(env.registry, env.runner)
+    (env.root / "secrets").mkdir()
+    (env.root / "secrets" / "plan.txt").write_text("denied-plan\n")
+    _cmake_step(env.root, "cat ${0%/*}/secrets/plan.txt 2>&1; echo built\n")
+    try:
+        ctx = env.ctx(agent_id="ag_1", denied_paths=["secrets"])
+        built = await env.registry.call("cpp.build", {"timeout_s": 120}, ctx)
+        shown = json.dumps([_o(built), [e.model_dump(mode="json") for e in env.events()]])
+    finally:
+        env.close()
+    assert "built" in shown
+    assert "denied-plan" not in shown

@@ -102,6 +102,32 @@ async def test_no_command_reads_an_untracked_credential_file(env: Env, view: boo
     assert [m["path"] for m in found.output["matches"]] == ["src/app.py"]
 
 
+@pytest.mark.parametrize("view", [False, True], ids=["writer", "read-only view"])
+async def test_no_command_reads_the_task_s_denied_paths(env: Env, view: bool) -> None:
+    """The analyzer refuses a command naming a denied path (``cat secrets/plan.txt``), but a
+    glob, a recursive read or a build read it: in a git project a task with denied paths works
+    in a worktree that holds them. Hidden from its commands, none of them sees them."""
+    for rel in ("secrets/plan.txt", "secrets/deep/more.txt", "data/a.csv", "data/readme.txt"):
+        (env.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (env.root / rel).write_text(f"{'denied' if 'readme' not in rel else 'open'}-{rel}\n")
+    ctx: dict[str, object] = {
+        "headless": True,
+        "write_area": [] if view else None,
+        "denied_paths": ["secrets", "data/*.csv"],
+    }
+    for command in (
+        "cat */* */*/* 2>&1 || true",
+        "grep -r denied- . || true",
+        "find . -type f | xargs cat 2>&1 || true",
+    ):
+        seen = await _out(env, command, **ctx)
+        assert "denied-" not in seen, (command, seen)
+    assert "open-data/readme.txt" in await _out(env, "cat data/*", **ctx)
+    everything = await _out(env, "cat */* */*/* 2>&1 || true")  # without the scope
+    assert "denied-secrets/deep/more.txt" in everything
+    assert "denied-data/a.csv" in everything
+
+
 async def test_a_sensitive_grant_shows_the_command_what_it_granted(tmp_path: Path) -> None:
     env = _granting(tmp_path, ".env")
     try:
