@@ -144,7 +144,9 @@ def test_what_a_build_wrote_outside_the_scope_never_merges(
     """A Makefile the task wrote changes ``secrets/key`` when ``make`` runs it (no analysis of
     the command sees that). The merge refuses the change: a denied path, or one outside the
     ``allowed_paths`` that stand for the write area when it is not given (both were merged).
-    Outside git the lone task works in a copy, not in place (in place, it wrote the project)."""
+    Outside git the lone task works in a copy, not in place (in place, it wrote the project).
+    In git its worktree holds the denied directory, hidden from its commands (IMPL-SBX-3): the
+    build's write fails where it is made, and only the Makefile lands."""
     recipe = "all:\n\tmkdir -p secrets\n\techo changed > secrets/key\n\techo b > src/a.txt\n"
     root = _project(
         tmp_path,
@@ -156,6 +158,13 @@ def test_what_a_build_wrote_outside_the_scope_never_merges(
     assert (root / "secrets" / "key").read_text() == f"{SECRET}\n"
     assert (root / "src" / "a.txt").read_text() == "a\n"  # nothing of it merged
     events = session_events(root)
+    if git and "denied" in scope:
+        made = [e for e in events if e["type"] == "tool.completed" and "exit_code" in str(e)]
+        assert "cannot create secrets/key: Read-only file system" in str(made)
+        assert [e["type"] for e in events if e["type"].startswith("task.")][-1] == "task.completed"
+        assert (root / "Makefile").read_text() == recipe
+        assert run.returncode == 0, run.stderr
+        return
     [failed] = [e for e in events if e["type"] == "task.failed"]
     assert failed["error"]["kind"] == "write_area_violation", failed
     assert "secrets/key" in failed["error"]["message"] + str(failed["error"]["detail"])

@@ -2,8 +2,9 @@
 
 The project of ``tests/cli/test_task_scope_in_workspaces.py`` run with ``--host local-ssh``:
 fs.search runs on the host, in the task's remote worktree (the executor there passes over what
-the task's scope denies: it searched the secret's directory), and what ``make`` wrote there
-comes back by git into the local worktree, whose merge refuses a denied path.
+the task's scope denies: it searched the secret's directory), and its commands there do not
+see the denied directory (hidden as on this machine: ``make``'s write into it fails); what
+they do write comes back by git into the local worktree, whose merge refuses a denied path.
 """
 
 from __future__ import annotations
@@ -55,9 +56,12 @@ def test_a_denied_path_is_neither_searched_nor_merged_from_a_host(
     [searched] = [e for e in events if e["type"] == "tool.completed" and "matches" in str(e)]
     assert '"matches": []' in searched["output_summary"]  # the search ran, on the host
     assert any(e["type"] == "agent.started" and e.get("remote") for e in events)
-    [failed] = [e for e in events if e["type"] == "task.failed"]
-    assert failed["error"]["kind"] == "write_area_violation", failed
-    assert "secrets/key (in the task's denied paths)" in failed["error"]["message"]
+    # the host's worktree holds the denied directory, hidden from its commands (IMPL-SBX-3):
+    # the build's write fails there, and only the Makefile comes back
+    made = [e for e in events if e["type"] == "tool.completed" and "exit_code" in str(e)]
+    assert "cannot create secrets/key: Read-only file system" in str(made)
+    assert not [e for e in events if e["type"] == "task.failed"]
     assert (root / "secrets" / "key").read_text() == f"{SECRET}\n"
+    assert (root / "Makefile").read_text() == recipe
     assert SECRET.encode() not in _recorded(root)
-    assert run.returncode != 0
+    assert run.returncode == 0, run.stderr
