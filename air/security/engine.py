@@ -37,7 +37,7 @@ from air.security.commands import CommandRiskAnalyzer
 from air.security.external import external_item
 from air.security.grants import GrantBook, scope_key
 from air.security.items import RISK_ORDER, Evaluation, Item, worse
-from air.security.paths import PathClassifier, in_write_area_entry, is_within, resolve_root
+from air.security.paths import PathClassifier, in_write_area_entry, resolve_root
 from air.security.policy import PermissionPolicy, load_policy, policy_files
 from air.security.profile import apply_rules
 from air.security.recording import EventSink, record_decision
@@ -283,7 +283,7 @@ class PermissionEngine:
         # Layer 3: task scope.
         for denied in ctx.denied_paths or []:
             if any(
-                is_within(resolved, d)
+                in_write_area_entry(resolved, d)  # the merge's rule: a glob matches too
                 for d in self.classifier.scope_places(denied, project, workspace)
             ):
                 return Item(
@@ -350,7 +350,7 @@ class PermissionEngine:
         key = cls.resolved_path or cls.path
         for denied in ctx.denied_paths or []:
             if cls.resolved_path and any(
-                is_within(cls.resolved_path, d)
+                in_write_area_entry(cls.resolved_path, d)  # the merge's rule: a glob too
                 for d in self.classifier.scope_places(denied, project, workspace)
             ):
                 return Item(

@@ -35,7 +35,13 @@ from typing import TYPE_CHECKING
 import trio
 
 from air.contracts.error import AirException
-from air.security.paths import CREDENTIAL_DIRS, is_build_dir_name, is_within, names_credentials
+from air.security.paths import (
+    CREDENTIAL_DIRS,
+    in_write_area_entry,
+    is_build_dir_name,
+    is_within,
+    names_credentials,
+)
 from air.tree_walk import walk
 from air.workspace.gitsafe import GitLocation, list_git, locate_git
 
@@ -200,13 +206,29 @@ async def hidden_from_commands(run: ToolRun) -> tuple[str, ...]:
 
 
 def _present(workspace: str, places: Sequence[str]) -> list[str]:
-    """The entries ``places`` (resolved denied paths, globs allowed) name below ``workspace``."""
-    import glob
-
+    """The entries below ``workspace`` that ``places`` (resolved denied paths) name, by the
+    merge's rule (``in_write_area_entry``): a glob's from the directory before its first
+    wildcard down, a matching directory whole (not entered)."""
     found: list[str] = []
     for place in places:
         if place == workspace or not is_within(place, workspace):
             continue
-        names = glob.glob(place, recursive=True) if glob.has_magic(place) else [place]
-        found.extend(n for n in names if os.path.lexists(n) and is_within(n, workspace))
-    return found
+        if not any(ch in place for ch in "*?["):
+            found.extend([place] if os.path.lexists(place) else [])
+            continue
+        top = place[: min(place.find(ch) for ch in "*?[" if ch in place)].rpartition("/")[0]
+        for dirpath, dirnames, filenames in walk(top or workspace):
+            kept = []
+            for name in dirnames:
+                full = os.path.join(dirpath, name)
+                if in_write_area_entry(full, place):
+                    found.append(full)
+                else:
+                    kept.append(name)
+            dirnames[:] = kept
+            found.extend(
+                full
+                for full in (os.path.join(dirpath, name) for name in filenames)
+                if in_write_area_entry(full, place)
+            )
+    return [path for path in found if is_within(path, workspace)]

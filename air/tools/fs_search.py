@@ -26,7 +26,7 @@ import regex
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
-from air.security.paths import is_within, names_credentials
+from air.security.paths import in_write_area_entry, names_credentials
 from air.security.redact import SecretRedactor
 from air.tools.safefs import READ_MAX
 from air.tools.text_form import UTF16_MARKS, file_text
@@ -151,7 +151,7 @@ def search_tree(
 
 
 def _denied(path: str, denied: tuple[str, ...]) -> bool:
-    return any(is_within(path, d) for d in denied)
+    return any(in_write_area_entry(path, d) for d in denied)  # the merge's rule: globs too
 
 
 def _universal(text: str) -> str:

@@ -18,7 +18,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.security.paths import is_within, names_credentials
+from air.security.paths import in_write_area_entry, names_credentials
 from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
@@ -112,7 +112,7 @@ async def _withheld(run: ToolRun, args: list[str], paths: list[str]) -> list[str
         if name
         and (
             any(names_credentials(part) for part in name.split("/"))
-            or any(is_within(os.path.join(workspace, name), d) for d in denied)
+            or any(in_write_area_entry(os.path.join(workspace, name), d) for d in denied)
         )
     )
 

@@ -107,7 +107,8 @@ async def test_no_command_reads_the_task_s_denied_paths(env: Env, view: bool) ->
     """The analyzer refuses a command naming a denied path (``cat secrets/plan.txt``), but a
     glob, a recursive read or a build read it: in a git project a task with denied paths works
     in a worktree that holds them. Hidden from its commands, none of them sees them."""
-    for rel in ("secrets/plan.txt", "secrets/deep/more.txt", "data/a.csv", "data/readme.txt"):
+    files = ("secrets/plan.txt", "secrets/deep/more.txt", "data/a.csv", "data/sub/.b.csv")
+    for rel in (*files, "data/readme.txt"):
         (env.root / rel).parent.mkdir(parents=True, exist_ok=True)
         (env.root / rel).write_text(f"{'denied' if 'readme' not in rel else 'open'}-{rel}\n")
     ctx: dict[str, object] = {
@@ -126,6 +127,15 @@ async def test_no_command_reads_the_task_s_denied_paths(env: Env, view: bool) ->
     everything = await _out(env, "cat */* */*/* 2>&1 || true")  # without the scope
     assert "denied-secrets/deep/more.txt" in everything
     assert "denied-data/a.csv" in everything
+    # the glob denies as the merge judges it (in_write_area_entry), everywhere: the engine
+    # allowed fs.read of a file it matched, git.diff and fs.search showed it (they matched
+    # denied paths as directories only)
+    read = await env.registry.call("fs.read", {"path": "data/a.csv"}, env.ctx(**ctx))
+    assert read.status == "denied", read
+    found = await env.registry.call("fs.search", {"pattern": "denied-"}, env.ctx(**ctx))
+    assert isinstance(found.output, dict), found.error
+    assert found.output["matches"] == []
+    assert "denied-data/sub/.b.csv" in await _out(env, "cat data/sub/.b.csv")
 
 
 async def test_a_sensitive_grant_shows_the_command_what_it_granted(tmp_path: Path) -> None:

@@ -232,6 +232,7 @@ async def test_git_diff_shows_no_credential_file_and_no_denied_path(env: Env, ho
         "deploy/.ssh/config": "SSHCONFIGCONTENT\n",
         "secrets/plan.txt": "DENIEDCONTENT\n",
         "src/ok.txt": "OKCONTENT\n",
+        "src/data.csv": "GLOBBEDCONTENT\n",
     }
     for rel, text in files.items():
         (env.root / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -244,12 +245,18 @@ async def test_git_diff_shows_no_credential_file_and_no_denied_path(env: Env, ho
             (env.root / rel).write_text(files[rel].replace("CONTENT", "CHANGED"))
     if how == "named":
         input["paths"] = list(files)
-    diff = await env.registry.call("git.diff", input, env.ctx(denied_paths=["secrets"]))
+    ctx = env.ctx(denied_paths=["secrets", "src/*.csv"])
+    diff = await env.registry.call("git.diff", input, ctx)
     shown = out(diff)
     assert "OKC" in shown["diff"]
-    for hidden in ("PEMKEY", "SSHCONFIG", "DENIED"):
+    for hidden in ("PEMKEY", "SSHCONFIG", "DENIED", "GLOBBED"):
         assert hidden not in shown["diff"], hidden
-    assert shown["withheld"] == ["config/server.pem", "deploy/.ssh/config", "secrets/plan.txt"]
+    assert shown["withheld"] == [
+        "config/server.pem",
+        "deploy/.ssh/config",
+        "secrets/plan.txt",
+        "src/data.csv",
+    ]
 
 
 async def test_git_diff_inside_a_key_block_shows_no_key_line(env: Env) -> None:
