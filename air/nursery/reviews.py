@@ -89,15 +89,16 @@ async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
     # to each file's diff whole (as a diff: a hunk inside a key block), then cut
     found = getattr(io.runner, "redactor", None)
     redactor = found if isinstance(found, SecretRedactor) else None
+    said = redactor.redact if redactor is not None else str
     parts: list[str] = []
     size = 0
     for name in names:
         if size > MAX_DIFF_CHARS:
-            parts.append(f"(diff cut: {name} and later files changed too)")
+            parts.append(said(f"(diff cut: {name} and later files changed too)"))
             break
         old, new = await trio.to_thread.run_sync(_sides, root, path, name)
         if old is None and new is None:
-            parts.append(f"{name}: changed (not a readable regular file)")
+            parts.append(said(f"{name}: changed (not a readable regular file)"))
             continue
         diff = await unified_diff(old, new, name)  # bounded whatever the text (IMPL-DIFF-1)
         keep = max(0, MAX_DIFF_CHARS - size)
@@ -106,8 +107,7 @@ async def change_diff(io: Ports, workspace: WorkspaceRef) -> str | None:
         else:
             parts.append(await trio.to_thread.run_sync(redactor.redact_diff, diff, keep))
         size += len(diff)
-    text = "\n".join(parts)
-    return redactor.redact(text) if redactor is not None else text
+    return "\n".join(parts)
 
 
 def _sides(root: str, path: str, name: str) -> tuple[str | None, str | None]:

@@ -22,7 +22,7 @@ from air.security.paths import in_write_area_entry, names_credentials
 from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
-from air.workspace.gitsafe import git_environment, locate_git, run_git_bounded
+from air.workspace.gitsafe import GitLocation, git_environment, locate_git, run_git_bounded
 
 __all__ = ["OUTPUT_MAX", "git_environment", "register_git_tools"]
 
@@ -36,7 +36,16 @@ async def run_git(run: ToolRun, *args: str) -> str:
     return (await _bounded(run, *args))[0]
 
 
-async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
+async def _located(run: ToolRun) -> GitLocation:
+    """The workspace's git directory, verified (``locate_git``, in a thread)."""
+    return await trio.to_thread.run_sync(
+        lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
+    )
+
+
+async def _bounded(
+    run: ToolRun, *args: str, location: GitLocation | None = None
+) -> tuple[str, bool]:
     """git's output, redacted (a diff as a diff: ``SecretRedactor.redact_diff``), and whether
     it was cut: at most ``OUTPUT_MAX`` bytes, never all of what a task's files make any size in
     the parent (IMPL-FS-2).
@@ -44,9 +53,7 @@ async def _bounded(run: ToolRun, *args: str) -> tuple[str, bool]:
     Raises:
         AirException: ``tool_error`` when git fails.
     """
-    location = await trio.to_thread.run_sync(
-        lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
-    )
+    location = location or await _located(run)
     proc, cut = await run_git_bounded(location, *args, limit=OUTPUT_MAX)
     if proc.returncode != 0 and not cut:
         raise AirException.of(
@@ -83,20 +90,20 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
             )
         args.append(rev)
     paths = [str(p) for p in input.get("paths", [])]
-    withheld = await _withheld(run, args, paths)
+    location = await _located(run)
+    withheld = await _withheld(run, location, args, paths)
     kept_out = [f":(top,exclude,literal){path}" for path in withheld]
-    text, cut = await _bounded(run, *args, "--", *paths, *kept_out)
+    text, cut = await _bounded(run, *args, "--", *paths, *kept_out, location=location)
     found: JsonObject = {"diff": text, "truncated": cut}
     return found | ({"withheld": withheld} if withheld else {})
 
 
-async def _withheld(run: ToolRun, args: list[str], paths: list[str]) -> list[str]:
+async def _withheld(
+    run: ToolRun, location: GitLocation, args: list[str], paths: list[str]
+) -> list[str]:
     """What of the diff ``args`` the model may not read through it: the credential files
     (fs.read asks for one; IMPL-SBX-3) and the task's denied paths. A diff showed their lines,
     and from the empty tree (``rev`` 4b825dc) every tracked file's whole content."""
-    location = await trio.to_thread.run_sync(
-        lambda: locate_git(run.workspace_realpath, project_root=run.context.project_root)
-    )
     listing = [*args, "--name-only", "-z", "--no-renames", "--", *paths]
     proc, cut = await run_git_bounded(location, *listing, limit=OUTPUT_MAX)
     if cut:
