@@ -19,6 +19,7 @@ from air.contracts.error import AirException
 from air.tools.build_dirs import claim_build_dir, refuse_build_dir_write
 from air.tree_walk import make_dirs, remove_tree
 from tests.cpp.test_example import _air, _claim, _db, _project, _use
+from tests.gitrepo import git
 from tests.tools.conftest import Env
 
 B = {"source_dir": "spread", "build_dir": "build/spread"}
@@ -251,8 +252,8 @@ def test_a_build_dir_the_repository_ships_does_not_complete_the_task(tmp_path: P
     )
     (shipped / "Makefile").write_text("all:\n\t@true\n")
     (shipped / "CTestTestfile.cmake").write_text("add_test(ok /bin/true)\n")
-    subprocess.run(["git", "-C", str(root), "add", "-f", "build"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "ship a build dir"], check=True)
+    git(root, "add", "-f", "build")
+    git(root, "commit", "-qm", "ship a build dir")  # the one helper: it names a committer
     batch, cassettes = _batch(
         tmp_path,
         [_use("t1", "fs.edit", COMMENT), _use("t2", "cpp.build", B), _use("t3", "cpp.test", T)],
