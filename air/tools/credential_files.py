@@ -6,7 +6,8 @@ the directories a home keeps credentials in (``.config/gh/``, ``.mozilla/``) tha
 track: the user's own secrets beside the project) and ``hidden_credentials`` (those
 a command of one tool call may not see: all of them but the ones its permission decision let it
 read or write, with a sensitive grant or rule), and ``hidden_from_commands`` (those and the
-task's denied paths below its workspace: all a command may not see). The sandbox binds
+task's denied paths below its workspace, and then its ``.git``: all a command may not see).
+The sandbox binds
 ``/dev/null`` over each such file and an empty read-only tmpfs over each such directory
 (``SandboxRunner.argv``); ``git.commit`` takes the credential files back out of what it added.
 
@@ -202,7 +203,11 @@ async def hidden_from_commands(run: ToolRun) -> tuple[str, ...]:
     if not denied:
         return found
     present = await trio.to_thread.run_sync(_present, workspace, denied)
-    return tuple(dict.fromkeys((*found, *present)))
+    # git's objects hold every tracked version of a denied file (`git show HEAD:secrets/x`,
+    # `git log -p`, one deleted long ago): a task denied paths gets no git metadata in its
+    # commands (hiding the .git also leaves a worktree's main git dir unbound: SandboxRunner);
+    # git.status, git.diff and git.log stay, withholding them
+    return tuple(dict.fromkeys((*found, *present, os.path.join(workspace, ".git"))))
 
 
 def _present(workspace: str, places: Sequence[str]) -> list[str]:

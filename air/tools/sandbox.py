@@ -193,7 +193,11 @@ def pin_protected(workspace: str) -> dict[str, int]:
 
 
 def _protected_binds(
-    workspace: str, pinned: Mapping[str, int], *, read_only: bool = False
+    workspace: str,
+    pinned: Mapping[str, int],
+    *,
+    read_only: bool = False,
+    hidden: Sequence[str] = (),
 ) -> list[str]:
     """Bind the workspace's git metadata read-only (IMPL-SBX-5).
 
@@ -202,10 +206,14 @@ def _protected_binds(
     ``git status``/``diff``/``log`` work inside. Git state changes go through the parent's
     hardened git tools (``git.commit``). In the read-only view (``read_only``) the workspace's
     own ``.git`` is already the overlay's, whose writes never reach the project: only a
-    worktree's main git dir is bound.
+    worktree's main git dir is bound. A ``.git`` among what the command may not see
+    (``hidden``: a task denied paths) exposes no main git dir: its objects hold those paths.
     """
     args: list[str] = []
     for path, fd in pinned.items():
+        if path in hidden:  # as what was checked, whatever stands at its path by now
+            args += _hidden_as(path, os.fstat(fd).st_mode)
+            continue
         if not read_only:
             args += ["--ro-bind-fd", str(fd), path]
         if os.path.basename(path) == ".git" and stat.S_ISREG(os.fstat(fd).st_mode):
@@ -227,11 +235,17 @@ def _hiding(workspace: str, paths: Sequence[str]) -> list[str]:
             continue
         if not _inside(path, workspace) or path == workspace:
             continue
-        if stat.S_ISDIR(mode):
-            args += ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
-        elif stat.S_ISREG(mode):
-            args += ["--ro-bind", "/dev/null", path]
+        args += _hidden_as(path, mode)
     return args
+
+
+def _hidden_as(path: str, mode: int) -> list[str]:
+    """Hide a directory under an empty read-only tmpfs, a file under ``/dev/null``."""
+    if stat.S_ISDIR(mode):
+        return ["--perms", "0555", "--tmpfs", path, "--remount-ro", path]
+    if stat.S_ISREG(mode):
+        return ["--ro-bind", "/dev/null", path]
+    return []
 
 
 def _inside(path: str, root: str) -> bool:
@@ -380,13 +394,13 @@ class SandboxRunner:
             ws,
             ws,
         ]
-        args += _protected_binds(ws, pinned, read_only=read_only)
+        args += _protected_binds(ws, pinned, read_only=read_only, hidden=hidden)
         for path, fd, ro in build_dirs:
             args += ["--ro-bind-fd" if ro else "--bind-fd", str(fd), path]
         state = os.path.realpath(os.path.join(ws, _HIDDEN))
         if _inside(state, ws) and state != ws and os.path.isdir(state):
             args += ["--perms", "0555", "--tmpfs", state, "--remount-ro", state]
-        args += _hiding(ws, hidden)
+        args += _hiding(ws, [p for p in hidden if p not in pinned])
         if seccomp_fd is not None:
             args += ["--seccomp", str(seccomp_fd)]
         args += ["--remount-ro", "/", "--chdir", cwd, "--"]

@@ -57,6 +57,7 @@ async def _answer(runner: SandboxRunner, request: dict[str, Any], where: str) ->
         claim_build_dir(where, build_dir)  # this process's cpp tools made it (IMPL-CPP-5)
     with CommandSpace(limits, view_dir=view) as space:
         space.guard_build_dirs = bool(request.get("guard"))
+        space.hidden = tuple(os.path.join(where, rel) for rel in request.get("hide", ()))
         scratch = scratch_dir() if request.get("cover") else None
         if scratch is not None:
             space.cover(scratch, os.path.join(where, request["cover"]))
@@ -207,6 +208,7 @@ class Probe:
         claim: tuple[str, ...] = (),
         guard: bool = False,
         cover: str | None = None,
+        hide: tuple[str, ...] = (),
     ) -> dict[str, object]:
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
@@ -219,6 +221,7 @@ class Probe:
             **({"claim": list(claim)} if claim else {}),
             **({"guard": True} if guard else {}),
             **({"cover": cover} if cover else {}),
+            **({"hide": list(hide)} if hide else {}),
         }
         self.proc.stdin.write(json.dumps(request) + "\n")
         self.proc.stdin.flush()
@@ -315,11 +318,13 @@ class Sandboxed:
         claim: tuple[str, ...] = (),
         guard: bool = False,
         cover: str | None = None,
+        hide: tuple[str, ...] = (),
     ) -> dict[str, object]:
         """Run ``command``; ``read_only``: in the read-only view of this task id; ``limits``:
         ``ResourceLimits`` fields; ``network``: granted the host's network; ``claim``: build dirs
         the cpp tools make first; ``guard``: as shell.run, with them read-only; ``cover``: this
-        workspace dir behind a scratch overlay, as cpp.test's build dir."""
+        workspace dir behind a scratch overlay, as cpp.test's build dir; ``hide``: workspace
+        entries the command may not see (``hidden_from_commands``)."""
         return self.probe.run(
             command,
             workspace,
@@ -329,6 +334,7 @@ class Sandboxed:
             claim=claim,
             guard=guard,
             cover=cover,
+            hide=hide,
         )
 
     def close(self) -> None:

@@ -138,6 +138,54 @@ async def test_no_command_reads_the_task_s_denied_paths(env: Env, view: bool) ->
     assert "denied-data/sub/.b.csv" in await _out(env, "cat data/sub/.b.csv")
 
 
+@pytest.mark.parametrize("where", ["project", "read-only view", "worktree"])
+async def test_no_command_reads_a_denied_path_from_git_s_objects(env: Env, where: str) -> None:
+    """Hiding a denied path's file leaves its tracked versions in git's objects (``git show
+    HEAD:secrets/plan.txt``, ``git log -p``, a version deleted since): a task denied paths
+    gets no git metadata in its commands, neither the project's ``.git`` nor a worktree's main
+    git dir; git.diff and git.log still work, withholding them."""
+    (env.root / "secrets").mkdir()
+    (env.root / "secrets" / "plan.txt").write_text("denied-plan\n")
+    (env.root / "secrets" / "old.txt").write_text("denied-old\n")
+    git(env.root, "add", "secrets", "src")
+    git(env.root, "commit", "-qm", "with secrets")
+    git(env.root, "rm", "-q", "secrets/old.txt")
+    git(env.root, "commit", "-qm", "an old secret deleted")
+    workspace = env.root
+    if where == "worktree":
+        workspace = env.root / ".air" / "worktrees" / "t1"
+        git(env.root, "worktree", "add", "-q", "-b", "t1", str(workspace))
+    ctx: dict[str, object] = {
+        "headless": True,
+        "workspace_root": str(workspace),
+        "write_area": [] if where == "read-only view" else None,
+    }
+    # the analyzer refuses a command naming a .git; a script it cannot read names the main one
+    (workspace / "peek.py").write_text(
+        "import subprocess\nsubprocess.run(['git', '--git-dir', "
+        f"{str(env.root / '.git')!r}, 'log', '-p', '--all'])\n"
+    )
+    commands = (
+        "git show HEAD:secrets/plan.txt 2>&1 || true",
+        "git log -p --all 2>&1 || true",
+        "python3 peek.py 2>&1 || true",
+    )
+    for command in commands:  # the scope's absence is what lets them see
+        assert "denied-" in await _out(env, command, **ctx), command
+    scoped = {**ctx, "denied_paths": ["secrets"]}
+    for command in commands:
+        seen = await _out(env, command, **scoped)
+        assert "denied-" not in seen, (command, seen)
+    diff = await env.registry.call("git.diff", {"rev": "HEAD~1"}, env.ctx(**scoped))
+    assert diff.status == "ok", diff.error and diff.error.message
+    assert isinstance(diff.output, dict)
+    assert "denied-" not in str(diff.output)
+    assert diff.output["withheld"] == ["secrets/old.txt"]
+    log = await env.registry.call("git.log", {}, env.ctx(**scoped))
+    assert isinstance(log.output, dict)
+    assert "an old secret deleted" in log.output["log"]
+
+
 async def test_a_sensitive_grant_shows_the_command_what_it_granted(tmp_path: Path) -> None:
     env = _granting(tmp_path, ".env")
     try:

@@ -94,6 +94,29 @@ def test_a_git_file_a_task_writes_never_mounts_another_repository(box: Sandboxed
     assert "No such file or directory" in text, out
 
 
+def test_a_hidden_git_file_mounts_no_main_git_dir(box: Sandboxed) -> None:
+    """A task denied paths runs its commands with its ``.git`` hidden (its objects hold those
+    paths): in a linked worktree, the main repository's git dir is then not bound either, so
+    neither git in the worktree nor git pointed at the main one by its path reads them."""
+    (box.workspace / "secrets").mkdir()
+    (box.workspace / "secrets" / "plan.txt").write_text("AIRSBXSECRETDENIED\n")
+    safe = ("-c", "safe.directory=*")  # the workspace is nobody's in the unprivileged run
+    git(box.workspace, *safe, "add", "secrets")
+    git(box.workspace, *safe, "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-qm", "s")
+    tree = box.base / "wt"
+    git(box.workspace, *safe, "worktree", "add", "-q", "--detach", str(tree))
+    if box.unprivileged:
+        chown_tree(box.base)
+    main = box.workspace / ".git"
+    command = f"git log -p 2>&1; git --git-dir={main} log -p 2>&1; ls {main} 2>&1"
+    seen = box.run(command, tree)
+    assert "AIRSBXSECRETDENIED" in str(seen["stdout"]), seen  # bound: git works in a worktree
+    out = box.run(command, tree, hide=(".git",))
+    text = f"{out['stdout']}{out['stderr']}"
+    assert "AIRSBXSECRET" not in text, out
+    assert "No such file or directory" in text, out
+
+
 def test_only_allowlisted_etc_entries_exist(box: Sandboxed) -> None:
     out = box.run("ls -A /etc")
     assert out["exit_code"] == 0
