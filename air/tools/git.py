@@ -91,11 +91,37 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
         args.append(rev)
     paths = [str(p) for p in input.get("paths", [])]
     location = await _located(run)
+    if input.get("rev"):
+        await _commits_only(location, args[-1])
     withheld = await _withheld(run, location, args, paths)
     kept_out = [f":(top,exclude,literal){path}" for path in withheld]
     text, cut = await _bounded(run, *args, "--", *paths, *kept_out, location=location)
     found: JsonObject = {"diff": text, "truncated": cut}
     return found | ({"withheld": withheld} if withheld else {})
+
+
+async def _commits_only(location: GitLocation, rev: str) -> None:
+    """Refuse a ``rev`` that names anything but commits (or the empty tree, to diff from
+    nothing): another tree or a blob (``HEAD:secrets``, ``HEAD:secrets..HEAD:data``, an index
+    entry, an object id) is diffed under names relative to itself (``plan.txt`` for
+    ``secrets/plan.txt``), which no withholding can recognise."""
+    named, _ = await run_git_bounded(location, "rev-parse", "--revs-only", rev, limit=1 << 16)
+    if named.returncode != 0:
+        return  # no revision at all: the diff says so itself
+    for name in named.stdout.decode("ascii", "replace").split():
+        name = name.removeprefix("^")
+        commit, _ = await run_git_bounded(
+            location, "rev-parse", "-q", "--verify", f"{name}^{{commit}}", limit=1 << 16
+        )
+        if commit.returncode == 0:
+            continue
+        tree, _ = await run_git_bounded(location, "ls-tree", name, limit=1 << 16)
+        if tree.returncode != 0 or tree.stdout:
+            raise AirException.of(
+                kind=ErrorKind.VALIDATION_ERROR,
+                message=f"git.diff rev must name commits, not a tree or a file's blob: {rev!r}",
+                user_action="Pass a commit or a range such as HEAD~1..HEAD; name files in paths.",
+            )
 
 
 async def _withheld(

@@ -259,6 +259,39 @@ async def test_git_diff_shows_no_credential_file_and_no_denied_path(env: Env, ho
     ]
 
 
+async def test_git_diff_of_a_tree_or_blob_is_refused(env: Env) -> None:
+    """A tree or blob is diffed under names relative to itself: ``HEAD:secrets..HEAD:data``
+    showed ``secrets/plan.txt`` whole as ``plan.txt``, which no withholding recognised. A rev
+    names commits (or the empty tree) only."""
+    for rel in ("secrets/plan.txt", "data/d.txt", ".env"):
+        (env.root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (env.root / rel).write_text(f"SEEN-{rel}\n")
+    git(env.root, "add", "-f", "secrets", "data", ".env")
+    git(env.root, "commit", "-q", "-m", "files")
+    for rel in ("secrets/plan.txt", "data/d.txt", ".env"):
+        (env.root / rel).write_text(f"SEEN-{rel}-changed\n")
+    git(env.root, "commit", "-q", "-a", "-m", "changed")
+    ctx = env.ctx(denied_paths=["secrets"])
+    blob = git(env.root, "rev-parse", "HEAD:secrets/plan.txt").strip()
+    for rev in (
+        "HEAD:secrets..HEAD:data",
+        "HEAD:secrets",
+        "HEAD:.env..HEAD:data/d.txt",
+        f"{blob}..HEAD:data/d.txt",
+        ":secrets/plan.txt",
+    ):
+        diff = await env.registry.call("git.diff", {"rev": rev}, ctx)
+        assert diff.status == "error", (rev, diff.output)
+        assert diff.error is not None
+        assert diff.error.kind == "validation_error", (rev, diff.error.message)
+    for rev in ("HEAD~1", "HEAD~1..HEAD", "HEAD~1...HEAD", "HEAD^!", EMPTY_TREE):
+        done = await env.registry.call("git.diff", {"rev": rev}, ctx)
+        shown = out(done)
+        assert "SEEN-data/d.txt-changed" in shown["diff"], rev
+        assert "SEEN-secrets" not in shown["diff"], rev
+        assert "SEEN-.env" not in shown["diff"], rev
+
+
 async def test_git_diff_inside_a_key_block_shows_no_key_line(env: Env) -> None:
     """A config holding a private key block (not named as a credential) whose key changed:
     the hunk showed the changed key lines, without the BEGIN line the redactor needs."""
