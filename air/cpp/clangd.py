@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import signal
+import stat
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -253,11 +254,7 @@ class ClangdClient:
     def _path(self, file: str) -> str:
         full = os.path.realpath(os.path.join(self.workspace, file))
         if not full.startswith(self.workspace + os.sep) or not os.path.isfile(full):
-            raise AirException.of(
-                kind=ErrorKind.VALIDATION_ERROR,
-                message=f"{file} is not a file inside the workspace",
-                user_action="Pass a workspace-relative path of an existing source file.",
-            )
+            raise _not_a_file(file)
         return full
 
     async def query(self, input: ClangdQueryInput) -> ClangdQueryOutput:
@@ -350,8 +347,25 @@ class ClangdClient:
 
 
 def _read_text(path: str, limit: int = 4 << 20) -> str:
-    with open(path, encoding="utf-8", errors="replace") as f:
-        return f.read(limit)
+    """The text of ``path`` (a real path, checked inside the workspace), as opened: a file
+    swapped for a link, or moved behind a linked directory, since the check (a command running
+    beside the call) is refused, never followed to what it names now."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _not_a_file(path) from exc
+    with os.fdopen(fd, "rb") as f:
+        if os.readlink(f"/proc/self/fd/{fd}") != path or not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _not_a_file(path)
+        return f.read(limit).decode("utf-8", "replace")
+
+
+def _not_a_file(file: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.VALIDATION_ERROR,
+        message=f"{file} is not a file inside the workspace",
+        user_action="Pass a workspace-relative path of an existing source file.",
+    )
 
 
 def _as_list(value: Any) -> list[dict[str, Any]]:

@@ -14,7 +14,13 @@ import pytest
 import trio
 
 from air.contracts.error import AirException
-from air.cpp.clangd import ClangdQueryInput, LspFraming, clangd_command, open_clangd
+from air.cpp.clangd import (
+    ClangdQueryInput,
+    LspFraming,
+    _read_text,
+    clangd_command,
+    open_clangd,
+)
 from air.cpp.process import LocalCommandRunner
 from air.cpp.project import CMakeConfigurator, CppCmakeConfigureInput
 from tests.cpp.conftest import EXAMPLE
@@ -114,6 +120,35 @@ async def test_a_server_that_never_answers_is_gone_after_cancel(tmp_path: Path) 
                 pytest.fail("a server that never answers cannot initialize")
     assert pids
     assert _gone(pids[0])
+
+
+def test_a_file_swapped_after_its_check_is_never_read(tmp_path: Path) -> None:
+    """``ClangdClient.query`` checks the file's real path inside the workspace, then reads it
+    and hands the text to clangd, whose diagnostics quote it. A command running beside the call
+    that swaps the file (or a directory above it) for a link to a secret between the two, or
+    for a FIFO, is refused at the read: what was opened must be the path checked."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "src").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "id_rsa").write_text("PLANTED-SECRET\n")
+    checked = str(ws / "src" / "a.cpp")
+    (ws / "src" / "a.cpp").write_text("int main() {}\n")
+    assert _read_text(checked) == "int main() {}\n"
+    os.unlink(checked)
+    os.symlink(outside / "id_rsa", checked)  # the file itself, swapped for a link
+    with pytest.raises(AirException, match="not a file inside"):
+        _read_text(checked)
+    os.unlink(checked)
+    os.rename(ws / "src", ws / "src.old")
+    os.symlink(outside, ws / "src")  # a directory above it, swapped for a link
+    (outside / "a.cpp").write_text("PLANTED-SECRET\n")
+    with pytest.raises(AirException, match="not a file inside"):
+        _read_text(checked)
+    os.unlink(ws / "src")
+    os.rename(ws / "src.old", ws / "src")
+    os.mkfifo(checked)  # nothing writes it: an open without O_NONBLOCK would hang
+    with pytest.raises(AirException, match="not a file inside"):
+        _read_text(checked)
 
 
 def test_lsp_framing_is_bounded_and_strict() -> None:
