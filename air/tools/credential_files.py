@@ -7,9 +7,9 @@ track: the user's own secrets beside the project) and ``hidden_credentials`` (th
 a command of one tool call may not see: all of them but the ones its permission decision let it
 read or write, with a sensitive grant or rule), and ``hidden_from_commands`` (those and the
 task's denied paths below its workspace, and then its ``.git``: all a command may not see).
-The sandbox binds
-``/dev/null`` over each such file and an empty read-only tmpfs over each such directory
-(``SandboxRunner.argv``); ``git.commit`` takes the credential files back out of what it added.
+The sandbox binds ``/dev/null`` over each such file and an empty read-only tmpfs over each such
+directory (``SandboxRunner.argv``); ``git.commit`` takes the credential files back out of what
+it added.
 
 Why: ``fs.read .env`` asks as sensitive, but ``grep -r KEY .``, ``cat .en*``, ``make`` or a test
 read the file without naming it, and the analyzer cannot know; hiding the file is the one check
