@@ -325,6 +325,8 @@ def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> 
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise _refuse(f"{path} is not a regular file")
+        if os.readlink(f"/proc/self/fd/{fd}") != target:  # a directory above it swapped for a
+            raise _refuse(f"{path} moved while it was opened")  # link since the check
         if info.st_size > limit:
             raise _refuse(f"{path} is larger than {limit} bytes")
         chunks = []

@@ -205,6 +205,33 @@ def test_tool_output_files_are_read_without_following_symlinks(tmp_path: Path) -
     assert read_workspace_file(str(ws), "build/none.xml") is None
 
 
+def test_a_directory_swapped_for_a_link_before_the_open_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The file's directory is checked (its real path inside the workspace), then the file
+    opened by name: a command running beside the call (``--isolation main``) that swaps the
+    directory for a link between the two made the parent read what the link names."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    (ws / "build").mkdir(parents=True)
+    outside.mkdir()
+    (ws / "build" / "CMakeCache.txt").write_text("CMAKE_GENERATOR:INTERNAL=Ninja\n")
+    (outside / "CMakeCache.txt").write_text("PLANTED-SECRET\n")
+    assert (
+        read_workspace_file(str(ws), "build/CMakeCache.txt") == b"CMAKE_GENERATOR:INTERNAL=Ninja\n"
+    )
+    opened = os.open
+
+    def swapping(path: Any, *args: Any, **kw: Any) -> int:
+        if str(path).endswith("CMakeCache.txt"):  # after the check, before the open
+            os.rename(ws / "build", ws / "build.old")
+            os.symlink(outside, ws / "build")
+        return opened(path, *args, **kw)
+
+    monkeypatch.setattr(os, "open", swapping)
+    with pytest.raises(AirException, match="moved while it was opened"):
+        read_workspace_file(str(ws), "build/CMakeCache.txt")
+
+
 @pytest.mark.parametrize(
     ("codec", "declared"), [("utf-8", "UTF-8"), ("utf-16", "UTF-16"), ("utf-16-be", "UTF-16BE")]
 )
