@@ -72,9 +72,12 @@ def _too_large(path: str, size: int, max_bytes: int) -> TooLarge:
     )
 
 
-def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> int:
+def open_regular(path: str | os.PathLike[str], *, follow: bool = True, exact: bool = False) -> int:
     """A descriptor of the regular file at ``path``, opened without waiting on a FIFO's writer
     or making a terminal the controlling one (``follow=False``: a link there is refused, ELOOP).
+    ``exact``: ``path`` is a real path its caller checked (inside a project, no protected file)
+    and what is opened must be that file: a link put at it, or at a directory above it, since
+    the check (a command running beside air) is refused (ELOOP), never followed.
 
     Raises:
         FileNotFoundError: nothing is there.
@@ -82,8 +85,11 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> int:
         OSError: it cannot be opened.
     """
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-    fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
+    fd = os.open(path, flags if follow and not exact else flags | os.O_NOFOLLOW)
     try:
+        if exact and os.readlink(f"/proc/self/fd/{fd}") != os.path.abspath(path):
+            said = "a link where the file was checked; none of it was read"
+            raise _Refused(errno.ELOOP, said, os.fspath(path))
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = next((name for test, name in _KINDS if test(mode)), "no regular file")
@@ -96,9 +102,14 @@ def open_regular(path: str | os.PathLike[str], *, follow: bool = True) -> int:
 
 
 def read_small(
-    path: str | os.PathLike[str], max_bytes: int = MAX_BYTES, *, follow: bool = True
+    path: str | os.PathLike[str],
+    max_bytes: int = MAX_BYTES,
+    *,
+    follow: bool = True,
+    exact: bool = False,
 ) -> bytes:
-    """The bytes of the regular file at ``path``, at most ``max_bytes`` of them.
+    """The bytes of the regular file at ``path``, at most ``max_bytes`` of them (``follow``,
+    ``exact``: as ``open_regular``).
 
     Raises:
         FileNotFoundError: nothing is there.
@@ -106,7 +117,7 @@ def read_small(
         TooLarge: it holds more than ``max_bytes`` (by its size, or by what a read found).
         OSError: it cannot be opened or read.
     """
-    fd = open_regular(path, follow=follow)
+    fd = open_regular(path, follow=follow, exact=exact)
     with os.fdopen(fd, "rb") as handle:
         size = os.fstat(fd).st_size
         if size > max_bytes:

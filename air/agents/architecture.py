@@ -351,9 +351,10 @@ class ArchitectureDesigner:
                     break
                 # a task may have merged a link here: what fs.read would refuse a worker
                 # (credentials, git's internals, air's local state) never reaches the model
-                why = self._refusal(path.resolve())
+                real = path.resolve()
+                why = self._refusal(real)
                 left = f"(left out: it leads to a protected file, {why})" if why else None
-                text = left or read_text_file(path)[:_DOC_CHARS]
+                text = left or read_text_file(real, exact=True)[:_DOC_CHARS]
                 used += len(text)
                 pack.append(f"## {path.relative_to(root).as_posix()}\n{text}")
         docs = "\n\n".join(pack) or "(the project declares no architecture documents yet)"

@@ -73,9 +73,10 @@ def document_path(declaration: ArchitectureDeclaration, root: Path) -> str:
 def recorded_digests(declaration: ArchitectureDeclaration, root: Path) -> set[str]:
     """The digests of the changes already recorded in the architecture document."""
     path = root / document_path(declaration, root)
-    if not path.is_file() or not path.resolve().is_relative_to(root.resolve()):
+    real = path.resolve()
+    if not path.is_file() or not real.is_relative_to(root.resolve()):
         return set()
-    return set(_MARK.findall(read_text_file(path)))
+    return set(_MARK.findall(read_text_file(real, exact=True)))
 
 
 def document_update(

@@ -329,7 +329,7 @@ class ContextAssembler:
             real = _inside(root, candidate, ref)
             if real.is_file():
                 self._may_read(real, ref)
-                return os.path.relpath(real, root), read_text_file(real).strip()
+                return os.path.relpath(real, root), read_text_file(real, exact=True).strip()
             if real.is_dir():
                 # a document of the directory is read where it really is: a link named *.md
                 # that leads out of the project is refused like a reference that does
@@ -338,7 +338,7 @@ class ContextAssembler:
                     for doc in sorted(map(Path, walk_files(str(real), ".md")))
                 ]
                 parts = [
-                    f"### {os.path.relpath(doc, root)}\n{read_text_file(doc).strip()}"
+                    f"### {os.path.relpath(doc, root)}\n{read_text_file(doc, exact=True).strip()}"
                     for doc in docs
                     if doc.is_file()
                 ]

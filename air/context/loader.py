@@ -19,6 +19,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.project import ProjectContext
 from air.contracts.runtime import AgentType, PromptLayer, PromptLayerLevel
 from air.contracts.task import TaskContextRefs, TaskSpec
+from air.small_file import open_regular
 
 __all__ = [
     "DEFAULT_LAYER_PRIORITIES",
@@ -84,14 +85,16 @@ def builtin_resource(name: str) -> str:
         ) from exc
 
 
-def read_text_file(path: Path, *, max_chars: int = MAX_FILE_CHARS) -> str:
-    """Read a UTF-8 text file for the context, cutting it at ``max_chars``.
+def read_text_file(path: Path, *, max_chars: int = MAX_FILE_CHARS, exact: bool = False) -> str:
+    """Read a UTF-8 text file for the context, cutting it at ``max_chars``: a regular file
+    (``open_regular``: a FIFO put there is refused, not waited on); ``exact``: ``path`` is the
+    real path its caller checked, and a link put at it, or above it, since is refused.
 
     Raises:
         AirException: ``config_error`` when the file cannot be read or is not UTF-8 text.
     """
     try:
-        with path.open("r", encoding="utf-8") as handle:
+        with open(open_regular(path, exact=exact), encoding="utf-8") as handle:
             text = handle.read(max_chars + 1)
     except (OSError, UnicodeDecodeError) as exc:
         raise AirException.of(
@@ -236,7 +239,7 @@ class PromptLayerLoader:
                     message=f"{path} leads to {real}, which may not reach a prompt ({why})",
                     user_action=f"Replace the link {path} with a regular file, or remove it.",
                 )
-            text = read_text_file(path).strip()
+            text = read_text_file(real, exact=True).strip()  # what was checked, nothing since
             if not text:
                 continue
             ref = os.path.relpath(path, project.project_root)

@@ -16,7 +16,6 @@ import json
 import os
 import shlex
 import signal
-import stat
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.cpp.process import Child, Spawn
+from air.small_file import open_regular
 
 __all__ = [
     "ClangdClient",
@@ -351,12 +351,10 @@ def _read_text(path: str, limit: int = 4 << 20) -> str:
     swapped for a link, or moved behind a linked directory, since the check (a command running
     beside the call) is refused, never followed to what it names now."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = open_regular(path, exact=True)
     except OSError as exc:
         raise _not_a_file(path) from exc
     with os.fdopen(fd, "rb") as f:
-        if os.readlink(f"/proc/self/fd/{fd}") != path or not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise _not_a_file(path)
         return f.read(limit).decode("utf-8", "replace")
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import signal
-import stat
 import subprocess
 import time
 import xml.etree.ElementTree as ET
@@ -25,6 +24,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.cpp.view import active_view
+from air.small_file import NotRegular, open_regular
 
 __all__ = [
     "KEPT_BYTES",
@@ -316,17 +316,15 @@ def read_workspace_file(workspace: str, path: str, *, limit: int = 16 << 20) -> 
         raise _refuse(f"{path} is outside the workspace")
     target = os.path.join(parent, os.path.basename(full))
     try:
-        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        fd = open_regular(target, exact=True)  # the file checked, not a link put there since
     except FileNotFoundError:
         return None
+    except NotRegular as exc:
+        raise _refuse(f"{path} is not a regular file") from exc
     except OSError as exc:
         raise _refuse(f"{path} cannot be opened safely ({exc.strerror})") from exc
     try:
         info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise _refuse(f"{path} is not a regular file")
-        if os.readlink(f"/proc/self/fd/{fd}") != target:  # a directory above it swapped for a
-            raise _refuse(f"{path} moved while it was opened")  # link since the check
         if info.st_size > limit:
             raise _refuse(f"{path} is larger than {limit} bytes")
         chunks = []

@@ -85,6 +85,31 @@ def test_an_instruction_file_linking_out_of_the_project_is_refused(
     assert [x.content for x in PromptLayerLoader().load_project_rules(project)] == ["inside"]
 
 
+def test_an_instruction_file_swapped_for_a_link_after_its_check_is_refused(
+    project: ProjectContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The loader checks where AGENTS.md leads (inside the project, no protected file), then
+    reads it: it read the name again, following a link a command running beside air (a task
+    under ``--isolation main``) put there between the two, into the next prompt."""
+    secret = tmp_path / "id_key"
+    secret.write_text("PRIVATE-KEY-MATERIAL\n")
+    agents = Path(project.project_root) / "AGENTS.md"
+    agents.write_text("agents say\n")
+    opened = os.open
+
+    def swapping(path: object, *args: object, **kw: object) -> int:
+        if str(path).endswith("AGENTS.md") and not agents.is_symlink():  # checked: swap it
+            agents.unlink()
+            agents.symlink_to(secret)
+        return opened(path, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "open", swapping)
+    with pytest.raises(AirException) as info:
+        PromptLayerLoader().load_project_rules(project)
+    assert info.value.kind is ErrorKind.CONFIG_ERROR
+    assert "PRIVATE-KEY" not in str(info.value.error)
+
+
 def test_retry_pack_carries_the_failure_and_dependency_evidence(
     project: ProjectContext, home_air: Path, session_store: SessionStore
 ) -> None:

@@ -228,7 +228,7 @@ def test_a_directory_swapped_for_a_link_before_the_open_is_refused(
         return opened(path, *args, **kw)
 
     monkeypatch.setattr(os, "open", swapping)
-    with pytest.raises(AirException, match="moved while it was opened"):
+    with pytest.raises(AirException, match="a link where the file was checked"):
         read_workspace_file(str(ws), "build/CMakeCache.txt")
 
 

@@ -221,3 +221,29 @@ def test_read_small_refuses_what_is_no_small_regular_file(tmp_path: Path) -> Non
     with pytest.raises(OSError, match="Too many levels of symbolic links") as looped:
         read_small(tmp_path / "link", follow=False)
     assert looped.value.errno == errno.ELOOP
+
+
+def test_an_exact_open_takes_the_checked_file_or_nothing(tmp_path: Path) -> None:
+    """``exact``: the caller checked a real path (inside the project, no protected file); a
+    link put at it, or at a directory above it, since (a task's command running beside air) is
+    refused, where a plain open followed it to what it names now."""
+    (tmp_path / "docs").mkdir()
+    checked = tmp_path / "docs" / "design.md"
+    checked.write_text("the design\n")
+    secret = tmp_path / "outside"
+    secret.mkdir()
+    (secret / "design.md").write_text("PLANTED-KEY\n")
+    assert read_small(checked) == read_small(checked, exact=True) == b"the design\n"
+    os.rename(tmp_path / "docs", tmp_path / "docs.old")
+    (tmp_path / "docs").symlink_to(secret)  # a directory above it
+    assert read_small(checked) == b"PLANTED-KEY\n"  # what a plain read took
+    with pytest.raises(OSError, match="a link where the file was checked") as above:
+        read_small(checked, exact=True)
+    assert above.value.errno == errno.ELOOP
+    (tmp_path / "docs").unlink()
+    os.rename(tmp_path / "docs.old", tmp_path / "docs")
+    checked.unlink()
+    checked.symlink_to(secret / "design.md")  # the file itself
+    with pytest.raises(OSError, match="symbolic links") as at:
+        read_small(checked, exact=True)
+    assert at.value.errno == errno.ELOOP
