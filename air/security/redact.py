@@ -66,11 +66,11 @@ _ASCII_SECRET_WORDS = (
 _PEM_BEGIN = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_END = re.compile(r"-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 _PEM_BODY = re.compile(r"[A-Za-z0-9+/=\s]*|[A-Za-z][A-Za-z0-9-]*:[^\n]*")
+"""A line inside a private key block: key material (base64, blank) or a header
+(``Proc-Type: 4,ENCRYPTED``). Any other line ends a block that has no END line."""
 _DIFF_KEY_LINE = re.compile(r"^([-+ ]|@@ [^@\n]* @@ )([A-Za-z0-9+/]{40,}={0,2})$", re.MULTILINE)
 """A unified diff's line that holds only 40 or more base64 characters behind its marker, or
 a hunk header whose context (git's function line: the last before the hunk) is such a line."""
-"""A line inside a private key block: key material (base64, blank) or a header
-(``Proc-Type: 4,ENCRYPTED``). Any other line ends a block that has no END line."""
 _PEM_WORD = "PRIVATE KEY"
 _FEW_VALUES = 8
 """Up to this many registered values, a text is searched for each (``in``, fast) before the

@@ -80,19 +80,18 @@ async def _diff(input: JsonObject, run: ToolRun) -> Any:
     args = ["diff", "--no-ext-diff", "--no-textconv"]
     if input.get("staged"):
         args.append("--cached")
-    if input.get("rev"):
-        rev = str(input["rev"])
-        if rev.startswith("-"):  # an option (--output=FILE writes outside the sandbox)
-            raise AirException.of(
-                kind=ErrorKind.VALIDATION_ERROR,
-                message=f"git.diff rev must be a revision, not an option: {rev!r}",
-                user_action="Pass a commit, branch or range such as HEAD~1..HEAD.",
-            )
+    rev = str(input["rev"]) if input.get("rev") else None
+    if rev is not None and rev.startswith("-"):  # an option (--output=FILE writes outside)
+        raise AirException.of(
+            kind=ErrorKind.VALIDATION_ERROR,
+            message=f"git.diff rev must be a revision, not an option: {rev!r}",
+            user_action="Pass a commit, branch or range such as HEAD~1..HEAD.",
+        )
+    location = await _located(run)
+    if rev is not None:
+        await _commits_only(location, rev)
         args.append(rev)
     paths = [str(p) for p in input.get("paths", [])]
-    location = await _located(run)
-    if input.get("rev"):
-        await _commits_only(location, args[-1])
     withheld = await _withheld(run, location, args, paths)
     kept_out = [f":(top,exclude,literal){path}" for path in withheld]
     text, cut = await _bounded(run, *args, "--", *paths, *kept_out, location=location)

@@ -277,9 +277,8 @@ async def store_output_logs(
         lambda: [run.redactor.redact_bytes(data) for _, data in streams]
     )
     stored = dict(zip((name for name, _ in streams), redacted, strict=True))
-    refs: dict[str, str] = {}
-    for (name, _), data in zip(streams, redacted, strict=True):
-        refs[name] = run.add_artifact(
+    refs = {
+        name: run.add_artifact(
             ArtifactType.LOG,
             name,
             data,
@@ -287,6 +286,8 @@ async def store_output_logs(
             command_run_id=command_run_id,
             redacted=True,
         ).artifact_id
+        for name, data in stored.items()
+    }
     return refs, stored.get("stdout", b""), stored.get("stderr", b"")
 
 
