@@ -5,7 +5,9 @@ Owns ``walk`` (``os.walk(top)``: top-down, links to directories listed among the
 but not entered, unreadable directories skipped, ``dirnames`` prunable in place) on an explicit
 stack; ``walk_fd`` (the same as ``os.fwalk``, one directory descriptor open at a time: down by
 ``openat``, up by ``..``, each step up checked); ``walk_files`` (``rglob("*" + suffix)``'s
-files); ``make_dirs`` (``os.makedirs(path, exist_ok=True)``, a level at a time) and
+files); ``make_dirs`` (``os.makedirs(path, exist_ok=True)``, a level at a time);
+``dir_beneath`` (a directory below a root that someone else can write, opened and made a
+component at a time without following a link, for a write that must land there) and
 ``remove_tree`` (``shutil.rmtree``, one directory descriptor open at a time, each step down
 and up checked: it never follows a link, and a tree deeper than ``PATH_MAX`` goes too).
 Python 3.11's ``os.walk``, ``os.fwalk``, ``os.makedirs``, ``shutil.rmtree``, ``copytree`` and
@@ -18,9 +20,9 @@ traceback. Standard library only.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
-__all__ = ["make_dirs", "remove_tree", "walk", "walk_fd", "walk_files"]
+__all__ = ["dir_beneath", "make_dirs", "remove_tree", "walk", "walk_fd", "walk_files"]
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -152,6 +154,38 @@ def make_dirs(path: str, mode: int = 0o777) -> None:
         except FileExistsError:
             if not os.path.isdir(directory):
                 raise
+
+
+def dir_beneath(root: str, parts: Sequence[str], *, make: bool = False, mode: int = 0o755) -> int:
+    """A descriptor of the directory ``root/parts...``, each component opened relative to the
+    one above it without following a link, and made (``mode``) when missing with ``make``.
+    ``root`` is a real path the caller trusts; below it, a link put in the way (by a command
+    running beside air, after the caller's check) is refused, never followed, so what is then
+    written through the descriptor lands below ``root`` or nowhere. The caller closes it.
+
+    Raises:
+        OSError: ``ELOOP`` or ``ENOTDIR`` (the component's name as ``filename``) for a link or
+            a file in the way; ``FileNotFoundError`` for a missing one without ``make``.
+    """
+    fd = os.open(root, _DIR)
+    try:
+        for part in parts:
+            try:
+                below = os.open(part, _DIR, dir_fd=fd)
+            except FileNotFoundError:
+                if not make:
+                    raise
+                try:
+                    os.mkdir(part, mode, dir_fd=fd)
+                except FileExistsError:
+                    pass  # made meanwhile: opened (and checked) as any other
+                below = os.open(part, _DIR, dir_fd=fd)
+            os.close(fd)
+            fd = below
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 class _Moved(OSError):

@@ -7,7 +7,9 @@ project's architecture document under "Confirmed architecture changes" through
 the diff as an artifact; then ``architecture.plan.updated``, its summary holding the diff, also
 said in the conversation so the console shows it), and
 the same change later (the same task description touching the same architecture areas; its
-digest is in the entry's marker) passes without being held again (IMPL-ARCH-5). Also owns
+digest is in the entry's marker) passes without being held again (IMPL-ARCH-5). The document is
+read whole at the path checked, no link followed; one that cannot be read or written is said
+in the conversation and the confirmed change goes on, unrecorded. Also owns
 ``change_digest``, ``recorded_digests`` and ``document_update`` (the entry, the new text and
 its unified diff).
 """
@@ -29,8 +31,10 @@ from air.agents.architecture import (
     SchedulerGate,
 )
 from air.context.loader import read_text_file
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import TaskSpec
 from air.contracts.worker_result import WorkerResult
+from air.small_file import read_small
 
 __all__ = [
     "HEADING",
@@ -43,6 +47,8 @@ __all__ = [
 
 HEADING = "## Confirmed architecture changes"
 _MARK = re.compile(r"<!-- air:architecture-change ([0-9a-f]{16}) -->")
+DOCUMENT_MAX = 4 << 20
+"""The largest architecture document a confirmed change is appended to (it is rewritten whole)."""
 _DIFF_SHOWN = 4000
 """At most this many characters of the diff go into the event's summary (the artifact has all)."""
 
@@ -88,8 +94,8 @@ def document_update(
 ) -> tuple[DocumentUpdate, str]:
     """The document with the change's entry appended, and the unified diff of that edit."""
     rel = document_path(declaration, root)
-    path = root / rel
-    before = read_text_file(path) if path.is_file() else ""
+    found = _document_text(root.resolve() / rel, rel)
+    before = found or ""
     day = datetime.now(UTC).strftime("%Y-%m-%d")
     tasks = ", ".join(f"`{t}`" for t in change.task_ids) or "a task"
     entry = [
@@ -105,13 +111,37 @@ def document_update(
         difflib.unified_diff(
             before.splitlines(keepends=True),
             after.splitlines(keepends=True),
-            fromfile=f"a/{rel}" if path.is_file() else "/dev/null",
+            fromfile=f"a/{rel}" if found is not None else "/dev/null",
             tofile=f"b/{rel}",
         )
     )
     shown = diff if len(diff) <= _DIFF_SHOWN else diff[: _DIFF_SHOWN - 1] + "…"
     note = f"recorded the confirmed architecture change in {rel}:\n{shown}"
     return DocumentUpdate(path=rel, content=after, summary=note), diff
+
+
+def _document_text(path: Path, rel: str) -> str | None:
+    """The document's text (None when there is none yet), read whole at the path checked, no
+    link followed (``read_small(exact=True)``): a document a task swapped for a link to a key
+    never reaches the diff that is shown and recorded; one too large to rewrite is refused,
+    never cut.
+
+    Raises:
+        AirException: ``config_error`` when it is a link, no regular file, larger than
+            ``DOCUMENT_MAX`` or not UTF-8.
+    """
+    try:
+        return read_small(path, DOCUMENT_MAX, exact=True).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AirException.of(
+            kind=ErrorKind.CONFIG_ERROR,
+            message=f"the architecture document {rel} cannot be read to append to it",
+            detail=str(exc),
+            user_action=f"Make {rel} a UTF-8 text file in the project (no link) of at most "
+            f"{DOCUMENT_MAX >> 20} MiB, or declare another one in .air/shared/architecture.yaml.",
+        ) from exc
 
 
 class RecordingGate:
@@ -136,7 +166,13 @@ class RecordingGate:
             return GateVerdict(True, "silent_continue", reason)
         verdict = await self.gate.review(spec, result)
         if verdict.proceed and verdict.result_class == "requires_user_confirmation":
-            update, _diff = document_update(declaration, root, change, triggers, verdict.reason)
-            await self.designer.update_architecture_docs(update)
-            await self.designer.turns.say(update.summary, task_id=spec.id)  # the person sees it
+            try:
+                update, _diff = document_update(declaration, root, change, triggers, verdict.reason)
+                await self.designer.update_architecture_docs(update)
+            except AirException as exc:  # confirmed all the same: said, the task goes on
+                where = document_path(declaration, root)
+                said = f"the confirmed architecture change was not recorded in {where}: {exc}"
+                await self.designer.turns.say(f"{said}. {exc.user_action or ''}", task_id=spec.id)
+            else:
+                await self.designer.turns.say(update.summary, task_id=spec.id)  # shown to them
         return verdict

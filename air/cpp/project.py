@@ -10,6 +10,7 @@ applies to a build directory it is given.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable
@@ -27,7 +28,7 @@ from air.cpp.parsed_diagnostic import ParsedDiagnostic
 from air.cpp.process import CommandRunner, is_plain_file, read_workspace_file
 from air.cpp.view import active_view
 from air.search_path import installed
-from air.tree_walk import walk
+from air.tree_walk import dir_beneath, walk
 
 __all__ = [
     "CMakeConfigurator",
@@ -163,30 +164,48 @@ def safe_build_dir(workspace: str, build_dir: str, what: str = "build_dir") -> s
 
 
 def mark_build_dir(workspace: str, build_dir: str) -> None:
-    """Create ``build_dir`` with a ``.gitignore`` of ``*`` so that git (and so a worktree's
-    merge) never picks up build outputs, whatever the project's own ignore rules say; in a
-    read-only view, in the view (``air.cpp.view``), never in the project.
+    """Create ``build_dir`` (``safe_build_dir``'s result) with a ``.gitignore`` of ``*`` so
+    that git (and so a worktree's merge) never picks up build outputs, whatever the project's
+    own ignore rules say; in a read-only view, in the view (``air.cpp.view``), never in the
+    project. Made a directory at a time without following a link (``dir_beneath``): a link a
+    command put in the way since ``safe_build_dir`` looked is refused, nothing made through it.
 
     Raises:
-        AirException: ``policy_error`` when the view's build dir leads out of the view.
+        AirException: ``policy_error`` when the build dir leads out of the workspace or view.
     """
-    full = os.path.join(os.path.realpath(workspace), build_dir)
+    base = os.path.realpath(workspace)
+    rel = os.path.normpath(build_dir)
     view = active_view()
     if view is not None:
-        full = view.writable(full)
-        real = os.path.realpath(full)
-        if not view.in_upper(real) or real == view.upper:
-            raise AirException.of(
-                kind=ErrorKind.POLICY_ERROR,
-                message=f"{build_dir} leads outside the task's read-only view",
-                user_action="Remove the symlink a command left in the build dir's place.",
-            )
-    os.makedirs(full, exist_ok=True)
-    marker = os.path.join(full, ".gitignore")
-    if not os.path.lexists(marker):
-        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write("# written by air: build outputs are never committed\n*\n")
+        full = view.writable(os.path.join(base, rel))
+        if not view.in_upper(full) or full == view.upper:
+            raise _led_out(build_dir, "the task's read-only view")
+        base, rel = view.upper, os.path.relpath(full, view.upper)
+    try:
+        fd = dir_beneath(base, rel.split(os.sep), make=True)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            where = "the workspace" if view is None else "the task's read-only view"
+            raise _led_out(build_dir, where) from exc
+        raise
+    try:
+        made = os.open(
+            ".gitignore", os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644, dir_fd=fd
+        )
+    except FileExistsError:
+        return  # the project's own, or this mark of an earlier call: kept as it is
+    finally:
+        os.close(fd)
+    with os.fdopen(made, "w") as f:
+        f.write("# written by air: build outputs are never committed\n*\n")
+
+
+def _led_out(build_dir: str, where: str) -> AirException:
+    return AirException.of(
+        kind=ErrorKind.POLICY_ERROR,
+        message=f"{build_dir} leads outside {where}",
+        user_action="Remove the symlink a command left in the build dir's place.",
+    )
 
 
 @dataclass(frozen=True)

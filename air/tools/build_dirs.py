@@ -16,11 +16,12 @@ hours of objects kept), never removed. Removal walks no deeper than one director
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
 from air.contracts.error import AirException, ErrorKind
-from air.tree_walk import make_dirs, remove_tree
+from air.tree_walk import dir_beneath, remove_tree
 
 __all__ = ["claim_build_dir", "pin_build_dirs", "refuse_build_dir_write"]
 
@@ -114,25 +115,25 @@ def _claim(workspace: str, build_dir: str, adopt: bool) -> bool:
     if rel in owned:
         return True
     parent, name = os.path.split(rel)
-    if parent:
-        make_dirs(os.path.join(ws, parent))
-    fds = _open_walk(ws, parent) if parent else [os.open(ws, _DIR_FLAGS)]
-    if not fds:
+    try:  # its parents made without following a link, as it is
+        above = dir_beneath(ws, parent.split(os.sep) if parent else [], make=True)
+    except OSError as exc:
+        if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+            raise
         raise AirException.of(
             kind=ErrorKind.POLICY_ERROR,
             message=f"a symlink leads through the build directory {build_dir}",
             user_action="Remove the symlink or choose another build_dir.",
-        )
+        ) from exc
     try:
-        made = _adopted(name, fds[-1]) if adopt else None
+        made = _adopted(name, above) if adopt else None
         kept = made is not None
         if made is None:
-            _remove(name, fds[-1])  # whatever is there, never through a link
-            os.mkdir(name, 0o755, dir_fd=fds[-1])  # never one that reappeared since
-            made = os.open(name, _DIR_FLAGS, dir_fd=fds[-1])
+            _remove(name, above)  # whatever is there, never through a link
+            os.mkdir(name, 0o755, dir_fd=above)  # never one that reappeared since
+            made = os.open(name, _DIR_FLAGS, dir_fd=above)
     finally:
-        for fd in fds:
-            os.close(fd)
+        os.close(above)
     st = os.fstat(made)
     owned[rel] = (st.st_dev, st.st_ino, made)
     return kept

@@ -18,6 +18,7 @@ import stat
 from collections.abc import Iterator
 
 from air.contracts.error import AirException, ErrorKind
+from air.tree_walk import dir_beneath
 
 __all__ = [
     "READ_MAX",
@@ -65,25 +66,12 @@ def relative_parts(root: str, path: str, verb: str = "write") -> list[str]:
 def _open_parent(
     root: str, parts: list[str], *, create: bool, path: str, verb: str = "write"
 ) -> int:
-    fd = os.open(os.path.realpath(root), _DIR_FLAGS)
     try:
-        for part in parts[:-1]:
-            try:
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except FileNotFoundError:
-                if not create:
-                    raise
-                os.mkdir(part, 0o755, dir_fd=fd)
-                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
-            except OSError as exc:
-                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise _escape(path, f"{part!r} is a symlink or not a directory", verb) from exc
-                raise
-            os.close(fd)
-            fd = nfd
-        return fd
-    except BaseException:
-        os.close(fd)
+        return dir_beneath(os.path.realpath(root), parts[:-1], make=create)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            why = f"{exc.filename!r} is a symlink or not a directory"
+            raise _escape(path, why, verb) from exc
         raise
 
 

@@ -5,7 +5,9 @@ never followed), the copy of a project without ``.git``/``.air`` and build cache
 (``JUNK_DIRS``, which no strategy ever merges back), the copy's changes against its manifest,
 and the file-by-file copy back, where a file changed on both sides (or one below a directory
 link of the project) is a conflict and nothing is written; what it writes it writes under
-names of its own, with the modes git gives (0755 or 0644), and a copy back a crash cut short
+names of its own, in directories opened a level at a time below the project (one a command
+swapped for a link since stops the merge, nothing written through it), with the modes git
+gives (0755 or 0644), and a copy back a crash cut short
 can be done again (a file already copied is no conflict) once its temporary files are
 dropped. Blocking file work: callers run these in a thread.
 """
@@ -18,10 +20,10 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Callable
 
-from air.tree_walk import make_dirs, walk
+from air.contracts.error import AirException, ErrorKind
+from air.tree_walk import dir_beneath, walk
 from air.workspace.changes import SYMLINK, PathChange
 from air.workspace.regenerable import regenerable
 
@@ -197,17 +199,49 @@ def copy_back(
     if conflicts:
         return conflicts
     for rel in changed:
-        target = os.path.join(project_root, rel)
-        source = os.path.join(copy, rel)
-        if os.path.islink(source):  # checked: it stays inside the project
-            make_dirs(os.path.dirname(target) or ".")
-            _link_over(os.readlink(source), target)
-        elif os.path.isfile(source):
-            make_dirs(os.path.dirname(target) or ".")
-            _copy_over(source, target)
-        elif os.path.islink(target) or (os.path.lexists(target) and not os.path.isdir(target)):
-            os.unlink(target)  # a link to a directory too: the link goes, never what it names
+        _write_back(os.path.realpath(project_root), copy, rel)
     return []
+
+
+def _write_back(project: str, copy: str, rel: str) -> None:
+    """``rel`` of ``copy`` (the task's, its commands ended) written into ``project``, in the
+    directory reached a component at a time without following a link (``dir_beneath``): one a
+    command of another task (``--isolation main``, another session) swapped for a link since
+    ``copy_back``'s check is refused, nothing written through it.
+
+    Raises:
+        AirException: ``workspace_error`` when a link or a file is in the way now.
+    """
+    parent, name = os.path.split(rel)
+    source = os.path.join(copy, rel)
+    try:
+        mode = os.lstat(source).st_mode
+    except FileNotFoundError:
+        mode = 0
+    written = stat.S_ISLNK(mode) or stat.S_ISREG(mode)
+    try:
+        here = dir_beneath(project, parent.split(os.sep) if parent else [], make=written)
+    except FileNotFoundError:
+        return  # deleted in the copy, its directory gone from the project too
+    except NotADirectoryError as exc:
+        raise AirException.of(
+            kind=ErrorKind.WORKSPACE_ERROR,
+            message=f"{rel} was not merged: {exc.filename!r} on its way in the project is a "
+            "link or a file now; nothing was written through it",
+            user_action="See what changed that directory of the project, then run the task "
+            "again (its copy is kept as it is).",
+        ) from exc
+    try:
+        if stat.S_ISLNK(mode):  # checked: it stays inside the project
+            _link_over(os.readlink(source), name, here)
+        elif written:
+            _copy_over(source, name, here)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                if not stat.S_ISDIR(os.lstat(name, dir_fd=here).st_mode):
+                    os.unlink(name, dir_fd=here)  # a link to a directory too, never what it names
+    finally:
+        os.close(here)
 
 
 def drop_copy_back_temps(project_root: str, changed: list[str]) -> list[str]:
@@ -238,43 +272,52 @@ def _below_a_link(root: str, rel: str) -> bool:
     return False
 
 
-def _temporary(target: str) -> tuple[int, str]:
-    """A new file beside ``target`` under a name of this process's own, open for writing."""
-    return tempfile.mkstemp(prefix=".", suffix=_TEMP, dir=os.path.dirname(target) or ".")
+def _temporary(here: int) -> tuple[int, str]:
+    """A new file in the directory ``here`` under a name of this process's own (``O_EXCL``),
+    open for writing."""
+    while True:
+        tmp = f".{secrets.token_hex(8)}{_TEMP}"
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            return os.open(tmp, flags, 0o600, dir_fd=here), tmp
+        except FileExistsError:
+            continue
 
 
-def _copy_over(source: str, target: str) -> None:
-    """``source``'s bytes and times over ``target``, 0755 or 0644 as git would make it."""
+def _copy_over(source: str, name: str, here: int) -> None:
+    """``source``'s bytes and times over ``name`` in the directory ``here``, 0755 or 0644 as
+    git would make it."""
     src = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         info = os.fstat(src)
-        fd, tmp = _temporary(target)
+        fd, tmp = _temporary(here)
         try:
             with open(fd, "wb") as out, open(src, "rb", closefd=False) as data:
                 shutil.copyfileobj(data, out)
                 os.fchmod(out.fileno(), 0o755 if info.st_mode & stat.S_IXUSR else 0o644)
-            os.utime(tmp, ns=(info.st_atime_ns, info.st_mtime_ns))
-            os.replace(tmp, target)
+                out.flush()
+                os.utime(out.fileno(), ns=(info.st_atime_ns, info.st_mtime_ns))
+            os.replace(tmp, name, src_dir_fd=here, dst_dir_fd=here)
         except BaseException:
             with contextlib.suppress(OSError):
-                os.unlink(tmp)
+                os.unlink(tmp, dir_fd=here)
             raise
     finally:
         os.close(src)
 
 
-def _link_over(link_target: str, target: str) -> None:
-    """A symbolic link to ``link_target`` over ``target``."""
+def _link_over(link_target: str, name: str, here: int) -> None:
+    """A symbolic link to ``link_target`` over ``name`` in the directory ``here``."""
     while True:
-        tmp = os.path.join(os.path.dirname(target) or ".", f".{secrets.token_hex(8)}{_TEMP}")
+        tmp = f".{secrets.token_hex(8)}{_TEMP}"
         try:
-            os.symlink(link_target, tmp)
+            os.symlink(link_target, tmp, dir_fd=here)
         except FileExistsError:
             continue
         break
     try:
-        os.replace(tmp, target)
+        os.replace(tmp, name, src_dir_fd=here, dst_dir_fd=here)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=here)
         raise

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from air.contracts.error import AirException
+from air.cpp.project import mark_build_dir
 from air.tools.build_dirs import claim_build_dir, refuse_build_dir_write
 from air.tree_walk import make_dirs, remove_tree
 from tests.cpp.test_example import _air, _claim, _db, _project, _use
@@ -57,6 +58,31 @@ def test_a_build_dir_the_cpp_tools_did_not_make_is_made_afresh(tmp_path: Path) -
         claim_build_dir(str(ws), "out/b")  # never a dir reached through a link
     assert caught.value.error.kind == "policy_error"
     assert (ws / "src" / "b" / "main.cpp").exists()  # nothing removed through it
+
+
+def test_no_directory_is_made_through_a_link_put_in_the_way_after_the_check(
+    tmp_path: Path,
+) -> None:
+    """``safe_build_dir`` checked ``out/b/build`` leads inside; a command then put a link at
+    ``out``. The build dir's parents were made with ``os.makedirs`` (following it: ``b``
+    made outside), and cmake's configure marked the dir with its ``.gitignore`` there too.
+    Now both walk a component at a time without following a link: refused, nothing made."""
+    ws, outside = tmp_path / "ws", tmp_path / "outside"
+    ws.mkdir()
+    outside.mkdir()
+    (ws / "out").symlink_to(outside)
+    with pytest.raises(AirException) as caught:
+        claim_build_dir(str(ws), "out/b/build")
+    assert caught.value.error.kind == "policy_error"
+    with pytest.raises(AirException) as marked:
+        mark_build_dir(str(ws), "out/b/build")
+    assert marked.value.error.kind == "policy_error"
+    assert list(outside.iterdir()) == []
+    (ws / "out").unlink()
+    (ws / "out").mkdir()
+    mark_build_dir(str(ws), "out/b/build")  # without the link: made and marked
+    assert (ws / "out" / "b" / "build" / ".gitignore").read_text().endswith("\n*\n")
+    assert claim_build_dir(str(ws), "out/b/build") is False
 
 
 def test_the_persons_build_dir_in_the_project_itself_is_adopted_never_removed(

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import TaskScope, WorkspacePlan, WorkspaceStrategy
 from air.nursery.write_areas import merge_guard
+from air.workspace import copies
 from air.workspace.manager import WorkspaceManager
 from tests.workspace.recorder import Events
 
@@ -56,6 +58,47 @@ async def test_a_directory_link_of_the_project_is_not_written_through(project: P
     assert result.conflicted_paths == ["docs/lib/settings.yaml"]
     assert not (project / "config" / "settings.yaml").exists()
     assert os.readlink(project / "docs" / "lib") == "../config"
+
+
+async def test_a_directory_swapped_for_a_link_after_the_check_is_not_written_through(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A command running beside the merge (another task under ``--isolation main``, another
+    session) swaps ``docs`` for a link right after the copy back looked for links on the way:
+    the merge made ``docs``' missing directories and wrote the file through the link, outside
+    the project. Now every directory is opened without following a link: the merge stops with
+    ``workspace_error``, nothing written through it."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    mgr = WorkspaceManager(str(project), Events())
+    ((copy, ws),) = await _copies(mgr, "t1")
+    (ws / "docs" / "new" / "deep").mkdir(parents=True)
+    (ws / "docs" / "new" / "deep" / "notes.md").write_text("from the task\n")
+    (ws / "docs" / "guide.md").write_text("guide, improved\n")
+    hashed = copies.entry_hash
+    checked: list[str] = []
+
+    def swapped_after(path: str) -> str | None:
+        found = hashed(path)
+        if path.startswith(str(project / "docs")):  # the check reads each changed path once
+            checked.append(path)
+        if (
+            len(checked) == 2 and not (project / "docs").is_symlink()
+        ):  # both checked: no link on the way; now one is put there
+            (project / "docs").rename(tmp_path / "docs.aside")
+            (project / "docs").symlink_to(outside)
+        return found
+
+    monkeypatch.setattr(copies, "entry_hash", swapped_after)
+    with pytest.raises(AirException) as caught:
+        await mgr.merge_workspace(
+            copy, guard=merge_guard(TaskScope(write_area=["docs"]), str(project))
+        )
+    assert caught.value.kind == ErrorKind.WORKSPACE_ERROR
+    assert "'docs'" in caught.value.error.message
+    assert checked == [str(project / "docs" / p) for p in ("guide.md", "new/deep/notes.md")]
+    assert list(outside.iterdir()) == []
+    assert (ws / "docs" / "guide.md").read_text() == "guide, improved\n"  # the copy kept
 
 
 async def test_a_link_at_the_merge_s_temporary_name_is_not_written_through(
