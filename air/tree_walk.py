@@ -156,25 +156,30 @@ def make_dirs(path: str, mode: int = 0o777) -> None:
                 raise
 
 
-def dir_beneath(root: str, parts: Sequence[str], *, make: bool = False, mode: int = 0o755) -> int:
+def dir_beneath(
+    root: str, parts: Sequence[str], *, make: bool = False, clear: bool = False, mode: int = 0o755
+) -> int:
     """A descriptor of the directory ``root/parts...``, each component opened relative to the
-    one above it without following a link, and made (``mode``) when missing with ``make``.
+    one above it without following a link, and made (``mode``) when missing with ``make``; with
+    ``clear`` too, a link or a file in the way is removed and the directory made in its place.
     ``root`` is a real path the caller trusts; below it, a link put in the way (by a command
     running beside air, after the caller's check) is refused, never followed, so what is then
     written through the descriptor lands below ``root`` or nowhere. The caller closes it.
 
     Raises:
-        OSError: ``ELOOP`` or ``ENOTDIR`` (the component's name as ``filename``) for a link or
-            a file in the way; ``FileNotFoundError`` for a missing one without ``make``.
+        OSError: ``ENOTDIR`` (the component's name as ``filename``) for a link or a file in
+            the way; ``FileNotFoundError`` for a missing one without ``make``.
     """
     fd = os.open(root, _DIR)
     try:
         for part in parts:
             try:
                 below = os.open(part, _DIR, dir_fd=fd)
-            except FileNotFoundError:
-                if not make:
+            except (FileNotFoundError, NotADirectoryError) as exc:
+                if not make or (isinstance(exc, NotADirectoryError) and not clear):
                     raise
+                if isinstance(exc, NotADirectoryError):
+                    os.unlink(part, dir_fd=fd)  # the link itself, never what it names
                 try:
                     os.mkdir(part, mode, dir_fd=fd)
                 except FileExistsError:

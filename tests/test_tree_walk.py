@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from air.tree_walk import make_dirs, remove_tree, walk, walk_fd, walk_files
+from air.tree_walk import dir_beneath, make_dirs, remove_tree, walk, walk_fd, walk_files
 from tests.tools.sandbox_probe import IDENTITIES, NOBODY, unprivileged_dir, unprivileged_python
 
 REPO = Path(__file__).resolve().parents[1]
@@ -271,3 +271,34 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_dir_beneath_makes_and_opens_a_level_at_a_time_never_through_a_link(
+    tmp_path: Path,
+) -> None:
+    """What the parent writes into a directory a command can change (a copy back, a build
+    dir, a restore) goes through this descriptor: a link anywhere below the root is refused,
+    or with ``clear`` removed (never what it names), and nothing is made through it."""
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    fd = dir_beneath(str(root), ["a", "b", "c"], make=True)
+    try:
+        assert os.path.samestat(os.fstat(fd), os.stat(root / "a" / "b" / "c"))
+    finally:
+        os.close(fd)
+    with pytest.raises(FileNotFoundError):
+        dir_beneath(str(root), ["a", "x"])
+    (root / "a" / "b" / "c").rmdir()
+    (root / "a" / "b" / "c").symlink_to(outside)
+    for make in (False, True):
+        with pytest.raises(NotADirectoryError) as caught:
+            dir_beneath(str(root), ["a", "b", "c", "d"], make=make)
+        assert caught.value.filename == "c"
+    assert list(outside.iterdir()) == []
+    (outside / "kept").write_text("x")
+    fd = dir_beneath(str(root), ["a", "b", "c", "d"], make=True, clear=True)
+    os.close(fd)
+    assert not (root / "a" / "b" / "c").is_symlink()
+    assert (root / "a" / "b" / "c" / "d").is_dir()
+    assert [p.name for p in outside.iterdir()] == ["kept"]

@@ -20,6 +20,7 @@ snapshot). The user's branch, index, HEAD and history are never read or written.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
@@ -33,7 +34,7 @@ import trio
 
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import utc_now_iso
-from air.tree_walk import walk
+from air.tree_walk import dir_beneath, walk
 from air.workspace.gitsafe import GitLocation, run_git
 from air.workspace.regenerable import regenerable
 from air.workspace.tree_lock import BACKUPS, hold
@@ -509,13 +510,8 @@ class BackupRepository:
                 "Run `air doctor`; the backup repository was changed by something other than air.",
                 ErrorKind.WORKSPACE_ERROR,
             )
-        target = os.path.join(self.project_root, *parts)
         if entry is None:
-            try:
-                if not stat.S_ISDIR(os.lstat(target).st_mode):
-                    self._unlink_safely(parts)
-            except FileNotFoundError:
-                pass
+            self._remove(parts)
             return
         mode, blob = entry
         if mode == "160000":  # a submodule commit: nothing to write
@@ -524,46 +520,44 @@ class BackupRepository:
         self._write(rel, parts, mode, data)
 
     def _write(self, rel: str, parts: list[str], mode: str, data: bytes) -> None:
-        target = os.path.join(self.project_root, *parts)
-        self._make_parents(parts)
-        if os.path.isdir(target) and not os.path.islink(target):
-            raise _fail(
-                f"{rel} is a directory now; air does not replace a directory with a file",
-                f"Move {rel} away, then run the restore again.",
-                ErrorKind.VALIDATION_ERROR,
-            )
-        tmp = os.path.join(os.path.dirname(target), f".{parts[-1]}.air-restore.tmp")
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        if mode == "120000":
-            os.symlink(os.fsdecode(data), tmp)
-        else:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-            os.chmod(tmp, 0o755 if mode == "100755" else 0o644)
-        os.replace(tmp, target)  # replaces a symlink itself, never its target
+        """``data`` at ``parts`` by a rename in its directory, every parent a real directory
+        of the project (a link or a file in the way is removed: the rescue snapshot holds it),
+        reached a level at a time without following a link (``dir_beneath``): one put in the
+        way while the restore runs is never written through."""
+        name = parts[-1]
+        here = dir_beneath(os.path.realpath(self.project_root), parts[:-1], make=True, clear=True)
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(os.lstat(name, dir_fd=here).st_mode):
+                    raise _fail(
+                        f"{rel} is a directory now; air does not replace a directory with a file",
+                        f"Move {rel} away, then run the restore again.",
+                        ErrorKind.VALIDATION_ERROR,
+                    )
+            tmp = f".{name}.air-restore.tmp"
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp, dir_fd=here)
+            if mode == "120000":
+                os.symlink(os.fsdecode(data), tmp, dir_fd=here)
+            else:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+                with os.fdopen(os.open(tmp, flags, 0o600, dir_fd=here), "wb") as handle:
+                    handle.write(data)
+                    os.fchmod(handle.fileno(), 0o755 if mode == "100755" else 0o644)
+            # replaces a symlink itself, never its target
+            os.replace(tmp, name, src_dir_fd=here, dst_dir_fd=here)
+        finally:
+            os.close(here)
 
-    def _make_parents(self, parts: list[str]) -> None:
-        """Every parent of ``parts`` a real directory inside the project (a symlink or a file
-        in the way is removed: the rescue snapshot holds it)."""
-        current = self.project_root
-        for part in parts[:-1]:
-            current = os.path.join(current, part)
-            try:
-                info = os.lstat(current)
-            except FileNotFoundError:
-                os.mkdir(current)
-                continue
-            if stat.S_ISDIR(info.st_mode):
-                continue
-            os.unlink(current)
-            os.mkdir(current)
-
-    def _unlink_safely(self, parts: list[str]) -> None:
-        current = self.project_root
-        for part in parts[:-1]:
-            current = os.path.join(current, part)
-            if not stat.S_ISDIR(os.lstat(current).st_mode):  # a symlinked parent: not ours
-                return
-        os.unlink(os.path.join(current, parts[-1]))
+    def _remove(self, parts: list[str]) -> None:
+        """The file or link at ``parts`` removed (a directory is left), none below a link."""
+        try:
+            here = dir_beneath(os.path.realpath(self.project_root), parts[:-1])
+        except (FileNotFoundError, NotADirectoryError):
+            return  # gone already, or below a link: not the project's
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if not stat.S_ISDIR(os.lstat(parts[-1], dir_fd=here).st_mode):
+                    os.unlink(parts[-1], dir_fd=here)
+        finally:
+            os.close(here)
