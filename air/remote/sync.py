@@ -5,9 +5,10 @@ as one commit on HEAD; untracked files, ``.env`` among them, are never part of i
 ``RemoteRun`` (where a run's worktree is on the host), ``push_base`` (a bundle of the base
 without the commits the host's cache already has, sent over ssh to ``air.remote.repo receive``:
 a per-run bare repository and worktree there, no remotes, no credentials), ``fetch_result``
-(the remote worktree as a commit, back as a bundle of one head, unbundled here and refused
-unless it descends from the base; the caller then runs the same write-area check and merge as
-for a local task) and ``gc_remote``. Every local git command is air's hardened one.
+(the remote worktree as a commit, back as a bundle of one head, its pack indexed here with
+every object checked as ``git fsck`` checks it, and refused unless it descends from the base;
+the caller then runs the same write-area check and merge as for a local task) and
+``gc_remote``. Every local git command is air's hardened one.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ _HEAD = re.compile(rb"([0-9a-f]{40}|[0-9a-f]{64}) refs/air/result")
 """The one head of a result bundle as ``air.remote.repo result`` makes it."""
 RESULT_MAX = 4 << 30
 """The largest result bundle taken from a host (written to a file as it comes, never held)."""
+_HEADER_MAX = 1 << 20
+"""The most of a bundle's header read looking for its end (one head and the base's commits)."""
 
 
 class RemoteRun(NamedTuple):
@@ -171,7 +174,7 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
         if cut or len(heads) != 1 or not _HEAD.fullmatch(heads[0]):
             raise _failed(f"the result from {remote.host.name} is not one commit", listed.stdout)
         result = heads[0].split()[0].decode()
-        await _git(location, "bundle", "unbundle", path)
+        await _index_checked(location, path, remote.host.name)
     ancestry = await run_git(location, "merge-base", "--is-ancestor", remote.base, result)
     if ancestry.returncode != 0:
         raise _failed(
@@ -179,6 +182,31 @@ async def fetch_result(location: GitLocation, remote: RemoteRun) -> str:
         )
     await _git(location, "update-ref", f"refs/air/remote/{remote.run}", result)
     return result
+
+
+async def _index_checked(location: GitLocation, path: str, host: str) -> None:
+    """The pack of the bundle at ``path`` into ``location``'s objects, each object checked as
+    ``git fsck`` checks it (``index-pack --strict``; git 2.39's ``bundle unbundle`` checks
+    none): a tree naming ``.git`` or ``..``, a hostile ``.gitmodules``, a malformed commit a
+    host made never enters the project's repository.
+
+    Raises:
+        AirException(workspace_error): no bundle, or git refused an object (nothing kept).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        header = b""
+        while b"\n\n" not in header:  # the header (verified above) ends with an empty line
+            piece = os.read(fd, 1 << 16)
+            if not piece or len(header) > _HEADER_MAX:
+                raise _failed(f"the result from {host} is no bundle")
+            header += piece
+        os.lseek(fd, header.index(b"\n\n") + 2, os.SEEK_SET)
+        done = await run_git(location, "index-pack", "--stdin", "--fix-thin", "--strict", stdin=fd)
+    finally:
+        os.close(fd)
+    if done.returncode != 0:
+        raise _failed(f"the result from {host} holds an object git refuses", done.stderr)
 
 
 async def gc_remote(remote: RemoteRun) -> bool:

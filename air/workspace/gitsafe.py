@@ -450,10 +450,10 @@ def driver_overrides(listing: bytes) -> dict[str, str]:
 
 
 async def run_git(
-    location: GitLocation | None, *args: str, cwd: str | None = None, stdin: bytes = b""
+    location: GitLocation | None, *args: str, cwd: str | None = None, stdin: bytes | int = b""
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``git args`` hardened, in ``location`` (its work tree is the cwd), with ``stdin``
-    as its input (default: none).
+    as its input (bytes, or a descriptor git reads from where it stands; default: none).
 
     Without a location (``git init`` of a fresh directory, say) nothing is pinned: only use
     that where no repository exists yet. Never raises for git's exit status.
@@ -468,7 +468,7 @@ async def run_git(
         env=env,
         capture_stdout=True,
         capture_stderr=True,
-        stdin=stdin or subprocess.DEVNULL,
+        stdin=stdin if isinstance(stdin, int) or stdin else subprocess.DEVNULL,
         check=False,
     )
 

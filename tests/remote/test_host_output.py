@@ -10,6 +10,7 @@ UnicodeDecodeError."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 from collections.abc import Iterator
@@ -153,6 +154,46 @@ async def test_a_result_bundle_of_more_than_one_head_is_refused(
                 await fetch_result(location, remote._replace(host=host))
         assert info.value.kind == "workspace_error"
         assert "is not one commit" in info.value.error.message
+        assert git(project, "for-each-ref", "refs/air/remote/") == ""
+        assert (await fetch_result(location, remote)) == git(  # air's own host: taken
+            project, "rev-parse", f"refs/air/remote/{remote.run}"
+        )
+    finally:
+        assert await gc_remote(remote)
+
+
+DOT_GIT_TREE = (
+    'repo="$5/runs/$6/repo.git"; {python} -P -m air.remote.repo result "$5" "$6" >/dev/null '
+    '&& cd "$repo" && blob=$(echo planted | git hash-object -w --stdin) '
+    '&& tree=$(printf "100644 blob $blob\\t.git\\n" | git mktree) '
+    "&& commit=$(git -c user.name=h -c user.email=h@h commit-tree $tree -p refs/air/base -m h) "
+    "&& git update-ref refs/air/result $commit "
+    "&& exec git bundle create -q - refs/air/base..refs/air/result"
+)
+
+
+async def test_a_result_holding_an_object_fsck_refuses_never_enters_the_repository(
+    remote_host: HostConfig, project: Path
+) -> None:
+    """A host's result of one head, descending from the base, whose tree names ``.git``:
+    git 2.39's ``bundle unbundle`` checks no object, and the tree entered the project's
+    repository. Now the pack is indexed with ``--strict``: refused, no object of it kept."""
+    location = locate_git(str(project), project_root=str(project))
+    remote = await push_base(remote_host, location, "run_fsck_" + os.urandom(4).hex())
+    try:
+        for host in _host(
+            remote_host, "air.remote.repo result", DOT_GIT_TREE.format(python=remote_host.python)
+        ):
+            with pytest.raises(AirException) as info:
+                await fetch_result(location, remote._replace(host=host))
+        assert info.value.kind == "workspace_error"
+        assert "holds an object git refuses" in info.value.error.message
+        assert "hasDotgit" in (info.value.error.detail or "")
+        planted = hashlib.sha1(b"blob 8\0planted\n").hexdigest()
+        kept = await trio.run_process(
+            ["git", "-C", str(project), "cat-file", "-e", planted], check=False
+        )
+        assert kept.returncode != 0  # not one object of the pack is in the repository
         assert git(project, "for-each-ref", "refs/air/remote/") == ""
         assert (await fetch_result(location, remote)) == git(  # air's own host: taken
             project, "rev-parse", f"refs/air/remote/{remote.run}"
