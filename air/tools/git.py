@@ -18,7 +18,7 @@ from air.contracts.error import AirException, ErrorKind
 from air.contracts.ids import JsonObject
 from air.contracts.permission import PathPolicy
 from air.contracts.tool import ToolCategory, ToolDefinition, ToolPermissionSpec
-from air.security.paths import in_write_area_entry, names_credentials
+from air.security.paths import in_write_area_entry, is_within, names_credentials
 from air.tools.credential_files import forget_scan, hidden_credentials
 from air.tools.registry import ToolRegistry
 from air.tools.run import ToolRun
@@ -170,15 +170,51 @@ async def _commit(input: JsonObject, run: ToolRun) -> Any:
     # decision named them (IMPL-SBX-3); an exclude pathspec would do it in the add, but git 2.39
     # then adds no file of an untracked directory that a positive pathspec names
     kept_out = await _untracked_secrets(run)
-    if paths:
-        await run_git(run, "add", "--", *paths)
+    if paths:  # the names the permission check judged: never pathspec magic (":(glob)x/*")
+        await run_git(run, "add", "--", *_literal(paths))
     elif input.get("all", False):
         await run_git(run, "add", "--all")
-    if kept_out and (paths or input.get("all", False)):
-        await run_git(run, "reset", "-q", "--", *kept_out)
+    if not (paths or input.get("all", False)):
+        kept_out = []
+    kept_out += await _staged_withheld(run)
+    if kept_out:
+        await run_git(run, "reset", "-q", "--", *_literal(kept_out))
     await run_git(run, "commit", "--no-verify", "-m", input["message"])
     head = (await run_git(run, "rev-parse", "HEAD")).strip()
     return {"commit": head}
+
+
+def _literal(paths: list[str]) -> list[str]:
+    return [f":(literal){path}" for path in paths]
+
+
+async def _staged_withheld(run: ToolRun) -> list[str]:
+    """The staged paths (relative) no commit of the task takes: those in its denied paths, and
+    credential files its permission decision did not name (``revealed``). An add of ``.``,
+    of ``all`` or of a directory staged them (under ``--isolation main``, into the person's
+    history: a denied file, a tracked ``.env`` with a new value); the person's index may hold
+    one."""
+    location = await _located(run)
+    listing = ("diff", "--cached", "--name-only", "-z", "--no-renames")
+    proc, cut = await run_git_bounded(location, *listing, limit=OUTPUT_MAX)
+    if cut or proc.returncode != 0:
+        raise AirException.of(
+            kind=ErrorKind.TOOL_ERROR,
+            message="git.commit: cannot tell which staged files it may commit",
+            user_action="Commit named paths (paths), fewer at a time.",
+        )
+    workspace, denied = run.workspace_realpath, run.denied
+    shown = [r.removesuffix("/**") for r in run.revealed]
+
+    def withheld(name: str) -> bool:
+        path = os.path.join(workspace, name)
+        if any(in_write_area_entry(path, d) for d in denied):
+            return True
+        credential = any(names_credentials(part) for part in name.split("/"))
+        return credential and not any(is_within(path, r) for r in shown)
+
+    names = proc.stdout.decode("utf-8", "surrogateescape").split("\0")
+    return [name for name in names if name and withheld(name)]
 
 
 async def _untracked_secrets(run: ToolRun) -> list[str]:

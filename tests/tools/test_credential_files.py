@@ -321,6 +321,50 @@ async def test_git_commit_leaves_the_user_s_credential_files_out(tmp_path: Path)
         env.close()
 
 
+async def test_git_commit_never_commits_a_denied_path(env: Env) -> None:
+    """A task denied ``secrets`` working in the project itself (``--isolation main``) had
+    ``git.commit`` put the untracked ``secrets/plan.txt`` into the person's history: ``paths:
+    ["."]`` or ``all`` staged it, and ``paths: [":(glob)secrets/*"]`` passed the permission
+    check (the path it judged is no denied one, nor ``.env``; git read the pathspec's magic:
+    a tracked ``.env`` went in with ``:(glob).e*``, unasked). Now a path is
+    a literal name, and a denied path staged (by the task's add or already in the index) is
+    unstaged before the commit, its file left as it is."""
+    (env.root / ".env").write_text("K=1\n")
+    git(env.root, "add", "-A")
+    git(env.root, "add", "-f", ".env")
+    git(env.root, "commit", "-qm", "base")
+    (env.root / ".env").write_text("K=changed\n")  # tracked: only a grant names it
+    (env.root / "secrets").mkdir()
+    (env.root / "secrets" / "plan.txt").write_text("denied-plan\n")
+    (env.root / "secrets" / "staged.txt").write_text("denied-staged\n")
+    git(env.root, "add", "secrets/staged.txt")  # the person's own staged change
+    ctx = env.ctx(headless=True, denied_paths=["secrets"])
+    calls: list[dict[str, object]] = [{"paths": ["."]}, {"all": True}, {}]
+    for n, call in enumerate(calls):
+        (env.root / "src" / f"n{n}.py").write_text(f"n = {n}\n")
+        if not call:  # a commit of the index as it is
+            git(env.root, "add", f"src/n{n}.py")
+        done = await env.registry.call("git.commit", {"message": f"c{n}", **call}, ctx)
+        assert done.status == "ok", done.error
+        committed = git(env.root, "show", "--name-only", "--format=", "HEAD").split()
+        assert committed == [f"src/n{n}.py"], call
+    for magic in (":(glob)secrets/*", ":(glob).e*"):
+        named = {"message": "m", "paths": [magic]}
+        done = await env.registry.call("git.commit", named, ctx)
+        assert done.status == "error", magic  # no file has that name
+    assert git(env.root, "show", "HEAD:.env") == "K=1"
+    (env.root / ":(glob)n.txt").write_text("the file named\n")
+    (env.root / "n.txt").write_text("another file\n")
+    named = {"message": "named", "paths": [":(glob)n.txt"]}
+    done = await env.registry.call("git.commit", named, ctx)
+    assert done.status == "ok", done.error
+    assert git(env.root, "show", "--name-only", "--format=", "HEAD") == ":(glob)n.txt"
+    history = git(env.root, "log", "--all", "--name-only", "--format=")
+    assert "secrets" not in history
+    assert (env.root / "secrets" / "staged.txt").read_text() == "denied-staged\n"
+    assert git(env.root, "status", "--porcelain", "--", "secrets") == "?? secrets/"
+
+
 @pytest.mark.parametrize("kind", ["linked worktree", "submodule"])
 async def test_a_project_with_a_git_file_hides_the_user_s_credential_files(
     env: Env, kind: str
