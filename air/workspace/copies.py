@@ -250,15 +250,20 @@ def drop_copy_back_temps(project_root: str, changed: list[str]) -> list[str]:
     directory link; the caller holds the project's ``TREE`` lock, so no copy back is under
     way. Returns what it removed (relative paths)."""
     removed = []
+    project = os.path.realpath(project_root)
     for parent in sorted({os.path.dirname(rel) for rel in changed}):
-        here = os.path.join(project_root, parent)
-        if _below_a_link(project_root, os.path.join(parent, "x")):  # ``parent`` itself too
+        try:  # a directory reached without following a link (``parent`` itself too)
+            here = dir_beneath(project, parent.split(os.sep) if parent else [])
+        except OSError:
             continue
-        with contextlib.suppress(OSError):
-            for name in os.listdir(here or "."):
+        try:
+            for name in os.listdir(here):
                 if name.startswith(".") and name.endswith(_TEMP):
-                    os.unlink(os.path.join(here, name))
-                    removed.append(os.path.join(parent, name))
+                    with contextlib.suppress(OSError):
+                        os.unlink(name, dir_fd=here)
+                        removed.append(os.path.join(parent, name))
+        finally:
+            os.close(here)
     return removed
 
 

@@ -137,3 +137,20 @@ async def test_a_merged_file_gets_the_mode_a_git_merge_gives(project: Path) -> N
     assert result.status == "merged"
     merged = {name: stat.S_IMODE(os.stat(project / "docs" / name).st_mode) for name in modes}
     assert merged == {"suid": 0o755, "sgid": 0o755, "sticky": 0o644, "shared": 0o644, "mine": 0o755}
+
+
+def test_temporaries_a_cut_copy_back_left_are_dropped_never_through_a_link(
+    project: Path, tmp_path: Path
+) -> None:
+    """After a crash, the merge's temporary files beside its paths go; a directory that is a
+    link (the person's, or one swapped in) is never listed or removed through."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "docs" / ".0a1b.air-merge.tmp").write_text("cut short")
+    (project / "docs" / "keep.tmp").write_text("the person's")
+    (outside / ".9f8e.air-merge.tmp").write_text("not the project's")
+    os.symlink(outside, project / "linked")
+    changed = ["docs/guide.md", "linked/x.md", "AGENTS.md"]
+    assert copies.drop_copy_back_temps(str(project), changed) == ["docs/.0a1b.air-merge.tmp"]
+    assert sorted(os.listdir(project / "docs")) == ["guide.md", "keep.tmp"]
+    assert os.listdir(outside) == [".9f8e.air-merge.tmp"]
