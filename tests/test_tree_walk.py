@@ -282,11 +282,16 @@ def test_dir_beneath_makes_and_opens_a_level_at_a_time_never_through_a_link(
     root, outside = tmp_path / "root", tmp_path / "outside"
     root.mkdir()
     outside.mkdir()
-    fd = dir_beneath(str(root), ["a", "b", "c"], make=True)
+    umask = os.umask(0)  # what it makes is 0755 whatever the umask: no one else writes there
+    try:
+        fd = dir_beneath(str(root), ["a", "b", "c"], make=True)
+    finally:
+        os.umask(umask)
     try:
         assert os.path.samestat(os.fstat(fd), os.stat(root / "a" / "b" / "c"))
     finally:
         os.close(fd)
+    assert {oct((root / d).stat().st_mode & 0o777) for d in ("a", "a/b", "a/b/c")} == {"0o755"}
     with pytest.raises(FileNotFoundError):
         dir_beneath(str(root), ["a", "x"])
     (root / "a" / "b" / "c").rmdir()

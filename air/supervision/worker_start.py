@@ -1,13 +1,14 @@
 """Starting one worker: launch, ``agent.start`` → ``worker.ready`` under the handshake deadline.
 
-Owns: ``start`` (through the manager's ``Launcher``; the run record begins as soon as a
-process exists; the handshake is one ``trio.move_on_at`` deadline counted from the launch, so
-a worker that never answers ends the attempt as ``spawn_error`` and one that answers with
-anything else — or a wrong protocol version — as ``protocol_error``; on success the soft and
-hard deadlines are armed; a launcher's wait before that — a Slurm allocation — is bounded by
-the task's deadline only, reported through ``LaunchSpec.progress``) and ``record_started``
-(the durable ``agent.started`` with the process identity, and where a launcher placed a
-remote worker: ``remote``, as the run record keeps it).
+Owns: ``start`` (through the manager's ``Launcher``; the run record begins as soon as a process
+exists; the handshake is one ``trio.move_on_at`` deadline counted from the launch, so a worker
+that never answers ends the attempt as ``spawn_error`` and one that answers with anything else —
+or a wrong protocol version — as ``protocol_error``; a launch the machine refuses for want of a
+file descriptor or memory raises, ending the run, never a retry; on success the soft and hard
+deadlines are armed; a launcher's wait before that — a Slurm allocation — is bounded by the
+task's deadline only, reported through ``LaunchSpec.progress``) and ``record_started`` (the
+durable ``agent.started`` with the process identity, and where a launcher placed a remote
+worker: ``remote``, as the run record keeps it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 import trio
 
-from air.contracts.error import ErrorKind
+from air.contracts.error import ErrorKind, machine_failure
 from air.contracts.ipc import AgentStartControl, IpcEnvelope
 from air.contracts.runtime import AgentRuntimeContext, ContextPack
 from air.ipc.framing import ProtocolViolation
@@ -75,6 +76,8 @@ async def start(
         with run.launch_scope:
             launched = await sup.launcher.launch(spec)
     except OSError as exc:
+        if machine_failure(exc) is not None:
+            raise  # no fd or memory left: the run stops, the limit named (open_runtime's edge)
         return End(
             "spawn_error",
             err(ErrorKind.ENVIRONMENT_ERROR, f"cannot start the worker: {exc}", transient=True),

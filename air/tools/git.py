@@ -167,33 +167,33 @@ async def _commit(input: JsonObject, run: ToolRun) -> Any:
     paths = input.get("paths") or []
     # the user's untracked credential files (listed before the add makes them tracked) stay out
     # of what this call adds (`all`, or a directory holding them) unless its permission
-    # decision named them (IMPL-SBX-3); an exclude pathspec would do it in the add, but git 2.39
-    # then adds no file of an untracked directory that a positive pathspec names
-    kept_out = await _untracked_secrets(run)
+    # decision named them (IMPL-SBX-3), as do its denied paths and files named as credentials:
+    # unstaged after the add (an exclude pathspec would do it in the add, but git 2.39 then
+    # adds no file of an untracked directory that a positive pathspec names)
+    secrets = await _untracked_secrets(run)
     if paths:  # the names the permission check judged: never pathspec magic (":(glob)x/*")
         await run_git(run, "add", "--", *_literal(paths))
     elif input.get("all", False):
         await run_git(run, "add", "--all")
-    if not (paths or input.get("all", False)):
-        kept_out = []
-    kept_out += await _staged_withheld(run)
-    if kept_out:
-        await run_git(run, "reset", "-q", "--", *_literal(kept_out))
+    withheld = await _staged_withheld(run, secrets)
+    if withheld:
+        await run_git(run, "reset", "-q", "--", *_literal(withheld))
     await run_git(run, "commit", "--no-verify", "-m", input["message"])
     head = (await run_git(run, "rev-parse", "HEAD")).strip()
-    return {"commit": head}
+    return {"commit": head} | ({"withheld": withheld} if withheld else {})
 
 
 def _literal(paths: list[str]) -> list[str]:
     return [f":(literal){path}" for path in paths]
 
 
-async def _staged_withheld(run: ToolRun) -> list[str]:
-    """The staged paths (relative) no commit of the task takes: those in its denied paths, and
-    credential files its permission decision did not name (``revealed``). An add of ``.``,
-    of ``all`` or of a directory staged them (under ``--isolation main``, into the person's
-    history: a denied file, a tracked ``.env`` with a new value); the person's index may hold
-    one."""
+async def _staged_withheld(run: ToolRun, secrets: list[str]) -> list[str]:
+    """The staged paths (relative) no commit of the task takes, unstaged before it: those in
+    its denied paths, the user's untracked credential files found before the add
+    (``secrets``), and files named as credentials its permission decision did not name
+    (``revealed``). An add of ``.``, of ``all`` or of a directory staged them (under
+    ``--isolation main``, into the person's history: a denied file, a tracked ``.env`` with a
+    new value); the person's index may hold one."""
     location = await _located(run)
     listing = ("diff", "--cached", "--name-only", "-z", "--no-renames")
     proc, cut = await run_git_bounded(location, *listing, limit=OUTPUT_MAX)
@@ -205,10 +205,13 @@ async def _staged_withheld(run: ToolRun) -> list[str]:
         )
     workspace, denied = run.workspace_realpath, run.denied
     shown = [r.removesuffix("/**") for r in run.revealed]
+    found = [os.path.join(workspace, secret) for secret in secrets]
 
     def withheld(name: str) -> bool:
         path = os.path.join(workspace, name)
         if any(in_write_area_entry(path, d) for d in denied):
+            return True
+        if any(is_within(path, secret) for secret in found):
             return True
         credential = any(names_credentials(part) for part in name.split("/"))
         return credential and not any(is_within(path, r) for r in shown)
@@ -333,7 +336,8 @@ def register_git_tools(registry: ToolRegistry) -> None:
     registry.register(
         define(
             "git.commit",
-            "Commit staged or named changes (hooks disabled).",
+            "Commit staged or named changes (hooks disabled; credential files and denied paths "
+            "stay out, listed in withheld).",
             {
                 **obj,
                 "required": ["message"],

@@ -4,12 +4,14 @@ the times asserted are virtual seconds, exact, and each test takes milliseconds 
 
 from __future__ import annotations
 
+import errno
 from typing import Any
 
+import pytest
 import trio
 import trio.testing
 
-from air.contracts.error import ErrorKind
+from air.contracts.error import ErrorKind, machine_failure
 from air.contracts.task import TaskType
 from air.contracts.worker_result import WorkerStatus
 from air.supervision.seams import SuperviseRequest
@@ -202,6 +204,22 @@ async def test_a_launch_that_fails_is_a_transient_spawn_error(
         outcome = await _supervise(manager, rig.request())
     assert outcome.kind == "spawn_error"
     assert outcome.transient is True
+    assert launcher.launches == []
+
+
+async def test_a_launch_without_a_file_descriptor_left_stops_the_run(
+    rig: Rig, autojump_clock: trio.testing.MockClock
+) -> None:
+    """EMFILE at a worker's launch is the machine's limit, not the task's: it was a transient
+    spawn_error (retried, a debug task made, each failing the same way, the run ending
+    "failed" without naming the limit); it now leaves the supervision as it came, for the
+    runtime's edge to end the run naming ``ulimit -n`` (tests/cli/test_machine_limits.py)."""
+    async with bounded_nursery() as nursery:
+        manager, launcher = rig.manager(nursery, scripted([]))
+        launcher.fail = OSError(errno.EMFILE, "Too many open files")
+        with pytest.raises(OSError, match="Too many open files") as raised:
+            await _supervise(manager, rig.request())
+    assert machine_failure(raised.value) is not None
     assert launcher.launches == []
 
 

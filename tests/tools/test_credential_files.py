@@ -348,6 +348,9 @@ async def test_git_commit_never_commits_a_denied_path(env: Env) -> None:
         assert done.status == "ok", done.error
         committed = git(env.root, "show", "--name-only", "--format=", "HEAD").split()
         assert committed == [f"src/n{n}.py"], call
+        assert isinstance(done.output, dict)
+        said = [".env", "secrets/plan.txt", "secrets/staged.txt"] if n < 2 else None
+        assert done.output.get("withheld") == said, call  # the model is told what stayed out
     for magic in (":(glob)secrets/*", ":(glob).e*"):
         named = {"message": "m", "paths": [magic]}
         done = await env.registry.call("git.commit", named, ctx)
