@@ -55,7 +55,7 @@ case "$area" in
     ;;
   merge)
     mutate=${only:-"air/nursery/write_areas.py air/workspace/merge_checks.py air/workspace/changes.py air/workspace/left_out.py"}
-    tests="tests/nursery/test_planning.py tests/workspace/test_merge_rules.py tests/workspace/test_merge_write_area.py tests/workspace/test_merge_file_size.py tests/workspace/test_copy_back_links.py tests/workspace/test_merge_left_out.py tests/workspace/test_merge_target.py tests/workspace/test_merge_user_git_state.py"
+    tests="tests/nursery/test_planning.py tests/workspace/test_merge_rules.py tests/workspace/test_merge_write_area.py tests/workspace/test_merge_file_size.py tests/workspace/test_copy_back_links.py tests/workspace/test_copy_rules.py tests/workspace/test_merge_left_out.py tests/workspace/test_merge_target.py tests/workspace/test_merge_user_git_state.py"
     ;;
   trust)
     mutate=${only:-"air/session/trust.py air/session/trust_mcp.py air/small_file.py"}

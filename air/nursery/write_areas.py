@@ -19,20 +19,21 @@ import posixpath
 from collections.abc import Callable, Iterable, Sequence
 
 from air.contracts.task import TaskScope
-from air.security.paths import PathClassifier, in_write_area_entry
+from air.security.paths import (
+    PathClassifier,
+    in_write_area_entry,
+    names_protected,
+    protected_part,
+)
 from air.workspace.changes import GITLINK, MergeGuard, PathChange, WriteAreaViolation
 
 __all__ = [
-    "PROTECTED_NAMES",
     "denied_in",
     "find_cycle",
     "merge_guard",
     "narrows_project",
     "write_areas_overlap",
 ]
-
-PROTECTED_NAMES = frozenset({"AGENTS.md", "CLAUDE.md"})
-"""Instruction files other agents (and air's L3 at the root) read: protected at any depth."""
 
 _GLOB_CHARS = "*?["
 
@@ -241,35 +242,6 @@ def find_cycle(edges: Iterable[tuple[str, str]]) -> list[str]:
     return []
 
 
-def _protected_part(parts: list[str]) -> int | None:
-    """The index of the first component that makes a path protected: ``.air`` at the root
-    (air's state, its rules and config), any ``.git*`` entry (``.gitignore``,
-    ``.gitattributes``, ``.gitmodules``, ``.github``, ...) and ``AGENTS.md`` / ``CLAUDE.md``
-    at any depth; None for an ordinary path."""
-    if parts and parts[0] == ".air":
-        return 0
-    for index, part in enumerate(parts):
-        if part.startswith(".git") or (index == len(parts) - 1 and part in PROTECTED_NAMES):
-            return index
-    return None
-
-
-def _literal_parts(entry: str, project_root: str) -> list[str] | None:
-    """The leading components of a write-area entry that hold no glob (relative to the
-    project root; None for an entry outside it)."""
-    rel = posixpath.relpath(entry, project_root)
-    if rel == ".":
-        return []
-    if rel == ".." or rel.startswith("../"):
-        return None
-    literal = []
-    for part in rel.split("/"):
-        if any(ch in part for ch in "*?["):
-            break
-        literal.append(part)
-    return literal
-
-
 def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
     """The check a task's merge passes, from its scope: the write area is ``write_area``, or
     ``allowed_paths`` when that is None (as the PermissionEngine takes it; both None: the whole
@@ -279,7 +251,7 @@ def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
     lie in an area entry and in no denied one (each expanded against the project root as the
     PermissionEngine expands it, compared lexically: the path is git's, and nothing in the
     workspace is followed): what a command wrote that the PermissionEngine did not see (a
-    program writing files itself) is judged here. A protected path (``_protected_part``) needs
+    program writing files itself) is judged here. A protected path (``protected_part``) needs
     an entry whose literal components reach the protected one: ``AGENTS.md`` or
     ``.air/shared/rules`` name it, ``.``, ``**`` or ``docs`` do not. A nested repository
     (gitlink) is never merged.
@@ -303,13 +275,8 @@ def merge_guard(scope: TaskScope, project_root: str) -> MergeGuard:
             elif not holding:
                 found.append(WriteAreaViolation(change.path, "outside the write area"))
             else:
-                index = _protected_part(parts)
-                if index is not None and not any(
-                    (lit := _literal_parts(e, root)) is not None
-                    and len(lit) > index
-                    and lit[: index + 1] == parts[: index + 1]
-                    for e in holding
-                ):
+                index = protected_part(parts)
+                if index is not None and not names_protected(parts, index, holding, root):
                     found.append(
                         WriteAreaViolation(
                             change.path, "protected: the task's scope does not name it"

@@ -23,6 +23,7 @@ segment of a compound command never approves another. Recording a decision is
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import (
@@ -37,7 +38,13 @@ from air.security.commands import CommandRiskAnalyzer
 from air.security.external import external_item
 from air.security.grants import GrantBook, scope_key
 from air.security.items import RISK_ORDER, Evaluation, Item, worse
-from air.security.paths import PathClassifier, in_write_area_entry, resolve_root
+from air.security.paths import (
+    PathClassifier,
+    in_write_area_entry,
+    names_protected,
+    protected_part,
+    resolve_root,
+)
 from air.security.policy import PermissionPolicy, load_policy, policy_files
 from air.security.profile import apply_rules
 from air.security.recording import EventSink, record_decision
@@ -296,21 +303,34 @@ class PermissionEngine:
                     path=cls,
                 )
         area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
-        if (
-            area is not None
-            and not tool_dir
-            and not any(
-                in_write_area_entry(resolved, place)
+        holding = (
+            [workspace]  # the whole project
+            if area is None
+            else [
+                place
                 for a in area
                 for place in self.classifier.scope_places(a, project, workspace, as_written=False)
-            )
-        ):
+                if in_write_area_entry(resolved, place)
+            ]
+        )
+        if area is not None and not tool_dir and not holding:
             return Item(
                 "write",
                 key,
                 A.BLOCK,
                 "medium",
                 f"{cls.path} is outside the task's write area",
+                "3-scope",
+                path=cls,
+            )
+        if template in _TASK_TEMPLATES and not _named_if_protected(resolved, workspace, holding):
+            return Item(
+                "write",
+                key,
+                A.BLOCK,
+                "medium",
+                f"{cls.path} is protected (AGENTS.md, CLAUDE.md, .gitignore and the other .git* "
+                "files): the task's write area must name it",
                 "3-scope",
                 path=cls,
             )
@@ -464,3 +484,22 @@ class PermissionEngine:
         return await record_decision(
             self.sink, self.redactor, decision, context, tool_run_id=tool_run_id
         )
+
+
+_TASK_TEMPLATES = (PermissionTemplate.EXECUTOR, PermissionTemplate.DEBUGGER)
+"""A task's writers: the protected paths need their scope's naming, as their merge does."""
+
+
+def _named_if_protected(resolved: str, workspace: str, holding: list[str]) -> bool:
+    """Whether a task may write ``resolved`` (in its workspace) as the merge judges it: an
+    ordinary path, or a protected one (``protected_part``) that a write-area entry holding it
+    names (``names_protected``). The same rule as the merge's, applied before the write: in
+    the project itself (``main``) no merge judges what a task writes."""
+    rel = os.path.relpath(resolved, workspace)
+    if rel == ".." or rel.startswith("../"):
+        return True  # outside the workspace: the other layers decide
+    parts = rel.split(os.sep)
+    index = protected_part(parts)
+    if index is None or parts[index] in (".git", ".air"):
+        return True  # ordinary, or git's and air's own state: their path categories decide
+    return names_protected(parts, index, holding, workspace)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import os
+import posixpath
 import re
 import stat
 from typing import TYPE_CHECKING
@@ -20,11 +21,15 @@ if TYPE_CHECKING:  # built at the first path checked (IMPL-BOOT-12)
     from air.contracts.permission_records import PathRiskClassification
 
 __all__ = [
+    "PROTECTED_NAMES",
     "PathClassifier",
     "in_write_area_entry",
     "is_build_dir_name",
     "is_within",
+    "literal_parts",
     "names_credentials",
+    "names_protected",
+    "protected_part",
 ]
 
 P = PathCategory
@@ -165,6 +170,54 @@ def in_write_area_entry(path: str, entry: str) -> bool:
     if fnmatch.fnmatchcase(path, entry):
         return True
     return entry.endswith("/**") and is_within(path, entry[:-3])
+
+
+PROTECTED_NAMES = frozenset({"AGENTS.md", "CLAUDE.md"})
+"""Instruction files other agents (and air's L3 at the root) read: protected at any depth."""
+
+
+def protected_part(parts: list[str]) -> int | None:
+    """The index of the first component that makes a path (its components below the project
+    or workspace root) protected: ``.air`` at the root (air's state, its rules and config), any
+    ``.git*`` entry (``.gitignore``, ``.gitattributes``, ``.gitmodules``, ``.github``, ...)
+    and ``AGENTS.md`` / ``CLAUDE.md`` at any depth; None for an ordinary path. A task writes
+    one only when its scope names it (``literal_parts``): the merge check and the
+    PermissionEngine hold the same rule."""
+    if parts and parts[0] == ".air":
+        return 0
+    for index, part in enumerate(parts):
+        if part.startswith(".git") or (index == len(parts) - 1 and part in PROTECTED_NAMES):
+            return index
+    return None
+
+
+def literal_parts(entry: str, root: str) -> list[str] | None:
+    """The leading components of a write-area entry (absolute, ``/``-separated) that hold no
+    glob, relative to ``root``; None for an entry outside it. A protected path is named by an
+    entry whose literal components reach its protected one (``AGENTS.md``,
+    ``.air/shared/rules``; never ``.``, ``**`` or ``docs``)."""
+    rel = posixpath.relpath(entry, root)
+    if rel == ".":
+        return []
+    if rel == ".." or rel.startswith("../"):
+        return None
+    literal = []
+    for part in rel.split("/"):
+        if any(ch in part for ch in "*?["):
+            break
+        literal.append(part)
+    return literal
+
+
+def names_protected(parts: list[str], index: int, entries: list[str], root: str) -> bool:
+    """Whether one of ``entries`` (absolute write-area entries holding the path) names the
+    path ``parts`` (below ``root``) up to its protected component ``index``."""
+    return any(
+        (lit := literal_parts(e, root)) is not None
+        and len(lit) > index
+        and lit[: index + 1] == parts[: index + 1]
+        for e in entries
+    )
 
 
 @functools.cache

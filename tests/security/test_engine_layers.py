@@ -165,6 +165,43 @@ def test_write_items_per_path_category(root: Path, home: Path) -> None:
     assert system.risk == "high"
 
 
+def test_a_task_writes_a_protected_path_only_when_its_write_area_names_it(
+    root: Path, home: Path
+) -> None:
+    """The merge refused a worktree's change to AGENTS.md, CLAUDE.md or a ``.git*`` file
+    unless the task's scope named it; in the project itself (``main``: a non-git project's
+    lone writer, ``--isolation main``) no merge judged it, and a task rewrote the AGENTS.md the
+    next task's prompt holds. The engine holds the merge's rule before the write."""
+    engine = engine_for(home)
+    protected = ["AGENTS.md", "docs/CLAUDE.md", ".gitignore", ".github/workflows/ci.yml"]
+    for area in (None, ["docs"], ["**"], ["."]):
+        for path in protected:
+            item = only(engine.explain(ctx(root, write_paths=[path], write_area=area)), "write")
+            assert (item.action, item.layer) == (A.BLOCK, "3-scope"), (area, path)
+            held = area is None or area != ["docs"] or path.startswith("docs/")
+            said = "the task's write area must name it" if held else "outside the task's write"
+            assert said in item.reason, (area, path)
+    named = {"AGENTS.md": ["AGENTS.md"], "docs/CLAUDE.md": ["docs/CLAUDE.md"]}
+    named |= {".gitignore": [".gitignore"], ".github/workflows/ci.yml": [".github"]}
+    for path, area in named.items():
+        item = only(engine.explain(ctx(root, write_paths=[path], write_area=area)), "write")
+        assert item.action == A.ALLOW, (path, area)
+    ordinary = only(engine.explain(ctx(root, write_paths=["docs/AGENTS.txt"])), "write")
+    assert ordinary.action == A.ALLOW
+    for template in (T.DEBUGGER, T.MAIN_DIRECT):  # the person's own channel asks as before
+        item = only(
+            engine.explain(ctx(root, write_paths=["AGENTS.md"], permission_template=template)),
+            "write",
+        )
+        assert item.action == (A.BLOCK if template == T.DEBUGGER else A.ALLOW), template
+    shell = ctx(root, tool_name="shell.run", command="echo be-evil >> sub/AGENTS.md")
+    worst = engine.explain(shell)
+    assert worst.decision.action == A.BLOCK
+    assert any("sub/AGENTS.md is protected" in i.reason for i in worst.items)
+    git = only(engine.explain(ctx(root, write_paths=[".git/config"])), "write")
+    assert git.action == A.ASK_USER  # git's own state: its category decides, as before
+
+
 def test_a_dynamic_write_path_asks_and_a_link_out_is_denied(root: Path, home: Path) -> None:
     engine = engine_for(home)
     dynamic = only(engine.explain(ctx(root, write_paths=["src/$(id).py"])), "write")

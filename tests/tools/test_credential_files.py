@@ -330,10 +330,20 @@ async def test_git_commit_never_commits_a_denied_path(env: Env) -> None:
     a literal name, and a denied path staged (by the task's add or already in the index) is
     unstaged before the commit, its file left as it is."""
     (env.root / ".env").write_text("K=1\n")
+    (env.root / "config").mkdir()
+    (env.root / "config" / "credentials.json").write_text("{}\n")
+    (env.root / ".aws").mkdir()
+    (env.root / ".aws" / "config").write_text("[default]\n")
     git(env.root, "add", "-A")
-    git(env.root, "add", "-f", ".env")
+    git(env.root, "add", "-f", ".env", "config/credentials.json", ".aws/config")
     git(env.root, "commit", "-qm", "base")
     (env.root / ".env").write_text("K=changed\n")  # tracked: only a grant names it
+    (env.root / "config" / "credentials.json").write_text('{"k": "changed"}\n')
+    (env.root / ".aws" / "config").write_text("[default]\nregion = x\n")  # in a credential dir
+    (env.root / ".config" / "gh").mkdir(parents=True)  # found by the scan, not by its name
+    (env.root / ".config" / "gh" / "hosts.yml").write_text("oauth_token: planted\n")
+    (env.root / "src" / "caf\udce9.txt").write_text("a name that is no UTF-8\n")
+    git(env.root, "add", "src")
     (env.root / "secrets").mkdir()
     (env.root / "secrets" / "plan.txt").write_text("denied-plan\n")
     (env.root / "secrets" / "staged.txt").write_text("denied-staged\n")
@@ -347,15 +357,32 @@ async def test_git_commit_never_commits_a_denied_path(env: Env) -> None:
         done = await env.registry.call("git.commit", {"message": f"c{n}", **call}, ctx)
         assert done.status == "ok", done.error
         committed = git(env.root, "show", "--name-only", "--format=", "HEAD").split()
-        assert committed == [f"src/n{n}.py"], call
+        odd = ['"src/caf\\351.txt"'] if n == 0 else []  # git quotes a name that is no UTF-8
+        assert sorted(committed) == sorted([f"src/n{n}.py", *odd]), call
         assert isinstance(done.output, dict)
-        said = [".env", "secrets/plan.txt", "secrets/staged.txt"] if n < 2 else None
-        assert done.output.get("withheld") == said, call  # the model is told what stayed out
+        assert done.output["commit"] == git(env.root, "rev-parse", "HEAD")
+        said = [
+            ".aws/config",
+            ".config/gh/hosts.yml",
+            ".env",
+            "config/credentials.json",
+            "secrets/plan.txt",
+            "secrets/staged.txt",
+        ]
+        assert done.output.get("withheld") == (said if n < 2 else None), call  # the model is told
     for magic in (":(glob)secrets/*", ":(glob).e*"):
         named = {"message": "m", "paths": [magic]}
         done = await env.registry.call("git.commit", named, ctx)
         assert done.status == "error", magic  # no file has that name
     assert git(env.root, "show", "HEAD:.env") == "K=1"
+    index = env.root / ".git" / "index"
+    kept_index = index.read_bytes()
+    index.write_bytes(b"DIRC not an index")  # what is staged cannot be told: no commit
+    done = await env.registry.call("git.commit", {"message": "blind"}, ctx)
+    assert done.status == "error"
+    assert done.error is not None
+    assert done.error.message == "git.commit: cannot tell which staged files it may commit"
+    index.write_bytes(kept_index)
     (env.root / ":(glob)n.txt").write_text("the file named\n")
     (env.root / "n.txt").write_text("another file\n")
     named = {"message": "named", "paths": [":(glob)n.txt"]}

@@ -95,7 +95,14 @@ async def test_a_directory_swapped_for_a_link_after_the_check_is_not_written_thr
             copy, guard=merge_guard(TaskScope(write_area=["docs"]), str(project))
         )
     assert caught.value.kind == ErrorKind.WORKSPACE_ERROR
-    assert "'docs'" in caught.value.error.message
+    assert caught.value.error.message == (
+        "docs/guide.md was not merged: 'docs' on its way in the project is a link or a file "
+        "now; nothing was written through it"
+    )
+    assert caught.value.user_action == (
+        "See what changed that directory of the project, then run the task again (its copy "
+        "is kept as it is)."
+    )
     assert checked == [str(project / "docs" / p) for p in ("guide.md", "new/deep/notes.md")]
     assert list(outside.iterdir()) == []
     assert (ws / "docs" / "guide.md").read_text() == "guide, improved\n"  # the copy kept
@@ -143,14 +150,53 @@ def test_temporaries_a_cut_copy_back_left_are_dropped_never_through_a_link(
     project: Path, tmp_path: Path
 ) -> None:
     """After a crash, the merge's temporary files beside its paths go; a directory that is a
-    link (the person's, or one swapped in) is never listed or removed through."""
+    link (the person's, or one swapped in) is never listed or removed through, at any depth."""
     outside = tmp_path / "outside"
-    outside.mkdir()
-    (project / "docs" / ".0a1b.air-merge.tmp").write_text("cut short")
+    (outside / "sub").mkdir(parents=True)
+    (project / "zz").mkdir()
+    for rel in ("docs/.0a1b.air-merge.tmp", ".1c2d.air-merge.tmp", "zz/.3e4f.air-merge.tmp"):
+        (project / rel).write_text("cut short")
+    (project / "docs" / ".d.air-merge.tmp").mkdir()  # a directory by that name: left
     (project / "docs" / "keep.tmp").write_text("the person's")
+    (project / "docs" / ".hidden").write_text("the person's")
     (outside / ".9f8e.air-merge.tmp").write_text("not the project's")
+    (outside / "sub" / ".7a6b.air-merge.tmp").write_text("not the project's")
     os.symlink(outside, project / "linked")
-    changed = ["docs/guide.md", "linked/x.md", "AGENTS.md"]
-    assert copies.drop_copy_back_temps(str(project), changed) == ["docs/.0a1b.air-merge.tmp"]
-    assert sorted(os.listdir(project / "docs")) == ["guide.md", "keep.tmp"]
-    assert os.listdir(outside) == [".9f8e.air-merge.tmp"]
+    changed = ["docs/guide.md", "linked/x.md", "linked/sub/y.md", "AGENTS.md", "zz/f.md"]
+    assert copies.drop_copy_back_temps(str(project), changed) == [
+        ".1c2d.air-merge.tmp",
+        "docs/.0a1b.air-merge.tmp",
+        "zz/.3e4f.air-merge.tmp",
+    ]
+    assert sorted(os.listdir(project / "docs")) == [
+        ".d.air-merge.tmp",
+        ".hidden",
+        "guide.md",
+        "keep.tmp",
+    ]
+    assert sorted(os.listdir(outside)) == [".9f8e.air-merge.tmp", "sub"]
+    assert os.listdir(outside / "sub") == [".7a6b.air-merge.tmp"]
+
+
+async def test_a_copy_back_deletes_and_makes_directories_below_the_project(project: Path) -> None:
+    """What a copy back writes through the directories it opens: a deleted file goes (a
+    directory the task emptied stays, as git leaves it), a file below directories the project
+    does not have yet makes them, a file deleted with its directory already gone from the
+    project is nothing to do, and a path that is a directory in the project is left to it."""
+    mgr = WorkspaceManager(str(project), Events())
+    ((copy, ws),) = await _copies(mgr, "t1")
+    (project / "docs" / "old").mkdir()
+    (project / "docs" / "old" / "gone.md").write_text("made after the copy\n")
+    (ws / "docs" / "guide.md").unlink()
+    (ws / "docs" / "new" / "deeper").mkdir(parents=True)
+    (ws / "docs" / "new" / "deeper" / "page.md").write_text("new\n")
+    result = await mgr.merge_workspace(
+        copy, guard=merge_guard(TaskScope(write_area=["docs"]), str(project))
+    )
+    assert result.status == "merged"
+    assert not (project / "docs" / "guide.md").exists()
+    assert (project / "docs" / "new" / "deeper" / "page.md").read_text() == "new\n"
+    assert (project / "docs" / "old" / "gone.md").exists()  # not the task's: never in its copy
+    gone = ["docs/none/x.md", "docs/missing.md", "docs/old"]  # nothing there, or a directory
+    assert copies.copy_back(str(project), str(ws), {}, gone) == []
+    assert (project / "docs" / "old").is_dir()
