@@ -39,7 +39,9 @@ _PLAN = (
     "Turn the person's request into worker tasks. Reply with one JSON object only, matching "
     "this JSON schema (a TaskPlan; each task a TaskSpec with a new unique id such as "
     '"t_<short-name>"): {schema}\nSet needs_plan to true only for an architecture-level '
-    "change (public interfaces, schemas, package boundaries, security, runtime semantics)."
+    "change (public interfaces, schemas, package boundaries, security, runtime semantics). "
+    "A task may change AGENTS.md, CLAUDE.md or a .git* file (.gitignore, .github/...) only "
+    "when its scope.write_area names that file or directory."
 )
 
 

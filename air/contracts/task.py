@@ -103,7 +103,8 @@ class DependencySource(StrEnum):
 
 class TaskScope(Contract):
     write_area: list[str] | None = None
-    """Path globs (relative to the project root) the task may write; None = whole project."""
+    """Path globs (relative to the project root) the task may write; None = whole project.
+    AGENTS.md, CLAUDE.md and `.git*` files only where an entry names them (IMPL-MERGE-1)."""
     expected_files: list[str] | None = None
     allowed_paths: list[str] | None = None
     denied_paths: list[str] | None = None
