@@ -296,6 +296,11 @@ def describe_payload(t: str, p: dict[str, Any]) -> str:
         if note and p.get("left_out_dir"):
             note += f" (a copy: {shown(str(p['left_out_dir']))})"
         return f"{line}; {note}" if note else line
+    if t == "permission.decision.recorded" and isinstance(p.get("decision"), dict):
+        decision = p["decision"]
+        said = f"{decision.get('action')} {p.get('tool_name')} "
+        said += _short(str(p.get("subject") or ""), 50, exact=True)
+        return f"{said}: {_short(str(decision.get('reason') or ''), 110)}"
     if t.startswith("permission."):
         return _short(json.dumps(p, default=str), 90)
     if t == "session.created":

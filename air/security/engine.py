@@ -329,8 +329,8 @@ class PermissionEngine:
                 key,
                 A.BLOCK,
                 "medium",
-                f"{cls.path} is protected (AGENTS.md, CLAUDE.md, .gitignore and the other .git* "
-                "files): the task's write area must name it",
+                f"{cls.path} is protected: the task's write area must name it (AGENTS.md, "
+                "CLAUDE.md and .git* files are written only so)",
                 "3-scope",
                 path=cls,
             )

@@ -93,3 +93,19 @@ def test_init_creates_the_layout_once(tmp_path: Path) -> None:
     assert project["project_id"] in again.stdout
     missing = _air("init", str(tmp_path / "nope"))
     assert missing.returncode == 2
+
+
+def test_a_permission_decision_reads_as_what_was_decided_and_why() -> None:
+    """It was the payload's JSON cut at 90 characters: the reason never showed."""
+    from air.cli.history import describe_payload
+
+    payload = {
+        "decision": {"action": "block", "reason": "AGENTS.md is protected: the task's write area"},
+        "tool_name": "shell.run",
+        "subject": "echo x >> AGENTS.md\r\x1b[2Kecho ok",
+    }
+    line = describe_payload("permission.decision.recorded", payload)
+    assert line.startswith("block shell.run echo x >> AGENTS.md")
+    assert line.endswith(": AGENTS.md is protected: the task's write area")
+    assert "\x1b" not in line
+    assert "\r" not in line  # a task's text never moves the terminal's cursor

@@ -382,6 +382,7 @@ async def test_git_commit_never_commits_a_denied_path(env: Env) -> None:
     assert done.status == "error"
     assert done.error is not None
     assert done.error.message == "git.commit: cannot tell which staged files it may commit"
+    assert done.error.user_action == "Commit named paths (paths), fewer at a time."
     index.write_bytes(kept_index)
     (env.root / ":(glob)n.txt").write_text("the file named\n")
     (env.root / "n.txt").write_text("another file\n")
