@@ -181,11 +181,21 @@ def test_a_task_writes_a_protected_path_only_when_its_write_area_names_it(
             held = area is None or area != ["docs"] or path.startswith("docs/")
             said = "the task's write area must name it" if held else "outside the task's write"
             assert said in item.reason, (area, path)
-    named = {"AGENTS.md": ["AGENTS.md"], "docs/CLAUDE.md": ["docs/CLAUDE.md"]}
-    named |= {".gitignore": [".gitignore"], ".github/workflows/ci.yml": [".github"]}
-    for path, area in named.items():
+    named = [
+        ("AGENTS.md", ["AGENTS.md"]),
+        ("docs/CLAUDE.md", ["docs/CLAUDE.md"]),
+        ("Xtra/CLAUDE.md", ["Xtra/CLAUDE.md"]),
+        (".gitignore", [".gitignore"]),
+        (".github/workflows/ci.yml", [".github"]),
+        (".github/workflows/ci.yml", [".github/workflows"]),
+        (".github/workflows/ci.yml", [".github/*"]),  # the literal part names it
+    ]
+    for path, area in named:
         item = only(engine.explain(ctx(root, write_paths=[path], write_area=area)), "write")
         assert item.action == A.ALLOW, (path, area)
+    outside = str(root.parent / "elsewhere" / "AGENTS.md")  # not the task's: asked as before
+    item = only(engine.explain(ctx(root, write_paths=[outside])), "write")
+    assert (item.action, item.layer) == (A.ASK_USER, "4-risk")
     ordinary = only(engine.explain(ctx(root, write_paths=["docs/AGENTS.txt"])), "write")
     assert ordinary.action == A.ALLOW
     for template in (T.DEBUGGER, T.MAIN_DIRECT):  # the person's own channel asks as before
