@@ -9,7 +9,8 @@ The layers, in order:
    (``air.security.profile``);
 3. task scope: ``denied_paths`` → ``deny``, outside ``write_area``/``allowed_paths`` → ``block``
    (an entry is the project's path and its place in the task's worktree or copy,
-   ``PathClassifier.scope_places``);
+   ``PathClassifier.scope_places``), and a task's write of AGENTS.md, CLAUDE.md or a ``.git*``
+   file no entry names → ``block`` (the merge's rule, ``protected_part``);
 4. path / command / network risk classification;
 5. credential / system-sensitive override (only a specific ``sensitive: true`` rule allows);
 6. the user prompt: grants already given (``air.security.grants``), ``ask_user``, or headless
