@@ -24,7 +24,7 @@ segment of a compound command never approves another. Recording a decision is
 
 from __future__ import annotations
 
-import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from air.contracts.permission import (
@@ -40,6 +40,7 @@ from air.security.external import external_item
 from air.security.grants import GrantBook, scope_key
 from air.security.items import RISK_ORDER, Evaluation, Item, worse
 from air.security.paths import (
+    PROTECTED_NAMES,
     PathClassifier,
     in_write_area_entry,
     names_protected,
@@ -304,17 +305,16 @@ class PermissionEngine:
                     path=cls,
                 )
         area = ctx.write_area if ctx.write_area is not None else ctx.allowed_paths
-        holding = (
+        places = (
             [workspace]  # the whole project
             if area is None
             else [
                 place
                 for a in area
                 for place in self.classifier.scope_places(a, project, workspace, as_written=False)
-                if in_write_area_entry(resolved, place)
             ]
         )
-        if area is not None and not tool_dir and not holding:
+        if area is not None and not tool_dir and not any(_holds(resolved, places)):
             return Item(
                 "write",
                 key,
@@ -324,7 +324,7 @@ class PermissionEngine:
                 "3-scope",
                 path=cls,
             )
-        if template in _TASK_TEMPLATES and not _named_if_protected(resolved, workspace, holding):
+        if template in _TASK_TEMPLATES and not _named_if_protected(resolved, workspace, places):
             return Item(
                 "write",
                 key,
@@ -491,16 +491,23 @@ _TASK_TEMPLATES = (PermissionTemplate.EXECUTOR, PermissionTemplate.DEBUGGER)
 """A task's writers: the protected paths need their scope's naming, as their merge does."""
 
 
-def _named_if_protected(resolved: str, workspace: str, holding: list[str]) -> bool:
+def _holds(resolved: str, places: list[str]) -> Iterator[str]:
+    """The write-area places that hold ``resolved``, lazily (the first answers the area)."""
+    return (place for place in places if in_write_area_entry(resolved, place))
+
+
+def _named_if_protected(resolved: str, workspace: str, places: list[str]) -> bool:
     """Whether a task may write ``resolved`` (in its workspace) as the merge judges it: an
     ordinary path, or a protected one (``protected_part``) that a write-area entry holding it
-    names (``names_protected``). The same rule as the merge's, applied before the write: in
-    the project itself (``main``) no merge judges what a task writes."""
-    rel = os.path.relpath(resolved, workspace)
-    if rel == ".." or rel.startswith("../"):
-        return True  # outside the workspace: the other layers decide
-    parts = rel.split(os.sep)
+    (of ``places``) names (``names_protected``). The same rule as the merge's, applied before
+    the write: in the project itself (``main``) no merge judges what a task writes."""
+    if not resolved.startswith(workspace.rstrip("/") + "/"):
+        return True  # outside the workspace (or it): the other layers decide
+    rel = resolved[len(workspace.rstrip("/")) + 1 :]
+    if "/.git" not in "/" + rel and rel.rsplit("/", 1)[-1] not in PROTECTED_NAMES:
+        return True  # no protected component (most writes: no split, no search)
+    parts = rel.split("/")
     index = protected_part(parts)
     if index is None or parts[index] in (".git", ".air"):
         return True  # ordinary, or git's and air's own state: their path categories decide
-    return names_protected(parts, index, holding, workspace)
+    return names_protected(parts, index, list(_holds(resolved, places)), workspace)
