@@ -173,7 +173,13 @@ def test_a_task_writes_a_protected_path_only_when_its_write_area_names_it(
     lone writer, ``--isolation main``) no merge judged it, and a task rewrote the AGENTS.md the
     next task's prompt holds. The engine holds the merge's rule before the write."""
     engine = engine_for(home)
-    protected = ["AGENTS.md", "docs/CLAUDE.md", ".gitignore", ".github/workflows/ci.yml"]
+    protected = [
+        "AGENTS.md",
+        "docs/CLAUDE.md",
+        "docs/deep/CLAUDE.md",
+        ".gitignore",
+        ".github/workflows/ci.yml",
+    ]
     for area in (None, ["docs"], ["**"], ["."]):
         for path in protected:
             item = only(engine.explain(ctx(root, write_paths=[path], write_area=area)), "write")
@@ -210,6 +216,8 @@ def test_a_task_writes_a_protected_path_only_when_its_write_area_names_it(
     assert any("sub/AGENTS.md is protected" in i.reason for i in worst.items)
     git = only(engine.explain(ctx(root, write_paths=[".git/config"])), "write")
     assert git.action == A.ASK_USER  # git's own state: its category decides, as before
+    air = only(engine.explain(ctx(root, write_paths=[".air/shared/AGENTS.md"])), "write")
+    assert (air.action, air.layer) == (A.DENY, "4-risk")  # air's own: its category, as before
 
 
 def test_a_dynamic_write_path_asks_and_a_link_out_is_denied(root: Path, home: Path) -> None:
