@@ -277,11 +277,16 @@ def _below_a_link(root: str, rel: str) -> bool:
     return False
 
 
+def _temp_name() -> str:
+    """A name of this process's own for a file it puts in place (``.<random>.air-merge.tmp``)."""
+    return f".{secrets.token_hex(8)}{_TEMP}"
+
+
 def _temporary(here: int) -> tuple[int, str]:
     """A new file in the directory ``here`` under a name of this process's own (``O_EXCL``),
     open for writing."""
     while True:
-        tmp = f".{secrets.token_hex(8)}{_TEMP}"
+        tmp = _temp_name()
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
             return os.open(tmp, flags, 0o600, dir_fd=here), tmp
@@ -314,7 +319,7 @@ def _copy_over(source: str, name: str, here: int) -> None:
 def _link_over(link_target: str, name: str, here: int) -> None:
     """A symbolic link to ``link_target`` over ``name`` in the directory ``here``."""
     while True:
-        tmp = f".{secrets.token_hex(8)}{_TEMP}"
+        tmp = _temp_name()
         try:
             os.symlink(link_target, tmp, dir_fd=here)
         except FileExistsError:
