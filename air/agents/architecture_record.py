@@ -30,7 +30,6 @@ from air.agents.architecture import (
     GateVerdict,
     SchedulerGate,
 )
-from air.context.loader import read_text_file
 from air.contracts.error import AirException, ErrorKind
 from air.contracts.task import TaskSpec
 from air.contracts.worker_result import WorkerResult
@@ -77,12 +76,14 @@ def document_path(declaration: ArchitectureDeclaration, root: Path) -> str:
 
 
 def recorded_digests(declaration: ArchitectureDeclaration, root: Path) -> set[str]:
-    """The digests of the changes already recorded in the architecture document."""
-    path = root / document_path(declaration, root)
-    real = path.resolve()
-    if not path.is_file() or not real.is_relative_to(root.resolve()):
+    """The digests of the changes already recorded in the architecture document, read whole as
+    ``document_update`` reads it; none when it cannot be read (the change is asked again, and
+    its record then says why)."""
+    rel = document_path(declaration, root)
+    try:
+        return set(_MARK.findall(_document_text(root.resolve() / rel, rel) or ""))
+    except AirException:
         return set()
-    return set(_MARK.findall(read_text_file(real, exact=True)))
 
 
 def document_update(

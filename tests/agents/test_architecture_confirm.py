@@ -15,8 +15,13 @@ import pytest
 import trio
 
 from air.agents import PendingPrompts
-from air.agents.architecture import CONFIRM_TOOL, PromptConfirm, SchedulerGate
-from air.agents.architecture_record import RecordingGate
+from air.agents.architecture import (
+    CONFIRM_TOOL,
+    ArchitectureDeclaration,
+    PromptConfirm,
+    SchedulerGate,
+)
+from air.agents.architecture_record import RecordingGate, recorded_digests
 from air.contracts.prompt import FailClosedPrompt
 from air.testing.fake_runner import FakeStep
 from tests.agents.conftest import AgentEnv, PendingBroker, wait_until
@@ -128,7 +133,8 @@ async def test_a_document_swapped_for_a_link_is_never_read_into_the_record(
 
 async def test_a_long_document_gets_the_entry_appended_never_cut(env: AgentEnv) -> None:
     """The document was read for the context (cut at 200,000 characters, a marker put in) and
-    written back whole: a long ARCHITECTURE.md lost its end to the first confirmed change."""
+    written back whole: a long ARCHITECTURE.md lost its end to the first confirmed change; and
+    the recorded change's marker, past the cut, was never found (the change asked again)."""
     text = "# Architecture\n" + "".join(f"- decision {n}: kept\n" for n in range(15_000))
     assert len(text) > 300_000
     (env.root / "ARCHITECTURE.md").write_text(text)
@@ -137,3 +143,4 @@ async def test_a_long_document_gets_the_entry_appended_never_cut(env: AgentEnv) 
     assert after.startswith(text)
     assert after[len(text) :].startswith("\n## Confirmed architecture changes\n\n- ")
     assert "bumps the API" in after[len(text) :]
+    assert len(recorded_digests(ArchitectureDeclaration(), env.root)) == 1  # found past the cut
