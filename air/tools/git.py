@@ -58,15 +58,23 @@ async def _bounded(
     if proc.returncode != 0 and not cut:
         raise AirException.of(
             kind=ErrorKind.TOOL_ERROR,
-            message=f"git {args[0]} failed: "
+            message=f"git {_subcommand(args)} failed: "
             f"{run.redactor.redact_cut(proc.stderr.decode('utf-8', 'replace').strip(), 500)}",
             user_action="Check the repository state and the arguments.",
         )
     text = proc.stdout.decode("utf-8", "replace")
-    redact = run.redactor.redact_diff if args[0] == "diff" else run.redactor.redact
+    redact = run.redactor.redact_diff if _subcommand(args) == "diff" else run.redactor.redact
     if len(text) > 1 << 16:  # a long one off the Trio thread
         return await trio.to_thread.run_sync(redact, text), cut
     return redact(text), cut
+
+
+def _subcommand(args: tuple[str, ...]) -> str:
+    """The git command of ``args``, past the ``-c key=value`` options before it."""
+    at = 0
+    while at < len(args) - 1 and args[at] == "-c":
+        at += 2
+    return args[at]
 
 
 async def _status(input: JsonObject, run: ToolRun) -> Any:
@@ -178,7 +186,14 @@ async def _commit(input: JsonObject, run: ToolRun) -> Any:
     withheld = await _staged_withheld(run, secrets)
     if withheld:
         await run_git(run, "reset", "-q", "--", *_literal(withheld))
-    await run_git(run, "commit", "--no-verify", "-m", input["message"])
+    # who the project's commits name, as air's own (IMPL-GIT-4): air's git reads no global
+    # config, so the user's ~/.gitconfig identity was unknown and every commit failed
+    from air.workspace.authorship import commit_message, read_authorship
+
+    who = await read_authorship(await _located(run))
+    subject, _, body = str(input["message"]).partition("\n")
+    message = commit_message(subject, body, {}, who)
+    await run_git(run, *who.config(), "commit", "--no-verify", *who.commit_args(), "-m", message)
     head = (await run_git(run, "rev-parse", "HEAD")).strip()
     return {"commit": head} | ({"withheld": withheld} if withheld else {})
 

@@ -365,3 +365,32 @@ async def test_git_tools_never_run_repository_scripts(env: Env) -> None:
     assert len(out(commit)["commit"]) == 40
     assert "hardened" in git(env.root, "log", "-1", "--format=%s")
     assert not await trio.Path(marker).exists()
+
+
+async def test_git_commit_names_the_user_as_air_s_own_commits_do(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """air's git reads no global config: a user whose identity is in ~/.gitconfig (the usual
+    place) had every git.commit fail ("Author identity unknown") while air's own merge commits
+    named them. git.commit now commits as those do (IMPL-GIT-4): the user, with air as
+    co-author; air itself only when the user has no identity; a model's control characters
+    out of the message."""
+    git(env.root, "config", "--unset", "user.name")
+    git(env.root, "config", "--unset", "user.email")
+    monkeypatch.setenv("HOME", str(env.home))
+    env.engine.headless_allow_ask = True
+    (env.home / ".gitconfig").write_text("[user]\n\tname = Pat User\n\temail = pat@example.com\n")
+    (env.root / "a.txt").write_text("a\n")
+    message = {"message": "Add\x1b a\n\nBecause.", "paths": ["a.txt"]}
+    done = await env.registry.call("git.commit", message, env.ctx(headless=True))
+    assert done.status == "ok", done.error
+    shown = git(env.root, "log", "-1", "--format=%an <%ae>%n%B")
+    assert shown.splitlines()[0] == "Pat User <pat@example.com>"
+    assert "Add a\n\nBecause.\n\nCo-authored-by: air <air@localhost>" in shown
+    assert "\x1b" not in shown
+    (env.home / ".gitconfig").unlink()
+    (env.root / "b.txt").write_text("b\n")
+    bare = {"message": "Add b", "paths": ["b.txt"]}
+    done = await env.registry.call("git.commit", bare, env.ctx(headless=True))
+    assert done.status == "ok", done.error
+    assert git(env.root, "log", "-1", "--format=%an <%ae>") == "air <air@localhost>"
